@@ -1,0 +1,105 @@
+//! Where INT sits in a packet and how it is announced: the settings a
+//! source, a transit hop and a sink of one INT domain must share.
+
+/// Host-INT's UDP port for INT_05_EXTENSION_UDP.
+pub const DEFAULT_EXTENSION_PORT: u16 = 33122;
+/// Host-INT's default DSCP value and mask for INT_05_OVER_TCP_UDP.
+pub const DEFAULT_DSCP_VALUE: u8 = 0x01;
+pub const DEFAULT_DSCP_MASK: u8 = 0x01;
+/// Bytes of the extra UDP header in INT_05_EXTENSION_UDP.
+pub const EXTENSION_UDP_LEN: usize = 8;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encapsulation {
+    /// INT_05_OVER_TCP_UDP: INT right after the L4 header, announced by DSCP
+    /// bits: a packet carries INT when `(dscp & mask) == (value & mask)`.
+    OverTcpUdp { dscp_value: u8, dscp_mask: u8 },
+    /// INT_05_EXTENSION_UDP: a UDP header to `port` after IPv4, then INT,
+    /// then the original L4 header and payload untouched.
+    ExtensionUdp { port: u16 },
+}
+
+impl Default for Encapsulation {
+    fn default() -> Self {
+        Encapsulation::OverTcpUdp { dscp_value: DEFAULT_DSCP_VALUE, dscp_mask: DEFAULT_DSCP_MASK }
+    }
+}
+
+impl Encapsulation {
+    /// The ToS bits that mark INT (DSCP mask shifted past ECN).
+    #[inline]
+    pub fn tos_mask(&self) -> u8 {
+        match *self {
+            Encapsulation::OverTcpUdp { dscp_mask, .. } => (dscp_mask & 0x3f) << 2,
+            Encapsulation::ExtensionUdp { .. } => 0,
+        }
+    }
+
+    /// `tos = (tos & ~mask) | (value & mask)`, Host-INT's marking.
+    #[inline]
+    pub fn mark_tos(&self, tos: u8) -> u8 {
+        match *self {
+            Encapsulation::OverTcpUdp { dscp_value, .. } => {
+                let mask = self.tos_mask();
+                (tos & !mask) | (((dscp_value & 0x3f) << 2) & mask)
+            }
+            Encapsulation::ExtensionUdp { .. } => tos,
+        }
+    }
+
+    /// Whether a ToS carries the INT mark (DSCP encapsulation only).
+    #[inline]
+    pub fn tos_is_marked(&self, tos: u8) -> bool {
+        match *self {
+            Encapsulation::OverTcpUdp { dscp_value, .. } => {
+                let mask = self.tos_mask();
+                mask != 0 && (tos & mask) == (((dscp_value & 0x3f) << 2) & mask)
+            }
+            Encapsulation::ExtensionUdp { .. } => false,
+        }
+    }
+}
+
+/// Where INT goes in a TCP segment with options.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TcpPlacement {
+    /// After the first 20 bytes, before any option; Data Offset unchanged
+    /// (Host-INT).
+    #[default]
+    BeforeOptions,
+    /// After the options (INT 0.5 section 3.2.1).
+    AfterOptions,
+}
+
+impl TcpPlacement {
+    #[inline]
+    pub fn offset(self, tcp_header_len: usize) -> usize {
+        match self {
+            TcpPlacement::BeforeOptions => crate::wire::tcp::MIN_HEADER_LEN,
+            TcpPlacement::AfterOptions => tcp_header_len,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_int_default_mark_is_tos_bit_0x04() {
+        let encap = Encapsulation::default();
+        assert_eq!(encap.tos_mask(), 0x04);
+        assert_eq!(encap.mark_tos(0x00), 0x04);
+        assert_eq!(encap.mark_tos(0xb8), 0xbc); // EF keeps its other bits
+        assert!(encap.tos_is_marked(0x07));
+        assert!(!encap.tos_is_marked(0x03));
+    }
+
+    #[test]
+    fn value_outside_mask_is_ignored() {
+        let encap = Encapsulation::OverTcpUdp { dscp_value: 0x17, dscp_mask: 0x3f };
+        assert_eq!(encap.mark_tos(0x01), 0x5d);
+        assert!(encap.tos_is_marked(0x5e));
+        assert!(!Encapsulation::ExtensionUdp { port: 1 }.tos_is_marked(0xff));
+    }
+}

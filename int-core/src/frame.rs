@@ -1,0 +1,110 @@
+//! A frame inside a larger buffer, with headroom in front of it: the shape of
+//! a DPDK mbuf's data area, so that the transforms can run on mbufs and on
+//! plain vectors alike.
+
+/// `buf[start..start + len]` is the frame; `buf[..start]` is headroom.
+#[derive(Debug)]
+pub struct FrameBuf<'a> {
+    buf: &'a mut [u8],
+    start: usize,
+    len: usize,
+}
+
+impl<'a> FrameBuf<'a> {
+    /// `None` when `start + len` lies outside `buf`.
+    #[inline]
+    pub fn new(buf: &'a mut [u8], start: usize, len: usize) -> Option<Self> {
+        let end = start.checked_add(len)?;
+        (end <= buf.len()).then_some(FrameBuf { buf, start, len })
+    }
+
+    #[inline]
+    pub fn start(&self) -> usize {
+        self.start
+    }
+
+    #[inline]
+    #[allow(clippy::len_without_is_empty)]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline]
+    pub fn headroom(&self) -> usize {
+        self.start
+    }
+
+    #[inline]
+    pub fn frame(&self) -> &[u8] {
+        self.buf.get(self.start..self.start + self.len).unwrap_or(&[])
+    }
+
+    #[inline]
+    pub fn frame_mut(&mut self) -> &mut [u8] {
+        self.buf.get_mut(self.start..self.start + self.len).unwrap_or(&mut [])
+    }
+
+    /// Opens a gap of `gap` bytes at `at` (an offset in the frame) by moving
+    /// the first `at` bytes of the frame `gap` bytes into the headroom. The
+    /// bytes after `at` do not move. The gap's content is left as it was.
+    /// Returns false, changing nothing, if the headroom is too small or `at`
+    /// is past the end of the frame.
+    #[inline]
+    pub fn open_gap(&mut self, at: usize, gap: usize) -> bool {
+        if gap > self.start || at > self.len {
+            return false;
+        }
+        let old_start = self.start;
+        self.start -= gap;
+        self.len += gap;
+        self.buf.copy_within(old_start..old_start + at, self.start);
+        true
+    }
+
+    /// Removes `gap` bytes at `at` by moving the first `at` bytes of the
+    /// frame forward over them. Returns false, changing nothing, if
+    /// `at + gap` is past the end of the frame.
+    #[inline]
+    pub fn close_gap(&mut self, at: usize, gap: usize) -> bool {
+        match at.checked_add(gap) {
+            Some(end) if end <= self.len => {
+                self.buf.copy_within(self.start..self.start + at, self.start + gap);
+                self.start += gap;
+                self.len -= gap;
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gap_open_then_close_restores() {
+        let mut buf = [0u8; 16];
+        buf[8..16].copy_from_slice(b"abcdefgh");
+        let mut frame = FrameBuf::new(&mut buf, 8, 8).unwrap();
+        assert!(frame.open_gap(3, 4));
+        assert_eq!(frame.start(), 4);
+        assert_eq!(&frame.frame()[..3], b"abc");
+        assert_eq!(&frame.frame()[7..], b"defgh");
+        frame.frame_mut()[3..7].copy_from_slice(b"XXXX");
+        assert!(frame.close_gap(3, 4));
+        assert_eq!(frame.frame(), b"abcdefgh");
+    }
+
+    #[test]
+    fn refuses_without_headroom_or_past_end() {
+        let mut buf = [0u8; 16];
+        let mut frame = FrameBuf::new(&mut buf, 2, 10).unwrap();
+        assert!(!frame.open_gap(0, 3));
+        assert!(!frame.open_gap(11, 1));
+        assert!(!frame.close_gap(8, 3));
+        assert_eq!((frame.start(), frame.len()), (2, 10));
+        assert!(FrameBuf::new(&mut buf, 10, 7).is_none());
+        assert!(FrameBuf::new(&mut buf, usize::MAX, 2).is_none());
+    }
+}

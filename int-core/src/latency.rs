@@ -1,0 +1,192 @@
+//! When a sink reports a flow's one-way latency.
+//!
+//! Host-INT reports the first packet of a flow, every packet whose latency
+//! falls in another bucket than the previous packet's (up to 16 increasing
+//! thresholds; below the first is bucket 0), and a flow not reported for
+//! 2 s. The same rules are here, plus two alternatives to buckets: report
+//! when the latency moved by more than an absolute amount, or by more than a
+//! percentage, from the last reported value.
+//!
+//! Where we differ from Host-INT: the refresh period is configurable; in the
+//! threshold modes the comparison is with the last *reported* latency, so a
+//! slow drift is reported once it adds up, where bucket edges would miss it.
+
+pub const MAX_BUCKETS: usize = 16;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeRule {
+    /// Thresholds in ns, increasing; `len` of them are used.
+    Buckets { thresholds: [u32; MAX_BUCKETS], len: u8 },
+    /// Report when |latency - last reported| > this many ns.
+    Absolute { ns: u32 },
+    /// Report when |latency - last reported| > percent of last reported.
+    Relative { percent: u32 },
+}
+
+impl ChangeRule {
+    /// Buckets from a list; `None` if there are more than 16 or they do not
+    /// increase.
+    pub fn buckets(list: &[u32]) -> Option<ChangeRule> {
+        if list.len() > MAX_BUCKETS || list.windows(2).any(|w| matches!(w, [a, b] if a >= b)) {
+            return None;
+        }
+        let mut thresholds = [0u32; MAX_BUCKETS];
+        thresholds.get_mut(..list.len())?.copy_from_slice(list);
+        Some(ChangeRule::Buckets { thresholds, len: list.len() as u8 })
+    }
+
+    #[inline]
+    pub fn bucket(&self, latency_ns: u32) -> u8 {
+        match self {
+            ChangeRule::Buckets { thresholds, len } => {
+                thresholds.iter().take(usize::from(*len)).take_while(|edge| latency_ns >= **edge).count()
+                    as u8
+            }
+            _ => 0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LatencyConfig {
+    pub rule: ChangeRule,
+    /// Report a flow at least this often while it has traffic (ns); 0 = never.
+    pub refresh_ns: u64,
+}
+
+impl Default for LatencyConfig {
+    /// Host-INT's defaults: a 2 s refresh, and buckets at 50 us, 100 us,
+    /// 250 us, 500 us, 1 ms, 2.5 ms, 5 ms, 10 ms (ours; Host-INT's are set
+    /// by its control program).
+    fn default() -> Self {
+        let rule = ChangeRule::buckets(&[
+            50_000, 100_000, 250_000, 500_000, 1_000_000, 2_500_000, 5_000_000, 10_000_000,
+        ])
+        .unwrap_or(ChangeRule::Absolute { ns: 100_000 });
+        LatencyConfig { rule, refresh_ns: 2_000_000_000 }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReportReason {
+    FirstPacket,
+    /// Bucket differs from the previous packet's.
+    BucketChange,
+    /// Moved past the absolute or relative threshold.
+    ThresholdChange,
+    Refresh,
+}
+
+impl ReportReason {
+    pub fn name(self) -> &'static str {
+        match self {
+            ReportReason::FirstPacket => "first_packet",
+            ReportReason::BucketChange => "bucket_change",
+            ReportReason::ThresholdChange => "threshold_change",
+            ReportReason::Refresh => "refresh",
+        }
+    }
+}
+
+/// Per-flow state: 16 bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LatencyState {
+    last_report_ns: u64,
+    last_reported: u32,
+    previous_bucket: u8,
+    reported: bool,
+}
+
+impl LatencyState {
+    /// Records one packet's latency; says whether (and why) to report it.
+    #[inline]
+    pub fn observe(&mut self, config: &LatencyConfig, latency_ns: u32, now_ns: u64) -> Option<ReportReason> {
+        let bucket = config.rule.bucket(latency_ns);
+        let reason = if !self.reported {
+            Some(ReportReason::FirstPacket)
+        } else {
+            let changed = match config.rule {
+                ChangeRule::Buckets { .. } => {
+                    (bucket != self.previous_bucket).then_some(ReportReason::BucketChange)
+                }
+                ChangeRule::Absolute { ns } => {
+                    (latency_ns.abs_diff(self.last_reported) > ns).then_some(ReportReason::ThresholdChange)
+                }
+                ChangeRule::Relative { percent } => {
+                    let limit = u64::from(self.last_reported) * u64::from(percent) / 100;
+                    (u64::from(latency_ns.abs_diff(self.last_reported)) > limit)
+                        .then_some(ReportReason::ThresholdChange)
+                }
+            };
+            changed.or_else(|| {
+                (config.refresh_ns != 0 && now_ns.saturating_sub(self.last_report_ns) >= config.refresh_ns)
+                    .then_some(ReportReason::Refresh)
+            })
+        };
+        self.previous_bucket = bucket;
+        if reason.is_some() {
+            self.reported = true;
+            self.last_reported = latency_ns;
+            self.last_report_ns = now_ns;
+        }
+        reason
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn buckets() -> LatencyConfig {
+        LatencyConfig { rule: ChangeRule::buckets(&[100, 200, 400]).unwrap(), refresh_ns: 1_000 }
+    }
+
+    #[test]
+    fn bucket_index() {
+        let rule = ChangeRule::buckets(&[100, 200, 400]).unwrap();
+        assert_eq!(
+            [0, 99, 100, 199, 200, 399, 400, u32::MAX].map(|l| rule.bucket(l)),
+            [0, 0, 1, 1, 2, 2, 3, 3]
+        );
+        assert!(ChangeRule::buckets(&[100, 100]).is_none());
+        assert!(ChangeRule::buckets(&[1; 17]).is_none());
+    }
+
+    #[test]
+    fn reports_first_crossings_and_refresh() {
+        let config = buckets();
+        let mut state = LatencyState::default();
+        let seen: Vec<_> = [(50, 0), (60, 10), (150, 20), (160, 30), (90, 40), (95, 1040), (99, 1050)]
+            .iter()
+            .map(|(latency, t)| state.observe(&config, *latency, *t))
+            .collect();
+        assert_eq!(
+            seen,
+            vec![
+                Some(ReportReason::FirstPacket),
+                None,
+                Some(ReportReason::BucketChange),
+                None,
+                Some(ReportReason::BucketChange),
+                Some(ReportReason::Refresh),
+                None
+            ]
+        );
+    }
+
+    #[test]
+    fn absolute_and_relative_modes() {
+        let absolute = LatencyConfig { rule: ChangeRule::Absolute { ns: 10 }, refresh_ns: 0 };
+        let mut state = LatencyState::default();
+        let seen: Vec<_> =
+            [100, 105, 109, 111, 115, 99].iter().map(|l| state.observe(&absolute, *l, 0).is_some()).collect();
+        assert_eq!(seen, vec![true, false, false, true, false, true]);
+        let relative = LatencyConfig { rule: ChangeRule::Relative { percent: 10 }, refresh_ns: 0 };
+        let mut state = LatencyState::default();
+        let seen: Vec<_> = [1000, 1090, 1101, 1200, 1210]
+            .iter()
+            .map(|l| state.observe(&relative, *l, 0).is_some())
+            .collect();
+        assert_eq!(seen, vec![true, false, true, false, false]);
+    }
+}

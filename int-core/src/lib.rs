@@ -1,0 +1,34 @@
+//! int-core: everything an INT 0.5 source, transit hop, sink and collector
+//! do to bytes, without DPDK.
+//!
+//! - [`wire`]: Ethernet (802.1Q), IPv4, TCP, UDP headers.
+//! - [`int05`]: INT 0.5 shim, metadata header, instruction bitmap, hop
+//!   metadata, tail (INT over TCP/UDP, and Host-INT's shim Type 3).
+//! - [`report`]: Telemetry Report 0.5 headers and Host-INT's latency and
+//!   Drop-Summary reports.
+//! - [`source`], [`transit`], [`sink`]: the packet transforms, in place over a
+//!   [`FrameBuf`] with headroom.
+//! - [`flow`], [`loss`], [`latency`]: the sink's per-flow logic.
+//!
+//! No function here panics on packet bytes: every malformed input is a
+//! [`ParseError`] that names the layer, the offset and the value.
+
+mod bytes;
+mod carrier;
+pub mod checksum;
+pub mod encap;
+pub mod error;
+pub mod flow;
+pub mod frame;
+pub mod int05;
+pub mod latency;
+pub mod locate;
+pub mod loss;
+pub mod report;
+pub mod sink;
+pub mod source;
+pub mod transit;
+pub mod wire;
+
+pub use error::{DropReason, Layer, ParseError};
+pub use frame::FrameBuf;

@@ -1,0 +1,131 @@
+//! Finds the IPv4 and L4 headers in an Ethernet frame: the walk every
+//! transform starts with. `Ok(None)` means "not a packet for us" (not IPv4);
+//! `Err` means "claims to be IPv4 but lies".
+
+use zerocopy::FromBytes;
+
+use crate::error::{Layer, ParseError};
+use crate::wire::ethernet::EthernetRepr;
+use crate::wire::{tcp, udp, EtherType, Ipv4Header, TcpHeader, UdpHeader};
+
+pub const PROTO_TCP: u8 = 6;
+pub const PROTO_UDP: u8 = 17;
+
+/// Where the IPv4 header and its payload lie in a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ipv4Location {
+    /// Offset of the IPv4 header.
+    pub l3: usize,
+    /// Offset of the IPv4 payload (l3 + IHL x 4).
+    pub l4: usize,
+    /// l3 + Total Length; bytes after it are Ethernet padding.
+    pub end: usize,
+    pub protocol: u8,
+    pub tos: u8,
+    pub fragment_offset: u16,
+    pub more_fragments: bool,
+}
+
+impl Ipv4Location {
+    /// Bytes of IPv4 payload.
+    #[inline]
+    pub fn payload_len(&self) -> usize {
+        self.end - self.l4
+    }
+}
+
+/// Walks Ethernet (and VLAN tags) to IPv4 and checks IHL and Total Length
+/// against the frame.
+#[inline]
+pub fn ipv4(frame: &[u8]) -> Result<Option<Ipv4Location>, ParseError> {
+    let (ethernet, l3) = EthernetRepr::parse(frame)?;
+    if ethernet.ethertype != EtherType::Ipv4 {
+        return Ok(None);
+    }
+    let bytes = frame.get(l3..).unwrap_or(&[]);
+    let (header, _) = Ipv4Header::ref_from_prefix(bytes)
+        .map_err(|_| ParseError::truncated(Layer::Ipv4, l3, 20, frame.len()))?;
+    if header.version() != 4 {
+        return Err(ParseError::UnknownVersion { layer: Layer::Ipv4, offset: l3, value: header.version() });
+    }
+    let header_len = header.header_len();
+    let total_len = usize::from(header.total_len.get());
+    if header_len < 20 {
+        return Err(ParseError::BadLength { layer: Layer::Ipv4, offset: l3, value: header_len });
+    }
+    if total_len < header_len {
+        return Err(ParseError::BadLength { layer: Layer::Ipv4, offset: l3 + 2, value: total_len });
+    }
+    if total_len > bytes.len() {
+        return Err(ParseError::truncated(Layer::Ipv4, l3, total_len, frame.len()));
+    }
+    Ok(Some(Ipv4Location {
+        l3,
+        l4: l3 + header_len,
+        end: l3 + total_len,
+        protocol: header.protocol,
+        tos: header.tos,
+        fragment_offset: header.fragment_offset(),
+        more_fragments: header.more_fragments(),
+    }))
+}
+
+/// The L4 header of a first fragment (or unfragmented packet).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum L4 {
+    Udp { src_port: u16, dst_port: u16, length: u16 },
+    Tcp { src_port: u16, dst_port: u16, header_len: usize },
+}
+
+impl L4 {
+    #[inline]
+    pub fn ports(&self) -> (u16, u16) {
+        match *self {
+            L4::Udp { src_port, dst_port, .. } | L4::Tcp { src_port, dst_port, .. } => (src_port, dst_port),
+        }
+    }
+}
+
+/// Reads the TCP or UDP header at `ip.l4`. `Ok(None)` for other protocols.
+/// A UDP Length must cover its header and, in an unfragmented packet, equal
+/// the IPv4 payload length; a TCP Data Offset must fit in the payload.
+#[inline]
+pub fn l4(frame: &[u8], ip: &Ipv4Location) -> Result<Option<L4>, ParseError> {
+    let payload = frame.get(ip.l4..ip.end).unwrap_or(&[]);
+    match ip.protocol {
+        PROTO_UDP => {
+            let (header, _) = UdpHeader::ref_from_prefix(payload)
+                .map_err(|_| ParseError::truncated(Layer::Udp, ip.l4, udp::HEADER_LEN, ip.end))?;
+            let length = header.length.get();
+            let fragmented = ip.more_fragments;
+            if usize::from(length) < udp::HEADER_LEN
+                || (!fragmented && usize::from(length) != payload.len())
+                || (fragmented && usize::from(length) < payload.len())
+            {
+                return Err(ParseError::BadLength {
+                    layer: Layer::Udp,
+                    offset: ip.l4 + 4,
+                    value: usize::from(length),
+                });
+            }
+            Ok(Some(L4::Udp { src_port: header.src_port.get(), dst_port: header.dst_port.get(), length }))
+        }
+        PROTO_TCP => {
+            let (header, _) = TcpHeader::ref_from_prefix(payload)
+                .map_err(|_| ParseError::truncated(Layer::Tcp, ip.l4, tcp::MIN_HEADER_LEN, ip.end))?;
+            let header_len = header.header_len();
+            if header_len < tcp::MIN_HEADER_LEN {
+                return Err(ParseError::BadLength {
+                    layer: Layer::Tcp,
+                    offset: ip.l4 + 12,
+                    value: header_len,
+                });
+            }
+            if header_len > payload.len() {
+                return Err(ParseError::truncated(Layer::Tcp, ip.l4, header_len, ip.end));
+            }
+            Ok(Some(L4::Tcp { src_port: header.src_port.get(), dst_port: header.dst_port.get(), header_len }))
+        }
+        _ => Ok(None),
+    }
+}

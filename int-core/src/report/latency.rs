@@ -1,0 +1,179 @@
+//! Host-INT's INT/IPv4 latency report (host-int-int05-format.md, "INT/IPv4
+//! Report"): the fixed header with NProto 4 and F set, the sink node id word
+//! (Host-INT's default; absent in the TR 0.5 profile), then the data packet
+//! as the sink received it, from its IPv4 header to the end of INT: IPv4
+//! header, UDP header or the first 20 bytes of TCP, and the INT block as if
+//! the sink had pushed its own hop (shim Length and Total Hop Count grown,
+//! the sink's hop on top) and without the tail. A UDP flow gives 92 bytes
+//! with Host-INT's stack, TCP 104.
+//!
+//! Where we differ from Host-INT: when Max Hop Count was already reached on
+//! arrival, the sink's hop is still added to the report (and E is kept as it
+//! arrived): the report is the sink's own record, and without its hop the
+//! latency would be lost. The packet itself never grows at the sink.
+
+use core::net::Ipv4Addr;
+
+use super::tr05::{self, NextProto, ReportHeaderRepr};
+use super::{ReportProfile, SinkIdWord};
+use crate::bytes::{be16, be32};
+use crate::error::{Layer, ParseError};
+use crate::int05::{shim, HopMetadata, IntBlock, MetadataHeaderRepr, ShimRepr, Tail, SEQUENCE_LEN};
+use crate::sink::Extracted;
+use crate::wire::Ipv4Repr;
+
+/// A parsed latency report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LatencyReport<'a> {
+    pub header: ReportHeaderRepr,
+    pub sink_id: Option<u32>,
+    pub ip: Ipv4Repr,
+    pub src_port: u16,
+    pub dst_port: u16,
+    pub block: IntBlock<'a>,
+}
+
+impl LatencyReport<'_> {
+    /// The sink's hop (top of the stack) and the source's (bottom).
+    pub fn sink_and_source(&self) -> Option<(HopMetadata, HopMetadata)> {
+        let mut hops = self.block.stack.hops();
+        let sink = hops.next()?;
+        let source = hops.last()?;
+        Some((sink, source))
+    }
+
+    /// Sink ingress time minus source ingress time, in u32 arithmetic as
+    /// Host-INT computes it (ns, low 32 bits of the epoch).
+    pub fn latency_ns(&self) -> Option<u32> {
+        let (sink, source) = self.sink_and_source()?;
+        Some(sink.ingress_timestamp?.wrapping_sub(source.ingress_timestamp?))
+    }
+
+    /// Bytes a latency report for `found` takes.
+    pub fn len_for(frame: &[u8], found: &Extracted, profile: &ReportProfile) -> usize {
+        let _ = frame;
+        let hop_len = found.header.instructions.hop_len();
+        tr05::HEADER_LEN
+            + if profile.sink_id_word { 4 } else { 0 }
+            + (found.carrier_at() - found.l3())
+            + found.carrier_report_len()
+            + found.block_len
+            - crate::int05::tail::HEADER_LEN
+            + hop_len
+    }
+
+    /// Writes a report for the INT packet `frame` (as received, before the
+    /// strip) into `buf`; returns its length.
+    pub fn build(
+        buf: &mut [u8],
+        frame: &[u8],
+        found: &Extracted,
+        sink_hop: &HopMetadata,
+        header: &ReportHeaderRepr,
+        sink_id: u32,
+        profile: &ReportProfile,
+    ) -> Result<usize, ParseError> {
+        let len = Self::len_for(frame, found, profile);
+        let available = buf.len();
+        let out = buf
+            .get_mut(..len)
+            .ok_or_else(|| ParseError::truncated(Layer::LatencyReport, 0, len, available))?;
+        let short = || ParseError::truncated(Layer::LatencyReport, 0, len, available);
+        let mut at = header.emit(out)?;
+        if profile.sink_id_word {
+            out.get_mut(at..at + 4).ok_or_else(short)?.copy_from_slice(&sink_id.to_be_bytes());
+            at += 4;
+        }
+        // IPv4 header and carrier header, as received.
+        let l3 = found.l3();
+        let headers_end = found.carrier_at() + found.carrier_report_len();
+        let ip_len = found.carrier_at() - l3;
+        let ip_bytes = frame.get(l3..found.carrier_at()).ok_or_else(short)?;
+        out.get_mut(at..at + ip_len).ok_or_else(short)?.copy_from_slice(ip_bytes);
+        at += ip_len;
+        let carrier = frame.get(found.carrier_at()..headers_end).ok_or_else(short)?;
+        out.get_mut(at..at + carrier.len()).ok_or_else(short)?.copy_from_slice(carrier);
+        at += carrier.len();
+        // The INT block with the sink's hop on top and no tail.
+        let instructions = found.header.instructions;
+        let hop_len = instructions.hop_len();
+        let stack_len = usize::from(found.header.total_hop_cnt) * hop_len;
+        let new_block_len = found.block_len - crate::int05::tail::HEADER_LEN + hop_len;
+        ShimRepr { int_type: found.shim_type, length_words: (new_block_len / 4) as u8 }
+            .emit(out.get_mut(at..).ok_or_else(short)?)?;
+        at += shim::HEADER_LEN;
+        let md = MetadataHeaderRepr {
+            total_hop_cnt: found.header.total_hop_cnt.saturating_add(1),
+            ..found.header
+        };
+        at += md.emit(out.get_mut(at..).ok_or_else(short)?)?;
+        at += sink_hop.emit(instructions, out.get_mut(at..).ok_or_else(short)?)?;
+        let stack_at = found.block_at + IntBlock::STACK_OFFSET;
+        let stack = frame.get(stack_at..stack_at + stack_len).ok_or_else(short)?;
+        out.get_mut(at..at + stack_len).ok_or_else(short)?.copy_from_slice(stack);
+        at += stack_len;
+        if let Some(sequence) = found.sequence {
+            out.get_mut(at..at + SEQUENCE_LEN).ok_or_else(short)?.copy_from_slice(&sequence.to_be_bytes());
+            at += SEQUENCE_LEN;
+        }
+        Ok(at)
+    }
+
+    pub fn parse(bytes: &[u8], sink_id: SinkIdWord) -> Result<LatencyReport<'_>, ParseError> {
+        let header = ReportHeaderRepr::parse(bytes)?;
+        if header.next_proto != NextProto::Ipv4 {
+            return Err(ParseError::UnknownType {
+                layer: Layer::ReportHeader,
+                offset: 0,
+                value: u8::from(header.next_proto),
+            });
+        }
+        let after_header = bytes.get(tr05::HEADER_LEN..).unwrap_or(&[]);
+        let present = match sink_id {
+            SinkIdWord::Present => true,
+            SinkIdWord::Absent => false,
+            SinkIdWord::Detect => !looks_like_ipv4(after_header),
+        };
+        let mut at = tr05::HEADER_LEN;
+        let sink_id = if present {
+            let word = bytes
+                .get(at..at + 4)
+                .ok_or_else(|| ParseError::truncated(Layer::LatencyReport, at, 4, bytes.len()))?;
+            at += 4;
+            Some(be32(word, 0))
+        } else {
+            None
+        };
+        let (ip, ip_len) =
+            Ipv4Repr::parse(bytes.get(at..).unwrap_or(&[])).map_err(|e| crate::sink::shift(e, at))?;
+        at += ip_len;
+        let carrier_len = match u8::from(ip.protocol) {
+            crate::locate::PROTO_UDP => crate::wire::udp::HEADER_LEN,
+            crate::locate::PROTO_TCP => crate::wire::tcp::MIN_HEADER_LEN,
+            value => {
+                return Err(ParseError::UnknownType { layer: Layer::Ipv4, offset: at - ip_len + 9, value })
+            }
+        };
+        let carrier = bytes
+            .get(at..at + carrier_len)
+            .ok_or_else(|| ParseError::truncated(Layer::LatencyReport, at, carrier_len, bytes.len()))?;
+        let src_port = be16(carrier, 0);
+        let dst_port = be16(carrier, 2);
+        at += carrier_len;
+        let block = IntBlock::parse(bytes.get(at..).unwrap_or(&[]), Tail::Absent)
+            .map_err(|e| crate::sink::shift(e, at))?;
+        Ok(LatencyReport { header, sink_id, ip, src_port, dst_port, block })
+    }
+
+    pub fn src(&self) -> Ipv4Addr {
+        self.ip.src
+    }
+}
+
+/// An IPv4 header with IHL 5-15 and protocol TCP or UDP.
+fn looks_like_ipv4(bytes: &[u8]) -> bool {
+    match (bytes.first(), bytes.get(9)) {
+        (Some(&vihl), Some(&protocol)) => vihl >> 4 == 4 && vihl & 0x0f >= 5 && matches!(protocol, 6 | 17),
+        _ => false,
+    }
+}

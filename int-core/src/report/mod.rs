@@ -1,0 +1,108 @@
+//! Telemetry reports: the Telemetry Report 0.5 headers and Host-INT's two
+//! report kinds built on them (INT/IPv4 latency reports, NProto 4, and
+//! Drop-Summary reports, NProto 3). Builders write a UDP payload into a
+//! caller's buffer; [`parse`] reads any of them back.
+
+pub mod drop_summary;
+pub mod latency;
+pub mod tr05;
+
+pub use drop_summary::{DropSummaryReport, DropSummaryRepr};
+pub use latency::LatencyReport;
+pub use tr05::{DropHeaderRepr, NextProto, ReportHeaderRepr, SwitchLocalRepr};
+
+use crate::error::ParseError;
+
+/// Host-INT's report destination port.
+pub const DEFAULT_COLLECTOR_PORT: u16 = 32766;
+
+/// The unit of the report header's timestamp.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TimestampUnit {
+    /// Seconds since the epoch: what Host-INT writes.
+    #[default]
+    Seconds,
+    /// Nanoseconds (low 32 bits): what Telemetry Report 0.5 specifies.
+    Nanoseconds,
+}
+
+impl TimestampUnit {
+    #[inline]
+    pub fn from_ns(self, epoch_ns: u64) -> u32 {
+        match self {
+            TimestampUnit::Seconds => (epoch_ns / 1_000_000_000) as u32,
+            TimestampUnit::Nanoseconds => epoch_ns as u32,
+        }
+    }
+}
+
+/// How reports are written: Host-INT's (seconds, sink id word after the
+/// header) or plain Telemetry Report 0.5 (nanoseconds, no sink id word).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReportProfile {
+    pub timestamp: TimestampUnit,
+    pub sink_id_word: bool,
+    pub hw_id: u8,
+}
+
+impl ReportProfile {
+    pub const HOST_INT: ReportProfile =
+        ReportProfile { timestamp: TimestampUnit::Seconds, sink_id_word: true, hw_id: 0 };
+    pub const TR05: ReportProfile =
+        ReportProfile { timestamp: TimestampUnit::Nanoseconds, sink_id_word: false, hw_id: 0 };
+}
+
+impl Default for ReportProfile {
+    fn default() -> Self {
+        ReportProfile::HOST_INT
+    }
+}
+
+/// Whether a latency report carries the sink node id word after its header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SinkIdWord {
+    Present,
+    Absent,
+    /// Decide from the bytes: an IPv4 header (version 4, a plausible IHL and
+    /// protocol) right after the report header means absent.
+    Detect,
+}
+
+/// Any report this crate understands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Report<'a> {
+    Latency(LatencyReport<'a>),
+    DropSummary(DropSummaryReport),
+    /// Telemetry Report 0.5 NProto 0, 1 or 2: optional drop or switch-local
+    /// header, then the Ethernet frame.
+    Tr05 {
+        header: ReportHeaderRepr,
+        drop: Option<DropHeaderRepr>,
+        switch_local: Option<SwitchLocalRepr>,
+        frame: &'a [u8],
+    },
+}
+
+/// Parses a report (the UDP payload sent to a collector).
+pub fn parse(payload: &[u8], sink_id: SinkIdWord) -> Result<Report<'_>, ParseError> {
+    let header = ReportHeaderRepr::parse(payload)?;
+    let rest = payload.get(tr05::HEADER_LEN..).unwrap_or(&[]);
+    match header.next_proto {
+        NextProto::Ipv4 => Ok(Report::Latency(LatencyReport::parse(payload, sink_id)?)),
+        NextProto::DropSummary => Ok(Report::DropSummary(DropSummaryReport::parse(payload)?)),
+        NextProto::Ethernet => Ok(Report::Tr05 { header, drop: None, switch_local: None, frame: rest }),
+        NextProto::DropEthernet => {
+            let drop = DropHeaderRepr::parse(rest).map_err(|e| crate::sink::shift(e, tr05::HEADER_LEN))?;
+            let frame = rest.get(tr05::DROP_HEADER_LEN..).unwrap_or(&[]);
+            Ok(Report::Tr05 { header, drop: Some(drop), switch_local: None, frame })
+        }
+        NextProto::SwitchLocalEthernet => {
+            let local = SwitchLocalRepr::parse(rest).map_err(|e| crate::sink::shift(e, tr05::HEADER_LEN))?;
+            let frame = rest.get(tr05::SWITCH_LOCAL_LEN..).unwrap_or(&[]);
+            Ok(Report::Tr05 { header, drop: None, switch_local: Some(local), frame })
+        }
+        NextProto::Unknown(value) => {
+            Err(ParseError::UnknownType { layer: crate::error::Layer::ReportHeader, offset: 0, value })
+        }
+    }
+}

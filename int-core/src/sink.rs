@@ -1,0 +1,221 @@
+//! INT sink: recognise an INT packet, read and check its whole INT block,
+//! then remove every INT byte and restore the original packet.
+//!
+//! Restoration, per encapsulation:
+//! - DSCP (INT_05_OVER_TCP_UDP): IPv4 Total Length, UDP Length and the L4
+//!   checksum shrink back (incrementally: a UDP checksum of 0 stays 0). The
+//!   DSCP comes back from the tail when the source filled the tail (Proto
+//!   non-zero, INT 0.5 and our source); a Host-INT source leaves the tail
+//!   zero and loses the original mark bits, so for its packets the mark bits
+//!   are cleared, as Host-INT's own sink does. ECN is never touched.
+//! - UDP (INT_05_EXTENSION_UDP): the extension UDP header and the block go;
+//!   the IPv4 protocol comes back from the tail; the original L4 bytes were
+//!   never changed.
+//!
+//! Where we differ from Host-INT: Host-INT clears the mark instead of
+//! restoring the DSCP, and rewrites a UDP checksum of 0.
+
+use crate::carrier::{self, Carrier};
+use crate::checksum;
+use crate::encap::{Encapsulation, TcpPlacement, EXTENSION_UDP_LEN};
+use crate::error::{Layer, ParseError};
+use crate::flow::FlowKey;
+use crate::frame::FrameBuf;
+use crate::int05::{HopMetadata, IntBlock, MetadataHeaderRepr, ShimType, Tail, TailRepr};
+use crate::locate::{self, Ipv4Location, L4};
+use crate::source::flow_key;
+
+/// What a sink (or transit hop) must agree on with the source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SinkConfig {
+    pub encapsulation: Encapsulation,
+    pub tcp_placement: TcpPlacement,
+}
+
+/// An INT packet found in a frame, with everything the sink needs after the
+/// bytes are gone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Extracted {
+    /// The original flow (in the UDP encapsulation: protocol from the tail,
+    /// ports from the inner L4 header).
+    pub flow: FlowKey,
+    pub shim_type: ShimType,
+    pub header: MetadataHeaderRepr,
+    pub sequence: Option<u32>,
+    pub tail: TailRepr,
+    /// The first hop's metadata (bottom of the stack), when there is one.
+    pub source_hop: Option<HopMetadata>,
+    pub(crate) ip: Ipv4Location,
+    pub(crate) carrier: Carrier,
+    /// The carrier's L4 length as received.
+    pub(crate) carrier_len: u16,
+    /// Frame offset of the INT block's shim.
+    pub block_at: usize,
+    pub block_len: usize,
+    /// Frame offset and length of everything the sink removes.
+    pub(crate) remove_at: usize,
+    pub(crate) remove_len: usize,
+}
+
+impl Extracted {
+    /// Frame offset of the carrier header (UDP or TCP) in front of the
+    /// block.
+    pub fn carrier_at(&self) -> usize {
+        match self.carrier {
+            Carrier::Udp(at) | Carrier::Tcp(at) => at,
+        }
+    }
+
+    pub fn l3(&self) -> usize {
+        self.ip.l3
+    }
+
+    /// Bytes of the carrier header a latency report copies: 8 for UDP, the
+    /// first 20 for TCP.
+    pub fn carrier_report_len(&self) -> usize {
+        match self.carrier {
+            Carrier::Udp(_) => crate::wire::udp::HEADER_LEN,
+            Carrier::Tcp(_) => crate::wire::tcp::MIN_HEADER_LEN,
+        }
+    }
+
+    /// Bytes the sink removes.
+    pub fn removed_len(&self) -> usize {
+        self.remove_len
+    }
+}
+
+/// Finds and checks the INT block of a frame. `Ok(None)`: not an INT packet
+/// of this domain (forward as it is). `Err`: it is marked as INT but the
+/// headers or the block lie (the node applies its malformed policy).
+#[inline]
+pub fn extract(frame: &[u8], config: &SinkConfig) -> Result<Option<Extracted>, ParseError> {
+    let Some(ip) = locate::ipv4(frame)? else { return Ok(None) };
+    if ip.fragment_offset != 0 {
+        return Ok(None);
+    }
+    let marked = match config.encapsulation {
+        Encapsulation::OverTcpUdp { .. } => {
+            config.encapsulation.tos_is_marked(ip.tos)
+                && matches!(ip.protocol, locate::PROTO_TCP | locate::PROTO_UDP)
+        }
+        Encapsulation::ExtensionUdp { .. } => ip.protocol == locate::PROTO_UDP,
+    };
+    if !marked {
+        return Ok(None);
+    }
+    let Some(l4) = locate::l4(frame, &ip)? else { return Ok(None) };
+    let (block_at, carrier, carrier_len) = match (config.encapsulation, l4) {
+        (Encapsulation::ExtensionUdp { port }, L4::Udp { dst_port, length, .. }) => {
+            if dst_port != port {
+                return Ok(None);
+            }
+            (ip.l4 + EXTENSION_UDP_LEN, Carrier::Udp(ip.l4), length)
+        }
+        (Encapsulation::ExtensionUdp { .. }, L4::Tcp { .. }) => return Ok(None),
+        (Encapsulation::OverTcpUdp { .. }, L4::Udp { length, .. }) => {
+            (ip.l4 + crate::wire::udp::HEADER_LEN, Carrier::Udp(ip.l4), length)
+        }
+        (Encapsulation::OverTcpUdp { .. }, L4::Tcp { header_len, .. }) => {
+            (ip.l4 + config.tcp_placement.offset(header_len), Carrier::Tcp(ip.l4), ip.payload_len() as u16)
+        }
+    };
+    let region = frame.get(block_at..ip.end).unwrap_or(&[]);
+    let block = IntBlock::parse(region, Tail::Present).map_err(|e| shift(e, block_at))?;
+    let tail = block.tail.unwrap_or(TailRepr { protocol: 0, dst_port: 0, dscp: 0 });
+    let block_len = block.len();
+    let after = block_at + block_len;
+    let (flow, remove_at, remove_len) = match config.encapsulation {
+        Encapsulation::ExtensionUdp { .. } => {
+            if !matches!(tail.protocol, locate::PROTO_TCP | locate::PROTO_UDP) {
+                return Err(ParseError::UnknownType {
+                    layer: Layer::IntTail,
+                    offset: after - 4,
+                    value: tail.protocol,
+                });
+            }
+            let ports = frame
+                .get(after..after + 4)
+                .filter(|_| after + 4 <= ip.end)
+                .ok_or_else(|| ParseError::truncated(Layer::IntTail, after, 4, ip.end))?;
+            let src_port = crate::bytes::be16(ports, 0);
+            let dst_port = crate::bytes::be16(ports, 2);
+            (flow_key(frame, &ip, tail.protocol, src_port, dst_port), ip.l4, EXTENSION_UDP_LEN + block_len)
+        }
+        Encapsulation::OverTcpUdp { .. } => {
+            let (src_port, dst_port) = l4.ports();
+            (flow_key(frame, &ip, ip.protocol, src_port, dst_port), block_at, block_len)
+        }
+    };
+    Ok(Some(Extracted {
+        flow,
+        shim_type: block.shim.int_type,
+        header: block.header,
+        sequence: block.sequence,
+        tail,
+        source_hop: block.stack.hops().last(),
+        ip,
+        carrier,
+        carrier_len,
+        block_at,
+        block_len,
+        remove_at,
+        remove_len,
+    }))
+}
+
+pub(crate) fn shift(error: ParseError, base: usize) -> ParseError {
+    match error {
+        ParseError::Truncated { layer, offset, needed, available } => {
+            ParseError::Truncated { layer, offset: offset + base, needed, available }
+        }
+        ParseError::UnknownVersion { layer, offset, value } => {
+            ParseError::UnknownVersion { layer, offset: offset + base, value }
+        }
+        ParseError::UnknownType { layer, offset, value } => {
+            ParseError::UnknownType { layer, offset: offset + base, value }
+        }
+        ParseError::BadLength { layer, offset, value } => {
+            ParseError::BadLength { layer, offset: offset + base, value }
+        }
+        ParseError::StackMismatch { offset, ins_cnt, total_hop_cnt, stack_bytes } => {
+            ParseError::StackMismatch { offset: offset + base, ins_cnt, total_hop_cnt, stack_bytes }
+        }
+        ParseError::HopCountExceeded { offset, total_hop_cnt, max_hop_cnt } => {
+            ParseError::HopCountExceeded { offset: offset + base, total_hop_cnt, max_hop_cnt }
+        }
+    }
+}
+
+/// Removes every INT byte found by [`extract`] and restores the original
+/// headers. Returns the bytes removed, or `None` (frame unchanged) if
+/// `found` does not describe this frame.
+#[inline]
+pub fn strip(frame: &mut FrameBuf<'_>, found: &Extracted, config: &SinkConfig) -> Option<usize> {
+    let ip = found.ip;
+    if found.remove_at + found.remove_len > ip.end || ip.end > frame.len() {
+        return None;
+    }
+    let block_sum = checksum::sum(0, frame.frame().get(found.block_at..found.block_at + found.block_len)?);
+    if !frame.close_gap(found.remove_at, found.remove_len) {
+        return None;
+    }
+    let bytes = frame.frame_mut();
+    let removed = found.remove_len as u16;
+    let new_total = (ip.end - ip.l3) as u16 - removed;
+    match config.encapsulation {
+        Encapsulation::ExtensionUdp { .. } => {
+            carrier::rewrite_ipv4(bytes, ip.l3, ip.tos, new_total, found.tail.protocol);
+        }
+        Encapsulation::OverTcpUdp { .. } => {
+            let tos = if found.tail.protocol != 0 {
+                (found.tail.dscp << 2) | (ip.tos & 0x03)
+            } else {
+                ip.tos & !config.encapsulation.tos_mask()
+            };
+            carrier::rewrite_ipv4(bytes, ip.l3, tos, new_total, ip.protocol);
+            found.carrier.update(bytes, found.carrier_len, found.carrier_len - removed, block_sum, 0);
+        }
+    }
+    Some(found.remove_len)
+}

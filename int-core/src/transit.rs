@@ -1,0 +1,97 @@
+//! INT transit hop: push this hop's metadata on top of the stack of a packet
+//! that already carries INT (INT 0.5 section 3.3), or set E when Total Hop
+//! Count has reached Max Hop Count.
+//!
+//! A Destination-type block (shim Type 2) is left alone, as INT 0.5 asks.
+//! A push that would exceed the MTU or 255 shim words is skipped whole: a
+//! hop adds either all its words or none.
+
+use zerocopy::FromBytes;
+
+use crate::carrier;
+use crate::checksum;
+use crate::error::ParseError;
+use crate::frame::FrameBuf;
+use crate::int05::{HopMetadata, IntBlock, MetadataHeader};
+use crate::sink::{self, SinkConfig};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TransitConfig {
+    pub domain: SinkConfig,
+    /// The largest IPv4 Total Length allowed after the push.
+    pub max_ip_len: u16,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pushed {
+    /// The hop's metadata is on the stack; this many bytes were added.
+    Pushed(usize),
+    /// Total Hop Count had reached Max Hop Count: E is set, nothing pushed.
+    MaxHopReached,
+    /// A Destination-type block: transit hops ignore it.
+    DestinationOnly,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Skip {
+    NotInt,
+    TooBig,
+    NoHeadroom,
+    Malformed(ParseError),
+}
+
+#[inline]
+pub fn push(frame: &mut FrameBuf<'_>, config: &TransitConfig, hop: &HopMetadata) -> Result<Pushed, Skip> {
+    let found = sink::extract(frame.frame(), &config.domain).map_err(Skip::Malformed)?.ok_or(Skip::NotInt)?;
+    if !found.shim_type.is_hop_by_hop() {
+        return Ok(Pushed::DestinationOnly);
+    }
+    let header_at = found.block_at + crate::int05::shim::HEADER_LEN;
+    let carrier_len = found.carrier_len;
+    if found.header.total_hop_cnt >= found.header.max_hop_cnt {
+        let bytes = frame.frame_mut();
+        let old_word = crate::bytes::be16(bytes, header_at);
+        if let Some((header, _)) =
+            bytes.get_mut(header_at..).and_then(|b| MetadataHeader::mut_from_prefix(b).ok())
+        {
+            header.set_max_hop_exceeded();
+        }
+        let new_word = crate::bytes::be16(bytes, header_at);
+        found.carrier.update(bytes, carrier_len, carrier_len, u32::from(old_word), u32::from(new_word));
+        return Ok(Pushed::MaxHopReached);
+    }
+    let hop_len = found.header.instructions.hop_len();
+    let ip = found.ip;
+    if found.block_len + hop_len > crate::int05::MAX_BLOCK_LEN {
+        return Err(Skip::TooBig);
+    }
+    let old_total = ip.end - ip.l3;
+    if old_total + hop_len > usize::from(config.max_ip_len) {
+        return Err(Skip::TooBig);
+    }
+    let stack_at = found.block_at + IntBlock::STACK_OFFSET;
+    if !frame.open_gap(stack_at, hop_len) {
+        return Err(Skip::NoHeadroom);
+    }
+    let bytes = frame.frame_mut();
+    hop.emit(found.header.instructions, bytes.get_mut(stack_at..).unwrap_or(&mut []))
+        .map_err(Skip::Malformed)?;
+    let hop_sum = checksum::sum(0, bytes.get(stack_at..stack_at + hop_len).unwrap_or(&[]));
+    // The shim Length word and the Max/Total Hop Count word change.
+    let length_at = found.block_at + 2;
+    let hops_at = header_at + 2;
+    let old_words =
+        u32::from(crate::bytes::be16(bytes, length_at)) + u32::from(crate::bytes::be16(bytes, hops_at));
+    if let Some(length) = bytes.get_mut(length_at) {
+        *length += (hop_len / 4) as u8;
+    }
+    if let Some(total) = bytes.get_mut(hops_at + 1) {
+        *total += 1;
+    }
+    let new_words =
+        u32::from(crate::bytes::be16(bytes, length_at)) + u32::from(crate::bytes::be16(bytes, hops_at));
+    let protocol = bytes.get(ip.l3 + 9).copied().unwrap_or(0);
+    carrier::rewrite_ipv4(bytes, ip.l3, ip.tos, (old_total + hop_len) as u16, protocol);
+    found.carrier.update(bytes, carrier_len, carrier_len + hop_len as u16, old_words, new_words + hop_sum);
+    Ok(Pushed::Pushed(hop_len))
+}
