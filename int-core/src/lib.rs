@@ -16,6 +16,7 @@
 mod bytes;
 mod carrier;
 pub mod checksum;
+pub mod craft;
 pub mod encap;
 pub mod error;
 pub mod flow;

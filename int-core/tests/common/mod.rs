@@ -1,0 +1,110 @@
+//! Helpers shared by the integration tests: checksum verification, and the
+//! node-like steps (source with a sequence number, transit, sink) over
+//! vectors with headroom.
+#![allow(dead_code, clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+
+use int_core::checksum;
+use int_core::encap::Encapsulation;
+use int_core::int05::HopMetadata;
+use int_core::locate::{self, L4};
+use int_core::sink::{self, Extracted, SinkConfig};
+use int_core::source::{self, SourceConfig};
+use int_core::transit::{self, Pushed, TransitConfig};
+use int_core::FrameBuf;
+
+pub const HEADROOM: usize = 256;
+
+/// A frame in a buffer with `HEADROOM` bytes in front.
+pub struct Buffer {
+    pub bytes: Vec<u8>,
+    pub start: usize,
+    pub len: usize,
+}
+
+impl Buffer {
+    pub fn new(frame: &[u8]) -> Self {
+        let mut bytes = vec![0x5a; HEADROOM + frame.len()];
+        bytes[HEADROOM..].copy_from_slice(frame);
+        Buffer { bytes, start: HEADROOM, len: frame.len() }
+    }
+
+    pub fn frame(&self) -> &[u8] {
+        &self.bytes[self.start..self.start + self.len]
+    }
+
+    pub fn with<R>(&mut self, f: impl FnOnce(&mut FrameBuf<'_>) -> R) -> R {
+        let mut frame = FrameBuf::new(&mut self.bytes, self.start, self.len).unwrap();
+        let result = f(&mut frame);
+        self.start = frame.start();
+        self.len = frame.len();
+        result
+    }
+}
+
+/// Checks the IPv4 header checksum and the L4 checksum (pseudo-header
+/// included; a UDP checksum of 0 passes). In the UDP encapsulation the inner
+/// L4 checksum is checked against the original protocol from the tail.
+pub fn verify_checksums(frame: &[u8]) -> Result<(), String> {
+    let Some(ip) = locate::ipv4(frame).map_err(|e| e.to_string())? else { return Ok(()) };
+    if checksum::checksum(&frame[ip.l3..ip.l4]) != 0 {
+        return Err("ipv4 header checksum".into());
+    }
+    let src =
+        std::net::Ipv4Addr::new(frame[ip.l3 + 12], frame[ip.l3 + 13], frame[ip.l3 + 14], frame[ip.l3 + 15]);
+    let dst =
+        std::net::Ipv4Addr::new(frame[ip.l3 + 16], frame[ip.l3 + 17], frame[ip.l3 + 18], frame[ip.l3 + 19]);
+    let l4 = &frame[ip.l4..ip.end];
+    let check = |protocol: u8, bytes: &[u8], what: &str| -> Result<(), String> {
+        if protocol == 17 && bytes[6] == 0 && bytes[7] == 0 {
+            return Ok(());
+        }
+        let pseudo = checksum::pseudo_header_sum(src, dst, protocol, bytes.len() as u16);
+        match checksum::fold(checksum::sum(pseudo, bytes)) {
+            0xffff => Ok(()),
+            other => Err(format!("{what} checksum sums to {other:#06x}")),
+        }
+    };
+    check(ip.protocol, l4, "l4")
+}
+
+pub fn sink_hop(node: u32, time: u32) -> HopMetadata {
+    HopMetadata::host_int(node, 9, time)
+}
+
+/// Runs the source on `frame`; returns the instrumented frame.
+pub fn run_source(frame: &[u8], config: &SourceConfig, sequence: u32) -> Vec<u8> {
+    let plan = source::plan(frame, config).unwrap();
+    let mut buffer = Buffer::new(frame);
+    let hop = HopMetadata::host_int(0x0a00_0001, 1, 0x5e00_0001);
+    let added = buffer.with(|f| source::insert(f, &plan, config, sequence, &hop)).unwrap();
+    assert_eq!(buffer.len, frame.len() + added);
+    buffer.frame().to_vec()
+}
+
+pub fn run_transit(frame: &[u8], config: &TransitConfig, node: u32) -> (Vec<u8>, Pushed) {
+    let mut buffer = Buffer::new(frame);
+    let hop =
+        HopMetadata { switch_id: Some(node), queue_occupancy: Some(node * 16), ..HopMetadata::default() };
+    let pushed = buffer.with(|f| transit::push(f, config, &hop)).unwrap();
+    (buffer.frame().to_vec(), pushed)
+}
+
+pub fn run_sink(frame: &[u8], config: &SinkConfig) -> (Vec<u8>, Extracted) {
+    let found = sink::extract(frame, config).unwrap().expect("an INT packet");
+    let mut buffer = Buffer::new(frame);
+    buffer.with(|f| sink::strip(f, &found, config)).unwrap();
+    (buffer.frame().to_vec(), found)
+}
+
+pub fn domain(config: &SourceConfig) -> SinkConfig {
+    SinkConfig { encapsulation: config.encapsulation, tcp_placement: config.tcp_placement }
+}
+
+pub fn is_udp(frame: &[u8]) -> bool {
+    let ip = locate::ipv4(frame).unwrap().unwrap();
+    matches!(locate::l4(frame, &ip).unwrap(), Some(L4::Udp { .. }))
+}
+
+pub fn extension(port: u16) -> Encapsulation {
+    Encapsulation::ExtensionUdp { port }
+}

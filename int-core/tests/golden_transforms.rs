@@ -1,0 +1,241 @@
+//! The transforms against the byte layouts in the specs: Host-INT's source
+//! and sink stacks, INT 0.5's TCP example, and Host-INT's report sizes.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+
+mod common;
+
+use std::net::Ipv4Addr;
+
+use common::*;
+use int_core::craft::PacketSpec;
+use int_core::encap::{Encapsulation, TcpPlacement};
+use int_core::int05::{Instructions, ShimType};
+use int_core::report::{self, LatencyReport, NextProto, ReportHeaderRepr, ReportProfile, SinkIdWord};
+use int_core::sink::SinkConfig;
+use int_core::source::{self, Skip, SourceConfig};
+use int_core::transit::{Pushed, TransitConfig};
+
+fn addr(last: u8) -> Ipv4Addr {
+    Ipv4Addr::new(10, 0, 0, last)
+}
+
+/// Host-INT's source output for a UDP packet, DSCP encapsulation: 36 bytes
+/// after the UDP header, ToS bit 0x04, lengths +36, checksums right.
+#[test]
+fn host_int_source_udp() {
+    let original = PacketSpec::udp(addr(1), addr(2), 4000, 5000, 64).build();
+    let config = SourceConfig::host_int(1500);
+    let out = run_source(&original, &config, 1);
+    assert_eq!(out.len(), original.len() + 36);
+    // Ethernet, IPv4 (but ToS, length, checksum), UDP ports unchanged.
+    assert_eq!(out[..14], original[..14]);
+    assert_eq!(out[15], 0x04, "DSCP 1 under mask 1");
+    assert_eq!(u16::from_be_bytes([out[16], out[17]]), 20 + 8 + 64 + 36);
+    assert_eq!(u16::from_be_bytes([out[38], out[39]]), 8 + 64 + 36);
+    let block = &out[42..78];
+    assert_eq!(&block[..4], &[0x03, 0x00, 0x09, 0x00]);
+    assert_eq!(&block[4..12], &[0x00, 0x04, 0x02, 0x01, 0xcc, 0x00, 0x00, 0x00]);
+    assert_eq!(&block[12..16], &[0x0a, 0x00, 0x00, 0x01], "source node id");
+    assert_eq!(&block[16..20], &[0x00, 0x01, 0x00, 0x01], "ports");
+    assert_eq!(&block[20..28], &[0x5e, 0, 0, 1, 0x5e, 0, 0, 1], "timestamps");
+    assert_eq!(&block[28..32], &[0, 0, 0, 1], "sequence number");
+    assert_eq!(&block[32..36], &[17, 0x13, 0x88, 0], "tail: proto, dport 5000, DSCP 0");
+    assert_eq!(out[78..], original[42..], "payload untouched");
+    verify_checksums(&out).unwrap();
+}
+
+/// Host-INT's UDP encapsulation: 44 bytes (UDP to 33122 + 36) after IPv4,
+/// protocol 17, ToS unchanged, the original TCP header untouched.
+#[test]
+fn host_int_extension_udp_over_tcp() {
+    let mut spec = PacketSpec::tcp(addr(1), addr(2), 40000, 22, 100);
+    spec.tos = 0xb8;
+    let original = spec.build();
+    let config = SourceConfig { encapsulation: extension(33122), ..SourceConfig::host_int(1500) };
+    let out = run_source(&original, &config, 7);
+    assert_eq!(out.len(), original.len() + 44);
+    assert_eq!(out[15], 0xb8);
+    assert_eq!(out[23], 17);
+    assert_eq!(&out[34..38], &[0x9c, 0x40, 0x81, 0x62], "sport, dport 33122");
+    assert_eq!(u16::from_be_bytes([out[38], out[39]]), 8 + 36 + 20 + 100);
+    assert_eq!(&out[40..42], &[0, 0], "checksum 0");
+    assert_eq!(&out[42..46], &[0x03, 0x00, 0x09, 0x00]);
+    assert_eq!(&out[74..78], &[6, 0, 22, 0xb8 >> 2], "tail: TCP, port 22, DSCP 46");
+    assert_eq!(out[78..], original[34..], "original TCP segment untouched");
+    verify_checksums(&out).unwrap();
+    let (restored, found) = run_sink(&out, &domain(&config));
+    assert_eq!(found.sequence, Some(7));
+    assert_eq!(found.flow.protocol, 6);
+    assert_eq!((found.flow.src_port, found.flow.dst_port), (40000, 22));
+    assert_eq!(restored, original);
+}
+
+/// INT 0.5 section 4.2: a TCP packet to port 22 marked with DSCP 0x17,
+/// two hops pushing switch id and queue occupancy; the sink receives shim
+/// Length 8, Ins Cnt 2, Total Hop Count 2, tail Proto 6, Port 22, DSCP 0.
+#[test]
+fn int05_spec_tcp_example() {
+    let original = PacketSpec::tcp(addr(1), addr(2), 40000, 22, 32).build();
+    let encapsulation = Encapsulation::OverTcpUdp { dscp_value: 0x17, dscp_mask: 0x3f };
+    let config = SourceConfig {
+        encapsulation,
+        tcp_placement: TcpPlacement::AfterOptions,
+        shim_type: ShimType::HopByHop,
+        instructions: Instructions::from_bits_retain(0x9000),
+        max_hop_cnt: 16,
+        own_hop: false,
+        max_ip_len: 1500,
+    };
+    let at_source = run_source(&original, &config, 0);
+    let transit = TransitConfig { domain: domain(&config), max_ip_len: 1500 };
+    let (hop1, pushed) = run_transit(&at_source, &transit, 1);
+    assert_eq!(pushed, Pushed::Pushed(8));
+    let (hop2, _) = run_transit(&hop1, &transit, 2);
+    assert_eq!(hop2[15] >> 2, 0x17, "DSCP 0x17");
+    let block = &hop2[54..86];
+    #[rustfmt::skip]
+    let expected: [u8; 32] = [
+        0x01, 0x00, 0x08, 0x00,
+        0x00, 0x02, 0x10, 0x02,
+        0x90, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x20,
+        0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x10,
+        0x06, 0x00, 0x16, 0x00,
+    ];
+    assert_eq!(block, &expected);
+    verify_checksums(&hop2).unwrap();
+    let (restored, found) = run_sink(&hop2, &domain(&config));
+    assert_eq!(found.header.total_hop_cnt, 2);
+    assert_eq!(restored, original);
+}
+
+/// Host-INT's sink stack in a latency report: shim Length 12, Total Hop
+/// Count 2, sink hop on top, no tail; 92 bytes for UDP, 104 for TCP.
+#[test]
+fn host_int_latency_report_sizes_and_stack() {
+    let config = SourceConfig::host_int(1500);
+    for (spec, size) in [
+        (PacketSpec::udp(addr(1), addr(2), 4000, 5000, 64), 92),
+        (PacketSpec::tcp(addr(1), addr(2), 4000, 5000, 64), 104),
+    ] {
+        let original = spec.build();
+        let out = run_source(&original, &config, 3);
+        let found = int_core::sink::extract(&out, &domain(&config)).unwrap().unwrap();
+        let header = ReportHeaderRepr {
+            version: 0,
+            next_proto: NextProto::Ipv4,
+            dropped: false,
+            congested_queue: false,
+            tracked_flow: true,
+            hw_id: 0,
+            sequence: 1,
+            timestamp: 1_700_000_000,
+        };
+        let mut buf = [0xa5u8; 256];
+        let sink = sink_hop(0x0a00_0002, 0x5e00_1001);
+        let len = LatencyReport::build(
+            &mut buf,
+            &out,
+            &found,
+            &sink,
+            &header,
+            0x0a00_0002,
+            &ReportProfile::HOST_INT,
+        )
+        .unwrap();
+        assert_eq!(len, size);
+        let int_at = 12 + 4 + 20 + if size == 92 { 8 } else { 20 };
+        assert_eq!(&buf[int_at..int_at + 4], &[0x03, 0x00, 0x0c, 0x00]);
+        assert_eq!(&buf[int_at + 4..int_at + 12], &[0x00, 0x04, 0x02, 0x02, 0xcc, 0x00, 0x00, 0x00]);
+        assert_eq!(&buf[int_at + 12..int_at + 16], &[0x0a, 0x00, 0x00, 0x02], "sink hop first");
+        assert_eq!(&buf[int_at + 28..int_at + 32], &[0x0a, 0x00, 0x00, 0x01], "then the source hop");
+        assert_eq!(&buf[len - 4..len], &[0, 0, 0, 3], "sequence number last");
+        for mode in [SinkIdWord::Present, SinkIdWord::Detect] {
+            let report::Report::Latency(parsed) = report::parse(&buf[..len], mode).unwrap() else {
+                panic!("not a latency report")
+            };
+            assert_eq!(parsed.sink_id, Some(0x0a00_0002));
+            assert_eq!(parsed.latency_ns(), Some(0x1000));
+            assert_eq!((parsed.src_port, parsed.dst_port), (4000, 5000));
+            assert_eq!(parsed.block.sequence, Some(3));
+        }
+        // TR 0.5 profile: no sink id word, 4 bytes shorter, still parses.
+        let len =
+            LatencyReport::build(&mut buf, &out, &found, &sink, &header, 2, &ReportProfile::TR05).unwrap();
+        assert_eq!(len, size - 4);
+        let report::Report::Latency(parsed) = report::parse(&buf[..len], SinkIdWord::Detect).unwrap() else {
+            panic!("not a latency report")
+        };
+        assert_eq!(parsed.sink_id, None);
+        assert_eq!(parsed.latency_ns(), Some(0x1000));
+    }
+}
+
+#[test]
+fn source_skips_are_typed() {
+    let config = SourceConfig::host_int(1500);
+    let big = PacketSpec::udp(addr(1), addr(2), 1, 2, 1500 - 28 - 35).build();
+    assert_eq!(source::plan(&big, &config), Err(Skip::TooBig));
+    let fits = PacketSpec::udp(addr(1), addr(2), 1, 2, 1500 - 28 - 36).build();
+    assert!(source::plan(&fits, &config).is_ok());
+    let mut marked = PacketSpec::udp(addr(1), addr(2), 1, 2, 10);
+    marked.tos = 0x04;
+    assert_eq!(source::plan(&marked.build(), &config), Err(Skip::AlreadyMarked));
+    let mut arp = PacketSpec::udp(addr(1), addr(2), 1, 2, 10).build();
+    arp[12..14].copy_from_slice(&[0x08, 0x06]);
+    assert_eq!(source::plan(&arp, &config), Err(Skip::NotIpv4));
+    let mut icmp = PacketSpec::udp(addr(1), addr(2), 1, 2, 10).build();
+    icmp[23] = 1;
+    assert_eq!(source::plan(&icmp, &config), Err(Skip::NotTcpUdp));
+    let mut fragment = PacketSpec::udp(addr(1), addr(2), 1, 2, 10).build();
+    fragment[20..22].copy_from_slice(&[0x00, 0x10]);
+    assert_eq!(source::plan(&fragment, &config), Err(Skip::LaterFragment));
+    let mut lying = PacketSpec::udp(addr(1), addr(2), 1, 2, 10).build();
+    lying[16..18].copy_from_slice(&[0x05, 0xdc]);
+    assert!(matches!(source::plan(&lying, &config), Err(Skip::Malformed(_))));
+    // No headroom: refused, frame untouched.
+    let frame = PacketSpec::udp(addr(1), addr(2), 1, 2, 10).build();
+    let plan = source::plan(&frame, &config).unwrap();
+    let mut bytes = frame.clone();
+    let len = bytes.len();
+    let mut view = int_core::FrameBuf::new(&mut bytes, 0, len).unwrap();
+    let hop = sink_hop(1, 1);
+    assert_eq!(source::insert(&mut view, &plan, &config, 1, &hop), Err(Skip::NoHeadroom));
+    assert_eq!(bytes, frame);
+}
+
+#[test]
+fn max_hop_count_sets_e_and_pushes_nothing() {
+    let original = PacketSpec::udp(addr(1), addr(2), 4000, 5000, 20).build();
+    let config = SourceConfig::host_int(1500); // Max Hop 2, source is hop 1
+    let transit = TransitConfig { domain: domain(&config), max_ip_len: 1500 };
+    let at_source = run_source(&original, &config, 1);
+    let (one, pushed) = run_transit(&at_source, &transit, 7);
+    assert_eq!(pushed, Pushed::Pushed(16));
+    let (two, pushed) = run_transit(&one, &transit, 8);
+    assert_eq!(pushed, Pushed::MaxHopReached);
+    assert_eq!(two.len(), one.len());
+    assert_eq!(two[42 + 4] & 0x01, 1, "E bit");
+    verify_checksums(&two).unwrap();
+    let (restored, found) = run_sink(&two, &domain(&config));
+    assert!(found.header.max_hop_exceeded);
+    assert_eq!(found.source_hop.unwrap().switch_id, Some(0x0a00_0001));
+    assert_eq!(restored, original);
+}
+
+#[test]
+fn host_int_tail_clears_mark_instead_of_restoring() {
+    // A Host-INT source writes a zero tail: the sink clears the mark bits.
+    let mut spec = PacketSpec::udp(addr(1), addr(2), 4000, 5000, 20);
+    spec.tos = 0xa0 | 0x02; // DSCP 40, ECN 2
+    let original = spec.build();
+    let config = SourceConfig::host_int(1500);
+    let mut out = run_source(&original, &config, 1);
+    let tail_at = 42 + 32;
+    // Rewrite the tail to zeros, fixing the UDP checksum by recomputing.
+    out[tail_at..tail_at + 4].copy_from_slice(&[0, 0, 0, 0]);
+    out[40..42].copy_from_slice(&[0, 0]);
+    let (restored, _) = run_sink(&out, &SinkConfig::default());
+    assert_eq!(restored[15], 0xa2, "mark bit cleared, ECN kept");
+    assert_eq!(&restored[40..42], &[0, 0], "a zero UDP checksum stays zero");
+}

@@ -1,0 +1,176 @@
+//! parse(emit(x)) == x for every header and report, over generated values.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+
+use std::net::Ipv4Addr;
+
+use int_core::flow::FlowKey;
+use int_core::int05::{
+    self, HopMetadata, Instructions, IntBlock, MetadataHeaderRepr, ShimRepr, ShimType, Tail, TailRepr,
+};
+use int_core::report::{
+    DropHeaderRepr, DropSummaryReport, DropSummaryRepr, NextProto, ReportHeaderRepr, SwitchLocalRepr,
+};
+use int_core::wire::{EtherType, EthernetRepr, IpProtocol, Ipv4Repr, TcpRepr, UdpRepr};
+use proptest::prelude::*;
+
+fn opt_u32() -> impl Strategy<Value = Option<u32>> {
+    proptest::option::of(0u32..0xffff_fffe)
+}
+
+fn opt_u16() -> impl Strategy<Value = Option<u16>> {
+    proptest::option::of(0u16..0xfffe)
+}
+
+fn hop() -> impl Strategy<Value = HopMetadata> {
+    (opt_u32(), opt_u16(), opt_u16(), opt_u32(), opt_u32(), opt_u32(), opt_u32(), opt_u32(), opt_u32())
+        .prop_map(|(a, b, c, d, e, f, g, h, i)| HopMetadata {
+            switch_id: a,
+            ingress_port: b,
+            egress_port: c,
+            hop_latency: d,
+            queue_occupancy: e,
+            ingress_timestamp: f,
+            egress_timestamp: g,
+            queue_congestion: h,
+            egress_tx_utilization: i,
+        })
+}
+
+fn report_header() -> impl Strategy<Value = ReportHeaderRepr> {
+    (0u8..16, any::<bool>(), any::<bool>(), any::<bool>(), 0u8..64, any::<u32>(), any::<u32>()).prop_map(
+        |(nproto, d, q, f, hw_id, sequence, timestamp)| ReportHeaderRepr {
+            version: 0,
+            next_proto: NextProto::from(nproto),
+            dropped: d,
+            congested_queue: q,
+            tracked_flow: f,
+            hw_id,
+            sequence,
+            timestamp,
+        },
+    )
+}
+
+proptest! {
+    #[test]
+    fn ethernet(dst in any::<[u8; 6]>(), src in any::<[u8; 6]>(), tags in 0usize..3, tci in any::<u16>(), ethertype in any::<u16>()) {
+        prop_assume!(!matches!(EtherType::from(ethertype), EtherType::Vlan | EtherType::QinQ));
+        let mut vlans = [None, None];
+        for slot in vlans.iter_mut().take(tags) {
+            *slot = Some((0x8100, tci));
+        }
+        let repr = EthernetRepr { dst, src, vlans, ethertype: EtherType::from(ethertype) };
+        let mut buf = vec![0xa5; 30];
+        let len = repr.emit(&mut buf).unwrap();
+        prop_assert_eq!(EthernetRepr::parse(&buf).unwrap(), (repr, len));
+    }
+
+    #[test]
+    fn ipv4(tos in any::<u8>(), total_len in any::<u16>(), ident in any::<u16>(), flags_frag in any::<u16>(), ttl in any::<u8>(), protocol in any::<u8>(), src in any::<[u8; 4]>(), dst in any::<[u8; 4]>(), words in 0usize..=10) {
+        let mut options = [0u8; 40];
+        for (i, b) in options.iter_mut().take(words * 4).enumerate() {
+            *b = i as u8;
+        }
+        let mut repr = Ipv4Repr { tos, total_len, ident, flags_frag, ttl, protocol: IpProtocol::from(protocol), checksum: 0, src: Ipv4Addr::from(src), dst: Ipv4Addr::from(dst), options, options_len: (words * 4) as u8 };
+        let mut buf = vec![0xa5; 64];
+        let len = repr.emit(&mut buf, true).unwrap();
+        prop_assert_eq!(int_core::checksum::checksum(&buf[..len]), 0);
+        repr.checksum = u16::from_be_bytes([buf[10], buf[11]]);
+        prop_assert_eq!(Ipv4Repr::parse(&buf).unwrap(), (repr, len));
+    }
+
+    #[test]
+    fn tcp(src_port in any::<u16>(), dst_port in any::<u16>(), seq in any::<u32>(), ack in any::<u32>(), flags in 0u16..0x1000, window in any::<u16>(), checksum in any::<u16>(), urgent in any::<u16>(), words in 0usize..=10) {
+        let mut options = [0u8; 40];
+        for (i, b) in options.iter_mut().take(words * 4).enumerate() {
+            *b = (i * 3) as u8;
+        }
+        let repr = TcpRepr { src_port, dst_port, seq, ack, flags, window, checksum, urgent, options, options_len: (words * 4) as u8 };
+        let mut buf = vec![0xa5; 64];
+        let len = repr.emit(&mut buf).unwrap();
+        prop_assert_eq!(TcpRepr::parse(&buf).unwrap(), (repr, len));
+    }
+
+    #[test]
+    fn udp(src_port in any::<u16>(), dst_port in any::<u16>(), length in 8u16.., checksum in any::<u16>()) {
+        let repr = UdpRepr { src_port, dst_port, length, checksum };
+        let mut buf = vec![0xa5; 8];
+        repr.emit(&mut buf).unwrap();
+        prop_assert_eq!(UdpRepr::parse(&buf).unwrap(), repr);
+    }
+
+    #[test]
+    fn int_headers(int_type in any::<u8>(), length_words in any::<u8>(), bits in any::<u16>(), max_hop in any::<u8>(), total_hop in any::<u8>(), rep in 0u8..4, c in any::<bool>(), e in any::<bool>(), protocol in any::<u8>(), dst_port in any::<u16>(), dscp in any::<u8>()) {
+        let shim = ShimRepr { int_type: ShimType::from(int_type), length_words };
+        let mut buf = vec![0xa5; 8];
+        shim.emit(&mut buf).unwrap();
+        prop_assert_eq!(ShimRepr::parse(&buf).unwrap(), shim);
+        let instructions = Instructions::from_bits_retain(bits);
+        let header = MetadataHeaderRepr { version: 0, replication: rep, copy: c, max_hop_exceeded: e, instruction_count: instructions.count(), max_hop_cnt: max_hop, total_hop_cnt: total_hop, instructions };
+        header.emit(&mut buf).unwrap();
+        prop_assert_eq!(MetadataHeaderRepr::parse(&buf).unwrap(), header);
+        let tail = TailRepr { protocol, dst_port, dscp };
+        tail.emit(&mut buf).unwrap();
+        prop_assert_eq!(TailRepr::parse(&buf).unwrap(), tail);
+    }
+
+    #[test]
+    fn hop_metadata(hop in hop(), bits in 1u16..=0xff) {
+        let instructions = Instructions::from_bits_retain(bits << 8);
+        let mut buf = vec![0xa5; 32];
+        let len = hop.emit(instructions, &mut buf).unwrap();
+        prop_assert_eq!(len, instructions.hop_len());
+        let parsed = HopMetadata::parse(instructions, &buf).unwrap();
+        // Only the asked-for values come back.
+        for bit in instructions.each() {
+            prop_assert_eq!(parsed.word(bit), hop.word(bit));
+        }
+    }
+
+    #[test]
+    fn int_block(hops in proptest::collection::vec(hop(), 0..6), bits in 1u16..=0xff, extra in 0u8..4, seq in any::<u32>(), host_int in any::<bool>(), with_tail in any::<bool>()) {
+        let instructions = Instructions::from_bits_retain(bits << 8);
+        let shim_type = if host_int { ShimType::HostIntSequence } else { ShimType::HopByHop };
+        let header = MetadataHeaderRepr::new(instructions, hops.len() as u8 + extra, 0);
+        let tail = TailRepr { protocol: 6, dst_port: 80, dscp: 10 };
+        let mut buf = vec![0xa5; int05::MAX_BLOCK_LEN];
+        let len = int05::emit_block(&mut buf, shim_type, &header, &hops, seq, with_tail.then_some(&tail)).unwrap();
+        let block = IntBlock::parse(&buf[..len], if with_tail { Tail::Present } else { Tail::Absent }).unwrap();
+        prop_assert_eq!(block.len(), len);
+        prop_assert_eq!(block.header.total_hop_cnt as usize, hops.len());
+        prop_assert_eq!(block.sequence, host_int.then_some(seq));
+        prop_assert_eq!(block.tail, with_tail.then_some(tail));
+        for (parsed, original) in block.stack.hops().zip(hops.iter()) {
+            for bit in instructions.each() {
+                prop_assert_eq!(parsed.word(bit), original.word(bit));
+            }
+        }
+        prop_assert_eq!(block.stack.hop_count(), hops.len());
+    }
+
+    #[test]
+    fn report_headers(header in report_header(), switch_id in any::<u32>(), ingress_port in any::<u16>(), egress_port in any::<u16>(), queue_id in any::<u8>(), drop_reason in any::<u8>(), occupancy in 0u32..0x100_0000, egress_timestamp in any::<u32>()) {
+        let mut buf = vec![0xa5; 16];
+        header.emit(&mut buf).unwrap();
+        prop_assert_eq!(ReportHeaderRepr::parse(&buf).unwrap(), header);
+        let drop = DropHeaderRepr { switch_id, ingress_port, egress_port, queue_id, drop_reason };
+        drop.emit(&mut buf).unwrap();
+        prop_assert_eq!(DropHeaderRepr::parse(&buf).unwrap(), drop);
+        let local = SwitchLocalRepr { switch_id, ingress_port, egress_port, queue_id, queue_occupancy: occupancy, egress_timestamp };
+        local.emit(&mut buf).unwrap();
+        prop_assert_eq!(SwitchLocalRepr::parse(&buf).unwrap(), local);
+    }
+
+    #[test]
+    fn drop_summary(header in report_header(), words in any::<[u32; 5]>(), ports in any::<[u16; 4]>(), tcp in any::<bool>(), src in any::<[u8; 4]>(), dst in any::<[u8; 4]>()) {
+        let report = DropSummaryReport {
+            header: ReportHeaderRepr { next_proto: NextProto::DropSummary, ..header },
+            summary: DropSummaryRepr { source_node: words[0], sink_node: words[1], source_port: ports[0], sink_port: ports[1], gap_timestamp: words[2], gap_sequence: words[3], gap_count: words[4] },
+            flow: FlowKey { src: Ipv4Addr::from(src), dst: Ipv4Addr::from(dst), protocol: if tcp { 6 } else { 17 }, src_port: ports[2], dst_port: ports[3] },
+        };
+        let mut buf = vec![0xa5; 80];
+        let len = report.emit(&mut buf).unwrap();
+        prop_assert_eq!(len, if tcp { 76 } else { 64 });
+        prop_assert_eq!(DropSummaryReport::parse(&buf[..len]).unwrap(), report);
+    }
+}

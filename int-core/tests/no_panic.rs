@@ -1,0 +1,114 @@
+//! No parser or transform panics on arbitrary bytes, and a transform that
+//! refuses a packet leaves it untouched.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+
+mod common;
+
+use common::Buffer;
+use int_core::encap::{Encapsulation, TcpPlacement};
+use int_core::int05::{HopMetadata, IntBlock, Tail};
+use int_core::report::{self, SinkIdWord};
+use int_core::sink::{self, SinkConfig};
+use int_core::source::{self, SourceConfig};
+use int_core::transit::{self, TransitConfig};
+use int_core::wire::{EthernetRepr, Ipv4Repr, TcpRepr, UdpRepr};
+use proptest::prelude::*;
+
+fn domains() -> [SinkConfig; 3] {
+    [
+        SinkConfig::default(),
+        SinkConfig {
+            encapsulation: Encapsulation::ExtensionUdp { port: 33122 },
+            tcp_placement: TcpPlacement::BeforeOptions,
+        },
+        SinkConfig {
+            encapsulation: Encapsulation::OverTcpUdp { dscp_value: 0x17, dscp_mask: 0x3f },
+            tcp_placement: TcpPlacement::AfterOptions,
+        },
+    ]
+}
+
+/// Bytes that look like an INT packet often enough to reach deep code: a
+/// real instrumented frame with some bytes overwritten or cut.
+fn mangled() -> impl Strategy<Value = Vec<u8>> {
+    let base = {
+        let spec = int_core::craft::PacketSpec::udp([10, 0, 0, 1].into(), [10, 0, 0, 2].into(), 1, 2, 40);
+        let frame = spec.build();
+        common::run_source(&frame, &SourceConfig::host_int(1500), 5)
+    };
+    (proptest::collection::vec((0usize..120, any::<u8>()), 0..6), 0usize..130).prop_map(
+        move |(edits, cut)| {
+            let mut frame = base.clone();
+            for (at, value) in edits {
+                if at < frame.len() {
+                    frame[at] = value;
+                }
+            }
+            frame.truncate(cut.min(frame.len()));
+            frame
+        },
+    )
+}
+
+fn everything(bytes: &[u8]) {
+    let _ = EthernetRepr::parse(bytes);
+    let _ = Ipv4Repr::parse(bytes);
+    let _ = TcpRepr::parse(bytes);
+    let _ = UdpRepr::parse(bytes);
+    let _ = IntBlock::parse(bytes, Tail::Present);
+    let _ = IntBlock::parse(bytes, Tail::Absent);
+    for mode in [SinkIdWord::Present, SinkIdWord::Absent, SinkIdWord::Detect] {
+        if let Ok(report::Report::Latency(latency)) = report::parse(bytes, mode) {
+            let _ = latency.latency_ns();
+        }
+    }
+    let hop = HopMetadata::host_int(1, 2, 3);
+    for domain in domains() {
+        let mut buffer = Buffer::new(bytes);
+        if let Ok(Some(found)) = sink::extract(bytes, &domain) {
+            let mut report = [0u8; 2048];
+            let header = report::ReportHeaderRepr::parse(&[4, 0x20, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1]).unwrap();
+            let _ = report::LatencyReport::build(
+                &mut report,
+                bytes,
+                &found,
+                &hop,
+                &header,
+                1,
+                &report::ReportProfile::HOST_INT,
+            );
+            assert!(buffer.with(|f| sink::strip(f, &found, &domain)).is_some());
+        }
+        let mut buffer = Buffer::new(bytes);
+        let transit_config = TransitConfig { domain, max_ip_len: 1500 };
+        if buffer.with(|f| transit::push(f, &transit_config, &hop)).is_err() {
+            assert_eq!(buffer.frame(), bytes, "a refused push leaves the frame alone");
+        }
+        let source_config = SourceConfig {
+            encapsulation: domain.encapsulation,
+            tcp_placement: domain.tcp_placement,
+            ..SourceConfig::host_int(1500)
+        };
+        let mut buffer = Buffer::new(bytes);
+        match source::plan(bytes, &source_config) {
+            Ok(plan) => {
+                buffer.with(|f| source::insert(f, &plan, &source_config, 1, &hop)).unwrap();
+            }
+            Err(_) => assert_eq!(buffer.frame(), bytes),
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn arbitrary_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+        everything(&bytes);
+    }
+
+    #[test]
+    fn mangled_int_packets(bytes in mangled()) {
+        everything(&bytes);
+    }
+}
