@@ -1,7 +1,7 @@
 //! Helpers shared by the integration tests: checksum verification, and the
 //! node-like steps (source with a sequence number, transit, sink) over
 //! vectors with headroom.
-#![allow(dead_code, clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
 use int_core::checksum;
 use int_core::encap::Encapsulation;
