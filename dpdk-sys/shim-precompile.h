@@ -1,0 +1,2 @@
+
+#include <shim.h>

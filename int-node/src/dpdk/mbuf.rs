@@ -1,0 +1,194 @@
+//! Bursts of mbufs on an lcore's stack, with the per-packet accessors inlined
+//! over `rte_mbuf`'s fields (no shim call per packet).
+
+use std::ptr;
+
+use dpdk_sys::rte_mbuf;
+use int_core::FrameBuf;
+
+use super::port::{PortId, QueueId};
+
+/// Packets per rx/tx burst.
+pub const BURST: usize = 32;
+
+/// Up to [`BURST`] mbufs owned by the calling lcore.
+pub struct Burst {
+    mbufs: [*mut rte_mbuf; BURST],
+    len: usize,
+}
+
+impl Default for Burst {
+    fn default() -> Self {
+        Burst { mbufs: [ptr::null_mut(); BURST], len: 0 }
+    }
+}
+
+impl Burst {
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Receives up to [`BURST`] packets into an empty burst.
+    #[inline]
+    pub fn rx(&mut self, port: PortId, queue: QueueId) -> usize {
+        debug_assert!(self.is_empty());
+        // SAFETY: the array has room for BURST pointers; the port and queue
+        // were set up by Port and are polled by this lcore only.
+        self.len = usize::from(unsafe {
+            dpdk_sys::shim_rx_burst(port.0, queue.0, self.mbufs.as_mut_ptr(), BURST as u16)
+        });
+        self.len
+    }
+
+    /// Sends the burst; frees what the queue did not take. Returns
+    /// (sent, dropped) and leaves the burst empty.
+    #[inline]
+    pub fn tx(&mut self, port: PortId, queue: QueueId) -> (usize, usize) {
+        if self.len == 0 {
+            return (0, 0);
+        }
+        // SAFETY: the first `len` pointers are valid mbufs owned by this
+        // burst; the TX queue is used by this lcore only. Ownership of the
+        // first `sent` passes to the driver.
+        let sent = usize::from(unsafe {
+            dpdk_sys::shim_tx_burst(port.0, queue.0, self.mbufs.as_mut_ptr(), self.len as u16)
+        });
+        let dropped = self.len - sent;
+        if dropped > 0 {
+            // SAFETY: mbufs[sent..len] are still ours; freed once each.
+            unsafe {
+                dpdk_sys::rte_pktmbuf_free_bulk(self.mbufs.as_mut_ptr().add(sent), dropped as u32);
+            }
+        }
+        self.len = 0;
+        (sent, dropped)
+    }
+
+    /// Frees every mbuf in the burst.
+    pub fn free_all(&mut self) {
+        if self.len > 0 {
+            // SAFETY: the first `len` pointers are valid mbufs owned here.
+            unsafe { dpdk_sys::rte_pktmbuf_free_bulk(self.mbufs.as_mut_ptr(), self.len as u32) };
+        }
+        self.len = 0;
+    }
+
+    /// Keeps the packets for which `keep(index)` is true, in order; frees
+    /// the others. Returns how many were freed.
+    #[inline]
+    pub fn retain(&mut self, mut keep: impl FnMut(usize) -> bool) -> usize {
+        let mut kept = 0;
+        for i in 0..self.len {
+            let m = self.mbufs[i];
+            if keep(i) {
+                self.mbufs[kept] = m;
+                kept += 1;
+            } else {
+                // SAFETY: m is a valid mbuf owned by this burst, dropped from
+                // it right here, so it is freed exactly once.
+                unsafe { dpdk_sys::shim_pktmbuf_free(m) };
+            }
+        }
+        let freed = self.len - kept;
+        self.len = kept;
+        freed
+    }
+
+    #[inline]
+    fn mbuf(&self, i: usize) -> Option<&rte_mbuf> {
+        let m = *self.mbufs.get(..self.len)?.get(i)?;
+        // SAFETY: pointers below `len` are valid mbufs owned by this burst.
+        Some(unsafe { &*m })
+    }
+
+    /// Prefetches packet `i`'s first cache line of data.
+    #[inline]
+    pub fn prefetch(&self, i: usize) {
+        if let Some(m) = self.mbuf(i) {
+            let data = m.buf_addr.cast::<u8>().wrapping_add(usize::from(m.data_off));
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: prefetch is a hint; it never faults, whatever the address.
+            unsafe {
+                std::arch::x86_64::_mm_prefetch(data.cast::<i8>(), std::arch::x86_64::_MM_HINT_T0)
+            };
+            let _ = data;
+        }
+    }
+
+    /// The frame of packet `i` (single-segment mbufs only).
+    #[inline]
+    pub fn data(&self, i: usize) -> Option<&[u8]> {
+        let m = self.mbuf(i)?;
+        if m.nb_segs != 1 {
+            return None;
+        }
+        // SAFETY: a single-segment mbuf's data lies at buf_addr + data_off
+        // for data_len bytes, inside its buffer, owned by this burst.
+        Some(unsafe {
+            std::slice::from_raw_parts(m.buf_addr.cast::<u8>().add(usize::from(m.data_off)), usize::from(m.data_len))
+        })
+    }
+
+    /// Runs `f` on packet `i`'s whole buffer as a [`FrameBuf`] (headroom
+    /// included) and stores the new data offset and length it leaves.
+    /// `None` for multi-segment mbufs, which the node does not transform.
+    #[inline]
+    pub fn with_frame<R>(&mut self, i: usize, f: impl FnOnce(&mut FrameBuf<'_>) -> R) -> Option<R> {
+        let m = *self.mbufs.get(..self.len)?.get(i)?;
+        // SAFETY: m is a valid mbuf owned by this burst; nothing else
+        // references it while this exclusive borrow lives.
+        let mbuf = unsafe { &mut *m };
+        if mbuf.nb_segs != 1 {
+            return None;
+        }
+        // SAFETY: the buffer is buf_len bytes at buf_addr, owned by this
+        // mbuf, and data_off/data_len lie inside it (DPDK's invariant,
+        // checked again by FrameBuf::new).
+        let buffer = unsafe { std::slice::from_raw_parts_mut(mbuf.buf_addr.cast::<u8>(), usize::from(mbuf.buf_len)) };
+        let mut frame = FrameBuf::new(buffer, usize::from(mbuf.data_off), usize::from(mbuf.data_len))?;
+        let result = f(&mut frame);
+        let (start, len) = (frame.start(), frame.len());
+        mbuf.data_off = start as u16;
+        mbuf.data_len = len as u16;
+        mbuf.pkt_len = len as u32;
+        Some(result)
+    }
+
+    /// The RX timestamp the driver stored in the dynamic field at `offset`
+    /// when `flag` is set in the packet's offload flags.
+    #[inline]
+    pub fn rx_timestamp(&self, i: usize, offset: usize, flag: u64) -> Option<u64> {
+        let m = self.mbuf(i)?;
+        if m.ol_flags & flag == 0 {
+            return None;
+        }
+        let base = (m as *const rte_mbuf).cast::<u8>();
+        // SAFETY: `offset` came from rte_mbuf_dynfield_lookup for an 8-byte
+        // field inside struct rte_mbuf; read unaligned to be safe.
+        Some(unsafe { ptr::read_unaligned(base.add(offset).cast::<u64>()) })
+    }
+
+    /// Appends an mbuf (for bursts built by the node itself).
+    pub(crate) fn push_raw(&mut self, m: *mut rte_mbuf) -> bool {
+        match self.mbufs.get_mut(self.len) {
+            Some(slot) => {
+                *slot = m;
+                self.len += 1;
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+impl Drop for Burst {
+    fn drop(&mut self) {
+        self.free_all();
+    }
+}

@@ -1,0 +1,293 @@
+//! An Ethernet port: configure RX/TX queues, MTU, promiscuous mode, RSS on
+//! the 5-tuple where the driver offers it, RX timestamps on request; start,
+//! stop, close (stop and close flush net_pcap's TX file); link and stats.
+
+use std::ffi::CString;
+use std::mem::MaybeUninit;
+
+use super::mempool::Mempool;
+use super::DpdkError;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PortId(pub u16);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct QueueId(pub u16);
+
+// Values of rte_ethdev.h's RTE_BIT64() macros, which bindgen cannot
+// evaluate (DPDK 22.11).
+const RSS_IPV4: u64 = 1 << 2;
+const RSS_FRAG_IPV4: u64 = 1 << 3;
+const RSS_NONFRAG_IPV4_TCP: u64 = 1 << 4;
+const RSS_NONFRAG_IPV4_UDP: u64 = 1 << 5;
+const RX_OFFLOAD_TIMESTAMP: u64 = 1 << 14;
+
+#[derive(Debug, Clone)]
+pub struct PortSetup {
+    /// Device name as EAL knows it: the vdev name (`net_pcap0`) or the PCI
+    /// address.
+    pub device: String,
+    pub rx_queues: u16,
+    pub tx_queues: u16,
+    pub rx_descriptors: u16,
+    pub tx_descriptors: u16,
+    pub mtu: Option<u16>,
+    pub promiscuous: bool,
+    pub rx_timestamps: bool,
+}
+
+/// Driver facts logged at start.
+#[derive(Debug, Clone)]
+pub struct PortInfo {
+    pub driver: String,
+    pub mac: [u8; 6],
+    pub rss: bool,
+    pub rx_timestamps: bool,
+}
+
+pub struct Port {
+    pub id: PortId,
+    pub name: String,
+    pub info: PortInfo,
+    started: bool,
+    closed: bool,
+}
+
+/// Basic counters from `rte_eth_stats_get`.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct PortStats {
+    pub rx_packets: u64,
+    pub tx_packets: u64,
+    pub rx_bytes: u64,
+    pub tx_bytes: u64,
+    pub rx_missed: u64,
+    pub rx_errors: u64,
+    pub tx_errors: u64,
+    pub rx_nombuf: u64,
+}
+
+impl Port {
+    /// Finds the device, configures it and sets up its queues (not started).
+    pub fn configure(name: &str, setup: &PortSetup, pool: &Mempool) -> Result<Port, DpdkError> {
+        let c_device = CString::new(setup.device.as_str()).map_err(|_| DpdkError::from_ret("device name", -libc::EINVAL))?;
+        let mut raw_id = 0u16;
+        // SAFETY: the name is NUL-terminated; raw_id is a valid out pointer.
+        let ret = unsafe { dpdk_sys::rte_eth_dev_get_port_by_name(c_device.as_ptr(), &mut raw_id) };
+        if ret < 0 {
+            return Err(DpdkError::from_ret(
+                format!("port {name}: no device {} (is it in the EAL arguments as --vdev or -a?)", setup.device),
+                ret,
+            ));
+        }
+        let id = PortId(raw_id);
+        let mut dev_info = MaybeUninit::<dpdk_sys::rte_eth_dev_info>::zeroed();
+        // SAFETY: dev_info is a valid out pointer of the right type.
+        let ret = unsafe { dpdk_sys::rte_eth_dev_info_get(id.0, dev_info.as_mut_ptr()) };
+        if ret < 0 {
+            return Err(DpdkError::from_ret(format!("port {name}: device info"), ret));
+        }
+        // SAFETY: rte_eth_dev_info_get filled the structure (ret >= 0).
+        let dev_info = unsafe { dev_info.assume_init() };
+        let driver = if dev_info.driver_name.is_null() {
+            String::from("?")
+        } else {
+            // SAFETY: driver_name is a static NUL-terminated string of the PMD.
+            unsafe { std::ffi::CStr::from_ptr(dev_info.driver_name) }.to_string_lossy().into_owned()
+        };
+        if setup.rx_queues > dev_info.max_rx_queues || setup.tx_queues > dev_info.max_tx_queues {
+            return Err(DpdkError {
+                what: format!("port {name} ({driver})"),
+                errno: libc::EINVAL,
+                text: format!(
+                    "{} rx / {} tx queues asked, the driver has {} / {}",
+                    setup.rx_queues, setup.tx_queues, dev_info.max_rx_queues, dev_info.max_tx_queues
+                ),
+            });
+        }
+
+        // SAFETY: rte_eth_conf is a plain C struct for which all-zero is
+        // DPDK's documented default.
+        let mut conf: dpdk_sys::rte_eth_conf = unsafe { std::mem::zeroed() };
+        let wanted_rss = RSS_IPV4 | RSS_FRAG_IPV4 | RSS_NONFRAG_IPV4_TCP | RSS_NONFRAG_IPV4_UDP;
+        let rss_hf = wanted_rss & dev_info.flow_type_rss_offloads;
+        let rss = setup.rx_queues > 1 && rss_hf != 0;
+        if rss {
+            conf.rxmode.mq_mode = dpdk_sys::rte_eth_rx_mq_mode_RTE_ETH_MQ_RX_RSS;
+            conf.rx_adv_conf.rss_conf.rss_hf = rss_hf;
+            conf.rx_adv_conf.rss_conf.rss_key = std::ptr::null_mut();
+        } else if setup.rx_queues > 1 {
+            log::warn!("port {name} ({driver}): no RSS on the 5-tuple; flows may be spread over queues arbitrarily");
+        }
+        let rx_timestamps = setup.rx_timestamps && dev_info.rx_offload_capa & RX_OFFLOAD_TIMESTAMP != 0;
+        if rx_timestamps {
+            conf.rxmode.offloads |= RX_OFFLOAD_TIMESTAMP;
+        } else if setup.rx_timestamps {
+            log::warn!("port {name} ({driver}): the driver has no RX timestamps");
+        }
+        // SAFETY: conf is a valid configuration for this port id.
+        let ret = unsafe { dpdk_sys::rte_eth_dev_configure(id.0, setup.rx_queues, setup.tx_queues, &conf) };
+        if ret < 0 {
+            return Err(DpdkError::from_ret(format!("port {name}: configure"), ret));
+        }
+        if let Some(mtu) = setup.mtu {
+            // SAFETY: plain call on a configured port.
+            let ret = unsafe { dpdk_sys::rte_eth_dev_set_mtu(id.0, mtu) };
+            if ret < 0 {
+                log::warn!("port {name} ({driver}): MTU {mtu} not set: {}", super::strerror(-ret));
+            }
+        }
+        // SAFETY: plain call on a valid port id.
+        let socket = unsafe { dpdk_sys::rte_eth_dev_socket_id(id.0) };
+        let socket = if socket < 0 { 0 } else { socket as u32 };
+        for queue in 0..setup.rx_queues {
+            // SAFETY: null rx_conf selects the driver's defaults; the pool
+            // outlives the port (dropped after it).
+            let ret = unsafe {
+                dpdk_sys::rte_eth_rx_queue_setup(id.0, queue, setup.rx_descriptors, socket, std::ptr::null(), pool.as_ptr())
+            };
+            if ret < 0 {
+                return Err(DpdkError::from_ret(format!("port {name}: rx queue {queue}"), ret));
+            }
+        }
+        for queue in 0..setup.tx_queues {
+            // SAFETY: null tx_conf selects the driver's defaults.
+            let ret = unsafe { dpdk_sys::rte_eth_tx_queue_setup(id.0, queue, setup.tx_descriptors, socket, std::ptr::null()) };
+            if ret < 0 {
+                return Err(DpdkError::from_ret(format!("port {name}: tx queue {queue}"), ret));
+            }
+        }
+        if setup.promiscuous {
+            // SAFETY: plain call on a configured port.
+            let ret = unsafe { dpdk_sys::rte_eth_promiscuous_enable(id.0) };
+            if ret < 0 && ret != -libc::ENOTSUP {
+                log::warn!("port {name}: promiscuous mode: {}", super::strerror(-ret));
+            }
+        }
+        let mut mac = MaybeUninit::<dpdk_sys::rte_ether_addr>::zeroed();
+        // SAFETY: mac is a valid out pointer.
+        let ret = unsafe { dpdk_sys::rte_eth_macaddr_get(id.0, mac.as_mut_ptr()) };
+        // SAFETY: zero-initialised, and filled on success.
+        let mac = if ret == 0 { unsafe { mac.assume_init() }.addr_bytes } else { [0; 6] };
+        Ok(Port {
+            id,
+            name: name.to_string(),
+            info: PortInfo { driver, mac, rss, rx_timestamps },
+            started: false,
+            closed: false,
+        })
+    }
+
+    pub fn start(&mut self) -> Result<(), DpdkError> {
+        // SAFETY: the port is configured and its queues set up.
+        let ret = unsafe { dpdk_sys::rte_eth_dev_start(self.id.0) };
+        if ret < 0 {
+            return Err(DpdkError::from_ret(format!("port {}: start", self.name), ret));
+        }
+        self.started = true;
+        Ok(())
+    }
+
+    /// Link up, and its speed in Mb/s.
+    pub fn link(&self) -> (bool, u32) {
+        let mut link = MaybeUninit::<dpdk_sys::rte_eth_link>::zeroed();
+        // SAFETY: link is a valid out pointer.
+        let ret = unsafe { dpdk_sys::rte_eth_link_get_nowait(self.id.0, link.as_mut_ptr()) };
+        if ret < 0 {
+            return (false, 0);
+        }
+        // SAFETY: filled by the call above.
+        let link = unsafe { link.assume_init() };
+        (link.link_status() == 1, link.link_speed)
+    }
+
+    pub fn stats(&self) -> PortStats {
+        let mut stats = MaybeUninit::<dpdk_sys::rte_eth_stats>::zeroed();
+        // SAFETY: stats is a valid out pointer.
+        let ret = unsafe { dpdk_sys::rte_eth_stats_get(self.id.0, stats.as_mut_ptr()) };
+        if ret < 0 {
+            return PortStats::default();
+        }
+        // SAFETY: filled by the call above.
+        let s = unsafe { stats.assume_init() };
+        PortStats {
+            rx_packets: s.ipackets,
+            tx_packets: s.opackets,
+            rx_bytes: s.ibytes,
+            tx_bytes: s.obytes,
+            rx_missed: s.imissed,
+            rx_errors: s.ierrors,
+            tx_errors: s.oerrors,
+            rx_nombuf: s.rx_nombuf,
+        }
+    }
+
+    /// Extended statistics, name and value, the driver's own.
+    pub fn xstats(&self) -> Vec<(String, u64)> {
+        // SAFETY: a null array asks for the count only.
+        let count = unsafe { dpdk_sys::rte_eth_xstats_get_names(self.id.0, std::ptr::null_mut(), 0) };
+        if count <= 0 {
+            return Vec::new();
+        }
+        let count = count as usize;
+        let mut names = vec![dpdk_sys::rte_eth_xstat_name { name: [0; 64] }; count];
+        let mut values = vec![dpdk_sys::rte_eth_xstat { id: 0, value: 0 }; count];
+        // SAFETY: both arrays hold `count` elements.
+        let got_names = unsafe { dpdk_sys::rte_eth_xstats_get_names(self.id.0, names.as_mut_ptr(), count as u32) };
+        // SAFETY: as above.
+        let got_values = unsafe { dpdk_sys::rte_eth_xstats_get(self.id.0, values.as_mut_ptr(), count as u32) };
+        if got_names < 0 || got_values < 0 {
+            return Vec::new();
+        }
+        values
+            .iter()
+            .filter_map(|v| {
+                let name = names.get(v.id as usize)?;
+                // SAFETY: DPDK NUL-terminates xstat names within 64 bytes.
+                let text = unsafe { std::ffi::CStr::from_ptr(name.name.as_ptr()) };
+                Some((text.to_string_lossy().into_owned(), v.value))
+            })
+            .collect()
+    }
+
+    /// Stops and closes the port (net_pcap writes its TX file here).
+    pub fn close(&mut self) {
+        if self.closed {
+            return;
+        }
+        if self.started {
+            // SAFETY: no lcore polls the port any more (workers have
+            // returned before ports are closed).
+            let ret = unsafe { dpdk_sys::rte_eth_dev_stop(self.id.0) };
+            if ret < 0 {
+                log::warn!("port {}: stop: {}", self.name, super::strerror(-ret));
+            }
+            self.started = false;
+        }
+        // SAFETY: the port is stopped; closing releases its queues.
+        let ret = unsafe { dpdk_sys::rte_eth_dev_close(self.id.0) };
+        if ret < 0 {
+            log::warn!("port {}: close: {}", self.name, super::strerror(-ret));
+        }
+        self.closed = true;
+    }
+}
+
+impl Drop for Port {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// The mbuf dynamic field and flag where drivers store RX timestamps, once
+/// a port with RX timestamps is configured.
+pub fn rx_timestamp_field() -> Option<(usize, u64)> {
+    // SAFETY: the names are NUL-terminated constants; null params is allowed.
+    let offset = unsafe {
+        dpdk_sys::rte_mbuf_dynfield_lookup(dpdk_sys::RTE_MBUF_DYNFIELD_TIMESTAMP_NAME.as_ptr().cast(), std::ptr::null_mut())
+    };
+    // SAFETY: as above.
+    let bit = unsafe {
+        dpdk_sys::rte_mbuf_dynflag_lookup(dpdk_sys::RTE_MBUF_DYNFLAG_RX_TIMESTAMP_NAME.as_ptr().cast(), std::ptr::null_mut())
+    };
+    (offset >= 0 && bit >= 0).then(|| (offset as usize, 1u64 << bit))
+}
