@@ -182,6 +182,11 @@ impl SequenceTracker {
         self.started && self.window != u64::MAX
     }
 
+    /// Losses declared and not yet taken.
+    pub fn pending_count(&self) -> u32 {
+        self.pending.count
+    }
+
     /// Losses declared since the last call, if any.
     pub fn take_pending(&mut self) -> Option<PendingLoss> {
         if self.pending.count == 0 {

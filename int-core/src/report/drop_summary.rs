@@ -50,7 +50,7 @@ pub struct DropSummary {
 }
 const _: () = assert!(size_of::<DropSummary>() == SUMMARY_LEN);
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct DropSummaryRepr {
     pub source_node: u32,
     pub sink_node: u32,

@@ -40,8 +40,12 @@ pub struct TscClock {
 impl TscClock {
     pub fn new(hz: u64) -> Self {
         let hz = hz.max(1);
-        let mut clock =
-            TscClock { hz, base_tsc: 0, base_ns: 0, ns_per_tick: ((1_000_000_000u128 << 32) / u128::from(hz)) as u64 };
+        let mut clock = TscClock {
+            hz,
+            base_tsc: 0,
+            base_ns: 0,
+            ns_per_tick: ((1_000_000_000u128 << 32) / u128::from(hz)) as u64,
+        };
         clock.resync();
         clock
     }

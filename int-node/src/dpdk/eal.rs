@@ -20,13 +20,20 @@ impl Eal {
     /// once per process, so a second call is refused here.
     pub fn init(args: &[String]) -> Result<Eal, DpdkError> {
         if INITIALISED.swap(true, Ordering::SeqCst) {
-            return Err(DpdkError { what: "EAL init".into(), errno: libc::EALREADY, text: "already initialised in this process".into() });
+            return Err(DpdkError {
+                what: "EAL init".into(),
+                errno: libc::EALREADY,
+                text: "already initialised in this process".into(),
+            });
         }
-        let args: Vec<CString> = args
-            .iter()
-            .map(|a| CString::new(a.as_str()))
-            .collect::<Result<_, _>>()
-            .map_err(|_| DpdkError { what: "EAL init".into(), errno: libc::EINVAL, text: "argument contains NUL".into() })?;
+        let args: Vec<CString> =
+            args.iter().map(|a| CString::new(a.as_str())).collect::<Result<_, _>>().map_err(|_| {
+                DpdkError {
+                    what: "EAL init".into(),
+                    errno: libc::EINVAL,
+                    text: "argument contains NUL".into(),
+                }
+            })?;
         let mut argv: Vec<*mut c_char> = args.iter().map(|a| a.as_ptr() as *mut c_char).collect();
         // SAFETY: argv holds `args.len()` pointers to NUL-terminated strings
         // that live as long as the returned guard; EAL may permute the

@@ -131,7 +131,10 @@ impl Burst {
         // SAFETY: a single-segment mbuf's data lies at buf_addr + data_off
         // for data_len bytes, inside its buffer, owned by this burst.
         Some(unsafe {
-            std::slice::from_raw_parts(m.buf_addr.cast::<u8>().add(usize::from(m.data_off)), usize::from(m.data_len))
+            std::slice::from_raw_parts(
+                m.buf_addr.cast::<u8>().add(usize::from(m.data_off)),
+                usize::from(m.data_len),
+            )
         })
     }
 
@@ -150,7 +153,8 @@ impl Burst {
         // SAFETY: the buffer is buf_len bytes at buf_addr, owned by this
         // mbuf, and data_off/data_len lie inside it (DPDK's invariant,
         // checked again by FrameBuf::new).
-        let buffer = unsafe { std::slice::from_raw_parts_mut(mbuf.buf_addr.cast::<u8>(), usize::from(mbuf.buf_len)) };
+        let buffer =
+            unsafe { std::slice::from_raw_parts_mut(mbuf.buf_addr.cast::<u8>(), usize::from(mbuf.buf_len)) };
         let mut frame = FrameBuf::new(buffer, usize::from(mbuf.data_off), usize::from(mbuf.data_len))?;
         let result = f(&mut frame);
         let (start, len) = (frame.start(), frame.len());
@@ -191,4 +195,28 @@ impl Drop for Burst {
     fn drop(&mut self) {
         self.free_all();
     }
+}
+
+/// Allocates an mbuf from `pool`, copies `bytes` into it and appends it to
+/// `burst`. False (nothing leaked) if the pool is empty or the burst full.
+pub fn alloc_into(burst: &mut Burst, pool: *mut dpdk_sys::rte_mempool, bytes: &[u8]) -> bool {
+    if burst.len() >= BURST || bytes.len() > usize::from(u16::MAX) {
+        return false;
+    }
+    // SAFETY: pool is a live mempool owned by the caller's Mempool.
+    let m = unsafe { dpdk_sys::shim_pktmbuf_alloc(pool) };
+    if m.is_null() {
+        return false;
+    }
+    // SAFETY: m is a fresh mbuf; append returns null if the tailroom is
+    // too small, else a pointer to `len` writable bytes inside it.
+    let data = unsafe { dpdk_sys::shim_pktmbuf_append(m, bytes.len() as u16) };
+    if data.is_null() {
+        // SAFETY: m is ours and not in any burst.
+        unsafe { dpdk_sys::shim_pktmbuf_free(m) };
+        return false;
+    }
+    // SAFETY: data points to bytes.len() writable bytes in m's buffer.
+    unsafe { ptr::copy_nonoverlapping(bytes.as_ptr(), data.cast::<u8>(), bytes.len()) };
+    burst.push_raw(m)
 }

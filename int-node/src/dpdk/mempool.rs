@@ -24,8 +24,10 @@ impl Mempool {
         let data_room = dpdk_sys::RTE_MBUF_DEFAULT_BUF_SIZE as u16;
         // SAFETY: the name is NUL-terminated and copied by DPDK; the other
         // arguments are plain values. A null return is handled below.
-        let raw = unsafe { dpdk_sys::rte_pktmbuf_pool_create(c_name.as_ptr(), mbufs, cache, 0, data_room, socket) };
-        let raw = NonNull::new(raw).ok_or_else(|| DpdkError::from_errno(format!("mempool {name} ({mbufs} mbufs)")))?;
+        let raw =
+            unsafe { dpdk_sys::rte_pktmbuf_pool_create(c_name.as_ptr(), mbufs, cache, 0, data_room, socket) };
+        let raw = NonNull::new(raw)
+            .ok_or_else(|| DpdkError::from_errno(format!("mempool {name} ({mbufs} mbufs)")))?;
         Ok(Mempool { raw, size: mbufs })
     }
 

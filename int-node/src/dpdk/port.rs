@@ -69,13 +69,17 @@ pub struct PortStats {
 impl Port {
     /// Finds the device, configures it and sets up its queues (not started).
     pub fn configure(name: &str, setup: &PortSetup, pool: &Mempool) -> Result<Port, DpdkError> {
-        let c_device = CString::new(setup.device.as_str()).map_err(|_| DpdkError::from_ret("device name", -libc::EINVAL))?;
+        let c_device = CString::new(setup.device.as_str())
+            .map_err(|_| DpdkError::from_ret("device name", -libc::EINVAL))?;
         let mut raw_id = 0u16;
         // SAFETY: the name is NUL-terminated; raw_id is a valid out pointer.
         let ret = unsafe { dpdk_sys::rte_eth_dev_get_port_by_name(c_device.as_ptr(), &mut raw_id) };
         if ret < 0 {
             return Err(DpdkError::from_ret(
-                format!("port {name}: no device {} (is it in the EAL arguments as --vdev or -a?)", setup.device),
+                format!(
+                    "port {name}: no device {} (is it in the EAL arguments as --vdev or -a?)",
+                    setup.device
+                ),
                 ret,
             ));
         }
@@ -116,7 +120,9 @@ impl Port {
             conf.rx_adv_conf.rss_conf.rss_hf = rss_hf;
             conf.rx_adv_conf.rss_conf.rss_key = std::ptr::null_mut();
         } else if setup.rx_queues > 1 {
-            log::warn!("port {name} ({driver}): no RSS on the 5-tuple; flows may be spread over queues arbitrarily");
+            log::warn!(
+                "port {name} ({driver}): no RSS on the 5-tuple; flows may be spread over queues arbitrarily"
+            );
         }
         let rx_timestamps = setup.rx_timestamps && dev_info.rx_offload_capa & RX_OFFLOAD_TIMESTAMP != 0;
         if rx_timestamps {
@@ -143,7 +149,14 @@ impl Port {
             // SAFETY: null rx_conf selects the driver's defaults; the pool
             // outlives the port (dropped after it).
             let ret = unsafe {
-                dpdk_sys::rte_eth_rx_queue_setup(id.0, queue, setup.rx_descriptors, socket, std::ptr::null(), pool.as_ptr())
+                dpdk_sys::rte_eth_rx_queue_setup(
+                    id.0,
+                    queue,
+                    setup.rx_descriptors,
+                    socket,
+                    std::ptr::null(),
+                    pool.as_ptr(),
+                )
             };
             if ret < 0 {
                 return Err(DpdkError::from_ret(format!("port {name}: rx queue {queue}"), ret));
@@ -151,7 +164,9 @@ impl Port {
         }
         for queue in 0..setup.tx_queues {
             // SAFETY: null tx_conf selects the driver's defaults.
-            let ret = unsafe { dpdk_sys::rte_eth_tx_queue_setup(id.0, queue, setup.tx_descriptors, socket, std::ptr::null()) };
+            let ret = unsafe {
+                dpdk_sys::rte_eth_tx_queue_setup(id.0, queue, setup.tx_descriptors, socket, std::ptr::null())
+            };
             if ret < 0 {
                 return Err(DpdkError::from_ret(format!("port {name}: tx queue {queue}"), ret));
             }
@@ -232,9 +247,11 @@ impl Port {
         let mut names = vec![dpdk_sys::rte_eth_xstat_name { name: [0; 64] }; count];
         let mut values = vec![dpdk_sys::rte_eth_xstat { id: 0, value: 0 }; count];
         // SAFETY: both arrays hold `count` elements.
-        let got_names = unsafe { dpdk_sys::rte_eth_xstats_get_names(self.id.0, names.as_mut_ptr(), count as u32) };
+        let got_names =
+            unsafe { dpdk_sys::rte_eth_xstats_get_names(self.id.0, names.as_mut_ptr(), count as u32) };
         // SAFETY: as above.
-        let got_values = unsafe { dpdk_sys::rte_eth_xstats_get(self.id.0, values.as_mut_ptr(), count as u32) };
+        let got_values =
+            unsafe { dpdk_sys::rte_eth_xstats_get(self.id.0, values.as_mut_ptr(), count as u32) };
         if got_names < 0 || got_values < 0 {
             return Vec::new();
         }
@@ -283,11 +300,17 @@ impl Drop for Port {
 pub fn rx_timestamp_field() -> Option<(usize, u64)> {
     // SAFETY: the names are NUL-terminated constants; null params is allowed.
     let offset = unsafe {
-        dpdk_sys::rte_mbuf_dynfield_lookup(dpdk_sys::RTE_MBUF_DYNFIELD_TIMESTAMP_NAME.as_ptr().cast(), std::ptr::null_mut())
+        dpdk_sys::rte_mbuf_dynfield_lookup(
+            dpdk_sys::RTE_MBUF_DYNFIELD_TIMESTAMP_NAME.as_ptr().cast(),
+            std::ptr::null_mut(),
+        )
     };
     // SAFETY: as above.
     let bit = unsafe {
-        dpdk_sys::rte_mbuf_dynflag_lookup(dpdk_sys::RTE_MBUF_DYNFLAG_RX_TIMESTAMP_NAME.as_ptr().cast(), std::ptr::null_mut())
+        dpdk_sys::rte_mbuf_dynflag_lookup(
+            dpdk_sys::RTE_MBUF_DYNFLAG_RX_TIMESTAMP_NAME.as_ptr().cast(),
+            std::ptr::null_mut(),
+        )
     };
     (offset >= 0 && bit >= 0).then(|| (offset as usize, 1u64 << bit))
 }

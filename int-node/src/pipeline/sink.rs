@@ -1,0 +1,386 @@
+//! The sink stage: strips INT from every INT packet (tracked flow or not),
+//! forwards the restored packet, keeps per-flow latency and loss state and
+//! hands reports to the exporter through a lock-free SPSC ring. Forwarding
+//! never waits on export: a full ring or an exhausted rate limit drops the
+//! report and counts it.
+
+use int_core::int05::HopMetadata;
+use int_core::latency::{LatencyConfig, LatencyState, ReportReason};
+use int_core::loss::{SeqEvent, SequenceTracker};
+use int_core::report::{
+    DropSummaryReport, DropSummaryRepr, LatencyReport, NextProto, ReportHeaderRepr, ReportProfile,
+};
+use int_core::sink::{self, SinkConfig};
+use int_core::{flow::FlowKey, DropReason};
+use ringbuf::traits::Producer;
+
+use super::export::{ReportMsg, ReportProducer};
+use crate::config::{MalformedPolicy, SinkSettings};
+use crate::dpdk::clock::TscClock;
+use crate::dpdk::mbuf::Burst;
+use crate::flow_table::FlowTable;
+use crate::stats::{Counter, Counters};
+
+/// One flow's state at the sink.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SinkFlow {
+    pub sequence: SequenceTracker,
+    pub latency: LatencyState,
+    pub source_node: u32,
+    pub source_port: u16,
+}
+
+/// Reports per second with a burst allowance; refilled from the TSC clock.
+pub struct RateLimit {
+    per_second: u64,
+    tokens: u64,
+    last_ns: u64,
+}
+
+impl RateLimit {
+    pub fn new(per_second: u32) -> Self {
+        RateLimit { per_second: u64::from(per_second), tokens: Self::burst(per_second), last_ns: 0 }
+    }
+
+    fn burst(per_second: u32) -> u64 {
+        u64::from(per_second / 10).max(16)
+    }
+
+    #[inline]
+    pub fn allow(&mut self, now_ns: u64) -> bool {
+        if self.per_second == 0 {
+            return true;
+        }
+        let elapsed = now_ns.saturating_sub(self.last_ns);
+        let refill = elapsed * self.per_second / 1_000_000_000;
+        if refill > 0 {
+            self.tokens = (self.tokens + refill).min(Self::burst(self.per_second as u32));
+            self.last_ns = now_ns;
+        }
+        if self.tokens == 0 {
+            return false;
+        }
+        self.tokens -= 1;
+        true
+    }
+}
+
+pub struct SinkStage {
+    pub domain: SinkConfig,
+    pub settings: SinkSettings,
+    pub latency: LatencyConfig,
+    pub node_id: u32,
+    pub int_port: u16,
+    pub profile: ReportProfile,
+    pub flows: FlowTable<SinkFlow>,
+    pub reports: ReportProducer,
+    pub limit: RateLimit,
+    pub rx_timestamps: Option<(usize, u64)>,
+    /// Sweep bookkeeping: slots owed to the sweep, in 1/1024ths.
+    sweep_credit: u64,
+    last_sweep_ns: u64,
+    keep: [bool; crate::dpdk::mbuf::BURST],
+}
+
+impl SinkStage {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        domain: SinkConfig,
+        settings: SinkSettings,
+        node_id: u32,
+        int_port: u16,
+        profile: ReportProfile,
+        rate_limit: u32,
+        reports: ReportProducer,
+        rx_timestamps: Option<(usize, u64)>,
+    ) -> Self {
+        SinkStage {
+            domain,
+            latency: settings.latency,
+            flows: FlowTable::new(settings.flow_capacity as usize),
+            settings,
+            node_id,
+            int_port,
+            profile,
+            reports,
+            limit: RateLimit::new(rate_limit),
+            rx_timestamps,
+            sweep_credit: 0,
+            last_sweep_ns: 0,
+            keep: [true; crate::dpdk::mbuf::BURST],
+        }
+    }
+
+    fn header(&self, next_proto: NextProto, dropped: bool, now_ns: u64) -> ReportHeaderRepr {
+        ReportHeaderRepr {
+            version: 0,
+            next_proto,
+            dropped,
+            congested_queue: false,
+            tracked_flow: true,
+            hw_id: self.profile.hw_id,
+            // The exporter writes its own sequence number.
+            sequence: 0,
+            timestamp: self.profile.timestamp.from_ns(now_ns),
+        }
+    }
+
+    #[inline]
+    pub fn process(&mut self, burst: &mut Burst, clock: &mut TscClock, counters: &mut Counters) {
+        let burst_ns = clock.now_ns();
+        let mut any_dropped = false;
+        for i in 0..burst.len() {
+            burst.prefetch(i + 1);
+            if let Some(flag) = self.keep.get_mut(i) {
+                *flag = true;
+            }
+            let Some(frame) = burst.data(i) else {
+                counters.inc(Counter::multi_segment);
+                continue;
+            };
+            let found = match sink::extract(frame, &self.domain) {
+                Ok(Some(found)) => found,
+                Ok(None) => {
+                    counters.inc(Counter::not_int);
+                    continue;
+                }
+                Err(error) => {
+                    counters.inc(Counter::malformed(error.drop_reason()));
+                    if self.settings.malformed == MalformedPolicy::Drop {
+                        counters.inc(Counter::malformed_dropped);
+                        if let Some(flag) = self.keep.get_mut(i) {
+                            *flag = false;
+                        }
+                        any_dropped = true;
+                    } else {
+                        counters.inc(Counter::malformed_forwarded);
+                    }
+                    continue;
+                }
+            };
+            let now_ns = self
+                .rx_timestamps
+                .and_then(|(offset, flag)| burst.rx_timestamp(i, offset, flag))
+                .unwrap_or(burst_ns);
+            let reason = self.track(&found, now_ns, counters);
+            if let Some(reason) = reason {
+                self.latency_report(frame, &found, now_ns, reason, counters);
+            }
+            let domain = &self.domain;
+            match burst.with_frame(i, |f| sink::strip(f, &found, domain)) {
+                Some(Some(_)) => counters.inc(Counter::stripped),
+                _ => {
+                    // Cannot happen for a frame extract accepted; never
+                    // forward a half-restored packet all the same.
+                    counters.inc(Counter::malformed(DropReason::PacketMalformed));
+                    if let Some(flag) = self.keep.get_mut(i) {
+                        *flag = false;
+                    }
+                    any_dropped = true;
+                }
+            }
+        }
+        if any_dropped {
+            let keep = self.keep;
+            burst.retain(|i| keep.get(i).copied().unwrap_or(true));
+        }
+    }
+
+    /// Updates the flow's state; says whether to send a latency report.
+    #[inline]
+    fn track(
+        &mut self,
+        found: &sink::Extracted,
+        now_ns: u64,
+        counters: &mut Counters,
+    ) -> Option<ReportReason> {
+        let Some((flow, created)) = self.flows.get_or_insert(&found.flow, now_ns) else {
+            counters.inc(Counter::flow_table_full);
+            return None;
+        };
+        if created {
+            counters.inc(Counter::flows_created);
+        }
+        let source = found.source_hop;
+        if let Some(source) = source {
+            flow.source_node = source.switch_id.unwrap_or(0);
+            flow.source_port = source.ingress_port.unwrap_or(0);
+        }
+        match found.sequence {
+            Some(sequence) => {
+                let lost_before = flow.sequence.lost_total;
+                let event = flow.sequence.record(sequence, now_ns);
+                counters.add(
+                    Counter::lost_packets,
+                    u64::from(flow.sequence.lost_total.wrapping_sub(lost_before)),
+                );
+                match event {
+                    SeqEvent::Duplicate => counters.inc(Counter::seq_duplicates),
+                    SeqEvent::Reordered => counters.inc(Counter::seq_reordered),
+                    SeqEvent::Late => counters.inc(Counter::seq_late),
+                    SeqEvent::Restart => counters.inc(Counter::seq_restarts),
+                    SeqEvent::First | SeqEvent::InOrder | SeqEvent::Ahead { .. } => {}
+                }
+            }
+            None => counters.inc(Counter::no_sequence),
+        }
+        let source_ts = source.and_then(|hop| hop.ingress_timestamp)?;
+        let latency = (now_ns as u32).wrapping_sub(source_ts);
+        flow.latency.observe(&self.latency, latency, now_ns)
+    }
+
+    fn latency_report(
+        &mut self,
+        frame: &[u8],
+        found: &sink::Extracted,
+        now_ns: u64,
+        _reason: ReportReason,
+        counters: &mut Counters,
+    ) {
+        if !self.limit.allow(now_ns) {
+            counters.inc(Counter::reports_suppressed);
+            return;
+        }
+        let sink_hop = HopMetadata::host_int(self.node_id, self.int_port, now_ns as u32);
+        let header = self.header(NextProto::Ipv4, false, now_ns);
+        let mut msg = ReportMsg::empty();
+        match LatencyReport::build(
+            &mut msg.bytes,
+            frame,
+            found,
+            &sink_hop,
+            &header,
+            self.node_id,
+            &self.profile,
+        ) {
+            Ok(len) => msg.len = len as u16,
+            Err(_) => {
+                counters.inc(Counter::reports_too_big);
+                return;
+            }
+        }
+        if self.reports.try_push(msg).is_ok() {
+            counters.inc(Counter::reports_latency);
+        } else {
+            counters.inc(Counter::reports_ring_full);
+        }
+    }
+
+    /// The incremental sweep: a full pass over the table every sweep
+    /// interval. Flushes holes of flows whose head has not moved for the
+    /// loss timeout, sends Drop-Summary reports for declared losses, and
+    /// ages idle flows out (after reporting their last losses).
+    pub fn sweep(&mut self, clock: &mut TscClock, counters: &mut Counters) {
+        let now_ns = clock.now_ns();
+        let elapsed = now_ns.saturating_sub(self.last_sweep_ns);
+        self.last_sweep_ns = now_ns;
+        let sweep_ns = self.settings.sweep_ms.max(1) * 1_000_000;
+        // Slots owed, in 1/1024ths to keep fractions between polls.
+        let owed =
+            (self.flows.slot_count() as u128 * u128::from(elapsed) * 1024 / u128::from(sweep_ns)) as u64;
+        self.sweep_credit = (self.sweep_credit + owed).min(1024 * self.flows.slot_count() as u64);
+        let budget = (self.sweep_credit / 1024) as usize;
+        if budget == 0 {
+            return;
+        }
+        self.sweep_credit -= budget as u64 * 1024;
+        self.sweep_slots(budget, now_ns, false, counters);
+    }
+
+    fn sweep_slots(&mut self, budget: usize, now_ns: u64, final_pass: bool, counters: &mut Counters) {
+        let loss_timeout_ns = self.settings.loss_timeout_ms * 1_000_000;
+        let idle_limit = ((self.settings.idle_timeout_ms * 1_000_000) >> 20) as u32;
+        let mut due: [(FlowKey, DropSummaryRepr); 16] = [(zero_key(), DropSummaryRepr::default()); 16];
+        let mut due_len = 0;
+        let node_id = self.node_id;
+        let int_port = self.int_port;
+        let unit = self.profile.timestamp;
+        let limit = &mut self.limit;
+        let mut suppressed = 0u64;
+        let mut lost_now = 0u64;
+        let removed = self.flows.sweep(budget, now_ns, |key, flow, idle| {
+            let expire = final_pass || idle > idle_limit;
+            if flow.sequence.has_holes()
+                && (expire || now_ns.saturating_sub(flow.sequence.last_advance_ns) >= loss_timeout_ns)
+            {
+                let before = flow.sequence.lost_total;
+                flow.sequence.flush(now_ns);
+                lost_now += u64::from(flow.sequence.lost_total.wrapping_sub(before));
+            }
+            if due_len < due.len() && limit_allows(limit, now_ns, &mut suppressed, flow) {
+                if let Some(pending) = flow.sequence.take_pending() {
+                    if let Some(slot) = due.get_mut(due_len) {
+                        *slot = (
+                            *key,
+                            DropSummaryRepr {
+                                source_node: flow.source_node,
+                                sink_node: node_id,
+                                source_port: flow.source_port,
+                                sink_port: int_port,
+                                gap_timestamp: unit.from_ns(pending.first_declared_ns),
+                                gap_sequence: pending.first_sequence,
+                                gap_count: pending.count,
+                            },
+                        );
+                        due_len += 1;
+                    }
+                }
+            }
+            // Keep a flow with unreported losses until they are out.
+            expire && flow.sequence.pending_count() == 0
+        });
+        counters.add(Counter::lost_packets, lost_now);
+        counters.add(Counter::flows_expired, removed as u64);
+        counters.add(Counter::reports_suppressed, suppressed);
+        for (flow, summary) in due.iter().take(due_len) {
+            let report = DropSummaryReport {
+                header: self.header(NextProto::DropSummary, true, now_ns),
+                summary: *summary,
+                flow: *flow,
+            };
+            let mut msg = ReportMsg::empty();
+            match report.emit(&mut msg.bytes) {
+                Ok(len) => msg.len = len as u16,
+                Err(_) => continue,
+            }
+            if self.reports.try_push(msg).is_ok() {
+                counters.inc(Counter::reports_drop_summary);
+            } else {
+                counters.inc(Counter::reports_ring_full);
+            }
+        }
+    }
+
+    /// At shutdown: declare every hole lost and report what is pending.
+    pub fn finish(&mut self, clock: &mut TscClock, counters: &mut Counters) {
+        let now_ns = clock.now_ns();
+        // Nothing is rate-limited on the way out.
+        self.limit = RateLimit::new(0);
+        // Several passes: each sends at most 16 reports.
+        for _ in 0..(self.flows.len() / 16 + 2) {
+            let slots = self.flows.slot_count();
+            self.sweep_slots(slots, now_ns, true, counters);
+            if self.flows.is_empty() {
+                break;
+            }
+        }
+    }
+}
+
+/// Drop-Summary reports take a token only when the flow has something to
+/// report; without a token the losses stay pending for the next pass.
+fn limit_allows(limit: &mut RateLimit, now_ns: u64, suppressed: &mut u64, flow: &SinkFlow) -> bool {
+    if flow.sequence.pending_count() == 0 {
+        return false;
+    }
+    if limit.allow(now_ns) {
+        true
+    } else {
+        *suppressed += 1;
+        false
+    }
+}
+
+fn zero_key() -> FlowKey {
+    FlowKey { src: 0.into(), dst: 0.into(), protocol: 0, src_port: 0, dst_port: 0 }
+}

@@ -1,0 +1,52 @@
+//! The transit stage: pushes this node's metadata onto packets that already
+//! carry INT 0.5 (values a software node cannot know are 0xFFFFFFFF).
+
+use int_core::int05::HopMetadata;
+use int_core::transit::{self, Pushed, Skip, TransitConfig};
+
+use crate::dpdk::clock::TscClock;
+use crate::dpdk::mbuf::Burst;
+use crate::stats::{Counter, Counters};
+
+pub struct TransitStage {
+    pub config: TransitConfig,
+    pub node_id: u32,
+    pub rx_int_port: u16,
+    pub tx_int_port: u16,
+    pub rx_timestamps: Option<(usize, u64)>,
+}
+
+impl TransitStage {
+    #[inline]
+    pub fn process(&mut self, burst: &mut Burst, clock: &mut TscClock, counters: &mut Counters) {
+        let now_ns = clock.now_ns();
+        for i in 0..burst.len() {
+            burst.prefetch(i + 1);
+            let ingress = self
+                .rx_timestamps
+                .and_then(|(offset, flag)| burst.rx_timestamp(i, offset, flag))
+                .unwrap_or(now_ns);
+            let hop = HopMetadata {
+                switch_id: Some(self.node_id),
+                ingress_port: Some(self.rx_int_port),
+                egress_port: Some(self.tx_int_port),
+                hop_latency: Some(now_ns.saturating_sub(ingress) as u32),
+                ingress_timestamp: Some(ingress as u32),
+                egress_timestamp: Some(now_ns as u32),
+                ..HopMetadata::default()
+            };
+            let config = &self.config;
+            let counter = match burst.with_frame(i, |f| transit::push(f, config, &hop)) {
+                None => Counter::multi_segment,
+                Some(Ok(Pushed::Pushed(_))) => Counter::pushed,
+                Some(Ok(Pushed::MaxHopReached)) => Counter::max_hop_reached,
+                Some(Ok(Pushed::DestinationOnly)) => Counter::destination_only,
+                Some(Err(Skip::NotInt)) => Counter::not_int,
+                Some(Err(Skip::TooBig)) => Counter::too_big,
+                Some(Err(Skip::NoHeadroom)) => Counter::no_headroom,
+                Some(Err(Skip::Malformed(error))) => Counter::malformed(error.drop_reason()),
+            };
+            counters.inc(counter);
+        }
+    }
+}

@@ -1,0 +1,171 @@
+//! Per-pipeline counters: the worker counts in plain integers and publishes
+//! them once per poll with relaxed stores (no locked instruction per
+//! packet); the main lcore reads, prints and writes them as JSON.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use int_core::DropReason;
+
+macro_rules! counters {
+    ($($name:ident),* $(,)?) => {
+        /// Every counter a pipeline keeps.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        #[repr(usize)]
+        #[allow(non_camel_case_types)]
+        pub enum Counter { $($name),* }
+
+        impl Counter {
+            pub const ALL: &'static [Counter] = &[$(Counter::$name),*];
+
+            pub fn name(self) -> &'static str {
+                match self { $(Counter::$name => stringify!($name)),* }
+            }
+        }
+    };
+}
+
+counters! {
+    rx_packets,
+    tx_packets,
+    tx_dropped,
+    multi_segment,
+    // source
+    instrumented,
+    not_watched,
+    not_ipv4,
+    not_tcp_udp,
+    later_fragment,
+    already_marked,
+    too_big,
+    no_headroom,
+    // transit
+    pushed,
+    max_hop_reached,
+    destination_only,
+    // sink
+    not_int,
+    stripped,
+    malformed_forwarded,
+    malformed_dropped,
+    malformed_packet_truncated,
+    malformed_packet_malformed,
+    malformed_int_truncated,
+    malformed_int_bad_length,
+    malformed_int_stack_mismatch,
+    malformed_int_unknown_version,
+    malformed_int_unknown_type,
+    no_sequence,
+    seq_duplicates,
+    seq_reordered,
+    seq_late,
+    seq_restarts,
+    lost_packets,
+    reports_latency,
+    reports_drop_summary,
+    reports_suppressed,
+    reports_ring_full,
+    reports_too_big,
+    // flow tables
+    flows_created,
+    flows_expired,
+    flow_table_full,
+}
+
+pub const COUNT: usize = Counter::ALL.len();
+
+impl Counter {
+    pub fn malformed(reason: DropReason) -> Counter {
+        match reason {
+            DropReason::PacketTruncated => Counter::malformed_packet_truncated,
+            DropReason::PacketMalformed => Counter::malformed_packet_malformed,
+            DropReason::IntTruncated => Counter::malformed_int_truncated,
+            DropReason::IntBadLength => Counter::malformed_int_bad_length,
+            DropReason::IntStackMismatch => Counter::malformed_int_stack_mismatch,
+            DropReason::IntUnknownVersion => Counter::malformed_int_unknown_version,
+            DropReason::IntUnknownType => Counter::malformed_int_unknown_type,
+        }
+    }
+}
+
+/// The worker's own counters.
+#[derive(Debug, Clone)]
+pub struct Counters {
+    values: [u64; COUNT],
+    dirty: bool,
+}
+
+impl Default for Counters {
+    fn default() -> Self {
+        Counters { values: [0; COUNT], dirty: false }
+    }
+}
+
+impl Counters {
+    #[inline]
+    pub fn add(&mut self, counter: Counter, n: u64) {
+        if let Some(value) = self.values.get_mut(counter as usize) {
+            *value += n;
+            self.dirty = true;
+        }
+    }
+
+    #[inline]
+    pub fn inc(&mut self, counter: Counter) {
+        self.add(counter, 1);
+    }
+
+    /// Stores changed values into `shared` (relaxed: readers only print).
+    #[inline]
+    pub fn publish(&mut self, shared: &SharedCounters) {
+        if !self.dirty {
+            return;
+        }
+        for (slot, value) in shared.values.iter().zip(self.values.iter()) {
+            slot.store(*value, Ordering::Relaxed);
+        }
+        self.dirty = false;
+    }
+}
+
+/// Counters the main lcore can read while the worker runs.
+#[repr(align(64))]
+pub struct SharedCounters {
+    values: [AtomicU64; COUNT],
+}
+
+impl Default for SharedCounters {
+    fn default() -> Self {
+        SharedCounters { values: std::array::from_fn(|_| AtomicU64::new(0)) }
+    }
+}
+
+impl SharedCounters {
+    pub fn get(&self, counter: Counter) -> u64 {
+        self.values.get(counter as usize).map_or(0, |v| v.load(Ordering::Relaxed))
+    }
+
+    /// Non-zero counters, by name.
+    pub fn snapshot(&self) -> Vec<(&'static str, u64)> {
+        Counter::ALL.iter().map(|c| (c.name(), self.get(*c))).filter(|(_, v)| *v != 0).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn publish_copies_and_names_are_unique() {
+        let shared = SharedCounters::default();
+        let mut local = Counters::default();
+        local.inc(Counter::rx_packets);
+        local.add(Counter::malformed(DropReason::IntBadLength), 3);
+        assert_eq!(shared.get(Counter::rx_packets), 0);
+        local.publish(&shared);
+        assert_eq!(shared.snapshot(), vec![("rx_packets", 1), ("malformed_int_bad_length", 3)]);
+        let mut names: Vec<_> = Counter::ALL.iter().map(|c| c.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), COUNT);
+    }
+}

@@ -1,0 +1,162 @@
+//! Shared by the end-to-end tests: pcap files in and out, configs, and
+//! running the real int-node binary on pcap vdevs.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
+use std::fs::File;
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use int_core::craft::{L4Spec, PacketSpec};
+use pcap_file::pcap::{PcapHeader, PcapPacket, PcapReader, PcapWriter};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_int-node");
+
+/// EAL flags that work on a machine without hugepages or NICs; each test
+/// process has its own EAL, and --no-shconf lets several run at once.
+pub const EAL: &str =
+    "[--no-huge, -m, '256', --no-pci, --no-shconf, -l, '0-1', --log-level, 'lib.eal:error']";
+/// Three lcores on this two-CPU machine: worker 2 shares CPU 0 with the
+/// main lcore, which mostly sleeps.
+pub const EAL_3_LCORES: &str =
+    "[--no-huge, -m, '256', --no-pci, --no-shconf, --lcores, '0@0,1@1,2@0', --log-level, 'lib.eal:error']";
+
+/// A fresh directory for one test's files.
+pub fn workdir(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("int-node-test-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+pub fn write_pcap(path: &Path, frames: &[Vec<u8>]) {
+    let file = File::create(path).unwrap();
+    let mut writer = PcapWriter::with_header(file, PcapHeader::default()).unwrap();
+    for (i, frame) in frames.iter().enumerate() {
+        let ts = Duration::from_micros(1_700_000_000_000_000 + i as u64 * 10);
+        writer.write_packet(&PcapPacket::new(ts, frame.len() as u32, frame)).unwrap();
+    }
+}
+
+/// Frames with their capture times (ns since the epoch).
+pub fn write_pcap_at(path: &Path, frames: &[(u64, Vec<u8>)]) {
+    let file = File::create(path).unwrap();
+    let mut writer = PcapWriter::with_header(file, PcapHeader::default()).unwrap();
+    for (ns, frame) in frames {
+        writer.write_packet(&PcapPacket::new(Duration::from_nanos(*ns), frame.len() as u32, frame)).unwrap();
+    }
+}
+
+pub fn read_pcap(path: &Path) -> Vec<Vec<u8>> {
+    let file = File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut reader = PcapReader::new(file).unwrap();
+    let mut frames = Vec::new();
+    while let Some(packet) = reader.next_packet() {
+        frames.push(packet.unwrap().data.into_owned());
+    }
+    frames
+}
+
+/// `count` frames over `flows` flows: UDP and TCP, some with TCP options,
+/// some VLAN-tagged, some with IPv4 options, sizes from 60 bytes to the
+/// 1514-byte maximum of a 1500 MTU (less `headroom` for INT to fit).
+pub fn mixed_traffic(count: usize, flows: usize, headroom: usize) -> Vec<Vec<u8>> {
+    (0..count)
+        .map(|i| {
+            let flow = i % flows;
+            let src = Ipv4Addr::new(10, 0, (flow / 250) as u8, (flow % 250) as u8 + 1);
+            let dst = Ipv4Addr::new(10, 1, 0, 1);
+            let payload = [0usize, 18, 100, 512, 1000, 1472 - headroom][i % 6];
+            let mut spec = if flow % 3 == 2 {
+                let mut spec = PacketSpec::tcp(src, dst, 40000 + flow as u16, 80, payload.saturating_sub(12));
+                if flow % 2 == 0 {
+                    spec.l4 = L4Spec::Tcp {
+                        src_port: 40000 + flow as u16,
+                        dst_port: 80,
+                        seq: i as u32,
+                        options: vec![0x02, 0x04, 0x05, 0xb4, 0x01, 0x01, 0x04, 0x02],
+                    };
+                    spec.payload.truncate(payload.saturating_sub(20));
+                }
+                spec
+            } else {
+                let mut spec = PacketSpec::udp(src, dst, 5000 + flow as u16, 6000, payload);
+                spec.l4 = L4Spec::Udp {
+                    src_port: 5000 + flow as u16,
+                    dst_port: 6000,
+                    zero_checksum: flow % 4 == 1,
+                };
+                spec
+            };
+            if i % 7 == 3 {
+                spec.vlan = Some(100);
+                spec.payload.truncate(spec.payload.len().saturating_sub(4));
+            }
+            if i % 11 == 5 {
+                spec.ip_options = vec![0x94, 0x04, 0x00, 0x00];
+                spec.payload.truncate(spec.payload.len().saturating_sub(4));
+            }
+            spec.tos = [0x00, 0xb8, 0x28, 0x02][i % 4];
+            spec.ident = i as u16;
+            for (j, byte) in spec.payload.iter_mut().enumerate() {
+                *byte = (i + j) as u8;
+            }
+            spec.build()
+        })
+        .collect()
+}
+
+pub struct Run {
+    pub output: Output,
+    pub stats: serde_json::Value,
+}
+
+impl Run {
+    pub fn counter(&self, pipeline: &str, name: &str) -> u64 {
+        self.stats["pipelines"][pipeline][name]
+            .as_u64()
+            .unwrap_or_else(|| panic!("no counter {pipeline}.{name}"))
+    }
+
+    pub fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.output.stdout).into_owned()
+    }
+}
+
+/// Runs `int-node run` on `config` (YAML text) until its pcap input has been
+/// idle for a while; returns the process output and the JSON counters.
+pub fn run_node(dir: &Path, config: &str) -> Run {
+    let config_path = dir.join("node.yaml");
+    std::fs::write(&config_path, config).unwrap();
+    let stats_path = dir.join("stats.json");
+    let output = Command::new(BIN)
+        .args(["run", "--config"])
+        .arg(&config_path)
+        .args(["--exit-on-idle", "700", "--duration", "60", "--stats-json"])
+        .arg(&stats_path)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "int-node failed: {}\nstdout:\n{}\nstderr:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stats = serde_json::from_str(&std::fs::read_to_string(&stats_path).unwrap()).unwrap();
+    Run { output, stats }
+}
+
+/// Asserts two pcaps' packets are equal, one by one, naming the first that
+/// differs.
+pub fn assert_same_frames(actual: &[Vec<u8>], expected: &[Vec<u8>]) {
+    assert_eq!(actual.len(), expected.len(), "packet count");
+    for (i, (a, e)) in actual.iter().zip(expected).enumerate() {
+        if a != e {
+            let at = a.iter().zip(e.iter()).position(|(x, y)| x != y).unwrap_or(a.len().min(e.len()));
+            panic!("packet {i} differs at byte {at} (lengths {} and {})", a.len(), e.len());
+        }
+    }
+}
