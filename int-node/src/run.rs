@@ -305,7 +305,12 @@ pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
 
     let port_stats: Vec<(String, PortStats, Vec<(String, u64)>)> =
         ports.iter().map(|p| (p.name.clone(), p.stats(), p.xstats())).collect();
-    // Stop and close (net_pcap writes its TX file now), then count mbufs.
+    // Free what is still queued, stop and close (net_pcap writes its TX
+    // file now), then count mbufs.
+    let mut drained = 0;
+    for (port, port_config) in ports.iter().zip(&config.ports) {
+        drained += port.drain_rx(port_config.rx_queues);
+    }
     for port in ports.iter_mut() {
         port.close();
     }
@@ -330,7 +335,7 @@ pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
     if let Some(exporter) = &exporter {
         println!("export: sent {} errors {}", exporter.stats.reports_sent, exporter.stats.send_errors);
     }
-    println!("mempool: {} of {} mbufs in use at exit", in_use, pool.size());
+    println!("mempool: {} of {} mbufs in use at exit ({drained} drained from RX queues)", in_use, pool.size());
     if in_use != 0 {
         log::warn!("{in_use} mbufs not returned to the pool");
     }
@@ -355,7 +360,7 @@ pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
                 (name.clone(), value)
             }).collect::<serde_json::Map<_, _>>(),
             "export": exporter.as_ref().map(|e| serde_json::to_value(e.stats).unwrap_or_default()),
-            "mempool": { "size": pool.size(), "in_use_at_exit": in_use },
+            "mempool": { "size": pool.size(), "in_use_at_exit": in_use, "drained_at_exit": drained },
         });
         let text = serde_json::to_string_pretty(&json).unwrap_or_default();
         std::fs::write(path, text)

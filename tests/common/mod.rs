@@ -24,7 +24,7 @@ pub const EAL_3_LCORES: &str =
 
 /// A fresh directory for one test's files.
 pub fn workdir(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("int-node-test-{}-{test}", std::process::id()));
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("e2e").join(test);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
