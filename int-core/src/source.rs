@@ -149,6 +149,13 @@ pub fn plan(frame: &[u8], config: &SourceConfig) -> Result<Plan, Skip> {
     if ip.end - ip.l3 + config.added_len() > usize::from(config.max_ip_len) {
         return Err(Skip::TooBig);
     }
+    // A first fragment's UDP Length covers the whole datagram: it must
+    // still fit in 16 bits after the insertion.
+    if let L4::Udp { length, .. } = l4 {
+        if usize::from(length) + config.added_len() > usize::from(u16::MAX) {
+            return Err(Skip::TooBig);
+        }
+    }
     let flow = flow_key(frame, &ip, ip.protocol, src_port, dst_port);
     Ok(Plan { flow, ip, l4, insert_at })
 }

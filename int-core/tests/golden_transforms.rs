@@ -193,6 +193,12 @@ fn source_skips_are_typed() {
     let mut lying = PacketSpec::udp(addr(1), addr(2), 1, 2, 10).build();
     lying[16..18].copy_from_slice(&[0x05, 0xdc]);
     assert!(matches!(source::plan(&lying, &config), Err(Skip::Malformed(_))));
+    // A first fragment whose UDP Length (the whole datagram) would overflow
+    // 16 bits (found by the transit_push fuzz target).
+    let mut fragment = PacketSpec::udp(addr(1), addr(2), 1, 2, 100).build();
+    fragment[20..22].copy_from_slice(&[0x20, 0x00]); // MF, offset 0
+    fragment[38..40].copy_from_slice(&[0xff, 0xf0]);
+    assert_eq!(source::plan(&fragment, &config), Err(Skip::TooBig));
     // No headroom: refused, frame untouched.
     let frame = PacketSpec::udp(addr(1), addr(2), 1, 2, 10).build();
     let plan = source::plan(&frame, &config).unwrap();
