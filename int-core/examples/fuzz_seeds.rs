@@ -35,7 +35,8 @@ fn instrument(frame: &[u8], config: &SourceConfig, hops: usize) -> Vec<u8> {
 fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds");
     let (a, b) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
-    let packets = [PacketSpec::udp(a, b, 4000, 5000, 64).build(), PacketSpec::tcp(a, b, 40000, 22, 32).build()];
+    let packets =
+        [PacketSpec::udp(a, b, 4000, 5000, 64).build(), PacketSpec::tcp(a, b, 40000, 22, 32).build()];
     let int05 = SourceConfig {
         encapsulation: Encapsulation::OverTcpUdp { dscp_value: 0x17, dscp_mask: 0x3f },
         tcp_placement: TcpPlacement::AfterOptions,
@@ -47,7 +48,10 @@ fn main() {
     };
     let configs = [
         SourceConfig::host_int(1500),
-        SourceConfig { encapsulation: Encapsulation::ExtensionUdp { port: 33122 }, ..SourceConfig::host_int(1500) },
+        SourceConfig {
+            encapsulation: Encapsulation::ExtensionUdp { port: 33122 },
+            ..SourceConfig::host_int(1500)
+        },
         int05,
     ];
     let mut frames = Vec::new();
@@ -70,11 +74,26 @@ fn main() {
     };
     let mut reports = Vec::new();
     for frame in &frames {
-        for config in [SinkConfig::default(), SinkConfig { encapsulation: Encapsulation::ExtensionUdp { port: 33122 }, tcp_placement: TcpPlacement::BeforeOptions }] {
+        for config in [
+            SinkConfig::default(),
+            SinkConfig {
+                encapsulation: Encapsulation::ExtensionUdp { port: 33122 },
+                tcp_placement: TcpPlacement::BeforeOptions,
+            },
+        ] {
             if let Ok(Some(found)) = sink::extract(frame, &config) {
                 let mut buf = [0u8; 1024];
                 for profile in [ReportProfile::HOST_INT, ReportProfile::TR05] {
-                    let len = LatencyReport::build(&mut buf, frame, &found, &HopMetadata::host_int(2, 3, 5000), &header, 2, &profile).unwrap();
+                    let len = LatencyReport::build(
+                        &mut buf,
+                        frame,
+                        &found,
+                        &HopMetadata::host_int(2, 3, 5000),
+                        &header,
+                        2,
+                        &profile,
+                    )
+                    .unwrap();
                     reports.push(buf[..len].to_vec());
                 }
             }

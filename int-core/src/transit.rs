@@ -66,7 +66,9 @@ pub fn push(frame: &mut FrameBuf<'_>, config: &TransitConfig, hop: &HopMetadata)
         return Err(Skip::TooBig);
     }
     let old_total = ip.end - ip.l3;
-    if old_total + hop_len > usize::from(config.max_ip_len) || usize::from(carrier_len) + hop_len > usize::from(u16::MAX) {
+    if old_total + hop_len > usize::from(config.max_ip_len)
+        || usize::from(carrier_len) + hop_len > usize::from(u16::MAX)
+    {
         return Err(Skip::TooBig);
     }
     let stack_at = found.block_at + IntBlock::STACK_OFFSET;

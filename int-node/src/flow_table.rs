@@ -98,6 +98,7 @@ impl<V: Copy + Default> FlowTable<V> {
         Some((&mut slot.value, true))
     }
 
+    #[cfg(test)]
     pub fn get(&self, key: &FlowKey) -> Option<&V> {
         let (tag, mut index) = self.tag_and_index(key);
         loop {
@@ -209,7 +210,7 @@ mod tests {
             rng ^= rng >> 7;
             rng ^= rng << 17;
             let k = key((rng % 150) as u32);
-            if rng % 5 == 0 {
+            if rng.is_multiple_of(5) {
                 // Remove every flow whose value is odd, via the sweep.
                 let mut removed = Vec::new();
                 table.sweep(usize::MAX, 0, |k, v, _| {

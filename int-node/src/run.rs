@@ -44,6 +44,9 @@ pub enum RunError {
     Write { path: String, source: std::io::Error },
 }
 
+/// A port's name, basic counters and driver xstats.
+type NamedPortStats = (String, PortStats, Vec<(String, u64)>);
+
 static SIGNALLED: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_signal(_: libc::c_int) {
@@ -89,7 +92,12 @@ pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
     }
 
     let pool = Mempool::new("int_node_pool", config.mbufs, config.mempool_cache, 0)?;
-    log::info!("mempool: {} mbufs of {} bytes", pool.size(), dpdk_sys::RTE_MBUF_DEFAULT_BUF_SIZE);
+    log::info!(
+        "mempool: {} mbufs of {} bytes, {} available",
+        pool.size(),
+        dpdk_sys::RTE_MBUF_DEFAULT_BUF_SIZE,
+        pool.available()
+    );
 
     let mut ports = Vec::new();
     for (index, port) in config.ports.iter().enumerate() {
@@ -201,6 +209,14 @@ pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
             }
             _ => return Err(RunError::Setup(format!("pipeline {}: settings missing for its role", p.name))),
         };
+        let table_bytes = match &stage {
+            Stage::Source(source) => Some(source.flows.bytes_per_flow()),
+            Stage::Sink(sink) => Some(sink.flows.bytes_per_flow()),
+            _ => None,
+        };
+        if let Some(bytes) = table_bytes {
+            log::info!("pipeline {}: flow table of {bytes} bytes per flow of capacity", p.name);
+        }
         let counters = Arc::new(SharedCounters::default());
         shared.push((p.name.clone(), Arc::clone(&counters)));
         log::info!(
@@ -214,7 +230,6 @@ pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
             p.tx_queue
         );
         by_lcore.entry(p.lcore).or_default().push(Pipeline {
-            name: p.name.clone(),
             rx: (rx_port, QueueId(p.rx_queue)),
             tx: (tx_port, QueueId(p.tx_queue)),
             stage,
@@ -303,7 +318,7 @@ pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
     }
     let elapsed = started.elapsed().as_secs_f64();
 
-    let port_stats: Vec<(String, PortStats, Vec<(String, u64)>)> =
+    let port_stats: Vec<NamedPortStats> =
         ports.iter().map(|p| (p.name.clone(), p.stats(), p.xstats())).collect();
     // Free what is still queued, stop and close (net_pcap writes its TX
     // file now), then count mbufs.
@@ -335,7 +350,11 @@ pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
     if let Some(exporter) = &exporter {
         println!("export: sent {} errors {}", exporter.stats.reports_sent, exporter.stats.send_errors);
     }
-    println!("mempool: {} of {} mbufs in use at exit ({drained} drained from RX queues)", in_use, pool.size());
+    println!(
+        "mempool: {} of {} mbufs in use at exit ({drained} drained from RX queues)",
+        in_use,
+        pool.size()
+    );
     if in_use != 0 {
         log::warn!("{in_use} mbufs not returned to the pool");
     }

@@ -70,7 +70,7 @@ pub fn mixed_traffic(count: usize, flows: usize, headroom: usize) -> Vec<Vec<u8>
             let payload = [0usize, 18, 100, 512, 1000, 1472 - headroom][i % 6];
             let mut spec = if flow % 3 == 2 {
                 let mut spec = PacketSpec::tcp(src, dst, 40000 + flow as u16, 80, payload.saturating_sub(12));
-                if flow % 2 == 0 {
+                if flow.is_multiple_of(2) {
                     spec.l4 = L4Spec::Tcp {
                         src_port: 40000 + flow as u16,
                         dst_port: 80,

@@ -30,7 +30,6 @@ fn realtime_ns() -> u64 {
 /// One lcore's clock (not shared: each owner re-syncs its own copy).
 #[derive(Debug, Clone, Copy)]
 pub struct TscClock {
-    hz: u64,
     base_tsc: u64,
     base_ns: u64,
     /// ns per tick in 32.32 fixed point.
@@ -41,17 +40,12 @@ impl TscClock {
     pub fn new(hz: u64) -> Self {
         let hz = hz.max(1);
         let mut clock = TscClock {
-            hz,
             base_tsc: 0,
             base_ns: 0,
             ns_per_tick: ((1_000_000_000u128 << 32) / u128::from(hz)) as u64,
         };
         clock.resync();
         clock
-    }
-
-    pub fn hz(&self) -> u64 {
-        self.hz
     }
 
     /// Pins the TSC to CLOCK_REALTIME now.
@@ -66,7 +60,8 @@ impl TscClock {
     /// Epoch ns for a TSC reading.
     #[inline]
     pub fn ns_at(&self, tsc: u64) -> u64 {
-        let ticks = tsc.wrapping_sub(self.base_tsc);
+        // Saturating: another core's TSC may read a little behind the base.
+        let ticks = tsc.saturating_sub(self.base_tsc);
         self.base_ns + ((u128::from(ticks) * u128::from(self.ns_per_tick)) >> 32) as u64
     }
 
@@ -81,11 +76,6 @@ impl TscClock {
         }
         ns
     }
-
-    /// TSC ticks in `ns` nanoseconds.
-    pub fn ticks(&self, ns: u64) -> u64 {
-        (u128::from(ns) * u128::from(self.hz) / 1_000_000_000) as u64
-    }
 }
 
 #[cfg(test)]
@@ -95,11 +85,10 @@ mod tests {
     #[test]
     fn tracks_realtime() {
         // 1 GHz nominal: only the conversion is checked, not the CPU's rate.
-        let clock = TscClock { hz: 1_000_000_000, base_tsc: 1000, base_ns: 5_000, ns_per_tick: 1 << 32 };
+        let clock = TscClock { base_tsc: 1000, base_ns: 5_000, ns_per_tick: 1 << 32 };
         assert_eq!(clock.ns_at(1000), 5_000);
         assert_eq!(clock.ns_at(3000), 7_000);
-        let slow = TscClock { hz: 2_000_000_000, base_tsc: 0, base_ns: 0, ns_per_tick: (1u64 << 32) / 2 };
+        let slow = TscClock { base_tsc: 0, base_ns: 0, ns_per_tick: (1u64 << 32) / 2 };
         assert_eq!(slow.ns_at(4_000_000_000), 2_000_000_000);
-        assert_eq!(slow.ticks(1_000), 2_000);
     }
 }

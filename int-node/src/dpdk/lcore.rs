@@ -21,12 +21,6 @@ pub fn workers() -> Vec<LcoreId> {
     out
 }
 
-/// The calling thread's lcore id.
-pub fn current() -> LcoreId {
-    // SAFETY: reads a thread-local through the shim.
-    LcoreId(unsafe { dpdk_sys::shim_lcore_id() })
-}
-
 type Job = Box<dyn FnOnce() -> i32 + Send>;
 
 extern "C" fn trampoline(arg: *mut c_void) -> i32 {

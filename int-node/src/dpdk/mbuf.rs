@@ -85,9 +85,11 @@ impl Burst {
     pub fn retain(&mut self, mut keep: impl FnMut(usize) -> bool) -> usize {
         let mut kept = 0;
         for i in 0..self.len {
-            let m = self.mbufs[i];
+            let Some(&m) = self.mbufs.get(i) else { break };
             if keep(i) {
-                self.mbufs[kept] = m;
+                if let Some(slot) = self.mbufs.get_mut(kept) {
+                    *slot = m;
+                }
                 kept += 1;
             } else {
                 // SAFETY: m is a valid mbuf owned by this burst, dropped from

@@ -23,7 +23,6 @@ pub enum Stage {
 }
 
 pub struct Pipeline {
-    pub name: String,
     pub rx: (PortId, QueueId),
     pub tx: (PortId, QueueId),
     pub stage: Stage,

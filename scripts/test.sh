@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The test command of the README and of CI: installs what is missing, then
+# runs every test (unit, property, end-to-end on the real binary over
+# net_pcap vdevs), clippy's packet-path lints, and a short smoke run of each
+# fuzz target when cargo-fuzz is available.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/install-deps.sh
+
+cargo test --workspace --locked
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+if cargo fuzz --version >/dev/null 2>&1; then
+    # cargo-fuzz needs nightly features; RUSTC_BOOTSTRAP enables them on the
+    # stable toolchain this project builds with.
+    for target in parse_int_block parse_report sink_strip transit_push; do
+        echo "fuzz smoke: $target"
+        mkdir -p "int-core/fuzz/corpus/$target"
+        (cd int-core/fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run "$target" "corpus/$target" "seeds/$target" \
+            -- -max_total_time="${FUZZ_SECONDS:-15}" -print_final_stats=0 2>&1 | tail -n 2)
+    done
+else
+    echo "fuzz smoke: skipped (cargo install cargo-fuzz to run it)"
+fi
+echo "all tests passed"
