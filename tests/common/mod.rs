@@ -160,3 +160,57 @@ pub fn assert_same_frames(actual: &[Vec<u8>], expected: &[Vec<u8>]) {
         }
     }
 }
+
+/// A collector for the sink's reports: a UDP socket on loopback.
+pub struct Collector {
+    pub socket: std::net::UdpSocket,
+}
+
+impl Collector {
+    pub fn new() -> Self {
+        let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        socket.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+        Collector { socket }
+    }
+
+    pub fn addr(&self) -> String {
+        self.socket.local_addr().unwrap().to_string()
+    }
+
+    /// Every report received so far (waits up to 300 ms for the last).
+    pub fn reports(&self) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        let mut buf = [0u8; 2048];
+        while let Ok(n) = self.socket.recv(&mut buf) {
+            out.push(buf[..n].to_vec());
+        }
+        out
+    }
+}
+
+/// The pipelines section of a one-pipeline node from `input` to `output`.
+pub fn node_config(role: &str, input: &str, output: &str, extra: &str, export: Option<&str>) -> String {
+    let export = export.map(|addr| format!("export: {{collector: '{addr}'}}\n")).unwrap_or_default();
+    format!(
+        "
+node_id: 10.0.0.{id}
+eal: {EAL}
+ports:
+  - name: in
+    device: net_pcap0,rx_pcap={input},tx_pcap={output}
+    int_port: 7
+pipelines:
+  - name: {role}
+    role: {role}
+    lcore: 1
+    rx: {{port: in}}
+    tx: {{port: in}}
+{extra}
+{export}",
+        id = match role {
+            "source" => 1,
+            "transit" => 5,
+            _ => 2,
+        }
+    )
+}

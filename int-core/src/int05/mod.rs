@@ -59,7 +59,8 @@ impl<'a> IntBlock<'a> {
 
     /// Parses the block at the front of `bytes` and checks it whole: a known
     /// shim Type, version 0, Ins Cnt equal to the bitmap's bit count, Total
-    /// Hop Count at most Max Hop Count, and a shim Length that is exactly the
+    /// Hop Count at most Max Hop Count (one more in a report, where the sink
+    /// always adds its hop), and a shim Length that is exactly the
     /// fixed part plus Ins Cnt x 4 x Total Hop Count. Offsets in errors
     /// count from the front of `bytes`.
     pub fn parse(bytes: &'a [u8], tail: Tail) -> Result<Self, ParseError> {
@@ -96,7 +97,13 @@ impl<'a> IntBlock<'a> {
                 stack_bytes,
             });
         }
-        if header.total_hop_cnt > header.max_hop_cnt {
+        // In a report (no tail) the sink has pushed its own hop, which it
+        // does even on a full stack (see report::latency): one over Max.
+        let allowed = match tail {
+            Tail::Present => u16::from(header.max_hop_cnt),
+            Tail::Absent => u16::from(header.max_hop_cnt) + 1,
+        };
+        if u16::from(header.total_hop_cnt) > allowed {
             return Err(ParseError::HopCountExceeded {
                 offset: 4,
                 total_hop_cnt: header.total_hop_cnt,
@@ -286,5 +293,13 @@ mod tests {
         let mut over = SPEC_TCP_BLOCK;
         over[6] = 1; // Max Hop 1 < Total Hop 2
         assert!(matches!(IntBlock::parse(&over, Tail::Present), Err(ParseError::HopCountExceeded { .. })));
+        // In a report (no tail) the sink's hop may go one over Max Hop Count.
+        let report = &SPEC_TCP_BLOCK[..28];
+        let mut one_over = report.to_vec();
+        one_over[2] = 7;
+        one_over[6] = 1;
+        assert!(IntBlock::parse(&one_over, Tail::Absent).is_ok());
+        one_over[6] = 0;
+        assert!(matches!(IntBlock::parse(&one_over, Tail::Absent), Err(ParseError::HopCountExceeded { .. })));
     }
 }

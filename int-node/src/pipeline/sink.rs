@@ -51,7 +51,8 @@ impl RateLimit {
         if self.per_second == 0 {
             return true;
         }
-        let elapsed = now_ns.saturating_sub(self.last_ns);
+        // At most a second's worth: the first call sees the whole epoch.
+        let elapsed = now_ns.saturating_sub(self.last_ns).min(1_000_000_000);
         let refill = elapsed * self.per_second / 1_000_000_000;
         if refill > 0 {
             self.tokens = (self.tokens + refill).min(Self::burst(self.per_second as u32));

@@ -1,0 +1,133 @@
+//! Source, transit and sink on the real binary over net_pcap vdevs: the
+//! sink's output equals the source's input byte for byte, in both
+//! encapsulations and both header flavours; non-INT traffic passes
+//! unchanged; reports reach a collector on loopback; losses and malformed
+//! INT are counted as they should be.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
+mod common;
+
+use std::net::Ipv4Addr;
+
+use common::*;
+use int_core::craft::PacketSpec;
+use int_core::report::{self, Report, SinkIdWord};
+
+/// Frames that are not INT candidates: ARP, ICMP, IPv6, a later fragment.
+fn other_traffic() -> Vec<Vec<u8>> {
+    let mut arp = PacketSpec::udp(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), 1, 2, 30).build();
+    arp[12..14].copy_from_slice(&[0x08, 0x06]);
+    let mut icmp = PacketSpec::udp(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), 1, 2, 30).build();
+    icmp[23] = 1;
+    let mut ipv6 = vec![0u8; 80];
+    ipv6[12..14].copy_from_slice(&[0x86, 0xdd]);
+    ipv6[14] = 0x60;
+    let mut fragment =
+        PacketSpec::udp(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), 1, 2, 30).build();
+    fragment[20..22].copy_from_slice(&[0x00, 0x20]);
+    vec![arp, icmp, ipv6, fragment]
+}
+
+fn chain(name: &str, int_section: &str, source_section: &str) {
+    let dir = workdir(name);
+    let mut frames = mixed_traffic(300, 23, 60);
+    for (i, other) in other_traffic().into_iter().enumerate() {
+        frames.insert(i * 50 + 7, other);
+    }
+    write_pcap(&dir.join("in.pcap"), &frames);
+    let source = run_node(
+        &dir,
+        &node_config("source", "in.pcap", "int.pcap", &format!("{int_section}{source_section}"), None),
+    );
+    let instrumented = read_pcap(&dir.join("int.pcap"));
+    assert_eq!(instrumented.len(), frames.len());
+    assert_eq!(source.counter("source", "instrumented"), 300);
+    assert_eq!(source.counter("source", "not_ipv4"), 2);
+    assert_eq!(source.counter("source", "not_tcp_udp"), 1);
+    assert_eq!(source.counter("source", "later_fragment"), 1);
+    for (i, (a, b)) in frames.iter().zip(&instrumented).enumerate() {
+        let is_other = (0..4).any(|k| i == k * 50 + 7);
+        assert_eq!(a == b, is_other, "packet {i}: only non-candidates pass unchanged");
+    }
+    let collector = Collector::new();
+    let sink =
+        run_node(&dir, &node_config("sink", "int.pcap", "out.pcap", int_section, Some(&collector.addr())));
+    assert_same_frames(&read_pcap(&dir.join("out.pcap")), &frames);
+    assert_eq!(sink.counter("sink", "stripped"), 300);
+    assert_eq!(sink.counter("sink", "not_int"), 4);
+    assert_eq!(sink.counter("sink", "lost_packets"), 0);
+    // One latency report per flow (the first packet): 23 flows.
+    let reports = collector.reports();
+    let latency: Vec<_> = reports
+        .iter()
+        .filter_map(|r| match report::parse(r, SinkIdWord::Detect).unwrap() {
+            Report::Latency(l) => Some((l.header.sequence, l.block.header.total_hop_cnt)),
+            _ => None,
+        })
+        .collect();
+    assert!(latency.len() >= 23, "{} latency reports", latency.len());
+    assert!(latency.iter().all(|(_, hops)| *hops == 2), "sink and source hops");
+    let mut sequences: Vec<u32> = latency.iter().map(|(s, _)| *s).collect();
+    sequences.sort_unstable();
+    assert_eq!(sequences, (1..=sequences.len() as u32).collect::<Vec<_>>(), "report sequence numbers from 1");
+}
+
+#[test]
+fn dscp_hostint_chain_restores_every_byte() {
+    chain("dscp-hostint", "    int: {encapsulation: int05-over-tcp-udp, dscp: {value: 1, mask: 1}}\n", "");
+}
+
+#[test]
+fn extension_udp_int05_after_options_chain_restores_every_byte() {
+    chain(
+        "udp-int05",
+        "    int: {encapsulation: int05-extension-udp, udp_port: 33122, tcp_placement: after-options}\n",
+        "    source: {flavour: hostint, instructions: [switch_id, port_ids, ingress_timestamp, egress_timestamp, hop_latency]}\n",
+    );
+}
+
+#[test]
+fn dscp_plain_int05_type1_chain() {
+    let dir = workdir("int05-type1");
+    let frames = mixed_traffic(120, 9, 60);
+    write_pcap(&dir.join("in.pcap"), &frames);
+    let int = "    int: {encapsulation: int05-over-tcp-udp, dscp: {value: 0x17, mask: 0x3f}, tcp_placement: after-options}\n";
+    let source = "    source: {flavour: int05, instructions: [switch_id, queue_occupancy], max_hop_count: 16, own_hop: false}\n";
+    run_node(&dir, &node_config("source", "in.pcap", "int.pcap", &format!("{int}{source}"), None));
+    let int_frames = read_pcap(&dir.join("int.pcap"));
+    // Shim Type 1, Length 4 words (no hop, no sequence number).
+    let udp = &int_frames[0];
+    assert_eq!(&udp[42..46], &[0x01, 0x00, 0x04, 0x00]);
+    let collector = Collector::new();
+    let sink = run_node(&dir, &node_config("sink", "int.pcap", "out.pcap", int, Some(&collector.addr())));
+    assert_same_frames(&read_pcap(&dir.join("out.pcap")), &frames);
+    assert_eq!(sink.counter("sink", "no_sequence"), 120);
+}
+
+/// Source -> transit -> transit -> sink with Max Hop Count 2: the second
+/// transit hop finds the stack full and sets E.
+#[test]
+fn max_hop_count_reached_sets_e_in_the_report() {
+    let dir = workdir("max-hop");
+    let frames = mixed_traffic(60, 3, 60);
+    write_pcap(&dir.join("in.pcap"), &frames);
+    run_node(&dir, &node_config("source", "in.pcap", "s.pcap", "", None));
+    let first = run_node(&dir, &node_config("transit", "s.pcap", "t1.pcap", "", None));
+    assert_eq!(first.counter("transit", "pushed"), 60);
+    let second = run_node(&dir, &node_config("transit", "t1.pcap", "t2.pcap", "", None));
+    assert_eq!(second.counter("transit", "max_hop_reached"), 60);
+    let collector = Collector::new();
+    run_node(&dir, &node_config("sink", "t2.pcap", "out.pcap", "", Some(&collector.addr())));
+    assert_same_frames(&read_pcap(&dir.join("out.pcap")), &frames);
+    let reports = collector.reports();
+    assert!(!reports.is_empty());
+    for bytes in &reports {
+        let Report::Latency(latency) = report::parse(bytes, SinkIdWord::Present).unwrap() else { continue };
+        let header = latency.block.header;
+        assert!(header.max_hop_exceeded, "E bit");
+        assert_eq!((header.max_hop_cnt, header.total_hop_cnt), (2, 3), "source + transit + sink's own hop");
+        let ids: Vec<u32> = latency.block.stack.hops().map(|h| h.switch_id.unwrap()).collect();
+        assert_eq!(ids, vec![0x0a00_0002, 0x0a00_0005, 0x0a00_0001], "sink, transit, source");
+        assert_eq!(latency.sink_id, Some(0x0a00_0002));
+    }
+}
