@@ -193,3 +193,53 @@ fn malformed_int_forward_policy() {
 fn malformed_int_drop_policy() {
     malformed_with_policy("drop");
 }
+
+/// The sink's clock is the pcap's capture time (net_pcap's RX timestamp),
+/// so one-way latencies are exact: reports come on the first packet, at
+/// each bucket crossing, and after the refresh period, each with the
+/// latency of the packet that caused it.
+#[test]
+fn latency_reports_at_bucket_crossings_and_refresh() {
+    let dir = workdir("latency");
+    let start_ns: u64 = 1_700_000_000 * 1_000_000_000;
+    let latency_us = |i: usize| -> u64 {
+        match i {
+            0..=0 => 50,
+            1..=9 => 60,
+            10..=10 => 150,
+            11..=19 => 160,
+            20..=20 => 450,
+            21..=29 => 440,
+            _ => 90,
+        }
+    };
+    let base =
+        PacketSpec::udp(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), 4000, 5000, 64).build();
+    let frames: Vec<(u64, Vec<u8>)> = (0..1530)
+        .map(|i| {
+            let capture_ns = start_ns + i as u64 * 1_000_000;
+            let source_ns = capture_ns - latency_us(i) * 1_000;
+            (capture_ns, instrument(&base, i as u32 + 1, source_ns as u32))
+        })
+        .collect();
+    write_pcap_at(&dir.join("in.pcap"), &frames);
+    let collector = Collector::new();
+    let extra = "    clock: rx-timestamp\n    sink: {latency: {mode: buckets, buckets_ns: [100000, 200000, 400000], refresh_ms: 1000}}\n";
+    let sink = run_node(&dir, &node_config("sink", "in.pcap", "out.pcap", extra, Some(&collector.addr())));
+    assert_eq!(sink.counter("sink", "stripped"), 1530);
+    let mut seen = Vec::new();
+    for bytes in collector.reports() {
+        if let Report::Latency(latency) = report::parse(&bytes, SinkIdWord::Present).unwrap() {
+            let sequence = latency.block.sequence.unwrap();
+            seen.push((sequence, latency.latency_ns().unwrap()));
+            // Host-INT's report timestamp: seconds of the sink's clock.
+            let i = sequence as u64 - 1;
+            assert_eq!(u64::from(latency.header.timestamp), (start_ns + i * 1_000_000) / 1_000_000_000);
+        }
+    }
+    seen.sort_unstable();
+    let expected: Vec<(u32, u32)> =
+        [0usize, 10, 20, 30, 1030].iter().map(|&i| (i as u32 + 1, (latency_us(i) * 1_000) as u32)).collect();
+    assert_eq!(seen, expected, "(sequence, latency ns) of each report");
+    assert_eq!(sink.counter("sink", "reports_latency"), 5);
+}

@@ -16,6 +16,7 @@ use crate::config::{ClockSource, Config, Role};
 use crate::dpdk::clock::TscClock;
 use crate::dpdk::eal::Eal;
 use crate::dpdk::lcore::{self, LcoreId};
+use crate::dpdk::mbuf::RxClock;
 use crate::dpdk::mempool::Mempool;
 use crate::dpdk::port::{self, Port, PortId, PortSetup, PortStats, QueueId};
 use crate::dpdk::DpdkError;
@@ -151,10 +152,25 @@ pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
         let mtu = config.ports.get(p.tx_port).map_or(1500, |c| c.mtu);
         let timestamps = match p.clock {
             ClockSource::RxTimestamp => {
-                if timestamp_field.is_none() {
-                    log::warn!("pipeline {}: no RX timestamps from the driver; using the TSC clock", p.name);
+                let driver = ports.get(p.rx_port).map_or("", |port| port.info.driver.as_str());
+                match timestamp_field {
+                    Some((offset, flag)) => {
+                        // net_pcap (22.11) stores sec * 1e6 + usec.
+                        let ns_per_unit = if driver == "net_pcap" { 1_000 } else { 1 };
+                        log::info!(
+                            "pipeline {}: clock = RX timestamps of {driver} ({ns_per_unit} ns per unit)",
+                            p.name
+                        );
+                        Some(RxClock { offset, flag, ns_per_unit })
+                    }
+                    None => {
+                        log::warn!(
+                            "pipeline {}: {driver} gives no RX timestamps; using the TSC clock",
+                            p.name
+                        );
+                        None
+                    }
                 }
-                timestamp_field
             }
             ClockSource::Tsc => None,
         };

@@ -11,6 +11,17 @@ use super::port::{PortId, QueueId};
 /// Packets per rx/tx burst.
 pub const BURST: usize = 32;
 
+/// Where and in what unit a driver stores RX timestamps: DPDK's
+/// `rte_dynfield_timestamp` field, valid when the `rte_dynflag_rx_timestamp`
+/// flag is set. The unit is the driver's: net_pcap (22.11) writes the
+/// capture time in microseconds; NICs write their clock's ticks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RxClock {
+    pub offset: usize,
+    pub flag: u64,
+    pub ns_per_unit: u64,
+}
+
 /// Up to [`BURST`] mbufs owned by the calling lcore.
 pub struct Burst {
     mbufs: [*mut rte_mbuf; BURST],
@@ -166,18 +177,19 @@ impl Burst {
         Some(result)
     }
 
-    /// The RX timestamp the driver stored in the dynamic field at `offset`
-    /// when `flag` is set in the packet's offload flags.
+    /// Packet `i`'s RX time in epoch ns from the driver's timestamp field,
+    /// when the driver set it.
     #[inline]
-    pub fn rx_timestamp(&self, i: usize, offset: usize, flag: u64) -> Option<u64> {
+    pub fn rx_time_ns(&self, i: usize, clock: &RxClock) -> Option<u64> {
         let m = self.mbuf(i)?;
-        if m.ol_flags & flag == 0 {
+        if m.ol_flags & clock.flag == 0 {
             return None;
         }
         let base = (m as *const rte_mbuf).cast::<u8>();
         // SAFETY: `offset` came from rte_mbuf_dynfield_lookup for an 8-byte
         // field inside struct rte_mbuf; read unaligned to be safe.
-        Some(unsafe { ptr::read_unaligned(base.add(offset).cast::<u64>()) })
+        let raw = unsafe { ptr::read_unaligned(base.add(clock.offset).cast::<u64>()) };
+        Some(raw.wrapping_mul(clock.ns_per_unit))
     }
 
     /// Appends an mbuf (for bursts built by the node itself).

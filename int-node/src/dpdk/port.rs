@@ -124,11 +124,11 @@ impl Port {
                 "port {name} ({driver}): no RSS on the 5-tuple; flows may be spread over queues arbitrarily"
             );
         }
+        // Drivers that advertise the offload need it switched on; net_pcap
+        // fills the timestamp field without advertising it.
         let rx_timestamps = setup.rx_timestamps && dev_info.rx_offload_capa & RX_OFFLOAD_TIMESTAMP != 0;
         if rx_timestamps {
             conf.rxmode.offloads |= RX_OFFLOAD_TIMESTAMP;
-        } else if setup.rx_timestamps {
-            log::warn!("port {name} ({driver}): the driver has no RX timestamps");
         }
         // SAFETY: conf is a valid configuration for this port id.
         let ret = unsafe { dpdk_sys::rte_eth_dev_configure(id.0, setup.rx_queues, setup.tx_queues, &conf) };
@@ -318,6 +318,8 @@ impl Drop for Port {
 /// The mbuf dynamic field and flag where drivers store RX timestamps, once
 /// a port with RX timestamps is configured.
 pub fn rx_timestamp_field() -> Option<(usize, u64)> {
+    // The field exists once a driver registered it (net_pcap does at probe,
+    // NIC drivers when the offload is enabled).
     // SAFETY: the names are NUL-terminated constants; null params is allowed.
     let offset = unsafe {
         dpdk_sys::rte_mbuf_dynfield_lookup(

@@ -17,7 +17,7 @@ use ringbuf::traits::Producer;
 use super::export::{ReportMsg, ReportProducer};
 use crate::config::{MalformedPolicy, SinkSettings};
 use crate::dpdk::clock::TscClock;
-use crate::dpdk::mbuf::Burst;
+use crate::dpdk::mbuf::{Burst, RxClock};
 use crate::flow_table::FlowTable;
 use crate::stats::{Counter, Counters};
 
@@ -76,7 +76,10 @@ pub struct SinkStage {
     pub flows: FlowTable<SinkFlow>,
     pub reports: ReportProducer,
     pub limit: RateLimit,
-    pub rx_timestamps: Option<(usize, u64)>,
+    pub rx_timestamps: Option<RxClock>,
+    /// RX-timestamp time minus TSC time at the last packet: the sweep's
+    /// timeouts run on the same clock as the packets' times.
+    rx_clock_offset: i64,
     /// Sweep bookkeeping: slots owed to the sweep, in 1/1024ths.
     sweep_credit: u64,
     last_sweep_ns: u64,
@@ -93,7 +96,7 @@ impl SinkStage {
         profile: ReportProfile,
         rate_limit: u32,
         reports: ReportProducer,
-        rx_timestamps: Option<(usize, u64)>,
+        rx_timestamps: Option<RxClock>,
     ) -> Self {
         SinkStage {
             domain,
@@ -106,6 +109,7 @@ impl SinkStage {
             reports,
             limit: RateLimit::new(rate_limit),
             rx_timestamps,
+            rx_clock_offset: 0,
             sweep_credit: 0,
             last_sweep_ns: 0,
             keep: [true; crate::dpdk::mbuf::BURST],
@@ -159,10 +163,8 @@ impl SinkStage {
                     continue;
                 }
             };
-            let now_ns = self
-                .rx_timestamps
-                .and_then(|(offset, flag)| burst.rx_timestamp(i, offset, flag))
-                .unwrap_or(burst_ns);
+            let now_ns = self.rx_timestamps.and_then(|clock| burst.rx_time_ns(i, &clock)).unwrap_or(burst_ns);
+            self.rx_clock_offset = now_ns as i64 - burst_ns as i64;
             let reason = self.track(&found, now_ns, counters);
             if let Some(reason) = reason {
                 self.latency_report(frame, &found, now_ns, reason, counters);
@@ -272,7 +274,7 @@ impl SinkStage {
     /// loss timeout, sends Drop-Summary reports for declared losses, and
     /// ages idle flows out (after reporting their last losses).
     pub fn sweep(&mut self, clock: &mut TscClock, counters: &mut Counters) {
-        let now_ns = clock.now_ns();
+        let now_ns = clock.now_ns().wrapping_add_signed(self.rx_clock_offset);
         let elapsed = now_ns.saturating_sub(self.last_sweep_ns);
         self.last_sweep_ns = now_ns;
         let sweep_ns = self.settings.sweep_ms.max(1) * 1_000_000;
@@ -354,7 +356,7 @@ impl SinkStage {
 
     /// At shutdown: declare every hole lost and report what is pending.
     pub fn finish(&mut self, clock: &mut TscClock, counters: &mut Counters) {
-        let now_ns = clock.now_ns();
+        let now_ns = clock.now_ns().wrapping_add_signed(self.rx_clock_offset);
         // Nothing is rate-limited on the way out.
         self.limit = RateLimit::new(0);
         // Several passes: each sends at most 16 reports.

@@ -7,7 +7,7 @@ use int_core::source::{self, Skip, SourceConfig};
 
 use crate::config::Rule;
 use crate::dpdk::clock::TscClock;
-use crate::dpdk::mbuf::Burst;
+use crate::dpdk::mbuf::{Burst, RxClock};
 use crate::flow_table::FlowTable;
 use crate::stats::{Counter, Counters};
 
@@ -20,7 +20,7 @@ pub struct SourceStage {
     /// Per-flow next sequence number (only for shim Type 3).
     pub flows: FlowTable<u32>,
     pub idle_timeout_ns: u64,
-    pub rx_timestamps: Option<(usize, u64)>,
+    pub rx_timestamps: Option<RxClock>,
 }
 
 impl SourceStage {
@@ -64,10 +64,8 @@ impl SourceStage {
             } else {
                 0
             };
-            let time = self
-                .rx_timestamps
-                .and_then(|(offset, flag)| burst.rx_timestamp(i, offset, flag))
-                .unwrap_or(now_ns) as u32;
+            let time =
+                self.rx_timestamps.and_then(|clock| burst.rx_time_ns(i, &clock)).unwrap_or(now_ns) as u32;
             let hop = HopMetadata {
                 switch_id: Some(self.node_id),
                 ingress_port: Some(self.rx_int_port),

@@ -5,7 +5,7 @@ use int_core::int05::HopMetadata;
 use int_core::transit::{self, Pushed, Skip, TransitConfig};
 
 use crate::dpdk::clock::TscClock;
-use crate::dpdk::mbuf::Burst;
+use crate::dpdk::mbuf::{Burst, RxClock};
 use crate::stats::{Counter, Counters};
 
 pub struct TransitStage {
@@ -13,7 +13,7 @@ pub struct TransitStage {
     pub node_id: u32,
     pub rx_int_port: u16,
     pub tx_int_port: u16,
-    pub rx_timestamps: Option<(usize, u64)>,
+    pub rx_timestamps: Option<RxClock>,
 }
 
 impl TransitStage {
@@ -22,10 +22,7 @@ impl TransitStage {
         let now_ns = clock.now_ns();
         for i in 0..burst.len() {
             burst.prefetch(i + 1);
-            let ingress = self
-                .rx_timestamps
-                .and_then(|(offset, flag)| burst.rx_timestamp(i, offset, flag))
-                .unwrap_or(now_ns);
+            let ingress = self.rx_timestamps.and_then(|clock| burst.rx_time_ns(i, &clock)).unwrap_or(now_ns);
             let hop = HopMetadata {
                 switch_id: Some(self.node_id),
                 ingress_port: Some(self.rx_int_port),
