@@ -1,1 +1,103 @@
-fn main() {}
+//! ns/packet for the packet transforms at 64, 512 and 1500-byte frames:
+//! source insert (plan + insert), transit push, sink extract + strip, and
+//! latency report build. Each iteration first restores the input frame;
+//! `reset_only` measures that copy alone so it can be subtracted.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+use std::hint::black_box;
+use std::net::Ipv4Addr;
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use int_core::craft::PacketSpec;
+use int_core::int05::HopMetadata;
+use int_core::report::{LatencyReport, NextProto, ReportHeaderRepr, ReportProfile};
+use int_core::sink::{self, SinkConfig};
+use int_core::source::{self, SourceConfig};
+use int_core::transit::{self, TransitConfig};
+use int_core::FrameBuf;
+
+const HEADROOM: usize = 128;
+
+fn frame(size: usize) -> Vec<u8> {
+    // Ethernet 14 + IPv4 20 + UDP 8 + payload = size (INT must still fit
+    // a 1500 MTU, so the largest frame is 1514 - 36 on the source side).
+    PacketSpec::udp(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), 4000, 5000, size - 42).build()
+}
+
+fn instrumented(plain: &[u8]) -> Vec<u8> {
+    let config = SourceConfig::host_int(9000);
+    let plan = source::plan(plain, &config).unwrap();
+    let mut buffer = vec![0u8; HEADROOM + plain.len()];
+    buffer[HEADROOM..].copy_from_slice(plain);
+    let mut view = FrameBuf::new(&mut buffer, HEADROOM, plain.len()).unwrap();
+    source::insert(&mut view, &plan, &config, 1, &HopMetadata::host_int(1, 1, 1000)).unwrap();
+    view.frame().to_vec()
+}
+
+fn transforms(c: &mut Criterion) {
+    let mut group = c.benchmark_group("int-core");
+    group.throughput(Throughput::Elements(1));
+    let source_config = SourceConfig::host_int(9000);
+    let transit_config = TransitConfig { domain: SinkConfig::default(), max_ip_len: 9000 };
+    let sink_config = SinkConfig::default();
+    let hop = HopMetadata::host_int(7, 2, 123_456);
+    let header = ReportHeaderRepr {
+        version: 0,
+        next_proto: NextProto::Ipv4,
+        dropped: false,
+        congested_queue: false,
+        tracked_flow: true,
+        hw_id: 0,
+        sequence: 0,
+        timestamp: 1_700_000_000,
+    };
+    for size in [64usize, 512, 1500] {
+        let plain = frame(size);
+        let with_int = instrumented(&plain);
+        let mut buffer = vec![0u8; HEADROOM + with_int.len()];
+
+        group.bench_with_input(BenchmarkId::new("reset_only", size), &plain, |b, plain| {
+            b.iter(|| {
+                buffer[HEADROOM..HEADROOM + plain.len()].copy_from_slice(plain);
+                black_box(&mut buffer);
+            })
+        });
+        group.bench_with_input(BenchmarkId::new("source_insert", size), &plain, |b, plain| {
+            b.iter(|| {
+                buffer[HEADROOM..HEADROOM + plain.len()].copy_from_slice(plain);
+                let mut view = FrameBuf::new(&mut buffer, HEADROOM, plain.len()).unwrap();
+                let plan = source::plan(view.frame(), &source_config).unwrap();
+                black_box(source::insert(&mut view, &plan, &source_config, 42, &hop)).unwrap();
+            })
+        });
+        group.bench_with_input(BenchmarkId::new("transit_push", size), &with_int, |b, with_int| {
+            b.iter(|| {
+                buffer[HEADROOM..HEADROOM + with_int.len()].copy_from_slice(with_int);
+                let mut view = FrameBuf::new(&mut buffer, HEADROOM, with_int.len()).unwrap();
+                black_box(transit::push(&mut view, &transit_config, &hop)).unwrap();
+            })
+        });
+        group.bench_with_input(BenchmarkId::new("sink_strip", size), &with_int, |b, with_int| {
+            b.iter(|| {
+                buffer[HEADROOM..HEADROOM + with_int.len()].copy_from_slice(with_int);
+                let found = sink::extract(&buffer[HEADROOM..HEADROOM + with_int.len()], &sink_config).unwrap().unwrap();
+                let mut view = FrameBuf::new(&mut buffer, HEADROOM, with_int.len()).unwrap();
+                black_box(sink::strip(&mut view, &found, &sink_config)).unwrap();
+            })
+        });
+        let found = sink::extract(&with_int, &sink_config).unwrap().unwrap();
+        let mut report = [0u8; 1024];
+        group.bench_with_input(BenchmarkId::new("report_build", size), &with_int, |b, with_int| {
+            b.iter(|| {
+                black_box(
+                    LatencyReport::build(&mut report, with_int, &found, &hop, &header, 2, &ReportProfile::HOST_INT)
+                        .unwrap(),
+                );
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, transforms);
+criterion_main!(benches);
