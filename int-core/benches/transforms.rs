@@ -80,7 +80,9 @@ fn transforms(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new("sink_strip", size), &with_int, |b, with_int| {
             b.iter(|| {
                 buffer[HEADROOM..HEADROOM + with_int.len()].copy_from_slice(with_int);
-                let found = sink::extract(&buffer[HEADROOM..HEADROOM + with_int.len()], &sink_config).unwrap().unwrap();
+                let found = sink::extract(&buffer[HEADROOM..HEADROOM + with_int.len()], &sink_config)
+                    .unwrap()
+                    .unwrap();
                 let mut view = FrameBuf::new(&mut buffer, HEADROOM, with_int.len()).unwrap();
                 black_box(sink::strip(&mut view, &found, &sink_config)).unwrap();
             })
@@ -90,8 +92,16 @@ fn transforms(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new("report_build", size), &with_int, |b, with_int| {
             b.iter(|| {
                 black_box(
-                    LatencyReport::build(&mut report, with_int, &found, &hop, &header, 2, &ReportProfile::HOST_INT)
-                        .unwrap(),
+                    LatencyReport::build(
+                        &mut report,
+                        with_int,
+                        &found,
+                        &hop,
+                        &header,
+                        2,
+                        &ReportProfile::HOST_INT,
+                    )
+                    .unwrap(),
                 );
             })
         });

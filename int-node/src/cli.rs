@@ -44,4 +44,10 @@ pub enum Command {
         #[arg(long, short)]
         config: PathBuf,
     },
+    /// Print the INT blocks and telemetry reports in a pcap.
+    Decode(crate::tools::decode::DecodeArgs),
+    /// Receive telemetry reports on a UDP socket and print them.
+    Collect(crate::tools::collect::CollectArgs),
+    /// Write a pcap of test traffic.
+    Gen(crate::tools::gen::GenArgs),
 }

@@ -1,5 +1,6 @@
 //! int-node: a DPDK In-band Network Telemetry (INT 0.5) source, transit and
-//! sink. `main` reads the command line and hands over to `run` or `check`.
+//! sink. `main` reads the command line and hands over to `run`, `check` or
+//! one of the tools.
 
 mod cli;
 mod config;
@@ -8,6 +9,7 @@ mod flow_table;
 mod pipeline;
 mod run;
 mod stats;
+mod tools;
 
 use std::process::ExitCode;
 
@@ -21,22 +23,13 @@ fn main() -> ExitCode {
         ConfigBuilder::new().set_time_level(LevelFilter::Off).set_target_level(LevelFilter::Off).build();
     let _ = TermLogger::init(level, log_config, TerminalMode::Stderr, ColorChoice::Never);
 
+    if !matches!(cli.command, cli::Command::Run { .. }) {
+        // SAFETY: restores the default action for SIGPIPE before any thread
+        // exists; the tools are single-threaded filters.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
     match cli.command {
-        cli::Command::Check { config } => match config::load(&config) {
-            Ok(parsed) => {
-                println!(
-                    "{}: ok ({} port(s), {} pipeline(s))",
-                    config.display(),
-                    parsed.ports.len(),
-                    parsed.pipelines.len()
-                );
-                ExitCode::SUCCESS
-            }
-            Err(error) => {
-                eprintln!("{}: invalid configuration\n{error}", config.display());
-                ExitCode::from(2)
-            }
-        },
+        cli::Command::Check { config } => check(&config),
         cli::Command::Run { config, duration, exit_on_idle, stats_json, eal } => {
             let parsed = match config::load(&config) {
                 Ok(parsed) => parsed,
@@ -54,6 +47,39 @@ fn main() -> ExitCode {
                     ExitCode::FAILURE
                 }
             }
+        }
+        cli::Command::Decode(args) => tool(tools::decode::run(&args)),
+        cli::Command::Collect(args) => tool(tools::collect::run(&args)),
+        cli::Command::Gen(args) => tool(tools::gen::run(&args)),
+    }
+}
+
+fn check(path: &std::path::Path) -> ExitCode {
+    match config::load(path) {
+        Ok(parsed) => {
+            println!(
+                "{}: ok ({} port(s), {} pipeline(s))",
+                path.display(),
+                parsed.ports.len(),
+                parsed.pipelines.len()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("{}: invalid configuration\n{error}", path.display());
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Runs a tool. Their output is often piped into `head` or `less`: a
+/// closed pipe ends them quietly, as it ends any Unix filter.
+fn tool(result: Result<(), String>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::FAILURE
         }
     }
 }

@@ -1,0 +1,302 @@
+//! `int-node collect --listen ADDR:PORT`: a small collector. One record per
+//! report (what Host-INT's collector prints: sequence, time, type, source
+//! and sink node ids, ports and timestamps, the 5-tuple; for drops the gap
+//! timestamp, flow sequence number and gap count) plus the one-way latency
+//! it implies; lost reports found from report sequence gaps per sender; a
+//! per-flow summary (reports, latency min/avg/max, packets lost) at an
+//! interval and on exit.
+
+use std::collections::BTreeMap;
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use int_core::flow::FlowKey;
+use int_core::report::{self, Report, SinkIdWord};
+use serde_json::json;
+
+#[derive(Debug, Args)]
+pub struct CollectArgs {
+    /// Address and UDP port to receive reports on.
+    #[arg(long, default_value = "0.0.0.0:32766")]
+    pub listen: String,
+    /// One JSON object per line instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Exit after this many reports.
+    #[arg(long)]
+    pub count: Option<u64>,
+    /// Exit after this many seconds.
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// Print the per-flow summary every this many seconds (0: only at exit).
+    #[arg(long, default_value_t = 10.0)]
+    pub interval: f64,
+    /// Whether latency reports carry the sink id word: present, absent or
+    /// detect.
+    #[arg(long, default_value = "detect")]
+    pub sink_id: String,
+}
+
+#[derive(Debug, Default, Clone)]
+struct FlowSummary {
+    reports: u64,
+    latency_min: u32,
+    latency_max: u32,
+    latency_sum: u64,
+    lost: u64,
+}
+
+#[derive(Default)]
+struct Sender {
+    next_sequence: Option<u32>,
+    lost_reports: u64,
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+pub fn run(args: &CollectArgs) -> Result<(), String> {
+    let mode = match args.sink_id.as_str() {
+        "present" => SinkIdWord::Present,
+        "absent" => SinkIdWord::Absent,
+        "detect" => SinkIdWord::Detect,
+        other => return Err(format!("--sink-id {other:?}: present, absent or detect")),
+    };
+    let socket = UdpSocket::bind(&args.listen).map_err(|e| format!("--listen {}: {e}", args.listen))?;
+    socket.set_read_timeout(Some(Duration::from_millis(100))).map_err(|e| e.to_string())?;
+    let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    // SAFETY: the handler only stores to an atomic (async-signal-safe).
+    unsafe {
+        libc::signal(libc::SIGINT, handler);
+        libc::signal(libc::SIGTERM, handler);
+    }
+    eprintln!("collect: listening on {}", socket.local_addr().map_err(|e| e.to_string())?);
+    let started = Instant::now();
+    let mut next_summary = started + Duration::from_secs_f64(args.interval.max(0.001));
+    let mut flows: BTreeMap<FlowKey, FlowSummary> = BTreeMap::new();
+    let mut senders: BTreeMap<SocketAddr, Sender> = BTreeMap::new();
+    let mut received = 0u64;
+    let mut malformed = 0u64;
+    let mut buf = [0u8; 65536];
+    while !STOP.load(Ordering::SeqCst) {
+        if args.count.is_some_and(|n| received >= n)
+            || args.duration.is_some_and(|d| started.elapsed().as_secs_f64() >= d)
+        {
+            break;
+        }
+        if args.interval > 0.0 && Instant::now() >= next_summary {
+            print_summary(&flows, &senders, received, malformed, args.json);
+            next_summary = Instant::now() + Duration::from_secs_f64(args.interval);
+        }
+        let (n, from) = match socket.recv_from(&mut buf) {
+            Ok(got) => got,
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                continue
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e.to_string()),
+        };
+        received += 1;
+        let payload = buf.get(..n).unwrap_or(&[]);
+        let parsed = match report::parse(payload, mode) {
+            Ok(parsed) => parsed,
+            Err(error) => {
+                malformed += 1;
+                if args.json {
+                    println!(
+                        "{}",
+                        json!({"from": from.to_string(), "error": error.to_string(), "length": n})
+                    );
+                } else {
+                    println!("From {from}: malformed report ({n} bytes): {error}");
+                }
+                continue;
+            }
+        };
+        let sequence = match &parsed {
+            Report::Latency(l) => l.header.sequence,
+            Report::DropSummary(d) => d.header.sequence,
+            Report::Tr05 { header, .. } => header.sequence,
+        };
+        let sender = senders.entry(from).or_default();
+        let mut missing = 0;
+        if let Some(expected) = sender.next_sequence {
+            let gap = sequence.wrapping_sub(expected);
+            if gap != 0 && gap < 0x8000_0000 {
+                missing = gap;
+                sender.lost_reports += u64::from(gap);
+            }
+        }
+        sender.next_sequence = Some(sequence.wrapping_add(1));
+        record(&parsed, from, missing, &mut flows, args.json);
+    }
+    print_summary(&flows, &senders, received, malformed, args.json);
+    Ok(())
+}
+
+fn record(
+    parsed: &Report<'_>,
+    from: SocketAddr,
+    missing: u32,
+    flows: &mut BTreeMap<FlowKey, FlowSummary>,
+    json_out: bool,
+) {
+    match parsed {
+        Report::Latency(l) => {
+            let flow = FlowKey {
+                src: l.ip.src,
+                dst: l.ip.dst,
+                protocol: u8::from(l.ip.protocol),
+                src_port: l.src_port,
+                dst_port: l.dst_port,
+            };
+            let (sink, source) = l.sink_and_source().unzip();
+            let latency = l.latency_ns();
+            if let Some(latency) = latency {
+                let entry = flows.entry(flow).or_default();
+                if entry.reports == 0 || latency < entry.latency_min {
+                    entry.latency_min = latency;
+                }
+                entry.latency_max = entry.latency_max.max(latency);
+                entry.latency_sum += u64::from(latency);
+                entry.reports += 1;
+            }
+            if json_out {
+                println!(
+                    "{}",
+                    json!({"from": from.to_string(), "seq": l.header.sequence, "time": l.header.timestamp, "type": "latency",
+                           "missing_reports_before": missing,
+                           "source_node": source.and_then(|h| h.switch_id), "source_port": source.and_then(|h| h.ingress_port),
+                           "source_ts": source.and_then(|h| h.ingress_timestamp),
+                           "sink_node": sink.and_then(|h| h.switch_id), "sink_port": sink.and_then(|h| h.egress_port),
+                           "sink_ts": sink.and_then(|h| h.ingress_timestamp),
+                           "flow_seq": l.block.sequence, "hops": l.block.header.total_hop_cnt, "e": l.block.header.max_hop_exceeded,
+                           "src": flow.src.to_string(), "dst": flow.dst.to_string(), "protocol": flow.protocol,
+                           "src_port": flow.src_port, "dst_port": flow.dst_port, "latency_ns": latency})
+                );
+            } else {
+                let opt = |v: Option<u32>| v.map_or("-".to_string(), |v| v.to_string());
+                println!(
+                    "Seq: {} Time: {} Type: Latency{}",
+                    l.header.sequence,
+                    l.header.timestamp,
+                    missing_note(missing)
+                );
+                println!(
+                    "  Source node: {} port: {} ts: {}  Sink node: {} port: {} ts: {}",
+                    opt(source.and_then(|h| h.switch_id)),
+                    opt(source.and_then(|h| h.ingress_port.map(u32::from))),
+                    opt(source.and_then(|h| h.ingress_timestamp)),
+                    opt(sink.and_then(|h| h.switch_id)),
+                    opt(sink.and_then(|h| h.egress_port.map(u32::from))),
+                    opt(sink.and_then(|h| h.ingress_timestamp)),
+                );
+                println!("  Flow: {flow}  flow seq: {}  latency: {} ns", opt(l.block.sequence), opt(latency));
+            }
+        }
+        Report::DropSummary(d) => {
+            let entry = flows.entry(d.flow).or_default();
+            entry.lost += u64::from(d.summary.gap_count);
+            let s = &d.summary;
+            if json_out {
+                println!(
+                    "{}",
+                    json!({"from": from.to_string(), "seq": d.header.sequence, "time": d.header.timestamp, "type": "drop-summary",
+                           "missing_reports_before": missing,
+                           "source_node": s.source_node, "source_port": s.source_port, "sink_node": s.sink_node,
+                           "sink_port": s.sink_port, "gap_timestamp": s.gap_timestamp, "flow_seq": s.gap_sequence,
+                           "gap_count": s.gap_count, "src": d.flow.src.to_string(), "dst": d.flow.dst.to_string(),
+                           "protocol": d.flow.protocol, "src_port": d.flow.src_port, "dst_port": d.flow.dst_port})
+                );
+            } else {
+                println!(
+                    "Seq: {} Time: {} Type: Drop Summary{}",
+                    d.header.sequence,
+                    d.header.timestamp,
+                    missing_note(missing)
+                );
+                println!(
+                    "  Source node: {} port: {}  Sink node: {} port: {}",
+                    s.source_node, s.source_port, s.sink_node, s.sink_port
+                );
+                println!(
+                    "  Flow: {}  gap timestamp: {}  flow seq: {}  gap count: {}",
+                    d.flow, s.gap_timestamp, s.gap_sequence, s.gap_count
+                );
+            }
+        }
+        Report::Tr05 { header, frame, .. } => {
+            if json_out {
+                println!(
+                    "{}",
+                    json!({"from": from.to_string(), "seq": header.sequence, "time": header.timestamp, "type": "tr05",
+                           "nproto": u8::from(header.next_proto), "inner_frame_length": frame.len()})
+                );
+            } else {
+                println!(
+                    "Seq: {} Time: {} Type: Telemetry Report NProto {} ({} bytes of frame){}",
+                    header.sequence,
+                    header.timestamp,
+                    u8::from(header.next_proto),
+                    frame.len(),
+                    missing_note(missing)
+                );
+            }
+        }
+    }
+}
+
+fn missing_note(missing: u32) -> String {
+    if missing == 0 {
+        String::new()
+    } else {
+        format!("  ({missing} report(s) lost before this one)")
+    }
+}
+
+fn print_summary(
+    flows: &BTreeMap<FlowKey, FlowSummary>,
+    senders: &BTreeMap<SocketAddr, Sender>,
+    received: u64,
+    malformed: u64,
+    json_out: bool,
+) {
+    let lost_reports: u64 = senders.values().map(|s| s.lost_reports).sum();
+    if json_out {
+        let flows: Vec<_> = flows
+            .iter()
+            .map(|(k, s)| {
+                json!({"src": k.src.to_string(), "dst": k.dst.to_string(), "protocol": k.protocol, "src_port": k.src_port,
+                       "dst_port": k.dst_port, "latency_reports": s.reports,
+                       "latency_min_ns": (s.reports > 0).then_some(s.latency_min),
+                       "latency_avg_ns": (s.reports > 0).then(|| s.latency_sum / s.reports),
+                       "latency_max_ns": (s.reports > 0).then_some(s.latency_max), "lost_packets": s.lost})
+            })
+            .collect();
+        println!(
+            "{}",
+            json!({"summary": {"reports": received, "malformed": malformed, "lost_reports": lost_reports, "flows": flows}})
+        );
+        return;
+    }
+    println!("== summary: {received} report(s), {malformed} malformed, {lost_reports} lost (report sequence gaps) ==");
+    for (flow, s) in flows {
+        if s.reports > 0 {
+            println!(
+                "  {flow}: {} latency report(s), latency min/avg/max {}/{}/{} ns, {} packet(s) lost",
+                s.reports,
+                s.latency_min,
+                s.latency_sum / s.reports,
+                s.latency_max,
+                s.lost
+            );
+        } else {
+            println!("  {flow}: no latency report, {} packet(s) lost", s.lost);
+        }
+    }
+}

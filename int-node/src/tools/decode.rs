@@ -1,0 +1,373 @@
+//! `int-node decode FILE.pcap`: every packet, with its INT block (any shim
+//! Type, any hop count, each hop's words named by the instruction bits) and
+//! every report kind (Host-INT latency and Drop-Summary, with or without the
+//! sink id word; Telemetry Report 0.5 NProto 0-2). Malformed packets are
+//! described, never skipped. Text, or one JSON object per line.
+
+// The text printer reads fields with serde_json's `value["key"]`, which
+// yields Null for a missing key and never panics.
+#![allow(clippy::indexing_slicing)]
+
+use std::path::PathBuf;
+
+use clap::Args;
+use int_core::encap::{Encapsulation, TcpPlacement};
+use int_core::int05::{instruction, HopMetadata, Instructions, IntBlock};
+use int_core::locate::{self, L4};
+use int_core::report::{self, Report, SinkIdWord, DEFAULT_COLLECTOR_PORT};
+use int_core::sink::{self, SinkConfig};
+use serde_json::{json, Map, Value};
+
+use super::pcap;
+
+#[derive(Debug, Args)]
+pub struct DecodeArgs {
+    pub file: PathBuf,
+    /// One JSON object per packet.
+    #[arg(long)]
+    pub json: bool,
+    /// DSCP value and mask marking INT (INT_05_OVER_TCP_UDP), as value/mask.
+    #[arg(long, default_value = "1/1")]
+    pub dscp: String,
+    /// UDP port of INT_05_EXTENSION_UDP.
+    #[arg(long, default_value_t = int_core::encap::DEFAULT_EXTENSION_PORT)]
+    pub udp_port: u16,
+    /// before-options (Host-INT) or after-options (INT 0.5).
+    #[arg(long, default_value = "before-options")]
+    pub tcp_placement: String,
+    /// UDP destination port of telemetry reports.
+    #[arg(long, default_value_t = DEFAULT_COLLECTOR_PORT)]
+    pub report_port: u16,
+}
+
+pub fn run(args: &DecodeArgs) -> Result<(), String> {
+    let (value, mask) = args
+        .dscp
+        .split_once('/')
+        .and_then(|(v, m)| Some((parse_u8(v)?, parse_u8(m)?)))
+        .ok_or_else(|| format!("--dscp {:?}: use VALUE/MASK, e.g. 1/1", args.dscp))?;
+    let tcp_placement = match args.tcp_placement.as_str() {
+        "before-options" => TcpPlacement::BeforeOptions,
+        "after-options" => TcpPlacement::AfterOptions,
+        other => return Err(format!("--tcp-placement {other:?}: before-options or after-options")),
+    };
+    let domains = [
+        SinkConfig {
+            encapsulation: Encapsulation::OverTcpUdp { dscp_value: value, dscp_mask: mask },
+            tcp_placement,
+        },
+        SinkConfig { encapsulation: Encapsulation::ExtensionUdp { port: args.udp_port }, tcp_placement },
+    ];
+    let frames = pcap::read_all(&args.file)?;
+    for (index, (time_ns, frame)) in frames.iter().enumerate() {
+        let value = decode_frame(index + 1, *time_ns, frame, &domains, args.report_port);
+        if args.json {
+            println!("{value}");
+        } else {
+            print_text(&value);
+        }
+    }
+    Ok(())
+}
+
+fn parse_u8(text: &str) -> Option<u8> {
+    match text.strip_prefix("0x") {
+        Some(hex) => u8::from_str_radix(hex, 16).ok(),
+        None => text.parse().ok(),
+    }
+}
+
+/// One packet as JSON: always `index`, `time_ns`, `length`; then what it is.
+pub fn decode_frame(
+    index: usize,
+    time_ns: u64,
+    frame: &[u8],
+    domains: &[SinkConfig],
+    report_port: u16,
+) -> Value {
+    let mut out = Map::new();
+    out.insert("index".into(), json!(index));
+    out.insert("time_ns".into(), json!(time_ns));
+    out.insert("length".into(), json!(frame.len()));
+    let ip = match locate::ipv4(frame) {
+        Ok(Some(ip)) => ip,
+        Ok(None) => {
+            out.insert("kind".into(), json!("not-ipv4"));
+            return Value::Object(out);
+        }
+        Err(error) => {
+            out.insert("kind".into(), json!("malformed"));
+            out.insert("error".into(), json!(error.to_string()));
+            return Value::Object(out);
+        }
+    };
+    let addr = |at: usize| {
+        frame.get(at..at + 4).map_or(String::from("?"), |b| format!("{}.{}.{}.{}", b[0], b[1], b[2], b[3]))
+    };
+    out.insert("src".into(), json!(addr(ip.l3 + 12)));
+    out.insert("dst".into(), json!(addr(ip.l3 + 16)));
+    out.insert("protocol".into(), json!(ip.protocol));
+    out.insert("dscp".into(), json!(ip.tos >> 2));
+    let l4 = match locate::l4(frame, &ip) {
+        Ok(l4) => l4,
+        Err(error) => {
+            out.insert("kind".into(), json!("malformed"));
+            out.insert("error".into(), json!(error.to_string()));
+            return Value::Object(out);
+        }
+    };
+    if let Some(l4) = l4 {
+        let (src_port, dst_port) = l4.ports();
+        out.insert("src_port".into(), json!(src_port));
+        out.insert("dst_port".into(), json!(dst_port));
+        if let L4::Udp { dst_port, .. } = l4 {
+            if dst_port == report_port {
+                let payload = frame.get(ip.l4 + 8..ip.end).unwrap_or(&[]);
+                out.insert("kind".into(), json!("report"));
+                match report::parse(payload, SinkIdWord::Detect) {
+                    Ok(parsed) => {
+                        out.insert("report".into(), report_json(&parsed));
+                    }
+                    Err(error) => {
+                        out.insert("kind".into(), json!("malformed-report"));
+                        out.insert("error".into(), json!(error.to_string()));
+                    }
+                }
+                return Value::Object(out);
+            }
+        }
+    }
+    for domain in domains {
+        match sink::extract(frame, domain) {
+            Ok(Some(found)) => {
+                out.insert("kind".into(), json!("int"));
+                out.insert(
+                    "encapsulation".into(),
+                    json!(match domain.encapsulation {
+                        Encapsulation::OverTcpUdp { .. } => "int05-over-tcp-udp",
+                        Encapsulation::ExtensionUdp { .. } => "int05-extension-udp",
+                    }),
+                );
+                let block_bytes = frame.get(found.block_at..found.block_at + found.block_len).unwrap_or(&[]);
+                if let Ok(block) = IntBlock::parse(block_bytes, int_core::int05::Tail::Present) {
+                    out.insert("int".into(), block_json(&block));
+                }
+                out.insert(
+                    "flow".into(),
+                    json!({"src": found.flow.src.to_string(), "dst": found.flow.dst.to_string(), "protocol": found.flow.protocol,
+                           "src_port": found.flow.src_port, "dst_port": found.flow.dst_port}),
+                );
+                return Value::Object(out);
+            }
+            Ok(None) => {}
+            Err(error) => {
+                out.insert("kind".into(), json!("malformed-int"));
+                out.insert("error".into(), json!(error.to_string()));
+                out.insert("drop_reason".into(), json!(error.drop_reason().name()));
+                return Value::Object(out);
+            }
+        }
+    }
+    out.insert("kind".into(), json!("plain"));
+    Value::Object(out)
+}
+
+fn hop_json(hop: &HopMetadata, instructions: Instructions) -> Value {
+    let mut map = Map::new();
+    for bit in instructions.each() {
+        let name = bit.name().map_or_else(|| format!("reserved_{:#06x}", bit.bits()), str::to_string);
+        let word = hop.word(bit);
+        if bit == Instructions::PORT_IDS {
+            map.insert("ingress_port".into(), json!(word >> 16));
+            map.insert("egress_port".into(), json!(word & 0xffff));
+        } else {
+            map.insert(name, json!(word));
+        }
+    }
+    Value::Object(map)
+}
+
+pub fn block_json(block: &IntBlock<'_>) -> Value {
+    let h = &block.header;
+    let names: Vec<&str> =
+        instruction::NAMES.iter().filter(|(_, bit)| h.instructions.contains(*bit)).map(|(n, _)| *n).collect();
+    json!({
+        "shim_type": u8::from(block.shim.int_type),
+        "length_words": block.shim.length_words,
+        "version": h.version,
+        "rep": h.replication,
+        "c": h.copy,
+        "e": h.max_hop_exceeded,
+        "ins_cnt": h.instruction_count,
+        "max_hop_cnt": h.max_hop_cnt,
+        "total_hop_cnt": h.total_hop_cnt,
+        "instructions": format!("{:#06x}", h.instructions.bits()),
+        "instruction_names": names,
+        "hops": block.stack.hops().map(|hop| hop_json(&hop, h.instructions)).collect::<Vec<_>>(),
+        "sequence": block.sequence,
+        "tail": block.tail.map(|t| json!({"protocol": t.protocol, "dst_port": t.dst_port, "dscp": t.dscp})),
+    })
+}
+
+pub fn report_json(parsed: &Report<'_>) -> Value {
+    let header = |h: &report::ReportHeaderRepr| {
+        json!({"version": h.version, "nproto": u8::from(h.next_proto), "d": h.dropped, "q": h.congested_queue,
+               "f": h.tracked_flow, "hw_id": h.hw_id, "sequence": h.sequence, "timestamp": h.timestamp})
+    };
+    match parsed {
+        Report::Latency(latency) => {
+            let (sink, source) = latency.sink_and_source().unzip();
+            json!({
+                "type": "latency",
+                "header": header(&latency.header),
+                "sink_id": latency.sink_id,
+                "flow": {"src": latency.ip.src.to_string(), "dst": latency.ip.dst.to_string(),
+                         "protocol": u8::from(latency.ip.protocol), "src_port": latency.src_port, "dst_port": latency.dst_port},
+                "int": block_json(&latency.block),
+                "source_node": source.and_then(|h| h.switch_id),
+                "sink_node": sink.and_then(|h| h.switch_id),
+                "latency_ns": latency.latency_ns(),
+            })
+        }
+        Report::DropSummary(drop) => json!({
+            "type": "drop-summary",
+            "header": header(&drop.header),
+            "source_node": drop.summary.source_node,
+            "sink_node": drop.summary.sink_node,
+            "source_port": drop.summary.source_port,
+            "sink_port": drop.summary.sink_port,
+            "gap_timestamp": drop.summary.gap_timestamp,
+            "gap_sequence": drop.summary.gap_sequence,
+            "gap_count": drop.summary.gap_count,
+            "flow": {"src": drop.flow.src.to_string(), "dst": drop.flow.dst.to_string(), "protocol": drop.flow.protocol,
+                     "src_port": drop.flow.src_port, "dst_port": drop.flow.dst_port},
+        }),
+        Report::Tr05 { header: h, drop, switch_local, frame } => json!({
+            "type": "tr05",
+            "header": header(h),
+            "drop": drop.map(|d| json!({"switch_id": d.switch_id, "ingress_port": d.ingress_port, "egress_port": d.egress_port,
+                                         "queue_id": d.queue_id, "drop_reason": d.drop_reason})),
+            "switch_local": switch_local.map(|l| json!({"switch_id": l.switch_id, "ingress_port": l.ingress_port,
+                "egress_port": l.egress_port, "queue_id": l.queue_id, "queue_occupancy": l.queue_occupancy,
+                "egress_timestamp": l.egress_timestamp})),
+            "inner_frame_length": frame.len(),
+        }),
+    }
+}
+
+fn print_text(value: &Value) {
+    let get = |k: &str| value.get(k).cloned().unwrap_or(Value::Null);
+    let time = get("time_ns").as_u64().unwrap_or(0);
+    let mut line = format!(
+        "#{} {}.{:09} {} bytes {}",
+        get("index"),
+        time / 1_000_000_000,
+        time % 1_000_000_000,
+        get("length"),
+        get("kind").as_str().unwrap_or("?")
+    );
+    if let (Some(src), Some(dst)) = (value.get("src"), value.get("dst")) {
+        let port = |k: &str| value.get(k).map(|p| format!(":{p}")).unwrap_or_default();
+        line.push_str(&format!(
+            " proto {} {}{} -> {}{} dscp {}",
+            get("protocol"),
+            src.as_str().unwrap_or("?"),
+            port("src_port"),
+            dst.as_str().unwrap_or("?"),
+            port("dst_port"),
+            get("dscp")
+        ));
+    }
+    println!("{line}");
+    if let Some(error) = value.get("error") {
+        println!("  error: {}", error.as_str().unwrap_or("?"));
+    }
+    if let Some(int) = value.get("int") {
+        println!("  encapsulation {}", get("encapsulation").as_str().unwrap_or("?"));
+        print_block(int);
+    }
+    if let Some(report) = value.get("report") {
+        let r = |k: &str| report.get(k).cloned().unwrap_or(Value::Null);
+        let header = r("header");
+        println!(
+            "  report {} seq {} time {} nproto {} d {} q {} f {} hw_id {}",
+            r("type").as_str().unwrap_or("?"),
+            header["sequence"],
+            header["timestamp"],
+            header["nproto"],
+            header["d"],
+            header["q"],
+            header["f"],
+            header["hw_id"]
+        );
+        let flow = r("flow");
+        if !flow.is_null() {
+            println!(
+                "  flow proto {} {}:{} -> {}:{}",
+                flow["protocol"],
+                flow["src"].as_str().unwrap_or("?"),
+                flow["src_port"],
+                flow["dst"].as_str().unwrap_or("?"),
+                flow["dst_port"]
+            );
+        }
+        match r("type").as_str() {
+            Some("latency") => {
+                println!(
+                    "  sink id {} source node {} sink node {} latency {} ns",
+                    r("sink_id"),
+                    r("source_node"),
+                    r("sink_node"),
+                    r("latency_ns")
+                );
+                print_block(&r("int"));
+            }
+            Some("drop-summary") => println!(
+                "  source node {} port {} sink node {} port {} gap timestamp {} gap seq {} gap count {}",
+                r("source_node"),
+                r("source_port"),
+                r("sink_node"),
+                r("sink_port"),
+                r("gap_timestamp"),
+                r("gap_sequence"),
+                r("gap_count")
+            ),
+            _ => println!("  {}", report),
+        }
+    }
+}
+
+fn print_block(int: &Value) {
+    println!(
+        "  shim type {} length {} words | ver {} rep {} c {} e {} ins_cnt {} max_hop {} total_hop {} instructions {} {}",
+        int["shim_type"],
+        int["length_words"],
+        int["version"],
+        int["rep"],
+        int["c"],
+        int["e"],
+        int["ins_cnt"],
+        int["max_hop_cnt"],
+        int["total_hop_cnt"],
+        int["instructions"].as_str().unwrap_or("?"),
+        int["instruction_names"]
+    );
+    if let Some(hops) = int["hops"].as_array() {
+        for (i, hop) in hops.iter().enumerate() {
+            let fields: Vec<String> = hop
+                .as_object()
+                .map(|m| m.iter().map(|(k, v)| format!("{k}={v}")).collect())
+                .unwrap_or_default();
+            println!("  hop {i}: {}", fields.join(" "));
+        }
+    }
+    if !int["sequence"].is_null() {
+        println!("  sequence {}", int["sequence"]);
+    }
+    if !int["tail"].is_null() {
+        println!(
+            "  tail proto {} dst_port {} dscp {}",
+            int["tail"]["protocol"], int["tail"]["dst_port"], int["tail"]["dscp"]
+        );
+    }
+}

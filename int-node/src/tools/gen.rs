@@ -1,0 +1,219 @@
+//! `int-node gen`: seeded, reproducible test traffic. N flows of UDP and/or
+//! TCP, a size distribution, TCP options, VLAN tags, a rate (capture-time
+//! spacing), optional loss and reordering, and optionally already
+//! instrumented (as our source would write it) for sink benchmarks.
+
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+
+use clap::Args;
+use int_core::craft::{L4Spec, PacketSpec};
+use int_core::encap::Encapsulation;
+use int_core::int05::HopMetadata;
+use int_core::source::{self, SourceConfig};
+use int_core::FrameBuf;
+
+use super::pcap::Writer;
+
+#[derive(Debug, Args)]
+pub struct GenArgs {
+    /// Output pcap.
+    #[arg(long, short)]
+    pub out: PathBuf,
+    /// Packets to write.
+    #[arg(long, default_value_t = 1000)]
+    pub packets: usize,
+    /// Distinct flows (5-tuples), visited round-robin.
+    #[arg(long, default_value_t = 16)]
+    pub flows: u32,
+    /// udp, tcp or mix.
+    #[arg(long, default_value = "mix")]
+    pub proto: String,
+    /// Frame sizes in bytes (without FCS), a list picked from at random, or
+    /// `imix` (64/576/1500 in 7:4:1).
+    #[arg(long, default_value = "64,512,1500")]
+    pub sizes: String,
+    /// Give TCP segments options (MSS, SACK-permitted, timestamps).
+    #[arg(long)]
+    pub tcp_options: bool,
+    /// Tag this share of packets with 802.1Q VLAN 100 (0.0-1.0).
+    #[arg(long, default_value_t = 0.0)]
+    pub vlan: f64,
+    /// Packets per second of capture time.
+    #[arg(long, default_value_t = 100_000.0)]
+    pub rate: f64,
+    /// Drop this share of packets (0.0-1.0) after numbering.
+    #[arg(long, default_value_t = 0.0)]
+    pub loss: f64,
+    /// Swap this share of packets with their successor (0.0-1.0).
+    #[arg(long, default_value_t = 0.0)]
+    pub reorder: f64,
+    /// Write packets as an INT source would: `hostint` (DSCP) or
+    /// `hostint-udp` (extension UDP header).
+    #[arg(long)]
+    pub instrument: Option<String>,
+    /// Seed of the generator.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Capture time of the first packet (ns since the epoch).
+    #[arg(long, default_value_t = 1_700_000_000_000_000_000)]
+    pub start_ns: u64,
+}
+
+/// xorshift64*: small, seeded, good enough for traffic shapes.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn chance(&mut self, p: f64) -> bool {
+        ((self.next() >> 11) as f64 / (1u64 << 53) as f64) < p
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+fn parse_sizes(text: &str) -> Result<Vec<usize>, String> {
+    if text == "imix" {
+        let mut sizes = vec![64; 7];
+        sizes.extend([576; 4]);
+        sizes.push(1500);
+        return Ok(sizes);
+    }
+    text.split(',')
+        .map(|s| match s.trim().parse::<usize>() {
+            Ok(n) if (60..=9000).contains(&n) => Ok(n),
+            _ => Err(format!("--sizes: {s:?} is not a frame size in 60..9000")),
+        })
+        .collect()
+}
+
+/// Flow `index` as (source, destination, source port, destination port, TCP?).
+fn flow_tuple(index: u32, proto: &str) -> (Ipv4Addr, Ipv4Addr, u16, u16, bool) {
+    let src = Ipv4Addr::from(0x0a00_0000 + 1 + index % 250 + ((index / 250) << 8));
+    let dst = Ipv4Addr::new(10, 200, 0, 1 + (index % 7) as u8);
+    let tcp = match proto {
+        "tcp" => true,
+        "udp" => false,
+        _ => index % 3 == 2,
+    };
+    (src, dst, 10_000 + (index % 50_000) as u16, if tcp { 80 } else { 5001 }, tcp)
+}
+
+pub fn run(args: &GenArgs) -> Result<(), String> {
+    if !matches!(args.proto.as_str(), "udp" | "tcp" | "mix") {
+        return Err(format!("--proto: {:?}; use udp, tcp or mix", args.proto));
+    }
+    if args.flows == 0 || args.rate <= 0.0 {
+        return Err("--flows and --rate must be positive".into());
+    }
+    let sizes = parse_sizes(&args.sizes)?;
+    let instrument = match args.instrument.as_deref() {
+        None => None,
+        Some("hostint") => Some(SourceConfig::host_int(9000)),
+        Some("hostint-udp") => Some(SourceConfig {
+            encapsulation: Encapsulation::ExtensionUdp { port: int_core::encap::DEFAULT_EXTENSION_PORT },
+            ..SourceConfig::host_int(9000)
+        }),
+        Some(other) => return Err(format!("--instrument: {other:?}; use hostint or hostint-udp")),
+    };
+    let mut rng = Rng(args.seed.max(1));
+    let gap_ns = (1e9 / args.rate) as u64;
+    let mut sequences = vec![0u32; args.flows as usize];
+    let mut packets: Vec<(u64, Vec<u8>)> = Vec::with_capacity(args.packets);
+    for i in 0..args.packets {
+        let flow = (i as u32) % args.flows;
+        let (src, dst, src_port, dst_port, tcp) = flow_tuple(flow, &args.proto);
+        let size = sizes.get(rng.below(sizes.len() as u64) as usize).copied().unwrap_or(64);
+        let vlan = rng.chance(args.vlan);
+        let mut spec = if tcp {
+            let options = if args.tcp_options {
+                vec![
+                    0x02, 0x04, 0x05, 0xb4, 0x04, 0x02, 0x08, 0x0a, 0, 0, 0, 1, 0, 0, 0, 0, 0x01, 0x01, 0x01,
+                    0x00,
+                ]
+            } else {
+                Vec::new()
+            };
+            let mut spec = PacketSpec::tcp(src, dst, src_port, dst_port, 0);
+            spec.l4 = L4Spec::Tcp { src_port, dst_port, seq: i as u32, options };
+            spec
+        } else {
+            PacketSpec::udp(src, dst, src_port, dst_port, 0)
+        };
+        spec.vlan = vlan.then_some(100);
+        // Size the payload so that the frame is `size` bytes, INT included
+        // when instrumenting (so that sizes stay within the MTU).
+        let int_len = instrument.map_or(0, |c| c.added_len());
+        let headers = spec.frame_len();
+        let payload = size.saturating_sub(headers + int_len);
+        spec.payload = (0..payload).map(|j| (i + j) as u8).collect();
+        spec.ident = i as u16;
+        let mut frame = spec.build();
+        let time = args.start_ns + i as u64 * gap_ns;
+        if let Some(config) = &instrument {
+            let slot = sequences.get_mut(flow as usize).ok_or("flow index")?;
+            *slot += 1;
+            frame = instrument_frame(&frame, config, *slot, time)?;
+        }
+        packets.push((time, frame));
+    }
+    // Impairments after numbering, so that a sink sees gaps and reordering.
+    let mut kept: Vec<(u64, Vec<u8>)> = packets.into_iter().filter(|_| !rng.chance(args.loss)).collect();
+    let mut i = 0;
+    while i + 1 < kept.len() {
+        if rng.chance(args.reorder) {
+            let (first, second) = (kept.get(i).map(|p| p.0), kept.get(i + 1).map(|p| p.0));
+            kept.swap(i, i + 1);
+            // Capture times stay increasing: only the frames trade places.
+            if let (Some(a), Some(b)) = (first, second) {
+                if let Some(p) = kept.get_mut(i) {
+                    p.0 = a;
+                }
+                if let Some(p) = kept.get_mut(i + 1) {
+                    p.0 = b;
+                }
+            }
+            i += 2;
+        } else {
+            i += 1;
+        }
+    }
+    let mut writer = Writer::create(&args.out)?;
+    for (time, frame) in &kept {
+        writer.write(*time, frame)?;
+    }
+    eprintln!(
+        "gen: wrote {} packets ({} flows, sizes {:?}) to {}",
+        kept.len(),
+        args.flows,
+        args.sizes,
+        args.out.display()
+    );
+    Ok(())
+}
+
+fn instrument_frame(
+    frame: &[u8],
+    config: &SourceConfig,
+    sequence: u32,
+    time_ns: u64,
+) -> Result<Vec<u8>, String> {
+    let plan = source::plan(frame, config).map_err(|e| format!("cannot instrument: {e:?}"))?;
+    let mut buffer = vec![0u8; 128 + frame.len()];
+    if let Some(dst) = buffer.get_mut(128..) {
+        dst.copy_from_slice(frame);
+    }
+    let mut view = FrameBuf::new(&mut buffer, 128, frame.len()).ok_or("buffer")?;
+    let hop = HopMetadata::host_int(0x0a00_0001, 1, time_ns as u32);
+    source::insert(&mut view, &plan, config, sequence, &hop)
+        .map_err(|e| format!("cannot instrument: {e:?}"))?;
+    Ok(view.frame().to_vec())
+}
