@@ -103,10 +103,10 @@ fn losses_are_counted_exactly() {
 
 /// INT packets that lie, each kind in its own frame; the rest of the
 /// traffic is good.
-fn malformed_frames() -> (Vec<Vec<u8>>, Vec<&'static str>) {
+fn malformed_frames(policy: &str) -> (Vec<Vec<u8>>, Vec<&'static str>) {
     let good =
         PacketSpec::udp(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), 4000, 5000, 64).build();
-    let dir = workdir("malformed-source");
+    let dir = workdir(&format!("malformed-source-{policy}"));
     write_pcap(&dir.join("in.pcap"), &[good]);
     run_node(&dir, &node_config("source", "in.pcap", "int.pcap", "", None));
     let int = read_pcap(&dir.join("int.pcap")).remove(0);
@@ -157,7 +157,7 @@ fn malformed_frames() -> (Vec<Vec<u8>>, Vec<&'static str>) {
 
 fn malformed_with_policy(policy: &str) {
     let dir = workdir(&format!("malformed-{policy}"));
-    let (frames, kinds) = malformed_frames();
+    let (frames, kinds) = malformed_frames(policy);
     write_pcap(&dir.join("in.pcap"), &frames);
     let collector = Collector::new();
     let extra = format!("    sink: {{malformed: {policy}}}\n");
