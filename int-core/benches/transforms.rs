@@ -41,6 +41,7 @@ fn transforms(c: &mut Criterion) {
     let transit_config = TransitConfig { domain: SinkConfig::default(), max_ip_len: 9000 };
     let sink_config = SinkConfig::default();
     let hop = HopMetadata::host_int(7, 2, 123_456);
+    let template = source::Template::new(&source_config, &hop).unwrap();
     let header = ReportHeaderRepr {
         version: 0,
         next_proto: NextProto::Ipv4,
@@ -67,7 +68,15 @@ fn transforms(c: &mut Criterion) {
                 buffer[HEADROOM..HEADROOM + plain.len()].copy_from_slice(plain);
                 let mut view = FrameBuf::new(&mut buffer, HEADROOM, plain.len()).unwrap();
                 let plan = source::plan(view.frame(), &source_config).unwrap();
-                black_box(source::insert(&mut view, &plan, &source_config, 42, &hop)).unwrap();
+                black_box(source::insert_with(
+                    &mut view,
+                    &plan,
+                    &source_config,
+                    &template,
+                    42,
+                    Some(123_456),
+                ))
+                .unwrap();
             })
         });
         group.bench_with_input(BenchmarkId::new("transit_push", size), &with_int, |b, with_int| {

@@ -8,23 +8,30 @@
 use core::net::Ipv4Addr;
 
 /// Adds `data` as big-endian 16-bit words to `acc` (RFC 1071). An odd last
-/// byte is padded with zero.
+/// byte is padded with zero. The result is partly folded (below 2^17 + acc).
 #[inline]
-pub fn sum(mut acc: u32, data: &[u8]) -> u32 {
-    let mut words = data.chunks_exact(2);
+pub fn sum(acc: u32, data: &[u8]) -> u32 {
+    // 32-bit big-endian words into a 64-bit accumulator: ones' complement
+    // addition is associative, so the 16-bit halves fold at the end. 2^32
+    // words fit before the accumulator could overflow.
+    let mut wide = u64::from(acc);
+    let mut words = data.chunks_exact(4);
     for word in &mut words {
-        if let [hi, lo] = *word {
-            acc = acc.wrapping_add(u32::from(u16::from_be_bytes([hi, lo])));
-        }
-        // Fold early so that long inputs cannot overflow the accumulator.
-        if acc > 0xffff_0000 {
-            acc = (acc & 0xffff) + (acc >> 16);
+        if let [a, b, c, d] = *word {
+            wide += u64::from(u32::from_be_bytes([a, b, c, d]));
         }
     }
-    if let [last] = *words.remainder() {
-        acc = acc.wrapping_add(u32::from(last) << 8);
+    match *words.remainder() {
+        [a, b, c] => wide += u64::from(u32::from_be_bytes([a, b, c, 0])),
+        [a, b] => wide += u64::from(u32::from_be_bytes([a, b, 0, 0])),
+        [a] => wide += u64::from(u32::from_be_bytes([a, 0, 0, 0])),
+        _ => {}
     }
-    acc
+    // Fold 64 -> 32 bits (twice covers the carry), then keep 17 bits' worth.
+    wide = (wide & 0xffff_ffff) + (wide >> 32);
+    wide = (wide & 0xffff_ffff) + (wide >> 32);
+    let folded = wide as u32;
+    (folded & 0xffff) + (folded >> 16)
 }
 
 /// Folds a 32-bit sum into 16 bits with end-around carry.
@@ -87,6 +94,31 @@ mod tests {
     #[test]
     fn odd_length_pads_with_zero() {
         assert_eq!(fold(sum(0, &[0x12, 0x34, 0x56])), 0x1234 + 0x5600);
+        assert_eq!(fold(sum(0, &[0x12])), 0x1200);
+        assert_eq!(fold(sum(0, &[0x12, 0x34, 0x56, 0x78, 0x9a])), fold(0x1234 + 0x5678 + 0x9a00));
+    }
+
+    /// The word-at-a-time sum equals the plain 16-bit definition, for long
+    /// inputs of all-ones too (carry handling).
+    #[test]
+    fn wide_sum_matches_definition() {
+        let reference = |acc: u32, data: &[u8]| {
+            let mut total = u64::from(acc);
+            for pair in data.chunks(2) {
+                total += u64::from(u16::from_be_bytes([pair[0], *pair.get(1).unwrap_or(&0)]));
+            }
+            while total > 0xffff {
+                total = (total & 0xffff) + (total >> 16);
+            }
+            total as u16
+        };
+        let ones = vec![0xffu8; 9001];
+        let mixed: Vec<u8> = (0..1501u32).map(|i| (i * 131 + 7) as u8).collect();
+        for data in [&ones[..], &mixed[..], &ones[..3], &mixed[..1]] {
+            for acc in [0u32, 1, 0xffff, 0x1_2345] {
+                assert_eq!(fold(sum(acc, data)), reference(acc, data));
+            }
+        }
     }
 
     /// A real IPv4 header (from Wikipedia's IPv4 checksum example) sums to

@@ -5,7 +5,6 @@
 use zerocopy::FromBytes;
 
 use crate::error::{Layer, ParseError};
-use crate::wire::ethernet::EthernetRepr;
 use crate::wire::{tcp, udp, EtherType, Ipv4Header, TcpHeader, UdpHeader};
 
 pub const PROTO_TCP: u8 = 6;
@@ -38,8 +37,23 @@ impl Ipv4Location {
 /// against the frame.
 #[inline]
 pub fn ipv4(frame: &[u8]) -> Result<Option<Ipv4Location>, ParseError> {
-    let (ethernet, l3) = EthernetRepr::parse(frame)?;
-    if ethernet.ethertype != EtherType::Ipv4 {
+    // The EtherType walk of EthernetRepr::parse, without building a Repr.
+    let mut ethertype = crate::bytes::be16(frame, 12);
+    if frame.len() < 14 {
+        return Err(ParseError::truncated(Layer::Ethernet, 0, 14, frame.len()));
+    }
+    let mut l3 = 14;
+    for _ in 0..crate::wire::ethernet::MAX_VLAN_TAGS {
+        if !matches!(EtherType::from(ethertype), EtherType::Vlan | EtherType::QinQ) {
+            break;
+        }
+        if frame.len() < l3 + 4 {
+            return Err(ParseError::truncated(Layer::Vlan, l3, 4, frame.len()));
+        }
+        ethertype = crate::bytes::be16(frame, l3 + 2);
+        l3 += 4;
+    }
+    if EtherType::from(ethertype) != EtherType::Ipv4 {
         return Ok(None);
     }
     let bytes = frame.get(l3..).unwrap_or(&[]);

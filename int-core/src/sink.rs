@@ -43,7 +43,9 @@ pub struct Extracted {
     pub header: MetadataHeaderRepr,
     pub sequence: Option<u32>,
     pub tail: TailRepr,
-    /// The first hop's metadata (bottom of the stack), when there is one.
+    /// The first hop (bottom of the stack), when there is one: its switch
+    /// id, ingress port and ingress timestamp, the fields the sink uses
+    /// (the other words are not read).
     pub source_hop: Option<HopMetadata>,
     pub(crate) ip: Ipv4Location,
     pub(crate) carrier: Carrier,
@@ -153,7 +155,7 @@ pub fn extract(frame: &[u8], config: &SinkConfig) -> Result<Option<Extracted>, P
         header: block.header,
         sequence: block.sequence,
         tail,
-        source_hop: block.stack.hops().last(),
+        source_hop: first_hop(&block),
         ip,
         carrier,
         carrier_len,
@@ -162,6 +164,22 @@ pub fn extract(frame: &[u8], config: &SinkConfig) -> Result<Option<Extracted>, P
         remove_at,
         remove_len,
     }))
+}
+
+/// The bottom hop's identity and time, read straight from the stack.
+#[inline(always)]
+fn first_hop(block: &IntBlock<'_>) -> Option<HopMetadata> {
+    use crate::int05::{Instructions, INVALID};
+    let last = usize::from(block.header.total_hop_cnt).checked_sub(1)?;
+    let stack = &block.stack;
+    let valid = |word: Option<u32>| word.filter(|w| *w != INVALID);
+    let ports = stack.word(last, Instructions::PORT_IDS).map(|w| (w >> 16) as u16).filter(|p| *p != 0xffff);
+    Some(HopMetadata {
+        switch_id: valid(stack.word(last, Instructions::SWITCH_ID)),
+        ingress_port: ports,
+        ingress_timestamp: valid(stack.word(last, Instructions::INGRESS_TIMESTAMP)),
+        ..HopMetadata::default()
+    })
 }
 
 pub(crate) fn shift(error: ParseError, base: usize) -> ParseError {

@@ -160,6 +160,7 @@ pub fn plan(frame: &[u8], config: &SourceConfig) -> Result<Plan, Skip> {
     Ok(Plan { flow, ip, l4, insert_at })
 }
 
+#[inline]
 pub(crate) fn flow_key(
     frame: &[u8],
     ip: &Ipv4Location,
@@ -174,19 +175,87 @@ pub(crate) fn flow_key(
     FlowKey { src: addr(ip.l3 + 12), dst: addr(ip.l3 + 16), protocol, src_port, dst_port }
 }
 
-/// Inserts the block planned by [`plan`]: `sequence` goes into a Type 3
-/// shim, `hop` is the source's own metadata (used when `own_hop`). Returns
-/// the bytes added.
+/// The INT block a source writes, built once per configuration and node:
+/// per packet only the sequence number, the timestamps and the tail change,
+/// so insertion is one copy, a few stores and a checksum over those words.
+#[derive(Debug, Clone)]
+pub struct Template {
+    block: [u8; int05::MAX_BLOCK_LEN],
+    len: usize,
+    /// Sum of the block with every per-packet word zeroed.
+    fixed_sum: u32,
+    timestamp_at: [Option<usize>; 2],
+    sequence_at: Option<usize>,
+    tail_at: usize,
+}
+
+impl Template {
+    /// The block for `config`, with `hop` as the source's own metadata
+    /// (when `own_hop`). Its ingress and egress timestamp words are
+    /// rewritten per packet when [`insert_with`] is given a timestamp.
+    pub fn new(config: &SourceConfig, hop: &HopMetadata) -> Result<Template, ParseError> {
+        let mut block = [0u8; int05::MAX_BLOCK_LEN];
+        let header = MetadataHeaderRepr::new(config.instructions, config.max_hop_cnt, 0);
+        let hops = if config.own_hop { core::slice::from_ref(hop) } else { &[] };
+        let zero_tail = TailRepr { protocol: 0, dst_port: 0, dscp: 0 };
+        let len = int05::emit_block(&mut block, config.shim_type, &header, hops, 0, Some(&zero_tail))?;
+        let hop_at = IntBlock::STACK_OFFSET;
+        let word_at = |bit: Instructions| {
+            if config.own_hop {
+                config.instructions.word_offset(bit).map(|offset| hop_at + offset)
+            } else {
+                None
+            }
+        };
+        let timestamp_at =
+            [word_at(Instructions::INGRESS_TIMESTAMP), word_at(Instructions::EGRESS_TIMESTAMP)];
+        let tail_at = len - crate::int05::tail::HEADER_LEN;
+        let sequence_at = config.shim_type.has_sequence().then_some(tail_at - int05::SEQUENCE_LEN);
+        let mut template = Template { block, len, fixed_sum: 0, timestamp_at, sequence_at, tail_at };
+        let mut zeroed = template.block;
+        for at in template.timestamp_at.iter().flatten() {
+            crate::bytes::put(&mut zeroed, *at, &[0; 4]);
+        }
+        template.fixed_sum = checksum::sum(0, zeroed.get(..len).unwrap_or(&[]));
+        Ok(template)
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
 #[inline]
-pub fn insert(
+fn word_sum(value: u32) -> u32 {
+    (value >> 16) + (value & 0xffff)
+}
+
+/// Inserts the block planned by [`plan`], built from `template`, with
+/// `sequence` (Type 3) and, when given, `timestamp` in the source hop's
+/// ingress and egress timestamp words (Host-INT writes the same time in
+/// both). Returns the bytes added.
+#[inline]
+pub fn insert_with(
     frame: &mut FrameBuf<'_>,
     plan: &Plan,
     config: &SourceConfig,
+    template: &Template,
     sequence: u32,
-    hop: &HopMetadata,
+    timestamp: Option<u32>,
 ) -> Result<usize, Skip> {
     let added = config.added_len();
-    let block_len = config.block_len();
+    let block_len = template.len;
+    if block_len != config.block_len() {
+        return Err(Skip::Malformed(ParseError::BadLength {
+            layer: crate::error::Layer::IntShim,
+            offset: 0,
+            value: block_len,
+        }));
+    }
     let ip = plan.ip;
     let (src_port, dst_port) = plan.l4.ports();
     let original_payload_len = ip.payload_len();
@@ -207,13 +276,29 @@ pub fn insert(
         block_at += EXTENSION_UDP_LEN;
         protocol = locate::PROTO_UDP;
     }
-    let header = MetadataHeaderRepr::new(config.instructions, config.max_hop_cnt, 0);
-    let tail = TailRepr { protocol: ip.protocol, dst_port, dscp: ip.tos >> 2 };
-    let hops = if config.own_hop { core::slice::from_ref(hop) } else { &[] };
-    let block = bytes.get_mut(block_at..block_at + block_len).unwrap_or(&mut []);
-    int05::emit_block(block, config.shim_type, &header, hops, sequence, Some(&tail))
-        .map_err(Skip::Malformed)?;
-    let block_sum = checksum::sum(0, block);
+    let Some(block) = bytes.get_mut(block_at..block_at + block_len) else {
+        return Err(Skip::NoHeadroom);
+    };
+    block.copy_from_slice(template.block.get(..block_len).unwrap_or(&[]));
+    let mut block_sum = template.fixed_sum;
+    if let Some(time) = timestamp {
+        for at in template.timestamp_at.iter().flatten() {
+            crate::bytes::put(block, *at, &time.to_be_bytes());
+            block_sum += word_sum(time);
+        }
+    } else {
+        for at in template.timestamp_at.iter().flatten() {
+            block_sum += word_sum(crate::bytes::be32(block, *at));
+        }
+    }
+    if let Some(at) = template.sequence_at {
+        crate::bytes::put(block, at, &sequence.to_be_bytes());
+        block_sum += word_sum(sequence);
+    }
+    let dscp = ip.tos >> 2;
+    let tail = [ip.protocol, (dst_port >> 8) as u8, dst_port as u8, dscp];
+    crate::bytes::put(block, template.tail_at, &tail);
+    block_sum += word_sum(u32::from_be_bytes(tail));
 
     let old_total = (ip.end - ip.l3) as u16;
     let new_total = old_total + added as u16;
@@ -226,4 +311,17 @@ pub fn insert(
         carrier.update(bytes, old_len, old_len + added as u16, 0, block_sum);
     }
     Ok(added)
+}
+
+/// [`insert_with`] for one packet: builds the template from `hop` first.
+/// For tools and tests; the node keeps a [`Template`].
+pub fn insert(
+    frame: &mut FrameBuf<'_>,
+    plan: &Plan,
+    config: &SourceConfig,
+    sequence: u32,
+    hop: &HopMetadata,
+) -> Result<usize, Skip> {
+    let template = Template::new(config, hop).map_err(Skip::Malformed)?;
+    insert_with(frame, plan, config, &template, sequence, None)
 }

@@ -125,6 +125,23 @@ proptest! {
         prop_assert_eq!(restored, original);
     }
 
+    /// The node's path (a template built once, the time patched per packet)
+    /// writes exactly what a fresh per-packet build writes.
+    #[test]
+    fn template_matches_fresh_build(spec in packet(), config in source_config(), seq in any::<u32>(), time in any::<u32>()) {
+        prop_assume!(config.check().is_ok());
+        let Some(original) = instrumentable(&spec, &config) else { return Ok(()) };
+        let plan = source::plan(&original, &config).unwrap();
+        let hop = |t: u32| int_core::int05::HopMetadata { hop_latency: Some(5), ..int_core::int05::HopMetadata::host_int(9, 2, t) };
+        let mut fresh = Buffer::new(&original);
+        fresh.with(|f| source::insert(f, &plan, &config, seq, &hop(time))).unwrap();
+        let template = source::Template::new(&config, &hop(0)).unwrap();
+        let mut patched = Buffer::new(&original);
+        patched.with(|f| source::insert_with(f, &plan, &config, &template, seq, Some(time))).unwrap();
+        prop_assert_eq!(patched.frame(), fresh.frame());
+        prop_assert_eq!(verify_checksums(patched.frame()), Ok(()));
+    }
+
     /// Checksums that were wrong on arrival stay exactly as wrong after the
     /// round trip: the node never "fixes" or further breaks a packet.
     #[test]

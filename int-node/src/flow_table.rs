@@ -66,17 +66,41 @@ impl<V: Copy + Default> FlowTable<V> {
     }
 
     #[inline]
-    fn tag_and_index(&self, key: &FlowKey) -> (u32, usize) {
-        let hash = key.hash64();
+    fn tag_and_index(&self, hash: u64) -> (u32, usize) {
         let tag = ((hash >> 32) as u32) | 1;
         (tag, hash as usize & self.mask)
     }
 
+    /// Starts loading the home slot of a flow whose `FlowKey::hash64` is
+    /// `hash`: called for a whole burst before the lookups, so that the
+    /// cache misses overlap instead of queueing one per packet.
+    #[inline]
+    pub fn prefetch(&self, hash: u64) {
+        let index = hash as usize & self.mask;
+        if let Some(slot) = self.slots.get(index) {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: a prefetch hint on an address inside our own slice;
+            // it never faults and changes no state.
+            unsafe {
+                std::arch::x86_64::_mm_prefetch(
+                    (slot as *const Slot<V>).cast::<i8>(),
+                    std::arch::x86_64::_MM_HINT_T0,
+                )
+            };
+        }
+    }
+
     /// Finds the flow, or creates it with `V::default()`. `None` when the
     /// table is full. The bool is true for a new flow.
-    #[inline]
+    #[cfg(test)]
     pub fn get_or_insert(&mut self, key: &FlowKey, now_ns: u64) -> Option<(&mut V, bool)> {
-        let (tag, mut index) = self.tag_and_index(key);
+        self.get_or_insert_hashed(key, key.hash64(), now_ns)
+    }
+
+    /// [`Self::get_or_insert`] with the key's hash computed by the caller.
+    #[inline]
+    pub fn get_or_insert_hashed(&mut self, key: &FlowKey, hash: u64, now_ns: u64) -> Option<(&mut V, bool)> {
+        let (tag, mut index) = self.tag_and_index(hash);
         loop {
             let slot = self.slots.get(index)?;
             if slot.tag == 0 {
@@ -100,7 +124,7 @@ impl<V: Copy + Default> FlowTable<V> {
 
     #[cfg(test)]
     pub fn get(&self, key: &FlowKey) -> Option<&V> {
-        let (tag, mut index) = self.tag_and_index(key);
+        let (tag, mut index) = self.tag_and_index(key.hash64());
         loop {
             let slot = self.slots.get(index)?;
             if slot.tag == 0 {

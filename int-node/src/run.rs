@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use int_core::sink::SinkConfig;
-use int_core::source::SourceConfig;
+use int_core::source::{SourceConfig, Template};
 use int_core::transit::TransitConfig;
 
 use crate::config::{ClockSource, Config, Role};
@@ -188,12 +188,13 @@ pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
                     max_ip_len: mtu,
                 };
                 source_config.check().map_err(|e| RunError::Setup(format!("pipeline {}: {e}", p.name)))?;
+                let hop = SourceStage::own_hop(config.node_id, rx_int_port, tx_int_port);
+                let template = Template::new(&source_config, &hop)
+                    .map_err(|e| RunError::Setup(format!("pipeline {}: INT block: {e}", p.name)))?;
                 Stage::Source(Box::new(SourceStage {
                     config: source_config,
+                    template,
                     watchlist: s.watchlist.clone(),
-                    node_id: config.node_id,
-                    rx_int_port,
-                    tx_int_port,
                     flows: FlowTable::new(s.flow_capacity as usize),
                     idle_timeout_ns: s.idle_timeout_ms * 1_000_000,
                     rx_timestamps: timestamps,

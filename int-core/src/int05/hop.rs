@@ -43,29 +43,21 @@ impl HopMetadata {
     /// [`INVALID`].
     #[inline]
     pub fn word(&self, bit: Instructions) -> u32 {
-        let value = if bit == Instructions::SWITCH_ID {
-            self.switch_id
-        } else if bit == Instructions::PORT_IDS {
-            match (self.ingress_port, self.egress_port) {
+        let value = match bit.bits() {
+            0x8000 => self.switch_id,
+            0x4000 => match (self.ingress_port, self.egress_port) {
                 (None, None) => None,
                 (ingress, egress) => {
                     Some((u32::from(ingress.unwrap_or(0xffff)) << 16) | u32::from(egress.unwrap_or(0xffff)))
                 }
-            }
-        } else if bit == Instructions::HOP_LATENCY {
-            self.hop_latency
-        } else if bit == Instructions::QUEUE_OCCUPANCY {
-            self.queue_occupancy
-        } else if bit == Instructions::INGRESS_TIMESTAMP {
-            self.ingress_timestamp
-        } else if bit == Instructions::EGRESS_TIMESTAMP {
-            self.egress_timestamp
-        } else if bit == Instructions::QUEUE_CONGESTION {
-            self.queue_congestion
-        } else if bit == Instructions::EGRESS_TX_UTILIZATION {
-            self.egress_tx_utilization
-        } else {
-            None
+            },
+            0x2000 => self.hop_latency,
+            0x1000 => self.queue_occupancy,
+            0x0800 => self.ingress_timestamp,
+            0x0400 => self.egress_timestamp,
+            0x0200 => self.queue_congestion,
+            0x0100 => self.egress_tx_utilization,
+            _ => None,
         };
         value.unwrap_or(INVALID)
     }
@@ -148,6 +140,18 @@ impl<'a> HopStack<'a> {
 
     pub fn bytes(&self) -> &'a [u8] {
         self.bytes
+    }
+
+    /// One word of hop `index` (0 = top of the stack) without parsing the
+    /// hop whole; `None` if the bitmap does not ask for it or there is no
+    /// such hop. 0xFFFFFFFF is returned as it is.
+    #[inline(always)]
+    pub fn word(&self, index: usize, bit: Instructions) -> Option<u32> {
+        let at = index * self.instructions.hop_len() + self.instructions.word_offset(bit)?;
+        match self.bytes.get(at..at + 4)? {
+            &[a, b, c, d] => Some(u32::from_be_bytes([a, b, c, d])),
+            _ => None,
+        }
     }
 
     pub fn hop_count(&self) -> usize {

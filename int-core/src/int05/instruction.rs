@@ -73,11 +73,28 @@ impl Instructions {
     }
 
     /// The set bits, one `Instructions` each, most significant first.
+    #[inline]
     pub fn each(self) -> impl Iterator<Item = Instructions> {
-        (0..16u16)
-            .rev()
-            .map(|shift| Instructions::from_bits_retain(1 << shift))
-            .filter(move |bit| self.contains(*bit))
+        let mut rest = self.bits();
+        core::iter::from_fn(move || {
+            if rest == 0 {
+                return None;
+            }
+            let top = 0x8000u16 >> rest.leading_zeros();
+            rest &= !top;
+            Some(Instructions::from_bits_retain(top))
+        })
+    }
+
+    /// Byte offset of `bit`'s word inside one hop's metadata, if the bitmap
+    /// asks for it: 4 x the set bits above it.
+    #[inline(always)]
+    pub fn word_offset(self, bit: Instructions) -> Option<usize> {
+        if !self.contains(bit) || bit.is_empty() {
+            return None;
+        }
+        let above = self.bits() & !(bit.bits() | (bit.bits() - 1));
+        Some(above.count_ones() as usize * 4)
     }
 }
 
@@ -106,6 +123,20 @@ mod tests {
         let order: Vec<u16> = bits.each().map(|b| b.bits()).collect();
         assert_eq!(order, vec![0x8000, 0x0800, 0x0001]);
         assert_eq!(bits.count(), 3);
+    }
+
+    #[test]
+    fn word_offsets() {
+        let bits = Instructions::HOST_INT;
+        assert_eq!(bits.word_offset(Instructions::SWITCH_ID), Some(0));
+        assert_eq!(bits.word_offset(Instructions::PORT_IDS), Some(4));
+        assert_eq!(bits.word_offset(Instructions::INGRESS_TIMESTAMP), Some(8));
+        assert_eq!(bits.word_offset(Instructions::EGRESS_TIMESTAMP), Some(12));
+        assert_eq!(bits.word_offset(Instructions::HOP_LATENCY), None);
+        assert_eq!(
+            Instructions::from_bits_retain(0x0801).word_offset(Instructions::from_bits_retain(1)),
+            Some(4)
+        );
     }
 
     #[test]

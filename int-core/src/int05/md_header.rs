@@ -112,6 +112,7 @@ impl MetadataHeaderRepr {
 
     /// Parses the fields as they are; [`crate::int05::IntBlock::parse`]
     /// checks them against each other and the stack.
+    #[inline]
     pub fn parse(bytes: &[u8]) -> Result<Self, ParseError> {
         let (header, _) = MetadataHeader::ref_from_prefix(bytes)
             .map_err(|_| ParseError::truncated(Layer::IntMetadataHeader, 0, HEADER_LEN, bytes.len()))?;

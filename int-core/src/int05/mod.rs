@@ -63,6 +63,7 @@ impl<'a> IntBlock<'a> {
     /// always adds its hop), and a shim Length that is exactly the
     /// fixed part plus Ins Cnt x 4 x Total Hop Count. Offsets in errors
     /// count from the front of `bytes`.
+    #[inline(always)]
     pub fn parse(bytes: &'a [u8], tail: Tail) -> Result<Self, ParseError> {
         let shim = ShimRepr::parse(bytes)?;
         if let ShimType::Unknown(value) = shim.int_type {

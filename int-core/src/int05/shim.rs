@@ -96,6 +96,7 @@ pub struct ShimRepr {
 impl ShimRepr {
     /// Parses the shim. Unknown types are returned, not refused: the caller
     /// decides (see [`crate::int05::IntBlock::parse`]).
+    #[inline]
     pub fn parse(bytes: &[u8]) -> Result<Self, ParseError> {
         let (header, _) = ShimHeader::ref_from_prefix(bytes)
             .map_err(|_| ParseError::truncated(Layer::IntShim, 0, HEADER_LEN, bytes.len()))?;

@@ -37,6 +37,7 @@ pub struct TailRepr {
 }
 
 impl TailRepr {
+    #[inline]
     pub fn parse(bytes: &[u8]) -> Result<Self, ParseError> {
         let (tail, _) = TailHeader::ref_from_prefix(bytes)
             .map_err(|_| ParseError::truncated(Layer::IntTail, 0, HEADER_LEN, bytes.len()))?;

@@ -17,9 +17,12 @@ use ringbuf::traits::Producer;
 use super::export::{ReportMsg, ReportProducer};
 use crate::config::{MalformedPolicy, SinkSettings};
 use crate::dpdk::clock::TscClock;
-use crate::dpdk::mbuf::{Burst, RxClock};
+use crate::dpdk::mbuf::{Burst, RxClock, BURST};
 use crate::flow_table::FlowTable;
 use crate::stats::{Counter, Counters};
+
+/// Steps per full pass of the sweep.
+const SWEEP_STEPS: u64 = 64;
 
 /// One flow's state at the sink.
 #[derive(Debug, Clone, Copy, Default)]
@@ -80,8 +83,6 @@ pub struct SinkStage {
     /// RX-timestamp time minus TSC time at the last packet: the sweep's
     /// timeouts run on the same clock as the packets' times.
     rx_clock_offset: i64,
-    /// Sweep bookkeeping: slots owed to the sweep, in 1/1024ths.
-    sweep_credit: u64,
     last_sweep_ns: u64,
     keep: [bool; crate::dpdk::mbuf::BURST],
 }
@@ -110,7 +111,6 @@ impl SinkStage {
             limit: RateLimit::new(rate_limit),
             rx_timestamps,
             rx_clock_offset: 0,
-            sweep_credit: 0,
             last_sweep_ns: 0,
             keep: [true; crate::dpdk::mbuf::BURST],
         }
@@ -130,12 +130,16 @@ impl SinkStage {
         }
     }
 
+    /// Two passes over the burst: first find and check every packet's INT
+    /// block and prefetch its flow's slot, then track, report and strip, so
+    /// that the flow-table cache misses of a burst overlap.
     #[inline]
     pub fn process(&mut self, burst: &mut Burst, clock: &mut TscClock, counters: &mut Counters) {
         let burst_ns = clock.now_ns();
         let mut any_dropped = false;
-        for i in 0..burst.len() {
-            burst.prefetch(i + 1);
+        let mut found_all: [Option<(sink::Extracted, u64)>; BURST] = [None; BURST];
+        for (i, slot) in found_all.iter_mut().enumerate().take(burst.len()) {
+            burst.prefetch(i + 2);
             if let Some(flag) = self.keep.get_mut(i) {
                 *flag = true;
             }
@@ -143,12 +147,13 @@ impl SinkStage {
                 counters.inc(Counter::multi_segment);
                 continue;
             };
-            let found = match sink::extract(frame, &self.domain) {
-                Ok(Some(found)) => found,
-                Ok(None) => {
-                    counters.inc(Counter::not_int);
-                    continue;
+            match sink::extract(frame, &self.domain) {
+                Ok(Some(found)) => {
+                    let hash = found.flow.hash64();
+                    self.flows.prefetch(hash);
+                    *slot = Some((found, hash));
                 }
+                Ok(None) => counters.inc(Counter::not_int),
                 Err(error) => {
                     counters.inc(Counter::malformed(error.drop_reason()));
                     if self.settings.malformed == MalformedPolicy::Drop {
@@ -160,17 +165,20 @@ impl SinkStage {
                     } else {
                         counters.inc(Counter::malformed_forwarded);
                     }
-                    continue;
                 }
-            };
+            }
+        }
+        for (i, entry) in found_all.iter().enumerate().take(burst.len()) {
+            let Some((found, hash)) = entry else { continue };
             let now_ns = self.rx_timestamps.and_then(|clock| burst.rx_time_ns(i, &clock)).unwrap_or(burst_ns);
             self.rx_clock_offset = now_ns as i64 - burst_ns as i64;
-            let reason = self.track(&found, now_ns, counters);
-            if let Some(reason) = reason {
-                self.latency_report(frame, &found, now_ns, reason, counters);
+            if let Some(reason) = self.track(found, *hash, now_ns, counters) {
+                if let Some(frame) = burst.data(i) {
+                    self.latency_report(frame, found, now_ns, reason, counters);
+                }
             }
             let domain = &self.domain;
-            match burst.with_frame(i, |f| sink::strip(f, &found, domain)) {
+            match burst.with_frame(i, |f| sink::strip(f, found, domain)) {
                 Some(Some(_)) => counters.inc(Counter::stripped),
                 _ => {
                     // Cannot happen for a frame extract accepted; never
@@ -194,10 +202,11 @@ impl SinkStage {
     fn track(
         &mut self,
         found: &sink::Extracted,
+        hash: u64,
         now_ns: u64,
         counters: &mut Counters,
     ) -> Option<ReportReason> {
-        let Some((flow, created)) = self.flows.get_or_insert(&found.flow, now_ns) else {
+        let Some((flow, created)) = self.flows.get_or_insert_hashed(&found.flow, hash, now_ns) else {
             counters.inc(Counter::flow_table_full);
             return None;
         };
@@ -275,18 +284,14 @@ impl SinkStage {
     /// ages idle flows out (after reporting their last losses).
     pub fn sweep(&mut self, clock: &mut TscClock, counters: &mut Counters) {
         let now_ns = clock.now_ns().wrapping_add_signed(self.rx_clock_offset);
-        let elapsed = now_ns.saturating_sub(self.last_sweep_ns);
-        self.last_sweep_ns = now_ns;
-        let sweep_ns = self.settings.sweep_ms.max(1) * 1_000_000;
-        // Slots owed, in 1/1024ths to keep fractions between polls.
-        let owed =
-            (self.flows.slot_count() as u128 * u128::from(elapsed) * 1024 / u128::from(sweep_ns)) as u64;
-        self.sweep_credit = (self.sweep_credit + owed).min(1024 * self.flows.slot_count() as u64);
-        let budget = (self.sweep_credit / 1024) as usize;
-        if budget == 0 {
+        // A 64th of the table every 64th of the sweep interval: one full
+        // pass per interval, and one comparison per poll in between.
+        let step_ns = self.settings.sweep_ms.max(1) * 1_000_000 / SWEEP_STEPS;
+        if now_ns.wrapping_sub(self.last_sweep_ns) < step_ns {
             return;
         }
-        self.sweep_credit -= budget as u64 * 1024;
+        self.last_sweep_ns = now_ns;
+        let budget = self.flows.slot_count().div_ceil(SWEEP_STEPS as usize);
         self.sweep_slots(budget, now_ns, false, counters);
     }
 

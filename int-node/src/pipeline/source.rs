@@ -3,20 +3,19 @@
 //! Everything it does not instrument leaves untouched and counted.
 
 use int_core::int05::HopMetadata;
-use int_core::source::{self, Skip, SourceConfig};
+use int_core::source::{self, Skip, SourceConfig, Template};
 
 use crate::config::Rule;
 use crate::dpdk::clock::TscClock;
-use crate::dpdk::mbuf::{Burst, RxClock};
+use crate::dpdk::mbuf::{Burst, RxClock, BURST};
 use crate::flow_table::FlowTable;
 use crate::stats::{Counter, Counters};
 
 pub struct SourceStage {
     pub config: SourceConfig,
+    /// The block with this node's constant hop words, built once.
+    pub template: Template,
     pub watchlist: Vec<Rule>,
-    pub node_id: u32,
-    pub rx_int_port: u16,
-    pub tx_int_port: u16,
     /// Per-flow next sequence number (only for shim Type 3).
     pub flows: FlowTable<u32>,
     pub idle_timeout_ns: u64,
@@ -24,29 +23,54 @@ pub struct SourceStage {
 }
 
 impl SourceStage {
+    /// The source's own hop: this node's id and ports; the timestamps are
+    /// written per packet.
+    pub fn own_hop(node_id: u32, rx_int_port: u16, tx_int_port: u16) -> HopMetadata {
+        HopMetadata {
+            switch_id: Some(node_id),
+            ingress_port: Some(rx_int_port),
+            egress_port: Some(tx_int_port),
+            ingress_timestamp: Some(0),
+            egress_timestamp: Some(0),
+            ..HopMetadata::default()
+        }
+    }
+
+    /// Two passes over the burst: first parse every packet and prefetch its
+    /// flow's slot, then number and instrument them, so that the flow-table
+    /// cache misses of a burst overlap.
     #[inline]
     pub fn process(&mut self, burst: &mut Burst, clock: &mut TscClock, counters: &mut Counters) {
         let now_ns = clock.now_ns();
         let with_sequence = self.config.shim_type.has_sequence();
-        for i in 0..burst.len() {
-            burst.prefetch(i + 1);
+        let mut plans: [Option<(source::Plan, u64)>; BURST] = [None; BURST];
+        for (i, slot) in plans.iter_mut().enumerate().take(burst.len()) {
+            burst.prefetch(i + 2);
             let Some(frame) = burst.data(i) else {
                 counters.inc(Counter::multi_segment);
                 continue;
             };
-            let plan = match source::plan(frame, &self.config) {
-                Ok(plan) => plan,
-                Err(skip) => {
-                    counters.inc(skip_counter(skip));
-                    continue;
+            match source::plan(frame, &self.config) {
+                Ok(plan) => {
+                    if !self.watchlist.is_empty()
+                        && !self.watchlist.iter().any(|rule| rule.matches(&plan.flow))
+                    {
+                        counters.inc(Counter::not_watched);
+                        continue;
+                    }
+                    let hash = plan.flow.hash64();
+                    if with_sequence {
+                        self.flows.prefetch(hash);
+                    }
+                    *slot = Some((plan, hash));
                 }
-            };
-            if !self.watchlist.is_empty() && !self.watchlist.iter().any(|rule| rule.matches(&plan.flow)) {
-                counters.inc(Counter::not_watched);
-                continue;
+                Err(skip) => counters.inc(skip_counter(skip)),
             }
+        }
+        for (i, planned) in plans.iter().enumerate().take(burst.len()) {
+            let Some((plan, hash)) = planned else { continue };
             let sequence = if with_sequence {
-                match self.flows.get_or_insert(&plan.flow, now_ns) {
+                match self.flows.get_or_insert_hashed(&plan.flow, *hash, now_ns) {
                     Some((next, created)) => {
                         if created {
                             counters.inc(Counter::flows_created);
@@ -66,16 +90,10 @@ impl SourceStage {
             };
             let time =
                 self.rx_timestamps.and_then(|clock| burst.rx_time_ns(i, &clock)).unwrap_or(now_ns) as u32;
-            let hop = HopMetadata {
-                switch_id: Some(self.node_id),
-                ingress_port: Some(self.rx_int_port),
-                egress_port: Some(self.tx_int_port),
-                ingress_timestamp: Some(time),
-                egress_timestamp: Some(time),
-                ..HopMetadata::default()
-            };
-            let config = &self.config;
-            match burst.with_frame(i, |f| source::insert(f, &plan, config, sequence, &hop)) {
+            let (config, template) = (&self.config, &self.template);
+            match burst
+                .with_frame(i, |f| source::insert_with(f, plan, config, template, sequence, Some(time)))
+            {
                 Some(Ok(_)) => counters.inc(Counter::instrumented),
                 Some(Err(skip)) => counters.inc(skip_counter(skip)),
                 None => counters.inc(Counter::multi_segment),
@@ -83,7 +101,7 @@ impl SourceStage {
         }
         if with_sequence {
             let idle_limit = (self.idle_timeout_ns >> 20) as u32;
-            let expired = self.flows.sweep(64, now_ns, |_, _, idle| idle > idle_limit);
+            let expired = self.flows.sweep(16, now_ns, |_, _, idle| idle > idle_limit);
             counters.add(Counter::flows_expired, expired as u64);
         }
     }
