@@ -16,11 +16,11 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_int-node");
 /// EAL flags that work on a machine without hugepages or NICs; each test
 /// process has its own EAL, and --no-shconf lets several run at once.
 pub const EAL: &str =
-    "[--no-huge, -m, '256', --no-pci, --no-shconf, -l, '0-1', --log-level, 'lib.eal:error']";
+    "[--no-huge, -m, '256', --no-pci, --no-shconf, -l, '0-1', --log-level, 'lib.eal:error', --no-telemetry]";
 /// Three lcores on this two-CPU machine: worker 2 shares CPU 0 with the
 /// main lcore, which mostly sleeps.
 pub const EAL_3_LCORES: &str =
-    "[--no-huge, -m, '256', --no-pci, --no-shconf, --lcores, '0@0,1@1,2@0', --log-level, 'lib.eal:error']";
+    "[--no-huge, -m, '256', --no-pci, --no-shconf, --lcores, '0@0,1@1,2@0', --log-level, 'lib.eal:error', --no-telemetry]";
 
 /// A fresh directory for one test's files.
 pub fn workdir(test: &str) -> PathBuf {

@@ -138,7 +138,11 @@ impl Port {
         if let Some(mtu) = setup.mtu {
             // SAFETY: plain call on a configured port.
             let ret = unsafe { dpdk_sys::rte_eth_dev_set_mtu(id.0, mtu) };
-            if ret < 0 {
+            if ret == -libc::ENOTSUP {
+                // vdevs such as net_pcap have no MTU to set; the node still
+                // enforces it on what it grows.
+                log::info!("port {name} ({driver}): no MTU setting; {mtu} enforced by int-node");
+            } else if ret < 0 {
                 log::warn!("port {name} ({driver}): MTU {mtu} not set: {}", super::strerror(-ret));
             }
         }

@@ -181,6 +181,8 @@ fn record(
                 );
             } else {
                 let opt = |v: Option<u32>| v.map_or("-".to_string(), |v| v.to_string());
+                let node =
+                    |v: Option<u32>| v.map_or("-".to_string(), |v| std::net::Ipv4Addr::from(v).to_string());
                 println!(
                     "Seq: {} Time: {} Type: Latency{}",
                     l.header.sequence,
@@ -189,10 +191,10 @@ fn record(
                 );
                 println!(
                     "  Source node: {} port: {} ts: {}  Sink node: {} port: {} ts: {}",
-                    opt(source.and_then(|h| h.switch_id)),
+                    node(source.and_then(|h| h.switch_id)),
                     opt(source.and_then(|h| h.ingress_port.map(u32::from))),
                     opt(source.and_then(|h| h.ingress_timestamp)),
-                    opt(sink.and_then(|h| h.switch_id)),
+                    node(sink.and_then(|h| h.switch_id)),
                     opt(sink.and_then(|h| h.egress_port.map(u32::from))),
                     opt(sink.and_then(|h| h.ingress_timestamp)),
                 );
@@ -222,7 +224,10 @@ fn record(
                 );
                 println!(
                     "  Source node: {} port: {}  Sink node: {} port: {}",
-                    s.source_node, s.source_port, s.sink_node, s.sink_port
+                    std::net::Ipv4Addr::from(s.source_node),
+                    s.source_port,
+                    std::net::Ipv4Addr::from(s.sink_node),
+                    s.sink_port
                 );
                 println!(
                     "  Flow: {}  gap timestamp: {}  flow seq: {}  gap count: {}",

@@ -52,6 +52,11 @@ pub struct GenArgs {
     /// `hostint-udp` (extension UDP header).
     #[arg(long)]
     pub instrument: Option<String>,
+    /// With --instrument: the source hop's timestamp is this long before
+    /// the capture time, so that a sink clocked by capture times (clock:
+    /// rx-timestamp) measures this one-way latency.
+    #[arg(long, default_value_t = 0)]
+    pub latency_us: u64,
     /// Seed of the generator.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -161,7 +166,7 @@ pub fn run(args: &GenArgs) -> Result<(), String> {
         if let Some(config) = &instrument {
             let slot = sequences.get_mut(flow as usize).ok_or("flow index")?;
             *slot += 1;
-            frame = instrument_frame(&frame, config, *slot, time)?;
+            frame = instrument_frame(&frame, config, *slot, time.saturating_sub(args.latency_us * 1_000))?;
         }
         packets.push((time, frame));
     }
