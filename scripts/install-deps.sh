@@ -8,8 +8,14 @@ set -euo pipefail
 
 packages=(libdpdk-dev dpdk dpdk-dev pkg-config clang libclang-dev iproute2 tcpdump ca-certificates)
 if [[ "${INT_NODE_RUNTIME_ONLY:-0}" == "1" ]]; then
-    # Runtime image: the shared DPDK libraries and PMDs, nothing to build with.
-    packages=(dpdk iproute2)
+    # Runtime image: the DPDK libraries int-node links, the bus and mempool
+    # drivers EAL loads, and the PMDs it is used with (vdevs and common
+    # NICs); nothing to build with. (Debian's `dpdk` package only
+    # recommends the PMDs, and recommends are not installed here.)
+    packages=(librte-eal23 librte-ethdev23 librte-mbuf23 librte-mempool23 librte-mempool-ring23
+              librte-bus-vdev23 librte-bus-pci23 librte-net-pcap23 librte-net-null23 librte-net-ring23
+              librte-net-af-packet23 librte-net-i40e23 librte-net-ice23 librte-net-iavf23 librte-net-ixgbe23
+              librte-net-mlx5-23 librte-net-virtio23 librte-net-e1000-23 iproute2)
 fi
 
 missing=()
