@@ -243,3 +243,54 @@ fn latency_reports_at_bucket_crossings_and_refresh() {
     assert_eq!(seen, expected, "(sequence, latency ns) of each report");
     assert_eq!(sink.counter("sink", "reports_latency"), 5);
 }
+
+/// A report storm (a report wanted for every packet of an endless replay):
+/// the rate limit holds, the excess is counted, forwarding goes on, and the
+/// node still stops on time.
+#[test]
+fn report_storm_is_rate_limited_and_the_node_stops_on_time() {
+    let dir = workdir("storm");
+    let base =
+        PacketSpec::udp(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), 4000, 5000, 64).build();
+    let frames: Vec<Vec<u8>> = (0..256).map(|i| instrument(&base, i + 1, 1000)).collect();
+    write_pcap(&dir.join("in.pcap"), &frames);
+    let collector = Collector::new();
+    let config = format!(
+        "
+node_id: 2
+eal: {EAL}
+ports:
+  - {{name: in, device: 'net_pcap0,rx_pcap=in.pcap,infinite_rx=1'}}
+  - {{name: out, device: 'net_null0,no-rx=1'}}
+pipelines:
+  - name: sink
+    role: sink
+    lcore: 1
+    rx: {{port: in}}
+    tx: {{port: out}}
+    sink: {{latency: {{mode: absolute, threshold_ns: 0, refresh_ms: 0}}}}
+export: {{collector: '{}', rate_limit: 2000}}
+",
+        collector.addr()
+    );
+    std::fs::write(dir.join("node.yaml"), config).unwrap();
+    let started = std::time::Instant::now();
+    let output = std::process::Command::new(BIN)
+        .args(["run", "--config", "node.yaml", "--duration", "2", "--stats-json", "stats.json"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(started.elapsed() < std::time::Duration::from_secs(15), "stopped after {:?}", started.elapsed());
+    let stats: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("stats.json")).unwrap()).unwrap();
+    let sink = &stats["pipelines"]["sink"];
+    let sent = sink["reports_latency"].as_u64().unwrap();
+    let suppressed = sink["reports_suppressed"].as_u64().unwrap();
+    let elapsed = stats["elapsed_s"].as_f64().unwrap();
+    assert!(sink["stripped"].as_u64().unwrap() > 100_000, "forwarding went on: {sink}");
+    assert!(suppressed > sent, "most reports suppressed: sent {sent}, suppressed {suppressed}");
+    // 2000/s plus the initial burst allowance (a tenth of a second's worth).
+    assert!((sent as f64) <= 2000.0 * elapsed + 250.0, "sent {sent} in {elapsed} s");
+    assert_eq!(stats["export"]["reports_sent"].as_u64().unwrap(), sent);
+}

@@ -292,7 +292,7 @@ pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
     let mut last_print_rx: Vec<u64> = vec![0; shared.len()];
     let mut last_print_at = started;
     loop {
-        let exported = exporter.as_mut().map_or(0, |e| e.drain());
+        let exported = exporter.as_mut().map_or(0, |e| e.drain(4096));
         if exported == 0 {
             std::thread::sleep(Duration::from_micros(500));
         }
@@ -331,7 +331,8 @@ pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
         }
     }
     if let Some(exporter) = exporter.as_mut() {
-        exporter.drain();
+        // The workers have stopped: everything left goes out now.
+        while exporter.drain(usize::MAX) > 0 {}
     }
     let elapsed = started.elapsed().as_secs_f64();
 

@@ -125,12 +125,17 @@ impl Exporter {
         self.collector
     }
 
-    /// Sends everything waiting in the rings; returns how many were sent.
-    pub fn drain(&mut self) -> usize {
+    /// Sends what is waiting in the rings, at most `limit` reports per ring
+    /// so that the main lcore still gets to its other duties under a report
+    /// storm; returns how many were taken.
+    pub fn drain(&mut self, limit: usize) -> usize {
         let mut sent = 0;
         let mut burst = Burst::default();
         for index in 0..self.consumers.len() {
-            while let Some(mut msg) = self.consumers.get_mut(index).and_then(|c| c.try_pop()) {
+            let mut taken = 0;
+            while taken < limit {
+                let Some(mut msg) = self.consumers.get_mut(index).and_then(|c| c.try_pop()) else { break };
+                taken += 1;
                 let sequence = self.next_sequence;
                 self.next_sequence = self.next_sequence.wrapping_add(1);
                 if let Some(field) = msg.bytes.get_mut(4..8) {
@@ -149,11 +154,11 @@ impl Exporter {
                 };
                 if ok {
                     self.stats.reports_sent += 1;
-                    sent += 1;
                 } else {
                     self.stats.send_errors += 1;
                 }
             }
+            sent += taken;
         }
         if let Path::Port { port, queue, .. } = &self.path {
             let (_, dropped) = burst.tx(*port, *queue);

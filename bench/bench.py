@@ -1,0 +1,245 @@
+#!/usr/bin/env python3
+"""int-node's node benchmark: Mpps per lcore beside dpdk-testpmd, on the same
+vdevs (net_pcap infinite_rx=1 -> net_null), in the same run.
+
+Cases: testpmd io and csum (baselines); int-node forward, source (DSCP and
+UDP encapsulations), transit, sink with reports on ~0%, ~1% and 100% of
+packets; frame sizes and flow counts as asked. Runs are interleaved
+(round-robin over cases, --repeat times) because the machine is shared and
+noisy; the table gives the median and the spread (min-max) of each case.
+
+Writes bench/results/results.json and bench/results/mpps.png and prints a
+markdown table. Entry point: bench/run.sh.
+"""
+
+import argparse
+import json
+import os
+import platform
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NODE = os.path.join(ROOT, "target", "release", "int-node")
+RESULTS = os.path.join(ROOT, "bench", "results")
+EAL = ["--no-huge", "-m", "{mem}", "--no-pci", "--no-shconf", "-l", "0-1",
+       "--log-level", "lib.eal:error", "--no-telemetry"]
+
+
+def eal(mem):
+    return [a.replace("{mem}", str(mem)) for a in EAL]
+
+
+def gen(path, size, flows, instrument=None):
+    # One packet per flow, at least 1024 packets: the replay cycles through
+    # every flow.
+    packets = max(flows, 1024)
+    args = [NODE, "gen", "--out", path, "--packets", str(packets), "--flows", str(flows),
+            "--proto", "udp", "--sizes", str(size), "--seed", "1"]
+    if instrument:
+        args += ["--instrument", instrument]
+    subprocess.run(args, check=True, stderr=subprocess.DEVNULL)
+    return packets
+
+
+def testpmd(mode, pcap, seconds, mbufs, mem):
+    cmd = ["dpdk-testpmd"] + eal(mem) + [
+        "--vdev", f"net_pcap0,rx_pcap={pcap},infinite_rx=1", "--vdev", "net_null0,no-rx=1", "--",
+        f"--forward-mode={mode}", "--no-flush-rx", f"--total-num-mbufs={mbufs}", "--stats-period", "1"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    time.sleep(seconds + 1.5)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=30)
+    rates = [int(m) for m in re.findall(r"Rx-pps:\s+(\d+)", out)]
+    rates = [r for r in rates if r > 0]
+    # Skip the first (partial) second.
+    return statistics.median(rates[1:] or rates) / 1e6 if rates else 0.0, {}
+
+
+def node_config(role, pcap, extra, mbufs, mem):
+    pipeline = {"name": "p", "role": role, "lcore": 1, "rx": {"port": "in"}, "tx": {"port": "out"}}
+    pipeline.update(extra.get("pipeline", {}))
+    config = {
+        "node_id": "10.0.0.9",
+        "eal": eal(mem),
+        "mempool": {"mbufs": mbufs, "cache": 256},
+        "ports": [{"name": "in", "device": f"net_pcap0,rx_pcap={pcap},infinite_rx=1"},
+                  {"name": "out", "device": "net_null0,no-rx=1"}],
+        "pipelines": [pipeline],
+        "stats": {"interval_ms": 1000},
+    }
+    if role == "sink":
+        config["export"] = {"collector": "127.0.0.1:9", "rate_limit": 0, "ring_size": 65536}
+    return config
+
+
+def int_node(role, pcap, seconds, extra, mbufs, mem):
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+        json.dump(node_config(role, pcap, extra, mbufs, mem), f)  # JSON is YAML
+        path = f.name
+    stats = path + ".json"
+    cmd = [NODE, "run", "--config", path, "--duration", str(seconds + 1), "--stats-json", stats]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    rss_kb = 0
+    deadline = time.time() + seconds + 30
+    while proc.poll() is None and time.time() < deadline:
+        try:
+            with open(f"/proc/{proc.pid}/status") as status:
+                for line in status:
+                    if line.startswith("VmRSS:"):
+                        rss_kb = max(rss_kb, int(line.split()[1]))
+        except OSError:
+            pass
+        time.sleep(0.2)
+    out, _ = proc.communicate(timeout=60)
+    rates = [float(m) for m in re.findall(r"\] p: ([0-9.]+) Mpps", out)]
+    info = {"rss_mb": round(rss_kb / 1024, 1)}
+    m = re.search(r"flow table of (\d+) bytes per flow", out)
+    if m:
+        info["table_bytes_per_flow"] = int(m.group(1))
+    try:
+        with open(stats) as f:
+            js = json.load(f)
+        counters = js["pipelines"]["p"]
+        rx = counters["rx_packets"] or 1
+        info["reports_per_packet"] = round((counters["reports_latency"] + counters["reports_ring_full"]) / rx, 4)
+        if js.get("export"):
+            info["exported_per_s"] = round(js["export"]["reports_sent"] / js["elapsed_s"])
+        os.unlink(stats)
+    except (OSError, KeyError, ValueError):
+        pass
+    os.unlink(path)
+    return (statistics.median(rates[1:] or rates) if rates else 0.0), info
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="64,512,1500")
+    ap.add_argument("--flows", default="1,1000")
+    ap.add_argument("--seconds", type=int, default=4)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--cases", default="all", help="comma list of case names, or all")
+    args = ap.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    flow_counts = [int(f) for f in args.flows.split(",")]
+    os.makedirs(RESULTS, exist_ok=True)
+    work = tempfile.mkdtemp(prefix="int-node-bench-")
+
+    # Report shares for the sink: absolute threshold T means a flow reports
+    # when its latency (which grows with wall time during a replay) moved
+    # more than T since its last report, i.e. 1e9/T reports per flow per s.
+    cases = [
+        ("testpmd-io", "testpmd", "io", {}),
+        ("testpmd-csum", "testpmd", "csum", {}),
+        ("forward", "forward", None, {}),
+        ("source-dscp", "source", None, {}),
+        ("source-udp", "source", None, {"pipeline": {"int": {"encapsulation": "int05-extension-udp"}}}),
+        ("transit", "transit", "hostint", {}),
+        ("sink-0%", "sink", "hostint", {"pipeline": {"sink": {"latency": {"mode": "absolute", "threshold_ns": 4000000000, "refresh_ms": 0}}}}),
+        ("sink-1%", "sink", "hostint", {"report_share": 0.01}),
+        ("sink-100%", "sink", "hostint", {"pipeline": {"sink": {"latency": {"mode": "absolute", "threshold_ns": 0, "refresh_ms": 0}}}}),
+    ]
+    if args.cases != "all":
+        wanted = set(args.cases.split(","))
+        cases = [c for c in cases if c[0] in wanted]
+
+    results = {}
+    for size in sizes:
+        for flows in flow_counts:
+            plain = os.path.join(work, f"plain-{size}-{flows}.pcap")
+            packets = gen(plain, size, flows)
+            with_int = os.path.join(work, f"int-{size}-{flows}.pcap")
+            # INT packets of the same size after the sink strips them.
+            gen(with_int, size + 36 if size + 36 <= 1514 else size, flows, "hostint")
+            mbufs = max(8191, 2 * packets + 4096)
+            mem = max(512, (mbufs * 2400) // (1 << 20) + 256)
+            for flow_cap in [max(flows * 2, 1024)]:
+                for repeat in range(args.repeat):
+                    for name, kind, mode, extra in cases:
+                        key = f"{name}|{size}|{flows}"
+                        extra = json.loads(json.dumps(extra))
+                        pipe = extra.setdefault("pipeline", {})
+                        if kind in ("source", "sink"):
+                            pipe.setdefault(kind, {}).setdefault("flows", {})["capacity"] = flow_cap
+                        if "report_share" in extra:
+                            share = extra.pop("report_share")
+                            # Reports/s wanted: share x ~10 Mpps; per flow:
+                            per_flow = max(share * 10e6 / flows, 0.01)
+                            pipe.setdefault("sink", {})["latency"] = {"mode": "absolute", "threshold_ns": int(1e9 / per_flow), "refresh_ms": 0}
+                        if kind == "testpmd":
+                            mpps, info = testpmd(mode, plain, args.seconds, mbufs, mem)
+                        else:
+                            pcap = with_int if mode == "hostint" else plain
+                            mpps, info = int_node(kind, pcap, args.seconds, extra, mbufs, mem)
+                        results.setdefault(key, {"case": name, "size": size, "flows": flows, "mpps": [], "info": {}})
+                        results[key]["mpps"].append(round(mpps, 3))
+                        results[key]["info"].update(info)
+                        print(f"  {name:13s} {size:5d} B {flows:8d} flows  run {repeat + 1}: {mpps:7.3f} Mpps {info}", flush=True)
+
+    rows = []
+    for key, r in results.items():
+        io = results.get(f"testpmd-io|{r['size']}|{r['flows']}")
+        csum = results.get(f"testpmd-csum|{r['size']}|{r['flows']}")
+        median = statistics.median(r["mpps"])
+        row = dict(r, median_mpps=median, min_mpps=min(r["mpps"]), max_mpps=max(r["mpps"]),
+                   ns_per_packet=round(1e3 / median, 1) if median else None,
+                   vs_io=round(median / statistics.median(io["mpps"]), 3) if io and median else None,
+                   vs_csum=round(median / statistics.median(csum["mpps"]), 3) if csum and median else None)
+        rows.append(row)
+    cpu = "?"
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    dpdk = subprocess.run(["pkg-config", "--modversion", "libdpdk"], capture_output=True, text=True).stdout.strip()
+    meta = {"cpu": cpu, "cores": os.cpu_count(), "dpdk": dpdk, "kernel": platform.release(),
+            "seconds": args.seconds, "repeat": args.repeat, "date": time.strftime("%Y-%m-%d")}
+    with open(os.path.join(RESULTS, "results.json"), "w") as f:
+        json.dump({"meta": meta, "rows": rows}, f, indent=1)
+
+    print(f"\nDPDK {dpdk}, {cpu}, {os.cpu_count()} cores; {args.repeat} interleaved runs of {args.seconds} s; one lcore each\n")
+    print("| case | size | flows | Mpps median | spread | ns/packet | vs testpmd io | vs csum | notes |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        notes = ", ".join(f"{k} {v}" for k, v in r["info"].items())
+        print(f"| {r['case']} | {r['size']} | {r['flows']} | {r['median_mpps']:.2f} | {r['min_mpps']:.2f}-{r['max_mpps']:.2f} "
+              f"| {r['ns_per_packet']} | {r['vs_io']} | {r['vs_csum']} | {notes} |")
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        groups = sorted({(r["size"], r["flows"]) for r in rows})
+        names = [c[0] for c in cases]
+        fig, ax = plt.subplots(figsize=(max(8, 1.6 * len(groups) * 1.2), 5))
+        width = 0.8 / max(len(names), 1)
+        for i, name in enumerate(names):
+            values = []
+            errors = [[], []]
+            for g in groups:
+                r = next((x for x in rows if x["case"] == name and (x["size"], x["flows"]) == g), None)
+                m = r["median_mpps"] if r else 0
+                values.append(m)
+                errors[0].append(m - (r["min_mpps"] if r else 0))
+                errors[1].append((r["max_mpps"] if r else 0) - m)
+            xs = [j + i * width for j in range(len(groups))]
+            ax.bar(xs, values, width, yerr=errors, label=name, capsize=2)
+        ax.set_xticks([j + 0.4 - width / 2 for j in range(len(groups))])
+        ax.set_xticklabels([f"{s} B, {f} flows" for s, f in groups])
+        ax.set_ylabel("Mpps per lcore (median, min-max)")
+        ax.set_title(f"int-node vs dpdk-testpmd, net_pcap infinite_rx -> net_null, DPDK {dpdk}")
+        ax.legend(fontsize=8, ncol=3)
+        fig.tight_layout()
+        fig.savefig(os.path.join(RESULTS, "mpps.png"), dpi=110)
+        print(f"\nwrote {RESULTS}/results.json and {RESULTS}/mpps.png")
+    except ImportError:
+        print(f"\nwrote {RESULTS}/results.json (no matplotlib: pip install matplotlib for the plot)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
