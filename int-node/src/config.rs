@@ -30,6 +30,9 @@ pub struct RawConfig {
     pub export: Option<RawExport>,
     #[serde(default)]
     pub stats: RawStats,
+    /// Sleep this long when a worker's poll found no packet (0: busy-poll).
+    #[serde(default)]
+    pub idle_sleep_us: u64,
 }
 
 /// A node id: a number or a dotted quad.
@@ -283,6 +286,7 @@ pub struct Config {
     pub pipelines: Vec<PipelineConfig>,
     pub export: Option<ExportConfig>,
     pub stats_interval_ms: u64,
+    pub idle_sleep_us: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -838,6 +842,7 @@ pub fn validate(raw: &RawConfig) -> Result<Config, ConfigError> {
         pipelines,
         export,
         stats_interval_ms: raw.stats.interval_ms,
+        idle_sleep_us: raw.idle_sleep_us,
     })
 }
 

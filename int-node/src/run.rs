@@ -271,8 +271,9 @@ pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
         let worker_quit = Arc::clone(&quit);
         let clock = TscClock::new(tsc_hz);
         let id = LcoreId(lcore_id);
+        let idle_sleep = (config.idle_sleep_us > 0).then(|| Duration::from_micros(config.idle_sleep_us));
         if let Err(error) =
-            lcore::launch(id, move || crate::pipeline::run_worker(pipelines, worker_quit, clock))
+            lcore::launch(id, move || crate::pipeline::run_worker(pipelines, worker_quit, clock, idle_sleep))
         {
             quit.store(true, Ordering::SeqCst);
             for started in &launched {

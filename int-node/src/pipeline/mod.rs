@@ -60,11 +60,22 @@ impl Pipeline {
 }
 
 /// A worker lcore's loop: poll each of its pipelines until `quit`.
-pub fn run_worker(mut pipelines: Vec<Pipeline>, quit: Arc<AtomicBool>, mut clock: TscClock) -> i32 {
+/// With `idle_sleep`, a loop that found no packet sleeps that long (for
+/// labs and shared machines; production nodes busy-poll).
+pub fn run_worker(
+    mut pipelines: Vec<Pipeline>,
+    quit: Arc<AtomicBool>,
+    mut clock: TscClock,
+    idle_sleep: Option<std::time::Duration>,
+) -> i32 {
     let mut burst = Burst::default();
     while !quit.load(Ordering::Relaxed) {
+        let mut received = 0;
         for pipeline in pipelines.iter_mut() {
-            pipeline.poll(&mut burst, &mut clock);
+            received += pipeline.poll(&mut burst, &mut clock);
+        }
+        if let (0, Some(pause)) = (received, idle_sleep) {
+            std::thread::sleep(pause);
         }
     }
     for pipeline in pipelines.iter_mut() {
