@@ -23,4 +23,13 @@ if cargo fuzz --version >/dev/null 2>&1; then
 else
     echo "fuzz smoke: skipped (cargo install cargo-fuzz to run it)"
 fi
+# The network-namespace lab: real kernel TCP/UDP through source, WAN and
+# sink nodes on af_packet; checks the transfer hash, loss counts and a
+# latency change. Needs root (namespaces, veth).
+if [[ $(id -u) -eq 0 ]]; then
+    cargo build --locked -p int-node
+    target/debug/int-node lab --topology config/lab/basic.yaml
+else
+    echo "lab: skipped (needs root: sudo target/debug/int-node lab --topology config/lab/basic.yaml)"
+fi
 echo "all tests passed"

@@ -17,6 +17,10 @@
 //!   2^32 wrap is just one more step forward.
 //! - A source restart (sequence number 1 again, or a jump back by more than
 //!   2^20) resets the flow instead of counting a huge gap.
+//! - Sources number a flow from 1: a flow first seen at a small number
+//!   (within the window) had its first packets lost or overtaken, so those
+//!   numbers are holes like any other. A flow first seen at a large number
+//!   (the sink started late, or forgot the flow) starts clean.
 
 /// Packets a late arrival may trail the highest sequence number and still
 /// fill its hole.
@@ -116,6 +120,11 @@ impl SequenceTracker {
         self.started = true;
         self.highest = sequence;
         self.window = u64::MAX;
+        if (2..=WINDOW).contains(&sequence) {
+            // Bits 1..sequence-1 stand for numbers 1..sequence-1.
+            let missing = (1u64 << (sequence - 1)) - 1;
+            self.window &= !(missing << 1);
+        }
         self.last_advance_ns = now_ns;
     }
 
@@ -290,5 +299,18 @@ mod tests {
     #[test]
     fn first_packet_not_one_is_fine() {
         assert_eq!(lost_after_flush(&[1000, 1001, 1003]), 1);
+    }
+
+    #[test]
+    fn lost_first_packets_count() {
+        // 1 and 2 never came: the flow's first packet was number 3.
+        assert_eq!(lost_after_flush(&[3, 4, 5]), 2);
+        let mut tracker = feed(&[3, 4, 5]);
+        tracker.flush(9);
+        assert_eq!(tracker.take_pending().unwrap().first_sequence, 1);
+        // ... unless they were only overtaken.
+        assert_eq!(lost_after_flush(&[2, 1, 3]), 0);
+        // Far from 1: the sink joined late; nothing is assumed.
+        assert_eq!(lost_after_flush(&[65, 66]), 0);
     }
 }

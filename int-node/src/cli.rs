@@ -50,4 +50,8 @@ pub enum Command {
     Collect(crate::tools::collect::CollectArgs),
     /// Write a pcap of test traffic.
     Gen(crate::tools::gen::GenArgs),
+    /// Send UDP traffic at a steady rate (one flow) through the kernel.
+    Send(crate::tools::send::SendArgs),
+    /// Bring a network-namespace lab up, run its scenario, tear it down.
+    Lab(crate::tools::lab::LabArgs),
 }

@@ -119,6 +119,7 @@ pub struct RawPipeline {
     pub int: RawInt,
     pub source: Option<RawSource>,
     pub sink: Option<RawSink>,
+    pub impair: Option<RawImpair>,
     /// `tsc` (default) or `rx-timestamp`.
     pub clock: Option<String>,
 }
@@ -233,6 +234,19 @@ fn default_sweep() -> u64 {
     100
 }
 
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawImpair {
+    #[serde(default)]
+    pub loss_percent: f64,
+    #[serde(default)]
+    pub delay_ms: f64,
+    /// A file whose content (`loss_percent=2 delay_ms=20`) replaces the
+    /// settings live; read every 100 ms.
+    pub control_file: Option<String>,
+    pub max_held: Option<u32>,
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawExport {
@@ -318,6 +332,7 @@ pub enum Role {
     Source,
     Transit,
     Sink,
+    Impair,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -347,6 +362,15 @@ pub struct PipelineConfig {
     pub clock: ClockSource,
     pub source: Option<SourceSettings>,
     pub sink: Option<SinkSettings>,
+    pub impair: Option<ImpairSettings>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ImpairSettings {
+    pub loss_ppm: u32,
+    pub delay_us: u32,
+    pub control_file: Option<String>,
+    pub max_held: u32,
 }
 
 #[derive(Debug, Clone)]
@@ -634,11 +658,12 @@ pub fn validate(raw: &RawConfig) -> Result<Config, ConfigError> {
             "source" => Role::Source,
             "transit" => Role::Transit,
             "sink" => Role::Sink,
+            "impair" => Role::Impair,
             other => {
                 problems.add(
                     format!("{path}.role"),
                     format!("unknown role {other:?}"),
-                    "one of: source, transit, sink, forward",
+                    "one of: source, transit, sink, forward, impair",
                 );
                 Role::Forward
             }
@@ -790,6 +815,37 @@ pub fn validate(raw: &RawConfig) -> Result<Config, ConfigError> {
             }
             _ => None,
         };
+        let impair = match (role, &p.impair) {
+            (Role::Impair, raw) => {
+                let default = RawImpair::default();
+                let raw = raw.as_ref().unwrap_or(&default);
+                let text = format!("loss_percent={} delay_ms={}", raw.loss_percent, raw.delay_ms);
+                let (loss_ppm, delay_us) =
+                    crate::pipeline::impair::ImpairControl::parse(&text).unwrap_or_else(|| {
+                        problems.add(
+                            format!("{path}.impair"),
+                            "loss_percent must be 0-100 and delay_ms 0-10000",
+                            "e.g. {loss_percent: 1, delay_ms: 20}",
+                        );
+                        (0, 0)
+                    });
+                Some(ImpairSettings {
+                    loss_ppm,
+                    delay_us,
+                    control_file: raw.control_file.clone(),
+                    max_held: raw.max_held.unwrap_or(65536),
+                })
+            }
+            (_, Some(_)) => {
+                problems.add(
+                    format!("{path}.impair"),
+                    "impair settings on a pipeline that is not impair",
+                    "remove the section or set role: impair",
+                );
+                None
+            }
+            _ => None,
+        };
         pipelines.push(PipelineConfig {
             name: p.name.clone().unwrap_or_else(|| format!("{}{i}", p.role)),
             role,
@@ -803,6 +859,7 @@ pub fn validate(raw: &RawConfig) -> Result<Config, ConfigError> {
             clock,
             source,
             sink,
+            impair,
         });
     }
 

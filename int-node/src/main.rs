@@ -51,6 +51,8 @@ fn main() -> ExitCode {
         cli::Command::Decode(args) => tool(tools::decode::run(&args)),
         cli::Command::Collect(args) => tool(tools::collect::run(&args)),
         cli::Command::Gen(args) => tool(tools::gen::run(&args)),
+        cli::Command::Send(args) => tool(tools::send::run(&args)),
+        cli::Command::Lab(args) => tool(tools::lab::run(&args)),
     }
 }
 

@@ -22,6 +22,7 @@ use crate::dpdk::port::{self, Port, PortId, PortSetup, PortStats, QueueId};
 use crate::dpdk::DpdkError;
 use crate::flow_table::FlowTable;
 use crate::pipeline::export::{self, Exporter};
+use crate::pipeline::impair::{ImpairControl, ImpairStage};
 use crate::pipeline::sink::SinkStage;
 use crate::pipeline::source::SourceStage;
 use crate::pipeline::transit::TransitStage;
@@ -144,6 +145,7 @@ pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
     let mut by_lcore: BTreeMap<u32, Vec<Pipeline>> = BTreeMap::new();
     let mut shared: Vec<(String, Arc<SharedCounters>)> = Vec::new();
     let mut consumers = Vec::new();
+    let mut impair_controls: Vec<(String, Arc<ImpairControl>, Option<std::time::SystemTime>)> = Vec::new();
     for p in &config.pipelines {
         let rx_port = port_ids.get(p.rx_port).copied().unwrap_or(PortId(0));
         let tx_port = port_ids.get(p.tx_port).copied().unwrap_or(PortId(0));
@@ -199,6 +201,20 @@ pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
                     idle_timeout_ns: s.idle_timeout_ms * 1_000_000,
                     rx_timestamps: timestamps,
                 }))
+            }
+            (Role::Impair, _, _) => {
+                let settings = p.impair.clone().ok_or_else(|| RunError::Setup(format!("pipeline {}: no impair settings", p.name)))?;
+                let control = Arc::new(ImpairControl::default());
+                control.set(settings.loss_ppm, settings.delay_us);
+                if let Some(file) = &settings.control_file {
+                    impair_controls.push((file.clone(), Arc::clone(&control), None));
+                }
+                Stage::Impair(Box::new(ImpairStage::new(
+                    control,
+                    (tx_port, QueueId(p.tx_queue)),
+                    settings.max_held as usize,
+                    u64::from(config.node_id) ^ 0x5eed,
+                )))
             }
             (Role::Transit, _, _) => Stage::Transit(Box::new(TransitStage {
                 config: TransitConfig { domain, max_ip_len: mtu },
@@ -288,6 +304,7 @@ pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
     let started = Instant::now();
     let interval = Duration::from_millis(config.stats_interval_ms);
     let mut next_print = started + interval;
+    let mut next_control = started;
     let mut last_rx = 0u64;
     let mut last_rx_change = started;
     let mut last_print_rx: Vec<u64> = vec![0; shared.len()];
@@ -302,6 +319,23 @@ pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
         if rx != last_rx {
             last_rx = rx;
             last_rx_change = now;
+        }
+        if now >= next_control {
+            next_control = now + Duration::from_millis(100);
+            for (file, control, seen) in impair_controls.iter_mut() {
+                let modified = std::fs::metadata(file.as_str()).and_then(|m| m.modified()).ok();
+                if modified.is_some() && modified != *seen {
+                    *seen = modified;
+                    let text = std::fs::read_to_string(file.as_str()).unwrap_or_default();
+                    match ImpairControl::parse(&text) {
+                        Some((loss_ppm, delay_us)) => {
+                            control.set(loss_ppm, delay_us);
+                            log::info!("impair: {file}: loss {} ppm, delay {delay_us} us", loss_ppm);
+                        }
+                        None => log::warn!("impair: {file}: expected `loss_percent=N delay_ms=N`, got {text:?}"),
+                    }
+                }
+            }
         }
         if now >= next_print {
             print_interval(&shared, &mut last_print_rx, now.duration_since(last_print_at));

@@ -65,6 +65,10 @@ counters! {
     reports_suppressed,
     reports_ring_full,
     reports_too_big,
+    // impair
+    impaired_dropped,
+    impaired_delayed,
+    impaired_overflow,
     // flow tables
     flows_created,
     flows_expired,

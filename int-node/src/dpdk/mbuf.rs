@@ -1,7 +1,7 @@
 //! Bursts of mbufs on an lcore's stack, with the per-packet accessors inlined
 //! over `rte_mbuf`'s fields (no shim call per packet).
 
-use std::ptr;
+use std::ptr::{self, NonNull};
 
 use dpdk_sys::rte_mbuf;
 use int_core::FrameBuf;
@@ -192,6 +192,40 @@ impl Burst {
         Some(raw.wrapping_mul(clock.ns_per_unit))
     }
 
+    /// Moves the packets for which `take(index)` is true out of the burst,
+    /// in order, handing each with its index to `out`; the others stay, in
+    /// order.
+    #[inline]
+    pub fn take_where(&mut self, mut take: impl FnMut(usize) -> bool, mut out: impl FnMut(usize, HeldMbuf)) {
+        let mut kept = 0;
+        for i in 0..self.len {
+            let Some(&m) = self.mbufs.get(i) else { break };
+            if take(i) {
+                if let Some(held) = NonNull::new(m) {
+                    out(i, HeldMbuf(held));
+                }
+            } else {
+                if let Some(slot) = self.mbufs.get_mut(kept) {
+                    *slot = m;
+                }
+                kept += 1;
+            }
+        }
+        self.len = kept;
+    }
+
+    /// Appends a held mbuf; gives it back if the burst is full.
+    #[inline]
+    pub fn push(&mut self, held: HeldMbuf) -> Result<(), HeldMbuf> {
+        if self.len >= BURST {
+            return Err(held);
+        }
+        let m = held.0.as_ptr();
+        std::mem::forget(held);
+        self.push_raw(m);
+        Ok(())
+    }
+
     /// Appends an mbuf (for bursts built by the node itself).
     pub(crate) fn push_raw(&mut self, m: *mut rte_mbuf) -> bool {
         match self.mbufs.get_mut(self.len) {
@@ -204,6 +238,25 @@ impl Burst {
         }
     }
 }
+
+/// One mbuf owned outside a burst (held back by a stage); freed on drop.
+pub struct HeldMbuf(NonNull<rte_mbuf>);
+
+// SAFETY: a HeldMbuf is the only owner of its mbuf; DPDK lets an mbuf be
+// used and freed on any lcore, one at a time.
+unsafe impl Send for HeldMbuf {}
+
+impl Drop for HeldMbuf {
+    fn drop(&mut self) {
+        // SAFETY: the mbuf is owned by this value alone (taken out of a
+        // burst, never duplicated), so it is freed exactly once.
+        unsafe { dpdk_sys::shim_pktmbuf_free(self.0.as_ptr()) };
+    }
+}
+
+// SAFETY: a Burst owns its mbufs alone; moving it to another lcore (which
+// the node does once, at launch, while it is empty) moves that ownership.
+unsafe impl Send for Burst {}
 
 impl Drop for Burst {
     fn drop(&mut self) {

@@ -3,6 +3,7 @@
 //! at start (an enum, no dynamic dispatch in the loop).
 
 pub mod export;
+pub mod impair;
 pub mod sink;
 pub mod source;
 pub mod transit;
@@ -20,6 +21,7 @@ pub enum Stage {
     Source(Box<source::SourceStage>),
     Transit(Box<transit::TransitStage>),
     Sink(Box<sink::SinkStage>),
+    Impair(Box<impair::ImpairStage>),
 }
 
 pub struct Pipeline {
@@ -35,10 +37,12 @@ impl Pipeline {
     #[inline]
     pub fn poll(&mut self, burst: &mut Burst, clock: &mut TscClock) -> usize {
         let received = burst.rx(self.rx.0, self.rx.1);
-        if let Stage::Sink(sink) = &mut self.stage {
+        match &mut self.stage {
             // The sweep runs even when no packet came: losses are reported
             // on time for flows that went quiet.
-            sink.sweep(clock, &mut self.counters);
+            Stage::Sink(sink) => sink.sweep(clock, &mut self.counters),
+            Stage::Impair(impair) if received == 0 => impair.release_due(clock, &mut self.counters),
+            _ => {}
         }
         if received == 0 {
             self.counters.publish(&self.shared);
@@ -50,6 +54,7 @@ impl Pipeline {
             Stage::Source(source) => source.process(burst, clock, &mut self.counters),
             Stage::Transit(transit) => transit.process(burst, clock, &mut self.counters),
             Stage::Sink(sink) => sink.process(burst, clock, &mut self.counters),
+            Stage::Impair(impair) => impair.process(burst, clock, &mut self.counters),
         }
         let (sent, dropped) = burst.tx(self.tx.0, self.tx.1);
         self.counters.add(Counter::tx_packets, sent as u64);
@@ -79,8 +84,10 @@ pub fn run_worker(
         }
     }
     for pipeline in pipelines.iter_mut() {
-        if let Stage::Sink(sink) = &mut pipeline.stage {
-            sink.finish(&mut clock, &mut pipeline.counters);
+        match &mut pipeline.stage {
+            Stage::Sink(sink) => sink.finish(&mut clock, &mut pipeline.counters),
+            Stage::Impair(impair) => impair.finish(),
+            _ => {}
         }
         pipeline.counters.publish(&pipeline.shared);
     }

@@ -5,4 +5,6 @@
 pub mod collect;
 pub mod decode;
 pub mod gen;
+pub mod lab;
 pub mod pcap;
+pub mod send;

@@ -1,0 +1,617 @@
+//! `int-node lab --topology FILE`: brings a YAML-described lab up (hosts as
+//! network namespaces, veth links, int-node processes on `net_af_packet`
+//! vdevs, a collector), runs its scenario with real kernel TCP and UDP
+//! traffic and netem impairments, checks what the reports say against what
+//! was done, and tears everything down on every exit path. It only touches
+//! namespaces it created (names prefixed with the lab's name) and refuses to
+//! start if one of them already exists.
+//!
+//! The scenario (all steps optional, in this order):
+//! 1. `tcp_transfer_mb`: a TCP transfer client -> server with nc; the
+//!    SHA-256 at the far end must match: the sink restored packets the
+//!    kernel accepts.
+//! 2. `loss_percent` with `udp_packets` at `udp_rate`: netem loss on the
+//!    impaired link; the Drop-Summary gap counts for the flow must equal
+//!    what netem dropped (read from `tc -s qdisc`).
+//! 3. `delay_ms`: a UDP flow runs, netem delay is added mid-run; a latency
+//!    report must show the new one-way latency.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use serde::Deserialize;
+
+#[derive(Debug, Args)]
+pub struct LabArgs {
+    /// The topology YAML (config/lab/*.yaml).
+    #[arg(long, short)]
+    pub topology: PathBuf,
+    /// Where node logs, collector output and transfer files go.
+    #[arg(long, default_value = "target/lab")]
+    pub workdir: PathBuf,
+    /// Leave the lab up after the scenario (tear down with --down).
+    #[arg(long)]
+    pub keep: bool,
+    /// Only tear down a lab left up with --keep.
+    #[arg(long)]
+    pub down: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Topology {
+    name: String,
+    hosts: Vec<String>,
+    links: Vec<Link>,
+    #[serde(default)]
+    nodes: Vec<NodeSpec>,
+    collector: Option<CollectorSpec>,
+    #[serde(default)]
+    scenario: Scenario,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Link {
+    /// `host/interface`.
+    a: String,
+    b: String,
+    #[serde(default = "default_mtu")]
+    mtu: u16,
+    a_addr: Option<String>,
+    b_addr: Option<String>,
+    /// netem arguments applied at start on side a, e.g. "delay 1ms".
+    netem: Option<String>,
+}
+
+fn default_mtu() -> u16 {
+    1500
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NodeSpec {
+    host: String,
+    /// Node config, relative to the topology file.
+    config: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CollectorSpec {
+    host: String,
+    listen: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Scenario {
+    /// `host/interface` of the traffic's sender and receiver.
+    client: Option<String>,
+    server: Option<String>,
+    /// `host/interface` whose egress gets netem.
+    impaired: Option<String>,
+    /// Where loss and delay come from: `netem` on `impaired`, `node` (an
+    /// int-node impair pipeline reading `impair_control`), or `auto`: netem
+    /// when the kernel has it, the node otherwise.
+    #[serde(default = "default_impairment")]
+    impairment: String,
+    /// The impair node's control file (in the lab's work directory) and the
+    /// host whose node log carries its counters.
+    impair_control: Option<String>,
+    impair_host: Option<String>,
+    tcp_transfer_mb: Option<u64>,
+    loss_percent: Option<f64>,
+    #[serde(default = "default_udp_packets")]
+    udp_packets: u64,
+    #[serde(default = "default_udp_rate")]
+    udp_rate: f64,
+    delay_ms: Option<u64>,
+}
+
+fn default_impairment() -> String {
+    "auto".into()
+}
+
+fn default_udp_packets() -> u64 {
+    20_000
+}
+fn default_udp_rate() -> f64 {
+    4_000.0
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+fn split(endpoint: &str) -> Result<(&str, &str), String> {
+    endpoint.split_once('/').ok_or_else(|| format!("{endpoint:?}: expected host/interface"))
+}
+
+/// Runs a command; its stdout, or an error with its stderr.
+fn sh(args: &[&str]) -> Result<String, String> {
+    let (program, rest) = args.split_first().ok_or("empty command")?;
+    let output = Command::new(program).args(rest).output().map_err(|e| format!("{}: {e}", args.join(" ")))?;
+    if !output.status.success() {
+        return Err(format!("`{}` failed: {}", args.join(" "), String::from_utf8_lossy(&output.stderr).trim()));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// Everything the lab created, undone on drop.
+struct Lab {
+    prefix: String,
+    namespaces: Vec<String>,
+    children: Vec<(String, Child)>,
+    keep: bool,
+}
+
+impl Lab {
+    fn ns(&self, host: &str) -> String {
+        format!("{}-{host}", self.prefix)
+    }
+
+    fn exec(&self, host: &str, args: &[&str]) -> Result<String, String> {
+        let ns = self.ns(host);
+        let mut full = vec!["ip", "netns", "exec", ns.as_str()];
+        full.extend_from_slice(args);
+        sh(&full)
+    }
+
+    fn spawn(&mut self, name: &str, host: &str, args: &[&str], log: &Path) -> Result<(), String> {
+        let file = fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
+        let err = file.try_clone().map_err(|e| e.to_string())?;
+        let child = Command::new("ip")
+            .args(["netns", "exec", &self.ns(host)])
+            .args(args)
+            .current_dir(log.parent().unwrap_or(Path::new(".")))
+            .stdout(Stdio::from(file))
+            .stderr(Stdio::from(err))
+            .spawn()
+            .map_err(|e| format!("{name}: {e}"))?;
+        self.children.push((name.to_string(), child));
+        Ok(())
+    }
+
+    /// SIGTERM to one child, then wait (SIGKILL after 10 s).
+    fn stop(&mut self, name: &str) {
+        if let Some(index) = self.children.iter().position(|(n, _)| n == name) {
+            let (_, mut child) = self.children.remove(index);
+            terminate(&mut child);
+        }
+    }
+}
+
+fn terminate(child: &mut Child) {
+    // SAFETY: kill(2) on a pid we spawned and have not reaped.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        for (_, child) in self.children.iter_mut().rev() {
+            terminate(child);
+        }
+        if self.keep {
+            eprintln!("lab: left up (int-node lab --down --topology ... tears it down)");
+            return;
+        }
+        for ns in self.namespaces.iter().rev() {
+            if let Err(e) = sh(&["ip", "netns", "del", ns]) {
+                eprintln!("lab: cleanup: {e}");
+            }
+        }
+        eprintln!("lab: removed namespaces {}", self.namespaces.join(", "));
+    }
+}
+
+struct Checks {
+    results: Vec<(String, bool, String)>,
+}
+
+impl Checks {
+    fn check(&mut self, name: &str, ok: bool, detail: String) {
+        println!("lab: {} {name}: {detail}", if ok { "PASS" } else { "FAIL" });
+        self.results.push((name.to_string(), ok, detail));
+    }
+}
+
+pub fn run(args: &LabArgs) -> Result<(), String> {
+    if unsafe_geteuid() != 0 {
+        return Err("the lab creates network namespaces: run it as root".into());
+    }
+    let text = fs::read_to_string(&args.topology).map_err(|e| format!("{}: {e}", args.topology.display()))?;
+    let topology: Topology = serde_yaml_ng::from_str(&text).map_err(|e| format!("{}: {e}", args.topology.display()))?;
+    let base = args.topology.parent().unwrap_or(Path::new("."));
+    let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    // SAFETY: the handler only stores to an atomic.
+    unsafe {
+        libc::signal(libc::SIGINT, handler);
+        libc::signal(libc::SIGTERM, handler);
+    }
+    let mut lab = Lab { prefix: topology.name.clone(), namespaces: Vec::new(), children: Vec::new(), keep: args.keep };
+    if args.down {
+        lab.namespaces = topology.hosts.iter().map(|h| lab.ns(h)).filter(|ns| namespace_exists(ns)).collect();
+        return Ok(());
+    }
+    let workdir = args.workdir.join(&topology.name);
+    fs::create_dir_all(&workdir).map_err(|e| format!("{}: {e}", workdir.display()))?;
+    let workdir = fs::canonicalize(&workdir).map_err(|e| format!("{}: {e}", workdir.display()))?;
+    if let Some(control) = &topology.scenario.impair_control {
+        fs::write(workdir.join(control), "loss_percent=0 delay_ms=0\n").map_err(|e| e.to_string())?;
+    }
+    up(&mut lab, &topology, base, &workdir)?;
+    let checks = scenario(&mut lab, &topology, &workdir)?;
+    // Stop nodes and collector so that their final words are in the logs.
+    let names: Vec<String> = lab.children.iter().map(|(n, _)| n.clone()).collect();
+    for name in names {
+        lab.stop(&name);
+    }
+    let failed: Vec<&str> = checks.results.iter().filter(|(_, ok, _)| !ok).map(|(n, _, _)| n.as_str()).collect();
+    println!("lab: logs in {}", workdir.display());
+    drop(lab);
+    if failed.is_empty() {
+        println!("lab: all {} checks passed", checks.results.len());
+        Ok(())
+    } else {
+        Err(format!("lab: {} check(s) failed: {}", failed.len(), failed.join(", ")))
+    }
+}
+
+fn unsafe_geteuid() -> u32 {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() }
+}
+
+fn namespace_exists(ns: &str) -> bool {
+    sh(&["ip", "netns", "list"]).map(|list| list.lines().any(|l| l.split_whitespace().next() == Some(ns))).unwrap_or(false)
+}
+
+fn up(lab: &mut Lab, topology: &Topology, base: &Path, workdir: &Path) -> Result<(), String> {
+    for host in &topology.hosts {
+        let ns = lab.ns(host);
+        if namespace_exists(&ns) {
+            return Err(format!("namespace {ns} exists already (an earlier run kept up?): `int-node lab --down --topology ...` or `ip netns del {ns}`"));
+        }
+    }
+    for host in &topology.hosts {
+        let ns = lab.ns(host);
+        sh(&["ip", "netns", "add", &ns])?;
+        lab.namespaces.push(ns.clone());
+        lab.exec(host, &["ip", "link", "set", "lo", "up"])?;
+        // No IPv6 autoconfiguration chatter on the links: the loss check
+        // counts every packet netem drops.
+        lab.exec(host, &["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"])?;
+        lab.exec(host, &["sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1"])?;
+    }
+    println!("lab: namespaces {}", lab.namespaces.join(", "));
+    for (i, link) in topology.links.iter().enumerate() {
+        let (host_a, if_a) = split(&link.a)?;
+        let (host_b, if_b) = split(&link.b)?;
+        let (tmp_a, tmp_b) = (format!("{}l{i}a", topology.name), format!("{}l{i}b", topology.name));
+        sh(&["ip", "link", "add", &tmp_a, "type", "veth", "peer", "name", &tmp_b])?;
+        for (tmp, host, ifname, addr) in [(&tmp_a, host_a, if_a, &link.a_addr), (&tmp_b, host_b, if_b, &link.b_addr)] {
+            let ns = lab.ns(host);
+            sh(&["ip", "link", "set", tmp, "netns", &ns, "name", ifname])?;
+            let mtu = link.mtu.to_string();
+            lab.exec(host, &["ip", "link", "set", ifname, "mtu", &mtu, "up"])?;
+            // Checksums and segmentation done by the kernel in software: a
+            // packet read by af_packet is a real, finished frame.
+            lab.exec(host, &["ethtool", "-K", ifname, "tx", "off", "rx", "off", "tso", "off", "gso", "off", "gro", "off"])?;
+            if let Some(addr) = addr {
+                lab.exec(host, &["ip", "addr", "add", addr, "dev", ifname])?;
+            }
+        }
+        if let Some(netem) = &link.netem {
+            let mut cmd = vec!["tc", "qdisc", "add", "dev", if_a, "root", "netem"];
+            cmd.extend(netem.split_whitespace());
+            lab.exec(host_a, &cmd)?;
+        }
+        println!("lab: link {} <-> {} (mtu {})", link.a, link.b, link.mtu);
+    }
+    // Static neighbours between the addressed ends: no ARP on the wire.
+    let addressed: Vec<(&str, &str, String)> = topology
+        .links
+        .iter()
+        .flat_map(|l| [(l.a.as_str(), l.a_addr.clone()), (l.b.as_str(), l.b_addr.clone())])
+        .filter_map(|(end, addr)| {
+            let (host, ifname) = end.split_once('/')?;
+            Some((host, ifname, addr?.split('/').next()?.to_string()))
+        })
+        .collect();
+    for (host, ifname, _) in &addressed {
+        for (peer_host, peer_if, peer_ip) in &addressed {
+            if peer_host == host {
+                continue;
+            }
+            let mac = lab.exec(peer_host, &["cat", &format!("/sys/class/net/{peer_if}/address")])?;
+            lab.exec(host, &["ip", "neigh", "replace", peer_ip, "lladdr", mac.trim(), "dev", ifname, "nud", "permanent"])?;
+        }
+    }
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let exe = exe.to_string_lossy().into_owned();
+    if let Some(collector) = &topology.collector {
+        let log = workdir.join("collector.jsonl");
+        lab.spawn("collector", &collector.host, &[&exe, "collect", "--listen", &collector.listen, "--json", "--interval", "0"], &log)?;
+    }
+    for node in &topology.nodes {
+        let config = fs::canonicalize(base.join(&node.config)).map_err(|e| format!("{}: {e}", node.config))?;
+        let config = config.to_string_lossy().into_owned();
+        sh(&[&exe, "check", "--config", &config])?;
+        let log = workdir.join(format!("node-{}.log", node.host));
+        let stats = workdir.join(format!("node-{}.json", node.host)).to_string_lossy().into_owned();
+        lab.spawn(&format!("node-{}", node.host), &node.host, &[&exe, "run", "--config", &config, "--stats-json", &stats], &log)?;
+        println!("lab: node in {} runs {}", lab.ns(&node.host), node.config);
+    }
+    // Give EAL and the af_packet ports time to come up.
+    wait(Duration::from_secs(3))?;
+    for (name, child) in lab.children.iter_mut() {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!("{name} exited early ({status}); see {}", workdir.display()));
+        }
+    }
+    Ok(())
+}
+
+fn wait(duration: Duration) -> Result<(), String> {
+    let deadline = Instant::now() + duration;
+    while Instant::now() < deadline {
+        if STOP.load(Ordering::SeqCst) {
+            return Err("interrupted".into());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(())
+}
+
+/// Reads the collector's JSON lines so far.
+fn reports(workdir: &Path) -> Vec<serde_json::Value> {
+    fs::read_to_string(workdir.join("collector.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+fn addr_of(lab: &Lab, endpoint: &str, topology: &Topology) -> Result<String, String> {
+    topology
+        .links
+        .iter()
+        .find_map(|l| {
+            if l.a == endpoint {
+                l.a_addr.clone()
+            } else if l.b == endpoint {
+                l.b_addr.clone()
+            } else {
+                None
+            }
+        })
+        .and_then(|a| a.split('/').next().map(str::to_string))
+        .ok_or_else(|| format!("{endpoint} has no address in {}", lab.prefix))
+}
+
+fn netem_dropped(lab: &Lab, host: &str, ifname: &str) -> Result<u64, String> {
+    let text = lab.exec(host, &["tc", "-s", "qdisc", "show", "dev", ifname])?;
+    text.split("dropped ")
+        .nth(1)
+        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(|| format!("no drop count in tc output: {text}"))
+}
+
+/// Loss and delay on the middle of the path: netem, or the impair node.
+enum Impairment {
+    Netem { host: String, ifname: String },
+    Node { control: PathBuf, log: PathBuf },
+}
+
+impl Impairment {
+    fn choose(lab: &Lab, scenario: &Scenario, workdir: &Path) -> Result<Option<Impairment>, String> {
+        let netem = || -> Result<Option<Impairment>, String> {
+            let Some(impaired) = &scenario.impaired else { return Ok(None) };
+            let (host, ifname) = split(impaired)?;
+            Ok(Some(Impairment::Netem { host: host.to_string(), ifname: ifname.to_string() }))
+        };
+        let node = || -> Result<Option<Impairment>, String> {
+            let (Some(control), Some(host)) = (&scenario.impair_control, &scenario.impair_host) else {
+                return Err("impairment by node needs impair_control and impair_host".into());
+            };
+            Ok(Some(Impairment::Node { control: workdir.join(control), log: workdir.join(format!("node-{host}.log")) }))
+        };
+        match scenario.impairment.as_str() {
+            "netem" => netem(),
+            "node" => node(),
+            "auto" => {
+                let probe = lab.namespaces.first().cloned().unwrap_or_default();
+                let has_netem = sh(&["ip", "netns", "exec", &probe, "tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"]).is_ok();
+                if has_netem {
+                    let _ = sh(&["ip", "netns", "exec", &probe, "tc", "qdisc", "del", "dev", "lo", "root"]);
+                    println!("lab: impairments by netem");
+                    netem()
+                } else {
+                    println!("lab: this kernel has no netem (sch_netem): impairments by the int-node impair node");
+                    node()
+                }
+            }
+            other => Err(format!("scenario.impairment {other:?}: auto, netem or node")),
+        }
+    }
+
+    fn set(&self, lab: &Lab, loss_percent: f64, delay_ms: u64) -> Result<(), String> {
+        match self {
+            Impairment::Netem { host, ifname } => {
+                if loss_percent == 0.0 && delay_ms == 0 {
+                    return lab.exec(host, &["tc", "qdisc", "del", "dev", ifname, "root"]).map(|_| ());
+                }
+                let loss = format!("{loss_percent}%");
+                let delay = format!("{delay_ms}ms");
+                let mut cmd = vec!["tc", "qdisc", "replace", "dev", ifname.as_str(), "root", "netem"];
+                if delay_ms > 0 {
+                    cmd.extend(["delay", delay.as_str()]);
+                }
+                if loss_percent > 0.0 {
+                    cmd.extend(["loss", loss.as_str()]);
+                }
+                lab.exec(host, &cmd).map(|_| ())
+            }
+            Impairment::Node { control, .. } => {
+                fs::write(control, format!("loss_percent={loss_percent} delay_ms={delay_ms}\n")).map_err(|e| e.to_string())?;
+                // The node reads the file every 100 ms.
+                wait(Duration::from_millis(300))
+            }
+        }
+    }
+
+    /// Packets dropped so far.
+    fn dropped(&self, lab: &Lab) -> Result<u64, String> {
+        match self {
+            Impairment::Netem { host, ifname } => netem_dropped(lab, host, ifname),
+            Impairment::Node { log, .. } => {
+                // The node prints its counters every interval: the last
+                // value printed is current after a short wait.
+                wait(Duration::from_millis(700))?;
+                let text = fs::read_to_string(log).map_err(|e| e.to_string())?;
+                let last = text.rsplit("impaired_dropped=").next().filter(|_| text.contains("impaired_dropped="));
+                Ok(last.and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next()).and_then(|n| n.parse().ok()).unwrap_or(0))
+            }
+        }
+    }
+}
+
+fn scenario(lab: &mut Lab, topology: &Topology, workdir: &Path) -> Result<Checks, String> {
+    let mut checks = Checks { results: Vec::new() };
+    let s = &topology.scenario;
+    let (Some(client), Some(server)) = (&s.client, &s.server) else { return Ok(checks) };
+    let (client_host, _) = split(client)?;
+    let (server_host, _) = split(server)?;
+    let server_ip = addr_of(lab, server, topology)?;
+    let client_ip = addr_of(lab, client, topology)?;
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?.to_string_lossy().into_owned();
+
+    if let Some(mb) = s.tcp_transfer_mb {
+        let send = workdir.join("transfer.bin");
+        let recv = workdir.join("received.bin");
+        let mut file = fs::File::create(&send).map_err(|e| e.to_string())?;
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut block = vec![0u8; 1 << 20];
+        for _ in 0..mb {
+            for chunk in block.chunks_mut(8) {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                chunk.copy_from_slice(&state.to_le_bytes()[..chunk.len()]);
+            }
+            file.write_all(&block).map_err(|e| e.to_string())?;
+        }
+        drop(file);
+        let recv_file = fs::File::create(&recv).map_err(|e| e.to_string())?;
+        let mut server_nc = Command::new("ip")
+            .args(["netns", "exec", &lab.ns(server_host), "nc", "-l", "-N", "5001"])
+            .stdout(Stdio::from(recv_file))
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| e.to_string())?;
+        wait(Duration::from_millis(300))?;
+        let started = Instant::now();
+        let sent = Command::new("ip")
+            .args(["netns", "exec", &lab.ns(client_host), "nc", "-N", "-w", "30", &server_ip, "5001"])
+            .stdin(Stdio::from(fs::File::open(&send).map_err(|e| e.to_string())?))
+            .stdout(Stdio::null())
+            .status()
+            .map_err(|e| e.to_string())?;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while server_nc.try_wait().ok().flatten().is_none() && Instant::now() < deadline && !STOP.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        terminate(&mut server_nc);
+        let seconds = started.elapsed().as_secs_f64();
+        let hash = |p: &Path| sh(&["sha256sum", &p.to_string_lossy()]).map(|o| o.split_whitespace().next().unwrap_or("").to_string());
+        let (a, b) = (hash(&send)?, hash(&recv)?);
+        let size = fs::metadata(&recv).map(|m| m.len()).unwrap_or(0);
+        checks.check(
+            "tcp transfer",
+            sent.success() && a == b && !a.is_empty(),
+            format!("{mb} MB client -> server in {seconds:.1} s, {size} bytes received, sha256 {} {}", &a.get(..16).unwrap_or(""), if a == b { "matches" } else { "DIFFERS" }),
+        );
+    }
+
+    let impairment = Impairment::choose(lab, s, workdir)?;
+    if let (Some(loss), Some(impairment)) = (s.loss_percent, &impairment) {
+        let before = impairment.dropped(lab)?;
+        impairment.set(lab, loss, 0)?;
+        let from = format!("{client_ip}:40000");
+        let to = format!("{server_ip}:5002");
+        lab.exec(client_host, &[&exe, "send", "--from", &from, "--to", &to, "--packets", &s.udp_packets.to_string(), "--rate", &s.udp_rate.to_string(), "--size", "200"])?;
+        let dropped = impairment.dropped(lab)? - before;
+        impairment.set(lab, 0.0, 0)?;
+        // A few packets after the loss: the last losses become visible.
+        lab.exec(client_host, &[&exe, "send", "--from", &from, "--to", &to, "--packets", "20", "--rate", "1000", "--size", "200"])?;
+        wait(Duration::from_millis(1500))?;
+        let mut gaps = 0u64;
+        let mut drop_reports = 0;
+        for r in reports(workdir) {
+            if r["type"] == "drop-summary" && r["src_port"] == 40000 && r["dst_port"] == 5002 {
+                gaps += r["gap_count"].as_u64().unwrap_or(0);
+                drop_reports += 1;
+            }
+        }
+        checks.check(
+            "loss counts",
+            gaps == dropped && dropped > 0,
+            format!(
+                "{} dropped {dropped} of {} UDP packets at {loss}%; {drop_reports} Drop-Summary reports count {gaps}",
+                if matches!(impairment, Impairment::Netem { .. }) { "netem" } else { "the impair node" },
+                s.udp_packets
+            ),
+        );
+    }
+
+    if let (Some(delay), Some(impairment)) = (s.delay_ms, &impairment) {
+        let from = format!("{client_ip}:40001");
+        let to = format!("{server_ip}:5003");
+        let mut sender = Command::new("ip")
+            .args(["netns", "exec", &lab.ns(client_host), &exe, "send", "--from", &from, "--to", &to, "--packets", "3000", "--rate", "1000", "--size", "100"])
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| e.to_string())?;
+        wait(Duration::from_secs(1))?;
+        impairment.set(lab, 0.0, delay)?;
+        let _ = sender.wait();
+        impairment.set(lab, 0.0, 0)?;
+        wait(Duration::from_millis(500))?;
+        let latencies: BTreeMap<u64, u64> = reports(workdir)
+            .iter()
+            .filter(|r| r["type"] == "latency" && r["src_port"] == 40001)
+            .filter_map(|r| Some((r["flow_seq"].as_u64()?, r["latency_ns"].as_u64()?)))
+            .collect();
+        let before = latencies.iter().filter(|(seq, _)| **seq < 900).map(|(_, l)| *l).max();
+        let delay_ns = delay * 1_000_000;
+        let after = latencies.iter().find(|(seq, l)| **seq > 900 && **l >= delay_ns && **l < delay_ns + 10_000_000);
+        checks.check(
+            "latency change",
+            before.is_some_and(|l| l < delay_ns / 2) && after.is_some(),
+            format!(
+                "reports (flow seq -> one-way latency): {}",
+                latencies.iter().map(|(s, l)| format!("{s}: {:.3} ms", *l as f64 / 1e6)).collect::<Vec<_>>().join(", ")
+            ),
+        );
+    }
+    Ok(checks)
+}
