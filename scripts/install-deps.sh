@@ -7,7 +7,7 @@
 # when nothing is missing. Used by the README, .ci/run and docker/Dockerfile.
 set -euo pipefail
 
-packages=(libdpdk-dev dpdk dpdk-dev pkg-config clang libclang-dev iproute2 tcpdump ca-certificates netcat-openbsd ethtool)
+packages=(libdpdk-dev dpdk dpdk-dev pkg-config clang libclang-dev iproute2 tcpdump ca-certificates netcat-openbsd ethtool tshark)
 if [[ "${INT_NODE_RUNTIME_ONLY:-0}" == "1" ]]; then
     # Runtime image: the DPDK libraries int-node links, the bus and mempool
     # drivers EAL loads, and the PMDs it is used with (vdevs and common

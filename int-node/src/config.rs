@@ -820,8 +820,8 @@ pub fn validate(raw: &RawConfig) -> Result<Config, ConfigError> {
                 let default = RawImpair::default();
                 let raw = raw.as_ref().unwrap_or(&default);
                 let text = format!("loss_percent={} delay_ms={}", raw.loss_percent, raw.delay_ms);
-                let (loss_ppm, delay_us) =
-                    crate::pipeline::impair::ImpairControl::parse(&text).unwrap_or_else(|| {
+                let (loss_ppm, delay_us) = crate::pipeline::impair::ImpairControl::parse(&text)
+                    .unwrap_or_else(|| {
                         problems.add(
                             format!("{path}.impair"),
                             "loss_percent must be 0-100 and delay_ms 0-10000",

@@ -203,7 +203,10 @@ pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
                 }))
             }
             (Role::Impair, _, _) => {
-                let settings = p.impair.clone().ok_or_else(|| RunError::Setup(format!("pipeline {}: no impair settings", p.name)))?;
+                let settings = p
+                    .impair
+                    .clone()
+                    .ok_or_else(|| RunError::Setup(format!("pipeline {}: no impair settings", p.name)))?;
                 let control = Arc::new(ImpairControl::default());
                 control.set(settings.loss_ppm, settings.delay_us);
                 if let Some(file) = &settings.control_file {
@@ -332,7 +335,9 @@ pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
                             control.set(loss_ppm, delay_us);
                             log::info!("impair: {file}: loss {} ppm, delay {delay_us} us", loss_ppm);
                         }
-                        None => log::warn!("impair: {file}: expected `loss_percent=N delay_ms=N`, got {text:?}"),
+                        None => {
+                            log::warn!("impair: {file}: expected `loss_percent=N delay_ms=N`, got {text:?}")
+                        }
                     }
                 }
             }

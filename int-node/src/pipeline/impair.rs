@@ -55,7 +55,14 @@ pub struct ImpairStage {
 
 impl ImpairStage {
     pub fn new(control: Arc<ImpairControl>, tx: (PortId, QueueId), capacity: usize, seed: u64) -> Self {
-        ImpairStage { control, tx, rng: seed | 1, held: VecDeque::with_capacity(capacity), capacity, release: Burst::default() }
+        ImpairStage {
+            control,
+            tx,
+            rng: seed | 1,
+            held: VecDeque::with_capacity(capacity),
+            capacity,
+            release: Burst::default(),
+        }
     }
 
     #[inline]

@@ -132,6 +132,8 @@ pub fn run(args: &GenArgs) -> Result<(), String> {
     let mut rng = Rng(args.seed.max(1));
     let gap_ns = (1e9 / args.rate) as u64;
     let mut sequences = vec![0u32; args.flows as usize];
+    // Per flow: the next TCP sequence number (bytes sent so far).
+    let mut tcp_seq = vec![1u32; args.flows as usize];
     let mut packets: Vec<(u64, Vec<u8>)> = Vec::with_capacity(args.packets);
     for i in 0..args.packets {
         let flow = (i as u32) % args.flows;
@@ -148,7 +150,7 @@ pub fn run(args: &GenArgs) -> Result<(), String> {
                 Vec::new()
             };
             let mut spec = PacketSpec::tcp(src, dst, src_port, dst_port, 0);
-            spec.l4 = L4Spec::Tcp { src_port, dst_port, seq: i as u32, options };
+            spec.l4 = L4Spec::Tcp { src_port, dst_port, seq: 0, options };
             spec
         } else {
             PacketSpec::udp(src, dst, src_port, dst_port, 0)
@@ -160,6 +162,11 @@ pub fn run(args: &GenArgs) -> Result<(), String> {
         let headers = spec.frame_len();
         let payload = size.saturating_sub(headers + int_len);
         spec.payload = (0..payload).map(|j| (i + j) as u8).collect();
+        if let L4Spec::Tcp { seq, .. } = &mut spec.l4 {
+            let next = tcp_seq.get_mut(flow as usize).ok_or("flow index")?;
+            *seq = *next;
+            *next = next.wrapping_add(payload as u32);
+        }
         spec.ident = i as u16;
         let mut frame = spec.build();
         let time = args.start_ns + i as u64 * gap_ns;

@@ -16,6 +16,10 @@
 //! 3. `delay_ms`: a UDP flow runs, netem delay is added mid-run; a latency
 //!    report must show the new one-way latency.
 
+// Collector records are read with serde_json's `value["key"]`, which yields
+// Null for a missing key and never panics.
+#![allow(clippy::indexing_slicing)]
+
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write;
@@ -141,7 +145,11 @@ fn sh(args: &[&str]) -> Result<String, String> {
     let (program, rest) = args.split_first().ok_or("empty command")?;
     let output = Command::new(program).args(rest).output().map_err(|e| format!("{}: {e}", args.join(" ")))?;
     if !output.status.success() {
-        return Err(format!("`{}` failed: {}", args.join(" "), String::from_utf8_lossy(&output.stderr).trim()));
+        return Err(format!(
+            "`{}` failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
     }
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
@@ -238,7 +246,8 @@ pub fn run(args: &LabArgs) -> Result<(), String> {
         return Err("the lab creates network namespaces: run it as root".into());
     }
     let text = fs::read_to_string(&args.topology).map_err(|e| format!("{}: {e}", args.topology.display()))?;
-    let topology: Topology = serde_yaml_ng::from_str(&text).map_err(|e| format!("{}: {e}", args.topology.display()))?;
+    let topology: Topology =
+        serde_yaml_ng::from_str(&text).map_err(|e| format!("{}: {e}", args.topology.display()))?;
     let base = args.topology.parent().unwrap_or(Path::new("."));
     let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
     // SAFETY: the handler only stores to an atomic.
@@ -246,7 +255,8 @@ pub fn run(args: &LabArgs) -> Result<(), String> {
         libc::signal(libc::SIGINT, handler);
         libc::signal(libc::SIGTERM, handler);
     }
-    let mut lab = Lab { prefix: topology.name.clone(), namespaces: Vec::new(), children: Vec::new(), keep: args.keep };
+    let mut lab =
+        Lab { prefix: topology.name.clone(), namespaces: Vec::new(), children: Vec::new(), keep: args.keep };
     if args.down {
         lab.namespaces = topology.hosts.iter().map(|h| lab.ns(h)).filter(|ns| namespace_exists(ns)).collect();
         return Ok(());
@@ -264,7 +274,8 @@ pub fn run(args: &LabArgs) -> Result<(), String> {
     for name in names {
         lab.stop(&name);
     }
-    let failed: Vec<&str> = checks.results.iter().filter(|(_, ok, _)| !ok).map(|(n, _, _)| n.as_str()).collect();
+    let failed: Vec<&str> =
+        checks.results.iter().filter(|(_, ok, _)| !ok).map(|(n, _, _)| n.as_str()).collect();
     println!("lab: logs in {}", workdir.display());
     drop(lab);
     if failed.is_empty() {
@@ -281,7 +292,9 @@ fn unsafe_geteuid() -> u32 {
 }
 
 fn namespace_exists(ns: &str) -> bool {
-    sh(&["ip", "netns", "list"]).map(|list| list.lines().any(|l| l.split_whitespace().next() == Some(ns))).unwrap_or(false)
+    sh(&["ip", "netns", "list"])
+        .map(|list| list.lines().any(|l| l.split_whitespace().next() == Some(ns)))
+        .unwrap_or(false)
 }
 
 fn up(lab: &mut Lab, topology: &Topology, base: &Path, workdir: &Path) -> Result<(), String> {
@@ -307,14 +320,22 @@ fn up(lab: &mut Lab, topology: &Topology, base: &Path, workdir: &Path) -> Result
         let (host_b, if_b) = split(&link.b)?;
         let (tmp_a, tmp_b) = (format!("{}l{i}a", topology.name), format!("{}l{i}b", topology.name));
         sh(&["ip", "link", "add", &tmp_a, "type", "veth", "peer", "name", &tmp_b])?;
-        for (tmp, host, ifname, addr) in [(&tmp_a, host_a, if_a, &link.a_addr), (&tmp_b, host_b, if_b, &link.b_addr)] {
+        for (tmp, host, ifname, addr) in
+            [(&tmp_a, host_a, if_a, &link.a_addr), (&tmp_b, host_b, if_b, &link.b_addr)]
+        {
             let ns = lab.ns(host);
             sh(&["ip", "link", "set", tmp, "netns", &ns, "name", ifname])?;
             let mtu = link.mtu.to_string();
             lab.exec(host, &["ip", "link", "set", ifname, "mtu", &mtu, "up"])?;
             // Checksums and segmentation done by the kernel in software: a
             // packet read by af_packet is a real, finished frame.
-            lab.exec(host, &["ethtool", "-K", ifname, "tx", "off", "rx", "off", "tso", "off", "gso", "off", "gro", "off"])?;
+            lab.exec(
+                host,
+                &[
+                    "ethtool", "-K", ifname, "tx", "off", "rx", "off", "tso", "off", "gso", "off", "gro",
+                    "off",
+                ],
+            )?;
             if let Some(addr) = addr {
                 lab.exec(host, &["ip", "addr", "add", addr, "dev", ifname])?;
             }
@@ -342,22 +363,36 @@ fn up(lab: &mut Lab, topology: &Topology, base: &Path, workdir: &Path) -> Result
                 continue;
             }
             let mac = lab.exec(peer_host, &["cat", &format!("/sys/class/net/{peer_if}/address")])?;
-            lab.exec(host, &["ip", "neigh", "replace", peer_ip, "lladdr", mac.trim(), "dev", ifname, "nud", "permanent"])?;
+            lab.exec(
+                host,
+                &["ip", "neigh", "replace", peer_ip, "lladdr", mac.trim(), "dev", ifname, "nud", "permanent"],
+            )?;
         }
     }
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let exe = exe.to_string_lossy().into_owned();
     if let Some(collector) = &topology.collector {
         let log = workdir.join("collector.jsonl");
-        lab.spawn("collector", &collector.host, &[&exe, "collect", "--listen", &collector.listen, "--json", "--interval", "0"], &log)?;
+        lab.spawn(
+            "collector",
+            &collector.host,
+            &[&exe, "collect", "--listen", &collector.listen, "--json", "--interval", "0"],
+            &log,
+        )?;
     }
     for node in &topology.nodes {
-        let config = fs::canonicalize(base.join(&node.config)).map_err(|e| format!("{}: {e}", node.config))?;
+        let config =
+            fs::canonicalize(base.join(&node.config)).map_err(|e| format!("{}: {e}", node.config))?;
         let config = config.to_string_lossy().into_owned();
         sh(&[&exe, "check", "--config", &config])?;
         let log = workdir.join(format!("node-{}.log", node.host));
         let stats = workdir.join(format!("node-{}.json", node.host)).to_string_lossy().into_owned();
-        lab.spawn(&format!("node-{}", node.host), &node.host, &[&exe, "run", "--config", &config, "--stats-json", &stats], &log)?;
+        lab.spawn(
+            &format!("node-{}", node.host),
+            &node.host,
+            &[&exe, "run", "--config", &config, "--stats-json", &stats],
+            &log,
+        )?;
         println!("lab: node in {} runs {}", lab.ns(&node.host), node.config);
     }
     // Give EAL and the af_packet ports time to come up.
@@ -433,20 +468,29 @@ impl Impairment {
             let (Some(control), Some(host)) = (&scenario.impair_control, &scenario.impair_host) else {
                 return Err("impairment by node needs impair_control and impair_host".into());
             };
-            Ok(Some(Impairment::Node { control: workdir.join(control), log: workdir.join(format!("node-{host}.log")) }))
+            Ok(Some(Impairment::Node {
+                control: workdir.join(control),
+                log: workdir.join(format!("node-{host}.log")),
+            }))
         };
         match scenario.impairment.as_str() {
             "netem" => netem(),
             "node" => node(),
             "auto" => {
                 let probe = lab.namespaces.first().cloned().unwrap_or_default();
-                let has_netem = sh(&["ip", "netns", "exec", &probe, "tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"]).is_ok();
+                let has_netem = sh(&[
+                    "ip", "netns", "exec", &probe, "tc", "qdisc", "add", "dev", "lo", "root", "netem",
+                    "delay", "1ms",
+                ])
+                .is_ok();
                 if has_netem {
                     let _ = sh(&["ip", "netns", "exec", &probe, "tc", "qdisc", "del", "dev", "lo", "root"]);
                     println!("lab: impairments by netem");
                     netem()
                 } else {
-                    println!("lab: this kernel has no netem (sch_netem): impairments by the int-node impair node");
+                    println!(
+                        "lab: this kernel has no netem (sch_netem): impairments by the int-node impair node"
+                    );
                     node()
                 }
             }
@@ -472,7 +516,8 @@ impl Impairment {
                 lab.exec(host, &cmd).map(|_| ())
             }
             Impairment::Node { control, .. } => {
-                fs::write(control, format!("loss_percent={loss_percent} delay_ms={delay_ms}\n")).map_err(|e| e.to_string())?;
+                fs::write(control, format!("loss_percent={loss_percent} delay_ms={delay_ms}\n"))
+                    .map_err(|e| e.to_string())?;
                 // The node reads the file every 100 ms.
                 wait(Duration::from_millis(300))
             }
@@ -488,8 +533,12 @@ impl Impairment {
                 // value printed is current after a short wait.
                 wait(Duration::from_millis(700))?;
                 let text = fs::read_to_string(log).map_err(|e| e.to_string())?;
-                let last = text.rsplit("impaired_dropped=").next().filter(|_| text.contains("impaired_dropped="));
-                Ok(last.and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next()).and_then(|n| n.parse().ok()).unwrap_or(0))
+                let last =
+                    text.rsplit("impaired_dropped=").next().filter(|_| text.contains("impaired_dropped="));
+                Ok(last
+                    .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(0))
             }
         }
     }
@@ -512,11 +561,11 @@ fn scenario(lab: &mut Lab, topology: &Topology, workdir: &Path) -> Result<Checks
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
         let mut block = vec![0u8; 1 << 20];
         for _ in 0..mb {
-            for chunk in block.chunks_mut(8) {
+            for chunk in block.chunks_exact_mut(8) {
                 state ^= state << 13;
                 state ^= state >> 7;
                 state ^= state << 17;
-                chunk.copy_from_slice(&state.to_le_bytes()[..chunk.len()]);
+                chunk.copy_from_slice(&state.to_le_bytes());
             }
             file.write_all(&block).map_err(|e| e.to_string())?;
         }
@@ -537,18 +586,28 @@ fn scenario(lab: &mut Lab, topology: &Topology, workdir: &Path) -> Result<Checks
             .status()
             .map_err(|e| e.to_string())?;
         let deadline = Instant::now() + Duration::from_secs(60);
-        while server_nc.try_wait().ok().flatten().is_none() && Instant::now() < deadline && !STOP.load(Ordering::SeqCst) {
+        while server_nc.try_wait().ok().flatten().is_none()
+            && Instant::now() < deadline
+            && !STOP.load(Ordering::SeqCst)
+        {
             std::thread::sleep(Duration::from_millis(50));
         }
         terminate(&mut server_nc);
         let seconds = started.elapsed().as_secs_f64();
-        let hash = |p: &Path| sh(&["sha256sum", &p.to_string_lossy()]).map(|o| o.split_whitespace().next().unwrap_or("").to_string());
+        let hash = |p: &Path| {
+            sh(&["sha256sum", &p.to_string_lossy()])
+                .map(|o| o.split_whitespace().next().unwrap_or("").to_string())
+        };
         let (a, b) = (hash(&send)?, hash(&recv)?);
         let size = fs::metadata(&recv).map(|m| m.len()).unwrap_or(0);
         checks.check(
             "tcp transfer",
             sent.success() && a == b && !a.is_empty(),
-            format!("{mb} MB client -> server in {seconds:.1} s, {size} bytes received, sha256 {} {}", &a.get(..16).unwrap_or(""), if a == b { "matches" } else { "DIFFERS" }),
+            format!(
+                "{mb} MB client -> server in {seconds:.1} s, {size} bytes received, sha256 {} {}",
+                &a.get(..16).unwrap_or(""),
+                if a == b { "matches" } else { "DIFFERS" }
+            ),
         );
     }
 
@@ -558,11 +617,43 @@ fn scenario(lab: &mut Lab, topology: &Topology, workdir: &Path) -> Result<Checks
         impairment.set(lab, loss, 0)?;
         let from = format!("{client_ip}:40000");
         let to = format!("{server_ip}:5002");
-        lab.exec(client_host, &[&exe, "send", "--from", &from, "--to", &to, "--packets", &s.udp_packets.to_string(), "--rate", &s.udp_rate.to_string(), "--size", "200"])?;
+        lab.exec(
+            client_host,
+            &[
+                &exe,
+                "send",
+                "--from",
+                &from,
+                "--to",
+                &to,
+                "--packets",
+                &s.udp_packets.to_string(),
+                "--rate",
+                &s.udp_rate.to_string(),
+                "--size",
+                "200",
+            ],
+        )?;
         let dropped = impairment.dropped(lab)? - before;
         impairment.set(lab, 0.0, 0)?;
         // A few packets after the loss: the last losses become visible.
-        lab.exec(client_host, &[&exe, "send", "--from", &from, "--to", &to, "--packets", "20", "--rate", "1000", "--size", "200"])?;
+        lab.exec(
+            client_host,
+            &[
+                &exe,
+                "send",
+                "--from",
+                &from,
+                "--to",
+                &to,
+                "--packets",
+                "20",
+                "--rate",
+                "1000",
+                "--size",
+                "200",
+            ],
+        )?;
         wait(Duration::from_millis(1500))?;
         let mut gaps = 0u64;
         let mut drop_reports = 0;
@@ -587,7 +678,23 @@ fn scenario(lab: &mut Lab, topology: &Topology, workdir: &Path) -> Result<Checks
         let from = format!("{client_ip}:40001");
         let to = format!("{server_ip}:5003");
         let mut sender = Command::new("ip")
-            .args(["netns", "exec", &lab.ns(client_host), &exe, "send", "--from", &from, "--to", &to, "--packets", "3000", "--rate", "1000", "--size", "100"])
+            .args([
+                "netns",
+                "exec",
+                &lab.ns(client_host),
+                &exe,
+                "send",
+                "--from",
+                &from,
+                "--to",
+                &to,
+                "--packets",
+                "3000",
+                "--rate",
+                "1000",
+                "--size",
+                "100",
+            ])
             .stderr(Stdio::null())
             .spawn()
             .map_err(|e| e.to_string())?;
@@ -603,13 +710,18 @@ fn scenario(lab: &mut Lab, topology: &Topology, workdir: &Path) -> Result<Checks
             .collect();
         let before = latencies.iter().filter(|(seq, _)| **seq < 900).map(|(_, l)| *l).max();
         let delay_ns = delay * 1_000_000;
-        let after = latencies.iter().find(|(seq, l)| **seq > 900 && **l >= delay_ns && **l < delay_ns + 10_000_000);
+        let after =
+            latencies.iter().find(|(seq, l)| **seq > 900 && **l >= delay_ns && **l < delay_ns + 10_000_000);
         checks.check(
             "latency change",
             before.is_some_and(|l| l < delay_ns / 2) && after.is_some(),
             format!(
                 "reports (flow seq -> one-way latency): {}",
-                latencies.iter().map(|(s, l)| format!("{s}: {:.3} ms", *l as f64 / 1e6)).collect::<Vec<_>>().join(", ")
+                latencies
+                    .iter()
+                    .map(|(s, l)| format!("{s}: {:.3} ms", *l as f64 / 1e6))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         );
     }

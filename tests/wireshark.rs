@@ -1,0 +1,237 @@
+//! The Wireshark dissector (tools/wireshark/int05.lua) against pcaps the
+//! node wrote: every field of an INT packet in each encapsulation, a
+//! latency report and a Drop-Summary report, as tshark shows them, equals
+//! what int-node decode says of the same packet.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::*;
+
+const LUA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tools/wireshark/int05.lua");
+
+/// tshark's values of `fields` for every packet (one Vec per packet).
+fn tshark(pcap: &Path, fields: &[&str]) -> Vec<Vec<String>> {
+    let mut args =
+        vec!["-X".to_string(), format!("lua_script:{LUA}"), "-r".into(), pcap.to_string_lossy().into_owned()];
+    // INT sits where port-based dissectors (HTTP on 80...) would look, and
+    // its bytes look like payload to TCP's sequence analysis.
+    args.extend(
+        [
+            "-o",
+            "tcp.try_heuristic_first:TRUE",
+            "-o",
+            "udp.try_heuristic_first:TRUE",
+            "-o",
+            "tcp.analyze_sequence_numbers:FALSE",
+        ]
+        .map(String::from),
+    );
+    args.extend(["-T", "fields", "-E", "separator=;"].map(String::from));
+    for field in fields {
+        args.push("-e".into());
+        args.push((*field).into());
+    }
+    let output =
+        Command::new("tshark").args(&args).output().expect("tshark not found: run scripts/install-deps.sh");
+    assert!(output.status.success(), "tshark: {}", String::from_utf8_lossy(&output.stderr));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("Lua: Error"), "{stderr}");
+    String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| l.split(';').map(str::to_string).collect())
+        .collect()
+}
+
+fn decode(dir: &Path, pcap: &str) -> Vec<serde_json::Value> {
+    let output = Command::new(BIN).args(["decode", "--json", pcap]).current_dir(dir).output().unwrap();
+    assert!(output.status.success());
+    String::from_utf8(output.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+fn gen(dir: &Path, args: &[&str]) {
+    let output = Command::new(BIN).arg("gen").args(args).current_dir(dir).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+}
+
+const INT_FIELDS: [&str; 16] = [
+    "int05.shim.type",
+    "int05.shim.length",
+    "int05.md.ver",
+    "int05.md.rep",
+    "int05.md.c",
+    "int05.md.e",
+    "int05.md.ins_cnt",
+    "int05.md.max_hop_cnt",
+    "int05.md.total_hop_cnt",
+    "int05.md.instructions",
+    "int05.hop.switch_id",
+    "int05.hop.ingress_port",
+    "int05.hop.egress_port",
+    "int05.hop.ingress_timestamp",
+    "int05.hop.egress_timestamp",
+    "int05.sequence",
+];
+
+fn expected_int(int: &serde_json::Value) -> Vec<String> {
+    let hop = &int["hops"][0];
+    let flag = |v: &serde_json::Value| if v.as_bool().unwrap() { "1" } else { "0" }.to_string();
+    vec![
+        int["shim_type"].to_string(),
+        int["length_words"].to_string(),
+        int["version"].to_string(),
+        int["rep"].to_string(),
+        flag(&int["c"]),
+        flag(&int["e"]),
+        int["ins_cnt"].to_string(),
+        int["max_hop_cnt"].to_string(),
+        int["total_hop_cnt"].to_string(),
+        int["instructions"].as_str().unwrap().to_string(),
+        hop["switch_id"].to_string(),
+        hop["ingress_port"].to_string(),
+        hop["egress_port"].to_string(),
+        hop["ingress_timestamp"].to_string(),
+        hop["egress_timestamp"].to_string(),
+        int["sequence"].to_string(),
+    ]
+}
+
+#[test]
+fn tshark_decodes_what_the_node_wrote() {
+    let dir = workdir("wireshark");
+    gen(
+        &dir,
+        &["--out", "plain.pcap", "--packets", "40", "--flows", "4", "--proto", "mix", "--sizes", "200"],
+    );
+    // DSCP encapsulation, written by the source node.
+    run_node(&dir, &node_config("source", "plain.pcap", "dscp.pcap", "", None));
+    // UDP encapsulation, written by the source node.
+    let ext = "    int: {encapsulation: int05-extension-udp}\n";
+    run_node(&dir, &node_config("source", "plain.pcap", "ext.pcap", ext, None));
+
+    for (pcap, tail_field) in [("dscp.pcap", "udp.dstport"), ("ext.pcap", "udp.dstport")] {
+        let ours = decode(&dir, pcap);
+        let mut fields = INT_FIELDS.to_vec();
+        fields.extend(["int05.tail.proto", "int05.tail.dst_port", "int05.tail.dscp", tail_field]);
+        let theirs = tshark(&dir.join(pcap), &fields);
+        assert_eq!(theirs.len(), ours.len());
+        for (i, (t, o)) in theirs.iter().zip(&ours).enumerate() {
+            let mut expected = expected_int(&o["int"]);
+            let tail = &o["int"]["tail"];
+            expected.extend([
+                tail["protocol"].to_string(),
+                tail["dst_port"].to_string(),
+                tail["dscp"].to_string(),
+            ]);
+            assert_eq!(t[..19], expected[..], "{pcap} packet {i}");
+            if pcap == "ext.pcap" {
+                assert!(t[19].starts_with("33122"), "the extension UDP header: {}", t[19]);
+            }
+        }
+    }
+
+    // Reports written by the sink's DPDK-port exporter.
+    gen(
+        &dir,
+        &[
+            "--out",
+            "lossy.pcap",
+            "--packets",
+            "400",
+            "--flows",
+            "2",
+            "--proto",
+            "udp",
+            "--sizes",
+            "200",
+            "--instrument",
+            "hostint",
+            "--loss",
+            "0.05",
+        ],
+    );
+    write_pcap(&dir.join("empty.pcap"), &[]);
+    let config = format!(
+        "
+node_id: 10.0.0.2
+eal: {EAL}
+ports:
+  - {{name: data, device: 'net_pcap0,rx_pcap=lossy.pcap,tx_pcap=out.pcap', int_port: 3}}
+  - {{name: mgmt, device: 'net_pcap1,rx_pcap=empty.pcap,tx_pcap=reports.pcap'}}
+pipelines:
+  - {{name: sink, role: sink, lcore: 1, rx: {{port: data}}, tx: {{port: data}}}}
+export:
+  collector: 192.0.2.9:32766
+  path: {{port: mgmt, src_mac: '02:00:00:00:00:02', dst_mac: '02:00:00:00:00:09', src_ip: 192.0.2.2}}
+"
+    );
+    run_node(&dir, &config);
+    let ours = decode(&dir, "reports.pcap");
+    let fields = [
+        "intreport.ver",
+        "intreport.nproto",
+        "intreport.d",
+        "intreport.q",
+        "intreport.f",
+        "intreport.hw_id",
+        "intreport.seq",
+        "intreport.timestamp",
+        "intreport.sink_id",
+        "intreport.latency_ns",
+        "intreport.drop.source_node",
+        "intreport.drop.sink_node",
+        "intreport.drop.source_port",
+        "intreport.drop.sink_port",
+        "intreport.drop.gap_timestamp",
+        "intreport.drop.gap_sequence",
+        "intreport.drop.gap_count",
+        "intreport.src_port",
+        "intreport.dst_port",
+    ];
+    let theirs = tshark(&dir.join("reports.pcap"), &fields);
+    assert_eq!(theirs.len(), ours.len());
+    let (mut latency, mut drops) = (0, 0);
+    let flag = |v: &serde_json::Value| if v.as_bool().unwrap() { "1" } else { "0" }.to_string();
+    for (i, (t, o)) in theirs.iter().zip(&ours).enumerate() {
+        let r = &o["report"];
+        let h = &r["header"];
+        let header = [
+            h["version"].to_string(),
+            h["nproto"].to_string(),
+            flag(&h["d"]),
+            flag(&h["q"]),
+            flag(&h["f"]),
+            h["hw_id"].to_string(),
+            h["sequence"].to_string(),
+            h["timestamp"].to_string(),
+        ];
+        assert_eq!(t[..8], header[..], "report {i} header");
+        if r["type"] == "latency" {
+            latency += 1;
+            assert_eq!(t[8], r["sink_id"].to_string());
+            assert_eq!(t[9], r["latency_ns"].to_string());
+            assert_eq!(t[17], r["flow"]["src_port"].to_string());
+            assert_eq!(t[18], r["flow"]["dst_port"].to_string());
+        } else {
+            drops += 1;
+            let got: Vec<&str> = t[10..19].iter().map(String::as_str).collect();
+            let want = [
+                r["source_node"].to_string(),
+                r["sink_node"].to_string(),
+                r["source_port"].to_string(),
+                r["sink_port"].to_string(),
+                r["gap_timestamp"].to_string(),
+                r["gap_sequence"].to_string(),
+                r["gap_count"].to_string(),
+                r["flow"]["src_port"].to_string(),
+                r["flow"]["dst_port"].to_string(),
+            ];
+            assert_eq!(got, want, "drop report {i}");
+        }
+    }
+    assert!(latency >= 2 && drops >= 1, "{latency} latency and {drops} drop reports");
+}
