@@ -31,6 +31,7 @@ fn main() {
     println!("cargo:rerun-if-changed=shim/shim.c");
     println!("cargo:rerun-if-changed=shim/shim.h");
     println!("cargo:rerun-if-env-changed=PKG_CONFIG_PATH");
+    println!("cargo:rerun-if-env-changed=PKG_CONFIG_LIBDIR");
 
     let version = pkg_config("--modversion");
     let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
