@@ -17,6 +17,12 @@ pub(crate) enum Carrier {
     Tcp(usize),
 }
 
+impl Default for Carrier {
+    fn default() -> Self {
+        Carrier::Udp(0)
+    }
+}
+
 impl Carrier {
     /// The L4 length changes from `old_len` to `new_len` (UDP: its Length
     /// field, which is also in the pseudo-header; TCP: the pseudo-header

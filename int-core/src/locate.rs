@@ -11,7 +11,7 @@ pub const PROTO_TCP: u8 = 6;
 pub const PROTO_UDP: u8 = 17;
 
 /// Where the IPv4 header and its payload lie in a frame.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Ipv4Location {
     /// Offset of the IPv4 header.
     pub l3: usize,
@@ -89,6 +89,12 @@ pub fn ipv4(frame: &[u8]) -> Result<Option<Ipv4Location>, ParseError> {
 pub enum L4 {
     Udp { src_port: u16, dst_port: u16, length: u16 },
     Tcp { src_port: u16, dst_port: u16, header_len: usize },
+}
+
+impl Default for L4 {
+    fn default() -> Self {
+        L4::Udp { src_port: 0, dst_port: 0, length: 0 }
+    }
 }
 
 impl L4 {

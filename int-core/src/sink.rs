@@ -34,7 +34,7 @@ pub struct SinkConfig {
 
 /// An INT packet found in a frame, with everything the sink needs after the
 /// bytes are gone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Extracted {
     /// The original flow (in the UDP encapsulation: protocol from the tail,
     /// ports from the inner L4 header).

@@ -112,7 +112,7 @@ pub enum Skip {
 }
 
 /// A packet the source will instrument: its flow and where INT goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Plan {
     pub flow: FlowKey,
     ip: Ipv4Location,

@@ -78,15 +78,7 @@ impl<V: Copy + Default> FlowTable<V> {
     pub fn prefetch(&self, hash: u64) {
         let index = hash as usize & self.mask;
         if let Some(slot) = self.slots.get(index) {
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: a prefetch hint on an address inside our own slice;
-            // it never faults and changes no state.
-            unsafe {
-                std::arch::x86_64::_mm_prefetch(
-                    (slot as *const Slot<V>).cast::<i8>(),
-                    std::arch::x86_64::_MM_HINT_T0,
-                )
-            };
+            crate::dpdk::os::prefetch(slot);
         }
     }
 

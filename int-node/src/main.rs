@@ -24,9 +24,7 @@ fn main() -> ExitCode {
     let _ = TermLogger::init(level, log_config, TerminalMode::Stderr, ColorChoice::Never);
 
     if !matches!(cli.command, cli::Command::Run { .. }) {
-        // SAFETY: restores the default action for SIGPIPE before any thread
-        // exists; the tools are single-threaded filters.
-        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+        dpdk::os::default_sigpipe();
     }
     match cli.command {
         cli::Command::Check { config } => check(&config),

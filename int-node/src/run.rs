@@ -56,13 +56,7 @@ extern "C" fn on_signal(_: libc::c_int) {
 }
 
 fn install_signal_handlers() {
-    let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
-    // SAFETY: the handler only stores to an atomic, which is
-    // async-signal-safe.
-    unsafe {
-        libc::signal(libc::SIGINT, handler);
-        libc::signal(libc::SIGTERM, handler);
-    }
+    crate::dpdk::os::on_stop_signals(on_signal);
 }
 
 pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
@@ -200,6 +194,8 @@ pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
                     flows: FlowTable::new(s.flow_capacity as usize),
                     idle_timeout_ns: s.idle_timeout_ms * 1_000_000,
                     rx_timestamps: timestamps,
+                    plans: [Default::default(); crate::dpdk::mbuf::BURST],
+                    last_sweep_ns: 0,
                 }))
             }
             (Role::Impair, _, _) => {

@@ -8,7 +8,7 @@ bitflags! {
     /// The instruction bitmap. Bits 8-15 are reserved in INT 0.5; they are
     /// kept (`from_bits_retain`) so that a packet is never rewritten with
     /// fewer bits than it arrived with.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
     pub struct Instructions: u16 {
         /// bit 0: switch id.
         const SWITCH_ID = 0x8000;

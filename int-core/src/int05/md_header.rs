@@ -83,7 +83,7 @@ impl MetadataHeader {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct MetadataHeaderRepr {
     pub version: u8,
     pub replication: u8,

@@ -17,9 +17,10 @@ use crate::error::{Layer, ParseError};
 
 pub const HEADER_LEN: usize = 4;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum ShimType {
     /// 1: hop-by-hop; transit hops push their metadata.
+    #[default]
     HopByHop,
     /// 2: destination; only the sink reads it.
     Destination,

@@ -29,7 +29,7 @@ pub struct TailHeader {
 }
 const _: () = assert!(size_of::<TailHeader>() == HEADER_LEN);
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct TailRepr {
     pub protocol: u8,
     pub dst_port: u16,

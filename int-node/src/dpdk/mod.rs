@@ -7,6 +7,7 @@ pub mod eal;
 pub mod lcore;
 pub mod mbuf;
 pub mod mempool;
+pub mod os;
 pub mod port;
 
 use std::ffi::CStr;

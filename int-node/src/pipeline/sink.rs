@@ -85,6 +85,7 @@ pub struct SinkStage {
     rx_clock_offset: i64,
     last_sweep_ns: u64,
     keep: [bool; crate::dpdk::mbuf::BURST],
+    found: [(sink::Extracted, u64); BURST],
 }
 
 impl SinkStage {
@@ -113,6 +114,7 @@ impl SinkStage {
             rx_clock_offset: 0,
             last_sweep_ns: 0,
             keep: [true; crate::dpdk::mbuf::BURST],
+            found: [Default::default(); BURST],
         }
     }
 
@@ -137,8 +139,10 @@ impl SinkStage {
     pub fn process(&mut self, burst: &mut Burst, clock: &mut TscClock, counters: &mut Counters) {
         let burst_ns = clock.now_ns();
         let mut any_dropped = false;
-        let mut found_all: [Option<(sink::Extracted, u64)>; BURST] = [None; BURST];
-        for (i, slot) in found_all.iter_mut().enumerate().take(burst.len()) {
+        // Bit i: packet i's INT block is in self.found[i] (kept in the stage
+        // so that no burst-sized array is initialised per burst).
+        let mut extracted = 0u32;
+        for i in 0..burst.len() {
             burst.prefetch(i + 2);
             if let Some(flag) = self.keep.get_mut(i) {
                 *flag = true;
@@ -151,7 +155,10 @@ impl SinkStage {
                 Ok(Some(found)) => {
                     let hash = found.flow.hash64();
                     self.flows.prefetch(hash);
-                    *slot = Some((found, hash));
+                    if let Some(slot) = self.found.get_mut(i) {
+                        *slot = (found, hash);
+                        extracted |= 1 << i;
+                    }
                 }
                 Ok(None) => counters.inc(Counter::not_int),
                 Err(error) => {
@@ -168,8 +175,12 @@ impl SinkStage {
                 }
             }
         }
-        for (i, entry) in found_all.iter().enumerate().take(burst.len()) {
-            let Some((found, hash)) = entry else { continue };
+        let mut stripped = 0;
+        while extracted != 0 {
+            let i = extracted.trailing_zeros() as usize;
+            extracted &= extracted - 1;
+            let Some(&(found, hash)) = self.found.get(i) else { continue };
+            let (found, hash) = (&found, &hash);
             let now_ns = self.rx_timestamps.and_then(|clock| burst.rx_time_ns(i, &clock)).unwrap_or(burst_ns);
             self.rx_clock_offset = now_ns as i64 - burst_ns as i64;
             if let Some(reason) = self.track(found, *hash, now_ns, counters) {
@@ -179,7 +190,7 @@ impl SinkStage {
             }
             let domain = &self.domain;
             match burst.with_frame(i, |f| sink::strip(f, found, domain)) {
-                Some(Some(_)) => counters.inc(Counter::stripped),
+                Some(Some(_)) => stripped += 1,
                 _ => {
                     // Cannot happen for a frame extract accepted; never
                     // forward a half-restored packet all the same.
@@ -191,6 +202,7 @@ impl SinkStage {
                 }
             }
         }
+        counters.add(Counter::stripped, stripped);
         if any_dropped {
             let keep = self.keep;
             burst.retain(|i| keep.get(i).copied().unwrap_or(true));

@@ -20,6 +20,9 @@ pub struct SourceStage {
     pub flows: FlowTable<u32>,
     pub idle_timeout_ns: u64,
     pub rx_timestamps: Option<RxClock>,
+    /// This burst's plans and flow hashes (scratch space).
+    pub plans: [(source::Plan, u64); BURST],
+    pub last_sweep_ns: u64,
 }
 
 impl SourceStage {
@@ -43,8 +46,10 @@ impl SourceStage {
     pub fn process(&mut self, burst: &mut Burst, clock: &mut TscClock, counters: &mut Counters) {
         let now_ns = clock.now_ns();
         let with_sequence = self.config.shim_type.has_sequence();
-        let mut plans: [Option<(source::Plan, u64)>; BURST] = [None; BURST];
-        for (i, slot) in plans.iter_mut().enumerate().take(burst.len()) {
+        // Bit i: packet i has a plan in self.plans[i] (kept in the stage so
+        // that no burst-sized array is initialised per burst).
+        let mut planned = 0u32;
+        for i in 0..burst.len() {
             burst.prefetch(i + 2);
             let Some(frame) = burst.data(i) else {
                 counters.inc(Counter::multi_segment);
@@ -58,23 +63,28 @@ impl SourceStage {
                         counters.inc(Counter::not_watched);
                         continue;
                     }
-                    let hash = plan.flow.hash64();
+                    let hash = if with_sequence { plan.flow.hash64() } else { 0 };
                     if with_sequence {
                         self.flows.prefetch(hash);
                     }
-                    *slot = Some((plan, hash));
+                    if let Some(slot) = self.plans.get_mut(i) {
+                        *slot = (plan, hash);
+                        planned |= 1 << i;
+                    }
                 }
                 Err(skip) => counters.inc(skip_counter(skip)),
             }
         }
-        for (i, planned) in plans.iter().enumerate().take(burst.len()) {
-            let Some((plan, hash)) = planned else { continue };
+        let mut instrumented = 0;
+        let mut created = 0;
+        while planned != 0 {
+            let i = planned.trailing_zeros() as usize;
+            planned &= planned - 1;
+            let Some((plan, hash)) = self.plans.get(i) else { continue };
             let sequence = if with_sequence {
                 match self.flows.get_or_insert_hashed(&plan.flow, *hash, now_ns) {
-                    Some((next, created)) => {
-                        if created {
-                            counters.inc(Counter::flows_created);
-                        }
+                    Some((next, new)) => {
+                        created += u64::from(new);
                         *next = next.wrapping_add(1);
                         *next
                     }
@@ -94,14 +104,19 @@ impl SourceStage {
             match burst
                 .with_frame(i, |f| source::insert_with(f, plan, config, template, sequence, Some(time)))
             {
-                Some(Ok(_)) => counters.inc(Counter::instrumented),
+                Some(Ok(_)) => instrumented += 1,
                 Some(Err(skip)) => counters.inc(skip_counter(skip)),
                 None => counters.inc(Counter::multi_segment),
             }
         }
-        if with_sequence {
+        counters.add(Counter::instrumented, instrumented);
+        counters.add(Counter::flows_created, created);
+        // Ageing: a 64th of the table every millisecond or so.
+        if with_sequence && now_ns.wrapping_sub(self.last_sweep_ns) >= 1 << 20 {
+            self.last_sweep_ns = now_ns;
             let idle_limit = (self.idle_timeout_ns >> 20) as u32;
-            let expired = self.flows.sweep(16, now_ns, |_, _, idle| idle > idle_limit);
+            let budget = self.flows.slot_count().div_ceil(64);
+            let expired = self.flows.sweep(budget, now_ns, |_, _, idle| idle > idle_limit);
             counters.add(Counter::flows_expired, expired as u64);
         }
     }

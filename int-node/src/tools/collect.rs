@@ -69,12 +69,7 @@ pub fn run(args: &CollectArgs) -> Result<(), String> {
     };
     let socket = UdpSocket::bind(&args.listen).map_err(|e| format!("--listen {}: {e}", args.listen))?;
     socket.set_read_timeout(Some(Duration::from_millis(100))).map_err(|e| e.to_string())?;
-    let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
-    // SAFETY: the handler only stores to an atomic (async-signal-safe).
-    unsafe {
-        libc::signal(libc::SIGINT, handler);
-        libc::signal(libc::SIGTERM, handler);
-    }
+    crate::dpdk::os::on_stop_signals(on_signal);
     eprintln!("collect: listening on {}", socket.local_addr().map_err(|e| e.to_string())?);
     let started = Instant::now();
     let mut next_summary = started + Duration::from_secs_f64(args.interval.max(0.001));

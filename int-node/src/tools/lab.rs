@@ -199,8 +199,7 @@ impl Lab {
 }
 
 fn terminate(child: &mut Child) {
-    // SAFETY: kill(2) on a pid we spawned and have not reaped.
-    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    crate::dpdk::os::terminate(child.id());
     let deadline = Instant::now() + Duration::from_secs(10);
     while Instant::now() < deadline {
         if let Ok(Some(_)) = child.try_wait() {
@@ -242,19 +241,14 @@ impl Checks {
 }
 
 pub fn run(args: &LabArgs) -> Result<(), String> {
-    if unsafe_geteuid() != 0 {
+    if !crate::dpdk::os::is_root() {
         return Err("the lab creates network namespaces: run it as root".into());
     }
     let text = fs::read_to_string(&args.topology).map_err(|e| format!("{}: {e}", args.topology.display()))?;
     let topology: Topology =
         serde_yaml_ng::from_str(&text).map_err(|e| format!("{}: {e}", args.topology.display()))?;
     let base = args.topology.parent().unwrap_or(Path::new("."));
-    let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
-    // SAFETY: the handler only stores to an atomic.
-    unsafe {
-        libc::signal(libc::SIGINT, handler);
-        libc::signal(libc::SIGTERM, handler);
-    }
+    crate::dpdk::os::on_stop_signals(on_signal);
     let mut lab =
         Lab { prefix: topology.name.clone(), namespaces: Vec::new(), children: Vec::new(), keep: args.keep };
     if args.down {
@@ -284,11 +278,6 @@ pub fn run(args: &LabArgs) -> Result<(), String> {
     } else {
         Err(format!("lab: {} check(s) failed: {}", failed.len(), failed.join(", ")))
     }
-}
-
-fn unsafe_geteuid() -> u32 {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() }
 }
 
 fn namespace_exists(ns: &str) -> bool {

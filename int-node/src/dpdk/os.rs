@@ -1,0 +1,96 @@
+//! The few operating-system calls the node makes beside DPDK, kept here so
+//! that `unsafe` lives in one layer: signal handlers, process control,
+//! cache prefetch, and batched UDP sends (sendmmsg) for the exporter.
+
+use std::net::UdpSocket;
+use std::os::fd::AsRawFd;
+
+/// Calls `handler` on SIGINT and SIGTERM. The handler must only touch
+/// atomics (async-signal-safe).
+pub fn on_stop_signals(handler: extern "C" fn(libc::c_int)) {
+    let handler = handler as libc::sighandler_t;
+    // SAFETY: installing a handler is sound; the handlers this program
+    // passes only store to atomics.
+    unsafe {
+        libc::signal(libc::SIGINT, handler);
+        libc::signal(libc::SIGTERM, handler);
+    }
+}
+
+/// Restores SIGPIPE's default action (end quietly when the reader of our
+/// stdout goes away), as Unix filters do.
+pub fn default_sigpipe() {
+    // SAFETY: sets a default disposition; called before threads exist.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+}
+
+/// Sends SIGTERM to a process this program started.
+pub fn terminate(pid: u32) {
+    // SAFETY: kill(2) has no memory effects; the pid is our unreaped child.
+    unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+}
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// A hint to load `value`'s cache line.
+#[inline]
+pub fn prefetch<T>(value: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetch is a hint on a valid reference; it never faults.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch((value as *const T).cast::<i8>(), std::arch::x86_64::_MM_HINT_T0)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = value;
+}
+
+/// Up to this many datagrams per sendmmsg(2).
+pub const BATCH: usize = 64;
+
+/// Sends datagrams on a connected UDP socket, many per system call.
+pub struct BatchSender {
+    socket: UdpSocket,
+}
+
+impl BatchSender {
+    pub fn new(socket: UdpSocket) -> Self {
+        BatchSender { socket }
+    }
+
+    /// Sends every payload (at most [`BATCH`] are taken); returns how many
+    /// the kernel accepted.
+    pub fn send(&self, payloads: &[&[u8]]) -> usize {
+        let count = payloads.len().min(BATCH);
+        let mut iovecs = [libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 }; BATCH];
+        // SAFETY: mmsghdr is a plain C struct; all-zero is a valid value.
+        let mut headers: [libc::mmsghdr; BATCH] = unsafe { std::mem::zeroed() };
+        for ((iovec, header), payload) in
+            iovecs.iter_mut().zip(headers.iter_mut()).zip(payloads.iter()).take(count)
+        {
+            iovec.iov_base = payload.as_ptr() as *mut libc::c_void;
+            iovec.iov_len = payload.len();
+            header.msg_hdr.msg_iov = iovec;
+            header.msg_hdr.msg_iovlen = 1;
+        }
+        let mut sent = 0;
+        while sent < count {
+            let rest = headers.get_mut(sent..count).unwrap_or(&mut []);
+            // SAFETY: every header points at one iovec that points into a
+            // payload borrowed for this call; the socket is connected, so no
+            // addresses are needed; `rest` holds `rest.len()` headers.
+            let ret =
+                unsafe { libc::sendmmsg(self.socket.as_raw_fd(), rest.as_mut_ptr(), rest.len() as u32, 0) };
+            if ret <= 0 {
+                // A refused datagram (ICMP port unreachable reported on a
+                // connected socket) fails one call: skip it and go on.
+                sent += 1;
+                continue;
+            }
+            sent += ret as usize;
+        }
+        count
+    }
+}
