@@ -13,6 +13,9 @@ mod tools;
 
 use std::process::ExitCode;
 
+#[global_allocator]
+static ALLOCATOR: dpdk::os::CountingAllocator = dpdk::os::CountingAllocator;
+
 use clap::Parser;
 use simplelog::{ColorChoice, ConfigBuilder, LevelFilter, TermLogger, TerminalMode};
 

@@ -409,6 +409,7 @@ pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
         in_use,
         pool.size()
     );
+    println!("heap allocations on the packet path: {}", crate::dpdk::os::packet_path_allocations());
     if in_use != 0 {
         log::warn!("{in_use} mbufs not returned to the pool");
     }
@@ -434,6 +435,7 @@ pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
             }).collect::<serde_json::Map<_, _>>(),
             "export": exporter.as_ref().map(|e| serde_json::to_value(e.stats).unwrap_or_default()),
             "mempool": { "size": pool.size(), "in_use_at_exit": in_use, "drained_at_exit": drained },
+            "packet_path_allocations": crate::dpdk::os::packet_path_allocations(),
         });
         let text = serde_json::to_string_pretty(&json).unwrap_or_default();
         std::fs::write(path, text)
