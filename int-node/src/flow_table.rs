@@ -39,13 +39,15 @@ impl<V: Copy + Default> FlowTable<V> {
             key: FlowKey { src: 0.into(), dst: 0.into(), protocol: 0, src_port: 0, dst_port: 0 },
             value: V::default(),
         };
-        FlowTable {
-            slots: vec![empty; slot_count].into_boxed_slice(),
-            mask: slot_count - 1,
-            len: 0,
-            capacity,
-            cursor: 0,
-        }
+        // Reserve first, advise huge pages, then touch: the pages come in
+        // as 2 MB pages where the kernel allows it.
+        let mut slots: Vec<Slot<V>> = Vec::with_capacity(slot_count);
+        crate::dpdk::os::advise_huge_pages(
+            slots.as_ptr().cast::<u8>(),
+            slot_count * std::mem::size_of::<Slot<V>>(),
+        );
+        slots.resize(slot_count, empty);
+        FlowTable { slots: slots.into_boxed_slice(), mask: slot_count - 1, len: 0, capacity, cursor: 0 }
     }
 
     pub fn len(&self) -> usize {

@@ -47,6 +47,20 @@ pub fn prefetch<T>(value: &T) {
     let _ = value;
 }
 
+/// Asks the kernel to back `[start, start + len)` with transparent huge
+/// pages (where enabled as `madvise`): big flow tables then cost far fewer
+/// TLB misses. Call before the memory is first touched.
+pub fn advise_huge_pages(start: *const u8, len: usize) {
+    const HUGE: usize = 2 << 20;
+    let first = (start as usize).div_ceil(HUGE) * HUGE;
+    let end = (start as usize + len) / HUGE * HUGE;
+    if end > first {
+        // SAFETY: madvise only changes how the kernel backs these pages,
+        // which lie inside an allocation the caller owns.
+        unsafe { libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_HUGEPAGE) };
+    }
+}
+
 /// Up to this many datagrams per sendmmsg(2).
 pub const BATCH: usize = 64;
 

@@ -23,6 +23,9 @@ use crate::stats::{Counter, Counters};
 
 /// Steps per full pass of the sweep.
 const SWEEP_STEPS: u64 = 64;
+/// The most slots the sweep visits per second: a 1M-flow table (2M slots)
+/// is swept once a second instead of ten times.
+const MAX_SWEEP_SLOTS_PER_SECOND: u64 = 2_000_000;
 
 /// One flow's state at the sink.
 #[derive(Debug, Clone, Copy, Default)]
@@ -303,7 +306,11 @@ impl SinkStage {
             return;
         }
         self.last_sweep_ns = now_ns;
-        let budget = self.flows.slot_count().div_ceil(SWEEP_STEPS as usize);
+        // Large tables are paced (MAX_SWEEP_SLOTS_PER_SECOND): a full pass
+        // then takes longer than the interval, and the packet path keeps
+        // the memory bandwidth.
+        let paced = (MAX_SWEEP_SLOTS_PER_SECOND * step_ns / 1_000_000_000).max(1) as usize;
+        let budget = self.flows.slot_count().div_ceil(SWEEP_STEPS as usize).min(paced);
         self.sweep_slots(budget, now_ns, false, counters);
     }
 
