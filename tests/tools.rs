@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 
 use common::*;
 use int_core::flow::FlowKey;
-use int_core::report::{DropSummaryReport, DropSummaryRepr, NextProto, ReportHeaderRepr};
+use int_core::report::{DropSummaryReport, DropSummaryRepr, ReportHeaderRepr};
 
 fn int_node(dir: &Path, args: &[&str]) -> String {
     let output = Command::new(BIN).args(args).current_dir(dir).output().unwrap();
@@ -148,20 +148,7 @@ fn port_exporter_frames_decode() {
         ],
     );
     write_pcap(&dir.join("empty.pcap"), &[]);
-    let config = format!(
-        "
-node_id: 10.0.0.2
-eal: {EAL}
-ports:
-  - {{name: data, device: 'net_pcap0,rx_pcap=int.pcap,tx_pcap=out.pcap', int_port: 3}}
-  - {{name: mgmt, device: 'net_pcap1,rx_pcap=empty.pcap,tx_pcap=reports.pcap'}}
-pipelines:
-  - {{name: sink, role: sink, lcore: 1, rx: {{port: data}}, tx: {{port: data}}}}
-export:
-  collector: 192.0.2.9:32766
-  path: {{port: mgmt, src_mac: '02:00:00:00:00:02', dst_mac: '02:00:00:00:00:09', src_ip: 192.0.2.2}}
-"
-    );
+    let config = port_exporter_config("int.pcap");
     let run = run_node(&dir, &config);
     let frames = read_pcap(&dir.join("reports.pcap"));
     assert_eq!(frames.len() as u64, run.stats["export"]["reports_sent"].as_u64().unwrap());
@@ -249,16 +236,7 @@ fn collect_receives_reports_and_finds_gaps() {
     let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
     for (sequence, count) in [(10u32, 4u32), (12, 6)] {
         let report = DropSummaryReport {
-            header: ReportHeaderRepr {
-                version: 0,
-                next_proto: NextProto::DropSummary,
-                dropped: true,
-                congested_queue: false,
-                tracked_flow: true,
-                hw_id: 0,
-                sequence,
-                timestamp: 1_700_000_000,
-            },
+            header: ReportHeaderRepr::drop_summary(sequence, 1_700_000_000, 0),
             summary: DropSummaryRepr {
                 source_node: 1,
                 sink_node: 2,

@@ -155,20 +155,7 @@ fn tshark_decodes_what_the_node_wrote() {
         ],
     );
     write_pcap(&dir.join("empty.pcap"), &[]);
-    let config = format!(
-        "
-node_id: 10.0.0.2
-eal: {EAL}
-ports:
-  - {{name: data, device: 'net_pcap0,rx_pcap=lossy.pcap,tx_pcap=out.pcap', int_port: 3}}
-  - {{name: mgmt, device: 'net_pcap1,rx_pcap=empty.pcap,tx_pcap=reports.pcap'}}
-pipelines:
-  - {{name: sink, role: sink, lcore: 1, rx: {{port: data}}, tx: {{port: data}}}}
-export:
-  collector: 192.0.2.9:32766
-  path: {{port: mgmt, src_mac: '02:00:00:00:00:02', dst_mac: '02:00:00:00:00:09', src_ip: 192.0.2.2}}
-"
-    );
+    let config = port_exporter_config("lossy.pcap");
     run_node(&dir, &config);
     let ours = decode(&dir, "reports.pcap");
     let fields = [

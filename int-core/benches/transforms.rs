@@ -10,7 +10,7 @@ use std::net::Ipv4Addr;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use int_core::craft::PacketSpec;
 use int_core::int05::HopMetadata;
-use int_core::report::{LatencyReport, NextProto, ReportHeaderRepr, ReportProfile};
+use int_core::report::{LatencyReport, ReportHeaderRepr, ReportProfile};
 use int_core::sink::{self, SinkConfig};
 use int_core::source::{self, SourceConfig};
 use int_core::transit::{self, TransitConfig};
@@ -42,16 +42,7 @@ fn transforms(c: &mut Criterion) {
     let sink_config = SinkConfig::default();
     let hop = HopMetadata::host_int(7, 2, 123_456);
     let template = source::Template::new(&source_config, &hop).unwrap();
-    let header = ReportHeaderRepr {
-        version: 0,
-        next_proto: NextProto::Ipv4,
-        dropped: false,
-        congested_queue: false,
-        tracked_flow: true,
-        hw_id: 0,
-        sequence: 0,
-        timestamp: 1_700_000_000,
-    };
+    let header = ReportHeaderRepr::latency(0, 1_700_000_000, 0);
     for size in [64usize, 512, 1500] {
         let plain = frame(size);
         let with_int = instrumented(&plain);

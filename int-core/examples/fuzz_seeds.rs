@@ -10,7 +10,7 @@ use std::path::Path;
 use int_core::craft::PacketSpec;
 use int_core::encap::{Encapsulation, TcpPlacement};
 use int_core::int05::{HopMetadata, Instructions, ShimType};
-use int_core::report::{LatencyReport, NextProto, ReportHeaderRepr, ReportProfile};
+use int_core::report::{LatencyReport, ReportHeaderRepr, ReportProfile};
 use int_core::sink::{self, SinkConfig};
 use int_core::source::{self, SourceConfig};
 use int_core::transit::{self, TransitConfig};
@@ -62,16 +62,7 @@ fn main() {
             }
         }
     }
-    let header = ReportHeaderRepr {
-        version: 0,
-        next_proto: NextProto::Ipv4,
-        dropped: false,
-        congested_queue: false,
-        tracked_flow: true,
-        hw_id: 0,
-        sequence: 1,
-        timestamp: 1_700_000_000,
-    };
+    let header = ReportHeaderRepr::latency(1, 1_700_000_000, 0);
     let mut reports = Vec::new();
     for frame in &frames {
         for config in [

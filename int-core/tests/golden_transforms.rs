@@ -10,7 +10,7 @@ use common::*;
 use int_core::craft::PacketSpec;
 use int_core::encap::{Encapsulation, TcpPlacement};
 use int_core::int05::{Instructions, ShimType};
-use int_core::report::{self, LatencyReport, NextProto, ReportHeaderRepr, ReportProfile, SinkIdWord};
+use int_core::report::{self, LatencyReport, ReportHeaderRepr, ReportProfile, SinkIdWord};
 use int_core::sink::SinkConfig;
 use int_core::source::{self, Skip, SourceConfig};
 use int_core::transit::{Pushed, TransitConfig};
@@ -121,16 +121,7 @@ fn host_int_latency_report_sizes_and_stack() {
         let original = spec.build();
         let out = run_source(&original, &config, 3);
         let found = int_core::sink::extract(&out, &domain(&config)).unwrap().unwrap();
-        let header = ReportHeaderRepr {
-            version: 0,
-            next_proto: NextProto::Ipv4,
-            dropped: false,
-            congested_queue: false,
-            tracked_flow: true,
-            hw_id: 0,
-            sequence: 1,
-            timestamp: 1_700_000_000,
-        };
+        let header = ReportHeaderRepr::latency(1, 1_700_000_000, 0);
         let mut buf = [0xa5u8; 256];
         let sink = sink_hop(0x0a00_0002, 0x5e00_1001);
         let len = LatencyReport::build(

@@ -233,3 +233,23 @@ pub fn instrument(frame: &[u8], sequence: u32, source_ts: u32) -> Vec<u8> {
         .unwrap();
     view.frame().to_vec()
 }
+
+/// A sink reading `input` whose exporter is a second net_pcap port: its
+/// report frames (Ethernet/IPv4/UDP to 192.0.2.9:32766) land in
+/// reports.pcap. Needs an empty.pcap in the work directory.
+pub fn port_exporter_config(input: &str) -> String {
+    format!(
+        "
+node_id: 10.0.0.2
+eal: {EAL}
+ports:
+  - {{name: data, device: 'net_pcap0,rx_pcap={input},tx_pcap=out.pcap', int_port: 3}}
+  - {{name: mgmt, device: 'net_pcap1,rx_pcap=empty.pcap,tx_pcap=reports.pcap'}}
+pipelines:
+  - {{name: sink, role: sink, lcore: 1, rx: {{port: data}}, tx: {{port: data}}}}
+export:
+  collector: 192.0.2.9:32766
+  path: {{port: mgmt, src_mac: '02:00:00:00:00:02', dst_mac: '02:00:00:00:00:09', src_ip: 192.0.2.2}}
+"
+    )
+}

@@ -5,7 +5,7 @@
 
 use int_core::encap::{Encapsulation, TcpPlacement};
 use int_core::int05::HopMetadata;
-use int_core::report::{LatencyReport, NextProto, ReportHeaderRepr, ReportProfile};
+use int_core::report::{LatencyReport, ReportHeaderRepr, ReportProfile};
 use int_core::sink::{self, SinkConfig};
 use int_core::FrameBuf;
 use libfuzzer_sys::fuzz_target;
@@ -21,16 +21,7 @@ fuzz_target!(|data: &[u8]| {
         tcp_placement: if selector & 2 == 0 { TcpPlacement::BeforeOptions } else { TcpPlacement::AfterOptions },
     };
     let Ok(Some(found)) = sink::extract(frame, &config) else { return };
-    let header = ReportHeaderRepr {
-        version: 0,
-        next_proto: NextProto::Ipv4,
-        dropped: false,
-        congested_queue: false,
-        tracked_flow: true,
-        hw_id: 0,
-        sequence: 1,
-        timestamp: 1,
-    };
+    let header = ReportHeaderRepr::latency(1, 1, 0);
     let mut report = [0u8; 2048];
     let hop = HopMetadata::host_int(1, 1, 1);
     let _ = LatencyReport::build(&mut report, frame, &found, &hop, &header, 1, &ReportProfile::HOST_INT);

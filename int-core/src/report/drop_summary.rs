@@ -183,16 +183,7 @@ mod tests {
 
     fn report(protocol: u8) -> DropSummaryReport {
         DropSummaryReport {
-            header: ReportHeaderRepr {
-                version: 0,
-                next_proto: NextProto::DropSummary,
-                dropped: true,
-                congested_queue: false,
-                tracked_flow: true,
-                hw_id: 0,
-                sequence: 2,
-                timestamp: 1_700_000_000,
-            },
+            header: ReportHeaderRepr::drop_summary(2, 1_700_000_000, 0),
             summary: DropSummaryRepr {
                 source_node: 1,
                 sink_node: 2,

@@ -50,8 +50,7 @@ impl LatencyReport<'_> {
     }
 
     /// Bytes a latency report for `found` takes.
-    pub fn len_for(frame: &[u8], found: &Extracted, profile: &ReportProfile) -> usize {
-        let _ = frame;
+    pub fn len_for(found: &Extracted, profile: &ReportProfile) -> usize {
         let hop_len = found.header.instructions.hop_len();
         tr05::HEADER_LEN
             + if profile.sink_id_word { 4 } else { 0 }
@@ -73,7 +72,7 @@ impl LatencyReport<'_> {
         sink_id: u32,
         profile: &ReportProfile,
     ) -> Result<usize, ParseError> {
-        let len = Self::len_for(frame, found, profile);
+        let len = Self::len_for(found, profile);
         let available = buf.len();
         let out = buf
             .get_mut(..len)

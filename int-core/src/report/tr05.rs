@@ -93,6 +93,29 @@ pub struct ReportHeaderRepr {
 }
 
 impl ReportHeaderRepr {
+    /// Host-INT's latency report header: NProto 4 (INT/IPv4), F set.
+    pub fn latency(sequence: u32, timestamp: u32, hw_id: u8) -> Self {
+        ReportHeaderRepr {
+            version: 0,
+            next_proto: NextProto::Ipv4,
+            dropped: false,
+            congested_queue: false,
+            tracked_flow: true,
+            hw_id,
+            sequence,
+            timestamp,
+        }
+    }
+
+    /// Host-INT's Drop-Summary header: NProto 3, D and F set.
+    pub fn drop_summary(sequence: u32, timestamp: u32, hw_id: u8) -> Self {
+        ReportHeaderRepr {
+            next_proto: NextProto::DropSummary,
+            dropped: true,
+            ..Self::latency(sequence, timestamp, hw_id)
+        }
+    }
+
     /// Version 0 is the only one Telemetry Report 0.5 defines.
     pub fn parse(bytes: &[u8]) -> Result<Self, ParseError> {
         let (h, _) = ReportHeader::ref_from_prefix(bytes)

@@ -121,17 +121,13 @@ impl SinkStage {
         }
     }
 
-    fn header(&self, next_proto: NextProto, dropped: bool, now_ns: u64) -> ReportHeaderRepr {
-        ReportHeaderRepr {
-            version: 0,
-            next_proto,
-            dropped,
-            congested_queue: false,
-            tracked_flow: true,
-            hw_id: self.profile.hw_id,
-            // The exporter writes its own sequence number.
-            sequence: 0,
-            timestamp: self.profile.timestamp.from_ns(now_ns),
+    /// A report header stamped now; the exporter writes its own sequence
+    /// number over the 0.
+    fn header(&self, next_proto: NextProto, now_ns: u64) -> ReportHeaderRepr {
+        let timestamp = self.profile.timestamp.from_ns(now_ns);
+        match next_proto {
+            NextProto::DropSummary => ReportHeaderRepr::drop_summary(0, timestamp, self.profile.hw_id),
+            _ => ReportHeaderRepr::latency(0, timestamp, self.profile.hw_id),
         }
     }
 
@@ -186,9 +182,9 @@ impl SinkStage {
             let (found, hash) = (&found, &hash);
             let now_ns = self.rx_timestamps.and_then(|clock| burst.rx_time_ns(i, &clock)).unwrap_or(burst_ns);
             self.rx_clock_offset = now_ns as i64 - burst_ns as i64;
-            if let Some(reason) = self.track(found, *hash, now_ns, counters) {
+            if self.track(found, *hash, now_ns, counters).is_some() {
                 if let Some(frame) = burst.data(i) {
-                    self.latency_report(frame, found, now_ns, reason, counters);
+                    self.latency_report(frame, found, now_ns, counters);
                 }
             }
             let domain = &self.domain;
@@ -261,7 +257,6 @@ impl SinkStage {
         frame: &[u8],
         found: &sink::Extracted,
         now_ns: u64,
-        _reason: ReportReason,
         counters: &mut Counters,
     ) {
         if !self.limit.allow(now_ns) {
@@ -269,7 +264,7 @@ impl SinkStage {
             return;
         }
         let sink_hop = HopMetadata::host_int(self.node_id, self.int_port, now_ns as u32);
-        let header = self.header(NextProto::Ipv4, false, now_ns);
+        let header = self.header(NextProto::Ipv4, now_ns);
         let mut msg = ReportMsg::empty();
         match LatencyReport::build(
             &mut msg.bytes,
@@ -361,7 +356,7 @@ impl SinkStage {
         counters.add(Counter::reports_suppressed, suppressed);
         for (flow, summary) in due.iter().take(due_len) {
             let report = DropSummaryReport {
-                header: self.header(NextProto::DropSummary, true, now_ns),
+                header: self.header(NextProto::DropSummary, now_ns),
                 summary: *summary,
                 flow: *flow,
             };
