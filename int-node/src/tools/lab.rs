@@ -431,6 +431,27 @@ fn addr_of(lab: &Lab, endpoint: &str, topology: &Topology) -> Result<String, Str
         .ok_or_else(|| format!("{endpoint} has no address in {}", lab.prefix))
 }
 
+/// `int-node send` in `host`: one flow of 200-byte UDP datagrams.
+fn send_udp(lab: &Lab, host: &str, from: &str, to: &str, packets: u64, rate: f64) -> Result<(), String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?.to_string_lossy().into_owned();
+    let (packets, rate) = (packets.to_string(), rate.to_string());
+    let args = [
+        exe.as_str(),
+        "send",
+        "--from",
+        from,
+        "--to",
+        to,
+        "--packets",
+        &packets,
+        "--rate",
+        &rate,
+        "--size",
+        "200",
+    ];
+    lab.exec(host, &args).map(|_| ())
+}
+
 fn netem_dropped(lab: &Lab, host: &str, ifname: &str) -> Result<u64, String> {
     let text = lab.exec(host, &["tc", "-s", "qdisc", "show", "dev", ifname])?;
     text.split("dropped ")
@@ -606,43 +627,11 @@ fn scenario(lab: &mut Lab, topology: &Topology, workdir: &Path) -> Result<Checks
         impairment.set(lab, loss, 0)?;
         let from = format!("{client_ip}:40000");
         let to = format!("{server_ip}:5002");
-        lab.exec(
-            client_host,
-            &[
-                &exe,
-                "send",
-                "--from",
-                &from,
-                "--to",
-                &to,
-                "--packets",
-                &s.udp_packets.to_string(),
-                "--rate",
-                &s.udp_rate.to_string(),
-                "--size",
-                "200",
-            ],
-        )?;
+        send_udp(lab, client_host, &from, &to, s.udp_packets, s.udp_rate)?;
         let dropped = impairment.dropped(lab)? - before;
         impairment.set(lab, 0.0, 0)?;
         // A few packets after the loss: the last losses become visible.
-        lab.exec(
-            client_host,
-            &[
-                &exe,
-                "send",
-                "--from",
-                &from,
-                "--to",
-                &to,
-                "--packets",
-                "20",
-                "--rate",
-                "1000",
-                "--size",
-                "200",
-            ],
-        )?;
+        send_udp(lab, client_host, &from, &to, 20, 1000.0)?;
         wait(Duration::from_millis(1500))?;
         let mut gaps = 0u64;
         let mut drop_reports = 0;
