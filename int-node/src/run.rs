@@ -194,7 +194,6 @@ pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
                     flows: FlowTable::new(s.flow_capacity as usize),
                     idle_timeout_ns: s.idle_timeout_ms * 1_000_000,
                     rx_timestamps: timestamps,
-                    plans: [Default::default(); crate::dpdk::mbuf::BURST],
                     last_sweep_ns: 0,
                 }))
             }

@@ -17,7 +17,7 @@ use ringbuf::traits::Producer;
 use super::export::{ReportMsg, ReportProducer};
 use crate::config::{MalformedPolicy, SinkSettings};
 use crate::dpdk::clock::TscClock;
-use crate::dpdk::mbuf::{Burst, RxClock, BURST};
+use crate::dpdk::mbuf::{Burst, RxClock};
 use crate::flow_table::FlowTable;
 use crate::stats::{Counter, Counters};
 
@@ -87,8 +87,6 @@ pub struct SinkStage {
     /// timeouts run on the same clock as the packets' times.
     rx_clock_offset: i64,
     last_sweep_ns: u64,
-    keep: [bool; crate::dpdk::mbuf::BURST],
-    found: [(sink::Extracted, u64); BURST],
 }
 
 impl SinkStage {
@@ -116,8 +114,6 @@ impl SinkStage {
             rx_timestamps,
             rx_clock_offset: 0,
             last_sweep_ns: 0,
-            keep: [true; crate::dpdk::mbuf::BURST],
-            found: [Default::default(); BURST],
         }
     }
 
@@ -131,80 +127,82 @@ impl SinkStage {
         }
     }
 
-    /// Two passes over the burst: first find and check every packet's INT
-    /// block and prefetch its flow's slot, then track, report and strip, so
-    /// that the flow-table cache misses of a burst overlap.
+    /// One pass with a lookahead of one packet: packet i+1's INT block is
+    /// found and checked, and its flow's slot prefetched, while packet i is
+    /// tracked, reported and stripped.
     #[inline]
     pub fn process(&mut self, burst: &mut Burst, clock: &mut TscClock, counters: &mut Counters) {
         let burst_ns = clock.now_ns();
-        let mut any_dropped = false;
-        // Bit i: packet i's INT block is in self.found[i] (kept in the stage
-        // so that no burst-sized array is initialised per burst).
-        let mut extracted = 0u32;
-        for i in 0..burst.len() {
-            burst.prefetch(i + 2);
-            if let Some(flag) = self.keep.get_mut(i) {
-                *flag = true;
-            }
-            let Some(frame) = burst.data(i) else {
-                counters.inc(Counter::multi_segment);
-                continue;
-            };
-            match sink::extract(frame, &self.domain) {
-                Ok(Some(found)) => {
-                    let hash = found.flow.hash64();
-                    self.flows.prefetch(hash);
-                    if let Some(slot) = self.found.get_mut(i) {
-                        *slot = (found, hash);
-                        extracted |= 1 << i;
-                    }
-                }
-                Ok(None) => counters.inc(Counter::not_int),
-                Err(error) => {
-                    counters.inc(Counter::malformed(error.drop_reason()));
-                    if self.settings.malformed == MalformedPolicy::Drop {
-                        counters.inc(Counter::malformed_dropped);
-                        if let Some(flag) = self.keep.get_mut(i) {
-                            *flag = false;
-                        }
-                        any_dropped = true;
-                    } else {
-                        counters.inc(Counter::malformed_forwarded);
-                    }
-                }
-            }
-        }
+        // Bit i: packet i leaves the burst (dropped by policy).
+        let mut drop = 0u32;
         let mut stripped = 0;
-        while extracted != 0 {
-            let i = extracted.trailing_zeros() as usize;
-            extracted &= extracted - 1;
-            let Some(&(found, hash)) = self.found.get(i) else { continue };
-            let (found, hash) = (&found, &hash);
+        let mut next = self.extract_one(burst, 0, &mut drop, counters);
+        for i in 0..burst.len() {
+            let current = next;
+            next = self.extract_one(burst, i + 1, &mut drop, counters);
+            let Some((found, hash)) = current else { continue };
             let now_ns = self.rx_timestamps.and_then(|clock| burst.rx_time_ns(i, &clock)).unwrap_or(burst_ns);
             self.rx_clock_offset = now_ns as i64 - burst_ns as i64;
-            if self.track(found, *hash, now_ns, counters).is_some() {
+            if self.track(&found, hash, now_ns, counters).is_some() {
                 if let Some(frame) = burst.data(i) {
-                    self.latency_report(frame, found, now_ns, counters);
+                    self.latency_report(frame, &found, now_ns, counters);
                 }
             }
             let domain = &self.domain;
-            match burst.with_frame(i, |f| sink::strip(f, found, domain)) {
+            match burst.with_frame(i, |f| sink::strip(f, &found, domain)) {
                 Some(Some(_)) => stripped += 1,
                 _ => {
                     // Cannot happen for a frame extract accepted; never
                     // forward a half-restored packet all the same.
                     counters.inc(Counter::malformed(DropReason::PacketMalformed));
-                    if let Some(flag) = self.keep.get_mut(i) {
-                        *flag = false;
-                    }
-                    any_dropped = true;
+                    drop |= 1 << i;
                 }
             }
         }
         counters.add(Counter::stripped, stripped);
-        if any_dropped {
-            let keep = self.keep;
-            burst.retain(|i| keep.get(i).copied().unwrap_or(true));
+        if drop != 0 {
+            burst.retain(|i| drop & (1 << i) == 0);
+        }
+    }
+
+    /// Finds and checks packet `i`'s INT block (if there is a packet i) and
+    /// prefetches its flow's slot; counts and applies the malformed policy.
+    #[inline]
+    fn extract_one(
+        &self,
+        burst: &Burst,
+        i: usize,
+        drop: &mut u32,
+        counters: &mut Counters,
+    ) -> Option<(sink::Extracted, u64)> {
+        if i >= burst.len() {
+            return None;
+        }
+        burst.prefetch(i + 1);
+        let Some(frame) = burst.data(i) else {
+            counters.inc(Counter::multi_segment);
+            return None;
+        };
+        match sink::extract(frame, &self.domain) {
+            Ok(Some(found)) => {
+                let hash = found.flow.hash64();
+                self.flows.prefetch(hash);
+                Some((found, hash))
+            }
+            Ok(None) => {
+                counters.inc(Counter::not_int);
+                None
+            }
+            Err(error) => {
+                counters.inc(Counter::malformed(error.drop_reason()));
+                if self.settings.malformed == MalformedPolicy::Drop {
+                    counters.inc(Counter::malformed_dropped);
+                    *drop |= 1 << i;
+                } else {
+                    counters.inc(Counter::malformed_forwarded);
+                }
+                None
+            }
         }
     }
 

@@ -7,7 +7,7 @@ use int_core::source::{self, Skip, SourceConfig, Template};
 
 use crate::config::Rule;
 use crate::dpdk::clock::TscClock;
-use crate::dpdk::mbuf::{Burst, RxClock, BURST};
+use crate::dpdk::mbuf::{Burst, RxClock};
 use crate::flow_table::FlowTable;
 use crate::stats::{Counter, Counters};
 
@@ -20,8 +20,6 @@ pub struct SourceStage {
     pub flows: FlowTable<u32>,
     pub idle_timeout_ns: u64,
     pub rx_timestamps: Option<RxClock>,
-    /// This burst's plans and flow hashes (scratch space).
-    pub plans: [(source::Plan, u64); BURST],
     pub last_sweep_ns: u64,
 }
 
@@ -39,54 +37,27 @@ impl SourceStage {
         }
     }
 
-    /// Two passes over the burst: first parse every packet and prefetch its
-    /// flow's slot, then number and instrument them, so that the flow-table
-    /// cache misses of a burst overlap.
+    /// One pass with a lookahead of one packet: packet i+1 is parsed and
+    /// its flow's slot prefetched while packet i is numbered and
+    /// instrumented, so that the flow-table miss of one overlaps the work on
+    /// the other, without copying plans through memory.
     #[inline]
     pub fn process(&mut self, burst: &mut Burst, clock: &mut TscClock, counters: &mut Counters) {
         let now_ns = clock.now_ns();
         let with_sequence = self.config.shim_type.has_sequence();
-        // Bit i: packet i has a plan in self.plans[i] (kept in the stage so
-        // that no burst-sized array is initialised per burst).
-        let mut planned = 0u32;
-        for i in 0..burst.len() {
-            burst.prefetch(i + 2);
-            let Some(frame) = burst.data(i) else {
-                counters.inc(Counter::multi_segment);
-                continue;
-            };
-            match source::plan(frame, &self.config) {
-                Ok(plan) => {
-                    if !self.watchlist.is_empty()
-                        && !self.watchlist.iter().any(|rule| rule.matches(&plan.flow))
-                    {
-                        counters.inc(Counter::not_watched);
-                        continue;
-                    }
-                    let hash = if with_sequence { plan.flow.hash64() } else { 0 };
-                    if with_sequence {
-                        self.flows.prefetch(hash);
-                    }
-                    if let Some(slot) = self.plans.get_mut(i) {
-                        *slot = (plan, hash);
-                        planned |= 1 << i;
-                    }
-                }
-                Err(skip) => counters.inc(skip_counter(skip)),
-            }
-        }
         let mut instrumented = 0;
         let mut created = 0;
-        while planned != 0 {
-            let i = planned.trailing_zeros() as usize;
-            planned &= planned - 1;
-            let Some((plan, hash)) = self.plans.get(i) else { continue };
+        let mut next = self.plan_one(burst, 0, with_sequence, counters);
+        for i in 0..burst.len() {
+            let current = next;
+            next = self.plan_one(burst, i + 1, with_sequence, counters);
+            let Some((plan, hash)) = current else { continue };
             let sequence = if with_sequence {
-                match self.flows.get_or_insert_hashed(&plan.flow, *hash, now_ns) {
-                    Some((next, new)) => {
+                match self.flows.get_or_insert_hashed(&plan.flow, hash, now_ns) {
+                    Some((counter, new)) => {
                         created += u64::from(new);
-                        *next = next.wrapping_add(1);
-                        *next
+                        *counter = counter.wrapping_add(1);
+                        *counter
                     }
                     None => {
                         // Without a slot there is no honest sequence number:
@@ -102,7 +73,7 @@ impl SourceStage {
                 self.rx_timestamps.and_then(|clock| burst.rx_time_ns(i, &clock)).unwrap_or(now_ns) as u32;
             let (config, template) = (&self.config, &self.template);
             match burst
-                .with_frame(i, |f| source::insert_with(f, plan, config, template, sequence, Some(time)))
+                .with_frame(i, |f| source::insert_with(f, &plan, config, template, sequence, Some(time)))
             {
                 Some(Ok(_)) => instrumented += 1,
                 Some(Err(skip)) => counters.inc(skip_counter(skip)),
@@ -118,6 +89,43 @@ impl SourceStage {
             let budget = self.flows.slot_count().div_ceil(64);
             let expired = self.flows.sweep(budget, now_ns, |_, _, idle| idle > idle_limit);
             counters.add(Counter::flows_expired, expired as u64);
+        }
+    }
+
+    /// Parses packet `i` (if there is one), checks the watchlist and
+    /// prefetches its flow's slot; counts why a packet is left alone.
+    #[inline]
+    fn plan_one(
+        &self,
+        burst: &Burst,
+        i: usize,
+        with_sequence: bool,
+        counters: &mut Counters,
+    ) -> Option<(source::Plan, u64)> {
+        if i >= burst.len() {
+            return None;
+        }
+        burst.prefetch(i + 1);
+        let Some(frame) = burst.data(i) else {
+            counters.inc(Counter::multi_segment);
+            return None;
+        };
+        match source::plan(frame, &self.config) {
+            Ok(plan) => {
+                if !self.watchlist.is_empty() && !self.watchlist.iter().any(|rule| rule.matches(&plan.flow)) {
+                    counters.inc(Counter::not_watched);
+                    return None;
+                }
+                let hash = if with_sequence { plan.flow.hash64() } else { 0 };
+                if with_sequence {
+                    self.flows.prefetch(hash);
+                }
+                Some((plan, hash))
+            }
+            Err(skip) => {
+                counters.inc(skip_counter(skip));
+                None
+            }
         }
     }
 }
