@@ -50,12 +50,9 @@ impl<V: Copy + Default> FlowTable<V> {
         FlowTable { slots: slots.into_boxed_slice(), mask: slot_count - 1, len: 0, capacity, cursor: 0 }
     }
 
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 
     pub fn slot_count(&self) -> usize {

@@ -11,8 +11,8 @@ use int_core::report::{
     DropSummaryReport, DropSummaryRepr, LatencyReport, NextProto, ReportHeaderRepr, ReportProfile,
 };
 use int_core::sink::{self, SinkConfig};
-use int_core::{flow::FlowKey, DropReason};
-use ringbuf::traits::Producer;
+use int_core::DropReason;
+use ringbuf::traits::{Observer, Producer};
 
 use super::export::{ReportMsg, ReportProducer};
 use crate::config::{MalformedPolicy, SinkSettings};
@@ -310,97 +310,66 @@ impl SinkStage {
     fn sweep_slots(&mut self, budget: usize, now_ns: u64, final_pass: bool, counters: &mut Counters) {
         let loss_timeout_ns = self.settings.loss_timeout_ms * 1_000_000;
         let idle_limit = ((self.settings.idle_timeout_ms * 1_000_000) >> 20) as u32;
-        let mut due: [(FlowKey, DropSummaryRepr); 16] = [(zero_key(), DropSummaryRepr::default()); 16];
-        let mut due_len = 0;
-        let node_id = self.node_id;
-        let int_port = self.int_port;
-        let unit = self.profile.timestamp;
-        let limit = &mut self.limit;
-        let mut suppressed = 0u64;
-        let mut lost_now = 0u64;
-        let removed = self.flows.sweep(budget, now_ns, |key, flow, idle| {
+        let header = self.header(NextProto::DropSummary, now_ns);
+        let (node_id, int_port, unit) = (self.node_id, self.int_port, self.profile.timestamp);
+        let SinkStage { flows, reports, limit, .. } = self;
+        let removed = flows.sweep(budget, now_ns, |key, flow, idle| {
             let expire = final_pass || idle > idle_limit;
             if flow.sequence.has_holes()
                 && (expire || now_ns.saturating_sub(flow.sequence.last_advance_ns) >= loss_timeout_ns)
             {
                 let before = flow.sequence.lost_total;
                 flow.sequence.flush(now_ns);
-                lost_now += u64::from(flow.sequence.lost_total.wrapping_sub(before));
+                counters.add(Counter::lost_packets, u64::from(flow.sequence.lost_total.wrapping_sub(before)));
             }
-            if due_len < due.len() && limit_allows(limit, now_ns, &mut suppressed, flow) {
-                if let Some(pending) = flow.sequence.take_pending() {
-                    if let Some(slot) = due.get_mut(due_len) {
-                        *slot = (
-                            *key,
-                            DropSummaryRepr {
-                                source_node: flow.source_node,
-                                sink_node: node_id,
-                                source_port: flow.source_port,
-                                sink_port: int_port,
-                                gap_timestamp: unit.from_ns(pending.first_declared_ns),
-                                gap_sequence: pending.first_sequence,
-                                gap_count: pending.count,
-                            },
-                        );
-                        due_len += 1;
+            // Losses wait in the flow (not lost) while the ring is full or
+            // the rate limit says no; at shutdown a full ring is counted.
+            if flow.sequence.pending_count() > 0 && reports.is_full() {
+                if final_pass {
+                    counters.inc(Counter::reports_ring_full);
+                }
+            } else if flow.sequence.pending_count() > 0 {
+                if !limit.allow(now_ns) {
+                    counters.inc(Counter::reports_suppressed);
+                } else if let Some(pending) = flow.sequence.take_pending() {
+                    let report = DropSummaryReport {
+                        header,
+                        summary: DropSummaryRepr {
+                            source_node: flow.source_node,
+                            sink_node: node_id,
+                            source_port: flow.source_port,
+                            sink_port: int_port,
+                            gap_timestamp: unit.from_ns(pending.first_declared_ns),
+                            gap_sequence: pending.first_sequence,
+                            gap_count: pending.count,
+                        },
+                        flow: *key,
+                    };
+                    let mut msg = ReportMsg::empty();
+                    if let Ok(len) = report.emit(&mut msg.bytes) {
+                        msg.len = len as u16;
+                        match reports.try_push(msg) {
+                            Ok(()) => counters.inc(Counter::reports_drop_summary),
+                            Err(_) => counters.inc(Counter::reports_ring_full),
+                        }
                     }
                 }
             }
-            // Keep a flow with unreported losses until they are out.
-            expire && flow.sequence.pending_count() == 0
+            // A flow with losses not yet reported stays until they are out;
+            // at shutdown everything goes.
+            expire && (final_pass || flow.sequence.pending_count() == 0)
         });
-        counters.add(Counter::lost_packets, lost_now);
         counters.add(Counter::flows_expired, removed as u64);
-        counters.add(Counter::reports_suppressed, suppressed);
-        for (flow, summary) in due.iter().take(due_len) {
-            let report = DropSummaryReport {
-                header: self.header(NextProto::DropSummary, now_ns),
-                summary: *summary,
-                flow: *flow,
-            };
-            let mut msg = ReportMsg::empty();
-            match report.emit(&mut msg.bytes) {
-                Ok(len) => msg.len = len as u16,
-                Err(_) => continue,
-            }
-            if self.reports.try_push(msg).is_ok() {
-                counters.inc(Counter::reports_drop_summary);
-            } else {
-                counters.inc(Counter::reports_ring_full);
-            }
-        }
     }
 
-    /// At shutdown: declare every hole lost and report what is pending.
+    /// At shutdown: declare every hole lost and report what is pending (as
+    /// much as the report ring holds: the exporter drains it after the
+    /// workers stop; what does not fit is counted `reports_ring_full`).
     pub fn finish(&mut self, clock: &mut TscClock, counters: &mut Counters) {
         let now_ns = clock.now_ns().wrapping_add_signed(self.rx_clock_offset);
         // Nothing is rate-limited on the way out.
         self.limit = RateLimit::new(0);
-        // Several passes: each sends at most 16 reports.
-        for _ in 0..(self.flows.len() / 16 + 2) {
-            let slots = self.flows.slot_count();
-            self.sweep_slots(slots, now_ns, true, counters);
-            if self.flows.is_empty() {
-                break;
-            }
-        }
+        let slots = self.flows.slot_count();
+        self.sweep_slots(slots, now_ns, true, counters);
     }
-}
-
-/// Drop-Summary reports take a token only when the flow has something to
-/// report; without a token the losses stay pending for the next pass.
-fn limit_allows(limit: &mut RateLimit, now_ns: u64, suppressed: &mut u64, flow: &SinkFlow) -> bool {
-    if flow.sequence.pending_count() == 0 {
-        return false;
-    }
-    if limit.allow(now_ns) {
-        true
-    } else {
-        *suppressed += 1;
-        false
-    }
-}
-
-fn zero_key() -> FlowKey {
-    FlowKey { src: 0.into(), dst: 0.into(), protocol: 0, src_port: 0, dst_port: 0 }
 }
