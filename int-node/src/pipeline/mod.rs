@@ -64,6 +64,22 @@ impl Pipeline {
     }
 }
 
+/// Packet `i`'s frame for a stage's lookahead: `None` past the burst, and
+/// for multi-segment mbufs (counted; stages leave them untouched). Starts
+/// loading packet i+1 on the way.
+#[inline]
+pub(crate) fn frame_ahead<'a>(burst: &'a Burst, i: usize, counters: &mut Counters) -> Option<&'a [u8]> {
+    if i >= burst.len() {
+        return None;
+    }
+    burst.prefetch(i + 1);
+    let frame = burst.data(i);
+    if frame.is_none() {
+        counters.inc(Counter::multi_segment);
+    }
+    frame
+}
+
 /// A worker lcore's loop: poll each of its pipelines until `quit`.
 /// With `idle_sleep`, a loop that found no packet sleeps that long (for
 /// labs and shared machines; production nodes busy-poll).

@@ -175,14 +175,7 @@ impl SinkStage {
         drop: &mut u32,
         counters: &mut Counters,
     ) -> Option<(sink::Extracted, u64)> {
-        if i >= burst.len() {
-            return None;
-        }
-        burst.prefetch(i + 1);
-        let Some(frame) = burst.data(i) else {
-            counters.inc(Counter::multi_segment);
-            return None;
-        };
+        let frame = super::frame_ahead(burst, i, counters)?;
         match sink::extract(frame, &self.domain) {
             Ok(Some(found)) => {
                 let hash = found.flow.hash64();

@@ -102,14 +102,7 @@ impl SourceStage {
         with_sequence: bool,
         counters: &mut Counters,
     ) -> Option<(source::Plan, u64)> {
-        if i >= burst.len() {
-            return None;
-        }
-        burst.prefetch(i + 1);
-        let Some(frame) = burst.data(i) else {
-            counters.inc(Counter::multi_segment);
-            return None;
-        };
+        let frame = super::frame_ahead(burst, i, counters)?;
         match source::plan(frame, &self.config) {
             Ok(plan) => {
                 if !self.watchlist.is_empty() && !self.watchlist.iter().any(|rule| rule.matches(&plan.flow)) {
