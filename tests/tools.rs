@@ -127,29 +127,7 @@ fn decode_golden_text_and_json() {
 #[test]
 fn port_exporter_frames_decode() {
     let dir = workdir("port-export");
-    int_node(
-        &dir,
-        &[
-            "gen",
-            "--out",
-            "int.pcap",
-            "--packets",
-            "600",
-            "--flows",
-            "2",
-            "--proto",
-            "udp",
-            "--sizes",
-            "200",
-            "--instrument",
-            "hostint",
-            "--loss",
-            "0.05",
-        ],
-    );
-    write_pcap(&dir.join("empty.pcap"), &[]);
-    let config = port_exporter_config("int.pcap");
-    let run = run_node(&dir, &config);
+    let run = run_port_exporter_sink(&dir, 600);
     let frames = read_pcap(&dir.join("reports.pcap"));
     assert_eq!(frames.len() as u64, run.stats["export"]["reports_sent"].as_u64().unwrap());
     assert!(!frames.is_empty());

@@ -135,28 +135,7 @@ fn tshark_decodes_what_the_node_wrote() {
     }
 
     // Reports written by the sink's DPDK-port exporter.
-    gen(
-        &dir,
-        &[
-            "--out",
-            "lossy.pcap",
-            "--packets",
-            "400",
-            "--flows",
-            "2",
-            "--proto",
-            "udp",
-            "--sizes",
-            "200",
-            "--instrument",
-            "hostint",
-            "--loss",
-            "0.05",
-        ],
-    );
-    write_pcap(&dir.join("empty.pcap"), &[]);
-    let config = port_exporter_config("lossy.pcap");
-    run_node(&dir, &config);
+    run_port_exporter_sink(&dir, 400);
     let ours = decode(&dir, "reports.pcap");
     let fields = [
         "intreport.ver",

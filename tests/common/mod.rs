@@ -234,10 +234,20 @@ pub fn instrument(frame: &[u8], sequence: u32, source_ts: u32) -> Vec<u8> {
     view.frame().to_vec()
 }
 
-/// A sink reading `input` whose exporter is a second net_pcap port: its
-/// report frames (Ethernet/IPv4/UDP to 192.0.2.9:32766) land in
-/// reports.pcap. Needs an empty.pcap in the work directory.
-pub fn port_exporter_config(input: &str) -> String {
+/// Runs a sink on `packets` generated INT packets of 2 UDP flows with 5%
+/// loss, whose exporter is a second net_pcap port: its report frames
+/// (Ethernet/IPv4/UDP to 192.0.2.9:32766) land in `dir`/reports.pcap.
+pub fn run_port_exporter_sink(dir: &Path, packets: u32) -> Run {
+    let packets = packets.to_string();
+    let args = ["gen", "--out", "lossy.pcap", "--packets", &packets, "--flows", "2", "--proto", "udp"];
+    let more = ["--sizes", "200", "--instrument", "hostint", "--loss", "0.05"];
+    let output = Command::new(BIN).args(args).args(more).current_dir(dir).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    write_pcap(&dir.join("empty.pcap"), &[]);
+    run_node(dir, &port_exporter_config("lossy.pcap"))
+}
+
+fn port_exporter_config(input: &str) -> String {
     format!(
         "
 node_id: 10.0.0.2
