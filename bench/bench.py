@@ -107,9 +107,10 @@ def int_node(role, pcap, seconds, extra, mbufs, mem):
     # Skip the seconds spent loading the pcap (no packets yet).
     rates = [r for r in rates if r > 0]
     info = {"rss_mb": round(rss_kb / 1024, 1)}
-    m = re.search(r"flow table of (\d+) bytes per flow", out)
+    m = re.search(r"flow state of (\d+) bytes per flow; flow table of (\d+) bytes per flow", out)
     if m:
-        info["table_bytes_per_flow"] = int(m.group(1))
+        info["state_bytes_per_flow"] = int(m.group(1))
+        info["table_bytes_per_flow"] = int(m.group(2))
     try:
         with open(stats) as f:
             js = json.load(f)

@@ -53,6 +53,7 @@ pipelines:
     lcore: 1
     rx: {port: in}
     tx: {port: in}
+    sink: {latency: {refresh_ms: 86400000}}
 ",
     )
     .unwrap();
@@ -65,10 +66,11 @@ pipelines:
         "pipelines[0].source.watchlist[0].dst: \"10.0.0.0/40\" is not an IPv4 prefix",
         "pipelines[1].rx: this RX queue is already polled by another pipeline",
         "export: a sink pipeline needs an export section",
+        "pipelines[1].sink.latency.refresh_ms: 86400000 ms is longer than a flow's report clock can count",
     ] {
         assert!(stderr.contains(expected), "missing {expected:?} in:\n{stderr}");
     }
-    assert!(stderr.matches("hint: ").count() >= 5, "a hint per problem:\n{stderr}");
+    assert!(stderr.matches("hint: ").count() >= 6, "a hint per problem:\n{stderr}");
 
     std::fs::write(dir.join("typo.yaml"), "ports: []\npipelins: []\n").unwrap();
     let output = Command::new(BIN).args(["check", "--config"]).arg(dir.join("typo.yaml")).output().unwrap();

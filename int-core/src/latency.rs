@@ -50,7 +50,8 @@ impl ChangeRule {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LatencyConfig {
     pub rule: ChangeRule,
-    /// Report a flow at least this often while it has traffic (ns); 0 = never.
+    /// Report a flow at least this often while it has traffic (ns, at most
+    /// [`crate::ticks::MAX_INTERVAL_NS`], to 1.024 us); 0 = never.
     pub refresh_ns: u64,
 }
 
@@ -88,10 +89,13 @@ impl ReportReason {
     }
 }
 
-/// Per-flow state: 16 bytes.
+/// Per-flow state: 12 bytes, 4-byte aligned (it lives in the sink's
+/// 64-byte flow slot).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct LatencyState {
-    last_report_ns: u64,
+    /// [`crate::ticks`] of the last report: a refresh period may be up to
+    /// [`crate::ticks::MAX_INTERVAL_NS`].
+    last_report: u32,
     last_reported: u32,
     previous_bucket: u8,
     reported: bool,
@@ -119,7 +123,8 @@ impl LatencyState {
                 }
             };
             changed.or_else(|| {
-                (config.refresh_ns != 0 && now_ns.saturating_sub(self.last_report_ns) >= config.refresh_ns)
+                (config.refresh_ns != 0
+                    && crate::ticks::elapsed_ns(now_ns, self.last_report) >= config.refresh_ns)
                     .then_some(ReportReason::Refresh)
             })
         };
@@ -127,7 +132,7 @@ impl LatencyState {
         if reason.is_some() {
             self.reported = true;
             self.last_reported = latency_ns;
-            self.last_report_ns = now_ns;
+            self.last_report = crate::ticks::tick(now_ns);
         }
         reason
     }
@@ -138,7 +143,7 @@ mod tests {
     use super::*;
 
     fn buckets() -> LatencyConfig {
-        LatencyConfig { rule: ChangeRule::buckets(&[100, 200, 400]).unwrap(), refresh_ns: 1_000 }
+        LatencyConfig { rule: ChangeRule::buckets(&[100, 200, 400]).unwrap(), refresh_ns: 1_000_000 }
     }
 
     #[test]
@@ -156,9 +161,9 @@ mod tests {
     fn reports_first_crossings_and_refresh() {
         let config = buckets();
         let mut state = LatencyState::default();
-        let seen: Vec<_> = [(50, 0), (60, 10), (150, 20), (160, 30), (90, 40), (95, 1040), (99, 1050)]
+        let seen: Vec<_> = [(50, 0), (60, 10), (150, 20), (160, 30), (90, 40), (95, 1045), (99, 1050)]
             .iter()
-            .map(|(latency, t)| state.observe(&config, *latency, *t))
+            .map(|(latency, t_us)| state.observe(&config, *latency, t_us * 1000))
             .collect();
         assert_eq!(
             seen,
@@ -172,6 +177,12 @@ mod tests {
                 None
             ]
         );
+    }
+
+    #[test]
+    fn state_is_compact() {
+        assert_eq!(core::mem::size_of::<LatencyState>(), 12);
+        assert_eq!(core::mem::align_of::<LatencyState>(), 4);
     }
 
     #[test]

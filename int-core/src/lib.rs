@@ -8,7 +8,7 @@
 //!   Drop-Summary reports.
 //! - [`source`], [`transit`], [`sink`]: the packet transforms, in place over a
 //!   [`FrameBuf`] with headroom.
-//! - [`flow`], [`loss`], [`latency`]: the sink's per-flow logic.
+//! - [`flow`], [`loss`], [`latency`], [`ticks`]: the sink's per-flow logic.
 //!
 //! No function here panics on packet bytes: every malformed input is a
 //! [`ParseError`] that names the layer, the offset and the value.
@@ -28,6 +28,7 @@ pub mod loss;
 pub mod report;
 pub mod sink;
 pub mod source;
+pub mod ticks;
 pub mod transit;
 pub mod wire;
 

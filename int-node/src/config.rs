@@ -1051,7 +1051,14 @@ fn sink_settings(raw: &RawSink, path: &str, problems: &mut Problems) -> SinkSett
             default.rule
         }
     };
-    let refresh_ns = raw.latency.refresh_ms.map_or(default.refresh_ns, |ms| ms * 1_000_000);
+    let refresh_ns = raw.latency.refresh_ms.map_or(default.refresh_ns, |ms| ms.saturating_mul(1_000_000));
+    if refresh_ns > int_core::ticks::MAX_INTERVAL_NS {
+        problems.add(
+            format!("{path}.latency.refresh_ms"),
+            format!("{} ms is longer than a flow's report clock can count", refresh_ns / 1_000_000),
+            "at most 4398046 (73 minutes), or 0 for no refresh",
+        );
+    }
     if raw.loss.sweep_ms == 0 {
         problems.add(
             format!("{path}.loss.sweep_ms"),

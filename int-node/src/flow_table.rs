@@ -2,21 +2,36 @@
 //! linear probing and backward-shift deletion (no tombstones), at most 50%
 //! full, allocated once at start. A full table refuses new flows (the caller
 //! counts it); nothing is allocated per packet.
+//!
+//! A slot is aligned to `A` ([`Align32`] or [`Align64`]) and never straddles
+//! a cache line: a lookup that hits its home slot costs one line.
 
 use int_core::flow::FlowKey;
 
+/// Slots of at most 32 bytes, two to a cache line.
+#[derive(Clone, Copy, Default)]
+#[repr(align(32))]
+pub struct Align32;
+
+/// Slots of one cache line.
+#[derive(Clone, Copy, Default)]
+#[repr(align(64))]
+pub struct Align64;
+
 #[derive(Clone, Copy)]
-struct Slot<V> {
-    /// 0 = empty; otherwise the high bits of the hash, never 0.
-    tag: u32,
+struct Slot<V, A> {
+    /// Zero-sized: gives the slot `A`'s alignment.
+    _align: [A; 0],
+    /// 0 = empty; otherwise the top bits of the hash, never 0.
+    tag: u16,
     /// Last packet, in coarse ms (the owner's clock >> 20).
     last_seen: u32,
     key: FlowKey,
     value: V,
 }
 
-pub struct FlowTable<V> {
-    slots: Box<[Slot<V>]>,
+pub struct FlowTable<V, A = Align32> {
+    slots: Box<[Slot<V, A>]>,
     mask: usize,
     len: usize,
     capacity: usize,
@@ -30,10 +45,11 @@ pub fn coarse(now_ns: u64) -> u32 {
     (now_ns >> 20) as u32
 }
 
-impl<V: Copy + Default> FlowTable<V> {
+impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
     pub fn new(capacity: usize) -> Self {
         let slot_count = (capacity.max(1) * 2).next_power_of_two();
         let empty = Slot {
+            _align: [],
             tag: 0,
             last_seen: 0,
             key: FlowKey { src: 0.into(), dst: 0.into(), protocol: 0, src_port: 0, dst_port: 0 },
@@ -41,10 +57,10 @@ impl<V: Copy + Default> FlowTable<V> {
         };
         // Reserve first, advise huge pages, then touch: the pages come in
         // as 2 MB pages where the kernel allows it.
-        let mut slots: Vec<Slot<V>> = Vec::with_capacity(slot_count);
+        let mut slots: Vec<Slot<V, A>> = Vec::with_capacity(slot_count);
         crate::dpdk::os::advise_huge_pages(
             slots.as_ptr().cast::<u8>(),
-            slot_count * std::mem::size_of::<Slot<V>>(),
+            slot_count * std::mem::size_of::<Slot<V, A>>(),
         );
         slots.resize(slot_count, empty);
         FlowTable { slots: slots.into_boxed_slice(), mask: slot_count - 1, len: 0, capacity, cursor: 0 }
@@ -59,14 +75,19 @@ impl<V: Copy + Default> FlowTable<V> {
         self.slots.len()
     }
 
+    /// Bytes of one flow's slot (key, ageing and state).
+    pub fn slot_bytes(&self) -> usize {
+        std::mem::size_of::<Slot<V, A>>()
+    }
+
     /// Bytes of table memory per flow of capacity.
     pub fn bytes_per_flow(&self) -> usize {
-        std::mem::size_of::<Slot<V>>() * self.slots.len() / self.capacity.max(1)
+        self.slot_bytes() * self.slots.len() / self.capacity.max(1)
     }
 
     #[inline]
-    fn tag_and_index(&self, hash: u64) -> (u32, usize) {
-        let tag = ((hash >> 32) as u32) | 1;
+    fn tag_and_index(&self, hash: u64) -> (u16, usize) {
+        let tag = ((hash >> 48) as u16) | 1;
         (tag, hash as usize & self.mask)
     }
 
@@ -109,7 +130,7 @@ impl<V: Copy + Default> FlowTable<V> {
         }
         self.len += 1;
         let slot = self.slots.get_mut(index)?;
-        *slot = Slot { tag, last_seen: coarse(now_ns), key: *key, value: V::default() };
+        *slot = Slot { _align: [], tag, last_seen: coarse(now_ns), key: *key, value: V::default() };
         Some((&mut slot.value, true))
     }
 

@@ -241,12 +241,15 @@ pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
             _ => return Err(RunError::Setup(format!("pipeline {}: settings missing for its role", p.name))),
         };
         let table_bytes = match &stage {
-            Stage::Source(source) => Some(source.flows.bytes_per_flow()),
-            Stage::Sink(sink) => Some(sink.flows.bytes_per_flow()),
+            Stage::Source(source) => Some((source.flows.slot_bytes(), source.flows.bytes_per_flow())),
+            Stage::Sink(sink) => Some((sink.flows.slot_bytes(), sink.flows.bytes_per_flow())),
             _ => None,
         };
-        if let Some(bytes) = table_bytes {
-            log::info!("pipeline {}: flow table of {bytes} bytes per flow of capacity", p.name);
+        if let Some((slot, per_flow)) = table_bytes {
+            log::info!(
+                "pipeline {}: flow state of {slot} bytes per flow; flow table of {per_flow} bytes per flow of capacity",
+                p.name
+            );
         }
         let counters = Arc::new(SharedCounters::default());
         shared.push((p.name.clone(), Arc::clone(&counters)));
