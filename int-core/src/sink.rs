@@ -90,7 +90,10 @@ impl Extracted {
 /// Finds and checks the INT block of a frame. `Ok(None)`: not an INT packet
 /// of this domain (forward as it is). `Err`: it is marked as INT but the
 /// headers or the block lie (the node applies its malformed policy).
-#[inline]
+///
+/// Always inlined: the node calls it from two loops (shallow and deep
+/// lookahead); called rather than inlined, a stage was 8-10% slower at 64 B.
+#[inline(always)]
 pub fn extract(frame: &[u8], config: &SinkConfig) -> Result<Option<Extracted>, ParseError> {
     let Some(ip) = locate::ipv4(frame)? else { return Ok(None) };
     if ip.fragment_offset != 0 {
@@ -208,7 +211,10 @@ pub(crate) fn shift(error: ParseError, base: usize) -> ParseError {
 /// Removes every INT byte found by [`extract`] and restores the original
 /// headers. Returns the bytes removed, or `None` (frame unchanged) if
 /// `found` does not describe this frame.
-#[inline]
+///
+/// Always inlined: the node calls it from two loops (shallow and deep
+/// lookahead); called rather than inlined, a stage was 8-10% slower at 64 B.
+#[inline(always)]
 pub fn strip(frame: &mut FrameBuf<'_>, found: &Extracted, config: &SinkConfig) -> Option<usize> {
     let ip = found.ip;
     if found.remove_at + found.remove_len > ip.end || ip.end > frame.len() {

@@ -122,7 +122,10 @@ pub struct Plan {
 }
 
 /// Decides whether and where to instrument a frame. Reads only.
-#[inline]
+///
+/// Always inlined: the node calls it from two loops (shallow and deep
+/// lookahead); called rather than inlined, a stage was 8-10% slower at 64 B.
+#[inline(always)]
 pub fn plan(frame: &[u8], config: &SourceConfig) -> Result<Plan, Skip> {
     let ip = locate::ipv4(frame).map_err(Skip::Malformed)?.ok_or(Skip::NotIpv4)?;
     if !matches!(ip.protocol, locate::PROTO_TCP | locate::PROTO_UDP) {
@@ -238,7 +241,10 @@ fn word_sum(value: u32) -> u32 {
 /// `sequence` (Type 3) and, when given, `timestamp` in the source hop's
 /// ingress and egress timestamp words (Host-INT writes the same time in
 /// both). Returns the bytes added.
-#[inline]
+///
+/// Always inlined: the node calls it from two loops (shallow and deep
+/// lookahead); called rather than inlined, a stage was 8-10% slower at 64 B.
+#[inline(always)]
 pub fn insert_with(
     frame: &mut FrameBuf<'_>,
     plan: &Plan,

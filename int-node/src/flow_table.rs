@@ -75,6 +75,14 @@ impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
         self.slots.len()
     }
 
+    /// Whether the live flows' slots likely no longer fit in the CPU's
+    /// caches (more than 2 MiB of them): lookups then miss to DRAM and
+    /// callers prefetch further ahead.
+    #[inline]
+    pub fn spills_cache(&self) -> bool {
+        self.len * std::mem::size_of::<Slot<V, A>>() > 2 << 20
+    }
+
     /// Bytes of one flow's slot (key, ageing and state).
     pub fn slot_bytes(&self) -> usize {
         std::mem::size_of::<Slot<V, A>>()

@@ -154,7 +154,7 @@ impl Burst {
     /// Runs `f` on packet `i`'s whole buffer as a [`FrameBuf`] (headroom
     /// included) and stores the new data offset and length it leaves.
     /// `None` for multi-segment mbufs, which the node does not transform.
-    #[inline]
+    #[inline(always)]
     pub fn with_frame<R>(&mut self, i: usize, f: impl FnOnce(&mut FrameBuf<'_>) -> R) -> Option<R> {
         let m = *self.mbufs.get(..self.len)?.get(i)?;
         // SAFETY: m is a valid mbuf owned by this burst; nothing else

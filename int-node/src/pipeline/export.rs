@@ -54,6 +54,9 @@ enum Path {
 pub struct ExportStats {
     pub reports_sent: u64,
     pub send_errors: u64,
+    /// Whether the socket path still sends runs of equal-size reports as
+    /// UDP GSO messages.
+    pub gso: bool,
 }
 
 pub struct Exporter {
@@ -158,7 +161,7 @@ impl Exporter {
     }
 }
 
-fn send_batch(path: &Path, stats: &mut ExportStats, batch: &[ReportMsg]) {
+fn send_batch(path: &mut Path, stats: &mut ExportStats, batch: &[ReportMsg]) {
     match path {
         Path::Socket(sender) => {
             let mut payloads: [&[u8]; BATCH] = [&[]; BATCH];
@@ -167,6 +170,7 @@ fn send_batch(path: &Path, stats: &mut ExportStats, batch: &[ReportMsg]) {
             }
             let count = batch.len().min(BATCH);
             let sent = sender.send(payloads.get(..count).unwrap_or(&[]));
+            stats.gso = sender.uses_gso();
             stats.reports_sent += sent as u64;
             stats.send_errors += (count - sent) as u64;
         }

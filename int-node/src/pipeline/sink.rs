@@ -15,6 +15,7 @@ use int_core::DropReason;
 use ringbuf::traits::{Observer, Producer};
 
 use super::export::{ReportMsg, ReportProducer};
+use super::{Lookahead, LookaheadStage};
 use crate::config::{MalformedPolicy, SinkSettings};
 use crate::dpdk::clock::TscClock;
 use crate::dpdk::mbuf::{Burst, RxClock};
@@ -129,42 +130,9 @@ impl SinkStage {
         }
     }
 
-    /// One pass with a lookahead of one packet: packet i+1's INT block is
-    /// found and checked, and its flow's slot prefetched, while packet i is
-    /// tracked, reported and stripped.
     #[inline]
     pub fn process(&mut self, burst: &mut Burst, clock: &mut TscClock, counters: &mut Counters) {
-        let burst_ns = clock.now_ns();
-        // Bit i: packet i leaves the burst (dropped by policy).
-        let mut drop = 0u32;
-        let mut stripped = 0;
-        let mut next = self.extract_one(burst, 0, &mut drop, counters);
-        for i in 0..burst.len() {
-            let current = next;
-            next = self.extract_one(burst, i + 1, &mut drop, counters);
-            let Some((found, hash)) = current else { continue };
-            let now_ns = self.rx_timestamps.and_then(|clock| burst.rx_time_ns(i, &clock)).unwrap_or(burst_ns);
-            self.rx_clock_offset = now_ns as i64 - burst_ns as i64;
-            if self.track(&found, hash, now_ns, counters).is_some() {
-                if let Some(frame) = burst.data(i) {
-                    self.latency_report(frame, &found, now_ns, counters);
-                }
-            }
-            let domain = &self.domain;
-            match burst.with_frame(i, |f| sink::strip(f, &found, domain)) {
-                Some(Some(_)) => stripped += 1,
-                _ => {
-                    // Cannot happen for a frame extract accepted; never
-                    // forward a half-restored packet all the same.
-                    counters.inc(Counter::malformed(DropReason::PacketMalformed));
-                    drop |= 1 << i;
-                }
-            }
-        }
-        counters.add(Counter::stripped, stripped);
-        if drop != 0 {
-            burst.retain(|i| drop & (1 << i) == 0);
-        }
+        super::process_adaptive(self, burst, clock, counters)
     }
 
     /// Finds and checks packet `i`'s INT block (if there is a packet i) and
@@ -363,6 +331,55 @@ impl SinkStage {
         self.limit = RateLimit::new(0);
         let slots = self.flows.slot_count();
         self.sweep_slots(slots, now_ns, true, counters);
+    }
+}
+
+impl LookaheadStage for SinkStage {
+    #[inline(always)]
+    fn spills_cache(&self) -> bool {
+        self.flows.spills_cache()
+    }
+
+    /// One pass with a lookahead of N: packet i+N's INT block is found and
+    /// checked, and its flow's slot prefetched, while packet i is tracked,
+    /// reported and stripped.
+    #[inline(always)]
+    fn process_ahead<const N: usize>(
+        &mut self,
+        burst: &mut Burst,
+        clock: &mut TscClock,
+        counters: &mut Counters,
+    ) {
+        let burst_ns = clock.now_ns();
+        // Bit i: packet i leaves the burst (dropped by policy).
+        let mut drop = 0u32;
+        let mut stripped = 0;
+        let mut ahead = Lookahead::<_, N>::start(|i| self.extract_one(burst, i, &mut drop, counters));
+        for i in 0..burst.len() {
+            let next = self.extract_one(burst, i + N, &mut drop, counters);
+            let Some((found, hash)) = ahead.take(i, next) else { continue };
+            let now_ns = self.rx_timestamps.and_then(|clock| burst.rx_time_ns(i, &clock)).unwrap_or(burst_ns);
+            self.rx_clock_offset = now_ns as i64 - burst_ns as i64;
+            if self.track(&found, hash, now_ns, counters).is_some() {
+                if let Some(frame) = burst.data(i) {
+                    self.latency_report(frame, &found, now_ns, counters);
+                }
+            }
+            let domain = &self.domain;
+            match burst.with_frame(i, |f| sink::strip(f, &found, domain)) {
+                Some(Some(_)) => stripped += 1,
+                _ => {
+                    // Cannot happen for a frame extract accepted; never
+                    // forward a half-restored packet all the same.
+                    counters.inc(Counter::malformed(DropReason::PacketMalformed));
+                    drop |= 1 << i;
+                }
+            }
+        }
+        counters.add(Counter::stripped, stripped);
+        if drop != 0 {
+            burst.retain(|i| drop & (1 << i) == 0);
+        }
     }
 }
 

@@ -5,6 +5,7 @@
 use int_core::int05::HopMetadata;
 use int_core::source::{self, Skip, SourceConfig, Template};
 
+use super::{Lookahead, LookaheadStage};
 use crate::config::Rule;
 use crate::dpdk::clock::TscClock;
 use crate::dpdk::mbuf::{Burst, RxClock};
@@ -37,21 +38,66 @@ impl SourceStage {
         }
     }
 
-    /// One pass with a lookahead of one packet: packet i+1 is parsed and
-    /// its flow's slot prefetched while packet i is numbered and
-    /// instrumented, so that the flow-table miss of one overlaps the work on
-    /// the other, without copying plans through memory.
     #[inline]
     pub fn process(&mut self, burst: &mut Burst, clock: &mut TscClock, counters: &mut Counters) {
+        super::process_adaptive(self, burst, clock, counters)
+    }
+
+    /// Parses packet `i` (if there is one), checks the watchlist and
+    /// prefetches its flow's slot; counts why a packet is left alone.
+    #[inline]
+    fn plan_one(
+        &self,
+        burst: &Burst,
+        i: usize,
+        with_sequence: bool,
+        counters: &mut Counters,
+    ) -> Option<(source::Plan, u64)> {
+        let frame = super::frame_ahead(burst, i, counters)?;
+        match source::plan(frame, &self.config) {
+            Ok(plan) => {
+                if !self.watchlist.is_empty() && !self.watchlist.iter().any(|rule| rule.matches(&plan.flow)) {
+                    counters.inc(Counter::not_watched);
+                    return None;
+                }
+                let hash = if with_sequence { plan.flow.hash64() } else { 0 };
+                if with_sequence {
+                    self.flows.prefetch(hash);
+                }
+                Some((plan, hash))
+            }
+            Err(skip) => {
+                counters.inc(skip_counter(skip));
+                None
+            }
+        }
+    }
+}
+
+impl LookaheadStage for SourceStage {
+    #[inline(always)]
+    fn spills_cache(&self) -> bool {
+        self.config.shim_type.has_sequence() && self.flows.spills_cache()
+    }
+
+    /// One pass with a lookahead of N: packet i+N is parsed and its flow's
+    /// slot prefetched while packet i is numbered and instrumented, so that
+    /// the flow-table misses overlap the work.
+    #[inline(always)]
+    fn process_ahead<const N: usize>(
+        &mut self,
+        burst: &mut Burst,
+        clock: &mut TscClock,
+        counters: &mut Counters,
+    ) {
         let now_ns = clock.now_ns();
         let with_sequence = self.config.shim_type.has_sequence();
         let mut instrumented = 0;
         let mut created = 0;
-        let mut next = self.plan_one(burst, 0, with_sequence, counters);
+        let mut ahead = Lookahead::<_, N>::start(|i| self.plan_one(burst, i, with_sequence, counters));
         for i in 0..burst.len() {
-            let current = next;
-            next = self.plan_one(burst, i + 1, with_sequence, counters);
-            let Some((plan, hash)) = current else { continue };
+            let next = self.plan_one(burst, i + N, with_sequence, counters);
+            let Some((plan, hash)) = ahead.take(i, next) else { continue };
             let sequence = if with_sequence {
                 match self.flows.get_or_insert_hashed(&plan.flow, hash, now_ns) {
                     Some((counter, new)) => {
@@ -89,36 +135,6 @@ impl SourceStage {
             let budget = self.flows.slot_count().div_ceil(64);
             let expired = self.flows.sweep(budget, now_ns, |_, _, idle| idle > idle_limit);
             counters.add(Counter::flows_expired, expired as u64);
-        }
-    }
-
-    /// Parses packet `i` (if there is one), checks the watchlist and
-    /// prefetches its flow's slot; counts why a packet is left alone.
-    #[inline]
-    fn plan_one(
-        &self,
-        burst: &Burst,
-        i: usize,
-        with_sequence: bool,
-        counters: &mut Counters,
-    ) -> Option<(source::Plan, u64)> {
-        let frame = super::frame_ahead(burst, i, counters)?;
-        match source::plan(frame, &self.config) {
-            Ok(plan) => {
-                if !self.watchlist.is_empty() && !self.watchlist.iter().any(|rule| rule.matches(&plan.flow)) {
-                    counters.inc(Counter::not_watched);
-                    return None;
-                }
-                let hash = if with_sequence { plan.flow.hash64() } else { 0 };
-                if with_sequence {
-                    self.flows.prefetch(hash);
-                }
-                Some((plan, hash))
-            }
-            Err(skip) => {
-                counters.inc(skip_counter(skip));
-                None
-            }
         }
     }
 }
