@@ -122,19 +122,27 @@ fn host_int_latency_report_sizes_and_stack() {
         let out = run_source(&original, &config, 3);
         let found = int_core::sink::extract(&out, &domain(&config)).unwrap().unwrap();
         let header = ReportHeaderRepr::latency(1, 1_700_000_000, 0);
-        let mut buf = [0xa5u8; 256];
         let sink = sink_hop(0x0a00_0002, 0x5e00_1001);
-        let len = LatencyReport::build(
-            &mut buf,
-            &out,
-            &found,
-            &sink,
-            &header,
-            0x0a00_0002,
-            &ReportProfile::HOST_INT,
-        )
-        .unwrap();
+        let build = |fill: u8| {
+            let mut buf = [fill; 256];
+            let len = LatencyReport::build(
+                &mut buf,
+                &out,
+                &found,
+                &sink,
+                &header,
+                0x0a00_0002,
+                &ReportProfile::HOST_INT,
+            )
+            .unwrap();
+            (buf, len)
+        };
+        let (mut buf, len) = build(0xa5);
         assert_eq!(len, size);
+        assert_eq!(len, LatencyReport::len_for(&found, &ReportProfile::HOST_INT));
+        // Every byte is written: the node builds reports in a reused buffer.
+        let (zeroed, _) = build(0);
+        assert_eq!(&zeroed[..len], &buf[..len]);
         let int_at = 12 + 4 + 20 + if size == 92 { 8 } else { 20 };
         assert_eq!(&buf[int_at..int_at + 4], &[0x03, 0x00, 0x0c, 0x00]);
         assert_eq!(&buf[int_at + 4..int_at + 12], &[0x00, 0x04, 0x02, 0x02, 0xcc, 0x00, 0x00, 0x00]);

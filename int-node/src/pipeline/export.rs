@@ -8,7 +8,7 @@ use std::net::{SocketAddrV4, UdpSocket};
 
 use int_core::checksum;
 use int_core::wire::{EtherType, EthernetRepr, IpProtocol, Ipv4Repr, UdpRepr};
-use ringbuf::traits::{Consumer, Split};
+use ringbuf::traits::{Consumer, Observer, Producer, Split};
 use ringbuf::{HeapCons, HeapProd, HeapRb};
 
 use crate::config::{ExportConfig, ExportPath};
@@ -21,28 +21,98 @@ use crate::dpdk::port::{PortId, QueueId};
 /// stacks with many instructions need more).
 pub const REPORT_MAX: usize = 1024;
 
-#[derive(Clone, Copy)]
-pub struct ReportMsg {
-    pub len: u16,
-    pub bytes: [u8; REPORT_MAX],
+/// Ring bytes per report of `export.ring_size`: a ring of N holds N reports
+/// of up to 126 bytes (all of Host-INT's); bigger ones take more room.
+pub const RECORD_ROOM: usize = 128;
+
+/// Each record in a ring: its length (2 bytes, native order), then the
+/// report.
+const LEN_PREFIX: usize = 2;
+
+/// Why a report did not go into the ring.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueError {
+    /// Longer than [`REPORT_MAX`], or the builder failed.
+    TooBig,
+    /// Not enough room in the ring now.
+    Full,
 }
 
-impl ReportMsg {
-    pub fn empty() -> Self {
-        ReportMsg { len: 0, bytes: [0; REPORT_MAX] }
+/// A sink's end of its report ring. The ring holds bytes: each report is
+/// built in a scratch buffer and pushed as one length-prefixed record (one
+/// copy of its own length, not a fixed 1 KB slot), and the exporter only
+/// ever sees whole records, since the write index moves once per push.
+pub struct ReportSender {
+    ring: HeapProd<u8>,
+    scratch: Box<[u8; LEN_PREFIX + REPORT_MAX]>,
+}
+
+impl ReportSender {
+    /// Queues a report of at most `max_len` bytes that `build` writes at the
+    /// start of the buffer it is given, returning its length. Nothing is
+    /// built when `max_len` bytes do not fit.
+    #[inline]
+    pub fn queue<E>(
+        &mut self,
+        max_len: usize,
+        build: impl FnOnce(&mut [u8]) -> Result<usize, E>,
+    ) -> Result<(), QueueError> {
+        if max_len > REPORT_MAX {
+            return Err(QueueError::TooBig);
+        }
+        if self.ring.vacant_len() < LEN_PREFIX + max_len {
+            return Err(QueueError::Full);
+        }
+        let (prefix, body) = self.scratch.split_at_mut(LEN_PREFIX);
+        let len = build(body).map_err(|_| QueueError::TooBig)?;
+        prefix.copy_from_slice(&(len as u16).to_ne_bytes());
+        let record = self.scratch.get(..LEN_PREFIX + len).ok_or(QueueError::TooBig)?;
+        // A partial push would tear the record stream: all or nothing.
+        if self.ring.vacant_len() < record.len() {
+            return Err(QueueError::Full);
+        }
+        self.ring.push_slice(record);
+        Ok(())
     }
 
-    pub fn payload(&self) -> &[u8] {
-        self.bytes.get(..usize::from(self.len)).unwrap_or(&[])
+    /// Whether a report of up to [`RECORD_ROOM`] bytes fits now.
+    #[inline]
+    pub fn has_room(&self) -> bool {
+        self.ring.vacant_len() >= LEN_PREFIX + RECORD_ROOM
     }
 }
 
-pub type ReportProducer = HeapProd<ReportMsg>;
-pub type ReportConsumer = HeapCons<ReportMsg>;
+/// The exporter's end of a sink's report ring.
+pub struct ReportReceiver {
+    ring: HeapCons<u8>,
+}
 
-/// One ring per sink pipeline, made before the lcores start.
-pub fn report_ring(size: u32) -> (ReportProducer, ReportConsumer) {
-    HeapRb::<ReportMsg>::new(size as usize).split()
+impl ReportReceiver {
+    /// Moves the oldest report into `out` (at least [`REPORT_MAX`] bytes);
+    /// returns its length, or `None` when the ring is empty.
+    #[inline]
+    pub fn pop_into(&mut self, out: &mut [u8]) -> Option<usize> {
+        let mut prefix = [0u8; LEN_PREFIX];
+        if self.ring.occupied_len() < LEN_PREFIX || self.ring.pop_slice(&mut prefix) < LEN_PREFIX {
+            return None;
+        }
+        let len = usize::from(u16::from_ne_bytes(prefix));
+        // The whole record was pushed at once: its body is there.
+        let body = out.get_mut(..len)?;
+        Some(self.ring.pop_slice(body))
+    }
+}
+
+/// One ring per sink pipeline, made before the lcores start: room for
+/// `reports` reports of up to [`RECORD_ROOM`] bytes, and always for one of
+/// [`REPORT_MAX`].
+pub fn report_ring(reports: u32) -> (ReportSender, ReportReceiver) {
+    let bytes = (reports as usize * (LEN_PREFIX + RECORD_ROOM)).max(LEN_PREFIX + REPORT_MAX);
+    let (ring, consumer) = HeapRb::<u8>::new(bytes).split();
+    (
+        ReportSender { ring, scratch: Box::new([0; LEN_PREFIX + REPORT_MAX]) },
+        ReportReceiver { ring: consumer },
+    )
 }
 
 enum Path {
@@ -60,17 +130,19 @@ pub struct ExportStats {
 }
 
 pub struct Exporter {
-    consumers: Vec<ReportConsumer>,
+    receivers: Vec<ReportReceiver>,
     path: Path,
     collector: SocketAddrV4,
     next_sequence: u32,
     pub stats: ExportStats,
+    /// A batch of reports, back to back, as they go out.
+    staging: Box<[u8; BATCH * REPORT_MAX]>,
 }
 
 impl Exporter {
     pub fn new(
         config: &ExportConfig,
-        consumers: Vec<ReportConsumer>,
+        receivers: Vec<ReportReceiver>,
         port_ids: &[PortId],
         port_macs: &[[u8; 6]],
         pool: &Mempool,
@@ -117,7 +189,8 @@ impl Exporter {
             }
         };
         Ok(Exporter {
-            consumers,
+            receivers,
+            staging: Box::new([0; BATCH * REPORT_MAX]),
             path,
             collector: config.collector,
             next_sequence: 1,
@@ -131,28 +204,40 @@ impl Exporter {
 
     /// Sends what is waiting in the rings, at most `limit` reports per ring
     /// so that the main lcore still gets to its other duties under a report
-    /// storm; returns how many were taken. Reports are sent from the ring's
-    /// own memory (no copy), up to [`BATCH`] per system call.
+    /// storm; returns how many were taken. Up to [`BATCH`] reports go out
+    /// per system call (or TX burst).
     pub fn drain(&mut self, limit: usize) -> usize {
         let mut taken_total = 0;
-        let Exporter { consumers, path, next_sequence, stats, .. } = self;
-        for consumer in consumers.iter_mut() {
+        let Exporter { receivers, path, next_sequence, stats, staging, .. } = self;
+        for receiver in receivers.iter_mut() {
             let mut taken = 0;
             while taken < limit {
-                let (oldest, _) = consumer.as_mut_slices();
-                let count = oldest.len().min(BATCH).min(limit - taken);
-                if count == 0 {
-                    break;
-                }
-                let batch = oldest.get_mut(..count).unwrap_or(&mut []);
-                for msg in batch.iter_mut() {
-                    if let Some(field) = msg.bytes.get_mut(4..8) {
+                // (offset, length) of each report in `staging`.
+                let mut spans = [(0usize, 0usize); BATCH];
+                let mut count = 0;
+                let mut used = 0;
+                while count < BATCH.min(limit - taken) {
+                    let Some(len) = staging.get_mut(used..).and_then(|rest| receiver.pop_into(rest)) else {
+                        break;
+                    };
+                    if let Some(field) = staging.get_mut(used + 4..used + 8) {
                         field.copy_from_slice(&next_sequence.to_be_bytes());
                     }
                     *next_sequence = next_sequence.wrapping_add(1);
+                    if let Some(span) = spans.get_mut(count) {
+                        *span = (used, len);
+                    }
+                    used += len;
+                    count += 1;
                 }
-                send_batch(path, stats, batch);
-                consumer.skip(count);
+                if count == 0 {
+                    break;
+                }
+                let mut payloads: [&[u8]; BATCH] = [&[]; BATCH];
+                for (payload, &(at, len)) in payloads.iter_mut().zip(spans.iter().take(count)) {
+                    *payload = staging.get(at..at + len).unwrap_or(&[]);
+                }
+                send_batch(path, stats, payloads.get(..count).unwrap_or(&[]));
                 taken += count;
             }
             taken_total += taken;
@@ -161,28 +246,23 @@ impl Exporter {
     }
 }
 
-fn send_batch(path: &mut Path, stats: &mut ExportStats, batch: &[ReportMsg]) {
+fn send_batch(path: &mut Path, stats: &mut ExportStats, payloads: &[&[u8]]) {
     match path {
         Path::Socket(sender) => {
-            let mut payloads: [&[u8]; BATCH] = [&[]; BATCH];
-            for (slot, msg) in payloads.iter_mut().zip(batch.iter()) {
-                *slot = msg.payload();
-            }
-            let count = batch.len().min(BATCH);
-            let sent = sender.send(payloads.get(..count).unwrap_or(&[]));
+            let sent = sender.send(payloads);
             stats.gso = sender.uses_gso();
             stats.reports_sent += sent as u64;
-            stats.send_errors += (count - sent) as u64;
+            stats.send_errors += (payloads.len() - sent) as u64;
         }
         Path::Port { pool, template, port, queue } => {
             let mut burst = Burst::default();
-            for msg in batch {
+            for payload in payloads {
                 if burst.len() == crate::dpdk::mbuf::BURST {
                     let (sent, dropped) = burst.tx(*port, *queue);
                     stats.reports_sent += sent as u64;
                     stats.send_errors += dropped as u64;
                 }
-                if !frame_into(&mut burst, *pool, template, msg.payload()) {
+                if !frame_into(&mut burst, *pool, template, payload) {
                     stats.send_errors += 1;
                 }
             }
@@ -217,4 +297,69 @@ fn frame_into(
         field.copy_from_slice(&(ip_len - 20).to_be_bytes());
     }
     crate::dpdk::mbuf::alloc_into(burst, pool, out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(i: usize) -> Vec<u8> {
+        // 60 to 199 bytes: some records wrap around the ring's end.
+        (0..60 + i * 37 % 140).map(|b| (i + b) as u8).collect()
+    }
+
+    #[test]
+    fn records_arrive_whole_and_in_order_across_the_wrap() {
+        let (mut sender, mut receiver) = report_ring(16);
+        let mut out = [0u8; REPORT_MAX];
+        let mut next_expected = 0;
+        for i in 0..5000 {
+            let bytes = report(i);
+            // The ring is kept full, so that it wraps again and again.
+            loop {
+                let queued = sender.queue(bytes.len(), |buf| {
+                    buf[..bytes.len()].copy_from_slice(&bytes);
+                    Ok::<_, ()>(bytes.len())
+                });
+                if queued == Ok(()) {
+                    break;
+                }
+                assert_eq!(queued, Err(QueueError::Full), "report {i}");
+                let len = receiver.pop_into(&mut out).unwrap();
+                assert_eq!(&out[..len], report(next_expected).as_slice(), "report {next_expected}");
+                next_expected += 1;
+            }
+        }
+        while let Some(len) = receiver.pop_into(&mut out) {
+            assert_eq!(&out[..len], report(next_expected).as_slice());
+            next_expected += 1;
+        }
+        assert_eq!(next_expected, 5000);
+    }
+
+    #[test]
+    fn full_and_too_big_leave_the_ring_intact() {
+        let (mut sender, mut receiver) = report_ring(16);
+        let mut queued = 0;
+        let fill = |buf: &mut [u8]| {
+            buf[..100].fill(7);
+            Ok::<_, ()>(100)
+        };
+        while sender.queue(100, fill) == Ok(()) {
+            queued += 1;
+        }
+        assert!(queued >= 16, "room for 16 reports of 128 bytes: {queued}");
+        assert_eq!(sender.queue(100, fill), Err(QueueError::Full));
+        assert_eq!(sender.queue(REPORT_MAX + 1, fill), Err(QueueError::TooBig));
+        assert_eq!(sender.queue(100, |_| Err::<usize, ()>(())), Err(QueueError::Full), "checked first");
+        let mut out = [0u8; REPORT_MAX];
+        let mut popped = 0;
+        while let Some(len) = receiver.pop_into(&mut out) {
+            assert_eq!(&out[..len], &[7u8; 100][..]);
+            popped += 1;
+        }
+        assert_eq!(popped, queued);
+        assert_eq!(sender.queue(10, |_| Err::<usize, ()>(())), Err(QueueError::TooBig));
+        assert_eq!(receiver.pop_into(&mut out), None, "a failed build queues nothing");
+    }
 }

@@ -12,9 +12,8 @@ use int_core::report::{
 };
 use int_core::sink::{self, SinkConfig};
 use int_core::DropReason;
-use ringbuf::traits::{Observer, Producer};
 
-use super::export::{ReportMsg, ReportProducer};
+use super::export::{QueueError, ReportSender};
 use super::{Lookahead, LookaheadStage};
 use crate::config::{MalformedPolicy, SinkSettings};
 use crate::dpdk::clock::TscClock;
@@ -83,7 +82,7 @@ pub struct SinkStage {
     pub int_port: u16,
     pub profile: ReportProfile,
     pub flows: FlowTable<SinkFlow, Align64>,
-    pub reports: ReportProducer,
+    pub reports: ReportSender,
     pub limit: RateLimit,
     pub rx_timestamps: Option<RxClock>,
     /// RX-timestamp time minus TSC time at the last packet: the sweep's
@@ -101,7 +100,7 @@ impl SinkStage {
         int_port: u16,
         profile: ReportProfile,
         rate_limit: u32,
-        reports: ReportProducer,
+        reports: ReportSender,
         rx_timestamps: Option<RxClock>,
     ) -> Self {
         SinkStage {
@@ -224,26 +223,15 @@ impl SinkStage {
         }
         let sink_hop = HopMetadata::host_int(self.node_id, self.int_port, now_ns as u32);
         let header = self.header(NextProto::Ipv4, now_ns);
-        let mut msg = ReportMsg::empty();
-        match LatencyReport::build(
-            &mut msg.bytes,
-            frame,
-            found,
-            &sink_hop,
-            &header,
-            self.node_id,
-            &self.profile,
-        ) {
-            Ok(len) => msg.len = len as u16,
-            Err(_) => {
-                counters.inc(Counter::reports_too_big);
-                return;
-            }
-        }
-        if self.reports.try_push(msg).is_ok() {
-            counters.inc(Counter::reports_latency);
-        } else {
-            counters.inc(Counter::reports_ring_full);
+        let (node_id, profile) = (self.node_id, &self.profile);
+        let max_len = LatencyReport::len_for(found, profile);
+        let queued = self.reports.queue(max_len, |out| {
+            LatencyReport::build(out, frame, found, &sink_hop, &header, node_id, profile)
+        });
+        match queued {
+            Ok(()) => counters.inc(Counter::reports_latency),
+            Err(QueueError::Full) => counters.inc(Counter::reports_ring_full),
+            Err(QueueError::TooBig) => counters.inc(Counter::reports_too_big),
         }
     }
 
@@ -284,7 +272,7 @@ impl SinkStage {
             }
             // Losses wait in the flow (not lost) while the ring is full or
             // the rate limit says no; at shutdown a full ring is counted.
-            if flow.sequence.pending_count() > 0 && reports.is_full() {
+            if flow.sequence.pending_count() > 0 && !reports.has_room() {
                 if final_pass {
                     counters.inc(Counter::reports_ring_full);
                 }
@@ -305,13 +293,11 @@ impl SinkStage {
                         },
                         flow: *key,
                     };
-                    let mut msg = ReportMsg::empty();
-                    if let Ok(len) = report.emit(&mut msg.bytes) {
-                        msg.len = len as u16;
-                        match reports.try_push(msg) {
-                            Ok(()) => counters.inc(Counter::reports_drop_summary),
-                            Err(_) => counters.inc(Counter::reports_ring_full),
-                        }
+                    let max_len = DropSummaryReport::len_for(key.protocol);
+                    match reports.queue(max_len, |out| report.emit(out)) {
+                        Ok(()) => counters.inc(Counter::reports_drop_summary),
+                        Err(QueueError::Full) => counters.inc(Counter::reports_ring_full),
+                        Err(QueueError::TooBig) => counters.inc(Counter::reports_too_big),
                     }
                 }
             }
