@@ -108,6 +108,13 @@ impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
         if let Some(slot) = self.slots.get(index) {
             crate::dpdk::os::prefetch(slot);
         }
+        // In DRAM a probe that runs on to the next slot would be a second
+        // miss, not hidden: load the next slot too.
+        if self.spills_cache() {
+            if let Some(slot) = self.slots.get((index + 1) & self.mask) {
+                crate::dpdk::os::prefetch(slot);
+            }
+        }
     }
 
     /// Finds the flow, or creates it with `V::default()`. `None` when the
