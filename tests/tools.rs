@@ -7,18 +7,11 @@ mod common;
 
 use std::io::{BufRead, BufReader};
 use std::net::{Ipv4Addr, UdpSocket};
-use std::path::Path;
 use std::process::{Command, Stdio};
 
 use common::*;
 use int_core::flow::FlowKey;
 use int_core::report::{DropSummaryReport, DropSummaryRepr, ReportHeaderRepr};
-
-fn int_node(dir: &Path, args: &[&str]) -> String {
-    let output = Command::new(BIN).args(args).current_dir(dir).output().unwrap();
-    assert!(output.status.success(), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
-    String::from_utf8(output.stdout).unwrap()
-}
 
 #[test]
 fn gen_is_seeded_and_reproducible() {

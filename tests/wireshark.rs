@@ -48,14 +48,11 @@ fn tshark(pcap: &Path, fields: &[&str]) -> Vec<Vec<String>> {
 }
 
 fn decode(dir: &Path, pcap: &str) -> Vec<serde_json::Value> {
-    let output = Command::new(BIN).args(["decode", "--json", pcap]).current_dir(dir).output().unwrap();
-    assert!(output.status.success());
-    String::from_utf8(output.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    int_node(dir, &["decode", "--json", pcap]).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 
 fn gen(dir: &Path, args: &[&str]) {
-    let output = Command::new(BIN).arg("gen").args(args).current_dir(dir).output().unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    int_node(dir, &[&["gen"], args].concat());
 }
 
 const INT_FIELDS: [&str; 16] = [

@@ -22,6 +22,14 @@ pub const EAL: &str =
 pub const EAL_3_LCORES: &str =
     "[--no-huge, -m, '256', --no-pci, --no-shconf, --lcores, '0@0,1@1,2@0', --log-level, 'lib.eal:error', --no-telemetry]";
 
+/// Runs an int-node command (a tool, not a node) in `dir`; asserts it
+/// succeeds and returns its standard output.
+pub fn int_node(dir: &Path, args: &[&str]) -> String {
+    let output = Command::new(BIN).args(args).current_dir(dir).output().unwrap();
+    assert!(output.status.success(), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout).unwrap()
+}
+
 /// A fresh directory for one test's files.
 pub fn workdir(test: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("e2e").join(test);
@@ -240,9 +248,7 @@ pub fn instrument(frame: &[u8], sequence: u32, source_ts: u32) -> Vec<u8> {
 pub fn run_port_exporter_sink(dir: &Path, packets: u32) -> Run {
     let packets = packets.to_string();
     let args = ["gen", "--out", "lossy.pcap", "--packets", &packets, "--flows", "2", "--proto", "udp"];
-    let more = ["--sizes", "200", "--instrument", "hostint", "--loss", "0.05"];
-    let output = Command::new(BIN).args(args).args(more).current_dir(dir).output().unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    int_node(dir, &[&args[..], &["--sizes", "200", "--instrument", "hostint", "--loss", "0.05"]].concat());
     write_pcap(&dir.join("empty.pcap"), &[]);
     run_node(dir, &port_exporter_config("lossy.pcap"))
 }
