@@ -93,7 +93,12 @@ impl ReportReceiver {
     #[inline]
     pub fn pop_into(&mut self, out: &mut [u8]) -> Option<usize> {
         let mut prefix = [0u8; LEN_PREFIX];
-        if self.ring.occupied_len() < LEN_PREFIX || self.ring.pop_slice(&mut prefix) < LEN_PREFIX {
+        // Checked before anything is taken: a record half taken would leave
+        // the ring out of step.
+        if out.len() < REPORT_MAX
+            || self.ring.occupied_len() < LEN_PREFIX
+            || self.ring.pop_slice(&mut prefix) < LEN_PREFIX
+        {
             return None;
         }
         let len = usize::from(u16::from_ne_bytes(prefix));
@@ -352,6 +357,7 @@ mod tests {
         assert_eq!(sender.queue(100, fill), Err(QueueError::Full));
         assert_eq!(sender.queue(REPORT_MAX + 1, fill), Err(QueueError::TooBig));
         assert_eq!(sender.queue(100, |_| Err::<usize, ()>(())), Err(QueueError::Full), "checked first");
+        assert_eq!(receiver.pop_into(&mut [0u8; 100]), None, "too small a buffer takes nothing");
         let mut out = [0u8; REPORT_MAX];
         let mut popped = 0;
         while let Some(len) = receiver.pop_into(&mut out) {
