@@ -118,6 +118,11 @@ impl Counters {
         self.add(counter, 1);
     }
 
+    #[cfg(test)]
+    pub fn get(&self, counter: Counter) -> u64 {
+        self.values.get(counter as usize).copied().unwrap_or(0)
+    }
+
     /// Stores changed values into `shared` (relaxed: readers only print).
     #[inline]
     pub fn publish(&mut self, shared: &SharedCounters) {

@@ -270,4 +270,22 @@ mod tests {
             assert_eq!(buffer.get(..len).unwrap(), expected.as_slice(), "datagram {i}");
         }
     }
+
+    /// A closed port answers every datagram with ICMP, which fails the next
+    /// send on the socket once: that message is sent again, not lost.
+    #[test]
+    fn a_refused_port_loses_no_message() {
+        let closed = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let address = closed.local_addr().unwrap();
+        drop(closed);
+        let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+        socket.connect(address).unwrap();
+        let mut sender = BatchSender::new(socket);
+        // Sizes that never repeat: one message per datagram.
+        let payloads: Vec<Vec<u8>> = (0..20).map(|i| vec![0u8; 40 + i]).collect();
+        let refs: Vec<&[u8]> = payloads.iter().map(|p| p.as_slice()).collect();
+        for round in 0..3 {
+            assert_eq!(sender.send(&refs), refs.len(), "round {round}");
+        }
+    }
 }

@@ -27,7 +27,7 @@ const SWEEP_STEPS: u64 = 64;
 /// is swept once a second instead of ten times.
 const MAX_SWEEP_SLOTS_PER_SECOND: u64 = 2_000_000;
 
-/// One flow's state at the sink: 42 bytes, so that with its key, tag and
+/// One flow's state at the sink: 44 bytes, so that with its key, tag and
 /// ageing time the table slot is one 64-byte cache line. Per-flow counts
 /// (duplicates, reordering, losses) go straight to the pipeline's counters.
 #[derive(Debug, Clone, Copy, Default)]
@@ -372,6 +372,69 @@ impl LookaheadStage for SinkStage {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pipeline::export::{report_ring, ReportReceiver, REPORT_MAX};
+    use int_core::craft::PacketSpec;
+    use int_core::report::{self, SinkIdWord};
+    use int_core::source::{self, SourceConfig};
+    use int_core::FrameBuf;
+
+    const MS: u64 = 1_000_000;
+    const LOSS_TIMEOUT_MS: u64 = 200;
+
+    fn stage(domain: SinkConfig) -> (SinkStage, ReportReceiver) {
+        let settings = SinkSettings {
+            latency: LatencyConfig::default(),
+            loss_timeout_ms: LOSS_TIMEOUT_MS,
+            sweep_ms: 100,
+            flow_capacity: 64,
+            idle_timeout_ms: 120_000,
+            malformed: MalformedPolicy::Forward,
+        };
+        let (sender, receiver) = report_ring(16);
+        (SinkStage::new(domain, settings, 2, 2, ReportProfile::HOST_INT, 0, sender, None), receiver)
+    }
+
+    /// One instrumented packet of a single UDP flow, as the sink finds it.
+    fn arrival(config: &SourceConfig, domain: &SinkConfig, sequence: u32) -> sink::Extracted {
+        let frame = PacketSpec::udp([10, 0, 0, 1].into(), [10, 0, 0, 2].into(), 4000, 5000, 32).build();
+        let mut buffer = vec![0u8; 128 + frame.len()];
+        buffer[128..].copy_from_slice(&frame);
+        let mut frame_buf = FrameBuf::new(&mut buffer, 128, frame.len()).unwrap();
+        let plan = source::plan(frame_buf.frame(), config).unwrap();
+        let hop = HopMetadata::host_int(1, 1, 0);
+        source::insert(&mut frame_buf, &plan, config, sequence, &hop).unwrap();
+        sink::extract(frame_buf.frame(), domain).unwrap().unwrap()
+    }
+
+    /// A hole is declared lost once the flow has been silent for the loss
+    /// timeout: a late duplicate keeps it waiting, though the head has not
+    /// moved since the hole opened. The loss then leaves as a Drop-Summary.
+    #[test]
+    fn holes_are_lost_after_the_flow_is_silent_for_the_timeout() {
+        let config = SourceConfig::host_int(1500);
+        let domain = SinkConfig { encapsulation: config.encapsulation, tcp_placement: config.tcp_placement };
+        let (mut sink, mut receiver) = stage(domain);
+        let mut counters = Counters::default();
+        let t0 = 10_000 * MS;
+        let slots = sink.flows.slot_count();
+        for (sequence, at) in [(1, t0), (2, t0 + MS), (4, t0 + 2 * MS), (4, t0 + 150 * MS)] {
+            let found = arrival(&config, &domain, sequence);
+            sink.track(&found, found.flow.hash64(), at, &mut counters);
+        }
+        // 250 ms after the head moved, but 100 ms after the duplicate.
+        sink.sweep_slots(slots, t0 + 250 * MS, false, &mut counters);
+        assert_eq!(counters.get(Counter::lost_packets), 0, "the flow spoke 100 ms ago");
+        assert!(receiver.pop_into(&mut [0u8; REPORT_MAX]).is_none());
+        sink.sweep_slots(slots, t0 + 360 * MS, false, &mut counters);
+        assert_eq!(counters.get(Counter::lost_packets), 1, "silent for 210 ms: sequence 3 is lost");
+        let mut out = [0u8; REPORT_MAX];
+        let len = receiver.pop_into(&mut out).expect("a Drop-Summary");
+        let report::Report::DropSummary(summary) = report::parse(&out[..len], SinkIdWord::Detect).unwrap()
+        else {
+            panic!("not a Drop-Summary")
+        };
+        assert_eq!((summary.summary.gap_sequence, summary.summary.gap_count), (3, 1));
+    }
 
     #[test]
     fn flow_slots_are_one_cache_line() {
