@@ -100,8 +100,9 @@ impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
     }
 
     /// Starts loading the home slot of a flow whose `FlowKey::hash64` is
-    /// `hash`: called for a whole burst before the lookups, so that the
-    /// cache misses overlap instead of queueing one per packet.
+    /// `hash`: called a few packets before the lookup (the stages'
+    /// lookahead), so that the cache misses overlap instead of queueing one
+    /// per packet.
     #[inline]
     pub fn prefetch(&self, hash: u64) {
         let index = hash as usize & self.mask;
