@@ -70,6 +70,9 @@ fn transforms(c: &mut Criterion) {
                 .unwrap();
             })
         });
+        group.bench_with_input(BenchmarkId::new("source_plan", size), &plain, |b, plain| {
+            b.iter(|| black_box(source::plan(black_box(plain.as_slice()), &source_config)).unwrap())
+        });
         group.bench_with_input(BenchmarkId::new("transit_push", size), &with_int, |b, with_int| {
             b.iter(|| {
                 buffer[HEADROOM..HEADROOM + with_int.len()].copy_from_slice(with_int);
