@@ -133,11 +133,11 @@ fn max_hop_count_reached_sets_e_in_the_report() {
 }
 
 /// 70,000 live flows: the source's and the sink's flow tables outgrow the
-/// caches (over 2 MiB of slots), so both stages switch to their deep
-/// lookahead; the chain still restores every byte and numbers every flow
-/// from 1 with no loss.
+/// caches (over 2 MiB of slots, so the first pass prefetches two slots per
+/// flow); the chain still restores every byte and numbers every flow from 1
+/// with no loss.
 #[test]
-fn many_flows_take_the_deep_lookahead_and_restore_every_byte() {
+fn many_flows_outgrow_the_caches_and_restore_every_byte() {
     const FLOWS: usize = 70_000;
     let dir = workdir("many-flows");
     let frames: Vec<Vec<u8>> = (0..2 * FLOWS)

@@ -76,8 +76,7 @@ impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
     }
 
     /// Whether the live flows' slots likely no longer fit in the CPU's
-    /// caches (more than 2 MiB of them): lookups then miss to DRAM and
-    /// callers prefetch further ahead.
+    /// caches (more than 2 MiB of them): lookups then miss to DRAM.
     #[inline]
     pub fn spills_cache(&self) -> bool {
         self.len * std::mem::size_of::<Slot<V, A>>() > 2 << 20
@@ -100,9 +99,9 @@ impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
     }
 
     /// Starts loading the home slot of a flow whose `FlowKey::hash64` is
-    /// `hash`: called a few packets before the lookup (the stages'
-    /// lookahead), so that the cache misses overlap instead of queueing one
-    /// per packet.
+    /// `hash`: called in a stage's first pass over a burst, before the
+    /// lookups of its second, so that the cache misses overlap instead of
+    /// queueing one per packet.
     #[inline]
     pub fn prefetch(&self, hash: u64) {
         let index = hash as usize & self.mask;

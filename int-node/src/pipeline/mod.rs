@@ -64,80 +64,10 @@ impl Pipeline {
     }
 }
 
-/// How far a stage looks ahead: packet i+N is parsed and its flow's slot
-/// prefetched while packet i is worked on. While the live flows' slots fit
-/// in cache one packet is enough, and deeper costs the copies through the
-/// ring; once they spill to DRAM a miss takes several packets' time to
-/// hide.
-pub(crate) const SHALLOW: usize = 1;
-pub(crate) const DEEP: usize = 8;
-
-/// A stage that parses ahead of its work (source, sink).
-pub(crate) trait LookaheadStage {
-    /// Whether the live flows' state no longer fits in cache.
-    fn spills_cache(&self) -> bool;
-    /// One burst with a lookahead of `N` packets.
-    fn process_ahead<const N: usize>(
-        &mut self,
-        burst: &mut Burst,
-        clock: &mut TscClock,
-        counters: &mut Counters,
-    );
-}
-
-/// Runs `stage` on a burst looking [`SHALLOW`] packets ahead while its flows
-/// fit in cache, [`DEEP`] once they spill to DRAM.
-#[inline(always)]
-pub(crate) fn process_adaptive<S: LookaheadStage>(
-    stage: &mut S,
-    burst: &mut Burst,
-    clock: &mut TscClock,
-    counters: &mut Counters,
-) {
-    if stage.spills_cache() {
-        process_deep(stage, burst, clock, counters)
-    } else {
-        stage.process_ahead::<SHALLOW>(burst, clock, counters)
-    }
-}
-
-/// Out of line: a call per burst is nothing next to a burst of DRAM misses,
-/// and the shallow loop keeps the poll loop to itself.
-#[inline(never)]
-fn process_deep<S: LookaheadStage>(
-    stage: &mut S,
-    burst: &mut Burst,
-    clock: &mut TscClock,
-    counters: &mut Counters,
-) {
-    stage.process_ahead::<DEEP>(burst, clock, counters)
-}
-
-/// The parsed packets between "parsed" and "worked on": a ring of `N` on
-/// the stack.
-pub(crate) struct Lookahead<T, const N: usize> {
-    ring: [Option<T>; N],
-}
-
-impl<T, const N: usize> Lookahead<T, N> {
-    /// Parses packets 0..N with `parse`.
-    #[inline]
-    pub(crate) fn start(mut parse: impl FnMut(usize) -> Option<T>) -> Self {
-        Lookahead { ring: core::array::from_fn(&mut parse) }
-    }
-
-    /// Packet `i`'s parse, leaving packet i+N's (`ahead`) in its place.
-    #[inline]
-    pub(crate) fn take(&mut self, i: usize, ahead: Option<T>) -> Option<T> {
-        let slot = self.ring.get_mut(i % N)?;
-        core::mem::replace(slot, ahead)
-    }
-}
-
-/// Packet `i`'s frame for a stage's lookahead: `None` past the burst, and
+/// Packet `i`'s frame for a stage's first pass: `None` past the burst, and
 /// for multi-segment mbufs (counted; stages leave them untouched). Starts
 /// loading packet i+1 on the way.
-#[inline]
+#[inline(always)]
 pub(crate) fn frame_ahead<'a>(burst: &'a Burst, i: usize, counters: &mut Counters) -> Option<&'a [u8]> {
     if i >= burst.len() {
         return None;

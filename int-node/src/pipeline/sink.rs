@@ -14,10 +14,9 @@ use int_core::sink::{self, SinkConfig};
 use int_core::DropReason;
 
 use super::export::{QueueError, ReportSender};
-use super::{Lookahead, LookaheadStage};
 use crate::config::{MalformedPolicy, SinkSettings};
 use crate::dpdk::clock::TscClock;
-use crate::dpdk::mbuf::{Burst, RxClock};
+use crate::dpdk::mbuf::{Burst, RxClock, BURST};
 use crate::flow_table::{Align64, FlowTable};
 use crate::stats::{Counter, Counters};
 
@@ -129,14 +128,47 @@ impl SinkStage {
         }
     }
 
-    #[inline]
+    /// Two passes over the burst: the first finds and checks every INT
+    /// block and prefetches its flow's slot, the second tracks, reports and
+    /// strips, by when the slots have arrived (a burst of misses overlaps
+    /// instead of queueing one per packet).
+    #[inline(always)]
     pub fn process(&mut self, burst: &mut Burst, clock: &mut TscClock, counters: &mut Counters) {
-        super::process_adaptive(self, burst, clock, counters)
+        let burst_ns = clock.now_ns();
+        // Bit i: packet i leaves the burst (dropped by policy).
+        let mut drop = 0u32;
+        let mut stripped = 0;
+        let found_all: [Option<(sink::Extracted, u64)>; BURST] =
+            core::array::from_fn(|i| self.extract_one(burst, i, &mut drop, counters));
+        for (i, entry) in found_all.iter().enumerate() {
+            let Some((found, hash)) = entry else { continue };
+            let now_ns = self.rx_timestamps.and_then(|clock| burst.rx_time_ns(i, &clock)).unwrap_or(burst_ns);
+            self.rx_clock_offset = now_ns as i64 - burst_ns as i64;
+            if self.track(found, *hash, now_ns, counters).is_some() {
+                if let Some(frame) = burst.data(i) {
+                    self.latency_report(frame, found, now_ns, counters);
+                }
+            }
+            let domain = &self.domain;
+            match burst.with_frame(i, |f| sink::strip(f, found, domain)) {
+                Some(Some(_)) => stripped += 1,
+                _ => {
+                    // Cannot happen for a frame extract accepted; never
+                    // forward a half-restored packet all the same.
+                    counters.inc(Counter::malformed(DropReason::PacketMalformed));
+                    drop |= 1 << i;
+                }
+            }
+        }
+        counters.add(Counter::stripped, stripped);
+        if drop != 0 {
+            burst.retain(|i| drop & (1 << i) == 0);
+        }
     }
 
     /// Finds and checks packet `i`'s INT block (if there is a packet i) and
     /// prefetches its flow's slot; counts and applies the malformed policy.
-    #[inline]
+    #[inline(always)]
     fn extract_one(
         &self,
         burst: &Burst,
@@ -317,55 +349,6 @@ impl SinkStage {
         self.limit = RateLimit::new(0);
         let slots = self.flows.slot_count();
         self.sweep_slots(slots, now_ns, true, counters);
-    }
-}
-
-impl LookaheadStage for SinkStage {
-    #[inline(always)]
-    fn spills_cache(&self) -> bool {
-        self.flows.spills_cache()
-    }
-
-    /// One pass with a lookahead of N: packet i+N's INT block is found and
-    /// checked, and its flow's slot prefetched, while packet i is tracked,
-    /// reported and stripped.
-    #[inline(always)]
-    fn process_ahead<const N: usize>(
-        &mut self,
-        burst: &mut Burst,
-        clock: &mut TscClock,
-        counters: &mut Counters,
-    ) {
-        let burst_ns = clock.now_ns();
-        // Bit i: packet i leaves the burst (dropped by policy).
-        let mut drop = 0u32;
-        let mut stripped = 0;
-        let mut ahead = Lookahead::<_, N>::start(|i| self.extract_one(burst, i, &mut drop, counters));
-        for i in 0..burst.len() {
-            let next = self.extract_one(burst, i + N, &mut drop, counters);
-            let Some((found, hash)) = ahead.take(i, next) else { continue };
-            let now_ns = self.rx_timestamps.and_then(|clock| burst.rx_time_ns(i, &clock)).unwrap_or(burst_ns);
-            self.rx_clock_offset = now_ns as i64 - burst_ns as i64;
-            if self.track(&found, hash, now_ns, counters).is_some() {
-                if let Some(frame) = burst.data(i) {
-                    self.latency_report(frame, &found, now_ns, counters);
-                }
-            }
-            let domain = &self.domain;
-            match burst.with_frame(i, |f| sink::strip(f, &found, domain)) {
-                Some(Some(_)) => stripped += 1,
-                _ => {
-                    // Cannot happen for a frame extract accepted; never
-                    // forward a half-restored packet all the same.
-                    counters.inc(Counter::malformed(DropReason::PacketMalformed));
-                    drop |= 1 << i;
-                }
-            }
-        }
-        counters.add(Counter::stripped, stripped);
-        if drop != 0 {
-            burst.retain(|i| drop & (1 << i) == 0);
-        }
     }
 }
 

@@ -5,10 +5,9 @@
 use int_core::int05::HopMetadata;
 use int_core::source::{self, Skip, SourceConfig, Template};
 
-use super::{Lookahead, LookaheadStage};
 use crate::config::Rule;
 use crate::dpdk::clock::TscClock;
-use crate::dpdk::mbuf::{Burst, RxClock};
+use crate::dpdk::mbuf::{Burst, RxClock, BURST};
 use crate::flow_table::FlowTable;
 use crate::stats::{Counter, Counters};
 
@@ -38,14 +37,9 @@ impl SourceStage {
         }
     }
 
-    #[inline]
-    pub fn process(&mut self, burst: &mut Burst, clock: &mut TscClock, counters: &mut Counters) {
-        super::process_adaptive(self, burst, clock, counters)
-    }
-
     /// Parses packet `i` (if there is one), checks the watchlist and
     /// prefetches its flow's slot; counts why a packet is left alone.
-    #[inline]
+    #[inline(always)]
     fn plan_one(
         &self,
         burst: &Burst,
@@ -74,30 +68,22 @@ impl SourceStage {
     }
 }
 
-impl LookaheadStage for SourceStage {
+impl SourceStage {
+    /// Two passes over the burst: the first parses every packet and
+    /// prefetches its flow's slot, the second numbers and instruments them,
+    /// by when the slots have arrived (a burst of misses overlaps instead
+    /// of queueing one per packet).
     #[inline(always)]
-    fn spills_cache(&self) -> bool {
-        self.config.shim_type.has_sequence() && self.flows.spills_cache()
-    }
-
-    /// One pass with a lookahead of N: packet i+N is parsed and its flow's
-    /// slot prefetched while packet i is numbered and instrumented, so that
-    /// the flow-table misses overlap the work.
-    #[inline(always)]
-    fn process_ahead<const N: usize>(
-        &mut self,
-        burst: &mut Burst,
-        clock: &mut TscClock,
-        counters: &mut Counters,
-    ) {
+    pub fn process(&mut self, burst: &mut Burst, clock: &mut TscClock, counters: &mut Counters) {
         let now_ns = clock.now_ns();
         let with_sequence = self.config.shim_type.has_sequence();
         let mut instrumented = 0;
         let mut created = 0;
-        let mut ahead = Lookahead::<_, N>::start(|i| self.plan_one(burst, i, with_sequence, counters));
-        for i in 0..burst.len() {
-            let next = self.plan_one(burst, i + N, with_sequence, counters);
-            let Some((plan, hash)) = ahead.take(i, next) else { continue };
+        let plans: [Option<(source::Plan, u64)>; BURST] =
+            core::array::from_fn(|i| self.plan_one(burst, i, with_sequence, counters));
+        for (i, planned) in plans.iter().enumerate() {
+            let Some((plan, hash)) = planned else { continue };
+            let hash = *hash;
             let sequence = if with_sequence {
                 match self.flows.get_or_insert_hashed(&plan.flow, hash, now_ns) {
                     Some((counter, new)) => {
@@ -119,7 +105,7 @@ impl LookaheadStage for SourceStage {
                 self.rx_timestamps.and_then(|clock| burst.rx_time_ns(i, &clock)).unwrap_or(now_ns) as u32;
             let (config, template) = (&self.config, &self.template);
             match burst
-                .with_frame(i, |f| source::insert_with(f, &plan, config, template, sequence, Some(time)))
+                .with_frame(i, |f| source::insert_with(f, plan, config, template, sequence, Some(time)))
             {
                 Some(Ok(_)) => instrumented += 1,
                 Some(Err(skip)) => counters.inc(skip_counter(skip)),
