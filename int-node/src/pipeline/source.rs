@@ -72,16 +72,21 @@ impl SourceStage {
     /// Two passes over the burst: the first parses every packet and
     /// prefetches its flow's slot, the second numbers and instruments them,
     /// by when the slots have arrived (a burst of misses overlaps instead
-    /// of queueing one per packet).
-    #[inline(always)]
+    /// of queueing one per packet). Out of line: one call per burst, and
+    /// the stage is its own symbol in a profile.
+    #[inline(never)]
     pub fn process(&mut self, burst: &mut Burst, clock: &mut TscClock, counters: &mut Counters) {
         let now_ns = clock.now_ns();
         let with_sequence = self.config.shim_type.has_sequence();
         let mut instrumented = 0;
         let mut created = 0;
-        let plans: [Option<(source::Plan, u64)>; BURST] =
-            core::array::from_fn(|i| self.plan_one(burst, i, with_sequence, counters));
-        for (i, planned) in plans.iter().enumerate() {
+        // Filled in place, for the packets there are (an array built by
+        // from_fn was copied whole).
+        let mut plans: [Option<(source::Plan, u64)>; BURST] = [None; BURST];
+        for (i, planned) in plans.iter_mut().enumerate().take(burst.len()) {
+            *planned = self.plan_one(burst, i, with_sequence, counters);
+        }
+        for (i, planned) in plans.iter().enumerate().take(burst.len()) {
             let Some((plan, hash)) = planned else { continue };
             let hash = *hash;
             let sequence = if with_sequence {
