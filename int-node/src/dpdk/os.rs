@@ -249,26 +249,62 @@ unsafe impl std::alloc::GlobalAlloc for CountingAllocator {
 mod tests {
     use super::*;
 
-    /// Runs of equal sizes (GSO messages), odd sizes between them and a
-    /// batch cut at BATCH all arrive as separate datagrams, in order.
-    #[test]
-    fn batch_sender_delivers_every_datagram_in_order() {
+    /// A connected sender and its receiver on loopback.
+    fn pair() -> (UdpSocket, UdpSocket) {
         let receiver = UdpSocket::bind("127.0.0.1:0").unwrap();
         receiver.set_read_timeout(Some(std::time::Duration::from_secs(2))).unwrap();
         let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
         socket.connect(receiver.local_addr().unwrap()).unwrap();
-        let mut sender = BatchSender::new(socket);
+        (socket, receiver)
+    }
+
+    /// Sends 70 datagrams, runs of equal sizes (GSO messages) with odd
+    /// sizes between them, in two batches (one cut at BATCH); checks that
+    /// each arrives whole and in order.
+    fn send_and_receive_70(sender: &mut BatchSender, receiver: &UdpSocket) {
         let sizes: Vec<usize> = (0..70).map(|i| if i % 23 == 22 { 40 + i } else { 92 }).collect();
         let payloads: Vec<Vec<u8>> = sizes.iter().enumerate().map(|(i, len)| vec![i as u8; *len]).collect();
         let refs: Vec<&[u8]> = payloads.iter().map(|p| p.as_slice()).collect();
         assert_eq!(sender.send(&refs), BATCH, "a batch takes at most BATCH");
         assert_eq!(sender.send(refs.get(BATCH..).unwrap()), 70 - BATCH);
-        assert!(sender.uses_gso(), "this kernel has UDP GSO");
         let mut buffer = [0u8; 2048];
         for (i, expected) in payloads.iter().enumerate() {
             let len = receiver.recv(&mut buffer).unwrap();
             assert_eq!(buffer.get(..len).unwrap(), expected.as_slice(), "datagram {i}");
         }
+    }
+
+    #[test]
+    fn batch_sender_delivers_every_datagram_in_order() {
+        let (socket, receiver) = pair();
+        let mut sender = BatchSender::new(socket);
+        send_and_receive_70(&mut sender, &receiver);
+        assert!(sender.uses_gso(), "this kernel has UDP GSO");
+    }
+
+    /// A kernel that refuses GSO (here: a socket without UDP checksums, for
+    /// which Linux answers a segmented send with EINVAL) gets one datagram
+    /// per message from then on; the refused batch is sent that way and
+    /// nothing is lost or reordered.
+    #[test]
+    fn without_gso_every_datagram_still_arrives_in_order() {
+        let (socket, receiver) = pair();
+        let off: libc::c_int = 1;
+        // SAFETY: SO_NO_CHECK takes an int; the pointer and length describe
+        // `off`, which outlives the call.
+        let set = unsafe {
+            libc::setsockopt(
+                socket.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_NO_CHECK,
+                (&off as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        assert_eq!(set, 0);
+        let mut sender = BatchSender::new(socket);
+        send_and_receive_70(&mut sender, &receiver);
+        assert!(!sender.uses_gso(), "the refusal switched GSO off");
     }
 
     /// A closed port answers every datagram with ICMP, which fails the next
