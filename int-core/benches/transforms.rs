@@ -1,6 +1,6 @@
 //! ns/packet for the packet transforms at 64, 512 and 1500-byte frames:
-//! source insert (plan + insert), transit push, sink extract + strip, and
-//! latency report build. Each iteration first restores the input frame;
+//! source plan alone and plan + insert, transit push, sink extract + strip,
+//! and latency report build. Each iteration first restores the input frame;
 //! `reset_only` measures that copy alone so it can be subtracted.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
