@@ -36,10 +36,11 @@ pub fn sum(acc: u32, data: &[u8]) -> u32 {
 
 /// Folds a 32-bit sum into 16 bits with end-around carry.
 #[inline]
-pub fn fold(acc: u32) -> u16 {
-    // Two end-around carries always suffice for 32 bits; no loop.
-    let once = (acc & 0xffff) + (acc >> 16);
-    ((once & 0xffff) + (once >> 16)) as u16
+pub fn fold(mut acc: u32) -> u16 {
+    while acc > 0xffff {
+        acc = (acc & 0xffff) + (acc >> 16);
+    }
+    acc as u16
 }
 
 /// The checksum field value for `data` (with its checksum field zeroed).
