@@ -37,38 +37,6 @@ impl SourceStage {
         }
     }
 
-    /// Parses packet `i` (if there is one), checks the watchlist and
-    /// prefetches its flow's slot; counts why a packet is left alone.
-    #[inline(always)]
-    fn plan_one(
-        &self,
-        burst: &Burst,
-        i: usize,
-        with_sequence: bool,
-        counters: &mut Counters,
-    ) -> Option<(source::Plan, u64)> {
-        let frame = super::frame_ahead(burst, i, counters)?;
-        match source::plan(frame, &self.config) {
-            Ok(plan) => {
-                if !self.watchlist.is_empty() && !self.watchlist.iter().any(|rule| rule.matches(&plan.flow)) {
-                    counters.inc(Counter::not_watched);
-                    return None;
-                }
-                let hash = if with_sequence { plan.flow.hash64() } else { 0 };
-                if with_sequence {
-                    self.flows.prefetch(hash);
-                }
-                Some((plan, hash))
-            }
-            Err(skip) => {
-                counters.inc(skip_counter(skip));
-                None
-            }
-        }
-    }
-}
-
-impl SourceStage {
     /// Two passes over the burst: the first parses every packet and
     /// prefetches its flow's slot, the second numbers and instruments them,
     /// by when the slots have arrived (a burst of misses overlaps instead
@@ -126,6 +94,36 @@ impl SourceStage {
             let budget = self.flows.slot_count().div_ceil(64);
             let expired = self.flows.sweep(budget, now_ns, |_, _, idle| idle > idle_limit);
             counters.add(Counter::flows_expired, expired as u64);
+        }
+    }
+
+    /// Parses packet `i` (if there is one), checks the watchlist and
+    /// prefetches its flow's slot; counts why a packet is left alone.
+    #[inline(always)]
+    fn plan_one(
+        &self,
+        burst: &Burst,
+        i: usize,
+        with_sequence: bool,
+        counters: &mut Counters,
+    ) -> Option<(source::Plan, u64)> {
+        let frame = super::frame_ahead(burst, i, counters)?;
+        match source::plan(frame, &self.config) {
+            Ok(plan) => {
+                if !self.watchlist.is_empty() && !self.watchlist.iter().any(|rule| rule.matches(&plan.flow)) {
+                    counters.inc(Counter::not_watched);
+                    return None;
+                }
+                let hash = if with_sequence { plan.flow.hash64() } else { 0 };
+                if with_sequence {
+                    self.flows.prefetch(hash);
+                }
+                Some((plan, hash))
+            }
+            Err(skip) => {
+                counters.inc(skip_counter(skip));
+                None
+            }
         }
     }
 }
