@@ -28,7 +28,7 @@ impl Carrier {
     /// field, which is also in the pseudo-header; TCP: the pseudo-header
     /// length), and 16-bit words summing to `removed` were replaced by words
     /// summing to `added` inside the checksummed bytes.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn update(self, frame: &mut [u8], old_len: u16, new_len: u16, removed: u32, added: u32) {
         match self {
             Carrier::Udp(at) => {

@@ -12,7 +12,7 @@ use crate::carrier;
 use crate::checksum;
 use crate::error::ParseError;
 use crate::frame::FrameBuf;
-use crate::int05::{HopMetadata, IntBlock, MetadataHeader};
+use crate::int05::{HopMetadata, IntBlock, MetadataHeader, ShapeCache};
 use crate::sink::{self, SinkConfig};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,9 +40,24 @@ pub enum Skip {
     Malformed(ParseError),
 }
 
-#[inline]
+/// Pushes `hop` onto the packet's stack, or sets E, or leaves a
+/// Destination-type block alone.
 pub fn push(frame: &mut FrameBuf<'_>, config: &TransitConfig, hop: &HopMetadata) -> Result<Pushed, Skip> {
-    let found = sink::extract(frame.frame(), &config.domain).map_err(Skip::Malformed)?.ok_or(Skip::NotInt)?;
+    push_with(frame, config, hop, &mut ShapeCache::default())
+}
+
+/// [`push`] with a [`ShapeCache`] kept across packets, as
+/// [`sink::extract_with`].
+#[inline]
+pub fn push_with(
+    frame: &mut FrameBuf<'_>,
+    config: &TransitConfig,
+    hop: &HopMetadata,
+    shapes: &mut ShapeCache,
+) -> Result<Pushed, Skip> {
+    let found = sink::extract_with(frame.frame(), &config.domain, shapes)
+        .map_err(Skip::Malformed)?
+        .ok_or(Skip::NotInt)?;
     if !found.shim_type.is_hop_by_hop() {
         return Ok(Pushed::DestinationOnly);
     }

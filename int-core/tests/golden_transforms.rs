@@ -224,7 +224,7 @@ fn max_hop_count_sets_e_and_pushes_nothing() {
     verify_checksums(&two).unwrap();
     let (restored, found) = run_sink(&two, &domain(&config));
     assert!(found.header.max_hop_exceeded);
-    assert_eq!(found.source_hop.unwrap().switch_id, Some(0x0a00_0001));
+    assert_eq!(found.source_hop.unwrap().switch_id(), Some(0x0a00_0001));
     assert_eq!(restored, original);
 }
 

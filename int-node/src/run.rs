@@ -220,6 +220,7 @@ pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
                 rx_int_port,
                 tx_int_port,
                 rx_timestamps: timestamps,
+                shapes: Default::default(),
             })),
             (Role::Sink, _, Some(s)) => {
                 let Some(export) = &config.export else {

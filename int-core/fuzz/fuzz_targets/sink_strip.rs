@@ -1,14 +1,21 @@
-//! The sink on arbitrary frames: extract never panics; whatever it accepts,
-//! strip removes exactly the INT bytes it announced, and a report can be
-//! built from it.
+//! The sink on arbitrary frames: extract never panics; a shape cache kept
+//! across inputs (as the node keeps one) never changes its answer; whatever
+//! it accepts, strip removes exactly the INT bytes it announced, and a
+//! report can be built from it.
 #![no_main]
 
+use std::cell::RefCell;
+
 use int_core::encap::{Encapsulation, TcpPlacement};
-use int_core::int05::HopMetadata;
+use int_core::int05::{HopMetadata, ShapeCache};
 use int_core::report::{LatencyReport, ReportHeaderRepr, ReportProfile};
 use int_core::sink::{self, SinkConfig};
 use int_core::FrameBuf;
 use libfuzzer_sys::fuzz_target;
+
+thread_local! {
+    static SHAPES: RefCell<ShapeCache> = RefCell::new(ShapeCache::default());
+}
 
 fuzz_target!(|data: &[u8]| {
     let Some((&selector, frame)) = data.split_first() else { return };
@@ -18,9 +25,16 @@ fuzz_target!(|data: &[u8]| {
         } else {
             Encapsulation::ExtensionUdp { port: 33122 }
         },
-        tcp_placement: if selector & 2 == 0 { TcpPlacement::BeforeOptions } else { TcpPlacement::AfterOptions },
+        tcp_placement: if selector & 2 == 0 {
+            TcpPlacement::BeforeOptions
+        } else {
+            TcpPlacement::AfterOptions
+        },
     };
-    let Ok(Some(found)) = sink::extract(frame, &config) else { return };
+    let extracted = sink::extract(frame, &config);
+    let cached = SHAPES.with(|shapes| sink::extract_with(frame, &config, &mut shapes.borrow_mut()));
+    assert_eq!(cached, extracted);
+    let Ok(Some(found)) = extracted else { return };
     let header = ReportHeaderRepr::latency(1, 1, 0);
     let mut report = [0u8; 2048];
     let hop = HopMetadata::host_int(1, 1, 1);

@@ -12,12 +12,14 @@
 pub mod hop;
 pub mod instruction;
 pub mod md_header;
+pub mod shape;
 pub mod shim;
 pub mod tail;
 
 pub use hop::{HopMetadata, HopStack, INVALID};
 pub use instruction::Instructions;
 pub use md_header::{MetadataHeader, MetadataHeaderRepr};
+pub use shape::{BlockFields, BlockShape, ShapeCache, SourceHop};
 pub use shim::{ShimHeader, ShimRepr, ShimType};
 pub use tail::{TailHeader, TailRepr};
 

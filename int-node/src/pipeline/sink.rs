@@ -4,7 +4,7 @@
 //! never waits on export: a full ring or an exhausted rate limit drops the
 //! report and counts it.
 
-use int_core::int05::HopMetadata;
+use int_core::int05::{HopMetadata, ShapeCache};
 use int_core::latency::{LatencyConfig, LatencyState, ReportReason};
 use int_core::loss::{SeqEvent, SequenceTracker};
 use int_core::report::{
@@ -81,6 +81,8 @@ pub struct SinkStage {
     pub int_port: u16,
     pub profile: ReportProfile,
     pub flows: FlowTable<SinkFlow, Align64>,
+    /// The last INT block shape that passed the checks.
+    shapes: ShapeCache,
     pub reports: ReportSender,
     pub limit: RateLimit,
     pub rx_timestamps: Option<RxClock>,
@@ -106,6 +108,7 @@ impl SinkStage {
             domain,
             latency: settings.latency,
             flows: FlowTable::new(settings.flow_capacity as usize),
+            shapes: ShapeCache::default(),
             settings,
             node_id,
             int_port,
@@ -175,14 +178,14 @@ impl SinkStage {
     /// prefetches its flow's slot; counts and applies the malformed policy.
     #[inline(always)]
     fn extract_one(
-        &self,
+        &mut self,
         burst: &Burst,
         i: usize,
         drop: &mut u32,
         counters: &mut Counters,
     ) -> Option<(sink::Extracted, u64)> {
         let frame = super::frame_ahead(burst, i, counters)?;
-        match sink::extract(frame, &self.domain) {
+        match sink::extract_with(frame, &self.domain, &mut self.shapes) {
             Ok(Some(found)) => {
                 let hash = found.flow.hash64();
                 self.flows.prefetch(hash);
@@ -223,8 +226,8 @@ impl SinkStage {
         }
         let source = found.source_hop;
         if let Some(source) = source {
-            flow.source_node = source.switch_id.unwrap_or(0);
-            flow.source_port = source.ingress_port.unwrap_or(0);
+            flow.source_node = source.switch_id().unwrap_or(0);
+            flow.source_port = source.ingress_port().unwrap_or(0);
         }
         match found.sequence {
             Some(sequence) => {
@@ -242,7 +245,7 @@ impl SinkStage {
             }
             None => counters.inc(Counter::no_sequence),
         }
-        let source_ts = source.and_then(|hop| hop.ingress_timestamp)?;
+        let source_ts = source.and_then(|hop| hop.ingress_timestamp())?;
         let latency = (now_ns as u32).wrapping_sub(source_ts);
         flow.latency.observe(&self.latency, latency, now_ns)
     }

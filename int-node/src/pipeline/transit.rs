@@ -1,7 +1,7 @@
 //! The transit stage: pushes this node's metadata onto packets that already
 //! carry INT 0.5 (values a software node cannot know are 0xFFFFFFFF).
 
-use int_core::int05::HopMetadata;
+use int_core::int05::{HopMetadata, ShapeCache};
 use int_core::transit::{self, Pushed, Skip, TransitConfig};
 
 use crate::dpdk::clock::TscClock;
@@ -14,6 +14,8 @@ pub struct TransitStage {
     pub rx_int_port: u16,
     pub tx_int_port: u16,
     pub rx_timestamps: Option<RxClock>,
+    /// The last INT block shape that passed the checks.
+    pub shapes: ShapeCache,
 }
 
 impl TransitStage {
@@ -32,8 +34,8 @@ impl TransitStage {
                 egress_timestamp: Some(now_ns as u32),
                 ..HopMetadata::default()
             };
-            let config = &self.config;
-            let counter = match burst.with_frame(i, |f| transit::push(f, config, &hop)) {
+            let (config, shapes) = (&self.config, &mut self.shapes);
+            let counter = match burst.with_frame(i, |f| transit::push_with(f, config, &hop, shapes)) {
                 None => Counter::multi_segment,
                 Some(Ok(Pushed::Pushed(_))) => Counter::pushed,
                 Some(Ok(Pushed::MaxHopReached)) => Counter::max_hop_reached,
