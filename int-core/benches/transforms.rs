@@ -9,7 +9,7 @@ use std::net::Ipv4Addr;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use int_core::craft::PacketSpec;
-use int_core::int05::HopMetadata;
+use int_core::int05::{HopMetadata, ShapeCache};
 use int_core::report::{LatencyReport, ReportHeaderRepr, ReportProfile};
 use int_core::sink::{self, SinkConfig};
 use int_core::source::{self, SourceConfig};
@@ -73,19 +73,20 @@ fn transforms(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new("source_plan", size), &plain, |b, plain| {
             b.iter(|| black_box(source::plan(black_box(plain.as_slice()), &source_config)).unwrap())
         });
+        // The node's stages keep a shape cache across packets: so do these.
+        let mut shapes = ShapeCache::default();
         group.bench_with_input(BenchmarkId::new("transit_push", size), &with_int, |b, with_int| {
             b.iter(|| {
                 buffer[HEADROOM..HEADROOM + with_int.len()].copy_from_slice(with_int);
                 let mut view = FrameBuf::new(&mut buffer, HEADROOM, with_int.len()).unwrap();
-                black_box(transit::push(&mut view, &transit_config, &hop)).unwrap();
+                black_box(transit::push_with(&mut view, &transit_config, &hop, &mut shapes)).unwrap();
             })
         });
         group.bench_with_input(BenchmarkId::new("sink_strip", size), &with_int, |b, with_int| {
             b.iter(|| {
                 buffer[HEADROOM..HEADROOM + with_int.len()].copy_from_slice(with_int);
-                let found = sink::extract(&buffer[HEADROOM..HEADROOM + with_int.len()], &sink_config)
-                    .unwrap()
-                    .unwrap();
+                let frame = &buffer[HEADROOM..HEADROOM + with_int.len()];
+                let found = sink::extract_with(frame, &sink_config, &mut shapes).unwrap().unwrap();
                 let mut view = FrameBuf::new(&mut buffer, HEADROOM, with_int.len()).unwrap();
                 black_box(sink::strip(&mut view, &found, &sink_config)).unwrap();
             })

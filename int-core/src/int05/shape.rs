@@ -172,6 +172,7 @@ impl ShapeCache {
     #[inline(never)]
     fn check(&mut self, bytes: &[u8], tail: Tail) -> Result<(), ParseError> {
         let block = IntBlock::parse(bytes, tail)?;
+        // Always there: the parser accepts no block shorter than 16 bytes.
         if let Some(prefix) = bytes.get(..PREFIX_LEN) {
             self.prefix.copy_from_slice(prefix);
             self.shape = Some((BlockShape::of(&block, tail), tail));
