@@ -11,9 +11,10 @@ use std::net::Ipv4Addr;
 use common::*;
 use int_core::craft::{L4Spec, PacketSpec};
 use int_core::encap::{Encapsulation, TcpPlacement};
-use int_core::int05::{Instructions, ShimType};
+use int_core::int05::{Instructions, ShapeCache, ShimType};
+use int_core::sink;
 use int_core::source::{self, SourceConfig};
-use int_core::transit::{Pushed, TransitConfig};
+use int_core::transit::{self, Pushed, TransitConfig};
 use proptest::prelude::*;
 
 const MTU: u16 = 1500;
@@ -155,6 +156,45 @@ proptest! {
         let packet = run_source(&original, &config, 1);
         let (restored, _) = run_sink(&packet, &domain(&config));
         prop_assert_eq!(restored, original);
+    }
+
+    /// One shape cache kept across packets of many shapes (configurations,
+    /// hop counts, cuts), as the node's sink and transit stages keep one,
+    /// gives exactly the parser's answers and bytes.
+    #[test]
+    fn a_kept_shape_cache_answers_as_the_parser(
+        items in proptest::collection::vec((packet(), source_config(), 0usize..3, any::<u32>()), 1..8),
+        rounds in 1usize..3,
+    ) {
+        let mut shapes = ShapeCache::default();
+        let hop = sink_hop(7, 1);
+        for _ in 0..rounds {
+            for (spec, config, transits, seq) in &items {
+                if config.check().is_err() {
+                    continue;
+                }
+                let Some(original) = instrumentable(spec, config) else { continue };
+                let mut packet = run_source(&original, config, *seq);
+                let transit = TransitConfig { domain: domain(config), max_ip_len: MTU + 200 };
+                for _ in 0..*transits {
+                    let mut cold = Buffer::new(&packet);
+                    let mut warm = Buffer::new(&packet);
+                    let pushed = cold.with(|f| transit::push(f, &transit, &hop));
+                    prop_assert_eq!(warm.with(|f| transit::push_with(f, &transit, &hop, &mut shapes)), pushed);
+                    prop_assert_eq!(warm.frame(), cold.frame());
+                    packet = cold.frame().to_vec();
+                }
+                // Whole, and cut inside the block (a lying length).
+                for len in [packet.len(), packet.len() - 1, packet.len() - 5] {
+                    let frame = &packet[..len];
+                    let sink_config = domain(config);
+                    prop_assert_eq!(
+                        sink::extract_with(frame, &sink_config, &mut shapes),
+                        sink::extract(frame, &sink_config)
+                    );
+                }
+            }
+        }
     }
 }
 
