@@ -28,6 +28,9 @@ impl Carrier {
     /// field, which is also in the pseudo-header; TCP: the pseudo-header
     /// length), and 16-bit words summing to `removed` were replaced by words
     /// summing to `added` inside the checksummed bytes.
+    ///
+    /// Always inlined: left to the compiler it stayed a call per packet in
+    /// the sink (2.6% of the stage's profile; +2% sink Mpps inlined).
     #[inline(always)]
     pub(crate) fn update(self, frame: &mut [u8], old_len: u16, new_len: u16, removed: u32, added: u32) {
         match self {
