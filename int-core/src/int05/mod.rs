@@ -19,7 +19,7 @@ pub mod tail;
 pub use hop::{HopMetadata, HopStack, INVALID};
 pub use instruction::Instructions;
 pub use md_header::{MetadataHeader, MetadataHeaderRepr};
-pub use shape::{BlockFields, BlockShape, ShapeCache, SourceHop};
+pub use shape::{BlockFields, ShapeCache, SourceHop};
 pub use shim::{ShimHeader, ShimRepr, ShimType};
 pub use tail::{TailHeader, TailRepr};
 

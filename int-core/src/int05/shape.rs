@@ -17,11 +17,11 @@ pub const PREFIX_LEN: usize = IntBlock::STACK_OFFSET;
 
 /// Where a checked block's parts lie, as offsets from the shim.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BlockShape {
-    pub shim_type: ShimType,
-    pub header: MetadataHeaderRepr,
+struct BlockShape {
+    shim_type: ShimType,
+    header: MetadataHeaderRepr,
     /// The shim Length in bytes.
-    pub len: u16,
+    len: u16,
     /// Offsets below [`NONE`]; the block is at most 1020 bytes.
     sequence_at: u16,
     tail_at: u16,
@@ -83,7 +83,7 @@ pub struct BlockFields {
 
 impl BlockShape {
     /// The shape of a block [`IntBlock::parse`] accepted.
-    pub fn of(block: &IntBlock<'_>, tail: Tail) -> BlockShape {
+    fn of(block: &IntBlock<'_>, tail: Tail) -> BlockShape {
         let len = block.len();
         let tail_at = (tail == Tail::Present).then(|| len - super::tail::HEADER_LEN);
         let stack_end = tail_at.unwrap_or(len);
@@ -157,6 +157,7 @@ impl ShapeCache {
             // and its reads stalled on store forwarding).
             self.check(bytes, tail)?;
         }
+        // Never taken: a block that passed `check` has left its shape.
         let Some((shape, _)) = &self.shape else {
             return Err(ParseError::truncated(Layer::IntShim, 0, PREFIX_LEN, bytes.len()));
         };
@@ -201,6 +202,39 @@ mod tests {
         assert_eq!(hop.switch_id(), Some(0x0a00_0001));
         assert_eq!(hop.ingress_port(), Some(1));
         assert_eq!(hop.ingress_timestamp(), Some(0x5e00_0001));
+    }
+
+    /// Words a hop wrote as not available, and words the bitmap does not
+    /// ask for, read as `None`; a stack without hops has no source hop.
+    #[test]
+    fn unavailable_and_absent_words_read_as_none() {
+        let mut block = HOST_INT_SOURCE_BLOCK;
+        block[12..16].copy_from_slice(&INVALID.to_be_bytes()); // switch id
+        block[16..18].copy_from_slice(&[0xff, 0xff]); // ingress port
+        let hop = uncached(&block, Tail::Present).unwrap().source_hop.unwrap();
+        assert_eq!((hop.switch_id(), hop.ingress_port()), (None, None));
+        assert_eq!(hop.ingress_timestamp(), Some(0x5e00_0001));
+        // Bitmap 0xC000 (switch id, port ids): no timestamp word.
+        let two_words = [
+            0x03, 0x00, 0x07, 0x00, 0x00, 0x02, 0x02, 0x01, 0xc0, 0x00, 0x00, 0x00, //
+            0x0a, 0x00, 0x00, 0x01, 0x00, 0x01, 0x00, 0x01, 0x00, 0x00, 0x00, 0x05, 0x00, 0x00, 0x00, 0x00,
+        ];
+        let fields = uncached(&two_words, Tail::Present).unwrap();
+        let hop = fields.source_hop.unwrap();
+        assert_eq!(
+            (hop.switch_id(), hop.ingress_port(), hop.ingress_timestamp()),
+            (Some(0x0a00_0001), Some(1), None)
+        );
+        assert_eq!(fields.sequence, Some(5));
+        // No hop on the stack (Total Hop Count 0).
+        let no_hops = [
+            0x03, 0x00, 0x05, 0x00, 0x00, 0x04, 0x02, 0x00, 0xcc, 0x00, 0x00, 0x00, //
+            0x00, 0x00, 0x00, 0x07, 0x11, 0x13, 0x89, 0x00,
+        ];
+        let fields = uncached(&no_hops, Tail::Present).unwrap();
+        assert_eq!(fields.source_hop, None);
+        assert_eq!(fields.sequence, Some(7));
+        assert_eq!(fields.tail, TailRepr { protocol: 17, dst_port: 5001, dscp: 0 });
     }
 
     #[test]

@@ -143,7 +143,7 @@ impl SinkStage {
         let mut drop = 0u32;
         let mut stripped = 0;
         // Filled in place, for the packets there are (an array built by
-        // from_fn was copied whole: 6 KB per burst).
+        // from_fn was copied whole).
         let mut found_all: [Option<(sink::Extracted, u64)>; BURST] = [None; BURST];
         for (i, entry) in found_all.iter_mut().enumerate().take(burst.len()) {
             *entry = self.extract_one(burst, i, &mut drop, counters);
