@@ -4,7 +4,10 @@ vdevs (net_pcap infinite_rx=1 -> net_null), in the same run.
 
 Cases: testpmd io and csum (baselines); int-node forward, source (DSCP and
 UDP encapsulations), transit, sink with reports on ~0%, ~1% and 100% of
-packets; frame sizes and flow counts as asked. Runs are interleaved
+packets; frame sizes and flow counts as asked. Transit and the sink read
+INT packets (36 bytes longer): they are compared with testpmd replaying
+that same pcap (testpmd-io-int, testpmd-csum-int), the others with testpmd
+replaying the plain one. Runs are interleaved
 (round-robin over cases, --repeat times) because the machine is shared and
 noisy; the table gives the median and the spread (min-max) of each case.
 
@@ -33,7 +36,7 @@ EAL = ["--no-huge", "-m", "{mem}", "--no-pci", "--no-shconf", "-l", "0-1",
        "--log-level", "lib.eal:error", "--no-telemetry"]
 
 
-LARGE_FLOW_CASES = {"testpmd-io", "testpmd-csum", "forward", "source-dscp", "sink-1%"}
+LARGE_FLOW_CASES = {"testpmd-io", "testpmd-csum", "testpmd-io-int", "forward", "source-dscp", "sink-1%"}
 
 
 def eal(mem):
@@ -162,6 +165,8 @@ def main():
     cases = [
         ("testpmd-io", "testpmd", "io", {}),
         ("testpmd-csum", "testpmd", "csum", {}),
+        ("testpmd-io-int", "testpmd", "io", {"pcap": "hostint"}),
+        ("testpmd-csum-int", "testpmd", "csum", {"pcap": "hostint"}),
         ("forward", "forward", None, {}),
         ("source-dscp", "source", None, {}),
         ("source-udp", "source", None, {"pipeline": {"int": {"encapsulation": "int05-extension-udp"}}}),
@@ -204,7 +209,8 @@ def main():
                             threshold = min(int(1e9 / per_flow), 4_000_000_000)
                             pipe.setdefault("sink", {})["latency"] = {"mode": "absolute", "threshold_ns": threshold, "refresh_ms": 0}
                         if kind == "testpmd":
-                            mpps, info = testpmd(mode, plain, args.seconds, mbufs, mem)
+                            pcap = with_int if extra.get("pcap") == "hostint" else plain
+                            mpps, info = testpmd(mode, pcap, args.seconds, mbufs, mem)
                         else:
                             pcap = with_int if mode == "hostint" else plain
                             mpps, info = int_node(kind, pcap, args.seconds, extra, mbufs, mem)
@@ -213,15 +219,25 @@ def main():
                         results[key]["info"].update(info)
                         print(f"  {name:13s} {size:5d} B {flows:8d} flows  run {repeat + 1}: {mpps:7.3f} Mpps {info}", flush=True)
 
+    # Each case against testpmd on the pcap it read: the INT pcap for transit
+    # and the sink, the plain one for the rest.
+    reads_int = {name for name, kind, mode, extra in cases
+                 if mode == "hostint" or extra.get("pcap") == "hostint"}
     rows = []
     for key, r in results.items():
-        io = results.get(f"testpmd-io|{r['size']}|{r['flows']}")
-        csum = results.get(f"testpmd-csum|{r['size']}|{r['flows']}")
+        suffix = "-int" if r["case"] in reads_int else ""
+        io = results.get(f"testpmd-io{suffix}|{r['size']}|{r['flows']}")
+        csum = results.get(f"testpmd-csum{suffix}|{r['size']}|{r['flows']}")
         median = statistics.median(r["mpps"])
         io_median = statistics.median(io["mpps"]) if io else 0
         csum_median = statistics.median(csum["mpps"]) if csum else 0
+        ns = 1e3 / median if median else None
         row = dict(r, median_mpps=median, min_mpps=min(r["mpps"]), max_mpps=max(r["mpps"]),
-                   ns_per_packet=round(1e3 / median, 1) if median else None,
+                   ns_per_packet=round(ns, 1) if ns else None,
+                   # The stage's own time per packet: what it adds to the
+                   # replay and the null TX that testpmd io also pays.
+                   ns_over_io=round(ns - 1e3 / io_median, 1) if ns and io_median else None,
+                   baseline_pcap="int" if suffix else "plain",
                    vs_io=round(median / io_median, 3) if io_median and median else None,
                    vs_csum=round(median / csum_median, 3) if csum_median and median else None)
         rows.append(row)
@@ -238,12 +254,12 @@ def main():
         json.dump({"meta": meta, "rows": rows}, f, indent=1)
 
     print(f"\nDPDK {dpdk}, {cpu}, {os.cpu_count()} cores; {args.repeat} interleaved runs of {args.seconds} s; one lcore each\n")
-    print("| case | size | flows | Mpps median | spread | ns/packet | vs testpmd io | vs csum | notes |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| case | size | flows | Mpps median | spread | ns/packet | ns over io | vs testpmd io | vs csum | baseline pcap | notes |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         notes = ", ".join(f"{k} {v}" for k, v in r["info"].items())
         print(f"| {r['case']} | {r['size']} | {r['flows']} | {r['median_mpps']:.2f} | {r['min_mpps']:.2f}-{r['max_mpps']:.2f} "
-              f"| {r['ns_per_packet']} | {r['vs_io']} | {r['vs_csum']} | {notes} |")
+              f"| {r['ns_per_packet']} | {r['ns_over_io']} | {r['vs_io']} | {r['vs_csum']} | {r['baseline_pcap']} | {notes} |")
     try:
         import matplotlib
         matplotlib.use("Agg")
