@@ -39,6 +39,12 @@ EAL = ["--no-huge", "-m", "{mem}", "--no-pci", "--no-shconf", "-l", "0-1",
 LARGE_FLOW_CASES = {"testpmd-io", "testpmd-csum", "testpmd-io-int", "forward", "source-dscp", "sink-1%"}
 
 
+def reads_int(mode, extra):
+    """Whether a case replays the INT pcap (transit, the sink and their
+    testpmd baselines) rather than the plain one."""
+    return mode == "hostint" or extra.get("pcap") == "hostint"
+
+
 def eal(mem):
     return [a.replace("{mem}", str(mem)) for a in EAL]
 
@@ -208,11 +214,10 @@ def main():
                             # share comes out higher (see reports_per_packet).
                             threshold = min(int(1e9 / per_flow), 4_000_000_000)
                             pipe.setdefault("sink", {})["latency"] = {"mode": "absolute", "threshold_ns": threshold, "refresh_ms": 0}
+                        pcap = with_int if reads_int(mode, extra) else plain
                         if kind == "testpmd":
-                            pcap = with_int if extra.get("pcap") == "hostint" else plain
                             mpps, info = testpmd(mode, pcap, args.seconds, mbufs, mem)
                         else:
-                            pcap = with_int if mode == "hostint" else plain
                             mpps, info = int_node(kind, pcap, args.seconds, extra, mbufs, mem)
                         results.setdefault(key, {"case": name, "size": size, "flows": flows, "mpps": [], "info": {}})
                         results[key]["mpps"].append(round(mpps, 3))
@@ -221,11 +226,10 @@ def main():
 
     # Each case against testpmd on the pcap it read: the INT pcap for transit
     # and the sink, the plain one for the rest.
-    reads_int = {name for name, kind, mode, extra in cases
-                 if mode == "hostint" or extra.get("pcap") == "hostint"}
+    int_cases = {name for name, kind, mode, extra in cases if reads_int(mode, extra)}
     rows = []
     for key, r in results.items():
-        suffix = "-int" if r["case"] in reads_int else ""
+        suffix = "-int" if r["case"] in int_cases else ""
         io = results.get(f"testpmd-io{suffix}|{r['size']}|{r['flows']}")
         csum = results.get(f"testpmd-csum{suffix}|{r['size']}|{r['flows']}")
         median = statistics.median(r["mpps"])
