@@ -11,7 +11,9 @@ use std::net::Ipv4Addr;
 
 use common::*;
 use int_core::craft::PacketSpec;
+use int_core::encap::{Encapsulation, TcpPlacement};
 use int_core::report::{self, Report, SinkIdWord};
+use int_core::sink::SinkConfig;
 
 /// Frames that are not INT candidates: ARP, ICMP, IPv6, a later fragment.
 fn other_traffic() -> Vec<Vec<u8>> {
@@ -28,7 +30,7 @@ fn other_traffic() -> Vec<Vec<u8>> {
     vec![arp, icmp, ipv6, fragment]
 }
 
-fn chain(name: &str, int_section: &str, source_section: &str) {
+fn chain(name: &str, int_section: &str, source_section: &str, domain: SinkConfig) {
     let dir = workdir(name);
     let mut frames = mixed_traffic(300, 23, 60);
     for (i, other) in other_traffic().into_iter().enumerate() {
@@ -49,9 +51,11 @@ fn chain(name: &str, int_section: &str, source_section: &str) {
         let is_other = (0..4).any(|k| i == k * 50 + 7);
         assert_eq!(a == b, is_other, "packet {i}: only non-candidates pass unchanged");
     }
+    retime_after_source(&dir.join("int.pcap"), &domain, 100_000);
     let collector = Collector::new();
+    let sink_section = format!("{int_section}    clock: rx-timestamp\n");
     let sink =
-        run_node(&dir, &node_config("sink", "int.pcap", "out.pcap", int_section, Some(&collector.addr())));
+        run_node(&dir, &node_config("sink", "int.pcap", "out.pcap", &sink_section, Some(&collector.addr())));
     assert_same_frames(&read_pcap(&dir.join("out.pcap")), &frames);
     assert_eq!(sink.counter("sink", "stripped"), 300);
     assert_eq!(sink.counter("sink", "not_int"), 4);
@@ -74,7 +78,12 @@ fn chain(name: &str, int_section: &str, source_section: &str) {
 
 #[test]
 fn dscp_hostint_chain_restores_every_byte() {
-    chain("dscp-hostint", "    int: {encapsulation: int05-over-tcp-udp, dscp: {value: 1, mask: 1}}\n", "");
+    chain(
+        "dscp-hostint",
+        "    int: {encapsulation: int05-over-tcp-udp, dscp: {value: 1, mask: 1}}\n",
+        "",
+        SinkConfig::default(),
+    );
 }
 
 #[test]
@@ -83,6 +92,10 @@ fn extension_udp_int05_after_options_chain_restores_every_byte() {
         "udp-int05",
         "    int: {encapsulation: int05-extension-udp, udp_port: 33122, tcp_placement: after-options}\n",
         "    source: {flavour: hostint, instructions: [switch_id, port_ids, ingress_timestamp, egress_timestamp, hop_latency]}\n",
+        SinkConfig {
+            encapsulation: Encapsulation::ExtensionUdp { port: 33122 },
+            tcp_placement: TcpPlacement::AfterOptions,
+        },
     );
 }
 
@@ -116,8 +129,11 @@ fn max_hop_count_reached_sets_e_in_the_report() {
     assert_eq!(first.counter("transit", "pushed"), 60);
     let second = run_node(&dir, &node_config("transit", "t1.pcap", "t2.pcap", "", None));
     assert_eq!(second.counter("transit", "max_hop_reached"), 60);
+    // However long the four runs took, the sink measures 200 us.
+    retime_after_source(&dir.join("t2.pcap"), &SinkConfig::default(), 200_000);
     let collector = Collector::new();
-    run_node(&dir, &node_config("sink", "t2.pcap", "out.pcap", "", Some(&collector.addr())));
+    let clock = "    clock: rx-timestamp\n";
+    run_node(&dir, &node_config("sink", "t2.pcap", "out.pcap", clock, Some(&collector.addr())));
     assert_same_frames(&read_pcap(&dir.join("out.pcap")), &frames);
     let reports = collector.reports();
     assert!(!reports.is_empty());

@@ -238,8 +238,8 @@ fn latency_reports_at_bucket_crossings_and_refresh() {
         }
     }
     seen.sort_unstable();
-    let expected: Vec<(u32, u32)> =
-        [0usize, 10, 20, 30, 1030].iter().map(|&i| (i as u32 + 1, (latency_us(i) * 1_000) as u32)).collect();
+    let expected: Vec<(u32, i32)> =
+        [0usize, 10, 20, 30, 1030].iter().map(|&i| (i as u32 + 1, (latency_us(i) * 1_000) as i32)).collect();
     assert_eq!(seen, expected, "(sequence, latency ns) of each report");
     assert_eq!(sink.counter("sink", "reports_latency"), 5);
 }

@@ -201,7 +201,9 @@ fn collect_receives_reports_and_finds_gaps() {
             "hostint",
         ],
     );
-    run_node(&dir, &node_config("sink", "int.pcap", "out.pcap", "", Some(&listen)));
+    // Clocked by capture times: gen's source timestamps are in them.
+    let clock = "    clock: rx-timestamp\n";
+    run_node(&dir, &node_config("sink", "int.pcap", "out.pcap", clock, Some(&listen)));
     // Three latency reports came from the sink (seq 1-3). Now seq 10 and 12
     // from another sender: one report lost between them.
     let sender = UdpSocket::bind("127.0.0.1:0").unwrap();

@@ -55,11 +55,6 @@ unsigned int shim_lcore_id(void)
 	return rte_lcore_id();
 }
 
-uint64_t shim_rdtsc(void)
-{
-	return rte_rdtsc();
-}
-
 int shim_errno(void)
 {
 	return rte_errno;

@@ -28,7 +28,6 @@ char *shim_pktmbuf_adj(struct rte_mbuf *m, uint16_t len);
 char *shim_pktmbuf_append(struct rte_mbuf *m, uint16_t len);
 uint16_t shim_pktmbuf_headroom(const struct rte_mbuf *m);
 unsigned int shim_lcore_id(void);
-uint64_t shim_rdtsc(void);
 int shim_errno(void);
 
 #endif

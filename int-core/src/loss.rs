@@ -16,7 +16,14 @@
 //! - Sequence numbers are compared in serial arithmetic (RFC 1982), so the
 //!   2^32 wrap is just one more step forward.
 //! - A source restart (sequence number 1 again, or a jump back by more than
-//!   2^20) resets the flow instead of counting a huge gap.
+//!   2^20) resets the flow instead of counting a huge gap; it starts clean
+//!   (a jump back is as easily forged as a jump ahead).
+//! - A jump ahead is believed only up to a bound the caller gives (from the
+//!   most packets the flow can have sent since its last one): a larger jump
+//!   is a forged or corrupted number, or a source that restarted high. The
+//!   numbers jumped over are not declared; the flow starts again from it
+//!   ([`SeqEvent::Implausible`]), so one spoofed packet cannot claim 2^31
+//!   losses.
 //! - Sources number a flow from 1: a flow first seen at a small number
 //!   (within the window) had its first packets lost or overtaken, so those
 //!   numbers are holes like any other. A flow first seen at a large number
@@ -46,7 +53,15 @@ pub enum SeqEvent {
     Late,
     /// The source started again.
     Restart,
+    /// Further ahead than the flow could have gone: not believed; the flow
+    /// starts again from this number (holes already open are declared, as at
+    /// a restart; the numbers jumped over are not).
+    Implausible,
 }
+
+/// The largest jump ahead a caller may allow (half the sequence space: more
+/// is behind).
+pub const MAX_JUMP: u32 = 0x7FFF_FFFF;
 
 /// Losses declared and not yet reported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -103,9 +118,10 @@ impl SequenceTracker {
         self.window = [window as u32, (window >> 32) as u32];
     }
 
-    /// Records one arrival.
+    /// Records one arrival; a jump ahead by more than `max_jump` numbers is
+    /// [`SeqEvent::Implausible`].
     #[inline]
-    pub fn record(&mut self, sequence: u32, now_ns: u64) -> Recorded {
+    pub fn record(&mut self, sequence: u32, now_ns: u64, max_jump: u32) -> Recorded {
         if !self.started() {
             self.start(sequence);
             return Recorded { event: SeqEvent::First, declared_lost: 0 };
@@ -114,7 +130,14 @@ impl SequenceTracker {
         if ahead == 0 {
             return Recorded { event: SeqEvent::Duplicate, declared_lost: 0 };
         }
-        if ahead < 0x8000_0000 {
+        if ahead <= MAX_JUMP && ahead > max_jump.max(1) {
+            // Holes already open are declared, as at a restart; the numbers
+            // jumped over are not holes.
+            let declared_lost = self.flush(now_ns);
+            self.highest = sequence;
+            return Recorded { event: SeqEvent::Implausible, declared_lost };
+        }
+        if ahead <= MAX_JUMP {
             let declared_lost = self.advance(ahead, now_ns);
             let event = if ahead == 1 { SeqEvent::InOrder } else { SeqEvent::Ahead { skipped: ahead - 1 } };
             return Recorded { event, declared_lost };
@@ -152,7 +175,7 @@ impl SequenceTracker {
     fn restart(&mut self, sequence: u32, now_ns: u64) -> Recorded {
         // Holes left by the old run never arrived: they are losses.
         let declared_lost = self.flush(now_ns);
-        self.start(sequence);
+        self.highest = sequence;
         Recorded { event: SeqEvent::Restart, declared_lost }
     }
 
@@ -254,14 +277,14 @@ mod tests {
 
     impl Tally {
         fn record(&mut self, sequence: u32, now_ns: u64) {
-            let recorded = self.tracker.record(sequence, now_ns);
+            let recorded = self.tracker.record(sequence, now_ns, MAX_JUMP);
             self.lost += recorded.declared_lost;
             match recorded.event {
                 SeqEvent::Duplicate => self.duplicates += 1,
                 SeqEvent::Reordered => self.reordered += 1,
                 SeqEvent::Late => self.late += 1,
                 SeqEvent::Restart => self.restarts += 1,
-                SeqEvent::First | SeqEvent::InOrder | SeqEvent::Ahead { .. } => {}
+                SeqEvent::First | SeqEvent::InOrder | SeqEvent::Ahead { .. } | SeqEvent::Implausible => {}
             }
         }
 
@@ -370,6 +393,29 @@ mod tests {
         assert!(pending.first_declared_ns.abs_diff(t0 + 500_000_000) < 1024);
         assert_eq!(core::mem::size_of::<SequenceTracker>(), 24);
         assert_eq!(core::mem::align_of::<SequenceTracker>(), 4);
+    }
+
+    #[test]
+    fn an_implausible_jump_declares_nothing_and_resynchronises() {
+        let mut tracker = SequenceTracker::default();
+        for sequence in 1..=10 {
+            tracker.record(sequence, 0, 100);
+        }
+        // 2^31 - 1 ahead of 10, and a bound of 100: not believed.
+        let forged = 10 + MAX_JUMP;
+        assert_eq!(
+            tracker.record(forged, 0, 100),
+            Recorded { event: SeqEvent::Implausible, declared_lost: 0 }
+        );
+        // The real flow goes on: 2^31 behind the forged number is a restart.
+        let next = tracker.record(11, 0, 100);
+        assert_eq!(next, Recorded { event: SeqEvent::Restart, declared_lost: 0 });
+        assert_eq!(tracker.record(12, 0, 100).event, SeqEvent::InOrder);
+        // Within the bound, a jump is a loss.
+        assert_eq!(tracker.record(112, 0, 100).event, SeqEvent::Ahead { skipped: 99 });
+        assert_eq!(tracker.record(213, 0, 100).event, SeqEvent::Implausible);
+        assert_eq!(tracker.flush(0), 0);
+        assert_eq!(tracker.take_pending(0).map(|p| p.count), Some(99));
     }
 
     #[test]

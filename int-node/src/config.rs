@@ -219,12 +219,23 @@ pub struct RawLoss {
     pub timeout_ms: u64,
     #[serde(default = "default_sweep")]
     pub sweep_ms: u64,
+    #[serde(default = "default_max_flow_pps")]
+    pub max_flow_pps: u64,
 }
 
 impl Default for RawLoss {
     fn default() -> Self {
-        RawLoss { timeout_ms: default_loss_timeout(), sweep_ms: default_sweep() }
+        RawLoss {
+            timeout_ms: default_loss_timeout(),
+            sweep_ms: default_sweep(),
+            max_flow_pps: default_max_flow_pps(),
+        }
     }
+}
+
+/// 64-byte frames at 10 Gb/s line rate.
+fn default_max_flow_pps() -> u64 {
+    14_880_952
 }
 
 fn default_loss_timeout() -> u64 {
@@ -430,6 +441,9 @@ pub struct SinkSettings {
     pub flow_capacity: u32,
     pub idle_timeout_ms: u64,
     pub malformed: MalformedPolicy,
+    /// The fastest a flow's packets can come: a sequence jump larger than
+    /// the flow could have made since its last packet is not believed.
+    pub max_flow_pps: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -1056,7 +1070,7 @@ fn sink_settings(raw: &RawSink, path: &str, problems: &mut Problems) -> SinkSett
         problems.add(
             format!("{path}.latency.refresh_ms"),
             format!("{} ms is longer than a flow's report clock can count", refresh_ns / 1_000_000),
-            "at most 4398046 (73 minutes), or 0 for no refresh",
+            "at most 2199023 (36 minutes), or 0 for no refresh",
         );
     }
     if raw.loss.sweep_ms == 0 {
@@ -1085,6 +1099,13 @@ fn sink_settings(raw: &RawSink, path: &str, problems: &mut Problems) -> SinkSett
             "the per-lcore flow table size, e.g. 65536",
         );
     }
+    if raw.loss.max_flow_pps == 0 {
+        problems.add(
+            format!("{path}.loss.max_flow_pps"),
+            "0 packets per second",
+            "the fastest one flow can send, e.g. 14880952 (10 Gb/s of 64-byte frames)",
+        );
+    }
     SinkSettings {
         latency: LatencyConfig { rule, refresh_ns },
         loss_timeout_ms: raw.loss.timeout_ms,
@@ -1092,6 +1113,7 @@ fn sink_settings(raw: &RawSink, path: &str, problems: &mut Problems) -> SinkSett
         flow_capacity: raw.flows.capacity,
         idle_timeout_ms: raw.flows.idle_timeout_ms,
         malformed,
+        max_flow_pps: raw.loss.max_flow_pps,
     }
 }
 

@@ -1,7 +1,12 @@
 //! A fixed-capacity flow table owned by one lcore: open addressing with
 //! linear probing and backward-shift deletion (no tombstones), at most 50%
-//! full, allocated once at start. A full table refuses new flows (the caller
-//! counts it); nothing is allocated per packet.
+//! full, allocated once at start; nothing is allocated per packet.
+//!
+//! A full table admits a new flow only in place of a flow its owner calls
+//! evictable (a flow that has sent one packet: what a flood of invented
+//! flows leaves behind), the oldest such flow near the new flow's home slot.
+//! Established flows are never pushed out by new ones; when no evictable
+//! flow is near, the new flow is refused (the caller counts it).
 //!
 //! A slot is aligned to `A` ([`Align32`] or [`Align64`]) and never straddles
 //! a cache line: a lookup that hits its home slot costs one line.
@@ -39,10 +44,37 @@ pub struct FlowTable<V, A = Align32> {
     cursor: usize,
 }
 
+/// Slots from a new flow's home that a full table looks in for a flow to
+/// evict (a few cache lines, read only when the table is full).
+const EVICTION_WINDOW: usize = 32;
+
+/// How a flow got its slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission {
+    /// Known; `idle_ms` since its last packet, in coarse ms.
+    Existing { idle_ms: u32 },
+    /// New, in a free slot.
+    Created,
+    /// New, in place of an evictable flow (the table was full).
+    Evicted,
+}
+
 /// Coarse time for ageing: ns >> 20 (about 1.05 ms units).
 #[inline]
 pub fn coarse(now_ns: u64) -> u32 {
     (now_ns >> 20) as u32
+}
+
+/// Coarse ms from `last_seen` to `now`; 0 when `last_seen` is later (a
+/// clock that went back must not age a live flow out).
+#[inline]
+fn idle_ms(now: u32, last_seen: u32) -> u32 {
+    let idle = now.wrapping_sub(last_seen);
+    if idle > i32::MAX as u32 {
+        0
+    } else {
+        idle
+    }
 }
 
 impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
@@ -118,16 +150,28 @@ impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
     }
 
     /// Finds the flow, or creates it with `V::default()`. `None` when the
-    /// table is full. The bool is true for a new flow.
+    /// table is full and no flow near the new one's home is `evictable`.
     #[cfg(test)]
-    pub fn get_or_insert(&mut self, key: &FlowKey, now_ns: u64) -> Option<(&mut V, bool)> {
-        self.get_or_insert_hashed(key, key.hash64(), now_ns)
+    pub fn get_or_insert(
+        &mut self,
+        key: &FlowKey,
+        now_ns: u64,
+        evictable: impl Fn(&V) -> bool,
+    ) -> Option<(&mut V, Admission)> {
+        self.get_or_insert_hashed(key, key.hash64(), now_ns, evictable)
     }
 
     /// [`Self::get_or_insert`] with the key's hash computed by the caller.
     #[inline]
-    pub fn get_or_insert_hashed(&mut self, key: &FlowKey, hash: u64, now_ns: u64) -> Option<(&mut V, bool)> {
+    pub fn get_or_insert_hashed(
+        &mut self,
+        key: &FlowKey,
+        hash: u64,
+        now_ns: u64,
+        evictable: impl Fn(&V) -> bool,
+    ) -> Option<(&mut V, Admission)> {
         let (tag, mut index) = self.tag_and_index(hash);
+        let now = coarse(now_ns);
         loop {
             let slot = self.slots.get(index)?;
             if slot.tag == 0 {
@@ -135,18 +179,68 @@ impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
             }
             if slot.tag == tag && slot.key == *key {
                 let slot = self.slots.get_mut(index)?;
-                slot.last_seen = coarse(now_ns);
-                return Some((&mut slot.value, false));
+                let idle_ms = idle_ms(now, slot.last_seen);
+                slot.last_seen = now;
+                return Some((&mut slot.value, Admission::Existing { idle_ms }));
             }
             index = (index + 1) & self.mask;
         }
+        let mut admission = Admission::Created;
         if self.len >= self.capacity {
-            return None;
+            self.evict_near(hash, evictable)?;
+            admission = Admission::Evicted;
+            index = self.free_slot_for(hash)?;
         }
         self.len += 1;
         let slot = self.slots.get_mut(index)?;
-        *slot = Slot { _align: [], tag, last_seen: coarse(now_ns), key: *key, value: V::default() };
-        Some((&mut slot.value, true))
+        *slot = Slot { _align: [], tag, last_seen: now, key: *key, value: V::default() };
+        Some((&mut slot.value, admission))
+    }
+
+    /// Removes the oldest evictable flow of the [`EVICTION_WINDOW`] slots
+    /// from `hash`'s home slot; `None` if there is none. Rare (a full
+    /// table), so out of line.
+    #[inline(never)]
+    fn evict_near(&mut self, hash: u64, evictable: impl Fn(&V) -> bool) -> Option<()> {
+        let (_, home) = self.tag_and_index(hash);
+        let mut victim: Option<(usize, u32)> = None;
+        for step in 0..EVICTION_WINDOW {
+            let index = (home + step) & self.mask;
+            let slot = self.slots.get(index)?;
+            if slot.tag == 0 || !evictable(&slot.value) {
+                continue;
+            }
+            let older = match victim {
+                Some((_, seen)) => slot.last_seen.wrapping_sub(seen) > i32::MAX as u32,
+                None => true,
+            };
+            if older {
+                victim = Some((index, slot.last_seen));
+            }
+        }
+        let (index, _) = victim?;
+        self.remove_at(index);
+        Some(())
+    }
+
+    /// The empty slot that ends `hash`'s probe run.
+    fn free_slot_for(&self, hash: u64) -> Option<usize> {
+        let (_, mut index) = self.tag_and_index(hash);
+        for _ in 0..self.slots.len() {
+            if self.slots.get(index)?.tag == 0 {
+                return Some(index);
+            }
+            index = (index + 1) & self.mask;
+        }
+        None
+    }
+
+    fn remove_at(&mut self, index: usize) {
+        if let Some(slot) = self.slots.get_mut(index) {
+            slot.tag = 0;
+            self.len -= 1;
+            self.shift_from(index);
+        }
     }
 
     #[cfg(test)]
@@ -205,12 +299,10 @@ impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
             if slot.tag == 0 {
                 continue;
             }
-            let idle = now.wrapping_sub(slot.last_seen);
+            let idle = idle_ms(now, slot.last_seen);
             let key = slot.key;
             if visit(&key, &mut slot.value, idle) {
-                self.len -= 1;
-                slot.tag = 0;
-                self.shift_from(index);
+                self.remove_at(index);
                 removed += 1;
             }
         }
@@ -237,17 +329,66 @@ mod tests {
     fn insert_find_full() {
         let mut table: FlowTable<u32> = FlowTable::new(100);
         for i in 0..100 {
-            let (value, new) = table.get_or_insert(&key(i), 0).unwrap();
-            assert!(new);
+            let (value, admission) = table.get_or_insert(&key(i), 0, never).unwrap();
+            assert_eq!(admission, Admission::Created);
             *value = i;
         }
-        assert!(table.get_or_insert(&key(100), 0).is_none(), "full");
+        assert!(table.get_or_insert(&key(100), 0, never).is_none(), "full");
         for i in 0..100 {
-            let (value, new) = table.get_or_insert(&key(i), 0).unwrap();
-            assert!(!new);
+            let (value, admission) = table.get_or_insert(&key(i), 0, never).unwrap();
+            assert_eq!(admission, Admission::Existing { idle_ms: 0 });
             assert_eq!(*value, i);
         }
         assert_eq!(table.len(), 100);
+    }
+
+    fn never(_: &u32) -> bool {
+        false
+    }
+
+    /// A flood of one-packet flows into a full table takes the place of
+    /// other one-packet flows, never of established ones; a flow's idle time
+    /// survives a clock that went back.
+    #[test]
+    fn a_flood_of_new_flows_never_evicts_established_ones() {
+        let mut table: FlowTable<u32> = FlowTable::new(1000);
+        let one_packet = |packets: &u32| *packets <= 1;
+        for i in 0..500 {
+            for _ in 0..2 {
+                let (packets, _) = table.get_or_insert(&key(i), 0, one_packet).unwrap();
+                *packets += 1;
+            }
+        }
+        let (mut evicted, mut refused) = (0, 0);
+        for i in 500..100_000 {
+            match table.get_or_insert(&key(i), u64::from(i) << 20, one_packet) {
+                Some((packets, admission)) => {
+                    *packets += 1;
+                    evicted += u32::from(admission == Admission::Evicted);
+                }
+                None => refused += 1,
+            }
+        }
+        assert_eq!(table.len(), 1000);
+        assert!(evicted > 90_000, "evicted {evicted}, refused {refused}");
+        for i in 0..500 {
+            assert_eq!(table.get(&key(i)), Some(&2), "established flow {i}");
+        }
+    }
+
+    #[test]
+    fn a_clock_that_went_back_ages_nothing() {
+        let mut table: FlowTable<u32> = FlowTable::new(10);
+        table.get_or_insert(&key(1), 5_000_000_000, never).unwrap();
+        table.get_or_insert(&key(2), 5_000_000_000, never).unwrap();
+        let (_, admission) = table.get_or_insert(&key(1), 4_000_000_000, never).unwrap();
+        assert_eq!(admission, Admission::Existing { idle_ms: 0 });
+        let mut idles = Vec::new();
+        let removed = table.sweep(usize::MAX, 3_000_000_000, |_, _, idle| {
+            idles.push(idle);
+            idle > 1000
+        });
+        assert_eq!((removed, idles), (0, vec![0, 0]));
     }
 
     /// Random inserts and sweeps checked against a HashMap.
@@ -274,7 +415,7 @@ mod tests {
                 for k in removed {
                     model.remove(&k);
                 }
-            } else if let Some((value, _)) = table.get_or_insert(&k, 0) {
+            } else if let Some((value, _)) = table.get_or_insert(&k, 0, never) {
                 *value = step;
                 model.insert(k, step);
             } else {

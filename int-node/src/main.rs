@@ -3,6 +3,7 @@
 //! one of the tools.
 
 mod cli;
+mod clock;
 mod config;
 mod dpdk;
 mod flow_table;

@@ -12,8 +12,8 @@ use int_core::sink::SinkConfig;
 use int_core::source::{SourceConfig, Template};
 use int_core::transit::TransitConfig;
 
+use crate::clock::Clock;
 use crate::config::{ClockSource, Config, Role};
-use crate::dpdk::clock::TscClock;
 use crate::dpdk::eal::Eal;
 use crate::dpdk::lcore::{self, LcoreId};
 use crate::dpdk::mbuf::RxClock;
@@ -73,7 +73,6 @@ pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
     }
     log::info!("EAL arguments: {}", args.get(1..).unwrap_or(&[]).join(" "));
     let eal = Eal::init(&args)?;
-    let tsc_hz = eal.tsc_hz();
 
     let workers = lcore::workers();
     for pipeline in &config.pipelines {
@@ -287,7 +286,7 @@ pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
     let mut launched = Vec::new();
     for (lcore_id, pipelines) in by_lcore {
         let worker_quit = Arc::clone(&quit);
-        let clock = TscClock::new(tsc_hz);
+        let clock = Clock::new();
         let id = LcoreId(lcore_id);
         let idle_sleep = (config.idle_sleep_us > 0).then(|| Duration::from_micros(config.idle_sleep_us));
         if let Err(error) =

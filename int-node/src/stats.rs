@@ -29,6 +29,8 @@ counters! {
     tx_packets,
     tx_dropped,
     multi_segment,
+    // the lcore's clock
+    clock_steps_back,
     // source
     instrumented,
     not_watched,
@@ -59,7 +61,13 @@ counters! {
     seq_reordered,
     seq_late,
     seq_restarts,
+    seq_implausible,
     lost_packets,
+    // latency (gauges: the extremes seen, in ns; 0 = none yet)
+    latency_min_ns,
+    latency_max_ns,
+    clock_skew,
+    clock_skew_max_ns,
     reports_latency,
     reports_drop_summary,
     reports_suppressed,
@@ -72,6 +80,7 @@ counters! {
     // flow tables
     flows_created,
     flows_expired,
+    flows_evicted,
     flow_table_full,
 }
 
@@ -116,6 +125,37 @@ impl Counters {
     #[inline]
     pub fn inc(&mut self, counter: Counter) {
         self.add(counter, 1);
+    }
+
+    /// Sets a gauge (a value, not a count).
+    #[inline]
+    pub fn set(&mut self, counter: Counter, value: u64) {
+        if let Some(slot) = self.values.get_mut(counter as usize) {
+            if *slot != value {
+                *slot = value;
+                self.dirty = true;
+            }
+        }
+    }
+
+    /// Raises a gauge to `value` if it is lower.
+    #[inline]
+    pub fn raise(&mut self, counter: Counter, value: u64) {
+        if value > self.values.get(counter as usize).copied().unwrap_or(u64::MAX) {
+            self.set(counter, value);
+        }
+    }
+
+    /// Lowers a gauge to `value` (at least 1: 0 means none yet) if it is
+    /// higher or unset.
+    #[inline]
+    pub fn lower(&mut self, counter: Counter, value: u64) {
+        let value = value.max(1);
+        match self.values.get(counter as usize).copied() {
+            Some(0) => self.set(counter, value),
+            Some(current) if value < current => self.set(counter, value),
+            _ => {}
+        }
     }
 
     #[cfg(test)]

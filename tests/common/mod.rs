@@ -262,10 +262,39 @@ ports:
   - {{name: data, device: 'net_pcap0,rx_pcap={input},tx_pcap=out.pcap', int_port: 3}}
   - {{name: mgmt, device: 'net_pcap1,rx_pcap=empty.pcap,tx_pcap=reports.pcap'}}
 pipelines:
-  - {{name: sink, role: sink, lcore: 1, rx: {{port: data}}, tx: {{port: data}}}}
+  - {{name: sink, role: sink, lcore: 1, clock: rx-timestamp, rx: {{port: data}}, tx: {{port: data}}}}
 export:
   collector: 192.0.2.9:32766
   path: {{port: mgmt, src_mac: '02:00:00:00:00:02', dst_mac: '02:00:00:00:00:09', src_ip: 192.0.2.2}}
 "
     )
+}
+
+/// Rewrites a pcap of Host-INT-encapsulated packets so that each INT
+/// packet's capture time is `latency_ns` after its source timestamp (other
+/// packets: now): a sink run with
+/// `clock: rx-timestamp` then measures that latency, however long the test
+/// took between the source's run and the sink's (INT 0.5 timestamps are
+/// 32-bit: a wait of over 2.1 s reads as clock skew).
+pub fn retime_after_source(path: &Path, domain: &int_core::sink::SinkConfig, latency_ns: u64) {
+    let now_ns =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
+    let frames: Vec<(u64, Vec<u8>)> = read_pcap(path)
+        .into_iter()
+        .map(|frame| {
+            let found = int_core::sink::extract(&frame, domain).ok().flatten();
+            let Some(source_ts) = found.and_then(|f| f.source_hop).and_then(|hop| hop.ingress_timestamp())
+            else {
+                return (now_ns, frame);
+            };
+            // The latest time at or before now whose low 32 bits are the
+            // source's timestamp.
+            let mut source_ns = (now_ns & !u64::from(u32::MAX)) | u64::from(source_ts);
+            if source_ns > now_ns {
+                source_ns -= 1 << 32;
+            }
+            (source_ns + latency_ns, frame)
+        })
+        .collect();
+    write_pcap_at(path, &frames);
 }

@@ -42,11 +42,12 @@ impl LatencyReport<'_> {
         Some((sink, source))
     }
 
-    /// Sink ingress time minus source ingress time, in u32 arithmetic as
-    /// Host-INT computes it (ns, low 32 bits of the epoch).
-    pub fn latency_ns(&self) -> Option<u32> {
+    /// Sink ingress time minus source ingress time (ns, low 32 bits of the
+    /// epoch), signed: a negative value is a sink clock behind the source's
+    /// (Host-INT computes it unsigned, and such skew reads as about 4.29 s).
+    pub fn latency_ns(&self) -> Option<i32> {
         let (sink, source) = self.sink_and_source()?;
-        Some(sink.ingress_timestamp?.wrapping_sub(source.ingress_timestamp?))
+        Some(sink.ingress_timestamp?.wrapping_sub(source.ingress_timestamp?) as i32)
     }
 
     /// Bytes a latency report for `found` takes.

@@ -44,12 +44,6 @@ impl Eal {
         }
         Ok(Eal { _args: args, _argv: argv })
     }
-
-    /// TSC ticks per second as EAL measured them.
-    pub fn tsc_hz(&self) -> u64 {
-        // SAFETY: EAL is initialised (self exists); the call reads a value.
-        unsafe { dpdk_sys::rte_get_tsc_hz() }
-    }
 }
 
 impl Drop for Eal {

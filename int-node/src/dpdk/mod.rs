@@ -2,7 +2,6 @@
 //! a SAFETY note. Per-packet helpers are `#[inline]` Rust over the
 //! generated `rte_mbuf` fields; the C shim is called once per burst.
 
-pub mod clock;
 pub mod eal;
 pub mod lcore;
 pub mod mbuf;

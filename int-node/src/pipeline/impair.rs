@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::dpdk::clock::TscClock;
+use crate::clock::Clock;
 use crate::dpdk::mbuf::{Burst, HeldMbuf, BURST};
 use crate::dpdk::port::{PortId, QueueId};
 use crate::stats::{Counter, Counters};
@@ -74,7 +74,7 @@ impl ImpairStage {
     }
 
     /// Sends the held packets whose time has come.
-    pub fn release_due(&mut self, clock: &mut TscClock, counters: &mut Counters) {
+    pub fn release_due(&mut self, clock: &mut Clock, counters: &mut Counters) {
         let now = clock.now_ns();
         while self.held.front().is_some_and(|(due, _)| *due <= now) {
             let Some((_, packet)) = self.held.pop_front() else { break };
@@ -93,7 +93,7 @@ impl ImpairStage {
     }
 
     #[inline]
-    pub fn process(&mut self, burst: &mut Burst, clock: &mut TscClock, counters: &mut Counters) {
+    pub fn process(&mut self, burst: &mut Burst, clock: &mut Clock, counters: &mut Counters) {
         self.release_due(clock, counters);
         let (loss_ppm, delay_us) = self.control.get();
         if loss_ppm == 0 && delay_us == 0 && self.held.is_empty() {

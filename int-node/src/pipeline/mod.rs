@@ -11,7 +11,7 @@ pub mod transit;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use crate::dpdk::clock::TscClock;
+use crate::clock::Clock;
 use crate::dpdk::mbuf::Burst;
 use crate::dpdk::port::{PortId, QueueId};
 use crate::stats::{Counter, Counters, SharedCounters};
@@ -35,8 +35,10 @@ pub struct Pipeline {
 impl Pipeline {
     /// One burst: receive, transform, send. Returns packets received.
     #[inline]
-    pub fn poll(&mut self, burst: &mut Burst, clock: &mut TscClock) -> usize {
+    pub fn poll(&mut self, burst: &mut Burst, clock: &mut Clock) -> usize {
         let received = burst.rx(self.rx.0, self.rx.1);
+        // The lcore's clock, shown by each of its pipelines.
+        self.counters.set(Counter::clock_steps_back, clock.steps_back());
         match &mut self.stage {
             // The sweep runs even when no packet came: losses are reported
             // on time for flows that went quiet.
@@ -86,7 +88,7 @@ pub(crate) fn frame_ahead<'a>(burst: &'a Burst, i: usize, counters: &mut Counter
 pub fn run_worker(
     mut pipelines: Vec<Pipeline>,
     quit: Arc<AtomicBool>,
-    mut clock: TscClock,
+    mut clock: Clock,
     idle_sleep: Option<std::time::Duration>,
 ) -> i32 {
     let mut burst = Burst::default();

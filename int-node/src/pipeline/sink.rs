@@ -14,10 +14,10 @@ use int_core::sink::{self, SinkConfig};
 use int_core::DropReason;
 
 use super::export::{QueueError, ReportSender};
+use crate::clock::Clock;
 use crate::config::{MalformedPolicy, SinkSettings};
-use crate::dpdk::clock::TscClock;
 use crate::dpdk::mbuf::{Burst, RxClock, BURST};
-use crate::flow_table::{Align64, FlowTable};
+use crate::flow_table::{Admission, Align64, FlowTable};
 use crate::stats::{Counter, Counters};
 
 /// Steps per full pass of the sweep.
@@ -35,6 +35,15 @@ pub struct SinkFlow {
     pub latency: LatencyState,
     pub source_node: u32,
     pub source_port: u16,
+    /// Packets seen, saturating: a flow of one packet may be evicted from
+    /// a full table by a new one.
+    pub packets: u16,
+}
+
+impl SinkFlow {
+    fn evictable(&self) -> bool {
+        self.packets <= 1
+    }
 }
 
 /// Reports per second with a burst allowance; refilled from the TSC clock.
@@ -71,6 +80,24 @@ impl RateLimit {
         self.tokens -= 1;
         true
     }
+}
+
+/// One-way latency from a source's 32-bit timestamp (low bits of epoch ns)
+/// to the sink's time: a signed difference, so that a sink clock behind
+/// the source's gives a negative value, never about 4.29 s. Latencies of
+/// 2.1 s and more cannot be told from skew in 32 bits.
+#[inline]
+pub fn signed_latency(sink_ns: u64, source_ts: u32) -> i32 {
+    (sink_ns as u32).wrapping_sub(source_ts) as i32
+}
+
+/// The largest sequence jump a flow can make in `idle_ms` (coarse ms, about
+/// 1.05 ms each) at `max_flow_pps`, plus the reordering window.
+#[inline]
+fn plausible_jump(max_flow_pps: u64, idle_ms: u32) -> u32 {
+    let coarse_ns = (u64::from(idle_ms) + 1) << 20;
+    let packets = u128::from(max_flow_pps) * u128::from(coarse_ns) / 1_000_000_000;
+    (packets + u128::from(int_core::loss::WINDOW)).min(u128::from(int_core::loss::MAX_JUMP)) as u32
 }
 
 pub struct SinkStage {
@@ -137,7 +164,7 @@ impl SinkStage {
     /// instead of queueing one per packet). Out of line: one call per burst,
     /// and the stage is its own symbol in a profile.
     #[inline(never)]
-    pub fn process(&mut self, burst: &mut Burst, clock: &mut TscClock, counters: &mut Counters) {
+    pub fn process(&mut self, burst: &mut Burst, clock: &mut Clock, counters: &mut Counters) {
         let burst_ns = clock.now_ns();
         // Bit i: packet i leaves the burst (dropped by policy).
         let mut drop = 0u32;
@@ -217,13 +244,24 @@ impl SinkStage {
         now_ns: u64,
         counters: &mut Counters,
     ) -> Option<ReportReason> {
-        let Some((flow, created)) = self.flows.get_or_insert_hashed(&found.flow, hash, now_ns) else {
+        let admitted = self.flows.get_or_insert_hashed(&found.flow, hash, now_ns, SinkFlow::evictable);
+        let Some((flow, admission)) = admitted else {
             counters.inc(Counter::flow_table_full);
             return None;
         };
-        if created {
-            counters.inc(Counter::flows_created);
-        }
+        let idle_ms = match admission {
+            Admission::Existing { idle_ms } => Some(idle_ms),
+            Admission::Created => {
+                counters.inc(Counter::flows_created);
+                None
+            }
+            Admission::Evicted => {
+                counters.inc(Counter::flows_created);
+                counters.inc(Counter::flows_evicted);
+                None
+            }
+        };
+        flow.packets = flow.packets.saturating_add(1);
         let source = found.source_hop;
         if let Some(source) = source {
             flow.source_node = source.switch_id().unwrap_or(0);
@@ -231,7 +269,8 @@ impl SinkStage {
         }
         match found.sequence {
             Some(sequence) => {
-                let recorded = flow.sequence.record(sequence, now_ns);
+                let max_jump = plausible_jump(self.settings.max_flow_pps, idle_ms.unwrap_or(0));
+                let recorded = flow.sequence.record(sequence, now_ns, max_jump);
                 if recorded.declared_lost != 0 {
                     counters.add(Counter::lost_packets, u64::from(recorded.declared_lost));
                 }
@@ -240,13 +279,25 @@ impl SinkStage {
                     SeqEvent::Reordered => counters.inc(Counter::seq_reordered),
                     SeqEvent::Late => counters.inc(Counter::seq_late),
                     SeqEvent::Restart => counters.inc(Counter::seq_restarts),
+                    SeqEvent::Implausible => counters.inc(Counter::seq_implausible),
                     SeqEvent::First | SeqEvent::InOrder | SeqEvent::Ahead { .. } => {}
                 }
             }
             None => counters.inc(Counter::no_sequence),
         }
         let source_ts = source.and_then(|hop| hop.ingress_timestamp())?;
-        let latency = (now_ns as u32).wrapping_sub(source_ts);
+        let latency = signed_latency(now_ns, source_ts);
+        if latency < 0 {
+            // The sink's clock is behind the source's: skew, not latency.
+            // Counted, never reported, and the flow's latency state is left
+            // as it was.
+            counters.inc(Counter::clock_skew);
+            counters.raise(Counter::clock_skew_max_ns, u64::from(latency.unsigned_abs()));
+            return None;
+        }
+        let latency = latency as u32;
+        counters.lower(Counter::latency_min_ns, u64::from(latency));
+        counters.raise(Counter::latency_max_ns, u64::from(latency));
         flow.latency.observe(&self.latency, latency, now_ns)
     }
 
@@ -279,7 +330,7 @@ impl SinkStage {
     /// interval. Flushes holes of flows whose head has not moved for the
     /// loss timeout, sends Drop-Summary reports for declared losses, and
     /// ages idle flows out (after reporting their last losses).
-    pub fn sweep(&mut self, clock: &mut TscClock, counters: &mut Counters) {
+    pub fn sweep(&mut self, clock: &mut Clock, counters: &mut Counters) {
         let now_ns = clock.now_ns().wrapping_add_signed(self.rx_clock_offset);
         // A 64th of the table every 64th of the sweep interval: one full
         // pass per interval, and one comparison per poll in between.
@@ -351,7 +402,7 @@ impl SinkStage {
     /// At shutdown: declare every hole lost and report what is pending (as
     /// much as the report ring holds: the exporter drains it after the
     /// workers stop; what does not fit is counted `reports_ring_full`).
-    pub fn finish(&mut self, clock: &mut TscClock, counters: &mut Counters) {
+    pub fn finish(&mut self, clock: &mut Clock, counters: &mut Counters) {
         let now_ns = clock.now_ns().wrapping_add_signed(self.rx_clock_offset);
         // Nothing is rate-limited on the way out.
         self.limit = RateLimit::new(0);
@@ -380,6 +431,7 @@ mod tests {
             flow_capacity: 64,
             idle_timeout_ms: 120_000,
             malformed: MalformedPolicy::Forward,
+            max_flow_pps: 14_880_952,
         };
         let (sender, receiver) = report_ring(16);
         (SinkStage::new(domain, settings, 2, 2, ReportProfile::HOST_INT, 0, sender, None), receiver)
@@ -430,6 +482,10 @@ mod tests {
     #[test]
     fn flow_slots_are_one_cache_line() {
         assert_eq!(std::mem::size_of::<SinkFlow>(), 44);
+        assert_eq!(plausible_jump(1_000_000, 0), 1048 + 64);
+        assert_eq!(plausible_jump(u64::MAX, u32::MAX), int_core::loss::MAX_JUMP);
+        assert_eq!(signed_latency(5_000_000_000, 5_000_000_000u64 as u32 + 1000), -1000);
+        assert_eq!(signed_latency((1 << 32) + 500, u32::MAX - 499), 1000);
         let table: FlowTable<SinkFlow, Align64> = FlowTable::new(1000);
         assert_eq!(table.slot_bytes(), 64);
         let source: FlowTable<u32> = FlowTable::new(1000);

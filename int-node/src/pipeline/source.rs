@@ -5,10 +5,10 @@
 use int_core::int05::HopMetadata;
 use int_core::source::{self, Skip, SourceConfig, Template};
 
+use crate::clock::Clock;
 use crate::config::Rule;
-use crate::dpdk::clock::TscClock;
 use crate::dpdk::mbuf::{Burst, RxClock, BURST};
-use crate::flow_table::FlowTable;
+use crate::flow_table::{Admission, FlowTable};
 use crate::stats::{Counter, Counters};
 
 pub struct SourceStage {
@@ -43,11 +43,12 @@ impl SourceStage {
     /// of queueing one per packet). Out of line: one call per burst, and
     /// the stage is its own symbol in a profile.
     #[inline(never)]
-    pub fn process(&mut self, burst: &mut Burst, clock: &mut TscClock, counters: &mut Counters) {
+    pub fn process(&mut self, burst: &mut Burst, clock: &mut Clock, counters: &mut Counters) {
         let now_ns = clock.now_ns();
         let with_sequence = self.config.shim_type.has_sequence();
         let mut instrumented = 0;
         let mut created = 0;
+        let mut evicted = 0;
         // Filled in place, for the packets there are (an array built by
         // from_fn was copied whole).
         let mut plans: [Option<(source::Plan, u64)>; BURST] = [None; BURST];
@@ -58,9 +59,12 @@ impl SourceStage {
             let Some((plan, hash)) = planned else { continue };
             let hash = *hash;
             let sequence = if with_sequence {
-                match self.flows.get_or_insert_hashed(&plan.flow, hash, now_ns) {
-                    Some((counter, new)) => {
-                        created += u64::from(new);
+                // A flow that has numbered one packet may give its slot to
+                // a new flow when the table is full.
+                match self.flows.get_or_insert_hashed(&plan.flow, hash, now_ns, |next| *next <= 1) {
+                    Some((counter, admission)) => {
+                        created += u64::from(!matches!(admission, Admission::Existing { .. }));
+                        evicted += u64::from(admission == Admission::Evicted);
                         *counter = counter.wrapping_add(1);
                         *counter
                     }
@@ -87,6 +91,7 @@ impl SourceStage {
         }
         counters.add(Counter::instrumented, instrumented);
         counters.add(Counter::flows_created, created);
+        counters.add(Counter::flows_evicted, evicted);
         // Ageing: a 64th of the table every millisecond or so.
         if with_sequence && now_ns.wrapping_sub(self.last_sweep_ns) >= 1 << 20 {
             self.last_sweep_ns = now_ns;

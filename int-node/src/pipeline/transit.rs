@@ -4,7 +4,7 @@
 use int_core::int05::{HopMetadata, ShapeCache};
 use int_core::transit::{self, Pushed, Skip, TransitConfig};
 
-use crate::dpdk::clock::TscClock;
+use crate::clock::Clock;
 use crate::dpdk::mbuf::{Burst, RxClock};
 use crate::stats::{Counter, Counters};
 
@@ -20,7 +20,7 @@ pub struct TransitStage {
 
 impl TransitStage {
     #[inline]
-    pub fn process(&mut self, burst: &mut Burst, clock: &mut TscClock, counters: &mut Counters) {
+    pub fn process(&mut self, burst: &mut Burst, clock: &mut Clock, counters: &mut Counters) {
         let now_ns = clock.now_ns();
         for i in 0..burst.len() {
             burst.prefetch(i + 1);

@@ -42,9 +42,9 @@ pub struct CollectArgs {
 #[derive(Debug, Default, Clone)]
 struct FlowSummary {
     reports: u64,
-    latency_min: u32,
-    latency_max: u32,
-    latency_sum: u64,
+    latency_min: i32,
+    latency_max: i32,
+    latency_sum: i64,
     lost: u64,
 }
 
@@ -158,7 +158,7 @@ fn record(
                     entry.latency_min = latency;
                 }
                 entry.latency_max = entry.latency_max.max(latency);
-                entry.latency_sum += u64::from(latency);
+                entry.latency_sum += i64::from(latency);
                 entry.reports += 1;
             }
             if json_out {
@@ -193,7 +193,8 @@ fn record(
                     opt(sink.and_then(|h| h.egress_port.map(u32::from))),
                     opt(sink.and_then(|h| h.ingress_timestamp)),
                 );
-                println!("  Flow: {flow}  flow seq: {}  latency: {} ns", opt(l.block.sequence), opt(latency));
+                let signed = latency.map_or("-".to_string(), |v| v.to_string());
+                println!("  Flow: {flow}  flow seq: {}  latency: {signed} ns", opt(l.block.sequence));
             }
         }
         Report::DropSummary(d) => {
@@ -274,7 +275,7 @@ fn print_summary(
                 json!({"src": k.src.to_string(), "dst": k.dst.to_string(), "protocol": k.protocol, "src_port": k.src_port,
                        "dst_port": k.dst_port, "latency_reports": s.reports,
                        "latency_min_ns": (s.reports > 0).then_some(s.latency_min),
-                       "latency_avg_ns": (s.reports > 0).then(|| s.latency_sum / s.reports),
+                       "latency_avg_ns": (s.reports > 0).then(|| s.latency_sum / s.reports as i64),
                        "latency_max_ns": (s.reports > 0).then_some(s.latency_max), "lost_packets": s.lost})
             })
             .collect();
@@ -291,7 +292,7 @@ fn print_summary(
                 "  {flow}: {} latency report(s), latency min/avg/max {}/{}/{} ns, {} packet(s) lost",
                 s.reports,
                 s.latency_min,
-                s.latency_sum / s.reports,
+                s.latency_sum / s.reports as i64,
                 s.latency_max,
                 s.lost
             );

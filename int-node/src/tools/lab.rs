@@ -31,6 +31,10 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use serde::Deserialize;
 
+/// The most negative one-way latency the lab accepts between nodes on one
+/// host clock, ns.
+const SKEW_TOLERANCE_NS: i64 = 100_000;
+
 #[derive(Debug, Args)]
 pub struct LabArgs {
     /// The topology YAML (config/lab/*.yaml).
@@ -681,18 +685,25 @@ fn scenario(lab: &mut Lab, topology: &Topology, workdir: &Path) -> Result<Checks
         let _ = sender.wait();
         impairment.set(lab, 0.0, 0)?;
         wait(Duration::from_millis(500))?;
-        let latencies: BTreeMap<u64, u64> = reports(workdir)
+        let latencies: BTreeMap<u64, i64> = reports(workdir)
             .iter()
             .filter(|r| r["type"] == "latency" && r["src_port"] == 40001)
-            .filter_map(|r| Some((r["flow_seq"].as_u64()?, r["latency_ns"].as_u64()?)))
+            .filter_map(|r| Some((r["flow_seq"].as_u64()?, r["latency_ns"].as_i64()?)))
             .collect();
+        // Signed, judged with tolerances: one host clock serves every node,
+        // so no latency is below zero (a margin allows for the readings of a
+        // burst) or anywhere near a second; the added delay shows within
+        // 10 ms of its value on a loaded machine.
+        let delay_ns = delay as i64 * 1_000_000;
+        let sane = |l: i64| (-SKEW_TOLERANCE_NS..1_000_000_000).contains(&l);
         let before = latencies.iter().filter(|(seq, _)| **seq < 900).map(|(_, l)| *l).max();
-        let delay_ns = delay * 1_000_000;
         let after =
             latencies.iter().find(|(seq, l)| **seq > 900 && **l >= delay_ns && **l < delay_ns + 10_000_000);
         checks.check(
             "latency change",
-            before.is_some_and(|l| l < delay_ns / 2) && after.is_some(),
+            before.is_some_and(|l| l < delay_ns / 2)
+                && after.is_some()
+                && latencies.values().all(|l| sane(*l)),
             format!(
                 "reports (flow seq -> one-way latency): {}",
                 latencies
