@@ -46,7 +46,7 @@ fn chain(name: &str, int_section: &str, source_section: &str, domain: SinkConfig
     assert_eq!(source.counter("source", "instrumented"), 300);
     assert_eq!(source.counter("source", "not_ipv4"), 2);
     assert_eq!(source.counter("source", "not_tcp_udp"), 1);
-    assert_eq!(source.counter("source", "later_fragment"), 1);
+    assert_eq!(source.counter("source", "fragments"), 1);
     for (i, (a, b)) in frames.iter().zip(&instrumented).enumerate() {
         let is_other = (0..4).any(|k| i == k * 50 + 7);
         assert_eq!(a == b, is_other, "packet {i}: only non-candidates pass unchanged");

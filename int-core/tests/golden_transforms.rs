@@ -188,16 +188,34 @@ fn source_skips_are_typed() {
     assert_eq!(source::plan(&icmp, &config), Err(Skip::NotTcpUdp));
     let mut fragment = PacketSpec::udp(addr(1), addr(2), 1, 2, 10).build();
     fragment[20..22].copy_from_slice(&[0x00, 0x10]);
-    assert_eq!(source::plan(&fragment, &config), Err(Skip::LaterFragment));
+    assert_eq!(source::plan(&fragment, &config), Err(Skip::Fragment));
     let mut lying = PacketSpec::udp(addr(1), addr(2), 1, 2, 10).build();
     lying[16..18].copy_from_slice(&[0x05, 0xdc]);
     assert!(matches!(source::plan(&lying, &config), Err(Skip::Malformed(_))));
-    // A first fragment whose UDP Length (the whole datagram) would overflow
-    // 16 bits (found by the transit_push fuzz target).
+    // A first fragment is never instrumented either; marked, it is told
+    // apart so that the node's edge guard can clear the mark.
     let mut fragment = PacketSpec::udp(addr(1), addr(2), 1, 2, 100).build();
     fragment[20..22].copy_from_slice(&[0x20, 0x00]); // MF, offset 0
     fragment[38..40].copy_from_slice(&[0xff, 0xf0]);
-    assert_eq!(source::plan(&fragment, &config), Err(Skip::TooBig));
+    assert_eq!(source::plan(&fragment, &config), Err(Skip::Fragment));
+    let mut marked_fragment = PacketSpec::udp(addr(1), addr(2), 1, 2, 100);
+    marked_fragment.tos = 0x04;
+    let mut marked_fragment = marked_fragment.build();
+    marked_fragment[20..22].copy_from_slice(&[0x20, 0x00]);
+    marked_fragment[24..26].fill(0);
+    let header_checksum = int_core::checksum::checksum(&marked_fragment[14..34]);
+    marked_fragment[24..26].copy_from_slice(&header_checksum.to_be_bytes());
+    assert_eq!(source::plan(&marked_fragment, &config), Err(Skip::MarkedFragment));
+    // Clearing the mark changes the DSCP bits and the header checksum only.
+    let mut cleared = marked_fragment.clone();
+    assert!(source::clear_mark(&mut cleared, &config));
+    assert_eq!(cleared[15], 0x00);
+    let mut expected = marked_fragment.clone();
+    expected[15] = 0x00;
+    expected[24..26].fill(0);
+    let header_checksum = int_core::checksum::checksum(&expected[14..34]);
+    expected[24..26].copy_from_slice(&header_checksum.to_be_bytes());
+    assert_eq!(cleared, expected);
     // No headroom: refused, frame untouched.
     let frame = PacketSpec::udp(addr(1), addr(2), 1, 2, 10).build();
     let plan = source::plan(&frame, &config).unwrap();

@@ -154,6 +154,9 @@ pub struct RawSource {
     pub watchlist: Vec<RawRule>,
     #[serde(default)]
     pub flows: RawFlows,
+    /// What to do with packets that arrive carrying the INT mark: `strip`
+    /// (default), `drop` or `trust`.
+    pub marked: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -358,6 +361,22 @@ pub enum MalformedPolicy {
     Drop,
 }
 
+/// What a source does with a packet that arrives carrying the INT mark
+/// (the INT domain's edge: what leaves a source marked must carry this
+/// source's INT block).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MarkedPolicy {
+    /// Remove a well-formed INT block (restoring the packet as a sink
+    /// would), then treat the packet as any other: instrument it if
+    /// watched, otherwise clear the mark.
+    Strip,
+    /// Drop every marked arrival.
+    Drop,
+    /// Forward marked arrivals untouched: an upstream source of the same
+    /// domain put the mark there.
+    Trust,
+}
+
 #[derive(Debug, Clone)]
 pub struct PipelineConfig {
     pub name: String,
@@ -393,6 +412,7 @@ pub struct SourceSettings {
     pub watchlist: Vec<Rule>,
     pub flow_capacity: u32,
     pub idle_timeout_ms: u64,
+    pub marked: MarkedPolicy,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1009,6 +1029,19 @@ fn source_settings(raw: &RawSource, path: &str, problems: &mut Problems) -> Sour
             "the per-lcore flow table size, e.g. 65536",
         );
     }
+    let marked = match raw.marked.as_deref().unwrap_or("strip") {
+        "strip" => MarkedPolicy::Strip,
+        "drop" => MarkedPolicy::Drop,
+        "trust" => MarkedPolicy::Trust,
+        other => {
+            problems.add(
+                format!("{path}.marked"),
+                format!("unknown policy {other:?}"),
+                "strip (foreign INT removed, mark cleared unless instrumented), drop, or trust (an upstream source of this domain)",
+            );
+            MarkedPolicy::Strip
+        }
+    };
     SourceSettings {
         shim_type,
         instructions,
@@ -1017,6 +1050,7 @@ fn source_settings(raw: &RawSource, path: &str, problems: &mut Problems) -> Sour
         watchlist,
         flow_capacity: raw.flows.capacity,
         idle_timeout_ms: raw.flows.idle_timeout_ms,
+        marked,
     }
 }
 

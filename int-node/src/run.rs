@@ -194,6 +194,8 @@ pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
                     idle_timeout_ns: s.idle_timeout_ms * 1_000_000,
                     rx_timestamps: timestamps,
                     last_sweep_ns: 0,
+                    marked: s.marked,
+                    own_reports_to: config.export.as_ref().map(|e| e.collector),
                 }))
             }
             (Role::Impair, _, _) => {

@@ -36,8 +36,15 @@ counters! {
     not_watched,
     not_ipv4,
     not_tcp_udp,
-    later_fragment,
+    fragments,
+    own_reports,
+    // source: the INT domain's edge
     already_marked,
+    foreign_int_stripped,
+    marked_instrumented,
+    mark_cleared,
+    marked_passed,
+    marked_dropped,
     too_big,
     no_headroom,
     // transit
@@ -46,6 +53,7 @@ counters! {
     destination_only,
     // sink
     not_int,
+    marked_not_int,
     stripped,
     malformed_forwarded,
     malformed_dropped,

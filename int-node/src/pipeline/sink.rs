@@ -10,7 +10,7 @@ use int_core::loss::{SeqEvent, SequenceTracker};
 use int_core::report::{
     DropSummaryReport, DropSummaryRepr, LatencyReport, NextProto, ReportHeaderRepr, ReportProfile,
 };
-use int_core::sink::{self, SinkConfig};
+use int_core::sink::{self, Arrival, SinkConfig};
 use int_core::DropReason;
 
 use super::export::{QueueError, ReportSender};
@@ -212,14 +212,18 @@ impl SinkStage {
         counters: &mut Counters,
     ) -> Option<(sink::Extracted, u64)> {
         let frame = super::frame_ahead(burst, i, counters)?;
-        match sink::extract_with(frame, &self.domain, &mut self.shapes) {
-            Ok(Some(found)) => {
+        match sink::classify(frame, &self.domain, &mut self.shapes) {
+            Ok(Arrival::Int(found)) => {
                 let hash = found.flow.hash64();
                 self.flows.prefetch(hash);
                 Some((found, hash))
             }
-            Ok(None) => {
+            Ok(Arrival::NotInt) => {
                 counters.inc(Counter::not_int);
+                None
+            }
+            Ok(Arrival::MarkedNotInt) => {
+                counters.inc(Counter::marked_not_int);
                 None
             }
             Err(error) => {

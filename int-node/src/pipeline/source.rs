@@ -1,12 +1,18 @@
 //! The source stage: instruments packets of watched IPv4 TCP/UDP flows with
 //! INT 0.5, with a per-flow sequence number from 1 (shim Type 3).
-//! Everything it does not instrument leaves untouched and counted.
+//! Everything it does not instrument leaves untouched and counted, except
+//! at the INT domain's edge: a packet that arrives marked is handled by
+//! the [`MarkedPolicy`], so that nothing leaves marked without this
+//! source's block.
 
-use int_core::int05::HopMetadata;
+use std::net::SocketAddrV4;
+
+use int_core::int05::{HopMetadata, ShapeCache};
+use int_core::sink::{self, Arrival, SinkConfig};
 use int_core::source::{self, Skip, SourceConfig, Template};
 
 use crate::clock::Clock;
-use crate::config::Rule;
+use crate::config::{MarkedPolicy, Rule};
 use crate::dpdk::mbuf::{Burst, RxClock, BURST};
 use crate::flow_table::{Admission, FlowTable};
 use crate::stats::{Counter, Counters};
@@ -21,6 +27,10 @@ pub struct SourceStage {
     pub idle_timeout_ns: u64,
     pub rx_timestamps: Option<RxClock>,
     pub last_sweep_ns: u64,
+    /// What happens to packets that arrive marked.
+    pub marked: MarkedPolicy,
+    /// The collector this node's own reports go to: never instrumented.
+    pub own_reports_to: Option<SocketAddrV4>,
 }
 
 impl SourceStage {
@@ -52,8 +62,14 @@ impl SourceStage {
         // Filled in place, for the packets there are (an array built by
         // from_fn was copied whole).
         let mut plans: [Option<(source::Plan, u64)>; BURST] = [None; BURST];
+        // Bit i: packet i arrived marked (edge policy to apply); or leaves
+        // the burst.
+        let (mut marked, mut drop) = (0u32, 0u32);
         for (i, planned) in plans.iter_mut().enumerate().take(burst.len()) {
-            *planned = self.plan_one(burst, i, with_sequence, counters);
+            *planned = self.plan_one(burst, i, with_sequence, &mut marked, counters);
+        }
+        if marked != 0 {
+            self.guard_edge(burst, marked, &mut plans, &mut drop, counters);
         }
         for (i, planned) in plans.iter().enumerate().take(burst.len()) {
             let Some((plan, hash)) = planned else { continue };
@@ -89,6 +105,9 @@ impl SourceStage {
                 None => counters.inc(Counter::multi_segment),
             }
         }
+        if drop != 0 {
+            burst.retain(|i| drop & (1 << i) == 0);
+        }
         counters.add(Counter::instrumented, instrumented);
         counters.add(Counter::flows_created, created);
         counters.add(Counter::flows_evicted, evicted);
@@ -110,20 +129,15 @@ impl SourceStage {
         burst: &Burst,
         i: usize,
         with_sequence: bool,
+        marked: &mut u32,
         counters: &mut Counters,
     ) -> Option<(source::Plan, u64)> {
         let frame = super::frame_ahead(burst, i, counters)?;
         match source::plan(frame, &self.config) {
-            Ok(plan) => {
-                if !self.watchlist.is_empty() && !self.watchlist.iter().any(|rule| rule.matches(&plan.flow)) {
-                    counters.inc(Counter::not_watched);
-                    return None;
-                }
-                let hash = if with_sequence { plan.flow.hash64() } else { 0 };
-                if with_sequence {
-                    self.flows.prefetch(hash);
-                }
-                Some((plan, hash))
+            Ok(plan) => self.admit(plan, with_sequence, counters),
+            Err(Skip::AlreadyMarked | Skip::MarkedFragment) if self.marked != MarkedPolicy::Trust => {
+                *marked |= 1 << i;
+                None
             }
             Err(skip) => {
                 counters.inc(skip_counter(skip));
@@ -131,13 +145,125 @@ impl SourceStage {
             }
         }
     }
+
+    /// A planned packet goes on if its flow is watched and it is not one of
+    /// this node's own reports; its flow slot starts loading.
+    #[inline(always)]
+    fn admit(
+        &self,
+        plan: source::Plan,
+        with_sequence: bool,
+        counters: &mut Counters,
+    ) -> Option<(source::Plan, u64)> {
+        if !self.watchlist.is_empty() && !self.watchlist.iter().any(|rule| rule.matches(&plan.flow)) {
+            counters.inc(Counter::not_watched);
+            return None;
+        }
+        if let Some(collector) = self.own_reports_to {
+            let flow = &plan.flow;
+            if flow.protocol == 17 && flow.dst == *collector.ip() && flow.dst_port == collector.port() {
+                counters.inc(Counter::own_reports);
+                return None;
+            }
+        }
+        let hash = if with_sequence { plan.flow.hash64() } else { 0 };
+        if with_sequence {
+            self.flows.prefetch(hash);
+        }
+        Some((plan, hash))
+    }
+
+    /// The INT domain's edge, for the packets that arrived marked: nothing
+    /// leaves this source marked unless it carries this source's block.
+    /// Out of line: marked arrivals are the exception.
+    #[inline(never)]
+    fn guard_edge(
+        &self,
+        burst: &mut Burst,
+        marked: u32,
+        plans: &mut [Option<(source::Plan, u64)>; BURST],
+        drop: &mut u32,
+        counters: &mut Counters,
+    ) {
+        let with_sequence = self.config.shim_type.has_sequence();
+        for (i, planned) in plans.iter_mut().enumerate().take(burst.len()) {
+            if marked & (1 << i) == 0 {
+                continue;
+            }
+            if self.marked == MarkedPolicy::Drop {
+                counters.inc(Counter::marked_dropped);
+                *drop |= 1 << i;
+                continue;
+            }
+            *planned = self.strip_foreign(burst, i, with_sequence, counters);
+        }
+    }
+
+    /// The strip policy for one marked arrival: a well-formed INT block of
+    /// this domain's encapsulation is removed (the packet restored as a
+    /// sink would restore it); then the packet is instrumented if watched
+    /// (a mark it still carries, such as RFC 8622's DSCP 1, stays in the
+    /// tail and the sink restores it), and otherwise its mark is cleared.
+    fn strip_foreign(
+        &self,
+        burst: &mut Burst,
+        i: usize,
+        with_sequence: bool,
+        counters: &mut Counters,
+    ) -> Option<(source::Plan, u64)> {
+        let domain =
+            SinkConfig { encapsulation: self.config.encapsulation, tcp_placement: self.config.tcp_placement };
+        let stripped = burst.with_frame(i, |frame| {
+            match sink::classify(frame.frame(), &domain, &mut ShapeCache::default()) {
+                Ok(Arrival::Int(found)) => sink::strip(frame, &found, &domain).is_some(),
+                _ => false,
+            }
+        });
+        if stripped == Some(true) {
+            counters.inc(Counter::foreign_int_stripped);
+        }
+        let frame = burst.data(i)?;
+        let unwatched = match source::plan(frame, &self.config) {
+            Ok(plan) => return self.admit(plan, with_sequence, counters),
+            Err(Skip::AlreadyMarked) => match source::plan_marked(frame, &self.config) {
+                Ok(plan) => {
+                    let admitted = self.admit(plan, with_sequence, counters);
+                    if admitted.is_some() {
+                        counters.inc(Counter::marked_instrumented);
+                        return admitted;
+                    }
+                    true
+                }
+                Err(skip) => {
+                    counters.inc(skip_counter(skip));
+                    true
+                }
+            },
+            Err(Skip::MarkedFragment) => {
+                counters.inc(Counter::fragments);
+                true
+            }
+            Err(skip) => {
+                counters.inc(skip_counter(skip));
+                false
+            }
+        };
+        if unwatched {
+            let config = &self.config;
+            match burst.with_frame(i, |frame| source::clear_mark(frame.frame_mut(), config)) {
+                Some(true) => counters.inc(Counter::mark_cleared),
+                _ => counters.inc(Counter::marked_passed),
+            }
+        }
+        None
+    }
 }
 
 fn skip_counter(skip: Skip) -> Counter {
     match skip {
         Skip::NotIpv4 => Counter::not_ipv4,
         Skip::NotTcpUdp => Counter::not_tcp_udp,
-        Skip::LaterFragment => Counter::later_fragment,
+        Skip::Fragment | Skip::MarkedFragment => Counter::fragments,
         Skip::AlreadyMarked => Counter::already_marked,
         Skip::TooBig => Counter::too_big,
         Skip::NoHeadroom => Counter::no_headroom,
