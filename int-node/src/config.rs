@@ -518,14 +518,116 @@ impl Problems {
     }
 }
 
+/// A PCI address as EAL takes it after `-a`: `[domain:]bus:device.function`
+/// in hex, optionally followed by driver arguments after a comma. Returns
+/// the address with its domain (`0000:` when left out), lower case.
+fn pci_address(device: &str) -> Option<String> {
+    let address = device.split(',').next()?;
+    let parts: Vec<&str> = address.split(':').collect();
+    let (domain, bus, rest) = match parts.as_slice() {
+        [bus, rest] => ("0000", *bus, *rest),
+        [domain, bus, rest] => (*domain, *bus, *rest),
+        _ => return None,
+    };
+    let (dev, function) = rest.split_once('.')?;
+    let hex = |text: &str, max_len: usize| {
+        !text.is_empty() && text.len() <= max_len && text.chars().all(|c| c.is_ascii_hexdigit())
+    };
+    if !(hex(domain, 4) && hex(bus, 2) && hex(dev, 2) && function.len() == 1 && hex(function, 1)) {
+        return None;
+    }
+    Some(format!("{domain:0>4}:{bus:0>2}:{dev:0>2}.{function}").to_ascii_lowercase())
+}
+
+/// What identifies a device to EAL: the vdev's name, or the PCI address.
+fn device_identity(device: &str) -> String {
+    pci_address(device).unwrap_or_else(|| device.split(',').next().unwrap_or(device).to_string())
+}
+
+/// A vdev's `key=value` arguments.
+fn vdev_args(device: &str) -> impl Iterator<Item = (&str, &str)> {
+    device.split(',').skip(1).filter_map(|arg| arg.split_once('='))
+}
+
+/// Files a vdev writes (net_pcap's `tx_pcap`), which must not be shared.
+fn written_files(device: &str) -> Vec<&str> {
+    vdev_args(device).filter(|(key, _)| *key == "tx_pcap").map(|(_, file)| file).collect()
+}
+
+/// Refuses port `i` when an earlier port names the same device (two
+/// lcores would poll one queue: corrupted packets and a corrupted pool) or
+/// writes the same file (each writer truncates the other's packets).
+fn check_aliases(ports: &[RawPort], i: usize, path: &str, problems: &mut Problems) {
+    let Some(port) = ports.get(i) else { return };
+    let identity = device_identity(&port.device);
+    let writes = written_files(&port.device);
+    for (j, earlier) in ports.iter().enumerate().take(i) {
+        if device_identity(&earlier.device) == identity {
+            problems.add(
+                format!("{path}.device"),
+                format!("device {identity:?} is also ports[{j}] ({:?})", earlier.name),
+                "one port per device: give each vdev its own name (net_pcap0, net_pcap1, ...) and each NIC its own PCI address",
+            );
+        }
+        for file in written_files(&earlier.device).into_iter().filter(|file| writes.contains(file)) {
+            problems.add(
+                format!("{path}.device"),
+                format!("tx_pcap {file:?} is also written by ports[{j}] ({:?})", earlier.name),
+                "give each port its own output file",
+            );
+        }
+    }
+    for (_, file) in vdev_args(&port.device).filter(|(key, _)| *key == "rx_pcap") {
+        if writes.contains(&file) {
+            problems.add(
+                format!("{path}.device"),
+                format!("{file:?} is both read (rx_pcap) and written (tx_pcap)"),
+                "write the output to another file",
+            );
+        }
+    }
+}
+
+/// Problems only the file system can show: an input pcap that is not
+/// there (net_pcap would fail at start with a line buried in EAL's log).
+/// Paths are relative to the working directory, as the node opens them.
+fn check_files(raw: &RawConfig) -> Vec<Problem> {
+    let mut problems = Problems(Vec::new());
+    for (i, port) in raw.ports.iter().enumerate() {
+        for (_, file) in vdev_args(&port.device).filter(|(key, _)| *key == "rx_pcap") {
+            if !Path::new(file).is_file() {
+                let cwd = std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_default();
+                problems.add(
+                    format!("ports[{i}].device"),
+                    format!("rx_pcap {file:?} does not exist (relative to {cwd})"),
+                    "give the path of an existing pcap file, relative to where the node runs",
+                );
+            }
+        }
+    }
+    problems.0
+}
+
 // --------------------------------------------------------------- loading
 
+/// Reads, validates and checks the files a config names.
 pub fn load(path: &Path) -> Result<Config, ConfigError> {
     let text = std::fs::read_to_string(path)
         .map_err(|source| ConfigError::Read { path: path.display().to_string(), source })?;
-    parse(&text)
+    let raw: RawConfig =
+        serde_yaml_ng::from_str(&text).map_err(|e| ConfigError::Invalid(vec![yaml_problem(&e)]))?;
+    let files = check_files(&raw);
+    match validate(&raw) {
+        Err(ConfigError::Invalid(mut problems)) => {
+            problems.extend(files);
+            Err(ConfigError::Invalid(problems))
+        }
+        Ok(_) if !files.is_empty() => Err(ConfigError::Invalid(files)),
+        other => other,
+    }
 }
 
+#[cfg(test)]
 pub fn parse(text: &str) -> Result<Config, ConfigError> {
     let raw: RawConfig =
         serde_yaml_ng::from_str(text).map_err(|e| ConfigError::Invalid(vec![yaml_problem(&e)]))?;
@@ -639,14 +741,15 @@ pub fn validate(raw: &RawConfig) -> Result<Config, ConfigError> {
             );
         }
         let is_vdev = port.device.starts_with("net_") || port.device.starts_with("eth_");
-        let is_pci = !is_vdev && port.device.contains(':') && !port.device.contains(',');
+        let is_pci = !is_vdev && pci_address(&port.device).is_some();
         if !is_vdev && !is_pci {
             problems.add(
                 format!("{path}.device"),
                 format!("{:?} is neither a vdev nor a PCI address", port.device),
-                "use a vdev such as net_pcap0,rx_pcap=in.pcap,tx_pcap=out.pcap or net_null0, or a PCI address such as 0000:03:00.0",
+                "use a vdev such as net_pcap0,rx_pcap=in.pcap,tx_pcap=out.pcap or net_null0, or a PCI address such as 0000:03:00.0 (driver arguments after a comma)",
             );
         }
+        check_aliases(&raw.ports, i, &path, &mut problems);
         if port.rx_queues == 0 || port.tx_queues == 0 {
             problems.add(
                 format!("{path}.rx_queues"),
@@ -1346,6 +1449,60 @@ pipelines:
             "export",
         ] {
             assert!(paths.iter().any(|p| p == expected), "no problem at {expected}; got {paths:?}");
+        }
+    }
+
+    const TWO_PORTS: &str = "
+ports:
+  - {name: a, device: 'DEVICE_A'}
+  - {name: b, device: 'DEVICE_B'}
+pipelines:
+  - {role: forward, lcore: 1, rx: {port: a}, tx: {port: b}}
+";
+
+    fn two_ports(a: &str, b: &str) -> Result<Config, ConfigError> {
+        parse(&TWO_PORTS.replace("DEVICE_A", a).replace("DEVICE_B", b))
+    }
+
+    #[test]
+    fn ports_cannot_alias_a_device_or_an_output() {
+        let problems_of = |a: &str, b: &str| match two_ports(a, b) {
+            Err(ConfigError::Invalid(problems)) => problems,
+            other => panic!("{a} / {b}: expected problems, got {other:?}"),
+        };
+        for (a, b, says) in [
+            (
+                "net_pcap0,rx_pcap=a.pcap,tx_pcap=x.pcap",
+                "net_pcap0,rx_pcap=b.pcap,tx_pcap=y.pcap",
+                "also ports[0]",
+            ),
+            ("net_null0", "net_null0", "also ports[0]"),
+            ("0000:03:00.0", "03:00.0,rxq_cqe_comp_en=0", "also ports[0]"),
+            (
+                "net_pcap0,rx_pcap=a.pcap,tx_pcap=x.pcap",
+                "net_pcap1,rx_pcap=b.pcap,tx_pcap=x.pcap",
+                "also written",
+            ),
+        ] {
+            let problems = problems_of(a, b);
+            assert_eq!(problems.len(), 1, "{a} / {b}: {problems:?}");
+            assert_eq!(problems[0].path, "ports[1].device");
+            assert!(problems[0].message.contains(says), "{}", problems[0].message);
+        }
+        let same_file = problems_of("net_pcap0,rx_pcap=a.pcap,tx_pcap=a.pcap", "net_null0");
+        assert_eq!(same_file[0].path, "ports[0].device");
+        assert!(same_file[0].message.contains("both read"), "{}", same_file[0].message);
+    }
+
+    #[test]
+    fn pci_addresses_with_driver_arguments() {
+        let config = two_ports("0000:03:00.0,rxq_cqe_comp_en=0", "03:00.1").unwrap();
+        assert!(!config.ports[0].is_vdev);
+        assert_eq!(config.eal_args[config.eal_args.len() - 3], "0000:03:00.0,rxq_cqe_comp_en=0");
+        assert_eq!(pci_address("0000:3B:00.0"), Some("0000:3b:00.0".into()));
+        assert_eq!(pci_address("3b:00.0"), Some("0000:3b:00.0".into()));
+        for bad in ["eth0", "3b:00", "3b:00.12", "zz:00.0", "0000:3b:00:0"] {
+            assert_eq!(pci_address(bad), None, "{bad}");
         }
     }
 
