@@ -97,7 +97,7 @@ def node_config(role, pcap, extra, mbufs, mem):
         "stats": {"interval_ms": 1000},
     }
     if role == "sink":
-        config["export"] = {"collector": f"127.0.0.1:{COLLECTOR.getsockname()[1]}", "rate_limit": 0,
+        config["export"] = {"collector": f"127.0.0.1:{COLLECTOR.getsockname()[1]}", "rate_limit": 0, "pace": 0,
                             "ring_size": 65536}
     return config
 

@@ -251,3 +251,111 @@ fn collect_receives_reports_and_finds_gaps() {
     assert_eq!(lossy["lost_packets"], 10);
     assert_eq!(flows.iter().filter(|f| f["latency_reports"] == 1).count(), 3);
 }
+
+/// Starts `collect --json` on a free loopback port with `extra` arguments;
+/// returns it (listening) and its address.
+fn start_collector(extra: &[&str]) -> (std::process::Child, String) {
+    let port = UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let listen = format!("127.0.0.1:{port}");
+    let mut child = Command::new(BIN)
+        .args(["collect", "--listen", &listen, "--json", "--interval", "0"])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    assert!(line.contains("listening"), "{line}");
+    (child, listen)
+}
+
+/// The collector's closing summary (the last JSON line).
+fn summary_of(child: std::process::Child) -> serde_json::Value {
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success());
+    let text = String::from_utf8(output.stdout).unwrap();
+    let last = text.lines().last().unwrap();
+    serde_json::from_str::<serde_json::Value>(last).unwrap()["summary"].clone()
+}
+
+fn drop_summary(sequence: u32) -> Vec<u8> {
+    let report = DropSummaryReport {
+        header: ReportHeaderRepr::drop_summary(sequence, 1_700_000_000, 0),
+        summary: DropSummaryRepr {
+            source_node: 1,
+            sink_node: 2,
+            gap_sequence: 7,
+            gap_count: 1,
+            ..Default::default()
+        },
+        flow: FlowKey {
+            src: Ipv4Addr::new(10, 9, 9, 9),
+            dst: Ipv4Addr::new(10, 8, 8, 8),
+            protocol: 17,
+            src_port: 1,
+            dst_port: 2,
+        },
+    };
+    let mut buf = [0u8; 64];
+    let len = report.emit(&mut buf).unwrap();
+    buf[..len].to_vec()
+}
+
+/// A collector trusts nothing: 2000 random datagrams are all refused and
+/// counted by reason; valid reports with forged sequence numbers cannot
+/// push the lost-report count past one window per datagram (and random
+/// ones almost never count at all).
+#[test]
+fn collect_refuses_random_datagrams_and_forged_sequences() {
+    let (child, listen) = start_collector(&["--duration", "4"]);
+    let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for _ in 0..2000 {
+        let len = 1 + (next() % 200) as usize;
+        let datagram: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+        sender.send_to(&datagram, &listen).unwrap();
+        std::thread::sleep(std::time::Duration::from_micros(50));
+    }
+    let forger = UdpSocket::bind("127.0.0.1:0").unwrap();
+    for _ in 0..1000 {
+        forger.send_to(&drop_summary(next() as u32), &listen).unwrap();
+        std::thread::sleep(std::time::Duration::from_micros(50));
+    }
+    let summary = summary_of(child);
+    assert_eq!(summary["reports"], 3000);
+    assert_eq!(summary["malformed"], 2000, "{summary}");
+    let reasons = summary["malformed_by_reason"].as_object().unwrap();
+    assert!(reasons.len() >= 3, "{reasons:?}");
+    let lost = summary["lost_reports"].as_u64().unwrap();
+    assert!(lost < 20_000, "forged sequence numbers claimed {lost} lost reports");
+    assert!(summary["sequence_resyncs"].as_u64().unwrap() > 900, "{summary}");
+}
+
+/// A burst of 100,000 reports into a small receive buffer: what the kernel
+/// dropped is counted (SO_MEMINFO), and received + dropped = sent.
+#[test]
+fn collect_counts_what_the_kernel_drops() {
+    let (child, listen) = start_collector(&["--duration", "5", "--rcvbuf", "16384"]);
+    let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let sent = 100_000u32;
+    for sequence in 1..=sent {
+        sender.send_to(&drop_summary(sequence), &listen).unwrap();
+    }
+    let summary = summary_of(child);
+    let received = summary["reports"].as_u64().unwrap();
+    let dropped = summary["kernel_drops"].as_u64().unwrap();
+    assert!(dropped > 0, "{summary}");
+    assert_eq!(received + dropped, u64::from(sent), "{summary}");
+    assert_eq!(summary["malformed"], 0);
+    // The lost reports the sequence numbers show are the kernel's drops
+    // (those before the last report received).
+    assert!(summary["lost_reports"].as_u64().unwrap() <= dropped, "{summary}");
+}

@@ -66,6 +66,11 @@ pub enum ParseError {
     StackMismatch { offset: usize, ins_cnt: u8, total_hop_cnt: u8, stack_bytes: usize },
     /// Total Hop Count above Max Hop Count.
     HopCountExceeded { offset: usize, total_hop_cnt: u8, max_hop_cnt: u8 },
+    /// Bits the format reserves (zero on the wire) are set, or a field
+    /// holds a value the format fixes (a synthesised header's zeros, a
+    /// report kind's flags): what a collector refuses from a sender it
+    /// cannot trust.
+    Reserved { layer: Layer, offset: usize, value: u8 },
 }
 
 impl ParseError {
@@ -74,7 +79,8 @@ impl ParseError {
             ParseError::Truncated { layer, .. }
             | ParseError::UnknownVersion { layer, .. }
             | ParseError::UnknownType { layer, .. }
-            | ParseError::BadLength { layer, .. } => layer,
+            | ParseError::BadLength { layer, .. }
+            | ParseError::Reserved { layer, .. } => layer,
             ParseError::StackMismatch { .. } | ParseError::HopCountExceeded { .. } => Layer::IntStack,
         }
     }
@@ -88,7 +94,7 @@ impl ParseError {
             ParseError::UnknownType { layer, .. } if is_int(*layer) => DropReason::IntUnknownType,
             ParseError::UnknownType { .. } => DropReason::PacketMalformed,
             ParseError::BadLength { layer, .. } if is_int(*layer) => DropReason::IntBadLength,
-            ParseError::BadLength { .. } => DropReason::PacketMalformed,
+            ParseError::BadLength { .. } | ParseError::Reserved { .. } => DropReason::PacketMalformed,
             ParseError::StackMismatch { .. } | ParseError::HopCountExceeded { .. } => {
                 DropReason::IntStackMismatch
             }
@@ -127,6 +133,9 @@ impl fmt::Display for ParseError {
                 "int stack at offset {offset}: ins cnt {ins_cnt} x total hop cnt {total_hop_cnt} \
                  does not match {stack_bytes} stack bytes"
             ),
+            ParseError::Reserved { layer, offset, value } => {
+                write!(f, "{layer} at offset {offset}: reserved or fixed bits hold {value:#04x}")
+            }
             ParseError::HopCountExceeded { offset, total_hop_cnt, max_hop_cnt } => write!(
                 f,
                 "int metadata header at offset {offset}: total hop cnt {total_hop_cnt} \

@@ -289,6 +289,9 @@ pub(crate) fn shift(error: ParseError, base: usize) -> ParseError {
         ParseError::HopCountExceeded { offset, total_hop_cnt, max_hop_cnt } => {
             ParseError::HopCountExceeded { offset: offset + base, total_hop_cnt, max_hop_cnt }
         }
+        ParseError::Reserved { layer, offset, value } => {
+            ParseError::Reserved { layer, offset: offset + base, value }
+        }
     }
 }
 

@@ -164,7 +164,7 @@ proptest! {
     #[test]
     fn drop_summary(header in report_header(), words in any::<[u32; 5]>(), ports in any::<[u16; 4]>(), tcp in any::<bool>(), src in any::<[u8; 4]>(), dst in any::<[u8; 4]>()) {
         let report = DropSummaryReport {
-            header: ReportHeaderRepr { next_proto: NextProto::DropSummary, ..header },
+            header: ReportHeaderRepr { next_proto: NextProto::DropSummary, dropped: true, congested_queue: false, tracked_flow: true, ..header },
             summary: DropSummaryRepr { source_node: words[0], sink_node: words[1], source_port: ports[0], sink_port: ports[1], gap_timestamp: words[2], gap_sequence: words[3], gap_count: words[4] },
             flow: FlowKey { src: Ipv4Addr::from(src), dst: Ipv4Addr::from(dst), protocol: if tcp { 6 } else { 17 }, src_port: ports[2], dst_port: ports[3] },
         };
@@ -172,5 +172,14 @@ proptest! {
         let len = report.emit(&mut buf).unwrap();
         prop_assert_eq!(len, if tcp { 76 } else { 64 });
         prop_assert_eq!(DropSummaryReport::parse(&buf[..len]).unwrap(), report);
+        // Anything the emitter would not write is refused: a trailing byte,
+        // other flags, a synthesised header byte that is not zero.
+        prop_assert!(DropSummaryReport::parse(&buf[..len + 1]).is_err());
+        let mut flags = buf.clone();
+        flags[1] ^= 0x40;
+        prop_assert!(DropSummaryReport::parse(&flags[..len]).is_err());
+        let mut ttl = buf.clone();
+        ttl[36 + 8] = 64;
+        prop_assert!(DropSummaryReport::parse(&ttl[..len]).is_err());
     }
 }

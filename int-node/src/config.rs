@@ -269,6 +269,8 @@ pub struct RawExport {
     pub profile: Option<String>,
     pub rate_limit: Option<u32>,
     pub ring_size: Option<u32>,
+    /// Reports per second the exporter sends at most, in bursts of 64.
+    pub pace: Option<u32>,
     /// `socket` (default) or a DPDK port.
     #[serde(default)]
     pub path: RawExportPath,
@@ -473,6 +475,10 @@ pub struct ExportConfig {
     /// Reports per second per sink pipeline; 0 = unlimited.
     pub rate_limit: u32,
     pub ring_size: u32,
+    /// Reports per second the exporter sends at most (bursts of up to 64):
+    /// a sink's burst allowance does not land on the collector all at
+    /// once. 0 = as fast as they come.
+    pub pace: u32,
     pub path: ExportPath,
 }
 
@@ -1370,7 +1376,14 @@ fn export_settings(
             ExportPath::Port { port, queue, src_mac, dst_mac, src_ip, src_port: p.src_port.unwrap_or(32766) }
         }
     };
-    ExportConfig { collector, profile, rate_limit: raw.rate_limit.unwrap_or(10_000), ring_size, path }
+    ExportConfig {
+        collector,
+        profile,
+        rate_limit: raw.rate_limit.unwrap_or(10_000),
+        ring_size,
+        pace: raw.pace.unwrap_or(100_000),
+        path,
+    }
 }
 
 #[cfg(test)]

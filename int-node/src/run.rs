@@ -371,8 +371,12 @@ pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
         }
     }
     if let Some(exporter) = exporter.as_mut() {
-        // The workers have stopped: everything left goes out now.
-        while exporter.drain(usize::MAX) > 0 {}
+        // The workers have stopped: everything left goes out now, paced.
+        while exporter.pending() {
+            if exporter.drain(usize::MAX) == 0 {
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        }
     }
     let elapsed = started.elapsed().as_secs_f64();
 

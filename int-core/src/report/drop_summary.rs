@@ -112,6 +112,10 @@ impl DropSummaryReport {
         Ok(len)
     }
 
+    /// Reads a Drop-Summary report, refusing anything its emitter would not
+    /// write: a length other than 64 (UDP) or 76 (TCP) bytes, flags other
+    /// than D and F, and non-zero bytes where the synthesised headers are
+    /// all zero.
     pub fn parse(bytes: &[u8]) -> Result<Self, ParseError> {
         let header = ReportHeaderRepr::parse(bytes)?;
         if header.next_proto != NextProto::DropSummary {
@@ -142,6 +146,11 @@ impl DropSummaryReport {
         let len = Self::len_for(protocol);
         let all =
             bytes.get(..len).ok_or_else(|| ParseError::truncated(Layer::DropSummary, 0, len, bytes.len()))?;
+        if bytes.len() != len {
+            return Err(ParseError::BadLength { layer: Layer::DropSummary, offset: 0, value: bytes.len() });
+        }
+        header.expect_flags(FLAGS)?;
+        check_synthesised(all, ip_at, protocol)?;
         let addr = |at: usize| Ipv4Addr::from(be32(all, at));
         let flow = FlowKey {
             src: addr(ip_at + 12),
@@ -164,6 +173,31 @@ impl DropSummaryReport {
             flow,
         })
     }
+}
+
+/// A Drop-Summary's header flags: D and F.
+const FLAGS: u8 = 0xa0;
+
+/// The synthesised IPv4 and L4 headers of a Drop-Summary (at `ip_at`): only
+/// version/IHL, protocol, addresses, ports and (UDP) the length 8 are set.
+fn check_synthesised(report: &[u8], ip_at: usize, protocol: u8) -> Result<(), ParseError> {
+    let zero_ranges: &[(usize, usize)] =
+        if protocol == PROTO_TCP { &[(1, 9), (10, 12), (24, 40)] } else { &[(1, 9), (10, 12), (26, 28)] };
+    for &(from, to) in zero_ranges {
+        let bytes = report.get(ip_at + from..ip_at + to).unwrap_or(&[]);
+        if let Some((i, value)) = bytes.iter().enumerate().find(|(_, b)| **b != 0) {
+            let layer = if from < 20 { Layer::Ipv4 } else { Layer::DropSummary };
+            return Err(ParseError::Reserved { layer, offset: ip_at + from + i, value: *value });
+        }
+    }
+    if protocol != PROTO_TCP && be16(report, ip_at + 24) != 8 {
+        return Err(ParseError::BadLength {
+            layer: Layer::Udp,
+            offset: ip_at + 24,
+            value: usize::from(be16(report, ip_at + 24)),
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]

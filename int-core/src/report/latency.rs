@@ -22,6 +22,9 @@ use crate::int05::{shim, HopMetadata, IntBlock, MetadataHeaderRepr, ShimRepr, Ta
 use crate::sink::Extracted;
 use crate::wire::Ipv4Repr;
 
+/// A latency report's header flags: F (a tracked flow), not D or Q.
+const FLAGS: u8 = 0x20;
+
 /// A parsed latency report.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LatencyReport<'a> {
@@ -162,6 +165,15 @@ impl LatencyReport<'_> {
         at += carrier_len;
         let block = IntBlock::parse(bytes.get(at..).unwrap_or(&[]), Tail::Absent)
             .map_err(|e| crate::sink::shift(e, at))?;
+        // The block ends the report: nothing may trail it.
+        if at + block.len() != bytes.len() {
+            return Err(ParseError::BadLength {
+                layer: Layer::LatencyReport,
+                offset: at,
+                value: bytes.len(),
+            });
+        }
+        header.expect_flags(FLAGS)?;
         Ok(LatencyReport { header, sink_id, ip, src_port, dst_port, block })
     }
 

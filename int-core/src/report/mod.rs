@@ -90,19 +90,41 @@ pub fn parse(payload: &[u8], sink_id: SinkIdWord) -> Result<Report<'_>, ParseErr
     match header.next_proto {
         NextProto::Ipv4 => Ok(Report::Latency(LatencyReport::parse(payload, sink_id)?)),
         NextProto::DropSummary => Ok(Report::DropSummary(DropSummaryReport::parse(payload)?)),
-        NextProto::Ethernet => Ok(Report::Tr05 { header, drop: None, switch_local: None, frame: rest }),
+        NextProto::Ethernet => {
+            check_frame(rest, tr05::HEADER_LEN)?;
+            Ok(Report::Tr05 { header, drop: None, switch_local: None, frame: rest })
+        }
         NextProto::DropEthernet => {
             let drop = DropHeaderRepr::parse(rest).map_err(|e| crate::sink::shift(e, tr05::HEADER_LEN))?;
             let frame = rest.get(tr05::DROP_HEADER_LEN..).unwrap_or(&[]);
+            check_frame(frame, tr05::HEADER_LEN + tr05::DROP_HEADER_LEN)?;
             Ok(Report::Tr05 { header, drop: Some(drop), switch_local: None, frame })
         }
         NextProto::SwitchLocalEthernet => {
             let local = SwitchLocalRepr::parse(rest).map_err(|e| crate::sink::shift(e, tr05::HEADER_LEN))?;
             let frame = rest.get(tr05::SWITCH_LOCAL_LEN..).unwrap_or(&[]);
+            check_frame(frame, tr05::HEADER_LEN + tr05::SWITCH_LOCAL_LEN)?;
             Ok(Report::Tr05 { header, drop: None, switch_local: Some(local), frame })
         }
         NextProto::Unknown(value) => {
             Err(ParseError::UnknownType { layer: crate::error::Layer::ReportHeader, offset: 0, value })
         }
     }
+}
+
+/// The Ethernet frame a Telemetry Report 0.5 carries (at `offset` in the
+/// report): a whole Ethernet header with an EtherType a switch reports
+/// (IPv4, IPv6, 802.1Q, 802.1ad).
+fn check_frame(frame: &[u8], offset: usize) -> Result<(), ParseError> {
+    let ethertype = frame.get(12..14).map(|b| crate::bytes::be16(b, 0)).ok_or_else(|| {
+        ParseError::truncated(crate::error::Layer::Ethernet, offset, 14, offset + frame.len())
+    })?;
+    if !matches!(ethertype, 0x0800 | 0x86dd | 0x8100 | 0x88a8) {
+        return Err(ParseError::UnknownType {
+            layer: crate::error::Layer::Ethernet,
+            offset: offset + 12,
+            value: (ethertype >> 8) as u8,
+        });
+    }
+    Ok(())
 }

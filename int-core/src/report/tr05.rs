@@ -116,13 +116,21 @@ impl ReportHeaderRepr {
         }
     }
 
-    /// Version 0 is the only one Telemetry Report 0.5 defines.
+    /// Version 0 is the only one Telemetry Report 0.5 defines; reserved bits
+    /// must be zero.
     pub fn parse(bytes: &[u8]) -> Result<Self, ParseError> {
         let (h, _) = ReportHeader::ref_from_prefix(bytes)
             .map_err(|_| ParseError::truncated(Layer::ReportHeader, 0, HEADER_LEN, bytes.len()))?;
         let version = h.ver_nproto >> 4;
         if version != 0 {
             return Err(ParseError::UnknownVersion { layer: Layer::ReportHeader, offset: 0, value: version });
+        }
+        // Reserved: the low five flag bits, byte 2, and the top two bits of
+        // byte 3. Zero from every sender that follows the format.
+        for (offset, value) in [(1, h.flags & 0x1f), (2, h.reserved), (3, h.hw_id & 0xc0)] {
+            if value != 0 {
+                return Err(ParseError::Reserved { layer: Layer::ReportHeader, offset, value });
+            }
         }
         Ok(ReportHeaderRepr {
             version,
@@ -136,12 +144,26 @@ impl ReportHeaderRepr {
         })
     }
 
+    /// The D, Q and F flags as the header's byte 1.
+    pub fn flags(&self) -> u8 {
+        (u8::from(self.dropped) << 7)
+            | (u8::from(self.congested_queue) << 6)
+            | (u8::from(self.tracked_flow) << 5)
+    }
+
+    /// Refuses a header whose flags are not `expected` (byte 1): a report
+    /// kind fixes them (latency: F; Drop-Summary: D and F).
+    pub fn expect_flags(&self, expected: u8) -> Result<(), ParseError> {
+        if self.flags() != expected {
+            return Err(ParseError::Reserved { layer: Layer::ReportHeader, offset: 1, value: self.flags() });
+        }
+        Ok(())
+    }
+
     pub fn emit(&self, buf: &mut [u8]) -> Result<usize, ParseError> {
         let h = ReportHeader {
             ver_nproto: (self.version << 4) | (u8::from(self.next_proto) & 0x0f),
-            flags: (u8::from(self.dropped) << 7)
-                | (u8::from(self.congested_queue) << 6)
-                | (u8::from(self.tracked_flow) << 5),
+            flags: self.flags(),
             reserved: 0,
             hw_id: self.hw_id & 0x3f,
             sequence: U32::new(self.sequence),

@@ -1,8 +1,9 @@
 //! The few operating-system calls the node makes beside DPDK, kept here so
 //! that `unsafe` lives in one layer: signal handlers, process control,
-//! cache prefetch, and batched UDP sends (sendmmsg, UDP GSO) for the
-//! exporter.
+//! cache prefetch, batched UDP sends (sendmmsg, UDP GSO) for the exporter,
+//! and the collector's receive buffer and kernel drop count.
 
+use std::io;
 use std::net::UdpSocket;
 use std::os::fd::AsRawFd;
 
@@ -243,6 +244,85 @@ unsafe impl std::alloc::GlobalAlloc for CountingAllocator {
         // SAFETY: as above.
         unsafe { std::alloc::System.dealloc(ptr, layout) }
     }
+}
+
+/// Sets an int socket option.
+fn set_int_option(
+    socket: &UdpSocket,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: libc::c_int,
+) -> io::Result<()> {
+    // SAFETY: the option takes an int; the pointer and length describe
+    // `value`, which outlives the call; the descriptor is the socket's own.
+    let ret = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            level,
+            name,
+            (&value as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if ret == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Asks for a receive buffer of `bytes` (as root beyond `net.core.rmem_max`)
+/// and returns what the kernel granted (it counts its own overhead too, so
+/// this is about twice what was asked).
+pub fn set_receive_buffer(socket: &UdpSocket, bytes: usize) -> io::Result<usize> {
+    let bytes = bytes.min(i32::MAX as usize / 2) as libc::c_int;
+    if set_int_option(socket, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, bytes).is_err() {
+        set_int_option(socket, libc::SOL_SOCKET, libc::SO_RCVBUF, bytes)?;
+    }
+    let mut granted: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: SO_RCVBUF reads an int into `granted`; `len` says its size;
+    // both outlive the call.
+    let ret = unsafe {
+        libc::getsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&mut granted as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if ret != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(granted.max(0) as usize)
+}
+
+/// Datagrams the kernel has dropped on this socket so far, mostly for want
+/// of receive buffer room (SO_MEMINFO's drop count: current whenever it is
+/// read, unlike SO_RXQ_OVFL's, which only rides on a later datagram).
+pub fn socket_drops(socket: &UdpSocket) -> io::Result<u64> {
+    let mut info = [0u32; 16];
+    let mut len = std::mem::size_of_val(&info) as libc::socklen_t;
+    // SAFETY: SO_MEMINFO writes up to `len` bytes of u32 counters into
+    // `info`; both outlive the call; the descriptor is the socket's own.
+    let ret = unsafe {
+        libc::getsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_MEMINFO,
+            info.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    if ret != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let drops = libc::SK_MEMINFO_DROPS as usize;
+    if (len as usize) < (drops + 1) * 4 {
+        return Err(io::Error::other("SO_MEMINFO without a drop count"));
+    }
+    Ok(u64::from(info.get(drops).copied().unwrap_or(0)))
 }
 
 #[cfg(test)]

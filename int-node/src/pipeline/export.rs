@@ -5,6 +5,7 @@
 //! on its own DPDK TX queue.
 
 use std::net::{SocketAddrV4, UdpSocket};
+use std::time::Instant;
 
 use int_core::checksum;
 use int_core::wire::{EtherType, EthernetRepr, IpProtocol, Ipv4Repr, UdpRepr};
@@ -134,8 +135,45 @@ pub struct ExportStats {
     pub gso: bool,
 }
 
+/// The exporter's pace: a token bucket of reports, refilled with time,
+/// holding at most one batch.
+struct Pacer {
+    per_second: u64,
+    tokens: u64,
+    last: Instant,
+}
+
+impl Pacer {
+    fn new(per_second: u32) -> Option<Pacer> {
+        (per_second > 0).then(|| Pacer {
+            per_second: u64::from(per_second),
+            tokens: BATCH as u64,
+            last: Instant::now(),
+        })
+    }
+
+    /// Reports that may go now (at most `wanted`), taken from the bucket.
+    fn take(&mut self, wanted: usize) -> usize {
+        let now = Instant::now();
+        let refill = now.duration_since(self.last).as_nanos() as u64 * self.per_second / 1_000_000_000;
+        if refill > 0 {
+            self.tokens = (self.tokens + refill).min(BATCH as u64);
+            self.last = now;
+        }
+        let granted = (wanted as u64).min(self.tokens);
+        self.tokens -= granted;
+        granted as usize
+    }
+
+    /// Gives back what was granted and not sent.
+    fn give_back(&mut self, unused: usize) {
+        self.tokens = (self.tokens + unused as u64).min(BATCH as u64);
+    }
+}
+
 pub struct Exporter {
     receivers: Vec<ReportReceiver>,
+    pacer: Option<Pacer>,
     path: Path,
     collector: SocketAddrV4,
     next_sequence: u32,
@@ -195,6 +233,7 @@ impl Exporter {
         };
         Ok(Exporter {
             receivers,
+            pacer: Pacer::new(config.pace),
             staging: Box::new([0; BATCH * REPORT_MAX]),
             path,
             collector: config.collector,
@@ -207,14 +246,33 @@ impl Exporter {
         self.collector
     }
 
-    /// Sends what is waiting in the rings, at most `limit` reports per ring
-    /// so that the main lcore still gets to its other duties under a report
-    /// storm; returns how many were taken. Up to [`BATCH`] reports go out
-    /// per system call (or TX burst).
+    /// Sends what is waiting in the rings, at most `limit` reports (so that
+    /// the main lcore still gets to its other duties under a report storm)
+    /// and no faster than the pace; returns how many were taken. Up to
+    /// [`BATCH`] reports go out per system call (or TX burst).
     pub fn drain(&mut self, limit: usize) -> usize {
+        let Some(pacer) = self.pacer.as_mut() else { return self.drain_unpaced(limit) };
+        let granted = pacer.take(limit);
+        if granted == 0 {
+            return 0;
+        }
+        let taken = self.drain_unpaced(granted);
+        if let Some(pacer) = self.pacer.as_mut() {
+            pacer.give_back(granted.saturating_sub(taken));
+        }
+        taken
+    }
+
+    /// Whether reports are waiting in a ring.
+    pub fn pending(&self) -> bool {
+        self.receivers.iter().any(|r| r.ring.occupied_len() > 0)
+    }
+
+    fn drain_unpaced(&mut self, limit: usize) -> usize {
         let mut taken_total = 0;
         let Exporter { receivers, path, next_sequence, stats, staging, .. } = self;
         for receiver in receivers.iter_mut() {
+            let limit = limit - taken_total;
             let mut taken = 0;
             while taken < limit {
                 // (offset, length) of each report in `staging`.
@@ -307,6 +365,21 @@ fn frame_into(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The pace: a batch at once, then the rate; what was not sent is given
+    /// back.
+    #[test]
+    fn the_pacer_lets_a_batch_go_then_the_rate() {
+        let mut pacer = Pacer::new(10_000).unwrap();
+        assert_eq!(pacer.take(1000), BATCH);
+        assert_eq!(pacer.take(1000), 0);
+        pacer.give_back(10);
+        assert_eq!(pacer.take(1000), 10);
+        std::thread::sleep(std::time::Duration::from_millis(3));
+        let granted = pacer.take(1000);
+        assert!((20..=BATCH).contains(&granted), "{granted} after 3 ms at 10k/s");
+        assert!(Pacer::new(0).is_none(), "0: unpaced");
+    }
 
     fn report(i: usize) -> Vec<u8> {
         // 60 to 199 bytes: some records wrap around the ring's end.

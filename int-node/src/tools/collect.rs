@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use int_core::flow::FlowKey;
+
+use crate::dpdk::os;
 use int_core::report::{self, Report, SinkIdWord};
 use serde_json::json;
 
@@ -37,7 +39,18 @@ pub struct CollectArgs {
     /// detect.
     #[arg(long, default_value = "detect")]
     pub sink_id: String,
+    /// Receive buffer to ask the kernel for, in bytes (as root, beyond
+    /// net.core.rmem_max): room for a burst of reports while a line prints.
+    #[arg(long, default_value_t = 8 << 20)]
+    pub rcvbuf: usize,
 }
+
+/// The largest report sequence gap believed as lost reports (a sink's
+/// report ring holds 4096 by default). A larger jump, ahead or back, is a
+/// sender that restarted or a forged number: counted, and the sender's
+/// sequence starts again from it, so a forger can claim at most this many
+/// lost reports per datagram.
+const MAX_REPORT_GAP: u32 = 4096;
 
 #[derive(Debug, Default, Clone)]
 struct FlowSummary {
@@ -48,10 +61,71 @@ struct FlowSummary {
     lost: u64,
 }
 
+/// Report sequence accounting for one sender.
 #[derive(Default)]
 struct Sender {
     next_sequence: Option<u32>,
     lost_reports: u64,
+    /// Jumps by more than [`MAX_REPORT_GAP`] either way, and sequence 1
+    /// again: the sequence starts again from the new number.
+    resyncs: u64,
+    /// Numbers up to [`MAX_REPORT_GAP`] behind the next expected one:
+    /// duplicates or reordering.
+    late: u64,
+}
+
+impl Sender {
+    /// Accounts for one report's sequence number; returns how many reports
+    /// are believed lost right before it.
+    fn account(&mut self, sequence: u32) -> u32 {
+        let Some(expected) = self.next_sequence else {
+            self.next_sequence = Some(sequence.wrapping_add(1));
+            return 0;
+        };
+        let gap = sequence.wrapping_sub(expected);
+        let behind = expected.wrapping_sub(sequence);
+        if (1..=MAX_REPORT_GAP).contains(&behind) && sequence != 1 {
+            self.late += 1;
+            return 0;
+        }
+        self.next_sequence = Some(sequence.wrapping_add(1));
+        if gap > MAX_REPORT_GAP {
+            self.resyncs += 1;
+            return 0;
+        }
+        self.lost_reports += u64::from(gap);
+        gap
+    }
+}
+
+/// What the collector received, refused and missed.
+#[derive(Default)]
+struct Totals {
+    received: u64,
+    /// Refused reports by reason (the parser's error kind and layer).
+    malformed: BTreeMap<String, u64>,
+    /// Datagrams the kernel dropped for want of buffer room.
+    kernel_drops: u64,
+}
+
+impl Totals {
+    fn malformed(&self) -> u64 {
+        self.malformed.values().sum()
+    }
+}
+
+/// A short reason for a refused report: what was wrong, and where.
+fn reason(error: &int_core::ParseError) -> String {
+    use int_core::ParseError as E;
+    let kind = match error {
+        E::Truncated { .. } => "truncated",
+        E::UnknownVersion { .. } => "unknown version",
+        E::UnknownType { .. } => "unknown type",
+        E::BadLength { .. } => "bad length",
+        E::StackMismatch { .. } | E::HopCountExceeded { .. } => "stack mismatch",
+        E::Reserved { .. } => "reserved bits",
+    };
+    format!("{}: {kind}", error.layer())
 }
 
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -69,23 +143,26 @@ pub fn run(args: &CollectArgs) -> Result<(), String> {
     };
     let socket = UdpSocket::bind(&args.listen).map_err(|e| format!("--listen {}: {e}", args.listen))?;
     socket.set_read_timeout(Some(Duration::from_millis(100))).map_err(|e| e.to_string())?;
-    crate::dpdk::os::on_stop_signals(on_signal);
-    eprintln!("collect: listening on {}", socket.local_addr().map_err(|e| e.to_string())?);
+    let rcvbuf = os::set_receive_buffer(&socket, args.rcvbuf).map_err(|e| format!("--rcvbuf: {e}"))?;
+    os::socket_drops(&socket).map_err(|e| format!("the kernel's drop count (SO_MEMINFO): {e}"))?;
+    os::on_stop_signals(on_signal);
+    let local = socket.local_addr().map_err(|e| e.to_string())?;
+    eprintln!("collect: listening on {local} (receive buffer {rcvbuf} bytes)");
     let started = Instant::now();
     let mut next_summary = started + Duration::from_secs_f64(args.interval.max(0.001));
     let mut flows: BTreeMap<FlowKey, FlowSummary> = BTreeMap::new();
     let mut senders: BTreeMap<SocketAddr, Sender> = BTreeMap::new();
-    let mut received = 0u64;
-    let mut malformed = 0u64;
+    let mut totals = Totals::default();
     let mut buf = [0u8; 65536];
     while !STOP.load(Ordering::SeqCst) {
-        if args.count.is_some_and(|n| received >= n)
+        if args.count.is_some_and(|n| totals.received >= n)
             || args.duration.is_some_and(|d| started.elapsed().as_secs_f64() >= d)
         {
             break;
         }
         if args.interval > 0.0 && Instant::now() >= next_summary {
-            print_summary(&flows, &senders, received, malformed, args.json);
+            totals.kernel_drops = os::socket_drops(&socket).unwrap_or(totals.kernel_drops);
+            print_summary(&flows, &senders, &totals, args.json);
             next_summary = Instant::now() + Duration::from_secs_f64(args.interval);
         }
         let (n, from) = match socket.recv_from(&mut buf) {
@@ -96,12 +173,12 @@ pub fn run(args: &CollectArgs) -> Result<(), String> {
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e.to_string()),
         };
-        received += 1;
+        totals.received += 1;
         let payload = buf.get(..n).unwrap_or(&[]);
         let parsed = match report::parse(payload, mode) {
             Ok(parsed) => parsed,
             Err(error) => {
-                malformed += 1;
+                *totals.malformed.entry(reason(&error)).or_default() += 1;
                 if args.json {
                     println!(
                         "{}",
@@ -118,19 +195,11 @@ pub fn run(args: &CollectArgs) -> Result<(), String> {
             Report::DropSummary(d) => d.header.sequence,
             Report::Tr05 { header, .. } => header.sequence,
         };
-        let sender = senders.entry(from).or_default();
-        let mut missing = 0;
-        if let Some(expected) = sender.next_sequence {
-            let gap = sequence.wrapping_sub(expected);
-            if gap != 0 && gap < 0x8000_0000 {
-                missing = gap;
-                sender.lost_reports += u64::from(gap);
-            }
-        }
-        sender.next_sequence = Some(sequence.wrapping_add(1));
+        let missing = senders.entry(from).or_default().account(sequence);
         record(&parsed, from, missing, &mut flows, args.json);
     }
-    print_summary(&flows, &senders, received, malformed, args.json);
+    totals.kernel_drops = os::socket_drops(&socket).unwrap_or(totals.kernel_drops);
+    print_summary(&flows, &senders, &totals, args.json);
     Ok(())
 }
 
@@ -263,11 +332,13 @@ fn missing_note(missing: u32) -> String {
 fn print_summary(
     flows: &BTreeMap<FlowKey, FlowSummary>,
     senders: &BTreeMap<SocketAddr, Sender>,
-    received: u64,
-    malformed: u64,
+    totals: &Totals,
     json_out: bool,
 ) {
     let lost_reports: u64 = senders.values().map(|s| s.lost_reports).sum();
+    let resyncs: u64 = senders.values().map(|s| s.resyncs).sum();
+    let late: u64 = senders.values().map(|s| s.late).sum();
+    let (received, malformed, kernel_drops) = (totals.received, totals.malformed(), totals.kernel_drops);
     if json_out {
         let flows: Vec<_> = flows
             .iter()
@@ -281,11 +352,19 @@ fn print_summary(
             .collect();
         println!(
             "{}",
-            json!({"summary": {"reports": received, "malformed": malformed, "lost_reports": lost_reports, "flows": flows}})
+            json!({"summary": {"reports": received, "malformed": malformed, "malformed_by_reason": totals.malformed,
+                               "lost_reports": lost_reports, "sequence_resyncs": resyncs, "late_reports": late,
+                               "kernel_drops": kernel_drops, "flows": flows}})
         );
         return;
     }
     println!("== summary: {received} report(s), {malformed} malformed, {lost_reports} lost (report sequence gaps) ==");
+    if resyncs + late + kernel_drops > 0 {
+        println!("   {resyncs} sequence resync(s), {late} late or duplicate report(s), {kernel_drops} dropped by the kernel (receive buffer full)");
+    }
+    for (reason, count) in &totals.malformed {
+        println!("   malformed: {reason}: {count}");
+    }
     for (flow, s) in flows {
         if s.reports > 0 {
             println!(
@@ -299,5 +378,31 @@ fn print_summary(
         } else {
             println!("  {flow}: no latency report, {} packet(s) lost", s.lost);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn report_gaps_are_believed_only_when_plausible() {
+        let mut sender = Sender::default();
+        let seen: Vec<u32> =
+            [1, 2, 5, 4, 4_000_000_000, 6, 7, 1, 2].iter().map(|s| sender.account(*s)).collect();
+        assert_eq!(seen, vec![0, 0, 2, 0, 0, 0, 0, 0, 0]);
+        assert_eq!((sender.lost_reports, sender.late, sender.resyncs), (2, 1, 3));
+        // Forged numbers, one after another: never more than the window
+        // each, and random ones almost never count at all.
+        let mut forged = Sender::default();
+        let mut x = 0x9e37_79b9u32;
+        for _ in 0..10_000 {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            forged.account(x);
+        }
+        assert!(forged.lost_reports <= 10_000 * u64::from(MAX_REPORT_GAP));
+        assert!(forged.lost_reports < 50_000, "{}", forged.lost_reports);
     }
 }
