@@ -208,26 +208,7 @@ fn collect_receives_reports_and_finds_gaps() {
     // from another sender: one report lost between them.
     let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
     for (sequence, count) in [(10u32, 4u32), (12, 6)] {
-        let report = DropSummaryReport {
-            header: ReportHeaderRepr::drop_summary(sequence, 1_700_000_000, 0),
-            summary: DropSummaryRepr {
-                source_node: 1,
-                sink_node: 2,
-                gap_sequence: 100,
-                gap_count: count,
-                ..Default::default()
-            },
-            flow: FlowKey {
-                src: Ipv4Addr::new(10, 9, 9, 9),
-                dst: Ipv4Addr::new(10, 8, 8, 8),
-                protocol: 17,
-                src_port: 1,
-                dst_port: 2,
-            },
-        };
-        let mut buf = [0u8; 64];
-        let len = report.emit(&mut buf).unwrap();
-        sender.send_to(&buf[..len], &listen).unwrap();
+        sender.send_to(&drop_summary(sequence, count), &listen).unwrap();
     }
     let output = child.wait_with_output().unwrap();
     assert!(output.status.success());
@@ -280,14 +261,15 @@ fn summary_of(child: std::process::Child) -> serde_json::Value {
     serde_json::from_str::<serde_json::Value>(last).unwrap()["summary"].clone()
 }
 
-fn drop_summary(sequence: u32) -> Vec<u8> {
+/// A Drop-Summary report from node 1 to node 2 for one UDP flow.
+fn drop_summary(sequence: u32, gap_count: u32) -> Vec<u8> {
     let report = DropSummaryReport {
         header: ReportHeaderRepr::drop_summary(sequence, 1_700_000_000, 0),
         summary: DropSummaryRepr {
             source_node: 1,
             sink_node: 2,
-            gap_sequence: 7,
-            gap_count: 1,
+            gap_sequence: 100,
+            gap_count,
             ..Default::default()
         },
         flow: FlowKey {
@@ -326,7 +308,7 @@ fn collect_refuses_random_datagrams_and_forged_sequences() {
     }
     let forger = UdpSocket::bind("127.0.0.1:0").unwrap();
     for _ in 0..1000 {
-        forger.send_to(&drop_summary(next() as u32), &listen).unwrap();
+        forger.send_to(&drop_summary(next() as u32, 1), &listen).unwrap();
         std::thread::sleep(std::time::Duration::from_micros(50));
     }
     let summary = summary_of(child);
@@ -347,7 +329,7 @@ fn collect_counts_what_the_kernel_drops() {
     let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
     let sent = 100_000u32;
     for sequence in 1..=sent {
-        sender.send_to(&drop_summary(sequence), &listen).unwrap();
+        sender.send_to(&drop_summary(sequence, 1), &listen).unwrap();
     }
     let summary = summary_of(child);
     let received = summary["reports"].as_u64().unwrap();
