@@ -230,6 +230,12 @@ pipelines:
 /// Instruments `frame` as our source would (Host-INT profile), with the
 /// source hop's timestamp and the sequence number given.
 pub fn instrument(frame: &[u8], sequence: u32, source_ts: u32) -> Vec<u8> {
+    instrument_as(frame, 0x0a00_0001, sequence, source_ts)
+}
+
+/// [`instrument`] by a source of another node id (a forger, in tests of the
+/// domain's edge).
+pub fn instrument_as(frame: &[u8], node_id: u32, sequence: u32, source_ts: u32) -> Vec<u8> {
     use int_core::int05::HopMetadata;
     use int_core::source::{self, SourceConfig};
     let config = SourceConfig::host_int(1500);
@@ -237,7 +243,7 @@ pub fn instrument(frame: &[u8], sequence: u32, source_ts: u32) -> Vec<u8> {
     let mut buffer = vec![0u8; 128 + frame.len()];
     buffer[128..].copy_from_slice(frame);
     let mut view = int_core::FrameBuf::new(&mut buffer, 128, frame.len()).unwrap();
-    source::insert(&mut view, &plan, &config, sequence, &HopMetadata::host_int(0x0a00_0001, 1, source_ts))
+    source::insert(&mut view, &plan, &config, sequence, &HopMetadata::host_int(node_id, 1, source_ts))
         .unwrap();
     view.frame().to_vec()
 }
