@@ -353,7 +353,9 @@ pub enum Role {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ClockSource {
-    Tsc,
+    /// The host's CLOCK_REALTIME, read once per burst ([`crate::clock`]).
+    Host,
+    /// The driver's RX timestamp of each packet.
     RxTimestamp,
 }
 
@@ -907,16 +909,16 @@ pub fn validate(raw: &RawConfig) -> Result<Config, ConfigError> {
                 TcpPlacement::BeforeOptions
             }
         };
-        let clock = match p.clock.as_deref().unwrap_or("tsc") {
-            "tsc" => ClockSource::Tsc,
+        let clock = match p.clock.as_deref().unwrap_or("host") {
+            "host" => ClockSource::Host,
             "rx-timestamp" => ClockSource::RxTimestamp,
             other => {
                 problems.add(
                     format!("{path}.clock"),
                     format!("unknown clock {other:?}"),
-                    "tsc (default) or rx-timestamp",
+                    "host (default: CLOCK_REALTIME, one clock for every process on the host) or rx-timestamp",
                 );
-                ClockSource::Tsc
+                ClockSource::Host
             }
         };
 

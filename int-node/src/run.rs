@@ -160,14 +160,14 @@ pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
                     }
                     None => {
                         log::warn!(
-                            "pipeline {}: {driver} gives no RX timestamps; using the TSC clock",
+                            "pipeline {}: {driver} gives no RX timestamps; using the host clock",
                             p.name
                         );
                         None
                     }
                 }
             }
-            ClockSource::Tsc => None,
+            ClockSource::Host => None,
         };
         let domain = SinkConfig { encapsulation: p.encapsulation, tcp_placement: p.tcp_placement };
         let stage = match (p.role, &p.source, &p.sink) {
