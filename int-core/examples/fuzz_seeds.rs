@@ -100,6 +100,7 @@ fn main() {
         }
     };
     write("sink_strip", &frames, &[0]);
+    write("sink_restore", &frames, &[0]);
     write("transit_push", &frames, &[]);
     write("parse_report", &reports, &[]);
     let blocks: Vec<Vec<u8>> = frames.iter().map(|f| f[42..].to_vec()).collect();

@@ -1,7 +1,8 @@
 //! Property tests: sink(transit^n(source(p))) == p for generated IPv4
 //! UDP/TCP packets (options, VLAN, sizes up to the MTU, zero UDP
 //! checksums), in both encapsulations, both shim Types and both TCP
-//! placements; every intermediate packet's checksums verify.
+//! placements; every intermediate packet's checksums verify, by our check
+//! and by etherparse's.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 
 mod common;
@@ -98,8 +99,10 @@ proptest! {
         prop_assume!(config.check().is_ok());
         let Some(original) = instrumentable(&spec, &config) else { return Ok(()) };
         prop_assert!(verify_checksums(&original).is_ok());
+        prop_assert_eq!(etherparse_verdict(&original), Ok(()));
         let mut packet = run_source(&original, &config, seq);
         prop_assert_eq!(verify_checksums(&packet), Ok(()));
+        prop_assert_eq!(etherparse_verdict(&packet), Ok(()));
         let transit = TransitConfig { domain: domain(&config), max_ip_len: MTU + 200 };
         let mut hops = u8::from(config.own_hop);
         for node in 0..transits {
@@ -113,6 +116,7 @@ proptest! {
                 Pushed::DestinationOnly => prop_assert!(false, "source writes hop-by-hop types"),
             }
             prop_assert_eq!(verify_checksums(&next), Ok(()));
+            prop_assert_eq!(etherparse_verdict(&next), Ok(()));
             packet = next;
         }
         let (restored, found) = run_sink(&packet, &domain(&config));
