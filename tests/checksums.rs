@@ -42,7 +42,7 @@ fn checksum_status(pcap: &Path) -> Vec<[String; 3]> {
         .map(|line| {
             // In the UDP encapsulation the outer UDP header (checksum 0, as
             // Host-INT writes it) comes first, the packet's own last.
-            let mut fields = line.split(';').map(|f| f.split(',').last().unwrap_or("").to_string());
+            let mut fields = line.split(';').map(|f| f.split(',').next_back().unwrap_or("").to_string());
             [fields.next().unwrap(), fields.next().unwrap(), fields.next().unwrap()]
         })
         .collect()
