@@ -43,13 +43,13 @@ fn run_source(name: &str, frames: &[Vec<u8>], source: &str) -> (Run, Vec<Vec<u8>
 }
 
 /// The default policy: the forged block goes, the DSCP 1 packet is
-/// instrumented with its mark kept in the tail, and a sink restores all
-/// three originals byte for byte; every report names our source, none the
-/// forger, and nobody claims 2^31 lost packets.
+/// instrumented with its mark kept in the (informative) tail, and a sink
+/// restores all three originals byte for byte; every report names our
+/// source, none the forger, and nobody claims 2^31 lost packets.
 #[test]
 fn a_source_strips_forged_int_and_keeps_a_dscp_1_mark() {
     let (frames, originals) = edge_traffic();
-    let (source, _, dir) = run_source("edge-strip", &frames, "");
+    let (source, _, dir) = run_source("edge-strip", &frames, "    source: {tail: informative}\n");
     assert_eq!(source.counter("source", "foreign_int_stripped"), 1);
     assert_eq!(source.counter("source", "marked_instrumented"), 1);
     assert_eq!(source.counter("source", "instrumented"), 3);
@@ -69,6 +69,31 @@ fn a_source_strips_forged_int_and_keeps_a_dscp_1_mark() {
         .collect();
     assert_eq!(sources, vec![OUR_SOURCE; 3], "one first-packet report per flow, all from our source");
     assert_eq!(sink.counter("sink", "lost_packets"), 0, "no loss claimed");
+}
+
+/// With Host-INT's tail (the hostint flavour's default) the mark cannot
+/// ride in the tail: the sink clears it, as Host-INT's sink does, and DSCP 1
+/// comes out as 0; everything else is restored.
+#[test]
+fn with_host_int_tails_a_dscp_1_mark_is_cleared_at_the_sink() {
+    let (frames, originals) = edge_traffic();
+    let (source, _, dir) = run_source("edge-strip-hostint-tail", &frames, "");
+    assert_eq!(source.counter("source", "marked_instrumented"), 1);
+    let collector = Collector::new();
+    run_node(&dir, &node_config("sink", "int.pcap", "out.pcap", "", Some(&collector.addr())));
+    let out = read_pcap(&dir.join("out.pcap"));
+    assert_eq!((&out[0], &out[2]), (&originals[0], &originals[2]));
+    assert_eq!(out[1], cleared_dscp(&originals[1]));
+}
+
+/// `frame` with DSCP 0 and its IPv4 header checksum fixed.
+fn cleared_dscp(frame: &[u8]) -> Vec<u8> {
+    let mut cleared = frame.to_vec();
+    cleared[15] &= 0x03;
+    cleared[24..26].fill(0);
+    let header_checksum = int_core::checksum::checksum(&cleared[14..34]);
+    cleared[24..26].copy_from_slice(&header_checksum.to_be_bytes());
+    cleared
 }
 
 /// `drop` drops both marked arrivals; `trust` forwards them untouched.
@@ -95,12 +120,7 @@ fn unwatched_marked_traffic_leaves_unmarked() {
     assert_eq!(source.counter("source", "foreign_int_stripped"), 1);
     assert_eq!(source.counter("source", "mark_cleared"), 1);
     assert_eq!(out[0], originals[0], "the forged block is gone; flow A unwatched");
-    let mut cleared = originals[1].clone();
-    cleared[15] = 0x00;
-    cleared[24..26].fill(0);
-    let header_checksum = int_core::checksum::checksum(&cleared[14..34]);
-    cleared[24..26].copy_from_slice(&header_checksum.to_be_bytes());
-    assert_eq!(out[1], cleared, "DSCP 1 cleared");
+    assert_eq!(out[1], cleared_dscp(&originals[1]), "DSCP 1 cleared");
 }
 
 /// DSCP 1 traffic that never met a source, runts and non-IPv4 frames reach

@@ -12,7 +12,7 @@ use int_core::encap::{Encapsulation, TcpPlacement};
 use int_core::int05::{HopMetadata, Instructions, ShimType};
 use int_core::report::{LatencyReport, ReportHeaderRepr, ReportProfile};
 use int_core::sink::{self, SinkConfig};
-use int_core::source::{self, SourceConfig};
+use int_core::source::{self, SourceConfig, TailStyle};
 use int_core::transit::{self, TransitConfig};
 use int_core::FrameBuf;
 
@@ -45,6 +45,7 @@ fn main() {
         max_hop_cnt: 16,
         own_hop: false,
         max_ip_len: 1500,
+        tail: TailStyle::Informative,
     };
     let configs = [
         SourceConfig::host_int(1500),

@@ -244,6 +244,15 @@ impl SequenceTracker {
         self.pending_count
     }
 
+    /// How long ago the first loss not yet taken was declared (ns, to
+    /// 1.024 us); 0 when none is pending.
+    pub fn pending_age_ns(&self, now_ns: u64) -> u64 {
+        if self.pending_count == 0 {
+            return 0;
+        }
+        crate::ticks::elapsed_ns(now_ns, self.pending_declared)
+    }
+
     /// Losses declared since the last call, if any; `now_ns` is the clock
     /// the losses were declared on (their time is kept in ticks).
     pub fn take_pending(&mut self, now_ns: u64) -> Option<PendingLoss> {

@@ -3,11 +3,16 @@
 //!
 //! Restoration, per encapsulation:
 //! - DSCP (INT_05_OVER_TCP_UDP): IPv4 Total Length, UDP Length and the L4
-//!   checksum shrink back (incrementally: a UDP checksum of 0 stays 0). The
-//!   DSCP comes back from the tail when the source filled the tail (Proto
-//!   non-zero, INT 0.5 and our source); a Host-INT source leaves the tail
-//!   zero and loses the original mark bits, so for its packets the mark bits
-//!   are cleared, as Host-INT's own sink does. ECN is never touched.
+//!   checksum shrink back (incrementally: a UDP checksum of 0 stays 0). Two
+//!   kinds of tail arrive. An informative tail (INT 0.5, our source's
+//!   `TailStyle::Informative`: its protocol and port are the packet's own)
+//!   is covered by the L4 checksum, and the DSCP comes back from it. Any
+//!   other tail is Host-INT's: its source writes zeros, and under the
+//!   kernel's checksum offload the checksum completion lands in the tail's
+//!   first two bytes; Host-INT's sink takes the tail to add nothing to the
+//!   L4 checksum, and so does ours (subtracting it would leave the checksum
+//!   off by that word). For those packets the mark bits are cleared, as
+//!   Host-INT's own sink does. ECN is never touched.
 //! - UDP (INT_05_EXTENSION_UDP): the extension UDP header and the block go;
 //!   the IPv4 protocol comes back from the tail; the original L4 bytes were
 //!   never changed.
@@ -21,6 +26,7 @@ use crate::encap::{Encapsulation, TcpPlacement, EXTENSION_UDP_LEN};
 use crate::error::{Layer, ParseError};
 use crate::flow::FlowKey;
 use crate::frame::FrameBuf;
+use crate::int05::tail::HEADER_LEN as TAIL_LEN;
 use crate::int05::{MetadataHeaderRepr, ShapeCache, ShimType, SourceHop, Tail, TailRepr};
 use crate::locate::{self, Ipv4Location, L4};
 use crate::source::flow_key;
@@ -45,6 +51,12 @@ pub struct Extracted {
     pub tail: TailRepr,
     /// The first hop (bottom of the stack), when there is one.
     pub source_hop: Option<SourceHop>,
+    /// In the DSCP encapsulation: the tail holds the packet's own protocol
+    /// and destination port (INT 0.5's informative tail, covered by the L4
+    /// checksum), not Host-INT's zeros or checksum completion.
+    pub tail_informative: bool,
+    /// In the UDP encapsulation: frame offset of the original L4 header.
+    pub inner_l4: Option<usize>,
     pub(crate) ip: Ipv4Location,
     pub(crate) carrier: Carrier,
     /// The carrier's L4 length as received.
@@ -76,6 +88,18 @@ impl Extracted {
         match self.carrier {
             Carrier::Udp(_) => crate::wire::udp::HEADER_LEN,
             Carrier::Tcp(_) => crate::wire::tcp::MIN_HEADER_LEN,
+        }
+    }
+
+    /// The flow's own L4 header, as a latency report copies it: frame
+    /// offset and length (8 for UDP, the first 20 bytes of TCP). In the UDP
+    /// encapsulation it is the original header after the block, not the
+    /// extension UDP header (as Host-INT's sink daemon writes its reports).
+    pub fn report_l4(&self) -> (usize, usize) {
+        match self.inner_l4 {
+            Some(at) if self.flow.protocol == locate::PROTO_TCP => (at, crate::wire::tcp::MIN_HEADER_LEN),
+            Some(at) => (at, crate::wire::udp::HEADER_LEN),
+            None => (self.carrier_at(), self.carrier_report_len()),
         }
     }
 
@@ -159,12 +183,15 @@ pub fn classify(frame: &[u8], config: &SinkConfig, shapes: &mut ShapeCache) -> R
     let tail = block.tail;
     let block_len = block.len;
     let after = block_at + block_len;
+    let mut tail_informative = false;
+    let mut inner_l4 = None;
     let (flow, remove_at, remove_len) = match config.encapsulation {
         Encapsulation::ExtensionUdp { .. } => {
             check_inner_l4(frame, tail.protocol, after, &ip)?;
             let ports = frame.get(after..after + 4).unwrap_or(&[]);
             let src_port = crate::bytes::be16(ports, 0);
             let dst_port = crate::bytes::be16(ports, 2);
+            inner_l4 = Some(after);
             (flow_key(frame, &ip, tail.protocol, src_port, dst_port), ip.l4, EXTENSION_UDP_LEN + block_len)
         }
         Encapsulation::OverTcpUdp { .. } => {
@@ -181,6 +208,7 @@ pub fn classify(frame: &[u8], config: &SinkConfig, shapes: &mut ShapeCache) -> R
                 }
             }
             let (src_port, dst_port) = l4.ports();
+            tail_informative = tail.protocol == ip.protocol && tail.dst_port == dst_port;
             (flow_key(frame, &ip, ip.protocol, src_port, dst_port), block_at, block_len)
         }
     };
@@ -191,6 +219,8 @@ pub fn classify(frame: &[u8], config: &SinkConfig, shapes: &mut ShapeCache) -> R
         sequence: block.sequence,
         tail,
         source_hop: block.source_hop,
+        tail_informative,
+        inner_l4,
         ip,
         carrier,
         carrier_len,
@@ -307,7 +337,10 @@ pub fn strip(frame: &mut FrameBuf<'_>, found: &Extracted, config: &SinkConfig) -
     if found.remove_at + found.remove_len > ip.end || ip.end > frame.len() {
         return None;
     }
-    let block_sum = checksum::sum(0, frame.frame().get(found.block_at..found.block_at + found.block_len)?);
+    // The tail counts in the L4 checksum only when it is informative (see
+    // the module notes).
+    let covered = if found.tail_informative { found.block_len } else { found.block_len - TAIL_LEN };
+    let block_sum = checksum::sum(0, frame.frame().get(found.block_at..found.block_at + covered)?);
     if !frame.close_gap(found.remove_at, found.remove_len) {
         return None;
     }
@@ -319,7 +352,7 @@ pub fn strip(frame: &mut FrameBuf<'_>, found: &Extracted, config: &SinkConfig) -
             carrier::rewrite_ipv4(bytes, ip.l3, ip.tos, new_total, found.tail.protocol);
         }
         Encapsulation::OverTcpUdp { .. } => {
-            let tos = if found.tail.protocol != 0 {
+            let tos = if found.tail_informative {
                 (found.tail.dscp << 2) | (ip.tos & 0x03)
             } else {
                 ip.tos & !config.encapsulation.tos_mask()

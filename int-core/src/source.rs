@@ -9,12 +9,14 @@
 //! right after IPv4; protocol becomes 17; the original L4 bytes are not
 //! touched.
 //!
-//! Where we differ from Host-INT: the tail carries the original protocol,
-//! destination port and DSCP in both encapsulations, as INT 0.5 asks (a
-//! Host-INT sink ignores them; our sink uses them to restore the packet
-//! exactly); the MTU is the caller's, not a fixed 1500; the shim Type (1 or
-//! 3), bitmap, Max Hop Count and whether the source adds its own hop are
-//! the caller's.
+//! The tail is the caller's choice ([`TailStyle`]): Host-INT's (zeros in
+//! the DSCP encapsulation, the protocol alone in the UDP one), which a
+//! Host-INT sink restores correctly, or INT 0.5's informative tail (the
+//! original protocol, destination port and DSCP), which our sink uses to
+//! give back a DSCP that carried the mark bits. Where we differ from
+//! Host-INT otherwise: the MTU is the caller's, not a fixed 1500; the shim
+//! Type (1 or 3), bitmap, Max Hop Count and whether the source adds its own
+//! hop are the caller's.
 
 use crate::carrier::{self, Carrier};
 use crate::checksum;
@@ -40,10 +42,28 @@ pub struct SourceConfig {
     pub own_hop: bool,
     /// The largest IPv4 Total Length allowed after insertion (the MTU).
     pub max_ip_len: u16,
+    pub tail: TailStyle,
+}
+
+/// What a source writes in the INT tail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TailStyle {
+    /// As Host-INT's source: zeros in the DSCP encapsulation, the original
+    /// protocol alone in the UDP one. Host-INT's sink takes the tail to add
+    /// nothing to the L4 checksum; a zero tail adds nothing, so its sink
+    /// restores our packets with valid checksums. A sink cannot give back
+    /// mark bits the original DSCP had (it clears them).
+    #[default]
+    HostInt,
+    /// INT 0.5's tail: the original protocol, destination port and DSCP,
+    /// covered by the L4 checksum. Our sink restores the DSCP exactly from
+    /// it; a Host-INT sink would leave the L4 checksum off by the tail.
+    Informative,
 }
 
 impl SourceConfig {
-    /// Host-INT's source: Type 3, 0xCC00, Max Hop 2, own hop, DSCP 0x01/0x01.
+    /// Host-INT's source: Type 3, 0xCC00, Max Hop 2, own hop, DSCP 0x01/0x01,
+    /// Host-INT's tail.
     pub fn host_int(mtu: u16) -> Self {
         SourceConfig {
             encapsulation: Encapsulation::default(),
@@ -53,6 +73,7 @@ impl SourceConfig {
             max_hop_cnt: 2,
             own_hop: true,
             max_ip_len: mtu,
+            tail: TailStyle::HostInt,
         }
     }
 
@@ -349,8 +370,11 @@ pub fn insert_with(
         crate::bytes::put(block, at, &sequence.to_be_bytes());
         block_sum += word_sum(sequence);
     }
-    let dscp = ip.tos >> 2;
-    let tail = [ip.protocol, (dst_port >> 8) as u8, dst_port as u8, dscp];
+    let tail = match (config.tail, config.encapsulation) {
+        (TailStyle::Informative, _) => [ip.protocol, (dst_port >> 8) as u8, dst_port as u8, ip.tos >> 2],
+        (TailStyle::HostInt, Encapsulation::OverTcpUdp { .. }) => [0; 4],
+        (TailStyle::HostInt, Encapsulation::ExtensionUdp { .. }) => [ip.protocol, 0, 0, 0],
+    };
     crate::bytes::put(block, template.tail_at, &tail);
     block_sum += word_sum(u32::from_be_bytes(tail));
 

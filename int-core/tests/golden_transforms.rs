@@ -12,7 +12,7 @@ use int_core::encap::{Encapsulation, TcpPlacement};
 use int_core::int05::{Instructions, ShimType};
 use int_core::report::{self, LatencyReport, ReportHeaderRepr, ReportProfile, SinkIdWord};
 use int_core::sink::SinkConfig;
-use int_core::source::{self, Skip, SourceConfig};
+use int_core::source::{self, Skip, SourceConfig, TailStyle};
 use int_core::transit::{Pushed, TransitConfig};
 
 fn addr(last: u8) -> Ipv4Addr {
@@ -39,7 +39,7 @@ fn host_int_source_udp() {
     assert_eq!(&block[16..20], &[0x00, 0x01, 0x00, 0x01], "ports");
     assert_eq!(&block[20..28], &[0x5e, 0, 0, 1, 0x5e, 0, 0, 1], "timestamps");
     assert_eq!(&block[28..32], &[0, 0, 0, 1], "sequence number");
-    assert_eq!(&block[32..36], &[17, 0x13, 0x88, 0], "tail: proto, dport 5000, DSCP 0");
+    assert_eq!(&block[32..36], &[0, 0, 0, 0], "tail: Host-INT's zeros");
     assert_eq!(out[78..], original[42..], "payload untouched");
     verify_checksums(&out).unwrap();
 }
@@ -60,7 +60,7 @@ fn host_int_extension_udp_over_tcp() {
     assert_eq!(u16::from_be_bytes([out[38], out[39]]), 8 + 36 + 20 + 100);
     assert_eq!(&out[40..42], &[0, 0], "checksum 0");
     assert_eq!(&out[42..46], &[0x03, 0x00, 0x09, 0x00]);
-    assert_eq!(&out[74..78], &[6, 0, 22, 0xb8 >> 2], "tail: TCP, port 22, DSCP 46");
+    assert_eq!(&out[74..78], &[6, 0, 0, 0], "tail: Host-INT's, the protocol alone");
     assert_eq!(out[78..], original[34..], "original TCP segment untouched");
     verify_checksums(&out).unwrap();
     let (restored, found) = run_sink(&out, &domain(&config));
@@ -85,6 +85,7 @@ fn int05_spec_tcp_example() {
         max_hop_cnt: 16,
         own_hop: false,
         max_ip_len: 1500,
+        tail: TailStyle::Informative,
     };
     let at_source = run_source(&original, &config, 0);
     let transit = TransitConfig { domain: domain(&config), max_ip_len: 1500 };
@@ -168,6 +169,73 @@ fn host_int_latency_report_sizes_and_stack() {
         assert_eq!(parsed.sink_id, None);
         assert_eq!(parsed.latency_ns(), Some(0x1000));
     }
+}
+
+/// In the UDP encapsulation a latency report names the flow as Host-INT's
+/// sink daemon does: the IPv4 header with the tail's protocol (its checksum
+/// still right), then the original L4 header (20 TCP bytes), not the
+/// extension UDP header to 33122. Same size as in the DSCP encapsulation.
+#[test]
+fn extension_udp_latency_report_carries_the_inner_five_tuple() {
+    let config = SourceConfig { encapsulation: extension(33122), ..SourceConfig::host_int(1500) };
+    let original = PacketSpec::tcp(addr(1), addr(2), 40000, 22, 64).build();
+    let out = run_source(&original, &config, 5);
+    let found = int_core::sink::extract(&out, &domain(&config)).unwrap().unwrap();
+    let header = ReportHeaderRepr::latency(1, 1_700_000_000, 0);
+    let mut buf = [0u8; 256];
+    let sink = sink_hop(0x0a00_0002, 0x5e00_1001);
+    let len =
+        LatencyReport::build(&mut buf, &out, &found, &sink, &header, 2, &ReportProfile::HOST_INT).unwrap();
+    assert_eq!(len, 104, "as a TCP flow's report in the DSCP encapsulation");
+    let ip = &buf[16..36];
+    assert_eq!(ip[9], 6, "the flow's protocol");
+    assert_eq!(int_core::checksum::checksum(ip), 0, "a right header checksum");
+    assert_eq!(&buf[36..56], &original[34..54], "the original TCP header");
+    let report::Report::Latency(parsed) = report::parse(&buf[..len], SinkIdWord::Present).unwrap() else {
+        panic!("not a latency report")
+    };
+    assert_eq!((u8::from(parsed.ip.protocol), parsed.src_port, parsed.dst_port), (6, 40000, 22));
+    assert_eq!(parsed.block.sequence, Some(5));
+}
+
+/// Host-INT's source under the kernel's checksum offload: the checksum
+/// completion lands in the first two bytes of the tail, which the L4
+/// checksum does not cover. The sink leaves such a tail out of its
+/// checksum update (as Host-INT's sink does): the restored TCP segment's
+/// checksum is right. An informative tail (ours) is covered, and gives the
+/// DSCP back.
+#[test]
+fn host_int_tail_with_a_checksum_completion_restores_a_valid_checksum() {
+    let mut spec = PacketSpec::tcp(addr(1), addr(2), 40000, 22, 61);
+    spec.tos = 0x04 | 0xb8; // EF, with the mark bit already set
+    let original = spec.build();
+    let config = SourceConfig::host_int(1500);
+    let mut unmarked = original.clone();
+    unmarked[15] = 0xb8;
+    unmarked[24..26].fill(0);
+    let ip_checksum = int_core::checksum::checksum(&unmarked[14..34]);
+    unmarked[24..26].copy_from_slice(&ip_checksum.to_be_bytes());
+    let plan = source::plan_marked(&original, &config).unwrap();
+    let mut buffer = Buffer::new(&original);
+    buffer.with(|f| source::insert(f, &plan, &config, 1, &sink_hop(1, 1))).unwrap();
+    let mut wire = buffer.frame().to_vec();
+    let tail_at = 14 + 20 + 20 + 32;
+    assert_eq!(&wire[tail_at..tail_at + 4], &[0, 0, 0, 0]);
+    for completion in [[0xa5, 0x5e], [0x3c, 0x51], [0xff, 0xff]] {
+        wire[tail_at..tail_at + 2].copy_from_slice(&completion);
+        let (restored, found) = run_sink(&wire, &domain(&config));
+        assert!(!found.tail_informative);
+        assert_eq!(verify_checksums(&restored), Ok(()), "tail {completion:02x?}");
+        assert_eq!(restored, unmarked, "the mark cleared, as Host-INT's sink does");
+    }
+    let informative = SourceConfig { tail: TailStyle::Informative, ..config };
+    let mut buffer = Buffer::new(&original);
+    buffer.with(|f| source::insert(f, &plan, &informative, 1, &sink_hop(1, 1))).unwrap();
+    let out = buffer.frame().to_vec();
+    assert_eq!(&out[tail_at..tail_at + 4], &[6, 0, 22, (0x04 | 0xb8) >> 2]);
+    let (restored, found) = run_sink(&out, &domain(&informative));
+    assert!(found.tail_informative);
+    assert_eq!(restored, original, "DSCP given back from the tail, mark bit and all");
 }
 
 #[test]

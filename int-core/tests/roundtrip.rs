@@ -14,7 +14,7 @@ use int_core::craft::{L4Spec, PacketSpec};
 use int_core::encap::{Encapsulation, TcpPlacement};
 use int_core::int05::{Instructions, ShapeCache, ShimType};
 use int_core::sink;
-use int_core::source::{self, SourceConfig};
+use int_core::source::{self, SourceConfig, TailStyle};
 use int_core::transit::{self, Pushed, TransitConfig};
 use proptest::prelude::*;
 
@@ -67,8 +67,8 @@ fn source_config() -> impl Strategy<Value = SourceConfig> {
             .prop_map(|(dscp_value, dscp_mask)| Encapsulation::OverTcpUdp { dscp_value, dscp_mask }),
         any::<u16>().prop_map(|port| Encapsulation::ExtensionUdp { port }),
     ];
-    (encapsulation, any::<bool>(), any::<bool>(), 1u16..=0xff, 1u8..8, any::<bool>()).prop_map(
-        |(encapsulation, after_options, host_int, bits, max_hop_cnt, own_hop)| SourceConfig {
+    (encapsulation, any::<bool>(), any::<bool>(), 1u16..=0xff, 1u8..8, any::<bool>(), any::<bool>()).prop_map(
+        |(encapsulation, after_options, host_int, bits, max_hop_cnt, own_hop, informative)| SourceConfig {
             encapsulation,
             tcp_placement: if after_options {
                 TcpPlacement::AfterOptions
@@ -80,13 +80,19 @@ fn source_config() -> impl Strategy<Value = SourceConfig> {
             max_hop_cnt,
             own_hop,
             max_ip_len: MTU,
+            tail: if informative { TailStyle::Informative } else { TailStyle::HostInt },
         },
     )
 }
 
 /// The packet as the source would see it: not already marked, IP length
-/// within the MTU once INT is added.
+/// within the MTU once INT is added. With Host-INT's tail a sink cannot
+/// give back mark bits the original DSCP had: such packets start without.
 fn instrumentable(spec: &PacketSpec, config: &SourceConfig) -> Option<Vec<u8>> {
+    let mut spec = spec.clone();
+    if config.tail == TailStyle::HostInt {
+        spec.tos &= !config.encapsulation.tos_mask();
+    }
     let frame = spec.build();
     source::plan(&frame, config).ok().map(|_| frame)
 }

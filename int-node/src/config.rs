@@ -11,6 +11,7 @@ use int_core::encap::{Encapsulation, TcpPlacement, DEFAULT_EXTENSION_PORT};
 use int_core::int05::{instruction, Instructions, ShimType};
 use int_core::latency::{ChangeRule, LatencyConfig};
 use int_core::report::{ReportProfile, DEFAULT_COLLECTOR_PORT};
+use int_core::source::TailStyle;
 use serde::Deserialize;
 
 // ---------------------------------------------------------------- raw YAML
@@ -157,6 +158,9 @@ pub struct RawSource {
     /// What to do with packets that arrive carrying the INT mark: `strip`
     /// (default), `drop` or `trust`.
     pub marked: Option<String>,
+    /// `hostint` (Host-INT's tail, default with the hostint flavour) or
+    /// `informative` (INT 0.5's, default with int05).
+    pub tail: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -224,6 +228,8 @@ pub struct RawLoss {
     pub sweep_ms: u64,
     #[serde(default = "default_max_flow_pps")]
     pub max_flow_pps: u64,
+    #[serde(default = "default_max_report_delay")]
+    pub max_report_delay_ms: u64,
 }
 
 impl Default for RawLoss {
@@ -232,8 +238,13 @@ impl Default for RawLoss {
             timeout_ms: default_loss_timeout(),
             sweep_ms: default_sweep(),
             max_flow_pps: default_max_flow_pps(),
+            max_report_delay_ms: default_max_report_delay(),
         }
     }
+}
+
+fn default_max_report_delay() -> u64 {
+    5000
 }
 
 /// 64-byte frames at 10 Gb/s line rate.
@@ -417,6 +428,7 @@ pub struct SourceSettings {
     pub flow_capacity: u32,
     pub idle_timeout_ms: u64,
     pub marked: MarkedPolicy,
+    pub tail: TailStyle,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -468,6 +480,10 @@ pub struct SinkSettings {
     /// The fastest a flow's packets can come: a sequence jump larger than
     /// the flow could have made since its last packet is not believed.
     pub max_flow_pps: u64,
+    /// A flow's losses go out in one Drop-Summary once the flow has been
+    /// silent for the loss timeout (as Host-INT does), or once the first of
+    /// them is this old while the flow keeps speaking; 0 = at every sweep.
+    pub max_report_delay_ms: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -1153,6 +1169,19 @@ fn source_settings(raw: &RawSource, path: &str, problems: &mut Problems) -> Sour
             MarkedPolicy::Strip
         }
     };
+    let default_tail = if shim_type == ShimType::HopByHop { "informative" } else { "hostint" };
+    let tail = match raw.tail.as_deref().unwrap_or(default_tail) {
+        "hostint" => TailStyle::HostInt,
+        "informative" => TailStyle::Informative,
+        other => {
+            problems.add(
+                format!("{path}.tail"),
+                format!("unknown tail {other:?}"),
+                "hostint (zeros: a Host-INT sink restores the packets) or informative (protocol, port and DSCP: our sink gives the DSCP back exactly)",
+            );
+            TailStyle::HostInt
+        }
+    };
     SourceSettings {
         shim_type,
         instructions,
@@ -1162,6 +1191,7 @@ fn source_settings(raw: &RawSource, path: &str, problems: &mut Problems) -> Sour
         flow_capacity: raw.flows.capacity,
         idle_timeout_ms: raw.flows.idle_timeout_ms,
         marked,
+        tail,
     }
 }
 
@@ -1259,6 +1289,7 @@ fn sink_settings(raw: &RawSink, path: &str, problems: &mut Problems) -> SinkSett
         idle_timeout_ms: raw.flows.idle_timeout_ms,
         malformed,
         max_flow_pps: raw.loss.max_flow_pps,
+        max_report_delay_ms: raw.loss.max_report_delay_ms,
     }
 }
 

@@ -181,6 +181,7 @@ pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
                     max_hop_cnt: s.max_hop_count,
                     own_hop: s.own_hop,
                     max_ip_len: mtu,
+                    tail: s.tail,
                 };
                 source_config.check().map_err(|e| RunError::Setup(format!("pipeline {}: {e}", p.name)))?;
                 let hop = SourceStage::own_hop(config.node_id, rx_int_port, tx_int_port);

@@ -59,7 +59,7 @@ impl LatencyReport<'_> {
         tr05::HEADER_LEN
             + if profile.sink_id_word { 4 } else { 0 }
             + (found.carrier_at() - found.l3())
-            + found.carrier_report_len()
+            + found.report_l4().1
             + found.block_len
             - crate::int05::tail::HEADER_LEN
             + hop_len
@@ -87,16 +87,24 @@ impl LatencyReport<'_> {
             out.get_mut(at..at + 4).ok_or_else(short)?.copy_from_slice(&sink_id.to_be_bytes());
             at += 4;
         }
-        // IPv4 header and carrier header, as received.
+        // IPv4 header and the flow's L4 header, as received. In the UDP
+        // encapsulation, as Host-INT's sink daemon writes them: the IPv4
+        // protocol is the flow's (from the tail; the header checksum
+        // follows), and the L4 header is the original one after the block,
+        // so that a collector sees the flow's own 5-tuple.
         let l3 = found.l3();
-        let headers_end = found.carrier_at() + found.carrier_report_len();
         let ip_len = found.carrier_at() - l3;
         let ip_bytes = frame.get(l3..found.carrier_at()).ok_or_else(short)?;
-        out.get_mut(at..at + ip_len).ok_or_else(short)?.copy_from_slice(ip_bytes);
+        let ip_out = out.get_mut(at..at + ip_len).ok_or_else(short)?;
+        ip_out.copy_from_slice(ip_bytes);
+        if found.inner_l4.is_some() {
+            set_protocol(ip_out, found.flow.protocol);
+        }
         at += ip_len;
-        let carrier = frame.get(found.carrier_at()..headers_end).ok_or_else(short)?;
-        out.get_mut(at..at + carrier.len()).ok_or_else(short)?.copy_from_slice(carrier);
-        at += carrier.len();
+        let (l4_at, l4_len) = found.report_l4();
+        let l4 = frame.get(l4_at..l4_at + l4_len).ok_or_else(short)?;
+        out.get_mut(at..at + l4_len).ok_or_else(short)?.copy_from_slice(l4);
+        at += l4_len;
         // The INT block with the sink's hop on top and no tail.
         let instructions = found.header.instructions;
         let hop_len = instructions.hop_len();
@@ -188,4 +196,13 @@ fn looks_like_ipv4(bytes: &[u8]) -> bool {
         (Some(&vihl), Some(&protocol)) => vihl >> 4 == 4 && vihl & 0x0f >= 5 && matches!(protocol, 6 | 17),
         _ => false,
     }
+}
+
+/// Sets an IPv4 header's protocol, updating its checksum incrementally.
+fn set_protocol(ip: &mut [u8], protocol: u8) {
+    let (Some(&ttl), Some(&old)) = (ip.get(8), ip.get(9)) else { return };
+    let word = |p: u8| u32::from(u16::from_be_bytes([ttl, p]));
+    let checksum = crate::checksum::adjust(be16(ip, 10), word(old), word(protocol));
+    crate::bytes::put(ip, 9, &[protocol]);
+    crate::bytes::put(ip, 10, &checksum.to_be_bytes());
 }

@@ -358,20 +358,26 @@ impl SinkStage {
             (coarse_ms(self.settings.loss_timeout_ms), coarse_ms(self.settings.idle_timeout_ms));
         let header = self.header(NextProto::DropSummary, now_ns);
         let (node_id, int_port, unit) = (self.node_id, self.int_port, self.profile.timestamp);
+        let max_delay_ns = self.settings.max_report_delay_ms.saturating_mul(1_000_000);
         let SinkStage { flows, reports, limit, .. } = self;
         let removed = flows.sweep(budget, now_ns, |key, flow, idle| {
             let expire = final_pass || idle > idle_limit;
+            let settled = expire || idle >= loss_limit;
             // Holes of a flow silent for the loss timeout will not fill.
-            if flow.sequence.has_holes() && (expire || idle >= loss_limit) {
+            if flow.sequence.has_holes() && settled {
                 counters.add(Counter::lost_packets, u64::from(flow.sequence.flush(now_ns)));
             }
+            // Losses are coalesced: one Drop-Summary once the flow is
+            // silent, or once the first of them has waited long enough.
+            let due = flow.sequence.pending_count() > 0
+                && (settled || flow.sequence.pending_age_ns(now_ns) >= max_delay_ns);
             // Losses wait in the flow (not lost) while the ring is full or
             // the rate limit says no; at shutdown a full ring is counted.
-            if flow.sequence.pending_count() > 0 && !reports.has_room() {
+            if due && !reports.has_room() {
                 if final_pass {
                     counters.inc(Counter::reports_ring_full);
                 }
-            } else if flow.sequence.pending_count() > 0 {
+            } else if due {
                 if !limit.allow(now_ns) {
                     counters.inc(Counter::reports_suppressed);
                 } else if let Some(pending) = flow.sequence.take_pending(now_ns) {
@@ -436,6 +442,7 @@ mod tests {
             idle_timeout_ms: 120_000,
             malformed: MalformedPolicy::Forward,
             max_flow_pps: 14_880_952,
+            max_report_delay_ms: 5000,
         };
         let (sender, receiver) = report_ring(16);
         (SinkStage::new(domain, settings, 2, 2, ReportProfile::HOST_INT, 0, sender, None), receiver)
