@@ -20,12 +20,12 @@ echo "== 1. traffic: 2000 packets, 20 flows"
 $node gen --out demo/traffic.pcap --packets 2000 --flows 20 --proto mix --sizes 64,512,1400 \
     --tcp-options --vlan 0.1 --seed 42
 
-echo "== 2. configs"
+echo "== 2. configs (each checked once its input pcap exists)"
 $node check --config config/demo-source.yaml
-$node check --config config/demo-sink.yaml
 
 echo "== 3. source: demo/traffic.pcap -> demo/int.pcap"
 $node run --config config/demo-source.yaml --exit-on-idle 500 --log warn
+$node check --config config/demo-sink.yaml
 
 echo "== 4. the first instrumented packet"
 $node decode demo/int.pcap | head -n 6 || true
