@@ -168,6 +168,8 @@ def main():
     # Report shares for the sink: absolute threshold T means a flow reports
     # when its latency (which grows with wall time during a replay) moved
     # more than T since its last report, i.e. 1e9/T reports per flow per s.
+    # max_skew_ms 0: a replayed timestamp ages past what a signed 32-bit
+    # difference tells from skew; read every difference as a latency.
     cases = [
         ("testpmd-io", "testpmd", "io", {}),
         ("testpmd-csum", "testpmd", "csum", {}),
@@ -177,9 +179,9 @@ def main():
         ("source-dscp", "source", None, {}),
         ("source-udp", "source", None, {"pipeline": {"int": {"encapsulation": "int05-extension-udp"}}}),
         ("transit", "transit", "hostint", {}),
-        ("sink-0%", "sink", "hostint", {"pipeline": {"sink": {"latency": {"mode": "absolute", "threshold_ns": 4000000000, "refresh_ms": 0}}}}),
+        ("sink-0%", "sink", "hostint", {"pipeline": {"sink": {"latency": {"mode": "absolute", "threshold_ns": 4000000000, "refresh_ms": 0, "max_skew_ms": 0}}}}),
         ("sink-1%", "sink", "hostint", {"report_share": 0.01}),
-        ("sink-100%", "sink", "hostint", {"pipeline": {"sink": {"latency": {"mode": "absolute", "threshold_ns": 0, "refresh_ms": 0}}}}),
+        ("sink-100%", "sink", "hostint", {"pipeline": {"sink": {"latency": {"mode": "absolute", "threshold_ns": 0, "refresh_ms": 0, "max_skew_ms": 0}}}}),
     ]
     if args.cases != "all":
         wanted = set(args.cases.split(","))
@@ -213,7 +215,7 @@ def main():
                             # threshold_ns is 32-bit: with very many flows the
                             # share comes out higher (see reports_per_packet).
                             threshold = min(int(1e9 / per_flow), 4_000_000_000)
-                            pipe.setdefault("sink", {})["latency"] = {"mode": "absolute", "threshold_ns": threshold, "refresh_ms": 0}
+                            pipe.setdefault("sink", {})["latency"] = {"mode": "absolute", "threshold_ns": threshold, "refresh_ms": 0, "max_skew_ms": 0}
                         pcap = with_int if reads_int(mode, extra) else plain
                         if kind == "testpmd":
                             mpps, info = testpmd(mode, pcap, args.seconds, mbufs, mem)

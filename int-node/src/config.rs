@@ -217,6 +217,9 @@ pub struct RawLatency {
     pub threshold_ns: Option<u32>,
     pub threshold_percent: Option<u32>,
     pub refresh_ms: Option<u64>,
+    /// How far a sink's clock may be behind a source's and be told from a
+    /// latency (ms, at most 2147; default 2147: +-2.1 s).
+    pub max_skew_ms: Option<u32>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -484,6 +487,9 @@ pub struct SinkSettings {
     /// silent for the loss timeout (as Host-INT does), or once the first of
     /// them is this old while the flow keeps speaking; 0 = at every sweep.
     pub max_report_delay_ms: u64,
+    /// A sink time up to this far behind a source's timestamp is clock skew,
+    /// not a latency of almost 2^32 ns.
+    pub max_skew_ns: u32,
 }
 
 #[derive(Debug, Clone)]
@@ -1195,6 +1201,23 @@ fn source_settings(raw: &RawSource, path: &str, problems: &mut Problems) -> Sour
     }
 }
 
+/// `latency.max_skew_ms` in ns: at most 2^31 ns (half of what 32 bits tell).
+fn max_skew_ns(raw: &RawSink, path: &str, problems: &mut Problems) -> u32 {
+    const EVEN: u32 = 1 << 31;
+    match raw.latency.max_skew_ms {
+        None => EVEN,
+        Some(ms) if u64::from(ms) * 1_000_000 <= u64::from(EVEN) => ms * 1_000_000,
+        Some(ms) => {
+            problems.add(
+                format!("{path}.latency.max_skew_ms"),
+                format!("{ms} ms is more than half of what a 32-bit timestamp tells"),
+                "at most 2147; 0 reads every difference as a latency (Host-INT's unsigned rule)",
+            );
+            EVEN
+        }
+    }
+}
+
 fn sink_settings(raw: &RawSink, path: &str, problems: &mut Problems) -> SinkSettings {
     let default = LatencyConfig::default();
     let rule = match raw.latency.mode.as_deref().unwrap_or("buckets") {
@@ -1290,6 +1313,7 @@ fn sink_settings(raw: &RawSink, path: &str, problems: &mut Problems) -> SinkSett
         malformed,
         max_flow_pps: raw.loss.max_flow_pps,
         max_report_delay_ms: raw.loss.max_report_delay_ms,
+        max_skew_ns: max_skew_ns(raw, path, problems),
     }
 }
 

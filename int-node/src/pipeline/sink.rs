@@ -83,12 +83,18 @@ impl RateLimit {
 }
 
 /// One-way latency from a source's 32-bit timestamp (low bits of epoch ns)
-/// to the sink's time: a signed difference, so that a sink clock behind
-/// the source's gives a negative value, never about 4.29 s. Latencies of
-/// 2.1 s and more cannot be told from skew in 32 bits.
+/// to the sink's time, in ns: `Err(skew)` when the sink's clock is behind
+/// the source's by up to `max_skew_ns`, never about 4.29 s. 32 bits tell
+/// apart 2^32 ns in all: `max_skew_ns` of them are skew, the rest latency
+/// (the default, 2^31, splits them evenly: +-2.1 s).
 #[inline]
-pub fn signed_latency(sink_ns: u64, source_ts: u32) -> i32 {
-    (sink_ns as u32).wrapping_sub(source_ts) as i32
+pub fn one_way_latency(sink_ns: u64, source_ts: u32, max_skew_ns: u32) -> Result<u32, u32> {
+    let difference = (sink_ns as u32).wrapping_sub(source_ts);
+    let behind = difference.wrapping_neg();
+    if difference != 0 && behind <= max_skew_ns {
+        return Err(behind);
+    }
+    Ok(difference)
 }
 
 /// The largest sequence jump a flow can make in `idle_ms` (coarse ms, about
@@ -290,16 +296,17 @@ impl SinkStage {
             None => counters.inc(Counter::no_sequence),
         }
         let source_ts = source.and_then(|hop| hop.ingress_timestamp())?;
-        let latency = signed_latency(now_ns, source_ts);
-        if latency < 0 {
-            // The sink's clock is behind the source's: skew, not latency.
-            // Counted, never reported, and the flow's latency state is left
-            // as it was.
-            counters.inc(Counter::clock_skew);
-            counters.raise(Counter::clock_skew_max_ns, u64::from(latency.unsigned_abs()));
-            return None;
-        }
-        let latency = latency as u32;
+        let latency = match one_way_latency(now_ns, source_ts, self.settings.max_skew_ns) {
+            Ok(latency) => latency,
+            Err(skew) => {
+                // The sink's clock is behind the source's: skew, not
+                // latency. Counted, never reported, and the flow's latency
+                // state is left as it was.
+                counters.inc(Counter::clock_skew);
+                counters.raise(Counter::clock_skew_max_ns, u64::from(skew));
+                return None;
+            }
+        };
         counters.lower(Counter::latency_min_ns, u64::from(latency));
         counters.raise(Counter::latency_max_ns, u64::from(latency));
         flow.latency.observe(&self.latency, latency, now_ns)
@@ -443,6 +450,7 @@ mod tests {
             malformed: MalformedPolicy::Forward,
             max_flow_pps: 14_880_952,
             max_report_delay_ms: 5000,
+            max_skew_ns: 1 << 31,
         };
         let (sender, receiver) = report_ring(16);
         (SinkStage::new(domain, settings, 2, 2, ReportProfile::HOST_INT, 0, sender, None), receiver)
@@ -495,8 +503,17 @@ mod tests {
         assert_eq!(std::mem::size_of::<SinkFlow>(), 44);
         assert_eq!(plausible_jump(1_000_000, 0), 1048 + 64);
         assert_eq!(plausible_jump(u64::MAX, u32::MAX), int_core::loss::MAX_JUMP);
-        assert_eq!(signed_latency(5_000_000_000, 5_000_000_000u64 as u32 + 1000), -1000);
-        assert_eq!(signed_latency((1 << 32) + 500, u32::MAX - 499), 1000);
+        let even = 1 << 31;
+        assert_eq!(one_way_latency(5_000_000_000, 5_000_000_000u64 as u32 + 1000, even), Err(1000));
+        assert_eq!(one_way_latency((1 << 32) + 500, u32::MAX - 499, even), Ok(1000));
+        assert_eq!(one_way_latency(3_000_000_000, 0, even), Err(((1u64 << 32) - 3_000_000_000) as u32));
+        // Skew of at most 1 s: a 3 s latency is told apart; no skew: all is
+        // latency, unsigned, as Host-INT computes it.
+        assert_eq!(one_way_latency(3_000_000_000, 0, 1_000_000_000), Ok(3_000_000_000));
+        assert_eq!(
+            one_way_latency(3_000_000_000, 5_000_000_000u64 as u32, 0),
+            Ok(3_000_000_000u32.wrapping_sub(5_000_000_000u64 as u32))
+        );
         let table: FlowTable<SinkFlow, Align64> = FlowTable::new(1000);
         assert_eq!(table.slot_bytes(), 64);
         let source: FlowTable<u32> = FlowTable::new(1000);
