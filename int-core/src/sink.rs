@@ -51,12 +51,6 @@ pub struct Extracted {
     pub tail: TailRepr,
     /// The first hop (bottom of the stack), when there is one.
     pub source_hop: Option<SourceHop>,
-    /// In the DSCP encapsulation: the tail holds the packet's own protocol
-    /// and destination port (INT 0.5's informative tail, covered by the L4
-    /// checksum), not Host-INT's zeros or checksum completion.
-    pub tail_informative: bool,
-    /// In the UDP encapsulation: frame offset of the original L4 header.
-    pub inner_l4: Option<usize>,
     pub(crate) ip: Ipv4Location,
     pub(crate) carrier: Carrier,
     /// The carrier's L4 length as received.
@@ -91,12 +85,25 @@ impl Extracted {
         }
     }
 
+    /// In the DSCP encapsulation: whether the tail holds the packet's own
+    /// protocol and destination port (INT 0.5's informative tail, covered by
+    /// the L4 checksum), not Host-INT's zeros or checksum completion.
+    pub fn tail_informative(&self) -> bool {
+        self.tail.protocol == self.ip.protocol && self.tail.dst_port == self.flow.dst_port
+    }
+
+    /// In the UDP encapsulation: frame offset of the original L4 header
+    /// (after the block; the sink removes the extension header as well).
+    pub fn inner_l4(&self) -> Option<usize> {
+        (self.remove_at != self.block_at).then_some(self.block_at + self.block_len)
+    }
+
     /// The flow's own L4 header, as a latency report copies it: frame
     /// offset and length (8 for UDP, the first 20 bytes of TCP). In the UDP
     /// encapsulation it is the original header after the block, not the
     /// extension UDP header (as Host-INT's sink daemon writes its reports).
     pub fn report_l4(&self) -> (usize, usize) {
-        match self.inner_l4 {
+        match self.inner_l4() {
             Some(at) if self.flow.protocol == locate::PROTO_TCP => (at, crate::wire::tcp::MIN_HEADER_LEN),
             Some(at) => (at, crate::wire::udp::HEADER_LEN),
             None => (self.carrier_at(), self.carrier_report_len()),
@@ -183,15 +190,12 @@ pub fn classify(frame: &[u8], config: &SinkConfig, shapes: &mut ShapeCache) -> R
     let tail = block.tail;
     let block_len = block.len;
     let after = block_at + block_len;
-    let mut tail_informative = false;
-    let mut inner_l4 = None;
     let (flow, remove_at, remove_len) = match config.encapsulation {
         Encapsulation::ExtensionUdp { .. } => {
             check_inner_l4(frame, tail.protocol, after, &ip)?;
             let ports = frame.get(after..after + 4).unwrap_or(&[]);
             let src_port = crate::bytes::be16(ports, 0);
             let dst_port = crate::bytes::be16(ports, 2);
-            inner_l4 = Some(after);
             (flow_key(frame, &ip, tail.protocol, src_port, dst_port), ip.l4, EXTENSION_UDP_LEN + block_len)
         }
         Encapsulation::OverTcpUdp { .. } => {
@@ -208,7 +212,6 @@ pub fn classify(frame: &[u8], config: &SinkConfig, shapes: &mut ShapeCache) -> R
                 }
             }
             let (src_port, dst_port) = l4.ports();
-            tail_informative = tail.protocol == ip.protocol && tail.dst_port == dst_port;
             (flow_key(frame, &ip, ip.protocol, src_port, dst_port), block_at, block_len)
         }
     };
@@ -219,8 +222,6 @@ pub fn classify(frame: &[u8], config: &SinkConfig, shapes: &mut ShapeCache) -> R
         sequence: block.sequence,
         tail,
         source_hop: block.source_hop,
-        tail_informative,
-        inner_l4,
         ip,
         carrier,
         carrier_len,
@@ -339,7 +340,7 @@ pub fn strip(frame: &mut FrameBuf<'_>, found: &Extracted, config: &SinkConfig) -
     }
     // The tail counts in the L4 checksum only when it is informative (see
     // the module notes).
-    let covered = if found.tail_informative { found.block_len } else { found.block_len - TAIL_LEN };
+    let covered = if found.tail_informative() { found.block_len } else { found.block_len - TAIL_LEN };
     let block_sum = checksum::sum(0, frame.frame().get(found.block_at..found.block_at + covered)?);
     if !frame.close_gap(found.remove_at, found.remove_len) {
         return None;
@@ -352,7 +353,7 @@ pub fn strip(frame: &mut FrameBuf<'_>, found: &Extracted, config: &SinkConfig) -
             carrier::rewrite_ipv4(bytes, ip.l3, ip.tos, new_total, found.tail.protocol);
         }
         Encapsulation::OverTcpUdp { .. } => {
-            let tos = if found.tail_informative {
+            let tos = if found.tail_informative() {
                 (found.tail.dscp << 2) | (ip.tos & 0x03)
             } else {
                 ip.tos & !config.encapsulation.tos_mask()

@@ -224,7 +224,7 @@ fn host_int_tail_with_a_checksum_completion_restores_a_valid_checksum() {
     for completion in [[0xa5, 0x5e], [0x3c, 0x51], [0xff, 0xff]] {
         wire[tail_at..tail_at + 2].copy_from_slice(&completion);
         let (restored, found) = run_sink(&wire, &domain(&config));
-        assert!(!found.tail_informative);
+        assert!(!found.tail_informative());
         assert_eq!(verify_checksums(&restored), Ok(()), "tail {completion:02x?}");
         assert_eq!(restored, unmarked, "the mark cleared, as Host-INT's sink does");
     }
@@ -234,7 +234,7 @@ fn host_int_tail_with_a_checksum_completion_restores_a_valid_checksum() {
     let out = buffer.frame().to_vec();
     assert_eq!(&out[tail_at..tail_at + 4], &[6, 0, 22, (0x04 | 0xb8) >> 2]);
     let (restored, found) = run_sink(&out, &domain(&informative));
-    assert!(found.tail_informative);
+    assert!(found.tail_informative());
     assert_eq!(restored, original, "DSCP given back from the tail, mark bit and all");
 }
 

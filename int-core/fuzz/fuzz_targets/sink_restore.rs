@@ -83,7 +83,7 @@ fuzz_target!(|data: &[u8]| {
         // A tail that is not informative is Host-INT's, which the L4
         // checksum does not cover (its first bytes may hold the kernel's
         // checksum completion): judge the input without it.
-        Encapsulation::OverTcpUdp { .. } if !found.tail_informative => {
+        Encapsulation::OverTcpUdp { .. } if !found.tail_informative() => {
             let mut segment = frame[l3 + ihl..l3 + total].to_vec();
             let tail_at = found.block_at + found.block_len - 4 - (l3 + ihl);
             segment[tail_at..tail_at + 4].fill(0);

@@ -97,7 +97,7 @@ impl LatencyReport<'_> {
         let ip_bytes = frame.get(l3..found.carrier_at()).ok_or_else(short)?;
         let ip_out = out.get_mut(at..at + ip_len).ok_or_else(short)?;
         ip_out.copy_from_slice(ip_bytes);
-        if found.inner_l4.is_some() {
+        if found.inner_l4().is_some() {
             set_protocol(ip_out, found.flow.protocol);
         }
         at += ip_len;

@@ -97,13 +97,18 @@ pub fn one_way_latency(sink_ns: u64, source_ts: u32, max_skew_ns: u32) -> Result
     Ok(difference)
 }
 
-/// The largest sequence jump a flow can make in `idle_ms` (coarse ms, about
-/// 1.05 ms each) at `max_flow_pps`, plus the reordering window.
+/// Packets a flow can send per coarse ms (2^20 ns) at `max_flow_pps`,
+/// rounded up: worked out once, so that the per-packet bound is a multiply.
+fn packets_per_coarse_ms(max_flow_pps: u64) -> u64 {
+    (u128::from(max_flow_pps) << 20).div_ceil(1_000_000_000).min(u128::from(u32::MAX)) as u64
+}
+
+/// The largest sequence jump a flow can make in `idle_ms` coarse ms (plus
+/// the one under way), plus the reordering window.
 #[inline]
-fn plausible_jump(max_flow_pps: u64, idle_ms: u32) -> u32 {
-    let coarse_ns = (u64::from(idle_ms) + 1) << 20;
-    let packets = u128::from(max_flow_pps) * u128::from(coarse_ns) / 1_000_000_000;
-    (packets + u128::from(int_core::loss::WINDOW)).min(u128::from(int_core::loss::MAX_JUMP)) as u32
+fn plausible_jump(per_coarse_ms: u64, idle_ms: u32) -> u32 {
+    let packets = per_coarse_ms.saturating_mul(u64::from(idle_ms) + 1);
+    packets.saturating_add(u64::from(int_core::loss::WINDOW)).min(u64::from(int_core::loss::MAX_JUMP)) as u32
 }
 
 pub struct SinkStage {
@@ -123,6 +128,8 @@ pub struct SinkStage {
     /// timeouts run on the same clock as the packets' times.
     rx_clock_offset: i64,
     last_sweep_ns: u64,
+    /// [`packets_per_coarse_ms`] at the configured `max_flow_pps`.
+    jump_per_coarse_ms: u64,
 }
 
 impl SinkStage {
@@ -142,6 +149,7 @@ impl SinkStage {
             latency: settings.latency,
             flows: FlowTable::new(settings.flow_capacity as usize),
             shapes: ShapeCache::default(),
+            jump_per_coarse_ms: packets_per_coarse_ms(settings.max_flow_pps),
             settings,
             node_id,
             int_port,
@@ -279,7 +287,7 @@ impl SinkStage {
         }
         match found.sequence {
             Some(sequence) => {
-                let max_jump = plausible_jump(self.settings.max_flow_pps, idle_ms.unwrap_or(0));
+                let max_jump = plausible_jump(self.jump_per_coarse_ms, idle_ms.unwrap_or(0));
                 let recorded = flow.sequence.record(sequence, now_ns, max_jump);
                 if recorded.declared_lost != 0 {
                     counters.add(Counter::lost_packets, u64::from(recorded.declared_lost));
@@ -501,8 +509,10 @@ mod tests {
     #[test]
     fn flow_slots_are_one_cache_line() {
         assert_eq!(std::mem::size_of::<SinkFlow>(), 44);
-        assert_eq!(plausible_jump(1_000_000, 0), 1048 + 64);
-        assert_eq!(plausible_jump(u64::MAX, u32::MAX), int_core::loss::MAX_JUMP);
+        assert_eq!(packets_per_coarse_ms(1_000_000), 1049);
+        assert_eq!(plausible_jump(1049, 0), 1049 + 64);
+        assert_eq!(plausible_jump(1049, 9), 10 * 1049 + 64);
+        assert_eq!(plausible_jump(packets_per_coarse_ms(u64::MAX), u32::MAX), int_core::loss::MAX_JUMP);
         let even = 1 << 31;
         assert_eq!(one_way_latency(5_000_000_000, 5_000_000_000u64 as u32 + 1000, even), Err(1000));
         assert_eq!(one_way_latency((1 << 32) + 500, u32::MAX - 499, even), Ok(1000));
