@@ -39,10 +39,12 @@ impl Pipeline {
         let received = burst.rx(self.rx.0, self.rx.1);
         // The lcore's clock, shown by each of its pipelines.
         self.counters.set(Counter::clock_steps_back, clock.steps_back());
+        // The sink reads the clock once per poll, for its sweep and burst.
+        let sink_ns = if matches!(self.stage, Stage::Sink(_)) { clock.now_ns() } else { 0 };
         match &mut self.stage {
             // The sweep runs even when no packet came: losses are reported
             // on time for flows that went quiet.
-            Stage::Sink(sink) => sink.sweep(clock, &mut self.counters),
+            Stage::Sink(sink) => sink.sweep(sink_ns, &mut self.counters),
             Stage::Impair(impair) if received == 0 => impair.release_due(clock, &mut self.counters),
             _ => {}
         }
@@ -55,7 +57,7 @@ impl Pipeline {
             Stage::Forward => {}
             Stage::Source(source) => source.process(burst, clock, &mut self.counters),
             Stage::Transit(transit) => transit.process(burst, clock, &mut self.counters),
-            Stage::Sink(sink) => sink.process(burst, clock, &mut self.counters),
+            Stage::Sink(sink) => sink.process(burst, sink_ns, &mut self.counters),
             Stage::Impair(impair) => impair.process(burst, clock, &mut self.counters),
         }
         let (sent, dropped) = burst.tx(self.tx.0, self.tx.1);

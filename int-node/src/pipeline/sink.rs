@@ -178,8 +178,7 @@ impl SinkStage {
     /// instead of queueing one per packet). Out of line: one call per burst,
     /// and the stage is its own symbol in a profile.
     #[inline(never)]
-    pub fn process(&mut self, burst: &mut Burst, clock: &mut Clock, counters: &mut Counters) {
-        let burst_ns = clock.now_ns();
+    pub fn process(&mut self, burst: &mut Burst, burst_ns: u64, counters: &mut Counters) {
         // Bit i: packet i leaves the burst (dropped by policy).
         let mut drop = 0u32;
         let mut stripped = 0;
@@ -349,8 +348,10 @@ impl SinkStage {
     /// interval. Flushes holes of flows whose head has not moved for the
     /// loss timeout, sends Drop-Summary reports for declared losses, and
     /// ages idle flows out (after reporting their last losses).
-    pub fn sweep(&mut self, clock: &mut Clock, counters: &mut Counters) {
-        let now_ns = clock.now_ns().wrapping_add_signed(self.rx_clock_offset);
+    /// `host_ns`: the host clock now (one reading per poll serves the sweep
+    /// and the burst).
+    pub fn sweep(&mut self, host_ns: u64, counters: &mut Counters) {
+        let now_ns = host_ns.wrapping_add_signed(self.rx_clock_offset);
         // A 64th of the table every 64th of the sweep interval: one full
         // pass per interval, and one comparison per poll in between.
         let step_ns = self.settings.sweep_ms.max(1) * 1_000_000 / SWEEP_STEPS;
