@@ -1070,6 +1070,85 @@ pub fn validate(raw: &RawConfig) -> Result<Config, ConfigError> {
     })
 }
 
+/// One watchlist rule; `rule_path` names it in problems.
+fn watch_rule(rule: &RawRule, rule_path: &str, problems: &mut Problems) -> Rule {
+    let mut prefix = |value: &Option<String>, key: &str| match value {
+        None => Prefix::ANY,
+        Some(text) => parse_prefix(text).unwrap_or_else(|| {
+            problems.add(
+                format!("{rule_path}.{key}"),
+                format!("{text:?} is not an IPv4 prefix"),
+                "e.g. 10.0.0.0/8 or 192.168.1.7",
+            );
+            Prefix::ANY
+        }),
+    };
+    let src = prefix(&rule.src, "src");
+    let dst = prefix(&rule.dst, "dst");
+    let protocol = match rule.protocol.as_deref() {
+        None | Some("any") => None,
+        Some("udp") => Some(17),
+        Some("tcp") => Some(6),
+        Some(other) => {
+            problems.add(
+                format!("{rule_path}.protocol"),
+                format!("unknown protocol {other:?}"),
+                "udp, tcp or any",
+            );
+            None
+        }
+    };
+    let mut ports = |value: &Option<String>, key: &str| match value {
+        None => (0, u16::MAX),
+        Some(text) => parse_ports(text).unwrap_or_else(|| {
+            problems.add(
+                format!("{rule_path}.{key}"),
+                format!("{text:?} is not a port range"),
+                "a port (80) or a range (1000-2000)",
+            );
+            (0, u16::MAX)
+        }),
+    };
+    let src_ports = ports(&rule.src_ports, "src_ports");
+    let dst_ports = ports(&rule.dst_ports, "dst_ports");
+    Rule { src, dst, protocol, src_ports, dst_ports }
+}
+
+/// `source.marked`: what a source does with packets that arrive marked.
+fn marked_policy(raw: &RawSource, path: &str, problems: &mut Problems) -> MarkedPolicy {
+    match raw.marked.as_deref().unwrap_or("strip") {
+        "strip" => MarkedPolicy::Strip,
+        "drop" => MarkedPolicy::Drop,
+        "trust" => MarkedPolicy::Trust,
+        other => {
+            problems.add(
+                format!("{path}.marked"),
+                format!("unknown policy {other:?}"),
+                "strip (foreign INT removed, mark cleared unless instrumented), drop, or trust (an upstream source of this domain)",
+            );
+            MarkedPolicy::Strip
+        }
+    }
+}
+
+/// `source.tail`: Host-INT's tail by default with the hostint flavour,
+/// INT 0.5's informative one with int05.
+fn tail_style(raw: &RawSource, shim_type: ShimType, path: &str, problems: &mut Problems) -> TailStyle {
+    let default_tail = if shim_type == ShimType::HopByHop { "informative" } else { "hostint" };
+    match raw.tail.as_deref().unwrap_or(default_tail) {
+        "hostint" => TailStyle::HostInt,
+        "informative" => TailStyle::Informative,
+        other => {
+            problems.add(
+                format!("{path}.tail"),
+                format!("unknown tail {other:?}"),
+                "hostint (zeros: a Host-INT sink restores the packets) or informative (protocol, port and DSCP: our sink gives the DSCP back exactly)",
+            );
+            TailStyle::HostInt
+        }
+    }
+}
+
 fn source_settings(raw: &RawSource, path: &str, problems: &mut Problems) -> SourceSettings {
     let shim_type = match raw.flavour.as_deref().unwrap_or("hostint") {
         "hostint" => ShimType::HostIntSequence,
@@ -1111,50 +1190,12 @@ fn source_settings(raw: &RawSource, path: &str, problems: &mut Problems) -> Sour
             "use 1 or more, or own_hop: false",
         );
     }
-    let mut watchlist = Vec::new();
-    for (i, rule) in raw.watchlist.iter().enumerate() {
-        let rule_path = format!("{path}.watchlist[{i}]");
-        let mut prefix = |value: &Option<String>, key: &str| match value {
-            None => Prefix::ANY,
-            Some(text) => parse_prefix(text).unwrap_or_else(|| {
-                problems.add(
-                    format!("{rule_path}.{key}"),
-                    format!("{text:?} is not an IPv4 prefix"),
-                    "e.g. 10.0.0.0/8 or 192.168.1.7",
-                );
-                Prefix::ANY
-            }),
-        };
-        let src = prefix(&rule.src, "src");
-        let dst = prefix(&rule.dst, "dst");
-        let protocol = match rule.protocol.as_deref() {
-            None | Some("any") => None,
-            Some("udp") => Some(17),
-            Some("tcp") => Some(6),
-            Some(other) => {
-                problems.add(
-                    format!("{rule_path}.protocol"),
-                    format!("unknown protocol {other:?}"),
-                    "udp, tcp or any",
-                );
-                None
-            }
-        };
-        let mut ports = |value: &Option<String>, key: &str| match value {
-            None => (0, u16::MAX),
-            Some(text) => parse_ports(text).unwrap_or_else(|| {
-                problems.add(
-                    format!("{rule_path}.{key}"),
-                    format!("{text:?} is not a port range"),
-                    "a port (80) or a range (1000-2000)",
-                );
-                (0, u16::MAX)
-            }),
-        };
-        let src_ports = ports(&rule.src_ports, "src_ports");
-        let dst_ports = ports(&rule.dst_ports, "dst_ports");
-        watchlist.push(Rule { src, dst, protocol, src_ports, dst_ports });
-    }
+    let watchlist = raw
+        .watchlist
+        .iter()
+        .enumerate()
+        .map(|(i, rule)| watch_rule(rule, &format!("{path}.watchlist[{i}]"), problems))
+        .collect();
     if raw.flows.capacity == 0 {
         problems.add(
             format!("{path}.flows.capacity"),
@@ -1162,32 +1203,8 @@ fn source_settings(raw: &RawSource, path: &str, problems: &mut Problems) -> Sour
             "the per-lcore flow table size, e.g. 65536",
         );
     }
-    let marked = match raw.marked.as_deref().unwrap_or("strip") {
-        "strip" => MarkedPolicy::Strip,
-        "drop" => MarkedPolicy::Drop,
-        "trust" => MarkedPolicy::Trust,
-        other => {
-            problems.add(
-                format!("{path}.marked"),
-                format!("unknown policy {other:?}"),
-                "strip (foreign INT removed, mark cleared unless instrumented), drop, or trust (an upstream source of this domain)",
-            );
-            MarkedPolicy::Strip
-        }
-    };
-    let default_tail = if shim_type == ShimType::HopByHop { "informative" } else { "hostint" };
-    let tail = match raw.tail.as_deref().unwrap_or(default_tail) {
-        "hostint" => TailStyle::HostInt,
-        "informative" => TailStyle::Informative,
-        other => {
-            problems.add(
-                format!("{path}.tail"),
-                format!("unknown tail {other:?}"),
-                "hostint (zeros: a Host-INT sink restores the packets) or informative (protocol, port and DSCP: our sink gives the DSCP back exactly)",
-            );
-            TailStyle::HostInt
-        }
-    };
+    let marked = marked_policy(raw, path, problems);
+    let tail = tail_style(raw, shim_type, path, problems);
     SourceSettings {
         shim_type,
         instructions,
@@ -1218,9 +1235,9 @@ fn max_skew_ns(raw: &RawSink, path: &str, problems: &mut Problems) -> u32 {
     }
 }
 
-fn sink_settings(raw: &RawSink, path: &str, problems: &mut Problems) -> SinkSettings {
-    let default = LatencyConfig::default();
-    let rule = match raw.latency.mode.as_deref().unwrap_or("buckets") {
+/// `sink.latency`'s mode and its thresholds.
+fn change_rule(raw: &RawSink, default: &LatencyConfig, path: &str, problems: &mut Problems) -> ChangeRule {
+    match raw.latency.mode.as_deref().unwrap_or("buckets") {
         "buckets" => match &raw.latency.buckets_ns {
             None => default.rule,
             Some(list) => ChangeRule::buckets(list).unwrap_or_else(|| {
@@ -1262,7 +1279,12 @@ fn sink_settings(raw: &RawSink, path: &str, problems: &mut Problems) -> SinkSett
             );
             default.rule
         }
-    };
+    }
+}
+
+fn sink_settings(raw: &RawSink, path: &str, problems: &mut Problems) -> SinkSettings {
+    let default = LatencyConfig::default();
+    let rule = change_rule(raw, &default, path, problems);
     let refresh_ns = raw.latency.refresh_ms.map_or(default.refresh_ns, |ms| ms.saturating_mul(1_000_000));
     if refresh_ns > int_core::ticks::MAX_INTERVAL_NS {
         problems.add(
