@@ -158,30 +158,7 @@ fn port_exporter_frames_decode() {
 #[test]
 fn collect_receives_reports_and_finds_gaps() {
     let dir = workdir("collect");
-    let port = UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let listen = format!("127.0.0.1:{port}");
-    let mut child = Command::new(BIN)
-        .args([
-            "collect",
-            "--listen",
-            &listen,
-            "--json",
-            "--count",
-            "5",
-            "--interval",
-            "0",
-            "--duration",
-            "30",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Wait until it listens.
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
-    assert!(line.contains("listening"), "{line}");
+    let (child, listen) = start_collector(&["--count", "5", "--duration", "30"]);
 
     int_node(
         &dir,

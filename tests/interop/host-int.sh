@@ -305,8 +305,11 @@ check_udp_count() {
     fi
 }
 
+# What the server's stack received: most datagrams, no checksum error, the
+# TCP transfer whole; with `capture` yes, tshark's verdict on every packet
+# captured on the server's port from the client's side.
 check_delivery() {
-    local label=$1
+    local label=$1 capture=$2
     check_udp_count "$label"
     local errors
     errors=$(in_ns server nstat -az UdpInCsumErrors TcpInCsumErrors | awk 'NR > 1 {s += $2} END {print s + 0}')
@@ -323,16 +326,15 @@ check_delivery() {
     else
         fail "$label: TCP: sha256 ${received:0:16} at the server, ${sent:0:16} sent"
     fi
-    local bad
-    local to_server="ip.src == 10.77.0.1"
+    [[ $capture == yes ]] || return 0
+    local bad total to_server="ip.src == 10.77.0.1"
     bad=$(tshark -r "$work/$label-server.pcap" -o udp.check_checksum:TRUE -o tcp.check_checksum:TRUE \
         -o ip.check_checksum:TRUE \
         -Y "$to_server && (ip.checksum.status == 0 || udp.checksum.status == 0 || tcp.checksum.status == 0)" \
         -T fields -e frame.number 2>/dev/null | wc -l)
-    local total
     total=$(tshark -r "$work/$label-server.pcap" -Y "$to_server" -T fields -e frame.number 2>/dev/null | wc -l)
     if [[ $bad == 0 && $total -gt 0 ]]; then
-        pass "$label: tshark: all $total packets the server received from the sink have valid checksums"
+        pass "$label: tshark: all $total packets the server received from the client's side have valid checksums"
     else
         fail "$label: tshark: $bad of $total packets the server received have a bad checksum"
     fi
@@ -341,8 +343,9 @@ check_delivery() {
 # Host-INT's collector and int-node decode, reading the same report
 # datagrams, must print the same records. `latency_expected` is no where
 # the sink (ours) counted every packet as clock skew and so sent no
-# latency report; `drops_expected` is no for Host-INT's sink, which sent no
-# Drop-Summary in our runs (the losses are counted at the server).
+# latency report; `drops_expected` is no towards Host-INT's sink: the TC
+# drop on the node's af_packet TX port did not take effect reliably (0 to
+# about 40 drops a run), so there may be no loss to report.
 check_records() {
     local label=$1 hostintcol_log=$2 pcap=$3 latency_expected=$4 drops_expected=$5
     records_from_hostintcol "$hostintcol_log" | sort >"$work/$label-records-hostintcol.txt"
@@ -409,7 +412,7 @@ hostint_source_to_int_node_sink() {
     sleep 1
     stop_captures
     pkill -f hostintcol || true
-    check_delivery "$label"
+    check_delivery "$label" yes
     log "$label: sink: $(sink_counters "$work/$label.json" stripped lost_packets seq_restarts clock_skew clock_skew_max_ns reports_latency reports_drop_summary)"
     local skew
     skew=$(sink_counters "$work/$label.json" clock_skew | cut -d= -f2)
@@ -431,7 +434,7 @@ int_node_source_to_hostint_sink() {
     in_ns server "$hi/tools/hostintcol" -b 127.0.0.1 --port 32766 -o "$work/$label-hostintcol.log" >/dev/null 2>&1 &
     capture server lo "$work/$label-reports.pcap" "udp port 32766"
     start_hostintd server hs 2 "$encap" yes
-    capture server hs "$work/$label-server-int.pcap" "ip"
+    capture server hs "$work/$label-server.pcap" "ip"
     in_ns server nstat -n >/dev/null
     sleep 2
     udp_server
@@ -444,36 +447,10 @@ int_node_source_to_hostint_sink() {
     wait "$node_pid" || true
     stop_captures
     pkill -f hostintcol || true
-    # What the server's stack received is what Host-INT's XDP sink made of
-    # it (the capture on hs sees packets before XDP): strip INT from the
-    # capture as the kernel saw them is not possible here, so the checksum
-    # check reads the kernel's counters, and tshark the TCP/UDP of the
-    # server's replies path.
-    cp "$work/$label-server-int.pcap" "$work/$label-server.pcap"
-    check_delivery_after_xdp "$label"
+    # The capture on hs sees what Host-INT's XDP sink made of the packets.
+    check_delivery "$label" yes
     check_records "$label" "$work/$label-hostintcol.log" "$work/$label-reports.pcap" yes no
     down
-}
-
-check_delivery_after_xdp() {
-    local label=$1
-    check_udp_count "$label"
-    local udp_errors tcp_errors
-    udp_errors=$(in_ns server nstat -az UdpInCsumErrors | awk 'NR > 1 {s += $2} END {print s + 0}')
-    tcp_errors=$(in_ns server nstat -az TcpInCsumErrors | awk 'NR > 1 {s += $2} END {print s + 0}')
-    if [[ $udp_errors == 0 && $tcp_errors == 0 ]]; then
-        pass "$label: no checksum errors at the server after Host-INT's sink (UdpInCsumErrors, TcpInCsumErrors: 0)"
-    else
-        fail "$label: checksum errors at the server after Host-INT's sink: UDP $udp_errors, TCP $tcp_errors"
-    fi
-    local sent received
-    sent=$(sha256sum <"$work/transfer.bin" | cut -d' ' -f1)
-    received=$(cut -d' ' -f1 <"$work/tcp-server.txt")
-    if [[ $sent == "$received" ]]; then
-        pass "$label: TCP: $tcp_mb MB transfer, sha256 ${sent:0:16} matches"
-    else
-        fail "$label: TCP: sha256 ${received:0:16} at the server, ${sent:0:16} sent"
-    fi
 }
 
 mkdir -p "$work"
