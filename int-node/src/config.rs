@@ -121,7 +121,7 @@ pub struct RawPipeline {
     pub source: Option<RawSource>,
     pub sink: Option<RawSink>,
     pub impair: Option<RawImpair>,
-    /// `tsc` (default) or `rx-timestamp`.
+    /// `host` (default) or `rx-timestamp`.
     pub clock: Option<String>,
 }
 

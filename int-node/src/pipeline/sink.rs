@@ -46,7 +46,7 @@ impl SinkFlow {
     }
 }
 
-/// Reports per second with a burst allowance; refilled from the TSC clock.
+/// Reports per second with a burst allowance; refilled from the host clock.
 pub struct RateLimit {
     per_second: u64,
     tokens: u64,
@@ -124,7 +124,7 @@ pub struct SinkStage {
     pub reports: ReportSender,
     pub limit: RateLimit,
     pub rx_timestamps: Option<RxClock>,
-    /// RX-timestamp time minus TSC time at the last packet: the sweep's
+    /// RX-timestamp time minus host-clock time at the last packet: the sweep's
     /// timeouts run on the same clock as the packets' times.
     rx_clock_offset: i64,
     last_sweep_ns: u64,
