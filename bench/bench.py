@@ -31,6 +31,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # INT_NODE_BIN: another build to measure (A/B comparisons of a change).
 NODE = os.environ.get("INT_NODE_BIN", os.path.join(ROOT, "target", "release", "int-node"))
+TOOLS = os.path.join(ROOT, "target", "release", "int-tools")
 RESULTS = os.path.join(ROOT, "bench", "results")
 EAL = ["--no-huge", "-m", "{mem}", "--no-pci", "--no-shconf", "-l", "0-1",
        "--log-level", "lib.eal:error", "--no-telemetry"]
@@ -53,7 +54,7 @@ def gen(path, size, flows, instrument=None):
     # One packet per flow, at least 1024 packets: the replay cycles through
     # every flow.
     packets = max(flows, 1024)
-    args = [NODE, "gen", "--out", path, "--packets", str(packets), "--flows", str(flows),
+    args = [TOOLS, "gen", "--out", path, "--packets", str(packets), "--flows", str(flows),
             "--proto", "udp", "--sizes", str(size), "--seed", "1"]
     if instrument:
         args += ["--instrument", instrument]

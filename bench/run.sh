@@ -5,6 +5,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
-cargo build --release --locked -p int-node
+cargo build --release --locked -p int-node -p int-tools
 python3 -c "import matplotlib" 2>/dev/null || python3 -m pip install --quiet matplotlib || true
 exec python3 bench/bench.py "$@"

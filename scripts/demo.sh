@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The README's demo: INT source -> sink on pcap files, with a collector.
-#   1. installs DPDK & co. if missing, builds int-node (release)
+#   1. installs DPDK & co. if missing, builds int-node and int-tools (release)
 #   2. generates test traffic (20 flows, UDP and TCP, some VLAN, TCP options)
 #   3. runs the source: every packet leaves with Host-INT's INT 0.5 headers
 #   4. decodes one instrumented packet
@@ -11,13 +11,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/install-deps.sh
-cargo build --release --locked -p int-node
+cargo build --release --locked -p int-node -p int-tools
 node=target/release/int-node
+tools=target/release/int-tools
 mkdir -p demo
 rm -f demo/*.pcap
 
 echo "== 1. traffic: 2000 packets, 20 flows"
-$node gen --out demo/traffic.pcap --packets 2000 --flows 20 --proto mix --sizes 64,512,1400 \
+$tools gen --out demo/traffic.pcap --packets 2000 --flows 20 --proto mix --sizes 64,512,1400 \
     --tcp-options --vlan 0.1 --seed 42
 
 echo "== 2. configs (each checked once its input pcap exists)"
@@ -28,10 +29,10 @@ $node run --config config/demo-source.yaml --exit-on-idle 500 --log warn
 $node check --config config/demo-sink.yaml
 
 echo "== 4. the first instrumented packet"
-$node decode demo/int.pcap | head -n 6 || true
+$tools decode demo/int.pcap | head -n 6 || true
 
 echo "== 5. sink with a collector on 127.0.0.1:32766"
-$node collect --listen 127.0.0.1:32766 --duration 4 --interval 0 > demo/collector.txt &
+$tools collect --listen 127.0.0.1:32766 --duration 4 --interval 0 > demo/collector.txt &
 collector=$!
 trap 'kill $collector 2>/dev/null || true' EXIT
 sleep 0.3
@@ -50,8 +51,8 @@ else
 fi
 
 echo "== 7. a recorded link: 150 us one-way latency, 2% of INT packets lost"
-$node gen --out demo/link.pcap --packets 5000 --flows 4 --proto udp --sizes 200 --instrument hostint --loss 0.02 --latency-us 150 --seed 7
-$node collect --listen 127.0.0.1:32766 --duration 3 --interval 0 > demo/collector-loss.txt &
+$tools gen --out demo/link.pcap --packets 5000 --flows 4 --proto udp --sizes 200 --instrument hostint --loss 0.02 --latency-us 150 --seed 7
+$tools collect --listen 127.0.0.1:32766 --duration 3 --interval 0 > demo/collector-loss.txt &
 collector=$!
 sleep 0.3
 $node run --config config/demo-sink-recorded.yaml --exit-on-idle 500 --log warn

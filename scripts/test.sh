@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 
 cargo test --workspace --locked
+bash scripts/check-tools-without-dpdk.sh
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
 if cargo fuzz --version >/dev/null 2>&1; then
@@ -27,9 +28,9 @@ fi
 # sink nodes on af_packet; checks the transfer hash, loss counts and a
 # latency change. Needs root (namespaces, veth).
 if [[ $(id -u) -eq 0 ]]; then
-    cargo build --locked -p int-node
-    target/debug/int-node lab --topology config/lab/basic.yaml
+    cargo build --locked --workspace
+    target/debug/int-lab lab --topology config/lab/basic.yaml
 else
-    echo "lab: skipped (needs root: sudo target/debug/int-node lab --topology config/lab/basic.yaml)"
+    echo "lab: skipped (needs root: sudo target/debug/int-lab lab --topology config/lab/basic.yaml)"
 fi
 echo "all tests passed"

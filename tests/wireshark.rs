@@ -1,7 +1,7 @@
 //! The Wireshark dissector (tools/wireshark/int05.lua) against pcaps the
 //! node wrote: every field of an INT packet in each encapsulation, a
 //! latency report and a Drop-Summary report, as tshark shows them, equals
-//! what int-node decode says of the same packet.
+//! what int-tools decode says of the same packet.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
 mod common;
@@ -48,11 +48,11 @@ fn tshark(pcap: &Path, fields: &[&str]) -> Vec<Vec<String>> {
 }
 
 fn decode(dir: &Path, pcap: &str) -> Vec<serde_json::Value> {
-    int_node(dir, &["decode", "--json", pcap]).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    int_tools(dir, &["decode", "--json", pcap]).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 
 fn gen(dir: &Path, args: &[&str]) {
-    int_node(dir, &[&["gen"], args].concat());
+    int_tools(dir, &[&["gen"], args].concat());
 }
 
 const INT_FIELDS: [&str; 16] = [

@@ -1,6 +1,6 @@
 #![allow(clippy::indexing_slicing)]
 //! Builds well-formed Ethernet/IPv4/TCP|UDP frames with correct checksums:
-//! for `int-node gen`, the benches and the tests. Not used on the packet
+//! for `int-tools gen`, the benches and the tests. Not used on the packet
 //! path (it allocates).
 
 use core::net::Ipv4Addr;

@@ -13,6 +13,8 @@
 //! No function here panics on packet bytes: every malformed input is a
 //! [`ParseError`] that names the layer, the offset and the value.
 
+#![forbid(unsafe_code)]
+
 mod bytes;
 mod carrier;
 pub mod checksum;

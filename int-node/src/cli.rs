@@ -44,14 +44,4 @@ pub enum Command {
         #[arg(long, short)]
         config: PathBuf,
     },
-    /// Print the INT blocks and telemetry reports in a pcap.
-    Decode(crate::tools::decode::DecodeArgs),
-    /// Receive telemetry reports on a UDP socket and print them.
-    Collect(crate::tools::collect::CollectArgs),
-    /// Write a pcap of test traffic.
-    Gen(crate::tools::gen::GenArgs),
-    /// Send UDP traffic at a steady rate (one flow) through the kernel.
-    Send(crate::tools::send::SendArgs),
-    /// Bring a network-namespace lab up, run its scenario, tear it down.
-    Lab(crate::tools::lab::LabArgs),
 }

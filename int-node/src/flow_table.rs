@@ -90,7 +90,7 @@ impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
         // Reserve first, advise huge pages, then touch: the pages come in
         // as 2 MB pages where the kernel allows it.
         let mut slots: Vec<Slot<V, A>> = Vec::with_capacity(slot_count);
-        crate::dpdk::os::advise_huge_pages(
+        int_os::memory::advise_huge_pages(
             slots.as_ptr().cast::<u8>(),
             slot_count * std::mem::size_of::<Slot<V, A>>(),
         );
@@ -138,13 +138,13 @@ impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
     pub fn prefetch(&self, hash: u64) {
         let index = hash as usize & self.mask;
         if let Some(slot) = self.slots.get(index) {
-            crate::dpdk::os::prefetch(slot);
+            int_os::memory::prefetch(slot);
         }
         // In DRAM a probe that runs on to the next slot would be a second
         // miss, not hidden: load the next slot too.
         if self.spills_cache() {
             if let Some(slot) = self.slots.get((index + 1) & self.mask) {
-                crate::dpdk::os::prefetch(slot);
+                int_os::memory::prefetch(slot);
             }
         }
     }

@@ -10,12 +10,11 @@ mod flow_table;
 mod pipeline;
 mod run;
 mod stats;
-mod tools;
 
 use std::process::ExitCode;
 
 #[global_allocator]
-static ALLOCATOR: dpdk::os::CountingAllocator = dpdk::os::CountingAllocator;
+static ALLOCATOR: int_os::alloc::CountingAllocator = int_os::alloc::CountingAllocator;
 
 use clap::Parser;
 use simplelog::{ColorChoice, ConfigBuilder, LevelFilter, TermLogger, TerminalMode};
@@ -27,9 +26,6 @@ fn main() -> ExitCode {
         ConfigBuilder::new().set_time_level(LevelFilter::Off).set_target_level(LevelFilter::Off).build();
     let _ = TermLogger::init(level, log_config, TerminalMode::Stderr, ColorChoice::Never);
 
-    if !matches!(cli.command, cli::Command::Run { .. }) {
-        dpdk::os::default_sigpipe();
-    }
     match cli.command {
         cli::Command::Check { config } => check(&config),
         cli::Command::Run { config, duration, exit_on_idle, stats_json, eal } => {
@@ -50,11 +46,6 @@ fn main() -> ExitCode {
                 }
             }
         }
-        cli::Command::Decode(args) => tool(tools::decode::run(&args)),
-        cli::Command::Collect(args) => tool(tools::collect::run(&args)),
-        cli::Command::Gen(args) => tool(tools::gen::run(&args)),
-        cli::Command::Send(args) => tool(tools::send::run(&args)),
-        cli::Command::Lab(args) => tool(tools::lab::run(&args)),
     }
 }
 
@@ -72,18 +63,6 @@ fn check(path: &std::path::Path) -> ExitCode {
         Err(error) => {
             eprintln!("{}: invalid configuration\n{error}", path.display());
             ExitCode::from(2)
-        }
-    }
-}
-
-/// Runs a tool. Their output is often piped into `head` or `less`: a
-/// closed pipe ends them quietly, as it ends any Unix filter.
-fn tool(result: Result<(), String>) -> ExitCode {
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("error: {message}");
-            ExitCode::FAILURE
         }
     }
 }

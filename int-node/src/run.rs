@@ -49,18 +49,9 @@ pub enum RunError {
 /// A port's name, basic counters and driver xstats.
 type NamedPortStats = (String, PortStats, Vec<(String, u64)>);
 
-static SIGNALLED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    SIGNALLED.store(true, Ordering::SeqCst);
-}
-
-fn install_signal_handlers() {
-    crate::dpdk::os::on_stop_signals(on_signal);
-}
 
 pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
-    install_signal_handlers();
+    int_os::signals::catch_stop_signals();
     let mut args = vec![String::from("int-node")];
     if options.eal_override.is_empty() {
         args.extend(config.eal_args.iter().cloned());
@@ -348,7 +339,7 @@ pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
             last_print_at = now;
             next_print = now + interval;
         }
-        if SIGNALLED.load(Ordering::SeqCst) {
+        if int_os::signals::stop_requested() {
             log::info!("signal received: stopping");
             break;
         }
@@ -418,7 +409,7 @@ pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
         in_use,
         pool.size()
     );
-    println!("heap allocations on the packet path: {}", crate::dpdk::os::packet_path_allocations());
+    println!("heap allocations on the packet path: {}", int_os::alloc::packet_path_allocations());
     if in_use != 0 {
         log::warn!("{in_use} mbufs not returned to the pool");
     }
@@ -444,7 +435,7 @@ pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
             }).collect::<serde_json::Map<_, _>>(),
             "export": exporter.as_ref().map(|e| serde_json::to_value(e.stats).unwrap_or_default()),
             "mempool": { "size": pool.size(), "in_use_at_exit": in_use, "drained_at_exit": drained },
-            "packet_path_allocations": crate::dpdk::os::packet_path_allocations(),
+            "packet_path_allocations": int_os::alloc::packet_path_allocations(),
         });
         let text = serde_json::to_string_pretty(&json).unwrap_or_default();
         std::fs::write(path, text)

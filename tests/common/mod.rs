@@ -2,14 +2,16 @@
 //! running the real int-node binary on pcap vdevs.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
-use std::fs::File;
+pub mod collector;
+mod files;
+pub use files::*;
+
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
 use int_core::craft::{L4Spec, PacketSpec};
-use pcap_file::pcap::{PcapHeader, PcapPacket, PcapReader, PcapWriter};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_int-node");
 
@@ -22,48 +24,19 @@ pub const EAL: &str =
 pub const EAL_3_LCORES: &str =
     "[--no-huge, -m, '256', --no-pci, --no-shconf, --lcores, '0@0,1@1,2@0', --log-level, 'lib.eal:error', --no-telemetry]";
 
-/// Runs an int-node command (a tool, not a node) in `dir`; asserts it
-/// succeeds and returns its standard output.
-pub fn int_node(dir: &Path, args: &[&str]) -> String {
-    let output = Command::new(BIN).args(args).current_dir(dir).output().unwrap();
+/// int-tools, built beside int-node by `cargo test --workspace`.
+pub fn tools_bin() -> PathBuf {
+    let path = Path::new(BIN).with_file_name("int-tools");
+    assert!(path.is_file(), "{} missing: run the tests with --workspace", path.display());
+    path
+}
+
+/// Runs an int-tools command in `dir`; asserts it succeeds and returns its
+/// standard output.
+pub fn int_tools(dir: &Path, args: &[&str]) -> String {
+    let output = Command::new(tools_bin()).args(args).current_dir(dir).output().unwrap();
     assert!(output.status.success(), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
     String::from_utf8(output.stdout).unwrap()
-}
-
-/// A fresh directory for one test's files.
-pub fn workdir(test: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("e2e").join(test);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-pub fn write_pcap(path: &Path, frames: &[Vec<u8>]) {
-    let file = File::create(path).unwrap();
-    let mut writer = PcapWriter::with_header(file, PcapHeader::default()).unwrap();
-    for (i, frame) in frames.iter().enumerate() {
-        let ts = Duration::from_micros(1_700_000_000_000_000 + i as u64 * 10);
-        writer.write_packet(&PcapPacket::new(ts, frame.len() as u32, frame)).unwrap();
-    }
-}
-
-/// Frames with their capture times (ns since the epoch).
-pub fn write_pcap_at(path: &Path, frames: &[(u64, Vec<u8>)]) {
-    let file = File::create(path).unwrap();
-    let mut writer = PcapWriter::with_header(file, PcapHeader::default()).unwrap();
-    for (ns, frame) in frames {
-        writer.write_packet(&PcapPacket::new(Duration::from_nanos(*ns), frame.len() as u32, frame)).unwrap();
-    }
-}
-
-pub fn read_pcap(path: &Path) -> Vec<Vec<u8>> {
-    let file = File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut reader = PcapReader::new(file).unwrap();
-    let mut frames = Vec::new();
-    while let Some(packet) = reader.next_packet() {
-        frames.push(packet.unwrap().data.into_owned());
-    }
-    frames
 }
 
 /// `count` frames over `flows` flows: UDP and TCP, some with TCP options,
@@ -254,7 +227,7 @@ pub fn instrument_as(frame: &[u8], node_id: u32, sequence: u32, source_ts: u32) 
 pub fn run_port_exporter_sink(dir: &Path, packets: u32) -> Run {
     let packets = packets.to_string();
     let args = ["gen", "--out", "lossy.pcap", "--packets", &packets, "--flows", "2", "--proto", "udp"];
-    int_node(dir, &[&args[..], &["--sizes", "200", "--instrument", "hostint", "--loss", "0.05"]].concat());
+    int_tools(dir, &[&args[..], &["--sizes", "200", "--instrument", "hostint", "--loss", "0.05"]].concat());
     write_pcap(&dir.join("empty.pcap"), &[]);
     run_node(dir, &port_exporter_config("lossy.pcap"))
 }

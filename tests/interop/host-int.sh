@@ -10,7 +10,7 @@
 # For each: UDP datagrams and a TCP transfer, with every 50th packet
 # dropped between source and sink (drop_every_50th.c, XDP or TC). Checks: every
 # datagram arrives with a valid checksum (nstat, tshark), the transfer's
-# SHA-256 matches, and Host-INT's collector and ours (int-node decode of
+# SHA-256 matches, and Host-INT's collector and ours (int-tools decode of
 # the same report datagrams) print the same latency and loss records.
 #
 # Needs root and three checkouts, given by environment variables (the
@@ -42,6 +42,7 @@ fi
 work=$repo/target/interop
 build=$work/build
 node=$repo/target/debug/int-node
+tools=$repo/target/debug/int-tools
 encaps=${ENCAPS:-dscp udp}
 udp_packets=${UDP_PACKETS:-2000}
 tcp_mb=${TCP_MB:-4}
@@ -96,7 +97,7 @@ build_all() {
     fi
     clang -O2 -g -target bpf -I/usr/include/x86_64-linux-gnu -c "$repo/tests/interop/drop_every_50th.c" \
         -o "$build/drop_every_50th.o"
-    (cd "$repo" && cargo build -q --locked -p int-node)
+    (cd "$repo" && cargo build -q --locked -p int-node -p int-tools)
 }
 
 hi=$build/host-int/src
@@ -271,7 +272,7 @@ EOF
 }
 
 records_from_decode() {
-    "$node" decode --json "$1" | python3 -c '
+    "$tools" decode --json "$1" | python3 -c '
 import json, sys
 for line in sys.stdin:
     v = json.loads(line)
@@ -340,7 +341,7 @@ check_delivery() {
     fi
 }
 
-# Host-INT's collector and int-node decode, reading the same report
+# Host-INT's collector and int-tools decode, reading the same report
 # datagrams, must print the same records. `latency_expected` is no where
 # the sink (ours) counted every packet as clock skew and so sent no
 # latency report; `drops_expected` is no towards Host-INT's sink: the TC
@@ -359,7 +360,7 @@ check_records() {
     elif { [[ $drops_expected == yes ]] && ((n_drop == 0)); } || { [[ $latency_expected == yes ]] && ((n_lat == 0)); }; then
         fail "$label: $n_lat latency and $n_drop drop records (see $work/$label-records-*.txt)"
     else
-        pass "$label: Host-INT's collector and int-node decode print the same $n_lat latency and $n_drop drop records ($lost packets lost)"
+        pass "$label: Host-INT's collector and int-tools decode print the same $n_lat latency and $n_drop drop records ($lost packets lost)"
     fi
 }
 

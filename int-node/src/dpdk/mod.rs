@@ -6,7 +6,6 @@ pub mod eal;
 pub mod lcore;
 pub mod mbuf;
 pub mod mempool;
-pub mod os;
 pub mod port;
 
 use std::ffi::CStr;

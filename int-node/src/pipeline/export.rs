@@ -15,7 +15,7 @@ use ringbuf::{HeapCons, HeapProd, HeapRb};
 use crate::config::{ExportConfig, ExportPath};
 use crate::dpdk::mbuf::Burst;
 use crate::dpdk::mempool::Mempool;
-use crate::dpdk::os::{BatchSender, BATCH};
+use int_os::udp::{BatchSender, BATCH};
 use crate::dpdk::port::{PortId, QueueId};
 
 /// Largest report a sink hands over (Host-INT's are 64 to 104 bytes; deep

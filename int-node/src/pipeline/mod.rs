@@ -94,7 +94,7 @@ pub fn run_worker(
     idle_sleep: Option<std::time::Duration>,
 ) -> i32 {
     let mut burst = Burst::default();
-    crate::dpdk::os::on_packet_path(true);
+    int_os::alloc::on_packet_path(true);
     while !quit.load(Ordering::Relaxed) {
         let mut received = 0;
         for pipeline in pipelines.iter_mut() {
@@ -104,7 +104,7 @@ pub fn run_worker(
             std::thread::sleep(pause);
         }
     }
-    crate::dpdk::os::on_packet_path(false);
+    int_os::alloc::on_packet_path(false);
     for pipeline in pipelines.iter_mut() {
         match &mut pipeline.stage {
             Stage::Sink(sink) => sink.finish(&mut clock, &mut pipeline.counters),

@@ -1,67 +1,10 @@
-//! The few operating-system calls the node makes beside DPDK, kept here so
-//! that `unsafe` lives in one layer: signal handlers, process control,
-//! cache prefetch, batched UDP sends (sendmmsg, UDP GSO) for the exporter,
-//! and the collector's receive buffer and kernel drop count.
+//! UDP sockets beyond what std offers: batched sends (sendmmsg with UDP
+//! GSO) for the exporter, and a collector's receive buffer and the
+//! kernel's drop count.
 
 use std::io;
 use std::net::UdpSocket;
 use std::os::fd::AsRawFd;
-
-/// Calls `handler` on SIGINT and SIGTERM. The handler must only touch
-/// atomics (async-signal-safe).
-pub fn on_stop_signals(handler: extern "C" fn(libc::c_int)) {
-    let handler = handler as libc::sighandler_t;
-    // SAFETY: installing a handler is sound; the handlers this program
-    // passes only store to atomics.
-    unsafe {
-        libc::signal(libc::SIGINT, handler);
-        libc::signal(libc::SIGTERM, handler);
-    }
-}
-
-/// Restores SIGPIPE's default action (end quietly when the reader of our
-/// stdout goes away), as Unix filters do.
-pub fn default_sigpipe() {
-    // SAFETY: sets a default disposition; called before threads exist.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-}
-
-/// Sends SIGTERM to a process this program started.
-pub fn terminate(pid: u32) {
-    // SAFETY: kill(2) has no memory effects; the pid is our unreaped child.
-    unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
-}
-
-pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-/// A hint to load `value`'s cache line.
-#[inline]
-pub fn prefetch<T>(value: &T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: prefetch is a hint on a valid reference; it never faults.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch((value as *const T).cast::<i8>(), std::arch::x86_64::_MM_HINT_T0)
-    };
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = value;
-}
-
-/// Asks the kernel to back `[start, start + len)` with transparent huge
-/// pages (where enabled as `madvise`): big flow tables then cost far fewer
-/// TLB misses. Call before the memory is first touched.
-pub fn advise_huge_pages(start: *const u8, len: usize) {
-    const HUGE: usize = 2 << 20;
-    let first = (start as usize).div_ceil(HUGE) * HUGE;
-    let end = (start as usize + len) / HUGE * HUGE;
-    if end > first {
-        // SAFETY: madvise only changes how the kernel backs these pages,
-        // which lie inside an allocation the caller owns.
-        unsafe { libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_HUGEPAGE) };
-    }
-}
 
 /// Up to this many datagrams per sendmmsg(2).
 pub const BATCH: usize = 64;
@@ -105,8 +48,28 @@ impl BatchSender {
             iovec.iov_base = payload.as_ptr() as *mut libc::c_void;
             iovec.iov_len = payload.len();
         }
-        // (first payload, payload count) of each message.
         let mut runs = [(0usize, 0usize); BATCH];
+        let run_count = self.plan_runs(payloads, &mut runs);
+        let runs = runs.get(..run_count).unwrap_or(&[]);
+        let mut controls = [SegmentCmsg([0; 32]); BATCH];
+        // SAFETY: mmsghdr is a plain C struct; all-zero is a valid value.
+        let mut headers: [libc::mmsghdr; BATCH] = unsafe { std::mem::zeroed() };
+        for ((header, control), &(first, n)) in headers.iter_mut().zip(controls.iter_mut()).zip(runs) {
+            let Some(iov) = iovecs.get_mut(first) else { continue };
+            header.msg_hdr.msg_iov = iov;
+            header.msg_hdr.msg_iovlen = n;
+            if n > 1 {
+                let segment = payloads.get(first).map_or(0, |p| p.len()) as u16;
+                set_segment_size(&mut header.msg_hdr, control, segment);
+            }
+        }
+        self.send_messages(payloads, runs, &mut headers)
+    }
+
+    /// Cuts `payloads` into messages, `(first payload, payload count)`
+    /// each: runs of equal length while GSO is on, else one per payload.
+    /// Returns the number of messages.
+    fn plan_runs(&self, payloads: &[&[u8]], runs: &mut [(usize, usize); BATCH]) -> usize {
         let mut run_count = 0;
         let mut i = 0;
         while i < payloads.len() {
@@ -126,30 +89,17 @@ impl BatchSender {
             run_count += 1;
             i += n;
         }
-        let runs = runs.get(..run_count).unwrap_or(&[]);
-        let mut controls = [SegmentCmsg([0; 32]); BATCH];
-        // SAFETY: mmsghdr is a plain C struct; all-zero is a valid value.
-        let mut headers: [libc::mmsghdr; BATCH] = unsafe { std::mem::zeroed() };
-        for ((header, control), &(first, n)) in headers.iter_mut().zip(controls.iter_mut()).zip(runs) {
-            let Some(iov) = iovecs.get_mut(first) else { continue };
-            header.msg_hdr.msg_iov = iov;
-            header.msg_hdr.msg_iovlen = n;
-            if n > 1 {
-                let segment = payloads.get(first).map_or(0, |p| p.len()) as u16;
-                let cmsg = control.0.as_mut_ptr().cast::<libc::cmsghdr>();
-                // SAFETY: `control` is 32 bytes, 8-aligned: room for one
-                // cmsghdr (16 bytes) and its u16 at CMSG_DATA; CMSG_LEN and
-                // CMSG_SPACE only compute sizes.
-                unsafe {
-                    (*cmsg).cmsg_level = libc::SOL_UDP;
-                    (*cmsg).cmsg_type = libc::UDP_SEGMENT;
-                    (*cmsg).cmsg_len = libc::CMSG_LEN(2) as usize;
-                    libc::CMSG_DATA(cmsg).cast::<u16>().write_unaligned(segment);
-                    header.msg_hdr.msg_controllen = libc::CMSG_SPACE(2) as usize;
-                }
-                header.msg_hdr.msg_control = control.0.as_mut_ptr().cast();
-            }
-        }
+        run_count
+    }
+
+    /// Hands the messages to the kernel until each was accepted or failed;
+    /// returns the payloads accepted.
+    fn send_messages(
+        &mut self,
+        payloads: &[&[u8]],
+        runs: &[(usize, usize)],
+        headers: &mut [libc::mmsghdr; BATCH],
+    ) -> usize {
         let mut accepted = 0;
         let mut next = 0;
         let mut refused_retries = 0;
@@ -191,59 +141,21 @@ impl BatchSender {
     }
 }
 
-/// The global allocator: the system's, counting what worker lcores allocate
-/// while they forward (`on_packet_path`), so that a run can prove that the
-/// packet path allocates nothing.
-pub struct CountingAllocator;
-
-static PACKET_PATH_ALLOCATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-thread_local! {
-    static ON_PACKET_PATH: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Marks the calling thread as on (or off) the packet path.
-pub fn on_packet_path(on: bool) {
-    ON_PACKET_PATH.with(|flag| flag.set(on));
-}
-
-/// Allocations made on the packet path so far.
-pub fn packet_path_allocations() -> u64 {
-    PACKET_PATH_ALLOCATIONS.load(std::sync::atomic::Ordering::Relaxed)
-}
-
-fn count() {
-    // try_with: during thread teardown the flag may be gone.
-    if ON_PACKET_PATH.try_with(|flag| flag.get()).unwrap_or(false) {
-        PACKET_PATH_ALLOCATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+/// Makes `header` a UDP GSO message of `segment`-byte datagrams, its
+/// control message written into `control`.
+fn set_segment_size(header: &mut libc::msghdr, control: &mut SegmentCmsg, segment: u16) {
+    let cmsg = control.0.as_mut_ptr().cast::<libc::cmsghdr>();
+    // SAFETY: `control` is 32 bytes, 8-aligned: room for one cmsghdr (16
+    // bytes) and its u16 at CMSG_DATA; CMSG_LEN and CMSG_SPACE only compute
+    // sizes.
+    unsafe {
+        (*cmsg).cmsg_level = libc::SOL_UDP;
+        (*cmsg).cmsg_type = libc::UDP_SEGMENT;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(2) as usize;
+        libc::CMSG_DATA(cmsg).cast::<u16>().write_unaligned(segment);
+        header.msg_controllen = libc::CMSG_SPACE(2) as usize;
     }
-}
-
-// SAFETY: every call is forwarded unchanged to the system allocator; the
-// counting touches only an atomic and a const-initialised thread-local.
-unsafe impl std::alloc::GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
-        count();
-        // SAFETY: the caller's layout contract is passed on as it is.
-        unsafe { std::alloc::System.alloc(layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
-        count();
-        // SAFETY: as above.
-        unsafe { std::alloc::System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
-        count();
-        // SAFETY: as above; ptr came from this allocator (the system's).
-        unsafe { std::alloc::System.realloc(ptr, layout, new_size) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
-        // SAFETY: as above.
-        unsafe { std::alloc::System.dealloc(ptr, layout) }
-    }
+    header.msg_control = control.0.as_mut_ptr().cast();
 }
 
 /// Sets an int socket option.

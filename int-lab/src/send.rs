@@ -1,5 +1,5 @@
-//! `int-node send`: real kernel UDP traffic at a steady rate from a fixed
-//! source port (one flow), for labs: `ip netns exec client int-node send
+//! `int-lab send`: real kernel UDP traffic at a steady rate from a fixed
+//! source port (one flow), for labs: `ip netns exec client int-lab send
 //! --to 10.10.0.2:5002 --packets 20000 --rate 4000`.
 
 use std::net::UdpSocket;

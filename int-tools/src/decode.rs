@@ -1,4 +1,4 @@
-//! `int-node decode FILE.pcap`: every packet, with its INT block (any shim
+//! `int-tools decode FILE.pcap`: every packet, with its INT block (any shim
 //! Type, any hop count, each hop's words named by the instruction bits) and
 //! every report kind (Host-INT latency and Drop-Summary, with or without the
 //! sink id word; Telemetry Report 0.5 NProto 0-2). Malformed packets are
@@ -18,7 +18,7 @@ use int_core::report::{self, Report, SinkIdWord, DEFAULT_COLLECTOR_PORT};
 use int_core::sink::{self, SinkConfig};
 use serde_json::{json, Map, Value};
 
-use super::pcap;
+use crate::pcap;
 
 #[derive(Debug, Args)]
 pub struct DecodeArgs {

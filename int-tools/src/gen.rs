@@ -1,4 +1,4 @@
-//! `int-node gen`: seeded, reproducible test traffic. N flows of UDP and/or
+//! `int-tools gen`: seeded, reproducible test traffic. N flows of UDP and/or
 //! TCP, a size distribution, TCP options, VLAN tags, a rate (capture-time
 //! spacing), optional loss and reordering, and optionally already
 //! instrumented (as our source would write it) for sink benchmarks.
@@ -13,7 +13,7 @@ use int_core::int05::HopMetadata;
 use int_core::source::{self, SourceConfig};
 use int_core::FrameBuf;
 
-use super::pcap::Writer;
+use crate::pcap::Writer;
 
 #[derive(Debug, Args)]
 pub struct GenArgs {

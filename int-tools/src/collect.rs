@@ -1,4 +1,4 @@
-//! `int-node collect --listen ADDR:PORT`: a small collector. One record per
+//! `int-tools collect --listen ADDR:PORT`: a small collector. One record per
 //! report (what Host-INT's collector prints: sequence, time, type, source
 //! and sink node ids, ports and timestamps, the 5-tuple; for drops the gap
 //! timestamp, flow sequence number and gap count) plus the one-way latency
@@ -8,13 +8,12 @@
 
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, UdpSocket};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Args;
 use int_core::flow::FlowKey;
 
-use crate::dpdk::os;
+use int_os::{signals, udp};
 use int_core::report::{self, Report, SinkIdWord};
 use serde_json::json;
 
@@ -128,11 +127,6 @@ fn reason(error: &int_core::ParseError) -> String {
     format!("{}: {kind}", error.layer())
 }
 
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::SeqCst);
-}
 
 pub fn run(args: &CollectArgs) -> Result<(), String> {
     let mode = match args.sink_id.as_str() {
@@ -143,9 +137,9 @@ pub fn run(args: &CollectArgs) -> Result<(), String> {
     };
     let socket = UdpSocket::bind(&args.listen).map_err(|e| format!("--listen {}: {e}", args.listen))?;
     socket.set_read_timeout(Some(Duration::from_millis(100))).map_err(|e| e.to_string())?;
-    let rcvbuf = os::set_receive_buffer(&socket, args.rcvbuf).map_err(|e| format!("--rcvbuf: {e}"))?;
-    os::socket_drops(&socket).map_err(|e| format!("the kernel's drop count (SO_MEMINFO): {e}"))?;
-    os::on_stop_signals(on_signal);
+    let rcvbuf = udp::set_receive_buffer(&socket, args.rcvbuf).map_err(|e| format!("--rcvbuf: {e}"))?;
+    udp::socket_drops(&socket).map_err(|e| format!("the kernel's drop count (SO_MEMINFO): {e}"))?;
+    signals::catch_stop_signals();
     let local = socket.local_addr().map_err(|e| e.to_string())?;
     eprintln!("collect: listening on {local} (receive buffer {rcvbuf} bytes)");
     let started = Instant::now();
@@ -154,14 +148,14 @@ pub fn run(args: &CollectArgs) -> Result<(), String> {
     let mut senders: BTreeMap<SocketAddr, Sender> = BTreeMap::new();
     let mut totals = Totals::default();
     let mut buf = [0u8; 65536];
-    while !STOP.load(Ordering::SeqCst) {
+    while !int_os::signals::stop_requested() {
         if args.count.is_some_and(|n| totals.received >= n)
             || args.duration.is_some_and(|d| started.elapsed().as_secs_f64() >= d)
         {
             break;
         }
         if args.interval > 0.0 && Instant::now() >= next_summary {
-            totals.kernel_drops = os::socket_drops(&socket).unwrap_or(totals.kernel_drops);
+            totals.kernel_drops = udp::socket_drops(&socket).unwrap_or(totals.kernel_drops);
             print_summary(&flows, &senders, &totals, args.json);
             next_summary = Instant::now() + Duration::from_secs_f64(args.interval);
         }
@@ -198,7 +192,7 @@ pub fn run(args: &CollectArgs) -> Result<(), String> {
         let missing = senders.entry(from).or_default().account(sequence);
         record(&parsed, from, missing, &mut flows, args.json);
     }
-    totals.kernel_drops = os::socket_drops(&socket).unwrap_or(totals.kernel_drops);
+    totals.kernel_drops = udp::socket_drops(&socket).unwrap_or(totals.kernel_drops);
     print_summary(&flows, &senders, &totals, args.json);
     Ok(())
 }

@@ -1,4 +1,4 @@
-//! `int-node lab --topology FILE`: brings a YAML-described lab up (hosts as
+//! `int-lab lab --topology FILE`: brings a YAML-described lab up (hosts as
 //! network namespaces, veth links, int-node processes on `net_af_packet`
 //! vdevs, a collector), runs its scenario with real kernel TCP and UDP
 //! traffic and netem impairments, checks what the reports say against what
@@ -25,7 +25,6 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Args;
@@ -134,11 +133,6 @@ fn default_udp_rate() -> f64 {
     4_000.0
 }
 
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::SeqCst);
-}
 
 fn split(endpoint: &str) -> Result<(&str, &str), String> {
     endpoint.split_once('/').ok_or_else(|| format!("{endpoint:?}: expected host/interface"))
@@ -203,7 +197,7 @@ impl Lab {
 }
 
 fn terminate(child: &mut Child) {
-    crate::dpdk::os::terminate(child.id());
+    int_os::signals::terminate(child.id());
     let deadline = Instant::now() + Duration::from_secs(10);
     while Instant::now() < deadline {
         if let Ok(Some(_)) = child.try_wait() {
@@ -221,7 +215,7 @@ impl Drop for Lab {
             terminate(child);
         }
         if self.keep {
-            eprintln!("lab: left up (int-node lab --down --topology ... tears it down)");
+            eprintln!("lab: left up (int-lab lab --down --topology ... tears it down)");
             return;
         }
         for ns in self.namespaces.iter().rev() {
@@ -245,14 +239,14 @@ impl Checks {
 }
 
 pub fn run(args: &LabArgs) -> Result<(), String> {
-    if !crate::dpdk::os::is_root() {
+    if !int_os::signals::is_root() {
         return Err("the lab creates network namespaces: run it as root".into());
     }
     let text = fs::read_to_string(&args.topology).map_err(|e| format!("{}: {e}", args.topology.display()))?;
     let topology: Topology =
         serde_yaml_ng::from_str(&text).map_err(|e| format!("{}: {e}", args.topology.display()))?;
     let base = args.topology.parent().unwrap_or(Path::new("."));
-    crate::dpdk::os::on_stop_signals(on_signal);
+    int_os::signals::catch_stop_signals();
     let mut lab =
         Lab { prefix: topology.name.clone(), namespaces: Vec::new(), children: Vec::new(), keep: args.keep };
     if args.down {
@@ -294,7 +288,7 @@ fn up(lab: &mut Lab, topology: &Topology, base: &Path, workdir: &Path) -> Result
     for host in &topology.hosts {
         let ns = lab.ns(host);
         if namespace_exists(&ns) {
-            return Err(format!("namespace {ns} exists already (an earlier run kept up?): `int-node lab --down --topology ...` or `ip netns del {ns}`"));
+            return Err(format!("namespace {ns} exists already (an earlier run kept up?): `int-lab lab --down --topology ...` or `ip netns del {ns}`"));
         }
     }
     for host in &topology.hosts {
@@ -362,14 +356,13 @@ fn up(lab: &mut Lab, topology: &Topology, base: &Path, workdir: &Path) -> Result
             )?;
         }
     }
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let exe = exe.to_string_lossy().into_owned();
+    let node_exe = sibling("int-node")?;
     if let Some(collector) = &topology.collector {
         let log = workdir.join("collector.jsonl");
         lab.spawn(
             "collector",
             &collector.host,
-            &[&exe, "collect", "--listen", &collector.listen, "--json", "--interval", "0"],
+            &[&sibling("int-tools")?, "collect", "--listen", &collector.listen, "--json", "--interval", "0"],
             &log,
         )?;
     }
@@ -377,13 +370,13 @@ fn up(lab: &mut Lab, topology: &Topology, base: &Path, workdir: &Path) -> Result
         let config =
             fs::canonicalize(base.join(&node.config)).map_err(|e| format!("{}: {e}", node.config))?;
         let config = config.to_string_lossy().into_owned();
-        sh(&[&exe, "check", "--config", &config])?;
+        sh(&[&node_exe, "check", "--config", &config])?;
         let log = workdir.join(format!("node-{}.log", node.host));
         let stats = workdir.join(format!("node-{}.json", node.host)).to_string_lossy().into_owned();
         lab.spawn(
             &format!("node-{}", node.host),
             &node.host,
-            &[&exe, "run", "--config", &config, "--stats-json", &stats],
+            &[&node_exe, "run", "--config", &config, "--stats-json", &stats],
             &log,
         )?;
         println!("lab: node in {} runs {}", lab.ns(&node.host), node.config);
@@ -401,7 +394,7 @@ fn up(lab: &mut Lab, topology: &Topology, base: &Path, workdir: &Path) -> Result
 fn wait(duration: Duration) -> Result<(), String> {
     let deadline = Instant::now() + duration;
     while Instant::now() < deadline {
-        if STOP.load(Ordering::SeqCst) {
+        if int_os::signals::stop_requested() {
             return Err("interrupted".into());
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -435,7 +428,17 @@ fn addr_of(lab: &Lab, endpoint: &str, topology: &Topology) -> Result<String, Str
         .ok_or_else(|| format!("{endpoint} has no address in {}", lab.prefix))
 }
 
-/// `int-node send` in `host`: one flow of 200-byte UDP datagrams.
+/// The path of another of the workspace's programs, built beside this one.
+fn sibling(program: &str) -> Result<String, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let path = exe.with_file_name(program);
+    if !path.is_file() {
+        return Err(format!("{} not found: build the workspace (cargo build --workspace)", path.display()));
+    }
+    Ok(path.to_string_lossy().into_owned())
+}
+
+/// `int-lab send` in `host`: one flow of 200-byte UDP datagrams.
 fn send_udp(lab: &Lab, host: &str, from: &str, to: &str, packets: u64, rate: f64) -> Result<(), String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?.to_string_lossy().into_owned();
     let (packets, rate) = (packets.to_string(), rate.to_string());
@@ -602,7 +605,7 @@ fn scenario(lab: &mut Lab, topology: &Topology, workdir: &Path) -> Result<Checks
         let deadline = Instant::now() + Duration::from_secs(60);
         while server_nc.try_wait().ok().flatten().is_none()
             && Instant::now() < deadline
-            && !STOP.load(Ordering::SeqCst)
+            && !int_os::signals::stop_requested()
         {
             std::thread::sleep(Duration::from_millis(50));
         }

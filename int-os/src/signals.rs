@@ -1,0 +1,44 @@
+//! Signals and the processes this program starts.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+static STOP_REQUESTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_stop_signal(_: libc::c_int) {
+    STOP_REQUESTED.store(true, Ordering::SeqCst);
+}
+
+/// From now on SIGINT and SIGTERM do not end the process: they set the flag
+/// [`stop_requested`] reads, so that the program can stop in order.
+pub fn catch_stop_signals() {
+    let handler = on_stop_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    // SAFETY: installing a handler is sound; this one only stores to an
+    // atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGINT, handler);
+        libc::signal(libc::SIGTERM, handler);
+    }
+}
+
+/// Whether SIGINT or SIGTERM came since [`catch_stop_signals`].
+pub fn stop_requested() -> bool {
+    STOP_REQUESTED.load(Ordering::SeqCst)
+}
+
+/// Restores SIGPIPE's default action (end quietly when the reader of our
+/// stdout goes away), as Unix filters do.
+pub fn default_sigpipe() {
+    // SAFETY: sets a default disposition; called before threads exist.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+}
+
+/// Sends SIGTERM to a process this program started.
+pub fn terminate(pid: u32) {
+    // SAFETY: kill(2) has no memory effects; the pid is our unreaped child.
+    unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+}
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}

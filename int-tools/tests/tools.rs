@@ -1,0 +1,190 @@
+//! int-tools on its own: gen is reproducible, decode prints every INT and
+//! report field (golden text, JSON that parses), collect refuses what its
+//! emitter would not write and counts what the kernel drops. None of these
+//! needs DPDK.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
+#[path = "../../tests/common/collector.rs"]
+mod collector;
+#[path = "../../tests/common/files.rs"]
+mod files;
+
+use std::net::UdpSocket;
+use std::path::Path;
+use std::process::Command;
+
+use collector::{drop_summary, summary_of};
+use files::*;
+
+const BIN: &str = env!("CARGO_BIN_EXE_int-tools");
+
+/// Runs an int-tools command in `dir`; asserts it succeeds and returns its
+/// standard output.
+fn int_tools(dir: &Path, args: &[&str]) -> String {
+    let output = Command::new(BIN).args(args).current_dir(dir).output().unwrap();
+    assert!(output.status.success(), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout).unwrap()
+}
+
+fn start_collector(extra: &[&str]) -> (std::process::Child, String) {
+    collector::start_collector(Path::new(BIN), extra)
+}
+
+#[test]
+fn gen_is_seeded_and_reproducible() {
+    let dir = workdir("gen");
+    let args = |out: &str, seed: &str| {
+        vec![
+            "gen",
+            "--out",
+            out,
+            "--packets",
+            "500",
+            "--flows",
+            "10",
+            "--sizes",
+            "imix",
+            "--vlan",
+            "0.2",
+            "--tcp-options",
+            "--seed",
+            seed,
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect::<Vec<_>>()
+    };
+    for (out, seed) in [("a.pcap", "7"), ("b.pcap", "7"), ("c.pcap", "8")] {
+        let a = args(out, seed);
+        int_tools(&dir, &a.iter().map(String::as_str).collect::<Vec<_>>());
+    }
+    let a = read_pcap(&dir.join("a.pcap"));
+    assert_eq!(a, read_pcap(&dir.join("b.pcap")), "same seed, same bytes");
+    assert_ne!(a, read_pcap(&dir.join("c.pcap")), "another seed, other sizes");
+    assert_eq!(a.len(), 500);
+    let vlan = a.iter().filter(|f| f[12..14] == [0x81, 0x00]).count();
+    assert!((50..=150).contains(&vlan), "{vlan} tagged of 500 at 20%");
+    for size in [64, 576, 1500] {
+        assert!(a.iter().any(|f| f.len() == size), "a {size}-byte frame");
+    }
+    // Loss and reordering: fewer packets, sequence numbers out of order.
+    int_tools(
+        &dir,
+        &[
+            "gen",
+            "--out",
+            "lossy.pcap",
+            "--packets",
+            "1000",
+            "--flows",
+            "1",
+            "--proto",
+            "udp",
+            "--instrument",
+            "hostint",
+            "--loss",
+            "0.1",
+            "--reorder",
+            "0.05",
+        ],
+    );
+    let lossy = read_pcap(&dir.join("lossy.pcap"));
+    assert!((850..=950).contains(&lossy.len()), "{} kept of 1000 at 10% loss", lossy.len());
+    let config = int_core::sink::SinkConfig::default();
+    let sequences: Vec<u32> = lossy
+        .iter()
+        .map(|f| int_core::sink::extract(f, &config).unwrap().unwrap().sequence.unwrap())
+        .collect();
+    assert!(sequences.windows(2).any(|w| w[1] < w[0]), "some reordering");
+}
+
+#[test]
+fn decode_golden_text_and_json() {
+    let dir = workdir("decode");
+    int_tools(
+        &dir,
+        &[
+            "gen",
+            "--out",
+            "int.pcap",
+            "--packets",
+            "3",
+            "--flows",
+            "3",
+            "--proto",
+            "mix",
+            "--sizes",
+            "100",
+            "--instrument",
+            "hostint",
+            "--seed",
+            "3",
+        ],
+    );
+    let text = int_tools(&dir, &["decode", "int.pcap"]);
+    let golden = include_str!("golden/decode-hostint.txt");
+    assert_eq!(text, golden, "decode output changed; if on purpose, update tests/golden/decode-hostint.txt");
+    let json = int_tools(&dir, &["decode", "--json", "int.pcap"]);
+    let values: Vec<serde_json::Value> = json.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(values.len(), 3);
+    assert!(values.iter().all(|v| v["kind"] == "int"));
+    assert_eq!(values[2]["flow"]["protocol"], 6, "the third flow is TCP in a mix");
+    assert_eq!(values[0]["int"]["hops"][0]["switch_id"], 0x0a00_0001);
+}
+
+/// A collector trusts nothing: 2000 random datagrams are all refused and
+/// counted by reason; valid reports with forged sequence numbers cannot
+/// push the lost-report count past one window per datagram (and random
+/// ones almost never count at all).
+#[test]
+fn collect_refuses_random_datagrams_and_forged_sequences() {
+    let (child, listen) = start_collector(&["--duration", "4"]);
+    let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for _ in 0..2000 {
+        let len = 1 + (next() % 200) as usize;
+        let datagram: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+        sender.send_to(&datagram, &listen).unwrap();
+        std::thread::sleep(std::time::Duration::from_micros(50));
+    }
+    let forger = UdpSocket::bind("127.0.0.1:0").unwrap();
+    for _ in 0..1000 {
+        forger.send_to(&drop_summary(next() as u32, 1), &listen).unwrap();
+        std::thread::sleep(std::time::Duration::from_micros(50));
+    }
+    let summary = summary_of(child);
+    assert_eq!(summary["reports"], 3000);
+    assert_eq!(summary["malformed"], 2000, "{summary}");
+    let reasons = summary["malformed_by_reason"].as_object().unwrap();
+    assert!(reasons.len() >= 3, "{reasons:?}");
+    let lost = summary["lost_reports"].as_u64().unwrap();
+    assert!(lost < 20_000, "forged sequence numbers claimed {lost} lost reports");
+    assert!(summary["sequence_resyncs"].as_u64().unwrap() > 900, "{summary}");
+}
+
+/// A burst of 100,000 reports into a small receive buffer: what the kernel
+/// dropped is counted (SO_MEMINFO), and received + dropped = sent.
+#[test]
+fn collect_counts_what_the_kernel_drops() {
+    let (child, listen) = start_collector(&["--duration", "5", "--rcvbuf", "16384"]);
+    let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let sent = 100_000u32;
+    for sequence in 1..=sent {
+        sender.send_to(&drop_summary(sequence, 1), &listen).unwrap();
+    }
+    let summary = summary_of(child);
+    let received = summary["reports"].as_u64().unwrap();
+    let dropped = summary["kernel_drops"].as_u64().unwrap();
+    assert!(dropped > 0, "{summary}");
+    assert_eq!(received + dropped, u64::from(sent), "{summary}");
+    assert_eq!(summary["malformed"], 0);
+    // The lost reports the sequence numbers show are the kernel's drops
+    // (those before the last report received).
+    assert!(summary["lost_reports"].as_u64().unwrap() <= dropped, "{summary}");
+}
