@@ -38,7 +38,10 @@ fn two_processes_share_one_clock_and_expire_no_live_flow() {
     let seconds: u64 = std::env::var("INT_NODE_CLOCK_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(6);
     let dir = workdir("clock");
     let packets = FLOWS.to_string();
-    int_tools(&dir, &["gen", "--out", "in.pcap", "--packets", &packets, "--flows", &packets, "--sizes", "64"]);
+    int_tools(
+        &dir,
+        &["gen", "--out", "in.pcap", "--packets", &packets, "--flows", &packets, "--sizes", "64"],
+    );
     let socket = dir.join("memif.sock");
     let _ = std::fs::remove_file(&socket);
     let flows = format!("{{flows: {{capacity: {}}}}}", 2 * FLOWS);

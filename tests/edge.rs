@@ -11,8 +11,8 @@ use std::net::Ipv4Addr;
 
 use common::*;
 use int_core::craft::PacketSpec;
+use int_core::encap::Domain;
 use int_core::report::{self, Report, SinkIdWord};
-use int_core::sink::SinkConfig;
 
 const FORGER: u32 = 0x0bad_beef;
 const OUR_SOURCE: u32 = 0x0a00_0001;
@@ -53,7 +53,7 @@ fn a_source_strips_forged_int_and_keeps_a_dscp_1_mark() {
     assert_eq!(source.counter("source", "foreign_int_stripped"), 1);
     assert_eq!(source.counter("source", "marked_instrumented"), 1);
     assert_eq!(source.counter("source", "instrumented"), 3);
-    retime_after_source(&dir.join("int.pcap"), &SinkConfig::default(), 100_000);
+    retime_after_source(&dir.join("int.pcap"), &Domain::default(), 100_000);
     let collector = Collector::new();
     let clock = "    clock: rx-timestamp\n";
     let sink = run_node(&dir, &node_config("sink", "int.pcap", "out.pcap", clock, Some(&collector.addr())));

@@ -91,7 +91,7 @@ fn udp_extension_latency_reports_carry_the_inner_five_tuple() {
     run_node(&dir, &node_config("source", "in.pcap", "int.pcap", int, None));
     retime_after_source(
         &dir.join("int.pcap"),
-        &int_core::sink::SinkConfig {
+        &int_core::encap::Domain {
             encapsulation: int_core::encap::Encapsulation::ExtensionUdp { port: 33122 },
             tcp_placement: int_core::encap::TcpPlacement::BeforeOptions,
         },

@@ -11,9 +11,9 @@ use std::net::Ipv4Addr;
 
 use common::*;
 use int_core::craft::PacketSpec;
+use int_core::encap::Domain;
 use int_core::encap::{Encapsulation, TcpPlacement};
 use int_core::report::{self, Report, SinkIdWord};
-use int_core::sink::SinkConfig;
 
 /// Frames that are not INT candidates: ARP, ICMP, IPv6, a later fragment.
 fn other_traffic() -> Vec<Vec<u8>> {
@@ -30,7 +30,7 @@ fn other_traffic() -> Vec<Vec<u8>> {
     vec![arp, icmp, ipv6, fragment]
 }
 
-fn chain(name: &str, int_section: &str, source_section: &str, domain: SinkConfig) {
+fn chain(name: &str, int_section: &str, source_section: &str, domain: Domain) {
     let dir = workdir(name);
     let mut frames = mixed_traffic(300, 23, 60);
     for (i, other) in other_traffic().into_iter().enumerate() {
@@ -82,7 +82,7 @@ fn dscp_hostint_chain_restores_every_byte() {
         "dscp-hostint",
         "    int: {encapsulation: int05-over-tcp-udp, dscp: {value: 1, mask: 1}}\n",
         "",
-        SinkConfig::default(),
+        Domain::default(),
     );
 }
 
@@ -92,7 +92,7 @@ fn extension_udp_int05_after_options_chain_restores_every_byte() {
         "udp-int05",
         "    int: {encapsulation: int05-extension-udp, udp_port: 33122, tcp_placement: after-options}\n",
         "    source: {flavour: hostint, instructions: [switch_id, port_ids, ingress_timestamp, egress_timestamp, hop_latency]}\n",
-        SinkConfig {
+        Domain {
             encapsulation: Encapsulation::ExtensionUdp { port: 33122 },
             tcp_placement: TcpPlacement::AfterOptions,
         },
@@ -130,7 +130,7 @@ fn max_hop_count_reached_sets_e_in_the_report() {
     let second = run_node(&dir, &node_config("transit", "t1.pcap", "t2.pcap", "", None));
     assert_eq!(second.counter("transit", "max_hop_reached"), 60);
     // However long the four runs took, the sink measures 200 us.
-    retime_after_source(&dir.join("t2.pcap"), &SinkConfig::default(), 200_000);
+    retime_after_source(&dir.join("t2.pcap"), &Domain::default(), 200_000);
     let collector = Collector::new();
     let clock = "    clock: rx-timestamp\n";
     run_node(&dir, &node_config("sink", "t2.pcap", "out.pcap", clock, Some(&collector.addr())));

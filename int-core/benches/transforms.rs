@@ -9,9 +9,10 @@ use std::net::Ipv4Addr;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use int_core::craft::PacketSpec;
+use int_core::encap::Domain;
 use int_core::int05::{HopMetadata, ShapeCache};
 use int_core::report::{LatencyReport, ReportHeaderRepr, ReportProfile};
-use int_core::sink::{self, SinkConfig};
+use int_core::sink;
 use int_core::source::{self, SourceConfig};
 use int_core::transit::{self, TransitConfig};
 use int_core::FrameBuf;
@@ -38,8 +39,8 @@ fn transforms(c: &mut Criterion) {
     let mut group = c.benchmark_group("int-core");
     group.throughput(Throughput::Elements(1));
     let source_config = SourceConfig::host_int(9000);
-    let transit_config = TransitConfig { domain: SinkConfig::default(), max_ip_len: 9000 };
-    let sink_config = SinkConfig::default();
+    let transit_config = TransitConfig { domain: Domain::default(), max_ip_len: 9000 };
+    let sink_config = Domain::default();
     let hop = HopMetadata::host_int(7, 2, 123_456);
     let template = source::Template::new(&source_config, &hop).unwrap();
     let header = ReportHeaderRepr::latency(0, 1_700_000_000, 0);

@@ -8,10 +8,11 @@ use std::net::Ipv4Addr;
 use std::path::Path;
 
 use int_core::craft::PacketSpec;
+use int_core::encap::Domain;
 use int_core::encap::{Encapsulation, TcpPlacement};
 use int_core::int05::{HopMetadata, Instructions, ShimType};
 use int_core::report::{LatencyReport, ReportHeaderRepr, ReportProfile};
-use int_core::sink::{self, SinkConfig};
+use int_core::sink;
 use int_core::source::{self, SourceConfig, TailStyle};
 use int_core::transit::{self, TransitConfig};
 use int_core::FrameBuf;
@@ -23,7 +24,7 @@ fn instrument(frame: &[u8], config: &SourceConfig, hops: usize) -> Vec<u8> {
     let mut view = FrameBuf::new(&mut buffer, 256, frame.len()).unwrap();
     source::insert(&mut view, &plan, config, 42, &HopMetadata::host_int(1, 1, 1000)).unwrap();
     let transit_config = TransitConfig {
-        domain: SinkConfig { encapsulation: config.encapsulation, tcp_placement: config.tcp_placement },
+        domain: Domain { encapsulation: config.encapsulation, tcp_placement: config.tcp_placement },
         max_ip_len: 9000,
     };
     for hop in 0..hops {
@@ -67,8 +68,8 @@ fn main() {
     let mut reports = Vec::new();
     for frame in &frames {
         for config in [
-            SinkConfig::default(),
-            SinkConfig {
+            Domain::default(),
+            Domain {
                 encapsulation: Encapsulation::ExtensionUdp { port: 33122 },
                 tcp_placement: TcpPlacement::BeforeOptions,
             },

@@ -27,6 +27,7 @@ pub mod int05;
 pub mod latency;
 pub mod locate;
 pub mod loss;
+pub mod names;
 pub mod report;
 pub mod sink;
 pub mod source;

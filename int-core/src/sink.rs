@@ -22,7 +22,7 @@
 
 use crate::carrier::{self, Carrier};
 use crate::checksum;
-use crate::encap::{Encapsulation, TcpPlacement, EXTENSION_UDP_LEN};
+use crate::encap::{Domain, Encapsulation, EXTENSION_UDP_LEN};
 use crate::error::{Layer, ParseError};
 use crate::flow::FlowKey;
 use crate::frame::FrameBuf;
@@ -30,13 +30,6 @@ use crate::int05::tail::HEADER_LEN as TAIL_LEN;
 use crate::int05::{MetadataHeaderRepr, ShapeCache, ShimType, SourceHop, Tail, TailRepr};
 use crate::locate::{self, Ipv4Location, L4};
 use crate::source::flow_key;
-
-/// What a sink (or transit hop) must agree on with the source.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct SinkConfig {
-    pub encapsulation: Encapsulation,
-    pub tcp_placement: TcpPlacement,
-}
 
 /// An INT packet found in a frame, with everything the sink needs after the
 /// bytes are gone.
@@ -135,7 +128,7 @@ pub enum Arrival {
 /// of this domain (forward as it is). `Err`: it is marked as INT and
 /// carries an INT shim, but the headers or the block lie (the node applies
 /// its malformed policy).
-pub fn extract(frame: &[u8], config: &SinkConfig) -> Result<Option<Extracted>, ParseError> {
+pub fn extract(frame: &[u8], config: &Domain) -> Result<Option<Extracted>, ParseError> {
     extract_with(frame, config, &mut ShapeCache::default())
 }
 
@@ -144,7 +137,7 @@ pub fn extract(frame: &[u8], config: &SinkConfig) -> Result<Option<Extracted>, P
 #[inline(always)]
 pub fn extract_with(
     frame: &[u8],
-    config: &SinkConfig,
+    config: &Domain,
     shapes: &mut ShapeCache,
 ) -> Result<Option<Extracted>, ParseError> {
     Ok(match classify(frame, config, shapes)? {
@@ -158,7 +151,7 @@ pub fn extract_with(
 /// Always inlined into the node's packet loop: called instead, a stage
 /// was 8-10% slower at 64 B (measured with the earlier lookahead loops).
 #[inline(always)]
-pub fn classify(frame: &[u8], config: &SinkConfig, shapes: &mut ShapeCache) -> Result<Arrival, ParseError> {
+pub fn classify(frame: &[u8], config: &Domain, shapes: &mut ShapeCache) -> Result<Arrival, ParseError> {
     let (ip, l4) = match locate::common(frame) {
         Some((ip, l4)) if is_marked(&ip, config) => (ip, l4),
         Some(_) => return Ok(Arrival::NotInt),
@@ -274,7 +267,7 @@ fn check_inner_l4(frame: &[u8], protocol: u8, at: usize, ip: &Ipv4Location) -> R
 
 /// Whether the IPv4 header announces INT of this domain.
 #[inline(always)]
-fn is_marked(ip: &Ipv4Location, config: &SinkConfig) -> bool {
+fn is_marked(ip: &Ipv4Location, config: &Domain) -> bool {
     match config.encapsulation {
         Encapsulation::OverTcpUdp { .. } => {
             config.encapsulation.tos_is_marked(ip.tos)
@@ -291,7 +284,7 @@ fn is_marked(ip: &Ipv4Location, config: &SinkConfig) -> bool {
 /// first fragments; stripping restores its original length, so the later
 /// fragments line up again); later fragments have no L4 header.
 #[inline(never)]
-fn walk(frame: &[u8], config: &SinkConfig) -> Option<(Ipv4Location, L4)> {
+fn walk(frame: &[u8], config: &Domain) -> Option<(Ipv4Location, L4)> {
     let ip = locate::ipv4(frame).ok()??;
     if ip.fragment_offset != 0 || !is_marked(&ip, config) {
         return None;
@@ -333,7 +326,7 @@ pub(crate) fn shift(error: ParseError, base: usize) -> ParseError {
 /// Always inlined into the node's packet loop: called instead, a stage
 /// was 8-10% slower at 64 B (measured with the earlier lookahead loops).
 #[inline(always)]
-pub fn strip(frame: &mut FrameBuf<'_>, found: &Extracted, config: &SinkConfig) -> Option<usize> {
+pub fn strip(frame: &mut FrameBuf<'_>, found: &Extracted, config: &Domain) -> Option<usize> {
     let ip = found.ip;
     if found.remove_at + found.remove_len > ip.end || ip.end > frame.len() {
         return None;

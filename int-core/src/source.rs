@@ -46,7 +46,10 @@ pub struct SourceConfig {
 }
 
 /// What a source writes in the INT tail.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, strum::EnumString, strum::VariantNames, strum::Display,
+)]
+#[strum(serialize_all = "lowercase")]
 pub enum TailStyle {
     /// As Host-INT's source: zeros in the DSCP encapsulation, the original
     /// protocol alone in the UDP one. Host-INT's sink takes the tail to add

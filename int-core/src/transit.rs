@@ -10,20 +10,21 @@ use zerocopy::FromBytes;
 
 use crate::carrier;
 use crate::checksum;
+use crate::encap::Domain;
 use crate::error::ParseError;
 use crate::frame::FrameBuf;
 use crate::int05::{HopMetadata, IntBlock, MetadataHeader, ShapeCache};
-use crate::sink::{self, SinkConfig};
+use crate::sink;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TransitConfig {
-    pub domain: SinkConfig,
+    pub domain: Domain,
     /// The largest IPv4 Total Length allowed after the push.
     pub max_ip_len: u16,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Pushed {
+pub enum Outcome {
     /// The hop's metadata is on the stack; this many bytes were added.
     Pushed(usize),
     /// Total Hop Count had reached Max Hop Count: E is set, nothing pushed.
@@ -33,7 +34,7 @@ pub enum Pushed {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Skip {
+pub enum NotPushed {
     NotInt,
     TooBig,
     NoHeadroom,
@@ -42,7 +43,11 @@ pub enum Skip {
 
 /// Pushes `hop` onto the packet's stack, or sets E, or leaves a
 /// Destination-type block alone.
-pub fn push(frame: &mut FrameBuf<'_>, config: &TransitConfig, hop: &HopMetadata) -> Result<Pushed, Skip> {
+pub fn push(
+    frame: &mut FrameBuf<'_>,
+    config: &TransitConfig,
+    hop: &HopMetadata,
+) -> Result<Outcome, NotPushed> {
     push_with(frame, config, hop, &mut ShapeCache::default())
 }
 
@@ -54,12 +59,12 @@ pub fn push_with(
     config: &TransitConfig,
     hop: &HopMetadata,
     shapes: &mut ShapeCache,
-) -> Result<Pushed, Skip> {
+) -> Result<Outcome, NotPushed> {
     let found = sink::extract_with(frame.frame(), &config.domain, shapes)
-        .map_err(Skip::Malformed)?
-        .ok_or(Skip::NotInt)?;
+        .map_err(NotPushed::Malformed)?
+        .ok_or(NotPushed::NotInt)?;
     if !found.shim_type.is_hop_by_hop() {
-        return Ok(Pushed::DestinationOnly);
+        return Ok(Outcome::DestinationOnly);
     }
     let header_at = found.block_at + crate::int05::shim::HEADER_LEN;
     let carrier_len = found.carrier_len;
@@ -73,26 +78,26 @@ pub fn push_with(
         }
         let new_word = crate::bytes::be16(bytes, header_at);
         found.carrier.update(bytes, carrier_len, carrier_len, u32::from(old_word), u32::from(new_word));
-        return Ok(Pushed::MaxHopReached);
+        return Ok(Outcome::MaxHopReached);
     }
     let hop_len = found.header.instructions.hop_len();
     let ip = found.ip;
     if found.block_len + hop_len > crate::int05::MAX_BLOCK_LEN {
-        return Err(Skip::TooBig);
+        return Err(NotPushed::TooBig);
     }
     let old_total = ip.end - ip.l3;
     if old_total + hop_len > usize::from(config.max_ip_len)
         || usize::from(carrier_len) + hop_len > usize::from(u16::MAX)
     {
-        return Err(Skip::TooBig);
+        return Err(NotPushed::TooBig);
     }
     let stack_at = found.block_at + IntBlock::STACK_OFFSET;
     if !frame.open_gap(stack_at, hop_len) {
-        return Err(Skip::NoHeadroom);
+        return Err(NotPushed::NoHeadroom);
     }
     let bytes = frame.frame_mut();
     hop.emit(found.header.instructions, bytes.get_mut(stack_at..).unwrap_or(&mut []))
-        .map_err(Skip::Malformed)?;
+        .map_err(NotPushed::Malformed)?;
     let hop_sum = checksum::sum(0, bytes.get(stack_at..stack_at + hop_len).unwrap_or(&[]));
     // The shim Length word and the Max/Total Hop Count word change.
     let length_at = found.block_at + 2;
@@ -110,5 +115,5 @@ pub fn push_with(
     let protocol = bytes.get(ip.l3 + 9).copied().unwrap_or(0);
     carrier::rewrite_ipv4(bytes, ip.l3, ip.tos, (old_total + hop_len) as u16, protocol);
     found.carrier.update(bytes, carrier_len, carrier_len + hop_len as u16, old_words, new_words + hop_sum);
-    Ok(Pushed::Pushed(hop_len))
+    Ok(Outcome::Pushed(hop_len))
 }

@@ -8,12 +8,12 @@ use std::net::Ipv4Addr;
 
 use common::*;
 use int_core::craft::PacketSpec;
+use int_core::encap::Domain;
 use int_core::encap::{Encapsulation, TcpPlacement};
 use int_core::int05::{Instructions, ShimType};
 use int_core::report::{self, LatencyReport, ReportHeaderRepr, ReportProfile, SinkIdWord};
-use int_core::sink::SinkConfig;
 use int_core::source::{self, Skip, SourceConfig, TailStyle};
-use int_core::transit::{Pushed, TransitConfig};
+use int_core::transit::{Outcome, TransitConfig};
 
 fn addr(last: u8) -> Ipv4Addr {
     Ipv4Addr::new(10, 0, 0, last)
@@ -90,7 +90,7 @@ fn int05_spec_tcp_example() {
     let at_source = run_source(&original, &config, 0);
     let transit = TransitConfig { domain: domain(&config), max_ip_len: 1500 };
     let (hop1, pushed) = run_transit(&at_source, &transit, 1);
-    assert_eq!(pushed, Pushed::Pushed(8));
+    assert_eq!(pushed, Outcome::Pushed(8));
     let (hop2, _) = run_transit(&hop1, &transit, 2);
     assert_eq!(hop2[15] >> 2, 0x17, "DSCP 0x17");
     let block = &hop2[54..86];
@@ -302,9 +302,9 @@ fn max_hop_count_sets_e_and_pushes_nothing() {
     let transit = TransitConfig { domain: domain(&config), max_ip_len: 1500 };
     let at_source = run_source(&original, &config, 1);
     let (one, pushed) = run_transit(&at_source, &transit, 7);
-    assert_eq!(pushed, Pushed::Pushed(16));
+    assert_eq!(pushed, Outcome::Pushed(16));
     let (two, pushed) = run_transit(&one, &transit, 8);
-    assert_eq!(pushed, Pushed::MaxHopReached);
+    assert_eq!(pushed, Outcome::MaxHopReached);
     assert_eq!(two.len(), one.len());
     assert_eq!(two[42 + 4] & 0x01, 1, "E bit");
     verify_checksums(&two).unwrap();
@@ -326,7 +326,7 @@ fn host_int_tail_clears_mark_instead_of_restoring() {
     // Rewrite the tail to zeros, fixing the UDP checksum by recomputing.
     out[tail_at..tail_at + 4].copy_from_slice(&[0, 0, 0, 0]);
     out[40..42].copy_from_slice(&[0, 0]);
-    let (restored, _) = run_sink(&out, &SinkConfig::default());
+    let (restored, _) = run_sink(&out, &Domain::default());
     assert_eq!(restored[15], 0xa2, "mark bit cleared, ECN kept");
     assert_eq!(&restored[40..42], &[0, 0], "a zero UDP checksum stays zero");
 }

@@ -5,23 +5,24 @@
 mod common;
 
 use common::Buffer;
+use int_core::encap::Domain;
 use int_core::encap::{Encapsulation, TcpPlacement};
 use int_core::int05::{HopMetadata, IntBlock, Tail};
 use int_core::report::{self, SinkIdWord};
-use int_core::sink::{self, SinkConfig};
+use int_core::sink;
 use int_core::source::{self, SourceConfig};
 use int_core::transit::{self, TransitConfig};
 use int_core::wire::{EthernetRepr, Ipv4Repr, TcpRepr, UdpRepr};
 use proptest::prelude::*;
 
-fn domains() -> [SinkConfig; 3] {
+fn domains() -> [Domain; 3] {
     [
-        SinkConfig::default(),
-        SinkConfig {
+        Domain::default(),
+        Domain {
             encapsulation: Encapsulation::ExtensionUdp { port: 33122 },
             tcp_placement: TcpPlacement::BeforeOptions,
         },
-        SinkConfig {
+        Domain {
             encapsulation: Encapsulation::OverTcpUdp { dscp_value: 0x17, dscp_mask: 0x3f },
             tcp_placement: TcpPlacement::AfterOptions,
         },

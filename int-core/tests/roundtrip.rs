@@ -15,7 +15,7 @@ use int_core::encap::{Encapsulation, TcpPlacement};
 use int_core::int05::{Instructions, ShapeCache, ShimType};
 use int_core::sink;
 use int_core::source::{self, SourceConfig, TailStyle};
-use int_core::transit::{self, Pushed, TransitConfig};
+use int_core::transit::{self, Outcome, TransitConfig};
 use proptest::prelude::*;
 
 const MTU: u16 = 1500;
@@ -114,12 +114,12 @@ proptest! {
         for node in 0..transits {
             let (next, pushed) = run_transit(&packet, &transit, node as u32 + 100);
             match pushed {
-                Pushed::Pushed(n) => {
+                Outcome::Pushed(n) => {
                     prop_assert_eq!(n, config.instructions.hop_len());
                     hops += 1;
                 }
-                Pushed::MaxHopReached => prop_assert_eq!(hops, config.max_hop_cnt),
-                Pushed::DestinationOnly => prop_assert!(false, "source writes hop-by-hop types"),
+                Outcome::MaxHopReached => prop_assert_eq!(hops, config.max_hop_cnt),
+                Outcome::DestinationOnly => prop_assert!(false, "source writes hop-by-hop types"),
             }
             prop_assert_eq!(verify_checksums(&next), Ok(()));
             prop_assert_eq!(etherparse_verdict(&next), Ok(()));

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use int_core::sink::SinkConfig;
+use int_core::encap::Domain;
 use int_core::source::{SourceConfig, Template};
 use int_core::transit::TransitConfig;
 
@@ -48,7 +48,6 @@ pub enum RunError {
 
 /// A port's name, basic counters and driver xstats.
 type NamedPortStats = (String, PortStats, Vec<(String, u64)>);
-
 
 pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
     int_os::signals::catch_stop_signals();
@@ -160,7 +159,7 @@ pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
             }
             ClockSource::Host => None,
         };
-        let domain = SinkConfig { encapsulation: p.encapsulation, tcp_placement: p.tcp_placement };
+        let domain = Domain { encapsulation: p.encapsulation, tcp_placement: p.tcp_placement };
         let stage = match (p.role, &p.source, &p.sink) {
             (Role::Forward, _, _) => Stage::Forward,
             (Role::Source, Some(s), _) => {

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use int_core::flow::FlowKey;
 
-use int_os::{signals, udp};
 use int_core::report::{self, Report, SinkIdWord};
+use int_os::{signals, udp};
 use serde_json::json;
 
 #[derive(Debug, Args)]
@@ -126,7 +126,6 @@ fn reason(error: &int_core::ParseError) -> String {
     };
     format!("{}: {kind}", error.layer())
 }
-
 
 pub fn run(args: &CollectArgs) -> Result<(), String> {
     let mode = match args.sink_id.as_str() {

@@ -11,11 +11,13 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use int_core::encap::{Encapsulation, TcpPlacement};
+use int_core::encap::Domain;
+use int_core::encap::{DscpMatch, Encapsulation, TcpPlacement};
 use int_core::int05::{instruction, HopMetadata, Instructions, IntBlock};
 use int_core::locate::{self, L4};
+use int_core::names::parse_name;
 use int_core::report::{self, Report, SinkIdWord, DEFAULT_COLLECTOR_PORT};
-use int_core::sink::{self, SinkConfig};
+use int_core::sink;
 use serde_json::{json, Map, Value};
 
 use crate::pcap;
@@ -28,35 +30,23 @@ pub struct DecodeArgs {
     pub json: bool,
     /// DSCP value and mask marking INT (INT_05_OVER_TCP_UDP), as value/mask.
     #[arg(long, default_value = "1/1")]
-    pub dscp: String,
+    pub dscp: DscpMatch,
     /// UDP port of INT_05_EXTENSION_UDP.
     #[arg(long, default_value_t = int_core::encap::DEFAULT_EXTENSION_PORT)]
     pub udp_port: u16,
     /// before-options (Host-INT) or after-options (INT 0.5).
-    #[arg(long, default_value = "before-options")]
-    pub tcp_placement: String,
+    #[arg(long, default_value = "before-options", value_parser = parse_name::<TcpPlacement>)]
+    pub tcp_placement: TcpPlacement,
     /// UDP destination port of telemetry reports.
     #[arg(long, default_value_t = DEFAULT_COLLECTOR_PORT)]
     pub report_port: u16,
 }
 
 pub fn run(args: &DecodeArgs) -> Result<(), String> {
-    let (value, mask) = args
-        .dscp
-        .split_once('/')
-        .and_then(|(v, m)| Some((parse_u8(v)?, parse_u8(m)?)))
-        .ok_or_else(|| format!("--dscp {:?}: use VALUE/MASK, e.g. 1/1", args.dscp))?;
-    let tcp_placement = match args.tcp_placement.as_str() {
-        "before-options" => TcpPlacement::BeforeOptions,
-        "after-options" => TcpPlacement::AfterOptions,
-        other => return Err(format!("--tcp-placement {other:?}: before-options or after-options")),
-    };
+    let tcp_placement = args.tcp_placement;
     let domains = [
-        SinkConfig {
-            encapsulation: Encapsulation::OverTcpUdp { dscp_value: value, dscp_mask: mask },
-            tcp_placement,
-        },
-        SinkConfig { encapsulation: Encapsulation::ExtensionUdp { port: args.udp_port }, tcp_placement },
+        Domain { encapsulation: args.dscp.encapsulation(), tcp_placement },
+        Domain { encapsulation: Encapsulation::ExtensionUdp { port: args.udp_port }, tcp_placement },
     ];
     let frames = pcap::read_all(&args.file)?;
     for (index, (time_ns, frame)) in frames.iter().enumerate() {
@@ -70,21 +60,8 @@ pub fn run(args: &DecodeArgs) -> Result<(), String> {
     Ok(())
 }
 
-fn parse_u8(text: &str) -> Option<u8> {
-    match text.strip_prefix("0x") {
-        Some(hex) => u8::from_str_radix(hex, 16).ok(),
-        None => text.parse().ok(),
-    }
-}
-
 /// One packet as JSON: always `index`, `time_ns`, `length`; then what it is.
-pub fn decode_frame(
-    index: usize,
-    time_ns: u64,
-    frame: &[u8],
-    domains: &[SinkConfig],
-    report_port: u16,
-) -> Value {
+pub fn decode_frame(index: usize, time_ns: u64, frame: &[u8], domains: &[Domain], report_port: u16) -> Value {
     let mut out = Map::new();
     out.insert("index".into(), json!(index));
     out.insert("time_ns".into(), json!(time_ns));

@@ -26,9 +26,9 @@ pub struct GenArgs {
     /// Distinct flows (5-tuples), visited round-robin.
     #[arg(long, default_value_t = 16)]
     pub flows: u32,
-    /// udp, tcp or mix.
-    #[arg(long, default_value = "mix")]
-    pub proto: String,
+    /// Transport of the flows: every third flow is TCP in a mix.
+    #[arg(long, value_enum, default_value_t = Proto::Mix)]
+    pub proto: Proto,
     /// Frame sizes in bytes (without FCS), a list picked from at random, or
     /// `imix` (64/576/1500 in 7:4:1).
     #[arg(long, default_value = "64,512,1500")]
@@ -50,8 +50,8 @@ pub struct GenArgs {
     pub reorder: f64,
     /// Write packets as an INT source would: `hostint` (DSCP) or
     /// `hostint-udp` (extension UDP header).
-    #[arg(long)]
-    pub instrument: Option<String>,
+    #[arg(long, value_enum)]
+    pub instrument: Option<Instrument>,
     /// With --instrument: the source hop's timestamp is this long before
     /// the capture time, so that a sink clocked by capture times (clock:
     /// rx-timestamp) measures this one-way latency.
@@ -63,6 +63,21 @@ pub struct GenArgs {
     /// Capture time of the first packet (ns since the epoch).
     #[arg(long, default_value_t = 1_700_000_000_000_000_000)]
     pub start_ns: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Proto {
+    Udp,
+    Tcp,
+    Mix,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Instrument {
+    /// Host-INT's INT 0.5 over TCP/UDP, marked by DSCP 1/1.
+    Hostint,
+    /// Host-INT's INT 0.5 behind an extra UDP header to port 33122.
+    HostintUdp,
 }
 
 /// xorshift64*: small, seeded, good enough for traffic shapes.
@@ -101,34 +116,29 @@ fn parse_sizes(text: &str) -> Result<Vec<usize>, String> {
 }
 
 /// Flow `index` as (source, destination, source port, destination port, TCP?).
-fn flow_tuple(index: u32, proto: &str) -> (Ipv4Addr, Ipv4Addr, u16, u16, bool) {
+fn flow_tuple(index: u32, proto: Proto) -> (Ipv4Addr, Ipv4Addr, u16, u16, bool) {
     let src = Ipv4Addr::from(0x0a00_0000 + 1 + index % 250 + ((index / 250) << 8));
     let dst = Ipv4Addr::new(10, 200, 0, 1 + (index % 7) as u8);
     let tcp = match proto {
-        "tcp" => true,
-        "udp" => false,
-        _ => index % 3 == 2,
+        Proto::Tcp => true,
+        Proto::Udp => false,
+        Proto::Mix => index % 3 == 2,
     };
     (src, dst, 10_000 + (index % 50_000) as u16, if tcp { 80 } else { 5001 }, tcp)
 }
 
 pub fn run(args: &GenArgs) -> Result<(), String> {
-    if !matches!(args.proto.as_str(), "udp" | "tcp" | "mix") {
-        return Err(format!("--proto: {:?}; use udp, tcp or mix", args.proto));
-    }
     if args.flows == 0 || args.rate <= 0.0 {
         return Err("--flows and --rate must be positive".into());
     }
     let sizes = parse_sizes(&args.sizes)?;
-    let instrument = match args.instrument.as_deref() {
-        None => None,
-        Some("hostint") => Some(SourceConfig::host_int(9000)),
-        Some("hostint-udp") => Some(SourceConfig {
+    let instrument = args.instrument.map(|instrument| match instrument {
+        Instrument::Hostint => SourceConfig::host_int(9000),
+        Instrument::HostintUdp => SourceConfig {
             encapsulation: Encapsulation::ExtensionUdp { port: int_core::encap::DEFAULT_EXTENSION_PORT },
             ..SourceConfig::host_int(9000)
-        }),
-        Some(other) => return Err(format!("--instrument: {other:?}; use hostint or hostint-udp")),
-    };
+        },
+    });
     let mut rng = Rng(args.seed.max(1));
     let gap_ns = (1e9 / args.rate) as u64;
     let mut sequences = vec![0u32; args.flows as usize];
@@ -137,7 +147,7 @@ pub fn run(args: &GenArgs) -> Result<(), String> {
     let mut packets: Vec<(u64, Vec<u8>)> = Vec::with_capacity(args.packets);
     for i in 0..args.packets {
         let flow = (i as u32) % args.flows;
-        let (src, dst, src_port, dst_port, tcp) = flow_tuple(flow, &args.proto);
+        let (src, dst, src_port, dst_port, tcp) = flow_tuple(flow, args.proto);
         let size = sizes.get(rng.below(sizes.len() as u64) as usize).copied().unwrap_or(64);
         let vlan = rng.chance(args.vlan);
         let mut spec = if tcp {

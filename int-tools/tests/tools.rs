@@ -90,7 +90,7 @@ fn gen_is_seeded_and_reproducible() {
     );
     let lossy = read_pcap(&dir.join("lossy.pcap"));
     assert!((850..=950).contains(&lossy.len()), "{} kept of 1000 at 10% loss", lossy.len());
-    let config = int_core::sink::SinkConfig::default();
+    let config = int_core::encap::Domain::default();
     let sequences: Vec<u32> = lossy
         .iter()
         .map(|f| int_core::sink::extract(f, &config).unwrap().unwrap().sequence.unwrap())

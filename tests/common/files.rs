@@ -43,4 +43,3 @@ pub fn read_pcap(path: &Path) -> Vec<Vec<u8>> {
     }
     frames
 }
-

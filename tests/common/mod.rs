@@ -255,7 +255,7 @@ export:
 /// `clock: rx-timestamp` then measures that latency, however long the test
 /// took between the source's run and the sink's (INT 0.5 timestamps are
 /// 32-bit: a wait of over 2.1 s reads as clock skew).
-pub fn retime_after_source(path: &Path, domain: &int_core::sink::SinkConfig, latency_ns: u64) {
+pub fn retime_after_source(path: &Path, domain: &int_core::encap::Domain, latency_ns: u64) {
     let now_ns =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
     let frames: Vec<(u64, Vec<u8>)> = read_pcap(path)

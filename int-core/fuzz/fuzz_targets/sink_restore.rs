@@ -9,7 +9,8 @@
 
 use int_core::checksum;
 use int_core::encap::{Encapsulation, TcpPlacement, EXTENSION_UDP_LEN};
-use int_core::sink::{self, SinkConfig};
+use int_core::encap::Domain;
+use int_core::sink;
 use int_core::FrameBuf;
 use libfuzzer_sys::fuzz_target;
 
@@ -57,7 +58,7 @@ fn walk(frame: &[u8]) -> (Verdict, Verdict) {
 
 fuzz_target!(|data: &[u8]| {
     let Some((&selector, frame)) = data.split_first() else { return };
-    let config = SinkConfig {
+    let config = Domain {
         encapsulation: if selector & 1 == 0 {
             Encapsulation::default()
         } else {

@@ -9,7 +9,8 @@ use std::cell::RefCell;
 use int_core::encap::{Encapsulation, TcpPlacement};
 use int_core::int05::{HopMetadata, ShapeCache};
 use int_core::report::{LatencyReport, ReportHeaderRepr, ReportProfile};
-use int_core::sink::{self, SinkConfig};
+use int_core::encap::Domain;
+use int_core::sink;
 use int_core::FrameBuf;
 use libfuzzer_sys::fuzz_target;
 
@@ -19,7 +20,7 @@ thread_local! {
 
 fuzz_target!(|data: &[u8]| {
     let Some((&selector, frame)) = data.split_first() else { return };
-    let config = SinkConfig {
+    let config = Domain {
         encapsulation: if selector & 1 == 0 {
             Encapsulation::default()
         } else {

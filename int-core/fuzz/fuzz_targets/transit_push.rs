@@ -6,7 +6,7 @@
 use std::cell::RefCell;
 
 use int_core::int05::{HopMetadata, ShapeCache};
-use int_core::sink::SinkConfig;
+use int_core::encap::Domain;
 use int_core::source::{self, SourceConfig};
 use int_core::transit::{self, TransitConfig};
 use int_core::FrameBuf;
@@ -21,7 +21,7 @@ fuzz_target!(|frame: &[u8]| {
     let mut buffer = vec![0u8; 128 + frame.len()];
     buffer[128..].copy_from_slice(frame);
     let mut view = FrameBuf::new(&mut buffer, 128, frame.len()).unwrap();
-    let config = TransitConfig { domain: SinkConfig::default(), max_ip_len: 1500 };
+    let config = TransitConfig { domain: Domain::default(), max_ip_len: 1500 };
     let pushed = transit::push(&mut view, &config, &hop);
     if pushed.is_err() {
         assert_eq!(view.frame(), frame);

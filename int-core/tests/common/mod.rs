@@ -4,12 +4,13 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
 use int_core::checksum;
+use int_core::encap::Domain;
 use int_core::encap::Encapsulation;
 use int_core::int05::HopMetadata;
 use int_core::locate::{self, L4};
-use int_core::sink::{self, Extracted, SinkConfig};
+use int_core::sink::{self, Extracted};
 use int_core::source::{self, SourceConfig};
-use int_core::transit::{self, Pushed, TransitConfig};
+use int_core::transit::{self, Outcome, TransitConfig};
 use int_core::FrameBuf;
 
 pub const HEADROOM: usize = 256;
@@ -81,7 +82,7 @@ pub fn run_source(frame: &[u8], config: &SourceConfig, sequence: u32) -> Vec<u8>
     buffer.frame().to_vec()
 }
 
-pub fn run_transit(frame: &[u8], config: &TransitConfig, node: u32) -> (Vec<u8>, Pushed) {
+pub fn run_transit(frame: &[u8], config: &TransitConfig, node: u32) -> (Vec<u8>, Outcome) {
     let mut buffer = Buffer::new(frame);
     let hop =
         HopMetadata { switch_id: Some(node), queue_occupancy: Some(node * 16), ..HopMetadata::default() };
@@ -89,15 +90,15 @@ pub fn run_transit(frame: &[u8], config: &TransitConfig, node: u32) -> (Vec<u8>,
     (buffer.frame().to_vec(), pushed)
 }
 
-pub fn run_sink(frame: &[u8], config: &SinkConfig) -> (Vec<u8>, Extracted) {
+pub fn run_sink(frame: &[u8], config: &Domain) -> (Vec<u8>, Extracted) {
     let found = sink::extract(frame, config).unwrap().expect("an INT packet");
     let mut buffer = Buffer::new(frame);
     buffer.with(|f| sink::strip(f, &found, config)).unwrap();
     (buffer.frame().to_vec(), found)
 }
 
-pub fn domain(config: &SourceConfig) -> SinkConfig {
-    SinkConfig { encapsulation: config.encapsulation, tcp_placement: config.tcp_placement }
+pub fn domain(config: &SourceConfig) -> Domain {
+    Domain { encapsulation: config.encapsulation, tcp_placement: config.tcp_placement }
 }
 
 pub fn is_udp(frame: &[u8]) -> bool {

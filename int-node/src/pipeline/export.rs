@@ -15,8 +15,8 @@ use ringbuf::{HeapCons, HeapProd, HeapRb};
 use crate::config::{ExportConfig, ExportPath};
 use crate::dpdk::mbuf::Burst;
 use crate::dpdk::mempool::Mempool;
-use int_os::udp::{BatchSender, BATCH};
 use crate::dpdk::port::{PortId, QueueId};
+use int_os::udp::{BatchSender, BATCH};
 
 /// Largest report a sink hands over (Host-INT's are 64 to 104 bytes; deep
 /// stacks with many instructions need more).

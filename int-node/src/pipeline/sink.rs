@@ -4,13 +4,14 @@
 //! never waits on export: a full ring or an exhausted rate limit drops the
 //! report and counts it.
 
+use int_core::encap::Domain;
 use int_core::int05::{HopMetadata, ShapeCache};
 use int_core::latency::{LatencyConfig, LatencyState, ReportReason};
 use int_core::loss::{SeqEvent, SequenceTracker};
 use int_core::report::{
     DropSummaryReport, DropSummaryRepr, LatencyReport, NextProto, ReportHeaderRepr, ReportProfile,
 };
-use int_core::sink::{self, Arrival, SinkConfig};
+use int_core::sink::{self, Arrival};
 use int_core::DropReason;
 
 use super::export::{QueueError, ReportSender};
@@ -112,7 +113,7 @@ fn plausible_jump(per_coarse_ms: u64, idle_ms: u32) -> u32 {
 }
 
 pub struct SinkStage {
-    pub domain: SinkConfig,
+    pub domain: Domain,
     pub settings: SinkSettings,
     pub latency: LatencyConfig,
     pub node_id: u32,
@@ -135,7 +136,7 @@ pub struct SinkStage {
 impl SinkStage {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        domain: SinkConfig,
+        domain: Domain,
         settings: SinkSettings,
         node_id: u32,
         int_port: u16,
@@ -449,7 +450,7 @@ mod tests {
     const MS: u64 = 1_000_000;
     const LOSS_TIMEOUT_MS: u64 = 200;
 
-    fn stage(domain: SinkConfig) -> (SinkStage, ReportReceiver) {
+    fn stage(domain: Domain) -> (SinkStage, ReportReceiver) {
         let settings = SinkSettings {
             latency: LatencyConfig::default(),
             loss_timeout_ms: LOSS_TIMEOUT_MS,
@@ -466,7 +467,7 @@ mod tests {
     }
 
     /// One instrumented packet of a single UDP flow, as the sink finds it.
-    fn arrival(config: &SourceConfig, domain: &SinkConfig, sequence: u32) -> sink::Extracted {
+    fn arrival(config: &SourceConfig, domain: &Domain, sequence: u32) -> sink::Extracted {
         let frame = PacketSpec::udp([10, 0, 0, 1].into(), [10, 0, 0, 2].into(), 4000, 5000, 32).build();
         let mut buffer = vec![0u8; 128 + frame.len()];
         buffer[128..].copy_from_slice(&frame);
@@ -483,7 +484,7 @@ mod tests {
     #[test]
     fn holes_are_lost_after_the_flow_is_silent_for_the_timeout() {
         let config = SourceConfig::host_int(1500);
-        let domain = SinkConfig { encapsulation: config.encapsulation, tcp_placement: config.tcp_placement };
+        let domain = Domain { encapsulation: config.encapsulation, tcp_placement: config.tcp_placement };
         let (mut sink, mut receiver) = stage(domain);
         let mut counters = Counters::default();
         let t0 = 10_000 * MS;

@@ -7,8 +7,9 @@
 
 use std::net::SocketAddrV4;
 
+use int_core::encap::Domain;
 use int_core::int05::{HopMetadata, ShapeCache};
-use int_core::sink::{self, Arrival, SinkConfig};
+use int_core::sink::{self, Arrival};
 use int_core::source::{self, Skip, SourceConfig, Template};
 
 use crate::clock::Clock;
@@ -212,7 +213,7 @@ impl SourceStage {
         counters: &mut Counters,
     ) -> Option<(source::Plan, u64)> {
         let domain =
-            SinkConfig { encapsulation: self.config.encapsulation, tcp_placement: self.config.tcp_placement };
+            Domain { encapsulation: self.config.encapsulation, tcp_placement: self.config.tcp_placement };
         let stripped = burst.with_frame(i, |frame| {
             match sink::classify(frame.frame(), &domain, &mut ShapeCache::default()) {
                 Ok(Arrival::Int(found)) => sink::strip(frame, &found, &domain).is_some(),

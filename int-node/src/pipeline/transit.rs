@@ -2,7 +2,7 @@
 //! carry INT 0.5 (values a software node cannot know are 0xFFFFFFFF).
 
 use int_core::int05::{HopMetadata, ShapeCache};
-use int_core::transit::{self, Pushed, Skip, TransitConfig};
+use int_core::transit::{self, NotPushed, Outcome, TransitConfig};
 
 use crate::clock::Clock;
 use crate::dpdk::mbuf::{Burst, RxClock};
@@ -37,13 +37,13 @@ impl TransitStage {
             let (config, shapes) = (&self.config, &mut self.shapes);
             let counter = match burst.with_frame(i, |f| transit::push_with(f, config, &hop, shapes)) {
                 None => Counter::multi_segment,
-                Some(Ok(Pushed::Pushed(_))) => Counter::pushed,
-                Some(Ok(Pushed::MaxHopReached)) => Counter::max_hop_reached,
-                Some(Ok(Pushed::DestinationOnly)) => Counter::destination_only,
-                Some(Err(Skip::NotInt)) => Counter::not_int,
-                Some(Err(Skip::TooBig)) => Counter::too_big,
-                Some(Err(Skip::NoHeadroom)) => Counter::no_headroom,
-                Some(Err(Skip::Malformed(error))) => Counter::malformed(error.drop_reason()),
+                Some(Ok(Outcome::Pushed(_))) => Counter::pushed,
+                Some(Ok(Outcome::MaxHopReached)) => Counter::max_hop_reached,
+                Some(Ok(Outcome::DestinationOnly)) => Counter::destination_only,
+                Some(Err(NotPushed::NotInt)) => Counter::not_int,
+                Some(Err(NotPushed::TooBig)) => Counter::too_big,
+                Some(Err(NotPushed::NoHeadroom)) => Counter::no_headroom,
+                Some(Err(NotPushed::Malformed(error))) => Counter::malformed(error.drop_reason()),
             };
             counters.inc(counter);
         }
