@@ -11,6 +11,7 @@ bash scripts/install-deps.sh
 cargo test --workspace --locked
 bash scripts/check-tools-without-dpdk.sh
 cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
 
 if cargo fuzz --version >/dev/null 2>&1; then
     # cargo-fuzz needs nightly features; RUSTC_BOOTSTRAP enables them on the
@@ -28,9 +29,11 @@ fi
 # sink nodes on af_packet; checks the transfer hash, loss counts and a
 # latency change. Needs root (namespaces, veth).
 if [[ $(id -u) -eq 0 ]]; then
-    cargo build --locked --workspace
+    # The lab's WAN node is an impair pipeline: lab equipment, built in
+    # with int-node's `lab` feature.
+    cargo build --locked --workspace --features int-node/lab
     target/debug/int-lab lab --topology config/lab/basic.yaml
 else
-    echo "lab: skipped (needs root: sudo target/debug/int-lab lab --topology config/lab/basic.yaml)"
+    echo "lab: skipped (needs root: cargo build --workspace --features int-node/lab; sudo target/debug/int-lab lab --topology config/lab/basic.yaml)"
 fi
 echo "all tests passed"

@@ -147,3 +147,40 @@ pipelines:
         assert!(!dir.join("out.pcap").exists(), "{command} started DPDK");
     }
 }
+
+/// A mistake is one problem: `role: Source` says so once, suggests the
+/// role meant, and raises nothing about the pipeline's source section; a
+/// pipeline on an lcore the config's EAL list lacks is refused before DPDK
+/// starts; lab equipment is refused by a product build.
+#[test]
+fn one_problem_per_mistake_through_the_binary() {
+    let dir = workdir("one-problem");
+    std::fs::write(
+        dir.join("role.yaml"),
+        "
+eal: [--no-huge, -m, '512', --no-pci, --no-shconf, -l, 0-1]
+ports:
+  - {name: in, device: net_null0}
+pipelines:
+  - {role: Source, lcore: 3, rx: {port: in}, tx: {port: in}, source: {marked: strip}}
+",
+    )
+    .unwrap();
+    let output = Command::new(BIN).args(["check", "--config", "role.yaml"]).current_dir(&dir).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.matches("hint: ").count(), 2, "two mistakes, two problems:\n{stderr}");
+    assert!(stderr.contains("pipelines[0].role: unknown value \"Source\"\n    hint: did you mean source?"), "{stderr}");
+    assert!(stderr.contains("pipelines[0].lcore: lcore 3 is not in the EAL lcore list (-l 0-1)"), "{stderr}");
+
+    let lab = std::fs::read_to_string("../config/lab/node-wan.yaml").unwrap();
+    std::fs::write(dir.join("wan.yaml"), lab).unwrap();
+    let output = Command::new(BIN).args(["check", "--config", "wan.yaml"]).current_dir(&dir).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if cfg!(feature = "lab") {
+        assert!(output.status.success(), "{stderr}");
+    } else {
+        assert_eq!(output.status.code(), Some(2));
+        assert!(stderr.contains("impair is lab equipment"), "{stderr}");
+    }
+}

@@ -47,7 +47,7 @@ pub fn parse_name<T: FromStr + VariantNames>(text: &str) -> Result<T, UnknownNam
 /// The candidate `word` most likely meant: equal but for case, or within a
 /// few typing mistakes (edit distance at most a third of its length, and
 /// at least 1).
-pub fn closest(word: &str, candidates: &'static [&'static str]) -> Option<&'static str> {
+pub fn closest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
     let word = word.to_ascii_lowercase();
     let allowed = (word.chars().count() / 3).max(1);
     candidates

@@ -133,7 +133,6 @@ fn default_udp_rate() -> f64 {
     4_000.0
 }
 
-
 fn split(endpoint: &str) -> Result<(&str, &str), String> {
     endpoint.split_once('/').ok_or_else(|| format!("{endpoint:?}: expected host/interface"))
 }

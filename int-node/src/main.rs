@@ -7,8 +7,8 @@ mod clock;
 mod config;
 mod dpdk;
 mod flow_table;
+mod node;
 mod pipeline;
-mod run;
 mod stats;
 
 use std::process::ExitCode;
@@ -37,8 +37,8 @@ fn main() -> ExitCode {
                 }
             };
             let options =
-                run::RunOptions { duration, exit_on_idle_ms: exit_on_idle, stats_json, eal_override: eal };
-            match run::run(&parsed, &options) {
+                node::RunOptions { duration, exit_on_idle_ms: exit_on_idle, stats_json, eal_override: eal };
+            match node::run(&parsed, &options) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(error) => {
                     log::error!("{error}");

@@ -29,6 +29,7 @@ counters! {
     tx_packets,
     tx_dropped,
     multi_segment,
+    shared_mbuf,
     // the lcore's clock
     clock_steps_back,
     // source

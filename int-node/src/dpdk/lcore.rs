@@ -50,3 +50,9 @@ pub fn wait(lcore: LcoreId) -> i32 {
     // SAFETY: waits on an lcore id that EAL knows; no memory is shared.
     unsafe { dpdk_sys::rte_eal_wait_lcore(lcore.0) }
 }
+
+/// The NUMA socket an lcore runs on.
+pub fn socket_of(lcore: LcoreId) -> u32 {
+    // SAFETY: plain lookup in EAL's lcore table, valid after EAL init.
+    unsafe { dpdk_sys::rte_lcore_to_socket_id(lcore.0) }
+}

@@ -1,7 +1,7 @@
 //! Bursts of mbufs on an lcore's stack, with the per-packet accessors inlined
 //! over `rte_mbuf`'s fields (no shim call per packet).
 
-use std::ptr::{self, NonNull};
+use std::ptr;
 
 use dpdk_sys::rte_mbuf;
 use int_core::FrameBuf;
@@ -20,6 +20,20 @@ pub struct RxClock {
     pub offset: usize,
     pub flag: u64,
     pub ns_per_unit: u64,
+}
+
+/// Whether a packet's mbuf may be rewritten in place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Writable {
+    Yes,
+    No(Unwritable),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unwritable {
+    MultiSegment,
+    /// Indirect, external or with a reference count above 1.
+    Shared,
 }
 
 /// Up to [`BURST`] mbufs owned by the calling lcore.
@@ -134,6 +148,24 @@ impl Burst {
         }
     }
 
+    /// Whether packet `i` may be rewritten in place, and if not, why: a
+    /// multi-segment mbuf (the node transforms one contiguous frame), or an
+    /// indirect, external or shared one (its data has another owner, who
+    /// would see it change: refused as `rte_vlan_insert` refuses it).
+    #[inline]
+    pub fn writable(&self, i: usize) -> Writable {
+        let Some(m) = self.mbuf(i) else { return Writable::No(Unwritable::Shared) };
+        if m.nb_segs != 1 {
+            Writable::No(Unwritable::MultiSegment)
+        } else if m.ol_flags & (dpdk_sys::RTE_MBUF_F_INDIRECT | dpdk_sys::RTE_MBUF_F_EXTERNAL) != 0
+            || m.refcnt != 1
+        {
+            Writable::No(Unwritable::Shared)
+        } else {
+            Writable::Yes
+        }
+    }
+
     /// The frame of packet `i` (single-segment mbufs only).
     #[inline]
     pub fn data(&self, i: usize) -> Option<&[u8]> {
@@ -153,16 +185,16 @@ impl Burst {
 
     /// Runs `f` on packet `i`'s whole buffer as a [`FrameBuf`] (headroom
     /// included) and stores the new data offset and length it leaves.
-    /// `None` for multi-segment mbufs, which the node does not transform.
+    /// `None` for mbufs that are not [`Burst::writable`].
     #[inline(always)]
     pub fn with_frame<R>(&mut self, i: usize, f: impl FnOnce(&mut FrameBuf<'_>) -> R) -> Option<R> {
+        if self.writable(i) != Writable::Yes {
+            return None;
+        }
         let m = *self.mbufs.get(..self.len)?.get(i)?;
         // SAFETY: m is a valid mbuf owned by this burst; nothing else
         // references it while this exclusive borrow lives.
         let mbuf = unsafe { &mut *m };
-        if mbuf.nb_segs != 1 {
-            return None;
-        }
         // SAFETY: the buffer is buf_len bytes at buf_addr, owned by this
         // mbuf, and data_off/data_len lie inside it (DPDK's invariant,
         // checked again by FrameBuf::new).
@@ -192,6 +224,7 @@ impl Burst {
         Some(raw.wrapping_mul(clock.ns_per_unit))
     }
 
+    #[cfg(feature = "lab")]
     /// Moves the packets for which `take(index)` is true out of the burst,
     /// in order, handing each with its index to `out`; the others stay, in
     /// order.
@@ -201,7 +234,7 @@ impl Burst {
         for i in 0..self.len {
             let Some(&m) = self.mbufs.get(i) else { break };
             if take(i) {
-                if let Some(held) = NonNull::new(m) {
+                if let Some(held) = ptr::NonNull::new(m) {
                     out(i, HeldMbuf(held));
                 }
             } else {
@@ -214,6 +247,7 @@ impl Burst {
         self.len = kept;
     }
 
+    #[cfg(feature = "lab")]
     /// Appends a held mbuf; gives it back if the burst is full.
     #[inline]
     pub fn push(&mut self, held: HeldMbuf) -> Result<(), HeldMbuf> {
@@ -240,12 +274,15 @@ impl Burst {
 }
 
 /// One mbuf owned outside a burst (held back by a stage); freed on drop.
-pub struct HeldMbuf(NonNull<rte_mbuf>);
+#[cfg(feature = "lab")]
+pub struct HeldMbuf(ptr::NonNull<rte_mbuf>);
 
 // SAFETY: a HeldMbuf is the only owner of its mbuf; DPDK lets an mbuf be
 // used and freed on any lcore, one at a time.
+#[cfg(feature = "lab")]
 unsafe impl Send for HeldMbuf {}
 
+#[cfg(feature = "lab")]
 impl Drop for HeldMbuf {
     fn drop(&mut self) {
         // SAFETY: the mbuf is owned by this value alone (taken out of a

@@ -17,11 +17,16 @@ unsafe impl Send for Mempool {}
 unsafe impl Sync for Mempool {}
 
 impl Mempool {
-    /// `rte_pktmbuf_pool_create` with the default data room (2048 bytes plus
-    /// 128 of headroom).
-    pub fn new(name: &str, mbufs: u32, cache: u32, socket: i32) -> Result<Mempool, DpdkError> {
+    /// `rte_pktmbuf_pool_create` on NUMA `socket`, each mbuf with
+    /// `data_room` bytes (headroom included; see [`data_room_for_mtu`]).
+    pub fn new(
+        name: &str,
+        mbufs: u32,
+        cache: u32,
+        data_room: u16,
+        socket: i32,
+    ) -> Result<Mempool, DpdkError> {
         let c_name = CString::new(name).map_err(|_| DpdkError::from_ret("mempool name", -libc::EINVAL))?;
-        let data_room = dpdk_sys::RTE_MBUF_DEFAULT_BUF_SIZE as u16;
         // SAFETY: the name is NUL-terminated and copied by DPDK; the other
         // arguments are plain values. A null return is handled below.
         let raw =
@@ -50,6 +55,16 @@ impl Mempool {
         // SAFETY: the pool is live for the lifetime of self.
         unsafe { dpdk_sys::rte_mempool_in_use_count(self.raw.as_ptr()) }
     }
+}
+
+/// The data room (headroom included) that holds a whole frame of a port
+/// with this MTU in one segment: Ethernet and two VLAN tags on top of the
+/// MTU, at least DPDK's default 2048 bytes.
+pub fn data_room_for_mtu(mtu: u16) -> u16 {
+    const ETHERNET_AND_TWO_TAGS: u32 = 14 + 8;
+    let frame = (u32::from(mtu) + ETHERNET_AND_TWO_TAGS).max(dpdk_sys::RTE_MBUF_DEFAULT_DATAROOM);
+    let room = dpdk_sys::RTE_PKTMBUF_HEADROOM + frame.next_multiple_of(64);
+    u16::try_from(room).unwrap_or(u16::MAX)
 }
 
 impl Drop for Mempool {

@@ -21,12 +21,10 @@ const RSS_FRAG_IPV4: u64 = 1 << 3;
 const RSS_NONFRAG_IPV4_TCP: u64 = 1 << 4;
 const RSS_NONFRAG_IPV4_UDP: u64 = 1 << 5;
 const RX_OFFLOAD_TIMESTAMP: u64 = 1 << 14;
+const TX_OFFLOAD_MBUF_FAST_FREE: u64 = 1 << 16;
 
 #[derive(Debug, Clone)]
 pub struct PortSetup {
-    /// Device name as EAL knows it: the vdev name (`net_pcap0`) or the PCI
-    /// address.
-    pub device: String,
     pub rx_queues: u16,
     pub tx_queues: u16,
     pub rx_descriptors: u16,
@@ -34,15 +32,23 @@ pub struct PortSetup {
     pub mtu: Option<u16>,
     pub promiscuous: bool,
     pub rx_timestamps: bool,
+    /// Every mbuf sent on this port comes from one pool and is direct and
+    /// unshared: the driver may free them in bulk.
+    pub fast_free: bool,
 }
 
 /// Driver facts logged at start.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct PortInfo {
     pub driver: String,
     pub mac: [u8; 6],
     pub rss: bool,
     pub rx_timestamps: bool,
+    /// TX mbufs go back to their pool without per-mbuf checks (all from
+    /// one pool, direct, not shared).
+    pub fast_free: bool,
+    /// RX and TX descriptors per queue, as the driver adjusted them.
+    pub descriptors: (u16, u16),
 }
 
 pub struct Port {
@@ -67,37 +73,29 @@ pub struct PortStats {
 }
 
 impl Port {
-    /// Finds the device, configures it and sets up its queues (not started).
-    pub fn configure(name: &str, setup: &PortSetup, pool: &Mempool) -> Result<Port, DpdkError> {
-        let c_device = CString::new(setup.device.as_str())
-            .map_err(|_| DpdkError::from_ret("device name", -libc::EINVAL))?;
+    /// The port id of an EAL device, and the NUMA socket it sits on (0
+    /// when the driver does not say).
+    pub fn find(name: &str, device: &str) -> Result<(PortId, i32), DpdkError> {
+        let c_device = CString::new(device).map_err(|_| DpdkError::from_ret("device name", -libc::EINVAL))?;
         let mut raw_id = 0u16;
         // SAFETY: the name is NUL-terminated; raw_id is a valid out pointer.
         let ret = unsafe { dpdk_sys::rte_eth_dev_get_port_by_name(c_device.as_ptr(), &mut raw_id) };
         if ret < 0 {
             return Err(DpdkError::from_ret(
-                format!(
-                    "port {name}: no device {} (is it in the EAL arguments as --vdev or -a?)",
-                    setup.device
-                ),
+                format!("port {name}: no device {device} (is it in the EAL arguments as --vdev or -a?)"),
                 ret,
             ));
         }
-        let id = PortId(raw_id);
-        let mut dev_info = MaybeUninit::<dpdk_sys::rte_eth_dev_info>::zeroed();
-        // SAFETY: dev_info is a valid out pointer of the right type.
-        let ret = unsafe { dpdk_sys::rte_eth_dev_info_get(id.0, dev_info.as_mut_ptr()) };
-        if ret < 0 {
-            return Err(DpdkError::from_ret(format!("port {name}: device info"), ret));
-        }
-        // SAFETY: rte_eth_dev_info_get filled the structure (ret >= 0).
-        let dev_info = unsafe { dev_info.assume_init() };
-        let driver = if dev_info.driver_name.is_null() {
-            String::from("?")
-        } else {
-            // SAFETY: driver_name is a static NUL-terminated string of the PMD.
-            unsafe { std::ffi::CStr::from_ptr(dev_info.driver_name) }.to_string_lossy().into_owned()
-        };
+        // SAFETY: plain call on a valid port id.
+        let socket = unsafe { dpdk_sys::rte_eth_dev_socket_id(raw_id) };
+        Ok((PortId(raw_id), socket.max(0)))
+    }
+
+    /// Configures port `id` as `setup` asks and sets up its queues, with
+    /// mbufs from `pool` (which should be on the port's socket), the
+    /// descriptor counts adjusted to what the driver takes. Not started.
+    pub fn configure(id: PortId, name: &str, setup: &PortSetup, pool: &Mempool) -> Result<Port, DpdkError> {
+        let (dev_info, driver) = device_info(id, name)?;
         if setup.rx_queues > dev_info.max_rx_queues || setup.tx_queues > dev_info.max_tx_queues {
             return Err(DpdkError {
                 what: format!("port {name} ({driver})"),
@@ -108,73 +106,20 @@ impl Port {
                 ),
             });
         }
-
-        // SAFETY: rte_eth_conf is a plain C struct for which all-zero is
-        // DPDK's documented default.
-        let mut conf: dpdk_sys::rte_eth_conf = unsafe { std::mem::zeroed() };
-        let wanted_rss = RSS_IPV4 | RSS_FRAG_IPV4 | RSS_NONFRAG_IPV4_TCP | RSS_NONFRAG_IPV4_UDP;
-        let rss_hf = wanted_rss & dev_info.flow_type_rss_offloads;
-        let rss = setup.rx_queues > 1 && rss_hf != 0;
-        if rss {
-            conf.rxmode.mq_mode = dpdk_sys::rte_eth_rx_mq_mode_RTE_ETH_MQ_RX_RSS;
-            conf.rx_adv_conf.rss_conf.rss_hf = rss_hf;
-            conf.rx_adv_conf.rss_conf.rss_key = std::ptr::null_mut();
-        } else if setup.rx_queues > 1 {
+        let (conf, features) = eth_conf(setup, &dev_info);
+        if setup.rx_queues > 1 && !features.rss {
             log::warn!(
                 "port {name} ({driver}): no RSS on the 5-tuple; flows may be spread over queues arbitrarily"
             );
-        }
-        // Drivers that advertise the offload need it switched on; net_pcap
-        // fills the timestamp field without advertising it.
-        let rx_timestamps = setup.rx_timestamps && dev_info.rx_offload_capa & RX_OFFLOAD_TIMESTAMP != 0;
-        if rx_timestamps {
-            conf.rxmode.offloads |= RX_OFFLOAD_TIMESTAMP;
         }
         // SAFETY: conf is a valid configuration for this port id.
         let ret = unsafe { dpdk_sys::rte_eth_dev_configure(id.0, setup.rx_queues, setup.tx_queues, &conf) };
         if ret < 0 {
             return Err(DpdkError::from_ret(format!("port {name}: configure"), ret));
         }
-        if let Some(mtu) = setup.mtu {
-            // SAFETY: plain call on a configured port.
-            let ret = unsafe { dpdk_sys::rte_eth_dev_set_mtu(id.0, mtu) };
-            if ret == -libc::ENOTSUP {
-                // vdevs such as net_pcap have no MTU to set; the node still
-                // enforces it on what it grows.
-                log::info!("port {name} ({driver}): no MTU setting; {mtu} enforced by int-node");
-            } else if ret < 0 {
-                log::warn!("port {name} ({driver}): MTU {mtu} not set: {}", super::strerror(-ret));
-            }
-        }
-        // SAFETY: plain call on a valid port id.
-        let socket = unsafe { dpdk_sys::rte_eth_dev_socket_id(id.0) };
-        let socket = if socket < 0 { 0 } else { socket as u32 };
-        for queue in 0..setup.rx_queues {
-            // SAFETY: null rx_conf selects the driver's defaults; the pool
-            // outlives the port (dropped after it).
-            let ret = unsafe {
-                dpdk_sys::rte_eth_rx_queue_setup(
-                    id.0,
-                    queue,
-                    setup.rx_descriptors,
-                    socket,
-                    std::ptr::null(),
-                    pool.as_ptr(),
-                )
-            };
-            if ret < 0 {
-                return Err(DpdkError::from_ret(format!("port {name}: rx queue {queue}"), ret));
-            }
-        }
-        for queue in 0..setup.tx_queues {
-            // SAFETY: null tx_conf selects the driver's defaults.
-            let ret = unsafe {
-                dpdk_sys::rte_eth_tx_queue_setup(id.0, queue, setup.tx_descriptors, socket, std::ptr::null())
-            };
-            if ret < 0 {
-                return Err(DpdkError::from_ret(format!("port {name}: tx queue {queue}"), ret));
-            }
-        }
+        set_mtu(id, name, &driver, setup.mtu);
+        let descriptors = adjust_descriptors(id, name, setup.rx_descriptors, setup.tx_descriptors)?;
+        setup_queues(id, name, setup, descriptors, conf.txmode.offloads, &dev_info, pool)?;
         if setup.promiscuous {
             // SAFETY: plain call on a configured port.
             let ret = unsafe { dpdk_sys::rte_eth_promiscuous_enable(id.0) };
@@ -182,18 +127,8 @@ impl Port {
                 log::warn!("port {name}: promiscuous mode: {}", super::strerror(-ret));
             }
         }
-        let mut mac = MaybeUninit::<dpdk_sys::rte_ether_addr>::zeroed();
-        // SAFETY: mac is a valid out pointer.
-        let ret = unsafe { dpdk_sys::rte_eth_macaddr_get(id.0, mac.as_mut_ptr()) };
-        // SAFETY: zero-initialised, and filled on success.
-        let mac = if ret == 0 { unsafe { mac.assume_init() }.addr_bytes } else { [0; 6] };
-        Ok(Port {
-            id,
-            name: name.to_string(),
-            info: PortInfo { driver, mac, rss, rx_timestamps },
-            started: false,
-            closed: false,
-        })
+        let info = PortInfo { driver, mac: mac_address(id), descriptors, ..features };
+        Ok(Port { id, name: name.to_string(), info, started: false, closed: false })
     }
 
     pub fn start(&mut self) -> Result<(), DpdkError> {
@@ -317,6 +252,135 @@ impl Drop for Port {
     fn drop(&mut self) {
         self.close();
     }
+}
+
+/// The driver's description of port `id`, and its name.
+fn device_info(id: PortId, name: &str) -> Result<(dpdk_sys::rte_eth_dev_info, String), DpdkError> {
+    let mut dev_info = MaybeUninit::<dpdk_sys::rte_eth_dev_info>::zeroed();
+    // SAFETY: dev_info is a valid out pointer of the right type.
+    let ret = unsafe { dpdk_sys::rte_eth_dev_info_get(id.0, dev_info.as_mut_ptr()) };
+    if ret < 0 {
+        return Err(DpdkError::from_ret(format!("port {name}: device info"), ret));
+    }
+    // SAFETY: rte_eth_dev_info_get filled the structure (ret >= 0).
+    let dev_info = unsafe { dev_info.assume_init() };
+    let driver = if dev_info.driver_name.is_null() {
+        String::from("?")
+    } else {
+        // SAFETY: driver_name is a static NUL-terminated string of the PMD.
+        unsafe { std::ffi::CStr::from_ptr(dev_info.driver_name) }.to_string_lossy().into_owned()
+    };
+    Ok((dev_info, driver))
+}
+
+/// The port configuration: RSS on the 5-tuple with more than one RX queue,
+/// RX timestamps and TX fast free where asked and offered. Returns what was
+/// switched on.
+fn eth_conf(setup: &PortSetup, dev_info: &dpdk_sys::rte_eth_dev_info) -> (dpdk_sys::rte_eth_conf, PortInfo) {
+    // SAFETY: rte_eth_conf is a plain C struct for which all-zero is
+    // DPDK's documented default.
+    let mut conf: dpdk_sys::rte_eth_conf = unsafe { std::mem::zeroed() };
+    let wanted_rss = RSS_IPV4 | RSS_FRAG_IPV4 | RSS_NONFRAG_IPV4_TCP | RSS_NONFRAG_IPV4_UDP;
+    let rss_hf = wanted_rss & dev_info.flow_type_rss_offloads;
+    let rss = setup.rx_queues > 1 && rss_hf != 0;
+    if rss {
+        conf.rxmode.mq_mode = dpdk_sys::rte_eth_rx_mq_mode_RTE_ETH_MQ_RX_RSS;
+        conf.rx_adv_conf.rss_conf.rss_hf = rss_hf;
+        conf.rx_adv_conf.rss_conf.rss_key = std::ptr::null_mut();
+    }
+    // Drivers that advertise the offload need it switched on; net_pcap
+    // fills the timestamp field without advertising it.
+    let rx_timestamps = setup.rx_timestamps && dev_info.rx_offload_capa & RX_OFFLOAD_TIMESTAMP != 0;
+    if rx_timestamps {
+        conf.rxmode.offloads |= RX_OFFLOAD_TIMESTAMP;
+    }
+    let fast_free = setup.fast_free && dev_info.tx_offload_capa & TX_OFFLOAD_MBUF_FAST_FREE != 0;
+    if fast_free {
+        conf.txmode.offloads |= TX_OFFLOAD_MBUF_FAST_FREE;
+    }
+    (conf, PortInfo { rss, rx_timestamps, fast_free, ..PortInfo::default() })
+}
+
+fn set_mtu(id: PortId, name: &str, driver: &str, mtu: Option<u16>) {
+    let Some(mtu) = mtu else { return };
+    // SAFETY: plain call on a configured port.
+    let ret = unsafe { dpdk_sys::rte_eth_dev_set_mtu(id.0, mtu) };
+    if ret == -libc::ENOTSUP {
+        // vdevs such as net_pcap have no MTU to set; the node still
+        // enforces it on what it grows.
+        log::info!("port {name} ({driver}): no MTU setting; {mtu} enforced by int-node");
+    } else if ret < 0 {
+        log::warn!("port {name} ({driver}): MTU {mtu} not set: {}", super::strerror(-ret));
+    }
+}
+
+/// The RX and TX descriptor counts brought within the driver's limits and
+/// alignment (`rte_eth_dev_adjust_nb_rx_tx_desc`), with a note when they
+/// changed.
+fn adjust_descriptors(id: PortId, name: &str, rx: u16, tx: u16) -> Result<(u16, u16), DpdkError> {
+    let (mut rx_adjusted, mut tx_adjusted) = (rx, tx);
+    // SAFETY: both pointers are valid u16 out/in values on this stack.
+    let ret = unsafe { dpdk_sys::rte_eth_dev_adjust_nb_rx_tx_desc(id.0, &mut rx_adjusted, &mut tx_adjusted) };
+    if ret < 0 {
+        return Err(DpdkError::from_ret(format!("port {name}: descriptor counts"), ret));
+    }
+    if (rx_adjusted, tx_adjusted) != (rx, tx) {
+        log::info!("port {name}: descriptors {rx} rx / {tx} tx adjusted by the driver to {rx_adjusted} / {tx_adjusted}");
+    }
+    Ok((rx_adjusted, tx_adjusted))
+}
+
+/// Sets up every RX queue (mbufs from `pool`) and TX queue on the port's
+/// socket, TX with the port's TX offloads.
+fn setup_queues(
+    id: PortId,
+    name: &str,
+    setup: &PortSetup,
+    (rx_descriptors, tx_descriptors): (u16, u16),
+    tx_offloads: u64,
+    dev_info: &dpdk_sys::rte_eth_dev_info,
+    pool: &Mempool,
+) -> Result<(), DpdkError> {
+    // SAFETY: plain call on a valid port id.
+    let socket = unsafe { dpdk_sys::rte_eth_dev_socket_id(id.0) }.max(0) as u32;
+    for queue in 0..setup.rx_queues {
+        // SAFETY: null rx_conf selects the driver's defaults; the pool
+        // outlives the port (dropped after it).
+        let ret = unsafe {
+            dpdk_sys::rte_eth_rx_queue_setup(
+                id.0,
+                queue,
+                rx_descriptors,
+                socket,
+                std::ptr::null(),
+                pool.as_ptr(),
+            )
+        };
+        if ret < 0 {
+            return Err(DpdkError::from_ret(format!("port {name}: rx queue {queue}"), ret));
+        }
+    }
+    let mut tx_conf = dev_info.default_txconf;
+    tx_conf.offloads = tx_offloads;
+    for queue in 0..setup.tx_queues {
+        // SAFETY: tx_conf is the driver's default with the port's offloads.
+        let ret = unsafe { dpdk_sys::rte_eth_tx_queue_setup(id.0, queue, tx_descriptors, socket, &tx_conf) };
+        if ret < 0 {
+            return Err(DpdkError::from_ret(format!("port {name}: tx queue {queue}"), ret));
+        }
+    }
+    Ok(())
+}
+
+fn mac_address(id: PortId) -> [u8; 6] {
+    let mut mac = MaybeUninit::<dpdk_sys::rte_ether_addr>::zeroed();
+    // SAFETY: mac is a valid out pointer.
+    let ret = unsafe { dpdk_sys::rte_eth_macaddr_get(id.0, mac.as_mut_ptr()) };
+    if ret != 0 {
+        return [0; 6];
+    }
+    // SAFETY: filled by the call above.
+    unsafe { mac.assume_init() }.addr_bytes
 }
 
 /// The mbuf dynamic field and flag where drivers store RX timestamps, once

@@ -12,7 +12,7 @@ use int_core::wire::{EtherType, EthernetRepr, IpProtocol, Ipv4Repr, UdpRepr};
 use ringbuf::traits::{Consumer, Observer, Producer, Split};
 use ringbuf::{HeapCons, HeapProd, HeapRb};
 
-use crate::config::{ExportConfig, ExportPath};
+use crate::config::{ExportConfig, ExportPath, PortExport};
 use crate::dpdk::mbuf::Burst;
 use crate::dpdk::mempool::Mempool;
 use crate::dpdk::port::{PortId, QueueId};
@@ -183,22 +183,23 @@ pub struct Exporter {
 }
 
 impl Exporter {
+    /// An exporter on the main lcore; `port` is the DPDK port and the pool
+    /// its frames come from when `config.path` is a port.
     pub fn new(
         config: &ExportConfig,
         receivers: Vec<ReportReceiver>,
-        port_ids: &[PortId],
-        port_macs: &[[u8; 6]],
-        pool: &Mempool,
+        port: Option<(PortId, &Mempool)>,
     ) -> std::io::Result<Exporter> {
-        let path = match &config.path {
-            ExportPath::Socket => {
+        let path = match (&config.path, port) {
+            (ExportPath::Socket, _) => {
                 let socket = UdpSocket::bind("0.0.0.0:0")?;
                 socket.connect(config.collector)?;
                 Path::Socket(BatchSender::new(socket))
             }
-            ExportPath::Port { port, queue, src_mac, dst_mac, src_ip, src_port } => {
-                let _ = port_macs;
-                let id = port_ids.get(*port).copied().unwrap_or(PortId(0));
+            (
+                ExportPath::Port(PortExport { queue, src_mac, dst_mac, src_ip, src_port, .. }),
+                Some((id, pool)),
+            ) => {
                 let mut template = [0u8; 42];
                 let ethernet = EthernetRepr {
                     dst: *dst_mac,
@@ -229,6 +230,9 @@ impl Exporter {
                 };
                 let _ = udp.emit(template.get_mut(34..).unwrap_or(&mut []));
                 Path::Port { port: id, queue: QueueId(*queue), pool: pool.as_ptr(), template }
+            }
+            (ExportPath::Port(_), None) => {
+                return Err(std::io::Error::other("no DPDK port for the exporter"))
             }
         };
         Ok(Exporter {

@@ -1,10 +1,11 @@
-//! The impair stage: a WAN emulator for labs on kernels without netem.
-//! Drops a share of packets and holds the rest back for a fixed delay, as
-//! set live through a control file. Held packets live in a fixed-capacity
-//! FIFO (allocated at start); a full FIFO drops and counts.
+//! The impair stage (lab equipment, built with the `lab` feature): a WAN
+//! emulator for labs on kernels without netem. Drops a share of packets and
+//! holds the rest back for a fixed delay, as set live through a control
+//! file that a thread of its own watches. Held packets live in a
+//! fixed-capacity FIFO (allocated at start); a full FIFO drops and counts.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::clock::Clock;
@@ -41,6 +42,27 @@ impl ImpairControl {
             }
         }
         Some((loss_ppm, delay_us))
+    }
+}
+
+/// Reads `file` every 100 ms until `quit`, and sets `control` from it each
+/// time it changes (`loss_percent=2 delay_ms=20`).
+pub fn watch_control_file(file: String, control: Arc<ImpairControl>, quit: Arc<AtomicBool>) {
+    let mut seen = None;
+    while !quit.load(Ordering::Relaxed) {
+        let modified = std::fs::metadata(&file).and_then(|m| m.modified()).ok();
+        if modified.is_some() && modified != seen {
+            seen = modified;
+            let text = std::fs::read_to_string(&file).unwrap_or_default();
+            match ImpairControl::parse(&text) {
+                Some((loss_ppm, delay_us)) => {
+                    control.set(loss_ppm, delay_us);
+                    log::info!("impair: {file}: loss {loss_ppm} ppm, delay {delay_us} us");
+                }
+                None => log::warn!("impair: {file}: expected `loss_percent=N delay_ms=N`, got {text:?}"),
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
     }
 }
 

@@ -3,6 +3,8 @@
 //! at start (an enum, no dynamic dispatch in the loop).
 
 pub mod export;
+pub mod factory;
+#[cfg(feature = "lab")]
 pub mod impair;
 pub mod sink;
 pub mod source;
@@ -12,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::clock::Clock;
-use crate::dpdk::mbuf::Burst;
+use crate::dpdk::mbuf::{Burst, Unwritable, Writable};
 use crate::dpdk::port::{PortId, QueueId};
 use crate::stats::{Counter, Counters, SharedCounters};
 
@@ -21,6 +23,7 @@ pub enum Stage {
     Source(Box<source::SourceStage>),
     Transit(Box<transit::TransitStage>),
     Sink(Box<sink::SinkStage>),
+    #[cfg(feature = "lab")]
     Impair(Box<impair::ImpairStage>),
 }
 
@@ -45,6 +48,7 @@ impl Pipeline {
             // The sweep runs even when no packet came: losses are reported
             // on time for flows that went quiet.
             Stage::Sink(sink) => sink.sweep(sink_ns, &mut self.counters),
+            #[cfg(feature = "lab")]
             Stage::Impair(impair) if received == 0 => impair.release_due(clock, &mut self.counters),
             _ => {}
         }
@@ -58,6 +62,7 @@ impl Pipeline {
             Stage::Source(source) => source.process(burst, clock, &mut self.counters),
             Stage::Transit(transit) => transit.process(burst, clock, &mut self.counters),
             Stage::Sink(sink) => sink.process(burst, sink_ns, &mut self.counters),
+            #[cfg(feature = "lab")]
             Stage::Impair(impair) => impair.process(burst, clock, &mut self.counters),
         }
         let (sent, dropped) = burst.tx(self.tx.0, self.tx.1);
@@ -69,19 +74,29 @@ impl Pipeline {
 }
 
 /// Packet `i`'s frame for a stage's first pass: `None` past the burst, and
-/// for multi-segment mbufs (counted; stages leave them untouched). Starts
-/// loading packet i+1 on the way.
+/// for mbufs that are not [`Burst::writable`] (counted by reason; stages
+/// forward them untouched). Starts loading packet i+1 on the way.
 #[inline(always)]
 pub(crate) fn frame_ahead<'a>(burst: &'a Burst, i: usize, counters: &mut Counters) -> Option<&'a [u8]> {
     if i >= burst.len() {
         return None;
     }
     burst.prefetch(i + 1);
-    let frame = burst.data(i);
-    if frame.is_none() {
-        counters.inc(Counter::multi_segment);
+    if let Some(counter) = unwritable(burst, i) {
+        counters.inc(counter);
+        return None;
     }
-    frame
+    burst.data(i)
+}
+
+/// The counter for packet `i` when its mbuf may not be rewritten.
+#[inline(always)]
+pub(crate) fn unwritable(burst: &Burst, i: usize) -> Option<Counter> {
+    match burst.writable(i) {
+        Writable::Yes => None,
+        Writable::No(Unwritable::MultiSegment) => Some(Counter::multi_segment),
+        Writable::No(Unwritable::Shared) => Some(Counter::shared_mbuf),
+    }
 }
 
 /// A worker lcore's loop: poll each of its pipelines until `quit`.
@@ -108,6 +123,7 @@ pub fn run_worker(
     for pipeline in pipelines.iter_mut() {
         match &mut pipeline.stage {
             Stage::Sink(sink) => sink.finish(&mut clock, &mut pipeline.counters),
+            #[cfg(feature = "lab")]
             Stage::Impair(impair) => impair.finish(),
             _ => {}
         }

@@ -1,0 +1,370 @@
+//! The validated configuration: every value checked, every name resolved,
+//! each pipeline's stage with exactly the settings its role needs.
+
+use std::net::{Ipv4Addr, SocketAddrV4};
+
+use int_core::encap::Domain;
+use int_core::int05::{Instructions, ShimType};
+use int_core::latency::LatencyConfig;
+use int_core::report::ReportProfile;
+use int_core::source::TailStyle;
+use strum::{EnumString, VariantNames};
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub node_id: u32,
+    /// The config's own EAL arguments (ports are added by [`Config::eal_args`]).
+    pub eal: Vec<String>,
+    pub mbufs: u32,
+    pub mempool_cache: u32,
+    pub ports: Vec<PortConfig>,
+    pub pipelines: Vec<PipelineConfig>,
+    pub export: Option<ExportConfig>,
+    pub stats_interval_ms: u64,
+    pub idle_sleep_us: u64,
+}
+
+impl Config {
+    /// EAL's arguments: `base` (the config's `eal` list, or the command
+    /// line's), then one `--vdev` or `-a` per port.
+    pub fn eal_args(&self, base: &[String]) -> Vec<String> {
+        let mut args = base.to_vec();
+        for port in &self.ports {
+            args.extend(port.device.eal_args());
+        }
+        args
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct PortConfig {
+    pub name: String,
+    pub device: Device,
+    pub rx_queues: u16,
+    pub tx_queues: u16,
+    pub rx_descriptors: u16,
+    pub tx_descriptors: u16,
+    pub mtu: u16,
+    pub promiscuous: bool,
+    /// The port number written into INT hop metadata.
+    pub int_port: u16,
+}
+
+/// A device as EAL knows it, its driver arguments kept apart.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Device {
+    pub kind: DeviceKind,
+    /// The vdev's name (`net_pcap0`) or the PCI address (`0000:03:00.0`).
+    pub name: String,
+    /// Driver arguments, `key=value` pairs (`rx_pcap=in.pcap`, ...).
+    pub args: Vec<(String, String)>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceKind {
+    Vdev,
+    Pci,
+}
+
+impl Device {
+    /// The device's EAL option and its value (`--vdev net_pcap0,rx_pcap=a`).
+    pub fn eal_args(&self) -> [String; 2] {
+        let option = match self.kind {
+            DeviceKind::Vdev => "--vdev",
+            DeviceKind::Pci => "-a",
+        };
+        let mut value = self.name.clone();
+        for (key, arg) in &self.args {
+            value.push_str(&format!(",{key}={arg}"));
+        }
+        [option.to_string(), value]
+    }
+
+    /// The values of driver argument `key`.
+    pub fn arg<'a>(&'a self, key: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.args.iter().filter(move |(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+}
+
+/// A pipeline's end: a port (index into [`Config::ports`]) and a queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Endpoint {
+    pub port: usize,
+    pub queue: u16,
+}
+
+#[derive(Debug, Clone)]
+pub struct PipelineConfig {
+    pub name: String,
+    pub lcore: u32,
+    pub rx: Endpoint,
+    pub tx: Endpoint,
+    pub domain: Domain,
+    pub clock: ClockSource,
+    pub stage: StageConfig,
+}
+
+/// A pipeline's stage and the settings of its role.
+#[derive(Debug, Clone)]
+pub enum StageConfig {
+    Forward,
+    Source(SourceSettings),
+    Transit,
+    Sink(SinkSettings),
+    /// Lab equipment, in builds with the `lab` feature.
+    #[cfg(feature = "lab")]
+    Impair(ImpairSettings),
+}
+
+impl StageConfig {
+    pub fn role(&self) -> RoleName {
+        match self {
+            StageConfig::Forward => RoleName::Forward,
+            StageConfig::Source(_) => RoleName::Source,
+            StageConfig::Transit => RoleName::Transit,
+            StageConfig::Sink(_) => RoleName::Sink,
+            #[cfg(feature = "lab")]
+            StageConfig::Impair(_) => RoleName::Impair,
+        }
+    }
+}
+
+/// `pipelines[].role`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, EnumString, VariantNames, strum::Display)]
+#[strum(serialize_all = "lowercase")]
+pub enum RoleName {
+    Source,
+    Transit,
+    Sink,
+    Forward,
+    /// Lab equipment: drops and delays packets.
+    Impair,
+}
+
+/// `pipelines[].clock`: what stamps a packet's arrival.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, EnumString, VariantNames)]
+#[strum(serialize_all = "kebab-case")]
+pub enum ClockSource {
+    /// The host's CLOCK_REALTIME, read once per burst ([`crate::clock`]):
+    /// one clock for every process on the host.
+    Host,
+    /// The driver's RX timestamp of each packet.
+    RxTimestamp,
+}
+
+/// `pipelines[].int.encapsulation`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, EnumString, VariantNames)]
+pub enum EncapsulationName {
+    /// INT after the L4 header, announced by DSCP bits.
+    #[strum(serialize = "int05-over-tcp-udp")]
+    OverTcpUdp,
+    /// An extra UDP header after IPv4, then INT.
+    #[strum(serialize = "int05-extension-udp")]
+    ExtensionUdp,
+}
+
+/// `source.flavour`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, EnumString, VariantNames)]
+#[strum(serialize_all = "lowercase")]
+pub enum Flavour {
+    /// Host-INT's shim Type 3 with sequence numbers.
+    Hostint,
+    /// INT 0.5's hop-by-hop shim Type 1.
+    Int05,
+}
+
+impl Flavour {
+    pub fn shim_type(self) -> ShimType {
+        match self {
+            Flavour::Hostint => ShimType::HostIntSequence,
+            Flavour::Int05 => ShimType::HopByHop,
+        }
+    }
+}
+
+/// `sink.malformed`: what happens to a packet whose INT block lies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, EnumString, VariantNames)]
+#[strum(serialize_all = "lowercase")]
+pub enum MalformedPolicy {
+    /// Forwarded untouched.
+    Forward,
+    Drop,
+}
+
+/// `source.marked`: what a source does with a packet that arrives carrying
+/// the INT mark (the INT domain's edge: what leaves a source marked must
+/// carry this source's INT block).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, EnumString, VariantNames)]
+#[strum(serialize_all = "lowercase")]
+pub enum MarkedPolicy {
+    /// Remove a well-formed INT block (restoring the packet as a sink
+    /// would), then treat the packet as any other: instrument it if
+    /// watched, otherwise clear the mark.
+    Strip,
+    /// Drop every marked arrival.
+    Drop,
+    /// Forward marked arrivals untouched: an upstream source of the same
+    /// domain put the mark there.
+    Trust,
+}
+
+/// `sink.latency.mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, EnumString, VariantNames)]
+#[strum(serialize_all = "lowercase")]
+pub enum LatencyMode {
+    /// Host-INT's: a report when the latency moves to another bucket.
+    Buckets,
+    Absolute,
+    Relative,
+}
+
+/// `watchlist[].protocol`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, EnumString, VariantNames)]
+#[strum(serialize_all = "lowercase")]
+pub enum Protocol {
+    Udp,
+    Tcp,
+    Any,
+}
+
+impl Protocol {
+    /// The IPv4 protocol number, `None` for any of TCP and UDP.
+    pub fn number(self) -> Option<u8> {
+        match self {
+            Protocol::Udp => Some(17),
+            Protocol::Tcp => Some(6),
+            Protocol::Any => None,
+        }
+    }
+}
+
+/// `export.profile`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, EnumString, VariantNames)]
+#[strum(serialize_all = "lowercase")]
+pub enum ProfileName {
+    /// Host-INT's reports: seconds, a sink id word.
+    Hostint,
+    /// Telemetry Report 0.5: nanoseconds.
+    Tr05,
+}
+
+impl ProfileName {
+    pub fn profile(self) -> ReportProfile {
+        match self {
+            ProfileName::Hostint => ReportProfile::HOST_INT,
+            ProfileName::Tr05 => ReportProfile::TR05,
+        }
+    }
+}
+
+#[cfg(feature = "lab")]
+#[derive(Debug, Clone)]
+pub struct ImpairSettings {
+    pub loss_ppm: u32,
+    pub delay_us: u32,
+    pub control_file: Option<String>,
+    pub max_held: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct SourceSettings {
+    pub shim_type: ShimType,
+    pub instructions: Instructions,
+    pub max_hop_count: u8,
+    pub own_hop: bool,
+    pub watchlist: Vec<Rule>,
+    pub flow_capacity: u32,
+    pub idle_timeout_ms: u64,
+    pub marked: MarkedPolicy,
+    pub tail: TailStyle,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Prefix {
+    pub addr: u32,
+    pub len: u8,
+}
+
+impl Prefix {
+    pub const ANY: Prefix = Prefix { addr: 0, len: 0 };
+
+    #[inline]
+    pub fn contains(&self, addr: Ipv4Addr) -> bool {
+        let mask = if self.len == 0 { 0 } else { u32::MAX << (32 - u32::from(self.len)) };
+        u32::from(addr) & mask == self.addr & mask
+    }
+}
+
+/// One watchlist rule: all its parts must match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rule {
+    pub src: Prefix,
+    pub dst: Prefix,
+    /// None = TCP and UDP.
+    pub protocol: Option<u8>,
+    pub src_ports: (u16, u16),
+    pub dst_ports: (u16, u16),
+}
+
+impl Rule {
+    #[inline]
+    pub fn matches(&self, flow: &int_core::flow::FlowKey) -> bool {
+        self.src.contains(flow.src)
+            && self.dst.contains(flow.dst)
+            && self.protocol.is_none_or(|p| p == flow.protocol)
+            && (self.src_ports.0..=self.src_ports.1).contains(&flow.src_port)
+            && (self.dst_ports.0..=self.dst_ports.1).contains(&flow.dst_port)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct SinkSettings {
+    pub latency: LatencyConfig,
+    pub loss_timeout_ms: u64,
+    pub sweep_ms: u64,
+    pub flow_capacity: u32,
+    pub idle_timeout_ms: u64,
+    pub malformed: MalformedPolicy,
+    /// The fastest a flow's packets can come: a sequence jump larger than
+    /// the flow could have made since its last packet is not believed.
+    pub max_flow_pps: u64,
+    /// A flow's losses go out in one Drop-Summary once the flow has been
+    /// silent for the loss timeout (as Host-INT does), or once the first of
+    /// them is this old while the flow keeps speaking; 0 = at every sweep.
+    pub max_report_delay_ms: u64,
+    /// A sink time up to this far behind a source's timestamp is clock skew,
+    /// not a latency of almost 2^32 ns.
+    pub max_skew_ns: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct ExportConfig {
+    pub collector: SocketAddrV4,
+    pub profile: ReportProfile,
+    /// Reports per second per sink pipeline; 0 = unlimited.
+    pub rate_limit: u32,
+    pub ring_size: u32,
+    /// Reports per second the exporter sends at most (bursts of up to 64):
+    /// a sink's burst allowance does not land on the collector all at
+    /// once. 0 = as fast as they come.
+    pub pace: u32,
+    pub path: ExportPath,
+}
+
+#[derive(Debug, Clone)]
+pub enum ExportPath {
+    Socket,
+    Port(PortExport),
+}
+
+/// Reports sent as Ethernet frames on a DPDK port's TX queue.
+#[derive(Debug, Clone)]
+pub struct PortExport {
+    /// Index into [`Config::ports`].
+    pub port: usize,
+    pub queue: u16,
+    pub src_mac: [u8; 6],
+    pub dst_mac: [u8; 6],
+    pub src_ip: Ipv4Addr,
+    pub src_port: u16,
+}

@@ -1,0 +1,183 @@
+//! `pipelines[]`: each pipeline's ports and queues, its INT domain, its
+//! clock, and the stage its role names with that role's settings.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use int_core::encap::{Domain, DscpMatch, Encapsulation, TcpPlacement, DEFAULT_EXTENSION_PORT};
+
+use super::choice::chosen;
+use super::model::{
+    ClockSource, EncapsulationName, Endpoint, PipelineConfig, PortConfig, RoleName, StageConfig,
+};
+use super::raw::{RawEndpoint, RawInt, RawPipeline, RawSink, RawSource};
+use super::settings::{impair_settings, sink_settings, source_settings};
+use super::Problems;
+
+/// The queues pipelines poll and send on: an RX queue belongs to one
+/// pipeline, a TX queue to one lcore (queues are not thread-safe).
+#[derive(Debug, Default)]
+pub struct QueueUse {
+    rx: BTreeSet<(usize, u16)>,
+    tx: BTreeMap<(usize, u16), u32>,
+}
+
+impl QueueUse {
+    pub fn tx_used(&self, port: usize, queue: u16) -> bool {
+        self.tx.contains_key(&(port, queue))
+    }
+}
+
+/// Pipeline `i`, or `None` when its role or a port is unknown (each
+/// problem reported once, none that follows from it).
+pub fn pipeline(
+    i: usize,
+    raw: &RawPipeline,
+    ports: &[PortConfig],
+    port_index: &BTreeMap<String, usize>,
+    queues: &mut QueueUse,
+    problems: &mut Problems,
+) -> Option<PipelineConfig> {
+    let path = format!("pipelines[{i}]");
+    let role = raw.role.get(&format!("{path}.role"), problems);
+    let rx = endpoint(&raw.rx, Direction::Rx, &path, ports, port_index, problems);
+    let tx = endpoint(&raw.tx, Direction::Tx, &path, ports, port_index, problems);
+    if let Some(rx) = rx {
+        if !queues.rx.insert((rx.port, rx.queue)) {
+            problems.add(
+                format!("{path}.rx"),
+                "this RX queue is already polled by another pipeline",
+                "each RX queue belongs to one pipeline (no locks on the packet path)",
+            );
+        }
+    }
+    if let Some(tx) = tx {
+        if queues.tx.insert((tx.port, tx.queue), raw.lcore).is_some_and(|other| other != raw.lcore) {
+            problems.add(
+                format!("{path}.tx"),
+                "this TX queue is used by a pipeline on another lcore",
+                "TX queues are not thread-safe: give each lcore its own queue",
+            );
+        }
+    }
+    let domain = domain(&raw.int, &path, problems);
+    let clock = chosen(&raw.clock, ClockSource::Host, &format!("{path}.clock"), problems);
+    let stage = stage(role?, raw, &path, problems)?;
+    Some(PipelineConfig {
+        name: raw.name.clone().unwrap_or_else(|| format!("{}{i}", stage.role())),
+        lcore: raw.lcore,
+        rx: rx?,
+        tx: tx?,
+        domain,
+        clock,
+        stage,
+    })
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Direction {
+    Rx,
+    Tx,
+}
+
+fn endpoint(
+    raw: &RawEndpoint,
+    direction: Direction,
+    path: &str,
+    ports: &[PortConfig],
+    port_index: &BTreeMap<String, usize>,
+    problems: &mut Problems,
+) -> Option<Endpoint> {
+    let which = if direction == Direction::Rx { "rx" } else { "tx" };
+    let Some((index, port)) = port_index.get(&raw.port).and_then(|&i| Some((i, ports.get(i)?))) else {
+        let names: Vec<&str> = port_index.keys().map(String::as_str).collect();
+        let hint = match int_core::names::closest(&raw.port, &names) {
+            Some(name) => format!("did you mean {name}? ports are: {}", names.join(", ")),
+            None => format!("ports are: {}", names.join(", ")),
+        };
+        problems.add(format!("{path}.{which}.port"), format!("no port named {:?}", raw.port), hint);
+        return None;
+    };
+    let queues = if direction == Direction::Rx { port.rx_queues } else { port.tx_queues };
+    if raw.queue >= queues {
+        problems.add(
+            format!("{path}.{which}.queue"),
+            format!("port {:?} has {queues} {which} queue(s)", raw.port),
+            format!("use 0..{} or raise ports[{index}].{which}_queues", queues.saturating_sub(1)),
+        );
+    }
+    Some(Endpoint { port: index, queue: raw.queue })
+}
+
+/// `int`: the encapsulation, its DSCP mark or UDP port, the TCP placement.
+fn domain(raw: &RawInt, path: &str, problems: &mut Problems) -> Domain {
+    let path = format!("{path}.int");
+    let name =
+        chosen(&raw.encapsulation, EncapsulationName::OverTcpUdp, &format!("{path}.encapsulation"), problems);
+    let (wrong_key, other) = match name {
+        EncapsulationName::OverTcpUdp => {
+            (raw.udp_port.is_some().then_some("udp_port"), "int05-extension-udp")
+        }
+        EncapsulationName::ExtensionUdp => (raw.dscp.is_some().then_some("dscp"), "int05-over-tcp-udp"),
+    };
+    if let Some(key) = wrong_key {
+        problems.add(
+            format!("{path}.{key}"),
+            format!("{key} applies to {other} only"),
+            format!("remove it, or set encapsulation: {other}"),
+        );
+    }
+    let encapsulation = match name {
+        EncapsulationName::OverTcpUdp => {
+            let dscp = raw.dscp.as_ref().map_or(Ok(DscpMatch::HOST_INT), |d| DscpMatch::new(d.value, d.mask));
+            dscp.unwrap_or_else(|error| {
+                problems.add(
+                    format!("{path}.dscp"),
+                    error.to_string(),
+                    "value and mask in 0..63, mask non-zero; Host-INT uses 1 / 1",
+                );
+                DscpMatch::HOST_INT
+            })
+            .encapsulation()
+        }
+        EncapsulationName::ExtensionUdp => {
+            Encapsulation::ExtensionUdp { port: raw.udp_port.unwrap_or(DEFAULT_EXTENSION_PORT) }
+        }
+    };
+    let tcp_placement =
+        chosen(&raw.tcp_placement, TcpPlacement::BeforeOptions, &format!("{path}.tcp_placement"), problems);
+    Domain { encapsulation, tcp_placement }
+}
+
+/// The stage `role` names, with its settings; a problem for each section
+/// that belongs to another role.
+fn stage(role: RoleName, raw: &RawPipeline, path: &str, problems: &mut Problems) -> Option<StageConfig> {
+    let sections = [
+        ("source", raw.source.is_some(), RoleName::Source),
+        ("sink", raw.sink.is_some(), RoleName::Sink),
+        ("impair", raw.impair.is_some(), RoleName::Impair),
+    ];
+    for (section, present, owner) in sections {
+        if present && role != owner {
+            problems.add(
+                format!("{path}.{section}"),
+                format!("{section} settings on a {role} pipeline"),
+                format!("remove the section or set role: {owner}"),
+            );
+        }
+    }
+    Some(match role {
+        RoleName::Forward => StageConfig::Forward,
+        RoleName::Transit => StageConfig::Transit,
+        RoleName::Source => {
+            let default = RawSource::default();
+            let settings = raw.source.as_ref().unwrap_or(&default);
+            StageConfig::Source(source_settings(settings, &format!("{path}.source"), problems))
+        }
+        RoleName::Sink => {
+            let default = RawSink::default();
+            let settings = raw.sink.as_ref().unwrap_or(&default);
+            StageConfig::Sink(sink_settings(settings, &format!("{path}.sink"), problems))
+        }
+        RoleName::Impair => impair_settings(raw.impair.as_ref(), &format!("{path}.impair"), problems)?,
+    })
+}

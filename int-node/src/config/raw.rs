@@ -1,0 +1,308 @@
+//! The YAML as written: serde structs that refuse unknown keys, with
+//! defaults for what may be left out. Named values are [`Choice`]s, so an
+//! unknown name is a problem for validation to report, not a parse error
+//! that hides every other problem.
+
+use int_core::encap::TcpPlacement;
+use int_core::source::TailStyle;
+use serde::Deserialize;
+
+use super::choice::Choice;
+use super::model::{
+    ClockSource, EncapsulationName, Flavour, LatencyMode, MalformedPolicy, MarkedPolicy, ProfileName,
+    Protocol, RoleName,
+};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawConfig {
+    pub node_id: Option<NodeId>,
+    #[serde(default)]
+    pub eal: Vec<String>,
+    #[serde(default)]
+    pub mempool: RawMempool,
+    #[serde(default)]
+    pub ports: Vec<RawPort>,
+    #[serde(default)]
+    pub pipelines: Vec<RawPipeline>,
+    pub export: Option<RawExport>,
+    #[serde(default)]
+    pub stats: RawStats,
+    /// Sleep this long when a worker's poll found no packet (0: busy-poll).
+    #[serde(default)]
+    pub idle_sleep_us: u64,
+}
+
+/// A node id: a number or a dotted quad.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum NodeId {
+    Number(u64),
+    Text(String),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMempool {
+    #[serde(default = "default_mbufs")]
+    pub mbufs: u32,
+    #[serde(default = "default_cache")]
+    pub cache: u32,
+}
+
+impl Default for RawMempool {
+    fn default() -> Self {
+        RawMempool { mbufs: default_mbufs(), cache: default_cache() }
+    }
+}
+
+fn default_mbufs() -> u32 {
+    8191
+}
+fn default_cache() -> u32 {
+    256
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPort {
+    pub name: String,
+    pub device: String,
+    #[serde(default = "one")]
+    pub rx_queues: u16,
+    #[serde(default = "one")]
+    pub tx_queues: u16,
+    #[serde(default = "default_descriptors")]
+    pub rx_descriptors: u16,
+    #[serde(default = "default_descriptors")]
+    pub tx_descriptors: u16,
+    #[serde(default = "default_mtu")]
+    pub mtu: u16,
+    #[serde(default = "yes")]
+    pub promiscuous: bool,
+    /// The port number written into INT hop metadata (default: its index).
+    pub int_port: Option<u16>,
+}
+
+fn one() -> u16 {
+    1
+}
+fn yes() -> bool {
+    true
+}
+fn default_descriptors() -> u16 {
+    1024
+}
+fn default_mtu() -> u16 {
+    1500
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawEndpoint {
+    pub port: String,
+    #[serde(default)]
+    pub queue: u16,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPipeline {
+    pub name: Option<String>,
+    pub role: Choice<RoleName>,
+    pub lcore: u32,
+    pub rx: RawEndpoint,
+    pub tx: RawEndpoint,
+    #[serde(default)]
+    pub int: RawInt,
+    pub source: Option<RawSource>,
+    pub sink: Option<RawSink>,
+    pub impair: Option<RawImpair>,
+    pub clock: Option<Choice<ClockSource>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawInt {
+    pub encapsulation: Option<Choice<EncapsulationName>>,
+    pub dscp: Option<RawDscp>,
+    pub udp_port: Option<u16>,
+    pub tcp_placement: Option<Choice<TcpPlacement>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawDscp {
+    pub value: u8,
+    pub mask: u8,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSource {
+    pub flavour: Option<Choice<Flavour>>,
+    pub instructions: Option<Vec<String>>,
+    pub max_hop_count: Option<u8>,
+    pub own_hop: Option<bool>,
+    #[serde(default)]
+    pub watchlist: Vec<RawRule>,
+    #[serde(default)]
+    pub flows: RawFlows,
+    pub marked: Option<Choice<MarkedPolicy>>,
+    pub tail: Option<Choice<TailStyle>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRule {
+    pub src: Option<String>,
+    pub dst: Option<String>,
+    pub protocol: Option<Choice<Protocol>>,
+    pub src_ports: Option<String>,
+    pub dst_ports: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawFlows {
+    #[serde(default = "default_flow_capacity")]
+    pub capacity: u32,
+    #[serde(default = "default_idle_ms")]
+    pub idle_timeout_ms: u64,
+}
+
+impl Default for RawFlows {
+    fn default() -> Self {
+        RawFlows { capacity: default_flow_capacity(), idle_timeout_ms: default_idle_ms() }
+    }
+}
+
+fn default_flow_capacity() -> u32 {
+    65536
+}
+fn default_idle_ms() -> u64 {
+    120_000
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSink {
+    #[serde(default)]
+    pub latency: RawLatency,
+    #[serde(default)]
+    pub loss: RawLoss,
+    #[serde(default)]
+    pub flows: RawFlows,
+    pub malformed: Option<Choice<MalformedPolicy>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLatency {
+    pub mode: Option<Choice<LatencyMode>>,
+    pub buckets_ns: Option<Vec<u32>>,
+    pub threshold_ns: Option<u32>,
+    pub threshold_percent: Option<u32>,
+    pub refresh_ms: Option<u64>,
+    /// How far a sink's clock may be behind a source's and be told from a
+    /// latency (ms, at most 2147; default 2147: +-2.1 s).
+    pub max_skew_ms: Option<u32>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLoss {
+    #[serde(default = "default_loss_timeout")]
+    pub timeout_ms: u64,
+    #[serde(default = "default_sweep")]
+    pub sweep_ms: u64,
+    #[serde(default = "default_max_flow_pps")]
+    pub max_flow_pps: u64,
+    #[serde(default = "default_max_report_delay")]
+    pub max_report_delay_ms: u64,
+}
+
+impl Default for RawLoss {
+    fn default() -> Self {
+        RawLoss {
+            timeout_ms: default_loss_timeout(),
+            sweep_ms: default_sweep(),
+            max_flow_pps: default_max_flow_pps(),
+            max_report_delay_ms: default_max_report_delay(),
+        }
+    }
+}
+
+fn default_max_report_delay() -> u64 {
+    5000
+}
+
+/// 64-byte frames at 10 Gb/s line rate.
+fn default_max_flow_pps() -> u64 {
+    14_880_952
+}
+
+fn default_loss_timeout() -> u64 {
+    200
+}
+fn default_sweep() -> u64 {
+    100
+}
+
+/// Read in every build (the YAML is the same); used where the `lab`
+/// feature builds the impair stage.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[cfg_attr(not(feature = "lab"), allow(dead_code))]
+pub struct RawImpair {
+    #[serde(default)]
+    pub loss_percent: f64,
+    #[serde(default)]
+    pub delay_ms: f64,
+    /// A file whose content (`loss_percent=2 delay_ms=20`) replaces the
+    /// settings live; read every 100 ms.
+    pub control_file: Option<String>,
+    pub max_held: Option<u32>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawExport {
+    pub collector: String,
+    pub profile: Option<Choice<ProfileName>>,
+    pub rate_limit: Option<u32>,
+    pub ring_size: Option<u32>,
+    /// Reports per second the exporter sends at most, in bursts of 64.
+    pub pace: Option<u32>,
+    /// `socket` (default) or a DPDK port.
+    #[serde(default)]
+    pub path: RawExportPath,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct RawExportPath {
+    pub port: Option<String>,
+    pub queue: Option<u16>,
+    pub src_mac: Option<String>,
+    pub dst_mac: Option<String>,
+    pub src_ip: Option<String>,
+    pub src_port: Option<u16>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawStats {
+    #[serde(default = "default_interval")]
+    pub interval_ms: u64,
+}
+
+impl Default for RawStats {
+    fn default() -> Self {
+        RawStats { interval_ms: default_interval() }
+    }
+}
+
+fn default_interval() -> u64 {
+    1000
+}

@@ -1,0 +1,389 @@
+//! The settings of each role (`source`, `sink`, `impair`) and of `export`.
+
+use std::collections::BTreeMap;
+use std::net::{Ipv4Addr, SocketAddrV4};
+
+use int_core::int05::{instruction, Instructions, ShimType};
+use int_core::latency::{ChangeRule, LatencyConfig};
+use int_core::report::DEFAULT_COLLECTOR_PORT;
+use int_core::source::TailStyle;
+
+use super::choice::chosen;
+use super::model::{
+    ExportConfig, ExportPath, Flavour, LatencyMode, MalformedPolicy, MarkedPolicy, PortConfig, PortExport,
+    Prefix, ProfileName, Protocol, Rule, SinkSettings, SourceSettings, StageConfig,
+};
+use super::pipeline::QueueUse;
+use super::raw::{RawExport, RawExportPath, RawImpair, RawRule, RawSink, RawSource};
+use super::Problems;
+
+pub fn source_settings(raw: &RawSource, path: &str, problems: &mut Problems) -> SourceSettings {
+    let flavour = chosen(&raw.flavour, Flavour::Hostint, &format!("{path}.flavour"), problems);
+    let shim_type = flavour.shim_type();
+    let own_hop = raw.own_hop.unwrap_or(true);
+    let max_hop_count = raw.max_hop_count.unwrap_or(2);
+    if own_hop && max_hop_count == 0 {
+        problems.add(
+            format!("{path}.max_hop_count"),
+            "0 leaves no room for the source's own hop",
+            "use 1 or more, or own_hop: false",
+        );
+    }
+    let watchlist = raw
+        .watchlist
+        .iter()
+        .enumerate()
+        .map(|(i, rule)| watch_rule(rule, &format!("{path}.watchlist[{i}]"), problems))
+        .collect();
+    check_capacity(raw.flows.capacity, path, problems);
+    // INT 0.5's informative tail with the int05 flavour, Host-INT's with its own.
+    let default_tail =
+        if shim_type == ShimType::HopByHop { TailStyle::Informative } else { TailStyle::HostInt };
+    SourceSettings {
+        shim_type,
+        instructions: instructions(raw, path, problems),
+        max_hop_count,
+        own_hop,
+        watchlist,
+        flow_capacity: raw.flows.capacity,
+        idle_timeout_ms: raw.flows.idle_timeout_ms,
+        marked: chosen(&raw.marked, MarkedPolicy::Strip, &format!("{path}.marked"), problems),
+        tail: chosen(&raw.tail, default_tail, &format!("{path}.tail"), problems),
+    }
+}
+
+/// `source.instructions`: Host-INT's set when left out.
+fn instructions(raw: &RawSource, path: &str, problems: &mut Problems) -> Instructions {
+    let Some(names) = &raw.instructions else { return Instructions::HOST_INT };
+    let valid: Vec<&str> = instruction::NAMES.iter().map(|(name, _)| *name).collect();
+    let mut instructions = Instructions::empty();
+    for (i, name) in names.iter().enumerate() {
+        match Instructions::from_config_name(name) {
+            Some(bit) => instructions |= bit,
+            None => {
+                let list = format!("one of: {}", valid.join(", "));
+                let hint = match int_core::names::closest(name, &valid) {
+                    Some(near) => format!("did you mean {near}? {list}"),
+                    None => list,
+                };
+                problems.add(
+                    format!("{path}.instructions[{i}]"),
+                    format!("unknown instruction {name:?}"),
+                    hint,
+                );
+            }
+        }
+    }
+    instructions
+}
+
+fn check_capacity(capacity: u32, path: &str, problems: &mut Problems) {
+    if capacity == 0 {
+        problems.add(
+            format!("{path}.flows.capacity"),
+            "0 flows",
+            "the per-lcore flow table size, e.g. 65536",
+        );
+    }
+}
+
+/// One watchlist rule; `rule_path` names it in problems.
+fn watch_rule(rule: &RawRule, rule_path: &str, problems: &mut Problems) -> Rule {
+    let mut prefix = |value: &Option<String>, key: &str| match value {
+        None => Prefix::ANY,
+        Some(text) => parse_prefix(text).unwrap_or_else(|| {
+            problems.add(
+                format!("{rule_path}.{key}"),
+                format!("{text:?} is not an IPv4 prefix"),
+                "e.g. 10.0.0.0/8 or 192.168.1.7",
+            );
+            Prefix::ANY
+        }),
+    };
+    let src = prefix(&rule.src, "src");
+    let dst = prefix(&rule.dst, "dst");
+    let protocol = chosen(&rule.protocol, Protocol::Any, &format!("{rule_path}.protocol"), problems).number();
+    let mut ports = |value: &Option<String>, key: &str| match value {
+        None => (0, u16::MAX),
+        Some(text) => parse_ports(text).unwrap_or_else(|| {
+            problems.add(
+                format!("{rule_path}.{key}"),
+                format!("{text:?} is not a port range"),
+                "a port (80) or a range (1000-2000)",
+            );
+            (0, u16::MAX)
+        }),
+    };
+    let src_ports = ports(&rule.src_ports, "src_ports");
+    let dst_ports = ports(&rule.dst_ports, "dst_ports");
+    Rule { src, dst, protocol, src_ports, dst_ports }
+}
+
+pub fn parse_prefix(text: &str) -> Option<Prefix> {
+    let (addr, len) = match text.split_once('/') {
+        Some((addr, len)) => (addr, len.parse::<u8>().ok()?),
+        None => (text, 32),
+    };
+    let addr = addr.parse::<Ipv4Addr>().ok()?;
+    (len <= 32).then_some(Prefix { addr: u32::from(addr), len })
+}
+
+pub fn parse_ports(text: &str) -> Option<(u16, u16)> {
+    match text.split_once('-') {
+        Some((lo, hi)) => {
+            let (lo, hi) = (lo.trim().parse().ok()?, hi.trim().parse().ok()?);
+            (lo <= hi).then_some((lo, hi))
+        }
+        None => {
+            let port = text.trim().parse().ok()?;
+            Some((port, port))
+        }
+    }
+}
+
+pub fn parse_mac(text: &str) -> Option<[u8; 6]> {
+    let mut mac = [0u8; 6];
+    let mut parts = text.split(':');
+    for byte in mac.iter_mut() {
+        *byte = u8::from_str_radix(parts.next()?, 16).ok()?;
+    }
+    parts.next().is_none().then_some(mac)
+}
+
+pub fn sink_settings(raw: &RawSink, path: &str, problems: &mut Problems) -> SinkSettings {
+    let default = LatencyConfig::default();
+    let rule = change_rule(raw, &default, path, problems);
+    let refresh_ns = raw.latency.refresh_ms.map_or(default.refresh_ns, |ms| ms.saturating_mul(1_000_000));
+    if refresh_ns > int_core::ticks::MAX_INTERVAL_NS {
+        problems.add(
+            format!("{path}.latency.refresh_ms"),
+            format!("{} ms is longer than a flow's report clock can count", refresh_ns / 1_000_000),
+            "at most 2199023 (36 minutes), or 0 for no refresh",
+        );
+    }
+    if raw.loss.sweep_ms == 0 {
+        problems.add(
+            format!("{path}.loss.sweep_ms"),
+            "0 ms",
+            "how often to look for losses to report, e.g. 100",
+        );
+    }
+    check_capacity(raw.flows.capacity, path, problems);
+    if raw.loss.max_flow_pps == 0 {
+        problems.add(
+            format!("{path}.loss.max_flow_pps"),
+            "0 packets per second",
+            "the fastest one flow can send, e.g. 14880952 (10 Gb/s of 64-byte frames)",
+        );
+    }
+    SinkSettings {
+        latency: LatencyConfig { rule, refresh_ns },
+        loss_timeout_ms: raw.loss.timeout_ms,
+        sweep_ms: raw.loss.sweep_ms,
+        flow_capacity: raw.flows.capacity,
+        idle_timeout_ms: raw.flows.idle_timeout_ms,
+        malformed: chosen(&raw.malformed, MalformedPolicy::Forward, &format!("{path}.malformed"), problems),
+        max_flow_pps: raw.loss.max_flow_pps,
+        max_report_delay_ms: raw.loss.max_report_delay_ms,
+        max_skew_ns: max_skew_ns(raw, path, problems),
+    }
+}
+
+/// `latency.max_skew_ms` in ns: at most 2^31 ns (half of what 32 bits tell).
+fn max_skew_ns(raw: &RawSink, path: &str, problems: &mut Problems) -> u32 {
+    const EVEN: u32 = 1 << 31;
+    match raw.latency.max_skew_ms {
+        None => EVEN,
+        Some(ms) if u64::from(ms) * 1_000_000 <= u64::from(EVEN) => ms * 1_000_000,
+        Some(ms) => {
+            problems.add(
+                format!("{path}.latency.max_skew_ms"),
+                format!("{ms} ms is more than half of what a 32-bit timestamp tells"),
+                "at most 2147; 0 reads every difference as a latency (Host-INT's unsigned rule)",
+            );
+            EVEN
+        }
+    }
+}
+
+/// `sink.latency`'s mode and its thresholds.
+fn change_rule(raw: &RawSink, default: &LatencyConfig, path: &str, problems: &mut Problems) -> ChangeRule {
+    let latency = &raw.latency;
+    let (rule, key, message, hint) =
+        match chosen(&latency.mode, LatencyMode::Buckets, &format!("{path}.latency.mode"), problems) {
+            LatencyMode::Buckets => match &latency.buckets_ns {
+                None => (Some(default.rule), "", "", ""),
+                Some(list) => (
+                    ChangeRule::buckets(list),
+                    "buckets_ns",
+                    "buckets must increase and be at most 16",
+                    "e.g. [50000, 100000, 250000, 500000, 1000000]",
+                ),
+            },
+            LatencyMode::Absolute => (
+                latency.threshold_ns.map(|ns| ChangeRule::Absolute { ns }),
+                "threshold_ns",
+                "absolute mode needs threshold_ns",
+                "e.g. threshold_ns: 100000",
+            ),
+            LatencyMode::Relative => (
+                latency.threshold_percent.filter(|p| *p > 0).map(|percent| ChangeRule::Relative { percent }),
+                "threshold_percent",
+                "relative mode needs a positive threshold_percent",
+                "e.g. threshold_percent: 20",
+            ),
+        };
+    rule.unwrap_or_else(|| {
+        problems.add(format!("{path}.latency.{key}"), message, hint);
+        default.rule
+    })
+}
+
+/// `impair`: lab equipment, in builds with the `lab` feature only.
+#[cfg(feature = "lab")]
+pub fn impair_settings(raw: Option<&RawImpair>, path: &str, problems: &mut Problems) -> Option<StageConfig> {
+    let default = RawImpair::default();
+    let raw = raw.unwrap_or(&default);
+    let text = format!("loss_percent={} delay_ms={}", raw.loss_percent, raw.delay_ms);
+    let (loss_ppm, delay_us) = crate::pipeline::impair::ImpairControl::parse(&text).unwrap_or_else(|| {
+        problems.add(
+            path,
+            "loss_percent must be 0-100 and delay_ms 0-10000",
+            "e.g. {loss_percent: 1, delay_ms: 20}",
+        );
+        (0, 0)
+    });
+    Some(StageConfig::Impair(super::model::ImpairSettings {
+        loss_ppm,
+        delay_us,
+        control_file: raw.control_file.clone(),
+        max_held: raw.max_held.unwrap_or(65536),
+    }))
+}
+
+#[cfg(not(feature = "lab"))]
+pub fn impair_settings(_: Option<&RawImpair>, path: &str, problems: &mut Problems) -> Option<StageConfig> {
+    let role_path = path.replace(".impair", ".role");
+    problems.add(
+        role_path,
+        "impair is lab equipment, left out of this build",
+        "build int-node with --features lab (int-lab's labs do), or use another role",
+    );
+    None
+}
+
+pub fn export_settings(
+    raw: &RawExport,
+    port_index: &BTreeMap<String, usize>,
+    ports: &[PortConfig],
+    queues: &QueueUse,
+    problems: &mut Problems,
+) -> ExportConfig {
+    let ring_size = raw.ring_size.unwrap_or(4096);
+    if ring_size < 16 {
+        problems.add("export.ring_size", format!("{ring_size} reports"), "at least 16; 4096 by default");
+    }
+    ExportConfig {
+        collector: collector(&raw.collector, problems),
+        profile: chosen(&raw.profile, ProfileName::Hostint, "export.profile", problems).profile(),
+        rate_limit: raw.rate_limit.unwrap_or(10_000),
+        ring_size,
+        pace: raw.pace.unwrap_or(100_000),
+        path: export_path(&raw.path, port_index, ports, queues, problems),
+    }
+}
+
+/// `export.collector`: ADDR or ADDR:PORT.
+fn collector(text: &str, problems: &mut Problems) -> SocketAddrV4 {
+    text.parse::<SocketAddrV4>()
+        .or_else(|_| text.parse::<Ipv4Addr>().map(|ip| SocketAddrV4::new(ip, DEFAULT_COLLECTOR_PORT)))
+        .unwrap_or_else(|_| {
+            problems.add(
+                "export.collector",
+                format!("{text:?} is not an IPv4 address"),
+                "ADDR or ADDR:PORT, e.g. 10.0.0.9:32766",
+            );
+            SocketAddrV4::new(Ipv4Addr::LOCALHOST, DEFAULT_COLLECTOR_PORT)
+        })
+}
+
+fn export_path(
+    raw: &RawExportPath,
+    port_index: &BTreeMap<String, usize>,
+    ports: &[PortConfig],
+    queues: &QueueUse,
+    problems: &mut Problems,
+) -> ExportPath {
+    let Some(name) = &raw.port else {
+        if raw.queue.is_some() || raw.src_mac.is_some() || raw.dst_mac.is_some() || raw.src_ip.is_some() {
+            problems.add(
+                "export.path",
+                "queue/MACs/src_ip given without a port",
+                "set export.path.port, or remove them to use a kernel UDP socket",
+            );
+        }
+        return ExportPath::Socket;
+    };
+    let queue = raw.queue.unwrap_or(0);
+    let port = match port_index.get(name).and_then(|&i| Some((i, ports.get(i)?))) {
+        Some((i, config)) => {
+            if queue >= config.tx_queues {
+                problems.add(
+                    "export.path.queue",
+                    format!("port {name:?} has {} TX queue(s)", config.tx_queues),
+                    "raise the port's tx_queues and give the exporter its own queue",
+                );
+            } else if queues.tx_used(i, queue) {
+                problems.add(
+                    "export.path.queue",
+                    "this TX queue is used by a pipeline",
+                    "the exporter runs on the main lcore: give it its own TX queue",
+                );
+            }
+            i
+        }
+        None => {
+            problems.add("export.path.port", format!("no port named {name:?}"), "name one of the ports");
+            0
+        }
+    };
+    let src_ip = raw.src_ip.as_deref().and_then(|ip| ip.parse::<Ipv4Addr>().ok()).unwrap_or_else(|| {
+        problems.add(
+            "export.path.src_ip",
+            "missing or not an IPv4 address",
+            "the reports' source address, e.g. 10.0.0.2",
+        );
+        Ipv4Addr::UNSPECIFIED
+    });
+    ExportPath::Port(PortExport {
+        port,
+        queue,
+        src_mac: mac(&raw.src_mac, "src_mac", problems),
+        dst_mac: mac(&raw.dst_mac, "dst_mac", problems),
+        src_ip,
+        src_port: raw.src_port.unwrap_or(32766),
+    })
+}
+
+/// A port exporter's MAC address `key`, required.
+fn mac(value: &Option<String>, key: &str, problems: &mut Problems) -> [u8; 6] {
+    match value.as_deref().map(parse_mac) {
+        Some(Some(mac)) => mac,
+        Some(None) => {
+            problems.add(
+                format!("export.path.{key}"),
+                "not a MAC address",
+                "six hex bytes, e.g. 02:00:00:00:00:09",
+            );
+            [0; 6]
+        }
+        None => {
+            problems.add(
+                format!("export.path.{key}"),
+                "missing",
+                "a port exporter writes Ethernet headers: give both MACs",
+            );
+            [0; 6]
+        }
+    }
+}

@@ -1,0 +1,260 @@
+//! The config's validation, problem by problem.
+
+use std::net::Ipv4Addr;
+
+use super::device::{self, pci_address};
+use super::raw::NodeId;
+use super::settings::{parse_mac, parse_ports, parse_prefix};
+use super::validate::parse_node_id;
+use super::*;
+
+const MINIMAL: &str = "
+eal: [--no-huge, -m, '512', --no-pci, --no-shconf, -l, 0-1]
+ports:
+  - name: in
+    device: net_pcap0,rx_pcap=in.pcap,tx_pcap=out.pcap
+pipelines:
+  - role: forward
+    lcore: 1
+    rx: {port: in}
+    tx: {port: in}
+";
+
+fn problems(text: &str) -> Vec<Problem> {
+    match parse(text) {
+        Err(ConfigError::Invalid(problems)) => problems,
+        other => panic!("expected problems, got {other:?}"),
+    }
+}
+
+#[test]
+fn minimal_forward() {
+    let config = parse(MINIMAL).unwrap();
+    assert_eq!(config.ports[0].device.name, "net_pcap0");
+    assert_eq!(config.ports[0].device.kind, DeviceKind::Vdev);
+    let eal = config.eal_args(&config.eal);
+    assert_eq!(eal[eal.len() - 2..], ["--vdev", "net_pcap0,rx_pcap=in.pcap,tx_pcap=out.pcap"]);
+    assert!(matches!(config.pipelines[0].stage, StageConfig::Forward));
+    assert_eq!(config.pipelines[0].name, "forward0");
+}
+
+#[test]
+fn unknown_key_names_its_path() {
+    let text = MINIMAL.replace("    lcore: 1", "    lcore: 1\n    colour: red");
+    let problems = problems(&text);
+    assert_eq!(problems.len(), 1);
+    assert_eq!(problems[0].path, "pipelines[0]");
+    assert!(problems[0].message.contains("unknown field `colour`"), "{}", problems[0].message);
+}
+
+#[test]
+fn every_problem_is_reported() {
+    let text = "
+node_id: not-an-id
+ports:
+  - name: in
+    device: eth0
+    mtu: 20
+pipelines:
+  - role: sorce
+    lcore: 0
+    rx: {port: nowhere}
+    tx: {port: in, queue: 3}
+    int: {encapsulation: int05-extension-udp, dscp: {value: 1, mask: 1}}
+  - role: sink
+    lcore: 1
+    rx: {port: in}
+    tx: {port: in}
+    sink: {latency: {buckets_ns: [5, 4]}, malformed: explode}
+";
+    let paths: Vec<String> = problems(text).into_iter().map(|p| p.path).collect();
+    for expected in [
+        "node_id",
+        "ports[0].device",
+        "ports[0].mtu",
+        "pipelines[0].role",
+        "pipelines[0].lcore",
+        "pipelines[0].rx.port",
+        "pipelines[0].tx.queue",
+        "pipelines[0].int.dscp",
+        "pipelines[1].sink.latency.buckets_ns",
+        "pipelines[1].sink.malformed",
+        "export",
+    ] {
+        assert!(paths.iter().any(|p| p == expected), "no problem at {expected}; got {paths:?}");
+    }
+}
+
+const TWO_PORTS: &str = "
+ports:
+  - {name: a, device: 'DEVICE_A'}
+  - {name: b, device: 'DEVICE_B'}
+pipelines:
+  - {role: forward, lcore: 1, rx: {port: a}, tx: {port: b}}
+";
+
+fn two_ports(a: &str, b: &str) -> Result<Config, ConfigError> {
+    parse(&TWO_PORTS.replace("DEVICE_A", a).replace("DEVICE_B", b))
+}
+
+#[test]
+fn ports_cannot_alias_a_device_or_an_output() {
+    let problems_of = |a: &str, b: &str| match two_ports(a, b) {
+        Err(ConfigError::Invalid(problems)) => problems,
+        other => panic!("{a} / {b}: expected problems, got {other:?}"),
+    };
+    for (a, b, says) in [
+        (
+            "net_pcap0,rx_pcap=a.pcap,tx_pcap=x.pcap",
+            "net_pcap0,rx_pcap=b.pcap,tx_pcap=y.pcap",
+            "also ports[0]",
+        ),
+        ("net_null0", "net_null0", "also ports[0]"),
+        ("0000:03:00.0", "03:00.0,rxq_cqe_comp_en=0", "also ports[0]"),
+        (
+            "net_pcap0,rx_pcap=a.pcap,tx_pcap=x.pcap",
+            "net_pcap1,rx_pcap=b.pcap,tx_pcap=x.pcap",
+            "also written",
+        ),
+    ] {
+        let problems = problems_of(a, b);
+        assert_eq!(problems.len(), 1, "{a} / {b}: {problems:?}");
+        assert_eq!(problems[0].path, "ports[1].device");
+        assert!(problems[0].message.contains(says), "{}", problems[0].message);
+    }
+    let same_file = problems_of("net_pcap0,rx_pcap=a.pcap,tx_pcap=a.pcap", "net_null0");
+    assert_eq!(same_file[0].path, "ports[0].device");
+    assert!(same_file[0].message.contains("both read"), "{}", same_file[0].message);
+}
+
+#[test]
+fn pci_addresses_with_driver_arguments() {
+    let config = two_ports("0000:03:00.0,rxq_cqe_comp_en=0", "03:00.1").unwrap();
+    assert_eq!(config.ports[0].device.kind, DeviceKind::Pci);
+    assert_eq!(config.ports[0].device.args, [("rxq_cqe_comp_en".to_string(), "0".to_string())]);
+    let eal = config.eal_args(&[]);
+    assert_eq!(eal, ["-a", "0000:03:00.0,rxq_cqe_comp_en=0", "-a", "0000:03:00.1"]);
+    assert_eq!(pci_address("0000:3B:00.0"), Some("0000:3b:00.0".into()));
+    assert_eq!(pci_address("3b:00.0"), Some("0000:3b:00.0".into()));
+    for bad in ["eth0", "3b:00", "3b:00.12", "zz:00.0", "0000:3b:00:0"] {
+        assert_eq!(pci_address(bad), None, "{bad}");
+    }
+}
+
+#[test]
+fn watchlist_rules() {
+    let rule = Rule {
+        src: parse_prefix("10.0.0.0/8").unwrap(),
+        dst: Prefix::ANY,
+        protocol: Some(17),
+        src_ports: (0, u16::MAX),
+        dst_ports: parse_ports("5000-5010").unwrap(),
+    };
+    let flow = |src: [u8; 4], protocol: u8, dst_port: u16| int_core::flow::FlowKey {
+        src: Ipv4Addr::from(src),
+        dst: Ipv4Addr::new(1, 2, 3, 4),
+        protocol,
+        src_port: 1,
+        dst_port,
+    };
+    assert!(rule.matches(&flow([10, 1, 2, 3], 17, 5005)));
+    assert!(!rule.matches(&flow([11, 1, 2, 3], 17, 5005)));
+    assert!(!rule.matches(&flow([10, 1, 2, 3], 6, 5005)));
+    assert!(!rule.matches(&flow([10, 1, 2, 3], 17, 5011)));
+    assert_eq!(parse_prefix("10.0.0.1/33"), None);
+    assert_eq!(parse_ports("9-3"), None);
+    assert_eq!(parse_mac("02:00:00:00:00:0a"), Some([2, 0, 0, 0, 0, 10]));
+}
+
+#[test]
+fn node_id_forms() {
+    assert_eq!(parse_node_id(&NodeId::Number(7)), Some(7));
+    assert_eq!(parse_node_id(&NodeId::Text("10.0.0.1".into())), Some(0x0a00_0001));
+    assert_eq!(parse_node_id(&NodeId::Text("0xcafe".into())), Some(0xcafe));
+    assert_eq!(parse_node_id(&NodeId::Number(1 << 40)), None);
+}
+
+/// A mistake gives one problem, at its own path, with the valid names and
+/// the nearest of them: no cascade from a role the node cannot read.
+#[test]
+fn one_problem_per_mistake_with_a_suggestion() {
+    let text = MINIMAL
+        .replace("role: forward", "role: Source")
+        .replace("    lcore: 1", "    lcore: 1\n    source: {marked: strip}");
+    let found = problems(&text);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].path, "pipelines[0].role");
+    assert_eq!(found[0].message, "unknown value \"Source\"");
+    assert!(
+        found[0].hint.starts_with("did you mean source? one of: source, transit, sink, forward, impair"),
+        "{}",
+        found[0].hint
+    );
+    for (from, to, path, suggestion) in [
+        ("role: forward", "role: forwrd", "pipelines[0].role", "forward"),
+        ("tx: {port: in}", "tx: {port: inn}", "pipelines[0].tx.port", "in"),
+        ("    lcore: 1", "    lcore: 1\n    clock: rx_timestamp", "pipelines[0].clock", "rx-timestamp"),
+        (
+            "    lcore: 1",
+            "    lcore: 1\n    int: {tcp_placement: after-option}",
+            "pipelines[0].int.tcp_placement",
+            "after-options",
+        ),
+    ] {
+        let problems = problems(&MINIMAL.replace(from, to));
+        assert_eq!(problems.len(), 1, "{to}: {problems:?}");
+        assert_eq!(problems[0].path, path);
+        assert!(
+            problems[0].hint.contains(&format!("did you mean {suggestion}?")),
+            "{to}: {}",
+            problems[0].hint
+        );
+    }
+}
+
+/// Sections that belong to another role are refused, each once.
+#[test]
+fn a_section_of_another_role_is_one_problem() {
+    let text = MINIMAL.replace("    lcore: 1", "    lcore: 1\n    sink: {malformed: drop}");
+    let problems = problems(&text);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(problems[0].path, "pipelines[0].sink");
+    assert_eq!(problems[0].message, "sink settings on a forward pipeline");
+}
+
+/// `check` reads the EAL lcore list: a pipeline on an lcore EAL will not
+/// start, or on the main lcore, is refused before DPDK starts.
+#[test]
+fn pipeline_lcores_against_the_eal_list() {
+    let on = |eal: &str, lcore: u32| {
+        MINIMAL.replace("-l, 0-1", eal).replace("lcore: 1", &format!("lcore: {lcore}"))
+    };
+    let problems_on = |eal: &str, lcore: u32| problems(&on(eal, lcore));
+    let missing = problems_on("-l, 0-1", 3);
+    assert_eq!(missing.len(), 1, "{missing:?}");
+    assert_eq!(missing[0].path, "pipelines[0].lcore");
+    assert_eq!(missing[0].message, "lcore 3 is not in the EAL lcore list (-l 0-1)");
+    let main = problems_on("--lcores, '2@0,3@1'", 2);
+    assert_eq!(main[0].message, "lcore 2 is EAL's main lcore (stats and export)");
+    assert!(parse(&on("--lcores, '0@0,1@1,2@0'", 2)).is_ok());
+    assert!(parse(&on("-l, 0-3, --main-lcore, '3'", 0)).is_ok());
+}
+
+#[test]
+fn dscp_is_checked_as_decode_checks_it() {
+    let text = MINIMAL.replace("    lcore: 1", "    lcore: 1\n    int: {dscp: {value: 99, mask: 1}}");
+    let problems = problems(&text);
+    assert_eq!(problems.len(), 1);
+    assert_eq!(problems[0].path, "pipelines[0].int.dscp");
+    assert_eq!(problems[0].message, "99/1".parse::<int_core::encap::DscpMatch>().unwrap_err().to_string());
+}
+
+#[test]
+fn devices_keep_their_driver_arguments_apart() {
+    let device = device::parse_device("net_pcap0,rx_pcap=a.pcap,tx_pcap=b.pcap").unwrap();
+    assert_eq!(device.name, "net_pcap0");
+    assert_eq!(device.arg("rx_pcap").collect::<Vec<_>>(), ["a.pcap"]);
+    assert_eq!(device.eal_args(), ["--vdev", "net_pcap0,rx_pcap=a.pcap,tx_pcap=b.pcap"]);
+    assert_eq!(device::parse_device("net_pcap0,rx_pcap"), None, "an argument without a value");
+    assert_eq!(device::parse_device("eth0"), None);
+}

@@ -1,0 +1,183 @@
+//! From the YAML as written to a [`Config`]: every value checked before
+//! DPDK starts, every problem reported with its YAML path and a hint.
+
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+
+use super::device::{check_aliases, parse_device};
+use super::eal;
+use super::model::{Config, Device, DeviceKind, PipelineConfig, PortConfig, StageConfig};
+use super::pipeline::{pipeline, QueueUse};
+use super::raw::{NodeId, RawConfig, RawPort};
+use super::settings::export_settings;
+use super::{ConfigError, Problems};
+
+pub fn validate(raw: &RawConfig) -> Result<Config, ConfigError> {
+    let mut problems = Problems::default();
+    let node_id = node_id(raw, &mut problems);
+    if raw.mempool.mbufs < 1023 {
+        problems.add(
+            "mempool.mbufs",
+            format!("{} mbufs is too few", raw.mempool.mbufs),
+            "use at least 1023; 8191 suits a demo",
+        );
+    }
+    let ports = ports(&raw.ports, &mut problems);
+    let port_index: BTreeMap<String, usize> =
+        ports.iter().enumerate().map(|(i, port)| (port.name.clone(), i)).collect();
+    if raw.pipelines.is_empty() {
+        problems.add(
+            "pipelines",
+            "no pipelines",
+            "add one, e.g. role: forward, lcore: 1, rx: {port: in}, tx: {port: out}",
+        );
+    }
+    let mut queues = QueueUse::default();
+    let pipelines: Vec<PipelineConfig> = raw
+        .pipelines
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| pipeline(i, p, &ports, &port_index, &mut queues, &mut problems))
+        .collect();
+    check_lcores(&raw.eal, &raw.pipelines.iter().map(|p| p.lcore).collect::<Vec<_>>(), &mut problems);
+    let has_sink = pipelines.iter().any(|p| matches!(p.stage, StageConfig::Sink(_)));
+    let export = raw.export.as_ref().map(|e| export_settings(e, &port_index, &ports, &queues, &mut problems));
+    if export.is_none() && has_sink {
+        problems.add(
+            "export",
+            "a sink pipeline needs an export section",
+            "add export: {collector: 127.0.0.1:32766}",
+        );
+    }
+    if raw.stats.interval_ms == 0 {
+        problems.add("stats.interval_ms", "0 ms", "a positive interval, e.g. 1000");
+    }
+    problems.into_result(Config {
+        node_id,
+        eal: raw.eal.clone(),
+        mbufs: raw.mempool.mbufs,
+        mempool_cache: raw.mempool.cache,
+        ports,
+        pipelines,
+        export,
+        stats_interval_ms: raw.stats.interval_ms,
+        idle_sleep_us: raw.idle_sleep_us,
+    })
+}
+
+fn node_id(raw: &RawConfig, problems: &mut Problems) -> u32 {
+    let Some(id) = &raw.node_id else { return 0 };
+    parse_node_id(id).unwrap_or_else(|| {
+        problems.add(
+            "node_id",
+            "not a 32-bit node id",
+            "a number, 0x-hex, or a dotted quad such as 10.0.0.1",
+        );
+        0
+    })
+}
+
+pub fn parse_node_id(id: &NodeId) -> Option<u32> {
+    match id {
+        NodeId::Number(n) => u32::try_from(*n).ok(),
+        NodeId::Text(text) => {
+            if let Ok(addr) = text.parse::<Ipv4Addr>() {
+                return Some(u32::from(addr));
+            }
+            let hex = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X"))?;
+            u32::from_str_radix(hex, 16).ok()
+        }
+    }
+}
+
+/// Every port, a problem for each that is wrong. A port whose device does
+/// not parse is kept under its name (the config is refused anyway), so that
+/// pipelines naming it get no problem of their own.
+fn ports(raw: &[RawPort], problems: &mut Problems) -> Vec<PortConfig> {
+    if raw.is_empty() {
+        problems.add(
+            "ports",
+            "no ports",
+            "add at least one port, e.g. device: net_pcap0,rx_pcap=in.pcap,tx_pcap=out.pcap",
+        );
+    }
+    let mut devices = Vec::new();
+    let mut ports = Vec::new();
+    for (i, port) in raw.iter().enumerate() {
+        check_port(i, port, raw, problems);
+        let device = parse_device(&port.device).unwrap_or_else(|| {
+            problems.add(
+                format!("ports[{i}].device"),
+                format!("{:?} is neither a vdev nor a PCI address", port.device),
+                "use a vdev such as net_pcap0,rx_pcap=in.pcap,tx_pcap=out.pcap or net_null0, or a PCI address such as 0000:03:00.0 (driver arguments key=value after a comma)",
+            );
+            Device { kind: DeviceKind::Vdev, name: port.device.clone(), args: Vec::new() }
+        });
+        devices.push((i, port.name.as_str(), device.clone()));
+        ports.push(PortConfig {
+            name: port.name.clone(),
+            device,
+            rx_queues: port.rx_queues,
+            tx_queues: port.tx_queues,
+            rx_descriptors: port.rx_descriptors,
+            tx_descriptors: port.tx_descriptors,
+            mtu: port.mtu,
+            promiscuous: port.promiscuous,
+            int_port: port.int_port.unwrap_or(i as u16),
+        });
+    }
+    check_aliases(&devices, problems);
+    ports
+}
+
+fn check_port(i: usize, port: &RawPort, all: &[RawPort], problems: &mut Problems) {
+    let path = format!("ports[{i}]");
+    if port.name.is_empty() {
+        problems.add(format!("{path}.name"), "empty name", "give the port a short name to refer to it");
+    }
+    if all.iter().take(i).any(|earlier| earlier.name == port.name) {
+        problems.add(
+            format!("{path}.name"),
+            format!("port name {:?} used twice", port.name),
+            "names must be unique",
+        );
+    }
+    if port.rx_queues == 0 || port.tx_queues == 0 {
+        problems.add(
+            format!("{path}.rx_queues"),
+            "a port needs at least one RX and one TX queue",
+            "set rx_queues and tx_queues to 1 or more",
+        );
+    }
+    if !(68..=9600).contains(&port.mtu) {
+        problems.add(
+            format!("{path}.mtu"),
+            format!("MTU {} out of range", port.mtu),
+            "68..9600; 1500 for Ethernet",
+        );
+    }
+}
+
+/// A pipeline's lcore must be a worker: not EAL's main lcore (0 when the
+/// config gives no lcore list) and, when the config gives a list, in it
+/// (EAL would start, then the node would refuse).
+fn check_lcores(eal_args: &[String], lcores: &[u32], problems: &mut Problems) {
+    let eal = eal::lcores(eal_args);
+    let main = eal.as_ref().map_or(0, |eal| eal.main);
+    for (i, &lcore) in lcores.iter().enumerate() {
+        let path = format!("pipelines[{i}].lcore");
+        if lcore == main {
+            problems.add(
+                path,
+                format!("lcore {lcore} is EAL's main lcore (stats and export)"),
+                "use a worker lcore from the EAL lcore list, e.g. 1",
+            );
+        } else if let Some(eal) = eal.as_ref().filter(|eal| !eal.all.contains(&lcore)) {
+            problems.add(
+                path,
+                format!("lcore {lcore} is not in the EAL lcore list ({})", eal.given_by),
+                "add it to the eal list's lcores, or use one of them",
+            );
+        }
+    }
+}

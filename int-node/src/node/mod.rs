@@ -1,0 +1,260 @@
+//! `int-node run`, top-down as DPDK's basicfwd: EAL, then the ports and
+//! their pools ([`ports`]), then the pipelines launched on worker lcores;
+//! the main lcore exports reports and prints counters until it is told to
+//! stop; then workers are joined, reports drained, ports closed, and the
+//! final counters printed ([`summary`]).
+
+pub mod ports;
+mod summary;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::clock::Clock;
+use crate::config::Config;
+use crate::dpdk::eal::Eal;
+use crate::dpdk::lcore::{self, LcoreId};
+use crate::dpdk::DpdkError;
+use crate::pipeline::export::Exporter;
+use crate::pipeline::factory;
+use crate::pipeline::{run_worker, Pipeline};
+use crate::stats::{Counter, SharedCounters};
+use ports::Ports;
+use summary::Summary;
+
+pub struct RunOptions {
+    pub duration: Option<f64>,
+    pub exit_on_idle_ms: Option<u64>,
+    pub stats_json: Option<PathBuf>,
+    /// EAL arguments that replace the config's `eal` list.
+    pub eal_override: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Dpdk(#[from] DpdkError),
+    #[error("{0}")]
+    Setup(String),
+    #[error("writing {path}: {source}")]
+    Write { path: String, source: std::io::Error },
+}
+
+pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
+    int_os::signals::catch_stop_signals();
+    let base = if options.eal_override.is_empty() { &config.eal } else { &options.eal_override };
+    let mut args = vec![String::from("int-node")];
+    args.extend(config.eal_args(base));
+    log::info!("EAL arguments: {}", args.get(1..).unwrap_or(&[]).join(" "));
+    let eal = Eal::init(&args)?;
+    check_workers(config)?;
+    let mut node = Node::start(config)?;
+    node.serve(config, options);
+    let summary = node.stop(config);
+    summary.print();
+    if let Some(path) = &options.stats_json {
+        summary.write_json(path)?;
+    }
+    drop(eal);
+    Ok(())
+}
+
+/// Every pipeline's lcore must be one of EAL's workers.
+fn check_workers(config: &Config) -> Result<(), RunError> {
+    let workers = lcore::workers();
+    match config.pipelines.iter().find(|p| !workers.contains(&LcoreId(p.lcore))) {
+        None => Ok(()),
+        Some(p) => Err(RunError::Setup(format!(
+            "pipeline {}: lcore {} is not a worker lcore of this EAL (workers: {:?}); add it to -l",
+            p.name,
+            p.lcore,
+            workers.iter().map(|l| l.0).collect::<Vec<_>>()
+        ))),
+    }
+}
+
+/// A running node: its ports, its pipelines on their lcores, the exporter.
+struct Node {
+    // Dropped in this order: the exporter (its TX mbufs) before the ports
+    // and their pools.
+    exporter: Option<Exporter>,
+    ports: Ports,
+    counters: Vec<(String, Arc<SharedCounters>)>,
+    quit: Arc<AtomicBool>,
+    launched: Vec<LcoreId>,
+    helpers: Vec<std::thread::JoinHandle<()>>,
+    started: Instant,
+}
+
+impl Node {
+    fn start(config: &Config) -> Result<Node, RunError> {
+        let ports = Ports::open(config)?;
+        let built = factory::build(config, &ports)?;
+        let exporter = exporter(config, &ports, built.reports)?;
+        let mut node = Node {
+            exporter,
+            ports,
+            counters: built.counters,
+            quit: Arc::new(AtomicBool::new(false)),
+            launched: Vec::new(),
+            helpers: Vec::new(),
+            started: Instant::now(),
+        };
+        #[cfg(feature = "lab")]
+        for (file, control) in built.impair_controls {
+            let quit = Arc::clone(&node.quit);
+            node.helpers.push(std::thread::spawn(move || {
+                crate::pipeline::impair::watch_control_file(file, control, quit)
+            }));
+        }
+        let idle_sleep = (config.idle_sleep_us > 0).then(|| Duration::from_micros(config.idle_sleep_us));
+        for (lcore_id, pipelines) in built.by_lcore {
+            if let Err(error) = node.launch(LcoreId(lcore_id), pipelines, idle_sleep) {
+                node.join_workers();
+                return Err(error);
+            }
+        }
+        Ok(node)
+    }
+
+    fn launch(
+        &mut self,
+        id: LcoreId,
+        pipelines: Vec<Pipeline>,
+        idle_sleep: Option<Duration>,
+    ) -> Result<(), RunError> {
+        let quit = Arc::clone(&self.quit);
+        let clock = Clock::new();
+        lcore::launch(id, move || run_worker(pipelines, quit, clock, idle_sleep))?;
+        self.launched.push(id);
+        Ok(())
+    }
+
+    /// The main lcore's loop: export reports, print counters every
+    /// interval, until a signal, `--duration` or `--exit-on-idle`.
+    fn serve(&mut self, config: &Config, options: &RunOptions) {
+        let interval = Duration::from_millis(config.stats_interval_ms);
+        let mut printer = IntervalPrinter::new(self.counters.len(), self.started);
+        let mut idle = IdleWatch { last_rx: 0, since: self.started };
+        loop {
+            let exported = self.exporter.as_mut().map_or(0, |e| e.drain(4096));
+            if exported == 0 {
+                std::thread::sleep(Duration::from_micros(500));
+            }
+            let now = Instant::now();
+            idle.observe(self.counters.iter().map(|(_, c)| c.get(Counter::rx_packets)).sum(), now);
+            if now.duration_since(printer.last) >= interval {
+                printer.print(&self.counters, now);
+            }
+            if let Some(reason) = self.stop_reason(options, now, &idle) {
+                log::info!("{reason}: stopping");
+                break;
+            }
+        }
+    }
+
+    fn stop_reason(&self, options: &RunOptions, now: Instant, idle: &IdleWatch) -> Option<&'static str> {
+        if int_os::signals::stop_requested() {
+            return Some("signal received");
+        }
+        if options.duration.is_some_and(|d| now.duration_since(self.started).as_secs_f64() >= d) {
+            return Some("duration reached");
+        }
+        let idle_limit = options.exit_on_idle_ms.map(Duration::from_millis);
+        idle_limit.is_some_and(|limit| now.duration_since(idle.since) >= limit).then_some("input idle")
+    }
+
+    /// Stops the workers, sends what reports are left, closes the ports.
+    fn stop(mut self, config: &Config) -> Summary {
+        self.join_workers();
+        if let Some(exporter) = self.exporter.as_mut() {
+            // The workers have stopped: everything left goes out now, paced.
+            while exporter.pending() {
+                if exporter.drain(usize::MAX) == 0 {
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+            }
+        }
+        let elapsed = self.started.elapsed().as_secs_f64();
+        let ports = self.ports.stats();
+        let export = self.exporter.take().map(|exporter| exporter.stats);
+        let (drained, in_use, pool_size) = self.ports.close(&config.ports);
+        Summary { elapsed, pipelines: self.counters, ports, export, pool_size, in_use, drained }
+    }
+
+    fn join_workers(&mut self) {
+        self.quit.store(true, Ordering::SeqCst);
+        for id in self.launched.drain(..) {
+            let ret = lcore::wait(id);
+            if ret != 0 {
+                log::warn!("lcore {} returned {ret}", id.0);
+            }
+        }
+        for helper in self.helpers.drain(..) {
+            let _ = helper.join();
+        }
+    }
+}
+
+/// The exporter, when a sink has reports to send.
+fn exporter(
+    config: &Config,
+    ports: &Ports,
+    reports: Vec<crate::pipeline::export::ReportReceiver>,
+) -> Result<Option<Exporter>, RunError> {
+    let Some(export) = config.export.as_ref().filter(|_| !reports.is_empty()) else { return Ok(None) };
+    let port = match &export.path {
+        crate::config::ExportPath::Socket => None,
+        crate::config::ExportPath::Port(path) => Some((ports.id(path.port)?, ports.pool(path.port)?)),
+    };
+    let exporter = Exporter::new(export, reports, port)
+        .map_err(|e| RunError::Setup(format!("export to {}: {e}", export.collector)))?;
+    log::info!("export: reports to {} ({:?})", exporter.collector(), export.profile.timestamp);
+    Ok(Some(exporter))
+}
+
+/// When packets last arrived, for `--exit-on-idle`.
+struct IdleWatch {
+    last_rx: u64,
+    since: Instant,
+}
+
+impl IdleWatch {
+    fn observe(&mut self, rx: u64, now: Instant) {
+        if rx != self.last_rx {
+            self.last_rx = rx;
+            self.since = now;
+        }
+    }
+}
+
+/// Each pipeline's rate and counters, every interval.
+struct IntervalPrinter {
+    last_rx: Vec<u64>,
+    last: Instant,
+}
+
+impl IntervalPrinter {
+    fn new(pipelines: usize, started: Instant) -> Self {
+        IntervalPrinter { last_rx: vec![0; pipelines], last: started }
+    }
+
+    fn print(&mut self, counters: &[(String, Arc<SharedCounters>)], now: Instant) {
+        let seconds = now.duration_since(self.last).as_secs_f64().max(1e-9);
+        self.last = now;
+        for ((name, counters), previous) in counters.iter().zip(self.last_rx.iter_mut()) {
+            let rx = counters.get(Counter::rx_packets);
+            let rate = rx.saturating_sub(*previous) as f64 / seconds / 1e6;
+            *previous = rx;
+            let values: Vec<String> = counters
+                .snapshot()
+                .iter()
+                .filter(|(k, _)| *k != "rx_packets")
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            log::info!("{name}: {rate:.3} Mpps rx={rx} {}", values.join(" "));
+        }
+    }
+}

@@ -1,0 +1,89 @@
+//! What a run leaves: the final counters, printed and as JSON.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::{json, Map, Value};
+
+use super::ports::NamedPortStats;
+use super::RunError;
+use crate::pipeline::export::ExportStats;
+use crate::stats::{Counter, SharedCounters};
+
+pub struct Summary {
+    pub elapsed: f64,
+    pub pipelines: Vec<(String, Arc<SharedCounters>)>,
+    pub ports: Vec<NamedPortStats>,
+    pub export: Option<ExportStats>,
+    /// Mbufs in all pools, those not back at exit, those freed from RX
+    /// queues at exit.
+    pub pool_size: u32,
+    pub in_use: u32,
+    pub drained: usize,
+}
+
+impl Summary {
+    pub fn print(&self) {
+        println!("== int-node final counters ({:.2} s) ==", self.elapsed);
+        for (name, counters) in &self.pipelines {
+            let values: Vec<String> = counters.snapshot().iter().map(|(k, v)| format!("{k}={v}")).collect();
+            println!("pipeline {name}: {}", values.join(" "));
+        }
+        for (name, s, _) in &self.ports {
+            println!(
+                "port {name}: rx {} tx {} missed {} rx_errors {} tx_errors {} rx_nombuf {}",
+                s.rx_packets, s.tx_packets, s.rx_missed, s.rx_errors, s.tx_errors, s.rx_nombuf
+            );
+        }
+        if let Some(export) = &self.export {
+            println!("export: sent {} errors {}", export.reports_sent, export.send_errors);
+        }
+        println!(
+            "mempool: {} of {} mbufs in use at exit ({} drained from RX queues)",
+            self.in_use, self.pool_size, self.drained
+        );
+        println!("heap allocations on the packet path: {}", int_os::alloc::packet_path_allocations());
+        if self.in_use != 0 {
+            log::warn!("{} mbufs not returned to the pool", self.in_use);
+        }
+    }
+
+    pub fn to_json(&self) -> Value {
+        let pipelines: Map<String, Value> = self
+            .pipelines
+            .iter()
+            .map(|(name, c)| {
+                let map: Map<String, Value> =
+                    Counter::ALL.iter().map(|k| (k.name().to_string(), Value::from(c.get(*k)))).collect();
+                (name.clone(), Value::Object(map))
+            })
+            .collect();
+        let ports: Map<String, Value> = self
+            .ports
+            .iter()
+            .map(|(name, stats, xstats)| {
+                let mut value = serde_json::to_value(stats).unwrap_or_default();
+                if let Some(object) = value.as_object_mut() {
+                    let x: Map<String, Value> =
+                        xstats.iter().map(|(k, v)| (k.clone(), Value::from(*v))).collect();
+                    object.insert("xstats".into(), Value::Object(x));
+                }
+                (name.clone(), value)
+            })
+            .collect();
+        json!({
+            "elapsed_s": self.elapsed,
+            "pipelines": pipelines,
+            "ports": ports,
+            "export": self.export.map(|e| serde_json::to_value(e).unwrap_or_default()),
+            "mempool": { "size": self.pool_size, "in_use_at_exit": self.in_use, "drained_at_exit": self.drained },
+            "packet_path_allocations": int_os::alloc::packet_path_allocations(),
+        })
+    }
+
+    pub fn write_json(&self, path: &Path) -> Result<(), RunError> {
+        let text = serde_json::to_string_pretty(&self.to_json()).unwrap_or_default();
+        std::fs::write(path, text)
+            .map_err(|source| RunError::Write { path: path.display().to_string(), source })
+    }
+}
