@@ -284,6 +284,22 @@ fn namespace_exists(ns: &str) -> bool {
 }
 
 fn up(lab: &mut Lab, topology: &Topology, base: &Path, workdir: &Path) -> Result<(), String> {
+    add_namespaces(lab, topology)?;
+    add_links(lab, topology)?;
+    add_neighbours(lab, topology)?;
+    start_processes(lab, topology, base, workdir)?;
+    // Give EAL and the af_packet ports time to come up.
+    wait(Duration::from_secs(3))?;
+    for (name, child) in lab.children.iter_mut() {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!("{name} exited early ({status}); see {}", workdir.display()));
+        }
+    }
+    Ok(())
+}
+
+/// A namespace per host, refusing to touch one that exists already.
+fn add_namespaces(lab: &mut Lab, topology: &Topology) -> Result<(), String> {
     for host in &topology.hosts {
         let ns = lab.ns(host);
         if namespace_exists(&ns) {
@@ -301,6 +317,11 @@ fn up(lab: &mut Lab, topology: &Topology, base: &Path, workdir: &Path) -> Result
         lab.exec(host, &["sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1"])?;
     }
     println!("lab: namespaces {}", lab.namespaces.join(", "));
+    Ok(())
+}
+
+/// The veth links, their MTUs, addresses and netem qdiscs.
+fn add_links(lab: &Lab, topology: &Topology) -> Result<(), String> {
     for (i, link) in topology.links.iter().enumerate() {
         let (host_a, if_a) = split(&link.a)?;
         let (host_b, if_b) = split(&link.b)?;
@@ -333,7 +354,11 @@ fn up(lab: &mut Lab, topology: &Topology, base: &Path, workdir: &Path) -> Result
         }
         println!("lab: link {} <-> {} (mtu {})", link.a, link.b, link.mtu);
     }
-    // Static neighbours between the addressed ends: no ARP on the wire.
+    Ok(())
+}
+
+/// Static neighbours between the addressed ends: no ARP on the wire.
+fn add_neighbours(lab: &Lab, topology: &Topology) -> Result<(), String> {
     let addressed: Vec<(&str, &str, String)> = topology
         .links
         .iter()
@@ -355,6 +380,11 @@ fn up(lab: &mut Lab, topology: &Topology, base: &Path, workdir: &Path) -> Result
             )?;
         }
     }
+    Ok(())
+}
+
+/// The collector and the nodes, each config checked first.
+fn start_processes(lab: &mut Lab, topology: &Topology, base: &Path, workdir: &Path) -> Result<(), String> {
     let node_exe = sibling("int-node")?;
     if let Some(collector) = &topology.collector {
         let log = workdir.join("collector.jsonl");
@@ -379,13 +409,6 @@ fn up(lab: &mut Lab, topology: &Topology, base: &Path, workdir: &Path) -> Result
             &log,
         )?;
         println!("lab: node in {} runs {}", lab.ns(&node.host), node.config);
-    }
-    // Give EAL and the af_packet ports time to come up.
-    wait(Duration::from_secs(3))?;
-    for (name, child) in lab.children.iter_mut() {
-        if let Ok(Some(status)) = child.try_wait() {
-            return Err(format!("{name} exited early ({status}); see {}", workdir.display()));
-        }
     }
     Ok(())
 }
@@ -560,161 +583,210 @@ impl Impairment {
     }
 }
 
+/// The client and server of a scenario: their hosts and addresses.
+struct Ends<'a> {
+    client_host: &'a str,
+    server_host: &'a str,
+    client_ip: String,
+    server_ip: String,
+}
+
 fn scenario(lab: &mut Lab, topology: &Topology, workdir: &Path) -> Result<Checks, String> {
     let mut checks = Checks { results: Vec::new() };
     let s = &topology.scenario;
     let (Some(client), Some(server)) = (&s.client, &s.server) else { return Ok(checks) };
-    let (client_host, _) = split(client)?;
-    let (server_host, _) = split(server)?;
-    let server_ip = addr_of(lab, server, topology)?;
-    let client_ip = addr_of(lab, client, topology)?;
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?.to_string_lossy().into_owned();
-
+    let ends = Ends {
+        client_host: split(client)?.0,
+        server_host: split(server)?.0,
+        client_ip: addr_of(lab, client, topology)?,
+        server_ip: addr_of(lab, server, topology)?,
+    };
     if let Some(mb) = s.tcp_transfer_mb {
-        let send = workdir.join("transfer.bin");
-        let recv = workdir.join("received.bin");
-        let mut file = fs::File::create(&send).map_err(|e| e.to_string())?;
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut block = vec![0u8; 1 << 20];
-        for _ in 0..mb {
-            for chunk in block.chunks_exact_mut(8) {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                chunk.copy_from_slice(&state.to_le_bytes());
-            }
-            file.write_all(&block).map_err(|e| e.to_string())?;
-        }
-        drop(file);
-        let recv_file = fs::File::create(&recv).map_err(|e| e.to_string())?;
-        let mut server_nc = Command::new("ip")
-            .args(["netns", "exec", &lab.ns(server_host), "nc", "-l", "-N", "5001"])
-            .stdout(Stdio::from(recv_file))
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| e.to_string())?;
-        wait(Duration::from_millis(300))?;
-        let started = Instant::now();
-        let sent = Command::new("ip")
-            .args(["netns", "exec", &lab.ns(client_host), "nc", "-N", "-w", "30", &server_ip, "5001"])
-            .stdin(Stdio::from(fs::File::open(&send).map_err(|e| e.to_string())?))
-            .stdout(Stdio::null())
-            .status()
-            .map_err(|e| e.to_string())?;
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while server_nc.try_wait().ok().flatten().is_none()
-            && Instant::now() < deadline
-            && !int_os::signals::stop_requested()
-        {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        terminate(&mut server_nc);
-        let seconds = started.elapsed().as_secs_f64();
-        let hash = |p: &Path| {
-            sh(&["sha256sum", &p.to_string_lossy()])
-                .map(|o| o.split_whitespace().next().unwrap_or("").to_string())
-        };
-        let (a, b) = (hash(&send)?, hash(&recv)?);
-        let size = fs::metadata(&recv).map(|m| m.len()).unwrap_or(0);
-        checks.check(
-            "tcp transfer",
-            sent.success() && a == b && !a.is_empty(),
-            format!(
-                "{mb} MB client -> server in {seconds:.1} s, {size} bytes received, sha256 {} {}",
-                &a.get(..16).unwrap_or(""),
-                if a == b { "matches" } else { "DIFFERS" }
-            ),
-        );
+        check_tcp_transfer(lab, &ends, mb, workdir, &mut checks)?;
     }
-
     let impairment = Impairment::choose(lab, s, workdir)?;
     if let (Some(loss), Some(impairment)) = (s.loss_percent, &impairment) {
-        let before = impairment.dropped(lab)?;
-        impairment.set(lab, loss, 0)?;
-        let from = format!("{client_ip}:40000");
-        let to = format!("{server_ip}:5002");
-        send_udp(lab, client_host, &from, &to, s.udp_packets, s.udp_rate)?;
-        let dropped = impairment.dropped(lab)? - before;
-        impairment.set(lab, 0.0, 0)?;
-        // A few packets after the loss: the last losses become visible.
-        send_udp(lab, client_host, &from, &to, 20, 1000.0)?;
-        wait(Duration::from_millis(1500))?;
-        let mut gaps = 0u64;
-        let mut drop_reports = 0;
-        for r in reports(workdir) {
-            if r["type"] == "drop-summary" && r["src_port"] == 40000 && r["dst_port"] == 5002 {
-                gaps += r["gap_count"].as_u64().unwrap_or(0);
-                drop_reports += 1;
-            }
-        }
-        checks.check(
-            "loss counts",
-            gaps == dropped && dropped > 0,
-            format!(
-                "{} dropped {dropped} of {} UDP packets at {loss}%; {drop_reports} Drop-Summary reports count {gaps}",
-                if matches!(impairment, Impairment::Netem { .. }) { "netem" } else { "the impair node" },
-                s.udp_packets
-            ),
-        );
+        check_loss(lab, &ends, s, loss, impairment, workdir, &mut checks)?;
     }
-
     if let (Some(delay), Some(impairment)) = (s.delay_ms, &impairment) {
-        let from = format!("{client_ip}:40001");
-        let to = format!("{server_ip}:5003");
-        let mut sender = Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                &lab.ns(client_host),
-                &exe,
-                "send",
-                "--from",
-                &from,
-                "--to",
-                &to,
-                "--packets",
-                "3000",
-                "--rate",
-                "1000",
-                "--size",
-                "100",
-            ])
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| e.to_string())?;
-        wait(Duration::from_secs(1))?;
-        impairment.set(lab, 0.0, delay)?;
-        let _ = sender.wait();
-        impairment.set(lab, 0.0, 0)?;
-        wait(Duration::from_millis(500))?;
-        let latencies: BTreeMap<u64, i64> = reports(workdir)
-            .iter()
-            .filter(|r| r["type"] == "latency" && r["src_port"] == 40001)
-            .filter_map(|r| Some((r["flow_seq"].as_u64()?, r["latency_ns"].as_i64()?)))
-            .collect();
-        // Signed, judged with tolerances: one host clock serves every node,
-        // so no latency is below zero (a margin allows for the readings of a
-        // burst) or anywhere near a second; the added delay shows within
-        // 10 ms of its value on a loaded machine.
-        let delay_ns = delay as i64 * 1_000_000;
-        let sane = |l: i64| (-SKEW_TOLERANCE_NS..1_000_000_000).contains(&l);
-        let before = latencies.iter().filter(|(seq, _)| **seq < 900).map(|(_, l)| *l).max();
-        let after =
-            latencies.iter().find(|(seq, l)| **seq > 900 && **l >= delay_ns && **l < delay_ns + 10_000_000);
-        checks.check(
-            "latency change",
-            before.is_some_and(|l| l < delay_ns / 2)
-                && after.is_some()
-                && latencies.values().all(|l| sane(*l)),
-            format!(
-                "reports (flow seq -> one-way latency): {}",
-                latencies
-                    .iter()
-                    .map(|(s, l)| format!("{s}: {:.3} ms", *l as f64 / 1e6))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        );
+        check_latency_change(lab, &ends, delay, impairment, workdir, &mut checks)?;
     }
     Ok(checks)
+}
+
+/// A TCP transfer client -> server with nc: the SHA-256 at the far end
+/// must match (the sink restored packets the kernel accepts).
+fn check_tcp_transfer(
+    lab: &Lab,
+    ends: &Ends<'_>,
+    mb: u64,
+    workdir: &Path,
+    checks: &mut Checks,
+) -> Result<(), String> {
+    let Ends { client_host, server_host, server_ip, .. } = ends;
+    let send = workdir.join("transfer.bin");
+    let recv = workdir.join("received.bin");
+    let mut file = fs::File::create(&send).map_err(|e| e.to_string())?;
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut block = vec![0u8; 1 << 20];
+    for _ in 0..mb {
+        for chunk in block.chunks_exact_mut(8) {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            chunk.copy_from_slice(&state.to_le_bytes());
+        }
+        file.write_all(&block).map_err(|e| e.to_string())?;
+    }
+    drop(file);
+    let recv_file = fs::File::create(&recv).map_err(|e| e.to_string())?;
+    let mut server_nc = Command::new("ip")
+        .args(["netns", "exec", &lab.ns(server_host), "nc", "-l", "-N", "5001"])
+        .stdout(Stdio::from(recv_file))
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    wait(Duration::from_millis(300))?;
+    let started = Instant::now();
+    let sent = Command::new("ip")
+        .args(["netns", "exec", &lab.ns(client_host), "nc", "-N", "-w", "30", server_ip, "5001"])
+        .stdin(Stdio::from(fs::File::open(&send).map_err(|e| e.to_string())?))
+        .stdout(Stdio::null())
+        .status()
+        .map_err(|e| e.to_string())?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while server_nc.try_wait().ok().flatten().is_none()
+        && Instant::now() < deadline
+        && !int_os::signals::stop_requested()
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    terminate(&mut server_nc);
+    let seconds = started.elapsed().as_secs_f64();
+    let hash = |p: &Path| {
+        sh(&["sha256sum", &p.to_string_lossy()])
+            .map(|o| o.split_whitespace().next().unwrap_or("").to_string())
+    };
+    let (a, b) = (hash(&send)?, hash(&recv)?);
+    let size = fs::metadata(&recv).map(|m| m.len()).unwrap_or(0);
+    checks.check(
+        "tcp transfer",
+        sent.success() && a == b && !a.is_empty(),
+        format!(
+            "{mb} MB client -> server in {seconds:.1} s, {size} bytes received, sha256 {} {}",
+            &a.get(..16).unwrap_or(""),
+            if a == b { "matches" } else { "DIFFERS" }
+        ),
+    );
+    Ok(())
+}
+
+/// Loss on the impaired link: the Drop-Summary gap counts for the flow
+/// must equal what was dropped.
+fn check_loss(
+    lab: &Lab,
+    ends: &Ends<'_>,
+    s: &Scenario,
+    loss: f64,
+    impairment: &Impairment,
+    workdir: &Path,
+    checks: &mut Checks,
+) -> Result<(), String> {
+    let Ends { client_host, client_ip, server_ip, .. } = ends;
+    let before = impairment.dropped(lab)?;
+    impairment.set(lab, loss, 0)?;
+    let from = format!("{client_ip}:40000");
+    let to = format!("{server_ip}:5002");
+    send_udp(lab, client_host, &from, &to, s.udp_packets, s.udp_rate)?;
+    let dropped = impairment.dropped(lab)? - before;
+    impairment.set(lab, 0.0, 0)?;
+    // A few packets after the loss: the last losses become visible.
+    send_udp(lab, client_host, &from, &to, 20, 1000.0)?;
+    wait(Duration::from_millis(1500))?;
+    let mut gaps = 0u64;
+    let mut drop_reports = 0;
+    for r in reports(workdir) {
+        if r["type"] == "drop-summary" && r["src_port"] == 40000 && r["dst_port"] == 5002 {
+            gaps += r["gap_count"].as_u64().unwrap_or(0);
+            drop_reports += 1;
+        }
+    }
+    checks.check(
+        "loss counts",
+        gaps == dropped && dropped > 0,
+        format!(
+            "{} dropped {dropped} of {} UDP packets at {loss}%; {drop_reports} Drop-Summary reports count {gaps}",
+            if matches!(impairment, Impairment::Netem { .. }) { "netem" } else { "the impair node" },
+            s.udp_packets
+        ),
+    );
+    Ok(())
+}
+
+/// A delay added mid-flow: a latency report must show it.
+fn check_latency_change(
+    lab: &Lab,
+    ends: &Ends<'_>,
+    delay: u64,
+    impairment: &Impairment,
+    workdir: &Path,
+    checks: &mut Checks,
+) -> Result<(), String> {
+    let Ends { client_host, client_ip, server_ip, .. } = ends;
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?.to_string_lossy().into_owned();
+    let from = format!("{client_ip}:40001");
+    let to = format!("{server_ip}:5003");
+    let mut sender = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &lab.ns(client_host),
+            &exe,
+            "send",
+            "--from",
+            &from,
+            "--to",
+            &to,
+            "--packets",
+            "3000",
+            "--rate",
+            "1000",
+            "--size",
+            "100",
+        ])
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    wait(Duration::from_secs(1))?;
+    impairment.set(lab, 0.0, delay)?;
+    let _ = sender.wait();
+    impairment.set(lab, 0.0, 0)?;
+    wait(Duration::from_millis(500))?;
+    let latencies: BTreeMap<u64, i64> = reports(workdir)
+        .iter()
+        .filter(|r| r["type"] == "latency" && r["src_port"] == 40001)
+        .filter_map(|r| Some((r["flow_seq"].as_u64()?, r["latency_ns"].as_i64()?)))
+        .collect();
+    // Signed, judged with tolerances: one host clock serves every node,
+    // so no latency is below zero (a margin allows for the readings of a
+    // burst) or anywhere near a second; the added delay shows within
+    // 10 ms of its value on a loaded machine.
+    let delay_ns = delay as i64 * 1_000_000;
+    let sane = |l: i64| (-SKEW_TOLERANCE_NS..1_000_000_000).contains(&l);
+    let before = latencies.iter().filter(|(seq, _)| **seq < 900).map(|(_, l)| *l).max();
+    let after =
+        latencies.iter().find(|(seq, l)| **seq > 900 && **l >= delay_ns && **l < delay_ns + 10_000_000);
+    checks.check(
+        "latency change",
+        before.is_some_and(|l| l < delay_ns / 2) && after.is_some() && latencies.values().all(|l| sane(*l)),
+        format!(
+            "reports (flow seq -> one-way latency): {}",
+            latencies
+                .iter()
+                .map(|(s, l)| format!("{s}: {:.3} ms", *l as f64 / 1e6))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    );
+    Ok(())
 }

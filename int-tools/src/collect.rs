@@ -204,93 +204,13 @@ fn record(
     json_out: bool,
 ) {
     match parsed {
-        Report::Latency(l) => {
-            let flow = FlowKey {
-                src: l.ip.src,
-                dst: l.ip.dst,
-                protocol: u8::from(l.ip.protocol),
-                src_port: l.src_port,
-                dst_port: l.dst_port,
-            };
-            let (sink, source) = l.sink_and_source().unzip();
-            let latency = l.latency_ns();
-            if let Some(latency) = latency {
-                let entry = flows.entry(flow).or_default();
-                if entry.reports == 0 || latency < entry.latency_min {
-                    entry.latency_min = latency;
-                }
-                entry.latency_max = entry.latency_max.max(latency);
-                entry.latency_sum += i64::from(latency);
-                entry.reports += 1;
-            }
-            if json_out {
-                println!(
-                    "{}",
-                    json!({"from": from.to_string(), "seq": l.header.sequence, "time": l.header.timestamp, "type": "latency",
-                           "missing_reports_before": missing,
-                           "source_node": source.and_then(|h| h.switch_id), "source_port": source.and_then(|h| h.ingress_port),
-                           "source_ts": source.and_then(|h| h.ingress_timestamp),
-                           "sink_node": sink.and_then(|h| h.switch_id), "sink_port": sink.and_then(|h| h.egress_port),
-                           "sink_ts": sink.and_then(|h| h.ingress_timestamp),
-                           "flow_seq": l.block.sequence, "hops": l.block.header.total_hop_cnt, "e": l.block.header.max_hop_exceeded,
-                           "src": flow.src.to_string(), "dst": flow.dst.to_string(), "protocol": flow.protocol,
-                           "src_port": flow.src_port, "dst_port": flow.dst_port, "latency_ns": latency})
-                );
-            } else {
-                let opt = |v: Option<u32>| v.map_or("-".to_string(), |v| v.to_string());
-                let node =
-                    |v: Option<u32>| v.map_or("-".to_string(), |v| std::net::Ipv4Addr::from(v).to_string());
-                println!(
-                    "Seq: {} Time: {} Type: Latency{}",
-                    l.header.sequence,
-                    l.header.timestamp,
-                    missing_note(missing)
-                );
-                println!(
-                    "  Source node: {} port: {} ts: {}  Sink node: {} port: {} ts: {}",
-                    node(source.and_then(|h| h.switch_id)),
-                    opt(source.and_then(|h| h.ingress_port.map(u32::from))),
-                    opt(source.and_then(|h| h.ingress_timestamp)),
-                    node(sink.and_then(|h| h.switch_id)),
-                    opt(sink.and_then(|h| h.egress_port.map(u32::from))),
-                    opt(sink.and_then(|h| h.ingress_timestamp)),
-                );
-                let signed = latency.map_or("-".to_string(), |v| v.to_string());
-                println!("  Flow: {flow}  flow seq: {}  latency: {signed} ns", opt(l.block.sequence));
-            }
-        }
+        Report::Latency(l) => record_latency(l, from, missing, flows, json_out),
         Report::DropSummary(d) => {
-            let entry = flows.entry(d.flow).or_default();
-            entry.lost += u64::from(d.summary.gap_count);
-            let s = &d.summary;
+            flows.entry(d.flow).or_default().lost += u64::from(d.summary.gap_count);
             if json_out {
-                println!(
-                    "{}",
-                    json!({"from": from.to_string(), "seq": d.header.sequence, "time": d.header.timestamp, "type": "drop-summary",
-                           "missing_reports_before": missing,
-                           "source_node": s.source_node, "source_port": s.source_port, "sink_node": s.sink_node,
-                           "sink_port": s.sink_port, "gap_timestamp": s.gap_timestamp, "flow_seq": s.gap_sequence,
-                           "gap_count": s.gap_count, "src": d.flow.src.to_string(), "dst": d.flow.dst.to_string(),
-                           "protocol": d.flow.protocol, "src_port": d.flow.src_port, "dst_port": d.flow.dst_port})
-                );
+                println!("{}", drop_summary_json(d, from, missing));
             } else {
-                println!(
-                    "Seq: {} Time: {} Type: Drop Summary{}",
-                    d.header.sequence,
-                    d.header.timestamp,
-                    missing_note(missing)
-                );
-                println!(
-                    "  Source node: {} port: {}  Sink node: {} port: {}",
-                    std::net::Ipv4Addr::from(s.source_node),
-                    s.source_port,
-                    std::net::Ipv4Addr::from(s.sink_node),
-                    s.sink_port
-                );
-                println!(
-                    "  Flow: {}  gap timestamp: {}  flow seq: {}  gap count: {}",
-                    d.flow, s.gap_timestamp, s.gap_sequence, s.gap_count
-                );
+                print_drop_summary(d, missing);
             }
         }
         Report::Tr05 { header, frame, .. } => {
@@ -312,6 +232,110 @@ fn record(
             }
         }
     }
+}
+
+/// A latency report: into its flow's summary, then printed.
+fn record_latency(
+    l: &report::LatencyReport<'_>,
+    from: SocketAddr,
+    missing: u32,
+    flows: &mut BTreeMap<FlowKey, FlowSummary>,
+    json_out: bool,
+) {
+    let flow = FlowKey {
+        src: l.ip.src,
+        dst: l.ip.dst,
+        protocol: u8::from(l.ip.protocol),
+        src_port: l.src_port,
+        dst_port: l.dst_port,
+    };
+    let latency = l.latency_ns();
+    if let Some(latency) = latency {
+        let entry = flows.entry(flow).or_default();
+        if entry.reports == 0 || latency < entry.latency_min {
+            entry.latency_min = latency;
+        }
+        entry.latency_max = entry.latency_max.max(latency);
+        entry.latency_sum += i64::from(latency);
+        entry.reports += 1;
+    }
+    if json_out {
+        println!("{}", latency_json(l, &flow, from, missing));
+    } else {
+        print_latency(l, &flow, missing);
+    }
+}
+
+fn latency_json(
+    l: &report::LatencyReport<'_>,
+    flow: &FlowKey,
+    from: SocketAddr,
+    missing: u32,
+) -> serde_json::Value {
+    let (sink, source) = l.sink_and_source().unzip();
+    json!({"from": from.to_string(), "seq": l.header.sequence, "time": l.header.timestamp, "type": "latency",
+           "missing_reports_before": missing,
+           "source_node": source.and_then(|h| h.switch_id), "source_port": source.and_then(|h| h.ingress_port),
+           "source_ts": source.and_then(|h| h.ingress_timestamp),
+           "sink_node": sink.and_then(|h| h.switch_id), "sink_port": sink.and_then(|h| h.egress_port),
+           "sink_ts": sink.and_then(|h| h.ingress_timestamp),
+           "flow_seq": l.block.sequence, "hops": l.block.header.total_hop_cnt, "e": l.block.header.max_hop_exceeded,
+           "src": flow.src.to_string(), "dst": flow.dst.to_string(), "protocol": flow.protocol,
+           "src_port": flow.src_port, "dst_port": flow.dst_port, "latency_ns": l.latency_ns()})
+}
+
+fn print_latency(l: &report::LatencyReport<'_>, flow: &FlowKey, missing: u32) {
+    let (sink, source) = l.sink_and_source().unzip();
+    let opt = |v: Option<u32>| v.map_or("-".to_string(), |v| v.to_string());
+    let node = |v: Option<u32>| v.map_or("-".to_string(), |v| std::net::Ipv4Addr::from(v).to_string());
+    println!(
+        "Seq: {} Time: {} Type: Latency{}",
+        l.header.sequence,
+        l.header.timestamp,
+        missing_note(missing)
+    );
+    println!(
+        "  Source node: {} port: {} ts: {}  Sink node: {} port: {} ts: {}",
+        node(source.and_then(|h| h.switch_id)),
+        opt(source.and_then(|h| h.ingress_port.map(u32::from))),
+        opt(source.and_then(|h| h.ingress_timestamp)),
+        node(sink.and_then(|h| h.switch_id)),
+        opt(sink.and_then(|h| h.egress_port.map(u32::from))),
+        opt(sink.and_then(|h| h.ingress_timestamp)),
+    );
+    let signed = l.latency_ns().map_or("-".to_string(), |v| v.to_string());
+    println!("  Flow: {flow}  flow seq: {}  latency: {signed} ns", opt(l.block.sequence));
+}
+
+fn drop_summary_json(d: &report::DropSummaryReport, from: SocketAddr, missing: u32) -> serde_json::Value {
+    let s = &d.summary;
+    json!({"from": from.to_string(), "seq": d.header.sequence, "time": d.header.timestamp, "type": "drop-summary",
+           "missing_reports_before": missing,
+           "source_node": s.source_node, "source_port": s.source_port, "sink_node": s.sink_node,
+           "sink_port": s.sink_port, "gap_timestamp": s.gap_timestamp, "flow_seq": s.gap_sequence,
+           "gap_count": s.gap_count, "src": d.flow.src.to_string(), "dst": d.flow.dst.to_string(),
+           "protocol": d.flow.protocol, "src_port": d.flow.src_port, "dst_port": d.flow.dst_port})
+}
+
+fn print_drop_summary(d: &report::DropSummaryReport, missing: u32) {
+    let s = &d.summary;
+    println!(
+        "Seq: {} Time: {} Type: Drop Summary{}",
+        d.header.sequence,
+        d.header.timestamp,
+        missing_note(missing)
+    );
+    println!(
+        "  Source node: {} port: {}  Sink node: {} port: {}",
+        std::net::Ipv4Addr::from(s.source_node),
+        s.source_port,
+        std::net::Ipv4Addr::from(s.sink_node),
+        s.sink_port
+    );
+    println!(
+        "  Flow: {}  gap timestamp: {}  flow seq: {}  gap count: {}",
+        d.flow, s.gap_timestamp, s.gap_sequence, s.gap_count
+    );
 }
 
 fn missing_note(missing: u32) -> String {

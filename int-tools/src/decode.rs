@@ -99,21 +99,32 @@ pub fn decode_frame(index: usize, time_ns: u64, frame: &[u8], domains: &[Domain]
         out.insert("dst_port".into(), json!(dst_port));
         if let L4::Udp { dst_port, .. } = l4 {
             if dst_port == report_port {
-                let payload = frame.get(ip.l4 + 8..ip.end).unwrap_or(&[]);
-                out.insert("kind".into(), json!("report"));
-                match report::parse(payload, SinkIdWord::Detect) {
-                    Ok(parsed) => {
-                        out.insert("report".into(), report_json(&parsed));
-                    }
-                    Err(error) => {
-                        out.insert("kind".into(), json!("malformed-report"));
-                        out.insert("error".into(), json!(error.to_string()));
-                    }
-                }
+                decode_report(frame.get(ip.l4 + 8..ip.end).unwrap_or(&[]), &mut out);
                 return Value::Object(out);
             }
         }
     }
+    decode_int(frame, domains, &mut out);
+    Value::Object(out)
+}
+
+/// A telemetry report's fields into `out`.
+fn decode_report(payload: &[u8], out: &mut Map<String, Value>) {
+    out.insert("kind".into(), json!("report"));
+    match report::parse(payload, SinkIdWord::Detect) {
+        Ok(parsed) => {
+            out.insert("report".into(), report_json(&parsed));
+        }
+        Err(error) => {
+            out.insert("kind".into(), json!("malformed-report"));
+            out.insert("error".into(), json!(error.to_string()));
+        }
+    }
+}
+
+/// The INT block of the first domain that finds one into `out`, or
+/// `plain`.
+fn decode_int(frame: &[u8], domains: &[Domain], out: &mut Map<String, Value>) {
     for domain in domains {
         match sink::extract(frame, domain) {
             Ok(Some(found)) => {
@@ -134,19 +145,18 @@ pub fn decode_frame(index: usize, time_ns: u64, frame: &[u8], domains: &[Domain]
                     json!({"src": found.flow.src.to_string(), "dst": found.flow.dst.to_string(), "protocol": found.flow.protocol,
                            "src_port": found.flow.src_port, "dst_port": found.flow.dst_port}),
                 );
-                return Value::Object(out);
+                return;
             }
             Ok(None) => {}
             Err(error) => {
                 out.insert("kind".into(), json!("malformed-int"));
                 out.insert("error".into(), json!(error.to_string()));
                 out.insert("drop_reason".into(), json!(error.drop_reason().name()));
-                return Value::Object(out);
+                return;
             }
         }
     }
     out.insert("kind".into(), json!("plain"));
-    Value::Object(out)
 }
 
 fn hop_json(hop: &HopMetadata, instructions: Instructions) -> Value {
@@ -264,53 +274,57 @@ fn print_text(value: &Value) {
         print_block(int);
     }
     if let Some(report) = value.get("report") {
-        let r = |k: &str| report.get(k).cloned().unwrap_or(Value::Null);
-        let header = r("header");
+        print_report(report);
+    }
+}
+
+fn print_report(report: &Value) {
+    let r = |k: &str| report.get(k).cloned().unwrap_or(Value::Null);
+    let header = r("header");
+    println!(
+        "  report {} seq {} time {} nproto {} d {} q {} f {} hw_id {}",
+        r("type").as_str().unwrap_or("?"),
+        header["sequence"],
+        header["timestamp"],
+        header["nproto"],
+        header["d"],
+        header["q"],
+        header["f"],
+        header["hw_id"]
+    );
+    let flow = r("flow");
+    if !flow.is_null() {
         println!(
-            "  report {} seq {} time {} nproto {} d {} q {} f {} hw_id {}",
-            r("type").as_str().unwrap_or("?"),
-            header["sequence"],
-            header["timestamp"],
-            header["nproto"],
-            header["d"],
-            header["q"],
-            header["f"],
-            header["hw_id"]
+            "  flow proto {} {}:{} -> {}:{}",
+            flow["protocol"],
+            flow["src"].as_str().unwrap_or("?"),
+            flow["src_port"],
+            flow["dst"].as_str().unwrap_or("?"),
+            flow["dst_port"]
         );
-        let flow = r("flow");
-        if !flow.is_null() {
+    }
+    match r("type").as_str() {
+        Some("latency") => {
             println!(
-                "  flow proto {} {}:{} -> {}:{}",
-                flow["protocol"],
-                flow["src"].as_str().unwrap_or("?"),
-                flow["src_port"],
-                flow["dst"].as_str().unwrap_or("?"),
-                flow["dst_port"]
-            );
-        }
-        match r("type").as_str() {
-            Some("latency") => {
-                println!(
-                    "  sink id {} source node {} sink node {} latency {} ns",
-                    r("sink_id"),
-                    r("source_node"),
-                    r("sink_node"),
-                    r("latency_ns")
-                );
-                print_block(&r("int"));
-            }
-            Some("drop-summary") => println!(
-                "  source node {} port {} sink node {} port {} gap timestamp {} gap seq {} gap count {}",
+                "  sink id {} source node {} sink node {} latency {} ns",
+                r("sink_id"),
                 r("source_node"),
-                r("source_port"),
                 r("sink_node"),
-                r("sink_port"),
-                r("gap_timestamp"),
-                r("gap_sequence"),
-                r("gap_count")
-            ),
-            _ => println!("  {}", report),
+                r("latency_ns")
+            );
+            print_block(&r("int"));
         }
+        Some("drop-summary") => println!(
+            "  source node {} port {} sink node {} port {} gap timestamp {} gap seq {} gap count {}",
+            r("source_node"),
+            r("source_port"),
+            r("sink_node"),
+            r("sink_port"),
+            r("gap_timestamp"),
+            r("gap_sequence"),
+            r("gap_count")
+        ),
+        _ => println!("  {}", report),
     }
 }
 

@@ -140,74 +140,10 @@ pub fn run(args: &GenArgs) -> Result<(), String> {
         },
     });
     let mut rng = Rng(args.seed.max(1));
-    let gap_ns = (1e9 / args.rate) as u64;
-    let mut sequences = vec![0u32; args.flows as usize];
-    // Per flow: the next TCP sequence number (bytes sent so far).
-    let mut tcp_seq = vec![1u32; args.flows as usize];
-    let mut packets: Vec<(u64, Vec<u8>)> = Vec::with_capacity(args.packets);
-    for i in 0..args.packets {
-        let flow = (i as u32) % args.flows;
-        let (src, dst, src_port, dst_port, tcp) = flow_tuple(flow, args.proto);
-        let size = sizes.get(rng.below(sizes.len() as u64) as usize).copied().unwrap_or(64);
-        let vlan = rng.chance(args.vlan);
-        let mut spec = if tcp {
-            let options = if args.tcp_options {
-                vec![
-                    0x02, 0x04, 0x05, 0xb4, 0x04, 0x02, 0x08, 0x0a, 0, 0, 0, 1, 0, 0, 0, 0, 0x01, 0x01, 0x01,
-                    0x00,
-                ]
-            } else {
-                Vec::new()
-            };
-            let mut spec = PacketSpec::tcp(src, dst, src_port, dst_port, 0);
-            spec.l4 = L4Spec::Tcp { src_port, dst_port, seq: 0, options };
-            spec
-        } else {
-            PacketSpec::udp(src, dst, src_port, dst_port, 0)
-        };
-        spec.vlan = vlan.then_some(100);
-        // Size the payload so that the frame is `size` bytes, INT included
-        // when instrumenting (so that sizes stay within the MTU).
-        let int_len = instrument.map_or(0, |c| c.added_len());
-        let headers = spec.frame_len();
-        let payload = size.saturating_sub(headers + int_len);
-        spec.payload = (0..payload).map(|j| (i + j) as u8).collect();
-        if let L4Spec::Tcp { seq, .. } = &mut spec.l4 {
-            let next = tcp_seq.get_mut(flow as usize).ok_or("flow index")?;
-            *seq = *next;
-            *next = next.wrapping_add(payload as u32);
-        }
-        spec.ident = i as u16;
-        let mut frame = spec.build();
-        let time = args.start_ns + i as u64 * gap_ns;
-        if let Some(config) = &instrument {
-            let slot = sequences.get_mut(flow as usize).ok_or("flow index")?;
-            *slot += 1;
-            frame = instrument_frame(&frame, config, *slot, time.saturating_sub(args.latency_us * 1_000))?;
-        }
-        packets.push((time, frame));
-    }
+    let packets = packets(args, &sizes, instrument.as_ref(), &mut rng)?;
     // Impairments after numbering, so that a sink sees gaps and reordering.
     let mut kept: Vec<(u64, Vec<u8>)> = packets.into_iter().filter(|_| !rng.chance(args.loss)).collect();
-    let mut i = 0;
-    while i + 1 < kept.len() {
-        if rng.chance(args.reorder) {
-            let (first, second) = (kept.get(i).map(|p| p.0), kept.get(i + 1).map(|p| p.0));
-            kept.swap(i, i + 1);
-            // Capture times stay increasing: only the frames trade places.
-            if let (Some(a), Some(b)) = (first, second) {
-                if let Some(p) = kept.get_mut(i) {
-                    p.0 = a;
-                }
-                if let Some(p) = kept.get_mut(i + 1) {
-                    p.0 = b;
-                }
-            }
-            i += 2;
-        } else {
-            i += 1;
-        }
-    }
+    reorder(&mut kept, args.reorder, &mut rng);
     let mut writer = Writer::create(&args.out)?;
     for (time, frame) in &kept {
         writer.write(*time, frame)?;
@@ -220,6 +156,84 @@ pub fn run(args: &GenArgs) -> Result<(), String> {
         args.out.display()
     );
     Ok(())
+}
+
+/// Every packet in order: flows round-robin, sizes at random, numbered
+/// and instrumented as a source would.
+fn packets(
+    args: &GenArgs,
+    sizes: &[usize],
+    instrument: Option<&SourceConfig>,
+    rng: &mut Rng,
+) -> Result<Vec<(u64, Vec<u8>)>, String> {
+    let gap_ns = (1e9 / args.rate) as u64;
+    let mut sequences = vec![0u32; args.flows as usize];
+    // Per flow: the next TCP sequence number (bytes sent so far).
+    let mut tcp_seq = vec![1u32; args.flows as usize];
+    let mut packets: Vec<(u64, Vec<u8>)> = Vec::with_capacity(args.packets);
+    for i in 0..args.packets {
+        let flow = (i as u32) % args.flows;
+        let size = sizes.get(rng.below(sizes.len() as u64) as usize).copied().unwrap_or(64);
+        let mut spec = packet_spec(flow, args, rng.chance(args.vlan));
+        // Size the payload so that the frame is `size` bytes, INT included
+        // when instrumenting (so that sizes stay within the MTU).
+        let int_len = instrument.map_or(0, |c| c.added_len());
+        let payload = size.saturating_sub(spec.frame_len() + int_len);
+        spec.payload = (0..payload).map(|j| (i + j) as u8).collect();
+        if let L4Spec::Tcp { seq, .. } = &mut spec.l4 {
+            let next = tcp_seq.get_mut(flow as usize).ok_or("flow index")?;
+            *seq = *next;
+            *next = next.wrapping_add(payload as u32);
+        }
+        spec.ident = i as u16;
+        let mut frame = spec.build();
+        let time = args.start_ns + i as u64 * gap_ns;
+        if let Some(config) = instrument {
+            let slot = sequences.get_mut(flow as usize).ok_or("flow index")?;
+            *slot += 1;
+            frame = instrument_frame(&frame, config, *slot, time.saturating_sub(args.latency_us * 1_000))?;
+        }
+        packets.push((time, frame));
+    }
+    Ok(packets)
+}
+
+/// Flow `flow`'s headers, without payload.
+fn packet_spec(flow: u32, args: &GenArgs, vlan: bool) -> PacketSpec {
+    let (src, dst, src_port, dst_port, tcp) = flow_tuple(flow, args.proto);
+    let mut spec = if tcp {
+        let options = if args.tcp_options {
+            vec![
+                0x02, 0x04, 0x05, 0xb4, 0x04, 0x02, 0x08, 0x0a, 0, 0, 0, 1, 0, 0, 0, 0, 0x01, 0x01, 0x01,
+                0x00,
+            ]
+        } else {
+            Vec::new()
+        };
+        let mut spec = PacketSpec::tcp(src, dst, src_port, dst_port, 0);
+        spec.l4 = L4Spec::Tcp { src_port, dst_port, seq: 0, options };
+        spec
+    } else {
+        PacketSpec::udp(src, dst, src_port, dst_port, 0)
+    };
+    spec.vlan = vlan.then_some(100);
+    spec
+}
+
+/// Swaps a `share` of packets with their successor; capture times stay
+/// increasing (only the frames trade places).
+fn reorder(packets: &mut [(u64, Vec<u8>)], share: f64, rng: &mut Rng) {
+    let mut i = 0;
+    while i + 1 < packets.len() {
+        if rng.chance(share) {
+            if let [a, b, ..] = packets.get_mut(i..).unwrap_or(&mut []) {
+                std::mem::swap(&mut a.1, &mut b.1);
+            }
+            i += 2;
+        } else {
+            i += 1;
+        }
+    }
 }
 
 fn instrument_frame(
