@@ -166,16 +166,21 @@ pipelines:
 ",
     )
     .unwrap();
-    let output = Command::new(BIN).args(["check", "--config", "role.yaml"]).current_dir(&dir).output().unwrap();
+    let output =
+        Command::new(BIN).args(["check", "--config", "role.yaml"]).current_dir(&dir).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(stderr.matches("hint: ").count(), 2, "two mistakes, two problems:\n{stderr}");
-    assert!(stderr.contains("pipelines[0].role: unknown value \"Source\"\n    hint: did you mean source?"), "{stderr}");
+    assert!(
+        stderr.contains("pipelines[0].role: unknown value \"Source\"\n    hint: did you mean source?"),
+        "{stderr}"
+    );
     assert!(stderr.contains("pipelines[0].lcore: lcore 3 is not in the EAL lcore list (-l 0-1)"), "{stderr}");
 
     let lab = std::fs::read_to_string("../config/lab/node-wan.yaml").unwrap();
     std::fs::write(dir.join("wan.yaml"), lab).unwrap();
-    let output = Command::new(BIN).args(["check", "--config", "wan.yaml"]).current_dir(&dir).output().unwrap();
+    let output =
+        Command::new(BIN).args(["check", "--config", "wan.yaml"]).current_dir(&dir).output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     if cfg!(feature = "lab") {
         assert!(output.status.success(), "{stderr}");

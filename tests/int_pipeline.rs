@@ -186,3 +186,43 @@ fn many_flows_outgrow_the_caches_and_restore_every_byte() {
     assert_eq!(sink.counter("sink", "lost_packets"), 0);
     assert_eq!(sink.counter("sink", "seq_restarts"), 0, "every flow numbered 1, 2");
 }
+
+/// A 9000-byte MTU network gets INT: mbufs are sized from the largest
+/// port MTU, so jumbo frames arrive in one segment, are instrumented up to
+/// the MTU and restored byte for byte; a frame with no room left under the
+/// MTU passes untouched.
+#[test]
+fn jumbo_frames_are_instrumented_and_restored() {
+    let dir = workdir("jumbo");
+    let (src, dst) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+    // IPv4 Total Lengths 1500, 4000, 8900 and 8964 (+36 bytes of INT =
+    // 9000), and 9000, which has no room left.
+    let fits = [1500usize, 4000, 8900, 8964];
+    let mut frames = Vec::new();
+    for (i, ip_len) in fits.iter().chain(&[9000]).enumerate() {
+        for flow in 0..4u16 {
+            let spec = if flow % 2 == 0 {
+                PacketSpec::udp(src, dst, 1000 + flow, 2000, ip_len - 28)
+            } else {
+                PacketSpec::tcp(src, dst, 1000 + flow, 80, ip_len - 40)
+            };
+            let mut frame = spec.build();
+            frame[60] = i as u8;
+            frames.push(frame);
+        }
+    }
+    write_pcap(&dir.join("in.pcap"), &frames);
+    let jumbo = |config: String| config.replace("    int_port: 7\n", "    int_port: 7\n    mtu: 9000\n");
+    let source = run_node(&dir, &jumbo(node_config("source", "in.pcap", "int.pcap", "", None)));
+    assert_eq!(source.counter("source", "instrumented"), 16, "{}", source.stdout());
+    assert_eq!(source.counter("source", "too_big"), 4);
+    assert_eq!(source.counter("source", "multi_segment"), 0);
+    let instrumented = read_pcap(&dir.join("int.pcap"));
+    assert_eq!(instrumented.iter().map(Vec::len).max(), Some(9014), "a 9000-byte IP packet with its INT");
+    let collector = Collector::new();
+    let sink =
+        run_node(&dir, &jumbo(node_config("sink", "int.pcap", "out.pcap", "", Some(&collector.addr()))));
+    assert_eq!(sink.counter("sink", "stripped"), 16);
+    assert_eq!(sink.counter("sink", "multi_segment"), 0);
+    assert_same_frames(&read_pcap(&dir.join("out.pcap")), &frames);
+}

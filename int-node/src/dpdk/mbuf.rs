@@ -301,6 +301,18 @@ impl Drop for Burst {
     }
 }
 
+/// Test equipment: a clone of packet `i` (an indirect mbuf sharing its
+/// data, which makes the original's reference count 2), appended to the
+/// burst.
+#[cfg(test)]
+pub fn clone_into(burst: &mut Burst, i: usize, pool: *mut dpdk_sys::rte_mempool) -> bool {
+    let Some(&m) = burst.mbufs.get(..burst.len).and_then(|live| live.get(i)) else { return false };
+    // SAFETY: m is a valid mbuf owned by the burst and pool a live pool;
+    // the clone attaches to m's data and raises its reference count.
+    let clone = unsafe { dpdk_sys::rte_pktmbuf_clone(m, pool) };
+    !clone.is_null() && burst.push_raw(clone)
+}
+
 /// Allocates an mbuf from `pool`, copies `bytes` into it and appends it to
 /// `burst`. False (nothing leaked) if the pool is empty or the burst full.
 pub fn alloc_into(burst: &mut Burst, pool: *mut dpdk_sys::rte_mempool, bytes: &[u8]) -> bool {

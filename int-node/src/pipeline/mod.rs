@@ -10,6 +10,9 @@ pub mod sink;
 pub mod source;
 pub mod transit;
 
+#[cfg(test)]
+mod shared_mbufs;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
