@@ -1,6 +1,9 @@
-//! Bounds-checked big-endian reads and writes for the few places that touch
-//! single fields outside a zerocopy struct. Out of range reads give 0 and
-//! out of range writes do nothing: callers have checked lengths before.
+//! Bounds-checked big-endian reads and writes of single words at offsets a
+//! checked shape has already proven in range: the INT block's per-packet
+//! words (sequence, timestamps, tail) at offsets its template or shape
+//! computed, and report fields after their length check. Headers are read
+//! through zerocopy structs; out of range, these give 0 and write nothing,
+//! which the callers' checks make unreachable.
 
 #[inline]
 pub(crate) fn be16(bytes: &[u8], at: usize) -> u16 {

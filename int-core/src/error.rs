@@ -46,6 +46,38 @@ impl fmt::Display for Layer {
     }
 }
 
+/// Why a header could not be written: never a fault of a packet, always of
+/// the caller's buffer or values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EmitError {
+    /// The header needs `needed` bytes; the buffer has `available`.
+    NoRoom { layer: Layer, needed: usize, available: usize },
+    /// A length the header's field cannot hold (options past their maximum,
+    /// a block beyond 255 words).
+    Unrepresentable { layer: Layer, value: usize },
+}
+
+impl EmitError {
+    pub fn no_room(layer: Layer, needed: usize, available: usize) -> Self {
+        EmitError::NoRoom { layer, needed, available }
+    }
+}
+
+impl fmt::Display for EmitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EmitError::NoRoom { layer, needed, available } => {
+                write!(f, "{layer}: {needed} bytes to write, room for {available}")
+            }
+            EmitError::Unrepresentable { layer, value } => {
+                write!(f, "{layer}: length {value} cannot be written")
+            }
+        }
+    }
+}
+
+impl std::error::Error for EmitError {}
+
 /// Why a packet (or report) could not be parsed or transformed.
 ///
 /// `offset` is always counted from the start of the buffer handed to the

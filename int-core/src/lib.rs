@@ -35,5 +35,5 @@ pub mod ticks;
 pub mod transit;
 pub mod wire;
 
-pub use error::{DropReason, Layer, ParseError};
+pub use error::{DropReason, EmitError, Layer, ParseError};
 pub use frame::FrameBuf;

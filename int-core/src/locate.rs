@@ -2,10 +2,10 @@
 //! transform starts with. `Ok(None)` means "not a packet for us" (not IPv4);
 //! `Err` means "claims to be IPv4 but lies".
 
-use zerocopy::FromBytes;
+use zerocopy::{FromBytes, Immutable, KnownLayout, Unaligned};
 
 use crate::error::{Layer, ParseError};
-use crate::wire::{tcp, udp, EtherType, Ipv4Header, TcpHeader, UdpHeader};
+use crate::wire::{tcp, udp, EtherType, EthernetHeader, Ipv4Header, TcpHeader, UdpHeader, VlanTag};
 
 pub const PROTO_TCP: u8 = 6;
 pub const PROTO_UDP: u8 = 17;
@@ -37,26 +37,23 @@ impl Ipv4Location {
 /// against the frame.
 #[inline]
 pub fn ipv4(frame: &[u8]) -> Result<Option<Ipv4Location>, ParseError> {
-    // The EtherType walk of EthernetRepr::parse, without building a Repr.
-    let mut ethertype = crate::bytes::be16(frame, 12);
-    if frame.len() < 14 {
-        return Err(ParseError::truncated(Layer::Ethernet, 0, 14, frame.len()));
-    }
-    let mut l3 = 14;
+    let (ethernet, _) = EthernetHeader::ref_from_prefix(frame)
+        .map_err(|_| ParseError::truncated(Layer::Ethernet, 0, 14, frame.len()))?;
+    let mut ethertype = EtherType::from(ethernet.ethertype.get());
+    let mut l3 = size_of::<EthernetHeader>();
     for _ in 0..crate::wire::ethernet::MAX_VLAN_TAGS {
-        if !matches!(EtherType::from(ethertype), EtherType::Vlan | EtherType::QinQ) {
+        if !matches!(ethertype, EtherType::Vlan | EtherType::QinQ) {
             break;
         }
-        if frame.len() < l3 + 4 {
-            return Err(ParseError::truncated(Layer::Vlan, l3, 4, frame.len()));
-        }
-        ethertype = crate::bytes::be16(frame, l3 + 2);
-        l3 += 4;
+        let (tag, _) = VlanTag::ref_from_prefix(frame.get(l3..).unwrap_or_default())
+            .map_err(|_| ParseError::truncated(Layer::Vlan, l3, 4, frame.len()))?;
+        ethertype = EtherType::from(tag.ethertype.get());
+        l3 += size_of::<VlanTag>();
     }
-    if EtherType::from(ethertype) != EtherType::Ipv4 {
+    if ethertype != EtherType::Ipv4 {
         return Ok(None);
     }
-    let bytes = frame.get(l3..).unwrap_or(&[]);
+    let bytes = frame.get(l3..).unwrap_or_default();
     let (header, _) = Ipv4Header::ref_from_prefix(bytes)
         .map_err(|_| ParseError::truncated(Layer::Ipv4, l3, 20, frame.len()))?;
     if header.version() != 4 {
@@ -106,47 +103,69 @@ impl L4 {
     }
 }
 
+/// The first 42 bytes of the common frame: Ethernet II, IPv4 without
+/// options, and the first 8 bytes of TCP or UDP (ports, then UDP's Length
+/// or TCP's Sequence Number).
+#[derive(FromBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+struct CommonPrefix {
+    ethernet: EthernetHeader,
+    ip: Ipv4Header,
+    l4: UdpHeader,
+}
+const _: () = assert!(size_of::<CommonPrefix>() == 42);
+
+/// Offsets of the common frame's headers.
+const COMMON_L3: usize = size_of::<EthernetHeader>();
+const COMMON_L4: usize = COMMON_L3 + size_of::<Ipv4Header>();
+
 /// The walk for the common frame: Ethernet II without VLAN tags, IPv4
 /// without options and not fragmented, TCP or UDP with lengths that agree.
 /// Its headers lie at fixed offsets, so a few compares on one fixed-size
-/// read replace the general walk. `None` for any other frame: the caller
+/// view replace the general walk. `None` for any other frame: the caller
 /// then takes [`ipv4`] and [`l4`], which give these frames the same answer.
 #[inline(always)]
 pub fn common(frame: &[u8]) -> Option<(Ipv4Location, L4)> {
-    // Ethernet 14 + IPv4 20 + the first 8 bytes of TCP or UDP.
-    let h = frame.first_chunk::<42>()?;
-    if [h[12], h[13], h[14]] != [0x08, 0x00, 0x45] {
+    let (h, _) = CommonPrefix::ref_from_prefix(frame).ok()?;
+    if h.ethernet.ethertype.get() != 0x0800 || h.ip.version_ihl != 0x45 {
         return None;
     }
     // Flags and Fragment Offset: MF or an offset means a fragment.
-    if u16::from_be_bytes([h[20], h[21]]) & 0x3fff != 0 {
+    if h.ip.flags_frag.get() & 0x3fff != 0 {
         return None;
     }
-    let end = 14 + usize::from(u16::from_be_bytes([h[16], h[17]]));
-    if end > frame.len() || end < 42 {
+    let end = COMMON_L3 + usize::from(h.ip.total_len.get());
+    if end > frame.len() || end < size_of::<CommonPrefix>() {
         return None;
     }
-    let (src_port, dst_port) = (u16::from_be_bytes([h[34], h[35]]), u16::from_be_bytes([h[36], h[37]]));
-    let protocol = h[23];
-    let l4 = match protocol {
+    let (src_port, dst_port) = (h.l4.src_port.get(), h.l4.dst_port.get());
+    let l4 = match h.ip.protocol {
         PROTO_UDP => {
-            let length = u16::from_be_bytes([h[38], h[39]]);
-            if usize::from(length) != end - 34 {
+            let length = h.l4.length.get();
+            if usize::from(length) != end - COMMON_L4 {
                 return None;
             }
             L4::Udp { src_port, dst_port, length }
         }
         PROTO_TCP => {
-            let header_len = usize::from(*frame.get(46)? >> 4) * 4;
-            if header_len < tcp::MIN_HEADER_LEN || 34 + header_len > end {
+            let (tcp, _) = TcpHeader::ref_from_prefix(frame.get(COMMON_L4..)?).ok()?;
+            let header_len = tcp.header_len();
+            if header_len < tcp::MIN_HEADER_LEN || COMMON_L4 + header_len > end {
                 return None;
             }
             L4::Tcp { src_port, dst_port, header_len }
         }
         _ => return None,
     };
-    let ip =
-        Ipv4Location { l3: 14, l4: 34, end, protocol, tos: h[15], fragment_offset: 0, more_fragments: false };
+    let ip = Ipv4Location {
+        l3: COMMON_L3,
+        l4: COMMON_L4,
+        end,
+        protocol: h.ip.protocol,
+        tos: h.ip.tos,
+        fragment_offset: 0,
+        more_fragments: false,
+    };
     Some((ip, l4))
 }
 
@@ -155,7 +174,7 @@ pub fn common(frame: &[u8]) -> Option<(Ipv4Location, L4)> {
 /// the IPv4 payload length; a TCP Data Offset must fit in the payload.
 #[inline]
 pub fn l4(frame: &[u8], ip: &Ipv4Location) -> Result<Option<L4>, ParseError> {
-    let payload = frame.get(ip.l4..ip.end).unwrap_or(&[]);
+    let payload = frame.get(ip.l4..ip.end).unwrap_or_default();
     match ip.protocol {
         PROTO_UDP => {
             let (header, _) = UdpHeader::ref_from_prefix(payload)

@@ -20,6 +20,8 @@
 //! Where we differ from Host-INT: Host-INT clears the mark instead of
 //! restoring the DSCP, and rewrites a UDP checksum of 0.
 
+use zerocopy::FromBytes;
+
 use crate::carrier::{self, Carrier};
 use crate::checksum;
 use crate::encap::{Domain, Encapsulation, EXTENSION_UDP_LEN};
@@ -30,6 +32,7 @@ use crate::int05::tail::HEADER_LEN as TAIL_LEN;
 use crate::int05::{MetadataHeaderRepr, ShapeCache, ShimType, SourceHop, Tail, TailRepr};
 use crate::locate::{self, Ipv4Location, L4};
 use crate::source::flow_key;
+use crate::wire::{TcpHeader, UdpHeader};
 
 /// An INT packet found in a frame, with everything the sink needs after the
 /// bytes are gone.
@@ -185,10 +188,7 @@ pub fn classify(frame: &[u8], config: &Domain, shapes: &mut ShapeCache) -> Resul
     let after = block_at + block_len;
     let (flow, remove_at, remove_len) = match config.encapsulation {
         Encapsulation::ExtensionUdp { .. } => {
-            check_inner_l4(frame, tail.protocol, after, &ip)?;
-            let ports = frame.get(after..after + 4).unwrap_or(&[]);
-            let src_port = crate::bytes::be16(ports, 0);
-            let dst_port = crate::bytes::be16(ports, 2);
+            let (src_port, dst_port) = inner_ports(frame, tail.protocol, after, &ip)?;
             (flow_key(frame, &ip, tail.protocol, src_port, dst_port), ip.l4, EXTENSION_UDP_LEN + block_len)
         }
         Encapsulation::OverTcpUdp { .. } => {
@@ -236,33 +236,31 @@ fn starts_with_a_shim(region: &[u8]) -> bool {
 /// `at` to the end of the IPv4 payload): the tail's protocol, and a header
 /// that the restored packet can stand on (a UDP Length equal to what is
 /// left, or at least that in a first fragment; a TCP Data Offset that fits).
-fn check_inner_l4(frame: &[u8], protocol: u8, at: usize, ip: &Ipv4Location) -> Result<(), ParseError> {
+/// Returns its ports.
+fn inner_ports(frame: &[u8], protocol: u8, at: usize, ip: &Ipv4Location) -> Result<(u16, u16), ParseError> {
     let end = ip.end;
-    let inner = frame.get(at..end).unwrap_or(&[]);
+    let inner = frame.get(at..end).unwrap_or_default();
     match protocol {
         locate::PROTO_UDP => {
-            if inner.len() < crate::wire::udp::HEADER_LEN {
-                return Err(ParseError::truncated(Layer::Udp, at, crate::wire::udp::HEADER_LEN, end));
-            }
-            let length = usize::from(crate::bytes::be16(inner, 4));
+            let (udp, _) = UdpHeader::ref_from_prefix(inner)
+                .map_err(|_| ParseError::truncated(Layer::Udp, at, crate::wire::udp::HEADER_LEN, end))?;
+            let length = usize::from(udp.length.get());
             if length < inner.len() || (length > inner.len() && !ip.more_fragments) {
                 return Err(ParseError::BadLength { layer: Layer::Udp, offset: at + 4, value: length });
             }
+            Ok((udp.src_port.get(), udp.dst_port.get()))
         }
         locate::PROTO_TCP => {
-            if inner.len() < crate::wire::tcp::MIN_HEADER_LEN {
-                return Err(ParseError::truncated(Layer::Tcp, at, crate::wire::tcp::MIN_HEADER_LEN, end));
-            }
-            let header_len = usize::from(inner.get(12).copied().unwrap_or(0) >> 4) * 4;
+            let (tcp, _) = TcpHeader::ref_from_prefix(inner)
+                .map_err(|_| ParseError::truncated(Layer::Tcp, at, crate::wire::tcp::MIN_HEADER_LEN, end))?;
+            let header_len = tcp.header_len();
             if header_len < crate::wire::tcp::MIN_HEADER_LEN || header_len > inner.len() {
                 return Err(ParseError::BadLength { layer: Layer::Tcp, offset: at + 12, value: header_len });
             }
+            Ok((tcp.src_port.get(), tcp.dst_port.get()))
         }
-        other => {
-            return Err(ParseError::UnknownType { layer: Layer::IntTail, offset: at - 4, value: other });
-        }
+        other => Err(ParseError::UnknownType { layer: Layer::IntTail, offset: at - 4, value: other }),
     }
-    Ok(())
 }
 
 /// Whether the IPv4 header announces INT of this domain.

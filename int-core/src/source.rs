@@ -21,7 +21,7 @@
 use crate::carrier::{self, Carrier};
 use crate::checksum;
 use crate::encap::{Encapsulation, TcpPlacement, EXTENSION_UDP_LEN};
-use crate::error::ParseError;
+use crate::error::{EmitError, ParseError};
 use crate::flow::FlowKey;
 use crate::frame::FrameBuf;
 use crate::int05::{self, HopMetadata, Instructions, IntBlock, MetadataHeaderRepr, ShimType, Tail, TailRepr};
@@ -268,7 +268,7 @@ impl Template {
     /// The block for `config`, with `hop` as the source's own metadata
     /// (when `own_hop`). Its ingress and egress timestamp words are
     /// rewritten per packet when [`insert_with`] is given a timestamp.
-    pub fn new(config: &SourceConfig, hop: &HopMetadata) -> Result<Template, ParseError> {
+    pub fn new(config: &SourceConfig, hop: &HopMetadata) -> Result<Template, EmitError> {
         let mut block = [0u8; int05::MAX_BLOCK_LEN];
         let header = MetadataHeaderRepr::new(config.instructions, config.max_hop_cnt, 0);
         let hops = if config.own_hop { core::slice::from_ref(hop) } else { &[] };
@@ -350,7 +350,7 @@ pub fn insert_with(
             length: (EXTENSION_UDP_LEN + block_len + original_payload_len) as u16,
             checksum: 0,
         };
-        udp.emit(bytes.get_mut(block_at..).unwrap_or(&mut [])).map_err(Skip::Malformed)?;
+        udp.emit(bytes.get_mut(block_at..).unwrap_or_default()).map_err(|_| Skip::NoHeadroom)?;
         block_at += EXTENSION_UDP_LEN;
         protocol = locate::PROTO_UDP;
     }
@@ -403,6 +403,7 @@ pub fn insert(
     sequence: u32,
     hop: &HopMetadata,
 ) -> Result<usize, Skip> {
-    let template = Template::new(config, hop).map_err(Skip::Malformed)?;
+    // A block that cannot be written is one beyond what a shim can say.
+    let template = Template::new(config, hop).map_err(|_| Skip::TooBig)?;
     insert_with(frame, plan, config, &template, sequence, None)
 }

@@ -6,13 +6,14 @@
 //! A push that would exceed the MTU or 255 shim words is skipped whole: a
 //! hop adds either all its words or none.
 
-use zerocopy::FromBytes;
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 use crate::carrier;
 use crate::checksum;
 use crate::encap::Domain;
-use crate::error::ParseError;
+use crate::error::{Layer, ParseError};
 use crate::frame::FrameBuf;
+use crate::int05::shim::ShimHeader;
 use crate::int05::{HopMetadata, IntBlock, MetadataHeader, ShapeCache};
 use crate::sink;
 
@@ -66,17 +67,13 @@ pub fn push_with(
     if !found.shim_type.is_hop_by_hop() {
         return Ok(Outcome::DestinationOnly);
     }
-    let header_at = found.block_at + crate::int05::shim::HEADER_LEN;
     let carrier_len = found.carrier_len;
     if found.header.total_hop_cnt >= found.header.max_hop_cnt {
         let bytes = frame.frame_mut();
-        let old_word = crate::bytes::be16(bytes, header_at);
-        if let Some((header, _)) =
-            bytes.get_mut(header_at..).and_then(|b| MetadataHeader::mut_from_prefix(b).ok())
-        {
-            header.set_max_hop_exceeded();
-        }
-        let new_word = crate::bytes::be16(bytes, header_at);
+        let head = block_head(bytes, found.block_at)?;
+        let old_word = head.md.word0();
+        head.md.set_max_hop_exceeded();
+        let new_word = head.md.word0();
         found.carrier.update(bytes, carrier_len, carrier_len, u32::from(old_word), u32::from(new_word));
         return Ok(Outcome::MaxHopReached);
     }
@@ -96,24 +93,36 @@ pub fn push_with(
         return Err(NotPushed::NoHeadroom);
     }
     let bytes = frame.frame_mut();
-    hop.emit(found.header.instructions, bytes.get_mut(stack_at..).unwrap_or(&mut []))
-        .map_err(NotPushed::Malformed)?;
-    let hop_sum = checksum::sum(0, bytes.get(stack_at..stack_at + hop_len).unwrap_or(&[]));
+    // The gap was opened for exactly these words.
+    hop.emit(found.header.instructions, bytes.get_mut(stack_at..).unwrap_or_default())
+        .map_err(|_| NotPushed::NoHeadroom)?;
+    let hop_sum = checksum::sum(0, bytes.get(stack_at..stack_at + hop_len).unwrap_or_default());
     // The shim Length word and the Max/Total Hop Count word change.
-    let length_at = found.block_at + 2;
-    let hops_at = header_at + 2;
-    let old_words =
-        u32::from(crate::bytes::be16(bytes, length_at)) + u32::from(crate::bytes::be16(bytes, hops_at));
-    if let Some(length) = bytes.get_mut(length_at) {
-        *length += (hop_len / 4) as u8;
-    }
-    if let Some(total) = bytes.get_mut(hops_at + 1) {
-        *total += 1;
-    }
-    let new_words =
-        u32::from(crate::bytes::be16(bytes, length_at)) + u32::from(crate::bytes::be16(bytes, hops_at));
-    let protocol = bytes.get(ip.l3 + 9).copied().unwrap_or(0);
-    carrier::rewrite_ipv4(bytes, ip.l3, ip.tos, (old_total + hop_len) as u16, protocol);
+    let head = block_head(bytes, found.block_at)?;
+    let old_words = u32::from(head.shim.length_word()) + u32::from(head.md.word1());
+    head.shim.length += (hop_len / 4) as u8;
+    head.md.total_hop_cnt += 1;
+    let new_words = u32::from(head.shim.length_word()) + u32::from(head.md.word1());
+    carrier::rewrite_ipv4(bytes, ip.l3, ip.tos, (old_total + hop_len) as u16, ip.protocol);
     found.carrier.update(bytes, carrier_len, carrier_len + hop_len as u16, old_words, new_words + hop_sum);
     Ok(Outcome::Pushed(hop_len))
+}
+
+/// The shim and the metadata header at the front of an INT block: the
+/// words a transit hop changes, as one view.
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+struct BlockHead {
+    shim: ShimHeader,
+    md: MetadataHeader,
+}
+
+/// The head of the block at `at` (which the sink's walk found whole).
+fn block_head(bytes: &mut [u8], at: usize) -> Result<&mut BlockHead, NotPushed> {
+    let available = bytes.len();
+    bytes
+        .get_mut(at..)
+        .and_then(|rest| BlockHead::mut_from_prefix(rest).ok())
+        .map(|(head, _)| head)
+        .ok_or(NotPushed::Malformed(ParseError::truncated(Layer::IntMetadataHeader, at, 12, available)))
 }

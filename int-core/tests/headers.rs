@@ -183,3 +183,51 @@ proptest! {
         prop_assert!(DropSummaryReport::parse(&ttl[..len]).is_err());
     }
 }
+
+/// Every emitter handed a buffer one byte short says how much room it
+/// needed, as an emit error (never a parse error), and writes nothing past
+/// the buffer.
+#[test]
+fn emitters_say_when_the_buffer_is_short() {
+    use int_core::{EmitError, Layer};
+    fn check(layer: Layer, emit: impl Fn(&mut [u8]) -> Result<usize, EmitError>) {
+        let mut room = vec![0u8; 256];
+        let len = emit(&mut room).unwrap();
+        let mut short = vec![0u8; len - 1];
+        match emit(&mut short) {
+            Err(EmitError::NoRoom { layer: said, needed, available }) => {
+                assert_eq!((said, needed, available), (layer, len, len - 1));
+            }
+            other => panic!("{layer}: {other:?}"),
+        }
+    }
+    let ethernet = EthernetRepr {
+        dst: [2; 6],
+        src: [4; 6],
+        vlans: [Some((0x8100, 7)), None],
+        ethertype: EtherType::Ipv4,
+    };
+    check(Layer::Ethernet, |buf| ethernet.emit(buf));
+    let ip = Ipv4Repr {
+        tos: 0,
+        total_len: 20,
+        ident: 1,
+        flags_frag: 0,
+        ttl: 64,
+        protocol: IpProtocol::Udp,
+        checksum: 0,
+        src: Ipv4Addr::new(10, 0, 0, 1),
+        dst: Ipv4Addr::new(10, 0, 0, 2),
+        options: [0; 40],
+        options_len: 0,
+    };
+    check(Layer::Ipv4, |buf| ip.emit(buf, true));
+    check(Layer::Udp, |buf| UdpRepr { src_port: 1, dst_port: 2, length: 8, checksum: 0 }.emit(buf));
+    check(Layer::IntShim, |buf| ShimRepr { int_type: ShimType::HopByHop, length_words: 3 }.emit(buf));
+    check(Layer::IntMetadataHeader, |buf| MetadataHeaderRepr::new(Instructions::HOST_INT, 2, 0).emit(buf));
+    check(Layer::IntTail, |buf| TailRepr { protocol: 17, dst_port: 2, dscp: 0 }.emit(buf));
+    let hop = HopMetadata { switch_id: Some(1), ..HopMetadata::default() };
+    check(Layer::IntStack, |buf| hop.emit(Instructions::HOST_INT, buf));
+    let header = ReportHeaderRepr::drop_summary(1, 2, 0);
+    check(Layer::ReportHeader, |buf| header.emit(buf));
+}

@@ -18,7 +18,7 @@
 //! A value a hop cannot provide is written as 0xFFFFFFFF ("invalid").
 
 use super::instruction::Instructions;
-use crate::error::{Layer, ParseError};
+use crate::error::{EmitError, Layer, ParseError};
 
 /// The word written for a value that is not available.
 pub const INVALID: u32 = 0xffff_ffff;
@@ -64,11 +64,10 @@ impl HopMetadata {
 
     /// Writes the words `instructions` asks for; returns the bytes written.
     #[inline]
-    pub fn emit(&self, instructions: Instructions, buf: &mut [u8]) -> Result<usize, ParseError> {
+    pub fn emit(&self, instructions: Instructions, buf: &mut [u8]) -> Result<usize, EmitError> {
         let len = instructions.hop_len();
         let available = buf.len();
-        let out =
-            buf.get_mut(..len).ok_or_else(|| ParseError::truncated(Layer::IntStack, 0, len, available))?;
+        let out = buf.get_mut(..len).ok_or_else(|| EmitError::no_room(Layer::IntStack, len, available))?;
         for (bit, slot) in instructions.each().zip(out.chunks_exact_mut(4)) {
             slot.copy_from_slice(&self.word(bit).to_be_bytes());
         }

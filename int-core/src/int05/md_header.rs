@@ -14,7 +14,7 @@ use zerocopy::network_endian::U16;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 use super::instruction::Instructions;
-use crate::error::{Layer, ParseError};
+use crate::error::{EmitError, Layer, ParseError};
 
 pub const HEADER_LEN: usize = 8;
 /// The only version INT 0.5 (and Host-INT) defines.
@@ -128,7 +128,7 @@ impl MetadataHeaderRepr {
         })
     }
 
-    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, ParseError> {
+    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, EmitError> {
         let header = MetadataHeader {
             ver_rep_c_e: (self.version << 4)
                 | ((self.replication & 0x3) << 2)
@@ -142,7 +142,7 @@ impl MetadataHeaderRepr {
         };
         header
             .write_to_prefix(buf)
-            .map_err(|_| ParseError::truncated(Layer::IntMetadataHeader, 0, HEADER_LEN, buf.len()))?;
+            .map_err(|_| EmitError::no_room(Layer::IntMetadataHeader, HEADER_LEN, buf.len()))?;
         Ok(HEADER_LEN)
     }
 }

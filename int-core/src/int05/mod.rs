@@ -23,7 +23,7 @@ pub use shape::{BlockFields, ShapeCache, SourceHop};
 pub use shim::{ShimHeader, ShimRepr, ShimType};
 pub use tail::{TailHeader, TailRepr};
 
-use crate::error::{Layer, ParseError};
+use crate::error::{EmitError, Layer, ParseError};
 
 /// Bytes of the sequence number that follows the stack in shim Type 3.
 pub const SEQUENCE_LEN: usize = 4;
@@ -162,15 +162,15 @@ pub fn emit_block(
     hops: &[HopMetadata],
     sequence: u32,
     tail: Option<&TailRepr>,
-) -> Result<usize, ParseError> {
+) -> Result<usize, EmitError> {
     let tail_presence = if tail.is_some() { Tail::Present } else { Tail::Absent };
     let hop_len = header.instructions.hop_len();
     let len = IntBlock::fixed_len(shim_type, tail_presence) + hop_len * hops.len();
     if len > MAX_BLOCK_LEN || hops.len() > usize::from(u8::MAX) {
-        return Err(ParseError::BadLength { layer: Layer::IntShim, offset: 0, value: len });
+        return Err(EmitError::Unrepresentable { layer: Layer::IntShim, value: len });
     }
     let available = buf.len();
-    let out = buf.get_mut(..len).ok_or_else(|| ParseError::truncated(Layer::IntShim, 0, len, available))?;
+    let out = buf.get_mut(..len).ok_or_else(|| EmitError::no_room(Layer::IntShim, len, available))?;
     ShimRepr { int_type: shim_type, length_words: (len / 4) as u8 }.emit(out)?;
     let header = MetadataHeaderRepr {
         instruction_count: header.instructions.count(),

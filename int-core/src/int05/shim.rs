@@ -13,7 +13,7 @@
 
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
-use crate::error::{Layer, ParseError};
+use crate::error::{EmitError, Layer, ParseError};
 
 pub const HEADER_LEN: usize = 4;
 
@@ -86,6 +86,12 @@ impl ShimHeader {
     pub fn len_bytes(&self) -> usize {
         usize::from(self.length) * 4
     }
+
+    /// The second 16-bit word (Length, Reserved), for checksum updates.
+    #[inline]
+    pub fn length_word(&self) -> u16 {
+        u16::from_be_bytes([self.length, self.reserved1])
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -104,16 +110,14 @@ impl ShimRepr {
         Ok(ShimRepr { int_type: header.shim_type(), length_words: header.length })
     }
 
-    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, ParseError> {
+    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, EmitError> {
         let header = ShimHeader {
             int_type: u8::from(self.int_type),
             reserved0: 0,
             length: self.length_words,
             reserved1: 0,
         };
-        header
-            .write_to_prefix(buf)
-            .map_err(|_| ParseError::truncated(Layer::IntShim, 0, HEADER_LEN, buf.len()))?;
+        header.write_to_prefix(buf).map_err(|_| EmitError::no_room(Layer::IntShim, HEADER_LEN, buf.len()))?;
         Ok(HEADER_LEN)
     }
 }

@@ -16,7 +16,7 @@
 use zerocopy::network_endian::U16;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
-use crate::error::{Layer, ParseError};
+use crate::error::{EmitError, Layer, ParseError};
 
 pub const HEADER_LEN: usize = 4;
 
@@ -44,10 +44,9 @@ impl TailRepr {
         Ok(TailRepr { protocol: tail.protocol, dst_port: tail.dst_port.get(), dscp: tail.dscp })
     }
 
-    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, ParseError> {
+    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, EmitError> {
         let tail = TailHeader { protocol: self.protocol, dst_port: U16::new(self.dst_port), dscp: self.dscp };
-        tail.write_to_prefix(buf)
-            .map_err(|_| ParseError::truncated(Layer::IntTail, 0, HEADER_LEN, buf.len()))?;
+        tail.write_to_prefix(buf).map_err(|_| EmitError::no_room(Layer::IntTail, HEADER_LEN, buf.len()))?;
         Ok(HEADER_LEN)
     }
 }

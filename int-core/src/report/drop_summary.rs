@@ -31,7 +31,7 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 use super::tr05::{self, NextProto, ReportHeaderRepr};
 use crate::bytes::{be16, be32, put};
-use crate::error::{Layer, ParseError};
+use crate::error::{EmitError, Layer, ParseError};
 use crate::flow::FlowKey;
 use crate::locate::{PROTO_TCP, PROTO_UDP};
 
@@ -77,11 +77,10 @@ impl DropSummaryReport {
         tr05::HEADER_LEN + SUMMARY_LEN + 20 + if protocol == PROTO_TCP { 20 } else { 8 }
     }
 
-    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, ParseError> {
+    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, EmitError> {
         let len = Self::len_for(self.flow.protocol);
         let available = buf.len();
-        let out =
-            buf.get_mut(..len).ok_or_else(|| ParseError::truncated(Layer::DropSummary, 0, len, available))?;
+        let out = buf.get_mut(..len).ok_or_else(|| EmitError::no_room(Layer::DropSummary, len, available))?;
         out.fill(0);
         self.header.emit(out)?;
         let s = &self.summary;
@@ -97,7 +96,7 @@ impl DropSummaryReport {
         let rest = out.get_mut(tr05::HEADER_LEN..).unwrap_or(&mut []);
         summary
             .write_to_prefix(rest)
-            .map_err(|_| ParseError::truncated(Layer::DropSummary, 12, SUMMARY_LEN, len))?;
+            .map_err(|_| EmitError::no_room(Layer::DropSummary, SUMMARY_LEN, len))?;
         let ip_at = tr05::HEADER_LEN + SUMMARY_LEN;
         let flow = &self.flow;
         put(out, ip_at, &[0x45]);

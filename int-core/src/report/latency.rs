@@ -14,13 +14,15 @@
 
 use core::net::Ipv4Addr;
 
+use zerocopy::FromBytes;
+
 use super::tr05::{self, NextProto, ReportHeaderRepr};
 use super::{ReportProfile, SinkIdWord};
 use crate::bytes::{be16, be32};
-use crate::error::{Layer, ParseError};
+use crate::error::{EmitError, Layer, ParseError};
 use crate::int05::{shim, HopMetadata, IntBlock, MetadataHeaderRepr, ShimRepr, Tail, SEQUENCE_LEN};
 use crate::sink::Extracted;
-use crate::wire::Ipv4Repr;
+use crate::wire::{Ipv4Header, Ipv4Repr};
 
 /// A latency report's header flags: F (a tracked flow), not D or Q.
 const FLAGS: u8 = 0x20;
@@ -75,13 +77,12 @@ impl LatencyReport<'_> {
         header: &ReportHeaderRepr,
         sink_id: u32,
         profile: &ReportProfile,
-    ) -> Result<usize, ParseError> {
+    ) -> Result<usize, EmitError> {
         let len = Self::len_for(found, profile);
         let available = buf.len();
-        let out = buf
-            .get_mut(..len)
-            .ok_or_else(|| ParseError::truncated(Layer::LatencyReport, 0, len, available))?;
-        let short = || ParseError::truncated(Layer::LatencyReport, 0, len, available);
+        let out =
+            buf.get_mut(..len).ok_or_else(|| EmitError::no_room(Layer::LatencyReport, len, available))?;
+        let short = || EmitError::no_room(Layer::LatencyReport, len, available);
         let mut at = header.emit(out)?;
         if profile.sink_id_word {
             out.get_mut(at..at + 4).ok_or_else(short)?.copy_from_slice(&sink_id.to_be_bytes());
@@ -200,9 +201,10 @@ fn looks_like_ipv4(bytes: &[u8]) -> bool {
 
 /// Sets an IPv4 header's protocol, updating its checksum incrementally.
 fn set_protocol(ip: &mut [u8], protocol: u8) {
-    let (Some(&ttl), Some(&old)) = (ip.get(8), ip.get(9)) else { return };
-    let word = |p: u8| u32::from(u16::from_be_bytes([ttl, p]));
-    let checksum = crate::checksum::adjust(be16(ip, 10), word(old), word(protocol));
-    crate::bytes::put(ip, 9, &[protocol]);
-    crate::bytes::put(ip, 10, &checksum.to_be_bytes());
+    let Ok((header, _)) = Ipv4Header::mut_from_prefix(ip) else { return };
+    let old = header.ttl_protocol_word();
+    header.protocol = protocol;
+    let checksum =
+        crate::checksum::adjust(header.checksum.get(), u32::from(old), u32::from(header.ttl_protocol_word()));
+    header.checksum.set(checksum);
 }

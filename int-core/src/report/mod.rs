@@ -11,6 +11,8 @@ pub use drop_summary::{DropSummaryReport, DropSummaryRepr};
 pub use latency::LatencyReport;
 pub use tr05::{DropHeaderRepr, NextProto, ReportHeaderRepr, SwitchLocalRepr};
 
+use zerocopy::FromBytes;
+
 use crate::error::ParseError;
 
 /// Host-INT's report destination port.
@@ -116,9 +118,10 @@ pub fn parse(payload: &[u8], sink_id: SinkIdWord) -> Result<Report<'_>, ParseErr
 /// report): a whole Ethernet header with an EtherType a switch reports
 /// (IPv4, IPv6, 802.1Q, 802.1ad).
 fn check_frame(frame: &[u8], offset: usize) -> Result<(), ParseError> {
-    let ethertype = frame.get(12..14).map(|b| crate::bytes::be16(b, 0)).ok_or_else(|| {
+    let (ethernet, _) = crate::wire::EthernetHeader::ref_from_prefix(frame).map_err(|_| {
         ParseError::truncated(crate::error::Layer::Ethernet, offset, 14, offset + frame.len())
     })?;
+    let ethertype = ethernet.ethertype.get();
     if !matches!(ethertype, 0x0800 | 0x86dd | 0x8100 | 0x88a8) {
         return Err(ParseError::UnknownType {
             layer: crate::error::Layer::Ethernet,

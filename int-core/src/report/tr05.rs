@@ -20,7 +20,7 @@
 use zerocopy::network_endian::{U16, U32};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
-use crate::error::{Layer, ParseError};
+use crate::error::{EmitError, Layer, ParseError};
 
 pub const HEADER_LEN: usize = 12;
 pub const DROP_HEADER_LEN: usize = 12;
@@ -160,7 +160,7 @@ impl ReportHeaderRepr {
         Ok(())
     }
 
-    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, ParseError> {
+    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, EmitError> {
         let h = ReportHeader {
             ver_nproto: (self.version << 4) | (u8::from(self.next_proto) & 0x0f),
             flags: self.flags(),
@@ -169,8 +169,7 @@ impl ReportHeaderRepr {
             sequence: U32::new(self.sequence),
             timestamp: U32::new(self.timestamp),
         };
-        h.write_to_prefix(buf)
-            .map_err(|_| ParseError::truncated(Layer::ReportHeader, 0, HEADER_LEN, buf.len()))?;
+        h.write_to_prefix(buf).map_err(|_| EmitError::no_room(Layer::ReportHeader, HEADER_LEN, buf.len()))?;
         Ok(HEADER_LEN)
     }
 }
@@ -209,7 +208,7 @@ impl DropHeaderRepr {
         })
     }
 
-    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, ParseError> {
+    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, EmitError> {
         let h = DropHeader {
             switch_id: U32::new(self.switch_id),
             ingress_port: U16::new(self.ingress_port),
@@ -219,7 +218,7 @@ impl DropHeaderRepr {
             pad: U16::new(0),
         };
         h.write_to_prefix(buf)
-            .map_err(|_| ParseError::truncated(Layer::DropHeader, 0, DROP_HEADER_LEN, buf.len()))?;
+            .map_err(|_| EmitError::no_room(Layer::DropHeader, DROP_HEADER_LEN, buf.len()))?;
         Ok(DROP_HEADER_LEN)
     }
 }
@@ -262,7 +261,7 @@ impl SwitchLocalRepr {
         })
     }
 
-    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, ParseError> {
+    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, EmitError> {
         let [_, a, b, c] = self.queue_occupancy.to_be_bytes();
         let h = SwitchLocalHeader {
             switch_id: U32::new(self.switch_id),
@@ -273,7 +272,7 @@ impl SwitchLocalRepr {
             egress_timestamp: U32::new(self.egress_timestamp),
         };
         h.write_to_prefix(buf)
-            .map_err(|_| ParseError::truncated(Layer::SwitchLocalHeader, 0, SWITCH_LOCAL_LEN, buf.len()))?;
+            .map_err(|_| EmitError::no_room(Layer::SwitchLocalHeader, SWITCH_LOCAL_LEN, buf.len()))?;
         Ok(SWITCH_LOCAL_LEN)
     }
 }

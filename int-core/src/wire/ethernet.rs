@@ -17,7 +17,7 @@
 use zerocopy::network_endian::U16;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
-use crate::error::{Layer, ParseError};
+use crate::error::{EmitError, Layer, ParseError};
 
 /// The most tags we look through (QinQ).
 pub const MAX_VLAN_TAGS: usize = 2;
@@ -122,24 +122,23 @@ impl EthernetRepr {
     }
 
     /// Writes the header into the front of `buf`; returns the bytes written.
-    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, ParseError> {
+    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, EmitError> {
         let len = self.header_len();
         if buf.len() < len {
-            return Err(ParseError::truncated(Layer::Ethernet, 0, len, buf.len()));
+            return Err(EmitError::no_room(Layer::Ethernet, len, buf.len()));
         }
         let mut tags = self.vlans.iter().flatten();
         let mut next = tags.next().copied();
         let first_type = next.map_or(u16::from(self.ethertype), |(tpid, _)| tpid);
         let header = EthernetHeader { dst: self.dst, src: self.src, ethertype: U16::new(first_type) };
-        header.write_to_prefix(buf).map_err(|_| ParseError::truncated(Layer::Ethernet, 0, 14, len))?;
+        header.write_to_prefix(buf).map_err(|_| EmitError::no_room(Layer::Ethernet, 14, len))?;
         let mut offset = size_of::<EthernetHeader>();
         while let Some((_, tci)) = next {
             next = tags.next().copied();
             let inner = next.map_or(u16::from(self.ethertype), |(tpid, _)| tpid);
             let tag = VlanTag { tci: U16::new(tci), ethertype: U16::new(inner) };
-            let slot =
-                buf.get_mut(offset..).ok_or_else(|| ParseError::truncated(Layer::Vlan, offset, 4, len))?;
-            tag.write_to_prefix(slot).map_err(|_| ParseError::truncated(Layer::Vlan, offset, 4, len))?;
+            let slot = buf.get_mut(offset..).ok_or_else(|| EmitError::no_room(Layer::Vlan, 4, len))?;
+            tag.write_to_prefix(slot).map_err(|_| EmitError::no_room(Layer::Vlan, 4, len))?;
             offset += size_of::<VlanTag>();
         }
         Ok(offset)

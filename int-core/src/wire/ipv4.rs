@@ -24,7 +24,7 @@ use zerocopy::network_endian::U16;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 use crate::checksum;
-use crate::error::{Layer, ParseError};
+use crate::error::{EmitError, Layer, ParseError};
 
 pub const MIN_HEADER_LEN: usize = 20;
 pub const MAX_OPTIONS_LEN: usize = 40;
@@ -208,13 +208,13 @@ impl Ipv4Repr {
 
     /// Writes the header; the checksum field is computed when `fill_checksum`
     /// is set, and copied from `self.checksum` otherwise.
-    pub fn emit(&self, buf: &mut [u8], fill_checksum: bool) -> Result<usize, ParseError> {
+    pub fn emit(&self, buf: &mut [u8], fill_checksum: bool) -> Result<usize, EmitError> {
         let len = self.header_len();
         if len > MIN_HEADER_LEN + MAX_OPTIONS_LEN || !len.is_multiple_of(4) {
-            return Err(ParseError::BadLength { layer: Layer::Ipv4, offset: 0, value: len });
+            return Err(EmitError::Unrepresentable { layer: Layer::Ipv4, value: len });
         }
         let available = buf.len();
-        let out = buf.get_mut(..len).ok_or_else(|| ParseError::truncated(Layer::Ipv4, 0, len, available))?;
+        let out = buf.get_mut(..len).ok_or_else(|| EmitError::no_room(Layer::Ipv4, len, available))?;
         let header = Ipv4Header {
             version_ihl: 0x40 | (len / 4) as u8,
             tos: self.tos,

@@ -22,7 +22,7 @@
 use zerocopy::network_endian::{U16, U32};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
-use crate::error::{Layer, ParseError};
+use crate::error::{EmitError, Layer, ParseError};
 
 pub const MIN_HEADER_LEN: usize = 20;
 pub const MAX_OPTIONS_LEN: usize = 40;
@@ -104,13 +104,13 @@ impl TcpRepr {
         self.options.get(..usize::from(self.options_len)).unwrap_or(&[])
     }
 
-    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, ParseError> {
+    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, EmitError> {
         let len = self.header_len();
         if len > MIN_HEADER_LEN + MAX_OPTIONS_LEN || !len.is_multiple_of(4) {
-            return Err(ParseError::BadLength { layer: Layer::Tcp, offset: 0, value: len });
+            return Err(EmitError::Unrepresentable { layer: Layer::Tcp, value: len });
         }
         let available = buf.len();
-        let out = buf.get_mut(..len).ok_or_else(|| ParseError::truncated(Layer::Tcp, 0, len, available))?;
+        let out = buf.get_mut(..len).ok_or_else(|| EmitError::no_room(Layer::Tcp, len, available))?;
         let header = TcpHeader {
             src_port: U16::new(self.src_port),
             dst_port: U16::new(self.dst_port),

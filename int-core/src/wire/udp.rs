@@ -13,7 +13,7 @@
 use zerocopy::network_endian::U16;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
-use crate::error::{Layer, ParseError};
+use crate::error::{EmitError, Layer, ParseError};
 
 pub const HEADER_LEN: usize = 8;
 
@@ -52,16 +52,14 @@ impl UdpRepr {
         })
     }
 
-    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, ParseError> {
+    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, EmitError> {
         let header = UdpHeader {
             src_port: U16::new(self.src_port),
             dst_port: U16::new(self.dst_port),
             length: U16::new(self.length),
             checksum: U16::new(self.checksum),
         };
-        header
-            .write_to_prefix(buf)
-            .map_err(|_| ParseError::truncated(Layer::Udp, 0, HEADER_LEN, buf.len()))?;
+        header.write_to_prefix(buf).map_err(|_| EmitError::no_room(Layer::Udp, HEADER_LEN, buf.len()))?;
         Ok(HEADER_LEN)
     }
 }
