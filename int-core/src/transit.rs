@@ -124,5 +124,7 @@ fn block_head(bytes: &mut [u8], at: usize) -> Result<&mut BlockHead, NotPushed> 
         .get_mut(at..)
         .and_then(|rest| BlockHead::mut_from_prefix(rest).ok())
         .map(|(head, _)| head)
-        .ok_or(NotPushed::Malformed(ParseError::truncated(Layer::IntMetadataHeader, at, 12, available)))
+        .ok_or_else(|| {
+            NotPushed::Malformed(ParseError::truncated(Layer::IntMetadataHeader, at, 12, available))
+        })
 }

@@ -34,13 +34,9 @@ impl TransitStage {
                 egress_timestamp: Some(now_ns as u32),
                 ..HopMetadata::default()
             };
-            if let Some(counter) = super::unwritable(burst, i) {
-                counters.inc(counter);
-                continue;
-            }
             let (config, shapes) = (&self.config, &mut self.shapes);
             let counter = match burst.with_frame(i, |f| transit::push_with(f, config, &hop, shapes)) {
-                None => Counter::shared_mbuf,
+                None => super::unwritable(burst, i).unwrap_or(Counter::shared_mbuf),
                 Some(Ok(Outcome::Pushed(_))) => Counter::pushed,
                 Some(Ok(Outcome::MaxHopReached)) => Counter::max_hop_reached,
                 Some(Ok(Outcome::DestinationOnly)) => Counter::destination_only,
