@@ -21,6 +21,9 @@ pub enum Layer {
     SwitchLocalHeader,
     DropSummary,
     LatencyReport,
+    IntMxHeader,
+    ReportGroupHeader,
+    IndividualReport,
 }
 
 impl fmt::Display for Layer {
@@ -41,6 +44,9 @@ impl fmt::Display for Layer {
             Layer::SwitchLocalHeader => "report switch-local header",
             Layer::DropSummary => "drop-summary report",
             Layer::LatencyReport => "latency report",
+            Layer::IntMxHeader => "int-mx header",
+            Layer::ReportGroupHeader => "report group header",
+            Layer::IndividualReport => "individual report",
         };
         f.write_str(name)
     }
@@ -133,6 +139,34 @@ impl ParseError {
         }
     }
 
+    /// The same error with its offset counted from `base` bytes earlier (a
+    /// header parsed inside a bigger buffer).
+    pub fn shifted(self, base: usize) -> ParseError {
+        match self {
+            ParseError::Truncated { layer, offset, needed, available } => {
+                ParseError::Truncated { layer, offset: offset + base, needed, available }
+            }
+            ParseError::UnknownVersion { layer, offset, value } => {
+                ParseError::UnknownVersion { layer, offset: offset + base, value }
+            }
+            ParseError::UnknownType { layer, offset, value } => {
+                ParseError::UnknownType { layer, offset: offset + base, value }
+            }
+            ParseError::BadLength { layer, offset, value } => {
+                ParseError::BadLength { layer, offset: offset + base, value }
+            }
+            ParseError::StackMismatch { offset, ins_cnt, total_hop_cnt, stack_bytes } => {
+                ParseError::StackMismatch { offset: offset + base, ins_cnt, total_hop_cnt, stack_bytes }
+            }
+            ParseError::HopCountExceeded { offset, total_hop_cnt, max_hop_cnt } => {
+                ParseError::HopCountExceeded { offset: offset + base, total_hop_cnt, max_hop_cnt }
+            }
+            ParseError::Reserved { layer, offset, value } => {
+                ParseError::Reserved { layer, offset: offset + base, value }
+            }
+        }
+    }
+
     pub(crate) fn truncated(layer: Layer, offset: usize, needed: usize, buf_len: usize) -> Self {
         ParseError::Truncated { layer, offset, needed, available: buf_len.saturating_sub(offset) }
     }
@@ -141,7 +175,12 @@ impl ParseError {
 fn is_int(layer: Layer) -> bool {
     matches!(
         layer,
-        Layer::IntShim | Layer::IntMetadataHeader | Layer::IntStack | Layer::IntSequence | Layer::IntTail
+        Layer::IntShim
+            | Layer::IntMetadataHeader
+            | Layer::IntMxHeader
+            | Layer::IntStack
+            | Layer::IntSequence
+            | Layer::IntTail
     )
 }
 

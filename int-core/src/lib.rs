@@ -4,6 +4,8 @@
 //! - [`wire`]: Ethernet (802.1Q), IPv4, TCP, UDP headers.
 //! - [`int05`]: INT 0.5 shim, metadata header, instruction bitmap, hop
 //!   metadata, tail (INT over TCP/UDP, and Host-INT's shim Type 3).
+//! - [`int21`]: INT 2.1 over TCP/UDP: shim with NPT, INT-MD header and
+//!   stack, INT-MX header.
 //! - [`report`]: Telemetry Report 0.5 headers and Host-INT's latency and
 //!   Drop-Summary reports.
 //! - [`source`], [`transit`], [`sink`]: the packet transforms, in place over a
@@ -24,6 +26,7 @@ pub mod error;
 pub mod flow;
 pub mod frame;
 pub mod int05;
+pub mod int21;
 pub mod latency;
 pub mod locate;
 pub mod loss;

@@ -182,7 +182,7 @@ pub fn classify(frame: &[u8], config: &Domain, shapes: &mut ShapeCache) -> Resul
     if !starts_with_a_shim(region) {
         return Ok(Arrival::MarkedNotInt);
     }
-    let block = shapes.parse(region, Tail::Present).map_err(|e| shift(e, block_at))?;
+    let block = shapes.parse(region, Tail::Present).map_err(|e| e.shifted(block_at))?;
     let tail = block.tail;
     let block_len = block.len;
     let after = block_at + block_len;
@@ -289,32 +289,6 @@ fn walk(frame: &[u8], config: &Domain) -> Option<(Ipv4Location, L4)> {
     }
     let l4 = locate::l4(frame, &ip).ok()??;
     Some((ip, l4))
-}
-
-pub(crate) fn shift(error: ParseError, base: usize) -> ParseError {
-    match error {
-        ParseError::Truncated { layer, offset, needed, available } => {
-            ParseError::Truncated { layer, offset: offset + base, needed, available }
-        }
-        ParseError::UnknownVersion { layer, offset, value } => {
-            ParseError::UnknownVersion { layer, offset: offset + base, value }
-        }
-        ParseError::UnknownType { layer, offset, value } => {
-            ParseError::UnknownType { layer, offset: offset + base, value }
-        }
-        ParseError::BadLength { layer, offset, value } => {
-            ParseError::BadLength { layer, offset: offset + base, value }
-        }
-        ParseError::StackMismatch { offset, ins_cnt, total_hop_cnt, stack_bytes } => {
-            ParseError::StackMismatch { offset: offset + base, ins_cnt, total_hop_cnt, stack_bytes }
-        }
-        ParseError::HopCountExceeded { offset, total_hop_cnt, max_hop_cnt } => {
-            ParseError::HopCountExceeded { offset: offset + base, total_hop_cnt, max_hop_cnt }
-        }
-        ParseError::Reserved { layer, offset, value } => {
-            ParseError::Reserved { layer, offset: offset + base, value }
-        }
-    }
 }
 
 /// Removes every INT byte found by [`extract`] and restores the original

@@ -7,6 +7,7 @@ use int_core::flow::FlowKey;
 use int_core::int05::{
     self, HopMetadata, Instructions, IntBlock, MetadataHeaderRepr, ShimRepr, ShimType, Tail, TailRepr,
 };
+use int_core::int21;
 use int_core::report::{
     DropHeaderRepr, DropSummaryReport, DropSummaryRepr, NextProto, ReportHeaderRepr, SwitchLocalRepr,
 };
@@ -230,4 +231,90 @@ fn emitters_say_when_the_buffer_is_short() {
     check(Layer::IntStack, |buf| hop.emit(Instructions::HOST_INT, buf));
     let header = ReportHeaderRepr::drop_summary(1, 2, 0);
     check(Layer::ReportHeader, |buf| header.emit(buf));
+}
+
+fn hop21() -> impl Strategy<Value = int21::HopMetadata> {
+    let pair = || proptest::option::of((any::<u8>(), 0u32..0xff_ffff));
+    let wide = || proptest::option::of(0u64..u64::MAX);
+    (
+        (opt_u32(), opt_u16(), opt_u16(), opt_u32(), pair()),
+        (wide(), wide(), opt_u32(), opt_u32(), opt_u32(), pair(), opt_u32()),
+    )
+        .prop_map(|((a, b, c, d, e), (f, g, h, i, j, k, l))| int21::HopMetadata {
+            node_id: a,
+            l1_ingress_port: b,
+            l1_egress_port: c,
+            hop_latency: d,
+            queue: e,
+            ingress_timestamp: f,
+            egress_timestamp: g,
+            l2_ingress_port: h,
+            l2_egress_port: i,
+            egress_tx_utilization: j,
+            buffer: k,
+            checksum_complement: l,
+        })
+}
+
+/// What a hop carries once written for `bits`: the metadata of other bits
+/// is not in the packet.
+fn only(hop: &int21::HopMetadata, bits: int21::Instructions) -> int21::HopMetadata {
+    use int21::Instructions as I;
+    let keep = |bit: I| bits.contains(bit);
+    int21::HopMetadata {
+        node_id: hop.node_id.filter(|_| keep(I::NODE_ID)),
+        l1_ingress_port: hop.l1_ingress_port.filter(|_| keep(I::L1_PORT_IDS)),
+        l1_egress_port: hop.l1_egress_port.filter(|_| keep(I::L1_PORT_IDS)),
+        hop_latency: hop.hop_latency.filter(|_| keep(I::HOP_LATENCY)),
+        queue: hop.queue.filter(|_| keep(I::QUEUE_OCCUPANCY)),
+        ingress_timestamp: hop.ingress_timestamp.filter(|_| keep(I::INGRESS_TIMESTAMP)),
+        egress_timestamp: hop.egress_timestamp.filter(|_| keep(I::EGRESS_TIMESTAMP)),
+        l2_ingress_port: hop.l2_ingress_port.filter(|_| keep(I::L2_PORT_IDS)),
+        l2_egress_port: hop.l2_egress_port.filter(|_| keep(I::L2_PORT_IDS)),
+        egress_tx_utilization: hop.egress_tx_utilization.filter(|_| keep(I::EGRESS_TX_UTILIZATION)),
+        buffer: hop.buffer.filter(|_| keep(I::BUFFER_OCCUPANCY)),
+        checksum_complement: hop.checksum_complement.filter(|_| keep(I::CHECKSUM_COMPLEMENT)),
+    }
+}
+
+proptest! {
+    /// INT 2.1 MD blocks: any bitmap of defined bits, Hop ML with room for
+    /// domain specific words, 0-4 hops, source-only words, each NPT.
+    #[test]
+    fn int21_md_blocks(
+        bits in 0u16..0x400,
+        ds_words in 0u8..4,
+        hops in proptest::collection::vec(hop21(), 0..5),
+        source_only in proptest::collection::vec(any::<u8>(), 0..3).prop_map(|w| w.into_iter().flat_map(|b| [b; 4]).collect::<Vec<u8>>()),
+        next in prop_oneof![(0u8..64).prop_map(int21::Next::Dscp), any::<u16>().prop_map(int21::Next::UdpPort), any::<u8>().prop_map(int21::Next::IpProtocol)],
+        remaining in any::<u8>(),
+        flags in any::<(bool, bool, bool)>(),
+        domain in any::<(u16, u16, u16)>(),
+    ) {
+        // Bits 0-8 from the low 9 bits of `bits`, bit 15 from the tenth.
+        let instructions = int21::Instructions::from_bits_retain(((bits & 0x1ff) << 7) | (bits >> 9));
+        let hop_ml = instructions.words() as u8 + ds_words;
+        prop_assume!(hop_ml > 0 && usize::from(hop_ml) <= 31);
+        let header = int21::MdHeaderRepr {
+            discard: flags.0, max_hop_exceeded: flags.1, mtu_exceeded: flags.2,
+            hop_ml, remaining_hop_cnt: remaining, instructions,
+            domain_id: domain.0, ds_instructions: domain.1, ds_flags: domain.2,
+        };
+        let mut buf = vec![0xa5u8; 1100];
+        let len = int21::emit_md_block(&mut buf, next, &header, &hops, &source_only).unwrap();
+        let source_only_words = (source_only.len() / 4) as u8;
+        let int21::Block::Md(block) = int21::Block::parse(&buf[..len], source_only_words).unwrap() else {
+            panic!("not MD");
+        };
+        prop_assert_eq!(block.len, len);
+        prop_assert_eq!(block.shim.next, next);
+        prop_assert_eq!(block.header, header);
+        prop_assert_eq!(block.hop_count(), hops.len());
+        prop_assert_eq!(block.source_only(), source_only.as_slice());
+        let expected: Vec<_> = hops.iter().map(|h| only(h, instructions)).collect();
+        prop_assert_eq!(block.hops().collect::<Vec<_>>(), expected);
+        for cut in [0, 3, 4, 15, len - 1] {
+            prop_assert!(int21::Block::parse(&buf[..cut.min(len - 1)], source_only_words).is_err());
+        }
+    }
 }

@@ -156,8 +156,7 @@ impl LatencyReport<'_> {
         } else {
             None
         };
-        let (ip, ip_len) =
-            Ipv4Repr::parse(bytes.get(at..).unwrap_or(&[])).map_err(|e| crate::sink::shift(e, at))?;
+        let (ip, ip_len) = Ipv4Repr::parse(bytes.get(at..).unwrap_or(&[])).map_err(|e| e.shifted(at))?;
         at += ip_len;
         let carrier_len = match u8::from(ip.protocol) {
             crate::locate::PROTO_UDP => crate::wire::udp::HEADER_LEN,
@@ -172,8 +171,8 @@ impl LatencyReport<'_> {
         let src_port = be16(carrier, 0);
         let dst_port = be16(carrier, 2);
         at += carrier_len;
-        let block = IntBlock::parse(bytes.get(at..).unwrap_or(&[]), Tail::Absent)
-            .map_err(|e| crate::sink::shift(e, at))?;
+        let block =
+            IntBlock::parse(bytes.get(at..).unwrap_or(&[]), Tail::Absent).map_err(|e| e.shifted(at))?;
         // The block ends the report: nothing may trail it.
         if at + block.len() != bytes.len() {
             return Err(ParseError::BadLength {

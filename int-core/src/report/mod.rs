@@ -97,13 +97,13 @@ pub fn parse(payload: &[u8], sink_id: SinkIdWord) -> Result<Report<'_>, ParseErr
             Ok(Report::Tr05 { header, drop: None, switch_local: None, frame: rest })
         }
         NextProto::DropEthernet => {
-            let drop = DropHeaderRepr::parse(rest).map_err(|e| crate::sink::shift(e, tr05::HEADER_LEN))?;
+            let drop = DropHeaderRepr::parse(rest).map_err(|e| e.shifted(tr05::HEADER_LEN))?;
             let frame = rest.get(tr05::DROP_HEADER_LEN..).unwrap_or(&[]);
             check_frame(frame, tr05::HEADER_LEN + tr05::DROP_HEADER_LEN)?;
             Ok(Report::Tr05 { header, drop: Some(drop), switch_local: None, frame })
         }
         NextProto::SwitchLocalEthernet => {
-            let local = SwitchLocalRepr::parse(rest).map_err(|e| crate::sink::shift(e, tr05::HEADER_LEN))?;
+            let local = SwitchLocalRepr::parse(rest).map_err(|e| e.shifted(tr05::HEADER_LEN))?;
             let frame = rest.get(tr05::SWITCH_LOCAL_LEN..).unwrap_or(&[]);
             check_frame(frame, tr05::HEADER_LEN + tr05::SWITCH_LOCAL_LEN)?;
             Ok(Report::Tr05 { header, drop: None, switch_local: Some(local), frame })
