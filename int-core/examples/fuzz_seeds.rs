@@ -107,5 +107,70 @@ fn main() {
     write("parse_report", &reports, &[]);
     let blocks: Vec<Vec<u8>> = frames.iter().map(|f| f[42..].to_vec()).collect();
     write("parse_int_block", &blocks, &[]);
+    write("parse_int21", &int21_blocks(), &[0]);
+    write("parse_tr20", &tr20_reports(), &[]);
     println!("seeds written under {}", root.display());
+}
+
+/// INT 2.1 MD blocks of a few shapes (every NPT, 0-3 hops, 8-byte
+/// metadata, a checksum complement) and an MX block.
+fn int21_blocks() -> Vec<Vec<u8>> {
+    use int_core::int21::{self, HopMetadata as Hop21, Instructions as Bits21, MdHeaderRepr, Next};
+    let mut blocks = Vec::new();
+    let hop = Hop21 { node_id: Some(1), ingress_timestamp: Some(7), queue: Some((1, 2)), ..Hop21::default() };
+    for (bits, next) in [
+        (Bits21::NODE_ID | Bits21::QUEUE_OCCUPANCY, Next::Dscp(0)),
+        (Bits21::NODE_ID | Bits21::INGRESS_TIMESTAMP | Bits21::CHECKSUM_COMPLEMENT, Next::UdpPort(5001)),
+        (Bits21::from_bits_retain(0xff81), Next::IpProtocol(6)),
+    ] {
+        for hops in 0..4 {
+            let header = MdHeaderRepr {
+                hop_ml: bits.words() as u8,
+                remaining_hop_cnt: 8 - hops as u8,
+                instructions: bits,
+                ..MdHeaderRepr::default()
+            };
+            let mut buf = [0u8; 512];
+            let len = int21::emit_md_block(&mut buf, next, &header, &vec![hop; hops], &[]).unwrap();
+            blocks.push(buf[..len].to_vec());
+        }
+    }
+    blocks.push(vec![0x30, 0x03, 0x00, 0x00, 0x20, 0, 0, 0, 0x90, 0x00, 0, 0, 0, 0, 0, 0]);
+    blocks
+}
+
+/// Telemetry Report 2.0 datagrams: one INT report with a truncated packet,
+/// a coalesced pair with a drop report.
+fn tr20_reports() -> Vec<Vec<u8>> {
+    use int_core::report::tr20::{
+        DropInfo, GroupHeaderRepr, InType, IndividualReport, IntContents, RepType, ReportFlags,
+    };
+    let inner = [0x45u8; 40];
+    let latency = IndividualReport {
+        rep_type: RepType::Int,
+        in_type: InType::Ipv4,
+        flags: ReportFlags { tracked_flow: true, ..ReportFlags::default() },
+        int: Some(IntContents { rep_md_bits: 0x5c00, ..IntContents::default() }),
+        inner: &inner,
+        ..IndividualReport::default()
+    };
+    let drop = IndividualReport {
+        flags: ReportFlags { dropped: true, ..ReportFlags::default() },
+        int: Some(IntContents {
+            rep_md_bits: 0x0001,
+            drop: Some(DropInfo { queue_id: 0, reason: 50 }),
+            ..IntContents::default()
+        }),
+        ..latency
+    };
+    let mut datagrams = Vec::new();
+    for reports in [vec![latency], vec![latency, drop]] {
+        let mut buf = [0u8; 512];
+        let mut at = GroupHeaderRepr { hw_id: 0, sequence: 1, node_id: 2 }.emit(&mut buf).unwrap();
+        for report in reports {
+            at += report.emit(&mut buf[at..]).unwrap();
+        }
+        datagrams.push(buf[..at].to_vec());
+    }
+    datagrams
 }

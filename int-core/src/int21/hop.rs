@@ -120,7 +120,7 @@ impl HopMetadata {
     }
 
     /// Stores one bit's words, all ones as `None`.
-    fn set(&mut self, bit: Instructions, [first, second]: [u32; 2]) {
+    pub fn set(&mut self, bit: Instructions, [first, second]: [u32; 2]) {
         let valid = |value: u32| (value != INVALID).then_some(value);
         let pair = |value: u32| valid(value).map(|v| ((v >> 24) as u8, v & 0x00ff_ffff));
         let wide =

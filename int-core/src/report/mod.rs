@@ -1,11 +1,13 @@
 //! Telemetry reports: the Telemetry Report 0.5 headers and Host-INT's two
 //! report kinds built on them (INT/IPv4 latency reports, NProto 4, and
-//! Drop-Summary reports, NProto 3). Builders write a UDP payload into a
-//! caller's buffer; [`parse`] reads any of them back.
+//! Drop-Summary reports, NProto 3), and Telemetry Report 2.0 ([`tr20`]).
+//! Builders write a UDP payload into a caller's buffer; [`parse`] reads
+//! any of the 0.5 ones back, [`tr20::Report::parse`] the 2.0 ones.
 
 pub mod drop_summary;
 pub mod latency;
 pub mod tr05;
+pub mod tr20;
 
 pub use drop_summary::{DropSummaryReport, DropSummaryRepr};
 pub use latency::LatencyReport;
