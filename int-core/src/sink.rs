@@ -237,7 +237,12 @@ fn starts_with_a_shim(region: &[u8]) -> bool {
 /// that the restored packet can stand on (a UDP Length equal to what is
 /// left, or at least that in a first fragment; a TCP Data Offset that fits).
 /// Returns its ports.
-fn inner_ports(frame: &[u8], protocol: u8, at: usize, ip: &Ipv4Location) -> Result<(u16, u16), ParseError> {
+pub(crate) fn inner_ports(
+    frame: &[u8],
+    protocol: u8,
+    at: usize,
+    ip: &Ipv4Location,
+) -> Result<(u16, u16), ParseError> {
     let end = ip.end;
     let inner = frame.get(at..end).unwrap_or_default();
     match protocol {

@@ -14,13 +14,15 @@ use clap::Args;
 use int_core::encap::Domain;
 use int_core::encap::{DscpMatch, Encapsulation, TcpPlacement};
 use int_core::int05::{instruction, HopMetadata, Instructions, IntBlock};
+use int_core::int21;
 use int_core::locate::{self, L4};
 use int_core::names::parse_name;
+use int_core::report::tr20;
 use int_core::report::{self, Report, SinkIdWord, DEFAULT_COLLECTOR_PORT};
 use int_core::sink;
 use serde_json::{json, Map, Value};
 
-use crate::pcap;
+use crate::{decode21, pcap};
 
 #[derive(Debug, Args)]
 pub struct DecodeArgs {
@@ -40,14 +42,42 @@ pub struct DecodeArgs {
     /// UDP destination port of telemetry reports.
     #[arg(long, default_value_t = DEFAULT_COLLECTOR_PORT)]
     pub report_port: u16,
+    /// DSCP value and mask marking INT 2.1 (NPT 0), as value/mask; the
+    /// spec's examples use 0x17.
+    #[arg(long, default_value = "0x17/0x3f")]
+    pub int21_dscp: DscpMatch,
+    /// UDP destination port marking INT 2.1 (NPT 1 and 2; IANA has not
+    /// assigned one).
+    #[arg(long)]
+    pub int21_port: Option<u16>,
+    /// Words of source-only domain metadata at the bottom of INT 2.1 stacks.
+    #[arg(long, default_value_t = 0)]
+    pub int21_source_only_words: u8,
+}
+
+/// The INT domains decode looks for, INT 2.1 first (a 2.1 block in a
+/// packet that also carries a 0.5 mark is 2.1's; a 0.5 block is never
+/// read as 2.1, whose shim type is in the high nibble).
+pub struct Domains {
+    pub int05: [Domain; 2],
+    pub int21: Vec<int21::Domain>,
 }
 
 pub fn run(args: &DecodeArgs) -> Result<(), String> {
     let tcp_placement = args.tcp_placement;
-    let domains = [
-        Domain { encapsulation: args.dscp.encapsulation(), tcp_placement },
-        Domain { encapsulation: Encapsulation::ExtensionUdp { port: args.udp_port }, tcp_placement },
-    ];
+    let int21_domain =
+        |marking| int21::Domain { marking, tcp_placement, source_only_words: args.int21_source_only_words };
+    let domains = Domains {
+        int05: [
+            Domain { encapsulation: args.dscp.encapsulation(), tcp_placement },
+            Domain { encapsulation: Encapsulation::ExtensionUdp { port: args.udp_port }, tcp_placement },
+        ],
+        int21: [Some(int21::Marking::Dscp(args.int21_dscp)), args.int21_port.map(int21::Marking::UdpPort)]
+            .into_iter()
+            .flatten()
+            .map(int21_domain)
+            .collect(),
+    };
     let frames = pcap::read_all(&args.file)?;
     for (index, (time_ns, frame)) in frames.iter().enumerate() {
         let value = decode_frame(index + 1, *time_ns, frame, &domains, args.report_port);
@@ -61,7 +91,7 @@ pub fn run(args: &DecodeArgs) -> Result<(), String> {
 }
 
 /// One packet as JSON: always `index`, `time_ns`, `length`; then what it is.
-pub fn decode_frame(index: usize, time_ns: u64, frame: &[u8], domains: &[Domain], report_port: u16) -> Value {
+pub fn decode_frame(index: usize, time_ns: u64, frame: &[u8], domains: &Domains, report_port: u16) -> Value {
     let mut out = Map::new();
     out.insert("index".into(), json!(index));
     out.insert("time_ns".into(), json!(time_ns));
@@ -108,9 +138,17 @@ pub fn decode_frame(index: usize, time_ns: u64, frame: &[u8], domains: &[Domain]
     Value::Object(out)
 }
 
-/// A telemetry report's fields into `out`.
+/// A telemetry report's fields into `out`: version 2 by its group header,
+/// version 0.5 (and Host-INT's) otherwise.
 fn decode_report(payload: &[u8], out: &mut Map<String, Value>) {
     out.insert("kind".into(), json!("report"));
+    if payload.first().is_some_and(|byte| byte >> 4 == tr20::VERSION) {
+        match tr20::Report::parse(payload) {
+            Ok(report) => out.insert("report".into(), decode21::report_json(&report)),
+            Err(error) => out.insert("error".into(), json!(error.to_string())),
+        };
+        return;
+    }
     match report::parse(payload, SinkIdWord::Detect) {
         Ok(parsed) => {
             out.insert("report".into(), report_json(&parsed));
@@ -123,8 +161,38 @@ fn decode_report(payload: &[u8], out: &mut Map<String, Value>) {
 }
 
 /// The INT block of the first domain that finds one into `out`, or
+/// `plain`. An INT 2.1 error is shown only when no 0.5 domain reads the
+/// packet either.
+fn decode_int(frame: &[u8], domains: &Domains, out: &mut Map<String, Value>) {
+    let mut int21_error = None;
+    for domain in &domains.int21 {
+        match int21::find(frame, domain) {
+            Ok(Some(found)) => {
+                out.insert("kind".into(), json!("int"));
+                out.insert("int21".into(), decode21::block_json(&found));
+                out.insert("flow".into(), flow_json(&found.flow));
+                return;
+            }
+            Ok(None) => {}
+            Err(error) => int21_error = int21_error.or(Some(error)),
+        }
+    }
+    decode_int05(frame, &domains.int05, out);
+    if let (Some(error), Some("plain")) = (int21_error, out.get("kind").and_then(Value::as_str)) {
+        out.insert("kind".into(), json!("malformed-int"));
+        out.insert("error".into(), json!(error.to_string()));
+        out.insert("drop_reason".into(), json!(error.drop_reason().name()));
+    }
+}
+
+fn flow_json(flow: &int_core::flow::FlowKey) -> Value {
+    json!({"src": flow.src.to_string(), "dst": flow.dst.to_string(), "protocol": flow.protocol,
+           "src_port": flow.src_port, "dst_port": flow.dst_port})
+}
+
+/// The INT 0.5 block of the first domain that finds one into `out`, or
 /// `plain`.
-fn decode_int(frame: &[u8], domains: &[Domain], out: &mut Map<String, Value>) {
+fn decode_int05(frame: &[u8], domains: &[Domain], out: &mut Map<String, Value>) {
     for domain in domains {
         match sink::extract(frame, domain) {
             Ok(Some(found)) => {
@@ -140,11 +208,7 @@ fn decode_int(frame: &[u8], domains: &[Domain], out: &mut Map<String, Value>) {
                 if let Ok(block) = IntBlock::parse(block_bytes, int_core::int05::Tail::Present) {
                     out.insert("int".into(), block_json(&block));
                 }
-                out.insert(
-                    "flow".into(),
-                    json!({"src": found.flow.src.to_string(), "dst": found.flow.dst.to_string(), "protocol": found.flow.protocol,
-                           "src_port": found.flow.src_port, "dst_port": found.flow.dst_port}),
-                );
+                out.insert("flow".into(), flow_json(&found.flow));
                 return;
             }
             Ok(None) => {}
@@ -273,12 +337,19 @@ fn print_text(value: &Value) {
         println!("  encapsulation {}", get("encapsulation").as_str().unwrap_or("?"));
         print_block(int);
     }
+    if let Some(int) = value.get("int21") {
+        decode21::print_block(int);
+    }
     if let Some(report) = value.get("report") {
         print_report(report);
     }
 }
 
 fn print_report(report: &Value) {
+    if report["type"] == "tr20" {
+        decode21::print_report(report);
+        return;
+    }
     let r = |k: &str| report.get(k).cloned().unwrap_or(Value::Null);
     let header = r("header");
     println!(

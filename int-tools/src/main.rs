@@ -5,6 +5,7 @@
 
 mod collect;
 mod decode;
+mod decode21;
 mod gen;
 mod pcap;
 

@@ -188,3 +188,100 @@ fn collect_counts_what_the_kernel_drops() {
     // (those before the last report received).
     assert!(summary["lost_reports"].as_u64().unwrap() <= dropped, "{summary}");
 }
+
+/// INT 2.1 section 6.1's packet (INT-MD after TCP, DSCP 0x17, two hops)
+/// and section 6.3's (a UDP header before the TCP header, NPT 2), and a
+/// Telemetry Report 2.0 datagram (TR 2.0 section 4.1's shape plus a
+/// coalesced drop report): decode reads each field, where it used to say
+/// "unknown type 16" and "unknown version 2".
+#[test]
+fn decode_reads_int21_and_telemetry_report_20() {
+    use int_core::craft::PacketSpec;
+    use int_core::int21::{emit_md_block, HopMetadata, Instructions, MdHeaderRepr, Next};
+    use int_core::report::tr20::*;
+    let dir = workdir("decode-int21");
+    let (a, b) = ([10, 0, 0, 1].into(), [10, 0, 0, 2].into());
+    let header = MdHeaderRepr {
+        hop_ml: 2,
+        remaining_hop_cnt: 6,
+        instructions: Instructions::NODE_ID | Instructions::QUEUE_OCCUPANCY,
+        ..MdHeaderRepr::default()
+    };
+    let hops = [
+        HopMetadata { node_id: Some(2), queue: Some((0, 0x20)), ..HopMetadata::default() },
+        HopMetadata { node_id: Some(1), queue: Some((0, 0x10)), ..HopMetadata::default() },
+    ];
+    let insert = |mut frame: Vec<u8>, at: usize, next: Next| {
+        let mut block = [0u8; 64];
+        let len = emit_md_block(&mut block, next, &header, &hops, &[]).unwrap();
+        frame.splice(at..at, block[..len].iter().copied());
+        let total = u16::from_be_bytes([frame[16], frame[17]]) + len as u16;
+        frame[16..18].copy_from_slice(&total.to_be_bytes());
+        frame
+    };
+    let mut md_over_tcp = insert(PacketSpec::tcp(a, b, 1000, 80, 20).build(), 54, Next::Dscp(0));
+    md_over_tcp[15] = 0x17 << 2;
+    let mut before_tcp = PacketSpec::tcp(a, b, 1000, 80, 20).build();
+    before_tcp.splice(34..34, [0x30, 0x39, 0x1e, 0x61, 0, 8 + 32 + 40, 0, 0]);
+    before_tcp[23] = 17;
+    before_tcp[16..18].copy_from_slice(&(20u16 + 8 + 40).to_be_bytes());
+    let before_tcp = insert(before_tcp, 42, Next::IpProtocol(6));
+    let inner = [0x45u8; 40];
+    let mut payload = vec![0u8; 256];
+    let mut len = GroupHeaderRepr { hw_id: 1, sequence: 5, node_id: 3 }.emit(&mut payload).unwrap();
+    let int = IntContents {
+        rep_md_bits: 0x5000,
+        metadata: int_core::int21::HopMetadata {
+            l1_ingress_port: Some(1),
+            l1_egress_port: Some(2),
+            queue: Some((0, 0x40)),
+            ..Default::default()
+        },
+        ..IntContents::default()
+    };
+    let first = IndividualReport {
+        in_type: InType::Ipv4,
+        int: Some(int),
+        inner: &inner,
+        flags: ReportFlags { tracked_flow: true, ..ReportFlags::default() },
+        ..IndividualReport::default()
+    };
+    len += first.emit(&mut payload[len..]).unwrap();
+    let drop = IndividualReport {
+        flags: ReportFlags { dropped: true, ..ReportFlags::default() },
+        int: Some(IntContents {
+            rep_md_bits: DROP_BIT,
+            drop: Some(DropInfo { queue_id: 2, reason: 50 }),
+            ..IntContents::default()
+        }),
+        ..first
+    };
+    len += drop.emit(&mut payload[len..]).unwrap();
+    let report = PacketSpec::udp(a, b, 40000, 32766, len).build();
+    let mut report = report;
+    let at = report.len() - len;
+    report[at..].copy_from_slice(&payload[..len]);
+    write_pcap(&dir.join("int21.pcap"), &[md_over_tcp, before_tcp, report]);
+
+    let json = int_tools(&dir, &["decode", "--json", "--int21-port", "7777", "int21.pcap"]);
+    let values: Vec<serde_json::Value> = json.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let md = &values[0]["int21"];
+    assert_eq!(values[0]["kind"], "int", "{}", values[0]);
+    assert_eq!(
+        (md["type"].as_str(), md["npt"].as_u64(), md["length_words"].as_u64()),
+        (Some("md"), Some(0), Some(7))
+    );
+    assert_eq!((md["hop_ml"].as_u64(), md["remaining_hop_cnt"].as_u64()), (Some(2), Some(6)));
+    assert_eq!(md["hops"][0]["node_id"], 2);
+    assert_eq!(md["hops"][1]["queue"]["occupancy"], 0x10);
+    assert_eq!(values[1]["int21"]["next"]["original_protocol"], 6, "{}", values[1]);
+    assert_eq!(values[1]["flow"]["dst_port"], 80, "the original TCP header's port");
+    let tr = &values[2]["report"];
+    assert_eq!(tr["group"]["sequence"], 5, "{}", values[2]);
+    assert_eq!(tr["reports"][0]["int"]["metadata"]["l1_egress_port"], 2);
+    assert_eq!(tr["reports"][0]["inner_bytes"], 40);
+    assert_eq!(tr["reports"][1]["int"]["drop"]["reason_name"], "mtu check fail");
+    let text = int_tools(&dir, &["decode", "--int21-port", "7777", "int21.pcap"]);
+    assert!(text.contains("int 2.1 md npt 0"), "{text}");
+    assert!(text.contains("report tr 2.0 seq 5"), "{text}");
+}

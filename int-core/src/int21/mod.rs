@@ -12,12 +12,14 @@
 //! the fixed part is 16 bytes, as section 5.3's own MTU formula says (12 B
 //! header + 4 B shim).
 
+pub mod find;
 pub mod hop;
 pub mod instruction;
 pub mod md_header;
 pub mod mx_header;
 pub mod shim;
 
+pub use find::{find, Domain, Found, Marking};
 pub use hop::HopMetadata;
 pub use instruction::Instructions;
 pub use md_header::MdHeaderRepr;

@@ -1,0 +1,197 @@
+//! Where an INT 2.1 block sits in a frame, by the domain's marking (INT
+//! 2.1 section 5.7.2), and the flow it belongs to: the first step of a
+//! sink and a transit hop, and what decode reads.
+
+use crate::encap::{DscpMatch, TcpPlacement};
+use crate::error::{Layer, ParseError};
+use crate::flow::FlowKey;
+use crate::locate::{self, Ipv4Location, L4};
+use crate::source::flow_key;
+
+use super::{Block, Next};
+
+/// What every node of an INT 2.1 domain must agree on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Domain {
+    pub marking: Marking,
+    /// Where INT sits in a TCP segment with options.
+    pub tcp_placement: TcpPlacement,
+    /// Words of 'source-only' domain metadata the domain's sources put at
+    /// the bottom of the stack.
+    pub source_only_words: u8,
+}
+
+/// How packets announce INT.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Marking {
+    /// A DSCP value or bit; INT after the TCP or UDP header (NPT 0).
+    Dscp(DscpMatch),
+    /// A UDP destination port: INT after the UDP header, the original port
+    /// in the shim (NPT 1), or after a UDP header the source inserted, the
+    /// original protocol in the shim (NPT 2).
+    UdpPort(u16),
+}
+
+/// An INT 2.1 packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Found<'a> {
+    pub ip: Ipv4Location,
+    /// The L4 header INT follows (the inserted UDP header for NPT 2).
+    pub l4: L4,
+    pub block_at: usize,
+    pub block: Block<'a>,
+    /// The original flow: the shim's port or protocol and the original L4
+    /// header's ports where NPT says so.
+    pub flow: FlowKey,
+}
+
+/// Finds and parses the INT block of a frame. `Ok(None)`: not a packet of
+/// this domain. `Err`: marked as INT, but the headers or the block lie.
+pub fn find<'a>(frame: &'a [u8], domain: &Domain) -> Result<Option<Found<'a>>, ParseError> {
+    let Some(ip) = locate::ipv4(frame)? else { return Ok(None) };
+    if ip.fragment_offset != 0 || ip.more_fragments {
+        return Ok(None);
+    }
+    let Some(l4) = locate::l4(frame, &ip)? else { return Ok(None) };
+    let block_at = match (domain.marking, l4) {
+        (Marking::Dscp(dscp), _) if !dscp.encapsulation().tos_is_marked(ip.tos) => return Ok(None),
+        (Marking::Dscp(_), L4::Udp { .. }) => ip.l4 + crate::wire::udp::HEADER_LEN,
+        (Marking::Dscp(_), L4::Tcp { header_len, .. }) => ip.l4 + domain.tcp_placement.offset(header_len),
+        (Marking::UdpPort(port), L4::Udp { dst_port, .. }) if dst_port == port => {
+            ip.l4 + crate::wire::udp::HEADER_LEN
+        }
+        (Marking::UdpPort(_), _) => return Ok(None),
+    };
+    let region = frame.get(block_at..ip.end).unwrap_or_default();
+    let block = Block::parse(region, domain.source_only_words).map_err(|e| e.shifted(block_at))?;
+    let flow = flow_of(frame, &ip, l4, block, block_at, domain.marking)?;
+    Ok(Some(Found { ip, l4, block_at, block, flow }))
+}
+
+/// The original flow, by NPT; an NPT the marking does not allow is refused.
+fn flow_of(
+    frame: &[u8],
+    ip: &Ipv4Location,
+    l4: L4,
+    block: Block<'_>,
+    block_at: usize,
+    marking: Marking,
+) -> Result<FlowKey, ParseError> {
+    let (src_port, dst_port) = l4.ports();
+    match (marking, block.shim().next) {
+        (Marking::Dscp(_), Next::Dscp(_)) => Ok(flow_key(frame, ip, ip.protocol, src_port, dst_port)),
+        (Marking::UdpPort(_), Next::UdpPort(original)) => {
+            Ok(flow_key(frame, ip, ip.protocol, src_port, original))
+        }
+        (Marking::UdpPort(_), Next::IpProtocol(protocol)) => {
+            let (src, dst) = crate::sink::inner_ports(frame, protocol, block_at + block.len(), ip)?;
+            Ok(flow_key(frame, ip, protocol, src, dst))
+        }
+        (_, next) => {
+            let npt = match next {
+                Next::Dscp(_) => 0,
+                Next::UdpPort(_) => 1,
+                Next::IpProtocol(_) => 2,
+            };
+            Err(ParseError::UnknownType { layer: Layer::IntShim, offset: block_at, value: npt })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::craft::PacketSpec;
+    use crate::int21::{emit_md_block, HopMetadata, Instructions, MdHeaderRepr};
+
+    fn header() -> MdHeaderRepr {
+        MdHeaderRepr {
+            hop_ml: 2,
+            remaining_hop_cnt: 6,
+            instructions: Instructions::NODE_ID | Instructions::QUEUE_OCCUPANCY,
+            ..MdHeaderRepr::default()
+        }
+    }
+
+    /// `frame` with `block` after byte `at`, IPv4 and UDP lengths grown
+    /// (checksums are not the point here).
+    fn with_block(
+        mut frame: Vec<u8>,
+        at: usize,
+        block: &[u8],
+        tos: Option<u8>,
+        udp_dst: Option<u16>,
+    ) -> Vec<u8> {
+        frame.splice(at..at, block.iter().copied());
+        let total = u16::from_be_bytes([frame[16], frame[17]]) + block.len() as u16;
+        frame[16..18].copy_from_slice(&total.to_be_bytes());
+        if let Some(tos) = tos {
+            frame[15] = tos;
+        }
+        if frame[23] == 17 {
+            let udp_len = u16::from_be_bytes([frame[38], frame[39]]) + block.len() as u16;
+            frame[38..40].copy_from_slice(&udp_len.to_be_bytes());
+            if let Some(port) = udp_dst {
+                frame[36..38].copy_from_slice(&port.to_be_bytes());
+            }
+        }
+        frame
+    }
+
+    #[test]
+    fn dscp_marked_md_after_tcp() {
+        let (a, b) = ([10, 0, 0, 1].into(), [10, 0, 0, 2].into());
+        let frame = PacketSpec::tcp(a, b, 1000, 80, 20).build();
+        let hops = [HopMetadata { node_id: Some(2), ..HopMetadata::default() }];
+        let mut block = [0u8; 64];
+        let len = emit_md_block(&mut block, Next::Dscp(0), &header(), &hops, &[]).unwrap();
+        let marked = with_block(frame, 54, &block[..len], Some(0x17 << 2), None);
+        let domain = Domain {
+            marking: Marking::Dscp(DscpMatch::new(0x17, 0x3f).unwrap()),
+            tcp_placement: TcpPlacement::BeforeOptions,
+            source_only_words: 0,
+        };
+        let found = find(&marked, &domain).unwrap().unwrap();
+        assert_eq!(found.block_at, 54);
+        assert_eq!((found.flow.protocol, found.flow.src_port, found.flow.dst_port), (6, 1000, 80));
+        let Block::Md(md) = found.block else { panic!("not MD") };
+        assert_eq!(md.hops().next().unwrap().node_id, Some(2));
+        // Unmarked, the same bytes are no INT packet.
+        let mut plain = marked.clone();
+        plain[15] = 0;
+        assert_eq!(find(&plain, &domain), Ok(None));
+    }
+
+    #[test]
+    fn udp_port_marking_restores_the_flow_from_the_shim() {
+        let (a, b) = ([10, 0, 0, 1].into(), [10, 0, 0, 2].into());
+        let domain = Domain {
+            marking: Marking::UdpPort(7777),
+            tcp_placement: TcpPlacement::BeforeOptions,
+            source_only_words: 0,
+        };
+        let mut block = [0u8; 64];
+        // NPT 1: the original destination port 5001 in the shim.
+        let len = emit_md_block(&mut block, Next::UdpPort(5001), &header(), &[], &[]).unwrap();
+        let frame =
+            with_block(PacketSpec::udp(a, b, 4000, 5001, 30).build(), 42, &block[..len], None, Some(7777));
+        let found = find(&frame, &domain).unwrap().unwrap();
+        assert_eq!((found.flow.protocol, found.flow.dst_port), (17, 5001));
+        // NPT 2: a UDP header before the original TCP header.
+        let len = emit_md_block(&mut block, Next::IpProtocol(6), &header(), &[], &[]).unwrap();
+        let mut frame = PacketSpec::tcp(a, b, 1000, 80, 20).build();
+        let udp = [0x30, 0x39, 0x1e, 0x61, 0, 8 + 40, 0, 0];
+        frame.splice(34..34, udp);
+        frame[23] = 17;
+        let total = u16::from_be_bytes([frame[16], frame[17]]) + 8;
+        frame[16..18].copy_from_slice(&total.to_be_bytes());
+        let frame = with_block(frame, 42, &block[..len], None, None);
+        let found = find(&frame, &domain).unwrap().unwrap();
+        assert_eq!((found.flow.protocol, found.flow.src_port, found.flow.dst_port), (6, 1000, 80));
+        // The port marking with an NPT 0 shim is refused.
+        let len = emit_md_block(&mut block, Next::Dscp(0), &header(), &[], &[]).unwrap();
+        let frame =
+            with_block(PacketSpec::udp(a, b, 4000, 5001, 30).build(), 42, &block[..len], None, Some(7777));
+        assert!(matches!(find(&frame, &domain), Err(ParseError::UnknownType { layer: Layer::IntShim, .. })));
+    }
+}

@@ -1,0 +1,173 @@
+//! decode's INT 2.1 and Telemetry Report 2.0 output: the JSON of a block or
+//! a report datagram, and its text form.
+
+use int_core::int21::{self, Block, HeaderType, HopMetadata, Instructions, Next};
+use int_core::report::tr20::{self, IndividualReport};
+use serde_json::{json, Map, Value};
+
+/// An INT 2.1 packet's block as JSON.
+pub fn block_json(found: &int21::Found<'_>) -> Value {
+    let shim = found.block.shim();
+    let (npt, next) = match shim.next {
+        Next::Dscp(dscp) => (0, json!({"original_dscp": dscp})),
+        Next::UdpPort(port) => (1, json!({"original_udp_port": port})),
+        Next::IpProtocol(protocol) => (2, json!({"original_protocol": protocol})),
+    };
+    let mut out = json!({
+        "version": "2.1",
+        "type": match shim.header_type { HeaderType::Md => "md", HeaderType::Mx => "mx", HeaderType::Destination => "destination" },
+        "npt": npt,
+        "next": next,
+        "length_words": shim.length_words,
+    });
+    let fields = match found.block {
+        Block::Md(md) => {
+            let h = md.header;
+            json!({
+                "d": h.discard, "e": h.max_hop_exceeded, "m": h.mtu_exceeded, "hop_ml": h.hop_ml,
+                "remaining_hop_cnt": h.remaining_hop_cnt,
+                "instructions": format!("{:#06x}", h.instructions.bits()),
+                "instruction_names": names(h.instructions),
+                "domain_id": h.domain_id, "ds_instructions": h.ds_instructions, "ds_flags": h.ds_flags,
+                "hops": md.hops().map(|hop| hop_json(&hop, h.instructions)).collect::<Vec<_>>(),
+                "source_only_bytes": md.source_only().len(),
+            })
+        }
+        Block::Mx(mx) => {
+            let h = mx.header;
+            json!({
+                "d": h.discard,
+                "instructions": format!("{:#06x}", h.instructions.bits()),
+                "instruction_names": names(h.instructions),
+                "domain_id": h.domain_id, "ds_instructions": h.ds_instructions, "ds_flags": h.ds_flags,
+                "source_inserted_bytes": mx.source_inserted.len(),
+            })
+        }
+    };
+    if let (Some(out), Value::Object(fields)) = (out.as_object_mut(), fields) {
+        out.extend(fields);
+    }
+    out
+}
+
+fn names(instructions: Instructions) -> Vec<&'static str> {
+    instructions.each().filter_map(Instructions::name).collect()
+}
+
+/// The metadata a hop carries for `instructions` (all ones: null).
+fn hop_json(hop: &HopMetadata, instructions: Instructions) -> Value {
+    let mut map = Map::new();
+    let mut put = |bit: Instructions, key: &str, value: Value| {
+        if instructions.contains(bit) {
+            map.insert(key.into(), value);
+        }
+    };
+    put(Instructions::NODE_ID, "node_id", json!(hop.node_id));
+    put(Instructions::L1_PORT_IDS, "l1_ingress_port", json!(hop.l1_ingress_port));
+    put(Instructions::L1_PORT_IDS, "l1_egress_port", json!(hop.l1_egress_port));
+    put(Instructions::HOP_LATENCY, "hop_latency", json!(hop.hop_latency));
+    put(
+        Instructions::QUEUE_OCCUPANCY,
+        "queue",
+        json!(hop.queue.map(|(id, occupancy)| json!({"id": id, "occupancy": occupancy}))),
+    );
+    put(Instructions::INGRESS_TIMESTAMP, "ingress_timestamp", json!(hop.ingress_timestamp));
+    put(Instructions::EGRESS_TIMESTAMP, "egress_timestamp", json!(hop.egress_timestamp));
+    put(Instructions::L2_PORT_IDS, "l2_ingress_port", json!(hop.l2_ingress_port));
+    put(Instructions::L2_PORT_IDS, "l2_egress_port", json!(hop.l2_egress_port));
+    put(Instructions::EGRESS_TX_UTILIZATION, "egress_tx_utilization", json!(hop.egress_tx_utilization));
+    put(
+        Instructions::BUFFER_OCCUPANCY,
+        "buffer",
+        json!(hop.buffer.map(|(id, occupancy)| json!({"id": id, "occupancy": occupancy}))),
+    );
+    put(Instructions::CHECKSUM_COMPLEMENT, "checksum_complement", json!(hop.checksum_complement));
+    Value::Object(map)
+}
+
+/// A Telemetry Report 2.0 datagram as JSON; an individual report that does
+/// not parse ends the list with its error.
+pub fn report_json(report: &tr20::Report<'_>) -> Value {
+    let mut reports = Vec::new();
+    let mut error = None;
+    for individual in report.reports() {
+        match individual {
+            Ok(individual) => reports.push(individual_json(&individual)),
+            Err(e) => error = Some(e.to_string()),
+        }
+    }
+    json!({
+        "type": "tr20",
+        "group": {"version": 2, "hw_id": report.group.hw_id, "sequence": report.group.sequence, "node_id": report.group.node_id},
+        "reports": reports,
+        "error": error,
+    })
+}
+
+fn individual_json(report: &IndividualReport<'_>) -> Value {
+    let f = report.flags;
+    json!({
+        "rep_type": u8::from(report.rep_type),
+        "in_type": u8::from(report.in_type),
+        "report_len_words": report.report_len_words,
+        "md_len_words": report.md_len_words,
+        "d": f.dropped, "q": f.congested_queue, "f": f.tracked_flow, "i": f.intermediate,
+        "int": report.int.map(|int| json!({
+            "rep_md_bits": format!("{:#06x}", int.rep_md_bits),
+            "domain_id": int.domain_id, "ds_md_bits": int.ds_md_bits, "ds_md_status": int.ds_md_status,
+            "metadata": hop_json(&int.metadata, Instructions::from_bits_retain(int.rep_md_bits)),
+            "drop": int.drop.map(|d| json!({"queue_id": d.queue_id, "reason": d.reason,
+                                             "reason_name": tr20::drop_reason_name(d.reason)})),
+            "ds_metadata_bytes": int.ds_metadata.len(),
+        })),
+        "inner_bytes": report.inner.len(),
+    })
+}
+
+/// The text form of [`block_json`].
+pub fn print_block(int: &Value) {
+    println!(
+        "  int 2.1 {} npt {} {} length {} words | d {} e {} m {} hop_ml {} remaining {} instructions {} {} domain {}",
+        int["type"].as_str().unwrap_or("?"),
+        int["npt"],
+        int["next"],
+        int["length_words"],
+        int["d"],
+        int["e"],
+        int["m"],
+        int["hop_ml"],
+        int["remaining_hop_cnt"],
+        int["instructions"].as_str().unwrap_or("?"),
+        int["instruction_names"],
+        int["domain_id"]
+    );
+    for (i, hop) in int["hops"].as_array().into_iter().flatten().enumerate() {
+        let fields: Vec<String> =
+            hop.as_object().map(|m| m.iter().map(|(k, v)| format!("{k}={v}")).collect()).unwrap_or_default();
+        println!("  hop {i}: {}", fields.join(" "));
+    }
+}
+
+/// The text form of [`report_json`].
+pub fn print_report(report: &Value) {
+    let group = &report["group"];
+    println!("  report tr 2.0 seq {} hw_id {} node {}", group["sequence"], group["hw_id"], group["node_id"]);
+    for individual in report["reports"].as_array().into_iter().flatten() {
+        println!(
+            "  individual rep_type {} in_type {} length {} md_length {} d {} q {} f {} i {} | {} | {} inner bytes",
+            individual["rep_type"],
+            individual["in_type"],
+            individual["report_len_words"],
+            individual["md_len_words"],
+            individual["d"],
+            individual["q"],
+            individual["f"],
+            individual["i"],
+            individual["int"],
+            individual["inner_bytes"]
+        );
+    }
+    if !report["error"].is_null() {
+        println!("  error: {}", report["error"].as_str().unwrap_or("?"));
+    }
+}
