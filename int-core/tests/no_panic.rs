@@ -51,7 +51,51 @@ fn mangled() -> impl Strategy<Value = Vec<u8>> {
     )
 }
 
+/// The INT 2.1 parsers and transforms on `bytes`, in a DSCP and a UDP
+/// port domain: found blocks strip, a refused push or insert leaves the
+/// frame alone.
+fn everything_int21(bytes: &[u8]) {
+    use int_core::int21::{self, source as source21, transit as transit21};
+    let _ = int21::Block::parse(bytes, 0);
+    let _ = report::tr20::Report::parse(bytes).map(|r| r.reports().count());
+    let dscp = int_core::encap::DscpMatch::new(0x17, 0x3f).unwrap();
+    for marking in [int21::Marking::Dscp(dscp), int21::Marking::UdpPort(33122)] {
+        let domain =
+            int21::Domain { marking, tcp_placement: TcpPlacement::BeforeOptions, source_only_words: 0 };
+        if let Ok(Some(found)) = int21::sink::extract(bytes, &domain) {
+            let mut buffer = Buffer::new(bytes);
+            assert!(buffer.with(|f| int21::sink::strip(f, &found)).is_some());
+        }
+        let hop = int21::HopMetadata { node_id: Some(1), ..Default::default() };
+        let mut buffer = Buffer::new(bytes);
+        if buffer.with(|f| transit21::push(f, &domain, 1500, &hop)).is_err() {
+            assert_eq!(buffer.frame(), bytes, "a refused push leaves the frame alone");
+        }
+        let config = source21::SourceConfig {
+            domain,
+            header_type: int21::HeaderType::Md,
+            instructions: int21::Instructions::NODE_ID | int21::Instructions::INGRESS_TIMESTAMP,
+            ds_words: 0,
+            max_hops: 4,
+            own_hop: true,
+            domain_id: 0,
+            ds_instructions: 0,
+            ds_flags: 0,
+            discard: false,
+            max_ip_len: 1500,
+        };
+        let mut buffer = Buffer::new(bytes);
+        match source21::plan(bytes, &config) {
+            Ok(plan) => {
+                buffer.with(|f| source21::insert(f, &plan, &config, &hop)).unwrap();
+            }
+            Err(_) => assert_eq!(buffer.frame(), bytes),
+        }
+    }
+}
+
 fn everything(bytes: &[u8]) {
+    everything_int21(bytes);
     let _ = EthernetRepr::parse(bytes);
     let _ = Ipv4Repr::parse(bytes);
     let _ = TcpRepr::parse(bytes);

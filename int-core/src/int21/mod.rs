@@ -18,6 +18,9 @@ pub mod instruction;
 pub mod md_header;
 pub mod mx_header;
 pub mod shim;
+pub mod sink;
+pub mod source;
+pub mod transit;
 
 pub use find::{find, Domain, Found, Marking};
 pub use hop::HopMetadata;

@@ -1,0 +1,98 @@
+//! INT 2.1 sink over TCP/UDP: removes the block (and the UDP header a
+//! source inserted for NPT 2) and restores what the shim kept: the DSCP
+//! (NPT 0), the UDP destination port (NPT 1) or the IP protocol (NPT 2).
+//! Lengths and checksums are fixed incrementally; a UDP checksum of 0
+//! stays 0.
+
+use crate::carrier::{self, Carrier};
+use crate::checksum;
+use crate::error::ParseError;
+use crate::frame::FrameBuf;
+use crate::locate::L4;
+use crate::wire::udp::HEADER_LEN as UDP_LEN;
+
+use super::{find, Block, Domain, Found, HopMetadata, Next};
+
+/// What a sink keeps of an INT 2.1 packet once its bytes are gone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Extracted {
+    pub flow: crate::flow::FlowKey,
+    pub next: Next,
+    /// D: discard the packet once reported.
+    pub discard: bool,
+    /// INT-MD: hops that pushed, and the bottom one (the source's, when it
+    /// pushed), read in place.
+    pub hop_count: usize,
+    pub source_hop: Option<HopMetadata>,
+    pub is_mx: bool,
+    ip: crate::locate::Ipv4Location,
+    l4: L4,
+    block_at: usize,
+    block_len: usize,
+    block_sum: u32,
+}
+
+/// Finds and reads the INT 2.1 block of a frame (see [`find`]).
+pub fn extract(frame: &[u8], domain: &Domain) -> Result<Option<Extracted>, ParseError> {
+    let Some(found) = find(frame, domain)? else { return Ok(None) };
+    Ok(Some(extracted(frame, &found)))
+}
+
+fn extracted(frame: &[u8], found: &Found<'_>) -> Extracted {
+    let block_len = found.block.len();
+    let block_sum =
+        checksum::sum(0, frame.get(found.block_at..found.block_at + block_len).unwrap_or_default());
+    let (discard, hop_count, source_hop, is_mx) = match found.block {
+        Block::Md(md) => (md.header.discard, md.hop_count(), md.hops().last(), false),
+        Block::Mx(mx) => (mx.header.discard, 0, None, true),
+    };
+    Extracted {
+        flow: found.flow,
+        next: found.block.shim().next,
+        discard,
+        hop_count,
+        source_hop,
+        is_mx,
+        ip: found.ip,
+        l4: found.l4,
+        block_at: found.block_at,
+        block_len,
+        block_sum,
+    }
+}
+
+/// Removes the INT bytes `found` describes and restores the packet. Returns
+/// the bytes removed, or `None` (frame unchanged) if `found` does not fit
+/// this frame.
+pub fn strip(frame: &mut FrameBuf<'_>, found: &Extracted) -> Option<usize> {
+    let ip = found.ip;
+    let (remove_at, remove_len) = match found.next {
+        Next::IpProtocol(_) => (ip.l4, UDP_LEN + found.block_len),
+        Next::Dscp(_) | Next::UdpPort(_) => (found.block_at, found.block_len),
+    };
+    if remove_at + remove_len > ip.end || !frame.close_gap(remove_at, remove_len) {
+        return None;
+    }
+    let bytes = frame.frame_mut();
+    let new_total = (ip.end - ip.l3 - remove_len) as u16;
+    let removed = remove_len as u16;
+    match (found.next, found.l4) {
+        (Next::Dscp(dscp), l4) => {
+            carrier::rewrite_ipv4(bytes, ip.l3, (dscp << 2) | (ip.tos & 0x03), new_total, ip.protocol);
+            let (carrier, old_len) = match l4 {
+                L4::Udp { length, .. } => (Carrier::Udp(ip.l4), length),
+                L4::Tcp { .. } => (Carrier::Tcp(ip.l4), ip.payload_len() as u16),
+            };
+            carrier.update(bytes, old_len, old_len - removed, found.block_sum, 0);
+        }
+        (Next::UdpPort(original), L4::Udp { length, dst_port, .. }) => {
+            carrier::rewrite_ipv4(bytes, ip.l3, ip.tos, new_total, ip.protocol);
+            bytes.get_mut(ip.l4 + 2..ip.l4 + 4)?.copy_from_slice(&original.to_be_bytes());
+            let (old_word, new_word) = (u32::from(dst_port), u32::from(original));
+            Carrier::Udp(ip.l4).update(bytes, length, length - removed, old_word + found.block_sum, new_word);
+        }
+        (Next::UdpPort(_), L4::Tcp { .. }) => return None,
+        (Next::IpProtocol(protocol), _) => carrier::rewrite_ipv4(bytes, ip.l3, ip.tos, new_total, protocol),
+    }
+    Some(remove_len)
+}

@@ -1,0 +1,263 @@
+//! INT 2.1 source over TCP/UDP (INT 2.1 sections 5.3, 5.6, 5.7.2, 5.8): a
+//! block after the L4 header marked by DSCP (NPT 0, the original DSCP kept
+//! in the shim), after a UDP header whose destination port becomes the INT
+//! port (NPT 1, the original port kept), or after a UDP header inserted
+//! before the original TCP header (NPT 2, the original protocol kept).
+//!
+//! MTU (section 5.3): a packet that cannot take the fixed headers is not
+//! instrumented; one that can take them but not the source's own metadata
+//! is instrumented without it and gets the M bit. The L4 checksum is
+//! updated incrementally (a UDP checksum of 0 stays 0); a checksum
+//! complement the bitmap asks for is written as all ones, "not used"
+//! (section 5.6). A UDP header the source inserts has checksum 0, as the
+//! text recommends.
+
+use crate::carrier::{self, Carrier};
+use crate::checksum;
+use crate::flow::FlowKey;
+use crate::frame::FrameBuf;
+use crate::locate::{self, Ipv4Location, L4};
+use crate::source::{flow_key, Skip};
+use crate::wire::udp::HEADER_LEN as UDP_LEN;
+use crate::wire::UdpRepr;
+
+use super::{
+    emit_md_block, Domain, HeaderType, HopMetadata, Instructions, Marking, MdHeaderRepr, MxHeaderRepr, Next,
+    ShimRepr, FIXED_LEN, MAX_BLOCK_LEN,
+};
+
+/// What a source of an INT 2.1 domain writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SourceConfig {
+    pub domain: Domain,
+    /// INT-MD (hops push metadata) or INT-MX (every node reports).
+    pub header_type: HeaderType,
+    pub instructions: Instructions,
+    /// Domain specific words each hop adds after the baseline metadata.
+    pub ds_words: u8,
+    /// Remaining Hop Count before the source's own push.
+    pub max_hops: u8,
+    /// Whether the source pushes its own metadata (INT-MD).
+    pub own_hop: bool,
+    pub domain_id: u16,
+    pub ds_instructions: u16,
+    pub ds_flags: u16,
+    /// D: sinks discard the packet after reporting it (probe traffic).
+    pub discard: bool,
+    /// The largest IPv4 Total Length allowed after the insertion.
+    pub max_ip_len: u16,
+}
+
+impl SourceConfig {
+    /// Hop ML: the bitmap's words and the domain specific ones.
+    pub fn hop_ml(&self) -> u8 {
+        (self.instructions.words() + usize::from(self.ds_words)).min(255) as u8
+    }
+
+    /// The settings a block cannot be written with.
+    pub fn check(&self) -> Result<(), &'static str> {
+        if self.header_type == HeaderType::Destination {
+            return Err("a source writes INT-MD or INT-MX headers");
+        }
+        if self.header_type == HeaderType::Md && self.hop_ml() > super::md_header::MAX_HOP_ML {
+            return Err(
+                "the instructions and domain words take more than 31 words per hop (Hop ML is 5 bits)",
+            );
+        }
+        if self.header_type == HeaderType::Md && self.hop_ml() == 0 {
+            return Err("INT-MD needs at least one instruction or domain word");
+        }
+        if self.own_hop && self.header_type == HeaderType::Md && self.max_hops == 0 {
+            return Err("a Remaining Hop Count of 0 leaves no room for the source's own metadata");
+        }
+        Ok(())
+    }
+
+    /// Bytes the source's own metadata takes.
+    fn own_hop_len(&self) -> usize {
+        if self.own_hop && self.header_type == HeaderType::Md {
+            usize::from(self.hop_ml()) * 4
+        } else {
+            0
+        }
+    }
+}
+
+/// A packet the source will instrument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Plan {
+    pub flow: FlowKey,
+    pub ip: Ipv4Location,
+    pub l4: L4,
+    /// Where the block (or, for NPT 2, the new UDP header) goes.
+    pub insert_at: usize,
+    pub next: Next,
+    /// The MTU leaves no room for the source's own metadata: M is set.
+    pub mtu_exceeded: bool,
+}
+
+impl Plan {
+    /// Bytes the insertion adds: the block and, for NPT 2, a UDP header.
+    pub fn added_len(&self, config: &SourceConfig) -> usize {
+        let own = if self.mtu_exceeded { 0 } else { config.own_hop_len() };
+        let udp = if matches!(self.next, Next::IpProtocol(_)) { UDP_LEN } else { 0 };
+        udp + FIXED_LEN + own
+    }
+}
+
+/// Decides whether and where to instrument a frame. Reads only.
+pub fn plan(frame: &[u8], config: &SourceConfig) -> Result<Plan, Skip> {
+    let ip = locate::ipv4(frame).map_err(Skip::Malformed)?.ok_or(Skip::NotIpv4)?;
+    if !matches!(ip.protocol, locate::PROTO_TCP | locate::PROTO_UDP) {
+        return Err(Skip::NotTcpUdp);
+    }
+    if ip.fragment_offset != 0 || ip.more_fragments {
+        return Err(Skip::Fragment);
+    }
+    let l4 = locate::l4(frame, &ip).map_err(Skip::Malformed)?.ok_or(Skip::NotTcpUdp)?;
+    let (src_port, dst_port) = l4.ports();
+    let (insert_at, next) = match (config.domain.marking, l4) {
+        (Marking::Dscp(dscp), _) if dscp.encapsulation().tos_is_marked(ip.tos) => {
+            return Err(Skip::AlreadyMarked)
+        }
+        (Marking::Dscp(_), L4::Udp { .. }) => (ip.l4 + UDP_LEN, Next::Dscp(ip.tos >> 2)),
+        (Marking::Dscp(_), L4::Tcp { header_len, .. }) => {
+            (ip.l4 + config.domain.tcp_placement.offset(header_len), Next::Dscp(ip.tos >> 2))
+        }
+        (Marking::UdpPort(port), L4::Udp { dst_port, .. }) if dst_port == port => {
+            return Err(Skip::AlreadyMarked)
+        }
+        (Marking::UdpPort(_), L4::Udp { dst_port, .. }) => (ip.l4 + UDP_LEN, Next::UdpPort(dst_port)),
+        (Marking::UdpPort(_), L4::Tcp { .. }) => (ip.l4, Next::IpProtocol(ip.protocol)),
+    };
+    let mut plan = Plan {
+        flow: flow_key(frame, &ip, ip.protocol, src_port, dst_port),
+        ip,
+        l4,
+        insert_at,
+        next,
+        mtu_exceeded: false,
+    };
+    let ip_len = ip.end - ip.l3;
+    if ip_len + plan.added_len(config) > usize::from(config.max_ip_len) {
+        plan.mtu_exceeded = true;
+        if ip_len + plan.added_len(config) > usize::from(config.max_ip_len) {
+            return Err(Skip::TooBig);
+        }
+    }
+    if let L4::Udp { length, .. } = l4 {
+        if usize::from(length) + plan.added_len(config) > usize::from(u16::MAX) {
+            return Err(Skip::TooBig);
+        }
+    }
+    Ok(plan)
+}
+
+/// Writes the block `plan` describes: the source's own `hop` (unless the
+/// MTU left no room), lengths, marks and checksums. Returns the bytes
+/// added.
+pub fn insert(
+    frame: &mut FrameBuf<'_>,
+    plan: &Plan,
+    config: &SourceConfig,
+    hop: &HopMetadata,
+) -> Result<usize, Skip> {
+    let mut block = [0u8; MAX_BLOCK_LEN];
+    let block_len = build_block(&mut block, plan, config, hop)?;
+    let block = block.get(..block_len).unwrap_or_default();
+    let added = plan.added_len(config);
+    let ip = plan.ip;
+    let payload_len = ip.payload_len();
+    if !frame.open_gap(plan.insert_at, added) {
+        return Err(Skip::NoHeadroom);
+    }
+    let bytes = frame.frame_mut();
+    let mut block_at = plan.insert_at;
+    if matches!(plan.next, Next::IpProtocol(_)) {
+        let udp = UdpRepr {
+            src_port: plan.flow.hash64() as u16 | 0xc000,
+            dst_port: udp_port(config),
+            length: (UDP_LEN + block_len + payload_len) as u16,
+            checksum: 0,
+        };
+        udp.emit(bytes.get_mut(block_at..).unwrap_or_default()).map_err(|_| Skip::NoHeadroom)?;
+        block_at += UDP_LEN;
+    }
+    bytes.get_mut(block_at..block_at + block_len).ok_or(Skip::NoHeadroom)?.copy_from_slice(block);
+    let block_sum = checksum::sum(0, block);
+    let new_total = (ip.end - ip.l3 + added) as u16;
+    match (plan.next, plan.l4) {
+        (Next::Dscp(_), l4) => {
+            let tos = match config.domain.marking {
+                Marking::Dscp(dscp) => dscp.encapsulation().mark_tos(ip.tos),
+                Marking::UdpPort(_) => ip.tos,
+            };
+            carrier::rewrite_ipv4(bytes, ip.l3, tos, new_total, ip.protocol);
+            let (carrier, old_len) = carrier_of(l4, &ip);
+            carrier.update(bytes, old_len, old_len + added as u16, 0, block_sum);
+        }
+        (Next::UdpPort(original), L4::Udp { length, .. }) => {
+            carrier::rewrite_ipv4(bytes, ip.l3, ip.tos, new_total, ip.protocol);
+            let port = udp_port(config);
+            bytes.get_mut(ip.l4 + 2..ip.l4 + 4).ok_or(Skip::NoHeadroom)?.copy_from_slice(&port.to_be_bytes());
+            let (old_word, new_word) = (u32::from(original), u32::from(port));
+            Carrier::Udp(ip.l4).update(bytes, length, length + added as u16, old_word, new_word + block_sum);
+        }
+        (Next::UdpPort(_), L4::Tcp { .. }) => return Err(Skip::NotTcpUdp),
+        (Next::IpProtocol(_), _) => carrier::rewrite_ipv4(bytes, ip.l3, ip.tos, new_total, locate::PROTO_UDP),
+    }
+    Ok(added)
+}
+
+/// The INT UDP port of a port-marked domain (0 for a DSCP one, never used).
+fn udp_port(config: &SourceConfig) -> u16 {
+    match config.domain.marking {
+        Marking::UdpPort(port) => port,
+        Marking::Dscp(_) => 0,
+    }
+}
+
+/// The header whose length and checksum cover a block after the L4 header.
+fn carrier_of(l4: L4, ip: &Ipv4Location) -> (Carrier, u16) {
+    match l4 {
+        L4::Udp { length, .. } => (Carrier::Udp(ip.l4), length),
+        L4::Tcp { .. } => (Carrier::Tcp(ip.l4), ip.payload_len() as u16),
+    }
+}
+
+/// The shim, header and (INT-MD) the source's own metadata; returns the
+/// block's length.
+fn build_block(buf: &mut [u8], plan: &Plan, config: &SourceConfig, hop: &HopMetadata) -> Result<usize, Skip> {
+    let too_big = |_| Skip::TooBig;
+    match config.header_type {
+        HeaderType::Md => {
+            let pushes = !plan.mtu_exceeded && config.own_hop;
+            let header = MdHeaderRepr {
+                discard: config.discard,
+                max_hop_exceeded: false,
+                mtu_exceeded: plan.mtu_exceeded,
+                hop_ml: config.hop_ml(),
+                remaining_hop_cnt: config.max_hops.saturating_sub(u8::from(pushes)),
+                instructions: config.instructions,
+                domain_id: config.domain_id,
+                ds_instructions: config.ds_instructions,
+                ds_flags: config.ds_flags,
+            };
+            let hop = HopMetadata { checksum_complement: None, ..*hop };
+            let hops = if pushes { core::slice::from_ref(&hop) } else { &[] };
+            emit_md_block(buf, plan.next, &header, hops, &[]).map_err(too_big)
+        }
+        HeaderType::Mx | HeaderType::Destination => {
+            let shim = ShimRepr { header_type: HeaderType::Mx, next: plan.next, length_words: 3 };
+            let header = MxHeaderRepr {
+                discard: config.discard,
+                instructions: config.instructions,
+                domain_id: config.domain_id,
+                ds_instructions: config.ds_instructions,
+                ds_flags: config.ds_flags,
+            };
+            let at = shim.emit(buf).map_err(too_big)?;
+            Ok(at + header.emit(buf.get_mut(at..).unwrap_or_default()).map_err(too_big)?)
+        }
+    }
+}
