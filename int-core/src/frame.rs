@@ -78,6 +78,25 @@ impl<'a> FrameBuf<'a> {
     }
 }
 
+/// The `T` at byte `at` of `bytes`, as a mutable zerocopy view, or a
+/// truncation error naming `layer`.
+#[inline]
+pub(crate) fn view_mut<T>(
+    bytes: &mut [u8],
+    at: usize,
+    layer: crate::error::Layer,
+) -> Result<&mut T, crate::error::ParseError>
+where
+    T: zerocopy::FromBytes + zerocopy::IntoBytes + zerocopy::KnownLayout,
+{
+    let available = bytes.len();
+    bytes
+        .get_mut(at..)
+        .and_then(|rest| T::mut_from_prefix(rest).ok())
+        .map(|(view, _)| view)
+        .ok_or_else(|| crate::error::ParseError::truncated(layer, at, size_of::<T>(), available))
+}
+
 /// `out.copy_from_slice(data)` for a block of 16 to 64 bytes as two
 /// overlapping fixed-size chunks instead of a call to memcpy (the source's
 /// template copy: 12% of its insert in criterion); other lengths are copied

@@ -119,12 +119,5 @@ struct BlockHead {
 
 /// The head of the block at `at` (which the sink's walk found whole).
 fn block_head(bytes: &mut [u8], at: usize) -> Result<&mut BlockHead, NotPushed> {
-    let available = bytes.len();
-    bytes
-        .get_mut(at..)
-        .and_then(|rest| BlockHead::mut_from_prefix(rest).ok())
-        .map(|(head, _)| head)
-        .ok_or_else(|| {
-            NotPushed::Malformed(ParseError::truncated(Layer::IntMetadataHeader, at, 12, available))
-        })
+    crate::frame::view_mut(bytes, at, Layer::IntMetadataHeader).map_err(NotPushed::Malformed)
 }

@@ -112,12 +112,5 @@ struct BlockHead {
 }
 
 fn block_head(bytes: &mut [u8], at: usize) -> Result<&mut BlockHead, NotPushed> {
-    let available = bytes.len();
-    bytes
-        .get_mut(at..)
-        .and_then(|rest| BlockHead::mut_from_prefix(rest).ok())
-        .map(|(head, _)| head)
-        .ok_or_else(|| {
-            NotPushed::Malformed(ParseError::truncated(Layer::IntMetadataHeader, at, FIXED_LEN, available))
-        })
+    crate::frame::view_mut(bytes, at, Layer::IntMetadataHeader).map_err(NotPushed::Malformed)
 }

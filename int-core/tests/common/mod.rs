@@ -188,3 +188,12 @@ pub fn packet() -> impl Strategy<Value = PacketSpec> {
             payload: (0..payload_len).map(|i| (i * 7 + 3) as u8).collect(),
         })
 }
+
+/// Guards a property's generators: at least 800 of 1000 generated cases
+/// must be `usable`, or the property would pass on next to nothing.
+pub fn assert_mostly_usable<S: Strategy>(strategy: S, usable: impl Fn(&S::Value) -> bool) {
+    use proptest::strategy::ValueTree;
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    let used = (0..1000).filter(|_| usable(&strategy.new_tree(&mut runner).unwrap().current())).count();
+    assert!(used > 800, "only {used} of 1000 generated cases usable");
+}
