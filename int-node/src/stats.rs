@@ -52,10 +52,15 @@ counters! {
     pushed,
     max_hop_reached,
     destination_only,
+    // INT 2.1: pushes the MTU did not allow (M set), INT-MX packets passed
+    mtu_exceeded,
+    mx_passed,
     // sink
     not_int,
     marked_not_int,
     stripped,
+    // INT 2.1 sink: packets whose D bit asked for a discard after reporting
+    discarded,
     malformed_forwarded,
     malformed_dropped,
     malformed_packet_truncated,

@@ -68,6 +68,28 @@ pub fn find<'a>(frame: &'a [u8], domain: &Domain) -> Result<Option<Found<'a>>, P
     Ok(Some(Found { ip, l4, block_at, block, flow }))
 }
 
+/// The INT 2.1 block of a packet a telemetry report carries: from its IPv4
+/// header, possibly cut short after the block (its lengths then cover more
+/// than is there). Only the headers in front of the block are read.
+pub fn find_in_report<'a>(packet: &'a [u8], domain: &Domain) -> Result<Option<Block<'a>>, ParseError> {
+    use zerocopy::FromBytes;
+    let (ip, _) = crate::wire::Ipv4Header::ref_from_prefix(packet)
+        .map_err(|_| ParseError::truncated(Layer::Ipv4, 0, 20, packet.len()))?;
+    let l4 = ip.header_len();
+    let block_at = match (domain.marking, ip.protocol) {
+        (Marking::Dscp(dscp), _) if !dscp.encapsulation().tos_is_marked(ip.tos) => return Ok(None),
+        (_, locate::PROTO_UDP) => l4 + crate::wire::udp::HEADER_LEN,
+        (Marking::Dscp(_), locate::PROTO_TCP) => {
+            let (tcp, _) = crate::wire::TcpHeader::ref_from_prefix(packet.get(l4..).unwrap_or_default())
+                .map_err(|_| ParseError::truncated(Layer::Tcp, l4, 20, packet.len()))?;
+            l4 + domain.tcp_placement.offset(tcp.header_len())
+        }
+        _ => return Ok(None),
+    };
+    let region = packet.get(block_at..).unwrap_or_default();
+    Block::parse(region, domain.source_only_words).map(Some).map_err(|e| e.shifted(block_at))
+}
+
 /// The original flow, by NPT; an NPT the marking does not allow is refused.
 fn flow_of(
     frame: &[u8],

@@ -22,7 +22,7 @@ pub mod sink;
 pub mod source;
 pub mod transit;
 
-pub use find::{find, Domain, Found, Marking};
+pub use find::{find, find_in_report, Domain, Found, Marking};
 pub use hop::HopMetadata;
 pub use instruction::Instructions;
 pub use md_header::MdHeaderRepr;

@@ -25,11 +25,25 @@ pub struct Extracted {
     pub hop_count: usize,
     pub source_hop: Option<HopMetadata>,
     pub is_mx: bool,
-    ip: crate::locate::Ipv4Location,
-    l4: L4,
-    block_at: usize,
-    block_len: usize,
+    pub ip: crate::locate::Ipv4Location,
+    pub l4: L4,
+    pub block_at: usize,
+    pub block_len: usize,
     block_sum: u32,
+}
+
+impl Extracted {
+    /// Where the packet a report carries ends: after the block and, for
+    /// NPT 2, the original L4 header's first 20 bytes (TCP) or 8 (UDP);
+    /// never past the IPv4 packet.
+    pub fn report_end(&self) -> usize {
+        let after = match self.next {
+            Next::IpProtocol(6) => 20,
+            Next::IpProtocol(_) => UDP_LEN,
+            Next::Dscp(_) | Next::UdpPort(_) => 0,
+        };
+        (self.block_at + self.block_len + after).min(self.ip.end)
+    }
 }
 
 /// Finds and reads the INT 2.1 block of a frame (see [`find`]).

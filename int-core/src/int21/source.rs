@@ -107,6 +107,28 @@ impl Plan {
 
 /// Decides whether and where to instrument a frame. Reads only.
 pub fn plan(frame: &[u8], config: &SourceConfig) -> Result<Plan, Skip> {
+    plan_as(frame, config, false)
+}
+
+/// [`plan`] for a packet that carries the DSCP mark but no INT block (the
+/// node's edge guard decided to instrument it): the shim keeps its DSCP,
+/// mark bits and all, and the sink restores it.
+pub fn plan_marked(frame: &[u8], config: &SourceConfig) -> Result<Plan, Skip> {
+    plan_as(frame, config, true)
+}
+
+/// Clears a DSCP-marked domain's mark bits (the IPv4 checksum following):
+/// what a source does to a marked packet it does not instrument. False,
+/// changing nothing, for a port-marked domain and frames that are not IPv4.
+pub fn clear_mark(frame: &mut [u8], config: &SourceConfig) -> bool {
+    let Marking::Dscp(dscp) = config.domain.marking else { return false };
+    let Ok(Some(ip)) = locate::ipv4(frame) else { return false };
+    let tos = ip.tos & !dscp.encapsulation().tos_mask();
+    carrier::rewrite_ipv4(frame, ip.l3, tos, (ip.end - ip.l3) as u16, ip.protocol);
+    true
+}
+
+fn plan_as(frame: &[u8], config: &SourceConfig, marked_is_fine: bool) -> Result<Plan, Skip> {
     let ip = locate::ipv4(frame).map_err(Skip::Malformed)?.ok_or(Skip::NotIpv4)?;
     if !matches!(ip.protocol, locate::PROTO_TCP | locate::PROTO_UDP) {
         return Err(Skip::NotTcpUdp);
@@ -117,7 +139,7 @@ pub fn plan(frame: &[u8], config: &SourceConfig) -> Result<Plan, Skip> {
     let l4 = locate::l4(frame, &ip).map_err(Skip::Malformed)?.ok_or(Skip::NotTcpUdp)?;
     let (src_port, dst_port) = l4.ports();
     let (insert_at, next) = match (config.domain.marking, l4) {
-        (Marking::Dscp(dscp), _) if dscp.encapsulation().tos_is_marked(ip.tos) => {
+        (Marking::Dscp(dscp), _) if !marked_is_fine && dscp.encapsulation().tos_is_marked(ip.tos) => {
             return Err(Skip::AlreadyMarked)
         }
         (Marking::Dscp(_), L4::Udp { .. }) => (ip.l4 + UDP_LEN, Next::Dscp(ip.tos >> 2)),

@@ -14,9 +14,22 @@ use super::Problems;
 #[derive(Debug, Clone)]
 pub struct Choice<T>(Result<T, UnknownName>);
 
+/// A name as YAML may write it: a string, or a number (`version: 2.1`).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Written {
+    Text(String),
+    Integer(i64),
+    Number(f64),
+}
+
 impl<'de, T: FromStr + VariantNames> Deserialize<'de> for Choice<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(deserializer)?;
+        let text = match Written::deserialize(deserializer)? {
+            Written::Text(text) => text,
+            Written::Integer(n) => n.to_string(),
+            Written::Number(x) => x.to_string(),
+        };
         Ok(Choice(parse_name(&text)))
     }
 }

@@ -99,9 +99,36 @@ pub struct PipelineConfig {
     pub lcore: u32,
     pub rx: Endpoint,
     pub tx: Endpoint,
-    pub domain: Domain,
+    pub domain: IntDomain,
     pub clock: ClockSource,
     pub stage: StageConfig,
+}
+
+/// The INT domain a pipeline belongs to, by version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IntDomain {
+    /// INT 0.5 and Host-INT's dialect.
+    V05(Domain),
+    V21(int_core::int21::Domain),
+}
+
+/// `int.version`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, EnumString, VariantNames)]
+pub enum IntVersion {
+    #[strum(serialize = "0.5")]
+    V05,
+    #[strum(serialize = "2.1")]
+    V21,
+}
+
+/// `source.mode` in an INT 2.1 domain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, EnumString, VariantNames)]
+#[strum(serialize_all = "lowercase")]
+pub enum Mode {
+    /// INT-MD: every hop pushes its metadata into the packet.
+    Md,
+    /// INT-MX: every node reports; nothing is pushed.
+    Mx,
 }
 
 /// A pipeline's stage and the settings of its role.
@@ -109,6 +136,8 @@ pub struct PipelineConfig {
 pub enum StageConfig {
     Forward,
     Source(SourceSettings),
+    /// A source of an INT 2.1 domain.
+    Source21(Source21Settings),
     Transit,
     Sink(SinkSettings),
     /// Lab equipment, in builds with the `lab` feature.
@@ -120,7 +149,7 @@ impl StageConfig {
     pub fn role(&self) -> RoleName {
         match self {
             StageConfig::Forward => RoleName::Forward,
-            StageConfig::Source(_) => RoleName::Source,
+            StageConfig::Source(_) | StageConfig::Source21(_) => RoleName::Source,
             StageConfig::Transit => RoleName::Transit,
             StageConfig::Sink(_) => RoleName::Sink,
             #[cfg(feature = "lab")]
@@ -277,6 +306,18 @@ pub struct SourceSettings {
     pub idle_timeout_ms: u64,
     pub marked: MarkedPolicy,
     pub tail: TailStyle,
+}
+
+/// A source of an INT 2.1 domain.
+#[derive(Debug, Clone)]
+pub struct Source21Settings {
+    pub mode: Mode,
+    pub instructions: int_core::int21::Instructions,
+    /// Remaining Hop Count before the source's own push.
+    pub max_hops: u8,
+    pub own_hop: bool,
+    pub watchlist: Vec<Rule>,
+    pub marked: MarkedPolicy,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

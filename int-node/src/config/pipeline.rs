@@ -7,10 +7,11 @@ use int_core::encap::{Domain, DscpMatch, Encapsulation, TcpPlacement, DEFAULT_EX
 
 use super::choice::chosen;
 use super::model::{
-    ClockSource, EncapsulationName, Endpoint, PipelineConfig, PortConfig, RoleName, StageConfig,
+    ClockSource, EncapsulationName, Endpoint, IntDomain, IntVersion, PipelineConfig, PortConfig, RoleName,
+    StageConfig,
 };
 use super::raw::{RawEndpoint, RawInt, RawPipeline, RawSink, RawSource};
-use super::settings::{impair_settings, sink_settings, source_settings};
+use super::settings::{impair_settings, sink_settings, source21_settings, source_settings};
 use super::Problems;
 
 /// The queues pipelines poll and send on: an RX queue belongs to one
@@ -61,7 +62,7 @@ pub fn pipeline(
     }
     let domain = domain(&raw.int, &path, problems);
     let clock = chosen(&raw.clock, ClockSource::Host, &format!("{path}.clock"), problems);
-    let stage = stage(role?, raw, &path, problems)?;
+    let stage = stage(role?, raw, domain, &path, problems)?;
     Some(PipelineConfig {
         name: raw.name.clone().unwrap_or_else(|| format!("{}{i}", stage.role())),
         lcore: raw.lcore,
@@ -108,8 +109,57 @@ fn endpoint(
     Some(Endpoint { port: index, queue: raw.queue })
 }
 
-/// `int`: the encapsulation, its DSCP mark or UDP port, the TCP placement.
-fn domain(raw: &RawInt, path: &str, problems: &mut Problems) -> Domain {
+/// `int`: the version, then that version's marking and TCP placement.
+fn domain(raw: &RawInt, path: &str, problems: &mut Problems) -> IntDomain {
+    let version = chosen(&raw.version, IntVersion::V05, &format!("{path}.int.version"), problems);
+    match version {
+        IntVersion::V05 => IntDomain::V05(domain05(raw, path, problems)),
+        IntVersion::V21 => IntDomain::V21(domain21(raw, path, problems)),
+    }
+}
+
+/// The DSCP match an `int.dscp` section gives, or `default`.
+fn dscp_match(raw: &RawInt, default: DscpMatch, path: &str, problems: &mut Problems) -> DscpMatch {
+    let dscp = raw.dscp.as_ref().map_or(Ok(default), |d| DscpMatch::new(d.value, d.mask));
+    dscp.unwrap_or_else(|error| {
+        problems.add(format!("{path}.dscp"), error.to_string(), "value and mask in 0..63, mask non-zero");
+        default
+    })
+}
+
+/// An INT 2.1 domain: marked by `int.udp_port` (NPT 1 for UDP, 2 for TCP)
+/// or else by `int.dscp` (NPT 0; the spec's examples use 0x17/0x3f).
+fn domain21(raw: &RawInt, path: &str, problems: &mut Problems) -> int_core::int21::Domain {
+    let path = format!("{path}.int");
+    if raw.encapsulation.is_some() {
+        problems.add(
+            format!("{path}.encapsulation"),
+            "encapsulation names INT 0.5 encapsulations",
+            "an INT 2.1 domain is marked by int.dscp (INT after TCP/UDP) or int.udp_port (INT behind a UDP port)",
+        );
+    }
+    if raw.dscp.is_some() && raw.udp_port.is_some() {
+        problems.add(
+            format!("{path}.udp_port"),
+            "both dscp and udp_port given",
+            "an INT 2.1 domain has one marking",
+        );
+    }
+    let marking = match raw.udp_port {
+        Some(port) => int_core::int21::Marking::UdpPort(port),
+        None => int_core::int21::Marking::Dscp(dscp_match(raw, INT21_DSCP, &path, problems)),
+    };
+    let tcp_placement =
+        chosen(&raw.tcp_placement, TcpPlacement::BeforeOptions, &format!("{path}.tcp_placement"), problems);
+    int_core::int21::Domain { marking, tcp_placement, source_only_words: 0 }
+}
+
+/// The DSCP the INT 2.1 spec's examples mark INT with.
+const INT21_DSCP: DscpMatch = DscpMatch { value: 0x17, mask: 0x3f };
+
+/// An INT 0.5 domain: the encapsulation, its DSCP mark or UDP port, the TCP
+/// placement.
+fn domain05(raw: &RawInt, path: &str, problems: &mut Problems) -> Domain {
     let path = format!("{path}.int");
     let name =
         chosen(&raw.encapsulation, EncapsulationName::OverTcpUdp, &format!("{path}.encapsulation"), problems);
@@ -128,16 +178,7 @@ fn domain(raw: &RawInt, path: &str, problems: &mut Problems) -> Domain {
     }
     let encapsulation = match name {
         EncapsulationName::OverTcpUdp => {
-            let dscp = raw.dscp.as_ref().map_or(Ok(DscpMatch::HOST_INT), |d| DscpMatch::new(d.value, d.mask));
-            dscp.unwrap_or_else(|error| {
-                problems.add(
-                    format!("{path}.dscp"),
-                    error.to_string(),
-                    "value and mask in 0..63, mask non-zero; Host-INT uses 1 / 1",
-                );
-                DscpMatch::HOST_INT
-            })
-            .encapsulation()
+            dscp_match(raw, DscpMatch::HOST_INT, &path, problems).encapsulation()
         }
         EncapsulationName::ExtensionUdp => {
             Encapsulation::ExtensionUdp { port: raw.udp_port.unwrap_or(DEFAULT_EXTENSION_PORT) }
@@ -150,7 +191,13 @@ fn domain(raw: &RawInt, path: &str, problems: &mut Problems) -> Domain {
 
 /// The stage `role` names, with its settings; a problem for each section
 /// that belongs to another role.
-fn stage(role: RoleName, raw: &RawPipeline, path: &str, problems: &mut Problems) -> Option<StageConfig> {
+fn stage(
+    role: RoleName,
+    raw: &RawPipeline,
+    domain: IntDomain,
+    path: &str,
+    problems: &mut Problems,
+) -> Option<StageConfig> {
     let sections = [
         ("source", raw.source.is_some(), RoleName::Source),
         ("sink", raw.sink.is_some(), RoleName::Sink),
@@ -171,7 +218,11 @@ fn stage(role: RoleName, raw: &RawPipeline, path: &str, problems: &mut Problems)
         RoleName::Source => {
             let default = RawSource::default();
             let settings = raw.source.as_ref().unwrap_or(&default);
-            StageConfig::Source(source_settings(settings, &format!("{path}.source"), problems))
+            let path = format!("{path}.source");
+            match domain {
+                IntDomain::V05(_) => StageConfig::Source(source_settings(settings, &path, problems)),
+                IntDomain::V21(_) => StageConfig::Source21(source21_settings(settings, &path, problems)),
+            }
         }
         RoleName::Sink => {
             let default = RawSink::default();

@@ -9,8 +9,8 @@ use serde::Deserialize;
 
 use super::choice::Choice;
 use super::model::{
-    ClockSource, EncapsulationName, Flavour, LatencyMode, MalformedPolicy, MarkedPolicy, ProfileName,
-    Protocol, RoleName,
+    ClockSource, EncapsulationName, Flavour, IntVersion, LatencyMode, MalformedPolicy, MarkedPolicy, Mode,
+    ProfileName, Protocol, RoleName,
 };
 
 #[derive(Debug, Deserialize)]
@@ -124,6 +124,7 @@ pub struct RawPipeline {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawInt {
+    pub version: Option<Choice<IntVersion>>,
     pub encapsulation: Option<Choice<EncapsulationName>>,
     pub dscp: Option<RawDscp>,
     pub udp_port: Option<u16>,
@@ -141,6 +142,8 @@ pub struct RawDscp {
 #[serde(deny_unknown_fields)]
 pub struct RawSource {
     pub flavour: Option<Choice<Flavour>>,
+    /// INT 2.1: `md` or `mx`.
+    pub mode: Option<Choice<Mode>>,
     pub instructions: Option<Vec<String>>,
     pub max_hop_count: Option<u8>,
     pub own_hop: Option<bool>,

@@ -4,14 +4,16 @@ use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddrV4};
 
 use int_core::int05::{instruction, Instructions, ShimType};
+use int_core::int21::Instructions as Int21;
 use int_core::latency::{ChangeRule, LatencyConfig};
 use int_core::report::DEFAULT_COLLECTOR_PORT;
 use int_core::source::TailStyle;
 
 use super::choice::chosen;
 use super::model::{
-    ExportConfig, ExportPath, Flavour, LatencyMode, MalformedPolicy, MarkedPolicy, PortConfig, PortExport,
-    Prefix, ProfileName, Protocol, Rule, SinkSettings, SourceSettings, StageConfig,
+    ExportConfig, ExportPath, Flavour, LatencyMode, MalformedPolicy, MarkedPolicy, Mode, PortConfig,
+    PortExport, Prefix, ProfileName, Protocol, Rule, SinkSettings, Source21Settings, SourceSettings,
+    StageConfig,
 };
 use super::pipeline::QueueUse;
 use super::raw::{RawExport, RawExportPath, RawImpair, RawRule, RawSink, RawSource};
@@ -29,12 +31,7 @@ pub fn source_settings(raw: &RawSource, path: &str, problems: &mut Problems) -> 
             "use 1 or more, or own_hop: false",
         );
     }
-    let watchlist = raw
-        .watchlist
-        .iter()
-        .enumerate()
-        .map(|(i, rule)| watch_rule(rule, &format!("{path}.watchlist[{i}]"), problems))
-        .collect();
+    let watchlist = watchlist(raw, path, problems);
     check_capacity(raw.flows.capacity, path, problems);
     // INT 0.5's informative tail with the int05 flavour, Host-INT's with its own.
     let default_tail =
@@ -52,14 +49,64 @@ pub fn source_settings(raw: &RawSource, path: &str, problems: &mut Problems) -> 
     }
 }
 
-/// `source.instructions`: Host-INT's set when left out.
-fn instructions(raw: &RawSource, path: &str, problems: &mut Problems) -> Instructions {
-    let Some(names) = &raw.instructions else { return Instructions::HOST_INT };
-    let valid: Vec<&str> = instruction::NAMES.iter().map(|(name, _)| *name).collect();
-    let mut instructions = Instructions::empty();
+/// A source of an INT 2.1 domain: the mode, the INT 2.1 instruction names,
+/// Remaining Hop Count (`max_hop_count`, default 8 as in the spec's
+/// examples); the INT 0.5 keys `flavour` and `tail` do not apply.
+pub fn source21_settings(raw: &RawSource, path: &str, problems: &mut Problems) -> Source21Settings {
+    for (key, given) in [("flavour", raw.flavour.is_some()), ("tail", raw.tail.is_some())] {
+        if given {
+            problems.add(
+                format!("{path}.{key}"),
+                format!("{key} applies to INT 0.5 sources"),
+                "remove it; an INT 2.1 source is set by mode, instructions and max_hop_count",
+            );
+        }
+    }
+    let instructions = match &raw.instructions {
+        None => Int21::NODE_ID | Int21::L1_PORT_IDS | Int21::INGRESS_TIMESTAMP | Int21::EGRESS_TIMESTAMP,
+        Some(names) => named_bits(names, &int_core::int21::instruction::NAMES, path, problems),
+    };
+    let own_hop = raw.own_hop.unwrap_or(true);
+    let max_hops = raw.max_hop_count.unwrap_or(8);
+    let mode = chosen(&raw.mode, Mode::Md, &format!("{path}.mode"), problems);
+    if own_hop && mode == Mode::Md && max_hops == 0 {
+        problems.add(
+            format!("{path}.max_hop_count"),
+            "0 leaves no room for the source's own hop",
+            "use 1 or more, or own_hop: false",
+        );
+    }
+    if instructions.words() > usize::from(int_core::int21::md_header::MAX_HOP_ML) {
+        problems.add(
+            format!("{path}.instructions"),
+            "more than 31 words per hop",
+            "Hop ML is 5 bits: ask for fewer",
+        );
+    }
+    check_capacity(raw.flows.capacity, path, problems);
+    Source21Settings {
+        mode,
+        instructions,
+        max_hops,
+        own_hop,
+        watchlist: watchlist(raw, path, problems),
+        marked: chosen(&raw.marked, MarkedPolicy::Strip, &format!("{path}.marked"), problems),
+    }
+}
+
+/// The bits of `names` in `table`; a problem, with the nearest name, for
+/// each that is not there.
+fn named_bits<B: Copy + core::ops::BitOrAssign + Default>(
+    names: &[String],
+    table: &[(&'static str, B)],
+    path: &str,
+    problems: &mut Problems,
+) -> B {
+    let valid: Vec<&str> = table.iter().map(|(name, _)| *name).collect();
+    let mut bits = B::default();
     for (i, name) in names.iter().enumerate() {
-        match Instructions::from_config_name(name) {
-            Some(bit) => instructions |= bit,
+        match table.iter().find(|(n, _)| n == name) {
+            Some((_, bit)) => bits |= *bit,
             None => {
                 let list = format!("one of: {}", valid.join(", "));
                 let hint = match int_core::names::closest(name, &valid) {
@@ -74,7 +121,21 @@ fn instructions(raw: &RawSource, path: &str, problems: &mut Problems) -> Instruc
             }
         }
     }
-    instructions
+    bits
+}
+
+fn watchlist(raw: &RawSource, path: &str, problems: &mut Problems) -> Vec<Rule> {
+    raw.watchlist
+        .iter()
+        .enumerate()
+        .map(|(i, rule)| watch_rule(rule, &format!("{path}.watchlist[{i}]"), problems))
+        .collect()
+}
+
+/// `source.instructions`: Host-INT's set when left out.
+fn instructions(raw: &RawSource, path: &str, problems: &mut Problems) -> Instructions {
+    let Some(names) = &raw.instructions else { return Instructions::HOST_INT };
+    named_bits(names, &instruction::NAMES, path, problems)
 }
 
 fn check_capacity(capacity: u32, path: &str, problems: &mut Problems) {

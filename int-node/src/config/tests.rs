@@ -258,3 +258,38 @@ fn devices_keep_their_driver_arguments_apart() {
     assert_eq!(device::parse_device("net_pcap0,rx_pcap"), None, "an argument without a value");
     assert_eq!(device::parse_device("eth0"), None);
 }
+
+/// An INT 2.1 domain: its marking and its source settings, and the INT 0.5
+/// keys refused where they contradict the version.
+#[test]
+fn int21_domains() {
+    let text = MINIMAL.replace("role: forward", "role: source").replace(
+        "    lcore: 1",
+        "    lcore: 1\n    int: {version: 2.1, udp_port: 7777}\n    source: {mode: mx, instructions: [node_id, ingress_timestamp]}",
+    );
+    let config = parse(&text).unwrap();
+    assert_eq!(
+        config.pipelines[0].domain,
+        IntDomain::V21(int_core::int21::Domain {
+            marking: int_core::int21::Marking::UdpPort(7777),
+            tcp_placement: int_core::encap::TcpPlacement::BeforeOptions,
+            source_only_words: 0,
+        })
+    );
+    let StageConfig::Source21(source) = &config.pipelines[0].stage else { panic!("not an INT 2.1 source") };
+    assert_eq!(source.mode, Mode::Mx);
+    assert_eq!(source.instructions.words(), 3);
+    let found = problems(
+        &text
+            .replace("mode: mx", "flavour: hostint")
+            .replace("udp_port: 7777", "encapsulation: int05-extension-udp"),
+    );
+    let paths: Vec<&str> = found.iter().map(|p| p.path.as_str()).collect();
+    assert_eq!(paths, ["pipelines[0].int.encapsulation", "pipelines[0].source.flavour"], "{found:?}");
+    let typo = problems(&text.replace("ingress_timestamp]", "ingres_timestamp]"));
+    assert_eq!(typo.len(), 1);
+    assert!(typo[0].hint.starts_with("did you mean ingress_timestamp?"), "{}", typo[0].hint);
+    let version = problems(&text.replace("version: 2.1", "version: 2.0"));
+    assert_eq!(version[0].path, "pipelines[0].int.version");
+    assert!(version[0].hint.contains("one of: 0.5, 2.1"), "{}", version[0].hint);
+}

@@ -18,6 +18,20 @@ use crate::dpdk::mempool::Mempool;
 use crate::dpdk::port::{PortId, QueueId};
 use int_os::udp::{BatchSender, BATCH};
 
+/// Writes the exporter's report sequence number into a report: in a
+/// Telemetry Report 2.0 group header, its low 22 bits after the version
+/// and hw_id; in a 0.5 (and Host-INT) header, the 32-bit field at byte 4.
+fn stamp_sequence(report: &mut [u8], sequence: u32) {
+    if report.first().is_some_and(|byte| byte >> 4 == int_core::report::tr20::VERSION) {
+        if let Some(field) = report.get_mut(..4).and_then(|f| <&mut [u8; 4]>::try_from(f).ok()) {
+            let word = u32::from_be_bytes(*field);
+            *field = ((word & !0x003f_ffff) | (sequence & 0x003f_ffff)).to_be_bytes();
+        }
+    } else if let Some(field) = report.get_mut(4..8) {
+        field.copy_from_slice(&sequence.to_be_bytes());
+    }
+}
+
 /// Largest report a sink hands over (Host-INT's are 64 to 104 bytes; deep
 /// stacks with many instructions need more).
 pub const REPORT_MAX: usize = 1024;
@@ -287,9 +301,7 @@ impl Exporter {
                     let Some(len) = staging.get_mut(used..).and_then(|rest| receiver.pop_into(rest)) else {
                         break;
                     };
-                    if let Some(field) = staging.get_mut(used + 4..used + 8) {
-                        field.copy_from_slice(&next_sequence.to_be_bytes());
-                    }
+                    stamp_sequence(staging.get_mut(used..used + len).unwrap_or_default(), *next_sequence);
                     *next_sequence = next_sequence.wrapping_add(1);
                     if let Some(span) = spans.get_mut(count) {
                         *span = (used, len);

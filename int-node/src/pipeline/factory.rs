@@ -9,11 +9,16 @@ use int_core::source::{SourceConfig, Template};
 use int_core::transit::TransitConfig;
 
 use super::export::{self, ReportReceiver};
-use super::sink::SinkStage;
+use super::sink::{RateLimit, SinkStage};
+use super::sink21::Sink21Stage;
 use super::source::SourceStage;
+use super::source21::Source21Stage;
 use super::transit::TransitStage;
+use super::transit21::Transit21Stage;
 use super::{Pipeline, Stage};
-use crate::config::{ClockSource, Config, PipelineConfig, SourceSettings, StageConfig};
+use crate::config::{
+    ClockSource, Config, IntDomain, Mode, PipelineConfig, Source21Settings, SourceSettings, StageConfig,
+};
 use crate::dpdk::lcore::{self, LcoreId};
 use crate::dpdk::mbuf::RxClock;
 use crate::dpdk::port::{self, QueueId};
@@ -21,6 +26,7 @@ use crate::flow_table::FlowTable;
 use crate::node::ports::Ports;
 use crate::node::RunError;
 use crate::stats::SharedCounters;
+use int_core::encap::Domain;
 
 /// Every pipeline, ready to launch.
 #[derive(Default)]
@@ -72,34 +78,81 @@ fn stage(config: &Config, p: &PipelineConfig, ports: &Ports, built: &mut Built) 
     };
     let mtu = config.ports.get(p.tx.port).map_or(1500, |c| c.mtu);
     let rx_timestamps = rx_clock(p, ports)?;
-    let stage = match &p.stage {
-        StageConfig::Forward => Stage::Forward,
-        StageConfig::Source(settings) => {
+    let stage = match (&p.stage, p.domain) {
+        (StageConfig::Forward, _) => Stage::Forward,
+        (StageConfig::Source(settings), IntDomain::V05(domain)) => {
             let hop = SourceStage::own_hop(config.node_id, rx_int_port, tx_int_port);
-            let source = source_stage(config, p, settings, mtu, hop, rx_timestamps)?;
+            let source = source_stage(config, domain, settings, mtu, hop, rx_timestamps)
+                .map_err(|e| RunError::Setup(format!("pipeline {}: {e}", p.name)))?;
             log_flow_table(&p.name, source.flows.slot_bytes(), source.flows.bytes_per_flow());
             Stage::Source(Box::new(source))
         }
-        StageConfig::Transit => Stage::Transit(Box::new(TransitStage {
-            config: TransitConfig { domain: p.domain, max_ip_len: mtu },
+        (StageConfig::Source21(settings), IntDomain::V21(domain)) => {
+            let config21 = source21_config(domain, settings, mtu);
+            config21.check().map_err(|e| RunError::Setup(format!("pipeline {}: {e}", p.name)))?;
+            Stage::Source21(Box::new(Source21Stage {
+                config: config21,
+                watchlist: settings.watchlist.clone(),
+                node_id: config.node_id,
+                rx_int_port,
+                tx_int_port,
+                rx_timestamps,
+                marked: settings.marked,
+                own_reports_to: config.export.as_ref().map(|e| e.collector),
+            }))
+        }
+        (StageConfig::Transit, IntDomain::V05(domain)) => Stage::Transit(Box::new(TransitStage {
+            config: TransitConfig { domain, max_ip_len: mtu },
             node_id: config.node_id,
             rx_int_port,
             tx_int_port,
             rx_timestamps,
             shapes: Default::default(),
         })),
-        StageConfig::Sink(settings) => {
-            let export = config
-                .export
-                .as_ref()
-                .ok_or_else(|| RunError::Setup("a sink needs an export section".into()))?;
-            let (sender, receiver) = export::report_ring(export.ring_size);
-            built.reports.push(receiver);
+        (StageConfig::Transit, IntDomain::V21(domain)) => Stage::Transit21(Box::new(Transit21Stage {
+            domain,
+            max_ip_len: mtu,
+            node_id: config.node_id,
+            rx_int_port,
+            tx_int_port,
+            rx_timestamps,
+        })),
+        (StageConfig::Sink(settings), domain) => {
+            sink_stage(config, p, domain, settings, rx_int_port, rx_timestamps, built)?
+        }
+        #[cfg(feature = "lab")]
+        (StageConfig::Impair(settings), _) => impair_stage(config, p, settings, ports, built)?,
+        (StageConfig::Source(_) | StageConfig::Source21(_), _) => {
+            return Err(RunError::Setup(format!(
+                "pipeline {}: a source of another INT version than its domain",
+                p.name
+            )))
+        }
+    };
+    Ok(stage)
+}
+
+/// A sink of the pipeline's domain, with its report ring to the exporter.
+fn sink_stage(
+    config: &Config,
+    p: &PipelineConfig,
+    domain: IntDomain,
+    settings: &crate::config::SinkSettings,
+    int_port: u16,
+    rx_timestamps: Option<RxClock>,
+    built: &mut Built,
+) -> Result<Stage, RunError> {
+    let export =
+        config.export.as_ref().ok_or_else(|| RunError::Setup("a sink needs an export section".into()))?;
+    let (sender, receiver) = export::report_ring(export.ring_size);
+    built.reports.push(receiver);
+    let stage = match domain {
+        IntDomain::V05(domain) => {
             let sink = SinkStage::new(
-                p.domain,
+                domain,
                 settings.clone(),
                 config.node_id,
-                rx_int_port,
+                int_port,
                 export.profile,
                 export.rate_limit,
                 sender,
@@ -108,23 +161,57 @@ fn stage(config: &Config, p: &PipelineConfig, ports: &Ports, built: &mut Built) 
             log_flow_table(&p.name, sink.flows.slot_bytes(), sink.flows.bytes_per_flow());
             Stage::Sink(Box::new(sink))
         }
-        #[cfg(feature = "lab")]
-        StageConfig::Impair(settings) => impair_stage(config, p, settings, ports, built)?,
+        IntDomain::V21(domain) => Stage::Sink21(Box::new(Sink21Stage {
+            domain,
+            settings: settings.clone(),
+            latency: settings.latency,
+            node_id: config.node_id,
+            int_port,
+            flows: FlowTable::new(settings.flow_capacity as usize),
+            reports: sender,
+            limit: RateLimit::new(export.rate_limit),
+            rx_timestamps,
+            last_sweep_ns: 0,
+        })),
     };
     Ok(stage)
 }
 
+/// The INT 2.1 source configuration of a pipeline.
+fn source21_config(
+    domain: int_core::int21::Domain,
+    settings: &Source21Settings,
+    mtu: u16,
+) -> int_core::int21::source::SourceConfig {
+    int_core::int21::source::SourceConfig {
+        domain,
+        header_type: match settings.mode {
+            Mode::Md => int_core::int21::HeaderType::Md,
+            Mode::Mx => int_core::int21::HeaderType::Mx,
+        },
+        instructions: settings.instructions,
+        ds_words: 0,
+        max_hops: settings.max_hops,
+        own_hop: settings.own_hop,
+        domain_id: 0,
+        ds_instructions: 0,
+        ds_flags: 0,
+        discard: false,
+        max_ip_len: mtu,
+    }
+}
+
 fn source_stage(
     config: &Config,
-    p: &PipelineConfig,
+    domain: Domain,
     settings: &SourceSettings,
     mtu: u16,
     hop: int_core::int05::HopMetadata,
     rx_timestamps: Option<RxClock>,
-) -> Result<SourceStage, RunError> {
+) -> Result<SourceStage, String> {
     let source_config = SourceConfig {
-        encapsulation: p.domain.encapsulation,
-        tcp_placement: p.domain.tcp_placement,
+        encapsulation: domain.encapsulation,
+        tcp_placement: domain.tcp_placement,
         shim_type: settings.shim_type,
         instructions: settings.instructions,
         max_hop_cnt: settings.max_hop_count,
@@ -132,9 +219,8 @@ fn source_stage(
         max_ip_len: mtu,
         tail: settings.tail,
     };
-    source_config.check().map_err(|e| RunError::Setup(format!("pipeline {}: {e}", p.name)))?;
-    let template = Template::new(&source_config, &hop)
-        .map_err(|e| RunError::Setup(format!("pipeline {}: INT block: {e}", p.name)))?;
+    source_config.check()?;
+    let template = Template::new(&source_config, &hop).map_err(|e| format!("INT block: {e}"))?;
     Ok(SourceStage {
         config: source_config,
         template,

@@ -7,8 +7,11 @@ pub mod factory;
 #[cfg(feature = "lab")]
 pub mod impair;
 pub mod sink;
+pub mod sink21;
 pub mod source;
+pub mod source21;
 pub mod transit;
+pub mod transit21;
 
 #[cfg(test)]
 mod shared_mbufs;
@@ -26,6 +29,9 @@ pub enum Stage {
     Source(Box<source::SourceStage>),
     Transit(Box<transit::TransitStage>),
     Sink(Box<sink::SinkStage>),
+    Source21(Box<source21::Source21Stage>),
+    Transit21(Box<transit21::Transit21Stage>),
+    Sink21(Box<sink21::Sink21Stage>),
     #[cfg(feature = "lab")]
     Impair(Box<impair::ImpairStage>),
 }
@@ -46,11 +52,13 @@ impl Pipeline {
         // The lcore's clock, shown by each of its pipelines.
         self.counters.set(Counter::clock_steps_back, clock.steps_back());
         // The sink reads the clock once per poll, for its sweep and burst.
-        let sink_ns = if matches!(self.stage, Stage::Sink(_)) { clock.now_ns() } else { 0 };
+        let sink_ns =
+            if matches!(self.stage, Stage::Sink(_) | Stage::Sink21(_)) { clock.now_ns() } else { 0 };
         match &mut self.stage {
             // The sweep runs even when no packet came: losses are reported
             // on time for flows that went quiet.
             Stage::Sink(sink) => sink.sweep(sink_ns, &mut self.counters),
+            Stage::Sink21(sink) => sink.sweep(sink_ns, &mut self.counters),
             #[cfg(feature = "lab")]
             Stage::Impair(impair) if received == 0 => impair.release_due(clock, &mut self.counters),
             _ => {}
@@ -65,6 +73,9 @@ impl Pipeline {
             Stage::Source(source) => source.process(burst, clock, &mut self.counters),
             Stage::Transit(transit) => transit.process(burst, clock, &mut self.counters),
             Stage::Sink(sink) => sink.process(burst, sink_ns, &mut self.counters),
+            Stage::Source21(source) => source.process(burst, clock, &mut self.counters),
+            Stage::Transit21(transit) => transit.process(burst, clock, &mut self.counters),
+            Stage::Sink21(sink) => sink.process(burst, sink_ns, &mut self.counters),
             #[cfg(feature = "lab")]
             Stage::Impair(impair) => impair.process(burst, clock, &mut self.counters),
         }

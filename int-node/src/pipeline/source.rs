@@ -260,7 +260,7 @@ impl SourceStage {
     }
 }
 
-fn skip_counter(skip: Skip) -> Counter {
+pub(crate) fn skip_counter(skip: Skip) -> Counter {
     match skip {
         Skip::NotIpv4 => Counter::not_ipv4,
         Skip::NotTcpUdp => Counter::not_tcp_udp,

@@ -1,0 +1,138 @@
+//! The source stage of an INT 2.1 domain: inserts INT-MD (with this node's
+//! metadata: node id, level 1 ports, hop latency, 64-bit ingress and egress
+//! timestamps) or INT-MX into packets of watched flows. At the domain's
+//! edge, a packet that arrives marked is handled by the [`MarkedPolicy`]
+//! as in an INT 0.5 domain.
+
+use std::net::SocketAddrV4;
+
+use int_core::int21::source::{self, SourceConfig};
+use int_core::int21::{sink, HopMetadata};
+use int_core::source::Skip;
+
+use super::source::skip_counter;
+use crate::clock::Clock;
+use crate::config::{MarkedPolicy, Rule};
+use crate::dpdk::mbuf::{Burst, RxClock};
+use crate::stats::{Counter, Counters};
+
+pub struct Source21Stage {
+    pub config: SourceConfig,
+    pub watchlist: Vec<Rule>,
+    pub node_id: u32,
+    pub rx_int_port: u16,
+    pub tx_int_port: u16,
+    pub rx_timestamps: Option<RxClock>,
+    pub marked: MarkedPolicy,
+    /// The collector this node's own reports go to: never instrumented.
+    pub own_reports_to: Option<SocketAddrV4>,
+}
+
+impl Source21Stage {
+    #[inline(never)]
+    pub fn process(&mut self, burst: &mut Burst, clock: &mut Clock, counters: &mut Counters) {
+        let now_ns = clock.now_ns();
+        let mut drop = 0u32;
+        for i in 0..burst.len() {
+            let Some(frame) = super::frame_ahead(burst, i, counters) else { continue };
+            let plan = match source::plan(frame, &self.config) {
+                Ok(plan) => plan,
+                Err(Skip::AlreadyMarked) if self.marked == MarkedPolicy::Drop => {
+                    counters.inc(Counter::marked_dropped);
+                    drop |= 1 << i;
+                    continue;
+                }
+                Err(Skip::AlreadyMarked) if self.marked == MarkedPolicy::Strip => {
+                    match self.strip_foreign(burst, i, counters) {
+                        Some(plan) => plan,
+                        None => continue,
+                    }
+                }
+                Err(skip) => {
+                    counters.inc(skip_counter(skip));
+                    continue;
+                }
+            };
+            if !self.admit(&plan.flow, counters) {
+                continue;
+            }
+            let ingress = self.rx_timestamps.and_then(|clock| burst.rx_time_ns(i, &clock)).unwrap_or(now_ns);
+            let hop = self.own_hop(ingress, now_ns);
+            let config = &self.config;
+            match burst.with_frame(i, |f| source::insert(f, &plan, config, &hop)) {
+                Some(Ok(_)) => counters.inc(Counter::instrumented),
+                Some(Err(skip)) => counters.inc(skip_counter(skip)),
+                None => counters.inc(Counter::shared_mbuf),
+            }
+            if plan.mtu_exceeded {
+                counters.inc(Counter::mtu_exceeded);
+            }
+        }
+        if drop != 0 {
+            burst.retain(|i| drop & (1 << i) == 0);
+        }
+    }
+
+    /// This node's metadata: the time the packet arrived and leaves.
+    fn own_hop(&self, ingress_ns: u64, egress_ns: u64) -> HopMetadata {
+        HopMetadata {
+            node_id: Some(self.node_id),
+            l1_ingress_port: Some(self.rx_int_port),
+            l1_egress_port: Some(self.tx_int_port),
+            hop_latency: u32::try_from(egress_ns.saturating_sub(ingress_ns)).ok(),
+            ingress_timestamp: Some(ingress_ns),
+            egress_timestamp: Some(egress_ns),
+            ..HopMetadata::default()
+        }
+    }
+
+    /// Whether a flow is instrumented: watched, and not this node's reports.
+    fn admit(&self, flow: &int_core::flow::FlowKey, counters: &mut Counters) -> bool {
+        if !self.watchlist.is_empty() && !self.watchlist.iter().any(|rule| rule.matches(flow)) {
+            counters.inc(Counter::not_watched);
+            return false;
+        }
+        if let Some(collector) = self.own_reports_to {
+            if flow.protocol == 17 && flow.dst == *collector.ip() && flow.dst_port == collector.port() {
+                counters.inc(Counter::own_reports);
+                return false;
+            }
+        }
+        true
+    }
+
+    /// The strip policy: a foreign INT 2.1 block of this domain is removed
+    /// (the packet restored as a sink would); then the packet is planned as
+    /// any other, its mark kept in the shim if it still carries one, or,
+    /// when it will not be instrumented, its mark cleared.
+    #[inline(never)]
+    fn strip_foreign(&self, burst: &mut Burst, i: usize, counters: &mut Counters) -> Option<source::Plan> {
+        let domain = self.config.domain;
+        let stripped = burst.with_frame(i, |frame| match sink::extract(frame.frame(), &domain) {
+            Ok(Some(found)) => sink::strip(frame, &found).is_some(),
+            _ => false,
+        });
+        if stripped == Some(true) {
+            counters.inc(Counter::foreign_int_stripped);
+        }
+        let frame = burst.data(i)?;
+        let plan = source::plan(frame, &self.config).or_else(|_| source::plan_marked(frame, &self.config));
+        match plan {
+            Ok(plan)
+                if self.watchlist.is_empty()
+                    || self.watchlist.iter().any(|rule| rule.matches(&plan.flow)) =>
+            {
+                counters.inc(Counter::marked_instrumented);
+                Some(plan)
+            }
+            _ => {
+                let config = &self.config;
+                match burst.with_frame(i, |frame| source::clear_mark(frame.frame_mut(), config)) {
+                    Some(true) => counters.inc(Counter::mark_cleared),
+                    _ => counters.inc(Counter::marked_passed),
+                }
+                None
+            }
+        }
+    }
+}

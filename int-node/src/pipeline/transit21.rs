@@ -1,0 +1,56 @@
+//! The transit stage of an INT 2.1 domain: pushes this node's metadata onto
+//! INT-MD stacks (values a software node cannot know are all ones), sets E
+//! or M where the rules say so, and leaves INT-MX packets as they are.
+
+use int_core::int21::transit::{self, NotPushed, Outcome};
+use int_core::int21::{Domain, HopMetadata};
+
+use crate::clock::Clock;
+use crate::dpdk::mbuf::{Burst, RxClock};
+use crate::stats::{Counter, Counters};
+
+pub struct Transit21Stage {
+    pub domain: Domain,
+    pub max_ip_len: u16,
+    pub node_id: u32,
+    pub rx_int_port: u16,
+    pub tx_int_port: u16,
+    pub rx_timestamps: Option<RxClock>,
+}
+
+impl Transit21Stage {
+    #[inline(never)]
+    pub fn process(&mut self, burst: &mut Burst, clock: &mut Clock, counters: &mut Counters) {
+        let now_ns = clock.now_ns();
+        for i in 0..burst.len() {
+            burst.prefetch(i + 1);
+            if let Some(counter) = super::unwritable(burst, i) {
+                counters.inc(counter);
+                continue;
+            }
+            let ingress = self.rx_timestamps.and_then(|clock| burst.rx_time_ns(i, &clock)).unwrap_or(now_ns);
+            let hop = HopMetadata {
+                node_id: Some(self.node_id),
+                l1_ingress_port: Some(self.rx_int_port),
+                l1_egress_port: Some(self.tx_int_port),
+                hop_latency: u32::try_from(now_ns.saturating_sub(ingress)).ok(),
+                ingress_timestamp: Some(ingress),
+                egress_timestamp: Some(now_ns),
+                ..HopMetadata::default()
+            };
+            let (domain, max_ip_len) = (&self.domain, self.max_ip_len);
+            let counter = match burst.with_frame(i, |f| transit::push(f, domain, max_ip_len, &hop)) {
+                None => Counter::shared_mbuf,
+                Some(Ok(Outcome::Pushed(_))) => Counter::pushed,
+                Some(Ok(Outcome::MaxHopReached)) => Counter::max_hop_reached,
+                Some(Ok(Outcome::MtuExceeded)) => Counter::mtu_exceeded,
+                Some(Ok(Outcome::Mx)) => Counter::mx_passed,
+                Some(Err(NotPushed::NotInt)) => Counter::not_int,
+                Some(Err(NotPushed::TooBig)) => Counter::too_big,
+                Some(Err(NotPushed::NoHeadroom)) => Counter::no_headroom,
+                Some(Err(NotPushed::Malformed(error))) => Counter::malformed(error.drop_reason()),
+            };
+            counters.inc(counter);
+        }
+    }
+}

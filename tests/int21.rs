@@ -1,0 +1,84 @@
+//! An INT 2.1 domain on the real binary over net_pcap vdevs: source ->
+//! transit -> sink restores every byte, in the DSCP and the UDP port
+//! marking, and the sink's Telemetry Report 2.0 latency reports carry the
+//! whole stack and the one-way latency the capture times set.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
+mod common;
+
+use common::*;
+use int_core::int21::{self, Block, Marking};
+use int_core::report::tr20;
+
+/// Rewrites each INT 2.1 packet's capture time to its source's ingress
+/// timestamp plus `latency_ns`: a sink clocked by capture times then
+/// measures exactly that latency.
+fn retime(path: &std::path::Path, domain: &int21::Domain, latency_ns: u64) {
+    let frames: Vec<(u64, Vec<u8>)> = read_pcap(path)
+        .into_iter()
+        .map(|frame| {
+            let found = int21::sink::extract(&frame, domain).unwrap().unwrap();
+            let source_ns = found.source_hop.unwrap().ingress_timestamp.unwrap();
+            (source_ns + latency_ns, frame)
+        })
+        .collect();
+    write_pcap_at(path, &frames);
+}
+
+fn chain(name: &str, int_section: &str, domain: int21::Domain) {
+    let dir = workdir(name);
+    let frames = mixed_traffic(240, 12, 120);
+    write_pcap(&dir.join("in.pcap"), &frames);
+    let clocked = format!("{int_section}    clock: rx-timestamp\n");
+    let source = run_node(&dir, &node_config("source", "in.pcap", "int.pcap", &clocked, None));
+    assert_eq!(source.counter("source", "instrumented"), 240, "{}", source.stdout());
+    let transit = run_node(&dir, &node_config("transit", "int.pcap", "int2.pcap", &clocked, None));
+    assert_eq!(transit.counter("transit", "pushed"), 240, "{}", transit.stdout());
+    retime(&dir.join("int2.pcap"), &domain, 150_000);
+    let collector = Collector::new();
+    let sink =
+        run_node(&dir, &node_config("sink", "int2.pcap", "out.pcap", &clocked, Some(&collector.addr())));
+    assert_same_frames(&read_pcap(&dir.join("out.pcap")), &frames);
+    assert_eq!(sink.counter("sink", "stripped"), 240);
+    assert_eq!(sink.counter("sink", "flows_created"), 12);
+    let reports = collector.reports();
+    assert_eq!(reports.len() as u64, sink.counter("sink", "reports_latency"));
+    assert_eq!(reports.len(), 12, "one report per flow: the latency never changes");
+    for (i, datagram) in reports.iter().enumerate() {
+        let report = tr20::Report::parse(datagram).unwrap();
+        assert_eq!(report.group.node_id, 0x0a00_0002);
+        assert_eq!(report.group.sequence, i as u32 + 1, "the exporter numbers TR 2.0 reports from 1");
+        let individuals: Vec<_> = report.reports().collect::<Result<_, _>>().unwrap();
+        let [individual] = individuals.as_slice() else { panic!("one report per datagram") };
+        assert_eq!((individual.rep_type, individual.in_type), (tr20::RepType::Int, tr20::InType::Ipv4));
+        let sink_ns = individual.int.unwrap().metadata.ingress_timestamp.unwrap();
+        let block = int21::find_in_report(individual.inner, &domain).unwrap();
+        let hops: Vec<_> = match block {
+            Some(Block::Md(md)) => md.hops().collect(),
+            other => panic!("no INT-MD block in the report's packet: {other:?}"),
+        };
+        assert_eq!(hops.iter().map(|h| h.node_id.unwrap()).collect::<Vec<_>>(), [0x0a00_0005, 0x0a00_0001]);
+        assert_eq!(sink_ns - hops[1].ingress_timestamp.unwrap(), 150_000, "one-way latency");
+    }
+}
+
+#[test]
+fn dscp_marked_domain_restores_every_byte_and_reports_latency() {
+    let dscp = int_core::encap::DscpMatch::new(0x17, 0x3f).unwrap();
+    let domain = int21::Domain {
+        marking: Marking::Dscp(dscp),
+        tcp_placement: int_core::encap::TcpPlacement::BeforeOptions,
+        source_only_words: 0,
+    };
+    chain("int21-dscp", "    int: {version: 2.1}\n", domain);
+}
+
+#[test]
+fn udp_port_marked_domain_restores_every_byte_and_reports_latency() {
+    let domain = int21::Domain {
+        marking: Marking::UdpPort(7777),
+        tcp_placement: int_core::encap::TcpPlacement::BeforeOptions,
+        source_only_words: 0,
+    };
+    chain("int21-port", "    int: {version: 2.1, udp_port: 7777}\n", domain);
+}
