@@ -52,8 +52,8 @@ fn chain(name: &str, int_section: &str, domain: int21::Domain) {
         let [individual] = individuals.as_slice() else { panic!("one report per datagram") };
         assert_eq!((individual.rep_type, individual.in_type), (tr20::RepType::Int, tr20::InType::Ipv4));
         let sink_ns = individual.int.unwrap().metadata.ingress_timestamp.unwrap();
-        let block = int21::find_in_report(individual.inner, &domain).unwrap();
-        let hops: Vec<_> = match block {
+        let found = int21::find_in_report(individual.inner, &domain).unwrap();
+        let hops: Vec<_> = match found.map(|(block, _)| block) {
             Some(Block::Md(md)) => md.hops().collect(),
             other => panic!("no INT-MD block in the report's packet: {other:?}"),
         };
@@ -81,4 +81,42 @@ fn udp_port_marked_domain_restores_every_byte_and_reports_latency() {
         source_only_words: 0,
     };
     chain("int21-port", "    int: {version: 2.1, udp_port: 7777}\n", domain);
+}
+
+/// `int-tools collect` reads an INT 2.1 sink's Telemetry Report 2.0
+/// reports: each flow's one-way latency from the report's timestamp and the
+/// stack inside, in its records and its summary.
+#[test]
+fn collect_reads_the_latency_of_int21_reports() {
+    let dir = workdir("int21-collect");
+    let domain = int21::Domain {
+        marking: Marking::Dscp(int_core::encap::DscpMatch::new(0x17, 0x3f).unwrap()),
+        tcp_placement: int_core::encap::TcpPlacement::BeforeOptions,
+        source_only_words: 0,
+    };
+    write_pcap(&dir.join("in.pcap"), &mixed_traffic(60, 6, 120));
+    let clocked = "    int: {version: 2.1}\n    clock: rx-timestamp\n";
+    run_node(&dir, &node_config("source", "in.pcap", "int.pcap", clocked, None));
+    retime(&dir.join("int.pcap"), &domain, 250_000);
+    let (child, listen) =
+        common::collector::start_collector(&tools_bin(), &["--count", "6", "--duration", "30"]);
+    run_node(&dir, &node_config("sink", "int.pcap", "out.pcap", clocked, Some(&listen)));
+    let output = child.wait_with_output().unwrap();
+    let lines: Vec<serde_json::Value> =
+        String::from_utf8(output.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let records: Vec<_> = lines.iter().filter(|l| l["type"] == "tr20").collect();
+    assert_eq!(records.len(), 6, "{lines:?}");
+    for record in &records {
+        assert_eq!(record["latency_ns"], 250_000, "{record}");
+        assert_eq!(record["hops"], 1);
+        assert_eq!(record["source_node"], 0x0a00_0001);
+    }
+    let summary = &lines.last().unwrap()["summary"];
+    assert_eq!(summary["lost_reports"], 0, "{summary}");
+    let flows = summary["flows"].as_array().unwrap();
+    assert_eq!(flows.len(), 6);
+    assert!(
+        flows.iter().all(|f| f["latency_min_ns"] == 250_000 && f["latency_max_ns"] == 250_000),
+        "{flows:?}"
+    );
 }

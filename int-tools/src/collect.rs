@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use int_core::flow::FlowKey;
 
-use int_core::report::{self, Report, SinkIdWord};
+use int_core::report::{self, tr20, Report, SinkIdWord};
 use int_os::{signals, udp};
 use serde_json::json;
 
@@ -42,6 +42,13 @@ pub struct CollectArgs {
     /// net.core.rmem_max): room for a burst of reports while a line prints.
     #[arg(long, default_value_t = 8 << 20)]
     pub rcvbuf: usize,
+    /// DSCP value and mask of the INT 2.1 domain whose packets Telemetry
+    /// Report 2.0 reports carry.
+    #[arg(long, default_value = "0x17/0x3f")]
+    pub int21_dscp: int_core::encap::DscpMatch,
+    /// UDP port of the INT 2.1 domain, if it is marked by port.
+    #[arg(long)]
+    pub int21_port: Option<u16>,
 }
 
 /// The largest report sequence gap believed as lost reports (a sink's
@@ -52,12 +59,26 @@ pub struct CollectArgs {
 const MAX_REPORT_GAP: u32 = 4096;
 
 #[derive(Debug, Default, Clone)]
-struct FlowSummary {
+pub struct FlowSummary {
     reports: u64,
-    latency_min: i32,
-    latency_max: i32,
+    latency_min: i64,
+    latency_max: i64,
     latency_sum: i64,
     lost: u64,
+}
+
+impl FlowSummary {
+    /// One latency report's one-way latency, ns.
+    pub fn add_latency(&mut self, latency: i64) {
+        if self.reports == 0 || latency < self.latency_min {
+            self.latency_min = latency;
+        }
+        if self.reports == 0 || latency > self.latency_max {
+            self.latency_max = latency;
+        }
+        self.latency_sum += latency;
+        self.reports += 1;
+    }
 }
 
 /// Report sequence accounting for one sender.
@@ -74,6 +95,21 @@ struct Sender {
 }
 
 impl Sender {
+    /// [`Sender::account`] for Telemetry Report 2.0's 22-bit numbers: they
+    /// are widened across wraps first.
+    fn account_22(&mut self, sequence: u32) -> u32 {
+        const MASK: u32 = 0x003f_ffff;
+        let widened = match self.next_sequence {
+            // The 22-bit difference, signed, from the number expected.
+            Some(expected) => {
+                let difference = (sequence.wrapping_sub(expected) & MASK) << 10;
+                expected.wrapping_add(((difference as i32) >> 10) as u32)
+            }
+            None => sequence,
+        };
+        self.account(widened)
+    }
+
     /// Accounts for one report's sequence number; returns how many reports
     /// are believed lost right before it.
     fn account(&mut self, sequence: u32) -> u32 {
@@ -128,12 +164,21 @@ fn reason(error: &int_core::ParseError) -> String {
 }
 
 pub fn run(args: &CollectArgs) -> Result<(), String> {
-    let mode = match args.sink_id.as_str() {
+    let int21_domain = int_core::int21::Domain {
+        marking: match args.int21_port {
+            Some(port) => int_core::int21::Marking::UdpPort(port),
+            None => int_core::int21::Marking::Dscp(args.int21_dscp),
+        },
+        tcp_placement: int_core::encap::TcpPlacement::BeforeOptions,
+        source_only_words: 0,
+    };
+    let sink_id = match args.sink_id.as_str() {
         "present" => SinkIdWord::Present,
         "absent" => SinkIdWord::Absent,
         "detect" => SinkIdWord::Detect,
         other => return Err(format!("--sink-id {other:?}: present, absent or detect")),
     };
+    let how = How { sink_id, int21_domain, json: args.json };
     let socket = UdpSocket::bind(&args.listen).map_err(|e| format!("--listen {}: {e}", args.listen))?;
     socket.set_read_timeout(Some(Duration::from_millis(100))).map_err(|e| e.to_string())?;
     let rcvbuf = udp::set_receive_buffer(&socket, args.rcvbuf).map_err(|e| format!("--rcvbuf: {e}"))?;
@@ -168,32 +213,66 @@ pub fn run(args: &CollectArgs) -> Result<(), String> {
         };
         totals.received += 1;
         let payload = buf.get(..n).unwrap_or(&[]);
-        let parsed = match report::parse(payload, mode) {
-            Ok(parsed) => parsed,
-            Err(error) => {
-                *totals.malformed.entry(reason(&error)).or_default() += 1;
-                if args.json {
-                    println!(
-                        "{}",
-                        json!({"from": from.to_string(), "error": error.to_string(), "length": n})
-                    );
-                } else {
-                    println!("From {from}: malformed report ({n} bytes): {error}");
-                }
-                continue;
-            }
-        };
-        let sequence = match &parsed {
-            Report::Latency(l) => l.header.sequence,
-            Report::DropSummary(d) => d.header.sequence,
-            Report::Tr05 { header, .. } => header.sequence,
-        };
-        let missing = senders.entry(from).or_default().account(sequence);
-        record(&parsed, from, missing, &mut flows, args.json);
+        take(
+            payload,
+            from,
+            &mut Books { flows: &mut flows, senders: &mut senders, totals: &mut totals },
+            &how,
+        );
     }
     totals.kernel_drops = udp::socket_drops(&socket).unwrap_or(totals.kernel_drops);
     print_summary(&flows, &senders, &totals, args.json);
     Ok(())
+}
+
+/// How datagrams are read and printed.
+struct How {
+    sink_id: SinkIdWord,
+    int21_domain: int_core::int21::Domain,
+    json: bool,
+}
+
+/// What the collector has learnt so far.
+struct Books<'a> {
+    flows: &'a mut BTreeMap<FlowKey, FlowSummary>,
+    senders: &'a mut BTreeMap<SocketAddr, Sender>,
+    totals: &'a mut Totals,
+}
+
+/// One datagram: a Telemetry Report 2.0 (by its version) or a 0.5 or
+/// Host-INT report, accounted, recorded and printed; refused by reason.
+fn take(payload: &[u8], from: SocketAddr, books: &mut Books<'_>, how: &How) {
+    if payload.first().is_some_and(|byte| byte >> 4 == tr20::VERSION) {
+        match tr20::Report::parse(payload) {
+            Ok(report) => {
+                let missing = books.senders.entry(from).or_default().account_22(report.group.sequence);
+                crate::collect21::record(&report, &how.int21_domain, from, missing, books.flows, how.json);
+            }
+            Err(error) => refuse(&error, from, payload.len(), books.totals, how.json),
+        }
+        return;
+    }
+    let parsed = match report::parse(payload, how.sink_id) {
+        Ok(parsed) => parsed,
+        Err(error) => return refuse(&error, from, payload.len(), books.totals, how.json),
+    };
+    let sequence = match &parsed {
+        Report::Latency(l) => l.header.sequence,
+        Report::DropSummary(d) => d.header.sequence,
+        Report::Tr05 { header, .. } => header.sequence,
+    };
+    let missing = books.senders.entry(from).or_default().account(sequence);
+    record(&parsed, from, missing, books.flows, how.json);
+}
+
+/// A refused datagram: counted by reason and said.
+fn refuse(error: &int_core::ParseError, from: SocketAddr, len: usize, totals: &mut Totals, json_out: bool) {
+    *totals.malformed.entry(reason(error)).or_default() += 1;
+    if json_out {
+        println!("{}", json!({"from": from.to_string(), "error": error.to_string(), "length": len}));
+    } else {
+        println!("From {from}: malformed report ({len} bytes): {error}");
+    }
 }
 
 fn record(
@@ -251,13 +330,7 @@ fn record_latency(
     };
     let latency = l.latency_ns();
     if let Some(latency) = latency {
-        let entry = flows.entry(flow).or_default();
-        if entry.reports == 0 || latency < entry.latency_min {
-            entry.latency_min = latency;
-        }
-        entry.latency_max = entry.latency_max.max(latency);
-        entry.latency_sum += i64::from(latency);
-        entry.reports += 1;
+        flows.entry(flow).or_default().add_latency(i64::from(latency));
     }
     if json_out {
         println!("{}", latency_json(l, &flow, from, missing));
@@ -338,7 +411,7 @@ fn print_drop_summary(d: &report::DropSummaryReport, missing: u32) {
     );
 }
 
-fn missing_note(missing: u32) -> String {
+pub fn missing_note(missing: u32) -> String {
     if missing == 0 {
         String::new()
     } else {

@@ -4,6 +4,7 @@
 //! host installs this binary alone.
 
 mod collect;
+mod collect21;
 mod decode;
 mod decode21;
 mod gen;

@@ -68,14 +68,20 @@ pub fn find<'a>(frame: &'a [u8], domain: &Domain) -> Result<Option<Found<'a>>, P
     Ok(Some(Found { ip, l4, block_at, block, flow }))
 }
 
-/// The INT 2.1 block of a packet a telemetry report carries: from its IPv4
-/// header, possibly cut short after the block (its lengths then cover more
-/// than is there). Only the headers in front of the block are read.
-pub fn find_in_report<'a>(packet: &'a [u8], domain: &Domain) -> Result<Option<Block<'a>>, ParseError> {
+/// The INT 2.1 block of a packet a telemetry report carries, and its
+/// original flow: from its IPv4 header, possibly cut short after the block
+/// (its lengths then cover more than is there). Only the headers in front
+/// of the block, and with NPT 2 the original L4 header's ports, are read.
+pub fn find_in_report<'a>(
+    packet: &'a [u8],
+    domain: &Domain,
+) -> Result<Option<(Block<'a>, FlowKey)>, ParseError> {
     use zerocopy::FromBytes;
     let (ip, _) = crate::wire::Ipv4Header::ref_from_prefix(packet)
         .map_err(|_| ParseError::truncated(Layer::Ipv4, 0, 20, packet.len()))?;
     let l4 = ip.header_len();
+    let port =
+        |at: usize| packet.get(at..at + 2).and_then(|b| b.try_into().ok()).map_or(0, u16::from_be_bytes);
     let block_at = match (domain.marking, ip.protocol) {
         (Marking::Dscp(dscp), _) if !dscp.encapsulation().tos_is_marked(ip.tos) => return Ok(None),
         (_, locate::PROTO_UDP) => l4 + crate::wire::udp::HEADER_LEN,
@@ -87,7 +93,17 @@ pub fn find_in_report<'a>(packet: &'a [u8], domain: &Domain) -> Result<Option<Bl
         _ => return Ok(None),
     };
     let region = packet.get(block_at..).unwrap_or_default();
-    Block::parse(region, domain.source_only_words).map(Some).map_err(|e| e.shifted(block_at))
+    let block = Block::parse(region, domain.source_only_words).map_err(|e| e.shifted(block_at))?;
+    let (protocol, src_port, dst_port) = match block.shim().next {
+        Next::Dscp(_) => (ip.protocol, port(l4), port(l4 + 2)),
+        Next::UdpPort(original) => (ip.protocol, port(l4), original),
+        Next::IpProtocol(protocol) => {
+            let inner = block_at + block.len();
+            (protocol, port(inner), port(inner + 2))
+        }
+    };
+    let flow = FlowKey { src: ip.src_addr(), dst: ip.dst_addr(), protocol, src_port, dst_port };
+    Ok(Some((block, flow)))
 }
 
 /// The original flow, by NPT; an NPT the marking does not allow is refused.

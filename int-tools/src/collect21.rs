@@ -1,0 +1,90 @@
+//! collect's Telemetry Report 2.0 side: each individual report of an INT
+//! 2.1 sink (RepType 1 with the sink's ingress timestamp, the packet with
+//! its INT 2.1 stack inside) gives the flow and its one-way latency: the
+//! sink's ingress timestamp minus the bottom hop's.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+
+use int_core::flow::FlowKey;
+use int_core::int21::{self, Block};
+use int_core::report::tr20::{IndividualReport, Report};
+use serde_json::json;
+
+use crate::collect::{missing_note, FlowSummary};
+
+/// One latency record a TR 2.0 individual report gives.
+pub struct Latency21 {
+    pub flow: FlowKey,
+    /// Sink minus source ingress timestamps, ns (negative: clock skew).
+    pub latency_ns: Option<i64>,
+    pub hops: usize,
+    pub source_node: Option<u32>,
+}
+
+/// Reads an individual report's latency, when it is one.
+pub fn latency_of(report: &IndividualReport<'_>, domain: &int21::Domain) -> Option<Latency21> {
+    let int = report.int?;
+    let (block, flow) = int21::find_in_report(report.inner, domain).ok()??;
+    let Block::Md(md) = block else {
+        return Some(Latency21 { flow, latency_ns: None, hops: 0, source_node: None });
+    };
+    let source = md.hops().last();
+    let latency_ns = match (int.metadata.ingress_timestamp, source.and_then(|hop| hop.ingress_timestamp)) {
+        (Some(sink), Some(source)) => Some(sink.wrapping_sub(source) as i64),
+        _ => None,
+    };
+    Some(Latency21 {
+        flow,
+        latency_ns,
+        hops: md.hop_count(),
+        source_node: source.and_then(|hop| hop.node_id),
+    })
+}
+
+/// Records and prints every individual report of a TR 2.0 datagram.
+pub fn record(
+    report: &Report<'_>,
+    domain: &int21::Domain,
+    from: SocketAddr,
+    missing: u32,
+    flows: &mut BTreeMap<FlowKey, FlowSummary>,
+    json_out: bool,
+) {
+    for individual in report.reports().flatten() {
+        let latency = latency_of(&individual, domain);
+        if let Some(Latency21 { flow, latency_ns: Some(ns), .. }) = &latency {
+            flows.entry(*flow).or_default().add_latency(*ns);
+        }
+        let group = report.group;
+        if json_out {
+            println!(
+                "{}",
+                json!({"from": from.to_string(), "seq": group.sequence, "type": "tr20",
+                       "missing_reports_before": missing, "sink_node": group.node_id,
+                       "rep_type": u8::from(individual.rep_type), "in_type": u8::from(individual.in_type),
+                       "d": individual.flags.dropped, "f": individual.flags.tracked_flow,
+                       "flow": latency.as_ref().map(|l| json!({"src": l.flow.src.to_string(), "dst": l.flow.dst.to_string(),
+                           "protocol": l.flow.protocol, "src_port": l.flow.src_port, "dst_port": l.flow.dst_port})),
+                       "hops": latency.as_ref().map(|l| l.hops),
+                       "source_node": latency.as_ref().and_then(|l| l.source_node),
+                       "latency_ns": latency.as_ref().and_then(|l| l.latency_ns)})
+            );
+        } else {
+            println!("Seq: {} Type: Telemetry Report 2.0{}", group.sequence, missing_note(missing));
+            match &latency {
+                Some(l) => println!(
+                    "  Sink node: {}  Flow: {}  hops: {}  latency: {} ns",
+                    std::net::Ipv4Addr::from(group.node_id),
+                    l.flow,
+                    l.hops,
+                    l.latency_ns.map_or("-".to_string(), |ns| ns.to_string())
+                ),
+                None => println!(
+                    "  Sink node: {}  (no INT 2.1 packet inside)",
+                    std::net::Ipv4Addr::from(group.node_id)
+                ),
+            }
+        }
+    }
+}
