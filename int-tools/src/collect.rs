@@ -243,7 +243,8 @@ struct Books<'a> {
 /// Host-INT report, accounted, recorded and printed; refused by reason.
 fn take(payload: &[u8], from: SocketAddr, books: &mut Books<'_>, how: &How) {
     if payload.first().is_some_and(|byte| byte >> 4 == tr20::VERSION) {
-        match tr20::Report::parse(payload) {
+        match tr20::Report::parse(payload).and_then(|report| crate::collect21::check(&report).map(|_| report))
+        {
             Ok(report) => {
                 let missing = books.senders.entry(from).or_default().account_22(report.group.sequence);
                 crate::collect21::record(&report, &how.int21_domain, from, missing, books.flows, how.json);

@@ -8,10 +8,58 @@ use std::net::SocketAddr;
 
 use int_core::flow::FlowKey;
 use int_core::int21::{self, Block};
-use int_core::report::tr20::{IndividualReport, Report};
+use int_core::report::tr20::{InType, IndividualReport, Report};
+use int_core::{Layer, ParseError};
 use serde_json::json;
 
 use crate::collect::{missing_note, FlowSummary};
+
+/// What collect refuses beyond the parser: a datagram whose individual
+/// reports do not all parse or hold none, and reports no conforming sender
+/// writes: reserved bits set (the flags' Rsvd, RepMdBits bit 0 and bits
+/// 9-14), a reserved InType, inner contents that contradict the InType
+/// (bytes after InType None, an IPv4 or IPv6 packet of another version).
+/// The text lets receivers ignore reserved bits; a collector that trusts no
+/// sender refuses them, as it does for Telemetry Report 0.5.
+pub fn check(report: &Report<'_>) -> Result<usize, ParseError> {
+    let mut count = 0;
+    for individual in report.reports() {
+        let individual = individual?;
+        let reserved = |value: u8| ParseError::Reserved { layer: Layer::IndividualReport, offset: 0, value };
+        if individual.flags_reserved != 0 {
+            return Err(reserved(individual.flags_reserved));
+        }
+        if let Some(int) = individual.int {
+            let reserved_bits = int.rep_md_bits & 0x807e;
+            if reserved_bits != 0 {
+                return Err(reserved((reserved_bits >> 8) as u8 | reserved_bits as u8));
+            }
+        }
+        let version = individual.inner.first().map(|byte| byte >> 4);
+        let consistent = match individual.in_type {
+            InType::None => individual.inner.is_empty(),
+            InType::Ipv4 => version == Some(4),
+            InType::Ipv6 => version == Some(6),
+            InType::Ethernet => individual.inner.len() >= 14,
+            InType::Tlv | InType::DomainExtension => true,
+            InType::Reserved(value) => {
+                return Err(ParseError::UnknownType { layer: Layer::IndividualReport, offset: 0, value })
+            }
+        };
+        if !consistent {
+            return Err(ParseError::BadLength {
+                layer: Layer::IndividualReport,
+                offset: 0,
+                value: individual.inner.len(),
+            });
+        }
+        count += 1;
+    }
+    if count == 0 {
+        return Err(ParseError::BadLength { layer: Layer::IndividualReport, offset: 8, value: 0 });
+    }
+    Ok(count)
+}
 
 /// One latency record a TR 2.0 individual report gives.
 pub struct Latency21 {

@@ -333,6 +333,9 @@ pub struct IndividualReport<'a> {
     pub rep_type: RepType,
     pub in_type: InType,
     pub flags: ReportFlags,
+    /// The 4 reserved bits after D, Q, F and I, as carried (receivers may
+    /// ignore them).
+    pub flags_reserved: u8,
     /// The Report Length field as carried (0xFF: to the end).
     pub report_len_words: u8,
     pub md_len_words: u8,
@@ -389,6 +392,7 @@ impl<'a> IndividualReport<'a> {
             rep_type,
             in_type: InType::from(first & 0x0f),
             flags: ReportFlags::from_bits(flags),
+            flags_reserved: flags & 0x0f,
             report_len_words,
             md_len_words,
             int,
