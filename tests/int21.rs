@@ -120,3 +120,61 @@ fn collect_reads_the_latency_of_int21_reports() {
         "{flows:?}"
     );
 }
+
+/// An INT-MX domain: the source inserts the MX header, and the source, a
+/// transit hop and the sink each send a Telemetry Report 2.0 report for
+/// every packet with the metadata the bitmap asks for that they have;
+/// nothing is pushed, and the sink restores every byte.
+#[test]
+fn mx_domain_reports_from_every_node() {
+    let dir = workdir("int21-mx");
+    let frames = mixed_traffic(40, 4, 120);
+    write_pcap(&dir.join("in.pcap"), &frames);
+    let section = "    int: {version: 2.1}\n";
+    let source_section = format!(
+        "{section}    source: {{mode: mx, instructions: [node_id, queue_occupancy, ingress_timestamp]}}\n"
+    );
+    let collector = Collector::new();
+    let source = run_node(
+        &dir,
+        &node_config("source", "in.pcap", "int.pcap", &source_section, Some(&collector.addr())),
+    );
+    assert_eq!(source.counter("source", "instrumented"), 40);
+    let transit =
+        run_node(&dir, &node_config("transit", "int.pcap", "int2.pcap", section, Some(&collector.addr())));
+    assert_eq!(transit.counter("transit", "mx_passed"), 40);
+    let sink =
+        run_node(&dir, &node_config("sink", "int2.pcap", "out.pcap", section, Some(&collector.addr())));
+    assert_same_frames(&read_pcap(&dir.join("out.pcap")), &frames);
+    let reports = collector.reports();
+    assert_eq!(reports.len(), 120, "40 packets reported by each of 3 nodes");
+    let mut by_node = std::collections::BTreeMap::new();
+    for datagram in &reports {
+        let report = tr20::Report::parse(datagram).unwrap();
+        let individual = report.reports().next().unwrap().unwrap();
+        let int = individual.int.unwrap();
+        // Node id in the group header, queue occupancy unknown here: only
+        // the ingress timestamp of the bitmap is reported.
+        assert_eq!(int.rep_md_bits, 0x0800, "{:#06x}", int.rep_md_bits);
+        assert!(int.metadata.ingress_timestamp.is_some());
+        let block = int21::find_in_report(individual.inner, &dscp_domain()).unwrap().map(|(block, _)| block);
+        assert!(matches!(block, Some(Block::Mx(_))), "{block:?}");
+        *by_node.entry(report.group.node_id).or_insert(0) += 1;
+    }
+    assert_eq!(
+        by_node.into_iter().collect::<Vec<_>>(),
+        [(0x0a00_0001, 40), (0x0a00_0002, 40), (0x0a00_0005, 40)]
+    );
+    assert_eq!(sink.counter("sink", "stripped"), 40);
+    for run in [(&source, "source"), (&transit, "transit"), (&sink, "sink")] {
+        assert_eq!(run.0.counter(run.1, "reports_mx"), 40, "{}", run.1);
+    }
+}
+
+fn dscp_domain() -> int21::Domain {
+    int21::Domain {
+        marking: Marking::Dscp(int_core::encap::DscpMatch::new(0x17, 0x3f).unwrap()),
+        tcp_placement: int_core::encap::TcpPlacement::BeforeOptions,
+        source_only_words: 0,
+    }
+}

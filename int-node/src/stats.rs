@@ -83,6 +83,8 @@ counters! {
     clock_skew,
     clock_skew_max_ns,
     reports_latency,
+    // INT 2.1: INT-MX reports this node sent
+    reports_mx,
     reports_drop_summary,
     reports_suppressed,
     reports_ring_full,

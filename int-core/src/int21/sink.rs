@@ -25,6 +25,8 @@ pub struct Extracted {
     pub hop_count: usize,
     pub source_hop: Option<HopMetadata>,
     pub is_mx: bool,
+    /// The block's instruction bitmap (INT-MX: what every node reports).
+    pub instructions: super::Instructions,
     pub ip: crate::locate::Ipv4Location,
     pub l4: L4,
     pub block_at: usize,
@@ -56,9 +58,9 @@ fn extracted(frame: &[u8], found: &Found<'_>) -> Extracted {
     let block_len = found.block.len();
     let block_sum =
         checksum::sum(0, frame.get(found.block_at..found.block_at + block_len).unwrap_or_default());
-    let (discard, hop_count, source_hop, is_mx) = match found.block {
-        Block::Md(md) => (md.header.discard, md.hop_count(), md.hops().last(), false),
-        Block::Mx(mx) => (mx.header.discard, 0, None, true),
+    let (discard, hop_count, source_hop, is_mx, instructions) = match found.block {
+        Block::Md(md) => (md.header.discard, md.hop_count(), md.hops().last(), false, md.header.instructions),
+        Block::Mx(mx) => (mx.header.discard, 0, None, true, mx.header.instructions),
     };
     Extracted {
         flow: found.flow,
@@ -67,6 +69,7 @@ fn extracted(frame: &[u8], found: &Found<'_>) -> Extracted {
         hop_count,
         source_hop,
         is_mx,
+        instructions,
         ip: found.ip,
         l4: found.l4,
         block_at: found.block_at,

@@ -9,6 +9,7 @@ use int_core::source::{SourceConfig, Template};
 use int_core::transit::TransitConfig;
 
 use super::export::{self, ReportReceiver};
+use super::report21::Reporter21;
 use super::sink::{RateLimit, SinkStage};
 use super::sink21::Sink21Stage;
 use super::source::SourceStage;
@@ -99,6 +100,7 @@ fn stage(config: &Config, p: &PipelineConfig, ports: &Ports, built: &mut Built) 
                 rx_timestamps,
                 marked: settings.marked,
                 own_reports_to: config.export.as_ref().map(|e| e.collector),
+                reporter: (settings.mode == Mode::Mx).then(|| reporter21(config, built)).flatten(),
             }))
         }
         (StageConfig::Transit, IntDomain::V05(domain)) => Stage::Transit(Box::new(TransitStage {
@@ -116,6 +118,7 @@ fn stage(config: &Config, p: &PipelineConfig, ports: &Ports, built: &mut Built) 
             rx_int_port,
             tx_int_port,
             rx_timestamps,
+            reporter: reporter21(config, built),
         })),
         (StageConfig::Sink(settings), domain) => {
             sink_stage(config, p, domain, settings, rx_int_port, rx_timestamps, built)?
@@ -165,16 +168,27 @@ fn sink_stage(
             domain,
             settings: settings.clone(),
             latency: settings.latency,
-            node_id: config.node_id,
             int_port,
             flows: FlowTable::new(settings.flow_capacity as usize),
-            reports: sender,
-            limit: RateLimit::new(export.rate_limit),
+            reporter: Reporter21 {
+                sender,
+                limit: RateLimit::new(export.rate_limit),
+                node_id: config.node_id,
+            },
             rx_timestamps,
             last_sweep_ns: 0,
         })),
     };
     Ok(stage)
+}
+
+/// A report ring to the exporter for an INT 2.1 source or transit stage
+/// (their INT-MX reports), when the node exports.
+fn reporter21(config: &Config, built: &mut Built) -> Option<Reporter21> {
+    let export = config.export.as_ref()?;
+    let (sender, receiver) = export::report_ring(export.ring_size);
+    built.reports.push(receiver);
+    Some(Reporter21 { sender, limit: RateLimit::new(export.rate_limit), node_id: config.node_id })
 }
 
 /// The INT 2.1 source configuration of a pipeline.

@@ -6,6 +6,7 @@ pub mod export;
 pub mod factory;
 #[cfg(feature = "lab")]
 pub mod impair;
+pub mod report21;
 pub mod sink;
 pub mod sink21;
 pub mod source;

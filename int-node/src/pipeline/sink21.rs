@@ -14,14 +14,13 @@
 //! timestamp. A report goes out when a flow's latency changes by the
 //! sink's rule, as for INT 0.5. INT 2.1 carries no sequence number, so
 //! this stage declares no loss. INT-MX packets are stripped and reported
-//! the same way, without a stack.
+//! with this node's metadata as every MX node reports (see [`super::report21`]).
 
 use int_core::int21::{sink, Domain, HopMetadata};
 use int_core::latency::LatencyConfig;
-use int_core::report::tr20::{GroupHeaderRepr, InType, IndividualReport, IntContents, RepType, ReportFlags};
 
-use super::export::{QueueError, ReportSender};
-use super::sink::{one_way_latency, RateLimit};
+use super::report21::{Reporter21, Subject};
+use super::sink::one_way_latency;
 use crate::config::{MalformedPolicy, SinkSettings};
 use crate::dpdk::mbuf::{Burst, RxClock};
 use crate::flow_table::{Admission, FlowTable};
@@ -29,7 +28,7 @@ use crate::stats::{Counter, Counters};
 
 /// The sink's metadata in a latency report: level 1 ports, ingress and
 /// egress timestamps.
-const REP_MD_BITS: u16 = 0x4c00;
+const LATENCY_MD_BITS: u16 = 0x4c00;
 
 /// One flow's latency state at the sink.
 #[derive(Debug, Clone, Copy, Default)]
@@ -42,11 +41,9 @@ pub struct Sink21Stage {
     pub domain: Domain,
     pub settings: SinkSettings,
     pub latency: LatencyConfig,
-    pub node_id: u32,
     pub int_port: u16,
     pub flows: FlowTable<Flow21>,
-    pub reports: ReportSender,
-    pub limit: RateLimit,
+    pub reporter: Reporter21,
     pub rx_timestamps: Option<RxClock>,
     pub last_sweep_ns: u64,
 }
@@ -87,9 +84,9 @@ impl Sink21Stage {
                 }
             };
             let now_ns = self.rx_timestamps.and_then(|clock| burst.rx_time_ns(i, &clock)).unwrap_or(burst_ns);
-            if self.track(&found, now_ns, counters) {
+            if self.track(&found, now_ns, counters) || found.is_mx {
                 if let Some(frame) = burst.data(i) {
-                    self.latency_report(frame, &found, now_ns, counters);
+                    self.report(frame, &found, now_ns, counters);
                 }
             }
             match burst.with_frame(i, |f| sink::strip(f, &found)) {
@@ -138,46 +135,24 @@ impl Sink21Stage {
         flow.latency.observe(&self.latency, latency, now_ns).is_some()
     }
 
-    fn latency_report(
-        &mut self,
-        frame: &[u8],
-        found: &sink::Extracted,
-        now_ns: u64,
-        counters: &mut Counters,
-    ) {
-        if !self.limit.allow(now_ns) {
-            counters.inc(Counter::reports_suppressed);
-            return;
-        }
+    /// This node's report on a packet: its ports and timestamps (and hop
+    /// latency, zero at the sink), for a latency change or an INT-MX packet.
+    fn report(&mut self, frame: &[u8], found: &sink::Extracted, now_ns: u64, counters: &mut Counters) {
         let inner = frame.get(found.ip.l3..found.report_end()).unwrap_or_default();
-        let report = IndividualReport {
-            rep_type: RepType::Int,
-            in_type: InType::Ipv4,
-            flags: ReportFlags { tracked_flow: true, dropped: found.discard, ..ReportFlags::default() },
-            int: Some(IntContents {
-                rep_md_bits: REP_MD_BITS,
-                metadata: HopMetadata {
-                    l1_ingress_port: Some(self.int_port),
-                    l1_egress_port: Some(self.int_port),
-                    ingress_timestamp: Some(now_ns),
-                    egress_timestamp: Some(now_ns),
-                    ..HopMetadata::default()
-                },
-                ..IntContents::default()
-            }),
-            inner,
-            ..IndividualReport::default()
+        let metadata = HopMetadata {
+            l1_ingress_port: Some(self.int_port),
+            l1_egress_port: Some(self.int_port),
+            hop_latency: Some(0),
+            ingress_timestamp: Some(now_ns),
+            egress_timestamp: Some(now_ns),
+            ..HopMetadata::default()
         };
-        let group = GroupHeaderRepr { hw_id: 0, sequence: 0, node_id: self.node_id };
-        let max_len = 8 + 4 + 8 + 20 + inner.len().next_multiple_of(4);
-        let queued = self.reports.queue(max_len, |out| {
-            let at = group.emit(out)?;
-            Ok::<usize, int_core::EmitError>(at + report.emit(out.get_mut(at..).unwrap_or_default())?)
-        });
-        match queued {
-            Ok(()) => counters.inc(Counter::reports_latency),
-            Err(QueueError::Full) => counters.inc(Counter::reports_ring_full),
-            Err(QueueError::TooBig) => counters.inc(Counter::reports_too_big),
-        }
+        let (rep_md_bits, kind) = if found.is_mx {
+            (found.instructions.bits(), Counter::reports_mx)
+        } else {
+            (LATENCY_MD_BITS, Counter::reports_latency)
+        };
+        let subject = Subject { packet: inner, rep_md_bits, metadata, dropped: found.discard };
+        self.reporter.report(subject, now_ns, kind, counters);
     }
 }

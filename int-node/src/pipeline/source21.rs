@@ -10,6 +10,7 @@ use int_core::int21::source::{self, SourceConfig};
 use int_core::int21::{sink, HopMetadata};
 use int_core::source::Skip;
 
+use super::report21::{Reporter21, Subject};
 use super::source::skip_counter;
 use crate::clock::Clock;
 use crate::config::{MarkedPolicy, Rule};
@@ -26,6 +27,8 @@ pub struct Source21Stage {
     pub marked: MarkedPolicy,
     /// The collector this node's own reports go to: never instrumented.
     pub own_reports_to: Option<SocketAddrV4>,
+    /// INT-MX: this node's reports on the packets it marks.
+    pub reporter: Option<Reporter21>,
 }
 
 impl Source21Stage {
@@ -61,8 +64,17 @@ impl Source21Stage {
             let config = &self.config;
             match burst.with_frame(i, |f| source::insert(f, &plan, config, &hop)) {
                 Some(Ok(_)) => counters.inc(Counter::instrumented),
-                Some(Err(skip)) => counters.inc(skip_counter(skip)),
-                None => counters.inc(Counter::shared_mbuf),
+                Some(Err(skip)) => {
+                    counters.inc(skip_counter(skip));
+                    continue;
+                }
+                None => {
+                    counters.inc(Counter::shared_mbuf);
+                    continue;
+                }
+            }
+            if let (Some(reporter), Some(frame)) = (self.reporter.as_mut(), burst.data(i)) {
+                report_mx(reporter, frame, &self.config.domain, hop, now_ns, counters);
             }
             if plan.mtu_exceeded {
                 counters.inc(Counter::mtu_exceeded);
@@ -135,4 +147,24 @@ impl Source21Stage {
             }
         }
     }
+}
+
+/// An INT-MX node's report on a packet that carries an MX header (INT-MD
+/// packets are reported by the sink alone).
+pub(crate) fn report_mx(
+    reporter: &mut Reporter21,
+    frame: &[u8],
+    domain: &int_core::int21::Domain,
+    hop: HopMetadata,
+    now_ns: u64,
+    counters: &mut Counters,
+) {
+    let Ok(Some(found)) = sink::extract(frame, domain) else { return };
+    if !found.is_mx {
+        return;
+    }
+    let packet = frame.get(found.ip.l3..found.report_end()).unwrap_or_default();
+    let subject =
+        Subject { packet, rep_md_bits: found.instructions.bits(), metadata: hop, dropped: found.discard };
+    reporter.report(subject, now_ns, Counter::reports_mx, counters);
 }

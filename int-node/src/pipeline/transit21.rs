@@ -5,6 +5,7 @@
 use int_core::int21::transit::{self, NotPushed, Outcome};
 use int_core::int21::{Domain, HopMetadata};
 
+use super::report21::Reporter21;
 use crate::clock::Clock;
 use crate::dpdk::mbuf::{Burst, RxClock};
 use crate::stats::{Counter, Counters};
@@ -16,6 +17,8 @@ pub struct Transit21Stage {
     pub rx_int_port: u16,
     pub tx_int_port: u16,
     pub rx_timestamps: Option<RxClock>,
+    /// INT-MX: this node's reports on the MX packets it forwards.
+    pub reporter: Option<Reporter21>,
 }
 
 impl Transit21Stage {
@@ -44,7 +47,12 @@ impl Transit21Stage {
                 Some(Ok(Outcome::Pushed(_))) => Counter::pushed,
                 Some(Ok(Outcome::MaxHopReached)) => Counter::max_hop_reached,
                 Some(Ok(Outcome::MtuExceeded)) => Counter::mtu_exceeded,
-                Some(Ok(Outcome::Mx)) => Counter::mx_passed,
+                Some(Ok(Outcome::Mx)) => {
+                    if let (Some(reporter), Some(frame)) = (self.reporter.as_mut(), burst.data(i)) {
+                        super::source21::report_mx(reporter, frame, &self.domain, hop, now_ns, counters);
+                    }
+                    Counter::mx_passed
+                }
                 Some(Err(NotPushed::NotInt)) => Counter::not_int,
                 Some(Err(NotPushed::TooBig)) => Counter::too_big,
                 Some(Err(NotPushed::NoHeadroom)) => Counter::no_headroom,
