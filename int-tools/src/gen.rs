@@ -8,11 +8,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 use int_core::craft::{L4Spec, PacketSpec};
-use int_core::encap::Encapsulation;
-use int_core::int05::HopMetadata;
-use int_core::source::{self, SourceConfig};
-use int_core::FrameBuf;
 
+use crate::instrument::{Instrument, Source};
 use crate::pcap::Writer;
 
 #[derive(Debug, Args)]
@@ -48,10 +45,12 @@ pub struct GenArgs {
     /// Swap this share of packets with their successor (0.0-1.0).
     #[arg(long, default_value_t = 0.0)]
     pub reorder: f64,
-    /// Write packets as an INT source would: `hostint` (DSCP) or
-    /// `hostint-udp` (extension UDP header).
+    /// Write packets as an INT source would.
     #[arg(long, value_enum)]
     pub instrument: Option<Instrument>,
+    /// The UDP port of `--instrument int21-md-udp`.
+    #[arg(long)]
+    pub int21_port: Option<u16>,
     /// With --instrument: the source hop's timestamp is this long before
     /// the capture time, so that a sink clocked by capture times (clock:
     /// rx-timestamp) measures this one-way latency.
@@ -70,14 +69,6 @@ pub enum Proto {
     Udp,
     Tcp,
     Mix,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Instrument {
-    /// Host-INT's INT 0.5 over TCP/UDP, marked by DSCP 1/1.
-    Hostint,
-    /// Host-INT's INT 0.5 behind an extra UDP header to port 33122.
-    HostintUdp,
 }
 
 /// xorshift64*: small, seeded, good enough for traffic shapes.
@@ -132,13 +123,8 @@ pub fn run(args: &GenArgs) -> Result<(), String> {
         return Err("--flows and --rate must be positive".into());
     }
     let sizes = parse_sizes(&args.sizes)?;
-    let instrument = args.instrument.map(|instrument| match instrument {
-        Instrument::Hostint => SourceConfig::host_int(9000),
-        Instrument::HostintUdp => SourceConfig {
-            encapsulation: Encapsulation::ExtensionUdp { port: int_core::encap::DEFAULT_EXTENSION_PORT },
-            ..SourceConfig::host_int(9000)
-        },
-    });
+    let instrument =
+        args.instrument.map(|instrument| Source::new(instrument, args.int21_port)).transpose()?;
     let mut rng = Rng(args.seed.max(1));
     let packets = packets(args, &sizes, instrument.as_ref(), &mut rng)?;
     // Impairments after numbering, so that a sink sees gaps and reordering.
@@ -163,7 +149,7 @@ pub fn run(args: &GenArgs) -> Result<(), String> {
 fn packets(
     args: &GenArgs,
     sizes: &[usize],
-    instrument: Option<&SourceConfig>,
+    instrument: Option<&Source>,
     rng: &mut Rng,
 ) -> Result<Vec<(u64, Vec<u8>)>, String> {
     let gap_ns = (1e9 / args.rate) as u64;
@@ -188,10 +174,10 @@ fn packets(
         spec.ident = i as u16;
         let mut frame = spec.build();
         let time = args.start_ns + i as u64 * gap_ns;
-        if let Some(config) = instrument {
+        if let Some(source) = instrument {
             let slot = sequences.get_mut(flow as usize).ok_or("flow index")?;
             *slot += 1;
-            frame = instrument_frame(&frame, config, *slot, time.saturating_sub(args.latency_us * 1_000))?;
+            frame = source.instrument(&frame, *slot, time.saturating_sub(args.latency_us * 1_000))?;
         }
         packets.push((time, frame));
     }
@@ -234,22 +220,4 @@ fn reorder(packets: &mut [(u64, Vec<u8>)], share: f64, rng: &mut Rng) {
             i += 1;
         }
     }
-}
-
-fn instrument_frame(
-    frame: &[u8],
-    config: &SourceConfig,
-    sequence: u32,
-    time_ns: u64,
-) -> Result<Vec<u8>, String> {
-    let plan = source::plan(frame, config).map_err(|e| format!("cannot instrument: {e:?}"))?;
-    let mut buffer = vec![0u8; 128 + frame.len()];
-    if let Some(dst) = buffer.get_mut(128..) {
-        dst.copy_from_slice(frame);
-    }
-    let mut view = FrameBuf::new(&mut buffer, 128, frame.len()).ok_or("buffer")?;
-    let hop = HopMetadata::host_int(0x0a00_0001, 1, time_ns as u32);
-    source::insert(&mut view, &plan, config, sequence, &hop)
-        .map_err(|e| format!("cannot instrument: {e:?}"))?;
-    Ok(view.frame().to_vec())
 }

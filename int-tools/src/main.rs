@@ -8,6 +8,7 @@ mod collect21;
 mod decode;
 mod decode21;
 mod gen;
+mod instrument;
 mod pcap;
 
 use std::process::ExitCode;

@@ -285,3 +285,51 @@ fn decode_reads_int21_and_telemetry_report_20() {
     assert!(text.contains("int 2.1 md npt 0"), "{text}");
     assert!(text.contains("report tr 2.0 seq 5"), "{text}");
 }
+
+/// gen writes each INT 2.1 variant as a source of that domain would, and
+/// decode reads them back: INT-MD marked by DSCP, INT-MD behind a UDP port
+/// (NPT 1 for UDP, 2 for TCP), INT-MX.
+#[test]
+fn gen_writes_int21_and_decode_reads_it() {
+    let dir = workdir("gen-int21");
+    for (variant, extra, kind, npts) in [
+        ("int21-md", &[][..], "md", &[0u64][..]),
+        ("int21-md-udp", &["--int21-port", "7777"][..], "md", &[1, 2][..]),
+        ("int21-mx", &[][..], "mx", &[0][..]),
+    ] {
+        let out = format!("{variant}.pcap");
+        let mut args = vec![
+            "gen",
+            "--out",
+            &out,
+            "--packets",
+            "30",
+            "--flows",
+            "3",
+            "--proto",
+            "mix",
+            "--instrument",
+            variant,
+        ];
+        args.extend_from_slice(extra);
+        int_tools(&dir, &args);
+        let json = int_tools(&dir, &["decode", "--json", "--int21-port", "7777", &out]);
+        let values: Vec<serde_json::Value> = json.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(values.len(), 30);
+        for value in &values {
+            let int = &value["int21"];
+            assert_eq!(int["type"], kind, "{variant}: {value}");
+            assert!(npts.contains(&int["npt"].as_u64().unwrap()), "{variant}: {value}");
+            if kind == "md" {
+                assert_eq!(int["hops"][0]["node_id"], 0x0a00_0001);
+            }
+        }
+    }
+    let missing_port = Command::new(BIN)
+        .args(["gen", "--out", "x.pcap", "--instrument", "int21-md-udp"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(!missing_port.status.success());
+    assert!(String::from_utf8_lossy(&missing_port.stderr).contains("needs --int21-port"));
+}

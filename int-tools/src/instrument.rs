@@ -1,0 +1,113 @@
+//! gen's `--instrument`: writes packets as a source of an INT 0.5 or INT
+//! 2.1 domain would, with int-core's own source transforms.
+
+use int_core::encap::{DscpMatch, Encapsulation, TcpPlacement};
+use int_core::int05::HopMetadata;
+use int_core::int21::{self, source as source21};
+use int_core::source::{self, SourceConfig};
+use int_core::FrameBuf;
+
+/// The sources gen can stand in for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Instrument {
+    /// Host-INT's INT 0.5 over TCP/UDP, marked by DSCP 1/1.
+    Hostint,
+    /// Host-INT's INT 0.5 behind an extra UDP header to port 33122.
+    HostintUdp,
+    /// INT 2.1 INT-MD after the TCP/UDP header, marked by DSCP 0x17/0x3f.
+    Int21Md,
+    /// INT 2.1 INT-MD behind the UDP port --int21-port (NPT 1 for UDP, 2
+    /// for TCP).
+    Int21MdUdp,
+    /// INT 2.1 INT-MX after the TCP/UDP header, marked by DSCP 0x17/0x3f.
+    Int21Mx,
+}
+
+/// A source gen instruments with.
+pub enum Source {
+    V05(SourceConfig),
+    V21(source21::SourceConfig),
+}
+
+impl Source {
+    /// The source for `instrument`; `int21_port` marks the UDP port
+    /// domain.
+    pub fn new(instrument: Instrument, int21_port: Option<u16>) -> Result<Source, String> {
+        let int21 = |marking, header_type| {
+            Source::V21(source21::SourceConfig {
+                domain: int21::Domain {
+                    marking,
+                    tcp_placement: TcpPlacement::BeforeOptions,
+                    source_only_words: 0,
+                },
+                header_type,
+                instructions: int21::Instructions::NODE_ID
+                    | int21::Instructions::L1_PORT_IDS
+                    | int21::Instructions::INGRESS_TIMESTAMP
+                    | int21::Instructions::EGRESS_TIMESTAMP,
+                ds_words: 0,
+                max_hops: 8,
+                own_hop: true,
+                domain_id: 0,
+                ds_instructions: 0,
+                ds_flags: 0,
+                discard: false,
+                max_ip_len: 9000,
+            })
+        };
+        let dscp = int21::Marking::Dscp(DscpMatch { value: 0x17, mask: 0x3f });
+        Ok(match instrument {
+            Instrument::Hostint => Source::V05(SourceConfig::host_int(9000)),
+            Instrument::HostintUdp => Source::V05(SourceConfig {
+                encapsulation: Encapsulation::ExtensionUdp { port: int_core::encap::DEFAULT_EXTENSION_PORT },
+                ..SourceConfig::host_int(9000)
+            }),
+            Instrument::Int21Md => int21(dscp, int21::HeaderType::Md),
+            Instrument::Int21Mx => int21(dscp, int21::HeaderType::Mx),
+            Instrument::Int21MdUdp => {
+                let port = int21_port.ok_or("--instrument int21-md-udp needs --int21-port")?;
+                int21(int21::Marking::UdpPort(port), int21::HeaderType::Md)
+            }
+        })
+    }
+
+    /// The most bytes instrumenting adds (an inserted UDP header included).
+    pub fn added_len(&self) -> usize {
+        match self {
+            Source::V05(config) => config.added_len(),
+            Source::V21(config) => 8 + int21::FIXED_LEN + usize::from(config.hop_ml()) * 4,
+        }
+    }
+
+    /// `frame` instrumented with the source's hop stamped `time_ns`, and
+    /// (INT 0.5, shim Type 3) flow sequence number `sequence`.
+    pub fn instrument(&self, frame: &[u8], sequence: u32, time_ns: u64) -> Result<Vec<u8>, String> {
+        const HEADROOM: usize = 128;
+        let mut buffer = vec![0u8; HEADROOM + frame.len()];
+        if let Some(dst) = buffer.get_mut(HEADROOM..) {
+            dst.copy_from_slice(frame);
+        }
+        let mut view = FrameBuf::new(&mut buffer, HEADROOM, frame.len()).ok_or("buffer")?;
+        let failed = |e| format!("cannot instrument: {e:?}");
+        match self {
+            Source::V05(config) => {
+                let plan = source::plan(frame, config).map_err(failed)?;
+                let hop = HopMetadata::host_int(0x0a00_0001, 1, time_ns as u32);
+                source::insert(&mut view, &plan, config, sequence, &hop).map_err(failed)?;
+            }
+            Source::V21(config) => {
+                let plan = source21::plan(frame, config).map_err(failed)?;
+                let hop = int21::HopMetadata {
+                    node_id: Some(0x0a00_0001),
+                    l1_ingress_port: Some(1),
+                    l1_egress_port: Some(1),
+                    ingress_timestamp: Some(time_ns),
+                    egress_timestamp: Some(time_ns),
+                    ..int21::HopMetadata::default()
+                };
+                source21::insert(&mut view, &plan, config, &hop).map_err(failed)?;
+            }
+        }
+        Ok(view.frame().to_vec())
+    }
+}
