@@ -41,9 +41,10 @@ LARGE_FLOW_CASES = {"testpmd-io", "testpmd-csum", "testpmd-io-int", "forward", "
 
 
 def reads_int(mode, extra):
-    """Whether a case replays the INT pcap (transit, the sink and their
-    testpmd baselines) rather than the plain one."""
-    return mode == "hostint" or extra.get("pcap") == "hostint"
+    """Whether a case replays an INT pcap (transit, the sinks and their
+    testpmd baselines; the INT 2.1 sink's is 4 bytes longer than the one
+    its baseline replays) rather than the plain one."""
+    return mode in ("hostint", "int21") or extra.get("pcap") == "hostint"
 
 
 def eal(mem):
@@ -183,6 +184,10 @@ def main():
         ("sink-0%", "sink", "hostint", {"pipeline": {"sink": {"latency": {"mode": "absolute", "threshold_ns": 4000000000, "refresh_ms": 0, "max_skew_ms": 0}}}}),
         ("sink-1%", "sink", "hostint", {"report_share": 0.01}),
         ("sink-100%", "sink", "hostint", {"pipeline": {"sink": {"latency": {"mode": "absolute", "threshold_ns": 0, "refresh_ms": 0, "max_skew_ms": 0}}}}),
+        # An INT 2.1 domain (INT-MD, DSCP 0x17): the source on the plain
+        # pcap, the sink on gen's INT 2.1 pcap (40 bytes of INT).
+        ("source-int21", "source", None, {"pipeline": {"int": {"version": "2.1"}}}),
+        ("sink-int21-1%", "sink", "int21", {"pipeline": {"int": {"version": "2.1"}}, "report_share": 0.01}),
     ]
     if args.cases != "all":
         wanted = set(args.cases.split(","))
@@ -196,6 +201,9 @@ def main():
             with_int = os.path.join(work, f"int-{size}-{flows}.pcap")
             # INT packets of the same size after the sink strips them.
             gen(with_int, size + 36 if size + 36 <= 1514 else size, flows, "hostint")
+            with_int21 = os.path.join(work, f"int21-{size}-{flows}.pcap")
+            if any(mode == "int21" for _, _, mode, _ in cases):
+                gen(with_int21, size + 40 if size + 40 <= 1514 else size, flows, "int21-md")
             mbufs = max(8191, packets + 65536)
             # --no-huge memory: about 8 KB per mbuf is what EAL needs here.
             mem = max(512, (mbufs * 8) // 1024 + 256)
@@ -217,7 +225,7 @@ def main():
                             # share comes out higher (see reports_per_packet).
                             threshold = min(int(1e9 / per_flow), 4_000_000_000)
                             pipe.setdefault("sink", {})["latency"] = {"mode": "absolute", "threshold_ns": threshold, "refresh_ms": 0, "max_skew_ms": 0}
-                        pcap = with_int if reads_int(mode, extra) else plain
+                        pcap = with_int21 if mode == "int21" else with_int if reads_int(mode, extra) else plain
                         if kind == "testpmd":
                             mpps, info = testpmd(mode, pcap, args.seconds, mbufs, mem)
                         else:
