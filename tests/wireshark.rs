@@ -12,11 +12,22 @@ use std::process::Command;
 use common::*;
 
 const LUA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tools/wireshark/int05.lua");
+const LUA21: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tools/wireshark/int21.lua");
 
 /// tshark's values of `fields` for every packet (one Vec per packet).
 fn tshark(pcap: &Path, fields: &[&str]) -> Vec<Vec<String>> {
-    let mut args =
-        vec!["-X".to_string(), format!("lua_script:{LUA}"), "-r".into(), pcap.to_string_lossy().into_owned()];
+    tshark_with(LUA, pcap, fields, &[])
+}
+
+/// [`tshark`] with another dissector script and more options.
+fn tshark_with(script: &str, pcap: &Path, fields: &[&str], options: &[&str]) -> Vec<Vec<String>> {
+    let mut args = vec![
+        "-X".to_string(),
+        format!("lua_script:{script}"),
+        "-r".into(),
+        pcap.to_string_lossy().into_owned(),
+    ];
+    args.extend(options.iter().map(|o| o.to_string()));
     // INT sits where port-based dissectors (HTTP on 80...) would look, and
     // its bytes look like payload to TCP's sequence analysis.
     args.extend(
@@ -197,4 +208,98 @@ fn tshark_decodes_what_the_node_wrote() {
         }
     }
     assert!(latency >= 2 && drops >= 1, "{latency} latency and {drops} drop reports");
+}
+
+/// The INT 2.1 dissector (tools/wireshark/int21.lua) against what the node
+/// wrote in an INT 2.1 domain: the shim, header and source hop of INT-MD
+/// packets marked by DSCP and by UDP port, and the sink's Telemetry Report
+/// 2.0 reports from its DPDK-port exporter, as tshark shows them, equal
+/// what int-tools decode says.
+#[test]
+fn tshark_decodes_what_an_int21_domain_wrote() {
+    let dir = workdir("wireshark-int21");
+    gen(
+        &dir,
+        &["--out", "plain.pcap", "--packets", "30", "--flows", "3", "--proto", "mix", "--sizes", "200"],
+    );
+    let dscp = "    int: {version: 2.1}\n";
+    run_node(&dir, &node_config("source", "plain.pcap", "dscp.pcap", dscp, None));
+    let port = "    int: {version: 2.1, udp_port: 7777}\n";
+    run_node(&dir, &node_config("source", "plain.pcap", "port.pcap", port, None));
+    let fields = [
+        "int21.shim.type",
+        "int21.shim.npt",
+        "int21.shim.length",
+        "int21.md.hop_ml",
+        "int21.md.remaining_hop_cnt",
+        "int21.instructions",
+        "int21.hop.node_id",
+        "int21.hop.ingress_timestamp",
+    ];
+    for pcap in ["dscp.pcap", "port.pcap"] {
+        let ours: Vec<serde_json::Value> =
+            int_tools(&dir, &["decode", "--json", "--int21-port", "7777", pcap])
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+        let theirs = tshark_with(LUA21, &dir.join(pcap), &fields, &["-o", "int21.udp_port:7777"]);
+        assert_eq!(theirs.len(), ours.len());
+        for (i, (t, o)) in theirs.iter().zip(&ours).enumerate() {
+            let int = &o["int21"];
+            let hop = &int["hops"][0];
+            let expected = [
+                "1".to_string(),
+                int["npt"].to_string(),
+                int["length_words"].to_string(),
+                int["hop_ml"].to_string(),
+                int["remaining_hop_cnt"].to_string(),
+                int["instructions"].as_str().unwrap().to_string(),
+                hop["node_id"].to_string(),
+                hop["ingress_timestamp"].to_string(),
+            ];
+            assert_eq!(t[..], expected[..], "{pcap} packet {i}: {o}");
+        }
+    }
+    // The sink's reports, sent on a DPDK port into a pcap.
+    write_pcap(&dir.join("empty.pcap"), &[]);
+    let sink = port_exporter_config("dscp.pcap")
+        .replace("clock: rx-timestamp,", "clock: rx-timestamp, int: {version: 2.1},");
+    run_node(&dir, &sink);
+    let ours: Vec<serde_json::Value> = int_tools(&dir, &["decode", "--json", "reports.pcap"])
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(!ours.is_empty());
+    let fields = [
+        "tr20.ver",
+        "tr20.seq",
+        "tr20.node_id",
+        "tr20.rep_type",
+        "tr20.in_type",
+        "tr20.report_length",
+        "tr20.md_length",
+        "tr20.rep_md_bits",
+        "int21.hop.ingress_timestamp",
+    ];
+    let theirs = tshark_with(LUA21, &dir.join("reports.pcap"), &fields, &[]);
+    for (i, (t, o)) in theirs.iter().zip(&ours).enumerate() {
+        let report = &o["report"];
+        let individual = &report["reports"][0];
+        let expected = [
+            "2".to_string(),
+            report["group"]["sequence"].to_string(),
+            report["group"]["node_id"].to_string(),
+            individual["rep_type"].to_string(),
+            individual["in_type"].to_string(),
+            individual["report_len_words"].to_string(),
+            individual["md_len_words"].to_string(),
+            individual["int"]["rep_md_bits"].as_str().unwrap().to_string(),
+            individual["int"]["metadata"]["ingress_timestamp"].to_string(),
+        ];
+        // tshark also shows the source hop's timestamp of the packet inside
+        // (after the report's own): compare the first.
+        let mut t = t.clone();
+        t[8] = t[8].split(',').next().unwrap().to_string();
+        assert_eq!(t[..], expected[..], "report {i}: {o}");
+    }
 }

@@ -232,7 +232,7 @@ pub fn run_port_exporter_sink(dir: &Path, packets: u32) -> Run {
     run_node(dir, &port_exporter_config("lossy.pcap"))
 }
 
-fn port_exporter_config(input: &str) -> String {
+pub fn port_exporter_config(input: &str) -> String {
     format!(
         "
 node_id: 10.0.0.2
