@@ -1,7 +1,9 @@
 //! An INT 2.1 domain on the real binary over net_pcap vdevs: source ->
 //! transit -> sink restores every byte, in the DSCP and the UDP port
 //! marking, and the sink's Telemetry Report 2.0 latency reports carry the
-//! whole stack and the one-way latency the capture times set.
+//! whole stack and the one-way latency the capture times set, coalesced
+//! into shared datagrams; packets lost on the way are counted from the
+//! source-only packet numbers and reported as losses.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
 mod common;
@@ -41,25 +43,32 @@ fn chain(name: &str, int_section: &str, domain: int21::Domain) {
     assert_same_frames(&read_pcap(&dir.join("out.pcap")), &frames);
     assert_eq!(sink.counter("sink", "stripped"), 240);
     assert_eq!(sink.counter("sink", "flows_created"), 12);
-    let reports = collector.reports();
-    assert_eq!(reports.len() as u64, sink.counter("sink", "reports_latency"));
-    assert_eq!(reports.len(), 12, "one report per flow: the latency never changes");
-    for (i, datagram) in reports.iter().enumerate() {
+    let datagrams = collector.reports();
+    assert_eq!(datagrams.len() as u64, sink.counter("sink", "report_datagrams"));
+    let mut individuals = Vec::new();
+    for (i, datagram) in datagrams.iter().enumerate() {
         let report = tr20::Report::parse(datagram).unwrap();
         assert_eq!(report.group.node_id, 0x0a00_0002);
-        assert_eq!(report.group.sequence, i as u32 + 1, "the exporter numbers TR 2.0 reports from 1");
-        let individuals: Vec<_> = report.reports().collect::<Result<_, _>>().unwrap();
-        let [individual] = individuals.as_slice() else { panic!("one report per datagram") };
-        assert_eq!((individual.rep_type, individual.in_type), (tr20::RepType::Int, tr20::InType::Ipv4));
-        let sink_ns = individual.int.unwrap().metadata.ingress_timestamp.unwrap();
-        let found = int21::find_in_report(individual.inner, &domain).unwrap();
-        let hops: Vec<_> = match found.map(|(block, _)| block) {
-            Some(Block::Md(md)) => md.hops().collect(),
+        assert_eq!(report.group.sequence, i as u32 + 1, "the exporter numbers TR 2.0 datagrams from 1");
+        let parsed: Vec<_> = report.reports().collect::<Result<_, _>>().unwrap();
+        individuals.extend(parsed.into_iter().map(|r| (r.int.unwrap(), r.inner.to_vec())));
+    }
+    assert_eq!(individuals.len() as u64, sink.counter("sink", "reports_latency"));
+    assert_eq!(individuals.len(), 12, "one report per flow: the latency never changes");
+    assert!(datagrams.len() < individuals.len(), "reports of a burst share a datagram: {}", datagrams.len());
+    for (int, inner) in &individuals {
+        let sink_ns = int.metadata.ingress_timestamp.unwrap();
+        let found = int21::find_in_report(inner, &domain).unwrap();
+        let (hops, sequence): (Vec<_>, _) = match found.map(|(block, _)| block) {
+            Some(Block::Md(md)) => (md.hops().collect(), domain.source_only.sequence_of(&md)),
             other => panic!("no INT-MD block in the report's packet: {other:?}"),
         };
         assert_eq!(hops.iter().map(|h| h.node_id.unwrap()).collect::<Vec<_>>(), [0x0a00_0005, 0x0a00_0001]);
         assert_eq!(sink_ns - hops[1].ingress_timestamp.unwrap(), 150_000, "one-way latency");
+        assert_eq!(sequence, Some(1), "a flow's first packet is its first report");
     }
+    assert_eq!(sink.counter("sink", "lost_packets"), 0);
+    assert_eq!(sink.counter("sink", "no_sequence"), 0);
 }
 
 #[test]
@@ -68,7 +77,7 @@ fn dscp_marked_domain_restores_every_byte_and_reports_latency() {
     let domain = int21::Domain {
         marking: Marking::Dscp(dscp),
         tcp_placement: int_core::encap::TcpPlacement::BeforeOptions,
-        source_only_words: 0,
+        source_only: int_core::int21::SourceOnly::sequence(0x4944),
     };
     chain("int21-dscp", "    int: {version: 2.1}\n", domain);
 }
@@ -78,7 +87,7 @@ fn udp_port_marked_domain_restores_every_byte_and_reports_latency() {
     let domain = int21::Domain {
         marking: Marking::UdpPort(7777),
         tcp_placement: int_core::encap::TcpPlacement::BeforeOptions,
-        source_only_words: 0,
+        source_only: int_core::int21::SourceOnly::sequence(0x4944),
     };
     chain("int21-port", "    int: {version: 2.1, udp_port: 7777}\n", domain);
 }
@@ -92,7 +101,7 @@ fn collect_reads_the_latency_of_int21_reports() {
     let domain = int21::Domain {
         marking: Marking::Dscp(int_core::encap::DscpMatch::new(0x17, 0x3f).unwrap()),
         tcp_placement: int_core::encap::TcpPlacement::BeforeOptions,
-        source_only_words: 0,
+        source_only: int_core::int21::SourceOnly::sequence(0x4944),
     };
     write_pcap(&dir.join("in.pcap"), &mixed_traffic(60, 6, 120));
     let clocked = "    int: {version: 2.1}\n    clock: rx-timestamp\n";
@@ -146,21 +155,28 @@ fn mx_domain_reports_from_every_node() {
     let sink =
         run_node(&dir, &node_config("sink", "int2.pcap", "out.pcap", section, Some(&collector.addr())));
     assert_same_frames(&read_pcap(&dir.join("out.pcap")), &frames);
-    let reports = collector.reports();
-    assert_eq!(reports.len(), 120, "40 packets reported by each of 3 nodes");
+    let datagrams = collector.reports();
     let mut by_node = std::collections::BTreeMap::new();
-    for datagram in &reports {
+    for datagram in &datagrams {
         let report = tr20::Report::parse(datagram).unwrap();
-        let individual = report.reports().next().unwrap().unwrap();
-        let int = individual.int.unwrap();
-        // Node id in the group header, queue occupancy unknown here: only
-        // the ingress timestamp of the bitmap is reported.
-        assert_eq!(int.rep_md_bits, 0x0800, "{:#06x}", int.rep_md_bits);
-        assert!(int.metadata.ingress_timestamp.is_some());
-        let block = int21::find_in_report(individual.inner, &dscp_domain()).unwrap().map(|(block, _)| block);
-        assert!(matches!(block, Some(Block::Mx(_))), "{block:?}");
-        *by_node.entry(report.group.node_id).or_insert(0) += 1;
+        for individual in report.reports() {
+            let individual = individual.unwrap();
+            let int = individual.int.unwrap();
+            // Node id in the group header, queue occupancy unknown here:
+            // only the ingress timestamp of the bitmap is reported.
+            assert_eq!(int.rep_md_bits, 0x0800, "{:#06x}", int.rep_md_bits);
+            assert!(int.metadata.ingress_timestamp.is_some());
+            let block =
+                int21::find_in_report(individual.inner, &dscp_domain()).unwrap().map(|(block, _)| block);
+            assert!(matches!(block, Some(Block::Mx(_))), "{block:?}");
+            *by_node.entry(report.group.node_id).or_insert(0) += 1;
+        }
     }
+    let datagrams_sent: u64 = [(&source, "source"), (&transit, "transit"), (&sink, "sink")]
+        .iter()
+        .map(|(r, n)| r.counter(n, "report_datagrams"))
+        .sum();
+    assert_eq!(datagrams.len() as u64, datagrams_sent);
     assert_eq!(
         by_node.into_iter().collect::<Vec<_>>(),
         [(0x0a00_0001, 40), (0x0a00_0002, 40), (0x0a00_0005, 40)]
@@ -175,6 +191,54 @@ fn dscp_domain() -> int21::Domain {
     int21::Domain {
         marking: Marking::Dscp(int_core::encap::DscpMatch::new(0x17, 0x3f).unwrap()),
         tcp_placement: int_core::encap::TcpPlacement::BeforeOptions,
-        source_only_words: 0,
+        source_only: int_core::int21::SourceOnly::sequence(0x4944),
     }
+}
+
+/// Packets lost between source and sink: the sink counts them from the
+/// source-only packet numbers and reports them by int-node's TR 2.0 loss
+/// rule; `collect` prints each loss record and the flows' totals.
+#[test]
+fn losses_are_counted_from_packet_numbers_and_reported() {
+    let dir = workdir("int21-loss");
+    let domain = dscp_domain();
+    let frames = mixed_traffic(240, 12, 120);
+    write_pcap(&dir.join("in.pcap"), &frames);
+    let clocked = "    int: {version: 2.1}\n    clock: rx-timestamp\n";
+    run_node(&dir, &node_config("source", "in.pcap", "int.pcap", clocked, None));
+    // Flow 3 loses its 5th and 6th packets, flow 7 its 10th.
+    let lost = [3 + 12 * 4, 3 + 12 * 5, 7 + 12 * 9];
+    let keep = |i: &usize| !lost.contains(i);
+    let instrumented = read_pcap(&dir.join("int.pcap"));
+    let survivors: Vec<Vec<u8>> =
+        instrumented.into_iter().enumerate().filter(|(i, _)| keep(i)).map(|(_, f)| f).collect();
+    write_pcap(&dir.join("int.pcap"), &survivors);
+    retime(&dir.join("int.pcap"), &domain, 250_000);
+    let (child, listen) =
+        common::collector::start_collector(&tools_bin(), &["--count", "14", "--duration", "30"]);
+    let sink = run_node(&dir, &node_config("sink", "int.pcap", "out.pcap", clocked, Some(&listen)));
+    let expected: Vec<Vec<u8>> =
+        frames.into_iter().enumerate().filter(|(i, _)| keep(i)).map(|(_, f)| f).collect();
+    assert_same_frames(&read_pcap(&dir.join("out.pcap")), &expected);
+    assert_eq!(sink.counter("sink", "lost_packets"), 3, "{}", sink.stdout());
+    assert_eq!(sink.counter("sink", "reports_loss"), 2);
+    assert_eq!(sink.counter("sink", "reports_latency"), 12);
+    let output = child.wait_with_output().unwrap();
+    let lines: Vec<serde_json::Value> =
+        String::from_utf8(output.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let mut losses: Vec<(String, u64, u64)> = lines
+        .iter()
+        .filter(|l| l["type"] == "tr20-loss")
+        .map(|l| {
+            assert_eq!(l["source_node"], 0x0a00_0001, "{l}");
+            let src = l["flow"]["src"].as_str().unwrap().to_string();
+            (src, l["first_lost_sequence"].as_u64().unwrap(), l["lost"].as_u64().unwrap())
+        })
+        .collect();
+    losses.sort();
+    assert_eq!(losses, [("10.0.0.4".to_string(), 5, 2), ("10.0.0.8".to_string(), 10, 1)], "{lines:?}");
+    let summary = &lines.last().unwrap()["summary"];
+    let lost: u64 =
+        summary["flows"].as_array().unwrap().iter().map(|f| f["lost_packets"].as_u64().unwrap()).sum();
+    assert_eq!(lost, 3, "{summary}");
 }

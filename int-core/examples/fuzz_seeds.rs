@@ -108,6 +108,7 @@ fn main() {
     let blocks: Vec<Vec<u8>> = frames.iter().map(|f| f[42..].to_vec()).collect();
     write("parse_int_block", &blocks, &[]);
     write("parse_int21", &int21_blocks(), &[0]);
+    write("parse_int21", &int21_numbered_blocks(), &[1]);
     write("parse_tr20", &tr20_reports(), &[]);
     println!("seeds written under {}", root.display());
 }
@@ -137,6 +138,35 @@ fn int21_blocks() -> Vec<Vec<u8>> {
     }
     blocks.push(vec![0x30, 0x03, 0x00, 0x00, 0x20, 0, 0, 0, 0x90, 0x00, 0, 0, 0, 0, 0, 0]);
     blocks
+}
+
+/// INT-MD blocks with int-node's source-only packet number (ID 0x4944),
+/// after the byte that tells the fuzz target the domain knows it.
+fn int21_numbered_blocks() -> Vec<Vec<u8>> {
+    use int_core::int21::{self, source_only::SEQUENCE, HopMetadata as Hop21, Instructions as Bits21};
+    let header = int21::MdHeaderRepr {
+        hop_ml: 3,
+        remaining_hop_cnt: 5,
+        instructions: Bits21::NODE_ID | Bits21::INGRESS_TIMESTAMP,
+        domain_id: 0x4944,
+        ds_instructions: SEQUENCE,
+        ..int21::MdHeaderRepr::default()
+    };
+    let hop = Hop21 { node_id: Some(1), ingress_timestamp: Some(7), ..Hop21::default() };
+    (0..3)
+        .map(|hops| {
+            let mut buf = vec![0u8; 256];
+            let len = int21::emit_md_block(
+                &mut buf,
+                int21::Next::Dscp(0),
+                &header,
+                &vec![hop; hops],
+                &[0, 0, 0, 9],
+            )
+            .unwrap();
+            buf[..len].to_vec()
+        })
+        .collect()
 }
 
 /// Telemetry Report 2.0 datagrams: one INT report with a truncated packet,

@@ -295,15 +295,20 @@ proptest! {
         let instructions = int21::Instructions::from_bits_retain(((bits & 0x1ff) << 7) | (bits >> 9));
         let hop_ml = instructions.words() as u8 + ds_words;
         prop_assume!(hop_ml > 0 && usize::from(hop_ml) <= 31);
+        // Source-only words are announced by the top DS Instruction bits
+        // under a nonzero ID the parser knows.
+        let words = source_only.len() / 4;
+        let (domain_id, ds_instructions) =
+            if words == 0 { (domain.0, domain.1) } else { (domain.0.max(1), !(0xffffu16 >> words)) };
+        let known = int21::SourceOnly { domain_id: if words == 0 { 0 } else { domain_id }, bits: 0xffff };
         let header = int21::MdHeaderRepr {
             discard: flags.0, max_hop_exceeded: flags.1, mtu_exceeded: flags.2,
             hop_ml, remaining_hop_cnt: remaining, instructions,
-            domain_id: domain.0, ds_instructions: domain.1, ds_flags: domain.2,
+            domain_id, ds_instructions, ds_flags: domain.2,
         };
         let mut buf = vec![0xa5u8; 1100];
         let len = int21::emit_md_block(&mut buf, next, &header, &hops, &source_only).unwrap();
-        let source_only_words = (source_only.len() / 4) as u8;
-        let int21::Block::Md(block) = int21::Block::parse(&buf[..len], source_only_words).unwrap() else {
+        let int21::Block::Md(block) = int21::Block::parse(&buf[..len], known).unwrap() else {
             panic!("not MD");
         };
         prop_assert_eq!(block.len, len);
@@ -314,7 +319,7 @@ proptest! {
         let expected: Vec<_> = hops.iter().map(|h| only(h, instructions)).collect();
         prop_assert_eq!(block.hops().collect::<Vec<_>>(), expected);
         for cut in [0, 3, 4, 15, len - 1] {
-            prop_assert!(int21::Block::parse(&buf[..cut.min(len - 1)], source_only_words).is_err());
+            prop_assert!(int21::Block::parse(&buf[..cut.min(len - 1)], known).is_err());
         }
     }
 }

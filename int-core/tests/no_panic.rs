@@ -56,12 +56,13 @@ fn mangled() -> impl Strategy<Value = Vec<u8>> {
 /// frame alone.
 fn everything_int21(bytes: &[u8]) {
     use int_core::int21::{self, source as source21, transit as transit21};
-    let _ = int21::Block::parse(bytes, 0);
+    let _ = int21::Block::parse(bytes, int21::SourceOnly::NONE);
+    let _ = int21::Block::parse(bytes, int21::SourceOnly::sequence(0x4944));
     let _ = report::tr20::Report::parse(bytes).map(|r| r.reports().count());
     let dscp = int_core::encap::DscpMatch::new(0x17, 0x3f).unwrap();
     for marking in [int21::Marking::Dscp(dscp), int21::Marking::UdpPort(33122)] {
-        let domain =
-            int21::Domain { marking, tcp_placement: TcpPlacement::BeforeOptions, source_only_words: 0 };
+        let source_only = int21::SourceOnly::sequence(0x4944);
+        let domain = int21::Domain { marking, tcp_placement: TcpPlacement::BeforeOptions, source_only };
         if let Ok(Some(found)) = int21::sink::extract(bytes, &domain) {
             let mut buffer = Buffer::new(bytes);
             assert!(buffer.with(|f| int21::sink::strip(f, &found)).is_some());
@@ -78,8 +79,8 @@ fn everything_int21(bytes: &[u8]) {
             ds_words: 0,
             max_hops: 4,
             own_hop: true,
-            domain_id: 0,
-            ds_instructions: 0,
+            domain_id: 0x4944,
+            ds_instructions: int21::source_only::SEQUENCE,
             ds_flags: 0,
             discard: false,
             max_ip_len: 1500,
@@ -87,7 +88,7 @@ fn everything_int21(bytes: &[u8]) {
         let mut buffer = Buffer::new(bytes);
         match source21::plan(bytes, &config) {
             Ok(plan) => {
-                buffer.with(|f| source21::insert(f, &plan, &config, &hop)).unwrap();
+                buffer.with(|f| source21::insert(f, &plan, &config, &hop, 1)).unwrap();
             }
             Err(_) => assert_eq!(buffer.frame(), bytes),
         }

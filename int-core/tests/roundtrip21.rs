@@ -2,7 +2,8 @@
 //! IPv4 UDP/TCP packets in every marking (DSCP with NPT 0, a UDP port with
 //! NPT 1 for UDP and NPT 2 for TCP), TCP placements before and after the
 //! options, zero UDP checksums, the checksum complement asked for or not,
-//! INT-MD and INT-MX; every packet on the wire verifies by our check and by
+//! INT-MD (with the source-only packet number or without) and INT-MX;
+//! every packet on the wire verifies by our check and by
 //! etherparse's, and the hop rules hold (Remaining Hop Count, E, M).
 #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 
@@ -13,6 +14,7 @@ use int_core::craft::{L4Spec, PacketSpec};
 use int_core::encap::{DscpMatch, TcpPlacement};
 use int_core::int21::sink;
 use int_core::int21::source::{self, SourceConfig};
+use int_core::int21::source_only::{SourceOnly, SEQUENCE};
 use int_core::int21::transit::{self, Outcome};
 use int_core::int21::{Domain, HeaderType, HopMetadata, Instructions, Marking, Next};
 use proptest::prelude::*;
@@ -24,8 +26,9 @@ fn config() -> impl Strategy<Value = SourceConfig> {
         (1u8..64, 1u8..64).prop_map(|(value, mask)| Marking::Dscp(DscpMatch::new(value, mask).unwrap())),
         (1024u16..65535).prop_map(Marking::UdpPort),
     ];
-    (marking, any::<bool>(), 1u16..0x3ff, 0u8..3, 1u8..6, any::<bool>(), any::<bool>(), any::<bool>())
-        .prop_map(|(marking, after_options, bits, ds_words, max_hops, own_hop, mx, complement)| {
+    let shape = (1u16..0x3ff, 0u8..3, 1u8..6, any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>());
+    (marking, any::<bool>(), shape).prop_map(
+        |(marking, after_options, (bits, ds_words, max_hops, own_hop, mx, complement, numbered))| {
             // Bits 0-8 of the bitmap from `bits`, bit 15 when asked.
             let instructions = Instructions::from_bits_retain(((bits & 0x1ff) << 7) | u16::from(complement));
             SourceConfig {
@@ -36,21 +39,24 @@ fn config() -> impl Strategy<Value = SourceConfig> {
                     } else {
                         TcpPlacement::BeforeOptions
                     },
-                    source_only_words: 0,
+                    source_only: SourceOnly::sequence(DOMAIN_ID),
                 },
                 header_type: if mx { HeaderType::Mx } else { HeaderType::Md },
                 instructions,
                 ds_words,
                 max_hops,
                 own_hop,
-                domain_id: 0,
-                ds_instructions: 0,
+                domain_id: DOMAIN_ID,
+                ds_instructions: if numbered { SEQUENCE } else { 0 },
                 ds_flags: 0,
                 discard: false,
                 max_ip_len: MTU,
             }
-        })
+        },
+    )
 }
+
+const DOMAIN_ID: u16 = 0x4944;
 
 fn hop(node: u32) -> HopMetadata {
     HopMetadata {
@@ -79,12 +85,12 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
 
     #[test]
-    fn sink_of_source_is_identity(spec in packet(), config in config(), transits in 0usize..4) {
+    fn sink_of_source_is_identity(spec in packet(), config in config(), transits in 0usize..4, sequence in any::<u32>()) {
         prop_assume!(config.check().is_ok());
         let Some(original) = instrumentable(&spec, &config) else { return Ok(()) };
         let plan = source::plan(&original, &config).unwrap();
         let mut buffer = Buffer::new(&original);
-        let added = buffer.with(|f| source::insert(f, &plan, &config, &hop(1))).unwrap();
+        let added = buffer.with(|f| source::insert(f, &plan, &config, &hop(1), sequence)).unwrap();
         prop_assert_eq!(added, plan.added_len(&config));
         let mut packet = buffer.frame().to_vec();
         prop_assert_eq!(verify_checksums(&packet), Ok(()));
@@ -116,6 +122,8 @@ proptest! {
         let found = sink::extract(&packet, &config.domain).unwrap().unwrap();
         prop_assert_eq!(found.hop_count, hops);
         prop_assert_eq!(found.is_mx, config.header_type == HeaderType::Mx);
+        let numbered = config.ds_instructions == SEQUENCE && config.header_type == HeaderType::Md && !plan.mtu_exceeded;
+        prop_assert_eq!(found.sequence, Some(sequence).filter(|_| numbered));
         if pushes_at_source == 1 {
             prop_assert_eq!(found.source_hop.unwrap().node_id, Some(1).filter(|_| config.instructions.contains(Instructions::NODE_ID)));
         }
@@ -149,7 +157,7 @@ proptest! {
         let plan = source::plan(&original, &tight).unwrap();
         prop_assert!(plan.mtu_exceeded);
         let mut buffer = Buffer::new(&original);
-        buffer.with(|f| source::insert(f, &plan, &tight, &hop(1))).unwrap();
+        buffer.with(|f| source::insert(f, &plan, &tight, &hop(1), 7)).unwrap();
         let packet = buffer.frame().to_vec();
         let found = sink::extract(&packet, &config.domain).unwrap().unwrap();
         prop_assert_eq!(found.hop_count, 0);

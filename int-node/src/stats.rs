@@ -86,6 +86,10 @@ counters! {
     // INT 2.1: INT-MX reports this node sent
     reports_mx,
     reports_drop_summary,
+    // INT 2.1: TR 2.0 loss reports (int-node's rule)
+    reports_loss,
+    // INT 2.1: TR 2.0 datagrams, each holding one report or more
+    report_datagrams,
     reports_suppressed,
     reports_ring_full,
     reports_too_big,

@@ -25,7 +25,8 @@ pub struct CollectArgs {
     /// One JSON object per line instead of text.
     #[arg(long)]
     pub json: bool,
-    /// Exit after this many reports.
+    /// Exit after this many reports (each individual report of a Telemetry
+    /// Report 2.0 datagram counts; a refused datagram counts as one).
     #[arg(long)]
     pub count: Option<u64>,
     /// Exit after this many seconds.
@@ -49,6 +50,10 @@ pub struct CollectArgs {
     /// UDP port of the INT 2.1 domain, if it is marked by port.
     #[arg(long)]
     pub int21_port: Option<u16>,
+    /// The INT 2.1 domain's Domain Specific ID: its packet numbers and
+    /// loss reports (0: none).
+    #[arg(long, default_value = "0x4944", value_parser = crate::decode::parse_u16)]
+    pub int21_domain_id: u16,
 }
 
 /// The largest report sequence gap believed as lost reports (a sink's
@@ -68,6 +73,11 @@ pub struct FlowSummary {
 }
 
 impl FlowSummary {
+    /// Packets a loss report declared lost.
+    pub fn add_lost(&mut self, count: u32) {
+        self.lost += u64::from(count);
+    }
+
     /// One latency report's one-way latency, ns.
     pub fn add_latency(&mut self, latency: i64) {
         if self.reports == 0 || latency < self.latency_min {
@@ -137,6 +147,8 @@ impl Sender {
 #[derive(Default)]
 struct Totals {
     received: u64,
+    /// Reports received: a Telemetry Report 2.0 datagram may hold several.
+    reports: u64,
     /// Refused reports by reason (the parser's error kind and layer).
     malformed: BTreeMap<String, u64>,
     /// Datagrams the kernel dropped for want of buffer room.
@@ -170,7 +182,7 @@ pub fn run(args: &CollectArgs) -> Result<(), String> {
             None => int_core::int21::Marking::Dscp(args.int21_dscp),
         },
         tcp_placement: int_core::encap::TcpPlacement::BeforeOptions,
-        source_only_words: 0,
+        source_only: int_core::int21::SourceOnly::sequence(args.int21_domain_id),
     };
     let sink_id = match args.sink_id.as_str() {
         "present" => SinkIdWord::Present,
@@ -193,7 +205,7 @@ pub fn run(args: &CollectArgs) -> Result<(), String> {
     let mut totals = Totals::default();
     let mut buf = [0u8; 65536];
     while !int_os::signals::stop_requested() {
-        if args.count.is_some_and(|n| totals.received >= n)
+        if args.count.is_some_and(|n| totals.reports >= n)
             || args.duration.is_some_and(|d| started.elapsed().as_secs_f64() >= d)
         {
             break;
@@ -243,16 +255,22 @@ struct Books<'a> {
 /// Host-INT report, accounted, recorded and printed; refused by reason.
 fn take(payload: &[u8], from: SocketAddr, books: &mut Books<'_>, how: &How) {
     if payload.first().is_some_and(|byte| byte >> 4 == tr20::VERSION) {
-        match tr20::Report::parse(payload).and_then(|report| crate::collect21::check(&report).map(|_| report))
+        match tr20::Report::parse(payload)
+            .and_then(|report| crate::collect21::check(&report).map(|n| (report, n)))
         {
-            Ok(report) => {
+            Ok((report, count)) => {
+                books.totals.reports += count as u64;
                 let missing = books.senders.entry(from).or_default().account_22(report.group.sequence);
                 crate::collect21::record(&report, &how.int21_domain, from, missing, books.flows, how.json);
             }
-            Err(error) => refuse(&error, from, payload.len(), books.totals, how.json),
+            Err(error) => {
+                books.totals.reports += 1;
+                refuse(&error, from, payload.len(), books.totals, how.json);
+            }
         }
         return;
     }
+    books.totals.reports += 1;
     let parsed = match report::parse(payload, how.sink_id) {
         Ok(parsed) => parsed,
         Err(error) => return refuse(&error, from, payload.len(), books.totals, how.json),
@@ -286,7 +304,7 @@ fn record(
     match parsed {
         Report::Latency(l) => record_latency(l, from, missing, flows, json_out),
         Report::DropSummary(d) => {
-            flows.entry(d.flow).or_default().lost += u64::from(d.summary.gap_count);
+            flows.entry(d.flow).or_default().add_lost(d.summary.gap_count);
             if json_out {
                 println!("{}", drop_summary_json(d, from, missing));
             } else {

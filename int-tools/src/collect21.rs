@@ -9,6 +9,7 @@ use std::net::SocketAddr;
 use int_core::flow::FlowKey;
 use int_core::int21::{self, Block};
 use int_core::report::tr20::{InType, IndividualReport, Report};
+use int_core::report::tr20_loss::LossReport;
 use int_core::{Layer, ParseError};
 use serde_json::json;
 
@@ -100,6 +101,11 @@ pub fn record(
     json_out: bool,
 ) {
     for individual in report.reports().flatten() {
+        if let Some(loss) = LossReport::parse(&individual, domain.source_only.domain_id) {
+            flows.entry(loss.flow).or_default().add_lost(loss.count);
+            print_loss(&loss, report.group.node_id, report.group.sequence, from, missing, json_out);
+            continue;
+        }
         let latency = latency_of(&individual, domain);
         if let Some(Latency21 { flow, latency_ns: Some(ns), .. }) = &latency {
             flows.entry(*flow).or_default().add_latency(*ns);
@@ -134,5 +140,29 @@ pub fn record(
                 ),
             }
         }
+    }
+}
+
+/// One loss report, as a JSON line or text.
+fn print_loss(loss: &LossReport, sink_node: u32, seq: u32, from: SocketAddr, missing: u32, json_out: bool) {
+    if json_out {
+        let flow = &loss.flow;
+        println!(
+            "{}",
+            json!({"from": from.to_string(), "seq": seq, "type": "tr20-loss", "missing_reports_before": missing,
+                   "sink_node": sink_node, "source_node": loss.source_node,
+                   "flow": {"src": flow.src.to_string(), "dst": flow.dst.to_string(), "protocol": flow.protocol,
+                            "src_port": flow.src_port, "dst_port": flow.dst_port},
+                   "first_lost_sequence": loss.first_sequence, "lost": loss.count, "declared_ns": loss.declared_ns})
+        );
+    } else {
+        println!("Seq: {seq} Type: Telemetry Report 2.0 (loss){}", missing_note(missing));
+        println!(
+            "  Sink node: {}  Flow: {}  lost {} packet(s) from number {}",
+            std::net::Ipv4Addr::from(sink_node),
+            loss.flow,
+            loss.count,
+            loss.first_sequence
+        );
     }
 }

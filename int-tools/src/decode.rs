@@ -50,9 +50,10 @@ pub struct DecodeArgs {
     /// assigned one).
     #[arg(long)]
     pub int21_port: Option<u16>,
-    /// Words of source-only domain metadata at the bottom of INT 2.1 stacks.
-    #[arg(long, default_value_t = 0)]
-    pub int21_source_only_words: u8,
+    /// The INT 2.1 domain's Domain Specific ID, under which int-node's
+    /// sources put each flow's packet number below the stack (0: none).
+    #[arg(long, default_value = "0x4944", value_parser = parse_u16)]
+    pub int21_domain_id: u16,
 }
 
 /// The INT domains decode looks for, INT 2.1 first (a 2.1 block in a
@@ -65,8 +66,8 @@ pub struct Domains {
 
 pub fn run(args: &DecodeArgs) -> Result<(), String> {
     let tcp_placement = args.tcp_placement;
-    let int21_domain =
-        |marking| int21::Domain { marking, tcp_placement, source_only_words: args.int21_source_only_words };
+    let source_only = int21::SourceOnly::sequence(args.int21_domain_id);
+    let int21_domain = |marking| int21::Domain { marking, tcp_placement, source_only };
     let domains = Domains {
         int05: [
             Domain { encapsulation: args.dscp.encapsulation(), tcp_placement },
@@ -160,6 +161,15 @@ fn decode_report(payload: &[u8], out: &mut Map<String, Value>) {
     }
 }
 
+/// A 16-bit value in decimal or 0x-prefixed hex.
+pub fn parse_u16(text: &str) -> Result<u16, String> {
+    let parsed = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => u16::from_str_radix(hex, 16),
+        None => text.parse(),
+    };
+    parsed.map_err(|_| format!("{text:?}: a number 0-65535 (decimal or 0x hex)"))
+}
+
 /// The INT block of the first domain that finds one into `out`, or
 /// `plain`. An INT 2.1 error is shown only when no 0.5 domain reads the
 /// packet either.
@@ -169,7 +179,7 @@ fn decode_int(frame: &[u8], domains: &Domains, out: &mut Map<String, Value>) {
         match int21::find(frame, domain) {
             Ok(Some(found)) => {
                 out.insert("kind".into(), json!("int"));
-                out.insert("int21".into(), decode21::block_json(&found));
+                out.insert("int21".into(), decode21::block_json(&found, domain));
                 out.insert("flow".into(), flow_json(&found.flow));
                 return;
             }

@@ -6,7 +6,7 @@ use int_core::report::tr20::{self, IndividualReport};
 use serde_json::{json, Map, Value};
 
 /// An INT 2.1 packet's block as JSON.
-pub fn block_json(found: &int21::Found<'_>) -> Value {
+pub fn block_json(found: &int21::Found<'_>, domain: &int21::Domain) -> Value {
     let shim = found.block.shim();
     let (npt, next) = match shim.next {
         Next::Dscp(dscp) => (0, json!({"original_dscp": dscp})),
@@ -31,6 +31,7 @@ pub fn block_json(found: &int21::Found<'_>) -> Value {
                 "domain_id": h.domain_id, "ds_instructions": h.ds_instructions, "ds_flags": h.ds_flags,
                 "hops": md.hops().map(|hop| hop_json(&hop, h.instructions)).collect::<Vec<_>>(),
                 "source_only_bytes": md.source_only().len(),
+                "sequence": domain.source_only.sequence_of(&md),
             })
         }
         Block::Mx(mx) => {
@@ -145,6 +146,9 @@ pub fn print_block(int: &Value) {
         let fields: Vec<String> =
             hop.as_object().map(|m| m.iter().map(|(k, v)| format!("{k}={v}")).collect()).unwrap_or_default();
         println!("  hop {i}: {}", fields.join(" "));
+    }
+    if !int["sequence"].is_null() {
+        println!("  source-only: packet number {}", int["sequence"]);
     }
 }
 

@@ -38,7 +38,7 @@ impl Source {
                 domain: int21::Domain {
                     marking,
                     tcp_placement: TcpPlacement::BeforeOptions,
-                    source_only_words: 0,
+                    source_only: int21::SourceOnly::sequence(0x4944),
                 },
                 header_type,
                 instructions: int21::Instructions::NODE_ID
@@ -48,8 +48,11 @@ impl Source {
                 ds_words: 0,
                 max_hops: 8,
                 own_hop: true,
-                domain_id: 0,
-                ds_instructions: 0,
+                domain_id: 0x4944,
+                ds_instructions: match header_type {
+                    int21::HeaderType::Md => int21::source_only::SEQUENCE,
+                    _ => 0,
+                },
                 ds_flags: 0,
                 discard: false,
                 max_ip_len: 9000,
@@ -75,12 +78,14 @@ impl Source {
     pub fn added_len(&self) -> usize {
         match self {
             Source::V05(config) => config.added_len(),
-            Source::V21(config) => 8 + int21::FIXED_LEN + usize::from(config.hop_ml()) * 4,
+            Source::V21(config) => 8 + int21::FIXED_LEN + usize::from(config.hop_ml()) * 4 + 4,
         }
     }
 
     /// `frame` instrumented with the source's hop stamped `time_ns`, and
-    /// (INT 0.5, shim Type 3) flow sequence number `sequence`.
+    /// flow sequence number `sequence` (INT 0.5 shim Type 3; INT 2.1 MD,
+    /// as source-only metadata under int-node's default Domain Specific
+    /// ID).
     pub fn instrument(&self, frame: &[u8], sequence: u32, time_ns: u64) -> Result<Vec<u8>, String> {
         const HEADROOM: usize = 128;
         let mut buffer = vec![0u8; HEADROOM + frame.len()];
@@ -105,7 +110,7 @@ impl Source {
                     egress_timestamp: Some(time_ns),
                     ..int21::HopMetadata::default()
                 };
-                source21::insert(&mut view, &plan, config, &hop).map_err(failed)?;
+                source21::insert(&mut view, &plan, config, &hop, sequence).map_err(failed)?;
             }
         }
         Ok(view.frame().to_vec())

@@ -20,6 +20,8 @@ int21.prefs.dscp_value = Pref.uint("DSCP value", 0x17, "DSCP value that marks IN
 int21.prefs.dscp_mask = Pref.uint("DSCP mask", 0x3f, "DSCP bits that mark INT 2.1")
 int21.prefs.udp_port = Pref.uint("INT UDP port", 0, "UDP destination port that marks INT 2.1 (0: none)")
 int21.prefs.report_port = Pref.uint("Report UDP port", 32766, "Telemetry report destination port")
+int21.prefs.domain_id = Pref.uint("Domain Specific ID", 0x4944,
+    "Domain Specific ID under which DS Instruction bit 0 is a source-only 4-byte packet number (0: none)")
 
 local header_types = { [1] = "INT-MD", [2] = "destination", [3] = "INT-MX" }
 local npts = { [0] = "DSCP (original DSCP kept)", [1] = "UDP port (original port kept)",
@@ -34,6 +36,7 @@ f.npt = ProtoField.uint8("int21.shim.npt", "NPT", base.DEC, npts, 0x0c)
 f.length = ProtoField.uint8("int21.shim.length", "Length (words after the shim)", base.DEC)
 f.next = ProtoField.uint16("int21.shim.next", "UDP port, IP protocol or DSCP", base.DEC)
 f.ver = ProtoField.uint8("int21.md.ver", "Ver", base.DEC, nil, 0xf0)
+f.sequence = ProtoField.uint32("int21.source_only.sequence", "Packet number (source-only)", base.DEC)
 f.d = ProtoField.bool("int21.md.d", "D (discard)", 8, nil, 0x08)
 f.e = ProtoField.bool("int21.md.e", "E (max hop count exceeded)", 8, nil, 0x04)
 f.m = ProtoField.bool("int21.md.m", "M (MTU exceeded)", 8, nil, 0x02)
@@ -112,9 +115,14 @@ local function dissect_block(buf, tree)
     subtree:add(f.bitmap, buf(8, 2)); subtree:add(f.domain, buf(10, 2))
     subtree:add(f.ds_ins, buf(12, 2)); subtree:add(f.ds_flags, buf(14, 2))
     local hop_len = (buf(6, 1):uint() % 32) * 4
+    -- The packet number sits below the hops, where the domain defines it.
+    local numbered = htype == 1 and int21.prefs.domain_id ~= 0 and buf(10, 2):uint() == int21.prefs.domain_id
+        and bit32.band(buf(12, 2):uint(), 0x8000) ~= 0 and length >= 20
+    local stack_end = numbered and length - 4 or length
+    if numbered then subtree:add(f.sequence, buf(stack_end, 4)) end
     if htype == 1 and hop_len > 0 then
         local at, index = 16, 0
-        while at + hop_len <= length do
+        while at + hop_len <= stack_end do
             local hop = subtree:add(f.hop, buf(at, hop_len))
             hop:set_text(string.format("Hop %d", index))
             dissect_metadata(buf, at, bitmap, hop, f)

@@ -16,9 +16,9 @@ pub struct Domain {
     pub marking: Marking,
     /// Where INT sits in a TCP segment with options.
     pub tcp_placement: TcpPlacement,
-    /// Words of 'source-only' domain metadata the domain's sources put at
-    /// the bottom of the stack.
-    pub source_only_words: u8,
+    /// The 'source-only' domain metadata the domain's sources put at the
+    /// bottom of the stack.
+    pub source_only: super::SourceOnly,
 }
 
 /// How packets announce INT.
@@ -63,7 +63,7 @@ pub fn find<'a>(frame: &'a [u8], domain: &Domain) -> Result<Option<Found<'a>>, P
         (Marking::UdpPort(_), _) => return Ok(None),
     };
     let region = frame.get(block_at..ip.end).unwrap_or_default();
-    let block = Block::parse(region, domain.source_only_words).map_err(|e| e.shifted(block_at))?;
+    let block = Block::parse(region, domain.source_only).map_err(|e| e.shifted(block_at))?;
     let flow = flow_of(frame, &ip, l4, block, block_at, domain.marking)?;
     Ok(Some(Found { ip, l4, block_at, block, flow }))
 }
@@ -93,7 +93,7 @@ pub fn find_in_report<'a>(
         _ => return Ok(None),
     };
     let region = packet.get(block_at..).unwrap_or_default();
-    let block = Block::parse(region, domain.source_only_words).map_err(|e| e.shifted(block_at))?;
+    let block = Block::parse(region, domain.source_only).map_err(|e| e.shifted(block_at))?;
     let (protocol, src_port, dst_port) = match block.shim().next {
         Next::Dscp(_) => (ip.protocol, port(l4), port(l4 + 2)),
         Next::UdpPort(original) => (ip.protocol, port(l4), original),
@@ -187,7 +187,7 @@ mod tests {
         let domain = Domain {
             marking: Marking::Dscp(DscpMatch::new(0x17, 0x3f).unwrap()),
             tcp_placement: TcpPlacement::BeforeOptions,
-            source_only_words: 0,
+            source_only: crate::int21::SourceOnly::NONE,
         };
         let found = find(&marked, &domain).unwrap().unwrap();
         assert_eq!(found.block_at, 54);
@@ -206,7 +206,7 @@ mod tests {
         let domain = Domain {
             marking: Marking::UdpPort(7777),
             tcp_placement: TcpPlacement::BeforeOptions,
-            source_only_words: 0,
+            source_only: crate::int21::SourceOnly::NONE,
         };
         let mut block = [0u8; 64];
         // NPT 1: the original destination port 5001 in the shim.

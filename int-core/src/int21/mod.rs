@@ -20,6 +20,7 @@ pub mod mx_header;
 pub mod shim;
 pub mod sink;
 pub mod source;
+pub mod source_only;
 pub mod transit;
 
 pub use find::{find, find_in_report, Domain, Found, Marking};
@@ -28,6 +29,7 @@ pub use instruction::Instructions;
 pub use md_header::MdHeaderRepr;
 pub use mx_header::MxHeaderRepr;
 pub use shim::{HeaderType, Next, ShimRepr};
+pub use source_only::SourceOnly;
 
 use crate::error::{EmitError, Layer, ParseError};
 
@@ -45,10 +47,10 @@ pub enum Block<'a> {
 
 impl<'a> Block<'a> {
     /// Parses the block at the start of `bytes`: an INT-MD block, whose
-    /// stack holds `source_only_words` of source-only metadata below the
-    /// hops (0 unless the domain defines some), or an INT-MX block.
+    /// stack holds below the hops the source-only metadata its header
+    /// announces as `source_only` defines it, or an INT-MX block.
     /// Destination-type headers are not spoken here.
-    pub fn parse(bytes: &'a [u8], source_only_words: u8) -> Result<Self, ParseError> {
+    pub fn parse(bytes: &'a [u8], source_only: SourceOnly) -> Result<Self, ParseError> {
         let shim = ShimRepr::parse(bytes)?;
         let len = shim::HEADER_LEN + usize::from(shim.length_words) * 4;
         let block =
@@ -65,6 +67,7 @@ impl<'a> Block<'a> {
             HeaderType::Md => {
                 let header = MdHeaderRepr::parse(block.get(shim::HEADER_LEN..).unwrap_or_default())
                     .map_err(|e| e.shifted(shim::HEADER_LEN))?;
+                let source_only_words = source_only.words(header.domain_id, header.ds_instructions);
                 MdBlock::check(&header, after_header.len(), source_only_words)?;
                 Ok(Block::Md(MdBlock { shim, header, stack: after_header, source_only_words, len }))
             }
@@ -223,7 +226,9 @@ mod tests {
 
     #[test]
     fn golden_md_block() {
-        let Block::Md(block) = Block::parse(&SPEC_MD_BLOCK, 0).unwrap() else { panic!("not MD") };
+        let Block::Md(block) = Block::parse(&SPEC_MD_BLOCK, SourceOnly::NONE).unwrap() else {
+            panic!("not MD")
+        };
         assert_eq!(block.len, 32);
         assert_eq!(block.hop_count(), 2);
         assert_eq!(block.header.remaining_hop_cnt, 6);
@@ -236,19 +241,35 @@ mod tests {
     #[test]
     fn source_only_words_sit_below_the_hops() {
         let header = MdHeaderRepr { hop_ml: 2, remaining_hop_cnt: 7, ..MdHeaderRepr::default() };
-        let header =
-            MdHeaderRepr { instructions: Instructions::NODE_ID | Instructions::QUEUE_OCCUPANCY, ..header };
+        let header = MdHeaderRepr {
+            instructions: Instructions::NODE_ID | Instructions::QUEUE_OCCUPANCY,
+            domain_id: 0x4944,
+            ds_instructions: source_only::SEQUENCE,
+            ..header
+        };
         let mut out = [0u8; 64];
         let len =
             emit_md_block(&mut out, Next::IpProtocol(6), &header, &spec_hops()[..1], &[1, 2, 3, 4]).unwrap();
         assert_eq!(len, 16 + 8 + 4);
         assert_eq!(out[1], 6, "Length counts the source-only word");
-        let Block::Md(block) = Block::parse(&out[..len], 1).unwrap() else { panic!("not MD") };
+        let known = SourceOnly::sequence(0x4944);
+        let Block::Md(block) = Block::parse(&out[..len], known).unwrap() else { panic!("not MD") };
         assert_eq!(block.hop_count(), 1);
         assert_eq!(block.source_only(), [1, 2, 3, 4]);
-        // Read without knowing of them, the stack does not divide into hops.
+        assert_eq!(known.sequence_of(&block), Some(0x0102_0304));
+        // Read without knowing of them (another ID, or none), the stack
+        // does not divide into hops.
+        for unknown in [SourceOnly::NONE, SourceOnly::sequence(0x4945)] {
+            assert!(matches!(
+                Block::parse(&out[..len], unknown),
+                Err(ParseError::BadLength { layer: Layer::IntStack, .. })
+            ));
+        }
+        // A block that does not announce the word has none.
+        let mut silent = out;
+        silent[12] = 0;
         assert!(matches!(
-            Block::parse(&out[..len], 0),
+            Block::parse(&silent[..len], known),
             Err(ParseError::BadLength { layer: Layer::IntStack, .. })
         ));
     }
@@ -258,21 +279,27 @@ mod tests {
         let mut short_ml = SPEC_MD_BLOCK;
         short_ml[6] = 0x01;
         assert!(matches!(
-            Block::parse(&short_ml, 0),
+            Block::parse(&short_ml, SourceOnly::NONE),
             Err(ParseError::BadLength { layer: Layer::IntMetadataHeader, .. })
         ));
         let mut odd = SPEC_MD_BLOCK;
         odd[1] = 6;
         assert!(matches!(
-            Block::parse(&odd[..28], 0),
+            Block::parse(&odd[..28], SourceOnly::NONE),
             Err(ParseError::BadLength { layer: Layer::IntStack, .. })
         ));
         let mut tiny = SPEC_MD_BLOCK;
         tiny[1] = 2;
-        assert!(matches!(Block::parse(&tiny, 0), Err(ParseError::BadLength { layer: Layer::IntShim, .. })));
+        assert!(matches!(
+            Block::parse(&tiny, SourceOnly::NONE),
+            Err(ParseError::BadLength { layer: Layer::IntShim, .. })
+        ));
         for cut in 0..SPEC_MD_BLOCK.len() {
             assert!(
-                matches!(Block::parse(&SPEC_MD_BLOCK[..cut], 0), Err(ParseError::Truncated { .. })),
+                matches!(
+                    Block::parse(&SPEC_MD_BLOCK[..cut], SourceOnly::NONE),
+                    Err(ParseError::Truncated { .. })
+                ),
                 "cut {cut}"
             );
         }
@@ -281,7 +308,7 @@ mod tests {
     #[test]
     fn golden_mx_block() {
         let bytes = [0x30, 0x03, 0x00, 0x00, 0x20, 0, 0, 0, 0x90, 0x00, 0, 0, 0, 0, 0, 0];
-        let Block::Mx(block) = Block::parse(&bytes, 0).unwrap() else { panic!("not MX") };
+        let Block::Mx(block) = Block::parse(&bytes, SourceOnly::NONE).unwrap() else { panic!("not MX") };
         assert_eq!(block.len, 16);
         assert!(block.source_inserted.is_empty());
         assert_eq!(block.header.instructions, Instructions::NODE_ID | Instructions::QUEUE_OCCUPANCY);

@@ -24,6 +24,8 @@ pub struct Extracted {
     /// pushed), read in place.
     pub hop_count: usize,
     pub source_hop: Option<HopMetadata>,
+    /// The flow's packet number the source put in source-only metadata.
+    pub sequence: Option<u32>,
     pub is_mx: bool,
     /// The block's instruction bitmap (INT-MX: what every node reports).
     pub instructions: super::Instructions,
@@ -51,16 +53,19 @@ impl Extracted {
 /// Finds and reads the INT 2.1 block of a frame (see [`find`]).
 pub fn extract(frame: &[u8], domain: &Domain) -> Result<Option<Extracted>, ParseError> {
     let Some(found) = find(frame, domain)? else { return Ok(None) };
-    Ok(Some(extracted(frame, &found)))
+    Ok(Some(extracted(frame, &found, domain)))
 }
 
-fn extracted(frame: &[u8], found: &Found<'_>) -> Extracted {
+fn extracted(frame: &[u8], found: &Found<'_>, domain: &Domain) -> Extracted {
     let block_len = found.block.len();
     let block_sum =
         checksum::sum(0, frame.get(found.block_at..found.block_at + block_len).unwrap_or_default());
-    let (discard, hop_count, source_hop, is_mx, instructions) = match found.block {
-        Block::Md(md) => (md.header.discard, md.hop_count(), md.hops().last(), false, md.header.instructions),
-        Block::Mx(mx) => (mx.header.discard, 0, None, true, mx.header.instructions),
+    let (discard, hop_count, source_hop, sequence, is_mx, instructions) = match found.block {
+        Block::Md(md) => {
+            let sequence = domain.source_only.sequence_of(&md);
+            (md.header.discard, md.hop_count(), md.hops().last(), sequence, false, md.header.instructions)
+        }
+        Block::Mx(mx) => (mx.header.discard, 0, None, None, true, mx.header.instructions),
     };
     Extracted {
         flow: found.flow,
@@ -68,6 +73,7 @@ fn extracted(frame: &[u8], found: &Found<'_>) -> Extracted {
         discard,
         hop_count,
         source_hop,
+        sequence,
         is_mx,
         instructions,
         ip: found.ip,

@@ -67,10 +67,29 @@ impl SourceConfig {
         if self.header_type == HeaderType::Md && self.hop_ml() == 0 {
             return Err("INT-MD needs at least one instruction or domain word");
         }
+        let others = self.ds_instructions & !super::source_only::SEQUENCE;
+        if self.domain.source_only.words(self.domain_id, others) != 0 {
+            return Err("the only source-only metadata a source writes is the packet number");
+        }
         if self.own_hop && self.header_type == HeaderType::Md && self.max_hops == 0 {
             return Err("a Remaining Hop Count of 0 leaves no room for the source's own metadata");
         }
         Ok(())
+    }
+
+    /// Whether each packet carries its flow's number (source-only).
+    pub fn numbers_packets(&self) -> bool {
+        self.source_only_len() != 0
+    }
+
+    /// Bytes of source-only metadata the source adds: the packet number,
+    /// when the domain defines it and the DS Instruction asks for it.
+    fn source_only_len(&self) -> usize {
+        if self.header_type == HeaderType::Md {
+            usize::from(self.domain.source_only.words(self.domain_id, self.ds_instructions)) * 4
+        } else {
+            0
+        }
     }
 
     /// Bytes the source's own metadata takes.
@@ -99,7 +118,7 @@ pub struct Plan {
 impl Plan {
     /// Bytes the insertion adds: the block and, for NPT 2, a UDP header.
     pub fn added_len(&self, config: &SourceConfig) -> usize {
-        let own = if self.mtu_exceeded { 0 } else { config.own_hop_len() };
+        let own = if self.mtu_exceeded { 0 } else { config.own_hop_len() + config.source_only_len() };
         let udp = if matches!(self.next, Next::IpProtocol(_)) { UDP_LEN } else { 0 };
         udp + FIXED_LEN + own
     }
@@ -175,7 +194,8 @@ fn plan_as(frame: &[u8], config: &SourceConfig, marked_is_fine: bool) -> Result<
     Ok(plan)
 }
 
-/// Writes the block `plan` describes: the source's own `hop` (unless the
+/// Writes the block `plan` describes: the source's own `hop` and the
+/// flow's packet number `sequence` where the domain carries it (unless the
 /// MTU left no room), lengths, marks and checksums. Returns the bytes
 /// added.
 pub fn insert(
@@ -183,9 +203,10 @@ pub fn insert(
     plan: &Plan,
     config: &SourceConfig,
     hop: &HopMetadata,
+    sequence: u32,
 ) -> Result<usize, Skip> {
     let mut block = [0u8; MAX_BLOCK_LEN];
-    let block_len = build_block(&mut block, plan, config, hop)?;
+    let block_len = build_block(&mut block, plan, config, hop, sequence)?;
     let block = block.get(..block_len).unwrap_or_default();
     let added = plan.added_len(config);
     let ip = plan.ip;
@@ -247,13 +268,25 @@ fn carrier_of(l4: L4, ip: &Ipv4Location) -> (Carrier, u16) {
     }
 }
 
-/// The shim, header and (INT-MD) the source's own metadata; returns the
-/// block's length.
-fn build_block(buf: &mut [u8], plan: &Plan, config: &SourceConfig, hop: &HopMetadata) -> Result<usize, Skip> {
+/// The shim, header and (INT-MD) the source's own metadata and source-only
+/// packet number; returns the block's length. Without room for them (M),
+/// the DS Instruction stops announcing the packet number.
+fn build_block(
+    buf: &mut [u8],
+    plan: &Plan,
+    config: &SourceConfig,
+    hop: &HopMetadata,
+    sequence: u32,
+) -> Result<usize, Skip> {
     let too_big = |_| Skip::TooBig;
     match config.header_type {
         HeaderType::Md => {
             let pushes = !plan.mtu_exceeded && config.own_hop;
+            let numbered = !plan.mtu_exceeded && config.source_only_len() != 0;
+            let mut ds_instructions = config.ds_instructions;
+            if !numbered {
+                ds_instructions &= !config.domain.source_only.bits;
+            }
             let header = MdHeaderRepr {
                 discard: config.discard,
                 max_hop_exceeded: false,
@@ -262,12 +295,14 @@ fn build_block(buf: &mut [u8], plan: &Plan, config: &SourceConfig, hop: &HopMeta
                 remaining_hop_cnt: config.max_hops.saturating_sub(u8::from(pushes)),
                 instructions: config.instructions,
                 domain_id: config.domain_id,
-                ds_instructions: config.ds_instructions,
+                ds_instructions,
                 ds_flags: config.ds_flags,
             };
             let hop = HopMetadata { checksum_complement: None, ..*hop };
             let hops = if pushes { core::slice::from_ref(&hop) } else { &[] };
-            emit_md_block(buf, plan.next, &header, hops, &[]).map_err(too_big)
+            let number = sequence.to_be_bytes();
+            let source_only = if numbered { &number[..] } else { &[] };
+            emit_md_block(buf, plan.next, &header, hops, source_only).map_err(too_big)
         }
         HeaderType::Mx | HeaderType::Destination => {
             let shim = ShimRepr { header_type: HeaderType::Mx, next: plan.next, length_words: 3 };

@@ -8,6 +8,7 @@ pub mod drop_summary;
 pub mod latency;
 pub mod tr05;
 pub mod tr20;
+pub mod tr20_loss;
 
 pub use drop_summary::{DropSummaryReport, DropSummaryRepr};
 pub use latency::LatencyReport;

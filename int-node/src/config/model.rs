@@ -318,6 +318,9 @@ pub struct Source21Settings {
     pub own_hop: bool,
     pub watchlist: Vec<Rule>,
     pub marked: MarkedPolicy,
+    /// Flows numbered at once (where the domain numbers packets).
+    pub flow_capacity: u32,
+    pub idle_timeout_ms: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use int_core::encap::{Domain, DscpMatch, Encapsulation, TcpPlacement, DEFAULT_EXTENSION_PORT};
+use int_core::int21::SourceOnly;
 
 use super::choice::chosen;
 use super::model::{
@@ -151,11 +152,52 @@ fn domain21(raw: &RawInt, path: &str, problems: &mut Problems) -> int_core::int2
     };
     let tcp_placement =
         chosen(&raw.tcp_placement, TcpPlacement::BeforeOptions, &format!("{path}.tcp_placement"), problems);
-    int_core::int21::Domain { marking, tcp_placement, source_only_words: 0 }
+    let source_only = source_only(raw, &path, problems);
+    int_core::int21::Domain { marking, tcp_placement, source_only }
+}
+
+/// The domain's Domain Specific ID and whether its sources number each
+/// flow's packets in source-only metadata under it (on by default: a sink
+/// counts losses from them).
+fn source_only(raw: &RawInt, path: &str, problems: &mut Problems) -> SourceOnly {
+    let domain_id = raw.domain_specific_id.unwrap_or(INT21_DOMAIN_ID);
+    if raw.sequence.unwrap_or(true) && domain_id == 0 {
+        problems.add(
+            format!("{path}.domain_specific_id"),
+            "the default Domain Specific ID 0 defines no domain metadata (INT 2.1 section 5.8), so no packet numbers",
+            "pick an ID of your domain, 0x0001-0xFFFF, or set int.sequence: false",
+        );
+    }
+    match raw.sequence.unwrap_or(true) {
+        true => SourceOnly::sequence(domain_id),
+        false => SourceOnly { domain_id, bits: 0 },
+    }
+}
+
+/// INT 2.1 section 5.8 puts domain metadata before a hop's checksum
+/// complement; int-node's source puts its packet number below its whole
+/// hop, so the two are not written together.
+fn complement_below_numbers(
+    settings: &super::Source21Settings,
+    domain: &int_core::int21::Domain,
+    path: &str,
+    problems: &mut Problems,
+) {
+    let complement = settings.instructions.contains(int_core::int21::Instructions::CHECKSUM_COMPLEMENT);
+    if complement && settings.mode == super::Mode::Md && domain.source_only.bits != 0 {
+        problems.add(
+            format!("{path}.instructions"),
+            "checksum_complement with packet numbers: the number would sit after the source's complement word",
+            "drop checksum_complement, or set int.sequence: false",
+        );
+    }
 }
 
 /// The DSCP the INT 2.1 spec's examples mark INT with.
 const INT21_DSCP: DscpMatch = DscpMatch { value: 0x17, mask: 0x3f };
+
+/// int-node's Domain Specific ID unless the config names one ("ID").
+pub const INT21_DOMAIN_ID: u16 = 0x4944;
 
 /// An INT 0.5 domain: the encapsulation, its DSCP mark or UDP port, the TCP
 /// placement.
@@ -186,6 +228,17 @@ fn domain05(raw: &RawInt, path: &str, problems: &mut Problems) -> Domain {
     };
     let tcp_placement =
         chosen(&raw.tcp_placement, TcpPlacement::BeforeOptions, &format!("{path}.tcp_placement"), problems);
+    for (key, given) in
+        [("domain_specific_id", raw.domain_specific_id.is_some()), ("sequence", raw.sequence.is_some())]
+    {
+        if given {
+            problems.add(
+                format!("{path}.{key}"),
+                format!("{key} is a key of INT 2.1 domains"),
+                "an INT 0.5 domain numbers packets with Host-INT's sequence block (source.flavour: hostint)",
+            );
+        }
+    }
     Domain { encapsulation, tcp_placement }
 }
 
@@ -221,7 +274,11 @@ fn stage(
             let path = format!("{path}.source");
             match domain {
                 IntDomain::V05(_) => StageConfig::Source(source_settings(settings, &path, problems)),
-                IntDomain::V21(_) => StageConfig::Source21(source21_settings(settings, &path, problems)),
+                IntDomain::V21(domain) => {
+                    let settings = source21_settings(settings, &path, problems);
+                    complement_below_numbers(&settings, &domain, &path, problems);
+                    StageConfig::Source21(settings)
+                }
             }
         }
         RoleName::Sink => {

@@ -129,6 +129,8 @@ pub struct RawInt {
     pub dscp: Option<RawDscp>,
     pub udp_port: Option<u16>,
     pub tcp_placement: Option<Choice<TcpPlacement>>,
+    pub domain_specific_id: Option<u16>,
+    pub sequence: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]

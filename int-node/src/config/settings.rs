@@ -91,6 +91,8 @@ pub fn source21_settings(raw: &RawSource, path: &str, problems: &mut Problems) -
         own_hop,
         watchlist: watchlist(raw, path, problems),
         marked: chosen(&raw.marked, MarkedPolicy::Strip, &format!("{path}.marked"), problems),
+        flow_capacity: raw.flows.capacity,
+        idle_timeout_ms: raw.flows.idle_timeout_ms,
     }
 }
 

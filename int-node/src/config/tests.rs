@@ -273,7 +273,7 @@ fn int21_domains() {
         IntDomain::V21(int_core::int21::Domain {
             marking: int_core::int21::Marking::UdpPort(7777),
             tcp_placement: int_core::encap::TcpPlacement::BeforeOptions,
-            source_only_words: 0,
+            source_only: int_core::int21::SourceOnly::sequence(0x4944),
         })
     );
     let StageConfig::Source21(source) = &config.pipelines[0].stage else { panic!("not an INT 2.1 source") };
@@ -292,4 +292,20 @@ fn int21_domains() {
     let version = problems(&text.replace("version: 2.1", "version: 2.0"));
     assert_eq!(version[0].path, "pipelines[0].int.version");
     assert!(version[0].hint.contains("one of: 0.5, 2.1"), "{}", version[0].hint);
+    // Packet numbers need a Domain Specific ID; a 0.5 domain has neither key.
+    let default_id = problems(&text.replace("udp_port: 7777", "udp_port: 7777, domain_specific_id: 0"));
+    assert_eq!(default_id.len(), 1);
+    assert_eq!(default_id[0].path, "pipelines[0].int.domain_specific_id");
+    let unnumbered =
+        parse(&text.replace("udp_port: 7777", "udp_port: 7777, domain_specific_id: 0, sequence: false"))
+            .unwrap();
+    let IntDomain::V21(domain) = unnumbered.pipelines[0].domain else { panic!("not 2.1") };
+    assert_eq!(domain.source_only.words(0, 0xffff), 0);
+    let in_05 = problems(
+        &text
+            .replace("version: 2.1, udp_port: 7777", "version: 0.5, sequence: true")
+            .replace("mode: mx, instructions: [node_id, ingress_timestamp]", "flavour: hostint"),
+    );
+    let paths: Vec<&str> = in_05.iter().map(|p| p.path.as_str()).collect();
+    assert_eq!(paths, ["pipelines[0].int.sequence"], "{in_05:?}");
 }

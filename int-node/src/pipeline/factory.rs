@@ -91,6 +91,7 @@ fn stage(config: &Config, p: &PipelineConfig, ports: &Ports, built: &mut Built) 
         (StageConfig::Source21(settings), IntDomain::V21(domain)) => {
             let config21 = source21_config(domain, settings, mtu);
             config21.check().map_err(|e| RunError::Setup(format!("pipeline {}: {e}", p.name)))?;
+            let numbered = config21.numbers_packets();
             Stage::Source21(Box::new(Source21Stage {
                 config: config21,
                 watchlist: settings.watchlist.clone(),
@@ -101,6 +102,9 @@ fn stage(config: &Config, p: &PipelineConfig, ports: &Ports, built: &mut Built) 
                 marked: settings.marked,
                 own_reports_to: config.export.as_ref().map(|e| e.collector),
                 reporter: (settings.mode == Mode::Mx).then(|| reporter21(config, built)).flatten(),
+                flows: FlowTable::new(if numbered { settings.flow_capacity as usize } else { 1 }),
+                idle_timeout_ns: settings.idle_timeout_ms * 1_000_000,
+                last_sweep_ns: 0,
             }))
         }
         (StageConfig::Transit, IntDomain::V05(domain)) => Stage::Transit(Box::new(TransitStage {
@@ -170,13 +174,11 @@ fn sink_stage(
             latency: settings.latency,
             int_port,
             flows: FlowTable::new(settings.flow_capacity as usize),
-            reporter: Reporter21 {
-                sender,
-                limit: RateLimit::new(export.rate_limit),
-                node_id: config.node_id,
-            },
+            reporter: Reporter21::new(sender, RateLimit::new(export.rate_limit), config.node_id),
             rx_timestamps,
             last_sweep_ns: 0,
+            rx_clock_offset: 0,
+            jump_per_coarse_ms: super::sink::packets_per_coarse_ms(settings.max_flow_pps),
         })),
     };
     Ok(stage)
@@ -188,7 +190,7 @@ fn reporter21(config: &Config, built: &mut Built) -> Option<Reporter21> {
     let export = config.export.as_ref()?;
     let (sender, receiver) = export::report_ring(export.ring_size);
     built.reports.push(receiver);
-    Some(Reporter21 { sender, limit: RateLimit::new(export.rate_limit), node_id: config.node_id })
+    Some(Reporter21::new(sender, RateLimit::new(export.rate_limit), config.node_id))
 }
 
 /// The INT 2.1 source configuration of a pipeline.
@@ -207,8 +209,12 @@ fn source21_config(
         ds_words: 0,
         max_hops: settings.max_hops,
         own_hop: settings.own_hop,
-        domain_id: 0,
-        ds_instructions: 0,
+        // The packet number rides INT-MD only: an MX header has no stack.
+        domain_id: domain.source_only.domain_id,
+        ds_instructions: match settings.mode {
+            Mode::Md => domain.source_only.bits,
+            Mode::Mx => 0,
+        },
         ds_flags: 0,
         discard: false,
         max_ip_len: mtu,

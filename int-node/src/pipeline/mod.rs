@@ -138,6 +138,7 @@ pub fn run_worker(
     for pipeline in pipelines.iter_mut() {
         match &mut pipeline.stage {
             Stage::Sink(sink) => sink.finish(&mut clock, &mut pipeline.counters),
+            Stage::Sink21(sink) => sink.finish(&mut clock, &mut pipeline.counters),
             #[cfg(feature = "lab")]
             Stage::Impair(impair) => impair.finish(),
             _ => {}

@@ -1,8 +1,10 @@
-//! The Telemetry Report 2.0 reports of an INT 2.1 domain's stages, one
-//! datagram each: a group header with this node's id, one individual
-//! report of RepType 1 (INT), InType 4 (IPv4), F set, the metadata this
-//! node provides, and the packet from its IPv4 header through the INT block
-//! as inner contents. Rate-limited per stage, never waited for.
+//! The Telemetry Report 2.0 reports of an INT 2.1 domain's stages: a group
+//! header with this node's id, then individual reports of RepType 1 (INT),
+//! InType 4 (IPv4), F set, the metadata this node provides, and the packet
+//! from its IPv4 header through the INT block as inner contents. The
+//! reports a burst (or a sweep step) makes are coalesced into one datagram,
+//! up to [`DATAGRAM_MAX`] bytes, handed to the exporter at its end.
+//! Rate-limited per report, never waited for.
 //!
 //! INT-MX (INT 2.1 section 5.9): every node that sees an MX packet reports
 //! the metadata its bitmap asks for that a software node has, with
@@ -12,15 +14,22 @@
 //! rate limit (counted `reports_suppressed` beyond it).
 
 use int_core::int21::{HopMetadata, Instructions};
-use int_core::report::tr20::{GroupHeaderRepr, InType, IndividualReport, IntContents, RepType, ReportFlags};
+use int_core::report::tr20::{
+    GroupHeaderRepr, InType, IndividualReport, IntContents, RepType, ReportFlags, GROUP_HEADER_LEN,
+};
+use int_core::EmitError;
 
-use super::export::{QueueError, ReportSender};
+use super::export::{QueueError, ReportSender, REPORT_MAX};
 use super::sink::RateLimit;
 use crate::stats::{Counter, Counters};
 
 /// The metadata a software node provides: level 1 ports, hop latency,
 /// ingress and egress timestamps.
 pub const PROVIDED: u16 = 0x6c00;
+
+/// The largest datagram reports are coalesced into: well inside a
+/// 1500-byte MTU with the IPv4 and UDP headers.
+pub const DATAGRAM_MAX: usize = if REPORT_MAX < 1400 { REPORT_MAX } else { 1400 };
 
 /// What one report says: this node's metadata about a packet.
 pub struct Subject<'a> {
@@ -33,14 +42,34 @@ pub struct Subject<'a> {
     pub dropped: bool,
 }
 
+/// The kinds of report, each counted once its datagram is queued.
+const KINDS: [Counter; 3] = [Counter::reports_latency, Counter::reports_mx, Counter::reports_loss];
+
 pub struct Reporter21 {
-    pub sender: ReportSender,
-    pub limit: RateLimit,
-    pub node_id: u32,
+    sender: ReportSender,
+    limit: RateLimit,
+    node_id: u32,
+    /// The datagram being filled: individual reports after room for the
+    /// group header.
+    datagram: Box<[u8; DATAGRAM_MAX]>,
+    len: usize,
+    /// Reports in it, by kind.
+    pending: [u32; KINDS.len()],
 }
 
 impl Reporter21 {
-    /// Queues one report; counted as `kind` once queued.
+    pub fn new(sender: ReportSender, limit: RateLimit, node_id: u32) -> Self {
+        Reporter21 {
+            sender,
+            limit,
+            node_id,
+            datagram: Box::new([0; DATAGRAM_MAX]),
+            len: GROUP_HEADER_LEN,
+            pending: [0; KINDS.len()],
+        }
+    }
+
+    /// Adds one report on a packet; counted as `kind` once queued.
     pub fn report(&mut self, subject: Subject<'_>, now_ns: u64, kind: Counter, counters: &mut Counters) {
         let Subject { packet, rep_md_bits, metadata, dropped } = subject;
         if !self.limit.allow(now_ns) {
@@ -56,17 +85,83 @@ impl Reporter21 {
             inner: packet,
             ..IndividualReport::default()
         };
-        let group = GroupHeaderRepr { hw_id: 0, sequence: 0, node_id: self.node_id };
         let metadata_len = Instructions::from_bits_retain(rep_md_bits).words() * 4;
-        let max_len = 8 + 4 + 8 + metadata_len + packet.len().next_multiple_of(4);
-        let queued = self.sender.queue(max_len, |out| {
-            let at = group.emit(out)?;
-            Ok::<usize, int_core::EmitError>(at + report.emit(out.get_mut(at..).unwrap_or_default())?)
-        });
-        match queued {
-            Ok(()) => counters.inc(kind),
-            Err(QueueError::Full) => counters.inc(Counter::reports_ring_full),
-            Err(QueueError::TooBig) => counters.inc(Counter::reports_too_big),
+        let max_len = 4 + 8 + metadata_len + packet.len().next_multiple_of(4);
+        self.add(max_len, |out| report.emit(out), kind, counters);
+    }
+
+    /// Adds an individual report of up to `max_len` bytes that `build`
+    /// writes (the caller kept to the rate limit); counted as `kind` once
+    /// queued.
+    pub fn add(
+        &mut self,
+        max_len: usize,
+        build: impl FnOnce(&mut [u8]) -> Result<usize, EmitError>,
+        kind: Counter,
+        counters: &mut Counters,
+    ) {
+        if GROUP_HEADER_LEN + max_len > DATAGRAM_MAX {
+            counters.inc(Counter::reports_too_big);
+            return;
         }
+        if self.len + max_len > DATAGRAM_MAX {
+            self.flush(counters);
+        }
+        let Some(room) = self.datagram.get_mut(self.len..) else { return };
+        match build(room) {
+            Ok(written) => {
+                self.len += written;
+                if let Some(count) =
+                    KINDS.iter().position(|k| *k == kind).and_then(|i| self.pending.get_mut(i))
+                {
+                    *count += 1;
+                }
+            }
+            Err(_) => counters.inc(Counter::reports_too_big),
+        }
+    }
+
+    /// Hands the datagram, if it holds any report, to the exporter (which
+    /// stamps the group header's sequence number).
+    pub fn flush(&mut self, counters: &mut Counters) {
+        let reports: u32 = self.pending.iter().sum();
+        if reports == 0 {
+            return;
+        }
+        let group = GroupHeaderRepr { hw_id: 0, sequence: 0, node_id: self.node_id };
+        let (datagram, len) = (&mut self.datagram, self.len);
+        if group.emit(datagram.as_mut_slice()).is_ok() {
+            let queued = self.sender.queue(len, |out| {
+                let slot = out.get_mut(..len).ok_or(())?;
+                slot.copy_from_slice(datagram.get(..len).ok_or(())?);
+                Ok::<usize, ()>(len)
+            });
+            match queued {
+                Ok(()) => {
+                    counters.inc(Counter::report_datagrams);
+                    for (kind, count) in KINDS.iter().zip(self.pending) {
+                        counters.add(*kind, u64::from(count));
+                    }
+                }
+                Err(QueueError::Full) => counters.add(Counter::reports_ring_full, u64::from(reports)),
+                Err(QueueError::TooBig) => counters.add(Counter::reports_too_big, u64::from(reports)),
+            }
+        }
+        self.len = GROUP_HEADER_LEN;
+        self.pending = [0; KINDS.len()];
+    }
+
+    /// At shutdown nothing is rate-limited.
+    pub fn unlimit(&mut self) {
+        self.limit = RateLimit::new(0);
+    }
+}
+
+impl super::sink::LossReports for Reporter21 {
+    fn has_room(&self) -> bool {
+        self.sender.has_room()
+    }
+    fn allow(&mut self, now_ns: u64) -> bool {
+        self.limit.allow(now_ns)
     }
 }

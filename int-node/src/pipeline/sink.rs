@@ -5,9 +5,10 @@
 //! report and counts it.
 
 use int_core::encap::Domain;
+use int_core::flow::FlowKey;
 use int_core::int05::{HopMetadata, ShapeCache};
 use int_core::latency::{LatencyConfig, LatencyState, ReportReason};
-use int_core::loss::{SeqEvent, SequenceTracker};
+use int_core::loss::{PendingLoss, SeqEvent, SequenceTracker};
 use int_core::report::{
     DropSummaryReport, DropSummaryRepr, LatencyReport, NextProto, ReportHeaderRepr, ReportProfile,
 };
@@ -100,14 +101,14 @@ pub fn one_way_latency(sink_ns: u64, source_ts: u32, max_skew_ns: u32) -> Result
 
 /// Packets a flow can send per coarse ms (2^20 ns) at `max_flow_pps`,
 /// rounded up: worked out once, so that the per-packet bound is a multiply.
-fn packets_per_coarse_ms(max_flow_pps: u64) -> u64 {
+pub(crate) fn packets_per_coarse_ms(max_flow_pps: u64) -> u64 {
     (u128::from(max_flow_pps) << 20).div_ceil(1_000_000_000).min(u128::from(u32::MAX)) as u64
 }
 
 /// The largest sequence jump a flow can make in `idle_ms` coarse ms (plus
 /// the one under way), plus the reordering window.
 #[inline]
-fn plausible_jump(per_coarse_ms: u64, idle_ms: u32) -> u32 {
+pub(crate) fn plausible_jump(per_coarse_ms: u64, idle_ms: u32) -> u32 {
     let packets = per_coarse_ms.saturating_mul(u64::from(idle_ms) + 1);
     packets.saturating_add(u64::from(int_core::loss::WINDOW)).min(u64::from(int_core::loss::MAX_JUMP)) as u32
 }
@@ -288,18 +289,7 @@ impl SinkStage {
         match found.sequence {
             Some(sequence) => {
                 let max_jump = plausible_jump(self.jump_per_coarse_ms, idle_ms.unwrap_or(0));
-                let recorded = flow.sequence.record(sequence, now_ns, max_jump);
-                if recorded.declared_lost != 0 {
-                    counters.add(Counter::lost_packets, u64::from(recorded.declared_lost));
-                }
-                match recorded.event {
-                    SeqEvent::Duplicate => counters.inc(Counter::seq_duplicates),
-                    SeqEvent::Reordered => counters.inc(Counter::seq_reordered),
-                    SeqEvent::Late => counters.inc(Counter::seq_late),
-                    SeqEvent::Restart => counters.inc(Counter::seq_restarts),
-                    SeqEvent::Implausible => counters.inc(Counter::seq_implausible),
-                    SeqEvent::First | SeqEvent::InOrder | SeqEvent::Ahead { .. } => {}
-                }
+                record_sequence(flow, sequence, max_jump, now_ns, counters);
             }
             None => counters.inc(Counter::no_sequence),
         }
@@ -369,61 +359,36 @@ impl SinkStage {
     }
 
     fn sweep_slots(&mut self, budget: usize, now_ns: u64, final_pass: bool, counters: &mut Counters) {
-        // Idle times come in coarse ms (ns >> 20), rounded up here.
-        let coarse_ms = |ms: u64| (ms * 1_000_000).div_ceil(1 << 20).min(u64::from(u32::MAX)) as u32;
-        let (loss_limit, idle_limit) =
-            (coarse_ms(self.settings.loss_timeout_ms), coarse_ms(self.settings.idle_timeout_ms));
         let header = self.header(NextProto::DropSummary, now_ns);
         let (node_id, int_port, unit) = (self.node_id, self.int_port, self.profile.timestamp);
-        let max_delay_ns = self.settings.max_report_delay_ms.saturating_mul(1_000_000);
-        let SinkStage { flows, reports, limit, .. } = self;
-        let removed = flows.sweep(budget, now_ns, |key, flow, idle| {
-            let expire = final_pass || idle > idle_limit;
-            let settled = expire || idle >= loss_limit;
-            // Holes of a flow silent for the loss timeout will not fill.
-            if flow.sequence.has_holes() && settled {
-                counters.add(Counter::lost_packets, u64::from(flow.sequence.flush(now_ns)));
-            }
-            // Losses are coalesced: one Drop-Summary once the flow is
-            // silent, or once the first of them has waited long enough.
-            let due = flow.sequence.pending_count() > 0
-                && (settled || flow.sequence.pending_age_ns(now_ns) >= max_delay_ns);
-            // Losses wait in the flow (not lost) while the ring is full or
-            // the rate limit says no; at shutdown a full ring is counted.
-            if due && !reports.has_room() {
-                if final_pass {
-                    counters.inc(Counter::reports_ring_full);
+        let SinkStage { flows, reports, limit, settings, .. } = self;
+        let pass = LossPass { now_ns, final_pass, settings };
+        pass.sweep(
+            flows,
+            budget,
+            &mut Ring(reports, limit),
+            counters,
+            |ring, key, flow, pending, counters| {
+                let report = DropSummaryReport {
+                    header,
+                    summary: DropSummaryRepr {
+                        source_node: flow.source_node,
+                        sink_node: node_id,
+                        source_port: flow.source_port,
+                        sink_port: int_port,
+                        gap_timestamp: unit.from_ns(pending.first_declared_ns),
+                        gap_sequence: pending.first_sequence,
+                        gap_count: pending.count,
+                    },
+                    flow: *key,
+                };
+                match ring.0.queue(DropSummaryReport::len_for(key.protocol), |out| report.emit(out)) {
+                    Ok(()) => counters.inc(Counter::reports_drop_summary),
+                    Err(QueueError::Full) => counters.inc(Counter::reports_ring_full),
+                    Err(QueueError::TooBig) => counters.inc(Counter::reports_too_big),
                 }
-            } else if due {
-                if !limit.allow(now_ns) {
-                    counters.inc(Counter::reports_suppressed);
-                } else if let Some(pending) = flow.sequence.take_pending(now_ns) {
-                    let report = DropSummaryReport {
-                        header,
-                        summary: DropSummaryRepr {
-                            source_node: flow.source_node,
-                            sink_node: node_id,
-                            source_port: flow.source_port,
-                            sink_port: int_port,
-                            gap_timestamp: unit.from_ns(pending.first_declared_ns),
-                            gap_sequence: pending.first_sequence,
-                            gap_count: pending.count,
-                        },
-                        flow: *key,
-                    };
-                    let max_len = DropSummaryReport::len_for(key.protocol);
-                    match reports.queue(max_len, |out| report.emit(out)) {
-                        Ok(()) => counters.inc(Counter::reports_drop_summary),
-                        Err(QueueError::Full) => counters.inc(Counter::reports_ring_full),
-                        Err(QueueError::TooBig) => counters.inc(Counter::reports_too_big),
-                    }
-                }
-            }
-            // A flow with losses not yet reported stays until they are out;
-            // at shutdown everything goes.
-            expire && (final_pass || flow.sequence.pending_count() == 0)
-        });
-        counters.add(Counter::flows_expired, removed as u64);
+            },
+        );
     }
 
     /// At shutdown: declare every hole lost and report what is pending (as
@@ -435,6 +400,110 @@ impl SinkStage {
         self.limit = RateLimit::new(0);
         let slots = self.flows.slot_count();
         self.sweep_slots(slots, now_ns, true, counters);
+    }
+}
+
+/// Records a packet number in the flow's loss state and counts what it
+/// says (losses declared, duplicates, reordering, restarts).
+pub(crate) fn record_sequence(
+    flow: &mut SinkFlow,
+    sequence: u32,
+    max_jump: u32,
+    now_ns: u64,
+    counters: &mut Counters,
+) {
+    let recorded = flow.sequence.record(sequence, now_ns, max_jump);
+    if recorded.declared_lost != 0 {
+        counters.add(Counter::lost_packets, u64::from(recorded.declared_lost));
+    }
+    match recorded.event {
+        SeqEvent::Duplicate => counters.inc(Counter::seq_duplicates),
+        SeqEvent::Reordered => counters.inc(Counter::seq_reordered),
+        SeqEvent::Late => counters.inc(Counter::seq_late),
+        SeqEvent::Restart => counters.inc(Counter::seq_restarts),
+        SeqEvent::Implausible => counters.inc(Counter::seq_implausible),
+        SeqEvent::First | SeqEvent::InOrder | SeqEvent::Ahead { .. } => {}
+    }
+}
+
+/// One step of a sink's sweep over its flows: holes of flows silent for
+/// the loss timeout are declared lost, declared losses are reported (in
+/// whatever format the domain speaks), idle flows are aged out.
+pub(crate) struct LossPass<'a> {
+    pub now_ns: u64,
+    /// At shutdown: every hole is lost, every flow goes.
+    pub final_pass: bool,
+    pub settings: &'a SinkSettings,
+}
+
+/// Where a sink's loss reports go: the report ring, or a datagram being
+/// filled for it. Losses wait in their flow while there is no room or the
+/// rate limit says no.
+pub(crate) trait LossReports {
+    fn has_room(&self) -> bool;
+    fn allow(&mut self, now_ns: u64) -> bool;
+}
+
+/// An INT 0.5 sink's report ring and rate limit.
+pub(crate) struct Ring<'a>(&'a mut ReportSender, &'a mut RateLimit);
+
+impl LossReports for Ring<'_> {
+    fn has_room(&self) -> bool {
+        self.0.has_room()
+    }
+    fn allow(&mut self, now_ns: u64) -> bool {
+        self.1.allow(now_ns)
+    }
+}
+
+impl LossPass<'_> {
+    /// Visits `budget` slots; `send` reports one flow's declared losses
+    /// and counts what became of the report.
+    pub fn sweep<R: LossReports, F>(
+        &self,
+        flows: &mut FlowTable<SinkFlow, Align64>,
+        budget: usize,
+        reports: &mut R,
+        counters: &mut Counters,
+        mut send: F,
+    ) where
+        F: FnMut(&mut R, &FlowKey, &SinkFlow, PendingLoss, &mut Counters),
+    {
+        // Idle times come in coarse ms (ns >> 20), rounded up here.
+        let coarse_ms = |ms: u64| (ms * 1_000_000).div_ceil(1 << 20).min(u64::from(u32::MAX)) as u32;
+        let (loss_limit, idle_limit) =
+            (coarse_ms(self.settings.loss_timeout_ms), coarse_ms(self.settings.idle_timeout_ms));
+        let max_delay_ns = self.settings.max_report_delay_ms.saturating_mul(1_000_000);
+        let (now_ns, final_pass) = (self.now_ns, self.final_pass);
+        let removed = flows.sweep(budget, now_ns, |key, flow, idle| {
+            let expire = final_pass || idle > idle_limit;
+            let settled = expire || idle >= loss_limit;
+            // Holes of a flow silent for the loss timeout will not fill.
+            if flow.sequence.has_holes() && settled {
+                counters.add(Counter::lost_packets, u64::from(flow.sequence.flush(now_ns)));
+            }
+            // Losses are coalesced: one report once the flow is silent, or
+            // once the first of them has waited long enough.
+            let due = flow.sequence.pending_count() > 0
+                && (settled || flow.sequence.pending_age_ns(now_ns) >= max_delay_ns);
+            // Losses wait in the flow (not lost) while the ring is full or
+            // the rate limit says no; at shutdown a full ring is counted.
+            if due && !reports.has_room() {
+                if final_pass {
+                    counters.inc(Counter::reports_ring_full);
+                }
+            } else if due {
+                if !reports.allow(now_ns) {
+                    counters.inc(Counter::reports_suppressed);
+                } else if let Some(pending) = flow.sequence.take_pending(now_ns) {
+                    send(reports, key, flow, pending, counters);
+                }
+            }
+            // A flow with losses not yet reported stays until they are out;
+            // at shutdown everything goes.
+            expire && (final_pass || flow.sequence.pending_count() == 0)
+        });
+        counters.add(Counter::flows_expired, removed as u64);
     }
 }
 

@@ -3,62 +3,95 @@
 //! 2.0.
 //!
 //! The rule that maps our latency events onto TR 2.0: a latency report is
-//! one datagram with one individual report, RepType 1 (INT), InType 4
-//! (IPv4), F set (D as well when the packet carried D), RepMdBits 0x4C00:
-//! this node's level 1 ports and its ingress and egress timestamps (8
-//! bytes, epoch ns; the node id is in the group header). The inner contents
-//! are the packet as received from its IPv4 header through the INT block
-//! (and, with NPT 2, the original L4 header's first bytes), so the
-//! collector reads the whole stack; one-way latency is the report's
-//! ingress timestamp minus the bottom hop's (the source's) ingress
-//! timestamp. A report goes out when a flow's latency changes by the
-//! sink's rule, as for INT 0.5. INT 2.1 carries no sequence number, so
-//! this stage declares no loss. INT-MX packets are stripped and reported
-//! with this node's metadata as every MX node reports (see [`super::report21`]).
+//! an individual report of RepType 1 (INT), InType 4 (IPv4), F set (D as
+//! well when the packet carried D), RepMdBits 0x4C00: this node's level 1
+//! ports and its ingress and egress timestamps (8 bytes, epoch ns; the node
+//! id is in the group header). The inner contents are the packet as
+//! received from its IPv4 header through the INT block (and, with NPT 2,
+//! the original L4 header's first bytes), so the collector reads the whole
+//! stack; one-way latency is the report's ingress timestamp minus the
+//! bottom hop's (the source's) ingress timestamp. A report goes out when a
+//! flow's latency changes by the sink's rule, as for INT 0.5.
+//!
+//! Losses: where the domain's sources number packets (source-only
+//! metadata), the sink tracks each flow's numbers as an INT 0.5 sink tracks
+//! Host-INT's, and reports the losses it declares by the rule of
+//! [`int_core::report::tr20_loss`]. The reports of a burst or a sweep step
+//! share one datagram. INT-MX packets are stripped and reported with this
+//! node's metadata as every MX node reports (see [`super::report21`]).
 
 use int_core::int21::{sink, Domain, HopMetadata};
 use int_core::latency::LatencyConfig;
+use int_core::report::tr20_loss::{self, LossReport};
 
 use super::report21::{Reporter21, Subject};
-use super::sink::one_way_latency;
+use super::sink::{one_way_latency, plausible_jump, record_sequence, LossPass, SinkFlow};
+use crate::clock::Clock;
 use crate::config::{MalformedPolicy, SinkSettings};
 use crate::dpdk::mbuf::{Burst, RxClock};
-use crate::flow_table::{Admission, FlowTable};
+use crate::flow_table::{Admission, Align64, FlowTable};
 use crate::stats::{Counter, Counters};
 
 /// The sink's metadata in a latency report: level 1 ports, ingress and
 /// egress timestamps.
 const LATENCY_MD_BITS: u16 = 0x4c00;
 
-/// One flow's latency state at the sink.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Flow21 {
-    pub latency: int_core::latency::LatencyState,
-    pub packets: u16,
-}
-
 pub struct Sink21Stage {
     pub domain: Domain,
     pub settings: SinkSettings,
     pub latency: LatencyConfig,
     pub int_port: u16,
-    pub flows: FlowTable<Flow21>,
+    pub flows: FlowTable<SinkFlow, Align64>,
     pub reporter: Reporter21,
     pub rx_timestamps: Option<RxClock>,
     pub last_sweep_ns: u64,
+    /// RX-timestamp time minus host-clock time at the last packet: the
+    /// sweep's timeouts run on the packets' clock.
+    pub rx_clock_offset: i64,
+    /// [`super::sink::packets_per_coarse_ms`] at `max_flow_pps`.
+    pub jump_per_coarse_ms: u64,
 }
 
 impl Sink21Stage {
-    /// Ages idle flows out: a 64th of the table every millisecond or so.
-    pub fn sweep(&mut self, now_ns: u64, counters: &mut Counters) {
-        if now_ns.wrapping_sub(self.last_sweep_ns) < 1 << 20 {
+    /// One step of the sweep: a 64th of the table every 64th of the sweep
+    /// interval declares the holes of silent flows lost, reports declared
+    /// losses and ages idle flows out.
+    pub fn sweep(&mut self, host_ns: u64, counters: &mut Counters) {
+        let now_ns = host_ns.wrapping_add_signed(self.rx_clock_offset);
+        let step_ns = self.settings.sweep_ms.max(1) * 1_000_000 / 64;
+        if now_ns.wrapping_sub(self.last_sweep_ns) < step_ns {
             return;
         }
         self.last_sweep_ns = now_ns;
-        let idle_limit = ((self.settings.idle_timeout_ms * 1_000_000) >> 20).min(u64::from(u32::MAX)) as u32;
         let budget = self.flows.slot_count().div_ceil(64);
-        let expired = self.flows.sweep(budget, now_ns, |_, _, idle| idle > idle_limit);
-        counters.add(Counter::flows_expired, expired as u64);
+        self.sweep_slots(budget, now_ns, false, counters);
+    }
+
+    /// At shutdown: every hole is lost, and every loss reported (as far as
+    /// the report ring holds them).
+    pub fn finish(&mut self, clock: &mut Clock, counters: &mut Counters) {
+        self.reporter.unlimit();
+        let slots = self.flows.slot_count();
+        let now_ns = clock.now_ns().wrapping_add_signed(self.rx_clock_offset);
+        self.sweep_slots(slots, now_ns, true, counters);
+    }
+
+    fn sweep_slots(&mut self, budget: usize, now_ns: u64, final_pass: bool, counters: &mut Counters) {
+        let domain_id = self.domain.source_only.domain_id;
+        let Sink21Stage { flows, reporter, settings, .. } = self;
+        let pass = LossPass { now_ns, final_pass, settings };
+        pass.sweep(flows, budget, reporter, counters, |reporter, key, flow, pending, counters| {
+            let report = LossReport {
+                flow: *key,
+                first_sequence: pending.first_sequence,
+                count: pending.count,
+                source_node: (flow.source_node != 0).then_some(flow.source_node),
+                declared_ns: pending.first_declared_ns,
+            };
+            let build = |out: &mut [u8]| report.emit(domain_id, out);
+            reporter.add(tr20_loss::LEN, build, Counter::reports_loss, counters);
+        });
+        self.reporter.flush(counters);
     }
 
     #[inline(never)]
@@ -84,6 +117,7 @@ impl Sink21Stage {
                 }
             };
             let now_ns = self.rx_timestamps.and_then(|clock| burst.rx_time_ns(i, &clock)).unwrap_or(burst_ns);
+            self.rx_clock_offset = now_ns as i64 - burst_ns as i64;
             if self.track(&found, now_ns, counters) || found.is_mx {
                 if let Some(frame) = burst.data(i) {
                     self.report(frame, &found, now_ns, counters);
@@ -101,12 +135,13 @@ impl Sink21Stage {
                 drop |= 1 << i;
             }
         }
+        self.reporter.flush(counters);
         if drop != 0 {
             burst.retain(|i| drop & (1 << i) == 0);
         }
     }
 
-    /// Updates the flow's latency state; says whether to report.
+    /// Updates the flow's loss and latency state; says whether to report.
     fn track(&mut self, found: &sink::Extracted, now_ns: u64, counters: &mut Counters) -> bool {
         let admitted =
             self.flows.get_or_insert_hashed(&found.flow, found.flow.hash64(), now_ns, |f| f.packets <= 1);
@@ -114,10 +149,25 @@ impl Sink21Stage {
             counters.inc(Counter::flow_table_full);
             return false;
         };
-        if !matches!(admission, Admission::Existing { .. }) {
-            counters.inc(Counter::flows_created);
-        }
+        let idle_ms = match admission {
+            Admission::Existing { idle_ms } => idle_ms,
+            Admission::Created | Admission::Evicted => {
+                counters.inc(Counter::flows_created);
+                counters.add(Counter::flows_evicted, u64::from(admission == Admission::Evicted));
+                0
+            }
+        };
         flow.packets = flow.packets.saturating_add(1);
+        if let Some(node) = found.source_hop.and_then(|hop| hop.node_id) {
+            flow.source_node = node;
+        }
+        match found.sequence {
+            Some(sequence) => {
+                let max_jump = plausible_jump(self.jump_per_coarse_ms, idle_ms);
+                record_sequence(flow, sequence, max_jump, now_ns, counters);
+            }
+            None => counters.inc(Counter::no_sequence),
+        }
         let Some(source_ns) = found.source_hop.and_then(|hop| hop.ingress_timestamp) else { return false };
         // 64-bit timestamps: the 32-bit split of INT 0.5 applies to the low
         // bits only when the difference is within its range.

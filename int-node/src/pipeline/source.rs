@@ -112,13 +112,8 @@ impl SourceStage {
         counters.add(Counter::instrumented, instrumented);
         counters.add(Counter::flows_created, created);
         counters.add(Counter::flows_evicted, evicted);
-        // Ageing: a 64th of the table every millisecond or so.
-        if with_sequence && now_ns.wrapping_sub(self.last_sweep_ns) >= 1 << 20 {
-            self.last_sweep_ns = now_ns;
-            let idle_limit = (self.idle_timeout_ns >> 20) as u32;
-            let budget = self.flows.slot_count().div_ceil(64);
-            let expired = self.flows.sweep(budget, now_ns, |_, _, idle| idle > idle_limit);
-            counters.add(Counter::flows_expired, expired as u64);
+        if with_sequence {
+            age_flows(&mut self.flows, &mut self.last_sweep_ns, now_ns, self.idle_timeout_ns, counters);
         }
     }
 
@@ -270,4 +265,23 @@ pub(crate) fn skip_counter(skip: Skip) -> Counter {
         Skip::NoHeadroom => Counter::no_headroom,
         Skip::Malformed(error) => Counter::malformed(error.drop_reason()),
     }
+}
+
+/// Ages a source's numbered flows out: a 64th of the table every
+/// millisecond or so.
+pub(crate) fn age_flows(
+    flows: &mut FlowTable<u32>,
+    last_sweep_ns: &mut u64,
+    now_ns: u64,
+    idle_timeout_ns: u64,
+    counters: &mut Counters,
+) {
+    if now_ns.wrapping_sub(*last_sweep_ns) < 1 << 20 {
+        return;
+    }
+    *last_sweep_ns = now_ns;
+    let idle_limit = (idle_timeout_ns >> 20) as u32;
+    let budget = flows.slot_count().div_ceil(64);
+    let expired = flows.sweep(budget, now_ns, |_, _, idle| idle > idle_limit);
+    counters.add(Counter::flows_expired, expired as u64);
 }

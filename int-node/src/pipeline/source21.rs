@@ -2,7 +2,8 @@
 //! metadata: node id, level 1 ports, hop latency, 64-bit ingress and egress
 //! timestamps) or INT-MX into packets of watched flows. At the domain's
 //! edge, a packet that arrives marked is handled by the [`MarkedPolicy`]
-//! as in an INT 0.5 domain.
+//! as in an INT 0.5 domain. Where the domain numbers packets, each flow's
+//! packets carry their number from 1 in source-only metadata.
 
 use std::net::SocketAddrV4;
 
@@ -15,6 +16,7 @@ use super::source::skip_counter;
 use crate::clock::Clock;
 use crate::config::{MarkedPolicy, Rule};
 use crate::dpdk::mbuf::{Burst, RxClock};
+use crate::flow_table::{Admission, FlowTable};
 use crate::stats::{Counter, Counters};
 
 pub struct Source21Stage {
@@ -29,6 +31,10 @@ pub struct Source21Stage {
     pub own_reports_to: Option<SocketAddrV4>,
     /// INT-MX: this node's reports on the packets it marks.
     pub reporter: Option<Reporter21>,
+    /// Per-flow last packet number, where the domain numbers packets.
+    pub flows: FlowTable<u32>,
+    pub idle_timeout_ns: u64,
+    pub last_sweep_ns: u64,
 }
 
 impl Source21Stage {
@@ -59,10 +65,11 @@ impl Source21Stage {
             if !self.admit(&plan.flow, counters) {
                 continue;
             }
+            let Some(sequence) = self.next_sequence(&plan, now_ns, counters) else { continue };
             let ingress = self.rx_timestamps.and_then(|clock| burst.rx_time_ns(i, &clock)).unwrap_or(now_ns);
             let hop = self.own_hop(ingress, now_ns);
             let config = &self.config;
-            match burst.with_frame(i, |f| source::insert(f, &plan, config, &hop)) {
+            match burst.with_frame(i, |f| source::insert(f, &plan, config, &hop, sequence)) {
                 Some(Ok(_)) => counters.inc(Counter::instrumented),
                 Some(Err(skip)) => {
                     counters.inc(skip_counter(skip));
@@ -80,9 +87,42 @@ impl Source21Stage {
                 counters.inc(Counter::mtu_exceeded);
             }
         }
+        if let Some(reporter) = self.reporter.as_mut() {
+            reporter.flush(counters);
+        }
         if drop != 0 {
             burst.retain(|i| drop & (1 << i) == 0);
         }
+        if self.config.numbers_packets() {
+            let timeout = self.idle_timeout_ns;
+            super::source::age_flows(&mut self.flows, &mut self.last_sweep_ns, now_ns, timeout, counters);
+        }
+    }
+
+    /// The flow's next packet number (0 where the domain numbers none);
+    /// `None` when the flow table has no slot for it: without an honest
+    /// number the packet leaves untouched rather than confuse the sink.
+    fn next_sequence(&mut self, plan: &source::Plan, now_ns: u64, counters: &mut Counters) -> Option<u32> {
+        if !self.config.numbers_packets() || plan.mtu_exceeded {
+            return Some(0);
+        }
+        // A flow that has numbered one packet may give its slot to a new
+        // flow when the table is full.
+        let admitted = self.flows.get_or_insert_hashed(&plan.flow, plan.flow.hash64(), now_ns, |n| *n <= 1);
+        let Some((counter, admission)) = admitted else {
+            counters.inc(Counter::flow_table_full);
+            return None;
+        };
+        match admission {
+            Admission::Existing { .. } => {}
+            Admission::Created => counters.inc(Counter::flows_created),
+            Admission::Evicted => {
+                counters.inc(Counter::flows_created);
+                counters.inc(Counter::flows_evicted);
+            }
+        }
+        *counter = counter.wrapping_add(1);
+        Some(*counter)
     }
 
     /// This node's metadata: the time the packet arrived and leaves.

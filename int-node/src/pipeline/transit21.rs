@@ -60,5 +60,8 @@ impl Transit21Stage {
             };
             counters.inc(counter);
         }
+        if let Some(reporter) = self.reporter.as_mut() {
+            reporter.flush(counters);
+        }
     }
 }

@@ -1,0 +1,54 @@
+//! 'Source-only' domain specific metadata (INT 2.1 section 5.8): words an
+//! INT-MD source adds below its own hop, announced by bits of the DS
+//! Instruction under a Domain Specific ID the domain defines. Hop ML does
+//! not count them; the shim's Length does.
+//!
+//! int-node's domains define one such bit: DS Instruction bit 0 (the MSB),
+//! a 4-byte per-flow packet number counted from 1, so that a sink counts
+//! losses as it does in an INT 0.5 domain with Host-INT's sequence block.
+
+use super::MdBlock;
+
+/// DS Instruction bit 0: the flow's packet number, 4 bytes, source-only.
+pub const SEQUENCE: u16 = 0x8000;
+
+/// The source-only metadata a domain knows: under `domain_id`, each of
+/// `bits` set in a packet's DS Instruction is one word below the hops, in
+/// bit order (bit 0 first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SourceOnly {
+    pub domain_id: u16,
+    pub bits: u16,
+}
+
+impl SourceOnly {
+    /// No source-only metadata: every stack is whole hops.
+    pub const NONE: SourceOnly = SourceOnly { domain_id: 0, bits: 0 };
+
+    /// int-node's packet numbers under `domain_id`.
+    pub const fn sequence(domain_id: u16) -> Self {
+        SourceOnly { domain_id, bits: SEQUENCE }
+    }
+
+    /// Words of source-only metadata a block whose header carries this
+    /// Domain Specific ID and DS Instruction has. The default ID 0 defines
+    /// none (its DS Instruction bits are reserved), nor does an ID this
+    /// domain does not know.
+    pub fn words(&self, domain_id: u16, ds_instructions: u16) -> u8 {
+        if self.domain_id == 0 || domain_id != self.domain_id {
+            return 0;
+        }
+        (ds_instructions & self.bits).count_ones() as u8
+    }
+
+    /// The packet number a block carries, if the domain defines it and the
+    /// block announces it.
+    pub fn sequence_of(&self, block: &MdBlock<'_>) -> Option<u32> {
+        let header = &block.header;
+        if self.bits & SEQUENCE == 0 || self.words(header.domain_id, header.ds_instructions & SEQUENCE) == 0 {
+            return None;
+        }
+        let word = block.source_only().get(..4)?;
+        Some(u32::from_be_bytes(word.try_into().ok()?))
+    }
+}
