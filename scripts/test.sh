@@ -27,12 +27,14 @@ else
 fi
 # The network-namespace lab: real kernel TCP/UDP through source, WAN and
 # sink nodes on af_packet; checks the transfer hash, loss counts and a
-# latency change. Needs root (namespaces, veth).
+# latency change, in an INT 0.5 (Host-INT) domain and in an INT 2.1 one.
+# Needs root (namespaces, veth).
 if [[ $(id -u) -eq 0 ]]; then
     # The lab's WAN node is an impair pipeline: lab equipment, built in
     # with int-node's `lab` feature.
     cargo build --locked --workspace --features int-node/lab
     target/debug/int-lab lab --topology config/lab/basic.yaml
+    target/debug/int-lab lab --topology config/lab/int21.yaml
 else
     echo "lab: skipped (needs root: cargo build --workspace --features int-node/lab; sudo target/debug/int-lab lab --topology config/lab/basic.yaml)"
 fi

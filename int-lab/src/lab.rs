@@ -15,6 +15,10 @@
 //!    what netem dropped (read from `tc -s qdisc`).
 //! 3. `delay_ms`: a UDP flow runs, netem delay is added mid-run; a latency
 //!    report must show the new one-way latency.
+//!
+//! The same checks hold for an INT 2.1 domain (config/lab/int21.yaml): its
+//! Telemetry Report 2.0 latency and loss records are read in the terms of
+//! the 0.5 ones.
 
 // Collector records are read with serde_json's `value["key"]`, which yields
 // Null for a missing key and never panics.
@@ -425,12 +429,33 @@ fn wait(duration: Duration) -> Result<(), String> {
 }
 
 /// Reads the collector's JSON lines so far.
+/// The collector's records, a Telemetry Report 2.0 record put in the terms
+/// of its 0.5 counterpart: a latency record (`tr20`) with its flow's ports
+/// and packet number as `flow_seq`, a loss record (`tr20-loss`) as a
+/// Drop-Summary with `gap_count`.
 fn reports(workdir: &Path) -> Vec<serde_json::Value> {
     fs::read_to_string(workdir.join("collector.jsonl"))
         .unwrap_or_default()
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
+        .map(as_tr05_terms)
         .collect()
+}
+
+fn as_tr05_terms(record: serde_json::Value) -> serde_json::Value {
+    let kind = match record["type"].as_str() {
+        Some("tr20") => "latency",
+        Some("tr20-loss") => "drop-summary",
+        _ => return record,
+    };
+    serde_json::json!({
+        "type": kind,
+        "src_port": record["flow"]["src_port"],
+        "dst_port": record["flow"]["dst_port"],
+        "flow_seq": record["sequence"],
+        "latency_ns": record["latency_ns"],
+        "gap_count": record["lost"],
+    })
 }
 
 fn addr_of(lab: &Lab, endpoint: &str, topology: &Topology) -> Result<String, String> {
@@ -715,7 +740,7 @@ fn check_loss(
         "loss counts",
         gaps == dropped && dropped > 0,
         format!(
-            "{} dropped {dropped} of {} UDP packets at {loss}%; {drop_reports} Drop-Summary reports count {gaps}",
+            "{} dropped {dropped} of {} UDP packets at {loss}%; {drop_reports} loss reports (Drop-Summary or TR 2.0) count {gaps}",
             if matches!(impairment, Impairment::Netem { .. }) { "netem" } else { "the impair node" },
             s.udp_packets
         ),

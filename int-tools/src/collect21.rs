@@ -69,6 +69,8 @@ pub struct Latency21 {
     pub latency_ns: Option<i64>,
     pub hops: usize,
     pub source_node: Option<u32>,
+    /// The packet's number in its flow, where the source wrote one.
+    pub sequence: Option<u32>,
 }
 
 /// Reads an individual report's latency, when it is one.
@@ -76,7 +78,7 @@ pub fn latency_of(report: &IndividualReport<'_>, domain: &int21::Domain) -> Opti
     let int = report.int?;
     let (block, flow) = int21::find_in_report(report.inner, domain).ok()??;
     let Block::Md(md) = block else {
-        return Some(Latency21 { flow, latency_ns: None, hops: 0, source_node: None });
+        return Some(Latency21 { flow, latency_ns: None, hops: 0, source_node: None, sequence: None });
     };
     let source = md.hops().last();
     let latency_ns = match (int.metadata.ingress_timestamp, source.and_then(|hop| hop.ingress_timestamp)) {
@@ -88,6 +90,7 @@ pub fn latency_of(report: &IndividualReport<'_>, domain: &int21::Domain) -> Opti
         latency_ns,
         hops: md.hop_count(),
         source_node: source.and_then(|hop| hop.node_id),
+        sequence: domain.source_only.sequence_of(&md),
     })
 }
 
@@ -122,6 +125,7 @@ pub fn record(
                            "protocol": l.flow.protocol, "src_port": l.flow.src_port, "dst_port": l.flow.dst_port})),
                        "hops": latency.as_ref().map(|l| l.hops),
                        "source_node": latency.as_ref().and_then(|l| l.source_node),
+                       "sequence": latency.as_ref().and_then(|l| l.sequence),
                        "latency_ns": latency.as_ref().and_then(|l| l.latency_ns)})
             );
         } else {
