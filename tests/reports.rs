@@ -103,3 +103,50 @@ fn collect_receives_reports_and_finds_gaps() {
     assert_eq!(lossy["lost_packets"], 10);
     assert_eq!(flows.iter().filter(|f| f["latency_reports"] == 1).count(), 3);
 }
+
+/// `export.profile: tr05`: a sink's flow reports are Telemetry Report 0.5's
+/// own (NProto 2, the Switch Local header, the Ethernet frame with the INT
+/// stack), collect reads their one-way latency, and a loss is counted at
+/// the sink but not reported (TR 0.5 has no report for it).
+#[test]
+fn tr05_profile_sends_switch_local_flow_reports() {
+    let dir = workdir("tr05-profile");
+    let frames = mixed_traffic(120, 6, 120);
+    write_pcap(&dir.join("in.pcap"), &frames);
+    run_node(&dir, &node_config("source", "in.pcap", "int.pcap", "", None));
+    // Flow 1 loses its third packet on the way.
+    let lost = 1 + 6 * 2;
+    let survivors: Vec<Vec<u8>> = read_pcap(&dir.join("int.pcap"))
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| *i != lost)
+        .map(|(_, f)| f)
+        .collect();
+    write_pcap(&dir.join("int.pcap"), &survivors);
+    let domain = int_core::encap::Domain::default();
+    retime_after_source(&dir.join("int.pcap"), &domain, 150_000);
+    let (child, listen) = start_collector(&tools_bin(), &["--count", "6", "--duration", "30"]);
+    let config = node_config("sink", "int.pcap", "out.pcap", "    clock: rx-timestamp\n", Some(&listen))
+        .replace("export: {collector: ", "export: {profile: tr05, collector: ");
+    let sink = run_node(&dir, &config);
+    assert_eq!(sink.counter("sink", "lost_packets"), 1);
+    assert_eq!(sink.counter("sink", "reports_drop_summary"), 0, "no loss report in TR 0.5");
+    assert_eq!(sink.counter("sink", "reports_latency"), 6);
+    let output = child.wait_with_output().unwrap();
+    let lines: Vec<serde_json::Value> =
+        String::from_utf8(output.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let records: Vec<_> = lines.iter().filter(|l| l["type"] == "tr05-flow").collect();
+    assert_eq!(records.len(), 6, "{lines:?}");
+    for record in &records {
+        // net_pcap keeps capture times to the microsecond.
+        let latency = record["latency_ns"].as_i64().unwrap();
+        assert!((149_000..=150_000).contains(&latency), "{record}");
+        assert_eq!(
+            (record["source_node"].as_u64(), record["sink_node"].as_u64()),
+            (Some(0x0a00_0001), Some(0x0a00_0002))
+        );
+        assert_eq!((record["hops"].as_u64(), record["flow_seq"].as_u64()), (Some(1), Some(1)), "{record}");
+    }
+    let summary = &lines.last().unwrap()["summary"];
+    assert_eq!(summary["malformed"], 0, "{summary}");
+}

@@ -310,3 +310,62 @@ fn tshark_decodes_what_an_int21_domain_wrote() {
         assert_eq!(t[..], expected[..], "report {i}: {o}");
     }
 }
+
+/// Telemetry Report 0.5's own flow reports (`export.profile: tr05`): the
+/// fixed and Switch Local headers as the dissector shows them, and the
+/// packet inside as Wireshark's own Ethernet and IPv4 dissectors and the
+/// INT 0.5 dissector read it, equal what int-tools decode says.
+#[test]
+fn tshark_decodes_tr05_flow_reports() {
+    let dir = workdir("wireshark-tr05");
+    gen(
+        &dir,
+        &["--out", "plain.pcap", "--packets", "40", "--flows", "4", "--proto", "mix", "--sizes", "200"],
+    );
+    run_node(&dir, &node_config("source", "plain.pcap", "dscp.pcap", "", None));
+    write_pcap(&dir.join("empty.pcap"), &[]);
+    let sink = port_exporter_config("dscp.pcap").replace("export:\n", "export:\n  profile: tr05\n");
+    run_node(&dir, &sink);
+    let ours = decode(&dir, "reports.pcap");
+    assert!(!ours.is_empty());
+    let fields = [
+        "intreport.nproto",
+        "intreport.f",
+        "intreport.seq",
+        "intreport.timestamp",
+        "intreport.switch_id",
+        "intreport.ingress_port",
+        "intreport.egress_timestamp",
+        "ip.src",
+        "udp.srcport",
+        "tcp.srcport",
+        "int05.hop.switch_id",
+        "int05.hop.ingress_timestamp",
+    ];
+    let theirs = tshark(&dir.join("reports.pcap"), &fields);
+    assert_eq!(theirs.len(), ours.len());
+    for (i, (t, o)) in theirs.iter().zip(&ours).enumerate() {
+        let r = &o["report"];
+        let (h, local) = (&r["header"], &r["switch_local"]);
+        let hop = &r["int"]["hops"][0];
+        let (tcp, port) = (r["flow"]["protocol"] == 6, &r["flow"]["src_port"]);
+        let expected = [
+            "2".to_string(),
+            "1".to_string(),
+            h["sequence"].to_string(),
+            h["timestamp"].to_string(),
+            local["switch_id"].to_string(),
+            local["ingress_port"].to_string(),
+            local["egress_timestamp"].to_string(),
+            // The report's own IPv4 source, then the packet's.
+            format!("192.0.2.2,{}", r["flow"]["src"].as_str().unwrap()),
+            // The report's UDP source port, then the packet's L4 one.
+            if tcp { "32766".to_string() } else { format!("32766,{port}") },
+            if tcp { port.to_string() } else { String::new() },
+            hop["switch_id"].to_string(),
+            hop["ingress_timestamp"].to_string(),
+        ];
+        assert_eq!(t[..], expected[..], "report {i}: {o}");
+        assert_eq!(r["type"], "tr05");
+    }
+}

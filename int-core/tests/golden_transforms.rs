@@ -171,6 +171,63 @@ fn host_int_latency_report_sizes_and_stack() {
     }
 }
 
+/// A Telemetry Report 0.5 flow report: NProto 2 with F, the Switch Local
+/// header, then the packet's Ethernet header and Host-INT's report body
+/// without the sink's hop; 102 bytes for a UDP flow with Host-INT's stack
+/// (12 + 16 + 14 + 20 + 8 + 32 of INT: no tail, the sequence number kept). The fixed and
+/// Switch Local headers byte for byte, as section 3.2 draws them.
+#[test]
+fn tr05_flow_report_carries_its_own_headers() {
+    use int_core::report::tr05::SwitchLocalRepr;
+    use int_core::report::tr05_flow::FlowReport;
+    let config = SourceConfig::host_int(1500);
+    let original = PacketSpec::udp(addr(1), addr(2), 4000, 5000, 64).build();
+    let out = run_source(&original, &config, 3);
+    let found = int_core::sink::extract(&out, &domain(&config)).unwrap().unwrap();
+    let header = FlowReport::header(7, 0x5e00_0001 + 0x1000, 5);
+    let local = SwitchLocalRepr {
+        switch_id: 0x0a00_0002,
+        ingress_port: 3,
+        egress_port: 3,
+        queue_id: 0,
+        queue_occupancy: 0,
+        egress_timestamp: 0x5e00_2002,
+    };
+    let mut buf = [0xa5u8; 256];
+    let len = FlowReport::build(&mut buf, &out, &found, &header, &local).unwrap();
+    assert_eq!((len, FlowReport::len_for(&found)), (102, 102));
+    #[rustfmt::skip]
+    let expected_headers = [
+        0x02, 0x20, 0x00, 0x05, // Ver 0, NProto 2, F, hw_id 5
+        0, 0, 0, 7, // sequence
+        0x5e, 0x00, 0x10, 0x01, // ingress timestamp (ns)
+        0x0a, 0x00, 0x00, 0x02, // switch id
+        0x00, 0x03, 0x00, 0x03, // ingress, egress port
+        0x00, 0x00, 0x00, 0x00, // queue id, occupancy
+        0x5e, 0x00, 0x20, 0x02, // egress timestamp
+    ];
+    assert_eq!(buf[..28], expected_headers);
+    assert_eq!(buf[28..42], out[..14], "the packet's Ethernet header");
+    assert_eq!(buf[42..62], out[14..34], "its IPv4 header");
+    assert_eq!(buf[70..74], [0x03, 0x00, 0x08, 0x00], "Host-INT's shim, Length 8: no tail, no sink hop");
+    assert_eq!(buf[len - 4..len], [0, 0, 0, 3], "the sequence number last");
+    let parsed = FlowReport::parse(&buf[..len]).unwrap();
+    assert_eq!((parsed.header, parsed.local), (header, local));
+    assert_eq!((parsed.src_port, parsed.dst_port), (4000, 5000));
+    assert_eq!(parsed.latency_ns(), Some(0x1000));
+    assert_eq!(parsed.block.sequence, Some(3));
+    // The generic parser reads it as TR 0.5 NProto 2 with the same frame.
+    let report::Report::Tr05 { switch_local, frame, .. } =
+        report::parse(&buf[..len], SinkIdWord::Detect).unwrap()
+    else {
+        panic!("not a TR 0.5 report")
+    };
+    assert_eq!((switch_local, frame.len()), (Some(local), len - 28));
+    for cut in 0..len {
+        assert!(FlowReport::parse(&buf[..cut]).is_err(), "cut {cut}");
+    }
+}
+
 /// In the UDP encapsulation a latency report names the flow as Host-INT's
 /// sink daemon does: the IPv4 header with the tail's protocol (its checksum
 /// still right), then the original L4 header (20 TCP bytes), not the

@@ -58,7 +58,14 @@ fn everything_int21(bytes: &[u8]) {
     use int_core::int21::{self, source as source21, transit as transit21};
     let _ = int21::Block::parse(bytes, int21::SourceOnly::NONE);
     let _ = int21::Block::parse(bytes, int21::SourceOnly::sequence(0x4944));
-    let _ = report::tr20::Report::parse(bytes).map(|r| r.reports().count());
+    if let Ok(parsed) = report::tr20::Report::parse(bytes) {
+        for individual in parsed.reports().flatten() {
+            let _ = report::tr20_loss::LossReport::parse(&individual, 0x4944);
+        }
+    }
+    if let Ok(flow) = report::tr05_flow::FlowReport::parse(bytes) {
+        let _ = (flow.latency_ns(), flow.source_hop());
+    }
     let dscp = int_core::encap::DscpMatch::new(0x17, 0x3f).unwrap();
     for marking in [int21::Marking::Dscp(dscp), int21::Marking::UdpPort(33122)] {
         let source_only = int21::SourceOnly::sequence(0x4944);

@@ -281,6 +281,13 @@ fn take(payload: &[u8], from: SocketAddr, books: &mut Books<'_>, how: &How) {
         Report::Tr05 { header, .. } => header.sequence,
     };
     let missing = books.senders.entry(from).or_default().account(sequence);
+    if let Report::Tr05 { switch_local: Some(_), .. } = parsed {
+        // A sink's own TR 0.5 flow report reads as one; any other NProto 2
+        // report is printed as TR 0.5.
+        if let Ok(flow_report) = int_core::report::tr05_flow::FlowReport::parse(payload) {
+            return crate::collect_tr05::record(&flow_report, from, missing, books.flows, how.json);
+        }
+    }
     record(&parsed, from, missing, books.flows, how.json);
 }
 

@@ -17,6 +17,7 @@ use int_core::int05::{instruction, HopMetadata, Instructions, IntBlock};
 use int_core::int21;
 use int_core::locate::{self, L4};
 use int_core::names::parse_name;
+use int_core::report::tr05_flow::FlowReport;
 use int_core::report::tr20;
 use int_core::report::{self, Report, SinkIdWord, DEFAULT_COLLECTOR_PORT};
 use int_core::sink;
@@ -152,7 +153,15 @@ fn decode_report(payload: &[u8], out: &mut Map<String, Value>) {
     }
     match report::parse(payload, SinkIdWord::Detect) {
         Ok(parsed) => {
-            out.insert("report".into(), report_json(&parsed));
+            let mut json = report_json(&parsed);
+            // A sink's own TR 0.5 flow report: its flow and INT stack too.
+            if let (Ok(flow), Some(fields)) = (FlowReport::parse(payload), json.as_object_mut()) {
+                fields.insert("flow".into(), json!({"src": flow.ip.src.to_string(), "dst": flow.ip.dst.to_string(),
+                    "protocol": u8::from(flow.ip.protocol), "src_port": flow.src_port, "dst_port": flow.dst_port}));
+                fields.insert("int".into(), block_json(&flow.block));
+                fields.insert("latency_ns".into(), json!(flow.latency_ns()));
+            }
+            out.insert("report".into(), json);
         }
         Err(error) => {
             out.insert("kind".into(), json!("malformed-report"));

@@ -5,6 +5,7 @@
 
 mod collect;
 mod collect21;
+mod collect_tr05;
 mod decode;
 mod decode21;
 mod gen;

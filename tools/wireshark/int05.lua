@@ -204,11 +204,14 @@ end
 
 -- INT right after a UDP header or TCP options (DSCP encapsulation).
 local function heuristic(buf, pinfo, tree)
-    local dscp = ip_dsfield()
+    -- The innermost IPv4 header decides; a second one means a packet inside
+    -- a Telemetry Report 0.5 flow report, whose INT block has no tail.
+    local all = { ip_dsfield() }
+    local dscp = all[#all]
     if dscp == nil then return false end
     local mask = int05.prefs.dscp_mask
     if bit32.band(dscp.value, mask) ~= bit32.band(int05.prefs.dscp_value, mask) then return false end
-    local length = dissect_block(buf, pinfo, tree, 0, true)
+    local length = dissect_block(buf, pinfo, tree, 0, #all == 1)
     if length == nil then return false end
     pinfo.cols.protocol:append("/INT")
     if buf:len() > length then

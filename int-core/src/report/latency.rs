@@ -57,14 +57,7 @@ impl LatencyReport<'_> {
 
     /// Bytes a latency report for `found` takes.
     pub fn len_for(found: &Extracted, profile: &ReportProfile) -> usize {
-        let hop_len = found.header.instructions.hop_len();
-        tr05::HEADER_LEN
-            + if profile.sink_id_word { 4 } else { 0 }
-            + (found.carrier_at() - found.l3())
-            + found.report_l4().1
-            + found.block_len
-            - crate::int05::tail::HEADER_LEN
-            + hop_len
+        tr05::HEADER_LEN + if profile.sink_id_word { 4 } else { 0 } + packet_len(found, true)
     }
 
     /// Writes a report for the INT packet `frame` (as received, before the
@@ -88,46 +81,7 @@ impl LatencyReport<'_> {
             out.get_mut(at..at + 4).ok_or_else(short)?.copy_from_slice(&sink_id.to_be_bytes());
             at += 4;
         }
-        // IPv4 header and the flow's L4 header, as received. In the UDP
-        // encapsulation, as Host-INT's sink daemon writes them: the IPv4
-        // protocol is the flow's (from the tail; the header checksum
-        // follows), and the L4 header is the original one after the block,
-        // so that a collector sees the flow's own 5-tuple.
-        let l3 = found.l3();
-        let ip_len = found.carrier_at() - l3;
-        let ip_bytes = frame.get(l3..found.carrier_at()).ok_or_else(short)?;
-        let ip_out = out.get_mut(at..at + ip_len).ok_or_else(short)?;
-        ip_out.copy_from_slice(ip_bytes);
-        if found.inner_l4().is_some() {
-            set_protocol(ip_out, found.flow.protocol);
-        }
-        at += ip_len;
-        let (l4_at, l4_len) = found.report_l4();
-        let l4 = frame.get(l4_at..l4_at + l4_len).ok_or_else(short)?;
-        out.get_mut(at..at + l4_len).ok_or_else(short)?.copy_from_slice(l4);
-        at += l4_len;
-        // The INT block with the sink's hop on top and no tail.
-        let instructions = found.header.instructions;
-        let hop_len = instructions.hop_len();
-        let stack_len = usize::from(found.header.total_hop_cnt) * hop_len;
-        let new_block_len = found.block_len - crate::int05::tail::HEADER_LEN + hop_len;
-        ShimRepr { int_type: found.shim_type, length_words: (new_block_len / 4) as u8 }
-            .emit(out.get_mut(at..).ok_or_else(short)?)?;
-        at += shim::HEADER_LEN;
-        let md = MetadataHeaderRepr {
-            total_hop_cnt: found.header.total_hop_cnt.saturating_add(1),
-            ..found.header
-        };
-        at += md.emit(out.get_mut(at..).ok_or_else(short)?)?;
-        at += sink_hop.emit(instructions, out.get_mut(at..).ok_or_else(short)?)?;
-        let stack_at = found.block_at + IntBlock::STACK_OFFSET;
-        let stack = frame.get(stack_at..stack_at + stack_len).ok_or_else(short)?;
-        out.get_mut(at..at + stack_len).ok_or_else(short)?.copy_from_slice(stack);
-        at += stack_len;
-        if let Some(sequence) = found.sequence {
-            out.get_mut(at..at + SEQUENCE_LEN).ok_or_else(short)?.copy_from_slice(&sequence.to_be_bytes());
-            at += SEQUENCE_LEN;
-        }
+        at += write_packet(out.get_mut(at..).ok_or_else(short)?, frame, found, Some(sink_hop))?;
         Ok(at)
     }
 
@@ -156,31 +110,7 @@ impl LatencyReport<'_> {
         } else {
             None
         };
-        let (ip, ip_len) = Ipv4Repr::parse(bytes.get(at..).unwrap_or(&[])).map_err(|e| e.shifted(at))?;
-        at += ip_len;
-        let carrier_len = match u8::from(ip.protocol) {
-            crate::locate::PROTO_UDP => crate::wire::udp::HEADER_LEN,
-            crate::locate::PROTO_TCP => crate::wire::tcp::MIN_HEADER_LEN,
-            value => {
-                return Err(ParseError::UnknownType { layer: Layer::Ipv4, offset: at - ip_len + 9, value })
-            }
-        };
-        let carrier = bytes
-            .get(at..at + carrier_len)
-            .ok_or_else(|| ParseError::truncated(Layer::LatencyReport, at, carrier_len, bytes.len()))?;
-        let src_port = be16(carrier, 0);
-        let dst_port = be16(carrier, 2);
-        at += carrier_len;
-        let block =
-            IntBlock::parse(bytes.get(at..).unwrap_or(&[]), Tail::Absent).map_err(|e| e.shifted(at))?;
-        // The block ends the report: nothing may trail it.
-        if at + block.len() != bytes.len() {
-            return Err(ParseError::BadLength {
-                layer: Layer::LatencyReport,
-                offset: at,
-                value: bytes.len(),
-            });
-        }
+        let (ip, src_port, dst_port, block) = parse_packet(bytes, at)?;
         header.expect_flags(FLAGS)?;
         Ok(LatencyReport { header, sink_id, ip, src_port, dst_port, block })
     }
@@ -188,6 +118,95 @@ impl LatencyReport<'_> {
     pub fn src(&self) -> Ipv4Addr {
         self.ip.src
     }
+}
+
+/// Bytes [`write_packet`] writes for `found`.
+pub(crate) fn packet_len(found: &Extracted, with_sink_hop: bool) -> usize {
+    let hop_len = if with_sink_hop { found.header.instructions.hop_len() } else { 0 };
+    (found.carrier_at() - found.l3()) + found.report_l4().1 + found.block_len - crate::int05::tail::HEADER_LEN
+        + hop_len
+}
+
+/// The data packet a report carries, from the IPv4 header to the end of
+/// INT: the IPv4 header and the flow's L4 header as received (in the UDP
+/// encapsulation, as Host-INT's sink daemon writes them: the IPv4 protocol
+/// is the flow's, from the tail, the checksum following, and the L4 header
+/// is the original one after the block, so that a collector sees the flow's
+/// own 5-tuple), then the INT block without its tail, with `sink_hop` on
+/// top when given (shim Length and Total Hop Count grown). Returns its
+/// length.
+pub(crate) fn write_packet(
+    out: &mut [u8],
+    frame: &[u8],
+    found: &Extracted,
+    sink_hop: Option<&HopMetadata>,
+) -> Result<usize, EmitError> {
+    let len = packet_len(found, sink_hop.is_some());
+    let available = out.len();
+    let short = || EmitError::no_room(Layer::LatencyReport, len, available);
+    let l3 = found.l3();
+    let ip_len = found.carrier_at() - l3;
+    let ip_bytes = frame.get(l3..found.carrier_at()).ok_or_else(short)?;
+    let ip_out = out.get_mut(..ip_len).ok_or_else(short)?;
+    ip_out.copy_from_slice(ip_bytes);
+    if found.inner_l4().is_some() {
+        set_protocol(ip_out, found.flow.protocol);
+    }
+    let mut at = ip_len;
+    let (l4_at, l4_len) = found.report_l4();
+    let l4 = frame.get(l4_at..l4_at + l4_len).ok_or_else(short)?;
+    out.get_mut(at..at + l4_len).ok_or_else(short)?.copy_from_slice(l4);
+    at += l4_len;
+    let instructions = found.header.instructions;
+    let hop_len = if sink_hop.is_some() { instructions.hop_len() } else { 0 };
+    let stack_len = usize::from(found.header.total_hop_cnt) * instructions.hop_len();
+    let new_block_len = found.block_len - crate::int05::tail::HEADER_LEN + hop_len;
+    ShimRepr { int_type: found.shim_type, length_words: (new_block_len / 4) as u8 }
+        .emit(out.get_mut(at..).ok_or_else(short)?)?;
+    at += shim::HEADER_LEN;
+    let pushed = u8::from(sink_hop.is_some());
+    let md = MetadataHeaderRepr {
+        total_hop_cnt: found.header.total_hop_cnt.saturating_add(pushed),
+        ..found.header
+    };
+    at += md.emit(out.get_mut(at..).ok_or_else(short)?)?;
+    if let Some(hop) = sink_hop {
+        at += hop.emit(instructions, out.get_mut(at..).ok_or_else(short)?)?;
+    }
+    let stack_at = found.block_at + IntBlock::STACK_OFFSET;
+    let stack = frame.get(stack_at..stack_at + stack_len).ok_or_else(short)?;
+    out.get_mut(at..at + stack_len).ok_or_else(short)?.copy_from_slice(stack);
+    at += stack_len;
+    if let Some(sequence) = found.sequence {
+        out.get_mut(at..at + SEQUENCE_LEN).ok_or_else(short)?.copy_from_slice(&sequence.to_be_bytes());
+        at += SEQUENCE_LEN;
+    }
+    Ok(at)
+}
+
+/// Reads what [`write_packet`] wrote, at `at` in `bytes` to their end: the
+/// IPv4 header, the flow's ports and the INT block (nothing may trail it).
+pub(crate) fn parse_packet(
+    bytes: &[u8],
+    mut at: usize,
+) -> Result<(Ipv4Repr, u16, u16, IntBlock<'_>), ParseError> {
+    let (ip, ip_len) = Ipv4Repr::parse(bytes.get(at..).unwrap_or(&[])).map_err(|e| e.shifted(at))?;
+    at += ip_len;
+    let carrier_len = match u8::from(ip.protocol) {
+        crate::locate::PROTO_UDP => crate::wire::udp::HEADER_LEN,
+        crate::locate::PROTO_TCP => crate::wire::tcp::MIN_HEADER_LEN,
+        value => return Err(ParseError::UnknownType { layer: Layer::Ipv4, offset: at - ip_len + 9, value }),
+    };
+    let carrier = bytes
+        .get(at..at + carrier_len)
+        .ok_or_else(|| ParseError::truncated(Layer::LatencyReport, at, carrier_len, bytes.len()))?;
+    let (src_port, dst_port) = (be16(carrier, 0), be16(carrier, 2));
+    at += carrier_len;
+    let block = IntBlock::parse(bytes.get(at..).unwrap_or(&[]), Tail::Absent).map_err(|e| e.shifted(at))?;
+    if at + block.len() != bytes.len() {
+        return Err(ParseError::BadLength { layer: Layer::LatencyReport, offset: at, value: bytes.len() });
+    }
+    Ok((ip, src_port, dst_port, block))
 }
 
 /// An IPv4 header with IHL 5-15 and protocol TCP or UDP.

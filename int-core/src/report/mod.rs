@@ -7,6 +7,7 @@
 pub mod drop_summary;
 pub mod latency;
 pub mod tr05;
+pub mod tr05_flow;
 pub mod tr20;
 pub mod tr20_loss;
 
@@ -41,20 +42,40 @@ impl TimestampUnit {
     }
 }
 
-/// How reports are written: Host-INT's (seconds, sink id word after the
-/// header) or plain Telemetry Report 0.5 (nanoseconds, no sink id word).
+/// How reports are written: Host-INT's (NProto 4 latency and NProto 3
+/// Drop-Summary reports, seconds, the sink id word after the header) or
+/// plain Telemetry Report 0.5 ([`tr05_flow`]: NProto 2 flow reports,
+/// nanoseconds, no loss reports).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReportProfile {
     pub timestamp: TimestampUnit,
     pub sink_id_word: bool,
     pub hw_id: u8,
+    pub form: ReportForm,
+}
+
+/// Which report kinds a profile sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReportForm {
+    /// Host-INT's NProto 4 and 3.
+    HostInt,
+    /// Telemetry Report 0.5's NProto 2.
+    Tr05,
 }
 
 impl ReportProfile {
-    pub const HOST_INT: ReportProfile =
-        ReportProfile { timestamp: TimestampUnit::Seconds, sink_id_word: true, hw_id: 0 };
-    pub const TR05: ReportProfile =
-        ReportProfile { timestamp: TimestampUnit::Nanoseconds, sink_id_word: false, hw_id: 0 };
+    pub const HOST_INT: ReportProfile = ReportProfile {
+        timestamp: TimestampUnit::Seconds,
+        sink_id_word: true,
+        hw_id: 0,
+        form: ReportForm::HostInt,
+    };
+    pub const TR05: ReportProfile = ReportProfile {
+        timestamp: TimestampUnit::Nanoseconds,
+        sink_id_word: false,
+        hw_id: 0,
+        form: ReportForm::Tr05,
+    };
 }
 
 impl Default for ReportProfile {

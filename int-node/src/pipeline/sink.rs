@@ -9,8 +9,10 @@ use int_core::flow::FlowKey;
 use int_core::int05::{HopMetadata, ShapeCache};
 use int_core::latency::{LatencyConfig, LatencyState, ReportReason};
 use int_core::loss::{PendingLoss, SeqEvent, SequenceTracker};
+use int_core::report::tr05::SwitchLocalRepr;
+use int_core::report::tr05_flow::FlowReport;
 use int_core::report::{
-    DropSummaryReport, DropSummaryRepr, LatencyReport, NextProto, ReportHeaderRepr, ReportProfile,
+    DropSummaryReport, DropSummaryRepr, LatencyReport, NextProto, ReportForm, ReportHeaderRepr, ReportProfile,
 };
 use int_core::sink::{self, Arrival};
 use int_core::DropReason;
@@ -321,13 +323,30 @@ impl SinkStage {
             counters.inc(Counter::reports_suppressed);
             return;
         }
-        let sink_hop = HopMetadata::host_int(self.node_id, self.int_port, now_ns as u32);
-        let header = self.header(NextProto::Ipv4, now_ns);
         let (node_id, profile) = (self.node_id, &self.profile);
-        let max_len = LatencyReport::len_for(found, profile);
-        let queued = self.reports.queue(max_len, |out| {
-            LatencyReport::build(out, frame, found, &sink_hop, &header, node_id, profile)
-        });
+        let queued = match profile.form {
+            ReportForm::HostInt => {
+                let sink_hop = HopMetadata::host_int(node_id, self.int_port, now_ns as u32);
+                let header = self.header(NextProto::Ipv4, now_ns);
+                self.reports.queue(LatencyReport::len_for(found, profile), |out| {
+                    LatencyReport::build(out, frame, found, &sink_hop, &header, node_id, profile)
+                })
+            }
+            ReportForm::Tr05 => {
+                let header = FlowReport::header(0, now_ns as u32, profile.hw_id);
+                let local = SwitchLocalRepr {
+                    switch_id: node_id,
+                    ingress_port: self.int_port,
+                    egress_port: self.int_port,
+                    queue_id: 0,
+                    queue_occupancy: 0,
+                    egress_timestamp: now_ns as u32,
+                };
+                self.reports.queue(FlowReport::len_for(found), |out| {
+                    FlowReport::build(out, frame, found, &header, &local)
+                })
+            }
+        };
         match queued {
             Ok(()) => counters.inc(Counter::reports_latency),
             Err(QueueError::Full) => counters.inc(Counter::reports_ring_full),
@@ -361,14 +380,20 @@ impl SinkStage {
     fn sweep_slots(&mut self, budget: usize, now_ns: u64, final_pass: bool, counters: &mut Counters) {
         let header = self.header(NextProto::DropSummary, now_ns);
         let (node_id, int_port, unit) = (self.node_id, self.int_port, self.profile.timestamp);
+        // Telemetry Report 0.5 has no report for losses between nodes: they
+        // are counted (`lost_packets`) and go no further.
+        let sends = self.profile.form == ReportForm::HostInt;
         let SinkStage { flows, reports, limit, settings, .. } = self;
         let pass = LossPass { now_ns, final_pass, settings };
         pass.sweep(
             flows,
             budget,
-            &mut Ring(reports, limit),
+            &mut Ring { sender: reports, limit, sends },
             counters,
             |ring, key, flow, pending, counters| {
+                if !ring.sends {
+                    return;
+                }
                 let report = DropSummaryReport {
                     header,
                     summary: DropSummaryRepr {
@@ -382,7 +407,7 @@ impl SinkStage {
                     },
                     flow: *key,
                 };
-                match ring.0.queue(DropSummaryReport::len_for(key.protocol), |out| report.emit(out)) {
+                match ring.sender.queue(DropSummaryReport::len_for(key.protocol), |out| report.emit(out)) {
                     Ok(()) => counters.inc(Counter::reports_drop_summary),
                     Err(QueueError::Full) => counters.inc(Counter::reports_ring_full),
                     Err(QueueError::TooBig) => counters.inc(Counter::reports_too_big),
@@ -445,14 +470,19 @@ pub(crate) trait LossReports {
 }
 
 /// An INT 0.5 sink's report ring and rate limit.
-pub(crate) struct Ring<'a>(&'a mut ReportSender, &'a mut RateLimit);
+pub(crate) struct Ring<'a> {
+    sender: &'a mut ReportSender,
+    limit: &'a mut RateLimit,
+    /// Whether losses are reported at all (not in plain TR 0.5).
+    sends: bool,
+}
 
 impl LossReports for Ring<'_> {
     fn has_room(&self) -> bool {
-        self.0.has_room()
+        !self.sends || self.sender.has_room()
     }
     fn allow(&mut self, now_ns: u64) -> bool {
-        self.1.allow(now_ns)
+        !self.sends || self.limit.allow(now_ns)
     }
 }
 

@@ -1,0 +1,145 @@
+//! A sink's flow report in plain Telemetry Report 0.5 (telemetry-report-
+//! v0.5.md sections 3.2 and 4): NProto 2, the Switch Local header with
+//! this sink's metadata, then the packet as an Ethernet frame cut after
+//! its INT block, so that a collector that speaks only TR 0.5 reads every
+//! header it defines.
+//!
+//! - Fixed header: Ver 0, NProto 2, F set (a tracked flow), D and Q clear,
+//!   hw_id from the profile, the exporter's sequence number, the sink's
+//!   ingress time in nanoseconds (low 32 bits of the epoch).
+//! - Switch Local header: switch id = the node id, ingress and egress port
+//!   ids = the sink's INT port, queue id 0 and occupancy 0 (a software
+//!   node has no switch queue to read), egress timestamp (ns, low 32 bits).
+//! - The frame: the Ethernet header (and VLAN tags) as received, then what
+//!   Host-INT's latency report carries after its header, without the
+//!   sink's hop (its metadata is in the Switch Local header, as section 4
+//!   allows): the IPv4 header, the flow's L4 header (8 bytes of UDP, the
+//!   first 20 of TCP) and the INT block as received, without Host-INT's
+//!   tail. One-way latency is the fixed header's ingress timestamp minus
+//!   the bottom hop's.
+//!
+//! TR 0.5 has no report for packets lost between nodes (its drop report
+//! is for a device that dropped a packet itself): a sink in this profile
+//! counts losses (`lost_packets`) and sends none.
+
+use zerocopy::FromBytes;
+
+use super::latency::{packet_len, parse_packet, write_packet};
+use super::tr05::{self, NextProto, ReportHeaderRepr, SwitchLocalRepr};
+use crate::error::{EmitError, Layer, ParseError};
+use crate::int05::{HopMetadata, IntBlock};
+use crate::sink::Extracted;
+use crate::wire::{EtherType, EthernetHeader, Ipv4Repr, VlanTag};
+
+/// F: a tracked flow.
+const FLAGS: u8 = 0x20;
+
+/// A parsed flow report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlowReport<'a> {
+    pub header: ReportHeaderRepr,
+    pub local: SwitchLocalRepr,
+    /// The Ethernet header and VLAN tags of the packet.
+    pub ethernet: &'a [u8],
+    pub ip: Ipv4Repr,
+    pub src_port: u16,
+    pub dst_port: u16,
+    pub block: IntBlock<'a>,
+}
+
+impl<'a> FlowReport<'a> {
+    /// The fixed header of a flow report.
+    pub fn header(sequence: u32, timestamp_ns: u32, hw_id: u8) -> ReportHeaderRepr {
+        ReportHeaderRepr {
+            next_proto: NextProto::SwitchLocalEthernet,
+            timestamp: timestamp_ns,
+            ..ReportHeaderRepr::latency(sequence, timestamp_ns, hw_id)
+        }
+    }
+
+    /// Bytes a flow report for `found` takes.
+    pub fn len_for(found: &Extracted) -> usize {
+        tr05::HEADER_LEN + tr05::SWITCH_LOCAL_LEN + found.l3() + packet_len(found, false)
+    }
+
+    /// Writes the report on the INT packet `frame` (as received, before the
+    /// strip) into `buf`; returns its length.
+    pub fn build(
+        buf: &mut [u8],
+        frame: &[u8],
+        found: &Extracted,
+        header: &ReportHeaderRepr,
+        local: &SwitchLocalRepr,
+    ) -> Result<usize, EmitError> {
+        let len = Self::len_for(found);
+        let available = buf.len();
+        let out =
+            buf.get_mut(..len).ok_or_else(|| EmitError::no_room(Layer::ReportHeader, len, available))?;
+        let short = || EmitError::no_room(Layer::ReportHeader, len, available);
+        let mut at = header.emit(out)?;
+        at += local.emit(out.get_mut(at..).ok_or_else(short)?)?;
+        let ethernet = frame.get(..found.l3()).ok_or_else(short)?;
+        out.get_mut(at..at + ethernet.len()).ok_or_else(short)?.copy_from_slice(ethernet);
+        at += ethernet.len();
+        at += write_packet(out.get_mut(at..).ok_or_else(short)?, frame, found, None)?;
+        Ok(at)
+    }
+
+    /// Reads a flow report, refusing what its emitter would not write:
+    /// another NProto, flags other than F, a frame that is not Ethernet
+    /// (with up to two VLAN tags) and IPv4, bytes after the INT block.
+    pub fn parse(bytes: &'a [u8]) -> Result<Self, ParseError> {
+        let header = ReportHeaderRepr::parse(bytes)?;
+        if header.next_proto != NextProto::SwitchLocalEthernet {
+            return Err(ParseError::UnknownType {
+                layer: Layer::ReportHeader,
+                offset: 0,
+                value: u8::from(header.next_proto),
+            });
+        }
+        header.expect_flags(FLAGS)?;
+        let at = tr05::HEADER_LEN;
+        let local = SwitchLocalRepr::parse(bytes.get(at..).unwrap_or_default()).map_err(|e| e.shifted(at))?;
+        let at = at + tr05::SWITCH_LOCAL_LEN;
+        let ethernet_len = ethernet_len(bytes.get(at..).unwrap_or_default()).map_err(|e| e.shifted(at))?;
+        let ethernet = bytes.get(at..at + ethernet_len).unwrap_or_default();
+        let (ip, src_port, dst_port, block) = parse_packet(bytes, at + ethernet_len)?;
+        Ok(FlowReport { header, local, ethernet, ip, src_port, dst_port, block })
+    }
+
+    /// The bottom hop of the stack: the source's.
+    pub fn source_hop(&self) -> Option<HopMetadata> {
+        self.block.stack.hops().last()
+    }
+
+    /// Sink ingress time minus the source's (ns, low 32 bits), signed.
+    pub fn latency_ns(&self) -> Option<i32> {
+        let source = self.source_hop()?.ingress_timestamp?;
+        Some(self.header.timestamp.wrapping_sub(source) as i32)
+    }
+}
+
+/// Bytes of Ethernet header and VLAN tags in front of an IPv4 header.
+fn ethernet_len(frame: &[u8]) -> Result<usize, ParseError> {
+    let (ethernet, _) = EthernetHeader::ref_from_prefix(frame)
+        .map_err(|_| ParseError::truncated(Layer::Ethernet, 0, 14, frame.len()))?;
+    let mut ethertype = ethernet.ethertype.get();
+    let mut len = size_of::<EthernetHeader>();
+    for _ in 0..crate::wire::ethernet::MAX_VLAN_TAGS {
+        if !matches!(EtherType::from(ethertype), EtherType::Vlan | EtherType::QinQ) {
+            break;
+        }
+        let (tag, _) = VlanTag::ref_from_prefix(frame.get(len..).unwrap_or_default())
+            .map_err(|_| ParseError::truncated(Layer::Vlan, len, 4, frame.len()))?;
+        ethertype = tag.ethertype.get();
+        len += size_of::<VlanTag>();
+    }
+    if EtherType::from(ethertype) != EtherType::Ipv4 {
+        return Err(ParseError::UnknownType {
+            layer: Layer::Ethernet,
+            offset: len - 2,
+            value: (ethertype >> 8) as u8,
+        });
+    }
+    Ok(len)
+}
