@@ -242,3 +242,57 @@ fn losses_are_counted_from_packet_numbers_and_reported() {
         summary["flows"].as_array().unwrap().iter().map(|f| f["lost_packets"].as_u64().unwrap()).sum();
     assert_eq!(lost, 3, "{summary}");
 }
+
+/// Probes and lying blocks at a 2.1 sink: a source that sets D makes every
+/// packet a probe, which the sink reports (D, drop reason 202) and
+/// discards; a block whose shim Length lies is dropped under `malformed:
+/// drop` and reported with the packet's first bytes from its Ethernet header
+/// (InType 3, D, drop reason 200).
+#[test]
+fn probes_and_lying_blocks_are_dropped_and_reported() {
+    let dir = workdir("int21-drops");
+    let frames = mixed_traffic(24, 4, 120);
+    write_pcap(&dir.join("in.pcap"), &frames);
+    let probes = "    int: {version: 2.1}\n    source: {discard: true}\n";
+    run_node(&dir, &node_config("source", "in.pcap", "int.pcap", probes, None));
+    let mut instrumented = read_pcap(&dir.join("int.pcap"));
+    let lying = 5;
+    let block_at = int21::sink::extract(&instrumented[lying], &dscp_domain()).unwrap().unwrap().block_at;
+    instrumented[lying][block_at + 1] = 2; // shorter than the MD header
+    write_pcap(&dir.join("int.pcap"), &instrumented);
+    let collector = Collector::new();
+    let sink_section = "    int: {version: 2.1}\n    sink: {malformed: drop}\n";
+    let sink =
+        run_node(&dir, &node_config("sink", "int.pcap", "out.pcap", sink_section, Some(&collector.addr())));
+    assert!(read_pcap(&dir.join("out.pcap")).is_empty(), "probes and the lying packet go no further");
+    assert_eq!((sink.counter("sink", "discarded"), sink.counter("sink", "malformed_dropped")), (23, 1));
+    assert_eq!((sink.counter("sink", "reports_latency"), sink.counter("sink", "reports_drop")), (23, 1));
+    assert_eq!(sink.counter("sink", "reports_loss"), 1);
+    let mut reasons = std::collections::BTreeMap::new();
+    for datagram in collector.reports() {
+        let report = tr20::Report::parse(&datagram).unwrap();
+        for individual in report.reports() {
+            let individual = individual.unwrap();
+            // The dropped packet is a hole in its flow's numbers too.
+            if let Some(loss) = int_core::report::tr20_loss::LossReport::parse(&individual, 0x4944) {
+                assert_eq!((loss.first_sequence, loss.count), (2, 1));
+                continue;
+            }
+            let int = individual.int.unwrap();
+            assert!(individual.flags.dropped);
+            assert_eq!(int.rep_md_bits & 0x0001, 1, "bit 15: queue and drop reason");
+            let reason = int.drop.unwrap().reason;
+            *reasons.entry(reason).or_insert(0) += 1;
+            match reason {
+                tr20::DROP_DISCARD_ASKED => assert_eq!(individual.in_type, tr20::InType::Ipv4),
+                tr20::DROP_INT_MALFORMED => {
+                    assert_eq!(individual.in_type, tr20::InType::Ethernet);
+                    let cut = instrumented[lying].len().min(128);
+                    assert_eq!(individual.inner[..cut], instrumented[lying][..cut]);
+                }
+                other => panic!("drop reason {other}"),
+            }
+        }
+    }
+    assert_eq!(reasons.into_iter().collect::<Vec<_>>(), [(200, 1), (202, 23)]);
+}

@@ -88,6 +88,8 @@ counters! {
     reports_drop_summary,
     // INT 2.1: TR 2.0 loss reports (int-node's rule)
     reports_loss,
+    // INT 2.1: TR 2.0 drop reports on packets this node dropped
+    reports_drop,
     // INT 2.1: TR 2.0 datagrams, each holding one report or more
     report_datagrams,
     reports_suppressed,

@@ -121,6 +121,8 @@ pub fn record(
                        "missing_reports_before": missing, "sink_node": group.node_id,
                        "rep_type": u8::from(individual.rep_type), "in_type": u8::from(individual.in_type),
                        "d": individual.flags.dropped, "f": individual.flags.tracked_flow,
+                       "drop": individual.int.and_then(|int| int.drop).map(|d| json!({"queue_id": d.queue_id,
+                           "reason": d.reason, "reason_name": int_core::report::tr20::drop_reason_name(d.reason)})),
                        "flow": latency.as_ref().map(|l| json!({"src": l.flow.src.to_string(), "dst": l.flow.dst.to_string(),
                            "protocol": l.flow.protocol, "src_port": l.flow.src_port, "dst_port": l.flow.dst_port})),
                        "hops": latency.as_ref().map(|l| l.hops),
@@ -142,6 +144,10 @@ pub fn record(
                     "  Sink node: {}  (no INT 2.1 packet inside)",
                     std::net::Ipv4Addr::from(group.node_id)
                 ),
+            }
+            if let Some(d) = individual.int.and_then(|int| int.drop) {
+                let name = int_core::report::tr20::drop_reason_name(d.reason).unwrap_or("?");
+                println!("  Dropped here: reason {} ({name}), queue {}", d.reason, d.queue_id);
             }
         }
     }

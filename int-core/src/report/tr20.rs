@@ -478,8 +478,9 @@ impl<'a> Report<'a> {
 
 /// Drop reason codes as p4lang/switch defines them
 /// (p4src/includes/drop_reason_codes.h at 1c0f661), which TR 2.0 section
-/// 3.3 cites as an example: the values are not normative. int-node's own
-/// drops are reported with these codes.
+/// 3.3 cites as an example: the values are not normative. None of them
+/// names a drop an INT node makes for INT's sake: those are
+/// [`INT_NODE_DROP_REASONS`].
 pub const DROP_REASONS: [(u8, &str); 29] = [
     (0, "unknown"),
     (10, "outer src mac zero"),
@@ -512,9 +513,23 @@ pub const DROP_REASONS: [(u8, &str); 29] = [
     (64, "ifindex"),
 ];
 
-/// The name of a drop reason in [`DROP_REASONS`].
+/// int-node's own drop reasons, in a range p4lang/switch leaves unused.
+pub const INT_NODE_DROP_REASONS: [(u8, &str); 3] = [
+    (DROP_INT_MALFORMED, "int block malformed"),
+    (DROP_MARKED_AT_EDGE, "marked at the int domain's edge"),
+    (DROP_DISCARD_ASKED, "discard asked by the int header"),
+];
+/// A sink's `malformed: drop` policy dropped a packet whose INT lied.
+pub const DROP_INT_MALFORMED: u8 = 200;
+/// A source's `marked: drop` policy dropped a packet that arrived marked.
+pub const DROP_MARKED_AT_EDGE: u8 = 201;
+/// A sink discarded a packet whose INT-MD or INT-MX header set D.
+pub const DROP_DISCARD_ASKED: u8 = 202;
+
+/// The name of a drop reason in [`DROP_REASONS`] or
+/// [`INT_NODE_DROP_REASONS`].
 pub fn drop_reason_name(reason: u8) -> Option<&'static str> {
-    DROP_REASONS.iter().find(|(code, _)| *code == reason).map(|(_, name)| *name)
+    DROP_REASONS.iter().chain(&INT_NODE_DROP_REASONS).find(|(code, _)| *code == reason).map(|(_, name)| *name)
 }
 
 #[cfg(test)]

@@ -55,6 +55,14 @@ impl Problems {
         self.0.push(Problem { path: path.into(), message: message.into(), hint: hint.into() });
     }
 
+    /// One problem for each of `keys` (name, given) that was given under
+    /// `path` but belongs to the other INT version.
+    fn other_version(&mut self, path: &str, keys: &[(&str, bool)], belongs_to: &str, hint: &str) {
+        for (key, _) in keys.iter().filter(|(_, given)| *given) {
+            self.add(format!("{path}.{key}"), format!("{key} is a key of {belongs_to}"), hint);
+        }
+    }
+
     fn into_result<T>(self, value: T) -> Result<T, ConfigError> {
         if self.0.is_empty() {
             Ok(value)

@@ -321,6 +321,8 @@ pub struct Source21Settings {
     /// Flows numbered at once (where the domain numbers packets).
     pub flow_capacity: u32,
     pub idle_timeout_ms: u64,
+    /// D: every sink discards the packet once it has reported it.
+    pub discard: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -228,17 +228,12 @@ fn domain05(raw: &RawInt, path: &str, problems: &mut Problems) -> Domain {
     };
     let tcp_placement =
         chosen(&raw.tcp_placement, TcpPlacement::BeforeOptions, &format!("{path}.tcp_placement"), problems);
-    for (key, given) in
-        [("domain_specific_id", raw.domain_specific_id.is_some()), ("sequence", raw.sequence.is_some())]
-    {
-        if given {
-            problems.add(
-                format!("{path}.{key}"),
-                format!("{key} is a key of INT 2.1 domains"),
-                "an INT 0.5 domain numbers packets with Host-INT's sequence block (source.flavour: hostint)",
-            );
-        }
-    }
+    problems.other_version(
+        &path,
+        &[("domain_specific_id", raw.domain_specific_id.is_some()), ("sequence", raw.sequence.is_some())],
+        "INT 2.1 domains",
+        "an INT 0.5 domain numbers packets with Host-INT's sequence block (source.flavour: hostint)",
+    );
     Domain { encapsulation, tcp_placement }
 }
 

@@ -155,6 +155,8 @@ pub struct RawSource {
     pub flows: RawFlows,
     pub marked: Option<Choice<MarkedPolicy>>,
     pub tail: Option<Choice<TailStyle>>,
+    /// INT 2.1: set D, for probe traffic sinks discard once reported.
+    pub discard: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]

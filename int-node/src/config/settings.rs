@@ -33,6 +33,12 @@ pub fn source_settings(raw: &RawSource, path: &str, problems: &mut Problems) -> 
     }
     let watchlist = watchlist(raw, path, problems);
     check_capacity(raw.flows.capacity, path, problems);
+    problems.other_version(
+        path,
+        &[("mode", raw.mode.is_some()), ("discard", raw.discard.is_some())],
+        "INT 2.1 sources",
+        "remove it, or set int.version: 2.1 for this pipeline",
+    );
     // INT 0.5's informative tail with the int05 flavour, Host-INT's with its own.
     let default_tail =
         if shim_type == ShimType::HopByHop { TailStyle::Informative } else { TailStyle::HostInt };
@@ -53,15 +59,12 @@ pub fn source_settings(raw: &RawSource, path: &str, problems: &mut Problems) -> 
 /// Remaining Hop Count (`max_hop_count`, default 8 as in the spec's
 /// examples); the INT 0.5 keys `flavour` and `tail` do not apply.
 pub fn source21_settings(raw: &RawSource, path: &str, problems: &mut Problems) -> Source21Settings {
-    for (key, given) in [("flavour", raw.flavour.is_some()), ("tail", raw.tail.is_some())] {
-        if given {
-            problems.add(
-                format!("{path}.{key}"),
-                format!("{key} applies to INT 0.5 sources"),
-                "remove it; an INT 2.1 source is set by mode, instructions and max_hop_count",
-            );
-        }
-    }
+    problems.other_version(
+        path,
+        &[("flavour", raw.flavour.is_some()), ("tail", raw.tail.is_some())],
+        "INT 0.5 sources",
+        "remove it; an INT 2.1 source is set by mode, instructions and max_hop_count",
+    );
     let instructions = match &raw.instructions {
         None => Int21::NODE_ID | Int21::L1_PORT_IDS | Int21::INGRESS_TIMESTAMP | Int21::EGRESS_TIMESTAMP,
         Some(names) => named_bits(names, &int_core::int21::instruction::NAMES, path, problems),
@@ -93,6 +96,7 @@ pub fn source21_settings(raw: &RawSource, path: &str, problems: &mut Problems) -
         marked: chosen(&raw.marked, MarkedPolicy::Strip, &format!("{path}.marked"), problems),
         flow_capacity: raw.flows.capacity,
         idle_timeout_ms: raw.flows.idle_timeout_ms,
+        discard: raw.discard.unwrap_or(false),
     }
 }
 

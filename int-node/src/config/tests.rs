@@ -308,4 +308,15 @@ fn int21_domains() {
     );
     let paths: Vec<&str> = in_05.iter().map(|p| p.path.as_str()).collect();
     assert_eq!(paths, ["pipelines[0].int.sequence"], "{in_05:?}");
+    // INT 2.1 source keys in a 0.5 domain: one problem each.
+    let keys_21 = problems(
+        &text
+            .replace("version: 2.1, udp_port: 7777", "version: 0.5")
+            .replace("mode: mx,", "mode: mx, discard: true,"),
+    );
+    let paths: Vec<&str> = keys_21.iter().map(|p| p.path.as_str()).collect();
+    assert!(
+        paths.contains(&"pipelines[0].source.mode") && paths.contains(&"pipelines[0].source.discard"),
+        "{keys_21:?}"
+    );
 }

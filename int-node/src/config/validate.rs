@@ -49,6 +49,16 @@ pub fn validate(raw: &RawConfig) -> Result<Config, ConfigError> {
             "add export: {collector: 127.0.0.1:32766}",
         );
     }
+    let sink_05 = pipelines
+        .iter()
+        .any(|p| matches!((&p.stage, p.domain), (StageConfig::Sink(_), super::IntDomain::V05(_))));
+    if raw.export.as_ref().is_some_and(|e| e.profile.is_some()) && !sink_05 {
+        problems.add(
+            "export.profile",
+            "the profile shapes INT 0.5 sinks' reports, and this node has none",
+            "remove it: INT 2.1 domains send Telemetry Report 2.0",
+        );
+    }
     if raw.stats.interval_ms == 0 {
         problems.add("stats.interval_ms", "0 ms", "a positive interval, e.g. 1000");
     }

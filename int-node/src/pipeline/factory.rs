@@ -216,7 +216,7 @@ fn source21_config(
             Mode::Mx => 0,
         },
         ds_flags: 0,
-        discard: false,
+        discard: settings.discard,
         max_ip_len: mtu,
     }
 }

@@ -15,7 +15,8 @@
 
 use int_core::int21::{HopMetadata, Instructions};
 use int_core::report::tr20::{
-    GroupHeaderRepr, InType, IndividualReport, IntContents, RepType, ReportFlags, GROUP_HEADER_LEN,
+    DropInfo, GroupHeaderRepr, InType, IndividualReport, IntContents, RepType, ReportFlags, DROP_BIT,
+    GROUP_HEADER_LEN,
 };
 use int_core::EmitError;
 
@@ -33,17 +34,22 @@ pub const DATAGRAM_MAX: usize = if REPORT_MAX < 1400 { REPORT_MAX } else { 1400 
 
 /// What one report says: this node's metadata about a packet.
 pub struct Subject<'a> {
-    /// The packet from its IPv4 header through the INT block.
+    /// The packet from its IPv4 header through the INT block (InType 4),
+    /// or, for a packet not read that far, its first bytes from the
+    /// Ethernet header (InType 3).
     pub packet: &'a [u8],
+    pub in_type: InType,
     /// The metadata asked for; bits this node cannot provide are cleared.
     pub rep_md_bits: u16,
     pub metadata: HopMetadata,
-    /// The packet asked for a discard (D).
-    pub dropped: bool,
+    /// This node dropped the packet (D, and RepMdBits bit 15 with the
+    /// reason).
+    pub drop: Option<DropInfo>,
 }
 
 /// The kinds of report, each counted once its datagram is queued.
-const KINDS: [Counter; 3] = [Counter::reports_latency, Counter::reports_mx, Counter::reports_loss];
+const KINDS: [Counter; 4] =
+    [Counter::reports_latency, Counter::reports_mx, Counter::reports_loss, Counter::reports_drop];
 
 pub struct Reporter21 {
     sender: ReportSender,
@@ -71,17 +77,24 @@ impl Reporter21 {
 
     /// Adds one report on a packet; counted as `kind` once queued.
     pub fn report(&mut self, subject: Subject<'_>, now_ns: u64, kind: Counter, counters: &mut Counters) {
-        let Subject { packet, rep_md_bits, metadata, dropped } = subject;
+        let Subject { packet, in_type, rep_md_bits, metadata, drop } = subject;
         if !self.limit.allow(now_ns) {
             counters.inc(Counter::reports_suppressed);
             return;
         }
-        let rep_md_bits = rep_md_bits & PROVIDED;
+        let drop_bit = if drop.is_some() { DROP_BIT } else { 0 };
+        let rep_md_bits = (rep_md_bits & PROVIDED) | drop_bit;
         let report = IndividualReport {
             rep_type: RepType::Int,
-            in_type: InType::Ipv4,
-            flags: ReportFlags { tracked_flow: true, dropped, ..ReportFlags::default() },
-            int: Some(IntContents { rep_md_bits, metadata, ..IntContents::default() }),
+            in_type,
+            // A packet read no further than its first bytes is no tracked
+            // flow's.
+            flags: ReportFlags {
+                tracked_flow: in_type == InType::Ipv4,
+                dropped: drop.is_some(),
+                ..ReportFlags::default()
+            },
+            int: Some(IntContents { rep_md_bits, metadata, drop, ..IntContents::default() }),
             inner: packet,
             ..IndividualReport::default()
         };

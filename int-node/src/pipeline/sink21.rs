@@ -22,6 +22,7 @@
 
 use int_core::int21::{sink, Domain, HopMetadata};
 use int_core::latency::LatencyConfig;
+use int_core::report::tr20::{self, DropInfo, InType};
 use int_core::report::tr20_loss::{self, LossReport};
 
 use super::report21::{Reporter21, Subject};
@@ -35,6 +36,11 @@ use crate::stats::{Counter, Counters};
 /// The sink's metadata in a latency report: level 1 ports, ingress and
 /// egress timestamps.
 const LATENCY_MD_BITS: u16 = 0x4c00;
+/// Its metadata in a drop report: level 1 ports (the egress one unknown,
+/// all ones) and the ingress timestamp; bit 15 is added with the reason.
+const DROP_MD_BITS: u16 = 0x4800;
+/// Bytes of a dropped packet a drop report carries.
+const DROPPED_BYTES: usize = 128;
 
 pub struct Sink21Stage {
     pub domain: Domain,
@@ -109,6 +115,7 @@ impl Sink21Stage {
                     counters.inc(Counter::malformed(error.drop_reason()));
                     if self.settings.malformed == MalformedPolicy::Drop {
                         counters.inc(Counter::malformed_dropped);
+                        self.drop_report(frame, burst_ns, counters);
                         drop |= 1 << i;
                     } else {
                         counters.inc(Counter::malformed_forwarded);
@@ -118,7 +125,8 @@ impl Sink21Stage {
             };
             let now_ns = self.rx_timestamps.and_then(|clock| burst.rx_time_ns(i, &clock)).unwrap_or(burst_ns);
             self.rx_clock_offset = now_ns as i64 - burst_ns as i64;
-            if self.track(&found, now_ns, counters) || found.is_mx {
+            // Probes (D) are reported every time: the report is their point.
+            if self.track(&found, now_ns, counters) || found.is_mx || found.discard {
                 if let Some(frame) = burst.data(i) {
                     self.report(frame, &found, now_ns, counters);
                 }
@@ -202,7 +210,26 @@ impl Sink21Stage {
         } else {
             (LATENCY_MD_BITS, Counter::reports_latency)
         };
-        let subject = Subject { packet: inner, rep_md_bits, metadata, dropped: found.discard };
+        let drop = found.discard.then_some(DropInfo { queue_id: 0, reason: tr20::DROP_DISCARD_ASKED });
+        let subject = Subject { packet: inner, in_type: InType::Ipv4, rep_md_bits, metadata, drop };
         self.reporter.report(subject, now_ns, kind, counters);
+    }
+
+    /// A drop report on a packet this sink drops for its lying INT
+    /// (`malformed: drop`): D, the reason [`tr20::DROP_INT_MALFORMED`], the
+    /// sink's ingress port and time, and the packet's first bytes from its
+    /// Ethernet header (InType 3: how far its headers can be believed is
+    /// not known).
+    fn drop_report(&mut self, frame: &[u8], now_ns: u64, counters: &mut Counters) {
+        let packet = frame.get(..frame.len().min(DROPPED_BYTES)).unwrap_or_default();
+        let metadata = HopMetadata {
+            l1_ingress_port: Some(self.int_port),
+            ingress_timestamp: Some(now_ns),
+            ..HopMetadata::default()
+        };
+        let drop = Some(DropInfo { queue_id: 0, reason: tr20::DROP_INT_MALFORMED });
+        let subject =
+            Subject { packet, in_type: InType::Ethernet, rep_md_bits: DROP_MD_BITS, metadata, drop };
+        self.reporter.report(subject, now_ns, Counter::reports_drop, counters);
     }
 }

@@ -11,6 +11,8 @@ use int_core::int21::source::{self, SourceConfig};
 use int_core::int21::{sink, HopMetadata};
 use int_core::source::Skip;
 
+use int_core::report::tr20::InType;
+
 use super::report21::{Reporter21, Subject};
 use super::source::skip_counter;
 use crate::clock::Clock;
@@ -204,7 +206,8 @@ pub(crate) fn report_mx(
         return;
     }
     let packet = frame.get(found.ip.l3..found.report_end()).unwrap_or_default();
-    let subject =
-        Subject { packet, rep_md_bits: found.instructions.bits(), metadata: hop, dropped: found.discard };
+    // A D packet is discarded by the sink, not here.
+    let rep_md_bits = found.instructions.bits();
+    let subject = Subject { packet, in_type: InType::Ipv4, rep_md_bits, metadata: hop, drop: None };
     reporter.report(subject, now_ns, Counter::reports_mx, counters);
 }
