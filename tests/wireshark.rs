@@ -369,3 +369,61 @@ fn tshark_decodes_tr05_flow_reports() {
         assert_eq!(r["type"], "tr05");
     }
 }
+
+/// The INT 2.1 dissector on a sink's loss and drop reports: a packet lost
+/// between source and sink and one whose block lies (dropped under
+/// `malformed: drop`) give a TR 2.0 loss report (int-node's rule) and a drop
+/// report (RepMdBits bit 15); tshark's fields equal decode's.
+#[test]
+fn tshark_decodes_int21_loss_and_drop_reports() {
+    let dir = workdir("wireshark-int21-drops");
+    gen(
+        &dir,
+        &["--out", "plain.pcap", "--packets", "40", "--flows", "4", "--proto", "udp", "--sizes", "200"],
+    );
+    run_node(&dir, &node_config("source", "plain.pcap", "int.pcap", "    int: {version: 2.1}\n", None));
+    let mut frames = read_pcap(&dir.join("int.pcap"));
+    frames.remove(9);
+    let domain = int_core::int21::Domain {
+        marking: int_core::int21::Marking::Dscp(int_core::encap::DscpMatch::new(0x17, 0x3f).unwrap()),
+        tcp_placement: int_core::encap::TcpPlacement::BeforeOptions,
+        source_only: int_core::int21::SourceOnly::sequence(0x4944),
+    };
+    let block_at = int_core::int21::sink::extract(&frames[20], &domain).unwrap().unwrap().block_at;
+    frames[20][block_at + 1] = 2;
+    write_pcap(&dir.join("int.pcap"), &frames);
+    write_pcap(&dir.join("empty.pcap"), &[]);
+    let sink = port_exporter_config("int.pcap").replace(
+        "clock: rx-timestamp,",
+        "clock: rx-timestamp, int: {version: 2.1}, sink: {malformed: drop},",
+    );
+    run_node(&dir, &sink);
+    let ours: Vec<serde_json::Value> = decode(&dir, "reports.pcap");
+    let fields = ["tr20.drop_reason", "tr20.loss.first_sequence", "tr20.loss.count", "tr20.loss.source_node"];
+    let theirs = tshark_with(LUA21, &dir.join("reports.pcap"), &fields, &[]);
+    assert_eq!(theirs.len(), ours.len());
+    let (mut drops, mut losses, mut lost) = (0, 0, 0);
+    for (i, (t, o)) in theirs.iter().zip(&ours).enumerate() {
+        let individuals = o["report"]["reports"].as_array().unwrap();
+        let join = |values: Vec<String>| values.join(",");
+        let reasons: Vec<String> = individuals
+            .iter()
+            .filter(|r| !r["int"]["drop"].is_null())
+            .map(|r| r["int"]["drop"]["reason"].to_string())
+            .collect();
+        let loss: Vec<&serde_json::Value> =
+            individuals.iter().filter(|r| !r["loss"].is_null()).map(|r| &r["loss"]).collect();
+        drops += reasons.len();
+        losses += loss.len();
+        lost += loss.iter().map(|l| l["count"].as_u64().unwrap()).sum::<u64>();
+        let expected = [
+            join(reasons),
+            join(loss.iter().map(|l| l["first_sequence"].to_string()).collect()),
+            join(loss.iter().map(|l| l["count"].to_string()).collect()),
+            join(loss.iter().map(|l| l["source_node"].to_string()).collect()),
+        ];
+        assert_eq!(t[..], expected[..], "datagram {i}: {o}");
+    }
+    // Both packets were flow 1's: its two holes leave in one loss report.
+    assert_eq!((drops, losses, lost), (1, 1, 2), "one drop report; the lost and the dropped packet as losses");
+}

@@ -131,7 +131,8 @@ pub fn decode_frame(index: usize, time_ns: u64, frame: &[u8], domains: &Domains,
         out.insert("dst_port".into(), json!(dst_port));
         if let L4::Udp { dst_port, .. } = l4 {
             if dst_port == report_port {
-                decode_report(frame.get(ip.l4 + 8..ip.end).unwrap_or(&[]), &mut out);
+                let domain_id = domains.int21.first().map_or(0, |d| d.source_only.domain_id);
+                decode_report(frame.get(ip.l4 + 8..ip.end).unwrap_or(&[]), domain_id, &mut out);
                 return Value::Object(out);
             }
         }
@@ -142,11 +143,11 @@ pub fn decode_frame(index: usize, time_ns: u64, frame: &[u8], domains: &Domains,
 
 /// A telemetry report's fields into `out`: version 2 by its group header,
 /// version 0.5 (and Host-INT's) otherwise.
-fn decode_report(payload: &[u8], out: &mut Map<String, Value>) {
+fn decode_report(payload: &[u8], domain_id: u16, out: &mut Map<String, Value>) {
     out.insert("kind".into(), json!("report"));
     if payload.first().is_some_and(|byte| byte >> 4 == tr20::VERSION) {
         match tr20::Report::parse(payload) {
-            Ok(report) => out.insert("report".into(), decode21::report_json(&report)),
+            Ok(report) => out.insert("report".into(), decode21::report_json(&report, domain_id)),
             Err(error) => out.insert("error".into(), json!(error.to_string())),
         };
         return;

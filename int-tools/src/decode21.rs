@@ -3,6 +3,7 @@
 
 use int_core::int21::{self, Block, HeaderType, HopMetadata, Instructions, Next};
 use int_core::report::tr20::{self, IndividualReport};
+use int_core::report::tr20_loss::LossReport;
 use serde_json::{json, Map, Value};
 
 /// An INT 2.1 packet's block as JSON.
@@ -88,12 +89,29 @@ fn hop_json(hop: &HopMetadata, instructions: Instructions) -> Value {
 
 /// A Telemetry Report 2.0 datagram as JSON; an individual report that does
 /// not parse ends the list with its error.
-pub fn report_json(report: &tr20::Report<'_>) -> Value {
+/// A TR 2.0 datagram as JSON; loss reports of the domain with Domain
+/// Specific ID `domain_id` are read as such too.
+pub fn report_json(report: &tr20::Report<'_>, domain_id: u16) -> Value {
     let mut reports = Vec::new();
     let mut error = None;
     for individual in report.reports() {
         match individual {
-            Ok(individual) => reports.push(individual_json(&individual)),
+            Ok(individual) => {
+                let mut json = individual_json(&individual);
+                if let (Some(loss), Some(fields)) =
+                    (LossReport::parse(&individual, domain_id), json.as_object_mut())
+                {
+                    fields.insert(
+                        "loss".into(),
+                        json!({"first_sequence": loss.first_sequence, "count": loss.count,
+                        "source_node": loss.source_node, "declared_ns": loss.declared_ns,
+                        "flow": {"src": loss.flow.src.to_string(), "dst": loss.flow.dst.to_string(),
+                                 "protocol": loss.flow.protocol, "src_port": loss.flow.src_port,
+                                 "dst_port": loss.flow.dst_port}}),
+                    );
+                }
+                reports.push(json);
+            }
             Err(e) => error = Some(e.to_string()),
         }
     }

@@ -72,6 +72,23 @@ r.domain = ProtoField.uint16("tr20.domain_id", "Domain Specific ID", base.HEX)
 r.ds_md_bits = ProtoField.uint16("tr20.ds_md_bits", "DSMdBits", base.HEX)
 r.ds_md_status = ProtoField.uint16("tr20.ds_md_status", "DSMdstatus", base.HEX)
 r.drop = ProtoField.uint32("tr20.drop", "Queue id + drop reason", base.HEX)
+-- Drop reasons: p4lang/switch's codes (the ones TR 2.0 cites) and
+-- int-node's own (200-202).
+local drop_reasons = { [0] = "unknown", [10] = "outer src mac zero", [11] = "outer src mac multicast",
+    [12] = "outer dst mac zero", [13] = "outer ethernet miss", [14] = "src mac zero", [15] = "src mac multicast",
+    [16] = "dst mac zero", [25] = "outer ip version invalid", [26] = "outer ip ttl zero",
+    [27] = "outer ip src multicast", [28] = "outer ip src loopback", [29] = "outer ip miss",
+    [30] = "ip version invalid", [31] = "ip ttl zero", [32] = "ip src multicast", [33] = "ip src loopback",
+    [40] = "port vlan mapping miss", [41] = "stp state learning", [42] = "stp state blocking",
+    [43] = "same ifindex", [44] = "multicast snooping enabled", [50] = "mtu check fail", [51] = "traffic manager",
+    [60] = "acl deny", [61] = "racl deny", [62] = "urpf check fail", [63] = "ipsg miss", [64] = "ifindex",
+    [200] = "int block malformed", [201] = "marked at the int domain's edge",
+    [202] = "discard asked by the int header" }
+r.drop_reason = ProtoField.uint8("tr20.drop_reason", "Drop reason", base.DEC, drop_reasons)
+-- int-node's loss report (DSMdBits 0xE000 under the domain's ID).
+r.loss_first = ProtoField.uint32("tr20.loss.first_sequence", "First packet number lost", base.DEC)
+r.loss_count = ProtoField.uint32("tr20.loss.count", "Packets lost", base.DEC)
+r.loss_source = ProtoField.uint32("tr20.loss.source_node", "Source node", base.DEC_HEX)
 
 local ip_dsfield = Field.new("ip.dsfield.dscp")
 local udp_dstport = Field.new("udp.dstport")
@@ -171,7 +188,15 @@ local function report_heuristic(buf, pinfo, tree)
             report:add(r.rep_md_bits, buf(at + 4, 2)); report:add(r.domain, buf(at + 6, 2))
             report:add(r.ds_md_bits, buf(at + 8, 2)); report:add(r.ds_md_status, buf(at + 10, 2))
             local md_at = dissect_metadata(buf, at + 12, bits - bits % 2, report, f)
-            if bits % 2 == 1 then report:add(r.drop, buf(md_at, 4)) end
+            if bits % 2 == 1 then
+                report:add(r.drop, buf(md_at, 4)); report:add(r.drop_reason, buf(md_at + 1, 1))
+                md_at = md_at + 4
+            end
+            local ds_id, ds_bits = buf(at + 6, 2):uint(), buf(at + 8, 2):uint()
+            if ds_id ~= 0 and ds_id == int21.prefs.domain_id and ds_bits == 0xe000 and buf:len() >= md_at + 12 then
+                report:add(r.loss_first, buf(md_at, 4)); report:add(r.loss_count, buf(md_at + 4, 4))
+                report:add(r.loss_source, buf(md_at + 8, 4))
+            end
             inner = at + 12 + buf(at + 2, 1):uint() * 4
         end
         if buf(at, 1):uint() % 16 == 4 and at + 4 + body > inner then
