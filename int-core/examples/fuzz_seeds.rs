@@ -89,6 +89,24 @@ fn main() {
                     .unwrap();
                     reports.push(buf[..len].to_vec());
                 }
+                let flow_header = int_core::report::tr05_flow::FlowReport::header(1, 5000, 0);
+                let local = int_core::report::tr05::SwitchLocalRepr {
+                    switch_id: 2,
+                    ingress_port: 3,
+                    egress_port: 3,
+                    queue_id: 0,
+                    queue_occupancy: 0,
+                    egress_timestamp: 5000,
+                };
+                let len = int_core::report::tr05_flow::FlowReport::build(
+                    &mut buf,
+                    frame,
+                    &found,
+                    &flow_header,
+                    &local,
+                )
+                .unwrap();
+                reports.push(buf[..len].to_vec());
             }
         }
     }
@@ -107,8 +125,12 @@ fn main() {
     write("parse_report", &reports, &[]);
     let blocks: Vec<Vec<u8>> = frames.iter().map(|f| f[42..].to_vec()).collect();
     write("parse_int_block", &blocks, &[]);
-    write("parse_int21", &int21_blocks(), &[0]);
-    write("parse_int21", &int21_numbered_blocks(), &[1]);
+    // The first byte tells parse_int21 what the domain knows: nothing (0),
+    // or int-node's packet numbers (1).
+    let known =
+        |prefix: u8, blocks: Vec<Vec<u8>>| blocks.into_iter().map(move |b| [vec![prefix], b].concat());
+    let int21: Vec<Vec<u8>> = known(0, int21_blocks()).chain(known(1, int21_numbered_blocks())).collect();
+    write("parse_int21", &int21, &[]);
     write("parse_tr20", &tr20_reports(), &[]);
     println!("seeds written under {}", root.display());
 }

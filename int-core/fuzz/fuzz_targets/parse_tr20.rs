@@ -1,9 +1,11 @@
 //! Telemetry Report 2.0 datagrams on arbitrary bytes: no panic, and every
 //! individual report read is read the same once written back (its inner
-//! contents padded to a word).
+//! contents padded to a word); a report that reads as int-node's loss
+//! report is exactly what its emitter writes.
 #![no_main]
 
 use int_core::report::tr20::{IndividualReport, Report, LENGTH_TO_END};
+use int_core::report::tr20_loss::{self, LossReport};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -23,6 +25,11 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(&again.inner[..individual.inner.len()], individual.inner);
         if individual.report_len_words != LENGTH_TO_END {
             assert_eq!(again.report_len_words, individual.report_len_words);
+        }
+        if let Some(loss) = LossReport::parse(&individual, 0x4944) {
+            let mut written = [0u8; tr20_loss::LEN];
+            assert_eq!(loss.emit(0x4944, &mut written), Ok(tr20_loss::LEN));
+            assert_eq!(&out[..len], &written[..], "a loss report reads only as its emitter writes it");
         }
     }
 });
