@@ -300,7 +300,7 @@ proptest! {
         let words = source_only.len() / 4;
         let (domain_id, ds_instructions) =
             if words == 0 { (domain.0, domain.1) } else { (domain.0.max(1), !(0xffffu16 >> words)) };
-        let known = int21::SourceOnly { domain_id: if words == 0 { 0 } else { domain_id }, bits: 0xffff };
+        let known = int21::SourceOnly { domain_id: if words == 0 { 0 } else { domain_id }, bits: 0xffff, wide: 0 };
         let header = int21::MdHeaderRepr {
             discard: flags.0, max_hop_exceeded: flags.1, mtu_exceeded: flags.2,
             hop_ml, remaining_hop_cnt: remaining, instructions,

@@ -12,7 +12,11 @@ fuzz_target!(|data: &[u8]| {
     let Some((&known, bytes)) = data.split_first() else { return };
     let source_only = match known & 1 {
         0 => SourceOnly::NONE,
-        _ => SourceOnly { domain_id: 0x4944, bits: int21::source_only::SEQUENCE | u16::from(known >> 1) },
+        _ => SourceOnly {
+            domain_id: 0x4944,
+            bits: int21::source_only::SEQUENCE | u16::from(known >> 1),
+            wide: u16::from(known >> 4) << 4,
+        },
     };
     match Block::parse(bytes, source_only) {
         Ok(Block::Md(block)) => {

@@ -274,6 +274,42 @@ mod tests {
         ));
     }
 
+    /// INT 2.1 section 6.17, from the MD header on (the shim in front, NPT
+    /// 0 and Length 8, is ours; the node ids 3, 2 and 1 are chosen here):
+    /// the Transparent Security domain (ID 0x5453, DS Flags bit 1) whose
+    /// gateway puts Host1's MAC below the stack as source-only metadata.
+    /// The text slips once: it calls the field "16 bit" where it draws 8
+    /// bytes (the 6-byte MAC and 2 reserved); we read the drawing.
+    #[test]
+    fn golden_source_only_metadata_example() {
+        #[rustfmt::skip]
+        let bytes = [
+            0x10, 0x08, 0x00, 0x00, // shim: MD, NPT 0, Length 8
+            0x20, 0x00, 0x01, 0x05, // Ver 2, Hop ML 1, Remaining Hop Count 5
+            0x80, 0x00, 0x54, 0x53, // bitmap: node id; Domain Specific ID 'TS'
+            0x80, 0x00, 0x40, 0x00, // DS Instruction bit 0; DS Flags bit 1
+            0, 0, 0, 3, 0, 0, 0, 2, 0, 0, 0, 1, // hop2, hop1, the gateway
+            0xa6, 0x1a, 0xf6, 0xb1, 0x64, 0x7d, 0x00, 0x00, // Host1's MAC
+        ];
+        let transparent_security = SourceOnly { domain_id: 0x5453, bits: 0x8000, wide: 0x8000 };
+        let Block::Md(block) = Block::parse(&bytes, transparent_security).unwrap() else { panic!("not MD") };
+        assert_eq!(
+            (block.header.domain_id, block.header.ds_instructions, block.header.ds_flags),
+            (0x5453, 0x8000, 0x4000)
+        );
+        assert_eq!(block.hops().map(|h| h.node_id.unwrap()).collect::<Vec<_>>(), [3, 2, 1]);
+        assert_eq!(block.source_only(), [0xa6, 0x1a, 0xf6, 0xb1, 0x64, 0x7d, 0x00, 0x00]);
+        assert_eq!(transparent_security.sequence_of(&block), None, "not int-node's packet number");
+        let hops: Vec<_> = block.hops().collect();
+        let mut out = [0u8; 40];
+        let len = emit_md_block(&mut out, Next::Dscp(0), &block.header, &hops, block.source_only()).unwrap();
+        assert_eq!(out[..len], bytes);
+        // With Hop ML 1, a node that does not know the domain reads the MAC
+        // as two more hops: source-only metadata needs the domain known.
+        let Block::Md(unknown) = Block::parse(&bytes, SourceOnly::NONE).unwrap() else { panic!("not MD") };
+        assert_eq!(unknown.hop_count(), 5);
+    }
+
     #[test]
     fn lying_blocks_are_refused() {
         let mut short_ml = SPEC_MD_BLOCK;

@@ -13,21 +13,23 @@ use super::MdBlock;
 pub const SEQUENCE: u16 = 0x8000;
 
 /// The source-only metadata a domain knows: under `domain_id`, each of
-/// `bits` set in a packet's DS Instruction is one word below the hops, in
-/// bit order (bit 0 first).
+/// `bits` set in a packet's DS Instruction is one word below the hops (two
+/// for those also in `wide`), in bit order (bit 0 first).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct SourceOnly {
     pub domain_id: u16,
     pub bits: u16,
+    /// Bits whose metadata is 8 bytes.
+    pub wide: u16,
 }
 
 impl SourceOnly {
     /// No source-only metadata: every stack is whole hops.
-    pub const NONE: SourceOnly = SourceOnly { domain_id: 0, bits: 0 };
+    pub const NONE: SourceOnly = SourceOnly { domain_id: 0, bits: 0, wide: 0 };
 
     /// int-node's packet numbers under `domain_id`.
     pub const fn sequence(domain_id: u16) -> Self {
-        SourceOnly { domain_id, bits: SEQUENCE }
+        SourceOnly { domain_id, bits: SEQUENCE, wide: 0 }
     }
 
     /// Words of source-only metadata a block whose header carries this
@@ -38,14 +40,18 @@ impl SourceOnly {
         if self.domain_id == 0 || domain_id != self.domain_id {
             return 0;
         }
-        (ds_instructions & self.bits).count_ones() as u8
+        let present = ds_instructions & self.bits;
+        (present.count_ones() + (present & self.wide).count_ones()) as u8
     }
 
     /// The packet number a block carries, if the domain defines it and the
     /// block announces it.
     pub fn sequence_of(&self, block: &MdBlock<'_>) -> Option<u32> {
         let header = &block.header;
-        if self.bits & SEQUENCE == 0 || self.words(header.domain_id, header.ds_instructions & SEQUENCE) == 0 {
+        if self.bits & SEQUENCE == 0
+            || self.wide & SEQUENCE != 0
+            || self.words(header.domain_id, header.ds_instructions & SEQUENCE) == 0
+        {
             return None;
         }
         let word = block.source_only().get(..4)?;

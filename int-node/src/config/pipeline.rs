@@ -170,7 +170,7 @@ fn source_only(raw: &RawInt, path: &str, problems: &mut Problems) -> SourceOnly 
     }
     match raw.sequence.unwrap_or(true) {
         true => SourceOnly::sequence(domain_id),
-        false => SourceOnly { domain_id, bits: 0 },
+        false => SourceOnly { domain_id, bits: 0, wide: 0 },
     }
 }
 
