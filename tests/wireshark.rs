@@ -425,5 +425,9 @@ fn tshark_decodes_int21_loss_and_drop_reports() {
         assert_eq!(t[..], expected[..], "datagram {i}: {o}");
     }
     // Both packets were flow 1's: its two holes leave in one loss report.
-    assert_eq!((drops, losses, lost), (1, 1, 2), "one drop report; the lost and the dropped packet as losses");
+    assert_eq!(
+        (drops, losses, lost),
+        (1, 1, 2),
+        "one drop report; the lost and the dropped packet as losses"
+    );
 }

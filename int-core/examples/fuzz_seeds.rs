@@ -132,6 +132,7 @@ fn main() {
     let int21: Vec<Vec<u8>> = known(0, int21_blocks()).chain(known(1, int21_numbered_blocks())).collect();
     write("parse_int21", &int21, &[]);
     write("parse_tr20", &tr20_reports(), &[]);
+    write("parse_tunnels", &tunnel_headers(), &[]);
     println!("seeds written under {}", root.display());
 }
 
@@ -225,4 +226,52 @@ fn tr20_reports() -> Vec<Vec<u8>> {
         datagrams.push(buf[..at].to_vec());
     }
     datagrams
+}
+
+/// An IPv6 UDP packet with Hop-by-Hop and Destination Options headers, a
+/// VXLAN-GPE header with the INT shim, and a Geneve header with the INT
+/// option.
+fn tunnel_headers() -> Vec<Vec<u8>> {
+    use int_core::int21::{tunnel::GpeShimRepr, HeaderType};
+    use int_core::wire::{geneve, ipv6, vxlan_gpe};
+    let mut ipv6_packet = vec![0u8; ipv6::HEADER_LEN];
+    let header = ipv6::Ipv6Repr {
+        traffic_class: 0x5c,
+        flow_label: 1,
+        payload_len: 8 + 8 + 8,
+        next_header: ipv6::HOP_BY_HOP,
+        hop_limit: 64,
+        src: "2001:db8::1".parse().unwrap(),
+        dst: "2001:db8::2".parse().unwrap(),
+    };
+    header.emit(&mut ipv6_packet).unwrap();
+    ipv6_packet.extend([ipv6::DESTINATION_OPTIONS, 0, 1, 4, 0, 0, 0, 0]);
+    ipv6_packet.extend([17, 0, 1, 4, 0, 0, 0, 0]);
+    ipv6_packet.extend([0x13, 0x88, 0x17, 0x70, 0, 8, 0, 0]);
+    let mut gpe = vec![0u8; 8 + 4 + 12];
+    let gpe_header =
+        vxlan_gpe::VxlanGpeRepr { flags: vxlan_gpe::FLAG_I, next_protocol: vxlan_gpe::NEXT_INT, vni: 1 };
+    gpe_header.emit(&mut gpe).unwrap();
+    let shim = GpeShimRepr {
+        header_type: HeaderType::Mx,
+        length_words: 3,
+        from_vxlan: false,
+        next_protocol: vxlan_gpe::NEXT_ETHERNET,
+    };
+    shim.emit(&mut gpe[8..]).unwrap();
+    gpe[12] = 0x20;
+    let base = geneve::GeneveRepr {
+        options_words: 4,
+        oam: false,
+        critical: false,
+        protocol_type: geneve::PROTOCOL_ETHERNET,
+        vni: 1,
+    };
+    let mut geneve_bytes = vec![0u8; base.len()];
+    base.emit(&mut geneve_bytes).unwrap();
+    let option =
+        geneve::GeneveOptionRepr { class: geneve::INT_OPTION_CLASS, option_type: 3, length_words: 3 };
+    option.emit(&mut geneve_bytes[8..]).unwrap();
+    geneve_bytes[12] = 0x20;
+    vec![ipv6_packet, gpe, geneve_bytes]
 }

@@ -102,8 +102,26 @@ fn everything_int21(bytes: &[u8]) {
     }
 }
 
+/// The IPv6 and tunnel headers: the extension walk stays inside the bytes
+/// it was given, and Geneve options found lie inside the header's length.
+fn everything_tunnels(bytes: &[u8]) {
+    use int_core::wire::{geneve, ipv6, vxlan_gpe};
+    if let Ok(walk) = ipv6::walk_extensions(bytes) {
+        assert!(walk.upper_at <= bytes.len() && walk.next_header_at < walk.upper_at);
+    }
+    let _ = vxlan_gpe::VxlanGpeRepr::parse(bytes);
+    let _ = int_core::int21::tunnel::GpeShimRepr::parse(bytes);
+    if let Ok(header) = geneve::GeneveRepr::parse(bytes) {
+        if let Ok(options) = geneve::options(bytes, &header) {
+            assert!(options.iter().all(|(option, at)| at + option.len() <= header.len()));
+        }
+        let _ = geneve::find_option(bytes, &header, geneve::INT_OPTION_CLASS);
+    }
+}
+
 fn everything(bytes: &[u8]) {
     everything_int21(bytes);
+    everything_tunnels(bytes);
     let _ = EthernetRepr::parse(bytes);
     let _ = Ipv4Repr::parse(bytes);
     let _ = TcpRepr::parse(bytes);

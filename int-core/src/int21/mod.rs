@@ -22,6 +22,7 @@ pub mod sink;
 pub mod source;
 pub mod source_only;
 pub mod transit;
+pub mod tunnel;
 
 pub use find::{find, find_in_report, Domain, Found, Marking};
 pub use hop::HopMetadata;

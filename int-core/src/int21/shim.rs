@@ -32,7 +32,7 @@ pub enum HeaderType {
 }
 
 impl HeaderType {
-    fn from_bits(value: u8) -> Option<HeaderType> {
+    pub(crate) fn from_bits(value: u8) -> Option<HeaderType> {
         match value {
             1 => Some(HeaderType::Md),
             2 => Some(HeaderType::Destination),
@@ -41,7 +41,7 @@ impl HeaderType {
         }
     }
 
-    fn bits(self) -> u8 {
+    pub(crate) fn bits(self) -> u8 {
         match self {
             HeaderType::Md => 1,
             HeaderType::Destination => 2,
