@@ -228,7 +228,8 @@ fn tr20_reports() -> Vec<Vec<u8>> {
     datagrams
 }
 
-/// An IPv6 UDP packet with Hop-by-Hop and Destination Options headers, a
+/// An IPv6 UDP packet with Hop-by-Hop and Destination Options headers (bare
+/// and in an Ethernet frame), a
 /// VXLAN-GPE header with the INT shim, and a Geneve header with the INT
 /// option.
 fn tunnel_headers() -> Vec<Vec<u8>> {
@@ -273,5 +274,7 @@ fn tunnel_headers() -> Vec<Vec<u8>> {
         geneve::GeneveOptionRepr { class: geneve::INT_OPTION_CLASS, option_type: 3, length_words: 3 };
     option.emit(&mut geneve_bytes[8..]).unwrap();
     geneve_bytes[12] = 0x20;
-    vec![ipv6_packet, gpe, geneve_bytes]
+    let mut framed = vec![0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1, 0x86, 0xdd];
+    framed.extend(&ipv6_packet);
+    vec![ipv6_packet, framed, gpe, geneve_bytes]
 }

@@ -37,19 +37,7 @@ impl Ipv4Location {
 /// against the frame.
 #[inline]
 pub fn ipv4(frame: &[u8]) -> Result<Option<Ipv4Location>, ParseError> {
-    let (ethernet, _) = EthernetHeader::ref_from_prefix(frame)
-        .map_err(|_| ParseError::truncated(Layer::Ethernet, 0, 14, frame.len()))?;
-    let mut ethertype = EtherType::from(ethernet.ethertype.get());
-    let mut l3 = size_of::<EthernetHeader>();
-    for _ in 0..crate::wire::ethernet::MAX_VLAN_TAGS {
-        if !matches!(ethertype, EtherType::Vlan | EtherType::QinQ) {
-            break;
-        }
-        let (tag, _) = VlanTag::ref_from_prefix(frame.get(l3..).unwrap_or_default())
-            .map_err(|_| ParseError::truncated(Layer::Vlan, l3, 4, frame.len()))?;
-        ethertype = EtherType::from(tag.ethertype.get());
-        l3 += size_of::<VlanTag>();
-    }
+    let (ethertype, l3) = l2(frame)?;
     if ethertype != EtherType::Ipv4 {
         return Ok(None);
     }
@@ -78,6 +66,70 @@ pub fn ipv4(frame: &[u8]) -> Result<Option<Ipv4Location>, ParseError> {
         tos: header.tos,
         fragment_offset: header.fragment_offset(),
         more_fragments: header.more_fragments(),
+    }))
+}
+
+/// The Ethernet header and up to two VLAN tags: the EtherType they lead
+/// to and the offset of what follows.
+fn l2(frame: &[u8]) -> Result<(EtherType, usize), ParseError> {
+    let (ethernet, _) = EthernetHeader::ref_from_prefix(frame)
+        .map_err(|_| ParseError::truncated(Layer::Ethernet, 0, 14, frame.len()))?;
+    let mut ethertype = EtherType::from(ethernet.ethertype.get());
+    let mut l3 = size_of::<EthernetHeader>();
+    for _ in 0..crate::wire::ethernet::MAX_VLAN_TAGS {
+        if !matches!(ethertype, EtherType::Vlan | EtherType::QinQ) {
+            break;
+        }
+        let (tag, _) = VlanTag::ref_from_prefix(frame.get(l3..).unwrap_or_default())
+            .map_err(|_| ParseError::truncated(Layer::Vlan, l3, 4, frame.len()))?;
+        ethertype = EtherType::from(tag.ethertype.get());
+        l3 += size_of::<VlanTag>();
+    }
+    Ok((ethertype, l3))
+}
+
+/// Where an IPv6 packet's parts sit in a frame (offsets from its start).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ipv6Location {
+    /// Offset of the IPv6 header.
+    pub l3: usize,
+    /// Offset of the upper-layer header, after any extension headers.
+    pub l4: usize,
+    /// l3 + 40 + Payload Length; bytes after it are Ethernet padding.
+    pub end: usize,
+    /// The upper-layer protocol.
+    pub protocol: u8,
+    pub traffic_class: u8,
+    /// Offset of the Next Header field that names `protocol`.
+    pub next_header_at: usize,
+    /// A Fragment header was walked.
+    pub fragment: bool,
+}
+
+/// Finds the IPv6 header after Ethernet and up to two VLAN tags and walks
+/// its extension headers. `Ok(None)`: not IPv6. `Err`: the headers are cut
+/// short or lie (a Payload Length past the frame, an extension past it, a
+/// Hop-by-Hop header not first).
+pub fn ipv6(frame: &[u8]) -> Result<Option<Ipv6Location>, ParseError> {
+    let (ethertype, l3) = l2(frame)?;
+    if ethertype != EtherType::Ipv6 {
+        return Ok(None);
+    }
+    let packet = frame.get(l3..).unwrap_or_default();
+    let walk = crate::wire::ipv6::walk_extensions(packet).map_err(|e| e.shifted(l3))?;
+    let header = crate::wire::Ipv6Repr::parse(packet).map_err(|e| e.shifted(l3))?;
+    let end = l3 + crate::wire::ipv6::HEADER_LEN + usize::from(header.payload_len);
+    if end > frame.len() {
+        return Err(ParseError::truncated(Layer::Ipv6, l3, end - l3, frame.len() - l3));
+    }
+    Ok(Some(Ipv6Location {
+        l3,
+        l4: l3 + walk.upper_at,
+        end,
+        protocol: walk.protocol,
+        traffic_class: header.traffic_class,
+        next_header_at: l3 + walk.next_header_at,
+        fragment: walk.fragment,
     }))
 }
 
@@ -174,20 +226,40 @@ pub fn common(frame: &[u8]) -> Option<(Ipv4Location, L4)> {
 /// the IPv4 payload length; a TCP Data Offset must fit in the payload.
 #[inline]
 pub fn l4(frame: &[u8], ip: &Ipv4Location) -> Result<Option<L4>, ParseError> {
-    let payload = frame.get(ip.l4..ip.end).unwrap_or_default();
+    l4_at(frame, &Upper { at: ip.l4, end: ip.end, protocol: ip.protocol, fragmented: ip.more_fragments })
+}
+
+/// [`l4`] for an IPv6 packet: after its extension headers; a fragment's
+/// UDP Length may exceed what the fragment holds.
+#[inline]
+pub fn l4_v6(frame: &[u8], ip: &Ipv6Location) -> Result<Option<L4>, ParseError> {
+    l4_at(frame, &Upper { at: ip.l4, end: ip.end, protocol: ip.protocol, fragmented: ip.fragment })
+}
+
+/// Where an upper-layer header sits, whatever the IP version.
+struct Upper {
+    at: usize,
+    end: usize,
+    protocol: u8,
+    fragmented: bool,
+}
+
+#[inline]
+fn l4_at(frame: &[u8], ip: &Upper) -> Result<Option<L4>, ParseError> {
+    let payload = frame.get(ip.at..ip.end).unwrap_or_default();
     match ip.protocol {
         PROTO_UDP => {
             let (header, _) = UdpHeader::ref_from_prefix(payload)
-                .map_err(|_| ParseError::truncated(Layer::Udp, ip.l4, udp::HEADER_LEN, ip.end))?;
+                .map_err(|_| ParseError::truncated(Layer::Udp, ip.at, udp::HEADER_LEN, ip.end))?;
             let length = header.length.get();
-            let fragmented = ip.more_fragments;
+            let fragmented = ip.fragmented;
             if usize::from(length) < udp::HEADER_LEN
                 || (!fragmented && usize::from(length) != payload.len())
                 || (fragmented && usize::from(length) < payload.len())
             {
                 return Err(ParseError::BadLength {
                     layer: Layer::Udp,
-                    offset: ip.l4 + 4,
+                    offset: ip.at + 4,
                     value: usize::from(length),
                 });
             }
@@ -195,17 +267,17 @@ pub fn l4(frame: &[u8], ip: &Ipv4Location) -> Result<Option<L4>, ParseError> {
         }
         PROTO_TCP => {
             let (header, _) = TcpHeader::ref_from_prefix(payload)
-                .map_err(|_| ParseError::truncated(Layer::Tcp, ip.l4, tcp::MIN_HEADER_LEN, ip.end))?;
+                .map_err(|_| ParseError::truncated(Layer::Tcp, ip.at, tcp::MIN_HEADER_LEN, ip.end))?;
             let header_len = header.header_len();
             if header_len < tcp::MIN_HEADER_LEN {
                 return Err(ParseError::BadLength {
                     layer: Layer::Tcp,
-                    offset: ip.l4 + 12,
+                    offset: ip.at + 12,
                     value: header_len,
                 });
             }
             if header_len > payload.len() {
-                return Err(ParseError::truncated(Layer::Tcp, ip.l4, header_len, ip.end));
+                return Err(ParseError::truncated(Layer::Tcp, ip.at, header_len, ip.end));
             }
             Ok(Some(L4::Tcp { src_port: header.src_port.get(), dst_port: header.dst_port.get(), header_len }))
         }
@@ -287,5 +359,72 @@ mod tests {
             assert_eq!(common(&frame), None);
             assert!(ipv4(&frame).unwrap().is_some(), "the general walk still reads it");
         }
+    }
+
+    /// Ethernet (with `vlan` tags), IPv6 2001:db8::1 -> ::2 with
+    /// `extensions` (Next Header and bytes each), then UDP 5000 -> 6000
+    /// with 4 bytes of payload.
+    fn ipv6_frame(vlan: bool, extensions: &[(u8, Vec<u8>)]) -> Vec<u8> {
+        let mut frame = vec![0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1];
+        if vlan {
+            frame.extend([0x81, 0x00, 0x00, 0x05]);
+        }
+        frame.extend([0x86, 0xdd]);
+        let ext_len: usize = extensions.iter().map(|(_, b)| b.len()).sum();
+        let header = crate::wire::Ipv6Repr {
+            traffic_class: 0x5c,
+            flow_label: 7,
+            payload_len: (ext_len + 12) as u16,
+            next_header: extensions.first().map_or(PROTO_UDP, |(kind, _)| *kind),
+            hop_limit: 64,
+            src: "2001:db8::1".parse().unwrap(),
+            dst: "2001:db8::2".parse().unwrap(),
+        };
+        let at = frame.len();
+        frame.resize(at + 40, 0);
+        header.emit(&mut frame[at..]).unwrap();
+        for (i, (_, bytes)) in extensions.iter().enumerate() {
+            let mut bytes = bytes.clone();
+            bytes[0] = extensions.get(i + 1).map_or(PROTO_UDP, |(kind, _)| *kind);
+            frame.extend(bytes);
+        }
+        frame.extend([0x13, 0x88, 0x17, 0x70, 0, 12, 0, 0, 1, 2, 3, 4]);
+        frame
+    }
+
+    #[test]
+    fn ipv6_frames_are_walked_to_their_l4_header() {
+        use crate::wire::ipv6::{DESTINATION_OPTIONS, FRAGMENT, HOP_BY_HOP};
+        let options = vec![0, 0, 1, 4, 0, 0, 0, 0];
+        let frame =
+            ipv6_frame(true, &[(HOP_BY_HOP, options.clone()), (DESTINATION_OPTIONS, options.clone())]);
+        let ip = ipv6(&frame).unwrap().unwrap();
+        assert_eq!(
+            (ip.l3, ip.l4, ip.end, ip.protocol, ip.traffic_class),
+            (18, 74, frame.len(), PROTO_UDP, 0x5c)
+        );
+        assert_eq!(ip.next_header_at, 66, "the Destination Options header names UDP");
+        assert!(!ip.fragment);
+        assert_eq!(l4_v6(&frame, &ip).unwrap(), Some(L4::Udp { src_port: 5000, dst_port: 6000, length: 12 }));
+        assert_eq!(ipv4(&frame), Ok(None), "not IPv4");
+        let plain = ipv6_frame(false, &[]);
+        assert_eq!(ipv6(&plain).unwrap().unwrap().next_header_at, 14 + 6);
+        let fragment = ipv6_frame(false, &[(FRAGMENT, vec![0, 0, 0, 1, 0, 0, 0, 9])]);
+        assert!(ipv6(&fragment).unwrap().unwrap().fragment);
+        let ipv4_frame = PacketSpec::udp([10, 0, 0, 1].into(), [10, 0, 0, 2].into(), 1, 2, 8).build();
+        assert_eq!(ipv6(&ipv4_frame), Ok(None), "not IPv6");
+    }
+
+    #[test]
+    fn lying_ipv6_lengths_are_refused() {
+        let frame = ipv6_frame(false, &[]);
+        for cut in 14..frame.len() {
+            assert!(ipv6(&frame[..cut]).is_err(), "cut {cut}");
+        }
+        // A UDP Length that disagrees with Payload Length.
+        let mut udp = frame.clone();
+        udp[14 + 40 + 5] = 20;
+        let ip = ipv6(&udp).unwrap().unwrap();
+        assert!(matches!(l4_v6(&udp, &ip), Err(ParseError::BadLength { layer: Layer::Udp, .. })));
     }
 }

@@ -109,6 +109,10 @@ fn everything_tunnels(bytes: &[u8]) {
     if let Ok(walk) = ipv6::walk_extensions(bytes) {
         assert!(walk.upper_at <= bytes.len() && walk.next_header_at < walk.upper_at);
     }
+    if let Ok(Some(ip)) = int_core::locate::ipv6(bytes) {
+        assert!(ip.l3 < ip.l4 && ip.l4 <= ip.end && ip.end <= bytes.len());
+        let _ = int_core::locate::l4_v6(bytes, &ip);
+    }
     let _ = vxlan_gpe::VxlanGpeRepr::parse(bytes);
     let _ = int_core::int21::tunnel::GpeShimRepr::parse(bytes);
     if let Ok(header) = geneve::GeneveRepr::parse(bytes) {

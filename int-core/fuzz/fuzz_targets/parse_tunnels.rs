@@ -16,6 +16,11 @@ fuzz_target!(|data: &[u8]| {
         header.emit(&mut out).expect("a parsed header can be written back");
         assert_eq!(ipv6::Ipv6Repr::parse(&out), Ok(header));
     }
+    // As a frame: the located IPv6 packet lies inside it.
+    if let Ok(Some(ip)) = int_core::locate::ipv6(data) {
+        assert!(ip.l3 < ip.l4 && ip.l4 <= ip.end && ip.end <= data.len());
+        let _ = int_core::locate::l4_v6(data, &ip);
+    }
     if let Ok(gpe) = vxlan_gpe::VxlanGpeRepr::parse(data) {
         let mut out = [0u8; vxlan_gpe::HEADER_LEN];
         gpe.emit(&mut out).expect("a parsed header can be written back");
