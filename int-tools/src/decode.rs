@@ -92,6 +92,35 @@ pub fn run(args: &DecodeArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// An IPv6 packet's addresses, upper-layer protocol and ports (INT over
+/// IPv6 is not read yet), or `not-ip`.
+fn decode_ipv6(frame: &[u8], out: &mut Map<String, Value>) {
+    let ip = match locate::ipv6(frame) {
+        Ok(Some(ip)) => ip,
+        Ok(None) => {
+            out.insert("kind".into(), json!("not-ip"));
+            return;
+        }
+        Err(error) => {
+            out.insert("kind".into(), json!("malformed"));
+            out.insert("error".into(), json!(error.to_string()));
+            return;
+        }
+    };
+    let header = frame.get(ip.l3..).and_then(|bytes| int_core::wire::Ipv6Repr::parse(bytes).ok());
+    out.insert("kind".into(), json!("ipv6"));
+    out.insert("src".into(), json!(header.map(|h| h.src.to_string())));
+    out.insert("dst".into(), json!(header.map(|h| h.dst.to_string())));
+    out.insert("protocol".into(), json!(ip.protocol));
+    out.insert("traffic_class".into(), json!(ip.traffic_class));
+    out.insert("fragment".into(), json!(ip.fragment));
+    if let Ok(Some(l4)) = locate::l4_v6(frame, &ip) {
+        let (src_port, dst_port) = l4.ports();
+        out.insert("src_port".into(), json!(src_port));
+        out.insert("dst_port".into(), json!(dst_port));
+    }
+}
+
 /// One packet as JSON: always `index`, `time_ns`, `length`; then what it is.
 pub fn decode_frame(index: usize, time_ns: u64, frame: &[u8], domains: &Domains, report_port: u16) -> Value {
     let mut out = Map::new();
@@ -101,7 +130,7 @@ pub fn decode_frame(index: usize, time_ns: u64, frame: &[u8], domains: &Domains,
     let ip = match locate::ipv4(frame) {
         Ok(Some(ip)) => ip,
         Ok(None) => {
-            out.insert("kind".into(), json!("not-ipv4"));
+            decode_ipv6(frame, &mut out);
             return Value::Object(out);
         }
         Err(error) => {
@@ -339,14 +368,26 @@ fn print_text(value: &Value) {
     );
     if let (Some(src), Some(dst)) = (value.get("src"), value.get("dst")) {
         let port = |k: &str| value.get(k).map(|p| format!(":{p}")).unwrap_or_default();
+        // IPv6 addresses in brackets before a port, and a Traffic Class.
+        let (v6, class) = match value.get("traffic_class") {
+            Some(tc) => (true, format!("tc {tc}")),
+            None => (false, format!("dscp {}", get("dscp"))),
+        };
+        let addr = |a: &Value| {
+            let a = a.as_str().unwrap_or("?");
+            if v6 {
+                format!("[{a}]")
+            } else {
+                a.to_string()
+            }
+        };
         line.push_str(&format!(
-            " proto {} {}{} -> {}{} dscp {}",
+            " proto {} {}{} -> {}{} {class}",
             get("protocol"),
-            src.as_str().unwrap_or("?"),
+            addr(src),
             port("src_port"),
-            dst.as_str().unwrap_or("?"),
+            addr(dst),
             port("dst_port"),
-            get("dscp")
         ));
     }
     println!("{line}");

@@ -333,3 +333,46 @@ fn gen_writes_int21_and_decode_reads_it() {
     assert!(!missing_port.status.success());
     assert!(String::from_utf8_lossy(&missing_port.stderr).contains("needs --int21-port"));
 }
+
+/// decode reads IPv6 frames (after VLAN tags and extension headers): the
+/// addresses, the upper-layer protocol and ports, the Traffic Class; a
+/// fragment says so; a Payload Length past the frame is malformed.
+#[test]
+fn decode_reads_ipv6_frames() {
+    let dir = workdir("decode-ipv6");
+    let mut frame = vec![0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1, 0x81, 0x00, 0x00, 0x05, 0x86, 0xdd];
+    let header = int_core::wire::Ipv6Repr {
+        traffic_class: 0x5c,
+        flow_label: 7,
+        payload_len: 8 + 12,
+        next_header: int_core::wire::ipv6::HOP_BY_HOP,
+        hop_limit: 64,
+        src: "2001:db8::1".parse().unwrap(),
+        dst: "2001:db8::2".parse().unwrap(),
+    };
+    let at = frame.len();
+    frame.resize(at + 40, 0);
+    header.emit(&mut frame[at..]).unwrap();
+    frame.extend([17, 0, 1, 4, 0, 0, 0, 0]);
+    frame.extend([0x13, 0x88, 0x17, 0x70, 0, 12, 0, 0, 1, 2, 3, 4]);
+    let mut fragment = frame.clone();
+    fragment[at + 40] = int_core::wire::ipv6::FRAGMENT;
+    fragment.splice(at + 48..at + 48, [17, 0, 0, 1, 0, 0, 0, 9]);
+    fragment[at + 5] += 8;
+    let mut cut = frame.clone();
+    cut[at + 5] += 100;
+    write_pcap(&dir.join("v6.pcap"), &[frame, fragment, cut]);
+    let json = int_tools(&dir, &["decode", "--json", "v6.pcap"]);
+    let values: Vec<serde_json::Value> = json.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(values[0]["kind"], "ipv6");
+    assert_eq!(
+        (values[0]["src"].as_str(), values[0]["dst"].as_str()),
+        (Some("2001:db8::1"), Some("2001:db8::2"))
+    );
+    assert_eq!((values[0]["protocol"].as_u64(), values[0]["traffic_class"].as_u64()), (Some(17), Some(0x5c)));
+    assert_eq!((values[0]["src_port"].as_u64(), values[0]["dst_port"].as_u64()), (Some(5000), Some(6000)));
+    assert_eq!(values[1]["fragment"], true);
+    assert_eq!(values[2]["kind"], "malformed");
+    let text = int_tools(&dir, &["decode", "v6.pcap"]);
+    assert!(text.contains("proto 17 [2001:db8::1]:5000 -> [2001:db8::2]:6000 tc 92"), "{text}");
+}
