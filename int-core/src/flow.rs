@@ -1,44 +1,77 @@
-//! The flow key: a unidirectional IPv4 5-tuple, as Host-INT keys its flows.
+//! The flow key: a unidirectional 5-tuple of IPv4 or IPv6 addresses (as
+//! Host-INT keys its IPv4 flows), and [`SlotKey`], the 14 bytes a flow
+//! table's slot keeps of it so that a slot stays one cache line: IPv4
+//! addresses as they are, IPv6 ones folded to 64 bits.
 
 use core::fmt;
-use core::net::Ipv4Addr;
+use core::net::{IpAddr, Ipv4Addr};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct FlowKey {
-    pub src: Ipv4Addr,
-    pub dst: Ipv4Addr,
+    pub src: IpAddr,
+    pub dst: IpAddr,
     pub protocol: u8,
     pub src_port: u16,
     pub dst_port: u16,
 }
 
 impl FlowKey {
+    /// An IPv4 flow.
+    pub fn v4(src: Ipv4Addr, dst: Ipv4Addr, protocol: u8, src_port: u16, dst_port: u16) -> Self {
+        FlowKey { src: IpAddr::V4(src), dst: IpAddr::V4(dst), protocol, src_port, dst_port }
+    }
+
+    /// The IPv4 addresses, for an IPv4 flow.
+    pub fn ipv4_addrs(&self) -> Option<(Ipv4Addr, Ipv4Addr)> {
+        match (self.src, self.dst) {
+            (IpAddr::V4(src), IpAddr::V4(dst)) => Some((src, dst)),
+            _ => None,
+        }
+    }
+
     /// A well-mixed 64-bit hash for open-addressing tables (no SipHash per
     /// packet): the tuple packed into two words, multiplied and folded.
     #[inline]
     pub fn hash64(&self) -> u64 {
-        let a = (u64::from(u32::from(self.src)) << 32) | u64::from(u32::from(self.dst));
-        let b =
-            (u64::from(self.protocol) << 32) | (u64::from(self.src_port) << 16) | u64::from(self.dst_port);
-        // MurmurHash3's 64-bit finaliser over the two words.
-        let mut h = a ^ b.rotate_left(32).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        h ^= h >> 33;
-        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-        h ^= h >> 33;
-        h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-        h ^ (h >> 33)
+        mix(address_word(&self.src, &self.dst), self.protocol, self.src_port, self.dst_port)
+    }
+}
+
+/// The hash of a key's address word and the rest of its tuple.
+#[inline]
+fn mix(addresses: u64, protocol: u8, src_port: u16, dst_port: u16) -> u64 {
+    let b = (u64::from(protocol) << 32) | (u64::from(src_port) << 16) | u64::from(dst_port);
+    // MurmurHash3's 64-bit finaliser over the two words.
+    let mut h = addresses ^ b.rotate_left(32).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ (h >> 33)
+}
+
+/// The addresses in one word: IPv4 ones side by side; IPv6 ones (or a
+/// mix) folded, each half of each address multiplied in.
+#[inline]
+fn address_word(src: &IpAddr, dst: &IpAddr) -> u64 {
+    match (src, dst) {
+        (IpAddr::V4(src), IpAddr::V4(dst)) => (u64::from(u32::from(*src)) << 32) | u64::from(u32::from(*dst)),
+        _ => {
+            let fold = |addr: &IpAddr| {
+                let bits = match addr {
+                    IpAddr::V4(a) => u128::from(u32::from(*a)),
+                    IpAddr::V6(a) => u128::from(*a),
+                };
+                (bits as u64) ^ ((bits >> 64) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            };
+            fold(src) ^ fold(dst).rotate_left(29).wrapping_mul(0xc2b2_ae3d_27d4_eb4f)
+        }
     }
 }
 
 impl Default for FlowKey {
     fn default() -> Self {
-        FlowKey {
-            src: Ipv4Addr::UNSPECIFIED,
-            dst: Ipv4Addr::UNSPECIFIED,
-            protocol: 0,
-            src_port: 0,
-            dst_port: 0,
-        }
+        FlowKey::v4(Ipv4Addr::UNSPECIFIED, Ipv4Addr::UNSPECIFIED, 0, 0, 0)
     }
 }
 
@@ -49,7 +82,58 @@ impl fmt::Display for FlowKey {
             17 => "udp",
             _ => "ip",
         };
-        write!(f, "{proto} {}:{} -> {}:{}", self.src, self.src_port, self.dst, self.dst_port)
+        match (self.src, self.dst) {
+            (IpAddr::V4(src), IpAddr::V4(dst)) => {
+                write!(f, "{proto} {src}:{} -> {dst}:{}", self.src_port, self.dst_port)
+            }
+            (src, dst) => write!(f, "{proto} [{src}]:{} -> [{dst}]:{}", self.src_port, self.dst_port),
+        }
+    }
+}
+
+/// What a flow table's slot keeps of a [`FlowKey`]: 14 bytes, 2-aligned.
+/// An IPv4 key is kept whole; an IPv6 key keeps its ports and protocol and
+/// a 64-bit fold of its addresses, so two IPv6 flows whose folds collide
+/// (about one pair in 2^64) share a slot. The full IPv6 key is not
+/// recoverable from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct SlotKey {
+    addrs: [u16; 4],
+    ports: [u16; 2],
+    protocol: u8,
+    /// 4 or 6 (0 in an empty slot).
+    family: u8,
+}
+
+impl SlotKey {
+    #[inline]
+    pub fn of(key: &FlowKey) -> Self {
+        let word = address_word(&key.src, &key.dst);
+        let family = if key.ipv4_addrs().is_some() { 4 } else { 6 };
+        SlotKey {
+            addrs: [(word >> 48) as u16, (word >> 32) as u16, (word >> 16) as u16, word as u16],
+            ports: [key.src_port, key.dst_port],
+            protocol: key.protocol,
+            family,
+        }
+    }
+
+    /// [`FlowKey::hash64`] of the key it was made from.
+    #[inline]
+    pub fn hash64(&self) -> u64 {
+        let [a, b, c, d] = self.addrs.map(u64::from);
+        mix((a << 48) | (b << 32) | (c << 16) | d, self.protocol, self.ports[0], self.ports[1])
+    }
+
+    /// The key it was made from, for an IPv4 flow.
+    pub fn flow(&self) -> Option<FlowKey> {
+        if self.family != 4 {
+            return None;
+        }
+        let [a, b, c, d] = self.addrs;
+        let src = Ipv4Addr::from((u32::from(a) << 16) | u32::from(b));
+        let dst = Ipv4Addr::from((u32::from(c) << 16) | u32::from(d));
+        Some(FlowKey::v4(src, dst, self.protocol, self.ports[0], self.ports[1]))
     }
 }
 
@@ -58,13 +142,7 @@ mod tests {
     use super::*;
 
     fn key(src_port: u16) -> FlowKey {
-        FlowKey {
-            src: Ipv4Addr::new(10, 0, 0, 1),
-            dst: Ipv4Addr::new(10, 0, 0, 2),
-            protocol: 17,
-            src_port,
-            dst_port: 5000,
-        }
+        FlowKey::v4(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), 17, src_port, 5000)
     }
 
     #[test]
@@ -75,6 +153,27 @@ mod tests {
         assert_ne!(forward, reverse);
         assert_ne!(forward.hash64(), reverse.hash64());
         assert_eq!(forward.to_string(), "udp 10.0.0.1:4000 -> 10.0.0.2:5000");
+    }
+
+    #[test]
+    fn slot_keys_keep_ipv4_whole_and_fold_ipv6() {
+        assert_eq!(std::mem::size_of::<SlotKey>(), 14);
+        assert_eq!(SlotKey::of(&key(4000)).flow(), Some(key(4000)));
+        let v6 = |last: u16| FlowKey {
+            src: IpAddr::V6(core::net::Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, last)),
+            dst: IpAddr::V6("2001:db8::ffff".parse().unwrap()),
+            ..key(4000)
+        };
+        assert_eq!(SlotKey::of(&v6(1)).flow(), None, "an IPv6 key is folded");
+        assert_eq!(SlotKey::of(&v6(1)).hash64(), v6(1).hash64());
+        assert_eq!(SlotKey::of(&key(7)).hash64(), key(7).hash64());
+        assert_ne!(SlotKey::of(&v6(1)), SlotKey::of(&v6(2)));
+        assert_ne!(v6(1).hash64(), v6(2).hash64());
+        assert_eq!(v6(1).to_string(), "udp [2001:db8::1]:4000 -> [2001:db8::ffff]:5000");
+        // 10,000 IPv6 flows differing in one address bit each: no fold
+        // collides.
+        let folds: std::collections::HashSet<_> = (0..10_000u16).map(|i| SlotKey::of(&v6(i))).collect();
+        assert_eq!(folds.len(), 10_000);
     }
 
     #[test]

@@ -247,7 +247,7 @@ pub(crate) fn flow_key(
         Some(&[a, b, c, d]) => core::net::Ipv4Addr::new(a, b, c, d),
         _ => core::net::Ipv4Addr::UNSPECIFIED,
     };
-    FlowKey { src: addr(ip.l3 + 12), dst: addr(ip.l3 + 16), protocol, src_port, dst_port }
+    FlowKey::v4(addr(ip.l3 + 12), addr(ip.l3 + 16), protocol, src_port, dst_port)
 }
 
 /// The INT block a source writes, built once per configuration and node:

@@ -167,7 +167,7 @@ proptest! {
         let report = DropSummaryReport {
             header: ReportHeaderRepr { next_proto: NextProto::DropSummary, dropped: true, congested_queue: false, tracked_flow: true, ..header },
             summary: DropSummaryRepr { source_node: words[0], sink_node: words[1], source_port: ports[0], sink_port: ports[1], gap_timestamp: words[2], gap_sequence: words[3], gap_count: words[4] },
-            flow: FlowKey { src: Ipv4Addr::from(src), dst: Ipv4Addr::from(dst), protocol: if tcp { 6 } else { 17 }, src_port: ports[2], dst_port: ports[3] },
+            flow: FlowKey::v4(Ipv4Addr::from(src), Ipv4Addr::from(dst), if tcp { 6 } else { 17 }, ports[2], ports[3]),
         };
         let mut buf = vec![0xa5; 80];
         let len = report.emit(&mut buf).unwrap();

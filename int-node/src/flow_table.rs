@@ -11,7 +11,7 @@
 //! A slot is aligned to `A` ([`Align32`] or [`Align64`]) and never straddles
 //! a cache line: a lookup that hits its home slot costs one line.
 
-use int_core::flow::FlowKey;
+use int_core::flow::{FlowKey, SlotKey};
 
 /// Slots of at most 32 bytes, two to a cache line.
 #[derive(Clone, Copy, Default)]
@@ -31,7 +31,7 @@ struct Slot<V, A> {
     tag: u16,
     /// Last packet, in coarse ms (the owner's clock >> 20).
     last_seen: u32,
-    key: FlowKey,
+    key: SlotKey,
     value: V,
 }
 
@@ -80,13 +80,7 @@ fn idle_ms(now: u32, last_seen: u32) -> u32 {
 impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
     pub fn new(capacity: usize) -> Self {
         let slot_count = (capacity.max(1) * 2).next_power_of_two();
-        let empty = Slot {
-            _align: [],
-            tag: 0,
-            last_seen: 0,
-            key: FlowKey { src: 0.into(), dst: 0.into(), protocol: 0, src_port: 0, dst_port: 0 },
-            value: V::default(),
-        };
+        let empty = Slot { _align: [], tag: 0, last_seen: 0, key: SlotKey::default(), value: V::default() };
         // Reserve first, advise huge pages, then touch: the pages come in
         // as 2 MB pages where the kernel allows it.
         let mut slots: Vec<Slot<V, A>> = Vec::with_capacity(slot_count);
@@ -172,12 +166,13 @@ impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
     ) -> Option<(&mut V, Admission)> {
         let (tag, mut index) = self.tag_and_index(hash);
         let now = coarse(now_ns);
+        let key = SlotKey::of(key);
         loop {
             let slot = self.slots.get(index)?;
             if slot.tag == 0 {
                 break;
             }
-            if slot.tag == tag && slot.key == *key {
+            if slot.tag == tag && slot.key == key {
                 let slot = self.slots.get_mut(index)?;
                 let idle_ms = idle_ms(now, slot.last_seen);
                 slot.last_seen = now;
@@ -193,7 +188,7 @@ impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
         }
         self.len += 1;
         let slot = self.slots.get_mut(index)?;
-        *slot = Slot { _align: [], tag, last_seen: now, key: *key, value: V::default() };
+        *slot = Slot { _align: [], tag, last_seen: now, key, value: V::default() };
         Some((&mut slot.value, admission))
     }
 
@@ -251,7 +246,7 @@ impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
             if slot.tag == 0 {
                 return None;
             }
-            if slot.tag == tag && slot.key == *key {
+            if slot.tag == tag && slot.key == SlotKey::of(key) {
                 return Some(&slot.value);
             }
             index = (index + 1) & self.mask;
@@ -282,13 +277,13 @@ impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
     }
 
     /// Visits up to `budget` slots from the sweep cursor: `visit` sees each
-    /// live flow and its idle time in coarse ms; returning true removes the
-    /// flow. Returns how many were removed.
+    /// live flow (its key as the slot keeps it) and its idle time in coarse
+    /// ms; returning true removes the flow. Returns how many were removed.
     pub fn sweep(
         &mut self,
         budget: usize,
         now_ns: u64,
-        mut visit: impl FnMut(&FlowKey, &mut V, u32) -> bool,
+        mut visit: impl FnMut(&SlotKey, &mut V, u32) -> bool,
     ) -> usize {
         let now = coarse(now_ns);
         let mut removed = 0;
@@ -316,13 +311,7 @@ mod tests {
     use std::collections::HashMap;
 
     fn key(i: u32) -> FlowKey {
-        FlowKey {
-            src: (0x0a00_0000 + i).into(),
-            dst: 0x0a01_0001.into(),
-            protocol: 17,
-            src_port: i as u16,
-            dst_port: 5000,
-        }
+        FlowKey::v4((0x0a00_0000 + i).into(), 0x0a01_0001.into(), 17, i as u16, 5000)
     }
 
     #[test]
@@ -413,7 +402,7 @@ mod tests {
                     gone
                 });
                 for k in removed {
-                    model.remove(&k);
+                    model.remove(&k.flow().unwrap());
                 }
             } else if let Some((value, _)) = table.get_or_insert(&k, 0, never) {
                 *value = step;

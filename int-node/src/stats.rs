@@ -90,6 +90,8 @@ counters! {
     reports_loss,
     // INT 2.1: TR 2.0 drop reports on packets this node dropped
     reports_drop,
+    // losses of a flow whose full key the table does not keep (IPv6)
+    reports_unkeyed,
     // INT 2.1: TR 2.0 datagrams, each holding one report or more
     report_datagrams,
     reports_suppressed,

@@ -347,13 +347,7 @@ fn record_latency(
     flows: &mut BTreeMap<FlowKey, FlowSummary>,
     json_out: bool,
 ) {
-    let flow = FlowKey {
-        src: l.ip.src,
-        dst: l.ip.dst,
-        protocol: u8::from(l.ip.protocol),
-        src_port: l.src_port,
-        dst_port: l.dst_port,
-    };
+    let flow = FlowKey::v4(l.ip.src, l.ip.dst, u8::from(l.ip.protocol), l.src_port, l.dst_port);
     let latency = l.latency_ns();
     if let Some(latency) = latency {
         flows.entry(flow).or_default().add_latency(i64::from(latency));

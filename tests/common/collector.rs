@@ -49,13 +49,7 @@ pub fn drop_summary(sequence: u32, gap_count: u32) -> Vec<u8> {
             gap_count,
             ..Default::default()
         },
-        flow: FlowKey {
-            src: Ipv4Addr::new(10, 9, 9, 9),
-            dst: Ipv4Addr::new(10, 8, 8, 8),
-            protocol: 17,
-            src_port: 1,
-            dst_port: 2,
-        },
+        flow: FlowKey::v4(Ipv4Addr::new(10, 9, 9, 9), Ipv4Addr::new(10, 8, 8, 8), 17, 1, 2),
     };
     let mut buf = [0u8; 64];
     let len = report.emit(&mut buf).unwrap();

@@ -102,7 +102,7 @@ pub fn find_in_report<'a>(
             (protocol, port(inner), port(inner + 2))
         }
     };
-    let flow = FlowKey { src: ip.src_addr(), dst: ip.dst_addr(), protocol, src_port, dst_port };
+    let flow = FlowKey::v4(ip.src_addr(), ip.dst_addr(), protocol, src_port, dst_port);
     Ok(Some((block, flow)))
 }
 

@@ -77,8 +77,14 @@ impl DropSummaryReport {
         tr05::HEADER_LEN + SUMMARY_LEN + 20 + if protocol == PROTO_TCP { 20 } else { 8 }
     }
 
+    /// Host-INT's layout names an IPv4 flow only: an IPv6 flow's summary is
+    /// [`EmitError::Unrepresentable`].
     pub fn emit(&self, buf: &mut [u8]) -> Result<usize, EmitError> {
         let len = Self::len_for(self.flow.protocol);
+        let (src, dst) = self
+            .flow
+            .ipv4_addrs()
+            .ok_or(EmitError::Unrepresentable { layer: Layer::DropSummary, value: 16 })?;
         let available = buf.len();
         let out = buf.get_mut(..len).ok_or_else(|| EmitError::no_room(Layer::DropSummary, len, available))?;
         out.fill(0);
@@ -101,8 +107,8 @@ impl DropSummaryReport {
         let flow = &self.flow;
         put(out, ip_at, &[0x45]);
         put(out, ip_at + 9, &[flow.protocol]);
-        put(out, ip_at + 12, &flow.src.octets());
-        put(out, ip_at + 16, &flow.dst.octets());
+        put(out, ip_at + 12, &src.octets());
+        put(out, ip_at + 16, &dst.octets());
         put(out, ip_at + 20, &flow.src_port.to_be_bytes());
         put(out, ip_at + 22, &flow.dst_port.to_be_bytes());
         if flow.protocol != PROTO_TCP {
@@ -151,13 +157,13 @@ impl DropSummaryReport {
         header.expect_flags(FLAGS)?;
         check_synthesised(all, ip_at, protocol)?;
         let addr = |at: usize| Ipv4Addr::from(be32(all, at));
-        let flow = FlowKey {
-            src: addr(ip_at + 12),
-            dst: addr(ip_at + 16),
+        let flow = FlowKey::v4(
+            addr(ip_at + 12),
+            addr(ip_at + 16),
             protocol,
-            src_port: be16(all, ip_at + 20),
-            dst_port: be16(all, ip_at + 22),
-        };
+            be16(all, ip_at + 20),
+            be16(all, ip_at + 22),
+        );
         Ok(DropSummaryReport {
             header,
             summary: DropSummaryRepr {
@@ -226,13 +232,7 @@ mod tests {
                 gap_sequence: 10,
                 gap_count: 3,
             },
-            flow: FlowKey {
-                src: Ipv4Addr::new(10, 0, 0, 1),
-                dst: Ipv4Addr::new(10, 0, 0, 2),
-                protocol,
-                src_port: 4000,
-                dst_port: 5000,
-            },
+            flow: FlowKey::v4(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), protocol, 4000, 5000),
         }
     }
 

@@ -15,9 +15,12 @@
 //!   bit 1 how many were lost from it on, bit 2 the source's node id
 //!   (all ones when unknown), 4 bytes each;
 //! - the inner packet names the flow as the flow's own packets would: a
-//!   20-byte IPv4 header (Total Length 28, TTL 0, the checksum right) and
-//!   the L4 header's first 8 bytes (its ports; for UDP a Length of 8 and no
-//!   checksum, for TCP a sequence number of 0).
+//!   20-byte IPv4 header (Total Length 28, TTL 0, the checksum right;
+//!   InType 4) or a 40-byte IPv6 header (Payload Length 8, Hop Limit 0;
+//!   InType 5), then the L4 header's first 8 bytes (its ports; for UDP a
+//!   Length of 8 and no checksum, for TCP a sequence number of 0).
+
+use core::net::{IpAddr, Ipv6Addr};
 
 use crate::checksum;
 use crate::error::EmitError;
@@ -30,10 +33,15 @@ use super::tr20::{InType, IndividualReport, IntContents, RepType, ReportFlags};
 pub const REP_MD_BITS: u16 = 0x0800;
 /// DSMdBits of a loss report: first number, count, source node.
 pub const DS_MD_BITS: u16 = 0xe000;
-/// The inner packet: an IPv4 header and 8 bytes of L4 header.
+/// The inner packet of an IPv4 flow: an IPv4 header and 8 bytes of L4.
 pub const INNER_LEN: usize = 28;
-/// An individual report's bytes: header, main contents, inner packet.
+/// The inner packet of an IPv6 flow: an IPv6 header and 8 bytes of L4.
+pub const INNER_LEN_V6: usize = 48;
+/// An individual report's bytes for an IPv4 flow: header, main contents,
+/// inner packet.
 pub const LEN: usize = 4 + 8 + 8 + 12 + INNER_LEN;
+/// The same for an IPv6 flow: the most a loss report takes.
+pub const MAX_LEN: usize = 4 + 8 + 8 + 12 + INNER_LEN_V6;
 
 /// Losses a sink declared on one flow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,10 +62,12 @@ impl LossReport {
         for (slot, word) in ds.chunks_exact_mut(4).zip(words) {
             slot.copy_from_slice(&word.to_be_bytes());
         }
-        let inner = flow_headers(&self.flow);
+        let (headers, inner_len) = flow_headers(&self.flow);
+        let inner = headers.get(..inner_len).unwrap_or_default();
+        let in_type = if inner_len == INNER_LEN { InType::Ipv4 } else { InType::Ipv6 };
         let report = IndividualReport {
             rep_type: RepType::Int,
-            in_type: InType::Ipv4,
+            in_type,
             flags: ReportFlags { tracked_flow: true, ..ReportFlags::default() },
             int: Some(IntContents {
                 rep_md_bits: REP_MD_BITS,
@@ -68,12 +78,10 @@ impl LossReport {
                 drop: None,
                 ds_metadata: &ds,
             }),
-            inner: &inner,
+            inner,
             ..IndividualReport::default()
         };
-        let len = report.emit(buf)?;
-        debug_assert_eq!(len, LEN);
-        Ok(len)
+        report.emit(buf)
     }
 
     /// Reads a loss report of the domain with this Domain Specific ID;
@@ -81,14 +89,13 @@ impl LossReport {
     pub fn parse(report: &IndividualReport<'_>, domain_id: u16) -> Option<LossReport> {
         let int = report.int?;
         let shaped = report.rep_type == RepType::Int
-            && report.in_type == InType::Ipv4
+            && matches!(report.in_type, InType::Ipv4 | InType::Ipv6)
             && int.rep_md_bits == REP_MD_BITS
             && int.domain_id == domain_id
             && domain_id != 0
             && int.ds_md_bits == DS_MD_BITS
             && int.ds_md_status == 0
-            && int.ds_metadata.len() == 12
-            && report.inner.len() == INNER_LEN;
+            && int.ds_metadata.len() == 12;
         if !shaped {
             return None;
         }
@@ -109,34 +116,73 @@ impl LossReport {
     }
 }
 
-/// The IPv4 header and L4 header start that name `flow`.
-pub fn flow_headers(flow: &FlowKey) -> [u8; INNER_LEN] {
-    let mut out = [0u8; INNER_LEN];
-    out[0] = 0x45;
-    out[3] = INNER_LEN as u8;
-    out[9] = flow.protocol;
-    out[12..16].copy_from_slice(&flow.src.octets());
-    out[16..20].copy_from_slice(&flow.dst.octets());
-    let sum = checksum::fold(checksum::sum(0, &out[..20]));
-    out[10..12].copy_from_slice(&(!sum).to_be_bytes());
-    out[20..22].copy_from_slice(&flow.src_port.to_be_bytes());
-    out[22..24].copy_from_slice(&flow.dst_port.to_be_bytes());
+/// The IP header and L4 header start that name `flow`, and their length:
+/// IPv4 (28 bytes) or IPv6 (48).
+pub fn flow_headers(flow: &FlowKey) -> ([u8; INNER_LEN_V6], usize) {
+    let mut out = [0u8; INNER_LEN_V6];
+    let l4 = match (flow.src, flow.dst) {
+        (IpAddr::V4(src), IpAddr::V4(dst)) => {
+            out[0] = 0x45;
+            out[3] = INNER_LEN as u8;
+            out[9] = flow.protocol;
+            out[12..16].copy_from_slice(&src.octets());
+            out[16..20].copy_from_slice(&dst.octets());
+            let sum = checksum::fold(checksum::sum(0, &out[..20]));
+            out[10..12].copy_from_slice(&(!sum).to_be_bytes());
+            20
+        }
+        (src, dst) => {
+            out[0] = 0x60;
+            out[5] = 8;
+            out[6] = flow.protocol;
+            out[8..24].copy_from_slice(&as_v6(src).octets());
+            out[24..40].copy_from_slice(&as_v6(dst).octets());
+            40
+        }
+    };
+    let mut put = |at: usize, word: u16| {
+        if let Some(slot) = out.get_mut(l4 + at..l4 + at + 2) {
+            slot.copy_from_slice(&word.to_be_bytes());
+        }
+    };
+    put(0, flow.src_port);
+    put(2, flow.dst_port);
     if flow.protocol != crate::locate::PROTO_TCP {
-        out[24..26].copy_from_slice(&8u16.to_be_bytes());
+        put(4, 8);
     }
-    out
+    (out, l4 + 8)
+}
+
+/// An address as IPv6 (an IPv4 one mapped, RFC 4291 section 2.5.5.2).
+fn as_v6(addr: IpAddr) -> Ipv6Addr {
+    match addr {
+        IpAddr::V4(v4) => v4.to_ipv6_mapped(),
+        IpAddr::V6(v6) => v6,
+    }
 }
 
 /// The flow [`flow_headers`] wrote, if these are its bytes.
 fn flow_of(inner: &[u8]) -> Option<FlowKey> {
-    let flow = FlowKey {
-        src: <[u8; 4]>::try_from(inner.get(12..16)?).ok()?.into(),
-        dst: <[u8; 4]>::try_from(inner.get(16..20)?).ok()?.into(),
-        protocol: *inner.get(9)?,
-        src_port: u16::from_be_bytes(inner.get(20..22)?.try_into().ok()?),
-        dst_port: u16::from_be_bytes(inner.get(22..24)?.try_into().ok()?),
+    let word = |at: usize| Some(u16::from_be_bytes(inner.get(at..at + 2)?.try_into().ok()?));
+    let flow = match inner.first()? >> 4 {
+        4 => FlowKey::v4(
+            <[u8; 4]>::try_from(inner.get(12..16)?).ok()?.into(),
+            <[u8; 4]>::try_from(inner.get(16..20)?).ok()?.into(),
+            *inner.get(9)?,
+            word(20)?,
+            word(22)?,
+        ),
+        6 => FlowKey {
+            src: IpAddr::V6(<[u8; 16]>::try_from(inner.get(8..24)?).ok()?.into()),
+            dst: IpAddr::V6(<[u8; 16]>::try_from(inner.get(24..40)?).ok()?.into()),
+            protocol: *inner.get(6)?,
+            src_port: word(40)?,
+            dst_port: word(42)?,
+        },
+        _ => return None,
     };
-    (flow_headers(&flow)[..] == *inner).then_some(flow)
+    let (headers, len) = flow_headers(&flow);
+    (headers.get(..len)? == inner).then_some(flow)
 }
 
 #[cfg(test)]
@@ -147,13 +193,7 @@ mod tests {
 
     fn sample() -> LossReport {
         LossReport {
-            flow: FlowKey {
-                src: [10, 0, 0, 1].into(),
-                dst: [10, 0, 0, 2].into(),
-                protocol: 17,
-                src_port: 4000,
-                dst_port: 5000,
-            },
+            flow: FlowKey::v4([10, 0, 0, 1].into(), [10, 0, 0, 2].into(), 17, 4000, 5000),
             first_sequence: 10,
             count: 3,
             source_node: Some(7),
@@ -193,6 +233,24 @@ mod tests {
         unknown.emit(0x4944, &mut datagram[at..]).unwrap();
         let individual = Report::parse(&datagram).unwrap().reports().next().unwrap().unwrap();
         assert_eq!(LossReport::parse(&individual, 0x4944), Some(unknown));
+    }
+
+    #[test]
+    fn an_ipv6_flow_is_named_by_an_ipv6_header() {
+        let flow = FlowKey {
+            src: IpAddr::V6("2001:db8::1".parse().unwrap()),
+            dst: IpAddr::V6("2001:db8::2".parse().unwrap()),
+            protocol: 6,
+            src_port: 4000,
+            dst_port: 5000,
+        };
+        let report = LossReport { flow, ..sample() };
+        let mut out = [0u8; MAX_LEN];
+        assert_eq!(report.emit(0x4944, &mut out), Ok(MAX_LEN));
+        assert_eq!(out[0], 0x15, "RepType 1, InType 5");
+        assert_eq!(out[32..40], [0x60, 0, 0, 0, 0, 8, 6, 0], "version 6, Payload Length 8, TCP");
+        let (parsed, _) = IndividualReport::parse(&out, 0).unwrap();
+        assert_eq!(LossReport::parse(&parsed, 0x4944), Some(report));
     }
 
     #[test]

@@ -355,8 +355,10 @@ pub struct Rule {
 impl Rule {
     #[inline]
     pub fn matches(&self, flow: &int_core::flow::FlowKey) -> bool {
-        self.src.contains(flow.src)
-            && self.dst.contains(flow.dst)
+        // IPv4 prefixes: an IPv6 flow matches none of them.
+        let Some((src, dst)) = flow.ipv4_addrs() else { return false };
+        self.src.contains(src)
+            && self.dst.contains(dst)
             && self.protocol.is_none_or(|p| p == flow.protocol)
             && (self.src_ports.0..=self.src_ports.1).contains(&flow.src_port)
             && (self.dst_ports.0..=self.dst_ports.1).contains(&flow.dst_port)

@@ -150,12 +150,8 @@ fn watchlist_rules() {
         src_ports: (0, u16::MAX),
         dst_ports: parse_ports("5000-5010").unwrap(),
     };
-    let flow = |src: [u8; 4], protocol: u8, dst_port: u16| int_core::flow::FlowKey {
-        src: Ipv4Addr::from(src),
-        dst: Ipv4Addr::new(1, 2, 3, 4),
-        protocol,
-        src_port: 1,
-        dst_port,
+    let flow = |src: [u8; 4], protocol: u8, dst_port: u16| {
+        int_core::flow::FlowKey::v4(Ipv4Addr::from(src), Ipv4Addr::new(1, 2, 3, 4), protocol, 1, dst_port)
     };
     assert!(rule.matches(&flow([10, 1, 2, 3], 17, 5005)));
     assert!(!rule.matches(&flow([11, 1, 2, 3], 17, 5005)));

@@ -526,7 +526,12 @@ impl LossPass<'_> {
                 if !reports.allow(now_ns) {
                     counters.inc(Counter::reports_suppressed);
                 } else if let Some(pending) = flow.sequence.take_pending(now_ns) {
-                    send(reports, key, flow, pending, counters);
+                    // The slot keeps an IPv6 flow's addresses folded: its
+                    // losses are counted, and no report can name it.
+                    match key.flow() {
+                        Some(key) => send(reports, &key, flow, pending, counters),
+                        None => counters.inc(Counter::reports_unkeyed),
+                    }
                 }
             }
             // A flow with losses not yet reported stays until they are out;

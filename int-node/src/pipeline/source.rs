@@ -157,7 +157,10 @@ impl SourceStage {
         }
         if let Some(collector) = self.own_reports_to {
             let flow = &plan.flow;
-            if flow.protocol == 17 && flow.dst == *collector.ip() && flow.dst_port == collector.port() {
+            if flow.protocol == 17
+                && flow.dst == std::net::IpAddr::V4(*collector.ip())
+                && flow.dst_port == collector.port()
+            {
                 counters.inc(Counter::own_reports);
                 return None;
             }

@@ -147,7 +147,10 @@ impl Source21Stage {
             return false;
         }
         if let Some(collector) = self.own_reports_to {
-            if flow.protocol == 17 && flow.dst == *collector.ip() && flow.dst_port == collector.port() {
+            if flow.protocol == 17
+                && flow.dst == std::net::IpAddr::V4(*collector.ip())
+                && flow.dst_port == collector.port()
+            {
                 counters.inc(Counter::own_reports);
                 return false;
             }
