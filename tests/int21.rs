@@ -60,7 +60,7 @@ fn chain(name: &str, int_section: &str, domain: int21::Domain) {
         let sink_ns = int.metadata.ingress_timestamp.unwrap();
         let found = int21::find_in_report(inner, &domain).unwrap();
         let (hops, sequence): (Vec<_>, _) = match found.map(|(block, _)| block) {
-            Some(Block::Md(md)) => (md.hops().collect(), domain.source_only.sequence_of(&md)),
+            Some(Block::Md(md)) => (md.hops().collect(), domain.source_only.sequence_of(&md.as_stack())),
             other => panic!("no INT-MD block in the report's packet: {other:?}"),
         };
         assert_eq!(hops.iter().map(|h| h.node_id.unwrap()).collect::<Vec<_>>(), [0x0a00_0005, 0x0a00_0001]);

@@ -90,7 +90,7 @@ pub fn latency_of(report: &IndividualReport<'_>, domain: &int21::Domain) -> Opti
         latency_ns,
         hops: md.hop_count(),
         source_node: source.and_then(|hop| hop.node_id),
-        sequence: domain.source_only.sequence_of(&md),
+        sequence: domain.source_only.sequence_of(&md.as_stack()),
     })
 }
 

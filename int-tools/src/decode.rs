@@ -159,9 +159,13 @@ pub fn decode_frame(index: usize, time_ns: u64, frame: &[u8], domains: &Domains,
         out.insert("src_port".into(), json!(src_port));
         out.insert("dst_port".into(), json!(dst_port));
         if let L4::Udp { dst_port, .. } = l4 {
+            let payload = frame.get(ip.l4 + 8..ip.end).unwrap_or(&[]);
+            let source_only = domains.int21.first().map_or(int21::SourceOnly::NONE, |d| d.source_only);
             if dst_port == report_port {
-                let domain_id = domains.int21.first().map_or(0, |d| d.source_only.domain_id);
-                decode_report(frame.get(ip.l4 + 8..ip.end).unwrap_or(&[]), domain_id, &mut out);
+                decode_report(payload, source_only.domain_id, &mut out);
+                return Value::Object(out);
+            }
+            if decode21::decode_tunnel(dst_port, payload, &source_only, &mut out) {
                 return Value::Object(out);
             }
         }

@@ -1,7 +1,7 @@
 //! decode's INT 2.1 and Telemetry Report 2.0 output: the JSON of a block or
 //! a report datagram, and its text form.
 
-use int_core::int21::{self, Block, HeaderType, HopMetadata, Instructions, Next};
+use int_core::int21::{self, tunnel, Block, Body, HeaderType, HopMetadata, Instructions, Next};
 use int_core::report::tr20::{self, IndividualReport};
 use int_core::report::tr20_loss::LossReport;
 use serde_json::{json, Map, Value};
@@ -21,9 +21,84 @@ pub fn block_json(found: &int21::Found<'_>, domain: &int21::Domain) -> Value {
         "next": next,
         "length_words": shim.length_words,
     });
-    let fields = match found.block {
-        Block::Md(md) => {
+    let body = match found.block {
+        Block::Md(md) => Body::Md(md.as_stack()),
+        Block::Mx(mx) => Body::Mx { header: mx.header, source_inserted: mx.source_inserted },
+    };
+    let fields = body_json(&body, &domain.source_only);
+    if let (Some(out), Value::Object(fields)) = (out.as_object_mut(), fields) {
+        out.extend(fields);
+    }
+    out
+}
+
+/// INT 2.1 in a VXLAN-GPE (UDP 4790) or Geneve (UDP 6081) payload into
+/// `out`: the tunnel header and the INT body. False when `port` is neither.
+pub fn decode_tunnel(
+    port: u16,
+    payload: &[u8],
+    source_only: &int21::SourceOnly,
+    out: &mut Map<String, Value>,
+) -> bool {
+    use int_core::wire::{geneve, vxlan_gpe};
+    let read = match port {
+        vxlan_gpe::UDP_PORT => tunnel::gpe_int(payload, *source_only).map(|found| {
+            found.map(|gpe| {
+                let tunnel = json!({"type": "vxlan-gpe", "vni": gpe.gpe.vni, "flags": gpe.gpe.flags,
+                    "int_type": header_type_name(gpe.shim.header_type), "length_words": gpe.shim.length_words,
+                    "g": gpe.shim.from_vxlan, "next_protocol": gpe.shim.next_protocol});
+                (tunnel, gpe.body)
+            })
+        }),
+        geneve::UDP_PORT => tunnel::geneve_int(payload, *source_only).map(|found| {
+            found.map(|g| {
+                let tunnel = json!({"type": "geneve", "vni": g.geneve.vni, "protocol_type": g.geneve.protocol_type,
+                    "options_words": g.geneve.options_words, "option_at": g.option_at,
+                    "int_type": tunnel::geneve_header_type(g.option.option_type).map_or("?", header_type_name),
+                    "length_words": g.option.length_words});
+                (tunnel, g.body)
+            })
+        }),
+        _ => return false,
+    };
+    match read {
+        Ok(Some((tunnel, body))) => {
+            let mut int = body_json(&body, source_only);
+            let field = |key: &str| tunnel.get(key).cloned().unwrap_or_default();
+            if let Some(fields) = int.as_object_mut() {
+                fields.insert("type".into(), field("int_type"));
+                fields.insert("length_words".into(), field("length_words"));
+                fields.insert("next".into(), json!({"tunnel": field("type")}));
+            }
+            out.insert("kind".into(), json!("int"));
+            out.insert("tunnel".into(), tunnel);
+            out.insert("int21".into(), int);
+        }
+        Ok(None) => {
+            out.insert("kind".into(), json!("tunnel"));
+        }
+        Err(error) => {
+            out.insert("kind".into(), json!("malformed"));
+            out.insert("error".into(), json!(error.to_string()));
+        }
+    }
+    true
+}
+
+fn header_type_name(header_type: HeaderType) -> &'static str {
+    match header_type {
+        HeaderType::Md => "md",
+        HeaderType::Mx => "mx",
+        HeaderType::Destination => "destination",
+    }
+}
+
+/// An INT-MD or INT-MX header and its metadata, whatever carries them.
+pub fn body_json(body: &Body<'_>, source_only: &int21::SourceOnly) -> Value {
+    match body {
+        Body::Md(md) => {
             let h = md.header;
+            let sequence = source_only.sequence_of(md);
             json!({
                 "d": h.discard, "e": h.max_hop_exceeded, "m": h.mtu_exceeded, "hop_ml": h.hop_ml,
                 "remaining_hop_cnt": h.remaining_hop_cnt,
@@ -32,24 +107,17 @@ pub fn block_json(found: &int21::Found<'_>, domain: &int21::Domain) -> Value {
                 "domain_id": h.domain_id, "ds_instructions": h.ds_instructions, "ds_flags": h.ds_flags,
                 "hops": md.hops().map(|hop| hop_json(&hop, h.instructions)).collect::<Vec<_>>(),
                 "source_only_bytes": md.source_only().len(),
-                "sequence": domain.source_only.sequence_of(&md),
+                "sequence": sequence,
             })
         }
-        Block::Mx(mx) => {
-            let h = mx.header;
-            json!({
-                "d": h.discard,
-                "instructions": format!("{:#06x}", h.instructions.bits()),
-                "instruction_names": names(h.instructions),
-                "domain_id": h.domain_id, "ds_instructions": h.ds_instructions, "ds_flags": h.ds_flags,
-                "source_inserted_bytes": mx.source_inserted.len(),
-            })
-        }
-    };
-    if let (Some(out), Value::Object(fields)) = (out.as_object_mut(), fields) {
-        out.extend(fields);
+        Body::Mx { header: h, source_inserted } => json!({
+            "d": h.discard,
+            "instructions": format!("{:#06x}", h.instructions.bits()),
+            "instruction_names": names(h.instructions),
+            "domain_id": h.domain_id, "ds_instructions": h.ds_instructions, "ds_flags": h.ds_flags,
+            "source_inserted_bytes": source_inserted.len(),
+        }),
     }
-    out
 }
 
 fn names(instructions: Instructions) -> Vec<&'static str> {

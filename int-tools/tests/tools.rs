@@ -376,3 +376,83 @@ fn decode_reads_ipv6_frames() {
     let text = int_tools(&dir, &["decode", "v6.pcap"]);
     assert!(text.contains("proto 17 [2001:db8::1]:5000 -> [2001:db8::2]:6000 tc 92"), "{text}");
 }
+
+/// decode reads INT 2.1 inside tunnels: INT-MD after a VXLAN-GPE header
+/// and its INT shim (UDP 4790), INT-MX in a Geneve option of class 0x0103
+/// (UDP 6081); the tunnel's fields and the hops' metadata.
+#[test]
+fn decode_reads_int21_in_tunnels() {
+    use int_core::craft::PacketSpec;
+    use int_core::int21::tunnel::GpeShimRepr;
+    use int_core::int21::{HeaderType, HopMetadata, Instructions, MdHeaderRepr, MxHeaderRepr};
+    use int_core::wire::{geneve, vxlan_gpe};
+    let dir = workdir("decode-tunnels");
+    let (a, b) = ([10, 0, 0, 1].into(), [10, 0, 0, 2].into());
+    // VXLAN-GPE: the header, the shim, an MD header and two hops.
+    let md = MdHeaderRepr {
+        hop_ml: 1,
+        remaining_hop_cnt: 6,
+        instructions: Instructions::NODE_ID,
+        ..MdHeaderRepr::default()
+    };
+    let mut gpe_payload = vec![0u8; 8 + 4 + 12 + 8];
+    vxlan_gpe::VxlanGpeRepr { flags: vxlan_gpe::FLAG_I, next_protocol: vxlan_gpe::NEXT_INT, vni: 42 }
+        .emit(&mut gpe_payload)
+        .unwrap();
+    GpeShimRepr {
+        header_type: HeaderType::Md,
+        length_words: 5,
+        from_vxlan: true,
+        next_protocol: vxlan_gpe::NEXT_ETHERNET,
+    }
+    .emit(&mut gpe_payload[8..])
+    .unwrap();
+    md.emit(&mut gpe_payload[12..]).unwrap();
+    for (i, node) in [2u32, 1].into_iter().enumerate() {
+        HopMetadata { node_id: Some(node), ..HopMetadata::default() }
+            .emit(md.instructions, 1, &mut gpe_payload[24 + 4 * i..])
+            .unwrap();
+    }
+    let mut gpe_frame = PacketSpec::udp(a, b, 1234, vxlan_gpe::UDP_PORT, gpe_payload.len()).build();
+    gpe_frame[42..].copy_from_slice(&gpe_payload);
+    // Geneve: the header, the INT option and an MX header.
+    let base = geneve::GeneveRepr {
+        options_words: 4,
+        oam: false,
+        critical: false,
+        protocol_type: geneve::PROTOCOL_ETHERNET,
+        vni: 7,
+    };
+    let mut geneve_payload = vec![0u8; base.len()];
+    base.emit(&mut geneve_payload).unwrap();
+    geneve::GeneveOptionRepr { class: geneve::INT_OPTION_CLASS, option_type: 3, length_words: 3 }
+        .emit(&mut geneve_payload[8..])
+        .unwrap();
+    MxHeaderRepr { instructions: Instructions::NODE_ID, ..MxHeaderRepr::default() }
+        .emit(&mut geneve_payload[12..])
+        .unwrap();
+    let mut geneve_frame = PacketSpec::udp(a, b, 1234, geneve::UDP_PORT, geneve_payload.len()).build();
+    geneve_frame[42..].copy_from_slice(&geneve_payload);
+    write_pcap(&dir.join("tunnels.pcap"), &[gpe_frame, geneve_frame]);
+    let json = int_tools(&dir, &["decode", "--json", "tunnels.pcap"]);
+    let values: Vec<serde_json::Value> = json.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let gpe = &values[0];
+    assert_eq!(
+        (gpe["kind"].as_str(), gpe["tunnel"]["type"].as_str()),
+        (Some("int"), Some("vxlan-gpe")),
+        "{gpe}"
+    );
+    assert_eq!((gpe["tunnel"]["vni"].as_u64(), gpe["tunnel"]["g"].as_bool()), (Some(42), Some(true)));
+    let hops: Vec<u64> =
+        gpe["int21"]["hops"].as_array().unwrap().iter().map(|h| h["node_id"].as_u64().unwrap()).collect();
+    assert_eq!(hops, [2, 1]);
+    let gen = &values[1];
+    assert_eq!(
+        (gen["tunnel"]["type"].as_str(), gen["tunnel"]["int_type"].as_str()),
+        (Some("geneve"), Some("mx")),
+        "{gen}"
+    );
+    assert_eq!(gen["int21"]["instructions"], "0x8000");
+    let text = int_tools(&dir, &["decode", "tunnels.pcap"]);
+    assert!(text.contains("hop 0: node_id=2"), "{text}");
+}

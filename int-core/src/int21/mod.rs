@@ -63,24 +63,19 @@ impl<'a> Block<'a> {
                 value: usize::from(shim.length_words),
             });
         }
-        let after_header = block.get(FIXED_LEN..).unwrap_or_default();
-        match shim.header_type {
-            HeaderType::Md => {
-                let header = MdHeaderRepr::parse(block.get(shim::HEADER_LEN..).unwrap_or_default())
-                    .map_err(|e| e.shifted(shim::HEADER_LEN))?;
-                let source_only_words = source_only.words(header.domain_id, header.ds_instructions);
-                MdBlock::check(&header, after_header.len(), source_only_words)?;
-                Ok(Block::Md(MdBlock { shim, header, stack: after_header, source_only_words, len }))
-            }
-            HeaderType::Mx => {
-                let header = MxHeaderRepr::parse(block.get(shim::HEADER_LEN..).unwrap_or_default())
-                    .map_err(|e| e.shifted(shim::HEADER_LEN))?;
-                Ok(Block::Mx(MxBlock { shim, header, source_inserted: after_header, len }))
-            }
-            HeaderType::Destination => {
-                Err(ParseError::UnknownType { layer: Layer::IntShim, offset: 0, value: 2 })
-            }
-        }
+        let body =
+            Body::parse(shim.header_type, block.get(shim::HEADER_LEN..).unwrap_or_default(), source_only)
+                .map_err(|e| e.shifted(shim::HEADER_LEN))?;
+        Ok(match body {
+            Body::Md(md) => Block::Md(MdBlock {
+                shim,
+                header: md.header,
+                stack: md.stack,
+                source_only_words: md.source_only_words,
+                len,
+            }),
+            Body::Mx { header, source_inserted } => Block::Mx(MxBlock { shim, header, source_inserted, len }),
+        })
     }
 
     pub fn shim(&self) -> ShimRepr {
@@ -104,43 +99,56 @@ impl<'a> Block<'a> {
     }
 }
 
-/// An INT-MD block.
+/// An INT-MD or INT-MX header and what follows it, whatever carries it
+/// (the TCP/UDP shim, VXLAN-GPE's INT shim, a Geneve option): the carrier
+/// gives the header type and the Length words that are the body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct MdBlock<'a> {
-    pub shim: ShimRepr,
-    pub header: MdHeaderRepr,
-    /// The metadata stack: the hops, newest first, then the source-only
-    /// metadata.
-    pub stack: &'a [u8],
-    pub source_only_words: u8,
-    /// Bytes from the shim to the end of the stack.
-    pub len: usize,
+pub enum Body<'a> {
+    Md(MdStack<'a>),
+    Mx { header: MxHeaderRepr, source_inserted: &'a [u8] },
 }
 
-impl<'a> MdBlock<'a> {
-    /// A stack of whole hops above the source-only words, each hop long
-    /// enough for the bitmap.
-    fn check(header: &MdHeaderRepr, stack_len: usize, source_only_words: u8) -> Result<(), ParseError> {
-        let stack_words = stack_len / 4;
-        let bad = |value: usize| ParseError::BadLength { layer: Layer::IntStack, offset: FIXED_LEN, value };
-        let hop_words =
-            stack_words.checked_sub(usize::from(source_only_words)).ok_or_else(|| bad(stack_len))?;
-        if header.hop_ml == 0 {
-            return if hop_words == 0 { Ok(()) } else { Err(bad(stack_len)) };
+impl<'a> Body<'a> {
+    /// Parses `body`, exactly the words the carrier announces. Offsets in
+    /// errors count from the body's start.
+    pub fn parse(
+        header_type: HeaderType,
+        body: &'a [u8],
+        source_only: SourceOnly,
+    ) -> Result<Self, ParseError> {
+        let after_header = body.get(md_header::HEADER_LEN..).ok_or(ParseError::BadLength {
+            layer: Layer::IntShim,
+            offset: 0,
+            value: body.len(),
+        })?;
+        match header_type {
+            HeaderType::Md => {
+                let header = MdHeaderRepr::parse(body)?;
+                let source_only_words = source_only.words(header.domain_id, header.ds_instructions);
+                MdBlock::check(&header, after_header.len(), source_only_words)?;
+                Ok(Body::Md(MdStack { header, stack: after_header, source_only_words }))
+            }
+            HeaderType::Mx => {
+                let header = MxHeaderRepr::parse(body)?;
+                Ok(Body::Mx { header, source_inserted: after_header })
+            }
+            HeaderType::Destination => {
+                Err(ParseError::UnknownType { layer: Layer::IntShim, offset: 0, value: 2 })
+            }
         }
-        if usize::from(header.hop_ml) < header.instructions.words() {
-            return Err(ParseError::BadLength {
-                layer: Layer::IntMetadataHeader,
-                offset: 6,
-                value: usize::from(header.hop_ml),
-            });
-        }
-        if !hop_words.is_multiple_of(usize::from(header.hop_ml)) {
-            return Err(bad(stack_len));
-        }
-        Ok(())
     }
+}
 
+/// An INT-MD header and its metadata stack, read in place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MdStack<'a> {
+    pub header: MdHeaderRepr,
+    /// The hops, newest first, then the source-only metadata.
+    pub stack: &'a [u8],
+    pub source_only_words: u8,
+}
+
+impl<'a> MdStack<'a> {
     /// Hops that pushed their metadata.
     pub fn hop_count(&self) -> usize {
         let hop_words = (self.stack.len() / 4).saturating_sub(usize::from(self.source_only_words));
@@ -162,6 +170,68 @@ impl<'a> MdBlock<'a> {
     pub fn source_only(&self) -> &'a [u8] {
         let start = self.stack.len().saturating_sub(usize::from(self.source_only_words) * 4);
         self.stack.get(start..).unwrap_or_default()
+    }
+}
+
+/// An INT-MD block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MdBlock<'a> {
+    pub shim: ShimRepr,
+    pub header: MdHeaderRepr,
+    /// The metadata stack: the hops, newest first, then the source-only
+    /// metadata.
+    pub stack: &'a [u8],
+    pub source_only_words: u8,
+    /// Bytes from the shim to the end of the stack.
+    pub len: usize,
+}
+
+impl<'a> MdBlock<'a> {
+    /// A stack of whole hops above the source-only words, each hop long
+    /// enough for the bitmap (offsets from the MD header's start).
+    fn check(header: &MdHeaderRepr, stack_len: usize, source_only_words: u8) -> Result<(), ParseError> {
+        let stack_words = stack_len / 4;
+        let bad = |value: usize| ParseError::BadLength {
+            layer: Layer::IntStack,
+            offset: md_header::HEADER_LEN,
+            value,
+        };
+        let hop_words =
+            stack_words.checked_sub(usize::from(source_only_words)).ok_or_else(|| bad(stack_len))?;
+        if header.hop_ml == 0 {
+            return if hop_words == 0 { Ok(()) } else { Err(bad(stack_len)) };
+        }
+        if usize::from(header.hop_ml) < header.instructions.words() {
+            return Err(ParseError::BadLength {
+                layer: Layer::IntMetadataHeader,
+                offset: 2,
+                value: usize::from(header.hop_ml),
+            });
+        }
+        if !hop_words.is_multiple_of(usize::from(header.hop_ml)) {
+            return Err(bad(stack_len));
+        }
+        Ok(())
+    }
+
+    /// The header and stack, as any carrier's INT-MD body reads.
+    pub fn as_stack(&self) -> MdStack<'a> {
+        MdStack { header: self.header, stack: self.stack, source_only_words: self.source_only_words }
+    }
+
+    /// Hops that pushed their metadata.
+    pub fn hop_count(&self) -> usize {
+        self.as_stack().hop_count()
+    }
+
+    /// Each hop's metadata, newest first.
+    pub fn hops(&self) -> impl Iterator<Item = HopMetadata> + 'a {
+        self.as_stack().hops()
+    }
+
+    /// The source-only metadata at the bottom of the stack.
+    pub fn source_only(&self) -> &'a [u8] {
+        self.as_stack().source_only()
     }
 }
 
@@ -257,7 +327,7 @@ mod tests {
         let Block::Md(block) = Block::parse(&out[..len], known).unwrap() else { panic!("not MD") };
         assert_eq!(block.hop_count(), 1);
         assert_eq!(block.source_only(), [1, 2, 3, 4]);
-        assert_eq!(known.sequence_of(&block), Some(0x0102_0304));
+        assert_eq!(known.sequence_of(&block.as_stack()), Some(0x0102_0304));
         // Read without knowing of them (another ID, or none), the stack
         // does not divide into hops.
         for unknown in [SourceOnly::NONE, SourceOnly::sequence(0x4945)] {
@@ -300,7 +370,7 @@ mod tests {
         );
         assert_eq!(block.hops().map(|h| h.node_id.unwrap()).collect::<Vec<_>>(), [3, 2, 1]);
         assert_eq!(block.source_only(), [0xa6, 0x1a, 0xf6, 0xb1, 0x64, 0x7d, 0x00, 0x00]);
-        assert_eq!(transparent_security.sequence_of(&block), None, "not int-node's packet number");
+        assert_eq!(transparent_security.sequence_of(&block.as_stack()), None, "not int-node's packet number");
         let hops: Vec<_> = block.hops().collect();
         let mut out = [0u8; 40];
         let len = emit_md_block(&mut out, Next::Dscp(0), &block.header, &hops, block.source_only()).unwrap();

@@ -62,7 +62,7 @@ fn extracted(frame: &[u8], found: &Found<'_>, domain: &Domain) -> Extracted {
         checksum::sum(0, frame.get(found.block_at..found.block_at + block_len).unwrap_or_default());
     let (discard, hop_count, source_hop, sequence, is_mx, instructions) = match found.block {
         Block::Md(md) => {
-            let sequence = domain.source_only.sequence_of(&md);
+            let sequence = domain.source_only.sequence_of(&md.as_stack());
             (md.header.discard, md.hop_count(), md.hops().last(), sequence, false, md.header.instructions)
         }
         Block::Mx(mx) => (mx.header.discard, 0, None, None, true, mx.header.instructions),

@@ -7,7 +7,7 @@
 //! a 4-byte per-flow packet number counted from 1, so that a sink counts
 //! losses as it does in an INT 0.5 domain with Host-INT's sequence block.
 
-use super::MdBlock;
+use super::MdStack;
 
 /// DS Instruction bit 0: the flow's packet number, 4 bytes, source-only.
 pub const SEQUENCE: u16 = 0x8000;
@@ -46,7 +46,7 @@ impl SourceOnly {
 
     /// The packet number a block carries, if the domain defines it and the
     /// block announces it.
-    pub fn sequence_of(&self, block: &MdBlock<'_>) -> Option<u32> {
+    pub fn sequence_of(&self, block: &MdStack<'_>) -> Option<u32> {
         let header = &block.header;
         if self.bits & SEQUENCE == 0
             || self.wide & SEQUENCE != 0

@@ -17,10 +17,12 @@
 //! bytes, so a source sets Remaining Hop Count to what fits.
 
 use crate::error::{EmitError, Layer, ParseError};
-use crate::wire::geneve::MAX_OPTION_DATA;
+use crate::wire::geneve::{self, GeneveOptionRepr, GeneveRepr, INT_OPTION_CLASS, MAX_OPTION_DATA};
+use crate::wire::vxlan_gpe::{self, VxlanGpeRepr};
 
 use super::md_header;
 use super::shim::HeaderType;
+use super::{Body, SourceOnly};
 
 pub const GPE_SHIM_LEN: usize = 4;
 
@@ -83,12 +85,63 @@ pub fn geneve_max_hops(hop_ml: u8) -> u8 {
     (room / (usize::from(hop_ml).max(1) * 4)).min(usize::from(u8::MAX)) as u8
 }
 
+/// INT 2.1 in a VXLAN-GPE packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GpeInt<'a> {
+    pub gpe: VxlanGpeRepr,
+    pub shim: GpeShimRepr,
+    pub body: Body<'a>,
+    /// Bytes from the VXLAN-GPE header to the end of the INT data.
+    pub len: usize,
+}
+
+/// Reads INT 2.1 in a VXLAN-GPE UDP payload. `Ok(None)`: the Next
+/// Protocol is not INT.
+pub fn gpe_int(payload: &[u8], source_only: SourceOnly) -> Result<Option<GpeInt<'_>>, ParseError> {
+    let gpe = VxlanGpeRepr::parse(payload)?;
+    if gpe.next_protocol != vxlan_gpe::NEXT_INT {
+        return Ok(None);
+    }
+    let at = vxlan_gpe::HEADER_LEN;
+    let shim = GpeShimRepr::parse(payload.get(at..).unwrap_or_default()).map_err(|e| e.shifted(at))?;
+    let body_at = at + GPE_SHIM_LEN;
+    let len = body_at + usize::from(shim.length_words) * 4;
+    let bytes = payload
+        .get(body_at..len)
+        .ok_or_else(|| ParseError::truncated(Layer::IntShim, at, len - at, payload.len() - at))?;
+    let body = Body::parse(shim.header_type, bytes, source_only).map_err(|e| e.shifted(body_at))?;
+    Ok(Some(GpeInt { gpe, shim, body, len }))
+}
+
+/// INT 2.1 in a Geneve packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GeneveInt<'a> {
+    pub geneve: GeneveRepr,
+    pub option: GeneveOptionRepr,
+    /// Offset of the INT option from the Geneve header.
+    pub option_at: usize,
+    pub body: Body<'a>,
+}
+
+/// Reads the INT option (class 0x0103) of a Geneve UDP payload. `Ok(None)`:
+/// the header has no INT option.
+pub fn geneve_int(payload: &[u8], source_only: SourceOnly) -> Result<Option<GeneveInt<'_>>, ParseError> {
+    let geneve = GeneveRepr::parse(payload)?;
+    let Some((option, option_at)) = geneve::find_option(payload, &geneve, INT_OPTION_CLASS)? else {
+        return Ok(None);
+    };
+    let header_type = geneve_header_type(option.option_type).map_err(|e| e.shifted(option_at))?;
+    let body_at = option_at + geneve::OPTION_HEADER_LEN;
+    let bytes = payload.get(body_at..option_at + option.len()).unwrap_or_default();
+    let body = Body::parse(header_type, bytes, source_only).map_err(|e| e.shifted(body_at))?;
+    Ok(Some(GeneveInt { geneve, option, option_at, body }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::int21::{HopMetadata, Instructions, MdHeaderRepr, MxHeaderRepr};
-    use crate::wire::geneve::{self, GeneveOptionRepr, GeneveRepr, INT_OPTION_CLASS, PROTOCOL_ETHERNET};
-    use crate::wire::vxlan_gpe::{self, VxlanGpeRepr};
+    use crate::wire::geneve::PROTOCOL_ETHERNET;
 
     /// The INT-MD header and stack of sections 6.12 and 6.14: Hop ML 2,
     /// Remaining Hop Count 5, bitmap 0x9000 (node id, queue occupancy),
@@ -141,8 +194,13 @@ mod tests {
         at += shim.emit(&mut out[at..]).unwrap();
         out[at..].copy_from_slice(&md_bytes());
         assert_eq!(out, expected);
-        assert_eq!(VxlanGpeRepr::parse(&out).unwrap().next_protocol, vxlan_gpe::NEXT_INT);
-        assert_eq!(GpeShimRepr::parse(&out[8..]), Ok(shim));
+        let read = gpe_int(&out, SourceOnly::NONE).unwrap().unwrap();
+        assert_eq!((read.gpe, read.shim, read.len), (gpe, shim, out.len()));
+        let Body::Md(md) = read.body else { panic!("not MD") };
+        assert_eq!(md.hops().map(|h| h.node_id.unwrap()).collect::<Vec<_>>(), [3, 2, 1]);
+        for cut in 0..out.len() {
+            assert!(gpe_int(&out[..cut], SourceOnly::NONE).is_err(), "cut {cut}");
+        }
         for cut in 0..GPE_SHIM_LEN {
             assert!(GpeShimRepr::parse(&out[8..8 + cut]).is_err());
         }
@@ -184,9 +242,10 @@ mod tests {
         at += option.emit(&mut out[at..]).unwrap();
         out[at..].copy_from_slice(&md_bytes());
         assert_eq!(out, expected);
-        let parsed = GeneveRepr::parse(&out).unwrap();
-        assert_eq!(geneve::find_option(&out, &parsed, INT_OPTION_CLASS), Ok(Some((option, 8))));
-        assert_eq!(geneve_header_type(option.option_type), Ok(HeaderType::Md));
+        let read = geneve_int(&out, SourceOnly::NONE).unwrap().unwrap();
+        assert_eq!((read.option, read.option_at), (option, 8));
+        let Body::Md(md) = read.body else { panic!("not MD") };
+        assert_eq!(md.hops().map(|h| h.queue.unwrap().1).collect::<Vec<_>>(), [0x30, 0x20, 0x10]);
         // Read with the text's Opt Len of 9, the option overruns the header.
         let mut as_printed = out.clone();
         as_printed[0] = 0x09;
@@ -211,10 +270,9 @@ mod tests {
         let at = at + option.emit(&mut out[at..]).unwrap();
         out[at..].copy_from_slice(&MX);
         assert_eq!(out[..12], [0x04, 0x00, 0x65, 0x58, 0x00, 0x0a, 0xbc, 0x00, 0x01, 0x03, 0x03, 0x03]);
-        let parsed = GeneveRepr::parse(&out).unwrap();
-        let (found, at) = geneve::find_option(&out, &parsed, INT_OPTION_CLASS).unwrap().unwrap();
-        assert_eq!(geneve_header_type(found.option_type), Ok(HeaderType::Mx));
-        assert_eq!(MxHeaderRepr::parse(&out[at + 4..]).unwrap().instructions.bits(), 0x9000);
+        let read = geneve_int(&out, SourceOnly::NONE).unwrap().unwrap();
+        let Body::Mx { header, source_inserted } = read.body else { panic!("not MX") };
+        assert_eq!((header.instructions.bits(), source_inserted.len()), (0x9000, 0));
     }
 
     #[test]

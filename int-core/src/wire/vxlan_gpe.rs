@@ -63,7 +63,7 @@ impl VxlanGpeRepr {
             return Err(ParseError::UnknownType { layer: Layer::VxlanGpe, offset: 0, value: header.flags });
         }
         Ok(VxlanGpeRepr {
-            flags: header.flags & (FLAG_I | FLAG_P | FLAG_B | FLAG_O),
+            flags: header.flags & (FLAG_I | FLAG_B | FLAG_O),
             next_protocol: header.next_protocol,
             vni: header.vni_reserved.get() >> 8,
         })
@@ -92,7 +92,7 @@ mod tests {
 
     #[test]
     fn round_trip_and_truncation() {
-        let repr = VxlanGpeRepr { flags: FLAG_I | FLAG_P, next_protocol: NEXT_INT, vni: 0x00ab_cdef };
+        let repr = VxlanGpeRepr { flags: FLAG_I, next_protocol: NEXT_INT, vni: 0x00ab_cdef };
         let mut out = [0u8; HEADER_LEN];
         repr.emit(&mut out).unwrap();
         assert_eq!(out, [0x0c, 0, 0, 0x82, 0xab, 0xcd, 0xef, 0]);
