@@ -115,6 +115,11 @@ fn everything_tunnels(bytes: &[u8]) {
     }
     let _ = vxlan_gpe::VxlanGpeRepr::parse(bytes);
     let _ = int_core::int21::tunnel::GpeShimRepr::parse(bytes);
+    let known = int_core::int21::SourceOnly::sequence(0x4944);
+    if let Ok(Some(found)) = int_core::int21::tunnel::gpe_int(bytes, known) {
+        assert!(found.len <= bytes.len());
+    }
+    let _ = int_core::int21::tunnel::geneve_int(bytes, known);
     if let Ok(header) = geneve::GeneveRepr::parse(bytes) {
         if let Ok(options) = geneve::options(bytes, &header) {
             assert!(options.iter().all(|(option, at)| at + option.len() <= header.len()));

@@ -21,6 +21,17 @@ fuzz_target!(|data: &[u8]| {
         assert!(ip.l3 < ip.l4 && ip.l4 <= ip.end && ip.end <= data.len());
         let _ = int_core::locate::l4_v6(data, &ip);
     }
+    // INT in a tunnel: its body lies inside the payload, and an INT-MD
+    // body's hops and source-only words fill its stack.
+    let known = int_core::int21::SourceOnly::sequence(0x4944);
+    if let Ok(Some(found)) = int_core::int21::tunnel::gpe_int(data, known) {
+        assert!(found.len <= data.len());
+        if let int_core::int21::Body::Md(md) = found.body {
+            let hop_bytes = md.hop_count() * usize::from(md.header.hop_ml) * 4;
+            assert_eq!(hop_bytes + md.source_only().len(), md.stack.len());
+        }
+    }
+    let _ = int_core::int21::tunnel::geneve_int(data, known);
     if let Ok(gpe) = vxlan_gpe::VxlanGpeRepr::parse(data) {
         let mut out = [0u8; vxlan_gpe::HEADER_LEN];
         gpe.emit(&mut out).expect("a parsed header can be written back");
