@@ -71,7 +71,7 @@ pub fn ipv4(frame: &[u8]) -> Result<Option<Ipv4Location>, ParseError> {
 
 /// The Ethernet header and up to two VLAN tags: the EtherType they lead
 /// to and the offset of what follows.
-fn l2(frame: &[u8]) -> Result<(EtherType, usize), ParseError> {
+pub(crate) fn l2(frame: &[u8]) -> Result<(EtherType, usize), ParseError> {
     let (ethernet, _) = EthernetHeader::ref_from_prefix(frame)
         .map_err(|_| ParseError::truncated(Layer::Ethernet, 0, 14, frame.len()))?;
     let mut ethertype = EtherType::from(ethernet.ethertype.get());

@@ -22,14 +22,12 @@
 //! is for a device that dropped a packet itself): a sink in this profile
 //! counts losses (`lost_packets`) and sends none.
 
-use zerocopy::FromBytes;
-
 use super::latency::{packet_len, parse_packet, write_packet};
 use super::tr05::{self, NextProto, ReportHeaderRepr, SwitchLocalRepr};
 use crate::error::{EmitError, Layer, ParseError};
 use crate::int05::{HopMetadata, IntBlock};
 use crate::sink::Extracted;
-use crate::wire::{EtherType, EthernetHeader, Ipv4Repr, VlanTag};
+use crate::wire::{EtherType, Ipv4Repr};
 
 /// F: a tracked flow.
 const FLAGS: u8 = 0x20;
@@ -121,24 +119,13 @@ impl<'a> FlowReport<'a> {
 
 /// Bytes of Ethernet header and VLAN tags in front of an IPv4 header.
 fn ethernet_len(frame: &[u8]) -> Result<usize, ParseError> {
-    let (ethernet, _) = EthernetHeader::ref_from_prefix(frame)
-        .map_err(|_| ParseError::truncated(Layer::Ethernet, 0, 14, frame.len()))?;
-    let mut ethertype = ethernet.ethertype.get();
-    let mut len = size_of::<EthernetHeader>();
-    for _ in 0..crate::wire::ethernet::MAX_VLAN_TAGS {
-        if !matches!(EtherType::from(ethertype), EtherType::Vlan | EtherType::QinQ) {
-            break;
-        }
-        let (tag, _) = VlanTag::ref_from_prefix(frame.get(len..).unwrap_or_default())
-            .map_err(|_| ParseError::truncated(Layer::Vlan, len, 4, frame.len()))?;
-        ethertype = tag.ethertype.get();
-        len += size_of::<VlanTag>();
-    }
-    if EtherType::from(ethertype) != EtherType::Ipv4 {
+    let (ethertype, len) = crate::locate::l2(frame)?;
+    if ethertype != EtherType::Ipv4 {
+        let value = u16::from(ethertype);
         return Err(ParseError::UnknownType {
             layer: Layer::Ethernet,
             offset: len - 2,
-            value: (ethertype >> 8) as u8,
+            value: (value >> 8) as u8,
         });
     }
     Ok(len)
