@@ -117,8 +117,7 @@ pub fn ipv6(frame: &[u8]) -> Result<Option<Ipv6Location>, ParseError> {
     }
     let packet = frame.get(l3..).unwrap_or_default();
     let walk = crate::wire::ipv6::walk_extensions(packet).map_err(|e| e.shifted(l3))?;
-    let header = crate::wire::Ipv6Repr::parse(packet).map_err(|e| e.shifted(l3))?;
-    let end = l3 + crate::wire::ipv6::HEADER_LEN + usize::from(header.payload_len);
+    let end = l3 + crate::wire::ipv6::HEADER_LEN + usize::from(walk.header.payload_len);
     if end > frame.len() {
         return Err(ParseError::truncated(Layer::Ipv6, l3, end - l3, frame.len() - l3));
     }
@@ -127,7 +126,7 @@ pub fn ipv6(frame: &[u8]) -> Result<Option<Ipv6Location>, ParseError> {
         l4: l3 + walk.upper_at,
         end,
         protocol: walk.protocol,
-        traffic_class: header.traffic_class,
+        traffic_class: walk.header.traffic_class,
         next_header_at: l3 + walk.next_header_at,
         fragment: walk.fragment,
     }))

@@ -128,6 +128,8 @@ pub struct Extensions {
     pub next_header_at: usize,
     /// A Fragment header was walked: the packet is a fragment.
     pub fragment: bool,
+    /// The fixed header the walk started from.
+    pub header: Ipv6Repr,
 }
 
 /// Walks the extension headers of the IPv6 packet at the start of `packet`
@@ -137,8 +139,13 @@ pub struct Extensions {
 pub fn walk_extensions(packet: &[u8]) -> Result<Extensions, ParseError> {
     let header = Ipv6Repr::parse(packet)?;
     let end = HEADER_LEN + usize::from(header.payload_len);
-    let mut walk =
-        Extensions { upper_at: HEADER_LEN, protocol: header.next_header, next_header_at: 6, fragment: false };
+    let mut walk = Extensions {
+        upper_at: HEADER_LEN,
+        protocol: header.next_header,
+        next_header_at: 6,
+        fragment: false,
+        header,
+    };
     for _ in 0..MAX_EXTENSIONS {
         let len = match walk.protocol {
             HOP_BY_HOP | ROUTING | DESTINATION_OPTIONS => {
@@ -243,13 +250,17 @@ mod tests {
     #[test]
     fn walks_to_the_upper_layer() {
         let plain = walk_extensions(&packet(&[])).unwrap();
-        assert_eq!(plain, Extensions { upper_at: 40, protocol: 17, next_header_at: 6, fragment: false });
+        assert_eq!(
+            (plain.upper_at, plain.protocol, plain.next_header_at, plain.fragment),
+            (40, 17, 6, false)
+        );
+        assert_eq!(plain.header, Ipv6Repr::parse(&packet(&[])).unwrap());
         let three =
             packet(&[(HOP_BY_HOP, options(0)), (ROUTING, options(2)), (DESTINATION_OPTIONS, options(1))]);
         let walked = walk_extensions(&three).unwrap();
         assert_eq!(
-            walked,
-            Extensions { upper_at: 40 + 8 + 24 + 16, protocol: 17, next_header_at: 72, fragment: false }
+            (walked.upper_at, walked.protocol, walked.next_header_at, walked.fragment),
+            (88, 17, 72, false)
         );
         let fragment = packet(&[(FRAGMENT, vec![0, 0, 0, 1, 0, 0, 0, 7])]);
         assert!(walk_extensions(&fragment).unwrap().fragment);
