@@ -157,21 +157,8 @@ impl GeneveOptionRepr {
 /// option's header and its offset from the base header. They must fill
 /// Opt Len exactly.
 pub fn options(bytes: &[u8], header: &GeneveRepr) -> Result<Vec<(GeneveOptionRepr, usize)>, ParseError> {
-    let end = header.len();
-    if bytes.len() < end {
-        return Err(ParseError::truncated(Layer::Geneve, 0, end, bytes.len()));
-    }
     let mut found = Vec::new();
-    let mut at = HEADER_LEN;
-    while at < end {
-        let option =
-            GeneveOptionRepr::parse(bytes.get(at..end).unwrap_or_default()).map_err(|e| e.shifted(at))?;
-        if at + option.len() > end {
-            return Err(ParseError::BadLength { layer: Layer::Geneve, offset: at + 3, value: option.len() });
-        }
-        found.push((option, at));
-        at += option.len();
-    }
+    walk_options(bytes, header, |option, at| found.push((option, at)))?;
     Ok(found)
 }
 
@@ -182,24 +169,37 @@ pub fn find_option(
     header: &GeneveRepr,
     class: u16,
 ) -> Result<Option<(GeneveOptionRepr, usize)>, ParseError> {
+    let mut first = None;
+    walk_options(bytes, header, |option, at| {
+        if option.class == class && first.is_none() {
+            first = Some((option, at));
+        }
+    })?;
+    Ok(first)
+}
+
+/// Shows `visit` every option in order, checking that they fill Opt Len
+/// exactly.
+fn walk_options(
+    bytes: &[u8],
+    header: &GeneveRepr,
+    mut visit: impl FnMut(GeneveOptionRepr, usize),
+) -> Result<(), ParseError> {
     let end = header.len();
     if bytes.len() < end {
         return Err(ParseError::truncated(Layer::Geneve, 0, end, bytes.len()));
     }
     let mut at = HEADER_LEN;
-    let mut first = None;
     while at < end {
         let option =
             GeneveOptionRepr::parse(bytes.get(at..end).unwrap_or_default()).map_err(|e| e.shifted(at))?;
         if at + option.len() > end {
             return Err(ParseError::BadLength { layer: Layer::Geneve, offset: at + 3, value: option.len() });
         }
-        if option.class == class && first.is_none() {
-            first = Some((option, at));
-        }
+        visit(option, at);
         at += option.len();
     }
-    Ok(first)
+    Ok(())
 }
 
 #[cfg(test)]
