@@ -16,7 +16,7 @@ pub fn block_json(found: &int21::Found<'_>, domain: &int21::Domain) -> Value {
     };
     let mut out = json!({
         "version": "2.1",
-        "type": match shim.header_type { HeaderType::Md => "md", HeaderType::Mx => "mx", HeaderType::Destination => "destination" },
+        "type": header_type_name(shim.header_type),
         "npt": npt,
         "next": next,
         "length_words": shim.length_words,

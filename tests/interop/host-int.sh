@@ -385,6 +385,17 @@ stop_captures() {
     sleep 0.5
 }
 
+# UDP datagrams and a TCP transfer client -> server, the server's counters
+# zeroed first; returns once the last packets had time to arrive.
+send_traffic() {
+    in_ns server nstat -n >/dev/null
+    sleep 2
+    udp_server
+    udp_client
+    tcp_transfer
+    sleep 3.5
+}
+
 # -------------------------------------------------------------- scenarios
 
 hostint_source_to_int_node_sink() {
@@ -402,12 +413,7 @@ hostint_source_to_int_node_sink() {
     in_ns node "$hi/tools/hostintcol" -b 127.0.0.1 --port 32766 -o "$work/$label-hostintcol.log" >/dev/null 2>&1 &
     capture node lo "$work/$label-reports.pcap" "udp port 32766"
     capture server hs "$work/$label-server.pcap" "ip"
-    in_ns server nstat -n >/dev/null
-    sleep 2
-    udp_server
-    udp_client
-    tcp_transfer
-    sleep 3.5
+    send_traffic
     kill -TERM "$node_pid"
     wait "$node_pid" || true
     sleep 1
@@ -436,12 +442,7 @@ int_node_source_to_hostint_sink() {
     capture server lo "$work/$label-reports.pcap" "udp port 32766"
     start_hostintd server hs 2 "$encap" yes
     capture server hs "$work/$label-server.pcap" "ip"
-    in_ns server nstat -n >/dev/null
-    sleep 2
-    udp_server
-    udp_client
-    tcp_transfer
-    sleep 3.5
+    send_traffic
     pkill -TERM -f "hostintd -d hs" || true
     sleep 1
     kill -TERM "$node_pid"
