@@ -58,3 +58,45 @@ impl SourceOnly {
         Some(u32::from_be_bytes(word.try_into().ok()?))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::encap::{DscpMatch, TcpPlacement};
+    use crate::int21::source::SourceConfig;
+    use crate::int21::{Domain, HeaderType, Instructions, Marking};
+
+    fn config(ds_instructions: u16) -> SourceConfig {
+        SourceConfig {
+            domain: Domain {
+                marking: Marking::Dscp(DscpMatch::new(0x17, 0x3f).unwrap()),
+                tcp_placement: TcpPlacement::BeforeOptions,
+                source_only: SourceOnly { domain_id: 0x4944, bits: SEQUENCE | 0x4000, wide: 0 },
+            },
+            header_type: HeaderType::Md,
+            instructions: Instructions::NODE_ID,
+            ds_words: 0,
+            max_hops: 4,
+            own_hop: true,
+            domain_id: 0x4944,
+            ds_instructions,
+            ds_flags: 0,
+            discard: false,
+            max_ip_len: 1500,
+        }
+    }
+
+    /// A source writes the packet number and no other source-only word: a
+    /// DS Instruction asking for another one the domain defines is refused.
+    #[test]
+    fn a_source_writes_only_the_packet_number() {
+        assert!(config(SEQUENCE).check().is_ok());
+        assert!(config(SEQUENCE).numbers_packets());
+        assert!(config(SEQUENCE | 0x4000).check().is_err());
+        assert!(!config(0).numbers_packets());
+        // Under another ID the bits are the default domain's reserved ones.
+        assert_eq!(SourceOnly::sequence(0x4944).words(0x4945, SEQUENCE), 0);
+        assert_eq!(SourceOnly::sequence(0).words(0, SEQUENCE), 0);
+        assert_eq!(SourceOnly { domain_id: 1, bits: 0xc000, wide: 0x4000 }.words(1, 0xc000), 3);
+    }
+}

@@ -316,3 +316,29 @@ fn int21_domains() {
         "{keys_21:?}"
     );
 }
+
+/// An INT 2.1 node's settings that contradict each other or the version:
+/// the checksum complement beside packet numbers, and a TR 0.5 report
+/// profile on a node whose only sink speaks TR 2.0. Each holds once the
+/// contradiction goes.
+#[test]
+fn int21_contradictions_are_refused() {
+    let source = MINIMAL.replace("role: forward", "role: source").replace(
+        "    lcore: 1",
+        "    lcore: 1\n    int: {version: 2.1}\n    source: {instructions: [node_id, checksum_complement]}",
+    );
+    let found = problems(&source);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].path, "pipelines[0].source.instructions");
+    assert!(found[0].hint.contains("int.sequence: false"), "{}", found[0].hint);
+    parse(&source.replace("version: 2.1}", "version: 2.1, sequence: false}")).unwrap();
+    let sink = MINIMAL
+        .replace("role: forward", "role: sink")
+        .replace("    lcore: 1", "    lcore: 1\n    int: {version: 2.1}")
+        + "export: {collector: '127.0.0.1:32766', profile: tr05}\n";
+    let found = problems(&sink);
+    let paths: Vec<&str> = found.iter().map(|p| p.path.as_str()).collect();
+    assert_eq!(paths, ["export.profile"], "{found:?}");
+    parse(&sink.replace(", profile: tr05", "")).unwrap();
+    parse(&sink.replace("int: {version: 2.1}", "int: {version: 0.5}")).unwrap();
+}
