@@ -15,15 +15,15 @@ use int_core::encap::Domain;
 use int_core::encap::{Encapsulation, TcpPlacement};
 use int_core::report::{self, Report, SinkIdWord};
 
-/// Frames that are not INT candidates: ARP, ICMP, IPv6, a later fragment.
+/// Frames that are not INT candidates: ARP, ICMP, ICMPv6, a later fragment.
 fn other_traffic() -> Vec<Vec<u8>> {
     let mut arp = PacketSpec::udp(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), 1, 2, 30).build();
     arp[12..14].copy_from_slice(&[0x08, 0x06]);
     let mut icmp = PacketSpec::udp(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), 1, 2, 30).build();
     icmp[23] = 1;
-    let mut ipv6 = vec![0u8; 80];
-    ipv6[12..14].copy_from_slice(&[0x86, 0xdd]);
-    ipv6[14] = 0x60;
+    let (a6, b6) = ("2001:db8::1".parse().unwrap(), "2001:db8::2".parse().unwrap());
+    let mut ipv6 = PacketSpec::udp6(a6, b6, 1, 2, 30).build();
+    ipv6[14 + 6] = 58;
     let mut fragment =
         PacketSpec::udp(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), 1, 2, 30).build();
     fragment[20..22].copy_from_slice(&[0x00, 0x20]);
@@ -44,8 +44,8 @@ fn chain(name: &str, int_section: &str, source_section: &str, domain: Domain) {
     let instrumented = read_pcap(&dir.join("int.pcap"));
     assert_eq!(instrumented.len(), frames.len());
     assert_eq!(source.counter("source", "instrumented"), 300);
-    assert_eq!(source.counter("source", "not_ipv4"), 2);
-    assert_eq!(source.counter("source", "not_tcp_udp"), 1);
+    assert_eq!(source.counter("source", "not_ip"), 1);
+    assert_eq!(source.counter("source", "not_tcp_udp"), 2);
     assert_eq!(source.counter("source", "fragments"), 1);
     for (i, (a, b)) in frames.iter().zip(&instrumented).enumerate() {
         let is_other = (0..4).any(|k| i == k * 50 + 7);
@@ -225,4 +225,60 @@ fn jumbo_frames_are_instrumented_and_restored() {
     assert_eq!(sink.counter("sink", "stripped"), 16);
     assert_eq!(sink.counter("sink", "multi_segment"), 0);
     assert_same_frames(&read_pcap(&dir.join("out.pcap")), &frames);
+}
+
+/// Dual-stack traffic through an INT 0.5 domain in both encapsulations:
+/// IPv6 flows (some behind extension headers) are instrumented, pushed on
+/// and restored byte for byte beside IPv4 ones. Host-INT's latency report
+/// has no IPv6 form: IPv4 flows get it, IPv6 flows a TR 0.5 flow report
+/// (NProto 2) naming their IPv6 addresses, with the one-way latency the
+/// capture times set.
+#[test]
+fn ipv6_flows_restore_every_byte_and_report_in_tr05() {
+    for (name, int, domain) in [
+        ("ipv6-dscp", "    int: {encapsulation: int05-over-tcp-udp}\n", Domain::default()),
+        (
+            "ipv6-udp",
+            "    int: {encapsulation: int05-extension-udp, udp_port: 33122}\n",
+            Domain { encapsulation: Encapsulation::ExtensionUdp { port: 33122 }, ..Domain::default() },
+        ),
+    ] {
+        let dir = workdir(name);
+        let flows = 20;
+        let frames = mixed_traffic_dual(200, flows, 60);
+        write_pcap(&dir.join("in.pcap"), &frames);
+        let source = run_node(&dir, &node_config("source", "in.pcap", "s.pcap", int, None));
+        assert_eq!(source.counter("source", "instrumented"), 200, "{name}");
+        let transit = run_node(&dir, &node_config("transit", "s.pcap", "t.pcap", int, None));
+        assert_eq!(transit.counter("transit", "pushed"), 200, "{name}");
+        retime_after_source(&dir.join("t.pcap"), &domain, 100_000);
+        let collector = Collector::new();
+        let sink_section = format!("{int}    clock: rx-timestamp\n");
+        let sink = run_node(
+            &dir,
+            &node_config("sink", "t.pcap", "out.pcap", &sink_section, Some(&collector.addr())),
+        );
+        assert_same_frames(&read_pcap(&dir.join("out.pcap")), &frames);
+        assert_eq!(sink.counter("sink", "stripped"), 200, "{name}");
+        let (mut v4, mut v6) = (std::collections::BTreeSet::new(), std::collections::BTreeSet::new());
+        for datagram in collector.reports() {
+            match report::parse(&datagram, SinkIdWord::Detect).unwrap() {
+                Report::Latency(l) => {
+                    v4.insert(l.src_port);
+                }
+                Report::Tr05 { .. } => {
+                    let flow = report::tr05_flow::FlowReport::parse(&datagram).unwrap();
+                    assert!(flow.ip.src.is_ipv6(), "{name}: {:?}", flow.ip);
+                    // The pcap's capture times have microseconds.
+                    let latency = flow.latency_ns().unwrap();
+                    assert!((99_000..=100_000).contains(&latency), "{name}: one-way latency {latency} ns");
+                    assert_eq!(flow.block.header.total_hop_cnt, 2, "{name}: source and transit hops");
+                    v6.insert(flow.src_port);
+                }
+                other => panic!("{name}: {other:?}"),
+            }
+        }
+        let ipv6_flows = (0..flows).filter(|&flow| is_ipv6_flow(flow)).count();
+        assert_eq!((v4.len(), v6.len()), (flows - ipv6_flows, ipv6_flows), "{name}: a report per flow");
+    }
 }

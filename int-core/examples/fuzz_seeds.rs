@@ -17,6 +17,18 @@ use int_core::source::{self, SourceConfig, TailStyle};
 use int_core::transit::{self, TransitConfig};
 use int_core::FrameBuf;
 
+/// IPv6 UDP and TCP packets, one behind a Hop-by-Hop header, instrumented
+/// by each configuration.
+fn ipv6_frames(configs: &[SourceConfig]) -> Vec<Vec<u8>> {
+    let (a, b) = ("2001:db8::1".parse().unwrap(), "2001:db8::2".parse().unwrap());
+    let mut tcp = PacketSpec::tcp6(a, b, 40000, 22, 32);
+    if let Some(v6) = tcp.ipv6.as_mut() {
+        v6.extensions.push((int_core::wire::ipv6::HOP_BY_HOP, int_core::craft::ipv6_options(0)));
+    }
+    let packets = [PacketSpec::udp6(a, b, 4000, 5000, 64).build(), tcp.build()];
+    packets.iter().flat_map(|packet| configs.iter().map(|config| instrument(packet, config, 1))).collect()
+}
+
 fn instrument(frame: &[u8], config: &SourceConfig, hops: usize) -> Vec<u8> {
     let mut buffer = vec![0u8; 256 + frame.len()];
     buffer[256..].copy_from_slice(frame);
@@ -119,9 +131,10 @@ fn main() {
             std::fs::write(dir.join(format!("seed-{i:02}")), bytes).unwrap();
         }
     };
-    write("sink_strip", &frames, &[0]);
-    write("sink_restore", &frames, &[0]);
-    write("transit_push", &frames, &[]);
+    let with_v6: Vec<Vec<u8>> = frames.iter().cloned().chain(ipv6_frames(&configs)).collect();
+    write("sink_strip", &with_v6, &[0]);
+    write("sink_restore", &with_v6, &[0]);
+    write("transit_push", &with_v6, &[]);
     write("parse_report", &reports, &[]);
     let blocks: Vec<Vec<u8>> = frames.iter().map(|f| f[42..].to_vec()).collect();
     write("parse_int_block", &blocks, &[]);

@@ -7,7 +7,8 @@
 use zerocopy::FromBytes;
 
 use crate::checksum;
-use crate::wire::{Ipv4Header, TcpHeader, UdpHeader};
+use crate::locate::{self, IpLocation, IpVersion};
+use crate::wire::{Ipv4Header, Ipv6Header, TcpHeader, UdpHeader};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Carrier {
@@ -53,11 +54,72 @@ impl Carrier {
     }
 }
 
-/// Rewrites ToS, Total Length and protocol of the IPv4 header at `l3`, with
-/// an incremental header checksum update.
+/// Rewrites the IP header `ip` describes: DSCP/ECN byte, length (`ip_len`
+/// bytes of IP packet from `ip.l3`) and the upper-layer protocol. IPv4:
+/// ToS, Total Length and Protocol, the header checksum following
+/// incrementally. IPv6: Traffic Class, Payload Length and the Next Header
+/// byte that names the upper layer (after any extension headers).
 #[inline]
-pub(crate) fn rewrite_ipv4(frame: &mut [u8], l3: usize, tos: u8, total_len: u16, protocol: u8) {
-    if let Some((ip, _)) = frame.get_mut(l3..).and_then(|b| Ipv4Header::mut_from_prefix(b).ok()) {
-        ip.rewrite(tos, total_len, protocol);
+pub(crate) fn rewrite_ip(frame: &mut [u8], ip: &IpLocation, tos: u8, ip_len: usize, protocol: u8) {
+    match ip.version {
+        IpVersion::V4 => {
+            if let Some((header, _)) =
+                frame.get_mut(ip.l3..).and_then(|b| Ipv4Header::mut_from_prefix(b).ok())
+            {
+                header.rewrite(tos, ip_len as u16, protocol);
+            }
+        }
+        IpVersion::V6 => {
+            if let Some((header, _)) =
+                frame.get_mut(ip.l3..).and_then(|b| Ipv6Header::mut_from_prefix(b).ok())
+            {
+                header.rewrite(tos, ip_len.saturating_sub(crate::wire::ipv6::HEADER_LEN) as u16);
+            }
+            if let Some(next_header) = frame.get_mut(ip.next_header_at) {
+                *next_header = protocol;
+            }
+        }
+    }
+}
+
+/// The checksum of a UDP header a transform inserted at `udp_at` in front
+/// of INT bytes and the packet's original L4 segment (`inner_protocol`, at
+/// `inner_at` to the end of the IP packet), in the packet `ip` describes
+/// as it is now. IPv4 leaves it 0 ("none", as Host-INT and INT 2.1 do).
+/// IPv6 forbids 0 (RFC 8200 section 8.1): the sum of the original segment
+/// comes from its own checksum, which made it sum to zero with its
+/// pseudo-header, so the new checksum is as right, or exactly as wrong, as
+/// the original one; only an original UDP checksum of 0 (no sum to start
+/// from) costs a pass over the segment.
+pub(crate) fn inserted_udp_checksum(
+    frame: &[u8],
+    ip: &IpLocation,
+    udp_at: usize,
+    inner_at: usize,
+    inner_protocol: u8,
+) -> u16 {
+    if ip.version == IpVersion::V4 {
+        return 0;
+    }
+    let addresses = checksum::sum(0, frame.get(ip.l3 + 8..ip.l3 + 40).unwrap_or_default());
+    let inner_len = ip.end.saturating_sub(inner_at);
+    let inner = frame.get(inner_at..ip.end).unwrap_or_default();
+    let original = match inner_protocol {
+        locate::PROTO_TCP => crate::bytes::be16(inner, 16),
+        locate::PROTO_UDP => crate::bytes::be16(inner, 6),
+        _ => 0,
+    };
+    let inner_sum = if original == 0 {
+        checksum::sum(0, inner)
+    } else {
+        let pseudo = addresses + u32::from(inner_protocol) + inner_len as u32;
+        u32::from(!checksum::fold(pseudo))
+    };
+    let udp_len = ip.end.saturating_sub(udp_at) as u32;
+    let pseudo = addresses + u32::from(locate::PROTO_UDP) + udp_len;
+    let head = checksum::sum(0, frame.get(udp_at..inner_at).unwrap_or_default());
+    match !checksum::fold(pseudo + head + inner_sum) {
+        0 => 0xffff,
+        sum => sum,
     }
 }

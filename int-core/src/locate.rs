@@ -1,6 +1,6 @@
-//! Finds the IPv4 and L4 headers in an Ethernet frame: the walk every
-//! transform starts with. `Ok(None)` means "not a packet for us" (not IPv4);
-//! `Err` means "claims to be IPv4 but lies".
+//! Finds the IP (IPv4 or IPv6) and L4 headers in an Ethernet frame: the
+//! walk every transform starts with. `Ok(None)` means "not a packet for us"
+//! (neither IP version); `Err` means "claims to be IP but lies".
 
 use zerocopy::{FromBytes, Immutable, KnownLayout, Unaligned};
 
@@ -10,37 +10,95 @@ use crate::wire::{tcp, udp, EtherType, EthernetHeader, Ipv4Header, TcpHeader, Ud
 pub const PROTO_TCP: u8 = 6;
 pub const PROTO_UDP: u8 = 17;
 
-/// Where the IPv4 header and its payload lie in a frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Ipv4Location {
-    /// Offset of the IPv4 header.
-    pub l3: usize,
-    /// Offset of the IPv4 payload (l3 + IHL x 4).
-    pub l4: usize,
-    /// l3 + Total Length; bytes after it are Ethernet padding.
-    pub end: usize,
-    pub protocol: u8,
-    pub tos: u8,
-    pub fragment_offset: u16,
-    pub more_fragments: bool,
+pub enum IpVersion {
+    #[default]
+    V4,
+    V6,
 }
 
-impl Ipv4Location {
-    /// Bytes of IPv4 payload.
+/// Whether a packet is a fragment, and which.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Fragment {
+    #[default]
+    Whole,
+    /// Offset 0: holds the L4 header, whose lengths cover the whole datagram.
+    First,
+    /// No L4 header.
+    Later,
+}
+
+/// Where an IP header and its payload lie in a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct IpLocation {
+    pub version: IpVersion,
+    /// Offset of the IP header.
+    pub l3: usize,
+    /// Offset of the upper-layer header (IPv4: l3 + IHL x 4; IPv6: after
+    /// the extension headers).
+    pub l4: usize,
+    /// Where the IP packet ends (IPv4: l3 + Total Length; IPv6: l3 + 40 +
+    /// Payload Length); bytes after it are Ethernet padding.
+    pub end: usize,
+    /// The upper-layer protocol.
+    pub protocol: u8,
+    /// IPv4's ToS or IPv6's Traffic Class: DSCP and ECN.
+    pub tos: u8,
+    pub fragment: Fragment,
+    /// Offset of the byte that names `protocol`: IPv4's Protocol, or the
+    /// last Next Header of IPv6's chain.
+    pub next_header_at: usize,
+}
+
+impl IpLocation {
+    /// Bytes of upper-layer packet (what a TCP pseudo-header counts).
     #[inline]
     pub fn payload_len(&self) -> usize {
         self.end - self.l4
     }
+
+    /// Bytes of IP packet, as an MTU counts them.
+    #[inline]
+    pub fn ip_len(&self) -> usize {
+        self.end - self.l3
+    }
+
+    #[inline]
+    pub fn is_fragment(&self) -> bool {
+        self.fragment != Fragment::Whole
+    }
 }
 
-/// Walks Ethernet (and VLAN tags) to IPv4 and checks IHL and Total Length
-/// against the frame.
+/// Walks Ethernet (and VLAN tags) to IPv4 or IPv6, checking the lengths
+/// against the frame and walking IPv6's extension headers.
 #[inline]
-pub fn ipv4(frame: &[u8]) -> Result<Option<Ipv4Location>, ParseError> {
-    let (ethertype, l3) = l2(frame)?;
-    if ethertype != EtherType::Ipv4 {
-        return Ok(None);
+pub fn ip(frame: &[u8]) -> Result<Option<IpLocation>, ParseError> {
+    match l2(frame)? {
+        (EtherType::Ipv4, l3) => ipv4_at(frame, l3).map(Some),
+        (EtherType::Ipv6, l3) => ipv6_at(frame, l3).map(Some),
+        _ => Ok(None),
     }
+}
+
+/// [`ip`] for IPv4 only: `Ok(None)` for any other frame.
+#[inline]
+pub fn ipv4(frame: &[u8]) -> Result<Option<IpLocation>, ParseError> {
+    match l2(frame)? {
+        (EtherType::Ipv4, l3) => ipv4_at(frame, l3).map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// [`ip`] for IPv6 only: `Ok(None)` for any other frame.
+pub fn ipv6(frame: &[u8]) -> Result<Option<IpLocation>, ParseError> {
+    match l2(frame)? {
+        (EtherType::Ipv6, l3) => ipv6_at(frame, l3).map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// The IPv4 header at `l3`: IHL and Total Length checked against the frame.
+fn ipv4_at(frame: &[u8], l3: usize) -> Result<IpLocation, ParseError> {
     let bytes = frame.get(l3..).unwrap_or_default();
     let (header, _) = Ipv4Header::ref_from_prefix(bytes)
         .map_err(|_| ParseError::truncated(Layer::Ipv4, l3, 20, frame.len()))?;
@@ -58,15 +116,48 @@ pub fn ipv4(frame: &[u8]) -> Result<Option<Ipv4Location>, ParseError> {
     if total_len > bytes.len() {
         return Err(ParseError::truncated(Layer::Ipv4, l3, total_len, frame.len()));
     }
-    Ok(Some(Ipv4Location {
+    let fragment = match (header.fragment_offset(), header.more_fragments()) {
+        (0, false) => Fragment::Whole,
+        (0, true) => Fragment::First,
+        _ => Fragment::Later,
+    };
+    Ok(IpLocation {
+        version: IpVersion::V4,
         l3,
         l4: l3 + header_len,
         end: l3 + total_len,
         protocol: header.protocol,
         tos: header.tos,
-        fragment_offset: header.fragment_offset(),
-        more_fragments: header.more_fragments(),
-    }))
+        fragment,
+        next_header_at: l3 + 9,
+    })
+}
+
+/// The IPv6 header at `l3` and its extension headers. Refused: headers cut
+/// short or lying (a Payload Length past the frame, an extension past it,
+/// a Hop-by-Hop header not first).
+fn ipv6_at(frame: &[u8], l3: usize) -> Result<IpLocation, ParseError> {
+    let packet = frame.get(l3..).unwrap_or_default();
+    let walk = crate::wire::ipv6::walk_extensions(packet).map_err(|e| e.shifted(l3))?;
+    let end = l3 + crate::wire::ipv6::HEADER_LEN + usize::from(walk.header.payload_len);
+    if end > frame.len() {
+        return Err(ParseError::truncated(Layer::Ipv6, l3, end - l3, frame.len() - l3));
+    }
+    let fragment = match walk.fragment {
+        None => Fragment::Whole,
+        Some(word) if word >> 3 == 0 => Fragment::First,
+        Some(_) => Fragment::Later,
+    };
+    Ok(IpLocation {
+        version: IpVersion::V6,
+        l3,
+        l4: l3 + walk.upper_at,
+        end,
+        protocol: walk.protocol,
+        tos: walk.header.traffic_class,
+        fragment,
+        next_header_at: l3 + walk.next_header_at,
+    })
 }
 
 /// The Ethernet header and up to two VLAN tags: the EtherType they lead
@@ -86,50 +177,6 @@ pub(crate) fn l2(frame: &[u8]) -> Result<(EtherType, usize), ParseError> {
         l3 += size_of::<VlanTag>();
     }
     Ok((ethertype, l3))
-}
-
-/// Where an IPv6 packet's parts sit in a frame (offsets from its start).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Ipv6Location {
-    /// Offset of the IPv6 header.
-    pub l3: usize,
-    /// Offset of the upper-layer header, after any extension headers.
-    pub l4: usize,
-    /// l3 + 40 + Payload Length; bytes after it are Ethernet padding.
-    pub end: usize,
-    /// The upper-layer protocol.
-    pub protocol: u8,
-    pub traffic_class: u8,
-    /// Offset of the Next Header field that names `protocol`.
-    pub next_header_at: usize,
-    /// A Fragment header was walked.
-    pub fragment: bool,
-}
-
-/// Finds the IPv6 header after Ethernet and up to two VLAN tags and walks
-/// its extension headers. `Ok(None)`: not IPv6. `Err`: the headers are cut
-/// short or lie (a Payload Length past the frame, an extension past it, a
-/// Hop-by-Hop header not first).
-pub fn ipv6(frame: &[u8]) -> Result<Option<Ipv6Location>, ParseError> {
-    let (ethertype, l3) = l2(frame)?;
-    if ethertype != EtherType::Ipv6 {
-        return Ok(None);
-    }
-    let packet = frame.get(l3..).unwrap_or_default();
-    let walk = crate::wire::ipv6::walk_extensions(packet).map_err(|e| e.shifted(l3))?;
-    let end = l3 + crate::wire::ipv6::HEADER_LEN + usize::from(walk.header.payload_len);
-    if end > frame.len() {
-        return Err(ParseError::truncated(Layer::Ipv6, l3, end - l3, frame.len() - l3));
-    }
-    Ok(Some(Ipv6Location {
-        l3,
-        l4: l3 + walk.upper_at,
-        end,
-        protocol: walk.protocol,
-        traffic_class: walk.header.traffic_class,
-        next_header_at: l3 + walk.next_header_at,
-        fragment: walk.fragment,
-    }))
 }
 
 /// The L4 header of a first fragment (or unfragmented packet).
@@ -176,7 +223,7 @@ const COMMON_L4: usize = COMMON_L3 + size_of::<Ipv4Header>();
 /// view replace the general walk. `None` for any other frame: the caller
 /// then takes [`ipv4`] and [`l4`], which give these frames the same answer.
 #[inline(always)]
-pub fn common(frame: &[u8]) -> Option<(Ipv4Location, L4)> {
+pub fn common(frame: &[u8]) -> Option<(IpLocation, L4)> {
     let (h, _) = CommonPrefix::ref_from_prefix(frame).ok()?;
     if h.ethernet.ethertype.get() != 0x0800 || h.ip.version_ihl != 0x45 {
         return None;
@@ -208,31 +255,26 @@ pub fn common(frame: &[u8]) -> Option<(Ipv4Location, L4)> {
         }
         _ => return None,
     };
-    let ip = Ipv4Location {
+    let ip = IpLocation {
+        version: IpVersion::V4,
         l3: COMMON_L3,
         l4: COMMON_L4,
         end,
         protocol: h.ip.protocol,
         tos: h.ip.tos,
-        fragment_offset: 0,
-        more_fragments: false,
+        fragment: Fragment::Whole,
+        next_header_at: COMMON_L3 + 9,
     };
     Some((ip, l4))
 }
 
 /// Reads the TCP or UDP header at `ip.l4`. `Ok(None)` for other protocols.
 /// A UDP Length must cover its header and, in an unfragmented packet, equal
-/// the IPv4 payload length; a TCP Data Offset must fit in the payload.
+/// the IP payload length (at least that in a first fragment); a TCP Data
+/// Offset must fit in the payload.
 #[inline]
-pub fn l4(frame: &[u8], ip: &Ipv4Location) -> Result<Option<L4>, ParseError> {
-    l4_at(frame, &Upper { at: ip.l4, end: ip.end, protocol: ip.protocol, fragmented: ip.more_fragments })
-}
-
-/// [`l4`] for an IPv6 packet: after its extension headers; a fragment's
-/// UDP Length may exceed what the fragment holds.
-#[inline]
-pub fn l4_v6(frame: &[u8], ip: &Ipv6Location) -> Result<Option<L4>, ParseError> {
-    l4_at(frame, &Upper { at: ip.l4, end: ip.end, protocol: ip.protocol, fragmented: ip.fragment })
+pub fn l4(frame: &[u8], ip: &IpLocation) -> Result<Option<L4>, ParseError> {
+    l4_at(frame, &Upper { at: ip.l4, end: ip.end, protocol: ip.protocol, fragmented: ip.is_fragment() })
 }
 
 /// Where an upper-layer header sits, whatever the IP version.
@@ -290,9 +332,9 @@ mod tests {
     use crate::craft::{L4Spec, PacketSpec};
 
     /// What the general walk says of a frame the common walk could take.
-    fn general(frame: &[u8]) -> Option<(Ipv4Location, L4)> {
+    fn general(frame: &[u8]) -> Option<(IpLocation, L4)> {
         let ip = ipv4(frame).ok()??;
-        if ip.fragment_offset != 0 || ip.more_fragments {
+        if ip.is_fragment() {
             return None;
         }
         Some((ip, l4(frame, &ip).ok()??))
@@ -398,18 +440,16 @@ mod tests {
         let frame =
             ipv6_frame(true, &[(HOP_BY_HOP, options.clone()), (DESTINATION_OPTIONS, options.clone())]);
         let ip = ipv6(&frame).unwrap().unwrap();
-        assert_eq!(
-            (ip.l3, ip.l4, ip.end, ip.protocol, ip.traffic_class),
-            (18, 74, frame.len(), PROTO_UDP, 0x5c)
-        );
+        assert_eq!((ip.l3, ip.l4, ip.end, ip.protocol, ip.tos), (18, 74, frame.len(), PROTO_UDP, 0x5c));
         assert_eq!(ip.next_header_at, 66, "the Destination Options header names UDP");
-        assert!(!ip.fragment);
-        assert_eq!(l4_v6(&frame, &ip).unwrap(), Some(L4::Udp { src_port: 5000, dst_port: 6000, length: 12 }));
+        assert_eq!((ip.version, ip.fragment), (IpVersion::V6, Fragment::Whole));
+        assert_eq!(ip, super::ip(&frame).unwrap().unwrap());
+        assert_eq!(l4(&frame, &ip).unwrap(), Some(L4::Udp { src_port: 5000, dst_port: 6000, length: 12 }));
         assert_eq!(ipv4(&frame), Ok(None), "not IPv4");
         let plain = ipv6_frame(false, &[]);
         assert_eq!(ipv6(&plain).unwrap().unwrap().next_header_at, 14 + 6);
         let fragment = ipv6_frame(false, &[(FRAGMENT, vec![0, 0, 0, 1, 0, 0, 0, 9])]);
-        assert!(ipv6(&fragment).unwrap().unwrap().fragment);
+        assert_eq!(ipv6(&fragment).unwrap().unwrap().fragment, Fragment::First);
         let ipv4_frame = PacketSpec::udp([10, 0, 0, 1].into(), [10, 0, 0, 2].into(), 1, 2, 8).build();
         assert_eq!(ipv6(&ipv4_frame), Ok(None), "not IPv6");
     }
@@ -424,6 +464,6 @@ mod tests {
         let mut udp = frame.clone();
         udp[14 + 40 + 5] = 20;
         let ip = ipv6(&udp).unwrap().unwrap();
-        assert!(matches!(l4_v6(&udp, &ip), Err(ParseError::BadLength { layer: Layer::Udp, .. })));
+        assert!(matches!(l4(&udp, &ip), Err(ParseError::BadLength { layer: Layer::Udp, .. })));
     }
 }

@@ -30,7 +30,7 @@ use crate::flow::FlowKey;
 use crate::frame::FrameBuf;
 use crate::int05::tail::HEADER_LEN as TAIL_LEN;
 use crate::int05::{MetadataHeaderRepr, ShapeCache, ShimType, SourceHop, Tail, TailRepr};
-use crate::locate::{self, Ipv4Location, L4};
+use crate::locate::{self, Fragment, IpLocation, L4};
 use crate::source::flow_key;
 use crate::wire::{TcpHeader, UdpHeader};
 
@@ -47,7 +47,7 @@ pub struct Extracted {
     pub tail: TailRepr,
     /// The first hop (bottom of the stack), when there is one.
     pub source_hop: Option<SourceHop>,
-    pub(crate) ip: Ipv4Location,
+    pub(crate) ip: IpLocation,
     pub(crate) carrier: Carrier,
     /// The carrier's L4 length as received.
     pub(crate) carrier_len: u16,
@@ -70,6 +70,10 @@ impl Extracted {
 
     pub fn l3(&self) -> usize {
         self.ip.l3
+    }
+
+    pub fn ip_version(&self) -> locate::IpVersion {
+        self.ip.version
     }
 
     /// Bytes of the carrier header a latency report copies: 8 for UDP, the
@@ -241,7 +245,7 @@ pub(crate) fn inner_ports(
     frame: &[u8],
     protocol: u8,
     at: usize,
-    ip: &Ipv4Location,
+    ip: &IpLocation,
 ) -> Result<(u16, u16), ParseError> {
     let end = ip.end;
     let inner = frame.get(at..end).unwrap_or_default();
@@ -250,7 +254,7 @@ pub(crate) fn inner_ports(
             let (udp, _) = UdpHeader::ref_from_prefix(inner)
                 .map_err(|_| ParseError::truncated(Layer::Udp, at, crate::wire::udp::HEADER_LEN, end))?;
             let length = usize::from(udp.length.get());
-            if length < inner.len() || (length > inner.len() && !ip.more_fragments) {
+            if length < inner.len() || (length > inner.len() && ip.fragment != Fragment::First) {
                 return Err(ParseError::BadLength { layer: Layer::Udp, offset: at + 4, value: length });
             }
             Ok((udp.src_port.get(), udp.dst_port.get()))
@@ -268,9 +272,9 @@ pub(crate) fn inner_ports(
     }
 }
 
-/// Whether the IPv4 header announces INT of this domain.
+/// Whether the IP header announces INT of this domain.
 #[inline(always)]
-fn is_marked(ip: &Ipv4Location, config: &Domain) -> bool {
+fn is_marked(ip: &IpLocation, config: &Domain) -> bool {
     match config.encapsulation {
         Encapsulation::OverTcpUdp { .. } => {
             config.encapsulation.tos_is_marked(ip.tos)
@@ -281,15 +285,15 @@ fn is_marked(ip: &Ipv4Location, config: &Domain) -> bool {
 }
 
 /// The general walk, for frames [`locate::common`] does not take. A frame
-/// whose Ethernet, IPv4 or L4 header lies is not INT: INT is only ever
+/// whose Ethernet, IP or L4 header lies is not INT: INT is only ever
 /// looked for behind headers that stand (the malformed policy is for INT
 /// blocks). A first fragment may carry INT (a Host-INT source instruments
 /// first fragments; stripping restores its original length, so the later
 /// fragments line up again); later fragments have no L4 header.
 #[inline(never)]
-fn walk(frame: &[u8], config: &Domain) -> Option<(Ipv4Location, L4)> {
-    let ip = locate::ipv4(frame).ok()??;
-    if ip.fragment_offset != 0 || !is_marked(&ip, config) {
+fn walk(frame: &[u8], config: &Domain) -> Option<(IpLocation, L4)> {
+    let ip = locate::ip(frame).ok()??;
+    if ip.fragment == Fragment::Later || !is_marked(&ip, config) {
         return None;
     }
     let l4 = locate::l4(frame, &ip).ok()??;
@@ -317,10 +321,10 @@ pub fn strip(frame: &mut FrameBuf<'_>, found: &Extracted, config: &Domain) -> Op
     }
     let bytes = frame.frame_mut();
     let removed = found.remove_len as u16;
-    let new_total = (ip.end - ip.l3) as u16 - removed;
+    let new_len = ip.ip_len() - found.remove_len;
     match config.encapsulation {
         Encapsulation::ExtensionUdp { .. } => {
-            carrier::rewrite_ipv4(bytes, ip.l3, ip.tos, new_total, found.tail.protocol);
+            carrier::rewrite_ip(bytes, &ip, ip.tos, new_len, found.tail.protocol);
         }
         Encapsulation::OverTcpUdp { .. } => {
             let tos = if found.tail_informative() {
@@ -328,7 +332,7 @@ pub fn strip(frame: &mut FrameBuf<'_>, found: &Extracted, config: &Domain) -> Op
             } else {
                 ip.tos & !config.encapsulation.tos_mask()
             };
-            carrier::rewrite_ipv4(bytes, ip.l3, tos, new_total, ip.protocol);
+            carrier::rewrite_ip(bytes, &ip, tos, new_len, ip.protocol);
             found.carrier.update(bytes, found.carrier_len, found.carrier_len - removed, block_sum, 0);
         }
     }

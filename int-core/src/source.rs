@@ -1,13 +1,20 @@
-//! INT source: insert an INT 0.5 block into an IPv4 TCP/UDP packet, in
-//! place, moving only the headers in front of it into the headroom.
+//! INT source: insert an INT 0.5 block into an IPv4 or IPv6 TCP/UDP
+//! packet, in place, moving only the headers in front of it into the
+//! headroom.
 //!
 //! DSCP encapsulation (INT_05_OVER_TCP_UDP): the block goes after the UDP
 //! header or after the TCP header (before or after the options, see
-//! [`TcpPlacement`]); IPv4 Total Length, UDP Length and the L4 checksum grow
-//! with it and the DSCP mark is set. UDP encapsulation
+//! [`TcpPlacement`]); the IP length (IPv4 Total Length, IPv6 Payload
+//! Length), UDP Length and the L4 checksum grow with it and the DSCP mark
+//! is set (in IPv6's Traffic Class). UDP encapsulation
 //! (INT_05_EXTENSION_UDP): a UDP header to the INT port and the block go
-//! right after IPv4; protocol becomes 17; the original L4 bytes are not
-//! touched.
+//! right after the IP header (IPv6: after its extension headers); the
+//! protocol (IPv6: the last Next Header) becomes 17; the original L4 bytes
+//! are not touched. That UDP header's checksum is 0 over IPv4, as
+//! Host-INT's; IPv6 forbids 0, so there it is computed (see
+//! [`carrier::inserted_udp_checksum`]).
+//!
+//! IPv6 is ours alone: Host-INT instruments IPv4 only.
 //!
 //! The tail is the caller's choice ([`TailStyle`]): Host-INT's (zeros in
 //! the DSCP encapsulation, the protocol alone in the UDP one), which a
@@ -25,7 +32,7 @@ use crate::error::{EmitError, ParseError};
 use crate::flow::FlowKey;
 use crate::frame::FrameBuf;
 use crate::int05::{self, HopMetadata, Instructions, IntBlock, MetadataHeaderRepr, ShimType, Tail, TailRepr};
-use crate::locate::{self, Ipv4Location, L4};
+use crate::locate::{self, IpLocation, IpVersion, L4};
 use crate::wire::UdpRepr;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,7 +47,8 @@ pub struct SourceConfig {
     /// Whether the source pushes its own hop (Total Hop Count 1) or only the
     /// header (Total Hop Count 0).
     pub own_hop: bool,
-    /// The largest IPv4 Total Length allowed after insertion (the MTU).
+    /// The largest IP packet allowed after insertion (the MTU: IPv4 Total
+    /// Length, or IPv6's 40 bytes and Payload Length).
     pub max_ip_len: u16,
     pub tail: TailStyle,
 }
@@ -121,7 +129,8 @@ impl SourceConfig {
 /// Why a packet leaves the source untouched. Each is counted by the node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Skip {
-    NotIpv4,
+    /// Neither IPv4 nor IPv6.
+    NotIp,
     NotTcpUdp,
     /// A fragment, first or later: never instrumented (a later one has no
     /// L4 header; growing a first one would leave the later ones' offsets
@@ -143,7 +152,7 @@ pub enum Skip {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Plan {
     pub flow: FlowKey,
-    ip: Ipv4Location,
+    ip: IpLocation,
     l4: L4,
     /// Frame offset where the gap opens.
     insert_at: usize,
@@ -189,7 +198,7 @@ fn plan_as(frame: &[u8], config: &SourceConfig, marked_is_fine: bool) -> Result<
             ip.l4 + config.tcp_placement.offset(header_len)
         }
     };
-    if ip.end - ip.l3 + config.added_len() > usize::from(config.max_ip_len) {
+    if ip.ip_len() + config.added_len() > usize::from(config.max_ip_len) {
         return Err(Skip::TooBig);
     }
     // A first fragment's UDP Length covers the whole datagram: it must
@@ -205,12 +214,12 @@ fn plan_as(frame: &[u8], config: &SourceConfig, marked_is_fine: bool) -> Result<
 
 /// The general walk, for frames [`locate::common`] does not take.
 #[inline(never)]
-fn walk(frame: &[u8], config: &SourceConfig) -> Result<(Ipv4Location, L4), Skip> {
-    let ip = locate::ipv4(frame).map_err(Skip::Malformed)?.ok_or(Skip::NotIpv4)?;
+fn walk(frame: &[u8], config: &SourceConfig) -> Result<(IpLocation, L4), Skip> {
+    let ip = locate::ip(frame).map_err(Skip::Malformed)?.ok_or(Skip::NotIp)?;
     if !matches!(ip.protocol, locate::PROTO_TCP | locate::PROTO_UDP) {
         return Err(Skip::NotTcpUdp);
     }
-    if ip.fragment_offset != 0 || ip.more_fragments {
+    if ip.is_fragment() {
         let marked = matches!(config.encapsulation, Encapsulation::OverTcpUdp { .. })
             && config.encapsulation.tos_is_marked(ip.tos);
         return Err(if marked { Skip::MarkedFragment } else { Skip::Fragment });
@@ -219,35 +228,41 @@ fn walk(frame: &[u8], config: &SourceConfig) -> Result<(Ipv4Location, L4), Skip>
     Ok((ip, l4))
 }
 
-/// Clears this domain's DSCP mark bits of an IPv4 packet (the IPv4 header
+/// Clears this domain's DSCP mark bits of an IP packet (an IPv4 header
 /// checksum follows): what a source does to a marked packet it does not
 /// instrument, so that nothing leaves it marked without its INT block.
 /// Returns false, changing nothing, in the UDP encapsulation (the mark is
 /// a destination port, which cannot be cleared) and for frames that are not
-/// IPv4.
+/// IP.
 pub fn clear_mark(frame: &mut [u8], config: &SourceConfig) -> bool {
     if !matches!(config.encapsulation, Encapsulation::OverTcpUdp { .. }) {
         return false;
     }
-    let Ok(Some(ip)) = locate::ipv4(frame) else { return false };
+    let Ok(Some(ip)) = locate::ip(frame) else { return false };
     let tos = ip.tos & !config.encapsulation.tos_mask();
-    carrier::rewrite_ipv4(frame, ip.l3, tos, (ip.end - ip.l3) as u16, ip.protocol);
+    carrier::rewrite_ip(frame, &ip, tos, ip.ip_len(), ip.protocol);
     true
 }
 
 #[inline]
-pub(crate) fn flow_key(
-    frame: &[u8],
-    ip: &Ipv4Location,
-    protocol: u8,
-    src_port: u16,
-    dst_port: u16,
-) -> FlowKey {
-    let addr = |at: usize| match frame.get(at..at + 4) {
-        Some(&[a, b, c, d]) => core::net::Ipv4Addr::new(a, b, c, d),
-        _ => core::net::Ipv4Addr::UNSPECIFIED,
-    };
-    FlowKey::v4(addr(ip.l3 + 12), addr(ip.l3 + 16), protocol, src_port, dst_port)
+pub(crate) fn flow_key(frame: &[u8], ip: &IpLocation, protocol: u8, src_port: u16, dst_port: u16) -> FlowKey {
+    match ip.version {
+        IpVersion::V4 => {
+            let addr = |at: usize| match frame.get(at..at + 4) {
+                Some(&[a, b, c, d]) => core::net::Ipv4Addr::new(a, b, c, d),
+                _ => core::net::Ipv4Addr::UNSPECIFIED,
+            };
+            FlowKey::v4(addr(ip.l3 + 12), addr(ip.l3 + 16), protocol, src_port, dst_port)
+        }
+        IpVersion::V6 => {
+            let addr = |at: usize| {
+                let octets: [u8; 16] =
+                    frame.get(at..at + 16).and_then(|b| b.try_into().ok()).unwrap_or_default();
+                core::net::IpAddr::V6(octets.into())
+            };
+            FlowKey { src: addr(ip.l3 + 8), dst: addr(ip.l3 + 24), protocol, src_port, dst_port }
+        }
+    }
 }
 
 /// The INT block a source writes, built once per configuration and node:
@@ -381,17 +396,32 @@ pub fn insert_with(
     crate::bytes::put(block, template.tail_at, &tail);
     block_sum += word_sum(u32::from_be_bytes(tail));
 
-    let old_total = (ip.end - ip.l3) as u16;
-    let new_total = old_total + added as u16;
-    carrier::rewrite_ipv4(bytes, ip.l3, config.encapsulation.mark_tos(ip.tos), new_total, protocol);
-    if let Encapsulation::OverTcpUdp { .. } = config.encapsulation {
-        let (carrier, old_len) = match plan.l4 {
-            L4::Udp { length, .. } => (Carrier::Udp(ip.l4), length),
-            L4::Tcp { .. } => (Carrier::Tcp(ip.l4), original_payload_len as u16),
-        };
-        carrier.update(bytes, old_len, old_len + added as u16, 0, block_sum);
-    }
+    carrier::rewrite_ip(bytes, &ip, config.encapsulation.mark_tos(ip.tos), ip.ip_len() + added, protocol);
+    fix_l4_checksum(bytes, plan, config, added, block_sum);
     Ok(added)
+}
+
+/// After the insertion: the checksum covering the block. DSCP: the
+/// carrier's, grown by the block's sum. UDP encapsulation: over IPv6, the
+/// extension UDP header's own (0 over IPv4).
+#[inline(always)]
+fn fix_l4_checksum(bytes: &mut [u8], plan: &Plan, config: &SourceConfig, added: usize, block_sum: u32) {
+    let ip = plan.ip;
+    match config.encapsulation {
+        Encapsulation::OverTcpUdp { .. } => {
+            let (carrier, old_len) = match plan.l4 {
+                L4::Udp { length, .. } => (Carrier::Udp(ip.l4), length),
+                L4::Tcp { .. } => (Carrier::Tcp(ip.l4), ip.payload_len() as u16),
+            };
+            carrier.update(bytes, old_len, old_len + added as u16, 0, block_sum);
+        }
+        Encapsulation::ExtensionUdp { .. } if ip.version == IpVersion::V6 => {
+            let grown = IpLocation { end: ip.end + added, ..ip };
+            let sum = carrier::inserted_udp_checksum(bytes, &grown, ip.l4, ip.l4 + added, ip.protocol);
+            crate::bytes::put(bytes, ip.l4 + 6, &sum.to_be_bytes());
+        }
+        Encapsulation::ExtensionUdp { .. } => {}
+    }
 }
 
 /// [`insert_with`] for one packet: builds the template from `hop` first.

@@ -20,7 +20,7 @@ use crate::sink;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TransitConfig {
     pub domain: Domain,
-    /// The largest IPv4 Total Length allowed after the push.
+    /// The largest IP packet allowed after the push (the MTU).
     pub max_ip_len: u16,
 }
 
@@ -82,7 +82,7 @@ pub fn push_with(
     if found.block_len + hop_len > crate::int05::MAX_BLOCK_LEN {
         return Err(NotPushed::TooBig);
     }
-    let old_total = ip.end - ip.l3;
+    let old_total = ip.ip_len();
     if old_total + hop_len > usize::from(config.max_ip_len)
         || usize::from(carrier_len) + hop_len > usize::from(u16::MAX)
     {
@@ -103,7 +103,7 @@ pub fn push_with(
     head.shim.length += (hop_len / 4) as u8;
     head.md.total_hop_cnt += 1;
     let new_words = u32::from(head.shim.length_word()) + u32::from(head.md.word1());
-    carrier::rewrite_ipv4(bytes, ip.l3, ip.tos, (old_total + hop_len) as u16, ip.protocol);
+    carrier::rewrite_ip(bytes, &ip, ip.tos, old_total + hop_len, ip.protocol);
     found.carrier.update(bytes, carrier_len, carrier_len + hop_len as u16, old_words, new_words + hop_sum);
     Ok(Outcome::Pushed(hop_len))
 }

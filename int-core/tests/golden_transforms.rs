@@ -307,7 +307,7 @@ fn source_skips_are_typed() {
     assert_eq!(source::plan(&marked.build(), &config), Err(Skip::AlreadyMarked));
     let mut arp = PacketSpec::udp(addr(1), addr(2), 1, 2, 10).build();
     arp[12..14].copy_from_slice(&[0x08, 0x06]);
-    assert_eq!(source::plan(&arp, &config), Err(Skip::NotIpv4));
+    assert_eq!(source::plan(&arp, &config), Err(Skip::NotIp));
     let mut icmp = PacketSpec::udp(addr(1), addr(2), 1, 2, 10).build();
     icmp[23] = 1;
     assert_eq!(source::plan(&icmp, &config), Err(Skip::NotTcpUdp));

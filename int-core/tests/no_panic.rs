@@ -111,7 +111,7 @@ fn everything_tunnels(bytes: &[u8]) {
     }
     if let Ok(Some(ip)) = int_core::locate::ipv6(bytes) {
         assert!(ip.l3 < ip.l4 && ip.l4 <= ip.end && ip.end <= bytes.len());
-        let _ = int_core::locate::l4_v6(bytes, &ip);
+        let _ = int_core::locate::l4(bytes, &ip);
     }
     let _ = vxlan_gpe::VxlanGpeRepr::parse(bytes);
     let _ = int_core::int21::tunnel::GpeShimRepr::parse(bytes);

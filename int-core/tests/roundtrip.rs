@@ -1,6 +1,6 @@
-//! Property tests: sink(transit^n(source(p))) == p for generated IPv4
-//! UDP/TCP packets (options, VLAN, sizes up to the MTU, zero UDP
-//! checksums), in both encapsulations, both shim Types and both TCP
+//! Property tests: sink(transit^n(source(p))) == p for generated IPv4 and
+//! IPv6 UDP/TCP packets (IPv4 options, IPv6 extension headers, VLAN, sizes
+//! up to the MTU, zero UDP checksums), in both encapsulations, both shim Types and both TCP
 //! placements; every intermediate packet's checksums verify, by our check
 //! and by etherparse's.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
@@ -58,13 +58,14 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
 
     #[test]
-    fn sink_of_source_is_identity(spec in packet(), config in source_config(), transits in 0usize..4, seq in any::<u32>()) {
+    fn sink_of_source_is_identity(spec in packet_v4_v6(), config in source_config(), transits in 0usize..4, seq in any::<u32>()) {
         prop_assume!(config.check().is_ok());
         let Some(original) = instrumentable(&spec, &config) else { return Ok(()) };
-        prop_assert!(verify_checksums(&original).is_ok());
+        let zero = zero_udp(&spec);
+        prop_assert!(verify_checksums_as(&original, zero).is_ok());
         prop_assert_eq!(etherparse_verdict(&original), Ok(()));
         let mut packet = run_source(&original, &config, seq);
-        prop_assert_eq!(verify_checksums(&packet), Ok(()));
+        prop_assert_eq!(verify_checksums_as(&packet, zero), Ok(()));
         prop_assert_eq!(etherparse_verdict(&packet), Ok(()));
         let transit = TransitConfig { domain: domain(&config), max_ip_len: MTU + 200 };
         let mut hops = u8::from(config.own_hop);
@@ -78,7 +79,7 @@ proptest! {
                 Outcome::MaxHopReached => prop_assert_eq!(hops, config.max_hop_cnt),
                 Outcome::DestinationOnly => prop_assert!(false, "source writes hop-by-hop types"),
             }
-            prop_assert_eq!(verify_checksums(&next), Ok(()));
+            prop_assert_eq!(verify_checksums_as(&next, zero), Ok(()));
             prop_assert_eq!(etherparse_verdict(&next), Ok(()));
             packet = next;
         }
@@ -89,14 +90,14 @@ proptest! {
             L4Spec::Udp { src_port, dst_port, .. } | L4Spec::Tcp { src_port, dst_port, .. } => (src_port, dst_port),
         };
         prop_assert_eq!((found.flow.src_port, found.flow.dst_port), (src_port, dst_port));
-        prop_assert_eq!(found.flow.src, spec.src);
+        prop_assert_eq!(found.flow.src, spec_src(&spec));
         prop_assert_eq!(restored, original);
     }
 
     /// The node's path (a template built once, the time patched per packet)
     /// writes exactly what a fresh per-packet build writes.
     #[test]
-    fn template_matches_fresh_build(spec in packet(), config in source_config(), seq in any::<u32>(), time in any::<u32>()) {
+    fn template_matches_fresh_build(spec in packet_v4_v6(), config in source_config(), seq in any::<u32>(), time in any::<u32>()) {
         prop_assume!(config.check().is_ok());
         let Some(original) = instrumentable(&spec, &config) else { return Ok(()) };
         let plan = source::plan(&original, &config).unwrap();
@@ -107,16 +108,16 @@ proptest! {
         let mut patched = Buffer::new(&original);
         patched.with(|f| source::insert_with(f, &plan, &config, &template, seq, Some(time))).unwrap();
         prop_assert_eq!(patched.frame(), fresh.frame());
-        prop_assert_eq!(verify_checksums(patched.frame()), Ok(()));
+        prop_assert_eq!(verify_checksums_as(patched.frame(), zero_udp(&spec)), Ok(()));
     }
 
     /// Checksums that were wrong on arrival stay exactly as wrong after the
     /// round trip: the node never "fixes" or further breaks a packet.
     #[test]
-    fn wrong_checksums_survive_unchanged(spec in packet(), config in source_config(), junk in any::<u16>()) {
+    fn wrong_checksums_survive_unchanged(spec in packet_v4_v6(), config in source_config(), junk in any::<u16>()) {
         prop_assume!(config.check().is_ok());
         let Some(mut original) = instrumentable(&spec, &config) else { return Ok(()) };
-        let ip = int_core::locate::ipv4(&original).unwrap().unwrap();
+        let ip = int_core::locate::ip(&original).unwrap().unwrap();
         let at = if is_udp(&original) { ip.l4 + 6 } else { ip.l4 + 16 };
         prop_assume!(junk != 0 && junk != 0xffff);
         original[at..at + 2].copy_from_slice(&junk.to_be_bytes());
@@ -130,7 +131,7 @@ proptest! {
     /// gives exactly the parser's answers and bytes.
     #[test]
     fn a_kept_shape_cache_answers_as_the_parser(
-        items in proptest::collection::vec((packet(), source_config(), 0usize..3, any::<u32>()), 1..8),
+        items in proptest::collection::vec((packet_v4_v6(), source_config(), 0usize..3, any::<u32>()), 1..8),
         rounds in 1usize..3,
     ) {
         let mut shapes = ShapeCache::default();
@@ -169,7 +170,12 @@ proptest! {
 /// or the properties above would pass on nothing.
 #[test]
 fn most_generated_packets_are_instrumented() {
-    assert_mostly_usable((packet(), source_config()), |(spec, config)| {
+    assert_mostly_usable((packet_v4_v6(), source_config()), |(spec, config)| {
+        config.check().is_ok() && instrumentable(spec, config).is_some()
+    });
+    let v6 = (ipv6_spec(), packet(), source_config())
+        .prop_map(|(v6, spec, config)| (PacketSpec { ipv6: Some(v6), ..spec }, config));
+    assert_mostly_usable(v6, |(spec, config)| {
         config.check().is_ok() && instrumentable(spec, config).is_some()
     });
 }

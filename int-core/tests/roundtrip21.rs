@@ -1,5 +1,5 @@
 //! INT 2.1 property tests: sink(transit^n(source(p))) == p for generated
-//! IPv4 UDP/TCP packets in every marking (DSCP with NPT 0, a UDP port with
+//! IPv4 and IPv6 (with extension headers) UDP/TCP packets in every marking (DSCP with NPT 0, a UDP port with
 //! NPT 1 for UDP and NPT 2 for TCP), TCP placements before and after the
 //! options, zero UDP checksums, the checksum complement asked for or not,
 //! INT-MD (with the source-only packet number or without) and INT-MX;
@@ -85,7 +85,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
 
     #[test]
-    fn sink_of_source_is_identity(spec in packet(), config in config(), transits in 0usize..4, sequence in any::<u32>()) {
+    fn sink_of_source_is_identity(spec in packet_v4_v6(), config in config(), transits in 0usize..4, sequence in any::<u32>()) {
         prop_assume!(config.check().is_ok());
         let Some(original) = instrumentable(&spec, &config) else { return Ok(()) };
         let plan = source::plan(&original, &config).unwrap();
@@ -93,7 +93,7 @@ proptest! {
         let added = buffer.with(|f| source::insert(f, &plan, &config, &hop(1), sequence)).unwrap();
         prop_assert_eq!(added, plan.added_len(&config));
         let mut packet = buffer.frame().to_vec();
-        prop_assert_eq!(verify_checksums(&packet), Ok(()));
+        prop_assert_eq!(verify_checksums_as(&packet, zero_udp(&spec)), Ok(()));
         prop_assert_eq!(etherparse_verdict(&packet), Ok(()));
         let pushes_at_source =
             usize::from(config.own_hop && config.header_type == HeaderType::Md && !plan.mtu_exceeded);
@@ -112,7 +112,7 @@ proptest! {
                 Outcome::MtuExceeded => prop_assert!(false, "the transit MTU leaves room"),
             }
             packet = buffer.frame().to_vec();
-            prop_assert_eq!(verify_checksums(&packet), Ok(()));
+            prop_assert_eq!(verify_checksums_as(&packet, zero_udp(&spec)), Ok(()));
             prop_assert_eq!(etherparse_verdict(&packet), Ok(()));
         }
         if let int_core::int21::Block::Md(md) = int_core::int21::find(&packet, &config.domain).unwrap().unwrap().block {
@@ -131,6 +131,7 @@ proptest! {
             L4Spec::Udp { src_port, dst_port, .. } | L4Spec::Tcp { src_port, dst_port, .. } => (src_port, dst_port),
         };
         prop_assert_eq!((found.flow.src_port, found.flow.dst_port), (src_port, dst_port));
+        prop_assert_eq!(found.flow.src, spec_src(&spec));
         let expected_next = match (config.domain.marking, is_udp(&original)) {
             (Marking::Dscp(_), _) => matches!(found.next, Next::Dscp(_)),
             (Marking::UdpPort(_), true) => matches!(found.next, Next::UdpPort(_)),
@@ -147,7 +148,7 @@ proptest! {
     /// metadata instruments without it and sets M; a transit hop that
     /// cannot push within its MTU sets M and pushes nothing.
     #[test]
-    fn the_mtu_rules(spec in packet(), config in config()) {
+    fn the_mtu_rules(spec in packet_v4_v6(), config in config()) {
         let config = SourceConfig { header_type: HeaderType::Md, own_hop: true, ..config };
         prop_assume!(config.check().is_ok());
         let Some(original) = instrumentable(&spec, &config) else { return Ok(()) };
@@ -168,7 +169,7 @@ proptest! {
         let outcome = at_transit.with(|f| transit::push(f, &config.domain, ip_len + 16 + udp, &hop(2))).unwrap();
         prop_assert_eq!(outcome, Outcome::MtuExceeded);
         prop_assert_eq!(at_transit.frame().len(), packet.len());
-        prop_assert_eq!(verify_checksums(at_transit.frame()), Ok(()));
+        prop_assert_eq!(verify_checksums_as(at_transit.frame(), zero_udp(&spec)), Ok(()));
         let mut restored = Buffer::new(at_transit.frame());
         let found = sink::extract(at_transit.frame(), &config.domain).unwrap().unwrap();
         restored.with(|f| sink::strip(f, &found)).unwrap();
@@ -179,7 +180,7 @@ proptest! {
 /// Guards the generators: most generated cases must reach the round trip.
 #[test]
 fn most_generated_packets_are_instrumented() {
-    assert_mostly_usable((packet(), config()), |(spec, config)| {
+    assert_mostly_usable((packet_v4_v6(), config()), |(spec, config)| {
         config.check().is_ok() && instrumentable(spec, config).is_some()
     });
 }

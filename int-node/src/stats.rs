@@ -35,7 +35,7 @@ counters! {
     // source
     instrumented,
     not_watched,
-    not_ipv4,
+    not_ip,
     not_tcp_udp,
     fragments,
     own_reports,

@@ -20,13 +20,13 @@ pub fn record(
     flows: &mut BTreeMap<FlowKey, FlowSummary>,
     json_out: bool,
 ) {
-    let flow = FlowKey::v4(
-        report.ip.src,
-        report.ip.dst,
-        u8::from(report.ip.protocol),
-        report.src_port,
-        report.dst_port,
-    );
+    let flow = FlowKey {
+        src: report.ip.src,
+        dst: report.ip.dst,
+        protocol: report.ip.protocol,
+        src_port: report.src_port,
+        dst_port: report.dst_port,
+    };
     let latency = report.latency_ns();
     if let Some(latency) = latency {
         flows.entry(flow).or_default().add_latency(i64::from(latency));

@@ -92,45 +92,16 @@ pub fn run(args: &DecodeArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// An IPv6 packet's addresses, upper-layer protocol and ports (INT over
-/// IPv6 is not read yet), or `not-ip`.
-fn decode_ipv6(frame: &[u8], out: &mut Map<String, Value>) {
-    let ip = match locate::ipv6(frame) {
-        Ok(Some(ip)) => ip,
-        Ok(None) => {
-            out.insert("kind".into(), json!("not-ip"));
-            return;
-        }
-        Err(error) => {
-            out.insert("kind".into(), json!("malformed"));
-            out.insert("error".into(), json!(error.to_string()));
-            return;
-        }
-    };
-    let header = frame.get(ip.l3..).and_then(|bytes| int_core::wire::Ipv6Repr::parse(bytes).ok());
-    out.insert("kind".into(), json!("ipv6"));
-    out.insert("src".into(), json!(header.map(|h| h.src.to_string())));
-    out.insert("dst".into(), json!(header.map(|h| h.dst.to_string())));
-    out.insert("protocol".into(), json!(ip.protocol));
-    out.insert("traffic_class".into(), json!(ip.traffic_class));
-    out.insert("fragment".into(), json!(ip.fragment));
-    if let Ok(Some(l4)) = locate::l4_v6(frame, &ip) {
-        let (src_port, dst_port) = l4.ports();
-        out.insert("src_port".into(), json!(src_port));
-        out.insert("dst_port".into(), json!(dst_port));
-    }
-}
-
 /// One packet as JSON: always `index`, `time_ns`, `length`; then what it is.
 pub fn decode_frame(index: usize, time_ns: u64, frame: &[u8], domains: &Domains, report_port: u16) -> Value {
     let mut out = Map::new();
     out.insert("index".into(), json!(index));
     out.insert("time_ns".into(), json!(time_ns));
     out.insert("length".into(), json!(frame.len()));
-    let ip = match locate::ipv4(frame) {
+    let ip = match locate::ip(frame) {
         Ok(Some(ip)) => ip,
         Ok(None) => {
-            decode_ipv6(frame, &mut out);
+            out.insert("kind".into(), json!("not-ip"));
             return Value::Object(out);
         }
         Err(error) => {
@@ -139,13 +110,7 @@ pub fn decode_frame(index: usize, time_ns: u64, frame: &[u8], domains: &Domains,
             return Value::Object(out);
         }
     };
-    let addr = |at: usize| {
-        frame.get(at..at + 4).map_or(String::from("?"), |b| format!("{}.{}.{}.{}", b[0], b[1], b[2], b[3]))
-    };
-    out.insert("src".into(), json!(addr(ip.l3 + 12)));
-    out.insert("dst".into(), json!(addr(ip.l3 + 16)));
-    out.insert("protocol".into(), json!(ip.protocol));
-    out.insert("dscp".into(), json!(ip.tos >> 2));
+    ip_fields(frame, &ip, &mut out);
     let l4 = match locate::l4(frame, &ip) {
         Ok(l4) => l4,
         Err(error) => {
@@ -174,6 +139,31 @@ pub fn decode_frame(index: usize, time_ns: u64, frame: &[u8], domains: &Domains,
     Value::Object(out)
 }
 
+/// The IP header's fields: addresses, protocol and DSCP; for IPv6 also
+/// its version, Traffic Class and whether it is a fragment.
+fn ip_fields(frame: &[u8], ip: &locate::IpLocation, out: &mut Map<String, Value>) {
+    let text = |at: usize, len: usize| match frame.get(at..at + len) {
+        Some(&[a, b, c, d]) => std::net::Ipv4Addr::new(a, b, c, d).to_string(),
+        Some(bytes) => {
+            bytes.try_into().map_or(String::from("?"), |o: [u8; 16]| std::net::Ipv6Addr::from(o).to_string())
+        }
+        None => String::from("?"),
+    };
+    let (src, dst) = match ip.version {
+        locate::IpVersion::V4 => (text(ip.l3 + 12, 4), text(ip.l3 + 16, 4)),
+        locate::IpVersion::V6 => (text(ip.l3 + 8, 16), text(ip.l3 + 24, 16)),
+    };
+    out.insert("src".into(), json!(src));
+    out.insert("dst".into(), json!(dst));
+    out.insert("protocol".into(), json!(ip.protocol));
+    out.insert("dscp".into(), json!(ip.tos >> 2));
+    if ip.version == locate::IpVersion::V6 {
+        out.insert("ip_version".into(), json!(6));
+        out.insert("traffic_class".into(), json!(ip.tos));
+        out.insert("fragment".into(), json!(ip.is_fragment()));
+    }
+}
+
 /// A telemetry report's fields into `out`: version 2 by its group header,
 /// version 0.5 (and Host-INT's) otherwise.
 fn decode_report(payload: &[u8], domain_id: u16, out: &mut Map<String, Value>) {
@@ -190,8 +180,11 @@ fn decode_report(payload: &[u8], domain_id: u16, out: &mut Map<String, Value>) {
             let mut json = report_json(&parsed);
             // A sink's own TR 0.5 flow report: its flow and INT stack too.
             if let (Ok(flow), Some(fields)) = (FlowReport::parse(payload), json.as_object_mut()) {
-                fields.insert("flow".into(), json!({"src": flow.ip.src.to_string(), "dst": flow.ip.dst.to_string(),
-                    "protocol": u8::from(flow.ip.protocol), "src_port": flow.src_port, "dst_port": flow.dst_port}));
+                fields.insert(
+                    "flow".into(),
+                    json!({"src": flow.ip.src.to_string(), "dst": flow.ip.dst.to_string(),
+                    "protocol": flow.ip.protocol, "src_port": flow.src_port, "dst_port": flow.dst_port}),
+                );
                 fields.insert("int".into(), block_json(&flow.block));
                 fields.insert("latency_ns".into(), json!(flow.latency_ns()));
             }

@@ -43,6 +43,44 @@ pub fn int_tools(dir: &Path, args: &[&str]) -> String {
 /// some VLAN-tagged, some with IPv4 options, sizes from 60 bytes to the
 /// 1514-byte maximum of a 1500 MTU (less `headroom` for INT to fit).
 pub fn mixed_traffic(count: usize, flows: usize, headroom: usize) -> Vec<Vec<u8>> {
+    mixed_specs(count, flows, headroom).iter().map(PacketSpec::build).collect()
+}
+
+/// [`mixed_traffic`] in dual stack: the flows [`is_ipv6_flow`] names are
+/// IPv6 (2001:db8::/64, the IPv4 flow's addresses in the low 32 bits; IPv4
+/// options dropped), every third flow of them behind a Hop-by-Hop and a
+/// Destination Options header. Sizes stay within the same MTU.
+pub fn mixed_traffic_dual(count: usize, flows: usize, headroom: usize) -> Vec<Vec<u8>> {
+    use int_core::craft::{ipv6_options, Ipv6Spec};
+    use int_core::wire::ipv6::{DESTINATION_OPTIONS, HOP_BY_HOP};
+    let v6 = |v4: Ipv4Addr| std::net::Ipv6Addr::from((0x2001_0db8_u128 << 96) | u128::from(u32::from(v4)));
+    let mut specs = mixed_specs(count, flows, headroom);
+    for (i, spec) in specs.iter_mut().enumerate() {
+        let flow = i % flows;
+        if !is_ipv6_flow(flow) {
+            continue;
+        }
+        let extensions = if flow.is_multiple_of(3) {
+            vec![(HOP_BY_HOP, ipv6_options(0)), (DESTINATION_OPTIONS, ipv6_options(0))]
+        } else {
+            Vec::new()
+        };
+        let grown = 20 - spec.ip_options.len() + extensions.len() * 8;
+        spec.payload.truncate(spec.payload.len().saturating_sub(grown));
+        spec.ip_options.clear();
+        spec.ipv6 =
+            Some(Ipv6Spec { src: v6(spec.src), dst: v6(spec.dst), flow_label: flow as u32, extensions });
+    }
+    specs.iter().map(PacketSpec::build).collect()
+}
+
+/// Four flows in ten, among them UDP flows with and without checksums and
+/// TCP flows, with and without options, as in IPv4.
+pub fn is_ipv6_flow(flow: usize) -> bool {
+    matches!(flow % 10, 1 | 3 | 6 | 8)
+}
+
+fn mixed_specs(count: usize, flows: usize, headroom: usize) -> Vec<PacketSpec> {
     (0..count)
         .map(|i| {
             let flow = i % flows;
@@ -83,7 +121,7 @@ pub fn mixed_traffic(count: usize, flows: usize, headroom: usize) -> Vec<Vec<u8>
             for (j, byte) in spec.payload.iter_mut().enumerate() {
                 *byte = (i + j) as u8;
             }
-            spec.build()
+            spec
         })
         .collect()
 }

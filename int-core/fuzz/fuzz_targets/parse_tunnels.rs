@@ -19,7 +19,7 @@ fuzz_target!(|data: &[u8]| {
     // As a frame: the located IPv6 packet lies inside it.
     if let Ok(Some(ip)) = int_core::locate::ipv6(data) {
         assert!(ip.l3 < ip.l4 && ip.l4 <= ip.end && ip.end <= data.len());
-        let _ = int_core::locate::l4_v6(data, &ip);
+        let _ = int_core::locate::l4(data, &ip);
     }
     // INT in a tunnel: its body lies inside the payload, and an INT-MD
     // body's hops and source-only words fill its stack.

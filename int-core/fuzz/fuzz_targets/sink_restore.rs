@@ -1,6 +1,7 @@
 //! What the sink forwards, judged by a parser nobody here wrote: whatever
 //! arbitrary frame the sink accepts as INT, its output walks cleanly under
-//! etherparse (Ethernet, IPv4 lengths, UDP length, TCP Data Offset) and
+//! etherparse (Ethernet, IPv4 lengths or IPv6 and its extension headers,
+//! UDP length, TCP Data Offset) and
 //! every checksum in it is exactly as right, or as wrong, as it was in the
 //! input (IPv4 header; the L4 checksum over what the input's covered: the
 //! whole carrier in the DSCP encapsulation, less a Host-INT tail, the inner
@@ -10,6 +11,7 @@
 use int_core::checksum;
 use int_core::encap::{Encapsulation, TcpPlacement, EXTENSION_UDP_LEN};
 use int_core::encap::Domain;
+use int_core::locate::{self, IpVersion};
 use int_core::sink;
 use int_core::FrameBuf;
 use libfuzzer_sys::fuzz_target;
@@ -22,12 +24,13 @@ enum Verdict {
     None,
 }
 
-/// The verdict on an L4 checksum over `segment` with the IPv4 pseudo-header.
-fn l4_verdict(src: [u8; 4], dst: [u8; 4], protocol: u8, segment: &[u8]) -> Verdict {
+/// The verdict on an L4 checksum over `segment` with a pseudo-header of
+/// `addresses` (the sum of IPv4's 8 or IPv6's 32 address bytes).
+fn l4_verdict(addresses: u32, protocol: u8, segment: &[u8]) -> Verdict {
     if protocol == 17 && segment.get(6..8) == Some(&[0, 0]) {
         return Verdict::None;
     }
-    let pseudo = checksum::pseudo_header_sum(src.into(), dst.into(), protocol, segment.len() as u16);
+    let pseudo = addresses + u32::from(protocol) + segment.len() as u32;
     if checksum::fold(checksum::sum(pseudo, segment)) == 0xffff {
         Verdict::Right
     } else {
@@ -35,21 +38,32 @@ fn l4_verdict(src: [u8; 4], dst: [u8; 4], protocol: u8, segment: &[u8]) -> Verdi
     }
 }
 
-/// etherparse's walk of a frame: the IPv4 header checksum's verdict, and
-/// the L4 verdict over what etherparse takes to be the segment.
+/// etherparse's walk of a frame: the IPv4 header checksum's verdict (IPv6
+/// has none: Right), and the L4 verdict over what etherparse takes to be
+/// the segment.
 fn walk(frame: &[u8]) -> (Verdict, Verdict) {
     use etherparse::{NetSlice, SlicedPacket, TransportSlice};
     let packet = SlicedPacket::from_ethernet(frame).expect("the sink's output walks cleanly");
-    let Some(NetSlice::Ipv4(ip)) = packet.net else { panic!("the sink's output lost its IPv4 header") };
-    let header = ip.header().to_header();
-    // Over the raw header: etherparse's own recomputation drops the
-    // reserved flag bit, which the node must carry as it came.
-    let ip_verdict =
-        if checksum::checksum(ip.header().slice()) == 0 { Verdict::Right } else { Verdict::Wrong };
-    let segment = ip.payload().payload;
+    let (ip_verdict, addresses, segment) = match &packet.net {
+        // Over the raw header: etherparse's own recomputation drops the
+        // reserved flag bit, which the node must carry as it came.
+        Some(NetSlice::Ipv4(ip)) => {
+            let verdict =
+                if checksum::checksum(ip.header().slice()) == 0 { Verdict::Right } else { Verdict::Wrong };
+            let header = ip.header();
+            let addresses = checksum::sum(checksum::sum(0, &header.source()), &header.destination());
+            (verdict, addresses, ip.payload().payload)
+        }
+        Some(NetSlice::Ipv6(ip)) => {
+            let header = ip.header();
+            let addresses = checksum::sum(checksum::sum(0, &header.source()), &header.destination());
+            (Verdict::Right, addresses, ip.payload().payload)
+        }
+        _ => panic!("the sink's output lost its IP header"),
+    };
     let l4 = match packet.transport {
-        Some(TransportSlice::Udp(_)) => l4_verdict(header.source, header.destination, 17, segment),
-        Some(TransportSlice::Tcp(_)) => l4_verdict(header.source, header.destination, 6, segment),
+        Some(TransportSlice::Udp(_)) => l4_verdict(addresses, 17, segment),
+        Some(TransportSlice::Tcp(_)) => l4_verdict(addresses, 6, segment),
         // A first fragment: its L4 checksum covers the whole datagram.
         _ => Verdict::None,
     };
@@ -71,29 +85,29 @@ fuzz_target!(|data: &[u8]| {
         },
     };
     let Ok(Some(found)) = sink::extract(frame, &config) else { return };
+    let Ok(Some(ip)) = locate::ip(frame) else { panic!("extract accepted a frame with no IP header") };
     // The input's verdicts, on what its checksums covered.
-    let l3 = found.l3();
-    let ip_header = &frame[l3..found.carrier_at()];
-    let ihl = usize::from(ip_header[0] & 0x0f) * 4;
-    let ip_in = if checksum::checksum(&frame[l3..l3 + ihl]) == 0 { Verdict::Right } else { Verdict::Wrong };
-    let total = usize::from(u16::from_be_bytes([frame[l3 + 2], frame[l3 + 3]]));
-    let (src, dst) =
-        (frame[l3 + 12..l3 + 16].try_into().unwrap(), frame[l3 + 16..l3 + 20].try_into().unwrap());
-    let fragment = u16::from_be_bytes([frame[l3 + 6], frame[l3 + 7]]) & 0x3fff != 0;
+    let (ip_in, addresses) = match ip.version {
+        IpVersion::V4 => {
+            let right = checksum::checksum(&frame[ip.l3..ip.l4]) == 0;
+            (if right { Verdict::Right } else { Verdict::Wrong }, checksum::sum(0, &frame[ip.l3 + 12..ip.l3 + 20]))
+        }
+        IpVersion::V6 => (Verdict::Right, checksum::sum(0, &frame[ip.l3 + 8..ip.l3 + 40])),
+    };
     let l4_in = match config.encapsulation {
         // A tail that is not informative is Host-INT's, which the L4
         // checksum does not cover (its first bytes may hold the kernel's
         // checksum completion): judge the input without it.
         Encapsulation::OverTcpUdp { .. } if !found.tail_informative() => {
-            let mut segment = frame[l3 + ihl..l3 + total].to_vec();
-            let tail_at = found.block_at + found.block_len - 4 - (l3 + ihl);
+            let mut segment = frame[ip.l4..ip.end].to_vec();
+            let tail_at = found.block_at + found.block_len - 4 - ip.l4;
             segment[tail_at..tail_at + 4].fill(0);
-            l4_verdict(src, dst, frame[l3 + 9], &segment)
+            l4_verdict(addresses, ip.protocol, &segment)
         }
-        Encapsulation::OverTcpUdp { .. } => l4_verdict(src, dst, frame[l3 + 9], &frame[l3 + ihl..l3 + total]),
+        Encapsulation::OverTcpUdp { .. } => l4_verdict(addresses, ip.protocol, &frame[ip.l4..ip.end]),
         Encapsulation::ExtensionUdp { .. } => {
-            let inner = l3 + ihl + EXTENSION_UDP_LEN + found.block_len;
-            l4_verdict(src, dst, found.tail.protocol, &frame[inner..l3 + total])
+            let inner = ip.l4 + EXTENSION_UDP_LEN + found.block_len;
+            l4_verdict(addresses, found.tail.protocol, &frame[inner..ip.end])
         }
     };
 
@@ -103,7 +117,7 @@ fuzz_target!(|data: &[u8]| {
     sink::strip(&mut view, &found, &config).expect("extract accepted it");
     let (ip_out, l4_out) = walk(view.frame());
     assert_eq!(ip_out, ip_in, "IPv4 header checksum");
-    if !fragment {
+    if !ip.is_fragment() {
         assert_eq!(l4_out, l4_in, "L4 checksum");
     }
 });

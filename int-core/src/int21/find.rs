@@ -5,7 +5,9 @@
 use crate::encap::{DscpMatch, TcpPlacement};
 use crate::error::{Layer, ParseError};
 use crate::flow::FlowKey;
-use crate::locate::{self, Ipv4Location, L4};
+use zerocopy::FromBytes;
+
+use crate::locate::{self, IpLocation, L4};
 use crate::source::flow_key;
 
 use super::{Block, Next};
@@ -35,7 +37,7 @@ pub enum Marking {
 /// An INT 2.1 packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Found<'a> {
-    pub ip: Ipv4Location,
+    pub ip: IpLocation,
     /// The L4 header INT follows (the inserted UDP header for NPT 2).
     pub l4: L4,
     pub block_at: usize,
@@ -48,8 +50,8 @@ pub struct Found<'a> {
 /// Finds and parses the INT block of a frame. `Ok(None)`: not a packet of
 /// this domain. `Err`: marked as INT, but the headers or the block lie.
 pub fn find<'a>(frame: &'a [u8], domain: &Domain) -> Result<Option<Found<'a>>, ParseError> {
-    let Some(ip) = locate::ipv4(frame)? else { return Ok(None) };
-    if ip.fragment_offset != 0 || ip.more_fragments {
+    let Some(ip) = locate::ip(frame)? else { return Ok(None) };
+    if ip.is_fragment() {
         return Ok(None);
     }
     let Some(l4) = locate::l4(frame, &ip)? else { return Ok(None) };
@@ -69,17 +71,16 @@ pub fn find<'a>(frame: &'a [u8], domain: &Domain) -> Result<Option<Found<'a>>, P
 }
 
 /// The INT 2.1 block of a packet a telemetry report carries, and its
-/// original flow: from its IPv4 header, possibly cut short after the block
-/// (its lengths then cover more than is there). Only the headers in front
-/// of the block, and with NPT 2 the original L4 header's ports, are read.
+/// original flow: from its IPv4 or IPv6 header, possibly cut short after
+/// the block (its lengths then cover more than is there). Only the headers
+/// in front of the block, and with NPT 2 the original L4 header's ports,
+/// are read.
 pub fn find_in_report<'a>(
     packet: &'a [u8],
     domain: &Domain,
 ) -> Result<Option<(Block<'a>, FlowKey)>, ParseError> {
-    use zerocopy::FromBytes;
-    let (ip, _) = crate::wire::Ipv4Header::ref_from_prefix(packet)
-        .map_err(|_| ParseError::truncated(Layer::Ipv4, 0, 20, packet.len()))?;
-    let l4 = ip.header_len();
+    let ip = reported_ip(packet)?;
+    let l4 = ip.upper_at;
     let port =
         |at: usize| packet.get(at..at + 2).and_then(|b| b.try_into().ok()).map_or(0, u16::from_be_bytes);
     let block_at = match (domain.marking, ip.protocol) {
@@ -102,14 +103,47 @@ pub fn find_in_report<'a>(
             (protocol, port(inner), port(inner + 2))
         }
     };
-    let flow = FlowKey::v4(ip.src_addr(), ip.dst_addr(), protocol, src_port, dst_port);
+    let flow = FlowKey { src: ip.src, dst: ip.dst, protocol, src_port, dst_port };
     Ok(Some((block, flow)))
+}
+
+/// What a report's packet says of itself up to its upper-layer header.
+struct ReportedIp {
+    src: core::net::IpAddr,
+    dst: core::net::IpAddr,
+    protocol: u8,
+    tos: u8,
+    upper_at: usize,
+}
+
+/// The IPv4 header, or the IPv6 header and its extension headers, at the
+/// start of a report's packet.
+fn reported_ip(packet: &[u8]) -> Result<ReportedIp, ParseError> {
+    if packet.first().is_some_and(|byte| byte >> 4 == 6) {
+        let walk = crate::wire::ipv6::walk_extensions(packet)?;
+        return Ok(ReportedIp {
+            src: walk.header.src.into(),
+            dst: walk.header.dst.into(),
+            protocol: walk.protocol,
+            tos: walk.header.traffic_class,
+            upper_at: walk.upper_at,
+        });
+    }
+    let (ip, _) = crate::wire::Ipv4Header::ref_from_prefix(packet)
+        .map_err(|_| ParseError::truncated(Layer::Ipv4, 0, 20, packet.len()))?;
+    Ok(ReportedIp {
+        src: ip.src_addr().into(),
+        dst: ip.dst_addr().into(),
+        protocol: ip.protocol,
+        tos: ip.tos,
+        upper_at: ip.header_len(),
+    })
 }
 
 /// The original flow, by NPT; an NPT the marking does not allow is refused.
 fn flow_of(
     frame: &[u8],
-    ip: &Ipv4Location,
+    ip: &IpLocation,
     l4: L4,
     block: Block<'_>,
     block_at: usize,

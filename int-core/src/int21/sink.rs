@@ -29,7 +29,7 @@ pub struct Extracted {
     pub is_mx: bool,
     /// The block's instruction bitmap (INT-MX: what every node reports).
     pub instructions: super::Instructions,
-    pub ip: crate::locate::Ipv4Location,
+    pub ip: crate::locate::IpLocation,
     pub l4: L4,
     pub block_at: usize,
     pub block_len: usize,
@@ -39,7 +39,7 @@ pub struct Extracted {
 impl Extracted {
     /// Where the packet a report carries ends: after the block and, for
     /// NPT 2, the original L4 header's first 20 bytes (TCP) or 8 (UDP);
-    /// never past the IPv4 packet.
+    /// never past the IP packet.
     pub fn report_end(&self) -> usize {
         let after = match self.next {
             Next::IpProtocol(6) => 20,
@@ -97,11 +97,11 @@ pub fn strip(frame: &mut FrameBuf<'_>, found: &Extracted) -> Option<usize> {
         return None;
     }
     let bytes = frame.frame_mut();
-    let new_total = (ip.end - ip.l3 - remove_len) as u16;
+    let new_len = ip.ip_len() - remove_len;
     let removed = remove_len as u16;
     match (found.next, found.l4) {
         (Next::Dscp(dscp), l4) => {
-            carrier::rewrite_ipv4(bytes, ip.l3, (dscp << 2) | (ip.tos & 0x03), new_total, ip.protocol);
+            carrier::rewrite_ip(bytes, &ip, (dscp << 2) | (ip.tos & 0x03), new_len, ip.protocol);
             let (carrier, old_len) = match l4 {
                 L4::Udp { length, .. } => (Carrier::Udp(ip.l4), length),
                 L4::Tcp { .. } => (Carrier::Tcp(ip.l4), ip.payload_len() as u16),
@@ -109,13 +109,13 @@ pub fn strip(frame: &mut FrameBuf<'_>, found: &Extracted) -> Option<usize> {
             carrier.update(bytes, old_len, old_len - removed, found.block_sum, 0);
         }
         (Next::UdpPort(original), L4::Udp { length, dst_port, .. }) => {
-            carrier::rewrite_ipv4(bytes, ip.l3, ip.tos, new_total, ip.protocol);
+            carrier::rewrite_ip(bytes, &ip, ip.tos, new_len, ip.protocol);
             bytes.get_mut(ip.l4 + 2..ip.l4 + 4)?.copy_from_slice(&original.to_be_bytes());
             let (old_word, new_word) = (u32::from(dst_port), u32::from(original));
             Carrier::Udp(ip.l4).update(bytes, length, length - removed, old_word + found.block_sum, new_word);
         }
         (Next::UdpPort(_), L4::Tcp { .. }) => return None,
-        (Next::IpProtocol(protocol), _) => carrier::rewrite_ipv4(bytes, ip.l3, ip.tos, new_total, protocol),
+        (Next::IpProtocol(protocol), _) => carrier::rewrite_ip(bytes, &ip, ip.tos, new_len, protocol),
     }
     Some(remove_len)
 }

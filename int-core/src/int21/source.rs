@@ -9,14 +9,17 @@
 //! is instrumented without it and gets the M bit. The L4 checksum is
 //! updated incrementally (a UDP checksum of 0 stays 0); a checksum
 //! complement the bitmap asks for is written as all ones, "not used"
-//! (section 5.6). A UDP header the source inserts has checksum 0, as the
-//! text recommends.
+//! (section 5.6). A UDP header the source inserts has checksum 0 over
+//! IPv4, as the text recommends; IPv6 forbids 0, so there it is computed
+//! (see [`carrier::inserted_udp_checksum`]). Over IPv6 the DSCP is in the
+//! Traffic Class, the length Payload Length, and an inserted UDP header
+//! goes after the extension headers.
 
 use crate::carrier::{self, Carrier};
 use crate::checksum;
 use crate::flow::FlowKey;
 use crate::frame::FrameBuf;
-use crate::locate::{self, Ipv4Location, L4};
+use crate::locate::{self, IpLocation, IpVersion, L4};
 use crate::source::{flow_key, Skip};
 use crate::wire::udp::HEADER_LEN as UDP_LEN;
 use crate::wire::UdpRepr;
@@ -44,7 +47,7 @@ pub struct SourceConfig {
     pub ds_flags: u16,
     /// D: sinks discard the packet after reporting it (probe traffic).
     pub discard: bool,
-    /// The largest IPv4 Total Length allowed after the insertion.
+    /// The largest IP packet allowed after the insertion (the MTU).
     pub max_ip_len: u16,
 }
 
@@ -106,7 +109,7 @@ impl SourceConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Plan {
     pub flow: FlowKey,
-    pub ip: Ipv4Location,
+    pub ip: IpLocation,
     pub l4: L4,
     /// Where the block (or, for NPT 2, the new UDP header) goes.
     pub insert_at: usize,
@@ -141,18 +144,18 @@ pub fn plan_marked(frame: &[u8], config: &SourceConfig) -> Result<Plan, Skip> {
 /// changing nothing, for a port-marked domain and frames that are not IPv4.
 pub fn clear_mark(frame: &mut [u8], config: &SourceConfig) -> bool {
     let Marking::Dscp(dscp) = config.domain.marking else { return false };
-    let Ok(Some(ip)) = locate::ipv4(frame) else { return false };
+    let Ok(Some(ip)) = locate::ip(frame) else { return false };
     let tos = ip.tos & !dscp.encapsulation().tos_mask();
-    carrier::rewrite_ipv4(frame, ip.l3, tos, (ip.end - ip.l3) as u16, ip.protocol);
+    carrier::rewrite_ip(frame, &ip, tos, ip.ip_len(), ip.protocol);
     true
 }
 
 fn plan_as(frame: &[u8], config: &SourceConfig, marked_is_fine: bool) -> Result<Plan, Skip> {
-    let ip = locate::ipv4(frame).map_err(Skip::Malformed)?.ok_or(Skip::NotIpv4)?;
+    let ip = locate::ip(frame).map_err(Skip::Malformed)?.ok_or(Skip::NotIp)?;
     if !matches!(ip.protocol, locate::PROTO_TCP | locate::PROTO_UDP) {
         return Err(Skip::NotTcpUdp);
     }
-    if ip.fragment_offset != 0 || ip.more_fragments {
+    if ip.is_fragment() {
         return Err(Skip::Fragment);
     }
     let l4 = locate::l4(frame, &ip).map_err(Skip::Malformed)?.ok_or(Skip::NotTcpUdp)?;
@@ -179,7 +182,7 @@ fn plan_as(frame: &[u8], config: &SourceConfig, marked_is_fine: bool) -> Result<
         next,
         mtu_exceeded: false,
     };
-    let ip_len = ip.end - ip.l3;
+    let ip_len = ip.ip_len();
     if ip_len + plan.added_len(config) > usize::from(config.max_ip_len) {
         plan.mtu_exceeded = true;
         if ip_len + plan.added_len(config) > usize::from(config.max_ip_len) {
@@ -228,26 +231,33 @@ pub fn insert(
     }
     bytes.get_mut(block_at..block_at + block_len).ok_or(Skip::NoHeadroom)?.copy_from_slice(block);
     let block_sum = checksum::sum(0, block);
-    let new_total = (ip.end - ip.l3 + added) as u16;
+    let grown = IpLocation { end: ip.end + added, ..ip };
+    let new_len = grown.ip_len();
     match (plan.next, plan.l4) {
         (Next::Dscp(_), l4) => {
             let tos = match config.domain.marking {
                 Marking::Dscp(dscp) => dscp.encapsulation().mark_tos(ip.tos),
                 Marking::UdpPort(_) => ip.tos,
             };
-            carrier::rewrite_ipv4(bytes, ip.l3, tos, new_total, ip.protocol);
+            carrier::rewrite_ip(bytes, &ip, tos, new_len, ip.protocol);
             let (carrier, old_len) = carrier_of(l4, &ip);
             carrier.update(bytes, old_len, old_len + added as u16, 0, block_sum);
         }
         (Next::UdpPort(original), L4::Udp { length, .. }) => {
-            carrier::rewrite_ipv4(bytes, ip.l3, ip.tos, new_total, ip.protocol);
+            carrier::rewrite_ip(bytes, &ip, ip.tos, new_len, ip.protocol);
             let port = udp_port(config);
             bytes.get_mut(ip.l4 + 2..ip.l4 + 4).ok_or(Skip::NoHeadroom)?.copy_from_slice(&port.to_be_bytes());
             let (old_word, new_word) = (u32::from(original), u32::from(port));
             Carrier::Udp(ip.l4).update(bytes, length, length + added as u16, old_word, new_word + block_sum);
         }
         (Next::UdpPort(_), L4::Tcp { .. }) => return Err(Skip::NotTcpUdp),
-        (Next::IpProtocol(_), _) => carrier::rewrite_ipv4(bytes, ip.l3, ip.tos, new_total, locate::PROTO_UDP),
+        (Next::IpProtocol(protocol), _) => {
+            carrier::rewrite_ip(bytes, &ip, ip.tos, new_len, locate::PROTO_UDP);
+            if ip.version == IpVersion::V6 {
+                let sum = carrier::inserted_udp_checksum(bytes, &grown, ip.l4, ip.l4 + added, protocol);
+                crate::bytes::put(bytes, ip.l4 + 6, &sum.to_be_bytes());
+            }
+        }
     }
     Ok(added)
 }
@@ -261,7 +271,7 @@ fn udp_port(config: &SourceConfig) -> u16 {
 }
 
 /// The header whose length and checksum cover a block after the L4 header.
-fn carrier_of(l4: L4, ip: &Ipv4Location) -> (Carrier, u16) {
+fn carrier_of(l4: L4, ip: &IpLocation) -> (Carrier, u16) {
     match l4 {
         L4::Udp { length, .. } => (Carrier::Udp(ip.l4), length),
         L4::Tcp { .. } => (Carrier::Tcp(ip.l4), ip.payload_len() as u16),

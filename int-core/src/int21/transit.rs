@@ -40,7 +40,7 @@ pub enum NotPushed {
 }
 
 /// Pushes `hop` onto the stack of an INT 2.1 packet of `domain`, no larger
-/// than `max_ip_len` bytes of IPv4 after the push.
+/// than `max_ip_len` bytes of IP packet after the push.
 pub fn push(
     frame: &mut FrameBuf<'_>,
     domain: &Domain,
@@ -61,7 +61,7 @@ pub fn push(
         set_flag(frame.frame_mut(), block_at, carrier, carrier_len, MdHeader::set_max_hop_exceeded)?;
         return Ok(Outcome::MaxHopReached);
     }
-    if ip.end - ip.l3 + hop_len > usize::from(max_ip_len) {
+    if ip.ip_len() + hop_len > usize::from(max_ip_len) {
         set_flag(frame.frame_mut(), block_at, carrier, carrier_len, MdHeader::set_mtu_exceeded)?;
         return Ok(Outcome::MtuExceeded);
     }
@@ -82,7 +82,7 @@ pub fn push(
     head.shim.length += header.hop_ml;
     head.md.remaining_hop_cnt -= 1;
     let new_words = u32::from(head.shim.first_word()) + u32::from(head.md.word1());
-    carrier::rewrite_ipv4(bytes, ip.l3, ip.tos, (ip.end - ip.l3 + hop_len) as u16, ip.protocol);
+    carrier::rewrite_ip(bytes, &ip, ip.tos, ip.ip_len() + hop_len, ip.protocol);
     carrier.update(bytes, carrier_len, carrier_len + hop_len as u16, old_words, new_words + hop_sum);
     Ok(Outcome::Pushed(hop_len))
 }

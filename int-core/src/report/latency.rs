@@ -12,7 +12,7 @@
 //! arrived): the report is the sink's own record, and without its hop the
 //! latency would be lost. The packet itself never grows at the sink.
 
-use core::net::Ipv4Addr;
+use core::net::{IpAddr, Ipv4Addr};
 
 use zerocopy::FromBytes;
 
@@ -111,6 +111,10 @@ impl LatencyReport<'_> {
             None
         };
         let (ip, src_port, dst_port, block) = parse_packet(bytes, at)?;
+        let ReportedIp::V4(ip) = ip else {
+            // Host-INT's INT/IPv4 report has no IPv6 form.
+            return Err(ParseError::UnknownVersion { layer: Layer::Ipv4, offset: at, value: 6 });
+        };
         header.expect_flags(FLAGS)?;
         Ok(LatencyReport { header, sink_id, ip, src_port, dst_port, block })
     }
@@ -150,7 +154,7 @@ pub(crate) fn write_packet(
     let ip_out = out.get_mut(..ip_len).ok_or_else(short)?;
     ip_out.copy_from_slice(ip_bytes);
     if found.inner_l4().is_some() {
-        set_protocol(ip_out, found.flow.protocol);
+        set_protocol(ip_out, &found.ip, found.flow.protocol);
     }
     let mut at = ip_len;
     let (l4_at, l4_len) = found.report_l4();
@@ -184,18 +188,59 @@ pub(crate) fn write_packet(
     Ok(at)
 }
 
+/// The IP header a report's packet starts with, as far as a collector
+/// reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PacketIp {
+    pub src: IpAddr,
+    pub dst: IpAddr,
+    /// The flow's protocol (in the UDP encapsulation, restored from the
+    /// tail by the sink that wrote the report).
+    pub protocol: u8,
+}
+
+/// What [`parse_packet`] read: the IPv4 header whole (Host-INT's latency
+/// report keeps it), or an IPv6 one as a [`PacketIp`].
+pub(crate) enum ReportedIp {
+    V4(Ipv4Repr),
+    V6(PacketIp),
+}
+
+impl ReportedIp {
+    pub(crate) fn packet_ip(&self) -> PacketIp {
+        match self {
+            ReportedIp::V4(ip) => {
+                PacketIp { src: ip.src.into(), dst: ip.dst.into(), protocol: u8::from(ip.protocol) }
+            }
+            ReportedIp::V6(ip) => *ip,
+        }
+    }
+}
+
 /// Reads what [`write_packet`] wrote, at `at` in `bytes` to their end: the
-/// IPv4 header, the flow's ports and the INT block (nothing may trail it).
+/// IP header (IPv4, or IPv6 and its extension headers), the flow's ports
+/// and the INT block (nothing may trail it).
 pub(crate) fn parse_packet(
     bytes: &[u8],
-    mut at: usize,
-) -> Result<(Ipv4Repr, u16, u16, IntBlock<'_>), ParseError> {
-    let (ip, ip_len) = Ipv4Repr::parse(bytes.get(at..).unwrap_or(&[])).map_err(|e| e.shifted(at))?;
-    at += ip_len;
-    let carrier_len = match u8::from(ip.protocol) {
+    at: usize,
+) -> Result<(ReportedIp, u16, u16, IntBlock<'_>), ParseError> {
+    let packet = bytes.get(at..).unwrap_or(&[]);
+    let (ip, ip_len) = if packet.first().is_some_and(|byte| byte >> 4 == 6) {
+        let walk = crate::wire::ipv6::walk_extensions(packet).map_err(|e| e.shifted(at))?;
+        let ip =
+            PacketIp { src: walk.header.src.into(), dst: walk.header.dst.into(), protocol: walk.protocol };
+        (ReportedIp::V6(ip), walk.upper_at)
+    } else {
+        let (ip, ip_len) = Ipv4Repr::parse(packet).map_err(|e| e.shifted(at))?;
+        (ReportedIp::V4(ip), ip_len)
+    };
+    let mut at = at + ip_len;
+    let carrier_len = match ip.packet_ip().protocol {
         crate::locate::PROTO_UDP => crate::wire::udp::HEADER_LEN,
         crate::locate::PROTO_TCP => crate::wire::tcp::MIN_HEADER_LEN,
-        value => return Err(ParseError::UnknownType { layer: Layer::Ipv4, offset: at - ip_len + 9, value }),
+        value => {
+            return Err(ParseError::UnknownType { layer: Layer::LatencyReport, offset: at - ip_len, value })
+        }
     };
     let carrier = bytes
         .get(at..at + carrier_len)
@@ -217,8 +262,16 @@ fn looks_like_ipv4(bytes: &[u8]) -> bool {
     }
 }
 
-/// Sets an IPv4 header's protocol, updating its checksum incrementally.
-fn set_protocol(ip: &mut [u8], protocol: u8) {
+/// Sets the protocol of the IP headers `ip` (as `location` found them in
+/// the frame): IPv4's, its checksum following incrementally, or the last
+/// Next Header of IPv6's chain.
+fn set_protocol(ip: &mut [u8], location: &crate::locate::IpLocation, protocol: u8) {
+    if location.version == crate::locate::IpVersion::V6 {
+        if let Some(byte) = ip.get_mut(location.next_header_at - location.l3) {
+            *byte = protocol;
+        }
+        return;
+    }
     let Ok((header, _)) = Ipv4Header::mut_from_prefix(ip) else { return };
     let old = header.ttl_protocol_word();
     header.protocol = protocol;

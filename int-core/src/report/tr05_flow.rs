@@ -13,21 +13,25 @@
 //! - The frame: the Ethernet header (and VLAN tags) as received, then what
 //!   Host-INT's latency report carries after its header, without the
 //!   sink's hop (its metadata is in the Switch Local header, as section 4
-//!   allows): the IPv4 header, the flow's L4 header (8 bytes of UDP, the
+//!   allows): the IP header (IPv6: and its extension headers), the flow's
+//!   L4 header (8 bytes of UDP, the
 //!   first 20 of TCP) and the INT block as received, without Host-INT's
 //!   tail. One-way latency is the fixed header's ingress timestamp minus
 //!   the bottom hop's.
+//!
+//! Host-INT's INT/IPv4 latency report has no IPv6 form: a sink in
+//! Host-INT's profile reports an IPv6 flow with this report instead.
 //!
 //! TR 0.5 has no report for packets lost between nodes (its drop report
 //! is for a device that dropped a packet itself): a sink in this profile
 //! counts losses (`lost_packets`) and sends none.
 
-use super::latency::{packet_len, parse_packet, write_packet};
+use super::latency::{packet_len, parse_packet, write_packet, PacketIp};
 use super::tr05::{self, NextProto, ReportHeaderRepr, SwitchLocalRepr};
 use crate::error::{EmitError, Layer, ParseError};
 use crate::int05::{HopMetadata, IntBlock};
 use crate::sink::Extracted;
-use crate::wire::{EtherType, Ipv4Repr};
+use crate::wire::EtherType;
 
 /// F: a tracked flow.
 const FLAGS: u8 = 0x20;
@@ -39,7 +43,7 @@ pub struct FlowReport<'a> {
     pub local: SwitchLocalRepr,
     /// The Ethernet header and VLAN tags of the packet.
     pub ethernet: &'a [u8],
-    pub ip: Ipv4Repr,
+    pub ip: PacketIp,
     pub src_port: u16,
     pub dst_port: u16,
     pub block: IntBlock<'a>,
@@ -85,7 +89,7 @@ impl<'a> FlowReport<'a> {
 
     /// Reads a flow report, refusing what its emitter would not write:
     /// another NProto, flags other than F, a frame that is not Ethernet
-    /// (with up to two VLAN tags) and IPv4, bytes after the INT block.
+    /// (with up to two VLAN tags) and IP, bytes after the INT block.
     pub fn parse(bytes: &'a [u8]) -> Result<Self, ParseError> {
         let header = ReportHeaderRepr::parse(bytes)?;
         if header.next_proto != NextProto::SwitchLocalEthernet {
@@ -102,7 +106,7 @@ impl<'a> FlowReport<'a> {
         let ethernet_len = ethernet_len(bytes.get(at..).unwrap_or_default()).map_err(|e| e.shifted(at))?;
         let ethernet = bytes.get(at..at + ethernet_len).unwrap_or_default();
         let (ip, src_port, dst_port, block) = parse_packet(bytes, at + ethernet_len)?;
-        Ok(FlowReport { header, local, ethernet, ip, src_port, dst_port, block })
+        Ok(FlowReport { header, local, ethernet, ip: ip.packet_ip(), src_port, dst_port, block })
     }
 
     /// The bottom hop of the stack: the source's.
@@ -117,10 +121,10 @@ impl<'a> FlowReport<'a> {
     }
 }
 
-/// Bytes of Ethernet header and VLAN tags in front of an IPv4 header.
+/// Bytes of Ethernet header and VLAN tags in front of an IP header.
 fn ethernet_len(frame: &[u8]) -> Result<usize, ParseError> {
     let (ethertype, len) = crate::locate::l2(frame)?;
-    if ethertype != EtherType::Ipv4 {
+    if !matches!(ethertype, EtherType::Ipv4 | EtherType::Ipv6) {
         let value = u16::from(ethertype);
         return Err(ParseError::UnknownType {
             layer: Layer::Ethernet,

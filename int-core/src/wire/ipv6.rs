@@ -61,6 +61,13 @@ impl Ipv6Header {
     pub fn flow_label(&self) -> u32 {
         self.version_tc_flow.get() & 0x000f_ffff
     }
+
+    /// Sets Traffic Class and Payload Length (no header checksum to follow).
+    pub fn rewrite(&mut self, traffic_class: u8, payload_len: u16) {
+        let word = self.version_tc_flow.get();
+        self.version_tc_flow.set((word & 0xf00f_ffff) | (u32::from(traffic_class) << 20));
+        self.payload_len.set(payload_len);
+    }
 }
 
 /// A parsed IPv6 fixed header.
@@ -126,8 +133,10 @@ pub struct Extensions {
     /// Offset of the Next Header field that names it (6 when there are no
     /// extension headers): the byte a transform rewrites to insert a header.
     pub next_header_at: usize,
-    /// A Fragment header was walked: the packet is a fragment.
-    pub fragment: bool,
+    /// The Fragment header's offset-and-flags word (Fragment Offset << 3,
+    /// then two reserved bits and M), when one was walked: the packet is a
+    /// fragment.
+    pub fragment: Option<u16>,
     /// The fixed header the walk started from.
     pub header: Ipv6Repr,
 }
@@ -143,7 +152,7 @@ pub fn walk_extensions(packet: &[u8]) -> Result<Extensions, ParseError> {
         upper_at: HEADER_LEN,
         protocol: header.next_header,
         next_header_at: 6,
-        fragment: false,
+        fragment: None,
         header,
     };
     for _ in 0..MAX_EXTENSIONS {
@@ -179,7 +188,10 @@ pub fn walk_extensions(packet: &[u8]) -> Result<Extensions, ParseError> {
         if packet.len() < next_end {
             return Err(ParseError::truncated(Layer::Ipv6Extension, walk.upper_at, len, packet.len()));
         }
-        walk.fragment |= walk.protocol == FRAGMENT;
+        if walk.protocol == FRAGMENT {
+            let word = packet.get(walk.upper_at + 2..walk.upper_at + 4).and_then(|b| b.try_into().ok());
+            walk.fragment = word.map(u16::from_be_bytes);
+        }
         walk = Extensions { upper_at: next_end, protocol: next, next_header_at: walk.upper_at, ..walk };
     }
     Err(ParseError::BadLength {
@@ -248,22 +260,29 @@ mod tests {
     }
 
     #[test]
+    fn rewrite_keeps_version_and_flow_label() {
+        let mut bytes = packet(&[]);
+        let (header, _) = Ipv6Header::mut_from_prefix(&mut bytes).unwrap();
+        header.rewrite(0xa3, 0x1234);
+        assert_eq!(bytes[..6], [0x6a, 0x31, 0x23, 0x45, 0x12, 0x34]);
+    }
+
+    #[test]
     fn walks_to_the_upper_layer() {
         let plain = walk_extensions(&packet(&[])).unwrap();
-        assert_eq!(
-            (plain.upper_at, plain.protocol, plain.next_header_at, plain.fragment),
-            (40, 17, 6, false)
-        );
+        assert_eq!((plain.upper_at, plain.protocol, plain.next_header_at, plain.fragment), (40, 17, 6, None));
         assert_eq!(plain.header, Ipv6Repr::parse(&packet(&[])).unwrap());
         let three =
             packet(&[(HOP_BY_HOP, options(0)), (ROUTING, options(2)), (DESTINATION_OPTIONS, options(1))]);
         let walked = walk_extensions(&three).unwrap();
         assert_eq!(
             (walked.upper_at, walked.protocol, walked.next_header_at, walked.fragment),
-            (88, 17, 72, false)
+            (88, 17, 72, None)
         );
-        let fragment = packet(&[(FRAGMENT, vec![0, 0, 0, 1, 0, 0, 0, 7])]);
-        assert!(walk_extensions(&fragment).unwrap().fragment);
+        let first = packet(&[(FRAGMENT, vec![0, 0, 0, 1, 0, 0, 0, 7])]);
+        assert_eq!(walk_extensions(&first).unwrap().fragment, Some(1), "offset 0, M");
+        let later = packet(&[(FRAGMENT, vec![0, 0, 0x05, 0x58, 0, 0, 0, 7])]);
+        assert_eq!(walk_extensions(&later).unwrap().fragment.map(|word| word >> 3), Some(171));
     }
 
     #[test]

@@ -6,7 +6,7 @@
 use std::net::Ipv4Addr;
 
 use int_core::checksum;
-use int_core::craft::{L4Spec, PacketSpec};
+use int_core::craft::{Ipv6Spec, L4Spec, PacketSpec};
 use int_core::encap::Domain;
 use int_core::encap::Encapsulation;
 use int_core::int05::HopMetadata;
@@ -47,29 +47,37 @@ impl Buffer {
 }
 
 /// Checks the IPv4 header checksum and the L4 checksum (pseudo-header
-/// included; a UDP checksum of 0 passes). In the UDP encapsulation the inner
-/// L4 checksum is checked against the original protocol from the tail.
+/// included, IPv4's or IPv6's; a UDP checksum of 0 passes over IPv4 and
+/// fails over IPv6, which forbids it, unless `zero_udp_ok`: a packet that
+/// arrived with one keeps it). In the UDP encapsulation the checksum of
+/// the outer UDP header is checked over everything after it.
 pub fn verify_checksums(frame: &[u8]) -> Result<(), String> {
-    let Some(ip) = locate::ipv4(frame).map_err(|e| e.to_string())? else { return Ok(()) };
-    if checksum::checksum(&frame[ip.l3..ip.l4]) != 0 {
-        return Err("ipv4 header checksum".into());
-    }
-    let src =
-        std::net::Ipv4Addr::new(frame[ip.l3 + 12], frame[ip.l3 + 13], frame[ip.l3 + 14], frame[ip.l3 + 15]);
-    let dst =
-        std::net::Ipv4Addr::new(frame[ip.l3 + 16], frame[ip.l3 + 17], frame[ip.l3 + 18], frame[ip.l3 + 19]);
-    let l4 = &frame[ip.l4..ip.end];
-    let check = |protocol: u8, bytes: &[u8], what: &str| -> Result<(), String> {
-        if protocol == 17 && bytes[6] == 0 && bytes[7] == 0 {
-            return Ok(());
+    verify_checksums_as(frame, false)
+}
+
+pub fn verify_checksums_as(frame: &[u8], zero_udp_ok: bool) -> Result<(), String> {
+    let Some(ip) = locate::ip(frame).map_err(|e| e.to_string())? else { return Ok(()) };
+    let addresses = match ip.version {
+        locate::IpVersion::V4 => {
+            if checksum::checksum(&frame[ip.l3..ip.l4]) != 0 {
+                return Err("ipv4 header checksum".into());
+            }
+            checksum::sum(0, &frame[ip.l3 + 12..ip.l3 + 20])
         }
-        let pseudo = checksum::pseudo_header_sum(src, dst, protocol, bytes.len() as u16);
-        match checksum::fold(checksum::sum(pseudo, bytes)) {
-            0xffff => Ok(()),
-            other => Err(format!("{what} checksum sums to {other:#06x}")),
-        }
+        locate::IpVersion::V6 => checksum::sum(0, &frame[ip.l3 + 8..ip.l3 + 40]),
     };
-    check(ip.protocol, l4, "l4")
+    let l4 = &frame[ip.l4..ip.end];
+    if ip.protocol == 17 && l4[6] == 0 && l4[7] == 0 {
+        return match ip.version {
+            locate::IpVersion::V6 if !zero_udp_ok => Err("udp checksum 0 over ipv6".into()),
+            _ => Ok(()),
+        };
+    }
+    let pseudo = addresses + u32::from(ip.protocol) + l4.len() as u32;
+    match checksum::fold(checksum::sum(pseudo, l4)) {
+        0xffff => Ok(()),
+        other => Err(format!("l4 checksum sums to {other:#06x}")),
+    }
 }
 
 pub fn sink_hop(node: u32, time: u32) -> HopMetadata {
@@ -106,7 +114,7 @@ pub fn domain(config: &SourceConfig) -> Domain {
 }
 
 pub fn is_udp(frame: &[u8]) -> bool {
-    let ip = locate::ipv4(frame).unwrap().unwrap();
+    let ip = locate::ip(frame).unwrap().unwrap();
     matches!(locate::l4(frame, &ip).unwrap(), Some(L4::Udp { .. }))
 }
 
@@ -115,40 +123,121 @@ pub fn extension(port: u16) -> Encapsulation {
 }
 
 /// An oracle nobody here wrote: etherparse walks the frame (Ethernet, VLAN,
-/// IPv4 lengths and options, UDP length, TCP Data Offset) and recomputes
-/// the IPv4 header, UDP and TCP checksums. In the UDP encapsulation it sees
-/// the outer headers only (the extension UDP checksum is 0, as Host-INT
-/// writes it).
+/// IPv4 lengths and options or IPv6 and its extension headers, UDP length,
+/// TCP Data Offset) and recomputes the IPv4 header, UDP and TCP checksums.
+/// In the UDP encapsulation it sees the outer headers only (over IPv4 the
+/// extension UDP checksum is 0, as Host-INT writes it).
 pub fn etherparse_verdict(frame: &[u8]) -> Result<(), String> {
     use etherparse::{NetSlice, SlicedPacket, TransportSlice};
     let packet = SlicedPacket::from_ethernet(frame).map_err(|e| format!("etherparse: {e}"))?;
-    let Some(NetSlice::Ipv4(ip)) = packet.net else { return Err("etherparse: no IPv4".into()) };
-    let header = ip.header().to_header();
-    if header.calc_header_checksum() != ip.header().header_checksum() {
-        return Err("etherparse: ipv4 header checksum".into());
-    }
-    if ip.is_payload_fragmented() {
-        return Ok(());
-    }
-    match packet.transport {
-        Some(TransportSlice::Udp(udp)) if udp.checksum() != 0 => {
+    let (v4, v6) = match &packet.net {
+        Some(NetSlice::Ipv4(ip)) => {
+            let header = ip.header().to_header();
+            if header.calc_header_checksum() != ip.header().header_checksum() {
+                return Err("etherparse: ipv4 header checksum".into());
+            }
+            if ip.is_payload_fragmented() {
+                return Ok(());
+            }
+            (Some(header), None)
+        }
+        Some(NetSlice::Ipv6(ip)) => {
+            if ip.is_payload_fragmented() {
+                return Ok(());
+            }
+            (None, Some(ip.header().to_header()))
+        }
+        _ => return Err("etherparse: no IP".into()),
+    };
+    let verdict =
+        |ok: bool, what: &str| ok.then_some(()).ok_or_else(|| format!("etherparse: {what} checksum"));
+    match (packet.transport, v4, v6) {
+        // Over IPv6 a 0 is judged by verify_checksums.
+        (Some(TransportSlice::Udp(udp)), _, _) if udp.checksum() == 0 => Ok(()),
+        (Some(TransportSlice::Udp(udp)), Some(header), _) => {
             let expected =
                 udp.to_header().calc_checksum_ipv4(&header, udp.payload()).map_err(|e| e.to_string())?;
-            (expected == udp.checksum()).then_some(()).ok_or_else(|| "etherparse: udp checksum".to_string())
+            verdict(expected == udp.checksum(), "udp")
         }
-        Some(TransportSlice::Udp(_)) => Ok(()),
-        Some(TransportSlice::Tcp(tcp)) => {
+        (Some(TransportSlice::Udp(udp)), _, Some(header)) => {
+            let expected =
+                udp.to_header().calc_checksum_ipv6(&header, udp.payload()).map_err(|e| e.to_string())?;
+            verdict(expected == udp.checksum(), "udp")
+        }
+        (Some(TransportSlice::Tcp(tcp)), Some(header), _) => {
             let expected =
                 tcp.calc_checksum_ipv4(header.source, header.destination).map_err(|e| e.to_string())?;
-            (expected == tcp.checksum()).then_some(()).ok_or_else(|| "etherparse: tcp checksum".to_string())
+            verdict(expected == tcp.checksum(), "tcp")
+        }
+        (Some(TransportSlice::Tcp(tcp)), _, Some(header)) => {
+            let expected =
+                tcp.calc_checksum_ipv6(header.source, header.destination).map_err(|e| e.to_string())?;
+            verdict(expected == tcp.checksum(), "tcp")
         }
         _ => Err("etherparse: no UDP or TCP".into()),
+    }
+}
+
+/// Generated IPv6 headers: random addresses and flow label, and up to
+/// three extension headers in RFC 8200's order (Hop-by-Hop, Routing with
+/// Segments Left 0, Destination Options), each of 8 to 24 bytes.
+pub fn ipv6_spec() -> impl Strategy<Value = Ipv6Spec> {
+    use int_core::craft::ipv6_options;
+    use int_core::wire::ipv6::{DESTINATION_OPTIONS, HOP_BY_HOP, ROUTING};
+    let extension = |kind: u8| proptest::option::of((0u8..3).prop_map(move |units| (kind, units)));
+    (
+        any::<[u8; 16]>(),
+        any::<[u8; 16]>(),
+        0u32..0x10_0000,
+        extension(HOP_BY_HOP),
+        extension(ROUTING),
+        extension(DESTINATION_OPTIONS),
+    )
+        .prop_map(|(src, dst, flow_label, hop, routing, destination)| {
+            let extensions = [hop, routing, destination]
+                .into_iter()
+                .flatten()
+                .map(|(kind, units)| {
+                    let mut bytes = ipv6_options(units);
+                    if kind == ROUTING {
+                        // Routing Type 253 (RFC 4727's experimental), Segments Left 0.
+                        bytes[2..].fill(0);
+                        bytes[2] = 253;
+                    }
+                    (kind, bytes)
+                })
+                .collect();
+            Ipv6Spec { src: src.into(), dst: dst.into(), flow_label, extensions }
+        })
+}
+
+/// Whether `spec` is a UDP packet sent without a checksum (which over IPv6
+/// only tunnels may do, RFC 6935): its instrumented forms keep the 0.
+pub fn zero_udp(spec: &PacketSpec) -> bool {
+    matches!(spec.l4, L4Spec::Udp { zero_checksum: true, .. })
+}
+
+/// The source address a flow key of `spec` carries.
+pub fn spec_src(spec: &PacketSpec) -> std::net::IpAddr {
+    match &spec.ipv6 {
+        Some(v6) => v6.src.into(),
+        None => spec.src.into(),
     }
 }
 
 /// Generated IPv4 UDP and TCP packets: IP and TCP options, VLAN tags, any
 /// ToS, payloads up to 1399 bytes, zero UDP checksums.
 pub fn packet() -> impl Strategy<Value = PacketSpec> {
+    packet_of(Just(None))
+}
+
+/// [`packet`], IPv6 (with [`ipv6_spec`]'s extension headers) in about half
+/// of them.
+pub fn packet_v4_v6() -> impl Strategy<Value = PacketSpec> {
+    packet_of(proptest::option::of(ipv6_spec()))
+}
+
+fn packet_of(ipv6: impl Strategy<Value = Option<Ipv6Spec>>) -> impl Strategy<Value = PacketSpec> {
     let options = |max_words: usize| {
         proptest::collection::vec(any::<u8>(), 0..=max_words).prop_map(|words| {
             // Whole 4-byte words: NOPs (1) then the generated bytes padded.
@@ -173,8 +262,9 @@ pub fn packet() -> impl Strategy<Value = PacketSpec> {
         l4,
         0usize..1400,
         any::<u16>(),
+        ipv6,
     )
-        .prop_map(|(src, dst, vlan, tos, ip_options, l4, payload_len, ident)| PacketSpec {
+        .prop_map(|(src, dst, vlan, tos, ip_options, l4, payload_len, ident, ipv6)| PacketSpec {
             src_mac: [2, 0, 0, 0, 0, 1],
             dst_mac: [2, 0, 0, 0, 0, 2],
             vlan,
@@ -184,6 +274,7 @@ pub fn packet() -> impl Strategy<Value = PacketSpec> {
             ttl: 64,
             ident,
             ip_options,
+            ipv6,
             l4,
             payload: (0..payload_len).map(|i| (i * 7 + 3) as u8).collect(),
         })

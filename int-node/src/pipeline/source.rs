@@ -260,7 +260,7 @@ impl SourceStage {
 
 pub(crate) fn skip_counter(skip: Skip) -> Counter {
     match skip {
-        Skip::NotIpv4 => Counter::not_ipv4,
+        Skip::NotIp => Counter::not_ip,
         Skip::NotTcpUdp => Counter::not_tcp_udp,
         Skip::Fragment | Skip::MarkedFragment => Counter::fragments,
         Skip::AlreadyMarked => Counter::already_marked,
