@@ -1,6 +1,6 @@
 //! Checksums checked by code nobody here wrote: tshark validates the IPv4
-//! header, UDP and TCP checksums of every packet the node writes (source,
-//! transit and sink output, both encapsulations). Every checksum comes out
+//! header, UDP and TCP checksums (over IPv4 and IPv6) of every packet the
+//! node writes (source, transit and sink output, both encapsulations). Every checksum comes out
 //! exactly as right (or as wrong) as it went in.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
@@ -16,7 +16,8 @@ use common::*;
 const LUA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tools/wireshark/int05.lua");
 
 /// tshark's verdict on the IPv4, UDP and TCP checksums of each packet
-/// (Wireshark's status: 0 bad, 1 good, 2 unverified, 3 not present; empty
+/// (Wireshark's status: 0 bad, 1 good, 2 unverified, 3 not present, 4
+/// illegal (a UDP checksum of 0 over IPv6); empty
 /// for a header the packet does not have).
 fn checksum_status(pcap: &Path) -> Vec<[String; 3]> {
     let output = Command::new("tshark")
@@ -48,11 +49,11 @@ fn checksum_status(pcap: &Path) -> Vec<[String; 3]> {
         .collect()
 }
 
-/// Traffic of many shapes (UDP with and without checksums and TCP, VLAN
-/// tags, IP and TCP options, several ToS values), the last packet with a
-/// wrong UDP checksum.
+/// Traffic of many shapes (IPv4 and IPv6, UDP with and without checksums
+/// and TCP, VLAN tags, IPv4 options, IPv6 extension headers, TCP options,
+/// several ToS values), the last packet with a wrong UDP checksum.
 fn traffic() -> Vec<Vec<u8>> {
-    let mut frames = mixed_traffic(240, 17, 60);
+    let mut frames = mixed_traffic_dual(240, 17, 60);
     let mut bad =
         int_core::craft::PacketSpec::udp([10, 0, 0, 1].into(), [10, 0, 0, 2].into(), 40007, 40009, 40)
             .build();
@@ -80,14 +81,18 @@ fn chain(name: &str, int: &str) {
     let frames = traffic();
     write_pcap(&dir.join("in.pcap"), &frames);
     let input = checksum_status(&dir.join("in.pcap"));
-    // Good, or (UDP) a checksum of 0: none, which must stay none.
-    let good = input.iter().filter(|s| s[0] == "1" && (s[1] == "1" || s[1] == "3" || s[2] == "1")).count();
+    // Good (IPv6 has no header checksum), or (UDP) a checksum of 0: none
+    // over IPv4 (3), illegal over IPv6 (4), which must stay so.
+    let ip_good = |s: &[String; 3]| s[0] == "1" || s[0].is_empty();
+    let l4_good = |s: &[String; 3]| matches!(s[1].as_str(), "1" | "3" | "4") || s[2] == "1";
+    let good = input.iter().filter(|s| ip_good(s) && l4_good(s)).count();
     assert_eq!(good, frames.len() - 1, "the input: all good but the one spoiled on purpose");
     assert!(
         input.iter().any(|s| s[1] == "3") && input.iter().any(|s| s[2] == "1"),
         "UDP without checksums, TCP"
     );
     assert_eq!(input.last().unwrap()[1], "0", "tshark sees the spoiled UDP checksum");
+    assert!(input.iter().filter(|s| s[0].is_empty()).count() >= 80, "IPv6 packets");
     run_node(&dir, &node_config("source", "in.pcap", "s.pcap", int, None));
     assert_same_status("source", &dir.join("s.pcap"), &input);
     run_node(&dir, &node_config("transit", "s.pcap", "t.pcap", int, None));

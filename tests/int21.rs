@@ -1,6 +1,6 @@
 //! An INT 2.1 domain on the real binary over net_pcap vdevs: source ->
-//! transit -> sink restores every byte, in the DSCP and the UDP port
-//! marking, and the sink's Telemetry Report 2.0 latency reports carry the
+//! transit -> sink restores every byte of IPv4 and IPv6 traffic (some of
+//! it behind extension headers), in the DSCP and the UDP port marking, and the sink's Telemetry Report 2.0 latency reports carry the
 //! whole stack and the one-way latency the capture times set, coalesced
 //! into shared datagrams; packets lost on the way are counted from the
 //! source-only packet numbers and reported as losses.
@@ -29,7 +29,7 @@ fn retime(path: &std::path::Path, domain: &int21::Domain, latency_ns: u64) {
 
 fn chain(name: &str, int_section: &str, domain: int21::Domain) {
     let dir = workdir(name);
-    let frames = mixed_traffic(240, 12, 120);
+    let frames = mixed_traffic_dual(240, 12, 120);
     write_pcap(&dir.join("in.pcap"), &frames);
     let clocked = format!("{int_section}    clock: rx-timestamp\n");
     let source = run_node(&dir, &node_config("source", "in.pcap", "int.pcap", &clocked, None));
@@ -51,14 +51,24 @@ fn chain(name: &str, int_section: &str, domain: int21::Domain) {
         assert_eq!(report.group.node_id, 0x0a00_0002);
         assert_eq!(report.group.sequence, i as u32 + 1, "the exporter numbers TR 2.0 datagrams from 1");
         let parsed: Vec<_> = report.reports().collect::<Result<_, _>>().unwrap();
-        individuals.extend(parsed.into_iter().map(|r| (r.int.unwrap(), r.inner.to_vec())));
+        individuals.extend(parsed.into_iter().map(|r| (r.in_type, r.int.unwrap(), r.inner.to_vec())));
     }
     assert_eq!(individuals.len() as u64, sink.counter("sink", "reports_latency"));
     assert_eq!(individuals.len(), 12, "one report per flow: the latency never changes");
     assert!(datagrams.len() < individuals.len(), "reports of a burst share a datagram: {}", datagrams.len());
-    for (int, inner) in &individuals {
+    let mut ipv6 = 0;
+    for (in_type, int, inner) in &individuals {
         let sink_ns = int.metadata.ingress_timestamp.unwrap();
         let found = int21::find_in_report(inner, &domain).unwrap();
+        let flow = found.as_ref().map(|(_, flow)| *flow).unwrap();
+        match in_type {
+            tr20::InType::Ipv4 => assert!(flow.src.is_ipv4()),
+            tr20::InType::Ipv6 => {
+                assert!(flow.src.is_ipv6(), "{flow}");
+                ipv6 += 1;
+            }
+            other => panic!("InType {other:?}"),
+        }
         let (hops, sequence): (Vec<_>, _) = match found.map(|(block, _)| block) {
             Some(Block::Md(md)) => (md.hops().collect(), domain.source_only.sequence_of(&md.as_stack())),
             other => panic!("no INT-MD block in the report's packet: {other:?}"),
@@ -67,6 +77,7 @@ fn chain(name: &str, int_section: &str, domain: int21::Domain) {
         assert_eq!(sink_ns - hops[1].ingress_timestamp.unwrap(), 150_000, "one-way latency");
         assert_eq!(sequence, Some(1), "a flow's first packet is its first report");
     }
+    assert_eq!(ipv6, (0..12).filter(|&flow| is_ipv6_flow(flow)).count(), "IPv6 flows: InType 5");
     assert_eq!(sink.counter("sink", "lost_packets"), 0);
     assert_eq!(sink.counter("sink", "no_sequence"), 0);
 }

@@ -3,11 +3,12 @@
 //! spacing), optional loss and reordering, and optionally already
 //! instrumented (as our source would write it) for sink benchmarks.
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
 
 use clap::Args;
-use int_core::craft::{L4Spec, PacketSpec};
+use int_core::craft::{ipv6_options, Ipv6Spec, L4Spec, PacketSpec};
+use int_core::wire::ipv6;
 
 use crate::instrument::{Instrument, Source};
 use crate::pcap::Writer;
@@ -33,6 +34,14 @@ pub struct GenArgs {
     /// Give TCP segments options (MSS, SACK-permitted, timestamps).
     #[arg(long)]
     pub tcp_options: bool,
+    /// Make this share of the flows IPv6 (0.0-1.0): 2001:db8::/64
+    /// addresses with the IPv4 flow's address in the low 32 bits.
+    #[arg(long, default_value_t = 0.0)]
+    pub ipv6: f64,
+    /// Give IPv6 packets a Hop-by-Hop and a Destination Options header (8
+    /// bytes each, PadN).
+    #[arg(long)]
+    pub ipv6_options: bool,
     /// Tag this share of packets with 802.1Q VLAN 100 (0.0-1.0).
     #[arg(long, default_value_t = 0.0)]
     pub vlan: f64,
@@ -203,7 +212,25 @@ fn packet_spec(flow: u32, args: &GenArgs, vlan: bool) -> PacketSpec {
         PacketSpec::udp(src, dst, src_port, dst_port, 0)
     };
     spec.vlan = vlan.then_some(100);
+    if is_ipv6_flow(flow, args.ipv6) {
+        let v6 = |v4: Ipv4Addr| Ipv6Addr::from((0x2001_0db8_u128 << 96) | u128::from(u32::from(v4)));
+        let extensions = if args.ipv6_options {
+            vec![(ipv6::HOP_BY_HOP, ipv6_options(0)), (ipv6::DESTINATION_OPTIONS, ipv6_options(0))]
+        } else {
+            Vec::new()
+        };
+        spec.ipv6 = Some(Ipv6Spec { src: v6(src), dst: v6(dst), flow_label: flow & 0xf_ffff, extensions });
+    }
     spec
+}
+
+/// Whether flow `index` is one of the `share` of flows that are IPv6:
+/// spread evenly over the indexes, so that any prefix of the flows holds
+/// about its share.
+fn is_ipv6_flow(index: u32, share: f64) -> bool {
+    let before = (f64::from(index) * share).floor();
+    let through = (f64::from(index + 1) * share).floor();
+    through > before
 }
 
 /// Swaps a `share` of packets with their successor; capture times stay

@@ -1,7 +1,7 @@
 //! The Telemetry Report 2.0 reports of an INT 2.1 domain's stages: a group
 //! header with this node's id, then individual reports of RepType 1 (INT),
-//! InType 4 (IPv4), F set, the metadata this node provides, and the packet
-//! from its IPv4 header through the INT block as inner contents. The
+//! InType 4 or 5 (IPv4 or IPv6), F set, the metadata this node provides, and the packet
+//! from its IP header through the INT block as inner contents. The
 //! reports a burst (or a sweep step) makes are coalesced into one datagram,
 //! up to [`DATAGRAM_MAX`] bytes, handed to the exporter at its end.
 //! Rate-limited per report, never waited for.
@@ -90,7 +90,7 @@ impl Reporter21 {
             // A packet read no further than its first bytes is no tracked
             // flow's.
             flags: ReportFlags {
-                tracked_flow: in_type == InType::Ipv4,
+                tracked_flow: matches!(in_type, InType::Ipv4 | InType::Ipv6),
                 dropped: drop.is_some(),
                 ..ReportFlags::default()
             },

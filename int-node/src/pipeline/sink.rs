@@ -8,6 +8,7 @@ use int_core::encap::Domain;
 use int_core::flow::FlowKey;
 use int_core::int05::{HopMetadata, ShapeCache};
 use int_core::latency::{LatencyConfig, LatencyState, ReportReason};
+use int_core::locate::IpVersion;
 use int_core::loss::{PendingLoss, SeqEvent, SequenceTracker};
 use int_core::report::tr05::SwitchLocalRepr;
 use int_core::report::tr05_flow::FlowReport;
@@ -324,7 +325,13 @@ impl SinkStage {
             return;
         }
         let (node_id, profile) = (self.node_id, &self.profile);
-        let queued = match profile.form {
+        // Host-INT's INT/IPv4 report has no IPv6 form: an IPv6 flow is
+        // reported as in plain TR 0.5.
+        let form = match found.ip_version() {
+            IpVersion::V4 => profile.form,
+            IpVersion::V6 => ReportForm::Tr05,
+        };
+        let queued = match form {
             ReportForm::HostInt => {
                 let sink_hop = HopMetadata::host_int(node_id, self.int_port, now_ns as u32);
                 let header = self.header(NextProto::Ipv4, now_ns);

@@ -3,11 +3,11 @@
 //! 2.0.
 //!
 //! The rule that maps our latency events onto TR 2.0: a latency report is
-//! an individual report of RepType 1 (INT), InType 4 (IPv4), F set (D as
+//! an individual report of RepType 1 (INT), InType 4 (IPv4) or 5 (IPv6), F set (D as
 //! well when the packet carried D), RepMdBits 0x4C00: this node's level 1
 //! ports and its ingress and egress timestamps (8 bytes, epoch ns; the node
 //! id is in the group header). The inner contents are the packet as
-//! received from its IPv4 header through the INT block (and, with NPT 2,
+//! received from its IP header through the INT block (and, with NPT 2,
 //! the original L4 header's first bytes), so the collector reads the whole
 //! stack; one-way latency is the report's ingress timestamp minus the
 //! bottom hop's (the source's) ingress timestamp. A report goes out when a
@@ -22,6 +22,7 @@
 
 use int_core::int21::{sink, Domain, HopMetadata};
 use int_core::latency::LatencyConfig;
+use int_core::locate::IpVersion;
 use int_core::report::tr20::{self, DropInfo, InType};
 use int_core::report::tr20_loss::{self, LossReport};
 
@@ -211,7 +212,11 @@ impl Sink21Stage {
             (LATENCY_MD_BITS, Counter::reports_latency)
         };
         let drop = found.discard.then_some(DropInfo { queue_id: 0, reason: tr20::DROP_DISCARD_ASKED });
-        let subject = Subject { packet: inner, in_type: InType::Ipv4, rep_md_bits, metadata, drop };
+        let in_type = match found.ip.version {
+            IpVersion::V4 => InType::Ipv4,
+            IpVersion::V6 => InType::Ipv6,
+        };
+        let subject = Subject { packet: inner, in_type, rep_md_bits, metadata, drop };
         self.reporter.report(subject, now_ns, kind, counters);
     }
 
