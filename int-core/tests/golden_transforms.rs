@@ -387,3 +387,54 @@ fn host_int_tail_clears_mark_instead_of_restoring() {
     assert_eq!(restored[15], 0xa2, "mark bit cleared, ECN kept");
     assert_eq!(&restored[40..42], &[0, 0], "a zero UDP checksum stays zero");
 }
+
+/// An IPv6 UDP packet behind a Hop-by-Hop and a Destination Options header
+/// through Host-INT's source in both encapsulations: the mark in the
+/// Traffic Class (Flow Label untouched), Payload Length +36 (+44), the block
+/// after the UDP header, or a UDP header to port 33122 after the last
+/// extension header, whose Next Header becomes 17, with a checksum that
+/// etherparse verifies (IPv6 forbids 0); the sink gives back every byte.
+#[test]
+fn ipv6_source_marks_traffic_class_and_inserts_after_the_extensions() {
+    use int_core::craft::{ipv6_options, Ipv6Spec};
+    use int_core::wire::ipv6::{DESTINATION_OPTIONS, HOP_BY_HOP};
+    let mut spec =
+        PacketSpec::udp6("2001:db8::1".parse().unwrap(), "2001:db8::2".parse().unwrap(), 4000, 5000, 64);
+    spec.tos = 0xb8;
+    spec.ipv6 = Some(Ipv6Spec {
+        flow_label: 0x12345,
+        extensions: vec![(HOP_BY_HOP, ipv6_options(0)), (DESTINATION_OPTIONS, ipv6_options(1))],
+        ..spec.ipv6.unwrap()
+    });
+    let original = spec.build();
+    let l4 = 14 + 40 + 8 + 16;
+    let dscp = SourceConfig::host_int(1500);
+    let out = run_source(&original, &dscp, 1);
+    assert_eq!(out[14..18], [0x6b, 0xc1, 0x23, 0x45], "Traffic Class 0xbc, Flow Label kept");
+    assert_eq!(u16::from_be_bytes([out[18], out[19]]), 24 + 8 + 64 + 36);
+    assert_eq!(out[l4 + 8..l4 + 12], [0x03, 0x00, 0x09, 0x00], "the shim after the UDP header");
+    assert_eq!(etherparse_verdict(&out), Ok(()));
+    let (restored, found) = run_sink(&out, &domain(&dscp));
+    assert_eq!(found.flow.src, "2001:db8::1".parse::<std::net::IpAddr>().unwrap());
+    assert_eq!(restored, original);
+
+    let udp = SourceConfig { encapsulation: Encapsulation::ExtensionUdp { port: 33122 }, ..dscp };
+    let out = run_source(&original, &udp, 1);
+    assert_eq!(out[14..18], original[14..18], "no mark in the UDP encapsulation");
+    assert_eq!(u16::from_be_bytes([out[18], out[19]]), 24 + 8 + 64 + 44);
+    assert_eq!((out[14 + 6], out[14 + 40], out[14 + 48]), (HOP_BY_HOP, DESTINATION_OPTIONS, 17));
+    assert_eq!(u16::from_be_bytes([out[l4 + 2], out[l4 + 3]]), 33122);
+    assert_eq!(u16::from_be_bytes([out[l4 + 4], out[l4 + 5]]), 8 + 36 + 8 + 64);
+    assert_ne!(u16::from_be_bytes([out[l4 + 6], out[l4 + 7]]), 0, "IPv6 forbids a UDP checksum of 0");
+    assert_eq!(verify_checksums(&out), Ok(()));
+    assert_eq!(etherparse_verdict(&out), Ok(()));
+    assert_eq!(out[l4 + 8 + 36..], original[l4..], "the original UDP header and payload untouched");
+    let (restored, _) = run_sink(&out, &domain(&udp));
+    assert_eq!(restored, original);
+
+    // A fragment is never instrumented, first or later.
+    let mut fragment = spec.clone();
+    fragment.ipv6.as_mut().unwrap().extensions =
+        vec![(int_core::wire::ipv6::FRAGMENT, vec![0, 0, 0, 1, 0, 0, 0, 7])];
+    assert_eq!(source::plan(&fragment.build(), &dscp), Err(Skip::Fragment));
+}
