@@ -206,18 +206,21 @@ fn dscp_domain() -> int21::Domain {
     }
 }
 
-/// Packets lost between source and sink: the sink counts them from the
-/// source-only packet numbers and reports them by int-node's TR 2.0 loss
-/// rule; `collect` prints each loss record and the flows' totals.
+/// Packets lost between source and sink, of an IPv4 and an IPv6 flow: the
+/// sink counts them from the source-only packet numbers and reports them by
+/// int-node's TR 2.0 loss rule (the IPv6 flow named by its full addresses,
+/// which the flow table keeps beside its slots); `collect` prints each loss
+/// record and the flows' totals.
 #[test]
 fn losses_are_counted_from_packet_numbers_and_reported() {
     let dir = workdir("int21-loss");
     let domain = dscp_domain();
-    let frames = mixed_traffic(240, 12, 120);
+    let frames = mixed_traffic_dual(240, 12, 120);
     write_pcap(&dir.join("in.pcap"), &frames);
     let clocked = "    int: {version: 2.1}\n    clock: rx-timestamp\n";
     run_node(&dir, &node_config("source", "in.pcap", "int.pcap", clocked, None));
-    // Flow 3 loses its 5th and 6th packets, flow 7 its 10th.
+    // Flow 3 (IPv6) loses its 5th and 6th packets, flow 7 (IPv4) its 10th.
+    assert!(is_ipv6_flow(3) && !is_ipv6_flow(7));
     let lost = [3 + 12 * 4, 3 + 12 * 5, 7 + 12 * 9];
     let keep = |i: &usize| !lost.contains(i);
     let instrumented = read_pcap(&dir.join("int.pcap"));
@@ -247,7 +250,7 @@ fn losses_are_counted_from_packet_numbers_and_reported() {
         })
         .collect();
     losses.sort();
-    assert_eq!(losses, [("10.0.0.4".to_string(), 5, 2), ("10.0.0.8".to_string(), 10, 1)], "{lines:?}");
+    assert_eq!(losses, [("10.0.0.8".to_string(), 10, 1), ("2001:db8::a00:4".to_string(), 5, 2)], "{lines:?}");
     let summary = &lines.last().unwrap()["summary"];
     let lost: u64 =
         summary["flows"].as_array().unwrap().iter().map(|f| f["lost_packets"].as_u64().unwrap()).sum();

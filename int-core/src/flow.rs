@@ -126,6 +126,26 @@ impl SlotKey {
     }
 
     /// The key it was made from, for an IPv4 flow.
+    /// The IPv6 key this slot folded, given its `addresses` (source then
+    /// destination) kept beside the table: `None` unless they fold to this
+    /// slot's word (a stale or foreign pair is never reported as the flow).
+    pub fn flow_v6(&self, addresses: &[u8; 32]) -> Option<FlowKey> {
+        if self.family != 6 {
+            return None;
+        }
+        let (src, dst) = addresses.split_at(16);
+        let src: [u8; 16] = src.try_into().ok()?;
+        let dst: [u8; 16] = dst.try_into().ok()?;
+        let key = FlowKey {
+            src: IpAddr::V6(src.into()),
+            dst: IpAddr::V6(dst.into()),
+            protocol: self.protocol,
+            src_port: self.ports[0],
+            dst_port: self.ports[1],
+        };
+        (SlotKey::of(&key) == *self).then_some(key)
+    }
+
     pub fn flow(&self) -> Option<FlowKey> {
         if self.family != 4 {
             return None;

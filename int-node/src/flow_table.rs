@@ -11,6 +11,8 @@
 //! A slot is aligned to `A` ([`Align32`] or [`Align64`]) and never straddles
 //! a cache line: a lookup that hits its home slot costs one line.
 
+use std::net::IpAddr;
+
 use int_core::flow::{FlowKey, SlotKey};
 
 /// Slots of at most 32 bytes, two to a cache line.
@@ -37,6 +39,12 @@ struct Slot<V, A> {
 
 pub struct FlowTable<V, A = Align32> {
     slots: Box<[Slot<V, A>]>,
+    /// Per slot, the source and destination addresses of an IPv6 flow,
+    /// which its slot keeps folded: for tables whose flows are named in
+    /// reports after their packets are gone ([`FlowTable::with_ipv6_keys`];
+    /// empty otherwise). Kept apart so that a slot stays one cache line;
+    /// written when an IPv6 flow is created, read when it is reported.
+    ipv6_addresses: Box<[[u8; 32]]>,
     mask: usize,
     len: usize,
     capacity: usize,
@@ -89,7 +97,22 @@ impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
             slot_count * std::mem::size_of::<Slot<V, A>>(),
         );
         slots.resize(slot_count, empty);
-        FlowTable { slots: slots.into_boxed_slice(), mask: slot_count - 1, len: 0, capacity, cursor: 0 }
+        FlowTable {
+            slots: slots.into_boxed_slice(),
+            ipv6_addresses: Box::new([]),
+            mask: slot_count - 1,
+            len: 0,
+            capacity,
+            cursor: 0,
+        }
+    }
+
+    /// [`FlowTable::new`], keeping each IPv6 flow's full addresses (32
+    /// bytes per slot) so that [`SweptKey::flow`] can name it.
+    pub fn with_ipv6_keys(capacity: usize) -> Self {
+        let mut table = Self::new(capacity);
+        table.ipv6_addresses = vec![[0u8; 32]; table.slots.len()].into_boxed_slice();
+        table
     }
 
     #[cfg(test)]
@@ -166,6 +189,7 @@ impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
     ) -> Option<(&mut V, Admission)> {
         let (tag, mut index) = self.tag_and_index(hash);
         let now = coarse(now_ns);
+        let full = key;
         let key = SlotKey::of(key);
         loop {
             let slot = self.slots.get(index)?;
@@ -187,6 +211,12 @@ impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
             index = self.free_slot_for(hash)?;
         }
         self.len += 1;
+        if let (Some(addresses), IpAddr::V6(src), IpAddr::V6(dst)) =
+            (self.ipv6_addresses.get_mut(index), full.src, full.dst)
+        {
+            addresses[..16].copy_from_slice(&src.octets());
+            addresses[16..].copy_from_slice(&dst.octets());
+        }
         let slot = self.slots.get_mut(index)?;
         *slot = Slot { _align: [], tag, last_seen: now, key, value: V::default() };
         Some((&mut slot.value, admission))
@@ -267,6 +297,9 @@ impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
                 if let Some(slot) = self.slots.get_mut(hole) {
                     *slot = candidate;
                 }
+                if !self.ipv6_addresses.is_empty() {
+                    self.ipv6_addresses.copy_within(next..next + 1, hole);
+                }
                 hole = next;
             }
             next = (next + 1) & self.mask;
@@ -283,7 +316,7 @@ impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
         &mut self,
         budget: usize,
         now_ns: u64,
-        mut visit: impl FnMut(&SlotKey, &mut V, u32) -> bool,
+        mut visit: impl FnMut(&SweptKey<'_>, &mut V, u32) -> bool,
     ) -> usize {
         let now = coarse(now_ns);
         let mut removed = 0;
@@ -295,13 +328,28 @@ impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
                 continue;
             }
             let idle = idle_ms(now, slot.last_seen);
-            let key = slot.key;
+            let key = SweptKey { slot: slot.key, ipv6_addresses: self.ipv6_addresses.get(index) };
             if visit(&key, &mut slot.value, idle) {
                 self.remove_at(index);
                 removed += 1;
             }
         }
         removed
+    }
+}
+
+/// The key of a flow the sweep visits: what its slot keeps and, in a table
+/// that keeps them, its IPv6 addresses.
+pub struct SweptKey<'a> {
+    slot: SlotKey,
+    ipv6_addresses: Option<&'a [u8; 32]>,
+}
+
+impl SweptKey<'_> {
+    /// The flow's full key: always for IPv4; for IPv6 where the table
+    /// keeps the addresses. `None`: the slot's fold is all there is.
+    pub fn flow(&self) -> Option<FlowKey> {
+        self.slot.flow().or_else(|| self.slot.flow_v6(self.ipv6_addresses?))
     }
 }
 
@@ -365,6 +413,30 @@ mod tests {
         }
     }
 
+    /// Without the side array an IPv6 flow cannot be named; with it, a
+    /// slot's addresses are checked against its fold.
+    #[test]
+    fn ipv6_flows_are_named_only_where_their_addresses_are_kept() {
+        for (mut table, named) in [(FlowTable::<u32>::new(8), false), (FlowTable::with_ipv6_keys(8), true)] {
+            table.get_or_insert(&key6(3), 0, never).unwrap();
+            table.get_or_insert(&key(4), 0, never).unwrap();
+            let mut seen = Vec::new();
+            table.sweep(usize::MAX, 0, |k, _, _| {
+                seen.push(k.flow());
+                false
+            });
+            seen.sort();
+            let v6 = named.then(|| key6(3));
+            let mut expected = vec![Some(key(4)), v6];
+            expected.sort();
+            assert_eq!(seen, expected);
+        }
+        let slot = SlotKey::of(&key6(3));
+        let mut stale = [0u8; 32];
+        stale[15] = 9;
+        assert_eq!(slot.flow_v6(&stale), None, "addresses that do not fold to the slot's word");
+    }
+
     #[test]
     fn a_clock_that_went_back_ages_nothing() {
         let mut table: FlowTable<u32> = FlowTable::new(10);
@@ -380,29 +452,43 @@ mod tests {
         assert_eq!((removed, idles), (0, vec![0, 0]));
     }
 
-    /// Random inserts and sweeps checked against a HashMap.
+    fn key6(i: u32) -> FlowKey {
+        let src = std::net::Ipv6Addr::from((0x2001_0db8_u128 << 96) | u128::from(i));
+        FlowKey {
+            src: src.into(),
+            dst: "2001:db8::1:1".parse().unwrap(),
+            protocol: 6,
+            src_port: 7,
+            dst_port: 80,
+        }
+    }
+
+    /// Random inserts and sweeps of IPv4 and IPv6 flows checked against a
+    /// HashMap; the sweep names every flow it removes by its full key, IPv6
+    /// addresses and all, however far backward shifts moved its slot.
     #[test]
     fn matches_a_hashmap_under_churn() {
-        let mut table: FlowTable<u32> = FlowTable::new(64);
+        let mut table: FlowTable<u32> = FlowTable::with_ipv6_keys(64);
         let mut model: HashMap<FlowKey, u32> = HashMap::new();
         let mut rng = 0x1234_5678u64;
         for step in 0..20_000u32 {
             rng ^= rng << 13;
             rng ^= rng >> 7;
             rng ^= rng << 17;
-            let k = key((rng % 150) as u32);
+            let n = (rng % 150) as u32;
+            let k = if n.is_multiple_of(2) { key(n) } else { key6(n) };
             if rng.is_multiple_of(5) {
                 // Remove every flow whose value is odd, via the sweep.
                 let mut removed = Vec::new();
                 table.sweep(usize::MAX, 0, |k, v, _| {
                     let gone = *v % 2 == 1;
                     if gone {
-                        removed.push(*k);
+                        removed.push(k.flow().expect("a full key"));
                     }
                     gone
                 });
                 for k in removed {
-                    model.remove(&k.flow().unwrap());
+                    assert!(model.remove(&k).is_some(), "{k}");
                 }
             } else if let Some((value, _)) = table.get_or_insert(&k, 0, never) {
                 *value = step;

@@ -173,7 +173,7 @@ fn sink_stage(
             settings: settings.clone(),
             latency: settings.latency,
             int_port,
-            flows: FlowTable::new(settings.flow_capacity as usize),
+            flows: FlowTable::with_ipv6_keys(settings.flow_capacity as usize),
             reporter: Reporter21::new(sender, RateLimit::new(export.rate_limit), config.node_id),
             rx_timestamps,
             last_sweep_ns: 0,

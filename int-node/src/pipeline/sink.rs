@@ -533,8 +533,9 @@ impl LossPass<'_> {
                 if !reports.allow(now_ns) {
                     counters.inc(Counter::reports_suppressed);
                 } else if let Some(pending) = flow.sequence.take_pending(now_ns) {
-                    // The slot keeps an IPv6 flow's addresses folded: its
-                    // losses are counted, and no report can name it.
+                    // An IPv6 flow in a table that keeps no addresses
+                    // (INT 0.5: no report has an IPv6 form): its losses
+                    // are counted, and no report names it.
                     match key.flow() {
                         Some(key) => send(reports, &key, flow, pending, counters),
                         None => counters.inc(Counter::reports_unkeyed),
