@@ -91,7 +91,7 @@ pipelines:
     for expected in [
         "pipelines[0].tx.port: no port named \"out\"",
         "pipelines[0].source.instructions[1]: unknown instruction \"colour\"",
-        "pipelines[0].source.watchlist[0].dst: \"10.0.0.0/40\" is not an IPv4 prefix",
+        "pipelines[0].source.watchlist[0].dst: \"10.0.0.0/40\" is not an IPv4 or IPv6 prefix",
         "pipelines[1].rx: this RX queue is already polled by another pipeline",
         "export: a sink pipeline needs an export section",
         "pipelines[1].sink.latency.refresh_ms: 86400000 ms is longer than a flow's report clock can count",

@@ -1,7 +1,7 @@
 //! The validated configuration: every value checked, every name resolved,
 //! each pipeline's stage with exactly the settings its role needs.
 
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{IpAddr, Ipv4Addr, SocketAddrV4};
 
 use int_core::encap::Domain;
 use int_core::int05::{Instructions, ShimType};
@@ -325,19 +325,33 @@ pub struct Source21Settings {
     pub discard: bool,
 }
 
+/// An address prefix of a watchlist rule: of one IP version, or any
+/// address of either.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Prefix {
-    pub addr: u32,
-    pub len: u8,
+pub enum Prefix {
+    Any,
+    V4 { addr: u32, len: u8 },
+    V6 { addr: u128, len: u8 },
 }
 
 impl Prefix {
-    pub const ANY: Prefix = Prefix { addr: 0, len: 0 };
+    pub const ANY: Prefix = Prefix::Any;
 
+    /// An IPv4 prefix matches IPv4 addresses only, an IPv6 one IPv6 ones.
     #[inline]
-    pub fn contains(&self, addr: Ipv4Addr) -> bool {
-        let mask = if self.len == 0 { 0 } else { u32::MAX << (32 - u32::from(self.len)) };
-        u32::from(addr) & mask == self.addr & mask
+    pub fn contains(&self, addr: IpAddr) -> bool {
+        match (*self, addr) {
+            (Prefix::Any, _) => true,
+            (Prefix::V4 { addr: prefix, len }, IpAddr::V4(addr)) => {
+                let mask = u32::MAX.checked_shl(32 - u32::from(len)).unwrap_or(0);
+                u32::from(addr) & mask == prefix & mask
+            }
+            (Prefix::V6 { addr: prefix, len }, IpAddr::V6(addr)) => {
+                let mask = u128::MAX.checked_shl(128 - u32::from(len)).unwrap_or(0);
+                u128::from(addr) & mask == prefix & mask
+            }
+            _ => false,
+        }
     }
 }
 
@@ -355,10 +369,8 @@ pub struct Rule {
 impl Rule {
     #[inline]
     pub fn matches(&self, flow: &int_core::flow::FlowKey) -> bool {
-        // IPv4 prefixes: an IPv6 flow matches none of them.
-        let Some((src, dst)) = flow.ipv4_addrs() else { return false };
-        self.src.contains(src)
-            && self.dst.contains(dst)
+        self.src.contains(flow.src)
+            && self.dst.contains(flow.dst)
             && self.protocol.is_none_or(|p| p == flow.protocol)
             && (self.src_ports.0..=self.src_ports.1).contains(&flow.src_port)
             && (self.dst_ports.0..=self.dst_ports.1).contains(&flow.dst_port)

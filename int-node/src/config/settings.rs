@@ -161,8 +161,8 @@ fn watch_rule(rule: &RawRule, rule_path: &str, problems: &mut Problems) -> Rule 
         Some(text) => parse_prefix(text).unwrap_or_else(|| {
             problems.add(
                 format!("{rule_path}.{key}"),
-                format!("{text:?} is not an IPv4 prefix"),
-                "e.g. 10.0.0.0/8 or 192.168.1.7",
+                format!("{text:?} is not an IPv4 or IPv6 prefix"),
+                "e.g. 10.0.0.0/8, 192.168.1.7 or 2001:db8::/32",
             );
             Prefix::ANY
         }),
@@ -186,13 +186,22 @@ fn watch_rule(rule: &RawRule, rule_path: &str, problems: &mut Problems) -> Rule 
     Rule { src, dst, protocol, src_ports, dst_ports }
 }
 
+/// `ADDR/LEN` or `ADDR` (the whole address), IPv4 or IPv6.
 pub fn parse_prefix(text: &str) -> Option<Prefix> {
     let (addr, len) = match text.split_once('/') {
-        Some((addr, len)) => (addr, len.parse::<u8>().ok()?),
-        None => (text, 32),
+        Some((addr, len)) => (addr, Some(len.parse::<u8>().ok()?)),
+        None => (text, None),
     };
-    let addr = addr.parse::<Ipv4Addr>().ok()?;
-    (len <= 32).then_some(Prefix { addr: u32::from(addr), len })
+    match addr.parse::<std::net::IpAddr>().ok()? {
+        std::net::IpAddr::V4(addr) => {
+            let len = len.unwrap_or(32);
+            (len <= 32).then_some(Prefix::V4 { addr: u32::from(addr), len })
+        }
+        std::net::IpAddr::V6(addr) => {
+            let len = len.unwrap_or(128);
+            (len <= 128).then_some(Prefix::V6 { addr: u128::from(addr), len })
+        }
+    }
 }
 
 pub fn parse_ports(text: &str) -> Option<(u16, u16)> {

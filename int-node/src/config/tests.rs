@@ -158,6 +158,22 @@ fn watchlist_rules() {
     assert!(!rule.matches(&flow([10, 1, 2, 3], 6, 5005)));
     assert!(!rule.matches(&flow([10, 1, 2, 3], 17, 5011)));
     assert_eq!(parse_prefix("10.0.0.1/33"), None);
+    assert_eq!(parse_prefix("2001:db8::/129"), None);
+    let v6 = |src: &str| int_core::flow::FlowKey {
+        src: src.parse().unwrap(),
+        dst: "2001:db8::2".parse().unwrap(),
+        protocol: 17,
+        src_port: 1,
+        dst_port: 5005,
+    };
+    assert!(!rule.matches(&v6("2001:db8::1")), "an IPv4 prefix matches no IPv6 flow");
+    let rule6 = Rule { src: parse_prefix("2001:db8:1::/48").unwrap(), ..rule };
+    assert!(rule6.matches(&v6("2001:db8:1:ffff::7")));
+    assert!(!rule6.matches(&v6("2001:db8:2::7")));
+    assert!(!rule6.matches(&flow([10, 1, 2, 3], 17, 5005)), "an IPv6 prefix matches no IPv4 flow");
+    let any = Rule { src: Prefix::ANY, ..rule };
+    assert!(any.matches(&v6("2001:db8::1")) && any.matches(&flow([11, 1, 2, 3], 17, 5005)));
+    assert_eq!(parse_prefix("2001:db8::1"), Some(Prefix::V6 { addr: 0x2001_0db8_u128 << 96 | 1, len: 128 }));
     assert_eq!(parse_ports("9-3"), None);
     assert_eq!(parse_mac("02:00:00:00:00:0a"), Some([2, 0, 0, 0, 0, 10]));
 }
