@@ -77,6 +77,9 @@ struct Link {
     mtu: u16,
     a_addr: Option<String>,
     b_addr: Option<String>,
+    /// IPv6 addresses of the ends (dual stack), e.g. `fd00:10::1/64`.
+    a_addr6: Option<String>,
+    b_addr6: Option<String>,
     /// netem arguments applied at start on side a, e.g. "delay 1ms".
     netem: Option<String>,
 }
@@ -124,6 +127,13 @@ struct Scenario {
     #[serde(default = "default_udp_rate")]
     udp_rate: f64,
     delay_ms: Option<u64>,
+    /// The TCP transfer again over IPv6 (the ends' `a_addr6`/`b_addr6`).
+    #[serde(default)]
+    ipv6_transfer: bool,
+    /// The loss check again over IPv6: for domains whose loss reports can
+    /// name an IPv6 flow (TR 2.0; Host-INT's Drop-Summary cannot).
+    #[serde(default)]
+    ipv6_loss: bool,
 }
 
 fn default_impairment() -> String {
@@ -331,9 +341,10 @@ fn add_links(lab: &Lab, topology: &Topology) -> Result<(), String> {
         let (host_b, if_b) = split(&link.b)?;
         let (tmp_a, tmp_b) = (format!("{}l{i}a", topology.name), format!("{}l{i}b", topology.name));
         sh(&["ip", "link", "add", &tmp_a, "type", "veth", "peer", "name", &tmp_b])?;
-        for (tmp, host, ifname, addr) in
-            [(&tmp_a, host_a, if_a, &link.a_addr), (&tmp_b, host_b, if_b, &link.b_addr)]
-        {
+        for (tmp, host, ifname, addr, addr6) in [
+            (&tmp_a, host_a, if_a, &link.a_addr, &link.a_addr6),
+            (&tmp_b, host_b, if_b, &link.b_addr, &link.b_addr6),
+        ] {
             let ns = lab.ns(host);
             sh(&["ip", "link", "set", tmp, "netns", &ns, "name", ifname])?;
             let mtu = link.mtu.to_string();
@@ -350,6 +361,15 @@ fn add_links(lab: &Lab, topology: &Topology) -> Result<(), String> {
             if let Some(addr) = addr {
                 lab.exec(host, &["ip", "addr", "add", addr, "dev", ifname])?;
             }
+            if let Some(addr) = addr6 {
+                // New namespaces may start with IPv6 off; no router
+                // solicitations, no duplicate address detection: the
+                // address is usable at once.
+                for setting in ["disable_ipv6=0", "accept_ra=0"] {
+                    lab.exec(host, &["sysctl", "-qw", &format!("net.ipv6.conf.{ifname}.{setting}")])?;
+                }
+                lab.exec(host, &["ip", "-6", "addr", "add", addr, "dev", ifname, "nodad"])?;
+            }
         }
         if let Some(netem) = &link.netem {
             let mut cmd = vec!["tc", "qdisc", "add", "dev", if_a, "root", "netem"];
@@ -361,20 +381,28 @@ fn add_links(lab: &Lab, topology: &Topology) -> Result<(), String> {
     Ok(())
 }
 
-/// Static neighbours between the addressed ends: no ARP on the wire.
+/// Static neighbours between the addressed ends: no ARP or neighbour
+/// discovery on the wire.
 fn add_neighbours(lab: &Lab, topology: &Topology) -> Result<(), String> {
     let addressed: Vec<(&str, &str, String)> = topology
         .links
         .iter()
-        .flat_map(|l| [(l.a.as_str(), l.a_addr.clone()), (l.b.as_str(), l.b_addr.clone())])
+        .flat_map(|l| {
+            [
+                (l.a.as_str(), l.a_addr.clone()),
+                (l.b.as_str(), l.b_addr.clone()),
+                (l.a.as_str(), l.a_addr6.clone()),
+                (l.b.as_str(), l.b_addr6.clone()),
+            ]
+        })
         .filter_map(|(end, addr)| {
             let (host, ifname) = end.split_once('/')?;
             Some((host, ifname, addr?.split('/').next()?.to_string()))
         })
         .collect();
-    for (host, ifname, _) in &addressed {
+    for (host, ifname, ip) in &addressed {
         for (peer_host, peer_if, peer_ip) in &addressed {
-            if peer_host == host {
+            if peer_host == host || ip.contains(':') != peer_ip.contains(':') {
                 continue;
             }
             let mac = lab.exec(peer_host, &["cat", &format!("/sys/class/net/{peer_if}/address")])?;
@@ -459,20 +487,36 @@ fn as_tr05_terms(record: serde_json::Value) -> serde_json::Value {
 }
 
 fn addr_of(lab: &Lab, endpoint: &str, topology: &Topology) -> Result<String, String> {
+    address(endpoint, topology, |l| (&l.a_addr, &l.b_addr))
+        .ok_or_else(|| format!("{endpoint} has no address in {}", lab.prefix))
+}
+
+fn addr6_of(lab: &Lab, endpoint: &str, topology: &Topology) -> Result<String, String> {
+    address(endpoint, topology, |l| (&l.a_addr6, &l.b_addr6))
+        .ok_or_else(|| format!("{endpoint} has no IPv6 address in {}", lab.prefix))
+}
+
+/// The address (without prefix length) `field` gives `endpoint`'s end of
+/// its link.
+fn address(
+    endpoint: &str,
+    topology: &Topology,
+    field: impl Fn(&Link) -> (&Option<String>, &Option<String>),
+) -> Option<String> {
     topology
         .links
         .iter()
         .find_map(|l| {
+            let (a, b) = field(l);
             if l.a == endpoint {
-                l.a_addr.clone()
+                a.clone()
             } else if l.b == endpoint {
-                l.b_addr.clone()
+                b.clone()
             } else {
                 None
             }
         })
         .and_then(|a| a.split('/').next().map(str::to_string))
-        .ok_or_else(|| format!("{endpoint} has no address in {}", lab.prefix))
 }
 
 /// The path of another of the workspace's programs, built beside this one.
@@ -616,6 +660,30 @@ struct Ends<'a> {
     server_ip: String,
 }
 
+impl Ends<'_> {
+    fn ipv6(&self) -> bool {
+        self.server_ip.contains(':')
+    }
+
+    /// What a check's name says of the IP version.
+    fn over(&self) -> &'static str {
+        if self.ipv6() {
+            " over ipv6"
+        } else {
+            ""
+        }
+    }
+
+    /// `ip:port` for a socket address of either version.
+    fn socket(ip: &str, port: u16) -> String {
+        if ip.contains(':') {
+            format!("[{ip}]:{port}")
+        } else {
+            format!("{ip}:{port}")
+        }
+    }
+}
+
 fn scenario(lab: &mut Lab, topology: &Topology, workdir: &Path) -> Result<Checks, String> {
     let mut checks = Checks { results: Vec::new() };
     let s = &topology.scenario;
@@ -626,12 +694,28 @@ fn scenario(lab: &mut Lab, topology: &Topology, workdir: &Path) -> Result<Checks
         client_ip: addr_of(lab, client, topology)?,
         server_ip: addr_of(lab, server, topology)?,
     };
+    let ends6 = Ends {
+        client_ip: addr6_of(lab, client, topology).unwrap_or_default(),
+        server_ip: addr6_of(lab, server, topology).unwrap_or_default(),
+        ..ends
+    };
+    if (s.ipv6_transfer || s.ipv6_loss) && (ends6.client_ip.is_empty() || ends6.server_ip.is_empty()) {
+        return Err(format!(
+            "{client} and {server} need IPv6 addresses (a_addr6, b_addr6) for the IPv6 checks"
+        ));
+    }
     if let Some(mb) = s.tcp_transfer_mb {
         check_tcp_transfer(lab, &ends, mb, workdir, &mut checks)?;
+        if s.ipv6_transfer {
+            check_tcp_transfer(lab, &ends6, mb, workdir, &mut checks)?;
+        }
     }
     let impairment = Impairment::choose(lab, s, workdir)?;
     if let (Some(loss), Some(impairment)) = (s.loss_percent, &impairment) {
         check_loss(lab, &ends, s, loss, impairment, workdir, &mut checks)?;
+        if s.ipv6_loss {
+            check_loss(lab, &ends6, s, loss, impairment, workdir, &mut checks)?;
+        }
     }
     if let (Some(delay), Some(impairment)) = (s.delay_ms, &impairment) {
         check_latency_change(lab, &ends, delay, impairment, workdir, &mut checks)?;
@@ -649,8 +733,9 @@ fn check_tcp_transfer(
     checks: &mut Checks,
 ) -> Result<(), String> {
     let Ends { client_host, server_host, server_ip, .. } = ends;
+    let version = if ends.ipv6() { "6" } else { "4" };
     let send = workdir.join("transfer.bin");
-    let recv = workdir.join("received.bin");
+    let recv = workdir.join(format!("received{version}.bin"));
     let mut file = fs::File::create(&send).map_err(|e| e.to_string())?;
     let mut state = 0x9e37_79b9_7f4a_7c15u64;
     let mut block = vec![0u8; 1 << 20];
@@ -666,7 +751,7 @@ fn check_tcp_transfer(
     drop(file);
     let recv_file = fs::File::create(&recv).map_err(|e| e.to_string())?;
     let mut server_nc = Command::new("ip")
-        .args(["netns", "exec", &lab.ns(server_host), "nc", "-l", "-N", "5001"])
+        .args(["netns", "exec", &lab.ns(server_host), "nc", &format!("-{version}"), "-l", "-N", "5001"])
         .stdout(Stdio::from(recv_file))
         .stderr(Stdio::null())
         .spawn()
@@ -695,7 +780,7 @@ fn check_tcp_transfer(
     let (a, b) = (hash(&send)?, hash(&recv)?);
     let size = fs::metadata(&recv).map(|m| m.len()).unwrap_or(0);
     checks.check(
-        "tcp transfer",
+        &format!("tcp transfer{}", ends.over()),
         sent.success() && a == b && !a.is_empty(),
         format!(
             "{mb} MB client -> server in {seconds:.1} s, {size} bytes received, sha256 {} {}",
@@ -720,8 +805,10 @@ fn check_loss(
     let Ends { client_host, client_ip, server_ip, .. } = ends;
     let before = impairment.dropped(lab)?;
     impairment.set(lab, loss, 0)?;
-    let from = format!("{client_ip}:40000");
-    let to = format!("{server_ip}:5002");
+    // Ports of their own for each IP version's flow.
+    let (src_port, dst_port) = if ends.ipv6() { (40006, 5006) } else { (40000, 5002) };
+    let from = Ends::socket(client_ip, src_port);
+    let to = Ends::socket(server_ip, dst_port);
     send_udp(lab, client_host, &from, &to, s.udp_packets, s.udp_rate)?;
     let dropped = impairment.dropped(lab)? - before;
     impairment.set(lab, 0.0, 0)?;
@@ -731,13 +818,13 @@ fn check_loss(
     let mut gaps = 0u64;
     let mut drop_reports = 0;
     for r in reports(workdir) {
-        if r["type"] == "drop-summary" && r["src_port"] == 40000 && r["dst_port"] == 5002 {
+        if r["type"] == "drop-summary" && r["src_port"] == src_port && r["dst_port"] == dst_port {
             gaps += r["gap_count"].as_u64().unwrap_or(0);
             drop_reports += 1;
         }
     }
     checks.check(
-        "loss counts",
+        &format!("loss counts{}", ends.over()),
         gaps == dropped && dropped > 0,
         format!(
             "{} dropped {dropped} of {} UDP packets at {loss}%; {drop_reports} loss reports (Drop-Summary or TR 2.0) count {gaps}",
