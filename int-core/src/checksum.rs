@@ -59,7 +59,7 @@ pub fn pseudo_header_sum(src: Ipv4Addr, dst: Ipv4Addr, protocol: u8, l4_len: u16
 
 /// RFC 1624 eqn. 3: the new checksum after words summing to `removed` were
 /// replaced by words summing to `added`: `HC' = ~(~HC + ~m + m')`.
-#[inline]
+#[inline(always)]
 pub fn adjust(checksum: u16, removed: u32, added: u32) -> u16 {
     let acc = u32::from(!checksum) + u32::from(!fold(removed)) + u32::from(fold(added));
     !fold(acc)

@@ -254,15 +254,20 @@ pub(crate) fn flow_key(frame: &[u8], ip: &IpLocation, protocol: u8, src_port: u1
             };
             FlowKey::v4(addr(ip.l3 + 12), addr(ip.l3 + 16), protocol, src_port, dst_port)
         }
-        IpVersion::V6 => {
-            let addr = |at: usize| {
-                let octets: [u8; 16] =
-                    frame.get(at..at + 16).and_then(|b| b.try_into().ok()).unwrap_or_default();
-                core::net::IpAddr::V6(octets.into())
-            };
-            FlowKey { src: addr(ip.l3 + 8), dst: addr(ip.l3 + 24), protocol, src_port, dst_port }
-        }
+        IpVersion::V6 => flow_key_v6(frame, ip.l3, protocol, src_port, dst_port),
     }
+}
+
+/// [`flow_key`] of an IPv6 packet, out of line: the common frame is IPv4,
+/// and its path stays short.
+#[cold]
+#[inline(never)]
+fn flow_key_v6(frame: &[u8], l3: usize, protocol: u8, src_port: u16, dst_port: u16) -> FlowKey {
+    let addr = |at: usize| {
+        let octets: [u8; 16] = frame.get(at..at + 16).and_then(|b| b.try_into().ok()).unwrap_or_default();
+        core::net::IpAddr::V6(octets.into())
+    };
+    FlowKey { src: addr(l3 + 8), dst: addr(l3 + 24), protocol, src_port, dst_port }
 }
 
 /// The INT block a source writes, built once per configuration and node:

@@ -127,7 +127,7 @@ impl Ipv4Header {
     /// Sets ToS, total length and protocol, updating the header checksum
     /// incrementally (RFC 1624) so that a wrong checksum stays as wrong as it
     /// was and a right one stays right.
-    #[inline]
+    #[inline(always)]
     pub fn rewrite(&mut self, tos: u8, total_len: u16, protocol: u8) {
         let removed = u32::from(self.version_tos_word())
             + u32::from(self.total_len.get())

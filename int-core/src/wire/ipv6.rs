@@ -63,6 +63,7 @@ impl Ipv6Header {
     }
 
     /// Sets Traffic Class and Payload Length (no header checksum to follow).
+    #[inline(always)]
     pub fn rewrite(&mut self, traffic_class: u8, payload_len: u16) {
         let word = self.version_tc_flow.get();
         self.version_tc_flow.set((word & 0xf00f_ffff) | (u32::from(traffic_class) << 20));
