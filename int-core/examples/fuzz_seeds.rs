@@ -289,5 +289,54 @@ fn tunnel_headers() -> Vec<Vec<u8>> {
     geneve_bytes[12] = 0x20;
     let mut framed = vec![0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1, 0x86, 0xdd];
     framed.extend(&ipv6_packet);
-    vec![ipv6_packet, framed, gpe, geneve_bytes]
+    let mut seeds = vec![ipv6_packet, framed, gpe, geneve_bytes];
+    seeds.extend(tunnel_frames());
+    seeds
+}
+
+/// Whole frames with INT-MD in a tunnel: VXLAN-GPE over IPv4, Geneve over
+/// IPv6, each with one hop and an inner Ethernet header.
+fn tunnel_frames() -> Vec<Vec<u8>> {
+    use int_core::int21::{tunnel::GpeShimRepr, HeaderType, HopMetadata, Instructions, MdHeaderRepr};
+    use int_core::wire::{geneve, vxlan_gpe};
+    let header = MdHeaderRepr {
+        hop_ml: 2,
+        remaining_hop_cnt: 3,
+        instructions: Instructions::NODE_ID | Instructions::QUEUE_OCCUPANCY,
+        ..MdHeaderRepr::default()
+    };
+    let mut body = vec![0u8; 20];
+    let at = header.emit(&mut body).unwrap();
+    let hop = HopMetadata { node_id: Some(1), queue: Some((0, 5)), ..HopMetadata::default() };
+    hop.emit(header.instructions, header.hop_ml, &mut body[at..]).unwrap();
+    let inner = [0x02u8; 14];
+    let mut gpe = vec![0u8; 12];
+    vxlan_gpe::VxlanGpeRepr {
+        flags: vxlan_gpe::FLAG_I | vxlan_gpe::FLAG_P,
+        next_protocol: vxlan_gpe::NEXT_INT,
+        vni: 1,
+    }
+    .emit(&mut gpe)
+    .unwrap();
+    let shim =
+        GpeShimRepr { header_type: HeaderType::Md, length_words: 5, from_vxlan: true, next_protocol: 3 };
+    shim.emit(&mut gpe[8..]).unwrap();
+    let mut over_v4 = PacketSpec::udp(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), 49152, 4790, 0);
+    over_v4.payload = [&gpe[..], &body, &inner].concat();
+    let base = geneve::GeneveRepr {
+        options_words: 6,
+        oam: false,
+        critical: false,
+        protocol_type: geneve::PROTOCOL_ETHERNET,
+        vni: 1,
+    };
+    let mut geneve_bytes = vec![0u8; 12];
+    base.emit(&mut geneve_bytes).unwrap();
+    let option =
+        geneve::GeneveOptionRepr { class: geneve::INT_OPTION_CLASS, option_type: 1, length_words: 5 };
+    option.emit(&mut geneve_bytes[8..]).unwrap();
+    let (a, b) = ("2001:db8::1".parse().unwrap(), "2001:db8::2".parse().unwrap());
+    let mut over_v6 = PacketSpec::udp6(a, b, 49152, 6081, 0);
+    over_v6.payload = [&geneve_bytes[..], &body, &inner].concat();
+    vec![over_v4.build(), over_v6.build()]
 }

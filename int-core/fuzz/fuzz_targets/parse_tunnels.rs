@@ -1,7 +1,9 @@
 //! IPv6 extension walks and the tunnel headers INT rides in (VXLAN-GPE and
 //! its INT shim, Geneve and its options) on arbitrary bytes: no panic, the
 //! walk stays inside the packet, and every header read is read the same
-//! once written back.
+//! once written back. As a frame with INT in a tunnel: a transit push
+//! leaves a packet whose strip gives exactly what stripping it before the
+//! push gives.
 #![no_main]
 
 use int_core::int21::tunnel::GpeShimRepr;
@@ -32,6 +34,7 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     let _ = int_core::int21::tunnel::geneve_int(data, known);
+    transit_then_strip(data, known);
     if let Ok(gpe) = vxlan_gpe::VxlanGpeRepr::parse(data) {
         let mut out = [0u8; vxlan_gpe::HEADER_LEN];
         gpe.emit(&mut out).expect("a parsed header can be written back");
@@ -56,3 +59,26 @@ fuzz_target!(|data: &[u8]| {
         }
     }
 });
+
+/// strip(push(frame)) == strip(frame) for a frame carrying INT in a tunnel.
+fn transit_then_strip(frame: &[u8], known: int_core::int21::SourceOnly) {
+    use int_core::int21::in_tunnel;
+    use int_core::FrameBuf;
+    let Ok(Some(found)) = in_tunnel::find(frame, known) else { return };
+    let strip = |bytes: &[u8]| {
+        let found = in_tunnel::find(bytes, known).expect("still INT").expect("still in the tunnel");
+        let mut buffer = vec![0u8; 64 + bytes.len()];
+        buffer[64..].copy_from_slice(bytes);
+        let mut view = FrameBuf::new(&mut buffer, 64, bytes.len()).unwrap();
+        in_tunnel::strip(&mut view, &found).expect("found fits the frame");
+        view.frame().to_vec()
+    };
+    let plain = strip(frame);
+    let mut buffer = vec![0u8; 256 + frame.len()];
+    buffer[256..].copy_from_slice(frame);
+    let mut view = FrameBuf::new(&mut buffer, 256, frame.len()).unwrap();
+    let hop = int_core::int21::HopMetadata { node_id: Some(7), ..Default::default() };
+    if in_tunnel::push(&mut view, &found, 9000, &hop).is_ok() {
+        assert_eq!(strip(view.frame()), plain, "the push is stripped with the rest");
+    }
+}

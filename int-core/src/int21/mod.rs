@@ -14,6 +14,7 @@
 
 pub mod find;
 pub mod hop;
+pub mod in_tunnel;
 pub mod instruction;
 pub mod md_header;
 pub mod mx_header;

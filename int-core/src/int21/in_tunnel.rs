@@ -1,0 +1,258 @@
+//! INT 2.1 transit and sink inside a tunnel (INT 2.1 sections 5.7.3 and
+//! 5.7.4): INT-MD or INT-MX after VXLAN-GPE's INT shim (UDP 4790), or in a
+//! Geneve option of class 0x0103 (UDP 6081), in the outer packet of IPv4
+//! or IPv6.
+//!
+//! A transit hop pushes its metadata as over TCP/UDP and grows, besides the
+//! outer IP and UDP lengths, the tunnel's own lengths: the INT shim's
+//! Length, or the option's Length and the Geneve header's Opt Len. A
+//! Geneve option holds at most 31 words: a push past them is refused whole
+//! (the source should have set Remaining Hop Count to what fits).
+//!
+//! A sink removes the INT shim or option and its data, and gives the
+//! tunnel back its own header: VXLAN-GPE's Next Protocol from the shim,
+//! and where the shim's G says the packet was plain VXLAN, VXLAN itself
+//! (the P flag and Next Protocol cleared, UDP port 4789); Geneve's Opt Len
+//! shrunk. The encapsulated frame is never touched. The outer UDP checksum
+//! follows incrementally (0, as VXLAN commonly sends, stays 0).
+//!
+//! The flow a tunnel packet's INT belongs to is the tunnel's: the outer
+//! 5-tuple.
+
+use crate::carrier::{self, Carrier};
+use crate::checksum;
+use crate::error::{Layer, ParseError};
+use crate::flow::FlowKey;
+use crate::frame::FrameBuf;
+use crate::locate::{self, IpLocation, L4};
+use crate::wire::udp::HEADER_LEN as UDP_LEN;
+use crate::wire::{geneve, vxlan_gpe};
+
+use super::md_header::{self, MdHeader};
+use super::transit::{NotPushed, Outcome};
+use super::tunnel::{self, GPE_SHIM_LEN};
+use super::{Body, HopMetadata, SourceOnly};
+
+/// VXLAN's UDP port (RFC 7348), which a packet the shim marks G goes back
+/// to.
+pub const VXLAN_UDP_PORT: u16 = 4789;
+/// Geneve's Opt Len: 6 bits of words.
+const MAX_GENEVE_OPTIONS_WORDS: usize = 63;
+/// A Geneve option's Length: 5 bits of words.
+const MAX_OPTION_WORDS: usize = 31;
+
+/// Which tunnel carries the INT data, and where its INT header is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tunnel {
+    /// VXLAN-GPE: the INT shim at `shim_at` (frame offset).
+    Gpe { shim_at: usize, next_protocol: u8, from_vxlan: bool },
+    /// Geneve: the INT option's 4-byte header at `option_at`.
+    Geneve { option_at: usize },
+}
+
+/// INT 2.1 found inside a tunnel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InTunnel<'a> {
+    /// The outer IP packet.
+    pub ip: IpLocation,
+    /// The outer UDP header's Length.
+    pub udp_len: u16,
+    pub tunnel: Tunnel,
+    /// Frame offset of the INT-MD or INT-MX header.
+    pub header_at: usize,
+    pub body: Body<'a>,
+    /// The tunnel's 5-tuple.
+    pub flow: FlowKey,
+}
+
+impl InTunnel<'_> {
+    /// Frame offset of the tunnel header (after the outer UDP header).
+    pub fn tunnel_at(&self) -> usize {
+        self.ip.l4 + UDP_LEN
+    }
+
+    /// What a sink removes: the INT shim (or option header) and its data.
+    pub fn int_span(&self) -> (usize, usize) {
+        let data_len = self.body_len();
+        match self.tunnel {
+            Tunnel::Gpe { shim_at, .. } => (shim_at, GPE_SHIM_LEN + data_len),
+            Tunnel::Geneve { option_at } => (option_at, geneve::OPTION_HEADER_LEN + data_len),
+        }
+    }
+
+    /// Bytes of INT header and metadata (what the shim's or option's
+    /// Length counts).
+    pub fn body_len(&self) -> usize {
+        match self.body {
+            Body::Md(md) => md_header::HEADER_LEN + md.stack.len(),
+            Body::Mx { source_inserted, .. } => md_header::HEADER_LEN + source_inserted.len(),
+        }
+    }
+}
+
+/// Finds INT 2.1 in a VXLAN-GPE or Geneve packet. `Ok(None)`: not such a
+/// tunnel packet (or one without INT, or a fragment). `Err`: the tunnel
+/// announces INT, but its headers or the INT data lie.
+pub fn find(frame: &[u8], source_only: SourceOnly) -> Result<Option<InTunnel<'_>>, ParseError> {
+    let Some(ip) = locate::ip(frame)? else { return Ok(None) };
+    if ip.is_fragment() {
+        return Ok(None);
+    }
+    let Some(L4::Udp { src_port, dst_port, length }) = locate::l4(frame, &ip)? else { return Ok(None) };
+    let at = ip.l4 + UDP_LEN;
+    let payload = frame.get(at..ip.end).unwrap_or_default();
+    let shifted = |e: ParseError| e.shifted(at);
+    let (tunnel, header_at, body) = match dst_port {
+        vxlan_gpe::UDP_PORT => {
+            let Some(gpe) = tunnel::gpe_int(payload, source_only).map_err(shifted)? else { return Ok(None) };
+            let shim_at = at + vxlan_gpe::HEADER_LEN;
+            let shim = gpe.shim;
+            let tunnel =
+                Tunnel::Gpe { shim_at, next_protocol: shim.next_protocol, from_vxlan: shim.from_vxlan };
+            (tunnel, shim_at + GPE_SHIM_LEN, gpe.body)
+        }
+        geneve::UDP_PORT => {
+            let Some(int) = tunnel::geneve_int(payload, source_only).map_err(shifted)? else {
+                return Ok(None);
+            };
+            let option_at = at + int.option_at;
+            (Tunnel::Geneve { option_at }, option_at + geneve::OPTION_HEADER_LEN, int.body)
+        }
+        _ => return Ok(None),
+    };
+    let flow = crate::source::flow_key(frame, &ip, locate::PROTO_UDP, src_port, dst_port);
+    Ok(Some(InTunnel { ip, udp_len: length, tunnel, header_at, body, flow }))
+}
+
+/// Pushes `hop` onto the INT-MD stack `found` describes, or sets E (no
+/// Remaining Hop Count) or M (the push would pass `max_ip_len` bytes of
+/// outer IP packet), as over TCP/UDP; INT-MX packets are left alone.
+pub fn push(
+    frame: &mut FrameBuf<'_>,
+    found: &InTunnel<'_>,
+    max_ip_len: u16,
+    hop: &HopMetadata,
+) -> Result<Outcome, NotPushed> {
+    let Body::Md(md) = found.body else { return Ok(Outcome::Mx) };
+    let header = md.header;
+    let hop_len = usize::from(header.hop_ml) * 4;
+    let udp = Carrier::Udp(found.ip.l4);
+    if header.remaining_hop_cnt == 0 {
+        set_flag(frame.frame_mut(), found, MdHeader::set_max_hop_exceeded)?;
+        return Ok(Outcome::MaxHopReached);
+    }
+    if found.ip.ip_len() + hop_len > usize::from(max_ip_len) {
+        set_flag(frame.frame_mut(), found, MdHeader::set_mtu_exceeded)?;
+        return Ok(Outcome::MtuExceeded);
+    }
+    if !room_for(frame.frame(), found, hop_len) {
+        return Err(NotPushed::TooBig);
+    }
+    let stack_at = found.header_at + md_header::HEADER_LEN;
+    if !frame.open_gap(stack_at, hop_len) {
+        return Err(NotPushed::NoHeadroom);
+    }
+    let bytes = frame.frame_mut();
+    let hop = HopMetadata { checksum_complement: None, ..*hop };
+    hop.emit(header.instructions, header.hop_ml, bytes.get_mut(stack_at..).unwrap_or_default())
+        .map_err(|_| NotPushed::NoHeadroom)?;
+    let hop_sum = checksum::sum(0, bytes.get(stack_at..stack_at + hop_len).unwrap_or_default());
+    let words = header.hop_ml;
+    let (mut old, mut new) = grow_tunnel_lengths(bytes, found, words);
+    let (o, n) = patch16(bytes, found.header_at + 2, |[hop_ml, remaining]| [hop_ml, remaining - 1]);
+    (old, new) = (old + o, new + n);
+    carrier::rewrite_ip(bytes, &found.ip, found.ip.tos, found.ip.ip_len() + hop_len, found.ip.protocol);
+    udp.update(bytes, found.udp_len, found.udp_len + hop_len as u16, old, new + hop_sum);
+    Ok(Outcome::Pushed(hop_len))
+}
+
+/// Whether the tunnel's lengths can count `hop_len` more bytes: the INT
+/// shim's 8 bits, or the Geneve option's 5 and Opt Len's 6, and the outer
+/// UDP Length's 16.
+fn room_for(frame: &[u8], found: &InTunnel<'_>, hop_len: usize) -> bool {
+    let words = (found.body_len() + hop_len) / 4;
+    let fits = match found.tunnel {
+        Tunnel::Gpe { .. } => words <= usize::from(u8::MAX),
+        Tunnel::Geneve { .. } => {
+            let options_words = usize::from(frame.get(found.tunnel_at()).map_or(0, |b| b & 0x3f));
+            words <= MAX_OPTION_WORDS && options_words + hop_len / 4 <= MAX_GENEVE_OPTIONS_WORDS
+        }
+    };
+    fits && usize::from(found.udp_len) + hop_len <= usize::from(u16::MAX)
+}
+
+/// Adds `words` to the tunnel's own length fields; returns the sums of the
+/// 16-bit words before and after, for the UDP checksum.
+fn grow_tunnel_lengths(bytes: &mut [u8], found: &InTunnel<'_>, words: u8) -> (u32, u32) {
+    match found.tunnel {
+        Tunnel::Gpe { shim_at, .. } => patch16(bytes, shim_at, |[kind, length]| [kind, length + words]),
+        Tunnel::Geneve { option_at } => {
+            let (o1, n1) = patch16(bytes, found.tunnel_at(), |[ver_len, flags]| [ver_len + words, flags]);
+            let (o2, n2) = patch16(bytes, option_at + 2, |[kind, length]| [kind, length + words]);
+            (o1 + o2, n1 + n2)
+        }
+    }
+}
+
+/// Rewrites the 16-bit word at `at` with `change`; returns it before and
+/// after.
+fn patch16(bytes: &mut [u8], at: usize, change: impl FnOnce([u8; 2]) -> [u8; 2]) -> (u32, u32) {
+    let Some(word) = bytes.get_mut(at..at + 2).and_then(|w| <&mut [u8; 2]>::try_from(w).ok()) else {
+        return (0, 0);
+    };
+    let old = *word;
+    *word = change(old);
+    (u32::from(u16::from_be_bytes(old)), u32::from(u16::from_be_bytes(*word)))
+}
+
+/// Sets E or M in the MD header, the UDP checksum following.
+fn set_flag(bytes: &mut [u8], found: &InTunnel<'_>, set: fn(&mut MdHeader)) -> Result<(), NotPushed> {
+    let header: &mut MdHeader = crate::frame::view_mut(bytes, found.header_at, Layer::IntMetadataHeader)
+        .map_err(NotPushed::Malformed)?;
+    let old = header.word0();
+    set(header);
+    let new = header.word0();
+    Carrier::Udp(found.ip.l4).update(bytes, found.udp_len, found.udp_len, u32::from(old), u32::from(new));
+    Ok(())
+}
+
+/// Removes the INT shim or option and its data and gives the tunnel header
+/// back its own fields (see the module notes). Returns the bytes removed,
+/// or `None` (frame unchanged) if `found` does not fit this frame.
+pub fn strip(frame: &mut FrameBuf<'_>, found: &InTunnel<'_>) -> Option<usize> {
+    let (at, len) = found.int_span();
+    if at + len > found.ip.end || found.ip.end > frame.len() {
+        return None;
+    }
+    let removed_sum = checksum::sum(0, frame.frame().get(at..at + len)?);
+    if !frame.close_gap(at, len) {
+        return None;
+    }
+    let bytes = frame.frame_mut();
+    let (old, new) = restore_tunnel_header(bytes, found, (len / 4) as u8);
+    let ip = found.ip;
+    carrier::rewrite_ip(bytes, &ip, ip.tos, ip.ip_len() - len, ip.protocol);
+    Carrier::Udp(ip.l4).update(bytes, found.udp_len, found.udp_len - len as u16, removed_sum + old, new);
+    Some(len)
+}
+
+/// The tunnel header as it was before INT: VXLAN-GPE's Next Protocol (and
+/// plain VXLAN where G says so), or Geneve's Opt Len less the option's
+/// `words`. Returns the changed words' sums before and after.
+fn restore_tunnel_header(bytes: &mut [u8], found: &InTunnel<'_>, words: u8) -> (u32, u32) {
+    let at = found.tunnel_at();
+    match found.tunnel {
+        Tunnel::Gpe { next_protocol, from_vxlan: false, .. } => {
+            patch16(bytes, at + 2, |[reserved, _]| [reserved, next_protocol])
+        }
+        Tunnel::Gpe { from_vxlan: true, .. } => {
+            let (o1, n1) = patch16(bytes, at, |[flags, reserved]| [flags & !vxlan_gpe::FLAG_P, reserved]);
+            let (o2, n2) = patch16(bytes, at + 2, |[reserved, _]| [reserved, 0]);
+            let (o3, n3) = patch16(bytes, found.ip.l4 + 2, |_| VXLAN_UDP_PORT.to_be_bytes());
+            (o1 + o2 + o3, n1 + n2 + n3)
+        }
+        Tunnel::Geneve { .. } => {
+            patch16(bytes, at, |[ver_len, flags]| [(ver_len & 0xc0) | ((ver_len & 0x3f) - words), flags])
+        }
+    }
+}
