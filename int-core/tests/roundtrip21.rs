@@ -133,9 +133,9 @@ proptest! {
         prop_assert_eq!((found.flow.src_port, found.flow.dst_port), (src_port, dst_port));
         prop_assert_eq!(found.flow.src, spec_src(&spec));
         let expected_next = match (config.domain.marking, is_udp(&original)) {
-            (Marking::Dscp(_), _) => matches!(found.next, Next::Dscp(_)),
-            (Marking::UdpPort(_), true) => matches!(found.next, Next::UdpPort(_)),
-            (Marking::UdpPort(_), false) => matches!(found.next, Next::IpProtocol(6)),
+            (Marking::Dscp(_), _) => matches!(found.next, Some(Next::Dscp(_))),
+            (Marking::UdpPort(_), true) => matches!(found.next, Some(Next::UdpPort(_))),
+            (Marking::UdpPort(_), false) => matches!(found.next, Some(Next::IpProtocol(6))),
         };
         prop_assert!(expected_next, "{:?}", found.next);
         let mut buffer = Buffer::new(&packet);

@@ -149,7 +149,7 @@ proptest! {
             let found = in_tunnel::find(&packet, SourceOnly::NONE).unwrap().unwrap();
             let mut buffer = Buffer::new(&packet);
             let hop = HopMetadata { node_id: Some(100 + node as u32), queue: Some((1, 7)), ..HopMetadata::default() };
-            match buffer.with(|f| in_tunnel::push(f, &found, 9000, &hop)) {
+            match buffer.with(|f| in_tunnel::push(f, &found.for_push(), 9000, &hop)) {
                 Ok(Outcome::Pushed(8)) => pushed += 1,
                 Ok(Outcome::MaxHopReached) => prop_assert_eq!(u32::from(remaining), pushed),
                 Err(NotPushed::TooBig) => prop_assert!(matches!(kind, Kind::Geneve { .. }), "only a Geneve option fills up"),
@@ -166,7 +166,7 @@ proptest! {
         prop_assert_eq!(md.hops().next().map(|h| h.node_id), (hops + pushed > 0).then_some(Some(if pushed > 0 { 99 + pushed } else { hops })));
         prop_assert_eq!(found.flow.dst_port, plain_dst_port(&packet));
         let mut buffer = Buffer::new(&packet);
-        let removed = buffer.with(|f| in_tunnel::strip(f, &found)).unwrap();
+        let removed = buffer.with(|f| in_tunnel::strip(f, &found.span())).unwrap();
         prop_assert_eq!(removed, packet.len() - plain.len());
         prop_assert_eq!(buffer.frame(), &plain[..]);
         prop_assert_eq!(in_tunnel::find(&plain, SourceOnly::NONE).unwrap(), None, "no INT left");
@@ -189,7 +189,7 @@ fn the_hop_rules_hold_in_tunnels() {
     let push = |int: &[u8], mtu: u16| {
         let found = in_tunnel::find(int, SourceOnly::NONE).unwrap().unwrap();
         let mut buffer = Buffer::new(int);
-        let outcome = buffer.with(|f| in_tunnel::push(f, &found, mtu, &full_hop));
+        let outcome = buffer.with(|f| in_tunnel::push(f, &found.for_push(), mtu, &full_hop));
         (outcome, buffer.frame().to_vec())
     };
     let (_, (tunnel, port)) = tunnel_headers(Kind::Gpe, &md_body(1, 0));

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
 use int_core::flow::FlowKey;
-use int_core::int21::{self, Block};
+use int_core::int21::{self, Body};
 use int_core::report::tr20::{InType, IndividualReport, Report};
 use int_core::report::tr20_loss::LossReport;
 use int_core::{Layer, ParseError};
@@ -76,8 +76,8 @@ pub struct Latency21 {
 /// Reads an individual report's latency, when it is one.
 pub fn latency_of(report: &IndividualReport<'_>, domain: &int21::Domain) -> Option<Latency21> {
     let int = report.int?;
-    let (block, flow) = int21::find_in_report(report.inner, domain).ok()??;
-    let Block::Md(md) = block else {
+    let (body, flow) = int21::find_in_report(report.inner, domain).ok()??;
+    let Body::Md(md) = body else {
         return Some(Latency21 { flow, latency_ns: None, hops: 0, source_node: None, sequence: None });
     };
     let source = md.hops().last();
@@ -90,7 +90,7 @@ pub fn latency_of(report: &IndividualReport<'_>, domain: &int21::Domain) -> Opti
         latency_ns,
         hops: md.hop_count(),
         source_node: source.and_then(|hop| hop.node_id),
-        sequence: domain.source_only.sequence_of(&md.as_stack()),
+        sequence: domain.source_only.sequence_of(&md),
     })
 }
 

@@ -70,7 +70,7 @@ fn transit_then_strip(frame: &[u8], known: int_core::int21::SourceOnly) {
         let mut buffer = vec![0u8; 64 + bytes.len()];
         buffer[64..].copy_from_slice(bytes);
         let mut view = FrameBuf::new(&mut buffer, 64, bytes.len()).unwrap();
-        in_tunnel::strip(&mut view, &found).expect("found fits the frame");
+        in_tunnel::strip(&mut view, &found.span()).expect("found fits the frame");
         view.frame().to_vec()
     };
     let plain = strip(frame);
@@ -78,7 +78,7 @@ fn transit_then_strip(frame: &[u8], known: int_core::int21::SourceOnly) {
     buffer[256..].copy_from_slice(frame);
     let mut view = FrameBuf::new(&mut buffer, 256, frame.len()).unwrap();
     let hop = int_core::int21::HopMetadata { node_id: Some(7), ..Default::default() };
-    if in_tunnel::push(&mut view, &found, 9000, &hop).is_ok() {
+    if in_tunnel::push(&mut view, &found.for_push(), 9000, &hop).is_ok() {
         assert_eq!(strip(view.frame()), plain, "the push is stripped with the rest");
     }
 }

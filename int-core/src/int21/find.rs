@@ -10,7 +10,7 @@ use zerocopy::FromBytes;
 use crate::locate::{self, IpLocation, L4};
 use crate::source::flow_key;
 
-use super::{Block, Next};
+use super::{Block, Body, Next};
 
 /// What every node of an INT 2.1 domain must agree on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,19 +70,32 @@ pub fn find<'a>(frame: &'a [u8], domain: &Domain) -> Result<Option<Found<'a>>, P
     Ok(Some(Found { ip, l4, block_at, block, flow }))
 }
 
-/// The INT 2.1 block of a packet a telemetry report carries, and its
-/// original flow: from its IPv4 or IPv6 header, possibly cut short after
-/// the block (its lengths then cover more than is there). Only the headers
-/// in front of the block, and with NPT 2 the original L4 header's ports,
-/// are read.
+/// The INT 2.1 header and data of a packet a telemetry report carries, and
+/// its original flow: from its IPv4 or IPv6 header, possibly cut short
+/// after the block (its lengths then cover more than is there). Only the
+/// headers in front of the block, and with NPT 2 the original L4 header's
+/// ports, are read. INT in a VXLAN-GPE or Geneve tunnel is read too; its
+/// flow is the tunnel's.
 pub fn find_in_report<'a>(
     packet: &'a [u8],
     domain: &Domain,
-) -> Result<Option<(Block<'a>, FlowKey)>, ParseError> {
+) -> Result<Option<(Body<'a>, FlowKey)>, ParseError> {
     let ip = reported_ip(packet)?;
     let l4 = ip.upper_at;
     let port =
         |at: usize| packet.get(at..at + 2).and_then(|b| b.try_into().ok()).map_or(0, u16::from_be_bytes);
+    if ip.protocol == locate::PROTO_UDP {
+        if let Some(body) = in_reported_tunnel(packet.get(l4..).unwrap_or_default(), domain)? {
+            let flow = FlowKey {
+                src: ip.src,
+                dst: ip.dst,
+                protocol: ip.protocol,
+                src_port: port(l4),
+                dst_port: port(l4 + 2),
+            };
+            return Ok(Some((body, flow)));
+        }
+    }
     let block_at = match (domain.marking, ip.protocol) {
         (Marking::Dscp(dscp), _) if !dscp.encapsulation().tos_is_marked(ip.tos) => return Ok(None),
         (_, locate::PROTO_UDP) => l4 + crate::wire::udp::HEADER_LEN,
@@ -104,7 +117,25 @@ pub fn find_in_report<'a>(
         }
     };
     let flow = FlowKey { src: ip.src, dst: ip.dst, protocol, src_port, dst_port };
-    Ok(Some((block, flow)))
+    Ok(Some((block.body(), flow)))
+}
+
+/// The INT data in a reported tunnel packet's VXLAN-GPE or Geneve header
+/// (`udp`: from the outer UDP header on).
+fn in_reported_tunnel<'a>(udp: &'a [u8], domain: &Domain) -> Result<Option<Body<'a>>, ParseError> {
+    let dst_port = udp.get(2..4).and_then(|b| b.try_into().ok()).map_or(0, u16::from_be_bytes);
+    let at = crate::wire::udp::HEADER_LEN;
+    let payload = udp.get(at..).unwrap_or_default();
+    let shifted = |e: ParseError| e.shifted(at);
+    Ok(match dst_port {
+        crate::wire::vxlan_gpe::UDP_PORT => {
+            super::tunnel::gpe_int(payload, domain.source_only).map_err(shifted)?.map(|found| found.body)
+        }
+        crate::wire::geneve::UDP_PORT => {
+            super::tunnel::geneve_int(payload, domain.source_only).map_err(shifted)?.map(|found| found.body)
+        }
+        _ => None,
+    })
 }
 
 /// What a report's packet says of itself up to its upper-layer header.

@@ -31,7 +31,7 @@ use crate::wire::{geneve, vxlan_gpe};
 use super::md_header::{self, MdHeader};
 use super::transit::{NotPushed, Outcome};
 use super::tunnel::{self, GPE_SHIM_LEN};
-use super::{Body, HopMetadata, SourceOnly};
+use super::{Body, HopMetadata, MdHeaderRepr, SourceOnly};
 
 /// VXLAN's UDP port (RFC 7348), which a packet the shim marks G goes back
 /// to.
@@ -66,6 +66,51 @@ pub struct InTunnel<'a> {
 }
 
 impl InTunnel<'_> {
+    /// Bytes of INT header and metadata (what the shim's or option's
+    /// Length counts).
+    pub fn body_len(&self) -> usize {
+        match self.body {
+            Body::Md(md) => md_header::HEADER_LEN + md.stack.len(),
+            Body::Mx { source_inserted, .. } => md_header::HEADER_LEN + source_inserted.len(),
+        }
+    }
+
+    /// What a sink needs once the INT data has been read.
+    pub fn span(&self) -> TunnelSpan {
+        TunnelSpan { ip: self.ip, udp_len: self.udp_len, tunnel: self.tunnel, body_len: self.body_len() }
+    }
+
+    /// What a transit push needs, owned: the frame may then be changed.
+    pub fn for_push(&self) -> TunnelPush {
+        let md = match self.body {
+            Body::Md(md) => Some(md.header),
+            Body::Mx { .. } => None,
+        };
+        TunnelPush { span: self.span(), header_at: self.header_at, md }
+    }
+}
+
+/// INT in a tunnel, as a transit push needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TunnelPush {
+    pub span: TunnelSpan,
+    /// Frame offset of the INT-MD or INT-MX header.
+    pub header_at: usize,
+    /// The INT-MD header (None: INT-MX).
+    pub md: Option<MdHeaderRepr>,
+}
+
+/// Where a tunnel's INT data lies, all a sink needs to remove it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TunnelSpan {
+    pub ip: IpLocation,
+    pub udp_len: u16,
+    pub tunnel: Tunnel,
+    /// Bytes of INT header and metadata.
+    pub body_len: usize,
+}
+
+impl TunnelSpan {
     /// Frame offset of the tunnel header (after the outer UDP header).
     pub fn tunnel_at(&self) -> usize {
         self.ip.l4 + UDP_LEN
@@ -73,19 +118,9 @@ impl InTunnel<'_> {
 
     /// What a sink removes: the INT shim (or option header) and its data.
     pub fn int_span(&self) -> (usize, usize) {
-        let data_len = self.body_len();
         match self.tunnel {
-            Tunnel::Gpe { shim_at, .. } => (shim_at, GPE_SHIM_LEN + data_len),
-            Tunnel::Geneve { option_at } => (option_at, geneve::OPTION_HEADER_LEN + data_len),
-        }
-    }
-
-    /// Bytes of INT header and metadata (what the shim's or option's
-    /// Length counts).
-    pub fn body_len(&self) -> usize {
-        match self.body {
-            Body::Md(md) => md_header::HEADER_LEN + md.stack.len(),
-            Body::Mx { source_inserted, .. } => md_header::HEADER_LEN + source_inserted.len(),
+            Tunnel::Gpe { shim_at, .. } => (shim_at, GPE_SHIM_LEN + self.body_len),
+            Tunnel::Geneve { option_at } => (option_at, geneve::OPTION_HEADER_LEN + self.body_len),
         }
     }
 }
@@ -129,23 +164,23 @@ pub fn find(frame: &[u8], source_only: SourceOnly) -> Result<Option<InTunnel<'_>
 /// outer IP packet), as over TCP/UDP; INT-MX packets are left alone.
 pub fn push(
     frame: &mut FrameBuf<'_>,
-    found: &InTunnel<'_>,
+    found: &TunnelPush,
     max_ip_len: u16,
     hop: &HopMetadata,
 ) -> Result<Outcome, NotPushed> {
-    let Body::Md(md) = found.body else { return Ok(Outcome::Mx) };
-    let header = md.header;
+    let Some(header) = found.md else { return Ok(Outcome::Mx) };
+    let span = found.span;
     let hop_len = usize::from(header.hop_ml) * 4;
-    let udp = Carrier::Udp(found.ip.l4);
+    let udp = Carrier::Udp(span.ip.l4);
     if header.remaining_hop_cnt == 0 {
         set_flag(frame.frame_mut(), found, MdHeader::set_max_hop_exceeded)?;
         return Ok(Outcome::MaxHopReached);
     }
-    if found.ip.ip_len() + hop_len > usize::from(max_ip_len) {
+    if span.ip.ip_len() + hop_len > usize::from(max_ip_len) {
         set_flag(frame.frame_mut(), found, MdHeader::set_mtu_exceeded)?;
         return Ok(Outcome::MtuExceeded);
     }
-    if !room_for(frame.frame(), found, hop_len) {
+    if !room_for(frame.frame(), &span, hop_len) {
         return Err(NotPushed::TooBig);
     }
     let stack_at = found.header_at + md_header::HEADER_LEN;
@@ -158,19 +193,19 @@ pub fn push(
         .map_err(|_| NotPushed::NoHeadroom)?;
     let hop_sum = checksum::sum(0, bytes.get(stack_at..stack_at + hop_len).unwrap_or_default());
     let words = header.hop_ml;
-    let (mut old, mut new) = grow_tunnel_lengths(bytes, found, words);
+    let (mut old, mut new) = grow_tunnel_lengths(bytes, &span, words);
     let (o, n) = patch16(bytes, found.header_at + 2, |[hop_ml, remaining]| [hop_ml, remaining - 1]);
     (old, new) = (old + o, new + n);
-    carrier::rewrite_ip(bytes, &found.ip, found.ip.tos, found.ip.ip_len() + hop_len, found.ip.protocol);
-    udp.update(bytes, found.udp_len, found.udp_len + hop_len as u16, old, new + hop_sum);
+    carrier::rewrite_ip(bytes, &span.ip, span.ip.tos, span.ip.ip_len() + hop_len, span.ip.protocol);
+    udp.update(bytes, span.udp_len, span.udp_len + hop_len as u16, old, new + hop_sum);
     Ok(Outcome::Pushed(hop_len))
 }
 
 /// Whether the tunnel's lengths can count `hop_len` more bytes: the INT
 /// shim's 8 bits, or the Geneve option's 5 and Opt Len's 6, and the outer
 /// UDP Length's 16.
-fn room_for(frame: &[u8], found: &InTunnel<'_>, hop_len: usize) -> bool {
-    let words = (found.body_len() + hop_len) / 4;
+fn room_for(frame: &[u8], found: &TunnelSpan, hop_len: usize) -> bool {
+    let words = (found.body_len + hop_len) / 4;
     let fits = match found.tunnel {
         Tunnel::Gpe { .. } => words <= usize::from(u8::MAX),
         Tunnel::Geneve { .. } => {
@@ -183,7 +218,7 @@ fn room_for(frame: &[u8], found: &InTunnel<'_>, hop_len: usize) -> bool {
 
 /// Adds `words` to the tunnel's own length fields; returns the sums of the
 /// 16-bit words before and after, for the UDP checksum.
-fn grow_tunnel_lengths(bytes: &mut [u8], found: &InTunnel<'_>, words: u8) -> (u32, u32) {
+fn grow_tunnel_lengths(bytes: &mut [u8], found: &TunnelSpan, words: u8) -> (u32, u32) {
     match found.tunnel {
         Tunnel::Gpe { shim_at, .. } => patch16(bytes, shim_at, |[kind, length]| [kind, length + words]),
         Tunnel::Geneve { option_at } => {
@@ -206,20 +241,21 @@ fn patch16(bytes: &mut [u8], at: usize, change: impl FnOnce([u8; 2]) -> [u8; 2])
 }
 
 /// Sets E or M in the MD header, the UDP checksum following.
-fn set_flag(bytes: &mut [u8], found: &InTunnel<'_>, set: fn(&mut MdHeader)) -> Result<(), NotPushed> {
+fn set_flag(bytes: &mut [u8], found: &TunnelPush, set: fn(&mut MdHeader)) -> Result<(), NotPushed> {
     let header: &mut MdHeader = crate::frame::view_mut(bytes, found.header_at, Layer::IntMetadataHeader)
         .map_err(NotPushed::Malformed)?;
     let old = header.word0();
     set(header);
     let new = header.word0();
-    Carrier::Udp(found.ip.l4).update(bytes, found.udp_len, found.udp_len, u32::from(old), u32::from(new));
+    let span = found.span;
+    Carrier::Udp(span.ip.l4).update(bytes, span.udp_len, span.udp_len, u32::from(old), u32::from(new));
     Ok(())
 }
 
 /// Removes the INT shim or option and its data and gives the tunnel header
 /// back its own fields (see the module notes). Returns the bytes removed,
 /// or `None` (frame unchanged) if `found` does not fit this frame.
-pub fn strip(frame: &mut FrameBuf<'_>, found: &InTunnel<'_>) -> Option<usize> {
+pub fn strip(frame: &mut FrameBuf<'_>, found: &TunnelSpan) -> Option<usize> {
     let (at, len) = found.int_span();
     if at + len > found.ip.end || found.ip.end > frame.len() {
         return None;
@@ -239,7 +275,7 @@ pub fn strip(frame: &mut FrameBuf<'_>, found: &InTunnel<'_>) -> Option<usize> {
 /// The tunnel header as it was before INT: VXLAN-GPE's Next Protocol (and
 /// plain VXLAN where G says so), or Geneve's Opt Len less the option's
 /// `words`. Returns the changed words' sums before and after.
-fn restore_tunnel_header(bytes: &mut [u8], found: &InTunnel<'_>, words: u8) -> (u32, u32) {
+fn restore_tunnel_header(bytes: &mut [u8], found: &TunnelSpan, words: u8) -> (u32, u32) {
     let at = found.tunnel_at();
     match found.tunnel {
         Tunnel::Gpe { next_protocol, from_vxlan: false, .. } => {

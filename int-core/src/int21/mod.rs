@@ -79,6 +79,14 @@ impl<'a> Block<'a> {
         })
     }
 
+    /// The INT-MD or INT-MX header and what follows it, without the shim.
+    pub fn body(&self) -> Body<'a> {
+        match self {
+            Block::Md(md) => Body::Md(md.as_stack()),
+            Block::Mx(mx) => Body::Mx { header: mx.header, source_inserted: mx.source_inserted },
+        }
+    }
+
     pub fn shim(&self) -> ShimRepr {
         match self {
             Block::Md(md) => md.shim,

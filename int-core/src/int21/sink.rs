@@ -2,7 +2,8 @@
 //! source inserted for NPT 2) and restores what the shim kept: the DSCP
 //! (NPT 0), the UDP destination port (NPT 1) or the IP protocol (NPT 2).
 //! Lengths and checksums are fixed incrementally; a UDP checksum of 0
-//! stays 0.
+//! stays 0. A packet of no TCP/UDP marking is looked at as a tunnel
+//! (VXLAN-GPE or Geneve, [`super::in_tunnel`]), whose INT is removed there.
 
 use crate::carrier::{self, Carrier};
 use crate::checksum;
@@ -11,13 +12,17 @@ use crate::frame::FrameBuf;
 use crate::locate::L4;
 use crate::wire::udp::HEADER_LEN as UDP_LEN;
 
-use super::{find, Block, Domain, Found, HopMetadata, Next};
+use super::in_tunnel::{self, InTunnel, TunnelSpan};
+use super::{find, Body, Domain, Found, HopMetadata, Next};
 
 /// What a sink keeps of an INT 2.1 packet once its bytes are gone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Extracted {
     pub flow: crate::flow::FlowKey,
-    pub next: Next,
+    /// What the shim kept (None in a tunnel).
+    pub next: Option<Next>,
+    /// INT carried in a tunnel: where, for the strip.
+    pub tunnel: Option<TunnelSpan>,
     /// D: discard the packet once reported.
     pub discard: bool,
     /// INT-MD: hops that pushed, and the bottom one (the source's, when it
@@ -42,45 +47,101 @@ impl Extracted {
     /// never past the IP packet.
     pub fn report_end(&self) -> usize {
         let after = match self.next {
-            Next::IpProtocol(6) => 20,
-            Next::IpProtocol(_) => UDP_LEN,
-            Next::Dscp(_) | Next::UdpPort(_) => 0,
+            Some(Next::IpProtocol(6)) => 20,
+            Some(Next::IpProtocol(_)) => UDP_LEN,
+            Some(Next::Dscp(_) | Next::UdpPort(_)) | None => 0,
         };
         (self.block_at + self.block_len + after).min(self.ip.end)
     }
 }
 
-/// Finds and reads the INT 2.1 block of a frame (see [`find`]).
+/// Finds and reads the INT 2.1 block of a frame (see [`find`]), or the
+/// INT data in its tunnel.
 pub fn extract(frame: &[u8], domain: &Domain) -> Result<Option<Extracted>, ParseError> {
-    let Some(found) = find(frame, domain)? else { return Ok(None) };
-    Ok(Some(extracted(frame, &found, domain)))
+    match find(frame, domain)? {
+        Some(found) => Ok(Some(extracted(frame, &found, domain))),
+        None => {
+            Ok(in_tunnel::find(frame, domain.source_only)?.map(|found| extracted_in_tunnel(&found, domain)))
+        }
+    }
+}
+
+/// What a sink keeps of INT in a tunnel: the block is the INT shim (or
+/// option) and its data.
+fn extracted_in_tunnel(found: &InTunnel<'_>, domain: &Domain) -> Extracted {
+    let span = found.span();
+    let (block_at, block_len) = span.int_span();
+    let (src_port, dst_port) = (found.flow.src_port, found.flow.dst_port);
+    let carried = Carried {
+        flow: found.flow,
+        next: None,
+        tunnel: Some(span),
+        ip: found.ip,
+        l4: L4::Udp { src_port, dst_port, length: found.udp_len },
+        block_at,
+        block_len,
+        block_sum: 0,
+    };
+    carried.with_body(found.body, domain)
 }
 
 fn extracted(frame: &[u8], found: &Found<'_>, domain: &Domain) -> Extracted {
-    let block_len = found.block.len();
-    let block_sum =
-        checksum::sum(0, frame.get(found.block_at..found.block_at + block_len).unwrap_or_default());
-    let (discard, hop_count, source_hop, sequence, is_mx, instructions) = match found.block {
-        Block::Md(md) => {
-            let sequence = domain.source_only.sequence_of(&md.as_stack());
-            (md.header.discard, md.hop_count(), md.hops().last(), sequence, false, md.header.instructions)
-        }
-        Block::Mx(mx) => (mx.header.discard, 0, None, None, true, mx.header.instructions),
-    };
-    Extracted {
+    let (block_at, block_len) = (found.block_at, found.block.len());
+    let block_sum = checksum::sum(0, frame.get(block_at..block_at + block_len).unwrap_or_default());
+    let carried = Carried {
         flow: found.flow,
-        next: found.block.shim().next,
-        discard,
-        hop_count,
-        source_hop,
-        sequence,
-        is_mx,
-        instructions,
+        next: Some(found.block.shim().next),
+        tunnel: None,
         ip: found.ip,
         l4: found.l4,
-        block_at: found.block_at,
+        block_at,
         block_len,
         block_sum,
+    };
+    carried.with_body(found.block.body(), domain)
+}
+
+/// Where a block was found and what carries it: an [`Extracted`] but for
+/// what its body says.
+struct Carried {
+    flow: crate::flow::FlowKey,
+    next: Option<Next>,
+    tunnel: Option<TunnelSpan>,
+    ip: crate::locate::IpLocation,
+    l4: L4,
+    block_at: usize,
+    block_len: usize,
+    block_sum: u32,
+}
+
+impl Carried {
+    /// With what the sink reads of the INT-MD or INT-MX body: D, the hops,
+    /// the source's hop and packet number, MX, the bitmap.
+    fn with_body(self, body: Body<'_>, domain: &Domain) -> Extracted {
+        let Carried { flow, next, tunnel, ip, l4, block_at, block_len, block_sum } = self;
+        let (discard, hop_count, source_hop, sequence, is_mx, instructions) = match body {
+            Body::Md(md) => {
+                let sequence = domain.source_only.sequence_of(&md);
+                (md.header.discard, md.hop_count(), md.hops().last(), sequence, false, md.header.instructions)
+            }
+            Body::Mx { header, .. } => (header.discard, 0, None, None, true, header.instructions),
+        };
+        Extracted {
+            flow,
+            next,
+            tunnel,
+            discard,
+            hop_count,
+            source_hop,
+            sequence,
+            is_mx,
+            instructions,
+            ip,
+            l4,
+            block_at,
+            block_len,
+            block_sum,
+        }
     }
 }
 
@@ -88,8 +149,13 @@ fn extracted(frame: &[u8], found: &Found<'_>, domain: &Domain) -> Extracted {
 /// the bytes removed, or `None` (frame unchanged) if `found` does not fit
 /// this frame.
 pub fn strip(frame: &mut FrameBuf<'_>, found: &Extracted) -> Option<usize> {
+    let next = match (found.next, &found.tunnel) {
+        (Some(next), _) => next,
+        (None, Some(tunnel)) => return in_tunnel::strip(frame, tunnel),
+        (None, None) => return None,
+    };
     let ip = found.ip;
-    let (remove_at, remove_len) = match found.next {
+    let (remove_at, remove_len) = match next {
         Next::IpProtocol(_) => (ip.l4, UDP_LEN + found.block_len),
         Next::Dscp(_) | Next::UdpPort(_) => (found.block_at, found.block_len),
     };
@@ -99,7 +165,7 @@ pub fn strip(frame: &mut FrameBuf<'_>, found: &Extracted) -> Option<usize> {
     let bytes = frame.frame_mut();
     let new_len = ip.ip_len() - remove_len;
     let removed = remove_len as u16;
-    match (found.next, found.l4) {
+    match (next, found.l4) {
         (Next::Dscp(dscp), l4) => {
             carrier::rewrite_ip(bytes, &ip, (dscp << 2) | (ip.tos & 0x03), new_len, ip.protocol);
             let (carrier, old_len) = match l4 {

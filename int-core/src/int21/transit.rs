@@ -4,7 +4,9 @@
 //! would exceed the egress MTU it sets M, pushing nothing either way. A
 //! hop adds all its words or none. INT-MX packets are not changed (every
 //! MX node reports instead). The checksum complement, if asked for, is
-//! written as all ones: the L4 checksum is updated instead.
+//! written as all ones: the L4 checksum is updated instead. A packet of no
+//! TCP/UDP marking is looked at as a tunnel (VXLAN-GPE or Geneve,
+//! [`super::in_tunnel`]), whose INT data takes the push there.
 
 use zerocopy::FromBytes;
 
@@ -47,7 +49,9 @@ pub fn push(
     max_ip_len: u16,
     hop: &HopMetadata,
 ) -> Result<Outcome, NotPushed> {
-    let found = find(frame.frame(), domain).map_err(NotPushed::Malformed)?.ok_or(NotPushed::NotInt)?;
+    let Some(found) = find(frame.frame(), domain).map_err(NotPushed::Malformed)? else {
+        return push_in_tunnel(frame, domain, max_ip_len, hop);
+    };
     let Block::Md(md) = found.block else { return Ok(Outcome::Mx) };
     let (ip, block_at, header, block_len) = (found.ip, found.block_at, md.header, md.len);
     // The header INT follows covers the block: the packet's own UDP or
@@ -85,6 +89,20 @@ pub fn push(
     carrier::rewrite_ip(bytes, &ip, ip.tos, ip.ip_len() + hop_len, ip.protocol);
     carrier.update(bytes, carrier_len, carrier_len + hop_len as u16, old_words, new_words + hop_sum);
     Ok(Outcome::Pushed(hop_len))
+}
+
+/// [`push`] for a packet of no TCP/UDP marking: INT in its tunnel, if any.
+fn push_in_tunnel(
+    frame: &mut FrameBuf<'_>,
+    domain: &Domain,
+    max_ip_len: u16,
+    hop: &HopMetadata,
+) -> Result<Outcome, NotPushed> {
+    let found = super::in_tunnel::find(frame.frame(), domain.source_only)
+        .map_err(NotPushed::Malformed)?
+        .ok_or(NotPushed::NotInt)?
+        .for_push();
+    super::in_tunnel::push(frame, &found, max_ip_len, hop)
 }
 
 /// Sets E or M in the header at `block_at`, the checksum following.
