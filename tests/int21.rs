@@ -9,19 +9,23 @@
 mod common;
 
 use common::*;
-use int_core::int21::{self, Block, Marking};
+use int_core::craft::PacketSpec;
+use int_core::int21::{self, Body, Marking};
 use int_core::report::tr20;
 
 /// Rewrites each INT 2.1 packet's capture time to its source's ingress
 /// timestamp plus `latency_ns`: a sink clocked by capture times then
-/// measures exactly that latency.
+/// measures exactly that latency. An INT-MX packet (no source hop) takes
+/// the time of the packet before it.
 fn retime(path: &std::path::Path, domain: &int21::Domain, latency_ns: u64) {
+    let mut last_ns = 0;
     let frames: Vec<(u64, Vec<u8>)> = read_pcap(path)
         .into_iter()
         .map(|frame| {
             let found = int21::sink::extract(&frame, domain).unwrap().unwrap();
-            let source_ns = found.source_hop.unwrap().ingress_timestamp.unwrap();
-            (source_ns + latency_ns, frame)
+            let source_ns = found.source_hop.and_then(|hop| hop.ingress_timestamp);
+            last_ns = source_ns.map_or(last_ns, |ns| ns + latency_ns);
+            (last_ns, frame)
         })
         .collect();
     write_pcap_at(path, &frames);
@@ -70,7 +74,7 @@ fn chain(name: &str, int_section: &str, domain: int21::Domain) {
             other => panic!("InType {other:?}"),
         }
         let (hops, sequence): (Vec<_>, _) = match found.map(|(block, _)| block) {
-            Some(Block::Md(md)) => (md.hops().collect(), domain.source_only.sequence_of(&md.as_stack())),
+            Some(Body::Md(md)) => (md.hops().collect(), domain.source_only.sequence_of(&md)),
             other => panic!("no INT-MD block in the report's packet: {other:?}"),
         };
         assert_eq!(hops.iter().map(|h| h.node_id.unwrap()).collect::<Vec<_>>(), [0x0a00_0005, 0x0a00_0001]);
@@ -148,7 +152,7 @@ fn collect_reads_the_latency_of_int21_reports() {
 #[test]
 fn mx_domain_reports_from_every_node() {
     let dir = workdir("int21-mx");
-    let frames = mixed_traffic(40, 4, 120);
+    let frames = mixed_traffic_dual(40, 4, 120);
     write_pcap(&dir.join("in.pcap"), &frames);
     let section = "    int: {version: 2.1}\n";
     let source_section = format!(
@@ -168,6 +172,7 @@ fn mx_domain_reports_from_every_node() {
     assert_same_frames(&read_pcap(&dir.join("out.pcap")), &frames);
     let datagrams = collector.reports();
     let mut by_node = std::collections::BTreeMap::new();
+    let mut ipv6 = 0;
     for datagram in &datagrams {
         let report = tr20::Report::parse(datagram).unwrap();
         for individual in report.reports() {
@@ -177,9 +182,12 @@ fn mx_domain_reports_from_every_node() {
             // only the ingress timestamp of the bitmap is reported.
             assert_eq!(int.rep_md_bits, 0x0800, "{:#06x}", int.rep_md_bits);
             assert!(int.metadata.ingress_timestamp.is_some());
+            let in_type = if individual.inner[0] >> 4 == 6 { tr20::InType::Ipv6 } else { tr20::InType::Ipv4 };
+            assert_eq!(individual.in_type, in_type);
+            ipv6 += usize::from(in_type == tr20::InType::Ipv6);
             let block =
                 int21::find_in_report(individual.inner, &dscp_domain()).unwrap().map(|(block, _)| block);
-            assert!(matches!(block, Some(Block::Mx(_))), "{block:?}");
+            assert!(matches!(block, Some(Body::Mx { .. })), "{block:?}");
             *by_node.entry(report.group.node_id).or_insert(0) += 1;
         }
     }
@@ -192,6 +200,7 @@ fn mx_domain_reports_from_every_node() {
         by_node.into_iter().collect::<Vec<_>>(),
         [(0x0a00_0001, 40), (0x0a00_0002, 40), (0x0a00_0005, 40)]
     );
+    assert_eq!(ipv6, 3 * 20, "the IPv6 flows' packets, reported by each of three nodes");
     assert_eq!(sink.counter("sink", "stripped"), 40);
     for run in [(&source, "source"), (&transit, "transit"), (&sink, "sink")] {
         assert_eq!(run.0.counter(run.1, "reports_mx"), 40, "{}", run.1);
@@ -309,4 +318,121 @@ fn probes_and_lying_blocks_are_dropped_and_reported() {
         }
     }
     assert_eq!(reasons.into_iter().collect::<Vec<_>>(), [(200, 1), (202, 23)]);
+}
+
+/// A tunnel packet as a peer's INT 2.1 source leaves it, and as it was:
+/// VXLAN-GPE (from VXLAN-GPE, or from plain VXLAN with G), or Geneve, with
+/// an INT-MD header and the source's hop (node id 1, ingress time
+/// `source_ns`) or an INT-MX header, over IPv4 or IPv6; the outer UDP
+/// checksum computed.
+fn tunnel_packet(kind: u8, ipv6: bool, mx: bool, source_ns: u64, inner_len: usize) -> (Vec<u8>, Vec<u8>) {
+    use int_core::int21::tunnel::GpeShimRepr;
+    use int_core::int21::{HeaderType, HopMetadata, Instructions, MdHeaderRepr, MxHeaderRepr};
+    use int_core::wire::{geneve, vxlan_gpe};
+    let instructions =
+        Instructions::NODE_ID | Instructions::INGRESS_TIMESTAMP | Instructions::EGRESS_TIMESTAMP;
+    let header = MdHeaderRepr {
+        hop_ml: instructions.words() as u8,
+        remaining_hop_cnt: 4,
+        instructions,
+        ..MdHeaderRepr::default()
+    };
+    let mut body = vec![0u8; 12 + instructions.words() * 4];
+    let at = header.emit(&mut body).unwrap();
+    let hop = HopMetadata {
+        node_id: Some(1),
+        ingress_timestamp: Some(source_ns),
+        egress_timestamp: Some(source_ns),
+        ..HopMetadata::default()
+    };
+    hop.emit(instructions, header.hop_ml, &mut body[at..]).unwrap();
+    let header_type = if mx { HeaderType::Mx } else { HeaderType::Md };
+    if mx {
+        body = vec![0u8; 12];
+        MxHeaderRepr { instructions, ..MxHeaderRepr::default() }.emit(&mut body).unwrap();
+    }
+    let words = (body.len() / 4) as u8;
+    let (plain_tunnel, plain_port, int_tunnel, int_port) = if kind < 2 {
+        let from_vxlan = kind == 1;
+        let mut plain = vec![if from_vxlan { 0x08 } else { 0x0c }, 0, 0, if from_vxlan { 0 } else { 3 }];
+        plain.extend([0, 0x0a, 0xbc, 0]);
+        let mut int = vec![0x0c, 0, 0, vxlan_gpe::NEXT_INT, 0, 0x0a, 0xbc, 0, 0, 0, 0, 0];
+        let shim = GpeShimRepr { header_type, length_words: words, from_vxlan, next_protocol: 3 };
+        shim.emit(&mut int[8..]).unwrap();
+        int.extend(&body);
+        (plain, if from_vxlan { 4789 } else { vxlan_gpe::UDP_PORT }, int, vxlan_gpe::UDP_PORT)
+    } else {
+        let plain = vec![0x00, 0x00, 0x65, 0x58, 0, 0x0a, 0xbc, 0];
+        let mut int = vec![1 + words, 0x00, 0x65, 0x58, 0, 0x0a, 0xbc, 0, 0, 0, 0, 0];
+        let option = geneve::GeneveOptionRepr {
+            class: geneve::INT_OPTION_CLASS,
+            option_type: if mx { 3 } else { 1 },
+            length_words: words,
+        };
+        option.emit(&mut int[8..]).unwrap();
+        int.extend(&body);
+        (plain, geneve::UDP_PORT, int, geneve::UDP_PORT)
+    };
+    let inner: Vec<u8> = (0..inner_len).map(|i| (i * 7) as u8).collect();
+    let frame = |tunnel: &[u8], port: u16| {
+        let mut spec = if ipv6 {
+            PacketSpec::udp6("2001:db8::a".parse().unwrap(), "2001:db8::b".parse().unwrap(), 49152, port, 0)
+        } else {
+            PacketSpec::udp([10, 9, 0, 1].into(), [10, 9, 0, 2].into(), 49152, port, 0)
+        };
+        spec.payload = [tunnel, &inner].concat();
+        spec.build()
+    };
+    (frame(&int_tunnel, int_port), frame(&plain_tunnel, plain_port))
+}
+
+/// INT 2.1 in VXLAN-GPE and Geneve tunnels through the real binary: a
+/// transit hop pushes its metadata inside the tunnel (and reports INT-MX
+/// packets), the sink takes the INT data out and gives back the tunnel
+/// packet as it was before INT, byte for byte (plain VXLAN where the shim
+/// says G), and reports each tunnel's latency in TR 2.0 with the stack read
+/// from inside the tunnel.
+#[test]
+fn tunnels_through_transit_and_sink() {
+    let dir = workdir("int21-tunnels");
+    let (mut int, mut plain) = (Vec::new(), Vec::new());
+    for i in 0..36 {
+        let (kind, ipv6, mx) = ((i % 3) as u8, i % 2 == 1, i % 6 == 5);
+        let (with_int, without) = tunnel_packet(kind, ipv6, mx, 1_700_000_000_000_000_000, 60 + i * 20);
+        int.push(with_int);
+        plain.push(without);
+    }
+    write_pcap(&dir.join("in.pcap"), &int);
+    let clocked = "    int: {version: 2.1}\n    clock: rx-timestamp\n";
+    let collector = Collector::new();
+    let transit =
+        run_node(&dir, &node_config("transit", "in.pcap", "t.pcap", clocked, Some(&collector.addr())));
+    assert_eq!(transit.counter("transit", "pushed"), 30, "{}", transit.stdout());
+    assert_eq!(transit.counter("transit", "mx_passed"), 6);
+    assert_eq!(transit.counter("transit", "reports_mx"), 6);
+    let domain = dscp_domain();
+    retime(&dir.join("t.pcap"), &domain, 150_000);
+    let sink = run_node(&dir, &node_config("sink", "t.pcap", "out.pcap", clocked, Some(&collector.addr())));
+    assert_eq!(sink.counter("sink", "stripped"), 36, "{}", sink.stdout());
+    assert_same_frames(&read_pcap(&dir.join("out.pcap")), &plain);
+    let (mut reported, mut mx) = (0, 0);
+    for datagram in collector.reports() {
+        for individual in tr20::Report::parse(&datagram).unwrap().reports() {
+            let individual = individual.unwrap();
+            let (body, flow) = int21::find_in_report(individual.inner, &domain).unwrap().unwrap();
+            assert_eq!(flow.src_port, 49152, "the tunnel's flow");
+            let Body::Md(md) = body else {
+                mx += 1;
+                continue;
+            };
+            let hops: Vec<_> = md.hops().collect();
+            assert_eq!(hops.iter().map(|h| h.node_id.unwrap()).collect::<Vec<_>>(), [0x0a00_0005, 1]);
+            let sink_ns = individual.int.unwrap().metadata.ingress_timestamp.unwrap();
+            assert_eq!(sink_ns - hops[1].ingress_timestamp.unwrap(), 150_000, "one-way latency");
+            reported += 1;
+        }
+    }
+    // Four tunnel flows; the IPv6 Geneve one carries INT-MX only.
+    assert!(reported >= 3, "a latency report per INT-MD tunnel flow: {reported}");
+    assert_eq!(mx, 12, "INT-MX packets reported by transit and sink");
 }

@@ -51,6 +51,15 @@ pub struct Subject<'a> {
 const KINDS: [Counter; 4] =
     [Counter::reports_latency, Counter::reports_mx, Counter::reports_loss, Counter::reports_drop];
 
+/// The InType of a report whose inner contents start at the packet's IP
+/// header: 4 for IPv4, 5 for IPv6.
+pub fn in_type_of(version: int_core::locate::IpVersion) -> InType {
+    match version {
+        int_core::locate::IpVersion::V4 => InType::Ipv4,
+        int_core::locate::IpVersion::V6 => InType::Ipv6,
+    }
+}
+
 pub struct Reporter21 {
     sender: ReportSender,
     limit: RateLimit,

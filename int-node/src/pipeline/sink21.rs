@@ -22,7 +22,6 @@
 
 use int_core::int21::{sink, Domain, HopMetadata};
 use int_core::latency::LatencyConfig;
-use int_core::locate::IpVersion;
 use int_core::report::tr20::{self, DropInfo, InType};
 use int_core::report::tr20_loss::{self, LossReport};
 
@@ -212,10 +211,7 @@ impl Sink21Stage {
             (LATENCY_MD_BITS, Counter::reports_latency)
         };
         let drop = found.discard.then_some(DropInfo { queue_id: 0, reason: tr20::DROP_DISCARD_ASKED });
-        let in_type = match found.ip.version {
-            IpVersion::V4 => InType::Ipv4,
-            IpVersion::V6 => InType::Ipv6,
-        };
+        let in_type = super::report21::in_type_of(found.ip.version);
         let subject = Subject { packet: inner, in_type, rep_md_bits, metadata, drop };
         self.reporter.report(subject, now_ns, kind, counters);
     }

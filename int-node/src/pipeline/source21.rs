@@ -11,8 +11,6 @@ use int_core::int21::source::{self, SourceConfig};
 use int_core::int21::{sink, HopMetadata};
 use int_core::source::Skip;
 
-use int_core::report::tr20::InType;
-
 use super::report21::{Reporter21, Subject};
 use super::source::skip_counter;
 use crate::clock::Clock;
@@ -211,6 +209,7 @@ pub(crate) fn report_mx(
     let packet = frame.get(found.ip.l3..found.report_end()).unwrap_or_default();
     // A D packet is discarded by the sink, not here.
     let rep_md_bits = found.instructions.bits();
-    let subject = Subject { packet, in_type: InType::Ipv4, rep_md_bits, metadata: hop, drop: None };
+    let in_type = super::report21::in_type_of(found.ip.version);
+    let subject = Subject { packet, in_type, rep_md_bits, metadata: hop, drop: None };
     reporter.report(subject, now_ns, Counter::reports_mx, counters);
 }
