@@ -115,13 +115,32 @@ fn tshark_decodes_what_the_node_wrote() {
         &dir,
         &["--out", "plain.pcap", "--packets", "40", "--flows", "4", "--proto", "mix", "--sizes", "200"],
     );
+    gen(
+        &dir,
+        &[
+            "--out",
+            "plain6.pcap",
+            "--packets",
+            "20",
+            "--flows",
+            "4",
+            "--sizes",
+            "200",
+            "--ipv6",
+            "1",
+            "--ipv6-options",
+        ],
+    );
     // DSCP encapsulation, written by the source node.
     run_node(&dir, &node_config("source", "plain.pcap", "dscp.pcap", "", None));
+    run_node(&dir, &node_config("source", "plain6.pcap", "dscp6.pcap", "", None));
     // UDP encapsulation, written by the source node.
     let ext = "    int: {encapsulation: int05-extension-udp}\n";
     run_node(&dir, &node_config("source", "plain.pcap", "ext.pcap", ext, None));
+    run_node(&dir, &node_config("source", "plain6.pcap", "ext6.pcap", ext, None));
 
-    for (pcap, tail_field) in [("dscp.pcap", "udp.dstport"), ("ext.pcap", "udp.dstport")] {
+    for pcap in ["dscp.pcap", "ext.pcap", "dscp6.pcap", "ext6.pcap"] {
+        let tail_field = "udp.dstport";
         let ours = decode(&dir, pcap);
         let mut fields = INT_FIELDS.to_vec();
         fields.extend(["int05.tail.proto", "int05.tail.dst_port", "int05.tail.dscp", tail_field]);
@@ -136,7 +155,7 @@ fn tshark_decodes_what_the_node_wrote() {
                 tail["dscp"].to_string(),
             ]);
             assert_eq!(t[..19], expected[..], "{pcap} packet {i}");
-            if pcap == "ext.pcap" {
+            if pcap.starts_with("ext") {
                 assert!(t[19].starts_with("33122"), "the extension UDP header: {}", t[19]);
             }
         }
@@ -212,15 +231,28 @@ fn tshark_decodes_what_the_node_wrote() {
 
 /// The INT 2.1 dissector (tools/wireshark/int21.lua) against what the node
 /// wrote in an INT 2.1 domain: the shim, header and source hop of INT-MD
-/// packets marked by DSCP and by UDP port, and the sink's Telemetry Report
-/// 2.0 reports from its DPDK-port exporter, as tshark shows them, equal
-/// what int-tools decode says.
+/// packets over IPv4 and IPv6, marked by DSCP and by UDP port, and the
+/// sink's Telemetry Report 2.0 reports from its DPDK-port exporter, as
+/// tshark shows them, equal what int-tools decode says.
 #[test]
 fn tshark_decodes_what_an_int21_domain_wrote() {
     let dir = workdir("wireshark-int21");
     gen(
         &dir,
-        &["--out", "plain.pcap", "--packets", "30", "--flows", "3", "--proto", "mix", "--sizes", "200"],
+        &[
+            "--out",
+            "plain.pcap",
+            "--packets",
+            "30",
+            "--flows",
+            "4",
+            "--proto",
+            "mix",
+            "--sizes",
+            "200",
+            "--ipv6",
+            "0.5",
+        ],
     );
     let dscp = "    int: {version: 2.1}\n";
     run_node(&dir, &node_config("source", "plain.pcap", "dscp.pcap", dscp, None));
@@ -245,6 +277,7 @@ fn tshark_decodes_what_an_int21_domain_wrote() {
                 .collect();
         let theirs = tshark_with(LUA21, &dir.join(pcap), &fields, &["-o", "int21.udp_port:7777"]);
         assert_eq!(theirs.len(), ours.len());
+        assert_eq!(ours.iter().filter(|o| o["ip_version"] == 6).count(), 15, "{pcap}: IPv6 packets");
         for (i, (t, o)) in theirs.iter().zip(&ours).enumerate() {
             let int = &o["int21"];
             let hop = &int["hops"][0];
@@ -430,4 +463,31 @@ fn tshark_decodes_int21_loss_and_drop_reports() {
         (1, 1, 2),
         "one drop report; the lost and the dropped packet as losses"
     );
+}
+
+/// INT 2.1 in VXLAN-GPE after a transit hop, as the dissector shows it
+/// inside Wireshark's own VXLAN dissector: the INT shim's G and Next
+/// Protocol and both hops' node ids equal what int-tools decode says, and
+/// the encapsulated Ethernet frame is dissected after the INT data.
+#[test]
+fn tshark_decodes_int21_in_vxlan_gpe() {
+    let dir = workdir("wireshark-gpe");
+    let frames: Vec<Vec<u8>> =
+        (0..8).map(|i| tunnel_packet((i % 2) as u8, i >= 4, false, 1 << 60, 64).0).collect();
+    write_pcap(&dir.join("in.pcap"), &frames);
+    run_node(&dir, &node_config("transit", "in.pcap", "t.pcap", "    int: {version: 2.1}\n", None));
+    let fields = ["int21gpe.g", "int21gpe.next_protocol", "int21.hop.node_id", "eth.type"];
+    let theirs = tshark_with(LUA21, &dir.join("t.pcap"), &fields, &[]);
+    let ours: Vec<serde_json::Value> = int_tools(&dir, &["decode", "--json", "t.pcap"])
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(theirs.len(), 8);
+    for (i, (t, o)) in theirs.iter().zip(&ours).enumerate() {
+        let hops = o["int21"]["hops"].as_array().unwrap();
+        let node_ids: Vec<String> = hops.iter().map(|h| h["node_id"].to_string()).collect();
+        let g = if i % 2 == 1 { "1" } else { "0" };
+        assert_eq!(t[..3], [g.to_string(), "0x03".to_string(), node_ids.join(",")], "packet {i}: {o}");
+        assert!(t[3].split(',').count() == 2, "the frame inside the tunnel is dissected: {t:?}");
+    }
 }

@@ -315,3 +315,69 @@ pub fn retime_after_source(path: &Path, domain: &int_core::encap::Domain, latenc
         .collect();
     write_pcap_at(path, &frames);
 }
+
+/// A tunnel packet as a peer's INT 2.1 source leaves it, and as it was:
+/// VXLAN-GPE (from VXLAN-GPE, or from plain VXLAN with G), or Geneve, with
+/// an INT-MD header and the source's hop (node id 1, ingress time
+/// `source_ns`) or an INT-MX header, over IPv4 or IPv6; the outer UDP
+/// checksum computed.
+pub fn tunnel_packet(kind: u8, ipv6: bool, mx: bool, source_ns: u64, inner_len: usize) -> (Vec<u8>, Vec<u8>) {
+    use int_core::int21::tunnel::GpeShimRepr;
+    use int_core::int21::{HeaderType, HopMetadata, Instructions, MdHeaderRepr, MxHeaderRepr};
+    use int_core::wire::{geneve, vxlan_gpe};
+    let instructions =
+        Instructions::NODE_ID | Instructions::INGRESS_TIMESTAMP | Instructions::EGRESS_TIMESTAMP;
+    let header = MdHeaderRepr {
+        hop_ml: instructions.words() as u8,
+        remaining_hop_cnt: 4,
+        instructions,
+        ..MdHeaderRepr::default()
+    };
+    let mut body = vec![0u8; 12 + instructions.words() * 4];
+    let at = header.emit(&mut body).unwrap();
+    let hop = HopMetadata {
+        node_id: Some(1),
+        ingress_timestamp: Some(source_ns),
+        egress_timestamp: Some(source_ns),
+        ..HopMetadata::default()
+    };
+    hop.emit(instructions, header.hop_ml, &mut body[at..]).unwrap();
+    let header_type = if mx { HeaderType::Mx } else { HeaderType::Md };
+    if mx {
+        body = vec![0u8; 12];
+        MxHeaderRepr { instructions, ..MxHeaderRepr::default() }.emit(&mut body).unwrap();
+    }
+    let words = (body.len() / 4) as u8;
+    let (plain_tunnel, plain_port, int_tunnel, int_port) = if kind < 2 {
+        let from_vxlan = kind == 1;
+        let mut plain = vec![if from_vxlan { 0x08 } else { 0x0c }, 0, 0, if from_vxlan { 0 } else { 3 }];
+        plain.extend([0, 0x0a, 0xbc, 0]);
+        let mut int = vec![0x0c, 0, 0, vxlan_gpe::NEXT_INT, 0, 0x0a, 0xbc, 0, 0, 0, 0, 0];
+        let shim = GpeShimRepr { header_type, length_words: words, from_vxlan, next_protocol: 3 };
+        shim.emit(&mut int[8..]).unwrap();
+        int.extend(&body);
+        (plain, if from_vxlan { 4789 } else { vxlan_gpe::UDP_PORT }, int, vxlan_gpe::UDP_PORT)
+    } else {
+        let plain = vec![0x00, 0x00, 0x65, 0x58, 0, 0x0a, 0xbc, 0];
+        let mut int = vec![1 + words, 0x00, 0x65, 0x58, 0, 0x0a, 0xbc, 0, 0, 0, 0, 0];
+        let option = geneve::GeneveOptionRepr {
+            class: geneve::INT_OPTION_CLASS,
+            option_type: if mx { 3 } else { 1 },
+            length_words: words,
+        };
+        option.emit(&mut int[8..]).unwrap();
+        int.extend(&body);
+        (plain, geneve::UDP_PORT, int, geneve::UDP_PORT)
+    };
+    let inner: Vec<u8> = (0..inner_len).map(|i| (i * 7) as u8).collect();
+    let frame = |tunnel: &[u8], port: u16| {
+        let mut spec = if ipv6 {
+            PacketSpec::udp6("2001:db8::a".parse().unwrap(), "2001:db8::b".parse().unwrap(), 49152, port, 0)
+        } else {
+            PacketSpec::udp([10, 9, 0, 1].into(), [10, 9, 0, 2].into(), 49152, port, 0)
+        };
+        spec.payload = [tunnel, &inner].concat();
+        spec.build()
+    };
+    (frame(&int_tunnel, int_port), frame(&plain_tunnel, plain_port))
+}

@@ -1,4 +1,4 @@
--- Wireshark dissector for INT 0.5 over TCP/UDP (shim Types 1, 2 and 3 with
+-- Wireshark dissector for INT 0.5 over TCP/UDP over IPv4 or IPv6 (shim Types 1, 2 and 3 with
 -- Host-INT's sequence number), and for telemetry reports: Telemetry Report
 -- 0.5 (NProto 0-2) and Host-INT's INT/IPv4 latency (NProto 4) and
 -- Drop-Summary (NProto 3) reports. Part of int-node.
@@ -108,6 +108,7 @@ local e_malformed = ProtoExpert.new("int05.malformed", "Malformed INT block", ex
 int05.experts = { e_malformed }
 
 local ip_dsfield = Field.new("ip.dsfield.dscp")
+local ipv6_dscp = Field.new("ipv6.tclass.dscp")
 local eth = Dissector.get("eth_withoutfcs")
 local ip_table = DissectorTable.get("ip.proto")
 
@@ -204,9 +205,11 @@ end
 
 -- INT right after a UDP header or TCP options (DSCP encapsulation).
 local function heuristic(buf, pinfo, tree)
-    -- The innermost IPv4 header decides; a second one means a packet inside
-    -- a Telemetry Report 0.5 flow report, whose INT block has no tail.
+    -- The innermost IP header decides (IPv4's DSCP, or IPv6's in its
+    -- Traffic Class); a second one means a packet inside a Telemetry
+    -- Report 0.5 flow report, whose INT block has no tail.
     local all = { ip_dsfield() }
+    for _, dscp in ipairs({ ipv6_dscp() }) do all[#all + 1] = dscp end
     local dscp = all[#all]
     if dscp == nil then return false end
     local mask = int05.prefs.dscp_mask

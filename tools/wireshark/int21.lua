@@ -1,7 +1,9 @@
 -- Wireshark dissector for INT 2.1 over TCP/UDP (INT-MD and INT-MX blocks
--- after the L4 header, marked by DSCP or behind a UDP port) and Telemetry
--- Report 2.0 (group header, individual reports, RepType 1 metadata, the
--- packet inside). Part of int-node; load it beside int05.lua or alone.
+-- after the L4 header, marked by DSCP (IPv4's or IPv6's) or behind a UDP
+-- port), INT 2.1 in VXLAN-GPE (Next Protocol 0x82: the INT shim, the block,
+-- then the shim's Next Protocol) and Telemetry Report 2.0 (group header,
+-- individual reports, RepType 1 metadata, the IPv4 or IPv6 packet inside).
+-- Part of int-node; load it beside int05.lua or alone.
 --
 --   tshark -X lua_script:tools/wireshark/int21.lua -o udp.try_heuristic_first:TRUE \
 --          -o tcp.try_heuristic_first:TRUE -r int21.pcap -V
@@ -14,6 +16,7 @@
 -- not claim the packets first.
 
 local int21 = Proto("int21", "In-band Network Telemetry 2.1")
+local int21_gpe = Proto("int21gpe", "In-band Network Telemetry 2.1 in VXLAN-GPE")
 local tr20 = Proto("tr20", "Telemetry Report 2.0")
 
 int21.prefs.dscp_value = Pref.uint("DSCP value", 0x17, "DSCP value that marks INT 2.1")
@@ -91,6 +94,7 @@ r.loss_count = ProtoField.uint32("tr20.loss.count", "Packets lost", base.DEC)
 r.loss_source = ProtoField.uint32("tr20.loss.source_node", "Source node", base.DEC_HEX)
 
 local ip_dsfield = Field.new("ip.dsfield.dscp")
+local ipv6_dscp = Field.new("ipv6.tclass.dscp")
 local udp_dstport = Field.new("udp.dstport")
 
 local function bit_set(value, bit) return math.floor(value / 2 ^ (15 - bit)) % 2 == 1 end
@@ -114,15 +118,19 @@ local function dissect_metadata(buf, at, bitmap, tree, fields)
     return at
 end
 
--- The block at the start of `buf`; its length, or nil when it is not one.
-local function dissect_block(buf, tree)
+-- The header type and length of a block (a 4-byte shim, TCP/UDP's or
+-- VXLAN-GPE's, then the header) at the start of `buf`, or nil.
+local function block_shape(buf)
     if buf:len() < 16 then return nil end
     local htype = math.floor(buf(0, 1):uint() / 16)
     local length = 4 + buf(1, 1):uint() * 4
     if htype < 1 or htype > 3 or math.floor(buf(4, 1):uint() / 16) ~= 2 or buf:len() < length then return nil end
-    local subtree = tree:add(int21, buf(0, length))
-    subtree:add(f.type, buf(0, 1)); subtree:add(f.npt, buf(0, 1))
-    subtree:add(f.length, buf(1, 1)); subtree:add(f.next, buf(2, 2))
+    return htype, length
+end
+
+-- The INT-MD or INT-MX header and stack after the 4-byte shim of a block
+-- of `length` bytes at the start of `buf`, into `subtree`.
+local function dissect_body(buf, subtree, htype, length)
     subtree:add(f.ver, buf(4, 1)); subtree:add(f.d, buf(4, 1))
     local bitmap = buf(8, 2):uint()
     if htype == 1 then
@@ -150,8 +158,24 @@ local function dissect_block(buf, tree)
     return length
 end
 
+-- The block at the start of `buf`; its length, or nil when it is not one.
+local function dissect_block(buf, tree)
+    local htype, length = block_shape(buf)
+    if htype == nil then return nil end
+    local subtree = tree:add(int21, buf(0, length))
+    subtree:add(f.type, buf(0, 1)); subtree:add(f.npt, buf(0, 1))
+    subtree:add(f.length, buf(1, 1)); subtree:add(f.next, buf(2, 2))
+    return dissect_body(buf, subtree, htype, length)
+end
+-- The DSCP of the innermost IP header, IPv4's or IPv6's.
+local function innermost_dscp()
+    local all = { ip_dsfield() }
+    for _, dscp in ipairs({ ipv6_dscp() }) do all[#all + 1] = dscp end
+    return all[#all]
+end
+
 local function heuristic(buf, pinfo, tree)
-    local dscp = ip_dsfield()
+    local dscp = innermost_dscp()
     local port = udp_dstport()
     local by_dscp = dscp ~= nil and bit32.band(dscp.value, int21.prefs.dscp_mask) ==
         bit32.band(int21.prefs.dscp_value, int21.prefs.dscp_mask)
@@ -199,8 +223,10 @@ local function report_heuristic(buf, pinfo, tree)
             end
             inner = at + 12 + buf(at + 2, 1):uint() * 4
         end
-        if buf(at, 1):uint() % 16 == 4 and at + 4 + body > inner then
-            Dissector.get("ip"):call(buf(inner, at + 4 + body - inner):tvb(), pinfo, tree)
+        local in_type = buf(at, 1):uint() % 16
+        if (in_type == 4 or in_type == 5) and at + 4 + body > inner then
+            local ip = in_type == 4 and "ip" or "ipv6"
+            Dissector.get(ip):call(buf(inner, at + 4 + body - inner):tvb(), pinfo, tree)
         end
         at = at + 4 + body
     end
@@ -208,6 +234,37 @@ local function report_heuristic(buf, pinfo, tree)
     return true
 end
 
+-- INT 2.1 in VXLAN-GPE: the INT shim (Type, Length, G, Next Protocol),
+-- the block, then what the shim's Next Protocol names.
+local g = int21_gpe.fields
+g.type = ProtoField.uint8("int21gpe.type", "Type", base.DEC, header_types, 0xf0)
+g.length = ProtoField.uint8("int21gpe.length", "Length (words after the shim)", base.DEC)
+g.g = ProtoField.bool("int21gpe.g", "G (original packet was plain VXLAN)", 8, nil, 0x80)
+g.next = ProtoField.uint8("int21gpe.next_protocol", "Next Protocol", base.HEX,
+    { [1] = "IPv4", [2] = "IPv6", [3] = "Ethernet", [4] = "NSH", [0x82] = "INT" })
+local gpe_next = { [1] = "ip", [2] = "ipv6", [3] = "eth_withoutfcs" }
+
+function int21_gpe.dissector(buf, pinfo, tree)
+    local htype, length = block_shape(buf)
+    if htype == nil then return 0 end
+    local subtree = tree:add(int21_gpe, buf(0, length))
+    subtree:add(g.type, buf(0, 1)); subtree:add(g.length, buf(1, 1))
+    subtree:add(g.g, buf(2, 1)); subtree:add(g.next, buf(3, 1))
+    dissect_body(buf, subtree, htype, length)
+    pinfo.cols.protocol:append("/INT2.1")
+    local next_protocol = buf(3, 1):uint()
+    if buf:len() > length then
+        local rest = buf(length):tvb()
+        if next_protocol == 0x82 then
+            int21_gpe.dissector(rest, pinfo, tree)
+        else
+            Dissector.get(gpe_next[next_protocol] or "data"):call(rest, pinfo, tree)
+        end
+    end
+    return buf:len()
+end
+
+DissectorTable.get("vxlan.next_proto"):add(0x82, int21_gpe)
 int21:register_heuristic("udp", heuristic)
 int21:register_heuristic("tcp", heuristic)
 tr20:register_heuristic("udp", report_heuristic)
