@@ -237,3 +237,82 @@ fn cut_tunnel_packets_are_refused() {
         assert!(in_tunnel::find(&lying, SourceOnly::NONE).is_err(), "{kind:?}: lying INT length");
     }
 }
+
+/// A source writing INT inside the tunnel (VXLAN made VXLAN-GPE, G set),
+/// transit hops and a sink: sink(transit^n(source(p))) == p for generated
+/// tunnel packets, the sink reading the source's hop and packet number, a
+/// Geneve option's Remaining Hop Count kept to what 31 words hold.
+#[test]
+fn source_transit_sink_in_tunnels_is_identity() {
+    use int_core::encap::{DscpMatch, TcpPlacement};
+    use int_core::int21::source::{self, SourceConfig};
+    use int_core::int21::source_only::SEQUENCE;
+    use int_core::int21::{sink, Domain, Marking};
+    let domain = Domain {
+        marking: Marking::Dscp(DscpMatch::new(0x17, 0x3f).unwrap()),
+        tcp_placement: TcpPlacement::BeforeOptions,
+        source_only: SourceOnly::sequence(0x4944),
+    };
+    let config = SourceConfig {
+        domain,
+        header_type: HeaderType::Md,
+        instructions: Instructions::NODE_ID | Instructions::QUEUE_OCCUPANCY,
+        ds_words: 0,
+        max_hops: 20,
+        own_hop: true,
+        domain_id: 0x4944,
+        ds_instructions: SEQUENCE,
+        ds_flags: 0,
+        discard: false,
+        max_ip_len: 9000,
+    };
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    let cases = (kind(), packet_v4_v6(), any::<bool>(), 0usize..600, 0usize..6, any::<u32>());
+    let mut pushed_total = 0;
+    for _ in 0..500 {
+        let (kind, spec, zero, inner_len, transits, sequence) =
+            proptest::strategy::ValueTree::current(&cases.new_tree(&mut runner).unwrap());
+        let ((plain_tunnel, plain_port), _) = tunnel_headers(kind, &md_body(0, 0));
+        let inner: Vec<u8> = (0..inner_len + 14).map(|i| (i * 13 + 5) as u8).collect();
+        // Not marked for the domain's TCP/UDP INT: the tunnel carries it.
+        let spec = PacketSpec { tos: spec.tos & 0x03, ..spec };
+        let plain = outer(&spec, plain_port, &plain_tunnel, &inner, zero);
+        let plan = source::plan_in_tunnel(&plain).unwrap().expect("a tunnel packet");
+        let mut buffer = Buffer::new(&plain);
+        let hop = HopMetadata { node_id: Some(1), queue: Some((0, 1)), ..HopMetadata::default() };
+        buffer.with(|f| source::insert_in_tunnel(f, &plan, &config, &hop, sequence)).unwrap();
+        let mut packet = buffer.frame().to_vec();
+        assert_eq!(verify_checksums_as(&packet, zero), Ok(()), "{kind:?}");
+        assert_eq!(etherparse_verdict(&packet), Ok(()));
+        assert_eq!(source::plan_in_tunnel(&packet).unwrap(), None, "INT once only");
+        if let Kind::Geneve { .. } = kind {
+            let found = in_tunnel::find(&packet, domain.source_only).unwrap().unwrap();
+            let int_core::int21::Body::Md(md) = found.body else { panic!("not MD") };
+            let full = 12 + md.stack.len() + usize::from(md.header.remaining_hop_cnt) * 8;
+            assert!(full <= 124 && full > 116, "the option fills up to 31 words: {full}");
+        }
+        for node in 0..transits {
+            let hop = HopMetadata {
+                node_id: Some(100 + node as u32),
+                queue: Some((0, 2)),
+                ..HopMetadata::default()
+            };
+            let found = in_tunnel::find(&packet, domain.source_only).unwrap().unwrap().for_push();
+            let mut buffer = Buffer::new(&packet);
+            match buffer.with(|f| in_tunnel::push(f, &found, 9000, &hop)) {
+                Ok(Outcome::Pushed(_)) => pushed_total += 1,
+                Ok(Outcome::MaxHopReached) => {}
+                other => panic!("{kind:?}: {other:?}"),
+            }
+            packet = buffer.frame().to_vec();
+            assert_eq!(verify_checksums_as(&packet, zero), Ok(()));
+        }
+        let found = sink::extract(&packet, &domain).unwrap().expect("INT in the tunnel");
+        assert_eq!(found.sequence, Some(sequence));
+        assert_eq!(found.source_hop.unwrap().node_id, Some(1));
+        let mut buffer = Buffer::new(&packet);
+        buffer.with(|f| sink::strip(f, &found)).unwrap();
+        assert_eq!(buffer.frame(), &plain[..], "{kind:?}");
+    }
+    assert!(pushed_total > 500, "transit pushed {pushed_total} times");
+}

@@ -125,15 +125,30 @@ impl TunnelSpan {
     }
 }
 
-/// Finds INT 2.1 in a VXLAN-GPE or Geneve packet. `Ok(None)`: not such a
-/// tunnel packet (or one without INT, or a fragment). `Err`: the tunnel
-/// announces INT, but its headers or the INT data lie.
-pub fn find(frame: &[u8], source_only: SourceOnly) -> Result<Option<InTunnel<'_>>, ParseError> {
+/// The outer headers of a tunnel packet: IP and UDP.
+struct Outer {
+    ip: IpLocation,
+    src_port: u16,
+    dst_port: u16,
+    length: u16,
+}
+
+/// The outer IP and UDP headers of a frame that is neither a fragment nor
+/// anything but UDP.
+fn outer_udp(frame: &[u8]) -> Result<Option<Outer>, ParseError> {
     let Some(ip) = locate::ip(frame)? else { return Ok(None) };
     if ip.is_fragment() {
         return Ok(None);
     }
     let Some(L4::Udp { src_port, dst_port, length }) = locate::l4(frame, &ip)? else { return Ok(None) };
+    Ok(Some(Outer { ip, src_port, dst_port, length }))
+}
+
+/// Finds INT 2.1 in a VXLAN-GPE or Geneve packet. `Ok(None)`: not such a
+/// tunnel packet (or one without INT, or a fragment). `Err`: the tunnel
+/// announces INT, but its headers or the INT data lie.
+pub fn find(frame: &[u8], source_only: SourceOnly) -> Result<Option<InTunnel<'_>>, ParseError> {
+    let Some(Outer { ip, src_port, dst_port, length }) = outer_udp(frame)? else { return Ok(None) };
     let at = ip.l4 + UDP_LEN;
     let payload = frame.get(at..ip.end).unwrap_or_default();
     let shifted = |e: ParseError| e.shifted(at);
@@ -290,5 +305,159 @@ fn restore_tunnel_header(bytes: &mut [u8], found: &TunnelSpan, words: u8) -> (u3
         Tunnel::Geneve { .. } => {
             patch16(bytes, at, |[ver_len, flags]| [(ver_len & 0xc0) | ((ver_len & 0x3f) - words), flags])
         }
+    }
+}
+
+/// A tunnel packet a source can instrument inside its tunnel header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TunnelPlan {
+    pub ip: IpLocation,
+    pub udp_len: u16,
+    pub kind: TunnelKind,
+    /// Frame offset where the INT shim or option goes.
+    pub insert_at: usize,
+    /// The tunnel's 5-tuple as it leaves the source (VXLAN made VXLAN-GPE
+    /// goes to UDP 4790).
+    pub flow: FlowKey,
+}
+
+/// The tunnel a source found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TunnelKind {
+    /// Plain VXLAN (UDP 4789): made VXLAN-GPE, the shim's G set.
+    Vxlan,
+    /// VXLAN-GPE whose Next Protocol is this.
+    Gpe { next_protocol: u8 },
+    /// Geneve with this many words of options already.
+    Geneve { options_words: u8 },
+}
+
+impl TunnelPlan {
+    /// Bytes a source adds for `body_len` bytes of INT header and data.
+    pub fn added_len(&self, body_len: usize) -> usize {
+        GPE_SHIM_LEN + body_len
+    }
+
+    /// The most bytes of INT header and data this tunnel can carry: a
+    /// Geneve option's 31 words, and what Opt Len's 63 leave.
+    pub fn max_body_len(&self) -> usize {
+        match self.kind {
+            TunnelKind::Vxlan | TunnelKind::Gpe { .. } => usize::from(u8::MAX) * 4,
+            TunnelKind::Geneve { options_words } => {
+                let left = MAX_GENEVE_OPTIONS_WORDS.saturating_sub(usize::from(options_words) + 1);
+                left.min(MAX_OPTION_WORDS) * 4
+            }
+        }
+    }
+}
+
+/// Whether and where a source can put INT inside this frame's tunnel: a
+/// VXLAN, VXLAN-GPE or Geneve packet (by its UDP destination port) that
+/// carries no INT yet. `Ok(None)`: no such tunnel packet.
+pub fn plan(frame: &[u8]) -> Result<Option<TunnelPlan>, ParseError> {
+    let Some(Outer { ip, src_port, dst_port, length }) = outer_udp(frame)? else { return Ok(None) };
+    let at = ip.l4 + UDP_LEN;
+    let payload = frame.get(at..ip.end).unwrap_or_default();
+    let shifted = |e: ParseError| e.shifted(at);
+    let (kind, insert_at) = match dst_port {
+        VXLAN_UDP_PORT => {
+            // RFC 7348: I set, the rest of the first word reserved.
+            let flags = *payload.first().ok_or_else(|| ParseError::truncated(Layer::VxlanGpe, at, 8, 0))?;
+            if payload.len() < vxlan_gpe::HEADER_LEN || flags & vxlan_gpe::FLAG_I == 0 {
+                return Ok(None);
+            }
+            (TunnelKind::Vxlan, at + vxlan_gpe::HEADER_LEN)
+        }
+        vxlan_gpe::UDP_PORT => {
+            let gpe = vxlan_gpe::VxlanGpeRepr::parse(payload).map_err(shifted)?;
+            if gpe.next_protocol == vxlan_gpe::NEXT_INT {
+                return Ok(None);
+            }
+            (TunnelKind::Gpe { next_protocol: gpe.next_protocol }, at + vxlan_gpe::HEADER_LEN)
+        }
+        geneve::UDP_PORT => {
+            let header = geneve::GeneveRepr::parse(payload).map_err(shifted)?;
+            if geneve::find_option(payload, &header, geneve::INT_OPTION_CLASS).map_err(shifted)?.is_some() {
+                return Ok(None);
+            }
+            (TunnelKind::Geneve { options_words: header.options_words }, at + header.len())
+        }
+        _ => return Ok(None),
+    };
+    let leaving_port = if kind == TunnelKind::Vxlan { vxlan_gpe::UDP_PORT } else { dst_port };
+    let flow = crate::source::flow_key(frame, &ip, locate::PROTO_UDP, src_port, leaving_port);
+    Ok(Some(TunnelPlan { ip, udp_len: length, kind, insert_at, flow }))
+}
+
+/// Puts `body` (an INT-MD or INT-MX header and its data, `header_type`)
+/// into the tunnel `plan` found: after VXLAN-GPE's header under an INT shim
+/// (plain VXLAN made VXLAN-GPE, G set), or as the last Geneve option. The
+/// outer lengths and UDP checksum follow (0 stays 0). Returns the bytes
+/// added, or `None` (frame unchanged) without headroom or room in the
+/// tunnel's lengths.
+pub fn insert(
+    frame: &mut FrameBuf<'_>,
+    plan: &TunnelPlan,
+    header_type: super::HeaderType,
+    body: &[u8],
+) -> Option<usize> {
+    let added = plan.added_len(body.len());
+    if body.len() > plan.max_body_len()
+        || !body.len().is_multiple_of(4)
+        || usize::from(plan.udp_len) + added > usize::from(u16::MAX)
+        || !frame.open_gap(plan.insert_at, added)
+    {
+        return None;
+    }
+    let bytes = frame.frame_mut();
+    let words = (body.len() / 4) as u8;
+    let head = tunnel_int_head(plan.kind, header_type, words);
+    bytes.get_mut(plan.insert_at..plan.insert_at + GPE_SHIM_LEN)?.copy_from_slice(&head);
+    bytes.get_mut(plan.insert_at + GPE_SHIM_LEN..plan.insert_at + added)?.copy_from_slice(body);
+    let inserted = checksum::sum(0, bytes.get(plan.insert_at..plan.insert_at + added).unwrap_or_default());
+    let (old, new) = announce_int(bytes, plan, 1 + words);
+    let ip = plan.ip;
+    carrier::rewrite_ip(bytes, &ip, ip.tos, ip.ip_len() + added, ip.protocol);
+    Carrier::Udp(ip.l4).update(bytes, plan.udp_len, plan.udp_len + added as u16, old, new + inserted);
+    Some(added)
+}
+
+/// The 4 bytes in front of the INT data: VXLAN-GPE's INT shim (Next
+/// Protocol: what the GPE header named; Ethernet after plain VXLAN, G set)
+/// or the Geneve option header (class 0x0103, Type = the header type).
+fn tunnel_int_head(kind: TunnelKind, header_type: super::HeaderType, words: u8) -> [u8; 4] {
+    let mut head = [0u8; 4];
+    let _ = match kind {
+        TunnelKind::Vxlan | TunnelKind::Gpe { .. } => {
+            let (next_protocol, from_vxlan) = match kind {
+                TunnelKind::Gpe { next_protocol } => (next_protocol, false),
+                _ => (vxlan_gpe::NEXT_ETHERNET, true),
+            };
+            tunnel::GpeShimRepr { header_type, length_words: words, from_vxlan, next_protocol }
+                .emit(&mut head)
+        }
+        TunnelKind::Geneve { .. } => {
+            let option_type = if header_type == super::HeaderType::Mx { 3 } else { 1 };
+            geneve::GeneveOptionRepr { class: geneve::INT_OPTION_CLASS, option_type, length_words: words }
+                .emit(&mut head)
+        }
+    };
+    head
+}
+
+/// The tunnel header announcing INT: VXLAN-GPE's Next Protocol 0x82 (plain
+/// VXLAN made VXLAN-GPE: P set, UDP 4790), or Geneve's Opt Len grown by
+/// the option's `words`. Returns the changed words' sums before and after.
+fn announce_int(bytes: &mut [u8], plan: &TunnelPlan, words: u8) -> (u32, u32) {
+    let at = plan.ip.l4 + UDP_LEN;
+    match plan.kind {
+        TunnelKind::Gpe { .. } => patch16(bytes, at + 2, |[reserved, _]| [reserved, vxlan_gpe::NEXT_INT]),
+        TunnelKind::Vxlan => {
+            let (o1, n1) = patch16(bytes, at, |[flags, reserved]| [flags | vxlan_gpe::FLAG_P, reserved]);
+            let (o2, n2) = patch16(bytes, at + 2, |[reserved, _]| [reserved, vxlan_gpe::NEXT_INT]);
+            let (o3, n3) = patch16(bytes, plan.ip.l4 + 2, |_| vxlan_gpe::UDP_PORT.to_be_bytes());
+            (o1 + o2 + o3, n1 + n2 + n3)
+        }
+        TunnelKind::Geneve { .. } => patch16(bytes, at, |[ver_len, flags]| [ver_len + words, flags]),
     }
 }

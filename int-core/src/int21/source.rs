@@ -21,6 +21,8 @@ use crate::flow::FlowKey;
 use crate::frame::FrameBuf;
 use crate::locate::{self, IpLocation, IpVersion, L4};
 use crate::source::{flow_key, Skip};
+
+use super::in_tunnel::{self, TunnelPlan};
 use crate::wire::udp::HEADER_LEN as UDP_LEN;
 use crate::wire::UdpRepr;
 
@@ -209,7 +211,7 @@ pub fn insert(
     sequence: u32,
 ) -> Result<usize, Skip> {
     let mut block = [0u8; MAX_BLOCK_LEN];
-    let block_len = build_block(&mut block, plan, config, hop, sequence)?;
+    let block_len = build_block(&mut block, (plan.next, plan.mtu_exceeded), config, hop, sequence)?;
     let block = block.get(..block_len).unwrap_or_default();
     let added = plan.added_len(config);
     let ip = plan.ip;
@@ -278,12 +280,13 @@ fn carrier_of(l4: L4, ip: &IpLocation) -> (Carrier, u16) {
     }
 }
 
-/// The shim, header and (INT-MD) the source's own metadata and source-only
-/// packet number; returns the block's length. Without room for them (M),
+/// The shim (announcing `next`), header and (INT-MD) the source's own
+/// metadata and source-only packet number, unless `mtu_exceeded` (M);
+/// returns the block's length. Without room for them (M),
 /// the DS Instruction stops announcing the packet number.
 fn build_block(
     buf: &mut [u8],
-    plan: &Plan,
+    (next, mtu_exceeded): (Next, bool),
     config: &SourceConfig,
     hop: &HopMetadata,
     sequence: u32,
@@ -291,8 +294,8 @@ fn build_block(
     let too_big = |_| Skip::TooBig;
     match config.header_type {
         HeaderType::Md => {
-            let pushes = !plan.mtu_exceeded && config.own_hop;
-            let numbered = !plan.mtu_exceeded && config.source_only_len() != 0;
+            let pushes = !mtu_exceeded && config.own_hop;
+            let numbered = !mtu_exceeded && config.source_only_len() != 0;
             let mut ds_instructions = config.ds_instructions;
             if !numbered {
                 ds_instructions &= !config.domain.source_only.bits;
@@ -300,7 +303,7 @@ fn build_block(
             let header = MdHeaderRepr {
                 discard: config.discard,
                 max_hop_exceeded: false,
-                mtu_exceeded: plan.mtu_exceeded,
+                mtu_exceeded,
                 hop_ml: config.hop_ml(),
                 remaining_hop_cnt: config.max_hops.saturating_sub(u8::from(pushes)),
                 instructions: config.instructions,
@@ -312,10 +315,10 @@ fn build_block(
             let hops = if pushes { core::slice::from_ref(&hop) } else { &[] };
             let number = sequence.to_be_bytes();
             let source_only = if numbered { &number[..] } else { &[] };
-            emit_md_block(buf, plan.next, &header, hops, source_only).map_err(too_big)
+            emit_md_block(buf, next, &header, hops, source_only).map_err(too_big)
         }
         HeaderType::Mx | HeaderType::Destination => {
-            let shim = ShimRepr { header_type: HeaderType::Mx, next: plan.next, length_words: 3 };
+            let shim = ShimRepr { header_type: HeaderType::Mx, next, length_words: 3 };
             let header = MxHeaderRepr {
                 discard: config.discard,
                 instructions: config.instructions,
@@ -326,5 +329,47 @@ fn build_block(
             let at = shim.emit(buf).map_err(too_big)?;
             Ok(at + header.emit(buf.get_mut(at..).unwrap_or_default()).map_err(too_big)?)
         }
+    }
+}
+
+/// A tunnel packet (VXLAN, VXLAN-GPE or Geneve) whose INT goes inside its
+/// tunnel header ([`in_tunnel`]): `Ok(None)` for any other frame.
+pub fn plan_in_tunnel(frame: &[u8]) -> Result<Option<TunnelPlan>, Skip> {
+    in_tunnel::plan(frame).map_err(Skip::Malformed)
+}
+
+/// Writes INT inside the tunnel `plan` found: the header, the source's own
+/// metadata and packet number as over TCP/UDP (a Geneve option's Remaining
+/// Hop Count kept to what its 31 words hold). A packet past `max_ip_len`
+/// once instrumented is not (the source's M rule is for TCP/UDP). Returns
+/// the bytes added.
+pub fn insert_in_tunnel(
+    frame: &mut FrameBuf<'_>,
+    plan: &TunnelPlan,
+    config: &SourceConfig,
+    hop: &HopMetadata,
+    sequence: u32,
+) -> Result<usize, Skip> {
+    let mut block = [0u8; MAX_BLOCK_LEN];
+    let len = build_block(&mut block, (Next::Dscp(0), false), config, hop, sequence)?;
+    let body = block.get_mut(super::shim::HEADER_LEN..len).ok_or(Skip::TooBig)?;
+    if config.header_type == HeaderType::Md {
+        cap_remaining_hops(body, plan.max_body_len(), config);
+    }
+    if plan.ip.ip_len() + plan.added_len(body.len()) > usize::from(config.max_ip_len) {
+        return Err(Skip::TooBig);
+    }
+    let header_type = if config.header_type == HeaderType::Mx { HeaderType::Mx } else { HeaderType::Md };
+    in_tunnel::insert(frame, plan, header_type, body).ok_or(Skip::TooBig)
+}
+
+/// Keeps an INT-MD body's Remaining Hop Count to the hops `room` bytes of
+/// INT data can still take.
+fn cap_remaining_hops(body: &mut [u8], room: usize, config: &SourceConfig) {
+    let hop_len = usize::from(config.hop_ml()) * 4;
+    let free = room.saturating_sub(body.len());
+    let fits = free.checked_div(hop_len).unwrap_or(0).min(usize::from(u8::MAX)) as u8;
+    if let Some(remaining) = body.get_mut(3) {
+        *remaining = (*remaining).min(fits);
     }
 }
