@@ -369,3 +369,36 @@ fn tunnels_through_transit_and_sink() {
     assert!(reported >= 3, "a latency report per INT-MD tunnel flow: {reported}");
     assert_eq!(mx, 12, "INT-MX packets reported by transit and sink");
 }
+
+/// A source that sees the tunnel puts INT into it: VXLAN (made VXLAN-GPE,
+/// G set), VXLAN-GPE and Geneve packets over IPv4 and IPv6 go through
+/// source, transit and sink of an INT 2.1 domain and come out as they went
+/// in, byte for byte, with the source's packet numbers tracked at the sink.
+#[test]
+fn tunnels_from_source_to_sink() {
+    let dir = workdir("int21-tunnel-source");
+    let plain: Vec<Vec<u8>> =
+        (0..48).map(|i| tunnel_packet((i % 3) as u8, i % 2 == 1, false, 0, 40 + i * 25).1).collect();
+    write_pcap(&dir.join("in.pcap"), &plain);
+    let section = "    int: {version: 2.1}\n";
+    let source = run_node(&dir, &node_config("source", "in.pcap", "s.pcap", section, None));
+    assert_eq!(source.counter("source", "instrumented_in_tunnel"), 48, "{}", source.stdout());
+    let transit = run_node(&dir, &node_config("transit", "s.pcap", "t.pcap", section, None));
+    assert_eq!(transit.counter("transit", "pushed"), 48);
+    let collector = Collector::new();
+    let sink = run_node(&dir, &node_config("sink", "t.pcap", "out.pcap", section, Some(&collector.addr())));
+    assert_same_frames(&read_pcap(&dir.join("out.pcap")), &plain);
+    assert_eq!(sink.counter("sink", "stripped"), 48);
+    assert_eq!(sink.counter("sink", "lost_packets"), 0);
+    assert_eq!(sink.counter("sink", "no_sequence"), 0, "every packet numbered by the source");
+    // Four tunnel flows: VXLAN-GPE and Geneve over two IP versions (the
+    // VXLAN packets, made VXLAN-GPE, share the VXLAN-GPE tunnel's 5-tuple).
+    assert_eq!(sink.counter("sink", "flows_created"), 4);
+    // The same packets instrumented outside the tunnel instead.
+    let outer = format!("{section}    source: {{tunnels: outer}}\n");
+    let source = run_node(&dir, &node_config("source", "in.pcap", "o.pcap", &outer, None));
+    assert_eq!(source.counter("source", "instrumented"), 48);
+    assert_eq!(source.counter("source", "instrumented_in_tunnel"), 0);
+    run_node(&dir, &node_config("sink", "o.pcap", "out2.pcap", section, Some(&collector.addr())));
+    assert_same_frames(&read_pcap(&dir.join("out2.pcap")), &plain);
+}

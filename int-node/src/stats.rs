@@ -34,6 +34,7 @@ counters! {
     clock_steps_back,
     // source
     instrumented,
+    instrumented_in_tunnel,
     not_watched,
     not_ip,
     not_tcp_udp,

@@ -131,6 +131,17 @@ pub enum Mode {
     Mx,
 }
 
+/// `source.tunnels` in an INT 2.1 domain: where a VXLAN, VXLAN-GPE or
+/// Geneve packet carries the INT a source adds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, EnumString, VariantNames)]
+#[strum(serialize_all = "lowercase")]
+pub enum TunnelPlacement {
+    /// In the tunnel header (INT 2.1 sections 5.7.3 and 5.7.4).
+    Inside,
+    /// After the outer UDP header, as for any UDP packet.
+    Outer,
+}
+
 /// A pipeline's stage and the settings of its role.
 #[derive(Debug, Clone)]
 pub enum StageConfig {
@@ -323,6 +334,7 @@ pub struct Source21Settings {
     pub idle_timeout_ms: u64,
     /// D: every sink discards the packet once it has reported it.
     pub discard: bool,
+    pub tunnels: TunnelPlacement,
 }
 
 /// An address prefix of a watchlist rule: of one IP version, or any

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use super::choice::Choice;
 use super::model::{
     ClockSource, EncapsulationName, Flavour, IntVersion, LatencyMode, MalformedPolicy, MarkedPolicy, Mode,
-    ProfileName, Protocol, RoleName,
+    ProfileName, Protocol, RoleName, TunnelPlacement,
 };
 
 #[derive(Debug, Deserialize)]
@@ -157,6 +157,8 @@ pub struct RawSource {
     pub tail: Option<Choice<TailStyle>>,
     /// INT 2.1: set D, for probe traffic sinks discard once reported.
     pub discard: Option<bool>,
+    /// INT 2.1: `inside` or `outer`.
+    pub tunnels: Option<Choice<TunnelPlacement>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -13,7 +13,7 @@ use super::choice::chosen;
 use super::model::{
     ExportConfig, ExportPath, Flavour, LatencyMode, MalformedPolicy, MarkedPolicy, Mode, PortConfig,
     PortExport, Prefix, ProfileName, Protocol, Rule, SinkSettings, Source21Settings, SourceSettings,
-    StageConfig,
+    StageConfig, TunnelPlacement,
 };
 use super::pipeline::QueueUse;
 use super::raw::{RawExport, RawExportPath, RawImpair, RawRule, RawSink, RawSource};
@@ -35,7 +35,11 @@ pub fn source_settings(raw: &RawSource, path: &str, problems: &mut Problems) -> 
     check_capacity(raw.flows.capacity, path, problems);
     problems.other_version(
         path,
-        &[("mode", raw.mode.is_some()), ("discard", raw.discard.is_some())],
+        &[
+            ("mode", raw.mode.is_some()),
+            ("discard", raw.discard.is_some()),
+            ("tunnels", raw.tunnels.is_some()),
+        ],
         "INT 2.1 sources",
         "remove it, or set int.version: 2.1 for this pipeline",
     );
@@ -97,6 +101,7 @@ pub fn source21_settings(raw: &RawSource, path: &str, problems: &mut Problems) -
         flow_capacity: raw.flows.capacity,
         idle_timeout_ms: raw.flows.idle_timeout_ms,
         discard: raw.discard.unwrap_or(false),
+        tunnels: chosen(&raw.tunnels, TunnelPlacement::Inside, &format!("{path}.tunnels"), problems),
     }
 }
 

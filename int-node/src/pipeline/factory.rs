@@ -19,6 +19,7 @@ use super::transit21::Transit21Stage;
 use super::{Pipeline, Stage};
 use crate::config::{
     ClockSource, Config, IntDomain, Mode, PipelineConfig, Source21Settings, SourceSettings, StageConfig,
+    TunnelPlacement,
 };
 use crate::dpdk::lcore::{self, LcoreId};
 use crate::dpdk::mbuf::RxClock;
@@ -105,6 +106,7 @@ fn stage(config: &Config, p: &PipelineConfig, ports: &Ports, built: &mut Built) 
                 flows: FlowTable::new(if numbered { settings.flow_capacity as usize } else { 1 }),
                 idle_timeout_ns: settings.idle_timeout_ms * 1_000_000,
                 last_sweep_ns: 0,
+                tunnels_inside: settings.tunnels == TunnelPlacement::Inside,
             }))
         }
         (StageConfig::Transit, IntDomain::V05(domain)) => Stage::Transit(Box::new(TransitStage {

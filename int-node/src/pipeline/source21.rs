@@ -7,6 +7,8 @@
 
 use std::net::SocketAddrV4;
 
+use int_core::flow::FlowKey;
+use int_core::int21::in_tunnel::TunnelPlan;
 use int_core::int21::source::{self, SourceConfig};
 use int_core::int21::{sink, HopMetadata};
 use int_core::source::Skip;
@@ -35,6 +37,8 @@ pub struct Source21Stage {
     pub flows: FlowTable<u32>,
     pub idle_timeout_ns: u64,
     pub last_sweep_ns: u64,
+    /// VXLAN, VXLAN-GPE and Geneve packets get INT in their tunnel header.
+    pub tunnels_inside: bool,
 }
 
 impl Source21Stage {
@@ -44,6 +48,12 @@ impl Source21Stage {
         let mut drop = 0u32;
         for i in 0..burst.len() {
             let Some(frame) = super::frame_ahead(burst, i, counters) else { continue };
+            if self.tunnels_inside {
+                if let Ok(Some(plan)) = source::plan_in_tunnel(frame) {
+                    self.instrument_in_tunnel(burst, i, &plan, now_ns, counters);
+                    continue;
+                }
+            }
             let plan = match source::plan(frame, &self.config) {
                 Ok(plan) => plan,
                 Err(Skip::AlreadyMarked) if self.marked == MarkedPolicy::Drop => {
@@ -65,7 +75,9 @@ impl Source21Stage {
             if !self.admit(&plan.flow, counters) {
                 continue;
             }
-            let Some(sequence) = self.next_sequence(&plan, now_ns, counters) else { continue };
+            let Some(sequence) = self.next_sequence(&plan.flow, plan.mtu_exceeded, now_ns, counters) else {
+                continue;
+            };
             let ingress = self.rx_timestamps.and_then(|clock| burst.rx_time_ns(i, &clock)).unwrap_or(now_ns);
             let hop = self.own_hop(ingress, now_ns);
             let config = &self.config;
@@ -102,13 +114,19 @@ impl Source21Stage {
     /// The flow's next packet number (0 where the domain numbers none);
     /// `None` when the flow table has no slot for it: without an honest
     /// number the packet leaves untouched rather than confuse the sink.
-    fn next_sequence(&mut self, plan: &source::Plan, now_ns: u64, counters: &mut Counters) -> Option<u32> {
-        if !self.config.numbers_packets() || plan.mtu_exceeded {
+    fn next_sequence(
+        &mut self,
+        flow: &FlowKey,
+        mtu_exceeded: bool,
+        now_ns: u64,
+        counters: &mut Counters,
+    ) -> Option<u32> {
+        if !self.config.numbers_packets() || mtu_exceeded {
             return Some(0);
         }
         // A flow that has numbered one packet may give its slot to a new
         // flow when the table is full.
-        let admitted = self.flows.get_or_insert_hashed(&plan.flow, plan.flow.hash64(), now_ns, |n| *n <= 1);
+        let admitted = self.flows.get_or_insert_hashed(flow, flow.hash64(), now_ns, |n| *n <= 1);
         let Some((counter, admission)) = admitted else {
             counters.inc(Counter::flow_table_full);
             return None;
@@ -125,6 +143,37 @@ impl Source21Stage {
         Some(*counter)
     }
 
+    /// A tunnel packet: INT into its tunnel header, numbered and reported as
+    /// any other.
+    #[inline(never)]
+    fn instrument_in_tunnel(
+        &mut self,
+        burst: &mut Burst,
+        i: usize,
+        plan: &TunnelPlan,
+        now_ns: u64,
+        counters: &mut Counters,
+    ) {
+        if !self.admit(&plan.flow, counters) {
+            return;
+        }
+        let Some(sequence) = self.next_sequence(&plan.flow, false, now_ns, counters) else { return };
+        let ingress = self.rx_timestamps.and_then(|clock| burst.rx_time_ns(i, &clock)).unwrap_or(now_ns);
+        let hop = self.own_hop(ingress, now_ns);
+        let config = &self.config;
+        match burst.with_frame(i, |f| source::insert_in_tunnel(f, plan, config, &hop, sequence)) {
+            Some(Ok(_)) => {
+                counters.inc(Counter::instrumented);
+                counters.inc(Counter::instrumented_in_tunnel);
+            }
+            Some(Err(skip)) => counters.inc(skip_counter(skip)),
+            None => counters.inc(Counter::shared_mbuf),
+        }
+        if let (Some(reporter), Some(frame)) = (self.reporter.as_mut(), burst.data(i)) {
+            report_mx(reporter, frame, &self.config.domain, hop, now_ns, counters);
+        }
+    }
+
     /// This node's metadata: the time the packet arrived and leaves.
     fn own_hop(&self, ingress_ns: u64, egress_ns: u64) -> HopMetadata {
         HopMetadata {
@@ -139,7 +188,7 @@ impl Source21Stage {
     }
 
     /// Whether a flow is instrumented: watched, and not this node's reports.
-    fn admit(&self, flow: &int_core::flow::FlowKey, counters: &mut Counters) -> bool {
+    fn admit(&self, flow: &FlowKey, counters: &mut Counters) -> bool {
         if !self.watchlist.is_empty() && !self.watchlist.iter().any(|rule| rule.matches(flow)) {
             counters.inc(Counter::not_watched);
             return false;
