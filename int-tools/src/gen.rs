@@ -42,6 +42,12 @@ pub struct GenArgs {
     /// bytes each, PadN).
     #[arg(long)]
     pub ipv6_options: bool,
+    /// Carry each frame in a tunnel: `vxlan` (UDP 4789), `vxlan-gpe` (4790)
+    /// or `geneve` (6081), between 192.0.2.1 and 192.0.2.2, one outer UDP
+    /// source port per flow; --sizes are then the inner frames'. With
+    /// --instrument int21-*, INT goes inside the tunnel header.
+    #[arg(long, value_enum)]
+    pub tunnel: Option<Tunnel>,
     /// Tag this share of packets with 802.1Q VLAN 100 (0.0-1.0).
     #[arg(long, default_value_t = 0.0)]
     pub vlan: f64,
@@ -182,6 +188,9 @@ fn packets(
         }
         spec.ident = i as u16;
         let mut frame = spec.build();
+        if let Some(tunnel) = args.tunnel {
+            frame = tunnelled(tunnel, flow, &frame);
+        }
         let time = args.start_ns + i as u64 * gap_ns;
         if let Some(source) = instrument {
             let slot = sequences.get_mut(flow as usize).ok_or("flow index")?;
@@ -231,6 +240,30 @@ fn is_ipv6_flow(index: u32, share: f64) -> bool {
     let before = (f64::from(index) * share).floor();
     let through = (f64::from(index + 1) * share).floor();
     through > before
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Tunnel {
+    Vxlan,
+    VxlanGpe,
+    Geneve,
+}
+
+/// `inner` as the payload of a tunnel packet of flow `flow` (its own outer
+/// UDP source port), VNI 0xabc, the outer UDP checksum computed.
+fn tunnelled(tunnel: Tunnel, flow: u32, inner: &[u8]) -> Vec<u8> {
+    let (header, port): ([u8; 8], u16) = match tunnel {
+        // I set; VXLAN-GPE: P too, Next Protocol Ethernet; Geneve: no
+        // options, Transparent Ethernet Bridging.
+        Tunnel::Vxlan => ([0x08, 0, 0, 0, 0, 0x0a, 0xbc, 0], 4789),
+        Tunnel::VxlanGpe => ([0x0c, 0, 0, 0x03, 0, 0x0a, 0xbc, 0], 4790),
+        Tunnel::Geneve => ([0x00, 0x00, 0x65, 0x58, 0, 0x0a, 0xbc, 0], 6081),
+    };
+    let src_port = 49152 + (flow % 16384) as u16;
+    let mut outer =
+        PacketSpec::udp(Ipv4Addr::new(192, 0, 2, 1), Ipv4Addr::new(192, 0, 2, 2), src_port, port, 0);
+    outer.payload = [&header[..], inner].concat();
+    outer.build()
 }
 
 /// Swaps a `share` of packets with their successor; capture times stay

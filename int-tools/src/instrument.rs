@@ -101,7 +101,6 @@ impl Source {
                 source::insert(&mut view, &plan, config, sequence, &hop).map_err(failed)?;
             }
             Source::V21(config) => {
-                let plan = source21::plan(frame, config).map_err(failed)?;
                 let hop = int21::HopMetadata {
                     node_id: Some(0x0a00_0001),
                     l1_ingress_port: Some(1),
@@ -110,7 +109,13 @@ impl Source {
                     egress_timestamp: Some(time_ns),
                     ..int21::HopMetadata::default()
                 };
-                source21::insert(&mut view, &plan, config, &hop, sequence).map_err(failed)?;
+                // A tunnel packet carries INT inside its tunnel header.
+                if let Some(plan) = source21::plan_in_tunnel(frame).map_err(failed)? {
+                    source21::insert_in_tunnel(&mut view, &plan, config, &hop, sequence).map_err(failed)?;
+                } else {
+                    let plan = source21::plan(frame, config).map_err(failed)?;
+                    source21::insert(&mut view, &plan, config, &hop, sequence).map_err(failed)?;
+                }
             }
         }
         Ok(view.frame().to_vec())

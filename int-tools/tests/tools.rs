@@ -377,6 +377,44 @@ fn decode_reads_ipv6_frames() {
     assert!(text.contains("proto 17 [2001:db8::1]:5000 -> [2001:db8::2]:6000 tc 72"), "{text}");
 }
 
+/// gen writes tunnelled traffic (VXLAN, VXLAN-GPE, Geneve) with INT 2.1
+/// inside the tunnel header, numbered per tunnel flow, and decode reads the
+/// stack there: plain VXLAN shows as VXLAN-GPE (the source converted it).
+#[test]
+fn gen_writes_int21_in_tunnels() {
+    let dir = workdir("gen-tunnels");
+    for (tunnel, seen) in [("vxlan", "vxlan-gpe"), ("vxlan-gpe", "vxlan-gpe"), ("geneve", "geneve")] {
+        let out = format!("{tunnel}.pcap");
+        let args = [
+            "gen",
+            "--out",
+            &out,
+            "--packets",
+            "24",
+            "--flows",
+            "3",
+            "--tunnel",
+            tunnel,
+            "--instrument",
+            "int21-md",
+        ];
+        int_tools(&dir, &args);
+        let json = int_tools(&dir, &["decode", "--json", &out]);
+        let values: Vec<serde_json::Value> = json.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(values.len(), 24);
+        for (i, value) in values.iter().enumerate() {
+            let int = &value["int21"];
+            assert_eq!(int["next"]["tunnel"], seen, "{tunnel}: {value}");
+            assert_eq!(int["hops"][0]["node_id"], 0x0a00_0001);
+            assert_eq!(
+                int["sequence"].as_u64(),
+                Some(i as u64 / 3 + 1),
+                "{tunnel}: numbered per tunnel flow"
+            );
+        }
+    }
+}
+
 /// decode reads INT 2.1 inside tunnels: INT-MD after a VXLAN-GPE header
 /// and its INT shim (UDP 4790), INT-MX in a Geneve option of class 0x0103
 /// (UDP 6081); the tunnel's fields and the hops' metadata.
