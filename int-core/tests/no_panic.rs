@@ -37,6 +37,24 @@ fn mangled() -> impl Strategy<Value = Vec<u8>> {
         let frame = spec.build();
         common::run_source(&frame, &SourceConfig::host_int(1500), 5)
     };
+    mangled_from(base)
+}
+
+/// INT-MD (one hop) in a VXLAN-GPE and in a Geneve packet, mangled.
+fn mangled_tunnels() -> impl Strategy<Value = Vec<u8>> {
+    let md = [0x20, 0, 0x02, 0x03, 0x90, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0x10];
+    let packet = |port: u16, tunnel: &[u8]| {
+        let mut spec =
+            int_core::craft::PacketSpec::udp([10, 0, 0, 1].into(), [10, 0, 0, 2].into(), 49152, port, 0);
+        spec.payload = [tunnel, &md, &[0x02; 14]].concat();
+        spec.build()
+    };
+    let gpe = packet(4790, &[0x0c, 0, 0, 0x82, 0, 0, 1, 0, 0x10, 5, 0, 3]);
+    let geneve = packet(6081, &[6, 0, 0x65, 0x58, 0, 0, 1, 0, 0x01, 0x03, 0x01, 5]);
+    prop_oneof![mangled_from(gpe), mangled_from(geneve)]
+}
+
+fn mangled_from(base: Vec<u8>) -> impl Strategy<Value = Vec<u8>> {
     (proptest::collection::vec((0usize..120, any::<u8>()), 0..6), 0usize..130).prop_map(
         move |(edits, cut)| {
             let mut frame = base.clone();
@@ -128,9 +146,32 @@ fn everything_tunnels(bytes: &[u8]) {
     }
 }
 
+/// INT in a tunnel: found, pushed and stripped in place on any bytes; a
+/// frame a source plans for leaves its insert changed or whole.
+fn everything_in_tunnels(bytes: &[u8]) {
+    use int_core::int21::in_tunnel;
+    let known = int_core::int21::SourceOnly::sequence(0x4944);
+    if let Ok(Some(found)) = in_tunnel::find(bytes, known) {
+        let (at, len) = found.span().int_span();
+        assert!(at + len <= bytes.len());
+        let hop = int_core::int21::HopMetadata { node_id: Some(1), ..Default::default() };
+        let mut buffer = Buffer::new(bytes);
+        let _ = buffer.with(|f| in_tunnel::push(f, &found.for_push(), 9000, &hop));
+        let mut buffer = Buffer::new(bytes);
+        assert!(buffer.with(|f| in_tunnel::strip(f, &found.span())).is_some());
+    }
+    if let Ok(Some(plan)) = in_tunnel::plan(bytes) {
+        let mut buffer = Buffer::new(bytes);
+        let body = [0x20, 0, 0, 0, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+        let added = buffer.with(|f| in_tunnel::insert(f, &plan, int_core::int21::HeaderType::Md, &body));
+        assert_eq!(buffer.frame().len(), bytes.len() + added.unwrap_or(0));
+    }
+}
+
 fn everything(bytes: &[u8]) {
     everything_int21(bytes);
     everything_tunnels(bytes);
+    everything_in_tunnels(bytes);
     let _ = EthernetRepr::parse(bytes);
     let _ = Ipv4Repr::parse(bytes);
     let _ = TcpRepr::parse(bytes);
@@ -191,4 +232,26 @@ proptest! {
     fn mangled_int_packets(bytes in mangled()) {
         everything(&bytes);
     }
+
+    #[test]
+    fn mangled_tunnel_packets(bytes in mangled_tunnels()) {
+        everything(&bytes);
+    }
+}
+
+/// Guards the tunnel generator: a good share of its mangled packets still
+/// reach the code that pushes and strips inside tunnels.
+#[test]
+fn mangled_tunnels_mostly_reach_the_tunnel_code() {
+    use proptest::strategy::ValueTree;
+    let strategy = mangled_tunnels();
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    let known = int_core::int21::SourceOnly::NONE;
+    let found = (0..1000)
+        .filter(|_| {
+            let bytes = strategy.new_tree(&mut runner).unwrap().current();
+            matches!(int_core::int21::in_tunnel::find(&bytes, known), Ok(Some(_)))
+        })
+        .count();
+    assert!(found > 100, "only {found} of 1000 mangled tunnel packets carry INT");
 }

@@ -196,7 +196,7 @@ impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
             if slot.tag == 0 {
                 break;
             }
-            if slot.tag == tag && slot.key == key {
+            if slot.tag == tag && slot.key == key && self.same_addresses(index, full) {
                 let slot = self.slots.get_mut(index)?;
                 let idle_ms = idle_ms(now, slot.last_seen);
                 slot.last_seen = now;
@@ -225,6 +225,19 @@ impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
     /// Removes the oldest evictable flow of the [`EVICTION_WINDOW`] slots
     /// from `hash`'s home slot; `None` if there is none. Rare (a full
     /// table), so out of line.
+    /// Where the table keeps IPv6 addresses, whether slot `index` holds
+    /// `key`'s (two IPv6 flows whose folds collide stay apart); true
+    /// otherwise.
+    #[inline]
+    fn same_addresses(&self, index: usize, key: &FlowKey) -> bool {
+        match (self.ipv6_addresses.get(index), key.src, key.dst) {
+            (Some(kept), IpAddr::V6(src), IpAddr::V6(dst)) => {
+                kept[..16] == src.octets() && kept[16..] == dst.octets()
+            }
+            _ => true,
+        }
+    }
+
     #[inline(never)]
     fn evict_near(&mut self, hash: u64, evictable: impl Fn(&V) -> bool) -> Option<()> {
         let (_, home) = self.tag_and_index(hash);
@@ -431,6 +444,14 @@ mod tests {
             expected.sort();
             assert_eq!(seen, expected);
         }
+        // Two IPv6 flows with the same fold (forced here: their slot's
+        // addresses changed under it) are two flows, not one.
+        let mut table = FlowTable::<u32>::with_ipv6_keys(8);
+        *table.get_or_insert(&key6(3), 0, never).unwrap().0 = 7;
+        let index = table.slots.iter().position(|slot| slot.tag != 0).unwrap();
+        table.ipv6_addresses[index][0] ^= 1;
+        let (value, admission) = table.get_or_insert(&key6(3), 0, never).unwrap();
+        assert_eq!((*value, admission), (0, Admission::Created));
         let slot = SlotKey::of(&key6(3));
         let mut stale = [0u8; 32];
         stale[15] = 9;
