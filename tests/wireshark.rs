@@ -465,29 +465,35 @@ fn tshark_decodes_int21_loss_and_drop_reports() {
     );
 }
 
-/// INT 2.1 in VXLAN-GPE after a transit hop, as the dissector shows it
-/// inside Wireshark's own VXLAN dissector: the INT shim's G and Next
-/// Protocol and both hops' node ids equal what int-tools decode says, and
-/// the encapsulated Ethernet frame is dissected after the INT data.
+/// INT 2.1 in VXLAN-GPE and Geneve after a transit hop, as the dissector
+/// shows it inside Wireshark's own VXLAN and Geneve dissectors: the INT
+/// shim's G and Next Protocol (VXLAN-GPE), the option's Type (Geneve), and
+/// both hops' node ids equal what int-tools decode says; the encapsulated
+/// Ethernet frame is dissected after the INT data.
 #[test]
-fn tshark_decodes_int21_in_vxlan_gpe() {
-    let dir = workdir("wireshark-gpe");
+fn tshark_decodes_int21_in_tunnels() {
+    let dir = workdir("wireshark-tunnels");
     let frames: Vec<Vec<u8>> =
-        (0..8).map(|i| tunnel_packet((i % 2) as u8, i >= 4, false, 1 << 60, 64).0).collect();
+        (0..9).map(|i| tunnel_packet((i % 3) as u8, i >= 4, false, 1 << 60, 64).0).collect();
     write_pcap(&dir.join("in.pcap"), &frames);
     run_node(&dir, &node_config("transit", "in.pcap", "t.pcap", "    int: {version: 2.1}\n", None));
-    let fields = ["int21gpe.g", "int21gpe.next_protocol", "int21.hop.node_id", "eth.type"];
+    let fields =
+        ["int21gpe.g", "int21gpe.next_protocol", "int21geneve.type", "int21.hop.node_id", "eth.type"];
     let theirs = tshark_with(LUA21, &dir.join("t.pcap"), &fields, &[]);
     let ours: Vec<serde_json::Value> = int_tools(&dir, &["decode", "--json", "t.pcap"])
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(theirs.len(), 8);
+    assert_eq!(theirs.len(), 9);
     for (i, (t, o)) in theirs.iter().zip(&ours).enumerate() {
         let hops = o["int21"]["hops"].as_array().unwrap();
         let node_ids: Vec<String> = hops.iter().map(|h| h["node_id"].to_string()).collect();
-        let g = if i % 2 == 1 { "1" } else { "0" };
-        assert_eq!(t[..3], [g.to_string(), "0x03".to_string(), node_ids.join(",")], "packet {i}: {o}");
-        assert!(t[3].split(',').count() == 2, "the frame inside the tunnel is dissected: {t:?}");
+        let tunnel: [&str; 3] = match i % 3 {
+            0 => ["0", "0x03", ""],
+            1 => ["1", "0x03", ""],
+            _ => ["", "", "1"],
+        };
+        assert_eq!(t[..4], [tunnel[0], tunnel[1], tunnel[2], &node_ids.join(",")], "packet {i}: {o}");
+        assert!(t[4].split(',').count() == 2, "the frame inside the tunnel is dissected: {t:?}");
     }
 }

@@ -1,8 +1,9 @@
 -- Wireshark dissector for INT 2.1 over TCP/UDP (INT-MD and INT-MX blocks
 -- after the L4 header, marked by DSCP (IPv4's or IPv6's) or behind a UDP
 -- port), INT 2.1 in VXLAN-GPE (Next Protocol 0x82: the INT shim, the block,
--- then the shim's Next Protocol) and Telemetry Report 2.0 (group header,
--- individual reports, RepType 1 metadata, the IPv4 or IPv6 packet inside).
+-- then the shim's Next Protocol) and in Geneve options of class 0x0103, and
+-- Telemetry Report 2.0 (group header, individual reports, RepType 1
+-- metadata, the IPv4 or IPv6 packet inside).
 -- Part of int-node; load it beside int05.lua or alone.
 --
 --   tshark -X lua_script:tools/wireshark/int21.lua -o udp.try_heuristic_first:TRUE \
@@ -265,6 +266,33 @@ function int21_gpe.dissector(buf, pinfo, tree)
 end
 
 DissectorTable.get("vxlan.next_proto"):add(0x82, int21_gpe)
+
+-- INT 2.1 in a Geneve option of class 0x0103 (Type: the INT header type):
+-- Wireshark's Geneve dissector shows the option as data, so this
+-- postdissector reads the options it found.
+local int21_geneve = Proto("int21geneve", "In-band Network Telemetry 2.1 in Geneve")
+local geneve_option = Field.new("geneve.option")
+local gv = int21_geneve.fields
+gv.type = ProtoField.uint8("int21geneve.type", "Type", base.DEC, header_types, 0x7f)
+gv.length = ProtoField.uint8("int21geneve.length", "Length (words after the option header)", base.DEC, nil, 0x1f)
+
+function int21_geneve.dissector(_, pinfo, tree)
+    for _, option in ipairs({ geneve_option() }) do
+        local range = option.range
+        if range:len() >= 16 and range(0, 2):uint() == 0x0103 then
+            local htype = bit32.band(range(2, 1):uint(), 0x7f)
+            local length = 4 + bit32.band(range(3, 1):uint(), 0x1f) * 4
+            if (htype == 1 or htype == 3) and range:len() >= length then
+                local subtree = tree:add(int21_geneve, range(0, length))
+                subtree:add(gv.type, range(2, 1)); subtree:add(gv.length, range(3, 1))
+                dissect_body(range:tvb(), subtree, htype, length)
+                pinfo.cols.protocol:append("/INT2.1")
+            end
+        end
+    end
+end
+
+register_postdissector(int21_geneve)
 int21:register_heuristic("udp", heuristic)
 int21:register_heuristic("tcp", heuristic)
 tr20:register_heuristic("udp", report_heuristic)
