@@ -244,28 +244,9 @@ fn cut_tunnel_packets_are_refused() {
 /// Geneve option's Remaining Hop Count kept to what 31 words hold.
 #[test]
 fn source_transit_sink_in_tunnels_is_identity() {
-    use int_core::encap::{DscpMatch, TcpPlacement};
-    use int_core::int21::source::{self, SourceConfig};
-    use int_core::int21::source_only::SEQUENCE;
-    use int_core::int21::{sink, Domain, Marking};
-    let domain = Domain {
-        marking: Marking::Dscp(DscpMatch::new(0x17, 0x3f).unwrap()),
-        tcp_placement: TcpPlacement::BeforeOptions,
-        source_only: SourceOnly::sequence(0x4944),
-    };
-    let config = SourceConfig {
-        domain,
-        header_type: HeaderType::Md,
-        instructions: Instructions::NODE_ID | Instructions::QUEUE_OCCUPANCY,
-        ds_words: 0,
-        max_hops: 20,
-        own_hop: true,
-        domain_id: 0x4944,
-        ds_instructions: SEQUENCE,
-        ds_flags: 0,
-        discard: false,
-        max_ip_len: 9000,
-    };
+    use int_core::int21::{sink, source};
+    let config = tunnel_source(20, 9000);
+    let domain = config.domain;
     let mut runner = proptest::test_runner::TestRunner::deterministic();
     let cases = (kind(), packet_v4_v6(), any::<bool>(), 0usize..600, 0usize..6, any::<u32>());
     let mut pushed_total = 0;
@@ -315,4 +296,65 @@ fn source_transit_sink_in_tunnels_is_identity() {
         assert_eq!(buffer.frame(), &plain[..], "{kind:?}");
     }
     assert!(pushed_total > 500, "transit pushed {pushed_total} times");
+}
+
+/// A source's MTU rule inside a tunnel (INT 2.1 section 5.3): without room
+/// for its own metadata, the header alone with M; without room for that,
+/// the packet is left alone.
+#[test]
+fn a_tunnel_source_keeps_to_the_mtu() {
+    use int_core::int21::{sink, source};
+    use int_core::source::Skip;
+    let domain = tunnel_source(4, 9000).domain;
+    let spec = PacketSpec::udp([10, 0, 0, 1].into(), [10, 0, 0, 2].into(), 1, 2, 0);
+    let ((tunnel, port), _) = tunnel_headers(Kind::Gpe, &md_body(0, 0));
+    let plain = outer(&spec, port, &tunnel, &[0x42; 100], false);
+    let ip_len = (plain.len() - 14) as u16;
+    // Header only: 4 (shim) + 12; with the hop (node id, queue) and the
+    // packet number: 4 + 12 + 8 + 4.
+    for (mtu, expected) in [(ip_len + 28, Ok(28)), (ip_len + 27, Ok(16)), (ip_len + 15, Err(Skip::TooBig))] {
+        let config = tunnel_source(4, mtu);
+        let plan = source::plan_in_tunnel(&plain).unwrap().unwrap();
+        let mut buffer = Buffer::new(&plain);
+        let hop = HopMetadata { node_id: Some(1), queue: Some((0, 1)), ..HopMetadata::default() };
+        let added = buffer.with(|f| source::insert_in_tunnel(f, &plan, &config, &hop, 9));
+        assert_eq!(added, expected, "MTU {mtu}");
+        if let Ok(added) = added {
+            assert_eq!(verify_checksums(buffer.frame()), Ok(()));
+            let found = sink::extract(buffer.frame(), &domain).unwrap().unwrap();
+            let int_core::int21::Body::Md(md) =
+                in_tunnel::find(buffer.frame(), domain.source_only).unwrap().unwrap().body
+            else {
+                panic!("not MD")
+            };
+            assert_eq!(md.header.mtu_exceeded, added == 16, "M only without the source's metadata");
+            assert_eq!((found.hop_count, found.sequence), if added == 16 { (0, None) } else { (1, Some(9)) });
+        } else {
+            assert_eq!(buffer.frame(), &plain[..], "left alone");
+        }
+    }
+}
+
+/// An INT-MD source of a DSCP-marked domain that numbers packets: node id
+/// and queue occupancy (Hop ML 2), Remaining Hop Count `max_hops`.
+fn tunnel_source(max_hops: u8, max_ip_len: u16) -> int_core::int21::source::SourceConfig {
+    use int_core::encap::{DscpMatch, TcpPlacement};
+    use int_core::int21::{Domain, Marking};
+    int_core::int21::source::SourceConfig {
+        domain: Domain {
+            marking: Marking::Dscp(DscpMatch::new(0x17, 0x3f).unwrap()),
+            tcp_placement: TcpPlacement::BeforeOptions,
+            source_only: SourceOnly::sequence(0x4944),
+        },
+        header_type: HeaderType::Md,
+        instructions: Instructions::NODE_ID | Instructions::QUEUE_OCCUPANCY,
+        ds_words: 0,
+        max_hops,
+        own_hop: true,
+        domain_id: 0x4944,
+        ds_instructions: int_core::int21::source_only::SEQUENCE,
+        ds_flags: 0,
+        discard: false,
+        max_ip_len,
+    }
 }

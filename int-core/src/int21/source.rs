@@ -340,9 +340,9 @@ pub fn plan_in_tunnel(frame: &[u8]) -> Result<Option<TunnelPlan>, Skip> {
 
 /// Writes INT inside the tunnel `plan` found: the header, the source's own
 /// metadata and packet number as over TCP/UDP (a Geneve option's Remaining
-/// Hop Count kept to what its 31 words hold). A packet past `max_ip_len`
-/// once instrumented is not (the source's M rule is for TCP/UDP). Returns
-/// the bytes added.
+/// Hop Count kept to what its 31 words hold). Where they would pass
+/// `max_ip_len`, the header alone with M, as over TCP/UDP; where even that
+/// would, nothing. Returns the bytes added.
 pub fn insert_in_tunnel(
     frame: &mut FrameBuf<'_>,
     plan: &TunnelPlan,
@@ -351,16 +351,28 @@ pub fn insert_in_tunnel(
     sequence: u32,
 ) -> Result<usize, Skip> {
     let mut block = [0u8; MAX_BLOCK_LEN];
-    let len = build_block(&mut block, (Next::Dscp(0), false), config, hop, sequence)?;
+    let mtu_exceeded = tunnel_mtu_exceeded(plan, config)?;
+    let len = build_block(&mut block, (Next::Dscp(0), mtu_exceeded), config, hop, sequence)?;
     let body = block.get_mut(super::shim::HEADER_LEN..len).ok_or(Skip::TooBig)?;
     if config.header_type == HeaderType::Md {
         cap_remaining_hops(body, plan.max_body_len(), config);
     }
-    if plan.ip.ip_len() + plan.added_len(body.len()) > usize::from(config.max_ip_len) {
-        return Err(Skip::TooBig);
-    }
     let header_type = if config.header_type == HeaderType::Mx { HeaderType::Mx } else { HeaderType::Md };
     in_tunnel::insert(frame, plan, header_type, body).ok_or(Skip::TooBig)
+}
+
+/// INT 2.1 section 5.3 for a packet instrumented in its tunnel: whether the
+/// MTU leaves room for the header alone (M), not for the source's own
+/// metadata and packet number. `Err`: not even for the header.
+pub fn tunnel_mtu_exceeded(plan: &TunnelPlan, config: &SourceConfig) -> Result<bool, Skip> {
+    let header = super::md_header::HEADER_LEN;
+    let full = header + config.own_hop_len() + config.source_only_len();
+    let fits = |body: usize| plan.ip.ip_len() + plan.added_len(body) <= usize::from(config.max_ip_len);
+    match (fits(full), fits(header)) {
+        (true, _) => Ok(false),
+        (false, true) => Ok(true),
+        (false, false) => Err(Skip::TooBig),
+    }
 }
 
 /// Keeps an INT-MD body's Remaining Hop Count to the hops `room` bytes of

@@ -157,7 +157,11 @@ impl Source21Stage {
         if !self.admit(&plan.flow, counters) {
             return;
         }
-        let Some(sequence) = self.next_sequence(&plan.flow, false, now_ns, counters) else { return };
+        let mtu_exceeded = match source::tunnel_mtu_exceeded(plan, &self.config) {
+            Ok(exceeded) => exceeded,
+            Err(skip) => return counters.inc(skip_counter(skip)),
+        };
+        let Some(sequence) = self.next_sequence(&plan.flow, mtu_exceeded, now_ns, counters) else { return };
         let ingress = self.rx_timestamps.and_then(|clock| burst.rx_time_ns(i, &clock)).unwrap_or(now_ns);
         let hop = self.own_hop(ingress, now_ns);
         let config = &self.config;
@@ -165,6 +169,9 @@ impl Source21Stage {
             Some(Ok(_)) => {
                 counters.inc(Counter::instrumented);
                 counters.inc(Counter::instrumented_in_tunnel);
+                if mtu_exceeded {
+                    counters.inc(Counter::mtu_exceeded);
+                }
             }
             Some(Err(skip)) => counters.inc(skip_counter(skip)),
             None => counters.inc(Counter::shared_mbuf),
