@@ -163,14 +163,15 @@ COLLECTOR.bind(("127.0.0.1", 0))
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sizes", default="64,512,1500")
+    ap.add_argument("--sizes", default="64,512,1500",
+                    help="frame sizes, and imix for gen's mix (64/576/1500 in 7:4:1)")
     ap.add_argument("--flows", default="1,1000", help="flow counts; above 1000 only the baselines, forward, source-dscp and sink-1%% run")
     ap.add_argument("--seconds", type=int, default=4)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--cases", default="all", help="comma list of case names, or all")
     ap.add_argument("--tag", default="", help="suffix of the result files (results<tag>.json, mpps<tag>.png)")
     args = ap.parse_args()
-    sizes = [int(s) for s in args.sizes.split(",")]
+    sizes = [s if s == "imix" else int(s) for s in args.sizes.split(",")]
     flow_counts = [int(f) for f in args.flows.split(",")]
     os.makedirs(RESULTS, exist_ok=True)
     work = tempfile.mkdtemp(prefix="int-node-bench-")
@@ -212,16 +213,18 @@ def main():
             plain = os.path.join(work, f"plain-{size}-{flows}.pcap")
             packets = gen(plain, size, flows)
             with_int = os.path.join(work, f"int-{size}-{flows}.pcap")
-            # INT packets of the same size after the sink strips them.
-            gen(with_int, size + 36 if size + 36 <= 1514 else size, flows, "hostint")
+            # INT packets of the same size after the sink strips them (an
+            # IMIX pcap's frames have the mix's sizes with INT inside).
+            grown = lambda extra: size if size == "imix" or size + extra > 1514 else size + extra
+            gen(with_int, grown(36), flows, "hostint")
             with_int21 = os.path.join(work, f"int21-{size}-{flows}.pcap")
             if any(mode == "int21" for _, _, mode, _ in cases):
-                gen(with_int21, size + 40 if size + 40 <= 1514 else size, flows, "int21-md")
+                gen(with_int21, grown(40), flows, "int21-md")
             plain_v6 = os.path.join(work, f"plain6-{size}-{flows}.pcap")
             with_int_v6 = os.path.join(work, f"int6-{size}-{flows}.pcap")
             if any(mode in ("v6", "hostint-v6") for _, _, mode, _ in cases):
                 gen(plain_v6, size, flows, ipv6=True)
-                gen(with_int_v6, size + 36 if size + 36 <= 1514 else size, flows, "hostint", ipv6=True)
+                gen(with_int_v6, grown(36), flows, "hostint", ipv6=True)
             mbufs = max(8191, packets + 65536)
             # --no-huge memory: about 8 KB per mbuf is what EAL needs here.
             mem = max(512, (mbufs * 8) // 1024 + 256)
@@ -252,7 +255,7 @@ def main():
                         results.setdefault(key, {"case": name, "size": size, "flows": flows, "mpps": [], "info": {}})
                         results[key]["mpps"].append(round(mpps, 3))
                         results[key]["info"].update(info)
-                        print(f"  {name:13s} {size:5d} B {flows:8d} flows  run {repeat + 1}: {mpps:7.3f} Mpps {info}", flush=True)
+                        print(f"  {name:13s} {size!s:>5} B {flows:8d} flows  run {repeat + 1}: {mpps:7.3f} Mpps {info}", flush=True)
 
     # Each case against testpmd on the pcap it read: the INT pcap for transit
     # and the sink, the plain one for the rest.
@@ -298,7 +301,9 @@ def main():
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-        groups = sorted({(r["size"], r["flows"]) for r in rows})
+        # Sizes in order, IMIX last.
+        groups = sorted({(r["size"], r["flows"]) for r in rows},
+                        key=lambda g: (g[0] == "imix", 0 if g[0] == "imix" else g[0], g[1]))
         names = [c[0] for c in cases]
         fig, ax = plt.subplots(figsize=(max(8, 1.6 * len(groups) * 1.2), 5))
         width = 0.8 / max(len(names), 1)
