@@ -198,15 +198,8 @@ pub fn push(
     if !room_for(frame.frame(), &span, hop_len) {
         return Err(NotPushed::TooBig);
     }
-    let stack_at = found.header_at + md_header::HEADER_LEN;
-    if !frame.open_gap(stack_at, hop_len) {
-        return Err(NotPushed::NoHeadroom);
-    }
+    let hop_sum = super::transit::push_hop(frame, found.header_at + md_header::HEADER_LEN, &header, hop)?;
     let bytes = frame.frame_mut();
-    let hop = HopMetadata { checksum_complement: None, ..*hop };
-    hop.emit(header.instructions, header.hop_ml, bytes.get_mut(stack_at..).unwrap_or_default())
-        .map_err(|_| NotPushed::NoHeadroom)?;
-    let hop_sum = checksum::sum(0, bytes.get(stack_at..stack_at + hop_len).unwrap_or_default());
     let words = header.hop_ml;
     let (mut old, mut new) = grow_tunnel_lengths(bytes, &span, words);
     let (o, n) = patch16(bytes, found.header_at + 2, |[hop_ml, remaining]| [hop_ml, remaining - 1]);

@@ -72,15 +72,8 @@ pub fn push(
     if block_len + hop_len > MAX_BLOCK_LEN || usize::from(carrier_len) + hop_len > usize::from(u16::MAX) {
         return Err(NotPushed::TooBig);
     }
-    let stack_at = block_at + FIXED_LEN;
-    if !frame.open_gap(stack_at, hop_len) {
-        return Err(NotPushed::NoHeadroom);
-    }
+    let hop_sum = push_hop(frame, block_at + FIXED_LEN, &header, hop)?;
     let bytes = frame.frame_mut();
-    let hop = HopMetadata { checksum_complement: None, ..*hop };
-    hop.emit(header.instructions, header.hop_ml, bytes.get_mut(stack_at..).unwrap_or_default())
-        .map_err(|_| NotPushed::NoHeadroom)?;
-    let hop_sum = checksum::sum(0, bytes.get(stack_at..stack_at + hop_len).unwrap_or_default());
     let head = block_head(bytes, block_at)?;
     let old_words = u32::from(head.shim.first_word()) + u32::from(head.md.word1());
     head.shim.length += header.hop_ml;
@@ -89,6 +82,26 @@ pub fn push(
     carrier::rewrite_ip(bytes, &ip, ip.tos, ip.ip_len() + hop_len, ip.protocol);
     carrier.update(bytes, carrier_len, carrier_len + hop_len as u16, old_words, new_words + hop_sum);
     Ok(Outcome::Pushed(hop_len))
+}
+
+/// Opens room for this hop's Hop ML words at `stack_at` (the top of the
+/// stack, after the MD header `header`) and writes them there, the checksum
+/// complement as "not used"; returns their sum for the checksum update.
+pub(crate) fn push_hop(
+    frame: &mut FrameBuf<'_>,
+    stack_at: usize,
+    header: &super::MdHeaderRepr,
+    hop: &HopMetadata,
+) -> Result<u32, NotPushed> {
+    let hop_len = usize::from(header.hop_ml) * 4;
+    if !frame.open_gap(stack_at, hop_len) {
+        return Err(NotPushed::NoHeadroom);
+    }
+    let bytes = frame.frame_mut();
+    let hop = HopMetadata { checksum_complement: None, ..*hop };
+    hop.emit(header.instructions, header.hop_ml, bytes.get_mut(stack_at..).unwrap_or_default())
+        .map_err(|_| NotPushed::NoHeadroom)?;
+    Ok(checksum::sum(0, bytes.get(stack_at..stack_at + hop_len).unwrap_or_default()))
 }
 
 /// [`push`] for a packet of no TCP/UDP marking: INT in its tunnel, if any.
