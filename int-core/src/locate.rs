@@ -402,35 +402,18 @@ mod tests {
         }
     }
 
-    /// Ethernet (with `vlan` tags), IPv6 2001:db8::1 -> ::2 with
-    /// `extensions` (Next Header and bytes each), then UDP 5000 -> 6000
-    /// with 4 bytes of payload.
+    /// Ethernet (with a VLAN tag if `vlan`), IPv6 2001:db8::1 -> ::2,
+    /// Traffic Class 0x5c, with `extensions` (Next Header and bytes each),
+    /// then UDP 5000 -> 6000 with 4 bytes of payload.
     fn ipv6_frame(vlan: bool, extensions: &[(u8, Vec<u8>)]) -> Vec<u8> {
-        let mut frame = vec![0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1];
-        if vlan {
-            frame.extend([0x81, 0x00, 0x00, 0x05]);
+        let mut spec =
+            PacketSpec::udp6("2001:db8::1".parse().unwrap(), "2001:db8::2".parse().unwrap(), 5000, 6000, 4);
+        spec.tos = 0x5c;
+        spec.vlan = vlan.then_some(5);
+        if let Some(v6) = spec.ipv6.as_mut() {
+            v6.extensions = extensions.to_vec();
         }
-        frame.extend([0x86, 0xdd]);
-        let ext_len: usize = extensions.iter().map(|(_, b)| b.len()).sum();
-        let header = crate::wire::Ipv6Repr {
-            traffic_class: 0x5c,
-            flow_label: 7,
-            payload_len: (ext_len + 12) as u16,
-            next_header: extensions.first().map_or(PROTO_UDP, |(kind, _)| *kind),
-            hop_limit: 64,
-            src: "2001:db8::1".parse().unwrap(),
-            dst: "2001:db8::2".parse().unwrap(),
-        };
-        let at = frame.len();
-        frame.resize(at + 40, 0);
-        header.emit(&mut frame[at..]).unwrap();
-        for (i, (_, bytes)) in extensions.iter().enumerate() {
-            let mut bytes = bytes.clone();
-            bytes[0] = extensions.get(i + 1).map_or(PROTO_UDP, |(kind, _)| *kind);
-            frame.extend(bytes);
-        }
-        frame.extend([0x13, 0x88, 0x17, 0x70, 0, 12, 0, 0, 1, 2, 3, 4]);
-        frame
+        spec.build()
     }
 
     #[test]

@@ -340,27 +340,21 @@ fn gen_writes_int21_and_decode_reads_it() {
 #[test]
 fn decode_reads_ipv6_frames() {
     let dir = workdir("decode-ipv6");
-    let mut frame = vec![0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1, 0x81, 0x00, 0x00, 0x05, 0x86, 0xdd];
-    let header = int_core::wire::Ipv6Repr {
-        traffic_class: 0x48, // DSCP 18: no INT domain's mark
-        flow_label: 7,
-        payload_len: 8 + 12,
-        next_header: int_core::wire::ipv6::HOP_BY_HOP,
-        hop_limit: 64,
-        src: "2001:db8::1".parse().unwrap(),
-        dst: "2001:db8::2".parse().unwrap(),
+    use int_core::craft::{ipv6_options, PacketSpec};
+    use int_core::wire::ipv6::{FRAGMENT, HOP_BY_HOP};
+    let build = |extensions: Vec<(u8, Vec<u8>)>| {
+        let mut spec =
+            PacketSpec::udp6("2001:db8::1".parse().unwrap(), "2001:db8::2".parse().unwrap(), 5000, 6000, 4);
+        spec.tos = 0x48; // DSCP 18: no INT domain's mark
+        spec.vlan = Some(5);
+        spec.ipv6.as_mut().unwrap().extensions = extensions;
+        spec.build()
     };
-    let at = frame.len();
-    frame.resize(at + 40, 0);
-    header.emit(&mut frame[at..]).unwrap();
-    frame.extend([17, 0, 1, 4, 0, 0, 0, 0]);
-    frame.extend([0x13, 0x88, 0x17, 0x70, 0, 12, 0, 0, 1, 2, 3, 4]);
-    let mut fragment = frame.clone();
-    fragment[at + 40] = int_core::wire::ipv6::FRAGMENT;
-    fragment.splice(at + 48..at + 48, [17, 0, 0, 1, 0, 0, 0, 9]);
-    fragment[at + 5] += 8;
+    let frame = build(vec![(HOP_BY_HOP, ipv6_options(0))]);
+    let fragment = build(vec![(HOP_BY_HOP, ipv6_options(0)), (FRAGMENT, vec![0, 0, 0, 1, 0, 0, 0, 9])]);
+    // Payload Length past the frame.
     let mut cut = frame.clone();
-    cut[at + 5] += 100;
+    cut[18 + 5] += 100;
     write_pcap(&dir.join("v6.pcap"), &[frame, fragment, cut]);
     let json = int_tools(&dir, &["decode", "--json", "v6.pcap"]);
     let values: Vec<serde_json::Value> = json.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
