@@ -31,6 +31,7 @@ pub mod latency;
 pub mod locate;
 pub mod loss;
 pub mod names;
+pub mod reference;
 pub mod report;
 pub mod sink;
 pub mod source;

@@ -278,9 +278,9 @@ pub struct Template {
     block: [u8; int05::MAX_BLOCK_LEN],
     len: usize,
     /// Sum of the block with every per-packet word zeroed.
-    fixed_sum: u32,
-    timestamp_at: [Option<usize>; 2],
-    sequence_at: Option<usize>,
+    pub(crate) fixed_sum: u32,
+    pub(crate) timestamp_at: [Option<usize>; 2],
+    pub(crate) sequence_at: Option<usize>,
     tail_at: usize,
 }
 
@@ -317,6 +317,11 @@ impl Template {
 
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// The block's bytes, per-packet words zero.
+    pub(crate) fn block(&self) -> &[u8] {
+        self.block.get(..self.len).unwrap_or_default()
     }
 
     pub fn is_empty(&self) -> bool {

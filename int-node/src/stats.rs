@@ -30,6 +30,8 @@ counters! {
     tx_dropped,
     multi_segment,
     shared_mbuf,
+    // reference stages: frames of another shape, passed untouched
+    not_common,
     // the lcore's clock
     clock_steps_back,
     // source
@@ -77,6 +79,8 @@ counters! {
     seq_late,
     seq_restarts,
     seq_implausible,
+    // reference sink: numbers that did not follow their flow's last
+    seq_out_of_order,
     lost_packets,
     // latency (gauges: the extremes seen, in ns; 0 = none yet)
     latency_min_ns,

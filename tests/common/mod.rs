@@ -80,7 +80,7 @@ pub fn is_ipv6_flow(flow: usize) -> bool {
     matches!(flow % 10, 1 | 3 | 6 | 8)
 }
 
-fn mixed_specs(count: usize, flows: usize, headroom: usize) -> Vec<PacketSpec> {
+pub fn mixed_specs(count: usize, flows: usize, headroom: usize) -> Vec<PacketSpec> {
     (0..count)
         .map(|i| {
             let flow = i % flows;
@@ -230,7 +230,8 @@ pipelines:
     tx: {{port: in}}
 {extra}
 {export}",
-        id = match role {
+        // A reference stage stands in for its role's node.
+        id = match role.trim_start_matches("reference-") {
             "source" => 1,
             "transit" => 5,
             _ => 2,

@@ -154,6 +154,16 @@ pub enum StageConfig {
     /// Lab equipment, in builds with the `lab` feature.
     #[cfg(feature = "lab")]
     Impair(ImpairSettings),
+    /// The benchmark's yardstick for a role: int-core's reference stages.
+    Reference(ReferenceConfig),
+}
+
+/// A reference stage and the settings of the role it stands beside.
+#[derive(Debug, Clone)]
+pub enum ReferenceConfig {
+    Source(SourceSettings),
+    Transit,
+    Sink(SinkSettings),
 }
 
 impl StageConfig {
@@ -165,6 +175,9 @@ impl StageConfig {
             StageConfig::Sink(_) => RoleName::Sink,
             #[cfg(feature = "lab")]
             StageConfig::Impair(_) => RoleName::Impair,
+            StageConfig::Reference(ReferenceConfig::Source(_)) => RoleName::ReferenceSource,
+            StageConfig::Reference(ReferenceConfig::Transit) => RoleName::ReferenceTransit,
+            StageConfig::Reference(ReferenceConfig::Sink(_)) => RoleName::ReferenceSink,
         }
     }
 }
@@ -179,6 +192,28 @@ pub enum RoleName {
     Forward,
     /// Lab equipment: drops and delays packets.
     Impair,
+    /// The benchmark's yardsticks (int-core's `reference` stages): the least
+    /// work a role can do on the benchmark's frames, in an INT 0.5 domain
+    /// of Host-INT's dialect. Not for traffic: any other frame passes
+    /// untouched.
+    #[strum(serialize = "reference-source")]
+    ReferenceSource,
+    #[strum(serialize = "reference-transit")]
+    ReferenceTransit,
+    #[strum(serialize = "reference-sink")]
+    ReferenceSink,
+}
+
+impl RoleName {
+    /// The role whose settings section this role reads.
+    pub fn settings_role(self) -> RoleName {
+        match self {
+            RoleName::ReferenceSource => RoleName::Source,
+            RoleName::ReferenceTransit => RoleName::Transit,
+            RoleName::ReferenceSink => RoleName::Sink,
+            role => role,
+        }
+    }
 }
 
 /// `pipelines[].clock`: what stamps a packet's arrival.

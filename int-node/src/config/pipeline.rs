@@ -8,8 +8,8 @@ use int_core::int21::SourceOnly;
 
 use super::choice::chosen;
 use super::model::{
-    ClockSource, EncapsulationName, Endpoint, IntDomain, IntVersion, PipelineConfig, PortConfig, RoleName,
-    StageConfig,
+    ClockSource, EncapsulationName, Endpoint, IntDomain, IntVersion, PipelineConfig, PortConfig,
+    ReferenceConfig, RoleName, StageConfig,
 };
 use super::raw::{RawEndpoint, RawInt, RawPipeline, RawSink, RawSource};
 use super::settings::{impair_settings, sink_settings, source21_settings, source_settings};
@@ -252,7 +252,7 @@ fn stage(
         ("impair", raw.impair.is_some(), RoleName::Impair),
     ];
     for (section, present, owner) in sections {
-        if present && role != owner {
+        if present && role.settings_role() != owner {
             problems.add(
                 format!("{path}.{section}"),
                 format!("{section} settings on a {role} pipeline"),
@@ -282,5 +282,39 @@ fn stage(
             StageConfig::Sink(sink_settings(settings, &format!("{path}.sink"), problems))
         }
         RoleName::Impair => impair_settings(raw.impair.as_ref(), &format!("{path}.impair"), problems)?,
+        RoleName::ReferenceSource | RoleName::ReferenceTransit | RoleName::ReferenceSink => {
+            reference(role, raw, domain, path, problems)?
+        }
     })
+}
+
+/// A reference stage: INT 0.5 only, with its role's settings.
+fn reference(
+    role: RoleName,
+    raw: &RawPipeline,
+    domain: IntDomain,
+    path: &str,
+    problems: &mut Problems,
+) -> Option<StageConfig> {
+    if !matches!(domain, IntDomain::V05(_)) {
+        problems.add(
+            format!("{path}.role"),
+            format!("{role} runs in an INT 0.5 domain only"),
+            "remove int.version or use the role without reference-".to_string(),
+        );
+        return None;
+    }
+    Some(StageConfig::Reference(match role {
+        RoleName::ReferenceSource => {
+            let default = RawSource::default();
+            let settings = raw.source.as_ref().unwrap_or(&default);
+            ReferenceConfig::Source(source_settings(settings, &format!("{path}.source"), problems))
+        }
+        RoleName::ReferenceSink => {
+            let default = RawSink::default();
+            let settings = raw.sink.as_ref().unwrap_or(&default);
+            ReferenceConfig::Sink(sink_settings(settings, &format!("{path}.sink"), problems))
+        }
+        _ => ReferenceConfig::Transit,
+    }))
 }

@@ -5,10 +5,12 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use int_core::reference;
 use int_core::source::{SourceConfig, Template};
 use int_core::transit::TransitConfig;
 
 use super::export::{self, ReportReceiver};
+use super::reference::{Reference, ReferenceStage};
 use super::report21::Reporter21;
 use super::sink::{RateLimit, SinkStage};
 use super::sink21::Sink21Stage;
@@ -18,8 +20,8 @@ use super::transit::TransitStage;
 use super::transit21::Transit21Stage;
 use super::{Pipeline, Stage};
 use crate::config::{
-    ClockSource, Config, IntDomain, Mode, PipelineConfig, Source21Settings, SourceSettings, StageConfig,
-    TunnelPlacement,
+    ClockSource, Config, IntDomain, Mode, PipelineConfig, ReferenceConfig, Source21Settings, SourceSettings,
+    StageConfig, TunnelPlacement,
 };
 use crate::dpdk::lcore::{self, LcoreId};
 use crate::dpdk::mbuf::RxClock;
@@ -131,6 +133,14 @@ fn stage(config: &Config, p: &PipelineConfig, ports: &Ports, built: &mut Built) 
         }
         #[cfg(feature = "lab")]
         (StageConfig::Impair(settings), _) => impair_stage(config, p, settings, ports, built)?,
+        (StageConfig::Reference(reference), IntDomain::V05(domain)) => {
+            let role = reference_stage(config, domain, reference, mtu, (rx_int_port, tx_int_port))
+                .map_err(|e| RunError::Setup(format!("pipeline {}: {e}", p.name)))?;
+            Stage::Reference(Box::new(ReferenceStage { role, rx_timestamps }))
+        }
+        (StageConfig::Reference(_), IntDomain::V21(_)) => {
+            return Err(RunError::Setup(format!("pipeline {}: reference stages run in INT 0.5 only", p.name)))
+        }
         (StageConfig::Source(_) | StageConfig::Source21(_), _) => {
             return Err(RunError::Setup(format!(
                 "pipeline {}: a source of another INT version than its domain",
@@ -253,6 +263,35 @@ fn source_stage(
         last_sweep_ns: 0,
         marked: settings.marked,
         own_reports_to: config.export.as_ref().map(|e| e.collector),
+    })
+}
+
+/// A reference stage for the role `reference` names, beside what that
+/// role's settings would build.
+fn reference_stage(
+    config: &Config,
+    domain: Domain,
+    reference: &ReferenceConfig,
+    mtu: u16,
+    (rx_int_port, tx_int_port): (u16, u16),
+) -> Result<Reference, String> {
+    Ok(match reference {
+        ReferenceConfig::Source(settings) => {
+            let hop = SourceStage::own_hop(config.node_id, rx_int_port, tx_int_port);
+            let source = source_stage(config, domain, settings, mtu, hop, None)?;
+            let flows = settings.flow_capacity as usize;
+            Reference::Source(reference::Source::new(&source.config, &hop, flows)?)
+        }
+        ReferenceConfig::Transit => Reference::Transit(reference::Transit::new(
+            domain.encapsulation,
+            mtu,
+            config.node_id,
+            rx_int_port,
+            tx_int_port,
+        )),
+        ReferenceConfig::Sink(settings) => {
+            Reference::Sink(reference::Sink::new(domain.encapsulation, settings.flow_capacity as usize))
+        }
     })
 }
 

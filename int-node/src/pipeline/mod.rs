@@ -6,6 +6,7 @@ pub mod export;
 pub mod factory;
 #[cfg(feature = "lab")]
 pub mod impair;
+pub mod reference;
 pub mod report21;
 pub mod sink;
 pub mod sink21;
@@ -35,6 +36,7 @@ pub enum Stage {
     Sink21(Box<sink21::Sink21Stage>),
     #[cfg(feature = "lab")]
     Impair(Box<impair::ImpairStage>),
+    Reference(Box<reference::ReferenceStage>),
 }
 
 pub struct Pipeline {
@@ -79,6 +81,7 @@ impl Pipeline {
             Stage::Sink21(sink) => sink.process(burst, sink_ns, &mut self.counters),
             #[cfg(feature = "lab")]
             Stage::Impair(impair) => impair.process(burst, clock, &mut self.counters),
+            Stage::Reference(reference) => reference.process(burst, sink_ns, &mut self.counters),
         }
         let (sent, dropped) = burst.tx(self.tx.0, self.tx.1);
         self.counters.add(Counter::tx_packets, sent as u64);

@@ -1,0 +1,62 @@
+//! The benchmark's reference stages (int-core's [`reference`]) on a burst:
+//! the least work a source, transit hop or sink can do on the benchmark's
+//! frames, run in the same node, on the same ports and clock, so that each
+//! real stage's work per packet is measured against its reference's in the
+//! same run. Frames of any other shape pass untouched, counted
+//! `not_common`.
+
+use int_core::reference;
+
+use crate::dpdk::mbuf::{Burst, RxClock};
+use crate::stats::{Counter, Counters};
+
+pub struct ReferenceStage {
+    pub role: Reference,
+    /// The driver's RX timestamps, when the pipeline's clock is theirs
+    /// (tests compare a reference with its stage byte for byte that way).
+    pub rx_timestamps: Option<RxClock>,
+}
+
+pub enum Reference {
+    Source(reference::Source),
+    Transit(reference::Transit),
+    Sink(reference::Sink),
+}
+
+impl ReferenceStage {
+    /// One pass over the burst, one clock read (by the caller) for all of
+    /// it. Out of line: the stage is its own symbol in a profile, as the
+    /// real stages are.
+    #[inline(never)]
+    pub fn process(&mut self, burst: &mut Burst, now_ns: u64, counters: &mut Counters) {
+        let now = now_ns as u32;
+        let (mut taken, mut out_of_order) = (0u64, 0u64);
+        for i in 0..burst.len() {
+            burst.prefetch(i + 1);
+            let now = match self.rx_timestamps {
+                Some(clock) => burst.rx_time_ns(i, &clock).unwrap_or(now_ns) as u32,
+                None => now,
+            };
+            let took = match &mut self.role {
+                Reference::Source(source) => burst.with_frame(i, |f| source.instrument(f, now)),
+                Reference::Transit(transit) => burst.with_frame(i, |f| transit.push(f, now, now)),
+                Reference::Sink(sink) => burst.with_frame(i, |f| match sink.strip(f, now) {
+                    Some(in_order) => {
+                        out_of_order += u64::from(!in_order);
+                        true
+                    }
+                    None => false,
+                }),
+            };
+            taken += u64::from(took == Some(true));
+        }
+        let done = match self.role {
+            Reference::Source(_) => Counter::instrumented,
+            Reference::Transit(_) => Counter::pushed,
+            Reference::Sink(_) => Counter::stripped,
+        };
+        counters.add(done, taken);
+        counters.add(Counter::not_common, burst.len() as u64 - taken);
+        counters.add(Counter::seq_out_of_order, out_of_order);
+    }
+}
