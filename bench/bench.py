@@ -37,7 +37,13 @@ EAL = ["--no-huge", "-m", "{mem}", "--no-pci", "--no-shconf", "-l", "0-1",
        "--log-level", "lib.eal:error", "--no-telemetry"]
 
 
-LARGE_FLOW_CASES = {"testpmd-io", "testpmd-csum", "testpmd-io-int", "forward", "source-dscp", "sink-1%"}
+LARGE_FLOW_CASES = {"testpmd-io", "testpmd-csum", "testpmd-io-int", "forward", "source-dscp", "sink-1%",
+                    "reference-source", "reference-sink"}
+
+# Each INT case's yardstick: the reference stage of its role (int-core's
+# reference module), the least work that role can do on these frames.
+REFERENCE = {"source-dscp": "reference-source", "transit": "reference-transit",
+             "sink-0%": "reference-sink", "sink-1%": "reference-sink", "sink-100%": "reference-sink"}
 
 
 def reads_int(mode, extra):
@@ -138,6 +144,8 @@ def int_node(role, pcap, seconds, extra, mbufs, mem):
             js = json.load(f)
         counters = js["pipelines"]["p"]
         rx = counters["rx_packets"] or 1
+        if role == "reference-sink":
+            info["in_order_share"] = round(1 - counters.get("seq_out_of_order", 0) / rx, 4)
         if role == "sink":
             # Packets whose number simply followed their flow's last (a
             # replay repeats its numbers: see bench/README.md).
@@ -193,6 +201,10 @@ def main():
         ("sink-0%", "sink", "hostint", {"pipeline": {"sink": {"latency": {"mode": "absolute", "threshold_ns": 4000000000, "refresh_ms": 0, "max_skew_ms": 0}}}}),
         ("sink-1%", "sink", "hostint", {"report_share": 0.01}),
         ("sink-100%", "sink", "hostint", {"pipeline": {"sink": {"latency": {"mode": "absolute", "threshold_ns": 0, "refresh_ms": 0, "max_skew_ms": 0}}}}),
+        # The yardsticks: int-core's reference stages, on the same pcaps.
+        ("reference-source", "reference-source", None, {}),
+        ("reference-transit", "reference-transit", "hostint", {}),
+        ("reference-sink", "reference-sink", "hostint", {}),
         # An INT 2.1 domain (INT-MD, DSCP 0x17): the source on the plain
         # pcap, the sink on gen's INT 2.1 pcap (40 bytes of INT).
         ("source-int21", "source", None, {"pipeline": {"int": {"version": "2.1"}}}),
@@ -236,8 +248,9 @@ def main():
                         key = f"{name}|{size}|{flows}"
                         extra = json.loads(json.dumps(extra))
                         pipe = extra.setdefault("pipeline", {})
-                        if kind in ("source", "sink"):
-                            pipe.setdefault(kind, {}).setdefault("flows", {})["capacity"] = flow_cap
+                        if kind.removeprefix("reference-") in ("source", "sink"):
+                            section = kind.removeprefix("reference-")
+                            pipe.setdefault(section, {}).setdefault("flows", {})["capacity"] = flow_cap
                         if "report_share" in extra:
                             share = extra.pop("report_share")
                             # Reports/s wanted: share x ~10 Mpps; per flow:
@@ -276,8 +289,16 @@ def main():
                    ns_over_io=round(ns - 1e3 / io_median, 1) if ns and io_median else None,
                    baseline_pcap="int" if suffix else "plain",
                    vs_io=round(median / io_median, 3) if io_median and median else None,
+                   # Own work per packet as a multiple of the reference
+                   # stage's (filled in below).
+                   vs_reference=None,
                    vs_csum=round(median / csum_median, 3) if csum_median and median else None)
         rows.append(row)
+    for row in rows:
+        ref = next((r for r in rows if r["case"] == REFERENCE.get(row["case"])
+                    and (r["size"], r["flows"]) == (row["size"], row["flows"])), None)
+        if ref and ref["ns_over_io"] and row["ns_over_io"]:
+            row["vs_reference"] = round(row["ns_over_io"] / ref["ns_over_io"], 2)
     cpu = "?"
     try:
         with open("/proc/cpuinfo") as f:
@@ -291,12 +312,12 @@ def main():
         json.dump({"meta": meta, "rows": rows}, f, indent=1)
 
     print(f"\nDPDK {dpdk}, {cpu}, {os.cpu_count()} cores; {args.repeat} interleaved runs of {args.seconds} s; one lcore each\n")
-    print("| case | size | flows | Mpps median | spread | ns/packet | ns over io | vs testpmd io | vs csum | baseline pcap | notes |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| case | size | flows | Mpps median | spread | ns/packet | ns over io | x reference | vs testpmd io | vs csum | baseline pcap | notes |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         notes = ", ".join(f"{k} {v}" for k, v in r["info"].items())
         print(f"| {r['case']} | {r['size']} | {r['flows']} | {r['median_mpps']:.2f} | {r['min_mpps']:.2f}-{r['max_mpps']:.2f} "
-              f"| {r['ns_per_packet']} | {r['ns_over_io']} | {r['vs_io']} | {r['vs_csum']} | {r['baseline_pcap']} | {notes} |")
+              f"| {r['ns_per_packet']} | {r['ns_over_io']} | {r['vs_reference'] or ''} | {r['vs_io']} | {r['vs_csum']} | {r['baseline_pcap']} | {notes} |")
     try:
         import matplotlib
         matplotlib.use("Agg")
