@@ -23,6 +23,7 @@ pub mod checksum;
 pub mod craft;
 pub mod encap;
 pub mod error;
+pub mod fixed;
 pub mod flow;
 pub mod frame;
 pub mod int05;

@@ -29,6 +29,7 @@ use crate::carrier::{self, Carrier};
 use crate::checksum;
 use crate::encap::{Encapsulation, TcpPlacement, EXTENSION_UDP_LEN};
 use crate::error::{EmitError, ParseError};
+use crate::fixed::FixedFrame;
 use crate::flow::FlowKey;
 use crate::frame::FrameBuf;
 use crate::int05::{self, HopMetadata, Instructions, IntBlock, MetadataHeaderRepr, ShimType, Tail, TailRepr};
@@ -278,9 +279,9 @@ pub struct Template {
     block: [u8; int05::MAX_BLOCK_LEN],
     len: usize,
     /// Sum of the block with every per-packet word zeroed.
-    pub(crate) fixed_sum: u32,
-    pub(crate) timestamp_at: [Option<usize>; 2],
-    pub(crate) sequence_at: Option<usize>,
+    fixed_sum: u32,
+    timestamp_at: [Option<usize>; 2],
+    sequence_at: Option<usize>,
     tail_at: usize,
 }
 
@@ -317,11 +318,6 @@ impl Template {
 
     pub fn len(&self) -> usize {
         self.len
-    }
-
-    /// The block's bytes, per-packet words zero.
-    pub(crate) fn block(&self) -> &[u8] {
-        self.block.get(..self.len).unwrap_or_default()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -431,6 +427,89 @@ fn fix_l4_checksum(bytes: &mut [u8], plan: &Plan, config: &SourceConfig, added: 
             crate::bytes::put(bytes, ip.l4 + 6, &sum.to_be_bytes());
         }
         Encapsulation::ExtensionUdp { .. } => {}
+    }
+}
+
+/// Bytes of Host-INT's block: shim, metadata header, one hop of switch id,
+/// port ids and both timestamps, sequence number, tail.
+const FAST_BLOCK_LEN: usize = 36;
+/// Offsets in that block of the words written per packet.
+const FAST_INGRESS_AT: usize = 20;
+const FAST_EGRESS_AT: usize = 24;
+const FAST_SEQUENCE_AT: usize = 28;
+
+/// The source's fast path: Host-INT's block into a frame of the common
+/// shape ([`FixedFrame`]), with fixed offsets and sizes. It writes what
+/// [`plan`] and [`insert_with`] write for those frames (a property test
+/// holds the two together over every one-byte change and cut); every other
+/// frame, and every other configuration, takes the general path.
+#[derive(Debug, Clone, Copy)]
+pub struct FastBlock {
+    block: [u8; FAST_BLOCK_LEN],
+    /// The block's sum with the per-packet words zero.
+    fixed_sum: u32,
+    encapsulation: Encapsulation,
+    max_ip_len: usize,
+}
+
+impl FastBlock {
+    /// The fast path of a source of Host-INT's dialect (DSCP marking,
+    /// header before TCP options, shim Type 3, instructions 0xCC00, its own
+    /// hop, Host-INT's tail; any DSCP, Max Hop Count and MTU); `None` for
+    /// any other configuration.
+    pub fn of(config: &SourceConfig, template: &Template) -> Option<FastBlock> {
+        let host_int = matches!(config.encapsulation, Encapsulation::OverTcpUdp { .. })
+            && config.tcp_placement == TcpPlacement::BeforeOptions
+            && config.shim_type == ShimType::HostIntSequence
+            && config.instructions == Instructions::HOST_INT
+            && config.own_hop
+            && config.tail == TailStyle::HostInt;
+        let offsets = (template.len, template.timestamp_at, template.sequence_at);
+        let expected =
+            (FAST_BLOCK_LEN, [Some(FAST_INGRESS_AT), Some(FAST_EGRESS_AT)], Some(FAST_SEQUENCE_AT));
+        if !host_int || offsets != expected {
+            return None;
+        }
+        Some(FastBlock {
+            block: *template.block.first_chunk()?,
+            fixed_sum: template.fixed_sum,
+            encapsulation: config.encapsulation,
+            max_ip_len: usize::from(config.max_ip_len),
+        })
+    }
+
+    /// Whether the fast path instruments this frame: not marked, and
+    /// within the MTU and UDP's 16-bit length once the block is in. For any
+    /// other frame the general path decides, and counts why.
+    #[inline(always)]
+    pub fn takes(&self, frame: &FixedFrame) -> bool {
+        !self.encapsulation.tos_is_marked(frame.tos)
+            && frame.ip_len() + FAST_BLOCK_LEN <= self.max_ip_len
+            && usize::from(frame.carrier_len) + FAST_BLOCK_LEN <= usize::from(u16::MAX)
+    }
+
+    /// Inserts the block, numbered `sequence`, with `time` in both
+    /// timestamps, into a frame [`FastBlock::takes`]. False (frame
+    /// unchanged) when the headroom is too small.
+    #[inline(always)]
+    pub fn insert(&self, frame: &mut FrameBuf<'_>, fixed: &FixedFrame, sequence: u32, time: u32) -> bool {
+        if !frame.open_gap(fixed.payload_at(), FAST_BLOCK_LEN) {
+            return false;
+        }
+        let bytes = frame.frame_mut();
+        let Some(block) =
+            bytes.get_mut(fixed.payload_at()..).and_then(|b| b.first_chunk_mut::<FAST_BLOCK_LEN>())
+        else {
+            return false;
+        };
+        *block = self.block;
+        block[FAST_INGRESS_AT..FAST_INGRESS_AT + 4].copy_from_slice(&time.to_be_bytes());
+        block[FAST_EGRESS_AT..FAST_EGRESS_AT + 4].copy_from_slice(&time.to_be_bytes());
+        block[FAST_SEQUENCE_AT..FAST_SEQUENCE_AT + 4].copy_from_slice(&sequence.to_be_bytes());
+        let block_sum = self.fixed_sum + 2 * word_sum(time) + word_sum(sequence);
+        let grown = fixed.carrier_len + FAST_BLOCK_LEN as u16;
+        fixed.rewrite(bytes, self.encapsulation.mark_tos(fixed.tos), grown, 0, block_sum);
+        true
     }
 }
 

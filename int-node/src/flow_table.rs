@@ -13,7 +13,7 @@
 
 use std::net::IpAddr;
 
-use int_core::flow::{FlowKey, SlotKey};
+use int_core::flow::{FlowKey, FlowWords, SlotKey};
 
 /// Slots of at most 32 bytes, two to a cache line.
 #[derive(Clone, Copy, Default)]
@@ -187,16 +187,47 @@ impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
         now_ns: u64,
         evictable: impl Fn(&V) -> bool,
     ) -> Option<(&mut V, Admission)> {
+        self.get_or_insert_slot(SlotKey::of(key), Some(key), hash, now_ns, evictable)
+    }
+
+    /// [`Self::get_or_insert_hashed`] for an IPv4 flow read by a fast path
+    /// (`hash` is its `FlowWords::hash64`).
+    #[inline(always)]
+    pub fn get_or_insert_words(
+        &mut self,
+        words: &FlowWords,
+        hash: u64,
+        now_ns: u64,
+        evictable: impl Fn(&V) -> bool,
+    ) -> Option<(&mut V, Admission)> {
+        self.get_or_insert_slot(words.slot_key(), None, hash, now_ns, evictable)
+    }
+
+    /// The lookup: `full` is the whole key where it may be IPv6 (whose
+    /// addresses a table may keep beside its slots).
+    #[inline(always)]
+    fn get_or_insert_slot(
+        &mut self,
+        key: SlotKey,
+        full: Option<&FlowKey>,
+        hash: u64,
+        now_ns: u64,
+        evictable: impl Fn(&V) -> bool,
+    ) -> Option<(&mut V, Admission)> {
         let (tag, mut index) = self.tag_and_index(hash);
         let now = coarse(now_ns);
-        let full = key;
-        let key = SlotKey::of(key);
         loop {
             let slot = self.slots.get(index)?;
             if slot.tag == 0 {
                 break;
             }
-            if slot.tag == tag && slot.key == key && self.same_addresses(index, full) {
+            if slot.tag == tag
+                && slot.key == key
+                && match full {
+                    Some(full) => self.same_addresses(index, full),
+                    None => true,
+                }
+            {
                 let slot = self.slots.get_mut(index)?;
                 let idle_ms = idle_ms(now, slot.last_seen);
                 slot.last_seen = now;
@@ -211,20 +242,26 @@ impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
             index = self.free_slot_for(hash)?;
         }
         self.len += 1;
-        if let (Some(addresses), IpAddr::V6(src), IpAddr::V6(dst)) =
-            (self.ipv6_addresses.get_mut(index), full.src, full.dst)
-        {
-            addresses[..16].copy_from_slice(&src.octets());
-            addresses[16..].copy_from_slice(&dst.octets());
+        if let Some(full) = full {
+            self.keep_ipv6_addresses(index, full);
         }
         let slot = self.slots.get_mut(index)?;
         *slot = Slot { _align: [], tag, last_seen: now, key, value: V::default() };
         Some((&mut slot.value, admission))
     }
 
-    /// Removes the oldest evictable flow of the [`EVICTION_WINDOW`] slots
-    /// from `hash`'s home slot; `None` if there is none. Rare (a full
-    /// table), so out of line.
+    /// Where the table keeps IPv6 addresses, a new IPv6 flow's in slot
+    /// `index`.
+    #[inline]
+    fn keep_ipv6_addresses(&mut self, index: usize, key: &FlowKey) {
+        if let (Some(addresses), IpAddr::V6(src), IpAddr::V6(dst)) =
+            (self.ipv6_addresses.get_mut(index), key.src, key.dst)
+        {
+            addresses[..16].copy_from_slice(&src.octets());
+            addresses[16..].copy_from_slice(&dst.octets());
+        }
+    }
+
     /// Where the table keeps IPv6 addresses, whether slot `index` holds
     /// `key`'s (two IPv6 flows whose folds collide stay apart); true
     /// otherwise.
@@ -238,6 +275,9 @@ impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
         }
     }
 
+    /// Removes the oldest evictable flow of the [`EVICTION_WINDOW`] slots
+    /// from `hash`'s home slot; `None` if there is none. Rare (a full
+    /// table), so out of line.
     #[inline(never)]
     fn evict_near(&mut self, hash: u64, evictable: impl Fn(&V) -> bool) -> Option<()> {
         let (_, home) = self.tag_and_index(hash);

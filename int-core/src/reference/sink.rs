@@ -1,9 +1,10 @@
 //! The reference sink: removes Host-INT's block, clears the mark, and keeps
 //! each flow's last sequence number and latency.
 
-use super::{marked, rewrite_ipv4, FlowSlots, Packet, BLOCK_HEAD_LEN, HOP_LEN, HOST_INT_BITMAP, L3_AT};
+use super::{key, FlowSlots, BLOCK_HEAD_LEN, HOP_LEN, HOST_INT_BITMAP};
 use crate::checksum;
 use crate::encap::Encapsulation;
+use crate::fixed::FixedFrame;
 use crate::frame::FrameBuf;
 
 /// Bytes of sequence number and tail after the stack.
@@ -33,41 +34,37 @@ impl Sink {
     /// that is not Host-INT's, or a full flow table.
     #[inline(always)]
     pub fn strip(&mut self, frame: &mut FrameBuf<'_>, now: u32) -> Option<bool> {
-        let packet = Packet::read(frame.frame(), BLOCK_HEAD_LEN)?;
+        let packet = FixedFrame::read(frame.frame(), BLOCK_HEAD_LEN)?;
         let bytes = frame.frame();
-        let head = bytes.get(packet.block_at..)?.first_chunk::<BLOCK_HEAD_LEN>()?;
+        let head = bytes.get(packet.payload_at()..)?.first_chunk::<BLOCK_HEAD_LEN>()?;
         let (length_words, total_hop) = (head[2], usize::from(head[7]));
         let block_len = usize::from(length_words) * 4;
-        if !marked(&self.marking, packet.tos)
+        if !self.marking.tos_is_marked(packet.tos)
             || head[0] != 3
             || [head[8], head[9]] != HOST_INT_BITMAP
             || total_hop == 0
             || block_len != BLOCK_HEAD_LEN + total_hop * HOP_LEN + SEQUENCE_AND_TAIL
-            || packet.block_at + block_len > packet.end
+            || packet.payload_at() + block_len > packet.end()
         {
             return None;
         }
-        let block = bytes.get(packet.block_at..packet.block_at + block_len)?;
+        let block = bytes.get(packet.payload_at()..packet.payload_at() + block_len)?;
         let word = |at: usize| crate::bytes::be32(block, at);
         let sequence = word(block_len - SEQUENCE_AND_TAIL);
         let tail = word(block_len - 4);
-        let dst_port = crate::bytes::be16(bytes, super::L4_AT + 2);
-        let protocol = (packet.key[1] >> 32) as u8;
-        if tail >> 24 == u32::from(protocol) && (tail >> 8) as u16 == dst_port {
+        if tail >> 24 == u32::from(packet.flow.protocol()) && (tail >> 8) as u16 == packet.flow.dst_port() {
             return None;
         }
         let ingress = word(BLOCK_HEAD_LEN + (total_hop - 1) * HOP_LEN + 8);
         let block_sum = checksum::sum(0, block.get(..block_len - 4)?);
-        let flow = self.flows.entry(packet.key)?;
+        let flow = self.flows.entry(key(&packet))?;
         let in_order = sequence == flow.last_sequence.wrapping_add(1);
         *flow = SinkFlow { last_sequence: sequence, latency_ns: now.wrapping_sub(ingress) as i32 };
-        if !frame.close_gap(packet.block_at, block_len) {
+        if !frame.close_gap(packet.payload_at(), block_len) {
             return None;
         }
-        let bytes = frame.frame_mut();
-        rewrite_ipv4(bytes, packet.tos & !self.marking.tos_mask(), packet.end - L3_AT - block_len);
-        let old_len = packet.carrier_len;
-        packet.carrier.update(bytes, old_len, old_len - block_len as u16, block_sum, 0);
+        let shrunk = packet.carrier_len - block_len as u16;
+        packet.rewrite(frame.frame_mut(), packet.tos & !self.marking.tos_mask(), shrunk, block_sum, 0);
         Some(in_order)
     }
 

@@ -1,7 +1,8 @@
 //! The reference transit hop: Host-INT's 16-byte hop pushed on the stack.
 
-use super::{marked, rewrite_ipv4, word_sum, Packet, BLOCK_HEAD_LEN, HOP_LEN, HOST_INT_BITMAP};
+use super::{word_sum, BLOCK_HEAD_LEN, HOP_LEN, HOST_INT_BITMAP};
 use crate::encap::Encapsulation;
+use crate::fixed::FixedFrame;
 use crate::frame::FrameBuf;
 
 pub struct Transit {
@@ -28,33 +29,34 @@ impl Transit {
     /// stack is full, or a push past the MTU.
     #[inline(always)]
     pub fn push(&self, frame: &mut FrameBuf<'_>, ingress: u32, egress: u32) -> bool {
-        let Some(packet) = Packet::read(frame.frame(), BLOCK_HEAD_LEN) else { return false };
-        let Some(head) = frame.frame().get(packet.block_at..).and_then(|b| b.first_chunk::<BLOCK_HEAD_LEN>())
+        let Some(packet) = FixedFrame::read(frame.frame(), BLOCK_HEAD_LEN) else { return false };
+        let Some(head) =
+            frame.frame().get(packet.payload_at()..).and_then(|b| b.first_chunk::<BLOCK_HEAD_LEN>())
         else {
             return false;
         };
         let (shim_type, length_words, max_hop, total_hop) = (head[0], head[2], head[6], head[7]);
         let block_len = usize::from(length_words) * 4;
         let sequence_len = if shim_type == 3 { 4 } else { 0 };
-        if !marked(&self.marking, packet.tos)
+        if !self.marking.tos_is_marked(packet.tos)
             || !matches!(shim_type, 1 | 3)
             || head[5] & 0x1f != 4
             || [head[8], head[9]] != HOST_INT_BITMAP
             || total_hop >= max_hop
             || block_len != BLOCK_HEAD_LEN + usize::from(total_hop) * HOP_LEN + sequence_len + 4
-            || packet.block_at + block_len > packet.end
+            || packet.payload_at() + block_len > packet.end()
             || block_len + HOP_LEN > crate::int05::MAX_BLOCK_LEN
             || packet.ip_len() + HOP_LEN > self.max_ip_len
             || usize::from(packet.carrier_len) + HOP_LEN > usize::from(u16::MAX)
         {
             return false;
         }
-        let stack_at = packet.block_at + BLOCK_HEAD_LEN;
+        let stack_at = packet.payload_at() + BLOCK_HEAD_LEN;
         if !frame.open_gap(stack_at, HOP_LEN) {
             return false;
         }
         let bytes = frame.frame_mut();
-        let Some(block) = bytes.get_mut(packet.block_at..).and_then(|b| b.first_chunk_mut::<28>()) else {
+        let Some(block) = bytes.get_mut(packet.payload_at()..).and_then(|b| b.first_chunk_mut::<28>()) else {
             return false;
         };
         let words = [self.switch_id, self.port_ids, ingress, egress];
@@ -70,9 +72,8 @@ impl Transit {
         block[2] = length_words + (HOP_LEN / 4) as u8;
         block[7] = total_hop + 1;
         let new_words = old_words + (HOP_LEN as u32 / 4) * 256 + 1;
-        rewrite_ipv4(bytes, packet.tos, packet.ip_len() + HOP_LEN);
-        let old_len = packet.carrier_len;
-        packet.carrier.update(bytes, old_len, old_len + HOP_LEN as u16, old_words, new_words + hop_sum);
+        let grown = packet.carrier_len + HOP_LEN as u16;
+        packet.rewrite(bytes, packet.tos, grown, old_words, new_words + hop_sum);
         true
     }
 }

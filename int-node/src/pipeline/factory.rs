@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use int_core::reference;
-use int_core::source::{SourceConfig, Template};
+use int_core::source::{FastBlock, SourceConfig, Template};
 use int_core::transit::TransitConfig;
 
 use super::export::{self, ReportReceiver};
@@ -254,6 +254,8 @@ fn source_stage(
     source_config.check()?;
     let template = Template::new(&source_config, &hop).map_err(|e| format!("INT block: {e}"))?;
     Ok(SourceStage {
+        fast: FastBlock::of(&source_config, &template),
+        lanes: Box::default(),
         config: source_config,
         template,
         watchlist: settings.watchlist.clone(),

@@ -8,7 +8,7 @@ use std::net::Ipv4Addr;
 use int_core::craft::PacketSpec;
 use int_core::encap::Domain;
 use int_core::int05::ShapeCache;
-use int_core::source::{SourceConfig, Template};
+use int_core::source::{FastBlock, SourceConfig, Template};
 use int_core::transit::TransitConfig;
 
 use super::source::SourceStage;
@@ -28,8 +28,11 @@ fn frames(burst: &Burst) -> Vec<Vec<u8>> {
 fn source_stage() -> SourceStage {
     let config = SourceConfig::host_int(1500);
     let hop = SourceStage::own_hop(1, 1, 2);
+    let template = Template::new(&config, &hop).unwrap();
     SourceStage {
-        template: Template::new(&config, &hop).unwrap(),
+        fast: FastBlock::of(&config, &template),
+        lanes: Box::default(),
+        template,
         config,
         watchlist: vec![Rule {
             src: Prefix::ANY,

@@ -8,9 +8,10 @@
 use std::net::SocketAddrV4;
 
 use int_core::encap::Domain;
+use int_core::fixed::FixedFrame;
 use int_core::int05::{HopMetadata, ShapeCache};
 use int_core::sink::{self, Arrival};
-use int_core::source::{self, Skip, SourceConfig, Template};
+use int_core::source::{self, FastBlock, Skip, SourceConfig, Template};
 
 use crate::clock::Clock;
 use crate::config::{MarkedPolicy, Rule};
@@ -32,6 +33,33 @@ pub struct SourceStage {
     pub marked: MarkedPolicy,
     /// The collector this node's own reports go to: never instrumented.
     pub own_reports_to: Option<SocketAddrV4>,
+    /// The fast path, for a configuration of Host-INT's dialect.
+    pub fast: Option<FastBlock>,
+    /// Each burst's plans between the two passes, valid where that
+    /// burst's bits say: kept here, never cleared per burst.
+    pub lanes: Box<Lanes>,
+}
+
+/// What the second pass needs of each packet.
+#[derive(Default)]
+pub struct Lanes {
+    fast: [FastPlan; BURST],
+    general: [(source::Plan, u64); BURST],
+}
+
+/// A packet on the fast path: its frame's parts and its flow's hash.
+#[derive(Debug, Clone, Copy, Default)]
+struct FastPlan {
+    frame: FixedFrame,
+    hash: u64,
+}
+
+/// A burst's outcomes, counted once per burst.
+#[derive(Default)]
+struct Tally {
+    instrumented: u64,
+    created: u64,
+    evicted: u64,
 }
 
 impl SourceStage {
@@ -51,84 +79,144 @@ impl SourceStage {
     /// Two passes over the burst: the first parses every packet and
     /// prefetches its flow's slot, the second numbers and instruments them,
     /// by when the slots have arrived (a burst of misses overlaps instead
-    /// of queueing one per packet). Out of line: one call per burst, and
-    /// the stage is its own symbol in a profile.
+    /// of queueing one per packet). A frame of the common shape takes the
+    /// fast path (24 bytes and a hash kept between the passes); any other
+    /// the general one. Out of line: one call per burst, and the stage is
+    /// its own symbol in a profile.
     #[inline(never)]
     pub fn process(&mut self, burst: &mut Burst, clock: &mut Clock, counters: &mut Counters) {
         let now_ns = clock.now_ns();
         let with_sequence = self.config.shim_type.has_sequence();
-        let mut instrumented = 0;
-        let mut created = 0;
-        let mut evicted = 0;
-        // Filled in place, for the packets there are (an array built by
-        // from_fn was copied whole).
-        let mut plans: [Option<(source::Plan, u64)>; BURST] = [None; BURST];
-        // Bit i: packet i arrived marked (edge policy to apply); or leaves
-        // the burst.
-        let (mut marked, mut drop) = (0u32, 0u32);
-        for (i, planned) in plans.iter_mut().enumerate().take(burst.len()) {
-            *planned = self.plan_one(burst, i, with_sequence, &mut marked, counters);
+        // Bit i: packet i takes the fast path, or the general one; arrived
+        // marked (edge policy to apply); or leaves the burst.
+        let (mut fast, mut general, mut marked, mut drop) = (0u32, 0u32, 0u32, 0u32);
+        for i in 0..burst.len() {
+            let Some(frame) = super::frame_ahead(burst, i, counters) else { continue };
+            if let Some(plan) = self.fast_plan(frame) {
+                if let Some(lane) = self.lanes.fast.get_mut(i) {
+                    *lane = plan;
+                    fast |= 1 << i;
+                }
+            } else if let Some(planned) = self.plan_one(frame, i, with_sequence, &mut marked, counters) {
+                if let Some(lane) = self.lanes.general.get_mut(i) {
+                    *lane = planned;
+                    general |= 1 << i;
+                }
+            }
         }
         if marked != 0 {
-            self.guard_edge(burst, marked, &mut plans, &mut drop, counters);
+            general |= self.guard_edge(burst, marked, &mut drop, counters);
         }
-        for (i, planned) in plans.iter().enumerate().take(burst.len()) {
-            let Some((plan, hash)) = planned else { continue };
-            let hash = *hash;
-            let sequence = if with_sequence {
-                // A flow that has numbered one packet may give its slot to
-                // a new flow when the table is full.
-                match self.flows.get_or_insert_hashed(&plan.flow, hash, now_ns, |next| *next <= 1) {
-                    Some((counter, admission)) => {
-                        created += u64::from(!matches!(admission, Admission::Existing { .. }));
-                        evicted += u64::from(admission == Admission::Evicted);
-                        *counter = counter.wrapping_add(1);
-                        *counter
-                    }
-                    None => {
-                        // Without a slot there is no honest sequence number:
-                        // forward untouched rather than confuse the sink.
-                        counters.inc(Counter::flow_table_full);
-                        continue;
-                    }
-                }
-            } else {
-                0
-            };
-            let time =
-                self.rx_timestamps.and_then(|clock| burst.rx_time_ns(i, &clock)).unwrap_or(now_ns) as u32;
-            let (config, template) = (&self.config, &self.template);
-            match burst
-                .with_frame(i, |f| source::insert_with(f, plan, config, template, sequence, Some(time)))
-            {
-                Some(Ok(_)) => instrumented += 1,
-                Some(Err(skip)) => counters.inc(skip_counter(skip)),
-                None => counters.inc(Counter::multi_segment),
+        let mut tally = Tally::default();
+        for i in 0..burst.len() {
+            if fast & (1 << i) != 0 {
+                self.instrument_fast(burst, i, now_ns, &mut tally, counters);
+            } else if general & (1 << i) != 0 {
+                self.instrument_general(burst, i, now_ns, with_sequence, &mut tally, counters);
             }
         }
         if drop != 0 {
             burst.retain(|i| drop & (1 << i) == 0);
         }
-        counters.add(Counter::instrumented, instrumented);
-        counters.add(Counter::flows_created, created);
-        counters.add(Counter::flows_evicted, evicted);
+        counters.add(Counter::instrumented, tally.instrumented);
+        counters.add(Counter::flows_created, tally.created);
+        counters.add(Counter::flows_evicted, tally.evicted);
         if with_sequence {
             age_flows(&mut self.flows, &mut self.last_sweep_ns, now_ns, self.idle_timeout_ns, counters);
         }
     }
 
-    /// Parses packet `i` (if there is one), checks the watchlist and
-    /// prefetches its flow's slot; counts why a packet is left alone.
+    /// The fast path's plan for a frame of the common shape that this
+    /// source instruments without further question (watched, not its own
+    /// report, unmarked, within the MTU); its flow's slot starts loading.
+    /// `None` sends the frame down the general path, which decides and
+    /// counts.
+    #[inline(always)]
+    fn fast_plan(&self, frame: &[u8]) -> Option<FastPlan> {
+        let block = self.fast.as_ref()?;
+        let frame = FixedFrame::read(frame, 0).filter(|fixed| block.takes(fixed))?;
+        let flow = &frame.flow;
+        if let Some(collector) = self.own_reports_to {
+            if flow.protocol() == 17 && flow.dst() == *collector.ip() && flow.dst_port() == collector.port() {
+                return None;
+            }
+        }
+        if !self.watchlist.is_empty() && !self.watchlist.iter().any(|rule| rule.matches(&flow.key())) {
+            return None;
+        }
+        let hash = flow.hash64();
+        self.flows.prefetch(hash);
+        Some(FastPlan { frame, hash })
+    }
+
+    /// The second pass for a packet on the fast path: its number, then
+    /// the block.
+    #[inline(always)]
+    fn instrument_fast(
+        &mut self,
+        burst: &mut Burst,
+        i: usize,
+        now_ns: u64,
+        tally: &mut Tally,
+        counters: &mut Counters,
+    ) {
+        let (Some(plan), Some(block)) = (self.lanes.fast.get(i).copied(), self.fast) else { return };
+        let slot = self.flows.get_or_insert_words(&plan.frame.flow, plan.hash, now_ns, evictable);
+        let Some(sequence) = next_sequence(slot, tally) else {
+            counters.inc(Counter::flow_table_full);
+            return;
+        };
+        let time = self.rx_timestamps.and_then(|clock| burst.rx_time_ns(i, &clock)).unwrap_or(now_ns) as u32;
+        match burst.with_frame(i, |f| block.insert(f, &plan.frame, sequence, time)) {
+            Some(true) => tally.instrumented += 1,
+            Some(false) => counters.inc(Counter::no_headroom),
+            None => counters.inc(Counter::multi_segment),
+        }
+    }
+
+    /// The second pass for a packet on the general path.
+    #[inline(always)]
+    fn instrument_general(
+        &mut self,
+        burst: &mut Burst,
+        i: usize,
+        now_ns: u64,
+        with_sequence: bool,
+        tally: &mut Tally,
+        counters: &mut Counters,
+    ) {
+        let Some((plan, hash)) = self.lanes.general.get(i).copied() else { return };
+        let sequence = if with_sequence {
+            match next_sequence(self.flows.get_or_insert_hashed(&plan.flow, hash, now_ns, evictable), tally) {
+                Some(sequence) => sequence,
+                None => {
+                    counters.inc(Counter::flow_table_full);
+                    return;
+                }
+            }
+        } else {
+            0
+        };
+        let time = self.rx_timestamps.and_then(|clock| burst.rx_time_ns(i, &clock)).unwrap_or(now_ns) as u32;
+        let (config, template) = (&self.config, &self.template);
+        match burst.with_frame(i, |f| source::insert_with(f, &plan, config, template, sequence, Some(time))) {
+            Some(Ok(_)) => tally.instrumented += 1,
+            Some(Err(skip)) => counters.inc(skip_counter(skip)),
+            None => counters.inc(Counter::multi_segment),
+        }
+    }
+
+    /// Parses packet `i`'s frame on the general path, checks the watchlist
+    /// and prefetches its flow's slot; counts why a packet is left alone.
     #[inline(always)]
     fn plan_one(
         &self,
-        burst: &Burst,
+        frame: &[u8],
         i: usize,
         with_sequence: bool,
         marked: &mut u32,
         counters: &mut Counters,
     ) -> Option<(source::Plan, u64)> {
-        let frame = super::frame_ahead(burst, i, counters)?;
         match source::plan(frame, &self.config) {
             Ok(plan) => self.admit(plan, with_sequence, counters),
             Err(Skip::AlreadyMarked | Skip::MarkedFragment) if self.marked != MarkedPolicy::Trust => {
@@ -174,18 +262,13 @@ impl SourceStage {
 
     /// The INT domain's edge, for the packets that arrived marked: nothing
     /// leaves this source marked unless it carries this source's block.
-    /// Out of line: marked arrivals are the exception.
+    /// Returns the packets planned for the general path. Out of line:
+    /// marked arrivals are the exception.
     #[inline(never)]
-    fn guard_edge(
-        &self,
-        burst: &mut Burst,
-        marked: u32,
-        plans: &mut [Option<(source::Plan, u64)>; BURST],
-        drop: &mut u32,
-        counters: &mut Counters,
-    ) {
+    fn guard_edge(&mut self, burst: &mut Burst, marked: u32, drop: &mut u32, counters: &mut Counters) -> u32 {
         let with_sequence = self.config.shim_type.has_sequence();
-        for (i, planned) in plans.iter_mut().enumerate().take(burst.len()) {
+        let mut planned = 0;
+        for i in 0..burst.len() {
             if marked & (1 << i) == 0 {
                 continue;
             }
@@ -194,8 +277,14 @@ impl SourceStage {
                 *drop |= 1 << i;
                 continue;
             }
-            *planned = self.strip_foreign(burst, i, with_sequence, counters);
+            if let Some(plan) = self.strip_foreign(burst, i, with_sequence, counters) {
+                if let Some(lane) = self.lanes.general.get_mut(i) {
+                    *lane = plan;
+                    planned |= 1 << i;
+                }
+            }
         }
+        planned
     }
 
     /// The strip policy for one marked arrival: a well-formed INT block of
@@ -256,6 +345,24 @@ impl SourceStage {
         }
         None
     }
+}
+
+/// A flow that has numbered one packet may give its slot to a new flow
+/// when the table is full.
+fn evictable(next: &u32) -> bool {
+    *next <= 1
+}
+
+/// The flow's next sequence number, from the slot the lookup found or
+/// made. `None` without a slot: there is no honest number then, and the
+/// packet goes on untouched rather than confuse the sink.
+#[inline(always)]
+fn next_sequence(slot: Option<(&mut u32, Admission)>, tally: &mut Tally) -> Option<u32> {
+    let (counter, admission) = slot?;
+    tally.created += u64::from(!matches!(admission, Admission::Existing { .. }));
+    tally.evicted += u64::from(admission == Admission::Evicted);
+    *counter = counter.wrapping_add(1);
+    Some(*counter)
 }
 
 pub(crate) fn skip_counter(skip: Skip) -> Counter {

@@ -1,0 +1,119 @@
+//! The fast paths against the general path: for every frame a fast path
+//! takes, the general path takes it too and writes the same bytes, over
+//! every one-byte change and every cut of frames of the common shape.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
+mod common;
+
+use std::net::Ipv4Addr;
+
+use common::Buffer;
+use int_core::craft::{L4Spec, PacketSpec};
+use int_core::fixed::FixedFrame;
+use int_core::int05::HopMetadata;
+use int_core::source::{self, FastBlock, SourceConfig, Template};
+
+const TIME: u32 = 0x0102_0304;
+const SEQUENCE: u32 = 77;
+
+fn hop() -> HopMetadata {
+    HopMetadata::host_int(0x0a00_0009, 3, 0)
+}
+
+/// Frames of the common shape, and a few just outside it.
+fn base_frames() -> Vec<Vec<u8>> {
+    let (a, b) = (Ipv4Addr::new(192, 0, 2, 1), Ipv4Addr::new(198, 51, 100, 7));
+    let mut specs = vec![
+        PacketSpec::udp(a, b, 4000, 53, 0),
+        PacketSpec::udp(a, b, 4000, 53, 30),
+        PacketSpec::tcp(a, b, 40000, 80, 10),
+        PacketSpec { tos: 0xb8, ..PacketSpec::udp(b, a, 1, 2, 18) },
+        PacketSpec { vlan: Some(7), ..PacketSpec::udp(a, b, 1, 2, 20) },
+        PacketSpec {
+            l4: L4Spec::Tcp { src_port: 1, dst_port: 2, seq: 9, options: vec![1, 1, 1, 1] },
+            ..PacketSpec::udp(a, b, 1, 2, 20)
+        },
+    ];
+    specs.push(PacketSpec {
+        l4: L4Spec::Udp { src_port: 9, dst_port: 10, zero_checksum: true },
+        ..PacketSpec::udp(a, b, 9, 10, 12)
+    });
+    specs.iter().map(PacketSpec::build).collect()
+}
+
+/// Every frame one change or one cut away from `frame`, and `frame`.
+fn neighbours(frame: &[u8]) -> impl Iterator<Item = Vec<u8>> + '_ {
+    let changed = (0..frame.len()).flat_map(move |at| {
+        [0x00, 0xff, frame[at] ^ 0x01, frame[at] ^ 0x80, frame[at].wrapping_add(36)].into_iter().map(
+            move |value| {
+                let mut mangled = frame.to_vec();
+                mangled[at] = value;
+                mangled
+            },
+        )
+    });
+    let cut = (0..frame.len()).map(move |len| frame[..len].to_vec());
+    std::iter::once(frame.to_vec()).chain(changed).chain(cut)
+}
+
+/// For `config`: the fast path's takes are the general path's, byte for
+/// byte; returns how many frames the fast path took.
+fn fast_source_agrees(config: &SourceConfig) -> usize {
+    let template = Template::new(config, &hop()).unwrap();
+    let fast = FastBlock::of(config, &template).expect("a Host-INT configuration");
+    let mut taken = 0;
+    for base in base_frames() {
+        for frame in neighbours(&base) {
+            let Some(fixed) = FixedFrame::read(&frame, 0).filter(|f| fast.takes(f)) else { continue };
+            taken += 1;
+            let plan = source::plan(&frame, config)
+                .unwrap_or_else(|skip| panic!("the general path refuses ({skip:?}) {frame:02x?}"));
+            assert_eq!(fixed.flow.key(), plan.flow);
+            assert_eq!(fixed.flow.hash64(), plan.flow.hash64());
+            let mut general = Buffer::new(&frame);
+            general.with(|f| source::insert_with(f, &plan, config, &template, SEQUENCE, Some(TIME))).unwrap();
+            let mut mine = Buffer::new(&frame);
+            assert!(mine.with(|f| fast.insert(f, &fixed, SEQUENCE, TIME)));
+            assert_eq!(mine.frame(), general.frame(), "{frame:02x?}");
+        }
+    }
+    taken
+}
+
+#[test]
+fn fast_source_writes_what_the_general_source_writes() {
+    let taken = fast_source_agrees(&SourceConfig::host_int(1500));
+    // Most single changes leave a frame of the common shape (payload
+    // bytes, addresses, ports, checksums).
+    assert!(taken > 1200, "{taken} frames took the fast path");
+}
+
+#[test]
+fn fast_source_keeps_the_mtu_and_dscp_of_its_configuration() {
+    let small = SourceConfig { max_ip_len: 90, ..SourceConfig::host_int(1500) };
+    let taken = fast_source_agrees(&small);
+    assert!(taken > 300, "{taken} frames within an MTU of 90");
+    let marking = int_core::encap::Encapsulation::OverTcpUdp { dscp_value: 0x2e, dscp_mask: 0x3f };
+    let other_dscp = SourceConfig { encapsulation: marking, ..SourceConfig::host_int(1500) };
+    let taken = fast_source_agrees(&other_dscp);
+    assert!(taken > 1000, "{taken} frames not marked with DSCP 46");
+}
+
+#[test]
+fn only_host_int_configurations_have_a_fast_source() {
+    let host_int = SourceConfig::host_int(1500);
+    let others = [
+        SourceConfig { own_hop: false, ..host_int },
+        SourceConfig { shim_type: int_core::int05::ShimType::HopByHop, ..host_int },
+        SourceConfig { tail: source::TailStyle::Informative, ..host_int },
+        SourceConfig { tcp_placement: int_core::encap::TcpPlacement::AfterOptions, ..host_int },
+        SourceConfig {
+            encapsulation: int_core::encap::Encapsulation::ExtensionUdp { port: 5000 },
+            ..host_int
+        },
+    ];
+    for config in others {
+        let template = Template::new(&config, &hop()).unwrap();
+        assert!(FastBlock::of(&config, &template).is_none(), "{config:?}");
+    }
+}
