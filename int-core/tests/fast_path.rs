@@ -1,6 +1,7 @@
 //! The fast paths against the general path: for every frame a fast path
-//! takes, the general path takes it too and writes the same bytes, over
-//! every one-byte change and every cut of frames of the common shape.
+//! takes, the general path takes it too, reads the same fields and writes
+//! the same bytes, over every one-byte change and every cut of frames of
+//! the common shape (with and without INT).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
 mod common;
@@ -9,9 +10,13 @@ use std::net::Ipv4Addr;
 
 use common::Buffer;
 use int_core::craft::{L4Spec, PacketSpec};
+use int_core::encap::{Domain, TcpPlacement};
 use int_core::fixed::FixedFrame;
 use int_core::int05::HopMetadata;
+use int_core::int05::ShapeCache;
+use int_core::sink::{self, Arrival, FixedArrival};
 use int_core::source::{self, FastBlock, SourceConfig, Template};
+use int_core::transit::{self, TransitConfig};
 
 const TIME: u32 = 0x0102_0304;
 const SEQUENCE: u32 = 77;
@@ -115,5 +120,81 @@ fn only_host_int_configurations_have_a_fast_source() {
     for config in others {
         let template = Template::new(&config, &hop()).unwrap();
         assert!(FastBlock::of(&config, &template).is_none(), "{config:?}");
+    }
+}
+
+/// INT frames of the common shape: the base frames instrumented, with
+/// Host-INT's tail and with INT 0.5's informative one, and one with a
+/// transit hop pushed.
+fn int_frames() -> Vec<Vec<u8>> {
+    let mut frames = Vec::new();
+    for tail in [source::TailStyle::HostInt, source::TailStyle::Informative] {
+        let config = SourceConfig { tail, max_hop_cnt: 3, ..SourceConfig::host_int(1500) };
+        let template = Template::new(&config, &hop()).unwrap();
+        for frame in base_frames() {
+            let Ok(plan) = source::plan(&frame, &config) else { continue };
+            let mut buffer = Buffer::new(&frame);
+            buffer.with(|f| source::insert_with(f, &plan, &config, &template, SEQUENCE, Some(TIME))).unwrap();
+            frames.push(buffer.frame().to_vec());
+        }
+    }
+    let transit = TransitConfig { domain: domain(), max_ip_len: 1500 };
+    let mut pushed = Buffer::new(&frames[0]);
+    let hop = HopMetadata::host_int(0x0a00_0005, 2, TIME + 10);
+    pushed.with(|f| transit::push(f, &transit, &hop)).unwrap();
+    frames.push(pushed.frame().to_vec());
+    frames
+}
+
+fn domain() -> Domain {
+    Domain {
+        encapsulation: SourceConfig::host_int(1500).encapsulation,
+        tcp_placement: TcpPlacement::BeforeOptions,
+    }
+}
+
+#[test]
+fn fast_sink_finds_and_restores_what_the_general_sink_does() {
+    let (mut taken, mut bases) = (0, 0);
+    for base in int_frames() {
+        // A cache warmed by the unchanged frame, as on a path where most
+        // blocks share a shape, and a cold one.
+        let mut warm = ShapeCache::default();
+        if !matches!(sink::classify_fixed(&base, &domain(), &mut warm), FixedArrival::Int(_)) {
+            continue;
+        }
+        bases += 1;
+        for frame in neighbours(&base) {
+            for mut shapes in [warm, ShapeCache::default()] {
+                taken += u32::from(fast_sink_agrees(&frame, &mut shapes));
+            }
+        }
+    }
+    assert!(bases >= 9, "{bases} INT frames of the common shape");
+    assert!(taken > 2000, "{taken} frames took the fast path");
+}
+
+/// One frame: the fast sink's answer is the general sink's; true when the
+/// fast path took it.
+fn fast_sink_agrees(frame: &[u8], shapes: &mut ShapeCache) -> bool {
+    let general = sink::classify(frame, &domain(), &mut ShapeCache::default());
+    match sink::classify_fixed(frame, &domain(), shapes) {
+        FixedArrival::Other => false,
+        FixedArrival::NotInt => {
+            assert_eq!(general, Ok(Arrival::NotInt), "{frame:02x?}");
+            false
+        }
+        FixedArrival::Int(fast) => {
+            let Ok(Arrival::Int(found)) = general else { panic!("general: {general:?} for {frame:02x?}") };
+            assert_eq!(fast.frame.flow.key(), found.flow);
+            assert_eq!((fast.sequence, fast.source_hop), (found.sequence, found.source_hop));
+            assert_eq!(fast.removed_len(), found.removed_len());
+            let mut general = Buffer::new(frame);
+            general.with(|f| sink::strip(f, &found, &domain())).unwrap();
+            let mut mine = Buffer::new(frame);
+            assert_eq!(mine.with(|f| sink::strip_fixed(f, &fast, &domain())), Some(found.removed_len()));
+            assert_eq!(mine.frame(), general.frame(), "{frame:02x?}");
+            true
+        }
     }
 }

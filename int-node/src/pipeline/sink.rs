@@ -6,7 +6,7 @@
 
 use int_core::encap::Domain;
 use int_core::flow::FlowKey;
-use int_core::int05::{HopMetadata, ShapeCache};
+use int_core::int05::{HopMetadata, ShapeCache, SourceHop};
 use int_core::latency::{LatencyConfig, LatencyState, ReportReason};
 use int_core::locate::IpVersion;
 use int_core::loss::{PendingLoss, SeqEvent, SequenceTracker};
@@ -15,7 +15,7 @@ use int_core::report::tr05_flow::FlowReport;
 use int_core::report::{
     DropSummaryReport, DropSummaryRepr, LatencyReport, NextProto, ReportForm, ReportHeaderRepr, ReportProfile,
 };
-use int_core::sink::{self, Arrival};
+use int_core::sink::{self, Arrival, FixedArrival, FixedInt};
 use int_core::DropReason;
 
 use super::export::{QueueError, ReportSender};
@@ -116,10 +116,88 @@ pub(crate) fn plausible_jump(per_coarse_ms: u64, idle_ms: u32) -> u32 {
     packets.saturating_add(u64::from(int_core::loss::WINDOW)).min(u64::from(int_core::loss::MAX_JUMP)) as u32
 }
 
+/// What the sink tracks of a packet, from either path.
+struct Observed {
+    sequence: Option<u32>,
+    source_hop: Option<SourceHop>,
+}
+
+/// The settings tracking reads per packet, worked out once.
+struct TrackRules {
+    latency: LatencyConfig,
+    max_skew_ns: u32,
+    /// [`packets_per_coarse_ms`] at the configured `max_flow_pps`.
+    jump_per_coarse_ms: u64,
+}
+
+/// Updates a flow's state from a packet, given the slot the table found or
+/// made for it (`None`: the table is full); says whether to send a latency
+/// report.
+#[inline(always)]
+fn track(
+    slot: Option<(&mut SinkFlow, Admission)>,
+    observed: &Observed,
+    rules: &TrackRules,
+    now_ns: u64,
+    counters: &mut Counters,
+) -> Option<ReportReason> {
+    let Some((flow, admission)) = slot else {
+        counters.inc(Counter::flow_table_full);
+        return None;
+    };
+    let idle_ms = match admission {
+        Admission::Existing { idle_ms } => Some(idle_ms),
+        Admission::Created => {
+            counters.inc(Counter::flows_created);
+            None
+        }
+        Admission::Evicted => {
+            counters.inc(Counter::flows_created);
+            counters.inc(Counter::flows_evicted);
+            None
+        }
+    };
+    flow.packets = flow.packets.saturating_add(1);
+    let source = observed.source_hop;
+    if let Some(source) = source {
+        flow.source_node = source.switch_id().unwrap_or(0);
+        flow.source_port = source.ingress_port().unwrap_or(0);
+    }
+    match observed.sequence {
+        Some(sequence) => {
+            let max_jump = plausible_jump(rules.jump_per_coarse_ms, idle_ms.unwrap_or(0));
+            record_sequence(flow, sequence, max_jump, now_ns, counters);
+        }
+        None => counters.inc(Counter::no_sequence),
+    }
+    let source_ts = source.and_then(|hop| hop.ingress_timestamp())?;
+    let latency = match one_way_latency(now_ns, source_ts, rules.max_skew_ns) {
+        Ok(latency) => latency,
+        Err(skew) => {
+            // The sink's clock is behind the source's: skew, not latency.
+            // Counted, never reported, and the flow's latency state is
+            // left as it was.
+            counters.inc(Counter::clock_skew);
+            counters.raise(Counter::clock_skew_max_ns, u64::from(skew));
+            return None;
+        }
+    };
+    counters.lower(Counter::latency_min_ns, u64::from(latency));
+    counters.raise(Counter::latency_max_ns, u64::from(latency));
+    flow.latency.observe(&rules.latency, latency, now_ns)
+}
+
+/// Each burst's finds between the two passes, valid where that burst's
+/// bits say: kept in the stage, never cleared per burst.
+#[derive(Default)]
+pub struct SinkLanes {
+    fast: [(FixedInt, u64); BURST],
+    general: [(sink::Extracted, u64); BURST],
+}
+
 pub struct SinkStage {
     pub domain: Domain,
     pub settings: SinkSettings,
-    pub latency: LatencyConfig,
     pub node_id: u32,
     pub int_port: u16,
     pub profile: ReportProfile,
@@ -133,8 +211,8 @@ pub struct SinkStage {
     /// timeouts run on the same clock as the packets' times.
     rx_clock_offset: i64,
     last_sweep_ns: u64,
-    /// [`packets_per_coarse_ms`] at the configured `max_flow_pps`.
-    jump_per_coarse_ms: u64,
+    rules: TrackRules,
+    lanes: Box<SinkLanes>,
 }
 
 impl SinkStage {
@@ -151,10 +229,14 @@ impl SinkStage {
     ) -> Self {
         SinkStage {
             domain,
-            latency: settings.latency,
             flows: FlowTable::new(settings.flow_capacity as usize),
             shapes: ShapeCache::default(),
-            jump_per_coarse_ms: packets_per_coarse_ms(settings.max_flow_pps),
+            rules: TrackRules {
+                latency: settings.latency,
+                max_skew_ns: settings.max_skew_ns,
+                jump_per_coarse_ms: packets_per_coarse_ms(settings.max_flow_pps),
+            },
+            lanes: Box::default(),
             settings,
             node_id,
             int_port,
@@ -180,37 +262,52 @@ impl SinkStage {
     /// Two passes over the burst: the first finds and checks every INT
     /// block and prefetches its flow's slot, the second tracks, reports and
     /// strips, by when the slots have arrived (a burst of misses overlaps
-    /// instead of queueing one per packet). Out of line: one call per burst,
-    /// and the stage is its own symbol in a profile.
+    /// instead of queueing one per packet). A frame of the common shape
+    /// takes the fast path; any other the general one. Out of line: one call
+    /// per burst, and the stage is its own symbol in a profile.
     #[inline(never)]
     pub fn process(&mut self, burst: &mut Burst, burst_ns: u64, counters: &mut Counters) {
-        // Bit i: packet i leaves the burst (dropped by policy).
-        let mut drop = 0u32;
-        let mut stripped = 0;
-        // Filled in place, for the packets there are (an array built by
-        // from_fn was copied whole).
-        let mut found_all: [Option<(sink::Extracted, u64)>; BURST] = [None; BURST];
-        for (i, entry) in found_all.iter_mut().enumerate().take(burst.len()) {
-            *entry = self.extract_one(burst, i, &mut drop, counters);
-        }
-        for (i, entry) in found_all.iter().enumerate().take(burst.len()) {
-            let Some((found, hash)) = entry else { continue };
-            let now_ns = self.rx_timestamps.and_then(|clock| burst.rx_time_ns(i, &clock)).unwrap_or(burst_ns);
-            self.rx_clock_offset = now_ns as i64 - burst_ns as i64;
-            if self.track(found, *hash, now_ns, counters).is_some() {
-                if let Some(frame) = burst.data(i) {
-                    self.latency_report(frame, found, now_ns, counters);
+        // Bit i: packet i takes the fast path, or the general one; or
+        // leaves the burst (dropped by policy).
+        let (mut fast, mut general, mut drop) = (0u32, 0u32, 0u32);
+        for i in 0..burst.len() {
+            let Some(frame) = super::frame_ahead(burst, i, counters) else { continue };
+            match sink::classify_fixed(frame, &self.domain, &mut self.shapes) {
+                FixedArrival::Int(found) => {
+                    let hash = found.frame.flow.hash64();
+                    self.flows.prefetch(hash);
+                    if let Some(lane) = self.lanes.fast.get_mut(i) {
+                        *lane = (found, hash);
+                        fast |= 1 << i;
+                    }
+                }
+                FixedArrival::NotInt => counters.inc(Counter::not_int),
+                FixedArrival::Other => {
+                    if let Some(entry) = self.extract_one(frame, i, &mut drop, counters) {
+                        if let Some(lane) = self.lanes.general.get_mut(i) {
+                            *lane = entry;
+                            general |= 1 << i;
+                        }
+                    }
                 }
             }
-            let domain = &self.domain;
-            match burst.with_frame(i, |f| sink::strip(f, found, domain)) {
-                Some(Some(_)) => stripped += 1,
-                _ => {
-                    // Cannot happen for a frame extract accepted; never
-                    // forward a half-restored packet all the same.
-                    counters.inc(Counter::malformed(DropReason::PacketMalformed));
-                    drop |= 1 << i;
-                }
+        }
+        let mut stripped = 0;
+        for i in 0..burst.len() {
+            let done = if fast & (1 << i) != 0 {
+                self.sink_fast(burst, i, burst_ns, counters)
+            } else if general & (1 << i) != 0 {
+                self.sink_general(burst, i, burst_ns, counters)
+            } else {
+                continue;
+            };
+            if done {
+                stripped += 1;
+            } else {
+                // Cannot happen for a frame the first pass accepted; never
+                // forward a half-restored packet all the same.
+                counters.inc(Counter::malformed(DropReason::PacketMalformed));
+                drop |= 1 << i;
             }
         }
         counters.add(Counter::stripped, stripped);
@@ -219,17 +316,67 @@ impl SinkStage {
         }
     }
 
-    /// Finds and checks packet `i`'s INT block (if there is a packet i) and
-    /// prefetches its flow's slot; counts and applies the malformed policy.
+    /// The second pass for a packet on the fast path: track, report (the
+    /// report reads the packet through the general path: a report is the
+    /// exception), strip. False if it could not be stripped.
+    #[inline(always)]
+    fn sink_fast(&mut self, burst: &mut Burst, i: usize, burst_ns: u64, counters: &mut Counters) -> bool {
+        let Some((found, hash)) = self.lanes.fast.get(i).copied() else { return false };
+        let now_ns = self.packet_time(burst, i, burst_ns);
+        let slot = self.flows.get_or_insert_words(&found.frame.flow, hash, now_ns, SinkFlow::evictable);
+        let observed = Observed { sequence: found.sequence, source_hop: found.source_hop };
+        if track(slot, &observed, &self.rules, now_ns, counters).is_some() {
+            self.report_found_again(burst, i, now_ns, counters);
+        }
+        let domain = &self.domain;
+        burst.with_frame(i, |f| sink::strip_fixed(f, &found, domain)) == Some(Some(found.removed_len()))
+    }
+
+    /// The second pass for a packet on the general path.
+    #[inline(always)]
+    fn sink_general(&mut self, burst: &mut Burst, i: usize, burst_ns: u64, counters: &mut Counters) -> bool {
+        let Some((found, hash)) = self.lanes.general.get(i).copied() else { return false };
+        let now_ns = self.packet_time(burst, i, burst_ns);
+        if self.track(&found, hash, now_ns, counters).is_some() {
+            if let Some(frame) = burst.data(i) {
+                self.latency_report(frame, &found, now_ns, counters);
+            }
+        }
+        let domain = &self.domain;
+        matches!(burst.with_frame(i, |f| sink::strip(f, &found, domain)), Some(Some(_)))
+    }
+
+    /// Packet `i`'s arrival time: its RX timestamp where the pipeline's
+    /// clock is the driver's, the burst's host time otherwise.
+    #[inline(always)]
+    fn packet_time(&mut self, burst: &Burst, i: usize, burst_ns: u64) -> u64 {
+        let now_ns = self.rx_timestamps.and_then(|clock| burst.rx_time_ns(i, &clock)).unwrap_or(burst_ns);
+        self.rx_clock_offset = now_ns as i64 - burst_ns as i64;
+        now_ns
+    }
+
+    /// A latency report for a packet the fast path tracked: the general
+    /// path reads it again for the report's fields. Out of line: reports
+    /// are the exception.
+    #[inline(never)]
+    fn report_found_again(&mut self, burst: &Burst, i: usize, now_ns: u64, counters: &mut Counters) {
+        let Some(frame) = burst.data(i) else { return };
+        if let Ok(Arrival::Int(found)) = sink::classify(frame, &self.domain, &mut self.shapes) {
+            self.latency_report(frame, &found, now_ns, counters);
+        }
+    }
+
+    /// Finds and checks the INT block of packet `i`'s frame on the general
+    /// path and prefetches its flow's slot; counts and applies the
+    /// malformed policy.
     #[inline(always)]
     fn extract_one(
         &mut self,
-        burst: &Burst,
+        frame: &[u8],
         i: usize,
         drop: &mut u32,
         counters: &mut Counters,
     ) -> Option<(sink::Extracted, u64)> {
-        let frame = super::frame_ahead(burst, i, counters)?;
         match sink::classify(frame, &self.domain, &mut self.shapes) {
             Ok(Arrival::Int(found)) => {
                 let hash = found.flow.hash64();
@@ -266,51 +413,9 @@ impl SinkStage {
         now_ns: u64,
         counters: &mut Counters,
     ) -> Option<ReportReason> {
-        let admitted = self.flows.get_or_insert_hashed(&found.flow, hash, now_ns, SinkFlow::evictable);
-        let Some((flow, admission)) = admitted else {
-            counters.inc(Counter::flow_table_full);
-            return None;
-        };
-        let idle_ms = match admission {
-            Admission::Existing { idle_ms } => Some(idle_ms),
-            Admission::Created => {
-                counters.inc(Counter::flows_created);
-                None
-            }
-            Admission::Evicted => {
-                counters.inc(Counter::flows_created);
-                counters.inc(Counter::flows_evicted);
-                None
-            }
-        };
-        flow.packets = flow.packets.saturating_add(1);
-        let source = found.source_hop;
-        if let Some(source) = source {
-            flow.source_node = source.switch_id().unwrap_or(0);
-            flow.source_port = source.ingress_port().unwrap_or(0);
-        }
-        match found.sequence {
-            Some(sequence) => {
-                let max_jump = plausible_jump(self.jump_per_coarse_ms, idle_ms.unwrap_or(0));
-                record_sequence(flow, sequence, max_jump, now_ns, counters);
-            }
-            None => counters.inc(Counter::no_sequence),
-        }
-        let source_ts = source.and_then(|hop| hop.ingress_timestamp())?;
-        let latency = match one_way_latency(now_ns, source_ts, self.settings.max_skew_ns) {
-            Ok(latency) => latency,
-            Err(skew) => {
-                // The sink's clock is behind the source's: skew, not
-                // latency. Counted, never reported, and the flow's latency
-                // state is left as it was.
-                counters.inc(Counter::clock_skew);
-                counters.raise(Counter::clock_skew_max_ns, u64::from(skew));
-                return None;
-            }
-        };
-        counters.lower(Counter::latency_min_ns, u64::from(latency));
-        counters.raise(Counter::latency_max_ns, u64::from(latency));
-        flow.latency.observe(&self.latency, latency, now_ns)
+        let slot = self.flows.get_or_insert_hashed(&found.flow, hash, now_ns, SinkFlow::evictable);
+        let observed = Observed { sequence: found.sequence, source_hop: found.source_hop };
+        track(slot, &observed, &self.rules, now_ns, counters)
     }
 
     fn latency_report(
