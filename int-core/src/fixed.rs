@@ -72,6 +72,16 @@ impl FixedFrame {
         }
     }
 
+    /// The header whose length and checksum cover the payload.
+    #[inline(always)]
+    pub(crate) fn carrier(&self) -> Carrier {
+        if self.tcp {
+            Carrier::Tcp(L4_AT)
+        } else {
+            Carrier::Udp(L4_AT)
+        }
+    }
+
     /// Where the IP packet ends.
     #[inline(always)]
     pub fn end(&self) -> usize {
@@ -93,8 +103,7 @@ impl FixedFrame {
     pub(crate) fn rewrite(&self, bytes: &mut [u8], tos: u8, carrier_len: u16, removed: u32, added: u32) {
         let ip_len = self.ip_len() - usize::from(self.carrier_len) + usize::from(carrier_len);
         rewrite_ipv4(bytes, tos, ip_len);
-        let carrier = if self.tcp { Carrier::Tcp(L4_AT) } else { Carrier::Udp(L4_AT) };
-        carrier.update(bytes, self.carrier_len, carrier_len, removed, added);
+        self.carrier().update(bytes, self.carrier_len, carrier_len, removed, added);
     }
 }
 

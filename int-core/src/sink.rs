@@ -248,6 +248,8 @@ pub enum FixedArrival {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct FixedInt {
     pub frame: FixedFrame,
+    pub shim_type: ShimType,
+    pub header: MetadataHeaderRepr,
     pub sequence: Option<u32>,
     pub source_hop: Option<SourceHop>,
     tail: TailRepr,
@@ -289,6 +291,8 @@ pub fn classify_fixed(frame: &[u8], config: &Domain, shapes: &mut ShapeCache) ->
     let Ok(block) = shapes.parse(region, Tail::Present) else { return FixedArrival::Other };
     FixedArrival::Int(FixedInt {
         frame: fixed,
+        shim_type: block.shim_type,
+        header: block.header,
         sequence: block.sequence,
         source_hop: block.source_hop,
         tail: block.tail,

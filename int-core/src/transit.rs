@@ -8,14 +8,15 @@
 
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
-use crate::carrier;
-use crate::checksum;
+use crate::carrier::{self, Carrier};
 use crate::encap::Domain;
 use crate::error::{Layer, ParseError};
+use crate::fixed::FixedFrame;
 use crate::frame::FrameBuf;
 use crate::int05::shim::ShimHeader;
-use crate::int05::{HopMetadata, IntBlock, MetadataHeader, ShapeCache};
-use crate::sink;
+use crate::int05::{HopMetadata, IntBlock, MetadataHeader, MetadataHeaderRepr, ShapeCache, ShimType};
+use crate::locate::IpLocation;
+use crate::sink::{self, FixedArrival};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TransitConfig {
@@ -64,47 +65,144 @@ pub fn push_with(
     let found = sink::extract_with(frame.frame(), &config.domain, shapes)
         .map_err(NotPushed::Malformed)?
         .ok_or(NotPushed::NotInt)?;
-    if !found.shim_type.is_hop_by_hop() {
+    let block = Block {
+        at: found.block_at,
+        len: found.block_len,
+        shim_type: found.shim_type,
+        header: found.header,
+        carrier_len: found.carrier_len,
+    };
+    push_block(frame, config, hop, &block, Carriage::General { ip: found.ip, carrier: found.carrier })
+}
+
+/// [`push_with`] for frames of the common shape in the DSCP encapsulation,
+/// at fixed offsets: `None` (frame unchanged) leaves the frame to
+/// [`push_with`]; otherwise the same outcome and bytes (a property test
+/// holds the two together over every one-byte change and cut).
+#[inline(always)]
+pub fn push_fixed(
+    frame: &mut FrameBuf<'_>,
+    config: &TransitConfig,
+    hop: &HopMetadata,
+    shapes: &mut ShapeCache,
+) -> Option<Result<Outcome, NotPushed>> {
+    let found = match sink::classify_fixed(frame.frame(), &config.domain, shapes) {
+        FixedArrival::Int(found) => found,
+        FixedArrival::NotInt => return Some(Err(NotPushed::NotInt)),
+        FixedArrival::Other => return None,
+    };
+    let block = Block {
+        at: found.frame.payload_at(),
+        len: found.removed_len(),
+        shim_type: found.shim_type,
+        header: found.header,
+        carrier_len: found.frame.carrier_len,
+    };
+    Some(push_block(frame, config, hop, &block, Carriage::Fixed(found.frame)))
+}
+
+/// The INT block a transit hop pushes onto.
+struct Block {
+    /// Frame offset of the shim.
+    at: usize,
+    len: usize,
+    shim_type: ShimType,
+    header: MetadataHeaderRepr,
+    /// The carrier's L4 length as received.
+    carrier_len: u16,
+}
+
+/// Where the block's carrier lies, as either path found it.
+#[derive(Clone, Copy)]
+enum Carriage {
+    General { ip: IpLocation, carrier: Carrier },
+    Fixed(FixedFrame),
+}
+
+impl Carriage {
+    fn ip_len(&self) -> usize {
+        match self {
+            Carriage::General { ip, .. } => ip.ip_len(),
+            Carriage::Fixed(frame) => frame.ip_len(),
+        }
+    }
+
+    /// Words summing to `removed` became words summing to `added` inside
+    /// the L4 checksum, with the lengths unchanged.
+    #[inline(always)]
+    fn update(&self, bytes: &mut [u8], carrier_len: u16, removed: u32, added: u32) {
+        let carrier = match self {
+            Carriage::General { carrier, .. } => *carrier,
+            Carriage::Fixed(frame) => frame.carrier(),
+        };
+        carrier.update(bytes, carrier_len, carrier_len, removed, added);
+    }
+
+    /// `grown` bytes were added inside the carrier (now `carrier_len`
+    /// long), words summing to `removed` becoming words summing to
+    /// `added`: the IP length and the carrier follow.
+    #[inline(always)]
+    fn grow(&self, bytes: &mut [u8], carrier_len: u16, grown: usize, removed: u32, added: u32) {
+        match self {
+            Carriage::General { ip, carrier } => {
+                carrier::rewrite_ip(bytes, ip, ip.tos, ip.ip_len() + grown, ip.protocol);
+                carrier.update(bytes, carrier_len, carrier_len + grown as u16, removed, added);
+            }
+            Carriage::Fixed(frame) => {
+                frame.rewrite(bytes, frame.tos, carrier_len + grown as u16, removed, added)
+            }
+        }
+    }
+}
+
+/// Pushes `hop` onto `block`, or sets E, or leaves a Destination-type
+/// block alone.
+#[inline(always)]
+fn push_block(
+    frame: &mut FrameBuf<'_>,
+    config: &TransitConfig,
+    hop: &HopMetadata,
+    block: &Block,
+    carriage: Carriage,
+) -> Result<Outcome, NotPushed> {
+    if !block.shim_type.is_hop_by_hop() {
         return Ok(Outcome::DestinationOnly);
     }
-    let carrier_len = found.carrier_len;
-    if found.header.total_hop_cnt >= found.header.max_hop_cnt {
+    let carrier_len = block.carrier_len;
+    if block.header.total_hop_cnt >= block.header.max_hop_cnt {
         let bytes = frame.frame_mut();
-        let head = block_head(bytes, found.block_at)?;
+        let head = block_head(bytes, block.at)?;
         let old_word = head.md.word0();
         head.md.set_max_hop_exceeded();
         let new_word = head.md.word0();
-        found.carrier.update(bytes, carrier_len, carrier_len, u32::from(old_word), u32::from(new_word));
+        carriage.update(bytes, carrier_len, u32::from(old_word), u32::from(new_word));
         return Ok(Outcome::MaxHopReached);
     }
-    let hop_len = found.header.instructions.hop_len();
-    let ip = found.ip;
-    if found.block_len + hop_len > crate::int05::MAX_BLOCK_LEN {
+    let hop_len = block.header.instructions.hop_len();
+    if block.len + hop_len > crate::int05::MAX_BLOCK_LEN {
         return Err(NotPushed::TooBig);
     }
-    let old_total = ip.ip_len();
-    if old_total + hop_len > usize::from(config.max_ip_len)
+    if carriage.ip_len() + hop_len > usize::from(config.max_ip_len)
         || usize::from(carrier_len) + hop_len > usize::from(u16::MAX)
     {
         return Err(NotPushed::TooBig);
     }
-    let stack_at = found.block_at + IntBlock::STACK_OFFSET;
+    let stack_at = block.at + IntBlock::STACK_OFFSET;
     if !frame.open_gap(stack_at, hop_len) {
         return Err(NotPushed::NoHeadroom);
     }
     let bytes = frame.frame_mut();
     // The gap was opened for exactly these words.
-    hop.emit(found.header.instructions, bytes.get_mut(stack_at..).unwrap_or_default())
+    let hop_sum = hop
+        .emit_summed(block.header.instructions, bytes.get_mut(stack_at..).unwrap_or_default())
         .map_err(|_| NotPushed::NoHeadroom)?;
-    let hop_sum = checksum::sum(0, bytes.get(stack_at..stack_at + hop_len).unwrap_or_default());
     // The shim Length word and the Max/Total Hop Count word change.
-    let head = block_head(bytes, found.block_at)?;
+    let head = block_head(bytes, block.at)?;
     let old_words = u32::from(head.shim.length_word()) + u32::from(head.md.word1());
     head.shim.length += (hop_len / 4) as u8;
     head.md.total_hop_cnt += 1;
     let new_words = u32::from(head.shim.length_word()) + u32::from(head.md.word1());
-    carrier::rewrite_ip(bytes, &ip, ip.tos, old_total + hop_len, ip.protocol);
-    found.carrier.update(bytes, carrier_len, carrier_len + hop_len as u16, old_words, new_words + hop_sum);
+    carriage.grow(bytes, carrier_len, hop_len, old_words, new_words + hop_sum);
     Ok(Outcome::Pushed(hop_len))
 }
 

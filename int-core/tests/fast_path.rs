@@ -198,3 +198,31 @@ fn fast_sink_agrees(frame: &[u8], shapes: &mut ShapeCache) -> bool {
         }
     }
 }
+
+#[test]
+fn fast_transit_pushes_what_the_general_transit_pushes() {
+    let hop = HopMetadata::host_int(0x0a00_0005, 2, TIME + 10);
+    let (mut taken, mut outcomes) = (0, std::collections::BTreeSet::new());
+    // An MTU of 100 leaves some frames no room for the hop.
+    let configs = [1500, 100].map(|mtu| TransitConfig { domain: domain(), max_ip_len: mtu });
+    let cases = int_frames().into_iter().flat_map(|base| configs.map(|config| (base.clone(), config)));
+    for (base, config) in cases {
+        for frame in neighbours(&base) {
+            let mut mine = Buffer::new(&frame);
+            let Some(fast) = mine.with(|f| transit::push_fixed(f, &config, &hop, &mut ShapeCache::default()))
+            else {
+                assert_eq!(mine.frame(), &frame[..], "left to the general path unchanged");
+                continue;
+            };
+            taken += 1;
+            let mut general = Buffer::new(&frame);
+            let expected = general.with(|f| transit::push(f, &config, &hop));
+            assert_eq!(fast, expected, "{frame:02x?}");
+            assert_eq!(mine.frame(), general.frame(), "{frame:02x?}");
+            outcomes.insert(format!("{fast:?}"));
+        }
+    }
+    assert!(taken > 3000, "{taken} frames took the fast path");
+    // Pushed, E set at Max Hop Count, not INT, too big.
+    assert!(outcomes.len() >= 4, "{outcomes:?}");
+}

@@ -74,6 +74,30 @@ impl HopMetadata {
         Ok(len)
     }
 
+    /// [`HopMetadata::emit`], returning the words' sum for an incremental
+    /// checksum. Host-INT's four words (instructions 0xCC00) are written and
+    /// summed straight, without walking the bitmap.
+    #[inline(always)]
+    pub fn emit_summed(&self, instructions: Instructions, buf: &mut [u8]) -> Result<u32, EmitError> {
+        if instructions == Instructions::HOST_INT {
+            if let Some(out) = buf.first_chunk_mut::<16>() {
+                let bits = [
+                    Instructions::SWITCH_ID,
+                    Instructions::PORT_IDS,
+                    Instructions::INGRESS_TIMESTAMP,
+                    Instructions::EGRESS_TIMESTAMP,
+                ];
+                let words = bits.map(|bit| self.word(bit));
+                for (slot, word) in out.chunks_exact_mut(4).zip(words) {
+                    slot.copy_from_slice(&word.to_be_bytes());
+                }
+                return Ok(words.iter().map(|word| (word >> 16) + (word & 0xffff)).sum());
+            }
+        }
+        let len = self.emit(instructions, buf)?;
+        Ok(crate::checksum::sum(0, buf.get(..len).unwrap_or_default()))
+    }
+
     /// Reads one hop's words. [`INVALID`] reads back as `None`; words for
     /// reserved bits are skipped.
     pub fn parse(instructions: Instructions, bytes: &[u8]) -> Result<Self, ParseError> {

@@ -3,6 +3,7 @@
 
 use int_core::int05::{HopMetadata, ShapeCache};
 use int_core::transit::{self, NotPushed, Outcome, TransitConfig};
+use int_core::FrameBuf;
 
 use crate::clock::Clock;
 use crate::dpdk::mbuf::{Burst, RxClock};
@@ -35,7 +36,13 @@ impl TransitStage {
                 ..HopMetadata::default()
             };
             let (config, shapes) = (&self.config, &mut self.shapes);
-            let counter = match burst.with_frame(i, |f| transit::push_with(f, config, &hop, shapes)) {
+            // Frames of the common shape take the fast path; it leaves any
+            // other to the general one untouched.
+            let push = |f: &mut FrameBuf<'_>| {
+                transit::push_fixed(f, config, &hop, shapes)
+                    .unwrap_or_else(|| transit::push_with(f, config, &hop, shapes))
+            };
+            let counter = match burst.with_frame(i, push) {
                 None => super::unwritable(burst, i).unwrap_or(Counter::shared_mbuf),
                 Some(Ok(Outcome::Pushed(_))) => Counter::pushed,
                 Some(Ok(Outcome::MaxHopReached)) => Counter::max_hop_reached,
