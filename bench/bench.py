@@ -38,12 +38,15 @@ EAL = ["--no-huge", "-m", "{mem}", "--no-pci", "--no-shconf", "-l", "0-1",
 
 
 LARGE_FLOW_CASES = {"testpmd-io", "testpmd-csum", "testpmd-io-int", "forward", "source-dscp", "sink-1%",
-                    "reference-source", "reference-sink"}
+                    "reference-source", "reference-sink", "forward-live", "source-dscp-live", "sink-0%-live",
+                    "reference-sink-live", "reference-source-live"}
 
 # Each INT case's yardstick: the reference stage of its role (int-core's
 # reference module), the least work that role can do on these frames.
 REFERENCE = {"source-dscp": "reference-source", "transit": "reference-transit",
-             "sink-0%": "reference-sink", "sink-1%": "reference-sink", "sink-100%": "reference-sink"}
+             "sink-0%": "reference-sink", "sink-1%": "reference-sink", "sink-100%": "reference-sink",
+             "source-dscp-live": "reference-source-live", "transit-live": "reference-transit-live",
+             "sink-0%-live": "reference-sink-live"}
 
 
 def reads_int(mode, extra):
@@ -106,10 +109,31 @@ def node_config(role, pcap, extra, mbufs, mem):
         "pipelines": [pipeline],
         "stats": {"interval_ms": 1000},
     }
+    if "live" in extra:
+        live(config, pipeline, extra["live"])
     if role == "sink":
         config["export"] = {"collector": f"127.0.0.1:{COLLECTOR.getsockname()[1]}", "rate_limit": 0, "pace": 0,
                             "ring_size": 65536}
     return config
+
+
+def live(config, pipeline, generator):
+    """Feeds the stage from int-node's generator instead of a pcap replay:
+    the generator (lcore 0) writes flows in turn, numbered as on a live
+    link, over blank net_null mbufs (a working set that does not grow with
+    the flows) and hands them over a net_ring (pointers, no copy) to the
+    stage on lcore 1, at the stage's pace. The main lcore shares CPU 1
+    with the stage (it sleeps 0.5 ms between its rounds): beside the
+    generator, the generator's rate swung between two modes from run to
+    run (bench/README.md)."""
+    config["eal"] = [a for a in config["eal"] if a not in ("-l", "0-1")]
+    config["eal"] += ["--lcores", "0@0,1@1,2@1", "--main-lcore", "2"]
+    config["mempool"]["mbufs"] = 16383
+    config["ports"] = [{"name": "blank", "device": "net_null0"}, {"name": "link", "device": "net_ring0"},
+                       {"name": "out", "device": "net_null1,no-rx=1"}]
+    pipeline["rx"] = {"port": "link"}
+    config["pipelines"].insert(0, {"name": "g", "role": "generate", "lcore": 0, "rx": {"port": "blank"},
+                                   "tx": {"port": "link"}, "generate": generator})
 
 
 def int_node(role, pcap, seconds, extra, mbufs, mem):
@@ -144,6 +168,9 @@ def int_node(role, pcap, seconds, extra, mbufs, mem):
             js = json.load(f)
         counters = js["pipelines"]["p"]
         rx = counters["rx_packets"] or 1
+        if "g" in js["pipelines"]:
+            g = js["pipelines"]["g"]
+            info["generator_drop_share"] = round(g.get("tx_dropped", 0) / max(g.get("generated", 1), 1), 5)
         if role == "reference-sink":
             info["in_order_share"] = round(1 - counters.get("seq_out_of_order", 0) / rx, 4)
         if role == "sink":
@@ -205,6 +232,15 @@ def main():
         ("reference-source", "reference-source", None, {}),
         ("reference-transit", "reference-transit", "hostint", {}),
         ("reference-sink", "reference-sink", "hostint", {}),
+        # Live traffic: int-node's generator feeds the stage over a
+        # net_ring, flows in turn, numbered as on a link (see live()).
+        ("forward-live", "forward", "live", {"live": {"instrument": "none"}}),
+        ("source-dscp-live", "source", "live", {"live": {"instrument": "none"}}),
+        ("reference-source-live", "reference-source", "live", {"live": {"instrument": "none"}}),
+        ("transit-live", "transit", "live", {"live": {"instrument": "hostint"}}),
+        ("reference-transit-live", "reference-transit", "live", {"live": {"instrument": "hostint"}}),
+        ("sink-0%-live", "sink", "live", {"live": {"instrument": "hostint"}, "pipeline": {"sink": {"latency": {"mode": "absolute", "threshold_ns": 4000000000, "refresh_ms": 0, "max_skew_ms": 0}}}}),
+        ("reference-sink-live", "reference-sink", "live", {"live": {"instrument": "hostint"}}),
         # An INT 2.1 domain (INT-MD, DSCP 0x17): the source on the plain
         # pcap, the sink on gen's INT 2.1 pcap (40 bytes of INT).
         ("source-int21", "source", None, {"pipeline": {"int": {"version": "2.1"}}}),
@@ -247,6 +283,10 @@ def main():
                     for name, kind, mode, extra in run_cases:
                         key = f"{name}|{size}|{flows}"
                         extra = json.loads(json.dumps(extra))
+                        if "live" in extra:
+                            if size == "imix":
+                                continue
+                            extra["live"].update(flows=flows, frame_size=size)
                         pipe = extra.setdefault("pipeline", {})
                         if kind.removeprefix("reference-") in ("source", "sink"):
                             section = kind.removeprefix("reference-")
@@ -277,6 +317,10 @@ def main():
     for key, r in results.items():
         suffix = "-int" if r["case"] in int_cases else ""
         io = results.get(f"testpmd-io{suffix}|{r['size']}|{r['flows']}")
+        if r["case"].endswith("-live"):
+            # Live cases against forward-live: bounded by the generator,
+            # it is what a stage that does nothing gets from it.
+            io = results.get(f"forward-live|{r['size']}|{r['flows']}")
         csum = results.get(f"testpmd-csum{suffix}|{r['size']}|{r['flows']}")
         median = statistics.median(r["mpps"])
         io_median = statistics.median(io["mpps"]) if io else 0
@@ -287,7 +331,7 @@ def main():
                    # The stage's own time per packet: what it adds to the
                    # replay and the null TX that testpmd io also pays.
                    ns_over_io=round(ns - 1e3 / io_median, 1) if ns and io_median else None,
-                   baseline_pcap="int" if suffix else "plain",
+                   baseline_pcap="live" if r["case"].endswith("-live") else "int" if suffix else "plain",
                    vs_io=round(median / io_median, 3) if io_median and median else None,
                    # Own work per packet as a multiple of the reference
                    # stage's (filled in below).

@@ -44,6 +44,18 @@ impl<'a> FrameBuf<'a> {
         self.buf.get_mut(self.start..self.start + self.len).unwrap_or(&mut [])
     }
 
+    /// Makes the frame `len` bytes long from where it starts (its content
+    /// is the buffer's); false, changing nothing, if the buffer is too
+    /// short.
+    #[inline]
+    pub fn set_len(&mut self, len: usize) -> bool {
+        if self.start + len > self.buf.len() {
+            return false;
+        }
+        self.len = len;
+        true
+    }
+
     /// Opens a gap of `gap` bytes at `at` (an offset in the frame) by moving
     /// the first `at` bytes of the frame `gap` bytes into the headroom. The
     /// bytes after `at` do not move. The gap's content is left as it was.

@@ -26,6 +26,7 @@ pub mod error;
 pub mod fixed;
 pub mod flow;
 pub mod frame;
+pub mod generate;
 pub mod int05;
 pub mod int21;
 pub mod latency;

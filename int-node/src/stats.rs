@@ -30,8 +30,11 @@ counters! {
     tx_dropped,
     multi_segment,
     shared_mbuf,
-    // reference stages: frames of another shape, passed untouched
+    // reference stages: frames of another shape, passed untouched; the
+    // generator: mbufs too small for its frame
     not_common,
+    // the generator: packets written
+    generated,
     // the lcore's clock
     clock_steps_back,
     // source

@@ -156,6 +156,28 @@ pub enum StageConfig {
     Impair(ImpairSettings),
     /// The benchmark's yardstick for a role: int-core's reference stages.
     Reference(ReferenceConfig),
+    /// A traffic generator: writes packets over what its RX port hands
+    /// out (a `net_null` port's blank mbufs).
+    Generate(GenerateSettings),
+}
+
+/// `pipelines[].generate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GenerateSettings {
+    pub flows: u32,
+    pub frame_size: usize,
+    pub instrument: GenerateInstrument,
+}
+
+/// `generate.instrument`: what the generated packets carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, EnumString, VariantNames)]
+#[strum(serialize_all = "lowercase")]
+pub enum GenerateInstrument {
+    /// Plain UDP.
+    None,
+    /// Host-INT's INT 0.5 block, numbered per flow, stamped now, as a
+    /// source at this node would write it.
+    Hostint,
 }
 
 /// A reference stage and the settings of the role it stands beside.
@@ -178,6 +200,7 @@ impl StageConfig {
             StageConfig::Reference(ReferenceConfig::Source(_)) => RoleName::ReferenceSource,
             StageConfig::Reference(ReferenceConfig::Transit) => RoleName::ReferenceTransit,
             StageConfig::Reference(ReferenceConfig::Sink(_)) => RoleName::ReferenceSink,
+            StageConfig::Generate(_) => RoleName::Generate,
         }
     }
 }
@@ -202,6 +225,10 @@ pub enum RoleName {
     ReferenceTransit,
     #[strum(serialize = "reference-sink")]
     ReferenceSink,
+    /// A traffic generator for benchmarks and labs: flows in turn, each
+    /// numbered as on a live link, over the blank mbufs of a `net_null` RX
+    /// port.
+    Generate,
 }
 
 impl RoleName {

@@ -12,7 +12,9 @@ use super::model::{
     ReferenceConfig, RoleName, StageConfig,
 };
 use super::raw::{RawEndpoint, RawInt, RawPipeline, RawSink, RawSource};
-use super::settings::{impair_settings, sink_settings, source21_settings, source_settings};
+use super::settings::{
+    generate_settings, impair_settings, sink_settings, source21_settings, source_settings,
+};
 use super::Problems;
 
 /// The queues pipelines poll and send on: an RX queue belongs to one
@@ -250,6 +252,7 @@ fn stage(
         ("source", raw.source.is_some(), RoleName::Source),
         ("sink", raw.sink.is_some(), RoleName::Sink),
         ("impair", raw.impair.is_some(), RoleName::Impair),
+        ("generate", raw.generate.is_some(), RoleName::Generate),
     ];
     for (section, present, owner) in sections {
         if present && role.settings_role() != owner {
@@ -282,6 +285,7 @@ fn stage(
             StageConfig::Sink(sink_settings(settings, &format!("{path}.sink"), problems))
         }
         RoleName::Impair => impair_settings(raw.impair.as_ref(), &format!("{path}.impair"), problems)?,
+        RoleName::Generate => generate_settings(raw.generate.as_ref(), &format!("{path}.generate"), problems),
         RoleName::ReferenceSource | RoleName::ReferenceTransit | RoleName::ReferenceSink => {
             reference(role, raw, domain, path, problems)?
         }

@@ -9,8 +9,8 @@ use serde::Deserialize;
 
 use super::choice::Choice;
 use super::model::{
-    ClockSource, EncapsulationName, Flavour, IntVersion, LatencyMode, MalformedPolicy, MarkedPolicy, Mode,
-    ProfileName, Protocol, RoleName, TunnelPlacement,
+    ClockSource, EncapsulationName, Flavour, GenerateInstrument, IntVersion, LatencyMode, MalformedPolicy,
+    MarkedPolicy, Mode, ProfileName, Protocol, RoleName, TunnelPlacement,
 };
 
 #[derive(Debug, Deserialize)]
@@ -118,7 +118,32 @@ pub struct RawPipeline {
     pub source: Option<RawSource>,
     pub sink: Option<RawSink>,
     pub impair: Option<RawImpair>,
+    pub generate: Option<RawGenerate>,
     pub clock: Option<Choice<ClockSource>>,
+}
+
+/// `pipelines[].generate`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawGenerate {
+    #[serde(default = "default_generate_flows")]
+    pub flows: u32,
+    #[serde(default = "default_frame_size")]
+    pub frame_size: usize,
+    pub instrument: Option<Choice<GenerateInstrument>>,
+}
+
+impl Default for RawGenerate {
+    fn default() -> Self {
+        RawGenerate { flows: default_generate_flows(), frame_size: default_frame_size(), instrument: None }
+    }
+}
+
+fn default_generate_flows() -> u32 {
+    1000
+}
+fn default_frame_size() -> usize {
+    64
 }
 
 #[derive(Debug, Default, Deserialize)]

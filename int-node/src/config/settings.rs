@@ -11,12 +11,12 @@ use int_core::source::TailStyle;
 
 use super::choice::chosen;
 use super::model::{
-    ExportConfig, ExportPath, Flavour, LatencyMode, MalformedPolicy, MarkedPolicy, Mode, PortConfig,
-    PortExport, Prefix, ProfileName, Protocol, Rule, SinkSettings, Source21Settings, SourceSettings,
-    StageConfig, TunnelPlacement,
+    ExportConfig, ExportPath, Flavour, GenerateInstrument, GenerateSettings, LatencyMode, MalformedPolicy,
+    MarkedPolicy, Mode, PortConfig, PortExport, Prefix, ProfileName, Protocol, Rule, SinkSettings,
+    Source21Settings, SourceSettings, StageConfig, TunnelPlacement,
 };
 use super::pipeline::QueueUse;
-use super::raw::{RawExport, RawExportPath, RawImpair, RawRule, RawSink, RawSource};
+use super::raw::{RawExport, RawExportPath, RawGenerate, RawImpair, RawRule, RawSink, RawSource};
 use super::Problems;
 
 pub fn source_settings(raw: &RawSource, path: &str, problems: &mut Problems) -> SourceSettings {
@@ -318,6 +318,21 @@ fn change_rule(raw: &RawSink, default: &LatencyConfig, path: &str, problems: &mu
         problems.add(format!("{path}.latency.{key}"), message, hint);
         default.rule
     })
+}
+
+/// `generate`: the generator's flows, frame size and INT.
+pub fn generate_settings(raw: Option<&RawGenerate>, path: &str, problems: &mut Problems) -> StageConfig {
+    let default = RawGenerate::default();
+    let raw = raw.unwrap_or(&default);
+    if raw.flows == 0 || raw.flows > 1 << 24 {
+        problems.add(format!("{path}.flows"), "flows must be 1-16777216", "e.g. flows: 1000");
+    }
+    if !(60..=1514).contains(&raw.frame_size) {
+        problems.add(format!("{path}.frame_size"), "frame_size must be 60-1514 bytes", "e.g. frame_size: 64");
+    }
+    let instrument =
+        chosen(&raw.instrument, GenerateInstrument::None, &format!("{path}.instrument"), problems);
+    StageConfig::Generate(GenerateSettings { flows: raw.flows, frame_size: raw.frame_size, instrument })
 }
 
 /// `impair`: lab equipment, in builds with the `lab` feature only.

@@ -358,3 +358,37 @@ fn int21_contradictions_are_refused() {
     parse(&sink.replace(", profile: tr05", "")).unwrap();
     parse(&sink.replace("int: {version: 2.1}", "int: {version: 0.5}")).unwrap();
 }
+
+#[test]
+fn generator_and_reference_settings_are_checked() {
+    let generate = MINIMAL.replace(
+        "  - role: forward\n",
+        "  - role: generate\n    generate: {flows: 0, frame_size: 20, instrument: hostnt}\n",
+    );
+    let problems = problems(&generate);
+    let paths: Vec<&str> = problems.iter().map(|p| p.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "pipelines[0].generate.flows",
+            "pipelines[0].generate.frame_size",
+            "pipelines[0].generate.instrument"
+        ]
+    );
+    assert!(problems[2].hint.contains("hostint"), "{}", problems[2].hint);
+    let reference = MINIMAL
+        .replace("  - role: forward\n", "  - role: reference-sink\n    sink: {flows: {capacity: 64}}\n");
+    assert!(matches!(
+        parse(&reference).unwrap().pipelines[0].stage,
+        StageConfig::Reference(ReferenceConfig::Sink(_))
+    ));
+    let misplaced = MINIMAL.replace("  - role: forward\n", "  - role: reference-source\n    sink: {}\n");
+    assert_eq!(problems_of(&misplaced), ["pipelines[0].sink"]);
+    let in_int21 =
+        MINIMAL.replace("  - role: forward\n", "  - role: reference-transit\n    int: {version: 2.1}\n");
+    assert_eq!(problems_of(&in_int21), ["pipelines[0].role"]);
+}
+
+fn problems_of(text: &str) -> Vec<String> {
+    problems(text).into_iter().map(|p| p.path).collect()
+}

@@ -95,6 +95,47 @@ impl Burst {
         (sent, dropped)
     }
 
+    /// [`Burst::tx`] that offers what the queue did not take again, up to
+    /// `attempts` times, before freeing it: a generator's backpressure, so
+    /// that it runs at the pace of what it feeds instead of numbering
+    /// packets that never leave.
+    #[inline]
+    pub fn tx_patiently(&mut self, port: PortId, queue: QueueId, attempts: u32) -> (usize, usize) {
+        let mut sent = 0;
+        for attempt in 0..attempts {
+            if sent == self.len {
+                break;
+            }
+            if sent > 0 || attempt > 0 {
+                // Give the consumer the ring's cache lines for a while
+                // instead of fighting it for them.
+                for _ in 0..32 {
+                    std::hint::spin_loop();
+                }
+            }
+            // SAFETY: mbufs[sent..len] are valid mbufs owned by this burst;
+            // the TX queue is used by this lcore only. Ownership of those
+            // the driver takes passes to it.
+            sent += usize::from(unsafe {
+                dpdk_sys::shim_tx_burst(
+                    port.0,
+                    queue.0,
+                    self.mbufs.as_mut_ptr().add(sent),
+                    (self.len - sent) as u16,
+                )
+            });
+        }
+        let dropped = self.len - sent;
+        if dropped > 0 {
+            // SAFETY: mbufs[sent..len] are still ours; freed once each.
+            unsafe {
+                dpdk_sys::rte_pktmbuf_free_bulk(self.mbufs.as_mut_ptr().add(sent), dropped as u32);
+            }
+        }
+        self.len = 0;
+        (sent, dropped)
+    }
+
     /// Frees every mbuf in the burst.
     pub fn free_all(&mut self) {
         if self.len > 0 {

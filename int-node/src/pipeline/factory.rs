@@ -5,11 +5,13 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use int_core::generate::{Generator, GeneratorSpec};
 use int_core::reference;
 use int_core::source::{FastBlock, SourceConfig, Template};
 use int_core::transit::TransitConfig;
 
 use super::export::{self, ReportReceiver};
+use super::generate::GenerateStage;
 use super::reference::{Reference, ReferenceStage};
 use super::report21::Reporter21;
 use super::sink::{RateLimit, SinkStage};
@@ -20,8 +22,8 @@ use super::transit::TransitStage;
 use super::transit21::Transit21Stage;
 use super::{Pipeline, Stage};
 use crate::config::{
-    ClockSource, Config, IntDomain, Mode, PipelineConfig, ReferenceConfig, Source21Settings, SourceSettings,
-    StageConfig, TunnelPlacement,
+    ClockSource, Config, GenerateInstrument, IntDomain, Mode, PipelineConfig, ReferenceConfig,
+    Source21Settings, SourceSettings, StageConfig, TunnelPlacement,
 };
 use crate::dpdk::lcore::{self, LcoreId};
 use crate::dpdk::mbuf::RxClock;
@@ -137,6 +139,16 @@ fn stage(config: &Config, p: &PipelineConfig, ports: &Ports, built: &mut Built) 
             let role = reference_stage(config, domain, reference, mtu, (rx_int_port, tx_int_port))
                 .map_err(|e| RunError::Setup(format!("pipeline {}: {e}", p.name)))?;
             Stage::Reference(Box::new(ReferenceStage { role, rx_timestamps }))
+        }
+        (StageConfig::Generate(settings), _) => {
+            let spec = GeneratorSpec {
+                flows: settings.flows,
+                frame_size: settings.frame_size,
+                int_source: (settings.instrument == GenerateInstrument::Hostint).then_some(config.node_id),
+            };
+            let generator =
+                Generator::new(&spec).map_err(|e| RunError::Setup(format!("pipeline {}: {e}", p.name)))?;
+            Stage::Generate(Box::new(GenerateStage { generator }))
         }
         (StageConfig::Reference(_), IntDomain::V21(_)) => {
             return Err(RunError::Setup(format!("pipeline {}: reference stages run in INT 0.5 only", p.name)))

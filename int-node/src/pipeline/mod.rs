@@ -4,6 +4,7 @@
 
 pub mod export;
 pub mod factory;
+pub mod generate;
 #[cfg(feature = "lab")]
 pub mod impair;
 pub mod reference;
@@ -26,6 +27,10 @@ use crate::dpdk::mbuf::{Burst, Unwritable, Writable};
 use crate::dpdk::port::{PortId, QueueId};
 use crate::stats::{Counter, Counters, SharedCounters};
 
+/// How often a generator offers a burst again before giving up on it
+/// (about a millisecond): a stopped consumer costs drops, not a hang.
+const GENERATOR_TX_ATTEMPTS: u32 = 20_000;
+
 pub enum Stage {
     Forward,
     Source(Box<source::SourceStage>),
@@ -37,6 +42,7 @@ pub enum Stage {
     #[cfg(feature = "lab")]
     Impair(Box<impair::ImpairStage>),
     Reference(Box<reference::ReferenceStage>),
+    Generate(Box<generate::GenerateStage>),
 }
 
 pub struct Pipeline {
@@ -82,8 +88,13 @@ impl Pipeline {
             #[cfg(feature = "lab")]
             Stage::Impair(impair) => impair.process(burst, clock, &mut self.counters),
             Stage::Reference(reference) => reference.process(burst, sink_ns, &mut self.counters),
+            Stage::Generate(generate) => generate.process(burst, clock, &mut self.counters),
         }
-        let (sent, dropped) = burst.tx(self.tx.0, self.tx.1);
+        let (sent, dropped) = match self.stage {
+            // A generator goes at the pace of what it feeds.
+            Stage::Generate(_) => burst.tx_patiently(self.tx.0, self.tx.1, GENERATOR_TX_ATTEMPTS),
+            _ => burst.tx(self.tx.0, self.tx.1),
+        };
         self.counters.add(Counter::tx_packets, sent as u64);
         self.counters.add(Counter::tx_dropped, dropped as u64);
         self.counters.publish(&self.shared);
