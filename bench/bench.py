@@ -111,6 +111,8 @@ def node_config(role, pcap, extra, mbufs, mem):
     }
     if "live" in extra:
         live(config, pipeline, extra["live"])
+    if extra.get("lcores") == 2:
+        two_lcores(config, pipeline, pcap)
     if role == "sink":
         config["export"] = {"collector": f"127.0.0.1:{COLLECTOR.getsockname()[1]}", "rate_limit": 0, "pace": 0,
                             "ring_size": 65536}
@@ -136,6 +138,20 @@ def live(config, pipeline, generator):
                                    "tx": {"port": "link"}, "generate": generator})
 
 
+def two_lcores(config, pipeline, pcap):
+    """The stage on two workers: the pcap vdev gets a second RX queue (its
+    own replay of the same pcap), the null port a second TX queue, and a
+    second pipeline on lcore 0 serves them. The main lcore shares CPU 1
+    with the first pipeline (it sleeps 0.5 ms between its rounds)."""
+    config["eal"] = [a for a in config["eal"] if a not in ("-l", "0-1")]
+    config["eal"] += ["--lcores", "0@0,1@1,2@1", "--main-lcore", "2"]
+    config["ports"][0].update(device=f"net_pcap0,rx_pcap={pcap},rx_pcap={pcap},infinite_rx=1", rx_queues=2)
+    config["ports"][1]["tx_queues"] = 2
+    second = json.loads(json.dumps(pipeline))
+    second.update(name="p2", lcore=0, rx={"port": "in", "queue": 1}, tx={"port": "out", "queue": 1})
+    config["pipelines"].append(second)
+
+
 def int_node(role, pcap, seconds, extra, mbufs, mem):
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
         json.dump(node_config(role, pcap, extra, mbufs, mem), f)  # JSON is YAML
@@ -158,6 +174,11 @@ def int_node(role, pcap, seconds, extra, mbufs, mem):
     rates = [float(m) for m in re.findall(r"\] p: ([0-9.]+) Mpps", out)]
     # Skip the seconds spent loading the pcap (no packets yet).
     rates = [r for r in rates if r > 0]
+    second = [float(m) for m in re.findall(r"\] p2: ([0-9.]+) Mpps", out)]
+    second = [r for r in second if r > 0]
+    if second:
+        # Two workers: their rates, second by second, added.
+        rates = [a + b for a, b in zip(rates, second)]
     info = {"rss_mb": round(rss_kb / 1024, 1)}
     m = re.search(r"flow state of (\d+) bytes per flow; flow table of (\d+) bytes per flow", out)
     if m:
@@ -234,6 +255,9 @@ def main():
         ("reference-sink", "reference-sink", "hostint", {}),
         # Live traffic: int-node's generator feeds the stage over a
         # net_ring, flows in turn, numbered as on a link (see live()).
+        # Two workers on two RX queues (see two_lcores()).
+        ("source-dscp-2lcores", "source", None, {"lcores": 2}),
+        ("sink-1%-2lcores", "sink", "hostint", {"lcores": 2, "report_share": 0.01}),
         ("forward-live", "forward", "live", {"live": {"instrument": "none"}}),
         ("source-dscp-live", "source", "live", {"live": {"instrument": "none"}}),
         ("reference-source-live", "reference-source", "live", {"live": {"instrument": "none"}}),
