@@ -22,8 +22,8 @@ use super::transit::TransitStage;
 use super::transit21::Transit21Stage;
 use super::{Pipeline, Stage};
 use crate::config::{
-    ClockSource, Config, GenerateInstrument, IntDomain, Mode, PipelineConfig, ReferenceConfig,
-    Source21Settings, SourceSettings, StageConfig, TunnelPlacement,
+    ClockSource, Config, GenerateInstrument, GenerateSettings, IntDomain, Mode, PipelineConfig,
+    ReferenceConfig, Source21Settings, SourceSettings, StageConfig, TunnelPlacement,
 };
 use crate::dpdk::lcore::{self, LcoreId};
 use crate::dpdk::mbuf::RxClock;
@@ -140,16 +140,7 @@ fn stage(config: &Config, p: &PipelineConfig, ports: &Ports, built: &mut Built) 
                 .map_err(|e| RunError::Setup(format!("pipeline {}: {e}", p.name)))?;
             Stage::Reference(Box::new(ReferenceStage { role, rx_timestamps }))
         }
-        (StageConfig::Generate(settings), _) => {
-            let spec = GeneratorSpec {
-                flows: settings.flows,
-                frame_size: settings.frame_size,
-                int_source: (settings.instrument == GenerateInstrument::Hostint).then_some(config.node_id),
-            };
-            let generator =
-                Generator::new(&spec).map_err(|e| RunError::Setup(format!("pipeline {}: {e}", p.name)))?;
-            Stage::Generate(Box::new(GenerateStage { generator }))
-        }
+        (StageConfig::Generate(settings), _) => generate_stage(config, p, settings)?,
         (StageConfig::Reference(_), IntDomain::V21(_)) => {
             return Err(RunError::Setup(format!("pipeline {}: reference stages run in INT 0.5 only", p.name)))
         }
@@ -278,6 +269,22 @@ fn source_stage(
         marked: settings.marked,
         own_reports_to: config.export.as_ref().map(|e| e.collector),
     })
+}
+
+/// The generator, writing INT as a source at this node would.
+fn generate_stage(
+    config: &Config,
+    p: &PipelineConfig,
+    settings: &GenerateSettings,
+) -> Result<Stage, RunError> {
+    let spec = GeneratorSpec {
+        flows: settings.flows,
+        frame_size: settings.frame_size,
+        int_source: (settings.instrument == GenerateInstrument::Hostint).then_some(config.node_id),
+    };
+    let generator =
+        Generator::new(&spec).map_err(|e| RunError::Setup(format!("pipeline {}: {e}", p.name)))?;
+    Ok(Stage::Generate(Box::new(GenerateStage { generator })))
 }
 
 /// A reference stage for the role `reference` names, beside what that
