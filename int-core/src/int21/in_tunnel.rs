@@ -22,6 +22,7 @@
 use crate::carrier::{self, Carrier};
 use crate::checksum;
 use crate::error::{Layer, ParseError};
+use crate::fixed::FixedFrame;
 use crate::flow::FlowKey;
 use crate::frame::FrameBuf;
 use crate::locate::{self, IpLocation, L4};
@@ -136,6 +137,16 @@ struct Outer {
 /// The outer IP and UDP headers of a frame that is neither a fragment nor
 /// anything but UDP.
 fn outer_udp(frame: &[u8]) -> Result<Option<Outer>, ParseError> {
+    // A frame of the common shape tells at fixed offsets whether it is UDP
+    // to a tunnel port: most traffic is not, and costs no walk (the walk
+    // would find the same).
+    if let Some(fixed) = FixedFrame::read(frame, 0) {
+        let port = fixed.flow.dst_port();
+        let tunnel_port = matches!(port, VXLAN_UDP_PORT | vxlan_gpe::UDP_PORT | geneve::UDP_PORT);
+        if fixed.flow.protocol() != locate::PROTO_UDP || !tunnel_port {
+            return Ok(None);
+        }
+    }
     let Some(ip) = locate::ip(frame)? else { return Ok(None) };
     if ip.is_fragment() {
         return Ok(None);
