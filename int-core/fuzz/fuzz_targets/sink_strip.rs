@@ -1,16 +1,17 @@
 //! The sink on arbitrary frames: extract never panics; a shape cache kept
 //! across inputs (as the node keeps one) never changes its answer; whatever
 //! it accepts, strip removes exactly the INT bytes it announced, and a
-//! report can be built from it.
+//! report can be built from it; the fast path, where it takes a frame,
+//! finds and restores what the general path does.
 #![no_main]
 
 use std::cell::RefCell;
 
+use int_core::encap::Domain;
 use int_core::encap::{Encapsulation, TcpPlacement};
 use int_core::int05::{HopMetadata, ShapeCache};
 use int_core::report::{LatencyReport, ReportHeaderRepr, ReportProfile};
-use int_core::encap::Domain;
-use int_core::sink;
+use int_core::sink::{self, FixedArrival};
 use int_core::FrameBuf;
 use libfuzzer_sys::fuzz_target;
 
@@ -35,7 +36,14 @@ fuzz_target!(|data: &[u8]| {
     let extracted = sink::extract(frame, &config);
     let cached = SHAPES.with(|shapes| sink::extract_with(frame, &config, &mut shapes.borrow_mut()));
     assert_eq!(cached, extracted);
-    let Ok(Some(found)) = extracted else { return };
+    let fast = SHAPES.with(|shapes| sink::classify_fixed(frame, &config, &mut shapes.borrow_mut()));
+    if fast == FixedArrival::NotInt {
+        assert_eq!(extracted, Ok(None));
+    }
+    let Ok(Some(found)) = extracted else {
+        assert!(!matches!(fast, FixedArrival::Int(_)), "the fast path took what the general path refused");
+        return;
+    };
     let header = ReportHeaderRepr::latency(1, 1, 0);
     let mut report = [0u8; 2048];
     let hop = HopMetadata::host_int(1, 1, 1);
@@ -45,4 +53,15 @@ fuzz_target!(|data: &[u8]| {
     let mut view = FrameBuf::new(&mut buffer, 64, frame.len()).unwrap();
     let removed = sink::strip(&mut view, &found, &config).expect("extract accepted it");
     assert_eq!(view.len() + removed, frame.len());
+    if let FixedArrival::Int(fixed) = fast {
+        assert_eq!(
+            (fixed.frame.flow.key(), fixed.sequence, fixed.source_hop),
+            (found.flow, found.sequence, found.source_hop)
+        );
+        let mut buffer = vec![0u8; 64 + frame.len()];
+        buffer[64..].copy_from_slice(frame);
+        let mut fast_view = FrameBuf::new(&mut buffer, 64, frame.len()).unwrap();
+        assert_eq!(sink::strip_fixed(&mut fast_view, &fixed, &config), Some(removed));
+        assert_eq!(fast_view.frame(), view.frame());
+    }
 });

@@ -1,13 +1,16 @@
 //! Transit push and source insert on arbitrary frames: no panic, a refused
-//! packet is left exactly as it was, and a shape cache kept across inputs
-//! (as the node keeps one) changes neither the answer nor the bytes.
+//! packet is left exactly as it was, a shape cache kept across inputs (as
+//! the node keeps one) changes neither the answer nor the bytes, and the
+//! fast paths, where they take a frame, give the general path's answer
+//! and bytes.
 #![no_main]
 
 use std::cell::RefCell;
 
-use int_core::int05::{HopMetadata, ShapeCache};
 use int_core::encap::Domain;
-use int_core::source::{self, SourceConfig};
+use int_core::fixed::FixedFrame;
+use int_core::int05::{HopMetadata, ShapeCache};
+use int_core::source::{self, FastBlock, SourceConfig, Template};
 use int_core::transit::{self, TransitConfig};
 use int_core::FrameBuf;
 use libfuzzer_sys::fuzz_target;
@@ -33,11 +36,49 @@ fuzz_target!(|frame: &[u8]| {
         SHAPES.with(|shapes| transit::push_with(&mut cached_view, &config, &hop, &mut shapes.borrow_mut()));
     assert_eq!(cached, pushed);
     assert_eq!(cached_view.frame(), view.frame());
+    let mut fast_buffer = vec![0u8; 128 + frame.len()];
+    fast_buffer[128..].copy_from_slice(frame);
+    let mut fast_view = FrameBuf::new(&mut fast_buffer, 128, frame.len()).unwrap();
+    let fast =
+        SHAPES.with(|shapes| transit::push_fixed(&mut fast_view, &config, &hop, &mut shapes.borrow_mut()));
+    match fast {
+        Some(outcome) => {
+            assert_eq!(outcome, pushed);
+            assert_eq!(fast_view.frame(), view.frame());
+        }
+        None => assert_eq!(fast_view.frame(), frame),
+    }
     let source_config = SourceConfig::host_int(1500);
     if let Ok(plan) = source::plan(frame, &source_config) {
         let mut buffer = vec![0u8; 128 + frame.len()];
         buffer[128..].copy_from_slice(frame);
         let mut view = FrameBuf::new(&mut buffer, 128, frame.len()).unwrap();
-        source::insert(&mut view, &plan, &source_config, 1, &hop).unwrap();
+        let template = Template::new(&source_config, &hop).unwrap();
+        source::insert_with(&mut view, &plan, &source_config, &template, 9, Some(5)).unwrap();
+        fast_source_agrees(frame, &source_config, &template, &plan, view.frame());
+    } else {
+        // The fast path takes nothing the general path refuses.
+        let template = Template::new(&source_config, &hop).unwrap();
+        let block = FastBlock::of(&source_config, &template).unwrap();
+        assert!(!FixedFrame::read(frame, 0).is_some_and(|fixed| block.takes(&fixed)));
     }
 });
+
+/// Where the source's fast path takes the frame, it writes what the
+/// general path wrote (`general`).
+fn fast_source_agrees(
+    frame: &[u8],
+    config: &SourceConfig,
+    template: &Template,
+    plan: &source::Plan,
+    general: &[u8],
+) {
+    let block = FastBlock::of(config, template).unwrap();
+    let Some(fixed) = FixedFrame::read(frame, 0).filter(|fixed| block.takes(fixed)) else { return };
+    assert_eq!(fixed.flow.key(), plan.flow);
+    let mut buffer = vec![0u8; 128 + frame.len()];
+    buffer[128..].copy_from_slice(frame);
+    let mut view = FrameBuf::new(&mut buffer, 128, frame.len()).unwrap();
+    assert!(block.insert(&mut view, &fixed, 9, 5));
+    assert_eq!(view.frame(), general);
+}
