@@ -16,6 +16,7 @@
 #include <rte_ring.h>
 #include <rte_ether.h>
 #include <rte_ethdev.h>
+#include <rte_telemetry.h>
 
 uint16_t shim_rx_burst(uint16_t port_id, uint16_t queue_id, struct rte_mbuf **pkts, uint16_t n);
 uint16_t shim_tx_burst(uint16_t port_id, uint16_t queue_id, struct rte_mbuf **pkts, uint16_t n);

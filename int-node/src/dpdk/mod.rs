@@ -7,6 +7,7 @@ pub mod lcore;
 pub mod mbuf;
 pub mod mempool;
 pub mod port;
+pub mod telemetry;
 
 use std::ffi::CStr;
 

@@ -93,6 +93,7 @@ impl Node {
         let ports = Ports::open(config)?;
         let built = factory::build(config, &ports)?;
         let exporter = exporter(config, &ports, built.reports)?;
+        crate::dpdk::telemetry::register(&built.counters).map_err(|e| RunError::Setup(e.to_string()))?;
         let mut node = Node {
             exporter,
             ports,
