@@ -5,12 +5,10 @@
 mod common;
 
 use std::io::Write;
-use std::net::Ipv4Addr;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
-use int_core::craft::PacketSpec;
 
 const CLIENT: &str = "/usr/bin/dpdk-telemetry.py";
 const PREFIX: &str = "int-node-telemetry-test";
@@ -36,33 +34,10 @@ fn ask(commands: &[&str]) -> Vec<serde_json::Value> {
 fn dpdk_telemetry_reads_the_pipelines_counters() {
     assert!(std::path::Path::new(CLIENT).exists(), "{CLIENT} missing: apt-get install dpdk-dev");
     let dir = workdir("telemetry");
-    let frames: Vec<Vec<u8>> = (0..10u8)
-        .map(|flow| {
-            PacketSpec::udp(Ipv4Addr::new(10, 0, 0, flow), Ipv4Addr::new(10, 1, 0, 1), 1000, 53, 30).build()
-        })
-        .collect();
-    write_pcap(&dir.join("in.pcap"), &frames);
-    let config = format!(
-        "
-node_id: 10.0.0.1
-eal: [--no-huge, -m, '256', --no-pci, --no-shconf, -l, 0-1, --log-level, 'lib.eal:error', --file-prefix, {PREFIX}]
-mempool: {{mbufs: 4095, cache: 128}}
-ports:
-  - {{name: in, device: 'net_pcap0,rx_pcap=in.pcap,infinite_rx=1'}}
-  - {{name: out, device: 'net_null0,no-rx=1'}}
-pipelines:
-  - {{name: src, role: source, lcore: 1, rx: {{port: in}}, tx: {{port: out}}}}
-idle_sleep_us: 100
-"
-    );
+    ten_flows_pcap(&dir);
+    let config = replay_source_config(&format!("--file-prefix, {PREFIX}"), "");
     std::fs::write(dir.join("node.yaml"), config).unwrap();
-    let mut node = Command::new(BIN)
-        .args(["run", "--config", "node.yaml", "--duration", "6", "--stats-json", "stats.json"])
-        .current_dir(&dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut node = spawn_node(&dir, 6);
     // Until the node has started (or 5 s).
     let started = Instant::now();
     let mut answers = Vec::new();

@@ -7,6 +7,7 @@ mod clock;
 mod config;
 mod dpdk;
 mod flow_table;
+mod metrics;
 mod node;
 mod pipeline;
 mod stats;

@@ -382,3 +382,54 @@ pub fn tunnel_packet(kind: u8, ipv6: bool, mx: bool, source_ns: u64, inner_len: 
     };
     (frame(&int_tunnel, int_port), frame(&plain_tunnel, plain_port))
 }
+
+/// A replay of ten UDP flows (10.0.0.0-9 to 10.1.0.1), one packet each,
+/// written to `dir/in.pcap`, for nodes that run until told to stop.
+pub fn ten_flows_pcap(dir: &Path) {
+    let frames: Vec<Vec<u8>> = (0..10u8)
+        .map(|flow| {
+            PacketSpec::udp(Ipv4Addr::new(10, 0, 0, flow), Ipv4Addr::new(10, 1, 0, 1), 1000, 53, 30).build()
+        })
+        .collect();
+    write_pcap(&dir.join("in.pcap"), &frames);
+}
+
+/// Starts `int-node run` on `dir/node.yaml` for at most `seconds`, its
+/// output discarded, its counters to `dir/stats.json` at the end.
+pub fn spawn_node(dir: &Path, seconds: u32) -> std::process::Child {
+    Command::new(BIN)
+        .args([
+            "run",
+            "--config",
+            "node.yaml",
+            "--duration",
+            &seconds.to_string(),
+            "--stats-json",
+            "stats.json",
+        ])
+        .current_dir(dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// A node whose pipeline `src` (a source on lcore 1) replays `in.pcap`
+/// forever to net_null; `eal_tail` ends its EAL list, `extra` adds
+/// top-level keys.
+pub fn replay_source_config(eal_tail: &str, extra: &str) -> String {
+    format!(
+        "
+node_id: 10.0.0.1
+eal: [--no-huge, -m, '256', --no-pci, --no-shconf, -l, 0-1, --log-level, 'lib.eal:error', {eal_tail}]
+mempool: {{mbufs: 4095, cache: 128}}
+ports:
+  - {{name: in, device: 'net_pcap0,rx_pcap=in.pcap,infinite_rx=1'}}
+  - {{name: out, device: 'net_null0,no-rx=1'}}
+pipelines:
+  - {{name: src, role: source, lcore: 1, rx: {{port: in}}, tx: {{port: out}}}}
+idle_sleep_us: 100
+{extra}
+"
+    )
+}

@@ -21,6 +21,8 @@ pub struct Config {
     pub pipelines: Vec<PipelineConfig>,
     pub export: Option<ExportConfig>,
     pub stats_interval_ms: u64,
+    /// Where the Prometheus `/metrics` endpoint listens, if anywhere.
+    pub metrics: Option<std::net::SocketAddr>,
     pub idle_sleep_us: u64,
 }
 

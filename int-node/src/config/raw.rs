@@ -329,11 +329,13 @@ pub struct RawExportPath {
 pub struct RawStats {
     #[serde(default = "default_interval")]
     pub interval_ms: u64,
+    /// Address and port of a Prometheus `/metrics` endpoint.
+    pub metrics: Option<String>,
 }
 
 impl Default for RawStats {
     fn default() -> Self {
-        RawStats { interval_ms: default_interval() }
+        RawStats { interval_ms: default_interval(), metrics: None }
     }
 }
 

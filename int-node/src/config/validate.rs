@@ -62,6 +62,17 @@ pub fn validate(raw: &RawConfig) -> Result<Config, ConfigError> {
     if raw.stats.interval_ms == 0 {
         problems.add("stats.interval_ms", "0 ms", "a positive interval, e.g. 1000");
     }
+    let metrics = raw.stats.metrics.as_ref().and_then(|text| {
+        let addr = text.parse().ok();
+        if addr.is_none() {
+            problems.add(
+                "stats.metrics",
+                format!("{text:?} is not an address and port"),
+                "e.g. 127.0.0.1:9464",
+            );
+        }
+        addr
+    });
     problems.into_result(Config {
         node_id,
         eal: raw.eal.clone(),
@@ -71,6 +82,7 @@ pub fn validate(raw: &RawConfig) -> Result<Config, ConfigError> {
         pipelines,
         export,
         stats_interval_ms: raw.stats.interval_ms,
+        metrics,
         idle_sleep_us: raw.idle_sleep_us,
     })
 }

@@ -103,6 +103,11 @@ impl Node {
             helpers: Vec::new(),
             started: Instant::now(),
         };
+        if let Some(addr) = config.metrics {
+            let serve = crate::metrics::endpoint(addr, node.counters.clone(), Arc::clone(&node.quit))
+                .map_err(|e| RunError::Setup(format!("stats.metrics {addr}: {e}")))?;
+            node.helpers.push(std::thread::spawn(serve));
+        }
         #[cfg(feature = "lab")]
         for (file, control) in built.impair_controls {
             let quit = Arc::clone(&node.quit);

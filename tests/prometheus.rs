@@ -1,0 +1,100 @@
+//! The node's `/metrics` endpoint scraped by a real Prometheus server
+//! (Debian's prometheus package), started and stopped here: the values
+//! Prometheus stores are the node's.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const PROMETHEUS: &str = "/usr/bin/prometheus";
+
+/// A port nobody listens on now.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// `GET path` on 127.0.0.1:port; the body, or `None` if nothing answers.
+fn http_get(port: u16, path: &str) -> Option<String> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    response.split_once("\r\n\r\n").map(|(_, body)| body.to_string())
+}
+
+/// The value Prometheus holds for `query`'s first series, if any yet.
+fn query(port: u16, query: &str) -> Option<f64> {
+    let body = http_get(port, &format!("/api/v1/query?query={query}"))?;
+    // Chunked transfer: the JSON lies between the chunk sizes.
+    let json = &body[body.find('{')?..=body.rfind('}')?];
+    let answer: serde_json::Value = serde_json::from_str(json).ok()?;
+    answer["data"]["result"][0]["value"][1].as_str()?.parse().ok()
+}
+
+#[test]
+fn prometheus_scrapes_the_node() {
+    if !std::path::Path::new(PROMETHEUS).exists() {
+        eprintln!("skipped: {PROMETHEUS} missing (apt-get install prometheus; scripts/install-deps.sh does)");
+        return;
+    }
+    let dir = workdir("prometheus");
+    ten_flows_pcap(&dir);
+    let (metrics_port, web_port) = (free_port(), free_port());
+    let config = replay_source_config(
+        "--no-telemetry, --file-prefix, int-node-prometheus",
+        &format!("stats: {{metrics: '127.0.0.1:{metrics_port}'}}"),
+    );
+    std::fs::write(dir.join("node.yaml"), config).unwrap();
+    let scrape = format!(
+        "global: {{scrape_interval: 1s}}\nscrape_configs:\n  - job_name: int_node\n    static_configs:\n      - targets: ['127.0.0.1:{metrics_port}']\n"
+    );
+    std::fs::write(dir.join("prometheus.yml"), scrape).unwrap();
+    let mut node = spawn_node(&dir, 40);
+    let mut prometheus = Command::new(PROMETHEUS)
+        .arg("--config.file=prometheus.yml")
+        .arg("--storage.tsdb.path=data")
+        .arg(format!("--web.listen-address=127.0.0.1:{web_port}"))
+        .current_dir(&dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Until Prometheus has scraped the node at least twice (or 30 s).
+    let started = Instant::now();
+    let (mut packets, mut flows) = (None, None);
+    while started.elapsed() < Duration::from_secs(30) {
+        packets = query(web_port, "int_node_rx_packets_total%7Bpipeline%3D%22src%22%7D").filter(|v| *v > 0.0);
+        flows = query(web_port, "int_node_flows_created_total");
+        if packets.is_some()
+            && query(web_port, "count_over_time(int_node_rx_packets_total%5B1m%5D)") >= Some(2.0)
+        {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let page = http_get(metrics_port, "/metrics").unwrap_or_default();
+    let _ = prometheus.kill();
+    let _ = prometheus.wait();
+    Command::new("kill").args(["-INT", &node.id().to_string()]).status().unwrap();
+    assert!(node.wait().unwrap().success());
+    eprintln!(
+        "Prometheus stored rx_packets {packets:?} and flows_created {flows:?} after {:?}",
+        started.elapsed()
+    );
+    assert!(page.contains("# TYPE int_node_instrumented_total counter"), "{page}");
+    assert!(page.contains("int_node_flows_created_total{pipeline=\"src\"} 10"), "{page}");
+    let packets = packets.expect("Prometheus stored the node's rx_packets");
+    assert_eq!(flows, Some(10.0));
+    // What Prometheus stored is a value the node had: at most its final one.
+    let stats: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("stats.json")).unwrap()).unwrap();
+    let final_packets = stats["pipelines"]["src"]["rx_packets"].as_u64().unwrap() as f64;
+    assert!(packets <= final_packets, "{packets} stored, {final_packets} at the end");
+}
