@@ -392,3 +392,13 @@ fn generator_and_reference_settings_are_checked() {
 fn problems_of(text: &str) -> Vec<String> {
     problems(text).into_iter().map(|p| p.path).collect()
 }
+
+#[test]
+fn metrics_address_is_checked() {
+    let good = format!("{MINIMAL}stats: {{metrics: '127.0.0.1:9464'}}\n");
+    assert_eq!(parse(&good).unwrap().metrics, Some("127.0.0.1:9464".parse().unwrap()));
+    let bad = format!("{MINIMAL}stats: {{metrics: 'localhost'}}\n");
+    let problems = problems(&bad);
+    assert_eq!(problems_of(&bad), ["stats.metrics"]);
+    assert!(problems[0].hint.contains("127.0.0.1:9464"));
+}
