@@ -52,13 +52,17 @@ fn dpdk_telemetry_reads_the_pipelines_counters() {
     assert_eq!(answers.len(), 3, "{answers:?}");
     assert_eq!(answers[0]["/int_node/pipelines"], serde_json::json!(["src"]));
     let live = &answers[1]["/int_node/pipeline"];
-    let received = live["rx_packets"].as_u64().unwrap();
-    assert!(received > 0);
-    assert_eq!(live["instrumented"].as_u64(), Some(received), "every packet of the replay is instrumented");
+    let (received, instrumented) =
+        (live["rx_packets"].as_u64().unwrap(), live["instrumented"].as_u64().unwrap());
+    assert!(received > 0 && instrumented > 0);
     assert_eq!(live["flows_created"].as_u64(), Some(10));
     assert_eq!(answers[2]["/int_node/pipeline"], serde_json::Value::Null, "an unknown pipeline is refused");
-    // The counters went on from what telemetry saw.
+    // Counters are read one by one while the worker publishes them, so a
+    // live answer may be a burst or so apart between two counters; the
+    // final ones agree, and went on from what telemetry saw.
     let stats: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("stats.json")).unwrap()).unwrap();
-    assert!(stats["pipelines"]["src"]["rx_packets"].as_u64().unwrap() > received);
+    let last = &stats["pipelines"]["src"];
+    assert_eq!(last["instrumented"], last["rx_packets"], "every packet of the replay is instrumented");
+    assert!(last["rx_packets"].as_u64().unwrap() > received.max(instrumented));
 }

@@ -5,6 +5,8 @@
 //!
 //! The handlers run on EAL's telemetry thread and read the counters the
 //! workers publish (relaxed atomics): nothing on the packet path waits.
+//! Each counter is read on its own, so an answer is no snapshot: two
+//! counters of a running pipeline may be a burst or so apart.
 
 use std::ffi::{c_char, c_int, CStr, CString};
 use std::sync::{Arc, OnceLock};
