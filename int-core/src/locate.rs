@@ -143,9 +143,11 @@ fn ipv6_at(frame: &[u8], l3: usize) -> Result<IpLocation, ParseError> {
     if end > frame.len() {
         return Err(ParseError::truncated(Layer::Ipv6, l3, end - l3, frame.len() - l3));
     }
-    let fragment = match walk.fragment {
-        None => Fragment::Whole,
-        Some(word) if word >> 3 == 0 => Fragment::First,
+    // Offset 0 with M clear is an atomic fragment: the whole datagram
+    // (RFC 6946), its L4 lengths those of an unfragmented packet.
+    let fragment = match walk.fragment.map(|word| (word >> 3, word & 1 == 1)) {
+        None | Some((0, false)) => Fragment::Whole,
+        Some((0, true)) => Fragment::First,
         Some(_) => Fragment::Later,
     };
     Ok(IpLocation {
@@ -433,6 +435,15 @@ mod tests {
         assert_eq!(ipv6(&plain).unwrap().unwrap().next_header_at, 14 + 6);
         let fragment = ipv6_frame(false, &[(FRAGMENT, vec![0, 0, 0, 1, 0, 0, 0, 9])]);
         assert_eq!(ipv6(&fragment).unwrap().unwrap().fragment, Fragment::First);
+        // An atomic fragment (offset 0, M clear) is a whole datagram: its
+        // UDP Length must match what follows (a sink once restored one
+        // whose UDP Length overran the packet).
+        let atomic = ipv6_frame(false, &[(FRAGMENT, vec![0, 0, 0, 0, 0, 0, 0, 9])]);
+        let ip = ipv6(&atomic).unwrap().unwrap();
+        assert_eq!(ip.fragment, Fragment::Whole);
+        let mut overrun = atomic.clone();
+        overrun[ip.l4 + 4..ip.l4 + 6].copy_from_slice(&60u16.to_be_bytes());
+        assert!(l4(&overrun, &ipv6(&overrun).unwrap().unwrap()).is_err(), "UDP Length past the packet");
         let ipv4_frame = PacketSpec::udp([10, 0, 0, 1].into(), [10, 0, 0, 2].into(), 1, 2, 8).build();
         assert_eq!(ipv6(&ipv4_frame), Ok(None), "not IPv6");
     }

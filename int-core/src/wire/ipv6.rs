@@ -16,7 +16,8 @@
 //!
 //! Extension headers walked: Hop-by-Hop Options (0), Routing (43) and
 //! Destination Options (60), each `(Hdr Ext Len + 1) * 8` bytes, and the
-//! Fragment header (44, 8 bytes), which makes the packet a fragment. Any
+//! Fragment header (44, 8 bytes), which makes the packet a fragment (but
+//! for an atomic fragment, offset 0 and M clear: RFC 6946). Any
 //! other Next Header ends the walk as the upper-layer protocol (an
 //! Authentication Header or ESP included: what follows them is not read).
 
