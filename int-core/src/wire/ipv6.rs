@@ -191,6 +191,15 @@ pub fn walk_extensions(packet: &[u8]) -> Result<Extensions, ParseError> {
             return Err(ParseError::truncated(Layer::Ipv6Extension, walk.upper_at, len, packet.len()));
         }
         if walk.protocol == FRAGMENT {
+            if walk.fragment.is_some() {
+                // RFC 8200 section 4.1: at most once. Which of two would
+                // say whether this is a fragment?
+                return Err(ParseError::UnknownType {
+                    layer: Layer::Ipv6Extension,
+                    offset: walk.next_header_at,
+                    value: FRAGMENT,
+                });
+            }
             let word = packet.get(walk.upper_at + 2..walk.upper_at + 4).and_then(|b| b.try_into().ok());
             walk.fragment = word.map(u16::from_be_bytes);
         }
@@ -303,5 +312,10 @@ mod tests {
         // A chain longer than any RFC 8200 order.
         let many: Vec<_> = (0..9).map(|_| (DESTINATION_OPTIONS, options(0))).collect();
         assert!(walk_extensions(&packet(&many)).is_err());
+        // Two Fragment headers, a later fragment's then an atomic one's:
+        // which one says whether this is a fragment? (The last one used to
+        // win, and a later fragment passed for a whole packet.)
+        let twice = packet(&[(FRAGMENT, vec![0, 0, 0x05, 0x58, 0, 0, 0, 7]), (FRAGMENT, vec![0; 8])]);
+        assert!(matches!(walk_extensions(&twice), Err(ParseError::UnknownType { value: FRAGMENT, .. })));
     }
 }
