@@ -267,9 +267,7 @@ fn stage(
         RoleName::Forward => StageConfig::Forward,
         RoleName::Transit => StageConfig::Transit,
         RoleName::Source => {
-            let default = RawSource::default();
-            let settings = raw.source.as_ref().unwrap_or(&default);
-            let path = format!("{path}.source");
+            let (settings, path) = (source_section(raw), format!("{path}.source"));
             match domain {
                 IntDomain::V05(_) => StageConfig::Source(source_settings(settings, &path, problems)),
                 IntDomain::V21(domain) => {
@@ -280,9 +278,7 @@ fn stage(
             }
         }
         RoleName::Sink => {
-            let default = RawSink::default();
-            let settings = raw.sink.as_ref().unwrap_or(&default);
-            StageConfig::Sink(sink_settings(settings, &format!("{path}.sink"), problems))
+            StageConfig::Sink(sink_settings(sink_section(raw), &format!("{path}.sink"), problems))
         }
         RoleName::Impair => impair_settings(raw.impair.as_ref(), &format!("{path}.impair"), problems)?,
         RoleName::Generate => generate_settings(raw.generate.as_ref(), &format!("{path}.generate"), problems),
@@ -310,15 +306,23 @@ fn reference(
     }
     Some(StageConfig::Reference(match role {
         RoleName::ReferenceSource => {
-            let default = RawSource::default();
-            let settings = raw.source.as_ref().unwrap_or(&default);
-            ReferenceConfig::Source(source_settings(settings, &format!("{path}.source"), problems))
+            ReferenceConfig::Source(source_settings(source_section(raw), &format!("{path}.source"), problems))
         }
         RoleName::ReferenceSink => {
-            let default = RawSink::default();
-            let settings = raw.sink.as_ref().unwrap_or(&default);
-            ReferenceConfig::Sink(sink_settings(settings, &format!("{path}.sink"), problems))
+            ReferenceConfig::Sink(sink_settings(sink_section(raw), &format!("{path}.sink"), problems))
         }
         _ => ReferenceConfig::Transit,
     }))
+}
+
+/// The pipeline's `source` section, or its defaults.
+fn source_section(raw: &RawPipeline) -> &RawSource {
+    static DEFAULT: std::sync::OnceLock<RawSource> = std::sync::OnceLock::new();
+    raw.source.as_ref().unwrap_or_else(|| DEFAULT.get_or_init(RawSource::default))
+}
+
+/// The pipeline's `sink` section, or its defaults.
+fn sink_section(raw: &RawPipeline) -> &RawSink {
+    static DEFAULT: std::sync::OnceLock<RawSink> = std::sync::OnceLock::new();
+    raw.sink.as_ref().unwrap_or_else(|| DEFAULT.get_or_init(RawSink::default))
 }

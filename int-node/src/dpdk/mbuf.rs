@@ -75,24 +75,7 @@ impl Burst {
     /// (sent, dropped) and leaves the burst empty.
     #[inline]
     pub fn tx(&mut self, port: PortId, queue: QueueId) -> (usize, usize) {
-        if self.len == 0 {
-            return (0, 0);
-        }
-        // SAFETY: the first `len` pointers are valid mbufs owned by this
-        // burst; the TX queue is used by this lcore only. Ownership of the
-        // first `sent` passes to the driver.
-        let sent = usize::from(unsafe {
-            dpdk_sys::shim_tx_burst(port.0, queue.0, self.mbufs.as_mut_ptr(), self.len as u16)
-        });
-        let dropped = self.len - sent;
-        if dropped > 0 {
-            // SAFETY: mbufs[sent..len] are still ours; freed once each.
-            unsafe {
-                dpdk_sys::rte_pktmbuf_free_bulk(self.mbufs.as_mut_ptr().add(sent), dropped as u32);
-            }
-        }
-        self.len = 0;
-        (sent, dropped)
+        self.tx_patiently(port, queue, 1)
     }
 
     /// [`Burst::tx`] that offers what the queue did not take again, up to
@@ -106,7 +89,7 @@ impl Burst {
             if sent == self.len {
                 break;
             }
-            if sent > 0 || attempt > 0 {
+            if attempt > 0 {
                 // Give the consumer the ring's cache lines for a while
                 // instead of fighting it for them.
                 for _ in 0..32 {
