@@ -38,6 +38,24 @@ fn query(port: u16, query: &str) -> Option<f64> {
     answer["data"]["result"][0]["value"][1].as_str()?.parse().ok()
 }
 
+/// Prometheus, its files in `dir`, scraping 127.0.0.1:`target` every
+/// second, its API on `web_port`.
+fn start_prometheus(dir: &std::path::Path, target: u16, web_port: u16) -> std::process::Child {
+    let scrape = format!(
+        "global: {{scrape_interval: 1s}}\nscrape_configs:\n  - job_name: int\n    static_configs:\n      - targets: ['127.0.0.1:{target}']\n"
+    );
+    std::fs::write(dir.join("prometheus.yml"), scrape).unwrap();
+    Command::new(PROMETHEUS)
+        .arg("--config.file=prometheus.yml")
+        .arg("--storage.tsdb.path=data")
+        .arg(format!("--web.listen-address=127.0.0.1:{web_port}"))
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
 #[test]
 fn prometheus_scrapes_the_node() {
     if !std::path::Path::new(PROMETHEUS).exists() {
@@ -52,20 +70,8 @@ fn prometheus_scrapes_the_node() {
         &format!("stats: {{metrics: '127.0.0.1:{metrics_port}'}}"),
     );
     std::fs::write(dir.join("node.yaml"), config).unwrap();
-    let scrape = format!(
-        "global: {{scrape_interval: 1s}}\nscrape_configs:\n  - job_name: int_node\n    static_configs:\n      - targets: ['127.0.0.1:{metrics_port}']\n"
-    );
-    std::fs::write(dir.join("prometheus.yml"), scrape).unwrap();
     let mut node = spawn_node(&dir, 40);
-    let mut prometheus = Command::new(PROMETHEUS)
-        .arg("--config.file=prometheus.yml")
-        .arg("--storage.tsdb.path=data")
-        .arg(format!("--web.listen-address=127.0.0.1:{web_port}"))
-        .current_dir(&dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut prometheus = start_prometheus(&dir, metrics_port, web_port);
     // Until Prometheus has scraped the node at least twice (or 30 s).
     let started = Instant::now();
     let (mut packets, mut flows) = (None, None);
@@ -97,4 +103,85 @@ fn prometheus_scrapes_the_node() {
         serde_json::from_str(&std::fs::read_to_string(dir.join("stats.json")).unwrap()).unwrap();
     let final_packets = stats["pipelines"]["src"]["rx_packets"].as_u64().unwrap() as f64;
     assert!(packets <= final_packets, "{packets} stored, {final_packets} at the end");
+}
+
+/// The collector's `/metrics` scraped by a real Prometheus: the latency
+/// histogram's count and the packets lost that Prometheus stores are the
+/// collector's own totals, and each top flow has its own series.
+#[test]
+fn prometheus_scrapes_the_collector() {
+    if !std::path::Path::new(PROMETHEUS).exists() {
+        eprintln!("skipped: {PROMETHEUS} missing (apt-get install prometheus; scripts/install-deps.sh does)");
+        return;
+    }
+    let dir = workdir("prometheus-collector");
+    int_tools(
+        &dir,
+        &[
+            "gen",
+            "--out",
+            "link.pcap",
+            "--packets",
+            "2000",
+            "--flows",
+            "4",
+            "--proto",
+            "udp",
+            "--sizes",
+            "128",
+            "--instrument",
+            "hostint",
+            "--latency-us",
+            "50",
+            "--jitter-us",
+            "100",
+            "--loss",
+            "0.02",
+            "--seed",
+            "3",
+        ],
+    );
+    let (metrics_port, web_port) = (free_port(), free_port());
+    let metrics = format!("127.0.0.1:{metrics_port}");
+    let (mut collector, listen) = common::collector::start_collector(
+        &tools_bin(),
+        &["--quiet", "--duration", "60", "--metrics", &metrics, "--metrics-flows", "3"],
+    );
+    let extra = format!(
+        "    clock: rx-timestamp\n    sink:\n      latency: {{mode: absolute, threshold_ns: 1}}\n      loss: {{timeout_ms: 100, sweep_ms: 50}}\nexport: {{collector: '{listen}', rate_limit: 0}}\n"
+    );
+    run_node(&dir, &node_config("sink", "link.pcap", "out.pcap", &extra, None));
+    std::thread::sleep(Duration::from_millis(500));
+    let page = http_get(metrics_port, "/metrics").unwrap_or_default();
+    let count_of = |name: &str| -> f64 {
+        let line = page
+            .lines()
+            .find(|l| l.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("{name}: {page}"));
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    let (reports, lost) =
+        (count_of("int_collect_latency_ns_count"), count_of("int_collect_lost_packets_total"));
+    let mut prometheus = start_prometheus(&dir, metrics_port, web_port);
+    let started = Instant::now();
+    let (mut stored_reports, mut stored_lost, mut flow_series) = (None, None, None);
+    while started.elapsed() < Duration::from_secs(30) {
+        stored_reports = query(web_port, "int_collect_latency_ns_count");
+        stored_lost = query(web_port, "int_collect_lost_packets_total");
+        flow_series = query(web_port, "count(int_collect_flow_latency_ns_count)");
+        if stored_reports.is_some() && stored_lost.is_some() && flow_series.is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let _ = prometheus.kill();
+    let _ = prometheus.wait();
+    Command::new("kill").args(["-INT", &collector.id().to_string()]).status().unwrap();
+    assert!(collector.wait().unwrap().success());
+    eprintln!("the collector had {reports} latency reports and {lost} packets lost; Prometheus stored {stored_reports:?} and {stored_lost:?}");
+    assert!(reports > 1000.0 && lost > 0.0, "{page}");
+    assert_eq!(stored_reports, Some(reports));
+    assert_eq!(stored_lost, Some(lost));
+    assert_eq!(flow_series, Some(3.0), "--metrics-flows 3");
+    assert!(page.contains("# TYPE int_collect_latency_ns histogram"), "{page}");
 }

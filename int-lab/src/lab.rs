@@ -420,12 +420,12 @@ fn start_processes(lab: &mut Lab, topology: &Topology, base: &Path, workdir: &Pa
     let node_exe = sibling("int-node")?;
     if let Some(collector) = &topology.collector {
         let log = workdir.join("collector.jsonl");
-        lab.spawn(
-            "collector",
-            &collector.host,
-            &[&sibling("int-tools")?, "collect", "--listen", &collector.listen, "--json", "--interval", "0"],
-            &log,
-        )?;
+        // The run's picture: latency over time and loss per flow.
+        let plot = workdir.join("latency.png").to_string_lossy().into_owned();
+        let tools = sibling("int-tools")?;
+        let args =
+            [&tools, "collect", "--listen", &collector.listen, "--json", "--interval", "0", "--plot", &plot];
+        lab.spawn("collector", &collector.host, &args, &log)?;
     }
     for node in &topology.nodes {
         let config =

@@ -5,13 +5,16 @@
 //! publish; the packet path never waits on it.
 
 use std::fmt::Write as _;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::net::{SocketAddr, TcpListener};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::Duration;
+
+use int_os::http::{self, Page};
 
 use crate::stats::{Counter, SharedCounters};
+
+/// The text exposition format's content type.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4";
 
 /// Counters that are gauges, not counts.
 const GAUGES: [Counter; 3] = [Counter::latency_min_ns, Counter::latency_max_ns, Counter::clock_skew_max_ns];
@@ -23,46 +26,15 @@ pub fn endpoint(
     quit: Arc<AtomicBool>,
 ) -> std::io::Result<impl FnOnce() + Send + 'static> {
     let listener = TcpListener::bind(addr)?;
-    listener.set_nonblocking(true)?;
     log::info!("metrics: http://{}/metrics", listener.local_addr()?);
     Ok(move || {
-        while !quit.load(Ordering::Relaxed) {
-            match listener.accept() {
-                Ok((stream, _)) => {
-                    if let Err(error) = serve(stream, &pipelines) {
-                        log::debug!("metrics: {error}");
-                    }
-                }
-                Err(_) => std::thread::sleep(Duration::from_millis(20)),
-            }
+        let serve = |path: &str| {
+            (path == "/metrics").then(|| Page { content_type: CONTENT_TYPE, body: page(&pipelines) })
+        };
+        if let Err(error) = http::serve(listener, serve, &quit) {
+            log::warn!("metrics: {error}");
         }
     })
-}
-
-/// One request: `GET /metrics` gets the page, anything else a 404.
-fn serve(mut stream: TcpStream, pipelines: &[(String, Arc<SharedCounters>)]) -> std::io::Result<()> {
-    stream.set_nonblocking(false)?;
-    stream.set_read_timeout(Some(Duration::from_secs(1)))?;
-    let mut request = [0u8; 2048];
-    let mut len = 0;
-    let ended = |bytes: &[u8]| bytes.windows(4).any(|w| w == b"\r\n\r\n");
-    while len < request.len() && !ended(request.get(..len).unwrap_or_default()) {
-        match stream.read(request.get_mut(len..).unwrap_or_default())? {
-            0 => break,
-            n => len += n,
-        }
-    }
-    let head = String::from_utf8_lossy(request.get(..len).unwrap_or_default());
-    let mut words = head.split_whitespace();
-    let (status, body) = match (words.next(), words.next()) {
-        (Some("GET"), Some("/metrics")) => ("200 OK", page(pipelines)),
-        _ => ("404 Not Found", "try /metrics\n".to_string()),
-    };
-    let response = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(response.as_bytes())
 }
 
 /// The exposition: each metric's HELP and TYPE, then one sample per
@@ -78,16 +50,15 @@ pub fn page(pipelines: &[(String, Arc<SharedCounters>)]) -> String {
         let _ = writeln!(out, "# HELP {name} int-node's {} counter (the README's Counters)", counter.name());
         let _ = writeln!(out, "# TYPE {name} {kind}");
         for (pipeline, counters) in pipelines {
-            let _ = writeln!(out, "{name}{{pipeline=\"{}\"}} {}", escape(pipeline), counters.get(*counter));
+            let _ = writeln!(
+                out,
+                "{name}{{pipeline=\"{}\"}} {}",
+                http::prometheus_label(pipeline),
+                counters.get(*counter)
+            );
         }
     }
     out
-}
-
-/// A label value as the format wants it: backslash, quote and newline
-/// escaped.
-fn escape(value: &str) -> String {
-    value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
 #[cfg(test)]

@@ -1,10 +1,11 @@
 //! UDP sockets beyond what std offers: batched sends (sendmmsg with UDP
-//! GSO) for the exporter, and a collector's receive buffer and the
+//! GSO) for the exporter; for a collector, sockets that share a port
+//! (SO_REUSEPORT), batched receives (recvmmsg), the receive buffer and the
 //! kernel's drop count.
 
 use std::io;
-use std::net::UdpSocket;
-use std::os::fd::AsRawFd;
+use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::{AsRawFd, FromRawFd};
 
 /// Up to this many datagrams per sendmmsg(2).
 pub const BATCH: usize = 64;
@@ -158,6 +159,190 @@ fn set_segment_size(header: &mut libc::msghdr, control: &mut SegmentCmsg, segmen
     header.msg_control = control.0.as_mut_ptr().cast();
 }
 
+/// Binds a UDP socket to `addr` with SO_REUSEPORT set first, so that
+/// several sockets can share the port: the kernel spreads datagrams over
+/// them by their addresses and ports, so each sender's datagrams all reach
+/// the same socket.
+pub fn bind_shared(addr: SocketAddr) -> io::Result<UdpSocket> {
+    let family = if addr.is_ipv4() { libc::AF_INET } else { libc::AF_INET6 };
+    // SAFETY: socket(2) with constant arguments; the descriptor it returns
+    // is owned by the UdpSocket made from it right away.
+    let fd = unsafe { libc::socket(family, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a fresh, open UDP socket that nothing else owns.
+    let socket = unsafe { UdpSocket::from_raw_fd(fd) };
+    set_int_option(&socket, libc::SOL_SOCKET, libc::SO_REUSEPORT, 1)?;
+    let (storage, len) = socket_address(addr);
+    // SAFETY: `storage` holds a sockaddr of `len` bytes for the socket's
+    // family; it outlives the call.
+    let ret =
+        unsafe { libc::bind(socket.as_raw_fd(), (&storage as *const libc::sockaddr_storage).cast(), len) };
+    if ret != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(socket)
+}
+
+/// `addr` as the kernel reads it.
+fn socket_address(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: sockaddr_storage is a plain C struct; all-zero is valid.
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let len = match addr {
+        SocketAddr::V4(v4) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: v4.port().to_be(),
+                sin_addr: libc::in_addr { s_addr: u32::from_ne_bytes(v4.ip().octets()) },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: sockaddr_storage is larger than and aligned for
+            // sockaddr_in.
+            unsafe { std::ptr::write((&mut storage as *mut libc::sockaddr_storage).cast(), sin) };
+            std::mem::size_of::<libc::sockaddr_in>()
+        }
+        SocketAddr::V6(v6) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: v6.port().to_be(),
+                sin6_flowinfo: v6.flowinfo(),
+                sin6_addr: libc::in6_addr { s6_addr: v6.ip().octets() },
+                sin6_scope_id: v6.scope_id(),
+            };
+            // SAFETY: sockaddr_storage is larger than and aligned for
+            // sockaddr_in6.
+            unsafe { std::ptr::write((&mut storage as *mut libc::sockaddr_storage).cast(), sin6) };
+            std::mem::size_of::<libc::sockaddr_in6>()
+        }
+    };
+    (storage, len as libc::socklen_t)
+}
+
+/// The sender's address the kernel wrote, if it is IPv4 or IPv6.
+fn read_socket_address(storage: &libc::sockaddr_storage) -> Option<SocketAddr> {
+    match libc::c_int::from(storage.ss_family) {
+        libc::AF_INET => {
+            // SAFETY: the family says the storage holds a sockaddr_in.
+            let sin = unsafe { &*(storage as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
+            let ip = std::net::Ipv4Addr::from(sin.sin_addr.s_addr.to_ne_bytes());
+            Some(SocketAddr::new(ip.into(), u16::from_be(sin.sin_port)))
+        }
+        libc::AF_INET6 => {
+            // SAFETY: the family says the storage holds a sockaddr_in6.
+            let sin6 = unsafe { &*(storage as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>() };
+            let ip = std::net::Ipv6Addr::from(sin6.sin6_addr.s6_addr);
+            Some(SocketAddr::new(ip.into(), u16::from_be(sin6.sin6_port)))
+        }
+        _ => None,
+    }
+}
+
+/// Receives up to [`BATCH`] datagrams per system call into buffers of its
+/// own.
+pub struct BatchReceiver {
+    socket: UdpSocket,
+    buffers: Vec<[u8; RECEIVE_BUFFER]>,
+    lengths: [usize; BATCH],
+    truncated: [bool; BATCH],
+    senders: [Option<SocketAddr>; BATCH],
+    received: usize,
+}
+
+/// Room per datagram: a jumbo frame's payload. A longer datagram arrives
+/// cut, and says so.
+pub const RECEIVE_BUFFER: usize = 9216;
+
+/// One received datagram.
+pub struct Datagram<'a> {
+    pub payload: &'a [u8],
+    pub from: Option<SocketAddr>,
+    /// The datagram was longer than [`RECEIVE_BUFFER`]: `payload` is its
+    /// start.
+    pub truncated: bool,
+}
+
+impl BatchReceiver {
+    pub fn new(socket: UdpSocket) -> Self {
+        BatchReceiver {
+            socket,
+            buffers: vec![[0; RECEIVE_BUFFER]; BATCH],
+            lengths: [0; BATCH],
+            truncated: [false; BATCH],
+            senders: [None; BATCH],
+            received: 0,
+        }
+    }
+
+    pub fn socket(&self) -> &UdpSocket {
+        &self.socket
+    }
+
+    /// Waits for datagrams (as long as the socket's read timeout) and
+    /// takes what has arrived, up to [`BATCH`]; returns how many.
+    pub fn receive(&mut self) -> io::Result<usize> {
+        // SAFETY: all-zero is valid for these plain C structs.
+        let mut headers: [libc::mmsghdr; BATCH] = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        let mut addresses: [libc::sockaddr_storage; BATCH] = unsafe { std::mem::zeroed() };
+        let mut iovecs = [libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 }; BATCH];
+        for (((header, iovec), buffer), address) in
+            headers.iter_mut().zip(iovecs.iter_mut()).zip(self.buffers.iter_mut()).zip(addresses.iter_mut())
+        {
+            iovec.iov_base = buffer.as_mut_ptr().cast();
+            iovec.iov_len = buffer.len();
+            header.msg_hdr.msg_iov = iovec;
+            header.msg_hdr.msg_iovlen = 1;
+            header.msg_hdr.msg_name = (address as *mut libc::sockaddr_storage).cast();
+            header.msg_hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        }
+        // SAFETY: each header points at its own iovec, buffer and address
+        // storage, all alive for the call; BATCH headers are passed. The
+        // first datagram is waited for (the socket's timeout), the rest
+        // are taken only if already there.
+        let ret = unsafe {
+            libc::recvmmsg(
+                self.socket.as_raw_fd(),
+                headers.as_mut_ptr(),
+                BATCH as libc::c_uint,
+                libc::MSG_WAITFORONE,
+                std::ptr::null_mut(),
+            )
+        };
+        if ret < 0 {
+            self.received = 0;
+            return Err(io::Error::last_os_error());
+        }
+        self.received = ret as usize;
+        for (i, header) in headers.iter().take(self.received).enumerate() {
+            let length = header.msg_len as usize;
+            if let Some(slot) = self.lengths.get_mut(i) {
+                *slot = length.min(RECEIVE_BUFFER);
+            }
+            if let Some(slot) = self.truncated.get_mut(i) {
+                *slot = header.msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
+            }
+            if let Some(slot) = self.senders.get_mut(i) {
+                *slot = addresses.get(i).and_then(read_socket_address);
+            }
+        }
+        Ok(self.received)
+    }
+
+    /// The datagrams the last [`BatchReceiver::receive`] took.
+    pub fn datagrams(&self) -> impl Iterator<Item = Datagram<'_>> {
+        (0..self.received).map(|i| Datagram {
+            payload: self
+                .buffers
+                .get(i)
+                .and_then(|b| b.get(..self.lengths.get(i).copied().unwrap_or(0)))
+                .unwrap_or_default(),
+            from: self.senders.get(i).copied().flatten(),
+            truncated: self.truncated.get(i).copied().unwrap_or(false),
+        })
+    }
+}
+
 /// Sets an int socket option.
 fn set_int_option(
     socket: &UdpSocket,
@@ -297,6 +482,36 @@ mod tests {
         let mut sender = BatchSender::new(socket);
         send_and_receive_70(&mut sender, &receiver);
         assert!(!sender.uses_gso(), "the refusal switched GSO off");
+    }
+
+    /// Two sockets share a port; each receives whole batches with the
+    /// sender's address, and a datagram too long for the buffer says so.
+    #[test]
+    fn shared_sockets_receive_batches_with_senders() {
+        let first = bind_shared("127.0.0.1:0".parse().unwrap()).unwrap();
+        let address = first.local_addr().unwrap();
+        let second = bind_shared(address).unwrap();
+        assert_eq!(second.local_addr().unwrap(), address);
+        drop(second);
+        first.set_read_timeout(Some(std::time::Duration::from_secs(2))).unwrap();
+        let mut receiver = BatchReceiver::new(first);
+        let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
+        for i in 0..5u8 {
+            sender.send_to(&[i; 10], address).unwrap();
+        }
+        sender.send_to(&vec![9u8; RECEIVE_BUFFER + 1], address).unwrap();
+        let mut seen = Vec::new();
+        while seen.len() < 6 {
+            receiver.receive().unwrap();
+            for datagram in receiver.datagrams() {
+                assert_eq!(datagram.from, Some(sender.local_addr().unwrap()));
+                seen.push((datagram.payload.to_vec(), datagram.truncated));
+            }
+        }
+        for (i, (payload, truncated)) in seen.iter().take(5).enumerate() {
+            assert_eq!((payload.as_slice(), *truncated), (&[i as u8; 10][..], false));
+        }
+        assert_eq!((seen[5].0.len(), seen[5].1), (RECEIVE_BUFFER, true));
     }
 
     /// A closed port answers every datagram with ICMP, which fails the next

@@ -71,6 +71,10 @@ pub struct GenArgs {
     /// rx-timestamp) measures this one-way latency.
     #[arg(long, default_value_t = 0)]
     pub latency_us: u64,
+    /// With --latency-us: each packet's latency is that plus up to this
+    /// much more, uniformly spread.
+    #[arg(long, default_value_t = 0)]
+    pub jitter_us: u64,
     /// Seed of the generator.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -195,7 +199,9 @@ fn packets(
         if let Some(source) = instrument {
             let slot = sequences.get_mut(flow as usize).ok_or("flow index")?;
             *slot += 1;
-            frame = source.instrument(&frame, *slot, time.saturating_sub(args.latency_us * 1_000))?;
+            let jitter_ns = if args.jitter_us > 0 { rng.below(args.jitter_us * 1_000) } else { 0 };
+            let latency_ns = args.latency_us * 1_000 + jitter_ns;
+            frame = source.instrument(&frame, *slot, time.saturating_sub(latency_ns))?;
         }
         packets.push((time, frame));
     }

@@ -4,8 +4,6 @@
 //! host installs this binary alone.
 
 mod collect;
-mod collect21;
-mod collect_tr05;
 mod decode;
 mod decode21;
 mod gen;

@@ -26,6 +26,8 @@ pub fn start_collector(tools: &Path, extra: &[&str]) -> (std::process::Child, St
     let mut line = String::new();
     stderr.read_line(&mut line).unwrap();
     assert!(line.contains("listening"), "{line}");
+    // Keep reading what it says later: a closed pipe would end it.
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
     (child, listen)
 }
 

@@ -3,23 +3,16 @@
 //! the INT stack inside, and the one-way latency: the fixed header's
 //! ingress timestamp minus the source's.
 
-use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr};
 
 use int_core::flow::FlowKey;
 use int_core::report::tr05_flow::FlowReport;
 use serde_json::json;
 
-use crate::collect::{missing_note, FlowSummary};
+use super::{missing_note, Books, Measure, Observed, Output};
 
 /// Records and prints one flow report.
-pub fn record(
-    report: &FlowReport<'_>,
-    from: SocketAddr,
-    missing: u32,
-    flows: &mut BTreeMap<FlowKey, FlowSummary>,
-    json_out: bool,
-) {
+pub fn record(report: &FlowReport<'_>, from: SocketAddr, missing: u32, books: &mut Books, output: Output) {
     let flow = FlowKey {
         src: report.ip.src,
         dst: report.ip.dst,
@@ -28,12 +21,21 @@ pub fn record(
         dst_port: report.dst_port,
     };
     let latency = report.latency_ns();
-    if let Some(latency) = latency {
-        flows.entry(flow).or_default().add_latency(i64::from(latency));
-    }
     let source = report.source_hop();
     let (header, local) = (&report.header, &report.local);
-    if json_out {
+    if let Some(ns) = latency {
+        books.observe(&Observed {
+            flow,
+            source_node: source.and_then(|h| h.switch_id),
+            sink_node: Some(local.switch_id),
+            measure: Measure::Latency {
+                ns: i64::from(ns),
+                flow_seq: report.block.sequence,
+                hops: Some(report.block.header.total_hop_cnt),
+            },
+        });
+    }
+    if output == Output::Json {
         println!(
             "{}",
             json!({"from": from.to_string(), "seq": header.sequence, "time": header.timestamp, "type": "tr05-flow",
@@ -45,7 +47,7 @@ pub fn record(
                    "src": flow.src.to_string(), "dst": flow.dst.to_string(), "protocol": flow.protocol,
                    "src_port": flow.src_port, "dst_port": flow.dst_port, "latency_ns": latency})
         );
-    } else {
+    } else if output == Output::Text {
         println!(
             "Seq: {} Time: {} Type: Telemetry Report 0.5 flow report{}",
             header.sequence,

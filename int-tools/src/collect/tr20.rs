@@ -3,7 +3,6 @@
 //! its INT 2.1 stack inside) gives the flow and its one-way latency: the
 //! sink's ingress timestamp minus the bottom hop's.
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
 use int_core::flow::FlowKey;
@@ -13,7 +12,7 @@ use int_core::report::tr20_loss::LossReport;
 use int_core::{Layer, ParseError};
 use serde_json::json;
 
-use crate::collect::{missing_note, FlowSummary};
+use super::{missing_note, Books, Measure, Observed, Output};
 
 /// What collect refuses beyond the parser: a datagram whose individual
 /// reports do not all parse or hold none, and reports no conforming sender
@@ -100,21 +99,24 @@ pub fn record(
     domain: &int21::Domain,
     from: SocketAddr,
     missing: u32,
-    flows: &mut BTreeMap<FlowKey, FlowSummary>,
-    json_out: bool,
+    books: &mut Books,
+    output: Output,
 ) {
+    let sink_node = Some(report.group.node_id);
     for individual in report.reports().flatten() {
         if let Some(loss) = LossReport::parse(&individual, domain.source_only.domain_id) {
-            flows.entry(loss.flow).or_default().add_lost(loss.count);
-            print_loss(&loss, report.group.node_id, report.group.sequence, from, missing, json_out);
+            let measure = Measure::Lost(loss.count);
+            books.observe(&Observed { flow: loss.flow, source_node: loss.source_node, sink_node, measure });
+            print_loss(&loss, report.group.node_id, report.group.sequence, from, missing, output);
             continue;
         }
         let latency = latency_of(&individual, domain);
-        if let Some(Latency21 { flow, latency_ns: Some(ns), .. }) = &latency {
-            flows.entry(*flow).or_default().add_latency(*ns);
+        if let Some(l @ Latency21 { latency_ns: Some(ns), .. }) = &latency {
+            let measure = Measure::Latency { ns: *ns, flow_seq: l.sequence, hops: u8::try_from(l.hops).ok() };
+            books.observe(&Observed { flow: l.flow, source_node: l.source_node, sink_node, measure });
         }
         let group = report.group;
-        if json_out {
+        if output == Output::Json {
             println!(
                 "{}",
                 json!({"from": from.to_string(), "seq": group.sequence, "type": "tr20",
@@ -130,7 +132,7 @@ pub fn record(
                        "sequence": latency.as_ref().and_then(|l| l.sequence),
                        "latency_ns": latency.as_ref().and_then(|l| l.latency_ns)})
             );
-        } else {
+        } else if output == Output::Text {
             println!("Seq: {} Type: Telemetry Report 2.0{}", group.sequence, missing_note(missing));
             match &latency {
                 Some(l) => println!(
@@ -154,8 +156,8 @@ pub fn record(
 }
 
 /// One loss report, as a JSON line or text.
-fn print_loss(loss: &LossReport, sink_node: u32, seq: u32, from: SocketAddr, missing: u32, json_out: bool) {
-    if json_out {
+fn print_loss(loss: &LossReport, sink_node: u32, seq: u32, from: SocketAddr, missing: u32, output: Output) {
+    if output == Output::Json {
         let flow = &loss.flow;
         println!(
             "{}",
@@ -165,7 +167,7 @@ fn print_loss(loss: &LossReport, sink_node: u32, seq: u32, from: SocketAddr, mis
                             "src_port": flow.src_port, "dst_port": flow.dst_port},
                    "first_lost_sequence": loss.first_sequence, "lost": loss.count, "declared_ns": loss.declared_ns})
         );
-    } else {
+    } else if output == Output::Text {
         println!("Seq: {seq} Type: Telemetry Report 2.0 (loss){}", missing_note(missing));
         println!(
             "  Sink node: {}  Flow: {}  lost {} packet(s) from number {}",

@@ -1,0 +1,149 @@
+//! Just enough HTTP/1.1 for a metrics page and a database write: a server
+//! that answers GETs from a page function, one request per connection, and
+//! a client that POSTs a body and reads the status. Both sides close the
+//! connection after each exchange, so neither needs chunking or pipelining.
+
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// A page: its content type and body.
+pub struct Page {
+    pub content_type: &'static str,
+    pub body: String,
+}
+
+/// Answers GET requests on `listener` until `quit`: `page(path)` gives the
+/// page, `None` a 404. Requests are served one at a time.
+pub fn serve(
+    listener: TcpListener,
+    page: impl Fn(&str) -> Option<Page>,
+    quit: &AtomicBool,
+) -> io::Result<()> {
+    listener.set_nonblocking(true)?;
+    while !quit.load(Ordering::Relaxed) {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                // A client that goes away costs only its own answer.
+                let _ = answer(stream, &page);
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+    Ok(())
+}
+
+fn answer(mut stream: TcpStream, page: &impl Fn(&str) -> Option<Page>) -> io::Result<()> {
+    stream.set_nonblocking(false)?;
+    stream.set_read_timeout(Some(Duration::from_secs(1)))?;
+    let head = read_head(&mut stream)?;
+    let mut words = head.split_whitespace();
+    let found = match (words.next(), words.next()) {
+        (Some("GET"), Some(path)) => page(path),
+        _ => None,
+    };
+    let (status, content_type, body) = match found {
+        Some(page) => ("200 OK", page.content_type, page.body),
+        None => ("404 Not Found", "text/plain", "not found\n".to_string()),
+    };
+    let response = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(response.as_bytes())?;
+    stream.write_all(body.as_bytes())
+}
+
+/// Reads up to the blank line that ends a request or response head (at
+/// most 8 KB); returns what was read, body bytes included.
+fn read_head(stream: &mut TcpStream) -> io::Result<String> {
+    let mut head = [0u8; 8192];
+    let mut len = 0;
+    let ended = |bytes: &[u8]| bytes.windows(4).any(|w| w == b"\r\n\r\n");
+    while len < head.len() && !ended(head.get(..len).unwrap_or_default()) {
+        match stream.read(head.get_mut(len..).unwrap_or_default())? {
+            0 => break,
+            n => len += n,
+        }
+    }
+    Ok(String::from_utf8_lossy(head.get(..len).unwrap_or_default()).into_owned())
+}
+
+/// What a server answered: the status code, and the start of the body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    pub status: u16,
+    pub body: String,
+}
+
+/// POSTs `body` to `path` on `server` (`host` for the Host header) and
+/// returns the answer; `timeout` bounds the connect and each read and
+/// write.
+pub fn post(
+    server: SocketAddr,
+    host: &str,
+    path: &str,
+    body: &[u8],
+    timeout: Duration,
+) -> io::Result<Answer> {
+    let mut stream = TcpStream::connect_timeout(&server, timeout)?;
+    stream.set_read_timeout(Some(timeout))?;
+    stream.set_write_timeout(Some(timeout))?;
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes())?;
+    stream.write_all(body)?;
+    let mut answer = String::new();
+    // The server closes after answering: read it all (bounded by the
+    // timeout), then keep the start of the body.
+    stream.take(64 * 1024).read_to_string(&mut answer)?;
+    let status = answer
+        .strip_prefix("HTTP/1.")
+        .and_then(|rest| rest.get(2..5))
+        .and_then(|code| code.parse().ok())
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "no HTTP status line"))?;
+    let body = answer.split_once("\r\n\r\n").map_or("", |(_, body)| body);
+    Ok(Answer { status, body: body.chars().take(512).collect() })
+}
+
+/// A Prometheus label value as the text format wants it: backslash, quote
+/// and newline escaped.
+pub fn prometheus_label(value: &str) -> String {
+    value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn a_page_is_served_and_a_post_reads_its_status() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap();
+        let quit = Arc::new(AtomicBool::new(false));
+        let stop = Arc::clone(&quit);
+        let server = std::thread::spawn(move || {
+            serve(
+                listener,
+                |path| {
+                    (path == "/metrics").then(|| Page { content_type: "text/plain", body: "up 1\n".into() })
+                },
+                &stop,
+            )
+        });
+        let mut stream = TcpStream::connect(address).unwrap();
+        stream.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        let mut text = String::new();
+        stream.read_to_string(&mut text).unwrap();
+        assert!(text.starts_with("HTTP/1.1 200 OK\r\n") && text.ends_with("\r\n\r\nup 1\n"), "{text}");
+        // Not a GET of a known page: 404, through the client.
+        let answer = post(address, "x", "/write", b"a b=1", Duration::from_secs(2)).unwrap();
+        assert_eq!(answer, Answer { status: 404, body: "not found\n".into() });
+        quit.store(true, Ordering::Relaxed);
+        server.join().unwrap().unwrap();
+    }
+}

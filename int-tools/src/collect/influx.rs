@@ -1,0 +1,298 @@
+//! The collector's InfluxDB writer: each observation becomes a point in
+//! line protocol (measurement `int_latency` or `int_loss`, tagged with the
+//! flow and the nodes), written in batches over HTTP to InfluxDB 1.x's
+//! `/write` by a thread of its own. The receivers only queue: a full queue
+//! (a slow or absent database) costs counted drops, never a stall; a
+//! failed write is tried again a few times, then its points are counted
+//! lost.
+
+use std::fmt::Write as _;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use super::ledger::{Measure, Observed};
+
+/// Tries per batch before its points are given up.
+const ATTEMPTS: u32 = 4;
+/// Wait before the first retry; it doubles each time.
+const FIRST_BACKOFF: Duration = Duration::from_millis(100);
+const TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Where and how to write.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub server: SocketAddr,
+    /// The Host header: the URL's host and port as given.
+    pub host: String,
+    pub database: String,
+    /// Points per write.
+    pub batch: usize,
+    /// A partial batch is written after this long.
+    pub flush: Duration,
+    /// Points waiting at most; beyond, new ones are dropped and counted.
+    pub buffer: usize,
+}
+
+impl Settings {
+    /// Reads `http://HOST:PORT` (a trailing `/` allowed).
+    pub fn parse_url(url: &str) -> Result<(SocketAddr, String), String> {
+        let hint = "give it as http://HOST:PORT, e.g. http://127.0.0.1:8086";
+        let rest = url
+            .strip_prefix("http://")
+            .ok_or_else(|| format!("--influx {url:?}: {hint} (https is not spoken)"))?;
+        let host = rest.trim_end_matches('/');
+        if host.is_empty() || host.contains('/') {
+            return Err(format!("--influx {url:?}: {hint}"));
+        }
+        let server = host
+            .to_socket_addrs()
+            .map_err(|e| format!("--influx {url:?}: {e}; {hint}"))?
+            .next()
+            .ok_or_else(|| format!("--influx {url:?}: the host has no address"))?;
+        Ok((server, host.to_string()))
+    }
+}
+
+/// What the writer did, shared with the summary.
+#[derive(Debug, Default)]
+pub struct Counts {
+    pub written: AtomicU64,
+    /// Points the full queue refused.
+    pub dropped: AtomicU64,
+    /// Points of batches given up after every attempt failed.
+    pub failed: AtomicU64,
+    pub retries: AtomicU64,
+}
+
+/// The receivers' end: queues observations with their arrival time.
+#[derive(Clone)]
+pub struct Queue {
+    sender: SyncSender<(Observed, u64)>,
+    counts: Arc<Counts>,
+}
+
+impl Queue {
+    pub fn push(&self, observed: &Observed) {
+        let now_ns = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+        match self.sender.try_send((*observed, now_ns)) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
+                self.counts.dropped.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// Starts the writer thread; it ends, after writing what is queued, once
+/// every [`Queue`] is dropped.
+pub fn start(settings: Settings) -> (Queue, Arc<Counts>, std::thread::JoinHandle<()>) {
+    let (sender, receiver) = mpsc::sync_channel(settings.buffer.max(1));
+    let counts = Arc::new(Counts::default());
+    let writer = Writer { settings, counts: Arc::clone(&counts), last_ns: 0, last_error: String::new() };
+    let thread = std::thread::spawn(move || writer.run(&receiver));
+    (Queue { sender, counts: Arc::clone(&counts) }, counts, thread)
+}
+
+struct Writer {
+    settings: Settings,
+    counts: Arc<Counts>,
+    /// Points of one series with the same time replace each other in
+    /// InfluxDB: each point gets a time after the one before.
+    last_ns: u64,
+    last_error: String,
+}
+
+impl Writer {
+    fn run(mut self, receiver: &Receiver<(Observed, u64)>) {
+        let mut body = String::new();
+        let mut points = 0u64;
+        let mut deadline = Instant::now() + self.settings.flush;
+        loop {
+            let wait = deadline.saturating_duration_since(Instant::now());
+            let ended = match receiver.recv_timeout(wait) {
+                Ok((observed, ns)) => {
+                    self.line(&mut body, &observed, ns);
+                    points += 1;
+                    false
+                }
+                Err(RecvTimeoutError::Timeout) => false,
+                Err(RecvTimeoutError::Disconnected) => true,
+            };
+            if points > 0 && (ended || points >= self.settings.batch as u64 || Instant::now() >= deadline) {
+                self.write(&body, points);
+                body.clear();
+                points = 0;
+            }
+            if ended {
+                return;
+            }
+            if Instant::now() >= deadline {
+                deadline = Instant::now() + self.settings.flush;
+            }
+        }
+    }
+
+    /// One point in line protocol.
+    fn line(&mut self, body: &mut String, observed: &Observed, ns: u64) {
+        let time = ns.max(self.last_ns + 1);
+        self.last_ns = time;
+        let flow = &observed.flow;
+        let measurement = match observed.measure {
+            Measure::Latency { .. } => "int_latency",
+            Measure::Lost(_) => "int_loss",
+        };
+        let _ = write!(
+            body,
+            "{measurement},src={},dst={},protocol={},src_port={},dst_port={}",
+            flow.src, flow.dst, flow.protocol, flow.src_port, flow.dst_port
+        );
+        if let Some(node) = observed.source_node {
+            let _ = write!(body, ",source_node={node}");
+        }
+        if let Some(node) = observed.sink_node {
+            let _ = write!(body, ",sink_node={node}");
+        }
+        match observed.measure {
+            Measure::Latency { ns, flow_seq, hops } => {
+                let _ = write!(body, " latency_ns={ns}i");
+                if let Some(seq) = flow_seq {
+                    let _ = write!(body, ",flow_seq={seq}i");
+                }
+                if let Some(hops) = hops {
+                    let _ = write!(body, ",hops={hops}i");
+                }
+            }
+            Measure::Lost(count) => {
+                let _ = write!(body, " lost={count}i");
+            }
+        }
+        let _ = writeln!(body, " {time}");
+    }
+
+    /// Writes one batch, retrying with backoff; a refusal for a reason a
+    /// retry cannot mend (4xx: no such database, a bad point) is not
+    /// retried.
+    fn write(&mut self, body: &str, points: u64) {
+        let path = format!("/write?db={}&precision=ns", self.settings.database);
+        let mut backoff = FIRST_BACKOFF;
+        for attempt in 1..=ATTEMPTS {
+            let outcome = int_os::http::post(
+                self.settings.server,
+                &self.settings.host,
+                &path,
+                body.as_bytes(),
+                TIMEOUT,
+            );
+            let error = match outcome {
+                Ok(answer) if (200..300).contains(&answer.status) => {
+                    self.counts.written.fetch_add(points, Ordering::Relaxed);
+                    return;
+                }
+                Ok(answer) => format!("HTTP {}: {}", answer.status, answer.body.trim()),
+                Err(error) => error.to_string(),
+            };
+            let permanent = error.starts_with("HTTP 4");
+            self.say(&error);
+            if permanent || attempt == ATTEMPTS {
+                break;
+            }
+            self.counts.retries.fetch_add(1, Ordering::Relaxed);
+            std::thread::sleep(backoff);
+            backoff *= 2;
+        }
+        self.counts.failed.fetch_add(points, Ordering::Relaxed);
+    }
+
+    /// Says a write error once, until a different one comes.
+    fn say(&mut self, error: &str) {
+        if error != self.last_error {
+            eprintln!("collect: InfluxDB write to {}: {error}", self.settings.host);
+            self.last_error = error.to_string();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use int_core::flow::FlowKey;
+    use std::net::Ipv4Addr;
+
+    #[test]
+    fn points_are_line_protocol_with_rising_times() {
+        let settings = Settings {
+            server: "127.0.0.1:1".parse().unwrap(),
+            host: "h".into(),
+            database: "d".into(),
+            batch: 10,
+            flush: Duration::from_secs(1),
+            buffer: 10,
+        };
+        let mut writer = Writer { settings, counts: Arc::default(), last_ns: 0, last_error: String::new() };
+        let flow = FlowKey::v4(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), 17, 5, 6);
+        let latency = Measure::Latency { ns: -12, flow_seq: Some(7), hops: Some(2) };
+        let mut body = String::new();
+        writer.line(
+            &mut body,
+            &Observed { flow, source_node: Some(1), sink_node: Some(2), measure: latency },
+            100,
+        );
+        writer.line(
+            &mut body,
+            &Observed { flow, source_node: None, sink_node: None, measure: Measure::Lost(3) },
+            100,
+        );
+        assert_eq!(
+            body,
+            "int_latency,src=10.0.0.1,dst=10.0.0.2,protocol=17,src_port=5,dst_port=6,source_node=1,sink_node=2 latency_ns=-12i,flow_seq=7i,hops=2i 100\n\
+             int_loss,src=10.0.0.1,dst=10.0.0.2,protocol=17,src_port=5,dst_port=6 lost=3i 101\n"
+        );
+    }
+
+    #[test]
+    fn urls_are_http_host_and_port() {
+        assert_eq!(
+            Settings::parse_url("http://127.0.0.1:8086/").unwrap().0,
+            "127.0.0.1:8086".parse().unwrap()
+        );
+        for bad in ["https://127.0.0.1:8086", "127.0.0.1:8086", "http://", "http://127.0.0.1:8086/write"] {
+            assert!(Settings::parse_url(bad).is_err(), "{bad}");
+        }
+    }
+
+    /// Nobody listens: the queue fills, drops are counted, the receivers
+    /// never wait, and the writer gives its batches up.
+    #[test]
+    fn an_absent_database_costs_counted_drops_not_a_stall() {
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+        let settings = Settings {
+            server: closed,
+            host: closed.to_string(),
+            database: "d".into(),
+            batch: 2,
+            flush: Duration::from_millis(10),
+            buffer: 2,
+        };
+        let (queue, counts, thread) = start(settings);
+        let flow = FlowKey::v4(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), 17, 5, 6);
+        let observed = Observed { flow, source_node: None, sink_node: None, measure: Measure::Lost(1) };
+        let started = Instant::now();
+        for _ in 0..10_000 {
+            queue.push(&observed);
+        }
+        assert!(started.elapsed() < Duration::from_secs(1), "pushing never waits");
+        drop(queue);
+        thread.join().unwrap();
+        let (written, dropped, failed) = (
+            counts.written.load(Ordering::Relaxed),
+            counts.dropped.load(Ordering::Relaxed),
+            counts.failed.load(Ordering::Relaxed),
+        );
+        assert_eq!(written, 0);
+        assert!(dropped >= 10_000 - 2 - 2 * 2, "{dropped}");
+        assert_eq!(dropped + failed, 10_000);
+    }
+}

@@ -1,0 +1,207 @@
+//! What the collector learnt from the reports: per flow, latency (with
+//! percentiles and a timeline for a bounded number of flows) and packets
+//! lost; the same over all flows; and each observation handed on to the
+//! InfluxDB writer when there is one.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use int_core::flow::FlowKey;
+
+use super::influx;
+use super::latency::Latency;
+use super::timeline::Timeline;
+
+/// Significant digits of a flow's histogram (about 30 KB) and of the
+/// histogram over all flows (about 220 KB).
+const FLOW_DIGITS: u8 = 2;
+const OVERALL_DIGITS: u8 = 3;
+
+/// One report's news about a flow.
+#[derive(Debug, Clone, Copy)]
+pub struct Observed {
+    pub flow: FlowKey,
+    pub source_node: Option<u32>,
+    pub sink_node: Option<u32>,
+    pub measure: Measure,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub enum Measure {
+    /// A one-way latency, ns, with the packet's flow sequence number and
+    /// hop count where the report has them.
+    Latency { ns: i64, flow_seq: Option<u32>, hops: Option<u8> },
+    /// Packets a loss report declared lost.
+    Lost(u32),
+}
+
+#[derive(Debug, Clone)]
+pub struct FlowSummary {
+    pub latency: Latency,
+    pub lost: u64,
+    /// Kept with the percentiles, for the same flows.
+    pub timeline: Option<Timeline>,
+}
+
+impl FlowSummary {
+    fn detailed() -> FlowSummary {
+        FlowSummary { latency: Latency::new(FLOW_DIGITS), lost: 0, timeline: Some(Timeline::default()) }
+    }
+
+    fn plain() -> FlowSummary {
+        FlowSummary { latency: Latency::exact(), lost: 0, timeline: None }
+    }
+
+    fn add(&mut self, measure: Measure, at_ms: u64) {
+        match measure {
+            Measure::Latency { ns, .. } => {
+                self.latency.record(ns);
+                if let Some(timeline) = &mut self.timeline {
+                    timeline.add_latency(at_ms, ns);
+                }
+            }
+            Measure::Lost(count) => {
+                self.lost += u64::from(count);
+                if let Some(timeline) = &mut self.timeline {
+                    timeline.add_lost(at_ms, u64::from(count));
+                }
+            }
+        }
+    }
+
+    fn merge(&mut self, other: &FlowSummary) {
+        self.latency.merge(&other.latency);
+        self.lost += other.lost;
+        match (&mut self.timeline, &other.timeline) {
+            (Some(ours), Some(theirs)) => ours.merge(theirs),
+            (ours, _) => *ours = None,
+        }
+    }
+}
+
+/// How many flows to follow, and how closely.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Flows kept at all; later ones count only in the totals.
+    pub flows: usize,
+    /// Flows (the first seen) with percentiles and a timeline.
+    pub detailed: usize,
+}
+
+#[derive(Debug, Clone)]
+pub struct Ledger {
+    pub flows: HashMap<FlowKey, FlowSummary>,
+    pub overall: FlowSummary,
+    /// Observations of flows beyond [`Limits::flows`].
+    pub untracked: u64,
+    limits: Limits,
+    started: Instant,
+}
+
+impl Ledger {
+    pub fn new(limits: Limits, started: Instant) -> Ledger {
+        let overall = FlowSummary {
+            latency: Latency::new(OVERALL_DIGITS),
+            lost: 0,
+            timeline: Some(Timeline::default()),
+        };
+        Ledger { flows: HashMap::new(), overall, untracked: 0, limits, started }
+    }
+
+    /// Books one observation, and queues it for InfluxDB.
+    pub fn observe(&mut self, observed: &Observed, influx: Option<&influx::Queue>) {
+        let at_ms = self.started.elapsed().as_millis() as u64;
+        let detailed = self.flows.len() < self.limits.detailed;
+        let known = self.flows.contains_key(&observed.flow);
+        let flow = if known || self.flows.len() < self.limits.flows {
+            Some(self.flows.entry(observed.flow).or_insert_with(|| {
+                if detailed {
+                    FlowSummary::detailed()
+                } else {
+                    FlowSummary::plain()
+                }
+            }))
+        } else {
+            self.untracked += 1;
+            None
+        };
+        for summary in flow.into_iter().chain([&mut self.overall]) {
+            summary.add(observed.measure, at_ms);
+        }
+        if let Some(queue) = influx {
+            queue.push(observed);
+        }
+    }
+
+    /// Adds another receiver's ledger.
+    pub fn merge(&mut self, other: &Ledger) {
+        for (key, theirs) in &other.flows {
+            match self.flows.get_mut(key) {
+                Some(ours) => ours.merge(theirs),
+                None => {
+                    self.flows.insert(*key, theirs.clone());
+                }
+            }
+        }
+        self.overall.merge(&other.overall);
+        self.untracked += other.untracked;
+    }
+
+    /// Flows in a stable order: most reports first, then the key.
+    pub fn flows_by_reports(&self) -> Vec<(&FlowKey, &FlowSummary)> {
+        let mut flows: Vec<_> = self.flows.iter().collect();
+        flows.sort_by(|a, b| b.1.latency.count().cmp(&a.1.latency.count()).then(a.0.cmp(b.0)));
+        flows
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::Ipv4Addr;
+
+    fn flow(n: u16) -> FlowKey {
+        FlowKey::v4(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), 17, n, 9)
+    }
+
+    fn latency(n: u16, ns: i64) -> Observed {
+        let measure = Measure::Latency { ns, flow_seq: None, hops: None };
+        Observed { flow: flow(n), source_node: None, sink_node: None, measure }
+    }
+
+    #[test]
+    fn flows_beyond_the_limits_lose_detail_then_identity_but_count_overall() {
+        let mut ledger = Ledger::new(Limits { flows: 3, detailed: 2 }, Instant::now());
+        for n in 0..5 {
+            ledger.observe(&latency(n, 100 * i64::from(n)), None);
+        }
+        let lost = Observed { measure: Measure::Lost(4), ..latency(4, 0) };
+        ledger.observe(&lost, None);
+        assert_eq!(ledger.flows.len(), 3);
+        assert!(
+            ledger.flows[&flow(0)].latency.has_percentiles() && ledger.flows[&flow(0)].timeline.is_some()
+        );
+        assert!(
+            !ledger.flows[&flow(2)].latency.has_percentiles() && ledger.flows[&flow(2)].timeline.is_none()
+        );
+        assert_eq!(ledger.untracked, 3);
+        assert_eq!((ledger.overall.latency.count(), ledger.overall.lost), (5, 4));
+        assert_eq!(ledger.overall.latency.max(), Some(400));
+    }
+
+    #[test]
+    fn two_receivers_merge_into_one_ledger() {
+        let started = Instant::now();
+        let limits = Limits { flows: 10, detailed: 10 };
+        let (mut a, mut b) = (Ledger::new(limits, started), Ledger::new(limits, started));
+        a.observe(&latency(1, 10), None);
+        b.observe(&latency(1, 30), None);
+        b.observe(&latency(2, 5), None);
+        a.merge(&b);
+        assert_eq!(a.flows[&flow(1)].latency.count(), 2);
+        assert_eq!(a.flows[&flow(1)].latency.mean(), Some(20));
+        assert_eq!(a.overall.latency.count(), 3);
+        let order: Vec<u16> = a.flows_by_reports().iter().map(|(k, _)| k.src_port).collect();
+        assert_eq!(order, vec![1, 2]);
+    }
+}

@@ -1,0 +1,181 @@
+//! The collector's Prometheus `/metrics` (text exposition format 0.0.4):
+//! totals, a latency histogram and packets lost over all flows, and the
+//! same for the top flows only (the most reported, the most lossy), so
+//! the label cardinality stays bounded whatever the number of flows.
+
+use std::fmt::Write as _;
+use std::net::{SocketAddr, TcpListener};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use int_core::flow::FlowKey;
+use int_os::http::{self, Page};
+
+use super::ledger::FlowSummary;
+use super::summary::Snapshot;
+use super::Shared;
+
+/// Bucket bounds, ns: 1 µs to 1 s.
+const BUCKETS_NS: [i64; 12] = [
+    1_000,
+    10_000,
+    50_000,
+    100_000,
+    250_000,
+    500_000,
+    1_000_000,
+    2_500_000,
+    5_000_000,
+    10_000_000,
+    100_000_000,
+    1_000_000_000,
+];
+
+/// Binds `addr` and serves scrapes from a thread until the collector
+/// stops.
+pub fn start(
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    top: usize,
+) -> Result<std::thread::JoinHandle<()>, String> {
+    let listener = TcpListener::bind(addr).map_err(|e| format!("--metrics {addr}: {e}"))?;
+    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    eprintln!("collect: metrics on http://{local}/metrics");
+    Ok(std::thread::spawn(move || {
+        let serve = |path: &str| {
+            (path == "/metrics").then(|| Page {
+                content_type: "text/plain; version=0.0.4",
+                body: page(&shared.snapshot(), shared.influx.as_deref(), top),
+            })
+        };
+        if let Err(error) = http::serve(listener, serve, &shared.quit) {
+            eprintln!("collect: metrics: {error}");
+        }
+    }))
+}
+
+/// The exposition.
+pub fn page(snapshot: &Snapshot, influx: Option<&super::influx::Counts>, top: usize) -> String {
+    let mut out = String::new();
+    let totals = &snapshot.totals;
+    let ledger = &snapshot.ledger;
+    let counters = [
+        ("reports", "datagrams received", totals.received),
+        ("malformed", "reports refused", totals.malformed()),
+        ("lost_reports", "reports missing from the senders' sequences", snapshot.lost_reports()),
+        ("kernel_drops", "datagrams the kernel dropped (receive buffer full)", totals.kernel_drops),
+        ("untracked_observations", "observations of flows beyond --max-flows", ledger.untracked),
+        ("lost_packets", "packets the reports declared lost, all flows", ledger.overall.lost),
+    ];
+    for (name, help, value) in counters {
+        metric_head(&mut out, &format!("int_collect_{name}_total"), help, "counter");
+        let _ = writeln!(out, "int_collect_{name}_total {value}");
+    }
+    metric_head(&mut out, "int_collect_flows", "flows followed one by one", "gauge");
+    let _ = writeln!(out, "int_collect_flows {}", ledger.flows.len());
+    if let Some(influx) = influx {
+        points(&mut out, influx);
+    }
+    metric_head(&mut out, "int_collect_latency_ns", "one-way latency, all flows", "histogram");
+    histogram(&mut out, "int_collect_latency_ns", "", &ledger.overall);
+    let by_reports = ledger.flows_by_reports();
+    let detailed = by_reports.iter().filter(|(_, f)| f.latency.has_percentiles()).take(top);
+    metric_head(
+        &mut out,
+        "int_collect_flow_latency_ns",
+        "one-way latency of the most reported flows",
+        "histogram",
+    );
+    for (key, flow) in detailed {
+        histogram(&mut out, "int_collect_flow_latency_ns", &labels(key), flow);
+    }
+    let mut lossy: Vec<_> = ledger.flows.iter().filter(|(_, f)| f.lost > 0).collect();
+    lossy.sort_by(|a, b| b.1.lost.cmp(&a.1.lost).then(a.0.cmp(b.0)));
+    let name = "int_collect_flow_lost_packets_total";
+    metric_head(&mut out, name, "packets declared lost, the most lossy flows", "counter");
+    for (key, flow) in lossy.into_iter().take(top) {
+        let _ = writeln!(out, "{name}{{{}}} {}", labels(key), flow.lost);
+    }
+    out
+}
+
+fn metric_head(out: &mut String, name: &str, help: &str, kind: &str) {
+    let _ = writeln!(out, "# HELP {name} int-tools collect: {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+}
+
+fn points(out: &mut String, influx: &super::influx::Counts) {
+    let name = "int_collect_influx_points_total";
+    metric_head(out, name, "points for InfluxDB by outcome", "counter");
+    for (outcome, count) in
+        [("written", &influx.written), ("dropped", &influx.dropped), ("failed", &influx.failed)]
+    {
+        let _ = writeln!(out, "{name}{{outcome=\"{outcome}\"}} {}", count.load(Ordering::Relaxed));
+    }
+}
+
+/// A flow's labels.
+fn labels(key: &FlowKey) -> String {
+    format!(
+        "src=\"{}\",dst=\"{}\",protocol=\"{}\",src_port=\"{}\",dst_port=\"{}\"",
+        http::prometheus_label(&key.src.to_string()),
+        http::prometheus_label(&key.dst.to_string()),
+        key.protocol,
+        key.src_port,
+        key.dst_port
+    )
+}
+
+/// Buckets, sum and count of one latency distribution.
+fn histogram(out: &mut String, name: &str, labels: &str, flow: &FlowSummary) {
+    let latency = &flow.latency;
+    let comma = if labels.is_empty() { "" } else { "," };
+    for bound in BUCKETS_NS {
+        let count = latency.count_at_or_below(bound).unwrap_or(0).min(latency.count());
+        let _ = writeln!(out, "{name}_bucket{{{labels}{comma}le=\"{bound}\"}} {count}");
+    }
+    let _ = writeln!(out, "{name}_bucket{{{labels}{comma}le=\"+Inf\"}} {}", latency.count());
+    let braces = if labels.is_empty() { String::new() } else { format!("{{{labels}}}") };
+    let _ = writeln!(out, "{name}_sum{braces} {}", latency.sum());
+    let _ = writeln!(out, "{name}_count{braces} {}", latency.count());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::ledger::{Ledger, Limits, Measure, Observed};
+    use super::*;
+    use std::net::Ipv4Addr;
+
+    #[test]
+    fn only_the_top_flows_have_labels_and_buckets_add_up() {
+        let mut ledger = Ledger::new(Limits { flows: 100, detailed: 100 }, std::time::Instant::now());
+        for port in 1..=30u16 {
+            let flow = FlowKey::v4(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), 17, port, 9);
+            for i in 0..port {
+                let measure = Measure::Latency { ns: 20_000 * i64::from(i), flow_seq: None, hops: None };
+                ledger.observe(&Observed { flow, source_node: None, sink_node: None, measure }, None);
+            }
+            let measure = Measure::Lost(u32::from(port % 7));
+            ledger.observe(&Observed { flow, source_node: None, sink_node: None, measure }, None);
+        }
+        let snapshot = Snapshot { ledger, senders: Default::default(), totals: Default::default() };
+        let page = page(&snapshot, None, 5);
+        let flow_counts: Vec<&str> =
+            page.lines().filter(|l| l.starts_with("int_collect_flow_latency_ns_count")).collect();
+        assert_eq!(flow_counts.len(), 5);
+        assert!(
+            flow_counts.iter().any(|l| l.contains("src_port=\"30\"") && l.ends_with(" 30")),
+            "{flow_counts:?}"
+        );
+        assert_eq!(page.lines().filter(|l| l.starts_with("int_collect_flow_lost_packets_total{")).count(), 5);
+        assert!(page.contains("int_collect_latency_ns_bucket{le=\"+Inf\"} 465\n"));
+        // 0, 20, ... 240 µs are at or below 250 µs: 13 values in flows of
+        // 13 or more, all values in smaller ones.
+        let at_250us: u64 = (1..=30u64).map(|n| n.min(13)).sum();
+        assert!(
+            page.contains(&format!("int_collect_latency_ns_bucket{{le=\"250000\"}} {at_250us}\n")),
+            "{page}"
+        );
+        assert!(page.contains("int_collect_flows 30\n"));
+    }
+}

@@ -1,0 +1,310 @@
+//! `int-tools collect --listen ADDR:PORT`: a collector. One record per
+//! report (what Host-INT's collector prints: sequence, time, type, source
+//! and sink node ids, ports and timestamps, the 5-tuple; for drops the gap
+//! timestamp, flow sequence number and gap count) plus the one-way latency
+//! it implies; lost reports found from report sequence gaps per sender; a
+//! summary at an interval and on exit: latency percentiles and packets
+//! lost, per flow and over all flows. Optionally it writes every
+//! observation to InfluxDB, serves Prometheus metrics, draws latency and
+//! loss over time, and receives on several sockets sharing the port.
+
+mod hostint;
+mod influx;
+mod latency;
+mod ledger;
+mod metrics;
+mod plot;
+mod receive;
+mod sender;
+mod summary;
+mod timeline;
+mod tr05;
+mod tr20;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use int_core::report::SinkIdWord;
+
+pub use hostint::missing_note;
+use ledger::{Ledger, Limits};
+pub use ledger::{Measure, Observed};
+use sender::Sender;
+use summary::Snapshot;
+
+#[derive(Debug, Args)]
+pub struct CollectArgs {
+    /// Address and UDP port to receive reports on.
+    #[arg(long, default_value = "0.0.0.0:32766")]
+    pub listen: String,
+    /// One JSON object per line instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// No line per report: summaries only (for high report rates).
+    #[arg(long)]
+    pub quiet: bool,
+    /// Exit after this many reports (each individual report of a Telemetry
+    /// Report 2.0 datagram counts; a refused datagram counts as one).
+    #[arg(long)]
+    pub count: Option<u64>,
+    /// Exit after this many seconds.
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// Print the summary every this many seconds (0: only at exit).
+    #[arg(long, default_value_t = 10.0)]
+    pub interval: f64,
+    /// Whether latency reports carry the sink id word: present, absent or
+    /// detect.
+    #[arg(long, default_value = "detect")]
+    pub sink_id: String,
+    /// Receive buffer to ask the kernel for, per socket, in bytes (as
+    /// root, beyond net.core.rmem_max): room for a burst of reports while
+    /// a line prints.
+    #[arg(long, default_value_t = 8 << 20)]
+    pub rcvbuf: usize,
+    /// Sockets sharing the port (SO_REUSEPORT), each with a receiving
+    /// thread: the kernel spreads senders over them.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub sockets: u16,
+    /// Flows followed one by one; reports of later flows count only in
+    /// the totals over all flows.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub max_flows: usize,
+    /// Flows (the first each socket sees) with latency percentiles and a
+    /// timeline (about 40 KB each); the others have count, min, mean and
+    /// max.
+    #[arg(long, default_value_t = 1000)]
+    pub detailed_flows: usize,
+    /// Write every latency and loss observation to this InfluxDB 1.x
+    /// server (http://HOST:PORT), into --influx-db.
+    #[arg(long)]
+    pub influx: Option<String>,
+    /// The InfluxDB database.
+    #[arg(long, default_value = "int")]
+    pub influx_db: String,
+    /// Points per InfluxDB write.
+    #[arg(long, default_value_t = 5000)]
+    pub influx_batch: usize,
+    /// Points waiting for InfluxDB at most; beyond, new ones are dropped
+    /// and counted (a slow database never stalls the collector).
+    #[arg(long, default_value_t = 200_000)]
+    pub influx_buffer: usize,
+    /// Serve Prometheus metrics on this address and port (/metrics).
+    #[arg(long)]
+    pub metrics: Option<SocketAddr>,
+    /// Flows with labels of their own in the metrics (the most reported,
+    /// and the most lossy); all flows are also in the totals.
+    #[arg(long, default_value_t = 20)]
+    pub metrics_flows: usize,
+    /// At exit, draw latency over time and the packets lost per flow into
+    /// this PNG file.
+    #[arg(long)]
+    pub plot: Option<std::path::PathBuf>,
+    /// DSCP value and mask of the INT 2.1 domain whose packets Telemetry
+    /// Report 2.0 reports carry.
+    #[arg(long, default_value = "0x17/0x3f")]
+    pub int21_dscp: int_core::encap::DscpMatch,
+    /// UDP port of the INT 2.1 domain, if it is marked by port.
+    #[arg(long)]
+    pub int21_port: Option<u16>,
+    /// The INT 2.1 domain's Domain Specific ID: its packet numbers and
+    /// loss reports (0: none).
+    #[arg(long, default_value = "0x4944", value_parser = crate::decode::parse_u16)]
+    pub int21_domain_id: u16,
+}
+
+/// How reports are printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    Text,
+    Json,
+    /// Summaries only.
+    Quiet,
+}
+
+/// How datagrams are read and printed.
+pub struct How {
+    pub sink_id: SinkIdWord,
+    pub int21_domain: int_core::int21::Domain,
+    pub output: Output,
+}
+
+/// What the collector received, refused and missed.
+#[derive(Debug, Default, Clone)]
+pub struct Totals {
+    pub received: u64,
+    /// Reports received: a Telemetry Report 2.0 datagram may hold several.
+    pub reports: u64,
+    /// Refused reports by reason (the parser's error kind and layer).
+    pub malformed: BTreeMap<String, u64>,
+    /// Datagrams the kernel dropped for want of buffer room.
+    pub kernel_drops: u64,
+}
+
+impl Totals {
+    pub fn malformed(&self) -> u64 {
+        self.malformed.values().sum()
+    }
+}
+
+/// One receiving socket's books.
+pub struct Books {
+    pub ledger: Ledger,
+    pub senders: BTreeMap<SocketAddr, Sender>,
+    pub totals: Totals,
+    pub influx: Option<influx::Queue>,
+}
+
+impl Books {
+    pub fn observe(&mut self, observed: &Observed) {
+        self.ledger.observe(observed, self.influx.as_ref());
+    }
+
+    /// Each sender's report sequence.
+    pub fn sender(&mut self, from: SocketAddr) -> &mut Sender {
+        self.senders.entry(from).or_default()
+    }
+}
+
+/// Everything the receivers share with the main thread and the metrics.
+pub struct Shared {
+    pub books: Vec<Arc<Mutex<Books>>>,
+    pub reports: AtomicU64,
+    pub quit: AtomicBool,
+    pub influx: Option<Arc<influx::Counts>>,
+}
+
+impl Shared {
+    /// Every receiver's books, merged.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot::merge(self.books.iter().filter_map(|books| books.lock().ok().map(|b| Snapshot::of(&b))))
+    }
+}
+
+pub fn run(args: &CollectArgs) -> Result<(), String> {
+    let how = Arc::new(how(args)?);
+    let receivers = receive::open(&args.listen, args.sockets, args.rcvbuf)?;
+    int_os::signals::catch_stop_signals();
+    let started = Instant::now();
+    let influx = match &args.influx {
+        Some(url) => Some(start_influx(url, args)?),
+        None => None,
+    };
+    let limits = Limits { flows: args.max_flows, detailed: args.detailed_flows };
+    let books = (0..receivers.len())
+        .map(|_| {
+            Arc::new(Mutex::new(Books {
+                ledger: Ledger::new(limits, started),
+                senders: BTreeMap::new(),
+                totals: Totals::default(),
+                influx: influx.as_ref().map(|(queue, _, _)| queue.clone()),
+            }))
+        })
+        .collect();
+    let shared = Arc::new(Shared {
+        books,
+        reports: AtomicU64::new(0),
+        quit: AtomicBool::new(false),
+        influx: influx.as_ref().map(|(_, counts, _)| Arc::clone(counts)),
+    });
+    let metrics = match args.metrics {
+        Some(addr) => Some(metrics::start(addr, Arc::clone(&shared), args.metrics_flows)?),
+        None => None,
+    };
+    let threads = receive::spawn(receivers, &shared, &how);
+    wait_for_the_end(args, &shared, started);
+    shared.quit.store(true, Ordering::Relaxed);
+    let mut failure = None;
+    for thread in threads {
+        if let Ok(Err(error)) = thread.join() {
+            failure = Some(error);
+        }
+    }
+    // The writer ends, after writing what is queued, once no queue is left.
+    for books in &shared.books {
+        if let Ok(mut books) = books.lock() {
+            books.influx = None;
+        }
+    }
+    if let Some((queue, _, writer)) = influx {
+        drop(queue);
+        let _ = writer.join();
+    }
+    if let Some(server) = metrics {
+        let _ = server.join();
+    }
+    let snapshot = shared.snapshot();
+    summary::print(&snapshot, shared.influx.as_deref(), args.json);
+    if let Some(path) = &args.plot {
+        plot::draw(&snapshot, path).map_err(|e| format!("--plot {}: {e}", path.display()))?;
+        eprintln!("collect: plot written to {}", path.display());
+    }
+    failure.map_or(Ok(()), Err)
+}
+
+fn how(args: &CollectArgs) -> Result<How, String> {
+    let int21_domain = int_core::int21::Domain {
+        marking: match args.int21_port {
+            Some(port) => int_core::int21::Marking::UdpPort(port),
+            None => int_core::int21::Marking::Dscp(args.int21_dscp),
+        },
+        tcp_placement: int_core::encap::TcpPlacement::BeforeOptions,
+        source_only: int_core::int21::SourceOnly::sequence(args.int21_domain_id),
+    };
+    let sink_id = match args.sink_id.as_str() {
+        "present" => SinkIdWord::Present,
+        "absent" => SinkIdWord::Absent,
+        "detect" => SinkIdWord::Detect,
+        other => return Err(format!("--sink-id {other:?}: present, absent or detect")),
+    };
+    let output = match (args.quiet, args.json) {
+        (true, _) => Output::Quiet,
+        (false, true) => Output::Json,
+        (false, false) => Output::Text,
+    };
+    Ok(How { sink_id, int21_domain, output })
+}
+
+fn start_influx(
+    url: &str,
+    args: &CollectArgs,
+) -> Result<(influx::Queue, Arc<influx::Counts>, std::thread::JoinHandle<()>), String> {
+    let (server, host) = influx::Settings::parse_url(url)?;
+    if args.influx_db.is_empty() || !args.influx_db.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(format!("--influx-db {:?}: letters, digits and _ only", args.influx_db));
+    }
+    let settings = influx::Settings {
+        server,
+        host,
+        database: args.influx_db.clone(),
+        batch: args.influx_batch.max(1),
+        flush: Duration::from_millis(500),
+        buffer: args.influx_buffer,
+    };
+    eprintln!("collect: writing to InfluxDB at {url}, database {}", settings.database);
+    Ok(influx::start(settings))
+}
+
+/// Prints the summary at the interval until a stop signal, the count or
+/// the duration.
+fn wait_for_the_end(args: &CollectArgs, shared: &Shared, started: Instant) {
+    let interval = Duration::from_secs_f64(args.interval.max(0.001));
+    let mut next_summary = started + interval;
+    while !int_os::signals::stop_requested() {
+        if args.count.is_some_and(|n| shared.reports.load(Ordering::Relaxed) >= n)
+            || args.duration.is_some_and(|d| started.elapsed().as_secs_f64() >= d)
+            || shared.quit.load(Ordering::Relaxed)
+        {
+            return;
+        }
+        if args.interval > 0.0 && Instant::now() >= next_summary {
+            summary::print(&shared.snapshot(), shared.influx.as_deref(), args.json);
+            next_summary = Instant::now() + interval;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}

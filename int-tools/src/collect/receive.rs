@@ -1,0 +1,223 @@
+//! The receiving side: sockets sharing the listening port, a thread each,
+//! taking datagrams in batches and handing each to the reader of its
+//! version: Telemetry Report 2.0, or Host-INT's and INT 0.5's reports.
+
+use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use int_core::report::{self, tr20, Report};
+use int_os::udp::{self, BatchReceiver, Datagram};
+use serde_json::json;
+
+use super::{Books, How, Output, Shared, Totals};
+
+/// How often a receiver reads its socket's kernel drop count.
+const DROPS_EVERY: Duration = Duration::from_millis(200);
+/// How long a stopping receiver goes on reading what already arrived.
+const DRAIN_AT_MOST: Duration = Duration::from_secs(1);
+
+pub struct Receiver(BatchReceiver);
+
+/// Binds `count` sockets to `listen`, sharing the port; says where.
+pub fn open(listen: &str, count: u16, rcvbuf: usize) -> Result<Vec<Receiver>, String> {
+    let address: SocketAddr = listen
+        .to_socket_addrs()
+        .map_err(|e| format!("--listen {listen}: {e}"))?
+        .next()
+        .ok_or_else(|| format!("--listen {listen}: no address"))?;
+    let first = udp::bind_shared(address).map_err(|e| format!("--listen {listen}: {e}"))?;
+    // Port 0 picks a port: the others join the one it got.
+    let local = first.local_addr().map_err(|e| e.to_string())?;
+    let mut sockets = vec![first];
+    for _ in 1..count {
+        sockets.push(udp::bind_shared(local).map_err(|e| format!("--listen {local} (--sockets): {e}"))?);
+    }
+    let mut granted = 0;
+    let receivers = sockets
+        .into_iter()
+        .map(|socket| {
+            socket.set_read_timeout(Some(Duration::from_millis(50))).map_err(|e| e.to_string())?;
+            granted = udp::set_receive_buffer(&socket, rcvbuf).map_err(|e| format!("--rcvbuf: {e}"))?;
+            udp::socket_drops(&socket).map_err(|e| format!("the kernel's drop count (SO_MEMINFO): {e}"))?;
+            Ok(Receiver(BatchReceiver::new(socket)))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let sockets = if count > 1 { format!(", {count} sockets") } else { String::new() };
+    eprintln!("collect: listening on {local} (receive buffer {granted} bytes{sockets})");
+    Ok(receivers)
+}
+
+/// A thread per receiver, each with its own books.
+pub fn spawn(
+    receivers: Vec<Receiver>,
+    shared: &Arc<Shared>,
+    how: &Arc<How>,
+) -> Vec<std::thread::JoinHandle<Result<(), String>>> {
+    receivers
+        .into_iter()
+        .zip(shared.books.iter().cloned())
+        .map(|(receiver, books)| {
+            let (shared, how) = (Arc::clone(shared), Arc::clone(how));
+            std::thread::spawn(move || {
+                let result = receive(receiver.0, &books, &shared, &how);
+                if result.is_err() {
+                    shared.quit.store(true, Ordering::Relaxed);
+                }
+                result
+            })
+        })
+        .collect()
+}
+
+fn receive(
+    mut receiver: BatchReceiver,
+    books: &Mutex<Books>,
+    shared: &Shared,
+    how: &How,
+) -> Result<(), String> {
+    let mut drops_read = Instant::now();
+    while !shared.quit.load(Ordering::Relaxed) {
+        receive_batch(&mut receiver, books, shared, how)?;
+        if drops_read.elapsed() >= DROPS_EVERY {
+            read_drops(receiver.socket(), books);
+            drops_read = Instant::now();
+        }
+    }
+    // What already arrived is read before the end (for at most a second):
+    // a stop loses no report the kernel holds.
+    receiver.socket().set_nonblocking(true).map_err(|e| e.to_string())?;
+    let draining = Instant::now();
+    while receive_batch(&mut receiver, books, shared, how)? > 0 && draining.elapsed() < DRAIN_AT_MOST {}
+    read_drops(receiver.socket(), books);
+    Ok(())
+}
+
+/// Takes one batch, if any came; returns the datagrams taken.
+fn receive_batch(
+    receiver: &mut BatchReceiver,
+    books: &Mutex<Books>,
+    shared: &Shared,
+    how: &How,
+) -> Result<usize, String> {
+    match receiver.receive() {
+        Ok(count) => {
+            let mut books = books.lock().map_err(|_| "a receiver's books were poisoned".to_string())?;
+            let mut reports = 0;
+            for datagram in receiver.datagrams() {
+                reports += take(&datagram, &mut books, how);
+            }
+            shared.reports.fetch_add(reports, Ordering::Relaxed);
+            Ok(count)
+        }
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock
+                    | std::io::ErrorKind::TimedOut
+                    | std::io::ErrorKind::Interrupted
+            ) =>
+        {
+            Ok(0)
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn read_drops(socket: &UdpSocket, books: &Mutex<Books>) {
+    if let (Ok(drops), Ok(mut books)) = (udp::socket_drops(socket), books.lock()) {
+        books.totals.kernel_drops = drops;
+    }
+}
+
+/// One datagram: a Telemetry Report 2.0 (by its version) or a 0.5 or
+/// Host-INT report, accounted, recorded and printed; refused by reason.
+/// Returns the reports it counts for.
+fn take(datagram: &Datagram<'_>, books: &mut Books, how: &How) -> u64 {
+    books.totals.received += 1;
+    let (payload, from) = (datagram.payload, datagram.from.unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0))));
+    if datagram.truncated {
+        books.totals.reports += 1;
+        refuse_longer_than_buffer(from, books, how.output);
+        return 1;
+    }
+    if payload.first().is_some_and(|byte| byte >> 4 == tr20::VERSION) {
+        return match tr20::Report::parse(payload)
+            .and_then(|report| super::tr20::check(&report).map(|n| (report, n)))
+        {
+            Ok((report, count)) => {
+                books.totals.reports += count as u64;
+                let missing = books.sender(from).account_22(report.group.sequence);
+                super::tr20::record(&report, &how.int21_domain, from, missing, books, how.output);
+                count as u64
+            }
+            Err(error) => {
+                books.totals.reports += 1;
+                refuse(&error, from, payload.len(), &mut books.totals, how.output);
+                1
+            }
+        };
+    }
+    books.totals.reports += 1;
+    let parsed = match report::parse(payload, how.sink_id) {
+        Ok(parsed) => parsed,
+        Err(error) => {
+            refuse(&error, from, payload.len(), &mut books.totals, how.output);
+            return 1;
+        }
+    };
+    let sequence = match &parsed {
+        Report::Latency(l) => l.header.sequence,
+        Report::DropSummary(d) => d.header.sequence,
+        Report::Tr05 { header, .. } => header.sequence,
+    };
+    let missing = books.sender(from).account(sequence);
+    if let Report::Tr05 { switch_local: Some(_), .. } = parsed {
+        // A sink's own TR 0.5 flow report reads as one; any other NProto 2
+        // report is printed as TR 0.5.
+        if let Ok(flow_report) = int_core::report::tr05_flow::FlowReport::parse(payload) {
+            super::tr05::record(&flow_report, from, missing, books, how.output);
+            return 1;
+        }
+    }
+    super::hostint::record(&parsed, from, missing, books, how.output);
+    1
+}
+
+/// A short reason for a refused report: what was wrong, and where.
+fn reason(error: &int_core::ParseError) -> String {
+    use int_core::ParseError as E;
+    let kind = match error {
+        E::Truncated { .. } => "truncated",
+        E::UnknownVersion { .. } => "unknown version",
+        E::UnknownType { .. } => "unknown type",
+        E::BadLength { .. } => "bad length",
+        E::StackMismatch { .. } | E::HopCountExceeded { .. } => "stack mismatch",
+        E::Reserved { .. } => "reserved bits",
+    };
+    format!("{}: {kind}", error.layer())
+}
+
+/// A refused datagram: counted by reason and said.
+fn refuse(error: &int_core::ParseError, from: SocketAddr, len: usize, totals: &mut Totals, output: Output) {
+    *totals.malformed.entry(reason(error)).or_default() += 1;
+    match output {
+        Output::Json => {
+            println!("{}", json!({"from": from.to_string(), "error": error.to_string(), "length": len}));
+        }
+        Output::Text => println!("From {from}: malformed report ({len} bytes): {error}"),
+        Output::Quiet => {}
+    }
+}
+
+/// A datagram longer than any report a sender writes at jumbo MTU.
+fn refuse_longer_than_buffer(from: SocketAddr, books: &mut Books, output: Output) {
+    let reason = format!("longer than {} bytes", udp::RECEIVE_BUFFER);
+    *books.totals.malformed.entry(reason.clone()).or_default() += 1;
+    match output {
+        Output::Json => println!("{}", json!({"from": from.to_string(), "error": reason})),
+        Output::Text => println!("From {from}: malformed report: {reason}"),
+        Output::Quiet => {}
+    }
+}

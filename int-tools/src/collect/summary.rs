@@ -1,0 +1,198 @@
+//! The collector's summary: totals, lost reports, and latency percentiles
+//! and packets lost over all flows and per flow, as text or one JSON line.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+
+use int_core::flow::FlowKey;
+use serde_json::{json, Value};
+
+use super::influx::Counts;
+use super::latency::{Latency, PERCENTILES};
+use super::ledger::{FlowSummary, Ledger};
+use super::sender::Sender;
+use super::{Books, Totals};
+
+/// At most this many flows in a text summary (the most reported); JSON
+/// has them all.
+const TEXT_FLOWS: usize = 50;
+
+/// Every receiver's books, merged.
+#[derive(Clone)]
+pub struct Snapshot {
+    pub ledger: Ledger,
+    pub senders: BTreeMap<SocketAddr, Sender>,
+    pub totals: Totals,
+}
+
+impl Snapshot {
+    pub fn of(books: &Books) -> Snapshot {
+        Snapshot {
+            ledger: books.ledger.clone(),
+            senders: books.senders.clone(),
+            totals: books.totals.clone(),
+        }
+    }
+
+    /// Merges snapshots; a sender's datagrams all reach one socket, so
+    /// senders never collide, but they are summed if they do.
+    pub fn merge(parts: impl Iterator<Item = Snapshot>) -> Snapshot {
+        let mut parts = parts;
+        let Some(mut all) = parts.next() else {
+            let started = std::time::Instant::now();
+            let limits = super::ledger::Limits { flows: 0, detailed: 0 };
+            return Snapshot {
+                ledger: Ledger::new(limits, started),
+                senders: BTreeMap::new(),
+                totals: Totals::default(),
+            };
+        };
+        for part in parts {
+            all.ledger.merge(&part.ledger);
+            for (address, sender) in part.senders {
+                let ours = all.senders.entry(address).or_default();
+                ours.lost_reports += sender.lost_reports;
+                ours.resyncs += sender.resyncs;
+                ours.late += sender.late;
+            }
+            all.totals.received += part.totals.received;
+            all.totals.reports += part.totals.reports;
+            all.totals.kernel_drops += part.totals.kernel_drops;
+            for (reason, count) in part.totals.malformed {
+                *all.totals.malformed.entry(reason).or_default() += count;
+            }
+        }
+        all
+    }
+
+    pub fn lost_reports(&self) -> u64 {
+        self.senders.values().map(|s| s.lost_reports).sum()
+    }
+}
+
+pub fn print(snapshot: &Snapshot, influx: Option<&Counts>, json_out: bool) {
+    if json_out {
+        println!("{}", json!({"summary": summary_json(snapshot, influx)}));
+    } else {
+        print_text(snapshot, influx);
+    }
+}
+
+fn summary_json(snapshot: &Snapshot, influx: Option<&Counts>) -> Value {
+    let (totals, senders) = (&snapshot.totals, &snapshot.senders);
+    let mut flows: Vec<_> = snapshot.ledger.flows.iter().collect();
+    flows.sort_by_key(|(key, _)| **key);
+    let flows: Vec<Value> = flows.into_iter().map(|(key, flow)| flow_json(key, flow)).collect();
+    let mut summary = json!({
+        "reports": totals.received, "malformed": totals.malformed(), "malformed_by_reason": totals.malformed,
+        "lost_reports": snapshot.lost_reports(),
+        "sequence_resyncs": senders.values().map(|s| s.resyncs).sum::<u64>(),
+        "late_reports": senders.values().map(|s| s.late).sum::<u64>(),
+        "kernel_drops": totals.kernel_drops,
+        "all_flows": latency_json(&snapshot.ledger.overall),
+        "untracked_observations": snapshot.ledger.untracked,
+        "flows": flows});
+    if let (Some(influx), Some(object)) = (influx, summary.as_object_mut()) {
+        object.insert("influx".into(), influx_json(influx));
+    }
+    summary
+}
+
+fn flow_json(key: &FlowKey, flow: &FlowSummary) -> Value {
+    let mut value = json!({"src": key.src.to_string(), "dst": key.dst.to_string(), "protocol": key.protocol,
+                           "src_port": key.src_port, "dst_port": key.dst_port});
+    if let (Some(object), Value::Object(latency)) = (value.as_object_mut(), latency_json(flow)) {
+        object.extend(latency);
+    }
+    value
+}
+
+/// Reports, extremes, mean, percentiles (null where not kept) and loss.
+fn latency_json(flow: &FlowSummary) -> Value {
+    let latency = &flow.latency;
+    let mut value = json!({"latency_reports": latency.count(), "latency_min_ns": latency.min(),
+                           "latency_avg_ns": latency.mean(), "latency_max_ns": latency.max()});
+    if let Some(object) = value.as_object_mut() {
+        for (name, q) in PERCENTILES {
+            object.insert(format!("latency_{name}_ns"), json!(latency.quantile(q)));
+        }
+        object.insert("lost_packets".into(), json!(flow.lost));
+    }
+    value
+}
+
+fn influx_json(influx: &Counts) -> Value {
+    json!({"written": influx.written.load(Ordering::Relaxed), "dropped": influx.dropped.load(Ordering::Relaxed),
+           "failed": influx.failed.load(Ordering::Relaxed), "retries": influx.retries.load(Ordering::Relaxed)})
+}
+
+fn print_text(snapshot: &Snapshot, influx: Option<&Counts>) {
+    let (totals, senders) = (&snapshot.totals, &snapshot.senders);
+    let resyncs: u64 = senders.values().map(|s| s.resyncs).sum();
+    let late: u64 = senders.values().map(|s| s.late).sum();
+    println!(
+        "== summary: {} report(s), {} malformed, {} lost (report sequence gaps) ==",
+        totals.received,
+        totals.malformed(),
+        snapshot.lost_reports()
+    );
+    if resyncs + late + totals.kernel_drops > 0 {
+        println!(
+            "   {resyncs} sequence resync(s), {late} late or duplicate report(s), {} dropped by the kernel (receive buffer full)",
+            totals.kernel_drops
+        );
+    }
+    for (reason, count) in &totals.malformed {
+        println!("   malformed: {reason}: {count}");
+    }
+    if let Some(influx) = influx {
+        let Value::Object(counts) = influx_json(influx) else { return };
+        let counts: Vec<String> = counts.iter().map(|(name, count)| format!("{count} {name}")).collect();
+        println!("   InfluxDB points: {}", counts.join(", "));
+    }
+    let ledger = &snapshot.ledger;
+    if ledger.flows.len() > 1 || ledger.untracked > 0 {
+        println!("  all flows: {}", describe(&ledger.overall));
+    }
+    let mut flows = ledger.flows_by_reports();
+    let more = flows.len().saturating_sub(TEXT_FLOWS);
+    flows.truncate(TEXT_FLOWS);
+    flows.sort_by_key(|(key, _)| **key);
+    for (key, flow) in flows {
+        println!("  {key}: {}", describe(flow));
+    }
+    if more > 0 {
+        println!("  ... and {more} more flow(s) (--json lists them all)");
+    }
+    if ledger.untracked > 0 {
+        println!(
+            "  {} observation(s) of flows beyond --max-flows, counted in all flows only",
+            ledger.untracked
+        );
+    }
+}
+
+/// "N latency report(s), latency min/avg/max a/b/c ns, p50/p90/p99/p99.9
+/// ... ns, M packet(s) lost".
+fn describe(flow: &FlowSummary) -> String {
+    let latency = &flow.latency;
+    let (Some(min), Some(mean), Some(max)) = (latency.min(), latency.mean(), latency.max()) else {
+        return format!("no latency report, {} packet(s) lost", flow.lost);
+    };
+    format!(
+        "{} latency report(s), latency min/avg/max {min}/{mean}/{max} ns{}, {} packet(s) lost",
+        latency.count(),
+        percentiles(latency),
+        flow.lost
+    )
+}
+
+fn percentiles(latency: &Latency) -> String {
+    let values: Option<Vec<String>> =
+        PERCENTILES.iter().map(|(_, q)| latency.quantile(*q).map(|v| v.to_string())).collect();
+    match values {
+        Some(values) => format!(", p50/p90/p99/p99.9 {} ns", values.join("/")),
+        None => String::new(),
+    }
+}

@@ -1,0 +1,169 @@
+//! Latency and loss over time, in a bounded number of buckets: when a run
+//! outgrows them, the bucket width doubles and neighbours merge, so a
+//! flow's history costs the same for a minute as for a week.
+
+/// At most this many buckets per timeline.
+const MAX_BUCKETS: usize = 512;
+
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Bucket {
+    pub reports: u64,
+    pub latency_sum: i128,
+    pub latency_min: i64,
+    pub latency_max: i64,
+    pub lost: u64,
+}
+
+impl Bucket {
+    pub fn mean(&self) -> Option<i64> {
+        (self.reports > 0).then(|| (self.latency_sum / i128::from(self.reports)) as i64)
+    }
+
+    fn add_latency(&mut self, ns: i64) {
+        if self.reports == 0 || ns < self.latency_min {
+            self.latency_min = ns;
+        }
+        if self.reports == 0 || ns > self.latency_max {
+            self.latency_max = ns;
+        }
+        self.reports += 1;
+        self.latency_sum += i128::from(ns);
+    }
+
+    fn merge(&mut self, other: &Bucket) {
+        if other.reports > 0 {
+            if self.reports == 0 || other.latency_min < self.latency_min {
+                self.latency_min = other.latency_min;
+            }
+            if self.reports == 0 || other.latency_max > self.latency_max {
+                self.latency_max = other.latency_max;
+            }
+        }
+        self.reports += other.reports;
+        self.latency_sum += other.latency_sum;
+        self.lost += other.lost;
+    }
+}
+
+/// Buckets of `width_ms` from the collector's start.
+#[derive(Debug, Clone)]
+pub struct Timeline {
+    width_ms: u64,
+    buckets: Vec<Bucket>,
+}
+
+impl Default for Timeline {
+    fn default() -> Self {
+        Timeline { width_ms: 1000, buckets: Vec::new() }
+    }
+}
+
+impl Timeline {
+    pub fn width_ms(&self) -> u64 {
+        self.width_ms
+    }
+
+    /// The buckets from the start; bucket `i` covers `[i, i+1) * width`.
+    pub fn buckets(&self) -> &[Bucket] {
+        &self.buckets
+    }
+
+    pub fn add_latency(&mut self, at_ms: u64, ns: i64) {
+        if let Some(bucket) = self.bucket(at_ms) {
+            bucket.add_latency(ns);
+        }
+    }
+
+    pub fn add_lost(&mut self, at_ms: u64, count: u64) {
+        if let Some(bucket) = self.bucket(at_ms) {
+            bucket.lost += count;
+        }
+    }
+
+    /// Adds another timeline of the same start (another receiver's).
+    pub fn merge(&mut self, other: &Timeline) {
+        let mut other = other.clone();
+        while other.width_ms < self.width_ms {
+            other.coarsen();
+        }
+        while self.width_ms < other.width_ms {
+            self.coarsen();
+        }
+        if self.buckets.len() < other.buckets.len() {
+            self.buckets.resize(other.buckets.len(), Bucket::default());
+        }
+        for (ours, theirs) in self.buckets.iter_mut().zip(&other.buckets) {
+            ours.merge(theirs);
+        }
+    }
+
+    fn bucket(&mut self, at_ms: u64) -> Option<&mut Bucket> {
+        while at_ms / self.width_ms >= MAX_BUCKETS as u64 {
+            self.coarsen();
+        }
+        let index = (at_ms / self.width_ms) as usize;
+        if self.buckets.len() <= index {
+            self.buckets.resize(index + 1, Bucket::default());
+        }
+        self.buckets.get_mut(index)
+    }
+
+    /// Doubles the width: each pair of buckets becomes one.
+    fn coarsen(&mut self) {
+        let merged = self
+            .buckets
+            .chunks(2)
+            .map(|pair| {
+                let mut bucket = Bucket::default();
+                pair.iter().for_each(|b| bucket.merge(b));
+                bucket
+            })
+            .collect();
+        self.buckets = merged;
+        self.width_ms *= 2;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A week of reports, one a minute, with a loss every hour: the
+    /// timeline stays within its buckets, nothing is lost in the
+    /// merging, and extremes survive.
+    #[test]
+    fn a_long_run_coarsens_without_losing_anything() {
+        let mut timeline = Timeline::default();
+        let minutes = 7 * 24 * 60u64;
+        for minute in 0..minutes {
+            timeline.add_latency(minute * 60_000, (minute % 100) as i64 - 10);
+            if minute % 60 == 0 {
+                timeline.add_lost(minute * 60_000 + 1, 3);
+            }
+        }
+        assert!(timeline.buckets().len() <= MAX_BUCKETS);
+        assert!(timeline.width_ms() > 1000);
+        let total = timeline.buckets().iter().fold(Bucket::default(), |mut all, b| {
+            all.merge(b);
+            all
+        });
+        assert_eq!(total.reports, minutes);
+        assert_eq!(total.lost, 3 * minutes.div_ceil(60));
+        assert_eq!((total.latency_min, total.latency_max), (-10, 89));
+        let sum: i128 = (0..minutes).map(|m| i128::from((m % 100) as i64 - 10)).sum();
+        assert_eq!(total.latency_sum, sum);
+    }
+
+    #[test]
+    fn timelines_of_different_widths_merge() {
+        let (mut short, mut long) = (Timeline::default(), Timeline::default());
+        short.add_latency(500, 7);
+        long.add_latency(600_000, 9);
+        long.add_lost(1_500, 2);
+        short.merge(&long);
+        assert_eq!(short.width_ms(), long.width_ms());
+        let first = short.buckets()[0];
+        assert_eq!((first.reports, first.lost, first.latency_min), (1, 2, 7));
+        assert_eq!(short.buckets().iter().map(|b| b.reports).sum::<u64>(), 2);
+    }
+}

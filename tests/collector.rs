@@ -1,0 +1,262 @@
+//! The collector's views of a real sink's reports: latency percentiles
+//! that agree with the reports it printed, a plot, and every observation
+//! written to a real InfluxDB server (Debian's influxdb package, 1.x)
+//! started and stopped here, then read back with its query language.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::collector::start_collector;
+use common::*;
+
+const INFLUXD: &str = "/usr/bin/influxd";
+
+/// A recorded link: 3 UDP flows, one-way latency 100 µs plus up to 400 µs
+/// of jitter, 1% of INT packets lost.
+fn jittery_link(dir: &Path, packets: usize) {
+    let packets = packets.to_string();
+    int_tools(
+        dir,
+        &[
+            "gen",
+            "--out",
+            "link.pcap",
+            "--packets",
+            &packets,
+            "--flows",
+            "3",
+            "--proto",
+            "udp",
+            "--sizes",
+            "128",
+            "--instrument",
+            "hostint",
+            "--latency-us",
+            "100",
+            "--jitter-us",
+            "400",
+            "--loss",
+            "0.01",
+            "--seed",
+            "5",
+        ],
+    );
+}
+
+/// A sink on `link.pcap`, clocked by capture times, reporting every
+/// latency change, with no report rate limit, to `collector`.
+fn run_sink(dir: &Path, collector: &str) {
+    let extra = format!(
+        "    clock: rx-timestamp
+    sink:
+      latency: {{mode: absolute, threshold_ns: 1}}
+      loss: {{timeout_ms: 100, sweep_ms: 50}}
+export: {{collector: '{collector}', rate_limit: 0}}
+"
+    );
+    run_node(dir, &node_config("sink", "link.pcap", "out.pcap", &extra, None));
+}
+
+/// Lets the last reports arrive, then stops the collector as an operator
+/// would (SIGINT).
+fn stop_after_a_moment(child: &Child) {
+    std::thread::sleep(Duration::from_millis(500));
+    Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+}
+
+/// Reads the collector's output as it comes (a full pipe would hold it
+/// up); `lines_of` gets it once the collector ended.
+fn read_output(child: &mut Child) -> std::thread::JoinHandle<String> {
+    let mut stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        stdout.read_to_string(&mut text).unwrap();
+        text
+    })
+}
+
+/// The collector's JSON lines, the summary last.
+fn lines_of(mut child: Child, output: std::thread::JoinHandle<String>) -> Vec<serde_json::Value> {
+    assert!(child.wait().unwrap().success());
+    output.join().unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// The `q` quantile of sorted values: the smallest value that `q` of
+/// them are at or below.
+fn exact_quantile(sorted: &[i64], q: f64) -> i64 {
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+/// The summary's percentiles, over all flows and per flow, are those of
+/// the latency reports the collector printed, to the histograms'
+/// resolution (0.1% over all flows, 1% per flow); the spread is the
+/// link's; the plot is a PNG of the size drawn.
+#[test]
+fn percentiles_agree_with_the_reports_and_a_plot_is_drawn() {
+    let dir = workdir("collector-percentiles");
+    jittery_link(&dir, 6000);
+    let plot = dir.join("latency.png");
+    let (mut child, listen) = start_collector(
+        &tools_bin(),
+        &["--duration", "30", "--plot", plot.to_str().unwrap(), "--sockets", "2"],
+    );
+    let output = read_output(&mut child);
+    run_sink(&dir, &listen);
+    stop_after_a_moment(&child);
+    let lines = lines_of(child, output);
+    let summary = &lines.last().unwrap()["summary"];
+    let mut all: Vec<i64> = Vec::new();
+    let mut by_port: std::collections::BTreeMap<u64, Vec<i64>> = Default::default();
+    for line in lines.iter().filter(|l| l["type"] == "latency") {
+        let ns = line["latency_ns"].as_i64().unwrap();
+        all.push(ns);
+        by_port.entry(line["src_port"].as_u64().unwrap()).or_default().push(ns);
+    }
+    assert!(all.len() > 3000, "a report for most packets: {}", all.len());
+    all.sort_unstable();
+    let overall = &summary["all_flows"];
+    assert_eq!(overall["latency_reports"], all.len());
+    for (name, q, digits) in [("p50", 0.5, 3), ("p90", 0.9, 3), ("p99", 0.99, 3), ("p99_9", 0.999, 3)] {
+        let (got, want) = (overall[format!("latency_{name}_ns")].as_i64().unwrap(), exact_quantile(&all, q));
+        assert!(
+            (got - want).abs() as f64 <= want as f64 * 10f64.powi(-digits) * 1.01,
+            "{name}: {got} vs {want}"
+        );
+    }
+    // The link's spread: uniform from 100 to 500 µs.
+    let p50 = overall["latency_p50_ns"].as_f64().unwrap();
+    assert!((280_000.0..320_000.0).contains(&p50), "{p50}");
+    assert_eq!(summary["flows"].as_array().unwrap().len(), 3);
+    for flow in summary["flows"].as_array().unwrap() {
+        let mut values = by_port[&flow["src_port"].as_u64().unwrap()].clone();
+        values.sort_unstable();
+        for (name, q) in [("p50", 0.5), ("p99", 0.99)] {
+            let (got, want) =
+                (flow[format!("latency_{name}_ns")].as_i64().unwrap(), exact_quantile(&values, q));
+            assert!((got - want).abs() as f64 <= want as f64 * 0.0101, "{name}: {got} vs {want}");
+        }
+        assert_eq!(flow["latency_min_ns"], values[0]);
+        assert_eq!(flow["latency_max_ns"], *values.last().unwrap());
+    }
+    let lost: u64 =
+        lines.iter().filter(|l| l["type"] == "drop-summary").map(|l| l["gap_count"].as_u64().unwrap()).sum();
+    assert!(lost > 0);
+    assert_eq!(overall["lost_packets"], lost);
+    let png = std::fs::read(&plot).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    let (width, height) = (
+        u32::from_be_bytes(png[16..20].try_into().unwrap()),
+        u32::from_be_bytes(png[20..24].try_into().unwrap()),
+    );
+    assert_eq!((width, height), (1200, 900));
+}
+
+/// A port nobody listens on now.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// InfluxDB 1.x, its files in `dir`, on loopback; returns it once it
+/// answers /ping.
+fn start_influxd(dir: &Path, port: u16) -> Child {
+    let config = format!(
+        "reporting-disabled = true\nbind-address = \"127.0.0.1:{rpc}\"\n[meta]\n  dir = \"{d}/meta\"\n[data]\n  dir = \"{d}/data\"\n  wal-dir = \"{d}/wal\"\n[http]\n  bind-address = \"127.0.0.1:{port}\"\n  log-enabled = false\n",
+        rpc = free_port(),
+        d = dir.display()
+    );
+    std::fs::write(dir.join("influxdb.conf"), config).unwrap();
+    let mut child = Command::new(INFLUXD)
+        .args(["run", "-config", "influxdb.conf"])
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while http(port, "GET", "/ping", "").is_none_or(|(status, _)| status != 204) {
+        if started.elapsed() > Duration::from_secs(30) || child.try_wait().unwrap().is_some() {
+            let _ = child.kill();
+            panic!("influxd did not answer /ping on port {port}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child
+}
+
+/// One request to 127.0.0.1:port: the status and the body.
+fn http(port: u16, method: &str, path: &str, body: &str) -> Option<(u16, String)> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    let status = response.get(9..12)?.parse().ok()?;
+    Some((status, response.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default()))
+}
+
+/// An InfluxQL query's first series' values.
+fn influx_query(port: u16, query: &str) -> serde_json::Value {
+    let body = format!("db=int&q={}", query.replace(' ', "+").replace('=', "%3D").replace('\'', "%27"));
+    let (status, text) = http(port, "POST", "/query", &body).expect("influxd answers");
+    assert_eq!(status, 200, "{text}");
+    // Chunked or not, the JSON lies between the first { and the last }.
+    let json: serde_json::Value =
+        serde_json::from_str(&text[text.find('{').unwrap()..=text.rfind('}').unwrap()]).unwrap();
+    json["results"][0]["series"][0]["values"].clone()
+}
+
+/// Every latency and loss observation the collector counted is a point in
+/// InfluxDB, tagged with its flow and nodes; the sums agree.
+#[test]
+fn collector_writes_every_observation_to_a_real_influxdb() {
+    if !Path::new(INFLUXD).exists() {
+        eprintln!("skipped: {INFLUXD} missing (apt-get install influxdb; scripts/install-deps.sh does)");
+        return;
+    }
+    let dir = workdir("collector-influx");
+    jittery_link(&dir, 3000);
+    let port = free_port();
+    let mut influxd = start_influxd(&dir, port);
+    let (status, text) = http(port, "POST", "/query", "q=CREATE+DATABASE+int").unwrap();
+    assert_eq!(status, 200, "{text}");
+    let url = format!("http://127.0.0.1:{port}");
+    let (mut child, listen) =
+        start_collector(&tools_bin(), &["--duration", "30", "--influx", &url, "--quiet"]);
+    let output = read_output(&mut child);
+    run_sink(&dir, &listen);
+    stop_after_a_moment(&child);
+    let summary = lines_of(child, output).last().unwrap()["summary"].clone();
+    let latency_count = influx_query(port, "SELECT count(latency_ns) FROM int_latency");
+    let latency_sum = influx_query(port, "SELECT sum(latency_ns) FROM int_latency");
+    let lost = influx_query(port, "SELECT sum(lost) FROM int_loss");
+    let loss_count = influx_query(port, "SELECT count(lost) FROM int_loss");
+    let ports = influx_query(port, "SHOW TAG VALUES FROM int_latency WITH KEY = src_port");
+    let nodes = influx_query(port, "SHOW TAG VALUES FROM int_latency WITH KEY = sink_node");
+    let _ = influxd.kill();
+    let _ = influxd.wait();
+    let overall = &summary["all_flows"];
+    let reports = overall["latency_reports"].as_u64().unwrap();
+    assert!(reports > 1000, "{summary}");
+    let loss_points = loss_count[0][1].as_u64().unwrap();
+    assert_eq!(summary["influx"]["written"].as_u64().unwrap(), reports + loss_points, "{summary}");
+    assert_eq!(summary["influx"]["dropped"], 0);
+    assert_eq!(latency_count[0][1], reports, "{latency_count}");
+    let mean = overall["latency_avg_ns"].as_i64().unwrap();
+    let stored_mean = latency_sum[0][1].as_i64().unwrap() / reports as i64;
+    assert!((stored_mean - mean).abs() <= 1, "{stored_mean} vs {mean}");
+    assert_eq!(lost[0][1], overall["lost_packets"], "{lost}");
+    assert_eq!(ports.as_array().unwrap().len(), 3, "{ports}");
+    assert_eq!(nodes[0][1], (0x0a00_0002u32).to_string(), "{nodes}");
+}
