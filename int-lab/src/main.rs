@@ -1,8 +1,10 @@
 //! int-lab: test equipment for int-node, not part of a deployment. `lab`
 //! brings up a network-namespace lab around int-node processes and checks
-//! what their reports say; `send` is the lab's kernel UDP traffic source.
+//! what their reports say; `send` is the lab's kernel UDP traffic source;
+//! `replay-reports` loads a collector.
 
 mod lab;
+mod replay_reports;
 mod send;
 
 use std::process::ExitCode;
@@ -22,6 +24,8 @@ enum Command {
     Lab(lab::LabArgs),
     /// Send UDP traffic at a steady rate (one flow) through the kernel.
     Send(send::SendArgs),
+    /// Replay recorded report datagrams at a collector, as fast as it goes.
+    ReplayReports(replay_reports::ReplayReportsArgs),
 }
 
 fn main() -> ExitCode {
@@ -29,6 +33,7 @@ fn main() -> ExitCode {
     let result = match Cli::parse().command {
         Command::Lab(args) => lab::run(&args),
         Command::Send(args) => send::run(&args),
+        Command::ReplayReports(args) => replay_reports::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -6,6 +6,8 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
+use foldhash::fast::RandomState;
+
 use int_core::flow::FlowKey;
 
 use super::influx;
@@ -90,12 +92,16 @@ pub struct Limits {
 
 #[derive(Debug, Clone)]
 pub struct Ledger {
-    pub flows: HashMap<FlowKey, FlowSummary>,
+    /// foldhash, randomly seeded: fast, and flow keys a sender chooses
+    /// cannot be made to collide on purpose without the seed.
+    pub flows: HashMap<FlowKey, FlowSummary, RandomState>,
     pub overall: FlowSummary,
     /// Observations of flows beyond [`Limits::flows`].
     pub untracked: u64,
     limits: Limits,
     started: Instant,
+    /// When the current batch arrived, ms from the start.
+    now_ms: u64,
 }
 
 impl Ledger {
@@ -105,12 +111,17 @@ impl Ledger {
             lost: 0,
             timeline: Some(Timeline::default()),
         };
-        Ledger { flows: HashMap::new(), overall, untracked: 0, limits, started }
+        Ledger { flows: HashMap::default(), overall, untracked: 0, limits, started, now_ms: 0 }
+    }
+
+    /// Reads the clock once for the batch of reports that just arrived.
+    pub fn tick(&mut self) {
+        self.now_ms = self.started.elapsed().as_millis() as u64;
     }
 
     /// Books one observation, and queues it for InfluxDB.
     pub fn observe(&mut self, observed: &Observed, influx: Option<&influx::Queue>) {
-        let at_ms = self.started.elapsed().as_millis() as u64;
+        let at_ms = self.now_ms;
         let detailed = self.flows.len() < self.limits.detailed;
         let known = self.flows.contains_key(&observed.flow);
         let flow = if known || self.flows.len() < self.limits.flows {

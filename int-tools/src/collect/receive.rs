@@ -104,6 +104,7 @@ fn receive_batch(
     match receiver.receive() {
         Ok(count) => {
             let mut books = books.lock().map_err(|_| "a receiver's books were poisoned".to_string())?;
+            books.ledger.tick();
             let mut reports = 0;
             for datagram in receiver.datagrams() {
                 reports += take(&datagram, &mut books, how);

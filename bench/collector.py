@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""The collector benchmark: reports per second that one `int-tools collect`
+takes from several senders on this machine.
+
+1. Records real reports: a sink (int-node, pcap replay of a link with
+   jitter and 1% loss, every latency change reported) sends its Host-INT
+   latency and Drop-Summary reports to a socket here; their payloads are
+   kept.
+2. For each socket count asked: `collect --quiet --sockets N` listens;
+   `int-lab replay-reports` replays the recorded payloads from several
+   senders (threads with sockets of their own, 64 datagrams per system
+   call, each numbering its reports as one sink would) for some seconds;
+   the collector's summary says what it took, what the kernel dropped, and
+   what the senders' sequence gaps say was lost.
+
+Collector and senders share this machine's cores: the figure is what one
+collector takes while its load is made beside it. Writes
+bench/results/collector.json and prints a markdown table.
+"""
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NODE = os.path.join(ROOT, "target", "release", "int-node")
+TOOLS = os.path.join(ROOT, "target", "release", "int-tools")
+LAB = os.path.join(ROOT, "target", "release", "int-lab")
+RESULTS = os.path.join(ROOT, "bench", "results")
+EAL = ["--no-huge", "-m", "512", "--no-pci", "--no-shconf", "-l", "0-1", "--log-level", "lib.eal:error",
+       "--no-telemetry", "--file-prefix", "int-node-collector-bench"]
+
+
+def record_reports(work, count):
+    """A sink's reports, as hex payloads, one per line."""
+    subprocess.run([TOOLS, "gen", "--out", "link.pcap", "--packets", str(count), "--flows", "64", "--proto", "udp",
+                    "--sizes", "128", "--instrument", "hostint", "--latency-us", "100", "--jitter-us", "400",
+                    "--loss", "0.01", "--seed", "9"], cwd=work, check=True, capture_output=True)
+    catcher = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    catcher.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 20)
+    catcher.bind(("127.0.0.1", 0))
+    config = {
+        "node_id": "10.0.0.2", "eal": EAL,
+        "ports": [{"name": "in", "device": "net_pcap0,rx_pcap=link.pcap", "int_port": 2},
+                  {"name": "out", "device": "net_null0,no-rx=1"}],
+        "pipelines": [{"name": "sink", "role": "sink", "lcore": 1, "rx": {"port": "in"}, "tx": {"port": "out"},
+                       "clock": "rx-timestamp",
+                       "sink": {"latency": {"mode": "absolute", "threshold_ns": 1},
+                                "loss": {"timeout_ms": 100, "sweep_ms": 50}}}],
+        "export": {"collector": f"127.0.0.1:{catcher.getsockname()[1]}", "rate_limit": 0, "pace": 0,
+                   "ring_size": 65536},
+    }
+    with open(os.path.join(work, "sink.yaml"), "w") as f:
+        json.dump(config, f)
+    subprocess.run([NODE, "run", "--config", "sink.yaml", "--exit-on-idle", "500", "--log", "warn"], cwd=work,
+                   check=True, capture_output=True)
+    catcher.settimeout(0.5)
+    payloads = []
+    try:
+        while True:
+            payloads.append(catcher.recv(65536).hex())
+    except socket.timeout:
+        pass
+    path = os.path.join(work, "reports.hex")
+    with open(path, "w") as f:
+        f.write("\n".join(payloads) + "\n")
+    return path, len(payloads)
+
+
+def run_case(payloads, sockets, senders, seconds):
+    collect = subprocess.Popen([TOOLS, "collect", "--listen", "127.0.0.1:0", "--quiet", "--json", "--interval", "0",
+                                "--sockets", str(sockets), "--rcvbuf", str(32 << 20)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = collect.stderr.readline()
+    port = int(line.split("listening on ")[1].split(" ")[0].rsplit(":", 1)[1])
+    sent = json.loads(subprocess.run([LAB, "replay-reports", "--to", f"127.0.0.1:{port}", "--payloads", payloads,
+                                      "--senders", str(senders), "--seconds", str(seconds)],
+                                     check=True, capture_output=True, text=True).stdout)
+    time.sleep(0.3)
+    collect.send_signal(2)
+    out, _ = collect.communicate(timeout=30)
+    summary = json.loads(out.strip().splitlines()[-1])["summary"]
+    return {"sockets": sockets, "senders": senders, "seconds": sent["seconds"], "sent": sent["sent"],
+            "received": summary["reports"], "received_per_s": round(summary["reports"] / sent["seconds"]),
+            "kernel_drops": summary["kernel_drops"], "lost_reports": summary["lost_reports"],
+            "malformed": summary["malformed"], "latency_reports": summary["all_flows"]["latency_reports"]}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sockets", default="1,2")
+    parser.add_argument("--senders", type=int, default=2)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    subprocess.run(["cargo", "build", "--release", "--locked", "-p", "int-node", "-p", "int-tools", "-p", "int-lab"],
+                   cwd=ROOT, check=True)
+    work = tempfile.mkdtemp(prefix="int-collector-bench-")
+    payloads, recorded = record_reports(work, 20000)
+    print(f"recorded {recorded} reports of a sink", file=sys.stderr)
+    results = []
+    for _ in range(args.repeat):
+        for sockets in [int(s) for s in args.sockets.split(",")]:
+            result = run_case(payloads, sockets, args.senders, args.seconds)
+            print(json.dumps(result), file=sys.stderr)
+            results.append(result)
+    os.makedirs(RESULTS, exist_ok=True)
+    with open(os.path.join(RESULTS, "collector.json"), "w") as f:
+        json.dump({"cpus": os.cpu_count(), "recorded_reports": recorded, "runs": results}, f, indent=1)
+    print("| sockets | senders | received reports/s (median, min-max) | kernel drops (median share) |")
+    print("|---|---|---|---|")
+    for sockets in sorted({r["sockets"] for r in results}):
+        runs = [r for r in results if r["sockets"] == sockets]
+        rates = sorted(r["received_per_s"] for r in runs)
+        drops = sorted(r["kernel_drops"] / max(r["sent"], 1) for r in runs)
+        print(f"| {sockets} | {args.senders} | {rates[len(rates) // 2] / 1e6:.2f}M ({rates[0] / 1e6:.2f}-{rates[-1] / 1e6:.2f}) "
+              f"| {100 * drops[len(drops) // 2]:.1f}% |")
+
+
+if __name__ == "__main__":
+    main()

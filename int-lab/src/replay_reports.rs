@@ -1,0 +1,100 @@
+//! `int-lab replay-reports`: a collector's load. Replays recorded report
+//! datagrams (one hex payload per line, e.g. a sink's reports caught on a
+//! socket) from several senders as fast as the kernel takes them, 64 per
+//! system call. Each sender numbers its reports 1, 2, 3... in the Telemetry
+//! Report 0.5 header's Sequence Number (bytes 4-7), as one sink would, so
+//! the collector sees whole sequences, not duplicates.
+
+use std::net::UdpSocket;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use int_os::udp::{BatchSender, BATCH};
+
+#[derive(Debug, Args)]
+pub struct ReplayReportsArgs {
+    /// The collector's ADDR:PORT.
+    #[arg(long)]
+    pub to: String,
+    /// Report payloads, one hex string per line.
+    #[arg(long)]
+    pub payloads: std::path::PathBuf,
+    /// Senders, each a thread with a socket of its own.
+    #[arg(long, default_value_t = 2)]
+    pub senders: u16,
+    #[arg(long, default_value_t = 5.0)]
+    pub seconds: f64,
+}
+
+/// Where the Telemetry Report 0.5 header keeps its sequence number.
+const SEQUENCE: std::ops::Range<usize> = 4..8;
+
+pub fn run(args: &ReplayReportsArgs) -> Result<(), String> {
+    let payloads = Arc::new(read_payloads(&args.payloads)?);
+    let stop = Arc::new(AtomicBool::new(false));
+    let started = Instant::now();
+    let senders: Vec<_> = (0..args.senders)
+        .map(|_| {
+            let socket = UdpSocket::bind("0.0.0.0:0").map_err(|e| e.to_string())?;
+            socket.connect(&args.to).map_err(|e| format!("--to {}: {e}", args.to))?;
+            let (payloads, stop) = (Arc::clone(&payloads), Arc::clone(&stop));
+            Ok(std::thread::spawn(move || send(socket, payloads, &stop)))
+        })
+        .collect::<Result<_, String>>()?;
+    std::thread::sleep(Duration::from_secs_f64(args.seconds));
+    stop.store(true, Ordering::Relaxed);
+    let sent: u64 = senders.into_iter().map(|s| s.join().unwrap_or(0)).sum();
+    let seconds = started.elapsed().as_secs_f64();
+    println!(
+        "{{\"sent\": {sent}, \"seconds\": {seconds:.3}, \"per_second\": {:.0}, \"senders\": {}}}",
+        sent as f64 / seconds,
+        args.senders
+    );
+    Ok(())
+}
+
+fn read_payloads(path: &std::path::Path) -> Result<Vec<Vec<u8>>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let payloads: Vec<Vec<u8>> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|line| {
+            let line = line.trim();
+            (0..line.len())
+                .step_by(2)
+                .map(|i| line.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()))
+                .collect::<Option<Vec<u8>>>()
+                .filter(|p| p.len() >= SEQUENCE.end)
+                .ok_or_else(|| format!("{}: {line:?} is no hex report payload", path.display()))
+        })
+        .collect::<Result<_, String>>()?;
+    if payloads.is_empty() {
+        return Err(format!("{}: no payload", path.display()));
+    }
+    Ok(payloads)
+}
+
+/// Sends until `stop`; returns the datagrams the kernel took.
+fn send(socket: UdpSocket, payloads: Arc<Vec<Vec<u8>>>, stop: &AtomicBool) -> u64 {
+    let mut sender = BatchSender::new(socket);
+    let mut slots: Vec<Vec<u8>> = vec![Vec::new(); BATCH];
+    let (mut sequence, mut next, mut sent) = (0u32, 0usize, 0u64);
+    while !stop.load(Ordering::Relaxed) {
+        for slot in &mut slots {
+            slot.clear();
+            slot.extend_from_slice(payloads.get(next).map_or(&[][..], |p| p.as_slice()));
+            sequence = sequence.wrapping_add(1);
+            if let Some(field) = slot.get_mut(SEQUENCE) {
+                field.copy_from_slice(&sequence.to_be_bytes());
+            }
+            next = (next + 1) % payloads.len();
+        }
+        let batch: Vec<&[u8]> = slots.iter().map(Vec::as_slice).collect();
+        // What the kernel refuses is not sent again: the numbers it
+        // carried count as lost reports at the collector, as they would.
+        sent += sender.send(&batch) as u64;
+    }
+    sent
+}
