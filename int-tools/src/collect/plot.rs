@@ -1,7 +1,8 @@
 //! `collect --plot FILE.png`: one picture of a run. Above, one-way latency
 //! over time: the mean over all flows between its minimum and maximum, and
-//! the mean of the most reported flows. Below, the packets lost per flow,
-//! the most lossy first.
+//! the mean of the most reported flows, one point per timeline bucket (a
+//! short run may have a single one). Below, the packets lost per flow, the
+//! most lossy first.
 
 use std::path::Path;
 
@@ -88,16 +89,16 @@ fn latency_over_time(
         .draw_series(LineSeries::new(minimum, grey))?
         .label("all flows: min and max")
         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], grey));
-    chart.draw_series(LineSeries::new(maximum, grey))?;
+    chart.draw_series(LineSeries::new(maximum, grey).point_size(2))?;
     chart
-        .draw_series(LineSeries::new(mean, BLACK.stroke_width(2)))?
+        .draw_series(LineSeries::new(mean, BLACK.stroke_width(2)).point_size(3))?
         .label("all flows: mean")
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.stroke_width(2)));
     for (i, (key, flow)) in flows.into_iter().enumerate() {
         let colour = Palette99::pick(i).to_rgba();
         let series = points(flow.timeline.as_ref().unwrap_or(&Timeline::default()), |b| b.mean());
         chart
-            .draw_series(LineSeries::new(series, colour))?
+            .draw_series(LineSeries::new(series, colour).point_size(2))?
             .label(format!("{key}: mean"))
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], colour));
     }
