@@ -37,8 +37,13 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            let options =
-                node::RunOptions { duration, exit_on_idle_ms: exit_on_idle, stats_json, eal_override: eal };
+            let options = node::RunOptions {
+                duration,
+                exit_on_idle_ms: exit_on_idle,
+                stats_json,
+                eal_override: eal,
+                config_path: Some(config.clone()),
+            };
             match node::run(&parsed, &options) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(error) => {

@@ -37,6 +37,8 @@ counters! {
     generated,
     // the lcore's clock
     clock_steps_back,
+    // reloads: new settings (a watchlist, report settings) taken in
+    settings_updates,
     // source
     instrumented,
     instrumented_in_tunnel,

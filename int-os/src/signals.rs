@@ -3,6 +3,25 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 static STOP_REQUESTED: AtomicBool = AtomicBool::new(false);
+static RELOAD_REQUESTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_reload_signal(_: libc::c_int) {
+    RELOAD_REQUESTED.store(true, Ordering::SeqCst);
+}
+
+/// From now on SIGHUP does not end the process: it asks for a reload,
+/// which [`take_reload_request`] answers once.
+pub fn catch_reload_signal() {
+    let handler = on_reload_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    // SAFETY: installing a handler is sound; this one only stores to an
+    // atomic, which is async-signal-safe.
+    unsafe { libc::signal(libc::SIGHUP, handler) };
+}
+
+/// Whether SIGHUP came since the last call (or [`catch_reload_signal`]).
+pub fn take_reload_request() -> bool {
+    RELOAD_REQUESTED.swap(false, Ordering::SeqCst)
+}
 
 extern "C" fn on_stop_signal(_: libc::c_int) {
     STOP_REQUESTED.store(true, Ordering::SeqCst);

@@ -9,6 +9,7 @@ mod eal;
 mod model;
 mod pipeline;
 mod raw;
+pub mod reload;
 mod settings;
 mod validate;
 

@@ -19,6 +19,7 @@ use crate::dpdk::lcore::{self, LcoreId};
 use crate::dpdk::DpdkError;
 use crate::pipeline::export::Exporter;
 use crate::pipeline::factory;
+use crate::pipeline::reload::Outbox;
 use crate::pipeline::{run_worker, Pipeline};
 use crate::stats::{Counter, SharedCounters};
 use ports::Ports;
@@ -30,6 +31,8 @@ pub struct RunOptions {
     pub stats_json: Option<PathBuf>,
     /// EAL arguments that replace the config's `eal` list.
     pub eal_override: Vec<String>,
+    /// The config file, read again on SIGHUP.
+    pub config_path: Option<PathBuf>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -44,6 +47,9 @@ pub enum RunError {
 
 pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
     int_os::signals::catch_stop_signals();
+    if options.config_path.is_some() {
+        int_os::signals::catch_reload_signal();
+    }
     let base = if options.eal_override.is_empty() { &config.eal } else { &options.eal_override };
     let mut args = vec![String::from("int-node")];
     args.extend(config.eal_args(base));
@@ -51,6 +57,13 @@ pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
     let eal = Eal::init(&args)?;
     check_workers(config)?;
     let mut node = Node::start(config)?;
+    if let Some(path) = &options.config_path {
+        // The text the running settings came from: a reload is compared
+        // with it.
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        node.reloads =
+            Some(Reloads { path: path.clone(), text, outboxes: std::mem::take(&mut node.outboxes) });
+    }
     node.serve(config, options);
     let summary = node.stop(config);
     summary.print();
@@ -86,6 +99,17 @@ struct Node {
     launched: Vec<LcoreId>,
     helpers: Vec<std::thread::JoinHandle<()>>,
     started: Instant,
+    /// The main lcore's ends of the pipelines' mailboxes.
+    outboxes: Vec<(String, Outbox)>,
+    reloads: Option<Reloads>,
+}
+
+/// What a reload needs: the file, the text the running settings came
+/// from, the pipelines' mailboxes.
+struct Reloads {
+    path: PathBuf,
+    text: String,
+    outboxes: Vec<(String, Outbox)>,
 }
 
 impl Node {
@@ -102,6 +126,8 @@ impl Node {
             launched: Vec::new(),
             helpers: Vec::new(),
             started: Instant::now(),
+            outboxes: built.outboxes,
+            reloads: None,
         };
         if let Some(addr) = config.metrics {
             let serve = crate::metrics::endpoint(addr, node.counters.clone(), Arc::clone(&node.quit))
@@ -148,6 +174,11 @@ impl Node {
             let exported = self.exporter.as_mut().map_or(0, |e| e.drain(4096));
             if exported == 0 {
                 std::thread::sleep(Duration::from_micros(500));
+            }
+            if int_os::signals::take_reload_request() {
+                if let Some(reloads) = self.reloads.as_mut() {
+                    reloads.reload();
+                }
             }
             let now = Instant::now();
             idle.observe(self.counters.iter().map(|(_, c)| c.get(Counter::rx_packets)).sum(), now);
@@ -262,5 +293,44 @@ impl IntervalPrinter {
                 .collect();
             log::info!("{name}: {rate:.3} Mpps rx={rx} {}", values.join(" "));
         }
+    }
+}
+
+impl Reloads {
+    /// Reads the config file again and hands each pipeline its new
+    /// reloadable settings; a config that is invalid, or that changes
+    /// what needs a restart, is refused whole and the running settings
+    /// stay.
+    fn reload(&mut self) {
+        let path = self.path.display().to_string();
+        log::info!("reload: reading {path} (SIGHUP)");
+        let text = match std::fs::read_to_string(&self.path) {
+            Ok(text) => text,
+            Err(error) => return log::error!("reload refused: {path}: {error}; the running settings stay"),
+        };
+        let config = match crate::config::parse(&text) {
+            Ok(config) => config,
+            Err(error) => {
+                return log::error!("reload refused: {path} is invalid; the running settings stay\n{error}");
+            }
+        };
+        let restart = crate::config::reload::restart_needed(&self.text, &text);
+        if !restart.is_empty() {
+            return log::error!(
+                "reload refused: {} changed, which needs a restart (a reload changes only pipelines[].source.watchlist, pipelines[].sink.latency and export.rate_limit); the running settings stay",
+                restart.join(", ")
+            );
+        }
+        let mut posted = 0;
+        for (name, update) in crate::pipeline::reload::updates(&config) {
+            let Some((_, outbox)) = self.outboxes.iter_mut().find(|(n, _)| *n == name) else { continue };
+            if outbox.post(update) {
+                posted += 1;
+            } else {
+                log::warn!("reload: pipeline {name} has not taken the earlier settings; this one is dropped");
+            }
+        }
+        self.text = text;
+        log::info!("reload: new settings posted to {posted} pipeline(s)");
     }
 }

@@ -42,6 +42,9 @@ pub struct Built {
     pub counters: Vec<(String, Arc<SharedCounters>)>,
     /// The exporter's ends of the sinks' report rings.
     pub reports: Vec<ReportReceiver>,
+    /// Each pipeline's name and the main lcore's end of its mailbox for
+    /// reloaded settings.
+    pub outboxes: Vec<(String, super::reload::Outbox)>,
     /// Lab equipment: the impair stages' live settings and their files.
     #[cfg(feature = "lab")]
     pub impair_controls: Vec<(String, Arc<super::impair::ImpairControl>)>,
@@ -65,12 +68,15 @@ pub fn build(config: &Config, ports: &Ports) -> Result<Built, RunError> {
             name(p.tx.port),
             p.tx.queue
         );
+        let (outbox, inbox) = super::reload::mailbox();
+        built.outboxes.push((p.name.clone(), outbox));
         built.by_lcore.entry(p.lcore).or_default().push(Pipeline {
             rx: (ports.id(p.rx.port)?, QueueId(p.rx.queue)),
             tx: (ports.id(p.tx.port)?, QueueId(p.tx.queue)),
             stage,
             counters: Default::default(),
             shared: counters,
+            inbox,
         });
     }
     Ok(built)

@@ -8,6 +8,7 @@ pub mod generate;
 #[cfg(feature = "lab")]
 pub mod impair;
 pub mod reference;
+pub mod reload;
 pub mod report21;
 pub mod sink;
 pub mod sink21;
@@ -51,12 +52,16 @@ pub struct Pipeline {
     pub stage: Stage,
     pub counters: Counters,
     pub shared: Arc<SharedCounters>,
+    /// New settings from a reload.
+    pub inbox: reload::Inbox,
 }
 
 impl Pipeline {
     /// One burst: receive, transform, send. Returns packets received.
     #[inline]
     pub fn poll(&mut self, burst: &mut Burst, clock: &mut Clock) -> usize {
+        let updates = self.inbox.apply(&mut self.stage);
+        self.counters.add(Counter::settings_updates, updates);
         let received = burst.rx(self.rx.0, self.rx.1);
         // The lcore's clock, shown by each of its pipelines.
         self.counters.set(Counter::clock_steps_back, clock.steps_back());

@@ -174,6 +174,15 @@ impl Reporter21 {
     }
 
     /// At shutdown nothing is rate-limited.
+    pub fn rate_limit(&self) -> u32 {
+        self.limit.per_second()
+    }
+
+    /// A new rate limit; the allowance starts full again.
+    pub fn set_rate_limit(&mut self, per_second: u32) {
+        self.limit = RateLimit::new(per_second);
+    }
+
     pub fn unlimit(&mut self) {
         self.limit = RateLimit::new(0);
     }

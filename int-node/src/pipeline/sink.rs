@@ -63,6 +63,10 @@ impl RateLimit {
         RateLimit { per_second: u64::from(per_second), tokens: Self::burst(per_second), last_ns: 0 }
     }
 
+    pub fn per_second(&self) -> u32 {
+        self.per_second.min(u64::from(u32::MAX)) as u32
+    }
+
     fn burst(per_second: u32) -> u64 {
         u64::from(per_second / 10).max(16)
     }
@@ -247,6 +251,23 @@ impl SinkStage {
             rx_clock_offset: 0,
             last_sweep_ns: 0,
         }
+    }
+
+    /// New report settings, between bursts; returns the ones replaced.
+    pub fn set_reports(&mut self, reports: super::reload::SinkReports) -> super::reload::SinkReports {
+        let old = super::reload::SinkReports {
+            latency: self.rules.latency,
+            max_skew_ns: self.rules.max_skew_ns,
+            rate_limit: self.limit.per_second(),
+        };
+        self.rules.latency = reports.latency;
+        self.settings.latency = reports.latency;
+        self.rules.max_skew_ns = reports.max_skew_ns;
+        self.settings.max_skew_ns = reports.max_skew_ns;
+        if reports.rate_limit != old.rate_limit {
+            self.limit = RateLimit::new(reports.rate_limit);
+        }
+        old
     }
 
     /// A report header stamped now; the exporter writes its own sequence
@@ -698,6 +719,30 @@ mod tests {
     /// A hole is declared lost once the flow has been silent for the loss
     /// timeout: a late duplicate keeps it waiting, though the head has not
     /// moved since the hole opened. The loss then leaves as a Drop-Summary.
+    /// A reload's report settings reach the stage through its mailbox
+    /// between bursts, once, and the stage keeps its flows.
+    #[test]
+    fn reloaded_report_settings_are_swapped_in_once() {
+        use crate::pipeline::reload::{mailbox, SinkReports, Update};
+        use int_core::latency::ChangeRule;
+        let (sink, _receiver) = stage(Domain::default());
+        let mut stage = crate::pipeline::Stage::Sink(Box::new(sink));
+        let (mut outbox, mut inbox) = mailbox();
+        let latency = LatencyConfig { rule: ChangeRule::Absolute { ns: 5_000 }, refresh_ns: 7 * MS };
+        let new = SinkReports { latency, max_skew_ns: 1_000, rate_limit: 100 };
+        assert!(outbox.post(Update::SinkReports(new)));
+        assert_eq!(inbox.apply(&mut stage), 1);
+        assert_eq!(inbox.apply(&mut stage), 0, "taken once");
+        let crate::pipeline::Stage::Sink(sink) = &stage else { panic!() };
+        assert_eq!(
+            (sink.rules.latency, sink.rules.max_skew_ns, sink.limit.per_second()),
+            (latency, 1_000, 100)
+        );
+        assert_eq!(sink.settings.latency, latency);
+        assert_eq!(sink.flows.slot_count(), 128, "the table made for 64 flows");
+        outbox.drop_spent();
+    }
+
     #[test]
     fn holes_are_lost_after_the_flow_is_silent_for_the_timeout() {
         let config = SourceConfig::host_int(1500);

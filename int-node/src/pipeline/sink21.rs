@@ -59,6 +59,22 @@ pub struct Sink21Stage {
 }
 
 impl Sink21Stage {
+    /// New report settings, between bursts; returns the ones replaced.
+    pub fn set_reports(&mut self, reports: super::reload::SinkReports) -> super::reload::SinkReports {
+        let old = super::reload::SinkReports {
+            latency: self.latency,
+            max_skew_ns: self.settings.max_skew_ns,
+            rate_limit: self.reporter.rate_limit(),
+        };
+        self.latency = reports.latency;
+        self.settings.latency = reports.latency;
+        self.settings.max_skew_ns = reports.max_skew_ns;
+        if reports.rate_limit != old.rate_limit {
+            self.reporter.set_rate_limit(reports.rate_limit);
+        }
+        old
+    }
+
     /// One step of the sweep: a 64th of the table every 64th of the sweep
     /// interval declares the holes of silent flows lost, reports declared
     /// losses and ages idle flows out.
