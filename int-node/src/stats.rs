@@ -39,6 +39,10 @@ counters! {
     clock_steps_back,
     // reloads: new settings (a watchlist, report settings) taken in
     settings_updates,
+    // packet capture: packets copied to the capture, and missed (its ring
+    // full, or a multi-segment packet)
+    captured,
+    capture_dropped,
     // source
     instrumented,
     instrumented_in_tunnel,

@@ -23,6 +23,8 @@ pub struct Config {
     pub stats_interval_ms: u64,
     /// Where the Prometheus `/metrics` endpoint listens, if anywhere.
     pub metrics: Option<std::net::SocketAddr>,
+    /// Packet captures, at most one per port.
+    pub captures: Vec<CaptureConfig>,
     pub idle_sleep_us: u64,
 }
 
@@ -320,6 +322,38 @@ pub enum LatencyMode {
     Buckets,
     Absolute,
     Relative,
+}
+
+/// `capture[].direction`: what a capture takes of its port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, EnumString, VariantNames)]
+#[strum(serialize_all = "lowercase")]
+pub enum CaptureDirection {
+    /// What the port received.
+    Rx,
+    /// What the node handed the port to send.
+    Tx,
+    Both,
+}
+
+impl CaptureDirection {
+    pub fn rx(self) -> bool {
+        matches!(self, CaptureDirection::Rx | CaptureDirection::Both)
+    }
+
+    pub fn tx(self) -> bool {
+        matches!(self, CaptureDirection::Tx | CaptureDirection::Both)
+    }
+}
+
+/// A port's packets, written to a pcapng file as they pass.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaptureConfig {
+    /// Index into [`Config::ports`].
+    pub port: usize,
+    pub direction: CaptureDirection,
+    pub file: std::path::PathBuf,
+    pub snaplen: u32,
+    pub buffer_bytes: usize,
 }
 
 /// `watchlist[].protocol`.

@@ -9,8 +9,8 @@ use serde::Deserialize;
 
 use super::choice::Choice;
 use super::model::{
-    ClockSource, EncapsulationName, Flavour, GenerateInstrument, IntVersion, LatencyMode, MalformedPolicy,
-    MarkedPolicy, Mode, ProfileName, Protocol, RoleName, TunnelPlacement,
+    CaptureDirection, ClockSource, EncapsulationName, Flavour, GenerateInstrument, IntVersion, LatencyMode,
+    MalformedPolicy, MarkedPolicy, Mode, ProfileName, Protocol, RoleName, TunnelPlacement,
 };
 
 #[derive(Debug, Deserialize)]
@@ -31,6 +31,20 @@ pub struct RawConfig {
     /// Sleep this long when a worker's poll found no packet (0: busy-poll).
     #[serde(default)]
     pub idle_sleep_us: u64,
+    #[serde(default)]
+    pub capture: Vec<RawCapture>,
+}
+
+/// `capture[]`: a port's packets into a pcapng file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCapture {
+    pub port: String,
+    pub direction: Option<Choice<CaptureDirection>>,
+    pub file: String,
+    pub snaplen: Option<u32>,
+    /// Room for packets on their way to the file, per pipeline, in KiB.
+    pub buffer_kb: Option<u32>,
 }
 
 /// A node id: a number or a dotted quad.

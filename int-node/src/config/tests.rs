@@ -402,3 +402,29 @@ fn metrics_address_is_checked() {
     assert_eq!(problems_of(&bad), ["stats.metrics"]);
     assert!(problems[0].hint.contains("127.0.0.1:9464"));
 }
+
+#[test]
+fn captures_name_a_port_once_with_sane_sizes() {
+    let good = format!("{MINIMAL}capture: [{{port: in, direction: rx, file: /tmp/in.pcapng}}]\n");
+    let captures = parse(&good).unwrap().captures;
+    assert_eq!(captures.len(), 1);
+    assert_eq!((captures[0].port, captures[0].direction, captures[0].snaplen), (0, CaptureDirection::Rx, 65_535));
+    let bad = format!(
+        "{MINIMAL}capture:
+  - {{port: nope, file: a.pcapng}}
+  - {{port: in, direction: sideways, file: /no/such/folder/a.pcapng, snaplen: 10, buffer_kb: 1}}
+  - {{port: in, file: b.pcapng}}
+"
+    );
+    assert_eq!(
+        problems_of(&bad),
+        [
+            "capture[0].port",
+            "capture[1].direction",
+            "capture[1].snaplen",
+            "capture[1].buffer_kb",
+            "capture[1].file",
+            "capture[2].port"
+        ]
+    );
+}

@@ -4,9 +4,12 @@
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
+use super::choice::chosen;
 use super::device::{check_aliases, parse_device};
 use super::eal;
-use super::model::{Config, Device, DeviceKind, PipelineConfig, PortConfig, StageConfig};
+use super::model::{
+    CaptureConfig, CaptureDirection, Config, Device, DeviceKind, PipelineConfig, PortConfig, StageConfig,
+};
 use super::pipeline::{pipeline, QueueUse};
 use super::raw::{NodeId, RawConfig, RawPort};
 use super::settings::export_settings;
@@ -73,6 +76,7 @@ pub fn validate(raw: &RawConfig) -> Result<Config, ConfigError> {
         }
         addr
     });
+    let captures = captures(raw, &port_index, &mut problems);
     problems.into_result(Config {
         node_id,
         eal: raw.eal.clone(),
@@ -83,8 +87,69 @@ pub fn validate(raw: &RawConfig) -> Result<Config, ConfigError> {
         export,
         stats_interval_ms: raw.stats.interval_ms,
         metrics,
+        captures,
         idle_sleep_us: raw.idle_sleep_us,
     })
+}
+
+/// `capture[]`: each names a port once; the file's folder must exist.
+fn captures(
+    raw: &RawConfig,
+    port_index: &BTreeMap<String, usize>,
+    problems: &mut Problems,
+) -> Vec<CaptureConfig> {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut captures = Vec::new();
+    for (i, capture) in raw.capture.iter().enumerate() {
+        let path = format!("capture[{i}]");
+        let direction =
+            chosen(&capture.direction, CaptureDirection::Both, &format!("{path}.direction"), problems);
+        let Some(&port) = port_index.get(&capture.port) else {
+            let names: Vec<&str> = port_index.keys().map(String::as_str).collect();
+            problems.add(
+                format!("{path}.port"),
+                format!("no port named {:?}", capture.port),
+                format!("one of {names:?}"),
+            );
+            continue;
+        };
+        if !seen.insert(port) {
+            problems.add(
+                format!("{path}.port"),
+                "a second capture of this port",
+                "one capture per port; use direction: both",
+            );
+        }
+        let snaplen = capture.snaplen.unwrap_or(65_535);
+        if snaplen < 64 {
+            problems.add(
+                format!("{path}.snaplen"),
+                format!("{snaplen} bytes"),
+                "at least 64, e.g. 65535 (whole packets)",
+            );
+        }
+        let buffer_kb = capture.buffer_kb.unwrap_or(4096);
+        if !(64..=1 << 20).contains(&buffer_kb) {
+            problems.add(format!("{path}.buffer_kb"), format!("{buffer_kb} KiB"), "64 to 1048576, e.g. 4096");
+        }
+        let file = std::path::PathBuf::from(&capture.file);
+        let folder = file.parent().filter(|f| !f.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+        if !folder.is_dir() {
+            problems.add(
+                format!("{path}.file"),
+                format!("no folder {}", folder.display()),
+                "a file in an existing folder",
+            );
+        }
+        captures.push(CaptureConfig {
+            port,
+            direction,
+            file,
+            snaplen,
+            buffer_bytes: buffer_kb as usize * 1024,
+        });
+    }
+    captures
 }
 
 fn node_id(raw: &RawConfig, problems: &mut Problems) -> u32 {

@@ -129,6 +129,13 @@ impl Node {
             outboxes: built.outboxes,
             reloads: None,
         };
+        for capture in built.captures {
+            let file = capture.file().display().to_string();
+            let writer = capture
+                .writer(Arc::clone(&node.quit))
+                .map_err(|e| RunError::Setup(format!("capture {file}: {e}")))?;
+            node.helpers.push(std::thread::spawn(writer));
+        }
         if let Some(addr) = config.metrics {
             let serve = crate::metrics::endpoint(addr, node.counters.clone(), Arc::clone(&node.quit))
                 .map_err(|e| RunError::Setup(format!("stats.metrics {addr}: {e}")))?;

@@ -45,13 +45,23 @@ pub struct Built {
     /// Each pipeline's name and the main lcore's end of its mailbox for
     /// reloaded settings.
     pub outboxes: Vec<(String, super::reload::Outbox)>,
+    /// The packet captures, each with the rings of its taps.
+    pub captures: Vec<super::capture::Capture>,
     /// Lab equipment: the impair stages' live settings and their files.
     #[cfg(feature = "lab")]
     pub impair_controls: Vec<(String, Arc<super::impair::ImpairControl>)>,
 }
 
 pub fn build(config: &Config, ports: &Ports) -> Result<Built, RunError> {
-    let mut built = Built::default();
+    let captures = config
+        .captures
+        .iter()
+        .map(|c| {
+            let name = config.ports.get(c.port).map_or("?", |port| port.name.as_str());
+            super::capture::Capture::new(c.file.clone(), name.to_string(), c.snaplen, c.buffer_bytes)
+        })
+        .collect();
+    let mut built = Built { captures, ..Built::default() };
     for p in &config.pipelines {
         let stage = stage(config, p, ports, &mut built)?;
         warn_remote_socket(p, ports)?;
@@ -68,6 +78,7 @@ pub fn build(config: &Config, ports: &Ports) -> Result<Built, RunError> {
             name(p.tx.port),
             p.tx.queue
         );
+        let taps = taps(config, p, &mut built.captures);
         let (outbox, inbox) = super::reload::mailbox();
         built.outboxes.push((p.name.clone(), outbox));
         built.by_lcore.entry(p.lcore).or_default().push(Pipeline {
@@ -77,9 +88,29 @@ pub fn build(config: &Config, ports: &Ports) -> Result<Built, RunError> {
             counters: Default::default(),
             shared: counters,
             inbox,
+            taps,
         });
     }
     Ok(built)
+}
+
+/// Pipeline `p`'s taps on the ports it receives from and sends to, where
+/// a capture asks for them.
+fn taps(
+    config: &Config,
+    p: &PipelineConfig,
+    captures: &mut [super::capture::Capture],
+) -> super::capture::Taps {
+    let mut taps = super::capture::Taps::default();
+    for (settings, capture) in config.captures.iter().zip(captures.iter_mut()) {
+        if settings.port == p.rx.port && settings.direction.rx() {
+            taps.rx = Some(capture.tap(true));
+        }
+        if settings.port == p.tx.port && settings.direction.tx() {
+            taps.tx = Some(capture.tap(false));
+        }
+    }
+    taps
 }
 
 /// Pipeline `p`'s stage.

@@ -2,6 +2,7 @@
 //! completion on a worker lcore, a burst at a time. The stage is chosen once
 //! at start (an enum, no dynamic dispatch in the loop).
 
+pub mod capture;
 pub mod export;
 pub mod factory;
 pub mod generate;
@@ -54,6 +55,8 @@ pub struct Pipeline {
     pub shared: Arc<SharedCounters>,
     /// New settings from a reload.
     pub inbox: reload::Inbox,
+    /// Packet capture of the RX or TX port, where configured.
+    pub taps: capture::Taps,
 }
 
 impl Pipeline {
@@ -82,6 +85,10 @@ impl Pipeline {
             return 0;
         }
         self.counters.add(Counter::rx_packets, received as u64);
+        let capture_ns = if self.taps.any() { clock.now_ns() } else { 0 };
+        if let Some(tap) = &mut self.taps.rx {
+            tap.take(burst, capture_ns, &mut self.counters);
+        }
         match &mut self.stage {
             Stage::Forward => {}
             Stage::Source(source) => source.process(burst, clock, &mut self.counters),
@@ -94,6 +101,9 @@ impl Pipeline {
             Stage::Impair(impair) => impair.process(burst, clock, &mut self.counters),
             Stage::Reference(reference) => reference.process(burst, sink_ns, &mut self.counters),
             Stage::Generate(generate) => generate.process(burst, clock, &mut self.counters),
+        }
+        if let Some(tap) = &mut self.taps.tx {
+            tap.take(burst, capture_ns, &mut self.counters);
         }
         let (sent, dropped) = match self.stage {
             // A generator goes at the pace of what it feeds.
