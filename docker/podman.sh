@@ -20,7 +20,7 @@ if ! podman image exists docker.io/library/debian:12; then
     podman tag docker.io/library/debian:12 docker.io/library/debian:12-slim
 fi
 
-podman build --pull=never -f docker/Dockerfile -t int-node .
+podman build --pull=never --isolation=chroot -f docker/Dockerfile -t int-node .
 data=$(mktemp -d)
 podman run --rm -v "$data:/data" int-node
 ls -l "$data"

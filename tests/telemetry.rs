@@ -42,14 +42,37 @@ fn dpdk_telemetry_reads_the_pipelines_counters() {
     let started = Instant::now();
     let mut answers = Vec::new();
     while started.elapsed() < Duration::from_secs(5) {
-        answers = ask(&["/int_node/pipelines", "/int_node/pipeline,src", "/int_node/pipeline,nope"]);
-        if answers.len() == 3 && answers[1]["/int_node/pipeline"]["rx_packets"].as_u64() > Some(0) {
+        answers = ask(&[
+            "/int_node/pipelines",
+            "/int_node/pipeline,src",
+            "/int_node/pipeline,nope",
+            "/int_node/flows,src",
+            "/int_node/exporter",
+            "/ethdev/stats,0",
+        ]);
+        if answers.len() == 6
+            && answers[1]["/int_node/pipeline"]["rx_packets"].as_u64() > Some(0)
+            && answers[3]["/int_node/flows"]["live"].as_u64() == Some(10)
+        {
             break;
         }
         std::thread::sleep(Duration::from_millis(200));
     }
     assert!(node.wait().unwrap().success());
-    assert_eq!(answers.len(), 3, "{answers:?}");
+    assert_eq!(answers.len(), 6, "{answers:?}");
+    let flows = &answers[3]["/int_node/flows"];
+    assert_eq!(
+        (flows["capacity"].as_u64(), flows["live"].as_u64(), flows["created"].as_u64()),
+        (Some(65536), Some(10), Some(10)),
+        "{flows}"
+    );
+    assert_eq!(
+        answers[4]["/int_node/exporter"],
+        serde_json::Value::Null,
+        "no exporter on a source-only node"
+    );
+    // The ports are DPDK's own command's.
+    assert!(answers[5]["/ethdev/stats"]["ipackets"].as_u64() > Some(0), "{}", answers[5]);
     assert_eq!(answers[0]["/int_node/pipelines"], serde_json::json!(["src"]));
     let live = &answers[1]["/int_node/pipeline"];
     let (received, instrumented) =

@@ -165,6 +165,18 @@ pub enum StageConfig {
     Generate(GenerateSettings),
 }
 
+impl StageConfig {
+    /// Flows its flow table holds, for stages that keep one.
+    pub fn flow_capacity(&self) -> Option<u32> {
+        match self {
+            StageConfig::Source(s) => Some(s.flow_capacity),
+            StageConfig::Source21(s) => Some(s.flow_capacity),
+            StageConfig::Sink(s) => Some(s.flow_capacity),
+            _ => None,
+        }
+    }
+}
+
 /// `pipelines[].generate`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GenerateSettings {

@@ -408,7 +408,10 @@ fn captures_name_a_port_once_with_sane_sizes() {
     let good = format!("{MINIMAL}capture: [{{port: in, direction: rx, file: /tmp/in.pcapng}}]\n");
     let captures = parse(&good).unwrap().captures;
     assert_eq!(captures.len(), 1);
-    assert_eq!((captures[0].port, captures[0].direction, captures[0].snaplen), (0, CaptureDirection::Rx, 65_535));
+    assert_eq!(
+        (captures[0].port, captures[0].direction, captures[0].snaplen),
+        (0, CaptureDirection::Rx, 65_535)
+    );
     let bad = format!(
         "{MINIMAL}capture:
   - {{port: nope, file: a.pcapng}}

@@ -117,7 +117,12 @@ impl Node {
         let ports = Ports::open(config)?;
         let built = factory::build(config, &ports)?;
         let exporter = exporter(config, &ports, built.reports)?;
-        crate::dpdk::telemetry::register(&built.counters).map_err(|e| RunError::Setup(e.to_string()))?;
+        let sources = crate::dpdk::telemetry::Sources {
+            pipelines: built.counters.clone(),
+            flow_capacity: config.pipelines.iter().map(|p| p.stage.flow_capacity()).collect(),
+            exporter: exporter.as_ref().map(|e| Arc::clone(&e.shared)),
+        };
+        crate::dpdk::telemetry::register(sources).map_err(|e| RunError::Setup(e.to_string()))?;
         let mut node = Node {
             exporter,
             ports,

@@ -149,6 +149,24 @@ pub struct ExportStats {
     pub gso: bool,
 }
 
+/// [`ExportStats`] as the exporter last published them, for readers on
+/// other threads (DPDK telemetry).
+#[derive(Debug, Default)]
+pub struct SharedExportStats {
+    pub reports_sent: std::sync::atomic::AtomicU64,
+    pub send_errors: std::sync::atomic::AtomicU64,
+    pub gso: std::sync::atomic::AtomicBool,
+}
+
+impl SharedExportStats {
+    fn publish(&self, stats: &ExportStats) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.reports_sent.store(stats.reports_sent, Relaxed);
+        self.send_errors.store(stats.send_errors, Relaxed);
+        self.gso.store(stats.gso, Relaxed);
+    }
+}
+
 /// The exporter's pace: a token bucket of reports, refilled with time,
 /// holding at most one batch.
 struct Pacer {
@@ -192,6 +210,7 @@ pub struct Exporter {
     collector: SocketAddrV4,
     next_sequence: u32,
     pub stats: ExportStats,
+    pub shared: std::sync::Arc<SharedExportStats>,
     /// A batch of reports, back to back, as they go out.
     staging: Box<[u8; BATCH * REPORT_MAX]>,
 }
@@ -257,6 +276,7 @@ impl Exporter {
             collector: config.collector,
             next_sequence: 1,
             stats: ExportStats::default(),
+            shared: std::sync::Arc::default(),
         })
     }
 
@@ -269,6 +289,14 @@ impl Exporter {
     /// and no faster than the pace; returns how many were taken. Up to
     /// [`BATCH`] reports go out per system call (or TX burst).
     pub fn drain(&mut self, limit: usize) -> usize {
+        let taken = self.drain_paced(limit);
+        if taken > 0 {
+            self.shared.publish(&self.stats);
+        }
+        taken
+    }
+
+    fn drain_paced(&mut self, limit: usize) -> usize {
         let Some(pacer) = self.pacer.as_mut() else { return self.drain_unpaced(limit) };
         let granted = pacer.take(limit);
         if granted == 0 {
