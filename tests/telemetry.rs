@@ -15,8 +15,13 @@ const PREFIX: &str = "int-node-telemetry-test";
 
 /// The client's answers to `commands`, one JSON value per command.
 fn ask(commands: &[&str]) -> Vec<serde_json::Value> {
+    ask_prefix(PREFIX, commands)
+}
+
+/// [`ask`] a node of another EAL file prefix.
+fn ask_prefix(prefix: &str, commands: &[&str]) -> Vec<serde_json::Value> {
     let mut child = Command::new(CLIENT)
-        .args(["-f", PREFIX])
+        .args(["-f", prefix])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -88,4 +93,56 @@ fn dpdk_telemetry_reads_the_pipelines_counters() {
     let last = &stats["pipelines"]["src"];
     assert_eq!(last["instrumented"], last["rx_packets"], "every packet of the replay is instrumented");
     assert!(last["rx_packets"].as_u64().unwrap() > received.max(instrumented));
+}
+
+/// A sink's node answers `/int_node/exporter` with the reports it has
+/// sent so far: at most what it sends in all, and some while it runs.
+#[test]
+fn dpdk_telemetry_reads_the_exporter() {
+    assert!(std::path::Path::new(CLIENT).exists(), "{CLIENT} missing: apt-get install dpdk-dev");
+    let dir = workdir("telemetry-exporter");
+    let frames: Vec<Vec<u8>> = (0..10u8)
+        .map(|flow| {
+            let frame = int_core::craft::PacketSpec::udp(
+                std::net::Ipv4Addr::new(10, 0, 0, flow),
+                std::net::Ipv4Addr::new(10, 1, 0, 1),
+                1000,
+                53,
+                30,
+            )
+            .build();
+            instrument(&frame, 1, 1000)
+        })
+        .collect();
+    write_pcap(&dir.join("in.pcap"), &frames);
+    let collector = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let prefix = "int-node-telemetry-exporter";
+    // Every packet's latency differs from the last report's: a report each.
+    let config = replay_source_config(&format!("--file-prefix, {prefix}"), &format!(
+        "export: {{collector: '{}', rate_limit: 0}}",
+        collector.local_addr().unwrap()
+    ))
+    .replace(
+        "role: source, lcore: 1, rx: {port: in}, tx: {port: out}}",
+        "role: sink, lcore: 1, rx: {port: in}, tx: {port: out}, sink: {latency: {mode: absolute, threshold_ns: 0, refresh_ms: 0, max_skew_ms: 0}}}",
+    );
+    std::fs::write(dir.join("node.yaml"), config).unwrap();
+    let mut node = spawn_node(&dir, 5);
+    let started = Instant::now();
+    let mut sent = None;
+    while started.elapsed() < Duration::from_secs(4) {
+        let answers = ask_prefix(prefix, &["/int_node/exporter"]);
+        sent =
+            answers.first().and_then(|a| a["/int_node/exporter"]["reports_sent"].as_u64()).filter(|n| *n > 0);
+        if sent.is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(node.wait().unwrap().success());
+    let stats: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("stats.json")).unwrap()).unwrap();
+    let total = stats["export"]["reports_sent"].as_u64().unwrap();
+    let sent = sent.expect("telemetry saw reports sent while the node ran");
+    assert!(sent <= total, "{sent} seen, {total} in all");
 }
