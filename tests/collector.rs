@@ -20,47 +20,7 @@ const INFLUXD: &str = "/usr/bin/influxd";
 /// A recorded link: 3 UDP flows, one-way latency 100 µs plus up to 400 µs
 /// of jitter, 1% of INT packets lost.
 fn jittery_link(dir: &Path, packets: usize) {
-    let packets = packets.to_string();
-    int_tools(
-        dir,
-        &[
-            "gen",
-            "--out",
-            "link.pcap",
-            "--packets",
-            &packets,
-            "--flows",
-            "3",
-            "--proto",
-            "udp",
-            "--sizes",
-            "128",
-            "--instrument",
-            "hostint",
-            "--latency-us",
-            "100",
-            "--jitter-us",
-            "400",
-            "--loss",
-            "0.01",
-            "--seed",
-            "5",
-        ],
-    );
-}
-
-/// A sink on `link.pcap`, clocked by capture times, reporting every
-/// latency change, with no report rate limit, to `collector`.
-fn run_sink(dir: &Path, collector: &str) {
-    let extra = format!(
-        "    clock: rx-timestamp
-    sink:
-      latency: {{mode: absolute, threshold_ns: 1}}
-      loss: {{timeout_ms: 100, sweep_ms: 50}}
-export: {{collector: '{collector}', rate_limit: 0}}
-"
-    );
-    run_node(dir, &node_config("sink", "link.pcap", "out.pcap", &extra, None));
+    recorded_link(dir, &LinkSpec { packets, flows: 3, latency_us: 100, jitter_us: 400, loss: 0.01, seed: 5 });
 }
 
 /// Lets the last reports arrive, then stops the collector as an operator
@@ -108,7 +68,7 @@ fn percentiles_agree_with_the_reports_and_a_plot_is_drawn() {
         &["--duration", "30", "--plot", plot.to_str().unwrap(), "--sockets", "2"],
     );
     let output = read_output(&mut child);
-    run_sink(&dir, &listen);
+    run_reporting_sink(&dir, &listen);
     stop_after_a_moment(&child);
     let lines = lines_of(child, output);
     let summary = &lines.last().unwrap()["summary"];
@@ -235,7 +195,7 @@ fn collector_writes_every_observation_to_a_real_influxdb() {
     let (mut child, listen) =
         start_collector(&tools_bin(), &["--duration", "30", "--influx", &url, "--quiet"]);
     let output = read_output(&mut child);
-    run_sink(&dir, &listen);
+    run_reporting_sink(&dir, &listen);
     stop_after_a_moment(&child);
     let summary = lines_of(child, output).last().unwrap()["summary"].clone();
     let latency_count = influx_query(port, "SELECT count(latency_ns) FROM int_latency");

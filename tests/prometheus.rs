@@ -115,31 +115,9 @@ fn prometheus_scrapes_the_collector() {
         return;
     }
     let dir = workdir("prometheus-collector");
-    int_tools(
+    recorded_link(
         &dir,
-        &[
-            "gen",
-            "--out",
-            "link.pcap",
-            "--packets",
-            "2000",
-            "--flows",
-            "4",
-            "--proto",
-            "udp",
-            "--sizes",
-            "128",
-            "--instrument",
-            "hostint",
-            "--latency-us",
-            "50",
-            "--jitter-us",
-            "100",
-            "--loss",
-            "0.02",
-            "--seed",
-            "3",
-        ],
+        &LinkSpec { packets: 2000, flows: 4, latency_us: 50, jitter_us: 100, loss: 0.02, seed: 3 },
     );
     let (metrics_port, web_port) = (free_port(), free_port());
     let metrics = format!("127.0.0.1:{metrics_port}");
@@ -147,10 +125,7 @@ fn prometheus_scrapes_the_collector() {
         &tools_bin(),
         &["--quiet", "--duration", "60", "--metrics", &metrics, "--metrics-flows", "3"],
     );
-    let extra = format!(
-        "    clock: rx-timestamp\n    sink:\n      latency: {{mode: absolute, threshold_ns: 1}}\n      loss: {{timeout_ms: 100, sweep_ms: 50}}\nexport: {{collector: '{listen}', rate_limit: 0}}\n"
-    );
-    run_node(&dir, &node_config("sink", "link.pcap", "out.pcap", &extra, None));
+    run_reporting_sink(&dir, &listen);
     std::thread::sleep(Duration::from_millis(500));
     let page = http_get(metrics_port, "/metrics").unwrap_or_default();
     let count_of = |name: &str| -> f64 {

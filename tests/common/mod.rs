@@ -433,3 +433,60 @@ idle_sleep_us: 100
 "
     )
 }
+
+/// A recorded link for the collector's tests (`link.pcap`): UDP flows of
+/// Host-INT packets whose one-way latency is `latency_us` plus up to
+/// `jitter_us`, a share `loss` of them lost.
+pub struct LinkSpec {
+    pub packets: usize,
+    pub flows: u32,
+    pub latency_us: u32,
+    pub jitter_us: u32,
+    pub loss: f64,
+    pub seed: u32,
+}
+
+pub fn recorded_link(dir: &Path, link: &LinkSpec) {
+    let numbers = [link.packets.to_string(), link.flows.to_string(), link.latency_us.to_string()];
+    let more = [link.jitter_us.to_string(), link.loss.to_string(), link.seed.to_string()];
+    int_tools(
+        dir,
+        &[
+            "gen",
+            "--out",
+            "link.pcap",
+            "--packets",
+            &numbers[0],
+            "--flows",
+            &numbers[1],
+            "--proto",
+            "udp",
+            "--sizes",
+            "128",
+            "--instrument",
+            "hostint",
+            "--latency-us",
+            &numbers[2],
+            "--jitter-us",
+            &more[0],
+            "--loss",
+            &more[1],
+            "--seed",
+            &more[2],
+        ],
+    );
+}
+
+/// A sink on `dir/link.pcap`, clocked by capture times, reporting every
+/// latency change, with no report rate limit, to `collector`.
+pub fn run_reporting_sink(dir: &Path, collector: &str) -> Run {
+    let extra = format!(
+        "    clock: rx-timestamp
+    sink:
+      latency: {{mode: absolute, threshold_ns: 1}}
+      loss: {{timeout_ms: 100, sweep_ms: 50}}
+export: {{collector: '{collector}', rate_limit: 0}}
+"
+    );
+    run_node(dir, &node_config("sink", "link.pcap", "out.pcap", &extra, None))
+}
