@@ -5,10 +5,12 @@
 mod common;
 
 use std::io::Write;
+use std::net::Ipv4Addr;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
+use int_core::craft::PacketSpec;
 
 const CLIENT: &str = "/usr/bin/dpdk-telemetry.py";
 const PREFIX: &str = "int-node-telemetry-test";
@@ -103,14 +105,9 @@ fn dpdk_telemetry_reads_the_exporter() {
     let dir = workdir("telemetry-exporter");
     let frames: Vec<Vec<u8>> = (0..10u8)
         .map(|flow| {
-            let frame = int_core::craft::PacketSpec::udp(
-                std::net::Ipv4Addr::new(10, 0, 0, flow),
-                std::net::Ipv4Addr::new(10, 1, 0, 1),
-                1000,
-                53,
-                30,
-            )
-            .build();
+            let frame =
+                PacketSpec::udp(Ipv4Addr::new(10, 0, 0, flow), Ipv4Addr::new(10, 1, 0, 1), 1000, 53, 30)
+                    .build();
             instrument(&frame, 1, 1000)
         })
         .collect();
@@ -145,4 +142,127 @@ fn dpdk_telemetry_reads_the_exporter() {
     let total = stats["export"]["reports_sent"].as_u64().unwrap();
     let sent = sent.expect("telemetry saw reports sent while the node ran");
     assert!(sent <= total, "{sent} seen, {total} in all");
+}
+
+/// The answer to one command, asked until `ready` accepts it (or 5 s).
+fn ask_until(prefix: &str, command: &str, ready: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
+    let started = Instant::now();
+    let mut answer = serde_json::Value::Null;
+    while started.elapsed() < Duration::from_secs(5) {
+        answer = ask_prefix(prefix, &[command]).pop().unwrap_or_default();
+        if ready(&answer) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    answer
+}
+
+/// A sink's flows, ranked by packets and by latency, each flow with its
+/// own packet count and one-way latency (capture times are the sink's
+/// clock): `/int_node/top_flows` answers exactly what the pcap holds.
+#[test]
+fn dpdk_telemetry_ranks_a_sinks_flows() {
+    assert!(std::path::Path::new(CLIENT).exists(), "{CLIENT} missing: apt-get install dpdk-dev");
+    let dir = workdir("telemetry-top-sink");
+    // Flow k (10.0.0.k) sends 5k packets, numbered from 1, each (9-k)*100 µs
+    // on the way: the most packets and the least latency go together.
+    let latency_us = |k: u64| (9 - k) * 100;
+    let start_ns = 1_700_000_000_000_000_000u64;
+    let mut frames = Vec::new();
+    for sequence in 1..=40u32 {
+        for k in (1..=8u8).filter(|k| u32::from(*k) * 5 >= sequence) {
+            let at_ns = start_ns + frames.len() as u64 * 1000;
+            let plain =
+                PacketSpec::udp(Ipv4Addr::new(10, 0, 0, k), Ipv4Addr::new(10, 1, 0, 1), 1000, 53, 30).build();
+            let source_ts = (at_ns - latency_us(u64::from(k)) * 1000) as u32;
+            frames.push((at_ns, instrument(&plain, sequence, source_ts)));
+        }
+    }
+    write_pcap_at(&dir.join("in.pcap"), &frames);
+    let collector = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let prefix = "int-node-telemetry-top-sink";
+    let config = replay_source_config(&format!("--file-prefix, {prefix}"), &format!(
+        "export: {{collector: '{}', rate_limit: 0}}",
+        collector.local_addr().unwrap()
+    ))
+    .replace("rx_pcap=in.pcap,infinite_rx=1", "rx_pcap=in.pcap")
+    .replace(
+        "role: source, lcore: 1, rx: {port: in}, tx: {port: out}}",
+        "role: sink, lcore: 1, rx: {port: in}, tx: {port: out}, clock: rx-timestamp, sink: {latency: {mode: absolute, threshold_ns: 1}}}",
+    );
+    std::fs::write(dir.join("node.yaml"), config).unwrap();
+    let mut node = spawn_node(&dir, 5);
+    let complete = |answer: &serde_json::Value| answer["/int_node/top_flows"]["flows"].as_u64() == Some(8);
+    let by_packets = ask_until(prefix, "/int_node/top_flows,src", complete);
+    let by_latency = ask_until(prefix, "/int_node/top_flows,src,latency", complete);
+    let refused = ask_prefix(prefix, &["/int_node/top_flows,src,bytes", "/int_node/top_flows,nope"]);
+    assert!(node.wait().unwrap().success());
+    let flow = |k: u64| format!("udp 10.0.0.{k}:1000 -> 10.1.0.1:53");
+    let (most_first, slowest_first) = ((1..=8u64).rev(), 1..=8u64);
+    let expected = |order: &str, ks: Vec<u64>| {
+        serde_json::json!({"/int_node/top_flows": {
+            "flow": ks.iter().map(|k| flow(*k)).collect::<Vec<_>>(),
+            "packets": ks.iter().map(|k| 5 * k).collect::<Vec<_>>(),
+            "latency_ns": ks.iter().map(|k| latency_us(*k) * 1000).collect::<Vec<_>>(),
+            "source_node": vec![0x0a00_0001u64; ks.len()],
+            "order": order,
+            "flows": 8,
+        }})
+    };
+    let without_age = |mut answer: serde_json::Value| {
+        let age = answer["/int_node/top_flows"].as_object_mut().and_then(|a| a.remove("age_ms"));
+        assert!(age.and_then(|a| a.as_u64()).is_some_and(|ms| ms < 5000), "{answer}");
+        answer
+    };
+    assert_eq!(without_age(by_packets), expected("packets", most_first.collect()));
+    assert_eq!(without_age(by_latency), expected("latency", slowest_first.collect()));
+    assert_eq!(refused.len(), 2, "{refused:?}");
+    assert!(refused.iter().all(|r| r["/int_node/top_flows"].is_null()), "{refused:?}");
+}
+
+/// A replaying source ranks its flows by the packets it has numbered:
+/// flow k has 3^k packets per round of the replay.
+#[test]
+fn dpdk_telemetry_ranks_a_sources_flows() {
+    assert!(std::path::Path::new(CLIENT).exists(), "{CLIENT} missing: apt-get install dpdk-dev");
+    let dir = workdir("telemetry-top-source");
+    let frames: Vec<Vec<u8>> = (1..=6u8)
+        .flat_map(|k| {
+            let frame =
+                PacketSpec::udp(Ipv4Addr::new(10, 0, 0, k), Ipv4Addr::new(10, 1, 0, 1), 1000, 53, 30).build();
+            std::iter::repeat_n(frame, 3usize.pow(u32::from(k)))
+        })
+        .collect();
+    write_pcap(&dir.join("in.pcap"), &frames);
+    let prefix = "int-node-telemetry-top-source";
+    std::fs::write(dir.join("node.yaml"), replay_source_config(&format!("--file-prefix, {prefix}"), ""))
+        .unwrap();
+    let mut node = spawn_node(&dir, 5);
+    let ranked = |answer: &serde_json::Value| {
+        answer["/int_node/top_flows"]["flow"].as_array().map(Vec::len) == Some(6)
+    };
+    let answer = ask_until(prefix, "/int_node/top_flows,src", ranked);
+    let by_latency = ask_prefix(prefix, &["/int_node/top_flows,src,latency"]);
+    assert!(node.wait().unwrap().success());
+    let top = &answer["/int_node/top_flows"];
+    let flows: Vec<&str> = top["flow"].as_array().unwrap().iter().map(|f| f.as_str().unwrap()).collect();
+    let expected: Vec<String> =
+        (1..=6).rev().map(|k| format!("udp 10.0.0.{k}:1000 -> 10.1.0.1:53")).collect();
+    assert_eq!(flows, expected, "{answer}");
+    // Numbered in rounds of the replay, 3^k per round: packets / 3^k is the
+    // rounds so far when the sweep passed the flow. A pass takes about 64 ms
+    // of a replay at millions of packets a second, so the rounds differ
+    // between flows, by far less than the 3x between two flows' rates.
+    let packets: Vec<u64> = top["packets"].as_array().unwrap().iter().map(|p| p.as_u64().unwrap()).collect();
+    let rounds: Vec<f64> =
+        packets.iter().zip((1..=6u32).rev()).map(|(p, k)| *p as f64 / 3f64.powi(k as i32)).collect();
+    let (low, high) = rounds.iter().fold((f64::MAX, 0f64), |(l, h), r| (l.min(*r), h.max(*r)));
+    assert!(low >= 1.0 && high / low < 2.0, "rounds per flow: {rounds:?}");
+    assert_eq!(top["flows"].as_u64(), Some(6));
+    assert_eq!(
+        by_latency[0]["/int_node/top_flows"]["flow"],
+        serde_json::json!([]),
+        "a source measures no latency"
+    );
 }

@@ -102,6 +102,11 @@ pub struct LatencyState {
 }
 
 impl LatencyState {
+    /// The latency last reported; `None` before the first report.
+    pub fn last_reported(&self) -> Option<u32> {
+        self.reported.then_some(self.last_reported)
+    }
+
     /// Records one packet's latency; says whether (and why) to report it.
     #[inline]
     pub fn observe(&mut self, config: &LatencyConfig, latency_ns: u32, now_ns: u64) -> Option<ReportReason> {

@@ -50,6 +50,8 @@ pub struct FlowTable<V, A = Align32> {
     capacity: usize,
     /// Next slot the incremental sweep looks at.
     cursor: usize,
+    /// Passes the sweep has completed over the whole table.
+    passes: u64,
 }
 
 /// Slots from a new flow's home that a full table looks in for a flow to
@@ -104,6 +106,7 @@ impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
             len: 0,
             capacity,
             cursor: 0,
+            passes: 0,
         }
     }
 
@@ -362,6 +365,11 @@ impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
         }
     }
 
+    /// Passes the sweep has completed over the whole table.
+    pub fn passes(&self) -> u64 {
+        self.passes
+    }
+
     /// Visits up to `budget` slots from the sweep cursor: `visit` sees each
     /// live flow (its key as the slot keeps it) and its idle time in coarse
     /// ms; returning true removes the flow. Returns how many were removed.
@@ -376,6 +384,7 @@ impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
         for _ in 0..budget.min(self.slots.len()) {
             let index = self.cursor;
             self.cursor = (self.cursor + 1) & self.mask;
+            self.passes += u64::from(self.cursor == 0);
             let Some(slot) = self.slots.get_mut(index) else { continue };
             if slot.tag == 0 {
                 continue;

@@ -3,8 +3,10 @@
 //! of it. `/int_node/pipelines` lists the pipelines; `/int_node/pipeline,NAME`
 //! gives every counter of one, by the names `--stats-json` uses;
 //! `/int_node/flows,NAME` its flow table (capacity, flows live, created,
-//! expired, evicted, refused); `/int_node/exporter` the report exporter's
-//! counts. The ports are DPDK's own `/ethdev/stats,PORT`.
+//! expired, evicted, refused); `/int_node/top_flows,NAME` its flows with
+//! the most packets and `/int_node/top_flows,NAME,latency` those with the
+//! highest latency; `/int_node/exporter` the report exporter's counts. The
+//! ports are DPDK's own `/ethdev/stats,PORT`.
 //!
 //! The handlers run on EAL's telemetry thread and read the counters the
 //! workers publish (relaxed atomics): nothing on the packet path waits.
@@ -16,6 +18,7 @@ use std::sync::{Arc, OnceLock};
 
 use super::DpdkError;
 use crate::pipeline::export::SharedExportStats;
+use crate::pipeline::top_flows::{SharedTopFlows, TopFlow};
 use crate::stats::{Counter, SharedCounters};
 
 /// What the commands answer for, set once at start.
@@ -23,6 +26,8 @@ pub struct Sources {
     pub pipelines: Vec<(String, Arc<SharedCounters>)>,
     /// Each pipeline's flow table capacity, where it keeps one.
     pub flow_capacity: Vec<Option<u32>>,
+    /// Each pipeline's top flows, as its worker publishes them.
+    pub top_flows: Vec<Arc<SharedTopFlows>>,
     pub exporter: Option<Arc<SharedExportStats>>,
 }
 
@@ -41,7 +46,7 @@ pub fn register(sources: Sources) -> Result<(), DpdkError> {
         &CStr,
         unsafe extern "C" fn(*const c_char, *const c_char, *mut dpdk_sys::rte_tel_data) -> c_int,
         &CStr,
-    ); 4] = [
+    ); 5] = [
         (
             c"/int_node/pipelines",
             list_pipelines,
@@ -56,6 +61,11 @@ pub fn register(sources: Sources) -> Result<(), DpdkError> {
             c"/int_node/flows",
             pipeline_flows,
             c"Returns a pipeline's flow table: capacity, live, created, expired, evicted, refused. Parameter: the pipeline's name",
+        ),
+        (
+            c"/int_node/top_flows",
+            top_flows,
+            c"Returns a pipeline's top flows by packets, or by latency. Parameters: name[,latency]",
         ),
         (c"/int_node/exporter", exporter_counts, c"Returns the report exporter's counts. Takes no parameters"),
     ];
@@ -103,14 +113,25 @@ unsafe extern "C" fn pipeline_counters(
 
 /// The pipeline a command's parameter names.
 fn named_pipeline(params: *const c_char) -> Option<(usize, &'static Arc<SharedCounters>)> {
-    let name = if params.is_null() {
-        ""
-    } else {
-        // SAFETY: a non-null `params` is the NUL-terminated parameter
-        // string the telemetry library read from the client.
-        unsafe { CStr::from_ptr(params) }.to_str().unwrap_or("")
-    };
+    // SAFETY: `params` is the parameter string of the current call.
+    find_pipeline(unsafe { parameters(params) })
+}
+
+fn find_pipeline(name: &str) -> Option<(usize, &'static Arc<SharedCounters>)> {
     pipelines().iter().enumerate().find(|(_, (pipeline, _))| pipeline == name).map(|(i, (_, c))| (i, c))
+}
+
+/// A command's parameter string ("" when there is none).
+///
+/// # Safety
+/// `params` is null or the NUL-terminated parameter string the telemetry
+/// library passed to the current call, which outlives `'a`.
+unsafe fn parameters<'a>(params: *const c_char) -> &'a str {
+    if params.is_null() {
+        return "";
+    }
+    // SAFETY: as the caller promises.
+    unsafe { CStr::from_ptr(params) }.to_str().unwrap_or("")
 }
 
 /// Writes `values` into `data` as a dict of u64.
@@ -152,6 +173,99 @@ unsafe extern "C" fn pipeline_flows(
     // SAFETY: `data` is the telemetry library's output for this call.
     unsafe { dict(data, &values) };
     0
+}
+
+/// `/int_node/top_flows,NAME[,latency]`: the pipeline's ranked flows of
+/// its flow table's last complete sweep pass, as a dict of columns (row i
+/// of each is the i-th flow): `flow`, `packets` (the packets its source
+/// numbered), `latency_ns` (at a sink; 0 for a flow with none reported yet)
+/// and `source_node`, with `order`, `flows` (flows the pass visited) and
+/// `age_ms` (since the pass ended). Refused (-EINVAL) for an unknown
+/// pipeline, one without a flow table, or an unknown order.
+unsafe extern "C" fn top_flows(
+    _command: *const c_char,
+    params: *const c_char,
+    data: *mut dpdk_sys::rte_tel_data,
+) -> c_int {
+    // SAFETY: `params` is the parameter string of this call.
+    let params = unsafe { parameters(params) };
+    let (name, order) = params.split_once(',').unwrap_or((params, "packets"));
+    let by_latency = match order {
+        "packets" => false,
+        "latency" => true,
+        _ => return -libc::EINVAL,
+    };
+    let Some((index, _)) = find_pipeline(name) else { return -libc::EINVAL };
+    let Some(sources) = SOURCES.get() else { return -libc::EINVAL };
+    if sources.flow_capacity.get(index).copied().flatten().is_none() {
+        return -libc::EINVAL;
+    }
+    let Some(snapshot) = sources.top_flows.get(index).and_then(|top| top.snapshot()) else {
+        return -libc::EBUSY;
+    };
+    let ranked = if by_latency { &snapshot.by_latency } else { &snapshot.by_packets };
+    // SAFETY: `data` is the telemetry library's output for this call.
+    unsafe { columns(data, ranked) };
+    let order = if by_latency { c"latency" } else { c"packets" };
+    // SAFETY: the dict was started by `columns`; the strings are copied.
+    unsafe {
+        dpdk_sys::rte_tel_data_add_dict_string(data, c"order".as_ptr(), order.as_ptr());
+        dpdk_sys::rte_tel_data_add_dict_u64(data, c"flows".as_ptr(), snapshot.flows);
+        if let Some(age) = snapshot.age_ms {
+            dpdk_sys::rte_tel_data_add_dict_u64(data, c"age_ms".as_ptr(), age);
+        }
+    }
+    0
+}
+
+/// A column of numbers of `/int_node/top_flows`: its name, and a flow's
+/// value.
+type NumberColumn = (&'static CStr, fn(&TopFlow) -> u64);
+
+/// Starts `data` as a dict and adds the ranked flows' columns.
+///
+/// # Safety
+/// `data` must be the telemetry library's output of the current call.
+unsafe fn columns(data: *mut dpdk_sys::rte_tel_data, ranked: &[TopFlow]) {
+    // SAFETY: as the caller promises.
+    unsafe { dpdk_sys::rte_tel_data_start_dict(data) };
+    let names: Vec<CString> = ranked.iter().filter_map(|f| CString::new(f.key.to_string()).ok()).collect();
+    // SAFETY: each column is a new container handed to the dict, which
+    // frees it (keep = 0); the strings are copied.
+    unsafe {
+        let Some(flow) = array(dpdk_sys::rte_tel_value_type_RTE_TEL_STRING_VAL) else { return };
+        for name in &names {
+            dpdk_sys::rte_tel_data_add_array_string(flow, name.as_ptr());
+        }
+        dpdk_sys::rte_tel_data_add_dict_container(data, c"flow".as_ptr(), flow, 0);
+        let u64_columns: [NumberColumn; 3] = [
+            (c"packets", |f| u64::from(f.packets)),
+            (c"latency_ns", |f| u64::from(f.latency_ns.unwrap_or(0))),
+            (c"source_node", |f| u64::from(f.source_node)),
+        ];
+        for (column, value) in u64_columns {
+            let Some(values) = array(dpdk_sys::rte_tel_value_type_RTE_TEL_U64_VAL) else { return };
+            for flow in ranked {
+                dpdk_sys::rte_tel_data_add_array_u64(values, value(flow));
+            }
+            dpdk_sys::rte_tel_data_add_dict_container(data, column.as_ptr(), values, 0);
+        }
+    }
+}
+
+/// A new telemetry array of `kind`, for a container.
+///
+/// # Safety
+/// The caller hands it to a dict or array (which frees it) or frees it.
+unsafe fn array(kind: dpdk_sys::rte_tel_value_type) -> Option<*mut dpdk_sys::rte_tel_data> {
+    // SAFETY: allocation by the telemetry library; null on failure.
+    let array = unsafe { dpdk_sys::rte_tel_data_alloc() };
+    if array.is_null() {
+        return None;
+    }
+    // SAFETY: `array` was just allocated.
+    unsafe { dpdk_sys::rte_tel_data_start_array(array, kind) };
+    Some(array)
 }
 
 /// `/int_node/exporter`: reports sent, send errors, whether UDP GSO is on;

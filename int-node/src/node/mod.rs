@@ -120,6 +120,7 @@ impl Node {
         let sources = crate::dpdk::telemetry::Sources {
             pipelines: built.counters.clone(),
             flow_capacity: config.pipelines.iter().map(|p| p.stage.flow_capacity()).collect(),
+            top_flows: built.top_flows.clone(),
             exporter: exporter.as_ref().map(|e| Arc::clone(&e.shared)),
         };
         crate::dpdk::telemetry::register(sources).map_err(|e| RunError::Setup(e.to_string()))?;

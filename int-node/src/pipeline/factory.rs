@@ -18,6 +18,7 @@ use super::sink::{RateLimit, SinkStage};
 use super::sink21::Sink21Stage;
 use super::source::SourceStage;
 use super::source21::Source21Stage;
+use super::top_flows::{SharedTopFlows, TopFlows};
 use super::transit::TransitStage;
 use super::transit21::Transit21Stage;
 use super::{Pipeline, Stage};
@@ -40,6 +41,9 @@ pub struct Built {
     pub by_lcore: BTreeMap<u32, Vec<Pipeline>>,
     /// Each pipeline's name and the counters it publishes.
     pub counters: Vec<(String, Arc<SharedCounters>)>,
+    /// Each pipeline's top flows, as its stage publishes them (stages
+    /// without a flow table publish none).
+    pub top_flows: Vec<Arc<SharedTopFlows>>,
     /// The exporter's ends of the sinks' report rings.
     pub reports: Vec<ReportReceiver>,
     /// Each pipeline's name and the main lcore's end of its mailbox for
@@ -63,7 +67,10 @@ pub fn build(config: &Config, ports: &Ports) -> Result<Built, RunError> {
         .collect();
     let mut built = Built { captures, ..Built::default() };
     for p in &config.pipelines {
+        let top = Arc::new(SharedTopFlows::default());
+        built.top_flows.push(Arc::clone(&top));
         let stage = stage(config, p, ports, &mut built)?;
+        let stage = with_top_flows(stage, TopFlows::new(top));
         warn_remote_socket(p, ports)?;
         let counters = Arc::new(SharedCounters::default());
         built.counters.push((p.name.clone(), Arc::clone(&counters)));
@@ -92,6 +99,19 @@ pub fn build(config: &Config, ports: &Ports) -> Result<Built, RunError> {
         });
     }
     Ok(built)
+}
+
+/// `stage`, publishing its top flows through `top` where it keeps a flow
+/// table.
+fn with_top_flows(mut stage: Stage, top: TopFlows) -> Stage {
+    match &mut stage {
+        Stage::Source(source) => source.top = top,
+        Stage::Source21(source) => source.top = top,
+        Stage::Sink(sink) => sink.top = top,
+        Stage::Sink21(sink) => sink.top = top,
+        _ => {}
+    }
+    stage
 }
 
 /// Pipeline `p`'s taps on the ports it receives from and sends to, where
@@ -148,6 +168,7 @@ fn stage(config: &Config, p: &PipelineConfig, ports: &Ports, built: &mut Built) 
                 idle_timeout_ns: settings.idle_timeout_ms * 1_000_000,
                 last_sweep_ns: 0,
                 tunnels_inside: settings.tunnels == TunnelPlacement::Inside,
+                top: TopFlows::default(),
             }))
         }
         (StageConfig::Transit, IntDomain::V05(domain)) => Stage::Transit(Box::new(TransitStage {
@@ -231,6 +252,7 @@ fn sink_stage(
             last_sweep_ns: 0,
             rx_clock_offset: 0,
             jump_per_coarse_ms: super::sink::packets_per_coarse_ms(settings.max_flow_pps),
+            top: TopFlows::default(),
         })),
     };
     Ok(stage)
@@ -305,6 +327,7 @@ fn source_stage(
         last_sweep_ns: 0,
         marked: settings.marked,
         own_reports_to: config.export.as_ref().map(|e| e.collector),
+        top: TopFlows::default(),
     })
 }
 

@@ -15,6 +15,7 @@ pub mod sink;
 pub mod sink21;
 pub mod source;
 pub mod source21;
+pub mod top_flows;
 pub mod transit;
 pub mod transit21;
 

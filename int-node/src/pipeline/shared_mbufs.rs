@@ -47,6 +47,7 @@ fn source_stage() -> SourceStage {
         last_sweep_ns: 0,
         marked: MarkedPolicy::Strip,
         own_reports_to: None,
+        top: Default::default(),
     }
 }
 

@@ -19,6 +19,7 @@ use int_core::sink::{self, Arrival, FixedArrival, FixedInt};
 use int_core::DropReason;
 
 use super::export::{QueueError, ReportSender};
+use super::top_flows::TopFlows;
 use crate::clock::Clock;
 use crate::config::{MalformedPolicy, SinkSettings};
 use crate::dpdk::mbuf::{Burst, RxClock, BURST};
@@ -217,6 +218,8 @@ pub struct SinkStage {
     last_sweep_ns: u64,
     rules: TrackRules,
     lanes: Box<SinkLanes>,
+    /// The busiest and slowest flows, ranked as the sweep goes.
+    pub top: TopFlows,
 }
 
 impl SinkStage {
@@ -250,6 +253,7 @@ impl SinkStage {
             rx_timestamps,
             rx_clock_offset: 0,
             last_sweep_ns: 0,
+            top: TopFlows::default(),
         }
     }
 
@@ -516,8 +520,8 @@ impl SinkStage {
         // Telemetry Report 0.5 has no report for losses between nodes: they
         // are counted (`lost_packets`) and go no further.
         let sends = self.profile.form == ReportForm::HostInt;
-        let SinkStage { flows, reports, limit, settings, .. } = self;
-        let pass = LossPass { now_ns, final_pass, settings };
+        let SinkStage { flows, reports, limit, settings, top, .. } = self;
+        let pass = LossPass { now_ns, final_pass, settings, top };
         pass.sweep(
             flows,
             budget,
@@ -547,6 +551,7 @@ impl SinkStage {
                 }
             },
         );
+        self.top.after_sweep(self.flows.passes());
     }
 
     /// At shutdown: declare every hole lost and report what is pending (as
@@ -592,6 +597,8 @@ pub(crate) struct LossPass<'a> {
     /// At shutdown: every hole is lost, every flow goes.
     pub final_pass: bool,
     pub settings: &'a SinkSettings,
+    /// Where the visited flows are ranked.
+    pub top: &'a mut TopFlows,
 }
 
 /// Where a sink's loss reports go: the report ring, or a datagram being
@@ -623,7 +630,7 @@ impl LossPass<'_> {
     /// Visits `budget` slots; `send` reports one flow's declared losses
     /// and counts what became of the report.
     pub fn sweep<R: LossReports, F>(
-        &self,
+        self,
         flows: &mut FlowTable<SinkFlow, Align64>,
         budget: usize,
         reports: &mut R,
@@ -637,8 +644,11 @@ impl LossPass<'_> {
         let (loss_limit, idle_limit) =
             (coarse_ms(self.settings.loss_timeout_ms), coarse_ms(self.settings.idle_timeout_ms));
         let max_delay_ns = self.settings.max_report_delay_ms.saturating_mul(1_000_000);
-        let (now_ns, final_pass) = (self.now_ns, self.final_pass);
+        let (now_ns, final_pass, top) = (self.now_ns, self.final_pass, self.top);
         let removed = flows.sweep(budget, now_ns, |key, flow, idle| {
+            let packets = flow.sequence.highest().unwrap_or(u32::from(flow.packets));
+            let source_node = flow.source_node;
+            top.offer(packets, flow.latency.last_reported(), || Some((key.flow()?, source_node)));
             let expire = final_pass || idle > idle_limit;
             let settled = expire || idle >= loss_limit;
             // Holes of a flow silent for the loss timeout will not fill.

@@ -27,6 +27,7 @@ use int_core::report::tr20_loss::{self, LossReport};
 
 use super::report21::{Reporter21, Subject};
 use super::sink::{one_way_latency, plausible_jump, record_sequence, LossPass, SinkFlow};
+use super::top_flows::TopFlows;
 use crate::clock::Clock;
 use crate::config::{MalformedPolicy, SinkSettings};
 use crate::dpdk::mbuf::{Burst, RxClock};
@@ -56,6 +57,8 @@ pub struct Sink21Stage {
     pub rx_clock_offset: i64,
     /// [`super::sink::packets_per_coarse_ms`] at `max_flow_pps`.
     pub jump_per_coarse_ms: u64,
+    /// The busiest and slowest flows, ranked as the sweep goes.
+    pub top: TopFlows,
 }
 
 impl Sink21Stage {
@@ -100,8 +103,8 @@ impl Sink21Stage {
 
     fn sweep_slots(&mut self, budget: usize, now_ns: u64, final_pass: bool, counters: &mut Counters) {
         let domain_id = self.domain.source_only.domain_id;
-        let Sink21Stage { flows, reporter, settings, .. } = self;
-        let pass = LossPass { now_ns, final_pass, settings };
+        let Sink21Stage { flows, reporter, settings, top, .. } = self;
+        let pass = LossPass { now_ns, final_pass, settings, top };
         pass.sweep(flows, budget, reporter, counters, |reporter, key, flow, pending, counters| {
             let report = LossReport {
                 flow: *key,
@@ -113,6 +116,7 @@ impl Sink21Stage {
             let build = |out: &mut [u8]| report.emit(domain_id, out);
             reporter.add(tr20_loss::LEN, build, Counter::reports_loss, counters);
         });
+        self.top.after_sweep(self.flows.passes());
         self.reporter.flush(counters);
     }
 

@@ -13,6 +13,7 @@ use int_core::int05::{HopMetadata, ShapeCache};
 use int_core::sink::{self, Arrival};
 use int_core::source::{self, FastBlock, Skip, SourceConfig, Template};
 
+use super::top_flows::TopFlows;
 use crate::clock::Clock;
 use crate::config::{MarkedPolicy, Rule};
 use crate::dpdk::mbuf::{Burst, RxClock, BURST};
@@ -38,6 +39,8 @@ pub struct SourceStage {
     /// Each burst's plans between the two passes, valid where that
     /// burst's bits say: kept here, never cleared per burst.
     pub lanes: Box<Lanes>,
+    /// The flows with the most packets, ranked as the ageing sweep goes.
+    pub top: TopFlows,
 }
 
 /// What the second pass needs of each packet.
@@ -122,7 +125,9 @@ impl SourceStage {
         counters.add(Counter::flows_created, tally.created);
         counters.add(Counter::flows_evicted, tally.evicted);
         if with_sequence {
-            age_flows(&mut self.flows, &mut self.last_sweep_ns, now_ns, self.idle_timeout_ns, counters);
+            let ageing =
+                Ageing { last_sweep_ns: &mut self.last_sweep_ns, idle_timeout_ns: self.idle_timeout_ns };
+            ageing.age(&mut self.flows, &mut self.top, now_ns, counters);
         }
     }
 
@@ -377,21 +382,28 @@ pub(crate) fn skip_counter(skip: Skip) -> Counter {
     }
 }
 
-/// Ages a source's numbered flows out: a 64th of the table every
+/// A source's ageing of its numbered flows: a 64th of the table every
 /// millisecond or so.
-pub(crate) fn age_flows(
-    flows: &mut FlowTable<u32>,
-    last_sweep_ns: &mut u64,
-    now_ns: u64,
-    idle_timeout_ns: u64,
-    counters: &mut Counters,
-) {
-    if now_ns.wrapping_sub(*last_sweep_ns) < 1 << 20 {
-        return;
+pub(crate) struct Ageing<'a> {
+    pub last_sweep_ns: &'a mut u64,
+    pub idle_timeout_ns: u64,
+}
+
+impl Ageing<'_> {
+    /// One step: flows idle past the timeout go; the others are ranked in
+    /// `top` by the packets numbered in them.
+    pub fn age(self, flows: &mut FlowTable<u32>, top: &mut TopFlows, now_ns: u64, counters: &mut Counters) {
+        if now_ns.wrapping_sub(*self.last_sweep_ns) < 1 << 20 {
+            return;
+        }
+        *self.last_sweep_ns = now_ns;
+        let idle_limit = (self.idle_timeout_ns >> 20) as u32;
+        let budget = flows.slot_count().div_ceil(64);
+        let expired = flows.sweep(budget, now_ns, |key, numbered, idle| {
+            top.offer(*numbered, None, || Some((key.flow()?, 0)));
+            idle > idle_limit
+        });
+        top.after_sweep(flows.passes());
+        counters.add(Counter::flows_expired, expired as u64);
     }
-    *last_sweep_ns = now_ns;
-    let idle_limit = (idle_timeout_ns >> 20) as u32;
-    let budget = flows.slot_count().div_ceil(64);
-    let expired = flows.sweep(budget, now_ns, |_, _, idle| idle > idle_limit);
-    counters.add(Counter::flows_expired, expired as u64);
 }

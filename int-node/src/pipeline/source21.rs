@@ -14,7 +14,8 @@ use int_core::int21::{sink, HopMetadata};
 use int_core::source::Skip;
 
 use super::report21::{Reporter21, Subject};
-use super::source::skip_counter;
+use super::source::{skip_counter, Ageing};
+use super::top_flows::TopFlows;
 use crate::clock::Clock;
 use crate::config::{MarkedPolicy, Rule};
 use crate::dpdk::mbuf::{Burst, RxClock};
@@ -39,6 +40,8 @@ pub struct Source21Stage {
     pub last_sweep_ns: u64,
     /// VXLAN, VXLAN-GPE and Geneve packets get INT in their tunnel header.
     pub tunnels_inside: bool,
+    /// The flows with the most packets, ranked as the ageing sweep goes.
+    pub top: TopFlows,
 }
 
 impl Source21Stage {
@@ -106,8 +109,9 @@ impl Source21Stage {
             burst.retain(|i| drop & (1 << i) == 0);
         }
         if self.config.numbers_packets() {
-            let timeout = self.idle_timeout_ns;
-            super::source::age_flows(&mut self.flows, &mut self.last_sweep_ns, now_ns, timeout, counters);
+            let ageing =
+                Ageing { last_sweep_ns: &mut self.last_sweep_ns, idle_timeout_ns: self.idle_timeout_ns };
+            ageing.age(&mut self.flows, &mut self.top, now_ns, counters);
         }
     }
 
