@@ -98,6 +98,9 @@ pub struct Ledger {
     pub overall: FlowSummary,
     /// Observations of flows beyond [`Limits::flows`].
     pub untracked: u64,
+    /// In a [`Ledger::view`], the flows followed but left out (a flow two
+    /// receivers both left out counts twice).
+    pub elided: usize,
     limits: Limits,
     started: Instant,
     /// When the current batch arrived, ms from the start.
@@ -111,7 +114,7 @@ impl Ledger {
             lost: 0,
             timeline: Some(Timeline::default()),
         };
-        Ledger { flows: HashMap::default(), overall, untracked: 0, limits, started, now_ms: 0 }
+        Ledger { flows: HashMap::default(), overall, untracked: 0, elided: 0, limits, started, now_ms: 0 }
     }
 
     /// Reads the clock once for the batch of reports that just arrived.
@@ -156,6 +159,35 @@ impl Ledger {
         }
         self.overall.merge(&other.overall);
         self.untracked += other.untracked;
+        self.elided += other.elided;
+    }
+
+    /// Flows followed, whether in this ledger or left out of it.
+    pub fn flows_followed(&self) -> usize {
+        self.flows.len() + self.elided
+    }
+
+    /// A copy with only the flows a scrape shows: the `top` most reported
+    /// flows with percentiles and the `top` most lossy, so that a scrape
+    /// copies a few flows under the receiver's lock, not a million.
+    pub fn view(&self, top: usize) -> Ledger {
+        let reported = most(&self.flows, top, |f| f.latency.has_percentiles().then(|| f.latency.count()));
+        let lossy = most(&self.flows, top, |f| (f.lost > 0).then_some(f.lost));
+        let mut flows = HashMap::default();
+        for key in reported.into_iter().chain(lossy) {
+            if let Some(flow) = self.flows.get(&key) {
+                flows.entry(key).or_insert_with(|| flow.clone());
+            }
+        }
+        Ledger {
+            elided: self.elided + self.flows.len() - flows.len(),
+            flows,
+            overall: self.overall.clone(),
+            untracked: self.untracked,
+            limits: self.limits,
+            started: self.started,
+            now_ms: self.now_ms,
+        }
     }
 
     /// Flows in a stable order: most reports first, then the key.
@@ -164,6 +196,26 @@ impl Ledger {
         flows.sort_by(|a, b| b.1.latency.count().cmp(&a.1.latency.count()).then(a.0.cmp(b.0)));
         flows
     }
+}
+
+/// The keys of the `top` flows of highest `score` (ties: the lower key),
+/// in no particular order; flows without a score are left out.
+fn most(
+    flows: &HashMap<FlowKey, FlowSummary, RandomState>,
+    top: usize,
+    score: impl Fn(&FlowSummary) -> Option<u64>,
+) -> Vec<FlowKey> {
+    use std::cmp::Reverse;
+    // A min-heap of the best so far: its top is the first to go.
+    let mut best = std::collections::BinaryHeap::with_capacity(top + 1);
+    for (key, flow) in flows {
+        let Some(score) = score(flow) else { continue };
+        best.push(Reverse((score, Reverse(*key))));
+        if best.len() > top {
+            best.pop();
+        }
+    }
+    best.into_iter().map(|Reverse((_, Reverse(key)))| key).collect()
 }
 
 #[cfg(test)]

@@ -45,7 +45,7 @@ pub fn start(
         let serve = |path: &str| {
             (path == "/metrics").then(|| Page {
                 content_type: "text/plain; version=0.0.4",
-                body: page(&shared.snapshot(), shared.influx.as_deref(), top),
+                body: page(&shared.view(top), shared.influx.as_deref(), top),
             })
         };
         if let Err(error) = http::serve(listener, serve, &shared.quit) {
@@ -72,7 +72,7 @@ pub fn page(snapshot: &Snapshot, influx: Option<&super::influx::Counts>, top: us
         let _ = writeln!(out, "int_collect_{name}_total {value}");
     }
     metric_head(&mut out, "int_collect_flows", "flows followed one by one", "gauge");
-    let _ = writeln!(out, "int_collect_flows {}", ledger.flows.len());
+    let _ = writeln!(out, "int_collect_flows {}", ledger.flows_followed());
     if let Some(influx) = influx {
         points(&mut out, influx);
     }
@@ -158,8 +158,13 @@ mod tests {
             let measure = Measure::Lost(u32::from(port % 7));
             ledger.observe(&Observed { flow, source_node: None, sink_node: None, measure }, None);
         }
+        let view =
+            Snapshot { ledger: ledger.view(5), senders: Default::default(), totals: Default::default() };
         let snapshot = Snapshot { ledger, senders: Default::default(), totals: Default::default() };
         let page = page(&snapshot, None, 5);
+        // A scrape copies only the flows it shows, and shows the same.
+        assert!(view.ledger.flows.len() <= 10);
+        assert_eq!(super::page(&view, None, 5), page);
         let flow_counts: Vec<&str> =
             page.lines().filter(|l| l.starts_with("int_collect_flow_latency_ns_count")).collect();
         assert_eq!(flow_counts.len(), 5);

@@ -183,6 +183,14 @@ impl Shared {
     pub fn snapshot(&self) -> Snapshot {
         Snapshot::merge(self.books.iter().filter_map(|books| books.lock().ok().map(|b| Snapshot::of(&b))))
     }
+
+    /// [`Shared::snapshot`] with only the flows a scrape of `top` flows
+    /// shows ([`ledger::Ledger::view`]).
+    pub fn view(&self, top: usize) -> Snapshot {
+        Snapshot::merge(
+            self.books.iter().filter_map(|books| books.lock().ok().map(|b| Snapshot::view(&b, top))),
+        )
+    }
 }
 
 pub fn run(args: &CollectArgs) -> Result<(), String> {

@@ -35,6 +35,15 @@ impl Snapshot {
         }
     }
 
+    /// [`Snapshot::of`] with only the flows a scrape of `top` flows shows.
+    pub fn view(books: &Books, top: usize) -> Snapshot {
+        Snapshot {
+            ledger: books.ledger.view(top),
+            senders: books.senders.clone(),
+            totals: books.totals.clone(),
+        }
+    }
+
     /// Merges snapshots; a sender's datagrams all reach one socket, so
     /// senders never collide, but they are summed if they do.
     pub fn merge(parts: impl Iterator<Item = Snapshot>) -> Snapshot {
