@@ -30,8 +30,8 @@ fn main() -> ExitCode {
     match cli.command {
         cli::Command::Check { config } => check(&config),
         cli::Command::Run { config, duration, exit_on_idle, stats_json, eal } => {
-            let parsed = match config::load(&config) {
-                Ok(parsed) => parsed,
+            let (parsed, text) = match config::load_with_text(&config) {
+                Ok(loaded) => loaded,
                 Err(error) => {
                     eprintln!("{}: invalid configuration\n{error}", config.display());
                     return ExitCode::from(2);
@@ -42,7 +42,7 @@ fn main() -> ExitCode {
                 exit_on_idle_ms: exit_on_idle,
                 stats_json,
                 eal_override: eal,
-                config_path: Some(config.clone()),
+                reload_from: Some((config.clone(), text)),
             };
             match node::run(&parsed, &options) {
                 Ok(()) => ExitCode::SUCCESS,

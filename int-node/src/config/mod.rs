@@ -75,6 +75,11 @@ impl Problems {
 
 /// Reads and validates a config, and checks the files it names.
 pub fn load(path: &Path) -> Result<Config, ConfigError> {
+    load_with_text(path).map(|(config, _)| config)
+}
+
+/// [`load`], with the text the config was read from.
+pub fn load_with_text(path: &Path) -> Result<(Config, String), ConfigError> {
     let text = std::fs::read_to_string(path)
         .map_err(|source| ConfigError::Read { path: path.display().to_string(), source })?;
     let config = parse(&text);
@@ -82,7 +87,7 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
     if let Ok(config) = &config {
         device::check_files(&config.ports, &mut files);
     }
-    config.and_then(|config| files.into_result(config))
+    config.and_then(|config| files.into_result(config)).map(|config| (config, text))
 }
 
 /// Validates a config's text.

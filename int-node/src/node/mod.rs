@@ -31,8 +31,9 @@ pub struct RunOptions {
     pub stats_json: Option<PathBuf>,
     /// EAL arguments that replace the config's `eal` list.
     pub eal_override: Vec<String>,
-    /// The config file, read again on SIGHUP.
-    pub config_path: Option<PathBuf>,
+    /// The config file, read again on SIGHUP, and the text the running
+    /// settings came from (a reload is compared with it).
+    pub reload_from: Option<(PathBuf, String)>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -47,7 +48,7 @@ pub enum RunError {
 
 pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
     int_os::signals::catch_stop_signals();
-    if options.config_path.is_some() {
+    if options.reload_from.is_some() {
         int_os::signals::catch_reload_signal();
     }
     let base = if options.eal_override.is_empty() { &config.eal } else { &options.eal_override };
@@ -57,12 +58,9 @@ pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
     let eal = Eal::init(&args)?;
     check_workers(config)?;
     let mut node = Node::start(config)?;
-    if let Some(path) = &options.config_path {
-        // The text the running settings came from: a reload is compared
-        // with it.
-        let text = std::fs::read_to_string(path).unwrap_or_default();
-        node.reloads =
-            Some(Reloads { path: path.clone(), text, outboxes: std::mem::take(&mut node.outboxes) });
+    if let Some((path, text)) = &options.reload_from {
+        let outboxes = std::mem::take(&mut node.outboxes);
+        node.reloads = Some(Reloads { path: path.clone(), text: text.clone(), outboxes });
     }
     node.serve(config, options);
     let summary = node.stop(config);
