@@ -26,7 +26,7 @@ fn config() -> impl Strategy<Value = SourceConfig> {
         (1u8..64, 1u8..64).prop_map(|(value, mask)| Marking::Dscp(DscpMatch::new(value, mask).unwrap())),
         (1024u16..65535).prop_map(Marking::UdpPort),
     ];
-    let shape = (1u16..0x3ff, 0u8..3, 1u8..6, any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>());
+    let shape = (1u16..0x3ff, 0u8..21, 1u8..6, any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>());
     (marking, any::<bool>(), shape).prop_map(
         |(marking, after_options, (bits, ds_words, max_hops, own_hop, mx, complement, numbered))| {
             // Bits 0-8 of the bitmap from `bits`, bit 15 when asked.
@@ -183,4 +183,43 @@ fn most_generated_packets_are_instrumented() {
     assert_mostly_usable((packet_v4_v6(), config()), |(spec, config)| {
         config.check().is_ok() && instrumentable(spec, config).is_some()
     });
+}
+
+/// The longest block a source writes (Hop ML 31: every baseline bit 0-8,
+/// the checksum complement and domain words; its own hop and the packet
+/// number) fits, and the sink takes it out again.
+#[test]
+fn the_longest_source_block_fits() {
+    let instructions = Instructions::from_bits_retain((0x1ff << 7) | 1);
+    let config = SourceConfig {
+        domain: Domain {
+            marking: Marking::Dscp(DscpMatch::new(0x17, 0x3f).unwrap()),
+            tcp_placement: TcpPlacement::BeforeOptions,
+            source_only: SourceOnly::sequence(DOMAIN_ID),
+        },
+        header_type: HeaderType::Md,
+        instructions,
+        ds_words: 31 - instructions.words() as u8,
+        max_hops: 5,
+        own_hop: true,
+        domain_id: DOMAIN_ID,
+        ds_instructions: SEQUENCE,
+        ds_flags: 0,
+        discard: false,
+        max_ip_len: MTU,
+    };
+    assert_eq!(config.hop_ml(), 31);
+    assert_eq!(config.check(), Ok(()));
+    let original = PacketSpec::udp([10, 0, 0, 1].into(), [10, 0, 0, 2].into(), 1000, 2000, 100).build();
+    let plan = source::plan(&original, &config).unwrap();
+    let mut buffer = Buffer::new(&original);
+    let added = buffer.with(|f| source::insert(f, &plan, &config, &hop(1), 77)).unwrap();
+    assert_eq!(added, 4 + 12 + 31 * 4 + 4);
+    let packet = buffer.frame().to_vec();
+    let found = sink::extract(&packet, &config.domain).unwrap().unwrap();
+    assert_eq!((found.hop_count, found.sequence), (1, Some(77)));
+    assert_eq!(found.source_hop.and_then(|hop| hop.node_id), Some(1));
+    let mut buffer = Buffer::new(&packet);
+    buffer.with(|f| sink::strip(f, &found)).unwrap();
+    assert_eq!(buffer.frame(), &original[..]);
 }

@@ -180,6 +180,15 @@ impl<'a> MdStack<'a> {
         let start = self.stack.len().saturating_sub(usize::from(self.source_only_words) * 4);
         self.stack.get(start..).unwrap_or_default()
     }
+
+    /// The oldest hop's metadata (the source's, when it pushed): the last
+    /// of [`MdStack::hops`], read without reading the others.
+    pub fn bottom_hop(&self) -> Option<HopMetadata> {
+        let hop_len = usize::from(self.header.hop_ml) * 4;
+        let at = self.hop_count().checked_sub(1)? * hop_len;
+        let bytes = self.stack.get(at..at + hop_len)?;
+        HopMetadata::parse(self.header.instructions, self.header.hop_ml, bytes).ok()
+    }
 }
 
 /// An INT-MD block.
@@ -313,6 +322,7 @@ mod tests {
         assert_eq!(block.hop_count(), 2);
         assert_eq!(block.header.remaining_hop_cnt, 6);
         assert_eq!(block.hops().collect::<Vec<_>>(), spec_hops());
+        assert_eq!(block.as_stack().bottom_hop(), Some(spec_hops()[1]));
         let mut out = [0u8; 32];
         let len = emit_md_block(&mut out, Next::Dscp(0), &block.header, &spec_hops(), &[]).unwrap();
         assert_eq!(out[..len], SPEC_MD_BLOCK);
@@ -378,6 +388,7 @@ mod tests {
             (0x5453, 0x8000, 0x4000)
         );
         assert_eq!(block.hops().map(|h| h.node_id.unwrap()).collect::<Vec<_>>(), [3, 2, 1]);
+        assert_eq!(block.as_stack().bottom_hop().and_then(|h| h.node_id), Some(1), "above the MAC");
         assert_eq!(block.source_only(), [0xa6, 0x1a, 0xf6, 0xb1, 0x64, 0x7d, 0x00, 0x00]);
         assert_eq!(transparent_security.sequence_of(&block.as_stack()), None, "not int-node's packet number");
         let hops: Vec<_> = block.hops().collect();

@@ -122,7 +122,7 @@ impl Carried {
         let (discard, hop_count, source_hop, sequence, is_mx, instructions) = match body {
             Body::Md(md) => {
                 let sequence = domain.source_only.sequence_of(&md);
-                (md.header.discard, md.hop_count(), md.hops().last(), sequence, false, md.header.instructions)
+                (md.header.discard, md.hop_count(), md.bottom_hop(), sequence, false, md.header.instructions)
             }
             Body::Mx { header, .. } => (header.discard, 0, None, None, true, header.instructions),
         };

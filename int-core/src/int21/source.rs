@@ -28,8 +28,13 @@ use crate::wire::UdpRepr;
 
 use super::{
     emit_md_block, Domain, HeaderType, HopMetadata, Instructions, Marking, MdHeaderRepr, MxHeaderRepr, Next,
-    ShimRepr, FIXED_LEN, MAX_BLOCK_LEN,
+    ShimRepr, FIXED_LEN,
 };
+
+/// The longest block a source writes: the fixed headers, its own hop (Hop
+/// ML at most 31 words) and the packet number. Per packet, a buffer of this
+/// size is cleared rather than one of [`super::MAX_BLOCK_LEN`].
+const SOURCE_BLOCK_MAX: usize = FIXED_LEN + super::md_header::MAX_HOP_ML as usize * 4 + 4;
 
 /// What a source of an INT 2.1 domain writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -210,7 +215,7 @@ pub fn insert(
     hop: &HopMetadata,
     sequence: u32,
 ) -> Result<usize, Skip> {
-    let mut block = [0u8; MAX_BLOCK_LEN];
+    let mut block = [0u8; SOURCE_BLOCK_MAX];
     let block_len = build_block(&mut block, (plan.next, plan.mtu_exceeded), config, hop, sequence)?;
     let block = block.get(..block_len).unwrap_or_default();
     let added = plan.added_len(config);
@@ -350,7 +355,7 @@ pub fn insert_in_tunnel(
     hop: &HopMetadata,
     sequence: u32,
 ) -> Result<usize, Skip> {
-    let mut block = [0u8; MAX_BLOCK_LEN];
+    let mut block = [0u8; SOURCE_BLOCK_MAX];
     let mtu_exceeded = tunnel_mtu_exceeded(plan, config)?;
     let len = build_block(&mut block, (Next::Dscp(0), mtu_exceeded), config, hop, sequence)?;
     let body = block.get_mut(super::shim::HEADER_LEN..len).ok_or(Skip::TooBig)?;

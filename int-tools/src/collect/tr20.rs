@@ -79,7 +79,7 @@ pub fn latency_of(report: &IndividualReport<'_>, domain: &int21::Domain) -> Opti
     let Body::Md(md) = body else {
         return Some(Latency21 { flow, latency_ns: None, hops: 0, source_node: None, sequence: None });
     };
-    let source = md.hops().last();
+    let source = md.bottom_hop();
     let latency_ns = match (int.metadata.ingress_timestamp, source.and_then(|hop| hop.ingress_timestamp)) {
         (Some(sink), Some(source)) => Some(sink.wrapping_sub(source) as i64),
         _ => None,
