@@ -18,6 +18,21 @@ const UDP_PAYLOAD_AT: usize = L4_AT + 8;
 /// Where INT goes (or is) after a TCP header without options.
 const TCP_PAYLOAD_AT: usize = L4_AT + 20;
 
+/// What a frame of the common shape is to a sink's fast path, found at
+/// fixed offsets: its general path gives the same answer where this one
+/// gives one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FixedArrival<T> {
+    /// An INT packet of the sink's domain, checked as the general path
+    /// checks it: what the sink needs of it.
+    Int(T),
+    /// Not marked: the general path finds no INT either.
+    NotInt,
+    /// Anything else (marked without INT, a block that lies, another
+    /// shape, encapsulation or header type): the general path decides.
+    Other,
+}
+
 /// Where a common frame's parts lie: 24 bytes, the state a fast path
 /// keeps of a packet between the passes over its burst.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

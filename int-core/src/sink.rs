@@ -231,17 +231,8 @@ pub fn classify(frame: &[u8], config: &Domain, shapes: &mut ShapeCache) -> Resul
 }
 
 /// What a frame of the common shape ([`FixedFrame`]) is to a sink of the
-/// DSCP encapsulation, found at fixed offsets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FixedArrival {
-    /// An INT packet of this domain, checked as [`classify`] checks it.
-    Int(FixedInt),
-    /// Not marked: [`classify`] says [`Arrival::NotInt`] too.
-    NotInt,
-    /// Anything else (marked without INT, a block that lies, another
-    /// shape or encapsulation): [`classify`] decides.
-    Other,
-}
+/// DSCP encapsulation ([`classify`] decides what it leaves).
+pub type FixedArrival = crate::fixed::FixedArrival<FixedInt>;
 
 /// An INT packet of the common shape: what a sink needs of it between the
 /// passes over its burst, and to restore it.

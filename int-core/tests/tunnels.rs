@@ -289,6 +289,9 @@ fn source_transit_sink_in_tunnels_is_identity() {
             assert_eq!(verify_checksums_as(&packet, zero), Ok(()));
         }
         let found = sink::extract(&packet, &domain).unwrap().expect("INT in the tunnel");
+        // The sink's fast path leaves INT in tunnels to the general one.
+        let fast = int_core::int21::fixed::extract_fixed(&packet, &domain);
+        assert_eq!(fast, int_core::int21::fixed::FixedArrival::Other, "{kind:?}");
         assert_eq!(found.sequence, Some(sequence));
         assert_eq!(found.source_hop.unwrap().node_id, Some(1));
         let mut buffer = Buffer::new(&packet);

@@ -13,6 +13,7 @@
 //! header + 4 B shim).
 
 pub mod find;
+pub mod fixed;
 pub mod hop;
 pub mod in_tunnel;
 pub mod instruction;
@@ -207,7 +208,11 @@ pub struct MdBlock<'a> {
 impl<'a> MdBlock<'a> {
     /// A stack of whole hops above the source-only words, each hop long
     /// enough for the bitmap (offsets from the MD header's start).
-    fn check(header: &MdHeaderRepr, stack_len: usize, source_only_words: u8) -> Result<(), ParseError> {
+    pub(crate) fn check(
+        header: &MdHeaderRepr,
+        stack_len: usize,
+        source_only_words: u8,
+    ) -> Result<(), ParseError> {
         let stack_words = stack_len / 4;
         let bad = |value: usize| ParseError::BadLength {
             layer: Layer::IntStack,

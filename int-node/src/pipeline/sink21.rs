@@ -20,6 +20,8 @@
 //! share one datagram. INT-MX packets are stripped and reported with this
 //! node's metadata as every MX node reports (see [`super::report21`]).
 
+use int_core::flow::{FlowKey, FlowWords};
+use int_core::int21::fixed::{self, FixedArrival, FixedInt};
 use int_core::int21::{sink, Domain, HopMetadata};
 use int_core::latency::LatencyConfig;
 use int_core::report::tr20::{self, DropInfo, InType};
@@ -42,6 +44,22 @@ const LATENCY_MD_BITS: u16 = 0x4c00;
 const DROP_MD_BITS: u16 = 0x4800;
 /// Bytes of a dropped packet a drop report carries.
 const DROPPED_BYTES: usize = 128;
+
+/// What the sink tracks of an INT 2.1 packet, however it was read.
+struct Seen<'a> {
+    flow: FlowRef<'a>,
+    sequence: Option<u32>,
+    /// The bottom hop's node id and ingress time.
+    source_node: Option<u32>,
+    source_ns: Option<u64>,
+}
+
+/// A flow as the general path names it, or as the fast path reads it
+/// (both find the same slot).
+enum FlowRef<'a> {
+    Key(&'a FlowKey),
+    Words(&'a FlowWords),
+}
 
 pub struct Sink21Stage {
     pub domain: Domain,
@@ -125,41 +143,15 @@ impl Sink21Stage {
         let mut drop = 0u32;
         for i in 0..burst.len() {
             let Some(frame) = super::frame_ahead(burst, i, counters) else { continue };
-            let found = match sink::extract(frame, &self.domain) {
-                Ok(Some(found)) => found,
-                Ok(None) => {
+            let keep = match fixed::extract_fixed(frame, &self.domain) {
+                FixedArrival::Int(fast) => self.take_fast(burst, i, &fast, burst_ns, counters),
+                FixedArrival::NotInt => {
                     counters.inc(Counter::not_int);
-                    continue;
+                    true
                 }
-                Err(error) => {
-                    counters.inc(Counter::malformed(error.drop_reason()));
-                    if self.settings.malformed == MalformedPolicy::Drop {
-                        counters.inc(Counter::malformed_dropped);
-                        self.drop_report(frame, burst_ns, counters);
-                        drop |= 1 << i;
-                    } else {
-                        counters.inc(Counter::malformed_forwarded);
-                    }
-                    continue;
-                }
+                FixedArrival::Other => self.take_general(burst, i, burst_ns, counters),
             };
-            let now_ns = self.rx_timestamps.and_then(|clock| burst.rx_time_ns(i, &clock)).unwrap_or(burst_ns);
-            self.rx_clock_offset = now_ns as i64 - burst_ns as i64;
-            // Probes (D) are reported every time: the report is their point.
-            if self.track(&found, now_ns, counters) || found.is_mx || found.discard {
-                if let Some(frame) = burst.data(i) {
-                    self.report(frame, &found, now_ns, counters);
-                }
-            }
-            match burst.with_frame(i, |f| sink::strip(f, &found)) {
-                Some(Some(_)) => counters.inc(Counter::stripped),
-                _ => {
-                    counters.inc(Counter::malformed(int_core::DropReason::PacketMalformed));
-                    drop |= 1 << i;
-                }
-            }
-            if found.discard {
-                counters.inc(Counter::discarded);
+            if !keep {
                 drop |= 1 << i;
             }
         }
@@ -169,10 +161,108 @@ impl Sink21Stage {
         }
     }
 
+    /// The time packet `i` arrived, on the clock the sweep's timeouts run on.
+    #[inline(always)]
+    fn arrival_ns(&mut self, burst: &Burst, i: usize, burst_ns: u64) -> u64 {
+        let now_ns = self.rx_timestamps.and_then(|clock| burst.rx_time_ns(i, &clock)).unwrap_or(burst_ns);
+        self.rx_clock_offset = now_ns as i64 - burst_ns as i64;
+        now_ns
+    }
+
+    /// Packet `i`, INT-MD of the common shape ([`fixed::extract_fixed`]):
+    /// tracked, reported when its flow's latency changed (read again by the
+    /// general path for the report, a packet in a hundred or so) or when it
+    /// carries D, and restored. Returns whether it goes on.
+    #[inline(always)]
+    fn take_fast(
+        &mut self,
+        burst: &mut Burst,
+        i: usize,
+        fast: &FixedInt,
+        burst_ns: u64,
+        counters: &mut Counters,
+    ) -> bool {
+        let now_ns = self.arrival_ns(burst, i, burst_ns);
+        let seen = Seen {
+            flow: FlowRef::Words(&fast.frame.flow),
+            sequence: fast.sequence,
+            source_node: fast.source_node,
+            source_ns: fast.source_ns,
+        };
+        if self.track(&seen, now_ns, counters) || fast.discard {
+            if let Some(Ok(Some(found))) = burst.data(i).map(|frame| sink::extract(frame, &self.domain)) {
+                if let Some(frame) = burst.data(i) {
+                    self.report(frame, &found, now_ns, counters);
+                }
+            }
+        }
+        let restored = matches!(burst.with_frame(i, |f| fixed::strip_fixed(f, fast)), Some(Some(_)));
+        self.restored(restored, fast.discard, counters)
+    }
+
+    /// Packet `i`, read by the general path: not INT, malformed (dropped
+    /// with a drop report, or forwarded, by policy), or INT 2.1 to track,
+    /// report and restore. Returns whether it goes on.
+    fn take_general(&mut self, burst: &mut Burst, i: usize, burst_ns: u64, counters: &mut Counters) -> bool {
+        let Some(frame) = burst.data(i) else { return true };
+        let found = match sink::extract(frame, &self.domain) {
+            Ok(Some(found)) => found,
+            Ok(None) => {
+                counters.inc(Counter::not_int);
+                return true;
+            }
+            Err(error) => {
+                counters.inc(Counter::malformed(error.drop_reason()));
+                if self.settings.malformed == MalformedPolicy::Drop {
+                    counters.inc(Counter::malformed_dropped);
+                    self.drop_report(frame, burst_ns, counters);
+                    return false;
+                }
+                counters.inc(Counter::malformed_forwarded);
+                return true;
+            }
+        };
+        let now_ns = self.arrival_ns(burst, i, burst_ns);
+        let seen = Seen {
+            flow: FlowRef::Key(&found.flow),
+            sequence: found.sequence,
+            source_node: found.source_hop.and_then(|hop| hop.node_id),
+            source_ns: found.source_hop.and_then(|hop| hop.ingress_timestamp),
+        };
+        // Probes (D) are reported every time: the report is their point.
+        if self.track(&seen, now_ns, counters) || found.is_mx || found.discard {
+            if let Some(frame) = burst.data(i) {
+                self.report(frame, &found, now_ns, counters);
+            }
+        }
+        let restored = matches!(burst.with_frame(i, |f| sink::strip(f, &found)), Some(Some(_)));
+        self.restored(restored, found.discard, counters)
+    }
+
+    /// Counts how a packet's restoration went; whether it goes on (not
+    /// when it could not be restored, nor a probe that asked to be
+    /// discarded).
+    #[inline(always)]
+    fn restored(&self, restored: bool, discard: bool, counters: &mut Counters) -> bool {
+        if !restored {
+            counters.inc(Counter::malformed(int_core::DropReason::PacketMalformed));
+        } else {
+            counters.inc(Counter::stripped);
+        }
+        if discard {
+            counters.inc(Counter::discarded);
+        }
+        restored && !discard
+    }
+
     /// Updates the flow's loss and latency state; says whether to report.
-    fn track(&mut self, found: &sink::Extracted, now_ns: u64, counters: &mut Counters) -> bool {
-        let admitted =
-            self.flows.get_or_insert_hashed(&found.flow, found.flow.hash64(), now_ns, |f| f.packets <= 1);
+    #[inline(always)]
+    fn track(&mut self, seen: &Seen<'_>, now_ns: u64, counters: &mut Counters) -> bool {
+        let evictable = |f: &SinkFlow| f.packets <= 1;
+        let admitted = match seen.flow {
+            FlowRef::Key(key) => self.flows.get_or_insert_hashed(key, key.hash64(), now_ns, evictable),
+            FlowRef::Words(words) => self.flows.get_or_insert_words(words, words.hash64(), now_ns, evictable),
+        };
         let Some((flow, admission)) = admitted else {
             counters.inc(Counter::flow_table_full);
             return false;
@@ -186,17 +276,17 @@ impl Sink21Stage {
             }
         };
         flow.packets = flow.packets.saturating_add(1);
-        if let Some(node) = found.source_hop.and_then(|hop| hop.node_id) {
+        if let Some(node) = seen.source_node {
             flow.source_node = node;
         }
-        match found.sequence {
+        match seen.sequence {
             Some(sequence) => {
                 let max_jump = plausible_jump(self.jump_per_coarse_ms, idle_ms);
                 record_sequence(flow, sequence, max_jump, now_ns, counters);
             }
             None => counters.inc(Counter::no_sequence),
         }
-        let Some(source_ns) = found.source_hop.and_then(|hop| hop.ingress_timestamp) else { return false };
+        let Some(source_ns) = seen.source_ns else { return false };
         // 64-bit timestamps: the 32-bit split of INT 0.5 applies to the low
         // bits only when the difference is within its range.
         let difference = now_ns.wrapping_sub(source_ns) as i64;

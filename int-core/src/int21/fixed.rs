@@ -1,0 +1,129 @@
+//! The INT 2.1 sink's fast path: an INT-MD block announced by NPT 0 after
+//! the UDP header, or the TCP header without options, of a common frame
+//! ([`FixedFrame`]) in a DSCP-marked domain, read at fixed offsets. Every
+//! other frame is left to [`super::sink::extract`], which gives the frames
+//! this path takes the same answer (a property test holds the two together
+//! over every one-byte change and cut of such frames).
+
+use crate::bytes::be32;
+use crate::checksum;
+use crate::fixed::FixedFrame;
+use crate::frame::FrameBuf;
+
+use super::hop::INVALID;
+use super::md_header::MdHeaderRepr;
+use super::{Domain, Instructions, Marking, MdBlock, MdStack, FIXED_LEN};
+
+/// What a DSCP-marked domain's sink finds in a frame of the common shape
+/// ([`super::sink::extract`] decides what it leaves).
+pub type FixedArrival = crate::fixed::FixedArrival<FixedInt>;
+
+/// An INT-MD packet of the common shape: what the sink needs of it to
+/// track its flow and to restore it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FixedInt {
+    pub frame: FixedFrame,
+    /// D: the sink discards the packet once reported.
+    pub discard: bool,
+    /// The flow's packet number, where the domain defines it and the block
+    /// carries it.
+    pub sequence: Option<u32>,
+    /// The bottom hop's node id and ingress time (the source's, when it
+    /// pushed), as [`super::HopMetadata`] reads them.
+    pub source_node: Option<u32>,
+    pub source_ns: Option<u64>,
+    /// The DSCP the shim kept.
+    dscp: u8,
+    block_len: u16,
+}
+
+impl FixedInt {
+    /// Bytes the sink removes.
+    pub fn removed_len(&self) -> usize {
+        usize::from(self.block_len)
+    }
+}
+
+/// [`super::sink::extract`] at fixed offsets, for frames of the common
+/// shape whose block is INT-MD with NPT 0.
+#[inline(always)]
+pub fn extract_fixed(frame: &[u8], domain: &Domain) -> FixedArrival {
+    let Marking::Dscp(dscp) = domain.marking else { return FixedArrival::Other };
+    let Some(fixed) = FixedFrame::read(frame, 0) else { return FixedArrival::Other };
+    if !dscp.encapsulation().tos_is_marked(fixed.tos) {
+        // INT may be inside a tunnel, whatever the outer DSCP.
+        return if is_tunnel(&fixed) { FixedArrival::Other } else { FixedArrival::NotInt };
+    }
+    // Without TCP options, both TCP placements put INT after 20 bytes.
+    let block_at = fixed.payload_at();
+    let Some(block) = frame.get(block_at..fixed.end()) else { return FixedArrival::Other };
+    match read_md(block, domain, fixed) {
+        Some(found) => FixedArrival::Int(found),
+        None => FixedArrival::Other,
+    }
+}
+
+/// Whether the frame is UDP to a port of a tunnel that carries INT inside
+/// ([`super::in_tunnel`]).
+#[inline(always)]
+fn is_tunnel(frame: &FixedFrame) -> bool {
+    frame.flow.protocol() == crate::locate::PROTO_UDP
+        && matches!(frame.flow.dst_port(), crate::wire::vxlan_gpe::UDP_PORT | crate::wire::geneve::UDP_PORT)
+}
+
+/// The INT-MD block (shim type 1, NPT 0) at the start of `block`, which
+/// runs to the end of the IP packet; `None` for anything else.
+#[inline(always)]
+fn read_md(block: &[u8], domain: &Domain, frame: FixedFrame) -> Option<FixedInt> {
+    let head: &[u8; FIXED_LEN] = block.first_chunk()?;
+    // Type 1 and NPT 0; the two reserved bits are not looked at.
+    if head[0] & 0xfc != 0x10 {
+        return None;
+    }
+    let len = 4 + usize::from(head[1]) * 4;
+    let stack = block.get(FIXED_LEN..len)?;
+    let header = MdHeaderRepr::parse(head.get(4..)?).ok()?;
+    let source_only_words = domain.source_only.words(header.domain_id, header.ds_instructions);
+    MdBlock::check(&header, stack.len(), source_only_words).ok()?;
+    let md = MdStack { header, stack, source_only_words };
+    let (source_node, source_ns) = bottom_hop(&md);
+    Some(FixedInt {
+        frame,
+        discard: header.discard,
+        sequence: domain.source_only.sequence_of(&md),
+        source_node,
+        source_ns,
+        dscp: head[3] >> 2,
+        block_len: len as u16,
+    })
+}
+
+/// The bottom hop's node id and ingress timestamp, all ones read as
+/// `None` (as [`super::HopMetadata::parse`] reads them).
+#[inline(always)]
+fn bottom_hop(md: &MdStack<'_>) -> (Option<u32>, Option<u64>) {
+    let Some(bottom) = md.hop_count().checked_sub(1) else { return (None, None) };
+    let (instructions, at) = (md.header.instructions, bottom * usize::from(md.header.hop_ml) * 4);
+    let word = |words: usize| be32(md.stack, at + words * 4);
+    let node = instructions.word_offset(Instructions::NODE_ID).map(word).filter(|&id| id != INVALID);
+    let ingress = instructions.word_offset(Instructions::INGRESS_TIMESTAMP).and_then(|words| {
+        let (high, low) = (word(words), word(words + 1));
+        (high != INVALID || low != INVALID).then_some((u64::from(high) << 32) | u64::from(low))
+    });
+    (node, ingress)
+}
+
+/// [`super::sink::strip`] for a packet [`extract_fixed`] found: the same
+/// bytes. Returns the bytes removed, or `None` (frame unchanged) if the
+/// frame is shorter than `found` says.
+#[inline(always)]
+pub fn strip_fixed(frame: &mut FrameBuf<'_>, found: &FixedInt) -> Option<usize> {
+    let (block_at, block_len) = (found.frame.payload_at(), usize::from(found.block_len));
+    let block_sum = checksum::sum(0, frame.frame().get(block_at..block_at + block_len)?);
+    if block_at + block_len > found.frame.end() || !frame.close_gap(block_at, block_len) {
+        return None;
+    }
+    let tos = (found.dscp << 2) | (found.frame.tos & 0x03);
+    found.frame.rewrite(frame.frame_mut(), tos, found.frame.carrier_len - found.block_len, block_sum, 0);
+    Some(block_len)
+}

@@ -1,0 +1,198 @@
+//! The INT 2.1 sink's fast path against its general path: for every frame
+//! the fast path takes, the general path takes it too, reads the same flow,
+//! packet number, source hop and D bit, and strips the same bytes, over
+//! one-byte changes (to 0, to all ones, plus 36, single bit flips) and
+//! every cut of INT 2.1 frames of the common shape (and of a few just
+//! outside it).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
+mod common;
+
+use std::net::Ipv4Addr;
+
+use common::Buffer;
+use int_core::craft::{L4Spec, PacketSpec};
+use int_core::encap::{DscpMatch, TcpPlacement};
+use int_core::int21::fixed::{self, FixedArrival};
+use int_core::int21::source::{self, SourceConfig};
+use int_core::int21::source_only::{SourceOnly, SEQUENCE};
+use int_core::int21::{sink, transit, Domain, HeaderType, HopMetadata, Instructions, Marking, Next};
+
+const DOMAIN_ID: u16 = 0x4944;
+
+fn domain() -> Domain {
+    Domain {
+        marking: Marking::Dscp(DscpMatch::new(0x17, 0x3f).unwrap()),
+        tcp_placement: TcpPlacement::BeforeOptions,
+        source_only: SourceOnly::sequence(DOMAIN_ID),
+    }
+}
+
+fn config(instructions: Instructions, header_type: HeaderType) -> SourceConfig {
+    SourceConfig {
+        domain: domain(),
+        header_type,
+        instructions,
+        ds_words: 0,
+        max_hops: 4,
+        own_hop: true,
+        domain_id: DOMAIN_ID,
+        ds_instructions: SEQUENCE,
+        ds_flags: 0,
+        discard: false,
+        max_ip_len: 1500,
+    }
+}
+
+fn hop(node: u32, time: u64) -> HopMetadata {
+    HopMetadata {
+        node_id: Some(node),
+        l1_ingress_port: Some(1),
+        l1_egress_port: Some(2),
+        ingress_timestamp: Some(time),
+        egress_timestamp: Some(time + 5),
+        ..HopMetadata::default()
+    }
+}
+
+/// Plain frames of the common shape (UDP, zero-checksum UDP, TCP, a kept
+/// DSCP) and two outside it (a VLAN tag, TCP options).
+fn plain_frames() -> Vec<Vec<u8>> {
+    let (a, b) = (Ipv4Addr::new(192, 0, 2, 1), Ipv4Addr::new(198, 51, 100, 7));
+    let specs = [
+        PacketSpec::udp(a, b, 4000, 53, 0),
+        PacketSpec::udp(a, b, 4000, 53, 30),
+        PacketSpec::tcp(a, b, 40000, 80, 10),
+        PacketSpec { tos: 0x2b, ..PacketSpec::udp(b, a, 1, 2, 18) },
+        PacketSpec {
+            l4: L4Spec::Udp { src_port: 9, dst_port: 10, zero_checksum: true },
+            ..PacketSpec::udp(a, b, 9, 10, 12)
+        },
+        PacketSpec { vlan: Some(7), ..PacketSpec::udp(a, b, 1, 2, 20) },
+        PacketSpec {
+            l4: L4Spec::Tcp { src_port: 1, dst_port: 2, seq: 9, options: vec![1, 1, 1, 1] },
+            ..PacketSpec::udp(a, b, 1, 2, 20)
+        },
+    ];
+    specs.iter().map(PacketSpec::build).collect()
+}
+
+/// INT 2.1 frames: the plain frames instrumented with INT-MD under three
+/// bitmaps (one without node id or timestamps), by a source without a
+/// node id whose clock's high word is all ones, with D, with a transit hop
+/// pushed, and INT-MX ones (left to the general path).
+fn int_frames() -> Vec<Vec<u8>> {
+    let full = Instructions::NODE_ID | Instructions::L1_PORT_IDS | Instructions::INGRESS_TIMESTAMP;
+    let source = hop(1, 0x0102_0304_0506);
+    let nameless = HopMetadata { node_id: None, ingress_timestamp: Some(0xffff_ffff_0000_0001), ..source };
+    let cases = [
+        (config(full, HeaderType::Md), source),
+        (config(Instructions::INGRESS_TIMESTAMP | Instructions::EGRESS_TIMESTAMP, HeaderType::Md), source),
+        (config(Instructions::QUEUE_OCCUPANCY, HeaderType::Md), source),
+        (config(full, HeaderType::Md), nameless),
+        (SourceConfig { discard: true, ..config(full, HeaderType::Md) }, source),
+        (config(full, HeaderType::Mx), source),
+    ];
+    let mut frames = Vec::new();
+    for (config, hop) in cases {
+        for frame in plain_frames() {
+            let Ok(plan) = source::plan(&frame, &config) else { continue };
+            let mut buffer = Buffer::new(&frame);
+            buffer.with(|f| source::insert(f, &plan, &config, &hop, 77)).unwrap();
+            frames.push(buffer.frame().to_vec());
+        }
+    }
+    let mut pushed = Buffer::new(&frames[0]);
+    pushed.with(|f| transit::push(f, &domain(), 1500, &hop(5, 0x0102_0304_0600))).unwrap();
+    frames.push(pushed.frame().to_vec());
+    frames
+}
+
+/// Every frame one change or one cut away from `frame`, and `frame`.
+fn neighbours(frame: &[u8]) -> impl Iterator<Item = Vec<u8>> + '_ {
+    let changed = (0..frame.len()).flat_map(move |at| {
+        let flips = [0x01, 0x04, 0x10, 0x80].map(|bit| frame[at] ^ bit);
+        [0x00, 0xff, frame[at].wrapping_add(36)].into_iter().chain(flips).map(move |value| {
+            let mut mangled = frame.to_vec();
+            mangled[at] = value;
+            mangled
+        })
+    });
+    let cut = (0..frame.len()).map(move |len| frame[..len].to_vec());
+    std::iter::once(frame.to_vec()).chain(changed).chain(cut)
+}
+
+#[test]
+fn fast_sink21_finds_and_restores_what_the_general_sink_does() {
+    let (mut taken, mut not_int, mut bases) = (0, 0, 0);
+    for base in int_frames() {
+        bases += u32::from(matches!(fixed::extract_fixed(&base, &domain()), FixedArrival::Int(_)));
+        for frame in neighbours(&base) {
+            match agrees(&frame) {
+                Taken::Int => taken += 1,
+                Taken::NotInt => not_int += 1,
+                Taken::No => {}
+            }
+        }
+    }
+    // 5 common frames x 5 MD sources, and the transit's.
+    assert_eq!(bases, 26, "INT-MD frames of the common shape");
+    assert!(taken > 8000, "{taken} frames took the fast path");
+    assert!(not_int > 80, "{not_int} frames the fast path found unmarked");
+}
+
+enum Taken {
+    Int,
+    NotInt,
+    No,
+}
+
+/// One frame: the fast sink's answer is the general sink's.
+fn agrees(frame: &[u8]) -> Taken {
+    let general = sink::extract(frame, &domain());
+    match fixed::extract_fixed(frame, &domain()) {
+        FixedArrival::Other => Taken::No,
+        FixedArrival::NotInt => {
+            assert_eq!(general, Ok(None), "{frame:02x?}");
+            Taken::NotInt
+        }
+        FixedArrival::Int(fast) => {
+            let Ok(Some(found)) = general else { panic!("general: {general:?} for {frame:02x?}") };
+            assert_eq!(fast.frame.flow.key(), found.flow);
+            assert_eq!(fast.frame.flow.hash64(), found.flow.hash64());
+            assert_eq!((fast.sequence, fast.discard), (found.sequence, found.discard));
+            let source = found.source_hop;
+            assert_eq!(fast.source_node, source.and_then(|hop| hop.node_id), "{frame:02x?}");
+            assert_eq!(fast.source_ns, source.and_then(|hop| hop.ingress_timestamp), "{frame:02x?}");
+            assert!(!found.is_mx && matches!(found.next, Some(Next::Dscp(_))));
+            let mut general = Buffer::new(frame);
+            let removed = general.with(|f| sink::strip(f, &found));
+            let mut mine = Buffer::new(frame);
+            assert_eq!(mine.with(|f| fixed::strip_fixed(f, &fast)), removed, "{frame:02x?}");
+            assert_eq!(mine.frame(), general.frame(), "{frame:02x?}");
+            Taken::Int
+        }
+    }
+}
+
+/// The unchanged frames: the fast path restores the plain frame, with
+/// the flow's number and the source's hop.
+#[test]
+fn fast_sink21_restores_the_original() {
+    let full = Instructions::NODE_ID | Instructions::L1_PORT_IDS | Instructions::INGRESS_TIMESTAMP;
+    let config = config(full, HeaderType::Md);
+    for original in plain_frames().into_iter().take(5) {
+        let plan = source::plan(&original, &config).unwrap();
+        let mut buffer = Buffer::new(&original);
+        buffer.with(|f| source::insert(f, &plan, &config, &hop(1, 0x0102_0304_0506), 77)).unwrap();
+        let FixedArrival::Int(fast) = fixed::extract_fixed(buffer.frame(), &domain()) else {
+            panic!("not taken: {original:02x?}")
+        };
+        assert_eq!(
+            (fast.sequence, fast.source_node, fast.source_ns),
+            (Some(77), Some(1), Some(0x0102_0304_0506))
+        );
+        buffer.with(|f| fixed::strip_fixed(f, &fast)).unwrap();
+        assert_eq!(buffer.frame(), &original[..]);
+    }
+}
