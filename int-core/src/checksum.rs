@@ -34,6 +34,12 @@ pub fn sum(acc: u32, data: &[u8]) -> u32 {
     (folded & 0xffff) + (folded >> 16)
 }
 
+/// The two 16-bit halves of a 32-bit word, added: its part of a sum.
+#[inline(always)]
+pub fn word_sum(value: u32) -> u32 {
+    (value >> 16) + (value & 0xffff)
+}
+
 /// Folds a 32-bit sum into 16 bits with end-around carry.
 #[inline]
 pub fn fold(mut acc: u32) -> u16 {

@@ -95,13 +95,13 @@ impl Generator {
         put32(bytes, SRC_AT, src);
         // The template holds the first flow's address, zero numbers and
         // times: what changes is summed against what was there.
-        let (removed, added) = (word_sum(self.src_base), word_sum(src));
+        let (removed, added) = (crate::checksum::word_sum(self.src_base), crate::checksum::word_sum(src));
         adjust(bytes, IP_CHECKSUM_AT, removed, added);
         let mut udp_added = added;
         if self.instrumented {
             for (at, value) in [(INGRESS_AT, time), (EGRESS_AT, time), (SEQUENCE_AT, sequence)] {
                 put32(bytes, at, value);
-                udp_added += word_sum(value);
+                udp_added += crate::checksum::word_sum(value);
             }
         }
         adjust(bytes, UDP_CHECKSUM_AT, removed, udp_added);
@@ -126,11 +126,6 @@ fn put32(bytes: &mut [u8], at: usize, value: u32) {
     if let Some(word) = bytes.get_mut(at..at + 4) {
         word.copy_from_slice(&value.to_be_bytes());
     }
-}
-
-#[inline(always)]
-fn word_sum(value: u32) -> u32 {
-    (value >> 16) + (value & 0xffff)
 }
 
 /// The checksum at `at` after words summing to `removed` became words

@@ -325,11 +325,6 @@ impl Template {
     }
 }
 
-#[inline]
-fn word_sum(value: u32) -> u32 {
-    (value >> 16) + (value & 0xffff)
-}
-
 /// Inserts the block planned by [`plan`], built from `template`, with
 /// `sequence` (Type 3) and, when given, `timestamp` in the source hop's
 /// ingress and egress timestamp words (Host-INT writes the same time in
@@ -383,16 +378,16 @@ pub fn insert_with(
     if let Some(time) = timestamp {
         for at in template.timestamp_at.iter().flatten() {
             crate::bytes::put(block, *at, &time.to_be_bytes());
-            block_sum += word_sum(time);
+            block_sum += crate::checksum::word_sum(time);
         }
     } else {
         for at in template.timestamp_at.iter().flatten() {
-            block_sum += word_sum(crate::bytes::be32(block, *at));
+            block_sum += crate::checksum::word_sum(crate::bytes::be32(block, *at));
         }
     }
     if let Some(at) = template.sequence_at {
         crate::bytes::put(block, at, &sequence.to_be_bytes());
-        block_sum += word_sum(sequence);
+        block_sum += crate::checksum::word_sum(sequence);
     }
     let tail = match (config.tail, config.encapsulation) {
         (TailStyle::Informative, _) => [ip.protocol, (dst_port >> 8) as u8, dst_port as u8, ip.tos >> 2],
@@ -400,7 +395,7 @@ pub fn insert_with(
         (TailStyle::HostInt, Encapsulation::ExtensionUdp { .. }) => [ip.protocol, 0, 0, 0],
     };
     crate::bytes::put(block, template.tail_at, &tail);
-    block_sum += word_sum(u32::from_be_bytes(tail));
+    block_sum += crate::checksum::word_sum(u32::from_be_bytes(tail));
 
     carrier::rewrite_ip(bytes, &ip, config.encapsulation.mark_tos(ip.tos), ip.ip_len() + added, protocol);
     fix_l4_checksum(bytes, plan, config, added, block_sum);
@@ -506,7 +501,8 @@ impl FastBlock {
         block[FAST_INGRESS_AT..FAST_INGRESS_AT + 4].copy_from_slice(&time.to_be_bytes());
         block[FAST_EGRESS_AT..FAST_EGRESS_AT + 4].copy_from_slice(&time.to_be_bytes());
         block[FAST_SEQUENCE_AT..FAST_SEQUENCE_AT + 4].copy_from_slice(&sequence.to_be_bytes());
-        let block_sum = self.fixed_sum + 2 * word_sum(time) + word_sum(sequence);
+        let block_sum =
+            self.fixed_sum + 2 * crate::checksum::word_sum(time) + crate::checksum::word_sum(sequence);
         let grown = fixed.carrier_len + FAST_BLOCK_LEN as u16;
         fixed.rewrite(bytes, self.encapsulation.mark_tos(fixed.tos), grown, 0, block_sum);
         true

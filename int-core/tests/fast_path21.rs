@@ -196,3 +196,92 @@ fn fast_sink21_restores_the_original() {
         assert_eq!(buffer.frame(), &original[..]);
     }
 }
+
+/// For `config`: every frame the fast source takes, the general source
+/// takes too and writes byte for byte the same (hop latency within 32 bits
+/// and beyond); returns how many frames the fast path took.
+fn fast_source_agrees(config: &SourceConfig) -> usize {
+    use int_core::fixed::FixedFrame;
+    use int_core::int21::fast_source::{FastSource, HopTimes};
+    let own = HopMetadata {
+        node_id: Some(9),
+        l1_ingress_port: Some(3),
+        l1_egress_port: Some(4),
+        ..HopMetadata::default()
+    };
+    let fast = FastSource::of(config, &own).expect("a DSCP-marked INT-MD source");
+    let times = [
+        HopTimes { ingress_ns: 0x0102_0304_0506, egress_ns: 0x0102_0304_0600 },
+        HopTimes { ingress_ns: 7, egress_ns: 7 + (1 << 33) },
+    ];
+    let mut taken = 0;
+    for base in plain_frames() {
+        for frame in neighbours(&base) {
+            let Some(fixed) = FixedFrame::read(&frame, 0).filter(|f| fast.takes(f)) else { continue };
+            taken += 1;
+            let plan = source::plan(&frame, config)
+                .unwrap_or_else(|skip| panic!("the general path refuses ({skip:?}) {frame:02x?}"));
+            assert!(!plan.mtu_exceeded);
+            assert_eq!(fixed.flow.key(), plan.flow);
+            for (n, times) in times.iter().enumerate() {
+                let hop = HopMetadata {
+                    hop_latency: times.latency(),
+                    ingress_timestamp: Some(times.ingress_ns),
+                    egress_timestamp: Some(times.egress_ns),
+                    ..own
+                };
+                let sequence = 77 + n as u32;
+                let mut general = Buffer::new(&frame);
+                general.with(|f| source::insert(f, &plan, config, &hop, sequence)).unwrap();
+                let mut mine = Buffer::new(&frame);
+                assert!(mine.with(|f| fast.insert(f, &fixed, *times, sequence)));
+                assert_eq!(mine.frame(), general.frame(), "{config:?} {frame:02x?}");
+            }
+        }
+    }
+    taken
+}
+
+#[test]
+fn fast_source21_writes_what_the_general_source_writes() {
+    let full = Instructions::NODE_ID | Instructions::L1_PORT_IDS | Instructions::INGRESS_TIMESTAMP;
+    let every_time =
+        Instructions::HOP_LATENCY | Instructions::INGRESS_TIMESTAMP | Instructions::EGRESS_TIMESTAMP;
+    let configs = [
+        config(full, HeaderType::Md),
+        SourceConfig { ds_instructions: 0, ..config(every_time, HeaderType::Md) },
+        config(Instructions::QUEUE_OCCUPANCY | Instructions::CHECKSUM_COMPLEMENT, HeaderType::Md),
+        SourceConfig { discard: true, ds_words: 2, max_hops: 9, ..config(every_time, HeaderType::Md) },
+    ];
+    for config in configs {
+        let taken = fast_source_agrees(&config);
+        // Most single changes leave an unmarked frame of the common shape.
+        assert!(taken > 1000, "{taken} frames took the fast path for {config:?}");
+    }
+    // Within an MTU that leaves some frames out (the general path sets M).
+    let small = SourceConfig { max_ip_len: 90, ..config(full, HeaderType::Md) };
+    assert!(fast_source_agrees(&small) > 100);
+}
+
+#[test]
+fn only_dscp_marked_md_sources_that_push_have_a_fast_path() {
+    use int_core::int21::fast_source::FastSource;
+    let full = Instructions::NODE_ID | Instructions::INGRESS_TIMESTAMP;
+    let own = HopMetadata { node_id: Some(9), ..HopMetadata::default() };
+    assert!(FastSource::of(&config(full, HeaderType::Md), &own).is_some());
+    let port_marked = Domain { marking: Marking::UdpPort(5000), ..domain() };
+    // UDP to a tunnel port: the stage may put INT inside the tunnel.
+    let fast = FastSource::of(&config(full, HeaderType::Md), &own).unwrap();
+    for port in [4789, 4790, 6081, 4788] {
+        let frame = PacketSpec::udp([10, 0, 0, 1].into(), [10, 0, 0, 2].into(), 1000, port, 30).build();
+        let fixed = int_core::fixed::FixedFrame::read(&frame, 0).unwrap();
+        assert_eq!(fast.takes(&fixed), port == 4788, "port {port}");
+    }
+    for other in [
+        config(full, HeaderType::Mx),
+        SourceConfig { own_hop: false, ..config(full, HeaderType::Md) },
+        SourceConfig { domain: port_marked, ..config(full, HeaderType::Md) },
+    ] {
+        assert!(FastSource::of(&other, &own).is_none(), "{other:?}");
+    }
+}

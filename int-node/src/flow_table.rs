@@ -58,6 +58,14 @@ pub struct FlowTable<V, A = Align32> {
 /// evict (a few cache lines, read only when the table is full).
 const EVICTION_WINDOW: usize = 32;
 
+/// A flow as a general path names it, or as a fast path reads it (an
+/// IPv4 flow finds the same slot either way).
+#[derive(Debug, Clone, Copy)]
+pub enum FlowRef<'a> {
+    Key(&'a FlowKey),
+    Words(&'a FlowWords),
+}
+
 /// How a flow got its slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Admission {
@@ -204,6 +212,21 @@ impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
         evictable: impl Fn(&V) -> bool,
     ) -> Option<(&mut V, Admission)> {
         self.get_or_insert_slot(words.slot_key(), None, hash, now_ns, evictable)
+    }
+
+    /// [`Self::get_or_insert_hashed`] or [`Self::get_or_insert_words`],
+    /// for a flow named either way.
+    #[inline(always)]
+    pub fn get_or_insert_flow(
+        &mut self,
+        flow: FlowRef<'_>,
+        now_ns: u64,
+        evictable: impl Fn(&V) -> bool,
+    ) -> Option<(&mut V, Admission)> {
+        match flow {
+            FlowRef::Key(key) => self.get_or_insert_hashed(key, key.hash64(), now_ns, evictable),
+            FlowRef::Words(words) => self.get_or_insert_words(words, words.hash64(), now_ns, evictable),
+        }
     }
 
     /// The lookup: `full` is the whole key where it may be IPv6 (whose

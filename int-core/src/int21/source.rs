@@ -289,7 +289,7 @@ fn carrier_of(l4: L4, ip: &IpLocation) -> (Carrier, u16) {
 /// metadata and source-only packet number, unless `mtu_exceeded` (M);
 /// returns the block's length. Without room for them (M),
 /// the DS Instruction stops announcing the packet number.
-fn build_block(
+pub(crate) fn build_block(
     buf: &mut [u8],
     (next, mtu_exceeded): (Next, bool),
     config: &SourceConfig,

@@ -34,9 +34,3 @@ const HOST_INT_BITMAP: [u8; 2] = [0xcc, 0x00];
 fn key(frame: &crate::fixed::FixedFrame) -> [u64; 2] {
     [frame.flow.addresses, frame.flow.rest]
 }
-
-/// The two 16-bit halves of a word, added.
-#[inline(always)]
-fn word_sum(value: u32) -> u32 {
-    (value >> 16) + (value & 0xffff)
-}

@@ -1,6 +1,7 @@
 //! The reference transit hop: Host-INT's 16-byte hop pushed on the stack.
 
-use super::{word_sum, BLOCK_HEAD_LEN, HOP_LEN, HOST_INT_BITMAP};
+use super::{BLOCK_HEAD_LEN, HOP_LEN, HOST_INT_BITMAP};
+use crate::checksum::word_sum;
 use crate::encap::Encapsulation;
 use crate::fixed::FixedFrame;
 use crate::frame::FrameBuf;

@@ -151,25 +151,10 @@ fn stage(config: &Config, p: &PipelineConfig, ports: &Ports, built: &mut Built) 
             Stage::Source(Box::new(source))
         }
         (StageConfig::Source21(settings), IntDomain::V21(domain)) => {
-            let config21 = source21_config(domain, settings, mtu);
-            config21.check().map_err(|e| RunError::Setup(format!("pipeline {}: {e}", p.name)))?;
-            let numbered = config21.numbers_packets();
-            Stage::Source21(Box::new(Source21Stage {
-                config: config21,
-                watchlist: settings.watchlist.clone(),
-                node_id: config.node_id,
-                rx_int_port,
-                tx_int_port,
-                rx_timestamps,
-                marked: settings.marked,
-                own_reports_to: config.export.as_ref().map(|e| e.collector),
-                reporter: (settings.mode == Mode::Mx).then(|| reporter21(config, built)).flatten(),
-                flows: FlowTable::new(if numbered { settings.flow_capacity as usize } else { 1 }),
-                idle_timeout_ns: settings.idle_timeout_ms * 1_000_000,
-                last_sweep_ns: 0,
-                tunnels_inside: settings.tunnels == TunnelPlacement::Inside,
-                top: TopFlows::default(),
-            }))
+            let ports = (rx_int_port, tx_int_port);
+            let source = source21_stage(config, domain, settings, mtu, ports, rx_timestamps, built)
+                .map_err(|e| RunError::Setup(format!("pipeline {}: {e}", p.name)))?;
+            Stage::Source21(Box::new(source))
         }
         (StageConfig::Transit, IntDomain::V05(domain)) => Stage::Transit(Box::new(TransitStage {
             config: TransitConfig { domain, max_ip_len: mtu },
@@ -256,6 +241,44 @@ fn sink_stage(
         })),
     };
     Ok(stage)
+}
+
+/// An INT 2.1 source, with its fast path where its configuration has one.
+fn source21_stage(
+    config: &Config,
+    domain: int_core::int21::Domain,
+    settings: &Source21Settings,
+    mtu: u16,
+    (rx_int_port, tx_int_port): (u16, u16),
+    rx_timestamps: Option<RxClock>,
+    built: &mut Built,
+) -> Result<Source21Stage, &'static str> {
+    let config21 = source21_config(domain, settings, mtu);
+    config21.check()?;
+    let numbered = config21.numbers_packets();
+    let own_hop = int_core::int21::HopMetadata {
+        node_id: Some(config.node_id),
+        l1_ingress_port: Some(rx_int_port),
+        l1_egress_port: Some(tx_int_port),
+        ..Default::default()
+    };
+    Ok(Source21Stage {
+        fast: int_core::int21::fast_source::FastSource::of(&config21, &own_hop),
+        config: config21,
+        watchlist: settings.watchlist.clone(),
+        node_id: config.node_id,
+        rx_int_port,
+        tx_int_port,
+        rx_timestamps,
+        marked: settings.marked,
+        own_reports_to: config.export.as_ref().map(|e| e.collector),
+        reporter: (settings.mode == Mode::Mx).then(|| reporter21(config, built)).flatten(),
+        flows: FlowTable::new(if numbered { settings.flow_capacity as usize } else { 1 }),
+        idle_timeout_ns: settings.idle_timeout_ms * 1_000_000,
+        last_sweep_ns: 0,
+        tunnels_inside: settings.tunnels == TunnelPlacement::Inside,
+        top: TopFlows::default(),
+    })
 }
 
 /// A report ring to the exporter for an INT 2.1 source or transit stage

@@ -20,7 +20,6 @@
 //! share one datagram. INT-MX packets are stripped and reported with this
 //! node's metadata as every MX node reports (see [`super::report21`]).
 
-use int_core::flow::{FlowKey, FlowWords};
 use int_core::int21::fixed::{self, FixedArrival, FixedInt};
 use int_core::int21::{sink, Domain, HopMetadata};
 use int_core::latency::LatencyConfig;
@@ -33,7 +32,7 @@ use super::top_flows::TopFlows;
 use crate::clock::Clock;
 use crate::config::{MalformedPolicy, SinkSettings};
 use crate::dpdk::mbuf::{Burst, RxClock};
-use crate::flow_table::{Admission, Align64, FlowTable};
+use crate::flow_table::{Admission, Align64, FlowRef, FlowTable};
 use crate::stats::{Counter, Counters};
 
 /// The sink's metadata in a latency report: level 1 ports, ingress and
@@ -52,13 +51,6 @@ struct Seen<'a> {
     /// The bottom hop's node id and ingress time.
     source_node: Option<u32>,
     source_ns: Option<u64>,
-}
-
-/// A flow as the general path names it, or as the fast path reads it
-/// (both find the same slot).
-enum FlowRef<'a> {
-    Key(&'a FlowKey),
-    Words(&'a FlowWords),
 }
 
 pub struct Sink21Stage {
@@ -258,11 +250,7 @@ impl Sink21Stage {
     /// Updates the flow's loss and latency state; says whether to report.
     #[inline(always)]
     fn track(&mut self, seen: &Seen<'_>, now_ns: u64, counters: &mut Counters) -> bool {
-        let evictable = |f: &SinkFlow| f.packets <= 1;
-        let admitted = match seen.flow {
-            FlowRef::Key(key) => self.flows.get_or_insert_hashed(key, key.hash64(), now_ns, evictable),
-            FlowRef::Words(words) => self.flows.get_or_insert_words(words, words.hash64(), now_ns, evictable),
-        };
+        let admitted = self.flows.get_or_insert_flow(seen.flow, now_ns, |f| f.packets <= 1);
         let Some((flow, admission)) = admitted else {
             counters.inc(Counter::flow_table_full);
             return false;

@@ -19,8 +19,11 @@ use super::top_flows::TopFlows;
 use crate::clock::Clock;
 use crate::config::{MarkedPolicy, Rule};
 use crate::dpdk::mbuf::{Burst, RxClock};
+use crate::flow_table::FlowRef;
 use crate::flow_table::{Admission, FlowTable};
 use crate::stats::{Counter, Counters};
+use int_core::fixed::FixedFrame;
+use int_core::int21::fast_source::{FastSource, HopTimes};
 
 pub struct Source21Stage {
     pub config: SourceConfig,
@@ -42,6 +45,8 @@ pub struct Source21Stage {
     pub tunnels_inside: bool,
     /// The flows with the most packets, ranked as the ageing sweep goes.
     pub top: TopFlows,
+    /// The fast path, for a DSCP-marked INT-MD source that pushes its hop.
+    pub fast: Option<FastSource>,
 }
 
 impl Source21Stage {
@@ -51,6 +56,10 @@ impl Source21Stage {
         let mut drop = 0u32;
         for i in 0..burst.len() {
             let Some(frame) = super::frame_ahead(burst, i, counters) else { continue };
+            if let Some(fixed) = self.fast_takes(frame) {
+                self.instrument_fast(burst, i, &fixed, now_ns, counters);
+                continue;
+            }
             if self.tunnels_inside {
                 if let Ok(Some(plan)) = source::plan_in_tunnel(frame) {
                     self.instrument_in_tunnel(burst, i, &plan, now_ns, counters);
@@ -78,7 +87,9 @@ impl Source21Stage {
             if !self.admit(&plan.flow, counters) {
                 continue;
             }
-            let Some(sequence) = self.next_sequence(&plan.flow, plan.mtu_exceeded, now_ns, counters) else {
+            let Some(sequence) =
+                self.next_sequence(FlowRef::Key(&plan.flow), plan.mtu_exceeded, now_ns, counters)
+            else {
                 continue;
             };
             let ingress = self.rx_timestamps.and_then(|clock| burst.rx_time_ns(i, &clock)).unwrap_or(now_ns);
@@ -120,7 +131,7 @@ impl Source21Stage {
     /// number the packet leaves untouched rather than confuse the sink.
     fn next_sequence(
         &mut self,
-        flow: &FlowKey,
+        flow: FlowRef<'_>,
         mtu_exceeded: bool,
         now_ns: u64,
         counters: &mut Counters,
@@ -130,7 +141,7 @@ impl Source21Stage {
         }
         // A flow that has numbered one packet may give its slot to a new
         // flow when the table is full.
-        let admitted = self.flows.get_or_insert_hashed(flow, flow.hash64(), now_ns, |n| *n <= 1);
+        let admitted = self.flows.get_or_insert_flow(flow, now_ns, |n| *n <= 1);
         let Some((counter, admission)) = admitted else {
             counters.inc(Counter::flow_table_full);
             return None;
@@ -145,6 +156,49 @@ impl Source21Stage {
         }
         *counter = counter.wrapping_add(1);
         Some(*counter)
+    }
+
+    /// A frame the fast path instruments without further question: of the
+    /// common shape and taken by [`FastSource::takes`], watched, not this
+    /// node's report. `None` sends it down the general path, which decides
+    /// and counts.
+    #[inline(always)]
+    fn fast_takes(&self, frame: &[u8]) -> Option<FixedFrame> {
+        let fast = self.fast.as_ref()?;
+        let fixed = FixedFrame::read(frame, 0).filter(|fixed| fast.takes(fixed))?;
+        let flow = &fixed.flow;
+        if let Some(collector) = self.own_reports_to {
+            if flow.protocol() == 17 && flow.dst() == *collector.ip() && flow.dst_port() == collector.port() {
+                return None;
+            }
+        }
+        if !self.watchlist.is_empty() && !self.watchlist.iter().any(|rule| rule.matches(&flow.key())) {
+            return None;
+        }
+        Some(fixed)
+    }
+
+    /// Packet `i` on the fast path: numbered, then its block written.
+    #[inline(always)]
+    fn instrument_fast(
+        &mut self,
+        burst: &mut Burst,
+        i: usize,
+        fixed: &FixedFrame,
+        now_ns: u64,
+        counters: &mut Counters,
+    ) {
+        let Some(sequence) = self.next_sequence(FlowRef::Words(&fixed.flow), false, now_ns, counters) else {
+            return;
+        };
+        let ingress_ns = self.rx_timestamps.and_then(|clock| burst.rx_time_ns(i, &clock)).unwrap_or(now_ns);
+        let times = HopTimes { ingress_ns, egress_ns: now_ns };
+        let Some(fast) = self.fast.as_ref() else { return };
+        match burst.with_frame(i, |f| fast.insert(f, fixed, times, sequence)) {
+            Some(true) => counters.inc(Counter::instrumented),
+            Some(false) => counters.inc(Counter::no_headroom),
+            None => counters.inc(Counter::shared_mbuf),
+        }
     }
 
     /// A tunnel packet: INT into its tunnel header, numbered and reported as
@@ -165,7 +219,10 @@ impl Source21Stage {
             Ok(exceeded) => exceeded,
             Err(skip) => return counters.inc(skip_counter(skip)),
         };
-        let Some(sequence) = self.next_sequence(&plan.flow, mtu_exceeded, now_ns, counters) else { return };
+        let Some(sequence) = self.next_sequence(FlowRef::Key(&plan.flow), mtu_exceeded, now_ns, counters)
+        else {
+            return;
+        };
         let ingress = self.rx_timestamps.and_then(|clock| burst.rx_time_ns(i, &clock)).unwrap_or(now_ns);
         let hop = self.own_hop(ingress, now_ns);
         let config = &self.config;
@@ -191,7 +248,7 @@ impl Source21Stage {
             node_id: Some(self.node_id),
             l1_ingress_port: Some(self.rx_int_port),
             l1_egress_port: Some(self.tx_int_port),
-            hop_latency: u32::try_from(egress_ns.saturating_sub(ingress_ns)).ok(),
+            hop_latency: HopTimes { ingress_ns, egress_ns }.latency(),
             ingress_timestamp: Some(ingress_ns),
             egress_timestamp: Some(egress_ns),
             ..HopMetadata::default()
