@@ -118,11 +118,17 @@ impl BlockShape {
         };
         let tail = word(self.tail_at, 0);
         let tail = TailRepr { protocol: (tail >> 24) as u8, dst_port: (tail >> 8) as u16, dscp: tail as u8 };
-        let source_hop = self.has_hop.then(|| SourceHop {
-            switch_id: word(self.switch_id_at, INVALID),
-            port_ids: word(self.ports_at, INVALID),
-            ingress_timestamp: word(self.ingress_timestamp_at, INVALID),
-        });
+        // Not `has_hop.then(|| ..)`: that closure was compiled out of line,
+        // and reading its result back from the stack stalled the sink.
+        let source_hop = if self.has_hop {
+            Some(SourceHop {
+                switch_id: word(self.switch_id_at, INVALID),
+                port_ids: word(self.ports_at, INVALID),
+                ingress_timestamp: word(self.ingress_timestamp_at, INVALID),
+            })
+        } else {
+            None
+        };
         BlockFields {
             shim_type: self.shim_type,
             header: self.header,
