@@ -8,7 +8,7 @@ mod common;
 
 use std::net::Ipv4Addr;
 
-use common::Buffer;
+use common::{neighbours, Buffer};
 use int_core::craft::{L4Spec, PacketSpec};
 use int_core::encap::{Domain, TcpPlacement};
 use int_core::fixed::FixedFrame;
@@ -44,21 +44,6 @@ fn base_frames() -> Vec<Vec<u8>> {
         ..PacketSpec::udp(a, b, 9, 10, 12)
     });
     specs.iter().map(PacketSpec::build).collect()
-}
-
-/// Every frame one change or one cut away from `frame`, and `frame`.
-fn neighbours(frame: &[u8]) -> impl Iterator<Item = Vec<u8>> + '_ {
-    let changed = (0..frame.len()).flat_map(move |at| {
-        [0x00, 0xff, frame[at] ^ 0x01, frame[at] ^ 0x80, frame[at].wrapping_add(36)].into_iter().map(
-            move |value| {
-                let mut mangled = frame.to_vec();
-                mangled[at] = value;
-                mangled
-            },
-        )
-    });
-    let cut = (0..frame.len()).map(move |len| frame[..len].to_vec());
-    std::iter::once(frame.to_vec()).chain(changed).chain(cut)
 }
 
 /// For `config`: the fast path's takes are the general path's, byte for

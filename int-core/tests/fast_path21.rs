@@ -10,7 +10,7 @@ mod common;
 
 use std::net::Ipv4Addr;
 
-use common::Buffer;
+use common::{neighbours, Buffer};
 use int_core::craft::{L4Spec, PacketSpec};
 use int_core::encap::{DscpMatch, TcpPlacement};
 use int_core::int21::fixed::{self, FixedArrival};
@@ -106,20 +106,6 @@ fn int_frames() -> Vec<Vec<u8>> {
     pushed.with(|f| transit::push(f, &domain(), 1500, &hop(5, 0x0102_0304_0600))).unwrap();
     frames.push(pushed.frame().to_vec());
     frames
-}
-
-/// Every frame one change or one cut away from `frame`, and `frame`.
-fn neighbours(frame: &[u8]) -> impl Iterator<Item = Vec<u8>> + '_ {
-    let changed = (0..frame.len()).flat_map(move |at| {
-        let flips = [0x01, 0x04, 0x10, 0x80].map(|bit| frame[at] ^ bit);
-        [0x00, 0xff, frame[at].wrapping_add(36)].into_iter().chain(flips).map(move |value| {
-            let mut mangled = frame.to_vec();
-            mangled[at] = value;
-            mangled
-        })
-    });
-    let cut = (0..frame.len()).map(move |len| frame[..len].to_vec());
-    std::iter::once(frame.to_vec()).chain(changed).chain(cut)
 }
 
 #[test]

@@ -288,3 +288,18 @@ pub fn assert_mostly_usable<S: Strategy>(strategy: S, usable: impl Fn(&S::Value)
     let used = (0..1000).filter(|_| usable(&strategy.new_tree(&mut runner).unwrap().current())).count();
     assert!(used > 800, "only {used} of 1000 generated cases usable");
 }
+
+/// Every frame one change (to 0, to all ones, plus 36, a single bit
+/// flipped) or one cut away from `frame`, and `frame`.
+pub fn neighbours(frame: &[u8]) -> impl Iterator<Item = Vec<u8>> + '_ {
+    let changed = (0..frame.len()).flat_map(move |at| {
+        let flips = [0x01, 0x04, 0x10, 0x80].map(|bit| frame[at] ^ bit);
+        [0x00, 0xff, frame[at].wrapping_add(36)].into_iter().chain(flips).map(move |value| {
+            let mut mangled = frame.to_vec();
+            mangled[at] = value;
+            mangled
+        })
+    });
+    let cut = (0..frame.len()).map(move |len| frame[..len].to_vec());
+    std::iter::once(frame.to_vec()).chain(changed).chain(cut)
+}

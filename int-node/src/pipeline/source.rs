@@ -141,12 +141,7 @@ impl SourceStage {
         let block = self.fast.as_ref()?;
         let frame = FixedFrame::read(frame, 0).filter(|fixed| block.takes(fixed))?;
         let flow = &frame.flow;
-        if let Some(collector) = self.own_reports_to {
-            if flow.protocol() == 17 && flow.dst() == *collector.ip() && flow.dst_port() == collector.port() {
-                return None;
-            }
-        }
-        if !self.watchlist.is_empty() && !self.watchlist.iter().any(|rule| rule.matches(&flow.key())) {
+        if !fast_flow_watched(flow, &self.watchlist, self.own_reports_to) {
             return None;
         }
         let hash = flow.hash64();
@@ -380,6 +375,23 @@ pub(crate) fn skip_counter(skip: Skip) -> Counter {
         Skip::NoHeadroom => Counter::no_headroom,
         Skip::Malformed(error) => Counter::malformed(error.drop_reason()),
     }
+}
+
+/// Whether a fast path instruments a flow without asking the general path:
+/// watched, and not this node's own reports to `own_reports_to` (the
+/// general path counts why it does not).
+#[inline(always)]
+pub(crate) fn fast_flow_watched(
+    flow: &int_core::flow::FlowWords,
+    watchlist: &[Rule],
+    own_reports_to: Option<SocketAddrV4>,
+) -> bool {
+    if let Some(collector) = own_reports_to {
+        if flow.protocol() == 17 && flow.dst() == *collector.ip() && flow.dst_port() == collector.port() {
+            return false;
+        }
+    }
+    watchlist.is_empty() || watchlist.iter().any(|rule| rule.matches(&flow.key()))
 }
 
 /// A source's ageing of its numbered flows: a 64th of the table every

@@ -14,7 +14,7 @@ use int_core::int21::{sink, HopMetadata};
 use int_core::source::Skip;
 
 use super::report21::{Reporter21, Subject};
-use super::source::{skip_counter, Ageing};
+use super::source::{fast_flow_watched, skip_counter, Ageing};
 use super::top_flows::TopFlows;
 use crate::clock::Clock;
 use crate::config::{MarkedPolicy, Rule};
@@ -166,16 +166,7 @@ impl Source21Stage {
     fn fast_takes(&self, frame: &[u8]) -> Option<FixedFrame> {
         let fast = self.fast.as_ref()?;
         let fixed = FixedFrame::read(frame, 0).filter(|fixed| fast.takes(fixed))?;
-        let flow = &fixed.flow;
-        if let Some(collector) = self.own_reports_to {
-            if flow.protocol() == 17 && flow.dst() == *collector.ip() && flow.dst_port() == collector.port() {
-                return None;
-            }
-        }
-        if !self.watchlist.is_empty() && !self.watchlist.iter().any(|rule| rule.matches(&flow.key())) {
-            return None;
-        }
-        Some(fixed)
+        fast_flow_watched(&fixed.flow, &self.watchlist, self.own_reports_to).then_some(fixed)
     }
 
     /// Packet `i` on the fast path: numbered, then its block written.
