@@ -12,24 +12,6 @@ use common::*;
 use int_core::int21::{self, Body, Marking};
 use int_core::report::tr20;
 
-/// Rewrites each INT 2.1 packet's capture time to its source's ingress
-/// timestamp plus `latency_ns`: a sink clocked by capture times then
-/// measures exactly that latency. An INT-MX packet (no source hop) takes
-/// the time of the packet before it.
-fn retime(path: &std::path::Path, domain: &int21::Domain, latency_ns: u64) {
-    let mut last_ns = 0;
-    let frames: Vec<(u64, Vec<u8>)> = read_pcap(path)
-        .into_iter()
-        .map(|frame| {
-            let found = int21::sink::extract(&frame, domain).unwrap().unwrap();
-            let source_ns = found.source_hop.and_then(|hop| hop.ingress_timestamp);
-            last_ns = source_ns.map_or(last_ns, |ns| ns + latency_ns);
-            (last_ns, frame)
-        })
-        .collect();
-    write_pcap_at(path, &frames);
-}
-
 fn chain(name: &str, int_section: &str, domain: int21::Domain) {
     let dir = workdir(name);
     let frames = mixed_traffic_dual(240, 12, 120);
@@ -39,7 +21,7 @@ fn chain(name: &str, int_section: &str, domain: int21::Domain) {
     assert_eq!(source.counter("source", "instrumented"), 240, "{}", source.stdout());
     let transit = run_node(&dir, &node_config("transit", "int.pcap", "int2.pcap", &clocked, None));
     assert_eq!(transit.counter("transit", "pushed"), 240, "{}", transit.stdout());
-    retime(&dir.join("int2.pcap"), &domain, 150_000);
+    retime_after_source21(&dir.join("int2.pcap"), &domain, 150_000);
     let collector = Collector::new();
     let sink =
         run_node(&dir, &node_config("sink", "int2.pcap", "out.pcap", &clocked, Some(&collector.addr())));
@@ -87,13 +69,7 @@ fn chain(name: &str, int_section: &str, domain: int21::Domain) {
 
 #[test]
 fn dscp_marked_domain_restores_every_byte_and_reports_latency() {
-    let dscp = int_core::encap::DscpMatch::new(0x17, 0x3f).unwrap();
-    let domain = int21::Domain {
-        marking: Marking::Dscp(dscp),
-        tcp_placement: int_core::encap::TcpPlacement::BeforeOptions,
-        source_only: int_core::int21::SourceOnly::sequence(0x4944),
-    };
-    chain("int21-dscp", "    int: {version: 2.1}\n", domain);
+    chain("int21-dscp", "    int: {version: 2.1}\n", dscp_domain21());
 }
 
 #[test]
@@ -112,15 +88,11 @@ fn udp_port_marked_domain_restores_every_byte_and_reports_latency() {
 #[test]
 fn collect_reads_the_latency_of_int21_reports() {
     let dir = workdir("int21-collect");
-    let domain = int21::Domain {
-        marking: Marking::Dscp(int_core::encap::DscpMatch::new(0x17, 0x3f).unwrap()),
-        tcp_placement: int_core::encap::TcpPlacement::BeforeOptions,
-        source_only: int_core::int21::SourceOnly::sequence(0x4944),
-    };
+    let domain = dscp_domain21();
     write_pcap(&dir.join("in.pcap"), &mixed_traffic(60, 6, 120));
     let clocked = "    int: {version: 2.1}\n    clock: rx-timestamp\n";
     run_node(&dir, &node_config("source", "in.pcap", "int.pcap", clocked, None));
-    retime(&dir.join("int.pcap"), &domain, 250_000);
+    retime_after_source21(&dir.join("int.pcap"), &domain, 250_000);
     let (child, listen) =
         common::collector::start_collector(&tools_bin(), &["--count", "6", "--duration", "30"]);
     run_node(&dir, &node_config("sink", "int.pcap", "out.pcap", clocked, Some(&listen)));
@@ -185,7 +157,7 @@ fn mx_domain_reports_from_every_node() {
             assert_eq!(individual.in_type, in_type);
             ipv6 += usize::from(in_type == tr20::InType::Ipv6);
             let block =
-                int21::find_in_report(individual.inner, &dscp_domain()).unwrap().map(|(block, _)| block);
+                int21::find_in_report(individual.inner, &dscp_domain21()).unwrap().map(|(block, _)| block);
             assert!(matches!(block, Some(Body::Mx { .. })), "{block:?}");
             *by_node.entry(report.group.node_id).or_insert(0) += 1;
         }
@@ -206,14 +178,6 @@ fn mx_domain_reports_from_every_node() {
     }
 }
 
-fn dscp_domain() -> int21::Domain {
-    int21::Domain {
-        marking: Marking::Dscp(int_core::encap::DscpMatch::new(0x17, 0x3f).unwrap()),
-        tcp_placement: int_core::encap::TcpPlacement::BeforeOptions,
-        source_only: int_core::int21::SourceOnly::sequence(0x4944),
-    }
-}
-
 /// Packets lost between source and sink, of an IPv4 and an IPv6 flow: the
 /// sink counts them from the source-only packet numbers and reports them by
 /// int-node's TR 2.0 loss rule (the IPv6 flow named by its full addresses,
@@ -222,7 +186,7 @@ fn dscp_domain() -> int21::Domain {
 #[test]
 fn losses_are_counted_from_packet_numbers_and_reported() {
     let dir = workdir("int21-loss");
-    let domain = dscp_domain();
+    let domain = dscp_domain21();
     let frames = mixed_traffic_dual(240, 12, 120);
     write_pcap(&dir.join("in.pcap"), &frames);
     let clocked = "    int: {version: 2.1}\n    clock: rx-timestamp\n";
@@ -235,7 +199,7 @@ fn losses_are_counted_from_packet_numbers_and_reported() {
     let survivors: Vec<Vec<u8>> =
         instrumented.into_iter().enumerate().filter(|(i, _)| keep(i)).map(|(_, f)| f).collect();
     write_pcap(&dir.join("int.pcap"), &survivors);
-    retime(&dir.join("int.pcap"), &domain, 250_000);
+    retime_after_source21(&dir.join("int.pcap"), &domain, 250_000);
     let (child, listen) =
         common::collector::start_collector(&tools_bin(), &["--count", "14", "--duration", "30"]);
     let sink = run_node(&dir, &node_config("sink", "int.pcap", "out.pcap", clocked, Some(&listen)));
@@ -279,7 +243,7 @@ fn probes_and_lying_blocks_are_dropped_and_reported() {
     run_node(&dir, &node_config("source", "in.pcap", "int.pcap", probes, None));
     let mut instrumented = read_pcap(&dir.join("int.pcap"));
     let lying = 5;
-    let block_at = int21::sink::extract(&instrumented[lying], &dscp_domain()).unwrap().unwrap().block_at;
+    let block_at = int21::sink::extract(&instrumented[lying], &dscp_domain21()).unwrap().unwrap().block_at;
     instrumented[lying][block_at + 1] = 2; // shorter than the MD header
     write_pcap(&dir.join("int.pcap"), &instrumented);
     let collector = Collector::new();
@@ -343,8 +307,8 @@ fn tunnels_through_transit_and_sink() {
     assert_eq!(transit.counter("transit", "pushed"), 30, "{}", transit.stdout());
     assert_eq!(transit.counter("transit", "mx_passed"), 6);
     assert_eq!(transit.counter("transit", "reports_mx"), 6);
-    let domain = dscp_domain();
-    retime(&dir.join("t.pcap"), &domain, 150_000);
+    let domain = dscp_domain21();
+    retime_after_source21(&dir.join("t.pcap"), &domain, 150_000);
     let sink = run_node(&dir, &node_config("sink", "t.pcap", "out.pcap", clocked, Some(&collector.addr())));
     assert_eq!(sink.counter("sink", "stripped"), 36, "{}", sink.stdout());
     assert_same_frames(&read_pcap(&dir.join("out.pcap")), &plain);

@@ -295,7 +295,9 @@ fn tshark_decodes_what_an_int21_domain_wrote() {
             assert_eq!(t[..], expected[..], "{pcap} packet {i}: {o}");
         }
     }
-    // The sink's reports, sent on a DPDK port into a pcap.
+    // The sink's reports, sent on a DPDK port into a pcap; its clock is the
+    // capture time, 100 us after each source time.
+    retime_after_source21(&dir.join("dscp.pcap"), &dscp_domain21(), 100_000);
     write_pcap(&dir.join("empty.pcap"), &[]);
     let sink = port_exporter_config("dscp.pcap")
         .replace("clock: rx-timestamp,", "clock: rx-timestamp, int: {version: 2.1},");
@@ -356,6 +358,9 @@ fn tshark_decodes_tr05_flow_reports() {
         &["--out", "plain.pcap", "--packets", "40", "--flows", "4", "--proto", "mix", "--sizes", "200"],
     );
     run_node(&dir, &node_config("source", "plain.pcap", "dscp.pcap", "", None));
+    // The sink's clock is the capture time: 100 us after each source time,
+    // whichever clock net_pcap stamped its output with.
+    retime_after_source(&dir.join("dscp.pcap"), &int_core::encap::Domain::default(), 100_000);
     write_pcap(&dir.join("empty.pcap"), &[]);
     let sink = port_exporter_config("dscp.pcap").replace("export:\n", "export:\n  profile: tr05\n");
     run_node(&dir, &sink);
@@ -417,11 +422,7 @@ fn tshark_decodes_int21_loss_and_drop_reports() {
     run_node(&dir, &node_config("source", "plain.pcap", "int.pcap", "    int: {version: 2.1}\n", None));
     let mut frames = read_pcap(&dir.join("int.pcap"));
     frames.remove(9);
-    let domain = int_core::int21::Domain {
-        marking: int_core::int21::Marking::Dscp(int_core::encap::DscpMatch::new(0x17, 0x3f).unwrap()),
-        tcp_placement: int_core::encap::TcpPlacement::BeforeOptions,
-        source_only: int_core::int21::SourceOnly::sequence(0x4944),
-    };
+    let domain = dscp_domain21();
     let block_at = int_core::int21::sink::extract(&frames[20], &domain).unwrap().unwrap().block_at;
     frames[20][block_at + 1] = 2;
     write_pcap(&dir.join("int.pcap"), &frames);

@@ -317,6 +317,34 @@ pub fn retime_after_source(path: &Path, domain: &int_core::encap::Domain, latenc
     write_pcap_at(path, &frames);
 }
 
+/// The INT 2.1 domain a node speaks by default: DSCP 0x17 marks INT-MD
+/// before TCP options, and source-only metadata carries the sequence.
+pub fn dscp_domain21() -> int_core::int21::Domain {
+    int_core::int21::Domain {
+        marking: int_core::int21::Marking::Dscp(int_core::encap::DscpMatch::new(0x17, 0x3f).unwrap()),
+        tcp_placement: int_core::encap::TcpPlacement::BeforeOptions,
+        source_only: int_core::int21::SourceOnly::sequence(0x4944),
+    }
+}
+
+/// Rewrites each INT 2.1 packet's capture time to its source's ingress
+/// timestamp plus `latency_ns`: a sink clocked by capture times then
+/// measures exactly that latency. An INT-MX packet (no source hop) takes
+/// the time of the packet before it.
+pub fn retime_after_source21(path: &Path, domain: &int_core::int21::Domain, latency_ns: u64) {
+    let mut last_ns = 0;
+    let frames: Vec<(u64, Vec<u8>)> = read_pcap(path)
+        .into_iter()
+        .map(|frame| {
+            let found = int_core::int21::sink::extract(&frame, domain).unwrap().unwrap();
+            let source_ns = found.source_hop.and_then(|hop| hop.ingress_timestamp);
+            last_ns = source_ns.map_or(last_ns, |ns| ns + latency_ns);
+            (last_ns, frame)
+        })
+        .collect();
+    write_pcap_at(path, &frames);
+}
+
 /// A tunnel packet as a peer's INT 2.1 source leaves it, and as it was:
 /// VXLAN-GPE (from VXLAN-GPE, or from plain VXLAN with G), or Geneve, with
 /// an INT-MD header and the source's hop (node id 1, ingress time
