@@ -1,22 +1,27 @@
-//! The common frame at fixed offsets: Ethernet without VLAN tags, IPv4
-//! without options and not fragmented, then UDP (its Length agreeing with
-//! IPv4's) or TCP without options. Most traffic has this shape; the fast
-//! paths read it with a few fixed-size loads and compares, and every other
-//! frame takes the general walk ([`crate::locate`]), which gives frames of
-//! this shape the same answer.
+//! The common frame at fixed offsets: Ethernet without VLAN tags, then
+//! IPv4 without options and not fragmented or IPv6 without extension
+//! headers, then UDP (its Length agreeing with the IP length) or TCP
+//! without options. Most traffic has this shape; the fast paths read it
+//! with a few fixed-size loads and compares, and every other frame takes
+//! the general walk ([`crate::locate`]), which gives frames of this shape
+//! the same answer.
 
+use crate::bytes::{be16, be32};
 use crate::carrier::Carrier;
 use crate::checksum;
-use crate::flow::FlowWords;
+use crate::flow::{FlowKey, FlowWords};
 
-/// The IPv4 header's offset.
+/// The IP header's offset.
 pub const L3_AT: usize = 14;
-/// The L4 header's offset.
-pub const L4_AT: usize = 34;
-/// Where INT goes (or is) after a UDP header.
-const UDP_PAYLOAD_AT: usize = L4_AT + 8;
-/// Where INT goes (or is) after a TCP header without options.
-const TCP_PAYLOAD_AT: usize = L4_AT + 20;
+/// The L4 header's offset after IPv4.
+pub const L4_AT: usize = L3_AT + 20;
+/// The L4 header's offset after IPv6.
+pub const L4_AT_V6: usize = L3_AT + 40;
+const UDP_LEN: usize = 8;
+const TCP_LEN: usize = 20;
+/// [`FixedFrame::shape`]'s bits.
+const SHAPE_TCP: u8 = 1;
+const SHAPE_IPV6: u8 = 2;
 
 /// What a frame of the common shape is to a sink's fast path, found at
 /// fixed offsets: its general path gives the same answer where this one
@@ -43,57 +48,132 @@ pub struct FixedFrame {
     end: u16,
     /// The L4 length: UDP Length, or the TCP segment's.
     pub carrier_len: u16,
-    /// IPv4's ToS: DSCP and ECN.
+    /// IPv4's ToS or IPv6's Traffic Class: DSCP and ECN.
     pub tos: u8,
-    tcp: bool,
+    /// [`SHAPE_TCP`] and [`SHAPE_IPV6`].
+    shape: u8,
 }
 
 impl FixedFrame {
-    /// The frame's parts, if it has the common shape and at least `room`
-    /// bytes of L4 payload.
+    /// The frame's parts, if it has the common shape (IPv4 or IPv6) and at
+    /// least `room` bytes of L4 payload.
     #[inline(always)]
     pub fn read(frame: &[u8], room: usize) -> Option<FixedFrame> {
-        let head: &[u8; TCP_PAYLOAD_AT] = frame.first_chunk()?;
-        let word = |at: usize| crate::bytes::be16(head, at);
+        match be16(frame.get(..L3_AT)?, 12) {
+            0x0800 => Self::read_ipv4(frame, room),
+            0x86dd => Self::read_ipv6(frame, room),
+            _ => None,
+        }
+    }
+
+    /// [`FixedFrame::read`] for IPv4 frames only (an IPv6 one is `None`).
+    #[inline(always)]
+    pub fn read_ipv4(frame: &[u8], room: usize) -> Option<FixedFrame> {
+        let head: &[u8; L4_AT + TCP_LEN] = frame.first_chunk()?;
+        let word = |at: usize| be16(head, at);
         if word(12) != 0x0800 || head[L3_AT] != 0x45 || word(20) & 0x3fff != 0 {
             return None;
         }
         let total_len = usize::from(word(16));
-        let end = L3_AT + total_len;
-        let (tcp, carrier_len) = match head[23] {
-            17 if usize::from(word(38)) + 20 == total_len => (false, word(38)),
-            6 if head[46] >> 4 == 5 && total_len >= 40 => (true, (total_len - 20) as u16),
+        let (shape, carrier_len) = match head[23] {
+            17 if usize::from(word(38)) + 20 == total_len => (0, word(38)),
+            6 if head[46] >> 4 == 5 && total_len >= 40 => (SHAPE_TCP, (total_len - 20) as u16),
             _ => return None,
         };
-        let payload_at = if tcp { TCP_PAYLOAD_AT } else { UDP_PAYLOAD_AT };
-        if end > frame.len() || payload_at + room > end {
+        let flow = FlowWords {
+            addresses: u64::from(be32(head, 26)) << 32 | u64::from(be32(head, 30)),
+            rest: u64::from(head[23]) << 32 | u64::from(be32(head, L4_AT)),
+        };
+        let fixed = FixedFrame { flow, end: (L3_AT + total_len) as u16, carrier_len, tos: head[15], shape };
+        fixed.holds(frame, room).then_some(fixed)
+    }
+
+    /// [`FixedFrame::read`] for IPv6 frames: the L4 header right after the
+    /// fixed header. Out of line, to keep IPv4's path as short as it was.
+    #[inline(never)]
+    fn read_ipv6(frame: &[u8], room: usize) -> Option<FixedFrame> {
+        let head: &[u8; L4_AT_V6 + UDP_LEN] = frame.first_chunk()?;
+        let word = |at: usize| be16(head, at);
+        if head[L3_AT] >> 4 != 6 {
             return None;
         }
-        let flow = FlowWords {
-            addresses: u64::from(crate::bytes::be32(head, 26)) << 32
-                | u64::from(crate::bytes::be32(head, 30)),
-            rest: u64::from(head[23]) << 32 | u64::from(crate::bytes::be32(head, L4_AT)),
+        let payload_len = word(L3_AT + 4);
+        let (shape, carrier_len) = match head[L3_AT + 6] {
+            17 if word(L4_AT_V6 + 4) == payload_len => (SHAPE_IPV6, payload_len),
+            6 if frame.get(L4_AT_V6 + 12)? >> 4 == 5 && usize::from(payload_len) >= TCP_LEN => {
+                (SHAPE_IPV6 | SHAPE_TCP, payload_len)
+            }
+            _ => return None,
         };
-        Some(FixedFrame { flow, end: end as u16, carrier_len, tos: head[15], tcp })
+        let address = |at: usize| head.get(at..at + 16).and_then(|a| a.first_chunk::<16>());
+        let flow = FlowWords::v6(
+            address(L3_AT + 8)?,
+            address(L3_AT + 24)?,
+            head[L3_AT + 6],
+            word(L4_AT_V6),
+            word(L4_AT_V6 + 2),
+        );
+        let end = (L4_AT_V6 + usize::from(payload_len)) as u16;
+        let fixed =
+            FixedFrame { flow, end, carrier_len, tos: head[L3_AT] << 4 | head[L3_AT + 1] >> 4, shape };
+        fixed.holds(frame, room).then_some(fixed)
+    }
+
+    /// Whether `frame` holds the IP packet, with `room` bytes of payload.
+    #[inline(always)]
+    fn holds(&self, frame: &[u8], room: usize) -> bool {
+        self.end() <= frame.len() && self.payload_at() + room <= self.end()
+    }
+
+    #[inline(always)]
+    pub fn is_ipv6(&self) -> bool {
+        self.shape & SHAPE_IPV6 != 0
+    }
+
+    #[inline(always)]
+    fn is_tcp(&self) -> bool {
+        self.shape & SHAPE_TCP != 0
+    }
+
+    /// The flow's key, its IPv6 addresses read again from `frame` (the
+    /// frame this was read from).
+    pub fn flow_key(&self, frame: &[u8]) -> Option<FlowKey> {
+        if !self.is_ipv6() {
+            return self.flow.key_v4();
+        }
+        let address = |at: usize| frame.get(at..at + 16).and_then(|a| a.first_chunk::<16>()).copied();
+        Some(FlowKey {
+            src: core::net::Ipv6Addr::from(address(L3_AT + 8)?).into(),
+            dst: core::net::Ipv6Addr::from(address(L3_AT + 24)?).into(),
+            protocol: self.flow.protocol(),
+            src_port: (self.flow.rest >> 16) as u16,
+            dst_port: self.flow.dst_port(),
+        })
+    }
+
+    /// The L4 header's offset.
+    #[inline(always)]
+    fn l4_at(&self) -> usize {
+        if self.is_ipv6() {
+            L4_AT_V6
+        } else {
+            L4_AT
+        }
     }
 
     /// Where the L4 payload starts: where INT goes, or is.
     #[inline(always)]
     pub fn payload_at(&self) -> usize {
-        if self.tcp {
-            TCP_PAYLOAD_AT
-        } else {
-            UDP_PAYLOAD_AT
-        }
+        self.l4_at() + if self.is_tcp() { TCP_LEN } else { UDP_LEN }
     }
 
     /// The header whose length and checksum cover the payload.
     #[inline(always)]
     pub(crate) fn carrier(&self) -> Carrier {
-        if self.tcp {
-            Carrier::Tcp(L4_AT)
+        if self.is_tcp() {
+            Carrier::Tcp(self.l4_at())
         } else {
-            Carrier::Udp(L4_AT)
+            Carrier::Udp(self.l4_at())
         }
     }
 
@@ -112,14 +192,30 @@ impl FixedFrame {
     /// After INT bytes were added or removed at the payload's start, the
     /// L4 length becoming `carrier_len` and words summing to `removed`
     /// replaced by words summing to `added` under the L4 checksum: sets the
-    /// ToS, the IPv4 Total Length and the L4 length, every checksum
+    /// ToS (Traffic Class), the IP length and the L4 length, every checksum
     /// following incrementally (a UDP checksum of 0 stays 0).
     #[inline(always)]
     pub(crate) fn rewrite(&self, bytes: &mut [u8], tos: u8, carrier_len: u16, removed: u32, added: u32) {
         let ip_len = self.ip_len() - usize::from(self.carrier_len) + usize::from(carrier_len);
-        rewrite_ipv4(bytes, tos, ip_len);
+        if self.is_ipv6() {
+            rewrite_ipv6(bytes, tos, ip_len - (L4_AT_V6 - L3_AT));
+        } else {
+            rewrite_ipv4(bytes, tos, ip_len);
+        }
         self.carrier().update(bytes, self.carrier_len, carrier_len, removed, added);
     }
+}
+
+/// Sets the IPv6 header's Traffic Class and Payload Length (no checksum;
+/// the Flow Label stays).
+#[inline(never)]
+fn rewrite_ipv6(bytes: &mut [u8], tos: u8, payload_len: usize) {
+    let Some(header) = bytes.get_mut(L3_AT..).and_then(|h| h.first_chunk_mut::<6>()) else {
+        return;
+    };
+    header[0] = (header[0] & 0xf0) | tos >> 4;
+    header[1] = (tos << 4) | (header[1] & 0x0f);
+    header[4..6].copy_from_slice(&(payload_len as u16).to_be_bytes());
 }
 
 /// Sets the IPv4 header's ToS and Total Length, its checksum following

@@ -37,11 +37,12 @@ impl FlowKey {
     }
 }
 
-/// An IPv4 flow as two words read straight from its headers: the
-/// addresses (source in the high half), and the protocol and ports
-/// (`protocol << 32 | src_port << 16 | dst_port`). The fast paths key
-/// their tables with it; it hashes and folds as the [`FlowKey`] it stands
-/// for.
+/// A flow as two words read straight from its headers: the addresses
+/// (an IPv4 flow's side by side, source in the high half; an IPv6 flow's
+/// folded as [`SlotKey`] folds them), and the protocol and ports
+/// (`protocol << 32 | src_port << 16 | dst_port`, with [`FlowWords::IPV6`]
+/// set for an IPv6 flow). The fast paths key their tables with it; it
+/// hashes and folds as the [`FlowKey`] it stands for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct FlowWords {
     pub addresses: u64,
@@ -49,6 +50,22 @@ pub struct FlowWords {
 }
 
 impl FlowWords {
+    /// The bit of `rest` that marks an IPv6 flow (above the protocol).
+    pub const IPV6: u64 = 1 << 40;
+
+    /// An IPv6 flow's words, from its addresses as they lie in the header.
+    #[inline(always)]
+    pub fn v6(src: &[u8; 16], dst: &[u8; 16], protocol: u8, src_port: u16, dst_port: u16) -> Self {
+        let addresses = fold_v6(u128::from_be_bytes(*src), u128::from_be_bytes(*dst));
+        let rest = Self::IPV6 | u64::from(protocol) << 32 | u64::from(src_port) << 16 | u64::from(dst_port);
+        FlowWords { addresses, rest }
+    }
+
+    #[inline(always)]
+    pub fn is_ipv6(&self) -> bool {
+        self.rest & Self::IPV6 != 0
+    }
+
     #[inline(always)]
     pub fn protocol(&self) -> u8 {
         (self.rest >> 32) as u8
@@ -59,9 +76,10 @@ impl FlowWords {
         self.rest as u16
     }
 
+    /// The destination of an IPv4 flow (an IPv6 flow's is folded away).
     #[inline(always)]
-    pub fn dst(&self) -> Ipv4Addr {
-        Ipv4Addr::from(self.addresses as u32)
+    pub fn dst_v4(&self) -> Option<Ipv4Addr> {
+        (!self.is_ipv6()).then(|| Ipv4Addr::from(self.addresses as u32))
     }
 
     /// [`FlowKey::hash64`] of the key.
@@ -78,13 +96,16 @@ impl FlowWords {
             addrs: [(a >> 48) as u16, (a >> 32) as u16, (a >> 16) as u16, a as u16],
             ports: [(self.rest >> 16) as u16, self.dst_port()],
             protocol: self.protocol(),
-            family: 4,
+            family: if self.is_ipv6() { 6 } else { 4 },
         }
     }
 
-    pub fn key(&self) -> FlowKey {
+    /// The key of an IPv4 flow; `None` for an IPv6 one, whose addresses
+    /// are folded (`crate::fixed::FixedFrame::flow_key` reads them).
+    pub fn key_v4(&self) -> Option<FlowKey> {
         let src = Ipv4Addr::from((self.addresses >> 32) as u32);
-        FlowKey::v4(src, self.dst(), self.protocol(), (self.rest >> 16) as u16, self.dst_port())
+        let dst = self.dst_v4()?;
+        Some(FlowKey::v4(src, dst, self.protocol(), (self.rest >> 16) as u16, self.dst_port()))
     }
 }
 
@@ -108,16 +129,21 @@ fn address_word(src: &IpAddr, dst: &IpAddr) -> u64 {
     match (src, dst) {
         (IpAddr::V4(src), IpAddr::V4(dst)) => (u64::from(u32::from(*src)) << 32) | u64::from(u32::from(*dst)),
         _ => {
-            let fold = |addr: &IpAddr| {
-                let bits = match addr {
-                    IpAddr::V4(a) => u128::from(u32::from(*a)),
-                    IpAddr::V6(a) => u128::from(*a),
-                };
-                (bits as u64) ^ ((bits >> 64) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            let bits = |addr: &IpAddr| match addr {
+                IpAddr::V4(a) => u128::from(u32::from(*a)),
+                IpAddr::V6(a) => u128::from(*a),
             };
-            fold(src) ^ fold(dst).rotate_left(29).wrapping_mul(0xc2b2_ae3d_27d4_eb4f)
+            fold_v6(bits(src), bits(dst))
         }
     }
+}
+
+/// IPv6 addresses (or a mix) in one word: each half of each address
+/// multiplied in, the destination's rotated so that direction matters.
+#[inline(always)]
+fn fold_v6(src: u128, dst: u128) -> u64 {
+    let fold = |bits: u128| (bits as u64) ^ ((bits >> 64) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    fold(src) ^ fold(dst).rotate_left(29).wrapping_mul(0xc2b2_ae3d_27d4_eb4f)
 }
 
 impl Default for FlowKey {

@@ -60,7 +60,7 @@ impl Generator {
         if let Some(node_id) = spec.int_source {
             template = instrumented(&template, node_id)?;
         }
-        if FixedFrame::read(&template, 0).is_none() {
+        if FixedFrame::read_ipv4(&template, 0).is_none() {
             return Err("the template is not a frame of the common shape".into());
         }
         Ok(Generator {
@@ -190,7 +190,7 @@ mod tests {
                 (source.switch_id(), source.ingress_timestamp()),
                 (Some(0x0a00_0001), Some(1000 + i as u32))
             );
-            seen.push((found.frame.flow.key().src.to_string(), found.sequence.unwrap()));
+            seen.push((found.frame.flow.key_v4().unwrap().src.to_string(), found.sequence.unwrap()));
         }
         let expected = [("10.0.0.1", 1), ("10.0.0.2", 1), ("10.0.0.3", 1), ("10.0.0.1", 2), ("10.0.0.2", 2)];
         for (i, (src, sequence)) in expected.iter().enumerate() {

@@ -6,12 +6,13 @@
 
 mod common;
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 use common::{neighbours, Buffer};
 use int_core::craft::{L4Spec, PacketSpec};
 use int_core::encap::{Domain, TcpPlacement};
 use int_core::fixed::FixedFrame;
+use int_core::flow::{FlowKey, SlotKey};
 use int_core::int05::HopMetadata;
 use int_core::int05::ShapeCache;
 use int_core::sink::{self, Arrival, FixedArrival};
@@ -43,23 +44,46 @@ fn base_frames() -> Vec<Vec<u8>> {
         l4: L4Spec::Udp { src_port: 9, dst_port: 10, zero_checksum: true },
         ..PacketSpec::udp(a, b, 9, 10, 12)
     });
+    specs.extend(ipv6_specs());
     specs.iter().map(PacketSpec::build).collect()
 }
 
+/// IPv6 frames of the common shape (no extension headers), and two just
+/// outside it (a Hop-by-Hop header; a flow label, which the fast path must
+/// keep).
+fn ipv6_specs() -> Vec<PacketSpec> {
+    let (a, b): (Ipv6Addr, Ipv6Addr) = ("2001:db8::1".parse().unwrap(), "2001:db8:ff::7".parse().unwrap());
+    let mut labelled = PacketSpec { tos: 0xb8, ..PacketSpec::udp6(b, a, 1, 2, 18) };
+    if let Some(ipv6) = labelled.ipv6.as_mut() {
+        ipv6.flow_label = 0xabcde;
+    }
+    let mut hop_by_hop = PacketSpec::tcp6(a, b, 3, 4, 16);
+    if let Some(ipv6) = hop_by_hop.ipv6.as_mut() {
+        ipv6.extensions.push((0, int_core::craft::ipv6_options(0)));
+    }
+    vec![PacketSpec::udp6(a, b, 4000, 53, 12), PacketSpec::tcp6(a, b, 40000, 80, 10), labelled, hop_by_hop]
+}
+
+/// The fast path's flow is the general path's: the same key, hash and slot.
+fn same_flow(fixed: &FixedFrame, frame: &[u8], general: &FlowKey) {
+    assert_eq!(fixed.flow_key(frame).as_ref(), Some(general), "{frame:02x?}");
+    assert_eq!(fixed.flow.hash64(), general.hash64());
+    assert_eq!(fixed.flow.slot_key(), SlotKey::of(general));
+}
+
 /// For `config`: the fast path's takes are the general path's, byte for
-/// byte; returns how many frames the fast path took.
-fn fast_source_agrees(config: &SourceConfig) -> usize {
+/// byte; returns how many IPv4 and IPv6 frames the fast path took.
+fn fast_source_agrees(config: &SourceConfig) -> [usize; 2] {
     let template = Template::new(config, &hop()).unwrap();
     let fast = FastBlock::of(config, &template).expect("a Host-INT configuration");
-    let mut taken = 0;
+    let mut taken = [0, 0];
     for base in base_frames() {
         for frame in neighbours(&base) {
             let Some(fixed) = FixedFrame::read(&frame, 0).filter(|f| fast.takes(f)) else { continue };
-            taken += 1;
+            taken[usize::from(fixed.is_ipv6())] += 1;
             let plan = source::plan(&frame, config)
                 .unwrap_or_else(|skip| panic!("the general path refuses ({skip:?}) {frame:02x?}"));
-            assert_eq!(fixed.flow.key(), plan.flow);
-            assert_eq!(fixed.flow.hash64(), plan.flow.hash64());
+            same_flow(&fixed, &frame, &plan.flow);
             let mut general = Buffer::new(&frame);
             general.with(|f| source::insert_with(f, &plan, config, &template, SEQUENCE, Some(TIME))).unwrap();
             let mut mine = Buffer::new(&frame);
@@ -72,21 +96,25 @@ fn fast_source_agrees(config: &SourceConfig) -> usize {
 
 #[test]
 fn fast_source_writes_what_the_general_source_writes() {
-    let taken = fast_source_agrees(&SourceConfig::host_int(1500));
+    let [v4, v6] = fast_source_agrees(&SourceConfig::host_int(1500));
     // Most single changes leave a frame of the common shape (payload
     // bytes, addresses, ports, checksums).
-    assert!(taken > 1200, "{taken} frames took the fast path");
+    assert!(v4 > 1200 && v6 > 1000, "{v4} IPv4 and {v6} IPv6 frames took the fast path");
 }
 
 #[test]
 fn fast_source_keeps_the_mtu_and_dscp_of_its_configuration() {
     let small = SourceConfig { max_ip_len: 90, ..SourceConfig::host_int(1500) };
-    let taken = fast_source_agrees(&small);
-    assert!(taken > 300, "{taken} frames within an MTU of 90");
+    let [v4, _] = fast_source_agrees(&small);
+    assert!(v4 > 300, "{v4} IPv4 frames within an MTU of 90");
+    // The shortest IPv6 frame fits an MTU of 100 with the block; others do
+    // not.
+    let [_, v6] = fast_source_agrees(&SourceConfig { max_ip_len: 100, ..small });
+    assert!(v6 > 300, "{v6} IPv6 frames within an MTU of 100");
     let marking = int_core::encap::Encapsulation::OverTcpUdp { dscp_value: 0x2e, dscp_mask: 0x3f };
     let other_dscp = SourceConfig { encapsulation: marking, ..SourceConfig::host_int(1500) };
-    let taken = fast_source_agrees(&other_dscp);
-    assert!(taken > 1000, "{taken} frames not marked with DSCP 46");
+    let [v4, v6] = fast_source_agrees(&other_dscp);
+    assert!(v4 > 1000 && v6 > 800, "{v4} IPv4 and {v6} IPv6 frames not marked with DSCP 46");
 }
 
 #[test]
@@ -140,7 +168,7 @@ fn domain() -> Domain {
 
 #[test]
 fn fast_sink_finds_and_restores_what_the_general_sink_does() {
-    let (mut taken, mut bases) = (0, 0);
+    let (mut taken, mut bases) = ([0, 0], 0);
     for base in int_frames() {
         // A cache warmed by the unchanged frame, as on a path where most
         // blocks share a shape, and a cold one.
@@ -151,27 +179,30 @@ fn fast_sink_finds_and_restores_what_the_general_sink_does() {
         bases += 1;
         for frame in neighbours(&base) {
             for mut shapes in [warm, ShapeCache::default()] {
-                taken += u32::from(fast_sink_agrees(&frame, &mut shapes));
+                if let Some(ipv6) = fast_sink_agrees(&frame, &mut shapes) {
+                    taken[usize::from(ipv6)] += 1;
+                }
             }
         }
     }
-    assert!(bases >= 9, "{bases} INT frames of the common shape");
-    assert!(taken > 2000, "{taken} frames took the fast path");
+    assert!(bases >= 15, "{bases} INT frames of the common shape");
+    let [v4, v6] = taken;
+    assert!(v4 > 2000 && v6 > 2000, "{v4} IPv4 and {v6} IPv6 frames took the fast path");
 }
 
-/// One frame: the fast sink's answer is the general sink's; true when the
-/// fast path took it.
-fn fast_sink_agrees(frame: &[u8], shapes: &mut ShapeCache) -> bool {
+/// One frame: the fast sink's answer is the general sink's; when the fast
+/// path took it, whether it is IPv6.
+fn fast_sink_agrees(frame: &[u8], shapes: &mut ShapeCache) -> Option<bool> {
     let general = sink::classify(frame, &domain(), &mut ShapeCache::default());
     match sink::classify_fixed(frame, &domain(), shapes) {
-        FixedArrival::Other => false,
+        FixedArrival::Other => None,
         FixedArrival::NotInt => {
             assert_eq!(general, Ok(Arrival::NotInt), "{frame:02x?}");
-            false
+            None
         }
         FixedArrival::Int(fast) => {
             let Ok(Arrival::Int(found)) = general else { panic!("general: {general:?} for {frame:02x?}") };
-            assert_eq!(fast.frame.flow.key(), found.flow);
+            same_flow(&fast.frame, frame, &found.flow);
             assert_eq!((fast.sequence, fast.source_hop), (found.sequence, found.source_hop));
             assert_eq!(fast.removed_len(), found.removed_len());
             let mut general = Buffer::new(frame);
@@ -179,7 +210,7 @@ fn fast_sink_agrees(frame: &[u8], shapes: &mut ShapeCache) -> bool {
             let mut mine = Buffer::new(frame);
             assert_eq!(mine.with(|f| sink::strip_fixed(f, &fast, &domain())), Some(found.removed_len()));
             assert_eq!(mine.frame(), general.frame(), "{frame:02x?}");
-            true
+            Some(fast.frame.is_ipv6())
         }
     }
 }
@@ -187,7 +218,7 @@ fn fast_sink_agrees(frame: &[u8], shapes: &mut ShapeCache) -> bool {
 #[test]
 fn fast_transit_pushes_what_the_general_transit_pushes() {
     let hop = HopMetadata::host_int(0x0a00_0005, 2, TIME + 10);
-    let (mut taken, mut outcomes) = (0, std::collections::BTreeSet::new());
+    let (mut taken, mut outcomes) = ([0, 0], std::collections::BTreeSet::new());
     // An MTU of 100 leaves some frames no room for the hop.
     let configs = [1500, 100].map(|mtu| TransitConfig { domain: domain(), max_ip_len: mtu });
     let cases = int_frames().into_iter().flat_map(|base| configs.map(|config| (base.clone(), config)));
@@ -199,7 +230,7 @@ fn fast_transit_pushes_what_the_general_transit_pushes() {
                 assert_eq!(mine.frame(), &frame[..], "left to the general path unchanged");
                 continue;
             };
-            taken += 1;
+            taken[usize::from(frame.get(12..14) == Some(&[0x86, 0xdd]))] += 1;
             let mut general = Buffer::new(&frame);
             let expected = general.with(|f| transit::push(f, &config, &hop));
             assert_eq!(fast, expected, "{frame:02x?}");
@@ -207,7 +238,8 @@ fn fast_transit_pushes_what_the_general_transit_pushes() {
             outcomes.insert(format!("{fast:?}"));
         }
     }
-    assert!(taken > 3000, "{taken} frames took the fast path");
+    let [v4, v6] = taken;
+    assert!(v4 > 3000 && v6 > 3000, "{v4} IPv4 and {v6} IPv6 frames took the fast path");
     // Pushed, E set at Max Hop Count, not INT, too big.
     assert!(outcomes.len() >= 4, "{outcomes:?}");
 }

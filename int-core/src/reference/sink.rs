@@ -34,7 +34,7 @@ impl Sink {
     /// that is not Host-INT's, or a full flow table.
     #[inline(always)]
     pub fn strip(&mut self, frame: &mut FrameBuf<'_>, now: u32) -> Option<bool> {
-        let packet = FixedFrame::read(frame.frame(), BLOCK_HEAD_LEN)?;
+        let packet = FixedFrame::read_ipv4(frame.frame(), BLOCK_HEAD_LEN)?;
         let bytes = frame.frame();
         let head = bytes.get(packet.payload_at()..)?.first_chunk::<BLOCK_HEAD_LEN>()?;
         let (length_words, total_hop) = (head[2], usize::from(head[7]));

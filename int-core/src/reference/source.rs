@@ -28,7 +28,7 @@ impl Source {
     /// would exceed the MTU, or when the flow table is full.
     #[inline(always)]
     pub fn instrument(&mut self, frame: &mut FrameBuf<'_>, time: u32) -> bool {
-        let Some(fixed) = FixedFrame::read(frame.frame(), 0) else { return false };
+        let Some(fixed) = FixedFrame::read_ipv4(frame.frame(), 0) else { return false };
         if !self.block.takes(&fixed) {
             return false;
         }

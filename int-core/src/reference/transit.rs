@@ -30,7 +30,7 @@ impl Transit {
     /// stack is full, or a push past the MTU.
     #[inline(always)]
     pub fn push(&self, frame: &mut FrameBuf<'_>, ingress: u32, egress: u32) -> bool {
-        let Some(packet) = FixedFrame::read(frame.frame(), BLOCK_HEAD_LEN) else { return false };
+        let Some(packet) = FixedFrame::read_ipv4(frame.frame(), BLOCK_HEAD_LEN) else { return false };
         let Some(head) =
             frame.frame().get(packet.payload_at()..).and_then(|b| b.first_chunk::<BLOCK_HEAD_LEN>())
         else {

@@ -139,14 +139,13 @@ impl SourceStage {
     #[inline(always)]
     fn fast_plan(&self, frame: &[u8]) -> Option<FastPlan> {
         let block = self.fast.as_ref()?;
-        let frame = FixedFrame::read(frame, 0).filter(|fixed| block.takes(fixed))?;
-        let flow = &frame.flow;
-        if !fast_flow_watched(flow, &self.watchlist, self.own_reports_to) {
+        let fixed = FixedFrame::read(frame, 0).filter(|fixed| block.takes(fixed))?;
+        if !fast_flow_watched(&fixed, frame, &self.watchlist, self.own_reports_to) {
             return None;
         }
-        let hash = flow.hash64();
+        let hash = fixed.flow.hash64();
         self.flows.prefetch(hash);
-        Some(FastPlan { frame, hash })
+        Some(FastPlan { frame: fixed, hash })
     }
 
     /// The second pass for a packet on the fast path: its number, then
@@ -379,19 +378,23 @@ pub(crate) fn skip_counter(skip: Skip) -> Counter {
 
 /// Whether a fast path instruments a flow without asking the general path:
 /// watched, and not this node's own reports to `own_reports_to` (the
-/// general path counts why it does not).
+/// general path counts why it does not). `fixed` was read from `frame`.
 #[inline(always)]
 pub(crate) fn fast_flow_watched(
-    flow: &int_core::flow::FlowWords,
+    fixed: &FixedFrame,
+    frame: &[u8],
     watchlist: &[Rule],
     own_reports_to: Option<SocketAddrV4>,
 ) -> bool {
+    let flow = &fixed.flow;
     if let Some(collector) = own_reports_to {
-        if flow.protocol() == 17 && flow.dst() == *collector.ip() && flow.dst_port() == collector.port() {
+        let to_collector = flow.dst_v4() == Some(*collector.ip()) && flow.dst_port() == collector.port();
+        if flow.protocol() == 17 && to_collector {
             return false;
         }
     }
-    watchlist.is_empty() || watchlist.iter().any(|rule| rule.matches(&flow.key()))
+    watchlist.is_empty()
+        || fixed.flow_key(frame).is_some_and(|key| watchlist.iter().any(|rule| rule.matches(&key)))
 }
 
 /// A source's ageing of its numbered flows: a 64th of the table every

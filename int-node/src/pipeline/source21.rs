@@ -165,8 +165,9 @@ impl Source21Stage {
     #[inline(always)]
     fn fast_takes(&self, frame: &[u8]) -> Option<FixedFrame> {
         let fast = self.fast.as_ref()?;
-        let fixed = FixedFrame::read(frame, 0).filter(|fixed| fast.takes(fixed))?;
-        fast_flow_watched(&fixed.flow, &self.watchlist, self.own_reports_to).then_some(fixed)
+        // IPv4 only, as the INT 2.1 sink's fast path.
+        let fixed = FixedFrame::read_ipv4(frame, 0).filter(|fixed| fast.takes(fixed))?;
+        fast_flow_watched(&fixed, frame, &self.watchlist, self.own_reports_to).then_some(fixed)
     }
 
     /// Packet `i` on the fast path: numbered, then its block written.
