@@ -6,13 +6,12 @@
 
 mod common;
 
-use std::net::{Ipv4Addr, Ipv6Addr};
+use std::net::Ipv4Addr;
 
-use common::{neighbours, Buffer};
+use common::{fast_path_ipv6_specs, neighbours, same_flow, Buffer};
 use int_core::craft::{L4Spec, PacketSpec};
 use int_core::encap::{Domain, TcpPlacement};
 use int_core::fixed::FixedFrame;
-use int_core::flow::{FlowKey, SlotKey};
 use int_core::int05::HopMetadata;
 use int_core::int05::ShapeCache;
 use int_core::sink::{self, Arrival, FixedArrival};
@@ -44,31 +43,8 @@ fn base_frames() -> Vec<Vec<u8>> {
         l4: L4Spec::Udp { src_port: 9, dst_port: 10, zero_checksum: true },
         ..PacketSpec::udp(a, b, 9, 10, 12)
     });
-    specs.extend(ipv6_specs());
+    specs.extend(fast_path_ipv6_specs(0xb8));
     specs.iter().map(PacketSpec::build).collect()
-}
-
-/// IPv6 frames of the common shape (no extension headers), and two just
-/// outside it (a Hop-by-Hop header; a flow label, which the fast path must
-/// keep).
-fn ipv6_specs() -> Vec<PacketSpec> {
-    let (a, b): (Ipv6Addr, Ipv6Addr) = ("2001:db8::1".parse().unwrap(), "2001:db8:ff::7".parse().unwrap());
-    let mut labelled = PacketSpec { tos: 0xb8, ..PacketSpec::udp6(b, a, 1, 2, 18) };
-    if let Some(ipv6) = labelled.ipv6.as_mut() {
-        ipv6.flow_label = 0xabcde;
-    }
-    let mut hop_by_hop = PacketSpec::tcp6(a, b, 3, 4, 16);
-    if let Some(ipv6) = hop_by_hop.ipv6.as_mut() {
-        ipv6.extensions.push((0, int_core::craft::ipv6_options(0)));
-    }
-    vec![PacketSpec::udp6(a, b, 4000, 53, 12), PacketSpec::tcp6(a, b, 40000, 80, 10), labelled, hop_by_hop]
-}
-
-/// The fast path's flow is the general path's: the same key, hash and slot.
-fn same_flow(fixed: &FixedFrame, frame: &[u8], general: &FlowKey) {
-    assert_eq!(fixed.flow_key(frame).as_ref(), Some(general), "{frame:02x?}");
-    assert_eq!(fixed.flow.hash64(), general.hash64());
-    assert_eq!(fixed.flow.slot_key(), SlotKey::of(general));
 }
 
 /// For `config`: the fast path's takes are the general path's, byte for

@@ -3,7 +3,7 @@
 //! vectors with headroom.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 use int_core::checksum;
 use int_core::craft::{Ipv6Spec, L4Spec, PacketSpec};
@@ -302,4 +302,27 @@ pub fn neighbours(frame: &[u8]) -> impl Iterator<Item = Vec<u8>> + '_ {
     });
     let cut = (0..frame.len()).map(move |len| frame[..len].to_vec());
     std::iter::once(frame.to_vec()).chain(changed).chain(cut)
+}
+
+/// IPv6 frames' specs for the fast paths: three of the common shape (UDP,
+/// TCP, and UDP with `kept_tos` in its Traffic Class and a Flow Label the
+/// paths must keep) and one just outside it (a Hop-by-Hop header).
+pub fn fast_path_ipv6_specs(kept_tos: u8) -> Vec<PacketSpec> {
+    let (a, b): (Ipv6Addr, Ipv6Addr) = ("2001:db8::1".parse().unwrap(), "2001:db8:ff::7".parse().unwrap());
+    let mut labelled = PacketSpec { tos: kept_tos, ..PacketSpec::udp6(b, a, 1, 2, 18) };
+    if let Some(ipv6) = labelled.ipv6.as_mut() {
+        ipv6.flow_label = 0xabcde;
+    }
+    let mut hop_by_hop = PacketSpec::tcp6(a, b, 3, 4, 16);
+    if let Some(ipv6) = hop_by_hop.ipv6.as_mut() {
+        ipv6.extensions.push((0, int_core::craft::ipv6_options(0)));
+    }
+    vec![PacketSpec::udp6(a, b, 4000, 53, 12), PacketSpec::tcp6(a, b, 40000, 80, 10), labelled, hop_by_hop]
+}
+
+/// A fast path's flow is the general path's: the same key, hash and slot.
+pub fn same_flow(fixed: &int_core::fixed::FixedFrame, frame: &[u8], general: &int_core::flow::FlowKey) {
+    assert_eq!(fixed.flow_key(frame).as_ref(), Some(general), "{frame:02x?}");
+    assert_eq!(fixed.flow.hash64(), general.hash64());
+    assert_eq!(fixed.flow.slot_key(), int_core::flow::SlotKey::of(general));
 }
