@@ -53,7 +53,7 @@ def reads_int(mode, extra):
     """Whether a case replays an INT pcap (transit, the sinks and their
     testpmd baselines; the INT 2.1 sink's is 4 bytes longer than the one
     its baseline replays) rather than the plain one."""
-    return mode in ("hostint", "int21", "hostint-v6") or extra.get("pcap") == "hostint"
+    return mode in ("hostint", "int21", "hostint-v6", "int21-v6") or extra.get("pcap") == "hostint"
 
 
 def eal(mem):
@@ -269,11 +269,13 @@ def main():
         # pcap, the sink on gen's INT 2.1 pcap (40 bytes of INT).
         ("source-int21", "source", None, {"pipeline": {"int": {"version": "2.1"}}}),
         ("sink-int21-1%", "sink", "int21", {"pipeline": {"int": {"version": "2.1"}}, "report_share": 0.01}),
-        # IPv6 UDP (no extension headers) of the same frame sizes, Host-INT's
-        # DSCP marking in the Traffic Class.
+        # IPv6 UDP (no extension headers) of the same frame sizes, the DSCP
+        # marking (Host-INT's, or INT 2.1's) in the Traffic Class.
         ("source-dscp-v6", "source", "v6", {}),
         ("transit-v6", "transit", "hostint-v6", {}),
         ("sink-1%-v6", "sink", "hostint-v6", {"report_share": 0.01}),
+        ("source-int21-v6", "source", "v6", {"pipeline": {"int": {"version": "2.1"}}}),
+        ("sink-int21-1%-v6", "sink", "int21-v6", {"pipeline": {"int": {"version": "2.1"}}, "report_share": 0.01}),
     ]
     if args.cases != "all":
         wanted = set(args.cases.split(","))
@@ -294,9 +296,11 @@ def main():
                 gen(with_int21, grown(40), flows, "int21-md")
             plain_v6 = os.path.join(work, f"plain6-{size}-{flows}.pcap")
             with_int_v6 = os.path.join(work, f"int6-{size}-{flows}.pcap")
-            if any(mode in ("v6", "hostint-v6") for _, _, mode, _ in cases):
+            with_int21_v6 = os.path.join(work, f"int21v6-{size}-{flows}.pcap")
+            if any(mode in ("v6", "hostint-v6", "int21-v6") for _, _, mode, _ in cases):
                 gen(plain_v6, size, flows, ipv6=True)
                 gen(with_int_v6, grown(36), flows, "hostint", ipv6=True)
+                gen(with_int21_v6, grown(40), flows, "int21-md", ipv6=True)
             mbufs = max(8191, packets + 65536)
             # --no-huge memory: about 8 KB per mbuf is what EAL needs here.
             mem = max(512, (mbufs * 8) // 1024 + 256)
@@ -323,7 +327,8 @@ def main():
                             # share comes out higher (see reports_per_packet).
                             threshold = min(int(1e9 / per_flow), 4_000_000_000)
                             pipe.setdefault("sink", {})["latency"] = {"mode": "absolute", "threshold_ns": threshold, "refresh_ms": 0, "max_skew_ms": 0}
-                        pcap = {"int21": with_int21, "v6": plain_v6, "hostint-v6": with_int_v6}.get(mode)
+                        pcap = {"int21": with_int21, "v6": plain_v6, "hostint-v6": with_int_v6,
+                                "int21-v6": with_int21_v6}.get(mode)
                         pcap = pcap or (with_int if reads_int(mode, extra) else plain)
                         if kind == "testpmd":
                             mpps, info = testpmd(mode, pcap, args.seconds, mbufs, mem)

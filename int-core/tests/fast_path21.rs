@@ -10,7 +10,7 @@ mod common;
 
 use std::net::Ipv4Addr;
 
-use common::{neighbours, Buffer};
+use common::{fast_path_ipv6_specs, neighbours, same_flow, Buffer};
 use int_core::craft::{L4Spec, PacketSpec};
 use int_core::encap::{DscpMatch, TcpPlacement};
 use int_core::int21::fixed::{self, FixedArrival};
@@ -74,7 +74,7 @@ fn plain_frames() -> Vec<Vec<u8>> {
             ..PacketSpec::udp(a, b, 1, 2, 20)
         },
     ];
-    specs.iter().map(PacketSpec::build).collect()
+    specs.iter().chain(&fast_path_ipv6_specs(0x2b)).map(PacketSpec::build).collect()
 }
 
 /// INT 2.1 frames: the plain frames instrumented with INT-MD under three
@@ -110,25 +110,28 @@ fn int_frames() -> Vec<Vec<u8>> {
 
 #[test]
 fn fast_sink21_finds_and_restores_what_the_general_sink_does() {
-    let (mut taken, mut not_int, mut bases) = (0, 0, 0);
+    let (mut taken, mut not_int, mut bases) = ([0, 0], 0, 0);
     for base in int_frames() {
         bases += u32::from(matches!(fixed::extract_fixed(&base, &domain()), FixedArrival::Int(_)));
         for frame in neighbours(&base) {
             match agrees(&frame) {
-                Taken::Int => taken += 1,
+                Taken::Int(ipv6) => taken[usize::from(ipv6)] += 1,
                 Taken::NotInt => not_int += 1,
                 Taken::No => {}
             }
         }
     }
     // 5 common frames x 5 MD sources, and the transit's.
-    assert_eq!(bases, 26, "INT-MD frames of the common shape");
-    assert!(taken > 8000, "{taken} frames took the fast path");
+    // 8 common frames (5 IPv4, 3 IPv6) x 5 MD sources, and the transit's.
+    assert_eq!(bases, 41, "INT-MD frames of the common shape");
+    let [v4, v6] = taken;
+    assert!(v4 > 8000 && v6 > 6000, "{v4} IPv4 and {v6} IPv6 frames took the fast path");
     assert!(not_int > 80, "{not_int} frames the fast path found unmarked");
 }
 
 enum Taken {
-    Int,
+    /// Whether IPv6.
+    Int(bool),
     NotInt,
     No,
 }
@@ -144,8 +147,7 @@ fn agrees(frame: &[u8]) -> Taken {
         }
         FixedArrival::Int(fast) => {
             let Ok(Some(found)) = general else { panic!("general: {general:?} for {frame:02x?}") };
-            assert_eq!(fast.frame.flow.key_v4(), Some(found.flow));
-            assert_eq!(fast.frame.flow.hash64(), found.flow.hash64());
+            same_flow(&fast.frame, frame, &found.flow);
             assert_eq!((fast.sequence, fast.discard), (found.sequence, found.discard));
             let source = found.source_hop;
             assert_eq!(fast.source_node, source.and_then(|hop| hop.node_id), "{frame:02x?}");
@@ -156,7 +158,7 @@ fn agrees(frame: &[u8]) -> Taken {
             let mut mine = Buffer::new(frame);
             assert_eq!(mine.with(|f| fixed::strip_fixed(f, &fast)), removed, "{frame:02x?}");
             assert_eq!(mine.frame(), general.frame(), "{frame:02x?}");
-            Taken::Int
+            Taken::Int(fast.frame.is_ipv6())
         }
     }
 }
@@ -167,7 +169,8 @@ fn agrees(frame: &[u8]) -> Taken {
 fn fast_sink21_restores_the_original() {
     let full = Instructions::NODE_ID | Instructions::L1_PORT_IDS | Instructions::INGRESS_TIMESTAMP;
     let config = config(full, HeaderType::Md);
-    for original in plain_frames().into_iter().take(5) {
+    let common = plain_frames().into_iter().filter(|f| int_core::fixed::FixedFrame::read(f, 0).is_some());
+    for original in common {
         let plan = source::plan(&original, &config).unwrap();
         let mut buffer = Buffer::new(&original);
         buffer.with(|f| source::insert(f, &plan, &config, &hop(1, 0x0102_0304_0506), 77)).unwrap();
@@ -185,8 +188,8 @@ fn fast_sink21_restores_the_original() {
 
 /// For `config`: every frame the fast source takes, the general source
 /// takes too and writes byte for byte the same (hop latency within 32 bits
-/// and beyond); returns how many frames the fast path took.
-fn fast_source_agrees(config: &SourceConfig) -> usize {
+/// and beyond); returns how many IPv4 and IPv6 frames the fast path took.
+fn fast_source_agrees(config: &SourceConfig) -> [usize; 2] {
     use int_core::fixed::FixedFrame;
     use int_core::int21::fast_source::{FastSource, HopTimes};
     let own = HopMetadata {
@@ -200,15 +203,15 @@ fn fast_source_agrees(config: &SourceConfig) -> usize {
         HopTimes { ingress_ns: 0x0102_0304_0506, egress_ns: 0x0102_0304_0600 },
         HopTimes { ingress_ns: 7, egress_ns: 7 + (1 << 33) },
     ];
-    let mut taken = 0;
+    let mut taken = [0, 0];
     for base in plain_frames() {
         for frame in neighbours(&base) {
-            let Some(fixed) = FixedFrame::read_ipv4(&frame, 0).filter(|f| fast.takes(f)) else { continue };
-            taken += 1;
+            let Some(fixed) = FixedFrame::read(&frame, 0).filter(|f| fast.takes(f)) else { continue };
+            taken[usize::from(fixed.is_ipv6())] += 1;
             let plan = source::plan(&frame, config)
                 .unwrap_or_else(|skip| panic!("the general path refuses ({skip:?}) {frame:02x?}"));
             assert!(!plan.mtu_exceeded);
-            assert_eq!(fixed.flow.key_v4(), Some(plan.flow));
+            same_flow(&fixed, &frame, &plan.flow);
             for (n, times) in times.iter().enumerate() {
                 let hop = HopMetadata {
                     hop_latency: times.latency(),
@@ -240,13 +243,15 @@ fn fast_source21_writes_what_the_general_source_writes() {
         SourceConfig { discard: true, ds_words: 2, max_hops: 9, ..config(every_time, HeaderType::Md) },
     ];
     for config in configs {
-        let taken = fast_source_agrees(&config);
+        let [v4, v6] = fast_source_agrees(&config);
         // Most single changes leave an unmarked frame of the common shape.
-        assert!(taken > 1000, "{taken} frames took the fast path for {config:?}");
+        assert!(v4 > 1000 && v6 > 700, "{v4} IPv4 and {v6} IPv6 frames took the fast path for {config:?}");
     }
     // Within an MTU that leaves some frames out (the general path sets M).
     let small = SourceConfig { max_ip_len: 90, ..config(full, HeaderType::Md) };
-    assert!(fast_source_agrees(&small) > 100);
+    assert!(fast_source_agrees(&small)[0] > 100);
+    let [_, v6] = fast_source_agrees(&SourceConfig { max_ip_len: 110, ..small });
+    assert!(v6 > 100, "{v6} IPv6 frames within an MTU of 110");
 }
 
 #[test]

@@ -58,8 +58,9 @@ pub struct FlowTable<V, A = Align32> {
 /// evict (a few cache lines, read only when the table is full).
 const EVICTION_WINDOW: usize = 32;
 
-/// A flow as a general path names it, or as a fast path reads it (an
-/// IPv4 flow finds the same slot either way).
+/// A flow as a general path names it, or as a fast path reads it: the
+/// same slot either way, but a table that keeps IPv6 addresses
+/// ([`FlowTable::with_ipv6_keys`]) checks and keeps them only from a key.
 #[derive(Debug, Clone, Copy)]
 pub enum FlowRef<'a> {
     Key(&'a FlowKey),
@@ -201,8 +202,9 @@ impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
         self.get_or_insert_slot(SlotKey::of(key), Some(key), hash, now_ns, evictable)
     }
 
-    /// [`Self::get_or_insert_hashed`] for an IPv4 flow read by a fast path
-    /// (`hash` is its `FlowWords::hash64`).
+    /// [`Self::get_or_insert_hashed`] for a flow read by a fast path
+    /// (`hash` is its `FlowWords::hash64`): an IPv6 flow's addresses are
+    /// neither checked nor kept, so a table that keeps them is given keys.
     #[inline(always)]
     pub fn get_or_insert_words(
         &mut self,

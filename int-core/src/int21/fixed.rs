@@ -49,9 +49,7 @@ impl FixedInt {
 #[inline(always)]
 pub fn extract_fixed(frame: &[u8], domain: &Domain) -> FixedArrival {
     let Marking::Dscp(dscp) = domain.marking else { return FixedArrival::Other };
-    // IPv4 only: an INT 2.1 sink keeps an IPv6 flow's addresses beside its
-    // table, which a flow read as words does not carry.
-    let Some(fixed) = FixedFrame::read_ipv4(frame, 0) else { return FixedArrival::Other };
+    let Some(fixed) = FixedFrame::read(frame, 0) else { return FixedArrival::Other };
     if !dscp.encapsulation().tos_is_marked(fixed.tos) {
         // INT may be inside a tunnel, whatever the outer DSCP.
         return if is_tunnel(&fixed) { FixedArrival::Other } else { FixedArrival::NotInt };

@@ -165,8 +165,7 @@ impl Source21Stage {
     #[inline(always)]
     fn fast_takes(&self, frame: &[u8]) -> Option<FixedFrame> {
         let fast = self.fast.as_ref()?;
-        // IPv4 only, as the INT 2.1 sink's fast path.
-        let fixed = FixedFrame::read_ipv4(frame, 0).filter(|fixed| fast.takes(fixed))?;
+        let fixed = FixedFrame::read(frame, 0).filter(|fixed| fast.takes(fixed))?;
         fast_flow_watched(&fixed, frame, &self.watchlist, self.own_reports_to).then_some(fixed)
     }
 
