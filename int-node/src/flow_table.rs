@@ -54,6 +54,21 @@ pub struct FlowTable<V, A = Align32> {
     passes: u64,
 }
 
+/// Steps per full pass of a stage's sweep over its table.
+pub const SWEEP_STEPS: u64 = 64;
+/// The most slots a sweep visits per second: a 1M-flow table (2M slots) is
+/// swept once a second instead of sixteen times, and the packet path keeps
+/// the memory bandwidth.
+const MAX_SWEEP_SLOTS_PER_SECOND: u64 = 2_000_000;
+
+/// Slots a sweep step visits every `step_ns`: a [`SWEEP_STEPS`]th of a
+/// table of `slot_count` slots, paced for large tables (a full pass then
+/// takes longer than `SWEEP_STEPS` steps).
+pub fn sweep_budget(slot_count: usize, step_ns: u64) -> usize {
+    let paced = (MAX_SWEEP_SLOTS_PER_SECOND * step_ns / 1_000_000_000).max(1) as usize;
+    slot_count.div_ceil(SWEEP_STEPS as usize).min(paced)
+}
+
 /// Slots from a new flow's home that a full table looks in for a flow to
 /// evict (a few cache lines, read only when the table is full).
 const EVICTION_WINDOW: usize = 32;
@@ -443,6 +458,19 @@ impl SweptKey<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn large_tables_are_swept_at_a_paced_rate() {
+        // 1000 flows: a 64th of the table per step, a pass in 64 steps.
+        assert_eq!(sweep_budget(2048, 1 << 20), 32);
+        // 1M flows: about 2M slots a second, a pass in about a second
+        // rather than in 64 ms.
+        let budget = sweep_budget(2 << 20, 1 << 20);
+        assert_eq!(budget, 2097);
+        let steps_per_pass = (2 << 20) / budget as u64;
+        assert_eq!(steps_per_pass * (1 << 20) / 1_000_000, 1048, "ms per pass");
+        assert_eq!(sweep_budget(16, 1), 1, "at least one slot a step");
+    }
     use std::collections::HashMap;
 
     fn key(i: u32) -> FlowKey {

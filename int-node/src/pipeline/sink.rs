@@ -23,14 +23,8 @@ use super::top_flows::TopFlows;
 use crate::clock::Clock;
 use crate::config::{MalformedPolicy, SinkSettings};
 use crate::dpdk::mbuf::{Burst, RxClock, BURST};
-use crate::flow_table::{Admission, Align64, FlowTable};
+use crate::flow_table::{sweep_budget, Admission, Align64, FlowTable, SWEEP_STEPS};
 use crate::stats::{Counter, Counters};
-
-/// Steps per full pass of the sweep.
-const SWEEP_STEPS: u64 = 64;
-/// The most slots the sweep visits per second: a 1M-flow table (2M slots)
-/// is swept once a second instead of ten times.
-const MAX_SWEEP_SLOTS_PER_SECOND: u64 = 2_000_000;
 
 /// One flow's state at the sink: 44 bytes, so that with its key, tag and
 /// ageing time the table slot is one 64-byte cache line. Per-flow counts
@@ -506,11 +500,7 @@ impl SinkStage {
             return;
         }
         self.last_sweep_ns = now_ns;
-        // Large tables are paced (MAX_SWEEP_SLOTS_PER_SECOND): a full pass
-        // then takes longer than the interval, and the packet path keeps
-        // the memory bandwidth.
-        let paced = (MAX_SWEEP_SLOTS_PER_SECOND * step_ns / 1_000_000_000).max(1) as usize;
-        let budget = self.flows.slot_count().div_ceil(SWEEP_STEPS as usize).min(paced);
+        let budget = sweep_budget(self.flows.slot_count(), step_ns);
         self.sweep_slots(budget, now_ns, false, counters);
     }
 

@@ -33,7 +33,7 @@ use super::top_flows::TopFlows;
 use crate::clock::Clock;
 use crate::config::{MalformedPolicy, SinkSettings};
 use crate::dpdk::mbuf::{Burst, RxClock};
-use crate::flow_table::{Admission, Align64, FlowRef, FlowTable};
+use crate::flow_table::{sweep_budget, Admission, Align64, FlowRef, FlowTable, SWEEP_STEPS};
 use crate::stats::{Counter, Counters};
 
 /// The sink's metadata in a latency report: level 1 ports, ingress and
@@ -94,12 +94,12 @@ impl Sink21Stage {
     /// losses and ages idle flows out.
     pub fn sweep(&mut self, host_ns: u64, counters: &mut Counters) {
         let now_ns = host_ns.wrapping_add_signed(self.rx_clock_offset);
-        let step_ns = self.settings.sweep_ms.max(1) * 1_000_000 / 64;
+        let step_ns = self.settings.sweep_ms.max(1) * 1_000_000 / SWEEP_STEPS;
         if now_ns.wrapping_sub(self.last_sweep_ns) < step_ns {
             return;
         }
         self.last_sweep_ns = now_ns;
-        let budget = self.flows.slot_count().div_ceil(64);
+        let budget = sweep_budget(self.flows.slot_count(), step_ns);
         self.sweep_slots(budget, now_ns, false, counters);
     }
 

@@ -17,7 +17,7 @@ use super::top_flows::TopFlows;
 use crate::clock::Clock;
 use crate::config::{MarkedPolicy, Rule};
 use crate::dpdk::mbuf::{Burst, RxClock, BURST};
-use crate::flow_table::{Admission, FlowTable};
+use crate::flow_table::{sweep_budget, Admission, FlowTable};
 use crate::stats::{Counter, Counters};
 
 pub struct SourceStage {
@@ -398,7 +398,7 @@ pub(crate) fn fast_flow_watched(
 }
 
 /// A source's ageing of its numbered flows: a 64th of the table every
-/// millisecond or so.
+/// millisecond or so, paced for large tables ([`sweep_budget`]).
 pub(crate) struct Ageing<'a> {
     pub last_sweep_ns: &'a mut u64,
     pub idle_timeout_ns: u64,
@@ -408,12 +408,13 @@ impl Ageing<'_> {
     /// One step: flows idle past the timeout go; the others are ranked in
     /// `top` by the packets numbered in them.
     pub fn age(self, flows: &mut FlowTable<u32>, top: &mut TopFlows, now_ns: u64, counters: &mut Counters) {
-        if now_ns.wrapping_sub(*self.last_sweep_ns) < 1 << 20 {
+        const STEP_NS: u64 = 1 << 20;
+        if now_ns.wrapping_sub(*self.last_sweep_ns) < STEP_NS {
             return;
         }
         *self.last_sweep_ns = now_ns;
         let idle_limit = (self.idle_timeout_ns >> 20) as u32;
-        let budget = flows.slot_count().div_ceil(64);
+        let budget = sweep_budget(flows.slot_count(), STEP_NS);
         let expired = flows.sweep(budget, now_ns, |key, numbered, idle| {
             top.offer(*numbered, None, || Some((key.flow()?, 0)));
             idle > idle_limit
