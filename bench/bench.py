@@ -46,7 +46,8 @@ LARGE_FLOW_CASES = {"testpmd-io", "testpmd-csum", "testpmd-io-int", "forward", "
 REFERENCE = {"source-dscp": "reference-source", "transit": "reference-transit",
              "sink-0%": "reference-sink", "sink-1%": "reference-sink", "sink-100%": "reference-sink",
              "source-dscp-live": "reference-source-live", "transit-live": "reference-transit-live",
-             "sink-0%-live": "reference-sink-live"}
+             "sink-0%-live": "reference-sink-live",
+             "source-int21": "reference-source-int21", "sink-int21-1%": "reference-sink-int21"}
 
 
 def reads_int(mode, extra):
@@ -269,6 +270,8 @@ def main():
         # pcap, the sink on gen's INT 2.1 pcap (40 bytes of INT).
         ("source-int21", "source", None, {"pipeline": {"int": {"version": "2.1"}}}),
         ("sink-int21-1%", "sink", "int21", {"pipeline": {"int": {"version": "2.1"}}, "report_share": 0.01}),
+        ("reference-source-int21", "reference-source", None, {"pipeline": {"int": {"version": "2.1"}}}),
+        ("reference-sink-int21", "reference-sink", "int21", {"pipeline": {"int": {"version": "2.1"}}}),
         # IPv6 UDP (no extension headers) of the same frame sizes, the DSCP
         # marking (Host-INT's, or INT 2.1's) in the Traffic Class.
         ("source-dscp-v6", "source", "v6", {}),

@@ -10,39 +10,11 @@ mod common;
 
 use std::net::Ipv4Addr;
 
-use common::{fast_path_ipv6_specs, neighbours, same_flow, Buffer};
+use common::{fast_path_ipv6_specs, int21_domain, int21_source, neighbours, same_flow, Buffer};
 use int_core::craft::{L4Spec, PacketSpec};
-use int_core::encap::{DscpMatch, TcpPlacement};
 use int_core::int21::fixed::{self, FixedArrival};
 use int_core::int21::source::{self, SourceConfig};
-use int_core::int21::source_only::{SourceOnly, SEQUENCE};
 use int_core::int21::{sink, transit, Domain, HeaderType, HopMetadata, Instructions, Marking, Next};
-
-const DOMAIN_ID: u16 = 0x4944;
-
-fn domain() -> Domain {
-    Domain {
-        marking: Marking::Dscp(DscpMatch::new(0x17, 0x3f).unwrap()),
-        tcp_placement: TcpPlacement::BeforeOptions,
-        source_only: SourceOnly::sequence(DOMAIN_ID),
-    }
-}
-
-fn config(instructions: Instructions, header_type: HeaderType) -> SourceConfig {
-    SourceConfig {
-        domain: domain(),
-        header_type,
-        instructions,
-        ds_words: 0,
-        max_hops: 4,
-        own_hop: true,
-        domain_id: DOMAIN_ID,
-        ds_instructions: SEQUENCE,
-        ds_flags: 0,
-        discard: false,
-        max_ip_len: 1500,
-    }
-}
 
 fn hop(node: u32, time: u64) -> HopMetadata {
     HopMetadata {
@@ -86,12 +58,15 @@ fn int_frames() -> Vec<Vec<u8>> {
     let source = hop(1, 0x0102_0304_0506);
     let nameless = HopMetadata { node_id: None, ingress_timestamp: Some(0xffff_ffff_0000_0001), ..source };
     let cases = [
-        (config(full, HeaderType::Md), source),
-        (config(Instructions::INGRESS_TIMESTAMP | Instructions::EGRESS_TIMESTAMP, HeaderType::Md), source),
-        (config(Instructions::QUEUE_OCCUPANCY, HeaderType::Md), source),
-        (config(full, HeaderType::Md), nameless),
-        (SourceConfig { discard: true, ..config(full, HeaderType::Md) }, source),
-        (config(full, HeaderType::Mx), source),
+        (int21_source(full, HeaderType::Md), source),
+        (
+            int21_source(Instructions::INGRESS_TIMESTAMP | Instructions::EGRESS_TIMESTAMP, HeaderType::Md),
+            source,
+        ),
+        (int21_source(Instructions::QUEUE_OCCUPANCY, HeaderType::Md), source),
+        (int21_source(full, HeaderType::Md), nameless),
+        (SourceConfig { discard: true, ..int21_source(full, HeaderType::Md) }, source),
+        (int21_source(full, HeaderType::Mx), source),
     ];
     let mut frames = Vec::new();
     for (config, hop) in cases {
@@ -103,7 +78,7 @@ fn int_frames() -> Vec<Vec<u8>> {
         }
     }
     let mut pushed = Buffer::new(&frames[0]);
-    pushed.with(|f| transit::push(f, &domain(), 1500, &hop(5, 0x0102_0304_0600))).unwrap();
+    pushed.with(|f| transit::push(f, &int21_domain(), 1500, &hop(5, 0x0102_0304_0600))).unwrap();
     frames.push(pushed.frame().to_vec());
     frames
 }
@@ -112,7 +87,7 @@ fn int_frames() -> Vec<Vec<u8>> {
 fn fast_sink21_finds_and_restores_what_the_general_sink_does() {
     let (mut taken, mut not_int, mut bases) = ([0, 0], 0, 0);
     for base in int_frames() {
-        bases += u32::from(matches!(fixed::extract_fixed(&base, &domain()), FixedArrival::Int(_)));
+        bases += u32::from(matches!(fixed::extract_fixed(&base, &int21_domain()), FixedArrival::Int(_)));
         for frame in neighbours(&base) {
             match agrees(&frame) {
                 Taken::Int(ipv6) => taken[usize::from(ipv6)] += 1,
@@ -138,8 +113,8 @@ enum Taken {
 
 /// One frame: the fast sink's answer is the general sink's.
 fn agrees(frame: &[u8]) -> Taken {
-    let general = sink::extract(frame, &domain());
-    match fixed::extract_fixed(frame, &domain()) {
+    let general = sink::extract(frame, &int21_domain());
+    match fixed::extract_fixed(frame, &int21_domain()) {
         FixedArrival::Other => Taken::No,
         FixedArrival::NotInt => {
             assert_eq!(general, Ok(None), "{frame:02x?}");
@@ -168,13 +143,13 @@ fn agrees(frame: &[u8]) -> Taken {
 #[test]
 fn fast_sink21_restores_the_original() {
     let full = Instructions::NODE_ID | Instructions::L1_PORT_IDS | Instructions::INGRESS_TIMESTAMP;
-    let config = config(full, HeaderType::Md);
+    let config = int21_source(full, HeaderType::Md);
     let common = plain_frames().into_iter().filter(|f| int_core::fixed::FixedFrame::read(f, 0).is_some());
     for original in common {
         let plan = source::plan(&original, &config).unwrap();
         let mut buffer = Buffer::new(&original);
         buffer.with(|f| source::insert(f, &plan, &config, &hop(1, 0x0102_0304_0506), 77)).unwrap();
-        let FixedArrival::Int(fast) = fixed::extract_fixed(buffer.frame(), &domain()) else {
+        let FixedArrival::Int(fast) = fixed::extract_fixed(buffer.frame(), &int21_domain()) else {
             panic!("not taken: {original:02x?}")
         };
         assert_eq!(
@@ -237,10 +212,10 @@ fn fast_source21_writes_what_the_general_source_writes() {
     let every_time =
         Instructions::HOP_LATENCY | Instructions::INGRESS_TIMESTAMP | Instructions::EGRESS_TIMESTAMP;
     let configs = [
-        config(full, HeaderType::Md),
-        SourceConfig { ds_instructions: 0, ..config(every_time, HeaderType::Md) },
-        config(Instructions::QUEUE_OCCUPANCY | Instructions::CHECKSUM_COMPLEMENT, HeaderType::Md),
-        SourceConfig { discard: true, ds_words: 2, max_hops: 9, ..config(every_time, HeaderType::Md) },
+        int21_source(full, HeaderType::Md),
+        SourceConfig { ds_instructions: 0, ..int21_source(every_time, HeaderType::Md) },
+        int21_source(Instructions::QUEUE_OCCUPANCY | Instructions::CHECKSUM_COMPLEMENT, HeaderType::Md),
+        SourceConfig { discard: true, ds_words: 2, max_hops: 9, ..int21_source(every_time, HeaderType::Md) },
     ];
     for config in configs {
         let [v4, v6] = fast_source_agrees(&config);
@@ -248,7 +223,7 @@ fn fast_source21_writes_what_the_general_source_writes() {
         assert!(v4 > 1000 && v6 > 700, "{v4} IPv4 and {v6} IPv6 frames took the fast path for {config:?}");
     }
     // Within an MTU that leaves some frames out (the general path sets M).
-    let small = SourceConfig { max_ip_len: 90, ..config(full, HeaderType::Md) };
+    let small = SourceConfig { max_ip_len: 90, ..int21_source(full, HeaderType::Md) };
     assert!(fast_source_agrees(&small)[0] > 100);
     let [_, v6] = fast_source_agrees(&SourceConfig { max_ip_len: 110, ..small });
     assert!(v6 > 100, "{v6} IPv6 frames within an MTU of 110");
@@ -259,19 +234,19 @@ fn only_dscp_marked_md_sources_that_push_have_a_fast_path() {
     use int_core::int21::fast_source::FastSource;
     let full = Instructions::NODE_ID | Instructions::INGRESS_TIMESTAMP;
     let own = HopMetadata { node_id: Some(9), ..HopMetadata::default() };
-    assert!(FastSource::of(&config(full, HeaderType::Md), &own).is_some());
-    let port_marked = Domain { marking: Marking::UdpPort(5000), ..domain() };
+    assert!(FastSource::of(&int21_source(full, HeaderType::Md), &own).is_some());
+    let port_marked = Domain { marking: Marking::UdpPort(5000), ..int21_domain() };
     // UDP to a tunnel port: the stage may put INT inside the tunnel.
-    let fast = FastSource::of(&config(full, HeaderType::Md), &own).unwrap();
+    let fast = FastSource::of(&int21_source(full, HeaderType::Md), &own).unwrap();
     for port in [4789, 4790, 6081, 4788] {
         let frame = PacketSpec::udp([10, 0, 0, 1].into(), [10, 0, 0, 2].into(), 1000, port, 30).build();
         let fixed = int_core::fixed::FixedFrame::read(&frame, 0).unwrap();
         assert_eq!(fast.takes(&fixed), port == 4788, "port {port}");
     }
     for other in [
-        config(full, HeaderType::Mx),
-        SourceConfig { own_hop: false, ..config(full, HeaderType::Md) },
-        SourceConfig { domain: port_marked, ..config(full, HeaderType::Md) },
+        int21_source(full, HeaderType::Mx),
+        SourceConfig { own_hop: false, ..int21_source(full, HeaderType::Md) },
+        SourceConfig { domain: port_marked, ..int21_source(full, HeaderType::Md) },
     ] {
         assert!(FastSource::of(&other, &own).is_none(), "{other:?}");
     }

@@ -5,6 +5,9 @@
 //! Fixed offsets, fixed-size loads and stores, no checks beyond that shape,
 //! no watchlist, no edge guard, no ageing and no reports.
 //!
+//! For INT 2.1 the source and sink of a DSCP-marked INT-MD domain have
+//! references of the same kind (IPv4 frames of the same shape).
+//!
 //! They are the benchmark's yardstick, not a product: each real stage's work
 //! per packet is given as a multiple of its reference's, measured on the
 //! same host in the same run, so that the figure moves with the code and
@@ -13,12 +16,16 @@
 //! alone.
 
 mod sink;
+mod sink21;
 mod source;
+mod source21;
 mod table;
 mod transit;
 
 pub use sink::{Sink, SinkFlow};
+pub use sink21::{Sink21, Sink21Flow};
 pub use source::Source;
+pub use source21::Source21;
 pub use table::FlowSlots;
 pub use transit::Transit;
 

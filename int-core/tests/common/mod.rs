@@ -326,3 +326,38 @@ pub fn same_flow(fixed: &int_core::fixed::FixedFrame, frame: &[u8], general: &in
     assert_eq!(fixed.flow.hash64(), general.hash64());
     assert_eq!(fixed.flow.slot_key(), int_core::flow::SlotKey::of(general));
 }
+
+/// The INT 2.1 domain of the fast-path and reference tests: DSCP 0x17
+/// marks INT-MD before TCP options; source-only metadata carries the
+/// packet number.
+pub fn int21_domain() -> int_core::int21::Domain {
+    use int_core::int21::{source_only::SourceOnly, Marking};
+    int_core::int21::Domain {
+        marking: Marking::Dscp(int_core::encap::DscpMatch::new(0x17, 0x3f).unwrap()),
+        tcp_placement: int_core::encap::TcpPlacement::BeforeOptions,
+        source_only: SourceOnly::sequence(INT21_DOMAIN_ID),
+    }
+}
+
+pub const INT21_DOMAIN_ID: u16 = 0x4944;
+
+/// An INT 2.1 source of [`int21_domain`] that pushes its own hop and numbers
+/// packets.
+pub fn int21_source(
+    instructions: int_core::int21::Instructions,
+    header_type: int_core::int21::HeaderType,
+) -> int_core::int21::source::SourceConfig {
+    int_core::int21::source::SourceConfig {
+        domain: int21_domain(),
+        header_type,
+        instructions,
+        ds_words: 0,
+        max_hops: 4,
+        own_hop: true,
+        domain_id: INT21_DOMAIN_ID,
+        ds_instructions: int_core::int21::source_only::SEQUENCE,
+        ds_flags: 0,
+        discard: false,
+        max_ip_len: 1500,
+    }
+}

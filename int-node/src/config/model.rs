@@ -202,6 +202,9 @@ pub enum ReferenceConfig {
     Source(SourceSettings),
     Transit,
     Sink(SinkSettings),
+    /// An INT 2.1 domain's source (its sink is `Sink`, with the same
+    /// settings as INT 0.5's).
+    Source21(Source21Settings),
 }
 
 impl StageConfig {
@@ -213,7 +216,9 @@ impl StageConfig {
             StageConfig::Sink(_) => RoleName::Sink,
             #[cfg(feature = "lab")]
             StageConfig::Impair(_) => RoleName::Impair,
-            StageConfig::Reference(ReferenceConfig::Source(_)) => RoleName::ReferenceSource,
+            StageConfig::Reference(ReferenceConfig::Source(_) | ReferenceConfig::Source21(_)) => {
+                RoleName::ReferenceSource
+            }
             StageConfig::Reference(ReferenceConfig::Transit) => RoleName::ReferenceTransit,
             StageConfig::Reference(ReferenceConfig::Sink(_)) => RoleName::ReferenceSink,
             StageConfig::Generate(_) => RoleName::Generate,

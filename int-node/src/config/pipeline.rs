@@ -288,7 +288,8 @@ fn stage(
     })
 }
 
-/// A reference stage: INT 0.5 only, with its role's settings.
+/// A reference stage, with its role's settings: a source, transit hop or
+/// sink in an INT 0.5 domain, a source or sink in an INT 2.1 one.
 fn reference(
     role: RoleName,
     raw: &RawPipeline,
@@ -296,22 +297,26 @@ fn reference(
     path: &str,
     problems: &mut Problems,
 ) -> Option<StageConfig> {
-    if !matches!(domain, IntDomain::V05(_)) {
-        problems.add(
-            format!("{path}.role"),
-            format!("{role} runs in an INT 0.5 domain only"),
-            "remove int.version or use the role without reference-".to_string(),
-        );
-        return None;
-    }
-    Some(StageConfig::Reference(match role {
-        RoleName::ReferenceSource => {
-            ReferenceConfig::Source(source_settings(source_section(raw), &format!("{path}.source"), problems))
+    let (source, sink) = (format!("{path}.source"), format!("{path}.sink"));
+    Some(StageConfig::Reference(match (role, domain) {
+        (RoleName::ReferenceSource, IntDomain::V05(_)) => {
+            ReferenceConfig::Source(source_settings(source_section(raw), &source, problems))
         }
-        RoleName::ReferenceSink => {
-            ReferenceConfig::Sink(sink_settings(sink_section(raw), &format!("{path}.sink"), problems))
+        (RoleName::ReferenceSource, IntDomain::V21(_)) => {
+            ReferenceConfig::Source21(source21_settings(source_section(raw), &source, problems))
         }
-        _ => ReferenceConfig::Transit,
+        (RoleName::ReferenceSink, _) => {
+            ReferenceConfig::Sink(sink_settings(sink_section(raw), &sink, problems))
+        }
+        (_, IntDomain::V05(_)) => ReferenceConfig::Transit,
+        (_, IntDomain::V21(_)) => {
+            problems.add(
+                format!("{path}.role"),
+                format!("{role} runs in an INT 0.5 domain only"),
+                "remove int.version, or use transit".to_string(),
+            );
+            return None;
+        }
     }))
 }
 

@@ -387,6 +387,12 @@ fn generator_and_reference_settings_are_checked() {
     let in_int21 =
         MINIMAL.replace("  - role: forward\n", "  - role: reference-transit\n    int: {version: 2.1}\n");
     assert_eq!(problems_of(&in_int21), ["pipelines[0].role"]);
+    let source21 =
+        MINIMAL.replace("  - role: forward\n", "  - role: reference-source\n    int: {version: 2.1}\n");
+    assert!(matches!(
+        parse(&source21).unwrap().pipelines[0].stage,
+        StageConfig::Reference(ReferenceConfig::Source21(_))
+    ));
 }
 
 fn problems_of(text: &str) -> Vec<String> {

@@ -178,15 +178,12 @@ fn stage(config: &Config, p: &PipelineConfig, ports: &Ports, built: &mut Built) 
         }
         #[cfg(feature = "lab")]
         (StageConfig::Impair(settings), _) => impair_stage(config, p, settings, ports, built)?,
-        (StageConfig::Reference(reference), IntDomain::V05(domain)) => {
+        (StageConfig::Reference(reference), domain) => {
             let role = reference_stage(config, domain, reference, mtu, (rx_int_port, tx_int_port))
                 .map_err(|e| RunError::Setup(format!("pipeline {}: {e}", p.name)))?;
             Stage::Reference(Box::new(ReferenceStage { role, rx_timestamps }))
         }
         (StageConfig::Generate(settings), _) => generate_stage(config, p, settings)?,
-        (StageConfig::Reference(_), IntDomain::V21(_)) => {
-            return Err(RunError::Setup(format!("pipeline {}: reference stages run in INT 0.5 only", p.name)))
-        }
         (StageConfig::Source(_) | StageConfig::Source21(_), _) => {
             return Err(RunError::Setup(format!(
                 "pipeline {}: a source of another INT version than its domain",
@@ -256,12 +253,7 @@ fn source21_stage(
     let config21 = source21_config(domain, settings, mtu);
     config21.check()?;
     let numbered = config21.numbers_packets();
-    let own_hop = int_core::int21::HopMetadata {
-        node_id: Some(config.node_id),
-        l1_ingress_port: Some(rx_int_port),
-        l1_egress_port: Some(tx_int_port),
-        ..Default::default()
-    };
+    let own_hop = own_hop21(config.node_id, rx_int_port, tx_int_port);
     Ok(Source21Stage {
         fast: int_core::int21::fast_source::FastSource::of(&config21, &own_hop),
         config: config21,
@@ -288,6 +280,17 @@ fn reporter21(config: &Config, built: &mut Built) -> Option<Reporter21> {
     let (sender, receiver) = export::report_ring(export.ring_size);
     built.reports.push(receiver);
     Some(Reporter21::new(sender, RateLimit::new(export.rate_limit), config.node_id))
+}
+
+/// An INT 2.1 source's own hop: its node id and the pipeline's ports (the
+/// times are each packet's).
+fn own_hop21(node_id: u32, rx_int_port: u16, tx_int_port: u16) -> int_core::int21::HopMetadata {
+    int_core::int21::HopMetadata {
+        node_id: Some(node_id),
+        l1_ingress_port: Some(rx_int_port),
+        l1_egress_port: Some(tx_int_port),
+        ..Default::default()
+    }
 }
 
 /// The INT 2.1 source configuration of a pipeline.
@@ -374,28 +377,37 @@ fn generate_stage(
 /// role's settings would build.
 fn reference_stage(
     config: &Config,
-    domain: Domain,
+    domain: IntDomain,
     reference: &ReferenceConfig,
     mtu: u16,
     (rx_int_port, tx_int_port): (u16, u16),
 ) -> Result<Reference, String> {
-    Ok(match reference {
-        ReferenceConfig::Source(settings) => {
+    Ok(match (reference, domain) {
+        (ReferenceConfig::Source(settings), IntDomain::V05(domain)) => {
             let hop = SourceStage::own_hop(config.node_id, rx_int_port, tx_int_port);
             let source = source_stage(config, domain, settings, mtu, hop, None)?;
             let flows = settings.flow_capacity as usize;
             Reference::Source(reference::Source::new(&source.config, &hop, flows)?)
         }
-        ReferenceConfig::Transit => Reference::Transit(reference::Transit::new(
+        (ReferenceConfig::Transit, IntDomain::V05(domain)) => Reference::Transit(reference::Transit::new(
             domain.encapsulation,
             mtu,
             config.node_id,
             rx_int_port,
             tx_int_port,
         )),
-        ReferenceConfig::Sink(settings) => {
+        (ReferenceConfig::Sink(settings), IntDomain::V05(domain)) => {
             Reference::Sink(reference::Sink::new(domain.encapsulation, settings.flow_capacity as usize))
         }
+        (ReferenceConfig::Source21(settings), IntDomain::V21(domain)) => {
+            let hop = own_hop21(config.node_id, rx_int_port, tx_int_port);
+            let source = source21_config(domain, settings, mtu);
+            Reference::Source21(reference::Source21::new(&source, &hop, settings.flow_capacity as usize)?)
+        }
+        (ReferenceConfig::Sink(settings), IntDomain::V21(domain)) => {
+            Reference::Sink21(reference::Sink21::new(domain, settings.flow_capacity as usize))
+        }
+        _ => return Err("no reference stage for this role in this INT version".into()),
     })
 }
 

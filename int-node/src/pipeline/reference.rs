@@ -5,6 +5,7 @@
 //! same run. Frames of any other shape pass untouched, counted
 //! `not_common`.
 
+use int_core::int21::fast_source::HopTimes;
 use int_core::reference;
 
 use crate::dpdk::mbuf::{Burst, RxClock};
@@ -21,6 +22,8 @@ pub enum Reference {
     Source(reference::Source),
     Transit(reference::Transit),
     Sink(reference::Sink),
+    Source21(reference::Source21),
+    Sink21(reference::Sink21),
 }
 
 impl ReferenceStage {
@@ -29,31 +32,36 @@ impl ReferenceStage {
     /// real stages are.
     #[inline(never)]
     pub fn process(&mut self, burst: &mut Burst, now_ns: u64, counters: &mut Counters) {
-        let now = now_ns as u32;
         let (mut taken, mut out_of_order) = (0u64, 0u64);
+        let burst_ns = now_ns;
         for i in 0..burst.len() {
             burst.prefetch(i + 1);
-            let now = match self.rx_timestamps {
-                Some(clock) => burst.rx_time_ns(i, &clock).unwrap_or(now_ns) as u32,
-                None => now,
+            let now_ns = match self.rx_timestamps {
+                Some(clock) => burst.rx_time_ns(i, &clock).unwrap_or(burst_ns),
+                None => burst_ns,
+            };
+            let now = now_ns as u32;
+            let mut followed = |in_order: Option<bool>| {
+                out_of_order += u64::from(in_order == Some(false));
+                in_order.is_some()
             };
             let took = match &mut self.role {
                 Reference::Source(source) => burst.with_frame(i, |f| source.instrument(f, now)),
                 Reference::Transit(transit) => burst.with_frame(i, |f| transit.push(f, now, now)),
-                Reference::Sink(sink) => burst.with_frame(i, |f| match sink.strip(f, now) {
-                    Some(in_order) => {
-                        out_of_order += u64::from(!in_order);
-                        true
-                    }
-                    None => false,
-                }),
+                Reference::Sink(sink) => burst.with_frame(i, |f| followed(sink.strip(f, now))),
+                Reference::Source21(source) => {
+                    // As the INT 2.1 source: in at arrival, out at the burst's time.
+                    let times = HopTimes { ingress_ns: now_ns, egress_ns: burst_ns };
+                    burst.with_frame(i, |f| source.instrument(f, times))
+                }
+                Reference::Sink21(sink) => burst.with_frame(i, |f| followed(sink.strip(f, now_ns))),
             };
             taken += u64::from(took == Some(true));
         }
         let done = match self.role {
-            Reference::Source(_) => Counter::instrumented,
+            Reference::Source(_) | Reference::Source21(_) => Counter::instrumented,
             Reference::Transit(_) => Counter::pushed,
-            Reference::Sink(_) => Counter::stripped,
+            Reference::Sink(_) | Reference::Sink21(_) => Counter::stripped,
         };
         counters.add(done, taken);
         counters.add(Counter::not_common, burst.len() as u64 - taken);
