@@ -113,14 +113,8 @@ impl FixedFrame {
             }
             _ => return None,
         };
-        let address = |at: usize| head.get(at..at + 16).and_then(|a| a.first_chunk::<16>());
-        let flow = FlowWords::v6(
-            address(L3_AT + 8)?,
-            address(L3_AT + 24)?,
-            head[L3_AT + 6],
-            word(L4_AT_V6),
-            word(L4_AT_V6 + 2),
-        );
+        let (src, dst) = ipv6_addresses(head)?;
+        let flow = FlowWords::v6(src, dst, head[L3_AT + 6], word(L4_AT_V6), word(L4_AT_V6 + 2));
         let end = (L4_AT_V6 + usize::from(payload_len)) as u16;
         let tos = head[L3_AT] << 4 | head[L3_AT + 1] >> 4;
         let fixed = FixedFrame::new(flow, end, carrier_len, tos, shape);
@@ -156,10 +150,10 @@ impl FixedFrame {
         if !self.is_ipv6() {
             return self.flow.key_v4();
         }
-        let address = |at: usize| frame.get(at..at + 16).and_then(|a| a.first_chunk::<16>()).copied();
+        let (src, dst) = ipv6_addresses(frame)?;
         Some(FlowKey {
-            src: core::net::Ipv6Addr::from(address(L3_AT + 8)?).into(),
-            dst: core::net::Ipv6Addr::from(address(L3_AT + 24)?).into(),
+            src: core::net::Ipv6Addr::from(*src).into(),
+            dst: core::net::Ipv6Addr::from(*dst).into(),
             protocol: self.flow.protocol(),
             src_port: (self.flow.rest >> 16) as u16,
             dst_port: self.flow.dst_port(),
@@ -215,6 +209,13 @@ impl FixedFrame {
         }
         self.carrier().update(bytes, self.carrier_len, carrier_len, removed, added);
     }
+}
+
+/// The source and destination addresses of the IPv6 header in `frame`.
+#[inline(always)]
+fn ipv6_addresses(frame: &[u8]) -> Option<(&[u8; 16], &[u8; 16])> {
+    let address = |at: usize| frame.get(at..at + 16).and_then(|a| a.first_chunk::<16>());
+    Some((address(L3_AT + 8)?, address(L3_AT + 24)?))
 }
 
 /// Sets the IPv6 header's Traffic Class and Payload Length (no checksum;
