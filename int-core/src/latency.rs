@@ -36,14 +36,33 @@ impl ChangeRule {
     }
 
     #[inline]
-    pub fn bucket(&self, latency_ns: u32) -> u8 {
+    pub fn bucket(&self, latency_ns: u64) -> u8 {
         match self {
-            ChangeRule::Buckets { thresholds, len } => {
-                thresholds.iter().take(usize::from(*len)).take_while(|edge| latency_ns >= **edge).count()
-                    as u8
-            }
+            ChangeRule::Buckets { thresholds, len } => thresholds
+                .iter()
+                .take(usize::from(*len))
+                .take_while(|edge| latency_ns >= u64::from(**edge))
+                .count() as u8,
             _ => 0,
         }
+    }
+}
+
+/// The longest one-way latency a sink believes from 64-bit timestamps
+/// (INT 2.1): a minute. Longer is a source clock far behind the sink's, or
+/// a timestamp that lies, and is counted as clock skew.
+pub const MAX_ONE_WAY_NS: u64 = 60_000_000_000;
+
+/// One-way latency from 64-bit epoch-ns timestamps, as a signed difference:
+/// `Ok(latency)` from 0 to [`MAX_ONE_WAY_NS`], else `Err(difference)`
+/// (negative: the sink's clock is behind the source's), which is clock
+/// skew, never a latency.
+#[inline]
+pub fn one_way_latency64(sink_ns: u64, source_ns: u64) -> Result<u64, i128> {
+    let difference = i128::from(sink_ns) - i128::from(source_ns);
+    match u64::try_from(difference) {
+        Ok(latency) if latency <= MAX_ONE_WAY_NS => Ok(latency),
+        _ => Err(difference),
     }
 }
 
@@ -90,26 +109,38 @@ impl ReportReason {
 }
 
 /// Per-flow state: 12 bytes, 4-byte aligned (it lives in the sink's
-/// 64-byte flow slot).
+/// 64-byte flow slot). Latencies are kept in 48 bits (78 hours, past any
+/// latency a sink believes, [`MAX_ONE_WAY_NS`]): INT 2.1's timestamps tell
+/// seconds apart, and a rule must not see 4.3 s as 0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct LatencyState {
     /// [`crate::ticks`] of the last report: a refresh period may be up to
     /// [`crate::ticks::MAX_INTERVAL_NS`].
     last_report: u32,
-    last_reported: u32,
+    /// The latency last reported, 48 bits in three halfwords (high first).
+    last_reported: [u16; 3],
     previous_bucket: u8,
     reported: bool,
 }
 
+/// The largest latency [`LatencyState`] keeps; larger ones are kept as it.
+pub const MAX_KEPT_NS: u64 = (1 << 48) - 1;
+
 impl LatencyState {
     /// The latency last reported; `None` before the first report.
-    pub fn last_reported(&self) -> Option<u32> {
-        self.reported.then_some(self.last_reported)
+    pub fn last_reported(&self) -> Option<u64> {
+        self.reported.then(|| self.reported_ns())
+    }
+
+    fn reported_ns(&self) -> u64 {
+        let [high, middle, low] = self.last_reported.map(u64::from);
+        (high << 32) | (middle << 16) | low
     }
 
     /// Records one packet's latency; says whether (and why) to report it.
     #[inline]
-    pub fn observe(&mut self, config: &LatencyConfig, latency_ns: u32, now_ns: u64) -> Option<ReportReason> {
+    pub fn observe(&mut self, config: &LatencyConfig, latency_ns: u64, now_ns: u64) -> Option<ReportReason> {
+        let latency_ns = latency_ns.min(MAX_KEPT_NS);
         let bucket = config.rule.bucket(latency_ns);
         let reason = if !self.reported {
             Some(ReportReason::FirstPacket)
@@ -118,13 +149,12 @@ impl LatencyState {
                 ChangeRule::Buckets { .. } => {
                     (bucket != self.previous_bucket).then_some(ReportReason::BucketChange)
                 }
-                ChangeRule::Absolute { ns } => {
-                    (latency_ns.abs_diff(self.last_reported) > ns).then_some(ReportReason::ThresholdChange)
-                }
+                ChangeRule::Absolute { ns } => (latency_ns.abs_diff(self.reported_ns()) > u64::from(ns))
+                    .then_some(ReportReason::ThresholdChange),
                 ChangeRule::Relative { percent } => {
-                    let limit = u64::from(self.last_reported) * u64::from(percent) / 100;
-                    (u64::from(latency_ns.abs_diff(self.last_reported)) > limit)
-                        .then_some(ReportReason::ThresholdChange)
+                    let last = self.reported_ns();
+                    let limit = u128::from(last) * u128::from(percent) / 100;
+                    (u128::from(latency_ns.abs_diff(last)) > limit).then_some(ReportReason::ThresholdChange)
                 }
             };
             changed.or_else(|| {
@@ -136,7 +166,7 @@ impl LatencyState {
         self.previous_bucket = bucket;
         if reason.is_some() {
             self.reported = true;
-            self.last_reported = latency_ns;
+            self.last_reported = [(latency_ns >> 32) as u16, (latency_ns >> 16) as u16, latency_ns as u16];
             self.last_report = crate::ticks::tick(now_ns);
         }
         reason
@@ -155,8 +185,8 @@ mod tests {
     fn bucket_index() {
         let rule = ChangeRule::buckets(&[100, 200, 400]).unwrap();
         assert_eq!(
-            [0, 99, 100, 199, 200, 399, 400, u32::MAX].map(|l| rule.bucket(l)),
-            [0, 0, 1, 1, 2, 2, 3, 3]
+            [0, 99, 100, 199, 200, 399, 400, u64::from(u32::MAX), u64::MAX].map(|l| rule.bucket(l)),
+            [0, 0, 1, 1, 2, 2, 3, 3, 3]
         );
         assert!(ChangeRule::buckets(&[100, 100]).is_none());
         assert!(ChangeRule::buckets(&[1; 17]).is_none());
@@ -204,5 +234,41 @@ mod tests {
             .map(|l| state.observe(&relative, *l, 0).is_some())
             .collect();
         assert_eq!(seen, vec![true, false, true, false, false]);
+    }
+
+    #[test]
+    fn one_way_latency_from_64_bit_timestamps() {
+        let now = 1_700_000_000_000_000_000u64;
+        assert_eq!(one_way_latency64(now, now - 3_000_000_000), Ok(3_000_000_000));
+        assert_eq!(one_way_latency64(now, now), Ok(0));
+        assert_eq!(one_way_latency64(now, now - MAX_ONE_WAY_NS), Ok(MAX_ONE_WAY_NS));
+        assert_eq!(one_way_latency64(now, now - MAX_ONE_WAY_NS - 1), Err(i128::from(MAX_ONE_WAY_NS) + 1));
+        assert_eq!(one_way_latency64(now, now + 1000), Err(-1000));
+        // A source timestamp of 0 is no latency of 54 years.
+        assert_eq!(one_way_latency64(now, 0), Err(i128::from(now)));
+        assert_eq!(one_way_latency64(0, u64::MAX), Err(-i128::from(u64::MAX)));
+    }
+
+    /// Latencies past 32 bits keep their value: 4 s and 4 s + 2^32 ns are
+    /// not the same latency, and the last reported one reads back whole.
+    #[test]
+    fn latencies_past_32_bits() {
+        let absolute = LatencyConfig { rule: ChangeRule::Absolute { ns: 1_000_000 }, refresh_ns: 0 };
+        let mut state = LatencyState::default();
+        let four_s = 4_000_000_000u64;
+        let seen: Vec<_> = [four_s, four_s + (1 << 32), four_s + (1 << 32) + 10]
+            .iter()
+            .map(|l| state.observe(&absolute, *l, 0).is_some())
+            .collect();
+        assert_eq!(seen, vec![true, true, false]);
+        assert_eq!(state.last_reported(), Some(four_s + (1 << 32)));
+        let relative = LatencyConfig { rule: ChangeRule::Relative { percent: 10 }, refresh_ns: 0 };
+        let mut state = LatencyState::default();
+        let seen: Vec<_> = [MAX_KEPT_NS, MAX_KEPT_NS + 1, u64::MAX, 3_000_000_000]
+            .iter()
+            .map(|l| state.observe(&relative, *l, 0).is_some())
+            .collect();
+        assert_eq!(seen, vec![true, false, false, true]);
+        assert_eq!(state.last_reported(), Some(3_000_000_000));
     }
 }

@@ -111,9 +111,22 @@ fn idle_ms(now: u32, last_seen: u32) -> u32 {
     }
 }
 
+/// Slots of a table of `capacity` flows: at most half of them in use.
+fn slot_count(capacity: usize) -> usize {
+    capacity.max(1).saturating_mul(2).checked_next_power_of_two().unwrap_or(usize::MAX)
+}
+
+/// Bytes of a table of `capacity` flows, as [`FlowTable::new`] (or, with
+/// `ipv6_keys`, [`FlowTable::with_ipv6_keys`]) allocates it: worked out
+/// before anything is allocated.
+pub fn table_bytes<V, A>(capacity: usize, ipv6_keys: bool) -> u64 {
+    let slot = std::mem::size_of::<Slot<V, A>>() + if ipv6_keys { 32 } else { 0 };
+    (slot_count(capacity) as u64).saturating_mul(slot as u64)
+}
+
 impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
     pub fn new(capacity: usize) -> Self {
-        let slot_count = (capacity.max(1) * 2).next_power_of_two();
+        let slot_count = slot_count(capacity);
         let empty = Slot { _align: [], tag: 0, last_seen: 0, key: SlotKey::default(), value: V::default() };
         // Reserve first, advise huge pages, then touch: the pages come in
         // as 2 MB pages where the kernel allows it.

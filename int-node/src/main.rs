@@ -58,11 +58,23 @@ fn main() -> ExitCode {
 fn check(path: &std::path::Path) -> ExitCode {
     match config::load(path) {
         Ok(parsed) => {
+            let plan = node::memory::Plan::of(&parsed);
+            let problems =
+                plan.problems(int_os::memory::available_bytes(), node::memory::dpdk_limit(&parsed.eal));
+            if !problems.is_empty() {
+                eprintln!("{}: invalid configuration", path.display());
+                for (key, message, hint) in problems {
+                    eprintln!("  {key}: {message}\n    hint: {hint}");
+                }
+                eprintln!("  ({})", plan.describe());
+                return ExitCode::from(2);
+            }
             println!(
-                "{}: ok ({} port(s), {} pipeline(s))",
+                "{}: ok ({} port(s), {} pipeline(s); {})",
                 path.display(),
                 parsed.ports.len(),
-                parsed.pipelines.len()
+                parsed.pipelines.len(),
+                plan.describe()
             );
             ExitCode::SUCCESS
         }

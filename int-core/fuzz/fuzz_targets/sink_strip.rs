@@ -55,8 +55,8 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(view.len() + removed, frame.len());
     if let FixedArrival::Int(fixed) = fast {
         assert_eq!(
-            (fixed.frame.flow.key(), fixed.sequence, fixed.source_hop),
-            (found.flow, found.sequence, found.source_hop)
+            (fixed.frame.flow_key(frame), fixed.sequence, fixed.source_hop),
+            (Some(found.flow), found.sequence, found.source_hop)
         );
         let mut buffer = vec![0u8; 64 + frame.len()];
         buffer[64..].copy_from_slice(frame);

@@ -75,7 +75,7 @@ fn fast_source_agrees(
 ) {
     let block = FastBlock::of(config, template).unwrap();
     let Some(fixed) = FixedFrame::read(frame, 0).filter(|fixed| block.takes(fixed)) else { return };
-    assert_eq!(fixed.flow.key(), plan.flow);
+    assert_eq!(fixed.flow_key(frame), Some(plan.flow));
     let mut buffer = vec![0u8; 128 + frame.len()];
     buffer[128..].copy_from_slice(frame);
     let mut view = FrameBuf::new(&mut buffer, 128, frame.len()).unwrap();

@@ -47,27 +47,92 @@ pub struct Found<'a> {
     pub flow: FlowKey,
 }
 
-/// Finds and parses the INT block of a frame. `Ok(None)`: not a packet of
-/// this domain. `Err`: marked as INT, but the headers or the block lie.
-pub fn find<'a>(frame: &'a [u8], domain: &Domain) -> Result<Option<Found<'a>>, ParseError> {
-    let Some(ip) = locate::ip(frame)? else { return Ok(None) };
-    if ip.is_fragment() {
-        return Ok(None);
+/// What a frame is to a node of an INT 2.1 domain: the same three answers,
+/// by the same rules, as an INT 0.5 sink's [`crate::sink::Arrival`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arrival<T> {
+    /// An INT packet of this domain, checked.
+    Int(T),
+    /// Not marked (or headers that cannot be walked to TCP or UDP, or a
+    /// fragment after the first): not this domain's; forward as it is.
+    NotInt,
+    /// Marked, but what follows the L4 header is no INT 2.1 shim (too short
+    /// for one, or a type no INT 2.1 node writes: traffic that uses the
+    /// mark for something else). Forward as it is.
+    MarkedNotInt,
+}
+
+impl<T> Arrival<T> {
+    /// The INT packet, if it is one.
+    pub fn int(self) -> Option<T> {
+        match self {
+            Arrival::Int(found) => Some(found),
+            Arrival::NotInt | Arrival::MarkedNotInt => None,
+        }
     }
-    let Some(l4) = locate::l4(frame, &ip)? else { return Ok(None) };
+}
+
+/// Finds and parses the INT block of a frame. `Ok(None)`: not a packet of
+/// this domain ([`classify`] tells why). `Err`: marked as INT, carrying a
+/// shim, but the headers or the block lie.
+pub fn find<'a>(frame: &'a [u8], domain: &Domain) -> Result<Option<Found<'a>>, ParseError> {
+    classify(frame, domain).map(Arrival::int)
+}
+
+/// [`find`], telling marked packets without INT from unmarked ones. Only a
+/// packet that is marked and starts its payload with a shim can be
+/// malformed: a lie anywhere before that makes it someone else's traffic.
+pub fn classify<'a>(frame: &'a [u8], domain: &Domain) -> Result<Arrival<Found<'a>>, ParseError> {
+    let Some((ip, l4)) = walk(frame) else { return Ok(Arrival::NotInt) };
     let block_at = match (domain.marking, l4) {
-        (Marking::Dscp(dscp), _) if !dscp.encapsulation().tos_is_marked(ip.tos) => return Ok(None),
+        (Marking::Dscp(dscp), _) if !dscp.encapsulation().tos_is_marked(ip.tos) => {
+            return Ok(Arrival::NotInt)
+        }
         (Marking::Dscp(_), L4::Udp { .. }) => ip.l4 + crate::wire::udp::HEADER_LEN,
         (Marking::Dscp(_), L4::Tcp { header_len, .. }) => ip.l4 + domain.tcp_placement.offset(header_len),
         (Marking::UdpPort(port), L4::Udp { dst_port, .. }) if dst_port == port => {
             ip.l4 + crate::wire::udp::HEADER_LEN
         }
-        (Marking::UdpPort(_), _) => return Ok(None),
+        (Marking::UdpPort(_), _) => return Ok(Arrival::NotInt),
     };
     let region = frame.get(block_at..ip.end).unwrap_or_default();
+    if !starts_with_a_shim(region) {
+        return Ok(Arrival::MarkedNotInt);
+    }
     let block = Block::parse(region, domain.source_only).map_err(|e| e.shifted(block_at))?;
+    tcp_header_fits(&ip, l4, block.len())?;
     let flow = flow_of(frame, &ip, l4, block, block_at, domain.marking)?;
-    Ok(Some(Found { ip, l4, block_at, block, flow }))
+    Ok(Arrival::Int(Found { ip, l4, block_at, block, flow }))
+}
+
+/// The IP and L4 headers of a whole packet or a first fragment, where they
+/// can be walked.
+fn walk(frame: &[u8]) -> Option<(IpLocation, L4)> {
+    let ip = locate::ip(frame).ok()??;
+    if ip.is_fragment() {
+        return None;
+    }
+    let l4 = locate::l4(frame, &ip).ok()??;
+    Some((ip, l4))
+}
+
+/// Whether `region` begins with a shim of a type INT 2.1 defines (MD,
+/// destination, MX).
+fn starts_with_a_shim(region: &[u8]) -> bool {
+    region.len() >= super::shim::HEADER_LEN
+        && region.first().is_some_and(|byte| super::shim::HeaderType::from_bits(byte >> 4).is_some())
+}
+
+/// The TCP header must fit in what stays once the block is gone: a Data
+/// Offset that reaches into the INT block would restore a segment whose
+/// header overruns it (the INT 0.5 sink's rule).
+fn tcp_header_fits(ip: &IpLocation, l4: L4, block_len: usize) -> Result<(), ParseError> {
+    match l4 {
+        L4::Tcp { header_len, .. } if ip.l4 + header_len + block_len > ip.end => {
+            Err(ParseError::BadLength { layer: Layer::Tcp, offset: ip.l4 + 12, value: header_len })
+        }
+        _ => Ok(()),
+    }
 }
 
 /// The INT 2.1 header and data of a packet a telemetry report carries, and

@@ -136,7 +136,7 @@ struct Outer {
 
 /// The outer IP and UDP headers of a frame that is neither a fragment nor
 /// anything but UDP.
-fn outer_udp(frame: &[u8]) -> Result<Option<Outer>, ParseError> {
+fn outer_udp(frame: &[u8]) -> Option<Outer> {
     // A frame of the common shape tells at fixed offsets whether it is UDP
     // to a tunnel port: most traffic is not, and costs no walk (the walk
     // would find the same).
@@ -144,22 +144,23 @@ fn outer_udp(frame: &[u8]) -> Result<Option<Outer>, ParseError> {
         let port = fixed.flow.dst_port();
         let tunnel_port = matches!(port, VXLAN_UDP_PORT | vxlan_gpe::UDP_PORT | geneve::UDP_PORT);
         if fixed.flow.protocol() != locate::PROTO_UDP || !tunnel_port {
-            return Ok(None);
+            return None;
         }
     }
-    let Some(ip) = locate::ip(frame)? else { return Ok(None) };
+    // Outer headers that cannot be walked carry no tunnel of ours.
+    let ip = locate::ip(frame).ok().flatten()?;
     if ip.is_fragment() {
-        return Ok(None);
+        return None;
     }
-    let Some(L4::Udp { src_port, dst_port, length }) = locate::l4(frame, &ip)? else { return Ok(None) };
-    Ok(Some(Outer { ip, src_port, dst_port, length }))
+    let Ok(Some(L4::Udp { src_port, dst_port, length })) = locate::l4(frame, &ip) else { return None };
+    Some(Outer { ip, src_port, dst_port, length })
 }
 
 /// Finds INT 2.1 in a VXLAN-GPE or Geneve packet. `Ok(None)`: not such a
 /// tunnel packet (or one without INT, or a fragment). `Err`: the tunnel
 /// announces INT, but its headers or the INT data lie.
 pub fn find(frame: &[u8], source_only: SourceOnly) -> Result<Option<InTunnel<'_>>, ParseError> {
-    let Some(Outer { ip, src_port, dst_port, length }) = outer_udp(frame)? else { return Ok(None) };
+    let Some(Outer { ip, src_port, dst_port, length }) = outer_udp(frame) else { return Ok(None) };
     let at = ip.l4 + UDP_LEN;
     let payload = frame.get(at..ip.end).unwrap_or_default();
     let shifted = |e: ParseError| e.shifted(at);
@@ -359,7 +360,7 @@ impl TunnelPlan {
 /// VXLAN, VXLAN-GPE or Geneve packet (by its UDP destination port) that
 /// carries no INT yet. `Ok(None)`: no such tunnel packet.
 pub fn plan(frame: &[u8]) -> Result<Option<TunnelPlan>, ParseError> {
-    let Some(Outer { ip, src_port, dst_port, length }) = outer_udp(frame)? else { return Ok(None) };
+    let Some(Outer { ip, src_port, dst_port, length }) = outer_udp(frame) else { return Ok(None) };
     let at = ip.l4 + UDP_LEN;
     let payload = frame.get(at..ip.end).unwrap_or_default();
     let shifted = |e: ParseError| e.shifted(at);

@@ -12,8 +12,9 @@ use crate::frame::FrameBuf;
 use crate::locate::L4;
 use crate::wire::udp::HEADER_LEN as UDP_LEN;
 
+use super::find::Arrival;
 use super::in_tunnel::{self, InTunnel, TunnelSpan};
-use super::{find, Body, Domain, Found, HopMetadata, Next};
+use super::{Body, Domain, Found, HopMetadata, Next};
 
 /// What a sink keeps of an INT 2.1 packet once its bytes are gone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,12 +59,20 @@ impl Extracted {
 /// Finds and reads the INT 2.1 block of a frame (see [`find`]), or the
 /// INT data in its tunnel.
 pub fn extract(frame: &[u8], domain: &Domain) -> Result<Option<Extracted>, ParseError> {
-    match find(frame, domain)? {
-        Some(found) => Ok(Some(extracted(frame, &found, domain))),
-        None => {
-            Ok(in_tunnel::find(frame, domain.source_only)?.map(|found| extracted_in_tunnel(&found, domain)))
-        }
-    }
+    classify(frame, domain).map(Arrival::int)
+}
+
+/// [`extract`], telling marked packets without INT from unmarked ones
+/// ([`super::find::classify`]).
+pub fn classify(frame: &[u8], domain: &Domain) -> Result<Arrival<Extracted>, ParseError> {
+    Ok(match super::find::classify(frame, domain)? {
+        Arrival::Int(found) => Arrival::Int(extracted(frame, &found, domain)),
+        Arrival::MarkedNotInt => Arrival::MarkedNotInt,
+        Arrival::NotInt => match in_tunnel::find(frame, domain.source_only)? {
+            Some(found) => Arrival::Int(extracted_in_tunnel(&found, domain)),
+            None => Arrival::NotInt,
+        },
+    })
 }
 
 /// What a sink keeps of INT in a tunnel: the block is the INT shim (or

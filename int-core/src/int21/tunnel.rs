@@ -98,7 +98,8 @@ pub struct GpeInt<'a> {
 /// Reads INT 2.1 in a VXLAN-GPE UDP payload. `Ok(None)`: the Next
 /// Protocol is not INT.
 pub fn gpe_int(payload: &[u8], source_only: SourceOnly) -> Result<Option<GpeInt<'_>>, ParseError> {
-    let gpe = VxlanGpeRepr::parse(payload)?;
+    // A header that is no VXLAN-GPE header announces no INT.
+    let Ok(gpe) = VxlanGpeRepr::parse(payload) else { return Ok(None) };
     if gpe.next_protocol != vxlan_gpe::NEXT_INT {
         return Ok(None);
     }
@@ -126,7 +127,8 @@ pub struct GeneveInt<'a> {
 /// Reads the INT option (class 0x0103) of a Geneve UDP payload. `Ok(None)`:
 /// the header has no INT option.
 pub fn geneve_int(payload: &[u8], source_only: SourceOnly) -> Result<Option<GeneveInt<'_>>, ParseError> {
-    let geneve = GeneveRepr::parse(payload)?;
+    // A header that is no Geneve header announces no INT.
+    let Ok(geneve) = GeneveRepr::parse(payload) else { return Ok(None) };
     let Some((option, option_at)) = geneve::find_option(payload, &geneve, INT_OPTION_CLASS)? else {
         return Ok(None);
     };
@@ -198,7 +200,12 @@ mod tests {
         assert_eq!((read.gpe, read.shim, read.len), (gpe, shim, out.len()));
         let Body::Md(md) = read.body else { panic!("not MD") };
         assert_eq!(md.hops().map(|h| h.node_id.unwrap()).collect::<Vec<_>>(), [3, 2, 1]);
-        for cut in 0..out.len() {
+        // A cut VXLAN-GPE header announces nothing; a cut after it is a
+        // lie about INT.
+        for cut in 0..vxlan_gpe::HEADER_LEN {
+            assert_eq!(gpe_int(&out[..cut], SourceOnly::NONE), Ok(None), "cut {cut}");
+        }
+        for cut in vxlan_gpe::HEADER_LEN..out.len() {
             assert!(gpe_int(&out[..cut], SourceOnly::NONE).is_err(), "cut {cut}");
         }
         for cut in 0..GPE_SHIM_LEN {

@@ -15,6 +15,19 @@ use super::raw::{NodeId, RawConfig, RawPort};
 use super::settings::export_settings;
 use super::{ConfigError, Problems};
 
+/// DPDK's limits on a mempool's per-lcore cache: at most
+/// `RTE_MEMPOOL_CACHE_MAX_SIZE` (512), and no more than two thirds of the
+/// pool (`rte_mempool_create` refuses more).
+fn check_mempool_cache(cache: u32, mbufs: u32, problems: &mut Problems) {
+    if cache > 512 || u64::from(cache) * 3 > u64::from(mbufs) * 2 {
+        problems.add(
+            "mempool.cache",
+            format!("a cache of {cache} mbufs per lcore in a pool of {mbufs}"),
+            "DPDK takes at most 512, and at most two thirds of mempool.mbufs; 256 suits most nodes",
+        );
+    }
+}
+
 pub fn validate(raw: &RawConfig) -> Result<Config, ConfigError> {
     let mut problems = Problems::default();
     let node_id = node_id(raw, &mut problems);
@@ -25,6 +38,7 @@ pub fn validate(raw: &RawConfig) -> Result<Config, ConfigError> {
             "use at least 1023; 8191 suits a demo",
         );
     }
+    check_mempool_cache(raw.mempool.cache, raw.mempool.mbufs, &mut problems);
     let ports = ports(&raw.ports, &mut problems);
     let port_index: BTreeMap<String, usize> =
         ports.iter().enumerate().map(|(i, port)| (port.name.clone(), i)).collect();

@@ -240,7 +240,7 @@ unsafe fn columns(data: *mut dpdk_sys::rte_tel_data, ranked: &[TopFlow]) {
         dpdk_sys::rte_tel_data_add_dict_container(data, c"flow".as_ptr(), flow, 0);
         let u64_columns: [NumberColumn; 3] = [
             (c"packets", |f| u64::from(f.packets)),
-            (c"latency_ns", |f| u64::from(f.latency_ns.unwrap_or(0))),
+            (c"latency_ns", |f| f.latency_ns.unwrap_or(0)),
             (c"source_node", |f| u64::from(f.source_node)),
         ];
         for (column, value) in u64_columns {

@@ -4,6 +4,7 @@
 //! stop; then workers are joined, reports drained, ports closed, and the
 //! final counters printed ([`summary`]).
 
+pub mod memory;
 pub mod ports;
 mod summary;
 
@@ -52,6 +53,7 @@ pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
         int_os::signals::catch_reload_signal();
     }
     let base = if options.eal_override.is_empty() { &config.eal } else { &options.eal_override };
+    check_memory(config, base)?;
     let mut args = vec![String::from("int-node")];
     args.extend(config.eal_args(base));
     log::info!("EAL arguments: {}", args.get(1..).unwrap_or(&[]).join(" "));
@@ -70,6 +72,18 @@ pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
     }
     drop(eal);
     Ok(())
+}
+
+/// The memory the config asks for must be there (`check` says the same):
+/// refused before anything is allocated, never an abort at start.
+fn check_memory(config: &Config, eal: &[String]) -> Result<(), RunError> {
+    let plan = memory::Plan::of(config);
+    log::info!("{}", plan.describe());
+    let problems = plan.problems(int_os::memory::available_bytes(), memory::dpdk_limit(eal));
+    match problems.first() {
+        None => Ok(()),
+        Some((path, message, hint)) => Err(RunError::Setup(format!("{path}: {message} ({hint})"))),
+    }
 }
 
 /// Every pipeline's lcore must be one of EAL's workers.

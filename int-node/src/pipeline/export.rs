@@ -126,8 +126,13 @@ impl ReportReceiver {
 /// One ring per sink pipeline, made before the lcores start: room for
 /// `reports` reports of up to [`RECORD_ROOM`] bytes, and always for one of
 /// [`REPORT_MAX`].
+/// Bytes of a report ring of `reports` records.
+pub fn ring_bytes(reports: u32) -> usize {
+    (reports as usize).saturating_mul(LEN_PREFIX + RECORD_ROOM).max(LEN_PREFIX + REPORT_MAX)
+}
+
 pub fn report_ring(reports: u32) -> (ReportSender, ReportReceiver) {
-    let bytes = (reports as usize * (LEN_PREFIX + RECORD_ROOM)).max(LEN_PREFIX + REPORT_MAX);
+    let bytes = ring_bytes(reports);
     let (ring, consumer) = HeapRb::<u8>::new(bytes).split();
     (
         ReportSender { ring, scratch: Box::new([0; LEN_PREFIX + REPORT_MAX]) },

@@ -183,7 +183,7 @@ fn track(
     };
     counters.lower(Counter::latency_min_ns, u64::from(latency));
     counters.raise(Counter::latency_max_ns, u64::from(latency));
-    flow.latency.observe(&rules.latency, latency, now_ns)
+    flow.latency.observe(&rules.latency, u64::from(latency), now_ns)
 }
 
 /// Each burst's finds between the two passes, valid where that burst's

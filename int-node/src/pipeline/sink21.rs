@@ -22,13 +22,13 @@
 
 use int_core::flow::FlowKey;
 use int_core::int21::fixed::{self, FixedArrival, FixedInt};
-use int_core::int21::{sink, Domain, HopMetadata};
+use int_core::int21::{sink, Arrival, Domain, HopMetadata};
 use int_core::latency::LatencyConfig;
 use int_core::report::tr20::{self, DropInfo, InType};
 use int_core::report::tr20_loss::{self, LossReport};
 
 use super::report21::{Reporter21, Subject};
-use super::sink::{one_way_latency, plausible_jump, record_sequence, LossPass, SinkFlow};
+use super::sink::{plausible_jump, record_sequence, LossPass, SinkFlow};
 use super::top_flows::TopFlows;
 use crate::clock::Clock;
 use crate::config::{MalformedPolicy, SinkSettings};
@@ -199,10 +199,14 @@ impl Sink21Stage {
     /// report and restore. Returns whether it goes on.
     fn take_general(&mut self, burst: &mut Burst, i: usize, burst_ns: u64, counters: &mut Counters) -> bool {
         let Some(frame) = burst.data(i) else { return true };
-        let found = match sink::extract(frame, &self.domain) {
-            Ok(Some(found)) => found,
-            Ok(None) => {
+        let found = match sink::classify(frame, &self.domain) {
+            Ok(Arrival::Int(found)) => found,
+            Ok(Arrival::NotInt) => {
                 counters.inc(Counter::not_int);
+                return true;
+            }
+            Ok(Arrival::MarkedNotInt) => {
+                counters.inc(Counter::marked_not_int);
                 return true;
             }
             Err(error) => {
@@ -277,19 +281,20 @@ impl Sink21Stage {
             None => counters.inc(Counter::no_sequence),
         }
         let Some(source_ns) = seen.source_ns else { return false };
-        // 64-bit timestamps: the 32-bit split of INT 0.5 applies to the low
-        // bits only when the difference is within its range.
-        let difference = now_ns.wrapping_sub(source_ns) as i64;
-        let latency = match one_way_latency(now_ns, source_ns as u32, self.settings.max_skew_ns) {
-            Ok(latency) if difference >= 0 => latency,
-            Ok(_) | Err(_) => {
+        // 64-bit timestamps, a signed difference: no 32-bit split.
+        let latency = match int_core::latency::one_way_latency64(now_ns, source_ns) {
+            Ok(latency) => latency,
+            Err(difference) => {
                 counters.inc(Counter::clock_skew);
-                counters.raise(Counter::clock_skew_max_ns, difference.unsigned_abs());
+                counters.raise(
+                    Counter::clock_skew_max_ns,
+                    u64::try_from(difference.unsigned_abs()).unwrap_or(u64::MAX),
+                );
                 return false;
             }
         };
-        counters.lower(Counter::latency_min_ns, u64::from(latency));
-        counters.raise(Counter::latency_max_ns, u64::from(latency));
+        counters.lower(Counter::latency_min_ns, latency);
+        counters.raise(Counter::latency_max_ns, latency);
         flow.latency.observe(&self.latency, latency, now_ns).is_some()
     }
 

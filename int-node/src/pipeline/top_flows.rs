@@ -28,7 +28,7 @@ pub struct TopFlow {
     pub packets: u32,
     /// At a sink, the flow's latency as last reported (within the change
     /// threshold of its current latency, refreshed every refresh period).
-    pub latency_ns: Option<u32>,
+    pub latency_ns: Option<u64>,
     /// At a sink, the node that put INT into the flow (0 if unknown).
     pub source_node: u32,
 }
@@ -105,12 +105,12 @@ impl TopFlows {
     pub fn offer(
         &mut self,
         packets: u32,
-        latency_ns: Option<u32>,
+        latency_ns: Option<u64>,
         flow: impl FnOnce() -> Option<(FlowKey, u32)>,
     ) {
         self.visited += 1;
         let by_packets = self.by_packets.admits(u64::from(packets));
-        let by_latency = latency_ns.is_some_and(|l| self.by_latency.admits(u64::from(l)));
+        let by_latency = latency_ns.is_some_and(|l| self.by_latency.admits(l));
         if !(by_packets || by_latency) {
             return;
         }
@@ -120,7 +120,7 @@ impl TopFlows {
             self.by_packets.insert(u64::from(packets), top);
         }
         if let (true, Some(latency)) = (by_latency, latency_ns) {
-            self.by_latency.insert(u64::from(latency), top);
+            self.by_latency.insert(latency, top);
         }
     }
 
@@ -140,7 +140,7 @@ impl TopFlows {
 }
 
 /// Words per published flow: addresses (4), ports, protocol and family
-/// (1), packets (1), latency and source node (1).
+/// (1), packets and source node (1), latency (1).
 const FLOW_WORDS: usize = 7;
 /// Words of the header: flows in each ranking, flows visited, when.
 const HEADER_WORDS: usize = 4;
@@ -254,8 +254,8 @@ fn to_words(flow: &TopFlow) -> [u64; FLOW_WORDS] {
         | u64::from(key.protocol) << 24
         | u64::from(key.src.is_ipv4()) << 16
         | u64::from(flow.latency_ns.is_some()) << 8;
-    let latency = u64::from(flow.latency_ns.unwrap_or(0)) | u64::from(flow.source_node) << 32;
-    [src_high, src_low, dst_high, dst_low, meta, u64::from(flow.packets), latency]
+    let packets = u64::from(flow.packets) | u64::from(flow.source_node) << 32;
+    [src_high, src_low, dst_high, dst_low, meta, packets, flow.latency_ns.unwrap_or(0)]
 }
 
 fn from_words(words: &[u64]) -> Option<TopFlow> {
@@ -268,12 +268,12 @@ fn from_words(words: &[u64]) -> Option<TopFlow> {
         src_port: (meta >> 48) as u16,
         dst_port: (meta >> 32) as u16,
     };
-    let latency = *words.get(6)?;
+    let packets = *words.get(5)?;
     Some(TopFlow {
         key,
-        packets: *words.get(5)? as u32,
-        latency_ns: ((meta >> 8) & 1 == 1).then_some(latency as u32),
-        source_node: (latency >> 32) as u32,
+        packets: packets as u32,
+        latency_ns: ((meta >> 8) & 1 == 1).then_some(*words.get(6)?),
+        source_node: (packets >> 32) as u32,
     })
 }
 
@@ -292,7 +292,7 @@ mod tests {
         assert_eq!(shared.snapshot(), Some(TopSnapshot::default()), "nothing before the first pass");
         // Packets 0..100 in a shuffled order; latency only for even flows.
         for i in (0..100u32).map(|i| (i * 37) % 100) {
-            let latency = (i % 2 == 0).then_some(1000 * (100 - i));
+            let latency = (i % 2 == 0).then_some(1000 * u64::from(100 - i));
             top.offer(i, latency, || Some((flow(i), 7)));
         }
         top.after_sweep(0);
@@ -301,7 +301,7 @@ mod tests {
         let snapshot = shared.snapshot().unwrap();
         let packets: Vec<u32> = snapshot.by_packets.iter().map(|f| f.packets).collect();
         assert_eq!(packets, (90..100).rev().collect::<Vec<_>>());
-        let latencies: Vec<u32> = snapshot.by_latency.iter().filter_map(|f| f.latency_ns).collect();
+        let latencies: Vec<u64> = snapshot.by_latency.iter().filter_map(|f| f.latency_ns).collect();
         assert_eq!(latencies, (0..10).map(|i| 1000 * (100 - 2 * i)).collect::<Vec<_>>());
         assert_eq!(snapshot.by_latency[0].key, flow(0));
         assert_eq!(snapshot.by_latency[0].source_node, 7);
@@ -326,14 +326,14 @@ mod tests {
             src_port: 1,
             dst_port: 2,
         };
-        top.offer(10, Some(u32::MAX), || Some((v6, u32::MAX)));
+        top.offer(10, Some(u64::MAX), || Some((v6, u32::MAX)));
         top.offer(20, None, || None);
         top.after_sweep(1);
         let snapshot = shared.snapshot().unwrap();
         assert_eq!(snapshot.by_packets.len(), 1);
         assert_eq!(
             snapshot.by_packets[0],
-            TopFlow { key: v6, packets: 10, latency_ns: Some(u32::MAX), source_node: u32::MAX }
+            TopFlow { key: v6, packets: 10, latency_ns: Some(u64::MAX), source_node: u32::MAX }
         );
         assert_eq!(snapshot.flows, 2);
     }
@@ -349,7 +349,7 @@ mod tests {
                     // Every flow of a pass carries the pass number.
                     let n = (pass % 1000) as u32 + 1;
                     for i in 0..TOP_FLOWS as u32 {
-                        top.offer(n, Some(n), || Some((flow(n), n + i)));
+                        top.offer(n, Some(u64::from(n)), || Some((flow(n), n + i)));
                     }
                     top.after_sweep(pass);
                 }
