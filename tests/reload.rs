@@ -81,6 +81,29 @@ fn reload(node: &Child, log: &std::path::Path, expected: &str) {
     }
 }
 
+/// What a reload must not read: a device that never ends, a FIFO that
+/// blocks until a writer comes, a file past the size bound, YAML nested
+/// 100k deep. Each is refused at once and logged; the node goes on.
+fn hostile_files_are_refused(node: &Child, path: &std::path::Path, log: &std::path::Path) {
+    let refusals = [
+        ("/dev/zero", "a character device, not a regular file"),
+        ("fifo", "a FIFO, not a regular file"),
+        ("big", "more than a config's 1048576"),
+        ("nested", "nest more than 32 deep"),
+    ];
+    for (kind, expected) in refusals {
+        std::fs::remove_file(path).unwrap();
+        match kind {
+            "fifo" => assert!(Command::new("mkfifo").arg(path).status().unwrap().success()),
+            "big" => std::fs::write(path, format!("# {}\n", "x".repeat(2 << 20))).unwrap(),
+            "nested" => std::fs::write(path, "[".repeat(100_000)).unwrap(),
+            device => std::os::unix::fs::symlink(device, path).unwrap(),
+        }
+        reload(node, log, expected);
+    }
+    std::fs::remove_file(path).unwrap();
+}
+
 #[test]
 fn sighup_reloads_the_watchlist_without_losing_a_packet() {
     let dir = workdir("reload");
@@ -114,6 +137,8 @@ fn sighup_reloads_the_watchlist_without_losing_a_packet() {
     reload(&node, &log, "needs a restart");
     assert!(std::fs::read_to_string(&log).unwrap().contains("mempool.mbufs changed"));
     let after_restart_needed = instrumented_share(port);
+    assert_eq!(counter(port, "settings_updates"), 0);
+    hostile_files_are_refused(&node, &path, &log);
     assert_eq!(counter(port, "settings_updates"), 0);
 
     // Valid: three flows of ten from the next burst on.

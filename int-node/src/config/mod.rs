@@ -80,8 +80,7 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
 
 /// [`load`], with the text the config was read from.
 pub fn load_with_text(path: &Path) -> Result<(Config, String), ConfigError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|source| ConfigError::Read { path: path.display().to_string(), source })?;
+    let text = read_text(path)?;
     let config = parse(&text);
     let mut files = Problems::default();
     if let Ok(config) = &config {
@@ -90,8 +89,81 @@ pub fn load_with_text(path: &Path) -> Result<(Config, String), ConfigError> {
     config.and_then(|config| files.into_result(config)).map(|config| (config, text))
 }
 
+/// The largest config file read: a node's config is a few KiB.
+pub const MAX_FILE_BYTES: u64 = 1 << 20;
+/// The deepest nesting of YAML collections parsed: a config nests 5 deep.
+pub const MAX_NESTING: usize = 32;
+
+/// A config file's text: a regular file (not a FIFO, a device or a
+/// directory, which could block or never end) of at most
+/// [`MAX_FILE_BYTES`], opened without blocking.
+pub fn read_text(path: &Path) -> Result<String, ConfigError> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let error = |source: std::io::Error| ConfigError::Read { path: path.display().to_string(), source };
+    let refuse = |message: String| error(std::io::Error::new(std::io::ErrorKind::InvalidInput, message));
+    let file =
+        std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path).map_err(error)?;
+    let metadata = file.metadata().map_err(error)?;
+    if !metadata.is_file() {
+        return Err(refuse(format!("a {}, not a regular file", file_kind(metadata.file_type()))));
+    }
+    if metadata.len() > MAX_FILE_BYTES {
+        return Err(refuse(format!("{} bytes, more than a config's {MAX_FILE_BYTES}", metadata.len())));
+    }
+    let mut text = String::new();
+    file.take(MAX_FILE_BYTES + 1).read_to_string(&mut text).map_err(error)?;
+    if text.len() as u64 > MAX_FILE_BYTES {
+        return Err(refuse(format!("grew past a config's {MAX_FILE_BYTES} bytes while read")));
+    }
+    Ok(text)
+}
+
+fn file_kind(kind: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    match kind {
+        _ if kind.is_dir() => "directory",
+        _ if kind.is_fifo() => "FIFO",
+        _ if kind.is_char_device() => "character device",
+        _ if kind.is_block_device() => "block device",
+        _ if kind.is_socket() => "socket",
+        _ => "special file",
+    }
+}
+
+/// How deep the text's flow collections (`[`, `{`) and block indentation
+/// nest, outside quotes and comments: a bound that keeps the YAML parser's
+/// time and stack small whatever the file holds.
+fn nesting(text: &str) -> usize {
+    let (mut deepest, mut depth, mut quote) = (0usize, 0usize, None);
+    for line in text.lines() {
+        let indent = line.len() - line.trim_start_matches([' ', '-']).len();
+        deepest = deepest.max(indent / 2);
+        for c in line.chars() {
+            match (quote, c) {
+                (Some(q), c) if c == q => quote = None,
+                (Some(_), _) => {}
+                (None, '\'' | '"') => quote = Some(c),
+                (None, '#') => break,
+                (None, '[' | '{') => depth += 1,
+                (None, ']' | '}') => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+            deepest = deepest.max(depth);
+        }
+    }
+    deepest
+}
+
 /// Validates a config's text.
 pub fn parse(text: &str) -> Result<Config, ConfigError> {
+    if nesting(text) > MAX_NESTING {
+        return Err(ConfigError::Invalid(vec![Problem {
+            path: "(document)".into(),
+            message: format!("collections nest more than {MAX_NESTING} deep"),
+            hint: "a config nests a few levels: see config/*.yaml".into(),
+        }]));
+    }
     let raw: raw::RawConfig =
         serde_yaml_ng::from_str(text).map_err(|e| ConfigError::Invalid(vec![yaml_problem(&e)]))?;
     validate::validate(&raw)

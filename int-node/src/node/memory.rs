@@ -52,8 +52,9 @@ impl Plan {
     /// One line for `check` and the log.
     pub fn describe(&self) -> String {
         format!(
-            "memory: flow tables {}, report rings {}, capture buffers {} (process memory {}); mbufs {} of DPDK memory",
+            "memory: flow tables {} ({} bytes), report rings {}, capture buffers {} (process memory {}); mbufs {} of DPDK memory",
             size(self.flow_tables),
+            self.flow_tables,
             size(self.report_rings),
             size(self.captures),
             size(self.process_bytes()),

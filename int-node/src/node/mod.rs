@@ -329,7 +329,7 @@ impl Reloads {
     fn reload(&mut self) {
         let path = self.path.display().to_string();
         log::info!("reload: reading {path} (SIGHUP)");
-        let text = match std::fs::read_to_string(&self.path) {
+        let text = match crate::config::read_text(&self.path) {
             Ok(text) => text,
             Err(error) => return log::error!("reload refused: {path}: {error}; the running settings stay"),
         };
