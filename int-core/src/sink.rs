@@ -13,6 +13,13 @@
 //!   L4 checksum, and so does ours (subtracting it would leave the checksum
 //!   off by that word). For those packets the mark bits are cleared, as
 //!   Host-INT's own sink does. ECN is never touched.
+//!   A tail of zeros reads the same either way. Any other tail that is not
+//!   the packet's own is a guess, and the guess is checked: the L4 checksum
+//!   must verify with the tail left out (Host-INT's completion), else with
+//!   it covered (a peer's tail of other values), else the packet is
+//!   malformed (`IntUnknownType` at the tail). A UDP checksum of 0 and a
+//!   first fragment (whose checksum covers the whole datagram) have nothing
+//!   to check and take Host-INT's reading.
 //! - UDP (INT_05_EXTENSION_UDP): the extension UDP header and the block go;
 //!   the IPv4 protocol comes back from the tail; the original L4 bytes were
 //!   never changed.
@@ -58,6 +65,9 @@ pub struct Extracted {
     /// Frame offset and length of everything the sink removes.
     pub(crate) remove_at: usize,
     pub(crate) remove_len: usize,
+    /// In the DSCP encapsulation: whether the L4 checksum covers the tail
+    /// (see the module notes).
+    pub tail_covered: bool,
 }
 
 impl Extracted {
@@ -191,6 +201,13 @@ pub fn classify(frame: &[u8], config: &Domain, shapes: &mut ShapeCache) -> Resul
     let tail = block.tail;
     let block_len = block.len;
     let after = block_at + block_len;
+    let tail_covered = match config.encapsulation {
+        Encapsulation::OverTcpUdp { .. } => {
+            let informative = tail.protocol == ip.protocol && tail.dst_port == l4.ports().1;
+            tail_covered(frame, &ip, l4, after - TAIL_LEN, informative)?
+        }
+        Encapsulation::ExtensionUdp { .. } => false,
+    };
     let (flow, remove_at, remove_len) = match config.encapsulation {
         Encapsulation::ExtensionUdp { .. } => {
             let (src_port, dst_port) = inner_ports(frame, tail.protocol, after, &ip)?;
@@ -227,7 +244,52 @@ pub fn classify(frame: &[u8], config: &Domain, shapes: &mut ShapeCache) -> Resul
         block_len,
         remove_at,
         remove_len,
+        tail_covered,
     }))
+}
+
+/// Whether the L4 checksum covers the tail at `tail_at`: the packet's own
+/// (informative) tail yes, zeros either way, any other by the checksum's
+/// own word (module notes); `Err` where no reading verifies.
+fn tail_covered(
+    frame: &[u8],
+    ip: &IpLocation,
+    l4: L4,
+    tail_at: usize,
+    informative: bool,
+) -> Result<bool, ParseError> {
+    let tail = frame.get(tail_at..tail_at + TAIL_LEN).unwrap_or_default();
+    let no_checksum = matches!(l4, L4::Udp { .. }) && frame.get(ip.l4 + 6..ip.l4 + 8) == Some(&[0, 0]);
+    if informative || tail.iter().all(|b| *b == 0) || ip.is_fragment() || no_checksum {
+        return Ok(informative);
+    }
+    let pseudo = pseudo_header_sum(frame, ip);
+    let before = checksum::sum(pseudo, frame.get(ip.l4..tail_at).unwrap_or_default());
+    let without = checksum::sum(before, frame.get(tail_at + TAIL_LEN..ip.end).unwrap_or_default());
+    if checksum::fold(without) == 0xffff {
+        return Ok(false);
+    }
+    if checksum::fold(checksum::sum(without, tail)) == 0xffff {
+        return Ok(true);
+    }
+    Err(ParseError::UnknownType {
+        layer: Layer::IntTail,
+        offset: tail_at,
+        value: tail.first().copied().unwrap_or(0),
+    })
+}
+
+/// The L4 pseudo-header's sum: addresses, protocol, upper-layer length.
+fn pseudo_header_sum(frame: &[u8], ip: &IpLocation) -> u32 {
+    let addresses = match ip.version {
+        locate::IpVersion::V4 => frame.get(ip.l3 + 12..ip.l3 + 20),
+        locate::IpVersion::V6 => frame.get(ip.l3 + 8..ip.l3 + 40),
+    };
+    let length = ip.payload_len() as u32;
+    checksum::sum(0, addresses.unwrap_or_default())
+        + u32::from(ip.protocol)
+        + (length >> 16)
+        + (length & 0xffff)
 }
 
 /// What a frame of the common shape ([`FixedFrame`]) is to a sink of the
@@ -280,6 +342,13 @@ pub fn classify_fixed(frame: &[u8], config: &Domain, shapes: &mut ShapeCache) ->
         return FixedArrival::Other;
     }
     let Ok(block) = shapes.parse(region, Tail::Present) else { return FixedArrival::Other };
+    let informative =
+        block.tail.protocol == fixed.flow.protocol() && block.tail.dst_port == fixed.flow.dst_port();
+    let tail = region.get(block.len - TAIL_LEN..block.len).unwrap_or_default();
+    if !informative && tail.iter().any(|b| *b != 0) {
+        // A tail whose reading needs the checksum's word: the general path.
+        return FixedArrival::Other;
+    }
     FixedArrival::Int(FixedInt {
         frame: fixed,
         shim_type: block.shim_type,
@@ -398,7 +467,7 @@ pub fn strip(frame: &mut FrameBuf<'_>, found: &Extracted, config: &Domain) -> Op
     }
     // The tail counts in the L4 checksum only when it is informative (see
     // the module notes).
-    let covered = if found.tail_informative() { found.block_len } else { found.block_len - TAIL_LEN };
+    let covered = if found.tail_covered { found.block_len } else { found.block_len - TAIL_LEN };
     let block_sum = checksum::sum(0, frame.frame().get(found.block_at..found.block_at + covered)?);
     if !frame.close_gap(found.remove_at, found.remove_len) {
         return None;

@@ -295,6 +295,40 @@ fn host_int_tail_with_a_checksum_completion_restores_a_valid_checksum() {
     assert_eq!(restored, original, "DSCP given back from the tail, mark bit and all");
 }
 
+/// A tail that is neither zeros, nor the packet's own, nor a completion
+/// the checksum leaves out: a UDP packet whose tail says protocol 6, port
+/// 80, and whose checksum covers it. The sink checks which reading the
+/// checksum agrees with: here the covered one, so the restored checksum is
+/// right (it used to be taken for a completion and come out 0xf1d8, not
+/// 0x47d9). A tail that no reading verifies is malformed.
+#[test]
+fn an_ambiguous_tail_is_read_as_the_checksum_says() {
+    let original = PacketSpec::udp(addr(1), addr(2), 4000, 5000, 64).build();
+    let config = SourceConfig::host_int(1500);
+    let mut wire = run_source(&original, &config, 1);
+    let tail_at = 14 + 20 + 8 + 32;
+    assert_eq!(&wire[tail_at..tail_at + 4], &[0, 0, 0, 0]);
+    wire[tail_at..tail_at + 4].copy_from_slice(&[6, 0, 80, 0]);
+    // The UDP checksum made to cover the new tail.
+    wire[40..42].fill(0);
+    let udp_len = wire.len() - 34;
+    let pseudo = int_core::checksum::pseudo_header_sum(addr(1), addr(2), 17, udp_len as u16);
+    let sum = !int_core::checksum::fold(int_core::checksum::sum(pseudo, &wire[34..]));
+    wire[40..42].copy_from_slice(&sum.to_be_bytes());
+    assert_eq!(verify_checksums(&wire), Ok(()));
+    let (restored, found) = run_sink(&wire, &domain(&config));
+    assert!(!found.tail_informative() && found.tail_covered);
+    assert_eq!(verify_checksums(&restored), Ok(()));
+    assert_eq!(restored, original, "the packet before INT, checksum and all");
+    // A checksum that verifies under neither reading: no guess restores it.
+    let mut lying = wire.clone();
+    lying[40] ^= 0x55;
+    assert!(matches!(
+        int_core::sink::extract(&lying, &domain(&config)),
+        Err(int_core::ParseError::UnknownType { layer: int_core::Layer::IntTail, .. })
+    ));
+}
+
 #[test]
 fn source_skips_are_typed() {
     let config = SourceConfig::host_int(1500);

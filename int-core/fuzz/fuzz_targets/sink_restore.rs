@@ -49,7 +49,7 @@ fuzz_target!(|data: &[u8]| {
         // A tail that is not informative is Host-INT's, which the L4
         // checksum does not cover (its first bytes may hold the kernel's
         // checksum completion): judge the input without it.
-        Encapsulation::OverTcpUdp { .. } if !found.tail_informative() => {
+        Encapsulation::OverTcpUdp { .. } if !found.tail_covered => {
             let mut segment = frame[ip.l4..ip.end].to_vec();
             let tail_at = found.block_at + found.block_len - 4 - ip.l4;
             segment[tail_at..tail_at + 4].fill(0);

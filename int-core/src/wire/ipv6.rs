@@ -157,7 +157,9 @@ pub fn walk_extensions(packet: &[u8]) -> Result<Extensions, ParseError> {
         fragment: None,
         header,
     };
-    for _ in 0..MAX_EXTENSIONS {
+    // One round more than the headers allowed: the last only finds the
+    // upper layer (or one header too many).
+    for walked in 0..=MAX_EXTENSIONS {
         let len = match walk.protocol {
             HOP_BY_HOP | ROUTING | DESTINATION_OPTIONS => {
                 let ext_len = *packet.get(walk.upper_at + 1).ok_or_else(|| {
@@ -168,6 +170,9 @@ pub fn walk_extensions(packet: &[u8]) -> Result<Extensions, ParseError> {
             FRAGMENT => 8,
             _ => return Ok(walk),
         };
+        if walked == MAX_EXTENSIONS {
+            break;
+        }
         if walk.protocol == HOP_BY_HOP && walk.upper_at != HEADER_LEN {
             // RFC 8200 section 4.3: only right after the IPv6 header.
             return Err(ParseError::UnknownType {
@@ -311,7 +316,10 @@ mod tests {
         assert!(matches!(walk_extensions(&late), Err(ParseError::UnknownType { .. })));
         // A chain longer than any RFC 8200 order.
         let many: Vec<_> = (0..9).map(|_| (DESTINATION_OPTIONS, options(0))).collect();
-        assert!(walk_extensions(&packet(&many)).is_err());
+        assert!(matches!(walk_extensions(&packet(&many)), Err(ParseError::BadLength { value: 9, .. })));
+        // As many as allowed (8) pass, to the upper layer after them.
+        let eight = walk_extensions(&packet(&many[..MAX_EXTENSIONS])).unwrap();
+        assert_eq!((eight.upper_at, eight.protocol), (HEADER_LEN + 8 * MAX_EXTENSIONS, 17));
         // Two Fragment headers, a later fragment's then an atomic one's:
         // which one says whether this is a fragment? (The last one used to
         // win, and a later fragment passed for a whole packet.)
