@@ -488,3 +488,49 @@ fn decode_reads_int21_in_tunnels() {
     let text = int_tools(&dir, &["decode", "tunnels.pcap"]);
     assert!(text.contains("hop 0: node_id=2"), "{text}");
 }
+
+/// A capture with another link type than Ethernet: raw IP (101, what
+/// `tcpdump -i tun0` writes) decodes as the same packets would over
+/// Ethernet; a link type decode cannot read (802.11) is refused by name,
+/// never read as Ethernet (it used to print `not-ip` for every packet and
+/// exit 0).
+#[test]
+fn decode_reads_the_link_type() {
+    use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
+    use pcap_file::DataLink;
+    let dir = workdir("decode-link-types");
+    int_tools(&dir, &["gen", "--out", "eth.pcap", "--packets", "6", "--instrument", "int21-md"]);
+    let frames = read_pcap(&dir.join("eth.pcap"));
+    let write = |name: &str, datalink: DataLink, strip: usize| {
+        let header = PcapHeader { datalink, ..PcapHeader::default() };
+        let mut writer =
+            PcapWriter::with_header(std::fs::File::create(dir.join(name)).unwrap(), header).unwrap();
+        for frame in &frames {
+            let data = &frame[strip..];
+            writer
+                .write_packet(&PcapPacket::new(std::time::Duration::ZERO, data.len() as u32, data))
+                .unwrap();
+        }
+    };
+    write("raw.pcap", DataLink::RAW, 14);
+    write("wifi.pcap", DataLink::IEEE802_11, 0);
+    let fields = |file: &str| -> Vec<serde_json::Value> {
+        let json = int_tools(&dir, &["decode", "--json", file]);
+        json.lines()
+            .map(|l| {
+                let mut value: serde_json::Value = serde_json::from_str(l).unwrap();
+                value.as_object_mut().unwrap().remove("time_ns");
+                value.as_object_mut().unwrap().remove("length");
+                value
+            })
+            .collect()
+    };
+    let (ethernet, raw) = (fields("eth.pcap"), fields("raw.pcap"));
+    assert_eq!(raw.len(), 6);
+    assert_eq!(raw, ethernet);
+    assert!(raw.iter().all(|v| v["int21"]["type"] == "md"), "{raw:?}");
+    let refused = Command::new(BIN).args(["decode", "wifi.pcap"]).current_dir(&dir).output().unwrap();
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains("link type 105") && said.contains("cannot be read"), "{said}");
+}

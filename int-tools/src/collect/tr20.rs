@@ -40,7 +40,9 @@ pub fn check(report: &Report<'_>) -> Result<usize, ParseError> {
             InType::None => individual.inner.is_empty(),
             InType::Ipv4 => version == Some(4),
             InType::Ipv6 => version == Some(6),
-            InType::Ethernet => individual.inner.len() >= 14,
+            // A dropped packet's first bytes, however few: a runt is a
+            // packet too.
+            InType::Ethernet => !individual.inner.is_empty(),
             InType::Tlv | InType::DomainExtension => true,
             InType::Reserved(value) => {
                 return Err(ParseError::UnknownType { layer: Layer::IndividualReport, offset: 0, value })
@@ -176,5 +178,48 @@ fn print_loss(loss: &LossReport, sink_node: u32, seq: u32, from: SocketAddr, mis
             loss.count,
             loss.first_sequence
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use int_core::int21::HopMetadata;
+    use int_core::report::tr20::{DropInfo, GroupHeaderRepr, IntContents, RepType, ReportFlags};
+
+    /// A drop report as int-node's sinks write one for a frame they drop:
+    /// RepType INT, InType Ethernet, D, the frame's first bytes.
+    fn drop_report(packet: &[u8]) -> Vec<u8> {
+        let mut datagram = vec![0u8; 256];
+        let mut len = GroupHeaderRepr { hw_id: 0, sequence: 1, node_id: 2 }.emit(&mut datagram).unwrap();
+        let metadata =
+            HopMetadata { l1_ingress_port: Some(3), ingress_timestamp: Some(5), ..HopMetadata::default() };
+        let report = IndividualReport {
+            rep_type: RepType::Int,
+            in_type: InType::Ethernet,
+            flags: ReportFlags { dropped: true, ..ReportFlags::default() },
+            int: Some(IntContents {
+                rep_md_bits: 0x4801,
+                metadata,
+                drop: Some(DropInfo { queue_id: 0, reason: 202 }),
+                ..IntContents::default()
+            }),
+            inner: packet,
+            ..IndividualReport::default()
+        };
+        len += report.emit(&mut datagram[len..]).unwrap();
+        datagram.truncate(len);
+        datagram
+    }
+
+    /// A drop report on a 10-byte runt is a report: the collector takes our
+    /// own sinks' reports whatever the dropped frame's length; an Ethernet
+    /// report with no packet at all contradicts its InType.
+    #[test]
+    fn drop_reports_of_runts_are_accepted() {
+        let datagram = drop_report(&[0xab; 10]);
+        assert_eq!(check(&Report::parse(&datagram).unwrap()), Ok(1));
+        let empty = drop_report(&[]);
+        assert!(matches!(check(&Report::parse(&empty).unwrap()), Err(ParseError::BadLength { .. })));
     }
 }
