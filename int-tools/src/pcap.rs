@@ -66,7 +66,8 @@ fn as_ethernet(link: DataLink, data: &[u8]) -> Vec<u8> {
         Some(6) => 0x86dd_u16,
         _ => 0x0800,
     };
-    let ether_type = |at: usize| data.get(at..at + 2).and_then(|b| b.try_into().ok()).map_or(0, u16::from_be_bytes);
+    let ether_type =
+        |at: usize| data.get(at..at + 2).and_then(|b| b.try_into().ok()).map_or(0, u16::from_be_bytes);
     let (ether_type, payload) = match link {
         DataLink::RAW | DataLink::IPV4 | DataLink::IPV6 => (by_version(data), data),
         // struct sll_header: the protocol in bytes 14-15, 16 bytes in all.

@@ -179,8 +179,9 @@ unsafe extern "C" fn pipeline_flows(
 /// its flow table's last complete sweep pass, as a dict of columns (row i
 /// of each is the i-th flow): `flow`, `packets` (the packets its source
 /// numbered), `latency_ns` (at a sink; 0 for a flow with none reported yet)
-/// and `source_node`, with `order`, `flows` (flows the pass visited) and
-/// `age_ms` (since the pass ended). Refused (-EINVAL) for an unknown
+/// and `source_node`, with `order`, `flows` (flows the pass visited),
+/// `pass` (its number: a pass two past the one published when something
+/// happened began after it) and `age_ms` (since the pass ended). Refused (-EINVAL) for an unknown
 /// pipeline, one without a flow table, or an unknown order.
 unsafe extern "C" fn top_flows(
     _command: *const c_char,
@@ -211,6 +212,7 @@ unsafe extern "C" fn top_flows(
     unsafe {
         dpdk_sys::rte_tel_data_add_dict_string(data, c"order".as_ptr(), order.as_ptr());
         dpdk_sys::rte_tel_data_add_dict_u64(data, c"flows".as_ptr(), snapshot.flows);
+        dpdk_sys::rte_tel_data_add_dict_u64(data, c"pass".as_ptr(), snapshot.pass);
         if let Some(age) = snapshot.age_ms {
             dpdk_sys::rte_tel_data_add_dict_u64(data, c"age_ms".as_ptr(), age);
         }

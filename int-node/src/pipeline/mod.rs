@@ -82,6 +82,12 @@ impl Pipeline {
             _ => {}
         }
         if received == 0 {
+            // Sources age their flows on idle polls too (sinks swept above).
+            match &mut self.stage {
+                Stage::Source(source) => source.age(clock.now_ns(), &mut self.counters),
+                Stage::Source21(source) => source.age(clock.now_ns(), &mut self.counters),
+                _ => {}
+            }
             self.counters.publish(&self.shared);
             return 0;
         }

@@ -124,7 +124,15 @@ impl SourceStage {
         counters.add(Counter::instrumented, tally.instrumented);
         counters.add(Counter::flows_created, tally.created);
         counters.add(Counter::flows_evicted, tally.evicted);
-        if with_sequence {
+        self.age(now_ns, counters);
+    }
+
+    /// A step of the ageing sweep, after a burst or on a poll that found
+    /// none (flows of a source gone quiet still expire, and its rankings
+    /// still complete their pass).
+    #[inline]
+    pub fn age(&mut self, now_ns: u64, counters: &mut Counters) {
+        if self.config.shim_type.has_sequence() {
             let ageing =
                 Ageing { last_sweep_ns: &mut self.last_sweep_ns, idle_timeout_ns: self.idle_timeout_ns };
             ageing.age(&mut self.flows, &mut self.top, now_ns, counters);

@@ -119,6 +119,12 @@ impl Source21Stage {
         if drop != 0 {
             burst.retain(|i| drop & (1 << i) == 0);
         }
+        self.age(now_ns, counters);
+    }
+
+    /// A step of the ageing sweep (see [`super::source::SourceStage::age`]).
+    #[inline]
+    pub fn age(&mut self, now_ns: u64, counters: &mut Counters) {
         if self.config.numbers_packets() {
             let ageing =
                 Ageing { last_sweep_ns: &mut self.last_sweep_ns, idle_timeout_ns: self.idle_timeout_ns };

@@ -132,7 +132,7 @@ impl TopFlows {
             return;
         }
         self.published_pass = passes;
-        self.shared.publish(&self.by_packets, &self.by_latency, self.visited);
+        self.shared.publish(&self.by_packets, &self.by_latency, self.visited, passes);
         self.by_packets = Ranking::default();
         self.by_latency = Ranking::default();
         self.visited = 0;
@@ -142,8 +142,9 @@ impl TopFlows {
 /// Words per published flow: addresses (4), ports, protocol and family
 /// (1), packets and source node (1), latency (1).
 const FLOW_WORDS: usize = 7;
-/// Words of the header: flows in each ranking, flows visited, when.
-const HEADER_WORDS: usize = 4;
+/// Words of the header: flows in each ranking, flows visited, when, and
+/// the pass's number.
+const HEADER_WORDS: usize = 5;
 const WORDS: usize = HEADER_WORDS + 2 * TOP_FLOWS * FLOW_WORDS;
 
 /// The last complete rankings, published by one worker and read by the
@@ -169,6 +170,10 @@ pub struct TopSnapshot {
     pub flows: u64,
     /// Since the pass was published (`None`: none yet).
     pub age_ms: Option<u64>,
+    /// The pass's number, counted from 1 since the table was made: a pass
+    /// numbered two more than the last one published when something
+    /// happened began after it.
+    pub pass: u64,
 }
 
 /// Milliseconds since the first call in this process, plus one (0 means
@@ -179,13 +184,18 @@ fn process_ms() -> u64 {
 }
 
 impl SharedTopFlows {
-    fn publish(&self, by_packets: &Ranking, by_latency: &Ranking, visited: u64) {
+    fn publish(&self, by_packets: &Ranking, by_latency: &Ranking, visited: u64, pass: u64) {
         let start = self.sequence.load(Ordering::Relaxed);
         self.sequence.store(start.wrapping_add(1), Ordering::Relaxed);
         // The odd sequence is visible before any word changes.
         fence(Ordering::Release);
-        let header =
-            [by_packets.ranked().count() as u64, by_latency.ranked().count() as u64, visited, process_ms()];
+        let header = [
+            by_packets.ranked().count() as u64,
+            by_latency.ranked().count() as u64,
+            visited,
+            process_ms(),
+            pass,
+        ];
         let flows = by_packets.ranked().chain(by_latency.ranked()).map(to_words);
         let words = header.into_iter().chain(flows.flatten());
         for (word, value) in self.words.iter().zip(words) {
@@ -218,12 +228,12 @@ impl SharedTopFlows {
 
 fn decode(words: &[u64; WORDS]) -> TopSnapshot {
     let (header, flows) = words.split_at(HEADER_WORDS);
-    let &[packets_len, latency_len, visited, published] = header else { return TopSnapshot::default() };
+    let &[packets_len, latency_len, visited, published, pass] = header else { return TopSnapshot::default() };
     let mut flows = flows.chunks_exact(FLOW_WORDS).filter_map(from_words);
     let by_packets = flows.by_ref().take(packets_len.min(TOP_FLOWS as u64) as usize).collect();
     let by_latency = flows.take(latency_len.min(TOP_FLOWS as u64) as usize).collect();
     let age_ms = (published != 0).then(|| process_ms().saturating_sub(published));
-    TopSnapshot { by_packets, by_latency, flows: visited, age_ms }
+    TopSnapshot { by_packets, by_latency, flows: visited, age_ms, pass }
 }
 
 fn address_words(address: IpAddr) -> [u64; 2] {
