@@ -2,14 +2,14 @@
 # Installs what int-node needs to build and test, from Debian 12's packages:
 # DPDK 22.11 (libdpdk-dev, and dpdk-dev for dpdk-testpmd), clang/libclang for
 # bindgen, pkg-config, and the tools the tests and the lab use (tcpdump,
-# iproute2 with tc/netem, netcat, ethtool; the Prometheus and InfluxDB
+# iproute2 with tc/netem, ping, netcat, ethtool; the Prometheus and InfluxDB
 # servers the metrics tests scrape and the collector writes to; the font
 # collect --plot draws its text with).
 # Idempotent: packages already present are left alone, and apt is not touched
 # when nothing is missing. Used by the README, .ci/run and docker/Dockerfile.
 set -euo pipefail
 
-packages=(libdpdk-dev dpdk dpdk-dev pkg-config clang libclang-dev iproute2 tcpdump ca-certificates netcat-openbsd ethtool tshark prometheus influxdb fonts-dejavu-core)
+packages=(libdpdk-dev dpdk dpdk-dev pkg-config clang libclang-dev iproute2 iputils-ping tcpdump ca-certificates netcat-openbsd ethtool tshark prometheus influxdb fonts-dejavu-core)
 if [[ "${INT_NODE_RUNTIME_ONLY:-0}" == "1" ]]; then
     # Runtime image: the DPDK libraries int-node links, the bus and mempool
     # drivers EAL loads, and the PMDs it is used with (vdevs and common

@@ -40,7 +40,14 @@ pub fn run(args: &SendArgs) -> Result<(), String> {
         if let Some(head) = payload.get_mut(..8) {
             head.copy_from_slice(&i.to_be_bytes());
         }
-        if socket.send(&payload).is_err() {
+        // An ICMP port unreachable from a host with no listener fails the
+        // next send on a connected socket (ECONNREFUSED) without sending
+        // it: send that packet again, so that exactly `packets` leave.
+        let sent = socket.send(&payload).or_else(|error| match error.kind() {
+            std::io::ErrorKind::ConnectionRefused => socket.send(&payload),
+            _ => Err(error),
+        });
+        if sent.is_err() {
             errors += 1;
         }
         let due = started + gap.mul_f64((i + 1) as f64);

@@ -34,6 +34,10 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use serde::Deserialize;
 
+mod states;
+
+use states::{barrier, wait_for};
+
 /// The most negative one-way latency the lab accepts between nodes on one
 /// host clock, ns.
 const SKEW_TOLERANCE_NS: i64 = 100_000;
@@ -302,8 +306,18 @@ fn up(lab: &mut Lab, topology: &Topology, base: &Path, workdir: &Path) -> Result
     add_links(lab, topology)?;
     add_neighbours(lab, topology)?;
     start_processes(lab, topology, base, workdir)?;
-    // Give EAL and the af_packet ports time to come up.
-    wait(Duration::from_secs(3))?;
+    // Up once the collector listens (the nodes: once the path carries a
+    // ping, which the scenario waits for).
+    let Some(collector) = &topology.collector else { return Ok(()) };
+    let port = collector.listen.rsplit(':').next().and_then(|p| p.parse().ok()).unwrap_or(0);
+    wait_for("collector listening", || {
+        alive(lab, workdir)?;
+        states::listening(lab, &collector.host, "-u", port)
+    })
+}
+
+/// Fails when a process of the lab has exited.
+fn alive(lab: &mut Lab, workdir: &Path) -> Result<(), String> {
     for (name, child) in lab.children.iter_mut() {
         if let Ok(Some(status)) = child.try_wait() {
             return Err(format!("{name} exited early ({status}); see {}", workdir.display()));
@@ -441,17 +455,6 @@ fn start_processes(lab: &mut Lab, topology: &Topology, base: &Path, workdir: &Pa
             &log,
         )?;
         println!("lab: node in {} runs {}", lab.ns(&node.host), node.config);
-    }
-    Ok(())
-}
-
-fn wait(duration: Duration) -> Result<(), String> {
-    let deadline = Instant::now() + duration;
-    while Instant::now() < deadline {
-        if int_os::signals::stop_requested() {
-            return Err("interrupted".into());
-        }
-        std::thread::sleep(Duration::from_millis(50));
     }
     Ok(())
 }
@@ -623,31 +626,26 @@ impl Impairment {
                 }
                 lab.exec(host, &cmd).map(|_| ())
             }
-            Impairment::Node { control, .. } => {
+            Impairment::Node { control, log } => {
+                // The node logs each setting it takes from the file.
+                let taken = states::count_in(log, "impair: ");
                 fs::write(control, format!("loss_percent={loss_percent} delay_ms={delay_ms}\n"))
                     .map_err(|e| e.to_string())?;
-                // The node reads the file every 100 ms.
-                wait(Duration::from_millis(300))
+                wait_for("the impair node taking its setting", || {
+                    Ok(states::count_in(log, "impair: ") > taken)
+                })
             }
         }
     }
 
-    /// Packets dropped so far.
+    /// Packets dropped so far (by packets that have passed: the caller
+    /// holds a [`barrier`] behind them).
     fn dropped(&self, lab: &Lab) -> Result<u64, String> {
         match self {
             Impairment::Netem { host, ifname } => netem_dropped(lab, host, ifname),
-            Impairment::Node { log, .. } => {
-                // The node prints its counters every interval: the last
-                // value printed is current after a short wait.
-                wait(Duration::from_millis(700))?;
-                let text = fs::read_to_string(log).map_err(|e| e.to_string())?;
-                let last =
-                    text.rsplit("impaired_dropped=").next().filter(|_| text.contains("impaired_dropped="));
-                Ok(last
-                    .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
-                    .and_then(|n| n.parse().ok())
-                    .unwrap_or(0))
-            }
+            // The node prints its counters every interval: the first line
+            // printed from now on holds every drop so far.
+            Impairment::Node { log, .. } => states::next_value(log, states::log_len(log), "impaired_dropped"),
         }
     }
 }
@@ -704,6 +702,8 @@ fn scenario(lab: &mut Lab, topology: &Topology, workdir: &Path) -> Result<Checks
             "{client} and {server} need IPv6 addresses (a_addr6, b_addr6) for the IPv6 checks"
         ));
     }
+    // The nodes are up once the path carries a ping.
+    barrier(lab, ends.client_host, &ends.server_ip)?;
     if let Some(mb) = s.tcp_transfer_mb {
         check_tcp_transfer(lab, &ends, mb, workdir, &mut checks)?;
         if s.ipv6_transfer {
@@ -756,7 +756,7 @@ fn check_tcp_transfer(
         .stderr(Stdio::null())
         .spawn()
         .map_err(|e| e.to_string())?;
-    wait(Duration::from_millis(300))?;
+    wait_for("nc listening", || states::listening(lab, server_host, "-t", 5001))?;
     let started = Instant::now();
     let sent = Command::new("ip")
         .args(["netns", "exec", &lab.ns(client_host), "nc", "-N", "-w", "30", server_ip, "5001"])
@@ -810,19 +810,23 @@ fn check_loss(
     let from = Ends::socket(client_ip, src_port);
     let to = Ends::socket(server_ip, dst_port);
     send_udp(lab, client_host, &from, &to, s.udp_packets, s.udp_rate)?;
-    let dropped = impairment.dropped(lab)? - before;
+    // Loss off, then a ping behind the flow: every packet of it has met
+    // the impairment, and the ping itself cannot be lost to it.
     impairment.set(lab, 0.0, 0)?;
+    barrier(lab, client_host, server_ip)?;
+    let dropped = impairment.dropped(lab)? - before;
     // A few packets after the loss: the last losses become visible.
     send_udp(lab, client_host, &from, &to, 20, 1000.0)?;
-    wait(Duration::from_millis(1500))?;
-    let mut gaps = 0u64;
-    let mut drop_reports = 0;
-    for r in reports(workdir) {
-        if r["type"] == "drop-summary" && r["src_port"] == src_port && r["dst_port"] == dst_port {
-            gaps += r["gap_count"].as_u64().unwrap_or(0);
-            drop_reports += 1;
-        }
-    }
+    let count = || {
+        reports(workdir)
+            .iter()
+            .filter(|r| r["type"] == "drop-summary" && r["src_port"] == src_port && r["dst_port"] == dst_port)
+            .fold((0u64, 0), |(gaps, n), r| (gaps + r["gap_count"].as_u64().unwrap_or(0), n + 1))
+    };
+    // Until the collector has heard of every loss (or of more, which the
+    // check then shows).
+    let _ = wait_for("the collector counting every loss", || Ok(count().0 >= dropped));
+    let (gaps, drop_reports) = count();
     checks.check(
         &format!("loss counts{}", ends.over()),
         gaps == dropped && dropped > 0,
@@ -835,7 +839,9 @@ fn check_loss(
     Ok(())
 }
 
-/// A delay added mid-flow: a latency report must show it.
+/// A delay added mid-flow: a latency report must show it, judged against
+/// the path's own noise measured in the same run (ping round trips, and
+/// the flow's latency before the delay).
 fn check_latency_change(
     lab: &Lab,
     ends: &Ends<'_>,
@@ -845,54 +851,54 @@ fn check_latency_change(
     checks: &mut Checks,
 ) -> Result<(), String> {
     let Ends { client_host, client_ip, server_ip, .. } = ends;
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?.to_string_lossy().into_owned();
-    let from = format!("{client_ip}:40001");
-    let to = format!("{server_ip}:5003");
-    let mut sender = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &lab.ns(client_host),
-            &exe,
-            "send",
-            "--from",
-            &from,
-            "--to",
-            &to,
-            "--packets",
-            "3000",
-            "--rate",
-            "1000",
-            "--size",
-            "100",
-        ])
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| e.to_string())?;
-    wait(Duration::from_secs(1))?;
+    let (from, to) = (format!("{client_ip}:40001"), format!("{server_ip}:5003"));
+    // The path's noise: the spread of 20 round trips.
+    let rtts: Vec<u64> = (0..20).map(|_| barrier(lab, client_host, server_ip)).collect::<Result<_, _>>()?;
+    let noise_ns = (rtts.iter().max().unwrap_or(&0) - rtts.iter().min().unwrap_or(&0)) as i64;
+    // Phase A, packets 1-1000 of the flow: no delay. Phase B, 1001-4000:
+    // the delay on, set while no packet of the flow is on the way.
+    send_paced(lab, client_host, &from, &to, 1000)?;
+    barrier(lab, client_host, server_ip)?;
     impairment.set(lab, 0.0, delay)?;
-    let _ = sender.wait();
+    send_paced(lab, client_host, &from, &to, 3000)?;
+    barrier(lab, client_host, server_ip)?;
     impairment.set(lab, 0.0, 0)?;
-    wait(Duration::from_millis(500))?;
-    let latencies: BTreeMap<u64, i64> = reports(workdir)
-        .iter()
-        .filter(|r| r["type"] == "latency" && r["src_port"] == 40001)
-        .filter_map(|r| Some((r["flow_seq"].as_u64()?, r["latency_ns"].as_i64()?)))
-        .collect();
-    // Signed, judged with tolerances: one host clock serves every node,
-    // so no latency is below zero (a margin allows for the readings of a
-    // burst) or anywhere near a second; the added delay shows within
-    // 10 ms of its value on a loaded machine.
+    let latencies = || -> BTreeMap<u64, i64> {
+        reports(workdir)
+            .iter()
+            .filter(|r| r["type"] == "latency" && r["src_port"] == 40001)
+            .filter_map(|r| Some((r["flow_seq"].as_u64()?, r["latency_ns"].as_i64()?)))
+            .collect()
+    };
+    // The sink reports the first delayed packet (another bucket).
+    let _ = wait_for("a report of the delayed packets", || Ok(latencies().keys().any(|seq| *seq > 1000)));
+    let latencies = latencies();
+    let phase =
+        |delayed: bool| latencies.iter().filter(move |(seq, _)| (**seq > 1000) == delayed).map(|(_, l)| *l);
+    let (before_min, before_max) = (phase(false).min(), phase(false).max());
+    let after_min = phase(true).min();
+    // Signed: one host clock serves every node, so no latency is below
+    // zero (a margin allows for the readings of a burst) or near a second.
     let delay_ns = delay as i64 * 1_000_000;
     let sane = |l: i64| (-SKEW_TOLERANCE_NS..1_000_000_000).contains(&l);
-    let before = latencies.iter().filter(|(seq, _)| **seq < 900).map(|(_, l)| *l).max();
-    let after =
-        latencies.iter().find(|(seq, l)| **seq > 900 && **l >= delay_ns && **l < delay_ns + 10_000_000);
+    // The least latency of each phase, the least-disturbed: the step
+    // between them is the delay, within the noise measured (round trips,
+    // and the spread of the latencies before), plus a millisecond.
+    let spread = before_max.zip(before_min).map_or(0, |(max, min)| max - min);
+    let tolerance = noise_ns.max(spread) + 1_000_000;
+    let step = after_min.zip(before_min).map(|(after, before)| after - before);
+    let ok = before_max.is_some_and(|l| l < delay_ns / 2)
+        && step.is_some_and(|step| (step - delay_ns).abs() <= tolerance)
+        && latencies.values().all(|l| sane(*l));
     checks.check(
         "latency change",
-        before.is_some_and(|l| l < delay_ns / 2) && after.is_some() && latencies.values().all(|l| sane(*l)),
+        ok,
         format!(
-            "reports (flow seq -> one-way latency): {}",
+            "step {} ms for a {delay} ms delay (tolerance {:.3} ms: round-trip spread {:.3} ms, latency spread before {:.3} ms); reports (flow seq -> one-way latency): {}",
+            step.map_or("none".into(), |s| format!("{:.3}", s as f64 / 1e6)),
+            tolerance as f64 / 1e6,
+            noise_ns as f64 / 1e6,
+            spread as f64 / 1e6,
             latencies
                 .iter()
                 .map(|(s, l)| format!("{s}: {:.3} ms", *l as f64 / 1e6))
@@ -901,4 +907,13 @@ fn check_latency_change(
         ),
     );
     Ok(())
+}
+
+/// `packets` of 100 bytes from `from` to `to`, 1000 a second, waited for.
+fn send_paced(lab: &Lab, host: &str, from: &str, to: &str, packets: u64) -> Result<(), String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?.to_string_lossy().into_owned();
+    let packets = packets.to_string();
+    let args =
+        [&exe, "send", "--from", from, "--to", to, "--packets", &packets, "--rate", "1000", "--size", "100"];
+    lab.exec(host, &args).map(|_| ())
 }
