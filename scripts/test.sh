@@ -1,14 +1,37 @@
 #!/usr/bin/env bash
 # The test command of the README and of CI: installs what is missing, then
 # runs every test (unit, property, end-to-end on the real binary over
-# net_pcap vdevs), clippy's packet-path lints, and a short smoke run of each
-# fuzz target when cargo-fuzz is available.
+# net_pcap vdevs), the end-to-end tests again with one CPU kept busy,
+# clippy's packet-path lints, a build of the fuzz targets (and a short
+# smoke run of each when cargo-fuzz is available), and the namespace labs,
+# idle and loaded.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/install-deps.sh
 
+# A busy loop pinned to the last CPU, for the loaded runs: the suite must
+# hold on a loaded machine, not only on an idle one. Tests wait for states,
+# never for time; a check that measures time judges against a baseline of
+# its own run.
+busy=""
+load_on() {
+    local cpu=$(( $(nproc) - 1 ))
+    taskset -c "$cpu" sh -c 'while :; do :; done' &
+    busy=$!
+    echo "loaded: CPU $cpu kept busy (pid $busy)"
+}
+load_off() {
+    [[ -n "$busy" ]] && kill "$busy" 2>/dev/null || true
+    busy=""
+}
+trap load_off EXIT
+
 cargo test --workspace --locked
+load_on
+cargo test --locked -p int-node --tests
+load_off
+
 bash scripts/check-tools-without-dpdk.sh
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
@@ -29,16 +52,22 @@ if cargo fuzz --version >/dev/null 2>&1; then
 else
     echo "fuzz smoke: skipped (cargo install cargo-fuzz to run it)"
 fi
+
 # The network-namespace lab: real kernel TCP/UDP through source, WAN and
 # sink nodes on af_packet; checks the transfer hash, loss counts and a
 # latency change, in an INT 0.5 (Host-INT) domain and in an INT 2.1 one.
-# Needs root (namespaces, veth).
-if [[ $(id -u) -eq 0 ]]; then
-    # The lab's WAN node is an impair pipeline: lab equipment, built in
-    # with int-node's `lab` feature.
-    cargo build --locked --workspace --features int-node/lab
+# Needs root (namespaces, veth). The lab's WAN node is an impair pipeline:
+# lab equipment, built in with int-node's `lab` feature.
+labs() {
     target/debug/int-lab lab --topology config/lab/basic.yaml
     target/debug/int-lab lab --topology config/lab/int21.yaml
+}
+if [[ $(id -u) -eq 0 ]]; then
+    cargo build --locked --workspace --features int-node/lab
+    labs
+    load_on
+    labs
+    load_off
 else
     echo "lab: skipped (needs root: cargo build --workspace --features int-node/lab; sudo target/debug/int-lab lab --topology config/lab/basic.yaml)"
 fi
