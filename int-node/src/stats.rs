@@ -30,6 +30,8 @@ counters! {
     tx_dropped,
     multi_segment,
     shared_mbuf,
+    // polls of the RX queue that found no packet
+    empty_polls,
     // reference stages: frames of another shape, passed untouched; the
     // generator: mbufs too small for its frame
     not_common,

@@ -194,7 +194,7 @@ impl Node {
     fn serve(&mut self, config: &Config, options: &RunOptions) {
         let interval = Duration::from_millis(config.stats_interval_ms);
         let mut printer = IntervalPrinter::new(self.counters.len(), self.started);
-        let mut idle = IdleWatch { last_rx: 0, since: self.started };
+        let mut idle = IdleWatch { last_rx: 0, since: self.started, empty_at_rx: Vec::new(), empty: Vec::new() };
         loop {
             let exported = self.exporter.as_mut().map_or(0, |e| e.drain(4096));
             if exported == 0 {
@@ -206,7 +206,7 @@ impl Node {
                 }
             }
             let now = Instant::now();
-            idle.observe(self.counters.iter().map(|(_, c)| c.get(Counter::rx_packets)).sum(), now);
+            idle.observe(&self.counters, now);
             if now.duration_since(printer.last) >= interval {
                 printer.print(&self.counters, now);
             }
@@ -225,7 +225,7 @@ impl Node {
             return Some("duration reached");
         }
         let idle_limit = options.exit_on_idle_ms.map(Duration::from_millis);
-        idle_limit.is_some_and(|limit| now.duration_since(idle.since) >= limit).then_some("input idle")
+        idle_limit.is_some_and(|limit| idle.idle_for(now) >= limit).then_some("input idle")
     }
 
     /// Stops the workers, sends what reports are left, closes the ports.
@@ -277,17 +277,37 @@ fn exporter(
     Ok(Some(exporter))
 }
 
-/// When packets last arrived, for `--exit-on-idle`.
+/// When packets last arrived, for `--exit-on-idle`: the input is idle
+/// only once every worker has itself polled and found nothing since, so a
+/// worker that the machine did not schedule is not taken for idle input.
 struct IdleWatch {
     last_rx: u64,
     since: Instant,
+    /// Each pipeline's `empty_polls` when packets last arrived, and now.
+    empty_at_rx: Vec<u64>,
+    empty: Vec<u64>,
 }
 
 impl IdleWatch {
-    fn observe(&mut self, rx: u64, now: Instant) {
-        if rx != self.last_rx {
+    fn observe(&mut self, counters: &[(String, Arc<SharedCounters>)], now: Instant) {
+        let rx = counters.iter().map(|(_, c)| c.get(Counter::rx_packets)).sum();
+        self.empty.clear();
+        self.empty.extend(counters.iter().map(|(_, c)| c.get(Counter::empty_polls)));
+        if rx != self.last_rx || self.empty_at_rx.len() != self.empty.len() {
             self.last_rx = rx;
             self.since = now;
+            self.empty_at_rx.clone_from(&self.empty);
+        }
+    }
+
+    /// How long the input has been idle: since packets last arrived, once
+    /// every pipeline has polled empty since then (else zero).
+    fn idle_for(&self, now: Instant) -> Duration {
+        let every_worker_saw_it = self.empty.iter().zip(&self.empty_at_rx).all(|(now, then)| now > then);
+        if every_worker_saw_it {
+            now.duration_since(self.since)
+        } else {
+            Duration::ZERO
         }
     }
 }

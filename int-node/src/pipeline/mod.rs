@@ -82,6 +82,7 @@ impl Pipeline {
             _ => {}
         }
         if received == 0 {
+            self.counters.inc(Counter::empty_polls);
             // Sources age their flows on idle polls too (sinks swept above).
             match &mut self.stage {
                 Stage::Source(source) => source.age(clock.now_ns(), &mut self.counters),
