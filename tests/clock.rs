@@ -72,15 +72,27 @@ fn two_processes_share_one_clock_and_expire_no_live_flow() {
     );
     std::fs::write(dir.join("source.yaml"), source).unwrap();
     std::fs::write(dir.join("sink.yaml"), sink).unwrap();
-    let source_run = Command::new(BIN)
-        .args(["run", "--config", "source.yaml", "--stats-json", "source.json", "--duration"])
-        .arg((seconds + 6).to_string())
+    // The source runs until the sink is done (then SIGINT).
+    let mut source_run = Command::new(BIN)
+        .args(["run", "--config", "source.yaml", "--stats-json", "source.json", "--duration", "3600"])
         .current_dir(&dir)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Started 3 s later: a per-process clock would have a phase of its own.
+    // Once it forwards (its first counters line), however long a loaded
+    // machine took to start it; its log read on in the background.
+    let mut log = std::io::BufReader::new(source_run.stderr.take().unwrap());
+    let mut said = String::new();
+    while !said.contains(" Mpps ") {
+        assert!(std::io::BufRead::read_line(&mut log, &mut said).unwrap() > 0, "the source stopped: {said}");
+    }
+    let source_log = std::thread::spawn(move || {
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut log, &mut rest).map(|_| said + &rest).unwrap_or_default()
+    });
+    // The sink started 3 s later: a per-process clock would have a phase
+    // of its own (the wait is the test's design, not a wait for a state).
     std::thread::sleep(Duration::from_secs(3));
     let sink_run = Command::new(BIN)
         .args(["run", "--config", "sink.yaml", "--stats-json", "sink.json", "--duration"])
@@ -89,8 +101,9 @@ fn two_processes_share_one_clock_and_expire_no_live_flow() {
         .output()
         .unwrap();
     assert!(sink_run.status.success(), "{}", String::from_utf8_lossy(&sink_run.stderr));
-    let source_run = source_run.wait_with_output().unwrap();
-    assert!(source_run.status.success(), "{}", String::from_utf8_lossy(&source_run.stderr));
+    Command::new("kill").args(["-INT", &source_run.id().to_string()]).status().unwrap();
+    let status = source_run.wait().unwrap();
+    assert!(status.success(), "{}", source_log.join().unwrap());
     let stats = |file: &str, pipeline: &str| -> serde_json::Value {
         let json: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(dir.join(file)).unwrap()).unwrap();

@@ -23,10 +23,10 @@ fn jittery_link(dir: &Path, packets: usize) {
     recorded_link(dir, &LinkSpec { packets, flows: 3, latency_us: 100, jitter_us: 400, loss: 0.01, seed: 5 });
 }
 
-/// Lets the last reports arrive, then stops the collector as an operator
-/// would (SIGINT).
-fn stop_after_a_moment(child: &Child) {
-    std::thread::sleep(Duration::from_millis(500));
+/// Stops the collector as an operator would (SIGINT), once the sink has
+/// exited: every report it sent is in the collector's sockets by then
+/// (loopback delivers as it sends), and a stop reads what they hold.
+fn stop(child: &Child) {
     Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
 }
 
@@ -69,7 +69,7 @@ fn percentiles_agree_with_the_reports_and_a_plot_is_drawn() {
     );
     let output = read_output(&mut child);
     run_reporting_sink(&dir, &listen);
-    stop_after_a_moment(&child);
+    stop(&child);
     let lines = lines_of(child, output);
     let summary = &lines.last().unwrap()["summary"];
     let mut all: Vec<i64> = Vec::new();
@@ -196,7 +196,7 @@ fn collector_writes_every_observation_to_a_real_influxdb() {
         start_collector(&tools_bin(), &["--duration", "30", "--influx", &url, "--quiet"]);
     let output = read_output(&mut child);
     run_reporting_sink(&dir, &listen);
-    stop_after_a_moment(&child);
+    stop(&child);
     let summary = lines_of(child, output).last().unwrap()["summary"].clone();
     let latency_count = influx_query(port, "SELECT count(latency_ns) FROM int_latency");
     let latency_sum = influx_query(port, "SELECT sum(latency_ns) FROM int_latency");

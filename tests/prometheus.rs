@@ -125,16 +125,24 @@ fn prometheus_scrapes_the_collector() {
         &tools_bin(),
         &["--quiet", "--duration", "60", "--metrics", &metrics, "--metrics-flows", "3"],
     );
-    run_reporting_sink(&dir, &listen);
-    std::thread::sleep(Duration::from_millis(500));
-    let page = http_get(metrics_port, "/metrics").unwrap_or_default();
-    let count_of = |name: &str| -> f64 {
-        let line = page
-            .lines()
-            .find(|l| l.starts_with(&format!("{name} ")))
-            .unwrap_or_else(|| panic!("{name}: {page}"));
-        line.rsplit(' ').next().unwrap().parse().unwrap()
+    let sink = run_reporting_sink(&dir, &listen);
+    let count_in = |page: &str, name: &str| -> Option<f64> {
+        let line = page.lines().find(|l| l.starts_with(&format!("{name} ")))?;
+        line.rsplit(' ').next()?.parse().ok()
     };
+    // Until the collector has taken every latency report the sink sent (the
+    // deadline only bounds a hang).
+    let sent = sink.counter("sink", "reports_latency") as f64;
+    let started = Instant::now();
+    let mut page = String::new();
+    while started.elapsed() < Duration::from_secs(60) {
+        page = http_get(metrics_port, "/metrics").unwrap_or_default();
+        if count_in(&page, "int_collect_latency_ns_count") == Some(sent) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let count_of = |name: &str| count_in(&page, name).unwrap_or_else(|| panic!("{name}: {page}"));
     let (reports, lost) =
         (count_of("int_collect_latency_ns_count"), count_of("int_collect_lost_packets_total"));
     let mut prometheus = start_prometheus(&dir, metrics_port, web_port);

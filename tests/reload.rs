@@ -73,7 +73,7 @@ fn reload(node: &Child, log: &std::path::Path, expected: &str) {
     let started = Instant::now();
     while std::fs::read_to_string(log).unwrap().matches(expected).count() == before {
         assert!(
-            started.elapsed() < Duration::from_secs(10),
+            started.elapsed() < Duration::from_secs(60),
             "no {expected:?} in {}",
             std::fs::read_to_string(log).unwrap()
         );
@@ -121,7 +121,7 @@ fn sighup_reloads_the_watchlist_without_losing_a_packet() {
         .unwrap();
     let started = Instant::now();
     while TcpStream::connect(("127.0.0.1", port)).is_err() || counter(port, "rx_packets") == 0 {
-        assert!(started.elapsed() < Duration::from_secs(20), "{}", std::fs::read_to_string(&log).unwrap());
+        assert!(started.elapsed() < Duration::from_secs(60), "{}", std::fs::read_to_string(&log).unwrap());
         std::thread::sleep(Duration::from_millis(100));
     }
     let one = instrumented_share(port);
@@ -146,7 +146,7 @@ fn sighup_reloads_the_watchlist_without_losing_a_packet() {
     reload(&node, &log, "posted to 1 pipeline");
     let started = Instant::now();
     while counter(port, "settings_updates") == 0 {
-        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(started.elapsed() < Duration::from_secs(60), "the worker never took the settings");
         std::thread::sleep(Duration::from_millis(10));
     }
     let three = instrumented_share(port);

@@ -26,6 +26,11 @@ fn int_tools(dir: &Path, args: &[&str]) -> String {
     String::from_utf8(output.stdout).unwrap()
 }
 
+/// SIGINT: the collector stops as an operator stops it.
+fn interrupt(child: &std::process::Child) {
+    Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+}
+
 fn start_collector(extra: &[&str]) -> (std::process::Child, String) {
     collector::start_collector(Path::new(BIN), extra)
 }
@@ -138,7 +143,7 @@ fn decode_golden_text_and_json() {
 /// ones almost never count at all).
 #[test]
 fn collect_refuses_random_datagrams_and_forged_sequences() {
-    let (child, listen) = start_collector(&["--duration", "4"]);
+    let (child, listen) = start_collector(&["--duration", "600"]);
     let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
     let mut x = 0x2545_f491_4f6c_dd1du64;
     let mut next = || {
@@ -158,6 +163,9 @@ fn collect_refuses_random_datagrams_and_forged_sequences() {
         forger.send_to(&drop_summary(next() as u32, 1), &listen).unwrap();
         std::thread::sleep(std::time::Duration::from_micros(50));
     }
+    // Every datagram is in the collector's socket (loopback delivers as it
+    // sends): stopped now, it reads them all.
+    interrupt(&child);
     let summary = summary_of(child);
     assert_eq!(summary["reports"], 3000);
     assert_eq!(summary["malformed"], 2000, "{summary}");
@@ -172,12 +180,13 @@ fn collect_refuses_random_datagrams_and_forged_sequences() {
 /// dropped is counted (SO_MEMINFO), and received + dropped = sent.
 #[test]
 fn collect_counts_what_the_kernel_drops() {
-    let (child, listen) = start_collector(&["--duration", "5", "--rcvbuf", "16384"]);
+    let (child, listen) = start_collector(&["--duration", "600", "--rcvbuf", "16384"]);
     let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
     let sent = 100_000u32;
     for sequence in 1..=sent {
         sender.send_to(&drop_summary(sequence, 1), &listen).unwrap();
     }
+    interrupt(&child);
     let summary = summary_of(child);
     let received = summary["reports"].as_u64().unwrap();
     let dropped = summary["kernel_drops"].as_u64().unwrap();

@@ -3,7 +3,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
 use std::io::{BufRead, BufReader};
-use std::net::{Ipv4Addr, UdpSocket};
+use std::net::Ipv4Addr;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -13,10 +13,10 @@ use int_core::report::{DropSummaryReport, DropSummaryRepr, ReportHeaderRepr};
 /// Starts `collect --json` on a free loopback port with `extra` arguments;
 /// returns it (listening) and its address.
 pub fn start_collector(tools: &Path, extra: &[&str]) -> (std::process::Child, String) {
-    let port = UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let listen = format!("127.0.0.1:{port}");
+    // Port 0: the collector takes a free port itself and says which (a port
+    // found free here could be taken by another test before it binds).
     let mut child = Command::new(tools)
-        .args(["collect", "--listen", &listen, "--json", "--interval", "0"])
+        .args(["collect", "--listen", "127.0.0.1:0", "--json", "--interval", "0"])
         .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -26,6 +26,8 @@ pub fn start_collector(tools: &Path, extra: &[&str]) -> (std::process::Child, St
     let mut line = String::new();
     stderr.read_line(&mut line).unwrap();
     assert!(line.contains("listening"), "{line}");
+    let listen =
+        line.split("listening on ").nth(1).and_then(|rest| rest.split(' ').next()).unwrap().to_string();
     // Keep reading what it says later: a closed pipe would end it.
     std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
     (child, listen)

@@ -194,7 +194,8 @@ impl Node {
     fn serve(&mut self, config: &Config, options: &RunOptions) {
         let interval = Duration::from_millis(config.stats_interval_ms);
         let mut printer = IntervalPrinter::new(self.counters.len(), self.started);
-        let mut idle = IdleWatch { last_rx: 0, since: self.started, empty_at_rx: Vec::new(), empty: Vec::new() };
+        let mut idle =
+            IdleWatch { last_rx: 0, since: self.started, empty_at_rx: Vec::new(), empty: Vec::new() };
         loop {
             let exported = self.exporter.as_mut().map_or(0, |e| e.drain(4096));
             if exported == 0 {
