@@ -38,15 +38,24 @@ pub struct GeneratorSpec {
     /// Host-INT's INT 0.5 block (36 bytes more), as a source `node_id`
     /// writes it; `None`: plain UDP.
     pub int_source: Option<u32>,
+    /// Flows retired after each round over all of them, each replaced by a
+    /// new one (a new source address, numbered from 1): flow churn, for
+    /// soak runs. 0: the same flows for ever.
+    pub churn: u32,
 }
 
 pub struct Generator {
     template: Vec<u8>,
     /// Each flow's last sequence number.
     sequences: Vec<u32>,
+    /// Each flow's source address, less the template's.
+    offsets: Vec<u32>,
     next_flow: u32,
     instrumented: bool,
     src_base: u32,
+    churn: u32,
+    /// The next flow to retire.
+    next_retired: u32,
 }
 
 impl Generator {
@@ -66,10 +75,27 @@ impl Generator {
         Ok(Generator {
             template,
             sequences: vec![0; spec.flows as usize],
+            offsets: (0..spec.flows).collect(),
             next_flow: 0,
             instrumented: spec.int_source.is_some(),
             src_base,
+            churn: spec.churn.min(spec.flows),
+            next_retired: 0,
         })
+    }
+
+    /// After a round: `churn` flows, in turn, become new ones.
+    fn retire(&mut self) {
+        let flows = self.sequences.len() as u32;
+        for _ in 0..self.churn {
+            let flow = self.next_retired as usize;
+            if let (Some(sequence), Some(offset)) = (self.sequences.get_mut(flow), self.offsets.get_mut(flow))
+            {
+                *sequence = 0;
+                *offset = offset.wrapping_add(flows);
+            }
+            self.next_retired = if self.next_retired + 1 == flows { 0 } else { self.next_retired + 1 };
+        }
     }
 
     pub fn frame_len(&self) -> usize {
@@ -88,10 +114,16 @@ impl Generator {
         }
         *last = last.wrapping_add(1);
         let sequence = *last;
-        self.next_flow = if flow + 1 == self.sequences.len() as u32 { 0 } else { flow + 1 };
+        let offset = self.offsets.get(flow as usize).copied().unwrap_or(flow);
+        self.next_flow = if flow + 1 == self.sequences.len() as u32 {
+            self.retire();
+            0
+        } else {
+            flow + 1
+        };
         let bytes = frame.frame_mut();
         bytes.copy_from_slice(&self.template);
-        let src = self.src_base.wrapping_add(flow);
+        let src = self.src_base.wrapping_add(offset);
         put32(bytes, SRC_AT, src);
         // The template holds the first flow's address, zero numbers and
         // times: what changes is summed against what was there.
@@ -172,7 +204,7 @@ mod tests {
 
     #[test]
     fn flows_take_turns_and_number_their_packets_in_order() {
-        let spec = GeneratorSpec { flows: 3, frame_size: 64, int_source: Some(0x0a00_0001) };
+        let spec = GeneratorSpec { flows: 3, frame_size: 64, int_source: Some(0x0a00_0001), churn: 0 };
         let domain = Domain {
             encapsulation: SourceConfig::host_int(1500).encapsulation,
             tcp_placement: TcpPlacement::BeforeOptions,
@@ -201,12 +233,26 @@ mod tests {
 
     #[test]
     fn plain_frames_are_valid_udp_of_the_size_asked() {
-        let spec = GeneratorSpec { flows: 100_000, frame_size: 128, int_source: None };
+        let spec = GeneratorSpec { flows: 100_000, frame_size: 128, int_source: None, churn: 0 };
         for frame in frames(&spec, 300) {
             assert_eq!(frame.len(), 128);
             assert!(checksums_hold(&frame));
         }
         assert!(Generator::new(&GeneratorSpec { flows: 0, ..spec }).is_err());
         assert!(Generator::new(&GeneratorSpec { frame_size: 59, ..spec }).is_err());
+    }
+
+    /// With churn, each round retires flows in turn: new source addresses,
+    /// numbered from 1, the others going on.
+    #[test]
+    fn churn_replaces_flows_after_each_round() {
+        let spec = GeneratorSpec { flows: 3, frame_size: 64, int_source: Some(1), churn: 1 };
+        let seen: Vec<(u32, u32)> = frames(&spec, 9)
+            .iter()
+            .map(|f| (crate::bytes::be32(f, SRC_AT) - 0x0a00_0001, crate::bytes::be32(f, SEQUENCE_AT)))
+            .collect();
+        // Round 1: flows 0-2. Round 2: flow 0 became 3. Round 3: flow 1
+        // became 4.
+        assert_eq!(seen, [(0, 1), (1, 1), (2, 1), (3, 1), (1, 2), (2, 2), (3, 2), (4, 1), (2, 3)]);
     }
 }

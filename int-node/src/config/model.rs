@@ -183,6 +183,8 @@ pub struct GenerateSettings {
     pub flows: u32,
     pub frame_size: usize,
     pub instrument: GenerateInstrument,
+    /// Flows replaced by new ones after each round over them.
+    pub churn: u32,
 }
 
 /// `generate.instrument`: what the generated packets carry.

@@ -145,11 +145,18 @@ pub struct RawGenerate {
     #[serde(default = "default_frame_size")]
     pub frame_size: usize,
     pub instrument: Option<Choice<GenerateInstrument>>,
+    #[serde(default)]
+    pub churn: u32,
 }
 
 impl Default for RawGenerate {
     fn default() -> Self {
-        RawGenerate { flows: default_generate_flows(), frame_size: default_frame_size(), instrument: None }
+        RawGenerate {
+            flows: default_generate_flows(),
+            frame_size: default_frame_size(),
+            instrument: None,
+            churn: 0,
+        }
     }
 }
 

@@ -332,7 +332,15 @@ pub fn generate_settings(raw: Option<&RawGenerate>, path: &str, problems: &mut P
     }
     let instrument =
         chosen(&raw.instrument, GenerateInstrument::None, &format!("{path}.instrument"), problems);
-    StageConfig::Generate(GenerateSettings { flows: raw.flows, frame_size: raw.frame_size, instrument })
+    if raw.churn > raw.flows {
+        problems.add(format!("{path}.churn"), "churn must be at most flows", "e.g. flows: 10000, churn: 100");
+    }
+    StageConfig::Generate(GenerateSettings {
+        flows: raw.flows,
+        frame_size: raw.frame_size,
+        instrument,
+        churn: raw.churn,
+    })
 }
 
 /// `impair`: lab equipment, in builds with the `lab` feature only.

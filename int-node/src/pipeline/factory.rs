@@ -367,6 +367,7 @@ fn generate_stage(
         flows: settings.flows,
         frame_size: settings.frame_size,
         int_source: (settings.instrument == GenerateInstrument::Hostint).then_some(config.node_id),
+        churn: settings.churn,
     };
     let generator =
         Generator::new(&spec).map_err(|e| RunError::Setup(format!("pipeline {}: {e}", p.name)))?;
