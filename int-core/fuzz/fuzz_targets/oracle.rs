@@ -2,6 +2,7 @@
 //! sink forwards, and the verdict on each checksum in it.
 
 use int_core::checksum;
+use int_core::locate::{IpLocation, IpVersion};
 
 /// A checksum's verdict: right, wrong, or (UDP) none.
 #[derive(Debug, PartialEq, Eq)]
@@ -55,4 +56,16 @@ pub fn walk(frame: &[u8]) -> (Verdict, Verdict) {
         _ => Verdict::None,
     };
     (ip_verdict, l4)
+}
+
+/// The input's IPv4 header checksum verdict (IPv6: Right) and the sum of
+/// its addresses, for the L4 pseudo-header.
+pub fn ip_verdict(frame: &[u8], ip: &IpLocation) -> (Verdict, u32) {
+    match ip.version {
+        IpVersion::V4 => {
+            let right = checksum::checksum(&frame[ip.l3..ip.l4]) == 0;
+            (if right { Verdict::Right } else { Verdict::Wrong }, checksum::sum(0, &frame[ip.l3 + 12..ip.l3 + 20]))
+        }
+        IpVersion::V6 => (Verdict::Right, checksum::sum(0, &frame[ip.l3 + 8..ip.l3 + 40])),
+    }
 }

@@ -11,14 +11,14 @@
 
 use int_core::encap::{DscpMatch, TcpPlacement};
 use int_core::int21::{sink, Arrival, Domain, Marking, Next, SourceOnly};
-use int_core::locate::{self, IpVersion};
-use int_core::{checksum, FrameBuf};
+use int_core::locate;
+use int_core::FrameBuf;
 use libfuzzer_sys::fuzz_target;
 
 #[path = "oracle.rs"]
 mod oracle;
 
-use oracle::{l4_verdict, walk, Verdict};
+use oracle::{ip_verdict, l4_verdict, walk};
 
 fn domain(selector: u8) -> Domain {
     Domain {
@@ -37,13 +37,7 @@ fuzz_target!(|data: &[u8]| {
     let domain = domain(selector);
     let Ok(Arrival::Int(found)) = sink::classify(frame, &domain) else { return };
     let Ok(Some(ip)) = locate::ip(frame) else { panic!("classify accepted a frame with no IP header") };
-    let (ip_in, addresses) = match ip.version {
-        IpVersion::V4 => {
-            let right = checksum::checksum(&frame[ip.l3..ip.l4]) == 0;
-            (if right { Verdict::Right } else { Verdict::Wrong }, checksum::sum(0, &frame[ip.l3 + 12..ip.l3 + 20]))
-        }
-        IpVersion::V6 => (Verdict::Right, checksum::sum(0, &frame[ip.l3 + 8..ip.l3 + 40])),
-    };
+    let (ip_in, addresses) = ip_verdict(frame, &ip);
     let l4_in = match found.next {
         Some(Next::IpProtocol(protocol)) => {
             l4_verdict(addresses, protocol, &frame[found.block_at + found.block_len..ip.end])

@@ -8,10 +8,9 @@
 //! header in the UDP one); a UDP checksum of 0 stays 0.
 #![no_main]
 
-use int_core::checksum;
 use int_core::encap::{Encapsulation, TcpPlacement, EXTENSION_UDP_LEN};
 use int_core::encap::Domain;
-use int_core::locate::{self, IpVersion};
+use int_core::locate;
 use int_core::sink;
 use int_core::FrameBuf;
 use libfuzzer_sys::fuzz_target;
@@ -19,7 +18,7 @@ use libfuzzer_sys::fuzz_target;
 #[path = "oracle.rs"]
 mod oracle;
 
-use oracle::{l4_verdict, walk, Verdict};
+use oracle::{ip_verdict, l4_verdict, walk};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&selector, frame)) = data.split_first() else { return };
@@ -38,13 +37,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(Some(found)) = sink::extract(frame, &config) else { return };
     let Ok(Some(ip)) = locate::ip(frame) else { panic!("extract accepted a frame with no IP header") };
     // The input's verdicts, on what its checksums covered.
-    let (ip_in, addresses) = match ip.version {
-        IpVersion::V4 => {
-            let right = checksum::checksum(&frame[ip.l3..ip.l4]) == 0;
-            (if right { Verdict::Right } else { Verdict::Wrong }, checksum::sum(0, &frame[ip.l3 + 12..ip.l3 + 20]))
-        }
-        IpVersion::V6 => (Verdict::Right, checksum::sum(0, &frame[ip.l3 + 8..ip.l3 + 40])),
-    };
+    let (ip_in, addresses) = ip_verdict(frame, &ip);
     let l4_in = match config.encapsulation {
         // A tail that is not informative is Host-INT's, which the L4
         // checksum does not cover (its first bytes may hold the kernel's
