@@ -7,8 +7,9 @@ pace of what it feeds, retiring `--churn` flows after every round for new
 ones; a source numbers them (INT 0.5, Host-INT's dialect), an impair stage
 drops `--loss` percent, a transit pushes its hop, a sink strips and
 reports to `int-tools collect`. Every minute it records the process's RSS,
-the mbufs in use, every pipeline's counters (DPDK telemetry), the
-exporter's and the collector's figures. At the end it checks:
+every pipeline's counters (DPDK telemetry), the exporter's and the
+collector's figures (DPDK's telemetry tells a mempool's size, not its use:
+the mbufs in use are the node's count at exit). At the end it checks:
 
 - RSS within 5% of its value after the first minute;
 - every mbuf back in the pool at exit;
@@ -73,22 +74,24 @@ def config(args, collector):
             pipe("tr", "transit", "r2", "r3"),
             pipe("sink", "sink", "r3", "out", sink={"flows": flows, "loss": {"timeout_ms": 200}}),
         ],
-        "export": {"collector": collector, "rate_limit": 0, "pace": 0, "ring_size": 65536},
+        "export": {"collector": collector, "rate_limit": 0, "ring_size": 65536},
         "stats": {"interval_ms": 60000},
         "idle_sleep_us": 0,
     }
 
 
 def telemetry(commands):
+    """Each command's answer, by the command (the client answers in order,
+    keyed by the command without its parameters)."""
     out = subprocess.run([TELEMETRY, "-f", PREFIX], input="\n".join(commands), capture_output=True,
                          text=True, timeout=60).stdout
-    answers = {}
+    answers = []
     for line in out.splitlines():
         try:
-            answers.update(json.loads(line))
+            answers.append(json.loads(line))
         except ValueError:
             pass
-    return answers
+    return {command: next(iter(answer.values()), None) for command, answer in zip(commands, answers)}
 
 
 def rss_kb(pid):
@@ -117,7 +120,7 @@ def sample(minute, node, metrics_port):
     return {
         "minute": minute,
         "rss_kb": rss_kb(node.pid),
-        "mbufs": {k: pool.get(k) for k in ("size", "avail_count", "used_count", "in_use_count") if k in pool},
+        "mempool": pool,
         "counters": {p: answers.get(f"/int_node/pipeline,{p}") for p in PIPELINES},
         "exporter": answers.get("/int_node/exporter"),
         "collector": scrape(metrics_port),
@@ -145,7 +148,9 @@ def checks(first, last, stats, exit_log, args):
     injected = get("wan", "impaired_dropped") + get("wan", "tx_dropped") + get("tr", "tx_dropped") + get("src", "tx_dropped")
     declared = get("sink", "lost_packets")
     collected = last["collector"].get("int_collect_lost_packets_total", -1)
-    check("collector = sink", collected == declared, f"the sink declared {declared} lost, the collector counted {collected:.0f}")
+    received, sent = last["collector"].get("int_collect_reports_total", -1), stats.get("export", {}).get("reports_sent")
+    check("collector = sink", collected == declared and received == sent,
+          f"the sink declared {declared} lost in {sent} reports sent; the collector counted {collected:.0f} in {received:.0f} received")
     p = args.loss / 100
     ended = get("g", "generated") // args.flows * args.churn + args.flows
     tails = ended * p / (1 - p)
@@ -166,7 +171,8 @@ def main():
     parser.add_argument("--out", default=os.path.join(ROOT, "bench/results/soak.json"))
     args = parser.parse_args()
     udp, metrics = free_port(socket.SOCK_DGRAM), free_port(socket.SOCK_STREAM)
-    collector = subprocess.Popen([TOOLS, "collect", "--listen", f"127.0.0.1:{udp}", "--quiet",
+    output = ["--json"] if os.environ.get("SOAK_COLLECTOR_JSON") else ["--quiet"]
+    collector = subprocess.Popen([TOOLS, "collect", "--listen", f"127.0.0.1:{udp}", *output, "--rcvbuf", "67108864",
                                   "--metrics", f"127.0.0.1:{metrics}"], stderr=subprocess.PIPE, text=True)
     assert "listening" in collector.stderr.readline()
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
@@ -174,7 +180,7 @@ def main():
     stats_path = f.name + ".json"
     log = open(f.name + ".log", "w+")
     node = subprocess.Popen([NODE, "run", "--config", f.name, "--stats-json", stats_path],
-                            stdout=subprocess.DEVNULL, stderr=log)
+                            stdout=log, stderr=subprocess.STDOUT)
     samples = []
     started = time.time()
     try:
@@ -183,7 +189,7 @@ def main():
             samples.append(sample(minute, node, metrics))
             s = samples[-1]
             g, sink = s["counters"]["g"] or {}, s["counters"]["sink"] or {}
-            print(f"minute {minute}: rss {s['rss_kb']} kB, mbufs {s['mbufs']}, generated {g.get('generated')}, "
+            print(f"minute {minute}: rss {s['rss_kb']} kB, generated {g.get('generated')}, "
                   f"sink rx {sink.get('rx_packets')} lost {sink.get('lost_packets')} flows {sink.get('flows_created')}, "
                   f"collector lost {s['collector'].get('int_collect_lost_packets_total')}", flush=True)
     finally:
@@ -193,7 +199,12 @@ def main():
     exit_log = log.read()
     with open(stats_path) as f:
         stats = json.load(f)
-    # The node is gone and every report sent: the collector's last word.
+    # The node is gone, every report sent: once the collector has them all
+    # (a report is a datagram), its last word.
+    sent = stats.get("export", {}).get("reports_sent", 0)
+    deadline = time.time() + 120
+    while scrape(metrics).get("int_collect_reports_total", 0) < sent and time.time() < deadline:
+        time.sleep(0.2)
     final = {"collector": scrape(metrics), "rss_kb": samples[-1]["rss_kb"]}
     collector.send_signal(signal.SIGINT)
     collector.wait(timeout=60)

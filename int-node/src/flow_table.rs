@@ -434,20 +434,27 @@ impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
     ) -> usize {
         let now = coarse(now_ns);
         let mut removed = 0;
-        for _ in 0..budget.min(self.slots.len()) {
+        let budget = budget.min(self.slots.len());
+        let mut advanced = 0;
+        while advanced < budget {
             let index = self.cursor;
-            self.cursor = (self.cursor + 1) & self.mask;
+            if let Some(slot) = self.slots.get_mut(index).filter(|slot| slot.tag != 0) {
+                let idle = idle_ms(now, slot.last_seen);
+                let key = SweptKey { slot: slot.key, ipv6_addresses: self.ipv6_addresses.get(index) };
+                if visit(&key, &mut slot.value, idle) {
+                    self.remove_at(index);
+                    removed += 1;
+                    // Backward-shift deletion may have pulled a later flow
+                    // of the run into this slot: it is visited next, not
+                    // skipped for a pass (at shutdown, for good).
+                    if self.slots.get(index).is_some_and(|slot| slot.tag != 0) {
+                        continue;
+                    }
+                }
+            }
+            self.cursor = (index + 1) & self.mask;
             self.passes += u64::from(self.cursor == 0);
-            let Some(slot) = self.slots.get_mut(index) else { continue };
-            if slot.tag == 0 {
-                continue;
-            }
-            let idle = idle_ms(now, slot.last_seen);
-            let key = SweptKey { slot: slot.key, ipv6_addresses: self.ipv6_addresses.get(index) };
-            if visit(&key, &mut slot.value, idle) {
-                self.remove_at(index);
-                removed += 1;
-            }
+            advanced += 1;
         }
         removed
     }
@@ -488,6 +495,26 @@ mod tests {
 
     fn key(i: u32) -> FlowKey {
         FlowKey::v4((0x0a00_0000 + i).into(), 0x0a01_0001.into(), 17, i as u16, 5000)
+    }
+
+    /// A pass that removes every flow removes every flow: backward-shift
+    /// deletion pulls later flows of a run into the slot just emptied, and
+    /// the sweep visits them there (it used to step past them, and a flow
+    /// left at shutdown never reported its last losses).
+    #[test]
+    fn a_pass_visits_flows_shifted_back_by_a_removal() {
+        let mut table: FlowTable<u32> = FlowTable::new(1000);
+        for i in 0..1000 {
+            table.get_or_insert(&key(i), 0, never).unwrap();
+        }
+        let slots = table.slot_count();
+        let mut visited = std::collections::HashSet::new();
+        let removed = table.sweep(slots, 0, |key, _, _| {
+            visited.insert(key.flow());
+            true
+        });
+        assert_eq!((removed, table.len(), visited.len()), (1000, 0, 1000));
+        assert_eq!(table.passes(), 1);
     }
 
     #[test]
