@@ -27,8 +27,9 @@ pub enum Command {
         /// Stop after this many seconds.
         #[arg(long)]
         duration: Option<f64>,
-        /// Stop once no packet has arrived for this many ms (after the
-        /// first one): for pcap input, which just ends.
+        /// Stop once no packet has arrived for this many ms and every
+        /// worker has polled its queues empty since the last one: for
+        /// pcap input, which just ends.
         #[arg(long)]
         exit_on_idle: Option<u64>,
         /// Write the final counters as JSON to this file.
