@@ -256,13 +256,15 @@ fn report_storm_is_rate_limited_and_the_node_stops_on_time() {
     let dir = workdir("storm");
     let base =
         PacketSpec::udp(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), 4000, 5000, 64).build();
-    // Stamped now: the replayed packets' latencies grow with the run, so
-    // each differs from the last and is reported. With max_skew_ms 0 every
-    // difference is a latency, however long a loaded machine takes to
-    // start the node (with the default split, a start slower than 2.1 s
-    // read every latency as clock skew, and the storm never came).
+    // Packet i stamped i us after the first: within a burst (one clock
+    // read) every packet's latency differs from the last, so every packet
+    // asks for a report. With max_skew_ms 0 every difference is a latency,
+    // however long a loaded machine takes to start the node (with the
+    // default split, a start slower than 2.1 s read every latency as clock
+    // skew, and the storm never came).
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u32;
-    let frames: Vec<Vec<u8>> = (0..256).map(|i| instrument(&base, i + 1, now)).collect();
+    let frames: Vec<Vec<u8>> =
+        (0..256u32).map(|i| instrument(&base, i + 1, now.wrapping_add(i * 1000))).collect();
     write_pcap(&dir.join("in.pcap"), &frames);
     let collector = Collector::new();
     let config = format!(
@@ -298,7 +300,16 @@ export: {{collector: '{}', rate_limit: 2000}}
     let sent = sink["reports_latency"].as_u64().unwrap();
     let suppressed = sink["reports_suppressed"].as_u64().unwrap();
     let elapsed = stats["elapsed_s"].as_f64().unwrap();
-    assert!(sink["stripped"].as_u64().unwrap() > 100_000, "forwarding went on: {sink}");
+    // Forwarding went on: every packet received left, stripped, and far
+    // more of them than the reports let through (each asked for one).
+    let received = sink["rx_packets"].as_u64().unwrap();
+    assert_eq!(
+        (sink["stripped"].as_u64(), sink["tx_packets"].as_u64()),
+        (Some(received), Some(received)),
+        "{sink}"
+    );
+    assert!(received > 20 * sent, "forwarding went on: {received} packets, {sent} reports: {sink}");
+    assert_eq!(sent + suppressed, received, "every packet asked for a report: {sink}");
     assert!(suppressed > sent, "most reports suppressed: sent {sent}, suppressed {suppressed}");
     // 2000/s plus the initial burst allowance (a tenth of a second's worth).
     assert!((sent as f64) <= 2000.0 * elapsed + 250.0, "sent {sent} in {elapsed} s");
