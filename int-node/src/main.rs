@@ -58,9 +58,7 @@ fn main() -> ExitCode {
 fn check(path: &std::path::Path) -> ExitCode {
     match config::load(path) {
         Ok(parsed) => {
-            let plan = node::memory::Plan::of(&parsed);
-            let problems =
-                plan.problems(int_os::memory::available_bytes(), node::memory::dpdk_limit(&parsed.eal));
+            let (plan, problems) = node::memory::judge(&parsed, &parsed.eal);
             if !problems.is_empty() {
                 eprintln!("{}: invalid configuration", path.display());
                 for (key, message, hint) in problems {

@@ -102,6 +102,14 @@ impl Plan {
     }
 }
 
+/// The plan of `config` and what of it this host and EAL (`eal`, its
+/// arguments) cannot give: what `check` and `run` both judge.
+pub fn judge(config: &Config, eal: &[String]) -> (Plan, Vec<(String, String, String)>) {
+    let plan = Plan::of(config);
+    let problems = plan.problems(int_os::memory::available_bytes(), dpdk_limit(eal));
+    (plan, problems)
+}
+
 /// Bytes of a stage's flow table (the reference stages' own, smaller
 /// tables are counted as their role's).
 fn stage_table_bytes(stage: &StageConfig, domain: IntDomain) -> u64 {

@@ -77,13 +77,14 @@ pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
 /// The memory the config asks for must be there (`check` says the same):
 /// refused before anything is allocated, never an abort at start.
 fn check_memory(config: &Config, eal: &[String]) -> Result<(), RunError> {
-    let plan = memory::Plan::of(config);
+    let (plan, problems) = memory::judge(config, eal);
     log::info!("{}", plan.describe());
-    let problems = plan.problems(int_os::memory::available_bytes(), memory::dpdk_limit(eal));
-    match problems.first() {
-        None => Ok(()),
-        Some((path, message, hint)) => Err(RunError::Setup(format!("{path}: {message} ({hint})"))),
+    if problems.is_empty() {
+        return Ok(());
     }
+    let each: Vec<String> =
+        problems.iter().map(|(path, message, hint)| format!("{path}: {message} ({hint})")).collect();
+    Err(RunError::Setup(each.join("; ")))
 }
 
 /// Every pipeline's lcore must be one of EAL's workers.
