@@ -238,8 +238,8 @@ fn the_fuzzer_shapes_are_malformed_not_stripped() {
 /// `frame` with Host-INT's block in the UDP extension encapsulation.
 fn instrument_extension_udp(frame: &[u8]) -> Vec<u8> {
     use int_core::encap::Encapsulation;
+    use int_core::int05::source::{self, SourceConfig};
     use int_core::int05::HopMetadata;
-    use int_core::source::{self, SourceConfig};
     let config = SourceConfig {
         encapsulation: Encapsulation::ExtensionUdp { port: 33122 },
         ..SourceConfig::host_int(1500)

@@ -9,9 +9,9 @@ use std::net::Ipv4Addr;
 
 use common::*;
 use int_core::craft::PacketSpec;
+use int_core::int05::source::SourceConfig;
 use int_core::int05::HopMetadata;
 use int_core::reference;
-use int_core::source::SourceConfig;
 
 const CLOCKED: &str = "    clock: rx-timestamp\n";
 

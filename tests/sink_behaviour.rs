@@ -14,8 +14,8 @@ use common::*;
 use int_core::craft::PacketSpec;
 use int_core::encap::Domain;
 use int_core::flow::FlowKey;
+use int_core::int05::sink;
 use int_core::report::{self, Report, SinkIdWord};
-use int_core::sink;
 
 fn flow_and_sequence(frame: &[u8]) -> (FlowKey, u32) {
     let found = sink::extract(frame, &Domain::default()).unwrap().unwrap();

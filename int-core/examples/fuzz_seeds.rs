@@ -10,11 +10,11 @@ use std::path::Path;
 use int_core::craft::PacketSpec;
 use int_core::encap::Domain;
 use int_core::encap::{Encapsulation, TcpPlacement};
+use int_core::int05::sink;
+use int_core::int05::source::{self, SourceConfig, TailStyle};
+use int_core::int05::transit::{self, TransitConfig};
 use int_core::int05::{HopMetadata, Instructions, ShimType};
 use int_core::report::{LatencyReport, ReportHeaderRepr, ReportProfile};
-use int_core::sink;
-use int_core::source::{self, SourceConfig, TailStyle};
-use int_core::transit::{self, TransitConfig};
 use int_core::FrameBuf;
 
 /// IPv6 UDP and TCP packets, one behind a Hop-by-Hop header, instrumented

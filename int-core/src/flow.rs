@@ -6,6 +6,8 @@
 use core::fmt;
 use core::net::{IpAddr, Ipv4Addr};
 
+use crate::locate::{IpLocation, IpVersion};
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct FlowKey {
     pub src: IpAddr,
@@ -101,7 +103,7 @@ impl FlowWords {
     }
 
     /// The key of an IPv4 flow; `None` for an IPv6 one, whose addresses
-    /// are folded (`crate::fixed::FixedFrame::flow_key` reads them).
+    /// are folded (`crate::fast::FastFrame::flow_key` reads them).
     pub fn key_v4(&self) -> Option<FlowKey> {
         let src = Ipv4Addr::from((self.addresses >> 32) as u32);
         let dst = self.dst_v4()?;
@@ -232,6 +234,33 @@ impl SlotKey {
         let dst = Ipv4Addr::from((u32::from(c) << 16) | u32::from(d));
         Some(FlowKey::v4(src, dst, self.protocol, self.ports[0], self.ports[1]))
     }
+}
+
+/// The key of the flow a located packet belongs to.
+#[inline]
+pub(crate) fn flow_key(frame: &[u8], ip: &IpLocation, protocol: u8, src_port: u16, dst_port: u16) -> FlowKey {
+    match ip.version {
+        IpVersion::V4 => {
+            let addr = |at: usize| match frame.get(at..at + 4) {
+                Some(&[a, b, c, d]) => core::net::Ipv4Addr::new(a, b, c, d),
+                _ => core::net::Ipv4Addr::UNSPECIFIED,
+            };
+            FlowKey::v4(addr(ip.l3 + 12), addr(ip.l3 + 16), protocol, src_port, dst_port)
+        }
+        IpVersion::V6 => flow_key_v6(frame, ip.l3, protocol, src_port, dst_port),
+    }
+}
+
+/// [`flow_key`] of an IPv6 packet, out of line: the fast path's frame is IPv4,
+/// and its path stays short.
+#[cold]
+#[inline(never)]
+fn flow_key_v6(frame: &[u8], l3: usize, protocol: u8, src_port: u16, dst_port: u16) -> FlowKey {
+    let addr = |at: usize| {
+        let octets: [u8; 16] = frame.get(at..at + 16).and_then(|b| b.try_into().ok()).unwrap_or_default();
+        core::net::IpAddr::V6(octets.into())
+    };
+    FlowKey { src: addr(l3 + 8), dst: addr(l3 + 24), protocol, src_port, dst_port }
 }
 
 #[cfg(test)]

@@ -11,10 +11,10 @@
 
 use crate::checksum;
 use crate::craft::PacketSpec;
-use crate::fixed::{FixedFrame, L3_AT, L4_AT};
+use crate::fast::{FastFrame, L3_AT, L4_AT};
 use crate::frame::FrameBuf;
+use crate::int05::source::{self, SourceConfig};
 use crate::int05::HopMetadata;
-use crate::source::{self, SourceConfig};
 
 /// Where the source address lies in the frame.
 const SRC_AT: usize = L3_AT + 12;
@@ -69,7 +69,7 @@ impl Generator {
         if let Some(node_id) = spec.int_source {
             template = instrumented(&template, node_id)?;
         }
-        if FixedFrame::read_ipv4(&template, 0).is_none() {
+        if FastFrame::read_ipv4(&template, 0).is_none() {
             return Err("the template is not a frame of the common shape".into());
         }
         Ok(Generator {
@@ -178,8 +178,8 @@ fn adjust(bytes: &mut [u8], at: usize, removed: u32, added: u32) {
 mod tests {
     use super::*;
     use crate::encap::{Domain, TcpPlacement};
+    use crate::int05::sink::{self, FastArrival};
     use crate::int05::ShapeCache;
-    use crate::sink::{self, FixedArrival};
 
     fn frames(spec: &GeneratorSpec, count: usize) -> Vec<Vec<u8>> {
         let mut generator = Generator::new(spec).unwrap();
@@ -213,7 +213,7 @@ mod tests {
         for (i, frame) in frames(&spec, 7).iter().enumerate() {
             assert_eq!(frame.len(), 100);
             assert!(checksums_hold(frame), "packet {i}");
-            let FixedArrival::Int(found) = sink::classify_fixed(frame, &domain, &mut ShapeCache::default())
+            let FastArrival::Int(found) = sink::classify_fast(frame, &domain, &mut ShapeCache::default())
             else {
                 panic!("packet {i} is not INT");
             };

@@ -11,12 +11,12 @@ use std::net::Ipv4Addr;
 use common::{fast_path_ipv6_specs, neighbours, same_flow, Buffer};
 use int_core::craft::{L4Spec, PacketSpec};
 use int_core::encap::{Domain, TcpPlacement};
-use int_core::fixed::FixedFrame;
+use int_core::fast::FastFrame;
+use int_core::int05::sink::{self, Arrival, FastArrival};
+use int_core::int05::source::{self, FastBlock, SourceConfig, Template};
+use int_core::int05::transit::{self, TransitConfig};
 use int_core::int05::HopMetadata;
 use int_core::int05::ShapeCache;
-use int_core::sink::{self, Arrival, FixedArrival};
-use int_core::source::{self, FastBlock, SourceConfig, Template};
-use int_core::transit::{self, TransitConfig};
 
 const TIME: u32 = 0x0102_0304;
 const SEQUENCE: u32 = 77;
@@ -55,7 +55,7 @@ fn fast_source_agrees(config: &SourceConfig) -> [usize; 2] {
     let mut taken = [0, 0];
     for base in base_frames() {
         for frame in neighbours(&base) {
-            let Some(fixed) = FixedFrame::read(&frame, 0).filter(|f| fast.takes(f)) else { continue };
+            let Some(fixed) = FastFrame::read(&frame, 0).filter(|f| fast.takes(f)) else { continue };
             taken[usize::from(fixed.is_ipv6())] += 1;
             let plan = source::plan(&frame, config)
                 .unwrap_or_else(|skip| panic!("the general path refuses ({skip:?}) {frame:02x?}"));
@@ -149,7 +149,7 @@ fn fast_sink_finds_and_restores_what_the_general_sink_does() {
         // A cache warmed by the unchanged frame, as on a path where most
         // blocks share a shape, and a cold one.
         let mut warm = ShapeCache::default();
-        if !matches!(sink::classify_fixed(&base, &domain(), &mut warm), FixedArrival::Int(_)) {
+        if !matches!(sink::classify_fast(&base, &domain(), &mut warm), FastArrival::Int(_)) {
             continue;
         }
         bases += 1;
@@ -170,13 +170,13 @@ fn fast_sink_finds_and_restores_what_the_general_sink_does() {
 /// path took it, whether it is IPv6.
 fn fast_sink_agrees(frame: &[u8], shapes: &mut ShapeCache) -> Option<bool> {
     let general = sink::classify(frame, &domain(), &mut ShapeCache::default());
-    match sink::classify_fixed(frame, &domain(), shapes) {
-        FixedArrival::Other => None,
-        FixedArrival::NotInt => {
+    match sink::classify_fast(frame, &domain(), shapes) {
+        FastArrival::Other => None,
+        FastArrival::NotInt => {
             assert_eq!(general, Ok(Arrival::NotInt), "{frame:02x?}");
             None
         }
-        FixedArrival::Int(fast) => {
+        FastArrival::Int(fast) => {
             let Ok(Arrival::Int(found)) = general else { panic!("general: {general:?} for {frame:02x?}") };
             same_flow(&fast.frame, frame, &found.flow);
             assert_eq!((fast.sequence, fast.source_hop), (found.sequence, found.source_hop));
@@ -184,7 +184,7 @@ fn fast_sink_agrees(frame: &[u8], shapes: &mut ShapeCache) -> Option<bool> {
             let mut general = Buffer::new(frame);
             general.with(|f| sink::strip(f, &found, &domain())).unwrap();
             let mut mine = Buffer::new(frame);
-            assert_eq!(mine.with(|f| sink::strip_fixed(f, &fast, &domain())), Some(found.removed_len()));
+            assert_eq!(mine.with(|f| sink::strip_fast(f, &fast, &domain())), Some(found.removed_len()));
             assert_eq!(mine.frame(), general.frame(), "{frame:02x?}");
             Some(fast.frame.is_ipv6())
         }

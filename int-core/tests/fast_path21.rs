@@ -12,7 +12,7 @@ use std::net::Ipv4Addr;
 
 use common::{fast_path_ipv6_specs, int21_domain, int21_source, neighbours, same_flow, Buffer};
 use int_core::craft::{L4Spec, PacketSpec};
-use int_core::int21::fixed::{self, FixedArrival};
+use int_core::int21::fast_sink::{self, FastArrival};
 use int_core::int21::source::{self, SourceConfig};
 use int_core::int21::{sink, transit, Domain, HeaderType, HopMetadata, Instructions, Marking, Next};
 
@@ -87,7 +87,7 @@ fn int_frames() -> Vec<Vec<u8>> {
 fn fast_sink21_finds_and_restores_what_the_general_sink_does() {
     let (mut taken, mut not_int, mut bases) = ([0, 0], 0, 0);
     for base in int_frames() {
-        bases += u32::from(matches!(fixed::extract_fixed(&base, &int21_domain()), FixedArrival::Int(_)));
+        bases += u32::from(matches!(fast_sink::extract_fast(&base, &int21_domain()), FastArrival::Int(_)));
         for frame in neighbours(&base) {
             match agrees(&frame) {
                 Taken::Int(ipv6) => taken[usize::from(ipv6)] += 1,
@@ -114,13 +114,13 @@ enum Taken {
 /// One frame: the fast sink's answer is the general sink's.
 fn agrees(frame: &[u8]) -> Taken {
     let general = sink::extract(frame, &int21_domain());
-    match fixed::extract_fixed(frame, &int21_domain()) {
-        FixedArrival::Other => Taken::No,
-        FixedArrival::NotInt => {
+    match fast_sink::extract_fast(frame, &int21_domain()) {
+        FastArrival::Other => Taken::No,
+        FastArrival::NotInt => {
             assert_eq!(general, Ok(None), "{frame:02x?}");
             Taken::NotInt
         }
-        FixedArrival::Int(fast) => {
+        FastArrival::Int(fast) => {
             let Ok(Some(found)) = general else { panic!("general: {general:?} for {frame:02x?}") };
             same_flow(&fast.frame, frame, &found.flow);
             assert_eq!((fast.sequence, fast.discard), (found.sequence, found.discard));
@@ -131,7 +131,7 @@ fn agrees(frame: &[u8]) -> Taken {
             let mut general = Buffer::new(frame);
             let removed = general.with(|f| sink::strip(f, &found));
             let mut mine = Buffer::new(frame);
-            assert_eq!(mine.with(|f| fixed::strip_fixed(f, &fast)), removed, "{frame:02x?}");
+            assert_eq!(mine.with(|f| fast_sink::strip_fast(f, &fast)), removed, "{frame:02x?}");
             assert_eq!(mine.frame(), general.frame(), "{frame:02x?}");
             Taken::Int(fast.frame.is_ipv6())
         }
@@ -144,19 +144,19 @@ fn agrees(frame: &[u8]) -> Taken {
 fn fast_sink21_restores_the_original() {
     let full = Instructions::NODE_ID | Instructions::L1_PORT_IDS | Instructions::INGRESS_TIMESTAMP;
     let config = int21_source(full, HeaderType::Md);
-    let common = plain_frames().into_iter().filter(|f| int_core::fixed::FixedFrame::read(f, 0).is_some());
+    let common = plain_frames().into_iter().filter(|f| int_core::fast::FastFrame::read(f, 0).is_some());
     for original in common {
         let plan = source::plan(&original, &config).unwrap();
         let mut buffer = Buffer::new(&original);
         buffer.with(|f| source::insert(f, &plan, &config, &hop(1, 0x0102_0304_0506), 77)).unwrap();
-        let FixedArrival::Int(fast) = fixed::extract_fixed(buffer.frame(), &int21_domain()) else {
+        let FastArrival::Int(fast) = fast_sink::extract_fast(buffer.frame(), &int21_domain()) else {
             panic!("not taken: {original:02x?}")
         };
         assert_eq!(
             (fast.sequence, fast.source_node, fast.source_ns),
             (Some(77), Some(1), Some(0x0102_0304_0506))
         );
-        buffer.with(|f| fixed::strip_fixed(f, &fast)).unwrap();
+        buffer.with(|f| fast_sink::strip_fast(f, &fast)).unwrap();
         assert_eq!(buffer.frame(), &original[..]);
     }
 }
@@ -165,7 +165,7 @@ fn fast_sink21_restores_the_original() {
 /// takes too and writes byte for byte the same (hop latency within 32 bits
 /// and beyond); returns how many IPv4 and IPv6 frames the fast path took.
 fn fast_source_agrees(config: &SourceConfig) -> [usize; 2] {
-    use int_core::fixed::FixedFrame;
+    use int_core::fast::FastFrame;
     use int_core::int21::fast_source::{FastSource, HopTimes};
     let own = HopMetadata {
         node_id: Some(9),
@@ -181,7 +181,7 @@ fn fast_source_agrees(config: &SourceConfig) -> [usize; 2] {
     let mut taken = [0, 0];
     for base in plain_frames() {
         for frame in neighbours(&base) {
-            let Some(fixed) = FixedFrame::read(&frame, 0).filter(|f| fast.takes(f)) else { continue };
+            let Some(fixed) = FastFrame::read(&frame, 0).filter(|f| fast.takes(f)) else { continue };
             taken[usize::from(fixed.is_ipv6())] += 1;
             let plan = source::plan(&frame, config)
                 .unwrap_or_else(|skip| panic!("the general path refuses ({skip:?}) {frame:02x?}"));
@@ -240,7 +240,7 @@ fn only_dscp_marked_md_sources_that_push_have_a_fast_path() {
     let fast = FastSource::of(&int21_source(full, HeaderType::Md), &own).unwrap();
     for port in [4789, 4790, 6081, 4788] {
         let frame = PacketSpec::udp([10, 0, 0, 1].into(), [10, 0, 0, 2].into(), 1000, port, 30).build();
-        let fixed = int_core::fixed::FixedFrame::read(&frame, 0).unwrap();
+        let fixed = int_core::fast::FastFrame::read(&frame, 0).unwrap();
         assert_eq!(fast.takes(&fixed), port == 4788, "port {port}");
     }
     for other in [

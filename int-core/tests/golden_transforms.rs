@@ -10,10 +10,11 @@ use common::*;
 use int_core::craft::PacketSpec;
 use int_core::encap::Domain;
 use int_core::encap::{Encapsulation, TcpPlacement};
+use int_core::int05::source::{self, SourceConfig, TailStyle};
+use int_core::int05::transit::{Outcome, TransitConfig};
 use int_core::int05::{Instructions, ShimType};
 use int_core::report::{self, LatencyReport, ReportHeaderRepr, ReportProfile, SinkIdWord};
-use int_core::source::{self, Skip, SourceConfig, TailStyle};
-use int_core::transit::{Outcome, TransitConfig};
+use int_core::skip::Skip;
 
 fn addr(last: u8) -> Ipv4Addr {
     Ipv4Addr::new(10, 0, 0, last)
@@ -121,7 +122,7 @@ fn host_int_latency_report_sizes_and_stack() {
     ] {
         let original = spec.build();
         let out = run_source(&original, &config, 3);
-        let found = int_core::sink::extract(&out, &domain(&config)).unwrap().unwrap();
+        let found = int_core::int05::sink::extract(&out, &domain(&config)).unwrap().unwrap();
         let header = ReportHeaderRepr::latency(1, 1_700_000_000, 0);
         let sink = sink_hop(0x0a00_0002, 0x5e00_1001);
         let build = |fill: u8| {
@@ -183,7 +184,7 @@ fn tr05_flow_report_carries_its_own_headers() {
     let config = SourceConfig::host_int(1500);
     let original = PacketSpec::udp(addr(1), addr(2), 4000, 5000, 64).build();
     let out = run_source(&original, &config, 3);
-    let found = int_core::sink::extract(&out, &domain(&config)).unwrap().unwrap();
+    let found = int_core::int05::sink::extract(&out, &domain(&config)).unwrap().unwrap();
     let header = FlowReport::header(7, 0x5e00_0001 + 0x1000, 5);
     let local = SwitchLocalRepr {
         switch_id: 0x0a00_0002,
@@ -237,7 +238,7 @@ fn extension_udp_latency_report_carries_the_inner_five_tuple() {
     let config = SourceConfig { encapsulation: extension(33122), ..SourceConfig::host_int(1500) };
     let original = PacketSpec::tcp(addr(1), addr(2), 40000, 22, 64).build();
     let out = run_source(&original, &config, 5);
-    let found = int_core::sink::extract(&out, &domain(&config)).unwrap().unwrap();
+    let found = int_core::int05::sink::extract(&out, &domain(&config)).unwrap().unwrap();
     let header = ReportHeaderRepr::latency(1, 1_700_000_000, 0);
     let mut buf = [0u8; 256];
     let sink = sink_hop(0x0a00_0002, 0x5e00_1001);
@@ -324,7 +325,7 @@ fn an_ambiguous_tail_is_read_as_the_checksum_says() {
     let mut lying = wire.clone();
     lying[40] ^= 0x55;
     assert!(matches!(
-        int_core::sink::extract(&lying, &domain(&config)),
+        int_core::int05::sink::extract(&lying, &domain(&config)),
         Err(int_core::ParseError::UnknownType { layer: int_core::Layer::IntTail, .. })
     ));
 }

@@ -7,11 +7,11 @@ mod common;
 use common::Buffer;
 use int_core::encap::Domain;
 use int_core::encap::{Encapsulation, TcpPlacement};
+use int_core::int05::sink;
+use int_core::int05::source::{self, SourceConfig};
+use int_core::int05::transit::{self, TransitConfig};
 use int_core::int05::{HopMetadata, IntBlock, Tail};
 use int_core::report::{self, SinkIdWord};
-use int_core::sink;
-use int_core::source::{self, SourceConfig};
-use int_core::transit::{self, TransitConfig};
 use int_core::wire::{EthernetRepr, Ipv4Repr, TcpRepr, UdpRepr};
 use proptest::prelude::*;
 

@@ -12,11 +12,11 @@ use common::{verify_checksums, Buffer};
 use int_core::craft::{L4Spec, PacketSpec};
 use int_core::encap::{Domain, Encapsulation, TcpPlacement};
 use int_core::flow::FlowKey;
+use int_core::int05::sink::{self, Arrival};
+use int_core::int05::source::{self, SourceConfig, Template};
+use int_core::int05::transit::{self, Outcome, TransitConfig};
 use int_core::int05::{HopMetadata, ShapeCache};
 use int_core::reference;
-use int_core::sink::{self, Arrival};
-use int_core::source::{self, SourceConfig, Template};
-use int_core::transit::{self, Outcome, TransitConfig};
 use proptest::prelude::*;
 
 const MARKING: Encapsulation = Encapsulation::OverTcpUdp { dscp_value: 0x01, dscp_mask: 0x01 };

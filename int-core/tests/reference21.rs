@@ -133,7 +133,7 @@ fn reference_sink21_restores_what_the_sink_restores_and_follows_numbers() {
         assert_eq!(mine.with(|f| reference.strip(f, now_ns)), Some(true), "packet {i} in order");
         assert_eq!(mine.frame(), general.frame());
         assert_eq!(mine.frame(), &original[..], "restored");
-        let key = int_core::fixed::FixedFrame::read(original, 0).unwrap().flow;
+        let key = int_core::fast::FastFrame::read(original, 0).unwrap().flow;
         let flow = reference.flow([key.addresses, key.rest]).unwrap();
         assert_eq!(flow.latency_ns, 1000 + i as i64);
     }

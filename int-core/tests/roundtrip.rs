@@ -10,10 +10,10 @@ mod common;
 use common::*;
 use int_core::craft::{L4Spec, PacketSpec};
 use int_core::encap::{Encapsulation, TcpPlacement};
+use int_core::int05::sink;
+use int_core::int05::source::{self, SourceConfig, TailStyle};
+use int_core::int05::transit::{self, Outcome, TransitConfig};
 use int_core::int05::{Instructions, ShapeCache, ShimType};
-use int_core::sink;
-use int_core::source::{self, SourceConfig, TailStyle};
-use int_core::transit::{self, Outcome, TransitConfig};
 use proptest::prelude::*;
 
 const MTU: u16 = 1500;

@@ -290,8 +290,8 @@ fn source_transit_sink_in_tunnels_is_identity() {
         }
         let found = sink::extract(&packet, &domain).unwrap().expect("INT in the tunnel");
         // The sink's fast path leaves INT in tunnels to the general one.
-        let fast = int_core::int21::fixed::extract_fixed(&packet, &domain);
-        assert_eq!(fast, int_core::int21::fixed::FixedArrival::Other, "{kind:?}");
+        let fast = int_core::int21::fast_sink::extract_fast(&packet, &domain);
+        assert_eq!(fast, int_core::int21::fast_sink::FastArrival::Other, "{kind:?}");
         assert_eq!(found.sequence, Some(sequence));
         assert_eq!(found.source_hop.unwrap().node_id, Some(1));
         let mut buffer = Buffer::new(&packet);
@@ -307,7 +307,7 @@ fn source_transit_sink_in_tunnels_is_identity() {
 #[test]
 fn a_tunnel_source_keeps_to_the_mtu() {
     use int_core::int21::{sink, source};
-    use int_core::source::Skip;
+    use int_core::skip::Skip;
     let domain = tunnel_source(4, 9000).domain;
     let spec = PacketSpec::udp([10, 0, 0, 1].into(), [10, 0, 0, 2].into(), 1, 2, 0);
     let ((tunnel, port), _) = tunnel_headers(Kind::Gpe, &md_body(0, 0));

@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use clap::Args;
 use int_core::encap::Domain;
 use int_core::encap::{DscpMatch, Encapsulation, TcpPlacement};
+use int_core::int05::sink;
 use int_core::int05::{instruction, HopMetadata, Instructions, IntBlock};
 use int_core::int21;
 use int_core::locate::{self, L4};
@@ -20,7 +21,6 @@ use int_core::names::parse_name;
 use int_core::report::tr05_flow::FlowReport;
 use int_core::report::tr20;
 use int_core::report::{self, Report, SinkIdWord, DEFAULT_COLLECTOR_PORT};
-use int_core::sink;
 use serde_json::{json, Map, Value};
 
 use crate::{decode21, pcap};

@@ -2,9 +2,9 @@
 //! 2.1 domain would, with int-core's own source transforms.
 
 use int_core::encap::{DscpMatch, Encapsulation, TcpPlacement};
+use int_core::int05::source::{self, SourceConfig};
 use int_core::int05::HopMetadata;
 use int_core::int21::{self, source as source21};
-use int_core::source::{self, SourceConfig};
 use int_core::FrameBuf;
 
 /// The sources gen can stand in for.

@@ -98,7 +98,7 @@ fn gen_is_seeded_and_reproducible() {
     let config = int_core::encap::Domain::default();
     let sequences: Vec<u32> = lossy
         .iter()
-        .map(|f| int_core::sink::extract(f, &config).unwrap().unwrap().sequence.unwrap())
+        .map(|f| int_core::int05::sink::extract(f, &config).unwrap().unwrap().sequence.unwrap())
         .collect();
     assert!(sequences.windows(2).any(|w| w[1] < w[0]), "some reordering");
 }

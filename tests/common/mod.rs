@@ -248,8 +248,8 @@ pub fn instrument(frame: &[u8], sequence: u32, source_ts: u32) -> Vec<u8> {
 /// [`instrument`] by a source of another node id (a forger, in tests of the
 /// domain's edge).
 pub fn instrument_as(frame: &[u8], node_id: u32, sequence: u32, source_ts: u32) -> Vec<u8> {
+    use int_core::int05::source::{self, SourceConfig};
     use int_core::int05::HopMetadata;
-    use int_core::source::{self, SourceConfig};
     let config = SourceConfig::host_int(1500);
     let plan = source::plan(frame, &config).unwrap();
     let mut buffer = vec![0u8; 128 + frame.len()];
@@ -300,7 +300,7 @@ pub fn retime_after_source(path: &Path, domain: &int_core::encap::Domain, latenc
     let frames: Vec<(u64, Vec<u8>)> = read_pcap(path)
         .into_iter()
         .map(|frame| {
-            let found = int_core::sink::extract(&frame, domain).ok().flatten();
+            let found = int_core::int05::sink::extract(&frame, domain).ok().flatten();
             let Some(source_ts) = found.and_then(|f| f.source_hop).and_then(|hop| hop.ingress_timestamp())
             else {
                 return (now_ns, frame);

@@ -11,7 +11,7 @@
 use int_core::encap::{Encapsulation, TcpPlacement, EXTENSION_UDP_LEN};
 use int_core::encap::Domain;
 use int_core::locate;
-use int_core::sink;
+use int_core::int05::sink;
 use int_core::FrameBuf;
 use libfuzzer_sys::fuzz_target;
 

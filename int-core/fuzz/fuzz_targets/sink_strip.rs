@@ -11,7 +11,7 @@ use int_core::encap::Domain;
 use int_core::encap::{Encapsulation, TcpPlacement};
 use int_core::int05::{HopMetadata, ShapeCache};
 use int_core::report::{LatencyReport, ReportHeaderRepr, ReportProfile};
-use int_core::sink::{self, FixedArrival};
+use int_core::int05::sink::{self, FastArrival};
 use int_core::FrameBuf;
 use libfuzzer_sys::fuzz_target;
 
@@ -36,12 +36,12 @@ fuzz_target!(|data: &[u8]| {
     let extracted = sink::extract(frame, &config);
     let cached = SHAPES.with(|shapes| sink::extract_with(frame, &config, &mut shapes.borrow_mut()));
     assert_eq!(cached, extracted);
-    let fast = SHAPES.with(|shapes| sink::classify_fixed(frame, &config, &mut shapes.borrow_mut()));
-    if fast == FixedArrival::NotInt {
+    let fast = SHAPES.with(|shapes| sink::classify_fast(frame, &config, &mut shapes.borrow_mut()));
+    if fast == FastArrival::NotInt {
         assert_eq!(extracted, Ok(None));
     }
     let Ok(Some(found)) = extracted else {
-        assert!(!matches!(fast, FixedArrival::Int(_)), "the fast path took what the general path refused");
+        assert!(!matches!(fast, FastArrival::Int(_)), "the fast path took what the general path refused");
         return;
     };
     let header = ReportHeaderRepr::latency(1, 1, 0);
@@ -53,7 +53,7 @@ fuzz_target!(|data: &[u8]| {
     let mut view = FrameBuf::new(&mut buffer, 64, frame.len()).unwrap();
     let removed = sink::strip(&mut view, &found, &config).expect("extract accepted it");
     assert_eq!(view.len() + removed, frame.len());
-    if let FixedArrival::Int(fixed) = fast {
+    if let FastArrival::Int(fixed) = fast {
         assert_eq!(
             (fixed.frame.flow_key(frame), fixed.sequence, fixed.source_hop),
             (Some(found.flow), found.sequence, found.source_hop)
@@ -61,7 +61,7 @@ fuzz_target!(|data: &[u8]| {
         let mut buffer = vec![0u8; 64 + frame.len()];
         buffer[64..].copy_from_slice(frame);
         let mut fast_view = FrameBuf::new(&mut buffer, 64, frame.len()).unwrap();
-        assert_eq!(sink::strip_fixed(&mut fast_view, &fixed, &config), Some(removed));
+        assert_eq!(sink::strip_fast(&mut fast_view, &fixed, &config), Some(removed));
         assert_eq!(fast_view.frame(), view.frame());
     }
 });

@@ -8,10 +8,10 @@
 use std::cell::RefCell;
 
 use int_core::encap::Domain;
-use int_core::fixed::FixedFrame;
+use int_core::fast::FastFrame;
 use int_core::int05::{HopMetadata, ShapeCache};
-use int_core::source::{self, FastBlock, SourceConfig, Template};
-use int_core::transit::{self, TransitConfig};
+use int_core::int05::source::{self, FastBlock, SourceConfig, Template};
+use int_core::int05::transit::{self, TransitConfig};
 use int_core::FrameBuf;
 use libfuzzer_sys::fuzz_target;
 
@@ -60,7 +60,7 @@ fuzz_target!(|frame: &[u8]| {
         // The fast path takes nothing the general path refuses.
         let template = Template::new(&source_config, &hop).unwrap();
         let block = FastBlock::of(&source_config, &template).unwrap();
-        assert!(!FixedFrame::read(frame, 0).is_some_and(|fixed| block.takes(&fixed)));
+        assert!(!FastFrame::read(frame, 0).is_some_and(|fixed| block.takes(&fixed)));
     }
 });
 
@@ -74,7 +74,7 @@ fn fast_source_agrees(
     general: &[u8],
 ) {
     let block = FastBlock::of(config, template).unwrap();
-    let Some(fixed) = FixedFrame::read(frame, 0).filter(|fixed| block.takes(fixed)) else { return };
+    let Some(fixed) = FastFrame::read(frame, 0).filter(|fixed| block.takes(fixed)) else { return };
     assert_eq!(fixed.flow_key(frame), Some(plan.flow));
     let mut buffer = vec![0u8; 128 + frame.len()];
     buffer[128..].copy_from_slice(frame);

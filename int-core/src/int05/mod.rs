@@ -14,7 +14,10 @@ pub mod instruction;
 pub mod md_header;
 pub mod shape;
 pub mod shim;
+pub mod sink;
+pub mod source;
 pub mod tail;
+pub mod transit;
 
 pub use hop::{HopMetadata, HopStack, INVALID};
 pub use instruction::Instructions;

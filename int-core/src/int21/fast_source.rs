@@ -1,6 +1,6 @@
 //! The INT 2.1 source's fast path: an INT-MD block with NPT 0 and the
 //! source's own hop, put after the UDP header or the TCP header without
-//! options of a common frame ([`FixedFrame`]) in a DSCP-marked domain. The
+//! options of a common frame ([`FastFrame`]) in a DSCP-marked domain. The
 //! block is built once; per packet the kept DSCP, the hop's latency and
 //! timestamps and the packet number are written into a copy, and the sum
 //! of the checksums follows from the template's. Any other frame (marked,
@@ -11,7 +11,7 @@
 
 use crate::checksum::{self, word_sum};
 use crate::encap::Encapsulation;
-use crate::fixed::FixedFrame;
+use crate::fast::FastFrame;
 use crate::frame::FrameBuf;
 use crate::locate::PROTO_UDP;
 
@@ -96,7 +96,7 @@ impl FastSource {
     /// length with the whole block. For any other frame the general path
     /// decides, and counts why.
     #[inline(always)]
-    pub fn takes(&self, frame: &FixedFrame) -> bool {
+    pub fn takes(&self, frame: &FastFrame) -> bool {
         let tunnel = frame.flow.protocol() == PROTO_UDP
             && matches!(
                 frame.flow.dst_port(),
@@ -117,7 +117,7 @@ impl FastSource {
     pub fn insert(
         &self,
         frame: &mut FrameBuf<'_>,
-        fixed: &FixedFrame,
+        fixed: &FastFrame,
         times: HopTimes,
         sequence: u32,
     ) -> bool {

@@ -7,8 +7,8 @@ use crate::error::{Layer, ParseError};
 use crate::flow::FlowKey;
 use zerocopy::FromBytes;
 
+use crate::flow::flow_key;
 use crate::locate::{self, IpLocation, L4};
-use crate::source::flow_key;
 
 use super::{Block, Body, Next};
 
@@ -48,7 +48,7 @@ pub struct Found<'a> {
 }
 
 /// What a frame is to a node of an INT 2.1 domain: the same three answers,
-/// by the same rules, as an INT 0.5 sink's [`crate::sink::Arrival`].
+/// by the same rules, as an INT 0.5 sink's [`crate::int05::sink::Arrival`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Arrival<T> {
     /// An INT packet of this domain, checked.
@@ -252,7 +252,7 @@ fn flow_of(
             Ok(flow_key(frame, ip, ip.protocol, src_port, original))
         }
         (Marking::UdpPort(_), Next::IpProtocol(protocol)) => {
-            let (src, dst) = crate::sink::inner_ports(frame, protocol, block_at + block.len(), ip)?;
+            let (src, dst) = crate::int05::sink::inner_ports(frame, protocol, block_at + block.len(), ip)?;
             Ok(flow_key(frame, ip, protocol, src, dst))
         }
         (_, next) => {

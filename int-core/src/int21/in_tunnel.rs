@@ -22,7 +22,7 @@
 use crate::carrier::{self, Carrier};
 use crate::checksum;
 use crate::error::{Layer, ParseError};
-use crate::fixed::FixedFrame;
+use crate::fast::FastFrame;
 use crate::flow::FlowKey;
 use crate::frame::FrameBuf;
 use crate::locate::{self, IpLocation, L4};
@@ -140,7 +140,7 @@ fn outer_udp(frame: &[u8]) -> Option<Outer> {
     // A frame of the common shape tells at fixed offsets whether it is UDP
     // to a tunnel port: most traffic is not, and costs no walk (the walk
     // would find the same).
-    if let Some(fixed) = FixedFrame::read(frame, 0) {
+    if let Some(fixed) = FastFrame::read(frame, 0) {
         let port = fixed.flow.dst_port();
         let tunnel_port = matches!(port, VXLAN_UDP_PORT | vxlan_gpe::UDP_PORT | geneve::UDP_PORT);
         if fixed.flow.protocol() != locate::PROTO_UDP || !tunnel_port {
@@ -182,7 +182,7 @@ pub fn find(frame: &[u8], source_only: SourceOnly) -> Result<Option<InTunnel<'_>
         }
         _ => return Ok(None),
     };
-    let flow = crate::source::flow_key(frame, &ip, locate::PROTO_UDP, src_port, dst_port);
+    let flow = crate::flow::flow_key(frame, &ip, locate::PROTO_UDP, src_port, dst_port);
     Ok(Some(InTunnel { ip, udp_len: length, tunnel, header_at, body, flow }))
 }
 
@@ -390,7 +390,7 @@ pub fn plan(frame: &[u8]) -> Result<Option<TunnelPlan>, ParseError> {
         _ => return Ok(None),
     };
     let leaving_port = if kind == TunnelKind::Vxlan { vxlan_gpe::UDP_PORT } else { dst_port };
-    let flow = crate::source::flow_key(frame, &ip, locate::PROTO_UDP, src_port, leaving_port);
+    let flow = crate::flow::flow_key(frame, &ip, locate::PROTO_UDP, src_port, leaving_port);
     Ok(Some(TunnelPlan { ip, udp_len: length, kind, insert_at, flow }))
 }
 

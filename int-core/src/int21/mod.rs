@@ -12,9 +12,9 @@
 //! the fixed part is 16 bytes, as section 5.3's own MTU formula says (12 B
 //! header + 4 B shim).
 
+pub mod fast_sink;
 pub mod fast_source;
 pub mod find;
-pub mod fixed;
 pub mod hop;
 pub mod in_tunnel;
 pub mod instruction;

@@ -17,10 +17,11 @@
 
 use crate::carrier::{self, Carrier};
 use crate::checksum;
+use crate::flow::flow_key;
 use crate::flow::FlowKey;
 use crate::frame::FrameBuf;
 use crate::locate::{self, IpLocation, IpVersion, L4};
-use crate::source::{flow_key, Skip};
+use crate::skip::Skip;
 
 use super::in_tunnel::{self, TunnelPlan};
 use crate::wire::udp::HEADER_LEN as UDP_LEN;

@@ -15,19 +15,13 @@
 //! as the real stage (`tests/reference.rs`); every other frame they leave
 //! alone.
 
-mod sink;
-mod sink21;
-mod source;
-mod source21;
+pub mod int05;
+pub mod int21;
 mod table;
-mod transit;
 
-pub use sink::{Sink, SinkFlow};
-pub use sink21::{Sink21, Sink21Flow};
-pub use source::Source;
-pub use source21::Source21;
+pub use int05::{Sink, SinkFlow, Source, Transit};
+pub use int21::{Sink21, Sink21Flow, Source21};
 pub use table::FlowSlots;
-pub use transit::Transit;
 
 /// The shim and the metadata header.
 const BLOCK_HEAD_LEN: usize = 12;
@@ -38,6 +32,6 @@ const HOST_INT_BITMAP: [u8; 2] = [0xcc, 0x00];
 
 /// The flow's two words as one key.
 #[inline(always)]
-fn key(frame: &crate::fixed::FixedFrame) -> [u64; 2] {
+fn key(frame: &crate::fast::FastFrame) -> [u64; 2] {
     [frame.flow.addresses, frame.flow.rest]
 }

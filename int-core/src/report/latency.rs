@@ -20,8 +20,8 @@ use super::tr05::{self, NextProto, ReportHeaderRepr};
 use super::{ReportProfile, SinkIdWord};
 use crate::bytes::{be16, be32};
 use crate::error::{EmitError, Layer, ParseError};
+use crate::int05::sink::Extracted;
 use crate::int05::{shim, HopMetadata, IntBlock, MetadataHeaderRepr, ShimRepr, Tail, SEQUENCE_LEN};
-use crate::sink::Extracted;
 use crate::wire::{Ipv4Header, Ipv4Repr};
 
 /// A latency report's header flags: F (a tracked flow), not D or Q.

@@ -29,8 +29,8 @@
 use super::latency::{packet_len, parse_packet, write_packet, PacketIp};
 use super::tr05::{self, NextProto, ReportHeaderRepr, SwitchLocalRepr};
 use crate::error::{EmitError, Layer, ParseError};
+use crate::int05::sink::Extracted;
 use crate::int05::{HopMetadata, IntBlock};
-use crate::sink::Extracted;
 use crate::wire::EtherType;
 
 /// F: a tracked flow.

@@ -9,11 +9,11 @@ use int_core::checksum;
 use int_core::craft::{Ipv6Spec, L4Spec, PacketSpec};
 use int_core::encap::Domain;
 use int_core::encap::Encapsulation;
+use int_core::int05::sink::{self, Extracted};
+use int_core::int05::source::{self, SourceConfig};
+use int_core::int05::transit::{self, Outcome, TransitConfig};
 use int_core::int05::HopMetadata;
 use int_core::locate::{self, L4};
-use int_core::sink::{self, Extracted};
-use int_core::source::{self, SourceConfig};
-use int_core::transit::{self, Outcome, TransitConfig};
 use int_core::FrameBuf;
 use proptest::prelude::*;
 
@@ -321,7 +321,7 @@ pub fn fast_path_ipv6_specs(kept_tos: u8) -> Vec<PacketSpec> {
 }
 
 /// A fast path's flow is the general path's: the same key, hash and slot.
-pub fn same_flow(fixed: &int_core::fixed::FixedFrame, frame: &[u8], general: &int_core::flow::FlowKey) {
+pub fn same_flow(fixed: &int_core::fast::FastFrame, frame: &[u8], general: &int_core::flow::FlowKey) {
     assert_eq!(fixed.flow_key(frame).as_ref(), Some(general), "{frame:02x?}");
     assert_eq!(fixed.flow.hash64(), general.hash64());
     assert_eq!(fixed.flow.slot_key(), int_core::flow::SlotKey::of(general));

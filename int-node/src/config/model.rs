@@ -4,10 +4,10 @@
 use std::net::{IpAddr, Ipv4Addr, SocketAddrV4};
 
 use int_core::encap::Domain;
+use int_core::int05::source::TailStyle;
 use int_core::int05::{Instructions, ShimType};
 use int_core::latency::LatencyConfig;
 use int_core::report::ReportProfile;
-use int_core::source::TailStyle;
 use strum::{EnumString, VariantNames};
 
 #[derive(Debug, Clone)]

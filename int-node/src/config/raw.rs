@@ -4,7 +4,7 @@
 //! that hides every other problem.
 
 use int_core::encap::TcpPlacement;
-use int_core::source::TailStyle;
+use int_core::int05::source::TailStyle;
 use serde::Deserialize;
 
 use super::choice::Choice;

@@ -3,11 +3,11 @@
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddrV4};
 
+use int_core::int05::source::TailStyle;
 use int_core::int05::{instruction, Instructions, ShimType};
 use int_core::int21::Instructions as Int21;
 use int_core::latency::{ChangeRule, LatencyConfig};
 use int_core::report::DEFAULT_COLLECTOR_PORT;
-use int_core::source::TailStyle;
 
 use super::choice::chosen;
 use super::model::{

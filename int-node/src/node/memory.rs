@@ -5,7 +5,7 @@
 
 use crate::config::{Config, IntDomain, ReferenceConfig, StageConfig};
 use crate::flow_table::{table_bytes, Align32, Align64};
-use crate::pipeline::sink::SinkFlow;
+use crate::pipeline::sink_flow::SinkFlow;
 
 /// What one mbuf costs beside its data room: the `rte_mbuf` header (two
 /// cache lines) and the mempool's object header (one).

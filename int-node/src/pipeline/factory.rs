@@ -6,21 +6,22 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use int_core::generate::{Generator, GeneratorSpec};
+use int_core::int05::source::{FastBlock, SourceConfig, Template};
+use int_core::int05::transit::TransitConfig;
 use int_core::reference;
-use int_core::source::{FastBlock, SourceConfig, Template};
-use int_core::transit::TransitConfig;
 
 use super::export::{self, ReportReceiver};
 use super::generate::GenerateStage;
+use super::int05::sink::SinkStage;
+use super::int05::source::SourceStage;
+use super::int05::transit::TransitStage;
+use super::int21::report::Reporter21;
+use super::int21::sink::Sink21Stage;
+use super::int21::source::Source21Stage;
+use super::int21::transit::Transit21Stage;
+use super::rate_limit::RateLimit;
 use super::reference::{Reference, ReferenceStage};
-use super::report21::Reporter21;
-use super::sink::{RateLimit, SinkStage};
-use super::sink21::Sink21Stage;
-use super::source::SourceStage;
-use super::source21::Source21Stage;
 use super::top_flows::{SharedTopFlows, TopFlows};
-use super::transit::TransitStage;
-use super::transit21::Transit21Stage;
 use super::{Pipeline, Stage};
 use crate::config::{
     ClockSource, Config, GenerateInstrument, GenerateSettings, IntDomain, Mode, PipelineConfig,
@@ -233,7 +234,7 @@ fn sink_stage(
             rx_timestamps,
             last_sweep_ns: 0,
             rx_clock_offset: 0,
-            jump_per_coarse_ms: super::sink::packets_per_coarse_ms(settings.max_flow_pps),
+            jump_per_coarse_ms: super::sink_flow::packets_per_coarse_ms(settings.max_flow_pps),
             top: TopFlows::default(),
         })),
     };

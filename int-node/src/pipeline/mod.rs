@@ -8,16 +8,13 @@ pub mod factory;
 pub mod generate;
 #[cfg(feature = "lab")]
 pub mod impair;
+pub mod int05;
+pub mod int21;
+pub mod rate_limit;
 pub mod reference;
 pub mod reload;
-pub mod report21;
-pub mod sink;
-pub mod sink21;
-pub mod source;
-pub mod source21;
+pub mod sink_flow;
 pub mod top_flows;
-pub mod transit;
-pub mod transit21;
 
 #[cfg(test)]
 mod shared_mbufs;
@@ -36,12 +33,12 @@ const GENERATOR_TX_ATTEMPTS: u32 = 20_000;
 
 pub enum Stage {
     Forward,
-    Source(Box<source::SourceStage>),
-    Transit(Box<transit::TransitStage>),
-    Sink(Box<sink::SinkStage>),
-    Source21(Box<source21::Source21Stage>),
-    Transit21(Box<transit21::Transit21Stage>),
-    Sink21(Box<sink21::Sink21Stage>),
+    Source(Box<int05::source::SourceStage>),
+    Transit(Box<int05::transit::TransitStage>),
+    Sink(Box<int05::sink::SinkStage>),
+    Source21(Box<int21::source::Source21Stage>),
+    Transit21(Box<int21::transit::Transit21Stage>),
+    Sink21(Box<int21::sink::Sink21Stage>),
     #[cfg(feature = "lab")]
     Impair(Box<impair::ImpairStage>),
     Reference(Box<reference::ReferenceStage>),

@@ -7,12 +7,12 @@ use std::net::Ipv4Addr;
 
 use int_core::craft::PacketSpec;
 use int_core::encap::Domain;
+use int_core::int05::source::{FastBlock, SourceConfig, Template};
+use int_core::int05::transit::TransitConfig;
 use int_core::int05::ShapeCache;
-use int_core::source::{FastBlock, SourceConfig, Template};
-use int_core::transit::TransitConfig;
 
-use super::source::SourceStage;
-use super::transit::TransitStage;
+use super::int05::source::SourceStage;
+use super::int05::transit::TransitStage;
 use crate::clock::Clock;
 use crate::config::{MarkedPolicy, Prefix, Rule};
 use crate::dpdk::eal::Eal;

@@ -1,12 +1,12 @@
 //! The reference INT 2.1 source: a DSCP-marked domain's INT-MD block, built
 //! once, after the UDP header or the TCP header, numbered per flow from 1.
 
-use super::{key, FlowSlots};
-use crate::fixed::FixedFrame;
+use crate::fast::FastFrame;
 use crate::frame::FrameBuf;
 use crate::int21::fast_source::{FastSource, HopTimes};
 use crate::int21::source::SourceConfig;
 use crate::int21::HopMetadata;
+use crate::reference::{key, FlowSlots};
 
 pub struct Source21 {
     block: FastSource,
@@ -28,7 +28,7 @@ impl Source21 {
     /// would exceed the MTU, or when the flow table is full.
     #[inline(always)]
     pub fn instrument(&mut self, frame: &mut FrameBuf<'_>, times: HopTimes) -> bool {
-        let Some(fixed) = FixedFrame::read_ipv4(frame.frame(), 0) else { return false };
+        let Some(fixed) = FastFrame::read_ipv4(frame.frame(), 0) else { return false };
         if !self.block.takes(&fixed) {
             return false;
         }

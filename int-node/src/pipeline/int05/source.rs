@@ -8,16 +8,17 @@
 use std::net::SocketAddrV4;
 
 use int_core::encap::Domain;
-use int_core::fixed::FixedFrame;
+use int_core::fast::FastFrame;
+use int_core::int05::sink::{self, Arrival};
+use int_core::int05::source::{self, FastBlock, SourceConfig, Template};
 use int_core::int05::{HopMetadata, ShapeCache};
-use int_core::sink::{self, Arrival};
-use int_core::source::{self, FastBlock, Skip, SourceConfig, Template};
+use int_core::skip::Skip;
 
-use super::top_flows::TopFlows;
 use crate::clock::Clock;
 use crate::config::{MarkedPolicy, Rule};
 use crate::dpdk::mbuf::{Burst, RxClock, BURST};
 use crate::flow_table::{sweep_budget, Admission, FlowTable};
+use crate::pipeline::top_flows::TopFlows;
 use crate::stats::{Counter, Counters};
 
 pub struct SourceStage {
@@ -53,7 +54,7 @@ pub struct Lanes {
 /// A packet on the fast path: its frame's parts and its flow's hash.
 #[derive(Debug, Clone, Copy, Default)]
 struct FastPlan {
-    frame: FixedFrame,
+    frame: FastFrame,
     hash: u64,
 }
 
@@ -94,7 +95,7 @@ impl SourceStage {
         // marked (edge policy to apply); or leaves the burst.
         let (mut fast, mut general, mut marked, mut drop) = (0u32, 0u32, 0u32, 0u32);
         for i in 0..burst.len() {
-            let Some(frame) = super::frame_ahead(burst, i, counters) else { continue };
+            let Some(frame) = crate::pipeline::frame_ahead(burst, i, counters) else { continue };
             if let Some(plan) = self.fast_plan(frame) {
                 if let Some(lane) = self.lanes.fast.get_mut(i) {
                     *lane = plan;
@@ -147,7 +148,7 @@ impl SourceStage {
     #[inline(always)]
     fn fast_plan(&self, frame: &[u8]) -> Option<FastPlan> {
         let block = self.fast.as_ref()?;
-        let fixed = FixedFrame::read(frame, 0).filter(|fixed| block.takes(fixed))?;
+        let fixed = FastFrame::read(frame, 0).filter(|fixed| block.takes(fixed))?;
         if !fast_flow_watched(&fixed, frame, &self.watchlist, self.own_reports_to) {
             return None;
         }
@@ -389,7 +390,7 @@ pub(crate) fn skip_counter(skip: Skip) -> Counter {
 /// general path counts why it does not). `fixed` was read from `frame`.
 #[inline(always)]
 pub(crate) fn fast_flow_watched(
-    fixed: &FixedFrame,
+    fixed: &FastFrame,
     frame: &[u8],
     watchlist: &[Rule],
     own_reports_to: Option<SocketAddrV4>,

@@ -18,22 +18,22 @@
 //! Host-INT's, and reports the losses it declares by the rule of
 //! [`int_core::report::tr20_loss`]. The reports of a burst or a sweep step
 //! share one datagram. INT-MX packets are stripped and reported with this
-//! node's metadata as every MX node reports (see [`super::report21`]).
+//! node's metadata as every MX node reports (see [`crate::pipeline::int21::report`]).
 
 use int_core::flow::FlowKey;
-use int_core::int21::fixed::{self, FixedArrival, FixedInt};
+use int_core::int21::fast_sink::{self, FastArrival, FastInt};
 use int_core::int21::{sink, Arrival, Domain, HopMetadata};
 use int_core::latency::LatencyConfig;
 use int_core::report::tr20::{self, DropInfo, InType};
 use int_core::report::tr20_loss::{self, LossReport};
 
-use super::report21::{Reporter21, Subject};
-use super::sink::{plausible_jump, record_sequence, LossPass, SinkFlow};
-use super::top_flows::TopFlows;
 use crate::clock::Clock;
 use crate::config::{MalformedPolicy, SinkSettings};
 use crate::dpdk::mbuf::{Burst, RxClock};
 use crate::flow_table::{sweep_budget, Admission, Align64, FlowRef, FlowTable, SWEEP_STEPS};
+use crate::pipeline::int21::report::{Reporter21, Subject};
+use crate::pipeline::sink_flow::{plausible_jump, record_sequence, LossPass, SinkFlow};
+use crate::pipeline::top_flows::TopFlows;
 use crate::stats::{Counter, Counters};
 
 /// The sink's metadata in a latency report: level 1 ports, ingress and
@@ -66,7 +66,7 @@ pub struct Sink21Stage {
     /// RX-timestamp time minus host-clock time at the last packet: the
     /// sweep's timeouts run on the packets' clock.
     pub rx_clock_offset: i64,
-    /// [`super::sink::packets_per_coarse_ms`] at `max_flow_pps`.
+    /// [`crate::pipeline::int05::sink::packets_per_coarse_ms`] at `max_flow_pps`.
     pub jump_per_coarse_ms: u64,
     /// The busiest and slowest flows, ranked as the sweep goes.
     pub top: TopFlows,
@@ -74,8 +74,11 @@ pub struct Sink21Stage {
 
 impl Sink21Stage {
     /// New report settings, between bursts; returns the ones replaced.
-    pub fn set_reports(&mut self, reports: super::reload::SinkReports) -> super::reload::SinkReports {
-        let old = super::reload::SinkReports {
+    pub fn set_reports(
+        &mut self,
+        reports: crate::pipeline::reload::SinkReports,
+    ) -> crate::pipeline::reload::SinkReports {
+        let old = crate::pipeline::reload::SinkReports {
             latency: self.latency,
             max_skew_ns: self.settings.max_skew_ns,
             rate_limit: self.reporter.rate_limit(),
@@ -135,14 +138,14 @@ impl Sink21Stage {
     pub fn process(&mut self, burst: &mut Burst, burst_ns: u64, counters: &mut Counters) {
         let mut drop = 0u32;
         for i in 0..burst.len() {
-            let Some(frame) = super::frame_ahead(burst, i, counters) else { continue };
-            let keep = match fixed::extract_fixed(frame, &self.domain) {
-                FixedArrival::Int(fast) => self.take_fast(burst, i, &fast, burst_ns, counters),
-                FixedArrival::NotInt => {
+            let Some(frame) = crate::pipeline::frame_ahead(burst, i, counters) else { continue };
+            let keep = match fast_sink::extract_fast(frame, &self.domain) {
+                FastArrival::Int(fast) => self.take_fast(burst, i, &fast, burst_ns, counters),
+                FastArrival::NotInt => {
                     counters.inc(Counter::not_int);
                     true
                 }
-                FixedArrival::Other => self.take_general(burst, i, burst_ns, counters),
+                FastArrival::Other => self.take_general(burst, i, burst_ns, counters),
             };
             if !keep {
                 drop |= 1 << i;
@@ -162,7 +165,7 @@ impl Sink21Stage {
         now_ns
     }
 
-    /// Packet `i`, INT-MD of the common shape ([`fixed::extract_fixed`]):
+    /// Packet `i`, INT-MD of the common shape ([`fast_sink::extract_fast`]):
     /// tracked, reported when its flow's latency changed (read again by the
     /// general path for the report, a packet in a hundred or so) or when it
     /// carries D, and restored. Returns whether it goes on.
@@ -171,7 +174,7 @@ impl Sink21Stage {
         &mut self,
         burst: &mut Burst,
         i: usize,
-        fast: &FixedInt,
+        fast: &FastInt,
         burst_ns: u64,
         counters: &mut Counters,
     ) -> bool {
@@ -190,7 +193,7 @@ impl Sink21Stage {
                 }
             }
         }
-        let restored = matches!(burst.with_frame(i, |f| fixed::strip_fixed(f, fast)), Some(Some(_)));
+        let restored = matches!(burst.with_frame(i, |f| fast_sink::strip_fast(f, fast)), Some(Some(_)));
         self.restored(restored, fast.discard, counters)
     }
 
@@ -316,7 +319,7 @@ impl Sink21Stage {
             (LATENCY_MD_BITS, Counter::reports_latency)
         };
         let drop = found.discard.then_some(DropInfo { queue_id: 0, reason: tr20::DROP_DISCARD_ASKED });
-        let in_type = super::report21::in_type_of(found.ip.version);
+        let in_type = crate::pipeline::int21::report::in_type_of(found.ip.version);
         let subject = Subject { packet: inner, in_type, rep_md_bits, metadata, drop };
         self.reporter.report(subject, now_ns, kind, counters);
     }
@@ -344,6 +347,6 @@ impl Sink21Stage {
 /// an IPv6 flow's addresses beside its slot, so such a flow is named by
 /// its key. Out of line, to keep IPv4's path as short as it was.
 #[inline(never)]
-fn ipv6_key(burst: &Burst, i: usize, fast: &FixedInt) -> Option<FlowKey> {
+fn ipv6_key(burst: &Burst, i: usize, fast: &FastInt) -> Option<FlowKey> {
     burst.data(i).and_then(|frame| fast.frame.flow_key(frame))
 }

@@ -29,11 +29,12 @@ use crate::carrier::{self, Carrier};
 use crate::checksum;
 use crate::encap::{Encapsulation, TcpPlacement, EXTENSION_UDP_LEN};
 use crate::error::{EmitError, ParseError};
-use crate::fixed::FixedFrame;
-use crate::flow::FlowKey;
+use crate::fast::FastFrame;
+use crate::flow::{flow_key, FlowKey};
 use crate::frame::FrameBuf;
 use crate::int05::{self, HopMetadata, Instructions, IntBlock, MetadataHeaderRepr, ShimType, Tail, TailRepr};
 use crate::locate::{self, IpLocation, IpVersion, L4};
+use crate::skip::Skip;
 use crate::wire::UdpRepr;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,28 +126,6 @@ impl SourceConfig {
         }
         Ok(())
     }
-}
-
-/// Why a packet leaves the source untouched. Each is counted by the node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Skip {
-    /// Neither IPv4 nor IPv6.
-    NotIp,
-    NotTcpUdp,
-    /// A fragment, first or later: never instrumented (a later one has no
-    /// L4 header; growing a first one would leave the later ones' offsets
-    /// behind, and its L4 length and checksum cover the whole datagram).
-    Fragment,
-    /// A fragment that carries this domain's INT mark (DSCP encapsulation).
-    MarkedFragment,
-    /// Already carries this domain's INT mark or port: not instrumented twice.
-    AlreadyMarked,
-    /// The result would exceed the MTU.
-    TooBig,
-    /// The buffer has too little headroom (a node bug or a tiny mbuf).
-    NoHeadroom,
-    /// The headers lie; the packet is forwarded as it is.
-    Malformed(ParseError),
 }
 
 /// A packet the source will instrument: its flow and where INT goes.
@@ -243,32 +222,6 @@ pub fn clear_mark(frame: &mut [u8], config: &SourceConfig) -> bool {
     let tos = ip.tos & !config.encapsulation.tos_mask();
     carrier::rewrite_ip(frame, &ip, tos, ip.ip_len(), ip.protocol);
     true
-}
-
-#[inline]
-pub(crate) fn flow_key(frame: &[u8], ip: &IpLocation, protocol: u8, src_port: u16, dst_port: u16) -> FlowKey {
-    match ip.version {
-        IpVersion::V4 => {
-            let addr = |at: usize| match frame.get(at..at + 4) {
-                Some(&[a, b, c, d]) => core::net::Ipv4Addr::new(a, b, c, d),
-                _ => core::net::Ipv4Addr::UNSPECIFIED,
-            };
-            FlowKey::v4(addr(ip.l3 + 12), addr(ip.l3 + 16), protocol, src_port, dst_port)
-        }
-        IpVersion::V6 => flow_key_v6(frame, ip.l3, protocol, src_port, dst_port),
-    }
-}
-
-/// [`flow_key`] of an IPv6 packet, out of line: the common frame is IPv4,
-/// and its path stays short.
-#[cold]
-#[inline(never)]
-fn flow_key_v6(frame: &[u8], l3: usize, protocol: u8, src_port: u16, dst_port: u16) -> FlowKey {
-    let addr = |at: usize| {
-        let octets: [u8; 16] = frame.get(at..at + 16).and_then(|b| b.try_into().ok()).unwrap_or_default();
-        core::net::IpAddr::V6(octets.into())
-    };
-    FlowKey { src: addr(l3 + 8), dst: addr(l3 + 24), protocol, src_port, dst_port }
 }
 
 /// The INT block a source writes, built once per configuration and node:
@@ -434,7 +387,7 @@ const FAST_EGRESS_AT: usize = 24;
 const FAST_SEQUENCE_AT: usize = 28;
 
 /// The source's fast path: Host-INT's block into a frame of the common
-/// shape ([`FixedFrame`]), with fixed offsets and sizes. It writes what
+/// shape ([`FastFrame`]), with fixed offsets and sizes. It writes what
 /// [`plan`] and [`insert_with`] write for those frames (a property test
 /// holds the two together over every one-byte change and cut); every other
 /// frame, and every other configuration, takes the general path.
@@ -477,7 +430,7 @@ impl FastBlock {
     /// within the MTU and UDP's 16-bit length once the block is in. For any
     /// other frame the general path decides, and counts why.
     #[inline(always)]
-    pub fn takes(&self, frame: &FixedFrame) -> bool {
+    pub fn takes(&self, frame: &FastFrame) -> bool {
         !self.encapsulation.tos_is_marked(frame.tos)
             && frame.ip_len() + FAST_BLOCK_LEN <= self.max_ip_len
             && usize::from(frame.carrier_len) + FAST_BLOCK_LEN <= usize::from(u16::MAX)
@@ -487,7 +440,7 @@ impl FastBlock {
     /// timestamps, into a frame [`FastBlock::takes`]. False (frame
     /// unchanged) when the headroom is too small.
     #[inline(always)]
-    pub fn insert(&self, frame: &mut FrameBuf<'_>, fixed: &FixedFrame, sequence: u32, time: u32) -> bool {
+    pub fn insert(&self, frame: &mut FrameBuf<'_>, fixed: &FastFrame, sequence: u32, time: u32) -> bool {
         if !frame.open_gap(fixed.payload_at(), FAST_BLOCK_LEN) {
             return false;
         }

@@ -1,11 +1,11 @@
 //! The reference source: Host-INT's 36-byte block after the UDP header or
 //! the TCP header, numbered per flow from 1.
 
-use super::{key, FlowSlots};
-use crate::fixed::FixedFrame;
+use crate::fast::FastFrame;
 use crate::frame::FrameBuf;
+use crate::int05::source::{FastBlock, SourceConfig, Template};
 use crate::int05::HopMetadata;
-use crate::source::{FastBlock, SourceConfig, Template};
+use crate::reference::{key, FlowSlots};
 
 pub struct Source {
     block: FastBlock,
@@ -28,7 +28,7 @@ impl Source {
     /// would exceed the MTU, or when the flow table is full.
     #[inline(always)]
     pub fn instrument(&mut self, frame: &mut FrameBuf<'_>, time: u32) -> bool {
-        let Some(fixed) = FixedFrame::read_ipv4(frame.frame(), 0) else { return false };
+        let Some(fixed) = FastFrame::read_ipv4(frame.frame(), 0) else { return false };
         if !self.block.takes(&fixed) {
             return false;
         }

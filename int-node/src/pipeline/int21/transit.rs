@@ -5,9 +5,9 @@
 use int_core::int21::transit::{self, NotPushed, Outcome};
 use int_core::int21::{Domain, HopMetadata};
 
-use super::report21::Reporter21;
 use crate::clock::Clock;
 use crate::dpdk::mbuf::{Burst, RxClock};
+use crate::pipeline::int21::report::Reporter21;
 use crate::stats::{Counter, Counters};
 
 pub struct Transit21Stage {
@@ -27,7 +27,7 @@ impl Transit21Stage {
         let now_ns = clock.now_ns();
         for i in 0..burst.len() {
             burst.prefetch(i + 1);
-            if let Some(counter) = super::unwritable(burst, i) {
+            if let Some(counter) = crate::pipeline::unwritable(burst, i) {
                 counters.inc(counter);
                 continue;
             }
@@ -49,7 +49,14 @@ impl Transit21Stage {
                 Some(Ok(Outcome::MtuExceeded)) => Counter::mtu_exceeded,
                 Some(Ok(Outcome::Mx)) => {
                     if let (Some(reporter), Some(frame)) = (self.reporter.as_mut(), burst.data(i)) {
-                        super::source21::report_mx(reporter, frame, &self.domain, hop, now_ns, counters);
+                        crate::pipeline::int21::source::report_mx(
+                            reporter,
+                            frame,
+                            &self.domain,
+                            hop,
+                            now_ns,
+                            counters,
+                        );
                     }
                     Counter::mx_passed
                 }

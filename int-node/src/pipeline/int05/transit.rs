@@ -1,8 +1,8 @@
 //! The transit stage: pushes this node's metadata onto packets that already
 //! carry INT 0.5 (values a software node cannot know are 0xFFFFFFFF).
 
+use int_core::int05::transit::{self, NotPushed, Outcome, TransitConfig};
 use int_core::int05::{HopMetadata, ShapeCache};
-use int_core::transit::{self, NotPushed, Outcome, TransitConfig};
 use int_core::FrameBuf;
 
 use crate::clock::Clock;
@@ -43,7 +43,7 @@ impl TransitStage {
                     .unwrap_or_else(|| transit::push_with(f, config, &hop, shapes))
             };
             let counter = match burst.with_frame(i, push) {
-                None => super::unwritable(burst, i).unwrap_or(Counter::shared_mbuf),
+                None => crate::pipeline::unwritable(burst, i).unwrap_or(Counter::shared_mbuf),
                 Some(Ok(Outcome::Pushed(_))) => Counter::pushed,
                 Some(Ok(Outcome::MaxHopReached)) => Counter::max_hop_reached,
                 Some(Ok(Outcome::DestinationOnly)) => Counter::destination_only,

@@ -5,86 +5,28 @@
 //! report and counts it.
 
 use int_core::encap::Domain;
-use int_core::flow::FlowKey;
+use int_core::int05::sink::{self, Arrival, FastArrival, FastInt};
 use int_core::int05::{HopMetadata, ShapeCache, SourceHop};
-use int_core::latency::{LatencyConfig, LatencyState, ReportReason};
+use int_core::latency::{LatencyConfig, ReportReason};
 use int_core::locate::IpVersion;
-use int_core::loss::{PendingLoss, SeqEvent, SequenceTracker};
 use int_core::report::tr05::SwitchLocalRepr;
 use int_core::report::tr05_flow::FlowReport;
 use int_core::report::{
     DropSummaryReport, DropSummaryRepr, LatencyReport, NextProto, ReportForm, ReportHeaderRepr, ReportProfile,
 };
-use int_core::sink::{self, Arrival, FixedArrival, FixedInt};
 use int_core::DropReason;
 
-use super::export::{QueueError, ReportSender};
-use super::top_flows::TopFlows;
 use crate::clock::Clock;
 use crate::config::{MalformedPolicy, SinkSettings};
 use crate::dpdk::mbuf::{Burst, RxClock, BURST};
 use crate::flow_table::{sweep_budget, Admission, Align64, FlowTable, SWEEP_STEPS};
+use crate::pipeline::export::{QueueError, ReportSender};
+use crate::pipeline::rate_limit::RateLimit;
+use crate::pipeline::sink_flow::{
+    packets_per_coarse_ms, plausible_jump, record_sequence, LossPass, LossReports, SinkFlow,
+};
+use crate::pipeline::top_flows::TopFlows;
 use crate::stats::{Counter, Counters};
-
-/// One flow's state at the sink: 44 bytes, so that with its key, tag and
-/// ageing time the table slot is one 64-byte cache line. Per-flow counts
-/// (duplicates, reordering, losses) go straight to the pipeline's counters.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct SinkFlow {
-    pub sequence: SequenceTracker,
-    pub latency: LatencyState,
-    pub source_node: u32,
-    pub source_port: u16,
-    /// Packets seen, saturating: a flow of one packet may be evicted from
-    /// a full table by a new one.
-    pub packets: u16,
-}
-
-impl SinkFlow {
-    fn evictable(&self) -> bool {
-        self.packets <= 1
-    }
-}
-
-/// Reports per second with a burst allowance; refilled from the host clock.
-pub struct RateLimit {
-    per_second: u64,
-    tokens: u64,
-    last_ns: u64,
-}
-
-impl RateLimit {
-    pub fn new(per_second: u32) -> Self {
-        RateLimit { per_second: u64::from(per_second), tokens: Self::burst(per_second), last_ns: 0 }
-    }
-
-    pub fn per_second(&self) -> u32 {
-        self.per_second.min(u64::from(u32::MAX)) as u32
-    }
-
-    fn burst(per_second: u32) -> u64 {
-        u64::from(per_second / 10).max(16)
-    }
-
-    #[inline]
-    pub fn allow(&mut self, now_ns: u64) -> bool {
-        if self.per_second == 0 {
-            return true;
-        }
-        // At most a second's worth: the first call sees the whole epoch.
-        let elapsed = now_ns.saturating_sub(self.last_ns).min(1_000_000_000);
-        let refill = elapsed * self.per_second / 1_000_000_000;
-        if refill > 0 {
-            self.tokens = (self.tokens + refill).min(Self::burst(self.per_second as u32));
-            self.last_ns = now_ns;
-        }
-        if self.tokens == 0 {
-            return false;
-        }
-        self.tokens -= 1;
-        true
-    }
-}
 
 /// One-way latency from a source's 32-bit timestamp (low bits of epoch ns)
 /// to the sink's time, in ns: `Err(skew)` when the sink's clock is behind
@@ -99,20 +41,6 @@ pub fn one_way_latency(sink_ns: u64, source_ts: u32, max_skew_ns: u32) -> Result
         return Err(behind);
     }
     Ok(difference)
-}
-
-/// Packets a flow can send per coarse ms (2^20 ns) at `max_flow_pps`,
-/// rounded up: worked out once, so that the per-packet bound is a multiply.
-pub(crate) fn packets_per_coarse_ms(max_flow_pps: u64) -> u64 {
-    (u128::from(max_flow_pps) << 20).div_ceil(1_000_000_000).min(u128::from(u32::MAX)) as u64
-}
-
-/// The largest sequence jump a flow can make in `idle_ms` coarse ms (plus
-/// the one under way), plus the reordering window.
-#[inline]
-pub(crate) fn plausible_jump(per_coarse_ms: u64, idle_ms: u32) -> u32 {
-    let packets = per_coarse_ms.saturating_mul(u64::from(idle_ms) + 1);
-    packets.saturating_add(u64::from(int_core::loss::WINDOW)).min(u64::from(int_core::loss::MAX_JUMP)) as u32
 }
 
 /// What the sink tracks of a packet, from either path.
@@ -190,7 +118,7 @@ fn track(
 /// bits say: kept in the stage, never cleared per burst.
 #[derive(Default)]
 pub struct SinkLanes {
-    fast: [(FixedInt, u64); BURST],
+    fast: [(FastInt, u64); BURST],
     general: [(sink::Extracted, u64); BURST],
 }
 
@@ -252,8 +180,11 @@ impl SinkStage {
     }
 
     /// New report settings, between bursts; returns the ones replaced.
-    pub fn set_reports(&mut self, reports: super::reload::SinkReports) -> super::reload::SinkReports {
-        let old = super::reload::SinkReports {
+    pub fn set_reports(
+        &mut self,
+        reports: crate::pipeline::reload::SinkReports,
+    ) -> crate::pipeline::reload::SinkReports {
+        let old = crate::pipeline::reload::SinkReports {
             latency: self.rules.latency,
             max_skew_ns: self.rules.max_skew_ns,
             rate_limit: self.limit.per_second(),
@@ -290,9 +221,9 @@ impl SinkStage {
         // leaves the burst (dropped by policy).
         let (mut fast, mut general, mut drop) = (0u32, 0u32, 0u32);
         for i in 0..burst.len() {
-            let Some(frame) = super::frame_ahead(burst, i, counters) else { continue };
-            match sink::classify_fixed(frame, &self.domain, &mut self.shapes) {
-                FixedArrival::Int(found) => {
+            let Some(frame) = crate::pipeline::frame_ahead(burst, i, counters) else { continue };
+            match sink::classify_fast(frame, &self.domain, &mut self.shapes) {
+                FastArrival::Int(found) => {
                     let hash = found.frame.flow.hash64();
                     self.flows.prefetch(hash);
                     if let Some(lane) = self.lanes.fast.get_mut(i) {
@@ -300,8 +231,8 @@ impl SinkStage {
                         fast |= 1 << i;
                     }
                 }
-                FixedArrival::NotInt => counters.inc(Counter::not_int),
-                FixedArrival::Other => {
+                FastArrival::NotInt => counters.inc(Counter::not_int),
+                FastArrival::Other => {
                     if let Some(entry) = self.extract_one(frame, i, &mut drop, counters) {
                         if let Some(lane) = self.lanes.general.get_mut(i) {
                             *lane = entry;
@@ -348,7 +279,7 @@ impl SinkStage {
             self.report_found_again(burst, i, now_ns, counters);
         }
         let domain = &self.domain;
-        burst.with_frame(i, |f| sink::strip_fixed(f, &found, domain)) == Some(Some(found.removed_len()))
+        burst.with_frame(i, |f| sink::strip_fast(f, &found, domain)) == Some(Some(found.removed_len()))
     }
 
     /// The second pass for a packet on the general path.
@@ -556,49 +487,6 @@ impl SinkStage {
     }
 }
 
-/// Records a packet number in the flow's loss state and counts what it
-/// says (losses declared, duplicates, reordering, restarts).
-pub(crate) fn record_sequence(
-    flow: &mut SinkFlow,
-    sequence: u32,
-    max_jump: u32,
-    now_ns: u64,
-    counters: &mut Counters,
-) {
-    let recorded = flow.sequence.record(sequence, now_ns, max_jump);
-    if recorded.declared_lost != 0 {
-        counters.add(Counter::lost_packets, u64::from(recorded.declared_lost));
-    }
-    match recorded.event {
-        SeqEvent::Duplicate => counters.inc(Counter::seq_duplicates),
-        SeqEvent::Reordered => counters.inc(Counter::seq_reordered),
-        SeqEvent::Late => counters.inc(Counter::seq_late),
-        SeqEvent::Restart => counters.inc(Counter::seq_restarts),
-        SeqEvent::Implausible => counters.inc(Counter::seq_implausible),
-        SeqEvent::First | SeqEvent::InOrder | SeqEvent::Ahead { .. } => {}
-    }
-}
-
-/// One step of a sink's sweep over its flows: holes of flows silent for
-/// the loss timeout are declared lost, declared losses are reported (in
-/// whatever format the domain speaks), idle flows are aged out.
-pub(crate) struct LossPass<'a> {
-    pub now_ns: u64,
-    /// At shutdown: every hole is lost, every flow goes.
-    pub final_pass: bool,
-    pub settings: &'a SinkSettings,
-    /// Where the visited flows are ranked.
-    pub top: &'a mut TopFlows,
-}
-
-/// Where a sink's loss reports go: the report ring, or a datagram being
-/// filled for it. Losses wait in their flow while there is no room or the
-/// rate limit says no.
-pub(crate) trait LossReports {
-    fn has_room(&self) -> bool;
-    fn allow(&mut self, now_ns: u64) -> bool;
-}
-
 /// An INT 0.5 sink's report ring and rate limit.
 pub(crate) struct Ring<'a> {
     sender: &'a mut ReportSender,
@@ -616,73 +504,13 @@ impl LossReports for Ring<'_> {
     }
 }
 
-impl LossPass<'_> {
-    /// Visits `budget` slots; `send` reports one flow's declared losses
-    /// and counts what became of the report.
-    pub fn sweep<R: LossReports, F>(
-        self,
-        flows: &mut FlowTable<SinkFlow, Align64>,
-        budget: usize,
-        reports: &mut R,
-        counters: &mut Counters,
-        mut send: F,
-    ) where
-        F: FnMut(&mut R, &FlowKey, &SinkFlow, PendingLoss, &mut Counters),
-    {
-        // Idle times come in coarse ms (ns >> 20), rounded up here.
-        let coarse_ms = |ms: u64| (ms * 1_000_000).div_ceil(1 << 20).min(u64::from(u32::MAX)) as u32;
-        let (loss_limit, idle_limit) =
-            (coarse_ms(self.settings.loss_timeout_ms), coarse_ms(self.settings.idle_timeout_ms));
-        let max_delay_ns = self.settings.max_report_delay_ms.saturating_mul(1_000_000);
-        let (now_ns, final_pass, top) = (self.now_ns, self.final_pass, self.top);
-        let removed = flows.sweep(budget, now_ns, |key, flow, idle| {
-            let packets = flow.sequence.highest().unwrap_or(u32::from(flow.packets));
-            let source_node = flow.source_node;
-            top.offer(packets, flow.latency.last_reported(), || Some((key.flow()?, source_node)));
-            let expire = final_pass || idle > idle_limit;
-            let settled = expire || idle >= loss_limit;
-            // Holes of a flow silent for the loss timeout will not fill.
-            if flow.sequence.has_holes() && settled {
-                counters.add(Counter::lost_packets, u64::from(flow.sequence.flush(now_ns)));
-            }
-            // Losses are coalesced: one report once the flow is silent, or
-            // once the first of them has waited long enough.
-            let due = flow.sequence.pending_count() > 0
-                && (settled || flow.sequence.pending_age_ns(now_ns) >= max_delay_ns);
-            // Losses wait in the flow (not lost) while the ring is full or
-            // the rate limit says no; at shutdown a full ring is counted.
-            if due && !reports.has_room() {
-                if final_pass {
-                    counters.inc(Counter::reports_ring_full);
-                }
-            } else if due {
-                if !reports.allow(now_ns) {
-                    counters.inc(Counter::reports_suppressed);
-                } else if let Some(pending) = flow.sequence.take_pending(now_ns) {
-                    // An IPv6 flow in a table that keeps no addresses
-                    // (INT 0.5: no report has an IPv6 form): its losses
-                    // are counted, and no report names it.
-                    match key.flow() {
-                        Some(key) => send(reports, &key, flow, pending, counters),
-                        None => counters.inc(Counter::reports_unkeyed),
-                    }
-                }
-            }
-            // A flow with losses not yet reported stays until they are out;
-            // at shutdown everything goes.
-            expire && (final_pass || flow.sequence.pending_count() == 0)
-        });
-        counters.add(Counter::flows_expired, removed as u64);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::pipeline::export::{report_ring, ReportReceiver, REPORT_MAX};
     use int_core::craft::PacketSpec;
+    use int_core::int05::source::{self, SourceConfig};
     use int_core::report::{self, SinkIdWord};
-    use int_core::source::{self, SourceConfig};
     use int_core::FrameBuf;
 
     const MS: u64 = 1_000_000;

@@ -33,13 +33,13 @@ use crate::carrier::{self, Carrier};
 use crate::checksum;
 use crate::encap::{Domain, Encapsulation, EXTENSION_UDP_LEN};
 use crate::error::{Layer, ParseError};
-use crate::fixed::FixedFrame;
+use crate::fast::FastFrame;
+use crate::flow::flow_key;
 use crate::flow::FlowKey;
 use crate::frame::FrameBuf;
 use crate::int05::tail::HEADER_LEN as TAIL_LEN;
 use crate::int05::{MetadataHeaderRepr, ShapeCache, ShimType, SourceHop, Tail, TailRepr};
 use crate::locate::{self, Fragment, IpLocation, L4};
-use crate::source::flow_key;
 use crate::wire::{TcpHeader, UdpHeader};
 
 /// An INT packet found in a frame, with everything the sink needs after the
@@ -292,15 +292,15 @@ fn pseudo_header_sum(frame: &[u8], ip: &IpLocation) -> u32 {
         + (length & 0xffff)
 }
 
-/// What a frame of the common shape ([`FixedFrame`]) is to a sink of the
+/// What a frame of the common shape ([`FastFrame`]) is to a sink of the
 /// DSCP encapsulation ([`classify`] decides what it leaves).
-pub type FixedArrival = crate::fixed::FixedArrival<FixedInt>;
+pub type FastArrival = crate::fast::FastArrival<FastInt>;
 
 /// An INT packet of the common shape: what a sink needs of it between the
 /// passes over its burst, and to restore it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct FixedInt {
-    pub frame: FixedFrame,
+pub struct FastInt {
+    pub frame: FastFrame,
     pub shim_type: ShimType,
     pub header: MetadataHeaderRepr,
     pub sequence: Option<u32>,
@@ -309,7 +309,7 @@ pub struct FixedInt {
     block_len: u16,
 }
 
-impl FixedInt {
+impl FastInt {
     /// Bytes the sink removes.
     pub fn removed_len(&self) -> usize {
         usize::from(self.block_len)
@@ -328,28 +328,28 @@ impl FixedInt {
 /// [`classify`] (a property test holds the two together over every
 /// one-byte change and cut).
 #[inline(always)]
-pub fn classify_fixed(frame: &[u8], config: &Domain, shapes: &mut ShapeCache) -> FixedArrival {
+pub fn classify_fast(frame: &[u8], config: &Domain, shapes: &mut ShapeCache) -> FastArrival {
     if !matches!(config.encapsulation, Encapsulation::OverTcpUdp { .. }) {
-        return FixedArrival::Other;
+        return FastArrival::Other;
     }
-    let Some(fixed) = FixedFrame::read(frame, 0) else { return FixedArrival::Other };
+    let Some(fixed) = FastFrame::read(frame, 0) else { return FastArrival::Other };
     if !config.encapsulation.tos_is_marked(fixed.tos) {
-        return FixedArrival::NotInt;
+        return FastArrival::NotInt;
     }
     let block_at = fixed.payload_at();
     let region = frame.get(block_at..fixed.end()).unwrap_or_default();
     if !starts_with_a_shim(region) {
-        return FixedArrival::Other;
+        return FastArrival::Other;
     }
-    let Ok(block) = shapes.parse(region, Tail::Present) else { return FixedArrival::Other };
+    let Ok(block) = shapes.parse(region, Tail::Present) else { return FastArrival::Other };
     let informative =
         block.tail.protocol == fixed.flow.protocol() && block.tail.dst_port == fixed.flow.dst_port();
     let tail = region.get(block.len - TAIL_LEN..block.len).unwrap_or_default();
     if !informative && tail.iter().any(|b| *b != 0) {
         // A tail whose reading needs the checksum's word: the general path.
-        return FixedArrival::Other;
+        return FastArrival::Other;
     }
-    FixedArrival::Int(FixedInt {
+    FastArrival::Int(FastInt {
         frame: fixed,
         shim_type: block.shim_type,
         header: block.header,
@@ -360,11 +360,11 @@ pub fn classify_fixed(frame: &[u8], config: &Domain, shapes: &mut ShapeCache) ->
     })
 }
 
-/// [`strip`] for a packet [`classify_fixed`] found: the same bytes.
+/// [`strip`] for a packet [`classify_fast`] found: the same bytes.
 /// Returns the bytes removed, or `None` (frame unchanged) if the frame is
 /// shorter than `found` says.
 #[inline(always)]
-pub fn strip_fixed(frame: &mut FrameBuf<'_>, found: &FixedInt, config: &Domain) -> Option<usize> {
+pub fn strip_fast(frame: &mut FrameBuf<'_>, found: &FastInt, config: &Domain) -> Option<usize> {
     let (block_at, block_len) = (found.frame.payload_at(), usize::from(found.block_len));
     let informative = found.tail_informative();
     let covered = if informative { block_len } else { block_len - TAIL_LEN };

@@ -1,13 +1,13 @@
 //! The INT 2.1 sink's fast path: an INT-MD block announced by NPT 0 after
 //! the UDP header, or the TCP header without options, of a common frame
-//! ([`FixedFrame`]) in a DSCP-marked domain, read at fixed offsets. Every
+//! ([`FastFrame`]) in a DSCP-marked domain, read at fixed offsets. Every
 //! other frame is left to [`super::sink::extract`], which gives the frames
 //! this path takes the same answer (a property test holds the two together
 //! over every one-byte change and cut of such frames).
 
 use crate::bytes::be32;
 use crate::checksum;
-use crate::fixed::FixedFrame;
+use crate::fast::FastFrame;
 use crate::frame::FrameBuf;
 
 use super::hop::INVALID;
@@ -16,13 +16,13 @@ use super::{Domain, Instructions, Marking, MdBlock, MdStack, FIXED_LEN};
 
 /// What a DSCP-marked domain's sink finds in a frame of the common shape
 /// ([`super::sink::extract`] decides what it leaves).
-pub type FixedArrival = crate::fixed::FixedArrival<FixedInt>;
+pub type FastArrival = crate::fast::FastArrival<FastInt>;
 
 /// An INT-MD packet of the common shape: what the sink needs of it to
 /// track its flow and to restore it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct FixedInt {
-    pub frame: FixedFrame,
+pub struct FastInt {
+    pub frame: FastFrame,
     /// D: the sink discards the packet once reported.
     pub discard: bool,
     /// The flow's packet number, where the domain defines it and the block
@@ -37,7 +37,7 @@ pub struct FixedInt {
     block_len: u16,
 }
 
-impl FixedInt {
+impl FastInt {
     /// Bytes the sink removes.
     pub fn removed_len(&self) -> usize {
         usize::from(self.block_len)
@@ -47,26 +47,26 @@ impl FixedInt {
 /// [`super::sink::extract`] at fixed offsets, for frames of the common
 /// shape whose block is INT-MD with NPT 0.
 #[inline(always)]
-pub fn extract_fixed(frame: &[u8], domain: &Domain) -> FixedArrival {
-    let Marking::Dscp(dscp) = domain.marking else { return FixedArrival::Other };
-    let Some(fixed) = FixedFrame::read(frame, 0) else { return FixedArrival::Other };
+pub fn extract_fast(frame: &[u8], domain: &Domain) -> FastArrival {
+    let Marking::Dscp(dscp) = domain.marking else { return FastArrival::Other };
+    let Some(fixed) = FastFrame::read(frame, 0) else { return FastArrival::Other };
     if !dscp.encapsulation().tos_is_marked(fixed.tos) {
         // INT may be inside a tunnel, whatever the outer DSCP.
-        return if is_tunnel(&fixed) { FixedArrival::Other } else { FixedArrival::NotInt };
+        return if is_tunnel(&fixed) { FastArrival::Other } else { FastArrival::NotInt };
     }
     // Without TCP options, both TCP placements put INT after 20 bytes.
     let block_at = fixed.payload_at();
-    let Some(block) = frame.get(block_at..fixed.end()) else { return FixedArrival::Other };
+    let Some(block) = frame.get(block_at..fixed.end()) else { return FastArrival::Other };
     match read_md(block, domain, fixed) {
-        Some(found) => FixedArrival::Int(found),
-        None => FixedArrival::Other,
+        Some(found) => FastArrival::Int(found),
+        None => FastArrival::Other,
     }
 }
 
 /// Whether the frame is UDP to a port of a tunnel that carries INT inside
 /// ([`super::in_tunnel`]).
 #[inline(always)]
-fn is_tunnel(frame: &FixedFrame) -> bool {
+fn is_tunnel(frame: &FastFrame) -> bool {
     frame.flow.protocol() == crate::locate::PROTO_UDP
         && matches!(frame.flow.dst_port(), crate::wire::vxlan_gpe::UDP_PORT | crate::wire::geneve::UDP_PORT)
 }
@@ -74,7 +74,7 @@ fn is_tunnel(frame: &FixedFrame) -> bool {
 /// The INT-MD block (shim type 1, NPT 0) at the start of `block`, which
 /// runs to the end of the IP packet; `None` for anything else.
 #[inline(always)]
-fn read_md(block: &[u8], domain: &Domain, frame: FixedFrame) -> Option<FixedInt> {
+fn read_md(block: &[u8], domain: &Domain, frame: FastFrame) -> Option<FastInt> {
     let head: &[u8; FIXED_LEN] = block.first_chunk()?;
     // Type 1 and NPT 0; the two reserved bits are not looked at.
     if head[0] & 0xfc != 0x10 {
@@ -87,7 +87,7 @@ fn read_md(block: &[u8], domain: &Domain, frame: FixedFrame) -> Option<FixedInt>
     MdBlock::check(&header, stack.len(), source_only_words).ok()?;
     let md = MdStack { header, stack, source_only_words };
     let (source_node, source_ns) = bottom_hop(&md);
-    Some(FixedInt {
+    Some(FastInt {
         frame,
         discard: header.discard,
         sequence: domain.source_only.sequence_of(&md),
@@ -113,11 +113,11 @@ fn bottom_hop(md: &MdStack<'_>) -> (Option<u32>, Option<u64>) {
     (node, ingress)
 }
 
-/// [`super::sink::strip`] for a packet [`extract_fixed`] found: the same
+/// [`super::sink::strip`] for a packet [`extract_fast`] found: the same
 /// bytes. Returns the bytes removed, or `None` (frame unchanged) if the
 /// frame is shorter than `found` says.
 #[inline(always)]
-pub fn strip_fixed(frame: &mut FrameBuf<'_>, found: &FixedInt) -> Option<usize> {
+pub fn strip_fast(frame: &mut FrameBuf<'_>, found: &FastInt) -> Option<usize> {
     let (block_at, block_len) = (found.frame.payload_at(), usize::from(found.block_len));
     let block_sum = checksum::sum(0, frame.frame().get(block_at..block_at + block_len)?);
     if block_at + block_len > found.frame.end() || !frame.close_gap(block_at, block_len) {

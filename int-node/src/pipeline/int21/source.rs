@@ -11,18 +11,18 @@ use int_core::flow::FlowKey;
 use int_core::int21::in_tunnel::TunnelPlan;
 use int_core::int21::source::{self, SourceConfig};
 use int_core::int21::{sink, HopMetadata};
-use int_core::source::Skip;
+use int_core::skip::Skip;
 
-use super::report21::{Reporter21, Subject};
-use super::source::{fast_flow_watched, skip_counter, Ageing};
-use super::top_flows::TopFlows;
 use crate::clock::Clock;
 use crate::config::{MarkedPolicy, Rule};
 use crate::dpdk::mbuf::{Burst, RxClock};
 use crate::flow_table::FlowRef;
 use crate::flow_table::{Admission, FlowTable};
+use crate::pipeline::int05::source::{fast_flow_watched, skip_counter, Ageing};
+use crate::pipeline::int21::report::{Reporter21, Subject};
+use crate::pipeline::top_flows::TopFlows;
 use crate::stats::{Counter, Counters};
-use int_core::fixed::FixedFrame;
+use int_core::fast::FastFrame;
 use int_core::int21::fast_source::{FastSource, HopTimes};
 
 pub struct Source21Stage {
@@ -55,7 +55,7 @@ impl Source21Stage {
         let now_ns = clock.now_ns();
         let mut drop = 0u32;
         for i in 0..burst.len() {
-            let Some(frame) = super::frame_ahead(burst, i, counters) else { continue };
+            let Some(frame) = crate::pipeline::frame_ahead(burst, i, counters) else { continue };
             if let Some(fixed) = self.fast_takes(frame) {
                 self.instrument_fast(burst, i, &fixed, now_ns, counters);
                 continue;
@@ -122,7 +122,7 @@ impl Source21Stage {
         self.age(now_ns, counters);
     }
 
-    /// A step of the ageing sweep (see [`super::source::SourceStage::age`]).
+    /// A step of the ageing sweep (see [`crate::pipeline::int05::source::SourceStage::age`]).
     #[inline]
     pub fn age(&mut self, now_ns: u64, counters: &mut Counters) {
         if self.config.numbers_packets() {
@@ -169,9 +169,9 @@ impl Source21Stage {
     /// node's report. `None` sends it down the general path, which decides
     /// and counts.
     #[inline(always)]
-    fn fast_takes(&self, frame: &[u8]) -> Option<FixedFrame> {
+    fn fast_takes(&self, frame: &[u8]) -> Option<FastFrame> {
         let fast = self.fast.as_ref()?;
-        let fixed = FixedFrame::read(frame, 0).filter(|fixed| fast.takes(fixed))?;
+        let fixed = FastFrame::read(frame, 0).filter(|fixed| fast.takes(fixed))?;
         fast_flow_watched(&fixed, frame, &self.watchlist, self.own_reports_to).then_some(fixed)
     }
 
@@ -181,7 +181,7 @@ impl Source21Stage {
         &mut self,
         burst: &mut Burst,
         i: usize,
-        fixed: &FixedFrame,
+        fixed: &FastFrame,
         now_ns: u64,
         counters: &mut Counters,
     ) {
@@ -323,7 +323,7 @@ pub(crate) fn report_mx(
     let packet = frame.get(found.ip.l3..found.report_end()).unwrap_or_default();
     // A D packet is discarded by the sink, not here.
     let rep_md_bits = found.instructions.bits();
-    let in_type = super::report21::in_type_of(found.ip.version);
+    let in_type = crate::pipeline::int21::report::in_type_of(found.ip.version);
     let subject = Subject { packet, in_type, rep_md_bits, metadata: hop, drop: None };
     reporter.report(subject, now_ns, Counter::reports_mx, counters);
 }

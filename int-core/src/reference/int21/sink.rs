@@ -1,15 +1,15 @@
 //! The reference INT 2.1 sink: removes a DSCP-marked domain's INT-MD block,
 //! restores the DSCP, and keeps each flow's last packet number and latency.
 //! It reads the block with the sink's own fixed-offset reader
-//! ([`crate::int21::fixed`]): what it measures against is the stage around
+//! ([`crate::int21::fast_sink`]): what it measures against is the stage around
 //! that reader (flow state with ageing, the loss and latency rules,
 //! reports), not the reading.
 
-use super::{key, FlowSlots};
-use crate::fixed::FixedArrival;
+use crate::fast::FastArrival;
 use crate::frame::FrameBuf;
-use crate::int21::fixed::{extract_fixed, strip_fixed};
+use crate::int21::fast_sink::{extract_fast, strip_fast};
 use crate::int21::Domain;
+use crate::reference::{key, FlowSlots};
 
 /// What the reference INT 2.1 sink keeps per flow.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -35,7 +35,7 @@ impl Sink21 {
     /// leaves to the general path, or a full flow table.
     #[inline(always)]
     pub fn strip(&mut self, frame: &mut FrameBuf<'_>, now_ns: u64) -> Option<bool> {
-        let FixedArrival::Int(found) = extract_fixed(frame.frame(), &self.domain) else { return None };
+        let FastArrival::Int(found) = extract_fast(frame.frame(), &self.domain) else { return None };
         if found.frame.is_ipv6() {
             return None;
         }
@@ -44,7 +44,7 @@ impl Sink21 {
         let in_order = sequence == flow.last_sequence.wrapping_add(1);
         let latency_ns = now_ns.wrapping_sub(found.source_ns.unwrap_or(now_ns)) as i64;
         *flow = Sink21Flow { last_sequence: sequence, latency_ns };
-        strip_fixed(frame, &found)?;
+        strip_fast(frame, &found)?;
         Some(in_order)
     }
 

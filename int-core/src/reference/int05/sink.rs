@@ -1,11 +1,11 @@
 //! The reference sink: removes Host-INT's block, clears the mark, and keeps
 //! each flow's last sequence number and latency.
 
-use super::{key, FlowSlots, BLOCK_HEAD_LEN, HOP_LEN, HOST_INT_BITMAP};
 use crate::checksum;
 use crate::encap::Encapsulation;
-use crate::fixed::FixedFrame;
+use crate::fast::FastFrame;
 use crate::frame::FrameBuf;
+use crate::reference::{key, FlowSlots, BLOCK_HEAD_LEN, HOP_LEN, HOST_INT_BITMAP};
 
 /// Bytes of sequence number and tail after the stack.
 const SEQUENCE_AND_TAIL: usize = 8;
@@ -34,7 +34,7 @@ impl Sink {
     /// that is not Host-INT's, or a full flow table.
     #[inline(always)]
     pub fn strip(&mut self, frame: &mut FrameBuf<'_>, now: u32) -> Option<bool> {
-        let packet = FixedFrame::read_ipv4(frame.frame(), BLOCK_HEAD_LEN)?;
+        let packet = FastFrame::read_ipv4(frame.frame(), BLOCK_HEAD_LEN)?;
         let bytes = frame.frame();
         let head = bytes.get(packet.payload_at()..)?.first_chunk::<BLOCK_HEAD_LEN>()?;
         let (length_words, total_hop) = (head[2], usize::from(head[7]));

@@ -11,12 +11,12 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 use crate::carrier::{self, Carrier};
 use crate::encap::Domain;
 use crate::error::{Layer, ParseError};
-use crate::fixed::FixedFrame;
+use crate::fast::FastFrame;
 use crate::frame::FrameBuf;
 use crate::int05::shim::ShimHeader;
+use crate::int05::sink::{self, FastArrival};
 use crate::int05::{HopMetadata, IntBlock, MetadataHeader, MetadataHeaderRepr, ShapeCache, ShimType};
 use crate::locate::IpLocation;
-use crate::sink::{self, FixedArrival};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TransitConfig {
@@ -86,10 +86,10 @@ pub fn push_fixed(
     hop: &HopMetadata,
     shapes: &mut ShapeCache,
 ) -> Option<Result<Outcome, NotPushed>> {
-    let found = match sink::classify_fixed(frame.frame(), &config.domain, shapes) {
-        FixedArrival::Int(found) => found,
-        FixedArrival::NotInt => return Some(Err(NotPushed::NotInt)),
-        FixedArrival::Other => return None,
+    let found = match sink::classify_fast(frame.frame(), &config.domain, shapes) {
+        FastArrival::Int(found) => found,
+        FastArrival::NotInt => return Some(Err(NotPushed::NotInt)),
+        FastArrival::Other => return None,
     };
     let block = Block {
         at: found.frame.payload_at(),
@@ -116,7 +116,7 @@ struct Block {
 #[derive(Clone, Copy)]
 enum Carriage {
     General { ip: IpLocation, carrier: Carrier },
-    Fixed(FixedFrame),
+    Fixed(FastFrame),
 }
 
 impl Carriage {

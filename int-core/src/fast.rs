@@ -19,7 +19,7 @@ pub const L4_AT: usize = L3_AT + 20;
 pub const L4_AT_V6: usize = L3_AT + 40;
 const UDP_LEN: usize = 8;
 const TCP_LEN: usize = 20;
-/// [`FixedFrame::shape`]'s bits.
+/// [`FastFrame::shape`]'s bits.
 const SHAPE_TCP: u8 = 1;
 const SHAPE_IPV6: u8 = 2;
 
@@ -27,7 +27,7 @@ const SHAPE_IPV6: u8 = 2;
 /// fixed offsets: its general path gives the same answer where this one
 /// gives one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FixedArrival<T> {
+pub enum FastArrival<T> {
     /// An INT packet of the sink's domain, checked as the general path
     /// checks it: what the sink needs of it.
     Int(T),
@@ -41,7 +41,7 @@ pub enum FixedArrival<T> {
 /// Where a common frame's parts lie: 24 bytes, the state a fast path
 /// keeps of a packet between the passes over its burst.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct FixedFrame {
+pub struct FastFrame {
     /// The flow.
     pub flow: FlowWords,
     /// Where the IP packet ends (bytes after it are Ethernet padding).
@@ -58,11 +58,11 @@ pub struct FixedFrame {
     payload_at: u8,
 }
 
-impl FixedFrame {
+impl FastFrame {
     /// The frame's parts, if it has the common shape (IPv4 or IPv6) and at
     /// least `room` bytes of L4 payload.
     #[inline(always)]
-    pub fn read(frame: &[u8], room: usize) -> Option<FixedFrame> {
+    pub fn read(frame: &[u8], room: usize) -> Option<FastFrame> {
         // IPv4 first, at no cost to it.
         let ipv4 = Self::read_ipv4(frame, room);
         if ipv4.is_some() || frame.get(12..14) != Some(&[0x86, 0xdd]) {
@@ -71,9 +71,9 @@ impl FixedFrame {
         Self::read_ipv6(frame, room)
     }
 
-    /// [`FixedFrame::read`] for IPv4 frames only (an IPv6 one is `None`).
+    /// [`FastFrame::read`] for IPv4 frames only (an IPv6 one is `None`).
     #[inline(always)]
-    pub fn read_ipv4(frame: &[u8], room: usize) -> Option<FixedFrame> {
+    pub fn read_ipv4(frame: &[u8], room: usize) -> Option<FastFrame> {
         let head: &[u8; L4_AT + TCP_LEN] = frame.first_chunk()?;
         let word = |at: usize| be16(head, at);
         if word(12) != 0x0800 || head[L3_AT] != 0x45 || word(20) & 0x3fff != 0 {
@@ -90,16 +90,16 @@ impl FixedFrame {
             rest: u64::from(head[23]) << 32 | u64::from(be32(head, L4_AT)),
         };
         let end = (L3_AT + total_len) as u16;
-        let fixed = FixedFrame::new(flow, end, carrier_len, head[15], shape);
+        let fixed = FastFrame::new(flow, end, carrier_len, head[15], shape);
         fixed.holds(frame, room).then_some(fixed)
     }
 
-    /// [`FixedFrame::read`] for IPv6 frames: the L4 header right after the
+    /// [`FastFrame::read`] for IPv6 frames: the L4 header right after the
     /// fixed header. Inline: out of line, its result came back through the
     /// stack, and IPv4's result with it, read back at another width than it
     /// was written (a stall that cost the IPv4 sink 12-23%).
     #[inline(always)]
-    fn read_ipv6(frame: &[u8], room: usize) -> Option<FixedFrame> {
+    fn read_ipv6(frame: &[u8], room: usize) -> Option<FastFrame> {
         let head: &[u8; L4_AT_V6 + UDP_LEN] = frame.first_chunk()?;
         let word = |at: usize| be16(head, at);
         if head[L3_AT] >> 4 != 6 {
@@ -117,15 +117,15 @@ impl FixedFrame {
         let flow = FlowWords::v6(src, dst, head[L3_AT + 6], word(L4_AT_V6), word(L4_AT_V6 + 2));
         let end = (L4_AT_V6 + usize::from(payload_len)) as u16;
         let tos = head[L3_AT] << 4 | head[L3_AT + 1] >> 4;
-        let fixed = FixedFrame::new(flow, end, carrier_len, tos, shape);
+        let fixed = FastFrame::new(flow, end, carrier_len, tos, shape);
         fixed.holds(frame, room).then_some(fixed)
     }
 
     #[inline(always)]
-    fn new(flow: FlowWords, end: u16, carrier_len: u16, tos: u8, shape: u8) -> FixedFrame {
+    fn new(flow: FlowWords, end: u16, carrier_len: u16, tos: u8, shape: u8) -> FastFrame {
         let l4_at = if shape & SHAPE_IPV6 != 0 { L4_AT_V6 } else { L4_AT };
         let payload_at = l4_at + if shape & SHAPE_TCP != 0 { TCP_LEN } else { UDP_LEN };
-        FixedFrame { flow, end, carrier_len, tos, shape, l4_at: l4_at as u8, payload_at: payload_at as u8 }
+        FastFrame { flow, end, carrier_len, tos, shape, l4_at: l4_at as u8, payload_at: payload_at as u8 }
     }
 
     /// Whether `frame` holds the IP packet, with `room` bytes of payload.
@@ -250,6 +250,6 @@ fn rewrite_ipv4(bytes: &mut [u8], tos: u8, total_len: usize) {
 mod tests {
     #[test]
     fn a_frame_is_24_bytes_between_the_passes() {
-        assert_eq!(core::mem::size_of::<super::FixedFrame>(), 24);
+        assert_eq!(core::mem::size_of::<super::FastFrame>(), 24);
     }
 }

@@ -1,10 +1,10 @@
 //! The reference transit hop: Host-INT's 16-byte hop pushed on the stack.
 
-use super::{BLOCK_HEAD_LEN, HOP_LEN, HOST_INT_BITMAP};
 use crate::checksum::word_sum;
 use crate::encap::Encapsulation;
-use crate::fixed::FixedFrame;
+use crate::fast::FastFrame;
 use crate::frame::FrameBuf;
+use crate::reference::{BLOCK_HEAD_LEN, HOP_LEN, HOST_INT_BITMAP};
 
 pub struct Transit {
     marking: Encapsulation,
@@ -30,7 +30,7 @@ impl Transit {
     /// stack is full, or a push past the MTU.
     #[inline(always)]
     pub fn push(&self, frame: &mut FrameBuf<'_>, ingress: u32, egress: u32) -> bool {
-        let Some(packet) = FixedFrame::read_ipv4(frame.frame(), BLOCK_HEAD_LEN) else { return false };
+        let Some(packet) = FastFrame::read_ipv4(frame.frame(), BLOCK_HEAD_LEN) else { return false };
         let Some(head) =
             frame.frame().get(packet.payload_at()..).and_then(|b| b.first_chunk::<BLOCK_HEAD_LEN>())
         else {

@@ -20,8 +20,8 @@ use int_core::report::tr20::{
 };
 use int_core::EmitError;
 
-use super::export::{QueueError, ReportSender, REPORT_MAX};
-use super::sink::RateLimit;
+use crate::pipeline::export::{QueueError, ReportSender, REPORT_MAX};
+use crate::pipeline::rate_limit::RateLimit;
 use crate::stats::{Counter, Counters};
 
 /// The metadata a software node provides: level 1 ports, hop latency,
@@ -188,7 +188,7 @@ impl Reporter21 {
     }
 }
 
-impl super::sink::LossReports for Reporter21 {
+impl crate::pipeline::sink_flow::LossReports for Reporter21 {
     fn has_room(&self) -> bool {
         self.sender.has_room()
     }

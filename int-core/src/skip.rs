@@ -1,0 +1,25 @@
+//! Why a source, of either INT version, leaves a packet as it came.
+
+use crate::error::ParseError;
+
+/// Why a packet leaves the source untouched. Each is counted by the node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Skip {
+    /// Neither IPv4 nor IPv6.
+    NotIp,
+    NotTcpUdp,
+    /// A fragment, first or later: never instrumented (a later one has no
+    /// L4 header; growing a first one would leave the later ones' offsets
+    /// behind, and its L4 length and checksum cover the whole datagram).
+    Fragment,
+    /// A fragment that carries this domain's INT mark (DSCP encapsulation).
+    MarkedFragment,
+    /// Already carries this domain's INT mark or port: not instrumented twice.
+    AlreadyMarked,
+    /// The result would exceed the MTU.
+    TooBig,
+    /// The buffer has too little headroom (a node bug or a tiny mbuf).
+    NoHeadroom,
+    /// The headers lie; the packet is forwarded as it is.
+    Malformed(ParseError),
+}

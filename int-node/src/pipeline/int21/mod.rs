@@ -1,0 +1,7 @@
+//! The INT 2.1 stages: INT-MD and INT-MX over TCP/UDP and in tunnels, with
+//! Telemetry Report 2.0.
+
+pub mod report;
+pub mod sink;
+pub mod source;
+pub mod transit;
