@@ -10,7 +10,9 @@ mod flow_table;
 mod metrics;
 mod node;
 mod pipeline;
+mod ports;
 mod stats;
+mod telemetry;
 
 use std::process::ExitCode;
 

@@ -30,7 +30,7 @@ use crate::wire::udp::HEADER_LEN as UDP_LEN;
 use crate::wire::{geneve, vxlan_gpe};
 
 use super::md_header::{self, MdHeader};
-use super::transit::{NotPushed, Outcome};
+use super::push::{NotPushed, Outcome};
 use super::tunnel::{self, GPE_SHIM_LEN};
 use super::{Body, HopMetadata, MdHeaderRepr, SourceOnly};
 
@@ -210,7 +210,7 @@ pub fn push(
     if !room_for(frame.frame(), &span, hop_len) {
         return Err(NotPushed::TooBig);
     }
-    let hop_sum = super::transit::push_hop(frame, found.header_at + md_header::HEADER_LEN, &header, hop)?;
+    let hop_sum = super::push::push_hop(frame, found.header_at + md_header::HEADER_LEN, &header, hop)?;
     let bytes = frame.frame_mut();
     let words = header.hop_ml;
     let (mut old, mut new) = grow_tunnel_lengths(bytes, &span, words);

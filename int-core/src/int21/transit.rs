@@ -11,8 +11,8 @@
 use zerocopy::FromBytes;
 
 use crate::carrier::{self, Carrier};
-use crate::checksum;
-use crate::error::{Layer, ParseError};
+
+use crate::error::Layer;
 use crate::frame::FrameBuf;
 use crate::locate::L4;
 
@@ -20,26 +20,8 @@ use super::md_header::MdHeader;
 use super::shim::ShimHeader;
 use super::{find, Block, Domain, HopMetadata, FIXED_LEN, MAX_BLOCK_LEN};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    /// This many bytes of metadata were pushed.
-    Pushed(usize),
-    /// Remaining Hop Count was 0: E is set.
-    MaxHopReached,
-    /// The push would exceed the MTU: M is set.
-    MtuExceeded,
-    /// An INT-MX packet: nothing to push.
-    Mx,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NotPushed {
-    NotInt,
-    NoHeadroom,
-    /// The block would pass 255 shim words.
-    TooBig,
-    Malformed(ParseError),
-}
+use super::push::push_hop;
+pub use super::push::{NotPushed, Outcome};
 
 /// Pushes `hop` onto the stack of an INT 2.1 packet of `domain`, no larger
 /// than `max_ip_len` bytes of IP packet after the push.
@@ -82,26 +64,6 @@ pub fn push(
     carrier::rewrite_ip(bytes, &ip, ip.tos, ip.ip_len() + hop_len, ip.protocol);
     carrier.update(bytes, carrier_len, carrier_len + hop_len as u16, old_words, new_words + hop_sum);
     Ok(Outcome::Pushed(hop_len))
-}
-
-/// Opens room for this hop's Hop ML words at `stack_at` (the top of the
-/// stack, after the MD header `header`) and writes them there, the checksum
-/// complement as "not used"; returns their sum for the checksum update.
-pub(crate) fn push_hop(
-    frame: &mut FrameBuf<'_>,
-    stack_at: usize,
-    header: &super::MdHeaderRepr,
-    hop: &HopMetadata,
-) -> Result<u32, NotPushed> {
-    let hop_len = usize::from(header.hop_ml) * 4;
-    if !frame.open_gap(stack_at, hop_len) {
-        return Err(NotPushed::NoHeadroom);
-    }
-    let bytes = frame.frame_mut();
-    let hop = HopMetadata { checksum_complement: None, ..*hop };
-    hop.emit(header.instructions, header.hop_ml, bytes.get_mut(stack_at..).unwrap_or_default())
-        .map_err(|_| NotPushed::NoHeadroom)?;
-    Ok(checksum::sum(0, bytes.get(stack_at..stack_at + hop_len).unwrap_or_default()))
 }
 
 /// [`push`] for a packet of no TCP/UDP marking: INT in its tunnel, if any.

@@ -8,6 +8,7 @@ mod device;
 mod eal;
 mod model;
 mod pipeline;
+mod queues;
 mod raw;
 pub mod reload;
 mod settings;

@@ -1,7 +1,7 @@
 //! `pipelines[]`: each pipeline's ports and queues, its INT domain, its
 //! clock, and the stage its role names with that role's settings.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use int_core::encap::{Domain, DscpMatch, Encapsulation, TcpPlacement, DEFAULT_EXTENSION_PORT};
 use int_core::int21::SourceOnly;
@@ -11,25 +11,12 @@ use super::model::{
     ClockSource, EncapsulationName, Endpoint, IntDomain, IntVersion, PipelineConfig, PortConfig,
     ReferenceConfig, RoleName, StageConfig,
 };
+use super::queues::QueueUse;
 use super::raw::{RawEndpoint, RawInt, RawPipeline, RawSink, RawSource};
 use super::settings::{
     generate_settings, impair_settings, sink_settings, source21_settings, source_settings,
 };
 use super::Problems;
-
-/// The queues pipelines poll and send on: an RX queue belongs to one
-/// pipeline, a TX queue to one lcore (queues are not thread-safe).
-#[derive(Debug, Default)]
-pub struct QueueUse {
-    rx: BTreeSet<(usize, u16)>,
-    tx: BTreeMap<(usize, u16), u32>,
-}
-
-impl QueueUse {
-    pub fn tx_used(&self, port: usize, queue: u16) -> bool {
-        self.tx.contains_key(&(port, queue))
-    }
-}
 
 /// Pipeline `i`, or `None` when its role or a port is unknown (each
 /// problem reported once, none that follows from it).
@@ -46,7 +33,7 @@ pub fn pipeline(
     let rx = endpoint(&raw.rx, Direction::Rx, &path, ports, port_index, problems);
     let tx = endpoint(&raw.tx, Direction::Tx, &path, ports, port_index, problems);
     if let Some(rx) = rx {
-        if !queues.rx.insert((rx.port, rx.queue)) {
+        if !queues.claim_rx(rx.port, rx.queue) {
             problems.add(
                 format!("{path}.rx"),
                 "this RX queue is already polled by another pipeline",
@@ -55,7 +42,7 @@ pub fn pipeline(
         }
     }
     if let Some(tx) = tx {
-        if queues.tx.insert((tx.port, tx.queue), raw.lcore).is_some_and(|other| other != raw.lcore) {
+        if queues.claim_tx(tx.port, tx.queue, raw.lcore).is_some_and(|other| other != raw.lcore) {
             problems.add(
                 format!("{path}.tx"),
                 "this TX queue is used by a pipeline on another lcore",

@@ -15,7 +15,7 @@ use super::model::{
     MarkedPolicy, Mode, PortConfig, PortExport, Prefix, ProfileName, Protocol, Rule, SinkSettings,
     Source21Settings, SourceSettings, StageConfig, TunnelPlacement,
 };
-use super::pipeline::QueueUse;
+use super::queues::QueueUse;
 use super::raw::{RawExport, RawExportPath, RawGenerate, RawImpair, RawRule, RawSink, RawSource};
 use super::Problems;
 

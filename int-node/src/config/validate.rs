@@ -10,7 +10,8 @@ use super::eal;
 use super::model::{
     CaptureConfig, CaptureDirection, Config, Device, DeviceKind, PipelineConfig, PortConfig, StageConfig,
 };
-use super::pipeline::{pipeline, QueueUse};
+use super::pipeline::pipeline;
+use super::queues::QueueUse;
 use super::raw::{NodeId, RawConfig, RawPort};
 use super::settings::export_settings;
 use super::{ConfigError, Problems};

@@ -328,6 +328,26 @@ impl Drop for Burst {
 /// Test equipment: a clone of packet `i` (an indirect mbuf sharing its
 /// data, which makes the original's reference count 2), appended to the
 /// burst.
+/// Receives and frees whatever is still waiting on a port's RX queues (a
+/// loopback ring, packets that arrived after the workers stopped), so that
+/// no mbuf outlives the run. Returns how many were freed.
+pub fn drain_rx(port: PortId, rx_queues: u16) -> usize {
+    let mut freed = 0;
+    let mut burst = Burst::default();
+    for queue in 0..rx_queues {
+        // Bounded: a port that keeps receiving cannot hold shutdown.
+        for _ in 0..4096 {
+            let n = burst.rx(port, QueueId(queue));
+            burst.free_all();
+            freed += n;
+            if n == 0 {
+                break;
+            }
+        }
+    }
+    freed
+}
+
 #[cfg(test)]
 pub fn clone_into(burst: &mut Burst, i: usize, pool: *mut dpdk_sys::rte_mempool) -> bool {
     let Some(&m) = burst.mbufs.get(..burst.len).and_then(|live| live.get(i)) else { return false };

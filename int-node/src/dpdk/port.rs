@@ -205,26 +205,6 @@ impl Port {
             .collect()
     }
 
-    /// Receives and frees whatever is still waiting on the RX queues (a
-    /// loopback ring, packets that arrived after the workers stopped), so
-    /// that no mbuf outlives the run. Returns how many were freed.
-    pub fn drain_rx(&self, rx_queues: u16) -> usize {
-        let mut freed = 0;
-        let mut burst = super::mbuf::Burst::default();
-        for queue in 0..rx_queues {
-            // Bounded: a port that keeps receiving cannot hold shutdown.
-            for _ in 0..4096 {
-                let n = burst.rx(self.id, QueueId(queue));
-                burst.free_all();
-                freed += n;
-                if n == 0 {
-                    break;
-                }
-            }
-        }
-        freed
-    }
-
     /// Stops and closes the port (net_pcap writes its TX file here).
     pub fn close(&mut self) {
         if self.closed {

@@ -1,258 +1,163 @@
-//! DPDK telemetry: int-node's commands on EAL's telemetry socket (started
-//! by EAL unless `--no-telemetry`), for `dpdk-telemetry.py` or any client
-//! of it. `/int_node/pipelines` lists the pipelines; `/int_node/pipeline,NAME`
-//! gives every counter of one, by the names `--stats-json` uses;
-//! `/int_node/flows,NAME` its flow table (capacity, flows live, created,
-//! expired, evicted, refused); `/int_node/top_flows,NAME` its flows with
-//! the most packets and `/int_node/top_flows,NAME,latency` those with the
-//! highest latency; `/int_node/exporter` the report exporter's counts. The
-//! ports are DPDK's own `/ethdev/stats,PORT`.
-//!
-//! The handlers run on EAL's telemetry thread and read the counters the
-//! workers publish (relaxed atomics): nothing on the packet path waits.
-//! Each counter is read on its own, so an answer is no snapshot: two
-//! counters of a running pipeline may be a burst or so apart.
+//! Commands on EAL's telemetry socket, answered by safe Rust functions: a
+//! command's function gets the parameter string and returns plain data,
+//! which this layer writes into the telemetry library's containers. The
+//! library's callback names no user data, so one callback serves every
+//! command and finds the function by the command's name.
 
 use std::ffi::{c_char, c_int, CStr, CString};
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use super::DpdkError;
-use crate::pipeline::export::SharedExportStats;
-use crate::pipeline::top_flows::{SharedTopFlows, TopFlow};
-use crate::stats::{Counter, SharedCounters};
 
-/// What the commands answer for, set once at start.
-pub struct Sources {
-    pub pipelines: Vec<(String, Arc<SharedCounters>)>,
-    /// Each pipeline's flow table capacity, where it keeps one.
-    pub flow_capacity: Vec<Option<u32>>,
-    /// Each pipeline's top flows, as its worker publishes them.
-    pub top_flows: Vec<Arc<SharedTopFlows>>,
-    pub exporter: Option<Arc<SharedExportStats>>,
+/// A value in an answer's dict.
+pub enum Value {
+    Number(u64),
+    Text(String),
+    /// A column of numbers (a container in the dict).
+    Numbers(Vec<u64>),
+    /// A column of strings.
+    Texts(Vec<String>),
 }
 
-static SOURCES: OnceLock<Sources> = OnceLock::new();
-
-/// The pipelines, as set at start.
-fn pipelines() -> &'static [(String, Arc<SharedCounters>)] {
-    SOURCES.get().map_or(&[][..], |s| s.pipelines.as_slice())
+/// A command's answer.
+pub enum Answer {
+    /// An array of strings.
+    Names(Vec<String>),
+    Dict(Vec<(&'static str, Value)>),
 }
 
-/// Registers the commands (once per process: a second call keeps the
-/// first sources).
-pub fn register(sources: Sources) -> Result<(), DpdkError> {
-    let _ = SOURCES.set(sources);
-    let commands: [(
-        &CStr,
-        unsafe extern "C" fn(*const c_char, *const c_char, *mut dpdk_sys::rte_tel_data) -> c_int,
-        &CStr,
-    ); 5] = [
-        (
-            c"/int_node/pipelines",
-            list_pipelines,
-            c"Returns the names of int-node's pipelines. Takes no parameters",
-        ),
-        (
-            c"/int_node/pipeline",
-            pipeline_counters,
-            c"Returns every counter of a pipeline. Parameter: the pipeline's name",
-        ),
-        (
-            c"/int_node/flows",
-            pipeline_flows,
-            c"Returns a pipeline's flow table: capacity, live, created, expired, evicted, refused. Parameter: the pipeline's name",
-        ),
-        (
-            c"/int_node/top_flows",
-            top_flows,
-            c"Returns a pipeline's top flows by packets, or by latency. Parameters: name[,latency]",
-        ),
-        (c"/int_node/exporter", exporter_counts, c"Returns the report exporter's counts. Takes no parameters"),
-    ];
-    for (command, handler, help) in commands {
-        // SAFETY: the strings are static and NUL-terminated; the handler
-        // has the callback's signature and lives as long as the process.
-        let ret =
-            unsafe { dpdk_sys::rte_telemetry_register_cmd(command.as_ptr(), Some(handler), help.as_ptr()) };
+/// Why a command gives no answer, as DPDK's own commands say it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// A parameter names nothing there is (-EINVAL).
+    Invalid,
+    /// Not yet: ask again (-EBUSY).
+    Busy,
+}
+
+/// One command: its name (`/app/what`), its help text and its function.
+#[derive(Clone, Copy)]
+pub struct Command {
+    pub name: &'static CStr,
+    pub help: &'static CStr,
+    pub answer: fn(&str) -> Result<Answer, Refusal>,
+}
+
+static COMMANDS: OnceLock<&'static [Command]> = OnceLock::new();
+
+/// Registers `commands` with the telemetry library (once per process: a
+/// second call keeps the first commands' functions).
+pub fn register(commands: &'static [Command]) -> Result<(), DpdkError> {
+    let _ = COMMANDS.set(commands);
+    for command in commands {
+        // SAFETY: the strings are static and NUL-terminated; the callback
+        // has the library's signature and lives as long as the process.
+        let ret = unsafe {
+            dpdk_sys::rte_telemetry_register_cmd(command.name.as_ptr(), Some(dispatch), command.help.as_ptr())
+        };
         if ret != 0 {
-            return Err(DpdkError::from_ret(format!("registering {}", command.to_string_lossy()), ret));
+            return Err(DpdkError::from_ret(format!("registering {}", command.name.to_string_lossy()), ret));
         }
     }
     Ok(())
 }
 
-/// `/int_node/pipelines`: the names, as an array of strings.
-unsafe extern "C" fn list_pipelines(
-    _command: *const c_char,
-    _params: *const c_char,
-    data: *mut dpdk_sys::rte_tel_data,
-) -> c_int {
-    // SAFETY: `data` is the telemetry library's output for this call.
-    unsafe { dpdk_sys::rte_tel_data_start_array(data, dpdk_sys::rte_tel_value_type_RTE_TEL_STRING_VAL) };
-    for (name, _) in pipelines() {
-        let Ok(name) = CString::new(name.as_str()) else { continue };
-        // SAFETY: the array was started above; the string is copied.
-        unsafe { dpdk_sys::rte_tel_data_add_array_string(data, name.as_ptr()) };
-    }
-    0
-}
-
-/// `/int_node/pipeline,NAME`: that pipeline's counters, as a dict; an
-/// unknown or missing name is refused (-EINVAL), as DPDK's own commands do.
-unsafe extern "C" fn pipeline_counters(
-    _command: *const c_char,
+/// The callback of every command: finds its function by name, writes its
+/// answer.
+unsafe extern "C" fn dispatch(
+    command: *const c_char,
     params: *const c_char,
     data: *mut dpdk_sys::rte_tel_data,
 ) -> c_int {
-    let Some((_, counters)) = named_pipeline(params) else { return -libc::EINVAL };
-    let values: Vec<(&str, u64)> = Counter::ALL.iter().map(|c| (c.name(), counters.get(*c))).collect();
-    // SAFETY: `data` is the telemetry library's output for this call.
-    unsafe { dict(data, &values) };
-    0
+    // SAFETY: both are null or the NUL-terminated strings of this call.
+    let (command, params) = unsafe { (text(command), text(params)) };
+    let found = COMMANDS.get().and_then(|list| list.iter().find(|c| c.name.to_str() == Ok(command)));
+    let Some(found) = found else { return -libc::EINVAL };
+    match (found.answer)(params) {
+        // SAFETY: `data` is the telemetry library's output for this call.
+        Ok(answer) => unsafe { write(data, &answer) },
+        Err(Refusal::Invalid) => -libc::EINVAL,
+        Err(Refusal::Busy) => -libc::EBUSY,
+    }
 }
 
-/// The pipeline a command's parameter names.
-fn named_pipeline(params: *const c_char) -> Option<(usize, &'static Arc<SharedCounters>)> {
-    // SAFETY: `params` is the parameter string of the current call.
-    find_pipeline(unsafe { parameters(params) })
-}
-
-fn find_pipeline(name: &str) -> Option<(usize, &'static Arc<SharedCounters>)> {
-    pipelines().iter().enumerate().find(|(_, (pipeline, _))| pipeline == name).map(|(i, (_, c))| (i, c))
-}
-
-/// A command's parameter string ("" when there is none).
+/// A string of the current call ("" when null or not UTF-8).
 ///
 /// # Safety
-/// `params` is null or the NUL-terminated parameter string the telemetry
-/// library passed to the current call, which outlives `'a`.
-unsafe fn parameters<'a>(params: *const c_char) -> &'a str {
-    if params.is_null() {
+/// `text` is null or NUL-terminated and outlives `'a`.
+unsafe fn text<'a>(text: *const c_char) -> &'a str {
+    if text.is_null() {
         return "";
     }
     // SAFETY: as the caller promises.
-    unsafe { CStr::from_ptr(params) }.to_str().unwrap_or("")
+    unsafe { CStr::from_ptr(text) }.to_str().unwrap_or("")
 }
 
-/// Writes `values` into `data` as a dict of u64.
+/// Writes `answer` into `data`; 0, or -ENOMEM if a container could not be
+/// had.
 ///
 /// # Safety
 /// `data` must be the telemetry library's output of the current call.
-unsafe fn dict(data: *mut dpdk_sys::rte_tel_data, values: &[(&str, u64)]) {
-    // SAFETY: as the caller promises.
-    unsafe { dpdk_sys::rte_tel_data_start_dict(data) };
-    for (name, value) in values {
-        let Ok(key) = CString::new(*name) else { continue };
-        // SAFETY: the dict was started above; the key is copied.
-        unsafe { dpdk_sys::rte_tel_data_add_dict_u64(data, key.as_ptr(), *value) };
-    }
-}
-
-/// `/int_node/flows,NAME`: the pipeline's flow table, from its counters
-/// (the table itself is the worker's alone). Refused (-EINVAL) for an
-/// unknown pipeline or one without a flow table.
-unsafe extern "C" fn pipeline_flows(
-    _command: *const c_char,
-    params: *const c_char,
-    data: *mut dpdk_sys::rte_tel_data,
-) -> c_int {
-    let Some((index, counters)) = named_pipeline(params) else { return -libc::EINVAL };
-    let capacity = SOURCES.get().and_then(|s| s.flow_capacity.get(index).copied().flatten());
-    let Some(capacity) = capacity else { return -libc::EINVAL };
-    let get = |c: Counter| counters.get(c);
-    let (created, expired, evicted) =
-        (get(Counter::flows_created), get(Counter::flows_expired), get(Counter::flows_evicted));
-    let values = [
-        ("capacity", u64::from(capacity)),
-        ("live", created.saturating_sub(expired + evicted)),
-        ("created", created),
-        ("expired", expired),
-        ("evicted", evicted),
-        ("refused", get(Counter::flow_table_full)),
-    ];
-    // SAFETY: `data` is the telemetry library's output for this call.
-    unsafe { dict(data, &values) };
-    0
-}
-
-/// `/int_node/top_flows,NAME[,latency]`: the pipeline's ranked flows of
-/// its flow table's last complete sweep pass, as a dict of columns (row i
-/// of each is the i-th flow): `flow`, `packets` (the packets its source
-/// numbered), `latency_ns` (at a sink; 0 for a flow with none reported yet)
-/// and `source_node`, with `order`, `flows` (flows the pass visited),
-/// `pass` (its number: a pass two past the one published when something
-/// happened began after it) and `age_ms` (since the pass ended). Refused (-EINVAL) for an unknown
-/// pipeline, one without a flow table, or an unknown order.
-unsafe extern "C" fn top_flows(
-    _command: *const c_char,
-    params: *const c_char,
-    data: *mut dpdk_sys::rte_tel_data,
-) -> c_int {
-    // SAFETY: `params` is the parameter string of this call.
-    let params = unsafe { parameters(params) };
-    let (name, order) = params.split_once(',').unwrap_or((params, "packets"));
-    let by_latency = match order {
-        "packets" => false,
-        "latency" => true,
-        _ => return -libc::EINVAL,
-    };
-    let Some((index, _)) = find_pipeline(name) else { return -libc::EINVAL };
-    let Some(sources) = SOURCES.get() else { return -libc::EINVAL };
-    if sources.flow_capacity.get(index).copied().flatten().is_none() {
-        return -libc::EINVAL;
-    }
-    let Some(snapshot) = sources.top_flows.get(index).and_then(|top| top.snapshot()) else {
-        return -libc::EBUSY;
-    };
-    let ranked = if by_latency { &snapshot.by_latency } else { &snapshot.by_packets };
-    // SAFETY: `data` is the telemetry library's output for this call.
-    unsafe { columns(data, ranked) };
-    let order = if by_latency { c"latency" } else { c"packets" };
-    // SAFETY: the dict was started by `columns`; the strings are copied.
-    unsafe {
-        dpdk_sys::rte_tel_data_add_dict_string(data, c"order".as_ptr(), order.as_ptr());
-        dpdk_sys::rte_tel_data_add_dict_u64(data, c"flows".as_ptr(), snapshot.flows);
-        dpdk_sys::rte_tel_data_add_dict_u64(data, c"pass".as_ptr(), snapshot.pass);
-        if let Some(age) = snapshot.age_ms {
-            dpdk_sys::rte_tel_data_add_dict_u64(data, c"age_ms".as_ptr(), age);
-        }
-    }
-    0
-}
-
-/// A column of numbers of `/int_node/top_flows`: its name, and a flow's
-/// value.
-type NumberColumn = (&'static CStr, fn(&TopFlow) -> u64);
-
-/// Starts `data` as a dict and adds the ranked flows' columns.
-///
-/// # Safety
-/// `data` must be the telemetry library's output of the current call.
-unsafe fn columns(data: *mut dpdk_sys::rte_tel_data, ranked: &[TopFlow]) {
-    // SAFETY: as the caller promises.
-    unsafe { dpdk_sys::rte_tel_data_start_dict(data) };
-    let names: Vec<CString> = ranked.iter().filter_map(|f| CString::new(f.key.to_string()).ok()).collect();
-    // SAFETY: each column is a new container handed to the dict, which
-    // frees it (keep = 0); the strings are copied.
-    unsafe {
-        let Some(flow) = array(dpdk_sys::rte_tel_value_type_RTE_TEL_STRING_VAL) else { return };
-        for name in &names {
-            dpdk_sys::rte_tel_data_add_array_string(flow, name.as_ptr());
-        }
-        dpdk_sys::rte_tel_data_add_dict_container(data, c"flow".as_ptr(), flow, 0);
-        let u64_columns: [NumberColumn; 3] = [
-            (c"packets", |f| u64::from(f.packets)),
-            (c"latency_ns", |f| f.latency_ns.unwrap_or(0)),
-            (c"source_node", |f| u64::from(f.source_node)),
-        ];
-        for (column, value) in u64_columns {
-            let Some(values) = array(dpdk_sys::rte_tel_value_type_RTE_TEL_U64_VAL) else { return };
-            for flow in ranked {
-                dpdk_sys::rte_tel_data_add_array_u64(values, value(flow));
+unsafe fn write(data: *mut dpdk_sys::rte_tel_data, answer: &Answer) -> c_int {
+    match answer {
+        Answer::Names(names) => {
+            // SAFETY: as the caller promises; the strings are copied.
+            unsafe {
+                dpdk_sys::rte_tel_data_start_array(data, dpdk_sys::rte_tel_value_type_RTE_TEL_STRING_VAL);
+                for name in names.iter().filter_map(|n| CString::new(n.as_str()).ok()) {
+                    dpdk_sys::rte_tel_data_add_array_string(data, name.as_ptr());
+                }
             }
-            dpdk_sys::rte_tel_data_add_dict_container(data, column.as_ptr(), values, 0);
+            0
+        }
+        Answer::Dict(entries) => {
+            // SAFETY: as the caller promises.
+            unsafe { dpdk_sys::rte_tel_data_start_dict(data) };
+            for (key, value) in entries {
+                let Ok(key) = CString::new(*key) else { continue };
+                // SAFETY: the dict was started above.
+                if unsafe { add(data, &key, value) }.is_none() {
+                    return -libc::ENOMEM;
+                }
+            }
+            0
         }
     }
+}
+
+/// Adds one entry to a started dict.
+///
+/// # Safety
+/// `dict` is a dict the telemetry library started for the current call.
+unsafe fn add(dict: *mut dpdk_sys::rte_tel_data, key: &CStr, value: &Value) -> Option<()> {
+    // SAFETY: as the caller promises; strings are copied, and a column is
+    // a new container handed to the dict, which frees it (keep = 0).
+    unsafe {
+        match value {
+            Value::Number(n) => {
+                dpdk_sys::rte_tel_data_add_dict_u64(dict, key.as_ptr(), *n);
+            }
+            Value::Text(t) => {
+                let t = CString::new(t.as_str()).ok()?;
+                dpdk_sys::rte_tel_data_add_dict_string(dict, key.as_ptr(), t.as_ptr());
+            }
+            Value::Numbers(column) => {
+                let array = array(dpdk_sys::rte_tel_value_type_RTE_TEL_U64_VAL)?;
+                for n in column {
+                    dpdk_sys::rte_tel_data_add_array_u64(array, *n);
+                }
+                dpdk_sys::rte_tel_data_add_dict_container(dict, key.as_ptr(), array, 0);
+            }
+            Value::Texts(column) => {
+                let array = array(dpdk_sys::rte_tel_value_type_RTE_TEL_STRING_VAL)?;
+                for t in column.iter().filter_map(|t| CString::new(t.as_str()).ok()) {
+                    dpdk_sys::rte_tel_data_add_array_string(array, t.as_ptr());
+                }
+                dpdk_sys::rte_tel_data_add_dict_container(dict, key.as_ptr(), array, 0);
+            }
+        }
+    }
+    Some(())
 }
 
 /// A new telemetry array of `kind`, for a container.
@@ -268,23 +173,4 @@ unsafe fn array(kind: dpdk_sys::rte_tel_value_type) -> Option<*mut dpdk_sys::rte
     // SAFETY: `array` was just allocated.
     unsafe { dpdk_sys::rte_tel_data_start_array(array, kind) };
     Some(array)
-}
-
-/// `/int_node/exporter`: reports sent, send errors, whether UDP GSO is on;
-/// refused (-EINVAL) on a node without an exporter.
-unsafe extern "C" fn exporter_counts(
-    _command: *const c_char,
-    _params: *const c_char,
-    data: *mut dpdk_sys::rte_tel_data,
-) -> c_int {
-    use std::sync::atomic::Ordering::Relaxed;
-    let Some(stats) = SOURCES.get().and_then(|s| s.exporter.as_ref()) else { return -libc::EINVAL };
-    let values = [
-        ("reports_sent", stats.reports_sent.load(Relaxed)),
-        ("send_errors", stats.send_errors.load(Relaxed)),
-        ("gso", u64::from(stats.gso.load(Relaxed))),
-    ];
-    // SAFETY: `data` is the telemetry library's output for this call.
-    unsafe { dict(data, &values) };
-    0
 }

@@ -1,11 +1,10 @@
 //! `int-node run`, top-down as DPDK's basicfwd: EAL, then the ports and
-//! their pools ([`ports`]), then the pipelines launched on worker lcores;
+//! their pools ([`crate::ports`]), then the pipelines launched on worker lcores;
 //! the main lcore exports reports and prints counters until it is told to
 //! stop; then workers are joined, reports drained, ports closed, and the
 //! final counters printed ([`summary`]).
 
 pub mod memory;
-pub mod ports;
 mod summary;
 
 use std::path::PathBuf;
@@ -19,11 +18,11 @@ use crate::dpdk::eal::Eal;
 use crate::dpdk::lcore::{self, LcoreId};
 use crate::dpdk::DpdkError;
 use crate::pipeline::export::Exporter;
-use crate::pipeline::factory;
+use crate::pipeline::factory::{self, BuildError};
 use crate::pipeline::reload::Outbox;
 use crate::pipeline::{run_worker, Pipeline};
+use crate::ports::{Ports, PortsError};
 use crate::stats::{Counter, SharedCounters};
-use ports::Ports;
 use summary::Summary;
 
 pub struct RunOptions {
@@ -37,14 +36,36 @@ pub struct RunOptions {
     pub reload_from: Option<(PathBuf, String)>,
 }
 
+/// Why `run` stopped before or after the packets, each with what the
+/// operator needs to know.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     #[error(transparent)]
     Dpdk(#[from] DpdkError),
-    #[error("{0}")]
-    Setup(String),
+    #[error(transparent)]
+    Ports(#[from] PortsError),
+    #[error(transparent)]
+    Build(#[from] BuildError),
+    /// The config asks for more memory than there is: each problem with
+    /// its YAML path and a hint, as `check` gives them.
+    #[error("{}", each_problem(.0))]
+    Memory(Vec<(String, String, String)>),
+    #[error("pipeline {pipeline}: lcore {lcore} is not a worker lcore of this EAL (workers: {workers:?}); add it to -l")]
+    NotAWorker { pipeline: String, lcore: u32, workers: Vec<u32> },
+    #[error("capture {file}: {source}")]
+    Capture { file: String, source: std::io::Error },
+    #[error("stats.metrics {addr}: {source}")]
+    Metrics { addr: std::net::SocketAddr, source: std::io::Error },
+    #[error("export to {collector}: {source}")]
+    Export { collector: String, source: std::io::Error },
     #[error("writing {path}: {source}")]
     Write { path: String, source: std::io::Error },
+}
+
+fn each_problem(problems: &[(String, String, String)]) -> String {
+    let each: Vec<String> =
+        problems.iter().map(|(path, message, hint)| format!("{path}: {message} ({hint})")).collect();
+    each.join("; ")
 }
 
 pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
@@ -82,9 +103,7 @@ fn check_memory(config: &Config, eal: &[String]) -> Result<(), RunError> {
     if problems.is_empty() {
         return Ok(());
     }
-    let each: Vec<String> =
-        problems.iter().map(|(path, message, hint)| format!("{path}: {message} ({hint})")).collect();
-    Err(RunError::Setup(each.join("; ")))
+    Err(RunError::Memory(problems))
 }
 
 /// Every pipeline's lcore must be one of EAL's workers.
@@ -92,12 +111,11 @@ fn check_workers(config: &Config) -> Result<(), RunError> {
     let workers = lcore::workers();
     match config.pipelines.iter().find(|p| !workers.contains(&LcoreId(p.lcore))) {
         None => Ok(()),
-        Some(p) => Err(RunError::Setup(format!(
-            "pipeline {}: lcore {} is not a worker lcore of this EAL (workers: {:?}); add it to -l",
-            p.name,
-            p.lcore,
-            workers.iter().map(|l| l.0).collect::<Vec<_>>()
-        ))),
+        Some(p) => Err(RunError::NotAWorker {
+            pipeline: p.name.clone(),
+            lcore: p.lcore,
+            workers: workers.iter().map(|l| l.0).collect(),
+        }),
     }
 }
 
@@ -130,13 +148,13 @@ impl Node {
         let ports = Ports::open(config)?;
         let built = factory::build(config, &ports)?;
         let exporter = exporter(config, &ports, built.reports)?;
-        let sources = crate::dpdk::telemetry::Sources {
+        let sources = crate::telemetry::Sources {
             pipelines: built.counters.clone(),
             flow_capacity: config.pipelines.iter().map(|p| p.stage.flow_capacity()).collect(),
             top_flows: built.top_flows.clone(),
             exporter: exporter.as_ref().map(|e| Arc::clone(&e.shared)),
         };
-        crate::dpdk::telemetry::register(sources).map_err(|e| RunError::Setup(e.to_string()))?;
+        crate::telemetry::register(sources)?;
         let mut node = Node {
             exporter,
             ports,
@@ -152,12 +170,12 @@ impl Node {
             let file = capture.file().display().to_string();
             let writer = capture
                 .writer(Arc::clone(&node.quit))
-                .map_err(|e| RunError::Setup(format!("capture {file}: {e}")))?;
+                .map_err(|source| RunError::Capture { file, source })?;
             node.helpers.push(std::thread::spawn(writer));
         }
         if let Some(addr) = config.metrics {
             let serve = crate::metrics::endpoint(addr, node.counters.clone(), Arc::clone(&node.quit))
-                .map_err(|e| RunError::Setup(format!("stats.metrics {addr}: {e}")))?;
+                .map_err(|source| RunError::Metrics { addr, source })?;
             node.helpers.push(std::thread::spawn(serve));
         }
         #[cfg(feature = "lab")]
@@ -274,7 +292,7 @@ fn exporter(
         crate::config::ExportPath::Port(path) => Some((ports.id(path.port)?, ports.pool(path.port)?)),
     };
     let exporter = Exporter::new(export, reports, port)
-        .map_err(|e| RunError::Setup(format!("export to {}: {e}", export.collector)))?;
+        .map_err(|source| RunError::Export { collector: export.collector.to_string(), source })?;
     log::info!("export: reports to {} ({:?})", exporter.collector(), export.profile.timestamp);
     Ok(Some(exporter))
 }

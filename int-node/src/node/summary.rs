@@ -5,9 +5,9 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
-use super::ports::NamedPortStats;
 use super::RunError;
 use crate::pipeline::export::ExportStats;
+use crate::ports::NamedPortStats;
 use crate::stats::{Counter, SharedCounters};
 
 pub struct Summary {

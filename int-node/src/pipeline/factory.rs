@@ -6,8 +6,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use int_core::generate::{Generator, GeneratorSpec};
-use int_core::int05::source::{FastBlock, SourceConfig, Template};
-use int_core::int05::transit::TransitConfig;
 use int_core::reference;
 
 use super::export::{self, ReportReceiver};
@@ -21,20 +19,18 @@ use super::int21::source::Source21Stage;
 use super::int21::transit::Transit21Stage;
 use super::rate_limit::RateLimit;
 use super::reference::{Reference, ReferenceStage};
+use super::setup::{Hop, SetupError, SinkSetup};
 use super::top_flows::{SharedTopFlows, TopFlows};
 use super::{Pipeline, Stage};
 use crate::config::{
     ClockSource, Config, GenerateInstrument, GenerateSettings, IntDomain, Mode, PipelineConfig,
-    ReferenceConfig, Source21Settings, SourceSettings, StageConfig, TunnelPlacement,
+    ReferenceConfig, StageConfig,
 };
 use crate::dpdk::lcore::{self, LcoreId};
 use crate::dpdk::mbuf::RxClock;
 use crate::dpdk::port::{self, QueueId};
-use crate::flow_table::FlowTable;
-use crate::node::ports::Ports;
-use crate::node::RunError;
+use crate::ports::{Ports, PortsError};
 use crate::stats::SharedCounters;
-use int_core::encap::Domain;
 
 /// Every pipeline, ready to launch.
 #[derive(Default)]
@@ -57,7 +53,7 @@ pub struct Built {
     pub impair_controls: Vec<(String, Arc<super::impair::ImpairControl>)>,
 }
 
-pub fn build(config: &Config, ports: &Ports) -> Result<Built, RunError> {
+pub fn build(config: &Config, ports: &Ports) -> Result<Built, BuildError> {
     let captures = config
         .captures
         .iter()
@@ -134,65 +130,90 @@ fn taps(
     taps
 }
 
+/// Why a pipeline could not be built from a config `check` accepted.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error(transparent)]
+    Ports(#[from] PortsError),
+    #[error("pipeline {pipeline}: {problem}")]
+    Stage { pipeline: String, problem: StageError },
+}
+
+/// What is wrong with one pipeline's stage.
+#[derive(Debug, thiserror::Error)]
+pub enum StageError {
+    #[error("unknown port")]
+    UnknownPort,
+    #[error("a sink needs an export section")]
+    NoExport,
+    #[error("a source of another INT version than its domain")]
+    OtherVersion,
+    #[error("no reference stage for this role in this INT version")]
+    NoReference,
+    #[error(transparent)]
+    Setup(#[from] SetupError),
+    #[error("reference: {0}")]
+    Reference(&'static str),
+    #[error("generator: {0}")]
+    Generator(String),
+}
+
 /// Pipeline `p`'s stage.
-fn stage(config: &Config, p: &PipelineConfig, ports: &Ports, built: &mut Built) -> Result<Stage, RunError> {
-    let int_port = |index: usize| config.ports.get(index).map(|c| c.int_port);
-    let (Some(rx_int_port), Some(tx_int_port)) = (int_port(p.rx.port), int_port(p.tx.port)) else {
-        return Err(RunError::Setup(format!("pipeline {}: unknown port", p.name)));
-    };
-    let mtu = config.ports.get(p.tx.port).map_or(1500, |c| c.mtu);
-    let rx_timestamps = rx_clock(p, ports)?;
+fn stage(config: &Config, p: &PipelineConfig, ports: &Ports, built: &mut Built) -> Result<Stage, BuildError> {
+    let failed = |problem: StageError| BuildError::Stage { pipeline: p.name.clone(), problem };
+    let hop = hop(config, p, ports)?.ok_or_else(|| failed(StageError::UnknownPort))?;
+    let own_reports_to = config.export.as_ref().map(|e| e.collector);
     let stage = match (&p.stage, p.domain) {
         (StageConfig::Forward, _) => Stage::Forward,
         (StageConfig::Source(settings), IntDomain::V05(domain)) => {
-            let hop = SourceStage::own_hop(config.node_id, rx_int_port, tx_int_port);
-            let source = source_stage(config, domain, settings, mtu, hop, rx_timestamps)
-                .map_err(|e| RunError::Setup(format!("pipeline {}: {e}", p.name)))?;
+            let source =
+                SourceStage::new(domain, settings, &hop, own_reports_to).map_err(|e| failed(e.into()))?;
             log_flow_table(&p.name, source.flows.slot_bytes(), source.flows.bytes_per_flow());
             Stage::Source(Box::new(source))
         }
         (StageConfig::Source21(settings), IntDomain::V21(domain)) => {
-            let ports = (rx_int_port, tx_int_port);
-            let source = source21_stage(config, domain, settings, mtu, ports, rx_timestamps, built)
-                .map_err(|e| RunError::Setup(format!("pipeline {}: {e}", p.name)))?;
+            let reporter = (settings.mode == Mode::Mx).then(|| reporter21(config, built)).flatten();
+            let source = Source21Stage::new(domain, settings, &hop, own_reports_to, reporter)
+                .map_err(|e| failed(e.into()))?;
             Stage::Source21(Box::new(source))
         }
-        (StageConfig::Transit, IntDomain::V05(domain)) => Stage::Transit(Box::new(TransitStage {
-            config: TransitConfig { domain, max_ip_len: mtu },
-            node_id: config.node_id,
-            rx_int_port,
-            tx_int_port,
-            rx_timestamps,
-            shapes: Default::default(),
-        })),
-        (StageConfig::Transit, IntDomain::V21(domain)) => Stage::Transit21(Box::new(Transit21Stage {
-            domain,
-            max_ip_len: mtu,
-            node_id: config.node_id,
-            rx_int_port,
-            tx_int_port,
-            rx_timestamps,
-            reporter: reporter21(config, built),
-        })),
+        (StageConfig::Transit, IntDomain::V05(domain)) => {
+            Stage::Transit(Box::new(TransitStage::new(domain, &hop)))
+        }
+        (StageConfig::Transit, IntDomain::V21(domain)) => {
+            Stage::Transit21(Box::new(Transit21Stage::new(domain, &hop, reporter21(config, built))))
+        }
         (StageConfig::Sink(settings), domain) => {
-            sink_stage(config, p, domain, settings, rx_int_port, rx_timestamps, built)?
+            sink_stage(config, p, domain, settings, hop, built).map_err(failed)?
         }
         #[cfg(feature = "lab")]
         (StageConfig::Impair(settings), _) => impair_stage(config, p, settings, ports, built)?,
         (StageConfig::Reference(reference), domain) => {
-            let role = reference_stage(config, domain, reference, mtu, (rx_int_port, tx_int_port))
-                .map_err(|e| RunError::Setup(format!("pipeline {}: {e}", p.name)))?;
-            Stage::Reference(Box::new(ReferenceStage { role, rx_timestamps }))
+            let role = reference_stage(domain, reference, &hop).map_err(failed)?;
+            Stage::Reference(Box::new(ReferenceStage { role, rx_timestamps: hop.rx_timestamps }))
         }
-        (StageConfig::Generate(settings), _) => generate_stage(config, p, settings)?,
+        (StageConfig::Generate(settings), _) => generate_stage(config, settings).map_err(failed)?,
         (StageConfig::Source(_) | StageConfig::Source21(_), _) => {
-            return Err(RunError::Setup(format!(
-                "pipeline {}: a source of another INT version than its domain",
-                p.name
-            )))
+            return Err(failed(StageError::OtherVersion))
         }
     };
     Ok(stage)
+}
+
+/// Where pipeline `p` runs as a hop of a path: `None` for a port the
+/// config lacks.
+fn hop(config: &Config, p: &PipelineConfig, ports: &Ports) -> Result<Option<Hop>, BuildError> {
+    let int_port = |index: usize| config.ports.get(index).map(|c| c.int_port);
+    let (Some(rx_int_port), Some(tx_int_port)) = (int_port(p.rx.port), int_port(p.tx.port)) else {
+        return Ok(None);
+    };
+    Ok(Some(Hop {
+        node_id: config.node_id,
+        rx_int_port,
+        tx_int_port,
+        max_ip_len: config.ports.get(p.tx.port).map_or(1500, |c| c.mtu),
+        rx_timestamps: rx_clock(p, ports)?,
+    }))
 }
 
 /// A sink of the pipeline's domain, with its report ring to the exporter.
@@ -201,77 +222,22 @@ fn sink_stage(
     p: &PipelineConfig,
     domain: IntDomain,
     settings: &crate::config::SinkSettings,
-    int_port: u16,
-    rx_timestamps: Option<RxClock>,
+    hop: Hop,
     built: &mut Built,
-) -> Result<Stage, RunError> {
-    let export =
-        config.export.as_ref().ok_or_else(|| RunError::Setup("a sink needs an export section".into()))?;
+) -> Result<Stage, StageError> {
+    let export = config.export.as_ref().ok_or(StageError::NoExport)?;
     let (sender, receiver) = export::report_ring(export.ring_size);
     built.reports.push(receiver);
+    let setup = SinkSetup { settings: settings.clone(), hop, rate_limit: export.rate_limit, reports: sender };
     let stage = match domain {
         IntDomain::V05(domain) => {
-            let sink = SinkStage::new(
-                domain,
-                settings.clone(),
-                config.node_id,
-                int_port,
-                export.profile,
-                export.rate_limit,
-                sender,
-                rx_timestamps,
-            );
+            let sink = SinkStage::new(domain, export.profile, setup);
             log_flow_table(&p.name, sink.flows.slot_bytes(), sink.flows.bytes_per_flow());
             Stage::Sink(Box::new(sink))
         }
-        IntDomain::V21(domain) => Stage::Sink21(Box::new(Sink21Stage {
-            domain,
-            settings: settings.clone(),
-            latency: settings.latency,
-            int_port,
-            flows: FlowTable::with_ipv6_keys(settings.flow_capacity as usize),
-            reporter: Reporter21::new(sender, RateLimit::new(export.rate_limit), config.node_id),
-            rx_timestamps,
-            last_sweep_ns: 0,
-            rx_clock_offset: 0,
-            jump_per_coarse_ms: super::sink_flow::packets_per_coarse_ms(settings.max_flow_pps),
-            top: TopFlows::default(),
-        })),
+        IntDomain::V21(domain) => Stage::Sink21(Box::new(Sink21Stage::new(domain, setup))),
     };
     Ok(stage)
-}
-
-/// An INT 2.1 source, with its fast path where its configuration has one.
-fn source21_stage(
-    config: &Config,
-    domain: int_core::int21::Domain,
-    settings: &Source21Settings,
-    mtu: u16,
-    (rx_int_port, tx_int_port): (u16, u16),
-    rx_timestamps: Option<RxClock>,
-    built: &mut Built,
-) -> Result<Source21Stage, &'static str> {
-    let config21 = source21_config(domain, settings, mtu);
-    config21.check()?;
-    let numbered = config21.numbers_packets();
-    let own_hop = own_hop21(config.node_id, rx_int_port, tx_int_port);
-    Ok(Source21Stage {
-        fast: int_core::int21::fast_source::FastSource::of(&config21, &own_hop),
-        config: config21,
-        watchlist: settings.watchlist.clone(),
-        node_id: config.node_id,
-        rx_int_port,
-        tx_int_port,
-        rx_timestamps,
-        marked: settings.marked,
-        own_reports_to: config.export.as_ref().map(|e| e.collector),
-        reporter: (settings.mode == Mode::Mx).then(|| reporter21(config, built)).flatten(),
-        flows: FlowTable::new(if numbered { settings.flow_capacity as usize } else { 1 }),
-        idle_timeout_ns: settings.idle_timeout_ms * 1_000_000,
-        last_sweep_ns: 0,
-        tunnels_inside: settings.tunnels == TunnelPlacement::Inside,
-        top: TopFlows::default(),
-    })
 }
 
 /// A report ring to the exporter for an INT 2.1 source or transit stage
@@ -283,133 +249,56 @@ fn reporter21(config: &Config, built: &mut Built) -> Option<Reporter21> {
     Some(Reporter21::new(sender, RateLimit::new(export.rate_limit), config.node_id))
 }
 
-/// An INT 2.1 source's own hop: its node id and the pipeline's ports (the
-/// times are each packet's).
-fn own_hop21(node_id: u32, rx_int_port: u16, tx_int_port: u16) -> int_core::int21::HopMetadata {
-    int_core::int21::HopMetadata {
-        node_id: Some(node_id),
-        l1_ingress_port: Some(rx_int_port),
-        l1_egress_port: Some(tx_int_port),
-        ..Default::default()
-    }
-}
-
-/// The INT 2.1 source configuration of a pipeline.
-fn source21_config(
-    domain: int_core::int21::Domain,
-    settings: &Source21Settings,
-    mtu: u16,
-) -> int_core::int21::source::SourceConfig {
-    int_core::int21::source::SourceConfig {
-        domain,
-        header_type: match settings.mode {
-            Mode::Md => int_core::int21::HeaderType::Md,
-            Mode::Mx => int_core::int21::HeaderType::Mx,
-        },
-        instructions: settings.instructions,
-        ds_words: 0,
-        max_hops: settings.max_hops,
-        own_hop: settings.own_hop,
-        // The packet number rides INT-MD only: an MX header has no stack.
-        domain_id: domain.source_only.domain_id,
-        ds_instructions: match settings.mode {
-            Mode::Md => domain.source_only.bits,
-            Mode::Mx => 0,
-        },
-        ds_flags: 0,
-        discard: settings.discard,
-        max_ip_len: mtu,
-    }
-}
-
-fn source_stage(
-    config: &Config,
-    domain: Domain,
-    settings: &SourceSettings,
-    mtu: u16,
-    hop: int_core::int05::HopMetadata,
-    rx_timestamps: Option<RxClock>,
-) -> Result<SourceStage, String> {
-    let source_config = SourceConfig {
-        encapsulation: domain.encapsulation,
-        tcp_placement: domain.tcp_placement,
-        shim_type: settings.shim_type,
-        instructions: settings.instructions,
-        max_hop_cnt: settings.max_hop_count,
-        own_hop: settings.own_hop,
-        max_ip_len: mtu,
-        tail: settings.tail,
-    };
-    source_config.check()?;
-    let template = Template::new(&source_config, &hop).map_err(|e| format!("INT block: {e}"))?;
-    Ok(SourceStage {
-        fast: FastBlock::of(&source_config, &template),
-        lanes: Box::default(),
-        config: source_config,
-        template,
-        watchlist: settings.watchlist.clone(),
-        flows: FlowTable::new(settings.flow_capacity as usize),
-        idle_timeout_ns: settings.idle_timeout_ms * 1_000_000,
-        rx_timestamps,
-        last_sweep_ns: 0,
-        marked: settings.marked,
-        own_reports_to: config.export.as_ref().map(|e| e.collector),
-        top: TopFlows::default(),
-    })
-}
-
 /// The generator, writing INT as a source at this node would.
-fn generate_stage(
-    config: &Config,
-    p: &PipelineConfig,
-    settings: &GenerateSettings,
-) -> Result<Stage, RunError> {
+fn generate_stage(config: &Config, settings: &GenerateSettings) -> Result<Stage, StageError> {
     let spec = GeneratorSpec {
         flows: settings.flows,
         frame_size: settings.frame_size,
         int_source: (settings.instrument == GenerateInstrument::Hostint).then_some(config.node_id),
         churn: settings.churn,
     };
-    let generator =
-        Generator::new(&spec).map_err(|e| RunError::Setup(format!("pipeline {}: {e}", p.name)))?;
+    let generator = Generator::new(&spec).map_err(StageError::Generator)?;
     Ok(Stage::Generate(Box::new(GenerateStage { generator })))
 }
 
 /// A reference stage for the role `reference` names, beside what that
 /// role's settings would build.
 fn reference_stage(
-    config: &Config,
     domain: IntDomain,
     reference: &ReferenceConfig,
-    mtu: u16,
-    (rx_int_port, tx_int_port): (u16, u16),
-) -> Result<Reference, String> {
+    hop: &Hop,
+) -> Result<Reference, StageError> {
     Ok(match (reference, domain) {
         (ReferenceConfig::Source(settings), IntDomain::V05(domain)) => {
-            let hop = SourceStage::own_hop(config.node_id, rx_int_port, tx_int_port);
-            let source = source_stage(config, domain, settings, mtu, hop, None)?;
+            let source = SourceStage::new(domain, settings, hop, None)?;
+            let own = SourceStage::own_hop(hop);
             let flows = settings.flow_capacity as usize;
-            Reference::Source(reference::Source::new(&source.config, &hop, flows)?)
+            Reference::Source(
+                reference::Source::new(&source.config, &own, flows).map_err(StageError::Reference)?,
+            )
         }
         (ReferenceConfig::Transit, IntDomain::V05(domain)) => Reference::Transit(reference::Transit::new(
             domain.encapsulation,
-            mtu,
-            config.node_id,
-            rx_int_port,
-            tx_int_port,
+            hop.max_ip_len,
+            hop.node_id,
+            hop.rx_int_port,
+            hop.tx_int_port,
         )),
         (ReferenceConfig::Sink(settings), IntDomain::V05(domain)) => {
             Reference::Sink(reference::Sink::new(domain.encapsulation, settings.flow_capacity as usize))
         }
         (ReferenceConfig::Source21(settings), IntDomain::V21(domain)) => {
-            let hop = own_hop21(config.node_id, rx_int_port, tx_int_port);
-            let source = source21_config(domain, settings, mtu);
-            Reference::Source21(reference::Source21::new(&source, &hop, settings.flow_capacity as usize)?)
+            let own = Source21Stage::own_metadata(hop);
+            let source = Source21Stage::config(domain, settings, hop.max_ip_len);
+            let flows = settings.flow_capacity as usize;
+            Reference::Source21(
+                reference::Source21::new(&source, &own, flows).map_err(StageError::Reference)?,
+            )
         }
         (ReferenceConfig::Sink(settings), IntDomain::V21(domain)) => {
             Reference::Sink21(reference::Sink21::new(domain, settings.flow_capacity as usize))
         }
-        _ => return Err("no reference stage for this role in this INT version".into()),
+        _ => return Err(StageError::NoReference),
     })
 }
 
@@ -420,7 +309,7 @@ fn impair_stage(
     settings: &crate::config::ImpairSettings,
     ports: &Ports,
     built: &mut Built,
-) -> Result<Stage, RunError> {
+) -> Result<Stage, BuildError> {
     use super::impair::{ImpairControl, ImpairStage};
     let control = Arc::new(ImpairControl::default());
     control.set(settings.loss_ppm, settings.delay_us);
@@ -437,7 +326,7 @@ fn impair_stage(
 
 /// The RX timestamps a pipeline reads, if its clock is `rx-timestamp` and
 /// the driver gives them.
-fn rx_clock(p: &PipelineConfig, ports: &Ports) -> Result<Option<RxClock>, RunError> {
+fn rx_clock(p: &PipelineConfig, ports: &Ports) -> Result<Option<RxClock>, PortsError> {
     if p.clock != ClockSource::RxTimestamp {
         return Ok(None);
     }
@@ -454,7 +343,7 @@ fn rx_clock(p: &PipelineConfig, ports: &Ports) -> Result<Option<RxClock>, RunErr
 
 /// Every packet of a pipeline whose lcore sits on another socket than its
 /// RX port crosses the socket interconnect: said once at start.
-fn warn_remote_socket(p: &PipelineConfig, ports: &Ports) -> Result<(), RunError> {
+fn warn_remote_socket(p: &PipelineConfig, ports: &Ports) -> Result<(), PortsError> {
     let lcore_socket = lcore::socket_of(LcoreId(p.lcore));
     for (which, index) in [("rx", p.rx.port), ("tx", p.tx.port)] {
         let port_socket = ports.socket(index)?;

@@ -13,7 +13,9 @@ pub mod int21;
 pub mod rate_limit;
 pub mod reference;
 pub mod reload;
+pub mod setup;
 pub mod sink_flow;
+pub mod source_flow;
 pub mod top_flows;
 
 #[cfg(test)]

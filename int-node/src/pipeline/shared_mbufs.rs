@@ -8,11 +8,10 @@ use std::net::Ipv4Addr;
 use int_core::craft::PacketSpec;
 use int_core::encap::Domain;
 use int_core::int05::source::{FastBlock, SourceConfig, Template};
-use int_core::int05::transit::TransitConfig;
-use int_core::int05::ShapeCache;
 
 use super::int05::source::SourceStage;
 use super::int05::transit::TransitStage;
+use super::setup::Hop;
 use crate::clock::Clock;
 use crate::config::{MarkedPolicy, Prefix, Rule};
 use crate::dpdk::eal::Eal;
@@ -25,9 +24,13 @@ fn frames(burst: &Burst) -> Vec<Vec<u8>> {
     (0..burst.len()).map(|i| burst.data(i).unwrap().to_vec()).collect()
 }
 
+fn hop(node_id: u32) -> Hop {
+    Hop { node_id, rx_int_port: 1, tx_int_port: 2, max_ip_len: 1500, rx_timestamps: None }
+}
+
 fn source_stage() -> SourceStage {
     let config = SourceConfig::host_int(1500);
-    let hop = SourceStage::own_hop(1, 1, 2);
+    let hop = SourceStage::own_hop(&hop(1));
     let template = Template::new(&config, &hop).unwrap();
     SourceStage {
         fast: FastBlock::of(&config, &template),
@@ -81,14 +84,7 @@ fn shared_and_indirect_mbufs_are_never_rewritten() {
     assert_eq!(instrumented.len(), frame.len() + 36);
 
     assert!(clone_into(&mut burst, 0, pool.as_ptr()));
-    let mut transit = TransitStage {
-        config: TransitConfig { domain: Domain::default(), max_ip_len: 1500 },
-        node_id: 5,
-        rx_int_port: 1,
-        tx_int_port: 2,
-        rx_timestamps: None,
-        shapes: ShapeCache::default(),
-    };
+    let mut transit = TransitStage::new(Domain::default(), &hop(5));
     transit.process(&mut burst, &mut clock, &mut counters);
     assert_eq!(frames(&burst), [instrumented.clone(), instrumented.clone()]);
     assert_eq!(counters.get(Counter::shared_mbuf), 4);

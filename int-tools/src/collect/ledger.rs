@@ -1,7 +1,6 @@
 //! What the collector learnt from the reports: per flow, latency (with
 //! percentiles and a timeline for a bounded number of flows) and packets
-//! lost; the same over all flows; and each observation handed on to the
-//! InfluxDB writer when there is one.
+//! lost; the same over all flows.
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -10,7 +9,6 @@ use foldhash::fast::RandomState;
 
 use int_core::flow::FlowKey;
 
-use super::influx;
 use super::latency::Latency;
 use super::timeline::Timeline;
 
@@ -122,8 +120,8 @@ impl Ledger {
         self.now_ms = self.started.elapsed().as_millis() as u64;
     }
 
-    /// Books one observation, and queues it for InfluxDB.
-    pub fn observe(&mut self, observed: &Observed, influx: Option<&influx::Queue>) {
+    /// Books one observation.
+    pub fn observe(&mut self, observed: &Observed) {
         let at_ms = self.now_ms;
         let detailed = self.flows.len() < self.limits.detailed;
         let known = self.flows.contains_key(&observed.flow);
@@ -141,9 +139,6 @@ impl Ledger {
         };
         for summary in flow.into_iter().chain([&mut self.overall]) {
             summary.add(observed.measure, at_ms);
-        }
-        if let Some(queue) = influx {
-            queue.push(observed);
         }
     }
 
@@ -236,10 +231,10 @@ mod tests {
     fn flows_beyond_the_limits_lose_detail_then_identity_but_count_overall() {
         let mut ledger = Ledger::new(Limits { flows: 3, detailed: 2 }, Instant::now());
         for n in 0..5 {
-            ledger.observe(&latency(n, 100 * i64::from(n)), None);
+            ledger.observe(&latency(n, 100 * i64::from(n)));
         }
         let lost = Observed { measure: Measure::Lost(4), ..latency(4, 0) };
-        ledger.observe(&lost, None);
+        ledger.observe(&lost);
         assert_eq!(ledger.flows.len(), 3);
         assert!(
             ledger.flows[&flow(0)].latency.has_percentiles() && ledger.flows[&flow(0)].timeline.is_some()
@@ -257,9 +252,9 @@ mod tests {
         let started = Instant::now();
         let limits = Limits { flows: 10, detailed: 10 };
         let (mut a, mut b) = (Ledger::new(limits, started), Ledger::new(limits, started));
-        a.observe(&latency(1, 10), None);
-        b.observe(&latency(1, 30), None);
-        b.observe(&latency(2, 5), None);
+        a.observe(&latency(1, 10));
+        b.observe(&latency(1, 30));
+        b.observe(&latency(2, 5));
         a.merge(&b);
         assert_eq!(a.flows[&flow(1)].latency.count(), 2);
         assert_eq!(a.flows[&flow(1)].latency.mean(), Some(20));

@@ -153,10 +153,10 @@ mod tests {
             let flow = FlowKey::v4(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), 17, port, 9);
             for i in 0..port {
                 let measure = Measure::Latency { ns: 20_000 * i64::from(i), flow_seq: None, hops: None };
-                ledger.observe(&Observed { flow, source_node: None, sink_node: None, measure }, None);
+                ledger.observe(&Observed { flow, source_node: None, sink_node: None, measure });
             }
             let measure = Measure::Lost(u32::from(port % 7));
-            ledger.observe(&Observed { flow, source_node: None, sink_node: None, measure }, None);
+            ledger.observe(&Observed { flow, source_node: None, sink_node: None, measure });
         }
         let view =
             Snapshot { ledger: ledger.view(5), senders: Default::default(), totals: Default::default() };

@@ -161,7 +161,10 @@ pub struct Books {
 
 impl Books {
     pub fn observe(&mut self, observed: &Observed) {
-        self.ledger.observe(observed, self.influx.as_ref());
+        self.ledger.observe(observed);
+        if let Some(queue) = &self.influx {
+            queue.push(observed);
+        }
     }
 
     /// Each sender's report sequence.

@@ -22,6 +22,7 @@ use crate::dpdk::mbuf::{Burst, RxClock, BURST};
 use crate::flow_table::{sweep_budget, Admission, Align64, FlowTable, SWEEP_STEPS};
 use crate::pipeline::export::{QueueError, ReportSender};
 use crate::pipeline::rate_limit::RateLimit;
+use crate::pipeline::setup::SinkSetup;
 use crate::pipeline::sink_flow::{
     packets_per_coarse_ms, plausible_jump, record_sequence, LossPass, LossReports, SinkFlow,
 };
@@ -145,17 +146,9 @@ pub struct SinkStage {
 }
 
 impl SinkStage {
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        domain: Domain,
-        settings: SinkSettings,
-        node_id: u32,
-        int_port: u16,
-        profile: ReportProfile,
-        rate_limit: u32,
-        reports: ReportSender,
-        rx_timestamps: Option<RxClock>,
-    ) -> Self {
+    /// A sink of `domain` that reports in `profile`'s form.
+    pub fn new(domain: Domain, profile: ReportProfile, setup: SinkSetup) -> Self {
+        let SinkSetup { settings, hop, rate_limit, reports } = setup;
         SinkStage {
             domain,
             flows: FlowTable::new(settings.flow_capacity as usize),
@@ -167,12 +160,12 @@ impl SinkStage {
             },
             lanes: Box::default(),
             settings,
-            node_id,
-            int_port,
+            node_id: hop.node_id,
+            int_port: hop.rx_int_port,
             profile,
             reports,
             limit: RateLimit::new(rate_limit),
-            rx_timestamps,
+            rx_timestamps: hop.rx_timestamps,
             rx_clock_offset: 0,
             last_sweep_ns: 0,
             top: TopFlows::default(),
@@ -508,6 +501,7 @@ impl LossReports for Ring<'_> {
 mod tests {
     use super::*;
     use crate::pipeline::export::{report_ring, ReportReceiver, REPORT_MAX};
+    use crate::pipeline::setup::Hop;
     use int_core::craft::PacketSpec;
     use int_core::int05::source::{self, SourceConfig};
     use int_core::report::{self, SinkIdWord};
@@ -529,7 +523,9 @@ mod tests {
             max_skew_ns: 1 << 31,
         };
         let (sender, receiver) = report_ring(16);
-        (SinkStage::new(domain, settings, 2, 2, ReportProfile::HOST_INT, 0, sender, None), receiver)
+        let hop = Hop { node_id: 2, rx_int_port: 2, tx_int_port: 2, max_ip_len: 1500, rx_timestamps: None };
+        let setup = SinkSetup { settings, hop, rate_limit: 0, reports: sender };
+        (SinkStage::new(domain, ReportProfile::HOST_INT, setup), receiver)
     }
 
     /// One instrumented packet of a single UDP flow, as the sink finds it.

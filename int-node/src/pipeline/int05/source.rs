@@ -15,9 +15,11 @@ use int_core::int05::{HopMetadata, ShapeCache};
 use int_core::skip::Skip;
 
 use crate::clock::Clock;
-use crate::config::{MarkedPolicy, Rule};
+use crate::config::{MarkedPolicy, Rule, SourceSettings};
 use crate::dpdk::mbuf::{Burst, RxClock, BURST};
-use crate::flow_table::{sweep_budget, Admission, FlowTable};
+use crate::flow_table::{Admission, FlowTable};
+use crate::pipeline::setup::{Hop, SetupError};
+use crate::pipeline::source_flow::{fast_flow_watched, skip_counter, Ageing};
 use crate::pipeline::top_flows::TopFlows;
 use crate::stats::{Counter, Counters};
 
@@ -67,13 +69,49 @@ struct Tally {
 }
 
 impl SourceStage {
+    /// A source of `domain` at `hop`; `own_reports_to`: this node's
+    /// collector, whose reports are never instrumented.
+    pub fn new(
+        domain: Domain,
+        settings: &SourceSettings,
+        hop: &Hop,
+        own_reports_to: Option<SocketAddrV4>,
+    ) -> Result<Self, SetupError> {
+        let config = SourceConfig {
+            encapsulation: domain.encapsulation,
+            tcp_placement: domain.tcp_placement,
+            shim_type: settings.shim_type,
+            instructions: settings.instructions,
+            max_hop_cnt: settings.max_hop_count,
+            own_hop: settings.own_hop,
+            max_ip_len: hop.max_ip_len,
+            tail: settings.tail,
+        };
+        config.check().map_err(SetupError::Settings)?;
+        let template = Template::new(&config, &Self::own_hop(hop))?;
+        Ok(SourceStage {
+            fast: FastBlock::of(&config, &template),
+            lanes: Box::default(),
+            config,
+            template,
+            watchlist: settings.watchlist.clone(),
+            flows: FlowTable::new(settings.flow_capacity as usize),
+            idle_timeout_ns: settings.idle_timeout_ms * 1_000_000,
+            rx_timestamps: hop.rx_timestamps,
+            last_sweep_ns: 0,
+            marked: settings.marked,
+            own_reports_to,
+            top: TopFlows::default(),
+        })
+    }
+
     /// The source's own hop: this node's id and ports; the timestamps are
     /// written per packet.
-    pub fn own_hop(node_id: u32, rx_int_port: u16, tx_int_port: u16) -> HopMetadata {
+    pub fn own_hop(hop: &Hop) -> HopMetadata {
         HopMetadata {
-            switch_id: Some(node_id),
-            ingress_port: Some(rx_int_port),
-            egress_port: Some(tx_int_port),
+            switch_id: Some(hop.node_id),
+            ingress_port: Some(hop.rx_int_port),
+            egress_port: Some(hop.tx_int_port),
             ingress_timestamp: Some(0),
             egress_timestamp: Some(0),
             ..HopMetadata::default()
@@ -371,64 +409,4 @@ fn next_sequence(slot: Option<(&mut u32, Admission)>, tally: &mut Tally) -> Opti
     tally.evicted += u64::from(admission == Admission::Evicted);
     *counter = counter.wrapping_add(1);
     Some(*counter)
-}
-
-pub(crate) fn skip_counter(skip: Skip) -> Counter {
-    match skip {
-        Skip::NotIp => Counter::not_ip,
-        Skip::NotTcpUdp => Counter::not_tcp_udp,
-        Skip::Fragment | Skip::MarkedFragment => Counter::fragments,
-        Skip::AlreadyMarked => Counter::already_marked,
-        Skip::TooBig => Counter::too_big,
-        Skip::NoHeadroom => Counter::no_headroom,
-        Skip::Malformed(error) => Counter::malformed(error.drop_reason()),
-    }
-}
-
-/// Whether a fast path instruments a flow without asking the general path:
-/// watched, and not this node's own reports to `own_reports_to` (the
-/// general path counts why it does not). `fixed` was read from `frame`.
-#[inline(always)]
-pub(crate) fn fast_flow_watched(
-    fixed: &FastFrame,
-    frame: &[u8],
-    watchlist: &[Rule],
-    own_reports_to: Option<SocketAddrV4>,
-) -> bool {
-    let flow = &fixed.flow;
-    if let Some(collector) = own_reports_to {
-        let to_collector = flow.dst_v4() == Some(*collector.ip()) && flow.dst_port() == collector.port();
-        if flow.protocol() == 17 && to_collector {
-            return false;
-        }
-    }
-    watchlist.is_empty()
-        || fixed.flow_key(frame).is_some_and(|key| watchlist.iter().any(|rule| rule.matches(&key)))
-}
-
-/// A source's ageing of its numbered flows: a 64th of the table every
-/// millisecond or so, paced for large tables ([`sweep_budget`]).
-pub(crate) struct Ageing<'a> {
-    pub last_sweep_ns: &'a mut u64,
-    pub idle_timeout_ns: u64,
-}
-
-impl Ageing<'_> {
-    /// One step: flows idle past the timeout go; the others are ranked in
-    /// `top` by the packets numbered in them.
-    pub fn age(self, flows: &mut FlowTable<u32>, top: &mut TopFlows, now_ns: u64, counters: &mut Counters) {
-        const STEP_NS: u64 = 1 << 20;
-        if now_ns.wrapping_sub(*self.last_sweep_ns) < STEP_NS {
-            return;
-        }
-        *self.last_sweep_ns = now_ns;
-        let idle_limit = (self.idle_timeout_ns >> 20) as u32;
-        let budget = sweep_budget(flows.slot_count(), STEP_NS);
-        let expired = flows.sweep(budget, now_ns, |key, numbered, idle| {
-            top.offer(*numbered, None, || Some((key.flow()?, 0)));
-            idle > idle_limit
-        });
-        top.after_sweep(flows.passes());
-        counters.add(Counter::flows_expired, expired as u64);
-    }
 }

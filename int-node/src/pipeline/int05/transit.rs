@@ -1,12 +1,14 @@
 //! The transit stage: pushes this node's metadata onto packets that already
 //! carry INT 0.5 (values a software node cannot know are 0xFFFFFFFF).
 
+use int_core::encap::Domain;
 use int_core::int05::transit::{self, NotPushed, Outcome, TransitConfig};
 use int_core::int05::{HopMetadata, ShapeCache};
 use int_core::FrameBuf;
 
 use crate::clock::Clock;
 use crate::dpdk::mbuf::{Burst, RxClock};
+use crate::pipeline::setup::Hop;
 use crate::stats::{Counter, Counters};
 
 pub struct TransitStage {
@@ -20,6 +22,17 @@ pub struct TransitStage {
 }
 
 impl TransitStage {
+    pub fn new(domain: Domain, hop: &Hop) -> Self {
+        TransitStage {
+            config: TransitConfig { domain, max_ip_len: hop.max_ip_len },
+            node_id: hop.node_id,
+            rx_int_port: hop.rx_int_port,
+            tx_int_port: hop.tx_int_port,
+            rx_timestamps: hop.rx_timestamps,
+            shapes: ShapeCache::default(),
+        }
+    }
+
     #[inline]
     pub fn process(&mut self, burst: &mut Burst, clock: &mut Clock, counters: &mut Counters) {
         let now_ns = clock.now_ns();

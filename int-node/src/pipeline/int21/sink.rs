@@ -32,7 +32,11 @@ use crate::config::{MalformedPolicy, SinkSettings};
 use crate::dpdk::mbuf::{Burst, RxClock};
 use crate::flow_table::{sweep_budget, Admission, Align64, FlowRef, FlowTable, SWEEP_STEPS};
 use crate::pipeline::int21::report::{Reporter21, Subject};
-use crate::pipeline::sink_flow::{plausible_jump, record_sequence, LossPass, SinkFlow};
+use crate::pipeline::rate_limit::RateLimit;
+use crate::pipeline::setup::SinkSetup;
+use crate::pipeline::sink_flow::{
+    packets_per_coarse_ms, plausible_jump, record_sequence, LossPass, SinkFlow,
+};
 use crate::pipeline::top_flows::TopFlows;
 use crate::stats::{Counter, Counters};
 
@@ -57,22 +61,39 @@ struct Seen<'a> {
 pub struct Sink21Stage {
     pub domain: Domain,
     pub settings: SinkSettings,
-    pub latency: LatencyConfig,
+    latency: LatencyConfig,
     pub int_port: u16,
     pub flows: FlowTable<SinkFlow, Align64>,
     pub reporter: Reporter21,
     pub rx_timestamps: Option<RxClock>,
-    pub last_sweep_ns: u64,
+    last_sweep_ns: u64,
     /// RX-timestamp time minus host-clock time at the last packet: the
     /// sweep's timeouts run on the packets' clock.
-    pub rx_clock_offset: i64,
+    rx_clock_offset: i64,
     /// [`crate::pipeline::int05::sink::packets_per_coarse_ms`] at `max_flow_pps`.
-    pub jump_per_coarse_ms: u64,
+    jump_per_coarse_ms: u64,
     /// The busiest and slowest flows, ranked as the sweep goes.
     pub top: TopFlows,
 }
 
 impl Sink21Stage {
+    pub fn new(domain: Domain, setup: SinkSetup) -> Self {
+        let SinkSetup { settings, hop, rate_limit, reports } = setup;
+        Sink21Stage {
+            domain,
+            latency: settings.latency,
+            int_port: hop.rx_int_port,
+            flows: FlowTable::with_ipv6_keys(settings.flow_capacity as usize),
+            reporter: Reporter21::new(reports, RateLimit::new(rate_limit), hop.node_id),
+            rx_timestamps: hop.rx_timestamps,
+            last_sweep_ns: 0,
+            rx_clock_offset: 0,
+            jump_per_coarse_ms: packets_per_coarse_ms(settings.max_flow_pps),
+            top: TopFlows::default(),
+            settings,
+        }
+    }
+
     /// New report settings, between bursts; returns the ones replaced.
     pub fn set_reports(
         &mut self,

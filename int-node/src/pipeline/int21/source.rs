@@ -10,16 +10,17 @@ use std::net::SocketAddrV4;
 use int_core::flow::FlowKey;
 use int_core::int21::in_tunnel::TunnelPlan;
 use int_core::int21::source::{self, SourceConfig};
-use int_core::int21::{sink, HopMetadata};
+use int_core::int21::{sink, Domain, HeaderType, HopMetadata};
 use int_core::skip::Skip;
 
 use crate::clock::Clock;
-use crate::config::{MarkedPolicy, Rule};
+use crate::config::{MarkedPolicy, Mode, Rule, Source21Settings, TunnelPlacement};
 use crate::dpdk::mbuf::{Burst, RxClock};
 use crate::flow_table::FlowRef;
 use crate::flow_table::{Admission, FlowTable};
-use crate::pipeline::int05::source::{fast_flow_watched, skip_counter, Ageing};
 use crate::pipeline::int21::report::{Reporter21, Subject};
+use crate::pipeline::setup::{Hop, SetupError};
+use crate::pipeline::source_flow::{fast_flow_watched, skip_counter, Ageing};
 use crate::pipeline::top_flows::TopFlows;
 use crate::stats::{Counter, Counters};
 use int_core::fast::FastFrame;
@@ -50,6 +51,73 @@ pub struct Source21Stage {
 }
 
 impl Source21Stage {
+    /// A source of `domain` at `hop`; `own_reports_to`: this node's
+    /// collector, whose reports are never instrumented; `reporter`: an
+    /// INT-MX domain's reports, where the node exports.
+    pub fn new(
+        domain: Domain,
+        settings: &Source21Settings,
+        hop: &Hop,
+        own_reports_to: Option<SocketAddrV4>,
+        reporter: Option<Reporter21>,
+    ) -> Result<Self, SetupError> {
+        let config = Self::config(domain, settings, hop.max_ip_len);
+        config.check().map_err(SetupError::Settings)?;
+        let numbered = config.numbers_packets();
+        Ok(Source21Stage {
+            fast: FastSource::of(&config, &Self::own_metadata(hop)),
+            config,
+            watchlist: settings.watchlist.clone(),
+            node_id: hop.node_id,
+            rx_int_port: hop.rx_int_port,
+            tx_int_port: hop.tx_int_port,
+            rx_timestamps: hop.rx_timestamps,
+            marked: settings.marked,
+            own_reports_to,
+            reporter,
+            flows: FlowTable::new(if numbered { settings.flow_capacity as usize } else { 1 }),
+            idle_timeout_ns: settings.idle_timeout_ms * 1_000_000,
+            last_sweep_ns: 0,
+            tunnels_inside: settings.tunnels == TunnelPlacement::Inside,
+            top: TopFlows::default(),
+        })
+    }
+
+    /// This node's hop as the source writes it: its node id and the
+    /// pipeline's ports (the times are each packet's).
+    pub fn own_metadata(hop: &Hop) -> HopMetadata {
+        HopMetadata {
+            node_id: Some(hop.node_id),
+            l1_ingress_port: Some(hop.rx_int_port),
+            l1_egress_port: Some(hop.tx_int_port),
+            ..Default::default()
+        }
+    }
+
+    /// The INT layer's source configuration of these settings.
+    pub fn config(domain: Domain, settings: &Source21Settings, max_ip_len: u16) -> SourceConfig {
+        SourceConfig {
+            domain,
+            header_type: match settings.mode {
+                Mode::Md => HeaderType::Md,
+                Mode::Mx => HeaderType::Mx,
+            },
+            instructions: settings.instructions,
+            ds_words: 0,
+            max_hops: settings.max_hops,
+            own_hop: settings.own_hop,
+            // The packet number rides INT-MD only: an MX header has no stack.
+            domain_id: domain.source_only.domain_id,
+            ds_instructions: match settings.mode {
+                Mode::Md => domain.source_only.bits,
+                Mode::Mx => 0,
+            },
+            ds_flags: 0,
+            discard: settings.discard,
+            max_ip_len,
+        }
+    }
+
     #[inline(never)]
     pub fn process(&mut self, burst: &mut Burst, clock: &mut Clock, counters: &mut Counters) {
         let now_ns = clock.now_ns();

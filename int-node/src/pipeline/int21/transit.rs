@@ -8,6 +8,7 @@ use int_core::int21::{Domain, HopMetadata};
 use crate::clock::Clock;
 use crate::dpdk::mbuf::{Burst, RxClock};
 use crate::pipeline::int21::report::Reporter21;
+use crate::pipeline::setup::Hop;
 use crate::stats::{Counter, Counters};
 
 pub struct Transit21Stage {
@@ -22,6 +23,19 @@ pub struct Transit21Stage {
 }
 
 impl Transit21Stage {
+    /// `reporter`: an INT-MX domain's reports, where the node exports.
+    pub fn new(domain: Domain, hop: &Hop, reporter: Option<Reporter21>) -> Self {
+        Transit21Stage {
+            domain,
+            max_ip_len: hop.max_ip_len,
+            node_id: hop.node_id,
+            rx_int_port: hop.rx_int_port,
+            tx_int_port: hop.tx_int_port,
+            rx_timestamps: hop.rx_timestamps,
+            reporter,
+        }
+    }
+
     #[inline(never)]
     pub fn process(&mut self, burst: &mut Burst, clock: &mut Clock, counters: &mut Counters) {
         let now_ns = clock.now_ns();

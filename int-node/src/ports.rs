@@ -9,7 +9,19 @@ use crate::config::{ClockSource, Config, PortConfig};
 use crate::dpdk::mempool::{data_room_for_mtu, Mempool};
 use crate::dpdk::port::{Port, PortId, PortSetup, PortStats};
 
-use super::RunError;
+use crate::dpdk::DpdkError;
+
+/// What opening or finding the ports can fail on.
+#[derive(Debug, thiserror::Error)]
+pub enum PortsError {
+    #[error(transparent)]
+    Dpdk(#[from] DpdkError),
+    /// A port index no port of the config has: a node bug.
+    #[error("no port {0} in the config")]
+    NoPort(usize),
+    #[error("no mempool on socket {0}")]
+    NoPool(i32),
+}
 
 pub struct Ports {
     /// In config order: `ports[i]` is `config.ports[i]`.
@@ -25,7 +37,7 @@ pub type NamedPortStats = (String, PortStats, Vec<(String, u64)>);
 
 impl Ports {
     /// Finds every port, makes the pools, configures and starts the ports.
-    pub fn open(config: &Config) -> Result<Ports, RunError> {
+    pub fn open(config: &Config) -> Result<Ports, PortsError> {
         let mut ids = Vec::new();
         let mut sockets = Vec::new();
         for port in &config.ports {
@@ -62,22 +74,22 @@ impl Ports {
     }
 
     /// Port `index` of the config.
-    pub fn get(&self, index: usize) -> Result<&Port, RunError> {
-        self.ports.get(index).ok_or_else(|| RunError::Setup(format!("no port {index}")))
+    pub fn get(&self, index: usize) -> Result<&Port, PortsError> {
+        self.ports.get(index).ok_or(PortsError::NoPort(index))
     }
 
-    pub fn id(&self, index: usize) -> Result<PortId, RunError> {
+    pub fn id(&self, index: usize) -> Result<PortId, PortsError> {
         self.get(index).map(|port| port.id)
     }
 
-    pub fn socket(&self, index: usize) -> Result<i32, RunError> {
-        self.sockets.get(index).copied().ok_or_else(|| RunError::Setup(format!("no port {index}")))
+    pub fn socket(&self, index: usize) -> Result<i32, PortsError> {
+        self.sockets.get(index).copied().ok_or(PortsError::NoPort(index))
     }
 
     /// The pool that feeds port `index`'s queues (its socket's).
-    pub fn pool(&self, index: usize) -> Result<&Mempool, RunError> {
+    pub fn pool(&self, index: usize) -> Result<&Mempool, PortsError> {
         let socket = self.socket(index)?;
-        self.pools.get(&socket).ok_or_else(|| RunError::Setup(format!("no mempool on socket {socket}")))
+        self.pools.get(&socket).ok_or(PortsError::NoPool(socket))
     }
 
     pub fn stats(&self) -> Vec<NamedPortStats> {
@@ -90,7 +102,7 @@ impl Ports {
     pub fn close(mut self, config: &[PortConfig]) -> (usize, u32, u32) {
         let mut drained = 0;
         for (port, port_config) in self.ports.iter().zip(config) {
-            drained += port.drain_rx(port_config.rx_queues);
+            drained += crate::dpdk::mbuf::drain_rx(port.id, port_config.rx_queues);
         }
         for port in self.ports.iter_mut() {
             port.close();

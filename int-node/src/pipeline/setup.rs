@@ -1,0 +1,41 @@
+//! What a pipeline's INT stage is built from besides its domain, the same
+//! for both INT versions: where it runs (its hop) and, for a sink, where
+//! its reports go.
+
+use crate::config::SinkSettings;
+use crate::dpdk::mbuf::RxClock;
+use crate::pipeline::export::ReportSender;
+
+/// This node as one hop of a path.
+#[derive(Debug, Clone, Copy)]
+pub struct Hop {
+    pub node_id: u32,
+    /// The INT port numbers of the pipeline's RX and TX ports.
+    pub rx_int_port: u16,
+    pub tx_int_port: u16,
+    /// The largest IP packet the TX port sends (its MTU).
+    pub max_ip_len: u16,
+    /// The RX timestamps the pipeline reads, where its clock is
+    /// `rx-timestamp` and the driver gives them.
+    pub rx_timestamps: Option<RxClock>,
+}
+
+/// A sink of either version: its settings, its hop and its reports' way
+/// out.
+pub struct SinkSetup {
+    pub settings: SinkSettings,
+    pub hop: Hop,
+    /// Reports per second (0: no limit).
+    pub rate_limit: u32,
+    pub reports: ReportSender,
+}
+
+/// Why a stage cannot be built from settings `check` accepted: what the
+/// INT layer refuses of them.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error("{0}")]
+    Settings(&'static str),
+    #[error("INT block: {0}")]
+    Block(#[from] int_core::EmitError),
+}

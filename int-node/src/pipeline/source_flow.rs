@@ -1,0 +1,74 @@
+//! What a source of either INT version does beside inserting: counts why
+//! it skips a packet, asks its watchlist on the fast path, and ages its
+//! numbered flows.
+
+use std::net::SocketAddrV4;
+
+use int_core::fast::FastFrame;
+use int_core::skip::Skip;
+
+use crate::config::Rule;
+use crate::flow_table::{sweep_budget, FlowTable};
+use crate::pipeline::top_flows::TopFlows;
+use crate::stats::{Counter, Counters};
+
+/// The counter of a packet the source leaves as it came.
+pub(crate) fn skip_counter(skip: Skip) -> Counter {
+    match skip {
+        Skip::NotIp => Counter::not_ip,
+        Skip::NotTcpUdp => Counter::not_tcp_udp,
+        Skip::Fragment | Skip::MarkedFragment => Counter::fragments,
+        Skip::AlreadyMarked => Counter::already_marked,
+        Skip::TooBig => Counter::too_big,
+        Skip::NoHeadroom => Counter::no_headroom,
+        Skip::Malformed(error) => Counter::malformed(error.drop_reason()),
+    }
+}
+
+/// Whether a fast path instruments a flow without asking the general path:
+/// watched, and not this node's own reports to `own_reports_to` (the
+/// general path counts why it does not). `fast` was read from `frame`.
+#[inline(always)]
+pub(crate) fn fast_flow_watched(
+    fast: &FastFrame,
+    frame: &[u8],
+    watchlist: &[Rule],
+    own_reports_to: Option<SocketAddrV4>,
+) -> bool {
+    let flow = &fast.flow;
+    if let Some(collector) = own_reports_to {
+        let to_collector = flow.dst_v4() == Some(*collector.ip()) && flow.dst_port() == collector.port();
+        if flow.protocol() == 17 && to_collector {
+            return false;
+        }
+    }
+    watchlist.is_empty()
+        || fast.flow_key(frame).is_some_and(|key| watchlist.iter().any(|rule| rule.matches(&key)))
+}
+
+/// A source's ageing of its numbered flows: a 64th of the table every
+/// millisecond or so, paced for large tables ([`sweep_budget`]).
+pub(crate) struct Ageing<'a> {
+    pub last_sweep_ns: &'a mut u64,
+    pub idle_timeout_ns: u64,
+}
+
+impl Ageing<'_> {
+    /// One step: flows idle past the timeout go; the others are ranked in
+    /// `top` by the packets numbered in them.
+    pub fn age(self, flows: &mut FlowTable<u32>, top: &mut TopFlows, now_ns: u64, counters: &mut Counters) {
+        const STEP_NS: u64 = 1 << 20;
+        if now_ns.wrapping_sub(*self.last_sweep_ns) < STEP_NS {
+            return;
+        }
+        *self.last_sweep_ns = now_ns;
+        let idle_limit = (self.idle_timeout_ns >> 20) as u32;
+        let budget = sweep_budget(flows.slot_count(), STEP_NS);
+        let expired = flows.sweep(budget, now_ns, |key, numbered, idle| {
+            top.offer(*numbered, None, || Some((key.flow()?, 0)));
+            idle > idle_limit
+        });
+        top.after_sweep(flows.passes());
+        counters.add(Counter::flows_expired, expired as u64);
+    }
+}

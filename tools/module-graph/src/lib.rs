@@ -1,0 +1,117 @@
+//! Which module of a crate imports which, read from the sources: the module
+//! tree from `mod` declarations, the edges from `use` statements and from
+//! paths in code (`crate::`, `super::`, `self::`). A parent importing its own
+//! children is ownership (a facade's re-exports), not an edge; every other
+//! import is. Test modules inside a file are left out: they import their
+//! file by design.
+//!
+//! This reads Rust the way the workspace writes it (no `#[path]`, no macro
+//! made modules), not Rust in general; it is a check, not a compiler.
+
+// Indexing here reads the workspace's own sources, never packets; a slip
+// fails the check loudly, which is what a check should do.
+#![allow(clippy::indexing_slicing)]
+
+mod paths;
+mod tree;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+
+pub use tree::{Crate, Module};
+
+/// One import: from a module to another, where it is written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Edge {
+    pub from: String,
+    pub to: String,
+    pub line: usize,
+}
+
+/// A rule between layers: no module under `from` imports a module under `to`.
+#[derive(Debug, Clone, Copy)]
+pub struct Forbidden {
+    pub from: &'static str,
+    pub to: &'static str,
+    pub why: &'static str,
+}
+
+/// What the check found wrong in one crate.
+#[derive(Debug, Default)]
+pub struct Findings {
+    /// Each cycle as its modules, and for each one the import that leads on.
+    pub cycles: Vec<Vec<Edge>>,
+    pub crossings: Vec<(Edge, &'static str)>,
+}
+
+impl Findings {
+    pub fn is_clean(&self) -> bool {
+        self.cycles.is_empty() && self.crossings.is_empty()
+    }
+}
+
+/// The edges of one crate, by importing module, each target once (the first
+/// place it is written).
+pub fn edges(krate: &Crate) -> Vec<Edge> {
+    let mut out = Vec::new();
+    for module in &krate.modules {
+        let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+        for (path, line) in paths::imports(&module.source) {
+            let Some(to) = krate.resolve(&module.name, &path) else { continue };
+            if to == module.name || tree::is_within(&to, &module.name) {
+                continue;
+            }
+            seen.entry(to).or_insert(line);
+        }
+        out.extend(seen.into_iter().map(|(to, line)| Edge { from: module.name.clone(), to, line }));
+    }
+    out
+}
+
+/// Cycles and layer crossings in one crate.
+pub fn check(krate: &Crate, rules: &[Forbidden]) -> Findings {
+    let edges = edges(krate);
+    let crossings = edges
+        .iter()
+        .flat_map(|e| {
+            rules
+                .iter()
+                .filter(|r| tree::is_within_or(&e.from, r.from) && tree::is_within_or(&e.to, r.to))
+                .map(move |r| (e.clone(), r.why))
+        })
+        .collect();
+    Findings { cycles: cycles(&edges), crossings }
+}
+
+/// Every strongly connected set of two or more modules, each shown as one
+/// cycle through it (the shortest way back, found breadth first).
+fn cycles(edges: &[Edge]) -> Vec<Vec<Edge>> {
+    let mut out = Vec::new();
+    for component in paths::strongly_connected(edges) {
+        if let Some(cycle) = paths::cycle_through(&component, edges) {
+            out.push(cycle);
+        }
+    }
+    out
+}
+
+impl fmt::Display for Findings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for cycle in &self.cycles {
+            writeln!(f, "import cycle:")?;
+            for e in cycle {
+                writeln!(f, "  {} -> {} (line {})", e.from, e.to, e.line)?;
+            }
+        }
+        for (e, why) in &self.crossings {
+            writeln!(f, "{} imports {} (line {}): {why}", e.from, e.to, e.line)?;
+        }
+        Ok(())
+    }
+}
+
+/// Reads a crate rooted at `root` (its `lib.rs` or `main.rs`).
+pub fn read(root: &Path) -> std::io::Result<Crate> {
+    tree::read(root)
+}
