@@ -39,7 +39,7 @@ fn taken_by(
         .collect()
 }
 
-/// 300 mixed frames, and which of them `shape` finds of the common shape.
+/// 300 mixed frames, and which of them `shape` finds of the fast path's shape.
 /// Frames of other shapes (VLAN tags, IPv4 options, TCP options) get flows
 /// of their own: the real source numbers a flow's packets of every shape,
 /// the reference only those of its own.
@@ -54,7 +54,7 @@ fn mixed_frames(shape: impl Fn(&[Vec<u8>]) -> Vec<bool>) -> (Vec<Vec<u8>>, Vec<b
     let frames: Vec<Vec<u8>> = specs.iter().map(PacketSpec::build).collect();
     assert_eq!(shape(&frames), common);
     let taken = common.iter().filter(|c| **c).count() as u64;
-    assert!((100..300).contains(&taken), "{taken} frames of the common shape: both kinds are tested");
+    assert!((100..300).contains(&taken), "{taken} fast-path frames: both kinds are tested");
     (frames, common, taken)
 }
 

@@ -73,7 +73,7 @@ pub(crate) fn rewrite_ip(frame: &mut [u8], ip: &IpLocation, tos: u8, ip_len: usi
     }
 }
 
-/// [`rewrite_ip`] for IPv6, out of line: kept off the common frame's path
+/// [`rewrite_ip`] for IPv6, out of line: kept off the fast-path frame's path
 /// (inline, it cost an IPv4 source 6% in bench/README.md's A/B).
 #[cold]
 #[inline(never)]

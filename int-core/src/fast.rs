@@ -1,10 +1,13 @@
-//! The common frame at fixed offsets: Ethernet without VLAN tags, then
-//! IPv4 without options and not fragmented or IPv6 without extension
-//! headers, then UDP (its Length agreeing with the IP length) or TCP
-//! without options. Most traffic has this shape; the fast paths read it
-//! with a few fixed-size loads and compares, and every other frame takes
-//! the general walk ([`crate::locate`]), which gives frames of this shape
-//! the same answer.
+//! The fast path's frame. Every stage has three implementations: the
+//! general path (any frame the specification allows), the fast path (the
+//! frame most traffic is, read at fixed offsets with a few fixed-size
+//! loads and compares) and the reference (the least work for the
+//! benchmark's frame, its yardstick). A fast-path frame is Ethernet
+//! without VLAN tags, then IPv4 without options and not fragmented or IPv6
+//! without extension headers, then UDP (its Length agreeing with the IP
+//! length) or TCP without options. Every other frame takes the general
+//! walk ([`crate::locate`]), which gives fast-path frames the same answer
+//! (property tests hold the two together).
 
 use crate::bytes::{be16, be32};
 use crate::carrier::Carrier;
@@ -23,9 +26,8 @@ const TCP_LEN: usize = 20;
 const SHAPE_TCP: u8 = 1;
 const SHAPE_IPV6: u8 = 2;
 
-/// What a frame of the common shape is to a sink's fast path, found at
-/// fixed offsets: its general path gives the same answer where this one
-/// gives one.
+/// What a fast-path frame is to a sink's fast path: its general path
+/// gives the same answer where this one gives one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FastArrival<T> {
     /// An INT packet of the sink's domain, checked as the general path
@@ -38,7 +40,7 @@ pub enum FastArrival<T> {
     Other,
 }
 
-/// Where a common frame's parts lie: 24 bytes, the state a fast path
+/// Where a fast-path frame's parts lie: 24 bytes, the state a fast path
 /// keeps of a packet between the passes over its burst.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct FastFrame {
@@ -59,7 +61,7 @@ pub struct FastFrame {
 }
 
 impl FastFrame {
-    /// The frame's parts, if it has the common shape (IPv4 or IPv6) and at
+    /// The frame's parts, if it has the fast path's shape (IPv4 or IPv6) and at
     /// least `room` bytes of L4 payload.
     #[inline(always)]
     pub fn read(frame: &[u8], room: usize) -> Option<FastFrame> {
@@ -90,8 +92,8 @@ impl FastFrame {
             rest: u64::from(head[23]) << 32 | u64::from(be32(head, L4_AT)),
         };
         let end = (L3_AT + total_len) as u16;
-        let fixed = FastFrame::new(flow, end, carrier_len, head[15], shape);
-        fixed.holds(frame, room).then_some(fixed)
+        let parts = FastFrame::new(flow, end, carrier_len, head[15], shape);
+        parts.holds(frame, room).then_some(parts)
     }
 
     /// [`FastFrame::read`] for IPv6 frames: the L4 header right after the
@@ -117,8 +119,8 @@ impl FastFrame {
         let flow = FlowWords::v6(src, dst, head[L3_AT + 6], word(L4_AT_V6), word(L4_AT_V6 + 2));
         let end = (L4_AT_V6 + usize::from(payload_len)) as u16;
         let tos = head[L3_AT] << 4 | head[L3_AT + 1] >> 4;
-        let fixed = FastFrame::new(flow, end, carrier_len, tos, shape);
-        fixed.holds(frame, room).then_some(fixed)
+        let parts = FastFrame::new(flow, end, carrier_len, tos, shape);
+        parts.holds(frame, room).then_some(parts)
     }
 
     #[inline(always)]

@@ -70,7 +70,7 @@ impl Generator {
             template = instrumented(&template, node_id)?;
         }
         if FastFrame::read_ipv4(&template, 0).is_none() {
-            return Err("the template is not a frame of the common shape".into());
+            return Err("the template is not a fast-path frame".into());
         }
         Ok(Generator {
             template,

@@ -1,19 +1,29 @@
-//! int-core: everything an INT 0.5 source, transit hop, sink and collector
-//! do to bytes, without DPDK.
+//! int-core: everything an INT source, transit hop, sink and collector do
+//! to bytes, in INT 0.5 (with Host-INT's dialect) and INT 2.1, without DPDK.
 //!
-//! - [`wire`]: Ethernet (802.1Q), IPv4, TCP, UDP headers.
-//! - [`int05`]: INT 0.5 shim, metadata header, instruction bitmap, hop
-//!   metadata, tail (INT over TCP/UDP, and Host-INT's shim Type 3).
-//! - [`int21`]: INT 2.1 over TCP/UDP: shim with NPT, INT-MD header and
-//!   stack, INT-MX header.
-//! - [`report`]: Telemetry Report 0.5 headers and Host-INT's latency and
-//!   Drop-Summary reports.
-//! - [`source`], [`transit`], [`sink`]: the packet transforms, in place over a
-//!   [`FrameBuf`] with headroom.
-//! - [`flow`], [`loss`], [`latency`], [`ticks`]: the sink's per-flow logic.
+//! By version:
+//! - [`int05`]: INT 0.5's headers (shim, metadata header, instructions, hop
+//!   metadata, tail) and its transforms: [`int05::source`],
+//!   [`int05::transit`], [`int05::sink`].
+//! - [`int21`]: INT 2.1's headers (shim, INT-MD and INT-MX headers, hop
+//!   metadata, source-only metadata, tunnels) and its transforms, over
+//!   TCP/UDP and in VXLAN-GPE and Geneve.
+//! - [`report`]: Telemetry Report 0.5 (with Host-INT's latency and
+//!   Drop-Summary reports) and 2.0.
 //!
-//! No function here panics on packet bytes: every malformed input is a
-//! [`ParseError`] that names the layer, the offset and the value.
+//! Shared by both versions:
+//! - [`wire`]: Ethernet (802.1Q), IPv4, IPv6, TCP, UDP, VXLAN-GPE, Geneve.
+//! - [`locate`]: the header walk every transform starts with; [`fast`]: the
+//!   fast path's frame; `carrier` (crate-private): the header whose length
+//!   and checksum cover the INT bytes; [`encap`]: where a domain puts INT.
+//! - [`flow`], [`loss`], [`latency`], [`ticks`]: a sink's per-flow logic;
+//!   [`skip`]: why a source leaves a packet alone.
+//! - [`reference`](mod@reference): the benchmark's yardstick stages; [`craft`],
+//!   [`generate`]: frames for tools, tests and the generator.
+//!
+//! Transforms work in place over a [`FrameBuf`] with headroom. No function
+//! here panics on packet bytes: every malformed input is a [`ParseError`]
+//! that names the layer, the offset and the value.
 
 #![forbid(unsafe_code)]
 

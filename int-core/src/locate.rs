@@ -203,30 +203,30 @@ impl L4 {
     }
 }
 
-/// The first 42 bytes of the common frame: Ethernet II, IPv4 without
+/// The first 42 bytes of the fast-path frame: Ethernet II, IPv4 without
 /// options, and the first 8 bytes of TCP or UDP (ports, then UDP's Length
 /// or TCP's Sequence Number).
 #[derive(FromBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
-struct CommonPrefix {
+struct FastPrefix {
     ethernet: EthernetHeader,
     ip: Ipv4Header,
     l4: UdpHeader,
 }
-const _: () = assert!(size_of::<CommonPrefix>() == 42);
+const _: () = assert!(size_of::<FastPrefix>() == 42);
 
-/// Offsets of the common frame's headers.
-const COMMON_L3: usize = size_of::<EthernetHeader>();
-const COMMON_L4: usize = COMMON_L3 + size_of::<Ipv4Header>();
+/// Offsets of the fast-path frame's headers.
+const FAST_L3: usize = size_of::<EthernetHeader>();
+const FAST_L4: usize = FAST_L3 + size_of::<Ipv4Header>();
 
-/// The walk for the common frame: Ethernet II without VLAN tags, IPv4
+/// The walk for the fast-path frame: Ethernet II without VLAN tags, IPv4
 /// without options and not fragmented, TCP or UDP with lengths that agree.
 /// Its headers lie at fixed offsets, so a few compares on one fixed-size
 /// view replace the general walk. `None` for any other frame: the caller
 /// then takes [`ipv4`] and [`l4`], which give these frames the same answer.
 #[inline(always)]
-pub fn common(frame: &[u8]) -> Option<(IpLocation, L4)> {
-    let (h, _) = CommonPrefix::ref_from_prefix(frame).ok()?;
+pub fn fast(frame: &[u8]) -> Option<(IpLocation, L4)> {
+    let (h, _) = FastPrefix::ref_from_prefix(frame).ok()?;
     if h.ethernet.ethertype.get() != 0x0800 || h.ip.version_ihl != 0x45 {
         return None;
     }
@@ -234,23 +234,23 @@ pub fn common(frame: &[u8]) -> Option<(IpLocation, L4)> {
     if h.ip.flags_frag.get() & 0x3fff != 0 {
         return None;
     }
-    let end = COMMON_L3 + usize::from(h.ip.total_len.get());
-    if end > frame.len() || end < size_of::<CommonPrefix>() {
+    let end = FAST_L3 + usize::from(h.ip.total_len.get());
+    if end > frame.len() || end < size_of::<FastPrefix>() {
         return None;
     }
     let (src_port, dst_port) = (h.l4.src_port.get(), h.l4.dst_port.get());
     let l4 = match h.ip.protocol {
         PROTO_UDP => {
             let length = h.l4.length.get();
-            if usize::from(length) != end - COMMON_L4 {
+            if usize::from(length) != end - FAST_L4 {
                 return None;
             }
             L4::Udp { src_port, dst_port, length }
         }
         PROTO_TCP => {
-            let (tcp, _) = TcpHeader::ref_from_prefix(frame.get(COMMON_L4..)?).ok()?;
+            let (tcp, _) = TcpHeader::ref_from_prefix(frame.get(FAST_L4..)?).ok()?;
             let header_len = tcp.header_len();
-            if header_len < tcp::MIN_HEADER_LEN || COMMON_L4 + header_len > end {
+            if header_len < tcp::MIN_HEADER_LEN || FAST_L4 + header_len > end {
                 return None;
             }
             L4::Tcp { src_port, dst_port, header_len }
@@ -259,13 +259,13 @@ pub fn common(frame: &[u8]) -> Option<(IpLocation, L4)> {
     };
     let ip = IpLocation {
         version: IpVersion::V4,
-        l3: COMMON_L3,
-        l4: COMMON_L4,
+        l3: FAST_L3,
+        l4: FAST_L4,
         end,
         protocol: h.ip.protocol,
         tos: h.ip.tos,
         fragment: Fragment::Whole,
-        next_header_at: COMMON_L3 + 9,
+        next_header_at: FAST_L3 + 9,
     };
     Some((ip, l4))
 }
@@ -357,21 +357,21 @@ mod tests {
         specs.iter().map(|spec| spec.build()).collect()
     }
 
-    /// Every one-byte change and cut of UDP and TCP frames: where the common
+    /// Every one-byte change and cut of UDP and TCP frames: where the fast
     /// walk answers, the general walk gives the same locations; where it
-    /// does not, the frame is not of the common shape. It takes the frames
+    /// does not, the frame is not of the fast path's shape. It takes the frames
     /// as built.
     #[test]
     fn common_walk_agrees_with_the_general_walk() {
         let mut taken = 0;
         for frame in frames() {
-            assert_eq!(common(&frame), general(&frame), "as built");
-            assert!(common(&frame).is_some());
+            assert_eq!(fast(&frame), general(&frame), "as built");
+            assert!(fast(&frame).is_some());
             for at in 0..frame.len() {
                 for value in [0x00, 0x01, 0x06, 0x08, 0x11, 0x20, 0x40, 0x45, 0x46, 0x50, 0x81, 0xff] {
                     let mut changed = frame.clone();
                     changed[at] = value;
-                    if let Some(found) = common(&changed) {
+                    if let Some(found) = fast(&changed) {
                         assert_eq!(Some(found), general(&changed), "byte {at} = {value:#x}");
                         taken += 1;
                     }
@@ -380,9 +380,9 @@ mod tests {
                 // (which calls it truncated); cut into its padding, both
                 // take it.
                 let cut = &frame[..at];
-                assert_eq!(common(cut), general(cut), "cut to {at}");
+                assert_eq!(fast(cut), general(cut), "cut to {at}");
                 assert_eq!(
-                    common(cut).is_some(),
+                    fast(cut).is_some(),
                     at >= 14 + usize::from(u16::from_be_bytes([frame[16], frame[17]]))
                 );
             }
@@ -399,7 +399,7 @@ mod tests {
         let mut first_fragment = PacketSpec::udp(a, b, 1, 2, 20).build();
         first_fragment[20] |= 0x20;
         for frame in [tagged, options, first_fragment] {
-            assert_eq!(common(&frame), None);
+            assert_eq!(fast(&frame), None);
             assert!(ipv4(&frame).unwrap().is_some(), "the general walk still reads it");
         }
     }

@@ -1,7 +1,7 @@
 //! The fast paths against the general path: for every frame a fast path
 //! takes, the general path takes it too, reads the same fields and writes
 //! the same bytes, over every one-byte change and every cut of frames of
-//! the common shape (with and without INT).
+//! the fast path's shape (with and without INT).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
 mod common;
@@ -25,7 +25,7 @@ fn hop() -> HopMetadata {
     HopMetadata::host_int(0x0a00_0009, 3, 0)
 }
 
-/// Frames of the common shape, and a few just outside it.
+/// Fast-path frames, and a few just outside it.
 fn base_frames() -> Vec<Vec<u8>> {
     let (a, b) = (Ipv4Addr::new(192, 0, 2, 1), Ipv4Addr::new(198, 51, 100, 7));
     let mut specs = vec![
@@ -73,7 +73,7 @@ fn fast_source_agrees(config: &SourceConfig) -> [usize; 2] {
 #[test]
 fn fast_source_writes_what_the_general_source_writes() {
     let [v4, v6] = fast_source_agrees(&SourceConfig::host_int(1500));
-    // Most single changes leave a frame of the common shape (payload
+    // Most single changes leave a fast-path frame (payload
     // bytes, addresses, ports, checksums).
     assert!(v4 > 1200 && v6 > 1000, "{v4} IPv4 and {v6} IPv6 frames took the fast path");
 }
@@ -112,7 +112,7 @@ fn only_host_int_configurations_have_a_fast_source() {
     }
 }
 
-/// INT frames of the common shape: the base frames instrumented, with
+/// INT fast-path frames: the base frames instrumented, with
 /// Host-INT's tail and with INT 0.5's informative one, and one with a
 /// transit hop pushed.
 fn int_frames() -> Vec<Vec<u8>> {
@@ -161,7 +161,7 @@ fn fast_sink_finds_and_restores_what_the_general_sink_does() {
             }
         }
     }
-    assert!(bases >= 15, "{bases} INT frames of the common shape");
+    assert!(bases >= 15, "{bases} INT fast-path frames");
     let [v4, v6] = taken;
     assert!(v4 > 2000 && v6 > 2000, "{v4} IPv4 and {v6} IPv6 frames took the fast path");
 }
@@ -201,7 +201,7 @@ fn fast_transit_pushes_what_the_general_transit_pushes() {
     for (base, config) in cases {
         for frame in neighbours(&base) {
             let mut mine = Buffer::new(&frame);
-            let Some(fast) = mine.with(|f| transit::push_fixed(f, &config, &hop, &mut ShapeCache::default()))
+            let Some(fast) = mine.with(|f| transit::push_fast(f, &config, &hop, &mut ShapeCache::default()))
             else {
                 assert_eq!(mine.frame(), &frame[..], "left to the general path unchanged");
                 continue;

@@ -2,7 +2,7 @@
 //! the fast path takes, the general path takes it too, reads the same flow,
 //! packet number, source hop and D bit, and strips the same bytes, over
 //! one-byte changes (to 0, to all ones, plus 36, single bit flips) and
-//! every cut of INT 2.1 frames of the common shape (and of a few just
+//! every cut of INT 2.1 fast-path frames (and of a few just
 //! outside it).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
@@ -27,7 +27,7 @@ fn hop(node: u32, time: u64) -> HopMetadata {
     }
 }
 
-/// Plain frames of the common shape (UDP, zero-checksum UDP, TCP, a kept
+/// Plain fast-path frames (UDP, zero-checksum UDP, TCP, a kept
 /// DSCP) and two outside it (a VLAN tag, TCP options).
 fn plain_frames() -> Vec<Vec<u8>> {
     let (a, b) = (Ipv4Addr::new(192, 0, 2, 1), Ipv4Addr::new(198, 51, 100, 7));
@@ -96,9 +96,9 @@ fn fast_sink21_finds_and_restores_what_the_general_sink_does() {
             }
         }
     }
-    // 5 common frames x 5 MD sources, and the transit's.
-    // 8 common frames (5 IPv4, 3 IPv6) x 5 MD sources, and the transit's.
-    assert_eq!(bases, 41, "INT-MD frames of the common shape");
+    // 5 fast-path frames x 5 MD sources, and the transit's.
+    // 8 fast-path frames (5 IPv4, 3 IPv6) x 5 MD sources, and the transit's.
+    assert_eq!(bases, 41, "INT-MD fast-path frames");
     let [v4, v6] = taken;
     assert!(v4 > 8000 && v6 > 6000, "{v4} IPv4 and {v6} IPv6 frames took the fast path");
     assert!(not_int > 80, "{not_int} frames the fast path found unmarked");
@@ -219,7 +219,7 @@ fn fast_source21_writes_what_the_general_source_writes() {
     ];
     for config in configs {
         let [v4, v6] = fast_source_agrees(&config);
-        // Most single changes leave an unmarked frame of the common shape.
+        // Most single changes leave an unmarked frame of the fast path's shape.
         assert!(v4 > 1000 && v6 > 700, "{v4} IPv4 and {v6} IPv6 frames took the fast path for {config:?}");
     }
     // Within an MTU that leaves some frames out (the general path sets M).

@@ -78,7 +78,7 @@ fn real_source(frame: &[u8], numbers: &mut HashMap<FlowKey, u32>, template: &Tem
 
 fn reference_source(frame: &[u8], source: &mut reference::Source) -> Vec<u8> {
     let mut buffer = Buffer::new(frame);
-    assert!(buffer.with(|f| source.instrument(f, TIME)), "the reference takes a common frame");
+    assert!(buffer.with(|f| source.instrument(f, TIME)), "the reference takes a fast-path frame");
     buffer.frame().to_vec()
 }
 

@@ -25,7 +25,7 @@ fn own_hop() -> HopMetadata {
     }
 }
 
-/// Frames of the common shape: 6 flows (UDP and TCP, two sizes), three
+/// Fast-path frames: 6 flows (UDP and TCP, two sizes), three
 /// packets each, interleaved.
 fn common_frames() -> Vec<Vec<u8>> {
     let dst = Ipv4Addr::new(198, 51, 100, 7);

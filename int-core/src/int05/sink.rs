@@ -170,7 +170,7 @@ pub fn extract_with(
 /// stage 8-10% at 64 B (bench/README.md).
 #[inline(always)]
 pub fn classify(frame: &[u8], config: &Domain, shapes: &mut ShapeCache) -> Result<Arrival, ParseError> {
-    let (ip, l4) = match locate::common(frame) {
+    let (ip, l4) = match locate::fast(frame) {
         Some((ip, l4)) if is_marked(&ip, config) => (ip, l4),
         Some(_) => return Ok(Arrival::NotInt),
         None => match walk(frame, config) {
@@ -292,11 +292,11 @@ fn pseudo_header_sum(frame: &[u8], ip: &IpLocation) -> u32 {
         + (length & 0xffff)
 }
 
-/// What a frame of the common shape ([`FastFrame`]) is to a sink of the
+/// What a fast-path frame ([`FastFrame`]) is to a sink of the
 /// DSCP encapsulation ([`classify`] decides what it leaves).
 pub type FastArrival = crate::fast::FastArrival<FastInt>;
 
-/// An INT packet of the common shape: what a sink needs of it between the
+/// An INT fast-path packet: what a sink needs of it between the
 /// passes over its burst, and to restore it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct FastInt {
@@ -323,8 +323,8 @@ impl FastInt {
     }
 }
 
-/// [`classify`] for frames of the common shape in the DSCP encapsulation,
-/// at fixed offsets: the same answer for every frame it does not leave to
+/// [`classify`]'s fast path, for fast-path frames in the DSCP
+/// encapsulation: the same answer for every frame it does not leave to
 /// [`classify`] (a property test holds the two together over every
 /// one-byte change and cut).
 #[inline(always)]
@@ -332,25 +332,25 @@ pub fn classify_fast(frame: &[u8], config: &Domain, shapes: &mut ShapeCache) -> 
     if !matches!(config.encapsulation, Encapsulation::OverTcpUdp { .. }) {
         return FastArrival::Other;
     }
-    let Some(fixed) = FastFrame::read(frame, 0) else { return FastArrival::Other };
-    if !config.encapsulation.tos_is_marked(fixed.tos) {
+    let Some(parts) = FastFrame::read(frame, 0) else { return FastArrival::Other };
+    if !config.encapsulation.tos_is_marked(parts.tos) {
         return FastArrival::NotInt;
     }
-    let block_at = fixed.payload_at();
-    let region = frame.get(block_at..fixed.end()).unwrap_or_default();
+    let block_at = parts.payload_at();
+    let region = frame.get(block_at..parts.end()).unwrap_or_default();
     if !starts_with_a_shim(region) {
         return FastArrival::Other;
     }
     let Ok(block) = shapes.parse(region, Tail::Present) else { return FastArrival::Other };
     let informative =
-        block.tail.protocol == fixed.flow.protocol() && block.tail.dst_port == fixed.flow.dst_port();
+        block.tail.protocol == parts.flow.protocol() && block.tail.dst_port == parts.flow.dst_port();
     let tail = region.get(block.len - TAIL_LEN..block.len).unwrap_or_default();
     if !informative && tail.iter().any(|b| *b != 0) {
         // A tail whose reading needs the checksum's word: the general path.
         return FastArrival::Other;
     }
     FastArrival::Int(FastInt {
-        frame: fixed,
+        frame: parts,
         shim_type: block.shim_type,
         header: block.header,
         sequence: block.sequence,
@@ -437,7 +437,7 @@ fn is_marked(ip: &IpLocation, config: &Domain) -> bool {
     }
 }
 
-/// The general walk, for frames [`locate::common`] does not take. A frame
+/// The general walk, for frames [`locate::fast`] does not take. A frame
 /// whose Ethernet, IP or L4 header lies is not INT: INT is only ever
 /// looked for behind headers that stand (the malformed policy is for INT
 /// blocks). A first fragment may carry INT (a Host-INT source instruments

@@ -156,7 +156,7 @@ pub fn plan_marked(frame: &[u8], config: &SourceConfig) -> Result<Plan, Skip> {
 
 #[inline(always)]
 fn plan_as(frame: &[u8], config: &SourceConfig, marked_is_fine: bool) -> Result<Plan, Skip> {
-    let (ip, l4) = match locate::common(frame) {
+    let (ip, l4) = match locate::fast(frame) {
         Some(found) => found,
         None => walk(frame, config)?,
     };
@@ -192,7 +192,7 @@ fn plan_as(frame: &[u8], config: &SourceConfig, marked_is_fine: bool) -> Result<
     Ok(Plan { flow, ip, l4, insert_at })
 }
 
-/// The general walk, for frames [`locate::common`] does not take.
+/// The general walk, for frames [`locate::fast`] does not take.
 #[inline(never)]
 fn walk(frame: &[u8], config: &SourceConfig) -> Result<(IpLocation, L4), Skip> {
     let ip = locate::ip(frame).map_err(Skip::Malformed)?.ok_or(Skip::NotIp)?;
@@ -386,8 +386,8 @@ const FAST_INGRESS_AT: usize = 20;
 const FAST_EGRESS_AT: usize = 24;
 const FAST_SEQUENCE_AT: usize = 28;
 
-/// The source's fast path: Host-INT's block into a frame of the common
-/// shape ([`FastFrame`]), with fixed offsets and sizes. It writes what
+/// The source's fast path: Host-INT's block into a fast-path frame
+/// ([`FastFrame`]), with fixed offsets and sizes. It writes what
 /// [`plan`] and [`insert_with`] write for those frames (a property test
 /// holds the two together over every one-byte change and cut); every other
 /// frame, and every other configuration, takes the general path.
@@ -440,13 +440,13 @@ impl FastBlock {
     /// timestamps, into a frame [`FastBlock::takes`]. False (frame
     /// unchanged) when the headroom is too small.
     #[inline(always)]
-    pub fn insert(&self, frame: &mut FrameBuf<'_>, fixed: &FastFrame, sequence: u32, time: u32) -> bool {
-        if !frame.open_gap(fixed.payload_at(), FAST_BLOCK_LEN) {
+    pub fn insert(&self, frame: &mut FrameBuf<'_>, parts: &FastFrame, sequence: u32, time: u32) -> bool {
+        if !frame.open_gap(parts.payload_at(), FAST_BLOCK_LEN) {
             return false;
         }
         let bytes = frame.frame_mut();
         let Some(block) =
-            bytes.get_mut(fixed.payload_at()..).and_then(|b| b.first_chunk_mut::<FAST_BLOCK_LEN>())
+            bytes.get_mut(parts.payload_at()..).and_then(|b| b.first_chunk_mut::<FAST_BLOCK_LEN>())
         else {
             return false;
         };
@@ -456,8 +456,8 @@ impl FastBlock {
         block[FAST_SEQUENCE_AT..FAST_SEQUENCE_AT + 4].copy_from_slice(&sequence.to_be_bytes());
         let block_sum =
             self.fixed_sum + 2 * crate::checksum::word_sum(time) + crate::checksum::word_sum(sequence);
-        let grown = fixed.carrier_len + FAST_BLOCK_LEN as u16;
-        fixed.rewrite(bytes, self.encapsulation.mark_tos(fixed.tos), grown, 0, block_sum);
+        let grown = parts.carrier_len + FAST_BLOCK_LEN as u16;
+        parts.rewrite(bytes, self.encapsulation.mark_tos(parts.tos), grown, 0, block_sum);
         true
     }
 }

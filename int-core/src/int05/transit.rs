@@ -75,12 +75,12 @@ pub fn push_with(
     push_block(frame, config, hop, &block, Carriage::General { ip: found.ip, carrier: found.carrier })
 }
 
-/// [`push_with`] for frames of the common shape in the DSCP encapsulation,
-/// at fixed offsets: `None` (frame unchanged) leaves the frame to
+/// [`push_with`]'s fast path, for fast-path frames in the DSCP
+/// encapsulation: `None` (frame unchanged) leaves the frame to
 /// [`push_with`]; otherwise the same outcome and bytes (a property test
 /// holds the two together over every one-byte change and cut).
 #[inline(always)]
-pub fn push_fixed(
+pub fn push_fast(
     frame: &mut FrameBuf<'_>,
     config: &TransitConfig,
     hop: &HopMetadata,

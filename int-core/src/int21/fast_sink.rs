@@ -1,5 +1,5 @@
 //! The INT 2.1 sink's fast path: an INT-MD block announced by NPT 0 after
-//! the UDP header, or the TCP header without options, of a common frame
+//! the UDP header, or the TCP header without options, of a fast-path frame
 //! ([`FastFrame`]) in a DSCP-marked domain, read at fixed offsets. Every
 //! other frame is left to [`super::sink::extract`], which gives the frames
 //! this path takes the same answer (a property test holds the two together
@@ -14,11 +14,11 @@ use super::hop::INVALID;
 use super::md_header::MdHeaderRepr;
 use super::{Domain, Instructions, Marking, MdBlock, MdStack, FIXED_LEN};
 
-/// What a DSCP-marked domain's sink finds in a frame of the common shape
+/// What a DSCP-marked domain's sink finds in a fast-path frame
 /// ([`super::sink::extract`] decides what it leaves).
 pub type FastArrival = crate::fast::FastArrival<FastInt>;
 
-/// An INT-MD packet of the common shape: what the sink needs of it to
+/// An INT-MD fast-path packet: what the sink needs of it to
 /// track its flow and to restore it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct FastInt {
@@ -44,20 +44,20 @@ impl FastInt {
     }
 }
 
-/// [`super::sink::extract`] at fixed offsets, for frames of the common
-/// shape whose block is INT-MD with NPT 0.
+/// [`super::sink::extract`]'s fast path, for fast-path frames whose block
+/// is INT-MD with NPT 0.
 #[inline(always)]
 pub fn extract_fast(frame: &[u8], domain: &Domain) -> FastArrival {
     let Marking::Dscp(dscp) = domain.marking else { return FastArrival::Other };
-    let Some(fixed) = FastFrame::read(frame, 0) else { return FastArrival::Other };
-    if !dscp.encapsulation().tos_is_marked(fixed.tos) {
+    let Some(parts) = FastFrame::read(frame, 0) else { return FastArrival::Other };
+    if !dscp.encapsulation().tos_is_marked(parts.tos) {
         // INT may be inside a tunnel, whatever the outer DSCP.
-        return if is_tunnel(&fixed) { FastArrival::Other } else { FastArrival::NotInt };
+        return if is_tunnel(&parts) { FastArrival::Other } else { FastArrival::NotInt };
     }
     // Without TCP options, both TCP placements put INT after 20 bytes.
-    let block_at = fixed.payload_at();
-    let Some(block) = frame.get(block_at..fixed.end()) else { return FastArrival::Other };
-    match read_md(block, domain, fixed) {
+    let block_at = parts.payload_at();
+    let Some(block) = frame.get(block_at..parts.end()) else { return FastArrival::Other };
+    match read_md(block, domain, parts) {
         Some(found) => FastArrival::Int(found),
         None => FastArrival::Other,
     }

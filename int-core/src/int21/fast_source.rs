@@ -1,6 +1,6 @@
 //! The INT 2.1 source's fast path: an INT-MD block with NPT 0 and the
 //! source's own hop, put after the UDP header or the TCP header without
-//! options of a common frame ([`FastFrame`]) in a DSCP-marked domain. The
+//! options of a fast-path frame ([`FastFrame`]) in a DSCP-marked domain. The
 //! block is built once; per packet the kept DSCP, the hop's latency and
 //! timestamps and the packet number are written into a copy, and the sum
 //! of the checksums follows from the template's. Any other frame (marked,
@@ -117,11 +117,11 @@ impl FastSource {
     pub fn insert(
         &self,
         frame: &mut FrameBuf<'_>,
-        fixed: &FastFrame,
+        parts: &FastFrame,
         times: HopTimes,
         sequence: u32,
     ) -> bool {
-        let at = fixed.payload_at();
+        let at = parts.payload_at();
         if !frame.open_gap(at, self.len) {
             return false;
         }
@@ -132,7 +132,7 @@ impl FastSource {
         };
         block.copy_from_slice(template);
         // The template keeps DSCP 0 and zero words where these go.
-        let kept_dscp = fixed.tos & 0xfc;
+        let kept_dscp = parts.tos & 0xfc;
         if let Some(byte) = block.get_mut(DSCP_AT + 1) {
             *byte = kept_dscp;
         }
@@ -142,8 +142,8 @@ impl FastSource {
             sum += put_word(block, at, (ns >> 32) as u32) + put_word(block, at.map(|at| at + 4), ns as u32);
         }
         sum += put_word(block, self.sequence_at, sequence);
-        let grown = fixed.carrier_len + self.len as u16;
-        fixed.rewrite(bytes, self.encapsulation.mark_tos(fixed.tos), grown, 0, sum);
+        let grown = parts.carrier_len + self.len as u16;
+        parts.rewrite(bytes, self.encapsulation.mark_tos(parts.tos), grown, 0, sum);
         true
     }
 }

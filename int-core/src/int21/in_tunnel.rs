@@ -137,7 +137,7 @@ struct Outer {
 /// The outer IP and UDP headers of a frame that is neither a fragment nor
 /// anything but UDP.
 fn outer_udp(frame: &[u8]) -> Option<Outer> {
-    // A frame of the common shape tells at fixed offsets whether it is UDP
+    // A fast-path frame tells at fixed offsets whether it is UDP
     // to a tunnel port: most traffic is not, and costs no walk (the walk
     // would find the same).
     if let Some(fixed) = FastFrame::read(frame, 0) {

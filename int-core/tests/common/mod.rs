@@ -304,7 +304,7 @@ pub fn neighbours(frame: &[u8]) -> impl Iterator<Item = Vec<u8>> + '_ {
     std::iter::once(frame.to_vec()).chain(changed).chain(cut)
 }
 
-/// IPv6 frames' specs for the fast paths: three of the common shape (UDP,
+/// IPv6 frames' specs for the fast paths: three of the fast path's shape (UDP,
 /// TCP, and UDP with `kept_tos` in its Traffic Class and a Flow Label the
 /// paths must keep) and one just outside it (a Hop-by-Hop header).
 pub fn fast_path_ipv6_specs(kept_tos: u8) -> Vec<PacketSpec> {

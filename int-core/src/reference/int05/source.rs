@@ -28,14 +28,14 @@ impl Source {
     /// would exceed the MTU, or when the flow table is full.
     #[inline(always)]
     pub fn instrument(&mut self, frame: &mut FrameBuf<'_>, time: u32) -> bool {
-        let Some(fixed) = FastFrame::read_ipv4(frame.frame(), 0) else { return false };
-        if !self.block.takes(&fixed) {
+        let Some(parts) = FastFrame::read_ipv4(frame.frame(), 0) else { return false };
+        if !self.block.takes(&parts) {
             return false;
         }
-        let Some(last) = self.flows.entry(key(&fixed)) else { return false };
+        let Some(last) = self.flows.entry(key(&parts)) else { return false };
         *last = last.wrapping_add(1);
         let sequence = *last;
-        self.block.insert(frame, &fixed, sequence, time)
+        self.block.insert(frame, &parts, sequence, time)
     }
 
     /// Flows numbered so far.

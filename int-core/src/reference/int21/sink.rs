@@ -1,6 +1,6 @@
 //! The reference INT 2.1 sink: removes a DSCP-marked domain's INT-MD block,
 //! restores the DSCP, and keeps each flow's last packet number and latency.
-//! It reads the block with the sink's own fixed-offset reader
+//! It reads the block with the sink's own fast-path reader
 //! ([`crate::int21::fast_sink`]): what it measures against is the stage around
 //! that reader (flow state with ageing, the loss and latency rules,
 //! reports), not the reading.

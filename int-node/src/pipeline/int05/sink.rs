@@ -205,7 +205,7 @@ impl SinkStage {
     /// Two passes over the burst: the first finds and checks every INT
     /// block and prefetches its flow's slot, the second tracks, reports and
     /// strips, by when the slots have arrived (a burst of misses overlaps
-    /// instead of queueing one per packet). A frame of the common shape
+    /// instead of queueing one per packet). A fast-path frame
     /// takes the fast path; any other the general one. Out of line: one call
     /// per burst, and the stage is its own symbol in a profile.
     #[inline(never)]

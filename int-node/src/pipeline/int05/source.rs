@@ -121,7 +121,7 @@ impl SourceStage {
     /// Two passes over the burst: the first parses every packet and
     /// prefetches its flow's slot, the second numbers and instruments them,
     /// by when the slots have arrived (a burst of misses overlaps instead
-    /// of queueing one per packet). A frame of the common shape takes the
+    /// of queueing one per packet). A fast-path frame takes the
     /// fast path (24 bytes and a hash kept between the passes); any other
     /// the general one. Out of line: one call per burst, and the stage is
     /// its own symbol in a profile.
@@ -178,7 +178,7 @@ impl SourceStage {
         }
     }
 
-    /// The fast path's plan for a frame of the common shape that this
+    /// The fast path's plan for a fast-path frame that this
     /// source instruments without further question (watched, not its own
     /// report, unmarked, within the MTU); its flow's slot starts loading.
     /// `None` sends the frame down the general path, which decides and
@@ -186,13 +186,13 @@ impl SourceStage {
     #[inline(always)]
     fn fast_plan(&self, frame: &[u8]) -> Option<FastPlan> {
         let block = self.fast.as_ref()?;
-        let fixed = FastFrame::read(frame, 0).filter(|fixed| block.takes(fixed))?;
-        if !fast_flow_watched(&fixed, frame, &self.watchlist, self.own_reports_to) {
+        let parts = FastFrame::read(frame, 0).filter(|parts| block.takes(parts))?;
+        if !fast_flow_watched(&parts, frame, &self.watchlist, self.own_reports_to) {
             return None;
         }
-        let hash = fixed.flow.hash64();
+        let hash = parts.flow.hash64();
         self.flows.prefetch(hash);
-        Some(FastPlan { frame: fixed, hash })
+        Some(FastPlan { frame: parts, hash })
     }
 
     /// The second pass for a packet on the fast path: its number, then

@@ -49,10 +49,10 @@ impl TransitStage {
                 ..HopMetadata::default()
             };
             let (config, shapes) = (&self.config, &mut self.shapes);
-            // Frames of the common shape take the fast path; it leaves any
+            // Fast-path frames take the fast path; it leaves any
             // other to the general one untouched.
             let push = |f: &mut FrameBuf<'_>| {
-                transit::push_fixed(f, config, &hop, shapes)
+                transit::push_fast(f, config, &hop, shapes)
                     .unwrap_or_else(|| transit::push_with(f, config, &hop, shapes))
             };
             let counter = match burst.with_frame(i, push) {

@@ -186,7 +186,7 @@ impl Sink21Stage {
         now_ns
     }
 
-    /// Packet `i`, INT-MD of the common shape ([`fast_sink::extract_fast`]):
+    /// Packet `i`, INT-MD of the fast path's shape ([`fast_sink::extract_fast`]):
     /// tracked, reported when its flow's latency changed (read again by the
     /// general path for the report, a packet in a hundred or so) or when it
     /// carries D, and restored. Returns whether it goes on.

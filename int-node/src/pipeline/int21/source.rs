@@ -124,8 +124,8 @@ impl Source21Stage {
         let mut drop = 0u32;
         for i in 0..burst.len() {
             let Some(frame) = crate::pipeline::frame_ahead(burst, i, counters) else { continue };
-            if let Some(fixed) = self.fast_takes(frame) {
-                self.instrument_fast(burst, i, &fixed, now_ns, counters);
+            if let Some(parts) = self.fast_takes(frame) {
+                self.instrument_fast(burst, i, &parts, now_ns, counters);
                 continue;
             }
             if self.tunnels_inside {
@@ -233,14 +233,14 @@ impl Source21Stage {
     }
 
     /// A frame the fast path instruments without further question: of the
-    /// common shape and taken by [`FastSource::takes`], watched, not this
+    /// fast path's shape and taken by [`FastSource::takes`], watched, not this
     /// node's report. `None` sends it down the general path, which decides
     /// and counts.
     #[inline(always)]
     fn fast_takes(&self, frame: &[u8]) -> Option<FastFrame> {
         let fast = self.fast.as_ref()?;
-        let fixed = FastFrame::read(frame, 0).filter(|fixed| fast.takes(fixed))?;
-        fast_flow_watched(&fixed, frame, &self.watchlist, self.own_reports_to).then_some(fixed)
+        let parts = FastFrame::read(frame, 0).filter(|parts| fast.takes(parts))?;
+        fast_flow_watched(&parts, frame, &self.watchlist, self.own_reports_to).then_some(parts)
     }
 
     /// Packet `i` on the fast path: numbered, then its block written.
@@ -249,17 +249,17 @@ impl Source21Stage {
         &mut self,
         burst: &mut Burst,
         i: usize,
-        fixed: &FastFrame,
+        parts: &FastFrame,
         now_ns: u64,
         counters: &mut Counters,
     ) {
-        let Some(sequence) = self.next_sequence(FlowRef::Words(&fixed.flow), false, now_ns, counters) else {
+        let Some(sequence) = self.next_sequence(FlowRef::Words(&parts.flow), false, now_ns, counters) else {
             return;
         };
         let ingress_ns = self.rx_timestamps.and_then(|clock| burst.rx_time_ns(i, &clock)).unwrap_or(now_ns);
         let times = HopTimes { ingress_ns, egress_ns: now_ns };
         let Some(fast) = self.fast.as_ref() else { return };
-        match burst.with_frame(i, |f| fast.insert(f, fixed, times, sequence)) {
+        match burst.with_frame(i, |f| fast.insert(f, parts, times, sequence)) {
             Some(true) => counters.inc(Counter::instrumented),
             Some(false) => counters.inc(Counter::no_headroom),
             None => counters.inc(Counter::shared_mbuf),
