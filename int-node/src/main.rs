@@ -32,7 +32,7 @@ fn main() -> ExitCode {
     match cli.command {
         cli::Command::Check { config } => check(&config),
         cli::Command::Run { config, duration, exit_on_idle, stats_json, eal } => {
-            let (parsed, text) = match config::load_with_text(&config) {
+            let parsed = match config::load(&config) {
                 Ok(loaded) => loaded,
                 Err(error) => {
                     eprintln!("{}: invalid configuration\n{error}", config.display());
@@ -44,7 +44,7 @@ fn main() -> ExitCode {
                 exit_on_idle_ms: exit_on_idle,
                 stats_json,
                 eal_override: eal,
-                reload_from: Some((config.clone(), text)),
+                reload_from: Some(config.clone()),
             };
             match node::run(&parsed, &options) {
                 Ok(()) => ExitCode::SUCCESS,

@@ -21,6 +21,8 @@ use std::fmt;
 use std::path::Path;
 
 pub use model::*;
+#[cfg(feature = "lab")]
+pub use settings::impair_units;
 
 /// One problem in a config file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,18 +78,13 @@ impl Problems {
 
 /// Reads and validates a config, and checks the files it names.
 pub fn load(path: &Path) -> Result<Config, ConfigError> {
-    load_with_text(path).map(|(config, _)| config)
-}
-
-/// [`load`], with the text the config was read from.
-pub fn load_with_text(path: &Path) -> Result<(Config, String), ConfigError> {
     let text = read_text(path)?;
     let config = parse(&text);
     let mut files = Problems::default();
     if let Ok(config) = &config {
         device::check_files(&config.ports, &mut files);
     }
-    config.and_then(|config| files.into_result(config)).map(|config| (config, text))
+    config.and_then(|config| files.into_result(config))
 }
 
 /// The largest config file read: a node's config is a few KiB.

@@ -10,7 +10,7 @@ use int_core::latency::LatencyConfig;
 use int_core::report::ReportProfile;
 use strum::{EnumString, VariantNames};
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     pub node_id: u32,
     /// The config's own EAL arguments (ports are added by [`Config::eal_args`]).
@@ -40,7 +40,7 @@ impl Config {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PortConfig {
     pub name: String,
     pub device: Device,
@@ -97,7 +97,7 @@ pub struct Endpoint {
     pub queue: u16,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PipelineConfig {
     pub name: String,
     pub lcore: u32,
@@ -147,7 +147,7 @@ pub enum TunnelPlacement {
 }
 
 /// A pipeline's stage and the settings of its role.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum StageConfig {
     Forward,
     Source(SourceSettings),
@@ -199,7 +199,7 @@ pub enum GenerateInstrument {
 }
 
 /// A reference stage and the settings of the role it stands beside.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum ReferenceConfig {
     Source(SourceSettings),
     Transit,
@@ -415,7 +415,7 @@ impl ProfileName {
 }
 
 #[cfg(feature = "lab")]
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ImpairSettings {
     pub loss_ppm: u32,
     pub delay_us: u32,
@@ -423,7 +423,7 @@ pub struct ImpairSettings {
     pub max_held: u32,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SourceSettings {
     pub shim_type: ShimType,
     pub instructions: Instructions,
@@ -437,7 +437,7 @@ pub struct SourceSettings {
 }
 
 /// A source of an INT 2.1 domain.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Source21Settings {
     pub mode: Mode,
     pub instructions: int_core::int21::Instructions,
@@ -506,7 +506,7 @@ impl Rule {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SinkSettings {
     pub latency: LatencyConfig,
     pub loss_timeout_ms: u64,
@@ -526,7 +526,7 @@ pub struct SinkSettings {
     pub max_skew_ns: u32,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ExportConfig {
     pub collector: SocketAddrV4,
     pub profile: ReportProfile,
@@ -540,14 +540,14 @@ pub struct ExportConfig {
     pub path: ExportPath,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum ExportPath {
     Socket,
     Port(PortExport),
 }
 
 /// Reports sent as Ethernet frames on a DPDK port's TX queue.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PortExport {
     /// Index into [`Config::ports`].
     pub port: usize,

@@ -343,13 +343,22 @@ pub fn generate_settings(raw: Option<&RawGenerate>, path: &str, problems: &mut P
     })
 }
 
+/// (loss ppm, delay us) of a loss of 0-100 % and a delay of 0-10 s, as
+/// the config and the control file give them.
+#[cfg(feature = "lab")]
+pub fn impair_units(loss_percent: f64, delay_ms: f64) -> Option<(u32, u32)> {
+    let loss_ok = (0.0..=100.0).contains(&loss_percent);
+    let delay_ok = (0.0..=10_000.0).contains(&delay_ms);
+    (loss_ok && delay_ok).then(|| ((loss_percent * 10_000.0) as u32, (delay_ms * 1_000.0) as u32))
+}
+
 /// `impair`: lab equipment, in builds with the `lab` feature only.
 #[cfg(feature = "lab")]
 pub fn impair_settings(raw: Option<&RawImpair>, path: &str, problems: &mut Problems) -> Option<StageConfig> {
     let default = RawImpair::default();
     let raw = raw.unwrap_or(&default);
-    let text = format!("loss_percent={} delay_ms={}", raw.loss_percent, raw.delay_ms);
-    let (loss_ppm, delay_us) = crate::pipeline::impair::ImpairControl::parse(&text).unwrap_or_else(|| {
+    let units = impair_units(raw.loss_percent, raw.delay_ms);
+    let (loss_ppm, delay_us) = units.unwrap_or_else(|| {
         problems.add(
             path,
             "loss_percent must be 0-100 and delay_ms 0-10000",

@@ -31,9 +31,9 @@ pub struct RunOptions {
     pub stats_json: Option<PathBuf>,
     /// EAL arguments that replace the config's `eal` list.
     pub eal_override: Vec<String>,
-    /// The config file, read again on SIGHUP, and the text the running
-    /// settings came from (a reload is compared with it).
-    pub reload_from: Option<(PathBuf, String)>,
+    /// The config file, read again on SIGHUP (a reload is compared with
+    /// the running config).
+    pub reload_from: Option<PathBuf>,
 }
 
 /// Why `run` stopped before or after the packets, each with what the
@@ -81,9 +81,9 @@ pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
     let eal = Eal::init(&args)?;
     check_workers(config)?;
     let mut node = Node::start(config)?;
-    if let Some((path, text)) = &options.reload_from {
+    if let Some(path) = &options.reload_from {
         let outboxes = std::mem::take(&mut node.outboxes);
-        node.reloads = Some(Reloads { path: path.clone(), text: text.clone(), outboxes });
+        node.reloads = Some(Reloads { path: path.clone(), running: config.clone(), outboxes });
     }
     node.serve(config, options);
     let summary = node.stop(config);
@@ -139,7 +139,8 @@ struct Node {
 /// from, the pipelines' mailboxes.
 struct Reloads {
     path: PathBuf,
-    text: String,
+    /// The configuration the running settings came from.
+    running: Config,
     outboxes: Vec<(String, Outbox)>,
 }
 
@@ -379,11 +380,12 @@ impl Reloads {
                 return log::error!("reload refused: {path} is invalid; the running settings stay\n{error}");
             }
         };
-        let restart = crate::config::reload::restart_needed(&self.text, &text);
+        let restart = crate::config::reload::restart_needed(&self.running, &config);
         if !restart.is_empty() {
             return log::error!(
-                "reload refused: {} changed, which needs a restart (a reload changes only pipelines[].source.watchlist, pipelines[].sink.latency and export.rate_limit); the running settings stay",
-                restart.join(", ")
+                "reload refused: {} changed, which needs a restart (a reload changes only {}); the running settings stay",
+                restart.join(", "),
+                crate::config::reload::RELOADABLE.join(", ")
             );
         }
         let mut posted = 0;
@@ -395,7 +397,7 @@ impl Reloads {
                 log::warn!("reload: pipeline {name} has not taken the earlier settings; this one is dropped");
             }
         }
-        self.text = text;
+        self.running = config;
         log::info!("reload: new settings posted to {posted} pipeline(s)");
     }
 }

@@ -28,20 +28,20 @@ impl ImpairControl {
         ((value >> 32) as u32, value as u32)
     }
 
-    /// Parses `loss_percent=2 delay_ms=20` (either may be left out: 0).
+    /// Parses a control file's `loss_percent=2 delay_ms=20` (either may be
+    /// left out: 0) into (loss ppm, delay us).
     pub fn parse(text: &str) -> Option<(u32, u32)> {
-        let mut loss_ppm = 0;
-        let mut delay_us = 0;
+        let (mut loss_percent, mut delay_ms) = (0.0, 0.0);
         for field in text.split_whitespace() {
             let (key, value) = field.split_once('=')?;
             let value: f64 = value.parse().ok()?;
             match key {
-                "loss_percent" if (0.0..=100.0).contains(&value) => loss_ppm = (value * 10_000.0) as u32,
-                "delay_ms" if (0.0..=10_000.0).contains(&value) => delay_us = (value * 1_000.0) as u32,
+                "loss_percent" => loss_percent = value,
+                "delay_ms" => delay_ms = value,
                 _ => return None,
             }
         }
-        Some((loss_ppm, delay_us))
+        crate::config::impair_units(loss_percent, delay_ms)
     }
 }
 
