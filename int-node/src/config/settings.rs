@@ -349,7 +349,7 @@ pub fn generate_settings(raw: Option<&RawGenerate>, path: &str, problems: &mut P
 pub fn impair_units(loss_percent: f64, delay_ms: f64) -> Option<(u32, u32)> {
     let loss_ok = (0.0..=100.0).contains(&loss_percent);
     let delay_ok = (0.0..=10_000.0).contains(&delay_ms);
-    (loss_ok && delay_ok).then(|| ((loss_percent * 10_000.0) as u32, (delay_ms * 1_000.0) as u32))
+    (loss_ok && delay_ok).then_some(((loss_percent * 10_000.0) as u32, (delay_ms * 1_000.0) as u32))
 }
 
 /// `impair`: lab equipment, in builds with the `lab` feature only.
