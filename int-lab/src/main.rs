@@ -3,6 +3,7 @@
 //! what their reports say; `send` is the lab's kernel UDP traffic source;
 //! `replay-reports` loads a collector.
 
+mod error;
 mod lab;
 mod replay_reports;
 mod send;
@@ -37,8 +38,8 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("error: {message}");
+        Err(error) => {
+            eprintln!("error: {error}");
             ExitCode::FAILURE
         }
     }

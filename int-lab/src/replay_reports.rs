@@ -11,6 +11,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Args;
+
+use crate::error::Error;
 use int_os::udp::{BatchSender, BATCH};
 
 #[derive(Debug, Args)]
@@ -31,18 +33,18 @@ pub struct ReplayReportsArgs {
 /// Where the Telemetry Report 0.5 header keeps its sequence number.
 const SEQUENCE: std::ops::Range<usize> = 4..8;
 
-pub fn run(args: &ReplayReportsArgs) -> Result<(), String> {
+pub fn run(args: &ReplayReportsArgs) -> Result<(), Error> {
     let payloads = Arc::new(read_payloads(&args.payloads)?);
     let stop = Arc::new(AtomicBool::new(false));
     let started = Instant::now();
     let senders: Vec<_> = (0..args.senders)
         .map(|_| {
-            let socket = UdpSocket::bind("0.0.0.0:0").map_err(|e| e.to_string())?;
-            socket.connect(&args.to).map_err(|e| format!("--to {}: {e}", args.to))?;
+            let socket = UdpSocket::bind("0.0.0.0:0").map_err(Error::io("a UDP socket"))?;
+            socket.connect(&args.to).map_err(Error::io(format!("--to {}", args.to)))?;
             let (payloads, stop) = (Arc::clone(&payloads), Arc::clone(&stop));
             Ok(std::thread::spawn(move || send(socket, payloads, &stop)))
         })
-        .collect::<Result<_, String>>()?;
+        .collect::<Result<_, Error>>()?;
     std::thread::sleep(Duration::from_secs_f64(args.seconds));
     stop.store(true, Ordering::Relaxed);
     let sent: u64 = senders.into_iter().map(|s| s.join().unwrap_or(0)).sum();
@@ -55,8 +57,9 @@ pub fn run(args: &ReplayReportsArgs) -> Result<(), String> {
     Ok(())
 }
 
-fn read_payloads(path: &std::path::Path) -> Result<Vec<Vec<u8>>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+fn read_payloads(path: &std::path::Path) -> Result<Vec<Vec<u8>>, Error> {
+    let text = std::fs::read_to_string(path).map_err(Error::io(path.display()))?;
+    let no_payload = |what: String| Error::Missing { what, place: path.display().to_string() };
     let payloads: Vec<Vec<u8>> = text
         .lines()
         .filter(|l| !l.trim().is_empty())
@@ -67,11 +70,11 @@ fn read_payloads(path: &std::path::Path) -> Result<Vec<Vec<u8>>, String> {
                 .map(|i| line.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()))
                 .collect::<Option<Vec<u8>>>()
                 .filter(|p| p.len() >= SEQUENCE.end)
-                .ok_or_else(|| format!("{}: {line:?} is no hex report payload", path.display()))
+                .ok_or_else(|| no_payload(format!("hex report payload ({line:?} is none)")))
         })
-        .collect::<Result<_, String>>()?;
+        .collect::<Result<_, Error>>()?;
     if payloads.is_empty() {
-        return Err(format!("{}: no payload", path.display()));
+        return Err(no_payload("payload".into()));
     }
     Ok(payloads)
 }

@@ -7,6 +7,8 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 
+use crate::error::{Error, Setup};
+
 #[derive(Debug, Args)]
 pub struct SendArgs {
     /// Destination ADDR:PORT.
@@ -25,12 +27,12 @@ pub struct SendArgs {
     pub size: usize,
 }
 
-pub fn run(args: &SendArgs) -> Result<(), String> {
+pub fn run(args: &SendArgs) -> Result<(), Error> {
     if args.rate <= 0.0 || args.size < 8 {
-        return Err("--rate must be positive and --size at least 8 bytes".into());
+        return Err(Setup::Argument("--rate must be positive and --size at least 8 bytes").into());
     }
-    let socket = UdpSocket::bind(&args.from).map_err(|e| format!("--from {}: {e}", args.from))?;
-    socket.connect(&args.to).map_err(|e| format!("--to {}: {e}", args.to))?;
+    let socket = UdpSocket::bind(&args.from).map_err(Error::io(format!("--from {}", args.from)))?;
+    socket.connect(&args.to).map_err(Error::io(format!("--to {}", args.to)))?;
     let gap = Duration::from_secs_f64(1.0 / args.rate);
     let mut payload = vec![0u8; args.size];
     let started = Instant::now();

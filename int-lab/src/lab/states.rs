@@ -6,23 +6,24 @@ use std::fs;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::Lab;
+use super::namespaces::Lab;
+use crate::error::Error;
 
 /// How long any state may take to come on a loaded machine.
 pub const DEADLINE: Duration = Duration::from_secs(60);
 
 /// Polls `ready` until it holds, or fails after [`DEADLINE`] naming `what`.
-pub fn wait_for(what: &str, mut ready: impl FnMut() -> Result<bool, String>) -> Result<(), String> {
+pub fn wait_for(what: &str, mut ready: impl FnMut() -> Result<bool, Error>) -> Result<(), Error> {
     let started = Instant::now();
     loop {
         if int_os::signals::stop_requested() {
-            return Err("interrupted".into());
+            return Err(Error::Interrupted);
         }
         if ready()? {
             return Ok(());
         }
         if started.elapsed() > DEADLINE {
-            return Err(format!("no {what} after {} s", DEADLINE.as_secs()));
+            return Err(Error::Timeout { what: what.to_string(), seconds: DEADLINE.as_secs() });
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -31,7 +32,7 @@ pub fn wait_for(what: &str, mut ready: impl FnMut() -> Result<bool, String>) -> 
 /// A ping from `host` to `address` answered: the path carries packets both
 /// ways, and (its nodes being first in, first out) every packet `host` sent
 /// before it on that path has passed. Returns the round trip, ns.
-pub fn barrier(lab: &Lab, host: &str, address: &str) -> Result<u64, String> {
+pub fn barrier(lab: &Lab, host: &str, address: &str) -> Result<u64, Error> {
     let mut rtt = 0;
     wait_for(&format!("ping answer from {address}"), || {
         // A ping lost to the lab's impairments is asked again.
@@ -53,7 +54,7 @@ fn round_trip_ns(out: &str) -> Option<u64> {
 }
 
 /// Whether a socket of `protocol` (`-t` or `-u`) listens on `port` in `host`.
-pub fn listening(lab: &Lab, host: &str, protocol: &str, port: u16) -> Result<bool, String> {
+pub fn listening(lab: &Lab, host: &str, protocol: &str, port: u16) -> Result<bool, Error> {
     let flags = format!("-ln{}", protocol.trim_start_matches('-'));
     let out = lab.exec(host, &["ss", &flags])?;
     let suffix = format!(":{port}");
@@ -69,11 +70,11 @@ pub fn count_in(log: &Path, needle: &str) -> usize {
 /// after the first `from` bytes of its `log` says it (summed over its
 /// pipelines; a counter at 0 is not printed). A round holds each
 /// pipeline's ` Mpps ` line once, complete once the next round begins.
-pub fn next_value(log: &Path, from: usize, name: &str) -> Result<u64, String> {
+pub fn next_value(log: &Path, from: usize, name: &str) -> Result<u64, Error> {
     let key = format!("{name}=");
     let mut value = None;
     wait_for(&format!("counters in {}", log.display()), || {
-        let text = fs::read(log).map_err(|e| e.to_string())?;
+        let text = fs::read(log).map_err(Error::io(log.display()))?;
         let fresh = String::from_utf8_lossy(text.get(from..).unwrap_or_default()).into_owned();
         // Each pipeline's line once: the round ends where a name repeats.
         let pipeline = |line: &str| line.split(" Mpps ").next().unwrap_or_default().to_string();
@@ -99,7 +100,7 @@ pub fn next_value(log: &Path, from: usize, name: &str) -> Result<u64, String> {
         value = Some(round.iter().map(counter).sum());
         Ok(true)
     })?;
-    value.ok_or_else(|| format!("no {name}"))
+    value.ok_or_else(|| Error::Missing { what: name.to_string(), place: log.display().to_string() })
 }
 
 /// Bytes of `log` so far.

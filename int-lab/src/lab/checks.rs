@@ -1,0 +1,366 @@
+//! The scenario's checks: a TCP transfer restored byte for byte, loss
+//! counts equal to what was dropped, a latency step equal to the delay
+//! added. Each judges against what the lab did or measured in the same run.
+
+// Collector records are read with serde_json's `value["key"]`, which yields
+// Null for a missing key and never panics.
+#![allow(clippy::indexing_slicing)]
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::impairment::Impairment;
+use super::namespaces::{sh, terminate, Lab};
+use super::states::{self, barrier, wait_for};
+use super::topology::{addr6_of, addr_of, split, Scenario, Topology};
+use crate::error::{Error, Setup};
+
+/// The most negative one-way latency the lab accepts between nodes on one
+/// host clock, ns.
+const SKEW_TOLERANCE_NS: i64 = 100_000;
+
+/// The checks' results, each printed as it is judged.
+#[derive(Default)]
+pub struct Checks {
+    results: Vec<(String, bool, String)>,
+}
+
+impl Checks {
+    /// The names of the checks that failed.
+    pub fn failed(&self) -> Vec<String> {
+        self.results.iter().filter(|(_, ok, _)| !ok).map(|(name, _, _)| name.clone()).collect()
+    }
+
+    pub fn count(&self) -> usize {
+        self.results.len()
+    }
+
+    fn check(&mut self, name: &str, ok: bool, detail: String) {
+        println!("lab: {} {name}: {detail}", if ok { "PASS" } else { "FAIL" });
+        self.results.push((name.to_string(), ok, detail));
+    }
+}
+
+/// Reads the collector's JSON lines so far.
+/// The collector's records, a Telemetry Report 2.0 record put in the terms
+/// of its 0.5 counterpart: a latency record (`tr20`) with its flow's ports
+/// and packet number as `flow_seq`, a loss record (`tr20-loss`) as a
+/// Drop-Summary with `gap_count`.
+fn reports(workdir: &Path) -> Vec<serde_json::Value> {
+    fs::read_to_string(workdir.join("collector.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .map(as_tr05_terms)
+        .collect()
+}
+
+fn as_tr05_terms(record: serde_json::Value) -> serde_json::Value {
+    let kind = match record["type"].as_str() {
+        Some("tr20") => "latency",
+        Some("tr20-loss") => "drop-summary",
+        _ => return record,
+    };
+    serde_json::json!({
+        "type": kind,
+        "src_port": record["flow"]["src_port"],
+        "dst_port": record["flow"]["dst_port"],
+        "flow_seq": record["sequence"],
+        "latency_ns": record["latency_ns"],
+        "gap_count": record["lost"],
+    })
+}
+
+/// `int-lab send` in `host`: one flow of 200-byte UDP datagrams.
+fn send_udp(lab: &Lab, host: &str, from: &str, to: &str, packets: u64, rate: f64) -> Result<(), Error> {
+    let exe =
+        std::env::current_exe().map_err(Error::io("this program's path"))?.to_string_lossy().into_owned();
+    let (packets, rate) = (packets.to_string(), rate.to_string());
+    let args = [
+        exe.as_str(),
+        "send",
+        "--from",
+        from,
+        "--to",
+        to,
+        "--packets",
+        &packets,
+        "--rate",
+        &rate,
+        "--size",
+        "200",
+    ];
+    lab.exec(host, &args).map(|_| ())
+}
+
+/// The client and server of a scenario: their hosts and addresses.
+struct Ends<'a> {
+    client_host: &'a str,
+    server_host: &'a str,
+    client_ip: String,
+    server_ip: String,
+}
+
+impl Ends<'_> {
+    fn ipv6(&self) -> bool {
+        self.server_ip.contains(':')
+    }
+
+    /// What a check's name says of the IP version.
+    fn over(&self) -> &'static str {
+        if self.ipv6() {
+            " over ipv6"
+        } else {
+            ""
+        }
+    }
+
+    /// `ip:port` for a socket address of either version.
+    fn socket(ip: &str, port: u16) -> String {
+        if ip.contains(':') {
+            format!("[{ip}]:{port}")
+        } else {
+            format!("{ip}:{port}")
+        }
+    }
+}
+
+/// Runs the scenario's steps that the topology asks for.
+pub fn scenario(lab: &mut Lab, topology: &Topology, workdir: &Path) -> Result<Checks, Error> {
+    let mut checks = Checks::default();
+    let s = &topology.scenario;
+    let (Some(client), Some(server)) = (&s.client, &s.server) else { return Ok(checks) };
+    let ends = Ends {
+        client_host: split(client)?.0,
+        server_host: split(server)?.0,
+        client_ip: addr_of(client, topology)?,
+        server_ip: addr_of(server, topology)?,
+    };
+    let ends6 = Ends {
+        client_ip: addr6_of(client, topology).unwrap_or_default(),
+        server_ip: addr6_of(server, topology).unwrap_or_default(),
+        ..ends
+    };
+    if (s.ipv6_transfer || s.ipv6_loss) && (ends6.client_ip.is_empty() || ends6.server_ip.is_empty()) {
+        return Err(Setup::NoIpv6 { client: client.clone(), server: server.clone() }.into());
+    }
+    // The nodes are up once the path carries a ping.
+    barrier(lab, ends.client_host, &ends.server_ip)?;
+    if let Some(mb) = s.tcp_transfer_mb {
+        check_tcp_transfer(lab, &ends, mb, workdir, &mut checks)?;
+        if s.ipv6_transfer {
+            check_tcp_transfer(lab, &ends6, mb, workdir, &mut checks)?;
+        }
+    }
+    let impairment = Impairment::choose(lab, s, workdir)?;
+    if let (Some(loss), Some(impairment)) = (s.loss_percent, &impairment) {
+        check_loss(lab, &ends, s, loss, impairment, workdir, &mut checks)?;
+        if s.ipv6_loss {
+            check_loss(lab, &ends6, s, loss, impairment, workdir, &mut checks)?;
+        }
+    }
+    if let (Some(delay), Some(impairment)) = (s.delay_ms, &impairment) {
+        check_latency_change(lab, &ends, delay, impairment, workdir, &mut checks)?;
+    }
+    Ok(checks)
+}
+
+/// A TCP transfer client -> server with nc: the SHA-256 at the far end
+/// must match (the sink restored packets the kernel accepts).
+fn check_tcp_transfer(
+    lab: &Lab,
+    ends: &Ends<'_>,
+    mb: u64,
+    workdir: &Path,
+    checks: &mut Checks,
+) -> Result<(), Error> {
+    let Ends { client_host, server_host, server_ip, .. } = ends;
+    let version = if ends.ipv6() { "6" } else { "4" };
+    let send = workdir.join("transfer.bin");
+    let recv = workdir.join(format!("received{version}.bin"));
+    let mut file = fs::File::create(&send).map_err(Error::io(send.display()))?;
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut block = vec![0u8; 1 << 20];
+    for _ in 0..mb {
+        for chunk in block.chunks_exact_mut(8) {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            chunk.copy_from_slice(&state.to_le_bytes());
+        }
+        file.write_all(&block).map_err(Error::io(send.display()))?;
+    }
+    drop(file);
+    let recv_file = fs::File::create(&recv).map_err(Error::io(recv.display()))?;
+    let mut server_nc = Command::new("ip")
+        .args(["netns", "exec", &lab.ns(server_host), "nc", &format!("-{version}"), "-l", "-N", "5001"])
+        .stdout(Stdio::from(recv_file))
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(Error::io("nc (server)"))?;
+    wait_for("nc listening", || states::listening(lab, server_host, "-t", 5001))?;
+    let started = Instant::now();
+    let sent = Command::new("ip")
+        .args(["netns", "exec", &lab.ns(client_host), "nc", "-N", "-w", "30", server_ip, "5001"])
+        .stdin(Stdio::from(fs::File::open(&send).map_err(Error::io(send.display()))?))
+        .stdout(Stdio::null())
+        .status()
+        .map_err(Error::io("nc (client)"))?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while server_nc.try_wait().ok().flatten().is_none()
+        && Instant::now() < deadline
+        && !int_os::signals::stop_requested()
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    terminate(&mut server_nc);
+    let seconds = started.elapsed().as_secs_f64();
+    let hash = |p: &Path| {
+        sh(&["sha256sum", &p.to_string_lossy()])
+            .map(|o| o.split_whitespace().next().unwrap_or("").to_string())
+    };
+    let (a, b) = (hash(&send)?, hash(&recv)?);
+    let size = fs::metadata(&recv).map(|m| m.len()).unwrap_or(0);
+    checks.check(
+        &format!("tcp transfer{}", ends.over()),
+        sent.success() && a == b && !a.is_empty(),
+        format!(
+            "{mb} MB client -> server in {seconds:.1} s, {size} bytes received, sha256 {} {}",
+            &a.get(..16).unwrap_or(""),
+            if a == b { "matches" } else { "DIFFERS" }
+        ),
+    );
+    Ok(())
+}
+
+/// Loss on the impaired link: the Drop-Summary gap counts for the flow
+/// must equal what was dropped.
+fn check_loss(
+    lab: &Lab,
+    ends: &Ends<'_>,
+    s: &Scenario,
+    loss: f64,
+    impairment: &Impairment,
+    workdir: &Path,
+    checks: &mut Checks,
+) -> Result<(), Error> {
+    let Ends { client_host, client_ip, server_ip, .. } = ends;
+    let before = impairment.dropped(lab)?;
+    impairment.set(lab, loss, 0)?;
+    // Ports of their own for each IP version's flow.
+    let (src_port, dst_port) = if ends.ipv6() { (40006, 5006) } else { (40000, 5002) };
+    let from = Ends::socket(client_ip, src_port);
+    let to = Ends::socket(server_ip, dst_port);
+    send_udp(lab, client_host, &from, &to, s.udp_packets, s.udp_rate)?;
+    // Loss off, then a ping behind the flow: every packet of it has met
+    // the impairment, and the ping itself cannot be lost to it.
+    impairment.set(lab, 0.0, 0)?;
+    barrier(lab, client_host, server_ip)?;
+    let dropped = impairment.dropped(lab)? - before;
+    // A few packets after the loss: the last losses become visible.
+    send_udp(lab, client_host, &from, &to, 20, 1000.0)?;
+    let count = || {
+        reports(workdir)
+            .iter()
+            .filter(|r| r["type"] == "drop-summary" && r["src_port"] == src_port && r["dst_port"] == dst_port)
+            .fold((0u64, 0), |(gaps, n), r| (gaps + r["gap_count"].as_u64().unwrap_or(0), n + 1))
+    };
+    // Until the collector has heard of every loss (or of more, which the
+    // check then shows).
+    let _ = wait_for("the collector counting every loss", || Ok(count().0 >= dropped));
+    let (gaps, drop_reports) = count();
+    checks.check(
+        &format!("loss counts{}", ends.over()),
+        gaps == dropped && dropped > 0,
+        format!(
+            "{} dropped {dropped} of {} UDP packets at {loss}%; {drop_reports} loss reports (Drop-Summary or TR 2.0) count {gaps}",
+            if matches!(impairment, Impairment::Netem { .. }) { "netem" } else { "the impair node" },
+            s.udp_packets
+        ),
+    );
+    Ok(())
+}
+
+/// A delay added mid-flow: a latency report must show it, judged against
+/// the path's own noise measured in the same run (ping round trips, and
+/// the flow's latency before the delay).
+fn check_latency_change(
+    lab: &Lab,
+    ends: &Ends<'_>,
+    delay: u64,
+    impairment: &Impairment,
+    workdir: &Path,
+    checks: &mut Checks,
+) -> Result<(), Error> {
+    let Ends { client_host, client_ip, server_ip, .. } = ends;
+    let (from, to) = (format!("{client_ip}:40001"), format!("{server_ip}:5003"));
+    // The path's noise: the spread of 20 round trips.
+    let rtts: Vec<u64> = (0..20).map(|_| barrier(lab, client_host, server_ip)).collect::<Result<_, _>>()?;
+    let noise_ns = (rtts.iter().max().unwrap_or(&0) - rtts.iter().min().unwrap_or(&0)) as i64;
+    // Phase A, packets 1-1000 of the flow: no delay. Phase B, 1001-4000:
+    // the delay on, set while no packet of the flow is on the way.
+    send_paced(lab, client_host, &from, &to, 1000)?;
+    barrier(lab, client_host, server_ip)?;
+    impairment.set(lab, 0.0, delay)?;
+    send_paced(lab, client_host, &from, &to, 3000)?;
+    barrier(lab, client_host, server_ip)?;
+    impairment.set(lab, 0.0, 0)?;
+    let latencies = || -> BTreeMap<u64, i64> {
+        reports(workdir)
+            .iter()
+            .filter(|r| r["type"] == "latency" && r["src_port"] == 40001)
+            .filter_map(|r| Some((r["flow_seq"].as_u64()?, r["latency_ns"].as_i64()?)))
+            .collect()
+    };
+    // The sink reports the first delayed packet (another bucket).
+    let _ = wait_for("a report of the delayed packets", || Ok(latencies().keys().any(|seq| *seq > 1000)));
+    let latencies = latencies();
+    let phase =
+        |delayed: bool| latencies.iter().filter(move |(seq, _)| (**seq > 1000) == delayed).map(|(_, l)| *l);
+    let (before_min, before_max) = (phase(false).min(), phase(false).max());
+    let after_min = phase(true).min();
+    // Signed: one host clock serves every node, so no latency is below
+    // zero (a margin allows for the readings of a burst) or near a second.
+    let delay_ns = delay as i64 * 1_000_000;
+    let sane = |l: i64| (-SKEW_TOLERANCE_NS..1_000_000_000).contains(&l);
+    // The least latency of each phase, the least-disturbed: the step
+    // between them is the delay, within the noise measured (round trips,
+    // and the spread of the latencies before), plus a millisecond.
+    let spread = before_max.zip(before_min).map_or(0, |(max, min)| max - min);
+    let tolerance = noise_ns.max(spread) + 1_000_000;
+    let step = after_min.zip(before_min).map(|(after, before)| after - before);
+    let ok = before_max.is_some_and(|l| l < delay_ns / 2)
+        && step.is_some_and(|step| (step - delay_ns).abs() <= tolerance)
+        && latencies.values().all(|l| sane(*l));
+    checks.check(
+        "latency change",
+        ok,
+        format!(
+            "step {} ms for a {delay} ms delay (tolerance {:.3} ms: round-trip spread {:.3} ms, latency spread before {:.3} ms); reports (flow seq -> one-way latency): {}",
+            step.map_or("none".into(), |s| format!("{:.3}", s as f64 / 1e6)),
+            tolerance as f64 / 1e6,
+            noise_ns as f64 / 1e6,
+            spread as f64 / 1e6,
+            latencies
+                .iter()
+                .map(|(s, l)| format!("{s}: {:.3} ms", *l as f64 / 1e6))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    );
+    Ok(())
+}
+
+/// `packets` of 100 bytes from `from` to `to`, 1000 a second, waited for.
+fn send_paced(lab: &Lab, host: &str, from: &str, to: &str, packets: u64) -> Result<(), Error> {
+    let exe =
+        std::env::current_exe().map_err(Error::io("this program's path"))?.to_string_lossy().into_owned();
+    let packets = packets.to_string();
+    let args =
+        [&exe, "send", "--from", from, "--to", to, "--packets", &packets, "--rate", "1000", "--size", "100"];
+    lab.exec(host, &args).map(|_| ())
+}

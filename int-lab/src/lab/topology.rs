@@ -1,0 +1,150 @@
+//! The lab as its YAML file describes it: hosts, links, nodes, the
+//! collector and the scenario.
+
+use serde::Deserialize;
+
+use crate::error::{Error, Setup};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Topology {
+    pub name: String,
+    pub hosts: Vec<String>,
+    pub links: Vec<Link>,
+    #[serde(default)]
+    pub nodes: Vec<NodeSpec>,
+    pub collector: Option<CollectorSpec>,
+    #[serde(default)]
+    pub scenario: Scenario,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Link {
+    /// `host/interface`.
+    pub a: String,
+    pub b: String,
+    #[serde(default = "default_mtu")]
+    pub mtu: u16,
+    pub a_addr: Option<String>,
+    pub b_addr: Option<String>,
+    /// IPv6 addresses of the ends (dual stack), e.g. `fd00:10::1/64`.
+    pub a_addr6: Option<String>,
+    pub b_addr6: Option<String>,
+    /// netem arguments applied at start on side a, e.g. "delay 1ms".
+    pub netem: Option<String>,
+}
+
+fn default_mtu() -> u16 {
+    1500
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeSpec {
+    pub host: String,
+    /// Node config, relative to the topology file.
+    pub config: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CollectorSpec {
+    pub host: String,
+    pub listen: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// `host/interface` of the traffic's sender and receiver.
+    pub client: Option<String>,
+    pub server: Option<String>,
+    /// `host/interface` whose egress gets netem.
+    pub impaired: Option<String>,
+    /// Where loss and delay come from: `netem` on `impaired`, `node` (an
+    /// int-node impair pipeline reading `impair_control`), or `auto`: netem
+    /// when the kernel has it, the node otherwise.
+    #[serde(default)]
+    pub impairment: ImpairmentChoice,
+    /// The impair node's control file (in the lab's work directory) and the
+    /// host whose node log carries its counters.
+    pub impair_control: Option<String>,
+    pub impair_host: Option<String>,
+    pub tcp_transfer_mb: Option<u64>,
+    pub loss_percent: Option<f64>,
+    #[serde(default = "default_udp_packets")]
+    pub udp_packets: u64,
+    #[serde(default = "default_udp_rate")]
+    pub udp_rate: f64,
+    pub delay_ms: Option<u64>,
+    /// The TCP transfer again over IPv6 (the ends' `a_addr6`/`b_addr6`).
+    #[serde(default)]
+    pub ipv6_transfer: bool,
+    /// The loss check again over IPv6: for domains whose loss reports can
+    /// name an IPv6 flow (TR 2.0; Host-INT's Drop-Summary cannot).
+    #[serde(default)]
+    pub ipv6_loss: bool,
+}
+
+/// Where a scenario's loss and delay come from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ImpairmentChoice {
+    /// netem when the kernel has it, the impair node otherwise.
+    #[default]
+    Auto,
+    Netem,
+    Node,
+}
+
+fn default_udp_packets() -> u64 {
+    20_000
+}
+fn default_udp_rate() -> f64 {
+    4_000.0
+}
+
+/// `host/interface` as its two parts.
+pub fn split(endpoint: &str) -> Result<(&str, &str), Error> {
+    endpoint.split_once('/').ok_or_else(|| Setup::Endpoint(endpoint.to_string()).into())
+}
+
+/// `endpoint`'s IPv4 address.
+pub fn addr_of(endpoint: &str, topology: &Topology) -> Result<String, Error> {
+    address(endpoint, topology, |l| (&l.a_addr, &l.b_addr))
+        .ok_or_else(|| no_address(endpoint, "IPv4", topology))
+}
+
+/// `endpoint`'s IPv6 address.
+pub fn addr6_of(endpoint: &str, topology: &Topology) -> Result<String, Error> {
+    address(endpoint, topology, |l| (&l.a_addr6, &l.b_addr6))
+        .ok_or_else(|| no_address(endpoint, "IPv6", topology))
+}
+
+fn no_address(endpoint: &str, version: &'static str, topology: &Topology) -> Error {
+    Setup::NoAddress { endpoint: endpoint.to_string(), version, lab: topology.name.clone() }.into()
+}
+
+/// The address (without prefix length) `field` gives `endpoint`'s end of
+/// its link.
+fn address(
+    endpoint: &str,
+    topology: &Topology,
+    field: impl Fn(&Link) -> (&Option<String>, &Option<String>),
+) -> Option<String> {
+    topology
+        .links
+        .iter()
+        .find_map(|l| {
+            let (a, b) = field(l);
+            if l.a == endpoint {
+                a.clone()
+            } else if l.b == endpoint {
+                b.clone()
+            } else {
+                None
+            }
+        })
+        .and_then(|a| a.split('/').next().map(str::to_string))
+}
