@@ -5,6 +5,8 @@
 //! through zerocopy structs; out of range, these give 0 and write nothing,
 //! which the callers' checks make unreachable.
 
+use crate::error::{EmitError, Layer, ParseError};
+
 #[inline]
 pub(crate) fn be16(bytes: &[u8], at: usize) -> u16 {
     match bytes.get(at..at.saturating_add(2)) {
@@ -26,4 +28,25 @@ pub(crate) fn put(bytes: &mut [u8], at: usize, value: &[u8]) {
     if let Some(slot) = bytes.get_mut(at..at.saturating_add(value.len())) {
         slot.copy_from_slice(value);
     }
+}
+
+/// `bytes` from `at` on, for a parser of `layer` that needs `needed` bytes
+/// there: a truncation error past the end (never an empty slice that the
+/// parser would then have to find wanting).
+#[inline]
+pub(crate) fn after(bytes: &[u8], at: usize, layer: Layer, needed: usize) -> Result<&[u8], ParseError> {
+    bytes.get(at..).ok_or_else(|| ParseError::truncated(layer, at, needed, bytes.len()))
+}
+
+/// `out` from `at` on, for an emitter of `layer` that needs `needed` bytes
+/// there: no room past the end.
+#[inline]
+pub(crate) fn after_mut(
+    out: &mut [u8],
+    at: usize,
+    layer: Layer,
+    needed: usize,
+) -> Result<&mut [u8], EmitError> {
+    let available = out.len().saturating_sub(at);
+    out.get_mut(at..).ok_or_else(|| EmitError::no_room(layer, needed, available))
 }

@@ -146,7 +146,7 @@ fn instrumented(frame: &[u8], node_id: u32) -> Result<Vec<u8>, String> {
     let config = SourceConfig::host_int(9000);
     let plan = source::plan(frame, &config).map_err(|skip| format!("template: {skip:?}"))?;
     let mut buffer = vec![0u8; 64 + frame.len()];
-    buffer.get_mut(64..).unwrap_or_default().copy_from_slice(frame);
+    buffer.get_mut(64..).ok_or("template buffer")?.copy_from_slice(frame);
     let mut view = FrameBuf::new(&mut buffer, 64, frame.len()).ok_or("template buffer")?;
     let hop = HopMetadata::host_int(node_id, 1, 0);
     source::insert(&mut view, &plan, &config, 0, &hop).map_err(|skip| format!("template: {skip:?}"))?;

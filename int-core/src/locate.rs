@@ -99,7 +99,7 @@ pub fn ipv6(frame: &[u8]) -> Result<Option<IpLocation>, ParseError> {
 
 /// The IPv4 header at `l3`: IHL and Total Length checked against the frame.
 fn ipv4_at(frame: &[u8], l3: usize) -> Result<IpLocation, ParseError> {
-    let bytes = frame.get(l3..).unwrap_or_default();
+    let bytes = crate::bytes::after(frame, l3, Layer::Ipv4, 20)?;
     let (header, _) = Ipv4Header::ref_from_prefix(bytes)
         .map_err(|_| ParseError::truncated(Layer::Ipv4, l3, 20, frame.len()))?;
     if header.version() != 4 {
@@ -137,7 +137,7 @@ fn ipv4_at(frame: &[u8], l3: usize) -> Result<IpLocation, ParseError> {
 /// short or lying (a Payload Length past the frame, an extension past it,
 /// a Hop-by-Hop header not first).
 fn ipv6_at(frame: &[u8], l3: usize) -> Result<IpLocation, ParseError> {
-    let packet = frame.get(l3..).unwrap_or_default();
+    let packet = crate::bytes::after(frame, l3, Layer::Ipv6, 40)?;
     let walk = crate::wire::ipv6::walk_extensions(packet).map_err(|e| e.shifted(l3))?;
     let end = l3 + crate::wire::ipv6::HEADER_LEN + usize::from(walk.header.payload_len);
     if end > frame.len() {
@@ -173,7 +173,7 @@ pub(crate) fn l2(frame: &[u8]) -> Result<(EtherType, usize), ParseError> {
         if !matches!(ethertype, EtherType::Vlan | EtherType::QinQ) {
             break;
         }
-        let (tag, _) = VlanTag::ref_from_prefix(frame.get(l3..).unwrap_or_default())
+        let (tag, _) = VlanTag::ref_from_prefix(crate::bytes::after(frame, l3, Layer::Vlan, 4)?)
             .map_err(|_| ParseError::truncated(Layer::Vlan, l3, 4, frame.len()))?;
         ethertype = EtherType::from(tag.ethertype.get());
         l3 += size_of::<VlanTag>();
@@ -289,7 +289,10 @@ struct Upper {
 
 #[inline]
 fn l4_at(frame: &[u8], ip: &Upper) -> Result<Option<L4>, ParseError> {
-    let payload = frame.get(ip.at..ip.end).unwrap_or_default();
+    let layer = if ip.protocol == PROTO_UDP { Layer::Udp } else { Layer::Tcp };
+    let payload = frame
+        .get(ip.at..ip.end)
+        .ok_or_else(|| ParseError::truncated(layer, ip.at, ip.end - ip.at, frame.len()))?;
     match ip.protocol {
         PROTO_UDP => {
             let (header, _) = UdpHeader::ref_from_prefix(payload)

@@ -95,7 +95,11 @@ impl HopMetadata {
             }
         }
         let len = self.emit(instructions, buf)?;
-        Ok(crate::checksum::sum(0, buf.get(..len).unwrap_or_default()))
+        let available = buf.len();
+        Ok(crate::checksum::sum(
+            0,
+            buf.get(..len).ok_or(EmitError::no_room(Layer::IntStack, len, available))?,
+        ))
     }
 
     /// Reads one hop's words. [`INVALID`] reads back as `None`; words for

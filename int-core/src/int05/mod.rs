@@ -26,6 +26,7 @@ pub use shape::{BlockFields, ShapeCache, SourceHop};
 pub use shim::{ShimHeader, ShimRepr, ShimType};
 pub use tail::{TailHeader, TailRepr};
 
+use crate::bytes;
 use crate::error::{EmitError, Layer, ParseError};
 
 /// Bytes of the sequence number that follows the stack in shim Type 3.
@@ -81,7 +82,7 @@ impl<'a> IntBlock<'a> {
         }
         let block =
             bytes.get(..len).ok_or_else(|| ParseError::truncated(Layer::IntShim, 0, len, bytes.len()))?;
-        let header_bytes = block.get(shim::HEADER_LEN..).unwrap_or(&[]);
+        let header_bytes = bytes::after(block, shim::HEADER_LEN, Layer::IntMetadataHeader, 8)?;
         let header = MetadataHeaderRepr::parse(header_bytes)
             .map_err(|_| ParseError::truncated(Layer::IntMetadataHeader, 4, 8, block.len()))?;
         if header.version != md_header::VERSION {
@@ -117,26 +118,24 @@ impl<'a> IntBlock<'a> {
             });
         }
         let stack_end = Self::STACK_OFFSET + stack_bytes;
-        let stack =
-            HopStack::new(header.instructions, block.get(Self::STACK_OFFSET..stack_end).unwrap_or(&[]));
+        let stack_bytes = block.get(Self::STACK_OFFSET..stack_end).ok_or_else(|| {
+            ParseError::truncated(Layer::IntStack, Self::STACK_OFFSET, stack_bytes, block.len())
+        })?;
+        let stack = HopStack::new(header.instructions, stack_bytes);
         let mut offset = stack_end;
         let sequence = if shim.int_type.has_sequence() {
             let word = block
-                .get(offset..offset + SEQUENCE_LEN)
+                .get(offset..)
+                .and_then(<[u8]>::first_chunk::<SEQUENCE_LEN>)
                 .ok_or_else(|| ParseError::truncated(Layer::IntSequence, offset, 4, block.len()))?;
             offset += SEQUENCE_LEN;
-            Some(u32::from_be_bytes([
-                word.first().copied().unwrap_or(0),
-                word.get(1).copied().unwrap_or(0),
-                word.get(2).copied().unwrap_or(0),
-                word.get(3).copied().unwrap_or(0),
-            ]))
+            Some(u32::from_be_bytes(*word))
         } else {
             None
         };
         let tail = match tail {
             Tail::Present => Some(
-                TailRepr::parse(block.get(offset..).unwrap_or(&[]))
+                TailRepr::parse(bytes::after(block, offset, Layer::IntTail, 4)?)
                     .map_err(|_| ParseError::truncated(Layer::IntTail, offset, 4, block.len()))?,
             ),
             Tail::Absent => None,
@@ -181,9 +180,9 @@ pub fn emit_block(
         ..*header
     };
     let mut offset = shim::HEADER_LEN;
-    offset += header.emit(out.get_mut(offset..).unwrap_or(&mut []))?;
+    offset += header.emit(bytes::after_mut(out, offset, Layer::IntMetadataHeader, 8)?)?;
     for hop in hops {
-        offset += hop.emit(header.instructions, out.get_mut(offset..).unwrap_or(&mut []))?;
+        offset += hop.emit(header.instructions, bytes::after_mut(out, offset, Layer::IntStack, hop_len)?)?;
     }
     if shim_type.has_sequence() {
         if let Some(slot) = out.get_mut(offset..offset + SEQUENCE_LEN) {
@@ -192,7 +191,7 @@ pub fn emit_block(
         offset += SEQUENCE_LEN;
     }
     if let Some(tail) = tail {
-        offset += tail.emit(out.get_mut(offset..).unwrap_or(&mut []))?;
+        offset += tail.emit(bytes::after_mut(out, offset, Layer::IntTail, 4)?)?;
     }
     Ok(offset)
 }

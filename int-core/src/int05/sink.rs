@@ -193,10 +193,10 @@ pub fn classify(frame: &[u8], config: &Domain, shapes: &mut ShapeCache) -> Resul
             (ip.l4 + config.tcp_placement.offset(header_len), Carrier::Tcp(ip.l4), ip.payload_len() as u16)
         }
     };
-    let region = frame.get(block_at..ip.end).unwrap_or(&[]);
-    if !starts_with_a_shim(region) {
+    // Marked, with no room for a shim where INT would be: not INT.
+    let Some(region) = frame.get(block_at..ip.end).filter(|r| starts_with_a_shim(r)) else {
         return Ok(Arrival::MarkedNotInt);
-    }
+    };
     let block = shapes.parse(region, Tail::Present).map_err(|e| e.shifted(block_at))?;
     let tail = block.tail;
     let block_len = block.len;
@@ -258,14 +258,15 @@ fn tail_covered(
     tail_at: usize,
     informative: bool,
 ) -> Result<bool, ParseError> {
-    let tail = frame.get(tail_at..tail_at + TAIL_LEN).unwrap_or_default();
+    let truncated = || ParseError::truncated(Layer::IntTail, tail_at, TAIL_LEN, ip.end);
+    let tail = frame.get(tail_at..tail_at + TAIL_LEN).ok_or_else(truncated)?;
     let no_checksum = matches!(l4, L4::Udp { .. }) && frame.get(ip.l4 + 6..ip.l4 + 8) == Some(&[0, 0]);
     if informative || tail.iter().all(|b| *b == 0) || ip.is_fragment() || no_checksum {
         return Ok(informative);
     }
-    let pseudo = pseudo_header_sum(frame, ip);
-    let before = checksum::sum(pseudo, frame.get(ip.l4..tail_at).unwrap_or_default());
-    let without = checksum::sum(before, frame.get(tail_at + TAIL_LEN..ip.end).unwrap_or_default());
+    let pseudo = pseudo_header_sum(frame, ip).ok_or_else(truncated)?;
+    let before = checksum::sum(pseudo, frame.get(ip.l4..tail_at).ok_or_else(truncated)?);
+    let without = checksum::sum(before, frame.get(tail_at + TAIL_LEN..ip.end).ok_or_else(truncated)?);
     if checksum::fold(without) == 0xffff {
         return Ok(false);
     }
@@ -275,21 +276,19 @@ fn tail_covered(
     Err(ParseError::UnknownType {
         layer: Layer::IntTail,
         offset: tail_at,
-        value: tail.first().copied().unwrap_or(0),
+        value: tail.first().copied().ok_or_else(truncated)?,
     })
 }
 
-/// The L4 pseudo-header's sum: addresses, protocol, upper-layer length.
-fn pseudo_header_sum(frame: &[u8], ip: &IpLocation) -> u32 {
+/// The L4 pseudo-header's sum: addresses, protocol, upper-layer length
+/// (`None` for a frame shorter than the IP header it was located with).
+fn pseudo_header_sum(frame: &[u8], ip: &IpLocation) -> Option<u32> {
     let addresses = match ip.version {
-        locate::IpVersion::V4 => frame.get(ip.l3 + 12..ip.l3 + 20),
-        locate::IpVersion::V6 => frame.get(ip.l3 + 8..ip.l3 + 40),
+        locate::IpVersion::V4 => frame.get(ip.l3 + 12..ip.l3 + 20)?,
+        locate::IpVersion::V6 => frame.get(ip.l3 + 8..ip.l3 + 40)?,
     };
     let length = ip.payload_len() as u32;
-    checksum::sum(0, addresses.unwrap_or_default())
-        + u32::from(ip.protocol)
-        + (length >> 16)
-        + (length & 0xffff)
+    Some(checksum::sum(0, addresses) + u32::from(ip.protocol) + (length >> 16) + (length & 0xffff))
 }
 
 /// What a fast-path frame ([`FastFrame`]) is to a sink of the
@@ -337,14 +336,13 @@ pub fn classify_fast(frame: &[u8], config: &Domain, shapes: &mut ShapeCache) -> 
         return FastArrival::NotInt;
     }
     let block_at = parts.payload_at();
-    let region = frame.get(block_at..parts.end()).unwrap_or_default();
-    if !starts_with_a_shim(region) {
+    let Some(region) = frame.get(block_at..parts.end()).filter(|r| starts_with_a_shim(r)) else {
         return FastArrival::Other;
-    }
+    };
     let Ok(block) = shapes.parse(region, Tail::Present) else { return FastArrival::Other };
     let informative =
         block.tail.protocol == parts.flow.protocol() && block.tail.dst_port == parts.flow.dst_port();
-    let tail = region.get(block.len - TAIL_LEN..block.len).unwrap_or_default();
+    let Some(tail) = region.get(block.len - TAIL_LEN..block.len) else { return FastArrival::Other };
     if !informative && tail.iter().any(|b| *b != 0) {
         // A tail whose reading needs the checksum's word: the general path.
         return FastArrival::Other;
@@ -401,7 +399,8 @@ pub(crate) fn inner_ports(
     ip: &IpLocation,
 ) -> Result<(u16, u16), ParseError> {
     let end = ip.end;
-    let inner = frame.get(at..end).unwrap_or_default();
+    let layer = if protocol == locate::PROTO_UDP { Layer::Udp } else { Layer::Tcp };
+    let inner = frame.get(at..end).ok_or_else(|| ParseError::truncated(layer, at, 8, end))?;
     match protocol {
         locate::PROTO_UDP => {
             let (udp, _) = UdpHeader::ref_from_prefix(inner)

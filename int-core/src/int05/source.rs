@@ -265,7 +265,10 @@ impl Template {
         for at in template.timestamp_at.iter().flatten() {
             crate::bytes::put(&mut zeroed, *at, &[0; 4]);
         }
-        template.fixed_sum = checksum::sum(0, zeroed.get(..len).unwrap_or(&[]));
+        let available = zeroed.len();
+        let zeroed =
+            zeroed.get(..len).ok_or(EmitError::no_room(crate::error::Layer::IntShim, len, available))?;
+        template.fixed_sum = checksum::sum(0, zeroed);
         Ok(template)
     }
 
@@ -319,14 +322,14 @@ pub fn insert_with(
             length: (EXTENSION_UDP_LEN + block_len + original_payload_len) as u16,
             checksum: 0,
         };
-        udp.emit(bytes.get_mut(block_at..).unwrap_or_default()).map_err(|_| Skip::NoHeadroom)?;
+        udp.emit(bytes.get_mut(block_at..).ok_or(Skip::NoHeadroom)?).map_err(|_| Skip::NoHeadroom)?;
         block_at += EXTENSION_UDP_LEN;
         protocol = locate::PROTO_UDP;
     }
     let Some(block) = bytes.get_mut(block_at..block_at + block_len) else {
         return Err(Skip::NoHeadroom);
     };
-    crate::frame::copy_small(block, template.block.get(..block_len).unwrap_or(&[]));
+    crate::frame::copy_small(block, template.block.get(..block_len).ok_or(Skip::TooBig)?);
     let mut block_sum = template.fixed_sum;
     if let Some(time) = timestamp {
         for at in template.timestamp_at.iter().flatten() {

@@ -194,7 +194,7 @@ fn push_block(
     let bytes = frame.frame_mut();
     // The gap was opened for exactly these words.
     let hop_sum = hop
-        .emit_summed(block.header.instructions, bytes.get_mut(stack_at..).unwrap_or_default())
+        .emit_summed(block.header.instructions, bytes.get_mut(stack_at..).ok_or(NotPushed::NoHeadroom)?)
         .map_err(|_| NotPushed::NoHeadroom)?;
     // The shim Length word and the Max/Total Hop Count word change.
     let head = block_head(bytes, block.at)?;

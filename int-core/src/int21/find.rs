@@ -95,10 +95,10 @@ pub fn classify<'a>(frame: &'a [u8], domain: &Domain) -> Result<Arrival<Found<'a
         }
         (Marking::UdpPort(_), _) => return Ok(Arrival::NotInt),
     };
-    let region = frame.get(block_at..ip.end).unwrap_or_default();
-    if !starts_with_a_shim(region) {
+    // Marked, with no room for a shim where INT would be: not INT.
+    let Some(region) = frame.get(block_at..ip.end).filter(|r| starts_with_a_shim(r)) else {
         return Ok(Arrival::MarkedNotInt);
-    }
+    };
     let block = Block::parse(region, domain.source_only).map_err(|e| e.shifted(block_at))?;
     tcp_header_fits(&ip, l4, block.len())?;
     let flow = flow_of(frame, &ip, l4, block, block_at, domain.marking)?;
@@ -150,7 +150,7 @@ pub fn find_in_report<'a>(
     let port =
         |at: usize| packet.get(at..at + 2).and_then(|b| b.try_into().ok()).map_or(0, u16::from_be_bytes);
     if ip.protocol == locate::PROTO_UDP {
-        if let Some(body) = in_reported_tunnel(packet.get(l4..).unwrap_or_default(), domain)? {
+        if let Some(body) = in_reported_tunnel(crate::bytes::after(packet, l4, Layer::Udp, 8)?, domain)? {
             let flow = FlowKey {
                 src: ip.src,
                 dst: ip.dst,
@@ -165,13 +165,14 @@ pub fn find_in_report<'a>(
         (Marking::Dscp(dscp), _) if !dscp.encapsulation().tos_is_marked(ip.tos) => return Ok(None),
         (_, locate::PROTO_UDP) => l4 + crate::wire::udp::HEADER_LEN,
         (Marking::Dscp(_), locate::PROTO_TCP) => {
-            let (tcp, _) = crate::wire::TcpHeader::ref_from_prefix(packet.get(l4..).unwrap_or_default())
-                .map_err(|_| ParseError::truncated(Layer::Tcp, l4, 20, packet.len()))?;
+            let (tcp, _) =
+                crate::wire::TcpHeader::ref_from_prefix(crate::bytes::after(packet, l4, Layer::Tcp, 20)?)
+                    .map_err(|_| ParseError::truncated(Layer::Tcp, l4, 20, packet.len()))?;
             l4 + domain.tcp_placement.offset(tcp.header_len())
         }
         _ => return Ok(None),
     };
-    let region = packet.get(block_at..).unwrap_or_default();
+    let region = crate::bytes::after(packet, block_at, Layer::IntShim, 4)?;
     let block = Block::parse(region, domain.source_only).map_err(|e| e.shifted(block_at))?;
     let (protocol, src_port, dst_port) = match block.shim().next {
         Next::Dscp(_) => (ip.protocol, port(l4), port(l4 + 2)),
@@ -190,7 +191,7 @@ pub fn find_in_report<'a>(
 fn in_reported_tunnel<'a>(udp: &'a [u8], domain: &Domain) -> Result<Option<Body<'a>>, ParseError> {
     let dst_port = udp.get(2..4).and_then(|b| b.try_into().ok()).map_or(0, u16::from_be_bytes);
     let at = crate::wire::udp::HEADER_LEN;
-    let payload = udp.get(at..).unwrap_or_default();
+    let payload = crate::bytes::after(udp, at, Layer::Udp, 0)?;
     let shifted = |e: ParseError| e.shifted(at);
     Ok(match dst_port {
         crate::wire::vxlan_gpe::UDP_PORT => {

@@ -162,7 +162,9 @@ fn outer_udp(frame: &[u8]) -> Option<Outer> {
 pub fn find(frame: &[u8], source_only: SourceOnly) -> Result<Option<InTunnel<'_>>, ParseError> {
     let Some(Outer { ip, src_port, dst_port, length }) = outer_udp(frame) else { return Ok(None) };
     let at = ip.l4 + UDP_LEN;
-    let payload = frame.get(at..ip.end).unwrap_or_default();
+    let payload = frame
+        .get(at..ip.end)
+        .ok_or_else(|| ParseError::truncated(Layer::Udp, at, ip.end.saturating_sub(at), frame.len()))?;
     let shifted = |e: ParseError| e.shifted(at);
     let (tunnel, header_at, body) = match dst_port {
         vxlan_gpe::UDP_PORT => {
@@ -362,7 +364,9 @@ impl TunnelPlan {
 pub fn plan(frame: &[u8]) -> Result<Option<TunnelPlan>, ParseError> {
     let Some(Outer { ip, src_port, dst_port, length }) = outer_udp(frame) else { return Ok(None) };
     let at = ip.l4 + UDP_LEN;
-    let payload = frame.get(at..ip.end).unwrap_or_default();
+    let payload = frame
+        .get(at..ip.end)
+        .ok_or_else(|| ParseError::truncated(Layer::Udp, at, ip.end.saturating_sub(at), frame.len()))?;
     let shifted = |e: ParseError| e.shifted(at);
     let (kind, insert_at) = match dst_port {
         VXLAN_UDP_PORT => {
@@ -419,7 +423,7 @@ pub fn insert(
     let head = tunnel_int_head(plan.kind, header_type, words);
     bytes.get_mut(plan.insert_at..plan.insert_at + GPE_SHIM_LEN)?.copy_from_slice(&head);
     bytes.get_mut(plan.insert_at + GPE_SHIM_LEN..plan.insert_at + added)?.copy_from_slice(body);
-    let inserted = checksum::sum(0, bytes.get(plan.insert_at..plan.insert_at + added).unwrap_or_default());
+    let inserted = checksum::sum(0, bytes.get(plan.insert_at..plan.insert_at + added)?);
     let (old, new) = announce_int(bytes, plan, 1 + words);
     let ip = plan.ip;
     carrier::rewrite_ip(bytes, &ip, ip.tos, ip.ip_len() + added, ip.protocol);

@@ -67,9 +67,12 @@ impl<'a> Block<'a> {
                 value: usize::from(shim.length_words),
             });
         }
-        let body =
-            Body::parse(shim.header_type, block.get(shim::HEADER_LEN..).unwrap_or_default(), source_only)
-                .map_err(|e| e.shifted(shim::HEADER_LEN))?;
+        let body = Body::parse(
+            shim.header_type,
+            crate::bytes::after(block, shim::HEADER_LEN, Layer::IntShim, 0)?,
+            source_only,
+        )
+        .map_err(|e| e.shifted(shim::HEADER_LEN))?;
         Ok(match body {
             Body::Md(md) => Block::Md(MdBlock {
                 shim,
@@ -289,9 +292,14 @@ pub fn emit_md_block(
     let shim =
         ShimRepr { header_type: HeaderType::Md, next, length_words: ((len - shim::HEADER_LEN) / 4) as u8 };
     let mut at = shim.emit(out)?;
-    at += header.emit(out.get_mut(at..).unwrap_or_default())?;
+    at += header.emit(crate::bytes::after_mut(out, at, Layer::IntMetadataHeader, md_header::HEADER_LEN)?)?;
     for hop in hops {
-        at += hop.emit(header.instructions, header.hop_ml, out.get_mut(at..).unwrap_or_default())?;
+        let hop_len = usize::from(header.hop_ml) * 4;
+        at += hop.emit(
+            header.instructions,
+            header.hop_ml,
+            crate::bytes::after_mut(out, at, Layer::IntStack, hop_len)?,
+        )?;
     }
     if let Some(slot) = out.get_mut(at..at + source_only.len()) {
         slot.copy_from_slice(source_only);

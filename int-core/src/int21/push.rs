@@ -43,7 +43,7 @@ pub(crate) fn push_hop(
     }
     let bytes = frame.frame_mut();
     let hop = HopMetadata { checksum_complement: None, ..*hop };
-    hop.emit(header.instructions, header.hop_ml, bytes.get_mut(stack_at..).unwrap_or_default())
+    hop.emit(header.instructions, header.hop_ml, bytes.get_mut(stack_at..).ok_or(NotPushed::NoHeadroom)?)
         .map_err(|_| NotPushed::NoHeadroom)?;
-    Ok(checksum::sum(0, bytes.get(stack_at..stack_at + hop_len).unwrap_or_default()))
+    Ok(checksum::sum(0, bytes.get(stack_at..stack_at + hop_len).ok_or(NotPushed::NoHeadroom)?))
 }

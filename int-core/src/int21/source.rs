@@ -218,7 +218,7 @@ pub fn insert(
 ) -> Result<usize, Skip> {
     let mut block = [0u8; SOURCE_BLOCK_MAX];
     let block_len = build_block(&mut block, (plan.next, plan.mtu_exceeded), config, hop, sequence)?;
-    let block = block.get(..block_len).unwrap_or_default();
+    let block = block.get(..block_len).ok_or(Skip::TooBig)?;
     let added = plan.added_len(config);
     let ip = plan.ip;
     let payload_len = ip.payload_len();
@@ -234,7 +234,7 @@ pub fn insert(
             length: (UDP_LEN + block_len + payload_len) as u16,
             checksum: 0,
         };
-        udp.emit(bytes.get_mut(block_at..).unwrap_or_default()).map_err(|_| Skip::NoHeadroom)?;
+        udp.emit(bytes.get_mut(block_at..).ok_or(Skip::NoHeadroom)?).map_err(|_| Skip::NoHeadroom)?;
         block_at += UDP_LEN;
     }
     bytes.get_mut(block_at..block_at + block_len).ok_or(Skip::NoHeadroom)?.copy_from_slice(block);
@@ -333,7 +333,7 @@ pub(crate) fn build_block(
                 ds_flags: config.ds_flags,
             };
             let at = shim.emit(buf).map_err(too_big)?;
-            Ok(at + header.emit(buf.get_mut(at..).unwrap_or_default()).map_err(too_big)?)
+            Ok(at + header.emit(buf.get_mut(at..).ok_or(Skip::TooBig)?).map_err(too_big)?)
         }
     }
 }

@@ -104,7 +104,8 @@ pub fn gpe_int(payload: &[u8], source_only: SourceOnly) -> Result<Option<GpeInt<
         return Ok(None);
     }
     let at = vxlan_gpe::HEADER_LEN;
-    let shim = GpeShimRepr::parse(payload.get(at..).unwrap_or_default()).map_err(|e| e.shifted(at))?;
+    let shim = GpeShimRepr::parse(crate::bytes::after(payload, at, Layer::IntShim, GPE_SHIM_LEN)?)
+        .map_err(|e| e.shifted(at))?;
     let body_at = at + GPE_SHIM_LEN;
     let len = body_at + usize::from(shim.length_words) * 4;
     let bytes = payload
@@ -134,7 +135,10 @@ pub fn geneve_int(payload: &[u8], source_only: SourceOnly) -> Result<Option<Gene
     };
     let header_type = geneve_header_type(option.option_type).map_err(|e| e.shifted(option_at))?;
     let body_at = option_at + geneve::OPTION_HEADER_LEN;
-    let bytes = payload.get(body_at..option_at + option.len()).unwrap_or_default();
+    let end = option_at + option.len();
+    let bytes = payload
+        .get(body_at..end)
+        .ok_or_else(|| ParseError::truncated(Layer::Geneve, body_at, end - body_at, payload.len()))?;
     let body = Body::parse(header_type, bytes, source_only).map_err(|e| e.shifted(body_at))?;
     Ok(Some(GeneveInt { geneve, option, option_at, body }))
 }

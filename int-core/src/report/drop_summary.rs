@@ -99,7 +99,7 @@ impl DropSummaryReport {
             gap_sequence: U32::new(s.gap_sequence),
             gap_count: U32::new(s.gap_count),
         };
-        let rest = out.get_mut(tr05::HEADER_LEN..).unwrap_or(&mut []);
+        let rest = crate::bytes::after_mut(out, tr05::HEADER_LEN, Layer::DropSummary, 0)?;
         summary
             .write_to_prefix(rest)
             .map_err(|_| EmitError::no_room(Layer::DropSummary, SUMMARY_LEN, len))?;
@@ -130,20 +130,17 @@ impl DropSummaryReport {
                 value: u8::from(header.next_proto),
             });
         }
-        let rest = bytes.get(tr05::HEADER_LEN..).unwrap_or(&[]);
+        let rest = crate::bytes::after(bytes, tr05::HEADER_LEN, Layer::DropSummary, 0)?;
         let (s, _) = DropSummary::ref_from_prefix(rest)
             .map_err(|_| ParseError::truncated(Layer::DropSummary, 12, SUMMARY_LEN, bytes.len()))?;
         let ip_at = tr05::HEADER_LEN + SUMMARY_LEN;
-        let ip = bytes
-            .get(ip_at..ip_at + 20)
+        let ip: &[u8; 20] = bytes
+            .get(ip_at..)
+            .and_then(<[u8]>::first_chunk)
             .ok_or_else(|| ParseError::truncated(Layer::Ipv4, ip_at, 20, bytes.len()))?;
-        let protocol = ip.get(9).copied().unwrap_or(0);
+        let protocol = ip[9];
         if ip.first() != Some(&0x45) {
-            return Err(ParseError::UnknownVersion {
-                layer: Layer::Ipv4,
-                offset: ip_at,
-                value: ip.first().copied().unwrap_or(0) >> 4,
-            });
+            return Err(ParseError::UnknownVersion { layer: Layer::Ipv4, offset: ip_at, value: ip[0] >> 4 });
         }
         if protocol != PROTO_TCP && protocol != PROTO_UDP {
             return Err(ParseError::UnknownType { layer: Layer::Ipv4, offset: ip_at + 9, value: protocol });
@@ -189,7 +186,9 @@ fn check_synthesised(report: &[u8], ip_at: usize, protocol: u8) -> Result<(), Pa
     let zero_ranges: &[(usize, usize)] =
         if protocol == PROTO_TCP { &[(1, 9), (10, 12), (24, 40)] } else { &[(1, 9), (10, 12), (26, 28)] };
     for &(from, to) in zero_ranges {
-        let bytes = report.get(ip_at + from..ip_at + to).unwrap_or(&[]);
+        let bytes = report.get(ip_at + from..ip_at + to).ok_or_else(|| {
+            ParseError::truncated(Layer::DropSummary, ip_at + from, to - from, report.len())
+        })?;
         if let Some((i, value)) = bytes.iter().enumerate().find(|(_, b)| **b != 0) {
             let layer = if from < 20 { Layer::Ipv4 } else { Layer::DropSummary };
             return Err(ParseError::Reserved { layer, offset: ip_at + from + i, value: *value });

@@ -94,7 +94,7 @@ impl LatencyReport<'_> {
                 value: u8::from(header.next_proto),
             });
         }
-        let after_header = bytes.get(tr05::HEADER_LEN..).unwrap_or(&[]);
+        let after_header = crate::bytes::after(bytes, tr05::HEADER_LEN, Layer::LatencyReport, 4)?;
         let present = match sink_id {
             SinkIdWord::Present => true,
             SinkIdWord::Absent => false,
@@ -224,7 +224,7 @@ pub(crate) fn parse_packet(
     bytes: &[u8],
     at: usize,
 ) -> Result<(ReportedIp, u16, u16, IntBlock<'_>), ParseError> {
-    let packet = bytes.get(at..).unwrap_or(&[]);
+    let packet = crate::bytes::after(bytes, at, Layer::LatencyReport, 20)?;
     let (ip, ip_len) = if packet.first().is_some_and(|byte| byte >> 4 == 6) {
         let walk = crate::wire::ipv6::walk_extensions(packet).map_err(|e| e.shifted(at))?;
         let ip =
@@ -247,7 +247,8 @@ pub(crate) fn parse_packet(
         .ok_or_else(|| ParseError::truncated(Layer::LatencyReport, at, carrier_len, bytes.len()))?;
     let (src_port, dst_port) = (be16(carrier, 0), be16(carrier, 2));
     at += carrier_len;
-    let block = IntBlock::parse(bytes.get(at..).unwrap_or(&[]), Tail::Absent).map_err(|e| e.shifted(at))?;
+    let block = IntBlock::parse(crate::bytes::after(bytes, at, Layer::IntShim, 4)?, Tail::Absent)
+        .map_err(|e| e.shifted(at))?;
     if at + block.len() != bytes.len() {
         return Err(ParseError::BadLength { layer: Layer::LatencyReport, offset: at, value: bytes.len() });
     }

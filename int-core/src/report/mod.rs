@@ -112,7 +112,7 @@ pub enum Report<'a> {
 /// Parses a report (the UDP payload sent to a collector).
 pub fn parse(payload: &[u8], sink_id: SinkIdWord) -> Result<Report<'_>, ParseError> {
     let header = ReportHeaderRepr::parse(payload)?;
-    let rest = payload.get(tr05::HEADER_LEN..).unwrap_or(&[]);
+    let rest = crate::bytes::after(payload, tr05::HEADER_LEN, crate::error::Layer::ReportHeader, 0)?;
     match header.next_proto {
         NextProto::Ipv4 => Ok(Report::Latency(LatencyReport::parse(payload, sink_id)?)),
         NextProto::DropSummary => Ok(Report::DropSummary(DropSummaryReport::parse(payload)?)),
@@ -122,13 +122,16 @@ pub fn parse(payload: &[u8], sink_id: SinkIdWord) -> Result<Report<'_>, ParseErr
         }
         NextProto::DropEthernet => {
             let drop = DropHeaderRepr::parse(rest).map_err(|e| e.shifted(tr05::HEADER_LEN))?;
-            let frame = rest.get(tr05::DROP_HEADER_LEN..).unwrap_or(&[]);
+            let frame = crate::bytes::after(rest, tr05::DROP_HEADER_LEN, crate::error::Layer::DropHeader, 0)
+                .map_err(|e| e.shifted(tr05::HEADER_LEN))?;
             check_frame(frame, tr05::HEADER_LEN + tr05::DROP_HEADER_LEN)?;
             Ok(Report::Tr05 { header, drop: Some(drop), switch_local: None, frame })
         }
         NextProto::SwitchLocalEthernet => {
             let local = SwitchLocalRepr::parse(rest).map_err(|e| e.shifted(tr05::HEADER_LEN))?;
-            let frame = rest.get(tr05::SWITCH_LOCAL_LEN..).unwrap_or(&[]);
+            let frame =
+                crate::bytes::after(rest, tr05::SWITCH_LOCAL_LEN, crate::error::Layer::SwitchLocalHeader, 0)
+                    .map_err(|e| e.shifted(tr05::HEADER_LEN))?;
             check_frame(frame, tr05::HEADER_LEN + tr05::SWITCH_LOCAL_LEN)?;
             Ok(Report::Tr05 { header, drop: None, switch_local: Some(local), frame })
         }

@@ -101,10 +101,14 @@ impl<'a> FlowReport<'a> {
         }
         header.expect_flags(FLAGS)?;
         let at = tr05::HEADER_LEN;
-        let local = SwitchLocalRepr::parse(bytes.get(at..).unwrap_or_default()).map_err(|e| e.shifted(at))?;
+        let local = SwitchLocalRepr::parse(crate::bytes::after(bytes, at, Layer::SwitchLocalHeader, 8)?)
+            .map_err(|e| e.shifted(at))?;
         let at = at + tr05::SWITCH_LOCAL_LEN;
-        let ethernet_len = ethernet_len(bytes.get(at..).unwrap_or_default()).map_err(|e| e.shifted(at))?;
-        let ethernet = bytes.get(at..at + ethernet_len).unwrap_or_default();
+        let ethernet_len =
+            ethernet_len(crate::bytes::after(bytes, at, Layer::Ethernet, 14)?).map_err(|e| e.shifted(at))?;
+        let ethernet = bytes
+            .get(at..at + ethernet_len)
+            .ok_or_else(|| ParseError::truncated(Layer::Ethernet, at, ethernet_len, bytes.len()))?;
         let (ip, src_port, dst_port, block) = parse_packet(bytes, at + ethernet_len)?;
         Ok(FlowReport { header, local, ethernet, ip: ip.packet_ip(), src_port, dst_port, block })
     }

@@ -261,7 +261,7 @@ impl<'a> IntContents<'a> {
             ds_md_status: field(6),
             metadata,
             drop,
-            ds_metadata: metadata_bytes.get(baseline * 4..).unwrap_or_default(),
+            ds_metadata: crate::bytes::after(metadata_bytes, baseline * 4, Layer::IndividualReport, 0)?,
         })
     }
 
@@ -282,7 +282,8 @@ impl<'a> IntContents<'a> {
                 slot.copy_from_slice(&value.to_be_bytes());
             }
         }
-        let mut words = out.get_mut(INT_MAIN_FIXED_LEN..).unwrap_or_default().chunks_exact_mut(4);
+        let mut words =
+            crate::bytes::after_mut(out, INT_MAIN_FIXED_LEN, Layer::IndividualReport, 0)?.chunks_exact_mut(4);
         for bit in Instructions::from_bits_retain(self.rep_md_bits).each() {
             let values = if bit.bits() == DROP_BIT {
                 // An unknown drop reads as all ones, as any unknown value.
@@ -361,7 +362,7 @@ impl<'a> IndividualReport<'a> {
                 ))
             }
         };
-        let body = bytes.get(INDIVIDUAL_HEADER_LEN..).unwrap_or_default();
+        let body = crate::bytes::after(bytes, INDIVIDUAL_HEADER_LEN, Layer::IndividualReport, 0)?;
         let body_len =
             if report_len_words == LENGTH_TO_END { body.len() } else { usize::from(report_len_words) * 4 };
         let body = body.get(..body_len).ok_or_else(|| {
@@ -377,7 +378,7 @@ impl<'a> IndividualReport<'a> {
             RepType::Int => {
                 let contents = IntContents::parse(body, md_len_words, at + INDIVIDUAL_HEADER_LEN)?;
                 let main_len = INT_MAIN_FIXED_LEN + usize::from(md_len_words) * 4;
-                (Some(contents), body.get(main_len..).unwrap_or_default())
+                (Some(contents), crate::bytes::after(body, main_len, Layer::IndividualReport, 0)?)
             }
             RepType::InnerOnly => (None, body),
             RepType::Ioam | RepType::Reserved(_) => {
@@ -428,7 +429,7 @@ impl<'a> IndividualReport<'a> {
             slot.copy_from_slice(&header);
         }
         if let Some(int) = &self.int {
-            int.emit(out.get_mut(INDIVIDUAL_HEADER_LEN..).unwrap_or_default())?;
+            int.emit(crate::bytes::after_mut(out, INDIVIDUAL_HEADER_LEN, Layer::IndividualReport, 0)?)?;
         }
         let inner_at = INDIVIDUAL_HEADER_LEN + main_len;
         if let Some(slot) = out.get_mut(inner_at..inner_at + self.inner.len()) {
@@ -449,7 +450,10 @@ pub struct Report<'a> {
 impl<'a> Report<'a> {
     pub fn parse(payload: &'a [u8]) -> Result<Self, ParseError> {
         let group = GroupHeaderRepr::parse(payload)?;
-        Ok(Report { group, body: payload.get(GROUP_HEADER_LEN..).unwrap_or_default() })
+        Ok(Report {
+            group,
+            body: crate::bytes::after(payload, GROUP_HEADER_LEN, Layer::ReportGroupHeader, 0)?,
+        })
     }
 
     /// The individual reports, in order; an error ends the walk.
@@ -462,11 +466,19 @@ impl<'a> Report<'a> {
                 return None;
             }
             match IndividualReport::parse(rest, at) {
-                Ok((report, len)) => {
-                    rest = rest.get(len..).unwrap_or_default();
-                    at += len;
-                    Some(Ok(report))
-                }
+                // A report's length is at most what was left (its parse
+                // checked it): the walk goes on after it.
+                Ok((report, len)) => match rest.split_at_checked(len) {
+                    Some((_, after)) => {
+                        rest = after;
+                        at += len;
+                        Some(Ok(report))
+                    }
+                    None => {
+                        failed = true;
+                        Some(Err(ParseError::truncated(Layer::IndividualReport, at, len, rest.len())))
+                    }
+                },
                 Err(error) => {
                     failed = true;
                     Some(Err(error))

@@ -63,7 +63,11 @@ impl LossReport {
             slot.copy_from_slice(&word.to_be_bytes());
         }
         let (headers, inner_len) = flow_headers(&self.flow);
-        let inner = headers.get(..inner_len).unwrap_or_default();
+        let inner = headers.get(..inner_len).ok_or(EmitError::no_room(
+            crate::error::Layer::IndividualReport,
+            inner_len,
+            headers.len(),
+        ))?;
         let in_type = if inner_len == INNER_LEN { InType::Ipv4 } else { InType::Ipv6 };
         let report = IndividualReport {
             rep_type: RepType::Int,
@@ -188,7 +192,6 @@ fn flow_of(inner: &[u8]) -> Option<FlowKey> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::Layer;
     use crate::report::tr20::{GroupHeaderRepr, Report};
 
     fn sample() -> LossReport {
@@ -264,7 +267,7 @@ mod tests {
             assert!(!matches!(parsed, Ok(Some(_))), "byte {at}");
         }
         assert_eq!(
-            EmitError::no_room(Layer::IndividualReport, LEN, 10),
+            EmitError::no_room(crate::error::Layer::IndividualReport, LEN, 10),
             sample().emit(1, &mut [0; 10]).unwrap_err()
         );
     }

@@ -115,14 +115,13 @@ pub struct GeneveOptionRepr {
 
 impl GeneveOptionRepr {
     pub fn parse(bytes: &[u8]) -> Result<Self, ParseError> {
-        let header = bytes
-            .get(..OPTION_HEADER_LEN)
+        let &[class_high, class_low, option_type, length] = bytes
+            .first_chunk::<OPTION_HEADER_LEN>()
             .ok_or_else(|| ParseError::truncated(Layer::Geneve, 0, OPTION_HEADER_LEN, bytes.len()))?;
-        let byte = |i: usize| header.get(i).copied().unwrap_or_default();
         Ok(GeneveOptionRepr {
-            class: u16::from_be_bytes([byte(0), byte(1)]),
-            option_type: byte(2),
-            length_words: byte(3) & 0x1f,
+            class: u16::from_be_bytes([class_high, class_low]),
+            option_type,
+            length_words: length & 0x1f,
         })
     }
 
@@ -191,8 +190,12 @@ fn walk_options(
     }
     let mut at = HEADER_LEN;
     while at < end {
-        let option =
-            GeneveOptionRepr::parse(bytes.get(at..end).unwrap_or_default()).map_err(|e| e.shifted(at))?;
+        let option = GeneveOptionRepr::parse(
+            bytes
+                .get(at..end)
+                .ok_or_else(|| ParseError::truncated(Layer::Geneve, at, end - at, bytes.len()))?,
+        )
+        .map_err(|e| e.shifted(at))?;
         if at + option.len() > end {
             return Err(ParseError::BadLength { layer: Layer::Geneve, offset: at + 3, value: option.len() });
         }

@@ -32,7 +32,8 @@ mod states;
 mod topology;
 
 use crate::error::{Error, Setup};
-use namespaces::{namespace_exists, up, Lab};
+use namespaces::{add_links, add_namespaces, add_neighbours, namespace_exists, start_processes, Lab};
+use states::wait_for;
 use topology::Topology;
 
 #[derive(Debug, Args)]
@@ -84,5 +85,30 @@ pub fn run(args: &LabArgs) -> Result<(), Error> {
         Ok(())
     } else {
         Err(Error::Failed(failed))
+    }
+}
+
+/// Namespaces, links, neighbours, then the processes; up once the
+/// collector listens.
+pub fn up(lab: &mut Lab, topology: &Topology, base: &Path, workdir: &Path) -> Result<(), Error> {
+    add_namespaces(lab, topology)?;
+    add_links(lab, topology)?;
+    add_neighbours(lab, topology)?;
+    start_processes(lab, topology, base, workdir)?;
+    // Up once the collector listens (the nodes: once the path carries a
+    // ping, which the scenario waits for).
+    let Some(collector) = &topology.collector else { return Ok(()) };
+    let port = collector.listen.rsplit(':').next().and_then(|p| p.parse().ok()).unwrap_or(0);
+    wait_for("collector listening", || {
+        alive(lab, workdir)?;
+        states::listening(lab, &collector.host, "-u", port)
+    })
+}
+
+/// Fails when a process of the lab has exited.
+fn alive(lab: &mut Lab, workdir: &Path) -> Result<(), Error> {
+    match lab.exited() {
+        Some((name, status)) => Err(Error::Exited { name, status, logs: workdir.to_path_buf() }),
+        None => Ok(()),
     }
 }

@@ -6,7 +6,6 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::states::{self, wait_for};
 use super::topology::{split, Topology};
 use crate::error::{Error, Setup};
 
@@ -71,6 +70,14 @@ impl Lab {
         Ok(())
     }
 
+    /// The first process of the lab that has exited, with its status.
+    pub fn exited(&mut self) -> Option<(String, String)> {
+        self.children.iter_mut().find_map(|(name, child)| match child.try_wait() {
+            Ok(Some(status)) => Some((name.clone(), status.to_string())),
+            _ => None,
+        })
+    }
+
     /// SIGTERM to every process in the order they started, each waited
     /// for (SIGKILL after 10 s): their final words are in their logs.
     pub fn stop_all(&mut self) {
@@ -117,36 +124,8 @@ pub fn namespace_exists(ns: &str) -> bool {
         .unwrap_or(false)
 }
 
-/// Namespaces, links, neighbours, then the processes; up once the
-/// collector listens.
-pub fn up(lab: &mut Lab, topology: &Topology, base: &Path, workdir: &Path) -> Result<(), Error> {
-    add_namespaces(lab, topology)?;
-    add_links(lab, topology)?;
-    add_neighbours(lab, topology)?;
-    start_processes(lab, topology, base, workdir)?;
-    // Up once the collector listens (the nodes: once the path carries a
-    // ping, which the scenario waits for).
-    let Some(collector) = &topology.collector else { return Ok(()) };
-    let port = collector.listen.rsplit(':').next().and_then(|p| p.parse().ok()).unwrap_or(0);
-    wait_for("collector listening", || {
-        alive(lab, workdir)?;
-        states::listening(lab, &collector.host, "-u", port)
-    })
-}
-
-/// Fails when a process of the lab has exited.
-fn alive(lab: &mut Lab, workdir: &Path) -> Result<(), Error> {
-    for (name, child) in lab.children.iter_mut() {
-        if let Ok(Some(status)) = child.try_wait() {
-            let (name, status) = (name.clone(), status.to_string());
-            return Err(Error::Exited { name, status, logs: workdir.to_path_buf() });
-        }
-    }
-    Ok(())
-}
-
 /// A namespace per host, refusing to touch one that exists already.
-fn add_namespaces(lab: &mut Lab, topology: &Topology) -> Result<(), Error> {
+pub fn add_namespaces(lab: &mut Lab, topology: &Topology) -> Result<(), Error> {
     for host in &topology.hosts {
         let ns = lab.ns(host);
         if namespace_exists(&ns) {
@@ -168,7 +147,7 @@ fn add_namespaces(lab: &mut Lab, topology: &Topology) -> Result<(), Error> {
 }
 
 /// The veth links, their MTUs, addresses and netem qdiscs.
-fn add_links(lab: &Lab, topology: &Topology) -> Result<(), Error> {
+pub fn add_links(lab: &Lab, topology: &Topology) -> Result<(), Error> {
     for (i, link) in topology.links.iter().enumerate() {
         let (host_a, if_a) = split(&link.a)?;
         let (host_b, if_b) = split(&link.b)?;
@@ -216,7 +195,7 @@ fn add_links(lab: &Lab, topology: &Topology) -> Result<(), Error> {
 
 /// Static neighbours between the addressed ends: no ARP or neighbour
 /// discovery on the wire.
-fn add_neighbours(lab: &Lab, topology: &Topology) -> Result<(), Error> {
+pub fn add_neighbours(lab: &Lab, topology: &Topology) -> Result<(), Error> {
     let addressed: Vec<(&str, &str, String)> = topology
         .links
         .iter()
@@ -249,7 +228,7 @@ fn add_neighbours(lab: &Lab, topology: &Topology) -> Result<(), Error> {
 }
 
 /// The collector and the nodes, each config checked first.
-fn start_processes(lab: &mut Lab, topology: &Topology, base: &Path, workdir: &Path) -> Result<(), Error> {
+pub fn start_processes(lab: &mut Lab, topology: &Topology, base: &Path, workdir: &Path) -> Result<(), Error> {
     let node_exe = sibling("int-node")?;
     if let Some(collector) = &topology.collector {
         let log = workdir.join("collector.jsonl");

@@ -248,6 +248,17 @@ impl Burst {
         Some(raw.wrapping_mul(clock.ns_per_unit))
     }
 
+    /// Packet `i`'s arrival time: its RX timestamp where the pipeline
+    /// reads them (`clock`) and the driver set one, else `host_ns` (the
+    /// burst's reading of the host clock).
+    #[inline]
+    pub fn arrival_ns(&self, i: usize, clock: Option<RxClock>, host_ns: u64) -> u64 {
+        match clock.and_then(|clock| self.rx_time_ns(i, &clock)) {
+            Some(ns) => ns,
+            None => host_ns,
+        }
+    }
+
     #[cfg(feature = "lab")]
     /// Moves the packets for which `take(index)` is true out of the burst,
     /// in order, handing each with its index to `out`; the others stay, in

@@ -75,7 +75,8 @@ impl Tap {
             *to = *from;
         }
         self.ring.push_slice(&header);
-        self.ring.push_slice(frame.get(..captured).unwrap_or_default());
+        // The first `captured` bytes: the snap length, or the whole frame.
+        self.ring.push_slice(frame.get(..captured).unwrap_or(frame));
         true
     }
 }
@@ -145,10 +146,8 @@ fn drain(ring: &mut HeapCons<u8>, writer: &mut PcapNgWriter<BufWriter<File>>, bu
     let mut written = 0;
     let mut header = [0u8; HEADER];
     while ring.occupied_len() >= HEADER && ring.peek_slice(&mut header) == HEADER {
-        let word = |at: usize| {
-            u32::from_ne_bytes(header.get(at..at + 4).and_then(|w| w.try_into().ok()).unwrap_or([0; 4]))
-        };
-        let captured = word(12) as usize;
+        let [t0, t1, t2, t3, t4, t5, t6, t7, o0, o1, o2, o3, c0, c1, c2, c3, d0, d1, d2, d3] = header;
+        let captured = u32::from_ne_bytes([c0, c1, c2, c3]) as usize;
         // The tap pushes the header, then the bytes: wait for them.
         if ring.occupied_len() < HEADER + captured {
             break;
@@ -156,13 +155,13 @@ fn drain(ring: &mut HeapCons<u8>, writer: &mut PcapNgWriter<BufWriter<File>>, bu
         ring.skip(HEADER);
         let Some(bytes) = buffer.get_mut(..captured) else { break };
         ring.pop_slice(bytes);
-        let ns = u64::from_ne_bytes(header.get(..8).and_then(|w| w.try_into().ok()).unwrap_or([0; 8]));
+        let ns = u64::from_ne_bytes([t0, t1, t2, t3, t4, t5, t6, t7]);
         let packet = EnhancedPacketBlock {
             interface_id: 0,
             timestamp: Duration::from_nanos(ns),
-            original_len: word(8),
+            original_len: u32::from_ne_bytes([o0, o1, o2, o3]),
             data: bytes.as_ref().into(),
-            options: vec![EnhancedPacketOption::Flags(word(16))],
+            options: vec![EnhancedPacketOption::Flags(u32::from_ne_bytes([d0, d1, d2, d3]))],
         };
         if let Err(error) = writer.write_pcapng_block(packet) {
             log::error!("capture: {error}");

@@ -259,14 +259,16 @@ impl Exporter {
                     options: [0; 40],
                     options_len: 0,
                 };
-                let _ = ip.emit(template.get_mut(14..).unwrap_or(&mut []), false);
+                let (_, ip_udp) = template.split_at_mut(14);
+                let _ = ip.emit(ip_udp, false);
                 let udp = UdpRepr {
                     src_port: *src_port,
                     dst_port: config.collector.port(),
                     length: 0,
                     checksum: 0,
                 };
-                let _ = udp.emit(template.get_mut(34..).unwrap_or(&mut []));
+                let (_, udp_header) = template.split_at_mut(34);
+                let _ = udp.emit(udp_header);
                 Path::Port { port: id, queue: QueueId(*queue), pool: pool.as_ptr(), template }
             }
             (ExportPath::Port(_), None) => {
@@ -334,7 +336,9 @@ impl Exporter {
                     let Some(len) = staging.get_mut(used..).and_then(|rest| receiver.pop_into(rest)) else {
                         break;
                     };
-                    stamp_sequence(staging.get_mut(used..used + len).unwrap_or_default(), *next_sequence);
+                    if let Some(report) = staging.get_mut(used..used + len) {
+                        stamp_sequence(report, *next_sequence);
+                    }
                     *next_sequence = next_sequence.wrapping_add(1);
                     if let Some(span) = spans.get_mut(count) {
                         *span = (used, len);
@@ -346,10 +350,15 @@ impl Exporter {
                     break;
                 }
                 let mut payloads: [&[u8]; BATCH] = [&[]; BATCH];
+                let mut ready = 0;
                 for (payload, &(at, len)) in payloads.iter_mut().zip(spans.iter().take(count)) {
-                    *payload = staging.get(at..at + len).unwrap_or(&[]);
+                    if let Some(report) = staging.get(at..at + len) {
+                        *payload = report;
+                        ready += 1;
+                    }
                 }
-                send_batch(path, stats, payloads.get(..count).unwrap_or(&[]));
+                let (batch, _) = payloads.split_at(ready);
+                send_batch(path, stats, batch);
                 taken += count;
             }
             taken_total += taken;
@@ -401,7 +410,8 @@ fn frame_into(
     if let Some(field) = headers.get_mut(16..18) {
         field.copy_from_slice(&ip_len.to_be_bytes());
     }
-    let ip_sum = checksum::checksum(headers.get(14..34).unwrap_or(&[]));
+    let Some(ip_header) = headers.get(14..34) else { return false };
+    let ip_sum = checksum::checksum(ip_header);
     if let Some(field) = headers.get_mut(24..26) {
         field.copy_from_slice(&ip_sum.to_be_bytes());
     }

@@ -53,7 +53,13 @@ pub fn watch_control_file(file: String, control: Arc<ImpairControl>, quit: Arc<A
         let modified = std::fs::metadata(&file).and_then(|m| m.modified()).ok();
         if modified.is_some() && modified != seen {
             seen = modified;
-            let text = std::fs::read_to_string(&file).unwrap_or_default();
+            let text = match std::fs::read_to_string(&file) {
+                Ok(text) => text,
+                Err(error) => {
+                    log::warn!("impair: {file}: {error}; the settings stay");
+                    continue;
+                }
+            };
             match ImpairControl::parse(&text) {
                 Some((loss_ppm, delay_us)) => {
                     control.set(loss_ppm, delay_us);
@@ -132,9 +138,9 @@ impl ImpairStage {
         let capacity = self.capacity;
         let held = &mut self.held;
         burst.take_where(
-            |i| hold_all || lose.get(i).copied().unwrap_or(false),
+            |i| hold_all || lose.get(i) == Some(&true),
             |i, packet| {
-                if lose.get(i).copied().unwrap_or(false) {
+                if lose.get(i) == Some(&true) {
                     counters.inc(Counter::impaired_dropped);
                     drop(packet);
                 } else if held.len() < capacity {

@@ -36,10 +36,7 @@ impl ReferenceStage {
         let burst_ns = now_ns;
         for i in 0..burst.len() {
             burst.prefetch(i + 1);
-            let now_ns = match self.rx_timestamps {
-                Some(clock) => burst.rx_time_ns(i, &clock).unwrap_or(burst_ns),
-                None => burst_ns,
-            };
+            let now_ns = burst.arrival_ns(i, self.rx_timestamps, burst_ns);
             let now = now_ns as u32;
             let mut followed = |in_order: Option<bool>| {
                 out_of_order += u64::from(in_order == Some(false));

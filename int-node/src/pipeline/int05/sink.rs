@@ -293,7 +293,7 @@ impl SinkStage {
     /// clock is the driver's, the burst's host time otherwise.
     #[inline(always)]
     fn packet_time(&mut self, burst: &Burst, i: usize, burst_ns: u64) -> u64 {
-        let now_ns = self.rx_timestamps.and_then(|clock| burst.rx_time_ns(i, &clock)).unwrap_or(burst_ns);
+        let now_ns = burst.arrival_ns(i, self.rx_timestamps, burst_ns);
         self.rx_clock_offset = now_ns as i64 - burst_ns as i64;
         now_ns
     }

@@ -212,7 +212,7 @@ impl SourceStage {
             counters.inc(Counter::flow_table_full);
             return;
         };
-        let time = self.rx_timestamps.and_then(|clock| burst.rx_time_ns(i, &clock)).unwrap_or(now_ns) as u32;
+        let time = burst.arrival_ns(i, self.rx_timestamps, now_ns) as u32;
         match burst.with_frame(i, |f| block.insert(f, &plan.frame, sequence, time)) {
             Some(true) => tally.instrumented += 1,
             Some(false) => counters.inc(Counter::no_headroom),
@@ -243,7 +243,7 @@ impl SourceStage {
         } else {
             0
         };
-        let time = self.rx_timestamps.and_then(|clock| burst.rx_time_ns(i, &clock)).unwrap_or(now_ns) as u32;
+        let time = burst.arrival_ns(i, self.rx_timestamps, now_ns) as u32;
         let (config, template) = (&self.config, &self.template);
         match burst.with_frame(i, |f| source::insert_with(f, &plan, config, template, sequence, Some(time))) {
             Some(Ok(_)) => tally.instrumented += 1,

@@ -38,7 +38,7 @@ impl TransitStage {
         let now_ns = clock.now_ns();
         for i in 0..burst.len() {
             burst.prefetch(i + 1);
-            let ingress = self.rx_timestamps.and_then(|clock| burst.rx_time_ns(i, &clock)).unwrap_or(now_ns);
+            let ingress = burst.arrival_ns(i, self.rx_timestamps, now_ns);
             let hop = HopMetadata {
                 switch_id: Some(self.node_id),
                 ingress_port: Some(self.rx_int_port),

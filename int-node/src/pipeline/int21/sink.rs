@@ -181,7 +181,7 @@ impl Sink21Stage {
     /// The time packet `i` arrived, on the clock the sweep's timeouts run on.
     #[inline(always)]
     fn arrival_ns(&mut self, burst: &Burst, i: usize, burst_ns: u64) -> u64 {
-        let now_ns = self.rx_timestamps.and_then(|clock| burst.rx_time_ns(i, &clock)).unwrap_or(burst_ns);
+        let now_ns = burst.arrival_ns(i, self.rx_timestamps, burst_ns);
         self.rx_clock_offset = now_ns as i64 - burst_ns as i64;
         now_ns
     }
@@ -325,7 +325,7 @@ impl Sink21Stage {
     /// This node's report on a packet: its ports and timestamps (and hop
     /// latency, zero at the sink), for a latency change or an INT-MX packet.
     fn report(&mut self, frame: &[u8], found: &sink::Extracted, now_ns: u64, counters: &mut Counters) {
-        let inner = frame.get(found.ip.l3..found.report_end()).unwrap_or_default();
+        let Some(inner) = frame.get(found.ip.l3..found.report_end()) else { return };
         let metadata = HopMetadata {
             l1_ingress_port: Some(self.int_port),
             l1_egress_port: Some(self.int_port),
@@ -351,7 +351,8 @@ impl Sink21Stage {
     /// Ethernet header (InType 3: how far its headers can be believed is
     /// not known).
     fn drop_report(&mut self, frame: &[u8], now_ns: u64, counters: &mut Counters) {
-        let packet = frame.get(..frame.len().min(DROPPED_BYTES)).unwrap_or_default();
+        // Its first bytes, or the whole packet if it is shorter.
+        let packet = frame.get(..DROPPED_BYTES).unwrap_or(frame);
         let metadata = HopMetadata {
             l1_ingress_port: Some(self.int_port),
             ingress_timestamp: Some(now_ns),

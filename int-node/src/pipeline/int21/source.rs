@@ -160,7 +160,7 @@ impl Source21Stage {
             else {
                 continue;
             };
-            let ingress = self.rx_timestamps.and_then(|clock| burst.rx_time_ns(i, &clock)).unwrap_or(now_ns);
+            let ingress = burst.arrival_ns(i, self.rx_timestamps, now_ns);
             let hop = self.own_hop(ingress, now_ns);
             let config = &self.config;
             match burst.with_frame(i, |f| source::insert(f, &plan, config, &hop, sequence)) {
@@ -256,7 +256,7 @@ impl Source21Stage {
         let Some(sequence) = self.next_sequence(FlowRef::Words(&parts.flow), false, now_ns, counters) else {
             return;
         };
-        let ingress_ns = self.rx_timestamps.and_then(|clock| burst.rx_time_ns(i, &clock)).unwrap_or(now_ns);
+        let ingress_ns = burst.arrival_ns(i, self.rx_timestamps, now_ns);
         let times = HopTimes { ingress_ns, egress_ns: now_ns };
         let Some(fast) = self.fast.as_ref() else { return };
         match burst.with_frame(i, |f| fast.insert(f, parts, times, sequence)) {
@@ -288,7 +288,7 @@ impl Source21Stage {
         else {
             return;
         };
-        let ingress = self.rx_timestamps.and_then(|clock| burst.rx_time_ns(i, &clock)).unwrap_or(now_ns);
+        let ingress = burst.arrival_ns(i, self.rx_timestamps, now_ns);
         let hop = self.own_hop(ingress, now_ns);
         let config = &self.config;
         match burst.with_frame(i, |f| source::insert_in_tunnel(f, plan, config, &hop, sequence)) {
@@ -388,7 +388,7 @@ pub(crate) fn report_mx(
     if !found.is_mx {
         return;
     }
-    let packet = frame.get(found.ip.l3..found.report_end()).unwrap_or_default();
+    let Some(packet) = frame.get(found.ip.l3..found.report_end()) else { return };
     // A D packet is discarded by the sink, not here.
     let rep_md_bits = found.instructions.bits();
     let in_type = crate::pipeline::int21::report::in_type_of(found.ip.version);

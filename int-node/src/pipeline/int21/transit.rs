@@ -45,7 +45,7 @@ impl Transit21Stage {
                 counters.inc(counter);
                 continue;
             }
-            let ingress = self.rx_timestamps.and_then(|clock| burst.rx_time_ns(i, &clock)).unwrap_or(now_ns);
+            let ingress = burst.arrival_ns(i, self.rx_timestamps, now_ns);
             let hop = HopMetadata {
                 node_id: Some(self.node_id),
                 l1_ingress_port: Some(self.rx_int_port),
