@@ -153,12 +153,12 @@ def two_lcores(config, pipeline, pcap):
     config["pipelines"].append(second)
 
 
-def int_node(role, pcap, seconds, extra, mbufs, mem):
+def int_node(role, pcap, seconds, extra, mbufs, mem, node=NODE):
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
         json.dump(node_config(role, pcap, extra, mbufs, mem), f)  # JSON is YAML
         path = f.name
     stats = path + ".json"
-    cmd = [NODE, "run", "--config", path, "--duration", str(seconds + 1 + mbufs // 80_000), "--stats-json", stats]
+    cmd = [node, "run", "--config", path, "--duration", str(seconds + 1 + mbufs // 80_000), "--stats-json", stats]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     rss_kb = 0
     deadline = time.time() + seconds + 60 + mbufs // 50_000
@@ -227,6 +227,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--cases", default="all", help="comma list of case names, or all")
     ap.add_argument("--tag", default="", help="suffix of the result files (results<tag>.json, mpps<tag>.png)")
+    ap.add_argument("--compare", default="", help="another int-node build: each int-node case runs with it too, as CASE@B, interleaved (A/B of a change)")
     args = ap.parse_args()
     sizes = [s if s == "imix" else int(s) for s in args.sizes.split(",")]
     flow_counts = [int(f) for f in args.flows.split(",")]
@@ -312,7 +313,6 @@ def main():
             for flow_cap in [max(flows, 1024)]:
                 for repeat in range(args.repeat):
                     for name, kind, mode, extra in run_cases:
-                        key = f"{name}|{size}|{flows}"
                         extra = json.loads(json.dumps(extra))
                         if "live" in extra:
                             if size == "imix":
@@ -333,14 +333,18 @@ def main():
                         pcap = {"int21": with_int21, "v6": plain_v6, "hostint-v6": with_int_v6,
                                 "int21-v6": with_int21_v6}.get(mode)
                         pcap = pcap or (with_int if reads_int(mode, extra) else plain)
-                        if kind == "testpmd":
-                            mpps, info = testpmd(mode, pcap, args.seconds, mbufs, mem)
-                        else:
-                            mpps, info = int_node(kind, pcap, args.seconds, extra, mbufs, mem)
-                        results.setdefault(key, {"case": name, "size": size, "flows": flows, "mpps": [], "info": {}})
-                        results[key]["mpps"].append(round(mpps, 3))
-                        results[key]["info"].update(info)
-                        print(f"  {name:13s} {size!s:>5} B {flows:8d} flows  run {repeat + 1}: {mpps:7.3f} Mpps {info}", flush=True)
+                        builds = [("", NODE)] + ([("@B", args.compare)] if args.compare and kind != "testpmd" else [])
+                        # A/B: the order alternates round by round.
+                        for tag, node in builds if repeat % 2 == 0 else builds[::-1]:
+                            if kind == "testpmd":
+                                mpps, info = testpmd(mode, pcap, args.seconds, mbufs, mem)
+                            else:
+                                mpps, info = int_node(kind, pcap, args.seconds, extra, mbufs, mem, node)
+                            case = name + tag
+                            results.setdefault(f"{case}|{size}|{flows}", {"case": case, "size": size, "flows": flows, "mpps": [], "info": {}})
+                            results[f"{case}|{size}|{flows}"]["mpps"].append(round(mpps, 3))
+                            results[f"{case}|{size}|{flows}"]["info"].update(info)
+                            print(f"  {case:13s} {size!s:>5} B {flows:8d} flows  run {repeat + 1}: {mpps:7.3f} Mpps {info}", flush=True)
 
     # Each case against testpmd on the pcap it read: the INT pcap for transit
     # and the sink, the plain one for the rest.

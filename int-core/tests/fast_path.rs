@@ -55,15 +55,15 @@ fn fast_source_agrees(config: &SourceConfig) -> [usize; 2] {
     let mut taken = [0, 0];
     for base in base_frames() {
         for frame in neighbours(&base) {
-            let Some(fixed) = FastFrame::read(&frame, 0).filter(|f| fast.takes(f)) else { continue };
-            taken[usize::from(fixed.is_ipv6())] += 1;
+            let Some(parts) = FastFrame::read(&frame, 0).filter(|f| fast.takes(f)) else { continue };
+            taken[usize::from(parts.is_ipv6())] += 1;
             let plan = source::plan(&frame, config)
                 .unwrap_or_else(|skip| panic!("the general path refuses ({skip:?}) {frame:02x?}"));
-            same_flow(&fixed, &frame, &plan.flow);
+            same_flow(&parts, &frame, &plan.flow);
             let mut general = Buffer::new(&frame);
             general.with(|f| source::insert_with(f, &plan, config, &template, SEQUENCE, Some(TIME))).unwrap();
             let mut mine = Buffer::new(&frame);
-            assert!(mine.with(|f| fast.insert(f, &fixed, SEQUENCE, TIME)));
+            assert!(mine.with(|f| fast.insert(f, &parts, SEQUENCE, TIME)));
             assert_eq!(mine.frame(), general.frame(), "{frame:02x?}");
         }
     }

@@ -144,8 +144,9 @@ fn agrees(frame: &[u8]) -> Taken {
 fn fast_sink21_restores_the_original() {
     let full = Instructions::NODE_ID | Instructions::L1_PORT_IDS | Instructions::INGRESS_TIMESTAMP;
     let config = int21_source(full, HeaderType::Md);
-    let common = plain_frames().into_iter().filter(|f| int_core::fast::FastFrame::read(f, 0).is_some());
-    for original in common {
+    let fast_path_frames =
+        plain_frames().into_iter().filter(|f| int_core::fast::FastFrame::read(f, 0).is_some());
+    for original in fast_path_frames {
         let plan = source::plan(&original, &config).unwrap();
         let mut buffer = Buffer::new(&original);
         buffer.with(|f| source::insert(f, &plan, &config, &hop(1, 0x0102_0304_0506), 77)).unwrap();
@@ -181,12 +182,12 @@ fn fast_source_agrees(config: &SourceConfig) -> [usize; 2] {
     let mut taken = [0, 0];
     for base in plain_frames() {
         for frame in neighbours(&base) {
-            let Some(fixed) = FastFrame::read(&frame, 0).filter(|f| fast.takes(f)) else { continue };
-            taken[usize::from(fixed.is_ipv6())] += 1;
+            let Some(parts) = FastFrame::read(&frame, 0).filter(|f| fast.takes(f)) else { continue };
+            taken[usize::from(parts.is_ipv6())] += 1;
             let plan = source::plan(&frame, config)
                 .unwrap_or_else(|skip| panic!("the general path refuses ({skip:?}) {frame:02x?}"));
             assert!(!plan.mtu_exceeded);
-            same_flow(&fixed, &frame, &plan.flow);
+            same_flow(&parts, &frame, &plan.flow);
             for (n, times) in times.iter().enumerate() {
                 let hop = HopMetadata {
                     hop_latency: times.latency(),
@@ -198,7 +199,7 @@ fn fast_source_agrees(config: &SourceConfig) -> [usize; 2] {
                 let mut general = Buffer::new(&frame);
                 general.with(|f| source::insert(f, &plan, config, &hop, sequence)).unwrap();
                 let mut mine = Buffer::new(&frame);
-                assert!(mine.with(|f| fast.insert(f, &fixed, *times, sequence)));
+                assert!(mine.with(|f| fast.insert(f, &parts, *times, sequence)));
                 assert_eq!(mine.frame(), general.frame(), "{config:?} {frame:02x?}");
             }
         }
@@ -240,8 +241,8 @@ fn only_dscp_marked_md_sources_that_push_have_a_fast_path() {
     let fast = FastSource::of(&int21_source(full, HeaderType::Md), &own).unwrap();
     for port in [4789, 4790, 6081, 4788] {
         let frame = PacketSpec::udp([10, 0, 0, 1].into(), [10, 0, 0, 2].into(), 1000, port, 30).build();
-        let fixed = int_core::fast::FastFrame::read(&frame, 0).unwrap();
-        assert_eq!(fast.takes(&fixed), port == 4788, "port {port}");
+        let parts = int_core::fast::FastFrame::read(&frame, 0).unwrap();
+        assert_eq!(fast.takes(&parts), port == 4788, "port {port}");
     }
     for other in [
         int21_source(full, HeaderType::Mx),

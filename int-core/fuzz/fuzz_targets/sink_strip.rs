@@ -53,15 +53,15 @@ fuzz_target!(|data: &[u8]| {
     let mut view = FrameBuf::new(&mut buffer, 64, frame.len()).unwrap();
     let removed = sink::strip(&mut view, &found, &config).expect("extract accepted it");
     assert_eq!(view.len() + removed, frame.len());
-    if let FastArrival::Int(fixed) = fast {
+    if let FastArrival::Int(parts) = fast {
         assert_eq!(
-            (fixed.frame.flow_key(frame), fixed.sequence, fixed.source_hop),
+            (parts.frame.flow_key(frame), parts.sequence, parts.source_hop),
             (Some(found.flow), found.sequence, found.source_hop)
         );
         let mut buffer = vec![0u8; 64 + frame.len()];
         buffer[64..].copy_from_slice(frame);
         let mut fast_view = FrameBuf::new(&mut buffer, 64, frame.len()).unwrap();
-        assert_eq!(sink::strip_fast(&mut fast_view, &fixed, &config), Some(removed));
+        assert_eq!(sink::strip_fast(&mut fast_view, &parts, &config), Some(removed));
         assert_eq!(fast_view.frame(), view.frame());
     }
 });

@@ -40,7 +40,7 @@ fuzz_target!(|frame: &[u8]| {
     fast_buffer[128..].copy_from_slice(frame);
     let mut fast_view = FrameBuf::new(&mut fast_buffer, 128, frame.len()).unwrap();
     let fast =
-        SHAPES.with(|shapes| transit::push_fixed(&mut fast_view, &config, &hop, &mut shapes.borrow_mut()));
+        SHAPES.with(|shapes| transit::push_fast(&mut fast_view, &config, &hop, &mut shapes.borrow_mut()));
     match fast {
         Some(outcome) => {
             assert_eq!(outcome, pushed);
@@ -60,7 +60,7 @@ fuzz_target!(|frame: &[u8]| {
         // The fast path takes nothing the general path refuses.
         let template = Template::new(&source_config, &hop).unwrap();
         let block = FastBlock::of(&source_config, &template).unwrap();
-        assert!(!FastFrame::read(frame, 0).is_some_and(|fixed| block.takes(&fixed)));
+        assert!(!FastFrame::read(frame, 0).is_some_and(|parts| block.takes(&parts)));
     }
 });
 
@@ -74,11 +74,11 @@ fn fast_source_agrees(
     general: &[u8],
 ) {
     let block = FastBlock::of(config, template).unwrap();
-    let Some(fixed) = FastFrame::read(frame, 0).filter(|fixed| block.takes(fixed)) else { return };
-    assert_eq!(fixed.flow_key(frame), Some(plan.flow));
+    let Some(parts) = FastFrame::read(frame, 0).filter(|parts| block.takes(parts)) else { return };
+    assert_eq!(parts.flow_key(frame), Some(plan.flow));
     let mut buffer = vec![0u8; 128 + frame.len()];
     buffer[128..].copy_from_slice(frame);
     let mut view = FrameBuf::new(&mut buffer, 128, frame.len()).unwrap();
-    assert!(block.insert(&mut view, &fixed, 9, 5));
+    assert!(block.insert(&mut view, &parts, 9, 5));
     assert_eq!(view.frame(), general);
 }

@@ -321,10 +321,10 @@ pub fn fast_path_ipv6_specs(kept_tos: u8) -> Vec<PacketSpec> {
 }
 
 /// A fast path's flow is the general path's: the same key, hash and slot.
-pub fn same_flow(fixed: &int_core::fast::FastFrame, frame: &[u8], general: &int_core::flow::FlowKey) {
-    assert_eq!(fixed.flow_key(frame).as_ref(), Some(general), "{frame:02x?}");
-    assert_eq!(fixed.flow.hash64(), general.hash64());
-    assert_eq!(fixed.flow.slot_key(), int_core::flow::SlotKey::of(general));
+pub fn same_flow(parts: &int_core::fast::FastFrame, frame: &[u8], general: &int_core::flow::FlowKey) {
+    assert_eq!(parts.flow_key(frame).as_ref(), Some(general), "{frame:02x?}");
+    assert_eq!(parts.flow.hash64(), general.hash64());
+    assert_eq!(parts.flow.slot_key(), int_core::flow::SlotKey::of(general));
 }
 
 /// The INT 2.1 domain of the fast-path and reference tests: DSCP 0x17
