@@ -351,7 +351,7 @@ def main():
     int_cases = {name for name, kind, mode, extra in cases if reads_int(mode, extra)}
     rows = []
     for key, r in results.items():
-        suffix = "-int" if r["case"] in int_cases else ""
+        suffix = "-int" if r["case"].removesuffix("@B") in int_cases else ""
         io = results.get(f"testpmd-io{suffix}|{r['size']}|{r['flows']}")
         if r["case"].endswith("-live"):
             # Live cases against forward-live: bounded by the generator,
@@ -428,7 +428,7 @@ def main():
         fig.savefig(os.path.join(RESULTS, f"mpps{args.tag}.png"), dpi=110)
         print(f"\nwrote {RESULTS}/results{args.tag}.json and {RESULTS}/mpps{args.tag}.png")
     except ImportError:
-        print(f"\nwrote {RESULTS}/results.json (no matplotlib: pip install matplotlib for the plot)")
+        print(f"\nwrote {RESULTS}/results{args.tag}.json (no matplotlib: pip install matplotlib for the plot)")
 
 
 if __name__ == "__main__":
