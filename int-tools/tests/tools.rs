@@ -543,3 +543,190 @@ fn decode_reads_the_link_type() {
     let said = String::from_utf8_lossy(&refused.stderr);
     assert!(said.contains("link type 105") && said.contains("cannot be read"), "{said}");
 }
+
+/// A stream of Telemetry Report 2.0 datagrams as INT 2.1 switches send
+/// them: a sink (node 9) reports three flows over 1 > 2 > 3 (node 2's hop
+/// latency rising from 4 µs to 90 µs, its queue filling), then flow 1 over
+/// 1 > 4 > 3; node 2 reports drops of a fourth flow's packets. `collect
+/// --json` shows each hop's figures, each link's latency, the one path
+/// change and the dropped packets' flow.
+#[test]
+fn collect_tells_every_hops_story() {
+    let datagrams = switch_reports();
+    let (child, listen) = start_collector(&[]);
+    let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
+    for datagram in &datagrams {
+        sender.send_to(datagram, &listen).unwrap();
+    }
+    interrupt(&child);
+    let output = child.wait_with_output().unwrap();
+    let lines: Vec<serde_json::Value> =
+        String::from_utf8(output.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let summary = &lines.last().unwrap()["summary"];
+    assert_eq!(summary["reports"], datagrams.len(), "{summary}");
+    let node =
+        |id: u64| summary["nodes"].as_array().unwrap().iter().find(|n| n["node"] == id).unwrap().clone();
+    let (two, four) = (node(2), node(4));
+    assert_eq!(two["hops"], 3 * 20 - 10, "{two}");
+    assert_eq!(
+        (two["hop_latency"]["min"].as_i64(), two["hop_latency"]["max"].as_i64()),
+        (Some(4000), Some(90_000))
+    );
+    assert_eq!(two["queue_occupancy"]["max"], 19 * 50);
+    assert_eq!(two["drops"]["71"], 5);
+    assert_eq!(four["hops"], 10);
+    assert_eq!(node(9)["hops"], 60, "the sink, once per report");
+    let link = |from: u64, to: u64| {
+        summary["links"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["from"] == from && l["to"] == to)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(link(1, 2)["latency_ns"]["max"], 1000);
+    assert_eq!(link(3, 9)["latency_ns"]["min"], 2500);
+    assert_eq!(link(1, 4)["latency_ns"]["count"], 10);
+    let changes: Vec<_> = lines.iter().filter(|l| l["type"] == "path-change").collect();
+    assert_eq!(changes.len(), 1, "one path change: flow 1's");
+    assert_eq!(changes[0]["flow"]["src_port"], 1);
+    assert_eq!(
+        (changes[0]["old_path"].to_string(), changes[0]["new_path"].to_string()),
+        ("[1,2,3,9]".into(), "[1,4,3,9]".into())
+    );
+    assert_eq!(summary["path_changes"], 1);
+    assert_eq!(summary["paths_followed"], 3);
+    let report = lines.iter().find(|l| l["type"] == "tr20" && l["hops"] == 3).unwrap();
+    assert_eq!(report["path"].to_string(), "[1,2,3,9]", "{report}");
+    assert_eq!(report["hop_metadata"][1]["node_id"], 2, "source first");
+    let drops: Vec<_> = lines.iter().filter(|l| l["type"] == "tr20" && !l["drop"].is_null()).collect();
+    assert_eq!(drops.len(), 5);
+    assert!(drops.iter().all(|d| d["flow"]["dst_port"] == 7777 && d["sink_node"] == 2), "{}", drops[0]);
+
+    // The same in text: each hop of a report, the path change, the
+    // dropped packets' flow, and the summary's nodes and links.
+    let text = text_collect(&datagrams);
+    assert!(text.contains("  hop 2: node 0.0.0.2, latency 4000, queue 0: 0, in"), "{text}");
+    assert!(text.contains("Path change: Flow: udp 10.0.0.1:1 -> 10.0.0.2:5000  0.0.0.1 > 0.0.0.2 > 0.0.0.3 > 0.0.0.9  ->  0.0.0.1 > 0.0.0.4 > 0.0.0.3 > 0.0.0.9"), "{text}");
+    assert!(
+        text.contains("(no INT 2.1 packet inside; its flow udp 10.0.0.5:4444 -> 10.0.0.2:7777)"),
+        "{text}"
+    );
+    assert!(text.contains("  node 0.0.0.2: 50 hop(s); hop latency min/avg/max 4000/"), "{text}");
+    assert!(text.contains("; drop reports: 5 for reason 71"), "{text}");
+    assert!(text.contains("  link 0.0.0.1 > 0.0.0.2: min/avg/max 1000/1000/1000"), "{text}");
+    assert!(text.contains("  3 flow path(s) followed, 1 path change(s)"), "{text}");
+}
+
+/// `collect` in text until it has `datagrams`: what it prints.
+fn text_collect(datagrams: &[Vec<u8>]) -> String {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let count = datagrams.len().to_string();
+    let mut child = Command::new(BIN)
+        .args(["collect", "--listen", "127.0.0.1:0", "--interval", "0", "--count", &count])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let listen =
+        line.split("listening on ").nth(1).and_then(|rest| rest.split(' ').next()).unwrap().to_string();
+    let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
+    for datagram in datagrams {
+        sender.send_to(datagram, &listen).unwrap();
+    }
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success());
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// The datagrams of [`collect_tells_every_hops_story`].
+fn switch_reports() -> Vec<Vec<u8>> {
+    use int_core::craft::PacketSpec;
+    use int_core::int21::{emit_md_block, HopMetadata, Instructions, MdHeaderRepr, Next};
+    use int_core::report::tr20::*;
+    let instructions = Instructions::NODE_ID
+        | Instructions::HOP_LATENCY
+        | Instructions::QUEUE_OCCUPANCY
+        | Instructions::INGRESS_TIMESTAMP
+        | Instructions::EGRESS_TIMESTAMP;
+    let header = MdHeaderRepr { hop_ml: 7, remaining_hop_cnt: 5, instructions, ..MdHeaderRepr::default() };
+    let (a, b) = ([10, 0, 0, 1].into(), [10, 0, 0, 2].into());
+    // Hop n of a path, its times from `t`: in at t + 10 µs x position,
+    // out after its latency; 1 µs on each link, 2.5 µs to the sink.
+    let hop = |node: u32, position: u64, latency: u32, queue: u32, t: u64| HopMetadata {
+        node_id: Some(node),
+        hop_latency: Some(latency),
+        queue: Some((0, queue)),
+        ingress_timestamp: Some(t + position * 100_000),
+        egress_timestamp: Some(t + position * 100_000 + u64::from(latency)),
+        ..HopMetadata::default()
+    };
+    let report = |sequence: u32, sink: u32, in_type: InType, inner: &[u8], int: IntContents<'_>| {
+        let mut payload = vec![0u8; 512];
+        let mut len = GroupHeaderRepr { hw_id: 0, sequence, node_id: sink }.emit(&mut payload).unwrap();
+        let individual = IndividualReport {
+            in_type,
+            int: Some(int),
+            inner,
+            flags: ReportFlags { tracked_flow: true, ..ReportFlags::default() },
+            ..IndividualReport::default()
+        };
+        len += individual.emit(&mut payload[len..]).unwrap();
+        payload.truncate(len);
+        payload
+    };
+    let mut datagrams = Vec::new();
+    for round in 0..20u32 {
+        for port in 1..=3u16 {
+            let t = 1_000_000 * u64::from(round) + 10_000 * u64::from(port);
+            let middle = if port == 1 && round >= 10 { 4 } else { 2 };
+            let latency = if middle == 2 { 4000 + 86_000 * round / 19 } else { 3000 };
+            // Newest first: hop 3, the middle one, hop 1.
+            let first = hop(1, 0, 1000, 0, t);
+            let second = HopMetadata {
+                ingress_timestamp: Some(first.egress_timestamp.unwrap() + 1000),
+                egress_timestamp: Some(first.egress_timestamp.unwrap() + 1000 + u64::from(latency)),
+                ..hop(middle, 1, latency, round * 50, t)
+            };
+            let third = HopMetadata {
+                ingress_timestamp: Some(second.egress_timestamp.unwrap() + 1000),
+                egress_timestamp: Some(second.egress_timestamp.unwrap() + 1000 + 500),
+                ..hop(3, 2, 500, 1, t)
+            };
+            let mut block = [0u8; 128];
+            let len =
+                emit_md_block(&mut block, Next::Dscp(0), &header, &[third, second, first], &[]).unwrap();
+            let mut packet = PacketSpec::udp(a, b, port, 5000, 32).build()[14..].to_vec();
+            packet.splice(28..28, block[..len].iter().copied());
+            packet[1] = 0x17 << 2;
+            let total = packet.len() as u16;
+            packet[2..4].copy_from_slice(&total.to_be_bytes());
+            packet[24..26].copy_from_slice(&(total - 20).to_be_bytes());
+            let sink = HopMetadata {
+                l1_ingress_port: Some(1),
+                l1_egress_port: Some(2),
+                ingress_timestamp: Some(third.egress_timestamp.unwrap() + 2500),
+                egress_timestamp: Some(third.egress_timestamp.unwrap() + 2500),
+                ..HopMetadata::default()
+            };
+            let int = IntContents { rep_md_bits: 0x4c00, metadata: sink, ..IntContents::default() };
+            datagrams.push(report(datagrams.len() as u32 + 1, 9, InType::Ipv4, &packet, int));
+        }
+    }
+    // Node 2's drops: a plain UDP packet's first bytes, reason 71.
+    let dropped = PacketSpec::udp([10, 0, 0, 5].into(), b, 4444, 7777, 200).build()[14..14 + 64].to_vec();
+    for i in 0..5u32 {
+        let int = IntContents {
+            rep_md_bits: DROP_BIT,
+            drop: Some(DropInfo { queue_id: 3, reason: 71 }),
+            ..IntContents::default()
+        };
+        datagrams.push(report(i + 1, 2, InType::Ipv4, &dropped, int));
+    }
+    datagrams
+}

@@ -213,6 +213,36 @@ struct ReportedIp {
     upper_at: usize,
 }
 
+/// The flow of a packet a report carries, as far as its headers go (a
+/// dropped packet's first bytes may end anywhere): an IPv4 or IPv6 packet,
+/// or an Ethernet frame (802.1Q tags skipped) holding one. The ports are
+/// those on the wire (TCP and UDP; 0 for other protocols, and for a UDP or
+/// TCP header cut short). `None` where the IP header itself is not there.
+pub fn reported_flow(packet: &[u8], ethernet: bool) -> Option<FlowKey> {
+    let packet = if ethernet { ethernet_payload(packet)? } else { packet };
+    let ip = reported_ip(packet).ok()?;
+    let port = |at: usize| packet.get(at..at + 2).and_then(|b| b.try_into().ok()).map(u16::from_be_bytes);
+    let l4 = matches!(ip.protocol, locate::PROTO_UDP | locate::PROTO_TCP);
+    let (src_port, dst_port) = match (l4, port(ip.upper_at), port(ip.upper_at + 2)) {
+        (true, Some(src), Some(dst)) => (src, dst),
+        _ => (0, 0),
+    };
+    Some(FlowKey { src: ip.src, dst: ip.dst, protocol: ip.protocol, src_port, dst_port })
+}
+
+/// What follows an Ethernet header and its 802.1Q tags, if it is IP.
+fn ethernet_payload(frame: &[u8]) -> Option<&[u8]> {
+    let mut at = 12;
+    loop {
+        let ethertype = frame.get(at..at + 2).and_then(|b| b.try_into().ok()).map(u16::from_be_bytes)?;
+        match ethertype {
+            0x8100 | 0x88a8 => at += 4,
+            0x0800 | 0x86dd => return frame.get(at + 2..),
+            _ => return None,
+        }
+    }
+}
+
 /// The IPv4 header, or the IPv6 header and its extension headers, at the
 /// start of a report's packet.
 fn reported_ip(packet: &[u8]) -> Result<ReportedIp, ParseError> {
@@ -272,6 +302,33 @@ mod tests {
     use super::*;
     use crate::craft::PacketSpec;
     use crate::int21::{emit_md_block, HopMetadata, Instructions, MdHeaderRepr};
+
+    /// A dropped packet's flow from its first bytes: an Ethernet frame cut
+    /// inside its UDP header names the addresses and protocol, ports 0; an
+    /// IPv6 packet and a VLAN-tagged frame name the whole 5-tuple; a frame
+    /// that is not IP names nothing.
+    #[test]
+    fn a_reported_packet_names_its_flow_as_far_as_its_headers_go() {
+        let frame = PacketSpec::udp([10, 0, 0, 1].into(), [10, 0, 0, 2].into(), 4000, 5000, 64).build();
+        let whole = reported_flow(&frame, true).unwrap();
+        assert_eq!(whole, FlowKey::v4([10, 0, 0, 1].into(), [10, 0, 0, 2].into(), 17, 4000, 5000));
+        assert_eq!(reported_flow(&frame[14..], false), Some(whole));
+        let cut = reported_flow(&frame[..14 + 20 + 3], true).unwrap();
+        assert_eq!((cut.src_port, cut.dst_port, cut.protocol), (0, 0, 17));
+        assert_eq!(reported_flow(&frame[..14 + 19], true), None);
+        let mut tagged = frame.clone();
+        tagged.splice(12..12, [0x81, 0x00, 0x00, 0x07]);
+        assert_eq!(reported_flow(&tagged, true), Some(whole));
+        let v6 = PacketSpec::tcp6("fd00::1".parse().unwrap(), "fd00::2".parse().unwrap(), 1, 2, 10).build();
+        let flow = reported_flow(&v6, true).unwrap();
+        assert_eq!(
+            (flow.src.to_string().as_str(), flow.protocol, flow.src_port, flow.dst_port),
+            ("fd00::1", 6, 1, 2)
+        );
+        let mut arp = frame;
+        arp[12..14].copy_from_slice(&[0x08, 0x06]);
+        assert_eq!(reported_flow(&arp, true), None);
+    }
 
     fn header() -> MdHeaderRepr {
         MdHeaderRepr {

@@ -115,6 +115,11 @@ impl Ledger {
         Ledger { flows: HashMap::default(), overall, untracked: 0, elided: 0, limits, started, now_ms: 0 }
     }
 
+    /// The time of the batch of reports at hand, ms since the start.
+    pub fn now_ms(&self) -> u64 {
+        self.now_ms
+    }
+
     /// Reads the clock once for the batch of reports that just arrived.
     pub fn tick(&mut self) {
         self.now_ms = self.started.elapsed().as_millis() as u64;

@@ -4,14 +4,15 @@
 //! the label cardinality stays bounded whatever the number of flows.
 
 use std::fmt::Write as _;
-use std::net::{SocketAddr, TcpListener};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use int_core::flow::FlowKey;
 use int_os::http::{self, Page};
 
-use super::ledger::FlowSummary;
+use super::hops::Hops;
+use super::latency::{Latency, PERCENTILES};
 use super::summary::Snapshot;
 use super::Shared;
 
@@ -77,7 +78,7 @@ pub fn page(snapshot: &Snapshot, influx: Option<&super::influx::Counts>, top: us
         points(&mut out, influx);
     }
     metric_head(&mut out, "int_collect_latency_ns", "one-way latency, all flows", "histogram");
-    histogram(&mut out, "int_collect_latency_ns", "", &ledger.overall);
+    histogram(&mut out, "int_collect_latency_ns", "", &ledger.overall.latency);
     let by_reports = ledger.flows_by_reports();
     let detailed = by_reports.iter().filter(|(_, f)| f.latency.has_percentiles()).take(top);
     metric_head(
@@ -87,7 +88,7 @@ pub fn page(snapshot: &Snapshot, influx: Option<&super::influx::Counts>, top: us
         "histogram",
     );
     for (key, flow) in detailed {
-        histogram(&mut out, "int_collect_flow_latency_ns", &labels(key), flow);
+        histogram(&mut out, "int_collect_flow_latency_ns", &labels(key), &flow.latency);
     }
     let mut lossy: Vec<_> = ledger.flows.iter().filter(|(_, f)| f.lost > 0).collect();
     lossy.sort_by(|a, b| b.1.lost.cmp(&a.1.lost).then(a.0.cmp(b.0)));
@@ -96,7 +97,69 @@ pub fn page(snapshot: &Snapshot, influx: Option<&super::influx::Counts>, top: us
     for (key, flow) in lossy.into_iter().take(top) {
         let _ = writeln!(out, "{name}{{{}}} {}", labels(key), flow.lost);
     }
+    hops(&mut out, &snapshot.hops, top);
     out
+}
+
+/// Every hop's figures for the `top` nodes with the most hops and the
+/// `top` links with the most observations (bounded labels), and the path
+/// changes.
+fn hops(out: &mut String, hops: &Hops, top: usize) {
+    let name = |id: &u32| http::prometheus_label(&Ipv4Addr::from(*id).to_string());
+    let mut nodes: Vec<_> = hops.nodes.iter().collect();
+    nodes.sort_by(|a, b| b.1.hops.cmp(&a.1.hops).then(a.0.cmp(b.0)));
+    nodes.truncate(top);
+    metric_head(
+        out,
+        "int_collect_node_hops_total",
+        "hops of a node in INT 2.1 stacks (and its reports as a sink)",
+        "counter",
+    );
+    for (id, node) in &nodes {
+        let _ = writeln!(out, "int_collect_node_hops_total{{node=\"{}\"}} {}", name(id), node.hops);
+    }
+    metric_head(out, "int_collect_hop_latency_ns", "hop latency a node wrote", "histogram");
+    for (id, node) in &nodes {
+        histogram(out, "int_collect_hop_latency_ns", &format!("node=\"{}\"", name(id)), &node.latency);
+    }
+    metric_head(out, "int_collect_queue_occupancy", "queue occupancy a node wrote (its unit)", "summary");
+    for (id, node) in &nodes {
+        summary(out, "int_collect_queue_occupancy", &format!("node=\"{}\"", name(id)), &node.queue);
+    }
+    let drops = "int_collect_node_drop_reports_total";
+    metric_head(out, drops, "drop reports a node sent, by reason", "counter");
+    for (id, node) in &nodes {
+        for (reason, count) in &node.drops {
+            let _ = writeln!(out, "{drops}{{node=\"{}\",reason=\"{reason}\"}} {count}", name(id));
+        }
+    }
+    let mut links: Vec<_> = hops.links.iter().collect();
+    links.sort_by(|a, b| b.1.count().cmp(&a.1.count()).then(a.0.cmp(b.0)));
+    metric_head(
+        out,
+        "int_collect_link_latency_ns",
+        "one hop's egress to the next one's ingress",
+        "histogram",
+    );
+    for ((from, to), latency) in links.into_iter().take(top) {
+        let labels = format!("from=\"{}\",to=\"{}\"", name(from), name(to));
+        histogram(out, "int_collect_link_latency_ns", &labels, latency);
+    }
+    metric_head(out, "int_collect_path_changes_total", "flows' path changes", "counter");
+    let _ = writeln!(out, "int_collect_path_changes_total {}", hops.path_changes);
+    metric_head(out, "int_collect_paths", "flows whose path is followed", "gauge");
+    let _ = writeln!(out, "int_collect_paths {}", hops.paths());
+}
+
+/// Quantiles, sum and count of one distribution.
+fn summary(out: &mut String, name: &str, labels: &str, values: &Latency) {
+    for (_, q) in PERCENTILES {
+        if let Some(value) = values.quantile(q) {
+            let _ = writeln!(out, "{name}{{{labels},quantile=\"{q}\"}} {value}");
+        }
+    }
+    let _ = writeln!(out, "{name}_sum{{{labels}}} {}", values.sum());
+    let _ = writeln!(out, "{name}_count{{{labels}}} {}", values.count());
 }
 
 fn metric_head(out: &mut String, name: &str, help: &str, kind: &str) {
@@ -127,8 +190,7 @@ fn labels(key: &FlowKey) -> String {
 }
 
 /// Buckets, sum and count of one latency distribution.
-fn histogram(out: &mut String, name: &str, labels: &str, flow: &FlowSummary) {
-    let latency = &flow.latency;
+fn histogram(out: &mut String, name: &str, labels: &str, latency: &Latency) {
     let comma = if labels.is_empty() { "" } else { "," };
     for bound in BUCKETS_NS {
         let count = latency.count_at_or_below(bound).unwrap_or(0).min(latency.count());
@@ -158,9 +220,14 @@ mod tests {
             let measure = Measure::Lost(u32::from(port % 7));
             ledger.observe(&Observed { flow, source_node: None, sink_node: None, measure });
         }
-        let view =
-            Snapshot { ledger: ledger.view(5), senders: Default::default(), totals: Default::default() };
-        let snapshot = Snapshot { ledger, senders: Default::default(), totals: Default::default() };
+        let hops = Hops::new(super::super::hops::Limits { nodes: 0, links: 0, flows: 0 });
+        let view = Snapshot {
+            ledger: ledger.view(5),
+            hops: hops.clone(),
+            senders: Default::default(),
+            totals: Default::default(),
+        };
+        let snapshot = Snapshot { ledger, hops, senders: Default::default(), totals: Default::default() };
         let page = page(&snapshot, None, 5);
         // A scrape copies only the flows it shows, and shows the same.
         assert!(view.ledger.flows.len() <= 10);

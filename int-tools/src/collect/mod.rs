@@ -8,6 +8,7 @@
 //! observation to InfluxDB, serves Prometheus metrics, draws latency and
 //! loss over time, and receives on several sockets sharing the port.
 
+mod hops;
 mod hostint;
 mod influx;
 mod latency;
@@ -79,6 +80,14 @@ pub struct CollectArgs {
     /// max.
     #[arg(long, default_value_t = 1000)]
     pub detailed_flows: usize,
+    /// Nodes (hops of INT 2.1 stacks, by node id) with figures of their own
+    /// (about 60 KB each); hops of later nodes are counted only.
+    #[arg(long, default_value_t = 10_000)]
+    pub max_nodes: usize,
+    /// Links between consecutive hops with figures of their own (about 30
+    /// KB each).
+    #[arg(long, default_value_t = 50_000)]
+    pub max_links: usize,
     /// Write every latency and loss observation to this InfluxDB 1.x
     /// server (http://HOST:PORT), into --influx-db.
     #[arg(long)]
@@ -154,6 +163,8 @@ impl Totals {
 /// One receiving socket's books.
 pub struct Books {
     pub ledger: Ledger,
+    /// Every hop's story: nodes, links, paths (INT 2.1 reports).
+    pub hops: hops::Hops,
     pub senders: BTreeMap<SocketAddr, Sender>,
     pub totals: Totals,
     pub influx: Option<influx::Queue>,
@@ -206,10 +217,12 @@ pub fn run(args: &CollectArgs) -> Result<(), String> {
         None => None,
     };
     let limits = Limits { flows: args.max_flows, detailed: args.detailed_flows };
+    let hop_limits = hops::Limits { nodes: args.max_nodes, links: args.max_links, flows: args.max_flows };
     let books = (0..receivers.len())
         .map(|_| {
             Arc::new(Mutex::new(Books {
                 ledger: Ledger::new(limits, started),
+                hops: hops::Hops::new(hop_limits),
                 senders: BTreeMap::new(),
                 totals: Totals::default(),
                 influx: influx.as_ref().map(|(queue, _, _)| queue.clone()),

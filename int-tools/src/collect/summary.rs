@@ -2,12 +2,13 @@
 //! and packets lost over all flows and per flow, as text or one JSON line.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::Ordering;
 
 use int_core::flow::FlowKey;
 use serde_json::{json, Value};
 
+use super::hops::Hops;
 use super::influx::Counts;
 use super::latency::{Latency, PERCENTILES};
 use super::ledger::{FlowSummary, Ledger};
@@ -22,6 +23,7 @@ const TEXT_FLOWS: usize = 50;
 #[derive(Clone)]
 pub struct Snapshot {
     pub ledger: Ledger,
+    pub hops: Hops,
     pub senders: BTreeMap<SocketAddr, Sender>,
     pub totals: Totals,
 }
@@ -30,6 +32,7 @@ impl Snapshot {
     pub fn of(books: &Books) -> Snapshot {
         Snapshot {
             ledger: books.ledger.clone(),
+            hops: books.hops.clone(),
             senders: books.senders.clone(),
             totals: books.totals.clone(),
         }
@@ -39,6 +42,7 @@ impl Snapshot {
     pub fn view(books: &Books, top: usize) -> Snapshot {
         Snapshot {
             ledger: books.ledger.view(top),
+            hops: books.hops.clone(),
             senders: books.senders.clone(),
             totals: books.totals.clone(),
         }
@@ -53,12 +57,14 @@ impl Snapshot {
             let limits = super::ledger::Limits { flows: 0, detailed: 0 };
             return Snapshot {
                 ledger: Ledger::new(limits, started),
+                hops: Hops::new(super::hops::Limits { nodes: 0, links: 0, flows: 0 }),
                 senders: BTreeMap::new(),
                 totals: Totals::default(),
             };
         };
         for part in parts {
             all.ledger.merge(&part.ledger);
+            all.hops.merge(&part.hops);
             for (address, sender) in part.senders {
                 let ours = all.senders.entry(address).or_default();
                 ours.lost_reports += sender.lost_reports;
@@ -102,6 +108,11 @@ fn summary_json(snapshot: &Snapshot, influx: Option<&Counts>) -> Value {
         "all_flows": latency_json(&snapshot.ledger.overall),
         "untracked_observations": snapshot.ledger.untracked,
         "flows": flows});
+    if let Some(object) = summary.as_object_mut() {
+        if let Value::Object(hops) = hops_json(&snapshot.hops) {
+            object.extend(hops);
+        }
+    }
     if let (Some(influx), Some(object)) = (influx, summary.as_object_mut()) {
         object.insert("influx".into(), influx_json(influx));
     }
@@ -127,6 +138,47 @@ fn latency_json(flow: &FlowSummary) -> Value {
             object.insert(format!("latency_{name}_ns"), json!(latency.quantile(q)));
         }
         object.insert("lost_packets".into(), json!(flow.lost));
+    }
+    value
+}
+
+/// Every hop's story: nodes, links, paths (empty lists without INT 2.1).
+fn hops_json(hops: &Hops) -> Value {
+    let nodes: Vec<Value> = hops
+        .nodes
+        .iter()
+        .map(|(id, node)| {
+            json!({"node": id, "node_ip": Ipv4Addr::from(*id).to_string(), "hops": node.hops,
+                   "hop_latency": distribution_json(&node.latency), "queue_occupancy": distribution_json(&node.queue),
+                   "drops": node.drops.iter().map(|(reason, n)| (reason.to_string(), json!(n))).collect::<serde_json::Map<_, _>>()})
+        })
+        .collect();
+    let links: Vec<Value> = hops
+        .links
+        .iter()
+        .map(
+            |((from, to), latency)| json!({"from": from, "to": to, "latency_ns": distribution_json(latency)}),
+        )
+        .collect();
+    let recent: Vec<Value> = hops
+        .recent
+        .iter()
+        .map(|c| json!({"at_ms": c.at_ms, "flow": super::tr20::flow_json(&c.flow), "old_path": c.old, "new_path": c.new}))
+        .collect();
+    let untracked = hops.untracked;
+    json!({"nodes": nodes, "links": links, "paths_followed": hops.paths(), "path_changes": hops.path_changes,
+           "recent_path_changes": recent, "untracked_nodes": untracked.nodes, "untracked_links": untracked.links,
+           "untracked_paths": untracked.flows, "unusable_paths": untracked.unusable_paths})
+}
+
+/// Count, extremes, mean and percentiles of a distribution (null where none).
+fn distribution_json(values: &Latency) -> Value {
+    let mut value =
+        json!({"count": values.count(), "min": values.min(), "avg": values.mean(), "max": values.max()});
+    if let Some(object) = value.as_object_mut() {
+        for (name, q) in PERCENTILES {
+            object.insert(name.to_string(), json!(values.quantile(q)));
+        }
     }
     value
 }
@@ -180,6 +232,48 @@ fn print_text(snapshot: &Snapshot, influx: Option<&Counts>) {
             ledger.untracked
         );
     }
+    print_hops(&snapshot.hops);
+}
+
+/// Nodes, links and path changes, where INT 2.1 reports told of them.
+fn print_hops(hops: &Hops) {
+    let name = |id: &u32| Ipv4Addr::from(*id).to_string();
+    for (id, node) in hops.nodes.iter().take(TEXT_FLOWS) {
+        let drops: Vec<String> =
+            node.drops.iter().map(|(reason, n)| format!("{n} for reason {reason}")).collect();
+        let drops =
+            if drops.is_empty() { String::new() } else { format!("; drop reports: {}", drops.join(", ")) };
+        println!(
+            "  node {}: {} hop(s); hop latency {}; queue {}{drops}",
+            name(id),
+            node.hops,
+            spread(&node.latency),
+            spread(&node.queue)
+        );
+    }
+    for ((from, to), latency) in hops.links.iter().take(TEXT_FLOWS) {
+        println!("  link {} > {}: {} ns", name(from), name(to), spread(latency));
+    }
+    if hops.paths() > 0 || hops.path_changes > 0 {
+        println!("  {} flow path(s) followed, {} path change(s)", hops.paths(), hops.path_changes);
+    }
+    let untracked = hops.untracked;
+    if untracked.nodes + untracked.links + untracked.flows + untracked.unusable_paths > 0 {
+        println!(
+            "  beyond the limits: {} hop(s) of nodes, {} link observation(s), {} path(s); {} stack(s) whose path cannot be told",
+            untracked.nodes, untracked.links, untracked.flows, untracked.unusable_paths
+        );
+    }
+}
+
+/// "min/avg/max a/b/c, p50/p90/p99/p99.9 ..." or "none".
+fn spread(values: &Latency) -> String {
+    match (values.min(), values.mean(), values.max()) {
+        (Some(min), Some(mean), Some(max)) => {
+            format!("min/avg/max {min}/{mean}/{max}{}", percentiles(values, ""))
+        }
+        _ => "none".to_string(),
+    }
 }
 
 /// "N latency report(s), latency min/avg/max a/b/c ns, p50/p90/p99/p99.9
@@ -192,16 +286,16 @@ fn describe(flow: &FlowSummary) -> String {
     format!(
         "{} latency report(s), latency min/avg/max {min}/{mean}/{max} ns{}, {} packet(s) lost",
         latency.count(),
-        percentiles(latency),
+        percentiles(latency, " ns"),
         flow.lost
     )
 }
 
-fn percentiles(latency: &Latency) -> String {
+fn percentiles(latency: &Latency, unit: &str) -> String {
     let values: Option<Vec<String>> =
         PERCENTILES.iter().map(|(_, q)| latency.quantile(*q).map(|v| v.to_string())).collect();
     match values {
-        Some(values) => format!(", p50/p90/p99/p99.9 {} ns", values.join("/")),
+        Some(values) => format!(", p50/p90/p99/p99.9 {}{unit}", values.join("/")),
         None => String::new(),
     }
 }

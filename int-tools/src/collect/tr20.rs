@@ -3,15 +3,16 @@
 //! its INT 2.1 stack inside) gives the flow and its one-way latency: the
 //! sink's ingress timestamp minus the bottom hop's.
 
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, SocketAddr};
 
 use int_core::flow::FlowKey;
-use int_core::int21::{self, Body};
+use int_core::int21::{self, Body, HopMetadata};
 use int_core::report::tr20::{InType, IndividualReport, Report};
 use int_core::report::tr20_loss::LossReport;
 use int_core::{Layer, ParseError};
 use serde_json::json;
 
+use super::hops::{path_of, PathChange, Seen};
 use super::{missing_note, Books, Measure, Observed, Output};
 
 /// What collect refuses beyond the parser: a datagram whose individual
@@ -69,6 +70,8 @@ pub struct Latency21 {
     /// Sink minus source ingress timestamps, ns (negative: clock skew).
     pub latency_ns: Option<i64>,
     pub hops: usize,
+    /// Every hop's metadata, the source's first (the stack reversed).
+    pub path: Vec<HopMetadata>,
     pub source_node: Option<u32>,
     /// The packet's number in its flow, where the source wrote one.
     pub sequence: Option<u32>,
@@ -79,17 +82,27 @@ pub fn latency_of(report: &IndividualReport<'_>, domain: &int21::Domain) -> Opti
     let int = report.int?;
     let (body, flow) = int21::find_in_report(report.inner, domain).ok()??;
     let Body::Md(md) = body else {
-        return Some(Latency21 { flow, latency_ns: None, hops: 0, source_node: None, sequence: None });
+        return Some(Latency21 {
+            flow,
+            latency_ns: None,
+            hops: 0,
+            path: Vec::new(),
+            source_node: None,
+            sequence: None,
+        });
     };
     let source = md.bottom_hop();
     let latency_ns = match (int.metadata.ingress_timestamp, source.and_then(|hop| hop.ingress_timestamp)) {
         (Some(sink), Some(source)) => Some(sink.wrapping_sub(source) as i64),
         _ => None,
     };
+    let mut path: Vec<HopMetadata> = md.hops().collect();
+    path.reverse();
     Some(Latency21 {
         flow,
         latency_ns,
         hops: md.hop_count(),
+        path,
         source_node: source.and_then(|hop| hop.node_id),
         sequence: domain.source_only.sequence_of(&md),
     })
@@ -118,6 +131,28 @@ pub fn record(
             books.observe(&Observed { flow: l.flow, source_node: l.source_node, sink_node, measure });
         }
         let group = report.group;
+        let seen = latency.as_ref().filter(|l| !l.path.is_empty()).map(|l| Seen {
+            flow: l.flow,
+            hops: &l.path,
+            sink: group.node_id,
+            sink_ingress_ns: individual.int.and_then(|int| int.metadata.ingress_timestamp),
+            at_ms: books.ledger.now_ms(),
+        });
+        if let Some(change) = seen.as_ref().and_then(|seen| books.hops.observe(seen)) {
+            print_path_change(&change, group.node_id, from, output);
+        }
+        let dropped = individual.int.and_then(|int| int.drop);
+        if let Some(drop) = dropped {
+            books.hops.observe_drop(group.node_id, drop.reason);
+        }
+        // The flow of the packet inside: of its INT stack, or for a packet
+        // without one (a drop report's) from its headers.
+        let flow = latency.as_ref().map(|l| l.flow).or_else(|| match individual.in_type {
+            InType::Ipv4 | InType::Ipv6 => int21::reported_flow(individual.inner, false),
+            InType::Ethernet => int21::reported_flow(individual.inner, true),
+            _ => None,
+        });
+        let path = seen.as_ref().and_then(path_of);
         if output == Output::Json {
             println!(
                 "{}",
@@ -127,9 +162,10 @@ pub fn record(
                        "d": individual.flags.dropped, "f": individual.flags.tracked_flow,
                        "drop": individual.int.and_then(|int| int.drop).map(|d| json!({"queue_id": d.queue_id,
                            "reason": d.reason, "reason_name": int_core::report::tr20::drop_reason_name(d.reason)})),
-                       "flow": latency.as_ref().map(|l| json!({"src": l.flow.src.to_string(), "dst": l.flow.dst.to_string(),
-                           "protocol": l.flow.protocol, "src_port": l.flow.src_port, "dst_port": l.flow.dst_port})),
+                       "flow": flow.as_ref().map(flow_json),
                        "hops": latency.as_ref().map(|l| l.hops),
+                       "path": path,
+                       "hop_metadata": latency.as_ref().map(|l| l.path.iter().map(hop_json).collect::<Vec<_>>()),
                        "source_node": latency.as_ref().and_then(|l| l.source_node),
                        "sequence": latency.as_ref().and_then(|l| l.sequence),
                        "latency_ns": latency.as_ref().and_then(|l| l.latency_ns)})
@@ -145,16 +181,69 @@ pub fn record(
                     l.latency_ns.map_or("-".to_string(), |ns| ns.to_string())
                 ),
                 None => println!(
-                    "  Sink node: {}  (no INT 2.1 packet inside)",
-                    std::net::Ipv4Addr::from(group.node_id)
+                    "  Sink node: {}  (no INT 2.1 packet inside{})",
+                    std::net::Ipv4Addr::from(group.node_id),
+                    flow.map_or(String::new(), |flow| format!("; its flow {flow}"))
                 ),
             }
-            if let Some(d) = individual.int.and_then(|int| int.drop) {
+            for (i, hop) in latency.iter().flat_map(|l| l.path.iter()).enumerate() {
+                println!("  hop {}: {}", i + 1, describe_hop(hop));
+            }
+            if let Some(d) = dropped {
                 let name = int_core::report::tr20::drop_reason_name(d.reason).unwrap_or("?");
                 println!("  Dropped here: reason {} ({name}), queue {}", d.reason, d.queue_id);
             }
         }
     }
+}
+
+/// A flow's new path, as a JSON line or text.
+fn print_path_change(change: &PathChange, sink_node: u32, from: SocketAddr, output: Output) {
+    let names =
+        |path: &[u32]| path.iter().map(|n| Ipv4Addr::from(*n).to_string()).collect::<Vec<_>>().join(" > ");
+    if output == Output::Json {
+        println!(
+            "{}",
+            json!({"from": from.to_string(), "type": "path-change", "sink_node": sink_node, "at_ms": change.at_ms,
+                   "flow": flow_json(&change.flow), "old_path": change.old, "new_path": change.new})
+        );
+    } else if output == Output::Text {
+        println!("Path change: Flow: {}  {}  ->  {}", change.flow, names(&change.old), names(&change.new));
+    }
+}
+
+pub fn flow_json(flow: &FlowKey) -> serde_json::Value {
+    json!({"src": flow.src.to_string(), "dst": flow.dst.to_string(), "protocol": flow.protocol,
+           "src_port": flow.src_port, "dst_port": flow.dst_port})
+}
+
+/// A hop's metadata as JSON: the fields it carries (null where not).
+fn hop_json(hop: &HopMetadata) -> serde_json::Value {
+    json!({"node_id": hop.node_id, "ingress_port": hop.l1_ingress_port, "egress_port": hop.l1_egress_port,
+           "hop_latency": hop.hop_latency, "queue_id": hop.queue.map(|q| q.0), "queue_occupancy": hop.queue.map(|q| q.1),
+           "ingress_ns": hop.ingress_timestamp, "egress_ns": hop.egress_timestamp,
+           "l2_ingress_port": hop.l2_ingress_port, "l2_egress_port": hop.l2_egress_port,
+           "egress_tx_utilization": hop.egress_tx_utilization,
+           "buffer_id": hop.buffer.map(|b| b.0), "buffer_occupancy": hop.buffer.map(|b| b.1)})
+}
+
+/// "node 10.0.0.2 ports 1 > 2, latency 4000, queue 0: 12, in 5 out 4005".
+fn describe_hop(hop: &HopMetadata) -> String {
+    let mut parts =
+        vec![format!("node {}", hop.node_id.map_or("?".to_string(), |n| Ipv4Addr::from(n).to_string()))];
+    if let (Some(i), Some(e)) = (hop.l1_ingress_port, hop.l1_egress_port) {
+        parts.push(format!("ports {i} > {e}"));
+    }
+    if let Some(latency) = hop.hop_latency {
+        parts.push(format!("latency {latency}"));
+    }
+    if let Some((id, occupancy)) = hop.queue {
+        parts.push(format!("queue {id}: {occupancy}"));
+    }
+    if let (Some(i), Some(e)) = (hop.ingress_timestamp, hop.egress_timestamp) {
+        parts.push(format!("in {i} out {e}"));
+    }
+    parts.join(", ")
 }
 
 /// One loss report, as a JSON line or text.

@@ -1,0 +1,339 @@
+//! collect's per-hop view of INT 2.1 reports. Each report's stack says, for
+//! every hop of its packet's path, the node and what it measured; the
+//! collector keeps per node its reports, hop latency and queue occupancy
+//! (and the drops it reported, by reason), per link between consecutive
+//! hops the time from one hop's egress to the next one's ingress, and per
+//! flow its path (node ids from the source to the reporting sink) and every
+//! change of it.
+//!
+//! A path is followed only when it can be told: every hop names its node
+//! and no node appears twice (a repeated id is a loop or a lie; either way
+//! not a path to report as fact). Such stacks still count for their hops'
+//! figures; the path is counted `unusable`. Memory is bounded: at most
+//! `Limits` nodes, links and flows; what does not fit is counted.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use int_core::flow::FlowKey;
+use int_core::int21::HopMetadata;
+
+use super::latency::Latency;
+
+/// The most hops a followed path has (INT 2.1's Remaining Hop Count is 8
+/// bits, but real paths are short: a longer stack is counted unusable).
+pub const MAX_PATH: usize = 64;
+/// Path changes kept for the summary, the newest.
+const RECENT_CHANGES: usize = 100;
+/// Significant digits of a node's and a link's histograms (about 30 KB).
+const DIGITS: u8 = 2;
+
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub nodes: usize,
+    pub links: usize,
+    pub flows: usize,
+}
+
+/// One node's figures, from every hop it wrote and every report it sent.
+#[derive(Debug, Clone)]
+pub struct Node {
+    /// Hops of this node in reports' stacks (and its own reports as a sink).
+    pub hops: u64,
+    /// Hop latency as the node wrote it (ns for int-node and most switches).
+    pub latency: Latency,
+    /// Queue occupancy as the node wrote it (cells or bytes: the node's unit).
+    pub queue: Latency,
+    /// Drop reports the node sent, by reason code.
+    pub drops: BTreeMap<u8, u64>,
+}
+
+impl Node {
+    fn new() -> Node {
+        Node { hops: 0, latency: Latency::new(DIGITS), queue: Latency::new(DIGITS), drops: BTreeMap::new() }
+    }
+
+    fn merge(&mut self, other: &Node) {
+        self.hops += other.hops;
+        self.latency.merge(&other.latency);
+        self.queue.merge(&other.queue);
+        for (reason, count) in &other.drops {
+            *self.drops.entry(*reason).or_default() += count;
+        }
+    }
+}
+
+/// A flow's path changed: when (ms since the collector started), from what
+/// to what.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathChange {
+    pub at_ms: u64,
+    pub flow: FlowKey,
+    pub old: Vec<u32>,
+    pub new: Vec<u32>,
+}
+
+/// What did not fit the limits, and paths that could not be told.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Untracked {
+    pub nodes: u64,
+    pub links: u64,
+    pub flows: u64,
+    /// Stacks whose path could not be told (a hop without a node id, a
+    /// node twice, more than [`MAX_PATH`] hops).
+    pub unusable_paths: u64,
+}
+
+/// One report's path as the collector reads it: the stack's hops from the
+/// source on, then the reporting sink with its ingress time.
+pub struct Seen<'a> {
+    pub flow: FlowKey,
+    /// Source first (the stack reversed).
+    pub hops: &'a [HopMetadata],
+    pub sink: u32,
+    pub sink_ingress_ns: Option<u64>,
+    pub at_ms: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct Hops {
+    limits: Limits,
+    pub nodes: BTreeMap<u32, Node>,
+    /// (from, to) node ids: egress of one to ingress of the next, ns.
+    pub links: BTreeMap<(u32, u32), Latency>,
+    paths: HashMap<FlowKey, Vec<u32>>,
+    pub path_changes: u64,
+    pub recent: VecDeque<PathChange>,
+    pub untracked: Untracked,
+}
+
+impl Hops {
+    pub fn new(limits: Limits) -> Hops {
+        Hops {
+            limits,
+            nodes: BTreeMap::new(),
+            links: BTreeMap::new(),
+            paths: HashMap::new(),
+            path_changes: 0,
+            recent: VecDeque::new(),
+            untracked: Untracked::default(),
+        }
+    }
+
+    /// Flows whose path is followed.
+    pub fn paths(&self) -> usize {
+        self.paths.len()
+    }
+
+    /// Books one report's hops and links; returns the flow's path change,
+    /// if its path is followed and differs from the last one seen.
+    pub fn observe(&mut self, seen: &Seen<'_>) -> Option<PathChange> {
+        for hop in seen.hops {
+            let Some(node) = hop.node_id else { continue };
+            let Some(figures) = self.node(node) else { continue };
+            figures.hops += 1;
+            if let Some(latency) = hop.hop_latency {
+                figures.latency.record(i64::from(latency));
+            }
+            if let Some((_, occupancy)) = hop.queue {
+                figures.queue.record(i64::from(occupancy));
+            }
+        }
+        if let Some(figures) = self.node(seen.sink) {
+            figures.hops += 1;
+        }
+        self.observe_links(seen);
+        self.observe_path(seen)
+    }
+
+    /// A drop report of `node` for `reason`.
+    pub fn observe_drop(&mut self, node: u32, reason: u8) {
+        if let Some(figures) = self.node(node) {
+            *figures.drops.entry(reason).or_default() += 1;
+        }
+    }
+
+    fn node(&mut self, id: u32) -> Option<&mut Node> {
+        if !self.nodes.contains_key(&id) && self.nodes.len() >= self.limits.nodes {
+            self.untracked.nodes += 1;
+            return None;
+        }
+        Some(self.nodes.entry(id).or_insert_with(Node::new))
+    }
+
+    /// Each pair of consecutive hops that both name their node and carry
+    /// the timestamps: the second's ingress minus the first's egress (the
+    /// last hop's egress to the sink's ingress too).
+    fn observe_links(&mut self, seen: &Seen<'_>) {
+        let last = (Some(seen.sink), seen.sink_ingress_ns, None);
+        let ends = seen.hops.iter().map(|h| (h.node_id, h.ingress_timestamp, h.egress_timestamp));
+        let ends: Vec<_> = ends.chain([last]).collect();
+        for pair in ends.windows(2) {
+            let [(Some(from), _, Some(egress)), (Some(to), Some(ingress), _)] = pair else { continue };
+            let key = (*from, *to);
+            if !self.links.contains_key(&key) && self.links.len() >= self.limits.links {
+                self.untracked.links += 1;
+                continue;
+            }
+            let ns = ingress.wrapping_sub(*egress) as i64;
+            self.links.entry(key).or_insert_with(|| Latency::new(DIGITS)).record(ns);
+        }
+    }
+
+    fn observe_path(&mut self, seen: &Seen<'_>) -> Option<PathChange> {
+        let Some(path) = path_of(seen) else {
+            self.untracked.unusable_paths += 1;
+            return None;
+        };
+        if !self.paths.contains_key(&seen.flow) && self.paths.len() >= self.limits.flows {
+            self.untracked.flows += 1;
+            return None;
+        }
+        let old = self.paths.insert(seen.flow, path.clone())?;
+        if old == path {
+            return None;
+        }
+        let change = PathChange { at_ms: seen.at_ms, flow: seen.flow, old, new: path };
+        self.path_changes += 1;
+        if self.recent.len() == RECENT_CHANGES {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(change.clone());
+        Some(change)
+    }
+
+    /// Adds another receiver's view (a flow's reports all reach one
+    /// socket, so paths do not collide; if they do, this one's stays).
+    pub fn merge(&mut self, other: &Hops) {
+        for (id, node) in &other.nodes {
+            self.nodes.entry(*id).or_insert_with(Node::new).merge(node);
+        }
+        for (key, latency) in &other.links {
+            self.links.entry(*key).or_insert_with(|| Latency::new(DIGITS)).merge(latency);
+        }
+        for (flow, path) in &other.paths {
+            self.paths.entry(*flow).or_insert_with(|| path.clone());
+        }
+        self.path_changes += other.path_changes;
+        let mut recent: Vec<PathChange> = self.recent.drain(..).chain(other.recent.iter().cloned()).collect();
+        recent.sort_by_key(|change| change.at_ms);
+        let skip = recent.len().saturating_sub(RECENT_CHANGES);
+        self.recent = recent.into_iter().skip(skip).collect();
+        let (ours, theirs) = (&mut self.untracked, other.untracked);
+        ours.nodes += theirs.nodes;
+        ours.links += theirs.links;
+        ours.flows += theirs.flows;
+        ours.unusable_paths += theirs.unusable_paths;
+    }
+}
+
+/// The node ids from the source to the sink, if the path can be told.
+pub fn path_of(seen: &Seen<'_>) -> Option<Vec<u32>> {
+    if seen.hops.len() >= MAX_PATH {
+        return None;
+    }
+    let mut path = Vec::with_capacity(seen.hops.len() + 1);
+    for node in seen.hops.iter().map(|hop| hop.node_id).chain([Some(seen.sink)]) {
+        let node = node?;
+        if path.contains(&node) {
+            return None;
+        }
+        path.push(node);
+    }
+    Some(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIMITS: Limits = Limits { nodes: 8, links: 8, flows: 2 };
+
+    fn hop(node: u32, latency: u32, queue: u32, times: (u64, u64)) -> HopMetadata {
+        HopMetadata {
+            node_id: Some(node),
+            hop_latency: Some(latency),
+            queue: Some((0, queue)),
+            ingress_timestamp: Some(times.0),
+            egress_timestamp: Some(times.1),
+            ..HopMetadata::default()
+        }
+    }
+
+    fn flow(port: u16) -> FlowKey {
+        FlowKey::v4([10, 0, 0, 1].into(), [10, 0, 0, 2].into(), 17, port, 5000)
+    }
+
+    fn seen<'a>(flow: FlowKey, hops: &'a [HopMetadata], at_ms: u64) -> Seen<'a> {
+        Seen { flow, hops, sink: 9, sink_ingress_ns: Some(10_000), at_ms }
+    }
+
+    /// Three hops and the sink: each node's latency and queue, each link's
+    /// time from egress to the next ingress, the path source -> sink.
+    #[test]
+    fn hops_links_and_the_path_of_a_report() {
+        let hops = [hop(1, 100, 5, (0, 100)), hop(2, 4000, 70, (1100, 5100)), hop(3, 200, 0, (6100, 6300))];
+        let mut view = Hops::new(LIMITS);
+        assert_eq!(view.observe(&seen(flow(1), &hops, 0)), None, "a first path is no change");
+        assert_eq!(view.nodes[&2].latency.max(), Some(4000));
+        assert_eq!(view.nodes[&2].queue.max(), Some(70));
+        assert_eq!(view.nodes[&9].hops, 1);
+        let links: Vec<_> = view.links.iter().map(|(k, l)| (*k, l.max())).collect();
+        assert_eq!(links, [((1, 2), Some(1000)), ((2, 3), Some(1000)), ((3, 9), Some(3700))]);
+        assert_eq!(view.paths[&flow(1)], [1, 2, 3, 9]);
+    }
+
+    /// The middle hop replaced: one change, old and new paths named; the
+    /// same path again is no change.
+    #[test]
+    fn a_path_change_is_reported_once() {
+        let mut view = Hops::new(LIMITS);
+        let before = [hop(1, 1, 1, (0, 1)), hop(2, 1, 1, (2, 3))];
+        let after = [hop(1, 1, 1, (0, 1)), hop(4, 1, 1, (2, 3))];
+        view.observe(&seen(flow(1), &before, 0));
+        let change = view.observe(&seen(flow(1), &after, 7)).unwrap();
+        assert_eq!((change.at_ms, change.old, change.new), (7, vec![1, 2, 9], vec![1, 4, 9]));
+        assert_eq!(view.observe(&seen(flow(1), &after, 8)), None);
+        assert_eq!(view.path_changes, 1);
+    }
+
+    /// A node twice, or a hop without a node id: the hops count, the path
+    /// is not told (never a wrong path reported as fact).
+    #[test]
+    fn a_path_that_cannot_be_told_is_counted_not_followed() {
+        let mut view = Hops::new(LIMITS);
+        let looped = [hop(1, 1, 1, (0, 1)), hop(2, 1, 1, (2, 3)), hop(1, 1, 1, (4, 5))];
+        let anonymous = [hop(1, 1, 1, (0, 1)), HopMetadata { node_id: None, ..hop(2, 1, 1, (2, 3)) }];
+        view.observe(&seen(flow(1), &looped, 0));
+        view.observe(&seen(flow(2), &anonymous, 0));
+        assert_eq!(view.paths(), 0);
+        assert_eq!(view.untracked.unusable_paths, 2);
+        assert_eq!(view.nodes[&1].hops, 3);
+        let long: Vec<_> = (0..MAX_PATH as u32).map(|n| hop(100 + n, 1, 1, (0, 1))).collect();
+        view.observe(&seen(flow(3), &long, 0));
+        assert_eq!(view.untracked.unusable_paths, 3);
+    }
+
+    /// Beyond the limits, nodes, links and flows are counted, not kept.
+    #[test]
+    fn memory_is_bounded_by_the_limits() {
+        let mut view = Hops::new(Limits { nodes: 2, links: 1, flows: 1 });
+        let hops = [hop(1, 1, 1, (0, 1)), hop(2, 1, 1, (2, 3))];
+        view.observe(&seen(flow(1), &hops, 0));
+        view.observe(&seen(flow(2), &hops, 0));
+        assert_eq!(view.nodes.len(), 2);
+        assert_eq!(view.untracked.nodes, 2, "the sink, twice");
+        assert_eq!((view.links.len(), view.untracked.links), (1, 2));
+        assert_eq!((view.paths(), view.untracked.flows), (1, 1));
+    }
+
+    #[test]
+    fn views_merge() {
+        let hops = [hop(1, 10, 1, (0, 1)), hop(2, 30, 1, (2, 3))];
+        let (mut a, mut b) = (Hops::new(LIMITS), Hops::new(LIMITS));
+        a.observe(&seen(flow(1), &hops, 0));
+        b.observe(&seen(flow(2), &hops, 0));
+        b.observe_drop(2, 71);
+        a.merge(&b);
+        assert_eq!((a.nodes[&1].hops, a.nodes[&2].drops[&71], a.paths()), (2, 1, 2));
+    }
+}
