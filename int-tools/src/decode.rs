@@ -127,7 +127,7 @@ pub fn decode_frame(index: usize, time_ns: u64, frame: &[u8], domains: &Domains,
             let payload = frame.get(ip.l4 + 8..ip.end).unwrap_or(&[]);
             let source_only = domains.int21.first().map_or(int21::SourceOnly::NONE, |d| d.source_only);
             if dst_port == report_port {
-                decode_report(payload, source_only.domain_id, &mut out);
+                decode_report(payload, &domains.int21, source_only.domain_id, &mut out);
                 return Value::Object(out);
             }
             if decode21::decode_tunnel(dst_port, payload, &source_only, &mut out) {
@@ -166,11 +166,11 @@ fn ip_fields(frame: &[u8], ip: &locate::IpLocation, out: &mut Map<String, Value>
 
 /// A telemetry report's fields into `out`: version 2 by its group header,
 /// version 0.5 (and Host-INT's) otherwise.
-fn decode_report(payload: &[u8], domain_id: u16, out: &mut Map<String, Value>) {
+fn decode_report(payload: &[u8], int21: &[int21::Domain], domain_id: u16, out: &mut Map<String, Value>) {
     out.insert("kind".into(), json!("report"));
     if payload.first().is_some_and(|byte| byte >> 4 == tr20::VERSION) {
         match tr20::Report::parse(payload) {
-            Ok(report) => out.insert("report".into(), decode21::report_json(&report, domain_id)),
+            Ok(report) => out.insert("report".into(), decode21::report_json(&report, int21, domain_id)),
             Err(error) => out.insert("error".into(), json!(error.to_string())),
         };
         return;

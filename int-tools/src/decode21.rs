@@ -159,13 +159,18 @@ fn hop_json(hop: &HopMetadata, instructions: Instructions) -> Value {
 /// not parse ends the list with its error.
 /// A TR 2.0 datagram as JSON; loss reports of the domain with Domain
 /// Specific ID `domain_id` are read as such too.
-pub fn report_json(report: &tr20::Report<'_>, domain_id: u16) -> Value {
+pub fn report_json(report: &tr20::Report<'_>, domains: &[int21::Domain], domain_id: u16) -> Value {
     let mut reports = Vec::new();
     let mut error = None;
     for individual in report.reports() {
         match individual {
             Ok(individual) => {
                 let mut json = individual_json(&individual);
+                if let (Some(packet), Some(fields)) =
+                    (packet_json(&individual, domains), json.as_object_mut())
+                {
+                    fields.insert("packet".into(), packet);
+                }
                 if let (Some(loss), Some(fields)) =
                     (LossReport::parse(&individual, domain_id), json.as_object_mut())
                 {
@@ -189,6 +194,29 @@ pub fn report_json(report: &tr20::Report<'_>, domain_id: u16) -> Value {
         "reports": reports,
         "error": error,
     })
+}
+
+/// The packet a report carries (InType 3, 4, 5): its flow as far as its
+/// headers go, and its INT 2.1 block, every hop, where it has one of
+/// `domains`.
+fn packet_json(report: &IndividualReport<'_>, domains: &[int21::Domain]) -> Option<Value> {
+    let ethernet = match report.in_type {
+        tr20::InType::Ethernet => true,
+        tr20::InType::Ipv4 | tr20::InType::Ipv6 => false,
+        _ => return None,
+    };
+    let packet = int21::reported_packet(report.inner, ethernet);
+    let flow_json = |flow: &int_core::flow::FlowKey| {
+        json!({"src": flow.src.to_string(), "dst": flow.dst.to_string(), "protocol": flow.protocol,
+               "src_port": flow.src_port, "dst_port": flow.dst_port})
+    };
+    for domain in domains {
+        if let Some(Ok(Some((body, flow)))) = packet.map(|p| int21::find_in_report(p, domain)) {
+            return Some(json!({"flow": flow_json(&flow), "int21": body_json(&body, &domain.source_only)}));
+        }
+    }
+    let flow = int21::reported_flow(report.inner, ethernet);
+    Some(json!({"flow": flow.as_ref().map(flow_json), "int21": null}))
 }
 
 fn individual_json(report: &IndividualReport<'_>) -> Value {
@@ -256,6 +284,35 @@ pub fn print_report(report: &Value) {
             individual["int"],
             individual["inner_bytes"]
         );
+        let packet = &individual["packet"];
+        if !packet.is_null() {
+            let flow = &packet["flow"];
+            match flow.as_object() {
+                Some(_) => println!(
+                    "    packet: {} {}:{} > {}:{}",
+                    flow["protocol"],
+                    flow["src"].as_str().unwrap_or("?"),
+                    flow["src_port"],
+                    flow["dst"].as_str().unwrap_or("?"),
+                    flow["dst_port"]
+                ),
+                None => println!("    packet: headers too short for its flow"),
+            }
+            let md = &packet["int21"];
+            if !md.is_null() {
+                println!(
+                    "    int 2.1 hop_ml {} remaining {} instructions {}",
+                    md["hop_ml"], md["remaining_hop_cnt"], md["instruction_names"]
+                );
+                for (i, hop) in md["hops"].as_array().into_iter().flatten().enumerate() {
+                    let fields: Vec<String> = hop
+                        .as_object()
+                        .map(|m| m.iter().map(|(k, v)| format!("{k}={v}")).collect())
+                        .unwrap_or_default();
+                    println!("    hop {i}: {}", fields.join(" "));
+                }
+            }
+        }
     }
     if !report["error"].is_null() {
         println!("  error: {}", report["error"].as_str().unwrap_or("?"));

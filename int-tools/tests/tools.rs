@@ -619,6 +619,48 @@ fn collect_tells_every_hops_story() {
     assert!(text.contains("  3 flow path(s) followed, 1 path change(s)"), "{text}");
 }
 
+/// decode shows a TR 2.0 report's packet as it shows a data packet: its
+/// flow and INT 2.1 stack, every hop (a switch's report); a drop report's
+/// packet, its flow from the headers it has.
+#[test]
+fn decode_reads_the_packet_inside_a_report() {
+    use int_core::craft::PacketSpec;
+    let dir = workdir("decode-inside");
+    let datagrams = switch_reports();
+    let frames: Vec<Vec<u8>> = [&datagrams[0], datagrams.last().unwrap()]
+        .iter()
+        .map(|payload| {
+            let mut frame =
+                PacketSpec::udp([10, 0, 0, 9].into(), [10, 0, 0, 100].into(), 40000, 32766, payload.len())
+                    .build();
+            let at = frame.len() - payload.len();
+            frame[at..].copy_from_slice(payload);
+            frame
+        })
+        .collect();
+    write_pcap(&dir.join("reports.pcap"), &frames);
+    let json = int_tools(&dir, &["decode", "--json", "reports.pcap"]);
+    let values: Vec<serde_json::Value> = json.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let packet = &values[0]["report"]["reports"][0]["packet"];
+    assert_eq!(packet["flow"]["src_port"], 1, "{}", values[0]);
+    let hops = packet["int21"]["hops"].as_array().unwrap();
+    let nodes: Vec<_> = hops.iter().map(|h| h["node_id"].as_u64().unwrap()).collect();
+    assert_eq!(nodes, [3, 2, 1], "newest first, as carried");
+    assert_eq!(hops[1]["hop_latency"], 4000);
+    assert_eq!(hops[1]["queue"]["occupancy"], 0);
+    let dropped = &values[1]["report"]["reports"][0]["packet"];
+    assert_eq!(
+        (dropped["flow"]["dst_port"].as_u64(), dropped["int21"].is_null()),
+        (Some(7777), true),
+        "{}",
+        values[1]
+    );
+    let text = int_tools(&dir, &["decode", "reports.pcap"]);
+    assert!(text.contains("    packet: 17 10.0.0.1:1 > 10.0.0.2:5000"), "{text}");
+    assert!(text.contains("    hop 1: node_id=2 hop_latency=4000 queue={\"id\":0,\"occupancy\":0} ingress_timestamp=12000 egress_timestamp=16000"), "{text}");
+    assert!(text.contains("    packet: 17 10.0.0.5:4444 > 10.0.0.2:7777"), "{text}");
+}
+
 /// `collect` in text until it has `datagrams`: what it prints.
 fn text_collect(datagrams: &[Vec<u8>]) -> String {
     use std::io::{BufRead, BufReader};

@@ -219,7 +219,7 @@ struct ReportedIp {
 /// those on the wire (TCP and UDP; 0 for other protocols, and for a UDP or
 /// TCP header cut short). `None` where the IP header itself is not there.
 pub fn reported_flow(packet: &[u8], ethernet: bool) -> Option<FlowKey> {
-    let packet = if ethernet { ethernet_payload(packet)? } else { packet };
+    let packet = reported_packet(packet, ethernet)?;
     let ip = reported_ip(packet).ok()?;
     let port = |at: usize| packet.get(at..at + 2).and_then(|b| b.try_into().ok()).map(u16::from_be_bytes);
     let l4 = matches!(ip.protocol, locate::PROTO_UDP | locate::PROTO_TCP);
@@ -230,7 +230,16 @@ pub fn reported_flow(packet: &[u8], ethernet: bool) -> Option<FlowKey> {
     Some(FlowKey { src: ip.src, dst: ip.dst, protocol: ip.protocol, src_port, dst_port })
 }
 
-/// What follows an Ethernet header and its 802.1Q tags, if it is IP.
+/// The IP packet a report carries: the whole of it, or for an Ethernet
+/// frame what follows its header and 802.1Q tags, if that is IP.
+pub fn reported_packet(packet: &[u8], ethernet: bool) -> Option<&[u8]> {
+    if ethernet {
+        ethernet_payload(packet)
+    } else {
+        Some(packet)
+    }
+}
+
 fn ethernet_payload(frame: &[u8]) -> Option<&[u8]> {
     let mut at = 12;
     loop {

@@ -28,7 +28,7 @@ pub mod source_only;
 pub mod transit;
 pub mod tunnel;
 
-pub use find::{find, find_in_report, reported_flow, Arrival, Domain, Found, Marking};
+pub use find::{find, find_in_report, reported_flow, reported_packet, Arrival, Domain, Found, Marking};
 pub use hop::HopMetadata;
 pub use instruction::Instructions;
 pub use md_header::MdHeaderRepr;

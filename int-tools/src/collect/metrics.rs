@@ -250,4 +250,54 @@ mod tests {
         );
         assert!(page.contains("int_collect_flows 30\n"));
     }
+
+    /// Nodes and links have their histograms, queues their quantiles, drops
+    /// their reasons; at most `top` nodes and links are labelled.
+    #[test]
+    fn hops_have_bounded_labels() {
+        use super::super::hops::{Limits as HopLimits, Seen};
+        use int_core::int21::HopMetadata;
+        let mut hops = Hops::new(HopLimits { nodes: 100, links: 100, flows: 100 });
+        for node in 1..=8u32 {
+            let hop = |id: u32, t: u64| HopMetadata {
+                node_id: Some(id),
+                hop_latency: Some(1000 * id),
+                queue: Some((0, id)),
+                ingress_timestamp: Some(t),
+                egress_timestamp: Some(t + 10),
+                ..HopMetadata::default()
+            };
+            let path = [hop(100, 0), hop(node, 100)];
+            let flow =
+                FlowKey::v4(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), 17, node as u16, 9);
+            for _ in 0..node {
+                hops.observe(&Seen { flow, hops: &path, sink: 200, sink_ingress_ns: Some(500), at_ms: 0 });
+            }
+        }
+        hops.observe_drop(8, 71);
+        let ledger = Ledger::new(Limits { flows: 1, detailed: 1 }, std::time::Instant::now());
+        let snapshot = Snapshot { ledger, hops, senders: Default::default(), totals: Default::default() };
+        let page = page(&snapshot, None, 3);
+        let counts: Vec<&str> =
+            page.lines().filter(|l| l.starts_with("int_collect_hop_latency_ns_count")).collect();
+        assert_eq!(
+            counts,
+            [
+                "int_collect_hop_latency_ns_count{node=\"0.0.0.100\"} 36",
+                "int_collect_hop_latency_ns_count{node=\"0.0.0.200\"} 0",
+                "int_collect_hop_latency_ns_count{node=\"0.0.0.8\"} 8",
+            ]
+        );
+        assert!(page.contains("int_collect_queue_occupancy{node=\"0.0.0.8\",quantile=\"0.5\"} 8"), "{page}");
+        assert!(
+            page.contains("int_collect_node_drop_reports_total{node=\"0.0.0.8\",reason=\"71\"} 1"),
+            "{page}"
+        );
+        assert!(
+            page.contains("int_collect_link_latency_ns_count{from=\"0.0.0.100\",to=\"0.0.0.8\"} 8"),
+            "{page}"
+        );
+        assert_eq!(page.lines().filter(|l| l.starts_with("int_collect_link_latency_ns_count")).count(), 3);
+        assert!(page.contains("int_collect_paths 8"), "{page}");
+    }
 }
