@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::collector::start_collector;
+use common::collector::{start_collector, switch_reports};
 use common::*;
 
 const INFLUXD: &str = "/usr/bin/influxd";
@@ -116,6 +116,49 @@ fn percentiles_agree_with_the_reports_and_a_plot_is_drawn() {
         u32::from_be_bytes(png[20..24].try_into().unwrap()),
     );
     assert_eq!((width, height), (1200, 900));
+}
+
+/// Every hop's story in InfluxDB: switches' TR 2.0 reports give a point
+/// per hop (node, hop latency, queue), per link and per path change; read
+/// back from a real influxd, they hold what the collector's summary says.
+#[test]
+fn collector_writes_every_hop_to_a_real_influxdb() {
+    if !Path::new(INFLUXD).exists() {
+        eprintln!("skipped: {INFLUXD} missing (apt-get install influxdb; scripts/install-deps.sh does)");
+        return;
+    }
+    let dir = workdir("collector-influx-hops");
+    let port = free_port();
+    let mut influxd = start_influxd(&dir, port);
+    let (status, text) = http(port, "POST", "/query", "q=CREATE+DATABASE+int").unwrap();
+    assert_eq!(status, 200, "{text}");
+    let url = format!("http://127.0.0.1:{port}");
+    let (mut child, listen) =
+        start_collector(&tools_bin(), &["--duration", "30", "--influx", &url, "--quiet"]);
+    let output = read_output(&mut child);
+    let sender = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    for datagram in switch_reports() {
+        sender.send_to(&datagram, &listen).unwrap();
+    }
+    stop(&child);
+    let summary = lines_of(child, output).last().unwrap()["summary"].clone();
+    let hop_max = influx_query(port, "SELECT max(hop_latency) FROM int_hop WHERE node = '0.0.0.2'");
+    let queue_max = influx_query(port, "SELECT max(queue_occupancy) FROM int_hop WHERE node = '0.0.0.2'");
+    let hops = influx_query(port, "SELECT count(hop_latency) FROM int_hop");
+    let links = influx_query(
+        port,
+        "SELECT count(latency_ns) FROM int_link WHERE \"from\" = '0.0.0.1' AND \"to\" = '0.0.0.4'",
+    );
+    let changes = influx_query(port, "SELECT new_path FROM int_path_change");
+    let _ = influxd.kill();
+    let _ = influxd.wait();
+    assert_eq!(summary["influx"]["dropped"], 0, "{summary}");
+    assert_eq!(hop_max[0][1], 90_000, "{hop_max}");
+    assert_eq!(queue_max[0][1], 950, "{queue_max}");
+    assert_eq!(hops[0][1], 60 * 3, "three hops a report");
+    assert_eq!(links[0][1], 10, "{links}");
+    assert_eq!(changes.as_array().unwrap().len(), 1, "{changes}");
+    assert_eq!(changes[0][1], "0.0.0.1>0.0.0.4>0.0.0.3>0.0.0.9");
 }
 
 /// A port nobody listens on now.

@@ -13,7 +13,7 @@ use std::net::UdpSocket;
 use std::path::Path;
 use std::process::Command;
 
-use collector::{drop_summary, summary_of};
+use collector::{drop_summary, summary_of, switch_reports};
 use files::*;
 
 const BIN: &str = env!("CARGO_BIN_EXE_int-tools");
@@ -684,91 +684,4 @@ fn text_collect(datagrams: &[Vec<u8>]) -> String {
     let output = child.wait_with_output().unwrap();
     assert!(output.status.success());
     String::from_utf8(output.stdout).unwrap()
-}
-
-/// The datagrams of [`collect_tells_every_hops_story`].
-fn switch_reports() -> Vec<Vec<u8>> {
-    use int_core::craft::PacketSpec;
-    use int_core::int21::{emit_md_block, HopMetadata, Instructions, MdHeaderRepr, Next};
-    use int_core::report::tr20::*;
-    let instructions = Instructions::NODE_ID
-        | Instructions::HOP_LATENCY
-        | Instructions::QUEUE_OCCUPANCY
-        | Instructions::INGRESS_TIMESTAMP
-        | Instructions::EGRESS_TIMESTAMP;
-    let header = MdHeaderRepr { hop_ml: 7, remaining_hop_cnt: 5, instructions, ..MdHeaderRepr::default() };
-    let (a, b) = ([10, 0, 0, 1].into(), [10, 0, 0, 2].into());
-    // Hop n of a path, its times from `t`: in at t + 10 µs x position,
-    // out after its latency; 1 µs on each link, 2.5 µs to the sink.
-    let hop = |node: u32, position: u64, latency: u32, queue: u32, t: u64| HopMetadata {
-        node_id: Some(node),
-        hop_latency: Some(latency),
-        queue: Some((0, queue)),
-        ingress_timestamp: Some(t + position * 100_000),
-        egress_timestamp: Some(t + position * 100_000 + u64::from(latency)),
-        ..HopMetadata::default()
-    };
-    let report = |sequence: u32, sink: u32, in_type: InType, inner: &[u8], int: IntContents<'_>| {
-        let mut payload = vec![0u8; 512];
-        let mut len = GroupHeaderRepr { hw_id: 0, sequence, node_id: sink }.emit(&mut payload).unwrap();
-        let individual = IndividualReport {
-            in_type,
-            int: Some(int),
-            inner,
-            flags: ReportFlags { tracked_flow: true, ..ReportFlags::default() },
-            ..IndividualReport::default()
-        };
-        len += individual.emit(&mut payload[len..]).unwrap();
-        payload.truncate(len);
-        payload
-    };
-    let mut datagrams = Vec::new();
-    for round in 0..20u32 {
-        for port in 1..=3u16 {
-            let t = 1_000_000 * u64::from(round) + 10_000 * u64::from(port);
-            let middle = if port == 1 && round >= 10 { 4 } else { 2 };
-            let latency = if middle == 2 { 4000 + 86_000 * round / 19 } else { 3000 };
-            // Newest first: hop 3, the middle one, hop 1.
-            let first = hop(1, 0, 1000, 0, t);
-            let second = HopMetadata {
-                ingress_timestamp: Some(first.egress_timestamp.unwrap() + 1000),
-                egress_timestamp: Some(first.egress_timestamp.unwrap() + 1000 + u64::from(latency)),
-                ..hop(middle, 1, latency, round * 50, t)
-            };
-            let third = HopMetadata {
-                ingress_timestamp: Some(second.egress_timestamp.unwrap() + 1000),
-                egress_timestamp: Some(second.egress_timestamp.unwrap() + 1000 + 500),
-                ..hop(3, 2, 500, 1, t)
-            };
-            let mut block = [0u8; 128];
-            let len =
-                emit_md_block(&mut block, Next::Dscp(0), &header, &[third, second, first], &[]).unwrap();
-            let mut packet = PacketSpec::udp(a, b, port, 5000, 32).build()[14..].to_vec();
-            packet.splice(28..28, block[..len].iter().copied());
-            packet[1] = 0x17 << 2;
-            let total = packet.len() as u16;
-            packet[2..4].copy_from_slice(&total.to_be_bytes());
-            packet[24..26].copy_from_slice(&(total - 20).to_be_bytes());
-            let sink = HopMetadata {
-                l1_ingress_port: Some(1),
-                l1_egress_port: Some(2),
-                ingress_timestamp: Some(third.egress_timestamp.unwrap() + 2500),
-                egress_timestamp: Some(third.egress_timestamp.unwrap() + 2500),
-                ..HopMetadata::default()
-            };
-            let int = IntContents { rep_md_bits: 0x4c00, metadata: sink, ..IntContents::default() };
-            datagrams.push(report(datagrams.len() as u32 + 1, 9, InType::Ipv4, &packet, int));
-        }
-    }
-    // Node 2's drops: a plain UDP packet's first bytes, reason 71.
-    let dropped = PacketSpec::udp([10, 0, 0, 5].into(), b, 4444, 7777, 200).build()[14..14 + 64].to_vec();
-    for i in 0..5u32 {
-        let int = IntContents {
-            rep_md_bits: DROP_BIT,
-            drop: Some(DropInfo { queue_id: 3, reason: 71 }),
-            ..IntContents::default()
-        };
-        datagrams.push(report(i + 1, 2, InType::Ipv4, &dropped, int));
-    }
-    datagrams
 }

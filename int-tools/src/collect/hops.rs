@@ -160,21 +160,12 @@ impl Hops {
         Some(self.nodes.entry(id).or_insert_with(Node::new))
     }
 
-    /// Each pair of consecutive hops that both name their node and carry
-    /// the timestamps: the second's ingress minus the first's egress (the
-    /// last hop's egress to the sink's ingress too).
     fn observe_links(&mut self, seen: &Seen<'_>) {
-        let last = (Some(seen.sink), seen.sink_ingress_ns, None);
-        let ends = seen.hops.iter().map(|h| (h.node_id, h.ingress_timestamp, h.egress_timestamp));
-        let ends: Vec<_> = ends.chain([last]).collect();
-        for pair in ends.windows(2) {
-            let [(Some(from), _, Some(egress)), (Some(to), Some(ingress), _)] = pair else { continue };
-            let key = (*from, *to);
+        for (key, ns) in links(seen) {
             if !self.links.contains_key(&key) && self.links.len() >= self.limits.links {
                 self.untracked.links += 1;
                 continue;
             }
-            let ns = ingress.wrapping_sub(*egress) as i64;
             self.links.entry(key).or_insert_with(|| Latency::new(DIGITS)).record(ns);
         }
     }
@@ -224,6 +215,22 @@ impl Hops {
         ours.flows += theirs.flows;
         ours.unusable_paths += theirs.unusable_paths;
     }
+}
+
+/// Each pair of consecutive hops that both name their node and carry the
+/// timestamps: (from, to) and the second's ingress minus the first's
+/// egress, ns (the last hop's egress to the sink's ingress too).
+pub fn links<'a>(seen: &'a Seen<'_>) -> impl Iterator<Item = ((u32, u32), i64)> + 'a {
+    let ends = seen.hops.iter().map(|h| (h.node_id, h.ingress_timestamp, h.egress_timestamp));
+    let last = (Some(seen.sink), seen.sink_ingress_ns, None);
+    let mut ends = ends.chain([last]).peekable();
+    core::iter::from_fn(move || loop {
+        let (from, _, egress) = ends.next()?;
+        let &(to, ingress, _) = ends.peek()?;
+        if let (Some(from), Some(egress), Some(to), Some(ingress)) = (from, egress, to, ingress) {
+            return Some(((from, to), ingress.wrapping_sub(egress) as i64));
+        }
+    })
 }
 
 /// The node ids from the source to the sink, if the path can be told.

@@ -1,6 +1,8 @@
 //! The collector's InfluxDB writer: each observation becomes a point in
 //! line protocol (measurement `int_latency` or `int_loss`, tagged with the
-//! flow and the nodes), written in batches over HTTP to InfluxDB 1.x's
+//! flow and the nodes; `int_hop` per hop of an INT 2.1 report, tagged with
+//! its node, `int_link` per link between consecutive hops, and
+//! `int_path_change` per change of a flow's path), written in batches over HTTP to InfluxDB 1.x's
 //! `/write` by a thread of its own. The receivers only queue: a full queue
 //! (a slow or absent database) costs counted drops, never a stall; a
 //! failed write is tried again a few times, then its points are counted
@@ -13,7 +15,18 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use int_core::int21::HopMetadata;
+
+use super::hops::{self, PathChange, Seen};
 use super::ledger::{Measure, Observed};
+
+/// What becomes points: an observation of a flow, a report's hops and
+/// links, a flow's path change.
+enum Point {
+    Observed(Observed),
+    Hops { sink: u32, sink_ingress_ns: Option<u64>, hops: Vec<HopMetadata> },
+    PathChange(PathChange),
+}
 
 /// Tries per batch before its points are given up.
 const ATTEMPTS: u32 = 4;
@@ -70,14 +83,30 @@ pub struct Counts {
 /// The receivers' end: queues observations with their arrival time.
 #[derive(Clone)]
 pub struct Queue {
-    sender: SyncSender<(Observed, u64)>,
+    sender: SyncSender<(Point, u64)>,
     counts: Arc<Counts>,
 }
 
 impl Queue {
     pub fn push(&self, observed: &Observed) {
+        self.send(Point::Observed(*observed));
+    }
+
+    /// A report's hops (points `int_hop`) and the links between them
+    /// (`int_link`).
+    pub fn push_hops(&self, seen: &Seen<'_>) {
+        let (sink, sink_ingress_ns, hops) = (seen.sink, seen.sink_ingress_ns, seen.hops.to_vec());
+        self.send(Point::Hops { sink, sink_ingress_ns, hops });
+    }
+
+    /// A flow's new path (`int_path_change`).
+    pub fn push_change(&self, change: &PathChange) {
+        self.send(Point::PathChange(change.clone()));
+    }
+
+    fn send(&self, point: Point) {
         let now_ns = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
-        match self.sender.try_send((*observed, now_ns)) {
+        match self.sender.try_send((point, now_ns)) {
             Ok(()) => {}
             Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
                 self.counts.dropped.fetch_add(1, Ordering::Relaxed);
@@ -106,16 +135,15 @@ struct Writer {
 }
 
 impl Writer {
-    fn run(mut self, receiver: &Receiver<(Observed, u64)>) {
+    fn run(mut self, receiver: &Receiver<(Point, u64)>) {
         let mut body = String::new();
         let mut points = 0u64;
         let mut deadline = Instant::now() + self.settings.flush;
         loop {
             let wait = deadline.saturating_duration_since(Instant::now());
             let ended = match receiver.recv_timeout(wait) {
-                Ok((observed, ns)) => {
-                    self.line(&mut body, &observed, ns);
-                    points += 1;
+                Ok((point, ns)) => {
+                    points += self.lines(&mut body, &point, ns);
                     false
                 }
                 Err(RecvTimeoutError::Timeout) => false,
@@ -135,10 +163,86 @@ impl Writer {
         }
     }
 
-    /// One point in line protocol.
-    fn line(&mut self, body: &mut String, observed: &Observed, ns: u64) {
+    /// A point's lines in line protocol; returns how many.
+    fn lines(&mut self, body: &mut String, point: &Point, ns: u64) -> u64 {
+        match point {
+            Point::Observed(observed) => {
+                self.line(body, observed, ns);
+                1
+            }
+            Point::Hops { sink, sink_ingress_ns, hops } => {
+                let seen = Seen {
+                    flow: Default::default(),
+                    hops,
+                    sink: *sink,
+                    sink_ingress_ns: *sink_ingress_ns,
+                    at_ms: 0,
+                };
+                self.hop_lines(body, &seen, ns)
+            }
+            Point::PathChange(change) => {
+                let time = self.next_time(ns);
+                let flow = &change.flow;
+                let path = |p: &[u32]| {
+                    p.iter().map(|n| std::net::Ipv4Addr::from(*n).to_string()).collect::<Vec<_>>().join(">")
+                };
+                let _ = writeln!(
+                    body,
+                    "int_path_change,src={},dst={},protocol={},src_port={},dst_port={} old_path=\"{}\",new_path=\"{}\" {time}",
+                    flow.src, flow.dst, flow.protocol, flow.src_port, flow.dst_port, path(&change.old), path(&change.new)
+                );
+                1
+            }
+        }
+    }
+
+    /// Each hop that names its node (`int_hop`, tagged by node and the
+    /// reporting sink), and each link (`int_link`, tagged by its ends).
+    fn hop_lines(&mut self, body: &mut String, seen: &Seen<'_>, ns: u64) -> u64 {
+        let name = |id: u32| std::net::Ipv4Addr::from(id);
+        let mut points = 0;
+        for hop in seen.hops {
+            let Some(node) = hop.node_id else { continue };
+            let mut fields = Vec::new();
+            if let Some(latency) = hop.hop_latency {
+                fields.push(format!("hop_latency={latency}i"));
+            }
+            if let Some((id, occupancy)) = hop.queue {
+                fields.push(format!("queue_id={id}i,queue_occupancy={occupancy}i"));
+            }
+            if fields.is_empty() {
+                continue;
+            }
+            let time = self.next_time(ns);
+            let _ = writeln!(
+                body,
+                "int_hop,node={},sink_node={} {} {time}",
+                name(node),
+                name(seen.sink),
+                fields.join(",")
+            );
+            points += 1;
+        }
+        for ((from, to), latency) in hops::links(seen) {
+            let time = self.next_time(ns);
+            let _ =
+                writeln!(body, "int_link,from={},to={} latency_ns={latency}i {time}", name(from), name(to));
+            points += 1;
+        }
+        points
+    }
+
+    /// Points of one series with the same time replace each other: each
+    /// point gets a time after the one before.
+    fn next_time(&mut self, ns: u64) -> u64 {
         let time = ns.max(self.last_ns + 1);
         self.last_ns = time;
+        time
+    }
+
+    /// One point in line protocol.
+    fn line(&mut self, body: &mut String, observed: &Observed, ns: u64) {
+        let time = self.next_time(ns);
         let flow = &observed.flow;
         let measurement = match observed.measure {
             Measure::Latency { .. } => "int_latency",
@@ -249,6 +353,44 @@ mod tests {
             body,
             "int_latency,src=10.0.0.1,dst=10.0.0.2,protocol=17,src_port=5,dst_port=6,source_node=1,sink_node=2 latency_ns=-12i,flow_seq=7i,hops=2i 100\n\
              int_loss,src=10.0.0.1,dst=10.0.0.2,protocol=17,src_port=5,dst_port=6 lost=3i 101\n"
+        );
+    }
+
+    /// A report's hops: a point per hop (node, latency, queue) and per link
+    /// with both timestamps; a path change with its paths.
+    #[test]
+    fn hops_links_and_path_changes_are_points() {
+        let settings = Settings {
+            server: "127.0.0.1:1".parse().unwrap(),
+            host: "h".into(),
+            database: "d".into(),
+            batch: 10,
+            flush: Duration::from_secs(1),
+            buffer: 10,
+        };
+        let mut writer = Writer { settings, counts: Arc::default(), last_ns: 0, last_error: String::new() };
+        let hop = |node: u32, t: u64| HopMetadata {
+            node_id: Some(node),
+            hop_latency: Some(100),
+            queue: Some((2, 7)),
+            ingress_timestamp: Some(t),
+            egress_timestamp: Some(t + 100),
+            ..HopMetadata::default()
+        };
+        let hops = vec![hop(1, 0), hop(2, 300)];
+        let mut body = String::new();
+        let point = Point::Hops { sink: 9, sink_ingress_ns: Some(1000), hops };
+        assert_eq!(writer.lines(&mut body, &point, 50), 4);
+        let flow = FlowKey::v4(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), 17, 5, 6);
+        let change = PathChange { at_ms: 1, flow, old: vec![1, 2, 9], new: vec![1, 3, 9] };
+        writer.lines(&mut body, &Point::PathChange(change), 50);
+        assert_eq!(
+            body,
+            "int_hop,node=0.0.0.1,sink_node=0.0.0.9 hop_latency=100i,queue_id=2i,queue_occupancy=7i 50\n\
+             int_hop,node=0.0.0.2,sink_node=0.0.0.9 hop_latency=100i,queue_id=2i,queue_occupancy=7i 51\n\
+             int_link,from=0.0.0.1,to=0.0.0.2 latency_ns=200i 52\n\
+             int_link,from=0.0.0.2,to=0.0.0.9 latency_ns=600i 53\n\
+             int_path_change,src=10.0.0.1,dst=10.0.0.2,protocol=17,src_port=5,dst_port=6 old_path=\"0.0.0.1>0.0.0.2>0.0.0.9\",new_path=\"0.0.0.1>0.0.0.3>0.0.0.9\" 54\n"
         );
     }
 

@@ -178,6 +178,19 @@ impl Books {
         }
     }
 
+    /// A report's hops and path: into the per-hop view, and to InfluxDB;
+    /// returns the flow's path change, if any.
+    pub fn observe_path(&mut self, seen: &hops::Seen<'_>) -> Option<hops::PathChange> {
+        let change = self.hops.observe(seen);
+        if let Some(queue) = &self.influx {
+            queue.push_hops(seen);
+            if let Some(change) = &change {
+                queue.push_change(change);
+            }
+        }
+        change
+    }
+
     /// Each sender's report sequence.
     pub fn sender(&mut self, from: SocketAddr) -> &mut Sender {
         self.senders.entry(from).or_default()

@@ -138,7 +138,7 @@ pub fn record(
             sink_ingress_ns: individual.int.and_then(|int| int.metadata.ingress_timestamp),
             at_ms: books.ledger.now_ms(),
         });
-        if let Some(change) = seen.as_ref().and_then(|seen| books.hops.observe(seen)) {
+        if let Some(change) = seen.as_ref().and_then(|seen| books.observe_path(seen)) {
             print_path_change(&change, group.node_id, from, output);
         }
         let dropped = individual.int.and_then(|int| int.drop);
