@@ -395,6 +395,15 @@ fn print_text(value: &Value) {
         println!("  encapsulation {}", get("encapsulation").as_str().unwrap_or("?"));
         print_block(int);
     }
+    if let Some(tunnel) = value.get("tunnel") {
+        let class = tunnel.get("option_class").and_then(Value::as_str).map(|c| format!(" option class {c}"));
+        println!(
+            "  tunnel {} vni {}{}",
+            tunnel["type"].as_str().unwrap_or("?"),
+            tunnel["vni"],
+            class.unwrap_or_default()
+        );
+    }
     if let Some(int) = value.get("int21") {
         decode21::print_block(int);
     }

@@ -54,6 +54,7 @@ pub fn decode_tunnel(
             found.map(|g| {
                 let tunnel = json!({"type": "geneve", "vni": g.geneve.vni, "protocol_type": g.geneve.protocol_type,
                     "options_words": g.geneve.options_words, "option_at": g.option_at,
+                    "option_class": format!("{:#06x}", g.option.class),
                     "int_type": tunnel::geneve_header_type(g.option.option_type).map_or("?", header_type_name),
                     "length_words": g.option.length_words});
                 (tunnel, g.body)
@@ -107,6 +108,8 @@ pub fn body_json(body: &Body<'_>, source_only: &int21::SourceOnly) -> Value {
                 "domain_id": h.domain_id, "ds_instructions": h.ds_instructions, "ds_flags": h.ds_flags,
                 "hops": md.hops().map(|hop| hop_json(&hop, h.instructions)).collect::<Vec<_>>(),
                 "source_only_bytes": md.source_only().len(),
+                // Another domain's words are shown as carried.
+                "source_only_hex": hex(md.source_only()),
                 "sequence": sequence,
             })
         }
@@ -116,8 +119,13 @@ pub fn body_json(body: &Body<'_>, source_only: &int21::SourceOnly) -> Value {
             "instruction_names": names(h.instructions),
             "domain_id": h.domain_id, "ds_instructions": h.ds_instructions, "ds_flags": h.ds_flags,
             "source_inserted_bytes": source_inserted.len(),
+            "source_inserted_hex": hex(source_inserted),
         }),
     }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn names(instructions: Instructions) -> Vec<&'static str> {
@@ -263,6 +271,11 @@ pub fn print_block(int: &Value) {
     }
     if !int["sequence"].is_null() {
         println!("  source-only: packet number {}", int["sequence"]);
+    } else if int["source_only_hex"].as_str().is_some_and(|hex| !hex.is_empty()) {
+        println!("  source-only: {} (another domain's)", int["source_only_hex"].as_str().unwrap_or(""));
+    }
+    if int["source_inserted_hex"].as_str().is_some_and(|hex| !hex.is_empty()) {
+        println!("  source-inserted: {}", int["source_inserted_hex"].as_str().unwrap_or(""));
     }
 }
 

@@ -494,8 +494,10 @@ fn decode_reads_int21_in_tunnels() {
         "{gen}"
     );
     assert_eq!(gen["int21"]["instructions"], "0x8000");
+    assert_eq!(gen["tunnel"]["option_class"], "0x0103");
     let text = int_tools(&dir, &["decode", "tunnels.pcap"]);
     assert!(text.contains("hop 0: node_id=2"), "{text}");
+    assert!(text.contains("  tunnel geneve vni ") && text.contains(" option class 0x0103"), "{text}");
 }
 
 /// A capture with another link type than Ethernet: raw IP (101, what
