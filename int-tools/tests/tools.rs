@@ -555,7 +555,8 @@ fn decode_reads_the_link_type() {
 #[test]
 fn collect_tells_every_hops_story() {
     let datagrams = switch_reports();
-    let (child, listen) = start_collector(&[]);
+    let plot = workdir("hops-story").join("hops.png");
+    let (child, listen) = start_collector(&["--plot", plot.to_str().unwrap()]);
     let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
     for datagram in &datagrams {
         sender.send_to(datagram, &listen).unwrap();
@@ -605,6 +606,10 @@ fn collect_tells_every_hops_story() {
     let drops: Vec<_> = lines.iter().filter(|l| l["type"] == "tr20" && !l["drop"].is_null()).collect();
     assert_eq!(drops.len(), 5);
     assert!(drops.iter().all(|d| d["flow"]["dst_port"] == 7777 && d["sink_node"] == 2), "{}", drops[0]);
+    // The plot has the hop latency panel: a taller picture (PNG: height at
+    // bytes 20-23 of the file).
+    let png = std::fs::read(&plot).unwrap();
+    assert_eq!(u32::from_be_bytes(png[20..24].try_into().unwrap()), 1380);
 
     // The same in text: each hop of a report, the path change, the
     // dropped packets' flow, and the summary's nodes and links.

@@ -18,6 +18,7 @@ use int_core::flow::FlowKey;
 use int_core::int21::HopMetadata;
 
 use super::latency::Latency;
+use super::timeline::Timeline;
 
 /// The most hops a followed path has (INT 2.1's Remaining Hop Count is 8
 /// bits, but real paths are short: a longer stack is counted unusable).
@@ -26,6 +27,8 @@ pub const MAX_PATH: usize = 64;
 const RECENT_CHANGES: usize = 100;
 /// Significant digits of a node's and a link's histograms (about 30 KB).
 const DIGITS: u8 = 2;
+/// Nodes (the first seen) with hop latency over time, for the plot.
+const NODES_OVER_TIME: usize = 20;
 
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
@@ -45,11 +48,19 @@ pub struct Node {
     pub queue: Latency,
     /// Drop reports the node sent, by reason code.
     pub drops: BTreeMap<u8, u64>,
+    /// Hop latency over time (the first [`NODES_OVER_TIME`] nodes only).
+    pub timeline: Option<Timeline>,
 }
 
 impl Node {
-    fn new() -> Node {
-        Node { hops: 0, latency: Latency::new(DIGITS), queue: Latency::new(DIGITS), drops: BTreeMap::new() }
+    fn new(over_time: bool) -> Node {
+        Node {
+            hops: 0,
+            latency: Latency::new(DIGITS),
+            queue: Latency::new(DIGITS),
+            drops: BTreeMap::new(),
+            timeline: over_time.then(Timeline::default),
+        }
     }
 
     fn merge(&mut self, other: &Node) {
@@ -58,6 +69,11 @@ impl Node {
         self.queue.merge(&other.queue);
         for (reason, count) in &other.drops {
             *self.drops.entry(*reason).or_default() += count;
+        }
+        match (&mut self.timeline, &other.timeline) {
+            (Some(ours), Some(theirs)) => ours.merge(theirs),
+            (None, Some(theirs)) => self.timeline = Some(theirs.clone()),
+            _ => {}
         }
     }
 }
@@ -133,6 +149,9 @@ impl Hops {
             figures.hops += 1;
             if let Some(latency) = hop.hop_latency {
                 figures.latency.record(i64::from(latency));
+                if let Some(timeline) = &mut figures.timeline {
+                    timeline.add_latency(seen.at_ms, i64::from(latency));
+                }
             }
             if let Some((_, occupancy)) = hop.queue {
                 figures.queue.record(i64::from(occupancy));
@@ -157,7 +176,8 @@ impl Hops {
             self.untracked.nodes += 1;
             return None;
         }
-        Some(self.nodes.entry(id).or_insert_with(Node::new))
+        let over_time = self.nodes.len() < NODES_OVER_TIME;
+        Some(self.nodes.entry(id).or_insert_with(|| Node::new(over_time)))
     }
 
     fn observe_links(&mut self, seen: &Seen<'_>) {
@@ -196,7 +216,7 @@ impl Hops {
     /// socket, so paths do not collide; if they do, this one's stays).
     pub fn merge(&mut self, other: &Hops) {
         for (id, node) in &other.nodes {
-            self.nodes.entry(*id).or_insert_with(Node::new).merge(node);
+            self.nodes.entry(*id).or_insert_with(|| Node::new(false)).merge(node);
         }
         for (key, latency) in &other.links {
             self.links.entry(*key).or_insert_with(|| Latency::new(DIGITS)).merge(latency);

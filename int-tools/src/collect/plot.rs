@@ -1,8 +1,9 @@
 //! `collect --plot FILE.png`: one picture of a run. Above, one-way latency
 //! over time: the mean over all flows between its minimum and maximum, and
 //! the mean of the most reported flows, one point per timeline bucket (a
-//! short run may have a single one). Below, the packets lost per flow, the
-//! most lossy first.
+//! short run may have a single one). Then, where INT 2.1 reports told of
+//! hops, the mean hop latency over time of the nodes with the most hops.
+//! Below, the packets lost per flow, the most lossy first.
 
 use std::path::Path;
 
@@ -23,12 +24,56 @@ type Failure = Box<dyn std::error::Error>;
 
 pub fn draw(snapshot: &Snapshot, path: &Path) -> Result<(), Failure> {
     load_font()?;
-    let root = BitMapBackend::new(path, (1200, 900)).into_drawing_area();
+    let hops =
+        snapshot.hops.nodes.values().any(|n| n.timeline.as_ref().is_some_and(|t| !t.buckets().is_empty()));
+    let height = if hops { 1380 } else { 900 };
+    let root = BitMapBackend::new(path, (1200, height)).into_drawing_area();
     root.fill(&WHITE)?;
     let (upper, lower) = root.split_vertically(520);
     latency_over_time(snapshot, &upper)?;
-    loss_per_flow(snapshot, &lower)?;
+    if hops {
+        let (middle, lower) = lower.split_vertically(480);
+        hop_latency_over_time(snapshot, &middle)?;
+        loss_per_flow(snapshot, &lower)?;
+    } else {
+        loss_per_flow(snapshot, &lower)?;
+    }
     root.present()?;
+    Ok(())
+}
+
+/// Each of the nodes with the most hops: its mean hop latency over time.
+fn hop_latency_over_time(
+    snapshot: &Snapshot,
+    area: &DrawingArea<BitMapBackend<'_>, plotters::coord::Shift>,
+) -> Result<(), Failure> {
+    let mut nodes: Vec<_> =
+        snapshot.hops.nodes.iter().filter(|(_, n)| n.timeline.is_some() && n.latency.count() > 0).collect();
+    nodes.sort_by(|a, b| b.1.hops.cmp(&a.1.hops).then(a.0.cmp(b.0)));
+    nodes.truncate(TOP_FLOWS);
+    let series: Vec<(u32, Vec<(f64, f64)>)> = nodes
+        .iter()
+        .map(|(id, node)| {
+            (**id, points(node.timeline.as_ref().unwrap_or(&Timeline::default()), |b| b.mean()))
+        })
+        .collect();
+    let seconds = series.iter().flat_map(|(_, s)| s.iter().map(|p| p.0)).fold(1.0, f64::max) * 1.05;
+    let high = series.iter().flat_map(|(_, s)| s.iter().map(|p| p.1)).fold(1.0, f64::max) * 1.05;
+    let mut chart = ChartBuilder::on(area)
+        .caption("Hop latency over time, the nodes with the most hops", ("sans-serif", 22))
+        .margin(15)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0.0..seconds, 0.0..high)?;
+    chart.configure_mesh().x_desc("seconds since the collector started").y_desc("hop latency, µs").draw()?;
+    for (i, (id, points)) in series.into_iter().enumerate() {
+        let colour = Palette99::pick(i).to_rgba();
+        chart
+            .draw_series(LineSeries::new(points, colour).point_size(2))?
+            .label(format!("node {}: mean", std::net::Ipv4Addr::from(id)))
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], colour));
+    }
+    chart.configure_series_labels().background_style(WHITE.mix(0.85)).border_style(BLACK).draw()?;
     Ok(())
 }
 
