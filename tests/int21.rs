@@ -366,3 +366,49 @@ fn tunnels_from_source_to_sink() {
     run_node(&dir, &node_config("sink", "o.pcap", "out2.pcap", section, Some(&collector.addr())));
     assert_same_frames(&read_pcap(&dir.join("out2.pcap")), &plain);
 }
+
+/// The path rule: source -> transit -> sink, and from the middle of the
+/// run one flow's packets cross another transit node (10.0.0.6 in place of
+/// 10.0.0.5). The sink reports that flow once for its new path (the
+/// others' paths never change); the collector shows the one change, old
+/// and new path. With `path_changes: false` nothing is reported for it.
+#[test]
+fn a_path_change_is_reported_once_per_flow() {
+    let dir = workdir("int21-path");
+    let flows = 3;
+    let frames = mixed_traffic(60, flows, 120);
+    write_pcap(&dir.join("in.pcap"), &frames);
+    let int21 = "    int: {version: 2.1}\n    clock: rx-timestamp\n";
+    run_node(&dir, &node_config("source", "in.pcap", "int.pcap", int21, None));
+    run_node(&dir, &node_config("transit", "int.pcap", "a.pcap", int21, None));
+    let other = node_config("transit", "int.pcap", "b.pcap", int21, None).replace("10.0.0.5", "10.0.0.6");
+    run_node(&dir, &other);
+    // Flow 0's packets of the second half come through the other node.
+    let moved = |i: usize| i.is_multiple_of(flows) && i >= 30;
+    let (a, b) = (read_pcap(&dir.join("a.pcap")), read_pcap(&dir.join("b.pcap")));
+    let mixed: Vec<Vec<u8>> =
+        a.into_iter().zip(b).enumerate().map(|(i, (a, b))| if moved(i) { b } else { a }).collect();
+    write_pcap(&dir.join("mixed.pcap"), &mixed);
+    retime_after_source21(&dir.join("mixed.pcap"), &dscp_domain21(), 250_000);
+    let sink_section = int21;
+    let (child, listen) =
+        common::collector::start_collector(&tools_bin(), &["--count", "4", "--duration", "30"]);
+    let sink = run_node(&dir, &node_config("sink", "mixed.pcap", "out.pcap", sink_section, Some(&listen)));
+    assert_same_frames(&read_pcap(&dir.join("out.pcap")), &frames);
+    assert_eq!(sink.counter("sink", "reports_path_change"), 1, "{}", sink.stdout());
+    assert_eq!(sink.counter("sink", "reports_latency"), flows as u64, "each flow's first packet");
+    let output = child.wait_with_output().unwrap();
+    let lines: Vec<serde_json::Value> =
+        String::from_utf8(output.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let changes: Vec<_> = lines.iter().filter(|l| l["type"] == "path-change").collect();
+    assert_eq!(changes.len(), 1, "{lines:?}");
+    let node = |last: u32| 0x0a00_0000u32 + last;
+    assert_eq!(changes[0]["old_path"], serde_json::json!([node(1), node(5), node(2)]));
+    assert_eq!(changes[0]["new_path"], serde_json::json!([node(1), node(6), node(2)]));
+
+    let off = "    int: {version: 2.1}\n    clock: rx-timestamp\n    sink: {path_changes: false}\n";
+    let collector = Collector::new();
+    let sink = run_node(&dir, &node_config("sink", "mixed.pcap", "out.pcap", off, Some(&collector.addr())));
+    assert_eq!(sink.counter("sink", "reports_path_change"), 0);
+    assert_eq!(sink.counter("sink", "reports_latency"), flows as u64);
+}

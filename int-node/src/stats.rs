@@ -99,6 +99,8 @@ counters! {
     clock_skew,
     clock_skew_max_ns,
     reports_latency,
+    // INT 2.1: a flow's path changed (the path rule)
+    reports_path_change,
     // INT 2.1: INT-MX reports this node sent
     reports_mx,
     reports_drop_summary,

@@ -32,6 +32,8 @@ pub struct FastInt {
     /// pushed), as [`super::HopMetadata`] reads them.
     pub source_node: Option<u32>,
     pub source_ns: Option<u64>,
+    /// [`super::MdStack::path_digest`].
+    pub path: Option<u16>,
     /// The DSCP the shim kept.
     dscp: u8,
     block_len: u16,
@@ -93,6 +95,7 @@ fn read_md(block: &[u8], domain: &Domain, frame: FastFrame) -> Option<FastInt> {
         sequence: domain.source_only.sequence_of(&md),
         source_node,
         source_ns,
+        path: md.path_digest(),
         dscp: head[3] >> 2,
         block_len: len as u16,
     })

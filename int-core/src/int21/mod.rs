@@ -187,6 +187,28 @@ impl<'a> MdStack<'a> {
         self.stack.get(start..).unwrap_or_default()
     }
 
+    /// A 16-bit digest of the path: every hop's node id, in order (FNV-1a
+    /// folded; never 0, which a sink keeps for "no path yet"). `None` where
+    /// a hop does not name its node (no node id instruction, or all ones):
+    /// a path not told is never compared. Two paths share a digest once in
+    /// 65,536: a change is missed that rarely.
+    pub fn path_digest(&self) -> Option<u16> {
+        let at = self.header.instructions.word_offset(Instructions::NODE_ID)? * 4;
+        let hop_len = usize::from(self.header.hop_ml) * 4;
+        let mut hash: u32 = 0x811c_9dc5;
+        for hop in 0..self.hop_count() {
+            let word = self.stack.get(hop * hop_len + at..hop * hop_len + at + 4)?;
+            if word == [0xff; 4] {
+                return None;
+            }
+            for byte in word {
+                hash = (hash ^ u32::from(*byte)).wrapping_mul(0x0100_0193);
+            }
+        }
+        let folded = ((hash >> 16) ^ (hash & 0xffff)) as u16;
+        Some(folded.max(1))
+    }
+
     /// The oldest hop's metadata (the source's, when it pushed): the last
     /// of [`MdStack::hops`], read without reading the others.
     pub fn bottom_hop(&self) -> Option<HopMetadata> {
@@ -320,6 +342,28 @@ mod tests {
         0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x20, // hop 2
         0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x10, // hop 1
     ];
+
+    /// The path digest: the same for the same node ids in order, another
+    /// for another node or order, never 0; none where a hop names no node.
+    #[test]
+    fn a_path_digest_tells_paths_apart() {
+        let digest = |block: &[u8]| match Block::parse(block, SourceOnly::NONE).unwrap().body() {
+            Body::Md(md) => md.path_digest(),
+            Body::Mx { .. } => None,
+        };
+        let spec = digest(&SPEC_MD_BLOCK).unwrap();
+        assert_ne!(spec, 0);
+        assert_eq!(digest(&SPEC_MD_BLOCK), Some(spec));
+        let mut other = SPEC_MD_BLOCK;
+        other[19] = 3;
+        assert_ne!(digest(&other), Some(spec), "another middle node");
+        let mut swapped = SPEC_MD_BLOCK;
+        (swapped[19], swapped[27]) = (1, 2);
+        assert_ne!(digest(&swapped), Some(spec), "the same nodes in another order");
+        let mut unnamed = SPEC_MD_BLOCK;
+        unnamed[16..20].copy_from_slice(&[0xff; 4]);
+        assert_eq!(digest(&unnamed), None);
+    }
 
     fn spec_hops() -> [HopMetadata; 2] {
         [

@@ -30,6 +30,8 @@ pub struct Extracted {
     /// pushed), read in place.
     pub hop_count: usize,
     pub source_hop: Option<HopMetadata>,
+    /// [`super::MdStack::path_digest`] (INT-MD).
+    pub path: Option<u16>,
     /// The flow's packet number the source put in source-only metadata.
     pub sequence: Option<u32>,
     pub is_mx: bool,
@@ -128,12 +130,14 @@ impl Carried {
     /// the source's hop and packet number, MX, the bitmap.
     fn with_body(self, body: Body<'_>, domain: &Domain) -> Extracted {
         let Carried { flow, next, tunnel, ip, l4, block_at, block_len, block_sum } = self;
-        let (discard, hop_count, source_hop, sequence, is_mx, instructions) = match body {
+        let (discard, hop_count, source_hop, sequence, is_mx, instructions, path) = match body {
             Body::Md(md) => {
                 let sequence = domain.source_only.sequence_of(&md);
-                (md.header.discard, md.hop_count(), md.bottom_hop(), sequence, false, md.header.instructions)
+                let header = md.header;
+                let path = md.path_digest();
+                (header.discard, md.hop_count(), md.bottom_hop(), sequence, false, header.instructions, path)
             }
-            Body::Mx { header, .. } => (header.discard, 0, None, None, true, header.instructions),
+            Body::Mx { header, .. } => (header.discard, 0, None, None, true, header.instructions, None),
         };
         Extracted {
             flow,
@@ -142,6 +146,7 @@ impl Carried {
             discard,
             hop_count,
             source_hop,
+            path,
             sequence,
             is_mx,
             instructions,

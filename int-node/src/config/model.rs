@@ -524,6 +524,8 @@ pub struct SinkSettings {
     /// A sink time up to this far behind a source's timestamp is clock skew,
     /// not a latency of almost 2^32 ns.
     pub max_skew_ns: u32,
+    /// INT 2.1: a flow whose path changes is reported (the path rule).
+    pub path_changes: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -239,7 +239,7 @@ fn default_idle_ms() -> u64 {
     120_000
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawSink {
     #[serde(default)]
@@ -249,6 +249,21 @@ pub struct RawSink {
     #[serde(default)]
     pub flows: RawFlows,
     pub malformed: Option<Choice<MalformedPolicy>>,
+    /// INT 2.1: report a flow whose path (its hops' node ids) changes.
+    #[serde(default = "yes")]
+    pub path_changes: bool,
+}
+
+impl Default for RawSink {
+    fn default() -> Self {
+        RawSink {
+            latency: RawLatency::default(),
+            loss: RawLoss::default(),
+            flows: RawFlows::default(),
+            malformed: None,
+            path_changes: true,
+        }
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -182,6 +182,7 @@ fn sink(changes: &mut Changes, path: &str, old: &SinkSettings, new: &SinkSetting
             max_flow_pps,
             max_report_delay_ms,
             max_skew_ns,
+            path_changes,
         ]
     );
 }

@@ -267,6 +267,7 @@ pub fn sink_settings(raw: &RawSink, path: &str, problems: &mut Problems) -> Sink
         max_flow_pps: raw.loss.max_flow_pps,
         max_report_delay_ms: raw.loss.max_report_delay_ms,
         max_skew_ns: max_skew_ns(raw, path, problems),
+        path_changes: raw.path_changes,
     }
 }
 

@@ -19,7 +19,11 @@ pub struct SinkFlow {
     pub sequence: SequenceTracker,
     pub latency: LatencyState,
     pub source_node: u32,
-    pub source_port: u16,
+    /// INT 0.5: the source hop's ingress port (Host-INT's Drop-Summary
+    /// names it). INT 2.1: the path's digest
+    /// ([`int_core::int21::MdStack::path_digest`]; 0: no path told yet),
+    /// for the path rule. One halfword for both keeps the slot one line.
+    pub port_or_path: u16,
     /// Packets seen, saturating: a flow of one packet may be evicted from
     /// a full table by a new one.
     pub packets: u16,

@@ -89,7 +89,7 @@ fn track(
     let source = observed.source_hop;
     if let Some(source) = source {
         flow.source_node = source.switch_id().unwrap_or(0);
-        flow.source_port = source.ingress_port().unwrap_or(0);
+        flow.port_or_path = source.ingress_port().unwrap_or(0);
     }
     match observed.sequence {
         Some(sequence) => {
@@ -450,7 +450,7 @@ impl SinkStage {
                     summary: DropSummaryRepr {
                         source_node: flow.source_node,
                         sink_node: node_id,
-                        source_port: flow.source_port,
+                        source_port: flow.port_or_path,
                         sink_port: int_port,
                         gap_timestamp: unit.from_ns(pending.first_declared_ns),
                         gap_sequence: pending.first_sequence,
@@ -521,6 +521,7 @@ mod tests {
             max_flow_pps: 14_880_952,
             max_report_delay_ms: 5000,
             max_skew_ns: 1 << 31,
+            path_changes: true,
         };
         let (sender, receiver) = report_ring(16);
         let hop = Hop { node_id: 2, rx_int_port: 2, tx_int_port: 2, max_ip_len: 1500, rx_timestamps: None };

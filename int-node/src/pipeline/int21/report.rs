@@ -48,8 +48,13 @@ pub struct Subject<'a> {
 }
 
 /// The kinds of report, each counted once its datagram is queued.
-const KINDS: [Counter; 4] =
-    [Counter::reports_latency, Counter::reports_mx, Counter::reports_loss, Counter::reports_drop];
+const KINDS: [Counter; 5] = [
+    Counter::reports_latency,
+    Counter::reports_path_change,
+    Counter::reports_mx,
+    Counter::reports_loss,
+    Counter::reports_drop,
+];
 
 /// The InType of a report whose inner contents start at the packet's IP
 /// header: 4 for IPv4, 5 for IPv6.

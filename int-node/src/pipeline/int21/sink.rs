@@ -56,6 +56,8 @@ struct Seen<'a> {
     /// The bottom hop's node id and ingress time.
     source_node: Option<u32>,
     source_ns: Option<u64>,
+    /// The path's digest, where every hop names its node.
+    path: Option<u16>,
 }
 
 pub struct Sink21Stage {
@@ -70,6 +72,8 @@ pub struct Sink21Stage {
     /// RX-timestamp time minus host-clock time at the last packet: the
     /// sweep's timeouts run on the packets' clock.
     rx_clock_offset: i64,
+    /// The path rule: a flow whose path changes is reported.
+    path_rule: bool,
     /// [`crate::pipeline::int05::sink::packets_per_coarse_ms`] at `max_flow_pps`.
     jump_per_coarse_ms: u64,
     /// The busiest and slowest flows, ranked as the sweep goes.
@@ -89,6 +93,7 @@ impl Sink21Stage {
             last_sweep_ns: 0,
             rx_clock_offset: 0,
             jump_per_coarse_ms: packets_per_coarse_ms(settings.max_flow_pps),
+            path_rule: settings.path_changes,
             top: TopFlows::default(),
             settings,
         }
@@ -206,11 +211,13 @@ impl Sink21Stage {
             sequence: fast.sequence,
             source_node: fast.source_node,
             source_ns: fast.source_ns,
+            path: fast.path,
         };
-        if self.track(&seen, now_ns, counters) || fast.discard {
+        let why = self.track(&seen, now_ns, counters).or(fast.discard.then_some(Counter::reports_latency));
+        if let Some(why) = why {
             if let Some(Ok(Some(found))) = burst.data(i).map(|frame| sink::extract(frame, &self.domain)) {
                 if let Some(frame) = burst.data(i) {
-                    self.report(frame, &found, now_ns, counters);
+                    self.report(frame, &found, now_ns, why, counters);
                 }
             }
         }
@@ -250,11 +257,13 @@ impl Sink21Stage {
             sequence: found.sequence,
             source_node: found.source_hop.and_then(|hop| hop.node_id),
             source_ns: found.source_hop.and_then(|hop| hop.ingress_timestamp),
+            path: found.path,
         };
         // Probes (D) are reported every time: the report is their point.
-        if self.track(&seen, now_ns, counters) || found.is_mx || found.discard {
+        let always = (found.is_mx || found.discard).then_some(Counter::reports_latency);
+        if let Some(why) = self.track(&seen, now_ns, counters).or(always) {
             if let Some(frame) = burst.data(i) {
-                self.report(frame, &found, now_ns, counters);
+                self.report(frame, &found, now_ns, why, counters);
             }
         }
         let restored = matches!(burst.with_frame(i, |f| sink::strip(f, &found)), Some(Some(_)));
@@ -277,13 +286,15 @@ impl Sink21Stage {
         restored && !discard
     }
 
-    /// Updates the flow's loss and latency state; says whether to report.
+    /// Updates the flow's loss, latency and path state; says whether to
+    /// report, and why: the report's counter (a latency change, or a new
+    /// path: the path rule).
     #[inline(always)]
-    fn track(&mut self, seen: &Seen<'_>, now_ns: u64, counters: &mut Counters) -> bool {
+    fn track(&mut self, seen: &Seen<'_>, now_ns: u64, counters: &mut Counters) -> Option<Counter> {
         let admitted = self.flows.get_or_insert_flow(seen.flow, now_ns, |f| f.packets <= 1);
         let Some((flow, admission)) = admitted else {
             counters.inc(Counter::flow_table_full);
-            return false;
+            return None;
         };
         let idle_ms = match admission {
             Admission::Existing { idle_ms } => idle_ms,
@@ -297,6 +308,15 @@ impl Sink21Stage {
         if let Some(node) = seen.source_node {
             flow.source_node = node;
         }
+        // A path told before and told differently now: reported (the first
+        // path of a flow is the latency rule's first report).
+        let new_path = match seen.path {
+            Some(path) if self.path_rule => {
+                let old = std::mem::replace(&mut flow.port_or_path, path);
+                old != 0 && old != path
+            }
+            _ => false,
+        };
         match seen.sequence {
             Some(sequence) => {
                 let max_jump = plausible_jump(self.jump_per_coarse_ms, idle_ms);
@@ -304,7 +324,8 @@ impl Sink21Stage {
             }
             None => counters.inc(Counter::no_sequence),
         }
-        let Some(source_ns) = seen.source_ns else { return false };
+        let path_report = new_path.then_some(Counter::reports_path_change);
+        let Some(source_ns) = seen.source_ns else { return path_report };
         // 64-bit timestamps, a signed difference: no 32-bit split.
         let latency = match int_core::latency::one_way_latency64(now_ns, source_ns) {
             Ok(latency) => latency,
@@ -314,17 +335,26 @@ impl Sink21Stage {
                     Counter::clock_skew_max_ns,
                     u64::try_from(difference.unsigned_abs()).unwrap_or(u64::MAX),
                 );
-                return false;
+                return path_report;
             }
         };
         counters.lower(Counter::latency_min_ns, latency);
         counters.raise(Counter::latency_max_ns, latency);
-        flow.latency.observe(&self.latency, latency, now_ns).is_some()
+        let latency_report =
+            flow.latency.observe(&self.latency, latency, now_ns).map(|_| Counter::reports_latency);
+        path_report.or(latency_report)
     }
 
     /// This node's report on a packet: its ports and timestamps (and hop
     /// latency, zero at the sink), for a latency change or an INT-MX packet.
-    fn report(&mut self, frame: &[u8], found: &sink::Extracted, now_ns: u64, counters: &mut Counters) {
+    fn report(
+        &mut self,
+        frame: &[u8],
+        found: &sink::Extracted,
+        now_ns: u64,
+        why: Counter,
+        counters: &mut Counters,
+    ) {
         let Some(inner) = frame.get(found.ip.l3..found.report_end()) else { return };
         let metadata = HopMetadata {
             l1_ingress_port: Some(self.int_port),
@@ -337,7 +367,7 @@ impl Sink21Stage {
         let (rep_md_bits, kind) = if found.is_mx {
             (found.instructions.bits(), Counter::reports_mx)
         } else {
-            (LATENCY_MD_BITS, Counter::reports_latency)
+            (LATENCY_MD_BITS, why)
         };
         let drop = found.discard.then_some(DropInfo { queue_id: 0, reason: tr20::DROP_DISCARD_ASKED });
         let in_type = crate::pipeline::int21::report::in_type_of(found.ip.version);
