@@ -133,14 +133,16 @@ fn collector_writes_every_hop_to_a_real_influxdb() {
     let (status, text) = http(port, "POST", "/query", "q=CREATE+DATABASE+int").unwrap();
     assert_eq!(status, 200, "{text}");
     let url = format!("http://127.0.0.1:{port}");
+    // It ends once it has every report and has written them.
+    let datagrams = switch_reports();
+    let count = datagrams.len().to_string();
     let (mut child, listen) =
-        start_collector(&tools_bin(), &["--duration", "30", "--influx", &url, "--quiet"]);
+        start_collector(&tools_bin(), &["--count", &count, "--duration", "120", "--influx", &url, "--quiet"]);
     let output = read_output(&mut child);
     let sender = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-    for datagram in switch_reports() {
-        sender.send_to(&datagram, &listen).unwrap();
+    for datagram in &datagrams {
+        sender.send_to(datagram, &listen).unwrap();
     }
-    stop(&child);
     let summary = lines_of(child, output).last().unwrap()["summary"].clone();
     let hop_max = influx_query(port, "SELECT max(hop_latency) FROM int_hop WHERE node = '0.0.0.2'");
     let queue_max = influx_query(port, "SELECT max(queue_occupancy) FROM int_hop WHERE node = '0.0.0.2'");

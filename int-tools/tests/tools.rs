@@ -556,12 +556,15 @@ fn decode_reads_the_link_type() {
 fn collect_tells_every_hops_story() {
     let datagrams = switch_reports();
     let plot = workdir("hops-story").join("hops.png");
-    let (child, listen) = start_collector(&["--plot", plot.to_str().unwrap()]);
+    // It ends once it has every report (a SIGINT sent before it catches
+    // signals would be lost, or end it without a summary).
+    let count = datagrams.len().to_string();
+    let (child, listen) =
+        start_collector(&["--count", &count, "--duration", "120", "--plot", plot.to_str().unwrap()]);
     let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
     for datagram in &datagrams {
         sender.send_to(datagram, &listen).unwrap();
     }
-    interrupt(&child);
     let output = child.wait_with_output().unwrap();
     let lines: Vec<serde_json::Value> =
         String::from_utf8(output.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
@@ -674,7 +677,17 @@ fn text_collect(datagrams: &[Vec<u8>]) -> String {
     use std::process::Stdio;
     let count = datagrams.len().to_string();
     let mut child = Command::new(BIN)
-        .args(["collect", "--listen", "127.0.0.1:0", "--interval", "0", "--count", &count])
+        .args([
+            "collect",
+            "--listen",
+            "127.0.0.1:0",
+            "--interval",
+            "0",
+            "--count",
+            &count,
+            "--duration",
+            "120",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
