@@ -673,30 +673,8 @@ fn decode_reads_the_packet_inside_a_report() {
 
 /// `collect` in text until it has `datagrams`: what it prints.
 fn text_collect(datagrams: &[Vec<u8>]) -> String {
-    use std::io::{BufRead, BufReader};
-    use std::process::Stdio;
     let count = datagrams.len().to_string();
-    let mut child = Command::new(BIN)
-        .args([
-            "collect",
-            "--listen",
-            "127.0.0.1:0",
-            "--interval",
-            "0",
-            "--count",
-            &count,
-            "--duration",
-            "120",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
-    let listen =
-        line.split("listening on ").nth(1).and_then(|rest| rest.split(' ').next()).unwrap().to_string();
+    let (child, listen) = collector::start_collect(Path::new(BIN), &["--count", &count, "--duration", "120"]);
     let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
     for datagram in datagrams {
         sender.send_to(datagram, &listen).unwrap();

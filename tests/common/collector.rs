@@ -13,11 +13,17 @@ use int_core::report::{DropSummaryReport, DropSummaryRepr, ReportHeaderRepr};
 /// Starts `collect --json` on a free loopback port with `extra` arguments;
 /// returns it (listening) and its address.
 pub fn start_collector(tools: &Path, extra: &[&str]) -> (std::process::Child, String) {
+    start_collect(tools, &[&["--json"], extra].concat())
+}
+
+/// Starts `collect` on a free loopback port with `args` (text unless they
+/// say `--json`); returns it (listening) and its address.
+pub fn start_collect(tools: &Path, args: &[&str]) -> (std::process::Child, String) {
     // Port 0: the collector takes a free port itself and says which (a port
     // found free here could be taken by another test before it binds).
     let mut child = Command::new(tools)
-        .args(["collect", "--listen", "127.0.0.1:0", "--json", "--interval", "0"])
-        .args(extra)
+        .args(["collect", "--listen", "127.0.0.1:0", "--interval", "0"])
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -325,8 +325,8 @@ mod tests {
     use int_core::flow::FlowKey;
     use std::net::Ipv4Addr;
 
-    #[test]
-    fn points_are_line_protocol_with_rising_times() {
+    /// A writer whose lines the tests read (it never writes).
+    fn writer() -> Writer {
         let settings = Settings {
             server: "127.0.0.1:1".parse().unwrap(),
             host: "h".into(),
@@ -335,7 +335,12 @@ mod tests {
             flush: Duration::from_secs(1),
             buffer: 10,
         };
-        let mut writer = Writer { settings, counts: Arc::default(), last_ns: 0, last_error: String::new() };
+        Writer { settings, counts: Arc::default(), last_ns: 0, last_error: String::new() }
+    }
+
+    #[test]
+    fn points_are_line_protocol_with_rising_times() {
+        let mut writer = writer();
         let flow = FlowKey::v4(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), 17, 5, 6);
         let latency = Measure::Latency { ns: -12, flow_seq: Some(7), hops: Some(2) };
         let mut body = String::new();
@@ -360,15 +365,7 @@ mod tests {
     /// with both timestamps; a path change with its paths.
     #[test]
     fn hops_links_and_path_changes_are_points() {
-        let settings = Settings {
-            server: "127.0.0.1:1".parse().unwrap(),
-            host: "h".into(),
-            database: "d".into(),
-            batch: 10,
-            flush: Duration::from_secs(1),
-            buffer: 10,
-        };
-        let mut writer = Writer { settings, counts: Arc::default(), last_ns: 0, last_error: String::new() };
+        let mut writer = writer();
         let hop = |node: u32, t: u64| HopMetadata {
             node_id: Some(node),
             hop_latency: Some(100),
