@@ -8,6 +8,7 @@ use int_core::loss::{PendingLoss, SeqEvent, SequenceTracker};
 
 use super::top_flows::TopFlows;
 use crate::config::SinkSettings;
+use crate::dpdk::mbuf::{Burst, RxClock};
 use crate::flow_table::{Align64, FlowTable};
 use crate::stats::{Counter, Counters};
 
@@ -33,6 +34,16 @@ impl SinkFlow {
     pub(crate) fn evictable(&self) -> bool {
         self.packets <= 1
     }
+}
+
+/// Packet `i`'s arrival time ([`Burst::arrival_ns`]), and the sink's
+/// offset from the host clock (`burst_ns`) kept in `offset`: the sweep's
+/// timeouts run on the packets' clock.
+#[inline(always)]
+pub(crate) fn arrival(burst: &Burst, i: usize, rx: Option<RxClock>, burst_ns: u64, offset: &mut i64) -> u64 {
+    let now_ns = burst.arrival_ns(i, rx, burst_ns);
+    *offset = now_ns as i64 - burst_ns as i64;
+    now_ns
 }
 
 /// Packets a flow can send per coarse ms (2^20 ns) at `max_flow_pps`,

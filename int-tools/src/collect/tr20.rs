@@ -7,7 +7,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 
 use int_core::flow::FlowKey;
 use int_core::int21::{self, Body, HopMetadata};
-use int_core::report::tr20::{InType, IndividualReport, Report};
+use int_core::report::tr20::{GroupHeaderRepr, InType, IndividualReport, Report};
 use int_core::report::tr20_loss::LossReport;
 use int_core::{Layer, ParseError};
 use serde_json::json;
@@ -153,46 +153,63 @@ pub fn record(
             _ => None,
         });
         let path = seen.as_ref().and_then(path_of);
-        if output == Output::Json {
-            println!(
-                "{}",
-                json!({"from": from.to_string(), "seq": group.sequence, "type": "tr20",
-                       "missing_reports_before": missing, "sink_node": group.node_id,
-                       "rep_type": u8::from(individual.rep_type), "in_type": u8::from(individual.in_type),
-                       "d": individual.flags.dropped, "f": individual.flags.tracked_flow,
-                       "drop": individual.int.and_then(|int| int.drop).map(|d| json!({"queue_id": d.queue_id,
-                           "reason": d.reason, "reason_name": int_core::report::tr20::drop_reason_name(d.reason)})),
-                       "flow": flow.as_ref().map(flow_json),
-                       "hops": latency.as_ref().map(|l| l.hops),
-                       "path": path,
-                       "hop_metadata": latency.as_ref().map(|l| l.path.iter().map(hop_json).collect::<Vec<_>>()),
-                       "source_node": latency.as_ref().and_then(|l| l.source_node),
-                       "sequence": latency.as_ref().and_then(|l| l.sequence),
-                       "latency_ns": latency.as_ref().and_then(|l| l.latency_ns)})
-            );
-        } else if output == Output::Text {
-            println!("Seq: {} Type: Telemetry Report 2.0{}", group.sequence, missing_note(missing));
-            match &latency {
-                Some(l) => println!(
-                    "  Sink node: {}  Flow: {}  hops: {}  latency: {} ns",
-                    std::net::Ipv4Addr::from(group.node_id),
-                    l.flow,
-                    l.hops,
-                    l.latency_ns.map_or("-".to_string(), |ns| ns.to_string())
-                ),
-                None => println!(
-                    "  Sink node: {}  (no INT 2.1 packet inside{})",
-                    std::net::Ipv4Addr::from(group.node_id),
-                    flow.map_or(String::new(), |flow| format!("; its flow {flow}"))
-                ),
-            }
-            for (i, hop) in latency.iter().flat_map(|l| l.path.iter()).enumerate() {
-                println!("  hop {}: {}", i + 1, describe_hop(hop));
-            }
-            if let Some(d) = dropped {
-                let name = int_core::report::tr20::drop_reason_name(d.reason).unwrap_or("?");
-                println!("  Dropped here: reason {} ({name}), queue {}", d.reason, d.queue_id);
-            }
+        let read = Read { individual: &individual, latency: latency.as_ref(), flow, path };
+        print_report(&read, &report.group, from, missing, output);
+    }
+}
+
+/// What collect read of one individual report, for printing.
+struct Read<'a> {
+    individual: &'a IndividualReport<'a>,
+    latency: Option<&'a Latency21>,
+    /// The packet's flow: of its INT stack, or from its headers.
+    flow: Option<FlowKey>,
+    path: Option<Vec<u32>>,
+}
+
+/// One individual report, as a JSON line or text.
+fn print_report(read: &Read<'_>, group: &GroupHeaderRepr, from: SocketAddr, missing: u32, output: Output) {
+    let Read { individual, latency, flow, path } = read;
+    let dropped = individual.int.and_then(|int| int.drop);
+    if output == Output::Json {
+        println!(
+            "{}",
+            json!({"from": from.to_string(), "seq": group.sequence, "type": "tr20",
+                   "missing_reports_before": missing, "sink_node": group.node_id,
+                   "rep_type": u8::from(individual.rep_type), "in_type": u8::from(individual.in_type),
+                   "d": individual.flags.dropped, "f": individual.flags.tracked_flow,
+                   "drop": dropped.map(|d| json!({"queue_id": d.queue_id,
+                       "reason": d.reason, "reason_name": int_core::report::tr20::drop_reason_name(d.reason)})),
+                   "flow": flow.as_ref().map(flow_json),
+                   "hops": latency.map(|l| l.hops),
+                   "path": path,
+                   "hop_metadata": latency.map(|l| l.path.iter().map(hop_json).collect::<Vec<_>>()),
+                   "source_node": latency.and_then(|l| l.source_node),
+                   "sequence": latency.and_then(|l| l.sequence),
+                   "latency_ns": latency.and_then(|l| l.latency_ns)})
+        );
+    } else if output == Output::Text {
+        println!("Seq: {} Type: Telemetry Report 2.0{}", group.sequence, missing_note(missing));
+        match latency {
+            Some(l) => println!(
+                "  Sink node: {}  Flow: {}  hops: {}  latency: {} ns",
+                Ipv4Addr::from(group.node_id),
+                l.flow,
+                l.hops,
+                l.latency_ns.map_or("-".to_string(), |ns| ns.to_string())
+            ),
+            None => println!(
+                "  Sink node: {}  (no INT 2.1 packet inside{})",
+                Ipv4Addr::from(group.node_id),
+                flow.map_or(String::new(), |flow| format!("; its flow {flow}"))
+            ),
+        }
+        for (i, hop) in latency.iter().flat_map(|l| l.path.iter()).enumerate() {
+            println!("  hop {}: {}", i + 1, describe_hop(hop));
+        }
+        if let Some(d) = dropped {
+            let name = int_core::report::tr20::drop_reason_name(d.reason).unwrap_or("?");
+            println!("  Dropped here: reason {} ({name}), queue {}", d.reason, d.queue_id);
         }
     }
 }
@@ -249,13 +266,10 @@ fn describe_hop(hop: &HopMetadata) -> String {
 /// One loss report, as a JSON line or text.
 fn print_loss(loss: &LossReport, sink_node: u32, seq: u32, from: SocketAddr, missing: u32, output: Output) {
     if output == Output::Json {
-        let flow = &loss.flow;
         println!(
             "{}",
             json!({"from": from.to_string(), "seq": seq, "type": "tr20-loss", "missing_reports_before": missing,
-                   "sink_node": sink_node, "source_node": loss.source_node,
-                   "flow": {"src": flow.src.to_string(), "dst": flow.dst.to_string(), "protocol": flow.protocol,
-                            "src_port": flow.src_port, "dst_port": flow.dst_port},
+                   "sink_node": sink_node, "source_node": loss.source_node, "flow": flow_json(&loss.flow),
                    "first_lost_sequence": loss.first_sequence, "lost": loss.count, "declared_ns": loss.declared_ns})
         );
     } else if output == Output::Text {

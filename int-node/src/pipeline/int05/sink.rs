@@ -24,7 +24,7 @@ use crate::pipeline::export::{QueueError, ReportSender};
 use crate::pipeline::rate_limit::RateLimit;
 use crate::pipeline::setup::SinkSetup;
 use crate::pipeline::sink_flow::{
-    packets_per_coarse_ms, plausible_jump, record_sequence, LossPass, LossReports, SinkFlow,
+    arrival, packets_per_coarse_ms, plausible_jump, record_sequence, LossPass, LossReports, SinkFlow,
 };
 use crate::pipeline::top_flows::TopFlows;
 use crate::stats::{Counter, Counters};
@@ -293,9 +293,7 @@ impl SinkStage {
     /// clock is the driver's, the burst's host time otherwise.
     #[inline(always)]
     fn packet_time(&mut self, burst: &Burst, i: usize, burst_ns: u64) -> u64 {
-        let now_ns = burst.arrival_ns(i, self.rx_timestamps, burst_ns);
-        self.rx_clock_offset = now_ns as i64 - burst_ns as i64;
-        now_ns
+        arrival(burst, i, self.rx_timestamps, burst_ns, &mut self.rx_clock_offset)
     }
 
     /// A latency report for a packet the fast path tracked: the general

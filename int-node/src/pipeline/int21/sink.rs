@@ -35,7 +35,7 @@ use crate::pipeline::int21::report::{Reporter21, Subject};
 use crate::pipeline::rate_limit::RateLimit;
 use crate::pipeline::setup::SinkSetup;
 use crate::pipeline::sink_flow::{
-    packets_per_coarse_ms, plausible_jump, record_sequence, LossPass, SinkFlow,
+    arrival, packets_per_coarse_ms, plausible_jump, record_sequence, LossPass, SinkFlow,
 };
 use crate::pipeline::top_flows::TopFlows;
 use crate::stats::{Counter, Counters};
@@ -186,9 +186,7 @@ impl Sink21Stage {
     /// The time packet `i` arrived, on the clock the sweep's timeouts run on.
     #[inline(always)]
     fn arrival_ns(&mut self, burst: &Burst, i: usize, burst_ns: u64) -> u64 {
-        let now_ns = burst.arrival_ns(i, self.rx_timestamps, burst_ns);
-        self.rx_clock_offset = now_ns as i64 - burst_ns as i64;
-        now_ns
+        arrival(burst, i, self.rx_timestamps, burst_ns, &mut self.rx_clock_offset)
     }
 
     /// Packet `i`, INT-MD of the fast path's shape ([`fast_sink::extract_fast`]):
