@@ -11,7 +11,8 @@
 //! the original L4 header's first bytes), so the collector reads the whole
 //! stack; one-way latency is the report's ingress timestamp minus the
 //! bottom hop's (the source's) ingress timestamp. A report goes out when a
-//! flow's latency changes by the sink's rule, as for INT 0.5.
+//! flow's latency changes by the sink's rule, as for INT 0.5, and when its
+//! path (its hops' node ids) changes (`sink.path_changes`).
 //!
 //! Losses: where the domain's sources number packets (source-only
 //! metadata), the sink tracks each flow's numbers as an INT 0.5 sink tracks
@@ -74,7 +75,7 @@ pub struct Sink21Stage {
     rx_clock_offset: i64,
     /// The path rule: a flow whose path changes is reported.
     path_rule: bool,
-    /// [`crate::pipeline::int05::sink::packets_per_coarse_ms`] at `max_flow_pps`.
+    /// [`crate::pipeline::sink_flow::packets_per_coarse_ms`] at `max_flow_pps`.
     jump_per_coarse_ms: u64,
     /// The busiest and slowest flows, ranked as the sweep goes.
     pub top: TopFlows,
