@@ -111,7 +111,9 @@ fn int21_latency_is_64_bit() {
     let domain = dscp_domain21();
     let int = read_pcap(&dir.join("int.pcap"));
     let source_ns = |frame: &[u8]| {
-        let found = int_core::int21::sink::extract(frame, &domain).unwrap().unwrap();
+        let found = int_core::int21::sink::extract(frame, &domain, &int_core::hop_rule::HopRule::default())
+            .unwrap()
+            .unwrap();
         found.source_hop.and_then(|hop| hop.ingress_timestamp).unwrap()
     };
     // Flow 0: 3 s late; flow 1: 1.7e18 ns late; flow 2: 1 ms early.

@@ -243,7 +243,11 @@ fn probes_and_lying_blocks_are_dropped_and_reported() {
     run_node(&dir, &node_config("source", "in.pcap", "int.pcap", probes, None));
     let mut instrumented = read_pcap(&dir.join("int.pcap"));
     let lying = 5;
-    let block_at = int21::sink::extract(&instrumented[lying], &dscp_domain21()).unwrap().unwrap().block_at;
+    let block_at =
+        int21::sink::extract(&instrumented[lying], &dscp_domain21(), &int_core::hop_rule::HopRule::default())
+            .unwrap()
+            .unwrap()
+            .block_at;
     instrumented[lying][block_at + 1] = 2; // shorter than the MD header
     write_pcap(&dir.join("int.pcap"), &instrumented);
     let collector = Collector::new();

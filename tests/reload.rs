@@ -104,6 +104,18 @@ fn hostile_files_are_refused(node: &Child, path: &std::path::Path, log: &std::pa
     std::fs::remove_file(path).unwrap();
 }
 
+/// The node on `dir/node.yaml` for at most a minute, its log in `log`.
+fn start(dir: &std::path::Path, log: &std::path::Path, args: &[&str]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_int-node"))
+        .args(["run", "--config", "node.yaml", "--duration", "60"])
+        .args(args)
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .unwrap()
+}
+
 #[test]
 fn sighup_reloads_the_watchlist_without_losing_a_packet() {
     let dir = workdir("reload");
@@ -112,13 +124,7 @@ fn sighup_reloads_the_watchlist_without_losing_a_packet() {
     let path = dir.join("node.yaml");
     std::fs::write(&path, config(port, &[1], "mbufs: 4095")).unwrap();
     let log = dir.join("node.log");
-    let mut node = Command::new(env!("CARGO_BIN_EXE_int-node"))
-        .args(["run", "--config", "node.yaml", "--duration", "60", "--stats-json", "stats.json"])
-        .current_dir(&dir)
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
+    let mut node = start(&dir, &log, &["--stats-json", "stats.json"]);
     let started = Instant::now();
     while TcpStream::connect(("127.0.0.1", port)).is_err() || counter(port, "rx_packets") == 0 {
         assert!(started.elapsed() < Duration::from_secs(60), "{}", std::fs::read_to_string(&log).unwrap());
@@ -174,4 +180,68 @@ fn sighup_reloads_the_watchlist_without_losing_a_packet() {
     // Flow state kept: flow 1's entry lived on, flows 2 and 3 joined it.
     assert_eq!(get("flows_created"), 3, "{src}");
     assert_eq!(get("flows_expired") + get("flows_evicted"), 0, "{src}");
+}
+
+/// A sink replaying three-hop stacks forever ([`common::hops`]), its hop
+/// rule `rules`, reporting to `collector`.
+fn hop_sink_config(port: u16, rules: &str, collector: &str) -> String {
+    replay_source_config(
+        "--no-telemetry, --file-prefix, int-node-reload-hops",
+        &format!("stats: {{metrics: '127.0.0.1:{port}'}}\nexport: {{collector: '{collector}'}}"),
+    )
+    .replace("role: source,", &format!("role: sink, int: {{version: 2.1}}, sink: {rules},"))
+}
+
+/// Waits until the sink has received `packets` more than `from`.
+fn wait_for_packets(port: u16, from: u64, packets: u64) -> u64 {
+    let started = Instant::now();
+    loop {
+        let rx = counter(port, "rx_packets");
+        if rx >= from + packets {
+            return rx;
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "the node replays: {rx} packets");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// SIGHUP gives a running INT 2.1 sink latency classes for its hops: no
+/// hop change is reported before (the stacks' one path never changes),
+/// and each replay's step of the middle hop is reported after, while the
+/// three flows live on (none created again).
+#[test]
+fn sighup_changes_the_hop_rules_and_keeps_the_flows() {
+    let dir = workdir("reload-hops");
+    common::hops::three_hop_stacks(&dir);
+    std::fs::copy(dir.join("hops.pcap"), dir.join("in.pcap")).unwrap();
+    let collector = Collector::new();
+    let port = free_port();
+    let path = dir.join("node.yaml");
+    std::fs::write(&path, hop_sink_config(port, "{}", &collector.addr())).unwrap();
+    let log = dir.join("node.log");
+    let mut node = start(&dir, &log, &[]);
+    let started = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(started.elapsed() < Duration::from_secs(60), "{}", std::fs::read_to_string(&log).unwrap());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let replay = common::hops::PACKETS as u64;
+    let rx = wait_for_packets(port, 0, 3 * replay);
+    assert_eq!(counter(port, "reports_hop_change"), 0);
+    assert_eq!(counter(port, "flows_created"), 3);
+
+    std::fs::write(&path, hop_sink_config(port, "{hops: {latency_ns: [10000]}}", &collector.addr())).unwrap();
+    reload(&node, &log, "posted to 1 pipeline");
+    while counter(port, "settings_updates") == 0 {
+        assert!(started.elapsed() < Duration::from_secs(60), "the worker never took the settings");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Two whole replays after the one under way: each flow's middle hop
+    // slows and speeds up again at least once.
+    wait_for_packets(port, rx.max(counter(port, "rx_packets")), 3 * replay);
+    let changes = counter(port, "reports_hop_change");
+    assert!(changes >= 2 * common::hops::FLOWS as u64, "{changes} hop changes");
+    assert_eq!(counter(port, "flows_created"), 3, "the flows were kept");
+    Command::new("kill").args(["-INT", &node.id().to_string()]).status().unwrap();
+    assert!(node.wait().unwrap().success(), "{}", std::fs::read_to_string(&log).unwrap());
 }

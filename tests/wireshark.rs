@@ -423,7 +423,11 @@ fn tshark_decodes_int21_loss_and_drop_reports() {
     let mut frames = read_pcap(&dir.join("int.pcap"));
     frames.remove(9);
     let domain = dscp_domain21();
-    let block_at = int_core::int21::sink::extract(&frames[20], &domain).unwrap().unwrap().block_at;
+    let block_at =
+        int_core::int21::sink::extract(&frames[20], &domain, &int_core::hop_rule::HopRule::default())
+            .unwrap()
+            .unwrap()
+            .block_at;
     frames[20][block_at + 1] = 2;
     write_pcap(&dir.join("int.pcap"), &frames);
     write_pcap(&dir.join("empty.pcap"), &[]);

@@ -108,20 +108,25 @@ impl ReportReason {
     }
 }
 
-/// Per-flow state: 12 bytes, 4-byte aligned (it lives in the sink's
-/// 64-byte flow slot). Latencies are kept in 48 bits (78 hours, past any
-/// latency a sink believes, [`MAX_ONE_WAY_NS`]): INT 2.1's timestamps tell
-/// seconds apart, and a rule must not see 4.3 s as 0.
+/// Per-flow state: 11 bytes, byte-aligned (it lives in the sink's 64-byte
+/// flow slot, whose last byte it leaves to the path rule). Latencies are
+/// kept in 48 bits (78 hours, past any latency a sink believes,
+/// [`MAX_ONE_WAY_NS`]): INT 2.1's timestamps tell seconds apart, and a
+/// rule must not see 4.3 s as 0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct LatencyState {
-    /// [`crate::ticks`] of the last report: a refresh period may be up to
-    /// [`crate::ticks::MAX_INTERVAL_NS`].
-    last_report: u32,
-    /// The latency last reported, 48 bits in three halfwords (high first).
-    last_reported: [u16; 3],
-    previous_bucket: u8,
-    reported: bool,
+    /// [`crate::ticks`] of the last report (native order): a refresh
+    /// period may be up to [`crate::ticks::MAX_INTERVAL_NS`].
+    last_report: [u8; 4],
+    /// The latency last reported, 48 bits, high byte first.
+    last_reported: [u8; 6],
+    /// [`REPORTED`], and the previous packet's bucket (at most
+    /// [`MAX_BUCKETS`], in the low bits).
+    bucket: u8,
 }
+
+/// [`LatencyState::bucket`]'s bit for "reported once".
+const REPORTED: u8 = 0x80;
 
 /// The largest latency [`LatencyState`] keeps; larger ones are kept as it.
 pub const MAX_KEPT_NS: u64 = (1 << 48) - 1;
@@ -129,12 +134,11 @@ pub const MAX_KEPT_NS: u64 = (1 << 48) - 1;
 impl LatencyState {
     /// The latency last reported; `None` before the first report.
     pub fn last_reported(&self) -> Option<u64> {
-        self.reported.then(|| self.reported_ns())
+        (self.bucket & REPORTED != 0).then(|| self.reported_ns())
     }
 
     fn reported_ns(&self) -> u64 {
-        let [high, middle, low] = self.last_reported.map(u64::from);
-        (high << 32) | (middle << 16) | low
+        self.last_reported.iter().fold(0, |ns, byte| (ns << 8) | u64::from(*byte))
     }
 
     /// Records one packet's latency; says whether (and why) to report it.
@@ -142,12 +146,12 @@ impl LatencyState {
     pub fn observe(&mut self, config: &LatencyConfig, latency_ns: u64, now_ns: u64) -> Option<ReportReason> {
         let latency_ns = latency_ns.min(MAX_KEPT_NS);
         let bucket = config.rule.bucket(latency_ns);
-        let reason = if !self.reported {
+        let reason = if self.bucket & REPORTED == 0 {
             Some(ReportReason::FirstPacket)
         } else {
             let changed = match config.rule {
                 ChangeRule::Buckets { .. } => {
-                    (bucket != self.previous_bucket).then_some(ReportReason::BucketChange)
+                    (bucket != (self.bucket & !REPORTED)).then_some(ReportReason::BucketChange)
                 }
                 ChangeRule::Absolute { ns } => (latency_ns.abs_diff(self.reported_ns()) > u64::from(ns))
                     .then_some(ReportReason::ThresholdChange),
@@ -159,15 +163,16 @@ impl LatencyState {
             };
             changed.or_else(|| {
                 (config.refresh_ns != 0
-                    && crate::ticks::elapsed_ns(now_ns, self.last_report) >= config.refresh_ns)
+                    && crate::ticks::elapsed_ns(now_ns, u32::from_ne_bytes(self.last_report))
+                        >= config.refresh_ns)
                     .then_some(ReportReason::Refresh)
             })
         };
-        self.previous_bucket = bucket;
+        self.bucket = (self.bucket & REPORTED) | bucket;
         if reason.is_some() {
-            self.reported = true;
-            self.last_reported = [(latency_ns >> 32) as u16, (latency_ns >> 16) as u16, latency_ns as u16];
-            self.last_report = crate::ticks::tick(now_ns);
+            self.bucket |= REPORTED;
+            self.last_reported.copy_from_slice(&latency_ns.to_be_bytes()[2..]);
+            self.last_report = crate::ticks::tick(now_ns).to_ne_bytes();
         }
         reason
     }
@@ -216,8 +221,8 @@ mod tests {
 
     #[test]
     fn state_is_compact() {
-        assert_eq!(core::mem::size_of::<LatencyState>(), 12);
-        assert_eq!(core::mem::align_of::<LatencyState>(), 4);
+        assert_eq!(core::mem::size_of::<LatencyState>(), 11);
+        assert_eq!(core::mem::align_of::<LatencyState>(), 1);
     }
 
     #[test]

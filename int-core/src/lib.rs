@@ -16,7 +16,8 @@
 //! - [`locate`]: the header walk every transform starts with; [`fast`]: the
 //!   fast path's frame; `carrier` (crate-private): the header whose length
 //!   and checksum cover the INT bytes; [`encap`]: where a domain puts INT.
-//! - [`flow`], [`loss`], [`latency`], [`ticks`]: a sink's per-flow logic;
+//! - [`flow`], [`loss`], [`latency`], [`hop_rule`], [`ticks`]: a sink's
+//!   per-flow logic;
 //!   [`skip`]: why a source leaves a packet alone.
 //! - [`reference`](mod@reference): the benchmark's yardstick stages; [`craft`],
 //!   [`generate`]: frames for tools, tests and the generator.
@@ -37,6 +38,7 @@ pub mod fast;
 pub mod flow;
 pub mod frame;
 pub mod generate;
+pub mod hop_rule;
 pub mod int05;
 pub mod int21;
 pub mod latency;

@@ -12,6 +12,7 @@ use std::net::Ipv4Addr;
 
 use common::{fast_path_ipv6_specs, int21_domain, int21_source, neighbours, same_flow, Buffer};
 use int_core::craft::{L4Spec, PacketSpec};
+use int_core::hop_rule::{Bounds, HopRule};
 use int_core::int21::fast_sink::{self, FastArrival};
 use int_core::int21::source::{self, SourceConfig};
 use int_core::int21::{sink, transit, Domain, HeaderType, HopMetadata, Instructions, Marking, Next};
@@ -87,7 +88,10 @@ fn int_frames() -> Vec<Vec<u8>> {
 fn fast_sink21_finds_and_restores_what_the_general_sink_does() {
     let (mut taken, mut not_int, mut bases) = ([0, 0], 0, 0);
     for base in int_frames() {
-        bases += u32::from(matches!(fast_sink::extract_fast(&base, &int21_domain()), FastArrival::Int(_)));
+        bases += u32::from(matches!(
+            fast_sink::extract_fast(&base, &int21_domain(), &rule()),
+            FastArrival::Int(_)
+        ));
         for frame in neighbours(&base) {
             match agrees(&frame) {
                 Taken::Int(ipv6) => taken[usize::from(ipv6)] += 1,
@@ -104,6 +108,16 @@ fn fast_sink21_finds_and_restores_what_the_general_sink_does() {
     assert!(not_int > 80, "{not_int} frames the fast path found unmarked");
 }
 
+/// A hop rule that reads every figure it can: the two paths must agree
+/// on the digest too.
+fn rule() -> HopRule {
+    HopRule {
+        latency: Bounds::new(&[100, 10_000]).unwrap(),
+        queue: Bounds::new(&[16, 1024]).unwrap(),
+        queue_alert: Some(512),
+    }
+}
+
 enum Taken {
     /// Whether IPv6.
     Int(bool),
@@ -113,8 +127,8 @@ enum Taken {
 
 /// One frame: the fast sink's answer is the general sink's.
 fn agrees(frame: &[u8]) -> Taken {
-    let general = sink::extract(frame, &int21_domain());
-    match fast_sink::extract_fast(frame, &int21_domain()) {
+    let general = sink::extract(frame, &int21_domain(), &rule());
+    match fast_sink::extract_fast(frame, &int21_domain(), &rule()) {
         FastArrival::Other => Taken::No,
         FastArrival::NotInt => {
             assert_eq!(general, Ok(None), "{frame:02x?}");
@@ -124,6 +138,7 @@ fn agrees(frame: &[u8]) -> Taken {
             let Ok(Some(found)) = general else { panic!("general: {general:?} for {frame:02x?}") };
             same_flow(&fast.frame, frame, &found.flow);
             assert_eq!((fast.sequence, fast.discard), (found.sequence, found.discard));
+            assert_eq!(fast.hops, found.hops, "{frame:02x?}");
             let source = found.source_hop;
             assert_eq!(fast.source_node, source.and_then(|hop| hop.node_id), "{frame:02x?}");
             assert_eq!(fast.source_ns, source.and_then(|hop| hop.ingress_timestamp), "{frame:02x?}");
@@ -150,7 +165,7 @@ fn fast_sink21_restores_the_original() {
         let plan = source::plan(&original, &config).unwrap();
         let mut buffer = Buffer::new(&original);
         buffer.with(|f| source::insert(f, &plan, &config, &hop(1, 0x0102_0304_0506), 77)).unwrap();
-        let FastArrival::Int(fast) = fast_sink::extract_fast(buffer.frame(), &int21_domain()) else {
+        let FastArrival::Int(fast) = fast_sink::extract_fast(buffer.frame(), &int21_domain(), &rule()) else {
             panic!("not taken: {original:02x?}")
         };
         assert_eq!(

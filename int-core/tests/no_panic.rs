@@ -88,7 +88,8 @@ fn everything_int21(bytes: &[u8]) {
     for marking in [int21::Marking::Dscp(dscp), int21::Marking::UdpPort(33122)] {
         let source_only = int21::SourceOnly::sequence(0x4944);
         let domain = int21::Domain { marking, tcp_placement: TcpPlacement::BeforeOptions, source_only };
-        if let Ok(Some(found)) = int21::sink::extract(bytes, &domain) {
+        if let Ok(Some(found)) = int21::sink::extract(bytes, &domain, &int_core::hop_rule::HopRule::default())
+        {
             let mut buffer = Buffer::new(bytes);
             assert!(buffer.with(|f| int21::sink::strip(f, &found)).is_some());
         }

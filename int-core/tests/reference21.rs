@@ -125,7 +125,9 @@ fn reference_sink21_restores_what_the_sink_restores_and_follows_numbers() {
     let originals = common_frames();
     for (i, original) in originals.iter().enumerate() {
         let instrumented = real_source(original, &config, times, &mut numbers);
-        let found = sink::extract(&instrumented, &int21_domain()).unwrap().unwrap();
+        let found = sink::extract(&instrumented, &int21_domain(), &int_core::hop_rule::HopRule::default())
+            .unwrap()
+            .unwrap();
         let mut general = Buffer::new(&instrumented);
         general.with(|f| sink::strip(f, &found)).unwrap();
         let mut mine = Buffer::new(&instrumented);

@@ -119,7 +119,7 @@ proptest! {
             prop_assert_eq!(usize::from(md.header.remaining_hop_cnt), usize::from(config.max_hops) - hops);
             prop_assert_eq!(md.header.max_hop_exceeded, transits > 0 && hops == usize::from(config.max_hops) && transits > hops - pushes_at_source);
         }
-        let found = sink::extract(&packet, &config.domain).unwrap().unwrap();
+        let found = sink::extract(&packet, &config.domain, &int_core::hop_rule::HopRule::default()).unwrap().unwrap();
         prop_assert_eq!(found.hop_count, hops);
         prop_assert_eq!(found.is_mx, config.header_type == HeaderType::Mx);
         let numbered = config.ds_instructions == SEQUENCE && config.header_type == HeaderType::Md && !plan.mtu_exceeded;
@@ -160,7 +160,7 @@ proptest! {
         let mut buffer = Buffer::new(&original);
         buffer.with(|f| source::insert(f, &plan, &tight, &hop(1), 7)).unwrap();
         let packet = buffer.frame().to_vec();
-        let found = sink::extract(&packet, &config.domain).unwrap().unwrap();
+        let found = sink::extract(&packet, &config.domain, &int_core::hop_rule::HopRule::default()).unwrap().unwrap();
         prop_assert_eq!(found.hop_count, 0);
         let int_core::int21::Block::Md(md) = int_core::int21::find(&packet, &config.domain).unwrap().unwrap().block else { panic!() };
         prop_assert!(md.header.mtu_exceeded);
@@ -171,7 +171,7 @@ proptest! {
         prop_assert_eq!(at_transit.frame().len(), packet.len());
         prop_assert_eq!(verify_checksums_as(at_transit.frame(), zero_udp(&spec)), Ok(()));
         let mut restored = Buffer::new(at_transit.frame());
-        let found = sink::extract(at_transit.frame(), &config.domain).unwrap().unwrap();
+        let found = sink::extract(at_transit.frame(), &config.domain, &int_core::hop_rule::HopRule::default()).unwrap().unwrap();
         restored.with(|f| sink::strip(f, &found)).unwrap();
         prop_assert_eq!(restored.frame(), &original[..]);
     }
@@ -216,7 +216,8 @@ fn the_longest_source_block_fits() {
     let added = buffer.with(|f| source::insert(f, &plan, &config, &hop(1), 77)).unwrap();
     assert_eq!(added, 4 + 12 + 31 * 4 + 4);
     let packet = buffer.frame().to_vec();
-    let found = sink::extract(&packet, &config.domain).unwrap().unwrap();
+    let found =
+        sink::extract(&packet, &config.domain, &int_core::hop_rule::HopRule::default()).unwrap().unwrap();
     assert_eq!((found.hop_count, found.sequence), (1, Some(77)));
     assert_eq!(found.source_hop.and_then(|hop| hop.node_id), Some(1));
     let mut buffer = Buffer::new(&packet);

@@ -288,9 +288,15 @@ fn source_transit_sink_in_tunnels_is_identity() {
             packet = buffer.frame().to_vec();
             assert_eq!(verify_checksums_as(&packet, zero), Ok(()));
         }
-        let found = sink::extract(&packet, &domain).unwrap().expect("INT in the tunnel");
+        let found = sink::extract(&packet, &domain, &int_core::hop_rule::HopRule::default())
+            .unwrap()
+            .expect("INT in the tunnel");
         // The sink's fast path leaves INT in tunnels to the general one.
-        let fast = int_core::int21::fast_sink::extract_fast(&packet, &domain);
+        let fast = int_core::int21::fast_sink::extract_fast(
+            &packet,
+            &domain,
+            &int_core::hop_rule::HopRule::default(),
+        );
         assert_eq!(fast, int_core::int21::fast_sink::FastArrival::Other, "{kind:?}");
         assert_eq!(found.sequence, Some(sequence));
         assert_eq!(found.source_hop.unwrap().node_id, Some(1));
@@ -324,7 +330,9 @@ fn a_tunnel_source_keeps_to_the_mtu() {
         assert_eq!(added, expected, "MTU {mtu}");
         if let Ok(added) = added {
             assert_eq!(verify_checksums(buffer.frame()), Ok(()));
-            let found = sink::extract(buffer.frame(), &domain).unwrap().unwrap();
+            let found = sink::extract(buffer.frame(), &domain, &int_core::hop_rule::HopRule::default())
+                .unwrap()
+                .unwrap();
             let int_core::int21::Body::Md(md) =
                 in_tunnel::find(buffer.frame(), domain.source_only).unwrap().unwrap().body
             else {

@@ -418,6 +418,14 @@ impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
         }
     }
 
+    /// Changes every live flow's value in place (a reload that makes the
+    /// flows' kept state mean something else): a walk over the whole table.
+    pub fn for_each_mut(&mut self, mut change: impl FnMut(&mut V)) {
+        for slot in self.slots.iter_mut().filter(|slot| slot.tag != 0) {
+            change(&mut slot.value);
+        }
+    }
+
     /// Passes the sweep has completed over the whole table.
     pub fn passes(&self) -> u64 {
         self.passes

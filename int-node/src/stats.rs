@@ -99,8 +99,16 @@ counters! {
     clock_skew,
     clock_skew_max_ns,
     reports_latency,
-    // INT 2.1: a flow's path changed (the path rule)
+    // INT 2.1: a flow's path changed (the path rule), a hop's latency or
+    // queue class changed (the hop rule), a hop's queue is over the alert
+    // threshold (within the queue quota; over it: reports_queue_quota)
     reports_path_change,
+    reports_hop_change,
+    reports_queue,
+    reports_queue_quota,
+    // INT 2.1: stacks whose path is not compared (no hop, a hop without a
+    // node id, a node twice, more than 16 hops)
+    path_untold,
     // INT 2.1: INT-MX reports this node sent
     reports_mx,
     reports_drop_summary,

@@ -4,6 +4,7 @@
 
 pub mod collector;
 mod files;
+pub mod hops;
 pub use files::*;
 
 use std::net::Ipv4Addr;
@@ -336,7 +337,10 @@ pub fn retime_after_source21(path: &Path, domain: &int_core::int21::Domain, late
     let frames: Vec<(u64, Vec<u8>)> = read_pcap(path)
         .into_iter()
         .map(|frame| {
-            let found = int_core::int21::sink::extract(&frame, domain).unwrap().unwrap();
+            let found =
+                int_core::int21::sink::extract(&frame, domain, &int_core::hop_rule::HopRule::default())
+                    .unwrap()
+                    .unwrap();
             let source_ns = found.source_hop.and_then(|hop| hop.ingress_timestamp);
             last_ns = source_ns.map_or(last_ns, |ns| ns + latency_ns);
             (last_ns, frame)

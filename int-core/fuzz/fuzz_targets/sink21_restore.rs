@@ -35,7 +35,7 @@ fn domain(selector: u8) -> Domain {
 fuzz_target!(|data: &[u8]| {
     let Some((&selector, frame)) = data.split_first() else { return };
     let domain = domain(selector);
-    let Ok(Arrival::Int(found)) = sink::classify(frame, &domain) else { return };
+    let Ok(Arrival::Int(found)) = sink::classify(frame, &domain, &int_core::hop_rule::HopRule::default()) else { return };
     let Ok(Some(ip)) = locate::ip(frame) else { panic!("classify accepted a frame with no IP header") };
     let (ip_in, addresses) = ip_verdict(frame, &ip);
     let l4_in = match found.next {

@@ -9,6 +9,7 @@ use crate::bytes::be32;
 use crate::checksum;
 use crate::fast::FastFrame;
 use crate::frame::FrameBuf;
+use crate::hop_rule::{HopDigest, HopRule, Untold};
 
 use super::hop::INVALID;
 use super::md_header::MdHeaderRepr;
@@ -20,7 +21,7 @@ pub type FastArrival = crate::fast::FastArrival<FastInt>;
 
 /// An INT-MD fast-path packet: what the sink needs of it to
 /// track its flow and to restore it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FastInt {
     pub frame: FastFrame,
     /// D: the sink discards the packet once reported.
@@ -32,8 +33,8 @@ pub struct FastInt {
     /// pushed), as [`super::HopMetadata`] reads them.
     pub source_node: Option<u32>,
     pub source_ns: Option<u64>,
-    /// [`super::MdStack::path_digest`].
-    pub path: Option<u16>,
+    /// [`super::MdStack::hop_digest`].
+    pub hops: Result<HopDigest, Untold>,
     /// The DSCP the shim kept.
     dscp: u8,
     block_len: u16,
@@ -49,7 +50,7 @@ impl FastInt {
 /// [`super::sink::extract`]'s fast path, for fast-path frames whose block
 /// is INT-MD with NPT 0.
 #[inline(always)]
-pub fn extract_fast(frame: &[u8], domain: &Domain) -> FastArrival {
+pub fn extract_fast(frame: &[u8], domain: &Domain, rule: &HopRule) -> FastArrival {
     let Marking::Dscp(dscp) = domain.marking else { return FastArrival::Other };
     let Some(parts) = FastFrame::read(frame, 0) else { return FastArrival::Other };
     if !dscp.encapsulation().tos_is_marked(parts.tos) {
@@ -59,7 +60,7 @@ pub fn extract_fast(frame: &[u8], domain: &Domain) -> FastArrival {
     // Without TCP options, both TCP placements put INT after 20 bytes.
     let block_at = parts.payload_at();
     let Some(block) = frame.get(block_at..parts.end()) else { return FastArrival::Other };
-    match read_md(block, domain, parts) {
+    match read_md(block, domain, rule, parts) {
         Some(found) => FastArrival::Int(found),
         None => FastArrival::Other,
     }
@@ -76,7 +77,7 @@ fn is_tunnel(frame: &FastFrame) -> bool {
 /// The INT-MD block (shim type 1, NPT 0) at the start of `block`, which
 /// runs to the end of the IP packet; `None` for anything else.
 #[inline(always)]
-fn read_md(block: &[u8], domain: &Domain, frame: FastFrame) -> Option<FastInt> {
+fn read_md(block: &[u8], domain: &Domain, rule: &HopRule, frame: FastFrame) -> Option<FastInt> {
     let head: &[u8; FIXED_LEN] = block.first_chunk()?;
     // Type 1 and NPT 0; the two reserved bits are not looked at.
     if head[0] & 0xfc != 0x10 {
@@ -95,7 +96,7 @@ fn read_md(block: &[u8], domain: &Domain, frame: FastFrame) -> Option<FastInt> {
         sequence: domain.source_only.sequence_of(&md),
         source_node,
         source_ns,
-        path: md.path_digest(),
+        hops: md.hop_digest(rule),
         dscp: head[3] >> 2,
         block_len: len as u16,
     })

@@ -36,7 +36,9 @@ pub use mx_header::MxHeaderRepr;
 pub use shim::{HeaderType, Next, ShimRepr};
 pub use source_only::SourceOnly;
 
+use crate::bytes::be32;
 use crate::error::{EmitError, Layer, ParseError};
+use crate::hop_rule::{HopDigest, HopFigures, HopRule, Untold};
 
 /// The shim and the MD or MX header: 16 bytes.
 pub const FIXED_LEN: usize = shim::HEADER_LEN + md_header::HEADER_LEN;
@@ -187,26 +189,27 @@ impl<'a> MdStack<'a> {
         self.stack.get(start..).unwrap_or_default()
     }
 
-    /// A 16-bit digest of the path: every hop's node id, in order (FNV-1a
-    /// folded; never 0, which a sink keeps for "no path yet"). `None` where
-    /// a hop does not name its node (no node id instruction, or all ones):
-    /// a path not told is never compared. Two paths share a digest once in
-    /// 65,536: a change is missed that rarely.
-    pub fn path_digest(&self) -> Option<u16> {
-        let at = self.header.instructions.word_offset(Instructions::NODE_ID)? * 4;
+    /// The hops as the sink's hop rule reads them (node id, hop latency,
+    /// queue occupancy), newest first: `None` for a hop that names no node.
+    pub fn hop_digest(&self, rule: &HopRule) -> Result<HopDigest, Untold> {
+        let instructions = self.header.instructions;
+        let node_at = instructions.word_offset(Instructions::NODE_ID).ok_or(Untold::Unnamed)? * 4;
+        let latency_at = instructions.word_offset(Instructions::HOP_LATENCY).map(|w| w * 4);
+        let queue_at = instructions.word_offset(Instructions::QUEUE_OCCUPANCY).map(|w| w * 4);
         let hop_len = usize::from(self.header.hop_ml) * 4;
-        let mut hash: u32 = 0x811c_9dc5;
-        for hop in 0..self.hop_count() {
-            let word = self.stack.get(hop * hop_len + at..hop * hop_len + at + 4)?;
-            if word == [0xff; 4] {
-                return None;
-            }
-            for byte in word {
-                hash = (hash ^ u32::from(*byte)).wrapping_mul(0x0100_0193);
-            }
-        }
-        let folded = ((hash >> 16) ^ (hash & 0xffff)) as u16;
-        Some(folded.max(1))
+        let stack = self.stack;
+        let word = move |at: usize| stack.get(at..at + 4).map(|w| be32(w, 0));
+        let told = |value: Option<u32>| value.filter(|&v| v != hop::INVALID);
+        let hops = (0..self.hop_count()).map(|i| {
+            let at = i * hop_len;
+            Some(HopFigures {
+                node: word(at + node_at)?,
+                latency: told(latency_at.and_then(|offset| word(at + offset))),
+                // The low 24 bits; the queue id is the hop's own business.
+                queue: told(queue_at.and_then(|offset| word(at + offset))).map(|w| w & 0x00ff_ffff),
+            })
+        });
+        rule.digest(hops)
     }
 
     /// The oldest hop's metadata (the source's, when it pushed): the last
@@ -332,6 +335,7 @@ pub fn emit_md_block(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hop_rule::{Bounds, HopChange};
 
     /// INT 2.1 section 6.1, from the shim to the end of the stack, as the
     /// sink receives it (node ids 2 and 1, queue ids 0, occupancies 0x20
@@ -343,26 +347,36 @@ mod tests {
         0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x10, // hop 1
     ];
 
-    /// The path digest: the same for the same node ids in order, another
-    /// for another node or order, never 0; none where a hop names no node.
+    /// The spec's stack as the hop rule reads it: the same digest for the
+    /// same node ids and classes, a path change for another node or order,
+    /// a hop's change for another queue class, untold where a hop names no
+    /// node.
     #[test]
-    fn a_path_digest_tells_paths_apart() {
+    fn the_hop_digest_reads_node_ids_and_queues() {
+        let rule = HopRule { queue: Bounds::new(&[0x18]).unwrap(), ..HopRule::default() };
         let digest = |block: &[u8]| match Block::parse(block, SourceOnly::NONE).unwrap().body() {
-            Body::Md(md) => md.path_digest(),
-            Body::Mx { .. } => None,
+            Body::Md(md) => md.hop_digest(&rule),
+            Body::Mx { .. } => Err(Untold::NoHops),
         };
         let spec = digest(&SPEC_MD_BLOCK).unwrap();
-        assert_ne!(spec, 0);
-        assert_eq!(digest(&SPEC_MD_BLOCK), Some(spec));
+        assert_eq!(digest(&SPEC_MD_BLOCK), Ok(spec));
+        let change = |block: &[u8]| digest(block).unwrap().change_from(spec.hops, spec.path);
         let mut other = SPEC_MD_BLOCK;
         other[19] = 3;
-        assert_ne!(digest(&other), Some(spec), "another middle node");
+        assert_eq!(change(&other), Some(HopChange::Path), "another middle node");
         let mut swapped = SPEC_MD_BLOCK;
         (swapped[19], swapped[27]) = (1, 2);
-        assert_ne!(digest(&swapped), Some(spec), "the same nodes in another order");
+        assert_eq!(change(&swapped), Some(HopChange::Path), "the same nodes in another order");
+        let mut calmer = SPEC_MD_BLOCK;
+        calmer[23] = 0x17;
+        assert_eq!(change(&calmer), Some(HopChange::Hop), "hop 2's queue under the bound");
+        // The queue id is not the occupancy.
+        let mut queue_id = SPEC_MD_BLOCK;
+        queue_id[20] = 7;
+        assert_eq!(change(&queue_id), None);
         let mut unnamed = SPEC_MD_BLOCK;
         unnamed[16..20].copy_from_slice(&[0xff; 4]);
-        assert_eq!(digest(&unnamed), None);
+        assert_eq!(digest(&unnamed), Err(Untold::Unnamed));
     }
 
     fn spec_hops() -> [HopMetadata; 2] {

@@ -9,6 +9,7 @@ use crate::carrier::{self, Carrier};
 use crate::checksum;
 use crate::error::ParseError;
 use crate::frame::FrameBuf;
+use crate::hop_rule::{HopDigest, HopRule, Untold};
 use crate::locate::L4;
 use crate::wire::udp::HEADER_LEN as UDP_LEN;
 
@@ -30,8 +31,8 @@ pub struct Extracted {
     /// pushed), read in place.
     pub hop_count: usize,
     pub source_hop: Option<HopMetadata>,
-    /// [`super::MdStack::path_digest`] (INT-MD).
-    pub path: Option<u16>,
+    /// [`super::MdStack::hop_digest`] (INT-MX: [`Untold::NoHops`]).
+    pub hops: Result<HopDigest, Untold>,
     /// The flow's packet number the source put in source-only metadata.
     pub sequence: Option<u32>,
     pub is_mx: bool,
@@ -60,18 +61,18 @@ impl Extracted {
 
 /// Finds and reads the INT 2.1 block of a frame (see [`find`]), or the
 /// INT data in its tunnel.
-pub fn extract(frame: &[u8], domain: &Domain) -> Result<Option<Extracted>, ParseError> {
-    classify(frame, domain).map(Arrival::int)
+pub fn extract(frame: &[u8], domain: &Domain, rule: &HopRule) -> Result<Option<Extracted>, ParseError> {
+    classify(frame, domain, rule).map(Arrival::int)
 }
 
 /// [`extract`], telling marked packets without INT from unmarked ones
 /// ([`super::find::classify`]).
-pub fn classify(frame: &[u8], domain: &Domain) -> Result<Arrival<Extracted>, ParseError> {
+pub fn classify(frame: &[u8], domain: &Domain, rule: &HopRule) -> Result<Arrival<Extracted>, ParseError> {
     Ok(match super::find::classify(frame, domain)? {
-        Arrival::Int(found) => Arrival::Int(extracted(frame, &found, domain)),
+        Arrival::Int(found) => Arrival::Int(extracted(frame, &found, domain, rule)),
         Arrival::MarkedNotInt => Arrival::MarkedNotInt,
         Arrival::NotInt => match in_tunnel::find(frame, domain.source_only)? {
-            Some(found) => Arrival::Int(extracted_in_tunnel(&found, domain)),
+            Some(found) => Arrival::Int(extracted_in_tunnel(&found, domain, rule)),
             None => Arrival::NotInt,
         },
     })
@@ -79,7 +80,7 @@ pub fn classify(frame: &[u8], domain: &Domain) -> Result<Arrival<Extracted>, Par
 
 /// What a sink keeps of INT in a tunnel: the block is the INT shim (or
 /// option) and its data.
-fn extracted_in_tunnel(found: &InTunnel<'_>, domain: &Domain) -> Extracted {
+fn extracted_in_tunnel(found: &InTunnel<'_>, domain: &Domain, rule: &HopRule) -> Extracted {
     let span = found.span();
     let (block_at, block_len) = span.int_span();
     let (src_port, dst_port) = (found.flow.src_port, found.flow.dst_port);
@@ -93,10 +94,10 @@ fn extracted_in_tunnel(found: &InTunnel<'_>, domain: &Domain) -> Extracted {
         block_len,
         block_sum: 0,
     };
-    carried.with_body(found.body, domain)
+    carried.with_body(found.body, domain, rule)
 }
 
-fn extracted(frame: &[u8], found: &Found<'_>, domain: &Domain) -> Extracted {
+fn extracted(frame: &[u8], found: &Found<'_>, domain: &Domain, rule: &HopRule) -> Extracted {
     let (block_at, block_len) = (found.block_at, found.block.len());
     let block_sum = checksum::sum(0, frame.get(block_at..block_at + block_len).unwrap_or_default());
     let carried = Carried {
@@ -109,7 +110,7 @@ fn extracted(frame: &[u8], found: &Found<'_>, domain: &Domain) -> Extracted {
         block_len,
         block_sum,
     };
-    carried.with_body(found.block.body(), domain)
+    carried.with_body(found.block.body(), domain, rule)
 }
 
 /// Where a block was found and what carries it: an [`Extracted`] but for
@@ -128,16 +129,18 @@ struct Carried {
 impl Carried {
     /// With what the sink reads of the INT-MD or INT-MX body: D, the hops,
     /// the source's hop and packet number, MX, the bitmap.
-    fn with_body(self, body: Body<'_>, domain: &Domain) -> Extracted {
+    fn with_body(self, body: Body<'_>, domain: &Domain, rule: &HopRule) -> Extracted {
         let Carried { flow, next, tunnel, ip, l4, block_at, block_len, block_sum } = self;
-        let (discard, hop_count, source_hop, sequence, is_mx, instructions, path) = match body {
+        let (discard, hop_count, source_hop, sequence, is_mx, instructions, hops) = match body {
             Body::Md(md) => {
                 let sequence = domain.source_only.sequence_of(&md);
                 let header = md.header;
-                let path = md.path_digest();
-                (header.discard, md.hop_count(), md.bottom_hop(), sequence, false, header.instructions, path)
+                let hops = md.hop_digest(rule);
+                (header.discard, md.hop_count(), md.bottom_hop(), sequence, false, header.instructions, hops)
             }
-            Body::Mx { header, .. } => (header.discard, 0, None, None, true, header.instructions, None),
+            Body::Mx { header, .. } => {
+                (header.discard, 0, None, None, true, header.instructions, Err(Untold::NoHops))
+            }
         };
         Extracted {
             flow,
@@ -146,7 +149,7 @@ impl Carried {
             discard,
             hop_count,
             source_hop,
-            path,
+            hops,
             sequence,
             is_mx,
             instructions,

@@ -526,6 +526,10 @@ pub struct SinkSettings {
     pub max_skew_ns: u32,
     /// INT 2.1: a flow whose path changes is reported (the path rule).
     pub path_changes: bool,
+    /// INT 2.1: the hop rule's classes and queue alert.
+    pub hops: int_core::hop_rule::HopRule,
+    /// Queue alert reports per second per pipeline at most; 0 = no limit.
+    pub queue_quota: u32,
 }
 
 #[derive(Debug, Clone, PartialEq)]

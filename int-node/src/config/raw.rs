@@ -252,6 +252,37 @@ pub struct RawSink {
     /// INT 2.1: report a flow whose path (its hops' node ids) changes.
     #[serde(default = "yes")]
     pub path_changes: bool,
+    /// INT 2.1: report a flow whose hop's latency or queue class changes,
+    /// or whose hop's queue is over a threshold.
+    #[serde(default)]
+    pub hops: RawHops,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawHops {
+    #[serde(default)]
+    pub latency_ns: Vec<u32>,
+    #[serde(default)]
+    pub queue: Vec<u32>,
+    pub queue_alert: Option<u32>,
+    #[serde(default = "default_queue_quota")]
+    pub queue_quota: u32,
+}
+
+impl Default for RawHops {
+    fn default() -> Self {
+        RawHops {
+            latency_ns: Vec::new(),
+            queue: Vec::new(),
+            queue_alert: None,
+            queue_quota: default_queue_quota(),
+        }
+    }
+}
+
+fn default_queue_quota() -> u32 {
+    100
 }
 
 impl Default for RawSink {
@@ -262,6 +293,7 @@ impl Default for RawSink {
             flows: RawFlows::default(),
             malformed: None,
             path_changes: true,
+            hops: RawHops::default(),
         }
     }
 }

@@ -4,14 +4,20 @@
 //! configuration are compared as parsed, with the reloadable fields masked,
 //! so comments, spacing, key order and a default spelled out do not count.
 
+use int_core::hop_rule::HopRule;
 use int_core::latency::LatencyConfig;
 
 use super::model::{Config, PipelineConfig, Source21Settings, SourceSettings, StageConfig};
 use super::SinkSettings;
 
 /// The settings a reload changes in a running node.
-pub const RELOADABLE: [&str; 3] =
-    ["pipelines[].source.watchlist", "pipelines[].sink.latency", "export.rate_limit"];
+pub const RELOADABLE: [&str; 5] = [
+    "pipelines[].source.watchlist",
+    "pipelines[].sink.latency",
+    "pipelines[].sink.path_changes",
+    "pipelines[].sink.hops",
+    "export.rate_limit",
+];
 
 /// At most this many differing settings are named.
 const MAX_NAMED: usize = 5;
@@ -58,6 +64,9 @@ fn masked(config: &Config) -> Config {
             StageConfig::Sink(settings) => {
                 settings.latency = LatencyConfig::default();
                 settings.max_skew_ns = 0;
+                settings.path_changes = true;
+                settings.hops = HopRule::default();
+                settings.queue_quota = 0;
             }
             _ => {}
         }
@@ -183,6 +192,8 @@ fn sink(changes: &mut Changes, path: &str, old: &SinkSettings, new: &SinkSetting
             max_report_delay_ms,
             max_skew_ns,
             path_changes,
+            hops,
+            queue_quota,
         ]
     );
 }

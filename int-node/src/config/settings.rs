@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddrV4};
 
+use int_core::hop_rule::{Bounds, HopRule, MAX_BOUNDS};
 use int_core::int05::source::TailStyle;
 use int_core::int05::{instruction, Instructions, ShimType};
 use int_core::int21::Instructions as Int21;
@@ -16,7 +17,7 @@ use super::model::{
     Source21Settings, SourceSettings, StageConfig, TunnelPlacement,
 };
 use super::queues::QueueUse;
-use super::raw::{RawExport, RawExportPath, RawGenerate, RawImpair, RawRule, RawSink, RawSource};
+use super::raw::{RawExport, RawExportPath, RawGenerate, RawHops, RawImpair, RawRule, RawSink, RawSource};
 use super::Problems;
 
 pub fn source_settings(raw: &RawSource, path: &str, problems: &mut Problems) -> SourceSettings {
@@ -268,7 +269,26 @@ pub fn sink_settings(raw: &RawSink, path: &str, problems: &mut Problems) -> Sink
         max_report_delay_ms: raw.loss.max_report_delay_ms,
         max_skew_ns: max_skew_ns(raw, path, problems),
         path_changes: raw.path_changes,
+        hops: hop_rule(&raw.hops, path, problems),
+        queue_quota: raw.hops.queue_quota,
     }
+}
+
+/// `sink.hops`: the classes of a hop's latency and queue occupancy.
+fn hop_rule(raw: &RawHops, path: &str, problems: &mut Problems) -> HopRule {
+    let mut bounds = |list: &[u32], key: &str, example: &str| {
+        Bounds::new(list).unwrap_or_else(|| {
+            problems.add(
+                format!("{path}.hops.{key}"),
+                format!("{list:?}"),
+                format!("at most {MAX_BOUNDS} bounds, each above the one before, e.g. {example}"),
+            );
+            Bounds::default()
+        })
+    };
+    let latency = bounds(&raw.latency_ns, "latency_ns", "[10000, 100000, 1000000]");
+    let queue = bounds(&raw.queue, "queue", "[1000, 10000]");
+    HopRule { latency, queue, queue_alert: raw.queue_alert }
 }
 
 /// `latency.max_skew_ms` in ns: at most 2^31 ns (half of what 32 bits tell).

@@ -39,3 +39,50 @@ impl RateLimit {
         true
     }
 }
+
+/// At most `per_second` events in each second of the packets' clock
+/// (fixed windows): a congested hop's alerts are spread over the seconds
+/// it stays congested, and a quota of N is never N plus a burst.
+pub struct Quota {
+    per_second: u32,
+    used: u32,
+    window_ns: u64,
+}
+
+impl Quota {
+    /// 0: no quota.
+    pub fn new(per_second: u32) -> Self {
+        Quota { per_second, used: 0, window_ns: 0 }
+    }
+
+    #[inline]
+    pub fn allow(&mut self, now_ns: u64) -> bool {
+        if self.per_second == 0 {
+            return true;
+        }
+        let window_ns = now_ns - now_ns % 1_000_000_000;
+        if window_ns != self.window_ns {
+            (self.window_ns, self.used) = (window_ns, 0);
+        }
+        if self.used >= self.per_second {
+            return false;
+        }
+        self.used += 1;
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Quota;
+
+    #[test]
+    fn a_quota_counts_per_second() {
+        let mut quota = Quota::new(3);
+        let allowed = |quota: &mut Quota, at_ns: u64, n| (0..n).filter(|_| quota.allow(at_ns)).count();
+        assert_eq!(allowed(&mut quota, 5_000_000_000, 10), 3);
+        assert_eq!(allowed(&mut quota, 5_900_000_000, 10), 0, "the same second");
+        assert_eq!(allowed(&mut quota, 6_000_000_000, 10), 3, "the next one");
+        assert_eq!(allowed(&mut Quota::new(0), 0, 10), 10, "0: no quota");
+    }
+}

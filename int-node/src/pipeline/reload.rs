@@ -6,6 +6,7 @@
 //! lcore to drop, so the worker neither locks nor frees. Flow state is
 //! untouched: flows keep their numbers, latency state and losses.
 
+use int_core::hop_rule::HopRule;
 use int_core::latency::LatencyConfig;
 use ringbuf::traits::{Consumer, Producer, Split};
 use ringbuf::{HeapCons, HeapProd, HeapRb};
@@ -19,6 +20,10 @@ pub struct SinkReports {
     pub latency: LatencyConfig,
     pub max_skew_ns: u32,
     pub rate_limit: u32,
+    /// INT 2.1's path and hop rules.
+    pub path_changes: bool,
+    pub hops: HopRule,
+    pub queue_quota: u32,
 }
 
 #[derive(Debug, Clone)]
@@ -93,6 +98,9 @@ pub fn updates(config: &Config) -> Vec<(String, Update)> {
                     latency: settings.latency,
                     max_skew_ns: settings.max_skew_ns,
                     rate_limit,
+                    path_changes: settings.path_changes,
+                    hops: settings.hops,
+                    queue_quota: settings.queue_quota,
                 }),
                 _ => return None,
             };

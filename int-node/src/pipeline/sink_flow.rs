@@ -21,10 +21,14 @@ pub struct SinkFlow {
     pub latency: LatencyState,
     pub source_node: u32,
     /// INT 0.5: the source hop's ingress port (Host-INT's Drop-Summary
-    /// names it). INT 2.1: the path's digest
-    /// ([`int_core::int21::MdStack::path_digest`]; 0: no path told yet),
-    /// for the path rule. One halfword for both keeps the slot one line.
-    pub port_or_path: u16,
+    /// names it). INT 2.1: the digest of the hops' path and classes
+    /// ([`int_core::hop_rule::HopDigest::hops`]; 0: none told yet), for
+    /// the path and hop rules. One halfword for both keeps the slot one
+    /// line.
+    pub port_or_hops: u16,
+    /// INT 2.1: the path's own digest ([`int_core::hop_rule::HopDigest::path`]),
+    /// which tells a path change from a hop's.
+    pub path: u8,
     /// Packets seen, saturating: a flow of one packet may be evicted from
     /// a full table by a new one.
     pub packets: u16,

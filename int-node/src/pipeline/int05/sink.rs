@@ -89,7 +89,7 @@ fn track(
     let source = observed.source_hop;
     if let Some(source) = source {
         flow.source_node = source.switch_id().unwrap_or(0);
-        flow.port_or_path = source.ingress_port().unwrap_or(0);
+        flow.port_or_hops = source.ingress_port().unwrap_or(0);
     }
     match observed.sequence {
         Some(sequence) => {
@@ -181,7 +181,13 @@ impl SinkStage {
             latency: self.rules.latency,
             max_skew_ns: self.rules.max_skew_ns,
             rate_limit: self.limit.per_second(),
+            path_changes: self.settings.path_changes,
+            hops: self.settings.hops,
+            queue_quota: self.settings.queue_quota,
         };
+        // INT 2.1's hop rules are kept (and not applied).
+        (self.settings.path_changes, self.settings.hops, self.settings.queue_quota) =
+            (reports.path_changes, reports.hops, reports.queue_quota);
         self.rules.latency = reports.latency;
         self.settings.latency = reports.latency;
         self.rules.max_skew_ns = reports.max_skew_ns;
@@ -448,7 +454,7 @@ impl SinkStage {
                     summary: DropSummaryRepr {
                         source_node: flow.source_node,
                         sink_node: node_id,
-                        source_port: flow.port_or_path,
+                        source_port: flow.port_or_hops,
                         sink_port: int_port,
                         gap_timestamp: unit.from_ns(pending.first_declared_ns),
                         gap_sequence: pending.first_sequence,
@@ -520,6 +526,8 @@ mod tests {
             max_report_delay_ms: 5000,
             max_skew_ns: 1 << 31,
             path_changes: true,
+            hops: int_core::hop_rule::HopRule::default(),
+            queue_quota: 100,
         };
         let (sender, receiver) = report_ring(16);
         let hop = Hop { node_id: 2, rx_int_port: 2, tx_int_port: 2, max_ip_len: 1500, rx_timestamps: None };
@@ -552,7 +560,15 @@ mod tests {
         let mut stage = crate::pipeline::Stage::Sink(Box::new(sink));
         let (mut outbox, mut inbox) = mailbox();
         let latency = LatencyConfig { rule: ChangeRule::Absolute { ns: 5_000 }, refresh_ns: 7 * MS };
-        let new = SinkReports { latency, max_skew_ns: 1_000, rate_limit: 100 };
+        let hops = int_core::hop_rule::HopRule::default();
+        let new = SinkReports {
+            latency,
+            max_skew_ns: 1_000,
+            rate_limit: 100,
+            path_changes: false,
+            hops,
+            queue_quota: 5,
+        };
         assert!(outbox.post(Update::SinkReports(new)));
         assert_eq!(inbox.apply(&mut stage), 1);
         assert_eq!(inbox.apply(&mut stage), 0, "taken once");
@@ -562,6 +578,7 @@ mod tests {
             (latency, 1_000, 100)
         );
         assert_eq!(sink.settings.latency, latency);
+        assert_eq!((sink.settings.path_changes, sink.settings.queue_quota), (false, 5));
         assert_eq!(sink.flows.slot_count(), 128, "the table made for 64 flows");
         outbox.drop_spent();
     }

@@ -11,8 +11,11 @@
 //! the original L4 header's first bytes), so the collector reads the whole
 //! stack; one-way latency is the report's ingress timestamp minus the
 //! bottom hop's (the source's) ingress timestamp. A report goes out when a
-//! flow's latency changes by the sink's rule, as for INT 0.5, and when its
-//! path (its hops' node ids) changes (`sink.path_changes`).
+//! flow's latency changes by the sink's rule, as for INT 0.5; when its
+//! path (its hops' node ids) changes (`sink.path_changes`); when a hop's
+//! latency or queue class changes, or a hop's queue is over the alert
+//! threshold, within a quota (`sink.hops`): see [`int_core::hop_rule`].
+//! The report is the same in every case; its counter says why.
 //!
 //! Losses: where the domain's sources number packets (source-only
 //! metadata), the sink tracks each flow's numbers as an INT 0.5 sink tracks
@@ -22,6 +25,7 @@
 //! node's metadata as every MX node reports (see [`crate::pipeline::int21::report`]).
 
 use int_core::flow::FlowKey;
+use int_core::hop_rule::{HopChange, HopDigest, Untold};
 use int_core::int21::fast_sink::{self, FastArrival, FastInt};
 use int_core::int21::{sink, Arrival, Domain, HopMetadata};
 use int_core::latency::LatencyConfig;
@@ -33,7 +37,7 @@ use crate::config::{MalformedPolicy, SinkSettings};
 use crate::dpdk::mbuf::{Burst, RxClock};
 use crate::flow_table::{sweep_budget, Admission, Align64, FlowRef, FlowTable, SWEEP_STEPS};
 use crate::pipeline::int21::report::{Reporter21, Subject};
-use crate::pipeline::rate_limit::RateLimit;
+use crate::pipeline::rate_limit::{Quota, RateLimit};
 use crate::pipeline::setup::SinkSetup;
 use crate::pipeline::sink_flow::{
     arrival, packets_per_coarse_ms, plausible_jump, record_sequence, LossPass, SinkFlow,
@@ -57,8 +61,10 @@ struct Seen<'a> {
     /// The bottom hop's node id and ingress time.
     source_node: Option<u32>,
     source_ns: Option<u64>,
-    /// The path's digest, where every hop names its node.
-    path: Option<u16>,
+    /// What the hop rule makes of the stack.
+    hops: Result<HopDigest, Untold>,
+    /// INT-MX: no stack to compare.
+    is_mx: bool,
 }
 
 pub struct Sink21Stage {
@@ -73,8 +79,8 @@ pub struct Sink21Stage {
     /// RX-timestamp time minus host-clock time at the last packet: the
     /// sweep's timeouts run on the packets' clock.
     rx_clock_offset: i64,
-    /// The path rule: a flow whose path changes is reported.
-    path_rule: bool,
+    /// Queue alert reports left this second.
+    queue_quota: Quota,
     /// [`crate::pipeline::sink_flow::packets_per_coarse_ms`] at `max_flow_pps`.
     jump_per_coarse_ms: u64,
     /// The busiest and slowest flows, ranked as the sweep goes.
@@ -94,7 +100,7 @@ impl Sink21Stage {
             last_sweep_ns: 0,
             rx_clock_offset: 0,
             jump_per_coarse_ms: packets_per_coarse_ms(settings.max_flow_pps),
-            path_rule: settings.path_changes,
+            queue_quota: Quota::new(settings.queue_quota),
             top: TopFlows::default(),
             settings,
         }
@@ -109,7 +115,20 @@ impl Sink21Stage {
             latency: self.latency,
             max_skew_ns: self.settings.max_skew_ns,
             rate_limit: self.reporter.rate_limit(),
+            path_changes: self.settings.path_changes,
+            hops: self.settings.hops,
+            queue_quota: self.settings.queue_quota,
         };
+        if reports.hops != old.hops {
+            // Every flow's digest was made with the old classes: each
+            // flow's next stack is its first again, not a change.
+            self.flows.for_each_mut(|flow| flow.port_or_hops = 0);
+        }
+        if reports.queue_quota != old.queue_quota {
+            self.queue_quota = Quota::new(reports.queue_quota);
+        }
+        (self.settings.path_changes, self.settings.hops, self.settings.queue_quota) =
+            (reports.path_changes, reports.hops, reports.queue_quota);
         self.latency = reports.latency;
         self.settings.latency = reports.latency;
         self.settings.max_skew_ns = reports.max_skew_ns;
@@ -166,7 +185,7 @@ impl Sink21Stage {
         let mut drop = 0u32;
         for i in 0..burst.len() {
             let Some(frame) = crate::pipeline::frame_ahead(burst, i, counters) else { continue };
-            let keep = match fast_sink::extract_fast(frame, &self.domain) {
+            let keep = match fast_sink::extract_fast(frame, &self.domain, &self.settings.hops) {
                 FastArrival::Int(fast) => self.take_fast(burst, i, &fast, burst_ns, counters),
                 FastArrival::NotInt => {
                     counters.inc(Counter::not_int);
@@ -210,11 +229,14 @@ impl Sink21Stage {
             sequence: fast.sequence,
             source_node: fast.source_node,
             source_ns: fast.source_ns,
-            path: fast.path,
+            hops: fast.hops,
+            is_mx: false,
         };
         let why = self.track(&seen, now_ns, counters).or(fast.discard.then_some(Counter::reports_latency));
         if let Some(why) = why {
-            if let Some(Ok(Some(found))) = burst.data(i).map(|frame| sink::extract(frame, &self.domain)) {
+            if let Some(Ok(Some(found))) =
+                burst.data(i).map(|frame| sink::extract(frame, &self.domain, &self.settings.hops))
+            {
                 if let Some(frame) = burst.data(i) {
                     self.report(frame, &found, now_ns, why, counters);
                 }
@@ -229,7 +251,7 @@ impl Sink21Stage {
     /// report and restore. Returns whether it goes on.
     fn take_general(&mut self, burst: &mut Burst, i: usize, burst_ns: u64, counters: &mut Counters) -> bool {
         let Some(frame) = burst.data(i) else { return true };
-        let found = match sink::classify(frame, &self.domain) {
+        let found = match sink::classify(frame, &self.domain, &self.settings.hops) {
             Ok(Arrival::Int(found)) => found,
             Ok(Arrival::NotInt) => {
                 counters.inc(Counter::not_int);
@@ -256,7 +278,8 @@ impl Sink21Stage {
             sequence: found.sequence,
             source_node: found.source_hop.and_then(|hop| hop.node_id),
             source_ns: found.source_hop.and_then(|hop| hop.ingress_timestamp),
-            path: found.path,
+            hops: found.hops,
+            is_mx: found.is_mx,
         };
         // Probes (D) are reported every time: the report is their point.
         let always = (found.is_mx || found.discard).then_some(Counter::reports_latency);
@@ -307,15 +330,7 @@ impl Sink21Stage {
         if let Some(node) = seen.source_node {
             flow.source_node = node;
         }
-        // A path told before and told differently now: reported (the first
-        // path of a flow is the latency rule's first report).
-        let new_path = match seen.path {
-            Some(path) if self.path_rule => {
-                let old = std::mem::replace(&mut flow.port_or_path, path);
-                old != 0 && old != path
-            }
-            _ => false,
-        };
+        let hop_report = hop_report(flow, seen, &self.settings, &mut self.queue_quota, now_ns, counters);
         match seen.sequence {
             Some(sequence) => {
                 let max_jump = plausible_jump(self.jump_per_coarse_ms, idle_ms);
@@ -323,8 +338,7 @@ impl Sink21Stage {
             }
             None => counters.inc(Counter::no_sequence),
         }
-        let path_report = new_path.then_some(Counter::reports_path_change);
-        let Some(source_ns) = seen.source_ns else { return path_report };
+        let Some(source_ns) = seen.source_ns else { return hop_report };
         // 64-bit timestamps, a signed difference: no 32-bit split.
         let latency = match int_core::latency::one_way_latency64(now_ns, source_ns) {
             Ok(latency) => latency,
@@ -334,14 +348,14 @@ impl Sink21Stage {
                     Counter::clock_skew_max_ns,
                     u64::try_from(difference.unsigned_abs()).unwrap_or(u64::MAX),
                 );
-                return path_report;
+                return hop_report;
             }
         };
         counters.lower(Counter::latency_min_ns, latency);
         counters.raise(Counter::latency_max_ns, latency);
         let latency_report =
             flow.latency.observe(&self.latency, latency, now_ns).map(|_| Counter::reports_latency);
-        path_report.or(latency_report)
+        hop_report.or(latency_report)
     }
 
     /// This node's report on a packet: its ports and timestamps (and hop
@@ -391,6 +405,49 @@ impl Sink21Stage {
         let subject =
             Subject { packet, in_type: InType::Ethernet, rep_md_bits: DROP_MD_BITS, metadata, drop };
         self.reporter.report(subject, now_ns, Counter::reports_drop, counters);
+    }
+}
+
+/// What the path and hop rules say of a flow's new stack (a path told
+/// before and told differently now, a hop's class changed, a hop's queue
+/// over the alert threshold within the quota): the report's counter. The
+/// flow's digest is updated; a flow's first stack is the latency rule's
+/// first report. Without classes every change is the path's (an 8-bit
+/// path digest that missed it cannot make it a hop's).
+#[inline(always)]
+fn hop_report(
+    flow: &mut SinkFlow,
+    seen: &Seen<'_>,
+    settings: &SinkSettings,
+    quota: &mut Quota,
+    now_ns: u64,
+    counters: &mut Counters,
+) -> Option<Counter> {
+    let digest = match seen.hops {
+        Ok(digest) => digest,
+        Err(_) if seen.is_mx => return None,
+        Err(_) => {
+            counters.inc(Counter::path_untold);
+            return None;
+        }
+    };
+    let change = digest.change_from(flow.port_or_hops, flow.path);
+    (flow.port_or_hops, flow.path) = (digest.hops, digest.path);
+    let rule = &settings.hops;
+    let classes = !rule.latency.as_slice().is_empty() || !rule.queue.as_slice().is_empty();
+    let report = match change {
+        Some(HopChange::Hop) if classes => Some(Counter::reports_hop_change),
+        Some(_) if settings.path_changes => Some(Counter::reports_path_change),
+        _ => None,
+    };
+    if report.is_some() || !digest.queue_alert {
+        return report;
+    }
+    if quota.allow(now_ns) {
+        Some(Counter::reports_queue)
+    } else {
+        counters.inc(Counter::reports_queue_quota);
+        None
     }
 }
 

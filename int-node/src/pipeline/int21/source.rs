@@ -8,6 +8,7 @@
 use std::net::SocketAddrV4;
 
 use int_core::flow::FlowKey;
+use int_core::hop_rule::HopRule;
 use int_core::int21::in_tunnel::TunnelPlan;
 use int_core::int21::source::{self, SourceConfig};
 use int_core::int21::{sink, Domain, HeaderType, HopMetadata};
@@ -345,10 +346,11 @@ impl Source21Stage {
     #[inline(never)]
     fn strip_foreign(&self, burst: &mut Burst, i: usize, counters: &mut Counters) -> Option<source::Plan> {
         let domain = self.config.domain;
-        let stripped = burst.with_frame(i, |frame| match sink::extract(frame.frame(), &domain) {
-            Ok(Some(found)) => sink::strip(frame, &found).is_some(),
-            _ => false,
-        });
+        let stripped =
+            burst.with_frame(i, |frame| match sink::extract(frame.frame(), &domain, &HopRule::default()) {
+                Ok(Some(found)) => sink::strip(frame, &found).is_some(),
+                _ => false,
+            });
         if stripped == Some(true) {
             counters.inc(Counter::foreign_int_stripped);
         }
@@ -384,7 +386,7 @@ pub(crate) fn report_mx(
     now_ns: u64,
     counters: &mut Counters,
 ) {
-    let Ok(Some(found)) = sink::extract(frame, domain) else { return };
+    let Ok(Some(found)) = sink::extract(frame, domain, &HopRule::default()) else { return };
     if !found.is_mx {
         return;
     }

@@ -1,0 +1,246 @@
+//! What a sink compares of a flow's hops from one packet to the next,
+//! without keeping anything per hop (the way switch pipelines do it: a
+//! digest per flow). Each hop's latency and queue occupancy are put in
+//! classes by bounds the operator sets; the path (node ids in order) and
+//! the classes go into a 16-bit digest, the path alone into an 8-bit one.
+//! A flow whose hops' digest changes is reported: as a path change where
+//! the path's digest changed too, else as a hop's change. A hop's queue
+//! at or over an alert threshold is flagged on every packet (the sink
+//! reports those under a quota).
+//!
+//! A stack is compared only when it tells its path: at least one hop, at
+//! most [`MAX_HOPS`], every hop naming its node (not all ones) and no node
+//! twice. Anything else is [`Untold`]: the flow's last digest is kept, so a
+//! lying stack is never reported as a new path.
+
+/// Most hops a compared stack may have.
+pub const MAX_HOPS: usize = 16;
+
+/// Most class bounds per figure.
+pub const MAX_BOUNDS: usize = 8;
+
+/// Ascending bounds: a value's class is how many bounds it reaches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Bounds {
+    edges: [u32; MAX_BOUNDS],
+    len: u8,
+}
+
+impl Bounds {
+    /// `None` for more than [`MAX_BOUNDS`] or bounds not strictly ascending.
+    pub fn new(list: &[u32]) -> Option<Bounds> {
+        if list.len() > MAX_BOUNDS || list.windows(2).any(|w| matches!(w, [a, b] if a >= b)) {
+            return None;
+        }
+        let mut edges = [0; MAX_BOUNDS];
+        edges.get_mut(..list.len())?.copy_from_slice(list);
+        Some(Bounds { edges, len: list.len() as u8 })
+    }
+
+    pub fn as_slice(&self) -> &[u32] {
+        self.edges.get(..usize::from(self.len)).unwrap_or_default()
+    }
+
+    /// The value's class; a value not told (`None`) has its own.
+    #[inline]
+    pub fn class(&self, value: Option<u32>) -> u8 {
+        match value {
+            None => 0xff,
+            Some(value) => self.as_slice().iter().take_while(|edge| value >= **edge).count() as u8,
+        }
+    }
+}
+
+/// The sink's hop rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct HopRule {
+    /// Classes of a hop's latency (ns, as hops write it); empty: not compared.
+    pub latency: Bounds,
+    /// Classes of a hop's queue occupancy (the hop's units); empty: not
+    /// compared.
+    pub queue: Bounds,
+    /// A hop's queue occupancy at or over this is flagged; `None`: off.
+    pub queue_alert: Option<u32>,
+}
+
+/// One hop as the rule reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HopFigures {
+    pub node: u32,
+    pub latency: Option<u32>,
+    pub queue: Option<u32>,
+}
+
+/// What a told stack comes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HopDigest {
+    /// Path and classes; never 0 (a flow's slot keeps 0 for "none yet").
+    pub hops: u16,
+    /// The path alone, to tell a path change from a hop's change.
+    pub path: u8,
+    /// A hop's queue is at or over the alert threshold.
+    pub queue_alert: bool,
+}
+
+/// Why a stack's path is not compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Untold {
+    /// No hop pushed.
+    NoHops,
+    /// The instructions ask for no node id, or a hop wrote all ones.
+    Unnamed,
+    /// A node id twice: a loop or a lie, not told apart here.
+    Repeated,
+    /// More than [`MAX_HOPS`].
+    TooMany,
+}
+
+/// What changed between a flow's last digest and this packet's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HopChange {
+    Path,
+    Hop,
+}
+
+impl HopDigest {
+    /// Compared with the flow's last digest (`hops` 0: none yet).
+    #[inline]
+    pub fn change_from(&self, hops: u16, path: u8) -> Option<HopChange> {
+        if hops == 0 || hops == self.hops {
+            None
+        } else if path != self.path {
+            Some(HopChange::Path)
+        } else {
+            Some(HopChange::Hop)
+        }
+    }
+}
+
+impl HopRule {
+    /// The digest of a stack's hops, newest first.
+    #[inline]
+    pub fn digest(&self, hops: impl Iterator<Item = Option<HopFigures>>) -> Result<HopDigest, Untold> {
+        let mut nodes = [0u32; MAX_HOPS];
+        let (mut all, mut path) = (0xcbf2_9ce4_8422_2325u64, 0xcbf2_9ce4_8422_2325u64);
+        let mut queue_alert = false;
+        let mut count = 0;
+        for hop in hops {
+            let hop = hop.filter(|hop| hop.node != u32::MAX).ok_or(Untold::Unnamed)?;
+            let seen = nodes.get(..count).unwrap_or_default();
+            if seen.contains(&hop.node) {
+                return Err(Untold::Repeated);
+            }
+            *nodes.get_mut(count).ok_or(Untold::TooMany)? = hop.node;
+            count += 1;
+            path = mix(path, u64::from(hop.node));
+            let classes =
+                (u64::from(self.latency.class(hop.latency)) << 8) | u64::from(self.queue.class(hop.queue));
+            all = mix(all, (u64::from(hop.node) << 16) | classes);
+            queue_alert |=
+                matches!((self.queue_alert, hop.queue), (Some(alert), Some(queue)) if queue >= alert);
+        }
+        if count == 0 {
+            return Err(Untold::NoHops);
+        }
+        let folded = ((all >> 48) ^ (all >> 32) ^ (all >> 16) ^ all) as u16;
+        Ok(HopDigest { hops: folded.max(1), path: (path >> 56) as u8 ^ (path >> 24) as u8, queue_alert })
+    }
+}
+
+/// One step of a multiply-xorshift hash.
+#[inline(always)]
+fn mix(hash: u64, value: u64) -> u64 {
+    let hash = (hash ^ value).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    hash ^ (hash >> 29)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hop(node: u32, latency: u32, queue: u32) -> Option<HopFigures> {
+        Some(HopFigures { node, latency: Some(latency), queue: Some(queue) })
+    }
+
+    fn rule() -> HopRule {
+        HopRule {
+            latency: Bounds::new(&[10_000, 100_000]).unwrap(),
+            queue: Bounds::new(&[1000]).unwrap(),
+            queue_alert: Some(5000),
+        }
+    }
+
+    #[test]
+    fn classes_count_the_bounds_reached() {
+        let bounds = Bounds::new(&[10, 20]).unwrap();
+        assert_eq!(
+            [Some(0), Some(9), Some(10), Some(19), Some(20), Some(u32::MAX), None].map(|v| bounds.class(v)),
+            [0, 0, 1, 1, 2, 2, 0xff]
+        );
+        assert!(Bounds::new(&[10, 10]).is_none());
+        assert!(Bounds::new(&[1, 2, 3, 4, 5, 6, 7, 8, 9]).is_none());
+        assert_eq!(Bounds::default().class(Some(u32::MAX)), 0);
+    }
+
+    #[test]
+    fn a_class_change_is_a_hop_change_and_a_new_node_a_path_change() {
+        let rule = rule();
+        let base = rule.digest([hop(3, 5_000, 10), hop(2, 5_000, 10), hop(1, 0, 0)].into_iter()).unwrap();
+        let jitter = rule.digest([hop(3, 9_000, 900), hop(2, 1, 10), hop(1, 0, 0)].into_iter()).unwrap();
+        assert_eq!(jitter.change_from(base.hops, base.path), None, "same classes, same digest");
+        let slower = rule.digest([hop(3, 5_000, 10), hop(2, 50_000, 10), hop(1, 0, 0)].into_iter()).unwrap();
+        assert_eq!(slower.change_from(base.hops, base.path), Some(HopChange::Hop));
+        let moved = rule.digest([hop(3, 5_000, 10), hop(4, 5_000, 10), hop(1, 0, 0)].into_iter()).unwrap();
+        assert_eq!(moved.change_from(base.hops, base.path), Some(HopChange::Path));
+        assert_eq!(moved.change_from(0, 0), None, "a flow's first digest is no change");
+        assert!(!base.queue_alert);
+        let congested = rule.digest([hop(3, 5_000, 5000), hop(2, 5_000, 10)].into_iter()).unwrap();
+        assert!(congested.queue_alert);
+        // The order of the hops is part of the path.
+        let reversed = rule.digest([hop(1, 0, 0), hop(2, 5_000, 10), hop(3, 5_000, 10)].into_iter()).unwrap();
+        assert_eq!(reversed.change_from(base.hops, base.path), Some(HopChange::Path));
+    }
+
+    #[test]
+    fn without_classes_only_the_path_counts() {
+        let rule = HopRule::default();
+        let a = rule.digest([hop(3, 5, 10), hop(1, 0, 0)].into_iter()).unwrap();
+        let b = rule.digest([hop(3, 5_000_000, 1 << 20), hop(1, 7, 7)].into_iter()).unwrap();
+        assert_eq!(b.change_from(a.hops, a.path), None);
+        assert!(!b.queue_alert);
+    }
+
+    #[test]
+    fn stacks_that_do_not_tell_their_path_are_not_compared() {
+        let rule = rule();
+        assert_eq!(rule.digest(core::iter::empty()), Err(Untold::NoHops));
+        assert_eq!(rule.digest([hop(3, 0, 0), None].into_iter()), Err(Untold::Unnamed));
+        assert_eq!(rule.digest([hop(u32::MAX, 0, 0)].into_iter()), Err(Untold::Unnamed));
+        assert_eq!(
+            rule.digest([hop(3, 0, 0), hop(2, 0, 0), hop(3, 0, 0)].into_iter()),
+            Err(Untold::Repeated)
+        );
+        let long = (1..=MAX_HOPS as u32 + 1).map(|node| hop(node, 0, 0));
+        assert_eq!(rule.digest(long), Err(Untold::TooMany));
+        assert!(rule.digest((1..=MAX_HOPS as u32).map(|node| hop(node, 0, 0))).is_ok());
+    }
+
+    /// Digests of distinct paths differ as often as 16 and 8 bits allow:
+    /// over 20,000 three-hop paths, few share a digest.
+    #[test]
+    fn digests_spread() {
+        let rule = HopRule::default();
+        let mut hops = std::collections::HashSet::new();
+        let mut paths = [0u32; 256];
+        let n = 20_000u32;
+        for i in 0..n {
+            let d = rule.digest([hop(1, 0, 0), hop(100 + i, 0, 0), hop(7, 0, 0)].into_iter()).unwrap();
+            hops.insert(d.hops);
+            paths[usize::from(d.path)] += 1;
+        }
+        // 20,000 draws from 65,535 values leave about 17,700 distinct.
+        assert!(hops.len() > 17_000, "{}", hops.len());
+        // About 78 a value; none far off.
+        assert!(paths.iter().all(|&c| (40..130).contains(&c)), "{paths:?}");
+    }
+}
