@@ -59,3 +59,13 @@ int shim_errno(void)
 {
 	return rte_errno;
 }
+
+int shim_rx_queue_count(uint16_t port_id, uint16_t queue_id)
+{
+	return rte_eth_rx_queue_count(port_id, queue_id);
+}
+
+uint64_t shim_rdtsc(void)
+{
+	return rte_rdtsc();
+}

@@ -30,5 +30,7 @@ char *shim_pktmbuf_append(struct rte_mbuf *m, uint16_t len);
 uint16_t shim_pktmbuf_headroom(const struct rte_mbuf *m);
 unsigned int shim_lcore_id(void);
 int shim_errno(void);
+int shim_rx_queue_count(uint16_t port_id, uint16_t queue_id);
+uint64_t shim_rdtsc(void);
 
 #endif

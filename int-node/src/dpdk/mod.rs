@@ -2,6 +2,7 @@
 //! a SAFETY note. Per-packet helpers are `#[inline]` Rust over the
 //! generated `rte_mbuf` fields; the C shim is called once per burst.
 
+pub mod cycles;
 pub mod eal;
 pub mod lcore;
 pub mod mbuf;

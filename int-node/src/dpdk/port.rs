@@ -384,3 +384,14 @@ pub fn rx_timestamp_field() -> Option<(usize, u64)> {
     };
     (offset >= 0 && bit >= 0).then(|| (offset as usize, 1u64 << bit))
 }
+
+/// Packets waiting in an RX queue (descriptors the NIC has filled and the
+/// worker not yet read), where the driver counts them: `None` where it
+/// does not (the vdevs: pcap, null, ring, memif, af_packet).
+#[inline]
+pub fn rx_queue_depth(port: PortId, queue: QueueId) -> Option<u32> {
+    // SAFETY: the port and queue were configured and started by Port; the
+    // call reads the driver's ring state (-ENOTSUP where it has no count).
+    let count = unsafe { dpdk_sys::shim_rx_queue_count(port.0, queue.0) };
+    u32::try_from(count).ok()
+}

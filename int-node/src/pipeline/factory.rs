@@ -213,6 +213,7 @@ fn hop(config: &Config, p: &PipelineConfig, ports: &Ports) -> Result<Option<Hop>
         tx_int_port,
         max_ip_len: config.ports.get(p.tx.port).map_or(1500, |c| c.mtu),
         rx_timestamps: rx_clock(p, ports)?,
+        rx_queue: Some((ports.id(p.rx.port)?, QueueId(p.rx.queue))),
     }))
 }
 

@@ -6,6 +6,7 @@ pub mod capture;
 pub mod export;
 pub mod factory;
 pub mod generate;
+pub mod hop_figures;
 #[cfg(feature = "lab")]
 pub mod impair;
 pub mod int05;

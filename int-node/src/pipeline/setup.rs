@@ -4,6 +4,7 @@
 
 use crate::config::SinkSettings;
 use crate::dpdk::mbuf::RxClock;
+use crate::dpdk::port::{PortId, QueueId};
 use crate::pipeline::export::ReportSender;
 
 /// This node as one hop of a path.
@@ -18,6 +19,8 @@ pub struct Hop {
     /// The RX timestamps the pipeline reads, where its clock is
     /// `rx-timestamp` and the driver gives them.
     pub rx_timestamps: Option<RxClock>,
+    /// The pipeline's RX queue, whose depth a transit hop reports.
+    pub rx_queue: Option<(PortId, QueueId)>,
 }
 
 /// A sink of either version: its settings, its hop and its reports' way

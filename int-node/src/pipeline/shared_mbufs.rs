@@ -25,7 +25,7 @@ fn frames(burst: &Burst) -> Vec<Vec<u8>> {
 }
 
 fn hop(node_id: u32) -> Hop {
-    Hop { node_id, rx_int_port: 1, tx_int_port: 2, max_ip_len: 1500, rx_timestamps: None }
+    Hop { node_id, rx_int_port: 1, tx_int_port: 2, max_ip_len: 1500, rx_timestamps: None, rx_queue: None }
 }
 
 fn source_stage() -> SourceStage {

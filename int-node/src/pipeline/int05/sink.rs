@@ -530,7 +530,14 @@ mod tests {
             queue_quota: 100,
         };
         let (sender, receiver) = report_ring(16);
-        let hop = Hop { node_id: 2, rx_int_port: 2, tx_int_port: 2, max_ip_len: 1500, rx_timestamps: None };
+        let hop = Hop {
+            node_id: 2,
+            rx_int_port: 2,
+            tx_int_port: 2,
+            max_ip_len: 1500,
+            rx_timestamps: None,
+            rx_queue: None,
+        };
         let setup = SinkSetup { settings, hop, rate_limit: 0, reports: sender };
         (SinkStage::new(domain, ReportProfile::HOST_INT, setup), receiver)
     }

@@ -1,5 +1,7 @@
 //! The transit stage: pushes this node's metadata onto packets that already
-//! carry INT 0.5 (values a software node cannot know are 0xFFFFFFFF).
+//! carry INT 0.5 (its hop latency and RX queue's depth as
+//! [`crate::pipeline::hop_figures`] knows them; values a software node
+//! cannot know are 0xFFFFFFFF).
 
 use int_core::encap::Domain;
 use int_core::int05::transit::{self, NotPushed, Outcome, TransitConfig};
@@ -8,6 +10,7 @@ use int_core::FrameBuf;
 
 use crate::clock::Clock;
 use crate::dpdk::mbuf::{Burst, RxClock};
+use crate::pipeline::hop_figures::HopFigures;
 use crate::pipeline::setup::Hop;
 use crate::stats::{Counter, Counters};
 
@@ -19,6 +22,7 @@ pub struct TransitStage {
     pub rx_timestamps: Option<RxClock>,
     /// The last INT block shape that passed the checks.
     pub shapes: ShapeCache,
+    figures: HopFigures,
 }
 
 impl TransitStage {
@@ -30,20 +34,25 @@ impl TransitStage {
             tx_int_port: hop.tx_int_port,
             rx_timestamps: hop.rx_timestamps,
             shapes: ShapeCache::default(),
+            figures: HopFigures::new(hop.rx_queue),
         }
     }
 
     #[inline]
     pub fn process(&mut self, burst: &mut Burst, clock: &mut Clock, counters: &mut Counters) {
-        let now_ns = clock.now_ns();
+        let figures = self.figures.burst(clock.now_ns());
+        // Queue id (8 bits) and occupancy (24), as INT 0.5's bit 3 asks.
+        let queue = figures.queue.map(|(id, depth)| (u32::from(id) << 24) | depth.min(0x00ff_ffff));
         for i in 0..burst.len() {
             burst.prefetch(i + 1);
-            let ingress = burst.arrival_ns(i, self.rx_timestamps, now_ns);
+            let ingress = burst.arrival_ns(i, self.rx_timestamps, figures.burst_ns);
+            let now_ns = self.figures.egress_ns(&figures);
             let hop = HopMetadata {
                 switch_id: Some(self.node_id),
                 ingress_port: Some(self.rx_int_port),
                 egress_port: Some(self.tx_int_port),
-                hop_latency: Some(now_ns.saturating_sub(ingress) as u32),
+                hop_latency: Some(now_ns.saturating_sub(ingress).min(u64::from(u32::MAX)) as u32),
+                queue_occupancy: queue,
                 ingress_timestamp: Some(ingress as u32),
                 egress_timestamp: Some(now_ns as u32),
                 ..HopMetadata::default()

@@ -1,12 +1,15 @@
 //! The transit stage of an INT 2.1 domain: pushes this node's metadata onto
-//! INT-MD stacks (values a software node cannot know are all ones), sets E
-//! or M where the rules say so, and leaves INT-MX packets as they are.
+//! INT-MD stacks (its hop latency and RX queue's depth as
+//! [`crate::pipeline::hop_figures`] knows them; values a software node
+//! cannot know are all ones), sets E or M where the rules say so, and
+//! leaves INT-MX packets as they are.
 
 use int_core::int21::transit::{self, NotPushed, Outcome};
 use int_core::int21::{Domain, HopMetadata};
 
 use crate::clock::Clock;
 use crate::dpdk::mbuf::{Burst, RxClock};
+use crate::pipeline::hop_figures::HopFigures;
 use crate::pipeline::int21::report::Reporter21;
 use crate::pipeline::setup::Hop;
 use crate::stats::{Counter, Counters};
@@ -20,6 +23,7 @@ pub struct Transit21Stage {
     pub rx_timestamps: Option<RxClock>,
     /// INT-MX: this node's reports on the MX packets it forwards.
     pub reporter: Option<Reporter21>,
+    figures: HopFigures,
 }
 
 impl Transit21Stage {
@@ -33,24 +37,27 @@ impl Transit21Stage {
             tx_int_port: hop.tx_int_port,
             rx_timestamps: hop.rx_timestamps,
             reporter,
+            figures: HopFigures::new(hop.rx_queue),
         }
     }
 
     #[inline(never)]
     pub fn process(&mut self, burst: &mut Burst, clock: &mut Clock, counters: &mut Counters) {
-        let now_ns = clock.now_ns();
+        let figures = self.figures.burst(clock.now_ns());
         for i in 0..burst.len() {
             burst.prefetch(i + 1);
             if let Some(counter) = crate::pipeline::unwritable(burst, i) {
                 counters.inc(counter);
                 continue;
             }
-            let ingress = burst.arrival_ns(i, self.rx_timestamps, now_ns);
+            let ingress = burst.arrival_ns(i, self.rx_timestamps, figures.burst_ns);
+            let now_ns = self.figures.egress_ns(&figures);
             let hop = HopMetadata {
                 node_id: Some(self.node_id),
                 l1_ingress_port: Some(self.rx_int_port),
                 l1_egress_port: Some(self.tx_int_port),
                 hop_latency: u32::try_from(now_ns.saturating_sub(ingress)).ok(),
+                queue: figures.queue,
                 ingress_timestamp: Some(ingress),
                 egress_timestamp: Some(now_ns),
                 ..HopMetadata::default()
