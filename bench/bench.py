@@ -54,7 +54,7 @@ def reads_int(mode, extra):
     """Whether a case replays an INT pcap (transit, the sinks and their
     testpmd baselines; the INT 2.1 sink's is 4 bytes longer than the one
     its baseline replays) rather than the plain one."""
-    return mode in ("hostint", "int21", "hostint-v6", "int21-v6") or extra.get("pcap") == "hostint"
+    return mode in ("hostint", "int21", "int21-3hop", "hostint-v6", "int21-v6") or extra.get("pcap") == "hostint"
 
 
 def eal(mem):
@@ -73,6 +73,26 @@ def gen(path, size, flows, instrument=None, ipv6=False):
         args += ["--ipv6", "1"]
     subprocess.run(args, check=True, stderr=subprocess.DEVNULL)
     return packets
+
+
+def pushed_hops(src, dst, mem):
+    """`src`'s INT 2.1 packets after two int-node transit hops (nodes
+    10.0.0.5 and 10.0.0.6): three-hop stacks, as a sink behind two switches
+    reads them."""
+    for node_id, out in (("10.0.0.5", dst + ".1"), ("10.0.0.6", dst)):
+        config = {
+            "node_id": node_id, "eal": eal(mem),
+            "ports": [{"name": "p", "device": f"net_pcap0,rx_pcap={src},tx_pcap={out}", "mtu": 9000}],
+            "pipelines": [{"name": "t", "role": "transit", "lcore": 1, "rx": {"port": "p"}, "tx": {"port": "p"},
+                           "int": {"version": "2.1"}}],
+        }
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+            json.dump(config, f)
+        subprocess.run([NODE, "run", "--config", f.name, "--exit-on-idle"], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        os.unlink(f.name)
+        src = out
+    os.unlink(dst + ".1")
 
 
 def testpmd(mode, pcap, seconds, mbufs, mem):
@@ -273,6 +293,12 @@ def main():
         ("sink-int21-1%", "sink", "int21", {"pipeline": {"int": {"version": "2.1"}}, "report_share": 0.01}),
         ("reference-source-int21", "reference-source", None, {"pipeline": {"int": {"version": "2.1"}}}),
         ("reference-sink-int21", "reference-sink", "int21", {"pipeline": {"int": {"version": "2.1"}}}),
+        # Three-hop stacks: the path rule only (the default), and every hop
+        # rule on (latency and queue classes, a queue alert).
+        ("sink-int21-3hop", "sink", "int21-3hop", {"pipeline": {"int": {"version": "2.1"}}, "report_share": 0.01}),
+        ("sink-int21-3hop-rules", "sink", "int21-3hop", {"pipeline": {"int": {"version": "2.1"}, "sink": {"hops": {
+            "latency_ns": [10000, 100000, 1000000], "queue": [1000, 10000], "queue_alert": 50000}}},
+            "report_share": 0.01}),
         # IPv6 UDP (no extension headers) of the same frame sizes, the DSCP
         # marking (Host-INT's, or INT 2.1's) in the Traffic Class.
         ("source-dscp-v6", "source", "v6", {}),
@@ -298,6 +324,11 @@ def main():
             with_int21 = os.path.join(work, f"int21-{size}-{flows}.pcap")
             if any(mode == "int21" for _, _, mode, _ in cases):
                 gen(with_int21, grown(40), flows, "int21-md")
+            with_3hops = os.path.join(work, f"int21-3hop-{size}-{flows}.pcap")
+            if any(mode == "int21-3hop" for _, _, mode, _ in cases):
+                # 40 bytes of INT and two hops of 24 more each.
+                gen(with_int21, grown(40), flows, "int21-md")
+                pushed_hops(with_int21, with_3hops, 512)
             plain_v6 = os.path.join(work, f"plain6-{size}-{flows}.pcap")
             with_int_v6 = os.path.join(work, f"int6-{size}-{flows}.pcap")
             with_int21_v6 = os.path.join(work, f"int21v6-{size}-{flows}.pcap")
@@ -330,7 +361,7 @@ def main():
                             # share comes out higher (see reports_per_packet).
                             threshold = min(int(1e9 / per_flow), 4_000_000_000)
                             pipe.setdefault("sink", {})["latency"] = {"mode": "absolute", "threshold_ns": threshold, "refresh_ms": 0, "max_skew_ms": 0}
-                        pcap = {"int21": with_int21, "v6": plain_v6, "hostint-v6": with_int_v6,
+                        pcap = {"int21": with_int21, "int21-3hop": with_3hops, "v6": plain_v6, "hostint-v6": with_int_v6,
                                 "int21-v6": with_int21_v6}.get(mode)
                         pcap = pcap or (with_int if reads_int(mode, extra) else plain)
                         builds = [("", NODE)] + ([("@B", args.compare)] if args.compare and kind != "testpmd" else [])
