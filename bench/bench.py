@@ -88,7 +88,7 @@ def pushed_hops(src, dst, mem):
         }
         with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
             json.dump(config, f)
-        subprocess.run([NODE, "run", "--config", f.name, "--exit-on-idle"], check=True,
+        subprocess.run([NODE, "run", "--config", f.name, "--exit-on-idle", "500"], check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         os.unlink(f.name)
         src = out

@@ -55,12 +55,14 @@ fi
 
 # The network-namespace lab: real kernel TCP/UDP through source, WAN and
 # sink nodes on af_packet; checks the transfer hash, loss counts and a
-# latency change, in an INT 0.5 (Host-INT) domain and in an INT 2.1 one.
+# latency change, in an INT 0.5 (Host-INT) domain and in an INT 2.1 one,
+# and a delay on one link of a multi-hop INT 2.1 path.
 # Needs root (namespaces, veth). The lab's WAN node is an impair pipeline:
 # lab equipment, built in with int-node's `lab` feature.
 labs() {
     target/debug/int-lab lab --topology config/lab/basic.yaml
     target/debug/int-lab lab --topology config/lab/int21.yaml
+    target/debug/int-lab lab --topology config/lab/multihop21.yaml
 }
 if [[ $(id -u) -eq 0 ]]; then
     cargo build --locked --workspace --features int-node/lab

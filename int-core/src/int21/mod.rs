@@ -38,7 +38,7 @@ pub use source_only::SourceOnly;
 
 use crate::bytes::be32;
 use crate::error::{EmitError, Layer, ParseError};
-use crate::hop_rule::{HopDigest, HopFigures, HopRule, Untold};
+use crate::hop_rule::{Digest, HopDigest, HopFigures, HopRule, Untold, MAX_HOPS};
 
 /// The shim and the MD or MX header: 16 bytes.
 pub const FIXED_LEN: usize = shim::HEADER_LEN + md_header::HEADER_LEN;
@@ -190,26 +190,44 @@ impl<'a> MdStack<'a> {
     }
 
     /// The hops as the sink's hop rule reads them (node id, hop latency,
-    /// queue occupancy), newest first: `None` for a hop that names no node.
+    /// queue occupancy), newest first, read in place: what
+    /// [`HopRule::digest`] defines.
+    #[inline]
     pub fn hop_digest(&self, rule: &HopRule) -> Result<HopDigest, Untold> {
         let instructions = self.header.instructions;
         let node_at = instructions.word_offset(Instructions::NODE_ID).ok_or(Untold::Unnamed)? * 4;
-        let latency_at = instructions.word_offset(Instructions::HOP_LATENCY).map(|w| w * 4);
-        let queue_at = instructions.word_offset(Instructions::QUEUE_OCCUPANCY).map(|w| w * 4);
-        let hop_len = usize::from(self.header.hop_ml) * 4;
+        // Figures the rule does not look at are not read.
+        let latency_at =
+            instructions.word_offset(Instructions::HOP_LATENCY).filter(|_| !rule.latency.is_empty());
+        let queue_at = instructions
+            .word_offset(Instructions::QUEUE_OCCUPANCY)
+            .filter(|_| !rule.queue.is_empty() || rule.queue_alert.is_some());
+        let (latency_at, queue_at) = (latency_at.map(|w| w * 4), queue_at.map(|w| w * 4));
+        let (hop_len, count) = (usize::from(self.header.hop_ml) * 4, self.hop_count());
+        if count > MAX_HOPS {
+            return Err(Untold::TooMany);
+        }
         let stack = self.stack;
-        let word = move |at: usize| stack.get(at..at + 4).map(|w| be32(w, 0));
-        let told = |value: Option<u32>| value.filter(|&v| v != hop::INVALID);
-        let hops = (0..self.hop_count()).map(|i| {
-            let at = i * hop_len;
-            Some(HopFigures {
-                node: word(at + node_at)?,
-                latency: told(latency_at.and_then(|offset| word(at + offset))),
+        // A word of the stack; all ones (not known) and past the end alike
+        // read as `None`.
+        let word = |at: usize| stack.get(at..at + 4).map(|w| be32(w, 0)).filter(|&v| v != hop::INVALID);
+        let mut digest = Digest::new(rule);
+        for at in (0..count).map(|hop| hop * hop_len) {
+            let figures = HopFigures {
+                node: word(at + node_at).ok_or(Untold::Unnamed)?,
+                latency: latency_at.and_then(|offset| word(at + offset)),
                 // The low 24 bits; the queue id is the hop's own business.
-                queue: told(queue_at.and_then(|offset| word(at + offset))).map(|w| w & 0x00ff_ffff),
-            })
-        });
-        rule.digest(hops)
+                queue: queue_at.and_then(|offset| word(at + offset)).map(|w| w & 0x00ff_ffff),
+            };
+            digest.push(rule, &figures);
+        }
+        if digest.maybe_twice() {
+            let node = |hop: usize| word(hop * hop_len + node_at);
+            if (0..count).any(|i| (i + 1..count).any(|j| node(i) == node(j))) {
+                return Err(Untold::Repeated);
+            }
+        }
+        digest.finish()
     }
 
     /// The oldest hop's metadata (the source's, when it pushed): the last
@@ -360,7 +378,7 @@ mod tests {
         };
         let spec = digest(&SPEC_MD_BLOCK).unwrap();
         assert_eq!(digest(&SPEC_MD_BLOCK), Ok(spec));
-        let change = |block: &[u8]| digest(block).unwrap().change_from(spec.hops, spec.path);
+        let change = |block: &[u8]| digest(block).unwrap().change_from(spec.hops(), spec.path());
         let mut other = SPEC_MD_BLOCK;
         other[19] = 3;
         assert_eq!(change(&other), Some(HopChange::Path), "another middle node");

@@ -14,7 +14,8 @@
 //!    impaired link; the Drop-Summary gap counts for the flow must equal
 //!    what netem dropped (read from `tc -s qdisc`).
 //! 3. `delay_ms`: a UDP flow runs, netem delay is added mid-run; a latency
-//!    report must show the new one-way latency.
+//!    report must show the new one-way latency; with `delayed_link`, the
+//!    delay must show on that link of the path alone (config/lab/multihop21.yaml).
 //!
 //! The same checks hold for an INT 2.1 domain (config/lab/int21.yaml): its
 //! Telemetry Report 2.0 latency and loss records are read in the terms of
@@ -27,6 +28,7 @@ use clap::Args;
 
 mod checks;
 mod impairment;
+mod links;
 mod namespaces;
 mod states;
 mod topology;

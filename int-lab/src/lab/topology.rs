@@ -85,6 +85,9 @@ pub struct Scenario {
     /// name an IPv6 flow (TR 2.0; Host-INT's Drop-Summary cannot).
     #[serde(default)]
     pub ipv6_loss: bool,
+    /// The link the delay is on, by its ends' node ids: the delay must show
+    /// on it alone (INT 2.1 stacks with timestamps).
+    pub delayed_link: Option<[String; 2]>,
 }
 
 /// Where a scenario's loss and delay come from.

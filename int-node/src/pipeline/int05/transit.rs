@@ -40,13 +40,13 @@ impl TransitStage {
 
     #[inline]
     pub fn process(&mut self, burst: &mut Burst, clock: &mut Clock, counters: &mut Counters) {
-        let figures = self.figures.burst(clock.now_ns());
+        let figures = self.figures.burst(clock.now_ns(), burst.len());
         // Queue id (8 bits) and occupancy (24), as INT 0.5's bit 3 asks.
         let queue = figures.queue.map(|(id, depth)| (u32::from(id) << 24) | depth.min(0x00ff_ffff));
         for i in 0..burst.len() {
             burst.prefetch(i + 1);
             let ingress = burst.arrival_ns(i, self.rx_timestamps, figures.burst_ns);
-            let now_ns = self.figures.egress_ns(&figures);
+            let now_ns = figures.egress_ns;
             let hop = HopMetadata {
                 switch_id: Some(self.node_id),
                 ingress_port: Some(self.rx_int_port),
@@ -76,5 +76,6 @@ impl TransitStage {
             };
             counters.inc(counter);
         }
+        self.figures.done(&figures);
     }
 }

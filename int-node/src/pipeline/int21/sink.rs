@@ -432,7 +432,7 @@ fn hop_report(
         }
     };
     let change = digest.change_from(flow.port_or_hops, flow.path);
-    (flow.port_or_hops, flow.path) = (digest.hops, digest.path);
+    (flow.port_or_hops, flow.path) = (digest.hops(), digest.path());
     let rule = &settings.hops;
     let classes = !rule.latency.as_slice().is_empty() || !rule.queue.as_slice().is_empty();
     let report = match change {
@@ -440,7 +440,7 @@ fn hop_report(
         Some(_) if settings.path_changes => Some(Counter::reports_path_change),
         _ => None,
     };
-    if report.is_some() || !digest.queue_alert {
+    if report.is_some() || !digest.queue_alert() {
         return report;
     }
     if quota.allow(now_ns) {

@@ -43,7 +43,7 @@ impl Transit21Stage {
 
     #[inline(never)]
     pub fn process(&mut self, burst: &mut Burst, clock: &mut Clock, counters: &mut Counters) {
-        let figures = self.figures.burst(clock.now_ns());
+        let figures = self.figures.burst(clock.now_ns(), burst.len());
         for i in 0..burst.len() {
             burst.prefetch(i + 1);
             if let Some(counter) = crate::pipeline::unwritable(burst, i) {
@@ -51,7 +51,7 @@ impl Transit21Stage {
                 continue;
             }
             let ingress = burst.arrival_ns(i, self.rx_timestamps, figures.burst_ns);
-            let now_ns = self.figures.egress_ns(&figures);
+            let now_ns = figures.egress_ns;
             let hop = HopMetadata {
                 node_id: Some(self.node_id),
                 l1_ingress_port: Some(self.rx_int_port),
@@ -88,6 +88,7 @@ impl Transit21Stage {
             };
             counters.inc(counter);
         }
+        self.figures.done(&figures);
         if let Some(reporter) = self.reporter.as_mut() {
             reporter.flush(counters);
         }

@@ -1,0 +1,98 @@
+//! The multi-hop check: a delay on one link of the path shows on that
+//! link, from one hop's egress timestamp to the next hop's ingress
+//! timestamp in the sink's reports, and on no other link.
+
+// Collector records are read with serde_json's `value["key"]`, which yields
+// Null for a missing key and never panics.
+#![allow(clippy::indexing_slicing)]
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::net::Ipv4Addr;
+use std::path::Path;
+
+use super::checks::{Checks, DELAY_FLOW_PORT, DELAY_FROM_SEQUENCE};
+use crate::error::{Error, Setup};
+
+/// A link by its ends' node ids.
+type Link = (u32, u32);
+
+/// Each link's latencies (ns) in the sink's reports on the delay check's
+/// flow, before the delay and with it.
+#[derive(Default)]
+struct Phases {
+    before: BTreeMap<Link, Vec<i64>>,
+    after: BTreeMap<Link, Vec<i64>>,
+}
+
+fn phases(workdir: &Path) -> Phases {
+    let mut phases = Phases::default();
+    let text = fs::read_to_string(workdir.join("collector.jsonl")).unwrap_or_default();
+    let records = text.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok());
+    for record in records.filter(|r| r["type"] == "tr20" && r["flow"]["src_port"] == DELAY_FLOW_PORT) {
+        let Some(sequence) = record["sequence"].as_u64() else { continue };
+        let Some(hops) = record["hop_metadata"].as_array() else { continue };
+        let phase = if sequence > DELAY_FROM_SEQUENCE { &mut phases.after } else { &mut phases.before };
+        // Source first: each pair of neighbours is a link.
+        for pair in hops.windows(2) {
+            let [a, b] = pair else { continue };
+            let (Some(from), Some(to)) = (a["node_id"].as_u64(), b["node_id"].as_u64()) else { continue };
+            let (Some(egress), Some(ingress)) = (a["egress_ns"].as_i64(), b["ingress_ns"].as_i64()) else {
+                continue;
+            };
+            phase.entry((from as u32, to as u32)).or_default().push(ingress - egress);
+        }
+    }
+    phases
+}
+
+/// `delayed`'s latency steps up by the delay (each phase judged by its
+/// least latency, as a loaded machine may hold a packet back but never
+/// speed one up; within a millisecond plus the link's spread before);
+/// every other link stays under half the delay.
+pub fn check_link_delay(
+    workdir: &Path,
+    delayed: &[String; 2],
+    delay_ms: u64,
+    checks: &mut Checks,
+) -> Result<(), Error> {
+    let node = |text: &String| {
+        text.parse::<Ipv4Addr>().map(u32::from).map_err(|_| Error::from(Setup::NodeId(text.clone())))
+    };
+    let delayed = (node(&delayed[0])?, node(&delayed[1])?);
+    let phases = phases(workdir);
+    let delay_ns = delay_ms as i64 * 1_000_000;
+    let least =
+        |map: &BTreeMap<Link, Vec<i64>>, link: &Link| map.get(link).and_then(|l| l.iter().min().copied());
+    let spread = phases
+        .before
+        .get(&delayed)
+        .map_or(0, |l| l.iter().max().copied().unwrap_or(0) - l.iter().min().copied().unwrap_or(0));
+    let step = least(&phases.after, &delayed).zip(least(&phases.before, &delayed)).map(|(a, b)| a - b);
+    let tolerance = spread + 1_000_000;
+    let stepped = step.is_some_and(|s| s > delay_ns / 2 && (s - delay_ns).abs() <= tolerance);
+    let others: Vec<(Link, i64)> = phases
+        .after
+        .keys()
+        .filter(|link| **link != delayed)
+        .filter_map(|link| Some((*link, least(&phases.after, link)?)))
+        .collect();
+    let flat = !others.is_empty() && others.iter().all(|(_, l)| *l < delay_ns / 2);
+    let name = |(a, b): Link| format!("{} > {}", Ipv4Addr::from(a), Ipv4Addr::from(b));
+    checks.check(
+        "link delay",
+        stepped && flat,
+        format!(
+            "link {}: step {} ms for a {delay_ms} ms delay (tolerance {:.3} ms); the other links with it: {}",
+            name(delayed),
+            step.map_or("none".into(), |s| format!("{:.3}", s as f64 / 1e6)),
+            tolerance as f64 / 1e6,
+            others
+                .iter()
+                .map(|(l, ns)| format!("{} {:.3} ms", name(*l), *ns as f64 / 1e6))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    );
+    Ok(())
+}
