@@ -13,9 +13,18 @@ takes from several senders on this machine.
    the collector's summary says what it took, what the kernel dropped, and
    what the senders' sequence gaps say was lost.
 
+With --reports tr20-3hop the load is Telemetry Report 2.0 instead: an INT
+2.1 sink's report on every packet of three-hop stacks (int-tools gen's INT
+2.1 packets through two int-node transits), each with its whole stack; and
+each socket count runs twice, with the collector's per-hop ledger (nodes
+and links: the default) and without it (--max-nodes 0 --max-links 0:
+every hop read and counted, none kept; paths are kept per flow either
+way), interleaved, so the ledger's cost is measured in the same run.
+
 Collector and senders share this machine's cores: the figure is what one
 collector takes while its load is made beside it. Writes
-bench/results/collector.json and prints a markdown table.
+bench/results/collector.json (collector-tr20-3hop.json) and prints a
+markdown table.
 """
 
 import argparse
@@ -41,17 +50,24 @@ def record_reports(work, count):
     subprocess.run([TOOLS, "gen", "--out", "link.pcap", "--packets", str(count), "--flows", "64", "--proto", "udp",
                     "--sizes", "128", "--instrument", "hostint", "--latency-us", "100", "--jitter-us", "400",
                     "--loss", "0.01", "--seed", "9"], cwd=work, check=True, capture_output=True)
+    return catch_sink_reports(work, {"clock": "rx-timestamp",
+                                     "sink": {"latency": {"mode": "absolute", "threshold_ns": 1},
+                                              "loss": {"timeout_ms": 100, "sweep_ms": 50}}})
+
+
+def catch_sink_reports(work, pipeline):
+    """The reports of a sink (its pipeline's settings given) replaying
+    link.pcap, caught on a socket here."""
     catcher = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     catcher.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 20)
     catcher.bind(("127.0.0.1", 0))
+    sink = {"name": "sink", "role": "sink", "lcore": 1, "rx": {"port": "in"}, "tx": {"port": "out"}}
+    sink.update(pipeline)
     config = {
         "node_id": "10.0.0.2", "eal": EAL,
         "ports": [{"name": "in", "device": "net_pcap0,rx_pcap=link.pcap", "int_port": 2},
                   {"name": "out", "device": "net_null0,no-rx=1"}],
-        "pipelines": [{"name": "sink", "role": "sink", "lcore": 1, "rx": {"port": "in"}, "tx": {"port": "out"},
-                       "clock": "rx-timestamp",
-                       "sink": {"latency": {"mode": "absolute", "threshold_ns": 1},
-                                "loss": {"timeout_ms": 100, "sweep_ms": 50}}}],
+        "pipelines": [sink],
         "export": {"collector": f"127.0.0.1:{catcher.getsockname()[1]}", "rate_limit": 0, "pace": 0,
                    "ring_size": 65536},
     }
@@ -72,9 +88,30 @@ def record_reports(work, count):
     return path, len(payloads)
 
 
-def run_case(payloads, sockets, senders, seconds):
+def record_reports21(work, count):
+    """An INT 2.1 sink's reports on every packet of three-hop stacks, as
+    hex payloads, one per line."""
+    # Source timestamps of now: the sink (host clock) measures a latency
+    # that moves with every packet, and reports each.
+    subprocess.run([TOOLS, "gen", "--out", "g.pcap", "--packets", str(count), "--flows", "64", "--proto", "udp",
+                    "--sizes", "128", "--instrument", "int21-md", "--start-ns", str(time.time_ns()), "--seed", "9"],
+                   cwd=work, check=True, capture_output=True)
+    for node_id, src, dst in (("10.0.0.5", "g.pcap", "t1.pcap"), ("10.0.0.6", "t1.pcap", "link.pcap")):
+        config = {"node_id": node_id, "eal": EAL,
+                  "ports": [{"name": "p", "device": f"net_pcap0,rx_pcap={src},tx_pcap={dst}", "mtu": 9000}],
+                  "pipelines": [{"name": "t", "role": "transit", "lcore": 1, "rx": {"port": "p"}, "tx": {"port": "p"},
+                                 "int": {"version": "2.1"}}]}
+        with open(os.path.join(work, "transit.yaml"), "w") as f:
+            json.dump(config, f)
+        subprocess.run([NODE, "run", "--config", "transit.yaml", "--exit-on-idle", "500", "--log", "warn"], cwd=work,
+                       check=True, capture_output=True)
+    return catch_sink_reports(work, {"int": {"version": "2.1"},
+                                     "sink": {"latency": {"mode": "absolute", "threshold_ns": 1}}})
+
+
+def run_case(payloads, sockets, senders, seconds, extra=()):
     collect = subprocess.Popen([TOOLS, "collect", "--listen", "127.0.0.1:0", "--quiet", "--json", "--interval", "0",
-                                "--sockets", str(sockets), "--rcvbuf", str(32 << 20)],
+                                "--sockets", str(sockets), "--rcvbuf", str(32 << 20), *extra],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = collect.stderr.readline()
     port = int(line.split("listening on ")[1].split(" ")[0].rsplit(":", 1)[1])
@@ -97,29 +134,38 @@ def main():
     parser.add_argument("--senders", type=int, default=2)
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--reports", choices=["hostint", "tr20-3hop"], default="hostint")
     args = parser.parse_args()
     subprocess.run(["cargo", "build", "--release", "--locked", "-p", "int-node", "-p", "int-tools", "-p", "int-lab"],
                    cwd=ROOT, check=True)
     work = tempfile.mkdtemp(prefix="int-collector-bench-")
-    payloads, recorded = record_reports(work, 20000)
-    print(f"recorded {recorded} reports of a sink", file=sys.stderr)
+    record = record_reports21 if args.reports == "tr20-3hop" else record_reports
+    payloads, recorded = record(work, 20000)
+    print(f"recorded {recorded} report datagrams of a sink", file=sys.stderr)
+    # The per-hop view on (the default), and off where the reports carry hops.
+    views = [("hops", ())] + ([("no-hops", ("--max-nodes", "0", "--max-links", "0"))]
+                              if args.reports == "tr20-3hop" else [])
     results = []
-    for _ in range(args.repeat):
+    for repeat in range(args.repeat):
         for sockets in [int(s) for s in args.sockets.split(",")]:
-            result = run_case(payloads, sockets, args.senders, args.seconds)
-            print(json.dumps(result), file=sys.stderr)
-            results.append(result)
+            for view, extra in views if repeat % 2 == 0 else views[::-1]:
+                result = dict(run_case(payloads, sockets, args.senders, args.seconds, extra), view=view)
+                print(json.dumps(result), file=sys.stderr)
+                results.append(result)
     os.makedirs(RESULTS, exist_ok=True)
-    with open(os.path.join(RESULTS, "collector.json"), "w") as f:
-        json.dump({"cpus": os.cpu_count(), "recorded_reports": recorded, "runs": results}, f, indent=1)
-    print("| sockets | senders | received reports/s (median, min-max) | kernel drops (median share) |")
-    print("|---|---|---|---|")
+    name = "collector.json" if args.reports == "hostint" else f"collector-{args.reports}.json"
+    with open(os.path.join(RESULTS, name), "w") as f:
+        json.dump({"cpus": os.cpu_count(), "reports": args.reports, "recorded_datagrams": recorded, "runs": results},
+                  f, indent=1)
+    print("| reports | per-hop view | sockets | senders | received reports/s (median, min-max) | kernel drops (median share) |")
+    print("|---|---|---|---|---|---|")
     for sockets in sorted({r["sockets"] for r in results}):
-        runs = [r for r in results if r["sockets"] == sockets]
-        rates = sorted(r["received_per_s"] for r in runs)
-        drops = sorted(r["kernel_drops"] / max(r["sent"], 1) for r in runs)
-        print(f"| {sockets} | {args.senders} | {rates[len(rates) // 2] / 1e6:.2f}M ({rates[0] / 1e6:.2f}-{rates[-1] / 1e6:.2f}) "
-              f"| {100 * drops[len(drops) // 2]:.1f}% |")
+        for view, _ in views:
+            runs = [r for r in results if r["sockets"] == sockets and r["view"] == view]
+            rates = sorted(r["received_per_s"] for r in runs)
+            drops = sorted(r["kernel_drops"] / max(r["sent"], 1) for r in runs)
+            print(f"| {args.reports} | {view} | {sockets} | {args.senders} | {rates[len(rates) // 2] / 1e6:.2f}M "
+                  f"({rates[0] / 1e6:.2f}-{rates[-1] / 1e6:.2f}) | {100 * drops[len(drops) // 2]:.1f}% |")
 
 
 if __name__ == "__main__":

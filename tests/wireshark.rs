@@ -502,3 +502,48 @@ fn tshark_decodes_int21_in_tunnels() {
         assert!(t[4].split(',').count() == 2, "the frame inside the tunnel is dissected: {t:?}");
     }
 }
+
+/// A drop report's packet (InType 3: from its Ethernet header, as a sink
+/// under `malformed: drop` sends it) goes to Wireshark's own Ethernet,
+/// IPv4 and UDP dissectors: tshark names the dropped packet's addresses
+/// and ports after the report's own.
+#[test]
+fn tshark_reads_the_packet_a_drop_report_carries() {
+    let dir = workdir("wireshark-drop21");
+    let args =
+        ["gen", "--out", "int.pcap", "--packets", "4", "--flows", "1", "--proto", "udp", "--sizes", "200"];
+    int_tools(&dir, &[&args[..], &["--instrument", "int21-md"]].concat());
+    let mut frames = read_pcap(&dir.join("int.pcap"));
+    // Packet 2's shim claims 255 words: it lies, and the sink drops it.
+    frames[2][43] = 0xff;
+    write_pcap(&dir.join("lying.pcap"), &frames);
+    write_pcap(&dir.join("empty.pcap"), &[]);
+    let sink = port_exporter_config("lying.pcap").replace(
+        "clock: rx-timestamp,",
+        "clock: rx-timestamp, int: {version: 2.1}, sink: {malformed: drop},",
+    );
+    let run = run_node(&dir, &sink);
+    assert_eq!(run.counter("sink", "reports_drop"), 1, "{}", run.stdout());
+    let fields = ["tr20.in_type", "ip.src", "ip.dst", "udp.srcport", "udp.dstport", "eth.src"];
+    let theirs = tshark_with(LUA21, &dir.join("reports.pcap"), &fields, &[]);
+    let drop = theirs.iter().find(|t| t[0].split(',').any(|v| v == "3")).expect("a report of InType 3");
+    // gen's frames: Ethernet, IPv4 without options, UDP.
+    let packet = &frames[2];
+    let address =
+        |at: usize| std::net::Ipv4Addr::new(packet[at], packet[at + 1], packet[at + 2], packet[at + 3]);
+    let port = |at: usize| u16::from_be_bytes([packet[at], packet[at + 1]]).to_string();
+    let mac = packet[6..12].iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":");
+    let values = |field: &String| field.split(',').map(str::to_string).collect::<Vec<_>>();
+    // The datagram's own headers, then each report's packet: every report
+    // of the datagram has one (tshark lists them in order).
+    let reports = values(&drop[0]).len();
+    let sources = values(&drop[1]);
+    assert_eq!(sources.len(), 1 + reports, "{drop:?}");
+    assert_eq!(sources[0], "192.0.2.2", "the report's own source: {drop:?}");
+    assert_eq!(sources.last(), Some(&address(26).to_string()), "{drop:?}");
+    assert_eq!(values(&drop[2]).last(), Some(&address(30).to_string()), "{drop:?}");
+    assert_eq!(values(&drop[3]).last(), Some(&port(34)), "{drop:?}");
+    assert_eq!(values(&drop[4]).last(), Some(&port(36)), "{drop:?}");
+    // Only the drop report's packet has an Ethernet header.
+    assert_eq!(values(&drop[5]), ["02:00:00:00:00:02".to_string(), mac], "{drop:?}");
+}

@@ -1,9 +1,11 @@
 //! `int-lab replay-reports`: a collector's load. Replays recorded report
 //! datagrams (one hex payload per line, e.g. a sink's reports caught on a
 //! socket) from several senders as fast as the kernel takes them, 64 per
-//! system call. Each sender numbers its reports 1, 2, 3... in the Telemetry
-//! Report 0.5 header's Sequence Number (bytes 4-7), as one sink would, so
-//! the collector sees whole sequences, not duplicates.
+//! system call. Each sender numbers its datagrams 1, 2, 3... as one sink
+//! would, so the collector sees whole sequences, not duplicates: in the
+//! Telemetry Report 0.5 header's Sequence Number (bytes 4-7), or in a
+//! Telemetry Report 2.0 group header's (the low 22 bits of its first
+//! word; version 2 in its first nibble).
 
 use std::net::UdpSocket;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -32,6 +34,18 @@ pub struct ReplayReportsArgs {
 
 /// Where the Telemetry Report 0.5 header keeps its sequence number.
 const SEQUENCE: std::ops::Range<usize> = 4..8;
+
+/// Writes `sequence` into a report datagram's header, of either version.
+fn renumber(datagram: &mut [u8], sequence: u32) {
+    let tr20 = datagram.first().is_some_and(|byte| byte >> 4 == 2);
+    let (range, value) = match datagram.first_chunk::<4>() {
+        Some(word) if tr20 => (0..4, (u32::from_be_bytes(*word) & !0x003f_ffff) | (sequence & 0x003f_ffff)),
+        _ => (SEQUENCE, sequence),
+    };
+    if let Some(field) = datagram.get_mut(range) {
+        field.copy_from_slice(&value.to_be_bytes());
+    }
+}
 
 pub fn run(args: &ReplayReportsArgs) -> Result<(), Error> {
     let payloads = Arc::new(read_payloads(&args.payloads)?);
@@ -89,9 +103,7 @@ fn send(socket: UdpSocket, payloads: Arc<Vec<Vec<u8>>>, stop: &AtomicBool) -> u6
             slot.clear();
             slot.extend_from_slice(payloads.get(next).map_or(&[][..], |p| p.as_slice()));
             sequence = sequence.wrapping_add(1);
-            if let Some(field) = slot.get_mut(SEQUENCE) {
-                field.copy_from_slice(&sequence.to_be_bytes());
-            }
+            renumber(slot, sequence);
             next = (next + 1) % payloads.len();
         }
         let batch: Vec<&[u8]> = slots.iter().map(Vec::as_slice).collect();
@@ -100,4 +112,20 @@ fn send(socket: UdpSocket, payloads: Arc<Vec<Vec<u8>>>, stop: &AtomicBool) -> u6
         sent += sender.send(&batch) as u64;
     }
     sent
+}
+
+#[cfg(test)]
+mod tests {
+    use super::renumber;
+
+    #[test]
+    fn both_report_versions_are_renumbered() {
+        let mut tr05 = [0x00, 0x20, 0, 0, 0, 0, 0, 9, 0xaa];
+        renumber(&mut tr05, 0x0102_0304);
+        assert_eq!(tr05, [0x00, 0x20, 0, 0, 1, 2, 3, 4, 0xaa]);
+        // Version 2, hardware id 5, sequence 1; the node id after it kept.
+        let mut tr20 = [0x21, 0x40, 0x00, 0x01, 0x0a, 0, 0, 2];
+        renumber(&mut tr20, 0x0040_0007);
+        assert_eq!(tr20, [0x21, 0x40, 0x00, 0x07, 0x0a, 0, 0, 2], "22 bits, the rest kept");
+    }
 }

@@ -224,10 +224,13 @@ local function report_heuristic(buf, pinfo, tree)
             end
             inner = at + 12 + buf(at + 2, 1):uint() * 4
         end
+        -- The packet inside, to Wireshark's own dissectors: from its IP
+        -- header (InType 4, 5) or its Ethernet header (3, a drop report's).
         local in_type = buf(at, 1):uint() % 16
-        if (in_type == 4 or in_type == 5) and at + 4 + body > inner then
-            local ip = in_type == 4 and "ip" or "ipv6"
-            Dissector.get(ip):call(buf(inner, at + 4 + body - inner):tvb(), pinfo, tree)
+        local inner_dissectors = { [3] = "eth_withoutfcs", [4] = "ip", [5] = "ipv6" }
+        if inner_dissectors[in_type] ~= nil and at + 4 + body > inner then
+            local packet = buf(inner, at + 4 + body - inner):tvb()
+            Dissector.get(inner_dissectors[in_type]):call(packet, pinfo, tree)
         end
         at = at + 4 + body
     end
