@@ -14,41 +14,20 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::impairment::Impairment;
+use super::links::DelayFlow;
 use super::namespaces::{sh, terminate, Lab};
 use super::states::{self, barrier, wait_for};
 use super::topology::{addr6_of, addr_of, split, Scenario, Topology};
+use super::verdicts::Checks;
 use crate::error::{Error, Setup};
 
 /// The delay check's flow: its source port, and the first of its packet
 /// numbers sent with the delay on.
-pub(super) const DELAY_FLOW_PORT: u16 = 40001;
-pub(super) const DELAY_FROM_SEQUENCE: u64 = 1000;
+const DELAY_FLOW: DelayFlow = DelayFlow { port: 40001, from_sequence: 1000 };
 
 /// The most negative one-way latency the lab accepts between nodes on one
 /// host clock, ns.
 const SKEW_TOLERANCE_NS: i64 = 100_000;
-
-/// The checks' results, each printed as it is judged.
-#[derive(Default)]
-pub struct Checks {
-    results: Vec<(String, bool, String)>,
-}
-
-impl Checks {
-    /// The names of the checks that failed.
-    pub fn failed(&self) -> Vec<String> {
-        self.results.iter().filter(|(_, ok, _)| !ok).map(|(name, _, _)| name.clone()).collect()
-    }
-
-    pub fn count(&self) -> usize {
-        self.results.len()
-    }
-
-    pub(super) fn check(&mut self, name: &str, ok: bool, detail: String) {
-        println!("lab: {} {name}: {detail}", if ok { "PASS" } else { "FAIL" });
-        self.results.push((name.to_string(), ok, detail));
-    }
-}
 
 /// Reads the collector's JSON lines so far.
 /// The collector's records, a Telemetry Report 2.0 record put in the terms
@@ -171,7 +150,7 @@ pub fn scenario(lab: &mut Lab, topology: &Topology, workdir: &Path) -> Result<Ch
     if let (Some(delay), Some(impairment)) = (s.delay_ms, &impairment) {
         check_latency_change(lab, &ends, delay, impairment, workdir, &mut checks)?;
         if let Some(link) = &s.delayed_link {
-            super::links::check_link_delay(workdir, link, delay, &mut checks)?;
+            super::links::check_link_delay(workdir, link, delay, DELAY_FLOW, &mut checks)?;
         }
     }
     Ok(checks)
@@ -305,13 +284,13 @@ fn check_latency_change(
     checks: &mut Checks,
 ) -> Result<(), Error> {
     let Ends { client_host, client_ip, server_ip, .. } = ends;
-    let (from, to) = (format!("{client_ip}:{DELAY_FLOW_PORT}"), format!("{server_ip}:5003"));
+    let (from, to) = (format!("{client_ip}:{}", DELAY_FLOW.port), format!("{server_ip}:5003"));
     // The path's noise: the spread of 20 round trips.
     let rtts: Vec<u64> = (0..20).map(|_| barrier(lab, client_host, server_ip)).collect::<Result<_, _>>()?;
     let noise_ns = (rtts.iter().max().unwrap_or(&0) - rtts.iter().min().unwrap_or(&0)) as i64;
     // Phase A, packets 1-1000 of the flow: no delay. Phase B, 1001-4000:
     // the delay on, set while no packet of the flow is on the way.
-    send_paced(lab, client_host, &from, &to, DELAY_FROM_SEQUENCE)?;
+    send_paced(lab, client_host, &from, &to, DELAY_FLOW.from_sequence)?;
     barrier(lab, client_host, server_ip)?;
     impairment.set(lab, 0.0, delay)?;
     send_paced(lab, client_host, &from, &to, 3000)?;
@@ -320,17 +299,20 @@ fn check_latency_change(
     let latencies = || -> BTreeMap<u64, i64> {
         reports(workdir)
             .iter()
-            .filter(|r| r["type"] == "latency" && r["src_port"] == DELAY_FLOW_PORT)
+            .filter(|r| r["type"] == "latency" && r["src_port"] == DELAY_FLOW.port)
             .filter_map(|r| Some((r["flow_seq"].as_u64()?, r["latency_ns"].as_i64()?)))
             .collect()
     };
     // The sink reports the first delayed packet (another bucket).
     let _ = wait_for("a report of the delayed packets", || {
-        Ok(latencies().keys().any(|seq| *seq > DELAY_FROM_SEQUENCE))
+        Ok(latencies().keys().any(|seq| *seq > DELAY_FLOW.from_sequence))
     });
     let latencies = latencies();
     let phase = |delayed: bool| {
-        latencies.iter().filter(move |(seq, _)| (**seq > DELAY_FROM_SEQUENCE) == delayed).map(|(_, l)| *l)
+        latencies
+            .iter()
+            .filter(move |(seq, _)| (**seq > DELAY_FLOW.from_sequence) == delayed)
+            .map(|(_, l)| *l)
     };
     let (before_min, before_max) = (phase(false).min(), phase(false).max());
     let after_min = phase(true).min();

@@ -11,11 +11,19 @@ use std::fs;
 use std::net::Ipv4Addr;
 use std::path::Path;
 
-use super::checks::{Checks, DELAY_FLOW_PORT, DELAY_FROM_SEQUENCE};
+use super::verdicts::Checks;
 use crate::error::{Error, Setup};
 
 /// A link by its ends' node ids.
 type Link = (u32, u32);
+
+/// The delay check's flow: its UDP source port, and the first of its packet
+/// numbers sent with the delay on.
+#[derive(Debug, Clone, Copy)]
+pub struct DelayFlow {
+    pub port: u16,
+    pub from_sequence: u64,
+}
 
 /// Each link's latencies (ns) in the sink's reports on the delay check's
 /// flow, before the delay and with it.
@@ -25,14 +33,14 @@ struct Phases {
     after: BTreeMap<Link, Vec<i64>>,
 }
 
-fn phases(workdir: &Path) -> Phases {
+fn phases(workdir: &Path, flow: DelayFlow) -> Phases {
     let mut phases = Phases::default();
     let text = fs::read_to_string(workdir.join("collector.jsonl")).unwrap_or_default();
     let records = text.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok());
-    for record in records.filter(|r| r["type"] == "tr20" && r["flow"]["src_port"] == DELAY_FLOW_PORT) {
+    for record in records.filter(|r| r["type"] == "tr20" && r["flow"]["src_port"] == flow.port) {
         let Some(sequence) = record["sequence"].as_u64() else { continue };
         let Some(hops) = record["hop_metadata"].as_array() else { continue };
-        let phase = if sequence > DELAY_FROM_SEQUENCE { &mut phases.after } else { &mut phases.before };
+        let phase = if sequence > flow.from_sequence { &mut phases.after } else { &mut phases.before };
         // Source first: each pair of neighbours is a link.
         for pair in hops.windows(2) {
             let [a, b] = pair else { continue };
@@ -54,13 +62,14 @@ pub fn check_link_delay(
     workdir: &Path,
     delayed: &[String; 2],
     delay_ms: u64,
+    flow: DelayFlow,
     checks: &mut Checks,
 ) -> Result<(), Error> {
     let node = |text: &String| {
         text.parse::<Ipv4Addr>().map(u32::from).map_err(|_| Error::from(Setup::NodeId(text.clone())))
     };
     let delayed = (node(&delayed[0])?, node(&delayed[1])?);
-    let phases = phases(workdir);
+    let phases = phases(workdir, flow);
     let delay_ns = delay_ms as i64 * 1_000_000;
     let least =
         |map: &BTreeMap<Link, Vec<i64>>, link: &Link| map.get(link).and_then(|l| l.iter().min().copied());

@@ -32,6 +32,7 @@ mod links;
 mod namespaces;
 mod states;
 mod topology;
+mod verdicts;
 
 use crate::error::{Error, Setup};
 use namespaces::{add_links, add_namespaces, add_neighbours, namespace_exists, start_processes, Lab};
