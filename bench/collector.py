@@ -125,7 +125,9 @@ def run_case(payloads, sockets, senders, seconds, extra=()):
     return {"sockets": sockets, "senders": senders, "seconds": sent["seconds"], "sent": sent["sent"],
             "received": summary["reports"], "received_per_s": round(summary["reports"] / sent["seconds"]),
             "kernel_drops": summary["kernel_drops"], "lost_reports": summary["lost_reports"],
-            "malformed": summary["malformed"], "latency_reports": summary["all_flows"]["latency_reports"]}
+            "malformed": summary["malformed"], "latency_reports": summary["all_flows"]["latency_reports"],
+            # A TR 2.0 datagram holds several reports: what they carried.
+            "latency_reports_per_s": round(summary["all_flows"]["latency_reports"] / sent["seconds"])}
 
 
 def main():
@@ -157,15 +159,17 @@ def main():
     with open(os.path.join(RESULTS, name), "w") as f:
         json.dump({"cpus": os.cpu_count(), "reports": args.reports, "recorded_datagrams": recorded, "runs": results},
                   f, indent=1)
-    print("| reports | per-hop view | sockets | senders | received reports/s (median, min-max) | kernel drops (median share) |")
-    print("|---|---|---|---|---|---|")
+    print("| reports | per-hop view | sockets | senders | datagrams/s (median, min-max) | latency reports/s (median) | kernel drops (median share) |")
+    print("|---|---|---|---|---|---|---|")
     for sockets in sorted({r["sockets"] for r in results}):
         for view, _ in views:
             runs = [r for r in results if r["sockets"] == sockets and r["view"] == view]
             rates = sorted(r["received_per_s"] for r in runs)
             drops = sorted(r["kernel_drops"] / max(r["sent"], 1) for r in runs)
+            carried = sorted(r["latency_reports_per_s"] for r in runs)
             print(f"| {args.reports} | {view} | {sockets} | {args.senders} | {rates[len(rates) // 2] / 1e6:.2f}M "
-                  f"({rates[0] / 1e6:.2f}-{rates[-1] / 1e6:.2f}) | {100 * drops[len(drops) // 2]:.1f}% |")
+                  f"({rates[0] / 1e6:.2f}-{rates[-1] / 1e6:.2f}) | {carried[len(carried) // 2] / 1e6:.2f}M "
+                  f"| {100 * drops[len(drops) // 2]:.1f}% |")
 
 
 if __name__ == "__main__":
