@@ -143,7 +143,9 @@ fn decode_golden_text_and_json() {
 /// ones almost never count at all).
 #[test]
 fn collect_refuses_random_datagrams_and_forged_sequences() {
-    let (child, listen) = start_collector(&["--duration", "600"]);
+    // A receive buffer that holds all 3000 datagrams: a collector the
+    // machine leaves unscheduled for a while still finds every one.
+    let (child, listen) = start_collector(&["--duration", "600", "--rcvbuf", "33554432"]);
     let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
     let mut x = 0x2545_f491_4f6c_dd1du64;
     let mut next = || {
