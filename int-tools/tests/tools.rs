@@ -685,3 +685,33 @@ fn text_collect(datagrams: &[Vec<u8>]) -> String {
     assert!(output.status.success());
     String::from_utf8(output.stdout).unwrap()
 }
+
+/// A port another collect holds is refused, with what to do, unless
+/// `--share-port`; a plot that cannot be written fails at start.
+#[test]
+fn collect_refuses_a_held_port_and_an_unwritable_plot() {
+    let (first, listen) = start_collector(&["--duration", "600"]);
+    let dir = workdir("collect-held-port");
+    let second =
+        Command::new(BIN).args(["collect", "--listen", &listen, "--duration", "1"]).output().unwrap();
+    assert!(!second.status.success());
+    let said = String::from_utf8_lossy(&second.stderr);
+    assert!(
+        said.contains("another process receives on this port") && said.contains("--share-port"),
+        "{said}"
+    );
+    let shared = Command::new(BIN)
+        .args(["collect", "--listen", &listen, "--duration", "1", "--share-port"])
+        .output()
+        .unwrap();
+    assert!(shared.status.success(), "{}", String::from_utf8_lossy(&shared.stderr));
+    interrupt(&first);
+    summary_of(first);
+    let plot = Command::new(BIN)
+        .args(["collect", "--listen", "127.0.0.1:0", "--duration", "600", "--plot", "/nonexistent/plot.png"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(!plot.status.success());
+    assert!(String::from_utf8_lossy(&plot.stderr).contains("--plot /nonexistent/plot.png: No such file"));
+}

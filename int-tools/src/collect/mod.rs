@@ -71,6 +71,10 @@ pub struct CollectArgs {
     /// thread: the kernel spreads senders over them.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub sockets: u16,
+    /// Receive on a port another process already receives on (each gets
+    /// some of the senders); without it, such a port is refused.
+    #[arg(long)]
+    pub share_port: bool,
     /// Flows followed one by one; reports of later flows count only in
     /// the totals over all flows.
     #[arg(long, default_value_t = 1_000_000)]
@@ -220,9 +224,24 @@ impl Shared {
     }
 }
 
+/// Files the run writes at its end, tried now: a path that cannot be
+/// written fails at start, not after the whole run.
+fn check_outputs(args: &CollectArgs) -> Result<(), String> {
+    if let Some(plot) = &args.plot {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(plot)
+            .map_err(|e| format!("--plot {}: {e}", plot.display()))?;
+    }
+    Ok(())
+}
+
 pub fn run(args: &CollectArgs) -> Result<(), String> {
     let how = Arc::new(how(args)?);
-    let receivers = receive::open(&args.listen, args.sockets, args.rcvbuf)?;
+    check_outputs(args)?;
+    let receivers = receive::open(&args.listen, args.sockets, args.rcvbuf, args.share_port)?;
     int_os::signals::catch_stop_signals();
     let started = Instant::now();
     let influx = match &args.influx {
