@@ -77,11 +77,7 @@ pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
     check_memory(config, base)?;
     // Written at the end: a path that cannot be written fails now.
     if let Some(path) = &options.stats_json {
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
+        int_os::files::writable(path)
             .map_err(|source| RunError::Write { path: path.display().to_string(), source })?;
     }
     let mut args = vec![String::from("int-node")];

@@ -228,12 +228,7 @@ impl Shared {
 /// written fails at start, not after the whole run.
 fn check_outputs(args: &CollectArgs) -> Result<(), String> {
     if let Some(plot) = &args.plot {
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(plot)
-            .map_err(|e| format!("--plot {}: {e}", plot.display()))?;
+        int_os::files::writable(plot).map_err(|e| format!("--plot {}: {e}", plot.display()))?;
     }
     Ok(())
 }
