@@ -99,6 +99,14 @@ pub struct CollectArgs {
     /// The InfluxDB database.
     #[arg(long, default_value = "int")]
     pub influx_db: String,
+    /// The InfluxDB user, for a server with authentication on; the
+    /// password comes from --influx-password-file or the environment's
+    /// INFLUX_PASSWORD (kept off the command line).
+    #[arg(long)]
+    pub influx_user: Option<String>,
+    /// A file holding the InfluxDB password (its first line).
+    #[arg(long)]
+    pub influx_password_file: Option<std::path::PathBuf>,
     /// Points per InfluxDB write.
     #[arg(long, default_value_t = 5000)]
     pub influx_batch: usize,
@@ -331,6 +339,7 @@ fn start_influx(
     let settings = influx::Settings {
         server,
         host,
+        authorization: influx_authorization(args)?,
         database: args.influx_db.clone(),
         batch: args.influx_batch.max(1),
         flush: Duration::from_millis(500),
@@ -338,6 +347,30 @@ fn start_influx(
     };
     eprintln!("collect: writing to InfluxDB at {url}, database {}", settings.database);
     Ok(influx::start(settings))
+}
+
+/// The Basic authorization of --influx-user, with its password from the
+/// file or the environment.
+fn influx_authorization(args: &CollectArgs) -> Result<Option<String>, String> {
+    let Some(user) = &args.influx_user else {
+        return match args.influx_password_file {
+            Some(_) => Err("--influx-password-file: only with --influx-user".into()),
+            None => Ok(None),
+        };
+    };
+    let password = match &args.influx_password_file {
+        Some(file) => std::fs::read_to_string(file)
+            .map_err(|e| format!("--influx-password-file {}: {e}", file.display()))?
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_string(),
+        None => std::env::var("INFLUX_PASSWORD").map_err(|_| {
+            "--influx-user: a password in --influx-password-file or the environment's INFLUX_PASSWORD"
+                .to_string()
+        })?,
+    };
+    Ok(Some(int_os::http::basic_auth(user, &password)))
 }
 
 /// Prints the summary at the interval until a stop signal, the count or
