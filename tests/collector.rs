@@ -171,8 +171,13 @@ fn free_port() -> u16 {
 /// InfluxDB 1.x, its files in `dir`, on loopback; returns it once it
 /// answers /ping.
 fn start_influxd(dir: &Path, port: u16) -> Child {
+    start_influxd_with(dir, port, false)
+}
+
+/// [`start_influxd`], with authentication on where `auth` says.
+fn start_influxd_with(dir: &Path, port: u16, auth: bool) -> Child {
     let config = format!(
-        "reporting-disabled = true\nbind-address = \"127.0.0.1:{rpc}\"\n[meta]\n  dir = \"{d}/meta\"\n[data]\n  dir = \"{d}/data\"\n  wal-dir = \"{d}/wal\"\n[http]\n  bind-address = \"127.0.0.1:{port}\"\n  log-enabled = false\n",
+        "reporting-disabled = true\nbind-address = \"127.0.0.1:{rpc}\"\n[meta]\n  dir = \"{d}/meta\"\n[data]\n  dir = \"{d}/data\"\n  wal-dir = \"{d}/wal\"\n[http]\n  bind-address = \"127.0.0.1:{port}\"\n  log-enabled = false\n  auth-enabled = {auth}\n",
         rpc = free_port(),
         d = dir.display()
     );
@@ -264,4 +269,57 @@ fn collector_writes_every_observation_to_a_real_influxdb() {
     assert_eq!(lost[0][1], overall["lost_packets"], "{lost}");
     assert_eq!(ports.as_array().unwrap().len(), 3, "{ports}");
     assert_eq!(nodes[0][1], (0x0a00_0002u32).to_string(), "{nodes}");
+}
+
+/// An InfluxDB with authentication on: collect writes with the user and
+/// password it is given (the password from a file), and every point is
+/// there; without them, the server refuses each write (HTTP 401) and the
+/// summary counts every point failed, none written.
+#[test]
+fn collector_writes_to_an_influxdb_with_authentication() {
+    if !Path::new(INFLUXD).exists() {
+        eprintln!("skipped: {INFLUXD} missing (apt-get install influxdb; scripts/install-deps.sh does)");
+        return;
+    }
+    let dir = workdir("collector-influx-auth");
+    let port = free_port();
+    let mut influxd = start_influxd_with(&dir, port, true);
+    // The first user may be made without one; then every request needs it.
+    let admin = "q=CREATE+USER+admin+WITH+PASSWORD+%27s3cret%27+WITH+ALL+PRIVILEGES";
+    assert_eq!(http(port, "POST", "/query", admin).unwrap().0, 200);
+    assert_eq!(http(port, "POST", "/query", "q=CREATE+DATABASE+int").unwrap().0, 401);
+    // Credentials in the URL: influxd reads them there, not in the form.
+    let as_admin = "/query?u=admin&p=s3cret";
+    assert_eq!(http(port, "POST", as_admin, "q=CREATE+DATABASE+int").unwrap().0, 200);
+    std::fs::write(dir.join("password"), "s3cret\n").unwrap();
+    let url = format!("http://127.0.0.1:{port}");
+    let datagrams = switch_reports();
+    let collect = |credentials: &[&str]| {
+        let count = datagrams.len().to_string();
+        let args = [&["--count", &count, "--duration", "120", "--influx", &url, "--quiet"][..], credentials]
+            .concat();
+        let (mut child, listen) = start_collector(&tools_bin(), &args);
+        let output = read_output(&mut child);
+        let sender = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        for datagram in &datagrams {
+            sender.send_to(datagram, &listen).unwrap();
+        }
+        lines_of(child, output).last().unwrap()["summary"]["influx"].clone()
+    };
+    let password = dir.join("password");
+    let with = collect(&["--influx-user", "admin", "--influx-password-file", password.to_str().unwrap()]);
+    let without = collect(&[]);
+    let (status, text) =
+        http(port, "POST", as_admin, "db=int&q=SELECT+count(hop_latency)+FROM+int_hop").unwrap();
+    let _ = influxd.kill();
+    let _ = influxd.wait();
+    assert_eq!(status, 200, "{text}");
+    let written = with["written"].as_u64().unwrap();
+    assert!(written > 0 && with["failed"] == 0, "{with}");
+    assert!(text.contains(",180]"), "three hops in each of 60 reports: {text}");
+    assert_eq!(
+        (without["written"].as_u64(), without["failed"].as_u64()),
+        (Some(0), Some(written)),
+        "{without}"
+    );
 }

@@ -189,3 +189,23 @@ pipelines:
         assert!(stderr.contains("impair is lab equipment"), "{stderr}");
     }
 }
+
+/// `run --stats-json` to a path that cannot be written fails at start,
+/// before DPDK and before the run, naming the path.
+#[test]
+fn an_unwritable_stats_path_fails_at_start() {
+    let dir = workdir("stats-path");
+    write_pcap(&dir.join("in.pcap"), &mixed_traffic(4, 1, 0));
+    std::fs::write(dir.join("node.yaml"), node_config("forward", "in.pcap", "out.pcap", "", None)).unwrap();
+    let started = std::time::Instant::now();
+    let output = Command::new(BIN)
+        .args(["run", "--config", "node.yaml", "--duration", "30", "--stats-json", "/nonexistent/stats.json"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(said.contains("writing /nonexistent/stats.json: No such file or directory"), "{said}");
+    assert!(!said.contains("EAL"), "refused before DPDK started: {said}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(30), "not after the run");
+}

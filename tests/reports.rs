@@ -150,3 +150,25 @@ fn tr05_profile_sends_switch_local_flow_reports() {
     let summary = &lines.last().unwrap()["summary"];
     assert_eq!(summary["malformed"], 0, "{summary}");
 }
+
+/// An IPv6 collector: the sink's reports reach it over the kernel's IPv6
+/// socket (`export.collector: '[::1]:PORT'`), and collect, listening on
+/// IPv6, reads all three.
+#[test]
+fn reports_reach_an_ipv6_collector() {
+    let dir = workdir("collect-ipv6");
+    let (child, listen) =
+        start_collector(&tools_bin(), &["--listen", "[::1]:0", "--count", "3", "--duration", "30"]);
+    assert!(listen.starts_with("[::1]:"), "{listen}");
+    let gen = ["gen", "--out", "int.pcap", "--packets", "30", "--flows", "3", "--proto", "udp"];
+    int_tools(&dir, &[&gen[..], &["--sizes", "100", "--instrument", "hostint"]].concat());
+    let clock = "    clock: rx-timestamp\n";
+    let sink = run_node(&dir, &node_config("sink", "int.pcap", "out.pcap", clock, Some(&listen)));
+    assert_eq!(sink.counter("sink", "reports_latency"), 3, "{}", sink.stdout());
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success());
+    let lines: Vec<serde_json::Value> =
+        String::from_utf8(output.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.iter().filter(|v| v["type"] == "latency").count(), 3, "{lines:?}");
+    assert_eq!(lines.last().unwrap()["summary"]["reports"], 3);
+}

@@ -547,3 +547,25 @@ fn tshark_reads_the_packet_a_drop_report_carries() {
     // Only the drop report's packet has an Ethernet header.
     assert_eq!(values(&drop[5]), ["02:00:00:00:00:02".to_string(), mac], "{drop:?}");
 }
+
+/// A GSO send captured on the sending host (five Drop-Summaries back to
+/// back in one UDP datagram): the INT 0.5 dissector shows all five.
+#[test]
+fn tshark_reads_every_report_of_a_gso_send() {
+    let dir = workdir("wireshark-gso");
+    let payload: Vec<u8> =
+        (1..=5).flat_map(|sequence| common::collector::drop_summary(sequence, sequence)).collect();
+    let mut frame = int_core::craft::PacketSpec::udp(
+        [10, 0, 0, 2].into(),
+        [10, 0, 0, 100].into(),
+        40000,
+        32766,
+        payload.len(),
+    )
+    .build();
+    let at = frame.len() - payload.len();
+    frame[at..].copy_from_slice(&payload);
+    write_pcap(&dir.join("gso.pcap"), &[frame]);
+    let theirs = tshark(&dir.join("gso.pcap"), &["intreport.seq", "intreport.drop.gap_count"]);
+    assert_eq!(theirs, [["1,2,3,4,5", "1,2,3,4,5"]], "{theirs:?}");
+}

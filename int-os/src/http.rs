@@ -77,21 +77,23 @@ pub struct Answer {
     pub body: String,
 }
 
-/// POSTs `body` to `path` on `server` (`host` for the Host header) and
-/// returns the answer; `timeout` bounds the connect and each read and
-/// write.
+/// POSTs `body` to `path` on `server` (`host` for the Host header, and an
+/// Authorization header where given) and returns the answer; `timeout`
+/// bounds the connect and each read and write.
 pub fn post(
     server: SocketAddr,
     host: &str,
     path: &str,
     body: &[u8],
+    authorization: Option<&str>,
     timeout: Duration,
 ) -> io::Result<Answer> {
     let mut stream = TcpStream::connect_timeout(&server, timeout)?;
     stream.set_read_timeout(Some(timeout))?;
     stream.set_write_timeout(Some(timeout))?;
+    let authorization = authorization.map(|value| format!("Authorization: {value}\r\n")).unwrap_or_default();
     let head = format!(
-        "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        "POST {path} HTTP/1.1\r\nHost: {host}\r\n{authorization}Content-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
     );
     stream.write_all(head.as_bytes())?;
@@ -109,6 +111,24 @@ pub fn post(
     Ok(Answer { status, body: body.chars().take(512).collect() })
 }
 
+/// HTTP Basic authentication's header value for `user` and `password`
+/// (RFC 7617: base64 of `user:password`).
+pub fn basic_auth(user: &str, password: &str) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let bytes = format!("{user}:{password}").into_bytes();
+    let mut out = String::from("Basic ");
+    for chunk in bytes.chunks(3) {
+        let word = chunk.iter().enumerate().fold(0u32, |w, (i, b)| w | (u32::from(*b) << (16 - 8 * i)));
+        for i in 0..4 {
+            let sextet = (word >> (18 - 6 * i)) & 63;
+            let symbol =
+                if i <= chunk.len() { ALPHABET.get(sextet as usize).copied().unwrap_or(b'=') } else { b'=' };
+            out.push(char::from(symbol));
+        }
+    }
+    out
+}
+
 /// A Prometheus label value as the text format wants it: backslash, quote
 /// and newline escaped.
 pub fn prometheus_label(value: &str) -> String {
@@ -118,6 +138,15 @@ pub fn prometheus_label(value: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// RFC 7617's example, and the three paddings.
+    #[test]
+    fn basic_auth_is_base64() {
+        assert_eq!(basic_auth("Aladdin", "open sesame"), "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==");
+        assert_eq!(basic_auth("a", "b"), "Basic YTpi");
+        assert_eq!(basic_auth("ab", "c"), "Basic YWI6Yw==");
+        assert_eq!(basic_auth("ab", "cd"), "Basic YWI6Y2Q=");
+    }
     use std::sync::Arc;
 
     #[test]
@@ -141,7 +170,7 @@ mod tests {
         stream.read_to_string(&mut text).unwrap();
         assert!(text.starts_with("HTTP/1.1 200 OK\r\n") && text.ends_with("\r\n\r\nup 1\n"), "{text}");
         // Not a GET of a known page: 404, through the client.
-        let answer = post(address, "x", "/write", b"a b=1", Duration::from_secs(2)).unwrap();
+        let answer = post(address, "x", "/write", b"a b=1", None, Duration::from_secs(2)).unwrap();
         assert_eq!(answer, Answer { status: 404, body: "not found\n".into() });
         quit.store(true, Ordering::Relaxed);
         server.join().unwrap().unwrap();

@@ -80,43 +80,93 @@ pub fn run(args: &DecodeArgs) -> Result<(), String> {
             .map(int21_domain)
             .collect(),
     };
-    let frames = pcap::read_all(&args.file)?;
-    for (index, (time_ns, frame)) in frames.iter().enumerate() {
-        let value = decode_frame(index + 1, *time_ns, frame, &domains, args.report_port);
-        if args.json {
-            println!("{value}");
-        } else {
-            print_text(&value);
+    let mut capture = pcap::Capture::open(&args.file)?;
+    let mut index = 0;
+    // Packet by packet: a pipe from tcpdump prints as it comes, and a file
+    // cut short prints every whole packet before the error.
+    while let Some(packet) = capture.next_packet() {
+        let packet = packet?;
+        index += 1;
+        let values = match &packet.frame {
+            Ok(frame) => decode_frame(index, packet.time_ns, frame, &domains, args.report_port),
+            Err(why) => {
+                vec![json!({"index": index, "time_ns": packet.time_ns, "kind": "unreadable", "error": why})]
+            }
+        };
+        for value in values {
+            if args.json {
+                println!("{value}");
+            } else {
+                print_text(&value);
+            }
         }
     }
     Ok(())
 }
 
-/// One packet as JSON: always `index`, `time_ns`, `length`; then what it is.
-pub fn decode_frame(index: usize, time_ns: u64, frame: &[u8], domains: &Domains, report_port: u16) -> Value {
+/// One packet as JSON: always `index`, `time_ns`, `length`; then what it
+/// is. A UDP payload of several reports back to back (a GSO send seen
+/// before the kernel cut it) gives one object per report, each with
+/// `segment` and `segments`.
+pub fn decode_frame(
+    index: usize,
+    time_ns: u64,
+    frame: &[u8],
+    domains: &Domains,
+    report_port: u16,
+) -> Vec<Value> {
     let mut out = Map::new();
     out.insert("index".into(), json!(index));
     out.insert("time_ns".into(), json!(time_ns));
     out.insert("length".into(), json!(frame.len()));
+    let reports = decode_packet(frame, domains, report_port, &mut out);
+    if reports.len() <= 1 {
+        out.extend(reports.into_iter().flatten());
+        return vec![Value::Object(out)];
+    }
+    let segments = reports.len();
+    reports
+        .into_iter()
+        .enumerate()
+        .map(|(i, report)| {
+            let mut one = out.clone();
+            one.insert("segment".into(), json!(i + 1));
+            one.insert("segments".into(), json!(segments));
+            one.extend(report);
+            Value::Object(one)
+        })
+        .collect()
+}
+
+/// What the packet is, into `out`; a report payload's fields are returned
+/// instead (one map per report it holds).
+fn decode_packet(
+    frame: &[u8],
+    domains: &Domains,
+    report_port: u16,
+    out: &mut Map<String, Value>,
+) -> Vec<Map<String, Value>> {
+    let malformed = |out: &mut Map<String, Value>, error: int_core::ParseError| {
+        out.insert("kind".into(), json!("malformed"));
+        out.insert("error".into(), json!(error.to_string()));
+    };
     let ip = match locate::ip(frame) {
         Ok(Some(ip)) => ip,
         Ok(None) => {
             out.insert("kind".into(), json!("not-ip"));
-            return Value::Object(out);
+            return Vec::new();
         }
         Err(error) => {
-            out.insert("kind".into(), json!("malformed"));
-            out.insert("error".into(), json!(error.to_string()));
-            return Value::Object(out);
+            malformed(out, error);
+            return Vec::new();
         }
     };
-    ip_fields(frame, &ip, &mut out);
+    ip_fields(frame, &ip, out);
     let l4 = match locate::l4(frame, &ip) {
         Ok(l4) => l4,
         Err(error) => {
-            out.insert("kind".into(), json!("malformed"));
-            out.insert("error".into(), json!(error.to_string()));
-            return Value::Object(out);
+            malformed(out, error);
+            return Vec::new();
         }
     };
     if let Some(l4) = l4 {
@@ -127,16 +177,15 @@ pub fn decode_frame(index: usize, time_ns: u64, frame: &[u8], domains: &Domains,
             let payload = frame.get(ip.l4 + 8..ip.end).unwrap_or(&[]);
             let source_only = domains.int21.first().map_or(int21::SourceOnly::NONE, |d| d.source_only);
             if dst_port == report_port {
-                decode_report(payload, &domains.int21, source_only.domain_id, &mut out);
-                return Value::Object(out);
+                return decode_reports(payload, &domains.int21, source_only.domain_id);
             }
-            if decode21::decode_tunnel(dst_port, payload, &source_only, &mut out) {
-                return Value::Object(out);
+            if decode21::decode_tunnel(dst_port, payload, &source_only, out) {
+                return Vec::new();
             }
         }
     }
-    decode_int(frame, domains, &mut out);
-    Value::Object(out)
+    decode_int(frame, domains, out);
+    Vec::new()
 }
 
 /// The IP header's fields: addresses, protocol and DSCP; for IPv6 also
@@ -164,37 +213,76 @@ fn ip_fields(frame: &[u8], ip: &locate::IpLocation, out: &mut Map<String, Value>
     }
 }
 
-/// A telemetry report's fields into `out`: version 2 by its group header,
-/// version 0.5 (and Host-INT's) otherwise.
-fn decode_report(payload: &[u8], int21: &[int21::Domain], domain_id: u16, out: &mut Map<String, Value>) {
+/// Most reports a GSO send puts in one datagram (the kernel's UDP_MAX_SEGMENTS).
+const GSO_MAX_SEGMENTS: usize = 64;
+
+/// A report payload: one report, or, where it does not read as one, the
+/// equal segments of a GSO send that each read as one (the fewest that
+/// do); else the first error.
+fn decode_reports(payload: &[u8], int21: &[int21::Domain], domain_id: u16) -> Vec<Map<String, Value>> {
+    let whole = decode_report(payload, int21, domain_id);
+    if whole.is_ok() {
+        return whole.into_iter().collect();
+    }
+    for segments in (2..=GSO_MAX_SEGMENTS).filter(|n| payload.len().is_multiple_of(*n)) {
+        let read: Result<Vec<_>, _> = payload
+            .chunks(payload.len() / segments)
+            .map(|one| decode_report(one, int21, domain_id))
+            .collect();
+        if let Ok(reports) = read {
+            return reports;
+        }
+    }
+    vec![whole.unwrap_or_else(|error| error)]
+}
+
+/// One report's fields (`kind`, `report`), or the error's.
+fn decode_report(
+    payload: &[u8],
+    int21: &[int21::Domain],
+    domain_id: u16,
+) -> Result<Map<String, Value>, Map<String, Value>> {
+    let mut out = Map::new();
     out.insert("kind".into(), json!("report"));
+    let failed = |mut out: Map<String, Value>, kind: &str, error: String| {
+        out.insert("kind".into(), json!(kind));
+        out.insert("error".into(), json!(error));
+        Err(out)
+    };
     if payload.first().is_some_and(|byte| byte >> 4 == tr20::VERSION) {
-        match tr20::Report::parse(payload) {
-            Ok(report) => out.insert("report".into(), decode21::report_json(&report, int21, domain_id)),
-            Err(error) => out.insert("error".into(), json!(error.to_string())),
-        };
-        return;
-    }
-    match report::parse(payload, SinkIdWord::Detect) {
-        Ok(parsed) => {
-            let mut json = report_json(&parsed);
-            // A sink's own TR 0.5 flow report: its flow and INT stack too.
-            if let (Ok(flow), Some(fields)) = (FlowReport::parse(payload), json.as_object_mut()) {
-                fields.insert(
-                    "flow".into(),
-                    json!({"src": flow.ip.src.to_string(), "dst": flow.ip.dst.to_string(),
-                    "protocol": flow.ip.protocol, "src_port": flow.src_port, "dst_port": flow.dst_port}),
-                );
-                fields.insert("int".into(), block_json(&flow.block));
-                fields.insert("latency_ns".into(), json!(flow.latency_ns()));
+        return match tr20::Report::parse(payload) {
+            Ok(report) => {
+                let json = decode21::report_json(&report, int21, domain_id);
+                // Reports read up to one that is not: an error all the same
+                // (a GSO send's next group header reads as no report).
+                let whole = json.get("error").is_none_or(Value::is_null);
+                out.insert("report".into(), json);
+                if whole {
+                    Ok(out)
+                } else {
+                    Err(out)
+                }
             }
-            out.insert("report".into(), json);
-        }
-        Err(error) => {
-            out.insert("kind".into(), json!("malformed-report"));
-            out.insert("error".into(), json!(error.to_string()));
-        }
+            Err(error) => failed(out, "report", error.to_string()),
+        };
     }
+    let parsed = match report::parse(payload, SinkIdWord::Detect) {
+        Ok(parsed) => parsed,
+        Err(error) => return failed(out, "malformed-report", error.to_string()),
+    };
+    let mut json = report_json(&parsed);
+    // A sink's own TR 0.5 flow report: its flow and INT stack too.
+    if let (Ok(flow), Some(fields)) = (FlowReport::parse(payload), json.as_object_mut()) {
+        fields.insert(
+            "flow".into(),
+            json!({"src": flow.ip.src.to_string(), "dst": flow.ip.dst.to_string(),
+            "protocol": flow.ip.protocol, "src_port": flow.src_port, "dst_port": flow.dst_port}),
+        );
+        fields.insert("int".into(), block_json(&flow.block));
+        fields.insert("latency_ns".into(), json!(flow.latency_ns()));
+    }
+    out.insert("report".into(), json);
+    Ok(out)
 }
 
 /// A 16-bit value in decimal or 0x-prefixed hex.
@@ -363,6 +451,9 @@ fn print_text(value: &Value) {
         get("length"),
         get("kind").as_str().unwrap_or("?")
     );
+    if let (Some(segment), Some(segments)) = (value.get("segment"), value.get("segments")) {
+        line.push_str(&format!(" ({segment} of {segments} in one GSO datagram)"));
+    }
     if let (Some(src), Some(dst)) = (value.get("src"), value.get("dst")) {
         let port = |k: &str| value.get(k).map(|p| format!(":{p}")).unwrap_or_default();
         // IPv6 addresses in brackets before a port, and a Traffic Class.

@@ -68,9 +68,9 @@ pub struct GenArgs {
     pub int21_port: Option<u16>,
     /// With --instrument: the source hop's timestamp is this long before
     /// the capture time, so that a sink clocked by capture times (clock:
-    /// rx-timestamp) measures this one-way latency.
-    #[arg(long, default_value_t = 0)]
-    pub latency_us: u64,
+    /// rx-timestamp) measures this one-way latency (default 0).
+    #[arg(long)]
+    pub latency_us: Option<u64>,
     /// With --latency-us: each packet's latency is that plus up to this
     /// much more, uniformly spread.
     #[arg(long, default_value_t = 0)]
@@ -108,6 +108,13 @@ impl Rng {
     fn below(&mut self, n: u64) -> u64 {
         self.next() % n.max(1)
     }
+
+    /// Moves on `draws` draws.
+    fn skip(&mut self, draws: u64) {
+        for _ in 0..draws {
+            self.next();
+        }
+    }
 }
 
 fn parse_sizes(text: &str) -> Result<Vec<usize>, String> {
@@ -138,24 +145,34 @@ fn flow_tuple(index: u32, proto: Proto) -> (Ipv4Addr, Ipv4Addr, u16, u16, bool) 
 }
 
 pub fn run(args: &GenArgs) -> Result<(), String> {
-    if args.flows == 0 || args.rate <= 0.0 {
-        return Err("--flows and --rate must be positive".into());
-    }
+    check(args)?;
     let sizes = parse_sizes(&args.sizes)?;
     let instrument =
         args.instrument.map(|instrument| Source::new(instrument, args.int21_port)).transpose()?;
-    let mut rng = Rng(args.seed.max(1));
-    let packets = packets(args, &sizes, instrument.as_ref(), &mut rng)?;
-    // Impairments after numbering, so that a sink sees gaps and reordering.
-    let mut kept: Vec<(u64, Vec<u8>)> = packets.into_iter().filter(|_| !rng.chance(args.loss)).collect();
-    reorder(&mut kept, args.reorder, &mut rng);
     let mut writer = Writer::create(&args.out)?;
-    for (time, frame) in &kept {
-        writer.write(*time, frame)?;
+    // Three draws of one seeded sequence: the packets' (size, VLAN, jitter),
+    // then one loss draw per packet, then the reordering's, as when gen
+    // made every packet before impairing them; packets are now written as
+    // they are made, each stream started where the one before ends.
+    let draws_per_packet = 2 + u64::from(instrument.is_some() && args.jitter_us > 0);
+    let mut rng = Rng(args.seed.max(1));
+    let mut loss_rng = Rng(rng.0);
+    loss_rng.skip(args.packets as u64 * draws_per_packet);
+    let mut reorder_rng = Rng(loss_rng.0);
+    reorder_rng.skip(args.packets as u64);
+    let mut out =
+        Impaired { writer: &mut writer, loss: args.loss, reorder: args.reorder, held: None, written: 0 };
+    let progress = Progress::new(args.packets);
+    let mut maker = Maker::new(args, &sizes, instrument.as_ref());
+    for i in 0..args.packets {
+        let packet = maker.packet(i, &mut rng)?;
+        out.offer(packet, &mut loss_rng, &mut reorder_rng)?;
+        progress.show(i + 1);
     }
+    let written = out.finish()?;
+    progress.done();
     eprintln!(
-        "gen: wrote {} packets ({} flows, sizes {:?}) to {}",
-        kept.len(),
+        "gen: wrote {written} packets ({} flows, sizes {:?}) to {}",
         args.flows,
         args.sizes,
         args.out.display()
@@ -163,30 +180,143 @@ pub fn run(args: &GenArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// Every packet in order: flows round-robin, sizes at random, numbered
-/// and instrumented as a source would.
-fn packets(
-    args: &GenArgs,
-    sizes: &[usize],
-    instrument: Option<&Source>,
-    rng: &mut Rng,
-) -> Result<Vec<(u64, Vec<u8>)>, String> {
-    let gap_ns = (1e9 / args.rate) as u64;
-    let mut sequences = vec![0u32; args.flows as usize];
-    // Per flow: the next TCP sequence number (bytes sent so far).
-    let mut tcp_seq = vec![1u32; args.flows as usize];
-    let mut packets: Vec<(u64, Vec<u8>)> = Vec::with_capacity(args.packets);
-    for i in 0..args.packets {
+/// Every problem with the arguments at once.
+fn check(args: &GenArgs) -> Result<(), String> {
+    let mut problems = Vec::new();
+    for (name, share) in
+        [("--ipv6", args.ipv6), ("--vlan", args.vlan), ("--loss", args.loss), ("--reorder", args.reorder)]
+    {
+        if !(0.0..=1.0).contains(&share) {
+            problems.push(format!("{name} {share}: a share, from 0.0 to 1.0 (e.g. 0.015 for 1.5%)"));
+        }
+    }
+    if args.flows == 0 {
+        problems.push("--flows 0: at least one flow".into());
+    }
+    if !(args.rate.is_finite() && args.rate > 0.0) {
+        problems.push(format!("--rate {}: packets per second, above 0", args.rate));
+    }
+    if let Err(e) = parse_sizes(&args.sizes) {
+        problems.push(e);
+    }
+    if args.latency_us.is_some() && args.instrument.is_none() {
+        problems.push("--latency-us: only with --instrument (it sets the source hop's timestamp)".into());
+    }
+    if args.jitter_us > 0 && args.latency_us.is_none() {
+        problems.push("--jitter-us: only with --latency-us (the latency it spreads)".into());
+    }
+    if args.tcp_options && args.proto == Proto::Udp {
+        problems.push("--tcp-options: no TCP flows with --proto udp".into());
+    }
+    if args.ipv6_options && args.ipv6 == 0.0 {
+        problems.push("--ipv6-options: no IPv6 flows without --ipv6".into());
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("\n"))
+    }
+}
+
+/// Packets as they are made, after loss and reordering, to the file.
+struct Impaired<'a> {
+    writer: &'a mut Writer,
+    loss: f64,
+    reorder: f64,
+    /// A packet waiting to trade frames with the next one.
+    held: Option<(u64, Vec<u8>)>,
+    written: u64,
+}
+
+impl Impaired<'_> {
+    fn offer(&mut self, packet: (u64, Vec<u8>), loss: &mut Rng, reorder: &mut Rng) -> Result<(), String> {
+        if loss.chance(self.loss) {
+            return Ok(());
+        }
+        match self.held.take() {
+            // The frames trade places; capture times stay increasing.
+            Some((time, frame)) => {
+                self.write(time, &packet.1)?;
+                self.write(packet.0, &frame)
+            }
+            None if reorder.chance(self.reorder) => {
+                self.held = Some(packet);
+                Ok(())
+            }
+            None => self.write(packet.0, &packet.1),
+        }
+    }
+
+    fn write(&mut self, time: u64, frame: &[u8]) -> Result<(), String> {
+        self.written += 1;
+        self.writer.write(time, frame)
+    }
+
+    /// The last packet, if it waited for a successor that never came.
+    fn finish(mut self) -> Result<u64, String> {
+        if let Some((time, frame)) = self.held.take() {
+            self.write(time, &frame)?;
+        }
+        Ok(self.written)
+    }
+}
+
+/// Progress on stderr, where it is a terminal, for long runs.
+struct Progress {
+    total: usize,
+    shown: bool,
+}
+
+impl Progress {
+    fn new(total: usize) -> Self {
+        use std::io::IsTerminal;
+        Progress { total, shown: total >= 1_000_000 && std::io::stderr().is_terminal() }
+    }
+
+    fn show(&self, done: usize) {
+        if self.shown && done.is_multiple_of(1_000_000) {
+            eprint!("\rgen: {done} of {} packets ({}%)", self.total, done * 100 / self.total);
+        }
+    }
+
+    fn done(&self) {
+        if self.shown {
+            eprintln!();
+        }
+    }
+}
+
+/// Makes packet `i`: flows round-robin, sizes at random, numbered and
+/// instrumented as a source would.
+struct Maker<'a> {
+    args: &'a GenArgs,
+    sizes: &'a [usize],
+    instrument: Option<&'a Source>,
+    gap_ns: u64,
+    sequences: Vec<u32>,
+    /// Per flow: the next TCP sequence number (bytes sent so far).
+    tcp_seq: Vec<u32>,
+}
+
+impl<'a> Maker<'a> {
+    fn new(args: &'a GenArgs, sizes: &'a [usize], instrument: Option<&'a Source>) -> Self {
+        let flows = args.flows as usize;
+        let gap_ns = (1e9 / args.rate) as u64;
+        Maker { args, sizes, instrument, gap_ns, sequences: vec![0; flows], tcp_seq: vec![1; flows] }
+    }
+
+    fn packet(&mut self, i: usize, rng: &mut Rng) -> Result<(u64, Vec<u8>), String> {
+        let args = self.args;
         let flow = (i as u32) % args.flows;
-        let size = sizes.get(rng.below(sizes.len() as u64) as usize).copied().unwrap_or(64);
+        let size = self.sizes.get(rng.below(self.sizes.len() as u64) as usize).copied().unwrap_or(64);
         let mut spec = packet_spec(flow, args, rng.chance(args.vlan));
         // Size the payload so that the frame is `size` bytes, INT included
         // when instrumenting (so that sizes stay within the MTU).
-        let int_len = instrument.map_or(0, |c| c.added_len());
+        let int_len = self.instrument.map_or(0, |c| c.added_len());
         let payload = size.saturating_sub(spec.frame_len() + int_len);
         spec.payload = (0..payload).map(|j| (i + j) as u8).collect();
         if let L4Spec::Tcp { seq, .. } = &mut spec.l4 {
-            let next = tcp_seq.get_mut(flow as usize).ok_or("flow index")?;
+            let next = self.tcp_seq.get_mut(flow as usize).ok_or("flow index")?;
             *seq = *next;
             *next = next.wrapping_add(payload as u32);
         }
@@ -195,17 +325,16 @@ fn packets(
         if let Some(tunnel) = args.tunnel {
             frame = tunnelled(tunnel, flow, &frame);
         }
-        let time = args.start_ns + i as u64 * gap_ns;
-        if let Some(source) = instrument {
-            let slot = sequences.get_mut(flow as usize).ok_or("flow index")?;
+        let time = args.start_ns + i as u64 * self.gap_ns;
+        if let Some(source) = self.instrument {
+            let slot = self.sequences.get_mut(flow as usize).ok_or("flow index")?;
             *slot += 1;
             let jitter_ns = if args.jitter_us > 0 { rng.below(args.jitter_us * 1_000) } else { 0 };
-            let latency_ns = args.latency_us * 1_000 + jitter_ns;
+            let latency_ns = args.latency_us.unwrap_or(0) * 1_000 + jitter_ns;
             frame = source.instrument(&frame, *slot, time.saturating_sub(latency_ns))?;
         }
-        packets.push((time, frame));
+        Ok((time, frame))
     }
-    Ok(packets)
 }
 
 /// Flow `flow`'s headers, without payload.
@@ -270,20 +399,4 @@ fn tunnelled(tunnel: Tunnel, flow: u32, inner: &[u8]) -> Vec<u8> {
         PacketSpec::udp(Ipv4Addr::new(192, 0, 2, 1), Ipv4Addr::new(192, 0, 2, 2), src_port, port, 0);
     outer.payload = [&header[..], inner].concat();
     outer.build()
-}
-
-/// Swaps a `share` of packets with their successor; capture times stay
-/// increasing (only the frames trade places).
-fn reorder(packets: &mut [(u64, Vec<u8>)], share: f64, rng: &mut Rng) {
-    let mut i = 0;
-    while i + 1 < packets.len() {
-        if rng.chance(share) {
-            if let [a, b, ..] = packets.get_mut(i..).unwrap_or(&mut []) {
-                std::mem::swap(&mut a.1, &mut b.1);
-            }
-            i += 2;
-        } else {
-            i += 1;
-        }
-    }
 }

@@ -1,12 +1,16 @@
-//! pcap files in and out (classic format, microsecond or nanosecond
-//! timestamps on read, microseconds on write).
+//! Captures in and out: pcap and pcapng read as a stream (see
+//! [`Capture`]), pcap written (microseconds).
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter};
+use std::io::{BufReader, BufWriter, Read};
 use std::path::Path;
 use std::time::Duration;
 
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapReader, PcapWriter};
+use pcap_file::pcapng::blocks::interface_description::{
+    InterfaceDescriptionBlock, InterfaceDescriptionOption,
+};
+use pcap_file::pcapng::{Block, PcapNgReader};
 use pcap_file::DataLink;
 
 pub struct Writer {
@@ -27,17 +31,172 @@ impl Writer {
     }
 }
 
-/// Every frame of a pcap with its capture time in ns, as an Ethernet
-/// frame: captures of raw IP (link types 101, 228, 229) and Linux cooked
-/// ones (`tcpdump -i any`: 113, 276) get an Ethernet header of zero
-/// addresses and their EtherType; any other link type is refused by name,
-/// never read as Ethernet.
-pub fn read_all(path: &Path) -> Result<Vec<(u64, Vec<u8>)>, String> {
-    let file = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut reader = PcapReader::new(BufReader::new(file))
-        .map_err(|e| format!("{}: not a pcap file: {e}", path.display()))?;
-    let link = reader.header().datalink;
-    if !matches!(
+/// A capture being read, packet by packet (memory does not grow with the
+/// file): pcap (either byte order, us or ns) or pcapng (every interface,
+/// its link type and time resolution), from a file or `-` (stdin).
+pub struct Capture {
+    name: String,
+    format: Format,
+    /// Packets read so far.
+    packets: u64,
+    /// pcap: bytes read so far, to say where a cut file ends.
+    offset: u64,
+}
+
+enum Format {
+    Pcap(PcapReader<Box<dyn Read>>, DataLink),
+    PcapNg(PcapNgReader<Box<dyn Read>>),
+}
+
+/// One captured packet: its capture time (ns since the epoch) and its
+/// frame as Ethernet, or why its link type cannot be read.
+pub struct Packet {
+    pub time_ns: u64,
+    pub frame: Result<Vec<u8>, String>,
+}
+
+const PCAP_MAGICS: [[u8; 4]; 4] =
+    [[0xd4, 0xc3, 0xb2, 0xa1], [0xa1, 0xb2, 0xc3, 0xd4], [0x4d, 0x3c, 0xb2, 0xa1], [0xa1, 0xb2, 0x3c, 0x4d]];
+const PCAPNG_MAGIC: [u8; 4] = [0x0a, 0x0d, 0x0d, 0x0a];
+
+impl Capture {
+    /// Opens `path` (`-`: standard input) and reads its header.
+    pub fn open(path: &Path) -> Result<Capture, String> {
+        let name = path.display().to_string();
+        let mut source: Box<dyn Read> = if path == Path::new("-") {
+            Box::new(std::io::stdin().lock())
+        } else {
+            if path.is_dir() {
+                return Err(format!("{name}: a directory, not a capture file"));
+            }
+            Box::new(File::open(path).map_err(|e| format!("{name}: {e}"))?)
+        };
+        let mut magic = [0u8; 4];
+        match source.read_exact(&mut magic) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                return Err(format!("{name}: empty, or shorter than a capture file's header"))
+            }
+            Err(e) => return Err(format!("{name}: {e}")),
+        }
+        let stream: Box<dyn Read> = Box::new(std::io::Cursor::new(magic).chain(BufReader::new(source)));
+        let refused = |e: pcap_file::PcapError| format!("{name}: a damaged capture header: {e}");
+        let format = if PCAP_MAGICS.contains(&magic) {
+            let reader = PcapReader::new(stream).map_err(refused)?;
+            let link = reader.header().datalink;
+            readable(link).map_err(|e| format!("{name}: {e}"))?;
+            Format::Pcap(reader, link)
+        } else if magic == PCAPNG_MAGIC {
+            Format::PcapNg(PcapNgReader::new(stream).map_err(refused)?)
+        } else {
+            return Err(format!(
+                "{name}: not a capture file (its first bytes are {magic:02x?}; decode reads pcap and pcapng)"
+            ));
+        };
+        Ok(Capture { name, format, packets: 0, offset: 24 })
+    }
+
+    /// The next packet; `Err` where the file is cut or damaged (the packets
+    /// before it were whole).
+    pub fn next_packet(&mut self) -> Option<Result<Packet, String>> {
+        let packet = match &mut self.format {
+            Format::Pcap(reader, link) => {
+                let link = *link;
+                reader.next_packet().map(|read| {
+                    read.map(|p| {
+                        self.offset += 16 + p.data.len() as u64;
+                        Packet {
+                            time_ns: p.timestamp.as_nanos() as u64,
+                            frame: Ok(as_ethernet(link, &p.data)),
+                        }
+                    })
+                })
+            }
+            Format::PcapNg(reader) => next_pcapng(reader),
+        }?;
+        Some(match packet {
+            Ok(packet) => {
+                self.packets += 1;
+                Ok(packet)
+            }
+            Err(e) => Err(self.cut(&e)),
+        })
+    }
+
+    /// Where and why reading stopped.
+    fn cut(&self, error: &pcap_file::PcapError) -> String {
+        let (name, whole) = (&self.name, self.packets);
+        let place = match self.format {
+            Format::Pcap(..) => format!("after packet {whole} (byte {})", self.offset),
+            Format::PcapNg(_) => format!("after packet {whole}"),
+        };
+        match error {
+            pcap_file::PcapError::IoError(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                format!("{name}: cut {place}: the next packet is incomplete")
+            }
+            other => format!("{name}: damaged {place}: {other}"),
+        }
+    }
+}
+
+/// The next packet of a pcapng capture, its time at its interface's
+/// resolution; blocks other than packets are read past.
+fn next_pcapng(reader: &mut PcapNgReader<Box<dyn Read>>) -> Option<Result<Packet, pcap_file::PcapError>> {
+    loop {
+        let block = match reader.next_block()? {
+            Ok(block) => block,
+            Err(e) => return Some(Err(e)),
+        };
+        let (interface, raw_time, data) = match block {
+            Block::EnhancedPacket(epb) => {
+                let raw = epb.timestamp.as_nanos() as u64;
+                (epb.interface_id, raw, epb.data.into_owned())
+            }
+            Block::SimplePacket(spb) => (0, 0, spb.data.into_owned()),
+            Block::Packet(pb) => (u32::from(pb.interface_id), pb.timestamp, pb.data.into_owned()),
+            _ => continue,
+        };
+        let described = reader.interfaces().get(interface as usize);
+        let frame = match described {
+            None => Err(format!("interface {interface} is not described in the file")),
+            Some(idb) => readable(idb.linktype).map(|()| as_ethernet(idb.linktype, &data)),
+        };
+        let time_ns = described.map_or(0, |idb| time_ns(raw_time, resolution(idb)));
+        return Some(Ok(Packet { time_ns, frame }));
+    }
+}
+
+/// An interface's time unit as if_tsresol gives it: 10^-n or 2^-n seconds
+/// (default: microseconds).
+fn resolution(idb: &InterfaceDescriptionBlock<'_>) -> u8 {
+    idb.options
+        .iter()
+        .find_map(|option| match option {
+            InterfaceDescriptionOption::IfTsResol(resolution) => Some(*resolution),
+            _ => None,
+        })
+        .unwrap_or(6)
+}
+
+/// A timestamp of `ticks` units of `resolution` in ns.
+fn time_ns(ticks: u64, resolution: u8) -> u64 {
+    let ticks = u128::from(ticks);
+    let ns = if resolution & 0x80 == 0 {
+        let exponent = u32::from(resolution);
+        if exponent <= 9 {
+            ticks * 10u128.pow(9 - exponent)
+        } else {
+            ticks / 10u128.pow((exponent - 9).min(38))
+        }
+    } else {
+        (ticks * 1_000_000_000) >> u32::from(resolution & 0x7f).min(127)
+    };
+    ns.min(u128::from(u64::MAX)) as u64
+}
+
+/// Whether decode reads link type `link`, said plainly where not.
+fn readable(link: DataLink) -> Result<(), String> {
+    if matches!(
         link,
         DataLink::ETHERNET
             | DataLink::RAW
@@ -46,18 +205,12 @@ pub fn read_all(path: &Path) -> Result<Vec<(u64, Vec<u8>)>, String> {
             | DataLink::LINUX_SLL
             | DataLink::LINUX_SLL2
     ) {
-        return Err(format!(
-            "{}: link type {} ({link:?}) cannot be read: decode reads Ethernet, raw IP and Linux cooked captures",
-            path.display(),
-            u32::from(link)
-        ));
+        return Ok(());
     }
-    let mut frames = Vec::new();
-    while let Some(packet) = reader.next_packet() {
-        let packet = packet.map_err(|e| format!("{}: packet {}: {e}", path.display(), frames.len() + 1))?;
-        frames.push((packet.timestamp.as_nanos() as u64, as_ethernet(link, &packet.data)));
-    }
-    Ok(frames)
+    Err(format!(
+        "link type {} ({link:?}) cannot be read: decode reads Ethernet, raw IP and Linux cooked (v1, v2) captures",
+        u32::from(link)
+    ))
 }
 
 /// A captured packet of link type `link` as an Ethernet frame.

@@ -143,7 +143,9 @@ fn decode_golden_text_and_json() {
 /// ones almost never count at all).
 #[test]
 fn collect_refuses_random_datagrams_and_forged_sequences() {
-    let (child, listen) = start_collector(&["--duration", "600"]);
+    // A receive buffer that holds all 3000 datagrams: a collector the
+    // machine leaves unscheduled for a while still finds every one.
+    let (child, listen) = start_collector(&["--duration", "600", "--rcvbuf", "33554432"]);
     let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
     let mut x = 0x2545_f491_4f6c_dd1du64;
     let mut next = || {
@@ -682,4 +684,34 @@ fn text_collect(datagrams: &[Vec<u8>]) -> String {
     let output = child.wait_with_output().unwrap();
     assert!(output.status.success());
     String::from_utf8(output.stdout).unwrap()
+}
+
+/// A port another collect holds is refused, with what to do, unless
+/// `--share-port`; a plot that cannot be written fails at start.
+#[test]
+fn collect_refuses_a_held_port_and_an_unwritable_plot() {
+    let (first, listen) = start_collector(&["--duration", "600"]);
+    let dir = workdir("collect-held-port");
+    let second =
+        Command::new(BIN).args(["collect", "--listen", &listen, "--duration", "1"]).output().unwrap();
+    assert!(!second.status.success());
+    let said = String::from_utf8_lossy(&second.stderr);
+    assert!(
+        said.contains("another process receives on this port") && said.contains("--share-port"),
+        "{said}"
+    );
+    let shared = Command::new(BIN)
+        .args(["collect", "--listen", &listen, "--duration", "1", "--share-port"])
+        .output()
+        .unwrap();
+    assert!(shared.status.success(), "{}", String::from_utf8_lossy(&shared.stderr));
+    interrupt(&first);
+    summary_of(first);
+    let plot = Command::new(BIN)
+        .args(["collect", "--listen", "127.0.0.1:0", "--duration", "600", "--plot", "/nonexistent/plot.png"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(!plot.status.success());
+    assert!(String::from_utf8_lossy(&plot.stderr).contains("--plot /nonexistent/plot.png: No such file"));
 }

@@ -16,13 +16,16 @@ pub fn start_collector(tools: &Path, extra: &[&str]) -> (std::process::Child, St
     start_collect(tools, &[&["--json"], extra].concat())
 }
 
-/// Starts `collect` on a free loopback port with `args` (text unless they
-/// say `--json`); returns it (listening) and its address.
+/// Starts `collect` on a free loopback port (IPv4, unless `args` give a
+/// `--listen`) with `args` (text unless they say `--json`); returns it
+/// (listening) and its address.
 pub fn start_collect(tools: &Path, args: &[&str]) -> (std::process::Child, String) {
     // Port 0: the collector takes a free port itself and says which (a port
     // found free here could be taken by another test before it binds).
+    let listen: &[&str] = if args.contains(&"--listen") { &[] } else { &["--listen", "127.0.0.1:0"] };
     let mut child = Command::new(tools)
-        .args(["collect", "--listen", "127.0.0.1:0", "--interval", "0"])
+        .args(["collect", "--interval", "0"])
+        .args(listen)
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

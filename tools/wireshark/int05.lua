@@ -244,8 +244,10 @@ local function looks_like_ipv4(buf, offset)
     return math.floor(vihl / 16) == 4 and vihl % 16 >= 5 and (proto == 6 or proto == 17)
 end
 
-function report.dissector(buf, pinfo, tree)
-    if buf:len() < 12 then return 0 end
+-- One report at the start of buf; returns the bytes it took (all of buf
+-- where its length is not known: a report ending in a whole packet).
+local function dissect_report(buf, pinfo, tree)
+    if buf:len() < 12 then return buf:len() end
     pinfo.cols.protocol = "INT report"
     local subtree = tree:add(report, buf())
     subtree:add(r.ver, buf(0, 1))
@@ -290,6 +292,7 @@ function report.dissector(buf, pinfo, tree)
             end
         end
         pinfo.cols.info = string.format("Latency report seq %d", buf(4, 4):uint())
+        return length ~= nil and at + length or buf:len()
     elseif nproto == 3 then
         subtree:add(r.src_node, buf(at, 4))
         subtree:add(r.sink_node, buf(at + 4, 4))
@@ -307,6 +310,9 @@ function report.dissector(buf, pinfo, tree)
         subtree:add(r.dport, buf(at + 22, 2))
         pinfo.cols.info = string.format("Drop-Summary seq %d: %d lost from flow seq %d",
             buf(4, 4):uint(), buf(at - 4, 4):uint(), buf(at - 8, 4):uint())
+        -- The synthesised IPv4 header, then the L4 header: TCP's 20
+        -- bytes or UDP's 8.
+        return at + 20 + (buf(at + 9, 1):uint() == 6 and 20 or 8)
     else
         if nproto == 1 and buf:len() >= at + 12 then
             local drop = subtree:add(buf(at, 12), "Drop report header")
@@ -330,6 +336,18 @@ function report.dissector(buf, pinfo, tree)
             eth:call(buf(at):tvb(), pinfo, tree)
         end
     end
+    return buf:len()
+end
+
+-- A datagram of one report, or of several of one length back to back: a
+-- GSO send captured on the sending host, before the kernel cut it.
+function report.dissector(buf, pinfo, tree)
+    local one = dissect_report(buf, pinfo, tree)
+    if one <= 0 or one >= buf:len() or buf:len() % one ~= 0 then return buf:len() end
+    for at = one, buf:len() - one, one do
+        dissect_report(buf(at, one):tvb(), pinfo, tree)
+    end
+    pinfo.cols.info = string.format("%d reports (one GSO send)", buf:len() / one)
     return buf:len()
 end
 

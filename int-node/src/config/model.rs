@@ -1,7 +1,7 @@
 //! The validated configuration: every value checked, every name resolved,
 //! each pipeline's stage with exactly the settings its role needs.
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddrV4};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 use int_core::encap::Domain;
 use int_core::int05::source::TailStyle;
@@ -534,7 +534,7 @@ pub struct SinkSettings {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExportConfig {
-    pub collector: SocketAddrV4,
+    pub collector: SocketAddr,
     pub profile: ReportProfile,
     /// Reports per second per sink pipeline; 0 = unlimited.
     pub rate_limit: u32,

@@ -1,7 +1,7 @@
 //! The settings of each role (`source`, `sink`, `impair`) and of `export`.
 
 use std::collections::BTreeMap;
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 use int_core::hop_rule::{Bounds, HopRule, MAX_BOUNDS};
 use int_core::int05::source::TailStyle;
@@ -417,28 +417,50 @@ pub fn export_settings(
     if ring_size < 16 {
         problems.add("export.ring_size", format!("{ring_size} reports"), "at least 16; 4096 by default");
     }
+    let collector = collector(&raw.collector, problems);
+    let path = export_path(&raw.path, port_index, ports, queues, problems);
+    if collector.is_ipv6() && matches!(path, ExportPath::Port(_)) {
+        problems.add(
+            "export.collector",
+            format!("{collector} is IPv6, and a DPDK port sends reports over IPv4 only"),
+            "an IPv4 collector, or the kernel's socket (leave out export.path)",
+        );
+    }
     ExportConfig {
-        collector: collector(&raw.collector, problems),
+        collector,
         profile: chosen(&raw.profile, ProfileName::Hostint, "export.profile", problems).profile(),
         rate_limit: raw.rate_limit.unwrap_or(10_000),
         ring_size,
         pace: raw.pace.unwrap_or(100_000),
-        path: export_path(&raw.path, port_index, ports, queues, problems),
+        path,
     }
 }
 
-/// `export.collector`: ADDR or ADDR:PORT.
-fn collector(text: &str, problems: &mut Problems) -> SocketAddrV4 {
-    text.parse::<SocketAddrV4>()
-        .or_else(|_| text.parse::<Ipv4Addr>().map(|ip| SocketAddrV4::new(ip, DEFAULT_COLLECTOR_PORT)))
-        .unwrap_or_else(|_| {
+/// `export.collector`: an address (IPv4 or IPv6) or a host name, with a
+/// port or without (32766). A name is resolved now, so that `check` says
+/// one that does not resolve; its first address is used.
+fn collector(text: &str, problems: &mut Problems) -> SocketAddr {
+    if let Ok(address) = text.parse::<SocketAddr>() {
+        return address;
+    }
+    if let Ok(ip) = text.parse::<IpAddr>() {
+        return SocketAddr::new(ip, DEFAULT_COLLECTOR_PORT);
+    }
+    let has_port = text.rsplit_once(':').is_some_and(|(_, port)| port.parse::<u16>().is_ok());
+    let named = if has_port { text.to_string() } else { format!("{text}:{DEFAULT_COLLECTOR_PORT}") };
+    let resolved = std::net::ToSocketAddrs::to_socket_addrs(&named).map(|mut all| all.next());
+    match resolved {
+        Ok(Some(address)) => address,
+        failed => {
+            let why = failed.map_or_else(|e| e.to_string(), |_| "no address".to_string());
             problems.add(
                 "export.collector",
-                format!("{text:?} is not an IPv4 address"),
-                "ADDR or ADDR:PORT, e.g. 10.0.0.9:32766",
+                format!("{text:?}: {why}"),
+                "ADDR, ADDR:PORT, [IPv6]:PORT, HOST or HOST:PORT, e.g. 10.0.0.9:32766 or collector.example:32766",
             );
-            SocketAddrV4::new(Ipv4Addr::LOCALHOST, DEFAULT_COLLECTOR_PORT)
-        })
+            SocketAddr::from((Ipv4Addr::LOCALHOST, DEFAULT_COLLECTOR_PORT))
+        }
+    }
 }
 
 fn export_path(

@@ -439,3 +439,25 @@ fn captures_name_a_port_once_with_sane_sizes() {
         ]
     );
 }
+
+/// `export.collector` takes IPv4 and IPv6 addresses, with a port or
+/// without, and host names, resolved when the file is read; a name that
+/// does not resolve is a problem at its path, as is an IPv6 collector for
+/// reports sent on a DPDK port.
+#[test]
+fn collector_addresses_and_names() {
+    let collector = |text: &str| {
+        let config = format!("{MINIMAL}export: {{collector: '{text}'}}\n");
+        parse(&config).map(|c| c.export.unwrap().collector)
+    };
+    assert_eq!(collector("10.0.0.9").unwrap(), "10.0.0.9:32766".parse().unwrap());
+    assert_eq!(collector("10.0.0.9:4000").unwrap(), "10.0.0.9:4000".parse().unwrap());
+    assert_eq!(collector("fd00::9").unwrap(), "[fd00::9]:32766".parse().unwrap());
+    assert_eq!(collector("[fd00::9]:4000").unwrap(), "[fd00::9]:4000".parse().unwrap());
+    let named = collector("localhost:4000").unwrap();
+    assert!(named.ip().is_loopback() && named.port() == 4000, "{named}");
+    assert!(collector("localhost").unwrap().ip().is_loopback());
+    let bad = format!("{MINIMAL}export: {{collector: 'no-such-host.invalid'}}\n");
+    assert_eq!(problems_of(&bad), ["export.collector"]);
+    assert!(problems(&bad)[0].hint.contains("HOST:PORT"));
+}

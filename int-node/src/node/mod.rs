@@ -75,6 +75,11 @@ pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
     }
     let base = if options.eal_override.is_empty() { &config.eal } else { &options.eal_override };
     check_memory(config, base)?;
+    // Written at the end: a path that cannot be written fails now.
+    if let Some(path) = &options.stats_json {
+        int_os::files::writable(path)
+            .map_err(|source| RunError::Write { path: path.display().to_string(), source })?;
+    }
     let mut args = vec![String::from("int-node")];
     args.extend(config.eal_args(base));
     log::info!("EAL arguments: {}", args.get(1..).unwrap_or(&[]).join(" "));

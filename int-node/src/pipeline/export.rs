@@ -4,7 +4,7 @@
 //! collector: through one kernel UDP socket, or as Ethernet/IPv4/UDP frames
 //! on its own DPDK TX queue.
 
-use std::net::{SocketAddrV4, UdpSocket};
+use std::net::{SocketAddr, UdpSocket};
 use std::time::Instant;
 
 use int_core::checksum;
@@ -212,7 +212,7 @@ pub struct Exporter {
     receivers: Vec<ReportReceiver>,
     pacer: Option<Pacer>,
     path: Path,
-    collector: SocketAddrV4,
+    collector: SocketAddr,
     next_sequence: u32,
     pub stats: ExportStats,
     pub shared: std::sync::Arc<SharedExportStats>,
@@ -230,7 +230,8 @@ impl Exporter {
     ) -> std::io::Result<Exporter> {
         let path = match (&config.path, port) {
             (ExportPath::Socket, _) => {
-                let socket = UdpSocket::bind("0.0.0.0:0")?;
+                let any = if config.collector.is_ipv6() { "[::]:0" } else { "0.0.0.0:0" };
+                let socket = UdpSocket::bind(any)?;
                 socket.connect(config.collector)?;
                 Path::Socket(BatchSender::new(socket))
             }
@@ -238,6 +239,10 @@ impl Exporter {
                 ExportPath::Port(PortExport { queue, src_mac, dst_mac, src_ip, src_port, .. }),
                 Some((id, pool)),
             ) => {
+                // `check` refuses an IPv6 collector for a port path.
+                let SocketAddr::V4(collector) = config.collector else {
+                    return Err(std::io::Error::other("a DPDK port sends reports over IPv4 only"));
+                };
                 let mut template = [0u8; 42];
                 let ethernet = EthernetRepr {
                     dst: *dst_mac,
@@ -255,18 +260,13 @@ impl Exporter {
                     protocol: IpProtocol::Udp,
                     checksum: 0,
                     src: *src_ip,
-                    dst: *config.collector.ip(),
+                    dst: *collector.ip(),
                     options: [0; 40],
                     options_len: 0,
                 };
                 let (_, ip_udp) = template.split_at_mut(14);
                 let _ = ip.emit(ip_udp, false);
-                let udp = UdpRepr {
-                    src_port: *src_port,
-                    dst_port: config.collector.port(),
-                    length: 0,
-                    checksum: 0,
-                };
+                let udp = UdpRepr { src_port: *src_port, dst_port: collector.port(), length: 0, checksum: 0 };
                 let (_, udp_header) = template.split_at_mut(34);
                 let _ = udp.emit(udp_header);
                 Path::Port { port: id, queue: QueueId(*queue), pool: pool.as_ptr(), template }
@@ -287,7 +287,7 @@ impl Exporter {
         })
     }
 
-    pub fn collector(&self) -> SocketAddrV4 {
+    pub fn collector(&self) -> SocketAddr {
         self.collector
     }
 

@@ -2,7 +2,9 @@
 //! it skips a packet, asks its watchlist on the fast path, and ages its
 //! numbered flows.
 
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
+
+use int_core::flow::FlowKey;
 
 use int_core::fast::FastFrame;
 use int_core::skip::Skip;
@@ -33,17 +35,29 @@ pub(crate) fn fast_flow_watched(
     fast: &FastFrame,
     frame: &[u8],
     watchlist: &[Rule],
-    own_reports_to: Option<SocketAddrV4>,
+    own_reports_to: Option<SocketAddr>,
 ) -> bool {
     let flow = &fast.flow;
     if let Some(collector) = own_reports_to {
-        let to_collector = flow.dst_v4() == Some(*collector.ip()) && flow.dst_port() == collector.port();
+        // An IPv6 frame to the collector's port goes to the general path,
+        // which reads its whole address.
+        let to_collector = flow.dst_port() == collector.port()
+            && match collector {
+                SocketAddr::V4(v4) => flow.dst_v4() == Some(*v4.ip()),
+                SocketAddr::V6(_) => fast.is_ipv6(),
+            };
         if flow.protocol() == 17 && to_collector {
             return false;
         }
     }
     watchlist.is_empty()
         || fast.flow_key(frame).is_some_and(|key| watchlist.iter().any(|rule| rule.matches(&key)))
+}
+
+/// Whether a flow is UDP to the node's own collector: its reports, which
+/// a source never instruments.
+pub(crate) fn to_collector(flow: &FlowKey, collector: SocketAddr) -> bool {
+    flow.protocol == 17 && flow.dst == collector.ip() && flow.dst_port == collector.port()
 }
 
 /// A source's ageing of its numbered flows: a 64th of the table every

@@ -40,6 +40,8 @@ pub struct Settings {
     pub server: SocketAddr,
     /// The Host header: the URL's host and port as given.
     pub host: String,
+    /// The Authorization header, where the server wants a user.
+    pub authorization: Option<String>,
     pub database: String,
     /// Points per write.
     pub batch: usize,
@@ -288,6 +290,7 @@ impl Writer {
                 &self.settings.host,
                 &path,
                 body.as_bytes(),
+                self.settings.authorization.as_deref(),
                 TIMEOUT,
             );
             let error = match outcome {
@@ -330,6 +333,7 @@ mod tests {
         let settings = Settings {
             server: "127.0.0.1:1".parse().unwrap(),
             host: "h".into(),
+            authorization: None,
             database: "d".into(),
             batch: 10,
             flush: Duration::from_secs(1),
@@ -410,6 +414,7 @@ mod tests {
         let settings = Settings {
             server: closed,
             host: closed.to_string(),
+            authorization: None,
             database: "d".into(),
             batch: 2,
             flush: Duration::from_millis(10),

@@ -71,6 +71,10 @@ pub struct CollectArgs {
     /// thread: the kernel spreads senders over them.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub sockets: u16,
+    /// Receive on a port another process already receives on (each gets
+    /// some of the senders); without it, such a port is refused.
+    #[arg(long)]
+    pub share_port: bool,
     /// Flows followed one by one; reports of later flows count only in
     /// the totals over all flows.
     #[arg(long, default_value_t = 1_000_000)]
@@ -95,6 +99,14 @@ pub struct CollectArgs {
     /// The InfluxDB database.
     #[arg(long, default_value = "int")]
     pub influx_db: String,
+    /// The InfluxDB user, for a server with authentication on; the
+    /// password comes from --influx-password-file or the environment's
+    /// INFLUX_PASSWORD (kept off the command line).
+    #[arg(long)]
+    pub influx_user: Option<String>,
+    /// A file holding the InfluxDB password (its first line).
+    #[arg(long)]
+    pub influx_password_file: Option<std::path::PathBuf>,
     /// Points per InfluxDB write.
     #[arg(long, default_value_t = 5000)]
     pub influx_batch: usize,
@@ -220,9 +232,19 @@ impl Shared {
     }
 }
 
+/// Files the run writes at its end, tried now: a path that cannot be
+/// written fails at start, not after the whole run.
+fn check_outputs(args: &CollectArgs) -> Result<(), String> {
+    if let Some(plot) = &args.plot {
+        int_os::files::writable(plot).map_err(|e| format!("--plot {}: {e}", plot.display()))?;
+    }
+    Ok(())
+}
+
 pub fn run(args: &CollectArgs) -> Result<(), String> {
     let how = Arc::new(how(args)?);
-    let receivers = receive::open(&args.listen, args.sockets, args.rcvbuf)?;
+    check_outputs(args)?;
+    let receivers = receive::open(&args.listen, args.sockets, args.rcvbuf, args.share_port)?;
     int_os::signals::catch_stop_signals();
     let started = Instant::now();
     let influx = match &args.influx {
@@ -317,6 +339,7 @@ fn start_influx(
     let settings = influx::Settings {
         server,
         host,
+        authorization: influx_authorization(args)?,
         database: args.influx_db.clone(),
         batch: args.influx_batch.max(1),
         flush: Duration::from_millis(500),
@@ -324,6 +347,30 @@ fn start_influx(
     };
     eprintln!("collect: writing to InfluxDB at {url}, database {}", settings.database);
     Ok(influx::start(settings))
+}
+
+/// The Basic authorization of --influx-user, with its password from the
+/// file or the environment.
+fn influx_authorization(args: &CollectArgs) -> Result<Option<String>, String> {
+    let Some(user) = &args.influx_user else {
+        return match args.influx_password_file {
+            Some(_) => Err("--influx-password-file: only with --influx-user".into()),
+            None => Ok(None),
+        };
+    };
+    let password = match &args.influx_password_file {
+        Some(file) => std::fs::read_to_string(file)
+            .map_err(|e| format!("--influx-password-file {}: {e}", file.display()))?
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_string(),
+        None => std::env::var("INFLUX_PASSWORD").map_err(|_| {
+            "--influx-user: a password in --influx-password-file or the environment's INFLUX_PASSWORD"
+                .to_string()
+        })?,
+    };
+    Ok(Some(int_os::http::basic_auth(user, &password)))
 }
 
 /// Prints the summary at the interval until a stop signal, the count or

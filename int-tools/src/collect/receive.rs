@@ -21,12 +21,15 @@ const DRAIN_AT_MOST: Duration = Duration::from_secs(1);
 pub struct Receiver(BatchReceiver);
 
 /// Binds `count` sockets to `listen`, sharing the port; says where.
-pub fn open(listen: &str, count: u16, rcvbuf: usize) -> Result<Vec<Receiver>, String> {
+pub fn open(listen: &str, count: u16, rcvbuf: usize, share: bool) -> Result<Vec<Receiver>, String> {
     let address: SocketAddr = listen
         .to_socket_addrs()
         .map_err(|e| format!("--listen {listen}: {e}"))?
         .next()
         .ok_or_else(|| format!("--listen {listen}: no address"))?;
+    if !share && address.port() != 0 {
+        refuse_a_held_port(address)?;
+    }
     let first = udp::bind_shared(address).map_err(|e| format!("--listen {listen}: {e}"))?;
     // Port 0 picks a port: the others join the one it got.
     let local = first.local_addr().map_err(|e| e.to_string())?;
@@ -47,6 +50,20 @@ pub fn open(listen: &str, count: u16, rcvbuf: usize) -> Result<Vec<Receiver>, St
     let sockets = if count > 1 { format!(", {count} sockets") } else { String::new() };
     eprintln!("collect: listening on {local} (receive buffer {granted} bytes{sockets})");
     Ok(receivers)
+}
+
+/// Our sockets share their port (SO_REUSEPORT) among themselves, and would
+/// with any other process's: a port another process holds is refused, as
+/// a plain bind finds it, unless `--share-port` asks to receive beside it.
+fn refuse_a_held_port(address: SocketAddr) -> Result<(), String> {
+    match std::net::UdpSocket::bind(address) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => Err(format!(
+            "--listen {address}: another process receives on this port (another collect?); stop it, pick another port, \
+             or --share-port to receive beside it (the kernel then splits the senders between the two)"
+        )),
+        Err(e) => Err(format!("--listen {address}: {e}")),
+    }
 }
 
 /// A thread per receiver, each with its own books.

@@ -5,7 +5,7 @@
 //! the [`MarkedPolicy`], so that nothing leaves marked without this
 //! source's block.
 
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 
 use int_core::encap::Domain;
 use int_core::fast::FastFrame;
@@ -36,7 +36,7 @@ pub struct SourceStage {
     /// What happens to packets that arrive marked.
     pub marked: MarkedPolicy,
     /// The collector this node's own reports go to: never instrumented.
-    pub own_reports_to: Option<SocketAddrV4>,
+    pub own_reports_to: Option<SocketAddr>,
     /// The fast path, for a configuration of Host-INT's dialect.
     pub fast: Option<FastBlock>,
     /// Each burst's plans between the two passes, valid where that
@@ -75,7 +75,7 @@ impl SourceStage {
         domain: Domain,
         settings: &SourceSettings,
         hop: &Hop,
-        own_reports_to: Option<SocketAddrV4>,
+        own_reports_to: Option<SocketAddr>,
     ) -> Result<Self, SetupError> {
         let config = SourceConfig {
             encapsulation: domain.encapsulation,
@@ -290,11 +290,7 @@ impl SourceStage {
             return None;
         }
         if let Some(collector) = self.own_reports_to {
-            let flow = &plan.flow;
-            if flow.protocol == 17
-                && flow.dst == std::net::IpAddr::V4(*collector.ip())
-                && flow.dst_port == collector.port()
-            {
+            if crate::pipeline::source_flow::to_collector(&plan.flow, collector) {
                 counters.inc(Counter::own_reports);
                 return None;
             }

@@ -5,7 +5,7 @@
 //! as in an INT 0.5 domain. Where the domain numbers packets, each flow's
 //! packets carry their number from 1 in source-only metadata.
 
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 
 use int_core::flow::FlowKey;
 use int_core::hop_rule::HopRule;
@@ -36,7 +36,7 @@ pub struct Source21Stage {
     pub rx_timestamps: Option<RxClock>,
     pub marked: MarkedPolicy,
     /// The collector this node's own reports go to: never instrumented.
-    pub own_reports_to: Option<SocketAddrV4>,
+    pub own_reports_to: Option<SocketAddr>,
     /// INT-MX: this node's reports on the packets it marks.
     pub reporter: Option<Reporter21>,
     /// Per-flow last packet number, where the domain numbers packets.
@@ -59,7 +59,7 @@ impl Source21Stage {
         domain: Domain,
         settings: &Source21Settings,
         hop: &Hop,
-        own_reports_to: Option<SocketAddrV4>,
+        own_reports_to: Option<SocketAddr>,
         reporter: Option<Reporter21>,
     ) -> Result<Self, SetupError> {
         let config = Self::config(domain, settings, hop.max_ip_len);
@@ -328,10 +328,7 @@ impl Source21Stage {
             return false;
         }
         if let Some(collector) = self.own_reports_to {
-            if flow.protocol == 17
-                && flow.dst == std::net::IpAddr::V4(*collector.ip())
-                && flow.dst_port == collector.port()
-            {
+            if crate::pipeline::source_flow::to_collector(flow, collector) {
                 counters.inc(Counter::own_reports);
                 return false;
             }

@@ -1,0 +1,212 @@
+//! decode on the captures operators have, made by other programs: pcapng
+//! from editcap and mergecap (nanosecond time, several interfaces), a pipe
+//! from tcpdump, a file cut at every byte of its last two packets, a GSO
+//! send of several reports in one datagram, an empty file, a directory.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
+#[path = "../../tests/common/collector.rs"]
+mod collector;
+#[path = "../../tests/common/files.rs"]
+mod files;
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use files::*;
+
+const BIN: &str = env!("CARGO_BIN_EXE_int-tools");
+
+fn decode(dir: &Path, args: &[&str]) -> Output {
+    Command::new(BIN).arg("decode").args(args).current_dir(dir).output().unwrap()
+}
+
+/// decode --json's records, the command having succeeded.
+fn records(dir: &Path, file: &str) -> Vec<serde_json::Value> {
+    let output = decode(dir, &["--json", file]);
+    assert!(output.status.success(), "{file}: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+fn run(dir: &Path, program: &str, args: &[&str]) {
+    let status = Command::new(program).args(args).current_dir(dir).status().unwrap();
+    assert!(status.success(), "{program} {args:?}");
+}
+
+/// INT 2.1 packets, 7 of them, 1.5 us apart (gen), in `dir/a.pcap`.
+fn capture(dir: &Path) -> Vec<serde_json::Value> {
+    let gen = ["gen", "--out", "a.pcap", "--packets", "7", "--flows", "3", "--instrument", "int21-md"];
+    let status = Command::new(BIN).args(gen).current_dir(dir).status().unwrap();
+    assert!(status.success());
+    records(dir, "a.pcap")
+}
+
+/// editcap's pcapng at nanosecond resolution reads as the pcap did, time
+/// to the ns; mergecap's pcapng of two interfaces gives every packet of
+/// both.
+#[test]
+fn pcapng_of_several_interfaces_and_resolutions() {
+    let dir = workdir("captures-pcapng");
+    let pcap = capture(&dir);
+    run(&dir, "editcap", &["-F", "nsecpcap", "a.pcap", "ns.pcap"]);
+    run(&dir, "editcap", &["-F", "pcapng", "ns.pcap", "ns.pcapng"]);
+    run(&dir, "editcap", &["-F", "pcapng", "a.pcap", "us.pcapng"]);
+    assert_eq!(records(&dir, "ns.pcapng"), pcap);
+    assert_eq!(records(&dir, "us.pcapng"), pcap);
+    run(&dir, "mergecap", &["-w", "two.pcapng", "a.pcap", "ns.pcapng"]);
+    let merged = records(&dir, "two.pcapng");
+    assert_eq!(merged.len(), 2 * pcap.len());
+    let without_index = |v: &serde_json::Value| {
+        let mut v = v.clone();
+        v.as_object_mut().unwrap().remove("index");
+        v
+    };
+    // Same times from both interfaces: each packet twice, in time order.
+    for (i, record) in merged.iter().enumerate() {
+        assert_eq!(without_index(record), without_index(&pcap[i / 2]), "{i}");
+    }
+}
+
+/// `-` reads standard input: a pipe from tcpdump prints every packet.
+#[test]
+fn a_pipe_from_tcpdump() {
+    let dir = workdir("captures-pipe");
+    let pcap = capture(&dir);
+    let mut tcpdump = Command::new("tcpdump")
+        .args(["-r", "a.pcap", "-w", "-"])
+        .current_dir(&dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let output = Command::new(BIN)
+        .args(["decode", "--json", "-"])
+        .stdin(tcpdump.stdout.take().unwrap())
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(tcpdump.wait().unwrap().success());
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let piped: Vec<serde_json::Value> =
+        String::from_utf8(output.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(piped, pcap);
+}
+
+/// A file cut anywhere in its last two packets: every whole packet is
+/// printed, then where it was cut, and decode fails.
+#[test]
+fn a_cut_file_prints_its_whole_packets() {
+    let dir = workdir("captures-cut");
+    let pcap = capture(&dir);
+    let bytes = std::fs::read(dir.join("a.pcap")).unwrap();
+    let frames = read_pcap(&dir.join("a.pcap"));
+    let last_two = 2 * 16 + frames[5].len() + frames[6].len();
+    let start = bytes.len() - last_two;
+    for cut in start..bytes.len() {
+        std::fs::write(dir.join("cut.pcap"), &bytes[..cut]).unwrap();
+        let output = decode(&dir, &["--json", "cut.pcap"]);
+        let whole = if cut < start + 16 + frames[5].len() { 5 } else { 6 };
+        let printed = String::from_utf8(output.stdout).unwrap().lines().count();
+        let said = String::from_utf8_lossy(&output.stderr).to_string();
+        // A cut between two packets is a shorter file, not a cut one.
+        if cut == start || cut == start + 16 + frames[5].len() {
+            assert!(output.status.success(), "{cut}: {said}");
+            assert_eq!(printed, whole, "cut at byte {cut}");
+            continue;
+        }
+        assert!(!output.status.success(), "cut at byte {cut}");
+        assert_eq!(printed, whole, "cut at byte {cut}");
+        assert!(said.contains(&format!("cut after packet {whole}")), "{cut}: {said}");
+    }
+    assert_eq!(pcap.len(), 7);
+}
+
+/// Nothing to read: said plainly, and decode fails.
+#[test]
+fn an_empty_file_a_directory_and_not_a_capture() {
+    let dir = workdir("captures-none");
+    std::fs::write(dir.join("empty.pcap"), b"").unwrap();
+    std::fs::write(dir.join("text.pcap"), b"hello, world\n").unwrap();
+    std::fs::create_dir_all(dir.join("folder")).unwrap();
+    for (file, expected) in [
+        ("empty.pcap", "empty, or shorter than a capture file's header"),
+        ("folder", "a directory, not a capture file"),
+        ("text.pcap", "not a capture file"),
+        ("missing.pcap", "No such file or directory"),
+    ] {
+        let output = decode(&dir, &[file]);
+        assert!(!output.status.success());
+        let said = String::from_utf8_lossy(&output.stderr);
+        assert!(said.contains(expected), "{file}: {said}");
+    }
+}
+
+/// A GSO send caught before the kernel cut it: one UDP datagram holding
+/// several reports back to back is read as those reports, one record
+/// each (Host-INT Drop-Summaries, Telemetry Report 2.0 groups).
+#[test]
+fn a_gso_datagram_is_read_as_its_reports() {
+    use int_core::craft::PacketSpec;
+    let dir = workdir("captures-gso");
+    let datagram = |payloads: &[Vec<u8>]| {
+        let payload = payloads.concat();
+        let mut frame =
+            PacketSpec::udp([10, 0, 0, 2].into(), [10, 0, 0, 100].into(), 40000, 32766, payload.len())
+                .build();
+        let at = frame.len() - payload.len();
+        frame[at..].copy_from_slice(&payload);
+        frame
+    };
+    let summaries: Vec<Vec<u8>> = (1..=5).map(|sequence| collector::drop_summary(sequence, 7)).collect();
+    let group = collector::switch_reports()[0].clone();
+    write_pcap(&dir.join("gso.pcap"), &[datagram(&summaries), datagram(&[group.clone(), group.clone()])]);
+    let values = records(&dir, "gso.pcap");
+    assert_eq!(values.len(), 7, "{values:?}");
+    for (i, value) in values.iter().take(5).enumerate() {
+        assert_eq!(
+            (value["index"].as_u64(), value["segment"].as_u64(), value["segments"].as_u64()),
+            (Some(1), Some(i as u64 + 1), Some(5))
+        );
+        assert_eq!(value["kind"], "report", "{value}");
+        assert_eq!(value["report"]["header"]["sequence"], i + 1, "{value}");
+    }
+    for value in &values[5..] {
+        assert_eq!((value["index"].as_u64(), value["segments"].as_u64()), (Some(2), Some(2)), "{value}");
+        assert_eq!(value["report"]["group"]["node_id"], 9, "{value}");
+    }
+}
+
+/// gen refuses each bad argument with a message naming it, all of them at
+/// once, and writes nothing.
+#[test]
+fn gen_refuses_bad_arguments() {
+    let dir = workdir("gen-refuses");
+    let cases: [(&[&str], &str); 9] = [
+        (&["--loss", "1.5"], "--loss 1.5: a share, from 0.0 to 1.0"),
+        (&["--vlan", "2"], "--vlan 2: a share"),
+        (&["--reorder=-0.1"], "--reorder -0.1: a share"),
+        (&["--ipv6", "3"], "--ipv6 3: a share"),
+        (&["--jitter-us", "5"], "--jitter-us: only with --latency-us"),
+        (&["--latency-us", "5"], "--latency-us: only with --instrument"),
+        (&["--proto", "udp", "--tcp-options"], "--tcp-options: no TCP flows"),
+        (&["--rate", "0"], "--rate 0: packets per second, above 0"),
+        (&["--sizes", "64,20000"], "\"20000\" is not a frame size"),
+    ];
+    for (args, expected) in cases {
+        let output =
+            Command::new(BIN).args(["gen", "--out", "x.pcap"]).args(args).current_dir(&dir).output().unwrap();
+        assert!(!output.status.success(), "{args:?}");
+        let said = String::from_utf8_lossy(&output.stderr);
+        assert!(said.contains(expected), "{args:?}: {said}");
+        assert!(!dir.join("x.pcap").exists(), "{args:?} wrote a file");
+    }
+    // All but --latency-us (which would give --jitter-us its latency).
+    let all: Vec<&str> = cases
+        .iter()
+        .filter(|(args, _)| args[0] != "--latency-us")
+        .flat_map(|(args, _)| args.iter().copied())
+        .collect();
+    let output =
+        Command::new(BIN).args(["gen", "--out", "x.pcap"]).args(&all).current_dir(&dir).output().unwrap();
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(said.lines().count(), 8, "every problem at once: {said}");
+}
