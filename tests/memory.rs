@@ -105,7 +105,7 @@ fn running_rss(dir: &std::path::Path, capacity: &str) -> (u64, f64) {
     let mut log = std::io::BufReader::new(node.stderr.take().unwrap());
     let started = Instant::now();
     let mut line = String::new();
-    while !line.contains(" Mpps rx=") {
+    while !line.contains(" Mpps rx_packets=") {
         line.clear();
         assert!(std::io::BufRead::read_line(&mut log, &mut line).unwrap() > 0, "the node stopped");
         assert!(started.elapsed() < Duration::from_secs(60), "no counters");

@@ -35,6 +35,11 @@ impl<'de, T: FromStr + VariantNames> Deserialize<'de> for Choice<T> {
 }
 
 impl<T: Copy> Choice<T> {
+    /// The value, where the name named one.
+    pub fn value(&self) -> Option<T> {
+        self.0.as_ref().ok().copied()
+    }
+
     /// The value, or a problem at `path` (then `None`).
     pub fn get(&self, path: &str, problems: &mut Problems) -> Option<T> {
         match &self.0 {

@@ -12,6 +12,7 @@ mod queues;
 mod raw;
 pub mod reload;
 mod settings;
+mod structure;
 mod validate;
 
 #[cfg(test)]
@@ -162,9 +163,29 @@ pub fn parse(text: &str) -> Result<Config, ConfigError> {
             hint: "a config nests a few levels: see config/*.yaml".into(),
         }]));
     }
-    let raw: raw::RawConfig =
+    // A syntax error stops here; the shape is checked section by section,
+    // so that every unknown key and wrong type is named in one run.
+    let mut document: serde_yaml_ng::Value =
         serde_yaml_ng::from_str(text).map_err(|e| ConfigError::Invalid(vec![yaml_problem(&e)]))?;
-    validate::validate(&raw)
+    let error = match serde_yaml_ng::from_str::<raw::RawConfig>(text) {
+        Ok(raw) => return validate::validate(&raw),
+        Err(error) => error,
+    };
+    let mut problems = structure::problems(&mut document);
+    if problems.is_empty() {
+        problems.push(yaml_problem(&error));
+    }
+    // What is left, the faulty keys taken out, still has the problems of a
+    // well-shaped file: said in the same run (none where a problem was
+    // said already, at its path or under it).
+    if let Ok(rest) = serde_yaml_ng::from_value::<raw::RawConfig>(document) {
+        if let Err(ConfigError::Invalid(more)) = validate::validate(&rest) {
+            let said: Vec<String> = problems.iter().map(|p| p.path.clone()).collect();
+            problems
+                .extend(more.into_iter().filter(|p| !said.iter().any(|s| p.path.starts_with(s.as_str()))));
+        }
+    }
+    Err(ConfigError::Invalid(problems))
 }
 
 fn yaml_problem(error: &serde_yaml_ng::Error) -> Problem {

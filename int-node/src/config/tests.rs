@@ -461,3 +461,45 @@ fn collector_addresses_and_names() {
     assert_eq!(problems_of(&bad), ["export.collector"]);
     assert!(problems(&bad)[0].hint.contains("HOST:PORT"));
 }
+
+/// One run names every problem: unknown keys and values of the wrong type
+/// in every section and list item (serde alone stops at the first), and
+/// then what the rest of the file gets wrong; a port that does not exist
+/// does not hide that a sink needs an export section.
+#[test]
+fn every_problem_in_one_run_shape_included() {
+    let text = "
+eal: [--no-huge]
+ports:
+  - {name: in, device: 'net_null0', mtuu: 1500}
+pipelines:
+  - name: p
+    role: sinkk
+    lcore: one
+    rx: {port: in}
+    tx: {port: nowhere}
+    sink: {latency: {buckets_ns: [1, 2]}, pathchanges: false}
+stats: {interval_ms: soon}
+colour: blue
+";
+    assert_eq!(
+        problems_of(text),
+        [
+            "ports[0]",
+            "pipelines[0].lcore",
+            "pipelines[0].sink",
+            "stats.interval_ms",
+            "colour",
+            "pipelines[0].role",
+            "pipelines[0].tx.port"
+        ]
+    );
+    let sink = "
+eal: [--no-huge, -m, '512', --no-pci, -l, 0-1]
+ports:
+  - {name: in, device: 'net_null0'}
+pipelines:
+  - {name: p, role: sink, lcore: 1, rx: {port: in}, tx: {port: nowhere}}
+";
+    assert_eq!(problems_of(sink), ["pipelines[0].tx.port", "export"]);
+}

@@ -58,7 +58,8 @@ pub fn validate(raw: &RawConfig) -> Result<Config, ConfigError> {
         .filter_map(|(i, p)| pipeline(i, p, &ports, &port_index, &mut queues, &mut problems))
         .collect();
     check_lcores(&raw.eal, &raw.pipelines.iter().map(|p| p.lcore).collect::<Vec<_>>(), &mut problems);
-    let has_sink = pipelines.iter().any(|p| matches!(p.stage, StageConfig::Sink(_)));
+    // A sink asked for, even one with other problems, needs an export.
+    let has_sink = raw.pipelines.iter().any(|p| p.role.value() == Some(super::RoleName::Sink));
     let export = raw.export.as_ref().map(|e| export_settings(e, &port_index, &ports, &queues, &mut problems));
     if export.is_none() && has_sink {
         problems.add(

@@ -362,7 +362,7 @@ impl IntervalPrinter {
                 .filter(|(k, _)| *k != "rx_packets")
                 .map(|(k, v)| format!("{k}={v}"))
                 .collect();
-            log::info!("{name}: {rate:.3} Mpps rx={rx} {}", values.join(" "));
+            log::info!("{name}: {rate:.3} Mpps rx_packets={rx} {}", values.join(" "));
         }
     }
 }

@@ -39,7 +39,7 @@ impl Summary {
             println!("export: sent {} errors {}", export.reports_sent, export.send_errors);
         }
         println!(
-            "mempool: {} of {} mbufs in use at exit ({} drained from RX queues)",
+            "mempool: {} of {} mbufs in use at exit ({} packets read off the RX queues at stop and freed)",
             self.in_use, self.pool_size, self.drained
         );
         println!("heap allocations on the packet path: {}", int_os::alloc::packet_path_allocations());
