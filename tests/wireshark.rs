@@ -569,3 +569,25 @@ fn tshark_reads_every_report_of_a_gso_send() {
     let theirs = tshark(&dir.join("gso.pcap"), &["intreport.seq", "intreport.drop.gap_count"]);
     assert_eq!(theirs, [["1,2,3,4,5", "1,2,3,4,5"]], "{theirs:?}");
 }
+
+/// A GSO send of Telemetry Report 2.0 groups (two of a switch's groups
+/// back to back in one datagram): the INT 2.1 dissector shows both.
+#[test]
+fn tshark_reads_every_group_of_a_tr20_gso_send() {
+    let dir = workdir("wireshark-gso21");
+    let group = common::collector::switch_reports()[0].clone();
+    let payload = [group.clone(), group].concat();
+    let mut frame = int_core::craft::PacketSpec::udp(
+        [10, 0, 0, 9].into(),
+        [10, 0, 0, 100].into(),
+        40000,
+        32766,
+        payload.len(),
+    )
+    .build();
+    let at = frame.len() - payload.len();
+    frame[at..].copy_from_slice(&payload);
+    write_pcap(&dir.join("gso.pcap"), &[frame]);
+    let theirs = tshark_with(LUA21, &dir.join("gso.pcap"), &["tr20.node_id", "tr20.rep_type"], &[]);
+    assert_eq!(theirs, [["9,9", "1,1"]], "{theirs:?}");
+}

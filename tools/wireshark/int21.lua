@@ -191,11 +191,8 @@ local function heuristic(buf, pinfo, tree)
     return true
 end
 
-local function report_heuristic(buf, pinfo, tree)
-    local port = udp_dstport()
-    if port == nil or port.value ~= int21.prefs.report_port or buf:len() < 12 then return false end
-    if math.floor(buf(0, 1):uint() / 16) ~= 2 then return false end
-    pinfo.cols.protocol = "TR 2.0"
+-- One group: its header, then each individual report.
+local function dissect_group(buf, pinfo, tree)
     local subtree = tree:add(tr20, buf())
     subtree:add(r.ver, buf(0, 4)); subtree:add(r.hw_id, buf(0, 4)); subtree:add(r.seq, buf(0, 4))
     subtree:add(r.node_id, buf(4, 4))
@@ -235,6 +232,44 @@ local function report_heuristic(buf, pinfo, tree)
         at = at + 4 + body
     end
     pinfo.cols.info = string.format("Telemetry Report 2.0 seq %d node %d", buf(0, 4):uint() % 4194304, buf(4, 4):uint())
+end
+
+-- The length of each group where buf holds several of one length back to
+-- back (a GSO send captured on the sending host, before the kernel cut
+-- it): the fewest segments whose every start reads as a group header of
+-- version 2 from the same node. nil for one group.
+local function gso_segment(buf)
+    local len = buf:len()
+    for segments = 2, 64 do
+        if len % segments == 0 and len / segments >= 12 then
+            local one = len / segments
+            local all = true
+            for at = one, len - one, one do
+                if math.floor(buf(at, 1):uint() / 16) ~= 2 or buf(at + 4, 4):uint() ~= buf(4, 4):uint() then
+                    all = false
+                    break
+                end
+            end
+            if all then return one end
+        end
+    end
+    return nil
+end
+
+local function report_heuristic(buf, pinfo, tree)
+    local port = udp_dstport()
+    if port == nil or port.value ~= int21.prefs.report_port or buf:len() < 12 then return false end
+    if math.floor(buf(0, 1):uint() / 16) ~= 2 then return false end
+    pinfo.cols.protocol = "TR 2.0"
+    local one = gso_segment(buf)
+    if one == nil then
+        dissect_group(buf, pinfo, tree)
+        return true
+    end
+    for at = 0, buf:len() - one, one do
+        dissect_group(buf(at, one):tvb(), pinfo, tree)
+    end
+    pinfo.cols.info = string.format("Telemetry Report 2.0: %d groups (one GSO send)", buf:len() / one)
     return true
 end
 
