@@ -40,10 +40,12 @@ pub fn problems(document: &mut Value) -> Vec<Problem> {
             "idle_sleep_us" => one::<u64>(value, name, &mut problems),
             "capture" => each::<RawCapture>(value, name, &mut problems),
             unknown => {
+                // Worded as serde words the unknown keys below the top.
+                let expected: Vec<String> = KEYS.iter().map(|key| format!("`{key}`")).collect();
                 problems.push(Problem {
                     path: unknown.to_string(),
-                    message: format!("unknown key `{unknown}`"),
-                    hint: format!("the top-level keys are {}", KEYS.join(", ")),
+                    message: format!("unknown field `{unknown}`, expected one of {}", expected.join(", ")),
+                    hint: "check the spelling against config/README.md; every key is listed there".into(),
                 });
                 unknown_keys.push(key.clone());
             }
