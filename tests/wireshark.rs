@@ -555,17 +555,7 @@ fn tshark_reads_every_report_of_a_gso_send() {
     let dir = workdir("wireshark-gso");
     let payload: Vec<u8> =
         (1..=5).flat_map(|sequence| common::collector::drop_summary(sequence, sequence)).collect();
-    let mut frame = int_core::craft::PacketSpec::udp(
-        [10, 0, 0, 2].into(),
-        [10, 0, 0, 100].into(),
-        40000,
-        32766,
-        payload.len(),
-    )
-    .build();
-    let at = frame.len() - payload.len();
-    frame[at..].copy_from_slice(&payload);
-    write_pcap(&dir.join("gso.pcap"), &[frame]);
+    write_pcap(&dir.join("gso.pcap"), &[common::collector::report_frame(&payload)]);
     let theirs = tshark(&dir.join("gso.pcap"), &["intreport.seq", "intreport.drop.gap_count"]);
     assert_eq!(theirs, [["1,2,3,4,5", "1,2,3,4,5"]], "{theirs:?}");
 }
@@ -577,17 +567,7 @@ fn tshark_reads_every_group_of_a_tr20_gso_send() {
     let dir = workdir("wireshark-gso21");
     let group = common::collector::switch_reports()[0].clone();
     let payload = [group.clone(), group].concat();
-    let mut frame = int_core::craft::PacketSpec::udp(
-        [10, 0, 0, 9].into(),
-        [10, 0, 0, 100].into(),
-        40000,
-        32766,
-        payload.len(),
-    )
-    .build();
-    let at = frame.len() - payload.len();
-    frame[at..].copy_from_slice(&payload);
-    write_pcap(&dir.join("gso.pcap"), &[frame]);
+    write_pcap(&dir.join("gso.pcap"), &[common::collector::report_frame(&payload)]);
     let theirs = tshark_with(LUA21, &dir.join("gso.pcap"), &["tr20.node_id", "tr20.rep_type"], &[]);
     assert_eq!(theirs, [["9,9", "1,1"]], "{theirs:?}");
 }

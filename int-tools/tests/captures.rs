@@ -145,17 +145,8 @@ fn an_empty_file_a_directory_and_not_a_capture() {
 /// each (Host-INT Drop-Summaries, Telemetry Report 2.0 groups).
 #[test]
 fn a_gso_datagram_is_read_as_its_reports() {
-    use int_core::craft::PacketSpec;
     let dir = workdir("captures-gso");
-    let datagram = |payloads: &[Vec<u8>]| {
-        let payload = payloads.concat();
-        let mut frame =
-            PacketSpec::udp([10, 0, 0, 2].into(), [10, 0, 0, 100].into(), 40000, 32766, payload.len())
-                .build();
-        let at = frame.len() - payload.len();
-        frame[at..].copy_from_slice(&payload);
-        frame
-    };
+    let datagram = |payloads: &[Vec<u8>]| collector::report_frame(&payloads.concat());
     let summaries: Vec<Vec<u8>> = (1..=5).map(|sequence| collector::drop_summary(sequence, 7)).collect();
     let group = collector::switch_reports()[0].clone();
     write_pcap(&dir.join("gso.pcap"), &[datagram(&summaries), datagram(&[group.clone(), group.clone()])]);

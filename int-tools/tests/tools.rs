@@ -636,19 +636,11 @@ fn collect_tells_every_hops_story() {
 /// packet, its flow from the headers it has.
 #[test]
 fn decode_reads_the_packet_inside_a_report() {
-    use int_core::craft::PacketSpec;
     let dir = workdir("decode-inside");
     let datagrams = switch_reports();
     let frames: Vec<Vec<u8>> = [&datagrams[0], datagrams.last().unwrap()]
         .iter()
-        .map(|payload| {
-            let mut frame =
-                PacketSpec::udp([10, 0, 0, 9].into(), [10, 0, 0, 100].into(), 40000, 32766, payload.len())
-                    .build();
-            let at = frame.len() - payload.len();
-            frame[at..].copy_from_slice(payload);
-            frame
-        })
+        .map(|payload| collector::report_frame(payload))
         .collect();
     write_pcap(&dir.join("reports.pcap"), &frames);
     let json = int_tools(&dir, &["decode", "--json", "reports.pcap"]);

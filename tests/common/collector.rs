@@ -159,3 +159,19 @@ pub fn switch_reports() -> Vec<Vec<u8>> {
     }
     datagrams
 }
+
+/// An Ethernet/IPv4/UDP frame from 10.0.0.9:40000 to a collector at
+/// 10.0.0.100:32766 carrying `payload` (reports, as a capture shows them).
+pub fn report_frame(payload: &[u8]) -> Vec<u8> {
+    let mut frame = int_core::craft::PacketSpec::udp(
+        [10, 0, 0, 9].into(),
+        [10, 0, 0, 100].into(),
+        40000,
+        32766,
+        payload.len(),
+    )
+    .build();
+    let at = frame.len() - payload.len();
+    frame[at..].copy_from_slice(payload);
+    frame
+}
