@@ -434,7 +434,7 @@ fn hop_report(
     let change = digest.change_from(flow.port_or_hops, flow.path);
     (flow.port_or_hops, flow.path) = (digest.hops(), digest.path());
     let rule = &settings.hops;
-    let classes = !rule.latency.as_slice().is_empty() || !rule.queue.as_slice().is_empty();
+    let classes = rule.has_classes();
     let report = match change {
         Some(HopChange::Hop) if classes => Some(Counter::reports_hop_change),
         Some(_) if settings.path_changes => Some(Counter::reports_path_change),
