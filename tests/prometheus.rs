@@ -56,6 +56,41 @@ fn start_prometheus(dir: &std::path::Path, target: u16, web_port: u16) -> std::p
         .unwrap()
 }
 
+/// `promtool check metrics` on `page` (Prometheus' own linter): its
+/// complaints, empty when none.
+fn promtool_check(page: &str) -> String {
+    let mut child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool (Debian's prometheus package)");
+    child.stdin.take().unwrap().write_all(page.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    if out.status.success() {
+        String::new()
+    } else {
+        format!("promtool: {said}")
+    }
+}
+
+/// A source replaying ten flows and a sink replaying a recorded link with
+/// its reports sent to `collector`, both forever, to net_null.
+fn source_and_sink_config(metrics_port: u16, collector: &str) -> String {
+    let source = replay_source_config(
+        "--no-telemetry, --file-prefix, int-node-prometheus",
+        &format!("stats: {{metrics: '127.0.0.1:{metrics_port}'}}\nexport: {{collector: '{collector}', rate_limit: 0}}"),
+    );
+    source.replace(
+        "pipelines:\n",
+        "  - {name: link, device: 'net_pcap1,rx_pcap=link.pcap,infinite_rx=1'}\n  - {name: drain, device: 'net_null1,no-rx=1'}\npipelines:\n  - {name: snk, role: sink, lcore: 1, rx: {port: link}, tx: {port: drain}, sink: {latency: {mode: absolute, threshold_ns: 1}}}\n",
+    )
+}
+
+/// Prometheus stores what the node's page shows: per-role counters, the
+/// ports' DPDK counters, the exporter's; the page passes promtool.
 #[test]
 fn prometheus_scrapes_the_node() {
     if !std::path::Path::new(PROMETHEUS).exists() {
@@ -64,45 +99,58 @@ fn prometheus_scrapes_the_node() {
     }
     let dir = workdir("prometheus");
     ten_flows_pcap(&dir);
-    let (metrics_port, web_port) = (free_port(), free_port());
-    let config = replay_source_config(
-        "--no-telemetry, --file-prefix, int-node-prometheus",
-        &format!("stats: {{metrics: '127.0.0.1:{metrics_port}'}}"),
+    recorded_link(
+        &dir,
+        &LinkSpec { packets: 400, flows: 4, latency_us: 50, jitter_us: 100, loss: 0.0, seed: 5 },
     );
+    let collector = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let (metrics_port, web_port) = (free_port(), free_port());
+    let config = source_and_sink_config(metrics_port, &collector.local_addr().unwrap().to_string());
     std::fs::write(dir.join("node.yaml"), config).unwrap();
     let mut node = spawn_node(&dir, 40);
     let mut prometheus = start_prometheus(&dir, metrics_port, web_port);
     // Until Prometheus has scraped the node at least twice (or 30 s).
     let started = Instant::now();
-    let (mut packets, mut flows) = (None, None);
+    let stored = |q: &str| query(web_port, q).filter(|v| *v > 0.0);
+    let (mut packets, mut port_rx, mut sent) = (None, None, None);
     while started.elapsed() < Duration::from_secs(30) {
-        packets = query(web_port, "int_node_rx_packets_total%7Bpipeline%3D%22src%22%7D").filter(|v| *v > 0.0);
-        flows = query(web_port, "int_node_flows_created_total");
-        if packets.is_some()
-            && query(web_port, "count_over_time(int_node_rx_packets_total%5B1m%5D)") >= Some(2.0)
-        {
+        packets = stored("int_node_rx_packets_total%7Bpipeline%3D%22src%22%7D");
+        port_rx = stored("int_node_port_rx_packets_total%7Bport%3D%22link%22%7D");
+        sent = stored("int_node_export_reports_sent_total");
+        let scrapes =
+            query(web_port, "count_over_time(int_node_rx_packets_total%7Bpipeline%3D%22src%22%7D%5B1m%5D)");
+        if packets.is_some() && port_rx.is_some() && sent.is_some() && scrapes >= Some(2.0) {
             break;
         }
         std::thread::sleep(Duration::from_millis(250));
     }
+    let flows = query(web_port, "int_node_flows_created_total%7Bpipeline%3D%22src%22%7D");
     let page = http_get(metrics_port, "/metrics").unwrap_or_default();
     let _ = prometheus.kill();
     let _ = prometheus.wait();
     Command::new("kill").args(["-INT", &node.id().to_string()]).status().unwrap();
     assert!(node.wait().unwrap().success());
     eprintln!(
-        "Prometheus stored rx_packets {packets:?} and flows_created {flows:?} after {:?}",
+        "Prometheus stored rx_packets {packets:?}, flows_created {flows:?}, port rx {port_rx:?}, reports sent {sent:?} after {:?}",
         started.elapsed()
     );
+    assert_eq!(promtool_check(&page), "", "{page}");
     assert!(page.contains("# TYPE int_node_instrumented_total counter"), "{page}");
-    assert!(page.contains("int_node_flows_created_total{pipeline=\"src\"} 10"), "{page}");
-    let packets = packets.expect("Prometheus stored the node's rx_packets");
+    assert!(page.contains("int_node_flows_created_total{pipeline=\"src\",role=\"source\"} 10"), "{page}");
+    assert!(!page.contains("int_node_stripped_total{pipeline=\"src\""), "a source shows no sink counter");
+    assert!(page.contains("int_node_stripped_total{pipeline=\"snk\",role=\"sink\"}"), "{page}");
+    assert!(page.contains("int_node_mempool_in_use_mbufs{socket="), "{page}");
     assert_eq!(flows, Some(10.0));
     // What Prometheus stored is a value the node had: at most its final one.
     let stats: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("stats.json")).unwrap()).unwrap();
-    let final_packets = stats["pipelines"]["src"]["rx_packets"].as_u64().unwrap() as f64;
-    assert!(packets <= final_packets, "{packets} stored, {final_packets} at the end");
+    let at_end = |v: &serde_json::Value| v.as_u64().unwrap() as f64;
+    let packets = packets.expect("Prometheus stored the source's rx_packets");
+    assert!(packets <= at_end(&stats["pipelines"]["src"]["rx_packets"]), "{packets}");
+    let port_rx = port_rx.expect("Prometheus stored port link's ipackets");
+    assert!(port_rx <= at_end(&stats["ports"]["link"]["rx_packets"]), "{port_rx}");
+    let sent = sent.expect("Prometheus stored the exporter's reports sent");
+    assert!(sent <= at_end(&stats["export"]["reports_sent"]), "{sent}");
 }
 
 /// The collector's `/metrics` scraped by a real Prometheus: the latency
@@ -137,21 +185,21 @@ fn prometheus_scrapes_the_collector() {
     let mut page = String::new();
     while started.elapsed() < Duration::from_secs(60) {
         page = http_get(metrics_port, "/metrics").unwrap_or_default();
-        if count_in(&page, "int_collect_latency_ns_count") == Some(sent) {
+        if count_in(&page, "int_collect_latency_seconds_count") == Some(sent) {
             break;
         }
         std::thread::sleep(Duration::from_millis(50));
     }
     let count_of = |name: &str| count_in(&page, name).unwrap_or_else(|| panic!("{name}: {page}"));
     let (reports, lost) =
-        (count_of("int_collect_latency_ns_count"), count_of("int_collect_lost_packets_total"));
+        (count_of("int_collect_latency_seconds_count"), count_of("int_collect_lost_packets_total"));
     let mut prometheus = start_prometheus(&dir, metrics_port, web_port);
     let started = Instant::now();
     let (mut stored_reports, mut stored_lost, mut flow_series) = (None, None, None);
     while started.elapsed() < Duration::from_secs(30) {
-        stored_reports = query(web_port, "int_collect_latency_ns_count");
+        stored_reports = query(web_port, "int_collect_latency_seconds_count");
         stored_lost = query(web_port, "int_collect_lost_packets_total");
-        flow_series = query(web_port, "count(int_collect_flow_latency_ns_count)");
+        flow_series = query(web_port, "count(int_collect_flow_latency_seconds_count)");
         if stored_reports.is_some() && stored_lost.is_some() && flow_series.is_some() {
             break;
         }
@@ -166,5 +214,6 @@ fn prometheus_scrapes_the_collector() {
     assert_eq!(stored_reports, Some(reports));
     assert_eq!(stored_lost, Some(lost));
     assert_eq!(flow_series, Some(3.0), "--metrics-flows 3");
-    assert!(page.contains("# TYPE int_collect_latency_ns histogram"), "{page}");
+    assert!(page.contains("# TYPE int_collect_latency_seconds histogram"), "{page}");
+    assert_eq!(promtool_check(&page), "", "{page}");
 }

@@ -42,11 +42,16 @@ fn metrics(port: u16) -> String {
     page
 }
 
-/// A counter of pipeline `src` on a /metrics page.
+/// A counter of pipeline `src` on a /metrics page: `name` is a family,
+/// with its label where it has one (`reports{kind="hop_change"}`).
 fn read(page: &str, name: &str) -> u64 {
-    let prefix = format!("int_node_{name}_total{{pipeline=\"src\"}} ");
-    let line = page.lines().find(|l| l.starts_with(&prefix)).unwrap_or_else(|| panic!("{name}: {page}"));
-    line[prefix.len()..].parse().unwrap()
+    let (family, label) = name.split_once('{').map_or((name, ""), |(f, l)| (f, l.trim_end_matches('}')));
+    let prefix = format!("int_node_{family}_total{{pipeline=\"src\",");
+    let line = page
+        .lines()
+        .find(|l| l.starts_with(&prefix) && l.contains(label))
+        .unwrap_or_else(|| panic!("{name}: {page}"));
+    line.rsplit(' ').next().unwrap().parse().unwrap()
 }
 
 fn counter(port: u16, name: &str) -> u64 {
@@ -227,7 +232,7 @@ fn sighup_changes_the_hop_rules_and_keeps_the_flows() {
     }
     let replay = common::hops::PACKETS as u64;
     let rx = wait_for_packets(port, 0, 3 * replay);
-    assert_eq!(counter(port, "reports_hop_change"), 0);
+    assert_eq!(counter(port, "reports{kind=\"hop_change\"}"), 0);
     assert_eq!(counter(port, "flows_created"), 3);
 
     std::fs::write(&path, hop_sink_config(port, "{hops: {latency_ns: [10000]}}", &collector.addr())).unwrap();
@@ -239,7 +244,7 @@ fn sighup_changes_the_hop_rules_and_keeps_the_flows() {
     // Two whole replays after the one under way: each flow's middle hop
     // slows and speeds up again at least once.
     wait_for_packets(port, rx.max(counter(port, "rx_packets")), 3 * replay);
-    let changes = counter(port, "reports_hop_change");
+    let changes = counter(port, "reports{kind=\"hop_change\"}");
     assert!(changes >= 2 * common::hops::FLOWS as u64, "{changes} hop changes");
     assert_eq!(counter(port, "flows_created"), 3, "the flows were kept");
     Command::new("kill").args(["-INT", &node.id().to_string()]).status().unwrap();

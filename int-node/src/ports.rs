@@ -4,6 +4,7 @@
 //! largest MTU in one segment.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use crate::config::{ClockSource, Config, PortConfig};
 use crate::dpdk::mempool::{data_room_for_mtu, Mempool};
@@ -28,8 +29,9 @@ pub struct Ports {
     ports: Vec<Port>,
     /// The socket each port sits on.
     sockets: Vec<i32>,
-    /// One pool per socket with ports.
-    pools: BTreeMap<i32, Mempool>,
+    /// One pool per socket with ports (shared with the metrics page,
+    /// whose thread ends before the ports close).
+    pools: BTreeMap<i32, Arc<Mempool>>,
 }
 
 /// A port's name, basic counters and driver xstats.
@@ -57,7 +59,7 @@ impl Ports {
                     pool.size(),
                     pool.available()
                 );
-                entry.insert(pool);
+                entry.insert(Arc::new(pool));
             }
         }
         let mut ports = Ports { ports: Vec::new(), sockets, pools };
@@ -89,7 +91,17 @@ impl Ports {
     /// The pool that feeds port `index`'s queues (its socket's).
     pub fn pool(&self, index: usize) -> Result<&Mempool, PortsError> {
         let socket = self.socket(index)?;
-        self.pools.get(&socket).ok_or(PortsError::NoPool(socket))
+        self.pools.get(&socket).map(|pool| &**pool).ok_or(PortsError::NoPool(socket))
+    }
+
+    /// Each port's name and id, in config order.
+    pub fn named_ids(&self) -> Vec<(String, PortId)> {
+        self.ports.iter().map(|p| (p.name.clone(), p.id)).collect()
+    }
+
+    /// Each pool, by socket.
+    pub fn pools(&self) -> Vec<(i32, Arc<Mempool>)> {
+        self.pools.iter().map(|(socket, pool)| (*socket, Arc::clone(pool))).collect()
     }
 
     pub fn stats(&self) -> Vec<NamedPortStats> {
@@ -108,8 +120,8 @@ impl Ports {
             port.close();
         }
         self.ports.clear();
-        let in_use = self.pools.values().map(Mempool::in_use).sum();
-        let size = self.pools.values().map(Mempool::size).sum();
+        let in_use = self.pools.values().map(|pool| pool.in_use()).sum();
+        let size = self.pools.values().map(|pool| pool.size()).sum();
         (drained, in_use, size)
     }
 }

@@ -155,24 +155,7 @@ impl Port {
     }
 
     pub fn stats(&self) -> PortStats {
-        let mut stats = MaybeUninit::<dpdk_sys::rte_eth_stats>::zeroed();
-        // SAFETY: stats is a valid out pointer.
-        let ret = unsafe { dpdk_sys::rte_eth_stats_get(self.id.0, stats.as_mut_ptr()) };
-        if ret < 0 {
-            return PortStats::default();
-        }
-        // SAFETY: filled by the call above.
-        let s = unsafe { stats.assume_init() };
-        PortStats {
-            rx_packets: s.ipackets,
-            tx_packets: s.opackets,
-            rx_bytes: s.ibytes,
-            tx_bytes: s.obytes,
-            rx_missed: s.imissed,
-            rx_errors: s.ierrors,
-            tx_errors: s.oerrors,
-            rx_nombuf: s.rx_nombuf,
-        }
+        stats_of(self.id)
     }
 
     /// Extended statistics, name and value, the driver's own.
@@ -394,4 +377,29 @@ pub fn rx_queue_depth(port: PortId, queue: QueueId) -> Option<u32> {
     // call reads the driver's ring state (-ENOTSUP where it has no count).
     let count = unsafe { dpdk_sys::shim_rx_queue_count(port.0, queue.0) };
     u32::try_from(count).ok()
+}
+
+/// Basic counters of port `id`, read from any thread (DPDK's telemetry
+/// thread reads them the same way while the workers run); zeros once the
+/// port is gone.
+pub fn stats_of(id: PortId) -> PortStats {
+    let mut stats = MaybeUninit::<dpdk_sys::rte_eth_stats>::zeroed();
+    // SAFETY: stats is a valid out pointer; an unknown port id is refused
+    // by DPDK with a negative return.
+    let ret = unsafe { dpdk_sys::rte_eth_stats_get(id.0, stats.as_mut_ptr()) };
+    if ret < 0 {
+        return PortStats::default();
+    }
+    // SAFETY: filled by the call above.
+    let s = unsafe { stats.assume_init() };
+    PortStats {
+        rx_packets: s.ipackets,
+        tx_packets: s.opackets,
+        rx_bytes: s.ibytes,
+        tx_bytes: s.obytes,
+        rx_missed: s.imissed,
+        rx_errors: s.ierrors,
+        tx_errors: s.oerrors,
+        rx_nombuf: s.rx_nombuf,
+    }
 }

@@ -180,7 +180,18 @@ impl Node {
             node.helpers.push(std::thread::spawn(writer));
         }
         if let Some(addr) = config.metrics {
-            let serve = crate::metrics::endpoint(addr, node.counters.clone(), Arc::clone(&node.quit))
+            let sources = crate::metrics::Sources {
+                pipelines: (node.counters.iter().zip(&config.pipelines))
+                    .map(|((name, counters), p)| (name.clone(), p.stage.role(), Arc::clone(counters)))
+                    .collect(),
+                ports: node.ports.named_ids(),
+                pools: node.ports.pools(),
+                export: node.exporter.as_ref().map(|e| Arc::clone(&e.shared)),
+                start_time: std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0.0, |d| d.as_secs_f64()),
+            };
+            let serve = crate::metrics::endpoint(addr, sources, Arc::clone(&node.quit))
                 .map_err(|source| RunError::Metrics { addr, source })?;
             node.helpers.push(std::thread::spawn(serve));
         }

@@ -4,7 +4,7 @@
 //! the label cardinality stays bounded whatever the number of flows.
 
 use std::fmt::Write as _;
-use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -61,39 +61,44 @@ pub fn page(snapshot: &Snapshot, influx: Option<&super::influx::Counts>, top: us
     let totals = &snapshot.totals;
     let ledger = &snapshot.ledger;
     let counters = [
-        ("reports", "datagrams received", totals.received),
-        ("malformed", "reports refused", totals.malformed()),
-        ("lost_reports", "reports missing from the senders' sequences", snapshot.lost_reports()),
-        ("kernel_drops", "datagrams the kernel dropped (receive buffer full)", totals.kernel_drops),
-        ("untracked_observations", "observations of flows beyond --max-flows", ledger.untracked),
-        ("lost_packets", "packets the reports declared lost, all flows", ledger.overall.lost),
+        ("reports", "Datagrams received.", totals.received),
+        ("malformed", "Reports refused.", totals.malformed()),
+        ("lost_reports", "Reports missing from the senders' sequences.", snapshot.lost_reports()),
+        ("kernel_drops", "Datagrams the kernel dropped (receive buffer full).", totals.kernel_drops),
+        ("untracked_observations", "Observations of flows beyond --max-flows.", ledger.untracked),
+        ("lost_packets", "Packets the reports declared lost, all flows.", ledger.overall.lost),
     ];
     for (name, help, value) in counters {
         metric_head(&mut out, &format!("int_collect_{name}_total"), help, "counter");
         let _ = writeln!(out, "int_collect_{name}_total {value}");
     }
-    metric_head(&mut out, "int_collect_flows", "flows followed one by one", "gauge");
+    metric_head(&mut out, "int_collect_flows", "Flows followed one by one.", "gauge");
     let _ = writeln!(out, "int_collect_flows {}", ledger.flows_followed());
     if let Some(influx) = influx {
         points(&mut out, influx);
     }
-    metric_head(&mut out, "int_collect_latency_ns", "one-way latency, all flows", "histogram");
-    histogram(&mut out, "int_collect_latency_ns", "", &ledger.overall.latency);
+    metric_head(
+        &mut out,
+        "int_collect_latency_seconds",
+        "One-way latency of every flow, in seconds.",
+        "histogram",
+    );
+    histogram(&mut out, "int_collect_latency_seconds", "", &ledger.overall.latency);
     let by_reports = ledger.flows_by_reports();
     let detailed = by_reports.iter().filter(|(_, f)| f.latency.has_percentiles()).take(top);
     metric_head(
         &mut out,
-        "int_collect_flow_latency_ns",
-        "one-way latency of the most reported flows",
+        "int_collect_flow_latency_seconds",
+        "One-way latency of the most reported flows.",
         "histogram",
     );
     for (key, flow) in detailed {
-        histogram(&mut out, "int_collect_flow_latency_ns", &labels(key), &flow.latency);
+        histogram(&mut out, "int_collect_flow_latency_seconds", &labels(key), &flow.latency);
     }
     let mut lossy: Vec<_> = ledger.flows.iter().filter(|(_, f)| f.lost > 0).collect();
     lossy.sort_by(|a, b| b.1.lost.cmp(&a.1.lost).then(a.0.cmp(b.0)));
     let name = "int_collect_flow_lost_packets_total";
-    metric_head(&mut out, name, "packets declared lost, the most lossy flows", "counter");
+    metric_head(&mut out, name, "Packets declared lost, the most lossy flows.", "counter");
     for (key, flow) in lossy.into_iter().take(top) {
         let _ = writeln!(out, "{name}{{{}}} {}", labels(key), flow.lost);
     }
@@ -105,29 +110,35 @@ pub fn page(snapshot: &Snapshot, influx: Option<&super::influx::Counts>, top: us
 /// `top` links with the most observations (bounded labels), and the path
 /// changes.
 fn hops(out: &mut String, hops: &Hops, top: usize) {
-    let name = |id: &u32| http::prometheus_label(&Ipv4Addr::from(*id).to_string());
+    // Node ids as the JSON records give them: integers.
+    let name = |id: &u32| id.to_string();
     let mut nodes: Vec<_> = hops.nodes.iter().collect();
     nodes.sort_by(|a, b| b.1.hops.cmp(&a.1.hops).then(a.0.cmp(b.0)));
     nodes.truncate(top);
     metric_head(
         out,
         "int_collect_node_hops_total",
-        "hops of a node in INT 2.1 stacks (and its reports as a sink)",
+        "Hops of a node in INT 2.1 stacks (and its reports as a sink).",
         "counter",
     );
     for (id, node) in &nodes {
         let _ = writeln!(out, "int_collect_node_hops_total{{node=\"{}\"}} {}", name(id), node.hops);
     }
-    metric_head(out, "int_collect_hop_latency_ns", "hop latency a node wrote", "histogram");
+    metric_head(out, "int_collect_hop_latency_seconds", "Hop latency a node wrote, in seconds.", "histogram");
     for (id, node) in &nodes {
-        histogram(out, "int_collect_hop_latency_ns", &format!("node=\"{}\"", name(id)), &node.latency);
+        histogram(out, "int_collect_hop_latency_seconds", &format!("node=\"{}\"", name(id)), &node.latency);
     }
-    metric_head(out, "int_collect_queue_occupancy", "queue occupancy a node wrote (its unit)", "summary");
+    metric_head(
+        out,
+        "int_collect_queue_occupancy",
+        "Queue occupancy a node wrote, in its own unit.",
+        "summary",
+    );
     for (id, node) in &nodes {
         summary(out, "int_collect_queue_occupancy", &format!("node=\"{}\"", name(id)), &node.queue);
     }
     let drops = "int_collect_node_drop_reports_total";
-    metric_head(out, drops, "drop reports a node sent, by reason", "counter");
+    metric_head(out, drops, "Drop reports a node sent, by reason.", "counter");
     for (id, node) in &nodes {
         for (reason, count) in &node.drops {
             let _ = writeln!(out, "{drops}{{node=\"{}\",reason=\"{reason}\"}} {count}", name(id));
@@ -137,17 +148,17 @@ fn hops(out: &mut String, hops: &Hops, top: usize) {
     links.sort_by(|a, b| b.1.count().cmp(&a.1.count()).then(a.0.cmp(b.0)));
     metric_head(
         out,
-        "int_collect_link_latency_ns",
-        "one hop's egress to the next one's ingress",
+        "int_collect_link_latency_seconds",
+        "One hop's egress to the next one's ingress.",
         "histogram",
     );
     for ((from, to), latency) in links.into_iter().take(top) {
         let labels = format!("from=\"{}\",to=\"{}\"", name(from), name(to));
-        histogram(out, "int_collect_link_latency_ns", &labels, latency);
+        histogram(out, "int_collect_link_latency_seconds", &labels, latency);
     }
-    metric_head(out, "int_collect_path_changes_total", "flows' path changes", "counter");
+    metric_head(out, "int_collect_path_changes_total", "Flows' path changes.", "counter");
     let _ = writeln!(out, "int_collect_path_changes_total {}", hops.path_changes);
-    metric_head(out, "int_collect_paths", "flows whose path is followed", "gauge");
+    metric_head(out, "int_collect_paths", "Flows whose path is followed.", "gauge");
     let _ = writeln!(out, "int_collect_paths {}", hops.paths());
 }
 
@@ -163,13 +174,13 @@ fn summary(out: &mut String, name: &str, labels: &str, values: &Latency) {
 }
 
 fn metric_head(out: &mut String, name: &str, help: &str, kind: &str) {
-    let _ = writeln!(out, "# HELP {name} int-tools collect: {help}");
+    let _ = writeln!(out, "# HELP {name} {help}");
     let _ = writeln!(out, "# TYPE {name} {kind}");
 }
 
 fn points(out: &mut String, influx: &super::influx::Counts) {
     let name = "int_collect_influx_points_total";
-    metric_head(out, name, "points for InfluxDB by outcome", "counter");
+    metric_head(out, name, "Points for InfluxDB by outcome.", "counter");
     for (outcome, count) in
         [("written", &influx.written), ("dropped", &influx.dropped), ("failed", &influx.failed)]
     {
@@ -189,16 +200,18 @@ fn labels(key: &FlowKey) -> String {
     )
 }
 
-/// Buckets, sum and count of one latency distribution.
+/// Buckets, sum and count of one latency distribution, in seconds
+/// (Prometheus' base unit; the collector keeps ns).
 fn histogram(out: &mut String, name: &str, labels: &str, latency: &Latency) {
     let comma = if labels.is_empty() { "" } else { "," };
     for bound in BUCKETS_NS {
         let count = latency.count_at_or_below(bound).unwrap_or(0).min(latency.count());
-        let _ = writeln!(out, "{name}_bucket{{{labels}{comma}le=\"{bound}\"}} {count}");
+        let le = bound as f64 / 1e9;
+        let _ = writeln!(out, "{name}_bucket{{{labels}{comma}le=\"{le}\"}} {count}");
     }
     let _ = writeln!(out, "{name}_bucket{{{labels}{comma}le=\"+Inf\"}} {}", latency.count());
     let braces = if labels.is_empty() { String::new() } else { format!("{{{labels}}}") };
-    let _ = writeln!(out, "{name}_sum{braces} {}", latency.sum());
+    let _ = writeln!(out, "{name}_sum{braces} {}", latency.sum() as f64 / 1e9);
     let _ = writeln!(out, "{name}_count{braces} {}", latency.count());
 }
 
@@ -233,19 +246,19 @@ mod tests {
         assert!(view.ledger.flows.len() <= 10);
         assert_eq!(super::page(&view, None, 5), page);
         let flow_counts: Vec<&str> =
-            page.lines().filter(|l| l.starts_with("int_collect_flow_latency_ns_count")).collect();
+            page.lines().filter(|l| l.starts_with("int_collect_flow_latency_seconds_count")).collect();
         assert_eq!(flow_counts.len(), 5);
         assert!(
             flow_counts.iter().any(|l| l.contains("src_port=\"30\"") && l.ends_with(" 30")),
             "{flow_counts:?}"
         );
         assert_eq!(page.lines().filter(|l| l.starts_with("int_collect_flow_lost_packets_total{")).count(), 5);
-        assert!(page.contains("int_collect_latency_ns_bucket{le=\"+Inf\"} 465\n"));
+        assert!(page.contains("int_collect_latency_seconds_bucket{le=\"+Inf\"} 465\n"));
         // 0, 20, ... 240 µs are at or below 250 µs: 13 values in flows of
         // 13 or more, all values in smaller ones.
         let at_250us: u64 = (1..=30u64).map(|n| n.min(13)).sum();
         assert!(
-            page.contains(&format!("int_collect_latency_ns_bucket{{le=\"250000\"}} {at_250us}\n")),
+            page.contains(&format!("int_collect_latency_seconds_bucket{{le=\"0.00025\"}} {at_250us}\n")),
             "{page}"
         );
         assert!(page.contains("int_collect_flows 30\n"));
@@ -279,25 +292,22 @@ mod tests {
         let snapshot = Snapshot { ledger, hops, senders: Default::default(), totals: Default::default() };
         let page = page(&snapshot, None, 3);
         let counts: Vec<&str> =
-            page.lines().filter(|l| l.starts_with("int_collect_hop_latency_ns_count")).collect();
+            page.lines().filter(|l| l.starts_with("int_collect_hop_latency_seconds_count")).collect();
         assert_eq!(
             counts,
             [
-                "int_collect_hop_latency_ns_count{node=\"0.0.0.100\"} 36",
-                "int_collect_hop_latency_ns_count{node=\"0.0.0.200\"} 0",
-                "int_collect_hop_latency_ns_count{node=\"0.0.0.8\"} 8",
+                "int_collect_hop_latency_seconds_count{node=\"100\"} 36",
+                "int_collect_hop_latency_seconds_count{node=\"200\"} 0",
+                "int_collect_hop_latency_seconds_count{node=\"8\"} 8",
             ]
         );
-        assert!(page.contains("int_collect_queue_occupancy{node=\"0.0.0.8\",quantile=\"0.5\"} 8"), "{page}");
-        assert!(
-            page.contains("int_collect_node_drop_reports_total{node=\"0.0.0.8\",reason=\"71\"} 1"),
-            "{page}"
+        assert!(page.contains("int_collect_queue_occupancy{node=\"8\",quantile=\"0.5\"} 8"), "{page}");
+        assert!(page.contains("int_collect_node_drop_reports_total{node=\"8\",reason=\"71\"} 1"), "{page}");
+        assert!(page.contains("int_collect_link_latency_seconds_count{from=\"100\",to=\"8\"} 8"), "{page}");
+        assert_eq!(
+            page.lines().filter(|l| l.starts_with("int_collect_link_latency_seconds_count")).count(),
+            3
         );
-        assert!(
-            page.contains("int_collect_link_latency_ns_count{from=\"0.0.0.100\",to=\"0.0.0.8\"} 8"),
-            "{page}"
-        );
-        assert_eq!(page.lines().filter(|l| l.starts_with("int_collect_link_latency_ns_count")).count(), 3);
         assert!(page.contains("int_collect_paths 8"), "{page}");
     }
 }
