@@ -77,7 +77,7 @@ fn percentiles_agree_with_the_reports_and_a_plot_is_drawn() {
     for line in lines.iter().filter(|l| l["type"] == "latency") {
         let ns = line["latency_ns"].as_i64().unwrap();
         all.push(ns);
-        by_port.entry(line["src_port"].as_u64().unwrap()).or_default().push(ns);
+        by_port.entry(line["flow"]["src_port"].as_u64().unwrap()).or_default().push(ns);
     }
     assert!(all.len() > 3000, "a report for most packets: {}", all.len());
     all.sort_unstable();
@@ -95,7 +95,7 @@ fn percentiles_agree_with_the_reports_and_a_plot_is_drawn() {
     assert!((280_000.0..320_000.0).contains(&p50), "{p50}");
     assert_eq!(summary["flows"].as_array().unwrap().len(), 3);
     for flow in summary["flows"].as_array().unwrap() {
-        let mut values = by_port[&flow["src_port"].as_u64().unwrap()].clone();
+        let mut values = by_port[&flow["flow"]["src_port"].as_u64().unwrap()].clone();
         values.sort_unstable();
         for (name, q) in [("p50", 0.5), ("p99", 0.99)] {
             let (got, want) =
@@ -105,8 +105,11 @@ fn percentiles_agree_with_the_reports_and_a_plot_is_drawn() {
         assert_eq!(flow["latency_min_ns"], values[0]);
         assert_eq!(flow["latency_max_ns"], *values.last().unwrap());
     }
-    let lost: u64 =
-        lines.iter().filter(|l| l["type"] == "drop-summary").map(|l| l["gap_count"].as_u64().unwrap()).sum();
+    let lost: u64 = lines
+        .iter()
+        .filter(|l| l["type"] == "drop-summary")
+        .map(|l| l["lost_packets"].as_u64().unwrap())
+        .sum();
     assert!(lost > 0);
     assert_eq!(overall["lost_packets"], lost);
     let png = std::fs::read(&plot).unwrap();

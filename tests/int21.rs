@@ -218,7 +218,7 @@ fn losses_are_counted_from_packet_numbers_and_reported() {
         .map(|l| {
             assert_eq!(l["source_node"], 0x0a00_0001, "{l}");
             let src = l["flow"]["src"].as_str().unwrap().to_string();
-            (src, l["first_lost_sequence"].as_u64().unwrap(), l["lost"].as_u64().unwrap())
+            (src, l["first_flow_seq"].as_u64().unwrap(), l["lost_packets"].as_u64().unwrap())
         })
         .collect();
     losses.sort();

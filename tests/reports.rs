@@ -25,14 +25,10 @@ fn port_exporter_frames_decode() {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
         assert_eq!(v["kind"], "report", "{line}");
         assert_eq!(v["dst"], "192.0.2.9");
-        assert_eq!(
-            v["report"]["header"]["sequence"],
-            i as u64 + 1,
-            "report sequence numbers count up from 1"
-        );
+        assert_eq!(v["report"]["report_seq"], i as u64 + 1, "report sequence numbers count up from 1");
         *kinds.entry(v["report"]["type"].as_str().unwrap().to_string()).or_insert(0) += 1;
         if v["report"]["type"] == "drop-summary" {
-            lost += v["report"]["gap_count"].as_u64().unwrap();
+            lost += v["report"]["lost_packets"].as_u64().unwrap();
             assert_eq!(v["report"]["sink_port"], 3);
         } else {
             assert_eq!(v["report"]["sink_id"], 0x0a00_0002);
@@ -99,7 +95,7 @@ fn collect_receives_reports_and_finds_gaps() {
     assert_eq!(summary["reports"], 5);
     assert_eq!(summary["lost_reports"], 1);
     let flows = summary["flows"].as_array().unwrap();
-    let lossy = flows.iter().find(|f| f["src"] == "10.9.9.9").unwrap();
+    let lossy = flows.iter().find(|f| f["flow"]["src"] == "10.9.9.9").unwrap();
     assert_eq!(lossy["lost_packets"], 10);
     assert_eq!(flows.iter().filter(|f| f["latency_reports"] == 1).count(), 3);
 }

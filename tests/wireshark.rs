@@ -191,16 +191,17 @@ fn tshark_decodes_what_the_node_wrote() {
     let flag = |v: &serde_json::Value| if v.as_bool().unwrap() { "1" } else { "0" }.to_string();
     for (i, (t, o)) in theirs.iter().zip(&ours).enumerate() {
         let r = &o["report"];
-        let h = &r["header"];
+        // Host-INT's header timestamp is in seconds.
+        let seconds = r["time_ns"].as_u64().unwrap() / 1_000_000_000;
         let header = [
-            h["version"].to_string(),
-            h["nproto"].to_string(),
-            flag(&h["d"]),
-            flag(&h["q"]),
-            flag(&h["f"]),
-            h["hw_id"].to_string(),
-            h["sequence"].to_string(),
-            h["timestamp"].to_string(),
+            r["version"].to_string(),
+            r["nproto"].to_string(),
+            flag(&r["d"]),
+            flag(&r["q"]),
+            flag(&r["f"]),
+            r["hw_id"].to_string(),
+            r["report_seq"].to_string(),
+            seconds.to_string(),
         ];
         assert_eq!(t[..8], header[..], "report {i} header");
         if r["type"] == "latency" {
@@ -217,9 +218,9 @@ fn tshark_decodes_what_the_node_wrote() {
                 r["sink_node"].to_string(),
                 r["source_port"].to_string(),
                 r["sink_port"].to_string(),
-                r["gap_timestamp"].to_string(),
-                r["gap_sequence"].to_string(),
-                r["gap_count"].to_string(),
+                (r["gap_time_ns"].as_u64().unwrap() / 1_000_000_000).to_string(),
+                r["flow_seq"].to_string(),
+                r["lost_packets"].to_string(),
                 r["flow"]["src_port"].to_string(),
                 r["flow"]["dst_port"].to_string(),
             ];
@@ -329,8 +330,8 @@ fn tshark_decodes_what_an_int21_domain_wrote() {
         };
         let expected = [
             "2".to_string(),
-            report["group"]["sequence"].to_string(),
-            report["group"]["node_id"].to_string(),
+            report["report_seq"].to_string(),
+            report["report_node"].to_string(),
             each(&|r| r["rep_type"].to_string()),
             each(&|r| r["in_type"].to_string()),
             each(&|r| r["report_len_words"].to_string()),
@@ -384,14 +385,14 @@ fn tshark_decodes_tr05_flow_reports() {
     assert_eq!(theirs.len(), ours.len());
     for (i, (t, o)) in theirs.iter().zip(&ours).enumerate() {
         let r = &o["report"];
-        let (h, local) = (&r["header"], &r["switch_local"]);
+        let local = &r["switch_local"];
         let hop = &r["int"]["hops"][0];
         let (tcp, port) = (r["flow"]["protocol"] == 6, &r["flow"]["src_port"]);
         let expected = [
             "2".to_string(),
             "1".to_string(),
-            h["sequence"].to_string(),
-            h["timestamp"].to_string(),
+            r["report_seq"].to_string(),
+            r["sink_timestamp_ns"].to_string(),
             local["switch_id"].to_string(),
             local["ingress_port"].to_string(),
             local["egress_timestamp"].to_string(),

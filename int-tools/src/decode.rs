@@ -90,7 +90,11 @@ pub fn run(args: &DecodeArgs) -> Result<(), String> {
         let values = match &packet.frame {
             Ok(frame) => decode_frame(index, packet.time_ns, frame, &domains, args.report_port),
             Err(why) => {
-                vec![json!({"index": index, "time_ns": packet.time_ns, "kind": "unreadable", "error": why})]
+                let mut out = Map::new();
+                out.insert("index".into(), json!(index));
+                crate::schema::put_time(&mut out, "time", Some(packet.time_ns));
+                out.extend([("kind".to_string(), json!("unreadable")), ("error".to_string(), json!(why))]);
+                vec![Value::Object(out)]
             }
         };
         for value in values {
@@ -117,7 +121,7 @@ pub fn decode_frame(
 ) -> Vec<Value> {
     let mut out = Map::new();
     out.insert("index".into(), json!(index));
-    out.insert("time_ns".into(), json!(time_ns));
+    crate::schema::put_time(&mut out, "time", Some(time_ns));
     out.insert("length".into(), json!(frame.len()));
     let reports = decode_packet(frame, domains, report_port, &mut out);
     if reports.len() <= 1 {
@@ -270,17 +274,20 @@ fn decode_report(
         Ok(parsed) => parsed,
         Err(error) => return failed(out, "malformed-report", error.to_string()),
     };
-    let mut json = report_json(&parsed);
-    // A sink's own TR 0.5 flow report: its flow and INT stack too.
-    if let (Ok(flow), Some(fields)) = (FlowReport::parse(payload), json.as_object_mut()) {
-        fields.insert(
-            "flow".into(),
-            json!({"src": flow.ip.src.to_string(), "dst": flow.ip.dst.to_string(),
-            "protocol": flow.ip.protocol, "src_port": flow.src_port, "dst_port": flow.dst_port}),
-        );
-        fields.insert("int".into(), block_json(&flow.block));
-        fields.insert("latency_ns".into(), json!(flow.latency_ns()));
-    }
+    // A sink's own TR 0.5 flow report: the record collect prints for it,
+    // with its INT stack.
+    let json = match FlowReport::parse(payload) {
+        Ok(flow) => {
+            let mut record = crate::records::tr05_flow(&flow);
+            put_header(&mut record, &flow.header);
+            if let Value::Object(whole) = report_json(&parsed) {
+                record.extend(whole.into_iter().filter(|(key, _)| key == "drop" || key == "switch_local"));
+            }
+            record.insert("int".into(), block_json(&flow.block));
+            Value::Object(record)
+        }
+        Err(_) => report_json(&parsed),
+    };
     out.insert("report".into(), json);
     Ok(out)
 }
@@ -304,7 +311,7 @@ fn decode_int(frame: &[u8], domains: &Domains, out: &mut Map<String, Value>) {
             Ok(Some(found)) => {
                 out.insert("kind".into(), json!("int"));
                 out.insert("int21".into(), decode21::block_json(&found, domain));
-                out.insert("flow".into(), flow_json(&found.flow));
+                out.insert("flow".into(), crate::schema::flow(&found.flow));
                 return;
             }
             Ok(None) => {}
@@ -317,11 +324,6 @@ fn decode_int(frame: &[u8], domains: &Domains, out: &mut Map<String, Value>) {
         out.insert("error".into(), json!(error.to_string()));
         out.insert("drop_reason".into(), json!(error.drop_reason().name()));
     }
-}
-
-fn flow_json(flow: &int_core::flow::FlowKey) -> Value {
-    json!({"src": flow.src.to_string(), "dst": flow.dst.to_string(), "protocol": flow.protocol,
-           "src_port": flow.src_port, "dst_port": flow.dst_port})
 }
 
 /// The INT 0.5 block of the first domain that finds one into `out`, or
@@ -342,7 +344,7 @@ fn decode_int05(frame: &[u8], domains: &[Domain], out: &mut Map<String, Value>) 
                 if let Ok(block) = IntBlock::parse(block_bytes, int_core::int05::Tail::Present) {
                     out.insert("int".into(), block_json(&block));
                 }
-                out.insert("flow".into(), flow_json(&found.flow));
+                out.insert("flow".into(), crate::schema::flow(&found.flow));
                 return;
             }
             Ok(None) => {}
@@ -394,60 +396,57 @@ pub fn block_json(block: &IntBlock<'_>) -> Value {
     })
 }
 
+/// A Host-INT or Telemetry Report 0.5 report: the record collect prints
+/// too, with the header's flags and the INT stack beside.
 pub fn report_json(parsed: &Report<'_>) -> Value {
-    let header = |h: &report::ReportHeaderRepr| {
-        json!({"version": h.version, "nproto": u8::from(h.next_proto), "d": h.dropped, "q": h.congested_queue,
-               "f": h.tracked_flow, "hw_id": h.hw_id, "sequence": h.sequence, "timestamp": h.timestamp})
+    let mut out = crate::records::hostint(parsed);
+    let header = match parsed {
+        Report::Latency(l) => &l.header,
+        Report::DropSummary(d) => &d.header,
+        Report::Tr05 { header, .. } => header,
     };
+    put_header(&mut out, header);
     match parsed {
         Report::Latency(latency) => {
-            let (sink, source) = latency.sink_and_source().unzip();
-            json!({
-                "type": "latency",
-                "header": header(&latency.header),
-                "sink_id": latency.sink_id,
-                "flow": {"src": latency.ip.src.to_string(), "dst": latency.ip.dst.to_string(),
-                         "protocol": u8::from(latency.ip.protocol), "src_port": latency.src_port, "dst_port": latency.dst_port},
-                "int": block_json(&latency.block),
-                "source_node": source.and_then(|h| h.switch_id),
-                "sink_node": sink.and_then(|h| h.switch_id),
-                "latency_ns": latency.latency_ns(),
-            })
+            out.insert("sink_id".into(), json!(latency.sink_id));
+            out.insert("int".into(), block_json(&latency.block));
         }
-        Report::DropSummary(drop) => json!({
-            "type": "drop-summary",
-            "header": header(&drop.header),
-            "source_node": drop.summary.source_node,
-            "sink_node": drop.summary.sink_node,
-            "source_port": drop.summary.source_port,
-            "sink_port": drop.summary.sink_port,
-            "gap_timestamp": drop.summary.gap_timestamp,
-            "gap_sequence": drop.summary.gap_sequence,
-            "gap_count": drop.summary.gap_count,
-            "flow": {"src": drop.flow.src.to_string(), "dst": drop.flow.dst.to_string(), "protocol": drop.flow.protocol,
-                     "src_port": drop.flow.src_port, "dst_port": drop.flow.dst_port},
-        }),
-        Report::Tr05 { header: h, drop, switch_local, frame } => json!({
-            "type": "tr05",
-            "header": header(h),
-            "drop": drop.map(|d| json!({"switch_id": d.switch_id, "ingress_port": d.ingress_port, "egress_port": d.egress_port,
-                                         "queue_id": d.queue_id, "drop_reason": d.drop_reason})),
-            "switch_local": switch_local.map(|l| json!({"switch_id": l.switch_id, "ingress_port": l.ingress_port,
-                "egress_port": l.egress_port, "queue_id": l.queue_id, "queue_occupancy": l.queue_occupancy,
-                "egress_timestamp": l.egress_timestamp})),
-            "inner_frame_length": frame.len(),
-        }),
+        Report::DropSummary(_) => {}
+        Report::Tr05 { drop, switch_local, .. } => {
+            out.insert(
+                "drop".into(),
+                json!(drop.map(|d| json!({"switch_id": d.switch_id, "ingress_port": d.ingress_port,
+                "egress_port": d.egress_port, "queue_id": d.queue_id, "drop_reason": d.drop_reason}))),
+            );
+            out.insert(
+                "switch_local".into(),
+                json!(switch_local.map(|l| json!({"switch_id": l.switch_id,
+                "ingress_port": l.ingress_port, "egress_port": l.egress_port, "queue_id": l.queue_id,
+                "queue_occupancy": l.queue_occupancy, "egress_timestamp": l.egress_timestamp}))),
+            );
+        }
     }
+    Value::Object(out)
+}
+
+/// The report header's fields beside the record's own.
+fn put_header(out: &mut Map<String, Value>, h: &report::ReportHeaderRepr) {
+    out.extend([
+        ("version".to_string(), json!(h.version)),
+        ("nproto".to_string(), json!(u8::from(h.next_proto))),
+        ("d".to_string(), json!(h.dropped)),
+        ("q".to_string(), json!(h.congested_queue)),
+        ("f".to_string(), json!(h.tracked_flow)),
+        ("hw_id".to_string(), json!(h.hw_id)),
+    ]);
 }
 
 fn print_text(value: &Value) {
     let get = |k: &str| value.get(k).cloned().unwrap_or(Value::Null);
-    let time = get("time_ns").as_u64().unwrap_or(0);
     let mut line = format!(
-        "#{} {}.{:09} {} bytes {}",
+        "#{} {} {} bytes {}",
         get("index"),
-        time / 1_000_000_000,
-        time % 1_000_000_000,
+        get("time").as_str().unwrap_or("-"),
         get("length"),
         get("kind").as_str().unwrap_or("?")
     );
@@ -509,17 +508,16 @@ fn print_report(report: &Value) {
         return;
     }
     let r = |k: &str| report.get(k).cloned().unwrap_or(Value::Null);
-    let header = r("header");
     println!(
         "  report {} seq {} time {} nproto {} d {} q {} f {} hw_id {}",
         r("type").as_str().unwrap_or("?"),
-        header["sequence"],
-        header["timestamp"],
-        header["nproto"],
-        header["d"],
-        header["q"],
-        header["f"],
-        header["hw_id"]
+        r("report_seq"),
+        r("time").as_str().unwrap_or("-"),
+        r("nproto"),
+        r("d"),
+        r("q"),
+        r("f"),
+        r("hw_id")
     );
     let flow = r("flow");
     if !flow.is_null() {
@@ -534,24 +532,24 @@ fn print_report(report: &Value) {
     }
     match r("type").as_str() {
         Some("latency") => {
+            let latency = r("latency_ns").as_i64().map_or("-".to_string(), crate::schema::human_ns);
             println!(
-                "  sink id {} source node {} sink node {} latency {} ns",
+                "  sink id {} source node {} sink node {} latency {latency}",
                 r("sink_id"),
                 r("source_node"),
                 r("sink_node"),
-                r("latency_ns")
             );
             print_block(&r("int"));
         }
         Some("drop-summary") => println!(
-            "  source node {} port {} sink node {} port {} gap timestamp {} gap seq {} gap count {}",
+            "  source node {} port {} sink node {} port {} gap at {} flow seq {} lost {}",
             r("source_node"),
             r("source_port"),
             r("sink_node"),
             r("sink_port"),
-            r("gap_timestamp"),
-            r("gap_sequence"),
-            r("gap_count")
+            r("gap_time").as_str().unwrap_or("-"),
+            r("flow_seq"),
+            r("lost_packets")
         ),
         _ => println!("  {}", report),
     }

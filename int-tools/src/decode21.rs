@@ -1,7 +1,8 @@
 //! decode's INT 2.1 and Telemetry Report 2.0 output: the JSON of a block or
 //! a report datagram, and its text form.
 
-use int_core::int21::{self, tunnel, Block, Body, HeaderType, HopMetadata, Instructions, Next};
+use int_core::flow::FlowKey;
+use int_core::int21::{self, tunnel, Block, Body, HeaderType, Instructions, Next};
 use int_core::report::tr20::{self, IndividualReport};
 use int_core::report::tr20_loss::LossReport;
 use serde_json::{json, Map, Value};
@@ -106,7 +107,7 @@ pub fn body_json(body: &Body<'_>, source_only: &int21::SourceOnly) -> Value {
                 "instructions": format!("{:#06x}", h.instructions.bits()),
                 "instruction_names": names(h.instructions),
                 "domain_id": h.domain_id, "ds_instructions": h.ds_instructions, "ds_flags": h.ds_flags,
-                "hops": md.hops().map(|hop| hop_json(&hop, h.instructions)).collect::<Vec<_>>(),
+                "hops": md.hops().map(|hop| crate::records::hop21(&hop, h.instructions)).collect::<Vec<_>>(),
                 "source_only_bytes": md.source_only().len(),
                 // Another domain's words are shown as carried.
                 "source_only_hex": hex(md.source_only()),
@@ -132,119 +133,69 @@ fn names(instructions: Instructions) -> Vec<&'static str> {
     instructions.each().filter_map(Instructions::name).collect()
 }
 
-/// The metadata a hop carries for `instructions` (all ones: null).
-fn hop_json(hop: &HopMetadata, instructions: Instructions) -> Value {
-    let mut map = Map::new();
-    let mut put = |bit: Instructions, key: &str, value: Value| {
-        if instructions.contains(bit) {
-            map.insert(key.into(), value);
-        }
-    };
-    put(Instructions::NODE_ID, "node_id", json!(hop.node_id));
-    put(Instructions::L1_PORT_IDS, "l1_ingress_port", json!(hop.l1_ingress_port));
-    put(Instructions::L1_PORT_IDS, "l1_egress_port", json!(hop.l1_egress_port));
-    put(Instructions::HOP_LATENCY, "hop_latency", json!(hop.hop_latency));
-    put(
-        Instructions::QUEUE_OCCUPANCY,
-        "queue",
-        json!(hop.queue.map(|(id, occupancy)| json!({"id": id, "occupancy": occupancy}))),
-    );
-    put(Instructions::INGRESS_TIMESTAMP, "ingress_timestamp", json!(hop.ingress_timestamp));
-    put(Instructions::EGRESS_TIMESTAMP, "egress_timestamp", json!(hop.egress_timestamp));
-    put(Instructions::L2_PORT_IDS, "l2_ingress_port", json!(hop.l2_ingress_port));
-    put(Instructions::L2_PORT_IDS, "l2_egress_port", json!(hop.l2_egress_port));
-    put(Instructions::EGRESS_TX_UTILIZATION, "egress_tx_utilization", json!(hop.egress_tx_utilization));
-    put(
-        Instructions::BUFFER_OCCUPANCY,
-        "buffer",
-        json!(hop.buffer.map(|(id, occupancy)| json!({"id": id, "occupancy": occupancy}))),
-    );
-    put(Instructions::CHECKSUM_COMPLEMENT, "checksum_complement", json!(hop.checksum_complement));
-    Value::Object(map)
-}
-
-/// A Telemetry Report 2.0 datagram as JSON; an individual report that does
-/// not parse ends the list with its error.
-/// A TR 2.0 datagram as JSON; loss reports of the domain with Domain
-/// Specific ID `domain_id` are read as such too.
+/// A Telemetry Report 2.0 datagram as JSON: the group's fields as collect
+/// prints them, then each individual report (collect's record of it, with
+/// the wire's detail beside); one that does not parse ends the list with
+/// its error. Loss reports of the domain with Domain Specific ID
+/// `domain_id` are read as such too.
 pub fn report_json(report: &tr20::Report<'_>, domains: &[int21::Domain], domain_id: u16) -> Value {
     let mut reports = Vec::new();
     let mut error = None;
     for individual in report.reports() {
         match individual {
-            Ok(individual) => {
-                let mut json = individual_json(&individual);
-                if let (Some(packet), Some(fields)) =
-                    (packet_json(&individual, domains), json.as_object_mut())
-                {
-                    fields.insert("packet".into(), packet);
-                }
-                if let (Some(loss), Some(fields)) =
-                    (LossReport::parse(&individual, domain_id), json.as_object_mut())
-                {
-                    fields.insert(
-                        "loss".into(),
-                        json!({"first_sequence": loss.first_sequence, "count": loss.count,
-                        "source_node": loss.source_node, "declared_ns": loss.declared_ns,
-                        "flow": {"src": loss.flow.src.to_string(), "dst": loss.flow.dst.to_string(),
-                                 "protocol": loss.flow.protocol, "src_port": loss.flow.src_port,
-                                 "dst_port": loss.flow.dst_port}}),
-                    );
-                }
-                reports.push(json);
-            }
+            Ok(individual) => reports.push(individual_json(&individual, domains, domain_id)),
             Err(e) => error = Some(e.to_string()),
         }
     }
-    json!({
-        "type": "tr20",
-        "group": {"version": 2, "hw_id": report.group.hw_id, "sequence": report.group.sequence, "node_id": report.group.node_id},
-        "reports": reports,
-        "error": error,
-    })
+    let mut out = crate::records::tr20_group(&report.group);
+    out.insert("version".into(), json!(2));
+    out.insert("reports".into(), json!(reports));
+    out.insert("error".into(), json!(error));
+    Value::Object(out)
 }
 
 /// The packet a report carries (InType 3, 4, 5): its flow as far as its
 /// headers go, and its INT 2.1 block, every hop, where it has one of
 /// `domains`.
-fn packet_json(report: &IndividualReport<'_>, domains: &[int21::Domain]) -> Option<Value> {
+fn packet_json(report: &IndividualReport<'_>, domains: &[int21::Domain]) -> Option<(Option<FlowKey>, Value)> {
     let ethernet = match report.in_type {
         tr20::InType::Ethernet => true,
         tr20::InType::Ipv4 | tr20::InType::Ipv6 => false,
         _ => return None,
     };
     let packet = int21::reported_packet(report.inner, ethernet);
-    let flow_json = |flow: &int_core::flow::FlowKey| {
-        json!({"src": flow.src.to_string(), "dst": flow.dst.to_string(), "protocol": flow.protocol,
-               "src_port": flow.src_port, "dst_port": flow.dst_port})
-    };
     for domain in domains {
         if let Some(Ok(Some((body, flow)))) = packet.map(|p| int21::find_in_report(p, domain)) {
-            return Some(json!({"flow": flow_json(&flow), "int21": body_json(&body, &domain.source_only)}));
+            return Some((Some(flow), json!({"int21": body_json(&body, &domain.source_only)})));
         }
     }
-    let flow = int21::reported_flow(report.inner, ethernet);
-    Some(json!({"flow": flow.as_ref().map(flow_json), "int21": null}))
+    Some((int21::reported_flow(report.inner, ethernet), json!({"int21": null})))
 }
 
-fn individual_json(report: &IndividualReport<'_>) -> Value {
-    let f = report.flags;
-    json!({
-        "rep_type": u8::from(report.rep_type),
-        "in_type": u8::from(report.in_type),
-        "report_len_words": report.report_len_words,
-        "md_len_words": report.md_len_words,
-        "d": f.dropped, "q": f.congested_queue, "f": f.tracked_flow, "i": f.intermediate,
-        "int": report.int.map(|int| json!({
+fn individual_json(report: &IndividualReport<'_>, domains: &[int21::Domain], domain_id: u16) -> Value {
+    let packet = packet_json(report, domains);
+    let flow = packet.as_ref().and_then(|(flow, _)| flow.as_ref());
+    let mut out = crate::records::tr20_individual(report, flow);
+    out.extend([
+        ("report_len_words".to_string(), json!(report.report_len_words)),
+        ("md_len_words".to_string(), json!(report.md_len_words)),
+        (
+            "int".to_string(),
+            json!(report.int.map(|int| json!({
             "rep_md_bits": format!("{:#06x}", int.rep_md_bits),
             "domain_id": int.domain_id, "ds_md_bits": int.ds_md_bits, "ds_md_status": int.ds_md_status,
-            "metadata": hop_json(&int.metadata, Instructions::from_bits_retain(int.rep_md_bits)),
-            "drop": int.drop.map(|d| json!({"queue_id": d.queue_id, "reason": d.reason,
-                                             "reason_name": tr20::drop_reason_name(d.reason)})),
+            "metadata": crate::records::hop21(&int.metadata, Instructions::from_bits_retain(int.rep_md_bits)),
             "ds_metadata_bytes": int.ds_metadata.len(),
-        })),
-        "inner_bytes": report.inner.len(),
-    })
+        }))),
+        ),
+        ("packet".to_string(), json!(packet.map(|(_, packet)| packet))),
+        (
+            "loss".to_string(),
+            json!(LossReport::parse(report, domain_id).map(|loss| crate::records::tr20_loss(&loss))),
+        ),
+        ("inner_bytes".to_string(), json!(report.inner.len())),
+    ]);
+    Value::Object(out)
 }
 
 /// The text form of [`block_json`].
@@ -281,8 +232,10 @@ pub fn print_block(int: &Value) {
 
 /// The text form of [`report_json`].
 pub fn print_report(report: &Value) {
-    let group = &report["group"];
-    println!("  report tr 2.0 seq {} hw_id {} node {}", group["sequence"], group["hw_id"], group["node_id"]);
+    println!(
+        "  report tr 2.0 seq {} hw_id {} node {}",
+        report["report_seq"], report["hw_id"], report["report_node"]
+    );
     for individual in report["reports"].as_array().into_iter().flatten() {
         println!(
             "  individual rep_type {} in_type {} length {} md_length {} d {} q {} f {} i {} | {} | {} inner bytes",
@@ -297,9 +250,13 @@ pub fn print_report(report: &Value) {
             individual["int"],
             individual["inner_bytes"]
         );
+        if let Some(drop) = individual["drop"].as_object() {
+            let name = drop.get("reason_name").and_then(Value::as_str).unwrap_or("?");
+            println!("    dropped: reason {} ({name}) queue {}", drop["reason"], drop["queue_id"]);
+        }
         let packet = &individual["packet"];
         if !packet.is_null() {
-            let flow = &packet["flow"];
+            let flow = &individual["flow"];
             match flow.as_object() {
                 Some(_) => println!(
                     "    packet: {} {}:{} > {}:{}",

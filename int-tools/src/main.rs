@@ -9,6 +9,8 @@ mod decode21;
 mod gen;
 mod instrument;
 mod pcap;
+mod records;
+mod schema;
 
 use std::process::ExitCode;
 

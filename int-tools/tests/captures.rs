@@ -158,11 +158,11 @@ fn a_gso_datagram_is_read_as_its_reports() {
             (Some(1), Some(i as u64 + 1), Some(5))
         );
         assert_eq!(value["kind"], "report", "{value}");
-        assert_eq!(value["report"]["header"]["sequence"], i + 1, "{value}");
+        assert_eq!(value["report"]["report_seq"], i + 1, "{value}");
     }
     for value in &values[5..] {
         assert_eq!((value["index"].as_u64(), value["segments"].as_u64()), (Some(2), Some(2)), "{value}");
-        assert_eq!(value["report"]["group"]["node_id"], 9, "{value}");
+        assert_eq!(value["report"]["report_node"], 9, "{value}");
     }
 }
 

@@ -284,14 +284,14 @@ fn decode_reads_int21_and_telemetry_report_20() {
     );
     assert_eq!((md["hop_ml"].as_u64(), md["remaining_hop_cnt"].as_u64()), (Some(2), Some(6)));
     assert_eq!(md["hops"][0]["node_id"], 2);
-    assert_eq!(md["hops"][1]["queue"]["occupancy"], 0x10);
+    assert_eq!(md["hops"][1]["queue_occupancy"], 0x10);
     assert_eq!(values[1]["int21"]["next"]["original_protocol"], 6, "{}", values[1]);
     assert_eq!(values[1]["flow"]["dst_port"], 80, "the original TCP header's port");
     let tr = &values[2]["report"];
-    assert_eq!(tr["group"]["sequence"], 5, "{}", values[2]);
+    assert_eq!(tr["report_seq"], 5, "{}", values[2]);
     assert_eq!(tr["reports"][0]["int"]["metadata"]["l1_egress_port"], 2);
     assert_eq!(tr["reports"][0]["inner_bytes"], 40);
-    assert_eq!(tr["reports"][1]["int"]["drop"]["reason_name"], "mtu check fail");
+    assert_eq!(tr["reports"][1]["drop"]["reason_name"], "mtu check fail");
     let text = int_tools(&dir, &["decode", "--int21-port", "7777", "int21.pcap"]);
     assert!(text.contains("int 2.1 md npt 0"), "{text}");
     assert!(text.contains("report tr 2.0 seq 5"), "{text}");
@@ -533,6 +533,7 @@ fn decode_reads_the_link_type() {
             .map(|l| {
                 let mut value: serde_json::Value = serde_json::from_str(l).unwrap();
                 value.as_object_mut().unwrap().remove("time_ns");
+                value.as_object_mut().unwrap().remove("time");
                 value.as_object_mut().unwrap().remove("length");
                 value
             })
@@ -610,7 +611,7 @@ fn collect_tells_every_hops_story() {
     assert_eq!(report["hop_metadata"][1]["node_id"], 2, "source first");
     let drops: Vec<_> = lines.iter().filter(|l| l["type"] == "tr20" && !l["drop"].is_null()).collect();
     assert_eq!(drops.len(), 5);
-    assert!(drops.iter().all(|d| d["flow"]["dst_port"] == 7777 && d["sink_node"] == 2), "{}", drops[0]);
+    assert!(drops.iter().all(|d| d["flow"]["dst_port"] == 7777 && d["report_node"] == 2), "{}", drops[0]);
     // The plot has the hop latency panel: a taller picture (PNG: height at
     // bytes 20-23 of the file).
     let png = std::fs::read(&plot).unwrap();
@@ -619,15 +620,18 @@ fn collect_tells_every_hops_story() {
     // The same in text: each hop of a report, the path change, the
     // dropped packets' flow, and the summary's nodes and links.
     let text = text_collect(&datagrams);
-    assert!(text.contains("  hop 2: node 0.0.0.2, latency 4000, queue 0: 0, in"), "{text}");
-    assert!(text.contains("Path change: Flow: udp 10.0.0.1:1 -> 10.0.0.2:5000  0.0.0.1 > 0.0.0.2 > 0.0.0.3 > 0.0.0.9  ->  0.0.0.1 > 0.0.0.4 > 0.0.0.3 > 0.0.0.9"), "{text}");
+    assert!(text.contains("  hop 2: node 2, latency 4.00 µs, queue 0: 0\n"), "{text}");
+    assert!(
+        text.contains("Path change: Flow: udp 10.0.0.1:1 -> 10.0.0.2:5000  1 > 2 > 3 > 9  ->  1 > 4 > 3 > 9"),
+        "{text}"
+    );
     assert!(
         text.contains("(no INT 2.1 packet inside; its flow udp 10.0.0.5:4444 -> 10.0.0.2:7777)"),
         "{text}"
     );
-    assert!(text.contains("  node 0.0.0.2: 50 hop(s); hop latency min/avg/max 4000/"), "{text}");
+    assert!(text.contains("  node 2: 50 hop(s); hop latency min/avg/max 4.00 µs/"), "{text}");
     assert!(text.contains("; drop reports: 5 for reason 71"), "{text}");
-    assert!(text.contains("  link 0.0.0.1 > 0.0.0.2: min/avg/max 1000/1000/1000"), "{text}");
+    assert!(text.contains("  link 1 > 2: min/avg/max 1.00 µs/1.00 µs/1.00 µs"), "{text}");
     assert!(text.contains("  3 flow path(s) followed, 1 path change(s)"), "{text}");
 }
 
@@ -646,22 +650,23 @@ fn decode_reads_the_packet_inside_a_report() {
     let json = int_tools(&dir, &["decode", "--json", "reports.pcap"]);
     let values: Vec<serde_json::Value> = json.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let packet = &values[0]["report"]["reports"][0]["packet"];
-    assert_eq!(packet["flow"]["src_port"], 1, "{}", values[0]);
+    assert_eq!(values[0]["report"]["reports"][0]["flow"]["src_port"], 1, "{}", values[0]);
     let hops = packet["int21"]["hops"].as_array().unwrap();
     let nodes: Vec<_> = hops.iter().map(|h| h["node_id"].as_u64().unwrap()).collect();
     assert_eq!(nodes, [3, 2, 1], "newest first, as carried");
     assert_eq!(hops[1]["hop_latency"], 4000);
-    assert_eq!(hops[1]["queue"]["occupancy"], 0);
-    let dropped = &values[1]["report"]["reports"][0]["packet"];
+    assert_eq!(hops[1]["queue_occupancy"], 0);
+    let dropped = &values[1]["report"]["reports"][0];
     assert_eq!(
-        (dropped["flow"]["dst_port"].as_u64(), dropped["int21"].is_null()),
+        (dropped["flow"]["dst_port"].as_u64(), dropped["packet"]["int21"].is_null()),
         (Some(7777), true),
         "{}",
         values[1]
     );
     let text = int_tools(&dir, &["decode", "reports.pcap"]);
     assert!(text.contains("    packet: 17 10.0.0.1:1 > 10.0.0.2:5000"), "{text}");
-    assert!(text.contains("    hop 1: node_id=2 hop_latency=4000 queue={\"id\":0,\"occupancy\":0} ingress_timestamp=12000 egress_timestamp=16000"), "{text}");
+    assert!(text.contains("    hop 1: node_id=2 hop_latency=4000 queue_id=0 queue_occupancy=0 ingress_timestamp=12000 egress_timestamp=16000"), "{text}");
+    assert!(text.contains("    dropped: reason 71 (?) queue 3"), "{text}");
     assert!(text.contains("    packet: 17 10.0.0.5:4444 > 10.0.0.2:7777"), "{text}");
 }
 

@@ -32,7 +32,7 @@ def udp_payloads(path):
 def header_fields(group, report):
     int_ = report["int"]
     metadata, bits = int_["metadata"], int(int_["rep_md_bits"], 16)
-    fields = dict(ver=2, hw_id=group["hw_id"], sequence_number=group["sequence"], switch_id=group["node_id"],
+    fields = dict(ver=2, hw_id=group["hw_id"], sequence_number=group["report_seq"], switch_id=group["report_node"],
                   rep_type=report["rep_type"], in_type=report["in_type"], report_length=report["report_len_words"],
                   dropped=int(report["d"]), congested_queue=int(report["q"]), path_tracking_flow=int(report["f"]),
                   rep_md_bits=bits, domain_specific_id=int_["domain_id"], ds_md_bits=int_["ds_md_bits"],
@@ -53,7 +53,7 @@ def main(pcap, tools):
     decoded = [json.loads(line) for line in subprocess.check_output([tools, "decode", "--json", pcap]).splitlines()]
     checked = differ = given_md_length = 0
     for payload, record in zip(udp_payloads(pcap), decoded):
-        group = record["report"]["group"]
+        group = record["report"]
         at = 8
         for report in record["report"]["reports"]:
             fields = header_fields(group, report)
@@ -63,7 +63,7 @@ def main(pcap, tools):
             checked += 1
             if theirs != ours:
                 differ += 1
-                print(f"  datagram {group['sequence']}: bf-pktpy {theirs.hex()}\n{'':>14}int-node {ours.hex()}")
+                print(f"  datagram {group['report_seq']}: bf-pktpy {theirs.hex()}\n{'':>14}int-node {ours.hex()}")
             at += 4 + report["report_len_words"] * 4
     print(f"{pcap}: {checked} individual reports, {differ} differ from bf-pktpy's bytes"
           f" ({given_md_length} with domain specific metadata, MD Length given)")

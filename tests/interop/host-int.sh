@@ -287,7 +287,7 @@ for line in sys.stdin:
         print("latency", tuple_, "source", src["switch_id"], src["ingress_timestamp"],
               "sink", sink["switch_id"], sink["ingress_timestamp"])
     else:
-        print("drop", tuple_, "seq", r["gap_sequence"], "count", r["gap_count"])
+        print("drop", tuple_, "seq", r["flow_seq"], "count", r["lost_packets"])
 '
 }
 

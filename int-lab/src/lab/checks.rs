@@ -29,11 +29,9 @@ const DELAY_FLOW: DelayFlow = DelayFlow { port: 40001, from_sequence: 1000 };
 /// host clock, ns.
 const SKEW_TOLERANCE_NS: i64 = 100_000;
 
-/// Reads the collector's JSON lines so far.
-/// The collector's records, a Telemetry Report 2.0 record put in the terms
-/// of its 0.5 counterpart: a latency record (`tr20`) with its flow's ports
-/// and packet number as `flow_seq`, a loss record (`tr20-loss`) as a
-/// Drop-Summary with `gap_count`.
+/// The collector's JSON lines so far, a Telemetry Report 2.0 record typed
+/// as its 0.5 counterpart (the fields have the same names): `tr20` as
+/// `latency`, `tr20-loss` as `drop-summary`.
 fn reports(workdir: &Path) -> Vec<serde_json::Value> {
     fs::read_to_string(workdir.join("collector.jsonl"))
         .unwrap_or_default()
@@ -43,20 +41,14 @@ fn reports(workdir: &Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
-fn as_tr05_terms(record: serde_json::Value) -> serde_json::Value {
+fn as_tr05_terms(mut record: serde_json::Value) -> serde_json::Value {
     let kind = match record["type"].as_str() {
         Some("tr20") => "latency",
         Some("tr20-loss") => "drop-summary",
         _ => return record,
     };
-    serde_json::json!({
-        "type": kind,
-        "src_port": record["flow"]["src_port"],
-        "dst_port": record["flow"]["dst_port"],
-        "flow_seq": record["sequence"],
-        "latency_ns": record["latency_ns"],
-        "gap_count": record["lost"],
-    })
+    record["type"] = serde_json::json!(kind);
+    record
 }
 
 /// `int-lab send` in `host`: one flow of 200-byte UDP datagrams.
@@ -253,8 +245,12 @@ fn check_loss(
     let count = || {
         reports(workdir)
             .iter()
-            .filter(|r| r["type"] == "drop-summary" && r["src_port"] == src_port && r["dst_port"] == dst_port)
-            .fold((0u64, 0), |(gaps, n), r| (gaps + r["gap_count"].as_u64().unwrap_or(0), n + 1))
+            .filter(|r| {
+                r["type"] == "drop-summary"
+                    && r["flow"]["src_port"] == src_port
+                    && r["flow"]["dst_port"] == dst_port
+            })
+            .fold((0u64, 0), |(gaps, n), r| (gaps + r["lost_packets"].as_u64().unwrap_or(0), n + 1))
     };
     // Until the collector has heard of every loss (or of more, which the
     // check then shows).
@@ -299,7 +295,7 @@ fn check_latency_change(
     let latencies = || -> BTreeMap<u64, i64> {
         reports(workdir)
             .iter()
-            .filter(|r| r["type"] == "latency" && r["src_port"] == DELAY_FLOW.port)
+            .filter(|r| r["type"] == "latency" && r["flow"]["src_port"] == DELAY_FLOW.port)
             .filter_map(|r| Some((r["flow_seq"].as_u64()?, r["latency_ns"].as_i64()?)))
             .collect()
     };

@@ -38,14 +38,16 @@ fn phases(workdir: &Path, flow: DelayFlow) -> Phases {
     let text = fs::read_to_string(workdir.join("collector.jsonl")).unwrap_or_default();
     let records = text.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok());
     for record in records.filter(|r| r["type"] == "tr20" && r["flow"]["src_port"] == flow.port) {
-        let Some(sequence) = record["sequence"].as_u64() else { continue };
+        let Some(sequence) = record["flow_seq"].as_u64() else { continue };
         let Some(hops) = record["hop_metadata"].as_array() else { continue };
         let phase = if sequence > flow.from_sequence { &mut phases.after } else { &mut phases.before };
         // Source first: each pair of neighbours is a link.
         for pair in hops.windows(2) {
             let [a, b] = pair else { continue };
             let (Some(from), Some(to)) = (a["node_id"].as_u64(), b["node_id"].as_u64()) else { continue };
-            let (Some(egress), Some(ingress)) = (a["egress_ns"].as_i64(), b["ingress_ns"].as_i64()) else {
+            let (Some(egress), Some(ingress)) =
+                (a["egress_timestamp"].as_i64(), b["ingress_timestamp"].as_i64())
+            else {
                 continue;
             };
             phase.entry((from as u32, to as u32)).or_default().push(ingress - egress);

@@ -15,6 +15,7 @@ mod latency;
 mod ledger;
 mod metrics;
 mod plot;
+mod print;
 mod receive;
 mod sender;
 mod summary;
@@ -31,7 +32,6 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use int_core::report::SinkIdWord;
 
-pub use hostint::missing_note;
 use ledger::{Ledger, Limits};
 pub use ledger::{Measure, Observed};
 use sender::Sender;

@@ -11,6 +11,7 @@ use int_core::report::{self, tr20, Report};
 use int_os::udp::{self, BatchReceiver, Datagram};
 use serde_json::json;
 
+use super::print::Arrival;
 use super::{Books, How, Output, Shared, Totals};
 
 /// How often a receiver reads its socket's kernel drop count.
@@ -123,8 +124,9 @@ fn receive_batch(
             let mut books = books.lock().map_err(|_| "a receiver's books were poisoned".to_string())?;
             books.ledger.tick();
             let mut reports = 0;
+            let at_ns = crate::schema::now_ns();
             for datagram in receiver.datagrams() {
-                reports += take(&datagram, &mut books, how);
+                reports += take(&datagram, at_ns, &mut books, how);
             }
             shared.reports.fetch_add(reports, Ordering::Relaxed);
             Ok(count)
@@ -152,12 +154,12 @@ fn read_drops(socket: &UdpSocket, books: &Mutex<Books>) {
 /// One datagram: a Telemetry Report 2.0 (by its version) or a 0.5 or
 /// Host-INT report, accounted, recorded and printed; refused by reason.
 /// Returns the reports it counts for.
-fn take(datagram: &Datagram<'_>, books: &mut Books, how: &How) -> u64 {
+fn take(datagram: &Datagram<'_>, at_ns: u64, books: &mut Books, how: &How) -> u64 {
     books.totals.received += 1;
     let (payload, from) = (datagram.payload, datagram.from.unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0))));
     if datagram.truncated {
         books.totals.reports += 1;
-        refuse_longer_than_buffer(from, books, how.output);
+        refuse_longer_than_buffer(Arrival { from, at_ns, missing: 0 }, books, how.output);
         return 1;
     }
     if payload.first().is_some_and(|byte| byte >> 4 == tr20::VERSION) {
@@ -167,12 +169,19 @@ fn take(datagram: &Datagram<'_>, books: &mut Books, how: &How) -> u64 {
             Ok((report, count)) => {
                 books.totals.reports += count as u64;
                 let missing = books.sender(from).account_22(report.group.sequence);
-                super::tr20::record(&report, &how.int21_domain, from, missing, books, how.output);
+                let arrival = Arrival { from, at_ns, missing };
+                super::tr20::record(&report, &how.int21_domain, arrival, books, how.output);
                 count as u64
             }
             Err(error) => {
                 books.totals.reports += 1;
-                refuse(&error, from, payload.len(), &mut books.totals, how.output);
+                refuse(
+                    &error,
+                    Arrival { from, at_ns, missing: 0 },
+                    payload.len(),
+                    &mut books.totals,
+                    how.output,
+                );
                 1
             }
         };
@@ -181,7 +190,7 @@ fn take(datagram: &Datagram<'_>, books: &mut Books, how: &How) -> u64 {
     let parsed = match report::parse(payload, how.sink_id) {
         Ok(parsed) => parsed,
         Err(error) => {
-            refuse(&error, from, payload.len(), &mut books.totals, how.output);
+            refuse(&error, Arrival { from, at_ns, missing: 0 }, payload.len(), &mut books.totals, how.output);
             return 1;
         }
     };
@@ -190,16 +199,16 @@ fn take(datagram: &Datagram<'_>, books: &mut Books, how: &How) -> u64 {
         Report::DropSummary(d) => d.header.sequence,
         Report::Tr05 { header, .. } => header.sequence,
     };
-    let missing = books.sender(from).account(sequence);
+    let arrival = Arrival { from, at_ns, missing: books.sender(from).account(sequence) };
     if let Report::Tr05 { switch_local: Some(_), .. } = parsed {
         // A sink's own TR 0.5 flow report reads as one; any other NProto 2
         // report is printed as TR 0.5.
         if let Ok(flow_report) = int_core::report::tr05_flow::FlowReport::parse(payload) {
-            super::tr05::record(&flow_report, from, missing, books, how.output);
+            super::tr05::record(&flow_report, arrival, books, how.output);
             return 1;
         }
     }
-    super::hostint::record(&parsed, from, missing, books, how.output);
+    super::hostint::record(&parsed, arrival, books, how.output);
     1
 }
 
@@ -218,24 +227,33 @@ fn reason(error: &int_core::ParseError) -> String {
 }
 
 /// A refused datagram: counted by reason and said.
-fn refuse(error: &int_core::ParseError, from: SocketAddr, len: usize, totals: &mut Totals, output: Output) {
+fn refuse(error: &int_core::ParseError, arrival: Arrival, len: usize, totals: &mut Totals, output: Output) {
     *totals.malformed.entry(reason(error)).or_default() += 1;
-    match output {
-        Output::Json => {
-            println!("{}", json!({"from": from.to_string(), "error": error.to_string(), "length": len}));
-        }
-        Output::Text => println!("From {from}: malformed report ({len} bytes): {error}"),
-        Output::Quiet => {}
-    }
+    said_malformed(arrival, &error.to_string(), Some(len), output);
 }
 
 /// A datagram longer than any report a sender writes at jumbo MTU.
-fn refuse_longer_than_buffer(from: SocketAddr, books: &mut Books, output: Output) {
+fn refuse_longer_than_buffer(arrival: Arrival, books: &mut Books, output: Output) {
     let reason = format!("longer than {} bytes", udp::RECEIVE_BUFFER);
     *books.totals.malformed.entry(reason.clone()).or_default() += 1;
+    said_malformed(arrival, &reason, None, output);
+}
+
+fn said_malformed(arrival: Arrival, error: &str, len: Option<usize>, output: Output) {
     match output {
-        Output::Json => println!("{}", json!({"from": from.to_string(), "error": reason})),
-        Output::Text => println!("From {from}: malformed report: {reason}"),
+        Output::Json => {
+            let mut record = serde_json::Map::new();
+            record.extend([
+                ("type".to_string(), json!("malformed")),
+                ("error".to_string(), json!(error)),
+                ("length".to_string(), json!(len)),
+            ]);
+            println!("{}", arrival.record(record));
+        }
+        Output::Text => {
+            let length = len.map_or(String::new(), |len| format!(" ({len} bytes)"));
+            println!("From {}: malformed report{length}: {error}", arrival.from);
+        }
         Output::Quiet => {}
     }
 }

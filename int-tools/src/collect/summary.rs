@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::Ordering;
 
+use crate::schema::human_ns;
 use int_core::flow::FlowKey;
 use serde_json::{json, Value};
 
@@ -120,8 +121,7 @@ fn summary_json(snapshot: &Snapshot, influx: Option<&Counts>) -> Value {
 }
 
 fn flow_json(key: &FlowKey, flow: &FlowSummary) -> Value {
-    let mut value = json!({"src": key.src.to_string(), "dst": key.dst.to_string(), "protocol": key.protocol,
-                           "src_port": key.src_port, "dst_port": key.dst_port});
+    let mut value = json!({"flow": crate::schema::flow(key)});
     if let (Some(object), Value::Object(latency)) = (value.as_object_mut(), latency_json(flow)) {
         object.extend(latency);
     }
@@ -163,7 +163,7 @@ fn hops_json(hops: &Hops) -> Value {
     let recent: Vec<Value> = hops
         .recent
         .iter()
-        .map(|c| json!({"at_ms": c.at_ms, "flow": super::tr20::flow_json(&c.flow), "old_path": c.old, "new_path": c.new}))
+        .map(|c| json!({"at_ms": c.at_ms, "flow": crate::schema::flow(&c.flow), "old_path": c.old, "new_path": c.new}))
         .collect();
     let untracked = hops.untracked;
     json!({"nodes": nodes, "links": links, "paths_followed": hops.paths(), "path_changes": hops.path_changes,
@@ -237,22 +237,20 @@ fn print_text(snapshot: &Snapshot, influx: Option<&Counts>) {
 
 /// Nodes, links and path changes, where INT 2.1 reports told of them.
 fn print_hops(hops: &Hops) {
-    let name = |id: &u32| Ipv4Addr::from(*id).to_string();
     for (id, node) in hops.nodes.iter().take(TEXT_FLOWS) {
         let drops: Vec<String> =
             node.drops.iter().map(|(reason, n)| format!("{n} for reason {reason}")).collect();
         let drops =
             if drops.is_empty() { String::new() } else { format!("; drop reports: {}", drops.join(", ")) };
         println!(
-            "  node {}: {} hop(s); hop latency {}; queue {}{drops}",
-            name(id),
+            "  node {id}: {} hop(s); hop latency {}; queue {}{drops}",
             node.hops,
-            spread(&node.latency),
-            spread(&node.queue)
+            spread(&node.latency, human_ns),
+            spread(&node.queue, |v| v.to_string())
         );
     }
     for ((from, to), latency) in hops.links.iter().take(TEXT_FLOWS) {
-        println!("  link {} > {}: {} ns", name(from), name(to), spread(latency));
+        println!("  link {from} > {to}: {}", spread(latency, human_ns));
     }
     if hops.paths() > 0 || hops.path_changes > 0 {
         println!("  {} flow path(s) followed, {} path change(s)", hops.paths(), hops.path_changes);
@@ -266,36 +264,37 @@ fn print_hops(hops: &Hops) {
     }
 }
 
-/// "min/avg/max a/b/c, p50/p90/p99/p99.9 ..." or "none".
-fn spread(values: &Latency) -> String {
+/// "min/avg/max a/b/c, p50/p90/p99/p99.9 ..." or "none", each value as
+/// `show` writes it.
+fn spread(values: &Latency, show: fn(i64) -> String) -> String {
     match (values.min(), values.mean(), values.max()) {
         (Some(min), Some(mean), Some(max)) => {
-            format!("min/avg/max {min}/{mean}/{max}{}", percentiles(values, ""))
+            format!("min/avg/max {}/{}/{}{}", show(min), show(mean), show(max), percentiles(values, show))
         }
         _ => "none".to_string(),
     }
 }
 
-/// "N latency report(s), latency min/avg/max a/b/c ns, p50/p90/p99/p99.9
-/// ... ns, M packet(s) lost".
+/// "N latency report(s), latency min/avg/max a/b/c, p50/p90/p99/p99.9
+/// ..., M packet(s) lost", durations in their unit.
 fn describe(flow: &FlowSummary) -> String {
     let latency = &flow.latency;
-    let (Some(min), Some(mean), Some(max)) = (latency.min(), latency.mean(), latency.max()) else {
+    if latency.count() == 0 {
         return format!("no latency report, {} packet(s) lost", flow.lost);
-    };
+    }
     format!(
-        "{} latency report(s), latency min/avg/max {min}/{mean}/{max} ns{}, {} packet(s) lost",
+        "{} latency report(s), latency {}, {} packet(s) lost",
         latency.count(),
-        percentiles(latency, " ns"),
+        spread(latency, human_ns),
         flow.lost
     )
 }
 
-fn percentiles(latency: &Latency, unit: &str) -> String {
+fn percentiles(latency: &Latency, show: fn(i64) -> String) -> String {
     let values: Option<Vec<String>> =
-        PERCENTILES.iter().map(|(_, q)| latency.quantile(*q).map(|v| v.to_string())).collect();
+        PERCENTILES.iter().map(|(_, q)| latency.quantile(*q).map(show)).collect();
     match values {
-        Some(values) => format!(", p50/p90/p99/p99.9 {}{unit}", values.join("/")),
+        Some(values) => format!(", p50/p90/p99/p99.9 {}", values.join("/")),
         None => String::new(),
     }
 }

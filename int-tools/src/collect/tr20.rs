@@ -3,17 +3,17 @@
 //! its INT 2.1 stack inside) gives the flow and its one-way latency: the
 //! sink's ingress timestamp minus the bottom hop's.
 
-use std::net::{Ipv4Addr, SocketAddr};
-
 use int_core::flow::FlowKey;
-use int_core::int21::{self, Body, HopMetadata};
+use int_core::int21::{self, Body, HopMetadata, Instructions};
 use int_core::report::tr20::{GroupHeaderRepr, InType, IndividualReport, Report};
 use int_core::report::tr20_loss::LossReport;
 use int_core::{Layer, ParseError};
-use serde_json::json;
+use serde_json::{json, Map, Value};
 
 use super::hops::{path_of, PathChange, Seen};
-use super::{missing_note, Books, Measure, Observed, Output};
+use super::print::{self, Arrival};
+use super::{Books, Measure, Observed, Output};
+use crate::{records, schema};
 
 /// What collect refuses beyond the parser: a datagram whose individual
 /// reports do not all parse or hold none, and reports no conforming sender
@@ -112,8 +112,7 @@ pub fn latency_of(report: &IndividualReport<'_>, domain: &int21::Domain) -> Opti
 pub fn record(
     report: &Report<'_>,
     domain: &int21::Domain,
-    from: SocketAddr,
-    missing: u32,
+    arrival: Arrival,
     books: &mut Books,
     output: Output,
 ) {
@@ -122,7 +121,12 @@ pub fn record(
         if let Some(loss) = LossReport::parse(&individual, domain.source_only.domain_id) {
             let measure = Measure::Lost(loss.count);
             books.observe(&Observed { flow: loss.flow, source_node: loss.source_node, sink_node, measure });
-            print_loss(&loss, report.group.node_id, report.group.sequence, from, missing, output);
+            if output != Output::Quiet {
+                let mut record = records::tr20_group(&report.group);
+                record.insert("type".into(), json!("tr20-loss"));
+                record.extend(records::tr20_loss(&loss));
+                print::print(&arrival.record(record), output);
+            }
             continue;
         }
         let latency = latency_of(&individual, domain);
@@ -139,22 +143,16 @@ pub fn record(
             at_ms: books.ledger.now_ms(),
         });
         if let Some(change) = seen.as_ref().and_then(|seen| books.observe_path(seen)) {
-            print_path_change(&change, group.node_id, from, output);
+            print::path_change(&arrival.record(path_change_record(&change, group.node_id)), output);
         }
-        let dropped = individual.int.and_then(|int| int.drop);
-        if let Some(drop) = dropped {
+        if let Some(drop) = individual.int.and_then(|int| int.drop) {
             books.hops.observe_drop(group.node_id, drop.reason);
         }
-        // The flow of the packet inside: of its INT stack, or for a packet
-        // without one (a drop report's) from its headers.
-        let flow = latency.as_ref().map(|l| l.flow).or_else(|| match individual.in_type {
-            InType::Ipv4 | InType::Ipv6 => int21::reported_flow(individual.inner, false),
-            InType::Ethernet => int21::reported_flow(individual.inner, true),
-            _ => None,
-        });
-        let path = seen.as_ref().and_then(path_of);
-        let read = Read { individual: &individual, latency: latency.as_ref(), flow, path };
-        print_report(&read, &report.group, from, missing, output);
+        if output != Output::Quiet {
+            let path = seen.as_ref().and_then(path_of);
+            let read = Read { individual: &individual, latency: latency.as_ref(), path };
+            print::print(&arrival.record(report_record(&read, &group)), output);
+        }
     }
 }
 
@@ -162,126 +160,45 @@ pub fn record(
 struct Read<'a> {
     individual: &'a IndividualReport<'a>,
     latency: Option<&'a Latency21>,
-    /// The packet's flow: of its INT stack, or from its headers.
-    flow: Option<FlowKey>,
     path: Option<Vec<u32>>,
 }
 
-/// One individual report, as a JSON line or text.
-fn print_report(read: &Read<'_>, group: &GroupHeaderRepr, from: SocketAddr, missing: u32, output: Output) {
-    let Read { individual, latency, flow, path } = read;
-    let dropped = individual.int.and_then(|int| int.drop);
-    if output == Output::Json {
-        println!(
-            "{}",
-            json!({"from": from.to_string(), "seq": group.sequence, "type": "tr20",
-                   "missing_reports_before": missing, "sink_node": group.node_id,
-                   "rep_type": u8::from(individual.rep_type), "in_type": u8::from(individual.in_type),
-                   "d": individual.flags.dropped, "f": individual.flags.tracked_flow,
-                   "drop": dropped.map(|d| json!({"queue_id": d.queue_id,
-                       "reason": d.reason, "reason_name": int_core::report::tr20::drop_reason_name(d.reason)})),
-                   "flow": flow.as_ref().map(flow_json),
-                   "hops": latency.map(|l| l.hops),
-                   "path": path,
-                   "hop_metadata": latency.map(|l| l.path.iter().map(hop_json).collect::<Vec<_>>()),
-                   "source_node": latency.and_then(|l| l.source_node),
-                   "sequence": latency.and_then(|l| l.sequence),
-                   "latency_ns": latency.and_then(|l| l.latency_ns)})
-        );
-    } else if output == Output::Text {
-        println!("Seq: {} Type: Telemetry Report 2.0{}", group.sequence, missing_note(missing));
-        match latency {
-            Some(l) => println!(
-                "  Sink node: {}  Flow: {}  hops: {}  latency: {} ns",
-                Ipv4Addr::from(group.node_id),
-                l.flow,
-                l.hops,
-                l.latency_ns.map_or("-".to_string(), |ns| ns.to_string())
-            ),
-            None => println!(
-                "  Sink node: {}  (no INT 2.1 packet inside{})",
-                Ipv4Addr::from(group.node_id),
-                flow.map_or(String::new(), |flow| format!("; its flow {flow}"))
-            ),
-        }
-        for (i, hop) in latency.iter().flat_map(|l| l.path.iter()).enumerate() {
-            println!("  hop {}: {}", i + 1, describe_hop(hop));
-        }
-        if let Some(d) = dropped {
-            let name = int_core::report::tr20::drop_reason_name(d.reason).unwrap_or("?");
-            println!("  Dropped here: reason {} ({name}), queue {}", d.reason, d.queue_id);
-        }
-    }
+/// One individual report's record: the group's fields, the report's, and
+/// what collect reads from the packet inside (its flow: of its INT stack,
+/// or for a packet without one, a drop report's, from its headers).
+fn report_record(read: &Read<'_>, group: &GroupHeaderRepr) -> Map<String, Value> {
+    let Read { individual, latency, path } = read;
+    let flow = latency.map(|l| l.flow).or_else(|| match individual.in_type {
+        InType::Ipv4 | InType::Ipv6 => int21::reported_flow(individual.inner, false),
+        InType::Ethernet => int21::reported_flow(individual.inner, true),
+        _ => None,
+    });
+    let mut record = records::tr20_group(group);
+    record.extend(records::tr20_individual(individual, flow.as_ref()));
+    let hops = latency
+        .map(|l| l.path.iter().map(|hop| records::hop21(hop, Instructions::all())).collect::<Vec<_>>());
+    record.extend([
+        ("hops".to_string(), json!(latency.map(|l| l.hops))),
+        ("path".to_string(), json!(path)),
+        ("hop_metadata".to_string(), json!(hops)),
+        ("source_node".to_string(), json!(latency.and_then(|l| l.source_node))),
+        ("flow_seq".to_string(), json!(latency.and_then(|l| l.sequence))),
+        ("latency_ns".to_string(), json!(latency.and_then(|l| l.latency_ns))),
+    ]);
+    record
 }
 
-/// A flow's new path, as a JSON line or text.
-fn print_path_change(change: &PathChange, sink_node: u32, from: SocketAddr, output: Output) {
-    let names =
-        |path: &[u32]| path.iter().map(|n| Ipv4Addr::from(*n).to_string()).collect::<Vec<_>>().join(" > ");
-    if output == Output::Json {
-        println!(
-            "{}",
-            json!({"from": from.to_string(), "type": "path-change", "sink_node": sink_node, "at_ms": change.at_ms,
-                   "flow": flow_json(&change.flow), "old_path": change.old, "new_path": change.new})
-        );
-    } else if output == Output::Text {
-        println!("Path change: Flow: {}  {}  ->  {}", change.flow, names(&change.old), names(&change.new));
-    }
-}
-
-pub fn flow_json(flow: &FlowKey) -> serde_json::Value {
-    json!({"src": flow.src.to_string(), "dst": flow.dst.to_string(), "protocol": flow.protocol,
-           "src_port": flow.src_port, "dst_port": flow.dst_port})
-}
-
-/// A hop's metadata as JSON: the fields it carries (null where not).
-fn hop_json(hop: &HopMetadata) -> serde_json::Value {
-    json!({"node_id": hop.node_id, "ingress_port": hop.l1_ingress_port, "egress_port": hop.l1_egress_port,
-           "hop_latency": hop.hop_latency, "queue_id": hop.queue.map(|q| q.0), "queue_occupancy": hop.queue.map(|q| q.1),
-           "ingress_ns": hop.ingress_timestamp, "egress_ns": hop.egress_timestamp,
-           "l2_ingress_port": hop.l2_ingress_port, "l2_egress_port": hop.l2_egress_port,
-           "egress_tx_utilization": hop.egress_tx_utilization,
-           "buffer_id": hop.buffer.map(|b| b.0), "buffer_occupancy": hop.buffer.map(|b| b.1)})
-}
-
-/// "node 10.0.0.2 ports 1 > 2, latency 4000, queue 0: 12, in 5 out 4005".
-fn describe_hop(hop: &HopMetadata) -> String {
-    let mut parts =
-        vec![format!("node {}", hop.node_id.map_or("?".to_string(), |n| Ipv4Addr::from(n).to_string()))];
-    if let (Some(i), Some(e)) = (hop.l1_ingress_port, hop.l1_egress_port) {
-        parts.push(format!("ports {i} > {e}"));
-    }
-    if let Some(latency) = hop.hop_latency {
-        parts.push(format!("latency {latency}"));
-    }
-    if let Some((id, occupancy)) = hop.queue {
-        parts.push(format!("queue {id}: {occupancy}"));
-    }
-    if let (Some(i), Some(e)) = (hop.ingress_timestamp, hop.egress_timestamp) {
-        parts.push(format!("in {i} out {e}"));
-    }
-    parts.join(", ")
-}
-
-/// One loss report, as a JSON line or text.
-fn print_loss(loss: &LossReport, sink_node: u32, seq: u32, from: SocketAddr, missing: u32, output: Output) {
-    if output == Output::Json {
-        println!(
-            "{}",
-            json!({"from": from.to_string(), "seq": seq, "type": "tr20-loss", "missing_reports_before": missing,
-                   "sink_node": sink_node, "source_node": loss.source_node, "flow": flow_json(&loss.flow),
-                   "first_lost_sequence": loss.first_sequence, "lost": loss.count, "declared_ns": loss.declared_ns})
-        );
-    } else if output == Output::Text {
-        println!("Seq: {seq} Type: Telemetry Report 2.0 (loss){}", missing_note(missing));
-        println!(
-            "  Sink node: {}  Flow: {}  lost {} packet(s) from number {}",
-            std::net::Ipv4Addr::from(sink_node),
-            loss.flow,
-            loss.count,
-            loss.first_sequence
-        );
-    }
+/// A flow's new path.
+fn path_change_record(change: &PathChange, report_node: u32) -> Map<String, Value> {
+    let mut record = Map::new();
+    record.extend([
+        ("type".to_string(), json!("path-change")),
+        ("report_node".to_string(), json!(report_node)),
+        ("flow".to_string(), schema::flow(&change.flow)),
+        ("old_path".to_string(), json!(change.old)),
+        ("new_path".to_string(), json!(change.new)),
+    ]);
+    record
 }
 
 #[cfg(test)]

@@ -1,0 +1,205 @@
+//! collect's line per report: the record (crate::records) with where and
+//! when it arrived, as a JSON line or as text for people (times as dates,
+//! durations in their unit, node ids as in the JSON).
+
+use std::net::{Ipv4Addr, SocketAddr};
+
+use serde_json::{json, Map, Value};
+
+use super::Output;
+use crate::schema::{self, put_time};
+
+/// Where and when a report arrived, and how many of its sender's reports
+/// went missing just before it.
+#[derive(Debug, Clone, Copy)]
+pub struct Arrival {
+    pub from: SocketAddr,
+    pub at_ns: u64,
+    pub missing: u32,
+}
+
+impl Arrival {
+    /// The record, then where and when it arrived.
+    pub fn record(&self, mut record: Map<String, Value>) -> Value {
+        record.insert("from".into(), json!(self.from.to_string()));
+        put_time(&mut record, "arrival", Some(self.at_ns));
+        record.insert("missing_reports_before".into(), json!(self.missing));
+        Value::Object(record)
+    }
+}
+
+/// One record as `output` asks.
+pub fn print(record: &Value, output: Output) {
+    match output {
+        Output::Json => println!("{record}"),
+        Output::Text => print_text(record),
+        Output::Quiet => {}
+    }
+}
+
+fn print_text(r: &Value) {
+    let kind = r["type"].as_str().unwrap_or("?");
+    let title = match kind {
+        "latency" => "Latency",
+        "drop-summary" => "Drop Summary",
+        "tr05" => "Telemetry Report 0.5",
+        "tr05-flow" => "Telemetry Report 0.5 flow report",
+        "tr20" => "Telemetry Report 2.0",
+        "tr20-loss" => "Telemetry Report 2.0 (loss)",
+        other => other,
+    };
+    let time = r["time"].as_str().unwrap_or("-");
+    println!(
+        "Seq: {} Time: {time} Type: {title}{}",
+        r["report_seq"],
+        missing_note(&r["missing_reports_before"])
+    );
+    match kind {
+        "latency" | "tr05-flow" => print_latency(r),
+        "drop-summary" => println!(
+            "  Source node: {} port: {}  Sink node: {} port: {}\n  Flow: {}  gap at {}  flow seq: {}  lost: {} packet(s)",
+            node(&r["source_node"], true),
+            r["source_port"],
+            node(&r["sink_node"], true),
+            r["sink_port"],
+            flow(&r["flow"]),
+            r["gap_time"].as_str().unwrap_or("-"),
+            r["flow_seq"],
+            r["lost_packets"]
+        ),
+        "tr05" => println!(
+            "  NProto {} ({} bytes of frame), timestamp {} (low 32 bits of ns)",
+            r["nproto"], r["inner_frame_length"], r["timestamp_ns"]
+        ),
+        "tr20-loss" => println!(
+            "  Report node: {}  Flow: {}  lost {} packet(s) from number {}",
+            node(&r["report_node"], false),
+            flow(&r["flow"]),
+            r["lost_packets"],
+            r["first_flow_seq"]
+        ),
+        _ => print_tr20(r),
+    }
+}
+
+fn print_latency(r: &Value) {
+    let ipv4 = r["type"] == "latency";
+    println!(
+        "  Source node: {} port: {} ts: {}  Sink node: {} port: {} ts: {}",
+        node(&r["source_node"], ipv4),
+        dash(&r["source_port"]),
+        dash(&r["source_timestamp_ns"]),
+        node(&r["sink_node"], ipv4),
+        dash(&r["sink_port"]),
+        dash(&r["sink_timestamp_ns"])
+    );
+    println!(
+        "  Flow: {}  flow seq: {}  latency: {}",
+        flow(&r["flow"]),
+        dash(&r["flow_seq"]),
+        duration(&r["latency_ns"])
+    );
+}
+
+fn print_tr20(r: &Value) {
+    let what = match (r["hops"].is_null(), r["flow"].is_object()) {
+        (false, _) => {
+            format!(
+                "Flow: {}  hops: {}  latency: {}",
+                flow(&r["flow"]),
+                r["hops"],
+                duration(&r["latency_ns"])
+            )
+        }
+        (true, true) => format!("(no INT 2.1 packet inside; its flow {})", flow(&r["flow"])),
+        (true, false) => "(no INT 2.1 packet inside)".to_string(),
+    };
+    println!("  Report node: {}  {what}", node(&r["report_node"], false));
+    for (i, hop) in r["hop_metadata"].as_array().into_iter().flatten().enumerate() {
+        println!("  hop {}: {}", i + 1, describe_hop(hop));
+    }
+    if let Some(drop) = r["drop"].as_object() {
+        let name = drop.get("reason_name").and_then(Value::as_str).unwrap_or("?");
+        println!("  Dropped here: reason {} ({name}), queue {}", drop["reason"], drop["queue_id"]);
+    }
+}
+
+/// "node 2, ports 1 > 2, latency 4.00 µs, queue 0: 12".
+fn describe_hop(hop: &Value) -> String {
+    let mut parts = vec![format!("node {}", dash(&hop["node_id"]))];
+    if hop["l1_ingress_port"].is_u64() {
+        parts.push(format!("ports {} > {}", hop["l1_ingress_port"], hop["l1_egress_port"]));
+    }
+    if hop["hop_latency"].is_u64() {
+        parts.push(format!("latency {}", duration(&hop["hop_latency"])));
+    }
+    if hop["queue_id"].is_u64() {
+        parts.push(format!("queue {}: {}", hop["queue_id"], hop["queue_occupancy"]));
+    }
+    parts.join(", ")
+}
+
+/// A path change, as a JSON line or text.
+pub fn path_change(record: &Value, output: Output) {
+    match output {
+        Output::Json => println!("{record}"),
+        Output::Text => {
+            let names = |path: &Value| {
+                path.as_array().into_iter().flatten().map(|n| n.to_string()).collect::<Vec<_>>().join(" > ")
+            };
+            println!(
+                "Path change: Flow: {}  {}  ->  {}",
+                flow(&record["flow"]),
+                names(&record["old_path"]),
+                names(&record["new_path"])
+            );
+        }
+        Output::Quiet => {}
+    }
+}
+
+/// A node id as the JSON gives it; a Host-INT one (an IPv4 address by
+/// Host-INT's convention) with its dotted form beside.
+fn node(id: &Value, ipv4: bool) -> String {
+    match id.as_u64().and_then(|id| u32::try_from(id).ok()) {
+        Some(id) if ipv4 => format!("{id} ({})", Ipv4Addr::from(id)),
+        Some(id) => id.to_string(),
+        None => "-".to_string(),
+    }
+}
+
+fn flow(flow: &Value) -> String {
+    let protocol = match flow["protocol"].as_u64() {
+        Some(6) => "tcp".to_string(),
+        Some(17) => "udp".to_string(),
+        other => other.map_or("-".to_string(), |p| p.to_string()),
+    };
+    let end = |addr: &str, port: &str| {
+        let addr = flow[addr].as_str().unwrap_or("?");
+        if addr.contains(':') {
+            format!("[{addr}]:{}", flow[port])
+        } else {
+            format!("{addr}:{}", flow[port])
+        }
+    };
+    format!("{protocol} {} -> {}", end("src", "src_port"), end("dst", "dst_port"))
+}
+
+fn duration(ns: &Value) -> String {
+    ns.as_i64().map_or("-".to_string(), schema::human_ns)
+}
+
+fn dash(value: &Value) -> String {
+    if value.is_null() {
+        "-".to_string()
+    } else {
+        value.to_string()
+    }
+}
+
+pub fn missing_note(missing: &Value) -> String {
+    match missing.as_u64() {
+        None | Some(0) => String::new(),
+        Some(n) => format!("  ({n} report(s) lost before this one)"),
+    }
+}
