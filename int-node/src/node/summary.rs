@@ -71,7 +71,12 @@ impl Summary {
                 (name.clone(), value)
             })
             .collect();
+        let now = std::time::SystemTime::now();
+        let started = now - std::time::Duration::from_secs_f64(self.elapsed);
+        let (time, time_ns) = stamp(now);
+        let (started, started_ns) = stamp(started);
         json!({
+            "time": time, "time_ns": time_ns, "started": started, "started_ns": started_ns,
             "elapsed_s": self.elapsed,
             "pipelines": pipelines,
             "ports": ports,
@@ -86,4 +91,15 @@ impl Summary {
         std::fs::write(path, text)
             .map_err(|source| RunError::Write { path: path.display().to_string(), source })
     }
+}
+
+/// A time as RFC 3339 (UTC, to the ns) and as ns since the epoch, as the
+/// tools print times (docs/output.md).
+fn stamp(time: std::time::SystemTime) -> (String, u64) {
+    let ns = time.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let text = time::OffsetDateTime::from_unix_timestamp_nanos(ns as i128)
+        .ok()
+        .and_then(|t| t.format(&time::format_description::well_known::Rfc3339).ok())
+        .unwrap_or_default();
+    (text, u64::try_from(ns).unwrap_or(u64::MAX))
 }
