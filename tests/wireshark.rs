@@ -191,8 +191,6 @@ fn tshark_decodes_what_the_node_wrote() {
     let flag = |v: &serde_json::Value| if v.as_bool().unwrap() { "1" } else { "0" }.to_string();
     for (i, (t, o)) in theirs.iter().zip(&ours).enumerate() {
         let r = &o["report"];
-        // Host-INT's header timestamp is in seconds.
-        let seconds = r["time_ns"].as_u64().unwrap() / 1_000_000_000;
         let header = [
             r["version"].to_string(),
             r["nproto"].to_string(),
@@ -201,7 +199,7 @@ fn tshark_decodes_what_the_node_wrote() {
             flag(&r["f"]),
             r["hw_id"].to_string(),
             r["report_seq"].to_string(),
-            seconds.to_string(),
+            r["header_timestamp"].to_string(),
         ];
         assert_eq!(t[..8], header[..], "report {i} header");
         if r["type"] == "latency" {

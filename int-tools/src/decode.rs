@@ -438,6 +438,7 @@ fn put_header(out: &mut Map<String, Value>, h: &report::ReportHeaderRepr) {
         ("q".to_string(), json!(h.congested_queue)),
         ("f".to_string(), json!(h.tracked_flow)),
         ("hw_id".to_string(), json!(h.hw_id)),
+        ("header_timestamp".to_string(), json!(h.timestamp)),
     ]);
 }
 

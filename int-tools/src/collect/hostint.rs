@@ -20,6 +20,7 @@ pub fn record(parsed: &Report<'_>, arrival: Arrival, books: &mut Books, output: 
                 source_node: Some(s.source_node),
                 sink_node: Some(s.sink_node),
                 measure: Measure::Lost(s.gap_count),
+                at_ns: Some(u64::from(d.header.timestamp) * 1_000_000_000),
             });
         }
         Report::Tr05 { .. } => {}
@@ -40,6 +41,7 @@ fn observe_latency(l: &report::LatencyReport<'_>, books: &mut Books) {
             source_node: source.and_then(|h| h.switch_id),
             sink_node: sink.and_then(|h| h.switch_id),
             measure: Measure::Latency { ns: i64::from(ns), flow_seq: l.block.sequence, hops },
+            at_ns: Some(records::hostint_time_ns(l)),
         });
     }
 }

@@ -350,12 +350,12 @@ mod tests {
         let mut body = String::new();
         writer.line(
             &mut body,
-            &Observed { flow, source_node: Some(1), sink_node: Some(2), measure: latency },
+            &Observed { flow, source_node: Some(1), sink_node: Some(2), measure: latency, at_ns: None },
             100,
         );
         writer.line(
             &mut body,
-            &Observed { flow, source_node: None, sink_node: None, measure: Measure::Lost(3) },
+            &Observed { flow, source_node: None, sink_node: None, measure: Measure::Lost(3), at_ns: None },
             100,
         );
         assert_eq!(
@@ -422,7 +422,8 @@ mod tests {
         };
         let (queue, counts, thread) = start(settings);
         let flow = FlowKey::v4(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), 17, 5, 6);
-        let observed = Observed { flow, source_node: None, sink_node: None, measure: Measure::Lost(1) };
+        let observed =
+            Observed { flow, source_node: None, sink_node: None, measure: Measure::Lost(1), at_ns: None };
         let started = Instant::now();
         for _ in 0..10_000 {
             queue.push(&observed);

@@ -3,14 +3,14 @@
 //! lost; the same over all flows.
 
 use std::collections::HashMap;
-use std::time::Instant;
+use std::sync::Arc;
 
 use foldhash::fast::RandomState;
 
 use int_core::flow::FlowKey;
 
 use super::latency::Latency;
-use super::timeline::Timeline;
+use super::timeline::{TimeBase, Timeline};
 
 /// Significant digits of a flow's histogram (about 30 KB) and of the
 /// histogram over all flows (about 220 KB).
@@ -24,6 +24,8 @@ pub struct Observed {
     pub source_node: Option<u32>,
     pub sink_node: Option<u32>,
     pub measure: Measure,
+    /// The time the report states, ns since the epoch, where it states one.
+    pub at_ns: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -100,34 +102,53 @@ pub struct Ledger {
     /// receivers both left out counts twice).
     pub elided: usize,
     limits: Limits,
-    started: Instant,
-    /// When the current batch arrived, ms from the start.
-    now_ms: u64,
+    /// When the current batch arrived, ns since the epoch.
+    arrival_ns: u64,
+    /// The timelines' time (shared by the receivers), and the last time
+    /// put on them, for a report that states none.
+    base: Arc<TimeBase>,
+    last_ms: u64,
 }
 
 impl Ledger {
-    pub fn new(limits: Limits, started: Instant) -> Ledger {
+    pub fn new(limits: Limits, base: Arc<TimeBase>) -> Ledger {
         let overall = FlowSummary {
             latency: Latency::new(OVERALL_DIGITS),
             lost: 0,
             timeline: Some(Timeline::default()),
         };
-        Ledger { flows: HashMap::default(), overall, untracked: 0, elided: 0, limits, started, now_ms: 0 }
-    }
-
-    /// The time of the batch of reports at hand, ms since the start.
-    pub fn now_ms(&self) -> u64 {
-        self.now_ms
+        Ledger {
+            flows: HashMap::default(),
+            overall,
+            untracked: 0,
+            elided: 0,
+            limits,
+            arrival_ns: 0,
+            base,
+            last_ms: 0,
+        }
     }
 
     /// Reads the clock once for the batch of reports that just arrived.
     pub fn tick(&mut self) {
-        self.now_ms = self.started.elapsed().as_millis() as u64;
+        self.arrival_ns = crate::schema::now_ns();
+    }
+
+    /// Whether the timelines keep the reports' own times.
+    pub fn by_reports(&self) -> Option<bool> {
+        self.base.by_reports()
     }
 
     /// Books one observation.
+    /// The timelines' time of a report stated at `at_ns` (if it states
+    /// one) in the batch at hand: ms from the first report.
+    pub fn time_ms(&mut self, at_ns: Option<u64>) -> u64 {
+        self.last_ms = self.base.at_ms(at_ns, self.arrival_ns).unwrap_or(self.last_ms);
+        self.last_ms
+    }
+
     pub fn observe(&mut self, observed: &Observed) {
-        let at_ms = self.now_ms;
+        let at_ms = self.time_ms(observed.at_ns);
         let detailed = self.flows.len() < self.limits.detailed;
         let known = self.flows.contains_key(&observed.flow);
         let flow = if known || self.flows.len() < self.limits.flows {
@@ -185,8 +206,9 @@ impl Ledger {
             overall: self.overall.clone(),
             untracked: self.untracked,
             limits: self.limits,
-            started: self.started,
-            now_ms: self.now_ms,
+            arrival_ns: self.arrival_ns,
+            base: Arc::clone(&self.base),
+            last_ms: self.last_ms,
         }
     }
 
@@ -229,12 +251,12 @@ mod tests {
 
     fn latency(n: u16, ns: i64) -> Observed {
         let measure = Measure::Latency { ns, flow_seq: None, hops: None };
-        Observed { flow: flow(n), source_node: None, sink_node: None, measure }
+        Observed { flow: flow(n), source_node: None, sink_node: None, measure, at_ns: None }
     }
 
     #[test]
     fn flows_beyond_the_limits_lose_detail_then_identity_but_count_overall() {
-        let mut ledger = Ledger::new(Limits { flows: 3, detailed: 2 }, Instant::now());
+        let mut ledger = Ledger::new(Limits { flows: 3, detailed: 2 }, Default::default());
         for n in 0..5 {
             ledger.observe(&latency(n, 100 * i64::from(n)));
         }
@@ -254,9 +276,9 @@ mod tests {
 
     #[test]
     fn two_receivers_merge_into_one_ledger() {
-        let started = Instant::now();
         let limits = Limits { flows: 10, detailed: 10 };
-        let (mut a, mut b) = (Ledger::new(limits, started), Ledger::new(limits, started));
+        let (mut a, mut b) =
+            (Ledger::new(limits, Default::default()), Ledger::new(limits, Default::default()));
         a.observe(&latency(1, 10));
         b.observe(&latency(1, 30));
         b.observe(&latency(2, 5));

@@ -223,15 +223,15 @@ mod tests {
 
     #[test]
     fn only_the_top_flows_have_labels_and_buckets_add_up() {
-        let mut ledger = Ledger::new(Limits { flows: 100, detailed: 100 }, std::time::Instant::now());
+        let mut ledger = Ledger::new(Limits { flows: 100, detailed: 100 }, Default::default());
         for port in 1..=30u16 {
             let flow = FlowKey::v4(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), 17, port, 9);
             for i in 0..port {
                 let measure = Measure::Latency { ns: 20_000 * i64::from(i), flow_seq: None, hops: None };
-                ledger.observe(&Observed { flow, source_node: None, sink_node: None, measure });
+                ledger.observe(&Observed { flow, source_node: None, sink_node: None, measure, at_ns: None });
             }
             let measure = Measure::Lost(u32::from(port % 7));
-            ledger.observe(&Observed { flow, source_node: None, sink_node: None, measure });
+            ledger.observe(&Observed { flow, source_node: None, sink_node: None, measure, at_ns: None });
         }
         let hops = Hops::new(super::super::hops::Limits { nodes: 0, links: 0, flows: 0 });
         let view = Snapshot {
@@ -288,7 +288,7 @@ mod tests {
             }
         }
         hops.observe_drop(8, 71);
-        let ledger = Ledger::new(Limits { flows: 1, detailed: 1 }, std::time::Instant::now());
+        let ledger = Ledger::new(Limits { flows: 1, detailed: 1 }, Default::default());
         let snapshot = Snapshot { ledger, hops, senders: Default::default(), totals: Default::default() };
         let page = page(&snapshot, None, 3);
         let counts: Vec<&str> =

@@ -11,6 +11,7 @@
 mod hops;
 mod hostint;
 mod influx;
+mod label;
 mod latency;
 mod ledger;
 mod metrics;
@@ -252,11 +253,12 @@ pub fn run(args: &CollectArgs) -> Result<(), String> {
         None => None,
     };
     let limits = Limits { flows: args.max_flows, detailed: args.detailed_flows };
+    let base = Arc::new(timeline::TimeBase::default());
     let hop_limits = hops::Limits { nodes: args.max_nodes, links: args.max_links, flows: args.max_flows };
     let books = (0..receivers.len())
         .map(|_| {
             Arc::new(Mutex::new(Books {
-                ledger: Ledger::new(limits, started),
+                ledger: Ledger::new(limits, Arc::clone(&base)),
                 hops: hops::Hops::new(hop_limits),
                 senders: BTreeMap::new(),
                 totals: Totals::default(),

@@ -54,10 +54,9 @@ impl Snapshot {
     pub fn merge(parts: impl Iterator<Item = Snapshot>) -> Snapshot {
         let mut parts = parts;
         let Some(mut all) = parts.next() else {
-            let started = std::time::Instant::now();
             let limits = super::ledger::Limits { flows: 0, detailed: 0 };
             return Snapshot {
-                ledger: Ledger::new(limits, started),
+                ledger: Ledger::new(limits, Default::default()),
                 hops: Hops::new(super::hops::Limits { nodes: 0, links: 0, flows: 0 }),
                 senders: BTreeMap::new(),
                 totals: Totals::default(),

@@ -2,6 +2,8 @@
 //! outgrows them, the bucket width doubles and neighbours merge, so a
 //! flow's history costs the same for a minute as for a week.
 
+use std::sync::OnceLock;
+
 /// At most this many buckets per timeline.
 const MAX_BUCKETS: usize = 512;
 
@@ -45,7 +47,34 @@ impl Bucket {
     }
 }
 
-/// Buckets of `width_ms` from the collector's start.
+/// Where a run's timelines start and what time they keep: the reports' own
+/// times when the first report states one (a recorded link replayed fast
+/// keeps its pace; a gap stays a gap), else the times reports arrive.
+/// Shared by the receivers.
+#[derive(Debug, Default)]
+pub struct TimeBase {
+    /// The first observation's time, ns, and whether it was a report's.
+    first: OnceLock<(u64, bool)>,
+}
+
+impl TimeBase {
+    /// ms from the first observation to one stated at `report_ns` (if the
+    /// report states a time) that arrived at `arrival_ns`; `None` when the
+    /// base is the reports' times and this one states none.
+    pub fn at_ms(&self, report_ns: Option<u64>, arrival_ns: u64) -> Option<u64> {
+        let &(origin, by_reports) =
+            self.first.get_or_init(|| (report_ns.unwrap_or(arrival_ns), report_ns.is_some()));
+        let at = if by_reports { report_ns? } else { arrival_ns };
+        Some(at.saturating_sub(origin) / 1_000_000)
+    }
+
+    /// Whether the timelines keep the reports' times (`None`: no report yet).
+    pub fn by_reports(&self) -> Option<bool> {
+        self.first.get().map(|(_, by_reports)| *by_reports)
+    }
+}
+
+/// Buckets of `width_ms` from the first observation.
 #[derive(Debug, Clone)]
 pub struct Timeline {
     width_ms: u64,
@@ -165,5 +194,23 @@ mod tests {
         let first = short.buckets()[0];
         assert_eq!((first.reports, first.lost, first.latency_min), (1, 2, 7));
         assert_eq!(short.buckets().iter().map(|b| b.reports).sum::<u64>(), 2);
+    }
+
+    /// Reports of a recorded link, 5 s of their own time arriving within
+    /// 1 ms, spread over 5 s; without a time of their own, by arrival.
+    #[test]
+    fn the_time_is_the_reports_own_where_they_state_it() {
+        let base = TimeBase::default();
+        let arrival = 1_800_000_000_000_000_000;
+        let recorded = 1_700_000_000_000_000_000;
+        let times: Vec<_> =
+            (0..=5).map(|s| base.at_ms(Some(recorded + s * 1_000_000_000), arrival + s)).collect();
+        assert_eq!(times, [0, 1000, 2000, 3000, 4000, 5000].map(Some));
+        assert_eq!(base.by_reports(), Some(true));
+        assert_eq!(base.at_ms(None, arrival), None, "no time of its own: the caller keeps its last");
+        let by_arrival = TimeBase::default();
+        assert_eq!(by_arrival.at_ms(None, arrival), Some(0));
+        assert_eq!(by_arrival.at_ms(Some(recorded), arrival + 3_000_000_000), Some(3000));
+        assert_eq!(by_arrival.by_reports(), Some(false));
     }
 }

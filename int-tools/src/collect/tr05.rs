@@ -29,6 +29,8 @@ pub fn record(report: &FlowReport<'_>, arrival: Arrival, books: &mut Books, outp
                 flow_seq: report.block.sequence,
                 hops: Some(report.block.header.total_hop_cnt),
             },
+            // TR 0.5 times are 32-bit: the arrival's then.
+            at_ns: None,
         });
     }
     if output != Output::Quiet {

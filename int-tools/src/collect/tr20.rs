@@ -120,7 +120,14 @@ pub fn record(
     for individual in report.reports().flatten() {
         if let Some(loss) = LossReport::parse(&individual, domain.source_only.domain_id) {
             let measure = Measure::Lost(loss.count);
-            books.observe(&Observed { flow: loss.flow, source_node: loss.source_node, sink_node, measure });
+            let at_ns = Some(loss.declared_ns);
+            books.observe(&Observed {
+                flow: loss.flow,
+                source_node: loss.source_node,
+                sink_node,
+                measure,
+                at_ns,
+            });
             if output != Output::Quiet {
                 let mut record = records::tr20_group(&report.group);
                 record.insert("type".into(), json!("tr20-loss"));
@@ -132,7 +139,8 @@ pub fn record(
         let latency = latency_of(&individual, domain);
         if let Some(l @ Latency21 { latency_ns: Some(ns), .. }) = &latency {
             let measure = Measure::Latency { ns: *ns, flow_seq: l.sequence, hops: u8::try_from(l.hops).ok() };
-            books.observe(&Observed { flow: l.flow, source_node: l.source_node, sink_node, measure });
+            let at_ns = individual.int.and_then(|int| int.metadata.ingress_timestamp);
+            books.observe(&Observed { flow: l.flow, source_node: l.source_node, sink_node, measure, at_ns });
         }
         let group = report.group;
         let seen = latency.as_ref().filter(|l| !l.path.is_empty()).map(|l| Seen {
@@ -140,7 +148,7 @@ pub fn record(
             hops: &l.path,
             sink: group.node_id,
             sink_ingress_ns: individual.int.and_then(|int| int.metadata.ingress_timestamp),
-            at_ms: books.ledger.now_ms(),
+            at_ms: books.ledger.time_ms(individual.int.and_then(|int| int.metadata.ingress_timestamp)),
         });
         if let Some(change) = seen.as_ref().and_then(|seen| books.observe_path(seen)) {
             print::path_change(&arrival.record(path_change_record(&change, group.node_id)), output);
