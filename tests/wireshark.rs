@@ -403,7 +403,7 @@ fn tshark_decodes_tr05_flow_reports() {
             hop["ingress_timestamp"].to_string(),
         ];
         assert_eq!(t[..], expected[..], "report {i}: {o}");
-        assert_eq!(r["type"], "tr05");
+        assert_eq!(r["type"], "tr05-flow");
     }
 }
 
@@ -445,18 +445,18 @@ fn tshark_decodes_int21_loss_and_drop_reports() {
         let join = |values: Vec<String>| values.join(",");
         let reasons: Vec<String> = individuals
             .iter()
-            .filter(|r| !r["int"]["drop"].is_null())
-            .map(|r| r["int"]["drop"]["reason"].to_string())
+            .filter(|r| !r["drop"].is_null())
+            .map(|r| r["drop"]["reason"].to_string())
             .collect();
         let loss: Vec<&serde_json::Value> =
             individuals.iter().filter(|r| !r["loss"].is_null()).map(|r| &r["loss"]).collect();
         drops += reasons.len();
         losses += loss.len();
-        lost += loss.iter().map(|l| l["count"].as_u64().unwrap()).sum::<u64>();
+        lost += loss.iter().map(|l| l["lost_packets"].as_u64().unwrap()).sum::<u64>();
         let expected = [
             join(reasons),
-            join(loss.iter().map(|l| l["first_sequence"].to_string()).collect()),
-            join(loss.iter().map(|l| l["count"].to_string()).collect()),
+            join(loss.iter().map(|l| l["first_flow_seq"].to_string()).collect()),
+            join(loss.iter().map(|l| l["lost_packets"].to_string()).collect()),
             join(loss.iter().map(|l| l["source_node"].to_string()).collect()),
         ];
         assert_eq!(t[..], expected[..], "datagram {i}: {o}");
