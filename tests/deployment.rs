@@ -126,6 +126,19 @@ fn every_command_line_in_the_docs_exists() {
     assert!(checked >= 20, "{checked} command lines");
 }
 
+/// The README is a front page: depth lives in docs/, and every document
+/// it links to exists.
+#[test]
+fn the_readme_is_a_front_page() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    assert!(readme.lines().count() <= 400, "{} lines", readme.lines().count());
+    for link in readme.split("](").skip(1).filter_map(|rest| rest.split(')').next()) {
+        if !link.starts_with("http") {
+            assert!(root().join(link.split('#').next().unwrap()).exists(), "README links to {link}");
+        }
+    }
+}
+
 /// docs/commands.md's synopsis has every flag of every subcommand.
 #[test]
 fn the_synopsis_has_every_flag() {
