@@ -460,7 +460,7 @@ def main():
     with open(os.path.join(RESULTS, f"results{args.tag}.json"), "w") as f:
         json.dump({"meta": meta, "rows": rows}, f, indent=1)
 
-    print(f"\nDPDK {dpdk}, {cpu}, {os.cpu_count()} cores; {args.repeat} interleaved runs of {args.seconds} s; one lcore each\n")
+    print(f"\nDPDK {dpdk}, {cpu}, {os.cpu_count()} cores; {args.repeat} interleaved runs of {args.seconds} s; one lcore each, N for CASE-wN\n")
     print("| case | size | flows | Mpps median | spread | ns/packet | ns over io | x reference | vs testpmd io | vs csum | baseline pcap | notes |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
