@@ -95,10 +95,12 @@ def pushed_hops(src, dst, mem):
     os.unlink(dst + ".1")
 
 
-def testpmd(mode, pcap, seconds, mbufs, mem):
-    cmd = ["dpdk-testpmd"] + eal(mem) + [
-        "--vdev", f"net_pcap0,rx_pcap={pcap},infinite_rx=1", "--vdev", "net_null0,no-rx=1", "--",
-        f"--forward-mode={mode}", "--no-flush-rx", f"--total-num-mbufs={mbufs}", "--stats-period", "1"]
+def testpmd(mode, pcap, seconds, mbufs, mem, workers=1):
+    lcores = eal(mem) if workers == 1 else [a for a in eal(mem) if a not in ("-l", "0-1")] + lcores_for(workers)
+    queues = [f"--nb-cores={workers}", f"--rxq={workers}", f"--txq={workers}"] if workers > 1 else []
+    cmd = ["dpdk-testpmd"] + lcores + [
+        "--vdev", "net_pcap0," + f"rx_pcap={pcap}," * workers + "infinite_rx=1", "--vdev", "net_null0,no-rx=1", "--",
+        f"--forward-mode={mode}", "--no-flush-rx", f"--total-num-mbufs={mbufs}", "--stats-period", "1"] + queues
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     # Large pcaps take a while to load into mbufs before forwarding starts:
     # count seconds from the first second that forwarded anything.
@@ -134,6 +136,8 @@ def node_config(role, pcap, extra, mbufs, mem):
         live(config, pipeline, extra["live"])
     if extra.get("lcores") == 2:
         two_lcores(config, pipeline, pcap)
+    if extra.get("workers", 1) > 1:
+        n_workers(config, pipeline, pcap, extra["workers"])
     if role == "sink":
         config["export"] = {"collector": f"127.0.0.1:{COLLECTOR.getsockname()[1]}", "rate_limit": 0, "pace": 0,
                             "ring_size": 65536}
@@ -173,6 +177,32 @@ def two_lcores(config, pipeline, pcap):
     config["pipelines"].append(second)
 
 
+def lcores_for(workers):
+    """EAL lcores for `workers` workers and the main lcore: one CPU each
+    where the host has them; on a smaller host the workers spread over its
+    CPUs and the main lcore (which sleeps 0.5 ms between rounds) shares
+    the last worker's."""
+    cpus = os.cpu_count() or 1
+    if cpus > workers:
+        return ["-l", f"0-{workers}"]
+    mapping = [f"0@{(workers - 1) % cpus}"] + [f"{k}@{(k - 1) % cpus}" for k in range(1, workers + 1)]
+    return ["--lcores", ",".join(mapping)]
+
+
+def n_workers(config, pipeline, pcap, workers):
+    """The stage on `workers` workers, as a NIC's RSS would spread it: the
+    pcap vdev opened as that many RX queues (each its own replay of the
+    pcap), the null port as that many TX queues, a pipeline per queue."""
+    config["eal"] = [a for a in config["eal"] if a not in ("-l", "0-1")] + lcores_for(workers)
+    config["ports"][0].update(device="net_pcap0," + f"rx_pcap={pcap}," * workers + "infinite_rx=1",
+                              rx_queues=workers)
+    config["ports"][1]["tx_queues"] = workers
+    for k in range(2, workers + 1):
+        more = json.loads(json.dumps(pipeline))
+        more.update(name=f"p{k}", lcore=k, rx={"port": "in", "queue": k - 1}, tx={"port": "out", "queue": k - 1})
+        config["pipelines"].append(more)
+
+
 def int_node(role, pcap, seconds, extra, mbufs, mem, node=NODE):
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
         json.dump(node_config(role, pcap, extra, mbufs, mem), f)  # JSON is YAML
@@ -195,11 +225,13 @@ def int_node(role, pcap, seconds, extra, mbufs, mem, node=NODE):
     rates = [float(m) for m in re.findall(r"\] p: ([0-9.]+) Mpps", out)]
     # Skip the seconds spent loading the pcap (no packets yet).
     rates = [r for r in rates if r > 0]
-    second = [float(m) for m in re.findall(r"\] p2: ([0-9.]+) Mpps", out)]
-    second = [r for r in second if r > 0]
-    if second:
-        # Two workers: their rates, second by second, added.
-        rates = [a + b for a, b in zip(rates, second)]
+    for k in range(2, 65):
+        more = [float(m) for m in re.findall(rf"\] p{k}: ([0-9.]+) Mpps", out)]
+        more = [r for r in more if r > 0]
+        if not more:
+            break
+        # More workers: their rates, second by second, added.
+        rates = [a + b for a, b in zip(rates, more)]
     info = {"rss_mb": round(rss_kb / 1024, 1)}
     m = re.search(r"flow state of (\d+) bytes per flow; flow table of (\d+) bytes per flow", out)
     if m:
@@ -247,6 +279,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--cases", default="all", help="comma list of case names, or all")
     ap.add_argument("--tag", default="", help="suffix of the result files (results<tag>.json, mpps<tag>.png)")
+    ap.add_argument("--workers", default="", help="comma list of worker counts (e.g. 1,2,4): testpmd io, the source and the sink on N RX queues, N pipelines, beside testpmd with N cores (the scaling table)")
     ap.add_argument("--compare", default="", help="another int-node build: each int-node case runs with it too, as CASE@B, interleaved (A/B of a change)")
     args = ap.parse_args()
     sizes = [s if s == "imix" else int(s) for s in args.sizes.split(",")]
@@ -307,6 +340,11 @@ def main():
         ("source-int21-v6", "source", "v6", {"pipeline": {"int": {"version": "2.1"}}}),
         ("sink-int21-1%-v6", "sink", "int21-v6", {"pipeline": {"int": {"version": "2.1"}}, "report_share": 0.01}),
     ]
+    if args.workers:
+        # The scaling table: each case on N workers, named CASE-wN.
+        scaled = [c for c in cases if c[0] in ("testpmd-io", "source-dscp", "sink-1%")]
+        cases = [(f"{name}-w{n}", kind, mode, dict(extra, workers=n))
+                 for n in map(int, args.workers.split(",")) for name, kind, mode, extra in scaled]
     if args.cases != "all":
         wanted = set(args.cases.split(","))
         cases = [c for c in cases if c[0] in wanted]
@@ -368,7 +406,7 @@ def main():
                         # A/B: the order alternates round by round.
                         for tag, node in builds if repeat % 2 == 0 else builds[::-1]:
                             if kind == "testpmd":
-                                mpps, info = testpmd(mode, pcap, args.seconds, mbufs, mem)
+                                mpps, info = testpmd(mode, pcap, args.seconds, mbufs, mem, extra.get("workers", 1))
                             else:
                                 mpps, info = int_node(kind, pcap, args.seconds, extra, mbufs, mem, node)
                             case = name + tag
@@ -422,7 +460,7 @@ def main():
     with open(os.path.join(RESULTS, f"results{args.tag}.json"), "w") as f:
         json.dump({"meta": meta, "rows": rows}, f, indent=1)
 
-    print(f"\nDPDK {dpdk}, {cpu}, {os.cpu_count()} cores; {args.repeat} interleaved runs of {args.seconds} s; one lcore each\n")
+    print(f"\nDPDK {dpdk}, {cpu}, {os.cpu_count()} cores; {args.repeat} interleaved runs of {args.seconds} s; one lcore each, N for CASE-wN\n")
     print("| case | size | flows | Mpps median | spread | ns/packet | ns over io | x reference | vs testpmd io | vs csum | baseline pcap | notes |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:

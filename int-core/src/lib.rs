@@ -22,6 +22,10 @@
 //! - [`reference`](mod@reference): the benchmark's yardstick stages; [`craft`],
 //!   [`generate`]: frames for tools, tests and the generator.
 //!
+//! - [`checksum`]: the RFC 1071 sum and RFC 1624 update; [`frame`]: a frame
+//!   with headroom; [`error`]: why a packet is refused, with its drop
+//!   reason; [`names`]: the words configs and command lines use for values.
+//!
 //! Transforms work in place over a [`FrameBuf`] with headroom. No function
 //! here panics on packet bytes: every malformed input is a [`ParseError`]
 //! that names the layer, the offset and the value.

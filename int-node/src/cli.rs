@@ -8,7 +8,7 @@ use clap::{Parser, Subcommand};
 #[command(
     name = "int-node",
     version,
-    about = "DPDK In-band Network Telemetry (INT 0.5) source, transit and sink"
+    about = "In-band Network Telemetry on DPDK: INT 0.5 (Host-INT's dialect) and INT 2.1 source, transit and sink, with Telemetry Reports 0.5 and 2.0, over IPv4 and IPv6 and in VXLAN-GPE and Geneve"
 )]
 pub struct Cli {
     /// Log level: error, warn, info, debug, trace.
@@ -22,6 +22,8 @@ pub struct Cli {
 pub enum Command {
     /// Run the node until SIGINT/SIGTERM (or --duration / --exit-on-idle).
     Run {
+        /// The node's YAML config (config/README.md); relative paths in it
+        /// resolve against its own directory.
         #[arg(long, short)]
         config: PathBuf,
         /// Stop after this many seconds.
@@ -42,7 +44,13 @@ pub enum Command {
     },
     /// Validate a config without starting DPDK.
     Check {
+        /// The node's YAML config; relative paths in it resolve against its
+        /// own directory.
         #[arg(long, short)]
         config: PathBuf,
+        /// Check the config alone, for another host: not whether the files
+        /// it reads and the CPUs its lcores need exist here.
+        #[arg(long)]
+        for_another_host: bool,
     },
 }

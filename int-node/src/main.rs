@@ -11,6 +11,7 @@ mod metrics;
 mod node;
 mod pipeline;
 mod ports;
+mod startup;
 mod stats;
 mod telemetry;
 
@@ -30,9 +31,11 @@ fn main() -> ExitCode {
     let _ = TermLogger::init(level, log_config, TerminalMode::Stderr, ColorChoice::Never);
 
     match cli.command {
-        cli::Command::Check { config } => check(&config),
+        cli::Command::Check { config, for_another_host } => {
+            check(&config, if for_another_host { config::Host::Another } else { config::Host::This })
+        }
         cli::Command::Run { config, duration, exit_on_idle, stats_json, eal } => {
-            let parsed = match config::load(&config) {
+            let parsed = match config::load(&config, config::Host::This) {
                 Ok(loaded) => loaded,
                 Err(error) => {
                     eprintln!("{}: invalid configuration\n{error}", config.display());
@@ -57,9 +60,12 @@ fn main() -> ExitCode {
     }
 }
 
-fn check(path: &std::path::Path) -> ExitCode {
-    match config::load(path) {
+fn check(path: &std::path::Path, host: config::Host) -> ExitCode {
+    match config::load(path, host) {
         Ok(parsed) => {
+            for warning in config::warnings(&parsed) {
+                eprintln!("{}: warning: {warning}", path.display());
+            }
             let (plan, problems) = node::memory::judge(&parsed, &parsed.eal);
             if !problems.is_empty() {
                 eprintln!("{}: invalid configuration", path.display());

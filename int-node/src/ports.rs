@@ -17,6 +17,8 @@ use crate::dpdk::DpdkError;
 pub enum PortsError {
     #[error(transparent)]
     Dpdk(#[from] DpdkError),
+    #[error(transparent)]
+    Missing(#[from] crate::startup::Failure),
     /// A port index no port of the config has: a node bug.
     #[error("no port {0} in the config")]
     NoPort(usize),
@@ -43,7 +45,15 @@ impl Ports {
         let mut ids = Vec::new();
         let mut sockets = Vec::new();
         for port in &config.ports {
-            let (id, socket) = Port::find(&port.name, &port.device.name)?;
+            let (id, socket) =
+                Port::find(&port.name, &port.device.name).map_err(|error| match error.errno {
+                    libc::ENODEV => PortsError::Missing(crate::startup::missing_device(
+                        &port.name,
+                        &port.device.name,
+                        &error,
+                    )),
+                    _ => PortsError::Dpdk(error),
+                })?;
             ids.push(id);
             sockets.push(socket);
         }

@@ -3,6 +3,7 @@
 //! with a SAFETY note.
 
 pub mod alloc;
+pub mod cpus;
 pub mod files;
 pub mod http;
 pub mod memory;

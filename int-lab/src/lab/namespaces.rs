@@ -240,8 +240,11 @@ pub fn start_processes(lab: &mut Lab, topology: &Topology, base: &Path, workdir:
         lab.spawn("collector", &collector.host, &args, &log)?;
     }
     for node in &topology.nodes {
-        let config = fs::canonicalize(base.join(&node.config)).map_err(Error::io(&node.config))?;
-        let config = config.to_string_lossy().into_owned();
+        // A copy in the run's folder: the config's relative paths (the
+        // impair control file) resolve there, where the lab writes them.
+        let copy = workdir.join(format!("node-{}.yaml", node.host));
+        fs::copy(base.join(&node.config), &copy).map_err(Error::io(&node.config))?;
+        let config = copy.to_string_lossy().into_owned();
         sh(&[&node_exe, "check", "--config", &config])?;
         let log = workdir.join(format!("node-{}.log", node.host));
         let stats = workdir.join(format!("node-{}.json", node.host)).to_string_lossy().into_owned();

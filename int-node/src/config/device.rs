@@ -78,16 +78,15 @@ pub fn check_aliases(devices: &[(usize, &str, Device)], problems: &mut Problems)
 
 /// Problems only the file system can show: an input pcap that is not
 /// there (net_pcap would fail at start with a line buried in EAL's log).
-/// Paths are relative to the working directory, as the node opens them.
+/// Relative paths were resolved against the config file's directory.
 pub fn check_files(ports: &[super::model::PortConfig], problems: &mut Problems) {
     for (i, port) in ports.iter().enumerate() {
         for file in port.device.arg("rx_pcap") {
             if !Path::new(file).is_file() {
-                let cwd = std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_default();
                 problems.add(
                     format!("ports[{i}].device"),
-                    format!("rx_pcap {file:?} does not exist (relative to {cwd})"),
-                    "give the path of an existing pcap file, relative to where the node runs",
+                    format!("rx_pcap {file:?} does not exist"),
+                    "give the path of an existing pcap file, relative to the config file's directory",
                 );
             }
         }

@@ -68,6 +68,29 @@ fn lcore_list(list: &str) -> Option<BTreeSet<u32>> {
     (!all.is_empty()).then_some(all)
 }
 
+/// The CPUs the lcore option of `args` puts lcores on: `-l` and `-c` name
+/// CPUs; `--lcores` maps an lcore to the CPU after its `@` (itself when
+/// none). `None` when there is no such option, or a CPU group `(..)`.
+pub fn cpus(args: &[String]) -> Option<BTreeSet<u32>> {
+    let mut found = None;
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        let Some((option, value)) = option_value(arg, &mut rest) else { continue };
+        match option {
+            "-l" => found = Some(lcore_list(&value)),
+            "-c" => found = Some(core_mask(&value)),
+            "--lcores" if value.contains('(') => found = Some(None),
+            "--lcores" => {
+                let cpus =
+                    value.split(',').map(|item| item.rsplit('@').next().unwrap_or(item)).collect::<Vec<_>>();
+                found = Some(lcore_list(&cpus.join(",")));
+            }
+            _ => {}
+        }
+    }
+    found?
+}
+
 /// A hex core mask (`0x3` or `3`).
 fn core_mask(mask: &str) -> Option<BTreeSet<u32>> {
     let bits = u64::from_str_radix(mask.trim_start_matches("0x"), 16).ok()?;

@@ -3,10 +3,13 @@
 //! turns it into the typed [`model`], reporting every problem once with its
 //! YAML path and a hint.
 
+mod advice;
 mod choice;
 mod device;
 mod eal;
+mod host;
 mod model;
+pub mod paths;
 mod pipeline;
 mod queues;
 mod raw;
@@ -21,6 +24,8 @@ mod tests;
 use std::fmt;
 use std::path::Path;
 
+pub use advice::warnings;
+pub use device::pci_address;
 pub use model::*;
 #[cfg(feature = "lab")]
 pub use settings::impair_units;
@@ -77,15 +82,38 @@ impl Problems {
     }
 }
 
-/// Reads and validates a config, and checks the files it names.
-pub fn load(path: &Path) -> Result<Config, ConfigError> {
+/// Where a config is meant to run: checked against this host (the files
+/// it reads exist, its lcores' CPUs too) or not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Host {
+    This,
+    Another,
+}
+
+/// Reads and validates a config, and checks it against `host`.
+pub fn load(path: &Path, host: Host) -> Result<Config, ConfigError> {
     let text = read_text(path)?;
-    let config = parse(&text);
-    let mut files = Problems::default();
-    if let Ok(config) = &config {
-        device::check_files(&config.ports, &mut files);
+    let config = parse(&text).map(|mut config| {
+        paths::resolve(&mut config, paths::base_dir(path));
+        config
+    });
+    if host == Host::Another {
+        return config;
     }
-    config.and_then(|config| files.into_result(config))
+    // The host's problems join the file's: every problem at once.
+    let mut here = Problems::default();
+    host::check_cpus(&host::eal_of(&text), &mut here);
+    match config {
+        Ok(config) => {
+            device::check_files(&config.ports, &mut here);
+            here.into_result(config)
+        }
+        Err(ConfigError::Invalid(mut problems)) => {
+            problems.extend(here.0);
+            Err(ConfigError::Invalid(problems))
+        }
+        Err(error) => Err(error),
+    }
 }
 
 /// The largest config file read: a node's config is a few KiB.

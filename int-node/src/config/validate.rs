@@ -1,7 +1,7 @@
 //! From the YAML as written to a [`Config`]: every value checked before
 //! DPDK starts, every problem reported with its YAML path and a hint.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
 
 use super::choice::chosen;
@@ -92,6 +92,7 @@ pub fn validate(raw: &RawConfig) -> Result<Config, ConfigError> {
         }
         addr
     });
+    check_unpolled(&ports, &pipelines, &mut problems);
     let captures = captures(raw, &port_index, &mut problems);
     problems.into_result(Config {
         node_id,
@@ -258,6 +259,29 @@ fn check_port(i: usize, port: &RawPort, all: &[RawPort], problems: &mut Problems
             format!("MTU {} out of range", port.mtu),
             "68..9600; 1500 for Ethernet",
         );
+    }
+}
+
+/// A port whose pipelines poll some of its RX queues must have them poll
+/// all: RSS spreads flows over every queue, and a queue nobody polls is
+/// traffic dropped without a word. (A port no pipeline reads is a TX
+/// port: its RX queue is left alone.)
+fn check_unpolled(ports: &[PortConfig], pipelines: &[PipelineConfig], problems: &mut Problems) {
+    for (i, port) in ports.iter().enumerate() {
+        let polled: BTreeSet<u16> = pipelines.iter().filter(|p| p.rx.port == i).map(|p| p.rx.queue).collect();
+        let unpolled: Vec<String> =
+            (0..port.rx_queues).filter(|q| !polled.contains(q)).map(|q| q.to_string()).collect();
+        if !polled.is_empty() && !unpolled.is_empty() {
+            problems.add(
+                format!("ports[{i}].rx_queues"),
+                format!(
+                    "{} RX queues, but no pipeline polls queue(s) {}: the packets RSS puts there are never read",
+                    port.rx_queues,
+                    unpolled.join(", ")
+                ),
+                format!("set rx_queues: {}, or add a pipeline for each queue (rx: {{port: {}, queue: N}})", polled.len(), port.name),
+            );
+        }
     }
 }
 

@@ -81,10 +81,7 @@ impl Port {
         // SAFETY: the name is NUL-terminated; raw_id is a valid out pointer.
         let ret = unsafe { dpdk_sys::rte_eth_dev_get_port_by_name(c_device.as_ptr(), &mut raw_id) };
         if ret < 0 {
-            return Err(DpdkError::from_ret(
-                format!("port {name}: no device {device} (is it in the EAL arguments as --vdev or -a?)"),
-                ret,
-            ));
+            return Err(DpdkError::from_ret(format!("port {name}: no device {device}"), ret));
         }
         // SAFETY: plain call on a valid port id.
         let socket = unsafe { dpdk_sys::rte_eth_dev_socket_id(raw_id) };

@@ -43,6 +43,8 @@ pub enum RunError {
     #[error(transparent)]
     Dpdk(#[from] DpdkError),
     #[error(transparent)]
+    Startup(#[from] crate::startup::Failure),
+    #[error(transparent)]
     Ports(#[from] PortsError),
     #[error(transparent)]
     Build(#[from] BuildError),
@@ -74,7 +76,10 @@ pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
         int_os::signals::catch_reload_signal();
     }
     let base = if options.eal_override.is_empty() { &config.eal } else { &options.eal_override };
-    check_memory(config, base)?;
+    let plan = check_memory(config, base)?;
+    for warning in crate::config::warnings(config) {
+        log::warn!("{warning}");
+    }
     // Written at the end: a path that cannot be written fails now.
     if let Some(path) = &options.stats_json {
         int_os::files::writable(path)
@@ -83,7 +88,8 @@ pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
     let mut args = vec![String::from("int-node")];
     args.extend(config.eal_args(base));
     log::info!("EAL arguments: {}", args.get(1..).unwrap_or(&[]).join(" "));
-    let eal = Eal::init(&args)?;
+    let eal =
+        Eal::init(&args).map_err(|error| crate::startup::eal(&error, &args, &memory::size(plan.mbufs)))?;
     check_workers(config)?;
     let mut node = Node::start(config)?;
     if let Some(path) = &options.reload_from {
@@ -102,11 +108,11 @@ pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {
 
 /// The memory the config asks for must be there (`check` says the same):
 /// refused before anything is allocated, never an abort at start.
-fn check_memory(config: &Config, eal: &[String]) -> Result<(), RunError> {
+fn check_memory(config: &Config, eal: &[String]) -> Result<memory::Plan, RunError> {
     let (plan, problems) = memory::judge(config, eal);
     log::info!("{}", plan.describe());
     if problems.is_empty() {
-        return Ok(());
+        return Ok(plan);
     }
     Err(RunError::Memory(problems))
 }
@@ -391,7 +397,10 @@ impl Reloads {
             Err(error) => return log::error!("reload refused: {path}: {error}; the running settings stay"),
         };
         let config = match crate::config::parse(&text) {
-            Ok(config) => config,
+            Ok(mut config) => {
+                crate::config::paths::resolve(&mut config, crate::config::paths::base_dir(&self.path));
+                config
+            }
             Err(error) => {
                 return log::error!("reload refused: {path} is invalid; the running settings stay\n{error}");
             }

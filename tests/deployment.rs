@@ -1,0 +1,168 @@
+//! What an operator deploying int-node copies: the systemd unit passes
+//! `systemd-analyze verify`, and every command line the README and docs/
+//! show names a subcommand and flags the binaries have.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::*;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The unit as shipped, with the installed binary's path pointing at this
+/// build (verify insists that every command exists): no warning at all.
+#[test]
+fn the_systemd_unit_verifies() {
+    if Command::new("systemd-analyze").arg("--version").output().is_err() {
+        eprintln!("skipped: no systemd-analyze (Debian's systemd package)");
+        return;
+    }
+    let dir = workdir("systemd-unit");
+    let unit = std::fs::read_to_string(root().join("config/systemd/int-node@.service")).unwrap();
+    assert!(unit.contains("ExecStart=/usr/local/bin/int-node run --config /etc/int-node/%i.yaml"));
+    std::fs::write(dir.join("int-node@.service"), unit.replace("/usr/local/bin/int-node", BIN)).unwrap();
+    let output = Command::new("systemd-analyze")
+        .args(["verify", "--man=no"])
+        .arg(dir.join("int-node@edge.service"))
+        .output()
+        .unwrap();
+    let said =
+        format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success() && said.trim().is_empty(), "{said}");
+}
+
+/// A command line in a fenced block: the program, its subcommand, the
+/// long flags before a `--` (EAL arguments after it are DPDK's); an
+/// indented line of `[...]` goes on with the line before.
+fn command_lines(text: &str) -> Vec<(String, String, Vec<String>)> {
+    let mut found: Vec<(String, String, Vec<String>)> = Vec::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        let words: Vec<&str> = line.split_whitespace().skip_while(|w| *w == "$" || *w == "#").collect();
+        if !fenced || words.is_empty() {
+            continue;
+        }
+        if line.starts_with(' ') && words[0].starts_with('[') {
+            if let Some(last) = found.last_mut() {
+                last.2.extend(flags(&words));
+            }
+            continue;
+        }
+        let program = words[0].rsplit('/').next().unwrap_or(words[0]);
+        if !["int-node", "int-tools", "int-lab"].contains(&program) {
+            continue;
+        }
+        let Some(sub) = words.get(1).filter(|w| !w.starts_with('-')) else { continue };
+        found.push((program.to_string(), sub.to_string(), flags(&words)));
+    }
+    found
+}
+
+/// The long flags among `words`, before a `--`.
+fn flags(words: &[&str]) -> Vec<String> {
+    words
+        .iter()
+        .take_while(|w| **w != "--")
+        .filter_map(|w| w.trim_start_matches(['[', '(']).strip_prefix("--"))
+        .map(|f| f.split(['=', ']', '|', ')']).next().unwrap_or(f).to_string())
+        .filter(|f| !f.is_empty())
+        .collect()
+}
+
+/// The long flags a `--help` defines (its option lines, not its prose).
+fn defined_flags(help: &str) -> Vec<String> {
+    help.lines()
+        .filter_map(|line| {
+            let line = line.trim_start();
+            let line = if line.starts_with('-') && !line.starts_with("--") { line.get(4..)? } else { line };
+            let flag = line.strip_prefix("--")?.split([' ', ',']).next()?;
+            (flag != "help").then(|| flag.to_string())
+        })
+        .collect()
+}
+
+fn binary(program: &str) -> PathBuf {
+    match program {
+        "int-node" => PathBuf::from(BIN),
+        "int-tools" => tools_bin(),
+        _ => Path::new(BIN).with_file_name(program),
+    }
+}
+
+/// Every `int-node`, `int-tools` and `int-lab` line of the README, docs/
+/// and config/README.md: its subcommand answers --help, and each flag is
+/// one the help lists.
+#[test]
+fn every_command_line_in_the_docs_exists() {
+    let mut files = vec![root().join("README.md"), root().join("config/README.md")];
+    files.extend(std::fs::read_dir(root().join("docs")).unwrap().map(|e| e.unwrap().path()));
+    let mut checked = 0;
+    let mut wrong = Vec::new();
+    for file in files.iter().filter(|f| f.extension().is_some_and(|e| e == "md")) {
+        for (program, sub, flags) in command_lines(&std::fs::read_to_string(file).unwrap()) {
+            let help = Command::new(binary(&program)).args([sub.as_str(), "--help"]).output().unwrap();
+            let text = String::from_utf8_lossy(&help.stdout);
+            if !help.status.success() {
+                wrong.push(format!("{}: {program} {sub}: no such subcommand", file.display()));
+                continue;
+            }
+            let defined = defined_flags(&text);
+            for flag in flags.iter().filter(|f| !defined.contains(f)) {
+                wrong.push(format!("{}: {program} {sub} --{flag}: no such flag", file.display()));
+            }
+            checked += 1;
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    assert!(checked >= 20, "{checked} command lines");
+}
+
+/// The README is a front page: depth lives in docs/, and every document
+/// it links to exists.
+#[test]
+fn the_readme_is_a_front_page() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    assert!(readme.lines().count() <= 400, "{} lines", readme.lines().count());
+    for link in readme.split("](").skip(1).filter_map(|rest| rest.split(')').next()) {
+        if !link.starts_with("http") {
+            assert!(root().join(link.split('#').next().unwrap()).exists(), "README links to {link}");
+        }
+    }
+}
+
+/// docs/commands.md's synopsis has every flag of every subcommand.
+#[test]
+fn the_synopsis_has_every_flag() {
+    let synopsis = std::fs::read_to_string(root().join("docs/commands.md")).unwrap();
+    let lines = command_lines(&synopsis);
+    let mut missing = Vec::new();
+    for (program, sub) in [
+        ("int-node", "run"),
+        ("int-node", "check"),
+        ("int-tools", "decode"),
+        ("int-tools", "collect"),
+        ("int-tools", "gen"),
+        ("int-lab", "send"),
+        ("int-lab", "replay-reports"),
+        ("int-lab", "lab"),
+    ] {
+        let help = Command::new(binary(program)).args([sub, "--help"]).output().unwrap();
+        let shown: Vec<&String> =
+            lines.iter().filter(|(p, s, _)| p == program && s == sub).flat_map(|(_, _, f)| f).collect();
+        for flag in defined_flags(&String::from_utf8_lossy(&help.stdout)) {
+            if !shown.iter().any(|f| **f == flag) {
+                missing.push(format!("{program} {sub} --{flag}"));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "not in docs/commands.md's synopsis: {missing:?}");
+}
