@@ -63,7 +63,11 @@ impl Ports {
         for &socket in &sockets {
             if let std::collections::btree_map::Entry::Vacant(entry) = pools.entry(socket) {
                 let name = format!("int_node_pool_{socket}");
-                let pool = Mempool::new(&name, config.mbufs, config.mempool_cache, data_room, socket)?;
+                let pool = Mempool::new(&name, config.mbufs, config.mempool_cache, data_room, socket)
+                    .map_err(|error| match error.errno {
+                        libc::ENOMEM => PortsError::Missing(crate::startup::pool_memory(&error, config)),
+                        _ => PortsError::Dpdk(error),
+                    })?;
                 log::info!(
                     "mempool on socket {socket}: {} mbufs of {data_room} bytes (MTU up to {largest_mtu} in one segment), {} available",
                     pool.size(),

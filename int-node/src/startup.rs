@@ -39,6 +39,26 @@ pub fn eal(error: &DpdkError, args: &[String], mbufs: &str) -> Failure {
     Failure { what, cause, fix }
 }
 
+/// A mempool EAL's memory could not hold: the pool's size beside what
+/// EAL was given.
+pub fn pool_memory(error: &DpdkError, config: &crate::config::Config) -> Failure {
+    let plan = crate::node::memory::Plan::of(config);
+    let given = crate::node::memory::dpdk_limit(&config.eal).map_or_else(
+        || "what EAL found".to_string(),
+        |(bytes, from)| format!("{} ({from})", crate::node::memory::size(bytes)),
+    );
+    Failure {
+        what: format!("{}: {} (errno {})", error.what, error.text, error.errno),
+        cause: format!(
+            "the pool needs {} of DPDK memory, and EAL has {given}, part of which DPDK keeps for itself",
+            crate::node::memory::size(plan.mbufs)
+        ),
+        // Measured with --no-huge on DPDK 22.11: an 18.5 MiB pool needed
+        // -m 40 (32 failed), a 148 MiB pool -m 300 (232 failed).
+        fix: "give EAL more memory (more hugepages, --socket-mem, or -m with --no-huge, where about twice the pool's size is needed), or lower mempool.mbufs".into(),
+    }
+}
+
 /// A port's device that DPDK does not list: for a PCI address, a NIC not
 /// bound to a DPDK driver.
 pub fn missing_device(port: &str, device: &str, error: &DpdkError) -> Failure {
