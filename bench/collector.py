@@ -126,8 +126,39 @@ def run_case(payloads, sockets, senders, seconds, extra=()):
             "received": summary["reports"], "received_per_s": round(summary["reports"] / sent["seconds"]),
             "kernel_drops": summary["kernel_drops"], "lost_reports": summary["lost_reports"],
             "malformed": summary["malformed"], "latency_reports": summary["all_flows"]["latency_reports"],
+            # With --nats: records the stream acknowledged, and those the
+            # full buffer dropped.
+            "published": summary.get("nats", {}).get("acked", 0), "publish_dropped": summary.get("nats", {}).get("dropped", 0),
             # A TR 2.0 datagram holds several reports: what they carried.
             "latency_reports_per_s": round(summary["all_flows"]["latency_reports"] / sent["seconds"])}
+
+
+def start_nats(work):
+    """nats-server with JetStream on a free port, its store in `work`."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(["nats-server", "-js", "-a", "127.0.0.1", "-p", str(port), "-sd", os.path.join(work, "js")],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            time.sleep(0.1)
+    return server, f"nats://127.0.0.1:{port}"
+
+
+def aggregate(url, records):
+    """An aggregator reading `records` records off the stream: its rate."""
+    started = time.time()
+    out = subprocess.run([TOOLS, "collect", "--from-nats", url, "--nats-consumer", "bench", "--quiet", "--json",
+                          "--interval", "0", "--count", str(records), "--duration", "900"],
+                         check=True, capture_output=True, text=True).stdout
+    seconds = time.time() - started
+    summary = json.loads(out.strip().splitlines()[-1])["summary"]
+    return {"records": summary["reports"], "seconds": round(seconds, 2),
+            "records_per_s": round(summary["reports"] / seconds), "malformed": summary["malformed"]}
 
 
 def main():
@@ -137,6 +168,9 @@ def main():
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--reports", choices=["hostint", "tr20-3hop"], default="hostint")
+    parser.add_argument("--nats", action="store_true",
+                        help="each run also with --nats to a nats-server -js started here, interleaved; then an "
+                             "aggregator (--from-nats) reads everything published: its records per second")
     args = parser.parse_args()
     subprocess.run(["cargo", "build", "--release", "--locked", "-p", "int-node", "-p", "int-tools", "-p", "int-lab"],
                    cwd=ROOT, check=True)
@@ -147,6 +181,9 @@ def main():
     # The per-hop view on (the default), and off where the reports carry hops.
     views = [("hops", ())] + ([("no-hops", ("--max-nodes", "0", "--max-links", "0"))]
                               if args.reports == "tr20-3hop" else [])
+    nats = start_nats(work) if args.nats else None
+    if nats:
+        views.append(("nats", ("--nats", nats[1])))
     results = []
     for repeat in range(args.repeat):
         for sockets in [int(s) for s in args.sockets.split(",")]:
@@ -154,12 +191,16 @@ def main():
                 result = dict(run_case(payloads, sockets, args.senders, args.seconds, extra), view=view)
                 print(json.dumps(result), file=sys.stderr)
                 results.append(result)
+    aggregated = aggregate(nats[1], sum(r["published"] for r in results)) if nats else None
+    if nats:
+        nats[0].kill()
+        print(f"aggregator: {aggregated}", file=sys.stderr)
     os.makedirs(RESULTS, exist_ok=True)
     name = "collector.json" if args.reports == "hostint" else f"collector-{args.reports}.json"
     with open(os.path.join(RESULTS, name), "w") as f:
-        json.dump({"cpus": os.cpu_count(), "reports": args.reports, "recorded_datagrams": recorded, "runs": results},
-                  f, indent=1)
-    print("| reports | per-hop view | sockets | senders | datagrams/s (median, min-max) | latency reports/s (median) | kernel drops (median share) |")
+        json.dump({"cpus": os.cpu_count(), "reports": args.reports, "recorded_datagrams": recorded, "runs": results,
+                   "aggregator": aggregated}, f, indent=1)
+    print("| reports | per-hop view / output | sockets | senders | datagrams/s (median, min-max) | latency reports/s (median) | kernel drops (median share) |")
     print("|---|---|---|---|---|---|---|")
     for sockets in sorted({r["sockets"] for r in results}):
         for view, _ in views:

@@ -5,12 +5,12 @@
 # iproute2 with tc/netem, ping, netcat, ethtool; the Prometheus and InfluxDB
 # servers the metrics tests scrape and the collector writes to; the font
 # collect --plot draws its text with; systemd-analyze, which checks the
-# service unit).
+# service unit; nats-server, the JetStream collect publishes to).
 # Idempotent: packages already present are left alone, and apt is not touched
 # when nothing is missing. Used by the README, .ci/run and docker/Dockerfile.
 set -euo pipefail
 
-packages=(libdpdk-dev dpdk dpdk-dev pkg-config clang libclang-dev iproute2 iputils-ping tcpdump ca-certificates netcat-openbsd ethtool tshark prometheus influxdb fonts-dejavu-core systemd)
+packages=(libdpdk-dev dpdk dpdk-dev pkg-config clang libclang-dev iproute2 iputils-ping tcpdump ca-certificates netcat-openbsd ethtool tshark prometheus influxdb fonts-dejavu-core systemd nats-server)
 if [[ "${INT_NODE_RUNTIME_ONLY:-0}" == "1" ]]; then
     # Runtime image: the DPDK libraries int-node links, the bus and mempool
     # drivers EAL loads, and the PMDs it is used with (vdevs and common

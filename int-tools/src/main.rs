@@ -8,6 +8,7 @@ mod decode;
 mod decode21;
 mod gen;
 mod instrument;
+mod nats;
 mod pcap;
 mod records;
 mod schema;
@@ -28,7 +29,7 @@ enum Command {
     /// Print the INT blocks and telemetry reports in a pcap.
     Decode(decode::DecodeArgs),
     /// Receive telemetry reports on a UDP socket and print them.
-    Collect(collect::CollectArgs),
+    Collect(Box<collect::CollectArgs>),
     /// Write a pcap of test traffic.
     Gen(gen::GenArgs),
 }

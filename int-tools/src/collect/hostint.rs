@@ -5,7 +5,7 @@
 use int_core::flow::FlowKey;
 use int_core::report::{self, Report};
 
-use super::print::{self, Arrival};
+use super::print::Arrival;
 use super::{Books, Measure, Observed, Output};
 use crate::records;
 
@@ -25,9 +25,7 @@ pub fn record(parsed: &Report<'_>, arrival: Arrival, books: &mut Books, output: 
         }
         Report::Tr05 { .. } => {}
     }
-    if output != Output::Quiet {
-        print::print(&arrival.record(records::hostint(parsed)), output);
-    }
+    books.emit(output, || arrival.record(records::hostint(parsed)));
 }
 
 /// A latency report into its flow's summary.

@@ -8,6 +8,7 @@
 //! observation to InfluxDB, serves Prometheus metrics, draws latency and
 //! loss over time, and receives on several sockets sharing the port.
 
+mod aggregate;
 mod hops;
 mod hostint;
 mod influx;
@@ -19,6 +20,7 @@ mod plot;
 mod print;
 mod receive;
 mod sender;
+mod stream;
 mod summary;
 mod timeline;
 mod tr05;
@@ -115,6 +117,39 @@ pub struct CollectArgs {
     /// and counted (a slow database never stalls the collector).
     #[arg(long, default_value_t = 200_000)]
     pub influx_buffer: usize,
+    /// Publish every record (the JSON of --json) to this NATS server's
+    /// JetStream (nats://[USER:PASSWORD@]HOST:PORT), into --nats-stream,
+    /// for an aggregating collect (--from-nats) over many collectors.
+    #[arg(long)]
+    pub nats: Option<String>,
+    /// The JetStream stream: created if missing, with subjects
+    /// PREFIX.TYPE.NODE (--nats-prefix), kept --nats-max-age-s seconds and
+    /// at most --nats-max-bytes.
+    #[arg(long, default_value = "INT")]
+    pub nats_stream: String,
+    /// Read the records of --nats-stream on this NATS server instead of
+    /// reports off UDP: an aggregator over the collectors that publish
+    /// there (docs/scale-out.md).
+    #[arg(long)]
+    pub from_nats: Option<String>,
+    /// The durable consumer --from-nats reads with: aggregators with one
+    /// name share the records, each name reads them all.
+    #[arg(long, default_value = "collect")]
+    pub nats_consumer: String,
+    /// The subjects' first word.
+    #[arg(long, default_value = "int")]
+    pub nats_prefix: String,
+    /// Seconds the stream keeps a record.
+    #[arg(long, default_value_t = 86_400)]
+    pub nats_max_age_s: u64,
+    /// Bytes the stream keeps at most (the oldest go first).
+    #[arg(long, default_value_t = 1 << 30)]
+    pub nats_max_bytes: u64,
+    /// Records waiting for the NATS server at most; beyond, new ones are
+    /// dropped and counted (a slow or absent server never stalls the
+    /// collector).
+    #[arg(long, default_value_t = 200_000)]
+    pub nats_buffer: usize,
     /// Serve Prometheus metrics on this address and port (/metrics).
     #[arg(long)]
     pub metrics: Option<SocketAddr>,
@@ -181,9 +216,23 @@ pub struct Books {
     pub senders: BTreeMap<SocketAddr, Sender>,
     pub totals: Totals,
     pub influx: Option<influx::Queue>,
+    /// The NATS JetStream publisher's queue (`--nats`).
+    pub stream: Option<stream::Queue>,
 }
 
 impl Books {
+    /// A record: built only when it is printed or published.
+    pub fn emit(&self, output: Output, record: impl FnOnce() -> serde_json::Value) {
+        if output == Output::Quiet && self.stream.is_none() {
+            return;
+        }
+        let record = record();
+        if let Some(stream) = &self.stream {
+            stream.push(&record);
+        }
+        print::print(&record, output);
+    }
+
     pub fn observe(&mut self, observed: &Observed) {
         self.ledger.observe(observed);
         if let Some(queue) = &self.influx {
@@ -216,9 +265,15 @@ pub struct Shared {
     pub reports: AtomicU64,
     pub quit: AtomicBool,
     pub influx: Option<Arc<influx::Counts>>,
+    pub stream: Option<Arc<stream::Counts>>,
 }
 
 impl Shared {
+    /// The outputs' counts, for the summary.
+    pub fn outputs(&self) -> summary::Outputs<'_> {
+        summary::Outputs { influx: self.influx.as_deref(), stream: self.stream.as_deref() }
+    }
+
     /// Every receiver's books, merged.
     pub fn snapshot(&self) -> Snapshot {
         Snapshot::merge(self.books.iter().filter_map(|books| books.lock().ok().map(|b| Snapshot::of(&b))))
@@ -245,17 +300,25 @@ fn check_outputs(args: &CollectArgs) -> Result<(), String> {
 pub fn run(args: &CollectArgs) -> Result<(), String> {
     let how = Arc::new(how(args)?);
     check_outputs(args)?;
-    let receivers = receive::open(&args.listen, args.sockets, args.rcvbuf, args.share_port)?;
+    // Reports off UDP sockets, or records off a stream.
+    let (receivers, from_stream) = match &args.from_nats {
+        Some(url) => (Vec::new(), Some(stream_settings(url, args)?)),
+        None => (receive::open(&args.listen, args.sockets, args.rcvbuf, args.share_port)?, None),
+    };
     int_os::signals::catch_stop_signals();
     let started = Instant::now();
     let influx = match &args.influx {
         Some(url) => Some(start_influx(url, args)?),
         None => None,
     };
+    let stream = match &args.nats {
+        Some(url) => Some(start_stream(url, args)?),
+        None => None,
+    };
     let limits = Limits { flows: args.max_flows, detailed: args.detailed_flows };
     let base = Arc::new(timeline::TimeBase::default());
     let hop_limits = hops::Limits { nodes: args.max_nodes, links: args.max_links, flows: args.max_flows };
-    let books = (0..receivers.len())
+    let books = (0..receivers.len().max(usize::from(from_stream.is_some())))
         .map(|_| {
             Arc::new(Mutex::new(Books {
                 ledger: Ledger::new(limits, Arc::clone(&base)),
@@ -263,6 +326,7 @@ pub fn run(args: &CollectArgs) -> Result<(), String> {
                 senders: BTreeMap::new(),
                 totals: Totals::default(),
                 influx: influx.as_ref().map(|(queue, _, _)| queue.clone()),
+                stream: stream.as_ref().map(|(queue, _, _)| queue.clone()),
             }))
         })
         .collect();
@@ -271,12 +335,16 @@ pub fn run(args: &CollectArgs) -> Result<(), String> {
         reports: AtomicU64::new(0),
         quit: AtomicBool::new(false),
         influx: influx.as_ref().map(|(_, counts, _)| Arc::clone(counts)),
+        stream: stream.as_ref().map(|(_, counts, _)| Arc::clone(counts)),
     });
     let metrics = match args.metrics {
         Some(addr) => Some(metrics::start(addr, Arc::clone(&shared), args.metrics_flows)?),
         None => None,
     };
-    let threads = receive::spawn(receivers, &shared, &how);
+    let threads = match from_stream {
+        Some(settings) => vec![aggregate::spawn(settings, args.nats_consumer.clone(), &shared, how.output)],
+        None => receive::spawn(receivers, &shared, &how),
+    };
     wait_for_the_end(args, &shared, started);
     shared.quit.store(true, Ordering::Relaxed);
     let mut failure = None;
@@ -285,21 +353,26 @@ pub fn run(args: &CollectArgs) -> Result<(), String> {
             failure = Some(error);
         }
     }
-    // The writer ends, after writing what is queued, once no queue is left.
+    // The writers end, after writing what is queued, once no queue is left.
     for books in &shared.books {
         if let Ok(mut books) = books.lock() {
             books.influx = None;
+            books.stream = None;
         }
     }
     if let Some((queue, _, writer)) = influx {
         drop(queue);
         let _ = writer.join();
     }
+    if let Some((queue, _, publisher)) = stream {
+        drop(queue);
+        let _ = publisher.join();
+    }
     if let Some(server) = metrics {
         let _ = server.join();
     }
     let snapshot = shared.snapshot();
-    summary::print(&snapshot, shared.influx.as_deref(), args.json);
+    summary::print(&snapshot, shared.outputs(), args.json);
     if let Some(path) = &args.plot {
         plot::draw(&snapshot, path).map_err(|e| format!("--plot {}: {e}", path.display()))?;
         eprintln!("collect: plot written to {}", path.display());
@@ -328,6 +401,34 @@ fn how(args: &CollectArgs) -> Result<How, String> {
         (false, false) => Output::Text,
     };
     Ok(How { sink_id, int21_domain, output })
+}
+
+fn start_stream(
+    url: &str,
+    args: &CollectArgs,
+) -> Result<(stream::Queue, Arc<stream::Counts>, std::thread::JoinHandle<()>), String> {
+    let settings = stream_settings(url, args)?;
+    eprintln!("collect: publishing to NATS JetStream at {url}, stream {}", settings.stream);
+    stream::start(settings)
+}
+
+/// The stream of `--nats` or `--from-nats`.
+fn stream_settings(url: &str, args: &CollectArgs) -> Result<stream::Settings, String> {
+    let server = crate::nats::Server::parse(url).map_err(|e| format!("--nats {e}"))?;
+    let word = |text: &str| {
+        !text.is_empty() && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    };
+    if !word(&args.nats_stream) || !word(&args.nats_prefix) || !word(&args.nats_consumer) {
+        return Err("--nats-stream, --nats-prefix, --nats-consumer: letters, digits, _ and - only".into());
+    }
+    Ok(stream::Settings {
+        server,
+        stream: args.nats_stream.clone(),
+        prefix: args.nats_prefix.clone(),
+        max_age: Duration::from_secs(args.nats_max_age_s),
+        max_bytes: args.nats_max_bytes,
+        buffer: args.nats_buffer,
+    })
 }
 
 fn start_influx(
@@ -388,7 +489,7 @@ fn wait_for_the_end(args: &CollectArgs, shared: &Shared, started: Instant) {
             return;
         }
         if args.interval > 0.0 && Instant::now() >= next_summary {
-            summary::print(&shared.snapshot(), shared.influx.as_deref(), args.json);
+            summary::print(&shared.snapshot(), shared.outputs(), args.json);
             next_summary = Instant::now() + interval;
         }
         std::thread::sleep(Duration::from_millis(5));

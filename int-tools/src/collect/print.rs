@@ -39,6 +39,9 @@ pub fn print(record: &Value, output: Output) {
 
 fn print_text(r: &Value) {
     let kind = r["type"].as_str().unwrap_or("?");
+    if kind == "path-change" {
+        return path_change(r);
+    }
     let title = match kind {
         "latency" => "Latency",
         "drop-summary" => "Drop Summary",
@@ -139,23 +142,17 @@ fn describe_hop(hop: &Value) -> String {
     parts.join(", ")
 }
 
-/// A path change, as a JSON line or text.
-pub fn path_change(record: &Value, output: Output) {
-    match output {
-        Output::Json => println!("{record}"),
-        Output::Text => {
-            let names = |path: &Value| {
-                path.as_array().into_iter().flatten().map(|n| n.to_string()).collect::<Vec<_>>().join(" > ")
-            };
-            println!(
-                "Path change: Flow: {}  {}  ->  {}",
-                flow(&record["flow"]),
-                names(&record["old_path"]),
-                names(&record["new_path"])
-            );
-        }
-        Output::Quiet => {}
-    }
+/// A path change in text.
+fn path_change(record: &Value) {
+    let names = |path: &Value| {
+        path.as_array().into_iter().flatten().map(|n| n.to_string()).collect::<Vec<_>>().join(" > ")
+    };
+    println!(
+        "Path change: Flow: {}  {}  ->  {}",
+        flow(&record["flow"]),
+        names(&record["old_path"]),
+        names(&record["new_path"])
+    );
 }
 
 /// A node id as the JSON gives it; a Host-INT one (an IPv4 address by

@@ -86,15 +86,30 @@ impl Snapshot {
     }
 }
 
-pub fn print(snapshot: &Snapshot, influx: Option<&Counts>, json_out: bool) {
+/// The outputs beside the printed records: InfluxDB's and the stream's
+/// counts.
+#[derive(Clone, Copy, Default)]
+pub struct Outputs<'a> {
+    pub influx: Option<&'a Counts>,
+    pub stream: Option<&'a super::stream::Counts>,
+}
+
+pub fn print(snapshot: &Snapshot, outputs: Outputs<'_>, json_out: bool) {
     if json_out {
-        println!("{}", json!({"summary": summary_json(snapshot, influx)}));
+        println!("{}", json!({"summary": summary_json(snapshot, outputs)}));
     } else {
-        print_text(snapshot, influx);
+        print_text(snapshot, outputs);
     }
 }
 
-fn summary_json(snapshot: &Snapshot, influx: Option<&Counts>) -> Value {
+/// The stream publisher's counts.
+fn stream_json(counts: &super::stream::Counts) -> Value {
+    let get = |count: &std::sync::atomic::AtomicU64| count.load(Ordering::Relaxed);
+    json!({"acked": get(&counts.acked), "dropped": get(&counts.dropped), "resent": get(&counts.resent),
+           "reconnects": get(&counts.reconnects), "lost": get(&counts.lost)})
+}
+
+fn summary_json(snapshot: &Snapshot, outputs: Outputs<'_>) -> Value {
     let (totals, senders) = (&snapshot.totals, &snapshot.senders);
     let mut flows: Vec<_> = snapshot.ledger.flows.iter().collect();
     flows.sort_by_key(|(key, _)| **key);
@@ -113,8 +128,11 @@ fn summary_json(snapshot: &Snapshot, influx: Option<&Counts>) -> Value {
             object.extend(hops);
         }
     }
-    if let (Some(influx), Some(object)) = (influx, summary.as_object_mut()) {
+    if let (Some(influx), Some(object)) = (outputs.influx, summary.as_object_mut()) {
         object.insert("influx".into(), influx_json(influx));
+    }
+    if let (Some(stream), Some(object)) = (outputs.stream, summary.as_object_mut()) {
+        object.insert("nats".into(), stream_json(stream));
     }
     summary
 }
@@ -187,7 +205,7 @@ fn influx_json(influx: &Counts) -> Value {
            "failed": influx.failed.load(Ordering::Relaxed), "retries": influx.retries.load(Ordering::Relaxed)})
 }
 
-fn print_text(snapshot: &Snapshot, influx: Option<&Counts>) {
+fn print_text(snapshot: &Snapshot, outputs: Outputs<'_>) {
     let (totals, senders) = (&snapshot.totals, &snapshot.senders);
     let resyncs: u64 = senders.values().map(|s| s.resyncs).sum();
     let late: u64 = senders.values().map(|s| s.late).sum();
@@ -206,7 +224,11 @@ fn print_text(snapshot: &Snapshot, influx: Option<&Counts>) {
     for (reason, count) in &totals.malformed {
         println!("   malformed: {reason}: {count}");
     }
-    if let Some(influx) = influx {
+    if let Some(Value::Object(counts)) = outputs.stream.map(stream_json) {
+        let counts: Vec<String> = counts.iter().map(|(name, count)| format!("{count} {name}")).collect();
+        println!("   NATS records: {}", counts.join(", "));
+    }
+    if let Some(influx) = outputs.influx {
         let Value::Object(counts) = influx_json(influx) else { return };
         let counts: Vec<String> = counts.iter().map(|(name, count)| format!("{count} {name}")).collect();
         println!("   InfluxDB points: {}", counts.join(", "));

@@ -6,7 +6,7 @@
 use int_core::flow::FlowKey;
 use int_core::report::tr05_flow::FlowReport;
 
-use super::print::{self, Arrival};
+use super::print::Arrival;
 use super::{Books, Measure, Observed, Output};
 use crate::records;
 
@@ -33,7 +33,5 @@ pub fn record(report: &FlowReport<'_>, arrival: Arrival, books: &mut Books, outp
             at_ns: None,
         });
     }
-    if output != Output::Quiet {
-        print::print(&arrival.record(records::tr05_flow(report)), output);
-    }
+    books.emit(output, || arrival.record(records::tr05_flow(report)));
 }

@@ -11,7 +11,7 @@ use int_core::{Layer, ParseError};
 use serde_json::{json, Map, Value};
 
 use super::hops::{path_of, PathChange, Seen};
-use super::print::{self, Arrival};
+use super::print::Arrival;
 use super::{Books, Measure, Observed, Output};
 use crate::{records, schema};
 
@@ -128,12 +128,12 @@ pub fn record(
                 measure,
                 at_ns,
             });
-            if output != Output::Quiet {
+            books.emit(output, || {
                 let mut record = records::tr20_group(&report.group);
                 record.insert("type".into(), json!("tr20-loss"));
                 record.extend(records::tr20_loss(&loss));
-                print::print(&arrival.record(record), output);
-            }
+                arrival.record(record)
+            });
             continue;
         }
         let latency = latency_of(&individual, domain);
@@ -151,16 +151,14 @@ pub fn record(
             at_ms: books.ledger.time_ms(individual.int.and_then(|int| int.metadata.ingress_timestamp)),
         });
         if let Some(change) = seen.as_ref().and_then(|seen| books.observe_path(seen)) {
-            print::path_change(&arrival.record(path_change_record(&change, group.node_id)), output);
+            books.emit(output, || arrival.record(path_change_record(&change, group.node_id)));
         }
         if let Some(drop) = individual.int.and_then(|int| int.drop) {
             books.hops.observe_drop(group.node_id, drop.reason);
         }
-        if output != Output::Quiet {
-            let path = seen.as_ref().and_then(path_of);
-            let read = Read { individual: &individual, latency: latency.as_ref(), path };
-            print::print(&arrival.record(report_record(&read, &group)), output);
-        }
+        let path = seen.as_ref().and_then(path_of);
+        let read = Read { individual: &individual, latency: latency.as_ref(), path };
+        books.emit(output, || arrival.record(report_record(&read, &group)));
     }
 }
 

@@ -1,0 +1,277 @@
+//! `collect --nats URL`: every record collect prints, published to a NATS
+//! JetStream stream, for collectors in parallel and an aggregator over all
+//! of them (`collect --from-nats`, docs/scale-out.md).
+//!
+//! The receivers never wait on the server: they hand each record to a
+//! bounded queue (a full queue drops the record, counted) and one thread
+//! publishes, keeps up to a window of publishes awaiting the stream's
+//! acknowledgement, and reconnects when the server goes away. A record is
+//! at least once in the stream: one whose acknowledgement never came is
+//! sent again, with the same `Nats-Msg-Id`, which the stream uses to drop
+//! the duplicate.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::nats::{Connection, Server};
+
+/// The record schema a message carries (its `Int-Schema` header).
+pub const SCHEMA: &str = "1";
+/// Publishes awaiting their acknowledgement at most.
+const WINDOW: usize = 1024;
+/// How long an acknowledgement may take before the publish is sent again.
+const ACK_WAIT: Duration = Duration::from_secs(2);
+/// How long the publisher waits for an absent server once collect stops.
+const PATIENCE: Duration = Duration::from_secs(5);
+
+/// The stream's settings.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub server: Server,
+    pub stream: String,
+    /// Subjects start with this: `PREFIX.TYPE.NODE`.
+    pub prefix: String,
+    pub max_age: Duration,
+    pub max_bytes: u64,
+    /// Records waiting for the publisher at most.
+    pub buffer: usize,
+}
+
+/// What the publisher did, shared with the summary.
+#[derive(Debug, Default)]
+pub struct Counts {
+    /// Records the stream acknowledged.
+    pub acked: AtomicU64,
+    /// Records the full queue refused (the server slow or away).
+    pub dropped: AtomicU64,
+    /// Publishes sent again (no acknowledgement in time, or a reconnect).
+    pub resent: AtomicU64,
+    pub reconnects: AtomicU64,
+    /// Records never acknowledged: the server away when collect stopped.
+    pub lost: AtomicU64,
+}
+
+/// A record on its way: its subject and JSON.
+type Item = (String, Vec<u8>);
+
+/// The receivers' end of the publisher.
+#[derive(Clone)]
+pub struct Queue {
+    sender: SyncSender<Item>,
+    counts: Arc<Counts>,
+    prefix: String,
+}
+
+impl Queue {
+    /// Hands a record over; never waits.
+    pub fn push(&self, record: &Value) {
+        let kind = record["type"].as_str().unwrap_or("record");
+        let node = record["report_node"].as_u64().or_else(|| record["sink_node"].as_u64()).unwrap_or(0);
+        let subject = format!("{}.{kind}.{node}", self.prefix);
+        match self.sender.try_send((subject, record.to_string().into_bytes())) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
+                self.counts.dropped.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// Creates the stream or checks it is there (refusing a server without
+/// JetStream), then starts the publisher.
+pub fn start(settings: Settings) -> Result<(Queue, Arc<Counts>, std::thread::JoinHandle<()>), String> {
+    let mut connection = Connection::connect(&settings.server, "int-tools collect", Duration::from_secs(3))
+        .map_err(|e| format!("--nats {}: {e}", settings.server.address))?;
+    ensure_stream(&mut connection, &settings)
+        .map_err(|e| format!("--nats {}: {e}", settings.server.address))?;
+    let (sender, receiver) = sync_channel(settings.buffer.max(1));
+    let counts = Arc::new(Counts::default());
+    let queue = Queue { sender, counts: Arc::clone(&counts), prefix: settings.prefix.clone() };
+    let shared = Arc::clone(&counts);
+    connection.set_wait(Duration::from_millis(20)).map_err(|e| e.to_string())?;
+    let thread = std::thread::spawn(move || Publisher::new(settings, shared).run(connection, receiver));
+    Ok((queue, counts, thread))
+}
+
+/// The stream, made if missing; an existing one must take our subjects.
+pub fn ensure_stream(connection: &mut Connection, settings: &Settings) -> std::io::Result<()> {
+    let subjects = format!("{}.>", settings.prefix);
+    let config = json!({"name": settings.stream, "subjects": [subjects], "storage": "file",
+                        "max_age": settings.max_age.as_nanos() as u64, "max_bytes": settings.max_bytes,
+                        "duplicate_window": 120_000_000_000u64});
+    let timeout = Duration::from_secs(3);
+    let info = connection.request(
+        &format!("$JS.API.STREAM.INFO.{}", settings.stream),
+        &json!({}),
+        timeout,
+        &mut |_| {},
+    )?;
+    if let Some(existing) = info.get("config") {
+        let theirs = existing.get("subjects").cloned().unwrap_or_default();
+        let has = theirs.as_array().is_some_and(|s| s.iter().any(|s| *s == json!(subjects)));
+        return if has {
+            Ok(())
+        } else {
+            Err(std::io::Error::other(format!(
+                "stream {} exists without the subjects {subjects}: {theirs}",
+                settings.stream
+            )))
+        };
+    }
+    let code = info.get("error").and_then(|e| e.get("code")).cloned();
+    if code == Some(json!(503)) {
+        return Err(std::io::Error::other("the server has no JetStream (start nats-server with -js)"));
+    }
+    let created = connection.request(
+        &format!("$JS.API.STREAM.CREATE.{}", settings.stream),
+        &config,
+        timeout,
+        &mut |_| {},
+    )?;
+    match created.get("error") {
+        None => Ok(()),
+        Some(error) => Err(std::io::Error::other(format!("creating stream {}: {error}", settings.stream))),
+    }
+}
+
+/// The publishing thread's state.
+struct Publisher {
+    settings: Settings,
+    counts: Arc<Counts>,
+    /// Publishes awaiting their acknowledgement, by id: the record and
+    /// when it was sent.
+    pending: BTreeMap<u64, (Item, Instant)>,
+    next_id: u64,
+    /// This run's id prefix: `Nats-Msg-Id` is `RUN-N`.
+    run: String,
+}
+
+impl Publisher {
+    fn new(settings: Settings, counts: Arc<Counts>) -> Publisher {
+        let run = format!("{:x}-{:x}", std::process::id(), crate::schema::now_ns());
+        Publisher { settings, counts, pending: BTreeMap::new(), next_id: 0, run }
+    }
+
+    /// Until the receivers are gone and every record is acknowledged (or
+    /// the server has been away for longer than the queue's patience).
+    fn run(mut self, connection: Connection, receiver: Receiver<Item>) {
+        let mut connection = Some(connection);
+        let mut ended = None;
+        let mut ack_sid = None;
+        while !(ended.is_some() && self.pending.is_empty()) {
+            let Some(live) = connection.as_mut() else {
+                // After the end, the server has a few seconds to come back.
+                if ended.is_some_and(|at: Instant| at.elapsed() > PATIENCE) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(250));
+                connection = self.reconnect(&mut ack_sid);
+                continue;
+            };
+            if ack_sid.is_none() {
+                ack_sid = live.subscribe(&live.inbox("a.*")).ok();
+            }
+            let mut gone = false;
+            let step = self.step(live, &receiver, &mut gone);
+            if gone && ended.is_none() {
+                ended = Some(Instant::now());
+            }
+            if step.is_err() {
+                connection = None;
+                ack_sid = None;
+            }
+        }
+        let drained = receiver.try_iter().count() + self.pending.len();
+        self.counts.lost.fetch_add(drained as u64, Ordering::Relaxed);
+    }
+
+    /// Sends what is waiting (up to the window), reads acknowledgements,
+    /// resends what timed out.
+    fn step(
+        &mut self,
+        connection: &mut Connection,
+        receiver: &Receiver<Item>,
+        ended: &mut bool,
+    ) -> std::io::Result<()> {
+        while self.pending.len() < WINDOW {
+            let wait = if self.pending.is_empty() { Duration::from_millis(100) } else { Duration::ZERO };
+            match receiver.recv_timeout(wait) {
+                Ok(item) => self.send(connection, item)?,
+                Err(RecvTimeoutError::Timeout) => break,
+                Err(RecvTimeoutError::Disconnected) => {
+                    *ended = true;
+                    break;
+                }
+            }
+        }
+        connection.flush()?;
+        while !self.pending.is_empty() {
+            let Some(message) = connection.next_message()? else { break };
+            self.acknowledged(&message);
+        }
+        let late: Vec<u64> =
+            self.pending.iter().filter(|(_, (_, at))| at.elapsed() > ACK_WAIT).map(|(id, _)| *id).collect();
+        for id in late {
+            self.resend(connection, id)?;
+        }
+        Ok(())
+    }
+
+    /// Pending first: a publish the broken connection did not take is
+    /// sent again after the reconnect.
+    fn send(&mut self, connection: &mut Connection, item: Item) -> std::io::Result<()> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let result = self.publish(connection, id, &item);
+        self.pending.insert(id, (item, Instant::now()));
+        result
+    }
+
+    fn publish(&self, connection: &mut Connection, id: u64, item: &Item) -> std::io::Result<()> {
+        let msg_id = format!("{}-{id}", self.run);
+        let headers = [("Nats-Msg-Id", msg_id.as_str()), ("Int-Schema", SCHEMA)];
+        connection.publish(&item.0, Some(&connection.inbox(&format!("a.{id}"))), &headers, &item.1)
+    }
+
+    fn resend(&mut self, connection: &mut Connection, id: u64) -> std::io::Result<()> {
+        if let Some((item, _)) = self.pending.remove(&id) {
+            self.counts.resent.fetch_add(1, Ordering::Relaxed);
+            self.publish(connection, id, &item)?;
+            self.pending.insert(id, (item, Instant::now()));
+        }
+        Ok(())
+    }
+
+    /// A publish acknowledgement (`{"stream": ..., "seq": N}`): its record
+    /// is in the stream. An error answer leaves it pending, to be resent.
+    fn acknowledged(&mut self, message: &crate::nats::Message) {
+        let Some(id) = message.subject.rsplit('.').next().and_then(|id| id.parse::<u64>().ok()) else {
+            return;
+        };
+        let answer: Value = serde_json::from_slice(&message.payload).unwrap_or(Value::Null);
+        if answer.get("seq").is_some() && self.pending.remove(&id).is_some() {
+            self.counts.acked.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// A new connection, the stream checked, every pending record sent
+    /// again; `None` while the server is away.
+    fn reconnect(&mut self, ack_sid: &mut Option<u64>) -> Option<Connection> {
+        let mut connection =
+            Connection::connect(&self.settings.server, "int-tools collect", Duration::from_secs(1)).ok()?;
+        ensure_stream(&mut connection, &self.settings).ok()?;
+        connection.set_wait(Duration::from_millis(20)).ok()?;
+        *ack_sid = connection.subscribe(&connection.inbox("a.*")).ok();
+        self.counts.reconnects.fetch_add(1, Ordering::Relaxed);
+        let ids: Vec<u64> = self.pending.keys().copied().collect();
+        for id in ids {
+            self.resend(&mut connection, id).ok()?;
+        }
+        Some(connection)
+    }
+}

@@ -1,0 +1,291 @@
+//! Beyond one collector: collectors publish their records to a real NATS
+//! JetStream (Debian's nats-server, started and stopped here on a free
+//! port), and an aggregating collector reads them back into the same
+//! summary one collector fed everything gives; an outage of the server
+//! loses only what the bounded buffer could not hold, counted; bad stream
+//! contents are counted, not fatal.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream, UdpSocket};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::collector::{start_collector, switch_reports};
+use common::*;
+use serde_json::Value;
+
+const NATS: &str = "/usr/sbin/nats-server";
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// nats-server with JetStream, its store in `dir`, until it answers.
+fn start_nats(dir: &Path, port: u16) -> Child {
+    let child = Command::new(NATS)
+        .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
+        .arg(dir.join("store"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(started.elapsed() < Duration::from_secs(20), "nats-server did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child
+}
+
+fn stop(mut child: Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// The UDP payloads of a capture's IPv4 frames.
+fn payloads(pcap: &Path) -> Vec<Vec<u8>> {
+    read_pcap(pcap)
+        .into_iter()
+        .map(|frame| {
+            let ihl = usize::from(frame[14] & 0x0f) * 4;
+            frame[14 + ihl + 8..].to_vec()
+        })
+        .collect()
+}
+
+/// A collect with `args` fed `datagrams` holding `reports` reports: its
+/// JSON lines, the summary last.
+fn collect(args: &[&str], datagrams: &[Vec<u8>], reports: usize) -> Vec<Value> {
+    let count = reports.to_string();
+    let (child, listen) =
+        start_collector(&tools_bin(), &[&["--quiet", "--count", &count, "--duration", "60"], args].concat());
+    let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
+    for datagram in datagrams {
+        sender.send_to(datagram, &listen).unwrap();
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    lines_of(child)
+}
+
+fn lines_of(child: Child) -> Vec<Value> {
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// An aggregating collect reading `records` records off the stream.
+fn aggregate(url: &str, consumer: &str, records: u64) -> Value {
+    let output = Command::new(tools_bin())
+        .args([
+            "collect",
+            "--from-nats",
+            url,
+            "--nats-consumer",
+            consumer,
+            "--quiet",
+            "--json",
+            "--interval",
+            "0",
+        ])
+        .args(["--count", &records.to_string(), "--duration", "60"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let text = String::from_utf8(output.stdout).unwrap();
+    serde_json::from_str::<Value>(text.lines().last().unwrap()).unwrap()["summary"].clone()
+}
+
+/// Host-INT reports of a real sink (latency and drop summaries), and TR
+/// 2.0 reports as switches send them.
+fn two_feeds(dir: &Path) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+    run_port_exporter_sink(dir, 600);
+    (payloads(&dir.join("reports.pcap")), switch_reports())
+}
+
+/// Two collectors publish into one stream; an aggregator's summary of the
+/// stream equals one collector's fed both feeds: per flow and over all
+/// flows, reports, latency percentiles and loss.
+#[test]
+fn an_aggregator_over_two_collectors_sums_up_as_one_collector() {
+    if !Path::new(NATS).exists() {
+        eprintln!("skipped: {NATS} missing (apt-get install nats-server; scripts/install-deps.sh does)");
+        return;
+    }
+    let dir = workdir("stream-aggregate");
+    let port = free_port();
+    let nats = start_nats(&dir, port);
+    let url = format!("nats://127.0.0.1:{port}");
+    let (hostint, tr20) = two_feeds(&dir);
+    let individuals: usize =
+        tr20.iter().map(|d| int_core::report::tr20::Report::parse(d).unwrap().reports().count()).sum();
+    let a = collect(&["--nats", &url], &hostint, hostint.len());
+    let b = collect(&["--nats", &url], &tr20, individuals);
+    let published: u64 = [&a, &b]
+        .iter()
+        .map(|lines| lines.last().unwrap()["summary"]["nats"]["acked"].as_u64().unwrap())
+        .sum();
+    let summary = aggregate(&url, "all", published);
+    stop(nats);
+    let both: Vec<Vec<u8>> = hostint.iter().chain(&tr20).cloned().collect();
+    let direct = collect(&[], &both, hostint.len() + individuals);
+    let direct = &direct.last().unwrap()["summary"];
+    assert!(published > 0);
+    assert_eq!(summary["all_flows"], direct["all_flows"], "over all flows");
+    assert_eq!(summary["flows"], direct["flows"], "per flow");
+    assert_eq!(summary["path_changes"], direct["path_changes"]);
+    assert_eq!(summary["malformed"], 0, "{summary}");
+}
+
+/// A bare NATS connection for what the test does itself: publish raw
+/// messages, ask JetStream for a stream's message count.
+struct Raw {
+    stream: TcpStream,
+    reader: BufReader<TcpStream>,
+}
+
+impl Raw {
+    fn connect(port: u16) -> Raw {
+        let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut raw = Raw { reader: BufReader::new(stream.try_clone().unwrap()), stream };
+        let mut info = String::new();
+        raw.reader.read_line(&mut info).unwrap();
+        assert!(info.starts_with("INFO"), "{info}");
+        write!(raw.stream, "CONNECT {{\"verbose\":false,\"headers\":true}}\r\n").unwrap();
+        raw
+    }
+
+    fn publish(&mut self, subject: &str, headers: &str, payload: &str) {
+        if headers.is_empty() {
+            write!(self.stream, "PUB {subject} {}\r\n{payload}\r\n", payload.len()).unwrap();
+        } else {
+            let block = format!("NATS/1.0\r\n{headers}\r\n\r\n");
+            let total = block.len() + payload.len();
+            write!(self.stream, "HPUB {subject} {} {total}\r\n{block}{payload}\r\n", block.len()).unwrap();
+        }
+    }
+
+    /// One request's JSON answer.
+    fn request(&mut self, subject: &str, payload: &str) -> Value {
+        write!(
+            self.stream,
+            "SUB _INBOX.test 1\r\nPUB {subject} _INBOX.test {}\r\n{payload}\r\n",
+            payload.len()
+        )
+        .unwrap();
+        loop {
+            let mut line = String::new();
+            self.reader.read_line(&mut line).unwrap();
+            if let Some(rest) = line.strip_prefix("MSG _INBOX.test 1 ") {
+                let len: usize = rest.trim().parse().unwrap();
+                let mut body = vec![0u8; len + 2];
+                self.reader.read_exact(&mut body).unwrap();
+                write!(self.stream, "UNSUB 1\r\n").unwrap();
+                return serde_json::from_slice(&body[..len]).unwrap();
+            }
+            if line.starts_with("PING") {
+                write!(self.stream, "PONG\r\n").unwrap();
+            }
+        }
+    }
+
+    fn messages(&mut self, stream: &str) -> u64 {
+        self.request(&format!("$JS.API.STREAM.INFO.{stream}"), "")["state"]["messages"].as_u64().unwrap_or(0)
+    }
+}
+
+/// The server stopped mid-run and started again: the collector does not
+/// stop, the records before and after reach the stream, and what its
+/// bounded buffer could not hold is counted: exactly what the stream
+/// lacks.
+#[test]
+fn an_outage_of_the_server_loses_only_what_is_counted() {
+    if !Path::new(NATS).exists() {
+        eprintln!("skipped: {NATS} missing (apt-get install nats-server; scripts/install-deps.sh does)");
+        return;
+    }
+    let dir = workdir("stream-outage");
+    let port = free_port();
+    let mut nats = start_nats(&dir, port);
+    let url = format!("nats://127.0.0.1:{port}");
+    let reports: Vec<Vec<u8>> = (1..=600).map(|n| common::collector::drop_summary(n, 1)).collect();
+    let count = reports.len().to_string();
+    let (child, listen) = start_collector(
+        &tools_bin(),
+        &["--quiet", "--count", &count, "--duration", "120", "--nats", &url, "--nats-buffer", "50"],
+    );
+    let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let send = |range: std::ops::Range<usize>| {
+        for report in &reports[range] {
+            sender.send_to(report, &listen).unwrap();
+            std::thread::sleep(Duration::from_micros(300));
+        }
+    };
+    send(0..200);
+    let started = Instant::now();
+    while Raw::connect(port).messages("INT") < 200 {
+        assert!(started.elapsed() < Duration::from_secs(30), "the first 200 records reach the stream");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    stop(nats);
+    send(200..500);
+    nats = start_nats(&dir, port);
+    // Once the collector is back (the buffered 50 are in the stream), the
+    // last 100 go straight through.
+    let started = Instant::now();
+    while Raw::connect(port).messages("INT") < 250 {
+        assert!(started.elapsed() < Duration::from_secs(30), "the buffered records reach the stream");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    send(500..600);
+    let lines = lines_of(child);
+    let counts = &lines.last().unwrap()["summary"]["nats"];
+    let in_stream = Raw::connect(port).messages("INT");
+    stop(nats);
+    eprintln!("stream outage: {counts}, {in_stream} records in the stream");
+    let (acked, dropped, lost) = (
+        counts["acked"].as_u64().unwrap(),
+        counts["dropped"].as_u64().unwrap(),
+        counts["lost"].as_u64().unwrap(),
+    );
+    assert!(dropped > 0, "the outage outlasted the buffer of 50: {counts}");
+    assert_eq!(acked + dropped + lost, 600, "every record acknowledged or counted: {counts}");
+    assert_eq!(in_stream, acked, "the stream holds what was acknowledged, each once");
+    assert!(
+        in_stream >= 200 + 50 + 100,
+        "records before, buffered during, and after the outage: {in_stream}"
+    );
+}
+
+/// Messages in the stream that are not records, or records of another
+/// schema, are counted by the aggregator, which goes on.
+#[test]
+fn bad_stream_contents_are_counted_not_fatal() {
+    if !Path::new(NATS).exists() {
+        eprintln!("skipped: {NATS} missing (apt-get install nats-server; scripts/install-deps.sh does)");
+        return;
+    }
+    let dir = workdir("stream-bad");
+    let port = free_port();
+    let nats = start_nats(&dir, port);
+    let url = format!("nats://127.0.0.1:{port}");
+    let reports: Vec<Vec<u8>> = (1..=20).map(|n| common::collector::drop_summary(n, 2)).collect();
+    let good = collect(&["--nats", &url], &reports, reports.len());
+    assert_eq!(good.last().unwrap()["summary"]["nats"]["acked"], 20);
+    let mut raw = Raw::connect(port);
+    raw.publish("int.latency.0", "", "not json at all");
+    raw.publish("int.latency.0", "Int-Schema: 9", "{\"type\":\"latency\"}");
+    raw.publish("int.latency.0", "Int-Schema: 1", "{\"type\":\"unheard-of\"}");
+    assert_eq!(raw.messages("INT"), 23);
+    let summary = aggregate(&url, "checker", 23);
+    stop(nats);
+    assert_eq!(summary["all_flows"]["lost_packets"], 40, "the 20 records: {summary}");
+    let reasons = &summary["malformed_by_reason"];
+    assert_eq!(reasons["stream: not a JSON record"], 1, "{summary}");
+    assert_eq!(reasons["stream: record schema 9"], 1, "{summary}");
+    assert_eq!(reasons["stream: a record of type \"unheard-of\""], 1, "{summary}");
+}
