@@ -20,17 +20,6 @@ const ARRIVAL: [&str; 4] = ["from", "arrival", "arrival_ns", "missing_reports_be
 const GROUP: [&str; 4] = ["type", "report_seq", "report_node", "hw_id"];
 const INDIVIDUAL: [&str; 10] = ["rep_type", "in_type", "d", "q", "f", "i", "drop", "flow", "time", "time_ns"];
 
-/// The UDP payload of each IPv4 frame of a capture.
-fn payloads(pcap: &Path) -> Vec<Vec<u8>> {
-    read_pcap(pcap)
-        .into_iter()
-        .map(|frame| {
-            let ihl = usize::from(frame[14] & 0x0f) * 4;
-            frame[14 + ihl + 8..].to_vec()
-        })
-        .collect()
-}
-
 fn decode(dir: &Path, file: &str) -> Vec<Value> {
     let json = int_tools(dir, &["decode", "--json", "--int21-port", "7777", file]);
     json.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
@@ -174,7 +163,7 @@ fn decode_and_collect_name_the_same_facts_the_same_way() {
     // Host-INT latency and drop-summary reports from a real sink.
     let dir = workdir("schema-hostint");
     let sink = run_port_exporter_sink(&dir, 600);
-    let (decoded, sent) = (decode(&dir, "reports.pcap"), payloads(&dir.join("reports.pcap")));
+    let (decoded, sent) = (decode(&dir, "reports.pcap"), udp_payloads(&dir.join("reports.pcap")));
     let collected = collect(&sent, sent.len());
     let kinds: BTreeSet<&str> = collected.iter().filter_map(|r| r["type"].as_str()).collect();
     assert_eq!(kinds, BTreeSet::from(["drop-summary", "latency"]));
@@ -188,7 +177,7 @@ fn decode_and_collect_name_the_same_facts_the_same_way() {
     int_tools(&dir, &[&args[..], &["--sizes", "200", "--instrument", "hostint"]].concat());
     write_pcap(&dir.join("empty.pcap"), &[]);
     run_node(&dir, &port_exporter_config("lossy.pcap").replace("export:\n", "export:\n  profile: tr05\n"));
-    let (decoded, sent) = (decode(&dir, "reports.pcap"), payloads(&dir.join("reports.pcap")));
+    let (decoded, sent) = (decode(&dir, "reports.pcap"), udp_payloads(&dir.join("reports.pcap")));
     let collected = collect(&sent, sent.len());
     assert!(collected.iter().any(|r| r["type"] == "tr05-flow"), "{collected:?}");
     assert_eq!(same_as_decode(&collected, &decoded), sent.len());

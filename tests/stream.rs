@@ -46,17 +46,6 @@ fn stop(mut child: Child) {
     let _ = child.wait();
 }
 
-/// The UDP payloads of a capture's IPv4 frames.
-fn payloads(pcap: &Path) -> Vec<Vec<u8>> {
-    read_pcap(pcap)
-        .into_iter()
-        .map(|frame| {
-            let ihl = usize::from(frame[14] & 0x0f) * 4;
-            frame[14 + ihl + 8..].to_vec()
-        })
-        .collect()
-}
-
 /// A collect with `args` fed `datagrams` holding `reports` reports: its
 /// JSON lines, the summary last.
 fn collect(args: &[&str], datagrams: &[Vec<u8>], reports: usize) -> Vec<Value> {
@@ -103,7 +92,7 @@ fn aggregate(url: &str, consumer: &str, records: u64) -> Value {
 /// 2.0 reports as switches send them.
 fn two_feeds(dir: &Path) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
     run_port_exporter_sink(dir, 600);
-    (payloads(&dir.join("reports.pcap")), switch_reports())
+    (udp_payloads(&dir.join("reports.pcap")), switch_reports())
 }
 
 /// Two collectors publish into one stream; an aggregator's summary of the

@@ -43,3 +43,15 @@ pub fn read_pcap(path: &Path) -> Vec<Vec<u8>> {
     }
     frames
 }
+
+/// The UDP payload of each IPv4 frame of a capture (reports as their
+/// sender wrote them).
+pub fn udp_payloads(pcap: &Path) -> Vec<Vec<u8>> {
+    read_pcap(pcap)
+        .into_iter()
+        .map(|frame| {
+            let ihl = usize::from(frame[14] & 0x0f) * 4;
+            frame[14 + ihl + 8..].to_vec()
+        })
+        .collect()
+}

@@ -353,21 +353,11 @@ pub fn run(args: &CollectArgs) -> Result<(), String> {
             failure = Some(error);
         }
     }
-    // The writers end, after writing what is queued, once no queue is left.
-    for books in &shared.books {
-        if let Ok(mut books) = books.lock() {
-            books.influx = None;
-            books.stream = None;
-        }
-    }
-    if let Some((queue, _, writer)) = influx {
-        drop(queue);
-        let _ = writer.join();
-    }
-    if let Some((queue, _, publisher)) = stream {
-        drop(queue);
-        let _ = publisher.join();
-    }
+    stop_writers(
+        &shared,
+        influx.map(|(queue, _, writer)| (queue, writer)),
+        stream.map(|(queue, _, publisher)| (queue, publisher)),
+    );
     if let Some(server) = metrics {
         let _ = server.join();
     }
@@ -401,6 +391,28 @@ fn how(args: &CollectArgs) -> Result<How, String> {
         (false, false) => Output::Text,
     };
     Ok(How { sink_id, int21_domain, output })
+}
+
+/// The writers end, after writing what is queued, once no queue is left.
+fn stop_writers(
+    shared: &Shared,
+    influx: Option<(influx::Queue, std::thread::JoinHandle<()>)>,
+    stream: Option<(stream::Queue, std::thread::JoinHandle<()>)>,
+) {
+    for books in &shared.books {
+        if let Ok(mut books) = books.lock() {
+            books.influx = None;
+            books.stream = None;
+        }
+    }
+    if let Some((queue, writer)) = influx {
+        drop(queue);
+        let _ = writer.join();
+    }
+    if let Some((queue, publisher)) = stream {
+        drop(queue);
+        let _ = publisher.join();
+    }
 }
 
 fn start_stream(
