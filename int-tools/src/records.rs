@@ -90,13 +90,7 @@ fn drop_summary(d: &report::DropSummaryReport) -> Map<String, Value> {
 
 /// int-node's own INT 0.5 sink's Telemetry Report 0.5 flow report.
 pub fn tr05_flow(report: &FlowReport<'_>) -> Map<String, Value> {
-    let flow = FlowKey {
-        src: report.ip.src,
-        dst: report.ip.dst,
-        protocol: report.ip.protocol,
-        src_port: report.src_port,
-        dst_port: report.dst_port,
-    };
+    let flow = report.flow();
     let source = report.source_hop();
     let mut out = object(json!({"type": "tr05-flow", "report_seq": report.header.sequence}));
     put_time(&mut out, "time", None);

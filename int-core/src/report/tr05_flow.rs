@@ -113,6 +113,17 @@ impl<'a> FlowReport<'a> {
         Ok(FlowReport { header, local, ethernet, ip: ip.packet_ip(), src_port, dst_port, block })
     }
 
+    /// The reported packet's flow.
+    pub fn flow(&self) -> crate::flow::FlowKey {
+        crate::flow::FlowKey {
+            src: self.ip.src,
+            dst: self.ip.dst,
+            protocol: self.ip.protocol,
+            src_port: self.src_port,
+            dst_port: self.dst_port,
+        }
+    }
+
     /// The bottom hop of the stack: the source's.
     pub fn source_hop(&self) -> Option<HopMetadata> {
         self.block.stack.hops().last()

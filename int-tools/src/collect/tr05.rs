@@ -3,7 +3,6 @@
 //! the INT stack inside, and the one-way latency: the fixed header's
 //! ingress timestamp minus the source's.
 
-use int_core::flow::FlowKey;
 use int_core::report::tr05_flow::FlowReport;
 
 use super::print::Arrival;
@@ -12,13 +11,7 @@ use crate::records;
 
 /// Records and prints one flow report.
 pub fn record(report: &FlowReport<'_>, arrival: Arrival, books: &mut Books, output: Output) {
-    let flow = FlowKey {
-        src: report.ip.src,
-        dst: report.ip.dst,
-        protocol: report.ip.protocol,
-        src_port: report.src_port,
-        dst_port: report.dst_port,
-    };
+    let flow = report.flow();
     if let Some(ns) = report.latency_ns() {
         books.observe(&Observed {
             flow,
