@@ -91,11 +91,12 @@ fn defined_flags(help: &str) -> Vec<String> {
 }
 
 fn binary(program: &str) -> PathBuf {
-    match program {
+    let path = match program {
         "int-node" => PathBuf::from(BIN),
-        "int-tools" => tools_bin(),
         _ => Path::new(BIN).with_file_name(program),
-    }
+    };
+    assert!(path.is_file(), "{} missing: run the tests with --workspace", path.display());
+    path
 }
 
 /// Every `int-node`, `int-tools` and `int-lab` line of the README, docs/
