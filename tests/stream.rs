@@ -20,6 +20,14 @@ use serde_json::Value;
 
 const NATS: &str = "/usr/sbin/nats-server";
 
+fn nats_missing() -> bool {
+    let missing = !Path::new(NATS).exists();
+    if missing {
+        eprintln!("skipped: {NATS} missing (apt-get install nats-server; scripts/install-deps.sh does)");
+    }
+    missing
+}
+
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
@@ -100,8 +108,7 @@ fn two_feeds(dir: &Path) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
 /// flows, reports, latency percentiles and loss.
 #[test]
 fn an_aggregator_over_two_collectors_sums_up_as_one_collector() {
-    if !Path::new(NATS).exists() {
-        eprintln!("skipped: {NATS} missing (apt-get install nats-server; scripts/install-deps.sh does)");
+    if nats_missing() {
         return;
     }
     let dir = workdir("stream-aggregate");
@@ -193,8 +200,7 @@ impl Raw {
 /// lacks.
 #[test]
 fn an_outage_of_the_server_loses_only_what_is_counted() {
-    if !Path::new(NATS).exists() {
-        eprintln!("skipped: {NATS} missing (apt-get install nats-server; scripts/install-deps.sh does)");
+    if nats_missing() {
         return;
     }
     let dir = workdir("stream-outage");
@@ -254,8 +260,7 @@ fn an_outage_of_the_server_loses_only_what_is_counted() {
 /// schema, are counted by the aggregator, which goes on.
 #[test]
 fn bad_stream_contents_are_counted_not_fatal() {
-    if !Path::new(NATS).exists() {
-        eprintln!("skipped: {NATS} missing (apt-get install nats-server; scripts/install-deps.sh does)");
+    if nats_missing() {
         return;
     }
     let dir = workdir("stream-bad");
@@ -277,4 +282,66 @@ fn bad_stream_contents_are_counted_not_fatal() {
     assert_eq!(reasons["stream: not a JSON record"], 1, "{summary}");
     assert_eq!(reasons["stream: record schema 9"], 1, "{summary}");
     assert_eq!(reasons["stream: a record of type \"unheard-of\""], 1, "{summary}");
+}
+
+/// Aggregators under one consumer name share the stream: each record goes
+/// to exactly one of them, and together they account for every one.
+#[test]
+fn aggregators_sharing_a_consumer_share_the_records() {
+    if nats_missing() {
+        return;
+    }
+    let dir = workdir("stream-shared");
+    let port = free_port();
+    let nats = start_nats(&dir, port);
+    let url = format!("nats://127.0.0.1:{port}");
+    let spawn_aggregator = || {
+        Command::new(tools_bin())
+            .args(["collect", "--from-nats", &url, "--nats-consumer", "shared", "--quiet", "--json"])
+            .args(["--interval", "0", "--duration", "300"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let aggregators = [spawn_aggregator(), spawn_aggregator()];
+    // Both wait for records before any is published.
+    let info = |raw: &mut Raw| raw.request("$JS.API.CONSUMER.INFO.INT.shared", "");
+    let started = Instant::now();
+    while info(&mut Raw::connect(port))["num_waiting"].as_u64().unwrap_or(0) < 2 {
+        assert!(started.elapsed() < Duration::from_secs(60), "both aggregators pull");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let reports: Vec<Vec<u8>> = (1..=2000).map(|n| common::collector::drop_summary(n, 3)).collect();
+    let published = collect(&["--nats", &url], &reports, reports.len());
+    let published = published.last().unwrap()["summary"]["nats"]["acked"].as_u64().unwrap();
+    assert_eq!(published, 2000);
+    // Every record delivered and acknowledged, then the aggregators stop.
+    let started = Instant::now();
+    loop {
+        let state = info(&mut Raw::connect(port));
+        let done = state["delivered"]["stream_seq"] == published
+            && state["num_pending"] == 0
+            && state["num_ack_pending"] == 0;
+        if done {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(120), "the aggregators take every record: {state}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let summaries: Vec<Value> = aggregators
+        .into_iter()
+        .map(|child| {
+            Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+            lines_of(child).last().unwrap()["summary"].clone()
+        })
+        .collect();
+    stop(nats);
+    let taken: Vec<u64> = summaries.iter().map(|s| s["reports"].as_u64().unwrap()).collect();
+    eprintln!("shared consumer: the aggregators took {taken:?} of {published}");
+    assert_eq!(taken.iter().sum::<u64>(), published, "each record once: {taken:?}");
+    assert!(taken.iter().all(|n| *n > 0), "both took some: {taken:?}");
+    let lost: u64 = summaries.iter().map(|s| s["all_flows"]["lost_packets"].as_u64().unwrap()).sum();
+    assert_eq!(lost, 3 * published, "{summaries:?}");
+    assert!(summaries.iter().all(|s| s["malformed"] == 0), "{summaries:?}");
 }

@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 
 use super::hops::Seen;
 use super::stream::{ensure_stream, Settings, SCHEMA};
-use super::{Books, Measure, Observed, Output, Shared};
+use super::{Books, Measure, Observed, Print, Shared};
 use crate::nats::{Connection, Message};
 
 /// Records asked for per fetch.
@@ -27,7 +27,7 @@ pub fn spawn(
     settings: Settings,
     consumer: String,
     shared: &std::sync::Arc<Shared>,
-    output: Output,
+    output: Print,
 ) -> std::thread::JoinHandle<Result<(), String>> {
     let shared = std::sync::Arc::clone(shared);
     std::thread::spawn(move || match shared.books.first() {
@@ -43,7 +43,7 @@ pub fn run(
     consumer: &str,
     books: &Mutex<Books>,
     shared: &Shared,
-    output: Output,
+    output: Print,
 ) -> Result<(), String> {
     while !shared.quit.load(Ordering::Relaxed) {
         let Ok(mut connection) = open(settings, consumer) else {
@@ -84,7 +84,7 @@ fn fetch(
     consumer: &str,
     books: &Mutex<Books>,
     shared: &Shared,
-    output: Output,
+    output: Print,
 ) -> std::io::Result<()> {
     let inbox = connection.inbox("f");
     let request = json!({"batch": BATCH, "expires": 500_000_000u64}).to_string();
@@ -109,7 +109,7 @@ fn fetch(
 }
 
 /// One message: a record into the books, or counted as what it is not.
-fn take(message: &Message, books: &mut Books, output: Output) {
+fn take(message: &Message, books: &mut Books, output: Print) {
     books.totals.received += 1;
     books.totals.reports += 1;
     let refuse = |books: &mut Books, reason: String| *books.totals.malformed.entry(reason).or_default() += 1;

@@ -6,11 +6,11 @@ use int_core::flow::FlowKey;
 use int_core::report::{self, Report};
 
 use super::print::Arrival;
-use super::{Books, Measure, Observed, Output};
+use super::{Books, Measure, Observed, Print};
 use crate::records;
 
 /// Records and prints one report.
-pub fn record(parsed: &Report<'_>, arrival: Arrival, books: &mut Books, output: Output) {
+pub fn record(parsed: &Report<'_>, arrival: Arrival, books: &mut Books, output: Print) {
     match parsed {
         Report::Latency(l) => observe_latency(l, books),
         Report::DropSummary(d) => {

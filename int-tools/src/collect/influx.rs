@@ -19,6 +19,8 @@ use int_core::int21::HopMetadata;
 
 use super::hops::{self, PathChange, Seen};
 use super::ledger::{Measure, Observed};
+use super::metrics::counter_family;
+use super::outputs::{Counted, Output, Running};
 
 /// What becomes points: an observation of a flow, a report's hops and
 /// links, a flow's path change.
@@ -89,23 +91,46 @@ pub struct Queue {
     counts: Arc<Counts>,
 }
 
-impl Queue {
-    pub fn push(&self, observed: &Observed) {
+impl Output for Queue {
+    fn observed(&self, observed: &Observed) {
         self.send(Point::Observed(*observed));
     }
 
     /// A report's hops (points `int_hop`) and the links between them
     /// (`int_link`).
-    pub fn push_hops(&self, seen: &Seen<'_>) {
+    fn hops(&self, seen: &Seen<'_>) {
         let (sink, sink_ingress_ns, hops) = (seen.sink, seen.sink_ingress_ns, seen.hops.to_vec());
         self.send(Point::Hops { sink, sink_ingress_ns, hops });
     }
 
     /// A flow's new path (`int_path_change`).
-    pub fn push_change(&self, change: &PathChange) {
+    fn path_change(&self, change: &PathChange) {
         self.send(Point::PathChange(change.clone()));
     }
+}
 
+impl Counted for Counts {
+    fn names(&self) -> (&'static str, &'static str) {
+        ("influx", "InfluxDB points")
+    }
+
+    fn counts(&self) -> Vec<(&'static str, u64)> {
+        let get = |count: &AtomicU64| count.load(Ordering::Relaxed);
+        vec![
+            ("written", get(&self.written)),
+            ("dropped", get(&self.dropped)),
+            ("failed", get(&self.failed)),
+            ("retries", get(&self.retries)),
+        ]
+    }
+
+    fn metrics(&self, out: &mut String) {
+        let outcomes = self.counts().into_iter().filter(|(name, _)| *name != "retries");
+        counter_family(out, "int_collect_influx_points_total", "Points for InfluxDB by outcome.", outcomes);
+    }
+}
+
+impl Queue {
     fn send(&self, point: Point) {
         let now_ns = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
         match self.sender.try_send((point, now_ns)) {
@@ -119,12 +144,12 @@ impl Queue {
 
 /// Starts the writer thread; it ends, after writing what is queued, once
 /// every [`Queue`] is dropped.
-pub fn start(settings: Settings) -> (Queue, Arc<Counts>, std::thread::JoinHandle<()>) {
+pub fn start(settings: Settings) -> Running {
     let (sender, receiver) = mpsc::sync_channel(settings.buffer.max(1));
     let counts = Arc::new(Counts::default());
     let writer = Writer { settings, counts: Arc::clone(&counts), last_ns: 0, last_error: String::new() };
     let thread = std::thread::spawn(move || writer.run(&receiver));
-    (Queue { sender, counts: Arc::clone(&counts) }, counts, thread)
+    Running { output: Arc::new(Queue { sender, counts: Arc::clone(&counts) }), counted: counts, thread }
 }
 
 struct Writer {
@@ -420,22 +445,19 @@ mod tests {
             flush: Duration::from_millis(10),
             buffer: 2,
         };
-        let (queue, counts, thread) = start(settings);
+        let Running { output, counted, thread } = start(settings);
         let flow = FlowKey::v4(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), 17, 5, 6);
         let observed =
             Observed { flow, source_node: None, sink_node: None, measure: Measure::Lost(1), at_ns: None };
         let started = Instant::now();
         for _ in 0..10_000 {
-            queue.push(&observed);
+            output.observed(&observed);
         }
         assert!(started.elapsed() < Duration::from_secs(1), "pushing never waits");
-        drop(queue);
+        drop(output);
         thread.join().unwrap();
-        let (written, dropped, failed) = (
-            counts.written.load(Ordering::Relaxed),
-            counts.dropped.load(Ordering::Relaxed),
-            counts.failed.load(Ordering::Relaxed),
-        );
+        let counts: std::collections::BTreeMap<_, _> = counted.counts().into_iter().collect();
+        let (written, dropped, failed) = (counts["written"], counts["dropped"], counts["failed"]);
         assert_eq!(written, 0);
         assert!(dropped >= 10_000 - 2 - 2 * 2, "{dropped}");
         assert_eq!(dropped + failed, 10_000);

@@ -5,7 +5,6 @@
 
 use std::fmt::Write as _;
 use std::net::{SocketAddr, TcpListener};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use int_core::flow::FlowKey;
@@ -13,6 +12,7 @@ use int_os::http::{self, Page};
 
 use super::hops::Hops;
 use super::latency::{Latency, PERCENTILES};
+use super::outputs::Counted;
 use super::summary::Snapshot;
 use super::Shared;
 
@@ -46,7 +46,7 @@ pub fn start(
         let serve = |path: &str| {
             (path == "/metrics").then(|| Page {
                 content_type: "text/plain; version=0.0.4",
-                body: page(&shared.view(top), shared.influx.as_deref(), top),
+                body: page(&shared.view(top), &shared.outputs, top),
             })
         };
         if let Err(error) = http::serve(listener, serve, &shared.quit) {
@@ -56,7 +56,7 @@ pub fn start(
 }
 
 /// The exposition.
-pub fn page(snapshot: &Snapshot, influx: Option<&super::influx::Counts>, top: usize) -> String {
+pub fn page(snapshot: &Snapshot, outputs: &[Arc<dyn Counted>], top: usize) -> String {
     let mut out = String::new();
     let totals = &snapshot.totals;
     let ledger = &snapshot.ledger;
@@ -69,13 +69,12 @@ pub fn page(snapshot: &Snapshot, influx: Option<&super::influx::Counts>, top: us
         ("lost_packets", "Packets the reports declared lost, all flows.", ledger.overall.lost),
     ];
     for (name, help, value) in counters {
-        metric_head(&mut out, &format!("int_collect_{name}_total"), help, "counter");
-        let _ = writeln!(out, "int_collect_{name}_total {value}");
+        counter(&mut out, &format!("int_collect_{name}_total"), help, value);
     }
     metric_head(&mut out, "int_collect_flows", "Flows followed one by one.", "gauge");
     let _ = writeln!(out, "int_collect_flows {}", ledger.flows_followed());
-    if let Some(influx) = influx {
-        points(&mut out, influx);
+    for output in outputs {
+        output.metrics(&mut out);
     }
     metric_head(
         &mut out,
@@ -178,13 +177,21 @@ fn metric_head(out: &mut String, name: &str, help: &str, kind: &str) {
     let _ = writeln!(out, "# TYPE {name} {kind}");
 }
 
-fn points(out: &mut String, influx: &super::influx::Counts) {
-    let name = "int_collect_influx_points_total";
-    metric_head(out, name, "Points for InfluxDB by outcome.", "counter");
-    for (outcome, count) in
-        [("written", &influx.written), ("dropped", &influx.dropped), ("failed", &influx.failed)]
-    {
-        let _ = writeln!(out, "{name}{{outcome=\"{outcome}\"}} {}", count.load(Ordering::Relaxed));
+pub fn counter(out: &mut String, name: &str, help: &str, value: u64) {
+    metric_head(out, name, help, "counter");
+    let _ = writeln!(out, "{name} {value}");
+}
+
+/// A counter family with an `outcome` label (an output's counts).
+pub fn counter_family(
+    out: &mut String,
+    name: &str,
+    help: &str,
+    outcomes: impl Iterator<Item = (&'static str, u64)>,
+) {
+    metric_head(out, name, help, "counter");
+    for (outcome, count) in outcomes {
+        let _ = writeln!(out, "{name}{{outcome=\"{outcome}\"}} {count}");
     }
 }
 
@@ -241,10 +248,10 @@ mod tests {
             totals: Default::default(),
         };
         let snapshot = Snapshot { ledger, hops, senders: Default::default(), totals: Default::default() };
-        let page = page(&snapshot, None, 5);
+        let page = page(&snapshot, &[], 5);
         // A scrape copies only the flows it shows, and shows the same.
         assert!(view.ledger.flows.len() <= 10);
-        assert_eq!(super::page(&view, None, 5), page);
+        assert_eq!(super::page(&view, &[], 5), page);
         let flow_counts: Vec<&str> =
             page.lines().filter(|l| l.starts_with("int_collect_flow_latency_seconds_count")).collect();
         assert_eq!(flow_counts.len(), 5);
@@ -290,7 +297,7 @@ mod tests {
         hops.observe_drop(8, 71);
         let ledger = Ledger::new(Limits { flows: 1, detailed: 1 }, Default::default());
         let snapshot = Snapshot { ledger, hops, senders: Default::default(), totals: Default::default() };
-        let page = page(&snapshot, None, 3);
+        let page = page(&snapshot, &[], 3);
         let counts: Vec<&str> =
             page.lines().filter(|l| l.starts_with("int_collect_hop_latency_seconds_count")).collect();
         assert_eq!(

@@ -16,6 +16,7 @@ mod label;
 mod latency;
 mod ledger;
 mod metrics;
+mod outputs;
 mod plot;
 mod print;
 mod receive;
@@ -38,6 +39,7 @@ use int_core::report::SinkIdWord;
 use ledger::{Ledger, Limits};
 pub use ledger::{Measure, Observed};
 use sender::Sender;
+use outputs::{Counted, Output};
 use summary::Snapshot;
 
 #[derive(Debug, Args)]
@@ -176,7 +178,7 @@ pub struct CollectArgs {
 
 /// How reports are printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Output {
+pub enum Print {
     Text,
     Json,
     /// Summaries only.
@@ -187,7 +189,7 @@ pub enum Output {
 pub struct How {
     pub sink_id: SinkIdWord,
     pub int21_domain: int_core::int21::Domain,
-    pub output: Output,
+    pub output: Print,
 }
 
 /// What the collector received, refused and missed.
@@ -215,39 +217,38 @@ pub struct Books {
     pub hops: hops::Hops,
     pub senders: BTreeMap<SocketAddr, Sender>,
     pub totals: Totals,
-    pub influx: Option<influx::Queue>,
-    /// The NATS JetStream publisher's queue (`--nats`).
-    pub stream: Option<stream::Queue>,
+    /// InfluxDB, a NATS stream: what the receivers hand findings to.
+    pub outputs: Vec<Arc<dyn Output>>,
 }
 
 impl Books {
     /// A record: built only when it is printed or published.
-    pub fn emit(&self, output: Output, record: impl FnOnce() -> serde_json::Value) {
-        if output == Output::Quiet && self.stream.is_none() {
+    pub fn emit(&self, print: Print, record: impl FnOnce() -> serde_json::Value) {
+        if print == Print::Quiet && !self.outputs.iter().any(|o| o.wants_records()) {
             return;
         }
         let record = record();
-        if let Some(stream) = &self.stream {
-            stream.push(&record);
+        for output in self.outputs.iter().filter(|o| o.wants_records()) {
+            output.record(&record);
         }
-        print::print(&record, output);
+        print::print(&record, print);
     }
 
     pub fn observe(&mut self, observed: &Observed) {
         self.ledger.observe(observed);
-        if let Some(queue) = &self.influx {
-            queue.push(observed);
+        for output in &self.outputs {
+            output.observed(observed);
         }
     }
 
-    /// A report's hops and path: into the per-hop view, and to InfluxDB;
+    /// A report's hops and path: into the per-hop view and the outputs;
     /// returns the flow's path change, if any.
     pub fn observe_path(&mut self, seen: &hops::Seen<'_>) -> Option<hops::PathChange> {
         let change = self.hops.observe(seen);
-        if let Some(queue) = &self.influx {
-            queue.push_hops(seen);
+        for output in &self.outputs {
+            output.hops(seen);
             if let Some(change) = &change {
-                queue.push_change(change);
+                output.path_change(change);
             }
         }
         change
@@ -264,16 +265,11 @@ pub struct Shared {
     pub books: Vec<Arc<Mutex<Books>>>,
     pub reports: AtomicU64,
     pub quit: AtomicBool,
-    pub influx: Option<Arc<influx::Counts>>,
-    pub stream: Option<Arc<stream::Counts>>,
+    /// The outputs' counts, for the summary and the metrics.
+    pub outputs: Vec<Arc<dyn Counted>>,
 }
 
 impl Shared {
-    /// The outputs' counts, for the summary.
-    pub fn outputs(&self) -> summary::Outputs<'_> {
-        summary::Outputs { influx: self.influx.as_deref(), stream: self.stream.as_deref() }
-    }
-
     /// Every receiver's books, merged.
     pub fn snapshot(&self) -> Snapshot {
         Snapshot::merge(self.books.iter().filter_map(|books| books.lock().ok().map(|b| Snapshot::of(&b))))
@@ -307,14 +303,7 @@ pub fn run(args: &CollectArgs) -> Result<(), String> {
     };
     int_os::signals::catch_stop_signals();
     let started = Instant::now();
-    let influx = match &args.influx {
-        Some(url) => Some(start_influx(url, args)?),
-        None => None,
-    };
-    let stream = match &args.nats {
-        Some(url) => Some(start_stream(url, args)?),
-        None => None,
-    };
+    let running = start_outputs(args)?;
     let limits = Limits { flows: args.max_flows, detailed: args.detailed_flows };
     let base = Arc::new(timeline::TimeBase::default());
     let hop_limits = hops::Limits { nodes: args.max_nodes, links: args.max_links, flows: args.max_flows };
@@ -325,8 +314,7 @@ pub fn run(args: &CollectArgs) -> Result<(), String> {
                 hops: hops::Hops::new(hop_limits),
                 senders: BTreeMap::new(),
                 totals: Totals::default(),
-                influx: influx.as_ref().map(|(queue, _, _)| queue.clone()),
-                stream: stream.as_ref().map(|(queue, _, _)| queue.clone()),
+                outputs: running.iter().map(|r| Arc::clone(&r.output)).collect(),
             }))
         })
         .collect();
@@ -334,8 +322,7 @@ pub fn run(args: &CollectArgs) -> Result<(), String> {
         books,
         reports: AtomicU64::new(0),
         quit: AtomicBool::new(false),
-        influx: influx.as_ref().map(|(_, counts, _)| Arc::clone(counts)),
-        stream: stream.as_ref().map(|(_, counts, _)| Arc::clone(counts)),
+        outputs: running.iter().map(|r| Arc::clone(&r.counted)).collect(),
     });
     let metrics = match args.metrics {
         Some(addr) => Some(metrics::start(addr, Arc::clone(&shared), args.metrics_flows)?),
@@ -353,16 +340,12 @@ pub fn run(args: &CollectArgs) -> Result<(), String> {
             failure = Some(error);
         }
     }
-    stop_writers(
-        &shared,
-        influx.map(|(queue, _, writer)| (queue, writer)),
-        stream.map(|(queue, _, publisher)| (queue, publisher)),
-    );
+    stop_outputs(&shared, running);
     if let Some(server) = metrics {
         let _ = server.join();
     }
     let snapshot = shared.snapshot();
-    summary::print(&snapshot, shared.outputs(), args.json);
+    summary::print(&snapshot, &shared.outputs, args.json);
     if let Some(path) = &args.plot {
         plot::draw(&snapshot, path).map_err(|e| format!("--plot {}: {e}", path.display()))?;
         eprintln!("collect: plot written to {}", path.display());
@@ -386,42 +369,39 @@ fn how(args: &CollectArgs) -> Result<How, String> {
         other => return Err(format!("--sink-id {other:?}: present, absent or detect")),
     };
     let output = match (args.quiet, args.json) {
-        (true, _) => Output::Quiet,
-        (false, true) => Output::Json,
-        (false, false) => Output::Text,
+        (true, _) => Print::Quiet,
+        (false, true) => Print::Json,
+        (false, false) => Print::Text,
     };
     Ok(How { sink_id, int21_domain, output })
 }
 
-/// The writers end, after writing what is queued, once no queue is left.
-fn stop_writers(
-    shared: &Shared,
-    influx: Option<(influx::Queue, std::thread::JoinHandle<()>)>,
-    stream: Option<(stream::Queue, std::thread::JoinHandle<()>)>,
-) {
-    for books in &shared.books {
-        if let Ok(mut books) = books.lock() {
-            books.influx = None;
-            books.stream = None;
-        }
+/// Every output the arguments ask for, started.
+fn start_outputs(args: &CollectArgs) -> Result<Vec<outputs::Running>, String> {
+    let mut running = Vec::new();
+    if let Some(url) = &args.influx {
+        running.push(start_influx(url, args)?);
     }
-    if let Some((queue, writer)) = influx {
-        drop(queue);
-        let _ = writer.join();
+    if let Some(url) = &args.nats {
+        let settings = stream_settings(url, args)?;
+        eprintln!("collect: publishing to NATS JetStream at {url}, stream {}", settings.stream);
+        running.push(stream::start(settings)?);
     }
-    if let Some((queue, publisher)) = stream {
-        drop(queue);
-        let _ = publisher.join();
-    }
+    Ok(running)
 }
 
-fn start_stream(
-    url: &str,
-    args: &CollectArgs,
-) -> Result<(stream::Queue, Arc<stream::Counts>, std::thread::JoinHandle<()>), String> {
-    let settings = stream_settings(url, args)?;
-    eprintln!("collect: publishing to NATS JetStream at {url}, stream {}", settings.stream);
-    stream::start(settings)
+/// The outputs end, after writing what is queued, once the receivers'
+/// handles are gone.
+fn stop_outputs(shared: &Shared, running: Vec<outputs::Running>) {
+    for books in &shared.books {
+        if let Ok(mut books) = books.lock() {
+            books.outputs.clear();
+        }
+    }
+    for outputs::Running { output, thread, .. } in running {
+        drop(output);
+        let _ = thread.join();
+    }
 }
 
 /// The stream of `--nats` or `--from-nats`.
@@ -443,10 +423,7 @@ fn stream_settings(url: &str, args: &CollectArgs) -> Result<stream::Settings, St
     })
 }
 
-fn start_influx(
-    url: &str,
-    args: &CollectArgs,
-) -> Result<(influx::Queue, Arc<influx::Counts>, std::thread::JoinHandle<()>), String> {
+fn start_influx(url: &str, args: &CollectArgs) -> Result<outputs::Running, String> {
     let (server, host) = influx::Settings::parse_url(url)?;
     if args.influx_db.is_empty() || !args.influx_db.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
         return Err(format!("--influx-db {:?}: letters, digits and _ only", args.influx_db));
@@ -501,7 +478,7 @@ fn wait_for_the_end(args: &CollectArgs, shared: &Shared, started: Instant) {
             return;
         }
         if args.interval > 0.0 && Instant::now() >= next_summary {
-            summary::print(&shared.snapshot(), shared.outputs(), args.json);
+            summary::print(&shared.snapshot(), &shared.outputs, args.json);
             next_summary = Instant::now() + interval;
         }
         std::thread::sleep(Duration::from_millis(5));

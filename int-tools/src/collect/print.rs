@@ -6,7 +6,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 
 use serde_json::{json, Map, Value};
 
-use super::Output;
+use super::Print;
 use crate::schema::{self, put_time};
 
 /// Where and when a report arrived, and how many of its sender's reports
@@ -29,11 +29,11 @@ impl Arrival {
 }
 
 /// One record as `output` asks.
-pub fn print(record: &Value, output: Output) {
+pub fn print(record: &Value, output: Print) {
     match output {
-        Output::Json => println!("{record}"),
-        Output::Text => print_text(record),
-        Output::Quiet => {}
+        Print::Json => println!("{record}"),
+        Print::Text => print_text(record),
+        Print::Quiet => {}
     }
 }
 

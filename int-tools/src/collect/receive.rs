@@ -12,7 +12,7 @@ use int_os::udp::{self, BatchReceiver, Datagram};
 use serde_json::json;
 
 use super::print::Arrival;
-use super::{Books, How, Output, Shared, Totals};
+use super::{Books, How, Print, Shared, Totals};
 
 /// How often a receiver reads its socket's kernel drop count.
 const DROPS_EVERY: Duration = Duration::from_millis(200);
@@ -227,21 +227,21 @@ fn reason(error: &int_core::ParseError) -> String {
 }
 
 /// A refused datagram: counted by reason and said.
-fn refuse(error: &int_core::ParseError, arrival: Arrival, len: usize, totals: &mut Totals, output: Output) {
+fn refuse(error: &int_core::ParseError, arrival: Arrival, len: usize, totals: &mut Totals, output: Print) {
     *totals.malformed.entry(reason(error)).or_default() += 1;
     said_malformed(arrival, &error.to_string(), Some(len), output);
 }
 
 /// A datagram longer than any report a sender writes at jumbo MTU.
-fn refuse_longer_than_buffer(arrival: Arrival, books: &mut Books, output: Output) {
+fn refuse_longer_than_buffer(arrival: Arrival, books: &mut Books, output: Print) {
     let reason = format!("longer than {} bytes", udp::RECEIVE_BUFFER);
     *books.totals.malformed.entry(reason.clone()).or_default() += 1;
     said_malformed(arrival, &reason, None, output);
 }
 
-fn said_malformed(arrival: Arrival, error: &str, len: Option<usize>, output: Output) {
+fn said_malformed(arrival: Arrival, error: &str, len: Option<usize>, output: Print) {
     match output {
-        Output::Json => {
+        Print::Json => {
             let mut record = serde_json::Map::new();
             record.extend([
                 ("type".to_string(), json!("malformed")),
@@ -250,10 +250,10 @@ fn said_malformed(arrival: Arrival, error: &str, len: Option<usize>, output: Out
             ]);
             println!("{}", arrival.record(record));
         }
-        Output::Text => {
+        Print::Text => {
             let length = len.map_or(String::new(), |len| format!(" ({len} bytes)"));
             println!("From {}: malformed report{length}: {error}", arrival.from);
         }
-        Output::Quiet => {}
+        Print::Quiet => {}
     }
 }

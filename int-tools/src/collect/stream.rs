@@ -18,6 +18,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use super::metrics::{counter, counter_family};
+use super::outputs::{Counted, Output, Running};
 use crate::nats::{Connection, Server};
 
 /// The record schema a message carries (its `Int-Schema` header).
@@ -67,9 +69,13 @@ pub struct Queue {
     prefix: String,
 }
 
-impl Queue {
+impl Output for Queue {
+    fn wants_records(&self) -> bool {
+        true
+    }
+
     /// Hands a record over; never waits.
-    pub fn push(&self, record: &Value) {
+    fn record(&self, record: &Value) {
         let kind = record["type"].as_str().unwrap_or("record");
         let node = record["report_node"].as_u64().or_else(|| record["sink_node"].as_u64()).unwrap_or(0);
         let subject = format!("{}.{kind}.{node}", self.prefix);
@@ -82,9 +88,35 @@ impl Queue {
     }
 }
 
+impl Counted for Counts {
+    fn names(&self) -> (&'static str, &'static str) {
+        ("nats", "NATS records")
+    }
+
+    fn counts(&self) -> Vec<(&'static str, u64)> {
+        let get = |count: &AtomicU64| count.load(Ordering::Relaxed);
+        vec![
+            ("acked", get(&self.acked)),
+            ("dropped", get(&self.dropped)),
+            ("resent", get(&self.resent)),
+            ("reconnects", get(&self.reconnects)),
+            ("lost", get(&self.lost)),
+        ]
+    }
+
+    fn metrics(&self, out: &mut String) {
+        let outcomes = self.counts().into_iter().filter(|(name, _)| ["acked", "dropped", "lost"].contains(name));
+        counter_family(out, "int_collect_nats_records_total", "Records for the NATS stream by outcome.", outcomes);
+        let resent = self.resent.load(Ordering::Relaxed);
+        counter(out, "int_collect_nats_resends_total", "Publishes sent again (no acknowledgement in time).", resent);
+        let reconnects = self.reconnects.load(Ordering::Relaxed);
+        counter(out, "int_collect_nats_reconnects_total", "Connections to the server made again.", reconnects);
+    }
+}
+
 /// Creates the stream or checks it is there (refusing a server without
 /// JetStream), then starts the publisher.
-pub fn start(settings: Settings) -> Result<(Queue, Arc<Counts>, std::thread::JoinHandle<()>), String> {
+pub fn start(settings: Settings) -> Result<Running, String> {
     let mut connection = Connection::connect(&settings.server, "int-tools collect", Duration::from_secs(3))
         .map_err(|e| format!("--nats {}: {e}", settings.server.address))?;
     ensure_stream(&mut connection, &settings)
@@ -95,7 +127,7 @@ pub fn start(settings: Settings) -> Result<(Queue, Arc<Counts>, std::thread::Joi
     let shared = Arc::clone(&counts);
     connection.set_wait(Duration::from_millis(20)).map_err(|e| e.to_string())?;
     let thread = std::thread::spawn(move || Publisher::new(settings, shared).run(connection, receiver));
-    Ok((queue, counts, thread))
+    Ok(Running { output: Arc::new(queue), counted: counts, thread })
 }
 
 /// The stream, made if missing; an existing one must take our subjects.
@@ -273,5 +305,40 @@ impl Publisher {
             self.resend(&mut connection, id).ok()?;
         }
         Some(connection)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::collect::outputs::{counts_json, counts_text};
+
+    /// The publisher's counts as the summary, the text summary and the
+    /// Prometheus page show them.
+    #[test]
+    fn counts_in_the_summary_and_on_the_page() {
+        let counts = Counts::default();
+        counts.acked.store(7, Ordering::Relaxed);
+        counts.dropped.store(2, Ordering::Relaxed);
+        counts.reconnects.store(1, Ordering::Relaxed);
+        let counted: Vec<Arc<dyn Counted>> = vec![Arc::new(counts)];
+        let (key, value) = counts_json(&counted).remove(0);
+        assert_eq!(key, "nats");
+        assert_eq!(value, json!({"acked": 7, "dropped": 2, "resent": 0, "reconnects": 1, "lost": 0}));
+        assert_eq!(counts_text(&counted), ["NATS records: 7 acked, 2 dropped, 0 resent, 1 reconnects, 0 lost"]);
+        let mut page = String::new();
+        counted[0].metrics(&mut page);
+        for line in [
+            "# TYPE int_collect_nats_records_total counter",
+            "int_collect_nats_records_total{outcome=\"acked\"} 7",
+            "int_collect_nats_records_total{outcome=\"dropped\"} 2",
+            "int_collect_nats_records_total{outcome=\"lost\"} 0",
+            "int_collect_nats_resends_total 0",
+            "int_collect_nats_reconnects_total 1",
+        ] {
+            assert!(page.lines().any(|l| l == line), "{line} in\n{page}");
+        }
     }
 }

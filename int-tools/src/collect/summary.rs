@@ -3,16 +3,16 @@
 
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr};
-use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use crate::schema::human_ns;
 use int_core::flow::FlowKey;
 use serde_json::{json, Value};
 
 use super::hops::Hops;
-use super::influx::Counts;
 use super::latency::{Latency, PERCENTILES};
 use super::ledger::{FlowSummary, Ledger};
+use super::outputs::{counts_json, counts_text, Counted};
 use super::sender::Sender;
 use super::{Books, Totals};
 
@@ -86,15 +86,7 @@ impl Snapshot {
     }
 }
 
-/// The outputs beside the printed records: InfluxDB's and the stream's
-/// counts.
-#[derive(Clone, Copy, Default)]
-pub struct Outputs<'a> {
-    pub influx: Option<&'a Counts>,
-    pub stream: Option<&'a super::stream::Counts>,
-}
-
-pub fn print(snapshot: &Snapshot, outputs: Outputs<'_>, json_out: bool) {
+pub fn print(snapshot: &Snapshot, outputs: &[Arc<dyn Counted>], json_out: bool) {
     if json_out {
         println!("{}", json!({"summary": summary_json(snapshot, outputs)}));
     } else {
@@ -102,14 +94,7 @@ pub fn print(snapshot: &Snapshot, outputs: Outputs<'_>, json_out: bool) {
     }
 }
 
-/// The stream publisher's counts.
-fn stream_json(counts: &super::stream::Counts) -> Value {
-    let get = |count: &std::sync::atomic::AtomicU64| count.load(Ordering::Relaxed);
-    json!({"acked": get(&counts.acked), "dropped": get(&counts.dropped), "resent": get(&counts.resent),
-           "reconnects": get(&counts.reconnects), "lost": get(&counts.lost)})
-}
-
-fn summary_json(snapshot: &Snapshot, outputs: Outputs<'_>) -> Value {
+fn summary_json(snapshot: &Snapshot, outputs: &[Arc<dyn Counted>]) -> Value {
     let (totals, senders) = (&snapshot.totals, &snapshot.senders);
     let mut flows: Vec<_> = snapshot.ledger.flows.iter().collect();
     flows.sort_by_key(|(key, _)| **key);
@@ -128,11 +113,10 @@ fn summary_json(snapshot: &Snapshot, outputs: Outputs<'_>) -> Value {
             object.extend(hops);
         }
     }
-    if let (Some(influx), Some(object)) = (outputs.influx, summary.as_object_mut()) {
-        object.insert("influx".into(), influx_json(influx));
-    }
-    if let (Some(stream), Some(object)) = (outputs.stream, summary.as_object_mut()) {
-        object.insert("nats".into(), stream_json(stream));
+    if let Some(object) = summary.as_object_mut() {
+        for (key, counts) in counts_json(outputs) {
+            object.insert(key.into(), counts);
+        }
     }
     summary
 }
@@ -200,12 +184,7 @@ fn distribution_json(values: &Latency) -> Value {
     value
 }
 
-fn influx_json(influx: &Counts) -> Value {
-    json!({"written": influx.written.load(Ordering::Relaxed), "dropped": influx.dropped.load(Ordering::Relaxed),
-           "failed": influx.failed.load(Ordering::Relaxed), "retries": influx.retries.load(Ordering::Relaxed)})
-}
-
-fn print_text(snapshot: &Snapshot, outputs: Outputs<'_>) {
+fn print_text(snapshot: &Snapshot, outputs: &[Arc<dyn Counted>]) {
     let (totals, senders) = (&snapshot.totals, &snapshot.senders);
     let resyncs: u64 = senders.values().map(|s| s.resyncs).sum();
     let late: u64 = senders.values().map(|s| s.late).sum();
@@ -224,14 +203,8 @@ fn print_text(snapshot: &Snapshot, outputs: Outputs<'_>) {
     for (reason, count) in &totals.malformed {
         println!("   malformed: {reason}: {count}");
     }
-    if let Some(Value::Object(counts)) = outputs.stream.map(stream_json) {
-        let counts: Vec<String> = counts.iter().map(|(name, count)| format!("{count} {name}")).collect();
-        println!("   NATS records: {}", counts.join(", "));
-    }
-    if let Some(influx) = outputs.influx {
-        let Value::Object(counts) = influx_json(influx) else { return };
-        let counts: Vec<String> = counts.iter().map(|(name, count)| format!("{count} {name}")).collect();
-        println!("   InfluxDB points: {}", counts.join(", "));
+    for line in counts_text(outputs) {
+        println!("   {line}");
     }
     let ledger = &snapshot.ledger;
     if ledger.flows.len() > 1 || ledger.untracked > 0 {

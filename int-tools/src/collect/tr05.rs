@@ -6,11 +6,11 @@
 use int_core::report::tr05_flow::FlowReport;
 
 use super::print::Arrival;
-use super::{Books, Measure, Observed, Output};
+use super::{Books, Measure, Observed, Print};
 use crate::records;
 
 /// Records and prints one flow report.
-pub fn record(report: &FlowReport<'_>, arrival: Arrival, books: &mut Books, output: Output) {
+pub fn record(report: &FlowReport<'_>, arrival: Arrival, books: &mut Books, output: Print) {
     let flow = report.flow();
     if let Some(ns) = report.latency_ns() {
         books.observe(&Observed {

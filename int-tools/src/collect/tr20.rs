@@ -12,7 +12,7 @@ use serde_json::{json, Map, Value};
 
 use super::hops::{path_of, PathChange, Seen};
 use super::print::Arrival;
-use super::{Books, Measure, Observed, Output};
+use super::{Books, Measure, Observed, Print};
 use crate::{records, schema};
 
 /// What collect refuses beyond the parser: a datagram whose individual
@@ -114,7 +114,7 @@ pub fn record(
     domain: &int21::Domain,
     arrival: Arrival,
     books: &mut Books,
-    output: Output,
+    output: Print,
 ) {
     let sink_node = Some(report.group.node_id);
     for individual in report.reports().flatten() {

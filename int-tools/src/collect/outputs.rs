@@ -1,0 +1,75 @@
+//! collect's outputs beside its books and standard output: InfluxDB
+//! (`--influx`) and a NATS JetStream stream (`--nats`). Another (Kafka,
+//! IPFIX) is one more implementation of [`Output`] and [`Counted`] started
+//! in [`super::start_outputs`]; the receivers do not change.
+//!
+//! The receivers hand what they find to every output and never wait on
+//! one: each output queues, writes on a thread of its own, and counts what
+//! it could not write.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::hops::{PathChange, Seen};
+use super::Observed;
+
+/// What an output takes; each takes the kinds it writes and ignores the
+/// others.
+pub trait Output: Send + Sync {
+    /// Whether it takes the records collect prints: building a record
+    /// costs, and is skipped under `--quiet` when no output wants them.
+    fn wants_records(&self) -> bool {
+        false
+    }
+    /// A record in the schema of docs/output.md.
+    fn record(&self, _record: &Value) {}
+    /// A latency or loss observation.
+    fn observed(&self, _observed: &Observed) {}
+    /// A report's hops.
+    fn hops(&self, _seen: &Seen<'_>) {}
+    /// A flow's new path.
+    fn path_change(&self, _change: &PathChange) {}
+}
+
+/// An output's counts, for the summary and the Prometheus page.
+pub trait Counted: Send + Sync {
+    /// The summary's key (`influx`, `nats`) and the text summary's words
+    /// for what it counts (`InfluxDB points`).
+    fn names(&self) -> (&'static str, &'static str);
+    /// Outcomes by name, in the order the summary prints them.
+    fn counts(&self) -> Vec<(&'static str, u64)>;
+    /// Its Prometheus families.
+    fn metrics(&self, out: &mut String);
+}
+
+/// A started output: the receivers' handle, its counts, its writer. The
+/// writer ends, after writing what is queued, once every handle is gone.
+pub struct Running {
+    pub output: Arc<dyn Output>,
+    pub counted: Arc<dyn Counted>,
+    pub thread: std::thread::JoinHandle<()>,
+}
+
+/// The outputs' counts as the summary's JSON objects, by key.
+pub fn counts_json(counted: &[Arc<dyn Counted>]) -> Vec<(&'static str, Value)> {
+    counted
+        .iter()
+        .map(|c| {
+            let counts: serde_json::Map<String, Value> =
+                c.counts().into_iter().map(|(name, count)| (name.to_string(), Value::from(count))).collect();
+            (c.names().0, Value::Object(counts))
+        })
+        .collect()
+}
+
+/// The outputs' counts as the text summary's lines.
+pub fn counts_text(counted: &[Arc<dyn Counted>]) -> Vec<String> {
+    counted
+        .iter()
+        .map(|c| {
+            let counts: Vec<String> = c.counts().iter().map(|(name, count)| format!("{count} {name}")).collect();
+            format!("{}: {}", c.names().1, counts.join(", "))
+        })
+        .collect()
+}
