@@ -111,6 +111,11 @@ counters! {
     path_untold,
     // INT 2.1: INT-MX reports this node sent
     reports_mx,
+    // INT-XD: packets of watched flows; postcards sent, and packets the
+    // report rule passed over (not the Nth, or no class changed)
+    watched,
+    reports_xd,
+    postcards_not_due,
     reports_drop_summary,
     // INT 2.1: TR 2.0 loss reports (int-node's rule)
     reports_loss,

@@ -20,6 +20,7 @@ pub mod in_tunnel;
 pub mod instruction;
 pub mod md_header;
 pub mod mx_header;
+pub mod postcard;
 pub mod push;
 pub mod shim;
 pub mod sink;

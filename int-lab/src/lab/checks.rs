@@ -196,7 +196,7 @@ fn check_tcp_transfer(
     {
         std::thread::sleep(Duration::from_millis(50));
     }
-    terminate(&mut server_nc);
+    terminate(server_nc);
     let seconds = started.elapsed().as_secs_f64();
     let hash = |p: &Path| {
         sh(&["sha256sum", &p.to_string_lossy()])

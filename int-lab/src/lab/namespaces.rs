@@ -78,33 +78,45 @@ impl Lab {
         })
     }
 
-    /// SIGTERM to every process in the order they started, each waited
-    /// for (SIGKILL after 10 s): their final words are in their logs.
+    /// SIGTERM to every process at once, then each waited for (SIGKILL to
+    /// whatever is left after 10 s): their final words are in their logs.
+    /// All at once, because reaping one node while the others keep running
+    /// has been seen to hold the kernel (6.18) in a dentry walk for over
+    /// an hour, until the others stopped.
     pub fn stop_all(&mut self) {
-        for (_, mut child) in self.children.drain(..) {
-            terminate(&mut child);
-        }
+        terminate_all(self.children.drain(..).map(|(_, child)| child).collect());
     }
 }
 
-pub fn terminate(child: &mut Child) {
-    int_os::signals::terminate(child.id());
+/// SIGTERM to each of `children`, then all waited for together; those
+/// still running after 10 s are killed together.
+pub fn terminate_all(mut children: Vec<Child>) {
+    for child in &children {
+        int_os::signals::terminate(child.id());
+    }
     let deadline = Instant::now() + Duration::from_secs(10);
     while Instant::now() < deadline {
-        if let Ok(Some(_)) = child.try_wait() {
+        children.retain_mut(|child| !matches!(child.try_wait(), Ok(Some(_))));
+        if children.is_empty() {
             return;
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    let _ = child.kill();
-    let _ = child.wait();
+    for child in &mut children {
+        let _ = child.kill();
+    }
+    for child in &mut children {
+        let _ = child.wait();
+    }
+}
+
+pub fn terminate(child: Child) {
+    terminate_all(vec![child]);
 }
 
 impl Drop for Lab {
     fn drop(&mut self) {
-        for (_, child) in self.children.iter_mut().rev() {
-            terminate(child);
-        }
+        terminate_all(self.children.drain(..).map(|(_, child)| child).collect());
         if self.keep {
             eprintln!("lab: left up (int-lab lab --down --topology ... tears it down)");
             return;

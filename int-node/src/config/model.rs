@@ -163,6 +163,9 @@ pub enum StageConfig {
     /// A traffic generator: writes packets over what its RX port hands
     /// out (a `net_null` port's blank mbufs).
     Generate(GenerateSettings),
+    /// INT-XD: reports of this node's metadata on watched flows' packets,
+    /// which pass untouched.
+    Postcard(PostcardSettings),
 }
 
 impl StageConfig {
@@ -172,6 +175,7 @@ impl StageConfig {
             StageConfig::Source(s) => Some(s.flow_capacity),
             StageConfig::Source21(s) => Some(s.flow_capacity),
             StageConfig::Sink(s) => Some(s.flow_capacity),
+            StageConfig::Postcard(s) => Some(s.flow_capacity),
             _ => None,
         }
     }
@@ -224,6 +228,7 @@ impl StageConfig {
             StageConfig::Reference(ReferenceConfig::Transit) => RoleName::ReferenceTransit,
             StageConfig::Reference(ReferenceConfig::Sink(_)) => RoleName::ReferenceSink,
             StageConfig::Generate(_) => RoleName::Generate,
+            StageConfig::Postcard(_) => RoleName::Postcard,
         }
     }
 }
@@ -252,6 +257,9 @@ pub enum RoleName {
     /// numbered as on a live link, over the blank mbufs of a `net_null` RX
     /// port.
     Generate,
+    /// INT-XD: exports this node's metadata on watched flows' packets,
+    /// forwarding them untouched.
+    Postcard,
 }
 
 impl RoleName {
@@ -452,6 +460,32 @@ pub struct Source21Settings {
     /// D: every sink discards the packet once it has reported it.
     pub discard: bool,
     pub tunnels: TunnelPlacement,
+}
+
+/// An INT-XD node (INT 2.1 section 5.9, "INT-XD"): for packets of watched
+/// flows, reports of the metadata the instructions ask for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PostcardSettings {
+    pub watchlist: Vec<Rule>,
+    pub instructions: int_core::int21::Instructions,
+    pub report: PostcardReport,
+    /// `report: every`: a postcard on a flow's 1st, (1+N)th, ... packet.
+    pub every: u32,
+    /// `report: change`: the classes of this node's hop latency and queue.
+    pub hops: int_core::hop_rule::HopRule,
+    pub flow_capacity: u32,
+    pub idle_timeout_ms: u64,
+}
+
+/// `postcard.report`: which packets of a watched flow get a postcard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, EnumString, VariantNames)]
+#[strum(serialize_all = "lowercase")]
+pub enum PostcardReport {
+    /// One in `every` packets of each flow (sampling; 1: every packet).
+    Every,
+    /// A flow's first packet, then each whose hop latency or queue class
+    /// differs from the last reported one.
+    Change,
 }
 
 /// An address prefix of a watchlist rule: of one IP version, or any

@@ -12,9 +12,9 @@ use super::model::{
     ReferenceConfig, RoleName, StageConfig,
 };
 use super::queues::QueueUse;
-use super::raw::{RawEndpoint, RawInt, RawPipeline, RawSink, RawSource};
+use super::raw::{RawEndpoint, RawInt, RawPipeline, RawPostcard, RawSink, RawSource};
 use super::settings::{
-    generate_settings, impair_settings, sink_settings, source21_settings, source_settings,
+    generate_settings, impair_settings, postcard_settings, sink_settings, source21_settings, source_settings,
 };
 use super::Problems;
 
@@ -240,6 +240,7 @@ fn stage(
         ("sink", raw.sink.is_some(), RoleName::Sink),
         ("impair", raw.impair.is_some(), RoleName::Impair),
         ("generate", raw.generate.is_some(), RoleName::Generate),
+        ("postcard", raw.postcard.is_some(), RoleName::Postcard),
     ];
     for (section, present, owner) in sections {
         if present && role.settings_role() != owner {
@@ -269,6 +270,17 @@ fn stage(
         }
         RoleName::Impair => impair_settings(raw.impair.as_ref(), &format!("{path}.impair"), problems)?,
         RoleName::Generate => generate_settings(raw.generate.as_ref(), &format!("{path}.generate"), problems),
+        RoleName::Postcard => {
+            let path = format!("{path}.postcard");
+            if !matches!(domain, IntDomain::V21(_)) {
+                problems.add(
+                    format!("{path}"),
+                    "INT-XD postcards in an INT 0.5 domain",
+                    "set int.version: 2.1 for this pipeline",
+                );
+            }
+            StageConfig::Postcard(postcard_settings(postcard_section(raw), &path, problems))
+        }
         RoleName::ReferenceSource | RoleName::ReferenceTransit | RoleName::ReferenceSink => {
             reference(role, raw, domain, path, problems)?
         }
@@ -311,6 +323,12 @@ fn reference(
 fn source_section(raw: &RawPipeline) -> &RawSource {
     static DEFAULT: std::sync::OnceLock<RawSource> = std::sync::OnceLock::new();
     raw.source.as_ref().unwrap_or_else(|| DEFAULT.get_or_init(RawSource::default))
+}
+
+/// The pipeline's `postcard` section, or its defaults.
+fn postcard_section(raw: &RawPipeline) -> &RawPostcard {
+    static DEFAULT: std::sync::OnceLock<RawPostcard> = std::sync::OnceLock::new();
+    raw.postcard.as_ref().unwrap_or_else(|| DEFAULT.get_or_init(RawPostcard::default))
 }
 
 /// The pipeline's `sink` section, or its defaults.

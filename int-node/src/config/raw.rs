@@ -10,7 +10,7 @@ use serde::Deserialize;
 use super::choice::Choice;
 use super::model::{
     CaptureDirection, ClockSource, EncapsulationName, Flavour, GenerateInstrument, IntVersion, LatencyMode,
-    MalformedPolicy, MarkedPolicy, Mode, ProfileName, Protocol, RoleName, TunnelPlacement,
+    MalformedPolicy, MarkedPolicy, Mode, PostcardReport, ProfileName, Protocol, RoleName, TunnelPlacement,
 };
 
 #[derive(Debug, Deserialize)]
@@ -133,7 +133,25 @@ pub struct RawPipeline {
     pub sink: Option<RawSink>,
     pub impair: Option<RawImpair>,
     pub generate: Option<RawGenerate>,
+    pub postcard: Option<RawPostcard>,
     pub clock: Option<Choice<ClockSource>>,
+}
+
+/// `pipelines[].postcard`: an INT-XD node's watchlist, instructions and
+/// report rule.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPostcard {
+    #[serde(default)]
+    pub watchlist: Vec<RawRule>,
+    pub instructions: Option<Vec<String>>,
+    pub report: Option<Choice<PostcardReport>>,
+    /// `report: every`: one postcard per this many packets of a flow.
+    pub every: Option<u32>,
+    #[serde(default)]
+    pub hops: RawHops,
+    #[serde(default)]
+    pub flows: RawFlows,
 }
 
 /// `pipelines[].generate`.

@@ -13,11 +13,13 @@ use int_core::report::DEFAULT_COLLECTOR_PORT;
 use super::choice::chosen;
 use super::model::{
     ExportConfig, ExportPath, Flavour, GenerateInstrument, GenerateSettings, LatencyMode, MalformedPolicy,
-    MarkedPolicy, Mode, PortConfig, PortExport, Prefix, ProfileName, Protocol, Rule, SinkSettings,
-    Source21Settings, SourceSettings, StageConfig, TunnelPlacement,
+    MarkedPolicy, Mode, PortConfig, PortExport, PostcardReport, PostcardSettings, Prefix, ProfileName, Protocol,
+    Rule, SinkSettings, Source21Settings, SourceSettings, StageConfig, TunnelPlacement,
 };
 use super::queues::QueueUse;
-use super::raw::{RawExport, RawExportPath, RawGenerate, RawHops, RawImpair, RawRule, RawSink, RawSource};
+use super::raw::{
+    RawExport, RawExportPath, RawGenerate, RawHops, RawImpair, RawPostcard, RawRule, RawSink, RawSource,
+};
 use super::Problems;
 
 pub fn source_settings(raw: &RawSource, path: &str, problems: &mut Problems) -> SourceSettings {
@@ -32,7 +34,7 @@ pub fn source_settings(raw: &RawSource, path: &str, problems: &mut Problems) -> 
             "use 1 or more, or own_hop: false",
         );
     }
-    let watchlist = watchlist(raw, path, problems);
+    let watchlist = watchlist(&raw.watchlist, path, problems);
     check_capacity(raw.flows.capacity, path, problems);
     problems.other_version(
         path,
@@ -97,12 +99,46 @@ pub fn source21_settings(raw: &RawSource, path: &str, problems: &mut Problems) -
         instructions,
         max_hops,
         own_hop,
-        watchlist: watchlist(raw, path, problems),
+        watchlist: watchlist(&raw.watchlist, path, problems),
         marked: chosen(&raw.marked, MarkedPolicy::Strip, &format!("{path}.marked"), problems),
         flow_capacity: raw.flows.capacity,
         idle_timeout_ms: raw.flows.idle_timeout_ms,
         discard: raw.discard.unwrap_or(false),
         tunnels: chosen(&raw.tunnels, TunnelPlacement::Inside, &format!("{path}.tunnels"), problems),
+    }
+}
+
+/// An INT-XD node: its watchlist, the INT 2.1 instructions it reports
+/// (the source's default), and which packets get a postcard.
+pub fn postcard_settings(raw: &RawPostcard, path: &str, problems: &mut Problems) -> PostcardSettings {
+    let instructions = match &raw.instructions {
+        None => Int21::NODE_ID | Int21::L1_PORT_IDS | Int21::INGRESS_TIMESTAMP | Int21::EGRESS_TIMESTAMP,
+        Some(names) => named_bits(names, &int_core::int21::instruction::NAMES, path, problems),
+    };
+    let report = chosen(&raw.report, PostcardReport::Change, &format!("{path}.report"), problems);
+    let every = raw.every.unwrap_or(1);
+    if every == 0 {
+        problems.add(format!("{path}.every"), "0 packets", "1 for every packet, N for one in N");
+    }
+    if raw.every.is_some() && report != PostcardReport::Every {
+        problems.add(format!("{path}.every"), "every without report: every", "set report: every, or remove it");
+    }
+    if raw.hops.queue_alert.is_some() {
+        problems.add(
+            format!("{path}.hops.queue_alert"),
+            "a queue alert on a postcard node",
+            "remove it: a postcard reports classes (latency_ns, queue) only",
+        );
+    }
+    check_capacity(raw.flows.capacity, path, problems);
+    PostcardSettings {
+        watchlist: watchlist(&raw.watchlist, path, problems),
+        instructions,
+        report,
+        every: every.max(1),
+        hops: hop_rule(&raw.hops, path, problems),
+        flow_capacity: raw.flows.capacity,
+        idle_timeout_ms: raw.flows.idle_timeout_ms,
     }
 }
 
@@ -136,8 +172,8 @@ fn named_bits<B: Copy + core::ops::BitOrAssign + Default>(
     bits
 }
 
-fn watchlist(raw: &RawSource, path: &str, problems: &mut Problems) -> Vec<Rule> {
-    raw.watchlist
+fn watchlist(rules: &[RawRule], path: &str, problems: &mut Problems) -> Vec<Rule> {
+    rules
         .iter()
         .enumerate()
         .map(|(i, rule)| watch_rule(rule, &format!("{path}.watchlist[{i}]"), problems))

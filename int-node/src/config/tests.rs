@@ -503,3 +503,27 @@ pipelines:
 ";
     assert_eq!(problems_of(sink), ["pipelines[0].tx.port", "export"]);
 }
+
+/// A postcard node: INT 2.1 only, with an export; `every` only with
+/// `report: every`; every mistake at once, each at its path.
+#[test]
+fn postcard_settings_and_their_mistakes() {
+    let node = |postcard: &str, export: &str| {
+        MINIMAL.replace("role: forward", "role: postcard").replace(
+            "    lcore: 1",
+            &format!("    lcore: 1\n    int: {{version: 2.1}}\n    postcard: {postcard}"),
+        ) + export
+    };
+    let export = "export: {collector: '127.0.0.1:32766'}\n";
+    let config = parse(&node("{report: every, every: 8, watchlist: [{protocol: udp}]}", export)).unwrap();
+    let StageConfig::Postcard(settings) = &config.pipelines[0].stage else { panic!("not a postcard stage") };
+    assert_eq!((settings.report, settings.every, settings.watchlist.len()), (PostcardReport::Every, 8, 1));
+    assert_eq!(config.pipelines[0].stage.role(), RoleName::Postcard);
+    let bad = node("{report: change, every: 0, hops: {latency_ns: [5, 3]}}", "");
+    assert_eq!(
+        problems_of(&bad),
+        ["pipelines[0].postcard.every", "pipelines[0].postcard.every", "pipelines[0].postcard.hops.latency_ns", "export"]
+    );
+    let old = node("{}", export).replace("int: {version: 2.1}", "int: {version: '0.5'}");
+    assert_eq!(problems_of(&old), ["pipelines[0].postcard"]);
+}

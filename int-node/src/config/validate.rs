@@ -58,13 +58,16 @@ pub fn validate(raw: &RawConfig) -> Result<Config, ConfigError> {
         .filter_map(|(i, p)| pipeline(i, p, &ports, &port_index, &mut queues, &mut problems))
         .collect();
     check_lcores(&raw.eal, &raw.pipelines.iter().map(|p| p.lcore).collect::<Vec<_>>(), &mut problems);
-    // A sink asked for, even one with other problems, needs an export.
-    let has_sink = raw.pipelines.iter().any(|p| p.role.value() == Some(super::RoleName::Sink));
+    // A sink or postcard node asked for, even one with other problems,
+    // needs an export.
+    let reporting = raw.pipelines.iter().find_map(|p| {
+        p.role.value().filter(|role| matches!(role, super::RoleName::Sink | super::RoleName::Postcard))
+    });
     let export = raw.export.as_ref().map(|e| export_settings(e, &port_index, &ports, &queues, &mut problems));
-    if export.is_none() && has_sink {
+    if let (None, Some(role)) = (&export, reporting) {
         problems.add(
             "export",
-            "a sink pipeline needs an export section",
+            format!("a {role} pipeline needs an export section"),
             "add export: {collector: 127.0.0.1:32766}",
         );
     }

@@ -30,13 +30,28 @@ pub struct Family {
     pub members: &'static [Member],
 }
 
-const ALL: &[RoleName] =
-    &[Source, Transit, Sink, Forward, Impair, ReferenceSource, ReferenceTransit, ReferenceSink, Generate];
+const ALL: &[RoleName] = &[
+    Source,
+    Transit,
+    Sink,
+    Forward,
+    Impair,
+    ReferenceSource,
+    ReferenceTransit,
+    ReferenceSink,
+    Generate,
+    Postcard,
+];
 const SOURCE: &[RoleName] = &[Source];
 const TRANSIT: &[RoleName] = &[Transit];
 const SINK: &[RoleName] = &[Sink];
-const INT: &[RoleName] = &[Source, Transit, Sink];
-const EDGES: &[RoleName] = &[Source, Sink];
+const INT: &[RoleName] = &[Source, Transit, Sink, Postcard];
+/// Roles that choose packets by watchlist.
+const WATCHING: &[RoleName] = &[Source, Postcard];
+/// Roles that send reports (a transit: INT-MX).
+const REPORTING: &[RoleName] = &[Source, Transit, Sink, Postcard];
+/// Roles with a flow table.
+const FLOWS: &[RoleName] = &[Source, Sink, Postcard];
 const PUSHING: &[RoleName] = &[Source, Transit];
 const WITH_CLOCK: &[RoleName] = &[Source, Transit, Sink, ReferenceSource, ReferenceTransit, ReferenceSink];
 
@@ -97,11 +112,11 @@ pub const FAMILIES: &[Family] = &[
     one!("capture_dropped", capture_dropped, ALL, "Packets the capture missed (its ring full, or multi-segment)."),
     one!("instrumented", instrumented, &[Source, ReferenceSource], "Packets the source added INT to."),
     one!("instrumented_in_tunnel", instrumented_in_tunnel, SOURCE, "Packets the source added INT to inside a tunnel (VXLAN-GPE, Geneve)."),
-    one!("not_watched", not_watched, SOURCE, "Packets of flows not on the watchlist, passed untouched."),
-    one!("not_ip", not_ip, SOURCE, "Packets without IPv4 or IPv6, passed untouched."),
-    one!("not_tcp_udp", not_tcp_udp, SOURCE, "IP packets neither TCP nor UDP, passed untouched."),
-    one!("fragments", fragments, SOURCE, "IP fragments, passed untouched."),
-    one!("own_reports", own_reports, SOURCE, "The node's own reports seen at the source, passed untouched."),
+    one!("not_watched", not_watched, WATCHING, "Packets of flows not on the watchlist, passed untouched."),
+    one!("not_ip", not_ip, WATCHING, "Packets without IPv4 or IPv6, passed untouched."),
+    one!("not_tcp_udp", not_tcp_udp, WATCHING, "IP packets neither TCP nor UDP, passed untouched."),
+    one!("fragments", fragments, WATCHING, "IP fragments, passed untouched."),
+    one!("own_reports", own_reports, WATCHING, "The node's own reports seen at the source, passed untouched."),
     one!("already_marked", already_marked, SOURCE, "Packets arriving at the source with the domain's INT mark already set."),
     one!("foreign_int_stripped", foreign_int_stripped, SOURCE, "INT from outside the domain removed at its edge."),
     one!("marked_instrumented", marked_instrumented, SOURCE, "Marked packets the edge policy instrumented."),
@@ -114,6 +129,8 @@ pub const FAMILIES: &[Family] = &[
     one!("destination_only", destination_only, TRANSIT, "INT 0.5 destination-only headers passed."),
     one!("mtu_exceeded", mtu_exceeded, PUSHING, "INT 2.1 pushes the MTU did not allow (M set)."),
     one!("mx_passed", mx_passed, TRANSIT, "INT-MX packets passed (their data is exported, not pushed)."),
+    one!("watched", watched, &[Postcard], "INT-XD: packets of watched flows (each passed untouched)."),
+    one!("postcards_not_due", postcards_not_due, &[Postcard], "INT-XD: packets of watched flows the report rule sent no postcard for (not the Nth, or no class changed)."),
     one!("not_int", not_int, &[Transit, Sink], "Packets without the domain's INT, passed untouched."),
     one!("marked_not_int", marked_not_int, SINK, "Packets marked for INT that carried none."),
     one!("stripped", stripped, &[Sink, ReferenceSink], "Packets the sink removed INT from (restored as sent)."),
@@ -165,7 +182,8 @@ pub const FAMILIES: &[Family] = &[
             Member(reports_path_change, "path_change", SINK),
             Member(reports_hop_change, "hop_change", SINK),
             Member(reports_queue, "queue", SINK),
-            Member(reports_mx, "mx", EDGES),
+            Member(reports_mx, "mx", REPORTING),
+            Member(reports_xd, "xd", &[Postcard]),
             Member(reports_drop_summary, "drop_summary", SINK),
             Member(reports_loss, "loss", SINK),
             Member(reports_drop, "drop", SINK),
@@ -177,21 +195,21 @@ pub const FAMILIES: &[Family] = &[
         help: "Reports the pipeline did not make or send, by reason.",
         label: "reason",
         members: &[
-            Member(reports_suppressed, "rate_limit", EDGES),
+            Member(reports_suppressed, "rate_limit", REPORTING),
             Member(reports_queue_quota, "queue_quota", SINK),
-            Member(reports_ring_full, "ring_full", EDGES),
-            Member(reports_too_big, "too_big", EDGES),
+            Member(reports_ring_full, "ring_full", REPORTING),
+            Member(reports_too_big, "too_big", REPORTING),
         ],
     },
     one!("reports_unkeyed", reports_unkeyed, SINK, "Losses of a flow whose full key the table does not keep (IPv6), reported without it."),
-    one!("report_datagrams", report_datagrams, EDGES, "Telemetry Report 2.0 datagrams made, each holding one report or more."),
+    one!("report_datagrams", report_datagrams, REPORTING, "Telemetry Report 2.0 datagrams made, each holding one report or more."),
     one!("path_untold", path_untold, SINK, "INT 2.1 stacks whose path is not compared (no hop, a hop without a node id, a node twice, more than 16 hops)."),
     one!("impaired_delayed", impaired_delayed, &[Impair], "Packets the impair role delayed."),
     one!("impaired_overflow", impaired_overflow, &[Impair], "Packets the impair role dropped because its delay line was full."),
-    one!("flows_created", flows_created, EDGES, "Flows the flow table took in."),
-    one!("flows_expired", flows_expired, EDGES, "Flows the flow table let go after their idle time."),
-    one!("flows_evicted", flows_evicted, EDGES, "Flows pushed out of the flow table by new ones."),
-    one!("flow_table_full", flow_table_full, EDGES, "Packets of new flows the full flow table could not take."),
+    one!("flows_created", flows_created, FLOWS, "Flows the flow table took in."),
+    one!("flows_expired", flows_expired, FLOWS, "Flows the flow table let go after their idle time."),
+    one!("flows_evicted", flows_evicted, FLOWS, "Flows pushed out of the flow table by new ones."),
+    one!("flow_table_full", flow_table_full, FLOWS, "Packets of new flows the full flow table could not take."),
 ];
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use super::generate::GenerateStage;
 use super::int05::sink::SinkStage;
 use super::int05::source::SourceStage;
 use super::int05::transit::TransitStage;
+use super::int21::postcard::PostcardStage;
 use super::int21::report::Reporter21;
 use super::int21::sink::Sink21Stage;
 use super::int21::source::Source21Stage;
@@ -106,6 +107,7 @@ fn with_top_flows(mut stage: Stage, top: TopFlows) -> Stage {
         Stage::Source21(source) => source.top = top,
         Stage::Sink(sink) => sink.top = top,
         Stage::Sink21(sink) => sink.top = top,
+        Stage::Postcard(postcard) => postcard.top = top,
         _ => {}
     }
     stage
@@ -144,7 +146,7 @@ pub enum BuildError {
 pub enum StageError {
     #[error("unknown port")]
     UnknownPort,
-    #[error("a sink needs an export section")]
+    #[error("a sink or postcard node needs an export section")]
     NoExport,
     #[error("a source of another INT version than its domain")]
     OtherVersion,
@@ -193,6 +195,12 @@ fn stage(config: &Config, p: &PipelineConfig, ports: &Ports, built: &mut Built) 
             Stage::Reference(Box::new(ReferenceStage { role, rx_timestamps: hop.rx_timestamps }))
         }
         (StageConfig::Generate(settings), _) => generate_stage(config, settings).map_err(failed)?,
+        (StageConfig::Postcard(settings), _) => {
+            let reporter = reporter21(config, built).ok_or_else(|| failed(StageError::NoExport))?;
+            let postcard = PostcardStage::new(settings, hop, own_reports_to, reporter);
+            log_flow_table(&p.name, postcard.flows.slot_bytes(), postcard.flows.bytes_per_flow());
+            Stage::Postcard(Box::new(postcard))
+        }
         (StageConfig::Source(_) | StageConfig::Source21(_), _) => {
             return Err(failed(StageError::OtherVersion))
         }

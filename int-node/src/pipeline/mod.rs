@@ -42,6 +42,7 @@ pub enum Stage {
     Source21(Box<int21::source::Source21Stage>),
     Transit21(Box<int21::transit::Transit21Stage>),
     Sink21(Box<int21::sink::Sink21Stage>),
+    Postcard(Box<int21::postcard::PostcardStage>),
     #[cfg(feature = "lab")]
     Impair(Box<impair::ImpairStage>),
     Reference(Box<reference::ReferenceStage>),
@@ -87,6 +88,7 @@ impl Pipeline {
             match &mut self.stage {
                 Stage::Source(source) => source.age(clock.now_ns(), &mut self.counters),
                 Stage::Source21(source) => source.age(clock.now_ns(), &mut self.counters),
+                Stage::Postcard(postcard) => postcard.age(clock.now_ns(), &mut self.counters),
                 _ => {}
             }
             self.counters.publish(&self.shared);
@@ -105,6 +107,7 @@ impl Pipeline {
             Stage::Source21(source) => source.process(burst, clock, &mut self.counters),
             Stage::Transit21(transit) => transit.process(burst, clock, &mut self.counters),
             Stage::Sink21(sink) => sink.process(burst, sink_ns, &mut self.counters),
+            Stage::Postcard(postcard) => postcard.process(burst, clock, &mut self.counters),
             #[cfg(feature = "lab")]
             Stage::Impair(impair) => impair.process(burst, clock, &mut self.counters),
             Stage::Reference(reference) => reference.process(burst, sink_ns, &mut self.counters),

@@ -69,8 +69,15 @@ pub(crate) struct Ageing<'a> {
 
 impl Ageing<'_> {
     /// One step: flows idle past the timeout go; the others are ranked in
-    /// `top` by the packets numbered in them.
-    pub fn age(self, flows: &mut FlowTable<u32>, top: &mut TopFlows, now_ns: u64, counters: &mut Counters) {
+    /// `top` by their `packets`.
+    pub fn age<V: Copy + Default>(
+        self,
+        flows: &mut FlowTable<V>,
+        top: &mut TopFlows,
+        now_ns: u64,
+        counters: &mut Counters,
+        packets: impl Fn(&V) -> u32,
+    ) {
         const STEP_NS: u64 = 1 << 20;
         if now_ns.wrapping_sub(*self.last_sweep_ns) < STEP_NS {
             return;
@@ -78,8 +85,8 @@ impl Ageing<'_> {
         *self.last_sweep_ns = now_ns;
         let idle_limit = (self.idle_timeout_ns >> 20) as u32;
         let budget = sweep_budget(flows.slot_count(), STEP_NS);
-        let expired = flows.sweep(budget, now_ns, |key, numbered, idle| {
-            top.offer(*numbered, None, || Some((key.flow()?, 0)));
+        let expired = flows.sweep(budget, now_ns, |key, value, idle| {
+            top.offer(packets(value), None, || Some((key.flow()?, 0)));
             idle > idle_limit
         });
         top.after_sweep(flows.passes());

@@ -174,7 +174,7 @@ impl SourceStage {
         if self.config.shim_type.has_sequence() {
             let ageing =
                 Ageing { last_sweep_ns: &mut self.last_sweep_ns, idle_timeout_ns: self.idle_timeout_ns };
-            ageing.age(&mut self.flows, &mut self.top, now_ns, counters);
+            ageing.age(&mut self.flows, &mut self.top, now_ns, counters, |numbered| *numbered);
         }
     }
 

@@ -48,12 +48,13 @@ pub struct Subject<'a> {
 }
 
 /// The kinds of report, each counted once its datagram is queued.
-const KINDS: [Counter; 7] = [
+const KINDS: [Counter; 8] = [
     Counter::reports_latency,
     Counter::reports_path_change,
     Counter::reports_hop_change,
     Counter::reports_queue,
     Counter::reports_mx,
+    Counter::reports_xd,
     Counter::reports_loss,
     Counter::reports_drop,
 ];

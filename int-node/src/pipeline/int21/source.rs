@@ -197,7 +197,7 @@ impl Source21Stage {
         if self.config.numbers_packets() {
             let ageing =
                 Ageing { last_sweep_ns: &mut self.last_sweep_ns, idle_timeout_ns: self.idle_timeout_ns };
-            ageing.age(&mut self.flows, &mut self.top, now_ns, counters);
+            ageing.age(&mut self.flows, &mut self.top, now_ns, counters, |numbered| *numbered);
         }
     }
 
