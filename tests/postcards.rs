@@ -35,15 +35,20 @@ fn flow_of(inner: &[u8]) -> (String, String, u16, u16) {
     (src, dst, sport, dport)
 }
 
+/// A postcard as the collector got it: the node, the packet's bytes, the
+/// RepMdBits.
+type Card = (u32, Vec<u8>, u16);
+
 /// Runs a postcard node with `settings` over the mixed dual-stack traffic;
-/// returns the frames, the run and every postcard (node id, report).
-fn postcard_run(test: &str, settings: &str) -> (Vec<Vec<u8>>, Run, Vec<(u32, Vec<u8>, u16)>) {
+/// returns the frames, the run and every postcard.
+fn postcard_run(test: &str, settings: &str) -> (Vec<Vec<u8>>, Run, Vec<Card>) {
     let dir = workdir(test);
     let frames = mixed_traffic_dual(PACKETS, FLOWS, 0);
     write_pcap(&dir.join("in.pcap"), &frames);
     let collector = Collector::new();
     let section = format!("    int: {{version: 2.1}}\n    postcard: {settings}\n");
-    let run = run_node(&dir, &node_config("postcard", "in.pcap", "out.pcap", &section, Some(&collector.addr())));
+    let run =
+        run_node(&dir, &node_config("postcard", "in.pcap", "out.pcap", &section, Some(&collector.addr())));
     assert_same_frames(&read_pcap(&dir.join("out.pcap")), &frames);
     let mut postcards = Vec::new();
     for datagram in collector.reports() {
@@ -140,4 +145,131 @@ fn on_change_a_watched_flow_s_first_packet_gets_one() {
     let flows: std::collections::BTreeSet<_> = postcards.iter().map(|(_, inner, _)| flow_of(inner)).collect();
     assert_eq!(flows.len() as u64, udp_flows);
     assert!(flows.iter().all(|(_, _, _, dport)| *dport == 6000), "UDP flows only: {flows:?}");
+}
+
+/// Three nodes, `roles` with their settings, one after the other over
+/// pcap files, every report to one collector socket: the reports.
+fn chain(dir: &std::path::Path, frames: &[Vec<u8>], roles: &[(&str, &str, u8)]) -> Vec<Vec<u8>> {
+    write_pcap(&dir.join("p0.pcap"), frames);
+    let collector = Collector::new();
+    for (i, (role, settings, node)) in roles.iter().enumerate() {
+        let (input, output) = (format!("p{i}.pcap"), format!("p{}.pcap", i + 1));
+        let config = node_config(role, &input, &output, settings, Some(&collector.addr()));
+        let config = config.replacen("node_id: 10.0.0.", &format!("node_id: 10.0.{node}."), 1);
+        run_node(dir, &config);
+    }
+    assert_same_frames(&read_pcap(&dir.join(format!("p{}.pcap", roles.len()))), frames);
+    collector.reports()
+}
+
+/// collect's summary of `datagrams` holding `reports` reports.
+fn collect_summary(datagrams: &[Vec<u8>], reports: usize) -> serde_json::Value {
+    let count = reports.to_string();
+    let args = ["--quiet", "--count", &count, "--duration", "60", "--join-window-ms", "600000"];
+    let (child, listen) = common::collector::start_collector(&tools_bin(), &args);
+    let sender = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    for datagram in datagrams {
+        sender.send_to(datagram, &listen).unwrap();
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
+    common::collector::summary_of(child)
+}
+
+/// The nodes of a summary: (id, hops).
+fn node_hops(summary: &serde_json::Value) -> Vec<(u64, u64)> {
+    let nodes = summary["nodes"].as_array().unwrap().iter();
+    nodes.map(|n| (n["node"].as_u64().unwrap(), n["hops"].as_u64().unwrap())).collect()
+}
+
+/// The links of a summary: (from, to, count).
+fn link_counts(summary: &serde_json::Value) -> Vec<(u64, u64, u64)> {
+    let links = summary["links"].as_array().unwrap().iter();
+    links
+        .map(|l| {
+            (
+                l["from"].as_u64().unwrap(),
+                l["to"].as_u64().unwrap(),
+                l["latency_ns"]["count"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// The same packets through three nodes in INT-XD (three postcard nodes)
+/// and in INT-MX (source, transit, sink each reporting): the collector
+/// joins each packet's three postcards into its path, and both modes give
+/// the same per-hop view: each node's hops, each link's, every flow's
+/// path; INT-MD's stacks give the same nodes, links and paths.
+#[test]
+fn postcards_of_three_nodes_join_into_the_path_an_md_stack_tells() {
+    // Packets told apart by the bytes their reports carry: IPv6 has no IP
+    // identification, and an INT-MX report stops after the INT header, so
+    // packets of an IPv6 flow whose UDP checksum is 0 (and empty ones in
+    // INT-XD) are alike: their postcards can only be duplicates.
+    let mut frames = mixed_traffic_dual(144, 4, 120);
+    frames.retain(|frame| {
+        let sliced = etherparse::LaxSlicedPacket::from_ethernet(frame).unwrap();
+        match sliced.transport.unwrap() {
+            etherparse::TransportSlice::Udp(udp) => !udp.payload().is_empty() && udp.checksum() != 0,
+            etherparse::TransportSlice::Tcp(tcp) => !tcp.payload().is_empty(),
+            _ => false,
+        }
+    });
+    let n = frames.len() as u64;
+    let flows = frames.iter().map(|f| flow_of(ip_of(f))).collect::<std::collections::BTreeSet<_>>().len();
+    assert!(flows >= 3, "{flows} flows");
+    let xd = "    int: {version: 2.1}\n    postcard: {report: every}\n";
+    let xd_reports = chain(
+        &workdir("postcards-join-xd"),
+        &frames,
+        &[("postcard", xd, 1), ("postcard", xd, 2), ("postcard", xd, 3)],
+    );
+    let xd = collect_summary(&xd_reports, 3 * frames.len());
+    let int = "    int: {version: 2.1}\n";
+    let mx_source = "    int: {version: 2.1}\n    source: {mode: mx, instructions: [node_id, hop_latency, ingress_timestamp, egress_timestamp]}\n";
+    let mx_reports = chain(
+        &workdir("postcards-join-mx"),
+        &frames,
+        &[("source", mx_source, 1), ("transit", int, 2), ("sink", int, 3)],
+    );
+    let mx = collect_summary(&mx_reports, 3 * frames.len());
+    for summary in [&xd, &mx] {
+        let postcards = &summary["postcards"];
+        assert_eq!(postcards["received"], 3 * n, "{postcards}");
+        assert_eq!(postcards["packets"], n, "{postcards}");
+        assert_eq!(
+            (&postcards["unordered"], &postcards["duplicates"]),
+            (&0.into(), &0.into()),
+            "{postcards}"
+        );
+        assert_eq!(summary["paths_followed"], flows);
+        assert_eq!(summary["path_changes"], 0);
+    }
+    // Node ids are 10.0.<position>.<role's>: compare positions.
+    let at = |id: u64| (id >> 8) & 0xff;
+    let links = |summary: &serde_json::Value| -> Vec<(u64, u64, u64)> {
+        link_counts(summary).iter().map(|(from, to, count)| (at(*from), at(*to), *count)).collect()
+    };
+    let nodes = |summary: &serde_json::Value| -> Vec<(u64, u64)> {
+        node_hops(summary).iter().map(|(id, hops)| (at(*id), *hops)).collect()
+    };
+    assert_eq!(links(&xd), [(1, 2, n), (2, 3, n)]);
+    assert_eq!(links(&mx), links(&xd));
+    assert_eq!(nodes(&xd), [(1, n), (2, n), (3, n)]);
+    assert_eq!(nodes(&mx), nodes(&xd));
+    let md_source = "    int: {version: 2.1}\n    source: {instructions: [node_id, hop_latency, ingress_timestamp, egress_timestamp]}\n";
+    let md_reports = chain(
+        &workdir("postcards-join-md"),
+        &frames,
+        &[("source", md_source, 1), ("transit", int, 2), ("sink", int, 3)],
+    );
+    let reports: usize = md_reports.iter().map(|d| tr20::Report::parse(d).unwrap().reports().count()).sum();
+    let md = collect_summary(&md_reports, reports);
+    // The sink reports on latency changes, not every packet: the same
+    // nodes and links, fewer hops.
+    let positions = |summary: &serde_json::Value| -> (Vec<u64>, Vec<(u64, u64)>) {
+        (nodes(summary).iter().map(|n| n.0).collect(), links(summary).iter().map(|l| (l.0, l.1)).collect())
+    };
+    assert_eq!(positions(&md), positions(&xd));
+    assert_eq!(md["paths_followed"], flows);
 }

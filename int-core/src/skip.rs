@@ -1,6 +1,7 @@
 //! Why a source, of either INT version, leaves a packet as it came.
 
 use crate::error::ParseError;
+use crate::locate::{self, IpLocation, L4};
 
 /// Why a packet leaves the source untouched. Each is counted by the node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,4 +23,18 @@ pub enum Skip {
     NoHeadroom,
     /// The headers lie; the packet is forwarded as it is.
     Malformed(ParseError),
+}
+
+/// The IP and TCP or UDP headers of a frame a source or an INT-XD node
+/// may work on: unfragmented TCP or UDP over IPv4 or IPv6.
+pub fn tcp_udp(frame: &[u8]) -> Result<(IpLocation, L4), Skip> {
+    let ip = locate::ip(frame).map_err(Skip::Malformed)?.ok_or(Skip::NotIp)?;
+    if !matches!(ip.protocol, locate::PROTO_TCP | locate::PROTO_UDP) {
+        return Err(Skip::NotTcpUdp);
+    }
+    if ip.is_fragment() {
+        return Err(Skip::Fragment);
+    }
+    let l4 = locate::l4(frame, &ip).map_err(Skip::Malformed)?.ok_or(Skip::NotTcpUdp)?;
+    Ok((ip, l4))
 }

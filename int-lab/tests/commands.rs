@@ -36,8 +36,7 @@ fn send_sends_what_it_is_asked_for() {
 /// A topology that is not there is an error that names it, not a panic.
 #[test]
 fn a_missing_topology_is_an_error() {
-    let output =
-        Command::new(BIN).args(["lab", "--topology", "/nonexistent/lab.yaml"]).output().unwrap();
+    let output = Command::new(BIN).args(["lab", "--topology", "/nonexistent/lab.yaml"]).output().unwrap();
     let said = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{said}");
     assert!(said.starts_with("error:") && said.contains("/nonexistent/lab.yaml"), "{said}");

@@ -13,7 +13,7 @@
 use core::ops::Range;
 
 use crate::flow::{flow_key, FlowKey};
-use crate::locate::{self, IpVersion, L4};
+use crate::locate::{IpVersion, L4};
 use crate::skip::Skip;
 use crate::wire::udp::HEADER_LEN as UDP_LEN;
 
@@ -31,14 +31,7 @@ pub struct Postcard {
 
 /// Reads a frame; only unfragmented TCP and UDP packets get postcards.
 pub fn read(frame: &[u8]) -> Result<Postcard, Skip> {
-    let ip = locate::ip(frame).map_err(Skip::Malformed)?.ok_or(Skip::NotIp)?;
-    if !matches!(ip.protocol, locate::PROTO_TCP | locate::PROTO_UDP) {
-        return Err(Skip::NotTcpUdp);
-    }
-    if ip.is_fragment() {
-        return Err(Skip::Fragment);
-    }
-    let l4 = locate::l4(frame, &ip).map_err(Skip::Malformed)?.ok_or(Skip::NotTcpUdp)?;
+    let (ip, l4) = crate::skip::tcp_udp(frame)?;
     let (src_port, dst_port) = l4.ports();
     let header_len = match l4 {
         L4::Udp { .. } => UDP_LEN,

@@ -159,14 +159,7 @@ pub fn clear_mark(frame: &mut [u8], config: &SourceConfig) -> bool {
 }
 
 fn plan_as(frame: &[u8], config: &SourceConfig, marked_is_fine: bool) -> Result<Plan, Skip> {
-    let ip = locate::ip(frame).map_err(Skip::Malformed)?.ok_or(Skip::NotIp)?;
-    if !matches!(ip.protocol, locate::PROTO_TCP | locate::PROTO_UDP) {
-        return Err(Skip::NotTcpUdp);
-    }
-    if ip.is_fragment() {
-        return Err(Skip::Fragment);
-    }
-    let l4 = locate::l4(frame, &ip).map_err(Skip::Malformed)?.ok_or(Skip::NotTcpUdp)?;
+    let (ip, l4) = crate::skip::tcp_udp(frame)?;
     let (src_port, dst_port) = l4.ports();
     let (insert_at, next) = match (config.domain.marking, l4) {
         (Marking::Dscp(dscp), _) if !marked_is_fine && dscp.encapsulation().tos_is_marked(ip.tos) => {

@@ -274,7 +274,7 @@ fn stage(
             let path = format!("{path}.postcard");
             if !matches!(domain, IntDomain::V21(_)) {
                 problems.add(
-                    format!("{path}"),
+                    path.clone(),
                     "INT-XD postcards in an INT 0.5 domain",
                     "set int.version: 2.1 for this pipeline",
                 );

@@ -13,8 +13,8 @@ use int_core::report::DEFAULT_COLLECTOR_PORT;
 use super::choice::chosen;
 use super::model::{
     ExportConfig, ExportPath, Flavour, GenerateInstrument, GenerateSettings, LatencyMode, MalformedPolicy,
-    MarkedPolicy, Mode, PortConfig, PortExport, PostcardReport, PostcardSettings, Prefix, ProfileName, Protocol,
-    Rule, SinkSettings, Source21Settings, SourceSettings, StageConfig, TunnelPlacement,
+    MarkedPolicy, Mode, PortConfig, PortExport, PostcardReport, PostcardSettings, Prefix, ProfileName,
+    Protocol, Rule, SinkSettings, Source21Settings, SourceSettings, StageConfig, TunnelPlacement,
 };
 use super::queues::QueueUse;
 use super::raw::{
@@ -121,7 +121,11 @@ pub fn postcard_settings(raw: &RawPostcard, path: &str, problems: &mut Problems)
         problems.add(format!("{path}.every"), "0 packets", "1 for every packet, N for one in N");
     }
     if raw.every.is_some() && report != PostcardReport::Every {
-        problems.add(format!("{path}.every"), "every without report: every", "set report: every, or remove it");
+        problems.add(
+            format!("{path}.every"),
+            "every without report: every",
+            "set report: every, or remove it",
+        );
     }
     if raw.hops.queue_alert.is_some() {
         problems.add(

@@ -522,7 +522,12 @@ fn postcard_settings_and_their_mistakes() {
     let bad = node("{report: change, every: 0, hops: {latency_ns: [5, 3]}}", "");
     assert_eq!(
         problems_of(&bad),
-        ["pipelines[0].postcard.every", "pipelines[0].postcard.every", "pipelines[0].postcard.hops.latency_ns", "export"]
+        [
+            "pipelines[0].postcard.every",
+            "pipelines[0].postcard.every",
+            "pipelines[0].postcard.hops.latency_ns",
+            "export"
+        ]
     );
     let old = node("{}", export).replace("int: {version: 2.1}", "int: {version: '0.5'}");
     assert_eq!(problems_of(&old), ["pipelines[0].postcard"]);

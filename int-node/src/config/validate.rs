@@ -16,6 +16,21 @@ use super::raw::{NodeId, RawConfig, RawPort};
 use super::settings::export_settings;
 use super::{ConfigError, Problems};
 
+/// A sink or postcard node asked for, even one with other problems,
+/// needs an export.
+fn check_export_needed(raw: &RawConfig, has_export: bool, problems: &mut Problems) {
+    let reporting = raw.pipelines.iter().find_map(|p| {
+        p.role.value().filter(|role| matches!(role, super::RoleName::Sink | super::RoleName::Postcard))
+    });
+    if let (false, Some(role)) = (has_export, reporting) {
+        problems.add(
+            "export",
+            format!("a {role} pipeline needs an export section"),
+            "add export: {collector: 127.0.0.1:32766}",
+        );
+    }
+}
+
 /// DPDK's limits on a mempool's per-lcore cache: at most
 /// `RTE_MEMPOOL_CACHE_MAX_SIZE` (512), and no more than two thirds of the
 /// pool (`rte_mempool_create` refuses more).
@@ -58,19 +73,8 @@ pub fn validate(raw: &RawConfig) -> Result<Config, ConfigError> {
         .filter_map(|(i, p)| pipeline(i, p, &ports, &port_index, &mut queues, &mut problems))
         .collect();
     check_lcores(&raw.eal, &raw.pipelines.iter().map(|p| p.lcore).collect::<Vec<_>>(), &mut problems);
-    // A sink or postcard node asked for, even one with other problems,
-    // needs an export.
-    let reporting = raw.pipelines.iter().find_map(|p| {
-        p.role.value().filter(|role| matches!(role, super::RoleName::Sink | super::RoleName::Postcard))
-    });
     let export = raw.export.as_ref().map(|e| export_settings(e, &port_index, &ports, &queues, &mut problems));
-    if let (None, Some(role)) = (&export, reporting) {
-        problems.add(
-            "export",
-            format!("a {role} pipeline needs an export section"),
-            "add export: {collector: 127.0.0.1:32766}",
-        );
-    }
+    check_export_needed(raw, export.is_some(), &mut problems);
     let sink_05 = pipelines
         .iter()
         .any(|p| matches!((&p.stage, p.domain), (StageConfig::Sink(_), super::IntDomain::V05(_))));

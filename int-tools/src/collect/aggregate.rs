@@ -157,7 +157,12 @@ fn observe(record: &Value, books: &mut Books) -> bool {
             }
             true
         }
-        // Path changes are worked out again from the tr20 records.
+        Some("joined") => {
+            observe_joined(record, flow, books);
+            true
+        }
+        // Path changes are worked out again from the tr20 and joined
+        // records.
         Some("path-change" | "tr05") => true,
         _ => false,
     }
@@ -176,9 +181,25 @@ fn observe_hops(record: &Value, flow: Option<FlowKey>, books: &mut Books) {
         return;
     }
     let at_ms = books.ledger.time_ms(record["time_ns"].as_u64());
-    let seen =
-        Seen { flow, hops: &hops, sink: report_node, sink_ingress_ns: record["time_ns"].as_u64(), at_ms };
+    let seen = Seen {
+        flow,
+        hops: &hops,
+        sink: Some(report_node),
+        sink_ingress_ns: record["time_ns"].as_u64(),
+        at_ms,
+    };
     books.observe_path(&seen);
+}
+
+/// A joined record's hops into the per-hop view, as when its postcards
+/// were joined.
+fn observe_joined(record: &Value, flow: Option<FlowKey>, books: &mut Books) {
+    let (Some(flow), Some(hops)) = (flow, record["hop_metadata"].as_array()) else { return };
+    let hops: Vec<HopMetadata> = hops.iter().map(hop_of).collect();
+    let at_ms = books.ledger.time_ms(hops.first().and_then(|hop| hop.ingress_timestamp));
+    let joined =
+        super::join::Joined { flow, hops, ordered: record["ordered"].as_bool().unwrap_or(false), at_ms };
+    books.observe_joined(&joined, Print::Quiet);
 }
 
 fn flow_of(flow: &Value) -> Option<FlowKey> {

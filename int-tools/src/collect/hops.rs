@@ -105,7 +105,9 @@ pub struct Seen<'a> {
     pub flow: FlowKey,
     /// Source first (the stack reversed).
     pub hops: &'a [HopMetadata],
-    pub sink: u32,
+    /// The reporting sink of an INT-MD stack; none for postcards joined
+    /// into a path (the last node's own postcard is among the hops).
+    pub sink: Option<u32>,
     pub sink_ingress_ns: Option<u64>,
     pub at_ms: u64,
 }
@@ -143,6 +145,13 @@ impl Hops {
     /// Books one report's hops and links; returns the flow's path change,
     /// if its path is followed and differs from the last one seen.
     pub fn observe(&mut self, seen: &Seen<'_>) -> Option<PathChange> {
+        self.observe_nodes(seen);
+        self.observe_links(seen);
+        self.observe_path(seen)
+    }
+
+    /// Books each hop's node figures (and the sink's hop).
+    pub fn observe_nodes(&mut self, seen: &Seen<'_>) {
         for hop in seen.hops {
             let Some(node) = hop.node_id else { continue };
             let Some(figures) = self.node(node) else { continue };
@@ -157,11 +166,9 @@ impl Hops {
                 figures.queue.record(i64::from(occupancy));
             }
         }
-        if let Some(figures) = self.node(seen.sink) {
+        if let Some(figures) = seen.sink.and_then(|sink| self.node(sink)) {
             figures.hops += 1;
         }
-        self.observe_links(seen);
-        self.observe_path(seen)
     }
 
     /// A drop report of `node` for `reason`.
@@ -242,8 +249,8 @@ impl Hops {
 /// egress, ns (the last hop's egress to the sink's ingress too).
 pub fn links<'a>(seen: &'a Seen<'_>) -> impl Iterator<Item = ((u32, u32), i64)> + 'a {
     let ends = seen.hops.iter().map(|h| (h.node_id, h.ingress_timestamp, h.egress_timestamp));
-    let last = (Some(seen.sink), seen.sink_ingress_ns, None);
-    let mut ends = ends.chain([last]).peekable();
+    let last = seen.sink.map(|sink| (Some(sink), seen.sink_ingress_ns, None));
+    let mut ends = ends.chain(last).peekable();
     core::iter::from_fn(move || loop {
         let (from, _, egress) = ends.next()?;
         let &(to, ingress, _) = ends.peek()?;
@@ -259,7 +266,7 @@ pub fn path_of(seen: &Seen<'_>) -> Option<Vec<u32>> {
         return None;
     }
     let mut path = Vec::with_capacity(seen.hops.len() + 1);
-    for node in seen.hops.iter().map(|hop| hop.node_id).chain([Some(seen.sink)]) {
+    for node in seen.hops.iter().map(|hop| hop.node_id).chain(seen.sink.map(Some)) {
         let node = node?;
         if path.contains(&node) {
             return None;
@@ -291,7 +298,7 @@ mod tests {
     }
 
     fn seen<'a>(flow: FlowKey, hops: &'a [HopMetadata], at_ms: u64) -> Seen<'a> {
-        Seen { flow, hops, sink: 9, sink_ingress_ns: Some(10_000), at_ms }
+        Seen { flow, hops, sink: Some(9), sink_ingress_ns: Some(10_000), at_ms }
     }
 
     /// Three hops and the sink: each node's latency and queue, each link's

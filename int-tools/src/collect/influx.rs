@@ -26,7 +26,7 @@ use super::outputs::{Counted, Output, Running};
 /// links, a flow's path change.
 enum Point {
     Observed(Observed),
-    Hops { sink: u32, sink_ingress_ns: Option<u64>, hops: Vec<HopMetadata> },
+    Hops { sink: Option<u32>, sink_ingress_ns: Option<u64>, hops: Vec<HopMetadata> },
     PathChange(PathChange),
 }
 
@@ -241,13 +241,9 @@ impl Writer {
                 continue;
             }
             let time = self.next_time(ns);
-            let _ = writeln!(
-                body,
-                "int_hop,node={},sink_node={} {} {time}",
-                name(node),
-                name(seen.sink),
-                fields.join(",")
-            );
+            // Joined postcards have no reporting sink: no sink_node tag.
+            let sink = seen.sink.map(|sink| format!(",sink_node={}", name(sink))).unwrap_or_default();
+            let _ = writeln!(body, "int_hop,node={}{sink} {} {time}", name(node), fields.join(","));
             points += 1;
         }
         for ((from, to), latency) in hops::links(seen) {
@@ -405,7 +401,7 @@ mod tests {
         };
         let hops = vec![hop(1, 0), hop(2, 300)];
         let mut body = String::new();
-        let point = Point::Hops { sink: 9, sink_ingress_ns: Some(1000), hops };
+        let point = Point::Hops { sink: Some(9), sink_ingress_ns: Some(1000), hops };
         assert_eq!(writer.lines(&mut body, &point, 50), 4);
         let flow = FlowKey::v4(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), 17, 5, 6);
         let change = PathChange { at_ms: 1, flow, old: vec![1, 2, 9], new: vec![1, 3, 9] };

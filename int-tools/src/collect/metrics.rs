@@ -226,6 +226,16 @@ fn histogram(out: &mut String, name: &str, labels: &str, latency: &Latency) {
 mod tests {
     use super::super::ledger::{Ledger, Limits, Measure, Observed};
     use super::*;
+
+    fn snapshot_of(ledger: Ledger, hops: Hops) -> Snapshot {
+        Snapshot {
+            ledger,
+            hops,
+            senders: Default::default(),
+            totals: Default::default(),
+            joins: Default::default(),
+        }
+    }
     use std::net::Ipv4Addr;
 
     #[test]
@@ -241,13 +251,8 @@ mod tests {
             ledger.observe(&Observed { flow, source_node: None, sink_node: None, measure, at_ns: None });
         }
         let hops = Hops::new(super::super::hops::Limits { nodes: 0, links: 0, flows: 0 });
-        let view = Snapshot {
-            ledger: ledger.view(5),
-            hops: hops.clone(),
-            senders: Default::default(),
-            totals: Default::default(),
-        };
-        let snapshot = Snapshot { ledger, hops, senders: Default::default(), totals: Default::default() };
+        let view = snapshot_of(ledger.view(5), hops.clone());
+        let snapshot = snapshot_of(ledger, hops);
         let page = page(&snapshot, &[], 5);
         // A scrape copies only the flows it shows, and shows the same.
         assert!(view.ledger.flows.len() <= 10);
@@ -291,12 +296,18 @@ mod tests {
             let flow =
                 FlowKey::v4(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), 17, node as u16, 9);
             for _ in 0..node {
-                hops.observe(&Seen { flow, hops: &path, sink: 200, sink_ingress_ns: Some(500), at_ms: 0 });
+                hops.observe(&Seen {
+                    flow,
+                    hops: &path,
+                    sink: Some(200),
+                    sink_ingress_ns: Some(500),
+                    at_ms: 0,
+                });
             }
         }
         hops.observe_drop(8, 71);
         let ledger = Ledger::new(Limits { flows: 1, detailed: 1 }, Default::default());
-        let snapshot = Snapshot { ledger, hops, senders: Default::default(), totals: Default::default() };
+        let snapshot = snapshot_of(ledger, hops);
         let page = page(&snapshot, &[], 3);
         let counts: Vec<&str> =
             page.lines().filter(|l| l.starts_with("int_collect_hop_latency_seconds_count")).collect();

@@ -12,6 +12,7 @@ mod aggregate;
 mod hops;
 mod hostint;
 mod influx;
+mod join;
 mod label;
 mod latency;
 mod ledger;
@@ -38,8 +39,8 @@ use int_core::report::SinkIdWord;
 
 use ledger::{Ledger, Limits};
 pub use ledger::{Measure, Observed};
-use sender::Sender;
 use outputs::{Counted, Output};
+use sender::Sender;
 use summary::Snapshot;
 
 #[derive(Debug, Args)]
@@ -97,6 +98,10 @@ pub struct CollectArgs {
     /// KB each).
     #[arg(long, default_value_t = 50_000)]
     pub max_links: usize,
+    /// INT-MX and INT-XD: how long after a packet's first postcard (by
+    /// the reports' times) its other nodes' postcards are waited for.
+    #[arg(long, default_value_t = 1000)]
+    pub join_window_ms: u64,
     /// Write every latency and loss observation to this InfluxDB 1.x
     /// server (http://HOST:PORT), into --influx-db.
     #[arg(long)]
@@ -217,6 +222,8 @@ pub struct Books {
     pub hops: hops::Hops,
     pub senders: BTreeMap<SocketAddr, Sender>,
     pub totals: Totals,
+    /// INT-MX and INT-XD postcards waiting for the rest of their packet's.
+    pub join: join::Join,
     /// InfluxDB, a NATS stream: what the receivers hand findings to.
     pub outputs: Vec<Arc<dyn Output>>,
 }
@@ -252,6 +259,37 @@ impl Books {
             }
         }
         change
+    }
+
+    /// A packet's postcards put together: its nodes' figures, and where
+    /// their order can be told, its links and path; printed as a `joined`
+    /// record, and a path change as for a stack.
+    pub fn observe_joined(&mut self, joined: &join::Joined, print: Print) {
+        let seen = hops::Seen {
+            flow: joined.flow,
+            hops: &joined.hops,
+            sink: None,
+            sink_ingress_ns: None,
+            at_ms: joined.at_ms,
+        };
+        let change = if joined.ordered { self.observe_path(&seen) } else { self.observe_nodes(&seen) };
+        self.emit(print, || serde_json::Value::Object(join::record(joined)));
+        if let Some(change) = change {
+            self.emit(print, || serde_json::Value::Object(tr20::path_change_record(&change, None)));
+        }
+    }
+
+    /// A path whose order cannot be told: its nodes' figures only.
+    fn observe_nodes(&mut self, seen: &hops::Seen<'_>) -> Option<hops::PathChange> {
+        self.hops.observe_nodes(seen);
+        None
+    }
+
+    /// Every postcard still waiting, joined (collect is stopping).
+    pub fn close_joins(&mut self, print: Print) {
+        for joined in self.join.close_all() {
+            self.observe_joined(&joined, print);
+        }
     }
 
     /// Each sender's report sequence.
@@ -314,6 +352,7 @@ pub fn run(args: &CollectArgs) -> Result<(), String> {
                 hops: hops::Hops::new(hop_limits),
                 senders: BTreeMap::new(),
                 totals: Totals::default(),
+                join: join::Join::new(args.join_window_ms),
                 outputs: running.iter().map(|r| Arc::clone(&r.output)).collect(),
             }))
         })
@@ -338,6 +377,11 @@ pub fn run(args: &CollectArgs) -> Result<(), String> {
     for thread in threads {
         if let Ok(Err(error)) = thread.join() {
             failure = Some(error);
+        }
+    }
+    for books in &shared.books {
+        if let Ok(mut books) = books.lock() {
+            books.close_joins(how.output);
         }
     }
     stop_outputs(&shared, running);

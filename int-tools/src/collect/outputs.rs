@@ -68,7 +68,8 @@ pub fn counts_text(counted: &[Arc<dyn Counted>]) -> Vec<String> {
     counted
         .iter()
         .map(|c| {
-            let counts: Vec<String> = c.counts().iter().map(|(name, count)| format!("{count} {name}")).collect();
+            let counts: Vec<String> =
+                c.counts().iter().map(|(name, count)| format!("{count} {name}")).collect();
             format!("{}: {}", c.names().1, counts.join(", "))
         })
         .collect()

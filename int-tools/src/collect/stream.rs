@@ -105,12 +105,28 @@ impl Counted for Counts {
     }
 
     fn metrics(&self, out: &mut String) {
-        let outcomes = self.counts().into_iter().filter(|(name, _)| ["acked", "dropped", "lost"].contains(name));
-        counter_family(out, "int_collect_nats_records_total", "Records for the NATS stream by outcome.", outcomes);
+        let outcomes =
+            self.counts().into_iter().filter(|(name, _)| ["acked", "dropped", "lost"].contains(name));
+        counter_family(
+            out,
+            "int_collect_nats_records_total",
+            "Records for the NATS stream by outcome.",
+            outcomes,
+        );
         let resent = self.resent.load(Ordering::Relaxed);
-        counter(out, "int_collect_nats_resends_total", "Publishes sent again (no acknowledgement in time).", resent);
+        counter(
+            out,
+            "int_collect_nats_resends_total",
+            "Publishes sent again (no acknowledgement in time).",
+            resent,
+        );
         let reconnects = self.reconnects.load(Ordering::Relaxed);
-        counter(out, "int_collect_nats_reconnects_total", "Connections to the server made again.", reconnects);
+        counter(
+            out,
+            "int_collect_nats_reconnects_total",
+            "Connections to the server made again.",
+            reconnects,
+        );
     }
 }
 
@@ -327,7 +343,10 @@ mod tests {
         let (key, value) = counts_json(&counted).remove(0);
         assert_eq!(key, "nats");
         assert_eq!(value, json!({"acked": 7, "dropped": 2, "resent": 0, "reconnects": 1, "lost": 0}));
-        assert_eq!(counts_text(&counted), ["NATS records: 7 acked, 2 dropped, 0 resent, 1 reconnects, 0 lost"]);
+        assert_eq!(
+            counts_text(&counted),
+            ["NATS records: 7 acked, 2 dropped, 0 resent, 1 reconnects, 0 lost"]
+        );
         let mut page = String::new();
         counted[0].metrics(&mut page);
         for line in [

@@ -10,6 +10,7 @@ use int_core::flow::FlowKey;
 use serde_json::{json, Value};
 
 use super::hops::Hops;
+use super::join::Counts as JoinCounts;
 use super::latency::{Latency, PERCENTILES};
 use super::ledger::{FlowSummary, Ledger};
 use super::outputs::{counts_json, counts_text, Counted};
@@ -27,6 +28,8 @@ pub struct Snapshot {
     pub hops: Hops,
     pub senders: BTreeMap<SocketAddr, Sender>,
     pub totals: Totals,
+    /// What the join of postcards did.
+    pub joins: JoinCounts,
 }
 
 impl Snapshot {
@@ -36,6 +39,7 @@ impl Snapshot {
             hops: books.hops.clone(),
             senders: books.senders.clone(),
             totals: books.totals.clone(),
+            joins: books.join.counts,
         }
     }
 
@@ -46,6 +50,7 @@ impl Snapshot {
             hops: books.hops.clone(),
             senders: books.senders.clone(),
             totals: books.totals.clone(),
+            joins: books.join.counts,
         }
     }
 
@@ -60,11 +65,13 @@ impl Snapshot {
                 hops: Hops::new(super::hops::Limits { nodes: 0, links: 0, flows: 0 }),
                 senders: BTreeMap::new(),
                 totals: Totals::default(),
+                joins: JoinCounts::default(),
             };
         };
         for part in parts {
             all.ledger.merge(&part.ledger);
             all.hops.merge(&part.hops);
+            all.joins.merge(&part.joins);
             for (address, sender) in part.senders {
                 let ours = all.senders.entry(address).or_default();
                 ours.lost_reports += sender.lost_reports;
@@ -107,6 +114,7 @@ fn summary_json(snapshot: &Snapshot, outputs: &[Arc<dyn Counted>]) -> Value {
         "kernel_drops": totals.kernel_drops,
         "all_flows": latency_json(&snapshot.ledger.overall),
         "untracked_observations": snapshot.ledger.untracked,
+        "postcards": joins_json(&snapshot.joins),
         "flows": flows});
     if let Some(object) = summary.as_object_mut() {
         if let Value::Object(hops) = hops_json(&snapshot.hops) {
@@ -172,6 +180,12 @@ fn hops_json(hops: &Hops) -> Value {
            "untracked_paths": untracked.flows, "unusable_paths": untracked.unusable_paths})
 }
 
+/// The join of INT-MX and INT-XD postcards.
+fn joins_json(joins: &JoinCounts) -> Value {
+    json!({"received": joins.postcards, "packets": joins.packets, "unordered": joins.unordered,
+           "duplicates": joins.duplicates, "dropped": joins.dropped})
+}
+
 /// Count, extremes, mean and percentiles of a distribution (null where none).
 fn distribution_json(values: &Latency) -> Value {
     let mut value =
@@ -205,6 +219,13 @@ fn print_text(snapshot: &Snapshot, outputs: &[Arc<dyn Counted>]) {
     }
     for line in counts_text(outputs) {
         println!("   {line}");
+    }
+    let joins = &snapshot.joins;
+    if joins.postcards > 0 {
+        println!(
+            "   postcards: {} received, {} packets joined ({} unordered), {} duplicates, {} dropped",
+            joins.postcards, joins.packets, joins.unordered, joins.duplicates, joins.dropped
+        );
     }
     let ledger = &snapshot.ledger;
     if ledger.flows.len() > 1 || ledger.untracked > 0 {

@@ -146,20 +146,49 @@ pub fn record(
         let seen = latency.as_ref().filter(|l| !l.path.is_empty()).map(|l| Seen {
             flow: l.flow,
             hops: &l.path,
-            sink: group.node_id,
+            sink: Some(group.node_id),
             sink_ingress_ns: individual.int.and_then(|int| int.metadata.ingress_timestamp),
             at_ms: books.ledger.time_ms(individual.int.and_then(|int| int.metadata.ingress_timestamp)),
         });
         if let Some(change) = seen.as_ref().and_then(|seen| books.observe_path(seen)) {
-            books.emit(output, || arrival.record(path_change_record(&change, group.node_id)));
+            books.emit(output, || arrival.record(path_change_record(&change, Some(group.node_id))));
         }
         if let Some(drop) = individual.int.and_then(|int| int.drop) {
             books.hops.observe_drop(group.node_id, drop.reason);
+        }
+        if let Some(card) = postcard(&individual, latency.as_ref(), group.node_id, books) {
+            for joined in books.join.add(card) {
+                books.observe_joined(&joined, output);
+            }
         }
         let path = seen.as_ref().and_then(path_of);
         let read = Read { individual: &individual, latency: latency.as_ref(), path };
         books.emit(output, || arrival.record(report_record(&read, &group)));
     }
+}
+
+/// An INT-MX or INT-XD node's report on a packet that passed it: its own
+/// metadata, no stack, no drop (a stack is a sink's, a drop a drop report).
+fn postcard(
+    individual: &IndividualReport<'_>,
+    latency: Option<&Latency21>,
+    node: u32,
+    books: &mut Books,
+) -> Option<super::join::Postcard> {
+    let int = individual.int.filter(|int| int.drop.is_none())?;
+    if !matches!(individual.in_type, InType::Ipv4 | InType::Ipv6)
+        || latency.is_some_and(|l| !l.path.is_empty())
+    {
+        return None;
+    }
+    let flow = latency.map(|l| l.flow).or_else(|| int21::reported_flow(individual.inner, false))?;
+    Some(super::join::Postcard {
+        flow,
+        identity: super::join::identity(individual.inner),
+        node,
+        metadata: int.metadata,
+        at_ms: books.ledger.time_ms(int.metadata.ingress_timestamp),
+    })
 }
 
 /// What collect read of one individual report, for printing.
@@ -194,8 +223,9 @@ fn report_record(read: &Read<'_>, group: &GroupHeaderRepr) -> Map<String, Value>
     record
 }
 
-/// A flow's new path.
-fn path_change_record(change: &PathChange, report_node: u32) -> Map<String, Value> {
+/// A flow's new path (`report_node`: the sink whose report told it; none
+/// for a path of joined postcards).
+pub fn path_change_record(change: &PathChange, report_node: Option<u32>) -> Map<String, Value> {
     let mut record = Map::new();
     record.extend([
         ("type".to_string(), json!("path-change")),

@@ -1,0 +1,274 @@
+//! Postcards joined into paths. In INT-MX and INT-XD every node of a path
+//! reports its own metadata on a packet; the collector puts the reports of
+//! one packet back together: the same flow and the same packet identity
+//! (a hash of the packet's bytes that no hop changes: the IP header without
+//! DSCP/ECN, TTL or Hop Limit and the IPv4 checksum, then everything
+//! after it that the report carries), within a join window. A group closes
+//! when a postcard more than the window younger than its first arrives, or
+//! when collect stops; its hops, ordered by their timestamps, go to the
+//! same per-hop view as an INT-MD stack.
+//!
+//! What cannot be a path is not reported as one: a group whose hops lack
+//! timestamps, or whose timestamps contradict each other (a hop's egress
+//! after the next one's ingress: clocks apart, or two packets with the
+//! same identity), gives its nodes' figures but no links and no path
+//! (`unordered`); a second postcard of one node in a group is dropped
+//! (`duplicates`). Memory is bounded: at most [`MAX_OPEN`] open groups, and
+//! [`hops::MAX_PATH`] postcards each (`dropped` beyond).
+
+use std::collections::{HashMap, VecDeque};
+
+use int_core::flow::FlowKey;
+use int_core::int21::HopMetadata;
+
+use super::hops::MAX_PATH;
+
+/// Open groups at most.
+pub const MAX_OPEN: usize = 100_000;
+
+/// One node's report on one packet.
+#[derive(Debug, Clone)]
+pub struct Postcard {
+    pub flow: FlowKey,
+    pub identity: u64,
+    pub node: u32,
+    pub metadata: HopMetadata,
+    /// Its time in the collector's time base, ms.
+    pub at_ms: u64,
+}
+
+/// A closed group: its hops in path order, and whether that order can be
+/// told (else only its nodes' figures count).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Joined {
+    pub flow: FlowKey,
+    pub hops: Vec<HopMetadata>,
+    pub ordered: bool,
+    pub at_ms: u64,
+}
+
+/// What the join did, for the summary.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub postcards: u64,
+    /// Groups closed: packets whose postcards were put together.
+    pub packets: u64,
+    /// Of those, groups whose hops could not be ordered.
+    pub unordered: u64,
+    /// Postcards of a node already in their group.
+    pub duplicates: u64,
+    /// Postcards with no room (too many open groups, or a group full).
+    pub dropped: u64,
+}
+
+impl Counts {
+    pub fn merge(&mut self, other: &Counts) {
+        self.postcards += other.postcards;
+        self.packets += other.packets;
+        self.unordered += other.unordered;
+        self.duplicates += other.duplicates;
+        self.dropped += other.dropped;
+    }
+}
+
+struct Group {
+    first_ms: u64,
+    hops: Vec<HopMetadata>,
+}
+
+pub struct Join {
+    window_ms: u64,
+    open: HashMap<(FlowKey, u64), Group>,
+    /// Open groups by their first postcard's time, oldest first.
+    order: VecDeque<(u64, (FlowKey, u64))>,
+    pub counts: Counts,
+}
+
+impl Join {
+    pub fn new(window_ms: u64) -> Join {
+        Join { window_ms, open: HashMap::new(), order: VecDeque::new(), counts: Counts::default() }
+    }
+
+    /// Adds a postcard; returns the groups its time closes.
+    pub fn add(&mut self, card: Postcard) -> Vec<Joined> {
+        self.counts.postcards += 1;
+        let key = (card.flow, card.identity);
+        if !self.open.contains_key(&key) && self.open.len() >= MAX_OPEN {
+            self.counts.dropped += 1;
+            return self.close_older_than(card.at_ms);
+        }
+        let group = self.open.entry(key).or_insert_with(|| Group { first_ms: card.at_ms, hops: Vec::new() });
+        if group.hops.is_empty() {
+            self.order.push_back((card.at_ms, key));
+        }
+        if group.hops.iter().any(|hop| hop.node_id == Some(card.node)) {
+            self.counts.duplicates += 1;
+        } else if group.hops.len() >= MAX_PATH {
+            self.counts.dropped += 1;
+        } else {
+            group.hops.push(HopMetadata { node_id: Some(card.node), ..card.metadata });
+        }
+        self.close_older_than(card.at_ms)
+    }
+
+    /// Every open group, closed (collect is stopping).
+    pub fn close_all(&mut self) -> Vec<Joined> {
+        self.close_older_than(u64::MAX)
+    }
+
+    fn close_older_than(&mut self, now_ms: u64) -> Vec<Joined> {
+        let mut closed = Vec::new();
+        while let Some(&(first_ms, key)) = self.order.front() {
+            if now_ms != u64::MAX && first_ms.saturating_add(self.window_ms) >= now_ms {
+                break;
+            }
+            self.order.pop_front();
+            if let Some(group) = self.open.remove(&key) {
+                closed.push(self.joined(key.0, group));
+            }
+        }
+        closed
+    }
+
+    fn joined(&mut self, flow: FlowKey, group: Group) -> Joined {
+        let (hops, ordered) = path_order(group.hops);
+        self.counts.packets += 1;
+        self.counts.unordered += u64::from(!ordered);
+        Joined { flow, hops, ordered, at_ms: group.first_ms }
+    }
+}
+
+/// A joined packet's record: its flow, its nodes' metadata in path order,
+/// and its path where the order can be told (null otherwise).
+pub fn record(joined: &Joined) -> serde_json::Map<String, serde_json::Value> {
+    use serde_json::json;
+    let nodes: Vec<Option<u32>> = joined.hops.iter().map(|hop| hop.node_id).collect();
+    let hops: Vec<_> = joined
+        .hops
+        .iter()
+        .map(|hop| crate::records::hop21(hop, int_core::int21::Instructions::all()))
+        .collect();
+    let mut record = serde_json::Map::new();
+    record.extend([
+        ("type".to_string(), json!("joined")),
+        ("flow".to_string(), crate::schema::flow(&joined.flow)),
+        ("nodes".to_string(), json!(nodes)),
+        ("ordered".to_string(), json!(joined.ordered)),
+        ("path".to_string(), json!(joined.ordered.then_some(nodes))),
+        ("hop_metadata".to_string(), json!(hops)),
+    ]);
+    record
+}
+
+/// The hops sorted by ingress timestamp, and whether that order holds:
+/// every hop timed, each one's egress no later than the next one's
+/// ingress.
+pub fn path_order(mut hops: Vec<HopMetadata>) -> (Vec<HopMetadata>, bool) {
+    let timed = hops.iter().all(|hop| hop.ingress_timestamp.is_some());
+    if !timed {
+        return (hops, false);
+    }
+    hops.sort_by_key(|hop| hop.ingress_timestamp);
+    let consistent = hops.windows(2).all(|pair| match pair {
+        [a, b] => a.egress_timestamp.or(a.ingress_timestamp) <= b.ingress_timestamp,
+        _ => true,
+    });
+    (hops, consistent)
+}
+
+/// A packet's identity from the bytes a report carries of it (its IP
+/// header on): FNV-1a over them with the bytes hops change left out.
+pub fn identity(packet: &[u8]) -> u64 {
+    let variable: &[usize] = match packet.first().map(|byte| byte >> 4) {
+        // ToS, TTL, header checksum.
+        Some(4) => &[1, 8, 10, 11],
+        // Traffic Class (in bytes 0 and 1), Hop Limit.
+        Some(6) => &[0, 1, 7],
+        _ => &[],
+    };
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for (at, byte) in packet.iter().enumerate() {
+        let byte = if variable.contains(&at) { 0 } else { *byte };
+        hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+    }
+    hash
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flow() -> FlowKey {
+        FlowKey::v4([10, 0, 0, 1].into(), [10, 0, 0, 2].into(), 17, 1, 2)
+    }
+
+    fn card(node: u32, identity: u64, ingress: u64, at_ms: u64) -> Postcard {
+        let metadata = HopMetadata {
+            hop_latency: Some(100),
+            ingress_timestamp: Some(ingress),
+            egress_timestamp: Some(ingress + 100),
+            ..HopMetadata::default()
+        };
+        Postcard { flow: flow(), identity, node, metadata, at_ms }
+    }
+
+    fn nodes(joined: &Joined) -> Vec<u32> {
+        joined.hops.iter().filter_map(|hop| hop.node_id).collect()
+    }
+
+    /// Three nodes' postcards of one packet, arriving in any order: one
+    /// path, ordered by time, once the window has passed.
+    #[test]
+    fn postcards_of_one_packet_make_its_path() {
+        let mut join = Join::new(10);
+        assert!(join.add(card(3, 7, 3000, 0)).is_empty());
+        assert!(join.add(card(1, 7, 1000, 1)).is_empty());
+        assert!(join.add(card(2, 7, 2000, 2)).is_empty());
+        let closed = join.add(card(1, 8, 5000, 11));
+        assert_eq!(closed.len(), 1);
+        assert_eq!(nodes(&closed[0]), [1, 2, 3]);
+        assert!(closed[0].ordered);
+        let rest = join.close_all();
+        assert_eq!(nodes(&rest[0]), [1]);
+        assert_eq!(join.counts, Counts { postcards: 4, packets: 2, ..Counts::default() });
+    }
+
+    /// Clocks apart (a hop's egress after the next one's ingress), or a
+    /// hop without a timestamp: the nodes count, the order is not told.
+    #[test]
+    fn skewed_or_untimed_groups_are_not_ordered() {
+        let mut join = Join::new(10);
+        join.add(card(1, 7, 1000, 0));
+        join.add(card(2, 7, 1050, 0));
+        let mut untimed = card(1, 9, 0, 0);
+        untimed.metadata.ingress_timestamp = None;
+        join.add(untimed);
+        let closed = join.close_all();
+        assert!(closed.iter().all(|joined| !joined.ordered), "{closed:?}");
+        assert_eq!(join.counts.unordered, 2);
+    }
+
+    /// A node twice in one group is a duplicate, dropped and counted.
+    #[test]
+    fn a_node_twice_is_a_duplicate() {
+        let mut join = Join::new(10);
+        join.add(card(1, 7, 1000, 0));
+        join.add(card(1, 7, 1000, 0));
+        let closed = join.close_all();
+        assert_eq!(nodes(&closed[0]), [1]);
+        assert_eq!(join.counts.duplicates, 1);
+    }
+
+    /// The bytes hops change do not change the identity; any other does.
+    #[test]
+    fn identity_leaves_out_what_hops_change() {
+        let mut packet = vec![0x45u8; 48];
+        let before = identity(&packet);
+        for at in [1, 8, 10, 11] {
+            packet[at] ^= 0xff;
+        }
+        assert_eq!(identity(&packet), before);
+        packet[4] ^= 1;
+        assert_ne!(identity(&packet), before);
+    }
+}
