@@ -272,17 +272,17 @@ impl Books {
             sink_ingress_ns: None,
             at_ms: joined.at_ms,
         };
-        let change = if joined.ordered { self.observe_path(&seen) } else { self.observe_nodes(&seen) };
+        let change = if joined.ordered {
+            self.observe_path(&seen)
+        } else {
+            // An order that cannot be told: its nodes' figures only.
+            self.hops.observe_nodes(&seen);
+            None
+        };
         self.emit(print, || serde_json::Value::Object(join::record(joined)));
         if let Some(change) = change {
             self.emit(print, || serde_json::Value::Object(tr20::path_change_record(&change, None)));
         }
-    }
-
-    /// A path whose order cannot be told: its nodes' figures only.
-    fn observe_nodes(&mut self, seen: &hops::Seen<'_>) -> Option<hops::PathChange> {
-        self.hops.observe_nodes(seen);
-        None
     }
 
     /// Every postcard still waiting, joined (collect is stopping).
