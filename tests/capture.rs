@@ -71,6 +71,16 @@ fn a_capture_holds_what_came_in_and_what_went_out() {
         .unwrap();
     assert!(tshark.status.success(), "{}", String::from_utf8_lossy(&tshark.stderr));
     assert_eq!(String::from_utf8_lossy(&tshark.stdout).lines().count(), 2 * frames.len());
+    // And our decode: every packet, the instrumented ones read as INT.
+    let decoded = int_tools(&dir, &["decode", "--json", "capture.pcapng"]);
+    let kinds: Vec<serde_json::Value> = decoded
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["kind"].clone())
+        .collect();
+    assert_eq!(kinds.len(), 2 * frames.len());
+    let instrumented = run.counter("source", "instrumented") as usize;
+    assert_eq!(kinds.iter().filter(|k| *k == "int").count(), instrumented, "{decoded}");
+    assert!(instrumented > 0);
 }
 
 /// A snap length cuts what is kept, not what is counted: every packet is

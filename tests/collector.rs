@@ -326,3 +326,71 @@ fn collector_writes_to_an_influxdb_with_authentication() {
         "{without}"
     );
 }
+
+/// What an operator captures on the node's host: `tcpdump -i any` (Linux
+/// cooked v2) of a real sink's reports, which leave as UDP GSO messages
+/// (several reports in one datagram until loopback cuts them), decodes
+/// to the very reports collect received, one record each.
+#[test]
+fn decode_reads_a_tcpdump_any_capture_of_the_nodes_reports() {
+    let dir = workdir("collector-tcpdump-any");
+    jittery_link(&dir, 3000);
+    let (mut child, listen) = start_collector(&tools_bin(), &["--duration", "60"]);
+    let output = read_output(&mut child);
+    let port = listen.rsplit(':').next().unwrap();
+    let mut tcpdump = Tcpdump(
+        Command::new("tcpdump")
+            .args(["-i", "any", "-Q", "in", "-U", "-w", "reports.pcap", "udp", "dst", "port", port])
+            .current_dir(&dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut said = std::io::BufReader::new(tcpdump.0.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("listening on any") {
+        line.clear();
+        assert!(std::io::BufRead::read_line(&mut said, &mut line).unwrap() > 0, "tcpdump ended");
+    }
+    assert!(line.contains("LINUX_SLL2"), "{line}");
+    let sink = run_reporting_sink(&dir, &listen);
+    stop(&child);
+    let collected: Vec<u64> = lines_of(child, output)
+        .iter()
+        .filter(|l| l["type"].is_string())
+        .map(|l| l["report_seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        Some(collected.len() as u64),
+        sink.stats["export"]["reports_sent"].as_u64(),
+        "{}",
+        sink.stdout()
+    );
+    // Until tcpdump has written every report (it writes each as it comes).
+    let started = Instant::now();
+    let mut decoded = Vec::new();
+    while decoded.len() < collected.len() && started.elapsed() < Duration::from_secs(60) {
+        let run = Command::new(tools_bin())
+            .args(["decode", "--json", "--report-port", port, "reports.pcap"])
+            .current_dir(&dir)
+            .output();
+        let text = String::from_utf8(run.unwrap().stdout).unwrap();
+        decoded = text.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()).collect();
+    }
+    drop(tcpdump);
+    let seqs: Vec<u64> = decoded.iter().map(|d| d["report"]["report_seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, collected, "decode's reports are collect's, in order");
+    let segmented = decoded.iter().filter(|d| d["segments"].as_u64() > Some(1)).count();
+    assert!(segmented > 0, "some reports came in GSO messages: {}", decoded[0]);
+}
+
+/// A capture that ends with the test, passed or not.
+struct Tcpdump(Child);
+
+impl Drop for Tcpdump {
+    fn drop(&mut self) {
+        Command::new("kill").args(["-INT", &self.0.id().to_string()]).status().unwrap();
+        self.0.wait().unwrap();
+    }
+}
