@@ -138,7 +138,7 @@ def node_config(role, pcap, extra, mbufs, mem):
         two_lcores(config, pipeline, pcap)
     if extra.get("workers", 1) > 1:
         n_workers(config, pipeline, pcap, extra["workers"])
-    if role == "sink":
+    if role in ("sink", "postcard"):
         config["export"] = {"collector": f"127.0.0.1:{COLLECTOR.getsockname()[1]}", "rate_limit": 0, "pace": 0,
                             "ring_size": 65536}
     return config
@@ -253,7 +253,10 @@ def int_node(role, pcap, seconds, extra, mbufs, mem, node=NODE):
             off_path = sum(counters.get(k, 0) for k in
                            ("seq_duplicates", "seq_reordered", "seq_late", "seq_restarts", "seq_implausible"))
             info["in_order_share"] = round(1 - off_path / rx, 4)
-        info["reports_per_packet"] = round((counters["reports_latency"] + counters["reports_ring_full"]) / rx, 4)
+        reports = sum(counters.get(k, 0) for k in ("reports_latency", "reports_xd", "reports_ring_full"))
+        info["reports_per_packet"] = round(reports / rx, 4)
+        if counters.get("cloned"):
+            info["clones_per_packet"] = round(counters["cloned"] / rx, 4)
         if js.get("export"):
             info["exported_per_s"] = round(js["export"]["reports_sent"] / js["elapsed_s"])
         os.unlink(stats)
@@ -338,6 +341,14 @@ def main():
         ("transit-v6", "transit", "hostint-v6", {}),
         ("sink-1%-v6", "sink", "hostint-v6", {"report_share": 0.01}),
         ("source-int21-v6", "source", "v6", {"pipeline": {"int": {"version": "2.1"}}}),
+        # INT-XD (role postcard) beside forward: a postcard on each flow's
+        # first packet only (report: change without classes), and on one
+        # packet in 100 of each flow (1% of packets reported). A cloning
+        # source beside the plain INT 2.1 source: one copy in 8, per
+        # original packet.
+        ("postcard-change", "postcard", None, {"pipeline": {"int": {"version": "2.1"}, "postcard": {"report": "change"}}}),
+        ("postcard-1%", "postcard", None, {"pipeline": {"int": {"version": "2.1"}, "postcard": {"report": "every", "every": 100}}}),
+        ("source-int21-clone8", "source", None, {"pipeline": {"int": {"version": "2.1"}, "source": {"clone": {"every": 8}}}}),
         ("sink-int21-1%-v6", "sink", "int21-v6", {"pipeline": {"int": {"version": "2.1"}}, "report_share": 0.01}),
     ]
     if args.workers:

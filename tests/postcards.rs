@@ -273,3 +273,65 @@ fn postcards_of_three_nodes_join_into_the_path_an_md_stack_tells() {
     assert_eq!(positions(&md), positions(&xd));
     assert_eq!(md["paths_followed"], flows);
 }
+
+/// Clones at one in 8: the source sends every packet untouched and,
+/// after the burst that carried it, a copy of each flow's 1st, 9th, 17th,
+/// ... packet with INT-MD and D set; the sink reports each copy as a
+/// discard and drops it, so what leaves the sink is the input, byte for
+/// byte.
+#[test]
+fn clones_of_one_in_eight_leave_beside_untouched_originals() {
+    let dir = workdir("clones");
+    let frames = mixed_traffic_dual(PACKETS, FLOWS, 120);
+    write_pcap(&dir.join("in.pcap"), &frames);
+    let source = "    int: {version: 2.1}\n    source: {clone: {every: 8}}\n";
+    let run = run_node(&dir, &node_config("source", "in.pcap", "cloned.pcap", source, None));
+    let mut per_flow: BTreeMap<_, usize> = BTreeMap::new();
+    let mut due = Vec::new();
+    for frame in &frames {
+        let n = per_flow.entry(flow_of(ip_of(frame))).or_default();
+        if *n % 8 == 0 {
+            due.push(frame.clone());
+        }
+        *n += 1;
+    }
+    assert_eq!(due.len(), 50);
+    assert_eq!(run.counter("source", "cloned"), 50);
+    assert_eq!(run.counter("source", "clones_refused"), 0);
+    assert_eq!(run.counter("source", "instrumented"), 50);
+    assert_eq!(run.counter("source", "tx_packets"), (PACKETS + 50) as u64);
+    // The originals in order, each as it came; the rest are the copies.
+    let out = read_pcap(&dir.join("cloned.pcap"));
+    let (mut originals, mut copies) = (Vec::new(), Vec::new());
+    for frame in out {
+        if frames.get(originals.len()) == Some(&frame) {
+            originals.push(frame);
+        } else {
+            copies.push(frame);
+        }
+    }
+    assert_same_frames(&originals, &frames);
+    assert_eq!(copies.len(), due.len());
+    for (copy, original) in copies.iter().zip(&due) {
+        // etherparse reads the copy as the same flow's packet, grown by INT.
+        assert_eq!(flow_of(ip_of(copy)), flow_of(ip_of(original)));
+        assert!(copy.len() > original.len());
+    }
+    let collector = Collector::new();
+    let sink = "    int: {version: 2.1}\n";
+    let run = run_node(&dir, &node_config("sink", "cloned.pcap", "out.pcap", sink, Some(&collector.addr())));
+    assert_same_frames(&read_pcap(&dir.join("out.pcap")), &frames);
+    assert_eq!(run.counter("sink", "discarded"), 50);
+    let mut reported = Vec::new();
+    for datagram in collector.reports() {
+        let report = tr20::Report::parse(&datagram).unwrap();
+        for individual in report.reports() {
+            let individual = individual.unwrap();
+            let drop = individual.int.unwrap().drop.unwrap();
+            assert_eq!(drop.reason, tr20::DROP_DISCARD_ASKED);
+            reported.push(flow_of(individual.inner));
+        }
+    }
+    let expected: Vec<_> = due.iter().map(|frame| flow_of(ip_of(frame))).collect();
+    assert_eq!(reported, expected, "a discard report for each copy, in order");
+}

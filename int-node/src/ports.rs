@@ -108,6 +108,12 @@ impl Ports {
         self.pools.get(&socket).map(|pool| &**pool).ok_or(PortsError::NoPool(socket))
     }
 
+    /// [`Ports::pool`], for a stage that allocates from it.
+    pub fn shared_pool(&self, index: usize) -> Result<Arc<Mempool>, PortsError> {
+        let socket = self.socket(index)?;
+        self.pools.get(&socket).map(Arc::clone).ok_or(PortsError::NoPool(socket))
+    }
+
     /// Each port's name and id, in config order.
     pub fn named_ids(&self) -> Vec<(String, PortId)> {
         self.ports.iter().map(|p| (p.name.clone(), p.id)).collect()

@@ -48,6 +48,10 @@ counters! {
     // source
     instrumented,
     instrumented_in_tunnel,
+    // INT 2.1 source cloning: copies sent beside their originals, and
+    // copies the pool had no mbuf for (the original leaves regardless)
+    cloned,
+    clones_refused,
     not_watched,
     not_ip,
     not_tcp_udp,

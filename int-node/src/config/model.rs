@@ -460,6 +460,10 @@ pub struct Source21Settings {
     /// D: every sink discards the packet once it has reported it.
     pub discard: bool,
     pub tunnels: TunnelPlacement,
+    /// Clones (INT 2.1, "INT Applied to Synthetic Traffic"): one packet in
+    /// this many of each watched flow is copied, the copy instrumented with
+    /// D set and sent beside the original, which leaves untouched.
+    pub clone_every: Option<u32>,
 }
 
 /// An INT-XD node (INT 2.1 section 5.9, "INT-XD"): for packets of watched

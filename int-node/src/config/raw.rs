@@ -223,6 +223,16 @@ pub struct RawSource {
     pub discard: Option<bool>,
     /// INT 2.1: `inside` or `outer`.
     pub tunnels: Option<Choice<TunnelPlacement>>,
+    /// INT 2.1: copies of a share of each watched flow's packets, instrumented
+    /// beside the untouched originals.
+    pub clone: Option<RawClone>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawClone {
+    /// One copy in `every` packets of each flow (its 1st, N+1st, ...).
+    pub every: u32,
 }
 
 #[derive(Debug, Default, Deserialize)]

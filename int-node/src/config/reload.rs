@@ -170,6 +170,7 @@ fn source21(changes: &mut Changes, path: &str, old: &Source21Settings, new: &Sou
             idle_timeout_ms,
             discard,
             tunnels,
+            clone_every,
         ]
     );
 }

@@ -42,6 +42,7 @@ pub fn source_settings(raw: &RawSource, path: &str, problems: &mut Problems) -> 
             ("mode", raw.mode.is_some()),
             ("discard", raw.discard.is_some()),
             ("tunnels", raw.tunnels.is_some()),
+            ("clone", raw.clone.is_some()),
         ],
         "INT 2.1 sources",
         "remove it, or set int.version: 2.1 for this pipeline",
@@ -94,6 +95,9 @@ pub fn source21_settings(raw: &RawSource, path: &str, problems: &mut Problems) -
         );
     }
     check_capacity(raw.flows.capacity, path, problems);
+    if raw.clone.as_ref().is_some_and(|clone| clone.every == 0) {
+        problems.add(format!("{path}.clone.every"), "0 packets", "1 to copy every packet, N for one in N");
+    }
     Source21Settings {
         mode,
         instructions,
@@ -105,6 +109,7 @@ pub fn source21_settings(raw: &RawSource, path: &str, problems: &mut Problems) -
         idle_timeout_ms: raw.flows.idle_timeout_ms,
         discard: raw.discard.unwrap_or(false),
         tunnels: chosen(&raw.tunnels, TunnelPlacement::Inside, &format!("{path}.tunnels"), problems),
+        clone_every: raw.clone.as_ref().map(|clone| clone.every),
     }
 }
 

@@ -326,13 +326,16 @@ fn int21_domains() {
     let keys_21 = problems(
         &text
             .replace("version: 2.1, udp_port: 7777", "version: 0.5")
-            .replace("mode: mx,", "mode: mx, discard: true,"),
+            .replace("mode: mx,", "mode: mx, discard: true, clone: {every: 8},"),
     );
     let paths: Vec<&str> = keys_21.iter().map(|p| p.path.as_str()).collect();
-    assert!(
-        paths.contains(&"pipelines[0].source.mode") && paths.contains(&"pipelines[0].source.discard"),
-        "{keys_21:?}"
-    );
+    for key in ["mode", "discard", "clone"] {
+        assert!(paths.contains(&format!("pipelines[0].source.{key}").as_str()), "{key}: {keys_21:?}");
+    }
+    // Clones of none in 0 packets.
+    let none = problems(&text.replace("mode: mx,", "mode: mx, clone: {every: 0},"));
+    let paths: Vec<&str> = none.iter().map(|p| p.path.as_str()).collect();
+    assert_eq!(paths, ["pipelines[0].source.clone.every"], "{none:?}");
 }
 
 /// An INT 2.1 node's settings that contradict each other or the version:

@@ -117,6 +117,8 @@ pub const FAMILIES: &[Family] = &[
     one!("not_tcp_udp", not_tcp_udp, WATCHING, "IP packets neither TCP nor UDP, passed untouched."),
     one!("fragments", fragments, WATCHING, "IP fragments, passed untouched."),
     one!("own_reports", own_reports, WATCHING, "The node's own reports seen at the source, passed untouched."),
+    one!("cloned", cloned, SOURCE, "INT 2.1 clones: copies of watched packets, instrumented with D set, sent beside the untouched originals."),
+    one!("clones_refused", clones_refused, SOURCE, "INT 2.1 clones the pool had no mbuf for (the original was sent, uncopied)."),
     one!("already_marked", already_marked, SOURCE, "Packets arriving at the source with the domain's INT mark already set."),
     one!("foreign_int_stripped", foreign_int_stripped, SOURCE, "INT from outside the domain removed at its edge."),
     one!("marked_instrumented", marked_instrumented, SOURCE, "Marked packets the edge policy instrumented."),

@@ -13,6 +13,7 @@ use super::generate::GenerateStage;
 use super::int05::sink::SinkStage;
 use super::int05::source::SourceStage;
 use super::int05::transit::TransitStage;
+use super::int21::clones::Clones;
 use super::int21::postcard::PostcardStage;
 use super::int21::report::Reporter21;
 use super::int21::sink::Sink21Stage;
@@ -175,7 +176,12 @@ fn stage(config: &Config, p: &PipelineConfig, ports: &Ports, built: &mut Built) 
         }
         (StageConfig::Source21(settings), IntDomain::V21(domain)) => {
             let reporter = (settings.mode == Mode::Mx).then(|| reporter21(config, built)).flatten();
-            let source = Source21Stage::new(domain, settings, &hop, own_reports_to, reporter)
+            // Copies come from the pool of the port they leave by.
+            let clones = match settings.clone_every {
+                Some(every) => Some(Clones::new(every, ports.shared_pool(p.tx.port)?)),
+                None => None,
+            };
+            let source = Source21Stage::new(domain, settings, &hop, own_reports_to, reporter, clones)
                 .map_err(|e| failed(e.into()))?;
             Stage::Source21(Box::new(source))
         }

@@ -123,8 +123,23 @@ impl Pipeline {
         };
         self.counters.add(Counter::tx_packets, sent as u64);
         self.counters.add(Counter::tx_dropped, dropped as u64);
+        self.send_clones(capture_ns);
         self.counters.publish(&self.shared);
         received
+    }
+
+    /// A cloning source's copies, sent after the burst of their originals
+    /// (and captured as they leave, as the burst was).
+    #[inline]
+    fn send_clones(&mut self, capture_ns: u64) {
+        let Stage::Source21(source) = &mut self.stage else { return };
+        let Some(clones) = source.clones.as_mut().filter(|clones| !clones.out.is_empty()) else { return };
+        if let Some(tap) = &mut self.taps.tx {
+            tap.take(&clones.out, capture_ns, &mut self.counters);
+        }
+        let (sent, dropped) = clones.out.tx(self.tx.0, self.tx.1);
+        self.counters.add(Counter::tx_packets, sent as u64);
+        self.counters.add(Counter::tx_dropped, dropped as u64);
     }
 }
 

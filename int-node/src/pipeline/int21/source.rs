@@ -3,7 +3,9 @@
 //! timestamps) or INT-MX into packets of watched flows. At the domain's
 //! edge, a packet that arrives marked is handled by the [`MarkedPolicy`]
 //! as in an INT 0.5 domain. Where the domain numbers packets, each flow's
-//! packets carry their number from 1 in source-only metadata.
+//! packets carry their number from 1 in source-only metadata. A cloning
+//! source instruments copies of a share of the packets instead (see
+//! [`Clones`]), numbered among their flow's copies.
 
 use std::net::SocketAddr;
 
@@ -19,6 +21,7 @@ use crate::config::{MarkedPolicy, Mode, Rule, Source21Settings, TunnelPlacement}
 use crate::dpdk::mbuf::{Burst, RxClock};
 use crate::flow_table::FlowRef;
 use crate::flow_table::{Admission, FlowTable};
+use crate::pipeline::int21::clones::Clones;
 use crate::pipeline::int21::report::{Reporter21, Subject};
 use crate::pipeline::setup::{Hop, SetupError};
 use crate::pipeline::source_flow::{fast_flow_watched, skip_counter, Ageing};
@@ -49,24 +52,31 @@ pub struct Source21Stage {
     pub top: TopFlows,
     /// The fast path, for a DSCP-marked INT-MD source that pushes its hop.
     pub fast: Option<FastSource>,
+    /// Copies instrumented beside untouched originals, where configured.
+    pub clones: Option<Clones>,
 }
 
 impl Source21Stage {
     /// A source of `domain` at `hop`; `own_reports_to`: this node's
     /// collector, whose reports are never instrumented; `reporter`: an
-    /// INT-MX domain's reports, where the node exports.
+    /// INT-MX domain's reports, where the node exports; `clones`: where
+    /// copies are instrumented instead of the packets.
     pub fn new(
         domain: Domain,
         settings: &Source21Settings,
         hop: &Hop,
         own_reports_to: Option<SocketAddr>,
         reporter: Option<Reporter21>,
+        clones: Option<Clones>,
     ) -> Result<Self, SetupError> {
         let config = Self::config(domain, settings, hop.max_ip_len);
         config.check().map_err(SetupError::Settings)?;
-        let numbered = config.numbers_packets();
+        // A cloning source counts every flow's packets to pick its copies.
+        let counted = config.numbers_packets() || clones.is_some();
         Ok(Source21Stage {
-            fast: FastSource::of(&config, &Self::own_metadata(hop)),
+            // The fast path rewrites the packet itself: not for clones.
+            fast: FastSource::of(&config, &Self::own_metadata(hop)).filter(|_| clones.is_none()),
+            clones,
             config,
             watchlist: settings.watchlist.clone(),
             node_id: hop.node_id,
@@ -76,7 +86,7 @@ impl Source21Stage {
             marked: settings.marked,
             own_reports_to,
             reporter,
-            flows: FlowTable::new(if numbered { settings.flow_capacity as usize } else { 1 }),
+            flows: FlowTable::new(if counted { settings.flow_capacity as usize } else { 1 }),
             idle_timeout_ns: settings.idle_timeout_ms * 1_000_000,
             last_sweep_ns: 0,
             tunnels_inside: settings.tunnels == TunnelPlacement::Inside,
@@ -114,7 +124,8 @@ impl Source21Stage {
                 Mode::Mx => 0,
             },
             ds_flags: 0,
-            discard: settings.discard,
+            // Clones are marked D: the sink reports them, then drops them.
+            discard: settings.discard || settings.clone_every.is_some(),
             max_ip_len,
         }
     }
@@ -156,18 +167,23 @@ impl Source21Stage {
             if !self.admit(&plan.flow, counters) {
                 continue;
             }
-            let Some(sequence) =
-                self.next_sequence(FlowRef::Key(&plan.flow), plan.mtu_exceeded, now_ns, counters)
+            let Some(n) = self.next_sequence(FlowRef::Key(&plan.flow), plan.mtu_exceeded, now_ns, counters)
             else {
                 continue;
             };
             let ingress = burst.arrival_ns(i, self.rx_timestamps, now_ns);
             let hop = self.own_hop(ingress, now_ns);
+            let numbers = self.config.numbers_packets() && !plan.mtu_exceeded;
+            let cloning = self.clones.is_some();
+            let Some((target, j, sequence)) = target(&mut self.clones, burst, i, n, numbers, counters) else {
+                continue;
+            };
             let config = &self.config;
-            match burst.with_frame(i, |f| source::insert(f, &plan, config, &hop, sequence)) {
+            match target.with_frame(j, |f| source::insert(f, &plan, config, &hop, sequence)) {
                 Some(Ok(_)) => counters.inc(Counter::instrumented),
                 Some(Err(skip)) => {
                     counters.inc(skip_counter(skip));
+                    self.take_back_clone();
                     continue;
                 }
                 None => {
@@ -175,7 +191,10 @@ impl Source21Stage {
                     continue;
                 }
             }
-            if let (Some(reporter), Some(frame)) = (self.reporter.as_mut(), burst.data(i)) {
+            if cloning {
+                counters.inc(Counter::cloned);
+            }
+            if let (Some(reporter), Some(frame)) = (self.reporter.as_mut(), target.data(j)) {
                 report_mx(reporter, frame, &self.config.domain, hop, now_ns, counters);
             }
             if plan.mtu_exceeded {
@@ -194,16 +213,17 @@ impl Source21Stage {
     /// A step of the ageing sweep (see [`crate::pipeline::int05::source::SourceStage::age`]).
     #[inline]
     pub fn age(&mut self, now_ns: u64, counters: &mut Counters) {
-        if self.config.numbers_packets() {
+        if self.config.numbers_packets() || self.clones.is_some() {
             let ageing =
                 Ageing { last_sweep_ns: &mut self.last_sweep_ns, idle_timeout_ns: self.idle_timeout_ns };
             ageing.age(&mut self.flows, &mut self.top, now_ns, counters, |numbered| *numbered);
         }
     }
 
-    /// The flow's next packet number (0 where the domain numbers none);
-    /// `None` when the flow table has no slot for it: without an honest
-    /// number the packet leaves untouched rather than confuse the sink.
+    /// The flow's next packet number (0 where the domain numbers none,
+    /// and counted all the same when cloning); `None` when the flow table
+    /// has no slot for it: without an honest number the packet leaves
+    /// untouched rather than confuse the sink.
     fn next_sequence(
         &mut self,
         flow: FlowRef<'_>,
@@ -211,7 +231,7 @@ impl Source21Stage {
         now_ns: u64,
         counters: &mut Counters,
     ) -> Option<u32> {
-        if !self.config.numbers_packets() || mtu_exceeded {
+        if self.clones.is_none() && (!self.config.numbers_packets() || mtu_exceeded) {
             return Some(0);
         }
         // A flow that has numbered one packet may give its slot to a new
@@ -285,26 +305,43 @@ impl Source21Stage {
             Ok(exceeded) => exceeded,
             Err(skip) => return counters.inc(skip_counter(skip)),
         };
-        let Some(sequence) = self.next_sequence(FlowRef::Key(&plan.flow), mtu_exceeded, now_ns, counters)
-        else {
+        let Some(n) = self.next_sequence(FlowRef::Key(&plan.flow), mtu_exceeded, now_ns, counters) else {
             return;
         };
         let ingress = burst.arrival_ns(i, self.rx_timestamps, now_ns);
         let hop = self.own_hop(ingress, now_ns);
+        let numbers = self.config.numbers_packets() && !mtu_exceeded;
+        let cloning = self.clones.is_some();
+        let Some((target, j, sequence)) = target(&mut self.clones, burst, i, n, numbers, counters) else {
+            return;
+        };
         let config = &self.config;
-        match burst.with_frame(i, |f| source::insert_in_tunnel(f, plan, config, &hop, sequence)) {
+        match target.with_frame(j, |f| source::insert_in_tunnel(f, plan, config, &hop, sequence)) {
             Some(Ok(_)) => {
                 counters.inc(Counter::instrumented);
                 counters.inc(Counter::instrumented_in_tunnel);
+                if cloning {
+                    counters.inc(Counter::cloned);
+                }
                 if mtu_exceeded {
                     counters.inc(Counter::mtu_exceeded);
                 }
             }
-            Some(Err(skip)) => counters.inc(skip_counter(skip)),
-            None => counters.inc(Counter::shared_mbuf),
+            Some(Err(skip)) => {
+                counters.inc(skip_counter(skip));
+                return self.take_back_clone();
+            }
+            None => return counters.inc(Counter::shared_mbuf),
         }
-        if let (Some(reporter), Some(frame)) = (self.reporter.as_mut(), burst.data(i)) {
+        if let (Some(reporter), Some(frame)) = (self.reporter.as_mut(), target.data(j)) {
             report_mx(reporter, frame, &self.config.domain, hop, now_ns, counters);
+        }
+    }
+
+    /// Frees the copy just made, where cloning: INT did not fit in it.
+    fn take_back_clone(&mut self) {
+        if let Some(clones) = self.clones.as_mut() {
+            clones.take_back();
         }
     }
 
@@ -371,6 +408,26 @@ impl Source21Stage {
             }
         }
     }
+}
+
+/// Where packet `i`'s INT goes, given the flow's count `n` (its packet
+/// number, where not cloning): into the packet itself, or, when cloning,
+/// into a copy of it if the flow's `n`th packet is due one. The burst, the
+/// index in it and the number to write (`numbers`: whether the domain
+/// numbers this packet); `None`: nothing to instrument.
+#[inline(always)]
+fn target<'a>(
+    clones: &'a mut Option<Clones>,
+    burst: &'a mut Burst,
+    i: usize,
+    n: u32,
+    numbers: bool,
+    counters: &mut Counters,
+) -> Option<(&'a mut Burst, usize, u32)> {
+    let Some(clones) = clones.as_mut() else { return Some((burst, i, n)) };
+    let number = clones.copy_number(n)?;
+    let j = clones.copy(burst, i, counters)?;
+    Some((&mut clones.out, j, if numbers { number } else { 0 }))
 }
 
 /// An INT-MX node's report on a packet that carries an MX header (INT-MD
