@@ -74,8 +74,7 @@ impl Source21Stage {
         // A cloning source counts every flow's packets to pick its copies.
         let counted = config.numbers_packets() || clones.is_some();
         Ok(Source21Stage {
-            // The fast path rewrites the packet itself: not for clones.
-            fast: FastSource::of(&config, &Self::own_metadata(hop)).filter(|_| clones.is_none()),
+            fast: FastSource::of(&config, &Self::own_metadata(hop)),
             clones,
             config,
             watchlist: settings.watchlist.clone(),
@@ -136,9 +135,18 @@ impl Source21Stage {
         let mut drop = 0u32;
         for i in 0..burst.len() {
             let Some(frame) = crate::pipeline::frame_ahead(burst, i, counters) else { continue };
+            // A cloning source counts on the fast path, so that the packets
+            // not due a copy (most) leave without a plan.
+            let mut counted = None;
             if let Some(parts) = self.fast_takes(frame) {
-                self.instrument_fast(burst, i, &parts, now_ns, counters);
-                continue;
+                if self.clones.is_none() {
+                    self.instrument_fast(burst, i, &parts, now_ns, counters);
+                    continue;
+                }
+                match self.due_a_copy(&parts, now_ns, counters) {
+                    Some(n) => counted = Some(n),
+                    None => continue,
+                }
             }
             if self.tunnels_inside {
                 if let Ok(Some(plan)) = source::plan_in_tunnel(frame) {
@@ -167,10 +175,10 @@ impl Source21Stage {
             if !self.admit(&plan.flow, counters) {
                 continue;
             }
-            let Some(n) = self.next_sequence(FlowRef::Key(&plan.flow), plan.mtu_exceeded, now_ns, counters)
-            else {
-                continue;
-            };
+            let n = counted.or_else(|| {
+                self.next_sequence(FlowRef::Key(&plan.flow), plan.mtu_exceeded, now_ns, counters)
+            });
+            let Some(n) = n else { continue };
             let ingress = burst.arrival_ns(i, self.rx_timestamps, now_ns);
             let hop = self.own_hop(ingress, now_ns);
             let numbers = self.config.numbers_packets() && !plan.mtu_exceeded;
@@ -262,6 +270,15 @@ impl Source21Stage {
         let fast = self.fast.as_ref()?;
         let parts = FastFrame::read(frame, 0).filter(|parts| fast.takes(parts))?;
         fast_flow_watched(&parts, frame, &self.watchlist, self.own_reports_to).then_some(parts)
+    }
+
+    /// A cloning source's fast-path packet counted in its flow: the
+    /// flow's count if the packet is due a copy, else `None` (it leaves as
+    /// it came).
+    #[inline(always)]
+    fn due_a_copy(&mut self, parts: &FastFrame, now_ns: u64, counters: &mut Counters) -> Option<u32> {
+        let n = self.next_sequence(FlowRef::Words(&parts.flow), false, now_ns, counters)?;
+        self.clones.as_ref()?.copy_number(n).map(|_| n)
     }
 
     /// Packet `i` on the fast path: numbered, then its block written.
