@@ -164,8 +164,14 @@ fn chain(dir: &std::path::Path, frames: &[Vec<u8>], roles: &[(&str, &str, u8)]) 
 
 /// collect's summary of `datagrams` holding `reports` reports.
 fn collect_summary(datagrams: &[Vec<u8>], reports: usize) -> serde_json::Value {
+    collect_summary_with(datagrams, reports, &[])
+}
+
+/// [`collect_summary`] with more arguments for collect.
+fn collect_summary_with(datagrams: &[Vec<u8>], reports: usize, more: &[&str]) -> serde_json::Value {
     let count = reports.to_string();
-    let args = ["--quiet", "--count", &count, "--duration", "60", "--join-window-ms", "600000"];
+    let args =
+        [&["--quiet", "--count", &count, "--duration", "60", "--join-window-ms", "600000"], more].concat();
     let (child, listen) = common::collector::start_collector(&tools_bin(), &args);
     let sender = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     for datagram in datagrams {
@@ -195,17 +201,12 @@ fn link_counts(summary: &serde_json::Value) -> Vec<(u64, u64, u64)> {
         .collect()
 }
 
-/// The same packets through three nodes in INT-XD (three postcard nodes)
-/// and in INT-MX (source, transit, sink each reporting): the collector
-/// joins each packet's three postcards into its path, and both modes give
-/// the same per-hop view: each node's hops, each link's, every flow's
-/// path; INT-MD's stacks give the same nodes, links and paths.
-#[test]
-fn postcards_of_three_nodes_join_into_the_path_an_md_stack_tells() {
-    // Packets told apart by the bytes their reports carry: IPv6 has no IP
-    // identification, and an INT-MX report stops after the INT header, so
-    // packets of an IPv6 flow whose UDP checksum is 0 (and empty ones in
-    // INT-XD) are alike: their postcards can only be duplicates.
+/// Mixed traffic whose packets their reports tell apart. Packets are told
+/// apart by the bytes their reports carry: IPv6 has no IP identification,
+/// and an INT-MX report stops after the INT header, so packets of an IPv6
+/// flow whose UDP checksum is 0 (and empty ones in INT-XD) are alike:
+/// their postcards can only be duplicates.
+fn distinct_frames() -> Vec<Vec<u8>> {
     let mut frames = mixed_traffic_dual(144, 4, 120);
     frames.retain(|frame| {
         let sliced = etherparse::LaxSlicedPacket::from_ethernet(frame).unwrap();
@@ -215,6 +216,17 @@ fn postcards_of_three_nodes_join_into_the_path_an_md_stack_tells() {
             _ => false,
         }
     });
+    frames
+}
+
+/// The same packets through three nodes in INT-XD (three postcard nodes)
+/// and in INT-MX (source, transit, sink each reporting): the collector
+/// joins each packet's three postcards into its path, and both modes give
+/// the same per-hop view: each node's hops, each link's, every flow's
+/// path; INT-MD's stacks give the same nodes, links and paths.
+#[test]
+fn postcards_of_three_nodes_join_into_the_path_an_md_stack_tells() {
+    let frames = distinct_frames();
     let n = frames.len() as u64;
     let flows = frames.iter().map(|f| flow_of(ip_of(f))).collect::<std::collections::BTreeSet<_>>().len();
     assert!(flows >= 3, "{flows} flows");
@@ -334,4 +346,65 @@ fn clones_of_one_in_eight_leave_beside_untouched_originals() {
     }
     let expected: Vec<_> = due.iter().map(|frame| flow_of(ip_of(frame))).collect();
     assert_eq!(reported, expected, "a discard report for each copy, in order");
+}
+
+/// Real postcards of three INT-XD nodes, then what goes wrong on the way
+/// to the collector: one of the middle node's datagrams lost, the last
+/// node's every datagram sent twice, and the first node's datagrams sent
+/// again under a node id the domain does not list. The collector counts
+/// each (incomplete, duplicates, unknown) and reports no path but the
+/// true one: no path change, no link that skips the middle node.
+#[test]
+fn lost_duplicated_and_foreign_postcards_make_no_wrong_path() {
+    let frames = distinct_frames();
+    let n = frames.len() as u64;
+    let xd = "    int: {version: 2.1}\n    postcard: {report: every}\n";
+    let reports = chain(
+        &workdir("postcards-hostile"),
+        &frames,
+        &[("postcard", xd, 1), ("postcard", xd, 2), ("postcard", xd, 3)],
+    );
+    let node_of = |d: &Vec<u8>| tr20::Report::parse(d).unwrap().group.node_id;
+    let count = |d: &Vec<u8>| tr20::Report::parse(d).unwrap().reports().count() as u64;
+    let middle: Vec<usize> = (0..reports.len()).filter(|&i| node_of(&reports[i]) == 0x0a00_0202).collect();
+    assert!(middle.len() >= 3, "{} datagrams of the middle node", middle.len());
+    let lost = middle[middle.len() / 2];
+    let mut sent = Vec::new();
+    let (mut foreign, mut twice) = (0, 0);
+    for (i, datagram) in reports.iter().enumerate() {
+        match node_of(datagram) {
+            _ if i == lost => continue,
+            0x0a00_0102 => {
+                let mut spoofed = datagram.clone();
+                spoofed[4..8].copy_from_slice(&[10, 0, 9, 9]);
+                foreign += count(datagram);
+                sent.push(datagram.clone());
+                sent.push(spoofed);
+            }
+            0x0a00_0302 => {
+                twice += count(datagram);
+                sent.push(datagram.clone());
+                sent.push(datagram.clone());
+            }
+            _ => sent.push(datagram.clone()),
+        }
+    }
+    let missing = count(&reports[lost]);
+    assert_eq!((foreign, twice), (n, n));
+    let received: u64 = sent.iter().map(count).sum();
+    let domain = ["--domain-nodes", "10.0.1.2,10.0.2.2,10.0.3.2"];
+    let summary = collect_summary_with(&sent, received as usize, &domain);
+    let postcards = &summary["postcards"];
+    assert_eq!(postcards["received"], received, "{postcards}");
+    assert_eq!(postcards["unknown"], n, "{postcards}");
+    assert_eq!(postcards["duplicates"], n, "{postcards}");
+    assert_eq!(postcards["incomplete"], missing, "{postcards}");
+    assert_eq!((&postcards["packets"], &postcards["unordered"]), (&n.into(), &0.into()), "{postcards}");
+    assert_eq!(summary["path_changes"], 0);
+    let at = |id: u64| (id >> 8) & 0xff;
+    let links: Vec<(u64, u64, u64)> =
+        link_counts(&summary).iter().map(|(from, to, count)| (at(*from), at(*to), *count)).collect();
+    assert_eq!(links, [(1, 2, n - missing), (2, 3, n - missing)]);
+    let nodes: Vec<(u64, u64)> = node_hops(&summary).iter().map(|(id, hops)| (at(*id), *hops)).collect();
+    assert_eq!(nodes, [(1, n), (2, n - missing), (3, n)]);
 }

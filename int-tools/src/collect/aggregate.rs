@@ -197,8 +197,10 @@ fn observe_joined(record: &Value, flow: Option<FlowKey>, books: &mut Books) {
     let (Some(flow), Some(hops)) = (flow, record["hop_metadata"].as_array()) else { return };
     let hops: Vec<HopMetadata> = hops.iter().map(hop_of).collect();
     let at_ms = books.ledger.time_ms(hops.first().and_then(|hop| hop.ingress_timestamp));
-    let joined =
-        super::join::Joined { flow, hops, ordered: record["ordered"].as_bool().unwrap_or(false), at_ms };
+    // A group the publisher could not order, or found part of its flow's
+    // path, gives its nodes' figures only here too.
+    let ordered = record["ordered"].as_bool().unwrap_or(false) && !record["path"].is_null();
+    let joined = super::join::Joined { flow, hops, ordered, at_ms };
     books.observe_joined(&joined, Print::Quiet);
 }
 

@@ -138,6 +138,11 @@ impl Hops {
     }
 
     /// Flows whose path is followed.
+    /// The path `flow` was last seen on.
+    pub fn path(&self, flow: &FlowKey) -> Option<&[u32]> {
+        self.paths.get(flow).map(Vec::as_slice)
+    }
+
     pub fn paths(&self) -> usize {
         self.paths.len()
     }

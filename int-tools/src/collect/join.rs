@@ -15,6 +15,17 @@
 //! (`unordered`); a second postcard of one node in a group is dropped
 //! (`duplicates`). Memory is bounded: at most [`MAX_OPEN`] open groups, and
 //! [`hops::MAX_PATH`] postcards each (`dropped` beyond).
+//!
+//! Two more guards. Where the domain's nodes are listed (`--domain-nodes`),
+//! a postcard from any other node is counted (`unknown`) and never joined:
+//! a spoofed or misconfigured reporter adds no node to a path. And a group
+//! that holds fewer nodes than its flow's path, in that path's order, is
+//! most likely a packet some of whose postcards were lost: it gives its
+//! nodes' figures but neither links nor a path (`incomplete`), until
+//! `--join-confirm` packets in a row give that same shorter path, which
+//! then is the flow's path (a node really left it). The default, 32, is
+//! more postcards than one report datagram of 1500 bytes holds: a lost
+//! datagram cannot make a path change.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -59,6 +70,11 @@ pub struct Counts {
     pub duplicates: u64,
     /// Postcards with no room (too many open groups, or a group full).
     pub dropped: u64,
+    /// Postcards from nodes not in the domain's list.
+    pub unknown: u64,
+    /// Groups that held part of their flow's path (figures of their nodes
+    /// only).
+    pub incomplete: u64,
 }
 
 impl Counts {
@@ -68,6 +84,8 @@ impl Counts {
         self.unordered += other.unordered;
         self.duplicates += other.duplicates;
         self.dropped += other.dropped;
+        self.unknown += other.unknown;
+        self.incomplete += other.incomplete;
     }
 }
 
@@ -78,6 +96,13 @@ struct Group {
 
 pub struct Join {
     window_ms: u64,
+    /// The domain's nodes; empty: any node.
+    nodes: Vec<u32>,
+    /// Packets in a row that make a flow's shorter path its path.
+    confirm: u32,
+    /// Flows whose last packets gave a shorter path than theirs: that
+    /// path, and how many packets in a row gave it.
+    shorter: HashMap<FlowKey, (Vec<u32>, u32)>,
     open: HashMap<(FlowKey, u64), Group>,
     /// Open groups by their first postcard's time, oldest first.
     order: VecDeque<(u64, (FlowKey, u64))>,
@@ -85,13 +110,27 @@ pub struct Join {
 }
 
 impl Join {
-    pub fn new(window_ms: u64) -> Join {
-        Join { window_ms, open: HashMap::new(), order: VecDeque::new(), counts: Counts::default() }
+    /// A join over `window_ms`, of postcards from `nodes` (empty: any),
+    /// taking a shorter path after `confirm` packets in a row.
+    pub fn new(window_ms: u64, nodes: Vec<u32>, confirm: u32) -> Join {
+        Join {
+            window_ms,
+            nodes,
+            confirm,
+            shorter: HashMap::new(),
+            open: HashMap::new(),
+            order: VecDeque::new(),
+            counts: Counts::default(),
+        }
     }
 
     /// Adds a postcard; returns the groups its time closes.
     pub fn add(&mut self, card: Postcard) -> Vec<Joined> {
         self.counts.postcards += 1;
+        if !self.nodes.is_empty() && !self.nodes.contains(&card.node) {
+            self.counts.unknown += 1;
+            return self.close_older_than(card.at_ms);
+        }
         let key = (card.flow, card.identity);
         if !self.open.contains_key(&key) && self.open.len() >= MAX_OPEN {
             self.counts.dropped += 1;
@@ -138,9 +177,45 @@ impl Join {
     }
 }
 
+impl Join {
+    /// Whether an ordered group tells its flow's whole path, given the
+    /// path the flow had (`known`): not when it holds fewer of its nodes,
+    /// in their order, unless `confirm` packets in a row said so.
+    pub fn complete(&mut self, joined: &Joined, known: Option<&[u32]>) -> bool {
+        let nodes: Vec<u32> = joined.hops.iter().filter_map(|hop| hop.node_id).collect();
+        let part = known.is_some_and(|path| nodes.len() < path.len() && in_order(&nodes, path));
+        if !part {
+            self.shorter.remove(&joined.flow);
+            return true;
+        }
+        if !self.shorter.contains_key(&joined.flow) && self.shorter.len() >= MAX_OPEN {
+            self.counts.incomplete += 1;
+            return false;
+        }
+        let entry = self.shorter.entry(joined.flow).or_insert_with(|| (nodes.clone(), 0));
+        if entry.0 != nodes {
+            *entry = (nodes, 0);
+        }
+        entry.1 += 1;
+        if entry.1 >= self.confirm {
+            self.shorter.remove(&joined.flow);
+            return true;
+        }
+        self.counts.incomplete += 1;
+        false
+    }
+}
+
+/// Whether `part`'s nodes all appear in `path`, in the same order.
+fn in_order(part: &[u32], path: &[u32]) -> bool {
+    let mut rest = path.iter();
+    part.iter().all(|node| rest.any(|other| other == node))
+}
+
 /// A joined packet's record: its flow, its nodes' metadata in path order,
-/// and its path where the order can be told (null otherwise).
-pub fn record(joined: &Joined) -> serde_json::Map<String, serde_json::Value> {
+/// whether it holds its flow's whole path (`complete`; null where the
+/// order cannot be told), and its path where it does (null otherwise).
+pub fn record(joined: &Joined, complete: Option<bool>) -> serde_json::Map<String, serde_json::Value> {
     use serde_json::json;
     let nodes: Vec<Option<u32>> = joined.hops.iter().map(|hop| hop.node_id).collect();
     let hops: Vec<_> = joined
@@ -154,7 +229,8 @@ pub fn record(joined: &Joined) -> serde_json::Map<String, serde_json::Value> {
         ("flow".to_string(), crate::schema::flow(&joined.flow)),
         ("nodes".to_string(), json!(nodes)),
         ("ordered".to_string(), json!(joined.ordered)),
-        ("path".to_string(), json!(joined.ordered.then_some(nodes))),
+        ("complete".to_string(), json!(complete)),
+        ("path".to_string(), json!((complete == Some(true)).then_some(nodes))),
         ("hop_metadata".to_string(), json!(hops)),
     ]);
     record
@@ -220,7 +296,7 @@ mod tests {
     /// path, ordered by time, once the window has passed.
     #[test]
     fn postcards_of_one_packet_make_its_path() {
-        let mut join = Join::new(10);
+        let mut join = Join::new(10, Vec::new(), 3);
         assert!(join.add(card(3, 7, 3000, 0)).is_empty());
         assert!(join.add(card(1, 7, 1000, 1)).is_empty());
         assert!(join.add(card(2, 7, 2000, 2)).is_empty());
@@ -237,7 +313,7 @@ mod tests {
     /// hop without a timestamp: the nodes count, the order is not told.
     #[test]
     fn skewed_or_untimed_groups_are_not_ordered() {
-        let mut join = Join::new(10);
+        let mut join = Join::new(10, Vec::new(), 3);
         join.add(card(1, 7, 1000, 0));
         join.add(card(2, 7, 1050, 0));
         let mut untimed = card(1, 9, 0, 0);
@@ -251,12 +327,54 @@ mod tests {
     /// A node twice in one group is a duplicate, dropped and counted.
     #[test]
     fn a_node_twice_is_a_duplicate() {
-        let mut join = Join::new(10);
+        let mut join = Join::new(10, Vec::new(), 3);
         join.add(card(1, 7, 1000, 0));
         join.add(card(1, 7, 1000, 0));
         let closed = join.close_all();
         assert_eq!(nodes(&closed[0]), [1]);
         assert_eq!(join.counts.duplicates, 1);
+    }
+
+    /// Postcards from a node not in the domain's list are counted and
+    /// never joined.
+    #[test]
+    fn unknown_nodes_join_nothing() {
+        let mut join = Join::new(10, vec![1, 2], 3);
+        join.add(card(1, 7, 1000, 0));
+        join.add(card(9, 7, 1500, 0));
+        join.add(card(2, 7, 2000, 0));
+        let closed = join.close_all();
+        assert_eq!(nodes(&closed[0]), [1, 2]);
+        assert_eq!((join.counts.unknown, join.counts.postcards), (1, 3));
+    }
+
+    /// Part of a flow's path, in its order, is incomplete (no path) until
+    /// `confirm` (here 3) packets in a row give it; a path in another order, or one
+    /// that is no part of the known one, is taken at once.
+    #[test]
+    fn part_of_a_path_is_incomplete_until_confirmed() {
+        let mut join = Join::new(10, Vec::new(), 3);
+        let known: &[u32] = &[1, 2, 3];
+        let group = |hops: &[u32]| Joined {
+            flow: flow(),
+            hops: hops
+                .iter()
+                .map(|&node| HopMetadata { node_id: Some(node), ..Default::default() })
+                .collect(),
+            ordered: true,
+            at_ms: 0,
+        };
+        assert!(join.complete(&group(&[1, 2, 3]), Some(known)));
+        assert!(join.complete(&group(&[1, 2]), None), "no path known yet");
+        assert!(!join.complete(&group(&[1, 3]), Some(known)));
+        assert!(!join.complete(&group(&[1, 2]), Some(known)), "another part starts the count again");
+        assert!(join.complete(&group(&[1, 2, 3]), Some(known)), "the whole path again");
+        assert!(!join.complete(&group(&[1, 3]), Some(known)));
+        assert!(!join.complete(&group(&[1, 3]), Some(known)));
+        assert!(join.complete(&group(&[1, 3]), Some(known)), "three in a row: a node left the path");
+        assert!(join.complete(&group(&[3, 1]), Some(known)), "not in the path's order: a new path");
+        assert!(join.complete(&group(&[1, 4]), Some(known)), "a node the path lacks: a new path");
+        assert_eq!(join.counts.incomplete, 4);
     }
 
     /// The bytes hops change do not change the identity; any other does.

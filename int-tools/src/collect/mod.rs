@@ -102,6 +102,16 @@ pub struct CollectArgs {
     /// the reports' times) its other nodes' postcards are waited for.
     #[arg(long, default_value_t = 1000)]
     pub join_window_ms: u64,
+    /// INT-MX and INT-XD: the domain's nodes (ids as dotted quads or
+    /// numbers, comma-separated); postcards from any other node are
+    /// counted and never joined. Default: any node.
+    #[arg(long, value_delimiter = ',', value_parser = parse_node_id)]
+    pub domain_nodes: Vec<u32>,
+    /// INT-MX and INT-XD: packets in a row whose postcards give part of
+    /// their flow's path (its nodes in order, some missing) before that is
+    /// taken as the flow's new path; until then they count as incomplete.
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..))]
+    pub join_confirm: u32,
     /// Write every latency and loss observation to this InfluxDB 1.x
     /// server (http://HOST:PORT), into --influx-db.
     #[arg(long)]
@@ -272,14 +282,16 @@ impl Books {
             sink_ingress_ns: None,
             at_ms: joined.at_ms,
         };
-        let change = if joined.ordered {
+        // An order that cannot be told, or part of the flow's path: its
+        // nodes' figures only.
+        let complete = joined.ordered.then(|| self.join.complete(joined, self.hops.path(&joined.flow)));
+        let change = if complete == Some(true) {
             self.observe_path(&seen)
         } else {
-            // An order that cannot be told: its nodes' figures only.
             self.hops.observe_nodes(&seen);
             None
         };
-        self.emit(print, || serde_json::Value::Object(join::record(joined)));
+        self.emit(print, || serde_json::Value::Object(join::record(joined, complete)));
         if let Some(change) = change {
             self.emit(print, || serde_json::Value::Object(tr20::path_change_record(&change, None)));
         }
@@ -352,7 +364,7 @@ pub fn run(args: &CollectArgs) -> Result<(), String> {
                 hops: hops::Hops::new(hop_limits),
                 senders: BTreeMap::new(),
                 totals: Totals::default(),
-                join: join::Join::new(args.join_window_ms),
+                join: join::Join::new(args.join_window_ms, args.domain_nodes.clone(), args.join_confirm),
                 outputs: running.iter().map(|r| Arc::clone(&r.output)).collect(),
             }))
         })
@@ -395,6 +407,18 @@ pub fn run(args: &CollectArgs) -> Result<(), String> {
         eprintln!("collect: plot written to {}", path.display());
     }
     failure.map_or(Ok(()), Err)
+}
+
+/// A node id as the node's config writes it (a dotted quad) or a number.
+fn parse_node_id(text: &str) -> Result<u32, String> {
+    let hex = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X"));
+    let number = match hex {
+        Some(hex) => u32::from_str_radix(hex, 16).ok(),
+        None => text.parse::<u32>().ok(),
+    };
+    number.or_else(|| text.parse::<std::net::Ipv4Addr>().ok().map(u32::from)).ok_or_else(|| {
+        format!("{text:?}: a node id, as a dotted quad (10.0.0.1) or a number (decimal or 0x hex)")
+    })
 }
 
 fn how(args: &CollectArgs) -> Result<How, String> {

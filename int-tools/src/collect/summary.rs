@@ -183,7 +183,8 @@ fn hops_json(hops: &Hops) -> Value {
 /// The join of INT-MX and INT-XD postcards.
 fn joins_json(joins: &JoinCounts) -> Value {
     json!({"received": joins.postcards, "packets": joins.packets, "unordered": joins.unordered,
-           "duplicates": joins.duplicates, "dropped": joins.dropped})
+           "duplicates": joins.duplicates, "dropped": joins.dropped, "unknown": joins.unknown,
+           "incomplete": joins.incomplete})
 }
 
 /// Count, extremes, mean and percentiles of a distribution (null where none).
@@ -223,8 +224,14 @@ fn print_text(snapshot: &Snapshot, outputs: &[Arc<dyn Counted>]) {
     let joins = &snapshot.joins;
     if joins.postcards > 0 {
         println!(
-            "   postcards: {} received, {} packets joined ({} unordered), {} duplicates, {} dropped",
-            joins.postcards, joins.packets, joins.unordered, joins.duplicates, joins.dropped
+            "   postcards: {} received, {} packets joined ({} unordered, {} incomplete), {} duplicates, {} dropped, {} from unknown nodes",
+            joins.postcards,
+            joins.packets,
+            joins.unordered,
+            joins.incomplete,
+            joins.duplicates,
+            joins.dropped,
+            joins.unknown
         );
     }
     let ledger = &snapshot.ledger;
