@@ -56,7 +56,7 @@ impl Clones {
 #[inline]
 fn copy_number(every: u32, n: u32) -> Option<u32> {
     let before = n.wrapping_sub(1);
-    (before % every == 0).then(|| before / every + 1)
+    before.is_multiple_of(every).then(|| before / every + 1)
 }
 
 #[cfg(test)]

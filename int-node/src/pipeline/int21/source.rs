@@ -154,24 +154,7 @@ impl Source21Stage {
                     continue;
                 }
             }
-            let plan = match source::plan(frame, &self.config) {
-                Ok(plan) => plan,
-                Err(Skip::AlreadyMarked) if self.marked == MarkedPolicy::Drop => {
-                    counters.inc(Counter::marked_dropped);
-                    drop |= 1 << i;
-                    continue;
-                }
-                Err(Skip::AlreadyMarked) if self.marked == MarkedPolicy::Strip => {
-                    match self.strip_foreign(burst, i, counters) {
-                        Some(plan) => plan,
-                        None => continue,
-                    }
-                }
-                Err(skip) => {
-                    counters.inc(skip_counter(skip));
-                    continue;
-                }
-            };
+            let Some(plan) = self.general_plan(burst, i, counters, &mut drop) else { continue };
             if !self.admit(&plan.flow, counters) {
                 continue;
             }
@@ -216,6 +199,34 @@ impl Source21Stage {
             burst.retain(|i| drop & (1 << i) == 0);
         }
         self.age(now_ns, counters);
+    }
+
+    /// Packet `i`'s plan on the general path; `None` (counted) when it is
+    /// not instrumented, its bit set in `drop` when the edge policy drops
+    /// it.
+    #[inline(always)]
+    fn general_plan(
+        &self,
+        burst: &mut Burst,
+        i: usize,
+        counters: &mut Counters,
+        drop: &mut u32,
+    ) -> Option<source::Plan> {
+        match source::plan(burst.data(i)?, &self.config) {
+            Ok(plan) => Some(plan),
+            Err(Skip::AlreadyMarked) if self.marked == MarkedPolicy::Drop => {
+                counters.inc(Counter::marked_dropped);
+                *drop |= 1 << i;
+                None
+            }
+            Err(Skip::AlreadyMarked) if self.marked == MarkedPolicy::Strip => {
+                self.strip_foreign(burst, i, counters)
+            }
+            Err(skip) => {
+                counters.inc(skip_counter(skip));
+                None
+            }
+        }
     }
 
     /// A step of the ageing sweep (see [`crate::pipeline::int05::source::SourceStage::age`]).
