@@ -408,3 +408,88 @@ fn lost_duplicated_and_foreign_postcards_make_no_wrong_path() {
     let nodes: Vec<(u64, u64)> = node_hops(&summary).iter().map(|(id, hops)| (at(*id), *hops)).collect();
     assert_eq!(nodes, [(1, n), (2, n - missing), (3, n)]);
 }
+
+/// A router between each two nodes: every frame's TTL (Hop Limit) one
+/// lower, the IPv4 header checksum made again.
+fn routed(frames: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+    frames
+        .into_iter()
+        .map(|mut frame| {
+            let start = ip_of(&frame).as_ptr() as usize - frame.as_ptr() as usize;
+            if frame[start] >> 4 == 6 {
+                frame[start + 7] -= 1;
+                return frame;
+            }
+            frame[start + 8] -= 1;
+            let header = start..start + usize::from(frame[start] & 0x0f) * 4;
+            frame[start + 10..start + 12].copy_from_slice(&[0, 0]);
+            let sum =
+                frame[header].chunks(2).map(|w| u32::from(u16::from_be_bytes([w[0], w[1]]))).sum::<u32>();
+            let folded = (sum & 0xffff) + (sum >> 16);
+            let checksum = !(((folded & 0xffff) + (folded >> 16)) as u16);
+            frame[start + 10..start + 12].copy_from_slice(&checksum.to_be_bytes());
+            frame
+        })
+        .collect()
+}
+
+/// Every timestamp of a report datagram's reports moved by `by_ns` (a
+/// node whose clock is off).
+fn skewed(datagram: &[u8], by_ns: u64) -> Vec<u8> {
+    let stamps: Vec<u64> = tr20::Report::parse(datagram)
+        .unwrap()
+        .reports()
+        .flat_map(|r| {
+            let metadata = r.unwrap().int.unwrap().metadata;
+            [metadata.ingress_timestamp, metadata.egress_timestamp]
+        })
+        .flatten()
+        .collect();
+    let mut out = datagram.to_vec();
+    let mut from = 0;
+    for stamp in stamps {
+        let at = from + out[from..].windows(8).position(|w| w == stamp.to_be_bytes()).unwrap();
+        out[at..at + 8].copy_from_slice(&(stamp + by_ns).to_be_bytes());
+        from = at + 8;
+    }
+    out
+}
+
+/// Three INT-XD nodes with a router between each two, the middle node's
+/// clock a second ahead: by the timestamps alone its postcards come last
+/// and tell a consistent path 1 -> 3 -> 2; the TTL each node saw (64, 63,
+/// 62 along the path) says otherwise, so no packet is given a path: every
+/// group unordered, its nodes' figures kept, no link, no path.
+#[test]
+fn a_node_whose_clock_is_off_makes_no_wrong_path() {
+    let dir = workdir("postcards-skew");
+    let frames = distinct_frames();
+    let n = frames.len() as u64;
+    write_pcap(&dir.join("p0.pcap"), &frames);
+    let collector = Collector::new();
+    let xd = "    int: {version: 2.1}\n    postcard: {report: every}\n";
+    for node in 1..=3 {
+        let config =
+            node_config("postcard", &format!("p{}.pcap", node - 1), "out.pcap", xd, Some(&collector.addr()));
+        run_node(&dir, &config.replacen("node_id: 10.0.0.", &format!("node_id: 10.0.{node}."), 1));
+        write_pcap(&dir.join(format!("p{node}.pcap")), &routed(read_pcap(&dir.join("out.pcap"))));
+    }
+    let second = 1_000_000_000;
+    let reports: Vec<Vec<u8>> = collector
+        .reports()
+        .iter()
+        .map(|d| match tr20::Report::parse(d).unwrap().group.node_id {
+            0x0a00_0202 => skewed(d, second),
+            _ => d.clone(),
+        })
+        .collect();
+    let summary = collect_summary(&reports, 3 * frames.len());
+    let postcards = &summary["postcards"];
+    assert_eq!((&postcards["packets"], &postcards["unordered"]), (&n.into(), &n.into()), "{postcards}");
+    assert_eq!(summary["paths_followed"], 0);
+    assert_eq!(summary["path_changes"], 0);
+    assert!(link_counts(&summary).is_empty(), "{}", summary["links"]);
+    let at = |id: u64| (id >> 8) & 0xff;
+    let nodes: Vec<(u64, u64)> = node_hops(&summary).iter().map(|(id, hops)| (at(*id), *hops)).collect();
+    assert_eq!(nodes, [(1, n), (2, n), (3, n)]);
+}

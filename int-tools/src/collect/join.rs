@@ -11,8 +11,11 @@
 //! What cannot be a path is not reported as one: a group whose hops lack
 //! timestamps, or whose timestamps contradict each other (a hop's egress
 //! after the next one's ingress: clocks apart, or two packets with the
-//! same identity), gives its nodes' figures but no links and no path
-//! (`unordered`); a second postcard of one node in a group is dropped
+//! same identity), or contradict the packet's TTL (or Hop Limit) as each
+//! node saw it (routers between the nodes lower it, so it never grows
+//! along the path: a node whose clock is off by more than the time between
+//! two hops is caught here), gives its nodes' figures but no links and no
+//! path (`unordered`); a second postcard of one node in a group is dropped
 //! (`duplicates`). Memory is bounded: at most [`MAX_OPEN`] open groups, and
 //! [`hops::MAX_PATH`] postcards each (`dropped` beyond).
 //!
@@ -44,6 +47,8 @@ pub struct Postcard {
     pub identity: u64,
     pub node: u32,
     pub metadata: HopMetadata,
+    /// The packet's TTL or Hop Limit as this node saw it.
+    pub ttl: Option<u8>,
     /// Its time in the collector's time base, ms.
     pub at_ms: u64,
 }
@@ -91,7 +96,8 @@ impl Counts {
 
 struct Group {
     first_ms: u64,
-    hops: Vec<HopMetadata>,
+    /// Each node's metadata, and the TTL it saw.
+    hops: Vec<(HopMetadata, Option<u8>)>,
 }
 
 pub struct Join {
@@ -140,12 +146,12 @@ impl Join {
         if group.hops.is_empty() {
             self.order.push_back((card.at_ms, key));
         }
-        if group.hops.iter().any(|hop| hop.node_id == Some(card.node)) {
+        if group.hops.iter().any(|(hop, _)| hop.node_id == Some(card.node)) {
             self.counts.duplicates += 1;
         } else if group.hops.len() >= MAX_PATH {
             self.counts.dropped += 1;
         } else {
-            group.hops.push(HopMetadata { node_id: Some(card.node), ..card.metadata });
+            group.hops.push((HopMetadata { node_id: Some(card.node), ..card.metadata }, card.ttl));
         }
         self.close_older_than(card.at_ms)
     }
@@ -238,18 +244,35 @@ pub fn record(joined: &Joined, complete: Option<bool>) -> serde_json::Map<String
 
 /// The hops sorted by ingress timestamp, and whether that order holds:
 /// every hop timed, each one's egress no later than the next one's
-/// ingress.
-pub fn path_order(mut hops: Vec<HopMetadata>) -> (Vec<HopMetadata>, bool) {
-    let timed = hops.iter().all(|hop| hop.ingress_timestamp.is_some());
-    if !timed {
-        return (hops, false);
+/// ingress, and the TTL each saw never higher than the one before's.
+pub fn path_order(mut hops: Vec<(HopMetadata, Option<u8>)>) -> (Vec<HopMetadata>, bool) {
+    let timed = hops.iter().all(|(hop, _)| hop.ingress_timestamp.is_some());
+    if timed {
+        hops.sort_by_key(|(hop, _)| hop.ingress_timestamp);
     }
-    hops.sort_by_key(|hop| hop.ingress_timestamp);
-    let consistent = hops.windows(2).all(|pair| match pair {
-        [a, b] => a.egress_timestamp.or(a.ingress_timestamp) <= b.ingress_timestamp,
-        _ => true,
-    });
-    (hops, consistent)
+    let consistent = timed
+        && hops.windows(2).all(|pair| match pair {
+            [(a, a_ttl), (b, b_ttl)] => {
+                let timely = a.egress_timestamp.or(a.ingress_timestamp) <= b.ingress_timestamp;
+                let ttl_falls = match (a_ttl, b_ttl) {
+                    (Some(a_ttl), Some(b_ttl)) => b_ttl <= a_ttl,
+                    _ => true,
+                };
+                timely && ttl_falls
+            }
+            _ => true,
+        });
+    (hops.into_iter().map(|(hop, _)| hop).collect(), consistent)
+}
+
+/// The TTL (IPv4) or Hop Limit (IPv6) of the packet a report carries,
+/// from its IP header.
+pub fn hop_limit(packet: &[u8]) -> Option<u8> {
+    match packet.first().map(|byte| byte >> 4) {
+        Some(4) => packet.get(8).copied(),
+        Some(6) => packet.get(7).copied(),
+        _ => None,
+    }
 }
 
 /// A packet's identity from the bytes a report carries of it (its IP
@@ -285,7 +308,7 @@ mod tests {
             egress_timestamp: Some(ingress + 100),
             ..HopMetadata::default()
         };
-        Postcard { flow: flow(), identity, node, metadata, at_ms }
+        Postcard { flow: flow(), identity, node, metadata, ttl: None, at_ms }
     }
 
     fn nodes(joined: &Joined) -> Vec<u32> {
@@ -322,6 +345,32 @@ mod tests {
         let closed = join.close_all();
         assert!(closed.iter().all(|joined| !joined.ordered), "{closed:?}");
         assert_eq!(join.counts.unordered, 2);
+    }
+
+    /// A node whose clock is a second ahead sorts last, consistent by its
+    /// timestamps alone; the TTL each node saw (routers between them lower
+    /// it) tells that order false. Equal TTLs (no router between) say
+    /// nothing against the timestamps.
+    #[test]
+    fn a_ttl_that_grows_along_the_order_unorders_it() {
+        let mut join = Join::new(10, Vec::new(), 3);
+        let with_ttl = |card: Postcard, ttl: u8| Postcard { ttl: Some(ttl), ..card };
+        join.add(with_ttl(card(1, 7, 1000, 0), 64));
+        join.add(with_ttl(card(2, 7, 1_000_002_000, 0), 63));
+        join.add(with_ttl(card(3, 7, 3000, 0), 62));
+        join.add(with_ttl(card(1, 8, 1000, 0), 64));
+        join.add(with_ttl(card(2, 8, 2000, 0), 64));
+        join.add(with_ttl(card(3, 8, 3000, 0), 62));
+        let closed = join.close_all();
+        assert_eq!(nodes(&closed[0]), [1, 3, 2]);
+        assert!(!closed[0].ordered, "TTL 62 before 63");
+        assert_eq!(nodes(&closed[1]), [1, 2, 3]);
+        assert!(closed[1].ordered);
+        assert_eq!(join.counts.unordered, 1);
+        assert_eq!(
+            (hop_limit(&[0x45, 0, 0, 0, 0, 0, 0, 0, 61]), hop_limit(&[0x60, 0, 0, 0, 0, 0, 0, 60])),
+            (Some(61), Some(60))
+        );
     }
 
     /// A node twice in one group is a duplicate, dropped and counted.

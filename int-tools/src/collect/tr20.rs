@@ -187,6 +187,7 @@ fn postcard(
         identity: super::join::identity(individual.inner),
         node,
         metadata: int.metadata,
+        ttl: super::join::hop_limit(individual.inner),
         at_ms: books.ledger.time_ms(int.metadata.ingress_timestamp),
     })
 }
