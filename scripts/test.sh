@@ -63,6 +63,8 @@ labs() {
     target/debug/int-lab lab --topology config/lab/basic.yaml
     target/debug/int-lab lab --topology config/lab/int21.yaml
     target/debug/int-lab lab --topology config/lab/multihop21.yaml
+    target/debug/int-lab lab --topology config/lab/multihop21-mx.yaml
+    target/debug/int-lab lab --topology config/lab/multihop21-xd.yaml
 }
 if [[ $(id -u) -eq 0 ]]; then
     cargo build --locked --workspace --features int-node/lab

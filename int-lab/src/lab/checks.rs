@@ -23,7 +23,7 @@ use crate::error::{Error, Setup};
 
 /// The delay check's flow: its source port, and the first of its packet
 /// numbers sent with the delay on.
-const DELAY_FLOW: DelayFlow = DelayFlow { port: 40001, from_sequence: 1000 };
+const DELAY_FLOW: DelayFlow = DelayFlow { port: 40001, from_sequence: 1000, on_ns: 0 };
 
 /// The most negative one-way latency the lab accepts between nodes on one
 /// host clock, ns.
@@ -140,9 +140,14 @@ pub fn scenario(lab: &mut Lab, topology: &Topology, workdir: &Path) -> Result<Ch
         }
     }
     if let (Some(delay), Some(impairment)) = (s.delay_ms, &impairment) {
-        check_latency_change(lab, &ends, delay, impairment, workdir, &mut checks)?;
+        let delay_on_ns = if s.joined {
+            delay_phases(lab, &ends, delay, impairment)?
+        } else {
+            check_latency_change(lab, &ends, delay, impairment, workdir, &mut checks)?
+        };
         if let Some(link) = &s.delayed_link {
-            super::links::check_link_delay(workdir, link, delay, DELAY_FLOW, &mut checks)?;
+            let flow = DelayFlow { on_ns: delay_on_ns, ..DELAY_FLOW };
+            super::links::check_link_delay(workdir, link, delay, flow, &mut checks)?;
         }
     }
     Ok(checks)
@@ -268,9 +273,28 @@ fn check_loss(
     Ok(())
 }
 
+/// The delay flow in two phases. A, packets 1-1000: no delay. B,
+/// 1001-4000: the delay on, set while no packet of the flow is on the way.
+/// Returns when it was set (ns since the epoch, the nodes' clock): every
+/// packet of A reached each node before, every packet of B after.
+fn delay_phases(lab: &Lab, ends: &Ends<'_>, delay: u64, impairment: &Impairment) -> Result<u64, Error> {
+    let Ends { client_host, client_ip, server_ip, .. } = ends;
+    let (from, to) = (format!("{client_ip}:{}", DELAY_FLOW.port), format!("{server_ip}:5003"));
+    send_paced(lab, client_host, &from, &to, DELAY_FLOW.from_sequence)?;
+    barrier(lab, client_host, server_ip)?;
+    let on_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_nanos() as u64);
+    impairment.set(lab, 0.0, delay)?;
+    send_paced(lab, client_host, &from, &to, 3000)?;
+    barrier(lab, client_host, server_ip)?;
+    impairment.set(lab, 0.0, 0)?;
+    Ok(on_ns)
+}
+
 /// A delay added mid-flow: a latency report must show it, judged against
 /// the path's own noise measured in the same run (ping round trips, and
-/// the flow's latency before the delay).
+/// the flow's latency before the delay). Returns when the delay was set.
 fn check_latency_change(
     lab: &Lab,
     ends: &Ends<'_>,
@@ -278,20 +302,12 @@ fn check_latency_change(
     impairment: &Impairment,
     workdir: &Path,
     checks: &mut Checks,
-) -> Result<(), Error> {
-    let Ends { client_host, client_ip, server_ip, .. } = ends;
-    let (from, to) = (format!("{client_ip}:{}", DELAY_FLOW.port), format!("{server_ip}:5003"));
+) -> Result<u64, Error> {
+    let Ends { client_host, server_ip, .. } = ends;
     // The path's noise: the spread of 20 round trips.
     let rtts: Vec<u64> = (0..20).map(|_| barrier(lab, client_host, server_ip)).collect::<Result<_, _>>()?;
     let noise_ns = (rtts.iter().max().unwrap_or(&0) - rtts.iter().min().unwrap_or(&0)) as i64;
-    // Phase A, packets 1-1000 of the flow: no delay. Phase B, 1001-4000:
-    // the delay on, set while no packet of the flow is on the way.
-    send_paced(lab, client_host, &from, &to, DELAY_FLOW.from_sequence)?;
-    barrier(lab, client_host, server_ip)?;
-    impairment.set(lab, 0.0, delay)?;
-    send_paced(lab, client_host, &from, &to, 3000)?;
-    barrier(lab, client_host, server_ip)?;
-    impairment.set(lab, 0.0, 0)?;
+    let on_ns = delay_phases(lab, ends, delay, impairment)?;
     let latencies = || -> BTreeMap<u64, i64> {
         reports(workdir)
             .iter()
@@ -346,7 +362,7 @@ fn check_latency_change(
                 .join(", ")
         ),
     );
-    Ok(())
+    Ok(on_ns)
 }
 
 /// `packets` of 100 bytes from `from` to `to`, 1000 a second, waited for.

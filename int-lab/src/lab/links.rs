@@ -1,6 +1,8 @@
 //! The multi-hop check: a delay on one link of the path shows on that
 //! link, from one hop's egress timestamp to the next hop's ingress
-//! timestamp in the sink's reports, and on no other link.
+//! timestamp, and on no other link: in the sink's reports of INT-MD
+//! stacks, or in the packets the collector joined from INT-MX and INT-XD
+//! postcards.
 
 // Collector records are read with serde_json's `value["key"]`, which yields
 // Null for a missing key and never panics.
@@ -17,16 +19,18 @@ use crate::error::{Error, Setup};
 /// A link by its ends' node ids.
 type Link = (u32, u32);
 
-/// The delay check's flow: its UDP source port, and the first of its packet
-/// numbers sent with the delay on.
+/// The delay check's flow: its UDP source port, the first of its packet
+/// numbers sent with the delay on, and when the delay was set (ns since
+/// the epoch; joined packets carry no packet number).
 #[derive(Debug, Clone, Copy)]
 pub struct DelayFlow {
     pub port: u16,
     pub from_sequence: u64,
+    pub on_ns: u64,
 }
 
-/// Each link's latencies (ns) in the sink's reports on the delay check's
-/// flow, before the delay and with it.
+/// Each link's latencies (ns) on the delay check's flow, before the delay
+/// and with it.
 #[derive(Default)]
 struct Phases {
     before: BTreeMap<Link, Vec<i64>>,
@@ -37,10 +41,10 @@ fn phases(workdir: &Path, flow: DelayFlow) -> Phases {
     let mut phases = Phases::default();
     let text = fs::read_to_string(workdir.join("collector.jsonl")).unwrap_or_default();
     let records = text.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok());
-    for record in records.filter(|r| r["type"] == "tr20" && r["flow"]["src_port"] == flow.port) {
-        let Some(sequence) = record["flow_seq"].as_u64() else { continue };
+    for record in records.filter(|r| r["flow"]["src_port"] == flow.port) {
         let Some(hops) = record["hop_metadata"].as_array() else { continue };
-        let phase = if sequence > flow.from_sequence { &mut phases.after } else { &mut phases.before };
+        let Some(delayed) = delayed(&record, flow) else { continue };
+        let phase = if delayed { &mut phases.after } else { &mut phases.before };
         // Source first: each pair of neighbours is a link.
         for pair in hops.windows(2) {
             let [a, b] = pair else { continue };
@@ -54,6 +58,20 @@ fn phases(workdir: &Path, flow: DelayFlow) -> Phases {
         }
     }
     phases
+}
+
+/// Whether a record's packet went with the delay on: a stack's by its
+/// packet number, a joined packet's by when it reached its first node;
+/// `None` for other records, and for joined packets without a path
+/// (unordered or incomplete: no links to tell).
+fn delayed(record: &serde_json::Value, flow: DelayFlow) -> Option<bool> {
+    match record["type"].as_str()? {
+        "tr20" => Some(record["flow_seq"].as_u64()? > flow.from_sequence),
+        "joined" if !record["path"].is_null() => {
+            Some(record["hop_metadata"][0]["ingress_timestamp"].as_u64()? > flow.on_ns)
+        }
+        _ => None,
+    }
 }
 
 /// `delayed`'s latency steps up by the delay (each phase judged by its

@@ -88,6 +88,11 @@ pub struct Scenario {
     /// The link the delay is on, by its ends' node ids: the delay must show
     /// on it alone (INT 2.1 stacks with timestamps).
     pub delayed_link: Option<[String; 2]>,
+    /// The domain's reports are postcards (INT-MX, INT-XD): the delay is
+    /// judged on the packets the collector joined from them, and no
+    /// end-to-end latency is reported to check.
+    #[serde(default)]
+    pub joined: bool,
 }
 
 /// Where a scenario's loss and delay come from.
