@@ -89,9 +89,10 @@ fn legend(area: &Area<'_>, entries: &[Entry]) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Runs of (seconds, µs) over consecutive buckets that have a value: an
-/// empty bucket leaves a gap in the line.
+/// Runs of (seconds, µs) over consecutive buckets that have a value, in
+/// the timeline's drawing width: an empty bucket leaves a gap in the line.
 fn runs(timeline: &Timeline, value: impl Fn(&Bucket) -> Option<i64>) -> Runs {
+    let timeline = timeline.for_drawing();
     let width_s = timeline.width_ms() as f64 / 1000.0;
     let mut runs: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
     for (i, bucket) in timeline.buckets().iter().enumerate() {
@@ -160,7 +161,8 @@ fn latency_over_time(snapshot: &Snapshot, area: &Area<'_>) -> Result<(), Failure
         .filter(|(_, f)| f.timeline.is_some())
         .take(TOP_FLOWS)
         .collect();
-    let seconds = (timeline.buckets().len() as f64 * timeline.width_ms() as f64 / 1000.0).max(1.0);
+    // The span the reports cover (a capture of 50 ms is drawn over 50 ms).
+    let seconds = (timeline.buckets().len() as f64 * timeline.width_ms() as f64 / 1000.0).max(0.001);
     let low = minimum.iter().flatten().map(|p| p.1).fold(f64::INFINITY, f64::min).min(0.0);
     let high = maximum.iter().flatten().map(|p| p.1).fold(0.0, f64::max).max(1.0) * 1.05;
     let title = format!(
@@ -196,7 +198,7 @@ fn hop_latency_over_time(snapshot: &Snapshot, area: &Area<'_>) -> Result<(), Fai
         .map(|(id, node)| (**id, runs(node.timeline.as_ref().unwrap_or(&Timeline::default()), Bucket::mean)))
         .collect();
     let all = || series.iter().flat_map(|(_, runs)| runs.iter().flatten());
-    let seconds = all().map(|p| p.0).fold(1.0, f64::max) * 1.05;
+    let seconds = all().map(|p| p.0).fold(0.001, f64::max) * 1.05;
     let high = all().map(|p| p.1).fold(1.0, f64::max) * 1.05;
     let title = "Hop latency over time, the nodes with the most hops";
     let (mut chart, column) =
@@ -275,16 +277,34 @@ fn loss_per_flow(snapshot: &Snapshot, area: &Area<'_>) -> Result<(), Failure> {
 mod tests {
     use super::*;
 
-    /// A stretch without reports is a gap: the line stops and starts again.
+    /// A stretch without reports is a gap: a report a second, then none
+    /// for 4 s, then a report a second again: two lines, each point within
+    /// a bucket's width of its report.
     #[test]
     fn a_gap_splits_the_line() {
         let mut timeline = Timeline::default();
-        for second in [0u64, 1, 2, 6, 7] {
+        for second in [0u64, 1, 2, 3, 8, 9, 10, 11] {
             timeline.add_latency(second * 1000, 5_000);
         }
         let lines = runs(&timeline, Bucket::mean);
-        let seconds: Vec<Vec<f64>> = lines.iter().map(|run| run.iter().map(|p| p.0).collect()).collect();
-        assert_eq!(seconds, [vec![0.5, 1.5, 2.5], vec![6.5, 7.5]]);
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        let width = timeline.for_drawing().width_ms() as f64 / 1000.0;
+        assert!((0.5..=2.0).contains(&width), "{width}");
+        assert!(lines[0].iter().all(|p| p.0 < 4.0 + width) && lines[1].iter().all(|p| p.0 > 8.0 - width));
         assert!(lines.iter().flatten().all(|p| p.1 == 5.0), "µs");
+    }
+
+    /// A capture of 60 ms, a report every 100 µs: a line of 1 ms points,
+    /// not one point.
+    #[test]
+    fn a_short_capture_has_a_shape() {
+        let mut timeline = Timeline::default();
+        for i in 0..600u64 {
+            timeline.add_latency(i / 10, 1_000 + i as i64);
+        }
+        let lines = runs(&timeline, Bucket::mean);
+        assert_eq!(lines.len(), 1);
+        assert_eq!(lines[0].len(), 60);
+        assert!(lines[0].first().unwrap().1 < lines[0].last().unwrap().1, "it rises");
     }
 }

@@ -1,6 +1,8 @@
 //! Latency and loss over time, in a bounded number of buckets: when a run
 //! outgrows them, the bucket width doubles and neighbours merge, so a
-//! flow's history costs the same for a minute as for a week.
+//! flow's history costs the same for a minute as for a week. Buckets start
+//! a millisecond wide, so that a capture of a fraction of a second still
+//! has a shape.
 
 use std::sync::OnceLock;
 
@@ -83,7 +85,7 @@ pub struct Timeline {
 
 impl Default for Timeline {
     fn default() -> Self {
-        Timeline { width_ms: 1000, buckets: Vec::new() }
+        Timeline { width_ms: 1, buckets: Vec::new() }
     }
 }
 
@@ -124,6 +126,29 @@ impl Timeline {
         for (ours, theirs) in self.buckets.iter_mut().zip(&other.buckets) {
             ours.merge(theirs);
         }
+    }
+
+    /// This timeline as a chart draws it: buckets widened until reports
+    /// that follow each other mostly fall in neighbouring buckets (the
+    /// median step between buckets with reports is one), so that a line
+    /// breaks where reports stopped for a while, not between any two of a
+    /// sparse reporter's.
+    pub fn for_drawing(&self) -> Timeline {
+        let mut drawn = self.clone();
+        while drawn.buckets.len() > 8 && drawn.median_step() > 1 {
+            drawn.coarsen();
+        }
+        drawn
+    }
+
+    /// The median distance between consecutive buckets with reports.
+    fn median_step(&self) -> usize {
+        let filled: Vec<usize> = (0..self.buckets.len())
+            .filter(|&i| self.buckets.get(i).is_some_and(|b| b.reports > 0 || b.lost > 0))
+            .collect();
+        let mut steps: Vec<usize> = filled.windows(2).map(|pair| pair[1] - pair[0]).collect();
+        steps.sort_unstable();
+        steps.get(steps.len() / 2).copied().unwrap_or(1)
     }
 
     fn bucket(&mut self, at_ms: u64) -> Option<&mut Bucket> {
@@ -172,6 +197,8 @@ mod tests {
         }
         assert!(timeline.buckets().len() <= MAX_BUCKETS);
         assert!(timeline.width_ms() > 1000);
+        // One report a minute: drawn in buckets of a minute or more.
+        assert!(timeline.for_drawing().width_ms() >= 60_000);
         let total = timeline.buckets().iter().fold(Bucket::default(), |mut all, b| {
             all.merge(b);
             all
