@@ -570,3 +570,106 @@ fn tshark_reads_every_group_of_a_tr20_gso_send() {
     let theirs = tshark_with(LUA21, &dir.join("gso.pcap"), &["tr20.node_id", "tr20.rep_type"], &[]);
     assert_eq!(theirs, [["9,9", "1,1"]], "{theirs:?}");
 }
+
+/// IOAM: an IPv6 Hop-by-Hop Pre-allocated Trace written by int-core (room
+/// for three nodes, two of them filled, every kind of field but the
+/// namespace data), read by Wireshark's own IOAM dissector: the header and
+/// each node's fields as written, newest first, the third slot free.
+#[test]
+fn tshark_reads_the_ioam_trace_int_core_writes() {
+    use int_core::ioam::ipv6;
+    use int_core::ioam::node::NodeData;
+    use int_core::ioam::trace::{TraceHeaderRepr, TraceType};
+    let dir = workdir("wireshark-ioam");
+    let trace_type = TraceType::HOP_LIM_NODE_ID
+        | TraceType::INTERFACES
+        | TraceType::TIMESTAMP_SECONDS
+        | TraceType::TIMESTAMP_FRACTION
+        | TraceType::TRANSIT_DELAY
+        | TraceType::QUEUE_DEPTH
+        | TraceType::HOP_LIM_NODE_ID_WIDE
+        | TraceType::BUFFER_OCCUPANCY;
+    let node_len = trace_type.node_len() as u8;
+    let header = TraceHeaderRepr { namespace: 123, node_len, trace_type, ..Default::default() };
+    let mut hbh = vec![0u8; 256];
+    let len = ipv6::emit_hop_by_hop(&mut hbh, 17, &header, 3).unwrap();
+    hbh.truncate(len);
+    let node = |hop: u8, id: u32| NodeData {
+        hop_limit: Some(hop),
+        node_id: Some(id),
+        ingress_if: Some(u16::from(hop)),
+        egress_if: Some(u16::from(hop) + 1),
+        timestamp_seconds: Some(1_700_000_000 + u32::from(hop)),
+        timestamp_fraction: Some(500_000),
+        transit_delay: Some(1_000 * u32::from(hop)),
+        queue_depth: Some(7),
+        node_id_wide: Some(0x0001_0203_0405_0607 + u64::from(id)),
+        buffer_occupancy: None,
+        ..NodeData::default()
+    };
+    for written in [node(64, 0xab_cdef), node(63, 0x12)] {
+        let trace = ipv6::find_trace(&hbh, 123).unwrap().unwrap();
+        ipv6::fill(&mut hbh, &trace, &written).unwrap();
+    }
+    let mut spec = int_core::craft::PacketSpec::udp6(
+        "2001:db8::1".parse().unwrap(),
+        "2001:db8::2".parse().unwrap(),
+        4000,
+        5000,
+        32,
+    );
+    spec.ipv6.as_mut().unwrap().extensions.push((0, hbh));
+    write_pcap(&dir.join("ioam.pcap"), &[spec.build()]);
+    let fields = [
+        "ipv6.opt.ioam.opt_type",
+        "ipv6.opt.ioam.trace.ns",
+        "ipv6.opt.ioam.trace.nodelen",
+        "ipv6.opt.ioam.trace.remlen",
+        "ipv6.opt.ioam.trace.type",
+        "ipv6.opt.ioam.trace.flag.o",
+        "ipv6.opt.ioam.trace.node.hlim",
+        "ipv6.opt.ioam.trace.node.id",
+        "ipv6.opt.ioam.trace.node.iif",
+        "ipv6.opt.ioam.trace.node.eif",
+        "ipv6.opt.ioam.trace.node.tss",
+        "ipv6.opt.ioam.trace.node.tsf",
+        "ipv6.opt.ioam.trace.node.trdelay",
+        "ipv6.opt.ioam.trace.node.qdepth",
+        "ipv6.opt.ioam.trace.node.id_wide",
+        "ipv6.opt.ioam.trace.node.bufoccup",
+        "ipv6.opt.ioam.trace.free_space",
+        "udp.dstport",
+    ];
+    let mut args = vec!["-r".to_string(), dir.join("ioam.pcap").to_string_lossy().into_owned()];
+    args.extend(["-T", "fields", "-E", "separator=;"].map(String::from));
+    args.extend(fields.iter().flat_map(|f| ["-e".to_string(), f.to_string()]));
+    let output =
+        Command::new("tshark").args(&args).output().expect("tshark not found: run scripts/install-deps.sh");
+    assert!(output.status.success(), "tshark: {}", String::from_utf8_lossy(&output.stderr));
+    let seen = String::from_utf8(output.stdout).unwrap();
+    // tshark shows these fields in hex, each node's (newest first) after a
+    // comma; Hop_Lim twice per node, in the short and the wide field.
+    let two = |a: String, b: String| format!("{a},{b}");
+    let wide = |id: u64| format!("{:#018x}", 0x0001_0203_0405_0607 + id);
+    let expected = [
+        "0".to_string(),
+        "123".into(),
+        node_len.to_string(),
+        node_len.to_string(),
+        format!("{:#08x}", trace_type.bits()),
+        "0".into(),
+        "63,63,64,64".into(),
+        two(format!("{:#08x}", 0x12), format!("{:#08x}", 0xab_cdef)),
+        two(format!("{:#06x}", 63), format!("{:#06x}", 64)),
+        two(format!("{:#06x}", 64), format!("{:#06x}", 65)),
+        two(format!("{:#010x}", 1_700_000_063), format!("{:#010x}", 1_700_000_064)),
+        two(format!("{:#010x}", 500_000), format!("{:#010x}", 500_000)),
+        two(format!("{:#010x}", 63_000), format!("{:#010x}", 64_000)),
+        two(format!("{:#010x}", 7), format!("{:#010x}", 7)),
+        two(wide(0x12), wide(0xab_cdef)),
+        "0xffffffff,0xffffffff".into(),
+        "00".repeat(usize::from(node_len) * 4),
+        "5000".into(),
+    ];
+    assert_eq!(seen.trim_end().split(';').collect::<Vec<_>>(), expected, "{seen}");
+}

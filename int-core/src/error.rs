@@ -28,6 +28,8 @@ pub enum Layer {
     IntMxHeader,
     ReportGroupHeader,
     IndividualReport,
+    IoamOption,
+    IoamTrace,
 }
 
 impl fmt::Display for Layer {
@@ -55,6 +57,8 @@ impl fmt::Display for Layer {
             Layer::IntMxHeader => "int-mx header",
             Layer::ReportGroupHeader => "report group header",
             Layer::IndividualReport => "individual report",
+            Layer::IoamOption => "ioam option",
+            Layer::IoamTrace => "ioam trace",
         };
         f.write_str(name)
     }
@@ -189,6 +193,8 @@ fn is_int(layer: Layer) -> bool {
             | Layer::IntStack
             | Layer::IntSequence
             | Layer::IntTail
+            | Layer::IoamOption
+            | Layer::IoamTrace
     )
 }
 

@@ -8,6 +8,8 @@
 //! - [`int21`]: INT 2.1's headers (shim, INT-MD and INT-MX headers, hop
 //!   metadata, source-only metadata, tunnels) and its transforms, over
 //!   TCP/UDP and in VXLAN-GPE and Geneve.
+//! - [`ioam`]: IOAM (RFC 9197, RFC 9486): the Pre-allocated Trace in an
+//!   IPv6 Hop-by-Hop option.
 //! - [`report`]: Telemetry Report 0.5 (with Host-INT's latency and
 //!   Drop-Summary reports) and 2.0.
 //!
@@ -45,6 +47,7 @@ pub mod generate;
 pub mod hop_rule;
 pub mod int05;
 pub mod int21;
+pub mod ioam;
 pub mod latency;
 pub mod locate;
 pub mod loss;

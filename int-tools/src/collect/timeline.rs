@@ -146,7 +146,8 @@ impl Timeline {
         let filled: Vec<usize> = (0..self.buckets.len())
             .filter(|&i| self.buckets.get(i).is_some_and(|b| b.reports > 0 || b.lost > 0))
             .collect();
-        let mut steps: Vec<usize> = filled.windows(2).map(|pair| pair[1] - pair[0]).collect();
+        let mut steps: Vec<usize> =
+            filled.windows(2).filter_map(|pair| Some(pair.get(1)? - pair.first()?)).collect();
         steps.sort_unstable();
         steps.get(steps.len() / 2).copied().unwrap_or(1)
     }

@@ -1,0 +1,300 @@
+//! IOAM in IPv6 options (RFC 9486; the last draft, ippm-ioam-ipv6-options-12):
+//! an IOAM option in the Hop-by-Hop header carries the Pre-allocated
+//! Trace, 4n aligned from the start of the header.
+//!
+//! ```text
+//!  0                   1                   2                   3
+//!  0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+//! +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//! |  Option Type  |  Opt Data Len |   Reserved    | IOAM-Opt-Type |
+//! +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//! |                   Option Data (the trace)                    |
+//! ```
+//!
+//! The draft leaves the option type to IANA (TBD_1_1 for options whose
+//! data changes en route). RFC 9486 got 0x31 (and 0x11 for data that does
+//! not change), the value Linux (`IPV6_TLV_IOAM`) and Wireshark use: this
+//! module follows the RFC.
+
+use super::node::NodeData;
+use super::trace::{TraceHeaderRepr, FLAG_OVERFLOW, HEADER_LEN};
+use crate::error::{EmitError, Layer, ParseError};
+
+/// The IPv6 option type of IOAM options whose data changes en route.
+pub const OPTION_IOAM: u8 = 0x31;
+/// IOAM-Option-Types (RFC 9197 section 7.1).
+pub const PREALLOCATED_TRACE: u8 = 0;
+pub const INCREMENTAL_TRACE: u8 = 1;
+pub const PROOF_OF_TRANSIT: u8 = 2;
+pub const EDGE_TO_EDGE: u8 = 3;
+/// The option's own header: type, length, reserved, IOAM-Opt-Type.
+pub const OPTION_HEADER_LEN: usize = 4;
+
+/// Where a Pre-allocated Trace lies in a Hop-by-Hop header: its option's
+/// offset, the trace header and the data space's offset and length (from
+/// the start of the Hop-by-Hop header).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TraceAt {
+    pub option: usize,
+    pub header: TraceHeaderRepr,
+    pub data: usize,
+    pub data_len: usize,
+}
+
+/// The Pre-allocated Trace of `namespace` in a Hop-by-Hop header
+/// (`hbh`, its whole length), if there is one; other options, and IOAM
+/// options of other namespaces, are passed over. An IOAM option that is
+/// misaligned, cut short or contradicts itself, or a second trace of the
+/// namespace, is refused.
+pub fn find_trace(hbh: &[u8], namespace: u16) -> Result<Option<TraceAt>, ParseError> {
+    let mut found = None;
+    let mut at = 2;
+    while at < hbh.len() {
+        let kind = hbh.get(at).copied().unwrap_or(0);
+        if kind == 0 {
+            at += 1; // Pad1
+            continue;
+        }
+        let len = usize::from(*hbh.get(at + 1).ok_or(ParseError::truncated(
+            Layer::Ipv6Extension,
+            at,
+            2,
+            hbh.len(),
+        ))?);
+        let end = at + 2 + len;
+        if end > hbh.len() {
+            return Err(ParseError::BadLength { layer: Layer::Ipv6Extension, offset: at + 1, value: len });
+        }
+        if kind == OPTION_IOAM && hbh.get(at + 3) == Some(&PREALLOCATED_TRACE) {
+            let trace = trace_at(hbh, at, end)?;
+            if trace.header.namespace == namespace {
+                if found.is_some() {
+                    return Err(ParseError::UnknownType {
+                        layer: Layer::IoamOption,
+                        offset: at,
+                        value: kind,
+                    });
+                }
+                found = Some(trace);
+            }
+        }
+        at = end;
+    }
+    Ok(found)
+}
+
+/// The trace in the IOAM option from `at` to `end`.
+fn trace_at(hbh: &[u8], at: usize, end: usize) -> Result<TraceAt, ParseError> {
+    if !at.is_multiple_of(4) {
+        return Err(ParseError::BadLength { layer: Layer::IoamOption, offset: at, value: at % 4 });
+    }
+    let data = at + OPTION_HEADER_LEN + HEADER_LEN;
+    if end < data {
+        return Err(ParseError::BadLength { layer: Layer::IoamOption, offset: at + 1, value: end - at - 2 });
+    }
+    let header = TraceHeaderRepr::parse(hbh.get(at + OPTION_HEADER_LEN..end).unwrap_or_default())
+        .map_err(|e| e.shifted(at + OPTION_HEADER_LEN))?;
+    header.check(end - data).map_err(|e| e.shifted(at + OPTION_HEADER_LEN))?;
+    Ok(TraceAt { option: at, header, data, data_len: end - data })
+}
+
+/// What a node's fill did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Filled {
+    /// Its element written at this offset of the Hop-by-Hop header.
+    At(usize),
+    /// No room: Overflow set (or already set), nothing written.
+    Overflow,
+}
+
+/// Writes `node`'s element into the trace at `trace` of `hbh` (the next
+/// free slot: word RemainingLen - NodeLen of the data space) and lowers
+/// RemainingLen; without room, sets Overflow.
+pub fn fill(hbh: &mut [u8], trace: &TraceAt, node: &NodeData) -> Result<Filled, EmitError> {
+    let header = trace.header;
+    let at = trace.option + OPTION_HEADER_LEN;
+    if header.overflow() || header.remaining_len < header.node_len {
+        let overflowed = TraceHeaderRepr { flags: header.flags | FLAG_OVERFLOW, ..header };
+        overflowed.emit(hbh.get_mut(at..).unwrap_or_default())?;
+        return Ok(Filled::Overflow);
+    }
+    let slot = trace.data + usize::from(header.remaining_len - header.node_len) * 4;
+    let room = hbh.len();
+    node.emit(
+        header.trace_type,
+        hbh.get_mut(slot..).ok_or(EmitError::no_room(Layer::IoamTrace, slot, room))?,
+    )?;
+    let remaining = TraceHeaderRepr { remaining_len: header.remaining_len - header.node_len, ..header };
+    remaining.emit(hbh.get_mut(at..).unwrap_or_default())?;
+    Ok(Filled::At(slot))
+}
+
+/// The elements the nodes wrote, newest first.
+pub fn nodes<'a>(hbh: &'a [u8], trace: &TraceAt) -> impl Iterator<Item = NodeData> + 'a {
+    let header = trace.header;
+    let element = header.node_len.max(1) as usize * 4;
+    let filled = hbh.get(trace.data + usize::from(header.remaining_len) * 4..trace.data + trace.data_len);
+    filled
+        .unwrap_or_default()
+        .chunks_exact(element)
+        .filter_map(move |bytes| NodeData::parse(header.trace_type, bytes).ok())
+}
+
+/// Writes a Hop-by-Hop header holding only a Pre-allocated Trace with
+/// room for `nodes` elements (PadN first, so that the option is 4n
+/// aligned, and padding to a multiple of 8 after it); returns its length.
+pub fn emit_hop_by_hop(
+    buf: &mut [u8],
+    next_header: u8,
+    header: &TraceHeaderRepr,
+    nodes: usize,
+) -> Result<usize, EmitError> {
+    let data_len = nodes * usize::from(header.node_len) * 4;
+    let option_len = OPTION_HEADER_LEN + HEADER_LEN + data_len;
+    let total = (4 + option_len).next_multiple_of(8);
+    if option_len - 2 > 255 || total / 8 - 1 > 255 {
+        return Err(EmitError::Unrepresentable { layer: Layer::IoamOption, value: option_len });
+    }
+    let room = buf.len();
+    let out = buf.get_mut(..total).ok_or(EmitError::no_room(Layer::IoamOption, total, room))?;
+    out.fill(0);
+    out.get_mut(..8).into_iter().for_each(|head| {
+        head.copy_from_slice(&[
+            next_header,
+            (total / 8 - 1) as u8,
+            1,
+            0,
+            OPTION_IOAM,
+            (option_len - 2) as u8,
+            0,
+            PREALLOCATED_TRACE,
+        ])
+    });
+    let trace = TraceHeaderRepr { remaining_len: (data_len / 4) as u8, ..*header };
+    trace.emit(out.get_mut(8..).unwrap_or_default())?;
+    // The tail after the option: PadN (or Pad1) to the 8-byte boundary.
+    let tail = 4 + option_len;
+    match total - tail {
+        0 => {}
+        1 => {}
+        pad => out.get_mut(tail..tail + 2).into_iter().for_each(|p| p.copy_from_slice(&[1, (pad - 2) as u8])),
+    }
+    Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::trace::TraceType;
+    use super::*;
+
+    /// The Hop-by-Hop header of the issue's kernel check: PadN, then the
+    /// IOAM option with a Pre-allocated Trace of namespace 123, NodeLen 1,
+    /// RemainingLen 2, trace type 0x800000 (Hop_Lim and short node id),
+    /// room for two nodes; UDP next.
+    const SENT: [u8; 24] =
+        [17, 2, 1, 0, 0x31, 18, 0, 0, 0x00, 0x7b, 0x08, 0x02, 0x80, 0x00, 0x00, 0x00, 0, 0, 0, 0, 0, 0, 0, 0];
+    /// The same after the Linux kernel (6.18, `ioam6_enabled`, node id
+    /// 0xABCDEF) forwarded it with Hop Limit 63: RemainingLen 1, its
+    /// element in the last slot.
+    const AFTER_KERNEL: [u8; 24] = [
+        17, 2, 1, 0, 0x31, 18, 0, 0, 0x00, 0x7b, 0x08, 0x01, 0x80, 0x00, 0x00, 0x00, 0, 0, 0, 0, 0x3f, 0xab,
+        0xcd, 0xef,
+    ];
+
+    fn header() -> TraceHeaderRepr {
+        TraceHeaderRepr {
+            namespace: 123,
+            node_len: 1,
+            trace_type: TraceType::HOP_LIM_NODE_ID,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn emits_the_kernel_s_hop_by_hop_header() {
+        let mut out = [0xa5; 32];
+        assert_eq!(emit_hop_by_hop(&mut out, 17, &header(), 2), Ok(24));
+        assert_eq!(out[..24], SENT);
+        let trace = find_trace(&SENT, 123).unwrap().unwrap();
+        assert_eq!(
+            trace,
+            TraceAt {
+                option: 4,
+                header: TraceHeaderRepr { remaining_len: 2, ..header() },
+                data: 16,
+                data_len: 8
+            }
+        );
+        assert_eq!(nodes(&SENT, &trace).count(), 0);
+    }
+
+    #[test]
+    fn a_node_fills_the_slot_the_kernel_fills() {
+        let mut hbh = SENT;
+        let trace = find_trace(&hbh, 123).unwrap().unwrap();
+        let node = NodeData { hop_limit: Some(63), node_id: Some(0xab_cdef), ..Default::default() };
+        assert_eq!(fill(&mut hbh, &trace, &node), Ok(Filled::At(20)));
+        assert_eq!(hbh, AFTER_KERNEL);
+        let after = find_trace(&AFTER_KERNEL, 123).unwrap().unwrap();
+        assert_eq!(nodes(&AFTER_KERNEL, &after).collect::<Vec<_>>(), [node]);
+        // The second slot, then no room: Overflow, nothing written.
+        let second = NodeData { hop_limit: Some(62), node_id: Some(7), ..Default::default() };
+        assert_eq!(fill(&mut hbh, &after, &second), Ok(Filled::At(16)));
+        let full = find_trace(&hbh, 123).unwrap().unwrap();
+        assert_eq!(nodes(&hbh, &full).collect::<Vec<_>>(), [second, node], "newest first");
+        let before = hbh;
+        assert_eq!(fill(&mut hbh, &full, &second), Ok(Filled::Overflow));
+        let overflowed = find_trace(&hbh, 123).unwrap().unwrap();
+        assert!(overflowed.header.overflow());
+        assert_eq!(hbh[16..], before[16..], "no data written");
+        assert_eq!(hbh[10] & 0x04, 0x04, "the O bit: the flags' first");
+    }
+
+    #[test]
+    fn other_namespaces_are_left_alone() {
+        assert_eq!(find_trace(&SENT, 124), Ok(None));
+    }
+
+    /// Lengths that lie and misplaced options are refused, never read.
+    #[test]
+    fn lies_are_refused() {
+        let refused = |bytes: &[u8]| find_trace(bytes, 123).is_err();
+        let mut remaining = SENT;
+        remaining[11] = 3; // RemainingLen past the two slots
+        assert!(refused(&remaining));
+        let mut node_len = SENT;
+        node_len[10] = 0x10; // NodeLen 2 for a one-word trace type
+        assert!(refused(&node_len));
+        let mut zero = SENT;
+        zero[10] = 0;
+        assert!(refused(&zero));
+        let mut option_len = SENT;
+        option_len[5] = 40; // past the header
+        assert!(refused(&option_len));
+        let mut short = SENT;
+        short[5] = 9; // a data space of one byte
+        short[14..].fill(0);
+        assert!(refused(&short));
+        // Misaligned: the option at offset 3 after a Pad1.
+        let misaligned =
+            [17, 2, 0, 0x31, 18, 0, 0, 0x00, 0x7b, 0x08, 0x02, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        assert!(refused(&misaligned));
+        // Two traces of one namespace.
+        let mut twice = [0u8; 48];
+        twice[..24].copy_from_slice(&SENT);
+        twice[1] = 5;
+        twice[24..44].copy_from_slice(&SENT[4..]);
+        assert!(refused(&twice));
+    }
+
+    /// Cut anywhere, the header is refused or read as far as it goes;
+    /// never a panic, never a trace past the bytes.
+    #[test]
+    fn every_cut_is_safe() {
+        for cut in 0..SENT.len() {
+            if let Ok(Some(trace)) = find_trace(&SENT[..cut], 123) {
+                assert!(trace.data + trace.data_len <= cut);
+            }
+        }
+    }
+}
