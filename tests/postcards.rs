@@ -435,7 +435,7 @@ fn routed(frames: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
 
 /// Every timestamp of a report datagram's reports moved by `by_ns` (a
 /// node whose clock is off).
-fn skewed(datagram: &[u8], by_ns: u64) -> Vec<u8> {
+fn skewed(datagram: &[u8], by_ns: i64) -> Vec<u8> {
     let stamps: Vec<u64> = tr20::Report::parse(datagram)
         .unwrap()
         .reports()
@@ -449,17 +449,19 @@ fn skewed(datagram: &[u8], by_ns: u64) -> Vec<u8> {
     let mut from = 0;
     for stamp in stamps {
         let at = from + out[from..].windows(8).position(|w| w == stamp.to_be_bytes()).unwrap();
-        out[at..at + 8].copy_from_slice(&(stamp + by_ns).to_be_bytes());
+        out[at..at + 8].copy_from_slice(&stamp.wrapping_add_signed(by_ns).to_be_bytes());
         from = at + 8;
     }
     out
 }
 
 /// Three INT-XD nodes with a router between each two, the middle node's
-/// clock a second ahead: by the timestamps alone its postcards come last
-/// and tell a consistent path 1 -> 3 -> 2; the TTL each node saw (64, 63,
-/// 62 along the path) says otherwise, so no packet is given a path: every
-/// group unordered, its nodes' figures kept, no link, no path.
+/// clock a minute behind: by the timestamps alone its postcards come first
+/// and tell a consistent path 2 -> 1 -> 3 (the nodes run one after the
+/// other, seconds apart however loaded the host, never a minute); the TTL
+/// each node saw (64, 63, 62 along the path) says otherwise, so no packet
+/// is given a path: every group unordered, its nodes' figures kept, no
+/// link, no path.
 #[test]
 fn a_node_whose_clock_is_off_makes_no_wrong_path() {
     let dir = workdir("postcards-skew");
@@ -474,12 +476,12 @@ fn a_node_whose_clock_is_off_makes_no_wrong_path() {
         run_node(&dir, &config.replacen("node_id: 10.0.0.", &format!("node_id: 10.0.{node}."), 1));
         write_pcap(&dir.join(format!("p{node}.pcap")), &routed(read_pcap(&dir.join("out.pcap"))));
     }
-    let second = 1_000_000_000;
+    let minute = 60_000_000_000;
     let reports: Vec<Vec<u8>> = collector
         .reports()
         .iter()
         .map(|d| match tr20::Report::parse(d).unwrap().group.node_id {
-            0x0a00_0202 => skewed(d, second),
+            0x0a00_0202 => skewed(d, -minute),
             _ => d.clone(),
         })
         .collect();
