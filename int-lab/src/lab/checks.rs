@@ -141,7 +141,15 @@ pub fn scenario(lab: &mut Lab, topology: &Topology, workdir: &Path) -> Result<Ch
     }
     if let (Some(delay), Some(impairment)) = (s.delay_ms, &impairment) {
         let delay_on_ns = if s.joined {
-            delay_phases(lab, &ends, delay, impairment)?
+            let on_ns = delay_phases(lab, &ends, delay, impairment)?;
+            // The collector writes a packet's joined postcards once later
+            // ones pass its join window: wait until it has written some of
+            // the delayed phase (on a loaded host it lags the traffic).
+            let flow = DelayFlow { on_ns, ..DELAY_FLOW };
+            let _ = wait_for("joined packets of the delayed phase", || {
+                Ok(super::links::joined_after(workdir, flow))
+            });
+            on_ns
         } else {
             check_latency_change(lab, &ends, delay, impairment, workdir, &mut checks)?
         };

@@ -60,6 +60,12 @@ fn phases(workdir: &Path, flow: DelayFlow) -> Phases {
     phases
 }
 
+/// Whether the collector has written joined packets of the delay flow
+/// sent with the delay on.
+pub fn joined_after(workdir: &Path, flow: DelayFlow) -> bool {
+    !phases(workdir, flow).after.is_empty()
+}
+
 /// Whether a record's packet went with the delay on: a stack's by its
 /// packet number, a joined packet's by when it reached its first node;
 /// `None` for other records, and for joined packets without a path
