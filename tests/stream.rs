@@ -32,20 +32,34 @@ fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
-/// nats-server with JetStream, its store in `dir`, until it answers.
+/// nats-server with JetStream, its store and log in `dir`, until
+/// JetStream answers (it starts without it, or turns it off, when the
+/// store's disk is too full: the log then says so).
 fn start_nats(dir: &Path, port: u16) -> Child {
+    start_nats_with(dir, port, &[])
+}
+
+/// nats-server as `start_nats` starts it, with more `args`.
+fn start_nats_with(dir: &Path, port: u16, args: &[&str]) -> Child {
+    let log = dir.join("nats.log");
     let child = Command::new(NATS)
+        .args(args)
         .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
         .arg(dir.join("store"))
+        .arg("-l")
+        .arg(&log)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let started = Instant::now();
+    let said = || std::fs::read_to_string(&log).unwrap_or_default();
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(started.elapsed() < Duration::from_secs(20), "nats-server did not start");
+        assert!(started.elapsed() < Duration::from_secs(20), "nats-server did not start: {}", said());
         std::thread::sleep(Duration::from_millis(50));
     }
+    let account = Raw::connect(port).request("$JS.API.INFO", "");
+    assert!(account.get("error").is_none(), "JetStream is off: {account}\n{}", said());
     child
 }
 
@@ -54,12 +68,19 @@ fn stop(mut child: Child) {
     let _ = child.wait();
 }
 
+/// The stream's size in every test: the default (1 GiB) needs 1.4 GB of
+/// free disk where the server keeps its store.
+const STREAM_BYTES: &str = "67108864";
+
 /// A collect with `args` fed `datagrams` holding `reports` reports: its
 /// JSON lines, the summary last.
 fn collect(args: &[&str], datagrams: &[Vec<u8>], reports: usize) -> Vec<Value> {
     let count = reports.to_string();
-    let (child, listen) =
-        start_collector(&tools_bin(), &[&["--quiet", "--count", &count, "--duration", "60"], args].concat());
+    let (child, listen) = start_collector(
+        &tools_bin(),
+        &[&["--quiet", "--count", &count, "--duration", "60", "--nats-max-bytes", STREAM_BYTES], args]
+            .concat(),
+    );
     let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
     for datagram in datagrams {
         sender.send_to(datagram, &listen).unwrap();
@@ -87,6 +108,8 @@ fn aggregate(url: &str, consumer: &str, records: u64) -> Value {
             "--json",
             "--interval",
             "0",
+            "--nats-max-bytes",
+            STREAM_BYTES,
         ])
         .args(["--count", &records.to_string(), "--duration", "60"])
         .output()
@@ -211,7 +234,19 @@ fn an_outage_of_the_server_loses_only_what_is_counted() {
     let count = reports.len().to_string();
     let (child, listen) = start_collector(
         &tools_bin(),
-        &["--quiet", "--count", &count, "--duration", "120", "--nats", &url, "--nats-buffer", "50"],
+        &[
+            "--quiet",
+            "--count",
+            &count,
+            "--duration",
+            "120",
+            "--nats",
+            &url,
+            "--nats-buffer",
+            "50",
+            "--nats-max-bytes",
+            STREAM_BYTES,
+        ],
     );
     let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
     let send = |range: std::ops::Range<usize>| {
@@ -298,7 +333,7 @@ fn aggregators_sharing_a_consumer_share_the_records() {
     let spawn_aggregator = || {
         Command::new(tools_bin())
             .args(["collect", "--from-nats", &url, "--nats-consumer", "shared", "--quiet", "--json"])
-            .args(["--interval", "0", "--duration", "300"])
+            .args(["--interval", "0", "--duration", "300", "--nats-max-bytes", STREAM_BYTES])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -344,4 +379,80 @@ fn aggregators_sharing_a_consumer_share_the_records() {
     let lost: u64 = summaries.iter().map(|s| s["all_flows"]["lost_packets"].as_u64().unwrap()).sum();
     assert_eq!(lost, 3 * published, "{summaries:?}");
     assert!(summaries.iter().all(|s| s["malformed"] == 0), "{summaries:?}");
+}
+
+/// A stream that refuses records (made beforehand holding at most 10,
+/// `discard: new`): collect says the server's reason once, counts the
+/// refusals, stops on time all the same, and counts what never got in as
+/// lost.
+#[test]
+fn a_stream_that_refuses_records_is_said_counted_and_does_not_hold_collect() {
+    if nats_missing() {
+        return;
+    }
+    let dir = workdir("stream-refusing");
+    let port = free_port();
+    let nats = start_nats(&dir, port);
+    let url = format!("nats://127.0.0.1:{port}");
+    let config = r#"{"name":"INT","subjects":["int.>"],"storage":"file","max_msgs":10,"discard":"new"}"#;
+    let made = Raw::connect(port).request("$JS.API.STREAM.CREATE.INT", config);
+    assert!(made.get("error").is_none(), "{made}");
+    let mut child = Command::new(tools_bin())
+        .args(["collect", "--listen", "127.0.0.1:0", "--interval", "0", "--quiet", "--json"])
+        .args(["--count", "20", "--duration", "60", "--nats", &url])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    while !said.contains("listening on ") {
+        assert_ne!(stderr.read_line(&mut said).unwrap(), 0, "{said}");
+    }
+    let listen =
+        said.split("listening on ").nth(1).and_then(|rest| rest.split(' ').next()).unwrap().to_string();
+    let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
+    for n in 1..=20 {
+        sender.send_to(&common::collector::drop_summary(n, 1), &listen).unwrap();
+        std::thread::sleep(Duration::from_micros(300));
+    }
+    let stopped = Instant::now();
+    stderr.read_to_string(&mut said).unwrap();
+    let lines = lines_of(child);
+    let took = stopped.elapsed();
+    let in_stream = Raw::connect(port).messages("INT");
+    stop(nats);
+    let counts = &lines.last().unwrap()["summary"]["nats"];
+    eprintln!("refusing stream: {counts} in {took:?}; collect said:\n{said}");
+    assert_eq!(in_stream, 10);
+    assert_eq!(counts["acked"], 10, "{counts}");
+    assert_eq!(counts["lost"], 10, "the refused records, counted at the end: {counts}");
+    assert!(counts["refused"].as_u64().unwrap() >= 10, "every refused publish counted: {counts}");
+    let reasons: Vec<&str> = said.lines().filter(|l| l.contains("refused a record")).collect();
+    assert_eq!(reasons.len(), 1, "the reason said once: {said}");
+    assert!(reasons[0].contains("maximum messages exceeded"), "the server's reason: {said}");
+}
+
+/// A server with less room than the stream asks for: collect refuses to
+/// start and says what to change.
+#[test]
+fn a_server_with_too_little_room_is_named_at_start() {
+    if nats_missing() {
+        return;
+    }
+    let dir = workdir("stream-small");
+    let port = free_port();
+    let config = dir.join("nats.conf");
+    std::fs::write(&config, "jetstream { max_file_store: 10485760 }\n").unwrap();
+    let nats = start_nats_with(&dir, port, &["-c", config.to_str().unwrap()]);
+    let url = format!("nats://127.0.0.1:{port}");
+    let output = Command::new(tools_bin())
+        .args(["collect", "--listen", "127.0.0.1:0", "--quiet", "--duration", "10", "--nats", &url])
+        .output()
+        .unwrap();
+    stop(nats);
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{said}");
+    assert!(said.contains("insufficient storage resources available"), "{said}");
+    assert!(said.contains("--nats-max-bytes 1073741824: lower it"), "{said}");
 }

@@ -37,8 +37,13 @@ pub fn start_collect(tools: &Path, args: &[&str]) -> (std::process::Child, Strin
     assert!(line.contains("listening"), "{line}");
     let listen =
         line.split("listening on ").nth(1).and_then(|rest| rest.split(' ').next()).unwrap().to_string();
-    // Keep reading what it says later: a closed pipe would end it.
-    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    // Keep reading what it says later (a closed pipe would end it), into
+    // the test's output: a failing test shows why the collector failed.
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            eprintln!("{line}");
+        }
+    });
     (child, listen)
 }
 

@@ -53,6 +53,9 @@ pub struct Counts {
     pub dropped: AtomicU64,
     /// Publishes sent again (no acknowledgement in time, or a reconnect).
     pub resent: AtomicU64,
+    /// Acknowledgements that were errors (the stream full with `discard:
+    /// new`, the server's storage failing): the record is sent again.
+    pub refused: AtomicU64,
     pub reconnects: AtomicU64,
     /// Records never acknowledged: the server away when collect stopped.
     pub lost: AtomicU64,
@@ -99,6 +102,7 @@ impl Counted for Counts {
             ("acked", get(&self.acked)),
             ("dropped", get(&self.dropped)),
             ("resent", get(&self.resent)),
+            ("refused", get(&self.refused)),
             ("reconnects", get(&self.reconnects)),
             ("lost", get(&self.lost)),
         ]
@@ -119,6 +123,13 @@ impl Counted for Counts {
             "int_collect_nats_resends_total",
             "Publishes sent again (no acknowledgement in time).",
             resent,
+        );
+        let refused = self.refused.load(Ordering::Relaxed);
+        counter(
+            out,
+            "int_collect_nats_refusals_total",
+            "Publishes the stream answered with an error (full, or its storage failing).",
+            refused,
         );
         let reconnects = self.reconnects.load(Ordering::Relaxed);
         counter(
@@ -183,8 +194,24 @@ pub fn ensure_stream(connection: &mut Connection, settings: &Settings) -> std::i
     )?;
     match created.get("error") {
         None => Ok(()),
-        Some(error) => Err(std::io::Error::other(format!("creating stream {}: {error}", settings.stream))),
+        Some(error) => Err(std::io::Error::other(creation_refused(error, settings))),
     }
+}
+
+/// Why the server would not make the stream, with the way out where we
+/// know one.
+fn creation_refused(error: &Value, settings: &Settings) -> String {
+    let mut said = format!("creating stream {}: {error}", settings.stream);
+    // JetStream's "insufficient storage resources available": it takes
+    // 75% of its disk's free space, and the stream asked for more.
+    if error.get("err_code") == Some(&json!(10047)) {
+        said.push_str(&format!(
+            "; the server has less room than the stream's --nats-max-bytes {}: lower it, or give \
+             the server's store more free disk (JetStream takes 75% of what is free when it starts)",
+            settings.max_bytes
+        ));
+    }
+    said
 }
 
 /// The publishing thread's state.
@@ -197,26 +224,27 @@ struct Publisher {
     next_id: u64,
     /// This run's id prefix: `Nats-Msg-Id` is `RUN-N`.
     run: String,
+    /// The last refusal said, to say each once.
+    last_refusal: String,
 }
 
 impl Publisher {
     fn new(settings: Settings, counts: Arc<Counts>) -> Publisher {
         let run = format!("{:x}-{:x}", std::process::id(), crate::schema::now_ns());
-        Publisher { settings, counts, pending: BTreeMap::new(), next_id: 0, run }
+        Publisher { settings, counts, pending: BTreeMap::new(), next_id: 0, run, last_refusal: String::new() }
     }
 
-    /// Until the receivers are gone and every record is acknowledged (or
-    /// the server has been away for longer than the queue's patience).
+    /// Until the receivers are gone and every record is acknowledged, or
+    /// for the queue's patience after that (the server away, or refusing).
     fn run(mut self, connection: Connection, receiver: Receiver<Item>) {
         let mut connection = Some(connection);
         let mut ended = None;
         let mut ack_sid = None;
         while !(ended.is_some() && self.pending.is_empty()) {
+            if ended.is_some_and(|at: Instant| at.elapsed() > PATIENCE) {
+                break;
+            }
             let Some(live) = connection.as_mut() else {
-                // After the end, the server has a few seconds to come back.
-                if ended.is_some_and(|at: Instant| at.elapsed() > PATIENCE) {
-                    break;
-                }
                 std::thread::sleep(Duration::from_millis(250));
                 connection = self.reconnect(&mut ack_sid);
                 continue;
@@ -296,14 +324,34 @@ impl Publisher {
     }
 
     /// A publish acknowledgement (`{"stream": ..., "seq": N}`): its record
-    /// is in the stream. An error answer leaves it pending, to be resent.
+    /// is in the stream. An error answer leaves it pending, to be resent,
+    /// and is counted and said.
     fn acknowledged(&mut self, message: &crate::nats::Message) {
         let Some(id) = message.subject.rsplit('.').next().and_then(|id| id.parse::<u64>().ok()) else {
             return;
         };
         let answer: Value = serde_json::from_slice(&message.payload).unwrap_or(Value::Null);
-        if answer.get("seq").is_some() && self.pending.remove(&id).is_some() {
+        // An error answer carries `"seq": 0` too: the error decides.
+        if let Some(error) = answer.get("error") {
+            self.counts.refused.fetch_add(1, Ordering::Relaxed);
+            self.say(error);
+        } else if answer.get("seq").is_some() && self.pending.remove(&id).is_some() {
             self.counts.acked.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Says a refusal once, until a different one comes.
+    fn say(&mut self, error: &Value) {
+        let text = error
+            .get("description")
+            .and_then(Value::as_str)
+            .map_or_else(|| error.to_string(), str::to_string);
+        if text != self.last_refusal {
+            eprintln!(
+                "collect: NATS stream {} refused a record: {text} (it is sent again; see the server's log)",
+                self.settings.stream
+            );
+            self.last_refusal = text;
         }
     }
 
@@ -339,13 +387,17 @@ mod tests {
         counts.acked.store(7, Ordering::Relaxed);
         counts.dropped.store(2, Ordering::Relaxed);
         counts.reconnects.store(1, Ordering::Relaxed);
+        counts.refused.store(3, Ordering::Relaxed);
         let counted: Vec<Arc<dyn Counted>> = vec![Arc::new(counts)];
         let (key, value) = counts_json(&counted).remove(0);
         assert_eq!(key, "nats");
-        assert_eq!(value, json!({"acked": 7, "dropped": 2, "resent": 0, "reconnects": 1, "lost": 0}));
+        assert_eq!(
+            value,
+            json!({"acked": 7, "dropped": 2, "resent": 0, "refused": 3, "reconnects": 1, "lost": 0})
+        );
         assert_eq!(
             counts_text(&counted),
-            ["NATS records: 7 acked, 2 dropped, 0 resent, 1 reconnects, 0 lost"]
+            ["NATS records: 7 acked, 2 dropped, 0 resent, 3 refused, 1 reconnects, 0 lost"]
         );
         let mut page = String::new();
         counted[0].metrics(&mut page);
@@ -355,6 +407,7 @@ mod tests {
             "int_collect_nats_records_total{outcome=\"dropped\"} 2",
             "int_collect_nats_records_total{outcome=\"lost\"} 0",
             "int_collect_nats_resends_total 0",
+            "int_collect_nats_refusals_total 3",
             "int_collect_nats_reconnects_total 1",
         ] {
             assert!(page.lines().any(|l| l == line), "{line} in\n{page}");
