@@ -54,6 +54,8 @@ counters! {
     clones_refused,
     not_watched,
     not_ip,
+    // an IOAM domain's encapsulating node: IPv4 and other packets, passed
+    not_ipv6,
     not_tcp_udp,
     fragments,
     own_reports,

@@ -17,7 +17,7 @@
 //! module follows the RFC.
 
 use super::node::NodeData;
-use super::trace::{TraceHeaderRepr, FLAG_OVERFLOW, HEADER_LEN};
+use super::trace::{TraceHeaderRepr, TraceType, FLAG_OVERFLOW, HEADER_LEN};
 use crate::error::{EmitError, Layer, ParseError};
 
 /// The IPv6 option type of IOAM options whose data changes en route.
@@ -47,6 +47,17 @@ pub struct TraceAt {
 /// misaligned, cut short or contradicts itself, or a second trace of the
 /// namespace, is refused.
 pub fn find_trace(hbh: &[u8], namespace: u16) -> Result<Option<TraceAt>, ParseError> {
+    find_where(hbh, |ns| ns == namespace)
+}
+
+/// The first Pre-allocated Trace in a Hop-by-Hop header, of whatever
+/// namespace (for readers outside the domain, as a collector is).
+pub fn first_trace(hbh: &[u8]) -> Result<Option<TraceAt>, ParseError> {
+    find_where(hbh, |_| true)
+}
+
+/// The trace whose namespace `wanted` takes; a second one refused.
+fn find_where(hbh: &[u8], wanted: impl Fn(u16) -> bool) -> Result<Option<TraceAt>, ParseError> {
     let mut found = None;
     let mut at = 2;
     while at < hbh.len() {
@@ -67,7 +78,7 @@ pub fn find_trace(hbh: &[u8], namespace: u16) -> Result<Option<TraceAt>, ParseEr
         }
         if kind == OPTION_IOAM && hbh.get(at + 3) == Some(&PREALLOCATED_TRACE) {
             let trace = trace_at(hbh, at, end)?;
-            if trace.header.namespace == namespace {
+            if wanted(trace.header.namespace) {
                 if found.is_some() {
                     return Err(ParseError::UnknownType {
                         layer: Layer::IoamOption,
@@ -94,6 +105,15 @@ fn trace_at(hbh: &[u8], at: usize, end: usize) -> Result<TraceAt, ParseError> {
     }
     let header = TraceHeaderRepr::parse(hbh.get(at + OPTION_HEADER_LEN..end).unwrap_or_default())
         .map_err(|e| e.shifted(at + OPTION_HEADER_LEN))?;
+    // The Opaque State Snapshot makes elements of varying length: where
+    // each slot lies cannot be told from NodeLen.
+    if header.trace_type.contains(TraceType::OPAQUE_STATE) {
+        return Err(ParseError::UnknownType {
+            layer: Layer::IoamTrace,
+            offset: at + OPTION_HEADER_LEN + 6,
+            value: 2,
+        });
+    }
     header.check(end - data).map_err(|e| e.shifted(at + OPTION_HEADER_LEN))?;
     Ok(TraceAt { option: at, header, data, data_len: end - data })
 }
@@ -149,42 +169,49 @@ pub fn emit_hop_by_hop(
     header: &TraceHeaderRepr,
     nodes: usize,
 ) -> Result<usize, EmitError> {
-    let data_len = nodes * usize::from(header.node_len) * 4;
-    let option_len = OPTION_HEADER_LEN + HEADER_LEN + data_len;
+    let option_len = OPTION_HEADER_LEN + HEADER_LEN + nodes * usize::from(header.node_len) * 4;
     let total = (4 + option_len).next_multiple_of(8);
-    if option_len - 2 > 255 || total / 8 - 1 > 255 {
+    if total / 8 - 1 > 255 {
         return Err(EmitError::Unrepresentable { layer: Layer::IoamOption, value: option_len });
     }
     let room = buf.len();
     let out = buf.get_mut(..total).ok_or(EmitError::no_room(Layer::IoamOption, total, room))?;
-    out.fill(0);
-    out.get_mut(..8).into_iter().for_each(|head| {
-        head.copy_from_slice(&[
-            next_header,
-            (total / 8 - 1) as u8,
-            1,
-            0,
-            OPTION_IOAM,
-            (option_len - 2) as u8,
-            0,
-            PREALLOCATED_TRACE,
-        ])
-    });
-    let trace = TraceHeaderRepr { remaining_len: (data_len / 4) as u8, ..*header };
-    trace.emit(out.get_mut(8..).unwrap_or_default())?;
-    // The tail after the option: PadN (or Pad1) to the 8-byte boundary.
-    let tail = 4 + option_len;
-    match total - tail {
-        0 => {}
-        1 => {}
-        pad => out.get_mut(tail..tail + 2).into_iter().for_each(|p| p.copy_from_slice(&[1, (pad - 2) as u8])),
-    }
+    out.get_mut(..4)
+        .into_iter()
+        .for_each(|head| head.copy_from_slice(&[next_header, (total / 8 - 1) as u8, 1, 0]));
+    write_option(out.get_mut(4..).unwrap_or_default(), header, nodes)?;
     Ok(total)
+}
+
+/// Writes the IOAM option with a Pre-allocated Trace of `nodes` empty
+/// slots at the start of `out`, and padding (Pad1 or PadN) over the rest
+/// of `out`.
+pub fn write_option(out: &mut [u8], header: &TraceHeaderRepr, nodes: usize) -> Result<(), EmitError> {
+    let data_len = nodes * usize::from(header.node_len) * 4;
+    let option_len = OPTION_HEADER_LEN + HEADER_LEN + data_len;
+    if option_len - 2 > 255 || data_len / 4 > 0x7f {
+        return Err(EmitError::Unrepresentable { layer: Layer::IoamOption, value: option_len });
+    }
+    let room = out.len();
+    if room < option_len {
+        return Err(EmitError::no_room(Layer::IoamOption, option_len, room));
+    }
+    out.fill(0);
+    out.get_mut(..4)
+        .into_iter()
+        .for_each(|head| head.copy_from_slice(&[OPTION_IOAM, (option_len - 2) as u8, 0, PREALLOCATED_TRACE]));
+    let trace = TraceHeaderRepr { remaining_len: (data_len / 4) as u8, ..*header };
+    trace.emit(out.get_mut(OPTION_HEADER_LEN..).unwrap_or_default())?;
+    // PadN over two or more bytes left; a single one is Pad1 (0).
+    if let Some(pad) = out.get_mut(option_len..).filter(|pad| pad.len() >= 2) {
+        let len = pad.len() - 2;
+        pad.get_mut(..2).into_iter().for_each(|p| p.copy_from_slice(&[1, len as u8]));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::trace::TraceType;
     use super::*;
 
     /// The Hop-by-Hop header of the kernel check: PadN, then the

@@ -9,4 +9,80 @@
 
 pub mod ipv6;
 pub mod node;
+pub mod roles;
 pub mod trace;
+
+use trace::{TraceHeaderRepr, TraceType};
+
+/// An IOAM domain as its nodes share it: the namespace they fill, what
+/// each node writes, and how many slots the encapsulating node allocates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Domain {
+    pub namespace: u16,
+    pub trace_type: TraceType,
+    /// Slots, the encapsulating node's included.
+    pub nodes: u8,
+    pub timestamps: TimestampFormat,
+}
+
+/// How the domain's nodes write a timestamp's fraction (RFC 9197 section
+/// 5: the format is the namespace's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TimestampFormat {
+    /// Microseconds, as the Linux kernel writes them (POSIX).
+    #[default]
+    Posix,
+    /// Nanoseconds (PTP's truncated format).
+    Ptp,
+}
+
+impl TimestampFormat {
+    /// Seconds and fraction of a time in ns since the epoch.
+    pub fn split(self, ns: u64) -> (u32, u32) {
+        let (seconds, below) = ((ns / 1_000_000_000) as u32, (ns % 1_000_000_000) as u32);
+        match self {
+            TimestampFormat::Posix => (seconds, below / 1000),
+            TimestampFormat::Ptp => (seconds, below),
+        }
+    }
+
+    /// The time in ns since the epoch of a timestamp's two fields; `None`
+    /// for a fraction past a second. Seconds wrap in 2106, as the field does.
+    pub fn join(self, seconds: u32, fraction: u32) -> Option<u64> {
+        let below = match self {
+            TimestampFormat::Posix => u64::from(fraction) * 1000,
+            TimestampFormat::Ptp => u64::from(fraction),
+        };
+        (below < 1_000_000_000).then_some(u64::from(seconds) * 1_000_000_000 + below)
+    }
+}
+
+impl Domain {
+    /// What an encapsulating node of the domain adds to packets of at
+    /// most `max_ip_len` bytes.
+    pub fn plan(&self, max_ip_len: usize) -> roles::Plan {
+        let header = TraceHeaderRepr {
+            namespace: self.namespace,
+            node_len: self.trace_type.node_len().min(0x1f) as u8,
+            trace_type: self.trace_type,
+            ..TraceHeaderRepr::default()
+        };
+        roles::Plan { header, nodes: usize::from(self.nodes), max_ip_len }
+    }
+}
+
+/// The trace type's bits 0-11 by the names a configuration gives them.
+pub const FIELD_NAMES: [(&str, TraceType); 12] = [
+    ("hop_limit_node_id", TraceType::HOP_LIM_NODE_ID),
+    ("interfaces", TraceType::INTERFACES),
+    ("timestamp_seconds", TraceType::TIMESTAMP_SECONDS),
+    ("timestamp_fraction", TraceType::TIMESTAMP_FRACTION),
+    ("transit_delay", TraceType::TRANSIT_DELAY),
+    ("namespace_data", TraceType::NAMESPACE_DATA),
+    ("queue_depth", TraceType::QUEUE_DEPTH),
+    ("checksum_complement", TraceType::CHECKSUM_COMPLEMENT),
+    ("hop_limit_node_id_wide", TraceType::HOP_LIM_NODE_ID_WIDE),
+    ("interfaces_wide", TraceType::INTERFACES_WIDE),
+    ("namespace_data_wide", TraceType::NAMESPACE_DATA_WIDE),
+    ("buffer_occupancy", TraceType::BUFFER_OCCUPANCY),
+];

@@ -48,6 +48,28 @@ const FIELDS: [(TraceType, usize); 12] = [
 ];
 
 impl NodeData {
+    /// This element as an INT 2.1 hop's metadata, for readers of both
+    /// (the sink's hop rule, the collector's per-hop view): node id (the
+    /// short one, else the wide one's low 32 bits), interfaces as level 1
+    /// ports, transit delay as hop latency (none when it overflowed),
+    /// queue depth and buffer occupancy (id 0), the timestamp as the
+    /// ingress timestamp.
+    pub fn as_hop(&self, timestamps: super::TimestampFormat) -> crate::int21::HopMetadata {
+        crate::int21::HopMetadata {
+            node_id: self.node_id.or(self.node_id_wide.map(|wide| wide as u32)),
+            l1_ingress_port: self.ingress_if,
+            l1_egress_port: self.egress_if,
+            hop_latency: self.transit_delay.filter(|delay| delay >> 31 == 0),
+            queue: self.queue_depth.map(|depth| (0, depth)),
+            ingress_timestamp: self
+                .timestamp_seconds
+                .zip(self.timestamp_fraction)
+                .and_then(|(seconds, fraction)| timestamps.join(seconds, fraction)),
+            buffer: self.buffer_occupancy.map(|occupancy| (0, occupancy)),
+            ..Default::default()
+        }
+    }
+
     /// Writes this node's element for `trace_type` (NodeLen words) at the
     /// start of `buf`.
     pub fn emit(&self, trace_type: TraceType, buf: &mut [u8]) -> Result<usize, EmitError> {

@@ -8,6 +8,7 @@ mod choice;
 mod device;
 mod eal;
 mod host;
+mod ioam;
 mod model;
 pub mod paths;
 mod pipeline;

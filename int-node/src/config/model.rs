@@ -114,6 +114,8 @@ pub enum IntDomain {
     /// INT 0.5 and Host-INT's dialect.
     V05(Domain),
     V21(int_core::int21::Domain),
+    /// IOAM's Pre-allocated Trace over IPv6 (RFC 9197, RFC 9486).
+    Ioam(int_core::ioam::Domain),
 }
 
 /// `int.version`.
@@ -123,6 +125,19 @@ pub enum IntVersion {
     V05,
     #[strum(serialize = "2.1")]
     V21,
+    /// Not INT: IOAM's trace, beside INT in the same node.
+    #[strum(serialize = "ioam")]
+    Ioam,
+}
+
+/// `int.timestamps` in an IOAM domain: a timestamp's fraction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, EnumString, VariantNames)]
+#[strum(serialize_all = "lowercase")]
+pub enum IoamTimestamps {
+    /// Microseconds, as Linux writes them.
+    Posix,
+    /// Nanoseconds.
+    Ptp,
 }
 
 /// `source.mode` in an INT 2.1 domain.
@@ -166,6 +181,8 @@ pub enum StageConfig {
     /// INT-XD: reports of this node's metadata on watched flows' packets,
     /// which pass untouched.
     Postcard(PostcardSettings),
+    /// An IOAM domain's encapsulating node: every IPv6 packet traced.
+    IoamEncap,
 }
 
 impl StageConfig {
@@ -217,7 +234,7 @@ impl StageConfig {
     pub fn role(&self) -> RoleName {
         match self {
             StageConfig::Forward => RoleName::Forward,
-            StageConfig::Source(_) | StageConfig::Source21(_) => RoleName::Source,
+            StageConfig::Source(_) | StageConfig::Source21(_) | StageConfig::IoamEncap => RoleName::Source,
             StageConfig::Transit => RoleName::Transit,
             StageConfig::Sink(_) => RoleName::Sink,
             #[cfg(feature = "lab")]

@@ -102,9 +102,13 @@ fn endpoint(
 /// `int`: the version, then that version's marking and TCP placement.
 fn domain(raw: &RawInt, path: &str, problems: &mut Problems) -> IntDomain {
     let version = chosen(&raw.version, IntVersion::V05, &format!("{path}.int.version"), problems);
+    if version != IntVersion::Ioam {
+        super::ioam::refuse_in_int(raw, &format!("{path}.int"), problems);
+    }
     match version {
         IntVersion::V05 => IntDomain::V05(domain05(raw, path, problems)),
         IntVersion::V21 => IntDomain::V21(domain21(raw, path, problems)),
+        IntVersion::Ioam => IntDomain::Ioam(super::ioam::domain(raw, &format!("{path}.int"), problems)),
     }
 }
 
@@ -257,6 +261,16 @@ fn stage(
         RoleName::Source => {
             let (settings, path) = (source_section(raw), format!("{path}.source"));
             match domain {
+                IntDomain::Ioam(_) => {
+                    if raw.source.is_some() {
+                        problems.add(
+                            path,
+                            "source settings in an IOAM domain",
+                            "an IOAM domain's encapsulating node traces every IPv6 packet: remove the section",
+                        );
+                    }
+                    StageConfig::IoamEncap
+                }
                 IntDomain::V05(_) => StageConfig::Source(source_settings(settings, &path, problems)),
                 IntDomain::V21(domain) => {
                     let settings = source21_settings(settings, &path, problems);
@@ -275,7 +289,7 @@ fn stage(
             if !matches!(domain, IntDomain::V21(_)) {
                 problems.add(
                     path.clone(),
-                    "INT-XD postcards in an INT 0.5 domain",
+                    "INT-XD postcards outside an INT 2.1 domain",
                     "set int.version: 2.1 for this pipeline",
                 );
             }
@@ -298,14 +312,22 @@ fn reference(
 ) -> Option<StageConfig> {
     let (source, sink) = (format!("{path}.source"), format!("{path}.sink"));
     Some(StageConfig::Reference(match (role, domain) {
+        (_, IntDomain::Ioam(_)) => {
+            problems.add(
+                format!("{path}.role"),
+                format!("{role}: no reference stage in an IOAM domain"),
+                "use source, transit or sink".to_string(),
+            );
+            return None;
+        }
         (RoleName::ReferenceSource, IntDomain::V05(_)) => {
             ReferenceConfig::Source(source_settings(source_section(raw), &source, problems))
         }
-        (RoleName::ReferenceSource, IntDomain::V21(_)) => {
-            ReferenceConfig::Source21(source21_settings(source_section(raw), &source, problems))
-        }
         (RoleName::ReferenceSink, _) => {
             ReferenceConfig::Sink(sink_settings(sink_section(raw), &sink, problems))
+        }
+        (RoleName::ReferenceSource, IntDomain::V21(_)) => {
+            ReferenceConfig::Source21(source21_settings(source_section(raw), &source, problems))
         }
         (_, IntDomain::V05(_)) => ReferenceConfig::Transit,
         (_, IntDomain::V21(_)) => {

@@ -9,8 +9,9 @@ use serde::Deserialize;
 
 use super::choice::Choice;
 use super::model::{
-    CaptureDirection, ClockSource, EncapsulationName, Flavour, GenerateInstrument, IntVersion, LatencyMode,
-    MalformedPolicy, MarkedPolicy, Mode, PostcardReport, ProfileName, Protocol, RoleName, TunnelPlacement,
+    CaptureDirection, ClockSource, EncapsulationName, Flavour, GenerateInstrument, IntVersion,
+    IoamTimestamps, LatencyMode, MalformedPolicy, MarkedPolicy, Mode, PostcardReport, ProfileName, Protocol,
+    RoleName, TunnelPlacement,
 };
 
 #[derive(Debug, Deserialize)]
@@ -195,6 +196,12 @@ pub struct RawInt {
     pub tcp_placement: Option<Choice<TcpPlacement>>,
     pub domain_specific_id: Option<u16>,
     pub sequence: Option<bool>,
+    /// IOAM: the namespace, the trace type's fields, the slots, the
+    /// timestamps' fraction.
+    pub namespace: Option<u16>,
+    pub trace_type: Option<Vec<String>>,
+    pub nodes: Option<u8>,
+    pub timestamps: Option<Choice<IoamTimestamps>>,
 }
 
 #[derive(Debug, Deserialize)]

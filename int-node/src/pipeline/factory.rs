@@ -19,6 +19,7 @@ use super::int21::report::Reporter21;
 use super::int21::sink::Sink21Stage;
 use super::int21::source::Source21Stage;
 use super::int21::transit::Transit21Stage;
+use super::ioam::{IoamEncapStage, IoamTransitStage};
 use super::rate_limit::RateLimit;
 use super::reference::{Reference, ReferenceStage};
 use super::setup::{Hop, SetupError, SinkSetup};
@@ -149,7 +150,7 @@ pub enum StageError {
     UnknownPort,
     #[error("a sink or postcard node needs an export section")]
     NoExport,
-    #[error("a source of another INT version than its domain")]
+    #[error("a source of another version than its domain")]
     OtherVersion,
     #[error("no reference stage for this role in this INT version")]
     NoReference,
@@ -191,6 +192,14 @@ fn stage(config: &Config, p: &PipelineConfig, ports: &Ports, built: &mut Built) 
         (StageConfig::Transit, IntDomain::V21(domain)) => {
             Stage::Transit21(Box::new(Transit21Stage::new(domain, &hop, reporter21(config, built))))
         }
+        (StageConfig::IoamEncap, IntDomain::Ioam(domain)) => {
+            let encap =
+                IoamEncapStage::new(&domain, &hop).map_err(|e| failed(SetupError::Settings(e).into()))?;
+            Stage::IoamEncap(Box::new(encap))
+        }
+        (StageConfig::Transit, IntDomain::Ioam(domain)) => {
+            Stage::IoamTransit(Box::new(IoamTransitStage::new(&domain, &hop)))
+        }
         (StageConfig::Sink(settings), domain) => {
             sink_stage(config, p, domain, settings, hop, built).map_err(failed)?
         }
@@ -207,7 +216,7 @@ fn stage(config: &Config, p: &PipelineConfig, ports: &Ports, built: &mut Built) 
             log_flow_table(&p.name, postcard.flows.slot_bytes(), postcard.flows.bytes_per_flow());
             Stage::Postcard(Box::new(postcard))
         }
-        (StageConfig::Source(_) | StageConfig::Source21(_), _) => {
+        (StageConfig::Source(_) | StageConfig::Source21(_) | StageConfig::IoamEncap, _) => {
             return Err(failed(StageError::OtherVersion))
         }
     };
@@ -251,6 +260,7 @@ fn sink_stage(
             Stage::Sink(Box::new(sink))
         }
         IntDomain::V21(domain) => Stage::Sink21(Box::new(Sink21Stage::new(domain, setup))),
+        IntDomain::Ioam(domain) => Stage::Sink21(Box::new(Sink21Stage::ioam(domain, setup))),
     };
     Ok(stage)
 }

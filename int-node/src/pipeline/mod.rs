@@ -11,6 +11,7 @@ pub mod hop_figures;
 pub mod impair;
 pub mod int05;
 pub mod int21;
+pub mod ioam;
 pub mod rate_limit;
 pub mod reference;
 pub mod reload;
@@ -43,6 +44,8 @@ pub enum Stage {
     Transit21(Box<int21::transit::Transit21Stage>),
     Sink21(Box<int21::sink::Sink21Stage>),
     Postcard(Box<int21::postcard::PostcardStage>),
+    IoamEncap(Box<ioam::IoamEncapStage>),
+    IoamTransit(Box<ioam::IoamTransitStage>),
     #[cfg(feature = "lab")]
     Impair(Box<impair::ImpairStage>),
     Reference(Box<reference::ReferenceStage>),
@@ -108,6 +111,8 @@ impl Pipeline {
             Stage::Transit21(transit) => transit.process(burst, clock, &mut self.counters),
             Stage::Sink21(sink) => sink.process(burst, sink_ns, &mut self.counters),
             Stage::Postcard(postcard) => postcard.process(burst, clock, &mut self.counters),
+            Stage::IoamEncap(encap) => encap.process(burst, clock, &mut self.counters),
+            Stage::IoamTransit(transit) => transit.process(burst, clock, &mut self.counters),
             #[cfg(feature = "lab")]
             Stage::Impair(impair) => impair.process(burst, clock, &mut self.counters),
             Stage::Reference(reference) => reference.process(burst, sink_ns, &mut self.counters),

@@ -80,7 +80,9 @@ pub struct Latency21 {
 /// Reads an individual report's latency, when it is one.
 pub fn latency_of(report: &IndividualReport<'_>, domain: &int21::Domain) -> Option<Latency21> {
     let int = report.int?;
-    let (body, flow) = int21::find_in_report(report.inner, domain).ok()??;
+    let Some((body, flow)) = int21::find_in_report(report.inner, domain).ok().flatten() else {
+        return ioam_latency_of(report);
+    };
     let Body::Md(md) = body else {
         return Some(Latency21 {
             flow,
@@ -105,6 +107,35 @@ pub fn latency_of(report: &IndividualReport<'_>, domain: &int21::Domain) -> Opti
         path,
         source_node: source.and_then(|hop| hop.node_id),
         sequence: domain.source_only.sequence_of(&md),
+    })
+}
+
+/// An IOAM decapsulating node's report (InType 5, the packet with its
+/// trace): the trace's elements as the hops, the oldest's timestamp as
+/// the source's. Timestamps are read as POSIX's (µs fractions, as Linux
+/// and int-node write them by default).
+fn ioam_latency_of(report: &IndividualReport<'_>) -> Option<Latency21> {
+    let int = report.int?;
+    if report.in_type != InType::Ipv6 {
+        return None;
+    }
+    let (trace, hbh) = int_core::ioam::roles::trace_in_packet(report.inner)?;
+    let format = int_core::ioam::TimestampFormat::Posix;
+    let mut path: Vec<HopMetadata> =
+        int_core::ioam::ipv6::nodes(hbh, &trace).map(|n| n.as_hop(format)).collect();
+    path.reverse();
+    let source = path.first();
+    let latency_ns = match (int.metadata.ingress_timestamp, source.and_then(|hop| hop.ingress_timestamp)) {
+        (Some(sink), Some(source)) => Some(sink.wrapping_sub(source) as i64),
+        _ => None,
+    };
+    Some(Latency21 {
+        flow: int21::reported_flow(report.inner, false)?,
+        latency_ns,
+        hops: path.len(),
+        source_node: source.and_then(|hop| hop.node_id),
+        path,
+        sequence: None,
     })
 }
 

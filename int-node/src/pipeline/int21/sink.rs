@@ -25,7 +25,7 @@
 //! node's metadata as every MX node reports (see [`crate::pipeline::int21::report`]).
 
 use int_core::flow::FlowKey;
-use int_core::hop_rule::{HopChange, HopDigest, Untold};
+use int_core::hop_rule::{HopChange, HopDigest, HopFigures, Untold};
 use int_core::int21::fast_sink::{self, FastArrival, FastInt};
 use int_core::int21::{sink, Arrival, Domain, HopMetadata};
 use int_core::latency::LatencyConfig;
@@ -85,6 +85,9 @@ pub struct Sink21Stage {
     jump_per_coarse_ms: u64,
     /// The busiest and slowest flows, ranked as the sweep goes.
     pub top: TopFlows,
+    /// An IOAM domain's decapsulating node: packets carry the domain's
+    /// trace, not INT 2.1.
+    pub ioam: Option<int_core::ioam::Domain>,
 }
 
 impl Sink21Stage {
@@ -103,7 +106,22 @@ impl Sink21Stage {
             queue_quota: Quota::new(settings.queue_quota),
             top: TopFlows::default(),
             settings,
+            ioam: None,
         }
+    }
+
+    /// The decapsulating node of an IOAM domain: reads every slot of the
+    /// domain's trace, reports as the INT 2.1 sink does, gives back the
+    /// packet as it came.
+    pub fn ioam(domain: int_core::ioam::Domain, setup: SinkSetup) -> Self {
+        // No INT 2.1 packet is read: its domain only names no packet
+        // numbers (an IOAM trace carries none), so no loss is reported.
+        let unused = Domain {
+            marking: int_core::int21::Marking::UdpPort(0),
+            tcp_placement: int_core::encap::TcpPlacement::BeforeOptions,
+            source_only: int_core::int21::SourceOnly { domain_id: 0, bits: 0, wide: 0 },
+        };
+        Sink21Stage { ioam: Some(domain), ..Sink21Stage::new(unused, setup) }
     }
 
     /// New report settings, between bursts; returns the ones replaced.
@@ -185,6 +203,12 @@ impl Sink21Stage {
         let mut drop = 0u32;
         for i in 0..burst.len() {
             let Some(frame) = crate::pipeline::frame_ahead(burst, i, counters) else { continue };
+            if let Some(ioam) = self.ioam {
+                if !self.take_ioam(burst, i, &ioam, burst_ns, counters) {
+                    drop |= 1 << i;
+                }
+                continue;
+            }
             let keep = match fast_sink::extract_fast(frame, &self.domain, &self.settings.hops) {
                 FastArrival::Int(fast) => self.take_fast(burst, i, &fast, burst_ns, counters),
                 FastArrival::NotInt => {
@@ -261,16 +285,7 @@ impl Sink21Stage {
                 counters.inc(Counter::marked_not_int);
                 return true;
             }
-            Err(error) => {
-                counters.inc(Counter::malformed(error.drop_reason()));
-                if self.settings.malformed == MalformedPolicy::Drop {
-                    counters.inc(Counter::malformed_dropped);
-                    self.drop_report(frame, burst_ns, counters);
-                    return false;
-                }
-                counters.inc(Counter::malformed_forwarded);
-                return true;
-            }
+            Err(error) => return self.malformed(frame, error, burst_ns, counters),
         };
         let now_ns = self.arrival_ns(burst, i, burst_ns);
         let seen = Seen {
@@ -290,6 +305,82 @@ impl Sink21Stage {
         }
         let restored = matches!(burst.with_frame(i, |f| sink::strip(f, &found)), Some(Some(_)));
         self.restored(restored, found.discard, counters)
+    }
+
+    /// Packet `i` at an IOAM domain's decapsulating node: not traced,
+    /// malformed (by policy), or traced: tracked (the oldest slot's node
+    /// and timestamp as the source's, every slot's node id, transit delay
+    /// and queue depth for the hop rule; no packet numbers), reported, and
+    /// restored. Returns whether it goes on.
+    fn take_ioam(
+        &mut self,
+        burst: &mut Burst,
+        i: usize,
+        ioam: &int_core::ioam::Domain,
+        burst_ns: u64,
+        counters: &mut Counters,
+    ) -> bool {
+        let Some(frame) = burst.data(i) else { return true };
+        let found = match int_core::ioam::roles::find(frame, ioam.namespace) {
+            Ok(Some(found)) => found,
+            Ok(None) => {
+                counters.inc(Counter::not_int);
+                return true;
+            }
+            Err(error) => return self.malformed(frame, error, burst_ns, counters),
+        };
+        let now_ns = self.arrival_ns(burst, i, burst_ns);
+        let Some(frame) = burst.data(i) else { return true };
+        let key = found.flow(frame);
+        let oldest = found.nodes(frame).last().map(|node| node.as_hop(ioam.timestamps));
+        let figures = |node: int_core::ioam::node::NodeData| {
+            let hop = node.as_hop(ioam.timestamps);
+            Some(HopFigures {
+                node: hop.node_id?,
+                latency: hop.hop_latency,
+                queue: hop.queue.map(|(_, depth)| depth),
+            })
+        };
+        let seen = Seen {
+            flow: FlowRef::Key(&key),
+            sequence: None,
+            source_node: oldest.and_then(|hop| hop.node_id),
+            source_ns: oldest.and_then(|hop| hop.ingress_timestamp),
+            hops: self.settings.hops.digest(found.nodes(frame).map(figures)),
+            is_mx: false,
+        };
+        if found.trace.header.overflow() {
+            counters.inc(Counter::max_hop_reached);
+        }
+        if let Some(why) = self.track(&seen, now_ns, counters) {
+            if let Some(inner) = frame.get(found.ip.l3..found.report_end()) {
+                let (metadata, rep_md_bits) = (self.own(now_ns), LATENCY_MD_BITS);
+                let subject =
+                    Subject { packet: inner, in_type: InType::Ipv6, rep_md_bits, metadata, drop: None };
+                self.reporter.report(subject, now_ns, why, counters);
+            }
+        }
+        let restored = matches!(burst.with_frame(i, |f| int_core::ioam::roles::decap(f, &found)), Some(true));
+        self.restored(restored, false, counters)
+    }
+
+    /// A packet whose headers lie: counted, then dropped with a drop
+    /// report or forwarded, by policy. Returns whether it goes on.
+    fn malformed(
+        &mut self,
+        frame: &[u8],
+        error: int_core::ParseError,
+        now_ns: u64,
+        counters: &mut Counters,
+    ) -> bool {
+        counters.inc(Counter::malformed(error.drop_reason()));
+        if self.settings.malformed == MalformedPolicy::Drop {
+            counters.inc(Counter::malformed_dropped);
+            self.drop_report(frame, now_ns, counters);
+            return false;
+        }
+        counters.inc(Counter::malformed_forwarded);
+        true
     }
 
     /// Counts how a packet's restoration went; whether it goes on (not
@@ -369,14 +460,6 @@ impl Sink21Stage {
         counters: &mut Counters,
     ) {
         let Some(inner) = frame.get(found.ip.l3..found.report_end()) else { return };
-        let metadata = HopMetadata {
-            l1_ingress_port: Some(self.int_port),
-            l1_egress_port: Some(self.int_port),
-            hop_latency: Some(0),
-            ingress_timestamp: Some(now_ns),
-            egress_timestamp: Some(now_ns),
-            ..HopMetadata::default()
-        };
         let (rep_md_bits, kind) = if found.is_mx {
             (found.instructions.bits(), Counter::reports_mx)
         } else {
@@ -384,8 +467,21 @@ impl Sink21Stage {
         };
         let drop = found.discard.then_some(DropInfo { queue_id: 0, reason: tr20::DROP_DISCARD_ASKED });
         let in_type = crate::pipeline::int21::report::in_type_of(found.ip.version);
-        let subject = Subject { packet: inner, in_type, rep_md_bits, metadata, drop };
+        let subject = Subject { packet: inner, in_type, rep_md_bits, metadata: self.own(now_ns), drop };
         self.reporter.report(subject, now_ns, kind, counters);
+    }
+
+    /// This node's metadata in its reports on packets it received: its
+    /// port and the time (hop latency zero: it is the last node).
+    fn own(&self, now_ns: u64) -> HopMetadata {
+        HopMetadata {
+            l1_ingress_port: Some(self.int_port),
+            l1_egress_port: Some(self.int_port),
+            hop_latency: Some(0),
+            ingress_timestamp: Some(now_ns),
+            egress_timestamp: Some(now_ns),
+            ..HopMetadata::default()
+        }
     }
 
     /// A drop report on a packet this sink drops for its lying INT

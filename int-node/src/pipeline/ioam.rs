@@ -1,0 +1,150 @@
+//! The IOAM domain's encapsulating and transit stages (int-core's
+//! [`int_core::ioam::roles`] on every packet of a burst); the
+//! decapsulating node is the INT 2.1 sink's stage reading IOAM
+//! ([`crate::pipeline::int21::sink`]), so both report alike.
+//!
+//! What this node writes in its element: its node id (short: the low 24
+//! bits; wide: the id), its ports' INT port numbers as interface ids, the
+//! time the packet arrived (the trace's timestamp: RFC 9197 has the
+//! timestamp taken on arrival), the transit delay from arrival to the
+//! burst's foretold departure, and the RX queue's depth where the driver
+//! counts it ([`crate::pipeline::hop_figures`]). What a software node does
+//! not know (buffer occupancy, namespace data, the checksum complement) is
+//! all ones, "not populated". Hop_Lim is the packet's Hop Limit: this node
+//! forwards without routing, so it does not lower it.
+
+use int_core::ioam::node::NodeData;
+use int_core::ioam::roles::{self, Encapped, Plan, Transited};
+use int_core::ioam::{Domain, TimestampFormat};
+use int_core::FrameBuf;
+
+use crate::clock::Clock;
+use crate::dpdk::mbuf::{Burst, RxClock};
+use crate::pipeline::hop_figures::{BurstFigures, HopFigures};
+use crate::pipeline::setup::Hop;
+use crate::stats::{Counter, Counters};
+
+/// What every stage of the domain writes for this node.
+struct Element {
+    node_id: u32,
+    rx_port: u16,
+    tx_port: u16,
+    timestamps: TimestampFormat,
+    rx_timestamps: Option<RxClock>,
+    figures: HopFigures,
+}
+
+impl Element {
+    fn new(domain: &Domain, hop: &Hop) -> Self {
+        Element {
+            node_id: hop.node_id,
+            rx_port: hop.rx_int_port,
+            tx_port: hop.tx_int_port,
+            timestamps: domain.timestamps,
+            rx_timestamps: hop.rx_timestamps,
+            figures: HopFigures::new(hop.rx_queue),
+        }
+    }
+
+    /// Packet `i`'s element.
+    #[inline(always)]
+    fn of(&self, burst: &Burst, i: usize, figures: &BurstFigures) -> NodeData {
+        let arrival = burst.arrival_ns(i, self.rx_timestamps, figures.burst_ns);
+        let (seconds, fraction) = self.timestamps.split(arrival);
+        let delay = figures.egress_ns.saturating_sub(arrival);
+        NodeData {
+            node_id: Some(self.node_id & 0x00ff_ffff),
+            ingress_if: Some(self.rx_port),
+            egress_if: Some(self.tx_port),
+            timestamp_seconds: Some(seconds),
+            timestamp_fraction: Some(fraction),
+            // Over 2^31 - 1 ns: the top bit says the delay overflowed.
+            transit_delay: Some(u32::try_from(delay).ok().filter(|d| *d < 1 << 31).unwrap_or(1 << 31)),
+            queue_depth: figures.queue.map(|(_, depth)| depth & 0x7fff_ffff),
+            node_id_wide: Some(u64::from(self.node_id)),
+            ingress_if_wide: Some(u32::from(self.rx_port)),
+            egress_if_wide: Some(u32::from(self.tx_port)),
+            ..NodeData::default()
+        }
+    }
+}
+
+impl Element {
+    /// `step` on every writable packet of the burst with its element;
+    /// counts what each step says.
+    #[inline(always)]
+    fn each(
+        &mut self,
+        burst: &mut Burst,
+        clock: &mut Clock,
+        counters: &mut Counters,
+        mut step: impl FnMut(&mut FrameBuf<'_>, &NodeData) -> Counter,
+    ) {
+        let figures = self.figures.burst(clock.now_ns(), burst.len());
+        for i in 0..burst.len() {
+            burst.prefetch(i + 1);
+            if let Some(counter) = crate::pipeline::unwritable(burst, i) {
+                counters.inc(counter);
+                continue;
+            }
+            let node = self.of(burst, i, &figures);
+            counters.inc(burst.with_frame(i, |f| step(f, &node)).unwrap_or(Counter::shared_mbuf));
+        }
+        self.figures.done(&figures);
+    }
+}
+
+/// The encapsulating node: the trace added to every IPv6 packet, this
+/// node's slot filled.
+pub struct IoamEncapStage {
+    plan: Plan,
+    element: Element,
+}
+
+impl IoamEncapStage {
+    pub fn new(domain: &Domain, hop: &Hop) -> Result<Self, &'static str> {
+        let plan = domain.plan(usize::from(hop.max_ip_len));
+        plan.check()?;
+        Ok(IoamEncapStage { plan, element: Element::new(domain, hop) })
+    }
+
+    #[inline(never)]
+    pub fn process(&mut self, burst: &mut Burst, clock: &mut Clock, counters: &mut Counters) {
+        let plan = &self.plan;
+        self.element.each(burst, clock, counters, |frame, node| match roles::encap(frame, plan, node) {
+            Ok(Encapped::Added(_)) => Counter::instrumented,
+            Ok(Encapped::NotIpv6) => Counter::not_ipv6,
+            Ok(Encapped::AlreadyTraced) => Counter::already_marked,
+            Ok(Encapped::TooBig) => Counter::too_big,
+            Ok(Encapped::NoHeadroom) => Counter::no_headroom,
+            // Headers that lie: forwarded as they came, counted.
+            Err(error) => Counter::malformed(error.drop_reason()),
+        });
+    }
+}
+
+/// A transit node: the next slot of the namespace's trace filled, or
+/// Overflow set; everything else passes as it is.
+pub struct IoamTransitStage {
+    namespace: u16,
+    element: Element,
+}
+
+impl IoamTransitStage {
+    pub fn new(domain: &Domain, hop: &Hop) -> Self {
+        IoamTransitStage { namespace: domain.namespace, element: Element::new(domain, hop) }
+    }
+
+    #[inline(never)]
+    pub fn process(&mut self, burst: &mut Burst, clock: &mut Clock, counters: &mut Counters) {
+        let namespace = self.namespace;
+        self.element.each(burst, clock, counters, |frame, node| {
+            match roles::transit(frame.frame_mut(), namespace, node) {
+                Ok(Transited::Filled) => Counter::pushed,
+                Ok(Transited::Overflow) => Counter::max_hop_reached,
+                Ok(Transited::NotTraced) => Counter::not_int,
+                Err(error) => Counter::malformed(error.drop_reason()),
+            }
+        });
+    }
+}

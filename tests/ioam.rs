@@ -1,0 +1,170 @@
+//! An IOAM domain on the real binary over net_pcap vdevs: the
+//! encapsulating node traces every IPv6 packet (behind extension headers
+//! too) and passes IPv4 as it is, a transit node fills the next slot, the
+//! decapsulating node gives back every byte and reports each flow in
+//! Telemetry Report 2.0 with the packet and its trace (InType 5); collect
+//! reads the trace's nodes as the path and the one-way latency from the
+//! oldest slot's timestamp.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
+mod common;
+
+use common::*;
+use int_core::ioam::roles;
+use int_core::ioam::{ipv6, TimestampFormat};
+use int_core::report::tr20;
+
+const DOMAIN: &str = "    int: {version: ioam, namespace: 123, nodes: 4, trace_type: [hop_limit_node_id, interfaces, timestamp_seconds, timestamp_fraction, transit_delay]}\n    clock: rx-timestamp\n";
+/// What the capture times set between the oldest slot and the sink.
+const LATENCY_NS: u64 = 150_000;
+
+/// Sets each traced packet's capture time to its oldest slot's timestamp
+/// plus `latency_ns`: the sink's arrival, as the source's is the slot's.
+fn retime_after_source(path: &std::path::Path, latency_ns: u64) {
+    let mut last_ns = 0;
+    let frames: Vec<(u64, Vec<u8>)> = read_pcap(path)
+        .into_iter()
+        .map(|frame| {
+            if let Some(found) = roles::find(&frame, 123).unwrap() {
+                let oldest = found.nodes(&frame).last().unwrap().as_hop(TimestampFormat::Posix);
+                last_ns = oldest.ingress_timestamp.unwrap() + latency_ns;
+            }
+            (last_ns, frame)
+        })
+        .collect();
+    write_pcap_at(path, &frames);
+}
+
+#[test]
+fn encap_transit_decap_restores_every_byte_and_reports_the_trace() {
+    let dir = workdir("ioam-chain");
+    let frames = mixed_traffic_dual(240, 12, 120);
+    let ipv6_packets = (0..240).filter(|i| is_ipv6_flow(i % 12)).count() as u64;
+    write_pcap(&dir.join("in.pcap"), &frames);
+    let source = run_node(&dir, &node_config("source", "in.pcap", "ioam.pcap", DOMAIN, None));
+    assert_eq!(source.counter("source", "instrumented"), ipv6_packets, "{}", source.stdout());
+    assert_eq!(source.counter("source", "not_ipv6"), 240 - ipv6_packets);
+    for frame in read_pcap(&dir.join("ioam.pcap")) {
+        if int_core::locate::ipv6(&frame).unwrap().is_some() {
+            let options = etherparse_hop_by_hop(&frame);
+            assert!(
+                options.windows(2).any(|w| w == [0x31, 10 + 4 * 5 * 4]),
+                "the option, 4 slots of 5 words"
+            );
+        }
+    }
+    let transit = run_node(&dir, &node_config("transit", "ioam.pcap", "ioam2.pcap", DOMAIN, None));
+    assert_eq!(transit.counter("transit", "pushed"), ipv6_packets, "{}", transit.stdout());
+    assert_eq!(transit.counter("transit", "not_int"), 240 - ipv6_packets);
+    retime_after_source(&dir.join("ioam2.pcap"), LATENCY_NS);
+    let collector = Collector::new();
+    let sink =
+        run_node(&dir, &node_config("sink", "ioam2.pcap", "out.pcap", DOMAIN, Some(&collector.addr())));
+    assert_same_frames(&read_pcap(&dir.join("out.pcap")), &frames);
+    assert_eq!(sink.counter("sink", "stripped"), ipv6_packets);
+    assert_eq!(sink.counter("sink", "not_int"), 240 - ipv6_packets);
+    assert_eq!(sink.counter("sink", "latency_max_ns"), LATENCY_NS);
+    assert_eq!(sink.counter("sink", "latency_min_ns"), LATENCY_NS);
+    let datagrams = collector.reports();
+    let mut reports = 0;
+    for datagram in &datagrams {
+        let report = tr20::Report::parse(datagram).unwrap();
+        for individual in report.reports() {
+            let individual = individual.unwrap();
+            assert_eq!(individual.in_type, tr20::InType::Ipv6);
+            let (trace, hbh) = roles::trace_in_packet(individual.inner).unwrap();
+            assert_eq!(trace.header.namespace, 123);
+            let nodes: Vec<_> = ipv6::nodes(hbh, &trace).collect();
+            let ids: Vec<_> = nodes.iter().map(|n| n.node_id.unwrap()).collect();
+            assert_eq!(
+                ids,
+                [5, 1],
+                "transit then encapsulating node, newest first (low 24 bits of 10.0.0.5, .1)"
+            );
+            assert_eq!(nodes[0].hop_limit, nodes[1].hop_limit, "neither node routes");
+            let sink_ns = individual.int.unwrap().metadata.ingress_timestamp.unwrap();
+            let source_ns = nodes[1].as_hop(TimestampFormat::Posix).ingress_timestamp.unwrap();
+            assert_eq!(sink_ns - source_ns, LATENCY_NS);
+            reports += 1;
+        }
+    }
+    let ipv6_flows = (0..12).filter(|&flow| is_ipv6_flow(flow)).count();
+    assert_eq!(reports, ipv6_flows, "one report per IPv6 flow: its latency never changes");
+    assert_eq!(reports as u64, sink.counter("sink", "reports_latency"));
+    collect_reads_the_path(&datagrams, ipv6_flows);
+}
+
+/// The sink's reports through `collect`: every flow's path is the
+/// trace's nodes, oldest first, and its latency the capture times'.
+fn collect_reads_the_path(datagrams: &[Vec<u8>], flows: usize) {
+    let (child, listen) = common::collector::start_collector(
+        &tools_bin(),
+        &["--count", &flows.to_string(), "--duration", "30"],
+    );
+    let sender = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    for datagram in datagrams {
+        sender.send_to(datagram, &listen).unwrap();
+    }
+    let output = child.wait_with_output().unwrap();
+    let lines: Vec<serde_json::Value> =
+        String::from_utf8(output.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let records: Vec<_> = lines.iter().filter(|l| l["type"] == "tr20").collect();
+    assert_eq!(records.len(), flows, "{lines:?}");
+    for record in &records {
+        assert_eq!(record["latency_ns"], LATENCY_NS, "{record}");
+        assert_eq!(record["hops"], 2);
+        assert_eq!(record["source_node"], 1);
+        assert_eq!(
+            record["path"],
+            serde_json::json!([1, 5, 0x0a00_0002]),
+            "the trace's nodes, then the sink"
+        );
+        assert_eq!(record["hop_metadata"][1]["l1_ingress_port"], 7, "{record}");
+        assert_eq!(record["hop_metadata"][1]["node_id"], 5, "{record}");
+    }
+}
+
+/// The Hop-by-Hop options of an IPv6 frame as etherparse slices them.
+fn etherparse_hop_by_hop(frame: &[u8]) -> Vec<u8> {
+    use etherparse::{NetSlice, SlicedPacket};
+    let packet = SlicedPacket::from_ethernet(frame).unwrap();
+    let Some(NetSlice::Ipv6(ip)) = packet.net else { panic!("not IPv6") };
+    let mut options = Vec::new();
+    for extension in ip.extensions().clone().into_iter() {
+        if let etherparse::Ipv6ExtensionSlice::HopByHop(hop) = extension {
+            options.extend_from_slice(hop.payload());
+        }
+    }
+    options
+}
+
+/// A packet whose trace lies, at the decapsulating node: counted by
+/// reason and, with `malformed: drop`, dropped with a drop report; never
+/// a latency report, never forwarded half restored.
+#[test]
+fn a_lying_trace_is_dropped_and_reported() {
+    let dir = workdir("ioam-lies");
+    let frames = mixed_traffic_dual(20, 10, 120);
+    write_pcap(&dir.join("in.pcap"), &frames);
+    run_node(&dir, &node_config("source", "in.pcap", "ioam.pcap", DOMAIN, None));
+    let mut traced = read_pcap(&dir.join("ioam.pcap"));
+    let liars: Vec<usize> =
+        (0..traced.len()).filter(|&i| roles::find(&traced[i], 123).unwrap().is_some()).collect();
+    for &i in &liars {
+        let found = roles::find(&traced[i], 123).unwrap().unwrap();
+        // RemainingLen past the data space.
+        traced[i][found.hbh + found.trace.option + 7] = 0x7f;
+    }
+    write_pcap(&dir.join("lies.pcap"), &traced);
+    let collector = Collector::new();
+    let drop = format!("{DOMAIN}    sink: {{malformed: drop}}\n");
+    let sink = run_node(&dir, &node_config("sink", "lies.pcap", "out.pcap", &drop, Some(&collector.addr())));
+    assert_eq!(sink.counter("sink", "malformed_int_bad_length"), liars.len() as u64);
+    assert_eq!(sink.counter("sink", "malformed_dropped"), liars.len() as u64);
+    assert_eq!(sink.counter("sink", "reports_latency"), 0);
+    assert_eq!(sink.counter("sink", "reports_drop"), liars.len() as u64);
+    let out = read_pcap(&dir.join("out.pcap"));
+    let honest: Vec<Vec<u8>> =
+        frames.iter().enumerate().filter(|(i, _)| !liars.contains(i)).map(|(_, f)| f.clone()).collect();
+    assert_same_frames(&out, &honest);
+}
