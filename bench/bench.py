@@ -41,6 +41,9 @@ LARGE_FLOW_CASES = {"testpmd-io", "testpmd-csum", "testpmd-io-int", "forward", "
                     "reference-source", "reference-sink", "forward-live", "source-dscp-live", "sink-0%-live",
                     "reference-sink-live", "reference-source-live"}
 
+# The IOAM domain of the benchmark's cases: what gen --instrument ioam writes.
+IOAM = {"version": "ioam", "namespace": 123, "nodes": 8}
+
 # Each INT case's yardstick: the reference stage of its role (int-core's
 # reference module), the least work that role can do on these frames.
 REFERENCE = {"source-dscp": "reference-source", "transit": "reference-transit",
@@ -54,7 +57,7 @@ def reads_int(mode, extra):
     """Whether a case replays an INT pcap (transit, the sinks and their
     testpmd baselines; the INT 2.1 sink's is 4 bytes longer than the one
     its baseline replays) rather than the plain one."""
-    return mode in ("hostint", "int21", "int21-3hop", "hostint-v6", "int21-v6") or extra.get("pcap") == "hostint"
+    return mode in ("hostint", "int21", "int21-3hop", "hostint-v6", "int21-v6", "ioam-v6") or extra.get("pcap") == "hostint"
 
 
 def eal(mem):
@@ -350,6 +353,13 @@ def main():
         ("postcard-1%", "postcard", None, {"pipeline": {"int": {"version": "2.1"}, "postcard": {"report": "every", "every": 100}}}),
         ("source-int21-clone8", "source", None, {"pipeline": {"int": {"version": "2.1"}, "source": {"clone": {"every": 8}}}}),
         ("sink-int21-1%-v6", "sink", "int21-v6", {"pipeline": {"int": {"version": "2.1"}}, "report_share": 0.01}),
+        # IOAM beside the INT 2.1 source and sink over IPv6: encapsulation
+        # (a Hop-by-Hop header with 8 slots of 4 words, the first filled),
+        # a transit filling the next slot, decapsulation with 1% reports,
+        # on gen's IOAM pcap (144 bytes of trace).
+        ("ioam-encap-v6", "source", "v6", {"pipeline": {"int": IOAM}}),
+        ("ioam-transit-v6", "transit", "ioam-v6", {"pipeline": {"int": IOAM}}),
+        ("ioam-decap-1%-v6", "sink", "ioam-v6", {"pipeline": {"int": IOAM}, "report_share": 0.01}),
     ]
     if args.workers:
         # The scaling table: each case on N workers, named CASE-wN.
@@ -381,10 +391,12 @@ def main():
             plain_v6 = os.path.join(work, f"plain6-{size}-{flows}.pcap")
             with_int_v6 = os.path.join(work, f"int6-{size}-{flows}.pcap")
             with_int21_v6 = os.path.join(work, f"int21v6-{size}-{flows}.pcap")
-            if any(mode in ("v6", "hostint-v6", "int21-v6") for _, _, mode, _ in cases):
+            with_ioam_v6 = os.path.join(work, f"ioam6-{size}-{flows}.pcap")
+            if any(mode in ("v6", "hostint-v6", "int21-v6", "ioam-v6") for _, _, mode, _ in cases):
                 gen(plain_v6, size, flows, ipv6=True)
                 gen(with_int_v6, grown(36), flows, "hostint", ipv6=True)
                 gen(with_int21_v6, grown(40), flows, "int21-md", ipv6=True)
+                gen(with_ioam_v6, grown(144), flows, "ioam", ipv6=True)
             mbufs = max(8191, packets + 65536)
             # --no-huge memory: about 8 KB per mbuf is what EAL needs here.
             mem = max(512, (mbufs * 8) // 1024 + 256)
@@ -411,7 +423,7 @@ def main():
                             threshold = min(int(1e9 / per_flow), 4_000_000_000)
                             pipe.setdefault("sink", {})["latency"] = {"mode": "absolute", "threshold_ns": threshold, "refresh_ms": 0, "max_skew_ms": 0}
                         pcap = {"int21": with_int21, "int21-3hop": with_3hops, "v6": plain_v6, "hostint-v6": with_int_v6,
-                                "int21-v6": with_int21_v6}.get(mode)
+                                "int21-v6": with_int21_v6, "ioam-v6": with_ioam_v6}.get(mode)
                         pcap = pcap or (with_int if reads_int(mode, extra) else plain)
                         builds = [("", NODE)] + ([("@B", args.compare)] if args.compare and kind != "testpmd" else [])
                         # A/B: the order alternates round by round.

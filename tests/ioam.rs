@@ -14,7 +14,7 @@ use int_core::ioam::roles;
 use int_core::ioam::{ipv6, TimestampFormat};
 use int_core::report::tr20;
 
-const DOMAIN: &str = "    int: {version: ioam, namespace: 123, nodes: 4, trace_type: [hop_limit_node_id, interfaces, timestamp_seconds, timestamp_fraction, transit_delay]}\n    clock: rx-timestamp\n";
+const DOMAIN: &str = "    int: {version: ioam, namespace: 123, nodes: 8, trace_type: [hop_limit_node_id, interfaces, timestamp_seconds, timestamp_fraction, transit_delay]}\n    clock: rx-timestamp\n";
 /// What the capture times set between the oldest slot and the sink.
 const LATENCY_NS: u64 = 150_000;
 
@@ -38,7 +38,7 @@ fn retime_after_source(path: &std::path::Path, latency_ns: u64) {
 #[test]
 fn encap_transit_decap_restores_every_byte_and_reports_the_trace() {
     let dir = workdir("ioam-chain");
-    let frames = mixed_traffic_dual(240, 12, 120);
+    let frames = mixed_traffic_dual(240, 12, 180);
     let ipv6_packets = (0..240).filter(|i| is_ipv6_flow(i % 12)).count() as u64;
     write_pcap(&dir.join("in.pcap"), &frames);
     let source = run_node(&dir, &node_config("source", "in.pcap", "ioam.pcap", DOMAIN, None));
@@ -47,9 +47,10 @@ fn encap_transit_decap_restores_every_byte_and_reports_the_trace() {
     for frame in read_pcap(&dir.join("ioam.pcap")) {
         if int_core::locate::ipv6(&frame).unwrap().is_some() {
             let options = etherparse_hop_by_hop(&frame);
+            // 8 slots of 5 words: 176 bytes, more than an mbuf's headroom.
             assert!(
-                options.windows(2).any(|w| w == [0x31, 10 + 4 * 5 * 4]),
-                "the option, 4 slots of 5 words"
+                options.windows(2).any(|w| w == [0x31, 10 + 8 * 5 * 4]),
+                "the option, 8 slots of 5 words"
             );
         }
     }
@@ -167,4 +168,69 @@ fn a_lying_trace_is_dropped_and_reported() {
     let honest: Vec<Vec<u8>> =
         frames.iter().enumerate().filter(|(i, _)| !liars.contains(i)).map(|(_, f)| f.clone()).collect();
     assert_same_frames(&out, &honest);
+}
+
+/// `gen --instrument ioam` writes traffic a decapsulating node takes
+/// (every IPv6 packet traced, IPv4 plain), and `decode` prints each trace
+/// field by field as the node's own parse reads it.
+#[test]
+fn gen_writes_and_decode_reads_ioam() {
+    let dir = workdir("ioam-tools");
+    int_tools(
+        &dir,
+        &[
+            "gen",
+            "--out",
+            "traced.pcap",
+            "--packets",
+            "40",
+            "--flows",
+            "4",
+            "--proto",
+            "mix",
+            "--sizes",
+            "300",
+            "--ipv6",
+            "0.5",
+            "--instrument",
+            "ioam",
+        ],
+    );
+    let traced = read_pcap(&dir.join("traced.pcap"));
+    let ipv6: Vec<&Vec<u8>> =
+        traced.iter().filter(|f| int_core::locate::ipv6(f).unwrap().is_some()).collect();
+    assert_eq!(ipv6.len(), 20);
+    let domain = "    int: {version: ioam, namespace: 123}\n";
+    let collector = Collector::new();
+    let sink =
+        run_node(&dir, &node_config("sink", "traced.pcap", "out.pcap", domain, Some(&collector.addr())));
+    assert_eq!(sink.counter("sink", "stripped"), 20, "{}", sink.stdout());
+    assert_eq!(sink.counter("sink", "not_int"), 20);
+    let decoded = int_tools(&dir, &["decode", "--json", "traced.pcap"]);
+    let records: Vec<serde_json::Value> = decoded.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let ioam: Vec<_> = records.iter().filter(|r| r["kind"] == "ioam").collect();
+    assert_eq!(ioam.len(), 20);
+    for (record, frame) in ioam.iter().zip(&ipv6) {
+        let found = roles::find(frame, 123).unwrap().unwrap();
+        let node = found.nodes(frame).next().unwrap();
+        let trace = &record["ioam"];
+        assert_eq!(trace["namespace"], 123);
+        assert_eq!(trace["slots"], 8);
+        assert_eq!(trace["remaining_len"], 7 * 4);
+        assert_eq!(
+            trace["trace_fields"],
+            serde_json::json!([
+                "hop_limit_node_id",
+                "timestamp_seconds",
+                "timestamp_fraction",
+                "transit_delay"
+            ])
+        );
+        let element = &trace["nodes"][0];
+        assert_eq!(element["node_id"], node.node_id.unwrap());
+        assert_eq!(element["hop_limit"], 64);
+        assert_eq!(element["timestamp_seconds"], node.timestamp_seconds.unwrap());
+        assert_eq!(element["timestamp_fraction"], node.timestamp_fraction.unwrap());
+        assert!(element["ingress_if"].is_null(), "a field the trace type leaves out");
+    }
 }

@@ -73,6 +73,24 @@ impl<'a> FrameBuf<'a> {
         true
     }
 
+    /// Opens a gap of `gap` bytes at `at`: into the headroom where it has
+    /// room (the bytes before `at` move, the headers: few), else into the
+    /// tailroom (the bytes from `at` on move). Returns false, changing
+    /// nothing, when neither has room or `at` is past the end.
+    #[inline]
+    pub fn open_gap_anywhere(&mut self, at: usize, gap: usize) -> bool {
+        if self.open_gap(at, gap) {
+            return true;
+        }
+        let end = self.start + self.len;
+        if at > self.len || end + gap > self.buf.len() {
+            return false;
+        }
+        self.buf.copy_within(self.start + at..end, self.start + at + gap);
+        self.len += gap;
+        true
+    }
+
     /// Removes `gap` bytes at `at` by moving the first `at` bytes of the
     /// frame forward over them. Returns false, changing nothing, if
     /// `at + gap` is past the end of the frame.
@@ -152,6 +170,21 @@ mod tests {
         frame.frame_mut()[3..7].copy_from_slice(b"XXXX");
         assert!(frame.close_gap(3, 4));
         assert_eq!(frame.frame(), b"abcdefgh");
+    }
+
+    #[test]
+    fn a_gap_goes_to_the_tail_when_the_head_has_no_room() {
+        let mut buf = [0u8; 16];
+        buf[2..8].copy_from_slice(b"abcdef");
+        let mut frame = FrameBuf::new(&mut buf, 2, 6).unwrap();
+        assert!(frame.open_gap_anywhere(2, 4), "2 bytes of headroom, 8 of tailroom");
+        assert_eq!(frame.start(), 2);
+        assert_eq!(&frame.frame()[..2], b"ab");
+        assert_eq!(&frame.frame()[6..], b"cdef");
+        assert!(!frame.open_gap_anywhere(0, 7), "room for neither");
+        assert_eq!(frame.len(), 10);
+        assert!(frame.open_gap_anywhere(0, 2), "the head first");
+        assert_eq!(frame.start(), 0);
     }
 
     #[test]

@@ -188,6 +188,12 @@ fn decode_packet(
             }
         }
     }
+    if ip.version == locate::IpVersion::V6
+        && crate::decode_ioam::decode(frame.get(ip.l3..).unwrap_or_default(), out)
+    {
+        out.insert("kind".into(), json!("ioam"));
+        return Vec::new();
+    }
     decode_int(frame, domains, out);
     Vec::new()
 }
@@ -500,6 +506,9 @@ fn print_text(value: &Value) {
     }
     if let Some(report) = value.get("report") {
         print_report(report);
+    }
+    if let Some(ioam) = value.get("ioam") {
+        crate::decode_ioam::print(ioam);
     }
 }
 

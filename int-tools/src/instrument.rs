@@ -1,5 +1,6 @@
 //! gen's `--instrument`: writes packets as a source of an INT 0.5 or INT
-//! 2.1 domain would, with int-core's own source transforms.
+//! 2.1 domain, or an IOAM domain's encapsulating node, would, with
+//! int-core's own transforms.
 
 use int_core::encap::{DscpMatch, Encapsulation, TcpPlacement};
 use int_core::int05::source::{self, SourceConfig};
@@ -21,12 +22,32 @@ pub enum Instrument {
     Int21MdUdp,
     /// INT 2.1 INT-MX after the TCP/UDP header, marked by DSCP 0x17/0x3f.
     Int21Mx,
+    /// IOAM's Pre-allocated Trace in a Hop-by-Hop option (namespace 123, 8
+    /// slots of Hop_Lim and node id, POSIX timestamp, transit delay), the
+    /// first slot filled; IPv6 packets only, IPv4 ones left plain.
+    Ioam,
 }
 
 /// A source gen instruments with.
 pub enum Source {
     V05(SourceConfig),
     V21(source21::SourceConfig),
+    Ioam(int_core::ioam::roles::Plan),
+}
+
+/// gen's IOAM domain: what `int.version: ioam, namespace: 123` and the
+/// default trace fields give a node.
+pub fn ioam_domain() -> int_core::ioam::Domain {
+    use int_core::ioam::trace::TraceType;
+    int_core::ioam::Domain {
+        namespace: 123,
+        trace_type: TraceType::HOP_LIM_NODE_ID
+            | TraceType::TIMESTAMP_SECONDS
+            | TraceType::TIMESTAMP_FRACTION
+            | TraceType::TRANSIT_DELAY,
+        nodes: 8,
+        timestamps: int_core::ioam::TimestampFormat::Posix,
+    }
 }
 
 impl Source {
@@ -71,6 +92,7 @@ impl Source {
                 let port = int21_port.ok_or("--instrument int21-md-udp needs --int21-port")?;
                 int21(int21::Marking::UdpPort(port), int21::HeaderType::Md)
             }
+            Instrument::Ioam => Source::Ioam(ioam_domain().plan(9000)),
         })
     }
 
@@ -79,6 +101,7 @@ impl Source {
         match self {
             Source::V05(config) => config.added_len(),
             Source::V21(config) => 8 + int21::FIXED_LEN + usize::from(config.hop_ml()) * 4 + 4,
+            Source::Ioam(plan) => plan.added_len(false),
         }
     }
 
@@ -87,7 +110,8 @@ impl Source {
     /// as source-only metadata under int-node's default Domain Specific
     /// ID).
     pub fn instrument(&self, frame: &[u8], sequence: u32, time_ns: u64) -> Result<Vec<u8>, String> {
-        const HEADROOM: usize = 128;
+        // IOAM's trace of 8 slots takes 144 bytes.
+        const HEADROOM: usize = 256;
         let mut buffer = vec![0u8; HEADROOM + frame.len()];
         if let Some(dst) = buffer.get_mut(HEADROOM..) {
             dst.copy_from_slice(frame);
@@ -115,6 +139,22 @@ impl Source {
                 } else {
                     let plan = source21::plan(frame, config).map_err(failed)?;
                     source21::insert(&mut view, &plan, config, &hop, sequence).map_err(failed)?;
+                }
+            }
+            Source::Ioam(plan) => {
+                let (seconds, fraction) = ioam_domain().timestamps.split(time_ns);
+                let node = int_core::ioam::node::NodeData {
+                    node_id: Some(1),
+                    timestamp_seconds: Some(seconds),
+                    timestamp_fraction: Some(fraction),
+                    transit_delay: Some(0),
+                    ..Default::default()
+                };
+                use int_core::ioam::roles::Encapped;
+                match int_core::ioam::roles::encap(&mut view, plan, &node) {
+                    // IPv4 packets stay plain: IOAM rides IPv6 options.
+                    Ok(Encapped::Added(_) | Encapped::NotIpv6) => {}
+                    other => return Err(format!("cannot trace: {other:?}")),
                 }
             }
         }

@@ -6,6 +6,7 @@
 mod collect;
 mod decode;
 mod decode21;
+mod decode_ioam;
 mod gen;
 mod instrument;
 mod nats;

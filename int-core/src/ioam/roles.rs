@@ -80,7 +80,8 @@ pub enum Encapped {
     AlreadyTraced,
     /// Over the MTU (or the Hop-by-Hop limit) with the trace: passed as it is.
     TooBig,
-    /// The buffer has no headroom for the trace.
+    /// The buffer has room for the trace neither before the frame nor
+    /// after it.
     NoHeadroom,
 }
 
@@ -109,7 +110,9 @@ pub fn encap(frame: &mut FrameBuf<'_>, plan: &Plan, node: &NodeData) -> Result<E
         return Ok(Encapped::TooBig);
     }
     let at = hbh + existing.unwrap_or(0);
-    if !frame.open_gap(at, added) {
+    // A trace of many slots outgrows an mbuf's 128 bytes of headroom:
+    // then the payload moves toward the tail instead.
+    if !frame.open_gap_anywhere(at, added) {
         return Ok(Encapped::NoHeadroom);
     }
     let out = frame.frame_mut();

@@ -535,3 +535,37 @@ fn postcard_settings_and_their_mistakes() {
     let old = node("{}", export).replace("int: {version: 2.1}", "int: {version: '0.5'}");
     assert_eq!(problems_of(&old), ["pipelines[0].postcard"]);
 }
+
+/// An IOAM domain: its settings read, and every mistake named at once.
+#[test]
+fn ioam_domain() {
+    let sink = MINIMAL.replace(
+        "  - role: forward\n",
+        "  - role: source\n    int: {version: ioam, namespace: 123, nodes: 4, trace_type: [hop_limit_node_id, interfaces]}\n",
+    );
+    let config = parse(&sink).unwrap();
+    let IntDomain::Ioam(domain) = config.pipelines[0].domain else { panic!("not IOAM") };
+    assert_eq!((domain.namespace, domain.nodes, domain.trace_type.bits()), (123, 4, 0xc0_0000));
+    assert!(matches!(config.pipelines[0].stage, StageConfig::IoamEncap));
+    let wrong = MINIMAL.replace(
+        "  - role: forward\n",
+        "  - role: source\n    int: {version: ioam, nodes: 100, dscp: {value: 1, mask: 1}, trace_type: [hop_limit_node_id, colour]}\n    source: {mode: md}\n",
+    );
+    let said = |text: &str| -> Vec<String> {
+        problems(text).iter().map(|p| format!("{}: {}", p.path, p.message)).collect()
+    };
+    let found = said(&wrong);
+    for expected in [
+        "pipelines[0].int.dscp: dscp is a key of INT domains",
+        "pipelines[0].int.trace_type[1]: unknown IOAM trace field \"colour\"",
+        "pipelines[0].int.nodes: 100 slots of 1 words",
+        "pipelines[0].source: source settings in an IOAM domain",
+    ] {
+        assert!(found.iter().any(|p| p.starts_with(expected)), "{expected}: {found:?}");
+    }
+    let in_int21 =
+        MINIMAL.replace("  - role: forward\n", "  - role: transit\n    int: {version: 2.1, namespace: 5}\n");
+    assert!(said(&in_int21)
+        .iter()
+        .any(|p| p.starts_with("pipelines[0].int.namespace: namespace is a key of IOAM domains")));
+}

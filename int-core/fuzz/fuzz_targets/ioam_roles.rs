@@ -1,0 +1,94 @@
+//! IOAM's roles on arbitrary frames, judged beyond "no panic": whatever
+//! frame the decapsulating node accepts as traced, its output walks
+//! cleanly under etherparse, is the input less exactly the bytes it said it
+//! removed, and keeps the L4 checksum as right, or as wrong, as it was; a
+//! transit node writes only inside the trace it found (the bytes before
+//! and after the data space and header are the input's); and an
+//! encapsulation followed by decapsulation gives the frame back.
+#![no_main]
+
+use int_core::ioam::node::NodeData;
+use int_core::ioam::roles::{self, Encapped, Transited};
+use int_core::ioam::trace::TraceType;
+use int_core::ioam::{ipv6, Domain, TimestampFormat};
+use int_core::locate;
+use int_core::FrameBuf;
+use libfuzzer_sys::fuzz_target;
+
+#[path = "oracle.rs"]
+mod oracle;
+
+use oracle::{ip_verdict, l4_verdict, walk};
+
+const NAMESPACE: u16 = 123;
+
+fn node() -> NodeData {
+    NodeData { node_id: Some(7), timestamp_seconds: Some(1), timestamp_fraction: Some(2), ..NodeData::default() }
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&selector, frame)) = data.split_first() else { return };
+    decap_restores(frame);
+    transit_stays_inside(frame);
+    encap_then_decap(frame, selector);
+});
+
+fn decap_restores(frame: &[u8]) {
+    let Ok(Some(found)) = roles::find(frame, NAMESPACE) else { return };
+    let mut buffer = frame.to_vec();
+    let mut view = FrameBuf::new(&mut buffer, 0, frame.len()).expect("a view");
+    assert!(roles::decap(&mut view, &found), "find accepted it");
+    assert_eq!(view.len() + found.removed_len(), frame.len());
+    // IOAM reads no upper layer: one that lies is carried as it came.
+    // Where etherparse walks the input cleanly, it walks the output so.
+    if etherparse::SlicedPacket::from_ethernet(frame).is_err() {
+        return;
+    }
+    let ip = found.ip;
+    let (ip_in, addresses) = ip_verdict(frame, &ip);
+    let l4_in = l4_verdict(addresses, ip.protocol, &frame[ip.l4..ip.end]);
+    let (ip_out, l4_out) = walk(view.frame());
+    assert_eq!(ip_out, ip_in);
+    // The verdict is TCP's or UDP's; another upper layer has none here.
+    if !ip.is_fragment() && matches!(ip.protocol, 6 | 17) {
+        assert_eq!(l4_out, l4_in, "L4 checksum");
+    }
+}
+
+fn transit_stays_inside(frame: &[u8]) {
+    let mut out = frame.to_vec();
+    match roles::transit(&mut out, NAMESPACE, &node()) {
+        Ok(Transited::Filled | Transited::Overflow) => {}
+        _ => {
+            assert_eq!(out, frame, "a frame transit did not fill is left as it was");
+            return;
+        }
+    }
+    let ip = locate::ipv6(frame).expect("transit read it").expect("IPv6");
+    let hbh = ip.l3 + 40;
+    let len = (usize::from(frame[hbh + 1]) + 1) * 8;
+    let trace = ipv6::find_trace(&frame[hbh..hbh + len], NAMESPACE).expect("read").expect("there");
+    let (start, end) = (hbh + trace.option, hbh + trace.data + trace.data_len);
+    assert_eq!(out[..start], frame[..start], "before the option");
+    assert_eq!(out[end..], frame[end..], "after the trace");
+}
+
+fn encap_then_decap(frame: &[u8], selector: u8) {
+    let domain = Domain {
+        namespace: NAMESPACE,
+        trace_type: TraceType::from_bits_retain(u32::from(selector & 0xf0) << 16 | 0x80_0000),
+        nodes: (selector & 7) + 1,
+        timestamps: TimestampFormat::Posix,
+    };
+    let plan = domain.plan(9000);
+    let mut buffer = vec![0u8; 256 + frame.len()];
+    buffer[256..].copy_from_slice(frame);
+    let mut view = FrameBuf::new(&mut buffer, 256, frame.len()).expect("a view");
+    let Ok(Encapped::Added(added)) = roles::encap(&mut view, &plan, &node()) else { return };
+    assert_eq!(view.len(), frame.len() + added);
+    let traced = view.frame().to_vec();
+    let found = roles::find(&traced, NAMESPACE).expect("our own trace reads").expect("and is there");
+    assert_eq!(found.removed_len(), added);
+    assert!(roles::decap(&mut view, &found));
+    assert_eq!(view.frame(), frame, "encap then decap is the frame");
+}
