@@ -411,7 +411,9 @@ def main():
                                 continue
                             extra["live"].update(flows=flows, frame_size=size)
                         pipe = extra.setdefault("pipeline", {})
-                        if kind.removeprefix("reference-") in ("source", "sink"):
+                        # An IOAM domain's source keeps no flow table (it traces every packet).
+                        ioam_source = kind == "source" and pipe.get("int", {}).get("version") == "ioam"
+                        if kind.removeprefix("reference-") in ("source", "sink") and not ioam_source:
                             section = kind.removeprefix("reference-")
                             pipe.setdefault(section, {}).setdefault("flows", {})["capacity"] = flow_cap
                         if "report_share" in extra:

@@ -25,7 +25,7 @@
 //! node's metadata as every MX node reports (see [`crate::pipeline::int21::report`]).
 
 use int_core::flow::FlowKey;
-use int_core::hop_rule::{HopChange, HopDigest, HopFigures, Untold};
+use int_core::hop_rule::{HopChange, HopDigest, HopFigures, Untold, MAX_HOPS};
 use int_core::int21::fast_sink::{self, FastArrival, FastInt};
 use int_core::int21::{sink, Arrival, Domain, HopMetadata};
 use int_core::latency::LatencyConfig;
@@ -332,21 +332,32 @@ impl Sink21Stage {
         let now_ns = self.arrival_ns(burst, i, burst_ns);
         let Some(frame) = burst.data(i) else { return true };
         let key = found.flow(frame);
-        let oldest = found.nodes(frame).last().map(|node| node.as_hop(ioam.timestamps));
-        let figures = |node: int_core::ioam::node::NodeData| {
+        // Every element read once: the hop rule's figures, newest first,
+        // and the oldest's (the encapsulating node's) id and time.
+        let (mut figures, mut count, mut oldest) = ([None; MAX_HOPS], 0, None);
+        for node in found.nodes(frame) {
             let hop = node.as_hop(ioam.timestamps);
-            Some(HopFigures {
-                node: hop.node_id?,
+            let told = hop.node_id.map(|id| HopFigures {
+                node: id,
                 latency: hop.hop_latency,
-                queue: hop.queue.map(|(_, depth)| depth),
-            })
+                queue: hop.queue.map(|(_, q)| q),
+            });
+            if let Some(slot) = figures.get_mut(count) {
+                *slot = told;
+            }
+            count += 1;
+            oldest = Some(hop);
+        }
+        let hops = match figures.get(..count) {
+            Some(told) => self.settings.hops.digest(told.iter().copied()),
+            None => Err(Untold::TooMany),
         };
         let seen = Seen {
             flow: FlowRef::Key(&key),
             sequence: None,
             source_node: oldest.and_then(|hop| hop.node_id),
             source_ns: oldest.and_then(|hop| hop.ingress_timestamp),
-            hops: self.settings.hops.digest(found.nodes(frame).map(figures)),
+            hops,
             is_mx: false,
         };
         if found.trace.header.overflow() {
