@@ -29,6 +29,7 @@ fn the_hop_rules_report_what_changed_at_a_hop() {
     let run = sink(&dir, rules);
     assert_same_frames(&read_pcap(&dir.join("out.pcap")), &frames);
     let count = |name| run.counter("sink", name);
+    assert_eq!((count("latency_min_ns"), count("latency_max_ns")), (250_000, 250_000), "{}", run.stdout());
     assert_eq!(count("reports_latency"), FLOWS as u64, "{}", run.stdout());
     assert_eq!(count("reports_hop_change"), 2 * FLOWS as u64, "{}", run.stdout());
     let alerts = (PACKETS - FULLER_FROM - FLOWS) as u64;
