@@ -95,6 +95,86 @@ fn encap_transit_decap_restores_every_byte_and_reports_the_trace() {
     collect_reads_the_path(&datagrams, ipv6_flows);
 }
 
+/// Numbered (`sequence: true`): the encapsulating node numbers each IPv6
+/// flow's packets from 1 in an Edge-to-Edge option (etherparse finds it in
+/// a Destination Options header right before the upper layer); packets
+/// lost between the ends are counted by the sink from the numbers and
+/// reported by the INT sink's loss rule, `collect` prints each loss, and
+/// the packets that arrive come back byte for byte.
+#[test]
+fn numbered_packets_give_the_loss_between_the_ends() {
+    let dir = workdir("ioam-loss");
+    let frames = mixed_traffic_dual(240, 12, 180);
+    write_pcap(&dir.join("in.pcap"), &frames);
+    let numbered = DOMAIN.replace("nodes: 8,", "nodes: 4, sequence: true,");
+    let source = run_node(&dir, &node_config("source", "in.pcap", "ioam.pcap", &numbered, None));
+    let v6_flows: Vec<usize> = (0..12).filter(|&flow| is_ipv6_flow(flow)).collect();
+    let v6_packets = (0..240).filter(|i| is_ipv6_flow(i % 12)).count() as u64;
+    assert_eq!(source.counter("source", "instrumented"), v6_packets, "{}", source.stdout());
+    assert_eq!(source.counter("source", "flows_created"), v6_flows.len() as u64);
+    let traced = read_pcap(&dir.join("ioam.pcap"));
+    for (i, frame) in traced.iter().enumerate() {
+        if is_ipv6_flow(i % 12) {
+            let options = etherparse_destination_options(frame);
+            // Type 0x11, 10 bytes, IOAM-Opt-Type 3; in a header of its own or
+            // after the sender's options, 4n from the header's start.
+            let at = options.windows(4).position(|w| w == [0x11, 10, 0, 3]).expect("the option");
+            assert_eq!((at + 2) % 4, 0, "aligned");
+            let option = &options[at..];
+            let number = (i / 12 + 1) as u32;
+            assert_eq!(option[4..8], [0, 123, 0x40, 0], "namespace 123, E2E-Type bit 1");
+            assert_eq!(option[8..12], number.to_be_bytes(), "packet {i}: its flow's number");
+        }
+    }
+    // The first IPv6 flow loses its 5th and 6th packets, the second its 10th.
+    let lost = [v6_flows[0] + 12 * 4, v6_flows[0] + 12 * 5, v6_flows[1] + 12 * 9];
+    let keep = |i: &usize| !lost.contains(i);
+    let survivors: Vec<Vec<u8>> =
+        traced.into_iter().enumerate().filter(|(i, _)| keep(i)).map(|(_, f)| f).collect();
+    write_pcap(&dir.join("ioam.pcap"), &survivors);
+    retime_after_source(&dir.join("ioam.pcap"), LATENCY_NS);
+    let records = v6_flows.len() + 2;
+    let (child, listen) = common::collector::start_collector(
+        &tools_bin(),
+        &["--count", &records.to_string(), "--duration", "30"],
+    );
+    let sink = run_node(&dir, &node_config("sink", "ioam.pcap", "out.pcap", &numbered, Some(&listen)));
+    let expected: Vec<Vec<u8>> =
+        frames.into_iter().enumerate().filter(|(i, _)| keep(i)).map(|(_, f)| f).collect();
+    assert_same_frames(&read_pcap(&dir.join("out.pcap")), &expected);
+    assert_eq!(sink.counter("sink", "lost_packets"), 3, "{}", sink.stdout());
+    assert_eq!(sink.counter("sink", "no_sequence"), 0);
+    assert_eq!(sink.counter("sink", "reports_loss"), 2);
+    let output = child.wait_with_output().unwrap();
+    let lines: Vec<serde_json::Value> =
+        String::from_utf8(output.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let mut losses: Vec<(u64, u64)> = lines
+        .iter()
+        .filter(|l| l["type"] == "tr20-loss")
+        .map(|l| {
+            assert_eq!(l["source_node"], 1, "the oldest slot's node: {l}");
+            (l["first_flow_seq"].as_u64().unwrap(), l["lost_packets"].as_u64().unwrap())
+        })
+        .collect();
+    losses.sort();
+    assert_eq!(losses, [(5, 2), (10, 1)], "{lines:?}");
+}
+
+/// The options of an IPv6 frame's Destination Options header (after its
+/// Next Header and length), as etherparse slices them; the header must be
+/// the last before the upper layer.
+fn etherparse_destination_options(frame: &[u8]) -> Vec<u8> {
+    use etherparse::{NetSlice, SlicedPacket};
+    let packet = SlicedPacket::from_ethernet(frame).unwrap();
+    assert!(packet.transport.is_some(), "etherparse reads the upper layer after it");
+    let Some(NetSlice::Ipv6(ip)) = packet.net else { panic!("not IPv6") };
+    let last = ip.extensions().clone().into_iter().last().expect("extension headers");
+    let etherparse::Ipv6ExtensionSlice::DestinationOptions(options) = last else {
+        panic!("the last extension header is not Destination Options: {last:?}")
+    };
+    options.payload().to_vec()
+}
+
 /// The sink's reports through `collect`: every flow's path is the
 /// trace's nodes, oldest first, and its latency the capture times'.
 fn collect_reads_the_path(datagrams: &[Vec<u8>], flows: usize) {
@@ -206,6 +286,8 @@ fn gen_writes_and_decode_reads_ioam() {
         run_node(&dir, &node_config("sink", "traced.pcap", "out.pcap", domain, Some(&collector.addr())));
     assert_eq!(sink.counter("sink", "stripped"), 20, "{}", sink.stdout());
     assert_eq!(sink.counter("sink", "not_int"), 20);
+    // gen numbers each flow's packets: none lost, none without a number.
+    assert_eq!((sink.counter("sink", "lost_packets"), sink.counter("sink", "no_sequence")), (0, 0));
     let decoded = int_tools(&dir, &["decode", "--json", "traced.pcap"]);
     let records: Vec<serde_json::Value> = decoded.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let ioam: Vec<_> = records.iter().filter(|r| r["kind"] == "ioam").collect();
@@ -232,5 +314,7 @@ fn gen_writes_and_decode_reads_ioam() {
         assert_eq!(element["timestamp_seconds"], node.timestamp_seconds.unwrap());
         assert_eq!(element["timestamp_fraction"], node.timestamp_fraction.unwrap());
         assert!(element["ingress_if"].is_null(), "a field the trace type leaves out");
+        assert_eq!(trace["e2e"]["e2e_type"], "0x4000");
+        assert_eq!(trace["e2e"]["sequence"], found.sequence().unwrap());
     }
 }

@@ -571,6 +571,18 @@ fn tshark_reads_every_group_of_a_tr20_gso_send() {
     assert_eq!(theirs, [["9,9", "1,1"]], "{theirs:?}");
 }
 
+/// tshark's own dissectors' values of `fields`, `;` between them, a line
+/// per packet (no script of ours loaded).
+fn tshark_builtin(pcap: &Path, fields: &[&str]) -> String {
+    let mut args = vec!["-r".to_string(), pcap.to_string_lossy().into_owned()];
+    args.extend(["-T", "fields", "-E", "separator=;"].map(String::from));
+    args.extend(fields.iter().flat_map(|f| ["-e".to_string(), f.to_string()]));
+    let output =
+        Command::new("tshark").args(&args).output().expect("tshark not found: run scripts/install-deps.sh");
+    assert!(output.status.success(), "tshark: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout).unwrap()
+}
+
 /// IOAM: an IPv6 Hop-by-Hop Pre-allocated Trace written by int-core (room
 /// for three nodes, two of them filled, every kind of field but the
 /// namespace data), read by Wireshark's own IOAM dissector: the header and
@@ -640,13 +652,7 @@ fn tshark_reads_the_ioam_trace_int_core_writes() {
         "ipv6.opt.ioam.trace.free_space",
         "udp.dstport",
     ];
-    let mut args = vec!["-r".to_string(), dir.join("ioam.pcap").to_string_lossy().into_owned()];
-    args.extend(["-T", "fields", "-E", "separator=;"].map(String::from));
-    args.extend(fields.iter().flat_map(|f| ["-e".to_string(), f.to_string()]));
-    let output =
-        Command::new("tshark").args(&args).output().expect("tshark not found: run scripts/install-deps.sh");
-    assert!(output.status.success(), "tshark: {}", String::from_utf8_lossy(&output.stderr));
-    let seen = String::from_utf8(output.stdout).unwrap();
+    let seen = tshark_builtin(&dir.join("ioam.pcap"), &fields);
     // tshark shows these fields in hex, each node's (newest first) after a
     // comma; Hop_Lim twice per node, in the short and the wide field.
     let two = |a: String, b: String| format!("{a},{b}");
@@ -671,5 +677,59 @@ fn tshark_reads_the_ioam_trace_int_core_writes() {
         "00".repeat(usize::from(node_len) * 4),
         "5000".into(),
     ];
+    assert_eq!(seen.trim_end().split(';').collect::<Vec<_>>(), expected, "{seen}");
+}
+
+/// IOAM's Edge-to-Edge option as int-core's encapsulating node writes it
+/// (a 32-bit packet number), read by tshark: a Destination Options header
+/// of 16 bytes right before UDP (Next Header 17), PadN, then option type
+/// 0x11 ("may change: no") of 10 bytes: Reserved, IOAM-Opt-Type 3,
+/// Namespace-ID 123, E2E-Type 0x4000, the number. Wireshark 4.0's IOAM
+/// dissector knows option 0x31 only (RFC 9486 assigned 0x11 later), so it
+/// shows the option's bytes, not its fields.
+#[test]
+fn tshark_reads_the_ioam_edge_to_edge_option_int_core_writes() {
+    use int_core::ioam::e2e::E2eType;
+    use int_core::ioam::node::NodeData;
+    use int_core::ioam::roles::{self, Encapped, Plan};
+    use int_core::ioam::trace::{TraceHeaderRepr, TraceType};
+    let dir = workdir("wireshark-ioam-e2e");
+    let header = TraceHeaderRepr {
+        namespace: 123,
+        node_len: 1,
+        trace_type: TraceType::HOP_LIM_NODE_ID,
+        ..Default::default()
+    };
+    let plan = Plan { header, nodes: 2, max_ip_len: 1500, e2e: E2eType::SEQUENCE_32 };
+    let original = int_core::craft::PacketSpec::udp6(
+        "2001:db8::1".parse().unwrap(),
+        "2001:db8::2".parse().unwrap(),
+        4000,
+        5000,
+        32,
+    )
+    .build();
+    let mut bytes = vec![0u8; 128 + original.len()];
+    bytes[128..].copy_from_slice(&original);
+    let mut view = int_core::FrameBuf::new(&mut bytes, 128, original.len()).unwrap();
+    let node = NodeData { node_id: Some(1), ..NodeData::default() };
+    let added = roles::encap(&mut view, &plan, &node, |_, _| Some(0x0102_0304)).unwrap();
+    assert_eq!(added, Encapped::Added(24 + 16));
+    write_pcap(&dir.join("e2e.pcap"), &[view.frame().to_vec()]);
+    let fields = [
+        "ipv6.dstopts.nxt",
+        "ipv6.dstopts.len_oct",
+        "ipv6.opt.type",
+        "ipv6.opt.type.change",
+        "ipv6.opt.length",
+        "ipv6.opt.unknown",
+        "ipv6.opt.ioam.trace.ns",
+        "udp.dstport",
+    ];
+    let seen = tshark_builtin(&dir.join("e2e.pcap"), &fields);
+    // Options of both headers in order: the trace's PadN and 0x31, then
+    // the Destination Options header's PadN and 0x11.
+    let expected =
+        ["17", "16", "0x01,0x31,0x01,0x11", "0,1,0,0", "0,18,0,10", "0003007b400001020304", "123", "5000"];
     assert_eq!(seen.trim_end().split(';').collect::<Vec<_>>(), expected, "{seen}");
 }

@@ -8,6 +8,7 @@
 mod common;
 
 use common::{etherparse_verdict, ipv6_spec, packet_v4_v6, verify_checksums_as, zero_udp, Buffer};
+use int_core::ioam::e2e::E2eType;
 use int_core::ioam::node::NodeData;
 use int_core::ioam::roles::{self, Encapped, Plan, Transited};
 use int_core::ioam::trace::{TraceHeaderRepr, TraceType};
@@ -23,6 +24,18 @@ fn trace_type() -> impl Strategy<Value = TraceType> {
     })
 }
 
+/// What the Edge-to-Edge option carries: nothing (no option), a 32- or
+/// 64-bit number, timestamps with or without one.
+fn e2e_type() -> impl Strategy<Value = E2eType> {
+    prop_oneof![
+        Just(E2eType::empty()),
+        Just(E2eType::SEQUENCE_32),
+        Just(E2eType::SEQUENCE_64),
+        Just(E2eType::SEQUENCE_32 | E2eType::TIMESTAMP_SECONDS | E2eType::TIMESTAMP_FRACTION),
+        Just(E2eType::TIMESTAMP_SECONDS | E2eType::TIMESTAMP_FRACTION),
+    ]
+}
+
 fn plan(trace_type: TraceType, nodes: usize) -> Plan {
     let header = TraceHeaderRepr {
         namespace: 0x2b,
@@ -30,7 +43,7 @@ fn plan(trace_type: TraceType, nodes: usize) -> Plan {
         trace_type,
         ..Default::default()
     };
-    Plan { header, nodes, max_ip_len: 9000 }
+    Plan { header, nodes, max_ip_len: 9000, e2e: E2eType::empty() }
 }
 
 /// Node `n`'s element: every field it has, told apart by `n`.
@@ -79,13 +92,17 @@ proptest! {
         trace_type in trace_type(),
         nodes in 1usize..6,
         transits in 0usize..7,
+        e2e in e2e_type(),
+        sequence in any::<u32>(),
     ) {
         let original = spec.build();
-        let plan = plan(trace_type, nodes);
+        let plan = Plan { e2e, ..plan(trace_type, nodes) };
         prop_assume!(plan.check().is_ok());
-        let hop_limit = original[locate::ipv6(&original).unwrap().unwrap().l3 + 7];
+        let ip = locate::ipv6(&original).unwrap().unwrap();
+        let hop_limit = original[ip.l3 + 7];
         let mut buffer = Buffer::new(&original);
-        let added = buffer.with(|f| roles::encap(f, &plan, &node(1))).unwrap();
+        let number = |_: &[u8], _: &locate::IpLocation| Some(u64::from(sequence));
+        let added = buffer.with(|f| roles::encap(f, &plan, &node(1), number)).unwrap();
         prop_assert!(matches!(added, Encapped::Added(_)), "{:?}", added);
         for n in 0..transits {
             let frame_len = buffer.len;
@@ -100,6 +117,13 @@ proptest! {
         verify_checksums_as(&traced, zero_udp(&spec)).map_err(TestCaseError::fail)?;
         prop_assert!(hop_by_hop_per_etherparse(&traced).windows(2).any(|w| w == [0x31, plan.option_len() as u8 - 2]));
         let found = roles::find(&traced, plan.header.namespace).unwrap().unwrap();
+        let whole = ip.fragment == locate::Fragment::Whole;
+        prop_assert_eq!(found.e2e.is_some(), whole && !e2e.is_empty(), "the option where numbered");
+        let numbered = whole && e2e.intersects(E2eType::SEQUENCE_32 | E2eType::SEQUENCE_64);
+        prop_assert_eq!(found.sequence(), numbered.then_some(u64::from(sequence)));
+        if let Some(e2e) = found.e2e.filter(|e| e.option.repr.e2e_type.contains(E2eType::TIMESTAMP_SECONDS)) {
+            prop_assert_eq!(e2e.option.repr.timestamp_seconds, node(1).timestamp_seconds);
+        }
         let filled = (transits + 1).min(nodes);
         prop_assert_eq!(found.trace.header.overflow(), transits + 1 > nodes);
         let read: Vec<NodeData> = found.nodes(&traced).collect();
@@ -119,12 +143,13 @@ proptest! {
         trace_type in trace_type(),
         at in any::<prop::sample::Index>(),
         value in any::<u8>(),
+        e2e in e2e_type(),
     ) {
         let original = spec.build();
-        let plan = plan(trace_type, 3);
+        let plan = Plan { e2e, ..plan(trace_type, 3) };
         prop_assume!(plan.check().is_ok());
         let mut buffer = Buffer::new(&original);
-        buffer.with(|f| roles::encap(f, &plan, &node(1))).unwrap();
+        buffer.with(|f| roles::encap(f, &plan, &node(1), |_, _| Some(5))).unwrap();
         let mut traced = buffer.frame().to_vec();
         let at = at.index(traced.len());
         traced[at] = value;
@@ -160,7 +185,7 @@ fn the_generated_packets_are_mostly_traced() {
     common::assert_mostly_usable(ipv6_packet(), |spec| {
         let mut buffer = Buffer::new(&spec.build());
         matches!(
-            buffer.with(|f| roles::encap(f, &plan(TraceType::HOP_LIM_NODE_ID, 4), &node(1))),
+            buffer.with(|f| roles::encap(f, &plan(TraceType::HOP_LIM_NODE_ID, 4), &node(1), |_, _| None)),
             Ok(Encapped::Added(_))
         )
     });
@@ -177,7 +202,9 @@ fn every_cut_of_a_traced_packet_is_safe() {
         30,
     );
     let mut buffer = Buffer::new(&spec.build());
-    buffer.with(|f| roles::encap(f, &plan(TraceType::from_bits_retain(0xff_f000), 3), &node(1))).unwrap();
+    buffer
+        .with(|f| roles::encap(f, &plan(TraceType::from_bits_retain(0xff_f000), 3), &node(1), |_, _| None))
+        .unwrap();
     let traced = buffer.frame().to_vec();
     for cut in 0..traced.len() {
         if let Ok(Some(found)) = roles::find(&traced[..cut], 0x2b) {

@@ -1,7 +1,8 @@
 //! decode's IOAM side: the Pre-allocated Trace in an IPv6 packet's
 //! Hop-by-Hop header (any namespace), field by field, every node's
-//! element newest first.
+//! element newest first, and the namespace's Edge-to-Edge option.
 
+use int_core::ioam::e2e::E2eRepr;
 use int_core::ioam::node::NodeData;
 use int_core::ioam::trace::TraceHeaderRepr;
 use int_core::ioam::{ipv6, roles, FIELD_NAMES};
@@ -15,6 +16,9 @@ pub fn decode(packet: &[u8], out: &mut Map<String, Value>) -> bool {
     let mut value = header_json(&trace.header);
     value.insert("slots".into(), json!(trace.data_len / (usize::from(trace.header.node_len).max(1) * 4)));
     value.insert("nodes".into(), Value::Array(nodes));
+    if let Some(e2e) = roles::e2e_in_packet(packet, trace.header.namespace) {
+        value.insert("e2e".into(), e2e_json(&e2e));
+    }
     out.insert("ioam".into(), Value::Object(value));
     true
 }
@@ -33,6 +37,16 @@ fn header_json(header: &TraceHeaderRepr) -> Map<String, Value> {
     out.insert("trace_type".into(), json!(format!("0x{:06x}", header.trace_type.bits())));
     out.insert("trace_fields".into(), json!(names));
     out
+}
+
+/// The Edge-to-Edge option; a field its type leaves out is null.
+fn e2e_json(e2e: &E2eRepr) -> Value {
+    json!({
+        "e2e_type": format!("0x{:04x}", e2e.e2e_type.bits()),
+        "sequence": e2e.sequence,
+        "timestamp_seconds": e2e.timestamp_seconds,
+        "timestamp_fraction": e2e.timestamp_fraction,
+    })
 }
 
 /// One element; a field the trace type leaves out, or a node left
@@ -68,6 +82,11 @@ pub fn print(ioam: &Value) {
         ioam["slots"],
         if ioam["overflow"] == true { ", overflow" } else { "" }
     );
+    if let Some(e2e) = ioam["e2e"].as_object() {
+        let fields: Vec<String> =
+            e2e.iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| format!("{k}={v}")).collect();
+        println!("  edge-to-edge: {}", fields.join(" "));
+    }
     for (i, node) in ioam["nodes"].as_array().into_iter().flatten().enumerate() {
         let fields: Vec<String> = node
             .as_object()

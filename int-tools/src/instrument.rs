@@ -24,7 +24,8 @@ pub enum Instrument {
     Int21Mx,
     /// IOAM's Pre-allocated Trace in a Hop-by-Hop option (namespace 123, 8
     /// slots of Hop_Lim and node id, POSIX timestamp, transit delay), the
-    /// first slot filled; IPv6 packets only, IPv4 ones left plain.
+    /// first slot filled, and the flow's packet number in an Edge-to-Edge
+    /// option; IPv6 packets only, IPv4 ones left plain.
     Ioam,
 }
 
@@ -35,8 +36,8 @@ pub enum Source {
     Ioam(int_core::ioam::roles::Plan),
 }
 
-/// gen's IOAM domain: what `int.version: ioam, namespace: 123` and the
-/// default trace fields give a node.
+/// gen's IOAM domain: what `int.version: ioam, namespace: 123, sequence:
+/// true` and the default trace fields give a node.
 pub fn ioam_domain() -> int_core::ioam::Domain {
     use int_core::ioam::trace::TraceType;
     int_core::ioam::Domain {
@@ -47,6 +48,7 @@ pub fn ioam_domain() -> int_core::ioam::Domain {
             | TraceType::TRANSIT_DELAY,
         nodes: 8,
         timestamps: int_core::ioam::TimestampFormat::Posix,
+        e2e: int_core::ioam::e2e::E2eType::SEQUENCE_32,
     }
 }
 
@@ -101,14 +103,14 @@ impl Source {
         match self {
             Source::V05(config) => config.added_len(),
             Source::V21(config) => 8 + int21::FIXED_LEN + usize::from(config.hop_ml()) * 4 + 4,
-            Source::Ioam(plan) => plan.added_len(false),
+            Source::Ioam(plan) => plan.added_len(false) + plan.e2e_added_len(false),
         }
     }
 
     /// `frame` instrumented with the source's hop stamped `time_ns`, and
     /// flow sequence number `sequence` (INT 0.5 shim Type 3; INT 2.1 MD,
     /// as source-only metadata under int-node's default Domain Specific
-    /// ID).
+    /// ID; IOAM's Edge-to-Edge option).
     pub fn instrument(&self, frame: &[u8], sequence: u32, time_ns: u64) -> Result<Vec<u8>, String> {
         // IOAM's trace of 8 slots takes 144 bytes.
         const HEADROOM: usize = 256;
@@ -151,7 +153,8 @@ impl Source {
                     ..Default::default()
                 };
                 use int_core::ioam::roles::Encapped;
-                match int_core::ioam::roles::encap(&mut view, plan, &node) {
+                let number = |_: &[u8], _: &int_core::locate::IpLocation| Some(u64::from(sequence));
+                match int_core::ioam::roles::encap(&mut view, plan, &node, number) {
                     // IPv4 packets stay plain: IOAM rides IPv6 options.
                     Ok(Encapped::Added(_) | Encapped::NotIpv6) => {}
                     other => return Err(format!("cannot trace: {other:?}")),

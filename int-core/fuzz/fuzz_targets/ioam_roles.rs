@@ -4,9 +4,11 @@
 //! removed, and keeps the L4 checksum as right, or as wrong, as it was; a
 //! transit node writes only inside the trace it found (the bytes before
 //! and after the data space and header are the input's); and an
-//! encapsulation followed by decapsulation gives the frame back.
+//! encapsulation followed by decapsulation gives the frame back, with the
+//! packet number it was given where it was numbered.
 #![no_main]
 
+use int_core::ioam::e2e::E2eType;
 use int_core::ioam::node::NodeData;
 use int_core::ioam::roles::{self, Encapped, Transited};
 use int_core::ioam::trace::TraceType;
@@ -79,16 +81,26 @@ fn encap_then_decap(frame: &[u8], selector: u8) {
         trace_type: TraceType::from_bits_retain(u32::from(selector & 0xf0) << 16 | 0x80_0000),
         nodes: (selector & 7) + 1,
         timestamps: TimestampFormat::Posix,
+        e2e: match selector & 8 {
+            0 => E2eType::empty(),
+            _ => E2eType::SEQUENCE_32 | E2eType::TIMESTAMP_SECONDS,
+        },
     };
     let plan = domain.plan(9000);
     let mut buffer = vec![0u8; 256 + frame.len()];
     buffer[256..].copy_from_slice(frame);
     let mut view = FrameBuf::new(&mut buffer, 256, frame.len()).expect("a view");
-    let Ok(Encapped::Added(added)) = roles::encap(&mut view, &plan, &node()) else { return };
+    let mut numbered = false;
+    let number = |_: &[u8], _: &locate::IpLocation| {
+        numbered = true;
+        Some(u64::from(selector) + 1)
+    };
+    let Ok(Encapped::Added(added)) = roles::encap(&mut view, &plan, &node(), number) else { return };
     assert_eq!(view.len(), frame.len() + added);
     let traced = view.frame().to_vec();
     let found = roles::find(&traced, NAMESPACE).expect("our own trace reads").expect("and is there");
     assert_eq!(found.removed_len(), added);
+    assert_eq!(found.sequence(), numbered.then_some(u64::from(selector) + 1));
     assert!(roles::decap(&mut view, &found));
     assert_eq!(view.frame(), frame, "encap then decap is the frame");
 }

@@ -1,6 +1,7 @@
 //! IOAM in IPv6 options (RFC 9486; the last draft, ippm-ioam-ipv6-options-12):
 //! an IOAM option in the Hop-by-Hop header carries the Pre-allocated
-//! Trace, 4n aligned from the start of the header.
+//! Trace, one in a Destination Options header the Edge-to-Edge option,
+//! each 4n aligned from the start of its header.
 //!
 //! ```text
 //!  0                   1                   2                   3
@@ -16,12 +17,16 @@
 //! not change), the value Linux (`IPV6_TLV_IOAM`) and Wireshark use: this
 //! module follows the RFC.
 
+use super::e2e::E2eRepr;
 use super::node::NodeData;
 use super::trace::{TraceHeaderRepr, TraceType, FLAG_OVERFLOW, HEADER_LEN};
 use crate::error::{EmitError, Layer, ParseError};
 
 /// The IPv6 option type of IOAM options whose data changes en route.
 pub const OPTION_IOAM: u8 = 0x31;
+/// The IPv6 option type of IOAM options whose data does not (the
+/// Edge-to-Edge option, in a Destination Options header).
+pub const OPTION_IOAM_STATIC: u8 = 0x11;
 /// IOAM-Option-Types (RFC 9197 section 7.1).
 pub const PREALLOCATED_TRACE: u8 = 0;
 pub const INCREMENTAL_TRACE: u8 = 1;
@@ -59,38 +64,87 @@ pub fn first_trace(hbh: &[u8]) -> Result<Option<TraceAt>, ParseError> {
 /// The trace whose namespace `wanted` takes; a second one refused.
 fn find_where(hbh: &[u8], wanted: impl Fn(u16) -> bool) -> Result<Option<TraceAt>, ParseError> {
     let mut found = None;
+    each_option(hbh, |at, kind, end| {
+        if kind != OPTION_IOAM || hbh.get(at + 3) != Some(&PREALLOCATED_TRACE) {
+            return Ok(());
+        }
+        let trace = trace_at(hbh, at, end)?;
+        if wanted(trace.header.namespace) {
+            if found.is_some() {
+                return Err(ParseError::UnknownType { layer: Layer::IoamOption, offset: at, value: kind });
+            }
+            found = Some(trace);
+        }
+        Ok(())
+    })?;
+    Ok(found)
+}
+
+/// `each(at, type, end)` for every option but Pad1 of an options header
+/// (Hop-by-Hop or Destination, its whole length); an option past the
+/// header refused.
+fn each_option(
+    header: &[u8],
+    mut each: impl FnMut(usize, u8, usize) -> Result<(), ParseError>,
+) -> Result<(), ParseError> {
     let mut at = 2;
-    while at < hbh.len() {
-        let kind = hbh.get(at).copied().unwrap_or(0);
+    while at < header.len() {
+        let kind = header.get(at).copied().unwrap_or(0);
         if kind == 0 {
             at += 1; // Pad1
             continue;
         }
-        let len = usize::from(*hbh.get(at + 1).ok_or(ParseError::truncated(
+        let len = usize::from(*header.get(at + 1).ok_or(ParseError::truncated(
             Layer::Ipv6Extension,
             at,
             2,
-            hbh.len(),
+            header.len(),
         ))?);
         let end = at + 2 + len;
-        if end > hbh.len() {
+        if end > header.len() {
             return Err(ParseError::BadLength { layer: Layer::Ipv6Extension, offset: at + 1, value: len });
         }
-        if kind == OPTION_IOAM && hbh.get(at + 3) == Some(&PREALLOCATED_TRACE) {
-            let trace = trace_at(hbh, at, end)?;
-            if wanted(trace.header.namespace) {
-                if found.is_some() {
-                    return Err(ParseError::UnknownType {
-                        layer: Layer::IoamOption,
-                        offset: at,
-                        value: kind,
-                    });
-                }
-                found = Some(trace);
-            }
-        }
+        each(at, kind, end)?;
         at = end;
     }
+    Ok(())
+}
+
+/// Whether an options header's options walk to its end (none past it).
+pub fn options_walk(header: &[u8]) -> bool {
+    each_option(header, |_, _, _| Ok(())).is_ok()
+}
+
+/// Where an Edge-to-Edge option lies in a Destination Options header: its
+/// option's offset and end, and what it carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct E2eAt {
+    pub option: usize,
+    pub end: usize,
+    pub repr: E2eRepr,
+}
+
+/// The Edge-to-Edge option of `namespace` in a Destination Options header
+/// (`doh`, its whole length), if there is one. Refused, for the
+/// namespace: an option misaligned or lying, and a second one.
+pub fn find_e2e(doh: &[u8], namespace: u16) -> Result<Option<E2eAt>, ParseError> {
+    let mut found = None;
+    each_option(doh, |at, kind, end| {
+        if kind != OPTION_IOAM_STATIC || doh.get(at + 3) != Some(&EDGE_TO_EDGE) {
+            return Ok(());
+        }
+        let data = doh.get(at + OPTION_HEADER_LEN..end).unwrap_or_default();
+        let ours = data.get(..2) == Some(&namespace.to_be_bytes()[..]);
+        if !ours {
+            return Ok(());
+        }
+        if !at.is_multiple_of(4) || found.is_some() {
+            return Err(ParseError::BadLength { layer: Layer::IoamOption, offset: at, value: at % 4 });
+        }
+        let repr = E2eRepr::parse(data).map_err(|e| e.shifted(at + OPTION_HEADER_LEN))?;
+        found = Some(E2eAt { option: at, end, repr });
+        Ok(())
+    })?;
     Ok(found)
 }
 
@@ -202,11 +256,54 @@ pub fn write_option(out: &mut [u8], header: &TraceHeaderRepr, nodes: usize) -> R
         .for_each(|head| head.copy_from_slice(&[OPTION_IOAM, (option_len - 2) as u8, 0, PREALLOCATED_TRACE]));
     let trace = TraceHeaderRepr { remaining_len: (data_len / 4) as u8, ..*header };
     trace.emit(out.get_mut(OPTION_HEADER_LEN..).unwrap_or_default())?;
-    // PadN over two or more bytes left; a single one is Pad1 (0).
-    if let Some(pad) = out.get_mut(option_len..).filter(|pad| pad.len() >= 2) {
-        let len = pad.len() - 2;
-        pad.get_mut(..2).into_iter().for_each(|p| p.copy_from_slice(&[1, len as u8]));
+    pad(out.get_mut(option_len..).unwrap_or_default());
+    Ok(())
+}
+
+/// Options padding over `out` (zeroed): PadN over two or more bytes, Pad1
+/// over a single one.
+fn pad(out: &mut [u8]) {
+    if out.len() >= 2 {
+        let len = out.len() - 2;
+        out.get_mut(..2).into_iter().for_each(|p| p.copy_from_slice(&[1, len as u8]));
     }
+}
+
+/// Bytes of an Edge-to-Edge option carrying `repr`, its own header
+/// counted.
+pub fn e2e_option_len(repr: &E2eRepr) -> usize {
+    OPTION_HEADER_LEN + repr.len()
+}
+
+/// Writes a Destination Options header holding only the Edge-to-Edge
+/// option (PadN first, so that the option is 4n aligned, and padding to a
+/// multiple of 8 after it); returns its length.
+pub fn emit_destination_options(buf: &mut [u8], next_header: u8, repr: &E2eRepr) -> Result<usize, EmitError> {
+    let total = (4 + e2e_option_len(repr)).next_multiple_of(8);
+    let room = buf.len();
+    let out = buf.get_mut(..total).ok_or(EmitError::no_room(Layer::IoamOption, total, room))?;
+    out.get_mut(..4)
+        .into_iter()
+        .for_each(|head| head.copy_from_slice(&[next_header, (total / 8 - 1) as u8, 1, 0]));
+    write_e2e_option(out.get_mut(4..).unwrap_or_default(), repr)?;
+    Ok(total)
+}
+
+/// Writes the Edge-to-Edge option carrying `repr` at the start of `out`
+/// (in option type 0x11: its data does not change en route), and padding
+/// over the rest of `out`.
+pub fn write_e2e_option(out: &mut [u8], repr: &E2eRepr) -> Result<(), EmitError> {
+    let option_len = e2e_option_len(repr);
+    let room = out.len();
+    if room < option_len {
+        return Err(EmitError::no_room(Layer::IoamOption, option_len, room));
+    }
+    out.fill(0);
+    out.get_mut(..4).into_iter().for_each(|head| {
+        head.copy_from_slice(&[OPTION_IOAM_STATIC, (option_len - 2) as u8, 0, EDGE_TO_EDGE])
+    });
+    repr.emit(out.get_mut(OPTION_HEADER_LEN..).unwrap_or_default())?;
+    pad(out.get_mut(option_len..).unwrap_or_default());
     Ok(())
 }
 

@@ -1,17 +1,20 @@
 //! IOAM, the IETF's in-situ OAM (RFC 9197 data fields, RFC 9486 in IPv6
 //! options), beside INT: [`trace`] the Pre-allocated and Incremental
-//! Trace header, [`node`] a node's data element, [`ipv6`] the trace in an
-//! IPv6 Hop-by-Hop option (find, fill a slot, read every node, emit).
+//! Trace header, [`node`] a node's data element, [`e2e`] the Edge-to-Edge
+//! option (a packet number for loss), [`ipv6`] both in IPv6 options (find,
+//! fill a slot, read every node, emit), [`roles`] the three nodes' work.
 //!
 //! The texts are the last drafts before publication
 //! (`../shared/specs/ioam-*`); where they leave a value to IANA, the RFC's
 //! value is used and its module says so.
 
+pub mod e2e;
 pub mod ipv6;
 pub mod node;
 pub mod roles;
 pub mod trace;
 
+use e2e::E2eType;
 use trace::{TraceHeaderRepr, TraceType};
 
 /// An IOAM domain as its nodes share it: the namespace they fill, what
@@ -23,6 +26,9 @@ pub struct Domain {
     /// Slots, the encapsulating node's included.
     pub nodes: u8,
     pub timestamps: TimestampFormat,
+    /// What the encapsulating node's Edge-to-Edge option carries; empty:
+    /// no such option.
+    pub e2e: E2eType,
 }
 
 /// How the domain's nodes write a timestamp's fraction (RFC 9197 section
@@ -67,7 +73,7 @@ impl Domain {
             trace_type: self.trace_type,
             ..TraceHeaderRepr::default()
         };
-        roles::Plan { header, nodes: usize::from(self.nodes), max_ip_len }
+        roles::Plan { header, nodes: usize::from(self.nodes), max_ip_len, e2e: self.e2e }
     }
 }
 

@@ -17,7 +17,7 @@ use int_core::locate::{self, L4};
 use int_core::FrameBuf;
 use proptest::prelude::*;
 
-pub const HEADROOM: usize = 256;
+pub const HEADROOM: usize = 512;
 
 /// A frame in a buffer with `HEADROOM` bytes in front.
 pub struct Buffer {

@@ -1,7 +1,8 @@
 //! `int` of an IOAM domain (`version: ioam`): the namespace its nodes
 //! fill, the fields of the trace type, the slots the encapsulating node
-//! allocates, and the timestamps' fraction.
+//! allocates, the timestamps' fraction, and whether packets are numbered.
 
+use int_core::ioam::e2e::E2eType;
 use int_core::ioam::trace::TraceType;
 use int_core::ioam::{Domain, TimestampFormat, FIELD_NAMES};
 
@@ -28,10 +29,9 @@ pub fn domain(raw: &RawInt, path: &str, problems: &mut Problems) -> Domain {
             ("udp_port", raw.udp_port.is_some()),
             ("tcp_placement", raw.tcp_placement.is_some()),
             ("domain_specific_id", raw.domain_specific_id.is_some()),
-            ("sequence", raw.sequence.is_some()),
         ],
         "INT domains",
-        "an IOAM domain is its namespace, trace_type, nodes and timestamps",
+        "an IOAM domain is its namespace, trace_type, nodes, timestamps and sequence",
     );
     let names: Vec<&str> = match &raw.trace_type {
         Some(names) => names.iter().map(String::as_str).collect(),
@@ -61,6 +61,12 @@ pub fn domain(raw: &RawInt, path: &str, problems: &mut Problems) -> Domain {
         trace_type,
         nodes: raw.nodes.unwrap_or(DEFAULT_NODES),
         timestamps,
+        // Where configured, each flow's packets are numbered in an
+        // Edge-to-Edge option (RFC 9197 section 4.6): loss at the sink.
+        e2e: match raw.sequence {
+            Some(true) => E2eType::SEQUENCE_32,
+            _ => E2eType::empty(),
+        },
     };
     if let Err(why) = domain.plan(usize::MAX).check() {
         problems.add(

@@ -182,7 +182,7 @@ pub enum StageConfig {
     /// which pass untouched.
     Postcard(PostcardSettings),
     /// An IOAM domain's encapsulating node: every IPv6 packet traced.
-    IoamEncap,
+    IoamEncap(IoamEncapSettings),
 }
 
 impl StageConfig {
@@ -193,6 +193,7 @@ impl StageConfig {
             StageConfig::Source21(s) => Some(s.flow_capacity),
             StageConfig::Sink(s) => Some(s.flow_capacity),
             StageConfig::Postcard(s) => Some(s.flow_capacity),
+            StageConfig::IoamEncap(s) => Some(s.flow_capacity),
             _ => None,
         }
     }
@@ -234,7 +235,7 @@ impl StageConfig {
     pub fn role(&self) -> RoleName {
         match self {
             StageConfig::Forward => RoleName::Forward,
-            StageConfig::Source(_) | StageConfig::Source21(_) | StageConfig::IoamEncap => RoleName::Source,
+            StageConfig::Source(_) | StageConfig::Source21(_) | StageConfig::IoamEncap(_) => RoleName::Source,
             StageConfig::Transit => RoleName::Transit,
             StageConfig::Sink(_) => RoleName::Sink,
             #[cfg(feature = "lab")]
@@ -481,6 +482,14 @@ pub struct Source21Settings {
     /// this many of each watched flow is copied, the copy instrumented with
     /// D set and sent beside the original, which leaves untouched.
     pub clone_every: Option<u32>,
+}
+
+/// An IOAM domain's encapsulating node: its flow table numbers each
+/// flow's packets, where the domain numbers them (`int.sequence`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct IoamEncapSettings {
+    pub flow_capacity: u32,
+    pub idle_timeout_ms: u64,
 }
 
 /// An INT-XD node (INT 2.1 section 5.9, "INT-XD"): for packets of watched

@@ -14,7 +14,8 @@ use super::model::{
 use super::queues::QueueUse;
 use super::raw::{RawEndpoint, RawInt, RawPipeline, RawPostcard, RawSink, RawSource};
 use super::settings::{
-    generate_settings, impair_settings, postcard_settings, sink_settings, source21_settings, source_settings,
+    generate_settings, impair_settings, ioam_encap_settings, postcard_settings, sink_settings,
+    source21_settings, source_settings,
 };
 use super::Problems;
 
@@ -261,16 +262,7 @@ fn stage(
         RoleName::Source => {
             let (settings, path) = (source_section(raw), format!("{path}.source"));
             match domain {
-                IntDomain::Ioam(_) => {
-                    if raw.source.is_some() {
-                        problems.add(
-                            path,
-                            "source settings in an IOAM domain",
-                            "an IOAM domain's encapsulating node traces every IPv6 packet: remove the section",
-                        );
-                    }
-                    StageConfig::IoamEncap
-                }
+                IntDomain::Ioam(_) => StageConfig::IoamEncap(ioam_encap_settings(settings, &path, problems)),
                 IntDomain::V05(_) => StageConfig::Source(source_settings(settings, &path, problems)),
                 IntDomain::V21(domain) => {
                     let settings = source21_settings(settings, &path, problems);

@@ -12,9 +12,10 @@ use int_core::report::DEFAULT_COLLECTOR_PORT;
 
 use super::choice::chosen;
 use super::model::{
-    ExportConfig, ExportPath, Flavour, GenerateInstrument, GenerateSettings, LatencyMode, MalformedPolicy,
-    MarkedPolicy, Mode, PortConfig, PortExport, PostcardReport, PostcardSettings, Prefix, ProfileName,
-    Protocol, Rule, SinkSettings, Source21Settings, SourceSettings, StageConfig, TunnelPlacement,
+    ExportConfig, ExportPath, Flavour, GenerateInstrument, GenerateSettings, IoamEncapSettings, LatencyMode,
+    MalformedPolicy, MarkedPolicy, Mode, PortConfig, PortExport, PostcardReport, PostcardSettings, Prefix,
+    ProfileName, Protocol, Rule, SinkSettings, Source21Settings, SourceSettings, StageConfig,
+    TunnelPlacement,
 };
 use super::queues::QueueUse;
 use super::raw::{
@@ -66,6 +67,31 @@ pub fn source_settings(raw: &RawSource, path: &str, problems: &mut Problems) -> 
 /// A source of an INT 2.1 domain: the mode, the INT 2.1 instruction names,
 /// Remaining Hop Count (`max_hop_count`, default 8 as in the spec's
 /// examples); the INT 0.5 keys `flavour` and `tail` do not apply.
+/// An IOAM domain's encapsulating node: of the source section, only the
+/// flow table that numbers packets.
+pub fn ioam_encap_settings(raw: &RawSource, path: &str, problems: &mut Problems) -> IoamEncapSettings {
+    problems.other_version(
+        path,
+        &[
+            ("flavour", raw.flavour.is_some()),
+            ("mode", raw.mode.is_some()),
+            ("instructions", raw.instructions.is_some()),
+            ("max_hop_count", raw.max_hop_count.is_some()),
+            ("own_hop", raw.own_hop.is_some()),
+            ("watchlist", !raw.watchlist.is_empty()),
+            ("marked", raw.marked.is_some()),
+            ("tail", raw.tail.is_some()),
+            ("discard", raw.discard.is_some()),
+            ("tunnels", raw.tunnels.is_some()),
+            ("clone", raw.clone.is_some()),
+        ],
+        "INT sources",
+        "an IOAM domain's encapsulating node traces every IPv6 packet (the trace is set in int); its source section has only flows",
+    );
+    check_capacity(raw.flows.capacity, path, problems);
+    IoamEncapSettings { flow_capacity: raw.flows.capacity, idle_timeout_ms: raw.flows.idle_timeout_ms }
+}
+
 pub fn source21_settings(raw: &RawSource, path: &str, problems: &mut Problems) -> Source21Settings {
     problems.other_version(
         path,

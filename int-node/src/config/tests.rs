@@ -546,7 +546,11 @@ fn ioam_domain() {
     let config = parse(&sink).unwrap();
     let IntDomain::Ioam(domain) = config.pipelines[0].domain else { panic!("not IOAM") };
     assert_eq!((domain.namespace, domain.nodes, domain.trace_type.bits()), (123, 4, 0xc0_0000));
-    assert!(matches!(config.pipelines[0].stage, StageConfig::IoamEncap));
+    assert!(matches!(config.pipelines[0].stage, StageConfig::IoamEncap(_)));
+    assert!(domain.e2e.is_empty(), "numbered only where configured");
+    let numbered = parse(&sink.replace("nodes: 4,", "nodes: 4, sequence: true,")).unwrap();
+    let IntDomain::Ioam(domain) = numbered.pipelines[0].domain else { panic!("not IOAM") };
+    assert_eq!(domain.e2e, int_core::ioam::e2e::E2eType::SEQUENCE_32);
     let wrong = MINIMAL.replace(
         "  - role: forward\n",
         "  - role: source\n    int: {version: ioam, nodes: 100, dscp: {value: 1, mask: 1}, trace_type: [hop_limit_node_id, colour]}\n    source: {mode: md}\n",
@@ -559,7 +563,7 @@ fn ioam_domain() {
         "pipelines[0].int.dscp: dscp is a key of INT domains",
         "pipelines[0].int.trace_type[1]: unknown IOAM trace field \"colour\"",
         "pipelines[0].int.nodes: 100 slots of 1 words",
-        "pipelines[0].source: source settings in an IOAM domain",
+        "pipelines[0].source.mode: mode is a key of INT sources",
     ] {
         assert!(found.iter().any(|p| p.starts_with(expected)), "{expected}: {found:?}");
     }

@@ -110,6 +110,7 @@ fn with_top_flows(mut stage: Stage, top: TopFlows) -> Stage {
         Stage::Sink(sink) => sink.top = top,
         Stage::Sink21(sink) => sink.top = top,
         Stage::Postcard(postcard) => postcard.top = top,
+        Stage::IoamEncap(encap) => encap.top = top,
         _ => {}
     }
     stage
@@ -192,9 +193,9 @@ fn stage(config: &Config, p: &PipelineConfig, ports: &Ports, built: &mut Built) 
         (StageConfig::Transit, IntDomain::V21(domain)) => {
             Stage::Transit21(Box::new(Transit21Stage::new(domain, &hop, reporter21(config, built))))
         }
-        (StageConfig::IoamEncap, IntDomain::Ioam(domain)) => {
-            let encap =
-                IoamEncapStage::new(&domain, &hop).map_err(|e| failed(SetupError::Settings(e).into()))?;
+        (StageConfig::IoamEncap(settings), IntDomain::Ioam(domain)) => {
+            let encap = IoamEncapStage::new(&domain, &hop, settings)
+                .map_err(|e| failed(SetupError::Settings(e).into()))?;
             Stage::IoamEncap(Box::new(encap))
         }
         (StageConfig::Transit, IntDomain::Ioam(domain)) => {
@@ -216,7 +217,7 @@ fn stage(config: &Config, p: &PipelineConfig, ports: &Ports, built: &mut Built) 
             log_flow_table(&p.name, postcard.flows.slot_bytes(), postcard.flows.bytes_per_flow());
             Stage::Postcard(Box::new(postcard))
         }
-        (StageConfig::Source(_) | StageConfig::Source21(_) | StageConfig::IoamEncap, _) => {
+        (StageConfig::Source(_) | StageConfig::Source21(_) | StageConfig::IoamEncap(_), _) => {
             return Err(failed(StageError::OtherVersion))
         }
     };

@@ -12,16 +12,27 @@
 //! not know (buffer occupancy, namespace data, the checksum complement) is
 //! all ones, "not populated". Hop_Lim is the packet's Hop Limit: this node
 //! forwards without routing, so it does not lower it.
+//!
+//! Where the domain numbers packets, the encapsulating node numbers each
+//! flow's packets from 1 in its flow table (as an INT 2.1 source does) and
+//! carries the number in an Edge-to-Edge option; a flow the full table
+//! has no slot for gets the trace alone (counted `flow_table_full`), never
+//! a number the sink would misread as loss.
 
 use int_core::ioam::node::NodeData;
 use int_core::ioam::roles::{self, Encapped, Plan, Transited};
 use int_core::ioam::{Domain, TimestampFormat};
+use int_core::locate::IpLocation;
 use int_core::FrameBuf;
 
 use crate::clock::Clock;
+use crate::config::IoamEncapSettings;
 use crate::dpdk::mbuf::{Burst, RxClock};
+use crate::flow_table::{FlowRef, FlowTable};
 use crate::pipeline::hop_figures::{BurstFigures, HopFigures};
 use crate::pipeline::setup::Hop;
+use crate::pipeline::source_flow::{next_number, Ageing};
+use crate::pipeline::top_flows::TopFlows;
 use crate::stats::{Counter, Counters};
 
 /// What every stage of the domain writes for this node.
@@ -78,7 +89,7 @@ impl Element {
         burst: &mut Burst,
         clock: &mut Clock,
         counters: &mut Counters,
-        mut step: impl FnMut(&mut FrameBuf<'_>, &NodeData) -> Counter,
+        mut step: impl FnMut(&mut FrameBuf<'_>, &NodeData, &mut Counters) -> Counter,
     ) {
         let figures = self.figures.burst(clock.now_ns(), burst.len());
         for i in 0..burst.len() {
@@ -88,38 +99,71 @@ impl Element {
                 continue;
             }
             let node = self.of(burst, i, &figures);
-            counters.inc(burst.with_frame(i, |f| step(f, &node)).unwrap_or(Counter::shared_mbuf));
+            let counter = burst.with_frame(i, |f| step(f, &node, counters));
+            counters.inc(counter.unwrap_or(Counter::shared_mbuf));
         }
         self.figures.done(&figures);
     }
 }
 
 /// The encapsulating node: the trace added to every IPv6 packet, this
-/// node's slot filled.
+/// node's slot filled, the packet numbered where the domain says.
 pub struct IoamEncapStage {
     plan: Plan,
     element: Element,
+    /// Per-flow last packet number, where the domain numbers packets.
+    flows: FlowTable<u32>,
+    idle_timeout_ns: u64,
+    last_sweep_ns: u64,
+    /// The flows with the most packets, ranked as the ageing sweep goes.
+    pub top: TopFlows,
 }
 
 impl IoamEncapStage {
-    pub fn new(domain: &Domain, hop: &Hop) -> Result<Self, &'static str> {
+    pub fn new(domain: &Domain, hop: &Hop, settings: &IoamEncapSettings) -> Result<Self, &'static str> {
         let plan = domain.plan(usize::from(hop.max_ip_len));
         plan.check()?;
-        Ok(IoamEncapStage { plan, element: Element::new(domain, hop) })
+        let numbered = !plan.e2e.is_empty();
+        Ok(IoamEncapStage {
+            plan,
+            element: Element::new(domain, hop),
+            flows: FlowTable::new(if numbered { settings.flow_capacity as usize } else { 1 }),
+            idle_timeout_ns: settings.idle_timeout_ms * 1_000_000,
+            last_sweep_ns: 0,
+            top: TopFlows::default(),
+        })
     }
 
     #[inline(never)]
     pub fn process(&mut self, burst: &mut Burst, clock: &mut Clock, counters: &mut Counters) {
-        let plan = &self.plan;
-        self.element.each(burst, clock, counters, |frame, node| match roles::encap(frame, plan, node) {
-            Ok(Encapped::Added(_)) => Counter::instrumented,
-            Ok(Encapped::NotIpv6) => Counter::not_ipv6,
-            Ok(Encapped::AlreadyTraced) => Counter::already_marked,
-            Ok(Encapped::TooBig) => Counter::too_big,
-            Ok(Encapped::NoHeadroom) => Counter::no_headroom,
-            // Headers that lie: forwarded as they came, counted.
-            Err(error) => Counter::malformed(error.drop_reason()),
+        let (plan, flows, now_ns) = (&self.plan, &mut self.flows, clock.now_ns());
+        self.element.each(burst, clock, counters, |frame, node, counters| {
+            let number = |bytes: &[u8], ip: &IpLocation| {
+                let key = roles::flow_of(bytes, ip);
+                next_number(flows, FlowRef::Key(&key), now_ns, counters).map(u64::from)
+            };
+            match roles::encap(frame, plan, node, number) {
+                Ok(Encapped::Added(_)) => Counter::instrumented,
+                Ok(Encapped::NotIpv6) => Counter::not_ipv6,
+                Ok(Encapped::AlreadyTraced) => Counter::already_marked,
+                Ok(Encapped::TooBig) => Counter::too_big,
+                Ok(Encapped::NoHeadroom) => Counter::no_headroom,
+                // Headers that lie: forwarded as they came, counted.
+                Err(error) => Counter::malformed(error.drop_reason()),
+            }
         });
+        self.age(now_ns, counters);
+    }
+
+    /// A step of the ageing sweep of the numbered flows (see
+    /// [`crate::pipeline::int05::source::SourceStage::age`]).
+    #[inline]
+    pub fn age(&mut self, now_ns: u64, counters: &mut Counters) {
+        if !self.plan.e2e.is_empty() {
+            let ageing =
+                Ageing { last_sweep_ns: &mut self.last_sweep_ns, idle_timeout_ns: self.idle_timeout_ns };
+            ageing.age(&mut self.flows, &mut self.top, now_ns, counters, |numbered| *numbered);
+        }
     }
 }
 
@@ -138,7 +182,7 @@ impl IoamTransitStage {
     #[inline(never)]
     pub fn process(&mut self, burst: &mut Burst, clock: &mut Clock, counters: &mut Counters) {
         let namespace = self.namespace;
-        self.element.each(burst, clock, counters, |frame, node| {
+        self.element.each(burst, clock, counters, |frame, node, _| {
             match roles::transit(frame.frame_mut(), namespace, node) {
                 Ok(Transited::Filled) => Counter::pushed,
                 Ok(Transited::Overflow) => Counter::max_hop_reached,

@@ -92,6 +92,7 @@ impl Pipeline {
                 Stage::Source(source) => source.age(clock.now_ns(), &mut self.counters),
                 Stage::Source21(source) => source.age(clock.now_ns(), &mut self.counters),
                 Stage::Postcard(postcard) => postcard.age(clock.now_ns(), &mut self.counters),
+                Stage::IoamEncap(encap) => encap.age(clock.now_ns(), &mut self.counters),
                 _ => {}
             }
             self.counters.publish(&self.shared);

@@ -1,6 +1,6 @@
 //! What a source of either INT version does beside inserting: counts why
-//! it skips a packet, asks its watchlist on the fast path, and ages its
-//! numbered flows.
+//! it skips a packet, asks its watchlist on the fast path, numbers its
+//! flows' packets and ages its numbered flows.
 
 use std::net::SocketAddr;
 
@@ -10,7 +10,7 @@ use int_core::fast::FastFrame;
 use int_core::skip::Skip;
 
 use crate::config::Rule;
-use crate::flow_table::{sweep_budget, FlowTable};
+use crate::flow_table::{sweep_budget, Admission, FlowRef, FlowTable};
 use crate::pipeline::top_flows::TopFlows;
 use crate::stats::{Counter, Counters};
 
@@ -58,6 +58,32 @@ pub(crate) fn fast_flow_watched(
 /// a source never instruments.
 pub(crate) fn to_collector(flow: &FlowKey, collector: SocketAddr) -> bool {
     flow.protocol == 17 && flow.dst == collector.ip() && flow.dst_port == collector.port()
+}
+
+/// The flow's next packet number in `flows` (its first packet's is 1),
+/// the flow admitted and counted if new; `None` when the table has no
+/// slot for it. A flow that has numbered one packet may give its slot to
+/// a new flow when the table is full.
+pub(crate) fn next_number(
+    flows: &mut FlowTable<u32>,
+    flow: FlowRef<'_>,
+    now_ns: u64,
+    counters: &mut Counters,
+) -> Option<u32> {
+    let Some((number, admission)) = flows.get_or_insert_flow(flow, now_ns, |n| *n <= 1) else {
+        counters.inc(Counter::flow_table_full);
+        return None;
+    };
+    match admission {
+        Admission::Existing { .. } => {}
+        Admission::Created => counters.inc(Counter::flows_created),
+        Admission::Evicted => {
+            counters.inc(Counter::flows_created);
+            counters.inc(Counter::flows_evicted);
+        }
+    }
+    *number = number.wrapping_add(1);
+    Some(*number)
 }
 
 /// A source's ageing of its numbered flows: a 64th of the table every

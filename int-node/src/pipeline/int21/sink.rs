@@ -114,12 +114,13 @@ impl Sink21Stage {
     /// domain's trace, reports as the INT 2.1 sink does, gives back the
     /// packet as it came.
     pub fn ioam(domain: int_core::ioam::Domain, setup: SinkSetup) -> Self {
-        // No INT 2.1 packet is read: its domain only names no packet
-        // numbers (an IOAM trace carries none), so no loss is reported.
+        // No INT 2.1 packet is read: the domain only names the Domain
+        // Specific ID loss reports carry their figures under, int-node's
+        // default, which collect reads unless told another.
         let unused = Domain {
             marking: int_core::int21::Marking::UdpPort(0),
             tcp_placement: int_core::encap::TcpPlacement::BeforeOptions,
-            source_only: int_core::int21::SourceOnly { domain_id: 0, bits: 0, wide: 0 },
+            source_only: int_core::int21::SourceOnly::sequence(crate::config::INT21_DOMAIN_ID),
         };
         Sink21Stage { ioam: Some(domain), ..Sink21Stage::new(unused, setup) }
     }
@@ -310,8 +311,9 @@ impl Sink21Stage {
     /// Packet `i` at an IOAM domain's decapsulating node: not traced,
     /// malformed (by policy), or traced: tracked (the oldest slot's node
     /// and timestamp as the source's, every slot's node id, transit delay
-    /// and queue depth for the hop rule; no packet numbers), reported, and
-    /// restored. Returns whether it goes on.
+    /// and queue depth for the hop rule, the Edge-to-Edge option's packet
+    /// number for loss and, where the trace has no time, its entry time),
+    /// reported, and restored. Returns whether it goes on.
     fn take_ioam(
         &mut self,
         burst: &mut Burst,
@@ -354,9 +356,10 @@ impl Sink21Stage {
         };
         let seen = Seen {
             flow: FlowRef::Key(&key),
-            sequence: None,
+            // A 64-bit number's low half: the loss count wraps as a 32-bit one does.
+            sequence: found.sequence().map(|n| n as u32),
             source_node: oldest.and_then(|hop| hop.node_id),
-            source_ns: oldest.and_then(|hop| hop.ingress_timestamp),
+            source_ns: oldest.and_then(|hop| hop.ingress_timestamp).or(found.entered_ns(ioam.timestamps)),
             hops,
             is_mx: false,
         };

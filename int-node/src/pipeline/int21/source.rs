@@ -20,11 +20,11 @@ use crate::clock::Clock;
 use crate::config::{MarkedPolicy, Mode, Rule, Source21Settings, TunnelPlacement};
 use crate::dpdk::mbuf::{Burst, RxClock};
 use crate::flow_table::FlowRef;
-use crate::flow_table::{Admission, FlowTable};
+use crate::flow_table::FlowTable;
 use crate::pipeline::int21::clones::Clones;
 use crate::pipeline::int21::report::{Reporter21, Subject};
 use crate::pipeline::setup::{Hop, SetupError};
-use crate::pipeline::source_flow::{fast_flow_watched, skip_counter, Ageing};
+use crate::pipeline::source_flow::{fast_flow_watched, next_number, skip_counter, Ageing};
 use crate::pipeline::top_flows::TopFlows;
 use crate::stats::{Counter, Counters};
 use int_core::fast::FastFrame;
@@ -253,23 +253,7 @@ impl Source21Stage {
         if self.clones.is_none() && (!self.config.numbers_packets() || mtu_exceeded) {
             return Some(0);
         }
-        // A flow that has numbered one packet may give its slot to a new
-        // flow when the table is full.
-        let admitted = self.flows.get_or_insert_flow(flow, now_ns, |n| *n <= 1);
-        let Some((counter, admission)) = admitted else {
-            counters.inc(Counter::flow_table_full);
-            return None;
-        };
-        match admission {
-            Admission::Existing { .. } => {}
-            Admission::Created => counters.inc(Counter::flows_created),
-            Admission::Evicted => {
-                counters.inc(Counter::flows_created);
-                counters.inc(Counter::flows_evicted);
-            }
-        }
-        *counter = counter.wrapping_add(1);
-        Some(*counter)
+        next_number(&mut self.flows, flow, now_ns, counters)
     }
 
     /// A frame the fast path instruments without further question: of the
