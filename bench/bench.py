@@ -43,6 +43,8 @@ LARGE_FLOW_CASES = {"testpmd-io", "testpmd-csum", "testpmd-io-int", "forward", "
 
 # The IOAM domain of the benchmark's cases: what gen --instrument ioam writes.
 IOAM = {"version": "ioam", "namespace": 123, "nodes": 8}
+# The same domain numbering each flow's packets (the Edge-to-Edge option).
+IOAM_NUMBERED = dict(IOAM, sequence=True)
 
 # Each INT case's yardstick: the reference stage of its role (int-core's
 # reference module), the least work that role can do on these frames.
@@ -358,6 +360,7 @@ def main():
         # a transit filling the next slot, decapsulation with 1% reports,
         # on gen's IOAM pcap (144 bytes of trace).
         ("ioam-encap-v6", "source", "v6", {"pipeline": {"int": IOAM}}),
+        ("ioam-encap-numbered-v6", "source", "v6", {"pipeline": {"int": IOAM_NUMBERED}}),
         ("ioam-transit-v6", "transit", "ioam-v6", {"pipeline": {"int": IOAM}}),
         ("ioam-decap-1%-v6", "sink", "ioam-v6", {"pipeline": {"int": IOAM}, "report_share": 0.01}),
     ]
@@ -396,7 +399,8 @@ def main():
                 gen(plain_v6, size, flows, ipv6=True)
                 gen(with_int_v6, grown(36), flows, "hostint", ipv6=True)
                 gen(with_int21_v6, grown(40), flows, "int21-md", ipv6=True)
-                gen(with_ioam_v6, grown(144), flows, "ioam", ipv6=True)
+                # A 144-byte trace and a 16-byte Edge-to-Edge option.
+                gen(with_ioam_v6, grown(160), flows, "ioam", ipv6=True)
             mbufs = max(8191, packets + 65536)
             # --no-huge memory: about 8 KB per mbuf is what EAL needs here.
             mem = max(512, (mbufs * 8) // 1024 + 256)
@@ -411,9 +415,7 @@ def main():
                                 continue
                             extra["live"].update(flows=flows, frame_size=size)
                         pipe = extra.setdefault("pipeline", {})
-                        # An IOAM domain's source keeps no flow table (it traces every packet).
-                        ioam_source = kind == "source" and pipe.get("int", {}).get("version") == "ioam"
-                        if kind.removeprefix("reference-") in ("source", "sink") and not ioam_source:
+                        if kind.removeprefix("reference-") in ("source", "sink"):
                             section = kind.removeprefix("reference-")
                             pipe.setdefault(section, {}).setdefault("flows", {})["capacity"] = flow_cap
                         if "report_share" in extra:

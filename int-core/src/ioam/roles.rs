@@ -146,10 +146,16 @@ pub fn encap(
     let last_doh = last_destination_options(bytes, &ip);
     // The sender's own options must walk, or the decapsulating node could
     // not find the option after them.
-    let numbered = !plan.e2e.is_empty()
-        && ip.fragment == Fragment::Whole
-        && last_doh
-            .is_none_or(|doh| ipv6::options_walk(bytes.get(doh.at..doh.at + doh.len).unwrap_or_default()));
+    let walks = last_doh
+        .is_none_or(|doh| ipv6::options_walk(bytes.get(doh.at..doh.at + doh.len).unwrap_or_default()));
+    if let Some(doh) = last_doh.filter(|_| walks) {
+        // One of the namespace's own, or one that lies, would be read as ours.
+        let options = bytes.get(doh.at..doh.at + doh.len).unwrap_or_default();
+        if ipv6::find_e2e(options, plan.header.namespace).map_err(|e| e.shifted(doh.at))?.is_some() {
+            return Ok(Encapped::AlreadyTraced);
+        }
+    }
+    let numbered = !plan.e2e.is_empty() && ip.fragment == Fragment::Whole && walks;
     let trace_added = plan.added_len(existing.is_some());
     let e2e_added = if numbered { plan.e2e_added_len(last_doh.is_some()) } else { 0 };
     let added = trace_added + e2e_added;
@@ -504,28 +510,18 @@ pub fn e2e_in_packet(packet: &[u8], namespace: u16) -> Option<E2eRepr> {
     Some(ipv6::find_e2e(last?, namespace).ok()??.repr)
 }
 
-/// Removes what the encapsulating node added (the Edge-to-Edge option
-/// first: it lies after the trace); false, changing nothing, if the frame
-/// is not the one `found` was read from.
+/// Removes what the encapsulating node added: the trace, then the
+/// Edge-to-Edge option (the headers before it moved once, over fewer
+/// bytes); false, changing nothing, if the frame is not the one `found`
+/// was read from.
 pub fn decap(frame: &mut FrameBuf<'_>, found: &Found) -> bool {
     if frame.frame().len() < found.ip.end {
         return false;
     }
-    if let Some(e2e) = &found.e2e {
-        let removed = e2e.removed_len();
-        let next_header = byte(frame.frame(), e2e.doh);
-        if !frame.close_gap(e2e.doh + e2e.doh_len - removed, removed) {
-            return false;
-        }
-        let out = frame.frame_mut();
-        match e2e.whole {
-            true => set(out, e2e.chain_at, next_header),
-            false => set(out, e2e.doh + 1, ((e2e.doh_len - removed) / 8 - 1) as u8),
-        }
-    }
     let removed = found.trace_removed_len();
+    let removed_at = found.hbh + found.hbh_len - removed;
     let next_header = byte(frame.frame(), found.hbh);
-    if !frame.close_gap(found.hbh + found.hbh_len - removed, removed) {
+    if !frame.close_gap(removed_at, removed) {
         return false;
     }
     let out = frame.frame_mut();
@@ -534,6 +530,23 @@ pub fn decap(frame: &mut FrameBuf<'_>, found: &Found) -> bool {
         false => set(out, found.hbh + 1, ((found.hbh_len - removed) / 8 - 1) as u8),
     }
     set_payload_len(out, found.ip.l3, (found.ip.ip_len() - IPV6_LEN - found.removed_len()) as u16);
+    let Some(e2e) = &found.e2e else { return true };
+    // Where the option's header and the Next Header naming it lie now.
+    let moved = |offset: usize| if offset >= removed_at + removed { offset - removed } else { offset };
+    let chain_at = match found.whole && e2e.chain_at == found.hbh {
+        true => found.ip.l3 + 6, // the removed header's Next Header went there
+        false => moved(e2e.chain_at),
+    };
+    let (doh, gap) = (moved(e2e.doh), e2e.removed_len());
+    let next_header = byte(frame.frame(), doh);
+    if !frame.close_gap(doh + e2e.doh_len - gap, gap) {
+        return false;
+    }
+    let out = frame.frame_mut();
+    match e2e.whole {
+        true => set(out, chain_at, next_header),
+        false => set(out, doh + 1, ((e2e.doh_len - gap) / 8 - 1) as u8),
+    }
     true
 }
 
@@ -777,6 +790,25 @@ mod tests {
         let (out, done) = with_headroom(&udp6(), |f| encap(f, &plan_numbered(1), &node(1), unnumbered));
         assert_eq!(done, Ok(Encapped::Added(24)));
         assert_eq!(find(&out, 123).unwrap().unwrap().sequence(), None);
+    }
+
+    /// A packet whose own last Destination Options header already holds an
+    /// Edge-to-Edge option of the namespace is left as it is: a good one as
+    /// already traced, one that lies as malformed (either would be read as
+    /// ours at the decapsulating node).
+    #[test]
+    fn the_sender_s_own_option_of_the_namespace_is_not_traced_over() {
+        let spec = |option: Vec<u8>| {
+            let mut spec =
+                PacketSpec::udp6("2001:db8::1".parse().unwrap(), "2001:db8::2".parse().unwrap(), 1, 2, 9);
+            spec.ipv6.as_mut().unwrap().extensions.push((DESTINATION_OPTIONS, option));
+            spec.build()
+        };
+        let good = spec(vec![0, 1, 1, 0, 0x11, 10, 0, 3, 0, 123, 0x40, 0, 0, 0, 0, 1]);
+        let (out, done) = with_headroom(&good, |f| encap(f, &plan_numbered(1), &node(1), numbered(2)));
+        assert_eq!((out, done), (good, Ok(Encapped::AlreadyTraced)));
+        let misaligned = spec(vec![0, 1, 0, 0x11, 10, 0, 3, 0, 123, 0x40, 0, 0, 0, 0, 1, 0]);
+        assert!(with_headroom(&misaligned, |f| encap(f, &plan(1), &node(1), unnumbered)).1.is_err());
     }
 
     /// An option of the namespace that is not where our encapsulating
