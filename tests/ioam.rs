@@ -20,13 +20,13 @@ const LATENCY_NS: u64 = 150_000;
 
 /// Sets each traced packet's capture time to its oldest slot's timestamp
 /// plus `latency_ns`: the sink's arrival, as the source's is the slot's.
-fn retime_after_source(path: &std::path::Path, latency_ns: u64) {
+fn retime_after_source(path: &std::path::Path, latency_ns: u64, format: TimestampFormat) {
     let mut last_ns = 0;
     let frames: Vec<(u64, Vec<u8>)> = read_pcap(path)
         .into_iter()
         .map(|frame| {
             if let Some(found) = roles::find(&frame, 123).unwrap() {
-                let oldest = found.nodes(&frame).last().unwrap().as_hop(TimestampFormat::Posix);
+                let oldest = found.nodes(&frame).last().unwrap().as_hop(format);
                 last_ns = oldest.ingress_timestamp.unwrap() + latency_ns;
             }
             (last_ns, frame)
@@ -57,7 +57,7 @@ fn encap_transit_decap_restores_every_byte_and_reports_the_trace() {
     let transit = run_node(&dir, &node_config("transit", "ioam.pcap", "ioam2.pcap", DOMAIN, None));
     assert_eq!(transit.counter("transit", "pushed"), ipv6_packets, "{}", transit.stdout());
     assert_eq!(transit.counter("transit", "not_int"), 240 - ipv6_packets);
-    retime_after_source(&dir.join("ioam2.pcap"), LATENCY_NS);
+    retime_after_source(&dir.join("ioam2.pcap"), LATENCY_NS, TimestampFormat::Posix);
     let collector = Collector::new();
     let sink =
         run_node(&dir, &node_config("sink", "ioam2.pcap", "out.pcap", DOMAIN, Some(&collector.addr())));
@@ -100,13 +100,15 @@ fn encap_transit_decap_restores_every_byte_and_reports_the_trace() {
 /// a Destination Options header right before the upper layer); packets
 /// lost between the ends are counted by the sink from the numbers and
 /// reported by the INT sink's loss rule, `collect` prints each loss, and
-/// the packets that arrive come back byte for byte.
+/// the packets that arrive come back byte for byte. The domain writes PTP
+/// timestamps (ns fractions): `collect --ioam-timestamps ptp` reads the
+/// latency right, and each flow's first report's packet number.
 #[test]
 fn numbered_packets_give_the_loss_between_the_ends() {
     let dir = workdir("ioam-loss");
     let frames = mixed_traffic_dual(240, 12, 180);
     write_pcap(&dir.join("in.pcap"), &frames);
-    let numbered = DOMAIN.replace("nodes: 8,", "nodes: 4, sequence: true,");
+    let numbered = DOMAIN.replace("nodes: 8,", "nodes: 4, sequence: true, timestamps: ptp,");
     let source = run_node(&dir, &node_config("source", "in.pcap", "ioam.pcap", &numbered, None));
     let v6_flows: Vec<usize> = (0..12).filter(|&flow| is_ipv6_flow(flow)).collect();
     let v6_packets = (0..240).filter(|i| is_ipv6_flow(i % 12)).count() as u64;
@@ -132,11 +134,11 @@ fn numbered_packets_give_the_loss_between_the_ends() {
     let survivors: Vec<Vec<u8>> =
         traced.into_iter().enumerate().filter(|(i, _)| keep(i)).map(|(_, f)| f).collect();
     write_pcap(&dir.join("ioam.pcap"), &survivors);
-    retime_after_source(&dir.join("ioam.pcap"), LATENCY_NS);
+    retime_after_source(&dir.join("ioam.pcap"), LATENCY_NS, TimestampFormat::Ptp);
     let records = v6_flows.len() + 2;
     let (child, listen) = common::collector::start_collector(
         &tools_bin(),
-        &["--count", &records.to_string(), "--duration", "30"],
+        &["--count", &records.to_string(), "--duration", "30", "--ioam-timestamps", "ptp"],
     );
     let sink = run_node(&dir, &node_config("sink", "ioam.pcap", "out.pcap", &numbered, Some(&listen)));
     let expected: Vec<Vec<u8>> =
@@ -158,6 +160,16 @@ fn numbered_packets_give_the_loss_between_the_ends() {
         .collect();
     losses.sort();
     assert_eq!(losses, [(5, 2), (10, 1)], "{lines:?}");
+    let firsts: Vec<_> = lines.iter().filter(|l| l["type"] == "tr20").collect();
+    assert_eq!(firsts.len(), v6_flows.len(), "{lines:?}");
+    for record in firsts {
+        assert_eq!(
+            (record["latency_ns"].as_u64(), record["flow_seq"].as_u64()),
+            (Some(LATENCY_NS), Some(1)),
+            "{record}"
+        );
+    }
+    assert_eq!(sink.counter("sink", "latency_max_ns"), LATENCY_NS, "the node reads ptp too");
 }
 
 /// The options of an IPv6 frame's Destination Options header (after its

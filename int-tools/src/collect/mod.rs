@@ -189,6 +189,19 @@ pub struct CollectArgs {
     /// loss reports (0: none).
     #[arg(long, default_value = "0x4944", value_parser = crate::decode::parse_u16)]
     pub int21_domain_id: u16,
+    /// How the IOAM domain's nodes write a timestamp's fraction: posix
+    /// (microseconds, as Linux writes it) or ptp (nanoseconds), as the
+    /// nodes' int.timestamps.
+    #[arg(long, default_value = "posix", value_parser = parse_ioam_timestamps)]
+    pub ioam_timestamps: int_core::ioam::TimestampFormat,
+}
+
+fn parse_ioam_timestamps(text: &str) -> Result<int_core::ioam::TimestampFormat, String> {
+    match text {
+        "posix" => Ok(int_core::ioam::TimestampFormat::Posix),
+        "ptp" => Ok(int_core::ioam::TimestampFormat::Ptp),
+        other => Err(format!("{other:?}: posix or ptp, as the IOAM nodes' int.timestamps")),
+    }
 }
 
 /// How reports are printed.
@@ -204,6 +217,7 @@ pub enum Print {
 pub struct How {
     pub sink_id: SinkIdWord,
     pub int21_domain: int_core::int21::Domain,
+    pub ioam_timestamps: int_core::ioam::TimestampFormat,
     pub output: Print,
 }
 
@@ -441,7 +455,7 @@ fn how(args: &CollectArgs) -> Result<How, String> {
         (false, true) => Print::Json,
         (false, false) => Print::Text,
     };
-    Ok(How { sink_id, int21_domain, output })
+    Ok(How { sink_id, int21_domain, ioam_timestamps: args.ioam_timestamps, output })
 }
 
 /// Every output the arguments ask for, started.

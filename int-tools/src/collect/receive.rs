@@ -170,7 +170,7 @@ fn take(datagram: &Datagram<'_>, at_ns: u64, books: &mut Books, how: &How) -> u6
                 books.totals.reports += count as u64;
                 let missing = books.sender(from).account_22(report.group.sequence);
                 let arrival = Arrival { from, at_ns, missing };
-                super::tr20::record(&report, &how.int21_domain, arrival, books, how.output);
+                super::tr20::record(&report, how, arrival, books);
                 count as u64
             }
             Err(error) => {

@@ -5,6 +5,7 @@
 
 use int_core::flow::FlowKey;
 use int_core::int21::{self, Body, HopMetadata, Instructions};
+use int_core::ioam::TimestampFormat;
 use int_core::report::tr20::{GroupHeaderRepr, InType, IndividualReport, Report};
 use int_core::report::tr20_loss::LossReport;
 use int_core::{Layer, ParseError};
@@ -12,7 +13,7 @@ use serde_json::{json, Map, Value};
 
 use super::hops::{path_of, PathChange, Seen};
 use super::print::Arrival;
-use super::{Books, Measure, Observed, Print};
+use super::{Books, Measure, Observed};
 use crate::{records, schema};
 
 /// What collect refuses beyond the parser: a datagram whose individual
@@ -77,11 +78,16 @@ pub struct Latency21 {
     pub sequence: Option<u32>,
 }
 
-/// Reads an individual report's latency, when it is one.
-pub fn latency_of(report: &IndividualReport<'_>, domain: &int21::Domain) -> Option<Latency21> {
+/// Reads an individual report's latency, when it is one (an IOAM
+/// trace's timestamps read in `ioam_timestamps`).
+pub fn latency_of(
+    report: &IndividualReport<'_>,
+    domain: &int21::Domain,
+    ioam_timestamps: TimestampFormat,
+) -> Option<Latency21> {
     let int = report.int?;
     let Some((body, flow)) = int21::find_in_report(report.inner, domain).ok().flatten() else {
-        return ioam_latency_of(report);
+        return ioam_latency_of(report, ioam_timestamps);
     };
     let Body::Md(md) = body else {
         return Some(Latency21 {
@@ -112,15 +118,15 @@ pub fn latency_of(report: &IndividualReport<'_>, domain: &int21::Domain) -> Opti
 
 /// An IOAM decapsulating node's report (InType 5, the packet with its
 /// trace): the trace's elements as the hops, the oldest's timestamp as
-/// the source's. Timestamps are read as POSIX's (µs fractions, as Linux
-/// and int-node write them by default).
-fn ioam_latency_of(report: &IndividualReport<'_>) -> Option<Latency21> {
+/// the source's (its fraction in the domain's `format`: `--ioam-timestamps`),
+/// the Edge-to-Edge option's number as the packet's.
+fn ioam_latency_of(report: &IndividualReport<'_>, format: TimestampFormat) -> Option<Latency21> {
     let int = report.int?;
     if report.in_type != InType::Ipv6 {
         return None;
     }
     let (trace, hbh) = int_core::ioam::roles::trace_in_packet(report.inner)?;
-    let format = int_core::ioam::TimestampFormat::Posix;
+    let e2e = int_core::ioam::roles::e2e_in_packet(report.inner, trace.header.namespace);
     let mut path: Vec<HopMetadata> =
         int_core::ioam::ipv6::nodes(hbh, &trace).map(|n| n.as_hop(format)).collect();
     path.reverse();
@@ -135,18 +141,14 @@ fn ioam_latency_of(report: &IndividualReport<'_>) -> Option<Latency21> {
         hops: path.len(),
         source_node: source.and_then(|hop| hop.node_id),
         path,
-        sequence: None,
+        // A 64-bit number's low half, as the node counts loss with it.
+        sequence: e2e.and_then(|e2e| e2e.sequence).map(|n| n as u32),
     })
 }
 
 /// Records and prints every individual report of a TR 2.0 datagram.
-pub fn record(
-    report: &Report<'_>,
-    domain: &int21::Domain,
-    arrival: Arrival,
-    books: &mut Books,
-    output: Print,
-) {
+pub fn record(report: &Report<'_>, how: &super::How, arrival: Arrival, books: &mut Books) {
+    let (domain, output) = (&how.int21_domain, how.output);
     let sink_node = Some(report.group.node_id);
     for individual in report.reports().flatten() {
         if let Some(loss) = LossReport::parse(&individual, domain.source_only.domain_id) {
@@ -167,7 +169,7 @@ pub fn record(
             });
             continue;
         }
-        let latency = latency_of(&individual, domain);
+        let latency = latency_of(&individual, domain, how.ioam_timestamps);
         if let Some(l @ Latency21 { latency_ns: Some(ns), .. }) = &latency {
             let measure = Measure::Latency { ns: *ns, flow_seq: l.sequence, hops: u8::try_from(l.hops).ok() };
             let at_ns = individual.int.and_then(|int| int.metadata.ingress_timestamp);
