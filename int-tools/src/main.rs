@@ -1,54 +1,5 @@
-//! int-tools: the commands around an int-node deployment that need no DPDK.
-//! `decode` prints INT and report packets from a pcap, `collect` receives
-//! telemetry reports on a UDP socket, `gen` writes test traffic. A collector
-//! host installs this binary alone.
+//! The int-tools binary: decode, collect, gen (see the library's notes).
 
-mod collect;
-mod decode;
-mod decode21;
-mod decode_ioam;
-mod gen;
-mod instrument;
-mod nats;
-mod pcap;
-mod records;
-mod schema;
-
-use std::process::ExitCode;
-
-use clap::{Parser, Subcommand};
-
-#[derive(Debug, Parser)]
-#[command(name = "int-tools", version, about = "int-node's tools: decode, collect, gen (no DPDK needed)")]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Debug, Subcommand)]
-enum Command {
-    /// Print the INT blocks and telemetry reports in a pcap.
-    Decode(decode::DecodeArgs),
-    /// Receive telemetry reports on a UDP socket and print them.
-    Collect(Box<collect::CollectArgs>),
-    /// Write a pcap of test traffic.
-    Gen(gen::GenArgs),
-}
-
-fn main() -> ExitCode {
-    // Output is often piped into `head` or `less`: a closed pipe ends the
-    // tool quietly, as it ends any Unix filter.
-    int_os::signals::default_sigpipe();
-    let result = match Cli::parse().command {
-        Command::Decode(args) => decode::run(&args),
-        Command::Collect(args) => collect::run(&args),
-        Command::Gen(args) => gen::run(&args),
-    };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("error: {message}");
-            ExitCode::FAILURE
-        }
-    }
+fn main() -> std::process::ExitCode {
+    int_tools::main()
 }

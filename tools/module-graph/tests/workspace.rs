@@ -36,7 +36,7 @@ const ROOTS: &[&str] = &[
     "int-core/src/lib.rs",
     "int-os/src/lib.rs",
     "int-node/src/main.rs",
-    "int-tools/src/main.rs",
+    "int-tools/src/lib.rs",
     "int-lab/src/main.rs",
     "dpdk-sys/src/lib.rs",
 ];
