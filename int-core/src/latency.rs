@@ -9,14 +9,24 @@
 //!
 //! Where we differ from Host-INT: the refresh period is configurable; in the
 //! threshold modes the comparison is with the last *reported* latency, so a
-//! slow drift is reported once it adds up, where bucket edges would miss it.
+//! slow drift is reported once it adds up, where bucket edges would miss it;
+//! and bucket edges have hysteresis: a flow whose latency sits on an edge
+//! (jitter of a few per cent across 250 us) would otherwise be reported on
+//! every other packet. A packet moves its flow to another bucket only when
+//! its latency is past the edge by [`DEFAULT_HYSTERESIS_PERCENT`] of itself
+//! (configurable; 0 is Host-INT's rule).
 
 pub const MAX_BUCKETS: usize = 16;
 
+/// How far past a bucket edge (in per cent of the latency) a packet must be
+/// to move its flow to the other bucket.
+pub const DEFAULT_HYSTERESIS_PERCENT: u8 = 6;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChangeRule {
-    /// Thresholds in ns, increasing; `len` of them are used.
-    Buckets { thresholds: [u32; MAX_BUCKETS], len: u8 },
+    /// Thresholds in ns, increasing; `len` of them are used; a flow
+    /// changes bucket only `hysteresis` per cent past an edge.
+    Buckets { thresholds: [u32; MAX_BUCKETS], len: u8, hysteresis: u8 },
     /// Report when |latency - last reported| > this many ns.
     Absolute { ns: u32 },
     /// Report when |latency - last reported| > percent of last reported.
@@ -32,18 +42,51 @@ impl ChangeRule {
         }
         let mut thresholds = [0u32; MAX_BUCKETS];
         thresholds.get_mut(..list.len())?.copy_from_slice(list);
-        Some(ChangeRule::Buckets { thresholds, len: list.len() as u8 })
+        Some(ChangeRule::Buckets { thresholds, len: list.len() as u8, hysteresis: DEFAULT_HYSTERESIS_PERCENT })
+    }
+
+    /// The same rule with another hysteresis (buckets only; at most 50 %).
+    pub fn with_hysteresis(self, percent: u8) -> ChangeRule {
+        match self {
+            ChangeRule::Buckets { thresholds, len, .. } => {
+                ChangeRule::Buckets { thresholds, len, hysteresis: percent.min(50) }
+            }
+            other => other,
+        }
     }
 
     #[inline]
     pub fn bucket(&self, latency_ns: u64) -> u8 {
         match self {
-            ChangeRule::Buckets { thresholds, len } => thresholds
+            ChangeRule::Buckets { thresholds, len, .. } => thresholds
                 .iter()
                 .take(usize::from(*len))
                 .take_while(|edge| latency_ns >= u64::from(**edge))
                 .count() as u8,
             _ => 0,
+        }
+    }
+
+    /// The bucket a flow in bucket `held` moves to with this latency: the
+    /// latency's own bucket only if it is still another bucket when pulled
+    /// back toward `held` by the hysteresis, else `held`.
+    #[inline]
+    fn next_bucket(&self, held: u8, latency_ns: u64) -> u8 {
+        let bucket = self.bucket(latency_ns);
+        let ChangeRule::Buckets { hysteresis, .. } = *self else { return bucket };
+        if bucket == held || hysteresis == 0 {
+            return bucket;
+        }
+        let margin = latency_ns / 100 * u64::from(hysteresis);
+        let pulled = if bucket > held {
+            latency_ns.saturating_sub(margin)
+        } else {
+            latency_ns.saturating_add(margin)
+        };
+        if self.bucket(pulled) == held {
+            held
+        } else {
+            bucket
         }
     }
 }
@@ -90,7 +133,8 @@ impl Default for LatencyConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReportReason {
     FirstPacket,
-    /// Bucket differs from the previous packet's.
+    /// The latency moved the flow to another bucket (past the edge by the
+    /// hysteresis).
     BucketChange,
     /// Moved past the absolute or relative threshold.
     ThresholdChange,
@@ -120,7 +164,7 @@ pub struct LatencyState {
     last_report: [u8; 4],
     /// The latency last reported, 48 bits, high byte first.
     last_reported: [u8; 6],
-    /// [`REPORTED`], and the previous packet's bucket (at most
+    /// [`REPORTED`], and the flow's bucket, held by the hysteresis (at most
     /// [`MAX_BUCKETS`], in the low bits).
     bucket: u8,
 }
@@ -145,7 +189,11 @@ impl LatencyState {
     #[inline]
     pub fn observe(&mut self, config: &LatencyConfig, latency_ns: u64, now_ns: u64) -> Option<ReportReason> {
         let latency_ns = latency_ns.min(MAX_KEPT_NS);
-        let bucket = config.rule.bucket(latency_ns);
+        let bucket = if self.bucket & REPORTED == 0 {
+            config.rule.bucket(latency_ns)
+        } else {
+            config.rule.next_bucket(self.bucket & !REPORTED, latency_ns)
+        };
         let reason = if self.bucket & REPORTED == 0 {
             Some(ReportReason::FirstPacket)
         } else {
@@ -217,6 +265,29 @@ mod tests {
                 None
             ]
         );
+    }
+
+    /// A flow whose latency jitters across an edge (248-252 us around the
+    /// default 250 us) is reported once, not on every other packet (issue
+    /// 44: 1,100 reports for 2,000 packets of IOAM through the kernel);
+    /// once past the edge by the hysteresis it moves, and back likewise.
+    #[test]
+    fn hysteresis_holds_a_flow_that_sits_on_an_edge() {
+        let config = LatencyConfig { refresh_ns: 0, ..LatencyConfig::default() };
+        let jitter = [248_000, 252_000, 249_000, 251_500, 250_000, 247_000, 253_000];
+        let mut state = LatencyState::default();
+        let reports: Vec<_> = jitter.iter().filter_map(|l| state.observe(&config, *l, 0)).collect();
+        assert_eq!(reports, [ReportReason::FirstPacket]);
+        // Past 250 us by more than 6 %: the flow moves up, then stays.
+        assert_eq!(state.observe(&config, 270_000, 0), Some(ReportReason::BucketChange));
+        assert_eq!(state.observe(&config, 248_000, 0), None);
+        // Below by more than 6 %: back down.
+        assert_eq!(state.observe(&config, 230_000, 0), Some(ReportReason::BucketChange));
+        // Host-INT's rule (no hysteresis) reports every crossing.
+        let host_int = LatencyConfig { rule: config.rule.with_hysteresis(0), refresh_ns: 0 };
+        let mut state = LatencyState::default();
+        let crossings = jitter.iter().filter(|l| state.observe(&host_int, **l, 0).is_some()).count();
+        assert_eq!(crossings, 6);
     }
 
     #[test]

@@ -341,6 +341,9 @@ pub struct RawLatency {
     pub threshold_ns: Option<u32>,
     pub threshold_percent: Option<u32>,
     pub refresh_ms: Option<u64>,
+    /// How far past a bucket edge (per cent of the latency) a packet must be
+    /// to move its flow to another bucket (default 6; 0: Host-INT's rule).
+    pub hysteresis_percent: Option<u8>,
     /// How far a sink's clock may be behind a source's and be told from a
     /// latency (ms, at most 2147; default 2147: +-2.1 s).
     pub max_skew_ms: Option<u32>,

@@ -406,10 +406,22 @@ fn change_rule(raw: &RawSink, default: &LatencyConfig, path: &str, problems: &mu
                 "e.g. threshold_percent: 20",
             ),
         };
-    rule.unwrap_or_else(|| {
+    let rule = rule.unwrap_or_else(|| {
         problems.add(format!("{path}.latency.{key}"), message, hint);
         default.rule
-    })
+    });
+    match latency.hysteresis_percent {
+        Some(percent) if percent > 50 => {
+            problems.add(
+                format!("{path}.latency.hysteresis_percent"),
+                format!("{percent} % would hold a flow in its bucket past the next edge"),
+                "at most 50; the default 6 holds a flow that jitters across an edge, 0 is Host-INT's rule",
+            );
+            rule
+        }
+        Some(percent) => rule.with_hysteresis(percent),
+        None => rule,
+    }
 }
 
 /// `generate`: the generator's flows, frame size and INT.

@@ -65,7 +65,7 @@ pipelines:
     lcore: 1
     rx: {port: in}
     tx: {port: in}
-    sink: {latency: {buckets_ns: [5, 4]}, malformed: explode, hops: {latency_ns: [9, 9], queue: [1, 2, 3, 4, 5, 6, 7, 8, 9]}}
+    sink: {latency: {buckets_ns: [5, 4], hysteresis_percent: 60}, malformed: explode, hops: {latency_ns: [9, 9], queue: [1, 2, 3, 4, 5, 6, 7, 8, 9]}}
 ";
     let paths: Vec<String> = problems(text).into_iter().map(|p| p.path).collect();
     for expected in [
@@ -78,6 +78,7 @@ pipelines:
         "pipelines[0].tx.queue",
         "pipelines[0].int.dscp",
         "pipelines[1].sink.latency.buckets_ns",
+        "pipelines[1].sink.latency.hysteresis_percent",
         "pipelines[1].sink.malformed",
         "pipelines[1].sink.hops.latency_ns",
         "pipelines[1].sink.hops.queue",
