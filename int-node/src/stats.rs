@@ -104,6 +104,7 @@ counters! {
     latency_max_ns,
     clock_skew,
     clock_skew_max_ns,
+    latency_too_long,
     reports_latency,
     // INT 2.1: a flow's path changed (the path rule), a hop's latency or
     // queue class changed (the hop rule), a hop's queue is over the alert

@@ -168,6 +168,7 @@ pub const FAMILIES: &[Family] = &[
         members: &[Member(latency_max_ns, "", SINK)],
     },
     one!("clock_skew", clock_skew, SINK, "Packets whose latency came out negative (the clocks disagree)."),
+    one!("latency_too_long", latency_too_long, SINK, "Packets whose one-way latency came out over a minute (a source clock far behind, or a timestamp that lies): not believed, never reported."),
     Family {
         name: "clock_skew_max",
         unit: Unit::Seconds,

@@ -448,11 +448,7 @@ impl Sink21Stage {
         let latency = match int_core::latency::one_way_latency64(now_ns, source_ns) {
             Ok(latency) => latency,
             Err(difference) => {
-                counters.inc(Counter::clock_skew);
-                counters.raise(
-                    Counter::clock_skew_max_ns,
-                    u64::try_from(difference.unsigned_abs()).unwrap_or(u64::MAX),
-                );
+                count_unbelieved(difference, counters);
                 return hop_report;
             }
         };
@@ -567,4 +563,18 @@ fn hop_report(
 #[inline(never)]
 fn ipv6_key(burst: &Burst, i: usize, fast: &FastInt) -> Option<FlowKey> {
     burst.data(i).and_then(|frame| fast.frame.flow_key(frame))
+}
+
+/// A one-way latency the sink does not believe: negative (the sink's clock
+/// behind the source's: `clock_skew`, the largest kept) or over
+/// [`int_core::latency::MAX_ONE_WAY_NS`] (a source clock far behind, or a
+/// timestamp that lies: `latency_too_long`). Neither feeds the flow's
+/// latency rule: its first believable packet is reported as its first.
+fn count_unbelieved(difference: i128, counters: &mut Counters) {
+    if difference < 0 {
+        counters.inc(Counter::clock_skew);
+        counters.raise(Counter::clock_skew_max_ns, u64::try_from(difference.unsigned_abs()).unwrap_or(u64::MAX));
+    } else {
+        counters.inc(Counter::latency_too_long);
+    }
 }
