@@ -42,7 +42,11 @@ impl ChangeRule {
         }
         let mut thresholds = [0u32; MAX_BUCKETS];
         thresholds.get_mut(..list.len())?.copy_from_slice(list);
-        Some(ChangeRule::Buckets { thresholds, len: list.len() as u8, hysteresis: DEFAULT_HYSTERESIS_PERCENT })
+        Some(ChangeRule::Buckets {
+            thresholds,
+            len: list.len() as u8,
+            hysteresis: DEFAULT_HYSTERESIS_PERCENT,
+        })
     }
 
     /// The same rule with another hysteresis (buckets only; at most 50 %).
@@ -78,11 +82,8 @@ impl ChangeRule {
             return bucket;
         }
         let margin = latency_ns / 100 * u64::from(hysteresis);
-        let pulled = if bucket > held {
-            latency_ns.saturating_sub(margin)
-        } else {
-            latency_ns.saturating_add(margin)
-        };
+        let pulled =
+            if bucket > held { latency_ns.saturating_sub(margin) } else { latency_ns.saturating_add(margin) };
         if self.bucket(pulled) == held {
             held
         } else {

@@ -573,7 +573,8 @@ fn ipv6_key(burst: &Burst, i: usize, fast: &FastInt) -> Option<FlowKey> {
 fn count_unbelieved(difference: i128, counters: &mut Counters) {
     if difference < 0 {
         counters.inc(Counter::clock_skew);
-        counters.raise(Counter::clock_skew_max_ns, u64::try_from(difference.unsigned_abs()).unwrap_or(u64::MAX));
+        counters
+            .raise(Counter::clock_skew_max_ns, u64::try_from(difference.unsigned_abs()).unwrap_or(u64::MAX));
     } else {
         counters.inc(Counter::latency_too_long);
     }
