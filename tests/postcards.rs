@@ -348,6 +348,36 @@ fn clones_of_one_in_eight_leave_beside_untouched_originals() {
     assert_eq!(reported, expected, "a discard report for each copy, in order");
 }
 
+/// Copies under pressure (issue 44): a copy of every packet from a pool of
+/// 8 mbufs, so most copies of each burst of 32 are refused. The originals
+/// all leave, byte for byte (the copies' pool is not the one the port
+/// receives into); a refused copy spends no number, so a sink fed the
+/// result counts no loss on the copies it gets, each flow's copies
+/// numbered 1, 2, 3, ... with no gap. On the main of issue 44, a refused
+/// copy used up its number: a sink counted most refused copies lost.
+#[test]
+fn refused_clones_cost_no_original_and_no_number() {
+    let dir = workdir("clones-refused");
+    let frames = mixed_traffic_dual(PACKETS, FLOWS, 120);
+    write_pcap(&dir.join("in.pcap"), &frames);
+    let source = "    int: {version: 2.1}\n    source: {clone: {every: 1, mbufs: 8}}\n";
+    let run = run_node(&dir, &node_config("source", "in.pcap", "cloned.pcap", source, None));
+    let (cloned, refused) = (run.counter("source", "cloned"), run.counter("source", "clones_refused"));
+    assert!(cloned >= 8 && refused > 0, "a pool of 8 refuses copies: {}", run.stats);
+    assert_eq!(cloned + refused, PACKETS as u64, "each packet copied or its copy refused: {}", run.stats);
+    assert_eq!(run.counter("source", "tx_dropped"), 0);
+    assert_eq!(run.counter("source", "tx_packets"), PACKETS as u64 + cloned);
+    let out = read_pcap(&dir.join("cloned.pcap"));
+    let originals: Vec<_> = out.iter().filter(|frame| frames.contains(frame)).cloned().collect();
+    assert_same_frames(&originals, &frames);
+    let collector = Collector::new();
+    let sink = "    int: {version: 2.1}\n";
+    let run = run_node(&dir, &node_config("sink", "cloned.pcap", "out.pcap", sink, Some(&collector.addr())));
+    assert_same_frames(&read_pcap(&dir.join("out.pcap")), &frames);
+    assert_eq!(run.counter("sink", "discarded"), cloned);
+    assert_eq!(run.counter("sink", "lost_packets"), 0, "a refused copy is no lost packet: {}", run.stats);
+}
+
 /// Real postcards of three INT-XD nodes, then what goes wrong on the way
 /// to the collector: one of the middle node's datagrams lost, the last
 /// node's every datagram sent twice, and the first node's datagrams sent

@@ -34,6 +34,8 @@ pub struct Ports {
     /// One pool per socket with ports (shared with the metrics page,
     /// whose thread ends before the ports close).
     pools: BTreeMap<i32, Arc<Mempool>>,
+    /// Each mbuf's data room (the largest MTU in one segment).
+    data_room: u16,
 }
 
 /// A port's name, basic counters and driver xstats.
@@ -76,7 +78,7 @@ impl Ports {
                 entry.insert(Arc::new(pool));
             }
         }
-        let mut ports = Ports { ports: Vec::new(), sockets, pools };
+        let mut ports = Ports { ports: Vec::new(), sockets, pools, data_room };
         for (index, (port, id)) in config.ports.iter().zip(ids).enumerate() {
             let setup = port_setup(config, index, port, ports.pools.len() == 1);
             let opened = Port::configure(id, &port.name, &setup, ports.pool(index)?)?;
@@ -108,10 +110,15 @@ impl Ports {
         self.pools.get(&socket).map(|pool| &**pool).ok_or(PortsError::NoPool(socket))
     }
 
-    /// [`Ports::pool`], for a stage that allocates from it.
-    pub fn shared_pool(&self, index: usize) -> Result<Arc<Mempool>, PortsError> {
+    /// A pool of a stage's own, on port `index`'s socket, of mbufs as large
+    /// as the ports': for what a stage makes beside the packets it is given
+    /// (a cloning source's copies), so that it never takes the mbufs the
+    /// ports receive into.
+    pub fn own_pool(&self, name: &str, mbufs: u32, index: usize) -> Result<Arc<Mempool>, PortsError> {
         let socket = self.socket(index)?;
-        self.pools.get(&socket).map(Arc::clone).ok_or(PortsError::NoPool(socket))
+        let pool = Mempool::new(name, mbufs, 0, self.data_room, socket)?;
+        log::info!("mempool {name} on socket {socket}: {mbufs} mbufs of {} bytes", self.data_room);
+        Ok(Arc::new(pool))
     }
 
     /// Each port's name and id, in config order.

@@ -52,6 +52,7 @@ counters! {
     // copies the pool had no mbuf for (the original leaves regardless)
     cloned,
     clones_refused,
+    clones_dropped,
     not_watched,
     not_ip,
     // an IOAM domain's encapsulating node: IPv4 and other packets, passed

@@ -482,7 +482,14 @@ pub struct Source21Settings {
     /// this many of each watched flow is copied, the copy instrumented with
     /// D set and sent beside the original, which leaves untouched.
     pub clone_every: Option<u32>,
+    /// The mbufs of the copies' own pool: a copy never takes an mbuf from
+    /// the pool the ports receive into.
+    pub clone_mbufs: u32,
 }
+
+/// The copies' pool when `clone.mbufs` is not set: enough for a TX ring of
+/// 1024 full of copies.
+pub const DEFAULT_CLONE_MBUFS: u32 = 2047;
 
 /// An IOAM domain's encapsulating node: its flow table numbers each
 /// flow's packets, where the domain numbers them (`int.sequence`).

@@ -240,6 +240,9 @@ pub struct RawSource {
 pub struct RawClone {
     /// One copy in `every` packets of each flow (its 1st, N+1st, ...).
     pub every: u32,
+    /// The mbufs of the copies' own pool (the originals' pool never lends
+    /// one to a copy).
+    pub mbufs: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]

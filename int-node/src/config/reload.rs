@@ -171,6 +171,7 @@ fn source21(changes: &mut Changes, path: &str, old: &Source21Settings, new: &Sou
             discard,
             tunnels,
             clone_every,
+            clone_mbufs,
         ]
     );
 }

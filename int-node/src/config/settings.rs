@@ -15,7 +15,7 @@ use super::model::{
     ExportConfig, ExportPath, Flavour, GenerateInstrument, GenerateSettings, IoamEncapSettings, LatencyMode,
     MalformedPolicy, MarkedPolicy, Mode, PortConfig, PortExport, PostcardReport, PostcardSettings, Prefix,
     ProfileName, Protocol, Rule, SinkSettings, Source21Settings, SourceSettings, StageConfig,
-    TunnelPlacement,
+    TunnelPlacement, DEFAULT_CLONE_MBUFS,
 };
 use super::queues::QueueUse;
 use super::raw::{
@@ -124,6 +124,14 @@ pub fn source21_settings(raw: &RawSource, path: &str, problems: &mut Problems) -
     if raw.clone.as_ref().is_some_and(|clone| clone.every == 0) {
         problems.add(format!("{path}.clone.every"), "0 packets", "1 to copy every packet, N for one in N");
     }
+    let clone_mbufs = raw.clone.as_ref().and_then(|clone| clone.mbufs).unwrap_or(DEFAULT_CLONE_MBUFS);
+    if !(1..=1 << 20).contains(&clone_mbufs) {
+        problems.add(
+            format!("{path}.clone.mbufs"),
+            format!("{clone_mbufs} mbufs"),
+            "1 to 1048576: the copies in flight at once (a TX ring's worth: the default 2047)",
+        );
+    }
     Source21Settings {
         mode,
         instructions,
@@ -136,6 +144,7 @@ pub fn source21_settings(raw: &RawSource, path: &str, problems: &mut Problems) -
         discard: raw.discard.unwrap_or(false),
         tunnels: chosen(&raw.tunnels, TunnelPlacement::Inside, &format!("{path}.tunnels"), problems),
         clone_every: raw.clone.as_ref().map(|clone| clone.every),
+        clone_mbufs,
     }
 }
 

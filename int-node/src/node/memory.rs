@@ -27,6 +27,15 @@ pub struct Plan {
     pub mbufs: u64,
 }
 
+/// The mbufs of the cloning sources' own pools.
+fn clone_mbufs(config: &Config) -> u64 {
+    let pool = |p: &crate::config::PipelineConfig| match &p.stage {
+        StageConfig::Source21(settings) if settings.clone_every.is_some() => u64::from(settings.clone_mbufs),
+        _ => 0,
+    };
+    config.pipelines.iter().map(pool).sum()
+}
+
 impl Plan {
     pub fn of(config: &Config) -> Plan {
         let flow_tables = config.pipelines.iter().map(|p| stage_table_bytes(&p.stage, p.domain)).sum();
@@ -40,7 +49,7 @@ impl Plan {
             flow_tables,
             report_rings: rings.saturating_mul(ring_bytes as u64),
             captures,
-            mbufs: u64::from(config.mbufs).saturating_mul(per_mbuf),
+            mbufs: (u64::from(config.mbufs) + clone_mbufs(config)).saturating_mul(per_mbuf),
         }
     }
 

@@ -178,9 +178,13 @@ fn stage(config: &Config, p: &PipelineConfig, ports: &Ports, built: &mut Built) 
         }
         (StageConfig::Source21(settings), IntDomain::V21(domain)) => {
             let reporter = (settings.mode == Mode::Mx).then(|| reporter21(config, built)).flatten();
-            // Copies come from the pool of the port they leave by.
+            // Copies come from a pool of their own, on the socket of the
+            // port they leave by: never from the pool the ports receive into.
             let clones = match settings.clone_every {
-                Some(every) => Some(Clones::new(every, ports.shared_pool(p.tx.port)?)),
+                Some(every) => {
+                    let name = format!("int_node_clones_{}", built.counters.len());
+                    Some(Clones::new(every, ports.own_pool(&name, settings.clone_mbufs, p.tx.port)?))
+                }
                 None => None,
             };
             let source = Source21Stage::new(domain, settings, &hop, own_reports_to, reporter, clones)

@@ -143,9 +143,11 @@ impl Pipeline {
         if let Some(tap) = &mut self.taps.tx {
             tap.take(&clones.out, capture_ns, &mut self.counters);
         }
+        // Copies the TX queue refuses are counted apart: tx_dropped says
+        // originals only.
         let (sent, dropped) = clones.out.tx(self.tx.0, self.tx.1);
         self.counters.add(Counter::tx_packets, sent as u64);
-        self.counters.add(Counter::tx_dropped, dropped as u64);
+        self.counters.add(Counter::clones_dropped, dropped as u64);
     }
 }
 

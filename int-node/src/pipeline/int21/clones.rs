@@ -2,9 +2,10 @@
 //! Traffic"): one packet in N of each watched flow is copied into a fresh
 //! mbuf, the copy instrumented with D set (so that the sink reports it and
 //! then discards it) and sent after the burst that carries the untouched
-//! original. Copies come from the pipeline's pool, never from the heap; a
-//! pool with nothing to give costs the copy (counted `clones_refused`),
-//! never the original.
+//! original. Copies come from a pool of their own (`clone.mbufs`), never
+//! from the heap nor from the pool the ports receive into: a pool with
+//! nothing to give costs the copy (counted `clones_refused`; the flow's next
+//! packet is copied in its place), never an original.
 
 use std::sync::Arc;
 

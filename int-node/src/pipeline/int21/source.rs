@@ -167,6 +167,7 @@ impl Source21Stage {
             let numbers = self.config.numbers_packets() && !plan.mtu_exceeded;
             let cloning = self.clones.is_some();
             let Some((target, j, sequence)) = target(&mut self.clones, burst, i, n, numbers, counters) else {
+                self.spare_number(FlowRef::Key(&plan.flow), n, now_ns);
                 continue;
             };
             let config = &self.config;
@@ -175,6 +176,7 @@ impl Source21Stage {
                 Some(Err(skip)) => {
                     counters.inc(skip_counter(skip));
                     self.take_back_clone();
+                    self.spare_number(FlowRef::Key(&plan.flow), n, now_ns);
                     continue;
                 }
                 None => {
@@ -325,7 +327,7 @@ impl Source21Stage {
         let numbers = self.config.numbers_packets() && !mtu_exceeded;
         let cloning = self.clones.is_some();
         let Some((target, j, sequence)) = target(&mut self.clones, burst, i, n, numbers, counters) else {
-            return;
+            return self.spare_number(FlowRef::Key(&plan.flow), n, now_ns);
         };
         let config = &self.config;
         match target.with_frame(j, |f| source::insert_in_tunnel(f, plan, config, &hop, sequence)) {
@@ -341,7 +343,8 @@ impl Source21Stage {
             }
             Some(Err(skip)) => {
                 counters.inc(skip_counter(skip));
-                return self.take_back_clone();
+                self.take_back_clone();
+                return self.spare_number(FlowRef::Key(&plan.flow), n, now_ns);
             }
             None => return counters.inc(Counter::shared_mbuf),
         }
@@ -354,6 +357,22 @@ impl Source21Stage {
     fn take_back_clone(&mut self) {
         if let Some(clones) = self.clones.as_mut() {
             clones.take_back();
+        }
+    }
+
+    /// A copy due for the flow's `n`th packet was not made (no mbuf in the
+    /// copies' pool, or INT did not fit): the flow's count goes back one,
+    /// so that its next packet is copied in its place with the same number.
+    /// A refused copy spends no number, and a sink sees no loss for it.
+    #[cold]
+    fn spare_number(&mut self, flow: FlowRef<'_>, n: u32, now_ns: u64) {
+        if self.clones.as_ref().and_then(|clones| clones.copy_number(n)).is_none() {
+            return;
+        }
+        if let Some((count, _)) = self.flows.get_or_insert_flow(flow, now_ns, |_| false) {
+            if *count == n {
+                *count = n.wrapping_sub(1);
+            }
         }
     }
 
