@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::collector::{start_collector, switch_reports};
+use common::collector::{start_collect, start_collector, switch_reports};
 use common::*;
 
 const INFLUXD: &str = "/usr/bin/influxd";
@@ -139,20 +139,27 @@ fn collector_writes_every_hop_to_a_real_influxdb() {
     // It ends once it has every report and has written them.
     let datagrams = switch_reports();
     let count = datagrams.len().to_string();
-    let (mut child, listen) =
-        start_collector(&tools_bin(), &["--count", &count, "--duration", "120", "--influx", &url, "--quiet"]);
+    // Names from --names tag the points beside the ids (node 3 has none).
+    let names = dir.join("names.yaml");
+    std::fs::write(&names, "nodes:\n  1: edge-a\n  0.0.0.2: {name: core b}\n  4: edge-d\n  9: sink-z\n")
+        .unwrap();
+    let names = names.to_str().unwrap();
+    let (mut child, listen) = start_collector(
+        &tools_bin(),
+        &["--count", &count, "--duration", "120", "--influx", &url, "--quiet", "--names", names],
+    );
     let output = read_output(&mut child);
     let sender = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     for datagram in &datagrams {
         sender.send_to(datagram, &listen).unwrap();
     }
     let summary = lines_of(child, output).last().unwrap()["summary"].clone();
-    let hop_max = influx_query(port, "SELECT max(hop_latency) FROM int_hop WHERE node = '0.0.0.2'");
-    let queue_max = influx_query(port, "SELECT max(queue_occupancy) FROM int_hop WHERE node = '0.0.0.2'");
+    let hop_max = influx_query(port, "SELECT max(hop_latency) FROM int_hop WHERE node_name = 'core b'");
+    let queue_max = influx_query(port, "SELECT max(queue_occupancy) FROM int_hop WHERE node = '2'");
     let hops = influx_query(port, "SELECT count(hop_latency) FROM int_hop");
     let links = influx_query(
         port,
-        "SELECT count(latency_ns) FROM int_link WHERE \"from\" = '0.0.0.1' AND \"to\" = '0.0.0.4'",
+        "SELECT count(latency_ns) FROM int_link WHERE \"from_name\" = 'edge-a' AND \"to\" = '4'",
     );
     let changes = influx_query(port, "SELECT new_path FROM int_path_change");
     let _ = influxd.kill();
@@ -163,7 +170,12 @@ fn collector_writes_every_hop_to_a_real_influxdb() {
     assert_eq!(hops[0][1], 60 * 3, "three hops a report");
     assert_eq!(links[0][1], 10, "{links}");
     assert_eq!(changes.as_array().unwrap().len(), 1, "{changes}");
-    assert_eq!(changes[0][1], "0.0.0.1>0.0.0.4>0.0.0.3>0.0.0.9");
+    assert_eq!(changes[0][1], "edge-a>edge-d>3>sink-z");
+    let named: Vec<_> = summary["nodes"].as_array().unwrap().iter().map(|n| n["node_name"].clone()).collect();
+    assert!(
+        named.contains(&serde_json::json!("core b")) && named.contains(&serde_json::Value::Null),
+        "{summary}"
+    );
 }
 
 /// A port nobody listens on now.
@@ -393,4 +405,91 @@ impl Drop for Tcpdump {
         Command::new("kill").args(["-INT", &self.0.id().to_string()]).status().unwrap();
         self.0.wait().unwrap();
     }
+}
+
+/// The names file of the switches' reports: node 3 has no name.
+const NAMES: &str = "nodes:\n  1: edge-a\n  0.0.0.2: {name: core b}\n  4: edge-d\n  9: sink-z\n";
+
+/// `collect --names`: every output shows what the operator calls a node
+/// beside its id. JSON records (`*_name`, `*_path_names`), the summary's
+/// nodes and links, the text lines and the Prometheus labels; a node
+/// without a name keeps its number (issue 45: "node 167772161" everywhere).
+#[test]
+fn names_in_every_output() {
+    let dir = workdir("collector-names");
+    let names = dir.join("names.yaml");
+    std::fs::write(&names, NAMES).unwrap();
+    let names = names.to_str().unwrap();
+    let datagrams = switch_reports();
+    let count = datagrams.len().to_string();
+    let send = |listen: &str| {
+        let sender = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        for datagram in &datagrams {
+            sender.send_to(datagram, listen).unwrap();
+        }
+    };
+    // JSON: records and summary.
+    let metrics_port = free_port();
+    let metrics = format!("127.0.0.1:{metrics_port}");
+    let (mut child, listen) =
+        start_collector(&tools_bin(), &["--duration", "120", "--names", names, "--metrics", &metrics]);
+    let output = read_output(&mut child);
+    send(&listen);
+    // The page, once it counts every datagram (a state; the duration only
+    // bounds a hang), then the end.
+    let every = format!("int_collect_reports_total {count}\n");
+    let page = loop {
+        let page = http(metrics_port, "GET", "/metrics", "").map(|(_, body)| body).unwrap_or_default();
+        if page.contains(&every) || child.try_wait().unwrap().is_some() {
+            break page;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let lines = lines_of(child, output);
+    let change = lines.iter().find(|l| l["type"] == "path-change").expect("a path change record");
+    assert_eq!(change["new_path_names"], serde_json::json!(["edge-a", "edge-d", "3", "sink-z"]), "{change}");
+    assert_eq!(change["report_node_name"], "sink-z", "{change}");
+    let report = lines.iter().find(|l| l["type"] == "tr20").expect("a report record");
+    assert_eq!(report["hop_metadata"][1]["node_id_name"], "core b", "{report}");
+    assert_eq!(report["path_names"], serde_json::json!(["edge-a", "core b", "3", "sink-z"]), "{report}");
+    let summary = &lines.last().unwrap()["summary"];
+    let node =
+        |id: u64| summary["nodes"].as_array().unwrap().iter().find(|n| n["node"] == id).unwrap().clone();
+    assert_eq!(
+        (node(2)["node_name"].clone(), node(3)["node_name"].clone()),
+        ("core b".into(), serde_json::Value::Null)
+    );
+    // Small ids are no IPv4 addresses ("0.0.0.2"): IOAM's 24-bit ids are ids.
+    assert_eq!(node(2)["node_ip"], serde_json::Value::Null);
+    let link = summary["links"].as_array().unwrap().iter().find(|l| l["from"] == 1 && l["to"] == 4).unwrap();
+    assert_eq!((link["from_name"].as_str(), link["to_name"].as_str()), (Some("edge-a"), Some("edge-d")));
+    assert!(page.contains("int_collect_node_hops_total{node=\"2\",node_name=\"core b\"}"), "{page}");
+    assert!(page.contains("node=\"3\",node_name=\"3\""), "{page}");
+    assert!(page.contains("from=\"1\",to=\"4\",from_name=\"edge-a\",to_name=\"edge-d\""), "{page}");
+    // Text: names before ids.
+    let (mut child, listen) = start_collect(&tools_bin(), &["--count", &count, "--names", names]);
+    let output = read_output(&mut child);
+    send(&listen);
+    assert!(child.wait().unwrap().success());
+    let text = output.join().unwrap();
+    assert!(text.contains("Path change: Flow:"), "{text}");
+    assert!(text.contains("edge-a (1) > edge-d (4) > 3 > sink-z (9)"), "{text}");
+    assert!(text.contains("node core b (2):"), "{text}");
+    assert!(text.contains("link edge-a > edge-d:"), "{text}");
+}
+
+/// A names file with a mistake is refused at start, naming the entry.
+#[test]
+fn a_bad_names_file_is_refused_at_its_entry() {
+    let dir = workdir("collector-bad-names");
+    let names = dir.join("names.yaml");
+    std::fs::write(&names, "nodes:\n  1: edge-a\n  10.0.0.300: nowhere\n").unwrap();
+    let output = Command::new(tools_bin())
+        .args(["collect", "--listen", "127.0.0.1:0", "--names", names.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(stderr.contains("nodes.10.0.0.300"), "{stderr}");
 }

@@ -20,6 +20,7 @@ use int_core::int21::HopMetadata;
 use super::hops::{self, PathChange, Seen};
 use super::ledger::{Measure, Observed};
 use super::metrics::counter_family;
+use super::names;
 use super::outputs::{Counted, Output, Running};
 
 /// What becomes points: an observation of a flow, a report's hops and
@@ -211,7 +212,7 @@ impl Writer {
                 let time = self.next_time(ns);
                 let flow = &change.flow;
                 let path = |p: &[u32]| {
-                    p.iter().map(|n| std::net::Ipv4Addr::from(*n).to_string()).collect::<Vec<_>>().join(">")
+                    p.iter().map(|n| names::label(*n).replace('"', "\\\"")).collect::<Vec<_>>().join(">")
                 };
                 let _ = writeln!(
                     body,
@@ -226,7 +227,6 @@ impl Writer {
     /// Each hop that names its node (`int_hop`, tagged by node and the
     /// reporting sink), and each link (`int_link`, tagged by its ends).
     fn hop_lines(&mut self, body: &mut String, seen: &Seen<'_>, ns: u64) -> u64 {
-        let name = |id: u32| std::net::Ipv4Addr::from(id);
         let mut points = 0;
         for hop in seen.hops {
             let Some(node) = hop.node_id else { continue };
@@ -242,14 +242,14 @@ impl Writer {
             }
             let time = self.next_time(ns);
             // Joined postcards have no reporting sink: no sink_node tag.
-            let sink = seen.sink.map(|sink| format!(",sink_node={}", name(sink))).unwrap_or_default();
-            let _ = writeln!(body, "int_hop,node={}{sink} {} {time}", name(node), fields.join(","));
+            let sink = seen.sink.map(|sink| node_tags("sink_node", sink)).unwrap_or_default();
+            let _ = writeln!(body, "int_hop{}{sink} {} {time}", node_tags("node", node), fields.join(","));
             points += 1;
         }
         for ((from, to), latency) in hops::links(seen) {
             let time = self.next_time(ns);
-            let _ =
-                writeln!(body, "int_link,from={},to={} latency_ns={latency}i {time}", name(from), name(to));
+            let (from, to) = (node_tags("from", from), node_tags("to", to));
+            let _ = writeln!(body, "int_link{from}{to} latency_ns={latency}i {time}");
             points += 1;
         }
         points
@@ -277,10 +277,10 @@ impl Writer {
             flow.src, flow.dst, flow.protocol, flow.src_port, flow.dst_port
         );
         if let Some(node) = observed.source_node {
-            let _ = write!(body, ",source_node={node}");
+            body.push_str(&node_tags("source_node", node));
         }
         if let Some(node) = observed.sink_node {
-            let _ = write!(body, ",sink_node={node}");
+            body.push_str(&node_tags("sink_node", node));
         }
         match observed.measure {
             Measure::Latency { ns, flow_seq, hops } => {
@@ -343,6 +343,13 @@ impl Writer {
     }
 }
 
+/// A node's tags: `,KEY=<id>,KEY_name=<name>` (the id, a number as in the
+/// JSON, where the node has no name in --names).
+fn node_tags(key: &str, id: u32) -> String {
+    let name = names::label(id).replace(',', "\\,").replace('=', "\\=").replace(' ', "\\ ");
+    format!(",{key}={id},{key}_name={name}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -381,7 +388,7 @@ mod tests {
         );
         assert_eq!(
             body,
-            "int_latency,src=10.0.0.1,dst=10.0.0.2,protocol=17,src_port=5,dst_port=6,source_node=1,sink_node=2 latency_ns=-12i,flow_seq=7i,hops=2i 100\n\
+            "int_latency,src=10.0.0.1,dst=10.0.0.2,protocol=17,src_port=5,dst_port=6,source_node=1,source_node_name=1,sink_node=2,sink_node_name=2 latency_ns=-12i,flow_seq=7i,hops=2i 100\n\
              int_loss,src=10.0.0.1,dst=10.0.0.2,protocol=17,src_port=5,dst_port=6 lost=3i 101\n"
         );
     }
@@ -408,11 +415,11 @@ mod tests {
         writer.lines(&mut body, &Point::PathChange(change), 50);
         assert_eq!(
             body,
-            "int_hop,node=0.0.0.1,sink_node=0.0.0.9 hop_latency=100i,queue_id=2i,queue_occupancy=7i 50\n\
-             int_hop,node=0.0.0.2,sink_node=0.0.0.9 hop_latency=100i,queue_id=2i,queue_occupancy=7i 51\n\
-             int_link,from=0.0.0.1,to=0.0.0.2 latency_ns=200i 52\n\
-             int_link,from=0.0.0.2,to=0.0.0.9 latency_ns=600i 53\n\
-             int_path_change,src=10.0.0.1,dst=10.0.0.2,protocol=17,src_port=5,dst_port=6 old_path=\"0.0.0.1>0.0.0.2>0.0.0.9\",new_path=\"0.0.0.1>0.0.0.3>0.0.0.9\" 54\n"
+            "int_hop,node=1,node_name=1,sink_node=9,sink_node_name=9 hop_latency=100i,queue_id=2i,queue_occupancy=7i 50\n\
+             int_hop,node=2,node_name=2,sink_node=9,sink_node_name=9 hop_latency=100i,queue_id=2i,queue_occupancy=7i 51\n\
+             int_link,from=1,from_name=1,to=2,to_name=2 latency_ns=200i 52\n\
+             int_link,from=2,from_name=2,to=9,to_name=9 latency_ns=600i 53\n\
+             int_path_change,src=10.0.0.1,dst=10.0.0.2,protocol=17,src_port=5,dst_port=6 old_path=\"1>2>9\",new_path=\"1>3>9\" 54\n"
         );
     }
 

@@ -14,7 +14,7 @@ use super::hops::Hops;
 use super::latency::{Latency, PERCENTILES};
 use super::outputs::Counted;
 use super::summary::Snapshot;
-use super::Shared;
+use super::{names, Shared};
 
 /// Bucket bounds, ns: 1 µs to 1 s.
 const BUCKETS_NS: [i64; 12] = [
@@ -105,12 +105,18 @@ pub fn page(snapshot: &Snapshot, outputs: &[Arc<dyn Counted>], top: usize) -> St
     out
 }
 
+/// A label value as the exposition format writes it.
+fn escape(value: &str) -> String {
+    value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
 /// Every hop's figures for the `top` nodes with the most hops and the
 /// `top` links with the most observations (bounded labels), and the path
 /// changes.
 fn hops(out: &mut String, hops: &Hops, top: usize) {
-    // Node ids as the JSON records give them: integers.
-    let name = |id: &u32| id.to_string();
+    // Node ids as the JSON records give them (integers), and what the
+    // operator calls the node (--names; the id where it has no name).
+    let node_labels = |id: &u32| format!("node=\"{id}\",node_name=\"{}\"", escape(&names::label(*id)));
     let mut nodes: Vec<_> = hops.nodes.iter().collect();
     nodes.sort_by(|a, b| b.1.hops.cmp(&a.1.hops).then(a.0.cmp(b.0)));
     nodes.truncate(top);
@@ -121,11 +127,11 @@ fn hops(out: &mut String, hops: &Hops, top: usize) {
         "counter",
     );
     for (id, node) in &nodes {
-        let _ = writeln!(out, "int_collect_node_hops_total{{node=\"{}\"}} {}", name(id), node.hops);
+        let _ = writeln!(out, "int_collect_node_hops_total{{{}}} {}", node_labels(id), node.hops);
     }
     metric_head(out, "int_collect_hop_latency_seconds", "Hop latency a node wrote, in seconds.", "histogram");
     for (id, node) in &nodes {
-        histogram(out, "int_collect_hop_latency_seconds", &format!("node=\"{}\"", name(id)), &node.latency);
+        histogram(out, "int_collect_hop_latency_seconds", &node_labels(id), &node.latency);
     }
     metric_head(
         out,
@@ -134,13 +140,13 @@ fn hops(out: &mut String, hops: &Hops, top: usize) {
         "summary",
     );
     for (id, node) in &nodes {
-        summary(out, "int_collect_queue_occupancy", &format!("node=\"{}\"", name(id)), &node.queue);
+        summary(out, "int_collect_queue_occupancy", &node_labels(id), &node.queue);
     }
     let drops = "int_collect_node_drop_reports_total";
     metric_head(out, drops, "Drop reports a node sent, by reason.", "counter");
     for (id, node) in &nodes {
         for (reason, count) in &node.drops {
-            let _ = writeln!(out, "{drops}{{node=\"{}\",reason=\"{reason}\"}} {count}", name(id));
+            let _ = writeln!(out, "{drops}{{{},reason=\"{reason}\"}} {count}", node_labels(id));
         }
     }
     let mut links: Vec<_> = hops.links.iter().collect();
@@ -152,7 +158,11 @@ fn hops(out: &mut String, hops: &Hops, top: usize) {
         "histogram",
     );
     for ((from, to), latency) in links.into_iter().take(top) {
-        let labels = format!("from=\"{}\",to=\"{}\"", name(from), name(to));
+        let labels = format!(
+            "from=\"{from}\",to=\"{to}\",from_name=\"{}\",to_name=\"{}\"",
+            escape(&names::label(*from)),
+            escape(&names::label(*to))
+        );
         histogram(out, "int_collect_link_latency_seconds", &labels, latency);
     }
     metric_head(out, "int_collect_path_changes_total", "Flows' path changes.", "counter");
@@ -314,14 +324,20 @@ mod tests {
         assert_eq!(
             counts,
             [
-                "int_collect_hop_latency_seconds_count{node=\"100\"} 36",
-                "int_collect_hop_latency_seconds_count{node=\"200\"} 0",
-                "int_collect_hop_latency_seconds_count{node=\"8\"} 8",
+                "int_collect_hop_latency_seconds_count{node=\"100\",node_name=\"100\"} 36",
+                "int_collect_hop_latency_seconds_count{node=\"200\",node_name=\"200\"} 0",
+                "int_collect_hop_latency_seconds_count{node=\"8\",node_name=\"8\"} 8",
             ]
         );
-        assert!(page.contains("int_collect_queue_occupancy{node=\"8\",quantile=\"0.5\"} 8"), "{page}");
-        assert!(page.contains("int_collect_node_drop_reports_total{node=\"8\",reason=\"71\"} 1"), "{page}");
-        assert!(page.contains("int_collect_link_latency_seconds_count{from=\"100\",to=\"8\"} 8"), "{page}");
+        assert!(
+            page.contains("int_collect_queue_occupancy{node=\"8\",node_name=\"8\",quantile=\"0.5\"} 8"),
+            "{page}"
+        );
+        assert!(
+            page.contains("int_collect_node_drop_reports_total{node=\"8\",node_name=\"8\",reason=\"71\"} 1"),
+            "{page}"
+        );
+        assert!(page.contains("int_collect_link_latency_seconds_count{from=\"100\",to=\"8\",from_name=\"100\",to_name=\"8\"} 8"), "{page}");
         assert_eq!(
             page.lines().filter(|l| l.starts_with("int_collect_link_latency_seconds_count")).count(),
             3

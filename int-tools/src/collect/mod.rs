@@ -17,6 +17,7 @@ mod label;
 mod latency;
 mod ledger;
 mod metrics;
+pub mod names;
 mod outputs;
 mod plot;
 mod print;
@@ -167,6 +168,11 @@ pub struct CollectArgs {
     /// collector).
     #[arg(long, default_value_t = 200_000)]
     pub nats_buffer: usize,
+    /// What each node is called: a YAML file of node ids (numbers, 0x hex
+    /// or dotted quads) to names, and optionally interface names per node
+    /// (docs/output.md). Every output shows the name beside the id.
+    #[arg(long)]
+    pub names: Option<std::path::PathBuf>,
     /// Serve Prometheus metrics on this address and port (/metrics).
     #[arg(long)]
     pub metrics: Option<SocketAddr>,
@@ -258,7 +264,10 @@ impl Books {
         if print == Print::Quiet && !self.outputs.iter().any(|o| o.wants_records()) {
             return;
         }
-        let record = record();
+        let mut record = record();
+        if let Some(object) = record.as_object_mut() {
+            names::annotate(object);
+        }
         for output in self.outputs.iter().filter(|o| o.wants_records()) {
             output.record(&record);
         }
@@ -358,6 +367,9 @@ fn check_outputs(args: &CollectArgs) -> Result<(), String> {
 }
 
 pub fn run(args: &CollectArgs) -> Result<(), String> {
+    if let Some(path) = &args.names {
+        names::install(names::Names::load(path).map_err(|e| e.to_string())?);
+    }
     let how = Arc::new(how(args)?);
     check_outputs(args)?;
     // Reports off UDP sockets, or records off a stream.
@@ -424,7 +436,7 @@ pub fn run(args: &CollectArgs) -> Result<(), String> {
 }
 
 /// A node id as the node's config writes it (a dotted quad) or a number.
-fn parse_node_id(text: &str) -> Result<u32, String> {
+pub(crate) fn parse_node_id(text: &str) -> Result<u32, String> {
     let hex = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X"));
     let number = match hex {
         Some(hex) => u32::from_str_radix(hex, 16).ok(),

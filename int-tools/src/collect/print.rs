@@ -6,7 +6,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 
 use serde_json::{json, Map, Value};
 
-use super::Print;
+use super::{names, Print};
 use crate::schema::{self, put_time};
 
 /// Where and when a report arrived, and how many of its sender's reports
@@ -129,7 +129,7 @@ fn print_tr20(r: &Value) {
 
 /// "node 2, ports 1 > 2, latency 4.00 µs, queue 0: 12".
 fn describe_hop(hop: &Value) -> String {
-    let mut parts = vec![format!("node {}", dash(&hop["node_id"]))];
+    let mut parts = vec![format!("node {}", node(&hop["node_id"], false))];
     if hop["l1_ingress_port"].is_u64() {
         parts.push(format!("ports {} > {}", hop["l1_ingress_port"], hop["l1_egress_port"]));
     }
@@ -145,7 +145,7 @@ fn describe_hop(hop: &Value) -> String {
 /// A path change in text.
 fn path_change(record: &Value) {
     let names = |path: &Value| {
-        path.as_array().into_iter().flatten().map(|n| n.to_string()).collect::<Vec<_>>().join(" > ")
+        path.as_array().into_iter().flatten().map(|id| node(id, false)).collect::<Vec<_>>().join(" > ")
     };
     println!(
         "Path change: Flow: {}  {}  ->  {}",
@@ -155,13 +155,16 @@ fn path_change(record: &Value) {
     );
 }
 
-/// A node id as the JSON gives it; a Host-INT one (an IPv4 address by
-/// Host-INT's convention) with its dotted form beside.
+/// A node id as the JSON gives it, after its name where it has one; a
+/// Host-INT one (an IPv4 address by Host-INT's convention) with its dotted
+/// form beside.
 fn node(id: &Value, ipv4: bool) -> String {
-    match id.as_u64().and_then(|id| u32::try_from(id).ok()) {
-        Some(id) if ipv4 => format!("{id} ({})", Ipv4Addr::from(id)),
-        Some(id) => id.to_string(),
-        None => "-".to_string(),
+    let Some(id) = id.as_u64().and_then(|id| u32::try_from(id).ok()) else { return "-".to_string() };
+    match (names::node(id), ipv4.then_some(Ipv4Addr::from(id))) {
+        (Some(name), Some(ip)) => format!("{name} ({id}, {ip})"),
+        (Some(name), None) => format!("{name} ({id})"),
+        (None, Some(ip)) => format!("{id} ({ip})"),
+        (None, None) => id.to_string(),
     }
 }
 

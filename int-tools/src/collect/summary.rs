@@ -2,7 +2,7 @@
 //! and packets lost over all flows and per flow, as text or one JSON line.
 
 use std::collections::BTreeMap;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use crate::schema::human_ns;
@@ -15,7 +15,7 @@ use super::latency::{Latency, PERCENTILES};
 use super::ledger::{FlowSummary, Ledger};
 use super::outputs::{counts_json, counts_text, Counted};
 use super::sender::Sender;
-use super::{Books, Totals};
+use super::{names, Books, Totals};
 
 /// At most this many flows in a text summary (the most reported); JSON
 /// has them all.
@@ -157,22 +157,30 @@ fn hops_json(hops: &Hops) -> Value {
         .nodes
         .iter()
         .map(|(id, node)| {
-            json!({"node": id, "node_ip": Ipv4Addr::from(*id).to_string(), "hops": node.hops,
-                   "hop_latency": distribution_json(&node.latency), "queue_occupancy": distribution_json(&node.queue),
+            json!({"node": id, "node_name": names::node(*id), "node_ip": names::as_ipv4(*id).map(|ip| ip.to_string()),
+                   "hops": node.hops, "hop_latency": distribution_json(&node.latency),
+                   "queue_occupancy": distribution_json(&node.queue),
                    "drops": node.drops.iter().map(|(reason, n)| (reason.to_string(), json!(n))).collect::<serde_json::Map<_, _>>()})
         })
         .collect();
     let links: Vec<Value> = hops
         .links
         .iter()
-        .map(
-            |((from, to), latency)| json!({"from": from, "to": to, "latency_ns": distribution_json(latency)}),
-        )
+        .map(|((from, to), latency)| {
+            json!({"from": from, "to": to, "from_name": names::node(*from), "to_name": names::node(*to),
+                   "latency_ns": distribution_json(latency)})
+        })
         .collect();
     let recent: Vec<Value> = hops
         .recent
         .iter()
-        .map(|c| json!({"at_ms": c.at_ms, "flow": crate::schema::flow(&c.flow), "old_path": c.old, "new_path": c.new}))
+        .map(|c| {
+            let mut change = json!({"at_ms": c.at_ms, "flow": crate::schema::flow(&c.flow), "old_path": c.old, "new_path": c.new});
+            if let Some(object) = change.as_object_mut() {
+                names::annotate(object);
+            }
+            change
+        })
         .collect();
     let untracked = hops.untracked;
     json!({"nodes": nodes, "links": links, "paths_followed": hops.paths(), "path_changes": hops.path_changes,
@@ -265,14 +273,15 @@ fn print_hops(hops: &Hops) {
         let drops =
             if drops.is_empty() { String::new() } else { format!("; drop reports: {}", drops.join(", ")) };
         println!(
-            "  node {id}: {} hop(s); hop latency {}; queue {}{drops}",
+            "  node {}: {} hop(s); hop latency {}; queue {}{drops}",
+            names::describe(*id),
             node.hops,
             spread(&node.latency, human_ns),
             spread(&node.queue, |v| v.to_string())
         );
     }
     for ((from, to), latency) in hops.links.iter().take(TEXT_FLOWS) {
-        println!("  link {from} > {to}: {}", spread(latency, human_ns));
+        println!("  link {} > {}: {}", names::label(*from), names::label(*to), spread(latency, human_ns));
     }
     if hops.paths() > 0 || hops.path_changes > 0 {
         println!("  {} flow path(s) followed, {} path change(s)", hops.paths(), hops.path_changes);

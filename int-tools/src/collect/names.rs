@@ -1,0 +1,266 @@
+//! What the operator calls each node: `collect --names FILE`, a YAML map of
+//! node ids to names (and, per node, interface names). Every output shows
+//! the name beside the id: records (`*_name` fields), the summary, the text
+//! lines, Prometheus and InfluxDB labels, the plot.
+//!
+//! ```yaml
+//! nodes:
+//!   10.0.0.1: edge-a                  # a dotted quad, as INT switch ids often are
+//!   167772165: {name: core-1, interfaces: {1: eth1, 2: eth2}}
+//!   0xABCDEF: linux-router            # an IOAM node's 24-bit id
+//! ```
+//!
+//! The names are read once, at start, and kept for the process's life (every
+//! thread reads them, none writes them): a process-wide table, so that each
+//! output asks it without the names being threaded through the receivers.
+
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+/// A node's names.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NodeNames {
+    pub name: String,
+    /// Interface (INT port) names, by port number.
+    pub interfaces: BTreeMap<u32, String>,
+}
+
+/// Every named node, by id.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Names {
+    pub nodes: BTreeMap<u32, NodeNames>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum NamesError {
+    #[error("--names {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("--names {path}: {source}")]
+    Yaml { path: PathBuf, source: serde_yaml_ng::Error },
+    #[error("--names {path}: {at}: {problem} (a node id is a number, 0x hex or a dotted quad; a name is text of 1 to 64 characters)")]
+    Entry { path: PathBuf, at: String, problem: String },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawNames {
+    #[serde(default)]
+    nodes: BTreeMap<String, RawNode>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawNode {
+    Name(String),
+    Full {
+        name: String,
+        #[serde(default)]
+        interfaces: BTreeMap<u32, String>,
+    },
+}
+
+impl Names {
+    /// Reads a names file; every mistake is an error naming its entry.
+    pub fn load(path: &Path) -> Result<Names, NamesError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| NamesError::Read { path: path.to_path_buf(), source })?;
+        Names::parse(&text).map_err(|error| match error {
+            ParseError::Yaml(source) => NamesError::Yaml { path: path.to_path_buf(), source },
+            ParseError::Entry { at, problem } => NamesError::Entry { path: path.to_path_buf(), at, problem },
+        })
+    }
+
+    fn parse(text: &str) -> Result<Names, ParseError> {
+        let raw: RawNames = serde_yaml_ng::from_str(text).map_err(ParseError::Yaml)?;
+        let mut names = Names::default();
+        for (key, node) in raw.nodes {
+            let at = format!("nodes.{key}");
+            let id = super::parse_node_id(&key)
+                .map_err(|problem| ParseError::Entry { at: at.clone(), problem })?;
+            let node = match node {
+                RawNode::Name(name) => NodeNames { name, interfaces: BTreeMap::new() },
+                RawNode::Full { name, interfaces } => NodeNames { name, interfaces },
+            };
+            let texts = std::iter::once(&node.name).chain(node.interfaces.values());
+            if let Some(bad) = texts.into_iter().find(|text| !(1..=64).contains(&text.chars().count())) {
+                return Err(ParseError::Entry { at, problem: format!("{bad:?} is not a name") });
+            }
+            names.nodes.insert(id, node);
+        }
+        Ok(names)
+    }
+}
+
+enum ParseError {
+    Yaml(serde_yaml_ng::Error),
+    Entry { at: String, problem: String },
+}
+
+impl Names {
+    pub fn node(&self, id: u32) -> Option<&str> {
+        self.nodes.get(&id).map(|node| node.name.as_str())
+    }
+
+    pub fn interface(&self, id: u32, port: u32) -> Option<&str> {
+        self.nodes.get(&id)?.interfaces.get(&port).map(String::as_str)
+    }
+
+    /// What a label shows for node `id`: its name, or its id as a number.
+    pub fn label(&self, id: u32) -> String {
+        self.node(id).map_or_else(|| id.to_string(), str::to_string)
+    }
+
+    /// "edge-a (167772161)", or the id alone.
+    pub fn describe(&self, id: u32) -> String {
+        match self.node(id) {
+            Some(name) => format!("{name} ({id})"),
+            None => id.to_string(),
+        }
+    }
+
+    /// Adds `<field>_name` beside every node id of a record (and of its
+    /// hops), `<list>_names` beside every list of them.
+    pub fn annotate(&self, record: &mut Map<String, Value>) {
+        if self.nodes.is_empty() {
+            return;
+        }
+        self.annotate_object(record);
+        for hops in ["hop_metadata", "hops"] {
+            if let Some(Value::Array(hops)) = record.get_mut(hops) {
+                for hop in hops.iter_mut().filter_map(Value::as_object_mut) {
+                    self.annotate_object(hop);
+                }
+            }
+        }
+    }
+
+    fn annotate_object(&self, object: &mut Map<String, Value>) {
+        for field in NODE_FIELDS {
+            let name = object.get(field).and_then(id_of).and_then(|id| self.node(id));
+            if let Some(name) = name {
+                object.insert(format!("{field}_name"), json!(name));
+            }
+        }
+        for field in PATH_FIELDS {
+            let Some(Value::Array(ids)) = object.get(field) else { continue };
+            let names: Vec<Value> = ids.iter().map(|id| json!(id_of(id).map(|id| self.label(id)))).collect();
+            object.insert(format!("{}_names", field.trim_end_matches('s')), Value::Array(names));
+        }
+    }
+}
+
+/// The fields of a record that hold one node id, and the lists of them.
+const NODE_FIELDS: [&str; 5] = ["source_node", "sink_node", "report_node", "node", "node_id"];
+const PATH_FIELDS: [&str; 4] = ["path", "old_path", "new_path", "nodes"];
+
+static NAMES: OnceLock<Names> = OnceLock::new();
+static NONE: Names = Names { nodes: BTreeMap::new() };
+
+/// Makes `names` the process's names (the first call wins).
+pub fn install(names: Names) {
+    let _ = NAMES.set(names);
+}
+
+/// The process's names (none before [`install`]).
+pub fn names() -> &'static Names {
+    NAMES.get().unwrap_or(&NONE)
+}
+
+/// Node `id`'s name, if it has one.
+pub fn node(id: u32) -> Option<&'static str> {
+    names().node(id)
+}
+
+/// What a label shows for node `id`: its name, or its id as a number.
+pub fn label(id: u32) -> String {
+    names().label(id)
+}
+
+/// "edge-a (167772161)", or the id alone.
+pub fn describe(id: u32) -> String {
+    names().describe(id)
+}
+
+/// [`Names::annotate`] with the process's names.
+pub fn annotate(record: &mut Map<String, Value>) {
+    names().annotate(record);
+}
+
+/// A node id's dotted form, where the id reads as an IPv4 address (INT
+/// switch ids often are one): not for ids in 0.0.0.0/8, which no host has
+/// (IOAM's 24-bit ids: "0.171.205.239" would be a made-up address).
+pub fn as_ipv4(id: u32) -> Option<Ipv4Addr> {
+    (id >> 24 != 0).then(|| Ipv4Addr::from(id))
+}
+
+fn id_of(value: &Value) -> Option<u32> {
+    value.as_u64().and_then(|id| u32::try_from(id).ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = "
+nodes:
+  10.0.0.1: edge-a
+  167772165: {name: core-1, interfaces: {1: eth1, 2: eth2}}
+  0xABCDEF: linux-router
+";
+
+    #[test]
+    fn ids_in_every_form() {
+        let names = Names::parse(FILE).ok().unwrap();
+        let name = |id: u32| names.nodes.get(&id).map(|n| n.name.as_str());
+        assert_eq!(name(0x0a00_0001), Some("edge-a"));
+        assert_eq!(name(167_772_165), Some("core-1"));
+        assert_eq!(name(0xab_cdef), Some("linux-router"));
+        assert_eq!(names.nodes[&167_772_165].interfaces[&2], "eth2");
+    }
+
+    #[test]
+    fn mistakes_name_their_entry() {
+        for (text, at) in [
+            ("nodes: {10.0.0.300: a}", "nodes.10.0.0.300"),
+            ("nodes: {zz: a}", "nodes.zz"),
+            ("nodes: {1: ''}", "nodes.1"),
+        ] {
+            match Names::parse(text) {
+                Err(ParseError::Entry { at: found, .. }) => assert_eq!(found, at, "{text}"),
+                _ => panic!("{text}: no entry error"),
+            }
+        }
+        assert!(matches!(Names::parse("nodes: [1, 2]"), Err(ParseError::Yaml(_))));
+        assert!(matches!(Names::parse("node: {1: a}"), Err(ParseError::Yaml(_))));
+    }
+
+    #[test]
+    fn ioam_ids_are_no_addresses() {
+        assert_eq!(as_ipv4(0x0a00_0001), Some(Ipv4Addr::new(10, 0, 0, 1)));
+        assert_eq!(as_ipv4(0xab_cdef), None);
+        assert_eq!(as_ipv4(0), None);
+    }
+
+    /// Records carry names beside ids, paths a list of names; ids without
+    /// a name keep their number.
+    #[test]
+    fn records_carry_names() {
+        let names = Names::parse(FILE).ok().unwrap();
+        let mut record = json!({"type": "path-change", "report_node": 167772161u32,
+                                "old_path": [167772161u32, 5], "new_path": [167772161u32, 167772165u32],
+                                "hop_metadata": [{"node_id": 0xABCDEF}]});
+        let object = record.as_object_mut().unwrap();
+        names.annotate(object);
+        assert_eq!(object["report_node_name"], "edge-a");
+        assert_eq!(object["old_path_names"], json!(["edge-a", "5"]));
+        assert_eq!(object["new_path_names"], json!(["edge-a", "core-1"]));
+        assert_eq!(object["hop_metadata"][0]["node_id_name"], "linux-router");
+        assert_eq!(names.describe(167_772_165), "core-1 (167772165)");
+        assert_eq!(names.describe(7), "7");
+    }
+}
