@@ -6,16 +6,14 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::Read;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::collector::{start_collect, start_collector, switch_reports};
+use common::servers::*;
 use common::*;
-
-const INFLUXD: &str = "/usr/bin/influxd";
 
 /// A recorded link: 3 UDP flows, one-way latency 100 µs plus up to 400 µs
 /// of jitter, 1% of INT packets lost.
@@ -132,7 +130,7 @@ fn collector_writes_every_hop_to_a_real_influxdb() {
     }
     let dir = workdir("collector-influx-hops");
     let port = free_port();
-    let mut influxd = start_influxd(&dir, port);
+    let mut influxd = start_influxd(&dir, port, false);
     let (status, text) = http(port, "POST", "/query", "q=CREATE+DATABASE+int").unwrap();
     assert_eq!(status, 200, "{text}");
     let url = format!("http://127.0.0.1:{port}");
@@ -178,70 +176,6 @@ fn collector_writes_every_hop_to_a_real_influxdb() {
     );
 }
 
-/// A port nobody listens on now.
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// InfluxDB 1.x, its files in `dir`, on loopback; returns it once it
-/// answers /ping.
-fn start_influxd(dir: &Path, port: u16) -> Child {
-    start_influxd_with(dir, port, false)
-}
-
-/// [`start_influxd`], with authentication on where `auth` says.
-fn start_influxd_with(dir: &Path, port: u16, auth: bool) -> Child {
-    let config = format!(
-        "reporting-disabled = true\nbind-address = \"127.0.0.1:{rpc}\"\n[meta]\n  dir = \"{d}/meta\"\n[data]\n  dir = \"{d}/data\"\n  wal-dir = \"{d}/wal\"\n[http]\n  bind-address = \"127.0.0.1:{port}\"\n  log-enabled = false\n  auth-enabled = {auth}\n",
-        rpc = free_port(),
-        d = dir.display()
-    );
-    std::fs::write(dir.join("influxdb.conf"), config).unwrap();
-    let mut child = Command::new(INFLUXD)
-        .args(["run", "-config", "influxdb.conf"])
-        .current_dir(dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    while http(port, "GET", "/ping", "").is_none_or(|(status, _)| status != 204) {
-        if started.elapsed() > Duration::from_secs(30) || child.try_wait().unwrap().is_some() {
-            let _ = child.kill();
-            panic!("influxd did not answer /ping on port {port}");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    child
-}
-
-/// One request to 127.0.0.1:port: the status and the body.
-fn http(port: u16, method: &str, path: &str, body: &str) -> Option<(u16, String)> {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(
-        stream,
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .ok()?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).ok()?;
-    let status = response.get(9..12)?.parse().ok()?;
-    Some((status, response.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default()))
-}
-
-/// An InfluxQL query's first series' values.
-fn influx_query(port: u16, query: &str) -> serde_json::Value {
-    let body = format!("db=int&q={}", query.replace(' ', "+").replace('=', "%3D").replace('\'', "%27"));
-    let (status, text) = http(port, "POST", "/query", &body).expect("influxd answers");
-    assert_eq!(status, 200, "{text}");
-    // Chunked or not, the JSON lies between the first { and the last }.
-    let json: serde_json::Value =
-        serde_json::from_str(&text[text.find('{').unwrap()..=text.rfind('}').unwrap()]).unwrap();
-    json["results"][0]["series"][0]["values"].clone()
-}
-
 /// Every latency and loss observation the collector counted is a point in
 /// InfluxDB, tagged with its flow and nodes; the sums agree.
 #[test]
@@ -253,7 +187,7 @@ fn collector_writes_every_observation_to_a_real_influxdb() {
     let dir = workdir("collector-influx");
     jittery_link(&dir, 3000);
     let port = free_port();
-    let mut influxd = start_influxd(&dir, port);
+    let mut influxd = start_influxd(&dir, port, false);
     let (status, text) = http(port, "POST", "/query", "q=CREATE+DATABASE+int").unwrap();
     assert_eq!(status, 200, "{text}");
     let url = format!("http://127.0.0.1:{port}");
@@ -298,7 +232,7 @@ fn collector_writes_to_an_influxdb_with_authentication() {
     }
     let dir = workdir("collector-influx-auth");
     let port = free_port();
-    let mut influxd = start_influxd_with(&dir, port, true);
+    let mut influxd = start_influxd(&dir, port, true);
     // The first user may be made without one; then every request needs it.
     let admin = "q=CREATE+USER+admin+WITH+PASSWORD+%27s3cret%27+WITH+ALL+PRIVILEGES";
     assert_eq!(http(port, "POST", "/query", admin).unwrap().0, 200);

@@ -5,56 +5,12 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::servers::*;
 use common::*;
-
-const PROMETHEUS: &str = "/usr/bin/prometheus";
-
-/// A port nobody listens on now.
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// `GET path` on 127.0.0.1:port; the body, or `None` if nothing answers.
-fn http_get(port: u16, path: &str) -> Option<String> {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-    write!(stream, "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").ok()?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).ok()?;
-    response.split_once("\r\n\r\n").map(|(_, body)| body.to_string())
-}
-
-/// The value Prometheus holds for `query`'s first series, if any yet.
-fn query(port: u16, query: &str) -> Option<f64> {
-    let body = http_get(port, &format!("/api/v1/query?query={query}"))?;
-    // Chunked transfer: the JSON lies between the chunk sizes.
-    let json = &body[body.find('{')?..=body.rfind('}')?];
-    let answer: serde_json::Value = serde_json::from_str(json).ok()?;
-    answer["data"]["result"][0]["value"][1].as_str()?.parse().ok()
-}
-
-/// Prometheus, its files in `dir`, scraping 127.0.0.1:`target` every
-/// second, its API on `web_port`.
-fn start_prometheus(dir: &std::path::Path, target: u16, web_port: u16) -> std::process::Child {
-    let scrape = format!(
-        "global: {{scrape_interval: 1s}}\nscrape_configs:\n  - job_name: int\n    static_configs:\n      - targets: ['127.0.0.1:{target}']\n"
-    );
-    std::fs::write(dir.join("prometheus.yml"), scrape).unwrap();
-    Command::new(PROMETHEUS)
-        .arg("--config.file=prometheus.yml")
-        .arg("--storage.tsdb.path=data")
-        .arg(format!("--web.listen-address=127.0.0.1:{web_port}"))
-        .current_dir(dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
-}
 
 /// `promtool check metrics` on `page` (Prometheus' own linter): its
 /// complaints, empty when none.
@@ -108,23 +64,23 @@ fn prometheus_scrapes_the_node() {
     let config = source_and_sink_config(metrics_port, &collector.local_addr().unwrap().to_string());
     std::fs::write(dir.join("node.yaml"), config).unwrap();
     let mut node = spawn_node(&dir, 40);
-    let mut prometheus = start_prometheus(&dir, metrics_port, web_port);
+    let mut prometheus = start_prometheus(&dir, &[("int", metrics_port)], web_port);
     // Until Prometheus has scraped the node at least twice (or 30 s).
     let started = Instant::now();
-    let stored = |q: &str| query(web_port, q).filter(|v| *v > 0.0);
+    let stored = |q: &str| prometheus_value(web_port, q).filter(|v| *v > 0.0);
     let (mut packets, mut port_rx, mut sent) = (None, None, None);
     while started.elapsed() < Duration::from_secs(30) {
-        packets = stored("int_node_rx_packets_total%7Bpipeline%3D%22src%22%7D");
-        port_rx = stored("int_node_port_rx_packets_total%7Bport%3D%22link%22%7D");
+        packets = stored("int_node_rx_packets_total{pipeline=\"src\"}");
+        port_rx = stored("int_node_port_rx_packets_total{port=\"link\"}");
         sent = stored("int_node_export_reports_sent_total");
         let scrapes =
-            query(web_port, "count_over_time(int_node_rx_packets_total%7Bpipeline%3D%22src%22%7D%5B1m%5D)");
+            prometheus_value(web_port, "count_over_time(int_node_rx_packets_total{pipeline=\"src\"}[1m])");
         if packets.is_some() && port_rx.is_some() && sent.is_some() && scrapes >= Some(2.0) {
             break;
         }
         std::thread::sleep(Duration::from_millis(250));
     }
-    let flows = query(web_port, "int_node_flows_created_total%7Bpipeline%3D%22src%22%7D");
+    let flows = prometheus_value(web_port, "int_node_flows_created_total{pipeline=\"src\"}");
     let page = http_get(metrics_port, "/metrics").unwrap_or_default();
     let _ = prometheus.kill();
     let _ = prometheus.wait();
@@ -193,13 +149,13 @@ fn prometheus_scrapes_the_collector() {
     let count_of = |name: &str| count_in(&page, name).unwrap_or_else(|| panic!("{name}: {page}"));
     let (reports, lost) =
         (count_of("int_collect_latency_seconds_count"), count_of("int_collect_lost_packets_total"));
-    let mut prometheus = start_prometheus(&dir, metrics_port, web_port);
+    let mut prometheus = start_prometheus(&dir, &[("int", metrics_port)], web_port);
     let started = Instant::now();
     let (mut stored_reports, mut stored_lost, mut flow_series) = (None, None, None);
     while started.elapsed() < Duration::from_secs(30) {
-        stored_reports = query(web_port, "int_collect_latency_seconds_count");
-        stored_lost = query(web_port, "int_collect_lost_packets_total");
-        flow_series = query(web_port, "count(int_collect_flow_latency_seconds_count)");
+        stored_reports = prometheus_value(web_port, "int_collect_latency_seconds_count");
+        stored_lost = prometheus_value(web_port, "int_collect_lost_packets_total");
+        flow_series = prometheus_value(web_port, "count(int_collect_flow_latency_seconds_count)");
         if stored_reports.is_some() && stored_lost.is_some() && flow_series.is_some() {
             break;
         }

@@ -5,6 +5,7 @@
 pub mod collector;
 mod files;
 pub mod hops;
+pub mod servers;
 pub use files::*;
 
 use std::net::Ipv4Addr;

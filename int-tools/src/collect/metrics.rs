@@ -105,18 +105,14 @@ pub fn page(snapshot: &Snapshot, outputs: &[Arc<dyn Counted>], top: usize) -> St
     out
 }
 
-/// A label value as the exposition format writes it.
-fn escape(value: &str) -> String {
-    value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
-}
-
 /// Every hop's figures for the `top` nodes with the most hops and the
 /// `top` links with the most observations (bounded labels), and the path
 /// changes.
 fn hops(out: &mut String, hops: &Hops, top: usize) {
     // Node ids as the JSON records give them (integers), and what the
     // operator calls the node (--names; the id where it has no name).
-    let node_labels = |id: &u32| format!("node=\"{id}\",node_name=\"{}\"", escape(&names::label(*id)));
+    let node_labels =
+        |id: &u32| format!("node=\"{id}\",node_name=\"{}\"", http::prometheus_label(&names::label(*id)));
     let mut nodes: Vec<_> = hops.nodes.iter().collect();
     nodes.sort_by(|a, b| b.1.hops.cmp(&a.1.hops).then(a.0.cmp(b.0)));
     nodes.truncate(top);
@@ -160,8 +156,8 @@ fn hops(out: &mut String, hops: &Hops, top: usize) {
     for ((from, to), latency) in links.into_iter().take(top) {
         let labels = format!(
             "from=\"{from}\",to=\"{to}\",from_name=\"{}\",to_name=\"{}\"",
-            escape(&names::label(*from)),
-            escape(&names::label(*to))
+            http::prometheus_label(&names::label(*from)),
+            http::prometheus_label(&names::label(*to))
         );
         histogram(out, "int_collect_link_latency_seconds", &labels, latency);
     }
