@@ -201,3 +201,46 @@ fn gen_refuses_bad_arguments() {
     let said = String::from_utf8_lossy(&output.stderr);
     assert_eq!(said.lines().count(), 8, "every problem at once: {said}");
 }
+
+/// A pcapng file of one section in either byte order: an Ethernet
+/// interface at microseconds and one obsolete Packet Block (type 2) whose
+/// timestamp words are `high` and `low`.
+fn pcapng_with_packet_block(big_endian: bool, high: u32, low: u32, frame: &[u8]) -> Vec<u8> {
+    let u16b = |v: u16| if big_endian { v.to_be_bytes() } else { v.to_le_bytes() };
+    let u32b = |v: u32| if big_endian { v.to_be_bytes() } else { v.to_le_bytes() };
+    let block = |kind: u32, body: &[u8]| {
+        let len = 12 + body.len() as u32;
+        [&u32b(kind)[..], &u32b(len), body, &u32b(len)].concat()
+    };
+    let header = [&u32b(0x1a2b_3c4d)[..], &u16b(1), &u16b(0), &[0xff; 8]].concat();
+    let interface = [&u16b(1)[..], &u16b(0), &u32b(0)].concat();
+    let mut data = frame.to_vec();
+    data.resize(frame.len().div_ceil(4) * 4, 0);
+    let len = u32b(frame.len() as u32);
+    let packet = [&u16b(0)[..], &u16b(0), &u32b(high), &u32b(low), &len, &len, &data].concat();
+    [block(0x0a0d_0d0a, &header), block(1, &interface), block(2, &packet)].concat()
+}
+
+/// pcapng's obsolete Packet Block: its timestamp is the high word then the
+/// low one, in either byte order; decode reads the time tshark does
+/// (high 1, low 5 at microseconds: 4294.967301 s).
+#[test]
+fn pcapng_packet_block_times_read_as_tshark_reads_them() {
+    let dir = workdir("captures-packet-block");
+    let frame = collector::report_frame(&collector::drop_summary(1, 7));
+    for (name, big_endian) in [("le.pcapng", false), ("be.pcapng", true)] {
+        std::fs::write(dir.join(name), pcapng_with_packet_block(big_endian, 1, 5, &frame)).unwrap();
+        let tshark = Command::new("tshark")
+            .args(["-r", name, "-T", "fields", "-e", "frame.time_epoch"])
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert!(tshark.status.success(), "{}", String::from_utf8_lossy(&tshark.stderr));
+        let seconds: f64 = String::from_utf8(tshark.stdout).unwrap().trim().parse().unwrap();
+        assert_eq!((seconds * 1e6).round() as u64, (1 << 32) + 5, "tshark, {name}");
+        let values = records(&dir, name);
+        assert_eq!(values.len(), 1, "{name}: {values:?}");
+        assert_eq!(values[0]["time_ns"].as_u64(), Some(((1 << 32) + 5) * 1000), "{name}: {}", values[0]);
+        assert_eq!(values[0]["kind"], "report", "{name}: {}", values[0]);
+    }
+}
