@@ -244,3 +244,23 @@ fn pcapng_packet_block_times_read_as_tshark_reads_them() {
         assert_eq!(values[0]["kind"], "report", "{name}: {}", values[0]);
     }
 }
+
+/// A GSO send whose last segment is shorter (Linux cuts every gso_size
+/// bytes and lets the last be less): three TR 2.0 datagrams, of two, two
+/// and one reports, in one UDP payload, read as those three.
+#[test]
+fn a_gso_datagram_with_a_shorter_last_segment() {
+    let dir = workdir("captures-gso-short");
+    let reports = collector::switch_reports();
+    let groups = [1..3, 3..5, 5..6].map(|range| collector::coalesced(range.start as u32, &reports[range]));
+    assert!(groups[2].len() < groups[0].len() && groups[0].len() == groups[1].len());
+    write_pcap(&dir.join("gso.pcap"), &[collector::report_frame(&groups.concat())]);
+    let values = records(&dir, "gso.pcap");
+    assert_eq!(values.len(), 3, "{values:?}");
+    for (i, value) in values.iter().enumerate() {
+        assert_eq!((value["segment"].as_u64(), value["segments"].as_u64()), (Some(i as u64 + 1), Some(3)));
+        assert_eq!(value["kind"], "report", "{value}");
+        assert!(value["report"]["error"].is_null(), "{value}");
+        assert_eq!(value["report"]["reports"].as_array().map(Vec::len), Some([2, 2, 1][i]), "{value}");
+    }
+}

@@ -13,7 +13,7 @@ use std::net::UdpSocket;
 use std::path::Path;
 use std::process::Command;
 
-use collector::{drop_summary, summary_of, switch_reports};
+use collector::{coalesced, drop_summary, summary_of, switch_reports};
 use files::*;
 
 const BIN: &str = env!("CARGO_BIN_EXE_int-tools");
@@ -711,18 +711,6 @@ fn collect_refuses_a_held_port_and_an_unwritable_plot() {
         .unwrap();
     assert!(!plot.status.success());
     assert!(String::from_utf8_lossy(&plot.stderr).contains("--plot /nonexistent/plot.png: No such file"));
-}
-
-/// One Telemetry Report 2.0 datagram numbered `sequence` holding the
-/// individual reports of `datagrams` (switch_reports' one-report
-/// datagrams, node 9's): its group header, then each one's report.
-fn coalesced(sequence: u32, datagrams: &[Vec<u8>]) -> Vec<u8> {
-    let mut out = datagrams[0][..8].to_vec();
-    out[..4].copy_from_slice(&((2 << 28) | (sequence & 0x3f_ffff)).to_be_bytes());
-    for datagram in datagrams {
-        out.extend_from_slice(&datagram[8..]);
-    }
-    out
 }
 
 /// TR 2.0 section 3.2's Sequence Number "reflects the sequence of
