@@ -264,3 +264,45 @@ fn a_gso_datagram_with_a_shorter_last_segment() {
         assert_eq!(value["report"]["reports"].as_array().map(Vec::len), Some([2, 2, 1][i]), "{value}");
     }
 }
+
+/// `gen` with what its file cannot hold: a trillion packets (80 TB at
+/// the least) or a last packet past 2106 (a pcap's 32-bit seconds) is
+/// refused at once, saying why, and nothing is written. (Before, it ran
+/// silently on: a guard stops a gen that is still running after a minute,
+/// so that a regression fails here instead of filling the disk.)
+#[test]
+fn gen_refuses_what_cannot_fit() {
+    let dir = workdir("gen-cannot-fit");
+    let cases: [(&[&str], &str); 3] = [
+        (&["--packets", "1000000000000"], "--packets 1000000000000: the pcap takes at least 80.0 TB"),
+        (&["--packets", "10", "--start-ns", "4294967296000000000"], "past what a pcap holds"),
+        (
+            &["--packets", "1000000", "--rate", "0.0001"],
+            "the last packet's time, 11699990000 s since the epoch",
+        ),
+    ];
+    for (args, expected) in cases {
+        let mut child = Command::new(BIN)
+            .args(["gen", "--out", "x.pcap"])
+            .args(args)
+            .current_dir(&dir)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let started = std::time::Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if started.elapsed() > std::time::Duration::from_secs(60) {
+                child.kill().unwrap();
+                child.wait().unwrap();
+                std::fs::remove_file(dir.join("x.pcap")).ok();
+                panic!("{args:?}: gen still running after a minute");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let output = child.wait_with_output().unwrap();
+        assert!(!output.status.success(), "{args:?}");
+        let said = String::from_utf8_lossy(&output.stderr);
+        assert!(said.contains(expected), "{args:?}: {said}");
+        assert!(!dir.join("x.pcap").exists(), "{args:?} wrote a file");
+    }
+}
