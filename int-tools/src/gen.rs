@@ -271,16 +271,9 @@ fn past_free_space(args: &GenArgs) -> Option<String> {
     })
 }
 
-/// A byte count for people: B, kB, MB, GB, TB, PB (powers of 1000).
+/// A byte count in GB (10^9 bytes), the unit df -H and disk sizes use.
 fn bytes(n: u128) -> String {
-    let units = ["B", "kB", "MB", "GB", "TB", "PB", "EB"];
-    let mut value = n as f64;
-    let mut unit = 0;
-    while value >= 1000.0 && unit + 1 < units.len() {
-        value /= 1000.0;
-        unit += 1;
-    }
-    format!("{value:.1} {}", units.get(unit).copied().unwrap_or("B"))
+    format!("{:.1} GB", n as f64 / 1e9)
 }
 
 /// Packets as they are made, after loss and reordering, to the file.

@@ -274,7 +274,7 @@ fn a_gso_datagram_with_a_shorter_last_segment() {
 fn gen_refuses_what_cannot_fit() {
     let dir = workdir("gen-cannot-fit");
     let cases: [(&[&str], &str); 3] = [
-        (&["--packets", "1000000000000"], "--packets 1000000000000: the pcap takes at least 80.0 TB"),
+        (&["--packets", "1000000000000"], "--packets 1000000000000: the pcap takes at least 80000.0 GB"),
         (&["--packets", "10", "--start-ns", "4294967296000000000"], "past what a pcap holds"),
         (
             &["--packets", "1000000", "--rate", "0.0001"],
