@@ -315,3 +315,29 @@ export: {{collector: '{}', rate_limit: 2000}}
     assert!((sent as f64) <= 2000.0 * elapsed + 250.0, "sent {sent} in {elapsed} s");
     assert_eq!(stats["export"]["reports_sent"].as_u64().unwrap(), sent);
 }
+
+/// A sink reading its packets 2.1 s or more after their INT 0.5 source
+/// stamped them (3 s here, on the capture's clock: the demo's sink run
+/// late) counts every one `clock_skew` and reports no latency; at stop it
+/// says so, why, and what to do.
+#[test]
+fn packets_read_too_late_are_skew_and_the_stop_says_why() {
+    let dir = workdir("skew-at-stop");
+    let link = LinkSpec { packets: 200, flows: 2, latency_us: 3_000_000, jitter_us: 0, loss: 0.0, seed: 1 };
+    recorded_link(&dir, &link);
+    let collector = Collector::new();
+    let run = run_reporting_sink(&dir, &collector.addr());
+    assert_eq!(run.counter("sink", "clock_skew"), 200);
+    // 3 s is 3e9 ns; modulo 2^32 it reads 1294967296 ns behind.
+    assert_eq!(run.counter("sink", "clock_skew_max_ns"), (1 << 32) - 3_000_000_000);
+    assert_eq!((run.counter("sink", "reports_latency"), run.counter("sink", "latency_max_ns")), (0, 0));
+    let said = String::from_utf8_lossy(&run.output.stderr);
+    assert!(
+        said.contains(
+            "pipeline sink: 200 packets' one-way latency came out negative (clock_skew, the largest 1294.967 ms), \
+             and no latency was measured"
+        ),
+        "{said}"
+    );
+    assert!(said.contains("run the sink within 2 s of the source"), "{said}");
+}

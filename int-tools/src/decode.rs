@@ -227,23 +227,36 @@ fn ip_fields(frame: &[u8], ip: &locate::IpLocation, out: &mut Map<String, Value>
 const GSO_MAX_SEGMENTS: usize = 64;
 
 /// A report payload: one report, or, where it does not read as one, the
-/// equal segments of a GSO send that each read as one (the fewest that
-/// do); else the first error.
+/// segments of a GSO send that each read as one (the fewest that do: a
+/// GSO send cuts its payload every `size` bytes, the last segment maybe
+/// shorter, as Linux allows); else the first error.
 fn decode_reports(payload: &[u8], int21: &[int21::Domain], domain_id: u16) -> Vec<Map<String, Value>> {
     let whole = decode_report(payload, int21, domain_id);
     if whole.is_ok() {
         return whole.into_iter().collect();
     }
-    for segments in (2..=GSO_MAX_SEGMENTS).filter(|n| payload.len().is_multiple_of(*n)) {
-        let read: Result<Vec<_>, _> = payload
-            .chunks(payload.len() / segments)
-            .map(|one| decode_report(one, int21, domain_id))
-            .collect();
+    for size in gso_segment_sizes(payload.len()) {
+        let read: Result<Vec<_>, _> =
+            payload.chunks(size).map(|one| decode_report(one, int21, domain_id)).collect();
         if let Ok(reports) = read {
             return reports;
         }
     }
     vec![whole.unwrap_or_else(|error| error)]
+}
+
+/// The segment sizes a GSO send of `len` bytes could have used, by the
+/// fewest segments first (2 to [`GSO_MAX_SEGMENTS`]); for each count,
+/// equal segments first, then larger ones with a shorter last segment.
+/// Every size from len / 64 up comes once: at most `len` tries, each
+/// stopping at the first segment that does not read.
+fn gso_segment_sizes(len: usize) -> impl Iterator<Item = usize> {
+    (2..=GSO_MAX_SEGMENTS).flat_map(move |segments| {
+        // `segments` segments of `size` bytes: (segments - 1) * size < len <= segments * size.
+        let smallest = len.div_ceil(segments);
+        let largest = len.saturating_sub(1) / (segments - 1);
+        smallest..=largest
+    })
 }
 
 /// One report's fields (`kind`, `report`), or the error's.

@@ -212,10 +212,68 @@ fn check(args: &GenArgs) -> Result<(), String> {
         problems.push("--ipv6-options: no IPv6 flows without --ipv6".into());
     }
     if problems.is_empty() {
+        // What the file will hold is known only from valid arguments.
+        problems.extend(past_pcap_time(args));
+        problems.extend(past_free_space(args));
+    }
+    if problems.is_empty() {
         Ok(())
     } else {
         Err(problems.join("\n"))
     }
+}
+
+/// A classic pcap holds seconds in 32 bits: the last packet's capture
+/// time must be before 2106-02-07 (pcap-file fails the write there, after
+/// every packet before it was made).
+fn past_pcap_time(args: &GenArgs) -> Option<String> {
+    const PCAP_END_NS: u128 = (u32::MAX as u128 + 1) * 1_000_000_000;
+    let gap_ns = (1e9 / args.rate) as u128;
+    let last_ns = u128::from(args.start_ns) + gap_ns * (args.packets.saturating_sub(1) as u128);
+    (last_ns >= PCAP_END_NS).then(|| {
+        format!(
+            "--packets {} at --rate {} from --start-ns {}: the last packet's time, {} s since the epoch, is past what a pcap holds (32-bit seconds: before 2106-02-07)",
+            args.packets,
+            args.rate,
+            args.start_ns,
+            last_ns / 1_000_000_000
+        )
+    })
+}
+
+/// The least the file takes (its header, and for each packet kept after
+/// --loss a record header and the smallest frame) against the space its
+/// file system has left (an existing file's own bytes count as free).
+/// Not checked where --out is no regular file (/dev/null, a pipe).
+fn past_free_space(args: &GenArgs) -> Option<String> {
+    let existing = std::fs::metadata(&args.out).ok();
+    if existing.as_ref().is_some_and(|meta| !meta.is_file()) {
+        return None;
+    }
+    let folder = match args.out.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => std::path::Path::new("."),
+    };
+    let free = int_os::files::free_bytes(folder).ok()?;
+    let free = free.saturating_add(existing.map_or(0, |meta| meta.len()));
+    let smallest = parse_sizes(&args.sizes).ok()?.into_iter().min()?;
+    let kept = (args.packets as f64 * (1.0 - args.loss)) as u128;
+    let least = 24 + kept * (16 + smallest as u128);
+    (least > u128::from(free)).then(|| {
+        format!(
+            "--packets {}: the pcap takes at least {} ({} packets kept of 16 + {smallest} bytes or more), {} free on {}",
+            args.packets,
+            bytes(least),
+            kept,
+            bytes(u128::from(free)),
+            folder.display()
+        )
+    })
+}
+
+/// A byte count in GB (10^9 bytes), the unit df -H and disk sizes use.
+fn bytes(n: u128) -> String {
+    format!("{:.1} GB", n as f64 / 1e9)
 }
 
 /// Packets as they are made, after loss and reordering, to the file.

@@ -11,7 +11,7 @@ use pcap_file::pcapng::blocks::interface_description::{
     InterfaceDescriptionBlock, InterfaceDescriptionOption,
 };
 use pcap_file::pcapng::{Block, PcapNgReader};
-use pcap_file::DataLink;
+use pcap_file::{DataLink, Endianness};
 
 pub struct Writer {
     inner: PcapWriter<BufWriter<File>>,
@@ -143,6 +143,9 @@ impl Capture {
 /// resolution; blocks other than packets are read past.
 fn next_pcapng(reader: &mut PcapNgReader<Box<dyn Read>>) -> Option<Result<Packet, pcap_file::PcapError>> {
     loop {
+        // The section this block is in (a new section's header is a block
+        // of its own, read past below).
+        let order = reader.section().endianness;
         let block = match reader.next_block()? {
             Ok(block) => block,
             Err(e) => return Some(Err(e)),
@@ -153,7 +156,10 @@ fn next_pcapng(reader: &mut PcapNgReader<Box<dyn Read>>) -> Option<Result<Packet
                 (epb.interface_id, raw, epb.data.into_owned())
             }
             Block::SimplePacket(spb) => (0, 0, spb.data.into_owned()),
-            Block::Packet(pb) => (u32::from(pb.interface_id), pb.timestamp, pb.data.into_owned()),
+            Block::Packet(pb) => {
+                let raw = packet_block_ticks(pb.timestamp, order);
+                (u32::from(pb.interface_id), raw, pb.data.into_owned())
+            }
             _ => continue,
         };
         let described = reader.interfaces().get(interface as usize);
@@ -163,6 +169,18 @@ fn next_pcapng(reader: &mut PcapNgReader<Box<dyn Read>>) -> Option<Result<Packet
         };
         let time_ns = described.map_or(0, |idb| time_ns(raw_time, resolution(idb)));
         return Some(Ok(Packet { time_ns, frame }));
+    }
+}
+
+/// The obsolete Packet Block's timestamp as one number. The block holds
+/// it as two 32-bit words, the high one first, each in the section's byte
+/// order (pcapng 4.3, as in the Enhanced Packet Block); pcap-file 2.0 reads
+/// the pair as one 64-bit integer, which in a little-endian section puts
+/// the high word low.
+fn packet_block_ticks(read: u64, order: Endianness) -> u64 {
+    match order {
+        Endianness::Little => read.rotate_left(32),
+        Endianness::Big => read,
     }
 }
 

@@ -201,3 +201,108 @@ fn gen_refuses_bad_arguments() {
     let said = String::from_utf8_lossy(&output.stderr);
     assert_eq!(said.lines().count(), 8, "every problem at once: {said}");
 }
+
+/// A pcapng file of one section in either byte order: an Ethernet
+/// interface at microseconds and one obsolete Packet Block (type 2) whose
+/// timestamp words are `high` and `low`.
+fn pcapng_with_packet_block(big_endian: bool, high: u32, low: u32, frame: &[u8]) -> Vec<u8> {
+    let u16b = |v: u16| if big_endian { v.to_be_bytes() } else { v.to_le_bytes() };
+    let u32b = |v: u32| if big_endian { v.to_be_bytes() } else { v.to_le_bytes() };
+    let block = |kind: u32, body: &[u8]| {
+        let len = 12 + body.len() as u32;
+        [&u32b(kind)[..], &u32b(len), body, &u32b(len)].concat()
+    };
+    let header = [&u32b(0x1a2b_3c4d)[..], &u16b(1), &u16b(0), &[0xff; 8]].concat();
+    let interface = [&u16b(1)[..], &u16b(0), &u32b(0)].concat();
+    let mut data = frame.to_vec();
+    data.resize(frame.len().div_ceil(4) * 4, 0);
+    let len = u32b(frame.len() as u32);
+    let packet = [&u16b(0)[..], &u16b(0), &u32b(high), &u32b(low), &len, &len, &data].concat();
+    [block(0x0a0d_0d0a, &header), block(1, &interface), block(2, &packet)].concat()
+}
+
+/// pcapng's obsolete Packet Block: its timestamp is the high word then the
+/// low one, in either byte order; decode reads the time tshark does
+/// (high 1, low 5 at microseconds: 4294.967301 s).
+#[test]
+fn pcapng_packet_block_times_read_as_tshark_reads_them() {
+    let dir = workdir("captures-packet-block");
+    let frame = collector::report_frame(&collector::drop_summary(1, 7));
+    for (name, big_endian) in [("le.pcapng", false), ("be.pcapng", true)] {
+        std::fs::write(dir.join(name), pcapng_with_packet_block(big_endian, 1, 5, &frame)).unwrap();
+        let tshark = Command::new("tshark")
+            .args(["-r", name, "-T", "fields", "-e", "frame.time_epoch"])
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert!(tshark.status.success(), "{}", String::from_utf8_lossy(&tshark.stderr));
+        let seconds: f64 = String::from_utf8(tshark.stdout).unwrap().trim().parse().unwrap();
+        assert_eq!((seconds * 1e6).round() as u64, (1 << 32) + 5, "tshark, {name}");
+        let values = records(&dir, name);
+        assert_eq!(values.len(), 1, "{name}: {values:?}");
+        assert_eq!(values[0]["time_ns"].as_u64(), Some(((1 << 32) + 5) * 1000), "{name}: {}", values[0]);
+        assert_eq!(values[0]["kind"], "report", "{name}: {}", values[0]);
+    }
+}
+
+/// A GSO send whose last segment is shorter (Linux cuts every gso_size
+/// bytes and lets the last be less): three TR 2.0 datagrams, of two, two
+/// and one reports, in one UDP payload, read as those three.
+#[test]
+fn a_gso_datagram_with_a_shorter_last_segment() {
+    let dir = workdir("captures-gso-short");
+    let reports = collector::switch_reports();
+    let groups = [1..3, 3..5, 5..6].map(|range| collector::coalesced(range.start as u32, &reports[range]));
+    assert!(groups[2].len() < groups[0].len() && groups[0].len() == groups[1].len());
+    write_pcap(&dir.join("gso.pcap"), &[collector::report_frame(&groups.concat())]);
+    let values = records(&dir, "gso.pcap");
+    assert_eq!(values.len(), 3, "{values:?}");
+    for (i, value) in values.iter().enumerate() {
+        assert_eq!((value["segment"].as_u64(), value["segments"].as_u64()), (Some(i as u64 + 1), Some(3)));
+        assert_eq!(value["kind"], "report", "{value}");
+        assert!(value["report"]["error"].is_null(), "{value}");
+        assert_eq!(value["report"]["reports"].as_array().map(Vec::len), Some([2, 2, 1][i]), "{value}");
+    }
+}
+
+/// `gen` with what its file cannot hold: a trillion packets (80 TB at
+/// the least) or a last packet past 2106 (a pcap's 32-bit seconds) is
+/// refused at once, saying why, and nothing is written. (Before, it ran
+/// silently on: a guard stops a gen that is still running after a minute,
+/// so that a regression fails here instead of filling the disk.)
+#[test]
+fn gen_refuses_what_cannot_fit() {
+    let dir = workdir("gen-cannot-fit");
+    let cases: [(&[&str], &str); 3] = [
+        (&["--packets", "1000000000000"], "--packets 1000000000000: the pcap takes at least 80000.0 GB"),
+        (&["--packets", "10", "--start-ns", "4294967296000000000"], "past what a pcap holds"),
+        (
+            &["--packets", "1000000", "--rate", "0.0001"],
+            "the last packet's time, 11699990000 s since the epoch",
+        ),
+    ];
+    for (args, expected) in cases {
+        let mut child = Command::new(BIN)
+            .args(["gen", "--out", "x.pcap"])
+            .args(args)
+            .current_dir(&dir)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let started = std::time::Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if started.elapsed() > std::time::Duration::from_secs(60) {
+                child.kill().unwrap();
+                child.wait().unwrap();
+                std::fs::remove_file(dir.join("x.pcap")).ok();
+                panic!("{args:?}: gen still running after a minute");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let output = child.wait_with_output().unwrap();
+        assert!(!output.status.success(), "{args:?}");
+        let said = String::from_utf8_lossy(&output.stderr);
+        assert!(said.contains(expected), "{args:?}: {said}");
+        assert!(!dir.join("x.pcap").exists(), "{args:?} wrote a file");
+    }
+}

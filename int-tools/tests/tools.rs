@@ -13,7 +13,7 @@ use std::net::UdpSocket;
 use std::path::Path;
 use std::process::Command;
 
-use collector::{drop_summary, summary_of, switch_reports};
+use collector::{coalesced, drop_summary, summary_of, switch_reports};
 use files::*;
 
 const BIN: &str = env!("CARGO_BIN_EXE_int-tools");
@@ -711,4 +711,38 @@ fn collect_refuses_a_held_port_and_an_unwritable_plot() {
         .unwrap();
     assert!(!plot.status.success());
     assert!(String::from_utf8_lossy(&plot.stderr).contains("--plot /nonexistent/plot.png: No such file"));
+}
+
+/// TR 2.0 section 3.2's Sequence Number "reflects the sequence of
+/// reports": a sender numbering each individual report (480 reports in
+/// 120 datagrams of 1, 7, 3 and 5) and one numbering each datagram both
+/// lose none.
+#[test]
+fn collect_takes_report_numbers_per_report_or_per_datagram() {
+    let reports: Vec<Vec<u8>> = switch_reports().into_iter().take(60).cycle().take(480).collect();
+    let mut groups = Vec::new();
+    let mut at = 0;
+    for size in [1, 7, 3, 5].into_iter().cycle().take(120) {
+        groups.push(&reports[at..at + size]);
+        at += size;
+    }
+    for per_report in [true, false] {
+        let (child, listen) = start_collector(&["--count", "480", "--duration", "120"]);
+        let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let mut number = 1;
+        for (i, group) in groups.iter().enumerate() {
+            let sequence = if per_report { number } else { i as u32 + 1 };
+            sender.send_to(&coalesced(sequence, group), &listen).unwrap();
+            number += group.len() as u32;
+        }
+        let summary = summary_of(child);
+        assert_eq!(summary["all_flows"]["latency_reports"], 480, "{summary}");
+        assert_eq!(summary["malformed"], 0, "{summary}");
+        let counts = (&summary["lost_reports"], &summary["late_reports"], &summary["sequence_resyncs"]);
+        assert_eq!(
+            counts,
+            (&serde_json::json!(0), &serde_json::json!(0), &serde_json::json!(0)),
+            "per report {per_report}: {summary}"
+        );
+    }
 }

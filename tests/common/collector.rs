@@ -165,6 +165,18 @@ pub fn switch_reports() -> Vec<Vec<u8>> {
     datagrams
 }
 
+/// One Telemetry Report 2.0 datagram numbered `sequence` holding the
+/// individual reports of `datagrams` (switch_reports' one-report
+/// datagrams, node 9's): its group header, then each one's report.
+pub fn coalesced(sequence: u32, datagrams: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = datagrams[0][..8].to_vec();
+    out[..4].copy_from_slice(&((2 << 28) | (sequence & 0x3f_ffff)).to_be_bytes());
+    for datagram in datagrams {
+        out.extend_from_slice(&datagram[8..]);
+    }
+    out
+}
+
 /// An Ethernet/IPv4/UDP frame from 10.0.0.9:40000 to a collector at
 /// 10.0.0.100:32766 carrying `payload` (reports, as a capture shows them).
 pub fn report_frame(payload: &[u8]) -> Vec<u8> {

@@ -29,6 +29,11 @@ impl Summary {
             let values: Vec<String> = counters.snapshot().iter().map(|(k, v)| format!("{k}={v}")).collect();
             println!("pipeline {name}: {}", values.join(" "));
         }
+        for (name, counters) in &self.pipelines {
+            if let Some(hint) = skew_hint(name, counters) {
+                log::warn!("{hint}");
+            }
+        }
         for (name, s, _) in &self.ports {
             println!(
                 "port {name}: rx {} tx {} missed {} rx_errors {} tx_errors {} rx_nombuf {}",
@@ -93,6 +98,29 @@ impl Summary {
     }
 }
 
+/// What a sink's `clock_skew` means, where it counted any: a run whose
+/// latencies all came out negative reports no latency at all, and the
+/// counter alone does not say why (an INT 0.5 capture replayed more than
+/// 2.1 s after its source ran is the usual cause).
+fn skew_hint(name: &str, counters: &SharedCounters) -> Option<String> {
+    let skewed = counters.get(Counter::clock_skew);
+    if skewed == 0 {
+        return None;
+    }
+    let largest_ms = counters.get(Counter::clock_skew_max_ns) as f64 / 1e6;
+    let measured = if counters.get(Counter::latency_max_ns) == 0 {
+        "and no latency was measured, so none was reported"
+    } else {
+        "and those were not reported"
+    };
+    Some(format!(
+        "pipeline {name}: {skewed} packets' one-way latency came out negative (clock_skew, the largest {largest_ms:.3} ms), {measured}: \
+         the sink's clock is behind the source's, or the packets reached the sink 2.1 s or more after their source stamped them \
+         (INT 0.5's timestamps are the low 32 bits of ns and wrap every 4.29 s, so a capture replayed that late reads as skew); \
+         run the sink within 2 s of the source, or clock it by the packets' capture times (clock: rx-timestamp)"
+    ))
+}
+
 /// A time as RFC 3339 (UTC, to the ns) and as ns since the epoch, as the
 /// tools print times (docs/output.md).
 fn stamp(time: std::time::SystemTime) -> (String, u64) {
@@ -102,4 +130,23 @@ fn stamp(time: std::time::SystemTime) -> (String, u64) {
         .and_then(|t| t.format(&time::format_description::well_known::Rfc3339).ok())
         .unwrap_or_default();
     (text, u64::try_from(ns).unwrap_or(u64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn skew_is_explained_only_where_it_was_counted() {
+        let counters = SharedCounters::default();
+        assert_eq!(skew_hint("sink", &counters), None);
+        let mut local = crate::stats::Counters::default();
+        local.add(Counter::clock_skew, 2000);
+        local.raise(Counter::clock_skew_max_ns, 1_294_967_296);
+        local.publish(&counters);
+        let hint = skew_hint("sink", &counters).unwrap_or_default();
+        assert!(hint.starts_with("pipeline sink: 2000 packets' one-way latency came out negative"), "{hint}");
+        assert!(hint.contains("the largest 1294.967 ms), and no latency was measured"), "{hint}");
+        assert!(hint.contains("clock: rx-timestamp"), "{hint}");
+    }
 }

@@ -16,6 +16,9 @@ impl RateLimit {
         self.per_second.min(u64::from(u32::MAX)) as u32
     }
 
+    /// The allowance: a tenth of a second's reports, and at least 16, so
+    /// that a low limit still lets one burst's reports through together
+    /// (config/README.md's `export.rate_limit`).
     fn burst(per_second: u32) -> u64 {
         u64::from(per_second / 10).max(16)
     }
@@ -74,7 +77,22 @@ impl Quota {
 
 #[cfg(test)]
 mod tests {
-    use super::Quota;
+    use super::{Quota, RateLimit};
+
+    /// The allowance is max(rate / 10, 16) reports at one instant, then
+    /// one per 1/rate s; 0 is no limit.
+    #[test]
+    fn the_burst_is_a_tenth_of_the_rate_and_at_least_16() {
+        let at = 7_000_000_000;
+        for (rate, burst) in [(10_000, 1000), (1000, 100), (170, 17), (160, 16), (50, 16), (1, 16)] {
+            let mut limit = RateLimit::new(rate);
+            assert_eq!((0..5000).filter(|_| limit.allow(at)).count(), burst, "rate {rate}");
+            let next = at + 1_000_000_000u64.div_ceil(u64::from(rate));
+            assert_eq!((0..5000).filter(|_| limit.allow(next)).count(), 1, "rate {rate}: refilled one");
+        }
+        let mut unlimited = RateLimit::new(0);
+        assert_eq!((0..5000).filter(|_| unlimited.allow(at)).count(), 5000);
+    }
 
     #[test]
     fn a_quota_counts_per_second() {

@@ -168,7 +168,7 @@ fn take(datagram: &Datagram<'_>, at_ns: u64, books: &mut Books, how: &How) -> u6
         {
             Ok((report, count)) => {
                 books.totals.reports += count as u64;
-                let missing = books.sender(from).account_22(report.group.sequence);
+                let missing = books.sender(from).account_group(report.group.sequence, count as u32);
                 let arrival = Arrival { from, at_ns, missing };
                 super::tr20::record(&report, how, arrival, books);
                 count as u64
