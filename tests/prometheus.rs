@@ -32,19 +32,6 @@ fn promtool_check(page: &str) -> String {
     }
 }
 
-/// A source replaying ten flows and a sink replaying a recorded link with
-/// its reports sent to `collector`, both forever, to net_null.
-fn source_and_sink_config(metrics_port: u16, collector: &str) -> String {
-    let source = replay_source_config(
-        "--no-telemetry, --file-prefix, int-node-prometheus",
-        &format!("stats: {{metrics: '127.0.0.1:{metrics_port}'}}\nexport: {{collector: '{collector}', rate_limit: 0}}"),
-    );
-    source.replace(
-        "pipelines:\n",
-        "  - {name: link, device: 'net_pcap1,rx_pcap=link.pcap,infinite_rx=1'}\n  - {name: drain, device: 'net_null1,no-rx=1'}\npipelines:\n  - {name: snk, role: sink, lcore: 1, rx: {port: link}, tx: {port: drain}, sink: {latency: {mode: absolute, threshold_ns: 1}}}\n",
-    )
-}
-
 /// Prometheus stores what the node's page shows: per-role counters, the
 /// ports' DPDK counters, the exporter's; the page passes promtool.
 #[test]
@@ -61,7 +48,11 @@ fn prometheus_scrapes_the_node() {
     );
     let collector = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let (metrics_port, web_port) = (free_port(), free_port());
-    let config = source_and_sink_config(metrics_port, &collector.local_addr().unwrap().to_string());
+    let config = replay_source_and_sink_config(
+        "int-node-prometheus",
+        metrics_port,
+        &collector.local_addr().unwrap().to_string(),
+    );
     std::fs::write(dir.join("node.yaml"), config).unwrap();
     let mut node = spawn_node(&dir, 40);
     let mut prometheus = start_prometheus(&dir, &[("int", metrics_port)], web_port);

@@ -467,6 +467,21 @@ idle_sleep_us: 100
     )
 }
 
+/// [`replay_source_config`] with a sink beside it replaying a recorded
+/// link (`link.pcap`, [`recorded_link`]) forever, its reports sent to
+/// `collector`; both pipelines' metrics on `metrics_port`; `prefix`: the
+/// EAL file prefix (one per test).
+pub fn replay_source_and_sink_config(prefix: &str, metrics_port: u16, collector: &str) -> String {
+    let source = replay_source_config(
+        &format!("--no-telemetry, --file-prefix, {prefix}"),
+        &format!("stats: {{metrics: '127.0.0.1:{metrics_port}'}}\nexport: {{collector: '{collector}', rate_limit: 0}}"),
+    );
+    source.replace(
+        "pipelines:\n",
+        "  - {name: link, device: 'net_pcap1,rx_pcap=link.pcap,infinite_rx=1'}\n  - {name: drain, device: 'net_null1,no-rx=1'}\npipelines:\n  - {name: snk, role: sink, lcore: 1, rx: {port: link}, tx: {port: drain}, sink: {latency: {mode: absolute, threshold_ns: 1}}}\n",
+    )
+}
+
 /// A recorded link for the collector's tests (`link.pcap`): UDP flows of
 /// Host-INT packets whose one-way latency is `latency_us` plus up to
 /// `jitter_us`, a share `loss` of them lost.

@@ -132,3 +132,25 @@ pub fn stop(mut child: Child) {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// nats-server with JetStream on 127.0.0.1:`port`, its store and log in
+/// `dir`, once it takes connections.
+pub fn start_nats(dir: &Path, port: u16) -> Child {
+    let log = dir.join("nats.log");
+    let child = Command::new(NATS)
+        .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
+        .arg(dir.join("store"))
+        .arg("-l")
+        .arg(&log)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        let said = std::fs::read_to_string(&log).unwrap_or_default();
+        assert!(started.elapsed() < Duration::from_secs(20), "nats-server did not start: {said}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child
+}
