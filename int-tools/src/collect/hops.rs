@@ -25,7 +25,7 @@ use super::timeline::Timeline;
 pub const MAX_PATH: usize = 64;
 /// Path changes kept for the summary, the newest.
 const RECENT_CHANGES: usize = 100;
-/// Significant digits of a node's and a link's histograms (about 30 KB).
+/// Significant digits of a node's and a link's histograms (about 40 KB).
 const DIGITS: u8 = 2;
 /// Nodes (the first seen) with hop latency over time, for the plot.
 const NODES_OVER_TIME: usize = 20;

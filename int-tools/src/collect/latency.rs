@@ -6,8 +6,11 @@
 
 use hdrhistogram::Histogram;
 
-/// The largest latency a histogram resolves: longer ones count as this.
-const HIGHEST_NS: u64 = 60_000_000_000;
+/// The largest latency a histogram resolves: a day (a network's latencies
+/// and a capture replayed hours later alike). Longer ones count as this,
+/// and a percentile that falls among them is given as the largest value
+/// seen, the best bound known.
+const HIGHEST_NS: u64 = 86_400_000_000_000;
 
 /// The percentiles a summary shows.
 pub const PERCENTILES: [(&str, f64); 4] = [("p50", 0.50), ("p90", 0.90), ("p99", 0.99), ("p99_9", 0.999)];
@@ -31,7 +34,7 @@ struct Histograms {
 
 impl Latency {
     /// A histogram that tells values apart to `significant_digits` (1 to
-    /// 5) decimal digits: 2 costs about 30 KB, 3 about 220 KB.
+    /// 5) decimal digits: 2 costs about 40 KB, 3 about 300 KB.
     pub fn new(significant_digits: u8) -> Latency {
         let histograms = histogram(significant_digits).map(|at_or_above_zero| {
             Box::new(Histograms { at_or_above_zero, below_zero: None, significant_digits })
@@ -110,7 +113,10 @@ impl Latency {
     pub fn quantile(&self, q: f64) -> Option<i64> {
         let histograms = self.histograms.as_deref().filter(|_| self.count > 0)?;
         let rank = ((q.clamp(0.0, 1.0) * self.count as f64).ceil() as u64).clamp(1, self.count);
-        Some(histograms.at_rank(rank).clamp(self.min, self.max))
+        let value = histograms.at_rank(rank);
+        let saturated = value.unsigned_abs() >= HIGHEST_NS;
+        let value = if saturated && value > 0 { self.max } else { value };
+        Some(value.clamp(self.min, self.max))
     }
 
     /// How many values are at or below `ns` (a Prometheus bucket), to the
@@ -212,6 +218,24 @@ mod tests {
     /// long tail of 0.1% at 5 ms, shuffled): every percentile within the
     /// histogram's resolution of the exact one, at both precisions, and
     /// the same when the values arrive split over two receivers.
+    /// Percentiles over the whole range a network has: latencies of
+    /// minutes (issue 45: `p50 60.1 s` with a 207 s mean), and past a day
+    /// the largest value seen, never a made-up bound.
+    #[test]
+    fn percentiles_past_a_minute() {
+        let mut latency = Latency::new(2);
+        for s in [120u64, 207, 207, 207, 300] {
+            latency.record((s * 1_000_000_000) as i64);
+        }
+        let p50 = latency.quantile(0.5).unwrap();
+        assert!((205_000_000_000..=209_000_000_000).contains(&p50), "{p50}");
+        assert_eq!(latency.quantile(1.0), Some(300_000_000_000));
+        let mut days = Latency::new(2);
+        days.record(3 * 86_400_000_000_000);
+        days.record(2 * 86_400_000_000_000);
+        assert_eq!(days.quantile(0.5), Some(3 * 86_400_000_000_000));
+    }
+
     #[test]
     fn percentiles_match_a_known_distribution() {
         let mut values: Vec<i64> = (0..100_000).map(|i| -2_000 + i).collect();

@@ -16,8 +16,9 @@ use super::outputs::Counted;
 use super::summary::Snapshot;
 use super::{names, Shared};
 
-/// Bucket bounds, ns: 1 µs to 1 s.
-const BUCKETS_NS: [i64; 12] = [
+/// Bucket bounds, ns: 1 µs to 5 minutes (a network's latencies, and a
+/// capture replayed later).
+const BUCKETS_NS: [i64; 15] = [
     1_000,
     10_000,
     50_000,
@@ -30,6 +31,9 @@ const BUCKETS_NS: [i64; 12] = [
     10_000_000,
     100_000_000,
     1_000_000_000,
+    10_000_000_000,
+    60_000_000_000,
+    300_000_000_000,
 ];
 
 /// Binds `addr` and serves scrapes from a thread until the collector
@@ -79,7 +83,7 @@ pub fn page(snapshot: &Snapshot, outputs: &[Arc<dyn Counted>], top: usize) -> St
     metric_head(
         &mut out,
         "int_collect_latency_seconds",
-        "One-way latency of every flow, in seconds.",
+        "One-way latency of every flow, in seconds, one count per latency report (sinks report a flow on a change, not every packet).",
         "histogram",
     );
     histogram(&mut out, "int_collect_latency_seconds", "", &ledger.overall.latency);
@@ -88,7 +92,7 @@ pub fn page(snapshot: &Snapshot, outputs: &[Arc<dyn Counted>], top: usize) -> St
     metric_head(
         &mut out,
         "int_collect_flow_latency_seconds",
-        "One-way latency of the most reported flows.",
+        "One-way latency of the most reported flows, one count per latency report.",
         "histogram",
     );
     for (key, flow) in detailed {
@@ -125,7 +129,12 @@ fn hops(out: &mut String, hops: &Hops, top: usize) {
     for (id, node) in &nodes {
         let _ = writeln!(out, "int_collect_node_hops_total{{{}}} {}", node_labels(id), node.hops);
     }
-    metric_head(out, "int_collect_hop_latency_seconds", "Hop latency a node wrote, in seconds.", "histogram");
+    metric_head(
+        out,
+        "int_collect_hop_latency_seconds",
+        "Hop latency a node wrote, in seconds, one count per reported hop.",
+        "histogram",
+    );
     for (id, node) in &nodes {
         histogram(out, "int_collect_hop_latency_seconds", &node_labels(id), &node.latency);
     }
