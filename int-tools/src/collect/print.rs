@@ -39,8 +39,10 @@ pub fn print(record: &Value, output: Print) {
 
 fn print_text(r: &Value) {
     let kind = r["type"].as_str().unwrap_or("?");
-    if kind == "path-change" {
-        return path_change(r);
+    match kind {
+        "path-change" => return path_change(r),
+        "joined" => return print!("{}", joined(r)),
+        _ => {}
     }
     let title = match kind {
         "latency" => "Latency",
@@ -142,6 +144,39 @@ fn describe_hop(hop: &Value) -> String {
     parts.join(", ")
 }
 
+/// A packet's postcards joined, in text: its path (or why it has none),
+/// each node's hop, and the links between them.
+fn joined(r: &Value) -> String {
+    use std::fmt::Write as _;
+    let mut text = String::new();
+    let nodes =
+        |list: &Value| list.as_array().into_iter().flatten().map(|id| node(id, false)).collect::<Vec<_>>();
+    let path = match (r["ordered"].as_bool(), r["complete"].as_bool()) {
+        (Some(true), Some(true)) => format!("path {}", nodes(&r["path"]).join(" > ")),
+        (Some(true), _) => {
+            format!("nodes {} (part of the flow's path: no path yet)", nodes(&r["nodes"]).join(" > "))
+        }
+        _ => format!("nodes {} (their order cannot be told from their times)", nodes(&r["nodes"]).join(", ")),
+    };
+    let _ = writeln!(text, "Joined postcards: Flow: {}  {path}", flow(&r["flow"]));
+    let hops: Vec<&Value> = r["hop_metadata"].as_array().into_iter().flatten().collect();
+    for (i, hop) in hops.iter().enumerate() {
+        let _ = writeln!(text, "  hop {}: {}", i + 1, describe_hop(hop));
+    }
+    if r["ordered"] != true {
+        return text;
+    }
+    for pair in hops.windows(2) {
+        let [from, to] = pair else { continue };
+        let gap = to["ingress_timestamp"].as_i64().zip(from["egress_timestamp"].as_i64()).map(|(i, e)| i - e);
+        if let Some(gap) = gap {
+            let (a, b) = (node(&from["node_id"], false), node(&to["node_id"], false));
+            let _ = writeln!(text, "  link {a} > {b}: {}", schema::human_ns(gap));
+        }
+    }
+    text
+}
+
 /// A path change in text.
 fn path_change(record: &Value) {
     let names = |path: &Value| {
@@ -201,5 +236,30 @@ pub fn missing_note(missing: &Value) -> String {
     match missing.as_u64() {
         None | Some(0) => String::new(),
         Some(n) => format!("  ({n} report(s) lost before this one)"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A joined packet reads as what it is: its path, each hop, each link
+    /// (issue 45: it printed as "Seq: null Time: - Type: joined ... (no INT
+    /// 2.1 packet inside; ...)", which read as an error).
+    #[test]
+    fn joined_postcards_read_as_a_path() {
+        let hop = |node: u32, ingress: u64, egress: u64| json!({"node_id": node, "hop_latency": egress - ingress, "ingress_timestamp": ingress, "egress_timestamp": egress});
+        let flow =
+            json!({"src": "10.0.0.1", "dst": "10.0.0.2", "protocol": 17, "src_port": 1, "dst_port": 2});
+        let record = json!({"type": "joined", "flow": flow, "nodes": [1, 2], "ordered": true, "complete": true,
+                            "path": [1, 2], "hop_metadata": [hop(1, 1000, 3000), hop(2, 5000, 5500)]});
+        let text = joined(&record);
+        assert_eq!(
+            text,
+            "Joined postcards: Flow: udp 10.0.0.1:1 -> 10.0.0.2:2  path 1 > 2\n  hop 1: node 1, latency 2.00 µs\n  hop 2: node 2, latency 500 ns\n  link 1 > 2: 2.00 µs\n"
+        );
+        let unordered = json!({"type": "joined", "flow": flow, "nodes": [2, 1], "ordered": false, "complete": null,
+                               "path": null, "hop_metadata": []});
+        assert!(joined(&unordered).contains("nodes 2, 1 (their order cannot be told from their times)"));
     }
 }
