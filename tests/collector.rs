@@ -116,7 +116,8 @@ fn percentiles_agree_with_the_reports_and_a_plot_is_drawn() {
         u32::from_be_bytes(png[16..20].try_into().unwrap()),
         u32::from_be_bytes(png[20..24].try_into().unwrap()),
     );
-    assert_eq!((width, height), (1200, 900));
+    // Latency over time and the lossy flows' bars (no hops, no links).
+    assert_eq!((width, height), (1200, 500 + 110 + 34 * 3));
 }
 
 /// Every hop's story in InfluxDB: switches' TR 2.0 reports give a point
@@ -365,8 +366,23 @@ fn names_in_every_output() {
     // JSON: records and summary.
     let metrics_port = free_port();
     let metrics = format!("127.0.0.1:{metrics_port}");
-    let (mut child, listen) =
-        start_collector(&tools_bin(), &["--duration", "120", "--names", names, "--metrics", &metrics]);
+    let plot = dir.join("hops.png");
+    let plot_arg = plot.to_str().unwrap();
+    let (mut child, listen) = start_collector(
+        &tools_bin(),
+        &[
+            "--duration",
+            "120",
+            "--names",
+            names,
+            "--metrics",
+            &metrics,
+            "--plot",
+            plot_arg,
+            "--plot-interval",
+            "0.2",
+        ],
+    );
     let output = read_output(&mut child);
     send(&listen);
     // The page, once it counts every datagram (a state; the duration only
@@ -401,6 +417,12 @@ fn names_in_every_output() {
     assert!(page.contains("int_collect_node_hops_total{node=\"2\",node_name=\"core b\"}"), "{page}");
     assert!(page.contains("node=\"3\",node_name=\"3\""), "{page}");
     assert!(page.contains("from=\"1\",to=\"4\",from_name=\"edge-a\",to_name=\"edge-d\""), "{page}");
+    // The plot: latency, hop latency by node name, and a bar pair for each
+    // of the 5 links (no loss panel: none was lost).
+    let png = std::fs::read(&plot).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    let height = u32::from_be_bytes(png[20..24].try_into().unwrap());
+    assert_eq!(height, 500 + 500 + 110 + 34 * 10 + 10);
     // Text: names before ids.
     let (mut child, listen) = start_collect(&tools_bin(), &["--count", &count, "--names", names]);
     let output = read_output(&mut child);

@@ -184,6 +184,10 @@ pub struct CollectArgs {
     /// this PNG file.
     #[arg(long)]
     pub plot: Option<std::path::PathBuf>,
+    /// Redraw --plot every this many seconds while collect runs (0: at
+    /// exit only); each picture replaces the last whole.
+    #[arg(long, default_value_t = 0.0)]
+    pub plot_interval: f64,
     /// DSCP value and mask of the INT 2.1 domain whose packets Telemetry
     /// Report 2.0 reports carry.
     #[arg(long, default_value = "0x17/0x3f")]
@@ -564,6 +568,8 @@ fn influx_authorization(args: &CollectArgs) -> Result<Option<String>, String> {
 fn wait_for_the_end(args: &CollectArgs, shared: &Shared, started: Instant) {
     let interval = Duration::from_secs_f64(args.interval.max(0.001));
     let mut next_summary = started + interval;
+    let plot_every = Duration::from_secs_f64(args.plot_interval.max(0.001));
+    let mut next_plot = started + plot_every;
     while !int_os::signals::stop_requested() {
         if args.count.is_some_and(|n| shared.reports.load(Ordering::Relaxed) >= n)
             || args.duration.is_some_and(|d| started.elapsed().as_secs_f64() >= d)
@@ -574,6 +580,14 @@ fn wait_for_the_end(args: &CollectArgs, shared: &Shared, started: Instant) {
         if args.interval > 0.0 && Instant::now() >= next_summary {
             summary::print(&shared.snapshot(), &shared.outputs, args.json);
             next_summary = Instant::now() + interval;
+        }
+        if let Some(path) =
+            args.plot.as_ref().filter(|_| args.plot_interval > 0.0 && Instant::now() >= next_plot)
+        {
+            if let Err(error) = plot::draw(&shared.snapshot(), path) {
+                eprintln!("collect: --plot {}: {error}", path.display());
+            }
+            next_plot = Instant::now() + plot_every;
         }
         std::thread::sleep(Duration::from_millis(5));
     }
