@@ -87,6 +87,7 @@ fn prometheus_scrapes_the_node() {
     assert!(!page.contains("int_node_stripped_total{pipeline=\"src\""), "a source shows no sink counter");
     assert!(page.contains("int_node_stripped_total{pipeline=\"snk\",role=\"sink\"}"), "{page}");
     assert!(page.contains("int_node_mempool_in_use_mbufs{socket="), "{page}");
+    assert!(page.contains("int_node_info{node_id=\"167772161\",node_name=\"edge-a\"} 1"), "{page}");
     assert_eq!(flows, Some(10.0));
     // What Prometheus stored is a value the node had: at most its final one.
     let stats: serde_json::Value =

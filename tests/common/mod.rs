@@ -454,6 +454,7 @@ pub fn replay_source_config(eal_tail: &str, extra: &str) -> String {
     format!(
         "
 node_id: 10.0.0.1
+node_name: edge-a
 eal: [--no-huge, -m, '256', --no-pci, --no-shconf, -l, 0-1, --log-level, 'lib.eal:error', {eal_tail}]
 mempool: {{mbufs: 4095, cache: 128}}
 ports:

@@ -13,6 +13,8 @@ use strum::{EnumString, VariantNames};
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     pub node_id: u32,
+    /// What the operator calls this node: its metrics' and logs' name.
+    pub node_name: Option<String>,
     /// The config's own EAL arguments (ports are added by [`Config::eal_args`]).
     pub eal: Vec<String>,
     pub mbufs: u32,

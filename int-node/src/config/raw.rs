@@ -18,6 +18,8 @@ use super::model::{
 #[serde(deny_unknown_fields)]
 pub struct RawConfig {
     pub node_id: Option<NodeId>,
+    /// What the operator calls this node (its metrics' `node_name`).
+    pub node_name: Option<String>,
     #[serde(default)]
     pub eal: Vec<String>,
     #[serde(default)]

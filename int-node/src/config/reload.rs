@@ -29,6 +29,7 @@ pub fn restart_needed(running: &Config, new: &Config) -> Vec<String> {
     let mut changes = Changes::default();
     let Config {
         node_id,
+        node_name,
         eal,
         mbufs,
         mempool_cache,
@@ -41,6 +42,7 @@ pub fn restart_needed(running: &Config, new: &Config) -> Vec<String> {
         idle_sleep_us,
     } = &old;
     changes.note("node_id", node_id, &new.node_id);
+    changes.note("node_name", node_name, &new.node_name);
     changes.note("eal", eal, &new.eal);
     changes.note("mempool.mbufs", mbufs, &new.mbufs);
     changes.note("mempool.cache", mempool_cache, &new.mempool_cache);

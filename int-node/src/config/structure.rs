@@ -10,8 +10,18 @@ use super::raw::{NodeId, RawCapture, RawExport, RawMempool, RawPipeline, RawPort
 use super::{yaml_problem, Problem};
 
 /// The top-level keys, as [`super::raw::RawConfig`] has them.
-const KEYS: [&str; 9] =
-    ["node_id", "eal", "mempool", "ports", "pipelines", "export", "stats", "idle_sleep_us", "capture"];
+const KEYS: [&str; 10] = [
+    "node_id",
+    "node_name",
+    "eal",
+    "mempool",
+    "ports",
+    "pipelines",
+    "export",
+    "stats",
+    "idle_sleep_us",
+    "capture",
+];
 
 /// Every unknown key and every value of the wrong shape in `document`,
 /// each taken out of it: what is left may be read for the problems a
@@ -31,6 +41,7 @@ pub fn problems(document: &mut Value) -> Vec<Problem> {
         let Some(name) = key.as_str() else { continue };
         match name {
             "node_id" => one::<NodeId>(value, name, &mut problems),
+            "node_name" => one::<String>(value, name, &mut problems),
             "eal" => one::<Vec<String>>(value, name, &mut problems),
             "mempool" => one::<RawMempool>(value, name, &mut problems),
             "ports" => each::<RawPort>(value, name, &mut problems),

@@ -101,8 +101,10 @@ pub fn validate(raw: &RawConfig) -> Result<Config, ConfigError> {
     });
     check_unpolled(&ports, &pipelines, &mut problems);
     let captures = captures(raw, &port_index, &mut problems);
+    let node_name = node_name(raw, &mut problems);
     problems.into_result(Config {
         node_id,
+        node_name,
         eal: raw.eal.clone(),
         mbufs: raw.mempool.mbufs,
         mempool_cache: raw.mempool.cache,
@@ -174,6 +176,19 @@ fn captures(
         });
     }
     captures
+}
+
+fn node_name(raw: &RawConfig, problems: &mut Problems) -> Option<String> {
+    let name = raw.node_name.as_ref()?;
+    let fits = (1..=64).contains(&name.chars().count()) && !name.chars().any(char::is_control);
+    if !fits {
+        problems.add(
+            "node_name",
+            format!("{name:?} is not a name"),
+            "1 to 64 printable characters, e.g. edge-a",
+        );
+    }
+    Some(name.clone())
 }
 
 fn node_id(raw: &RawConfig, problems: &mut Problems) -> u32 {

@@ -35,6 +35,8 @@ pub struct Sources {
     pub export: Option<Arc<SharedExportStats>>,
     /// When the node started, in seconds since the epoch.
     pub start_time: f64,
+    /// The node's id, and what the operator calls it.
+    pub node: (u32, Option<String>),
 }
 
 /// Binds `addr`; the returned closure serves scrapes until `quit`.
@@ -69,6 +71,15 @@ pub fn page(sources: &Sources) -> String {
         "When the node started, in seconds since the epoch.",
     );
     let _ = writeln!(out, "int_node_start_time_seconds {}", sources.start_time);
+    head(
+        &mut out,
+        "int_node_info",
+        "gauge",
+        "The node's id and name (node_name in its config; the id where it has none).",
+    );
+    let (id, name) = &sources.node;
+    let name = http::prometheus_label(&name.clone().unwrap_or_else(|| id.to_string()));
+    let _ = writeln!(out, "int_node_info{{node_id=\"{id}\",node_name=\"{name}\"}} 1");
     let name = "int_node_packet_path_allocations_total";
     head(&mut out, name, "counter", "Heap allocations on the packet path (0 by design).");
     let _ = writeln!(out, "{name} {}", int_os::alloc::packet_path_allocations());
@@ -183,7 +194,14 @@ mod tests {
     use crate::stats::Counter;
 
     fn sources(pipelines: Vec<(String, RoleName, Arc<SharedCounters>)>) -> Sources {
-        Sources { pipelines, ports: Vec::new(), pools: Vec::new(), export: None, start_time: 1.5e9 }
+        Sources {
+            pipelines,
+            ports: Vec::new(),
+            pools: Vec::new(),
+            export: None,
+            start_time: 1.5e9,
+            node: (7, Some("edge \"a\"".into())),
+        }
     }
 
     #[test]
@@ -197,6 +215,7 @@ mod tests {
         assert!(page.contains("int_node_rx_packets_total{pipeline=\"src\",role=\"source\"} 0\n"));
         assert!(page.contains("int_node_rx_packets_total{pipeline=\"we\\\"ird\\\\\",role=\"source\"} 0\n"));
         assert!(!page.contains("int_node_stripped_total"), "a source has no sink counter");
+        assert!(page.contains("int_node_info{node_id=\"7\",node_name=\"edge \\\"a\\\"\"} 1\n"), "{page}");
     }
 
     /// Reasons are labels of one family; times are seconds, absent while 0.

@@ -196,6 +196,7 @@ impl Node {
                 start_time: std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
                     .map_or(0.0, |d| d.as_secs_f64()),
+                node: (config.node_id, config.node_name.clone()),
             };
             let serve = crate::metrics::endpoint(addr, sources, Arc::clone(&node.quit))
                 .map_err(|source| RunError::Metrics { addr, source })?;
