@@ -61,20 +61,30 @@ pub fn first_trace(hbh: &[u8]) -> Result<Option<TraceAt>, ParseError> {
     find_where(hbh, |_| true)
 }
 
-/// The trace whose namespace `wanted` takes; a second one refused.
+/// The trace whose namespace `wanted` takes; a second one refused. A
+/// trace `wanted` does not take is passed over unread (its namespace is
+/// judged by its own nodes, as Linux does): only an option past the
+/// header refuses the header.
 fn find_where(hbh: &[u8], wanted: impl Fn(u16) -> bool) -> Result<Option<TraceAt>, ParseError> {
     let mut found = None;
     each_option(hbh, |at, kind, end| {
         if kind != OPTION_IOAM || hbh.get(at + 3) != Some(&PREALLOCATED_TRACE) {
             return Ok(());
         }
-        let trace = trace_at(hbh, at, end)?;
-        if wanted(trace.header.namespace) {
-            if found.is_some() {
-                return Err(ParseError::UnknownType { layer: Layer::IoamOption, offset: at, value: kind });
-            }
-            found = Some(trace);
+        // The namespace is the trace header's first field: too short to
+        // hold one, the option is nobody's but a reader's of any.
+        let namespace = hbh
+            .get(at + OPTION_HEADER_LEN..end)
+            .and_then(|data| data.first_chunk::<2>())
+            .map(|ns| u16::from_be_bytes(*ns));
+        if !namespace.is_none_or(&wanted) {
+            return Ok(());
         }
+        let trace = trace_at(hbh, at, end)?;
+        if found.is_some() {
+            return Err(ParseError::UnknownType { layer: Layer::IoamOption, offset: at, value: kind });
+        }
+        found = Some(trace);
         Ok(())
     })?;
     Ok(found)
@@ -377,6 +387,22 @@ mod tests {
     #[test]
     fn other_namespaces_are_left_alone() {
         assert_eq!(find_trace(&SENT, 124), Ok(None));
+    }
+
+    /// Another namespace's trace is its nodes' business: one whose NodeLen
+    /// disagrees with its trace type (or that lies otherwise) is passed
+    /// over by our namespace's nodes, read as wrong by a reader of any.
+    #[test]
+    fn another_namespace_s_lies_are_not_ours_to_judge() {
+        let mut node_len = SENT;
+        node_len[9] = 124;
+        node_len[10] = 0x10; // NodeLen 2 for a one-word trace type
+        assert_eq!(find_trace(&node_len, 123), Ok(None));
+        assert!(first_trace(&node_len).is_err());
+        let mut remaining = SENT;
+        remaining[9] = 124;
+        remaining[11] = 3; // RemainingLen past the two slots
+        assert_eq!(find_trace(&remaining, 123), Ok(None));
     }
 
     /// Lengths that lie and misplaced options are refused, never read.
