@@ -71,13 +71,9 @@ fn find_where(hbh: &[u8], wanted: impl Fn(u16) -> bool) -> Result<Option<TraceAt
         if kind != OPTION_IOAM || hbh.get(at + 3) != Some(&PREALLOCATED_TRACE) {
             return Ok(());
         }
-        // The namespace is the trace header's first field: too short to
-        // hold one, the option is nobody's but a reader's of any.
-        let namespace = hbh
-            .get(at + OPTION_HEADER_LEN..end)
-            .and_then(|data| data.first_chunk::<2>())
-            .map(|ns| u16::from_be_bytes(*ns));
-        if !namespace.is_none_or(&wanted) {
+        // Too short to name its namespace, the option is refused by
+        // every namespace's nodes.
+        if !namespace_of(hbh, at, end).is_none_or(&wanted) {
             return Ok(());
         }
         let trace = trace_at(hbh, at, end)?;
@@ -88,6 +84,26 @@ fn find_where(hbh: &[u8], wanted: impl Fn(u16) -> bool) -> Result<Option<TraceAt
         Ok(())
     })?;
     Ok(found)
+}
+
+/// The namespace of the trace option from `at` to `end` (the trace
+/// header's first field), if the option is long enough to hold one.
+fn namespace_of(hbh: &[u8], at: usize, end: usize) -> Option<u16> {
+    let data = hbh.get(at + OPTION_HEADER_LEN..end)?;
+    data.first_chunk::<2>().map(|ns| u16::from_be_bytes(*ns))
+}
+
+/// `each(namespace)` for every Pre-allocated Trace option of a Hop-by-Hop
+/// header, in order (`None`: too short to name one), up to an option that
+/// runs past the header: a reader's list of the namespaces to ask
+/// [`find_trace`] about.
+pub fn trace_namespaces(hbh: &[u8], mut each: impl FnMut(Option<u16>)) {
+    let _ = each_option(hbh, |at, kind, end| {
+        if kind == OPTION_IOAM && hbh.get(at + 3) == Some(&PREALLOCATED_TRACE) {
+            each(namespace_of(hbh, at, end));
+        }
+        Ok(())
+    });
 }
 
 /// `each(at, type, end)` for every option but Pad1 of an options header

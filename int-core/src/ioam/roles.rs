@@ -498,11 +498,17 @@ fn added_shape(header: &[u8], option: usize, end: usize) -> Option<bool> {
 /// report's copy of it, perhaps cut after the headers): its header and
 /// the Hop-by-Hop header's bytes, to read the elements from.
 pub fn trace_in_packet(packet: &[u8]) -> Option<(TraceAt, &[u8])> {
+    let hbh = hop_by_hop_in_packet(packet)?;
+    Some((ipv6::first_trace(hbh).ok()??, hbh))
+}
+
+/// The Hop-by-Hop header of an IPv6 packet that starts at its IPv6
+/// header, if it has one and it is whole.
+pub fn hop_by_hop_in_packet(packet: &[u8]) -> Option<&[u8]> {
     if packet.first().map(|b| b >> 4) != Some(6) || byte(packet, 6) != HOP_BY_HOP {
         return None;
     }
-    let hbh = packet.get(IPV6_LEN..IPV6_LEN + hop_by_hop_len(packet, IPV6_LEN))?;
-    Some((ipv6::first_trace(hbh).ok()??, hbh))
+    packet.get(IPV6_LEN..IPV6_LEN + hop_by_hop_len(packet, IPV6_LEN))
 }
 
 /// The Edge-to-Edge option of `namespace` in an IPv6 packet that starts
