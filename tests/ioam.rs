@@ -330,3 +330,54 @@ fn gen_writes_and_decode_reads_ioam() {
         assert_eq!(trace["e2e"]["sequence"], found.sequence().unwrap());
     }
 }
+
+/// The encapsulating node is the domain's edge: IPv6 packets that arrive
+/// with a trace and number of the namespace (here made by a node outside
+/// it, then a transit with a made-up node 5) are not taken as ours. Under
+/// `strip` (the default) the trace and number come out and the packet is
+/// traced as any other: the sink reads this node alone, counts no loss
+/// and gives back the sender's packets; `drop` drops them; `trust`
+/// forwards them as they came (`already_marked`).
+#[test]
+fn a_trace_from_outside_the_domain_is_stripped_at_its_edge() {
+    let dir = workdir("ioam-edge");
+    let frames = mixed_traffic_dual(240, 12, 180);
+    let ipv6_packets = (0..240).filter(|i| is_ipv6_flow(i % 12)).count() as u64;
+    write_pcap(&dir.join("in.pcap"), &frames);
+    let numbered = DOMAIN.replace("nodes: 8,", "nodes: 4, sequence: true,");
+    run_node(&dir, &node_config("source", "in.pcap", "outside.pcap", &numbered, None));
+    run_node(&dir, &node_config("transit", "outside.pcap", "forged.pcap", &numbered, None));
+    let forged = read_pcap(&dir.join("forged.pcap"));
+    let edge = run_node(&dir, &node_config("source", "forged.pcap", "edge.pcap", &numbered, None));
+    assert_eq!(edge.counter("source", "foreign_int_stripped"), ipv6_packets, "{}", edge.stdout());
+    assert_eq!(edge.counter("source", "instrumented"), ipv6_packets);
+    assert_eq!(edge.counter("source", "already_marked"), 0);
+    let collector = Collector::new();
+    let sink =
+        run_node(&dir, &node_config("sink", "edge.pcap", "out.pcap", &numbered, Some(&collector.addr())));
+    assert_same_frames(&read_pcap(&dir.join("out.pcap")), &frames);
+    assert_eq!((sink.counter("sink", "stripped"), sink.counter("sink", "lost_packets")), (ipv6_packets, 0));
+    for datagram in collector.reports() {
+        for individual in tr20::Report::parse(&datagram).unwrap().reports() {
+            let (trace, hbh) = roles::trace_in_packet(individual.unwrap().inner).unwrap();
+            let ids: Vec<_> = ipv6::nodes(hbh, &trace).map(|n| n.node_id.unwrap()).collect();
+            assert_eq!(ids, [1], "this node alone, not the made-up path");
+        }
+    }
+    for (policy, counter, out) in
+        [("drop", "marked_dropped", 240 - ipv6_packets), ("trust", "already_marked", 240)]
+    {
+        let config = format!("{numbered}    source: {{marked: {policy}}}\n");
+        let edge = run_node(&dir, &node_config("source", "forged.pcap", "edge.pcap", &config, None));
+        assert_eq!(edge.counter("source", counter), ipv6_packets, "{policy}: {}", edge.stdout());
+        let sent = read_pcap(&dir.join("edge.pcap"));
+        assert_eq!(sent.len() as u64, out, "{policy}");
+        let kept: Vec<Vec<u8>> =
+            forged.iter().filter(|f| policy == "trust" || !is_traced(f)).cloned().collect();
+        assert_same_frames(&sent, &kept);
+    }
+}
+
+fn is_traced(frame: &[u8]) -> bool {
+    roles::find(frame, 123).unwrap().is_some()
+}

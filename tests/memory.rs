@@ -66,6 +66,30 @@ fn sizes_no_host_has_are_refused_with_their_figures() {
     }
 }
 
+/// `check` counts an IOAM domain's tables as its stages make them: the
+/// encapsulating node's that numbers packets (`sequence: true`), and the
+/// decapsulating node's, which keeps IPv6 flows' addresses.
+#[test]
+fn check_counts_the_ioam_nodes_tables() {
+    let dir = workdir("memory-ioam");
+    ten_flows_pcap(&dir);
+    let domain = "int: {version: ioam, namespace: 123, sequence: true}";
+    let cases = [
+        (format!("role: source, {domain}, source: {{flows: {{capacity: 1048576}}}}"), "flow tables 64.0 MiB"),
+        (format!("role: sink, {domain}, sink: {{flows: {{capacity: 1048576}}}}"), "flow tables 192.0 MiB"),
+    ];
+    for (stage, expected) in cases {
+        let config = replay_source_config("--no-telemetry", "export: {collector: '127.0.0.1:9'}")
+            .replace("role: source,", &format!("{stage},"));
+        std::fs::write(dir.join("node.yaml"), &config).unwrap();
+        let output =
+            Command::new(BIN).args(["check", "--config", "node.yaml"]).current_dir(&dir).output().unwrap();
+        let text = said(&output);
+        assert!(output.status.success(), "{text}");
+        assert!(text.contains(expected), "{stage}: {text}");
+    }
+}
+
 /// `VmRSS` of a running process, bytes.
 fn rss(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();

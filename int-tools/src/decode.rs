@@ -191,7 +191,6 @@ fn decode_packet(
     if ip.version == locate::IpVersion::V6
         && crate::decode_ioam::decode(frame.get(ip.l3..).unwrap_or_default(), out)
     {
-        out.insert("kind".into(), json!("ioam"));
         return Vec::new();
     }
     decode_int(frame, domains, out);
@@ -520,7 +519,8 @@ fn print_text(value: &Value) {
     if let Some(report) = value.get("report") {
         print_report(report);
     }
-    if let Some(ioam) = value.get("ioam") {
+    let others = value.get("ioam_others").and_then(Value::as_array).into_iter().flatten();
+    for ioam in value.get("ioam").into_iter().chain(others) {
         crate::decode_ioam::print(ioam);
     }
 }

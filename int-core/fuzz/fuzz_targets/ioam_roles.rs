@@ -5,7 +5,9 @@
 //! transit node writes only inside the trace it found (the bytes before
 //! and after the data space and header are the input's); and an
 //! encapsulation followed by decapsulation gives the frame back, with the
-//! packet number it was given where it was numbered.
+//! packet number it was given where it was numbered; the edge's strip
+//! leaves nothing the encapsulating node would take as already traced, and
+//! changes nothing where it refuses.
 #![no_main]
 
 use int_core::ioam::e2e::E2eType;
@@ -33,7 +35,43 @@ fuzz_target!(|data: &[u8]| {
     decap_restores(frame);
     transit_stays_inside(frame);
     encap_then_decap(frame, selector);
+    strip_leaves_nothing_of_ours(frame, selector);
 });
+
+fn strip_leaves_nothing_of_ours(frame: &[u8], selector: u8) {
+    let mut buffer = frame.to_vec();
+    let mut view = FrameBuf::new(&mut buffer, 0, frame.len()).expect("a view");
+    match roles::strip_foreign(&mut view, NAMESPACE) {
+        Ok(true) => {}
+        _ => {
+            assert_eq!(view.frame(), frame, "a strip that removed nothing changed nothing");
+            return;
+        }
+    }
+    assert!(view.len() < frame.len());
+    let stripped = view.frame().to_vec();
+    assert!(locate::ipv6(&stripped).is_ok(), "what is left walks");
+    let mut buffer = vec![0u8; 256 + stripped.len()];
+    buffer[256..].copy_from_slice(&stripped);
+    let mut view = FrameBuf::new(&mut buffer, 256, stripped.len()).expect("a view");
+    let plan = domain(selector).plan(9000);
+    let encapped = roles::encap(&mut view, &plan, &node(), |_, _| Some(1));
+    assert_ne!(encapped, Ok(Encapped::AlreadyTraced), "nothing of ours is left");
+}
+
+/// The domain the selector byte picks: trace type, slots, numbered or not.
+fn domain(selector: u8) -> Domain {
+    Domain {
+        namespace: NAMESPACE,
+        trace_type: TraceType::from_bits_retain(u32::from(selector & 0xf0) << 16 | 0x80_0000),
+        nodes: (selector & 7) + 1,
+        timestamps: TimestampFormat::Posix,
+        e2e: match selector & 8 {
+            0 => E2eType::empty(),
+            _ => E2eType::SEQUENCE_32 | E2eType::TIMESTAMP_SECONDS,
+        },
+    }
+}
 
 fn decap_restores(frame: &[u8]) {
     let Ok(Some(found)) = roles::find(frame, NAMESPACE) else { return };
@@ -76,17 +114,7 @@ fn transit_stays_inside(frame: &[u8]) {
 }
 
 fn encap_then_decap(frame: &[u8], selector: u8) {
-    let domain = Domain {
-        namespace: NAMESPACE,
-        trace_type: TraceType::from_bits_retain(u32::from(selector & 0xf0) << 16 | 0x80_0000),
-        nodes: (selector & 7) + 1,
-        timestamps: TimestampFormat::Posix,
-        e2e: match selector & 8 {
-            0 => E2eType::empty(),
-            _ => E2eType::SEQUENCE_32 | E2eType::TIMESTAMP_SECONDS,
-        },
-    };
-    let plan = domain.plan(9000);
+    let plan = domain(selector).plan(9000);
     let mut buffer = vec![0u8; 256 + frame.len()];
     buffer[256..].copy_from_slice(frame);
     let mut view = FrameBuf::new(&mut buffer, 256, frame.len()).expect("a view");

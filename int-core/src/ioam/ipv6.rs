@@ -61,23 +61,49 @@ pub fn first_trace(hbh: &[u8]) -> Result<Option<TraceAt>, ParseError> {
     find_where(hbh, |_| true)
 }
 
-/// The trace whose namespace `wanted` takes; a second one refused.
+/// The trace whose namespace `wanted` takes; a second one refused. A
+/// trace `wanted` does not take is passed over unread (its namespace is
+/// judged by its own nodes, as Linux does): only an option past the
+/// header refuses the header.
 fn find_where(hbh: &[u8], wanted: impl Fn(u16) -> bool) -> Result<Option<TraceAt>, ParseError> {
     let mut found = None;
     each_option(hbh, |at, kind, end| {
         if kind != OPTION_IOAM || hbh.get(at + 3) != Some(&PREALLOCATED_TRACE) {
             return Ok(());
         }
-        let trace = trace_at(hbh, at, end)?;
-        if wanted(trace.header.namespace) {
-            if found.is_some() {
-                return Err(ParseError::UnknownType { layer: Layer::IoamOption, offset: at, value: kind });
-            }
-            found = Some(trace);
+        // Too short to name its namespace, the option is refused by
+        // every namespace's nodes.
+        if !namespace_of(hbh, at, end).is_none_or(&wanted) {
+            return Ok(());
         }
+        let trace = trace_at(hbh, at, end)?;
+        if found.is_some() {
+            return Err(ParseError::UnknownType { layer: Layer::IoamOption, offset: at, value: kind });
+        }
+        found = Some(trace);
         Ok(())
     })?;
     Ok(found)
+}
+
+/// The namespace of the trace option from `at` to `end` (the trace
+/// header's first field), if the option is long enough to hold one.
+fn namespace_of(hbh: &[u8], at: usize, end: usize) -> Option<u16> {
+    let data = hbh.get(at + OPTION_HEADER_LEN..end)?;
+    data.first_chunk::<2>().map(|ns| u16::from_be_bytes(*ns))
+}
+
+/// `each(namespace)` for every Pre-allocated Trace option of a Hop-by-Hop
+/// header, in order (`None`: too short to name one), up to an option that
+/// runs past the header: a reader's list of the namespaces to ask
+/// [`find_trace`] about.
+pub fn trace_namespaces(hbh: &[u8], mut each: impl FnMut(Option<u16>)) {
+    let _ = each_option(hbh, |at, kind, end| {
+        if kind == OPTION_IOAM && hbh.get(at + 3) == Some(&PREALLOCATED_TRACE) {
+            each(namespace_of(hbh, at, end));
+        }
+        Ok(())
+    });
 }
 
 /// `each(at, type, end)` for every option but Pad1 of an options header
@@ -377,6 +403,22 @@ mod tests {
     #[test]
     fn other_namespaces_are_left_alone() {
         assert_eq!(find_trace(&SENT, 124), Ok(None));
+    }
+
+    /// Another namespace's trace is its nodes' business: one whose NodeLen
+    /// disagrees with its trace type (or that lies otherwise) is passed
+    /// over by our namespace's nodes, read as wrong by a reader of any.
+    #[test]
+    fn another_namespace_s_lies_are_not_ours_to_judge() {
+        let mut node_len = SENT;
+        node_len[9] = 124;
+        node_len[10] = 0x10; // NodeLen 2 for a one-word trace type
+        assert_eq!(find_trace(&node_len, 123), Ok(None));
+        assert!(first_trace(&node_len).is_err());
+        let mut remaining = SENT;
+        remaining[9] = 124;
+        remaining[11] = 3; // RemainingLen past the two slots
+        assert_eq!(find_trace(&remaining, 123), Ok(None));
     }
 
     /// Lengths that lie and misplaced options are refused, never read.

@@ -159,7 +159,11 @@ pub fn encap(
     let trace_added = plan.added_len(existing.is_some());
     let e2e_added = if numbered { plan.e2e_added_len(last_doh.is_some()) } else { 0 };
     let added = trace_added + e2e_added;
+    // Every node's walk reads at most MAX_EXTENSIONS headers: one more
+    // and the domain's own nodes could not read what this one wrote.
+    let headers_added = usize::from(existing.is_none()) + usize::from(numbered && last_doh.is_none());
     if ip.ip_len() + added > plan.max_ip_len
+        || extension_count(bytes, &ip) + headers_added > MAX_EXTENSIONS
         || ip.ip_len() - IPV6_LEN + added > usize::from(u16::MAX)
         || existing.unwrap_or(0) + trace_added > MAX_HOP_BY_HOP
         || last_doh.map_or(0, |doh| doh.len) + e2e_added > MAX_HOP_BY_HOP
@@ -277,14 +281,26 @@ struct OptionsHeader {
 /// The packet's last extension header if it is a Destination Options
 /// header (the walk `ip` came from checked the chain).
 fn last_destination_options(frame: &[u8], ip: &IpLocation) -> Option<OptionsHeader> {
+    extension_chain(frame, ip).1
+}
+
+/// How many extension headers the packet has.
+fn extension_count(frame: &[u8], ip: &IpLocation) -> usize {
+    extension_chain(frame, ip).0
+}
+
+/// The packet's extension headers, walked again (the walk `ip` came
+/// from checked the chain): how many, and the last if it is a
+/// Destination Options header.
+fn extension_chain(frame: &[u8], ip: &IpLocation) -> (usize, Option<OptionsHeader>) {
     let (mut kind, mut chain_at, mut at) = (byte(frame, ip.l3 + 6), ip.l3 + 6, ip.l3 + IPV6_LEN);
-    let mut last = None;
+    let (mut count, mut last) = (0, None);
     while at < ip.l4 {
         let len = if kind == FRAGMENT { 8 } else { hop_by_hop_len(frame, at) };
         last = (kind == DESTINATION_OPTIONS).then_some(OptionsHeader { at, len, chain_at });
-        (kind, chain_at, at) = (byte(frame, at), at, at + len);
+        (kind, chain_at, at, count) = (byte(frame, at), at, at + len, count + 1);
     }
-    last.filter(|doh| doh.at + doh.len == ip.l4)
+    (count, last.filter(|doh| doh.at + doh.len == ip.l4))
 }
 
 /// What a transit node did to a packet.
@@ -482,11 +498,17 @@ fn added_shape(header: &[u8], option: usize, end: usize) -> Option<bool> {
 /// report's copy of it, perhaps cut after the headers): its header and
 /// the Hop-by-Hop header's bytes, to read the elements from.
 pub fn trace_in_packet(packet: &[u8]) -> Option<(TraceAt, &[u8])> {
+    let hbh = hop_by_hop_in_packet(packet)?;
+    Some((ipv6::first_trace(hbh).ok()??, hbh))
+}
+
+/// The Hop-by-Hop header of an IPv6 packet that starts at its IPv6
+/// header, if it has one and it is whole.
+pub fn hop_by_hop_in_packet(packet: &[u8]) -> Option<&[u8]> {
     if packet.first().map(|b| b >> 4) != Some(6) || byte(packet, 6) != HOP_BY_HOP {
         return None;
     }
-    let hbh = packet.get(IPV6_LEN..IPV6_LEN + hop_by_hop_len(packet, IPV6_LEN))?;
-    Some((ipv6::first_trace(hbh).ok()??, hbh))
+    packet.get(IPV6_LEN..IPV6_LEN + hop_by_hop_len(packet, IPV6_LEN))
 }
 
 /// The Edge-to-Edge option of `namespace` in an IPv6 packet that starts
@@ -537,7 +559,15 @@ pub fn decap(frame: &mut FrameBuf<'_>, found: &Found) -> bool {
         true => found.ip.l3 + 6, // the removed header's Next Header went there
         false => moved(e2e.chain_at),
     };
-    let (doh, gap) = (moved(e2e.doh), e2e.removed_len());
+    remove_e2e(frame, e2e, moved(e2e.doh), chain_at)
+}
+
+/// Removes the Edge-to-Edge option `e2e` whose Destination Options header
+/// now lies at `doh`, named by the Next Header at `chain_at`: the header,
+/// or the option and its padding at its end. Payload Length is the
+/// caller's.
+fn remove_e2e(frame: &mut FrameBuf<'_>, e2e: &E2eFound, doh: usize, chain_at: usize) -> bool {
+    let gap = e2e.removed_len();
     let next_header = byte(frame.frame(), doh);
     if !frame.close_gap(doh + e2e.doh_len - gap, gap) {
         return false;
@@ -548,6 +578,39 @@ pub fn decap(frame: &mut FrameBuf<'_>, found: &Found) -> bool {
         false => set(out, doh + 1, ((e2e.doh_len - gap) / 8 - 1) as u8),
     }
     true
+}
+
+/// The edge's `strip` policy: removes what came from outside the domain
+/// in the namespace's name, as the decapsulating node would (the trace
+/// with its Edge-to-Edge option, or such an option alone), until none is
+/// left; whether anything was removed. Refused, changing nothing, where
+/// the first lies or lies where no encapsulating node of ours puts it.
+pub fn strip_foreign(frame: &mut FrameBuf<'_>, namespace: u16) -> Result<bool, ParseError> {
+    let mut stripped = false;
+    // Each round removes a header's worth: the walk's headers bound them.
+    for _ in 0..=MAX_EXTENSIONS {
+        match strip_once(frame, namespace) {
+            Ok(true) => stripped = true,
+            Ok(false) => return Ok(stripped),
+            Err(_) if stripped => return Ok(true),
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(stripped)
+}
+
+/// One round of [`strip_foreign`].
+fn strip_once(frame: &mut FrameBuf<'_>, namespace: u16) -> Result<bool, ParseError> {
+    if let Some(found) = find(frame.frame(), namespace)? {
+        return Ok(decap(frame, &found));
+    }
+    let Some(ip) = locate::ipv6(frame.frame())? else { return Ok(false) };
+    let Some(e2e) = find_e2e(frame.frame(), &ip, namespace)? else { return Ok(false) };
+    if !remove_e2e(frame, &e2e, e2e.doh, e2e.chain_at) {
+        return Ok(false);
+    }
+    set_payload_len(frame.frame_mut(), ip.l3, (ip.ip_len() - IPV6_LEN - e2e.removed_len()) as u16);
+    Ok(true)
 }
 
 /// Whether `bytes` are Pad1 and PadN options only.
@@ -809,6 +872,73 @@ mod tests {
         assert_eq!((out, done), (good, Ok(Encapped::AlreadyTraced)));
         let misaligned = spec(vec![0, 1, 0, 0x11, 10, 0, 3, 0, 123, 0x40, 0, 0, 0, 0, 1, 0]);
         assert!(with_headroom(&misaligned, |f| encap(f, &plan(1), &node(1), unnumbered)).1.is_err());
+    }
+
+    fn udp6_with(extensions: &[(u8, Vec<u8>)]) -> Vec<u8> {
+        let mut spec =
+            PacketSpec::udp6("2001:db8::1".parse().unwrap(), "2001:db8::2".parse().unwrap(), 1, 2, 9);
+        spec.ipv6.as_mut().unwrap().extensions.extend_from_slice(extensions);
+        spec.build()
+    }
+
+    /// Every node's walk reads 8 extension headers: a packet the trace or
+    /// the number's header would take past them passes as it is (counted
+    /// too big), and one they leave at 8 is traced and reads back.
+    #[test]
+    fn no_trace_takes_a_packet_past_the_headers_a_walk_reads() {
+        let padding = || (DESTINATION_OPTIONS, vec![0, 0, 1, 4, 0, 0, 0, 0]);
+        let eight = udp6_with(&vec![padding(); 8]);
+        let (out, done) = with_headroom(&eight, |f| encap(f, &plan(1), &node(1), unnumbered));
+        assert_eq!((out, done), (eight, Ok(Encapped::TooBig)));
+        let mut seven = vec![padding(); 6];
+        seven.push((ROUTING, vec![0, 0, 4, 0, 0, 0, 0, 0]));
+        let seven = udp6_with(&seven);
+        let (out, done) = with_headroom(&seven, |f| encap(f, &plan_numbered(1), &node(1), numbered(1)));
+        assert_eq!((out, done), (seven.clone(), Ok(Encapped::TooBig)), "the trace and the number: 9");
+        let (out, done) = with_headroom(&seven, |f| encap(f, &plan(2), &node(1), unnumbered));
+        assert_eq!(done, Ok(Encapped::Added(24)), "the trace alone: 8");
+        let found = find(&out, 123).unwrap().unwrap();
+        assert_eq!(transit(&mut out.clone(), 123, &node(2)), Ok(Transited::Filled));
+        assert_eq!(with_headroom(&out, |f| decap(f, &found)), (seven, true));
+    }
+
+    /// A trace of namespace 124 whose NodeLen disagrees with its trace
+    /// type is 124's nodes' business: ours pass it (no trace of ours),
+    /// the encapsulating node adds ours after it, and decapsulation takes
+    /// only ours out.
+    #[test]
+    fn another_namespace_s_lying_trace_passes_every_role() {
+        let (mut theirs, _) = with_headroom(&udp6(), |f| encap(f, &plan(2), &node(1), unnumbered));
+        theirs[54 + 8 + 1] = 124; // the namespace's low byte
+        theirs[54 + 8 + 2] = 0x10; // NodeLen 2 for a one-word trace type
+        assert_eq!(find(&theirs, 123), Ok(None));
+        assert_eq!(transit(&mut theirs.clone(), 123, &node(2)), Ok(Transited::NotTraced));
+        let (ours, done) = with_headroom(&theirs, |f| encap(f, &plan(2), &node(3), unnumbered));
+        assert_eq!(done, Ok(Encapped::Added(24)));
+        let found = find(&ours, 123).unwrap().unwrap();
+        assert_eq!(with_headroom(&ours, |f| decap(f, &found)), (theirs, true));
+    }
+
+    /// At the edge, what comes in the namespace's name from outside (a
+    /// trace with made-up nodes and its number behind the sender's own
+    /// Hop-by-Hop header, or a number alone) is removed as the
+    /// decapsulating node would: the sender's packet as it was sent.
+    #[test]
+    fn strip_removes_what_came_from_outside_in_our_name() {
+        let sent = udp6_with(&[(HOP_BY_HOP, vec![0, 0, 5, 2, 0, 0, 1, 0])]);
+        let (forged, _) = with_headroom(&sent, |f| encap(f, &plan_numbered(2), &node(666), numbered(5)));
+        assert!(find(&forged, 123).unwrap().unwrap().e2e.is_some());
+        assert_eq!(with_headroom(&forged, |f| strip_foreign(f, 123)), (sent.clone(), Ok(true)));
+        assert_eq!(with_headroom(&forged, |f| strip_foreign(f, 124)), (forged.clone(), Ok(false)));
+        let number_alone = udp6_with(&[(
+            DESTINATION_OPTIONS,
+            vec![0, 1, 1, 0, 0x11, 10, 0, 3, 0, 123, 0x40, 0, 0, 0, 0, 1],
+        )]);
+        assert_eq!(with_headroom(&number_alone, |f| strip_foreign(f, 123)), (udp6_with(&[]), Ok(true)));
+        // One that lies is refused, the frame unchanged.
+        let mut lying = forged.clone();
+        lying[54 + 8 + 6] = 0x10; // the trace's NodeLen: 2 words for 1
+        assert!(with_headroom(&lying, |f| strip_foreign(f, 123)).1.is_err());
     }
 
     /// An option of the namespace that is not where our encapsulating

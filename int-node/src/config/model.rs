@@ -494,11 +494,13 @@ pub struct Source21Settings {
 pub const DEFAULT_CLONE_MBUFS: u32 = 2047;
 
 /// An IOAM domain's encapsulating node: its flow table numbers each
-/// flow's packets, where the domain numbers them (`int.sequence`).
+/// flow's packets, where the domain numbers them (`int.sequence`); what
+/// arrives with a trace or number of the namespace gets `marked`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct IoamEncapSettings {
     pub flow_capacity: u32,
     pub idle_timeout_ms: u64,
+    pub marked: MarkedPolicy,
 }
 
 /// An INT-XD node (INT 2.1 section 5.9, "INT-XD"): for packets of watched

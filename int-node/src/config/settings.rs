@@ -68,7 +68,7 @@ pub fn source_settings(raw: &RawSource, path: &str, problems: &mut Problems) -> 
 /// Remaining Hop Count (`max_hop_count`, default 8 as in the spec's
 /// examples); the INT 0.5 keys `flavour` and `tail` do not apply.
 /// An IOAM domain's encapsulating node: of the source section, only the
-/// flow table that numbers packets.
+/// flow table that numbers packets and the edge's `marked` policy.
 pub fn ioam_encap_settings(raw: &RawSource, path: &str, problems: &mut Problems) -> IoamEncapSettings {
     problems.other_version(
         path,
@@ -79,17 +79,20 @@ pub fn ioam_encap_settings(raw: &RawSource, path: &str, problems: &mut Problems)
             ("max_hop_count", raw.max_hop_count.is_some()),
             ("own_hop", raw.own_hop.is_some()),
             ("watchlist", !raw.watchlist.is_empty()),
-            ("marked", raw.marked.is_some()),
             ("tail", raw.tail.is_some()),
             ("discard", raw.discard.is_some()),
             ("tunnels", raw.tunnels.is_some()),
             ("clone", raw.clone.is_some()),
         ],
         "INT sources",
-        "an IOAM domain's encapsulating node traces every IPv6 packet (the trace is set in int); its source section has only flows",
+        "an IOAM domain's encapsulating node traces every IPv6 packet (the trace is set in int); its source section has only flows and marked",
     );
     check_capacity(raw.flows.capacity, path, problems);
-    IoamEncapSettings { flow_capacity: raw.flows.capacity, idle_timeout_ms: raw.flows.idle_timeout_ms }
+    IoamEncapSettings {
+        flow_capacity: raw.flows.capacity,
+        idle_timeout_ms: raw.flows.idle_timeout_ms,
+        marked: chosen(&raw.marked, MarkedPolicy::Strip, &format!("{path}.marked"), problems),
+    }
 }
 
 pub fn source21_settings(raw: &RawSource, path: &str, problems: &mut Problems) -> Source21Settings {

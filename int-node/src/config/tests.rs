@@ -552,6 +552,16 @@ fn ioam_domain() {
     let numbered = parse(&sink.replace("nodes: 4,", "nodes: 4, sequence: true,")).unwrap();
     let IntDomain::Ioam(domain) = numbered.pipelines[0].domain else { panic!("not IOAM") };
     assert_eq!(domain.e2e, int_core::ioam::e2e::E2eType::SEQUENCE_32);
+    // The edge strips what arrives traced unless told.
+    let StageConfig::IoamEncap(edge) = &config.pipelines[0].stage else { panic!("not encap") };
+    assert_eq!(edge.marked, MarkedPolicy::Strip);
+    let trusting = parse(&sink.replace(
+        "trace_type: [hop_limit_node_id, interfaces]}\n",
+        "trace_type: [hop_limit_node_id, interfaces]}\n    source: {marked: trust}\n",
+    ))
+    .unwrap();
+    let StageConfig::IoamEncap(edge) = &trusting.pipelines[0].stage else { panic!("not encap") };
+    assert_eq!(edge.marked, MarkedPolicy::Trust);
     let wrong = MINIMAL.replace(
         "  - role: forward\n",
         "  - role: source\n    int: {version: ioam, nodes: 100, dscp: {value: 1, mask: 1}, trace_type: [hop_limit_node_id, colour]}\n    source: {mode: md}\n",

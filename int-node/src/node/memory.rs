@@ -120,15 +120,23 @@ pub fn judge(config: &Config, eal: &[String]) -> (Plan, Vec<(String, String, Str
 }
 
 /// Bytes of a stage's flow table (the reference stages' own, smaller
-/// tables are counted as their role's).
+/// tables are counted as their role's), as its stage allocates it.
 fn stage_table_bytes(stage: &StageConfig, domain: IntDomain) -> u64 {
     let source = |capacity: u32| table_bytes::<u32, Align32>(capacity as usize, false);
+    // INT 2.1's and IOAM's sinks keep IPv6 flows' addresses (their loss
+    // reports name the flow).
     let sink = |capacity: u32| {
-        table_bytes::<SinkFlow, Align64>(capacity as usize, matches!(domain, IntDomain::V21(_)))
+        let ipv6_keys = matches!(domain, IntDomain::V21(_) | IntDomain::Ioam(_));
+        table_bytes::<SinkFlow, Align64>(capacity as usize, ipv6_keys)
     };
     match stage {
         StageConfig::Source(s) => source(s.flow_capacity),
         StageConfig::Source21(s) => source(s.flow_capacity),
+        // A table of one flow where the domain numbers no packet.
+        StageConfig::IoamEncap(s) => match domain {
+            IntDomain::Ioam(ioam) if !ioam.e2e.is_empty() => source(s.flow_capacity),
+            _ => source(1),
+        },
         StageConfig::Sink(s) => sink(s.flow_capacity),
         StageConfig::Reference(ReferenceConfig::Source(s)) => source(s.flow_capacity),
         StageConfig::Reference(ReferenceConfig::Source21(s)) => source(s.flow_capacity),

@@ -18,6 +18,15 @@
 //! carries the number in an Edge-to-Edge option; a flow the full table
 //! has no slot for gets the trace alone (counted `flow_table_full`), never
 //! a number the sink would misread as loss.
+//!
+//! The encapsulating node is the domain's edge: a packet that arrives
+//! with a trace or number of the namespace came from outside (a node of
+//! the domain is never before it), and its nodes and times would be read
+//! as the domain's. `source.marked` says what it gets, as at an INT
+//! source's edge: `strip` (the default) removes them as the decapsulating
+//! node would and traces the packet as any other, `drop` drops it, `trust`
+//! forwards it as it came (an encapsulating node behind another of the
+//! domain).
 
 use int_core::ioam::node::NodeData;
 use int_core::ioam::roles::{self, Encapped, Plan, Transited};
@@ -26,7 +35,7 @@ use int_core::locate::IpLocation;
 use int_core::FrameBuf;
 
 use crate::clock::Clock;
-use crate::config::IoamEncapSettings;
+use crate::config::{IoamEncapSettings, MarkedPolicy};
 use crate::dpdk::mbuf::{Burst, RxClock};
 use crate::flow_table::{FlowRef, FlowTable};
 use crate::pipeline::hop_figures::{BurstFigures, HopFigures};
@@ -82,7 +91,8 @@ impl Element {
 
 impl Element {
     /// `step` on every writable packet of the burst with its element;
-    /// counts what each step says.
+    /// counts what each step says, and drops the packets it says
+    /// `marked_dropped` of.
     #[inline(always)]
     fn each(
         &mut self,
@@ -92,6 +102,7 @@ impl Element {
         mut step: impl FnMut(&mut FrameBuf<'_>, &NodeData, &mut Counters) -> Counter,
     ) {
         let figures = self.figures.burst(clock.now_ns(), burst.len());
+        let mut drop = 0u32;
         for i in 0..burst.len() {
             burst.prefetch(i + 1);
             if let Some(counter) = crate::pipeline::unwritable(burst, i) {
@@ -99,10 +110,16 @@ impl Element {
                 continue;
             }
             let node = self.of(burst, i, &figures);
-            let counter = burst.with_frame(i, |f| step(f, &node, counters));
-            counters.inc(counter.unwrap_or(Counter::shared_mbuf));
+            let counter = burst.with_frame(i, |f| step(f, &node, counters)).unwrap_or(Counter::shared_mbuf);
+            if counter == Counter::marked_dropped {
+                drop |= 1 << i;
+            }
+            counters.inc(counter);
         }
         self.figures.done(&figures);
+        if drop != 0 {
+            burst.retain(|i| drop & (1 << i) == 0);
+        }
     }
 }
 
@@ -115,6 +132,8 @@ pub struct IoamEncapStage {
     flows: FlowTable<u32>,
     idle_timeout_ns: u64,
     last_sweep_ns: u64,
+    /// What a packet that arrives traced or numbered in the namespace gets.
+    marked: MarkedPolicy,
     /// The flows with the most packets, ranked as the ageing sweep goes.
     pub top: TopFlows,
 }
@@ -130,26 +149,32 @@ impl IoamEncapStage {
             flows: FlowTable::new(if numbered { settings.flow_capacity as usize } else { 1 }),
             idle_timeout_ns: settings.idle_timeout_ms * 1_000_000,
             last_sweep_ns: 0,
+            marked: settings.marked,
             top: TopFlows::default(),
         })
     }
 
     #[inline(never)]
     pub fn process(&mut self, burst: &mut Burst, clock: &mut Clock, counters: &mut Counters) {
-        let (plan, flows, now_ns) = (&self.plan, &mut self.flows, clock.now_ns());
+        let (plan, flows, now_ns, marked) = (&self.plan, &mut self.flows, clock.now_ns(), self.marked);
         self.element.each(burst, clock, counters, |frame, node, counters| {
-            let number = |bytes: &[u8], ip: &IpLocation| {
-                let key = roles::flow_of(bytes, ip);
-                next_number(flows, FlowRef::Key(&key), now_ns, counters).map(u64::from)
-            };
-            match roles::encap(frame, plan, node, number) {
-                Ok(Encapped::Added(_)) => Counter::instrumented,
-                Ok(Encapped::NotIpv6) => Counter::not_ipv6,
-                Ok(Encapped::AlreadyTraced) => Counter::already_marked,
-                Ok(Encapped::TooBig) => Counter::too_big,
-                Ok(Encapped::NoHeadroom) => Counter::no_headroom,
-                // Headers that lie: forwarded as they came, counted.
-                Err(error) => Counter::malformed(error.drop_reason()),
+            let counter = encap(frame, plan, node, flows, now_ns, counters);
+            match (counter, marked) {
+                (Counter::already_marked, MarkedPolicy::Drop) => Counter::marked_dropped,
+                (Counter::already_marked, MarkedPolicy::Strip) => {
+                    match roles::strip_foreign(frame, plan.header.namespace) {
+                        Ok(true) => {
+                            counters.inc(Counter::foreign_int_stripped);
+                            encap(frame, plan, node, flows, now_ns, counters)
+                        }
+                        Ok(false) => counter,
+                        // Not where a node of ours puts it, or lying: it
+                        // cannot come out whole; counted, forwarded as it
+                        // came (every node of the domain refuses it).
+                        Err(error) => Counter::malformed(error.drop_reason()),
+                    }
+                }
+                (counter, _) => counter,
             }
         });
         self.age(now_ns, counters);
@@ -164,6 +189,32 @@ impl IoamEncapStage {
                 Ageing { last_sweep_ns: &mut self.last_sweep_ns, idle_timeout_ns: self.idle_timeout_ns };
             ageing.age(&mut self.flows, &mut self.top, now_ns, counters, |numbered| *numbered);
         }
+    }
+}
+
+/// Adds the trace (and the number, from `flows`) to one frame; the
+/// counter that says what happened.
+#[inline(always)]
+fn encap(
+    frame: &mut FrameBuf<'_>,
+    plan: &Plan,
+    node: &NodeData,
+    flows: &mut FlowTable<u32>,
+    now_ns: u64,
+    counters: &mut Counters,
+) -> Counter {
+    let number = |bytes: &[u8], ip: &IpLocation| {
+        let key = roles::flow_of(bytes, ip);
+        next_number(flows, FlowRef::Key(&key), now_ns, counters).map(u64::from)
+    };
+    match roles::encap(frame, plan, node, number) {
+        Ok(Encapped::Added(_)) => Counter::instrumented,
+        Ok(Encapped::NotIpv6) => Counter::not_ipv6,
+        Ok(Encapped::AlreadyTraced) => Counter::already_marked,
+        Ok(Encapped::TooBig) => Counter::too_big,
+        Ok(Encapped::NoHeadroom) => Counter::no_headroom,
+        // Headers that lie: forwarded as they came, counted.
+        Err(error) => Counter::malformed(error.drop_reason()),
     }
 }
 
