@@ -39,11 +39,16 @@ fn packet(i: u32, node: u32, routed: bool) -> Vec<u8> {
 /// Node `node`'s postcard on `packet`, stamped in at `ingress_ns` and out
 /// a microsecond later: one Telemetry Report 2.0 datagram.
 fn postcard(node: u32, packet: &[u8], ingress_ns: u64) -> Vec<u8> {
+    stamped(node, packet, ingress_ns, ingress_ns + 1000)
+}
+
+/// Node `node`'s postcard on `packet`, stamped in and out as given.
+fn stamped(node: u32, packet: &[u8], ingress_ns: u64, egress_ns: u64) -> Vec<u8> {
     let metadata = HopMetadata {
         l1_ingress_port: Some(1),
         l1_egress_port: Some(2),
         ingress_timestamp: Some(ingress_ns),
-        egress_timestamp: Some(ingress_ns + 1000),
+        egress_timestamp: Some(egress_ns),
         ..HopMetadata::default()
     };
     let int = IntContents { rep_md_bits: 0x4c00, metadata, ..IntContents::default() };
@@ -187,4 +192,104 @@ fn a_rejected_postcard_moves_no_clock() {
         assert_eq!((&postcards["dropped"], &postcards["unordered"]), (&0.into(), &0.into()), "{postcards}");
         assert_eq!(summary["path_changes"], 0, "{summary}");
     }
+}
+
+/// collect's summary of `datagrams` (one postcard each), sent paced.
+fn summary_of_postcards(datagrams: &[Vec<u8>]) -> Value {
+    let count = datagrams.len().to_string();
+    let args = ["--quiet", "--count", &count, "--join-window-ms", "600000"];
+    let (child, listen) = collector::start_collector(Path::new(BIN), &args);
+    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    for datagram in datagrams {
+        socket.send_to(datagram, &listen).unwrap();
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    collector::summary_of(child)
+}
+
+/// A summary's links: (from, to, count).
+fn links(summary: &Value) -> Vec<(u64, u64, u64)> {
+    let links = summary["links"].as_array().unwrap().iter();
+    links
+        .map(|l| {
+            (
+                l["from"].as_u64().unwrap(),
+                l["to"].as_u64().unwrap(),
+                l["latency_ns"]["count"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Packets of four flows; node 1's postcard of the first flow's first
+/// packet is lost. That flow's first group gives it [2, 3], a path only
+/// that packet gave, which the next packet's [1, 2, 3] holds whole: the
+/// path a lost postcard left, replaced without a path change (main made
+/// one, [2, 3] -> [1, 2, 3]).
+#[test]
+fn a_lost_first_postcard_makes_no_path_change() {
+    let mut datagrams = Vec::new();
+    for i in 0..40 {
+        for node in 1..=3 {
+            if (i, node) != (0, 1) {
+                datagrams.push(on_time(i, node, false));
+            }
+        }
+    }
+    let summary = summary_of_postcards(&datagrams);
+    let postcards = &summary["postcards"];
+    assert_eq!((&postcards["packets"], &postcards["incomplete"]), (&40.into(), &0.into()), "{postcards}");
+    assert_eq!(summary["path_changes"], 0, "{}", summary["recent_path_changes"]);
+    assert_eq!(summary["paths_followed"], 4);
+    assert_eq!(links(&summary), [(1, 2, 39), (2, 3, 40)]);
+}
+
+/// Three nodes that stamp no time (ingress = egress = 0) and see the same
+/// TTL, their postcards arriving in every order: nothing tells the order,
+/// so every packet is unordered: its nodes' figures, no link, no path
+/// (main ordered them by arrival: paths, path changes, links 2 -> 1).
+#[test]
+fn untimed_postcards_are_unordered() {
+    let orders = [[1, 2, 3], [1, 3, 2], [2, 1, 3], [2, 3, 1], [3, 1, 2], [3, 2, 1]];
+    let mut datagrams = Vec::new();
+    for i in 0..36 {
+        for node in orders[i as usize % orders.len()] {
+            datagrams.push(stamped(node, &packet(i, node, false), 0, 0));
+        }
+    }
+    let summary = summary_of_postcards(&datagrams);
+    let postcards = &summary["postcards"];
+    assert_eq!((&postcards["packets"], &postcards["unordered"]), (&36.into(), &36.into()), "{postcards}");
+    assert_eq!((&summary["paths_followed"], &summary["path_changes"]), (&0.into(), &0.into()));
+    assert!(links(&summary).is_empty(), "{}", summary["links"]);
+    let hops: Vec<u64> =
+        summary["nodes"].as_array().unwrap().iter().map(|n| n["hops"].as_u64().unwrap()).collect();
+    assert_eq!(hops, [36, 36, 36]);
+}
+
+/// A router between each two nodes (TTL 64, 63, 62), and before every
+/// fourth packet's postcards a spoofed one under node 2's id, stamped
+/// before node 1 with the TTL node 1 saw. By time alone it makes the
+/// path 2 -> 1 -> 3, and on main, arriving first, it was the one joined
+/// (the genuine counted a duplicate): path changes, links 2 -> 1 -> 3.
+/// The genuine postcard's order has the TTL fall at every step, the
+/// spoof's at one: the genuine is joined, the spoof is the duplicate.
+#[test]
+fn the_postcard_the_ttl_order_agrees_with_is_joined() {
+    let mut datagrams = Vec::new();
+    for i in 0..40 {
+        if i % 4 == 1 {
+            let at = START_NS + u64::from(i) * PACKET_NS;
+            datagrams.push(postcard(2, &packet(i, 1, true), at));
+        }
+        for node in 1..=3 {
+            datagrams.push(on_time(i, node, true));
+        }
+    }
+    let summary = summary_of_postcards(&datagrams);
+    let postcards = &summary["postcards"];
+    assert_eq!((&postcards["packets"], &postcards["duplicates"]), (&40.into(), &10.into()), "{postcards}");
+    assert_eq!(postcards["unordered"], 0, "{postcards}");
+    assert_eq!(summary["path_changes"], 0, "{}", summary["recent_path_changes"]);
+    assert_eq!(links(&summary), [(1, 2, 40), (2, 3, 40)]);
 }
