@@ -525,6 +525,100 @@ mod tests {
         );
     }
 
+    /// Postcards arriving paced, 1 ms apart on the collector's clock,
+    /// with one of node 1's stamped a year ahead, first and at packet 50:
+    /// groups close as the clock passes (a window of 10 ms holds about 10
+    /// open), the stamp ahead is a duplicate of node 1's genuine postcard
+    /// (its order would span a year), every packet is 1 -> 2 -> 3.
+    #[test]
+    fn a_stamp_a_year_ahead_holds_no_group_open() {
+        const YEAR_NS: u64 = 365 * 24 * 3600 * 1_000_000_000;
+        let mut join = Join::new(10, Vec::new(), 3);
+        let mut closed = Vec::new();
+        for packet in 0..200u64 {
+            if packet == 0 || packet == 50 {
+                let ahead = card(1, packet, packet * 1_000_000 + YEAR_NS, packet);
+                closed.extend(arrive(&mut join, ahead));
+            }
+            for node in 1..=3 {
+                closed.extend(arrive(
+                    &mut join,
+                    card(node, packet, packet * 1_000_000 + u64::from(node) * 1000, packet),
+                ));
+            }
+            assert!(join.open_groups() <= 12, "{} open at packet {packet}", join.open_groups());
+        }
+        assert!(closed.len() >= 180, "{} closed while running", closed.len());
+        closed.extend(join.close_all());
+        assert!(closed.iter().all(|joined| joined.ordered && nodes(joined) == [1, 2, 3]));
+        assert_eq!(join.counts, Counts { postcards: 602, packets: 200, duplicates: 2, ..Counts::default() });
+    }
+
+    /// Two different postcards of node 2 (one spoofed, stamped before node
+    /// 1): with a router between each two nodes, the genuine one's order
+    /// has the TTL fall at each step and is taken; the spoof is a
+    /// duplicate. Without routers (one TTL) nothing tells them apart: the
+    /// group is unordered, never the spoof's path.
+    #[test]
+    fn the_order_the_ttl_agrees_with_wins_and_a_tie_is_unordered() {
+        let with_ttl = |card: Postcard, ttl: u8| Postcard { ttl: Some(ttl), ..card };
+        let mut join = Join::new(10, Vec::new(), 3);
+        arrive(&mut join, with_ttl(card(2, 7, 500, 0), 64));
+        arrive(&mut join, with_ttl(card(1, 7, 1000, 0), 64));
+        arrive(&mut join, with_ttl(card(2, 7, 2000, 0), 63));
+        arrive(&mut join, with_ttl(card(3, 7, 3000, 0), 62));
+        let routed = join.close_all();
+        assert_eq!((nodes(&routed[0]), routed[0].ordered), (vec![1, 2, 3], true));
+        assert_eq!(routed[0].hops[1].ingress_timestamp, Some(2000));
+        assert_eq!(join.counts.duplicates, 1);
+        for (node, ingress) in [(2, 500), (1, 1000), (2, 2000), (3, 3000)] {
+            arrive(&mut join, with_ttl(card(node, 8, ingress, 0), 64));
+        }
+        let flat = join.close_all();
+        assert!(!flat[0].ordered, "{flat:?}");
+        assert_eq!(join.counts.duplicates, 2);
+        assert_eq!(join.pending(), 0);
+    }
+
+    /// Nodes that stamp 0 (no clock), or two nodes with one ingress time:
+    /// nothing orders them.
+    #[test]
+    fn zero_or_equal_stamps_tell_no_order() {
+        let untimed = |node: u32, identity: u64, at: u64| {
+            let mut card = card(node, identity, at, 0);
+            card.metadata.egress_timestamp = Some(at);
+            card
+        };
+        let mut join = Join::new(10, Vec::new(), 3);
+        for node in [3, 1, 2] {
+            arrive(&mut join, untimed(node, 7, 0));
+            arrive(&mut join, untimed(node, 8, 5000));
+        }
+        arrive(&mut join, untimed(1, 9, 1000));
+        arrive(&mut join, untimed(2, 9, 2000));
+        let closed = join.close_all();
+        let ordered: Vec<bool> = closed.iter().map(|joined| joined.ordered).collect();
+        assert_eq!(ordered, [false, false, true]);
+    }
+
+    /// Every postcard is counted once: unknown, dropped, a duplicate, a
+    /// hop of a closed group, or pending.
+    #[test]
+    fn every_postcard_is_counted_once() {
+        let mut join = Join::new(10, vec![1, 2, 3], 3);
+        let mut hops = 0;
+        for (node, identity, at) in [(1, 7, 0), (9, 7, 1), (1, 7, 2), (2, 7, 3), (2, 8, 4), (3, 9, 30)] {
+            let closed = arrive(&mut join, card(node, identity, 1000 * u64::from(node), at));
+            hops += closed.iter().map(|joined| joined.hops.len() as u64).sum::<u64>();
+        }
+        let counts = join.counts;
+        assert_eq!((counts.unknown, counts.duplicates, hops, join.pending()), (1, 1, 3, 1));
+        assert_eq!(
+            counts.postcards,
+            counts.unknown + counts.dropped + counts.duplicates + hops + join.pending()
+        );
+    }
+
     /// A node twice in one group is a duplicate, dropped and counted.
     #[test]
     fn a_node_twice_is_a_duplicate() {
