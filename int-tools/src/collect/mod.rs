@@ -98,8 +98,10 @@ pub struct CollectArgs {
     /// KB each).
     #[arg(long, default_value_t = 50_000)]
     pub max_links: usize,
-    /// INT-MX and INT-XD: how long after a packet's first postcard (by
-    /// the reports' times) its other nodes' postcards are waited for.
+    /// INT-MX and INT-XD: how long after a packet's first postcard
+    /// arrived (by the collector's clock, never the reports' stamps) its
+    /// other nodes' postcards are waited for; also the most a packet's
+    /// stamps may lie apart for its order to be told.
     #[arg(long, default_value_t = 1000)]
     pub join_window_ms: u64,
     /// INT-MX and INT-XD: the domain's nodes (ids as dotted quads or
