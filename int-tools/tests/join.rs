@@ -207,20 +207,6 @@ fn summary_of_postcards(datagrams: &[Vec<u8>]) -> Value {
     collector::summary_of(child)
 }
 
-/// A summary's links: (from, to, count).
-fn links(summary: &Value) -> Vec<(u64, u64, u64)> {
-    let links = summary["links"].as_array().unwrap().iter();
-    links
-        .map(|l| {
-            (
-                l["from"].as_u64().unwrap(),
-                l["to"].as_u64().unwrap(),
-                l["latency_ns"]["count"].as_u64().unwrap(),
-            )
-        })
-        .collect()
-}
-
 /// Packets of four flows; node 1's postcard of the first flow's first
 /// packet is lost. That flow's first group gives it [2, 3], a path only
 /// that packet gave, which the next packet's [1, 2, 3] holds whole: the
@@ -241,7 +227,7 @@ fn a_lost_first_postcard_makes_no_path_change() {
     assert_eq!((&postcards["packets"], &postcards["incomplete"]), (&40.into(), &0.into()), "{postcards}");
     assert_eq!(summary["path_changes"], 0, "{}", summary["recent_path_changes"]);
     assert_eq!(summary["paths_followed"], 4);
-    assert_eq!(links(&summary), [(1, 2, 39), (2, 3, 40)]);
+    assert_eq!(collector::link_counts(&summary), [(1, 2, 39), (2, 3, 40)]);
 }
 
 /// Three nodes that stamp no time (ingress = egress = 0) and see the same
@@ -261,7 +247,7 @@ fn untimed_postcards_are_unordered() {
     let postcards = &summary["postcards"];
     assert_eq!((&postcards["packets"], &postcards["unordered"]), (&36.into(), &36.into()), "{postcards}");
     assert_eq!((&summary["paths_followed"], &summary["path_changes"]), (&0.into(), &0.into()));
-    assert!(links(&summary).is_empty(), "{}", summary["links"]);
+    assert!(collector::link_counts(&summary).is_empty(), "{}", summary["links"]);
     let hops: Vec<u64> =
         summary["nodes"].as_array().unwrap().iter().map(|n| n["hops"].as_u64().unwrap()).collect();
     assert_eq!(hops, [36, 36, 36]);
@@ -291,5 +277,5 @@ fn the_postcard_the_ttl_order_agrees_with_is_joined() {
     assert_eq!((&postcards["packets"], &postcards["duplicates"]), (&40.into(), &10.into()), "{postcards}");
     assert_eq!(postcards["unordered"], 0, "{postcards}");
     assert_eq!(summary["path_changes"], 0, "{}", summary["recent_path_changes"]);
-    assert_eq!(links(&summary), [(1, 2, 40), (2, 3, 40)]);
+    assert_eq!(collector::link_counts(&summary), [(1, 2, 40), (2, 3, 40)]);
 }
