@@ -8,6 +8,7 @@ mod common;
 
 use std::collections::BTreeMap;
 
+use common::collector::link_counts;
 use common::*;
 use int_core::report::tr20::{self, InType, RepType};
 
@@ -185,20 +186,6 @@ fn collect_summary_with(datagrams: &[Vec<u8>], reports: usize, more: &[&str]) ->
 fn node_hops(summary: &serde_json::Value) -> Vec<(u64, u64)> {
     let nodes = summary["nodes"].as_array().unwrap().iter();
     nodes.map(|n| (n["node"].as_u64().unwrap(), n["hops"].as_u64().unwrap())).collect()
-}
-
-/// The links of a summary: (from, to, count).
-fn link_counts(summary: &serde_json::Value) -> Vec<(u64, u64, u64)> {
-    let links = summary["links"].as_array().unwrap().iter();
-    links
-        .map(|l| {
-            (
-                l["from"].as_u64().unwrap(),
-                l["to"].as_u64().unwrap(),
-                l["latency_ns"]["count"].as_u64().unwrap(),
-            )
-        })
-        .collect()
 }
 
 /// Mixed traffic whose packets their reports tell apart. Packets are told

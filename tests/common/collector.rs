@@ -56,6 +56,20 @@ pub fn summary_of(child: std::process::Child) -> serde_json::Value {
     serde_json::from_str::<serde_json::Value>(last).unwrap()["summary"].clone()
 }
 
+/// The links of a collector's summary: (from, to, count).
+pub fn link_counts(summary: &serde_json::Value) -> Vec<(u64, u64, u64)> {
+    let links = summary["links"].as_array().unwrap().iter();
+    links
+        .map(|l| {
+            (
+                l["from"].as_u64().unwrap(),
+                l["to"].as_u64().unwrap(),
+                l["latency_ns"]["count"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
 /// A Drop-Summary report from node 1 to node 2 for one UDP flow.
 pub fn drop_summary(sequence: u32, gap_count: u32) -> Vec<u8> {
     let report = DropSummaryReport {

@@ -112,13 +112,21 @@ pub struct Seen<'a> {
     pub at_ms: u64,
 }
 
+/// A flow's path, and how many reports in a row gave it (up to
+/// `u32::MAX`: settled).
+#[derive(Debug, Clone)]
+struct Followed {
+    nodes: Vec<u32>,
+    in_a_row: u32,
+}
+
 #[derive(Debug, Clone)]
 pub struct Hops {
     limits: Limits,
     pub nodes: BTreeMap<u32, Node>,
     /// (from, to) node ids: egress of one to ingress of the next, ns.
     pub links: BTreeMap<(u32, u32), Latency>,
-    paths: HashMap<FlowKey, Vec<u32>>,
+    paths: HashMap<FlowKey, Followed>,
     pub path_changes: u64,
     pub recent: VecDeque<PathChange>,
     pub untracked: Untracked,
@@ -137,12 +145,25 @@ impl Hops {
         }
     }
 
-    /// Flows whose path is followed.
-    /// The path `flow` was last seen on.
-    pub fn path(&self, flow: &FlowKey) -> Option<&[u32]> {
-        self.paths.get(flow).map(Vec::as_slice)
+    /// The path `flow` was last seen on, and how many reports in a row
+    /// gave it.
+    pub fn followed(&self, flow: &FlowKey) -> Option<(&[u32], u32)> {
+        self.paths.get(flow).map(|followed| (followed.nodes.as_slice(), followed.in_a_row))
     }
 
+    /// Takes `flow`'s path as told by as many reports as it takes.
+    pub fn settle(&mut self, flow: &FlowKey) {
+        if let Some(followed) = self.paths.get_mut(flow) {
+            followed.in_a_row = u32::MAX;
+        }
+    }
+
+    /// Forgets `flow`'s path: the next one is its first, no change.
+    pub fn forget_path(&mut self, flow: &FlowKey) {
+        self.paths.remove(flow);
+    }
+
+    /// Flows whose path is followed.
     pub fn paths(&self) -> usize {
         self.paths.len()
     }
@@ -211,8 +232,14 @@ impl Hops {
             self.untracked.flows += 1;
             return None;
         }
-        let old = self.paths.insert(seen.flow, path.clone())?;
-        if old == path {
+        let followed =
+            self.paths.entry(seen.flow).or_insert_with(|| Followed { nodes: Vec::new(), in_a_row: 0 });
+        if followed.nodes == path {
+            followed.in_a_row = followed.in_a_row.saturating_add(1);
+            return None;
+        }
+        let old = std::mem::replace(followed, Followed { nodes: path.clone(), in_a_row: 1 }).nodes;
+        if old.is_empty() {
             return None;
         }
         let change = PathChange { at_ms: seen.at_ms, flow: seen.flow, old, new: path };
@@ -318,7 +345,7 @@ mod tests {
         assert_eq!(view.nodes[&9].hops, 1);
         let links: Vec<_> = view.links.iter().map(|(k, l)| (*k, l.max())).collect();
         assert_eq!(links, [((1, 2), Some(1000)), ((2, 3), Some(1000)), ((3, 9), Some(3700))]);
-        assert_eq!(view.paths[&flow(1)], [1, 2, 3, 9]);
+        assert_eq!(view.paths[&flow(1)].nodes, [1, 2, 3, 9]);
     }
 
     /// The middle hop replaced: one change, old and new paths named; the

@@ -3,21 +3,32 @@
 //! one packet back together: the same flow and the same packet identity
 //! (a hash of the packet's bytes that no hop changes: the IP header without
 //! DSCP/ECN, TTL or Hop Limit and the IPv4 checksum, then everything
-//! after it that the report carries), within a join window. A group closes
-//! when a postcard more than the window younger than its first arrives, or
-//! when collect stops; its hops, ordered by their timestamps, go to the
-//! same per-hop view as an INT-MD stack.
+//! after it that the report carries), within a join window. The window is
+//! the collector's own clock, from the arrival of a group's first
+//! postcard: the nodes' timestamps order a group's hops but never say when
+//! a group closes, so no stamp, however wrong, holds groups open or closes
+//! them early. A group closes when a postcard arrives more than the window
+//! after its first, or when collect stops; its hops, ordered by their
+//! timestamps, go to the same per-hop view as an INT-MD stack.
 //!
 //! What cannot be a path is not reported as one: a group whose hops lack
-//! timestamps, or whose timestamps contradict each other (a hop's egress
-//! after the next one's ingress: clocks apart, or two packets with the
-//! same identity), or contradict the packet's TTL (or Hop Limit) as each
-//! node saw it (routers between the nodes lower it, so it never grows
-//! along the path: a node whose clock is off by more than the time between
-//! two hops is caught here), gives its nodes' figures but no links and no
-//! path (`unordered`); a second postcard of one node in a group is dropped
-//! (`duplicates`). Memory is bounded: at most [`MAX_OPEN`] open groups, and
-//! [`hops::MAX_PATH`] postcards each (`dropped` beyond).
+//! timestamps (or stamp 0), share one, or contradict each other (a hop's
+//! egress after the next one's ingress: clocks apart, or two packets with
+//! the same identity), lie further apart than the window, or contradict
+//! the packet's TTL (or Hop Limit) as each node saw it (routers between
+//! the nodes lower it, so it never grows along the path: a node whose
+//! clock is off by more than the time between two hops is caught here),
+//! gives its nodes' figures but no links and no path (`unordered`).
+//!
+//! A node that sends a packet's postcard twice alike is a duplicate. A
+//! node with two different postcards in one group (a spoofed or restamped
+//! one beside the genuine) is not settled by which came first: every
+//! choice of one postcard per node is tried, and the one whose order holds
+//! and whose TTLs fall at the most steps is taken, if it alone does; the
+//! postcards not taken are duplicates. Where no choice, or more than one,
+//! holds, the group is unordered: no path rather than a wrong one. Memory
+//! is bounded: at most [`MAX_OPEN`] open groups, and [`MAX_PATH`]
+//! postcards each (`dropped` beyond).
 //!
 //! Two more guards. Where the domain's nodes are listed (`--domain-nodes`),
 //! a postcard from any other node is counted (`unknown`) and never joined:
@@ -28,17 +39,23 @@
 //! `--join-confirm` packets in a row give that same shorter path, which
 //! then is the flow's path (a node really left it). The default, 32, is
 //! more postcards than one report datagram of 1500 bytes holds: a lost
-//! datagram cannot make a path change.
+//! datagram cannot make a path change. The other way round, a path given
+//! by fewer than `--join-confirm` packets in a row that a group holds
+//! whole, in its order, with more nodes, was the part a lost postcard
+//! left: the longer path replaces it without a path change.
 
 use std::collections::{HashMap, VecDeque};
 
 use int_core::flow::FlowKey;
 use int_core::int21::HopMetadata;
 
-use super::hops::MAX_PATH;
+pub use super::hops::MAX_PATH;
 
 /// Open groups at most.
 pub const MAX_OPEN: usize = 100_000;
+/// Choices of one postcard per node tried in a group whose nodes sent
+/// different postcards; a group with more is unordered.
+pub const MAX_CHOICES: usize = 64;
 
 /// One node's report on one packet.
 #[derive(Debug, Clone)]
@@ -49,7 +66,8 @@ pub struct Postcard {
     pub metadata: HopMetadata,
     /// The packet's TTL or Hop Limit as this node saw it.
     pub ttl: Option<u8>,
-    /// Its time in the collector's time base, ms.
+    /// Its time in the timelines' base, ms: where its group's record is
+    /// placed, never when the group closes.
     pub at_ms: u64,
 }
 
@@ -63,7 +81,9 @@ pub struct Joined {
     pub at_ms: u64,
 }
 
-/// What the join did, for the summary.
+/// What the join did, for the summary. Every postcard is counted once:
+/// `unknown`, `dropped`, `duplicates`, a hop of a closed group, or still
+/// pending ([`Join::pending`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counts {
     pub postcards: u64,
@@ -71,7 +91,8 @@ pub struct Counts {
     pub packets: u64,
     /// Of those, groups whose hops could not be ordered.
     pub unordered: u64,
-    /// Postcards of a node already in their group.
+    /// Postcards of a node already in their group: the same again, or one
+    /// its group's order did not take.
     pub duplicates: u64,
     /// Postcards with no room (too many open groups, or a group full).
     pub dropped: u64,
@@ -94,14 +115,25 @@ impl Counts {
     }
 }
 
+/// One postcard in its group: the node's metadata (its id filled in) and
+/// the TTL it saw.
+#[derive(Debug, Clone, PartialEq)]
+struct Card {
+    hop: HopMetadata,
+    ttl: Option<u8>,
+}
+
 struct Group {
+    /// The first postcard's time in the timelines' base.
     first_ms: u64,
-    /// Each node's metadata, and the TTL it saw.
-    hops: Vec<(HopMetadata, Option<u8>)>,
+    /// Every distinct postcard, in arrival order.
+    cards: Vec<Card>,
 }
 
 pub struct Join {
     window_ms: u64,
+    /// Open groups at most, and flows with a shorter path counted.
+    max_open: usize,
     /// The domain's nodes; empty: any node.
     nodes: Vec<u32>,
     /// Packets in a row that make a flow's shorter path its path.
@@ -110,9 +142,29 @@ pub struct Join {
     /// path, and how many packets in a row gave it.
     shorter: HashMap<FlowKey, (Vec<u32>, u32)>,
     open: HashMap<(FlowKey, u64), Group>,
-    /// Open groups by their first postcard's time, oldest first.
+    /// Open groups by when they are due to close on the collector's clock,
+    /// soonest first (that clock never goes back, so arrival order is
+    /// closing order).
     order: VecDeque<(u64, (FlowKey, u64))>,
+    /// The collector's clock, ms: the latest arrival time given.
+    clock_ms: u64,
     pub counts: Counts,
+}
+
+/// How an ordered group's nodes fit the path its flow had.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fit {
+    /// The whole path, or another one: followed as it is.
+    Whole,
+    /// Part of the path, in its order: its nodes' figures only.
+    Part,
+    /// Part of the path that `confirm` packets in a row gave: the flow's
+    /// path now (a node left it), settled at once.
+    Confirmed,
+    /// The path whole, in its order, with more nodes, where fewer than
+    /// `confirm` packets gave the path: its first packets lost a postcard.
+    /// The flow's path now, without a path change.
+    Grown,
 }
 
 impl Join {
@@ -121,50 +173,78 @@ impl Join {
     pub fn new(window_ms: u64, nodes: Vec<u32>, confirm: u32) -> Join {
         Join {
             window_ms,
+            max_open: MAX_OPEN,
             nodes,
             confirm,
             shorter: HashMap::new(),
             open: HashMap::new(),
             order: VecDeque::new(),
+            clock_ms: 0,
             counts: Counts::default(),
         }
     }
 
-    /// Adds a postcard; returns the groups its time closes.
-    pub fn add(&mut self, card: Postcard) -> Vec<Joined> {
+    /// The same join with room for `max_open` open groups (and flows with
+    /// a shorter path counted): a fuzz target reaches the bound.
+    pub fn with_max_open(self, max_open: usize) -> Join {
+        Join { max_open, ..self }
+    }
+
+    /// Adds a postcard that arrived at `now_ms` on the collector's clock;
+    /// returns the groups that time closes.
+    pub fn add(&mut self, card: Postcard, now_ms: u64) -> Vec<Joined> {
         self.counts.postcards += 1;
+        // A clock set back (the wall clock's) never reorders the groups.
+        self.clock_ms = self.clock_ms.max(now_ms);
         if !self.nodes.is_empty() && !self.nodes.contains(&card.node) {
             self.counts.unknown += 1;
-            return self.close_older_than(card.at_ms);
-        }
-        let key = (card.flow, card.identity);
-        if !self.open.contains_key(&key) && self.open.len() >= MAX_OPEN {
-            self.counts.dropped += 1;
-            return self.close_older_than(card.at_ms);
-        }
-        let group = self.open.entry(key).or_insert_with(|| Group { first_ms: card.at_ms, hops: Vec::new() });
-        if group.hops.is_empty() {
-            self.order.push_back((card.at_ms, key));
-        }
-        if group.hops.iter().any(|(hop, _)| hop.node_id == Some(card.node)) {
-            self.counts.duplicates += 1;
-        } else if group.hops.len() >= MAX_PATH {
-            self.counts.dropped += 1;
         } else {
-            group.hops.push((HopMetadata { node_id: Some(card.node), ..card.metadata }, card.ttl));
+            self.hold(card);
         }
-        self.close_older_than(card.at_ms)
+        self.close_until(self.clock_ms)
     }
 
     /// Every open group, closed (collect is stopping).
     pub fn close_all(&mut self) -> Vec<Joined> {
-        self.close_older_than(u64::MAX)
+        self.close_until(u64::MAX)
     }
 
-    fn close_older_than(&mut self, now_ms: u64) -> Vec<Joined> {
+    /// Postcards in open groups.
+    pub fn pending(&self) -> u64 {
+        self.open.values().map(|group| group.cards.len() as u64).sum()
+    }
+
+    /// Open groups.
+    pub fn open_groups(&self) -> usize {
+        self.open.len()
+    }
+
+    /// Puts a domain node's postcard into its group, if there is room and
+    /// the group lacks it.
+    fn hold(&mut self, card: Postcard) {
+        let key = (card.flow, card.identity);
+        if !self.open.contains_key(&key) && self.open.len() >= self.max_open {
+            self.counts.dropped += 1;
+            return;
+        }
+        let group = self.open.entry(key).or_insert_with(|| Group { first_ms: card.at_ms, cards: Vec::new() });
+        if group.cards.is_empty() {
+            self.order.push_back((self.clock_ms.saturating_add(self.window_ms), key));
+        }
+        let new = Card { hop: HopMetadata { node_id: Some(card.node), ..card.metadata }, ttl: card.ttl };
+        if group.cards.contains(&new) {
+            self.counts.duplicates += 1;
+        } else if group.cards.len() >= MAX_PATH {
+            self.counts.dropped += 1;
+        } else {
+            group.cards.push(new);
+        }
+    }
+
+    fn close_until(&mut self, now_ms: u64) -> Vec<Joined> {
         let mut closed = Vec::new();
-        while let Some(&(first_ms, key)) = self.order.front() {
-            if now_ms != u64::MAX && first_ms.saturating_add(self.window_ms) >= now_ms {
+        while let Some(&(due_ms, key)) = self.order.front() {
+            if now_ms != u64::MAX && due_ms >= now_ms {
                 break;
             }
             self.order.pop_front();
@@ -176,7 +256,9 @@ impl Join {
     }
 
     fn joined(&mut self, flow: FlowKey, group: Group) -> Joined {
-        let (hops, ordered) = path_order(group.hops);
+        let cards = group.cards.len();
+        let (hops, ordered) = choose(group.cards, self.window_ms.saturating_mul(1_000_000));
+        self.counts.duplicates += cards.saturating_sub(hops.len()) as u64;
         self.counts.packets += 1;
         self.counts.unordered += u64::from(!ordered);
         Joined { flow, hops, ordered, at_ms: group.first_ms }
@@ -184,19 +266,27 @@ impl Join {
 }
 
 impl Join {
-    /// Whether an ordered group tells its flow's whole path, given the
-    /// path the flow had (`known`): not when it holds fewer of its nodes,
-    /// in their order, unless `confirm` packets in a row said so.
-    pub fn complete(&mut self, joined: &Joined, known: Option<&[u32]>) -> bool {
+    /// How an ordered group fits its flow's path (`known`: the path the
+    /// flow had, and how many packets in a row gave it): part of it, in
+    /// its order, is incomplete unless `confirm` packets in a row said so;
+    /// a young path that the group holds whole with more nodes has grown.
+    pub fn fit(&mut self, joined: &Joined, known: Option<(&[u32], u32)>) -> Fit {
         let nodes: Vec<u32> = joined.hops.iter().filter_map(|hop| hop.node_id).collect();
-        let part = known.is_some_and(|path| nodes.len() < path.len() && in_order(&nodes, path));
-        if !part {
+        let Some((path, given)) = known else {
             self.shorter.remove(&joined.flow);
-            return true;
+            return Fit::Whole;
+        };
+        if nodes.len() > path.len() && given < self.confirm && in_order(path, &nodes) {
+            self.shorter.remove(&joined.flow);
+            return Fit::Grown;
         }
-        if !self.shorter.contains_key(&joined.flow) && self.shorter.len() >= MAX_OPEN {
+        if !(nodes.len() < path.len() && in_order(&nodes, path)) {
+            self.shorter.remove(&joined.flow);
+            return Fit::Whole;
+        }
+        if !self.shorter.contains_key(&joined.flow) && self.shorter.len() >= self.max_open {
             self.counts.incomplete += 1;
-            return false;
+            return Fit::Part;
         }
         let entry = self.shorter.entry(joined.flow).or_insert_with(|| (nodes.clone(), 0));
         if entry.0 != nodes {
@@ -205,10 +295,10 @@ impl Join {
         entry.1 += 1;
         if entry.1 >= self.confirm {
             self.shorter.remove(&joined.flow);
-            return true;
+            return Fit::Confirmed;
         }
         self.counts.incomplete += 1;
-        false
+        Fit::Part
     }
 }
 
@@ -242,27 +332,100 @@ pub fn record(joined: &Joined, complete: Option<bool>) -> serde_json::Map<String
     record
 }
 
-/// The hops sorted by ingress timestamp, and whether that order holds:
-/// every hop timed, each one's egress no later than the next one's
-/// ingress, and the TTL each saw never higher than the one before's.
-pub fn path_order(mut hops: Vec<(HopMetadata, Option<u8>)>) -> (Vec<HopMetadata>, bool) {
-    let timed = hops.iter().all(|(hop, _)| hop.ingress_timestamp.is_some());
+/// A group's hops, one postcard per node, in path order, and whether that
+/// order holds. Where a node sent different postcards, every choice of one
+/// per node is tried ([`MAX_CHOICES`] at most): the one whose order holds
+/// with the most steps the TTL confirms is taken, if it alone does. Else
+/// the first postcard of each node, unordered: a choice the join cannot
+/// make is no path rather than a wrong one.
+fn choose(cards: Vec<Card>, span_ns: u64) -> (Vec<HopMetadata>, bool) {
+    let by_node = by_node(&cards);
+    let choices =
+        by_node.iter().try_fold(1usize, |n, ours| n.checked_mul(ours.len()).filter(|n| *n <= MAX_CHOICES));
+    let mut best: Option<(u32, Vec<HopMetadata>)> = None;
+    let mut tied = false;
+    for choice in 0..choices.unwrap_or(0) {
+        let (hops, order) = time_order(pick(&by_node, choice), span_ns);
+        let Some(steps) = order else { continue };
+        match &best {
+            Some((best_steps, _)) if *best_steps > steps => {}
+            Some((best_steps, _)) if *best_steps == steps => tied = true,
+            _ => (best, tied) = (Some((steps, hops)), false),
+        }
+    }
+    match best {
+        Some((_, hops)) if !tied => (hops, true),
+        _ => (time_order(pick(&by_node, 0), span_ns).0, false),
+    }
+}
+
+/// A group's postcards by node, nodes in the order they first arrived.
+fn by_node(cards: &[Card]) -> Vec<Vec<&Card>> {
+    let mut by_node: Vec<Vec<&Card>> = Vec::new();
+    for card in cards {
+        match by_node
+            .iter_mut()
+            .find(|ours| ours.first().is_some_and(|first| first.hop.node_id == card.hop.node_id))
+        {
+            Some(ours) => ours.push(card),
+            None => by_node.push(vec![card]),
+        }
+    }
+    by_node
+}
+
+/// Choice number `choice` of one postcard per node (its digits, in the
+/// mixed radix of each node's count, pick each node's; 0: the first ones).
+fn pick(by_node: &[Vec<&Card>], mut choice: usize) -> Vec<(HopMetadata, Option<u8>)> {
+    let mut hops = Vec::with_capacity(by_node.len());
+    for ours in by_node {
+        let count = ours.len().max(1);
+        if let Some(card) = ours.get(choice % count) {
+            hops.push((card.hop, card.ttl));
+        }
+        choice /= count;
+    }
+    hops
+}
+
+/// The hops sorted by ingress timestamp and, where that order holds, how
+/// many of its steps the TTL confirms (falls at). It holds when every hop
+/// is timed (an ingress timestamp, not 0: a node without a clock stamps
+/// 0), no two share an ingress time (nothing orders them), each one's
+/// egress is no later than the next one's ingress, the TTL each saw never
+/// grows along it, and the first ingress and the last egress lie within
+/// `span_ns` (a packet crosses a domain in far less than the join window:
+/// a stamp further off is a clock gone wrong).
+pub fn time_order(mut hops: Vec<(HopMetadata, Option<u8>)>, span_ns: u64) -> (Vec<HopMetadata>, Option<u32>) {
+    let timed = hops.iter().all(|(hop, _)| hop.ingress_timestamp.is_some_and(|at| at != 0));
     if timed {
         hops.sort_by_key(|(hop, _)| hop.ingress_timestamp);
     }
-    let consistent = timed
-        && hops.windows(2).all(|pair| match pair {
-            [(a, a_ttl), (b, b_ttl)] => {
-                let timely = a.egress_timestamp.or(a.ingress_timestamp) <= b.ingress_timestamp;
-                let ttl_falls = match (a_ttl, b_ttl) {
-                    (Some(a_ttl), Some(b_ttl)) => b_ttl <= a_ttl,
-                    _ => true,
-                };
-                timely && ttl_falls
-            }
-            _ => true,
-        });
-    (hops.into_iter().map(|(hop, _)| hop).collect(), consistent)
+    let mut holds = timed;
+    let mut falls = 0;
+    for pair in hops.windows(2) {
+        if let [(a, _), (b, _)] = pair {
+            let later = a.ingress_timestamp < b.ingress_timestamp;
+            let timely = a.egress_timestamp.or(a.ingress_timestamp) <= b.ingress_timestamp;
+            holds &= later && timely;
+        }
+    }
+    // Each TTL against the last hop's that has one: a hop without one
+    // bridges no rise.
+    let mut last_ttl: Option<u8> = None;
+    for ttl in hops.iter().filter_map(|(_, ttl)| *ttl) {
+        if let Some(last) = last_ttl {
+            holds &= ttl <= last;
+            falls += u32::from(ttl < last);
+        }
+        last_ttl = Some(ttl);
+    }
+    let first = hops.first().and_then(|(hop, _)| hop.ingress_timestamp);
+    let last = hops.last().and_then(|(hop, _)| hop.egress_timestamp.or(hop.ingress_timestamp));
+    if let (Some(first), Some(last)) = (first, last) {
+        holds &= last.saturating_sub(first) <= span_ns;
+    }
+    (hops.into_iter().map(|(hop, _)| hop).collect(), holds.then_some(falls))
 }
 
 /// The TTL (IPv4) or Hop Limit (IPv6) of the packet a report carries,
@@ -311,6 +474,12 @@ mod tests {
         Postcard { flow: flow(), identity, node, metadata, ttl: None, at_ms }
     }
 
+    /// A postcard arriving at the time it states.
+    fn arrive(join: &mut Join, card: Postcard) -> Vec<Joined> {
+        let now_ms = card.at_ms;
+        join.add(card, now_ms)
+    }
+
     fn nodes(joined: &Joined) -> Vec<u32> {
         joined.hops.iter().filter_map(|hop| hop.node_id).collect()
     }
@@ -320,10 +489,10 @@ mod tests {
     #[test]
     fn postcards_of_one_packet_make_its_path() {
         let mut join = Join::new(10, Vec::new(), 3);
-        assert!(join.add(card(3, 7, 3000, 0)).is_empty());
-        assert!(join.add(card(1, 7, 1000, 1)).is_empty());
-        assert!(join.add(card(2, 7, 2000, 2)).is_empty());
-        let closed = join.add(card(1, 8, 5000, 11));
+        assert!(arrive(&mut join, card(3, 7, 3000, 0)).is_empty());
+        assert!(arrive(&mut join, card(1, 7, 1000, 1)).is_empty());
+        assert!(arrive(&mut join, card(2, 7, 2000, 2)).is_empty());
+        let closed = arrive(&mut join, card(1, 8, 5000, 11));
         assert_eq!(closed.len(), 1);
         assert_eq!(nodes(&closed[0]), [1, 2, 3]);
         assert!(closed[0].ordered);
@@ -337,17 +506,17 @@ mod tests {
     #[test]
     fn skewed_or_untimed_groups_are_not_ordered() {
         let mut join = Join::new(10, Vec::new(), 3);
-        join.add(card(1, 7, 1000, 0));
-        join.add(card(2, 7, 1050, 0));
+        arrive(&mut join, card(1, 7, 1000, 0));
+        arrive(&mut join, card(2, 7, 1050, 0));
         let mut untimed = card(1, 9, 0, 0);
         untimed.metadata.ingress_timestamp = None;
-        join.add(untimed);
+        arrive(&mut join, untimed);
         let closed = join.close_all();
         assert!(closed.iter().all(|joined| !joined.ordered), "{closed:?}");
         assert_eq!(join.counts.unordered, 2);
     }
 
-    /// A node whose clock is a second ahead sorts last, consistent by its
+    /// A node whose clock is 3 µs ahead sorts last, consistent by its
     /// timestamps alone; the TTL each node saw (routers between them lower
     /// it) tells that order false. Equal TTLs (no router between) say
     /// nothing against the timestamps.
@@ -355,12 +524,12 @@ mod tests {
     fn a_ttl_that_grows_along_the_order_unorders_it() {
         let mut join = Join::new(10, Vec::new(), 3);
         let with_ttl = |card: Postcard, ttl: u8| Postcard { ttl: Some(ttl), ..card };
-        join.add(with_ttl(card(1, 7, 1000, 0), 64));
-        join.add(with_ttl(card(2, 7, 1_000_002_000, 0), 63));
-        join.add(with_ttl(card(3, 7, 3000, 0), 62));
-        join.add(with_ttl(card(1, 8, 1000, 0), 64));
-        join.add(with_ttl(card(2, 8, 2000, 0), 64));
-        join.add(with_ttl(card(3, 8, 3000, 0), 62));
+        arrive(&mut join, with_ttl(card(1, 7, 1000, 0), 64));
+        arrive(&mut join, with_ttl(card(2, 7, 5000, 0), 63));
+        arrive(&mut join, with_ttl(card(3, 7, 3000, 0), 62));
+        arrive(&mut join, with_ttl(card(1, 8, 1000, 0), 64));
+        arrive(&mut join, with_ttl(card(2, 8, 2000, 0), 64));
+        arrive(&mut join, with_ttl(card(3, 8, 3000, 0), 62));
         let closed = join.close_all();
         assert_eq!(nodes(&closed[0]), [1, 3, 2]);
         assert!(!closed[0].ordered, "TTL 62 before 63");
@@ -373,12 +542,106 @@ mod tests {
         );
     }
 
+    /// Postcards arriving paced, 1 ms apart on the collector's clock,
+    /// with one of node 1's stamped a year ahead, first and at packet 50:
+    /// groups close as the clock passes (a window of 10 ms holds about 10
+    /// open), the stamp ahead is a duplicate of node 1's genuine postcard
+    /// (its order would span a year), every packet is 1 -> 2 -> 3.
+    #[test]
+    fn a_stamp_a_year_ahead_holds_no_group_open() {
+        const YEAR_NS: u64 = 365 * 24 * 3600 * 1_000_000_000;
+        let mut join = Join::new(10, Vec::new(), 3);
+        let mut closed = Vec::new();
+        for packet in 0..200u64 {
+            if packet == 0 || packet == 50 {
+                let ahead = card(1, packet, packet * 1_000_000 + YEAR_NS, packet);
+                closed.extend(arrive(&mut join, ahead));
+            }
+            for node in 1..=3 {
+                closed.extend(arrive(
+                    &mut join,
+                    card(node, packet, packet * 1_000_000 + u64::from(node) * 1000, packet),
+                ));
+            }
+            assert!(join.open_groups() <= 12, "{} open at packet {packet}", join.open_groups());
+        }
+        assert!(closed.len() >= 180, "{} closed while running", closed.len());
+        closed.extend(join.close_all());
+        assert!(closed.iter().all(|joined| joined.ordered && nodes(joined) == [1, 2, 3]));
+        assert_eq!(join.counts, Counts { postcards: 602, packets: 200, duplicates: 2, ..Counts::default() });
+    }
+
+    /// Two different postcards of node 2 (one spoofed, stamped before node
+    /// 1): with a router between each two nodes, the genuine one's order
+    /// has the TTL fall at each step and is taken; the spoof is a
+    /// duplicate. Without routers (one TTL) nothing tells them apart: the
+    /// group is unordered, never the spoof's path.
+    #[test]
+    fn the_order_the_ttl_agrees_with_wins_and_a_tie_is_unordered() {
+        let with_ttl = |card: Postcard, ttl: u8| Postcard { ttl: Some(ttl), ..card };
+        let mut join = Join::new(10, Vec::new(), 3);
+        arrive(&mut join, with_ttl(card(2, 7, 500, 0), 64));
+        arrive(&mut join, with_ttl(card(1, 7, 1000, 0), 64));
+        arrive(&mut join, with_ttl(card(2, 7, 2000, 0), 63));
+        arrive(&mut join, with_ttl(card(3, 7, 3000, 0), 62));
+        let routed = join.close_all();
+        assert_eq!((nodes(&routed[0]), routed[0].ordered), (vec![1, 2, 3], true));
+        assert_eq!(routed[0].hops[1].ingress_timestamp, Some(2000));
+        assert_eq!(join.counts.duplicates, 1);
+        for (node, ingress) in [(2, 500), (1, 1000), (2, 2000), (3, 3000)] {
+            arrive(&mut join, with_ttl(card(node, 8, ingress, 0), 64));
+        }
+        let flat = join.close_all();
+        assert!(!flat[0].ordered, "{flat:?}");
+        assert_eq!(join.counts.duplicates, 2);
+        assert_eq!(join.pending(), 0);
+    }
+
+    /// Nodes that stamp 0 (no clock), or two nodes with one ingress time:
+    /// nothing orders them.
+    #[test]
+    fn zero_or_equal_stamps_tell_no_order() {
+        let untimed = |node: u32, identity: u64, at: u64| {
+            let mut card = card(node, identity, at, 0);
+            card.metadata.egress_timestamp = Some(at);
+            card
+        };
+        let mut join = Join::new(10, Vec::new(), 3);
+        for node in [3, 1, 2] {
+            arrive(&mut join, untimed(node, 7, 0));
+            arrive(&mut join, untimed(node, 8, 5000));
+        }
+        arrive(&mut join, untimed(1, 9, 1000));
+        arrive(&mut join, untimed(2, 9, 2000));
+        let closed = join.close_all();
+        let ordered: Vec<bool> = closed.iter().map(|joined| joined.ordered).collect();
+        assert_eq!(ordered, [false, false, true]);
+    }
+
+    /// Every postcard is counted once: unknown, dropped, a duplicate, a
+    /// hop of a closed group, or pending.
+    #[test]
+    fn every_postcard_is_counted_once() {
+        let mut join = Join::new(10, vec![1, 2, 3], 3);
+        let mut hops = 0;
+        for (node, identity, at) in [(1, 7, 0), (9, 7, 1), (1, 7, 2), (2, 7, 3), (2, 8, 4), (3, 9, 30)] {
+            let closed = arrive(&mut join, card(node, identity, 1000 * u64::from(node), at));
+            hops += closed.iter().map(|joined| joined.hops.len() as u64).sum::<u64>();
+        }
+        let counts = join.counts;
+        assert_eq!((counts.unknown, counts.duplicates, hops, join.pending()), (1, 1, 3, 1));
+        assert_eq!(
+            counts.postcards,
+            counts.unknown + counts.dropped + counts.duplicates + hops + join.pending()
+        );
+    }
+
     /// A node twice in one group is a duplicate, dropped and counted.
     #[test]
     fn a_node_twice_is_a_duplicate() {
         let mut join = Join::new(10, Vec::new(), 3);
-        join.add(card(1, 7, 1000, 0));
-        join.add(card(1, 7, 1000, 0));
+        arrive(&mut join, card(1, 7, 1000, 0));
+        arrive(&mut join, card(1, 7, 1000, 0));
         let closed = join.close_all();
         assert_eq!(nodes(&closed[0]), [1]);
         assert_eq!(join.counts.duplicates, 1);
@@ -389,22 +652,37 @@ mod tests {
     #[test]
     fn unknown_nodes_join_nothing() {
         let mut join = Join::new(10, vec![1, 2], 3);
-        join.add(card(1, 7, 1000, 0));
-        join.add(card(9, 7, 1500, 0));
-        join.add(card(2, 7, 2000, 0));
+        arrive(&mut join, card(1, 7, 1000, 0));
+        arrive(&mut join, card(9, 7, 1500, 0));
+        arrive(&mut join, card(2, 7, 2000, 0));
         let closed = join.close_all();
         assert_eq!(nodes(&closed[0]), [1, 2]);
         assert_eq!((join.counts.unknown, join.counts.postcards), (1, 3));
     }
 
     /// Part of a flow's path, in its order, is incomplete (no path) until
-    /// `confirm` (here 3) packets in a row give it; a path in another order, or one
-    /// that is no part of the known one, is taken at once.
+    /// `confirm` (here 3) packets in a row give it; a path in another
+    /// order, or one that is no part of the known one, is taken at once.
     #[test]
     fn part_of_a_path_is_incomplete_until_confirmed() {
         let mut join = Join::new(10, Vec::new(), 3);
-        let known: &[u32] = &[1, 2, 3];
-        let group = |hops: &[u32]| Joined {
+        let known = Some((&[1, 2, 3][..], u32::MAX));
+        assert_eq!(join.fit(&group(&[1, 2, 3]), known), Fit::Whole);
+        assert_eq!(join.fit(&group(&[1, 2]), None), Fit::Whole, "no path known yet");
+        assert_eq!(join.fit(&group(&[1, 3]), known), Fit::Part);
+        assert_eq!(join.fit(&group(&[1, 2]), known), Fit::Part, "another part starts the count again");
+        assert_eq!(join.fit(&group(&[1, 2, 3]), known), Fit::Whole, "the whole path again");
+        assert_eq!(join.fit(&group(&[1, 3]), known), Fit::Part);
+        assert_eq!(join.fit(&group(&[1, 3]), known), Fit::Part);
+        assert_eq!(join.fit(&group(&[1, 3]), known), Fit::Confirmed, "three in a row: a node left the path");
+        assert_eq!(join.fit(&group(&[3, 1]), known), Fit::Whole, "not in the path's order: a new path");
+        assert_eq!(join.fit(&group(&[1, 4]), known), Fit::Whole, "a node the path lacks: a new path");
+        assert_eq!(join.fit(&group(&[1, 2, 3, 4]), known), Fit::Whole, "a settled path grows: a node joined");
+        assert_eq!(join.counts.incomplete, 4);
+    }
+
+    fn group(hops: &[u32]) -> Joined {
+        Joined {
             flow: flow(),
             hops: hops
                 .iter()
@@ -412,18 +690,21 @@ mod tests {
                 .collect(),
             ordered: true,
             at_ms: 0,
-        };
-        assert!(join.complete(&group(&[1, 2, 3]), Some(known)));
-        assert!(join.complete(&group(&[1, 2]), None), "no path known yet");
-        assert!(!join.complete(&group(&[1, 3]), Some(known)));
-        assert!(!join.complete(&group(&[1, 2]), Some(known)), "another part starts the count again");
-        assert!(join.complete(&group(&[1, 2, 3]), Some(known)), "the whole path again");
-        assert!(!join.complete(&group(&[1, 3]), Some(known)));
-        assert!(!join.complete(&group(&[1, 3]), Some(known)));
-        assert!(join.complete(&group(&[1, 3]), Some(known)), "three in a row: a node left the path");
-        assert!(join.complete(&group(&[3, 1]), Some(known)), "not in the path's order: a new path");
-        assert!(join.complete(&group(&[1, 4]), Some(known)), "a node the path lacks: a new path");
-        assert_eq!(join.counts.incomplete, 4);
+        }
+    }
+
+    /// A flow's first packet lost node 1's postcard: its path [2, 3],
+    /// given by fewer than `confirm` packets, is the part the loss left,
+    /// and the next packet's [1, 2, 3] replaces it (no path change). Once
+    /// `confirm` packets gave it, a longer path is a node that joined.
+    #[test]
+    fn a_young_path_grows_without_a_change() {
+        let mut join = Join::new(10, Vec::new(), 3);
+        assert_eq!(join.fit(&group(&[1, 2, 3]), Some((&[2, 3], 1))), Fit::Grown);
+        assert_eq!(join.fit(&group(&[1, 2, 3]), Some((&[2, 3], 2))), Fit::Grown);
+        assert_eq!(join.fit(&group(&[1, 2, 3]), Some((&[2, 3], 3))), Fit::Whole);
+        assert_eq!(join.fit(&group(&[3, 2, 1]), Some((&[2, 3], 1))), Fit::Whole, "not in its order");
+        assert_eq!(join.counts.incomplete, 0);
     }
 
     /// The bytes hops change do not change the identity; any other does.

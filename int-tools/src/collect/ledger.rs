@@ -134,6 +134,12 @@ impl Ledger {
         self.arrival_ns = crate::schema::now_ns();
     }
 
+    /// When the current batch arrived, ms since the epoch (the collector's
+    /// clock, for what must not trust the reports' times).
+    pub fn arrival_ms(&self) -> u64 {
+        self.arrival_ns / 1_000_000
+    }
+
     /// Whether the timelines keep the reports' own times.
     pub fn by_reports(&self) -> Option<bool> {
         self.base.by_reports()

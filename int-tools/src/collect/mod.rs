@@ -12,7 +12,7 @@ mod aggregate;
 mod hops;
 mod hostint;
 mod influx;
-mod join;
+pub mod join;
 mod label;
 mod latency;
 mod ledger;
@@ -99,8 +99,10 @@ pub struct CollectArgs {
     /// KB each).
     #[arg(long, default_value_t = 50_000)]
     pub max_links: usize,
-    /// INT-MX and INT-XD: how long after a packet's first postcard (by
-    /// the reports' times) its other nodes' postcards are waited for.
+    /// INT-MX and INT-XD: how long after a packet's first postcard
+    /// arrived (by the collector's clock, never the reports' stamps) its
+    /// other nodes' postcards are waited for; also the most a packet's
+    /// stamps may lie apart for its order to be told.
     #[arg(long, default_value_t = 1000)]
     pub join_window_ms: u64,
     /// INT-MX and INT-XD: the domain's nodes (ids as dotted quads or
@@ -311,13 +313,26 @@ impl Books {
         };
         // An order that cannot be told, or part of the flow's path: its
         // nodes' figures only.
-        let complete = joined.ordered.then(|| self.join.complete(joined, self.hops.path(&joined.flow)));
-        let change = if complete == Some(true) {
-            self.observe_path(&seen)
-        } else {
-            self.hops.observe_nodes(&seen);
-            None
+        let fit = joined.ordered.then(|| self.join.fit(joined, self.hops.followed(&joined.flow)));
+        let change = match fit {
+            Some(join::Fit::Whole) => self.observe_path(&seen),
+            Some(join::Fit::Confirmed) => {
+                let change = self.observe_path(&seen);
+                self.hops.settle(&joined.flow);
+                change
+            }
+            // The path its first packets gave lacked a node: replaced, no
+            // path change.
+            Some(join::Fit::Grown) => {
+                self.hops.forget_path(&joined.flow);
+                self.observe_path(&seen)
+            }
+            Some(join::Fit::Part) | None => {
+                self.hops.observe_nodes(&seen);
+                None
+            }
         };
+        let complete = fit.map(|fit| fit != join::Fit::Part);
         self.emit(print, || serde_json::Value::Object(join::record(joined, complete)));
         if let Some(change) = change {
             self.emit(print, || serde_json::Value::Object(tr20::path_change_record(&change, None)));

@@ -190,7 +190,8 @@ pub fn record(report: &Report<'_>, how: &super::How, arrival: Arrival, books: &m
             books.hops.observe_drop(group.node_id, drop.reason);
         }
         if let Some(card) = postcard(&individual, latency.as_ref(), group.node_id, books) {
-            for joined in books.join.add(card) {
+            let now_ms = books.ledger.arrival_ms();
+            for joined in books.join.add(card, now_ms) {
                 books.observe_joined(&joined, output);
             }
         }

@@ -1,0 +1,281 @@
+//! collect's join of INT-XD postcards on hand-made postcards of three nodes
+//! (1 -> 2 -> 3), sent over loopback to the real binary: what one wrong
+//! postcard can and cannot do to the paths (docs/postcards.md). None of
+//! these needs DPDK.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
+#[path = "../../tests/common/collector.rs"]
+mod collector;
+
+use std::io::{BufRead, BufReader};
+use std::net::UdpSocket;
+use std::path::Path;
+use std::process::{Child, Command};
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
+
+use int_core::craft::PacketSpec;
+use int_core::int21::HopMetadata;
+use int_core::report::tr20::{GroupHeaderRepr, InType, IndividualReport, IntContents, ReportFlags};
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_int-tools");
+/// The first packet's time at node 1, ns since the epoch.
+const START_NS: u64 = 1_700_000_000_000_000_000;
+/// Packets 100 ms apart by the nodes' clocks.
+const PACKET_NS: u64 = 100_000_000;
+const YEAR_NS: u64 = 365 * 24 * 3600 * 1_000_000_000;
+
+/// Packet `i` of four UDP flows, as node `node` (1, 2 or 3) saw it:
+/// with `routed`, a router between each two nodes lowers the TTL.
+fn packet(i: u32, node: u32, routed: bool) -> Vec<u8> {
+    let mut spec =
+        PacketSpec::udp([10, 0, 0, 1].into(), [10, 0, 0, 2].into(), 1000 + (i % 4) as u16, 5000, 16);
+    spec.ident = i as u16;
+    spec.ttl = if routed { 65 - node as u8 } else { 64 };
+    spec.build()[14..].to_vec()
+}
+
+/// Node `node`'s postcard on `packet`, stamped in at `ingress_ns` and out
+/// a microsecond later: one Telemetry Report 2.0 datagram.
+fn postcard(node: u32, packet: &[u8], ingress_ns: u64) -> Vec<u8> {
+    stamped(node, packet, ingress_ns, ingress_ns + 1000)
+}
+
+/// Node `node`'s postcard on `packet`, stamped in and out as given.
+fn stamped(node: u32, packet: &[u8], ingress_ns: u64, egress_ns: u64) -> Vec<u8> {
+    let metadata = HopMetadata {
+        l1_ingress_port: Some(1),
+        l1_egress_port: Some(2),
+        ingress_timestamp: Some(ingress_ns),
+        egress_timestamp: Some(egress_ns),
+        ..HopMetadata::default()
+    };
+    let int = IntContents { rep_md_bits: 0x4c00, metadata, ..IntContents::default() };
+    let mut datagram = vec![0u8; 512];
+    let mut len = GroupHeaderRepr { hw_id: 0, sequence: 0, node_id: node }.emit(&mut datagram).unwrap();
+    let report = IndividualReport {
+        in_type: InType::Ipv4,
+        int: Some(int),
+        inner: packet,
+        flags: ReportFlags { tracked_flow: true, ..ReportFlags::default() },
+        ..IndividualReport::default()
+    };
+    len += report.emit(&mut datagram[len..]).unwrap();
+    datagram.truncate(len);
+    datagram
+}
+
+/// Packet `i`'s postcard from `node`, on time: node n sees it 10 µs after
+/// node n - 1.
+fn on_time(i: u32, node: u32, routed: bool) -> Vec<u8> {
+    let ingress = START_NS + u64::from(i) * PACKET_NS + u64::from(node) * 10_000;
+    postcard(node, &packet(i, node, routed), ingress)
+}
+
+/// A collector printing JSON records, its address, and its output lines
+/// as they come.
+struct Collect {
+    child: Child,
+    listen: String,
+    lines: Receiver<String>,
+    socket: UdpSocket,
+}
+
+impl Collect {
+    fn start(args: &[&str]) -> Collect {
+        let (mut child, listen) = collector::start_collector(Path::new(BIN), args);
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stdout.lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        Collect { child, listen, lines, socket: UdpSocket::bind("127.0.0.1:0").unwrap() }
+    }
+
+    fn send(&self, datagram: &[u8]) {
+        self.socket.send_to(datagram, &self.listen).unwrap();
+    }
+
+    /// Stops the collector (SIGINT, as an operator does) and returns the
+    /// records it printed after `seen`, and its closing summary.
+    fn stop(mut self, mut seen: Vec<Value>) -> (Vec<Value>, Value) {
+        Command::new("kill").args(["-INT", &self.child.id().to_string()]).status().unwrap();
+        assert!(self.child.wait().unwrap().success());
+        seen.extend(self.lines.iter().map(|line| serde_json::from_str::<Value>(&line).unwrap()));
+        let summary = seen.pop().unwrap()["summary"].clone();
+        (seen, summary)
+    }
+}
+
+/// The packet a joined record is of: its first hop's time says.
+fn packet_of(joined: &Value) -> Option<u64> {
+    let at = joined["hop_metadata"][0]["ingress_timestamp"].as_u64()?;
+    Some(at.checked_sub(START_NS)? / PACKET_NS)
+}
+
+/// Sends packets' three postcards, one packet after the other (and
+/// `wrong` before packet `wrong_at`), until the collector prints the
+/// joined record of a packet sent after `wrong`, while it runs; gives up
+/// after 20 s. Returns the records printed meanwhile and the packets sent.
+fn until_joined_after(collect: &Collect, wrong: &[u8], wrong_at: u32) -> (Vec<Value>, u32) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut records = Vec::new();
+    let mut i = 0;
+    while Instant::now() < deadline {
+        if i == wrong_at {
+            collect.send(wrong);
+        }
+        for node in 1..=3 {
+            collect.send(&on_time(i, node, false));
+        }
+        i += 1;
+        // The collector's output paces the packets.
+        let first = collect.lines.recv_timeout(Duration::from_millis(2)).ok();
+        for line in first.into_iter().chain(collect.lines.try_iter()) {
+            let record: Value = serde_json::from_str(&line).unwrap();
+            let after =
+                record["type"] == "joined" && packet_of(&record).is_some_and(|p| p > u64::from(wrong_at));
+            records.push(record);
+            if after {
+                return (records, i);
+            }
+        }
+    }
+    panic!("no packet after the wrong postcard joined in 20 s ({i} packets sent): {:?}", records.last());
+}
+
+/// The joined records of `records`.
+fn joined(records: &[Value]) -> Vec<&Value> {
+    records.iter().filter(|record| record["type"] == "joined").collect()
+}
+
+/// One postcard of node 1 stamped a year ahead (a copy of packet 0's, or
+/// packet 10's, before the genuine one): the join goes on by the
+/// collector's clock (records of later packets while it runs), drops
+/// nothing, and the genuine postcard, whose order holds, is the one
+/// joined: every packet's path 1 -> 2 -> 3, no path change.
+#[test]
+fn a_postcard_stamped_a_year_ahead_stops_no_join() {
+    for wrong_at in [0, 10] {
+        let collect = Collect::start(&["--join-window-ms", "50"]);
+        let ahead =
+            postcard(1, &packet(wrong_at, 1, false), START_NS + u64::from(wrong_at) * PACKET_NS + YEAR_NS);
+        let (seen, sent) = until_joined_after(&collect, &ahead, wrong_at);
+        let (records, summary) = collect.stop(seen);
+        let postcards = &summary["postcards"];
+        assert_eq!(postcards["received"], 3 * sent + 1, "{postcards}");
+        assert_eq!(postcards["packets"], sent, "{postcards}");
+        assert_eq!((&postcards["dropped"], &postcards["duplicates"]), (&0.into(), &1.into()), "{postcards}");
+        assert_eq!(postcards["unordered"], 0, "{postcards}");
+        assert_eq!(summary["path_changes"], 0, "{summary}");
+        for record in joined(&records) {
+            assert_eq!(record["path"], serde_json::json!([1, 2, 3]), "{record}");
+        }
+    }
+}
+
+/// The same postcard a year ahead from node 9, which --domain-nodes does
+/// not list: counted unknown, it moves no clock (sent first, it used to
+/// set the join's time a year ahead and hold every group open).
+#[test]
+fn a_rejected_postcard_moves_no_clock() {
+    for wrong_at in [0, 10] {
+        let collect = Collect::start(&["--join-window-ms", "50", "--domain-nodes", "1,2,3"]);
+        let ahead = postcard(9, &packet(wrong_at, 1, false), START_NS + YEAR_NS);
+        let (seen, sent) = until_joined_after(&collect, &ahead, wrong_at);
+        let (_, summary) = collect.stop(seen);
+        let postcards = &summary["postcards"];
+        assert_eq!((&postcards["unknown"], &postcards["packets"]), (&1.into(), &sent.into()), "{postcards}");
+        assert_eq!((&postcards["dropped"], &postcards["unordered"]), (&0.into(), &0.into()), "{postcards}");
+        assert_eq!(summary["path_changes"], 0, "{summary}");
+    }
+}
+
+/// collect's summary of `datagrams` (one postcard each), sent paced.
+fn summary_of_postcards(datagrams: &[Vec<u8>]) -> Value {
+    let count = datagrams.len().to_string();
+    let args = ["--quiet", "--count", &count, "--join-window-ms", "600000"];
+    let (child, listen) = collector::start_collector(Path::new(BIN), &args);
+    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    for datagram in datagrams {
+        socket.send_to(datagram, &listen).unwrap();
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    collector::summary_of(child)
+}
+
+/// Packets of four flows; node 1's postcard of the first flow's first
+/// packet is lost. That flow's first group gives it [2, 3], a path only
+/// that packet gave, which the next packet's [1, 2, 3] holds whole: the
+/// path a lost postcard left, replaced without a path change (main made
+/// one, [2, 3] -> [1, 2, 3]).
+#[test]
+fn a_lost_first_postcard_makes_no_path_change() {
+    let mut datagrams = Vec::new();
+    for i in 0..40 {
+        for node in 1..=3 {
+            if (i, node) != (0, 1) {
+                datagrams.push(on_time(i, node, false));
+            }
+        }
+    }
+    let summary = summary_of_postcards(&datagrams);
+    let postcards = &summary["postcards"];
+    assert_eq!((&postcards["packets"], &postcards["incomplete"]), (&40.into(), &0.into()), "{postcards}");
+    assert_eq!(summary["path_changes"], 0, "{}", summary["recent_path_changes"]);
+    assert_eq!(summary["paths_followed"], 4);
+    assert_eq!(collector::link_counts(&summary), [(1, 2, 39), (2, 3, 40)]);
+}
+
+/// Three nodes that stamp no time (ingress = egress = 0) and see the same
+/// TTL, their postcards arriving in every order: nothing tells the order,
+/// so every packet is unordered: its nodes' figures, no link, no path
+/// (main ordered them by arrival: paths, path changes, links 2 -> 1).
+#[test]
+fn untimed_postcards_are_unordered() {
+    let orders = [[1, 2, 3], [1, 3, 2], [2, 1, 3], [2, 3, 1], [3, 1, 2], [3, 2, 1]];
+    let mut datagrams = Vec::new();
+    for i in 0..36 {
+        for node in orders[i as usize % orders.len()] {
+            datagrams.push(stamped(node, &packet(i, node, false), 0, 0));
+        }
+    }
+    let summary = summary_of_postcards(&datagrams);
+    let postcards = &summary["postcards"];
+    assert_eq!((&postcards["packets"], &postcards["unordered"]), (&36.into(), &36.into()), "{postcards}");
+    assert_eq!((&summary["paths_followed"], &summary["path_changes"]), (&0.into(), &0.into()));
+    assert!(collector::link_counts(&summary).is_empty(), "{}", summary["links"]);
+    let hops: Vec<u64> =
+        summary["nodes"].as_array().unwrap().iter().map(|n| n["hops"].as_u64().unwrap()).collect();
+    assert_eq!(hops, [36, 36, 36]);
+}
+
+/// A router between each two nodes (TTL 64, 63, 62), and before every
+/// fourth packet's postcards a spoofed one under node 2's id, stamped
+/// before node 1 with the TTL node 1 saw. By time alone it makes the
+/// path 2 -> 1 -> 3, and on main, arriving first, it was the one joined
+/// (the genuine counted a duplicate): path changes, links 2 -> 1 -> 3.
+/// The genuine postcard's order has the TTL fall at every step, the
+/// spoof's at one: the genuine is joined, the spoof is the duplicate.
+#[test]
+fn the_postcard_the_ttl_order_agrees_with_is_joined() {
+    let mut datagrams = Vec::new();
+    for i in 0..40 {
+        if i % 4 == 1 {
+            let at = START_NS + u64::from(i) * PACKET_NS;
+            datagrams.push(postcard(2, &packet(i, 1, true), at));
+        }
+        for node in 1..=3 {
+            datagrams.push(on_time(i, node, true));
+        }
+    }
+    let summary = summary_of_postcards(&datagrams);
+    let postcards = &summary["postcards"];
+    assert_eq!((&postcards["packets"], &postcards["duplicates"]), (&40.into(), &10.into()), "{postcards}");
+    assert_eq!(postcards["unordered"], 0, "{postcards}");
+    assert_eq!(summary["path_changes"], 0, "{}", summary["recent_path_changes"]);
+    assert_eq!(collector::link_counts(&summary), [(1, 2, 40), (2, 3, 40)]);
+}
