@@ -612,10 +612,10 @@ fn collect_tells_every_hops_story() {
     let drops: Vec<_> = lines.iter().filter(|l| l["type"] == "tr20" && !l["drop"].is_null()).collect();
     assert_eq!(drops.len(), 5);
     assert!(drops.iter().all(|d| d["flow"]["dst_port"] == 7777 && d["report_node"] == 2), "{}", drops[0]);
-    // The plot has the hop latency panel: a taller picture (PNG: height at
-    // bytes 20-23 of the file).
+    // The plot has the hop latency panel and a pair of bars for each of
+    // the 5 links, no loss panel (PNG: height at bytes 20-23 of the file).
     let png = std::fs::read(&plot).unwrap();
-    assert_eq!(u32::from_be_bytes(png[20..24].try_into().unwrap()), 1380);
+    assert_eq!(u32::from_be_bytes(png[20..24].try_into().unwrap()), 500 + 500 + 110 + 34 * 10 + 10);
 
     // The same in text: each hop of a report, the path change, the
     // dropped packets' flow, and the summary's nodes and links.
