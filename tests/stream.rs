@@ -456,3 +456,59 @@ fn a_server_with_too_little_room_is_named_at_start() {
     assert!(said.contains("insufficient storage resources available"), "{said}");
     assert!(said.contains("--nats-max-bytes 1073741824: lower it"), "{said}");
 }
+
+/// The server gone before collect stops, and not back: collect ends its
+/// patience (5 s) after it stops, with its summary, and counts what the
+/// server never acknowledged as lost.
+#[test]
+fn a_server_gone_at_the_end_does_not_hold_collect() {
+    if nats_missing() {
+        return;
+    }
+    let dir = workdir("stream-gone");
+    let port = free_port();
+    let nats = start_nats(&dir, port);
+    let url = format!("nats://127.0.0.1:{port}");
+    let reports: Vec<Vec<u8>> = (1..=300).map(|n| common::collector::drop_summary(n, 1)).collect();
+    let (mut child, listen) = start_collector(
+        &tools_bin(),
+        &["--quiet", "--count", "300", "--duration", "60", "--nats", &url, "--nats-max-bytes", STREAM_BYTES],
+    );
+    let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let send = |range: std::ops::Range<usize>| {
+        for report in &reports[range] {
+            sender.send_to(report, &listen).unwrap();
+            std::thread::sleep(Duration::from_micros(300));
+        }
+    };
+    send(0..100);
+    let started = Instant::now();
+    while Raw::connect(port).messages("INT") < 100 {
+        assert!(started.elapsed() < Duration::from_secs(30), "the first 100 records reach the stream");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    stop(nats);
+    // Its count reached, collect stops with the server away.
+    send(100..300);
+    let sent = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if sent.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("collect still running 60 s after its last report, its server gone");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let took = sent.elapsed();
+    let lines = lines_of(child);
+    let counts = &lines.last().unwrap()["summary"]["nats"];
+    eprintln!("server gone at the end: {counts}, collect ended {took:?} after its last report");
+    let (acked, dropped, lost) = (
+        counts["acked"].as_u64().unwrap(),
+        counts["dropped"].as_u64().unwrap(),
+        counts["lost"].as_u64().unwrap(),
+    );
+    assert_eq!(acked, 100, "{counts}");
+    assert!(lost > 0, "what the server never took is lost: {counts}");
+    assert_eq!(acked + dropped + lost, 300, "every record acknowledged or counted: {counts}");
+}
