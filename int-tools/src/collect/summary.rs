@@ -107,7 +107,7 @@ fn summary_json(snapshot: &Snapshot, outputs: &[Arc<dyn Counted>]) -> Value {
     flows.sort_by_key(|(key, _)| **key);
     let flows: Vec<Value> = flows.into_iter().map(|(key, flow)| flow_json(key, flow)).collect();
     let mut summary = json!({
-        "reports": totals.received, "malformed": totals.malformed(), "malformed_by_reason": totals.malformed,
+        "reports": totals.reports, "malformed": totals.malformed(), "malformed_by_reason": totals.malformed,
         "lost_reports": snapshot.lost_reports(),
         "sequence_resyncs": senders.values().map(|s| s.resyncs).sum::<u64>(),
         "late_reports": senders.values().map(|s| s.late).sum::<u64>(),
@@ -205,7 +205,7 @@ fn print_text(snapshot: &Snapshot, outputs: &[Arc<dyn Counted>]) {
     let late: u64 = senders.values().map(|s| s.late).sum();
     println!(
         "== summary: {} report(s), {} malformed, {} lost (report sequence gaps) ==",
-        totals.received,
+        totals.reports,
         totals.malformed(),
         snapshot.lost_reports()
     );
