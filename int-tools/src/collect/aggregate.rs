@@ -34,7 +34,7 @@ const MAX_STACK_HOPS: usize = 255;
 /// Reasons the stream's records are refused for, at most: a type or
 /// schema named in a reason is the sender's text, and beyond these each
 /// new one is counted under [`OTHER`].
-const MAX_REASONS: usize = 64;
+pub const MAX_REASONS: usize = 64;
 const OTHER: &str = "stream: a record of another type or schema";
 
 /// The aggregator's thread.
@@ -249,11 +249,17 @@ fn said(text: &str) -> &str {
 }
 
 /// A record's latency or loss: each within what its report can carry.
+/// Only the types that carry one have one: another type's field of the
+/// name is none of collect's.
 fn measure_of(value: &Value) -> Result<Option<Measure>, String> {
-    if matches!(field(value, "type").as_str(), Some("drop-summary" | "tr20-loss")) {
-        // Both reports carry a 32-bit count: the record must have one.
-        let lost = integer::<u32>(value, "lost_packets")?.ok_or("stream: lost_packets missing")?;
-        return Ok(Some(Measure::Lost(lost)));
+    match field(value, "type").as_str() {
+        Some("drop-summary" | "tr20-loss") => {
+            // Both reports carry a 32-bit count: the record must have one.
+            let lost = integer::<u32>(value, "lost_packets")?.ok_or("stream: lost_packets missing")?;
+            return Ok(Some(Measure::Lost(lost)));
+        }
+        Some("latency" | "tr05-flow" | "tr20") => {}
+        _ => return Ok(None),
     }
     let Some(ns) = integer::<i64>(value, "latency_ns")? else { return Ok(None) };
     // A sink believes no longer one-way latency, nor a negative one (clock
@@ -406,12 +412,16 @@ mod tests {
     #[test]
     fn derived_records_are_no_reports() {
         let mut books = Books::bounded(SIZES);
-        let change = format!(r#"{{"type":"path-change","flow":{FLOW},"old_path":[1],"new_path":[2]}}"#);
+        // A field of another type's name is none of a path change's (fuzz
+        // found its latency booked).
+        let change =
+            format!(r#"{{"type":"path-change","flow":{FLOW},"old_path":[1],"new_path":[2],"latency_ns":5}}"#);
         let joined =
             format!(r#"{{"type":"joined","flow":{FLOW},"ordered":false,"hop_metadata":[{{"node_id":3}}]}}"#);
         assert_eq!(take(&mut books, &change), Taken::Derived);
         assert_eq!(take(&mut books, &joined), Taken::Derived);
         assert_eq!((books.totals.reports, books.hops.nodes.len()), (0, 1));
+        assert_eq!(books.ledger.overall.latency.count(), 0);
     }
 
     /// Types and schemas are the sender's text: a reason names a short
