@@ -374,6 +374,14 @@ impl Shared {
         Snapshot::merge(self.books.iter().filter_map(|books| books.lock().ok().map(|b| Snapshot::of(&b))))
     }
 
+    /// [`Shared::snapshot`], the books moved out rather than copied
+    /// (collect is ending): no second copy of the books at their largest.
+    pub fn take_snapshot(&self) -> Snapshot {
+        Snapshot::merge(
+            self.books.iter().filter_map(|books| books.lock().ok().map(|mut b| Snapshot::take(&mut b))),
+        )
+    }
+
     /// [`Shared::snapshot`] with only the flows a scrape of `top` flows
     /// shows ([`ledger::Ledger::view`]).
     pub fn view(&self, top: usize) -> Snapshot {
@@ -448,7 +456,7 @@ pub fn run(args: &CollectArgs) -> Result<(), String> {
     if let Some(server) = metrics {
         let _ = server.join();
     }
-    let snapshot = shared.snapshot();
+    let snapshot = shared.take_snapshot();
     summary::print(&snapshot, &shared.outputs, args.json);
     if let Some(path) = &args.plot {
         plot::draw(&snapshot, path).map_err(|e| format!("--plot {}: {e}", path.display()))?;

@@ -43,6 +43,19 @@ impl Snapshot {
         }
     }
 
+    /// [`Snapshot::of`], leaving `books` empty (for the summary at exit).
+    pub fn take(books: &mut Books) -> Snapshot {
+        let ledger = Ledger::new(super::ledger::Limits { flows: 0, detailed: 0 }, Default::default());
+        let hops = Hops::new(super::hops::Limits { nodes: 0, links: 0, flows: 0 });
+        Snapshot {
+            ledger: std::mem::replace(&mut books.ledger, ledger),
+            hops: std::mem::replace(&mut books.hops, hops),
+            senders: std::mem::take(&mut books.senders),
+            totals: std::mem::take(&mut books.totals),
+            joins: books.join.counts,
+        }
+    }
+
     /// [`Snapshot::of`] with only the flows a scrape of `top` flows shows.
     pub fn view(books: &Books, top: usize) -> Snapshot {
         Snapshot {
