@@ -456,3 +456,219 @@ fn a_server_with_too_little_room_is_named_at_start() {
     assert!(said.contains("insufficient storage resources available"), "{said}");
     assert!(said.contains("--nats-max-bytes 1073741824: lower it"), "{said}");
 }
+
+/// The server gone before collect stops, and not back: collect ends its
+/// patience (5 s) after it stops, with its summary, and counts what the
+/// server never acknowledged as lost.
+#[test]
+fn a_server_gone_at_the_end_does_not_hold_collect() {
+    if nats_missing() {
+        return;
+    }
+    let dir = workdir("stream-gone");
+    let port = free_port();
+    let nats = start_nats(&dir, port);
+    let url = format!("nats://127.0.0.1:{port}");
+    let reports: Vec<Vec<u8>> = (1..=300).map(|n| common::collector::drop_summary(n, 1)).collect();
+    let (mut child, listen) = start_collector(
+        &tools_bin(),
+        &["--quiet", "--count", "300", "--duration", "60", "--nats", &url, "--nats-max-bytes", STREAM_BYTES],
+    );
+    let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let send = |range: std::ops::Range<usize>| {
+        for report in &reports[range] {
+            sender.send_to(report, &listen).unwrap();
+            std::thread::sleep(Duration::from_micros(300));
+        }
+    };
+    send(0..100);
+    let started = Instant::now();
+    while Raw::connect(port).messages("INT") < 100 {
+        assert!(started.elapsed() < Duration::from_secs(30), "the first 100 records reach the stream");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    stop(nats);
+    // Its count reached, collect stops with the server away.
+    send(100..300);
+    let sent = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if sent.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("collect still running 60 s after its last report, its server gone");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let took = sent.elapsed();
+    let lines = lines_of(child);
+    let counts = &lines.last().unwrap()["summary"]["nats"];
+    eprintln!("server gone at the end: {counts}, collect ended {took:?} after its last report");
+    let (acked, dropped, lost) = (
+        counts["acked"].as_u64().unwrap(),
+        counts["dropped"].as_u64().unwrap(),
+        counts["lost"].as_u64().unwrap(),
+    );
+    assert_eq!(acked, 100, "{counts}");
+    assert!(lost > 0, "what the server never took is lost: {counts}");
+    assert_eq!(acked + dropped + lost, 300, "every record acknowledged or counted: {counts}");
+}
+
+/// A record published to the stream as a collector publishes it.
+fn publish_record(raw: &mut Raw, record: &str) {
+    raw.publish("int.test.0", "Int-Schema: 1", record);
+}
+
+/// A drop-summary record of the flow 10.9.9.9:1 > 10.8.8.8:2 with `lost`
+/// (JSON text) packets lost.
+fn loss_record(lost: &str) -> String {
+    let flow = r#"{"src":"10.9.9.9","dst":"10.8.8.8","protocol":17,"src_port":1,"dst_port":2}"#;
+    format!(r#"{{"type":"drop-summary","flow":{flow},"source_node":1,"sink_node":2,"lost_packets":{lost}}}"#)
+}
+
+/// An aggregating collect with `args`, reading `records` records: its
+/// summary.
+fn aggregate_with(url: &str, args: &[&str], records: u64) -> Value {
+    let output = Command::new(tools_bin())
+        .args(["collect", "--from-nats", url, "--quiet", "--json", "--interval", "0"])
+        .args(["--nats-max-bytes", STREAM_BYTES, "--count", &records.to_string()])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let text = String::from_utf8(output.stdout).unwrap();
+    serde_json::from_str::<Value>(text.lines().last().unwrap()).unwrap()["summary"].clone()
+}
+
+/// A message larger than the client takes (2 MiB, the server allowing 8)
+/// among 450 records: counted malformed, acknowledged, and every record
+/// after it read, each once.
+#[test]
+fn an_oversized_message_is_counted_and_the_records_after_it_read() {
+    if nats_missing() {
+        return;
+    }
+    let dir = workdir("stream-oversized");
+    let port = free_port();
+    let config = dir.join("nats.conf");
+    std::fs::write(&config, "max_payload: 8388608\n").unwrap();
+    let nats = start_nats_with(&dir, port, &["-c", config.to_str().unwrap()]);
+    let url = format!("nats://127.0.0.1:{port}");
+    let made = Raw::connect(port).request(
+        "$JS.API.STREAM.CREATE.INT",
+        r#"{"name":"INT","subjects":["int.>"],"storage":"file","max_bytes":67108864}"#,
+    );
+    assert!(made.get("error").is_none(), "{made}");
+    let mut raw = Raw::connect(port);
+    for n in 0..450 {
+        if n == 200 {
+            raw.publish("int.test.0", "Int-Schema: 1", &"x".repeat(2 << 20));
+        }
+        publish_record(&mut raw, &loss_record("2"));
+    }
+    let started = Instant::now();
+    while Raw::connect(port).messages("INT") < 451 {
+        assert!(started.elapsed() < Duration::from_secs(30), "451 messages in the stream");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let summary = aggregate_with(&url, &["--nats-consumer", "big", "--duration", "60"], 451);
+    stop(nats);
+    let reasons = &summary["malformed_by_reason"];
+    assert_eq!(reasons["stream: a message over 1048576 bytes"], 1, "{summary}");
+    assert_eq!(summary["reports"], 451, "{summary}");
+    assert_eq!(summary["all_flows"]["lost_packets"], 900, "each record once: {summary}");
+}
+
+/// Values no report carries are refused by reason, and book nothing: a
+/// loss beyond 32 bits, negative, a fraction or a string; a latency beyond
+/// a minute either way; a joined record of more postcards than a
+/// receiver joins (64). A 32-bit loss (4294967295) is booked, as a
+/// receiver books it.
+#[test]
+fn values_no_report_carries_are_refused_by_reason() {
+    if nats_missing() {
+        return;
+    }
+    let dir = workdir("stream-absurd");
+    let port = free_port();
+    let nats = start_nats(&dir, port);
+    let url = format!("nats://127.0.0.1:{port}");
+    let made = Raw::connect(port).request(
+        "$JS.API.STREAM.CREATE.INT",
+        r#"{"name":"INT","subjects":["int.>"],"storage":"file","max_bytes":67108864}"#,
+    );
+    assert!(made.get("error").is_none(), "{made}");
+    let mut raw = Raw::connect(port);
+    let losses =
+        ["4294967295", "9223372036854775808", "18446744073709551616", "-1", "1e300", "12.5", "\"12\""];
+    for lost in losses {
+        publish_record(&mut raw, &loss_record(lost));
+    }
+    let flow = r#"{"src":"10.9.9.9","dst":"10.8.8.8","protocol":17,"src_port":1,"dst_port":2}"#;
+    for ns in ["9223372036854775807", "-9223372036854775807", "1000"] {
+        publish_record(&mut raw, &format!(r#"{{"type":"latency","flow":{flow},"latency_ns":{ns}}}"#));
+    }
+    let hops: Vec<String> = (1..=200)
+        .map(|n| {
+            format!(
+                r#"{{"node_id":{n},"hop_latency":10,"ingress_timestamp":{},"egress_timestamp":{}}}"#,
+                n * 100,
+                n * 100 + 10
+            )
+        })
+        .collect();
+    let nodes: Vec<String> = (1..=200).map(|n: u32| n.to_string()).collect();
+    publish_record(
+        &mut raw,
+        &format!(
+            r#"{{"type":"joined","flow":{flow},"nodes":[{}],"ordered":true,"complete":true,"path":[{}],"hop_metadata":[{}]}}"#,
+            nodes.join(","),
+            nodes.join(","),
+            hops.join(",")
+        ),
+    );
+    assert_eq!(raw.messages("INT"), 11);
+    let summary = aggregate_with(&url, &["--nats-consumer", "absurd", "--duration", "60"], 11);
+    stop(nats);
+    assert_eq!((&summary["reports"], &summary["malformed"]), (&11.into(), &9.into()));
+    let reasons = &summary["malformed_by_reason"];
+    let all = &summary["all_flows"];
+    let summary = format!("{reasons} {all} nodes: {}", summary["nodes"].as_array().map_or(0, Vec::len));
+    assert_eq!(reasons["stream: lost_packets out of range"], 2, "2^63 and -1: {summary}");
+    assert_eq!(reasons["stream: lost_packets not an integer"], 4, "2^64, 1e300, 12.5, \"12\": {summary}");
+    assert_eq!(reasons["stream: latency_ns out of range"], 2, "{summary}");
+    assert_eq!(reasons["stream: hop_metadata over 64 hops"], 1, "{summary}");
+    assert_eq!(all["lost_packets"], 4_294_967_295u64, "{summary}");
+    assert_eq!((&all["latency_min_ns"], &all["latency_max_ns"]), (&1000.into(), &1000.into()), "{summary}");
+    assert!(summary.ends_with("nodes: 0"), "{summary}");
+}
+
+/// An aggregator counts the reports a receiving collector counted: the
+/// path change records the collector published beside them are no
+/// reports.
+#[test]
+fn an_aggregator_counts_the_reports_its_collector_counted() {
+    if nats_missing() {
+        return;
+    }
+    let dir = workdir("stream-counts");
+    let port = free_port();
+    let nats = start_nats(&dir, port);
+    let url = format!("nats://127.0.0.1:{port}");
+    let datagrams = switch_reports();
+    let individuals: usize =
+        datagrams.iter().map(|d| int_core::report::tr20::Report::parse(d).unwrap().reports().count()).sum();
+    let lines = collect(&["--nats", &url], &datagrams, individuals);
+    let collector = &lines.last().unwrap()["summary"];
+    let published = collector["nats"]["acked"].as_u64().unwrap();
+    let summary = aggregate_with(&url, &["--nats-consumer", "counts", "--duration", "60"], published);
+    stop(nats);
+    eprintln!(
+        "reports: the collector {}, the aggregator {} ({published} records)",
+        collector["reports"], summary["reports"]
+    );
+    assert!(collector["path_changes"].as_u64().unwrap() > 0, "path change records among the records");
+    assert!(published > collector["reports"].as_u64().unwrap(), "{collector}");
+    for key in ["reports", "malformed", "path_changes", "all_flows", "nodes", "links"] {
+        assert_eq!(summary[key], collector[key], "{key}");
+    }
+}

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 /// The largest message this client sends or takes (NATS's default
-/// max_payload is 1 MiB).
-const MAX_MESSAGE: usize = 1 << 20;
+/// max_payload is 1 MiB; a server may allow more, up to 64 MiB).
+pub const MAX_MESSAGE: usize = 1 << 20;
 
 /// Where a NATS server is and who we are to it.
 #[derive(Debug, Clone)]
@@ -63,6 +63,10 @@ pub struct Message {
     /// Its headers, `Key: Value`, in order.
     pub headers: Vec<(String, String)>,
     pub payload: Vec<u8>,
+    /// The length of a message larger than [`MAX_MESSAGE`]: its bytes
+    /// were read past and dropped (no headers, no payload), so that the
+    /// connection goes on with the next one.
+    pub oversized: Option<usize>,
 }
 
 impl Message {
@@ -206,17 +210,46 @@ impl Connection {
         let word = |i: usize| words.get(i).copied().ok_or_else(bad);
         let total: usize = word(words.len() - 1)?.parse().map_err(|_| bad())?;
         let header_len: usize = if headers { word(words.len() - 2)?.parse().map_err(|_| bad())? } else { 0 };
-        if total > MAX_MESSAGE || header_len > total {
+        if header_len > total {
             return Err(bad());
         }
         let reply = (words.len() == 4 + numbers).then(|| word(3)).transpose()?.map(str::to_string);
+        let subject = word(1)?.to_string();
+        if total > MAX_MESSAGE {
+            return self.read_past(subject, reply, total);
+        }
         let mut body = vec![0u8; total + 2];
         std::io::Read::read_exact(&mut self.reader, &mut body)?;
         body.truncate(total);
         let payload = body.split_off(header_len);
         let status = if headers { status_of(&body) } else { None };
         let headers = headers_of(&body);
-        Ok(Message { subject: word(1)?.to_string(), reply, status, headers, payload })
+        Ok(Message { subject, reply, status, headers, payload, oversized: None })
+    }
+
+    /// A message too large to take: its `total` bytes (and the line's
+    /// end) read and dropped, so the next message is read where it starts.
+    /// Failing here would close the connection with the message unread,
+    /// and the server deliver it again, for ever.
+    fn read_past(
+        &mut self,
+        subject: String,
+        reply: Option<String>,
+        total: usize,
+    ) -> std::io::Result<Message> {
+        let skip = total as u64 + 2;
+        let skipped = std::io::copy(&mut std::io::Read::take(&mut self.reader, skip), &mut std::io::sink())?;
+        if skipped < skip {
+            return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "NATS closed the connection"));
+        }
+        Ok(Message {
+            subject,
+            reply,
+            status: None,
+            headers: Vec::new(),
+            payload: Vec::new(),
+            oversized: Some(total),
+        })
     }
 
     fn line(&mut self) -> std::io::Result<String> {

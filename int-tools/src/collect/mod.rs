@@ -8,7 +8,7 @@
 //! observation to InfluxDB, serves Prometheus metrics, draws latency and
 //! loss over time, and receives on several sockets sharing the port.
 
-mod aggregate;
+pub mod aggregate;
 mod hops;
 mod hostint;
 mod influx;
@@ -56,7 +56,8 @@ pub struct CollectArgs {
     #[arg(long)]
     pub quiet: bool,
     /// Exit after this many reports (each individual report of a Telemetry
-    /// Report 2.0 datagram counts; a refused datagram counts as one).
+    /// Report 2.0 datagram counts; a refused datagram counts as one); with
+    /// --from-nats, after this many messages.
     #[arg(long)]
     pub count: Option<u64>,
     /// Exit after this many seconds.
@@ -264,7 +265,41 @@ pub struct Books {
     pub outputs: Vec<Arc<dyn Output>>,
 }
 
+/// What the books keep at most: `--max-flows`, `--detailed-flows`,
+/// `--max-nodes`, `--max-links`.
+#[derive(Debug, Clone, Copy)]
+pub struct Sizes {
+    pub flows: usize,
+    pub detailed_flows: usize,
+    pub nodes: usize,
+    pub links: usize,
+}
+
 impl Books {
+    fn new(
+        sizes: Sizes,
+        join: join::Join,
+        outputs: Vec<Arc<dyn Output>>,
+        base: Arc<timeline::TimeBase>,
+    ) -> Books {
+        let limits = Limits { flows: sizes.flows, detailed: sizes.detailed_flows };
+        let hop_limits = hops::Limits { nodes: sizes.nodes, links: sizes.links, flows: sizes.flows };
+        Books {
+            ledger: Ledger::new(limits, base),
+            hops: hops::Hops::new(hop_limits),
+            senders: BTreeMap::new(),
+            totals: Totals::default(),
+            join,
+            outputs,
+        }
+    }
+
+    /// Empty books of at most `sizes`, with the join's defaults and no
+    /// outputs (for tests and fuzz targets).
+    pub fn bounded(sizes: Sizes) -> Books {
+        Books::new(sizes, join::Join::new(1000, Vec::new(), 32), Vec::new(), Default::default())
+    }
+
     /// A record: built only when it is printed or published.
     pub fn emit(&self, print: Print, record: impl FnOnce() -> serde_json::Value) {
         if print == Print::Quiet && !self.outputs.iter().any(|o| o.wants_records()) {
@@ -367,6 +402,14 @@ impl Shared {
         Snapshot::merge(self.books.iter().filter_map(|books| books.lock().ok().map(|b| Snapshot::of(&b))))
     }
 
+    /// [`Shared::snapshot`], the books moved out rather than copied
+    /// (collect is ending): no second copy of the books at their largest.
+    pub fn take_snapshot(&self) -> Snapshot {
+        Snapshot::merge(
+            self.books.iter().filter_map(|books| books.lock().ok().map(|mut b| Snapshot::take(&mut b))),
+        )
+    }
+
     /// [`Shared::snapshot`] with only the flows a scrape of `top` flows
     /// shows ([`ledger::Ledger::view`]).
     pub fn view(&self, top: usize) -> Snapshot {
@@ -399,19 +442,18 @@ pub fn run(args: &CollectArgs) -> Result<(), String> {
     int_os::signals::catch_stop_signals();
     let started = Instant::now();
     let running = start_outputs(args)?;
-    let limits = Limits { flows: args.max_flows, detailed: args.detailed_flows };
+    let sizes = Sizes {
+        flows: args.max_flows,
+        detailed_flows: args.detailed_flows,
+        nodes: args.max_nodes,
+        links: args.max_links,
+    };
     let base = Arc::new(timeline::TimeBase::default());
-    let hop_limits = hops::Limits { nodes: args.max_nodes, links: args.max_links, flows: args.max_flows };
     let books = (0..receivers.len().max(usize::from(from_stream.is_some())))
         .map(|_| {
-            Arc::new(Mutex::new(Books {
-                ledger: Ledger::new(limits, Arc::clone(&base)),
-                hops: hops::Hops::new(hop_limits),
-                senders: BTreeMap::new(),
-                totals: Totals::default(),
-                join: join::Join::new(args.join_window_ms, args.domain_nodes.clone(), args.join_confirm),
-                outputs: running.iter().map(|r| Arc::clone(&r.output)).collect(),
-            }))
+            let join = join::Join::new(args.join_window_ms, args.domain_nodes.clone(), args.join_confirm);
+            let outputs = running.iter().map(|r| Arc::clone(&r.output)).collect();
+            Arc::new(Mutex::new(Books::new(sizes, join, outputs, Arc::clone(&base))))
         })
         .collect();
     let shared = Arc::new(Shared {
@@ -445,7 +487,7 @@ pub fn run(args: &CollectArgs) -> Result<(), String> {
     if let Some(server) = metrics {
         let _ = server.join();
     }
-    let snapshot = shared.snapshot();
+    let snapshot = shared.take_snapshot();
     summary::print(&snapshot, &shared.outputs, args.json);
     if let Some(path) = &args.plot {
         plot::draw(&snapshot, path).map_err(|e| format!("--plot {}: {e}", path.display()))?;

@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -64,10 +64,12 @@ pub struct Counts {
 /// A record on its way: its subject and JSON.
 type Item = (String, Vec<u8>);
 
-/// The receivers' end of the publisher.
+/// The receivers' end of the publisher: the publisher holds it weakly,
+/// to tell when every receiver is gone while it has no connection to read
+/// the queue on.
 #[derive(Clone)]
 pub struct Queue {
-    sender: SyncSender<Item>,
+    sender: Arc<SyncSender<Item>>,
     counts: Arc<Counts>,
     prefix: String,
 }
@@ -150,10 +152,14 @@ pub fn start(settings: Settings) -> Result<Running, String> {
         .map_err(|e| format!("--nats {}: {e}", settings.server.address))?;
     let (sender, receiver) = sync_channel(settings.buffer.max(1));
     let counts = Arc::new(Counts::default());
+    let sender = Arc::new(sender);
+    let handles = Arc::downgrade(&sender);
     let queue = Queue { sender, counts: Arc::clone(&counts), prefix: settings.prefix.clone() };
     let shared = Arc::clone(&counts);
     connection.set_wait(Duration::from_millis(20)).map_err(|e| e.to_string())?;
-    let thread = std::thread::spawn(move || Publisher::new(settings, shared).run(connection, receiver));
+    let thread = std::thread::spawn(move || {
+        Publisher::new(settings, shared).run(connection, Records { receiver, handles })
+    });
     Ok(Running { output: Arc::new(queue), counted: counts, thread })
 }
 
@@ -214,6 +220,20 @@ fn creation_refused(error: &Value, settings: &Settings) -> String {
     said
 }
 
+/// The publisher's end of the queue.
+struct Records {
+    receiver: Receiver<Item>,
+    /// The receivers' handles: none left once collect stops.
+    handles: Weak<SyncSender<Item>>,
+}
+
+impl Records {
+    /// Whether collect stopped: no receiver can hand a record over.
+    fn ended(&self) -> bool {
+        self.handles.strong_count() == 0
+    }
+}
+
 /// The publishing thread's state.
 struct Publisher {
     settings: Settings,
@@ -235,16 +255,24 @@ impl Publisher {
     }
 
     /// Until the receivers are gone and every record is acknowledged, or
-    /// for the queue's patience after that (the server away, or refusing).
-    fn run(mut self, connection: Connection, receiver: Receiver<Item>) {
+    /// for the queue's patience after that (the server away, or refusing):
+    /// what is still queued or pending then is counted lost.
+    fn run(mut self, connection: Connection, records: Records) {
+        let receiver = &records.receiver;
         let mut connection = Some(connection);
-        let mut ended = None;
+        // When collect stopped; whether the queue is read to its end.
+        let (mut ended, mut drained) = (None, false);
         let mut ack_sid = None;
-        while !(ended.is_some() && self.pending.is_empty()) {
+        while !(drained && self.pending.is_empty()) {
             if ended.is_some_and(|at: Instant| at.elapsed() > PATIENCE) {
                 break;
             }
             let Some(live) = connection.as_mut() else {
+                // Without a connection the queue is not read, so its end
+                // is told by the receivers' handles.
+                if ended.is_none() && records.ended() {
+                    ended = Some(Instant::now());
+                }
                 std::thread::sleep(Duration::from_millis(250));
                 connection = self.reconnect(&mut ack_sid);
                 continue;
@@ -253,9 +281,10 @@ impl Publisher {
                 ack_sid = live.subscribe(&live.inbox("a.*")).ok();
             }
             let mut gone = false;
-            let step = self.step(live, &receiver, &mut gone);
-            if gone && ended.is_none() {
-                ended = Some(Instant::now());
+            let step = self.step(live, receiver, &mut gone);
+            if gone {
+                drained = true;
+                ended = ended.or(Some(Instant::now()));
             }
             if step.is_err() {
                 connection = None;

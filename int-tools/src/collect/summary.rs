@@ -43,6 +43,19 @@ impl Snapshot {
         }
     }
 
+    /// [`Snapshot::of`], leaving `books` empty (for the summary at exit).
+    pub fn take(books: &mut Books) -> Snapshot {
+        let ledger = Ledger::new(super::ledger::Limits { flows: 0, detailed: 0 }, Default::default());
+        let hops = Hops::new(super::hops::Limits { nodes: 0, links: 0, flows: 0 });
+        Snapshot {
+            ledger: std::mem::replace(&mut books.ledger, ledger),
+            hops: std::mem::replace(&mut books.hops, hops),
+            senders: std::mem::take(&mut books.senders),
+            totals: std::mem::take(&mut books.totals),
+            joins: books.join.counts,
+        }
+    }
+
     /// [`Snapshot::of`] with only the flows a scrape of `top` flows shows.
     pub fn view(books: &Books, top: usize) -> Snapshot {
         Snapshot {
@@ -107,7 +120,7 @@ fn summary_json(snapshot: &Snapshot, outputs: &[Arc<dyn Counted>]) -> Value {
     flows.sort_by_key(|(key, _)| **key);
     let flows: Vec<Value> = flows.into_iter().map(|(key, flow)| flow_json(key, flow)).collect();
     let mut summary = json!({
-        "reports": totals.received, "malformed": totals.malformed(), "malformed_by_reason": totals.malformed,
+        "reports": totals.reports, "malformed": totals.malformed(), "malformed_by_reason": totals.malformed,
         "lost_reports": snapshot.lost_reports(),
         "sequence_resyncs": senders.values().map(|s| s.resyncs).sum::<u64>(),
         "late_reports": senders.values().map(|s| s.late).sum::<u64>(),
@@ -213,7 +226,7 @@ fn print_text(snapshot: &Snapshot, outputs: &[Arc<dyn Counted>]) {
     let late: u64 = senders.values().map(|s| s.late).sum();
     println!(
         "== summary: {} report(s), {} malformed, {} lost (report sequence gaps) ==",
-        totals.received,
+        totals.reports,
         totals.malformed(),
         snapshot.lost_reports()
     );
