@@ -39,6 +39,7 @@ cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
 # The fuzz targets build on any machine (cargo-fuzz or not): a target
 # that no longer compiles fails here, not only where cargo-fuzz is.
 cargo check --manifest-path int-core/fuzz/Cargo.toml --locked --bins
+cargo check --manifest-path int-tools/fuzz/Cargo.toml --locked --bins
 
 if cargo fuzz --version >/dev/null 2>&1; then
     # cargo-fuzz needs nightly features; RUSTC_BOOTSTRAP enables them on the
@@ -47,6 +48,12 @@ if cargo fuzz --version >/dev/null 2>&1; then
         echo "fuzz smoke: $target"
         mkdir -p "int-core/fuzz/corpus/$target"
         (cd int-core/fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run "$target" "corpus/$target" "seeds/$target" \
+            -- -max_total_time="${FUZZ_SECONDS:-15}" -print_final_stats=0 2>&1 | tail -n 2)
+    done
+    for target in join aggregate_input; do
+        echo "fuzz smoke: $target (int-tools)"
+        mkdir -p "int-tools/fuzz/corpus/$target"
+        (cd int-tools/fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run "$target" "corpus/$target" "seeds/$target" \
             -- -max_total_time="${FUZZ_SECONDS:-15}" -print_final_stats=0 2>&1 | tail -n 2)
     done
 else
