@@ -155,6 +155,11 @@ pub fn take_record(schema: Option<&str>, payload: &[u8], books: &mut Books, outp
             let derived = matches!(record.kind, Kind::Joined { .. } | Kind::Derived);
             let taken = if derived { Taken::Derived } else { Taken::Report };
             book(&record, books);
+            let mut value = value;
+            if let Some(object) = value.as_object_mut() {
+                // The aggregator's own names, over what the collectors wrote.
+                super::names::annotate(object);
+            }
             super::print::print(&value, output);
             taken
         }

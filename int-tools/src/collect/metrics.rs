@@ -65,7 +65,12 @@ pub fn page(snapshot: &Snapshot, outputs: &[Arc<dyn Counted>], top: usize) -> St
     let totals = &snapshot.totals;
     let ledger = &snapshot.ledger;
     let counters = [
-        ("reports", "Datagrams received.", totals.received),
+        (
+            "reports",
+            "Reports received (a TR 2.0 datagram may hold several; a refused datagram counts as one).",
+            totals.reports,
+        ),
+        ("datagrams", "Datagrams received (--from-nats: stream messages read).", totals.received),
         ("malformed", "Reports refused.", totals.malformed()),
         ("lost_reports", "Reports missing from the senders' sequences.", snapshot.lost_reports()),
         ("kernel_drops", "Datagrams the kernel dropped (receive buffer full).", totals.kernel_drops),

@@ -120,7 +120,8 @@ fn summary_json(snapshot: &Snapshot, outputs: &[Arc<dyn Counted>]) -> Value {
     flows.sort_by_key(|(key, _)| **key);
     let flows: Vec<Value> = flows.into_iter().map(|(key, flow)| flow_json(key, flow)).collect();
     let mut summary = json!({
-        "reports": totals.reports, "malformed": totals.malformed(), "malformed_by_reason": totals.malformed,
+        "reports": totals.reports, "datagrams": totals.received,
+        "malformed": totals.malformed(), "malformed_by_reason": totals.malformed,
         "lost_reports": snapshot.lost_reports(),
         "sequence_resyncs": senders.values().map(|s| s.resyncs).sum::<u64>(),
         "late_reports": senders.values().map(|s| s.late).sum::<u64>(),
@@ -225,8 +226,9 @@ fn print_text(snapshot: &Snapshot, outputs: &[Arc<dyn Counted>]) {
     let resyncs: u64 = senders.values().map(|s| s.resyncs).sum();
     let late: u64 = senders.values().map(|s| s.late).sum();
     println!(
-        "== summary: {} report(s), {} malformed, {} lost (report sequence gaps) ==",
+        "== summary: {} report(s) in {} datagram(s), {} malformed, {} lost (report sequence gaps) ==",
         totals.reports,
+        totals.received,
         totals.malformed(),
         snapshot.lost_reports()
     );
