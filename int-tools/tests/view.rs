@@ -18,15 +18,22 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use collector::{summary_of, switch_reports};
+use collector::{stack_report, summary_of, switch_reports};
 
 const BIN: &str = env!("CARGO_BIN_EXE_int-tools");
 
 /// collect with `args` on free loopback ports; returns it, where it
 /// listens for reports and where its view is.
 fn start_collect_with_view(args: &[&str]) -> (Child, String, String) {
+    start_collect_serving(&[&["--http", "127.0.0.1:0"], args].concat(), "view on http://")
+}
+
+/// collect with `args`, one of them a server (`--http` or `--metrics`) on a
+/// free port that collect names after `says`; returns it, where it listens
+/// for reports and where the server is.
+fn start_collect_serving(args: &[&str], says: &str) -> (Child, String, String) {
     let mut child = Command::new(BIN)
-        .args(["collect", "--interval", "0", "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0"])
+        .args(["collect", "--interval", "0", "--listen", "127.0.0.1:0"])
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -41,7 +48,7 @@ fn start_collect_with_view(args: &[&str]) -> (Child, String, String) {
         let mut line = String::new();
         assert!(stderr.read_line(&mut line).unwrap() > 0, "collect ended before it said where it listens");
         listen = listen.or_else(|| after(&line, "listening on "));
-        view = view.or_else(|| after(&line, "view on http://"));
+        view = view.or_else(|| after(&line, says));
     }
     std::thread::spawn(move || stderr.lines().map_while(Result::ok).for_each(|line| eprintln!("{line}")));
     (child, listen.unwrap(), view.unwrap())
@@ -49,12 +56,16 @@ fn start_collect_with_view(args: &[&str]) -> (Child, String, String) {
 
 /// GET `path` of the view: its JSON.
 fn get(view: &str, path: &str) -> serde_json::Value {
-    let mut stream = TcpStream::connect(view).unwrap();
-    write!(stream, "GET {path} HTTP/1.1\r\nHost: {view}\r\nConnection: close\r\n\r\n").unwrap();
+    let body = get_text(view, path);
+    serde_json::from_str(&body).unwrap_or_else(|e| panic!("{path}: {e}: {body}"))
+}
+
+fn get_text(server: &str, path: &str) -> String {
+    let mut stream = TcpStream::connect(server).unwrap();
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: {server}\r\nConnection: close\r\n\r\n").unwrap();
     let mut response = String::new();
     stream.read_to_string(&mut response).unwrap();
-    let body = response.split("\r\n\r\n").nth(1).unwrap();
-    serde_json::from_str(body).unwrap_or_else(|e| panic!("{path}: {e}: {response}"))
+    response.split_once("\r\n\r\n").unwrap().1.to_string()
 }
 
 /// Waits for the view to have booked `reports` datagrams.
@@ -143,4 +154,89 @@ fn the_view_shows_the_fleet_in_a_browser() {
     let history = seen["path_history"].as_array().unwrap();
     assert!(history[0].as_str().unwrap().ends_with("1 › 4 › 3 › 9"), "{history:?}");
     assert!(history[1].as_str().unwrap().ends_with("1 › 2 › 3 › 9"), "{history:?}");
+}
+
+/// Resident memory of process `pid`, in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// A fleet: `flows` flows (UDP source ports from 1000), each over three
+/// hops of 750 nodes (250 per layer) to one of 250 sinks: 1,000 nodes.
+fn fleet_reports(flows: u32) -> Vec<Vec<u8>> {
+    use int_core::int21::HopMetadata;
+    (0..flows)
+        .map(|f| {
+            let node = |layer: u32| layer * 1000 + (f * (layer + 1) + f / 250) % 250 + 1;
+            let hops: Vec<HopMetadata> = (0..3u32)
+                .rev()
+                .map(|layer| {
+                    let t = 1_000_000 + u64::from(layer) * 10_000 + u64::from(f % 97) * 10;
+                    HopMetadata {
+                        node_id: Some(node(layer)),
+                        hop_latency: Some(1000 + f % 5000),
+                        queue: Some((0, f % 300)),
+                        ingress_timestamp: Some(t),
+                        egress_timestamp: Some(t + 1000),
+                        ..HopMetadata::default()
+                    }
+                })
+                .collect();
+            stack_report(f + 1, node(3), 1000 + (f % 60000) as u16, &hops, 1_040_000)
+        })
+        .collect()
+}
+
+/// The figures of docs/output.md: collect's memory with the view on and
+/// off, and the page's load times, at 10,000 flows and 1,000 nodes. Run
+/// by hand: `cargo test -p int-tools --test view -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn fleet_figures() {
+    let datagrams = fleet_reports(10_000);
+    let (with, listen, view) = start_collect_with_view(&["--quiet", "--view-sample-ms", "1000"]);
+    feed(&datagrams, &listen, |sent| {
+        while get(&view, "/api/overview")["reports"].as_u64() < Some(sent) {
+            std::thread::yield_now();
+        }
+    });
+    while get(&view, "/api/overview")["flows"].as_u64() < Some(10_000) {
+        std::thread::yield_now();
+    }
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/view/browser.py");
+    let output = Command::new("python3")
+        .args([script, "--url", &format!("http://{view}/"), "--measure"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    eprintln!("view on: {} KiB resident; {}", rss_kib(with.id()), get(&view, "/api/overview"));
+    eprintln!("page: {}", String::from_utf8_lossy(&output.stdout));
+    Command::new("kill").arg(with.id().to_string()).status().unwrap();
+    // Without the view, collect's own line per report says what it booked
+    // (a scrape of --metrics would copy the books, and its peak would count).
+    let (mut without, listen) = collector::start_collect(Path::new(BIN), &["--json"]);
+    let mut lines = BufReader::new(without.stdout.take().unwrap()).lines();
+    let mut read = 0;
+    feed(&datagrams, &listen, |sent| {
+        while read < sent {
+            lines.next().unwrap().unwrap();
+            read += 1;
+        }
+    });
+    eprintln!("view off: {} KiB resident", rss_kib(without.id()));
+    Command::new("kill").arg(without.id().to_string()).status().unwrap();
+}
+
+/// Sends `datagrams` 500 at a time, each lot once `booked(sent so far)`
+/// returns (no lot overflows the receive buffer).
+fn feed(datagrams: &[Vec<u8>], listen: &str, mut booked: impl FnMut(u64)) {
+    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    for (i, lot) in datagrams.chunks(500).enumerate() {
+        for datagram in lot {
+            socket.send_to(datagram, listen).unwrap();
+        }
+        booked((i * 500 + lot.len()) as u64);
+    }
 }

@@ -148,22 +148,46 @@ def stale(s, quiet, reporting):
             lambda d: any(f"node {quiet}:" in t for t in s.texts("#events tr.event[data-kind=stale]")))
 
 
+def measure(s):
+    """Load times at a fleet's size: the topology (every node drawn), the
+    flows table (its first 200 rows), a node's page, in ms."""
+    times = {}
+    nodes = s.driver.execute_script("return fetch('/api/overview').then(r => r.json()).then(o => o.nodes)")
+    started = time.monotonic()
+    s.driver.get(s.url)
+    s.until("every node drawn", lambda d: len(s.read("#topology g.node", "data-node")) == nodes)
+    times["topology_ms"] = (time.monotonic() - started) * 1000
+    for name, hash_, selector, rows in (("flows_ms", "#/flows", "#flows tr.row", 200),
+                                        ("node_ms", "#/node/1", "#node-title", 1)):
+        started = time.monotonic()
+        s.go(hash_)
+        s.until(name, lambda d: len(s.texts(selector)) >= rows)
+        times[name] = (time.monotonic() - started) * 1000
+    times["nodes"] = nodes
+    return times
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--url", required=True)
-    parser.add_argument("--shots", required=True, help="folder for the screenshots")
-    parser.add_argument("--nodes", required=True, help="node ids expected, comma-separated")
-    parser.add_argument("--links", required=True, help="links expected, FROM-TO comma-separated")
-    parser.add_argument("--old-path", required=True)
-    parser.add_argument("--new-path", required=True)
-    parser.add_argument("--stale", required=True, help="the node that stops reporting")
+    parser.add_argument("--measure", action="store_true", help="load times only (a fleet's size)")
+    parser.add_argument("--shots", help="folder for the screenshots")
+    parser.add_argument("--nodes", help="node ids expected, comma-separated")
+    parser.add_argument("--links", help="links expected, FROM-TO comma-separated")
+    parser.add_argument("--old-path")
+    parser.add_argument("--new-path")
+    parser.add_argument("--stale", help="the node that stops reporting")
     parser.add_argument("--timeout", type=float, default=120)
     args = parser.parse_args()
-    nodes, links = args.nodes.split(","), args.links.split(",")
     profile = tempfile.mkdtemp(prefix="int-view-chromium-")
     driver = browser(profile)
     try:
         s = Steps(driver, args.url, args.shots, args.timeout)
+        if args.measure:
+            driver.get(args.url)
+            print(json.dumps(measure(s)))
+            return
+        nodes, links = args.nodes.split(","), args.links.split(",")
         load_ms, latency = topology(s, nodes, links)
         history = path_change(s, args.old_path, args.new_path)
         flows = pages(s, "2", "71", links[0])

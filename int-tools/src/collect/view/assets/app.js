@@ -7,6 +7,13 @@ const POLL_MS = 1000;
 const page = document.getElementById("page");
 const quantile = document.getElementById("quantile");
 let timer = null;
+// Each refresh has a number; a refresh overtaken by a newer one (the user
+// went to another page meanwhile) paints nothing and schedules nothing.
+let generation = 0;
+// Rows of the topology's tables at most: at a fleet's size the rest are
+// on each node's page.
+const TABLE_ROWS = 100;
+const LABELLED_LINKS = 200;
 let flowSort = "latency";
 
 function esc(text) {
@@ -75,12 +82,10 @@ function layout(topo) {
   return {at, width, height};
 }
 
-function topologySvg(topo, q) {
-  const {at, width, height} = layout(topo);
-  const values = topo.links.map(l => l.latency_ns[q]).filter(v => v != null);
-  const lo = Math.min(...values), hi = Math.max(...values);
-  let svg = `<svg class="topology" id="topology" viewBox="0 0 ${width} ${height}" preserveAspectRatio="xMidYMin meet">`;
-  for (const l of topo.links) {
+// Each link its own line, labelled and a link to its page.
+function linkLines(links, at, q, lo, hi) {
+  let svg = "";
+  for (const l of links) {
     const a = at.get(l.from), b = at.get(l.to);
     if (!a || !b) continue;
     const v = l.latency_ns[q];
@@ -88,6 +93,30 @@ function topologySvg(topo, q) {
       `<a href="#/link/${l.from}/${l.to}"><line x1="${a.x}" y1="${a.y}" x2="${b.x}" y2="${b.y}" stroke="${colour(v, lo, hi)}"/>` +
       `<text x="${(a.x + b.x) / 2}" y="${(a.y + b.y) / 2 - 7}" text-anchor="middle">${esc(ns(v))}</text></a></g>`;
   }
+  return svg;
+}
+
+// A fleet's links: one path per shade of colour (thousands of elements
+// would take seconds to draw); each link's page is reached from its nodes.
+function linkShades(links, at, q, lo, hi) {
+  const shades = new Map();
+  for (const l of links) {
+    const a = at.get(l.from), b = at.get(l.to);
+    if (!a || !b) continue;
+    const c = colour(l.latency_ns[q], lo, hi);
+    shades.set(c, (shades.get(c) || "") + `M${a.x} ${a.y}L${b.x} ${b.y}`);
+  }
+  return [...shades].map(([c, d]) => `<path class="shade" d="${d}" stroke="${c}" stroke-width="1" opacity="0.5"/>`).join("");
+}
+
+function topologySvg(topo, q) {
+  const {at, width, height} = layout(topo);
+  const values = topo.links.map(l => l.latency_ns[q]).filter(v => v != null);
+  const lo = Math.min(...values), hi = Math.max(...values);
+  // Latencies written on the links only while they can be read.
+  const labelled = topo.links.length <= LABELLED_LINKS;
+  let svg = `<svg class="topology" id="topology" viewBox="0 0 ${width} ${height}" preserveAspectRatio="xMidYMin meet">`;
+  svg += labelled ? linkLines(topo.links, at, q, lo, hi) : linkShades(topo.links, at, q, lo, hi);
   for (const n of topo.nodes) {
     const p = at.get(n.node);
     svg += `<g class="node${n.stale ? " stale" : ""}" data-node="${n.node}" data-stale="${n.stale}">` +
@@ -103,16 +132,21 @@ async function showTopology() {
   const q = quantile.value;
   const {svg, lo, hi} = topologySvg(topo, q);
   const legend = topo.links.length ? `<div class="legend">link latency ${q}: ${esc(ns(lo))}<span class="bar"></span>${esc(ns(hi))}</div>` : "";
-  const links = topo.links.map(l => `<tr class="row" data-link="${l.from}-${l.to}" onclick="location.hash='#/link/${l.from}/${l.to}'">` +
+  // The most observed links, the stale nodes first: the rest are on the
+  // nodes' pages.
+  const byCount = topo.links.slice().sort((a, b) => b.latency_ns.count - a.latency_ns.count).slice(0, TABLE_ROWS);
+  const staleFirst = topo.nodes.slice().sort((a, b) => (b.stale - a.stale) || (a.node - b.node)).slice(0, TABLE_ROWS);
+  const of = (shown, all) => shown.length < all.length ? ` <span class="muted">(${shown.length} of ${all.length})</span>` : "";
+  const links = byCount.map(l => `<tr class="row" data-link="${l.from}-${l.to}" onclick="location.hash='#/link/${l.from}/${l.to}'">` +
     `<td>${l.from} → ${l.to}</td><td class="num p50">${ns(l.latency_ns.p50)}</td><td class="num p99">${ns(l.latency_ns.p99)}</td>` +
     `<td class="num">${l.latency_ns.count}</td></tr>`).join("");
-  const nodes = topo.nodes.map(n => `<tr class="row" data-node="${n.node}" onclick="location.hash='#/node/${n.node}'">` +
+  const nodes = staleFirst.map(n => `<tr class="row" data-node="${n.node}" onclick="location.hash='#/node/${n.node}'">` +
     `<td>${esc(nodeName(n))}</td><td>${badge(n.stale)}</td><td class="num">${n.hops}</td>` +
     `<td class="num">${ns(n.hop_latency.p50)}</td><td class="num">${ns(n.hop_latency.p99)}</td><td class="num">${n.drops}</td>` +
     `<td>${ago(n.seen_ms_ago)}</td></tr>`).join("");
-  page.innerHTML = `<h2>Topology</h2>${legend}${topo.nodes.length ? svg : '<p class="muted">No node yet: no INT 2.1 or IOAM hop reported.</p>'}` +
-    `<div class="charts"><div><h3>Links</h3><table id="links"><tr><th>link</th><th class="num">p50</th><th class="num">p99</th><th class="num">observations</th></tr>${links}</table></div>` +
-    `<div><h3>Nodes</h3><table id="nodes"><tr><th>node</th><th>state</th><th class="num">hops</th><th class="num">hop latency p50</th><th class="num">p99</th><th class="num">drop reports</th><th>last report</th></tr>${nodes}</table></div></div>`;
+  return (`<h2>Topology</h2>${legend}${topo.nodes.length ? svg : '<p class="muted">No node yet: no INT 2.1 or IOAM hop reported.</p>'}` +
+    `<div class="charts"><div><h3>Links${of(byCount, topo.links)}</h3><table id="links"><tr><th>link</th><th class="num">p50</th><th class="num">p99</th><th class="num">observations</th></tr>${links}</table></div>` +
+    `<div><h3>Nodes${of(staleFirst, topo.nodes)}</h3><table id="nodes"><tr><th>node</th><th>state</th><th class="num">hops</th><th class="num">hop latency p50</th><th class="num">p99</th><th class="num">drop reports</th><th>last report</th></tr>${nodes}</table></div></div>`);
 }
 
 function badge(stale) {
@@ -151,18 +185,18 @@ function facts(pairs) {
 
 async function showNode(id) {
   const n = await api("nodes/" + id);
-  if (!n) { page.innerHTML = `<p>Node ${esc(id)} is not in the view.</p>`; return; }
+  if (!n) { return (`<p>Node ${esc(id)} is not in the view.</p>`); }
   const drops = Object.entries(n.drops_by_reason).map(([r, c]) => `<tr><td>${esc(r)}</td><td class="num">${c}</td></tr>`).join("");
   const links = n.links.map(l => `<tr class="row" onclick="location.hash='#/link/${l.from}/${l.to}'"><td>${l.from} → ${l.to}</td>` +
     `<td class="num">${ns(l.latency_ns.p50)}</td><td class="num">${ns(l.latency_ns.p99)}</td></tr>`).join("");
-  page.innerHTML = `<h2 id="node-title">Node ${esc(nodeName(n))} ${badge(n.stale)}</h2>` +
+  return (`<h2 id="node-title">Node ${esc(nodeName(n))} ${badge(n.stale)}</h2>` +
     facts([["hops", n.hops], ["hop latency p50", ns(n.hop_latency.p50)], ["hop latency p99", ns(n.hop_latency.p99)],
       ["queue p50", n.queue_occupancy.p50 ?? "–"], ["queue max", n.queue_occupancy.max ?? "–"], ["drop reports", n.drops], ["last report", ago(n.seen_ms_ago)]]) +
     `<div class="charts">${chart("Hop latency (mean per interval)", n.over_time, "hop_latency", ns, nowOf())}` +
     `${chart("Queue occupancy (mean per interval)", n.over_time, "queue", v => String(Math.round(v)), nowOf())}</div>` +
     `<div class="charts"><div><h3>Drops by reason</h3>${drops ? `<table id="drops"><tr><th>reason</th><th class="num">reports</th></tr>${drops}</table>` : '<p class="muted">No drop report.</p>'}</div>` +
     `<div><h3>Links</h3><table><tr><th>link</th><th class="num">p50</th><th class="num">p99</th></tr>${links}</table></div></div>` +
-    `<h3>Events</h3>${eventsTable(n.events, nowOf(), "node-events")}`;
+    `<h3>Events</h3>${eventsTable(n.events, nowOf(), "node-events")}`);
 }
 
 // The view's time now, as the last overview said.
@@ -171,11 +205,11 @@ function nowOf() { return viewNow; }
 
 async function showLink(from, to) {
   const l = await api(`links/${from}/${to}`);
-  if (!l) { page.innerHTML = `<p>Link ${esc(from)} → ${esc(to)} is not in the view.</p>`; return; }
-  page.innerHTML = `<h2 id="link-title">Link <a href="#/node/${l.from}">${l.from}</a> → <a href="#/node/${l.to}">${l.to}</a></h2>` +
+  if (!l) { return (`<p>Link ${esc(from)} → ${esc(to)} is not in the view.</p>`); }
+  return (`<h2 id="link-title">Link <a href="#/node/${l.from}">${l.from}</a> → <a href="#/node/${l.to}">${l.to}</a></h2>` +
     facts([["observations", l.latency_ns.count], ["p50", ns(l.latency_ns.p50)], ["p99", ns(l.latency_ns.p99)],
       ["min", ns(l.latency_ns.min)], ["max", ns(l.latency_ns.max)], ["last observation", ago(l.seen_ms_ago)]]) +
-    chart("Latency, egress to next ingress (mean per interval)", l.over_time, "latency", ns, nowOf());
+    chart("Latency, egress to next ingress (mean per interval)", l.over_time, "latency", ns, nowOf()));
 }
 
 async function showFlows() {
@@ -185,29 +219,28 @@ async function showFlows() {
     `<td>${r.id}</td><td>${esc(r.name)}</td><td>${r.path ? esc(r.path.join(" › ")) : "–"}</td><td class="num">${r.latency_ns.count}</td>` +
     `<td class="num">${ns(r.latency_ns.p50)}</td><td class="num">${ns(r.latency_ns.p99)}</td><td class="num">${r.lost_packets}</td>` +
     `<td>${ago(r.changed_ms_ago)}</td></tr>`).join("");
-  page.innerHTML = `<h2>Flows <span class="muted">(${f.flows.length} of ${f.total})</span></h2>` +
+  return (`<h2>Flows <span class="muted">(${f.flows.length} of ${f.total})</span></h2>` +
     `<table id="flows"><tr><th>#</th><th>flow</th><th>path</th><th class="num">reports</th><th class="num">latency p50</th>` +
-    `${head("latency", "p99")}${head("loss", "lost")}${head("change", "last change").replace("num ", "")}</tr>${rows}</table>`;
-  page.querySelectorAll("th.sort").forEach(th => th.onclick = () => { flowSort = th.dataset.sort; showFlows(); });
+    `${head("latency", "p99")}${head("loss", "lost")}${head("change", "last change").replace("num ", "")}</tr>${rows}</table>`);
 }
 
 async function showFlow(id) {
   const f = await api("flows/" + id);
-  if (!f) { page.innerHTML = `<p>Flow ${esc(id)} is not in the view.</p>`; return; }
+  if (!f) { return (`<p>Flow ${esc(id)} is not in the view.</p>`); }
   const pathLinks = p => p.map(n => `<a href="#/node/${n}">${n}</a>`).join(" › ");
   const history = f.path_history.slice().reverse().map(p => `<tr class="path"><td>${clock(p.t_ms, nowOf())}</td><td>${pathLinks(p.path)}</td></tr>`).join("");
-  page.innerHTML = `<h2 id="flow-title">Flow ${f.id}: ${esc(f.name)}</h2>` +
+  return (`<h2 id="flow-title">Flow ${f.id}: ${esc(f.name)}</h2>` +
     facts([["path now", f.path ? pathLinks(f.path) : "–"], ["reports", f.latency_ns.count], ["latency p50", ns(f.latency_ns.p50)],
       ["latency p99", ns(f.latency_ns.p99)], ["lost", f.lost_packets], ["last change", ago(f.changed_ms_ago)]]) +
     `<div class="charts">${chart("Latency (mean per interval)", f.over_time, "latency", ns, nowOf())}` +
     `${chart("Packets lost per interval", f.over_time, "lost", v => String(Math.round(v)), nowOf())}</div>` +
     `<h3>Path history</h3>${history ? `<table id="path-history"><tr><th>seen from</th><th>path</th></tr>${history}</table>` : '<p class="muted">No path followed.</p>'}` +
-    `<h3>Events</h3>${eventsTable(f.events, nowOf(), "flow-events")}`;
+    `<h3>Events</h3>${eventsTable(f.events, nowOf(), "flow-events")}`);
 }
 
 async function showEvents() {
   const e = await api("events?limit=500");
-  page.innerHTML = `<h2>Events <span class="muted">(newest first)</span></h2>${eventsTable(e.events, e.now_ms, "events")}`;
+  return (`<h2>Events <span class="muted">(newest first)</span></h2>${eventsTable(e.events, e.now_ms, "events")}`);
 }
 
 async function showOverview() {
@@ -234,15 +267,26 @@ function route() {
 
 async function refresh() {
   clearTimeout(timer);
+  const mine = ++generation, started = performance.now();
   try {
     await showOverview();
-    await route();
+    const html = await route();
+    if (mine !== generation) return;
+    page.innerHTML = html;
     document.body.dataset.loaded = "yes";
   } catch (error) {
     document.getElementById("overview").textContent = "collect unreachable: " + error.message;
   }
-  timer = setTimeout(refresh, POLL_MS);
+  // A page that takes long to draw (a fleet's topology) is drawn less
+  // often: the browser stays free four fifths of the time.
+  if (mine === generation) timer = setTimeout(refresh, Math.max(POLL_MS, 4 * (performance.now() - started)));
 }
+
+// The flows table's sortable headers (drawn anew at every refresh).
+page.addEventListener("click", event => {
+  const th = event.target.closest("th.sort");
+  if (th) { flowSort = th.dataset.sort; refresh(); }
+});
 
 window.addEventListener("hashchange", refresh);
 quantile.addEventListener("change", refresh);
