@@ -14,7 +14,7 @@ mod collector;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpStream, UdpSocket};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -32,26 +32,9 @@ fn start_collect_with_view(args: &[&str]) -> (Child, String, String) {
 /// free port that collect names after `says`; returns it, where it listens
 /// for reports and where the server is.
 fn start_collect_serving(args: &[&str], says: &str) -> (Child, String, String) {
-    let mut child = Command::new(BIN)
-        .args(["collect", "--interval", "0", "--listen", "127.0.0.1:0"])
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let after = |line: &str, word: &str| {
-        line.split(word).nth(1).map(|r| r.split([' ', '/']).next().unwrap().to_string())
-    };
-    let (mut listen, mut view) = (None, None);
-    while listen.is_none() || view.is_none() {
-        let mut line = String::new();
-        assert!(stderr.read_line(&mut line).unwrap() > 0, "collect ended before it said where it listens");
-        listen = listen.or_else(|| after(&line, "listening on "));
-        view = view.or_else(|| after(&line, says));
-    }
-    std::thread::spawn(move || stderr.lines().map_while(Result::ok).for_each(|line| eprintln!("{line}")));
-    (child, listen.unwrap(), view.unwrap())
+    let (child, mut said) = collector::start_collect_saying(Path::new(BIN), args, &["listening on ", says]);
+    let server = said.pop().unwrap();
+    (child, said.pop().unwrap(), server)
 }
 
 /// GET `path` of the view: its JSON.

@@ -20,6 +20,18 @@ pub fn start_collector(tools: &Path, extra: &[&str]) -> (std::process::Child, St
 /// `--listen`) with `args` (text unless they say `--json`); returns it
 /// (listening) and its address.
 pub fn start_collect(tools: &Path, args: &[&str]) -> (std::process::Child, String) {
+    let (child, mut said) = start_collect_saying(tools, args, &["listening on "]);
+    (child, said.remove(0))
+}
+
+/// [`start_collect`], reading what collect says until it has named an
+/// address after each of `words` (`"listening on "`, `"view on http://"`,
+/// ...: servers on port 0); returns them in that order.
+pub fn start_collect_saying(
+    tools: &Path,
+    args: &[&str],
+    words: &[&str],
+) -> (std::process::Child, Vec<String>) {
     // Port 0: the collector takes a free port itself and says which (a port
     // found free here could be taken by another test before it binds).
     let listen: &[&str] = if args.contains(&"--listen") { &[] } else { &["--listen", "127.0.0.1:0"] };
@@ -32,11 +44,18 @@ pub fn start_collect(tools: &Path, args: &[&str]) -> (std::process::Child, Strin
         .spawn()
         .unwrap();
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
-    assert!(line.contains("listening"), "{line}");
-    let listen =
-        line.split("listening on ").nth(1).and_then(|rest| rest.split(' ').next()).unwrap().to_string();
+    let mut found: Vec<Option<String>> = vec![None; words.len()];
+    let mut said = String::new();
+    while found.iter().any(Option::is_none) {
+        let mut line = String::new();
+        let read = stderr.read_line(&mut line).unwrap();
+        said.push_str(&line);
+        assert!(read > 0, "collect ended before it said {words:?}: {said}");
+        for (word, address) in words.iter().zip(&mut found) {
+            let after = line.split(word).nth(1).and_then(|rest| rest.split([' ', '/']).next());
+            *address = address.take().or_else(|| after.map(str::to_string));
+        }
+    }
     // Keep reading what it says later (a closed pipe would end it), into
     // the test's output: a failing test shows why the collector failed.
     std::thread::spawn(move || {
@@ -44,7 +63,7 @@ pub fn start_collect(tools: &Path, args: &[&str]) -> (std::process::Child, Strin
             eprintln!("{line}");
         }
     });
-    (child, listen)
+    (child, found.into_iter().flatten().collect())
 }
 
 /// The collector's closing summary (the last JSON line).
