@@ -11,8 +11,8 @@
 #[path = "../../tests/common/collector.rs"]
 mod collector;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpStream, UdpSocket};
+use std::io::{BufRead, BufReader};
+use std::net::UdpSocket;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -39,16 +39,8 @@ fn start_collect_serving(args: &[&str], says: &str) -> (Child, String, String) {
 
 /// GET `path` of the view: its JSON.
 fn get(view: &str, path: &str) -> serde_json::Value {
-    let body = get_text(view, path);
+    let body = collector::http_get(view, path);
     serde_json::from_str(&body).unwrap_or_else(|e| panic!("{path}: {e}: {body}"))
-}
-
-fn get_text(server: &str, path: &str) -> String {
-    let mut stream = TcpStream::connect(server).unwrap();
-    write!(stream, "GET {path} HTTP/1.1\r\nHost: {server}\r\nConnection: close\r\n\r\n").unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    response.split_once("\r\n\r\n").unwrap().1.to_string()
 }
 
 /// Waits for the view to have booked `reports` datagrams.

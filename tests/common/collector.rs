@@ -66,6 +66,17 @@ pub fn start_collect_saying(
     (child, found.into_iter().flatten().collect())
 }
 
+/// The body of `GET path` from the HTTP server at `server` (collect's
+/// view or metrics).
+pub fn http_get(server: &str, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(server).unwrap();
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: {server}\r\nConnection: close\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response.split_once("\r\n\r\n").unwrap().1.to_string()
+}
+
 /// The collector's closing summary (the last JSON line).
 pub fn summary_of(child: std::process::Child) -> serde_json::Value {
     let output = child.wait_with_output().unwrap();
