@@ -71,10 +71,10 @@ pub fn start(settings: Settings, shared: Arc<Shared>) -> Result<Vec<std::thread:
 /// stops. The board is read while the books are copied (what is known
 /// spares recomputing), written only to book the copy.
 fn sample_until_quit(shared: &Shared, shown: &RwLock<Board>, every: Duration) {
-    let started = Instant::now();
+    let (started, mut turn) = (Instant::now(), 0);
     while !shared.quit.load(Ordering::Relaxed) {
         let sample = match shown.read() {
-            Ok(board) => Sample::take(shared, &*board),
+            Ok(board) => Sample::take(shared, &*board, &mut turn),
             Err(_) => return,
         };
         let now_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);

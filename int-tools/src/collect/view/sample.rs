@@ -1,8 +1,14 @@
 //! What the view copies out of the books at each sample: counts, sums and
-//! percentiles of every node, link and flow, and each flow's path. Each
-//! socket's books are locked once, for the copy only; percentiles are
-//! computed again only for what has new observations since the last
-//! sample, so a sample of 10,000 quiet flows costs a few counters each.
+//! percentiles of every node, link and flow, and each flow's path. The
+//! counts are copied under one lock; percentiles are computed again only
+//! for what has new observations since they were last computed, at most
+//! [`PER_SAMPLE`] distributions a sample (taken in turn), under the lock
+//! [`CHUNK`] at a time: the receivers wait at most that long, and the
+//! view's work per sample is bounded whatever the fleet (30,000 links'
+//! percentiles in one hold kept the receivers out for seconds in a debug
+//! build).
+
+use std::sync::Mutex;
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -11,7 +17,12 @@ use int_core::flow::FlowKey;
 use super::super::hops::{Hops, PathChange};
 use super::super::latency::Latency;
 use super::super::ledger::Ledger;
-use super::super::Shared;
+use super::super::{Books, Shared};
+
+/// Distributions whose percentiles are computed per hold of a lock.
+const CHUNK: usize = 256;
+/// Distributions whose percentiles are computed per sample at most.
+pub const PER_SAMPLE: usize = 4096;
 
 /// A distribution as the view shows it.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -22,23 +33,62 @@ pub struct Stats {
     pub max: Option<i64>,
     pub p50: Option<i64>,
     pub p99: Option<i64>,
+    /// The count the percentiles are of (behind `count` while they wait
+    /// for their turn).
+    pub at: u64,
 }
 
 impl Stats {
     /// `values`' figures; `known` (the last sample's) is kept when no value
     /// came since, so a quiet distribution costs no percentile walk.
     pub fn of(values: &Latency, known: Option<&Stats>) -> Stats {
-        if let Some(known) = known.filter(|known| known.count == values.count()) {
-            return *known;
+        let (mut stats, changed) = Stats::counts(values, known);
+        if changed {
+            stats.percentiles(values);
         }
-        Stats {
-            count: values.count(),
-            sum: values.sum(),
-            min: values.min(),
-            max: values.max(),
-            p50: values.quantile(0.5),
-            p99: values.quantile(0.99),
+        stats
+    }
+
+    /// Count, sum and extremes, the percentiles `known`; whether they
+    /// changed (the percentiles are then to be computed again).
+    fn counts(values: &Latency, known: Option<&Stats>) -> (Stats, bool) {
+        if let Some(known) = known.filter(|known| known.count == values.count() && known.at == known.count) {
+            return (*known, false);
         }
+        let (p50, p99, at) = known.map_or((None, None, 0), |known| (known.p50, known.p99, known.at));
+        let (count, sum, min, max) = (values.count(), values.sum(), values.min(), values.max());
+        (Stats { count, sum, min, max, p50, p99, at }, at != count)
+    }
+
+    fn percentiles(&mut self, values: &Latency) {
+        (self.p50, self.p99) = (values.quantile(0.5), values.quantile(0.99));
+        self.at = self.count;
+    }
+}
+
+/// A distribution whose percentiles are to be computed.
+#[derive(Debug, Clone, Copy)]
+enum Pending {
+    Flow(FlowKey),
+    NodeLatency(u32),
+    NodeQueue(u32),
+    Link((u32, u32)),
+}
+
+/// Percentiles now (`None`: the books are a merged copy, no lock held
+/// long), or later, listed.
+type Later = Option<Vec<Pending>>;
+
+fn stats(values: &Latency, known: Option<&Stats>, later: &mut Later, pending: Pending) -> Stats {
+    match later {
+        Some(list) => {
+            let (stats, changed) = Stats::counts(values, known);
+            if changed {
+                list.push(pending);
+            }
+            stats
+        }
+        None => Stats::of(values, known),
     }
 }
 
@@ -82,35 +132,75 @@ impl Sample {
     /// reports all reach one socket; a node's and a link's may reach
     /// several, so with several sockets their books are merged first (as
     /// the summary merges them) for exact percentiles.
-    pub fn take(shared: &Shared, known: &impl Known) -> Sample {
+    pub fn take(shared: &Shared, known: &impl Known, turn: &mut usize) -> Sample {
         let mut sample = Sample::default();
-        if let [books] = shared.books.as_slice() {
-            if let Ok(books) = books.lock() {
+        if let [only] = shared.books.as_slice() {
+            let mut later = Some(Vec::new());
+            if let Ok(books) = only.lock() {
                 sample.reports = books.totals.received;
-                sample.add_flows(&books.ledger, &books.hops, known);
-                sample.add_hops(&books.hops, known);
+                sample.add_flows(&books.ledger, &books.hops, known, &mut later);
+                sample.add_hops(&books.hops, known, &mut later);
             }
+            sample.fill_percentiles(only, later.unwrap_or_default(), turn);
             return sample;
         }
         let mut merged: Option<Hops> = None;
         for books in &shared.books {
-            let Ok(books) = books.lock() else { continue };
-            sample.reports += books.totals.received;
-            sample.add_flows(&books.ledger, &books.hops, known);
-            match &mut merged {
-                Some(merged) => merged.merge(&books.hops),
-                None => merged = Some(books.hops.clone()),
+            let mut later = Some(Vec::new());
+            if let Ok(books) = books.lock() {
+                sample.reports += books.totals.received;
+                sample.add_flows(&books.ledger, &books.hops, known, &mut later);
+                match &mut merged {
+                    Some(merged) => merged.merge(&books.hops),
+                    None => merged = Some(books.hops.clone()),
+                }
             }
+            sample.fill_percentiles(books, later.unwrap_or_default(), turn);
         }
         if let Some(hops) = merged {
-            sample.add_hops(&hops, known);
+            sample.add_hops(&hops, known, &mut None);
         }
         sample
     }
 
-    fn add_flows(&mut self, ledger: &Ledger, hops: &Hops, known: &impl Known) {
+    /// The percentiles of [`PER_SAMPLE`] of `pending` from the `turn`th
+    /// on (the next sample goes on from there), [`CHUNK`] per hold of the
+    /// books' lock.
+    fn fill_percentiles(&mut self, books: &Mutex<Books>, mut pending: Vec<Pending>, turn: &mut usize) {
+        if pending.len() > PER_SAMPLE {
+            let len = pending.len();
+            pending.rotate_left(*turn % len);
+            pending.truncate(PER_SAMPLE);
+            *turn = turn.wrapping_add(PER_SAMPLE);
+        }
+        for chunk in pending.chunks(CHUNK) {
+            let Ok(books) = books.lock() else { return };
+            for item in chunk {
+                let (values, stats) = match item {
+                    Pending::Flow(key) => (
+                        books.ledger.flows.get(key).map(|f| &f.latency),
+                        self.flows.get_mut(key).map(|f| &mut f.latency),
+                    ),
+                    Pending::NodeLatency(id) => (
+                        books.hops.nodes.get(id).map(|n| &n.latency),
+                        self.nodes.get_mut(id).map(|n| &mut n.latency),
+                    ),
+                    Pending::NodeQueue(id) => (
+                        books.hops.nodes.get(id).map(|n| &n.queue),
+                        self.nodes.get_mut(id).map(|n| &mut n.queue),
+                    ),
+                    Pending::Link(key) => (books.hops.links.get(key), self.links.get_mut(key)),
+                };
+                if let (Some(values), Some(stats)) = (values, stats) {
+                    stats.percentiles(values);
+                }
+            }
+        }
+    }
+
+    fn add_flows(&mut self, ledger: &Ledger, hops: &Hops, known: &impl Known, later: &mut Later) {
         for (key, flow) in &ledger.flows {
-            let latency = Stats::of(&flow.latency, known.flow(key));
+            let latency = stats(&flow.latency, known.flow(key), later, Pending::Flow(*key));
             self.flows.insert(*key, FlowSample { latency, lost: flow.lost, new_path: None });
         }
         for (key, path) in hops.followed() {
@@ -120,21 +210,21 @@ impl Sample {
         }
     }
 
-    fn add_hops(&mut self, hops: &Hops, known: &impl Known) {
+    fn add_hops(&mut self, hops: &Hops, known: &impl Known, later: &mut Later) {
         for (id, node) in &hops.nodes {
             let (latency, queue) = known.node(*id).unzip();
             self.nodes.insert(
                 *id,
                 NodeSample {
                     hops: node.hops,
-                    latency: Stats::of(&node.latency, latency),
-                    queue: Stats::of(&node.queue, queue),
+                    latency: stats(&node.latency, latency, later, Pending::NodeLatency(*id)),
+                    queue: stats(&node.queue, queue, later, Pending::NodeQueue(*id)),
                     drops: node.drops.clone(),
                 },
             );
         }
         for (key, latency) in &hops.links {
-            self.links.insert(*key, Stats::of(latency, known.link(*key)));
+            self.links.insert(*key, stats(latency, known.link(*key), later, Pending::Link(*key)));
         }
         self.path_changes = hops.path_changes;
         self.recent = hops.recent.iter().cloned().collect();
