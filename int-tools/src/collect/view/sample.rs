@@ -230,3 +230,78 @@ impl Sample {
         self.recent = hops.recent.iter().cloned().collect();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::atomic::{AtomicBool, AtomicU64};
+    use std::sync::{Arc, Mutex};
+
+    use int_core::int21::HopMetadata;
+
+    use super::super::super::hops::{Limits as HopLimits, Seen};
+    use super::super::super::join::Join;
+    use super::super::super::ledger::Limits;
+    use super::super::board::Board;
+    use super::*;
+
+    /// One socket's books holding `stacks` stacks of 63 hops: 63 links each.
+    fn shared_with_links(stacks: u32) -> Shared {
+        let mut hops = Hops::new(HopLimits { nodes: 100_000, links: 100_000, flows: 100_000 });
+        for stack in 0..stacks {
+            let path: Vec<HopMetadata> = (0..63u32)
+                .map(|n| HopMetadata {
+                    node_id: Some(stack * 100 + n),
+                    hop_latency: Some(n),
+                    ingress_timestamp: Some(u64::from(n) * 10),
+                    egress_timestamp: Some(u64::from(n) * 10 + 5),
+                    ..HopMetadata::default()
+                })
+                .collect();
+            let flow = FlowKey::v4([10, 0, 0, 1].into(), [10, 0, 0, 2].into(), 17, stack as u16, 1);
+            hops.observe(&Seen {
+                flow,
+                hops: &path,
+                sink: Some(1_000_000),
+                sink_ingress_ns: Some(700),
+                at_ms: 0,
+            });
+        }
+        let books = Books {
+            ledger: Ledger::new(Limits { flows: 10, detailed: 10 }, Arc::default()),
+            hops,
+            senders: BTreeMap::new(),
+            totals: Default::default(),
+            join: Join::new(1000, Vec::new(), 32),
+            outputs: Vec::new(),
+        };
+        let books = vec![Arc::new(Mutex::new(books))];
+        Shared { books, reports: AtomicU64::new(0), quit: AtomicBool::new(false), outputs: Vec::new() }
+    }
+
+    /// More distributions than one sample computes: the first sample has
+    /// PER_SAMPLE percentiles, every count; the next one the rest.
+    #[test]
+    fn percentiles_beyond_a_samples_share_come_next_sample() {
+        let shared = shared_with_links(100);
+        let (mut board, mut turn) = (Board::new(1000), 0);
+        let sample = Sample::take(&shared, &board, &mut turn);
+        let (links, nodes) = (sample.links.len(), sample.nodes.len());
+        assert_eq!(links, 100 * 63);
+        let computed = |board: &Board| {
+            let links = board.links.values().filter(|l| l.latency.p50.is_some()).count();
+            links + board.nodes.values().filter(|n| n.now.latency.p50.is_some()).count()
+        };
+        assert!(sample.links.values().all(|l| l.count == 1));
+        board.apply(sample, 0);
+        // Nodes with hop latency (the sink has none) and links: 12,600,
+        // four samples' share.
+        let all = links + nodes - 1;
+        assert_eq!(computed(&board), PER_SAMPLE);
+        for t in 1..all.div_ceil(PER_SAMPLE) {
+            board.apply(Sample::take(&shared, &board, &mut turn), t as u64 * 1000);
+            assert_eq!(computed(&board), all.min((t + 1) * PER_SAMPLE));
+        }
+        assert_eq!(computed(&board), all);
+    }
+}
