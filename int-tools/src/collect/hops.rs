@@ -137,19 +137,14 @@ impl Hops {
         }
     }
 
+    /// Flows whose path is followed.
     /// The path `flow` was last seen on.
     pub fn path(&self, flow: &FlowKey) -> Option<&[u32]> {
         self.paths.get(flow).map(Vec::as_slice)
     }
 
-    /// Flows whose path is followed.
     pub fn paths(&self) -> usize {
         self.paths.len()
-    }
-
-    /// Every followed flow and the path it was last seen on.
-    pub fn followed(&self) -> impl Iterator<Item = (&FlowKey, &[u32])> {
-        self.paths.iter().map(|(flow, path)| (flow, path.as_slice()))
     }
 
     /// Books one report's hops and links; returns the flow's path change,
@@ -251,6 +246,11 @@ impl Hops {
         ours.links += theirs.links;
         ours.flows += theirs.flows;
         ours.unusable_paths += theirs.unusable_paths;
+    }
+
+    /// Every followed flow and the path it was last seen on (the web view).
+    pub fn followed_paths(&self) -> impl Iterator<Item = (&FlowKey, &[u32])> {
+        self.paths.iter().map(|(flow, path)| (flow, path.as_slice()))
     }
 }
 

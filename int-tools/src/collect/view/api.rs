@@ -17,8 +17,13 @@ fn stats(stats: &Stats) -> Value {
            "p50": stats.p50, "p99": stats.p99})
 }
 
+/// A node's name, where collect has one (none before `--names`).
+fn node_name(_id: u32) -> Option<&'static str> {
+    None
+}
+
 fn node_brief(id: u32, row: &NodeRow, now_ms: u64) -> Value {
-    json!({"node": id, "hops": row.now.hops, "stale": row.stale,
+    json!({"node": id, "node_name": node_name(id), "hops": row.now.hops, "stale": row.stale,
            "seen_ms_ago": now_ms.saturating_sub(row.seen_ms),
            "hop_latency": stats(&row.now.latency), "queue_occupancy": stats(&row.now.queue),
            "drops": row.now.drops.values().sum::<u64>()})

@@ -203,7 +203,7 @@ impl Sample {
             let latency = stats(&flow.latency, known.flow(key), later, Pending::Flow(*key));
             self.flows.insert(*key, FlowSample { latency, lost: flow.lost, new_path: None });
         }
-        for (key, path) in hops.followed() {
+        for (key, path) in hops.followed_paths() {
             if known.path(key) != Some(path) {
                 self.flows.entry(*key).or_default().new_path = Some(path.to_vec());
             }
