@@ -11,16 +11,19 @@
 use std::sync::Mutex;
 
 use std::collections::{BTreeMap, HashMap};
+use std::ops::Bound::{Excluded, Unbounded};
 
 use int_core::flow::FlowKey;
 
-use super::super::hops::{Hops, PathChange};
+use super::super::hops::{Hops, Node, PathChange};
 use super::super::latency::Latency;
-use super::super::ledger::Ledger;
+use super::super::ledger::{FlowSummary, Ledger};
 use super::super::{Books, Shared};
 
 /// Distributions whose percentiles are computed per hold of a lock.
 const CHUNK: usize = 256;
+/// Flows, nodes or links whose counts are copied per hold of a lock.
+const COPY_CHUNK: usize = 2048;
 /// Distributions whose percentiles are computed per sample at most.
 pub const PER_SAMPLE: usize = 4096;
 
@@ -136,11 +139,7 @@ impl Sample {
         let mut sample = Sample::default();
         if let [only] = shared.books.as_slice() {
             let mut later = Some(Vec::new());
-            if let Ok(books) = only.lock() {
-                sample.reports = books.totals.received;
-                sample.add_flows(&books.ledger, &books.hops, known, &mut later);
-                sample.add_hops(&books.hops, known, &mut later);
-            }
+            sample.copy_in_chunks(only, known, &mut later);
             sample.fill_percentiles(only, later.unwrap_or_default(), turn);
             return sample;
         }
@@ -198,36 +197,104 @@ impl Sample {
         }
     }
 
+    /// One socket's counts, [`COPY_CHUNK`] flows, nodes or links per hold
+    /// of its lock (30,000 links in one hold cost the receivers half their
+    /// reports under load).
+    fn copy_in_chunks(&mut self, books: &Mutex<Books>, known: &impl Known, later: &mut Later) {
+        let flows: Vec<FlowKey> = match books.lock() {
+            Ok(books) => books.ledger.flows.keys().copied().collect(),
+            Err(_) => return,
+        };
+        for chunk in flows.chunks(COPY_CHUNK) {
+            let Ok(books) = books.lock() else { return };
+            for key in chunk {
+                if let Some(flow) = books.ledger.flows.get(key) {
+                    self.add_flow(key, flow, known, later);
+                }
+            }
+        }
+        in_chunks(books, |b| &b.hops.nodes, |id, node| self.add_node(id, node, known, later));
+        in_chunks(books, |b| &b.hops.links, |key, latency| self.add_link(key, latency, known, later));
+        if let Ok(books) = books.lock() {
+            self.reports = books.totals.received;
+            self.add_paths(&books.hops, known);
+        }
+    }
+
     fn add_flows(&mut self, ledger: &Ledger, hops: &Hops, known: &impl Known, later: &mut Later) {
         for (key, flow) in &ledger.flows {
-            let latency = stats(&flow.latency, known.flow(key), later, Pending::Flow(*key));
-            self.flows.insert(*key, FlowSample { latency, lost: flow.lost, new_path: None });
+            self.add_flow(key, flow, known, later);
         }
+        self.add_paths(hops, known);
+    }
+
+    fn add_flow(&mut self, key: &FlowKey, flow: &FlowSummary, known: &impl Known, later: &mut Later) {
+        let latency = stats(&flow.latency, known.flow(key), later, Pending::Flow(*key));
+        self.flows.insert(*key, FlowSample { latency, lost: flow.lost, new_path: None });
+    }
+
+    /// The paths that changed (after the flows: a flow's copy has none),
+    /// and the path changes.
+    fn add_paths(&mut self, hops: &Hops, known: &impl Known) {
         for (key, path) in hops.followed_paths() {
             if known.path(key) != Some(path) {
                 self.flows.entry(*key).or_default().new_path = Some(path.to_vec());
             }
         }
+        self.path_changes = hops.path_changes;
+        self.recent = hops.recent.iter().cloned().collect();
     }
 
     fn add_hops(&mut self, hops: &Hops, known: &impl Known, later: &mut Later) {
         for (id, node) in &hops.nodes {
-            let (latency, queue) = known.node(*id).unzip();
-            self.nodes.insert(
-                *id,
-                NodeSample {
-                    hops: node.hops,
-                    latency: stats(&node.latency, latency, later, Pending::NodeLatency(*id)),
-                    queue: stats(&node.queue, queue, later, Pending::NodeQueue(*id)),
-                    drops: node.drops.clone(),
-                },
-            );
+            self.add_node(*id, node, known, later);
         }
         for (key, latency) in &hops.links {
-            self.links.insert(*key, stats(latency, known.link(*key), later, Pending::Link(*key)));
+            self.add_link(*key, latency, known, later);
         }
         self.path_changes = hops.path_changes;
         self.recent = hops.recent.iter().cloned().collect();
+    }
+
+    fn add_node(&mut self, id: u32, node: &Node, known: &impl Known, later: &mut Later) {
+        let (latency, queue) = known.node(id).unzip();
+        let sample = NodeSample {
+            hops: node.hops,
+            latency: stats(&node.latency, latency, later, Pending::NodeLatency(id)),
+            queue: stats(&node.queue, queue, later, Pending::NodeQueue(id)),
+            drops: node.drops.clone(),
+        };
+        self.nodes.insert(id, sample);
+    }
+
+    fn add_link(&mut self, key: (u32, u32), latency: &Latency, known: &impl Known, later: &mut Later) {
+        self.links.insert(key, stats(latency, known.link(key), later, Pending::Link(key)));
+    }
+}
+
+/// `each` entry of the map `of` picks in one socket's books, in key order,
+/// [`COPY_CHUNK`] per hold of its lock.
+fn in_chunks<K: Ord + Copy, V>(
+    books: &Mutex<Books>,
+    of: fn(&Books) -> &BTreeMap<K, V>,
+    mut each: impl FnMut(K, &V),
+) {
+    let mut after: Option<K> = None;
+    loop {
+        let Ok(books) = books.lock() else { return };
+        let map = of(&books);
+        let range = match after {
+            None => map.range(..),
+            Some(key) => map.range((Excluded(key), Unbounded)),
+        };
+        let mut copied = 0;
+        for (key, value) in range.take(COPY_CHUNK) {
+            each(*key, value);
+            (after, copied) = (Some(*key), copied + 1);
+        }
+        if copied < COPY_CHUNK {
+            return;
+        }
     }
 }
 
