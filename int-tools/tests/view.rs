@@ -76,6 +76,18 @@ fn keep_reporting(listen: String, done: Arc<AtomicBool>) -> std::thread::JoinHan
     })
 }
 
+/// A collect that a failing test does not leave running.
+struct Ends(Option<Child>);
+
+impl Drop for Ends {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 #[test]
 fn the_view_shows_the_fleet_in_a_browser() {
     for binary in ["chromium", "chromedriver", "python3"] {
@@ -91,6 +103,7 @@ fn the_view_shows_the_fleet_in_a_browser() {
     }
     let (child, listen, view) =
         start_collect_with_view(&["--json", "--quiet", "--view-sample-ms", "100", "--view-stale-s", "4"]);
+    let mut child = Ends(Some(child));
     let datagrams = switch_reports();
     let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
     for datagram in &datagrams {
@@ -115,8 +128,8 @@ fn the_view_shows_the_fleet_in_a_browser() {
     let seen: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     eprintln!("browser: {seen}");
     // SIGINT: collect stops as an operator stops it, and prints its summary.
-    Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
-    let summary = summary_of(child);
+    Command::new("kill").args(["-INT", &child.0.as_ref().unwrap().id().to_string()]).status().unwrap();
+    let summary = summary_of(child.0.take().unwrap());
     // What the page drew is collect's own summary, link by link.
     let summary_links = summary["links"].as_array().unwrap();
     assert_eq!(summary_links.len(), links.split(',').count());
