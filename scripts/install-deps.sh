@@ -5,12 +5,14 @@
 # iproute2 with tc/netem, ping, netcat, ethtool; the Prometheus and InfluxDB
 # servers the metrics tests scrape and the collector writes to; the font
 # collect --plot draws its text with; systemd-analyze, which checks the
-# service unit; nats-server, the JetStream collect publishes to).
+# service unit; nats-server, the JetStream collect publishes to; chromium,
+# chromium-driver and selenium from PyPI, the browser test of collect's web
+# view, int-tools/tests/view.rs).
 # Idempotent: packages already present are left alone, and apt is not touched
 # when nothing is missing. Used by the README, .ci/run and docker/Dockerfile.
 set -euo pipefail
 
-packages=(libdpdk-dev dpdk dpdk-dev pkg-config clang libclang-dev iproute2 iputils-ping tcpdump ca-certificates netcat-openbsd ethtool tshark prometheus influxdb fonts-dejavu-core systemd nats-server)
+packages=(libdpdk-dev dpdk dpdk-dev pkg-config clang libclang-dev iproute2 iputils-ping tcpdump ca-certificates netcat-openbsd ethtool tshark prometheus influxdb fonts-dejavu-core systemd nats-server chromium chromium-driver python3 python3-pip)
 if [[ "${INT_NODE_RUNTIME_ONLY:-0}" == "1" ]]; then
     # Runtime image: the DPDK libraries int-node links, the bus and mempool
     # drivers EAL loads, and the PMDs it is used with (vdevs and common
@@ -22,6 +24,17 @@ if [[ "${INT_NODE_RUNTIME_ONLY:-0}" == "1" ]]; then
               librte-net-mlx5-23 librte-net-virtio23 librte-net-e1000-23 iproute2)
 fi
 
+# selenium drives the view's browser test (tests/view/browser.py); the
+# runtime image has no tests. Debian's own python3 refuses pip without
+# --break-system-packages (PEP 668); a python3 of its own (pyenv, venv) does not.
+python_packages() {
+    [[ "${INT_NODE_RUNTIME_ONLY:-0}" == "1" ]] && return 0
+    python3 -c "import selenium" 2>/dev/null && return 0
+    echo "install-deps: installing selenium (pip)"
+    python3 -m pip install --quiet selenium 2>/dev/null \
+        || python3 -m pip install --quiet --break-system-packages selenium
+}
+
 missing=()
 for package in "${packages[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
@@ -31,6 +44,7 @@ done
 
 if [[ ${#missing[@]} -eq 0 ]]; then
     echo "install-deps: all packages present (${packages[*]})"
+    python_packages
     exit 0
 fi
 
@@ -42,3 +56,4 @@ echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 "${sudo_cmd[@]}" apt-get update
 "${sudo_cmd[@]}" apt-get install -y --no-install-recommends "${missing[@]}"
+python_packages

@@ -30,6 +30,7 @@ trap load_off EXIT
 cargo test --workspace --locked
 load_on
 cargo test --locked -p int-node --tests
+cargo test --locked -p int-tools --test view
 load_off
 
 bash scripts/check-tools-without-dpdk.sh

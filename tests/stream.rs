@@ -14,7 +14,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::collector::{start_collector, switch_reports};
+use common::collector::{http_get, start_collect_saying, start_collector, switch_reports};
 use common::*;
 use serde_json::Value;
 
@@ -117,6 +117,37 @@ fn aggregate(url: &str, consumer: &str, records: u64) -> Value {
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let text = String::from_utf8(output.stdout).unwrap();
     serde_json::from_str::<Value>(text.lines().last().unwrap()).unwrap()["summary"].clone()
+}
+
+/// An aggregator's web view (`--from-nats --http`) shows what the
+/// collectors publish: every node and link of the switches' reports, and
+/// flow 1's path change.
+#[test]
+fn an_aggregators_web_view_shows_the_fleet() {
+    if nats_missing() {
+        return;
+    }
+    let dir = workdir("stream-view");
+    let port = free_port();
+    let nats = start_nats(&dir, port);
+    let url = format!("nats://127.0.0.1:{port}");
+    let datagrams = switch_reports();
+    collect(&["--nats", &url], &datagrams, datagrams.len());
+    let args = ["--from-nats", &url, "--quiet", "--http", "127.0.0.1:0", "--nats-max-bytes", STREAM_BYTES];
+    let (mut aggregator, view) = start_collect_saying(&tools_bin(), &args, &["view on http://"]);
+    let get = |path: &str| serde_json::from_str::<Value>(&http_get(&view[0], path)).unwrap();
+    let count = |value: &Value, list: &str| value[list].as_array().map_or(0, Vec::len);
+    loop {
+        assert!(aggregator.try_wait().unwrap().is_none(), "the aggregator ended");
+        let (topology, events) = (get("/api/topology"), get("/api/events"));
+        let changed = events["events"].as_array().unwrap().iter().any(|e| e["kind"] == "path_change");
+        if count(&topology, "nodes") == 5 && count(&topology, "links") == 5 && changed {
+            break;
+        }
+        std::thread::yield_now();
+    }
+    stop(aggregator);
+    stop(nats);
 }
 
 /// Host-INT reports of a real sink (latency and drop summaries), and TR

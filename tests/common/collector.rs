@@ -20,6 +20,18 @@ pub fn start_collector(tools: &Path, extra: &[&str]) -> (std::process::Child, St
 /// `--listen`) with `args` (text unless they say `--json`); returns it
 /// (listening) and its address.
 pub fn start_collect(tools: &Path, args: &[&str]) -> (std::process::Child, String) {
+    let (child, mut said) = start_collect_saying(tools, args, &["listening on "]);
+    (child, said.remove(0))
+}
+
+/// [`start_collect`], reading what collect says until it has named an
+/// address after each of `words` (`"listening on "`, `"view on http://"`,
+/// ...: servers on port 0); returns them in that order.
+pub fn start_collect_saying(
+    tools: &Path,
+    args: &[&str],
+    words: &[&str],
+) -> (std::process::Child, Vec<String>) {
     // Port 0: the collector takes a free port itself and says which (a port
     // found free here could be taken by another test before it binds).
     let listen: &[&str] = if args.contains(&"--listen") { &[] } else { &["--listen", "127.0.0.1:0"] };
@@ -32,11 +44,18 @@ pub fn start_collect(tools: &Path, args: &[&str]) -> (std::process::Child, Strin
         .spawn()
         .unwrap();
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
-    assert!(line.contains("listening"), "{line}");
-    let listen =
-        line.split("listening on ").nth(1).and_then(|rest| rest.split(' ').next()).unwrap().to_string();
+    let mut found: Vec<Option<String>> = vec![None; words.len()];
+    let mut said = String::new();
+    while found.iter().any(Option::is_none) {
+        let mut line = String::new();
+        let read = stderr.read_line(&mut line).unwrap();
+        said.push_str(&line);
+        assert!(read > 0, "collect ended before it said {words:?}: {said}");
+        for (word, address) in words.iter().zip(&mut found) {
+            let after = line.split(word).nth(1).and_then(|rest| rest.split([' ', '/']).next());
+            *address = address.take().or_else(|| after.map(str::to_string));
+        }
+    }
     // Keep reading what it says later (a closed pipe would end it), into
     // the test's output: a failing test shows why the collector failed.
     std::thread::spawn(move || {
@@ -44,7 +63,18 @@ pub fn start_collect(tools: &Path, args: &[&str]) -> (std::process::Child, Strin
             eprintln!("{line}");
         }
     });
-    (child, listen)
+    (child, found.into_iter().flatten().collect())
+}
+
+/// The body of `GET path` from the HTTP server at `server` (collect's
+/// view or metrics).
+pub fn http_get(server: &str, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(server).unwrap();
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: {server}\r\nConnection: close\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response.split_once("\r\n\r\n").unwrap().1.to_string()
 }
 
 /// The collector's closing summary (the last JSON line).
@@ -88,12 +118,16 @@ pub fn drop_summary(sequence: u32, gap_count: u32) -> Vec<u8> {
     buf[..len].to_vec()
 }
 
-/// Telemetry Report 2.0 datagrams as INT 2.1 switches send them: a sink
-/// (node 9) reports three flows (UDP ports 1-3 to 5000) over nodes 1 > 2 >
-/// 3, 20 rounds, node 2's hop latency rising from 4 µs to 90 µs and its
-/// queue from 0 to 950; from round 10 flow 1 goes 1 > 4 > 3. Then node 2
-/// reports 5 drops (reason 71) of a UDP packet to port 7777.
-pub fn switch_reports() -> Vec<Vec<u8>> {
+/// One Telemetry Report 2.0 datagram of sink `sink`, group sequence
+/// `sequence`: a UDP packet 10.0.0.1:`port` > 10.0.0.2:5000 whose INT 2.1
+/// stack holds `stack` (newest hop first), the sink's ingress at `sink_in`.
+pub fn stack_report(
+    sequence: u32,
+    sink: u32,
+    port: u16,
+    stack: &[int_core::int21::HopMetadata],
+    sink_in: u64,
+) -> Vec<u8> {
     use int_core::craft::PacketSpec;
     use int_core::int21::{emit_md_block, HopMetadata, Instructions, MdHeaderRepr, Next};
     use int_core::report::tr20::*;
@@ -103,7 +137,58 @@ pub fn switch_reports() -> Vec<Vec<u8>> {
         | Instructions::INGRESS_TIMESTAMP
         | Instructions::EGRESS_TIMESTAMP;
     let header = MdHeaderRepr { hop_ml: 7, remaining_hop_cnt: 5, instructions, ..MdHeaderRepr::default() };
-    let (a, b) = ([10, 0, 0, 1].into(), [10, 0, 0, 2].into());
+    let mut block = [0u8; 256];
+    let len = emit_md_block(&mut block, Next::Dscp(0), &header, stack, &[]).unwrap();
+    let mut packet =
+        PacketSpec::udp([10, 0, 0, 1].into(), [10, 0, 0, 2].into(), port, 5000, 32).build()[14..].to_vec();
+    packet.splice(28..28, block[..len].iter().copied());
+    packet[1] = 0x17 << 2;
+    let total = packet.len() as u16;
+    packet[2..4].copy_from_slice(&total.to_be_bytes());
+    packet[24..26].copy_from_slice(&(total - 20).to_be_bytes());
+    let metadata = HopMetadata {
+        l1_ingress_port: Some(1),
+        l1_egress_port: Some(2),
+        ingress_timestamp: Some(sink_in),
+        egress_timestamp: Some(sink_in),
+        ..HopMetadata::default()
+    };
+    let int = IntContents { rep_md_bits: 0x4c00, metadata, ..IntContents::default() };
+    tr20_report(sequence, sink, InType::Ipv4, &packet, int)
+}
+
+/// A Telemetry Report 2.0 datagram: group header, one individual report.
+fn tr20_report(
+    sequence: u32,
+    sink: u32,
+    in_type: int_core::report::tr20::InType,
+    inner: &[u8],
+    int: int_core::report::tr20::IntContents<'_>,
+) -> Vec<u8> {
+    use int_core::report::tr20::*;
+    let mut payload = vec![0u8; 512];
+    let mut len = GroupHeaderRepr { hw_id: 0, sequence, node_id: sink }.emit(&mut payload).unwrap();
+    let individual = IndividualReport {
+        in_type,
+        int: Some(int),
+        inner,
+        flags: ReportFlags { tracked_flow: true, ..ReportFlags::default() },
+        ..IndividualReport::default()
+    };
+    len += individual.emit(&mut payload[len..]).unwrap();
+    payload.truncate(len);
+    payload
+}
+
+/// Telemetry Report 2.0 datagrams as INT 2.1 switches send them: a sink
+/// (node 9) reports three flows (UDP ports 1-3 to 5000) over nodes 1 > 2 >
+/// 3, 20 rounds, node 2's hop latency rising from 4 µs to 90 µs and its
+/// queue from 0 to 950; from round 10 flow 1 goes 1 > 4 > 3. Then node 2
+/// reports 5 drops (reason 71) of a UDP packet to port 7777.
+pub fn switch_reports() -> Vec<Vec<u8>> {
+    use int_core::craft::PacketSpec;
+    use int_core::int21::HopMetadata;
+    use int_core::report::tr20::*;
     // Hop n of a path, its times from `t`: in at t + 10 µs x position,
     // out after its latency; 1 µs on each link, 2.5 µs to the sink.
     let hop = |node: u32, position: u64, latency: u32, queue: u32, t: u64| HopMetadata {
@@ -113,20 +198,6 @@ pub fn switch_reports() -> Vec<Vec<u8>> {
         ingress_timestamp: Some(t + position * 100_000),
         egress_timestamp: Some(t + position * 100_000 + u64::from(latency)),
         ..HopMetadata::default()
-    };
-    let report = |sequence: u32, sink: u32, in_type: InType, inner: &[u8], int: IntContents<'_>| {
-        let mut payload = vec![0u8; 512];
-        let mut len = GroupHeaderRepr { hw_id: 0, sequence, node_id: sink }.emit(&mut payload).unwrap();
-        let individual = IndividualReport {
-            in_type,
-            int: Some(int),
-            inner,
-            flags: ReportFlags { tracked_flow: true, ..ReportFlags::default() },
-            ..IndividualReport::default()
-        };
-        len += individual.emit(&mut payload[len..]).unwrap();
-        payload.truncate(len);
-        payload
     };
     let mut datagrams = Vec::new();
     for round in 0..20u32 {
@@ -146,35 +217,27 @@ pub fn switch_reports() -> Vec<Vec<u8>> {
                 egress_timestamp: Some(second.egress_timestamp.unwrap() + 1000 + 500),
                 ..hop(3, 2, 500, 1, t)
             };
-            let mut block = [0u8; 128];
-            let len =
-                emit_md_block(&mut block, Next::Dscp(0), &header, &[third, second, first], &[]).unwrap();
-            let mut packet = PacketSpec::udp(a, b, port, 5000, 32).build()[14..].to_vec();
-            packet.splice(28..28, block[..len].iter().copied());
-            packet[1] = 0x17 << 2;
-            let total = packet.len() as u16;
-            packet[2..4].copy_from_slice(&total.to_be_bytes());
-            packet[24..26].copy_from_slice(&(total - 20).to_be_bytes());
-            let sink = HopMetadata {
-                l1_ingress_port: Some(1),
-                l1_egress_port: Some(2),
-                ingress_timestamp: Some(third.egress_timestamp.unwrap() + 2500),
-                egress_timestamp: Some(third.egress_timestamp.unwrap() + 2500),
-                ..HopMetadata::default()
-            };
-            let int = IntContents { rep_md_bits: 0x4c00, metadata: sink, ..IntContents::default() };
-            datagrams.push(report(datagrams.len() as u32 + 1, 9, InType::Ipv4, &packet, int));
+            let sink_in = third.egress_timestamp.unwrap() + 2500;
+            datagrams.push(stack_report(
+                datagrams.len() as u32 + 1,
+                9,
+                port,
+                &[third, second, first],
+                sink_in,
+            ));
         }
     }
     // Node 2's drops: a plain UDP packet's first bytes, reason 71.
-    let dropped = PacketSpec::udp([10, 0, 0, 5].into(), b, 4444, 7777, 200).build()[14..14 + 64].to_vec();
+    let dropped = PacketSpec::udp([10, 0, 0, 5].into(), [10, 0, 0, 2].into(), 4444, 7777, 200).build()
+        [14..14 + 64]
+        .to_vec();
     for i in 0..5u32 {
         let int = IntContents {
             rep_md_bits: DROP_BIT,
             drop: Some(DropInfo { queue_id: 3, reason: 71 }),
             ..IntContents::default()
         };
-        datagrams.push(report(i + 1, 2, InType::Ipv4, &dropped, int));
+        datagrams.push(tr20_report(i + 1, 2, InType::Ipv4, &dropped, int));
     }
     datagrams
 }

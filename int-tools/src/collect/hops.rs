@@ -274,6 +274,11 @@ impl Hops {
         ours.flows += theirs.flows;
         ours.unusable_paths += theirs.unusable_paths;
     }
+
+    /// Every followed flow and the path it was last seen on (the web view).
+    pub fn followed_paths(&self) -> impl Iterator<Item = (&FlowKey, &[u32])> {
+        self.paths.iter().map(|(flow, path)| (flow, path.nodes.as_slice()))
+    }
 }
 
 /// Each pair of consecutive hops that both name their node and carry the

@@ -28,6 +28,7 @@ mod summary;
 mod timeline;
 mod tr05;
 mod tr20;
+mod view;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -179,6 +180,17 @@ pub struct CollectArgs {
     /// Serve Prometheus metrics on this address and port (/metrics).
     #[arg(long)]
     pub metrics: Option<SocketAddr>,
+    /// Serve the live web view on this address and port: topology, nodes,
+    /// links, flows and events (/), and the JSON behind it (/api/...).
+    #[arg(long)]
+    pub http: Option<SocketAddr>,
+    /// How often the web view copies the books, in ms.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..))]
+    pub view_sample_ms: u64,
+    /// The web view shows a node stale when no report told of it for this
+    /// many seconds.
+    #[arg(long, default_value_t = 30.0)]
+    pub view_stale_s: f64,
     /// Flows with labels of their own in the metrics (the most reported,
     /// and the most lossy); all flows are also in the totals.
     #[arg(long, default_value_t = 20)]
@@ -466,6 +478,10 @@ pub fn run(args: &CollectArgs) -> Result<(), String> {
         Some(addr) => Some(metrics::start(addr, Arc::clone(&shared), args.metrics_flows)?),
         None => None,
     };
+    let view = match args.http {
+        Some(addr) => view::start(view_settings(addr, args)?, Arc::clone(&shared))?,
+        None => Vec::new(),
+    };
     let threads = match from_stream {
         Some(settings) => vec![aggregate::spawn(settings, args.nats_consumer.clone(), &shared, how.output)],
         None => receive::spawn(receivers, &shared, &how),
@@ -487,6 +503,9 @@ pub fn run(args: &CollectArgs) -> Result<(), String> {
     if let Some(server) = metrics {
         let _ = server.join();
     }
+    for thread in view {
+        let _ = thread.join();
+    }
     let snapshot = shared.take_snapshot();
     summary::print(&snapshot, &shared.outputs, args.json);
     if let Some(path) = &args.plot {
@@ -494,6 +513,14 @@ pub fn run(args: &CollectArgs) -> Result<(), String> {
         eprintln!("collect: plot written to {}", path.display());
     }
     failure.map_or(Ok(()), Err)
+}
+
+fn view_settings(addr: SocketAddr, args: &CollectArgs) -> Result<view::Settings, String> {
+    let stale_after = Duration::try_from_secs_f64(args.view_stale_s)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| format!("--view-stale-s {}: a number of seconds above 0", args.view_stale_s))?;
+    Ok(view::Settings { addr, sample: Duration::from_millis(args.view_sample_ms), stale_after })
 }
 
 /// A node id as the node's config writes it (a dotted quad) or a number.

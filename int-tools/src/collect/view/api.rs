@@ -1,0 +1,148 @@
+//! The JSON behind every page of the view (`/api/...`, docs/output.md):
+//! built from the view's board, never from the books. Node ids are
+//! numbers, as in the summary; durations are ns; times are ms since the
+//! view started (`now_ms` says where that is).
+
+use serde_json::{json, Value};
+
+use super::board::{path_text, Board, Event, FlowRow, NodeRow};
+use super::sample::Stats;
+
+/// Rows of the flows table at most (the page asks for fewer).
+pub const MAX_FLOW_ROWS: usize = 1000;
+
+fn stats(stats: &Stats) -> Value {
+    let mean = (stats.count > 0).then(|| (stats.sum / i128::from(stats.count)) as i64);
+    json!({"count": stats.count, "min": stats.min, "avg": mean, "max": stats.max,
+           "p50": stats.p50, "p99": stats.p99})
+}
+
+/// A node's name, where `--names` gives one.
+fn node_name(id: u32) -> Option<&'static str> {
+    super::super::names::node(id)
+}
+
+fn node_brief(id: u32, row: &NodeRow, now_ms: u64) -> Value {
+    json!({"node": id, "node_name": node_name(id), "hops": row.now.hops, "stale": row.stale,
+           "seen_ms_ago": now_ms.saturating_sub(row.seen_ms),
+           "hop_latency": stats(&row.now.latency), "queue_occupancy": stats(&row.now.queue),
+           "drops": row.now.drops.values().sum::<u64>()})
+}
+
+pub fn overview(board: &Board) -> Value {
+    json!({"now_ms": board.now_ms, "stale_after_ms": board.stale_after_ms, "reports": board.reports,
+           "nodes": board.nodes.len(), "stale_nodes": board.nodes.values().filter(|n| n.stale).count(),
+           "links": board.links.len(), "flows": board.flows.len(), "events": board.events.iter().len()})
+}
+
+/// Nodes and links, each link with its latency (p50 and p99 to colour by).
+pub fn topology(board: &Board) -> Value {
+    let nodes: Vec<Value> = board.nodes.iter().map(|(id, row)| node_brief(*id, row, board.now_ms)).collect();
+    let links: Vec<Value> = board
+        .links
+        .iter()
+        .map(|((from, to), row)| json!({"from": from, "to": to, "latency_ns": stats(&row.latency)}))
+        .collect();
+    // Each node's depth: its least position in a followed path, so that
+    // the page can lay sources left and sinks right.
+    let mut depth = std::collections::BTreeMap::<u32, usize>::new();
+    for path in board.flows.values().filter_map(FlowRow::path) {
+        for (position, node) in path.iter().enumerate() {
+            let known = depth.entry(*node).or_insert(position);
+            *known = (*known).min(position);
+        }
+    }
+    json!({"now_ms": board.now_ms, "nodes": nodes, "links": links, "depth": depth})
+}
+
+pub fn node(board: &Board, id: u32) -> Option<Value> {
+    let row = board.nodes.get(&id)?;
+    let mut value = node_brief(id, row, board.now_ms);
+    let points: Vec<Value> = row
+        .points
+        .iter()
+        .map(|p| json!({"t_ms": p.t_ms, "hop_latency": p.latency, "queue": p.queue}))
+        .collect();
+    let drops: serde_json::Map<String, Value> =
+        row.now.drops.iter().map(|(reason, n)| (reason.to_string(), json!(n))).collect();
+    let links: Vec<Value> = board
+        .links
+        .iter()
+        .filter(|((from, to), _)| *from == id || *to == id)
+        .map(|((from, to), row)| json!({"from": from, "to": to, "latency_ns": stats(&row.latency)}))
+        .collect();
+    if let Some(object) = value.as_object_mut() {
+        object.insert("over_time".into(), json!(points));
+        object.insert("drops_by_reason".into(), json!(drops));
+        object.insert("links".into(), json!(links));
+        object.insert("events".into(), json!(events_of(board, |e| e.node == Some(id))));
+    }
+    Some(value)
+}
+
+pub fn link(board: &Board, from: u32, to: u32) -> Option<Value> {
+    let row = board.links.get(&(from, to))?;
+    let points: Vec<Value> = row.points.iter().map(|(t, mean)| json!({"t_ms": t, "latency": mean})).collect();
+    Some(json!({"from": from, "to": to, "latency_ns": stats(&row.latency),
+                "seen_ms_ago": board.now_ms.saturating_sub(row.seen_ms), "over_time": points}))
+}
+
+fn flow_brief(row: &FlowRow, now_ms: u64) -> Value {
+    json!({"id": row.id, "flow": crate::schema::flow(&row.key), "name": row.key.to_string(),
+           "latency_ns": stats(&row.latency), "lost_packets": row.lost,
+           "changed_ms_ago": now_ms.saturating_sub(row.changed_ms), "path": row.path()})
+}
+
+/// The flows table: sorted by `sort` (latency: p99 then mean, highest
+/// first; loss: most lost first; change: latest first; else by id),
+/// `limit` rows from `offset`.
+pub fn flows(board: &Board, sort: &str, offset: usize, limit: usize) -> Value {
+    let mut rows: Vec<&FlowRow> = board.flows.values().collect();
+    let latency = |row: &FlowRow| {
+        (row.latency.p99.or(row.latency.max), row.latency.sum / i128::from(row.latency.count.max(1)))
+    };
+    match sort {
+        "latency" => rows.sort_by(|a, b| latency(b).cmp(&latency(a)).then(a.id.cmp(&b.id))),
+        "loss" => rows.sort_by(|a, b| b.lost.cmp(&a.lost).then(a.id.cmp(&b.id))),
+        "change" => rows.sort_by(|a, b| b.changed_ms.cmp(&a.changed_ms).then(a.id.cmp(&b.id))),
+        _ => rows.sort_by_key(|row| row.id),
+    }
+    let shown: Vec<Value> = rows
+        .iter()
+        .skip(offset)
+        .take(limit.min(MAX_FLOW_ROWS))
+        .map(|row| flow_brief(row, board.now_ms))
+        .collect();
+    json!({"now_ms": board.now_ms, "total": rows.len(), "offset": offset, "sort": sort, "flows": shown})
+}
+
+pub fn flow(board: &Board, id: u64) -> Option<Value> {
+    let row = board.ids.get(&id).and_then(|key| board.flows.get(key))?;
+    let mut value = flow_brief(row, board.now_ms);
+    let paths: Vec<Value> =
+        row.paths.iter().map(|(t, path)| json!({"t_ms": t, "path": path, "text": path_text(path)})).collect();
+    let points: Vec<Value> =
+        row.points.iter().map(|p| json!({"t_ms": p.t_ms, "latency": p.latency, "lost": p.lost})).collect();
+    if let Some(object) = value.as_object_mut() {
+        object.insert("path_history".into(), json!(paths));
+        object.insert("over_time".into(), json!(points));
+        object.insert("events".into(), json!(events_of(board, |e| e.flow == Some(id))));
+    }
+    Some(value)
+}
+
+fn event(event: &Event) -> Value {
+    json!({"t_ms": event.t_ms, "kind": event.kind.name(), "node": event.node, "flow": event.flow,
+           "text": event.text})
+}
+
+/// Events that `keep`, newest first.
+fn events_of(board: &Board, keep: impl Fn(&Event) -> bool) -> Vec<Value> {
+    board.events.iter().rev().filter(|e| keep(e)).map(event).collect()
+}
+
+/// The newest `limit` events, newest first.
+pub fn events(board: &Board, limit: usize) -> Value {
+    let events: Vec<Value> = board.events.iter().rev().take(limit).map(event).collect();
+    json!({"now_ms": board.now_ms, "events": events})
+}

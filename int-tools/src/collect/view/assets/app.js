@@ -1,0 +1,293 @@
+// collect's live view: one page, routes in the URL's hash, each page
+// polling its own JSON under /api/ every second. No framework, no network
+// beyond collect itself.
+"use strict";
+
+const POLL_MS = 1000;
+const page = document.getElementById("page");
+const quantile = document.getElementById("quantile");
+let timer = null;
+// Each refresh has a number; a refresh overtaken by a newer one (the user
+// went to another page meanwhile) paints nothing and schedules nothing.
+let generation = 0;
+// Rows of the topology's tables at most: at a fleet's size the rest are
+// on each node's page.
+const TABLE_ROWS = 100;
+const LABELLED_LINKS = 200;
+let flowSort = "latency";
+
+function esc(text) {
+  return String(text).replace(/[&<>"']/g, c => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
+}
+
+// A node as the page names it: its name where the JSON has one, else its
+// id as a number (never a dotted quad: IOAM's ids are 24 bits).
+function nodeName(n) { return n.node_name != null ? n.node_name : String(n.node != null ? n.node : n); }
+
+function ns(v) {
+  if (v == null) return "–";
+  const a = Math.abs(v);
+  if (a < 1e3) return v + " ns";
+  if (a < 1e6) return (v / 1e3).toFixed(a < 1e4 ? 2 : 1) + " µs";
+  if (a < 1e9) return (v / 1e6).toFixed(a < 1e7 ? 2 : 1) + " ms";
+  return (v / 1e9).toFixed(2) + " s";
+}
+
+function ago(ms) {
+  if (ms < 1500) return "now";
+  if (ms < 120000) return Math.round(ms / 1000) + " s ago";
+  return Math.round(ms / 60000) + " min ago";
+}
+
+// A time of the view (ms since it started) as a clock time here.
+function clock(tMs, nowMs) {
+  return new Date(Date.now() - (nowMs - tMs)).toLocaleTimeString([], {hour12: false});
+}
+
+async function api(path) {
+  const response = await fetch("/api/" + path, {cache: "no-store"});
+  if (response.status === 404) return null;
+  if (!response.ok) throw new Error(path + ": " + response.status);
+  return response.json();
+}
+
+// Green (fast) to red (slow), on a log scale between the fastest and the
+// slowest link shown.
+function colour(v, lo, hi) {
+  if (v == null) return "#b9bec9";
+  const span = Math.log(Math.max(hi, 1)) - Math.log(Math.max(lo, 1));
+  const x = span > 0 ? (Math.log(Math.max(v, 1)) - Math.log(Math.max(lo, 1))) / span : 0;
+  return "hsl(" + Math.round(120 * (1 - x)) + ",72%,42%)";
+}
+
+// Columns by depth (a node's least position in any followed path), rows
+// by id within a column.
+function layout(topo) {
+  const columns = new Map();
+  const deepest = Math.max(0, ...Object.values(topo.depth));
+  for (const n of topo.nodes) {
+    const d = topo.depth[n.node] != null ? topo.depth[n.node] : deepest + 1;
+    if (!columns.has(d)) columns.set(d, []);
+    columns.get(d).push(n);
+  }
+  const depths = [...columns.keys()].sort((a, b) => a - b);
+  const at = new Map();
+  const tallest = Math.max(1, ...[...columns.values()].map(c => c.length));
+  const width = 1100, rowH = 70, height = Math.max(260, tallest * rowH + 60);
+  depths.forEach((d, i) => {
+    const nodes = columns.get(d).sort((a, b) => a.node - b.node);
+    const x = 70 + (depths.length > 1 ? i * (width - 140) / (depths.length - 1) : (width - 140) / 2);
+    nodes.forEach((n, j) => at.set(n.node, {x, y: (height - nodes.length * rowH) / 2 + rowH * (j + 0.5)}));
+  });
+  return {at, width, height};
+}
+
+// Each link its own line, labelled and a link to its page.
+function linkLines(links, at, q, lo, hi) {
+  let svg = "";
+  for (const l of links) {
+    const a = at.get(l.from), b = at.get(l.to);
+    if (!a || !b) continue;
+    const v = l.latency_ns[q];
+    svg += `<g class="link" data-link="${l.from}-${l.to}" data-latency="${v == null ? "" : v}">` +
+      `<a href="#/link/${l.from}/${l.to}"><line x1="${a.x}" y1="${a.y}" x2="${b.x}" y2="${b.y}" stroke="${colour(v, lo, hi)}"/>` +
+      `<text x="${(a.x + b.x) / 2}" y="${(a.y + b.y) / 2 - 7}" text-anchor="middle">${esc(ns(v))}</text></a></g>`;
+  }
+  return svg;
+}
+
+// A fleet's links: one path per shade of colour (thousands of elements
+// would take seconds to draw); each link's page is reached from its nodes.
+function linkShades(links, at, q, lo, hi) {
+  const shades = new Map();
+  for (const l of links) {
+    const a = at.get(l.from), b = at.get(l.to);
+    if (!a || !b) continue;
+    const c = colour(l.latency_ns[q], lo, hi);
+    shades.set(c, (shades.get(c) || "") + `M${a.x} ${a.y}L${b.x} ${b.y}`);
+  }
+  return [...shades].map(([c, d]) => `<path class="shade" d="${d}" stroke="${c}" stroke-width="1" opacity="0.5"/>`).join("");
+}
+
+function topologySvg(topo, q) {
+  const {at, width, height} = layout(topo);
+  const values = topo.links.map(l => l.latency_ns[q]).filter(v => v != null);
+  const lo = Math.min(...values), hi = Math.max(...values);
+  // Latencies written on the links only while they can be read.
+  const labelled = topo.links.length <= LABELLED_LINKS;
+  let svg = `<svg class="topology" id="topology" viewBox="0 0 ${width} ${height}" preserveAspectRatio="xMidYMin meet">`;
+  svg += labelled ? linkLines(topo.links, at, q, lo, hi) : linkShades(topo.links, at, q, lo, hi);
+  for (const n of topo.nodes) {
+    const p = at.get(n.node);
+    svg += `<g class="node${n.stale ? " stale" : ""}" data-node="${n.node}" data-stale="${n.stale}">` +
+      `<a href="#/node/${n.node}"><circle cx="${p.x}" cy="${p.y}" r="15"/>` +
+      `<text x="${p.x}" y="${p.y + 32}" text-anchor="middle">${esc(nodeName(n))}</text>` +
+      (n.stale ? `<text class="state" x="${p.x}" y="${p.y - 22}" text-anchor="middle">stale</text>` : "") + `</a></g>`;
+  }
+  return {svg: svg + "</svg>", lo, hi};
+}
+
+async function showTopology() {
+  const topo = await api("topology");
+  const q = quantile.value;
+  const {svg, lo, hi} = topologySvg(topo, q);
+  const legend = topo.links.length ? `<div class="legend">link latency ${q}: ${esc(ns(lo))}<span class="bar"></span>${esc(ns(hi))}</div>` : "";
+  // The most observed links, the stale nodes first: the rest are on the
+  // nodes' pages.
+  const byCount = topo.links.slice().sort((a, b) => b.latency_ns.count - a.latency_ns.count).slice(0, TABLE_ROWS);
+  const staleFirst = topo.nodes.slice().sort((a, b) => (b.stale - a.stale) || (a.node - b.node)).slice(0, TABLE_ROWS);
+  const of = (shown, all) => shown.length < all.length ? ` <span class="muted">(${shown.length} of ${all.length})</span>` : "";
+  const links = byCount.map(l => `<tr class="row" data-link="${l.from}-${l.to}" onclick="location.hash='#/link/${l.from}/${l.to}'">` +
+    `<td>${l.from} → ${l.to}</td><td class="num p50">${ns(l.latency_ns.p50)}</td><td class="num p99">${ns(l.latency_ns.p99)}</td>` +
+    `<td class="num">${l.latency_ns.count}</td></tr>`).join("");
+  const nodes = staleFirst.map(n => `<tr class="row" data-node="${n.node}" onclick="location.hash='#/node/${n.node}'">` +
+    `<td>${esc(nodeName(n))}</td><td>${badge(n.stale)}</td><td class="num">${n.hops}</td>` +
+    `<td class="num">${ns(n.hop_latency.p50)}</td><td class="num">${ns(n.hop_latency.p99)}</td><td class="num">${n.drops}</td>` +
+    `<td>${ago(n.seen_ms_ago)}</td></tr>`).join("");
+  return (`<h2>Topology</h2>${legend}${topo.nodes.length ? svg : '<p class="muted">No node yet: no INT 2.1 or IOAM hop reported.</p>'}` +
+    `<div class="charts"><div><h3>Links${of(byCount, topo.links)}</h3><table id="links"><tr><th>link</th><th class="num">p50</th><th class="num">p99</th><th class="num">observations</th></tr>${links}</table></div>` +
+    `<div><h3>Nodes${of(staleFirst, topo.nodes)}</h3><table id="nodes"><tr><th>node</th><th>state</th><th class="num">hops</th><th class="num">hop latency p50</th><th class="num">p99</th><th class="num">drop reports</th><th>last report</th></tr>${nodes}</table></div></div>`);
+}
+
+function badge(stale) {
+  return stale ? '<span class="badge stale">stale</span>' : '<span class="badge fresh">reporting</span>';
+}
+
+// A line chart of `points[key]` over time (null values are gaps left out).
+function chart(title, points, key, show, nowMs) {
+  const w = 520, h = 200, left = 70, bottom = 24;
+  const pts = points.filter(p => p[key] != null);
+  if (!pts.length) return `<div class="chart-box"><h3>${esc(title)}</h3><p class="muted">No value yet.</p></div>`;
+  const t0 = pts[0].t_ms, t1 = Math.max(pts[pts.length - 1].t_ms, t0 + 1);
+  const vs = pts.map(p => p[key]), lo = Math.min(0, ...vs), hi = Math.max(...vs, lo + 1);
+  const x = t => left + (t - t0) / (t1 - t0) * (w - left - 10);
+  const y = v => 10 + (1 - (v - lo) / (hi - lo)) * (h - bottom - 10);
+  const line = pts.map(p => `${x(p.t_ms).toFixed(1)},${y(p[key]).toFixed(1)}`).join(" ");
+  return `<div class="chart-box"><h3>${esc(title)}</h3><svg class="chart" viewBox="0 0 ${w} ${h}" width="100%">` +
+    `<line class="axis" x1="${left}" y1="${h - bottom}" x2="${w - 10}" y2="${h - bottom}"/><line class="axis" x1="${left}" y1="10" x2="${left}" y2="${h - bottom}"/>` +
+    `<text x="${left - 6}" y="14" text-anchor="end">${esc(show(hi))}</text><text x="${left - 6}" y="${h - bottom}" text-anchor="end">${esc(show(lo))}</text>` +
+    `<text x="${left}" y="${h - 6}">${clock(t0, nowMs)}</text><text x="${w - 10}" y="${h - 6}" text-anchor="end">${clock(t1, nowMs)}</text>` +
+    (pts.length === 1 ? `<circle cx="${x(pts[0].t_ms)}" cy="${y(pts[0][key])}" r="3" fill="#2457c5"/>` : `<polyline points="${line}"/>`) + `</svg></div>`;
+}
+
+function eventsTable(events, nowMs, id) {
+  if (!events.length) return '<p class="muted">No event.</p>';
+  const rows = events.map(e => `<tr class="event" data-kind="${e.kind}"><td>${clock(e.t_ms, nowMs)}</td>` +
+    `<td><span class="kind ${e.kind}">${e.kind.replace("_", " ")}</span></td><td>${esc(e.text)}</td>` +
+    `<td>${e.node != null ? `<a href="#/node/${e.node}">node ${e.node}</a>` : ""}</td>` +
+    `<td>${e.flow != null ? `<a href="#/flow/${e.flow}">flow ${e.flow}</a>` : ""}</td></tr>`).join("");
+  return `<table id="${id}"><tr><th>time</th><th>event</th><th>what</th><th>node</th><th>flow</th></tr>${rows}</table>`;
+}
+
+function facts(pairs) {
+  return '<div class="card facts">' + pairs.map(([k, v]) => `<div><b>${v}</b><span>${esc(k)}</span></div>`).join("") + "</div>";
+}
+
+async function showNode(id) {
+  const n = await api("nodes/" + id);
+  if (!n) { return (`<p>Node ${esc(id)} is not in the view.</p>`); }
+  const drops = Object.entries(n.drops_by_reason).map(([r, c]) => `<tr><td>${esc(r)}</td><td class="num">${c}</td></tr>`).join("");
+  const links = n.links.map(l => `<tr class="row" onclick="location.hash='#/link/${l.from}/${l.to}'"><td>${l.from} → ${l.to}</td>` +
+    `<td class="num">${ns(l.latency_ns.p50)}</td><td class="num">${ns(l.latency_ns.p99)}</td></tr>`).join("");
+  return (`<h2 id="node-title">Node ${esc(nodeName(n))} ${badge(n.stale)}</h2>` +
+    facts([["hops", n.hops], ["hop latency p50", ns(n.hop_latency.p50)], ["hop latency p99", ns(n.hop_latency.p99)],
+      ["queue p50", n.queue_occupancy.p50 ?? "–"], ["queue max", n.queue_occupancy.max ?? "–"], ["drop reports", n.drops], ["last report", ago(n.seen_ms_ago)]]) +
+    `<div class="charts">${chart("Hop latency (mean per interval)", n.over_time, "hop_latency", ns, nowOf())}` +
+    `${chart("Queue occupancy (mean per interval)", n.over_time, "queue", v => String(Math.round(v)), nowOf())}</div>` +
+    `<div class="charts"><div><h3>Drops by reason</h3>${drops ? `<table id="drops"><tr><th>reason</th><th class="num">reports</th></tr>${drops}</table>` : '<p class="muted">No drop report.</p>'}</div>` +
+    `<div><h3>Links</h3><table><tr><th>link</th><th class="num">p50</th><th class="num">p99</th></tr>${links}</table></div></div>` +
+    `<h3>Events</h3>${eventsTable(n.events, nowOf(), "node-events")}`);
+}
+
+// The view's time now, as the last overview said.
+let viewNow = 0;
+function nowOf() { return viewNow; }
+
+async function showLink(from, to) {
+  const l = await api(`links/${from}/${to}`);
+  if (!l) { return (`<p>Link ${esc(from)} → ${esc(to)} is not in the view.</p>`); }
+  return (`<h2 id="link-title">Link <a href="#/node/${l.from}">${l.from}</a> → <a href="#/node/${l.to}">${l.to}</a></h2>` +
+    facts([["observations", l.latency_ns.count], ["p50", ns(l.latency_ns.p50)], ["p99", ns(l.latency_ns.p99)],
+      ["min", ns(l.latency_ns.min)], ["max", ns(l.latency_ns.max)], ["last observation", ago(l.seen_ms_ago)]]) +
+    chart("Latency, egress to next ingress (mean per interval)", l.over_time, "latency", ns, nowOf()));
+}
+
+async function showFlows() {
+  const f = await api(`flows?sort=${flowSort}&limit=200`);
+  const head = (key, label) => `<th class="num sort${flowSort === key ? " sorted" : ""}" data-sort="${key}">${label}</th>`;
+  const rows = f.flows.map(r => `<tr class="row" data-flow="${r.id}" onclick="location.hash='#/flow/${r.id}'">` +
+    `<td>${r.id}</td><td>${esc(r.name)}</td><td>${r.path ? esc(r.path.join(" › ")) : "–"}</td><td class="num">${r.latency_ns.count}</td>` +
+    `<td class="num">${ns(r.latency_ns.p50)}</td><td class="num">${ns(r.latency_ns.p99)}</td><td class="num">${r.lost_packets}</td>` +
+    `<td>${ago(r.changed_ms_ago)}</td></tr>`).join("");
+  return (`<h2>Flows <span class="muted">(${f.flows.length} of ${f.total})</span></h2>` +
+    `<table id="flows"><tr><th>#</th><th>flow</th><th>path</th><th class="num">reports</th><th class="num">latency p50</th>` +
+    `${head("latency", "p99")}${head("loss", "lost")}${head("change", "last change").replace("num ", "")}</tr>${rows}</table>`);
+}
+
+async function showFlow(id) {
+  const f = await api("flows/" + id);
+  if (!f) { return (`<p>Flow ${esc(id)} is not in the view.</p>`); }
+  const pathLinks = p => p.map(n => `<a href="#/node/${n}">${n}</a>`).join(" › ");
+  const history = f.path_history.slice().reverse().map(p => `<tr class="path"><td>${clock(p.t_ms, nowOf())}</td><td>${pathLinks(p.path)}</td></tr>`).join("");
+  return (`<h2 id="flow-title">Flow ${f.id}: ${esc(f.name)}</h2>` +
+    facts([["path now", f.path ? pathLinks(f.path) : "–"], ["reports", f.latency_ns.count], ["latency p50", ns(f.latency_ns.p50)],
+      ["latency p99", ns(f.latency_ns.p99)], ["lost", f.lost_packets], ["last change", ago(f.changed_ms_ago)]]) +
+    `<div class="charts">${chart("Latency (mean per interval)", f.over_time, "latency", ns, nowOf())}` +
+    `${chart("Packets lost per interval", f.over_time, "lost", v => String(Math.round(v)), nowOf())}</div>` +
+    `<h3>Path history</h3>${history ? `<table id="path-history"><tr><th>seen from</th><th>path</th></tr>${history}</table>` : '<p class="muted">No path followed.</p>'}` +
+    `<h3>Events</h3>${eventsTable(f.events, nowOf(), "flow-events")}`);
+}
+
+async function showEvents() {
+  const e = await api("events?limit=500");
+  return (`<h2>Events <span class="muted">(newest first)</span></h2>${eventsTable(e.events, e.now_ms, "events")}`);
+}
+
+async function showOverview() {
+  const o = await api("overview");
+  viewNow = o.now_ms;
+  document.getElementById("overview").textContent =
+    `${o.reports} reports · ${o.nodes} nodes (${o.stale_nodes} stale) · ${o.links} links · ${o.flows} flows`;
+}
+
+function route() {
+  const parts = location.hash.replace(/^#\/?/, "").split("/");
+  document.querySelectorAll("header nav a").forEach(a => a.classList.remove("here"));
+  const here = {"": "topology", node: "topology", link: "topology", flows: "flows", flow: "flows", events: "events"}[parts[0]];
+  if (here) document.getElementById("nav-" + here).classList.add("here");
+  switch (parts[0]) {
+    case "node": return showNode(parts[1]);
+    case "link": return showLink(parts[1], parts[2]);
+    case "flows": return showFlows();
+    case "flow": return showFlow(parts[1]);
+    case "events": return showEvents();
+    default: return showTopology();
+  }
+}
+
+async function refresh() {
+  clearTimeout(timer);
+  const mine = ++generation, started = performance.now();
+  try {
+    await showOverview();
+    const html = await route();
+    if (mine !== generation) return;
+    page.innerHTML = html;
+    document.body.dataset.loaded = "yes";
+  } catch (error) {
+    document.getElementById("overview").textContent = "collect unreachable: " + error.message;
+  }
+  // A page that takes long to draw (a fleet's topology) is drawn less
+  // often: the browser stays free four fifths of the time.
+  if (mine === generation) timer = setTimeout(refresh, Math.max(POLL_MS, 4 * (performance.now() - started)));
+}
+
+// The flows table's sortable headers (drawn anew at every refresh).
+page.addEventListener("click", event => {
+  const th = event.target.closest("th.sort");
+  if (th) { flowSort = th.dataset.sort; refresh(); }
+});
+
+window.addEventListener("hashchange", refresh);
+quantile.addEventListener("change", refresh);
+refresh();

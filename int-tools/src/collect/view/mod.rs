@@ -1,0 +1,171 @@
+//! `collect --http ADDR`: the live web view. A page (topology, nodes,
+//! links, flows, events; plain HTML, JS and CSS built into the binary)
+//! and the JSON behind it under `/api/...`.
+//!
+//! Two threads of its own, so the receivers pay for neither: a sampler
+//! that copies what the page needs out of each socket's books (one brief
+//! lock each, [`sample::Sample::take`]) into the view's board at every
+//! `--view-sample-ms`, and an HTTP server (axum on a current-thread tokio
+//! runtime) that answers from the board alone.
+
+mod api;
+mod board;
+mod sample;
+
+use std::collections::HashMap;
+use std::net::{SocketAddr, TcpListener};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use axum::extract::{Path, Query, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+
+use super::Shared;
+use board::Board;
+use sample::Sample;
+
+/// What `--http` and its settings ask for.
+#[derive(Debug, Clone, Copy)]
+pub struct Settings {
+    pub addr: SocketAddr,
+    /// How often the books are sampled.
+    pub sample: Duration,
+    /// A node no report told of for this long is shown stale.
+    pub stale_after: Duration,
+}
+
+type Shown = Arc<RwLock<Board>>;
+
+/// Binds the address (a taken one fails now, at start) and starts the
+/// sampler and the server; both end when the collector stops.
+pub fn start(settings: Settings, shared: Arc<Shared>) -> Result<Vec<std::thread::JoinHandle<()>>, String> {
+    let listener = TcpListener::bind(settings.addr).map_err(|e| format!("--http {}: {e}", settings.addr))?;
+    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    listener.set_nonblocking(true).map_err(|e| format!("--http {local}: {e}"))?;
+    let stale_ms = u64::try_from(settings.stale_after.as_millis()).unwrap_or(u64::MAX);
+    let shown: Shown = Arc::new(RwLock::new(Board::new(stale_ms)));
+    let sampler = {
+        let (shown, shared) = (Arc::clone(&shown), Arc::clone(&shared));
+        std::thread::Builder::new()
+            .name("collect-view-sample".into())
+            .spawn(move || sample_until_quit(&shared, &shown, settings.sample))
+            .map_err(|e| format!("--http: {e}"))?
+    };
+    let server = std::thread::Builder::new()
+        .name("collect-view-http".into())
+        .spawn(move || {
+            if let Err(error) = serve(listener, shown, shared) {
+                eprintln!("collect: view: {error}");
+            }
+        })
+        .map_err(|e| format!("--http: {e}"))?;
+    eprintln!("collect: view on http://{local}/");
+    Ok(vec![sampler, server])
+}
+
+/// Samples the books into the board at every `every` until the collector
+/// stops. The board is read while the books are copied (what is known
+/// spares recomputing), written only to book the copy.
+fn sample_until_quit(shared: &Shared, shown: &RwLock<Board>, every: Duration) {
+    let (started, mut turn) = (Instant::now(), 0);
+    while !shared.quit.load(Ordering::Relaxed) {
+        let sample = match shown.read() {
+            Ok(board) => Sample::take(shared, &*board, &mut turn),
+            Err(_) => return,
+        };
+        let now_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        match shown.write() {
+            Ok(mut board) => board.apply(sample, now_ms),
+            Err(_) => return,
+        }
+        let next = Instant::now() + every;
+        // Short naps: the collector's stop is seen within 50 ms.
+        while Instant::now() < next && !shared.quit.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(50).min(every));
+        }
+    }
+}
+
+fn serve(listener: TcpListener, shown: Shown, shared: Arc<Shared>) -> Result<(), String> {
+    let runtime =
+        tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::from_std(listener).map_err(|e| e.to_string())?;
+        let quit = async move {
+            while !shared.quit.load(Ordering::Relaxed) {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        };
+        axum::serve(listener, routes(shown)).with_graceful_shutdown(quit).await.map_err(|e| e.to_string())
+    })
+}
+
+fn routes(shown: Shown) -> Router {
+    Router::new()
+        .route("/", get(|| async { asset("text/html; charset=utf-8", include_str!("assets/index.html")) }))
+        .route("/app.js", get(|| async { asset("text/javascript", include_str!("assets/app.js")) }))
+        .route("/style.css", get(|| async { asset("text/css", include_str!("assets/style.css")) }))
+        .route(
+            "/api/overview",
+            get(|State(s): State<Shown>| async move { answer(&s, |b| Some(api::overview(b))) }),
+        )
+        .route(
+            "/api/topology",
+            get(|State(s): State<Shown>| async move { answer(&s, |b| Some(api::topology(b))) }),
+        )
+        .route(
+            "/api/nodes/{id}",
+            get(
+                |State(s): State<Shown>, Path(id): Path<u32>| async move { answer(&s, |b| api::node(b, id)) },
+            ),
+        )
+        .route(
+            "/api/links/{from}/{to}",
+            get(|State(s): State<Shown>, Path((from, to)): Path<(u32, u32)>| async move {
+                answer(&s, |b| api::link(b, from, to))
+            }),
+        )
+        .route("/api/flows", get(flows))
+        .route(
+            "/api/flows/{id}",
+            get(
+                |State(s): State<Shown>, Path(id): Path<u64>| async move { answer(&s, |b| api::flow(b, id)) },
+            ),
+        )
+        .route(
+            "/api/events",
+            get(|State(s): State<Shown>, Query(q): Query<HashMap<String, String>>| async move {
+                let limit = number(&q, "limit", 200);
+                answer(&s, |b| Some(api::events(b, limit)))
+            }),
+        )
+        .with_state(shown)
+}
+
+async fn flows(State(shown): State<Shown>, Query(query): Query<HashMap<String, String>>) -> Response {
+    let sort = query.get("sort").map_or("id", String::as_str);
+    let (offset, limit) = (number(&query, "offset", 0), number(&query, "limit", 100));
+    answer(&shown, |board| Some(api::flows(board, sort, offset, limit)))
+}
+
+/// A query's number, or `default` when absent or not a number.
+fn number(query: &HashMap<String, String>, name: &str, default: usize) -> usize {
+    query.get(name).and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn asset(content_type: &'static str, body: &'static str) -> Response {
+    ([(header::CONTENT_TYPE, content_type), (header::CACHE_CONTROL, "no-cache")], body).into_response()
+}
+
+/// The board's JSON for a page, or 404 for what the board does not hold.
+fn answer(shown: &RwLock<Board>, build: impl FnOnce(&Board) -> Option<serde_json::Value>) -> Response {
+    match shown.read().map(|board| build(&board)) {
+        Ok(Some(value)) => Json(value).into_response(),
+        Ok(None) => (StatusCode::NOT_FOUND, "not in the view").into_response(),
+        Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "the view's sampler failed").into_response(),
+    }
+}

@@ -1,0 +1,230 @@
+//! collect's live web view (`--http`) in a real browser: headless Chromium
+//! driven by selenium (tests/view/browser.py) loads the view of a collect
+//! fed Telemetry Report 2.0 reports of a multi-hop INT 2.1 path, and finds
+//! every node, the link latencies of collect's own JSON summary, the path
+//! change in the events and in the flow's drill-down, and a node that
+//! stops reporting shown stale. Screenshots of each page go to
+//! `INT_VIEW_SHOTS` (docs/view to refresh the docs' ones), else to a
+//! folder under target/.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
+#[path = "../../tests/common/collector.rs"]
+mod collector;
+
+use std::io::{BufRead, BufReader};
+use std::net::UdpSocket;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use collector::{stack_report, summary_of, switch_reports};
+
+const BIN: &str = env!("CARGO_BIN_EXE_int-tools");
+
+/// collect with `args` on free loopback ports; returns it, where it
+/// listens for reports and where its view is.
+fn start_collect_with_view(args: &[&str]) -> (Child, String, String) {
+    start_collect_serving(&[&["--http", "127.0.0.1:0"], args].concat(), "view on http://")
+}
+
+/// collect with `args`, one of them a server (`--http` or `--metrics`) on a
+/// free port that collect names after `says`; returns it, where it listens
+/// for reports and where the server is.
+fn start_collect_serving(args: &[&str], says: &str) -> (Child, String, String) {
+    let (child, mut said) = collector::start_collect_saying(Path::new(BIN), args, &["listening on ", says]);
+    let server = said.pop().unwrap();
+    (child, said.pop().unwrap(), server)
+}
+
+/// GET `path` of the view: its JSON.
+fn get(view: &str, path: &str) -> serde_json::Value {
+    let body = collector::http_get(view, path);
+    serde_json::from_str(&body).unwrap_or_else(|e| panic!("{path}: {e}: {body}"))
+}
+
+/// Waits for the view to have booked `reports` datagrams.
+fn wait_for_reports(view: &str, reports: u64) {
+    while get(view, "/api/overview")["reports"].as_u64() < Some(reports) {
+        std::thread::yield_now();
+    }
+}
+
+fn shots_dir() -> PathBuf {
+    let dir = match std::env::var_os("INT_VIEW_SHOTS") {
+        Some(dir) => Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(dir),
+        None => Path::new(env!("CARGO_TARGET_TMPDIR")).join("view-shots"),
+    };
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The reports of flows 2 and 3 (over nodes 1 > 2 > 3 > 9) again and
+/// again, from another socket, until `done`: every node but 4 (only on
+/// flow 1's new path) keeps reporting.
+fn keep_reporting(listen: String, done: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
+    let again: Vec<Vec<u8>> = switch_reports()[58..60].to_vec();
+    std::thread::spawn(move || {
+        let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+        while !done.load(Ordering::Relaxed) {
+            for datagram in &again {
+                socket.send_to(datagram, &listen).unwrap();
+            }
+            // Pacing only: the test waits for the page's state, not for this.
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    })
+}
+
+/// A collect that a failing test does not leave running.
+struct Ends(Option<Child>);
+
+impl Drop for Ends {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+#[test]
+fn the_view_shows_the_fleet_in_a_browser() {
+    for binary in ["chromium", "chromedriver", "python3"] {
+        let found = Command::new("sh")
+            .args(["-c", &format!("command -v {binary} >/dev/null")])
+            .status()
+            .unwrap()
+            .success();
+        assert!(
+            found,
+            "{binary} is missing: run scripts/install-deps.sh (chromium, chromium-driver, selenium)"
+        );
+    }
+    let (child, listen, view) =
+        start_collect_with_view(&["--json", "--quiet", "--view-sample-ms", "100", "--view-stale-s", "4"]);
+    let mut child = Ends(Some(child));
+    let datagrams = switch_reports();
+    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    for datagram in &datagrams {
+        socket.send_to(datagram, &listen).unwrap();
+    }
+    wait_for_reports(&view, datagrams.len() as u64);
+    let done = Arc::new(AtomicBool::new(false));
+    let reporter = keep_reporting(listen, Arc::clone(&done));
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/view/browser.py");
+    let links = "1-2,1-4,2-3,3-9,4-3";
+    let output = Command::new("python3")
+        .arg(script)
+        .args(["--url", &format!("http://{view}/"), "--shots", shots_dir().to_str().unwrap()])
+        .args(["--nodes", "1,2,3,4,9", "--links", links, "--stale", "4"])
+        .args(["--old-path", "1 > 2 > 3 > 9", "--new-path", "1 > 4 > 3 > 9"])
+        .output()
+        .unwrap();
+    done.store(true, Ordering::Relaxed);
+    reporter.join().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "the browser test failed: {stderr}");
+    let seen: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    eprintln!("browser: {seen}");
+    // SIGINT: collect stops as an operator stops it, and prints its summary.
+    Command::new("kill").args(["-INT", &child.0.as_ref().unwrap().id().to_string()]).status().unwrap();
+    let summary = summary_of(child.0.take().unwrap());
+    // What the page drew is collect's own summary, link by link.
+    let summary_links = summary["links"].as_array().unwrap();
+    assert_eq!(summary_links.len(), links.split(',').count());
+    for link in summary_links {
+        let key = format!("{}-{}", link["from"], link["to"]);
+        for q in ["p50", "p99"] {
+            assert_eq!(seen["links"][&key][q], link["latency_ns"][q], "link {key} {q}");
+        }
+    }
+    let history = seen["path_history"].as_array().unwrap();
+    assert!(history[0].as_str().unwrap().ends_with("1 › 4 › 3 › 9"), "{history:?}");
+    assert!(history[1].as_str().unwrap().ends_with("1 › 2 › 3 › 9"), "{history:?}");
+}
+
+/// Resident memory of process `pid`, in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// A fleet: `flows` flows (UDP source ports from 1000), each over three
+/// hops of 750 nodes (250 per layer) to one of 250 sinks: 1,000 nodes.
+fn fleet_reports(flows: u32) -> Vec<Vec<u8>> {
+    use int_core::int21::HopMetadata;
+    (0..flows)
+        .map(|f| {
+            let node = |layer: u32| layer * 1000 + (f * (layer + 1) + f / 250) % 250 + 1;
+            let hops: Vec<HopMetadata> = (0..3u32)
+                .rev()
+                .map(|layer| {
+                    let t = 1_000_000 + u64::from(layer) * 10_000 + u64::from(f % 97) * 10;
+                    HopMetadata {
+                        node_id: Some(node(layer)),
+                        hop_latency: Some(1000 + f % 5000),
+                        queue: Some((0, f % 300)),
+                        ingress_timestamp: Some(t),
+                        egress_timestamp: Some(t + 1000),
+                        ..HopMetadata::default()
+                    }
+                })
+                .collect();
+            stack_report(f + 1, node(3), 1000 + (f % 60000) as u16, &hops, 1_040_000)
+        })
+        .collect()
+}
+
+/// The figures of docs/output.md: collect's memory with the view on and
+/// off, and the page's load times, at 10,000 flows and 1,000 nodes. Run
+/// by hand: `cargo test -p int-tools --test view -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn fleet_figures() {
+    let datagrams = fleet_reports(10_000);
+    let (with, listen, view) = start_collect_with_view(&["--quiet", "--view-sample-ms", "1000"]);
+    feed(&datagrams, &listen, |sent| {
+        while get(&view, "/api/overview")["reports"].as_u64() < Some(sent) {
+            std::thread::yield_now();
+        }
+    });
+    while get(&view, "/api/overview")["flows"].as_u64() < Some(10_000) {
+        std::thread::yield_now();
+    }
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/view/browser.py");
+    let output = Command::new("python3")
+        .args([script, "--url", &format!("http://{view}/"), "--measure"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    eprintln!("view on: {} KiB resident; {}", rss_kib(with.id()), get(&view, "/api/overview"));
+    eprintln!("page: {}", String::from_utf8_lossy(&output.stdout));
+    Command::new("kill").arg(with.id().to_string()).status().unwrap();
+    // Without the view, collect's own line per report says what it booked
+    // (a scrape of --metrics would copy the books, and its peak would count).
+    let (mut without, listen) = collector::start_collect(Path::new(BIN), &["--json"]);
+    let mut lines = BufReader::new(without.stdout.take().unwrap()).lines();
+    let mut read = 0;
+    feed(&datagrams, &listen, |sent| {
+        while read < sent {
+            lines.next().unwrap().unwrap();
+            read += 1;
+        }
+    });
+    eprintln!("view off: {} KiB resident", rss_kib(without.id()));
+    Command::new("kill").arg(without.id().to_string()).status().unwrap();
+}
+
+/// Sends `datagrams` 500 at a time, each lot once `booked(sent so far)`
+/// returns (no lot overflows the receive buffer).
+fn feed(datagrams: &[Vec<u8>], listen: &str, mut booked: impl FnMut(u64)) {
+    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    for (i, lot) in datagrams.chunks(500).enumerate() {
+        for datagram in lot {
+            socket.send_to(datagram, listen).unwrap();
+        }
+        booked((i * 500 + lot.len()) as u64);
+    }
+}

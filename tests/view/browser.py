@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""collect's live view in a real browser: headless Chromium (Debian's
+chromium and chromium-driver) driven by selenium, against a collect that
+int-tools/tests/view.rs has fed. Every step waits for a state of the page
+(elements present, text equal), never for a time. Prints what it read as
+one JSON object on stdout; fails (exit 1) with the step that did not
+happen."""
+
+import argparse
+import base64
+import json
+import shutil
+import sys
+import tempfile
+import time
+
+try:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+except ImportError:
+    sys.exit("selenium is missing: scripts/install-deps.sh installs it (pip install selenium)")
+
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--no-first-run", "--disable-sync", "--window-size=1400,1000"]
+
+
+def browser(profile):
+    for binary in ("chromium", "chromedriver"):
+        if shutil.which(binary) is None:
+            sys.exit(f"{binary} is missing: scripts/install-deps.sh installs chromium and chromium-driver")
+    options = webdriver.ChromeOptions()
+    options.binary_location = shutil.which("chromium")
+    for flag in FLAGS + [f"--user-data-dir={profile}"]:
+        options.add_argument(flag)
+    # The driver given by path: selenium's own manager would go to the network.
+    return webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
+
+
+class Steps:
+    def __init__(self, driver, url, shots, timeout):
+        self.driver, self.url, self.shots = driver, url, shots
+        # The page draws itself anew every second: an element found may be
+        # gone when read; the condition is then tried again.
+        ignored = [NoSuchElementException, StaleElementReferenceException]
+        self.wait = WebDriverWait(driver, timeout, poll_frequency=0.1, ignored_exceptions=ignored)
+
+    def until(self, what, condition):
+        """Waits for `condition(driver)` to be truthy; fails naming `what`."""
+        try:
+            return self.wait.until(condition)
+        except Exception:
+            sys.exit(f"view: {what} never happened; page:\n{''.join(self.texts('#page'))[:3000]}")
+
+    def go(self, hash_):
+        self.driver.execute_script("location.hash = arguments[0]", hash_)
+
+    def shot(self, name):
+        # The whole page, whatever its length, not just the window.
+        size = self.driver.execute_cdp_cmd("Page.getLayoutMetrics", {})["cssContentSize"]
+        clip = {"x": 0, "y": 0, "width": size["width"], "height": min(size["height"], 4000), "scale": 1}
+        shot = self.driver.execute_cdp_cmd(
+            "Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True, "clip": clip})
+        with open(f"{self.shots}/{name}.png", "wb") as file:
+            file.write(base64.b64decode(shot["data"]))
+
+    def attrs(self, selector, attribute):
+        return set(self.read(selector, attribute))
+
+    def read(self, selector, attribute):
+        """`attribute` of every element `selector` finds, read at once (in
+        the page, between two of its redraws)."""
+        return self.driver.execute_script(
+            "return [...document.querySelectorAll(arguments[0])].map(e => e.getAttribute(arguments[1]))",
+            selector, attribute)
+
+    def texts(self, selector):
+        return self.driver.execute_script(
+            "return [...document.querySelectorAll(arguments[0])].map(e => e.innerText)", selector)
+
+
+def topology(s, nodes, links):
+    started = time.monotonic()
+    s.driver.get(s.url)
+    s.until("every node on the topology", lambda d: s.attrs("#topology g.node", "data-node") == set(nodes))
+    load_ms = (time.monotonic() - started) * 1000
+    s.until("every link on the topology", lambda d: s.attrs("#topology g.link", "data-link") == set(links))
+    latency = {}
+    for q in ("p50", "p99"):
+        Select(s.driver.find_element(By.ID, "quantile")).select_by_value(q)
+        # The legend and the links are drawn together.
+        drawn = s.until(f"links coloured by {q}", lambda d: d.execute_script(
+            "const legend = document.querySelector('.legend');"
+            "return legend && legend.innerText.includes('latency ' + arguments[0]) &&"
+            " [...document.querySelectorAll('#topology g.link')].map(e => [e.dataset.link, e.dataset.latency])", q))
+        for link, value in drawn:
+            latency.setdefault(link, {})[q] = int(value)
+    Select(s.driver.find_element(By.ID, "quantile")).select_by_value("p50")
+    s.until("links coloured by p50 again", lambda d: any("latency p50" in t for t in s.texts(".legend")))
+    s.shot("topology")
+    return load_ms, latency
+
+
+def path_change(s, old, new):
+    s.go("#/events")
+    text = f"path {old} -> {new}"
+    flow = s.until("the path change in the events", lambda d: d.execute_script(
+        "const row = [...document.querySelectorAll('#events tr.event[data-kind=path_change]')]"
+        ".find(r => r.innerText.includes(arguments[0]));"
+        "return row && row.querySelector('a[href^=\"#/flow/\"]').getAttribute('href')", text))
+    s.shot("events")
+    s.go(flow)
+    history = s.until("the flow's drill-down with both paths",
+                      lambda d: (lambda rows: len(rows) == 2 and rows)(s.texts("#path-history tr.path")))
+    s.until("the path change among the flow's events",
+            lambda d: any(text in t for t in s.texts("#flow-events tr.event")))
+    s.shot("flow")
+    return history
+
+
+def pages(s, node, reason, link):
+    s.go(f"#/node/{node}")
+    s.until(f"node {node}'s drops by reason",
+            lambda d: any(t.split()[:1] == [reason] for t in s.texts("#drops tr")))
+    s.until(f"node {node}'s charts", lambda d: len(s.texts("svg.chart polyline, svg.chart circle")) >= 2)
+    s.shot("node")
+    s.go(f"#/link/{link.replace('-', '/')}")
+    s.until(f"link {link}'s page", lambda d: s.texts("#link-title") and s.texts("svg.chart"))
+    s.shot("link")
+    s.go("#/flows")
+    s.until("the flows table", lambda d: s.texts("#flows tr.row"))
+    s.until("a click on loss", lambda d: d.find_element(By.CSS_SELECTOR, "th[data-sort=loss]").click() or True)
+    s.until("the flows sorted by loss", lambda d: s.texts("th.sorted[data-sort=loss]"))
+    s.shot("flows")
+    return len(s.texts("#flows tr.row"))
+
+
+def stale(s, quiet, reporting):
+    s.go("#/")
+    s.until(f"node {quiet} shown stale while {reporting} report", lambda d: (
+        s.attrs(f"#topology g.node[data-node='{quiet}']", "data-stale") == {"true"}
+        and all(s.attrs(f"#topology g.node[data-node='{n}']", "data-stale") == {"false"} for n in reporting)))
+    s.shot("topology-stale")
+    s.go("#/events")
+    s.until(f"node {quiet} stale in the events",
+            lambda d: any(f"node {quiet}:" in t for t in s.texts("#events tr.event[data-kind=stale]")))
+
+
+def measure(s):
+    """Load times at a fleet's size: the topology (every node drawn), the
+    flows table (its first 200 rows), a node's page, in ms."""
+    times = {}
+    nodes = s.driver.execute_script("return fetch('/api/overview').then(r => r.json()).then(o => o.nodes)")
+    started = time.monotonic()
+    s.driver.get(s.url)
+    s.until("every node drawn", lambda d: len(s.read("#topology g.node", "data-node")) == nodes)
+    times["topology_ms"] = (time.monotonic() - started) * 1000
+    for name, hash_, selector, rows in (("flows_ms", "#/flows", "#flows tr.row", 200),
+                                        ("node_ms", "#/node/1", "#node-title", 1)):
+        started = time.monotonic()
+        s.go(hash_)
+        s.until(name, lambda d: len(s.texts(selector)) >= rows)
+        times[name] = (time.monotonic() - started) * 1000
+    times["nodes"] = nodes
+    return times
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--measure", action="store_true", help="load times only (a fleet's size)")
+    parser.add_argument("--shots", help="folder for the screenshots")
+    parser.add_argument("--nodes", help="node ids expected, comma-separated")
+    parser.add_argument("--links", help="links expected, FROM-TO comma-separated")
+    parser.add_argument("--old-path")
+    parser.add_argument("--new-path")
+    parser.add_argument("--stale", help="the node that stops reporting")
+    parser.add_argument("--timeout", type=float, default=120)
+    args = parser.parse_args()
+    profile = tempfile.mkdtemp(prefix="int-view-chromium-")
+    driver = browser(profile)
+    try:
+        s = Steps(driver, args.url, args.shots, args.timeout)
+        if args.measure:
+            driver.get(args.url)
+            print(json.dumps(measure(s)))
+            return
+        nodes, links = args.nodes.split(","), args.links.split(",")
+        load_ms, latency = topology(s, nodes, links)
+        history = path_change(s, args.old_path, args.new_path)
+        flows = pages(s, "2", "71", links[0])
+        stale(s, args.stale, [n for n in nodes if n != args.stale])
+        print(json.dumps({"load_ms": load_ms, "links": latency, "path_history": history, "flows": flows}))
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
