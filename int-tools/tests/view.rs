@@ -101,8 +101,21 @@ fn the_view_shows_the_fleet_in_a_browser() {
             "{binary} is missing: run scripts/install-deps.sh (chromium, chromium-driver, selenium)"
         );
     }
-    let (child, listen, view) =
-        start_collect_with_view(&["--json", "--quiet", "--view-sample-ms", "100", "--view-stale-s", "4"]);
+    // Every node by the name --names gives it.
+    let names = Path::new(env!("CARGO_TARGET_TMPDIR")).join("view-names.yaml");
+    std::fs::write(&names, "nodes:\n  1: edge-a\n  2: core-b\n  3: core-c\n  4: edge-d\n  9: sink-z\n")
+        .unwrap();
+    let names = names.to_str().unwrap();
+    let (child, listen, view) = start_collect_with_view(&[
+        "--json",
+        "--quiet",
+        "--view-sample-ms",
+        "100",
+        "--view-stale-s",
+        "4",
+        "--names",
+        names,
+    ]);
     let mut child = Ends(Some(child));
     let datagrams = switch_reports();
     let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -117,8 +130,13 @@ fn the_view_shows_the_fleet_in_a_browser() {
     let output = Command::new("python3")
         .arg(script)
         .args(["--url", &format!("http://{view}/"), "--shots", shots_dir().to_str().unwrap()])
-        .args(["--nodes", "1,2,3,4,9", "--links", links, "--stale", "4"])
-        .args(["--old-path", "1 > 2 > 3 > 9", "--new-path", "1 > 4 > 3 > 9"])
+        .args(["--nodes", "1=edge-a,2=core-b,3=core-c,4=edge-d,9=sink-z", "--links", links, "--stale", "4"])
+        .args([
+            "--old-path",
+            "edge-a > core-b > core-c > sink-z",
+            "--new-path",
+            "edge-a > edge-d > core-c > sink-z",
+        ])
         .output()
         .unwrap();
     done.store(true, Ordering::Relaxed);
@@ -140,8 +158,8 @@ fn the_view_shows_the_fleet_in_a_browser() {
         }
     }
     let history = seen["path_history"].as_array().unwrap();
-    assert!(history[0].as_str().unwrap().ends_with("1 › 4 › 3 › 9"), "{history:?}");
-    assert!(history[1].as_str().unwrap().ends_with("1 › 2 › 3 › 9"), "{history:?}");
+    assert!(history[0].as_str().unwrap().ends_with("edge-a › edge-d › core-c › sink-z"), "{history:?}");
+    assert!(history[1].as_str().unwrap().ends_with("edge-a › core-b › core-c › sink-z"), "{history:?}");
 }
 
 /// Resident memory of process `pid`, in KiB.

@@ -81,11 +81,14 @@ class Steps:
             "return [...document.querySelectorAll(arguments[0])].map(e => e.innerText)", selector)
 
 
-def topology(s, nodes, links):
+def topology(s, named, links):
     started = time.monotonic()
     s.driver.get(s.url)
-    s.until("every node on the topology", lambda d: s.attrs("#topology g.node", "data-node") == set(nodes))
+    s.until("every node on the topology", lambda d: s.attrs("#topology g.node", "data-node") == set(named))
     load_ms = (time.monotonic() - started) * 1000
+    s.until("every node by its name", lambda d: dict(d.execute_script(
+        "return [...document.querySelectorAll('#topology g.node')]"
+        ".map(e => [e.dataset.node, e.querySelector('text').textContent])")) == named)
     s.until("every link on the topology", lambda d: s.attrs("#topology g.link", "data-link") == set(links))
     latency = {}
     for q in ("p50", "p99"):
@@ -145,7 +148,7 @@ def stale(s, quiet, reporting):
     s.shot("topology-stale")
     s.go("#/events")
     s.until(f"node {quiet} stale in the events",
-            lambda d: any(f"node {quiet}:" in t for t in s.texts("#events tr.event[data-kind=stale]")))
+            lambda d: any(f"({quiet}):" in t for t in s.texts("#events tr.event[data-kind=stale]")))
 
 
 def measure(s):
@@ -172,7 +175,7 @@ def main():
     parser.add_argument("--url", required=True)
     parser.add_argument("--measure", action="store_true", help="load times only (a fleet's size)")
     parser.add_argument("--shots", help="folder for the screenshots")
-    parser.add_argument("--nodes", help="node ids expected, comma-separated")
+    parser.add_argument("--nodes", help="node ids expected, comma-separated, each ID=NAME")
     parser.add_argument("--links", help="links expected, FROM-TO comma-separated")
     parser.add_argument("--old-path")
     parser.add_argument("--new-path")
@@ -187,8 +190,9 @@ def main():
             driver.get(args.url)
             print(json.dumps(measure(s)))
             return
-        nodes, links = args.nodes.split(","), args.links.split(",")
-        load_ms, latency = topology(s, nodes, links)
+        named = dict(pair.split("=") for pair in args.nodes.split(","))
+        nodes, links = list(named), args.links.split(",")
+        load_ms, latency = topology(s, named, links)
         history = path_change(s, args.old_path, args.new_path)
         flows = pages(s, "2", "71", links[0])
         stale(s, args.stale, [n for n in nodes if n != args.stale])

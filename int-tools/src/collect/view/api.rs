@@ -3,6 +3,7 @@
 //! numbers, as in the summary; durations are ns; times are ms since the
 //! view started (`now_ms` says where that is).
 
+use super::super::names;
 use serde_json::{json, Value};
 
 use super::board::{path_text, Board, Event, FlowRow, NodeRow};
@@ -19,7 +20,7 @@ fn stats(stats: &Stats) -> Value {
 
 /// A node's name, where `--names` gives one.
 fn node_name(id: u32) -> Option<&'static str> {
-    super::super::names::node(id)
+    names::node(id)
 }
 
 fn node_brief(id: u32, row: &NodeRow, now_ms: u64) -> Value {
@@ -41,7 +42,7 @@ pub fn topology(board: &Board) -> Value {
     let links: Vec<Value> = board
         .links
         .iter()
-        .map(|((from, to), row)| json!({"from": from, "to": to, "latency_ns": stats(&row.latency)}))
+        .map(|((from, to), row)| json!({"from": from, "to": to, "from_name": names::node(*from), "to_name": names::node(*to), "latency_ns": stats(&row.latency)}))
         .collect();
     // Each node's depth: its least position in a followed path, so that
     // the page can lay sources left and sinks right.
@@ -69,7 +70,7 @@ pub fn node(board: &Board, id: u32) -> Option<Value> {
         .links
         .iter()
         .filter(|((from, to), _)| *from == id || *to == id)
-        .map(|((from, to), row)| json!({"from": from, "to": to, "latency_ns": stats(&row.latency)}))
+        .map(|((from, to), row)| json!({"from": from, "to": to, "from_name": names::node(*from), "to_name": names::node(*to), "latency_ns": stats(&row.latency)}))
         .collect();
     if let Some(object) = value.as_object_mut() {
         object.insert("over_time".into(), json!(points));
@@ -83,14 +84,22 @@ pub fn node(board: &Board, id: u32) -> Option<Value> {
 pub fn link(board: &Board, from: u32, to: u32) -> Option<Value> {
     let row = board.links.get(&(from, to))?;
     let points: Vec<Value> = row.points.iter().map(|(t, mean)| json!({"t_ms": t, "latency": mean})).collect();
-    Some(json!({"from": from, "to": to, "latency_ns": stats(&row.latency),
-                "seen_ms_ago": board.now_ms.saturating_sub(row.seen_ms), "over_time": points}))
+    Some(
+        json!({"from": from, "to": to, "from_name": names::node(from), "to_name": names::node(to), "latency_ns": stats(&row.latency),
+                "seen_ms_ago": board.now_ms.saturating_sub(row.seen_ms), "over_time": points}),
+    )
 }
 
 fn flow_brief(row: &FlowRow, now_ms: u64) -> Value {
     json!({"id": row.id, "flow": crate::schema::flow(&row.key), "name": row.key.to_string(),
            "latency_ns": stats(&row.latency), "lost_packets": row.lost,
-           "changed_ms_ago": now_ms.saturating_sub(row.changed_ms), "path": row.path()})
+           "changed_ms_ago": now_ms.saturating_sub(row.changed_ms), "path": row.path(),
+           "path_names": row.path().map(labels)})
+}
+
+/// Each node of a path by name (or id).
+fn labels(path: &[u32]) -> Vec<String> {
+    path.iter().map(|id| names::label(*id)).collect()
 }
 
 /// The flows table: sorted by `sort` (latency: p99 then mean, highest
@@ -119,8 +128,13 @@ pub fn flows(board: &Board, sort: &str, offset: usize, limit: usize) -> Value {
 pub fn flow(board: &Board, id: u64) -> Option<Value> {
     let row = board.ids.get(&id).and_then(|key| board.flows.get(key))?;
     let mut value = flow_brief(row, board.now_ms);
-    let paths: Vec<Value> =
-        row.paths.iter().map(|(t, path)| json!({"t_ms": t, "path": path, "text": path_text(path)})).collect();
+    let paths: Vec<Value> = row
+        .paths
+        .iter()
+        .map(
+            |(t, path)| json!({"t_ms": t, "path": path, "path_names": labels(path), "text": path_text(path)}),
+        )
+        .collect();
     let points: Vec<Value> =
         row.points.iter().map(|p| json!({"t_ms": p.t_ms, "latency": p.latency, "lost": p.lost})).collect();
     if let Some(object) = value.as_object_mut() {

@@ -5,6 +5,7 @@
 //! going stale and coming back) are kept in one bounded ring. Times are ms
 //! since the view started.
 
+use super::super::names;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use int_core::flow::FlowKey;
@@ -270,17 +271,27 @@ impl Board {
         }
         row.now = node;
         if told && was_stale {
-            self.event(EventKind::Back, Some(id), None, format!("node {id} reports again"));
+            self.event(
+                EventKind::Back,
+                Some(id),
+                None,
+                format!("node {} reports again", names::describe(id)),
+            );
         }
         if let (Some(before), Some(after)) = (before, latency) {
             let (b, a) = (i128::from(before.max(1)), i128::from(after.max(1)));
             if a >= b * HOP_CHANGE_FACTOR || b >= a * HOP_CHANGE_FACTOR {
-                let text = format!("node {id}: hop latency {} -> {}", ns_text(before), ns_text(after));
+                let text = format!(
+                    "node {}: hop latency {} -> {}",
+                    names::describe(id),
+                    ns_text(before),
+                    ns_text(after)
+                );
                 self.event(EventKind::HopChange, Some(id), None, text);
             }
         }
         for (reason, count) in drops {
-            let text = format!("node {id}: {count} drop report(s), reason {reason}");
+            let text = format!("node {}: {count} drop report(s), reason {reason}", names::describe(id));
             self.event(EventKind::Drops, Some(id), None, text);
         }
     }
@@ -298,7 +309,7 @@ impl Board {
             })
             .collect();
         for id in newly {
-            let text = format!("node {id}: no report for {} s", after / 1000);
+            let text = format!("node {}: no report for {} s", names::describe(id), after / 1000);
             self.event(EventKind::Stale, Some(id), None, text);
         }
     }
@@ -348,8 +359,9 @@ impl Board {
 }
 
 /// A path as the page writes it: node ids from the source on.
+/// A path as the operator reads it: each node's name (or id), in order.
 pub fn path_text(path: &[u32]) -> String {
-    path.iter().map(u32::to_string).collect::<Vec<_>>().join(" > ")
+    path.iter().map(|id| names::label(*id)).collect::<Vec<_>>().join(" > ")
 }
 
 fn ns_text(ns: i64) -> String {

@@ -22,6 +22,9 @@ function esc(text) {
 
 // A node as the page names it: its name where the JSON has one, else its
 // id as a number (never a dotted quad: IOAM's ids are 24 bits).
+function linkName(l) {
+  return `${esc(l.from_name != null ? l.from_name : String(l.from))} → ${esc(l.to_name != null ? l.to_name : String(l.to))}`;
+}
 function nodeName(n) { return n.node_name != null ? n.node_name : String(n.node != null ? n.node : n); }
 
 function ns(v) {
@@ -138,7 +141,7 @@ async function showTopology() {
   const staleFirst = topo.nodes.slice().sort((a, b) => (b.stale - a.stale) || (a.node - b.node)).slice(0, TABLE_ROWS);
   const of = (shown, all) => shown.length < all.length ? ` <span class="muted">(${shown.length} of ${all.length})</span>` : "";
   const links = byCount.map(l => `<tr class="row" data-link="${l.from}-${l.to}" onclick="location.hash='#/link/${l.from}/${l.to}'">` +
-    `<td>${l.from} → ${l.to}</td><td class="num p50">${ns(l.latency_ns.p50)}</td><td class="num p99">${ns(l.latency_ns.p99)}</td>` +
+    `<td>${linkName(l)}</td><td class="num p50">${ns(l.latency_ns.p50)}</td><td class="num p99">${ns(l.latency_ns.p99)}</td>` +
     `<td class="num">${l.latency_ns.count}</td></tr>`).join("");
   const nodes = staleFirst.map(n => `<tr class="row" data-node="${n.node}" onclick="location.hash='#/node/${n.node}'">` +
     `<td>${esc(nodeName(n))}</td><td>${badge(n.stale)}</td><td class="num">${n.hops}</td>` +
@@ -187,7 +190,7 @@ async function showNode(id) {
   const n = await api("nodes/" + id);
   if (!n) { return (`<p>Node ${esc(id)} is not in the view.</p>`); }
   const drops = Object.entries(n.drops_by_reason).map(([r, c]) => `<tr><td>${esc(r)}</td><td class="num">${c}</td></tr>`).join("");
-  const links = n.links.map(l => `<tr class="row" onclick="location.hash='#/link/${l.from}/${l.to}'"><td>${l.from} → ${l.to}</td>` +
+  const links = n.links.map(l => `<tr class="row" onclick="location.hash='#/link/${l.from}/${l.to}'"><td>${linkName(l)}</td>` +
     `<td class="num">${ns(l.latency_ns.p50)}</td><td class="num">${ns(l.latency_ns.p99)}</td></tr>`).join("");
   return (`<h2 id="node-title">Node ${esc(nodeName(n))} ${badge(n.stale)}</h2>` +
     facts([["hops", n.hops], ["hop latency p50", ns(n.hop_latency.p50)], ["hop latency p99", ns(n.hop_latency.p99)],
@@ -206,7 +209,7 @@ function nowOf() { return viewNow; }
 async function showLink(from, to) {
   const l = await api(`links/${from}/${to}`);
   if (!l) { return (`<p>Link ${esc(from)} → ${esc(to)} is not in the view.</p>`); }
-  return (`<h2 id="link-title">Link <a href="#/node/${l.from}">${l.from}</a> → <a href="#/node/${l.to}">${l.to}</a></h2>` +
+  return (`<h2 id="link-title">Link <a href="#/node/${l.from}">${esc(l.from_name != null ? l.from_name : String(l.from))}</a> → <a href="#/node/${l.to}">${esc(l.to_name != null ? l.to_name : String(l.to))}</a></h2>` +
     facts([["observations", l.latency_ns.count], ["p50", ns(l.latency_ns.p50)], ["p99", ns(l.latency_ns.p99)],
       ["min", ns(l.latency_ns.min)], ["max", ns(l.latency_ns.max)], ["last observation", ago(l.seen_ms_ago)]]) +
     chart("Latency, egress to next ingress (mean per interval)", l.over_time, "latency", ns, nowOf()));
@@ -216,7 +219,7 @@ async function showFlows() {
   const f = await api(`flows?sort=${flowSort}&limit=200`);
   const head = (key, label) => `<th class="num sort${flowSort === key ? " sorted" : ""}" data-sort="${key}">${label}</th>`;
   const rows = f.flows.map(r => `<tr class="row" data-flow="${r.id}" onclick="location.hash='#/flow/${r.id}'">` +
-    `<td>${r.id}</td><td>${esc(r.name)}</td><td>${r.path ? esc(r.path.join(" › ")) : "–"}</td><td class="num">${r.latency_ns.count}</td>` +
+    `<td>${r.id}</td><td>${esc(r.name)}</td><td>${r.path ? esc((r.path_names || r.path).join(" › ")) : "–"}</td><td class="num">${r.latency_ns.count}</td>` +
     `<td class="num">${ns(r.latency_ns.p50)}</td><td class="num">${ns(r.latency_ns.p99)}</td><td class="num">${r.lost_packets}</td>` +
     `<td>${ago(r.changed_ms_ago)}</td></tr>`).join("");
   return (`<h2>Flows <span class="muted">(${f.flows.length} of ${f.total})</span></h2>` +
@@ -227,10 +230,10 @@ async function showFlows() {
 async function showFlow(id) {
   const f = await api("flows/" + id);
   if (!f) { return (`<p>Flow ${esc(id)} is not in the view.</p>`); }
-  const pathLinks = p => p.map(n => `<a href="#/node/${n}">${n}</a>`).join(" › ");
-  const history = f.path_history.slice().reverse().map(p => `<tr class="path"><td>${clock(p.t_ms, nowOf())}</td><td>${pathLinks(p.path)}</td></tr>`).join("");
+  const pathLinks = (p, names) => p.map((n, i) => `<a href="#/node/${n}">${esc(names ? names[i] : String(n))}</a>`).join(" › ");
+  const history = f.path_history.slice().reverse().map(p => `<tr class="path"><td>${clock(p.t_ms, nowOf())}</td><td>${pathLinks(p.path, p.path_names)}</td></tr>`).join("");
   return (`<h2 id="flow-title">Flow ${f.id}: ${esc(f.name)}</h2>` +
-    facts([["path now", f.path ? pathLinks(f.path) : "–"], ["reports", f.latency_ns.count], ["latency p50", ns(f.latency_ns.p50)],
+    facts([["path now", f.path ? pathLinks(f.path, f.path_names) : "–"], ["reports", f.latency_ns.count], ["latency p50", ns(f.latency_ns.p50)],
       ["latency p99", ns(f.latency_ns.p99)], ["lost", f.lost_packets], ["last change", ago(f.changed_ms_ago)]]) +
     `<div class="charts">${chart("Latency (mean per interval)", f.over_time, "latency", ns, nowOf())}` +
     `${chart("Packets lost per interval", f.over_time, "lost", v => String(Math.round(v)), nowOf())}</div>` +
