@@ -113,7 +113,10 @@ def run_case(payloads, sockets, senders, seconds, extra=()):
     collect = subprocess.Popen([TOOLS, "collect", "--listen", "127.0.0.1:0", "--quiet", "--json", "--interval", "0",
                                 "--sockets", str(sockets), "--rcvbuf", str(32 << 20), *extra],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # collect names its servers (--http, --metrics) and its socket, in turn.
     line = collect.stderr.readline()
+    while "listening on " not in line:
+        line = collect.stderr.readline()
     port = int(line.split("listening on ")[1].split(" ")[0].rsplit(":", 1)[1])
     sent = json.loads(subprocess.run([LAB, "replay-reports", "--to", f"127.0.0.1:{port}", "--payloads", payloads,
                                       "--senders", str(senders), "--seconds", str(seconds)],
@@ -168,6 +171,8 @@ def main():
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--reports", choices=["hostint", "tr20-3hop"], default="hostint")
+    parser.add_argument("--http", action="store_true",
+                        help="each run also with the web view on (--http), interleaved: the view's cost")
     parser.add_argument("--nats", action="store_true",
                         help="each run also with --nats to a nats-server -js started here, interleaved; then an "
                              "aggregator (--from-nats) reads everything published: its records per second")
@@ -181,6 +186,8 @@ def main():
     # The per-hop view on (the default), and off where the reports carry hops.
     views = [("hops", ())] + ([("no-hops", ("--max-nodes", "0", "--max-links", "0"))]
                               if args.reports == "tr20-3hop" else [])
+    if args.http:
+        views.append(("http", ("--http", "127.0.0.1:0")))
     nats = start_nats(work) if args.nats else None
     if nats:
         views.append(("nats", ("--nats", nats[1])))
