@@ -169,8 +169,9 @@ impl IoamEncapStage {
                         }
                         Ok(false) => counter,
                         // Not where a node of ours puts it, or lying: it
-                        // cannot come out whole; counted, forwarded as it
-                        // came (every node of the domain refuses it).
+                        // cannot come out whole; counted, forwarded (less
+                        // what came out whole before the lie was found:
+                        // every node of the domain refuses the rest).
                         Err(error) => Counter::malformed(error.drop_reason()),
                     }
                 }
