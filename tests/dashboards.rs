@@ -163,7 +163,7 @@ impl Deployment {
         );
         let (nats_port, influx_port, collect_port, node_port, web_port) =
             (free_port(), free_port(), free_port(), free_port(), free_port());
-        let nats = start_nats(dir, nats_port);
+        let nats = start_nats(dir, nats_port, &[]);
         let influxd = start_influxd(dir, influx_port, false);
         let (status, text) = http(influx_port, "POST", "/query", "q=CREATE+DATABASE+int").unwrap();
         assert_eq!(status, 200, "{text}");

@@ -15,6 +15,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::collector::{http_get, start_collect_saying, start_collector, switch_reports};
+use common::servers;
 use common::*;
 use serde_json::Value;
 
@@ -41,23 +42,8 @@ fn start_nats(dir: &Path, port: u16) -> Child {
 
 /// nats-server as `start_nats` starts it, with more `args`.
 fn start_nats_with(dir: &Path, port: u16, args: &[&str]) -> Child {
-    let log = dir.join("nats.log");
-    let child = Command::new(NATS)
-        .args(args)
-        .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
-        .arg(dir.join("store"))
-        .arg("-l")
-        .arg(&log)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    let said = || std::fs::read_to_string(&log).unwrap_or_default();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(started.elapsed() < Duration::from_secs(20), "nats-server did not start: {}", said());
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let child = servers::start_nats(dir, port, args);
+    let said = || std::fs::read_to_string(dir.join("nats.log")).unwrap_or_default();
     let account = Raw::connect(port).request("$JS.API.INFO", "");
     assert!(account.get("error").is_none(), "JetStream is off: {account}\n{}", said());
     child

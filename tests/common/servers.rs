@@ -134,10 +134,11 @@ pub fn stop(mut child: Child) {
 }
 
 /// nats-server with JetStream on 127.0.0.1:`port`, its store and log in
-/// `dir`, once it takes connections.
-pub fn start_nats(dir: &Path, port: u16) -> Child {
+/// `dir` (`dir/nats.log`), with more `args`, once it takes connections.
+pub fn start_nats(dir: &Path, port: u16, args: &[&str]) -> Child {
     let log = dir.join("nats.log");
     let child = Command::new(NATS)
+        .args(args)
         .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
         .arg(dir.join("store"))
         .arg("-l")
