@@ -81,6 +81,23 @@ fn lines_of(child: Child) -> Vec<Value> {
     String::from_utf8(output.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 
+/// What a collect serving metrics on `port` says the stream acknowledged.
+fn acked(port: u16) -> u64 {
+    let page = servers::http_get(port, "/metrics").unwrap_or_default();
+    let line = page.lines().find(|l| l.starts_with("int_collect_nats_records_total{outcome=\"acked\"}"));
+    line.and_then(|l| l.rsplit(' ').next()).and_then(|n| n.parse().ok()).unwrap_or(0)
+}
+
+/// Waits until the collect serving metrics on `port` has `count`
+/// datagrams (or records) acknowledged.
+fn wait_acked(port: u16, count: u64, what: &str) {
+    let started = Instant::now();
+    while acked(port) < count {
+        assert!(started.elapsed() < Duration::from_secs(60), "{what}: {} acknowledged", acked(port));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// An aggregating collect reading `records` records off the stream.
 fn aggregate(url: &str, consumer: &str, records: u64) -> Value {
     let output = Command::new(tools_bin())
@@ -160,10 +177,13 @@ fn an_aggregator_over_two_collectors_sums_up_as_one_collector() {
         tr20.iter().map(|d| int_core::report::tr20::Report::parse(d).unwrap().reports().count()).sum();
     let a = collect(&["--nats", &url], &hostint, hostint.len());
     let b = collect(&["--nats", &url], &tr20, individuals);
-    let published: u64 = [&a, &b]
+    let published: u64 =
+        [&a, &b].iter().map(|lines| lines.last().unwrap()["summary"]["reports"].as_u64().unwrap()).sum();
+    let acked: u64 = [&a, &b]
         .iter()
         .map(|lines| lines.last().unwrap()["summary"]["nats"]["acked"].as_u64().unwrap())
         .sum();
+    assert_eq!(acked as usize, hostint.len() + tr20.len(), "every datagram in the stream");
     let summary = aggregate(&url, "all", published);
     stop(nats);
     let both: Vec<Vec<u8>> = hostint.iter().chain(&tr20).cloned().collect();
@@ -237,7 +257,9 @@ impl Raw {
 /// The server stopped mid-run and started again: the collector does not
 /// stop, the records before and after reach the stream, and what its
 /// bounded buffer could not hold is counted: exactly what the stream
-/// lacks.
+/// lacks. In the JSON format, one record a message, the stream's message
+/// count tells; the batch format's outage is the cluster's test
+/// (tests/stream_cluster.rs).
 #[test]
 fn an_outage_of_the_server_loses_only_what_is_counted() {
     if nats_missing() {
@@ -261,6 +283,8 @@ fn an_outage_of_the_server_loses_only_what_is_counted() {
             &url,
             "--nats-buffer",
             "50",
+            "--nats-format",
+            "json",
             "--nats-max-bytes",
             STREAM_BYTES,
         ],
@@ -326,14 +350,16 @@ fn bad_stream_contents_are_counted_not_fatal() {
     raw.publish("int.latency.0", "", "not json at all");
     raw.publish("int.latency.0", "Int-Schema: 9", "{\"type\":\"latency\"}");
     raw.publish("int.latency.0", "Int-Schema: 1", "{\"type\":\"unheard-of\"}");
-    assert_eq!(raw.messages("INT"), 23);
-    let summary = aggregate(&url, "checker", 23);
+    raw.publish("int.batch.hostint.0", "Int-Format: batch-1", "a batch entry cut short");
+    // 20 reports in batches, 4 messages refused (each counts one).
+    let summary = aggregate(&url, "checker", 24);
     stop(nats);
     assert_eq!(summary["all_flows"]["lost_packets"], 40, "the 20 records: {summary}");
     let reasons = &summary["malformed_by_reason"];
     assert_eq!(reasons["stream: not a JSON record"], 1, "{summary}");
     assert_eq!(reasons["stream: record schema 9"], 1, "{summary}");
     assert_eq!(reasons["stream: a record of type \"unheard-of\""], 1, "{summary}");
+    assert_eq!(reasons["stream: a batch entry cut short"], 1, "{summary}");
 }
 
 /// Aggregators under one consumer name share the stream: each record goes
@@ -368,11 +394,12 @@ fn aggregators_sharing_a_consumer_share_the_records() {
     let published = collect(&["--nats", &url], &reports, reports.len());
     let published = published.last().unwrap()["summary"]["nats"]["acked"].as_u64().unwrap();
     assert_eq!(published, 2000);
-    // Every record delivered and acknowledged, then the aggregators stop.
+    let messages = Raw::connect(port).messages("INT");
+    // Every message delivered and acknowledged, then the aggregators stop.
     let started = Instant::now();
     loop {
         let state = info(&mut Raw::connect(port));
-        let done = state["delivered"]["stream_seq"] == published
+        let done = state["delivered"]["stream_seq"] == messages
             && state["num_pending"] == 0
             && state["num_ack_pending"] == 0;
         if done {
@@ -399,7 +426,7 @@ fn aggregators_sharing_a_consumer_share_the_records() {
 }
 
 /// A stream that refuses records (made beforehand holding at most 10,
-/// `discard: new`): collect says the server's reason once, counts the
+/// `discard: new`; JSON records, one a message): collect says the server's reason once, counts the
 /// refusals, stops on time all the same, and counts what never got in as
 /// lost.
 #[test]
@@ -416,7 +443,7 @@ fn a_stream_that_refuses_records_is_said_counted_and_does_not_hold_collect() {
     assert!(made.get("error").is_none(), "{made}");
     let mut child = Command::new(tools_bin())
         .args(["collect", "--listen", "127.0.0.1:0", "--interval", "0", "--quiet", "--json"])
-        .args(["--count", "20", "--duration", "60", "--nats", &url])
+        .args(["--count", "20", "--duration", "60", "--nats", &url, "--nats-format", "json"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -445,7 +472,7 @@ fn a_stream_that_refuses_records_is_said_counted_and_does_not_hold_collect() {
     assert_eq!(counts["acked"], 10, "{counts}");
     assert_eq!(counts["lost"], 10, "the refused records, counted at the end: {counts}");
     assert!(counts["refused"].as_u64().unwrap() >= 10, "every refused publish counted: {counts}");
-    let reasons: Vec<&str> = said.lines().filter(|l| l.contains("refused a record")).collect();
+    let reasons: Vec<&str> = said.lines().filter(|l| l.contains("refused a publish")).collect();
     assert_eq!(reasons.len(), 1, "the reason said once: {said}");
     assert!(reasons[0].contains("maximum messages exceeded"), "the server's reason: {said}");
 }
@@ -487,9 +514,14 @@ fn a_server_gone_at_the_end_does_not_hold_collect() {
     let nats = start_nats(&dir, port);
     let url = format!("nats://127.0.0.1:{port}");
     let reports: Vec<Vec<u8>> = (1..=300).map(|n| common::collector::drop_summary(n, 1)).collect();
+    let metrics = free_port();
+    let metrics_at = format!("127.0.0.1:{metrics}");
     let (mut child, listen) = start_collector(
         &tools_bin(),
-        &["--quiet", "--count", "300", "--duration", "60", "--nats", &url, "--nats-max-bytes", STREAM_BYTES],
+        &["--quiet", "--count", "300", "--duration", "60", "--nats", &url, "--nats-max-bytes", STREAM_BYTES]
+            .into_iter()
+            .chain(["--metrics", &metrics_at])
+            .collect::<Vec<_>>(),
     );
     let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
     let send = |range: std::ops::Range<usize>| {
@@ -499,11 +531,7 @@ fn a_server_gone_at_the_end_does_not_hold_collect() {
         }
     };
     send(0..100);
-    let started = Instant::now();
-    while Raw::connect(port).messages("INT") < 100 {
-        assert!(started.elapsed() < Duration::from_secs(30), "the first 100 records reach the stream");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_acked(metrics, 100, "the first 100 datagrams reach the stream");
     stop(nats);
     // Its count reached, collect stops with the server away.
     send(100..300);
@@ -556,9 +584,9 @@ fn aggregate_with(url: &str, args: &[&str], records: u64) -> Value {
     serde_json::from_str::<Value>(text.lines().last().unwrap()).unwrap()["summary"].clone()
 }
 
-/// A message larger than the client takes (2 MiB, the server allowing 8)
-/// among 450 records: counted malformed, acknowledged, and every record
-/// after it read, each once.
+/// A message larger than NATS's default payload (2 MiB, the server
+/// allowing 8) and no record among 450 records: counted malformed,
+/// acknowledged, and every record after it read, each once.
 #[test]
 fn an_oversized_message_is_counted_and_the_records_after_it_read() {
     if nats_missing() {
@@ -590,7 +618,7 @@ fn an_oversized_message_is_counted_and_the_records_after_it_read() {
     let summary = aggregate_with(&url, &["--nats-consumer", "big", "--duration", "60"], 451);
     stop(nats);
     let reasons = &summary["malformed_by_reason"];
-    assert_eq!(reasons["stream: a message over 1048576 bytes"], 1, "{summary}");
+    assert_eq!(reasons["stream: not a JSON record"], 1, "{summary}");
     assert_eq!(summary["reports"], 451, "{summary}");
     assert_eq!(summary["all_flows"]["lost_packets"], 900, "each record once: {summary}");
 }
@@ -659,9 +687,10 @@ fn values_no_report_carries_are_refused_by_reason() {
     assert!(summary.ends_with("nodes: 0"), "{summary}");
 }
 
-/// An aggregator counts the reports a receiving collector counted: the
-/// path change records the collector published beside them are no
-/// reports.
+/// An aggregator counts the reports a receiving collector counted, and
+/// books what it booked, in either format: batches of the datagrams as
+/// they came, or JSON records (the path change records the collector
+/// published beside them are no reports).
 #[test]
 fn an_aggregator_counts_the_reports_its_collector_counted() {
     if nats_missing() {
@@ -674,18 +703,28 @@ fn an_aggregator_counts_the_reports_its_collector_counted() {
     let datagrams = switch_reports();
     let individuals: usize =
         datagrams.iter().map(|d| int_core::report::tr20::Report::parse(d).unwrap().reports().count()).sum();
-    let lines = collect(&["--nats", &url], &datagrams, individuals);
-    let collector = &lines.last().unwrap()["summary"];
-    let published = collector["nats"]["acked"].as_u64().unwrap();
-    let summary = aggregate_with(&url, &["--nats-consumer", "counts", "--duration", "60"], published);
-    stop(nats);
-    eprintln!(
-        "reports: the collector {}, the aggregator {} ({published} records)",
-        collector["reports"], summary["reports"]
-    );
-    assert!(collector["path_changes"].as_u64().unwrap() > 0, "path change records among the records");
-    assert!(published > collector["reports"].as_u64().unwrap(), "{collector}");
-    for key in ["reports", "malformed", "path_changes", "all_flows", "nodes", "links"] {
-        assert_eq!(summary[key], collector[key], "{key}");
+    for format in ["batch", "json"] {
+        let stream = format!("INT-{format}");
+        let prefix = format!("int-{format}");
+        let on = ["--nats-stream", stream.as_str(), "--nats-prefix", prefix.as_str()];
+        let lines =
+            collect(&[&["--nats", &url, "--nats-format", format], &on[..]].concat(), &datagrams, individuals);
+        let collector = &lines.last().unwrap()["summary"];
+        let published = collector["nats"]["acked"].as_u64().unwrap();
+        let reports = collector["reports"].as_u64().unwrap();
+        let args = [&["--nats-consumer", "counts", "--duration", "60"], &on[..]].concat();
+        let summary = aggregate_with(&url, &args, reports);
+        eprintln!(
+            "{format}: the collector {reports} reports, the aggregator {} ({published} published)",
+            summary["reports"]
+        );
+        assert!(collector["path_changes"].as_u64().unwrap() > 0, "path changes among the reports");
+        let expected =
+            if format == "json" { published > reports } else { published == datagrams.len() as u64 };
+        assert!(expected, "{format}: {published} published of {reports} reports");
+        for key in ["reports", "malformed", "path_changes", "all_flows", "nodes", "links"] {
+            assert_eq!(summary[key], collector[key], "{format}: {key}");
+        }
     }
+    stop(nats);
 }

@@ -11,7 +11,6 @@ pub mod decode21;
 pub mod decode_ioam;
 pub mod gen;
 pub mod instrument;
-pub mod nats;
 pub mod pcap;
 pub mod records;
 pub mod schema;

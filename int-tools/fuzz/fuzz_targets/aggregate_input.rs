@@ -10,7 +10,7 @@
 #![no_main]
 
 use int_core::latency::MAX_ONE_WAY_NS;
-use int_tools::collect::aggregate::{take_record, Taken, MAX_REASONS};
+use int_tools::collect::stream::records::{take_record, Taken, MAX_REASONS};
 use int_tools::collect::{Books, Print, Sizes};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;

@@ -134,6 +134,12 @@ impl Ledger {
         self.arrival_ns = crate::schema::now_ns();
     }
 
+    /// A report that arrived at a receiving collector at `at_ns` (an
+    /// aggregator's): the clock is the receivers', never going back.
+    pub fn arrived(&mut self, at_ns: u64) {
+        self.arrival_ns = self.arrival_ns.max(at_ns);
+    }
+
     /// When the current batch arrived, ms since the epoch (the collector's
     /// clock, for what must not trust the reports' times).
     pub fn arrival_ms(&self) -> u64 {

@@ -202,6 +202,11 @@ pub fn counter(out: &mut String, name: &str, help: &str, value: u64) {
     let _ = writeln!(out, "{name} {value}");
 }
 
+pub fn gauge(out: &mut String, name: &str, help: &str, value: u64) {
+    metric_head(out, name, help, "gauge");
+    let _ = writeln!(out, "{name} {value}");
+}
+
 /// A counter family with an `outcome` label (an output's counts).
 pub fn counter_family(
     out: &mut String,

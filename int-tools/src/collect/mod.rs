@@ -8,7 +8,6 @@
 //! observation to InfluxDB, serves Prometheus metrics, draws latency and
 //! loss over time, and receives on several sockets sharing the port.
 
-pub mod aggregate;
 mod hops;
 mod hostint;
 mod influx;
@@ -21,9 +20,9 @@ pub mod names;
 mod outputs;
 mod plot;
 mod print;
-mod receive;
-mod sender;
-mod stream;
+pub mod receive;
+pub mod sender;
+pub mod stream;
 mod summary;
 mod timeline;
 mod tr05;
@@ -58,7 +57,7 @@ pub struct CollectArgs {
     pub quiet: bool,
     /// Exit after this many reports (each individual report of a Telemetry
     /// Report 2.0 datagram counts; a refused datagram counts as one); with
-    /// --from-nats, after this many messages.
+    /// --from-nats the same (a JSON record counts one).
     #[arg(long)]
     pub count: Option<u64>,
     /// Exit after this many seconds.
@@ -139,11 +138,30 @@ pub struct CollectArgs {
     /// and counted (a slow database never stalls the collector).
     #[arg(long, default_value_t = 200_000)]
     pub influx_buffer: usize,
-    /// Publish every record (the JSON of --json) to this NATS server's
-    /// JetStream (nats://[USER:PASSWORD@]HOST:PORT), into --nats-stream,
-    /// for an aggregating collect (--from-nats) over many collectors.
+    /// Publish every report to this NATS server's JetStream
+    /// (nats://[USER:PASSWORD@]HOST:PORT; a cluster's servers
+    /// comma-separated, tls:// for TLS), into --nats-stream, for an
+    /// aggregating collect (--from-nats) over many collectors.
     #[arg(long)]
     pub nats: Option<String>,
+    /// What the stream carries: batch (the report datagrams as they came,
+    /// many a message: what an aggregator reads at full rate) or json
+    /// (collect's JSON records, one a message, for other consumers;
+    /// docs/output.md).
+    #[arg(long, default_value = "batch", value_parser = parse_nats_format)]
+    pub nats_format: stream::Format,
+    /// Servers that keep each of the stream's messages when collect
+    /// creates it: 3 in a cluster of three survives a server's loss.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=5))]
+    pub nats_replicas: u16,
+    /// A NATS credentials file (a user's JWT and NKey seed, as nsc writes
+    /// it).
+    #[arg(long)]
+    pub nats_credentials: Option<std::path::PathBuf>,
+    /// A CA certificate file (PEM) the NATS servers' TLS certificates are
+    /// checked against; TLS is then required.
+    #[arg(long)]
+    pub nats_ca: Option<std::path::PathBuf>,
     /// The JetStream stream: created if missing, with subjects
     /// PREFIX.TYPE.NODE (--nats-prefix), kept --nats-max-age-s seconds and
     /// at most --nats-max-bytes.
@@ -167,9 +185,9 @@ pub struct CollectArgs {
     /// Bytes the stream keeps at most (the oldest go first).
     #[arg(long, default_value_t = 1 << 30)]
     pub nats_max_bytes: u64,
-    /// Records waiting for the NATS server at most; beyond, new ones are
-    /// dropped and counted (a slow or absent server never stalls the
-    /// collector).
+    /// Reports (or JSON records) waiting for the NATS server at most;
+    /// beyond, new ones are dropped and counted (a slow or absent server
+    /// never stalls the collector).
     #[arg(long, default_value_t = 200_000)]
     pub nats_buffer: usize,
     /// What each node is called: a YAML file of node ids (numbers, 0x hex
@@ -219,6 +237,14 @@ pub struct CollectArgs {
     /// nodes' int.timestamps.
     #[arg(long, default_value = "posix", value_parser = parse_ioam_timestamps)]
     pub ioam_timestamps: int_core::ioam::TimestampFormat,
+}
+
+fn parse_nats_format(text: &str) -> Result<stream::Format, String> {
+    match text {
+        "batch" => Ok(stream::Format::Batch),
+        "json" => Ok(stream::Format::Json),
+        other => Err(format!("{other:?}: batch (reports as they came) or json (collect's records)")),
+    }
 }
 
 fn parse_ioam_timestamps(text: &str) -> Result<int_core::ioam::TimestampFormat, String> {
@@ -275,6 +301,8 @@ pub struct Books {
     pub join: join::Join,
     /// InfluxDB, a NATS stream: what the receivers hand findings to.
     pub outputs: Vec<Arc<dyn Output>>,
+    /// The stream's batch format: this receiver's datagrams as they came.
+    pub feed: Option<stream::publish::Feed>,
 }
 
 /// What the books keep at most: `--max-flows`, `--detailed-flows`,
@@ -303,6 +331,7 @@ impl Books {
             totals: Totals::default(),
             join,
             outputs,
+            feed: None,
         }
     }
 
@@ -453,26 +482,19 @@ pub fn run(args: &CollectArgs) -> Result<(), String> {
     };
     int_os::signals::catch_stop_signals();
     let started = Instant::now();
-    let running = start_outputs(args)?;
-    let sizes = Sizes {
-        flows: args.max_flows,
-        detailed_flows: args.detailed_flows,
-        nodes: args.max_nodes,
-        links: args.max_links,
-    };
-    let base = Arc::new(timeline::TimeBase::default());
-    let books = (0..receivers.len().max(usize::from(from_stream.is_some())))
-        .map(|_| {
-            let join = join::Join::new(args.join_window_ms, args.domain_nodes.clone(), args.join_confirm);
-            let outputs = running.iter().map(|r| Arc::clone(&r.output)).collect();
-            Arc::new(Mutex::new(Books::new(sizes, join, outputs, Arc::clone(&base))))
-        })
-        .collect();
+    let (running, feeder) = start_outputs(args)?;
+    let consumer = from_stream.as_ref().map(|_| Arc::new(stream::consume::Counts::default()));
+    let mut counted: Vec<Arc<dyn Counted>> = running.iter().map(|r| Arc::clone(&r.counted)).collect();
+    counted.extend(consumer.iter().map(|c| Arc::clone(c) as Arc<dyn Counted>));
+    let readers = receivers.len().max(usize::from(from_stream.is_some()));
+    let books = books(args, readers, &running, feeder.as_ref());
+    // The publisher ends when the last receiver's feed does.
+    drop(feeder);
     let shared = Arc::new(Shared {
         books,
         reports: AtomicU64::new(0),
         quit: AtomicBool::new(false),
-        outputs: running.iter().map(|r| Arc::clone(&r.counted)).collect(),
+        outputs: counted,
     });
     let metrics = match args.metrics {
         Some(addr) => Some(metrics::start(addr, Arc::clone(&shared), args.metrics_flows)?),
@@ -482,9 +504,17 @@ pub fn run(args: &CollectArgs) -> Result<(), String> {
         Some(addr) => view::start(view_settings(addr, args)?, Arc::clone(&shared))?,
         None => Vec::new(),
     };
-    let threads = match from_stream {
-        Some(settings) => vec![aggregate::spawn(settings, args.nats_consumer.clone(), &shared, how.output)],
-        None => receive::spawn(receivers, &shared, &how),
+    let threads = match (from_stream, consumer) {
+        (Some(settings), Some(counts)) => {
+            eprintln!(
+                "collect: aggregating stream {} on {} as consumer {}",
+                settings.stream,
+                settings.servers.first(),
+                args.nats_consumer
+            );
+            vec![stream::consume::spawn(settings, args.nats_consumer.clone(), &shared, &how, counts)]
+        }
+        _ => receive::spawn(receivers, &shared, &how),
     };
     wait_for_the_end(args, &shared, started);
     shared.quit.store(true, Ordering::Relaxed);
@@ -513,6 +543,32 @@ pub fn run(args: &CollectArgs) -> Result<(), String> {
         eprintln!("collect: plot written to {}", path.display());
     }
     failure.map_or(Ok(()), Err)
+}
+
+/// Each reader's books (a receiver's, or the aggregator's), with the
+/// outputs and, in the stream's batch format, a feed each.
+fn books(
+    args: &CollectArgs,
+    readers: usize,
+    running: &[outputs::Running],
+    feeder: Option<&stream::publish::Feeder>,
+) -> Vec<Arc<Mutex<Books>>> {
+    let sizes = Sizes {
+        flows: args.max_flows,
+        detailed_flows: args.detailed_flows,
+        nodes: args.max_nodes,
+        links: args.max_links,
+    };
+    let base = Arc::new(timeline::TimeBase::default());
+    (0..readers)
+        .map(|_| {
+            let join = join::Join::new(args.join_window_ms, args.domain_nodes.clone(), args.join_confirm);
+            let outputs = running.iter().map(|r| Arc::clone(&r.output)).collect();
+            let mut books = Books::new(sizes, join, outputs, Arc::clone(&base));
+            books.feed = feeder.map(stream::publish::Feeder::feed);
+            Arc::new(Mutex::new(books))
+        })
+        .collect()
 }
 
 fn view_settings(addr: SocketAddr, args: &CollectArgs) -> Result<view::Settings, String> {
@@ -558,18 +614,24 @@ fn how(args: &CollectArgs) -> Result<How, String> {
     Ok(How { sink_id, int21_domain, ioam_timestamps: args.ioam_timestamps, output })
 }
 
-/// Every output the arguments ask for, started.
-fn start_outputs(args: &CollectArgs) -> Result<Vec<outputs::Running>, String> {
+/// Every output the arguments ask for, started; the stream's batch
+/// format feeds the receivers' datagrams through the feeder.
+fn start_outputs(
+    args: &CollectArgs,
+) -> Result<(Vec<outputs::Running>, Option<stream::publish::Feeder>), String> {
     let mut running = Vec::new();
+    let mut feeder = None;
     if let Some(url) = &args.influx {
         running.push(start_influx(url, args)?);
     }
     if let Some(url) = &args.nats {
         let settings = stream_settings(url, args)?;
         eprintln!("collect: publishing to NATS JetStream at {url}, stream {}", settings.stream);
-        running.push(stream::start(settings)?);
+        let (publisher, feeds) = stream::publish::start(settings)?;
+        running.push(publisher);
+        feeder = feeds;
     }
-    Ok(running)
+    Ok((running, feeder))
 }
 
 /// The outputs end, after writing what is queued, once the receivers'
@@ -578,6 +640,9 @@ fn stop_outputs(shared: &Shared, running: Vec<outputs::Running>) {
     for books in &shared.books {
         if let Ok(mut books) = books.lock() {
             books.outputs.clear();
+            if let Some(mut feed) = books.feed.take() {
+                feed.hand_over();
+            }
         }
     }
     for outputs::Running { output, thread, .. } in running {
@@ -588,7 +653,9 @@ fn stop_outputs(shared: &Shared, running: Vec<outputs::Running>) {
 
 /// The stream of `--nats` or `--from-nats`.
 fn stream_settings(url: &str, args: &CollectArgs) -> Result<stream::Settings, String> {
-    let server = crate::nats::Server::parse(url).map_err(|e| format!("--nats {e}"))?;
+    let mut servers = stream::Servers::parse(url).map_err(|e| format!("--nats {e}"))?;
+    servers.credentials.clone_from(&args.nats_credentials);
+    servers.ca.clone_from(&args.nats_ca);
     let word = |text: &str| {
         !text.is_empty() && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
     };
@@ -596,12 +663,14 @@ fn stream_settings(url: &str, args: &CollectArgs) -> Result<stream::Settings, St
         return Err("--nats-stream, --nats-prefix, --nats-consumer: letters, digits, _ and - only".into());
     }
     Ok(stream::Settings {
-        server,
+        servers,
         stream: args.nats_stream.clone(),
         prefix: args.nats_prefix.clone(),
         max_age: Duration::from_secs(args.nats_max_age_s),
         max_bytes: args.nats_max_bytes,
+        replicas: usize::from(args.nats_replicas),
         buffer: args.nats_buffer,
+        format: args.nats_format,
     })
 }
 

@@ -8,11 +8,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use int_core::report::{self, tr20, Report};
-use int_os::udp::{self, BatchReceiver, Datagram};
+use int_os::udp::{self, BatchReceiver};
 use serde_json::json;
 
 use super::print::Arrival;
-use super::{Books, How, Print, Shared, Totals};
+use super::sender::{Accounting, Sender};
+use super::stream::batch::Kind;
+use super::{Books, How, Print, Shared};
 
 /// How often a receiver reads its socket's kernel drop count.
 const DROPS_EVERY: Duration = Duration::from_millis(200);
@@ -109,6 +111,13 @@ fn receive(
     let draining = Instant::now();
     while receive_batch(&mut receiver, books, shared, how)? > 0 && draining.elapsed() < DRAIN_AT_MOST {}
     read_drops(receiver.socket(), books);
+    if let Ok(mut books) = books.lock() {
+        // The stream's feed ends with this receiver: the publisher then
+        // knows every datagram is in.
+        if let Some(mut feed) = books.feed.take() {
+            feed.hand_over();
+        }
+    }
     Ok(())
 }
 
@@ -126,9 +135,18 @@ fn receive_batch(
             let mut reports = 0;
             let at_ns = crate::schema::now_ns();
             for datagram in receiver.datagrams() {
-                reports += take(&datagram, at_ns, &mut books, how);
+                let from = datagram.from.unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0)));
+                let came = Came { payload: datagram.payload, from, truncated: datagram.truncated, at_ns };
+                let taken = take(came, Sequence::Count, &mut books, how);
+                reports += taken.reports;
+                if let Some(feed) = books.feed.as_mut() {
+                    feed.push(&came, &taken);
+                }
             }
             shared.reports.fetch_add(reports, Ordering::Relaxed);
+            if let Some(feed) = books.feed.as_mut() {
+                feed.hand_over_if_due();
+            }
             Ok(count)
         }
         Err(e)
@@ -139,6 +157,10 @@ fn receive_batch(
                     | std::io::ErrorKind::Interrupted
             ) =>
         {
+            // A quiet socket: what waits for the stream goes now.
+            if let Some(feed) = books.lock().ok().as_mut().and_then(|books| books.feed.as_mut()) {
+                feed.hand_over_if_due();
+            }
             Ok(0)
         }
         Err(e) => Err(e.to_string()),
@@ -151,65 +173,101 @@ fn read_drops(socket: &UdpSocket, books: &Mutex<Books>) {
     }
 }
 
+/// How a datagram's sender sequence is accounted.
+#[derive(Debug, Clone, Copy)]
+pub enum Sequence {
+    /// Here: a receiving collector sees every datagram of its senders.
+    Count,
+    /// As the receiving collector found it: an aggregator may see only
+    /// some of a sender's datagrams.
+    Given(Accounting),
+}
+
+/// What one datagram was: the reports it counts for, what its sender's
+/// accounting found, its kind and reporting node (the stream's subject).
+#[derive(Debug, Clone, Copy)]
+pub struct Taken {
+    pub reports: u64,
+    pub accounting: Accounting,
+    pub kind: Kind,
+    pub node: u32,
+}
+
+/// A datagram as it came: its bytes, sender, whether the kernel cut it.
+#[derive(Debug, Clone, Copy)]
+pub struct Came<'a> {
+    pub payload: &'a [u8],
+    pub from: SocketAddr,
+    pub truncated: bool,
+    pub at_ns: u64,
+}
+
 /// One datagram: a Telemetry Report 2.0 (by its version) or a 0.5 or
 /// Host-INT report, accounted, recorded and printed; refused by reason.
-/// Returns the reports it counts for.
-fn take(datagram: &Datagram<'_>, at_ns: u64, books: &mut Books, how: &How) -> u64 {
+pub fn take(came: Came<'_>, sequence: Sequence, books: &mut Books, how: &How) -> Taken {
     books.totals.received += 1;
-    let (payload, from) = (datagram.payload, datagram.from.unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0))));
-    if datagram.truncated {
+    let refused = Taken { reports: 1, accounting: Accounting::default(), kind: Kind::Refused, node: 0 };
+    let arrival = |missing| Arrival { from: came.from, at_ns: came.at_ns, missing };
+    if came.truncated {
         books.totals.reports += 1;
-        refuse_longer_than_buffer(Arrival { from, at_ns, missing: 0 }, books, how.output);
-        return 1;
+        refuse_longer_than_buffer(arrival(0), books, how.output);
+        return refused;
     }
+    let payload = came.payload;
     if payload.first().is_some_and(|byte| byte >> 4 == tr20::VERSION) {
-        return match tr20::Report::parse(payload)
-            .and_then(|report| super::tr20::check(&report).map(|n| (report, n)))
-        {
-            Ok((report, count)) => {
-                books.totals.reports += count as u64;
-                let missing = books.sender(from).account_group(report.group.sequence, count as u32);
-                let arrival = Arrival { from, at_ns, missing };
-                super::tr20::record(&report, how, arrival, books);
-                count as u64
-            }
-            Err(error) => {
-                books.totals.reports += 1;
-                refuse(
-                    &error,
-                    Arrival { from, at_ns, missing: 0 },
-                    payload.len(),
-                    &mut books.totals,
-                    how.output,
-                );
-                1
-            }
+        let parsed = tr20::Report::parse(payload)
+            .and_then(|report| super::tr20::check(&report).map(|n| (report, n as u32)));
+        let (report, count) = match parsed {
+            Ok(parsed) => parsed,
+            Err(error) => return refuse(&error, arrival(0), payload.len(), books, how.output),
         };
+        books.totals.reports += u64::from(count);
+        let accounting =
+            account(books, came.from, sequence, |s| s.account_group(report.group.sequence, count));
+        super::tr20::record(&report, how, arrival(accounting.missing), books);
+        let node = report.group.node_id;
+        return Taken { reports: u64::from(count), accounting, kind: Kind::Tr20, node };
     }
-    books.totals.reports += 1;
     let parsed = match report::parse(payload, how.sink_id) {
         Ok(parsed) => parsed,
-        Err(error) => {
-            refuse(&error, Arrival { from, at_ns, missing: 0 }, payload.len(), &mut books.totals, how.output);
-            return 1;
-        }
+        Err(error) => return refuse(&error, arrival(0), payload.len(), books, how.output),
     };
-    let sequence = match &parsed {
-        Report::Latency(l) => l.header.sequence,
-        Report::DropSummary(d) => d.header.sequence,
-        Report::Tr05 { header, .. } => header.sequence,
+    books.totals.reports += 1;
+    let (sequence_number, kind, node) = match &parsed {
+        Report::Latency(l) => (l.header.sequence, Kind::Latency, l.sink_id.unwrap_or(0)),
+        Report::DropSummary(d) => (d.header.sequence, Kind::Latency, d.summary.sink_node),
+        Report::Tr05 { header, .. } => (header.sequence, Kind::Tr05, 0),
     };
-    let arrival = Arrival { from, at_ns, missing: books.sender(from).account(sequence) };
+    let accounting = account(books, came.from, sequence, |s| s.account(sequence_number));
+    let arrival = arrival(accounting.missing);
+    let taken = Taken { reports: 1, accounting, kind, node };
     if let Report::Tr05 { switch_local: Some(_), .. } = parsed {
         // A sink's own TR 0.5 flow report reads as one; any other NProto 2
         // report is printed as TR 0.5.
         if let Ok(flow_report) = int_core::report::tr05_flow::FlowReport::parse(payload) {
             super::tr05::record(&flow_report, arrival, books, how.output);
-            return 1;
+            return taken;
         }
     }
     super::hostint::record(&parsed, arrival, books, how.output);
-    1
+    taken
+}
+
+/// The sender's sequence accounted here, or booked as given.
+fn account(
+    books: &mut Books,
+    from: SocketAddr,
+    sequence: Sequence,
+    count: impl FnOnce(&mut Sender) -> u32,
+) -> Accounting {
+    let sender = books.sender(from);
+    match sequence {
+        Sequence::Count => sender.accounted(count),
+        Sequence::Given(found) => {
+            sender.book(found);
+            found
+        }
+    }
 }
 
 /// A short reason for a refused report: what was wrong, and where.
@@ -226,10 +284,18 @@ fn reason(error: &int_core::ParseError) -> String {
     format!("{}: {kind}", error.layer())
 }
 
-/// A refused datagram: counted by reason and said.
-fn refuse(error: &int_core::ParseError, arrival: Arrival, len: usize, totals: &mut Totals, output: Print) {
-    *totals.malformed.entry(reason(error)).or_default() += 1;
+/// A refused datagram: counted as a report, by reason, and said.
+fn refuse(
+    error: &int_core::ParseError,
+    arrival: Arrival,
+    len: usize,
+    books: &mut Books,
+    output: Print,
+) -> Taken {
+    books.totals.reports += 1;
+    *books.totals.malformed.entry(reason(error)).or_default() += 1;
     said_malformed(arrival, &error.to_string(), Some(len), output);
+    Taken { reports: 1, accounting: Accounting::default(), kind: Kind::Refused, node: 0 }
 }
 
 /// A datagram longer than any report a sender writes at jumbo MTU.

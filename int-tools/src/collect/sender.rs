@@ -19,6 +19,17 @@ pub enum Numbering {
     Reports,
 }
 
+/// What accounting for one datagram found: the reports missing right
+/// before it, and whether its number started the sequence again or came
+/// late. A receiving collector finds it; an aggregator, which may see
+/// only some of a sender's datagrams, books what the receiver found.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Accounting {
+    pub missing: u32,
+    pub resync: bool,
+    pub late: bool,
+}
+
 #[derive(Debug, Default, Clone)]
 pub struct Sender {
     next_sequence: Option<u32>,
@@ -61,6 +72,20 @@ impl Sender {
             self.last_group = Some((widened, reports.max(1)));
         }
         lost
+    }
+
+    /// What `account` (one of the two) found for one datagram.
+    pub fn accounted(&mut self, account: impl FnOnce(&mut Sender) -> u32) -> Accounting {
+        let (resyncs, late) = (self.resyncs, self.late);
+        let missing = account(self);
+        Accounting { missing, resync: self.resyncs > resyncs, late: self.late > late }
+    }
+
+    /// Books what another collector's accounting found.
+    pub fn book(&mut self, found: Accounting) {
+        self.lost_reports += u64::from(found.missing);
+        self.resyncs += u64::from(found.resync);
+        self.late += u64::from(found.late);
     }
 
     /// A 22-bit number widened to 32 bits: the signed 22-bit difference

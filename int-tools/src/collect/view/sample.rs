@@ -341,6 +341,7 @@ mod tests {
             totals: Default::default(),
             join: Join::new(1000, Vec::new(), 32),
             outputs: Vec::new(),
+            feed: None,
         };
         let books = vec![Arc::new(Mutex::new(books))];
         Shared { books, reports: AtomicU64::new(0), quit: AtomicBool::new(false), outputs: Vec::new() }

@@ -1,8 +1,6 @@
-//! `collect --from-nats URL`: the records of many collectors, read from
-//! the JetStream stream they publish to (`--nats`), into the same ledger,
-//! per-hop view and outputs as reports off a socket. A durable pull
-//! consumer: aggregators with the same `--nats-consumer` share the stream's
-//! records, one with a name of its own reads them all.
+//! The stream's JSON records (`--nats-format json`) read back by an
+//! aggregator into the same ledger, per-hop view and outputs as reports
+//! off a socket.
 //!
 //! A record is checked whole before any of it is booked: a message that is
 //! not a record, a record of another schema or type, a field of the wrong
@@ -11,22 +9,16 @@
 //! join holds) is counted in `malformed_by_reason` and books nothing.
 
 use std::net::IpAddr;
-use std::sync::atomic::Ordering;
-use std::sync::Mutex;
-use std::time::Duration;
 
 use int_core::flow::FlowKey;
 use int_core::int21::HopMetadata;
 use int_core::latency::MAX_ONE_WAY_NS;
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use super::hops::{Seen, MAX_PATH};
-use super::stream::{ensure_stream, Settings, SCHEMA};
-use super::{Books, Measure, Observed, Print, Shared};
-use crate::nats::{Connection, Message, MAX_MESSAGE};
+use super::SCHEMA;
+use crate::collect::hops::{Seen, MAX_PATH};
+use crate::collect::{Books, Measure, Observed, Print};
 
-/// Records asked for per fetch.
-const BATCH: usize = 256;
 /// The most hops a `tr20` record's stack holds: an INT 2.1 shim's length
 /// is 8 bits of 4-byte words (an IOAM trace holds fewer), so the receiver
 /// never reads more.
@@ -36,92 +28,6 @@ const MAX_STACK_HOPS: usize = 255;
 /// new one is counted under [`OTHER`].
 pub const MAX_REASONS: usize = 64;
 const OTHER: &str = "stream: a record of another type or schema";
-
-/// The aggregator's thread.
-pub fn spawn(
-    settings: Settings,
-    consumer: String,
-    shared: &std::sync::Arc<Shared>,
-    output: Print,
-) -> std::thread::JoinHandle<Result<(), String>> {
-    let shared = std::sync::Arc::clone(shared);
-    std::thread::spawn(move || match shared.books.first() {
-        Some(books) => run(&settings, &consumer, books, &shared, output),
-        None => Ok(()),
-    })
-}
-
-/// Reads the stream until the collector stops; reconnects while the
-/// server is away.
-pub fn run(
-    settings: &Settings,
-    consumer: &str,
-    books: &Mutex<Books>,
-    shared: &Shared,
-    output: Print,
-) -> Result<(), String> {
-    while !shared.quit.load(Ordering::Relaxed) {
-        let Ok(mut connection) = open(settings, consumer) else {
-            std::thread::sleep(Duration::from_millis(250));
-            continue;
-        };
-        while !shared.quit.load(Ordering::Relaxed) {
-            if fetch(&mut connection, settings, consumer, books, shared, output).is_err() {
-                break;
-            }
-        }
-    }
-    Ok(())
-}
-
-/// A connection with the stream and the durable consumer in place.
-fn open(settings: &Settings, consumer: &str) -> std::io::Result<Connection> {
-    let mut connection =
-        Connection::connect(&settings.server, "int-tools collect --from-nats", Duration::from_secs(2))?;
-    ensure_stream(&mut connection, settings)?;
-    let config = json!({"stream_name": settings.stream, "config": {"durable_name": consumer, "ack_policy": "explicit",
-                        "deliver_policy": "all", "max_ack_pending": 20_000, "ack_wait": 30_000_000_000u64}});
-    let subject = format!("$JS.API.CONSUMER.DURABLE.CREATE.{}.{consumer}", settings.stream);
-    let answer = connection.request(&subject, &config, Duration::from_secs(3), &mut |_| {})?;
-    if let Some(error) = answer.get("error") {
-        return Err(std::io::Error::other(format!("consumer {consumer}: {error}")));
-    }
-    connection.set_wait(Duration::from_millis(600))?;
-    let inbox = connection.inbox("f");
-    connection.subscribe(&inbox)?;
-    Ok(connection)
-}
-
-/// One batch: asked for, taken into the books, acknowledged.
-fn fetch(
-    connection: &mut Connection,
-    settings: &Settings,
-    consumer: &str,
-    books: &Mutex<Books>,
-    shared: &Shared,
-    output: Print,
-) -> std::io::Result<()> {
-    let inbox = connection.inbox("f");
-    let request = json!({"batch": BATCH, "expires": 500_000_000u64}).to_string();
-    let next = format!("$JS.API.CONSUMER.MSG.NEXT.{}.{consumer}", settings.stream);
-    connection.publish(&next, Some(&inbox), &[], request.as_bytes())?;
-    connection.flush()?;
-    for _ in 0..BATCH {
-        let Some(message) = connection.next_message()? else { break };
-        if message.status.is_some() {
-            // 404 no messages, 408 the request expired: the batch is over.
-            break;
-        }
-        if let Ok(mut books) = books.lock() {
-            take(&message, &mut books, output);
-        }
-        shared.reports.fetch_add(1, Ordering::Relaxed);
-        if let Some(reply) = &message.reply {
-            connection.publish(reply, None, &[], b"")?;
-        }
-    }
-    connection.flush()
-}
 
 /// What became of one message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,16 +42,6 @@ pub enum Taken {
     Malformed(String),
 }
 
-/// One message off the stream: a record into the books, or counted as
-/// what it is not.
-fn take(message: &Message, books: &mut Books, output: Print) {
-    if message.oversized.is_some() {
-        count(books, &Taken::Malformed(format!("stream: a message over {MAX_MESSAGE} bytes")));
-        return;
-    }
-    take_record(message.header("Int-Schema"), &message.payload, books, output);
-}
-
 /// One message's payload and its `Int-Schema` header: checked whole, then
 /// booked and printed, or refused and counted by reason; either way
 /// counted once in the totals.
@@ -158,9 +54,9 @@ pub fn take_record(schema: Option<&str>, payload: &[u8], books: &mut Books, outp
             let mut value = value;
             if let Some(object) = value.as_object_mut() {
                 // The aggregator's own names, over what the collectors wrote.
-                super::names::annotate(object);
+                crate::collect::names::annotate(object);
             }
-            super::print::print(&value, output);
+            crate::collect::print::print(&value, output);
             taken
         }
         Err(reason) => Taken::Malformed(reason),
@@ -328,7 +224,7 @@ fn book(record: &Record, books: &mut Books) {
         Kind::Joined { hops, ordered } => {
             let Some(flow) = record.flow else { return };
             let at_ms = books.ledger.time_ms(hops.first().and_then(|hop| hop.ingress_timestamp));
-            let joined = super::join::Joined { flow, hops: hops.clone(), ordered: *ordered, at_ms };
+            let joined = crate::collect::join::Joined { flow, hops: hops.clone(), ordered: *ordered, at_ms };
             books.observe_joined(&joined, Print::Quiet);
         }
         Kind::Flow | Kind::Derived => {}

@@ -1,0 +1,284 @@
+//! `collect --from-nats URL`: an aggregator. It reads the stream the
+//! receiving collectors publish to with a durable pull consumer
+//! (`--nats-consumer`): aggregators of one consumer name share the
+//! messages, one with a name of its own reads them all. A batch's entries
+//! go through the receiving collector's own reading
+//! ([`crate::collect::receive::take`]) into the same books; JSON records
+//! through [`super::records`].
+//!
+//! A message is acknowledged before it is booked, and booked only once
+//! the stream confirmed the acknowledgement (a double ack): a confirmed
+//! message is never delivered again, to this aggregator or another, and
+//! one whose acknowledgement failed (a server lost) is not booked here and
+//! comes again. So every report is booked once, while the aggregators run;
+//! an aggregator that dies loses its books either way.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_nats::jetstream::{self, consumer::pull, Message};
+use futures_util::future::join_all;
+use futures_util::StreamExt;
+
+use super::batch;
+use super::records::{take_record, Taken};
+use super::Settings;
+use crate::collect::metrics::{counter, gauge};
+use crate::collect::outputs::Counted;
+use crate::collect::receive::{self, Came, Sequence};
+use crate::collect::{Books, How, Shared};
+
+/// Messages asked for per fetch.
+const BATCH: usize = 64;
+/// How long a fetch waits for messages.
+const EXPIRES: Duration = Duration::from_millis(500);
+/// How long a delivered message may wait for its acknowledgement before
+/// the stream delivers it again.
+const ACK_WAIT: Duration = Duration::from_secs(10);
+/// How often the consumer's lag is read.
+const LAG_EVERY: Duration = Duration::from_secs(1);
+/// How often a lag is said in the log, at most.
+const SAY_LAG_EVERY: Duration = Duration::from_secs(10);
+
+/// What the aggregator read, shared with the summary and the metrics.
+#[derive(Debug, Default)]
+pub struct Counts {
+    /// Messages acknowledged and booked.
+    pub messages: AtomicU64,
+    /// Messages whose acknowledgement was not confirmed: not booked, the
+    /// stream delivers them again.
+    pub unconfirmed: AtomicU64,
+    /// Messages the stream delivered more than once (an acknowledgement
+    /// lost or late).
+    pub redelivered: AtomicU64,
+    /// Messages in the stream this consumer has not been given yet: its
+    /// lag, read every second.
+    pub pending: AtomicU64,
+    /// Messages given and not yet acknowledged.
+    pub ack_pending: AtomicU64,
+}
+
+impl Counted for Counts {
+    fn names(&self) -> (&'static str, &'static str) {
+        ("nats_consumer", "NATS consumer")
+    }
+
+    fn counts(&self) -> Vec<(&'static str, u64)> {
+        let get = |count: &AtomicU64| count.load(Ordering::Relaxed);
+        vec![
+            ("messages", get(&self.messages)),
+            ("unconfirmed", get(&self.unconfirmed)),
+            ("redelivered", get(&self.redelivered)),
+            ("pending", get(&self.pending)),
+            ("ack_pending", get(&self.ack_pending)),
+        ]
+    }
+
+    fn metrics(&self, out: &mut String) {
+        let get = |count: &AtomicU64| count.load(Ordering::Relaxed);
+        counter(
+            out,
+            "int_collect_nats_consumer_messages_total",
+            "Stream messages booked.",
+            get(&self.messages),
+        );
+        counter(
+            out,
+            "int_collect_nats_consumer_unconfirmed_total",
+            "Stream messages whose acknowledgement was not confirmed (delivered again, not booked).",
+            get(&self.unconfirmed),
+        );
+        counter(
+            out,
+            "int_collect_nats_consumer_redelivered_total",
+            "Stream messages delivered more than once.",
+            get(&self.redelivered),
+        );
+        gauge(
+            out,
+            "int_collect_nats_consumer_pending",
+            "Stream messages not yet given to this consumer: its lag.",
+            get(&self.pending),
+        );
+        gauge(
+            out,
+            "int_collect_nats_consumer_ack_pending",
+            "Stream messages given and not yet acknowledged.",
+            get(&self.ack_pending),
+        );
+    }
+}
+
+/// The aggregator's thread.
+pub fn spawn(
+    settings: Settings,
+    consumer: String,
+    shared: &Arc<Shared>,
+    how: &Arc<How>,
+    counts: Arc<Counts>,
+) -> std::thread::JoinHandle<Result<(), String>> {
+    let (shared, how) = (Arc::clone(shared), Arc::clone(how));
+    std::thread::spawn(move || {
+        let Some(books) = shared.books.first() else { return Ok(()) };
+        let runtime = super::runtime().map_err(|e| e.to_string())?;
+        let reader =
+            Reader { settings: &settings, name: &consumer, books, shared: &shared, how: &how, counts };
+        runtime.block_on(reader.run())
+    })
+}
+
+/// What the aggregator's thread works with.
+struct Reader<'a> {
+    settings: &'a Settings,
+    name: &'a str,
+    books: &'a Mutex<Books>,
+    shared: &'a Shared,
+    how: &'a How,
+    counts: Arc<Counts>,
+}
+
+impl Reader<'_> {
+    /// Reads the stream until collect stops; async-nats reconnects, to any
+    /// server of a cluster, while one is away.
+    async fn run(&self) -> Result<(), String> {
+        let Some(consumer) = self.consumer().await else { return Ok(()) };
+        let mut lag = Lag { read: Instant::now(), said: None };
+        while !self.stopping() {
+            let Ok(messages) = consumer.fetch().max_messages(BATCH).expires(EXPIRES).messages().await else {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            };
+            let messages: Vec<Message> = messages.filter_map(|m| async { m.ok() }).collect().await;
+            self.take(&messages).await;
+            if lag.read.elapsed() >= LAG_EVERY {
+                lag.read(&consumer, &self.counts, self.name).await;
+            }
+        }
+        Ok(())
+    }
+
+    fn stopping(&self) -> bool {
+        self.shared.quit.load(Ordering::Relaxed)
+    }
+
+    /// The durable consumer, made if missing, once a server answers;
+    /// `None` if collect stops first.
+    async fn consumer(&self) -> Option<jetstream::consumer::Consumer<pull::Config>> {
+        let mut said = String::new();
+        while !self.stopping() {
+            match self.open().await {
+                Ok(consumer) => return Some(consumer),
+                Err(error) if error != said => {
+                    eprintln!("collect: --from-nats: {error} (trying again)");
+                    said = error;
+                }
+                Err(_) => {}
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        None
+    }
+
+    async fn open(&self) -> Result<jetstream::consumer::Consumer<pull::Config>, String> {
+        let client = super::connect(&self.settings.servers, "int-tools collect --from-nats").await?;
+        let js = jetstream::new(client);
+        let stream = super::ensure_stream(&js, self.settings).await?;
+        let config = pull::Config {
+            durable_name: Some(self.name.to_string()),
+            ack_policy: jetstream::consumer::AckPolicy::Explicit,
+            deliver_policy: jetstream::consumer::DeliverPolicy::All,
+            ack_wait: ACK_WAIT,
+            max_ack_pending: 20_000,
+            num_replicas: 0,
+            ..Default::default()
+        };
+        stream
+            .get_or_create_consumer(self.name, config)
+            .await
+            .map_err(|e| format!("consumer {}: {e}", self.name))
+    }
+
+    /// One fetch's messages: acknowledged, then those the stream confirmed
+    /// booked, in order.
+    async fn take(&self, messages: &[Message]) {
+        let confirmed = join_all(messages.iter().map(Message::double_ack)).await;
+        let Ok(mut books) = self.books.lock() else { return };
+        books.ledger.tick();
+        let mut reports = 0;
+        for (message, confirmed) in messages.iter().zip(confirmed) {
+            if confirmed.is_err() {
+                self.counts.unconfirmed.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            if message.info().is_ok_and(|info| info.delivered > 1) {
+                self.counts.redelivered.fetch_add(1, Ordering::Relaxed);
+            }
+            self.counts.messages.fetch_add(1, Ordering::Relaxed);
+            reports += book(message, &mut books, self.how);
+        }
+        self.shared.reports.fetch_add(reports, Ordering::Relaxed);
+    }
+}
+
+/// One message into the books; returns the reports it counts for.
+fn book(message: &Message, books: &mut Books, how: &How) -> u64 {
+    let header = |key: &str| message.headers.as_ref().and_then(|h| h.get(key)).map(|v| v.as_str());
+    if header("Int-Format") != Some(batch::FORMAT) {
+        let taken = take_record(header("Int-Schema"), &message.payload, books, how.output);
+        return u64::from(taken != Taken::Derived);
+    }
+    let mut reports = 0;
+    for entry in batch::entries(&message.payload) {
+        match entry {
+            Ok(entry) => {
+                books.ledger.arrived(entry.at_ns);
+                let came = Came {
+                    payload: entry.datagram,
+                    from: entry.from,
+                    truncated: entry.truncated,
+                    at_ns: entry.at_ns,
+                };
+                reports += receive::take(came, Sequence::Given(entry.accounting), books, how).reports;
+            }
+            Err(malformed) => {
+                let totals = &mut books.totals;
+                totals.received += 1;
+                totals.reports += 1;
+                *totals.malformed.entry(malformed.to_string()).or_default() += 1;
+                reports += 1;
+            }
+        }
+    }
+    reports
+}
+
+/// When the lag was read and last said.
+struct Lag {
+    read: Instant,
+    said: Option<Instant>,
+}
+
+impl Lag {
+    /// The consumer's lag into the counts; said in the log when there is
+    /// one, at most every [`SAY_LAG_EVERY`].
+    async fn read(
+        &mut self,
+        consumer: &jetstream::consumer::Consumer<pull::Config>,
+        counts: &Counts,
+        name: &str,
+    ) {
+        self.read = Instant::now();
+        let Ok(info) = consumer.get_info().await else { return };
+        counts.pending.store(info.num_pending, Ordering::Relaxed);
+        counts.ack_pending.store(info.num_ack_pending as u64, Ordering::Relaxed);
+        let due = self.said.is_none_or(|at| at.elapsed() >= SAY_LAG_EVERY);
+        if info.num_pending > BATCH as u64 && due {
+            eprintln!(
+                "collect: consumer {name} is {} messages behind the stream ({} awaiting acknowledgement)",
+                info.num_pending, info.num_ack_pending
+            );
+            self.said = Some(Instant::now());
+        }
+    }
+}
