@@ -70,7 +70,11 @@ pub fn page(snapshot: &Snapshot, outputs: &[Arc<dyn Counted>], top: usize) -> St
             "Reports received (a TR 2.0 datagram may hold several; a refused datagram counts as one).",
             totals.reports,
         ),
-        ("datagrams", "Datagrams received (--from-nats: stream messages read).", totals.received),
+        (
+            "datagrams",
+            "Datagrams received (--from-nats: the stream batches' datagrams, or its JSON records).",
+            totals.received,
+        ),
         ("malformed", "Reports refused.", totals.malformed()),
         ("lost_reports", "Reports missing from the senders' sequences.", snapshot.lost_reports()),
         ("kernel_drops", "Datagrams the kernel dropped (receive buffer full).", totals.kernel_drops),

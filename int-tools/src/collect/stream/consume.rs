@@ -29,9 +29,9 @@ use crate::collect::outputs::Counted;
 use crate::collect::receive::{self, Came, Sequence};
 use crate::collect::{Books, How, Shared};
 
-/// Messages asked for per fetch.
-const BATCH: usize = 64;
-/// How long a fetch waits for messages.
+/// Messages asked for per pull request, and booked at once at most.
+const BATCH: usize = 16;
+/// How long a pull request waits for messages.
 const EXPIRES: Duration = Duration::from_millis(500);
 /// How long a delivered message may wait for its acknowledgement before
 /// the stream delivers it again.
@@ -145,14 +145,31 @@ impl Reader<'_> {
         let Some(consumer) = self.consumer().await else { return Ok(()) };
         let mut lag = Lag { read: Instant::now(), said: None };
         while !self.stopping() {
-            let Ok(messages) = consumer.fetch().max_messages(BATCH).expires(EXPIRES).messages().await else {
+            // A pull kept open, BATCH messages a request: aggregators of one
+            // consumer each hold requests, and the stream fills them in turn.
+            let pulled = consumer.stream().max_messages_per_batch(BATCH).expires(EXPIRES).messages().await;
+            let Ok(messages) = pulled else {
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 continue;
             };
-            let messages: Vec<Message> = messages.filter_map(|m| async { m.ok() }).collect().await;
-            self.take(&messages).await;
-            if lag.read.elapsed() >= LAG_EVERY {
-                lag.read(&consumer, &self.counts, self.name).await;
+            let mut chunks = messages.ready_chunks(BATCH);
+            while !self.stopping() {
+                if lag.read.elapsed() >= LAG_EVERY {
+                    lag.read(&consumer, &self.counts, self.name).await;
+                }
+                let chunk = match tokio::time::timeout(EXPIRES, chunks.next()).await {
+                    Err(_) => continue,
+                    Ok(None) => break,
+                    Ok(Some(chunk)) => chunk,
+                };
+                // An error (a heartbeat missed, the consumer's leader
+                // lost) ends this pull; a new one is made.
+                let failed = chunk.iter().any(Result::is_err);
+                let messages: Vec<Message> = chunk.into_iter().filter_map(Result::ok).collect();
+                self.take(&messages).await;
+                if failed {
+                    break;
+                }
             }
         }
         Ok(())
@@ -199,7 +216,7 @@ impl Reader<'_> {
             .map_err(|e| format!("consumer {}: {e}", self.name))
     }
 
-    /// One fetch's messages: acknowledged, then those the stream confirmed
+    /// Messages that arrived together: acknowledged, then those the stream confirmed
     /// booked, in order.
     async fn take(&self, messages: &[Message]) {
         let confirmed = join_all(messages.iter().map(Message::double_ack)).await;

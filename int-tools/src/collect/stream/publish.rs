@@ -356,11 +356,10 @@ impl Publisher {
             if ended.is_some_and(|at| at.elapsed() > PATIENCE) {
                 break;
             }
-            // What waits for the server is bounded: the queue, and
-            // --nats-buffer datagrams (records) in flight.
-            let waiting: u64 = self.in_flight.values().map(|m| m.items).sum();
-            let room =
-                ended.is_none() && self.in_flight.len() < WINDOW && waiting < self.settings.buffer as u64;
+            // While the server is away the queue is not read: what waits
+            // for it is bounded by the queue (--nats-buffer) and the window.
+            let connected = self.client.connection_state() == async_nats::connection::State::Connected;
+            let room = ended.is_none() && connected && self.in_flight.len() < WINDOW;
             tokio::select! {
                 item = items.recv(), if room => match item {
                     Some(item) => self.take(item),
@@ -374,6 +373,11 @@ impl Publisher {
                     self.send_open();
                     let connects = self.client.statistics().connects.load(Ordering::Relaxed);
                     self.counts.reconnects.store(connects.saturating_sub(1), Ordering::Relaxed);
+                    // The receivers gone while the queue is not read: the
+                    // end is told by the queue's closing, not its last item.
+                    if ended.is_none() && !connected && items.is_closed() {
+                        ended = Some(Instant::now());
+                    }
                 }
             }
         }
