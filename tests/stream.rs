@@ -728,3 +728,67 @@ fn an_aggregator_counts_the_reports_its_collector_counted() {
     }
     stop(nats);
 }
+
+/// Packet `i` of one UDP flow as a node saw it (IP header on).
+fn flow_packet(i: u32) -> Vec<u8> {
+    let mut spec =
+        int_core::craft::PacketSpec::udp([10, 0, 0, 1].into(), [10, 0, 0, 2].into(), 1000, 5000, 16);
+    spec.ident = i as u16;
+    spec.build()[14..].to_vec()
+}
+
+/// Postcards of one packet that reach two different receiving collectors
+/// are joined by the aggregator: nodes 1 and 2 report to one collector,
+/// nodes 3 and 4 to the other; 40 packets, the first 20 through 1, 2, 3,
+/// the rest through 1, 4, 3. Each receiver sees part of every path; the
+/// aggregator sees the whole of each, and the one path change.
+#[test]
+fn postcards_at_two_collectors_join_at_the_aggregator() {
+    if nats_missing() {
+        return;
+    }
+    let dir = workdir("stream-postcards");
+    let port = free_port();
+    let nats = start_nats(&dir, port);
+    let url = format!("nats://127.0.0.1:{port}");
+    let start_ns = 1_700_000_000_000_000_000u64;
+    let (mut near, mut far) = (Vec::new(), Vec::new());
+    for i in 0..40u32 {
+        let path = if i < 20 { [1, 2, 3] } else { [1, 4, 3] };
+        for (hop, node) in path.into_iter().enumerate() {
+            let ingress = start_ns + u64::from(i) * 1_000_000 + hop as u64 * 10_000;
+            let card = common::collector::postcard_report(node, i, &flow_packet(i), ingress, ingress + 1000);
+            if node <= 2 {
+                near.push(card)
+            } else {
+                far.push(card)
+            }
+        }
+    }
+    let a = collect(&["--nats", &url], &near, near.len());
+    let b = collect(&["--nats", &url], &far, far.len());
+    let receivers: Vec<&Value> = [&a, &b].iter().map(|lines| &lines.last().unwrap()["summary"]).collect();
+    let reports: u64 = receivers.iter().map(|s| s["reports"].as_u64().unwrap()).sum();
+    assert_eq!(reports, 120);
+    let summary = aggregate(&url, "postcards", reports);
+    stop(nats);
+    let links = |s: &Value| -> Vec<(u64, u64, u64)> {
+        let mut links: Vec<(u64, u64, u64)> = s["links"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| {
+                (
+                    l["from"].as_u64().unwrap(),
+                    l["to"].as_u64().unwrap(),
+                    l["latency_ns"]["count"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        links.sort_unstable();
+        links
+    };
+    assert_eq!(links(receivers[0]), [(1, 2, 20)], "the near collector sees nodes 1 and 2 only");
+    assert_eq!(links(&summary), [(1, 2, 20), (1, 4, 20), (2, 3, 20), (4, 3, 20)], "{summary}");
+    assert_eq!(summary["path_changes"], 1, "{summary}");
+}
