@@ -129,9 +129,10 @@ def run_case(payloads, sockets, senders, seconds, extra=()):
             "received": summary["reports"], "received_per_s": round(summary["reports"] / sent["seconds"]),
             "kernel_drops": summary["kernel_drops"], "lost_reports": summary["lost_reports"],
             "malformed": summary["malformed"], "latency_reports": summary["all_flows"]["latency_reports"],
-            # With --nats: records the stream acknowledged, and those the
-            # full buffer dropped.
+            # With --nats: datagrams (records) the stream acknowledged, and
+            # those the full buffer dropped or never acknowledged.
             "published": summary.get("nats", {}).get("acked", 0), "publish_dropped": summary.get("nats", {}).get("dropped", 0),
+            "publish_lost": summary.get("nats", {}).get("lost", 0),
             # A TR 2.0 datagram holds several reports: what they carried.
             "latency_reports_per_s": round(summary["all_flows"]["latency_reports"] / sent["seconds"])}
 
@@ -152,16 +153,64 @@ def start_nats(work):
     return server, f"nats://127.0.0.1:{port}"
 
 
-def aggregate(url, records):
-    """An aggregator reading `records` records off the stream: its rate."""
+def consumer_caught_up(url, stream, consumer):
+    """Whether the stream's consumer has been given, and has acknowledged,
+    every message (nats-py)."""
+    import asyncio
+    import nats
+
+    async def ask():
+        connection = await nats.connect(url)
+        try:
+            info = await connection.jetstream().consumer_info(stream, consumer)
+            return info.num_pending == 0 and info.num_ack_pending == 0 and info.delivered.stream_seq > 0
+        except Exception:
+            return False
+        finally:
+            await connection.close()
+    return asyncio.run(ask())
+
+
+def aggregate(url, stream, prefix):
+    """An aggregator reading the whole stream (batches or JSON records):
+    its reports per second, from its start to the moment its consumer has
+    every message acknowledged."""
     started = time.time()
-    out = subprocess.run([TOOLS, "collect", "--from-nats", url, "--nats-consumer", "bench", "--quiet", "--json",
-                          "--interval", "0", "--count", str(records), "--duration", "900"],
-                         check=True, capture_output=True, text=True).stdout
+    collect = subprocess.Popen([TOOLS, "collect", "--from-nats", url, "--nats-stream", stream, "--nats-prefix", prefix,
+                                "--nats-consumer", "bench", "--quiet", "--json", "--interval", "0", "--duration", "900"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    while not consumer_caught_up(url, stream, "bench"):
+        time.sleep(0.05)
     seconds = time.time() - started
+    collect.send_signal(2)
+    out, _ = collect.communicate(timeout=60)
     summary = json.loads(out.strip().splitlines()[-1])["summary"]
-    return {"records": summary["reports"], "seconds": round(seconds, 2),
-            "records_per_s": round(summary["reports"] / seconds), "malformed": summary["malformed"]}
+    return {"stream": stream, "reports": summary["reports"], "seconds": round(seconds, 2),
+            "reports_per_s": round(summary["reports"] / seconds), "malformed": summary["malformed"],
+            "messages": summary["nats_consumer"]["messages"]}
+
+
+def server_ceiling(url, seconds, size=64 << 10, window=256):
+    """What nats-server takes here: acknowledged publishes of the batch
+    format's message size (64 KiB), `window` in flight, for `seconds`
+    (nats-py on one core beside it)."""
+    import asyncio
+    import nats
+
+    async def run():
+        connection = await nats.connect(url)
+        js = connection.jetstream()
+        await js.add_stream(name="CEILING", subjects=["ceiling.>"], max_bytes=1 << 30)
+        payload, sent, end = b"x" * size, 0, time.time() + seconds
+        started = time.time()
+        while time.time() < end:
+            await asyncio.gather(*(js.publish("ceiling.x", payload) for _ in range(window)))
+            sent += window
+        took = time.time() - started
+        await js.delete_stream("CEILING")
+        await connection.close()
+        return {"messages_per_s": round(sent / took), "mbytes_per_s": round(sent * size / took / 1e6)}
+    return asyncio.run(run())
 
 
 def main():
@@ -174,8 +223,9 @@ def main():
     parser.add_argument("--http", action="store_true",
                         help="each run also with the web view on (--http), interleaved: the view's cost")
     parser.add_argument("--nats", action="store_true",
-                        help="each run also with --nats to a nats-server -js started here, interleaved; then an "
-                             "aggregator (--from-nats) reads everything published: its records per second")
+                        help="each run also with --nats (batch format, and --nats-format json) to a nats-server -js "
+                             "started here, interleaved; then an aggregator (--from-nats) reads each stream: its "
+                             "reports per second; and what the server takes of the batch's message size")
     args = parser.parse_args()
     subprocess.run(["cargo", "build", "--release", "--locked", "-p", "int-node", "-p", "int-tools", "-p", "int-lab"],
                    cwd=ROOT, check=True)
@@ -191,6 +241,8 @@ def main():
     nats = start_nats(work) if args.nats else None
     if nats:
         views.append(("nats", ("--nats", nats[1])))
+        views.append(("nats-json", ("--nats", nats[1], "--nats-format", "json", "--nats-stream", "JSON",
+                                    "--nats-prefix", "json")))
     results = []
     for repeat in range(args.repeat):
         for sockets in [int(s) for s in args.sockets.split(",")]:
@@ -198,10 +250,12 @@ def main():
                 result = dict(run_case(payloads, sockets, args.senders, args.seconds, extra), view=view)
                 print(json.dumps(result), file=sys.stderr)
                 results.append(result)
-    aggregated = aggregate(nats[1], sum(r["published"] for r in results)) if nats else None
+    aggregated = None
     if nats:
+        aggregated = [aggregate(nats[1], "INT", "int"), aggregate(nats[1], "JSON", "json"),
+                      {"server_ceiling": server_ceiling(nats[1], args.seconds)}]
         nats[0].kill()
-        print(f"aggregator: {aggregated}", file=sys.stderr)
+        print(f"aggregators, server: {aggregated}", file=sys.stderr)
     os.makedirs(RESULTS, exist_ok=True)
     name = "collector.json" if args.reports == "hostint" else f"collector-{args.reports}.json"
     with open(os.path.join(RESULTS, name), "w") as f:

@@ -24,15 +24,20 @@ if [[ "${INT_NODE_RUNTIME_ONLY:-0}" == "1" ]]; then
               librte-net-mlx5-23 librte-net-virtio23 librte-net-e1000-23 iproute2)
 fi
 
-# selenium drives the view's browser test (tests/view/browser.py); the
+# selenium drives the view's browser test (tests/view/browser.py); nats-py
+# runs the stream consumer of docs/scale-out.md (tests/stream.rs); the
 # runtime image has no tests. Debian's own python3 refuses pip without
 # --break-system-packages (PEP 668); a python3 of its own (pyenv, venv) does not.
 python_packages() {
     [[ "${INT_NODE_RUNTIME_ONLY:-0}" == "1" ]] && return 0
-    python3 -c "import selenium" 2>/dev/null && return 0
-    echo "install-deps: installing selenium (pip)"
-    python3 -m pip install --quiet selenium 2>/dev/null \
-        || python3 -m pip install --quiet --break-system-packages selenium
+    local module package
+    for pair in selenium:selenium nats:nats-py; do
+        module=${pair%%:*} package=${pair#*:}
+        python3 -c "import $module" 2>/dev/null && continue
+        echo "install-deps: installing $package (pip)"
+        python3 -m pip install --quiet "$package" 2>/dev/null \
+            || python3 -m pip install --quiet --break-system-packages "$package"
+    done
 }
 
 missing=()

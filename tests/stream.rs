@@ -792,3 +792,55 @@ fn postcards_at_two_collectors_join_at_the_aggregator() {
     assert_eq!(links(&summary), [(1, 2, 20), (1, 4, 20), (2, 3, 20), (4, 3, 20)], "{summary}");
     assert_eq!(summary["path_changes"], 1, "{summary}");
 }
+
+/// The Python consumer of docs/scale-out.md ("Your own consumer"), taken
+/// from the page as it is and run against a real server: it prints every
+/// datagram collect published, with its sender, node and kind.
+#[test]
+fn the_documented_python_consumer_reads_the_batches() {
+    if nats_missing() {
+        return;
+    }
+    if Command::new("python3").args(["-c", "import nats"]).status().map_or(true, |s| !s.success()) {
+        eprintln!("skipped: nats-py missing (pip install nats-py; scripts/install-deps.sh does)");
+        return;
+    }
+    let page =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/scale-out.md")).unwrap();
+    let section = page.split("## Your own consumer").nth(1).unwrap();
+    let program = section.split("```python\n").nth(1).unwrap().split("```").next().unwrap();
+    let dir = workdir("stream-python");
+    std::fs::write(dir.join("consume.py"), program).unwrap();
+    let port = free_port();
+    let nats = start_nats(&dir, port);
+    let url = format!("nats://127.0.0.1:{port}");
+    let mut datagrams: Vec<Vec<u8>> = (1..=30).map(|n| common::collector::drop_summary(n, 1)).collect();
+    datagrams.extend(switch_reports());
+    datagrams.push(b"no report".to_vec());
+    let reports: usize = 30
+        + switch_reports()
+            .iter()
+            .map(|d| int_core::report::tr20::Report::parse(d).unwrap().reports().count())
+            .sum::<usize>()
+        + 1;
+    let lines = collect(&["--nats", &url], &datagrams, reports);
+    assert_eq!(lines.last().unwrap()["summary"]["nats"]["acked"], datagrams.len());
+    let output =
+        Command::new("python3").arg(dir.join("consume.py")).args([&url, "INT", "doc"]).output().unwrap();
+    stop(nats);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let printed = String::from_utf8(output.stdout).unwrap();
+    let lines: Vec<Vec<&str>> = printed.lines().map(|l| l.split(' ').collect()).collect();
+    assert_eq!(lines.len(), datagrams.len(), "one line a datagram:\n{printed}");
+    let mut seen: Vec<String> = lines.iter().map(|l| l[4].to_string()).collect();
+    let mut sent: Vec<String> =
+        datagrams.iter().map(|d| d.iter().map(|b| format!("{b:02x}")).collect()).collect();
+    seen.sort_unstable();
+    sent.sort_unstable();
+    assert_eq!(seen, sent, "every datagram's bytes");
+    let kinds = |kind: &str| lines.iter().filter(|l| l[3] == kind).count();
+    assert_eq!((kinds("hostint"), kinds("tr20"), kinds("refused")), (30, switch_reports().len(), 1));
+    assert!(lines.iter().all(|l| l[1].starts_with("127.0.0.1:")), "{printed}");
+    let drop_nodes: Vec<&str> = lines.iter().filter(|l| l[3] == "hostint").map(|l| l[2]).collect();
+    assert!(drop_nodes.iter().all(|n| *n == "2"), "a drop summary's sink node: {drop_nodes:?}");
+}
