@@ -241,12 +241,19 @@ impl Reader<'_> {
 /// One message into the books; returns the reports it counts for.
 fn book(message: &Message, books: &mut Books, how: &How) -> u64 {
     let header = |key: &str| message.headers.as_ref().and_then(|h| h.get(key)).map(|v| v.as_str());
-    if header("Int-Format") != Some(batch::FORMAT) {
-        let taken = take_record(header("Int-Schema"), &message.payload, books, how.output);
-        return u64::from(taken != Taken::Derived);
+    if header("Int-Format") == Some(batch::FORMAT) {
+        return book_batch(&message.payload, books, how);
     }
+    let taken = take_record(header("Int-Schema"), &message.payload, books, how.output);
+    u64::from(taken != Taken::Derived)
+}
+
+/// A batch's entries, each through the receiving collector's reading
+/// with its arrival time and accounting; an entry that cannot be framed
+/// is counted by its reason and ends the batch. Returns the reports.
+pub fn book_batch(payload: &[u8], books: &mut Books, how: &How) -> u64 {
     let mut reports = 0;
-    for entry in batch::entries(&message.payload) {
+    for entry in batch::entries(payload) {
         match entry {
             Ok(entry) => {
                 books.ledger.arrived(entry.at_ns);

@@ -1,0 +1,49 @@
+//! A batch message off the stream (collect's batch format, read by an
+//! aggregator), judged beyond "no panic": the entries it frames are those
+//! whose bytes, written again, are the message's bytes read so far, in
+//! order; an entry that cannot be framed ends the message and is one
+//! refusal by a `stream: a batch entry` reason; every framed entry is one
+//! datagram through the receiving collector's reading, counted once; the
+//! books stay within their sizes.
+#![no_main]
+
+use int_tools::collect::stream::batch;
+use int_tools::collect::stream::consume::book_batch;
+use int_tools::collect::{Books, How, Print, Sizes};
+use libfuzzer_sys::fuzz_target;
+
+const SIZES: Sizes = Sizes { flows: 4, detailed_flows: 2, nodes: 8, links: 8 };
+
+fuzz_target!(|data: &[u8]| {
+    let entries: Vec<_> = batch::entries(data).collect();
+    let mut again = Vec::new();
+    for entry in entries.iter().flatten() {
+        entry.write(&mut again);
+    }
+    assert!(data.starts_with(&again), "what was framed is what was read");
+    let framed = entries.iter().filter(|e| e.is_ok()).count() as u64;
+    let failed = entries.last().is_some_and(Result::is_err);
+    assert_eq!(entries.iter().filter(|e| e.is_err()).count(), usize::from(failed), "an error ends the message");
+    if !failed {
+        assert_eq!(again.len(), data.len(), "a message read whole");
+    }
+    let mut books = Books::bounded(SIZES);
+    let how = How {
+        sink_id: int_core::report::SinkIdWord::Detect,
+        int21_domain: int_core::int21::Domain {
+            marking: int_core::int21::Marking::Dscp(int_core::encap::DscpMatch { value: 0x17, mask: 0x3f }),
+            tcp_placement: int_core::encap::TcpPlacement::BeforeOptions,
+            source_only: int_core::int21::SourceOnly::sequence(0x4944),
+        },
+        ioam_timestamps: int_core::ioam::TimestampFormat::Posix,
+        output: Print::Quiet,
+    };
+    book_batch(data, &mut books, &how);
+    assert_eq!(books.totals.received, framed + u64::from(failed), "each entry counted once");
+    let refused_entries: u64 =
+        books.totals.malformed.iter().filter(|(k, _)| k.starts_with("stream: a batch entry")).map(|(_, n)| *n).sum();
+    assert_eq!(refused_entries, u64::from(failed));
+    assert!(books.ledger.flows.len() <= SIZES.flows);
+    assert!(books.hops.nodes.len() <= SIZES.nodes);
+    assert!(books.hops.links.len() <= SIZES.links);
+});
