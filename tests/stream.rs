@@ -844,3 +844,112 @@ fn the_documented_python_consumer_reads_the_batches() {
     let drop_nodes: Vec<&str> = lines.iter().filter(|l| l[3] == "hostint").map(|l| l[2]).collect();
     assert!(drop_nodes.iter().all(|n| *n == "2"), "a drop summary's sink node: {drop_nodes:?}");
 }
+
+/// A CA and a certificate for 127.0.0.1 signed by it, in `dir` (openssl):
+/// `ca.pem`, `server.pem`, `server.key`.
+fn certificates(dir: &Path) {
+    let run = |args: &[&str]| {
+        let output = Command::new("openssl").args(args).current_dir(dir).output().unwrap();
+        assert!(output.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    };
+    run(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=test CA",
+    ]);
+    run(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
+        "-subj",
+        "/CN=127.0.0.1",
+    ]);
+    std::fs::write(dir.join("san.ext"), "subjectAltName=IP:127.0.0.1\n").unwrap();
+    run(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "server.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "san.ext",
+    ]);
+}
+
+/// A server that speaks only TLS and takes one user: collect publishes
+/// with the server's CA (--nats-ca) and the user in the URL; without the
+/// CA, or with a wrong password, it refuses to start and says why.
+#[test]
+fn tls_and_a_user_are_what_the_server_asks() {
+    if nats_missing() {
+        return;
+    }
+    let dir = workdir("stream-tls");
+    let _ = std::fs::remove_dir_all(dir.join("store"));
+    certificates(&dir);
+    let config = dir.join("nats.conf");
+    let text = format!(
+        "tls {{ cert_file: \"{0}/server.pem\", key_file: \"{0}/server.key\" }}\n\
+         authorization {{ user: int, password: s3cret }}\n",
+        dir.display()
+    );
+    std::fs::write(&config, text).unwrap();
+    let port = free_port();
+    let nats = servers::start_nats(&dir, port, &["-c", config.to_str().unwrap()]);
+    let ca = dir.join("ca.pem");
+    let ca = ca.to_str().unwrap();
+    let try_collect = |url: &str, ca: Option<&str>| {
+        let mut command = Command::new(tools_bin());
+        command.args([
+            "collect",
+            "--listen",
+            "127.0.0.1:0",
+            "--quiet",
+            "--json",
+            "--interval",
+            "0",
+            "--duration",
+            "3",
+        ]);
+        command.args(["--nats", url, "--nats-max-bytes", STREAM_BYTES]);
+        if let Some(ca) = ca {
+            command.args(["--nats-ca", ca]);
+        }
+        command.output().unwrap()
+    };
+    let good = format!("tls://int:s3cret@127.0.0.1:{port}");
+    let published = try_collect(&good, Some(ca));
+    let without_ca = try_collect(&good, None);
+    let wrong = try_collect(&format!("tls://int:wrong@127.0.0.1:{port}"), Some(ca));
+    stop(nats);
+    let said = |output: &std::process::Output| String::from_utf8_lossy(&output.stderr).to_string();
+    assert!(published.status.success(), "{}", said(&published));
+    assert!(said(&published).contains("publishing to NATS JetStream"), "{}", said(&published));
+    assert!(!without_ca.status.success(), "a server's certificate of an unknown CA is refused");
+    assert!(said(&without_ca).contains("tls://int:s3cret@127.0.0.1"), "{}", said(&without_ca));
+    assert!(!wrong.status.success(), "a wrong password is refused");
+    assert!(said(&wrong).to_lowercase().contains("author"), "{}", said(&wrong));
+}
