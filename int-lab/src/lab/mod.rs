@@ -16,6 +16,12 @@
 //! 3. `delay_ms`: a UDP flow runs, netem delay is added mid-run; a latency
 //!    report must show the new one-way latency; with `delayed_link`, the
 //!    delay must show on that link of the path alone (config/lab/multihop21.yaml).
+//! 4. `path_switch`: a flow moved mid-run from one transit to another (a tc
+//!    redirect in a namespace moved); the collector must show the path
+//!    change, and an INT-MD sink must have reported it.
+//!
+//! At exit, with `hop_latency`, every node of the collector's summary must
+//! have hop latencies.
 //!
 //! The same checks hold for an INT 2.1 domain (config/lab/int21.yaml): its
 //! Telemetry Report 2.0 latency and loss records are read in the terms of
@@ -27,10 +33,12 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 mod checks;
+mod figures;
 mod impairment;
 mod links;
 mod namespaces;
 mod states;
+mod switch;
 mod topology;
 mod verdicts;
 
@@ -77,9 +85,10 @@ pub fn run(args: &LabArgs) -> Result<(), Error> {
         fs::write(&file, "loss_percent=0 delay_ms=0\n").map_err(Error::io(file.display()))?;
     }
     up(&mut lab, &topology, base, &workdir)?;
-    let checks = checks::scenario(&mut lab, &topology, &workdir)?;
+    let mut checks = checks::scenario(&mut lab, &topology, &workdir)?;
     // Stop nodes and collector so that their final words are in the logs.
     lab.stop_all();
+    figures::at_exit(&topology.scenario, &workdir, &mut checks);
     let failed = checks.failed();
     println!("lab: logs in {}", workdir.display());
     drop(lab);
@@ -96,6 +105,7 @@ pub fn run(args: &LabArgs) -> Result<(), Error> {
 pub fn up(lab: &mut Lab, topology: &Topology, base: &Path, workdir: &Path) -> Result<(), Error> {
     add_namespaces(lab, topology)?;
     add_links(lab, topology)?;
+    switch::add_redirects(lab, topology)?;
     add_neighbours(lab, topology)?;
     start_processes(lab, topology, base, workdir)?;
     // Up once the collector listens (the nodes: once the path carries a

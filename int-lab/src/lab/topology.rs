@@ -11,6 +11,10 @@ pub struct Topology {
     pub name: String,
     pub hosts: Vec<String>,
     pub links: Vec<Link>,
+    /// Frames patched through a host by tc, as a cable would (the path
+    /// switch's means).
+    #[serde(default)]
+    pub redirects: Vec<Redirect>,
     #[serde(default)]
     pub nodes: Vec<NodeSpec>,
     pub collector: Option<CollectorSpec>,
@@ -37,6 +41,29 @@ pub struct Link {
 
 fn default_mtu() -> u16 {
     1500
+}
+
+/// Every frame that arrives on `from` (`host/interface`) leaves by `to`,
+/// an interface of the same host.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Redirect {
+    pub from: String,
+    pub to: String,
+}
+
+/// The path switch: mid-flow, `at`'s frames are patched to `to` instead;
+/// the flow's path must change from one through `old` to one through `new`
+/// (node ids), and `sink` (a host whose node is an INT-MD sink) must have
+/// reported it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathSwitch {
+    pub at: String,
+    pub to: String,
+    pub old: String,
+    pub new: String,
+    pub sink: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -93,6 +120,20 @@ pub struct Scenario {
     /// end-to-end latency is reported to check.
     #[serde(default)]
     pub joined: bool,
+    /// A flow moved from one transit to another mid-run (`redirects`).
+    pub path_switch: Option<PathSwitch>,
+    /// Every node the collector's summary names must have hop latencies
+    /// (the per-hop view has figures), but those `but` names.
+    pub hop_latency: Option<HopLatency>,
+}
+
+/// The hop latency check's exceptions: node ids whose reports carry none
+/// (an INT-MD sink's own hop: its ports and time only).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HopLatency {
+    #[serde(default)]
+    pub but: Vec<String>,
 }
 
 /// Where a scenario's loss and delay come from.
