@@ -110,11 +110,12 @@ pub fn scenario(lab: &mut Lab, topology: &Topology, workdir: &Path) -> Result<Ch
     let mut checks = Checks::default();
     let s = &topology.scenario;
     let (Some(client), Some(server)) = (&s.client, &s.server) else { return Ok(checks) };
+    let address = if s.ipv6_only { addr6_of } else { addr_of };
     let ends = Ends {
         client_host: split(client)?.0,
         server_host: split(server)?.0,
-        client_ip: addr_of(client, topology)?,
-        server_ip: addr_of(server, topology)?,
+        client_ip: address(client, topology)?,
+        server_ip: address(server, topology)?,
     };
     let ends6 = Ends {
         client_ip: addr6_of(client, topology).unwrap_or_default(),

@@ -20,6 +20,51 @@ pub fn at_exit(scenario: &Scenario, workdir: &Path, checks: &mut Checks) {
     if let Some(sink) = scenario.path_switch.as_ref().and_then(|s| s.sink.as_ref()) {
         check_sink_reported(workdir, sink, checks);
     }
+    if let Some(ioam) = &scenario.ioam {
+        check_numbered(workdir, &ioam.sink, checks);
+        check_kernel_slot(workdir, ioam.kernel_node, checks);
+    }
+}
+
+/// Counter `name` of the node in `host`, summed over its pipelines, from
+/// its `--stats-json` at exit (0 where a pipeline has none).
+fn node_counter(workdir: &Path, host: &str, name: &str) -> u64 {
+    let file = workdir.join(format!("node-{host}.json"));
+    let stats: serde_json::Value =
+        fs::read_to_string(&file).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
+    stats["pipelines"]
+        .as_object()
+        .map(|pipelines| pipelines.values().filter_map(|p| p[name].as_u64()).sum())
+        .unwrap_or(0)
+}
+
+/// The decapsulating node took the trace out of packets and found every
+/// one numbered.
+fn check_numbered(workdir: &Path, sink: &str, checks: &mut Checks) {
+    let (stripped, unnumbered) =
+        (node_counter(workdir, sink, "stripped"), node_counter(workdir, sink, "no_sequence"));
+    checks.check(
+        "numbered packets",
+        stripped > 0 && unnumbered == 0,
+        format!("the node in {sink} took the trace out of {stripped} packets, {unnumbered} without a number"),
+    );
+}
+
+/// The Linux router's node id is in the traces the collector read: the
+/// kernel filled its slot.
+fn check_kernel_slot(workdir: &Path, kernel: u64, checks: &mut Checks) {
+    let text = fs::read_to_string(workdir.join("collector.jsonl")).unwrap_or_default();
+    let (mut traces, mut filled) = (0u64, 0u64);
+    for record in text.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()) {
+        let Some(hops) = record["hop_metadata"].as_array() else { continue };
+        traces += 1;
+        filled += u64::from(hops.iter().any(|hop| hop["node_id"].as_u64() == Some(kernel)));
+    }
+    checks.check(
+        "kernel's slot",
+        filled > 0,
+        format!("{filled} of the {traces} traces the collector read carry the kernel's node id {kernel}"),
+    );
 }
 
 /// The collector's summary at exit.
@@ -63,13 +108,7 @@ fn check_hop_latency(workdir: &Path, but: &[String], checks: &mut Checks) {
 /// The INT-MD sink counted path-change reports it sent
 /// (`reports_path_change`, summed over its pipelines).
 fn check_sink_reported(workdir: &Path, sink: &str, checks: &mut Checks) {
-    let file = workdir.join(format!("node-{sink}.json"));
-    let stats: serde_json::Value =
-        fs::read_to_string(&file).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
-    let reported: u64 = stats["pipelines"]
-        .as_object()
-        .map(|pipelines| pipelines.values().filter_map(|p| p["reports_path_change"].as_u64()).sum())
-        .unwrap_or(0);
+    let reported = node_counter(workdir, sink, "reports_path_change");
     checks.check(
         "sink's path-change reports",
         reported > 0,

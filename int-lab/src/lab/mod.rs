@@ -106,6 +106,7 @@ pub fn up(lab: &mut Lab, topology: &Topology, base: &Path, workdir: &Path) -> Re
     add_namespaces(lab, topology)?;
     add_links(lab, topology)?;
     switch::add_redirects(lab, topology)?;
+    namespaces::run_setup(lab, topology)?;
     add_neighbours(lab, topology)?;
     start_processes(lab, topology, base, workdir)?;
     // Up once the collector listens (the nodes: once the path carries a

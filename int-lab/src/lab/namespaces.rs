@@ -205,6 +205,16 @@ pub fn add_links(lab: &Lab, topology: &Topology) -> Result<(), Error> {
     Ok(())
 }
 
+/// The topology's setup commands, each in its host, in order.
+pub fn run_setup(lab: &Lab, topology: &Topology) -> Result<(), Error> {
+    for command in &topology.setup {
+        let args: Vec<&str> = command.run.iter().map(String::as_str).collect();
+        lab.exec(&command.host, &args)?;
+        println!("lab: in {}: {}", lab.ns(&command.host), command.run.join(" "));
+    }
+    Ok(())
+}
+
 /// Static neighbours between the addressed ends: no ARP or neighbour
 /// discovery on the wire.
 pub fn add_neighbours(lab: &Lab, topology: &Topology) -> Result<(), Error> {

@@ -15,6 +15,10 @@ pub struct Topology {
     /// switch's means).
     #[serde(default)]
     pub redirects: Vec<Redirect>,
+    /// Commands run in a host once the links are up: routes, sysctls, a
+    /// Linux router's IOAM settings.
+    #[serde(default)]
+    pub setup: Vec<SetupCommand>,
     #[serde(default)]
     pub nodes: Vec<NodeSpec>,
     pub collector: Option<CollectorSpec>,
@@ -41,6 +45,14 @@ pub struct Link {
 
 fn default_mtu() -> u16 {
     1500
+}
+
+/// `run` (a program and its arguments) in `host`'s namespace.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SetupCommand {
+    pub host: String,
+    pub run: Vec<String>,
 }
 
 /// Every frame that arrives on `from` (`host/interface`) leaves by `to`,
@@ -112,6 +124,13 @@ pub struct Scenario {
     /// name an IPv6 flow (TR 2.0; Host-INT's Drop-Summary cannot).
     #[serde(default)]
     pub ipv6_loss: bool,
+    /// The client and server have IPv6 addresses alone: every step runs
+    /// over IPv6 (an IOAM domain).
+    #[serde(default)]
+    pub ipv6_only: bool,
+    /// An IOAM domain's checks at exit: its decapsulating node numbered
+    /// every packet, and a Linux router filled its slot.
+    pub ioam: Option<IoamChecks>,
     /// The link the delay is on, by its ends' node ids: the delay must show
     /// on it alone (INT 2.1 stacks with timestamps).
     pub delayed_link: Option<[String; 2]>,
@@ -125,6 +144,17 @@ pub struct Scenario {
     /// Every node the collector's summary names must have hop latencies
     /// (the per-hop view has figures), but those `but` names.
     pub hop_latency: Option<HopLatency>,
+}
+
+/// What an IOAM lab checks at exit: `sink` (the host of the
+/// decapsulating node) took the trace out of packets and found each one
+/// numbered (`no_sequence` 0); `kernel_node` (a Linux router's
+/// `net.ipv6.ioam6_id`) filled its slot of the traces the collector read.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IoamChecks {
+    pub sink: String,
+    pub kernel_node: u64,
 }
 
 /// The hop latency check's exceptions: node ids whose reports carry none
