@@ -37,6 +37,7 @@ mod figures;
 mod impairment;
 mod links;
 mod namespaces;
+mod scale;
 mod states;
 mod switch;
 mod topology;
@@ -86,9 +87,15 @@ pub fn run(args: &LabArgs) -> Result<(), Error> {
     }
     up(&mut lab, &topology, base, &workdir)?;
     let mut checks = checks::scenario(&mut lab, &topology, &workdir)?;
+    if let Some(spec) = &topology.scenario.scale_out {
+        scale::settle(&mut lab, &workdir, spec);
+    }
     // Stop nodes and collector so that their final words are in the logs.
     lab.stop_all();
     figures::at_exit(&topology.scenario, &workdir, &mut checks);
+    if let Some(spec) = &topology.scenario.scale_out {
+        scale::check(&workdir, spec, &mut checks);
+    }
     let failed = checks.failed();
     println!("lab: logs in {}", workdir.display());
     drop(lab);
@@ -106,7 +113,7 @@ pub fn up(lab: &mut Lab, topology: &Topology, base: &Path, workdir: &Path) -> Re
     add_namespaces(lab, topology)?;
     add_links(lab, topology)?;
     switch::add_redirects(lab, topology)?;
-    namespaces::run_setup(lab, topology)?;
+    namespaces::run_setup(lab, topology, workdir)?;
     add_neighbours(lab, topology)?;
     start_processes(lab, topology, base, workdir)?;
     // Up once the collector listens (the nodes: once the path carries a

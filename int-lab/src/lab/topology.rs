@@ -22,6 +22,10 @@ pub struct Topology {
     #[serde(default)]
     pub nodes: Vec<NodeSpec>,
     pub collector: Option<CollectorSpec>,
+    /// More programs, started in order after the collector and before the
+    /// nodes: a nats-server, receiving collectors, an aggregator.
+    #[serde(default)]
+    pub processes: Vec<ProcessSpec>,
     #[serde(default)]
     pub scenario: Scenario,
 }
@@ -86,6 +90,19 @@ pub struct NodeSpec {
     pub config: String,
 }
 
+/// A program of the lab in `host`: `run` with `{tools}` as int-tools'
+/// path and `{workdir}` as the run's folder; its output in
+/// `<name>.log`. With `listens` (`tcp/PORT` or `udp/PORT`), the next one
+/// starts once it listens there.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessSpec {
+    pub name: String,
+    pub host: String,
+    pub run: Vec<String>,
+    pub listens: Option<String>,
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CollectorSpec {
@@ -128,6 +145,10 @@ pub struct Scenario {
     /// over IPv6 (an IOAM domain).
     #[serde(default)]
     pub ipv6_only: bool,
+    /// Scale-out: the process named `aggregator` (`collect --from-nats
+    /// --json`) must end with the summary of the lab's collector, fed the
+    /// same reports, which the `receivers` shared.
+    pub scale_out: Option<ScaleOut>,
     /// An IOAM domain's checks at exit: its decapsulating node numbered
     /// every packet, and a Linux router filled its slot.
     pub ioam: Option<IoamChecks>,
@@ -155,6 +176,15 @@ pub struct Scenario {
 pub struct IoamChecks {
     pub sink: String,
     pub kernel_node: u64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScaleOut {
+    pub aggregator: String,
+    /// The receiving collectors' process names: each must take some of
+    /// the reports, all of them together.
+    pub receivers: Vec<String>,
 }
 
 /// The hop latency check's exceptions: node ids whose reports carry none
