@@ -21,7 +21,11 @@
 //!    change, and an INT-MD sink must have reported it.
 //!
 //! At exit, with `hop_latency`, every node of the collector's summary must
-//! have hop latencies.
+//! have hop latencies; with `ioam`, the decapsulating node must have found
+//! every packet numbered and the traces must carry a Linux router's node
+//! id (config/lab/ioam.yaml); with `scale_out`, an aggregator over NATS
+//! must end with the summary of the lab's collector, fed the same reports
+//! (config/lab/scaleout21.yaml).
 //!
 //! The same checks hold for an INT 2.1 domain (config/lab/int21.yaml): its
 //! Telemetry Report 2.0 latency and loss records are read in the terms of
