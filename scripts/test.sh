@@ -73,6 +73,10 @@ labs() {
     target/debug/int-lab lab --topology config/lab/multihop21.yaml
     target/debug/int-lab lab --topology config/lab/multihop21-mx.yaml
     target/debug/int-lab lab --topology config/lab/multihop21-xd.yaml
+    target/debug/int-lab lab --topology config/lab/pathswitch21.yaml
+    target/debug/int-lab lab --topology config/lab/pathswitch21-xd.yaml
+    target/debug/int-lab lab --topology config/lab/ioam.yaml
+    target/debug/int-lab lab --topology config/lab/scaleout21.yaml
 }
 if [[ $(id -u) -eq 0 ]]; then
     cargo build --locked --workspace --features int-node/lab

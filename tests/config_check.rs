@@ -295,3 +295,28 @@ fn an_unwritable_stats_path_fails_at_start() {
     assert!(!said.contains("EAL"), "refused before DPDK started: {said}");
     assert!(started.elapsed() < std::time::Duration::from_secs(30), "not after the run");
 }
+
+/// The multi-hop lab's comment on its INT links says what `check` reckons
+/// INT adds for its source (node-source21.yaml): the figure `check` warns
+/// of once the source's INT port is no bigger than its edge, and a lab
+/// link MTU that takes it without a warning.
+#[test]
+fn the_multi_hop_labs_int_bytes_are_checks() {
+    let dir = workdir("lab-int-bytes");
+    let source = std::fs::read_to_string("../config/lab/node-source21.yaml").unwrap();
+    std::fs::write(dir.join("fits.yaml"), &source).unwrap();
+    let fits = Command::new(BIN).args(["check", "--config", "fits.yaml"]).current_dir(&dir).output().unwrap();
+    let said = String::from_utf8_lossy(&fits.stderr);
+    assert!(fits.status.success() && !said.contains("warning"), "the lab's MTU takes it: {said}");
+    // The INT port at the edge's 1500: check names the bytes INT adds.
+    let squeezed = source.replace("int_port: 2, mtu: 1700", "int_port: 2, mtu: 1500");
+    assert_ne!(squeezed, source, "node-source21.yaml's out port changed: update this test");
+    std::fs::write(dir.join("squeezed.yaml"), squeezed).unwrap();
+    let out =
+        Command::new(BIN).args(["check", "--config", "squeezed.yaml"]).current_dir(&dir).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    let bytes = said.split("INT adds up to ").nth(1).and_then(|r| r.split(' ').next()).expect(&said);
+    let topology = std::fs::read_to_string("../config/lab/multihop21.yaml").unwrap();
+    let comment = format!("up to {bytes} bytes more than the edges' MTU");
+    assert!(topology.contains(&comment), "multihop21.yaml should say {comment:?}; check said {said}");
+}

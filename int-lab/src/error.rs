@@ -53,6 +53,8 @@ pub enum Setup {
     NoIpv6 { client: String, server: String },
     #[error("{0}")]
     Argument(&'static str),
+    #[error("listens: {0:?}: expected tcp/PORT or udp/PORT")]
+    Listens(String),
     #[error("{0:?} is no node id: delayed_link names a link by its ends' node ids, e.g. [10.10.255.5, 10.10.255.6]")]
     NodeId(String),
 }

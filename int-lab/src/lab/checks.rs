@@ -110,11 +110,12 @@ pub fn scenario(lab: &mut Lab, topology: &Topology, workdir: &Path) -> Result<Ch
     let mut checks = Checks::default();
     let s = &topology.scenario;
     let (Some(client), Some(server)) = (&s.client, &s.server) else { return Ok(checks) };
+    let address = if s.ipv6_only { addr6_of } else { addr_of };
     let ends = Ends {
         client_host: split(client)?.0,
         server_host: split(server)?.0,
-        client_ip: addr_of(client, topology)?,
-        server_ip: addr_of(server, topology)?,
+        client_ip: address(client, topology)?,
+        server_ip: address(server, topology)?,
     };
     let ends6 = Ends {
         client_ip: addr6_of(client, topology).unwrap_or_default(),
@@ -132,7 +133,12 @@ pub fn scenario(lab: &mut Lab, topology: &Topology, workdir: &Path) -> Result<Ch
             check_tcp_transfer(lab, &ends6, mb, workdir, &mut checks)?;
         }
     }
-    let impairment = Impairment::choose(lab, s, workdir)?;
+    // Only a lab with loss or delay steps needs an impairment.
+    let impairment = if s.loss_percent.is_some() || s.delay_ms.is_some() {
+        Impairment::choose(lab, s, workdir)?
+    } else {
+        None
+    };
     if let (Some(loss), Some(impairment)) = (s.loss_percent, &impairment) {
         check_loss(lab, &ends, s, loss, impairment, workdir, &mut checks)?;
         if s.ipv6_loss {
@@ -157,6 +163,10 @@ pub fn scenario(lab: &mut Lab, topology: &Topology, workdir: &Path) -> Result<Ch
             let flow = DelayFlow { on_ns: delay_on_ns, ..DELAY_FLOW };
             super::links::check_link_delay(workdir, link, delay, flow, &mut checks)?;
         }
+    }
+    if let Some(switch) = &s.path_switch {
+        let client = (ends.client_host, ends.client_ip.as_str());
+        super::switch::check_path_switch(lab, client, &ends.server_ip, switch, workdir, &mut checks)?;
     }
     Ok(checks)
 }
@@ -374,7 +384,7 @@ fn check_latency_change(
 }
 
 /// `packets` of 100 bytes from `from` to `to`, 1000 a second, waited for.
-fn send_paced(lab: &Lab, host: &str, from: &str, to: &str, packets: u64) -> Result<(), Error> {
+pub fn send_paced(lab: &Lab, host: &str, from: &str, to: &str, packets: u64) -> Result<(), Error> {
     let exe =
         std::env::current_exe().map_err(Error::io("this program's path"))?.to_string_lossy().into_owned();
     let packets = packets.to_string();

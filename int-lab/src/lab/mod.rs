@@ -16,6 +16,16 @@
 //! 3. `delay_ms`: a UDP flow runs, netem delay is added mid-run; a latency
 //!    report must show the new one-way latency; with `delayed_link`, the
 //!    delay must show on that link of the path alone (config/lab/multihop21.yaml).
+//! 4. `path_switch`: a flow moved mid-run from one transit to another (a tc
+//!    redirect in a namespace moved); the collector must show the path
+//!    change, and an INT-MD sink must have reported it.
+//!
+//! At exit, with `hop_latency`, every node of the collector's summary must
+//! have hop latencies; with `ioam`, the decapsulating node must have found
+//! every packet numbered and the traces must carry a Linux router's node
+//! id (config/lab/ioam.yaml); with `scale_out`, an aggregator over NATS
+//! must end with the summary of the lab's collector, fed the same reports
+//! (config/lab/scaleout21.yaml).
 //!
 //! The same checks hold for an INT 2.1 domain (config/lab/int21.yaml): its
 //! Telemetry Report 2.0 latency and loss records are read in the terms of
@@ -27,10 +37,13 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 mod checks;
+mod figures;
 mod impairment;
 mod links;
 mod namespaces;
+mod scale;
 mod states;
+mod switch;
 mod topology;
 mod verdicts;
 
@@ -77,9 +90,16 @@ pub fn run(args: &LabArgs) -> Result<(), Error> {
         fs::write(&file, "loss_percent=0 delay_ms=0\n").map_err(Error::io(file.display()))?;
     }
     up(&mut lab, &topology, base, &workdir)?;
-    let checks = checks::scenario(&mut lab, &topology, &workdir)?;
+    let mut checks = checks::scenario(&mut lab, &topology, &workdir)?;
+    if let Some(spec) = &topology.scenario.scale_out {
+        scale::settle(&mut lab, &workdir, spec);
+    }
     // Stop nodes and collector so that their final words are in the logs.
     lab.stop_all();
+    figures::at_exit(&topology.scenario, &workdir, &mut checks);
+    if let Some(spec) = &topology.scenario.scale_out {
+        scale::check(&workdir, spec, &mut checks);
+    }
     let failed = checks.failed();
     println!("lab: logs in {}", workdir.display());
     drop(lab);
@@ -96,6 +116,8 @@ pub fn run(args: &LabArgs) -> Result<(), Error> {
 pub fn up(lab: &mut Lab, topology: &Topology, base: &Path, workdir: &Path) -> Result<(), Error> {
     add_namespaces(lab, topology)?;
     add_links(lab, topology)?;
+    switch::add_redirects(lab, topology)?;
+    namespaces::run_setup(lab, topology, workdir)?;
     add_neighbours(lab, topology)?;
     start_processes(lab, topology, base, workdir)?;
     // Up once the collector listens (the nodes: once the path carries a

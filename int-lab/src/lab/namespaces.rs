@@ -205,6 +205,19 @@ pub fn add_links(lab: &Lab, topology: &Topology) -> Result<(), Error> {
     Ok(())
 }
 
+/// The topology's setup commands, each in its host, in order
+/// (`{workdir}`: the run's folder).
+pub fn run_setup(lab: &Lab, topology: &Topology, workdir: &Path) -> Result<(), Error> {
+    let folder = workdir.to_string_lossy();
+    for command in &topology.setup {
+        let args: Vec<String> = command.run.iter().map(|a| a.replace("{workdir}", &folder)).collect();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        lab.exec(&command.host, &args)?;
+        println!("lab: in {}: {}", lab.ns(&command.host), args.join(" "));
+    }
+    Ok(())
+}
+
 /// Static neighbours between the addressed ends: no ARP or neighbour
 /// discovery on the wire.
 pub fn add_neighbours(lab: &Lab, topology: &Topology) -> Result<(), Error> {
@@ -251,6 +264,7 @@ pub fn start_processes(lab: &mut Lab, topology: &Topology, base: &Path, workdir:
             [&tools, "collect", "--listen", &collector.listen, "--json", "--interval", "0", "--plot", &plot];
         lab.spawn("collector", &collector.host, &args, &log)?;
     }
+    start_more(lab, topology, workdir)?;
     for node in &topology.nodes {
         // A copy in the run's folder: the config's relative paths (the
         // impair control file) resolve there, where the lab writes them.
@@ -269,6 +283,40 @@ pub fn start_processes(lab: &mut Lab, topology: &Topology, base: &Path, workdir:
         println!("lab: node in {} runs {}", lab.ns(&node.host), node.config);
     }
     Ok(())
+}
+
+/// The topology's `processes`, in order, each waited for where it
+/// listens.
+fn start_more(lab: &mut Lab, topology: &Topology, workdir: &Path) -> Result<(), Error> {
+    let tools = sibling("int-tools")?;
+    let folder = workdir.to_string_lossy();
+    for process in &topology.processes {
+        let args: Vec<String> =
+            process.run.iter().map(|a| a.replace("{tools}", &tools).replace("{workdir}", &folder)).collect();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let log = workdir.join(format!("{}.log", process.name));
+        lab.spawn(&process.name, &process.host, &args, &log)?;
+        println!("lab: {} in {} runs {}", process.name, lab.ns(&process.host), args.join(" "));
+        let Some(listens) = &process.listens else { continue };
+        let (protocol, port) = listens.split_once('/').unwrap_or(("udp", listens));
+        let port: u16 = port.parse().map_err(|_| Setup::Listens(listens.clone()))?;
+        let flag = if protocol == "tcp" { "-t" } else { "-u" };
+        super::states::wait_for(&format!("{} listening on {listens}", process.name), || {
+            if let Some((name, status)) = lab.exited() {
+                return Err(Error::Exited { name, status, logs: workdir.to_path_buf() });
+            }
+            super::states::listening(lab, &process.host, flag, port)
+        })?;
+    }
+    Ok(())
+}
+
+/// SIGTERM to the nodes alone, each waited for: they send their last
+/// reports while the collectors still take them.
+pub fn stop_nodes(lab: &mut Lab) {
+    let (nodes, others) = lab.children.drain(..).partition(|(name, _)| name.starts_with("node-"));
+    lab.children = others;
+    terminate_all(nodes.into_iter().map(|(_, child)| child).collect());
 }
 
 /// The path of another of the workspace's programs, built beside this one.

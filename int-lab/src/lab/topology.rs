@@ -11,9 +11,21 @@ pub struct Topology {
     pub name: String,
     pub hosts: Vec<String>,
     pub links: Vec<Link>,
+    /// Frames patched through a host by tc, as a cable would (the path
+    /// switch's means).
+    #[serde(default)]
+    pub redirects: Vec<Redirect>,
+    /// Commands run in a host once the links are up: routes, sysctls, a
+    /// Linux router's IOAM settings.
+    #[serde(default)]
+    pub setup: Vec<SetupCommand>,
     #[serde(default)]
     pub nodes: Vec<NodeSpec>,
     pub collector: Option<CollectorSpec>,
+    /// More programs, started in order after the collector and before the
+    /// nodes: a nats-server, receiving collectors, an aggregator.
+    #[serde(default)]
+    pub processes: Vec<ProcessSpec>,
     #[serde(default)]
     pub scenario: Scenario,
 }
@@ -39,12 +51,56 @@ fn default_mtu() -> u16 {
     1500
 }
 
+/// `run` (a program and its arguments) in `host`'s namespace.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SetupCommand {
+    pub host: String,
+    pub run: Vec<String>,
+}
+
+/// Every frame that arrives on `from` (`host/interface`) leaves by `to`,
+/// an interface of the same host.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Redirect {
+    pub from: String,
+    pub to: String,
+}
+
+/// The path switch: mid-flow, `at`'s frames are patched to `to` instead;
+/// the flow's path must change from one through `old` to one through `new`
+/// (node ids), and `sink` (a host whose node is an INT-MD sink) must have
+/// reported it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathSwitch {
+    pub at: String,
+    pub to: String,
+    pub old: String,
+    pub new: String,
+    pub sink: Option<String>,
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NodeSpec {
     pub host: String,
     /// Node config, relative to the topology file.
     pub config: String,
+}
+
+/// A program of the lab in `host`: `run` with `{tools}` as int-tools'
+/// path and `{workdir}` as the run's folder; its output in
+/// `<name>.log`. With `listens` (`tcp/PORT` or `udp/PORT`), the next one
+/// starts once it listens there.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessSpec {
+    pub name: String,
+    pub host: String,
+    pub run: Vec<String>,
+    pub listens: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -85,6 +141,17 @@ pub struct Scenario {
     /// name an IPv6 flow (TR 2.0; Host-INT's Drop-Summary cannot).
     #[serde(default)]
     pub ipv6_loss: bool,
+    /// The client and server have IPv6 addresses alone: every step runs
+    /// over IPv6 (an IOAM domain).
+    #[serde(default)]
+    pub ipv6_only: bool,
+    /// Scale-out: the process named `aggregator` (`collect --from-nats
+    /// --json`) must end with the summary of the lab's collector, fed the
+    /// same reports, which the `receivers` shared.
+    pub scale_out: Option<ScaleOut>,
+    /// An IOAM domain's checks at exit: its decapsulating node numbered
+    /// every packet, and a Linux router filled its slot.
+    pub ioam: Option<IoamChecks>,
     /// The link the delay is on, by its ends' node ids: the delay must show
     /// on it alone (INT 2.1 stacks with timestamps).
     pub delayed_link: Option<[String; 2]>,
@@ -93,6 +160,40 @@ pub struct Scenario {
     /// end-to-end latency is reported to check.
     #[serde(default)]
     pub joined: bool,
+    /// A flow moved from one transit to another mid-run (`redirects`).
+    pub path_switch: Option<PathSwitch>,
+    /// Every node the collector's summary names must have hop latencies
+    /// (the per-hop view has figures), but those `but` names.
+    pub hop_latency: Option<HopLatency>,
+}
+
+/// What an IOAM lab checks at exit: `sink` (the host of the
+/// decapsulating node) took the trace out of packets and found each one
+/// numbered (`no_sequence` 0); `kernel_node` (a Linux router's
+/// `net.ipv6.ioam6_id`) filled its slot of the traces the collector read.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IoamChecks {
+    pub sink: String,
+    pub kernel_node: u64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScaleOut {
+    pub aggregator: String,
+    /// The receiving collectors' process names: each must take some of
+    /// the reports, all of them together.
+    pub receivers: Vec<String>,
+}
+
+/// The hop latency check's exceptions: node ids whose reports carry none
+/// (an INT-MD sink's own hop: its ports and time only).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HopLatency {
+    #[serde(default)]
+    pub but: Vec<String>,
 }
 
 /// Where a scenario's loss and delay come from.
