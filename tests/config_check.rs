@@ -320,3 +320,24 @@ fn the_multi_hop_labs_int_bytes_are_checks() {
     let comment = format!("up to {bytes} bytes more than the edges' MTU");
     assert!(topology.contains(&comment), "multihop21.yaml should say {comment:?}; check said {said}");
 }
+
+/// An INT-MX source adds a shim and the MX header, 16 bytes, whatever
+/// its instructions: the MX lab's source checks without a warning (it
+/// warned of 244 bytes, an INT-MD stack of 8 hops), and squeezed to its
+/// edge's MTU, check names 16.
+#[test]
+fn an_mx_source_adds_sixteen_bytes() {
+    let dir = workdir("mx-int-bytes");
+    let source = std::fs::read_to_string("../config/lab/node-mx-src.yaml").unwrap();
+    std::fs::write(dir.join("mx.yaml"), &source).unwrap();
+    let out = Command::new(BIN).args(["check", "--config", "mx.yaml"]).current_dir(&dir).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && !said.contains("warning"), "{said}");
+    let squeezed = source.replace("mtu: 1700", "mtu: 1500");
+    assert_ne!(squeezed, source, "node-mx-src.yaml's MTUs changed: update this test");
+    std::fs::write(dir.join("squeezed.yaml"), squeezed).unwrap();
+    let out =
+        Command::new(BIN).args(["check", "--config", "squeezed.yaml"]).current_dir(&dir).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("INT adds up to 16 bytes"), "{said}");
+}

@@ -1,11 +1,13 @@
 //! What `check` (and `run`, in its log) warns of: a config that runs, but
 //! not as the operator likely means it.
 
-use super::model::{Config, IntDomain, PipelineConfig, StageConfig};
+use super::model::{Config, IntDomain, Mode, PipelineConfig, StageConfig};
 
 /// Bytes before an INT 2.1 stack at most: shim, INT-MD header, the
 /// source-only word int-node's sources carry.
 const INT21_FIXED: usize = 4 + 12 + 4;
+/// An INT-MX block's bytes: shim and MX header (INT 2.1 section 5.9).
+const INT21_MX: usize = 4 + 12;
 /// An INT 0.5 block's bytes besides the stack at most: shim, metadata
 /// header, sequence, tail.
 const INT05_FIXED: usize = int_core::int05::IntBlock::STACK_OFFSET + 4 + 4;
@@ -22,6 +24,8 @@ fn mtu_warning(config: &Config, i: usize, pipeline: &PipelineConfig) -> Option<S
         (StageConfig::Source(s), IntDomain::V05(_)) => {
             INT05_FIXED + s.instructions.hop_len() * usize::from(s.max_hop_count)
         }
+        // INT-MX pushes nothing: the shim and the MX header are all.
+        (StageConfig::Source21(s), _) if s.mode == Mode::Mx => INT21_MX,
         (StageConfig::Source21(s), _) => INT21_FIXED + s.instructions.words() * 4 * usize::from(s.max_hops),
         _ => return None,
     };
