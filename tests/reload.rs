@@ -8,15 +8,12 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::servers::free_port;
 use common::*;
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
 
 /// The node's config with a watchlist of these flows (by source address
 /// 10.0.0.N) and `mbufs` in its pool.

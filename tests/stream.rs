@@ -9,13 +9,14 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream, UdpSocket};
+use std::net::{TcpStream, UdpSocket};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::collector::{http_get, start_collect_saying, start_collector, switch_reports};
 use common::servers;
+use common::servers::free_port;
 use common::*;
 use serde_json::Value;
 
@@ -27,10 +28,6 @@ fn nats_missing() -> bool {
         eprintln!("skipped: {NATS} missing (apt-get install nats-server; scripts/install-deps.sh does)");
     }
     missing
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 /// nats-server with JetStream, its store and log in `dir`, until
