@@ -8,6 +8,18 @@
 use crate::error::{EmitError, Layer, ParseError};
 
 #[inline]
+pub(crate) fn byte(bytes: &[u8], at: usize) -> u8 {
+    bytes.get(at).copied().unwrap_or(0)
+}
+
+#[inline]
+pub(crate) fn put_u8(bytes: &mut [u8], at: usize, value: u8) {
+    if let Some(slot) = bytes.get_mut(at) {
+        *slot = value;
+    }
+}
+
+#[inline]
 pub(crate) fn be16(bytes: &[u8], at: usize) -> u16 {
     match bytes.get(at..at.saturating_add(2)) {
         Some(&[a, b]) => u16::from_be_bytes([a, b]),

@@ -33,7 +33,7 @@ pub enum Instrument {
 pub enum Source {
     V05(SourceConfig),
     V21(source21::SourceConfig),
-    Ioam(int_core::ioam::roles::Plan),
+    Ioam(int_core::ioam::encap::Plan),
 }
 
 /// gen's IOAM domain: what `int.version: ioam, namespace: 123, sequence:
@@ -152,9 +152,9 @@ impl Source {
                     transit_delay: Some(0),
                     ..Default::default()
                 };
-                use int_core::ioam::roles::Encapped;
+                use int_core::ioam::encap::Encapped;
                 let number = |_: &[u8], _: &int_core::locate::IpLocation| Some(u64::from(sequence));
-                match int_core::ioam::roles::encap(&mut view, plan, &node, number) {
+                match int_core::ioam::encap::encap(&mut view, plan, &node, number) {
                     // IPv4 packets stay plain: IOAM rides IPv6 options.
                     Ok(Encapped::Added(_) | Encapped::NotIpv6) => {}
                     other => return Err(format!("cannot trace: {other:?}")),

@@ -12,7 +12,7 @@
 
 use int_core::ioam::e2e::E2eType;
 use int_core::ioam::node::NodeData;
-use int_core::ioam::roles::{self, Encapped, Transited};
+use int_core::ioam::{decap, encap::{self, Encapped}, find, transit::{self, Transited}};
 use int_core::ioam::trace::TraceType;
 use int_core::ioam::{ipv6, Domain, TimestampFormat};
 use int_core::locate;
@@ -41,7 +41,7 @@ fuzz_target!(|data: &[u8]| {
 fn strip_leaves_nothing_of_ours(frame: &[u8], selector: u8) {
     let mut buffer = frame.to_vec();
     let mut view = FrameBuf::new(&mut buffer, 0, frame.len()).expect("a view");
-    match roles::strip_foreign(&mut view, NAMESPACE) {
+    match decap::strip_foreign(&mut view, NAMESPACE) {
         Ok(true) => {}
         Ok(false) => {
             assert_eq!(view.frame(), frame, "a strip that removed nothing changed nothing");
@@ -55,7 +55,7 @@ fn strip_leaves_nothing_of_ours(frame: &[u8], selector: u8) {
                 assert!(locate::ipv6(&left).is_ok(), "what is left walks");
                 let mut again = left.clone();
                 let mut view = FrameBuf::new(&mut again, 0, left.len()).expect("a view");
-                assert!(roles::strip_foreign(&mut view, NAMESPACE).is_err(), "the lie is still there");
+                assert!(decap::strip_foreign(&mut view, NAMESPACE).is_err(), "the lie is still there");
             }
             return;
         }
@@ -67,7 +67,7 @@ fn strip_leaves_nothing_of_ours(frame: &[u8], selector: u8) {
     buffer[256..].copy_from_slice(&stripped);
     let mut view = FrameBuf::new(&mut buffer, 256, stripped.len()).expect("a view");
     let plan = domain(selector).plan(9000);
-    let encapped = roles::encap(&mut view, &plan, &node(), |_, _| Some(1));
+    let encapped = encap::encap(&mut view, &plan, &node(), |_, _| Some(1));
     assert_ne!(encapped, Ok(Encapped::AlreadyTraced), "nothing of ours is left");
 }
 
@@ -86,10 +86,10 @@ fn domain(selector: u8) -> Domain {
 }
 
 fn decap_restores(frame: &[u8]) {
-    let Ok(Some(found)) = roles::find(frame, NAMESPACE) else { return };
+    let Ok(Some(found)) = find::find(frame, NAMESPACE) else { return };
     let mut buffer = frame.to_vec();
     let mut view = FrameBuf::new(&mut buffer, 0, frame.len()).expect("a view");
-    assert!(roles::decap(&mut view, &found), "find accepted it");
+    assert!(decap::decap(&mut view, &found), "find accepted it");
     assert_eq!(view.len() + found.removed_len(), frame.len());
     // IOAM reads no upper layer: one that lies is carried as it came.
     // Where etherparse walks the input cleanly, it walks the output so.
@@ -109,7 +109,7 @@ fn decap_restores(frame: &[u8]) {
 
 fn transit_stays_inside(frame: &[u8]) {
     let mut out = frame.to_vec();
-    match roles::transit(&mut out, NAMESPACE, &node()) {
+    match transit::transit(&mut out, NAMESPACE, &node()) {
         Ok(Transited::Filled | Transited::Overflow) => {}
         _ => {
             assert_eq!(out, frame, "a frame transit did not fill is left as it was");
@@ -135,12 +135,12 @@ fn encap_then_decap(frame: &[u8], selector: u8) {
         numbered = true;
         Some(u64::from(selector) + 1)
     };
-    let Ok(Encapped::Added(added)) = roles::encap(&mut view, &plan, &node(), number) else { return };
+    let Ok(Encapped::Added(added)) = encap::encap(&mut view, &plan, &node(), number) else { return };
     assert_eq!(view.len(), frame.len() + added);
     let traced = view.frame().to_vec();
-    let found = roles::find(&traced, NAMESPACE).expect("our own trace reads").expect("and is there");
+    let found = find::find(&traced, NAMESPACE).expect("our own trace reads").expect("and is there");
     assert_eq!(found.removed_len(), added);
     assert_eq!(found.sequence(), numbered.then_some(u64::from(selector) + 1));
-    assert!(roles::decap(&mut view, &found));
+    assert!(decap::decap(&mut view, &found));
     assert_eq!(view.frame(), frame, "encap then decap is the frame");
 }

@@ -2,17 +2,26 @@
 //! options), beside INT: [`trace`] the Pre-allocated and Incremental
 //! Trace header, [`node`] a node's data element, [`e2e`] the Edge-to-Edge
 //! option (a packet number for loss), [`ipv6`] both in IPv6 options (find,
-//! fill a slot, read every node, emit), [`roles`] the three nodes' work.
+//! fill a slot, read every node, emit); the three nodes' work by role,
+//! as INT 2.1's: [`encap`] the encapsulating node, [`transit`] a transit
+//! node, [`find`] where a trace lies, [`decap`] the decapsulating node.
 //!
 //! The texts are the last drafts before publication
 //! (`../shared/specs/ioam-*`); where they leave a value to IANA, the RFC's
 //! value is used and its module says so.
 
+pub mod decap;
 pub mod e2e;
+pub mod encap;
+mod extensions;
+pub mod find;
 pub mod ipv6;
 pub mod node;
-pub mod roles;
 pub mod trace;
+pub mod transit;
+
+#[cfg(test)]
+mod tests;
 
 use e2e::E2eType;
 use trace::{TraceHeaderRepr, TraceType};
@@ -66,14 +75,14 @@ impl TimestampFormat {
 impl Domain {
     /// What an encapsulating node of the domain adds to packets of at
     /// most `max_ip_len` bytes.
-    pub fn plan(&self, max_ip_len: usize) -> roles::Plan {
+    pub fn plan(&self, max_ip_len: usize) -> encap::Plan {
         let header = TraceHeaderRepr {
             namespace: self.namespace,
             node_len: self.trace_type.node_len().min(0x1f) as u8,
             trace_type: self.trace_type,
             ..TraceHeaderRepr::default()
         };
-        roles::Plan { header, nodes: usize::from(self.nodes), max_ip_len, e2e: self.e2e }
+        encap::Plan { header, nodes: usize::from(self.nodes), max_ip_len, e2e: self.e2e }
     }
 }
 

@@ -1,5 +1,5 @@
 //! The IOAM domain's encapsulating and transit stages (int-core's
-//! [`int_core::ioam::roles`] on every packet of a burst); the
+//! [`int_core::ioam::encap`] and [`int_core::ioam::transit`] on every packet of a burst); the
 //! decapsulating node is the INT 2.1 sink's stage reading IOAM
 //! ([`crate::pipeline::int21::sink`]), so both report alike.
 //!
@@ -29,7 +29,12 @@
 //! domain).
 
 use int_core::ioam::node::NodeData;
-use int_core::ioam::roles::{self, Encapped, Plan, Transited};
+use int_core::ioam::{
+    decap,
+    encap::{self, Encapped, Plan},
+    find,
+    transit::{self, Transited},
+};
 use int_core::ioam::{Domain, TimestampFormat};
 use int_core::locate::IpLocation;
 use int_core::FrameBuf;
@@ -162,7 +167,7 @@ impl IoamEncapStage {
             match (counter, marked) {
                 (Counter::already_marked, MarkedPolicy::Drop) => Counter::marked_dropped,
                 (Counter::already_marked, MarkedPolicy::Strip) => {
-                    match roles::strip_foreign(frame, plan.header.namespace) {
+                    match decap::strip_foreign(frame, plan.header.namespace) {
                         Ok(true) => {
                             counters.inc(Counter::foreign_int_stripped);
                             encap(frame, plan, node, flows, now_ns, counters)
@@ -205,10 +210,10 @@ fn encap(
     counters: &mut Counters,
 ) -> Counter {
     let number = |bytes: &[u8], ip: &IpLocation| {
-        let key = roles::flow_of(bytes, ip);
+        let key = find::flow_of(bytes, ip);
         next_number(flows, FlowRef::Key(&key), now_ns, counters).map(u64::from)
     };
-    match roles::encap(frame, plan, node, number) {
+    match encap::encap(frame, plan, node, number) {
         Ok(Encapped::Added(_)) => Counter::instrumented,
         Ok(Encapped::NotIpv6) => Counter::not_ipv6,
         Ok(Encapped::AlreadyTraced) => Counter::already_marked,
@@ -235,7 +240,7 @@ impl IoamTransitStage {
     pub fn process(&mut self, burst: &mut Burst, clock: &mut Clock, counters: &mut Counters) {
         let namespace = self.namespace;
         self.element.each(burst, clock, counters, |frame, node, _| {
-            match roles::transit(frame.frame_mut(), namespace, node) {
+            match transit::transit(frame.frame_mut(), namespace, node) {
                 Ok(Transited::Filled) => Counter::pushed,
                 Ok(Transited::Overflow) => Counter::max_hop_reached,
                 Ok(Transited::NotTraced) => Counter::not_int,

@@ -323,7 +323,7 @@ impl Sink21Stage {
         counters: &mut Counters,
     ) -> bool {
         let Some(frame) = burst.data(i) else { return true };
-        let found = match int_core::ioam::roles::find(frame, ioam.namespace) {
+        let found = match int_core::ioam::find::find(frame, ioam.namespace) {
             Ok(Some(found)) => found,
             Ok(None) => {
                 counters.inc(Counter::not_int);
@@ -374,7 +374,7 @@ impl Sink21Stage {
                 self.reporter.report(subject, now_ns, why, counters);
             }
         }
-        let restored = matches!(burst.with_frame(i, |f| int_core::ioam::roles::decap(f, &found)), Some(true));
+        let restored = matches!(burst.with_frame(i, |f| int_core::ioam::decap::decap(f, &found)), Some(true));
         self.restored(restored, false, counters)
     }
 

@@ -1,0 +1,46 @@
+//! A transit node (RFC 9197 section 4): it fills the next free slot of
+//! its namespace's trace, in place.
+
+use super::extensions;
+use super::ipv6::{self, Filled};
+use super::node::NodeData;
+use crate::bytes::byte;
+use crate::error::{Layer, ParseError};
+use crate::locate::{self};
+use crate::wire::ipv6::{HEADER_LEN as IPV6_LEN, HOP_BY_HOP};
+
+/// What a transit node did to a packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transited {
+    /// Its element written.
+    Filled,
+    /// No slot left: Overflow set.
+    Overflow,
+    /// Not IPv6, or no trace of the namespace: passed as it is.
+    NotTraced,
+}
+
+/// Fills the next slot of the namespace's trace with `node` (its Hop_Lim
+/// the packet's Hop Limit), or sets Overflow; leaves other namespaces and
+/// other options alone.
+pub fn transit(frame: &mut [u8], namespace: u16, node: &NodeData) -> Result<Transited, ParseError> {
+    let Some(ip) = locate::ipv6(frame)? else { return Ok(Transited::NotTraced) };
+    if byte(frame, ip.l3 + 6) != HOP_BY_HOP {
+        return Ok(Transited::NotTraced);
+    }
+    let hbh = ip.l3 + IPV6_LEN;
+    let len = extensions::hop_by_hop_len(frame, hbh);
+    let hop_limit = byte(frame, ip.l3 + 7);
+    let hbh_bytes = frame.get_mut(hbh..hbh + len).unwrap_or_default();
+    let Some(trace) = ipv6::find_trace(hbh_bytes, namespace)? else { return Ok(Transited::NotTraced) };
+    let node = NodeData { hop_limit: Some(hop_limit), ..*node };
+    match ipv6::fill(hbh_bytes, &trace, &node) {
+        Ok(Filled::At(_)) => Ok(Transited::Filled),
+        Ok(Filled::Overflow) => Ok(Transited::Overflow),
+        Err(_) => Err(ParseError::BadLength {
+            layer: Layer::IoamTrace,
+            offset: hbh + trace.data,
+            value: trace.data_len,
+        }),
+    }
+}
