@@ -18,6 +18,7 @@ use super::links::DelayFlow;
 use super::namespaces::{sh, terminate, Lab};
 use super::states::{self, barrier, wait_for};
 use super::topology::{addr6_of, addr_of, split, Scenario, Topology};
+use super::traffic;
 use super::verdicts::Checks;
 use crate::error::{Error, Setup};
 
@@ -298,13 +299,13 @@ fn check_loss(
 fn delay_phases(lab: &Lab, ends: &Ends<'_>, delay: u64, impairment: &Impairment) -> Result<u64, Error> {
     let Ends { client_host, client_ip, server_ip, .. } = ends;
     let (from, to) = (format!("{client_ip}:{}", DELAY_FLOW.port), format!("{server_ip}:5003"));
-    send_paced(lab, client_host, &from, &to, DELAY_FLOW.from_sequence)?;
+    traffic::send_paced(lab, client_host, &from, &to, DELAY_FLOW.from_sequence)?;
     barrier(lab, client_host, server_ip)?;
     let on_ns = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |since| since.as_nanos() as u64);
     impairment.set(lab, 0.0, delay)?;
-    send_paced(lab, client_host, &from, &to, 3000)?;
+    traffic::send_paced(lab, client_host, &from, &to, 3000)?;
     barrier(lab, client_host, server_ip)?;
     impairment.set(lab, 0.0, 0)?;
     Ok(on_ns)
@@ -381,14 +382,4 @@ fn check_latency_change(
         ),
     );
     Ok(on_ns)
-}
-
-/// `packets` of 100 bytes from `from` to `to`, 1000 a second, waited for.
-pub fn send_paced(lab: &Lab, host: &str, from: &str, to: &str, packets: u64) -> Result<(), Error> {
-    let exe =
-        std::env::current_exe().map_err(Error::io("this program's path"))?.to_string_lossy().into_owned();
-    let packets = packets.to_string();
-    let args =
-        [&exe, "send", "--from", from, "--to", to, "--packets", &packets, "--rate", "1000", "--size", "100"];
-    lab.exec(host, &args).map(|_| ())
 }

@@ -41,14 +41,17 @@ mod figures;
 mod impairment;
 mod links;
 mod namespaces;
+mod processes;
 mod scale;
 mod states;
 mod switch;
 mod topology;
+mod traffic;
 mod verdicts;
 
 use crate::error::{Error, Setup};
-use namespaces::{add_links, add_namespaces, add_neighbours, namespace_exists, start_processes, Lab};
+use namespaces::{add_links, add_namespaces, add_neighbours, namespace_exists, Lab};
+use processes::start_processes;
 use states::wait_for;
 use topology::Topology;
 

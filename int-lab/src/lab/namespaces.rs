@@ -55,7 +55,7 @@ impl Lab {
         sh(&full)
     }
 
-    fn spawn(&mut self, name: &str, host: &str, args: &[&str], log: &Path) -> Result<(), Error> {
+    pub fn spawn(&mut self, name: &str, host: &str, args: &[&str], log: &Path) -> Result<(), Error> {
         let file = fs::File::create(log).map_err(Error::io(log.display()))?;
         let err = file.try_clone().map_err(Error::io(log.display()))?;
         let child = Command::new("ip")
@@ -248,65 +248,6 @@ pub fn add_neighbours(lab: &Lab, topology: &Topology) -> Result<(), Error> {
                 &["ip", "neigh", "replace", peer_ip, "lladdr", mac.trim(), "dev", ifname, "nud", "permanent"],
             )?;
         }
-    }
-    Ok(())
-}
-
-/// The collector and the nodes, each config checked first.
-pub fn start_processes(lab: &mut Lab, topology: &Topology, base: &Path, workdir: &Path) -> Result<(), Error> {
-    let node_exe = sibling("int-node")?;
-    if let Some(collector) = &topology.collector {
-        let log = workdir.join("collector.jsonl");
-        // The run's picture: latency over time and loss per flow.
-        let plot = workdir.join("latency.png").to_string_lossy().into_owned();
-        let tools = sibling("int-tools")?;
-        let args =
-            [&tools, "collect", "--listen", &collector.listen, "--json", "--interval", "0", "--plot", &plot];
-        lab.spawn("collector", &collector.host, &args, &log)?;
-    }
-    start_more(lab, topology, workdir)?;
-    for node in &topology.nodes {
-        // A copy in the run's folder: the config's relative paths (the
-        // impair control file) resolve there, where the lab writes them.
-        let copy = workdir.join(format!("node-{}.yaml", node.host));
-        fs::copy(base.join(&node.config), &copy).map_err(Error::io(&node.config))?;
-        let config = copy.to_string_lossy().into_owned();
-        sh(&[&node_exe, "check", "--config", &config])?;
-        let log = workdir.join(format!("node-{}.log", node.host));
-        let stats = workdir.join(format!("node-{}.json", node.host)).to_string_lossy().into_owned();
-        lab.spawn(
-            &format!("node-{}", node.host),
-            &node.host,
-            &[&node_exe, "run", "--config", &config, "--stats-json", &stats],
-            &log,
-        )?;
-        println!("lab: node in {} runs {}", lab.ns(&node.host), node.config);
-    }
-    Ok(())
-}
-
-/// The topology's `processes`, in order, each waited for where it
-/// listens.
-fn start_more(lab: &mut Lab, topology: &Topology, workdir: &Path) -> Result<(), Error> {
-    let tools = sibling("int-tools")?;
-    let folder = workdir.to_string_lossy();
-    for process in &topology.processes {
-        let args: Vec<String> =
-            process.run.iter().map(|a| a.replace("{tools}", &tools).replace("{workdir}", &folder)).collect();
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let log = workdir.join(format!("{}.log", process.name));
-        lab.spawn(&process.name, &process.host, &args, &log)?;
-        println!("lab: {} in {} runs {}", process.name, lab.ns(&process.host), args.join(" "));
-        let Some(listens) = &process.listens else { continue };
-        let (protocol, port) = listens.split_once('/').unwrap_or(("udp", listens));
-        let port: u16 = port.parse().map_err(|_| Setup::Listens(listens.clone()))?;
-        let flag = if protocol == "tcp" { "-t" } else { "-u" };
-        super::states::wait_for(&format!("{} listening on {listens}", process.name), || {
-            if let Some((name, status)) = lab.exited() {
-                return Err(Error::Exited { name, status, logs: workdir.to_path_buf() });
-            }
-            super::states::listening(lab, &process.host, flag, port)
-        })?;
     }
     Ok(())
 }

@@ -64,11 +64,11 @@ pub fn check_path_switch(
     let (old, new) = (node_id(&switch.old)?, node_id(&switch.new)?);
     let (host, client_ip) = client;
     let (from, to) = (format!("{client_ip}:{SWITCH_PORT}"), format!("{server_ip}:5004"));
-    super::checks::send_paced(lab, host, &from, &to, PACKETS_EACH_SIDE)?;
+    super::traffic::send_paced(lab, host, &from, &to, PACKETS_EACH_SIDE)?;
     // Every packet of the first half past the switch point before it moves.
     barrier(lab, host, server_ip)?;
     redirect(lab, &switch.at, &switch.to)?;
-    super::checks::send_paced(lab, host, &from, &to, PACKETS_EACH_SIDE)?;
+    super::traffic::send_paced(lab, host, &from, &to, PACKETS_EACH_SIDE)?;
     barrier(lab, host, server_ip)?;
     let _ = wait_for("the collector's path change", || {
         if path_change(workdir, old, new).is_some() {
@@ -77,7 +77,7 @@ pub fn check_path_switch(
         // A packet more on the new path: a collector joining postcards
         // closes a packet's group once a postcard arrives past its join
         // window (the nodes send none for pings).
-        super::checks::send_paced(lab, host, &from, &to, 1)?;
+        super::traffic::send_paced(lab, host, &from, &to, 1)?;
         Ok(false)
     });
     let change = path_change(workdir, old, new);
