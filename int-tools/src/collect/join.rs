@@ -44,7 +44,7 @@
 //! whole, in its order, with more nodes, was the part a lost postcard
 //! left: the longer path replaces it without a path change.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 
 use int_core::flow::FlowKey;
 use int_core::int21::HopMetadata;
@@ -56,6 +56,13 @@ pub const MAX_OPEN: usize = 100_000;
 /// Choices of one postcard per node tried in a group whose nodes sent
 /// different postcards; a group with more is unordered.
 pub const MAX_CHOICES: usize = 64;
+/// Reporting nodes whose watermark is kept; one heard from once the
+/// marks are full (and none has gone silent) holds no group open.
+pub const MAX_MARKS: usize = 4096;
+/// How much later than a group's latest stamp its packet may reach
+/// another node, ms (it crosses the domain in far less; clocks agree
+/// within far less): a node's watermark must pass that too.
+pub const CROSSING_MS: u64 = 10;
 
 /// One node's report on one packet.
 #[derive(Debug, Clone)]
@@ -126,9 +133,38 @@ struct Card {
 struct Group {
     /// The first postcard's time in the timelines' base.
     first_ms: u64,
+    /// Opened before every group of a higher number.
+    number: u64,
+    /// When the collector's clock closes it, whatever the stamps say.
+    due_ms: u64,
+    /// Its packet's time: the latest ingress stamp of its postcards, ms
+    /// (none while no postcard is timed).
+    stamp_ms: Option<u64>,
     /// Every distinct postcard, in arrival order.
     cards: Vec<Card>,
 }
+
+/// How far in packet time a node's postcards have come.
+#[derive(Debug, Clone, Copy)]
+struct Mark {
+    /// Its last two postcards' ingress stamps, ms.
+    previous_ms: u64,
+    latest_ms: u64,
+    /// When its last timed postcard arrived, on the collector's clock.
+    heard_ms: u64,
+}
+
+impl Mark {
+    /// The earlier of its last two stamps: a node reports its packets in
+    /// their order, so it has passed that time; one stamp gone wrong (a
+    /// year ahead) moves it no further than the node's next postcard.
+    fn passed_ms(&self) -> u64 {
+        self.previous_ms.min(self.latest_ms)
+    }
+}
+
+/// Group keys in an order: (time, group number).
+type Queue = BTreeMap<(u64, u64), (FlowKey, u64)>;
 
 pub struct Join {
     window_ms: u64,
@@ -142,10 +178,16 @@ pub struct Join {
     /// path, and how many packets in a row gave it.
     shorter: HashMap<FlowKey, (Vec<u32>, u32)>,
     open: HashMap<(FlowKey, u64), Group>,
-    /// Open groups by when they are due to close on the collector's clock,
-    /// soonest first (that clock never goes back, so arrival order is
-    /// closing order).
-    order: VecDeque<(u64, (FlowKey, u64))>,
+    /// Open groups by when the collector's clock closes them.
+    by_due: Queue,
+    /// Open groups with a timed postcard by their packet's time.
+    by_stamp: Queue,
+    /// Each reporting node's watermark ([`MAX_MARKS`] nodes at most).
+    marks: HashMap<u32, Mark>,
+    /// The next group's number.
+    next_number: u64,
+    /// When the first postcard arrived, on the collector's clock.
+    started_ms: Option<u64>,
     /// The collector's clock, ms: the latest arrival time given.
     clock_ms: u64,
     pub counts: Counts,
@@ -178,7 +220,11 @@ impl Join {
             confirm,
             shorter: HashMap::new(),
             open: HashMap::new(),
-            order: VecDeque::new(),
+            by_due: BTreeMap::new(),
+            by_stamp: BTreeMap::new(),
+            marks: HashMap::new(),
+            next_number: 0,
+            started_ms: None,
             clock_ms: 0,
             counts: Counts::default(),
         }
@@ -191,22 +237,25 @@ impl Join {
     }
 
     /// Adds a postcard that arrived at `now_ms` on the collector's clock;
-    /// returns the groups that time closes.
+    /// returns the groups that closes, in their packets' order.
     pub fn add(&mut self, card: Postcard, now_ms: u64) -> Vec<Joined> {
         self.counts.postcards += 1;
         // A clock set back (the wall clock's) never reorders the groups.
         self.clock_ms = self.clock_ms.max(now_ms);
+        self.started_ms.get_or_insert(self.clock_ms);
         if !self.nodes.is_empty() && !self.nodes.contains(&card.node) {
             self.counts.unknown += 1;
         } else {
+            self.mark(&card);
             self.hold(card);
         }
-        self.close_until(self.clock_ms)
+        self.close_passed()
     }
 
     /// Every open group, closed (collect is stopping).
     pub fn close_all(&mut self) -> Vec<Joined> {
-        self.close_until(u64::MAX)
+        let keys: Vec<(FlowKey, u64)> = self.by_due.values().copied().collect();
+        self.close(keys)
     }
 
     /// Postcards in open groups.
@@ -227,9 +276,18 @@ impl Join {
             self.counts.dropped += 1;
             return;
         }
-        let group = self.open.entry(key).or_insert_with(|| Group { first_ms: card.at_ms, cards: Vec::new() });
-        if group.cards.is_empty() {
-            self.order.push_back((self.clock_ms.saturating_add(self.window_ms), key));
+        let stamp_ms = stamp_ms(&card.metadata);
+        let (number, due_ms) = (self.next_number, self.clock_ms.saturating_add(self.window_ms));
+        let group = self.open.entry(key).or_insert_with(|| Group {
+            first_ms: card.at_ms,
+            number,
+            due_ms,
+            stamp_ms: None,
+            cards: Vec::new(),
+        });
+        if group.number == number {
+            self.next_number += 1;
+            self.by_due.insert((due_ms, number), key);
         }
         let new = Card { hop: HopMetadata { node_id: Some(card.node), ..card.metadata }, ttl: card.ttl };
         if group.cards.contains(&new) {
@@ -238,21 +296,82 @@ impl Join {
             self.counts.dropped += 1;
         } else {
             group.cards.push(new);
+            // The group's place in packet time is its latest stamp: one
+            // stamped far back never closes it before its other nodes.
+            if stamp_ms > group.stamp_ms {
+                if let Some(old) = group.stamp_ms {
+                    self.by_stamp.remove(&(old, group.number));
+                }
+                group.stamp_ms = stamp_ms;
+                if let Some(at) = stamp_ms {
+                    self.by_stamp.insert((at, group.number), key);
+                }
+            }
         }
     }
 
-    fn close_until(&mut self, now_ms: u64) -> Vec<Joined> {
-        let mut closed = Vec::new();
-        while let Some(&(due_ms, key)) = self.order.front() {
-            if now_ms != u64::MAX && due_ms >= now_ms {
-                break;
-            }
-            self.order.pop_front();
-            if let Some(group) = self.open.remove(&key) {
-                closed.push(self.joined(key.0, group));
+    /// Moves the node's watermark to a timed postcard's stamp.
+    fn mark(&mut self, card: &Postcard) {
+        let Some(at) = stamp_ms(&card.metadata) else { return };
+        if !self.marks.contains_key(&card.node) && self.marks.len() >= MAX_MARKS {
+            let (clock_ms, window_ms) = (self.clock_ms, self.window_ms);
+            self.marks.retain(|_, mark| clock_ms.saturating_sub(mark.heard_ms) <= window_ms);
+            if self.marks.len() >= MAX_MARKS {
+                return;
             }
         }
-        closed
+        let mark =
+            self.marks.entry(card.node).or_insert(Mark { previous_ms: at, latest_ms: at, heard_ms: 0 });
+        *mark = Mark { previous_ms: mark.latest_ms, latest_ms: at, heard_ms: self.clock_ms };
+    }
+
+    /// The packet time every node heard from within the window has
+    /// passed (none heard: none). A node silent for longer no longer
+    /// holds groups open.
+    /// Until every listed node, or one window, has been heard, a node not
+    /// heard yet may still report the first packets: none is passed.
+    fn low_watermark(&self) -> Option<u64> {
+        let waited = self.started_ms.is_some_and(|at| self.clock_ms.saturating_sub(at) > self.window_ms);
+        let listed_heard =
+            !self.nodes.is_empty() && self.nodes.iter().all(|node| self.marks.contains_key(node));
+        if !(waited || listed_heard) {
+            return None;
+        }
+        let heard = |mark: &&Mark| self.clock_ms.saturating_sub(mark.heard_ms) <= self.window_ms;
+        self.marks.values().filter(heard).map(Mark::passed_ms).min()
+    }
+
+    /// Closes the groups the collector's clock has passed (a window after
+    /// their first postcard arrived), and those whose packet time every
+    /// node heard from has passed.
+    fn close_passed(&mut self) -> Vec<Joined> {
+        let clock_ms = self.clock_ms;
+        let mut keys: Vec<(FlowKey, u64)> = self.by_due.range(..(clock_ms, 0)).map(|(_, key)| *key).collect();
+        if let Some(passed_ms) = self.low_watermark() {
+            let before = passed_ms.saturating_sub(CROSSING_MS);
+            keys.extend(self.by_stamp.range(..(before, 0)).map(|(_, key)| *key));
+        }
+        keys.sort_unstable_by_key(|key| self.open.get(key).map(|group| group.number));
+        keys.dedup();
+        self.close(keys)
+    }
+
+    /// Closes the groups of `keys`; returns them in their packets' order
+    /// (by latest stamp; untimed ones first, in the order they opened).
+    fn close(&mut self, keys: Vec<(FlowKey, u64)>) -> Vec<Joined> {
+        let mut groups: Vec<((FlowKey, u64), Group)> =
+            keys.into_iter().filter_map(|key| self.open.remove(&key).map(|group| (key, group))).collect();
+        groups.sort_unstable_by_key(|(_, group)| (group.stamp_ms, group.number));
+        groups
+            .into_iter()
+            .map(|(key, group)| {
+                self.by_due.remove(&(group.due_ms, group.number));
+                if let Some(at) = group.stamp_ms {
+                    self.by_stamp.remove(&(at, group.number));
+                }
+                self.joined(key.0, group)
+            })
+            .collect()
     }
 
     fn joined(&mut self, flow: FlowKey, group: Group) -> Joined {
@@ -300,6 +419,11 @@ impl Join {
         self.counts.incomplete += 1;
         Fit::Part
     }
+}
+
+/// A postcard's ingress stamp in ms, if it has one (0: no clock).
+fn stamp_ms(metadata: &HopMetadata) -> Option<u64> {
+    metadata.ingress_timestamp.filter(|at| *at != 0).map(|at| at / 1_000_000)
 }
 
 /// Whether `part`'s nodes all appear in `path`, in the same order.
