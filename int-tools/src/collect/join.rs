@@ -695,6 +695,77 @@ mod tests {
         assert_eq!(join.counts, Counts { postcards: 602, packets: 200, duplicates: 2, ..Counts::default() });
     }
 
+    /// Packet `packet`'s postcard of `node`, stamped 1 ms a packet, and
+    /// sent at `now_ms`.
+    fn timed(join: &mut Join, node: u32, packet: u64, now_ms: u64) -> Vec<Joined> {
+        join.add(card(node, packet, packet * 1_000_000 + u64::from(node) * 1000, packet), now_ms)
+    }
+
+    /// Node 3's postcards arrive 50 packets (50 ms) after the others'
+    /// (the window, 1 s, never passes): every group waits for node 3's
+    /// watermark, closes whole while running, and groups close in packet
+    /// order; about 50 + 10 stay open.
+    #[test]
+    fn groups_close_in_packet_order_once_every_node_passed_them() {
+        let mut join = Join::new(1000, vec![1, 2, 3], 3);
+        let mut closed = Vec::new();
+        for packet in 0..300u64 {
+            for node in [1, 2] {
+                closed.extend(timed(&mut join, node, packet, 0));
+            }
+            if let Some(late) = packet.checked_sub(50) {
+                closed.extend(timed(&mut join, 3, late, 0));
+            }
+            assert!(join.open_groups() <= 63, "{} open at packet {packet}", join.open_groups());
+        }
+        assert!(closed.len() >= 230, "{} closed while running", closed.len());
+        closed.extend(join.close_all());
+        let packets: Vec<u64> =
+            closed.iter().map(|joined| joined.hops[0].ingress_timestamp.unwrap_or(0) / 1_000_000).collect();
+        assert!(packets.windows(2).all(|pair| pair[0] < pair[1]), "{packets:?}");
+        assert!(closed[..250].iter().all(|joined| joined.ordered && nodes(joined) == [1, 2, 3]));
+        assert_eq!(join.counts, Counts { postcards: 850, packets: 300, ..Counts::default() });
+    }
+
+    /// Node 3 falls silent after packet 20: it holds groups open one
+    /// window (10 ms, postcards 1 ms apart) by the collector's clock, then
+    /// no longer counts, and the others' groups close by their marks.
+    #[test]
+    fn a_silent_node_holds_groups_for_a_window_at_most() {
+        let mut join = Join::new(10, vec![1, 2, 3], 3);
+        for packet in 0..200u64 {
+            for node in 1..=3 {
+                if node < 3 || packet <= 20 {
+                    timed(&mut join, node, packet, packet);
+                }
+            }
+            assert!(join.open_groups() <= 13, "{} open at packet {packet}", join.open_groups());
+        }
+    }
+
+    /// Node 3 runs 30 packets behind; one of its postcards, on a packet
+    /// of its own, is stamped a year ahead. Its watermark stays where its
+    /// other postcards say: no group closes without node 3.
+    #[test]
+    fn one_stamp_a_year_ahead_moves_no_watermark() {
+        const YEAR_NS: u64 = 365 * 24 * 3600 * 1_000_000_000;
+        let mut join = Join::new(1000, vec![1, 2, 3], 3);
+        let mut closed = Vec::new();
+        for packet in 0..100u64 {
+            for node in [1, 2] {
+                closed.extend(timed(&mut join, node, packet, 0));
+            }
+            if packet == 40 {
+                closed.extend(join.add(card(3, 1000, YEAR_NS, 0), 0));
+            }
+            if let Some(late) = packet.checked_sub(30) {
+                closed.extend(timed(&mut join, 3, late, 0));
+            }
+        }
+        assert!(closed.len() >= 50, "{} closed while running", closed.len());
+        assert!(closed.iter().all(|joined| nodes(joined) == [1, 2, 3]), "{closed:?}");
+    }
+
     /// Two different postcards of node 2 (one spoofed, stamped before node
     /// 1): with a router between each two nodes, the genuine one's order
     /// has the TTL fall at each step and is taken; the spoof is a
