@@ -3,13 +3,23 @@
 //! one packet back together: the same flow and the same packet identity
 //! (a hash of the packet's bytes that no hop changes: the IP header without
 //! DSCP/ECN, TTL or Hop Limit and the IPv4 checksum, then everything
-//! after it that the report carries), within a join window. The window is
-//! the collector's own clock, from the arrival of a group's first
-//! postcard: the nodes' timestamps order a group's hops but never say when
-//! a group closes, so no stamp, however wrong, holds groups open or closes
-//! them early. A group closes when a postcard arrives more than the window
-//! after its first, or when collect stops; its hops, ordered by their
-//! timestamps, go to the same per-hop view as an INT-MD stack.
+//! after it that the report carries). Groups close in event time: each
+//! reporting node has a watermark, how far in packet time its postcards
+//! have come (the earlier stamp of its last two postcards: a node reports
+//! its packets in their order, and one stamp gone wrong moves it no further
+//! than the node's next postcard). A group closes once every node heard
+//! from within the window has passed its packet time (its postcards'
+//! latest stamp; one stamped far back never closes its group early) by
+//! more than [`CROSSING_MS`], so a node whose export runs behind the others
+//! changes nothing; groups closed together are given in their packets'
+//! order, never their arrival's. The window is the collector's own clock
+//! and bounds it all: a group still closes when a postcard arrives more
+//! than the window after its first, or when collect stops; a node silent
+//! for the window no longer counts; and until every listed node, or one
+//! window, has been heard, only the window closes groups (a node not heard
+//! yet may still report the first packets). So no stamp, however wrong,
+//! holds a group open beyond the window. A closed group's hops, ordered by
+//! their timestamps, go to the same per-hop view as an INT-MD stack.
 //!
 //! What cannot be a path is not reported as one: a group whose hops lack
 //! timestamps (or stamp 0), share one, or contradict each other (a hop's
@@ -74,7 +84,7 @@ pub struct Postcard {
     /// The packet's TTL or Hop Limit as this node saw it.
     pub ttl: Option<u8>,
     /// Its time in the timelines' base, ms: where its group's record is
-    /// placed, never when the group closes.
+    /// placed (its ingress stamp, not this, moves its node's watermark).
     pub at_ms: u64,
 }
 
