@@ -357,7 +357,8 @@ impl Join {
     fn close_passed(&mut self) -> Vec<Joined> {
         let clock_ms = self.clock_ms;
         let mut keys: Vec<(FlowKey, u64)> = self.by_due.range(..(clock_ms, 0)).map(|(_, key)| *key).collect();
-        if let Some(passed_ms) = self.low_watermark() {
+        // Every node's mark is read only when a timed group is open.
+        if let Some(passed_ms) = self.by_stamp.first_key_value().and_then(|_| self.low_watermark()) {
             let before = passed_ms.saturating_sub(CROSSING_MS);
             keys.extend(self.by_stamp.range(..(before, 0)).map(|(_, key)| *key));
         }
