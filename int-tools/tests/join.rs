@@ -44,24 +44,32 @@ fn postcard(node: u32, packet: &[u8], ingress_ns: u64) -> Vec<u8> {
 
 /// Node `node`'s postcard on `packet`, stamped in and out as given.
 fn stamped(node: u32, packet: &[u8], ingress_ns: u64, egress_ns: u64) -> Vec<u8> {
-    let metadata = HopMetadata {
-        l1_ingress_port: Some(1),
-        l1_egress_port: Some(2),
-        ingress_timestamp: Some(ingress_ns),
-        egress_timestamp: Some(egress_ns),
-        ..HopMetadata::default()
-    };
-    let int = IntContents { rep_md_bits: 0x4c00, metadata, ..IntContents::default() };
-    let mut datagram = vec![0u8; 512];
+    batch(node, &[(packet.to_vec(), ingress_ns, egress_ns)])
+}
+
+/// Node `node`'s postcards on `cards` (packet, ingress, egress), in one
+/// Telemetry Report 2.0 datagram.
+fn batch(node: u32, cards: &[(Vec<u8>, u64, u64)]) -> Vec<u8> {
+    let mut datagram = vec![0u8; 512 * cards.len()];
     let mut len = GroupHeaderRepr { hw_id: 0, sequence: 0, node_id: node }.emit(&mut datagram).unwrap();
-    let report = IndividualReport {
-        in_type: InType::Ipv4,
-        int: Some(int),
-        inner: packet,
-        flags: ReportFlags { tracked_flow: true, ..ReportFlags::default() },
-        ..IndividualReport::default()
-    };
-    len += report.emit(&mut datagram[len..]).unwrap();
+    for (packet, ingress_ns, egress_ns) in cards {
+        let metadata = HopMetadata {
+            l1_ingress_port: Some(1),
+            l1_egress_port: Some(2),
+            ingress_timestamp: Some(*ingress_ns),
+            egress_timestamp: Some(*egress_ns),
+            ..HopMetadata::default()
+        };
+        let int = IntContents { rep_md_bits: 0x4c00, metadata, ..IntContents::default() };
+        let report = IndividualReport {
+            in_type: InType::Ipv4,
+            int: Some(int),
+            inner: packet,
+            flags: ReportFlags { tracked_flow: true, ..ReportFlags::default() },
+            ..IndividualReport::default()
+        };
+        len += report.emit(&mut datagram[len..]).unwrap();
+    }
     datagram.truncate(len);
     datagram
 }
@@ -196,8 +204,14 @@ fn a_rejected_postcard_moves_no_clock() {
 
 /// collect's summary of `datagrams` (one postcard each), sent paced.
 fn summary_of_postcards(datagrams: &[Vec<u8>]) -> Value {
-    let count = datagrams.len().to_string();
-    let args = ["--quiet", "--count", &count, "--join-window-ms", "600000"];
+    summary_of_reports(datagrams, datagrams.len(), &[])
+}
+
+/// collect's summary of `datagrams` holding `reports` postcards, sent
+/// paced, with `more` arguments.
+fn summary_of_reports(datagrams: &[Vec<u8>], reports: usize, more: &[&str]) -> Value {
+    let count = reports.to_string();
+    let args = [&["--quiet", "--count", &count, "--join-window-ms", "600000"], more].concat();
     let (child, listen) = collector::start_collector(Path::new(BIN), &args);
     let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
     for datagram in datagrams {
@@ -278,4 +292,95 @@ fn the_postcard_the_ttl_order_agrees_with_is_joined() {
     assert_eq!(postcards["unordered"], 0, "{postcards}");
     assert_eq!(summary["path_changes"], 0, "{}", summary["recent_path_changes"]);
     assert_eq!(collector::link_counts(&summary), [(1, 2, 40), (2, 3, 40)]);
+}
+
+/// Packets 1 ms apart by the nodes' clocks in the scenarios of issue 46.
+const TICK_NS: u64 = 1_000_000;
+
+/// Packet `i`'s path, of four flows (`i % 4`): flows 1 to 3 cross
+/// 1 -> 2 -> 3; flow 0 enters by node 1 (1 -> 3), and with `change`, by
+/// node 2 (2 -> 3) from packet 80 on: one real path change. Node 2 has
+/// fewer postcards than node 3 (none of flow 0 before the change).
+fn path_of(i: u32, change: bool) -> &'static [u32] {
+    match (i % 4, change && i >= 80) {
+        (0, false) => &[1, 3],
+        (0, true) => &[2, 3],
+        _ => &[1, 2, 3],
+    }
+}
+
+/// Each node's datagrams of 4 postcards on 160 packets, in packet order,
+/// each with the time its batch filled (its last postcard's ingress).
+fn batches(change: bool) -> Vec<Vec<(u64, Vec<u8>)>> {
+    (1..=3)
+        .map(|node| {
+            let cards: Vec<(Vec<u8>, u64, u64)> = (0..160)
+                .filter(|&i| path_of(i, change).contains(&node))
+                .map(|i| {
+                    let ingress = START_NS + u64::from(i) * TICK_NS + u64::from(node) * 10_000;
+                    (packet(i, node, false), ingress, ingress + 1000)
+                })
+                .collect();
+            cards.chunks(4).map(|four| (four[four.len() - 1].1, batch(node, four))).collect()
+        })
+        .collect()
+}
+
+/// The datagrams as each node sends when its batch fills, node `lagging`
+/// (if any) `lag_ns` later: in order of those times.
+fn as_batches_fill(nodes: Vec<Vec<(u64, Vec<u8>)>>, lagging: u32, lag_ns: u64) -> Vec<Vec<u8>> {
+    let mut all: Vec<(u64, u32, Vec<u8>)> = Vec::new();
+    for (node, datagrams) in (1..).zip(nodes) {
+        let lag = if node == lagging { lag_ns } else { 0 };
+        all.extend(datagrams.into_iter().map(|(at, datagram)| (at + lag, node, datagram)));
+    }
+    all.sort_by_key(|(at, node, _)| (*at, *node));
+    all.into_iter().map(|(_, _, datagram)| datagram).collect()
+}
+
+/// The datagrams one from each node in turn (a node out of datagrams
+/// skipped): the node with fewer postcards runs ahead in packet time.
+fn in_turn(nodes: Vec<Vec<(u64, Vec<u8>)>>) -> Vec<Vec<u8>> {
+    let rounds = nodes.iter().map(Vec::len).max().unwrap_or(0);
+    (0..rounds)
+        .flat_map(|k| nodes.iter().filter_map(move |ours| ours.get(k).map(|(_, d)| d.clone())))
+        .collect()
+}
+
+/// collect's path changes over `datagrams`, after checking every packet
+/// was joined whole. The nodes are listed, so the join goes by their
+/// watermarks from the first postcards on (the window, 600 s, never
+/// passes).
+fn path_changes(datagrams: &[Vec<u8>]) -> u64 {
+    // 3 nodes' postcards on 3 of every 4 packets, 2 on the others.
+    let summary = summary_of_reports(datagrams, 440, &["--domain-nodes", "1,2,3"]);
+    let postcards = &summary["postcards"];
+    assert_eq!((&postcards["packets"], &postcards["incomplete"]), (&160.into(), &0.into()), "{postcards}");
+    assert_eq!((&postcards["unordered"], &postcards["dropped"]), (&0.into(), &0.into()), "{postcards}");
+    summary["path_changes"].as_u64().unwrap()
+}
+
+/// Issue 46: three nodes' postcards of 160 packets in datagrams of 4, one
+/// real path change. Sent as each node's batch fills, or one datagram
+/// from each node in turn (node 2, with fewer postcards, then runs ahead
+/// in packet time), the join follows the packets in packet order: one
+/// path change. On main, which followed groups in the order they were
+/// opened (arrival), in turn gave more.
+#[test]
+fn datagrams_in_turn_give_the_one_real_path_change() {
+    assert_eq!(path_changes(&as_batches_fill(batches(true), 0, 0)), 1, "as batches fill");
+    assert_eq!(path_changes(&in_turn(batches(true))), 1, "in turn");
+}
+
+/// Issue 46: one node's export 50 ms behind the others' (within the join
+/// window): its datagrams arrive after the others' on packets 50 ms
+/// later. Exactly the real path changes: none without one, one with it.
+#[test]
+fn a_node_lagging_50_ms_changes_no_path() {
+    for lagging in 1..=3 {
+        for (change, real) in [(false, 0), (true, 1)] {
+            let datagrams = as_batches_fill(batches(change), lagging, 50 * TICK_NS);
+            assert_eq!(path_changes(&datagrams), real, "node {lagging} lagging, change {change}");
+        }
+    }
 }

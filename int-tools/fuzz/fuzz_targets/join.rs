@@ -6,8 +6,10 @@
 //! counted exactly once (unknown, dropped, a duplicate, a hop of a closed
 //! group, or pending). A closed group holds each node once, and only
 //! postcards that were sent for its packet; an ordered one's stamps and
-//! TTLs agree with its order and lie within the window; and how it fits its
-//! flow's path (part, confirmed, grown, whole) is what its nodes say.
+//! TTLs agree with its order and lie within the window; groups closed
+//! together come in their packets' order (the latest stamp each held);
+//! and how it fits its flow's path (part, confirmed, grown, whole) is what
+//! its nodes say.
 #![no_main]
 
 use std::collections::HashMap;
@@ -32,6 +34,8 @@ struct Harness {
     max_open: usize,
     now_ms: u64,
     sent: HashMap<(FlowKey, u64), Vec<(HopMetadata, Option<u8>)>>,
+    /// Each open packet's latest ingress stamp (ms) its group holds.
+    stamps: HashMap<(FlowKey, u64), Option<u64>>,
     hops_joined: u64,
     packets: u64,
     unordered: u64,
@@ -65,6 +69,7 @@ impl Harness {
             max_open,
             now_ms: 0,
             sent: HashMap::new(),
+            stamps: HashMap::new(),
             hops_joined: 0,
             packets: 0,
             unordered: 0,
@@ -107,10 +112,17 @@ impl Harness {
             at_ms: u64::from(at),
         };
         let hop = HopMetadata { node_id: Some(card.node), ..card.metadata };
-        if !self.domain || DOMAIN.contains(&card.node) {
+        let domain = !self.domain || DOMAIN.contains(&card.node);
+        if domain {
             self.sent.entry((flow, identity)).or_default().push((hop, card.ttl));
         }
+        let dropped = self.join.counts.dropped;
         let closed = self.join.add(card, self.now_ms);
+        if domain && self.join.counts.dropped == dropped {
+            let stamp = hop.ingress_timestamp.filter(|at| *at != 0).map(|at| at / 1_000_000);
+            let held = self.stamps.entry((flow, identity)).or_default();
+            *held = (*held).max(stamp);
+        }
         self.judge(closed);
     }
 
@@ -129,12 +141,16 @@ impl Harness {
     }
 
     fn judge(&mut self, closed: Vec<Joined>) {
+        let mut last_stamp = None;
         for joined in closed {
             // The packet's postcards all went into this group (a later one
             // of the same packet opens a new group).
             let identity =
                 joined.hops.first().and_then(|hop| hop.l1_ingress_port).map_or(u64::MAX, u64::from);
             let sent = self.sent.remove(&(joined.flow, identity)).unwrap_or_default();
+            let stamp = self.stamps.remove(&(joined.flow, identity)).flatten();
+            assert!(stamp >= last_stamp, "closed out of packet order: {stamp:?} after {last_stamp:?}");
+            last_stamp = stamp;
             self.hops_joined += joined.hops.len() as u64;
             self.packets += 1;
             self.unordered += u64::from(!joined.ordered);

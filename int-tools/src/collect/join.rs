@@ -3,13 +3,23 @@
 //! one packet back together: the same flow and the same packet identity
 //! (a hash of the packet's bytes that no hop changes: the IP header without
 //! DSCP/ECN, TTL or Hop Limit and the IPv4 checksum, then everything
-//! after it that the report carries), within a join window. The window is
-//! the collector's own clock, from the arrival of a group's first
-//! postcard: the nodes' timestamps order a group's hops but never say when
-//! a group closes, so no stamp, however wrong, holds groups open or closes
-//! them early. A group closes when a postcard arrives more than the window
-//! after its first, or when collect stops; its hops, ordered by their
-//! timestamps, go to the same per-hop view as an INT-MD stack.
+//! after it that the report carries). Groups close in event time: each
+//! reporting node has a watermark, how far in packet time its postcards
+//! have come (the earlier stamp of its last two postcards: a node reports
+//! its packets in their order, and one stamp gone wrong moves it no further
+//! than the node's next postcard). A group closes once every node heard
+//! from within the window has passed its packet time (its postcards'
+//! latest stamp; one stamped far back never closes its group early) by
+//! more than [`CROSSING_MS`], so a node whose export runs behind the others
+//! changes nothing; groups closed together are given in their packets'
+//! order, never their arrival's. The window is the collector's own clock
+//! and bounds it all: a group still closes when a postcard arrives more
+//! than the window after its first, or when collect stops; a node silent
+//! for the window no longer counts; and until every listed node, or one
+//! window, has been heard, only the window closes groups (a node not heard
+//! yet may still report the first packets). So no stamp, however wrong,
+//! holds a group open beyond the window. A closed group's hops, ordered by
+//! their timestamps, go to the same per-hop view as an INT-MD stack.
 //!
 //! What cannot be a path is not reported as one: a group whose hops lack
 //! timestamps (or stamp 0), share one, or contradict each other (a hop's
@@ -44,7 +54,7 @@
 //! whole, in its order, with more nodes, was the part a lost postcard
 //! left: the longer path replaces it without a path change.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 
 use int_core::flow::FlowKey;
 use int_core::int21::HopMetadata;
@@ -56,6 +66,13 @@ pub const MAX_OPEN: usize = 100_000;
 /// Choices of one postcard per node tried in a group whose nodes sent
 /// different postcards; a group with more is unordered.
 pub const MAX_CHOICES: usize = 64;
+/// Reporting nodes whose watermark is kept; one heard from once the
+/// marks are full (and none has gone silent) holds no group open.
+pub const MAX_MARKS: usize = 4096;
+/// How much later than a group's latest stamp its packet may reach
+/// another node, ms (it crosses the domain in far less; clocks agree
+/// within far less): a node's watermark must pass that too.
+pub const CROSSING_MS: u64 = 10;
 
 /// One node's report on one packet.
 #[derive(Debug, Clone)]
@@ -67,7 +84,7 @@ pub struct Postcard {
     /// The packet's TTL or Hop Limit as this node saw it.
     pub ttl: Option<u8>,
     /// Its time in the timelines' base, ms: where its group's record is
-    /// placed, never when the group closes.
+    /// placed (its ingress stamp, not this, moves its node's watermark).
     pub at_ms: u64,
 }
 
@@ -126,9 +143,38 @@ struct Card {
 struct Group {
     /// The first postcard's time in the timelines' base.
     first_ms: u64,
+    /// Opened before every group of a higher number.
+    number: u64,
+    /// When the collector's clock closes it, whatever the stamps say.
+    due_ms: u64,
+    /// Its packet's time: the latest ingress stamp of its postcards, ms
+    /// (none while no postcard is timed).
+    stamp_ms: Option<u64>,
     /// Every distinct postcard, in arrival order.
     cards: Vec<Card>,
 }
+
+/// How far in packet time a node's postcards have come.
+#[derive(Debug, Clone, Copy)]
+struct Mark {
+    /// Its last two postcards' ingress stamps, ms.
+    previous_ms: u64,
+    latest_ms: u64,
+    /// When its last timed postcard arrived, on the collector's clock.
+    heard_ms: u64,
+}
+
+impl Mark {
+    /// The earlier of its last two stamps: a node reports its packets in
+    /// their order, so it has passed that time; one stamp gone wrong (a
+    /// year ahead) moves it no further than the node's next postcard.
+    fn passed_ms(&self) -> u64 {
+        self.previous_ms.min(self.latest_ms)
+    }
+}
+
+/// Group keys in an order: (time, group number).
+type Queue = BTreeMap<(u64, u64), (FlowKey, u64)>;
 
 pub struct Join {
     window_ms: u64,
@@ -142,10 +188,16 @@ pub struct Join {
     /// path, and how many packets in a row gave it.
     shorter: HashMap<FlowKey, (Vec<u32>, u32)>,
     open: HashMap<(FlowKey, u64), Group>,
-    /// Open groups by when they are due to close on the collector's clock,
-    /// soonest first (that clock never goes back, so arrival order is
-    /// closing order).
-    order: VecDeque<(u64, (FlowKey, u64))>,
+    /// Open groups by when the collector's clock closes them.
+    by_due: Queue,
+    /// Open groups with a timed postcard by their packet's time.
+    by_stamp: Queue,
+    /// Each reporting node's watermark ([`MAX_MARKS`] nodes at most).
+    marks: HashMap<u32, Mark>,
+    /// The next group's number.
+    next_number: u64,
+    /// When the first postcard arrived, on the collector's clock.
+    started_ms: Option<u64>,
     /// The collector's clock, ms: the latest arrival time given.
     clock_ms: u64,
     pub counts: Counts,
@@ -178,7 +230,11 @@ impl Join {
             confirm,
             shorter: HashMap::new(),
             open: HashMap::new(),
-            order: VecDeque::new(),
+            by_due: BTreeMap::new(),
+            by_stamp: BTreeMap::new(),
+            marks: HashMap::new(),
+            next_number: 0,
+            started_ms: None,
             clock_ms: 0,
             counts: Counts::default(),
         }
@@ -191,22 +247,25 @@ impl Join {
     }
 
     /// Adds a postcard that arrived at `now_ms` on the collector's clock;
-    /// returns the groups that time closes.
+    /// returns the groups that closed, in their packets' order.
     pub fn add(&mut self, card: Postcard, now_ms: u64) -> Vec<Joined> {
         self.counts.postcards += 1;
         // A clock set back (the wall clock's) never reorders the groups.
         self.clock_ms = self.clock_ms.max(now_ms);
+        self.started_ms.get_or_insert(self.clock_ms);
         if !self.nodes.is_empty() && !self.nodes.contains(&card.node) {
             self.counts.unknown += 1;
         } else {
+            self.mark(&card);
             self.hold(card);
         }
-        self.close_until(self.clock_ms)
+        self.close_passed()
     }
 
     /// Every open group, closed (collect is stopping).
     pub fn close_all(&mut self) -> Vec<Joined> {
-        self.close_until(u64::MAX)
+        let keys: Vec<(FlowKey, u64)> = self.by_due.values().copied().collect();
+        self.close(keys)
     }
 
     /// Postcards in open groups.
@@ -227,9 +286,18 @@ impl Join {
             self.counts.dropped += 1;
             return;
         }
-        let group = self.open.entry(key).or_insert_with(|| Group { first_ms: card.at_ms, cards: Vec::new() });
-        if group.cards.is_empty() {
-            self.order.push_back((self.clock_ms.saturating_add(self.window_ms), key));
+        let stamp_ms = stamp_ms(&card.metadata);
+        let (number, due_ms) = (self.next_number, self.clock_ms.saturating_add(self.window_ms));
+        let group = self.open.entry(key).or_insert_with(|| Group {
+            first_ms: card.at_ms,
+            number,
+            due_ms,
+            stamp_ms: None,
+            cards: Vec::new(),
+        });
+        if group.number == number {
+            self.next_number += 1;
+            self.by_due.insert((due_ms, number), key);
         }
         let new = Card { hop: HopMetadata { node_id: Some(card.node), ..card.metadata }, ttl: card.ttl };
         if group.cards.contains(&new) {
@@ -238,21 +306,83 @@ impl Join {
             self.counts.dropped += 1;
         } else {
             group.cards.push(new);
+            // The group's place in packet time is its latest stamp: one
+            // stamped far back never closes it before its other nodes.
+            if stamp_ms > group.stamp_ms {
+                if let Some(old) = group.stamp_ms {
+                    self.by_stamp.remove(&(old, group.number));
+                }
+                group.stamp_ms = stamp_ms;
+                if let Some(at) = stamp_ms {
+                    self.by_stamp.insert((at, group.number), key);
+                }
+            }
         }
     }
 
-    fn close_until(&mut self, now_ms: u64) -> Vec<Joined> {
-        let mut closed = Vec::new();
-        while let Some(&(due_ms, key)) = self.order.front() {
-            if now_ms != u64::MAX && due_ms >= now_ms {
-                break;
-            }
-            self.order.pop_front();
-            if let Some(group) = self.open.remove(&key) {
-                closed.push(self.joined(key.0, group));
+    /// Moves the node's watermark to a timed postcard's stamp.
+    fn mark(&mut self, card: &Postcard) {
+        let Some(at) = stamp_ms(&card.metadata) else { return };
+        if !self.marks.contains_key(&card.node) && self.marks.len() >= MAX_MARKS {
+            let (clock_ms, window_ms) = (self.clock_ms, self.window_ms);
+            self.marks.retain(|_, mark| clock_ms.saturating_sub(mark.heard_ms) <= window_ms);
+            if self.marks.len() >= MAX_MARKS {
+                return;
             }
         }
-        closed
+        let mark =
+            self.marks.entry(card.node).or_insert(Mark { previous_ms: at, latest_ms: at, heard_ms: 0 });
+        *mark = Mark { previous_ms: mark.latest_ms, latest_ms: at, heard_ms: self.clock_ms };
+    }
+
+    /// The packet time every node heard from within the window has
+    /// passed (none heard: none); a node silent for longer no longer holds
+    /// groups open. None either until every listed node, or one window,
+    /// has been heard: a node not heard yet may still report the first
+    /// packets.
+    fn low_watermark(&self) -> Option<u64> {
+        let waited = self.started_ms.is_some_and(|at| self.clock_ms.saturating_sub(at) > self.window_ms);
+        let listed_heard =
+            !self.nodes.is_empty() && self.nodes.iter().all(|node| self.marks.contains_key(node));
+        if !(waited || listed_heard) {
+            return None;
+        }
+        let heard = |mark: &&Mark| self.clock_ms.saturating_sub(mark.heard_ms) <= self.window_ms;
+        self.marks.values().filter(heard).map(Mark::passed_ms).min()
+    }
+
+    /// Closes the groups the collector's clock has passed (a window after
+    /// their first postcard arrived), and those whose packet time every
+    /// node heard from has passed.
+    fn close_passed(&mut self) -> Vec<Joined> {
+        let clock_ms = self.clock_ms;
+        let mut keys: Vec<(FlowKey, u64)> = self.by_due.range(..(clock_ms, 0)).map(|(_, key)| *key).collect();
+        // Every node's mark is read only when a timed group is open.
+        if let Some(passed_ms) = self.by_stamp.first_key_value().and_then(|_| self.low_watermark()) {
+            let before = passed_ms.saturating_sub(CROSSING_MS);
+            keys.extend(self.by_stamp.range(..(before, 0)).map(|(_, key)| *key));
+        }
+        keys.sort_unstable_by_key(|key| self.open.get(key).map(|group| group.number));
+        keys.dedup();
+        self.close(keys)
+    }
+
+    /// Closes the groups of `keys`; returns them in their packets' order
+    /// (by latest stamp; untimed ones first, in the order they opened).
+    fn close(&mut self, keys: Vec<(FlowKey, u64)>) -> Vec<Joined> {
+        let mut groups: Vec<((FlowKey, u64), Group)> =
+            keys.into_iter().filter_map(|key| self.open.remove(&key).map(|group| (key, group))).collect();
+        groups.sort_unstable_by_key(|(_, group)| (group.stamp_ms, group.number));
+        groups
+            .into_iter()
+            .map(|(key, group)| {
+                self.by_due.remove(&(group.due_ms, group.number));
+                if let Some(at) = group.stamp_ms {
+                    self.by_stamp.remove(&(at, group.number));
+                }
+                self.joined(key.0, group)
+            })
+            .collect()
     }
 
     fn joined(&mut self, flow: FlowKey, group: Group) -> Joined {
@@ -300,6 +430,11 @@ impl Join {
         self.counts.incomplete += 1;
         Fit::Part
     }
+}
+
+/// A postcard's ingress stamp in ms, if it has one (0: no clock).
+fn stamp_ms(metadata: &HopMetadata) -> Option<u64> {
+    metadata.ingress_timestamp.filter(|at| *at != 0).map(|at| at / 1_000_000)
 }
 
 /// Whether `part`'s nodes all appear in `path`, in the same order.
@@ -569,6 +704,79 @@ mod tests {
         closed.extend(join.close_all());
         assert!(closed.iter().all(|joined| joined.ordered && nodes(joined) == [1, 2, 3]));
         assert_eq!(join.counts, Counts { postcards: 602, packets: 200, duplicates: 2, ..Counts::default() });
+    }
+
+    /// Packet `packet`'s postcard of `node`, stamped 1 ms a packet, and
+    /// sent at `now_ms`.
+    fn timed(join: &mut Join, node: u32, packet: u64, now_ms: u64) -> Vec<Joined> {
+        join.add(card(node, packet, packet * 1_000_000 + u64::from(node) * 1000, packet), now_ms)
+    }
+
+    /// Node 3's postcards arrive 50 packets (50 ms) after the others'
+    /// (the window, 1 s, never passes): every group waits for node 3's
+    /// watermark, closes whole while running, and groups close in packet
+    /// order; about 50 + 10 stay open.
+    #[test]
+    fn groups_close_in_packet_order_once_every_node_passed_them() {
+        let mut join = Join::new(1000, vec![1, 2, 3], 3);
+        let mut closed = Vec::new();
+        for packet in 0..300u64 {
+            for node in [1, 2] {
+                closed.extend(timed(&mut join, node, packet, 0));
+            }
+            if let Some(late) = packet.checked_sub(50) {
+                closed.extend(timed(&mut join, 3, late, 0));
+            }
+            assert!(join.open_groups() <= 63, "{} open at packet {packet}", join.open_groups());
+        }
+        assert!(closed.len() >= 230, "{} closed while running", closed.len());
+        closed.extend(join.close_all());
+        let packets: Vec<u64> =
+            closed.iter().map(|joined| joined.hops[0].ingress_timestamp.unwrap_or(0) / 1_000_000).collect();
+        assert!(packets.windows(2).all(|pair| pair[0] < pair[1]), "{packets:?}");
+        assert!(closed[..250].iter().all(|joined| joined.ordered && nodes(joined) == [1, 2, 3]));
+        assert_eq!(join.counts, Counts { postcards: 850, packets: 300, ..Counts::default() });
+    }
+
+    /// Packets 10 a ms by the collector's clock, node 3 silent after
+    /// packet 200 (clock 20 ms): it holds the groups open one window (10
+    /// ms) and no longer counts after, when the others' groups close by
+    /// their marks again, about 12 open (by the window alone, 100).
+    #[test]
+    fn a_silent_node_holds_groups_for_a_window_at_most() {
+        let mut join = Join::new(10, vec![1, 2, 3], 3);
+        for packet in 0..2000u64 {
+            for node in 1..=3 {
+                if node < 3 || packet <= 200 {
+                    timed(&mut join, node, packet, packet / 10);
+                }
+            }
+            let bound = if (200..320).contains(&packet) { 120 } else { 13 };
+            assert!(join.open_groups() <= bound, "{} open at packet {packet}", join.open_groups());
+        }
+    }
+
+    /// Node 3 runs 30 packets behind; one of its postcards, on a packet
+    /// of its own, is stamped a year ahead. Its watermark stays where its
+    /// other postcards say: no group closes without node 3.
+    #[test]
+    fn one_stamp_a_year_ahead_moves_no_watermark() {
+        const YEAR_NS: u64 = 365 * 24 * 3600 * 1_000_000_000;
+        let mut join = Join::new(1000, vec![1, 2, 3], 3);
+        let mut closed = Vec::new();
+        for packet in 0..100u64 {
+            for node in [1, 2] {
+                closed.extend(timed(&mut join, node, packet, 0));
+            }
+            if packet == 40 {
+                closed.extend(join.add(card(3, 1000, YEAR_NS, 0), 0));
+            }
+            if let Some(late) = packet.checked_sub(30) {
+                closed.extend(timed(&mut join, 3, late, 0));
+            }
+        }
+        assert!(closed.len() >= 50, "{} closed while running", closed.len());
+        assert!(closed.iter().all(|joined| nodes(joined) == [1, 2, 3]), "{closed:?}");
     }
 
     /// Two different postcards of node 2 (one spoofed, stamped before node
