@@ -736,9 +736,11 @@ fn flow_packet(i: u32) -> Vec<u8> {
 
 /// Postcards of one packet that reach two different receiving collectors
 /// are joined by the aggregator: nodes 1 and 2 report to one collector,
-/// nodes 3 and 4 to the other; 40 packets, the first 20 through 1, 2, 3,
-/// the rest through 1, 4, 3. Each receiver sees part of every path; the
-/// aggregator sees the whole of each, and the one path change.
+/// nodes 3 and 4 to the other; 40 packets a millisecond apart, the first
+/// 20 through 1, 2, 3, the rest through 1, 4, 3. Each receiver sees part
+/// of every path; the aggregator sees the whole of each and exactly the
+/// one path change, whether the far nodes' export keeps pace or lags
+/// 50 ms behind the near ones'.
 #[test]
 fn postcards_at_two_collectors_join_at_the_aggregator() {
     if nats_missing() {
@@ -748,98 +750,94 @@ fn postcards_at_two_collectors_join_at_the_aggregator() {
     let port = free_port();
     let nats = start_nats(&dir, port);
     let url = format!("nats://127.0.0.1:{port}");
+    for lag in [0usize, 50] {
+        let (receivers, summary) = postcards_through_two_collectors(&url, lag);
+        let near: Vec<(u64, u64, u64)> = links_of(&receivers[0]);
+        assert_eq!(near, [(1, 2, 20)], "lag {lag} ms: the near collector sees nodes 1 and 2 only");
+        let all = links_of(&summary);
+        assert_eq!(all, [(1, 2, 20), (1, 4, 20), (2, 3, 20), (4, 3, 20)], "lag {lag} ms: {summary}");
+        assert_eq!(summary["path_changes"], 1, "lag {lag} ms: {summary}");
+        assert_eq!(summary["postcards"]["incomplete"], 0, "lag {lag} ms: {}", summary["postcards"]);
+    }
+    stop(nats);
+}
+
+/// A summary's links: (from, to, latencies), sorted.
+fn links_of(summary: &Value) -> Vec<(u64, u64, u64)> {
+    let mut links: Vec<(u64, u64, u64)> = summary["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            (
+                l["from"].as_u64().unwrap(),
+                l["to"].as_u64().unwrap(),
+                l["latency_ns"]["count"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    links.sort_unstable();
+    links
+}
+
+/// The 40 packets' postcards through two receiving collectors publishing
+/// to a stream of their own, the far nodes' (3, 4) sent `lag` ms after
+/// the near ones' (1, 2), a packet every millisecond; then an aggregator
+/// over the stream. The receivers' summaries, and the aggregator's.
+fn postcards_through_two_collectors(url: &str, lag: usize) -> (Vec<Value>, Value) {
     let start_ns = 1_700_000_000_000_000_000u64;
     let (mut near, mut far) = (Vec::new(), Vec::new());
     for i in 0..40u32 {
         let path = if i < 20 { [1, 2, 3] } else { [1, 4, 3] };
+        let (mut n, mut f) = (Vec::new(), Vec::new());
         for (hop, node) in path.into_iter().enumerate() {
             let ingress = start_ns + u64::from(i) * 1_000_000 + hop as u64 * 10_000;
             let card = common::collector::postcard_report(node, i, &flow_packet(i), ingress, ingress + 1000);
             if node <= 2 {
-                near.push(card)
+                n.push(card)
             } else {
-                far.push(card)
+                f.push(card)
             }
         }
+        near.push(n);
+        far.push(f);
     }
-    let a = collect(&["--nats", &url], &near, near.len());
-    let b = collect(&["--nats", &url], &far, far.len());
-    let receivers: Vec<&Value> = [&a, &b].iter().map(|lines| &lines.last().unwrap()["summary"]).collect();
+    let (stream, prefix) = (format!("CARDS{lag}"), format!("cards{lag}"));
+    let on =
+        ["--nats", url, "--nats-stream", &stream, "--nats-prefix", &prefix, "--nats-max-bytes", STREAM_BYTES];
+    let start = |count: usize| {
+        let count = count.to_string();
+        start_collector(
+            &tools_bin(),
+            &[&["--quiet", "--count", &count, "--duration", "60"], &on[..]].concat(),
+        )
+    };
+    let ((a, a_at), (b, b_at)) = (start(near.iter().flatten().count()), start(far.iter().flatten().count()));
+    let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
+    for step in 0..40 + lag {
+        for card in near.get(step).into_iter().flatten() {
+            sender.send_to(card, &a_at).unwrap();
+        }
+        for card in step.checked_sub(lag).and_then(|i| far.get(i)).into_iter().flatten() {
+            sender.send_to(card, &b_at).unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let receivers: Vec<Value> =
+        [a, b].into_iter().map(|c| lines_of(c).last().unwrap()["summary"].clone()).collect();
     let reports: u64 = receivers.iter().map(|s| s["reports"].as_u64().unwrap()).sum();
     assert_eq!(reports, 120);
-    let summary = aggregate(&url, "postcards", reports);
-    stop(nats);
-    let links = |s: &Value| -> Vec<(u64, u64, u64)> {
-        let mut links: Vec<(u64, u64, u64)> = s["links"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|l| {
-                (
-                    l["from"].as_u64().unwrap(),
-                    l["to"].as_u64().unwrap(),
-                    l["latency_ns"]["count"].as_u64().unwrap(),
-                )
-            })
-            .collect();
-        links.sort_unstable();
-        links
-    };
-    assert_eq!(links(receivers[0]), [(1, 2, 20)], "the near collector sees nodes 1 and 2 only");
-    assert_eq!(links(&summary), [(1, 2, 20), (1, 4, 20), (2, 3, 20), (4, 3, 20)], "{summary}");
-    assert_eq!(summary["path_changes"], 1, "{summary}");
-}
-
-/// The Python consumer of docs/scale-out.md ("Your own consumer"), taken
-/// from the page as it is and run against a real server: it prints every
-/// datagram collect published, with its sender, node and kind.
-#[test]
-fn the_documented_python_consumer_reads_the_batches() {
-    if nats_missing() {
-        return;
-    }
-    if Command::new("python3").args(["-c", "import nats"]).status().map_or(true, |s| !s.success()) {
-        eprintln!("skipped: nats-py missing (pip install nats-py; scripts/install-deps.sh does)");
-        return;
-    }
-    let page =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/scale-out.md")).unwrap();
-    let section = page.split("## Your own consumer").nth(1).unwrap();
-    let program = section.split("```python\n").nth(1).unwrap().split("```").next().unwrap();
-    let dir = workdir("stream-python");
-    std::fs::write(dir.join("consume.py"), program).unwrap();
-    let port = free_port();
-    let nats = start_nats(&dir, port);
-    let url = format!("nats://127.0.0.1:{port}");
-    let mut datagrams: Vec<Vec<u8>> = (1..=30).map(|n| common::collector::drop_summary(n, 1)).collect();
-    datagrams.extend(switch_reports());
-    datagrams.push(b"no report".to_vec());
-    let reports: usize = 30
-        + switch_reports()
-            .iter()
-            .map(|d| int_core::report::tr20::Report::parse(d).unwrap().reports().count())
-            .sum::<usize>()
-        + 1;
-    let lines = collect(&["--nats", &url], &datagrams, reports);
-    assert_eq!(lines.last().unwrap()["summary"]["nats"]["acked"], datagrams.len());
-    let output =
-        Command::new("python3").arg(dir.join("consume.py")).args([&url, "INT", "doc"]).output().unwrap();
-    stop(nats);
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let printed = String::from_utf8(output.stdout).unwrap();
-    let lines: Vec<Vec<&str>> = printed.lines().map(|l| l.split(' ').collect()).collect();
-    assert_eq!(lines.len(), datagrams.len(), "one line a datagram:\n{printed}");
-    let mut seen: Vec<String> = lines.iter().map(|l| l[4].to_string()).collect();
-    let mut sent: Vec<String> =
-        datagrams.iter().map(|d| d.iter().map(|b| format!("{b:02x}")).collect()).collect();
-    seen.sort_unstable();
-    sent.sort_unstable();
-    assert_eq!(seen, sent, "every datagram's bytes");
-    let kinds = |kind: &str| lines.iter().filter(|l| l[3] == kind).count();
-    assert_eq!((kinds("hostint"), kinds("tr20"), kinds("refused")), (30, switch_reports().len(), 1));
-    assert!(lines.iter().all(|l| l[1].starts_with("127.0.0.1:")), "{printed}");
-    let drop_nodes: Vec<&str> = lines.iter().filter(|l| l[3] == "hostint").map(|l| l[2]).collect();
-    assert!(drop_nodes.iter().all(|n| *n == "2"), "a drop summary's sink node: {drop_nodes:?}");
+    let args = [
+        "--nats-consumer",
+        "postcards",
+        "--nats-stream",
+        &stream,
+        "--nats-prefix",
+        &prefix,
+        "--duration",
+        "60",
+    ];
+    (receivers, aggregate_with(url, &args, reports))
 }
 
 /// A CA and a certificate for 127.0.0.1 signed by it, in `dir` (openssl):
