@@ -16,7 +16,8 @@
 //! 19  u8   flags: 1 truncated (longer than the receive buffer), 2 the
 //!          sender's sequence started again, 4 a late (reordered or
 //!          repeated) sequence number
-//! 20  16B  the sender's address (IPv4: the first 4 bytes, the rest 0)
+//! 20  16B  the sender's address (IPv4: the first 4 bytes, the rest 0;
+//!          a reader refuses other bytes there)
 //! 36  u8   kind: 0 refused, 1 Telemetry Report 2.0, 2 Host-INT or INT 0.5
 //!          latency/drop report, 3 Telemetry Report 0.5
 //! 37  u8   0
@@ -158,8 +159,12 @@ fn read(bytes: &[u8]) -> Result<(Entry<'_>, &[u8]), Malformed> {
     let address: [u8; 16] = cursor.take()?;
     let [kind, reserved] = cursor.take()?;
     let length = usize::from(u16::from_be_bytes(cursor.take()?));
-    let [a, b, c, d, ..] = address;
+    let [a, b, c, d, rest @ ..] = address;
     let ip = match family {
+        // The rest of an IPv4 address's 16 bytes is 0: what else it held
+        // would be lost on the way through (an entry reads as it was
+        // written, or not at all).
+        4 if rest != [0; 12] => return Err(Malformed::Reserved),
         4 => IpAddr::V4(Ipv4Addr::new(a, b, c, d)),
         6 => IpAddr::V6(Ipv6Addr::from(address)),
         _ => return Err(Malformed::Family),
@@ -261,6 +266,9 @@ mod tests {
             lie[at] = value;
             assert_eq!(entries(&lie).next(), Some(Err(error)), "byte {at}");
         }
+        let mut padded = out.clone();
+        padded[35] = 0x0f;
+        assert_eq!(entries(&padded).next(), Some(Err(Malformed::Reserved)), "an IPv4 address's padding");
         let mut long = out.clone();
         long[39] = 4;
         assert_eq!(entries(&long).next(), Some(Err(Malformed::Short)));
