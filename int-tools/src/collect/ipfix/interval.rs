@@ -48,8 +48,9 @@ impl Stat {
 /// A flow in this interval.
 #[derive(Debug, Clone, Default)]
 pub struct Flow {
-    /// ns since the epoch: the first and last report's own time, or its
-    /// arrival where the report states none.
+    /// ns since the epoch: when collect received the interval's first
+    /// and last report of the flow (one clock for every kind of report:
+    /// reports' own stamps are the nodes' clocks, some relative).
     pub first_ns: u64,
     pub last_ns: u64,
     /// One-way delay of each packet the sink saw, ns.
@@ -114,7 +115,7 @@ impl Interval {
 
     /// A latency or loss observation, arrived at `arrival_ns`.
     pub fn observed(&mut self, observed: &Observed, arrival_ns: u64) {
-        let Some(flow) = self.flow(observed.flow, observed.at_ns.unwrap_or(arrival_ns)) else { return };
+        let Some(flow) = self.flow(observed.flow, arrival_ns) else { return };
         flow.source_node = observed.source_node.or(flow.source_node);
         flow.sink_node = observed.sink_node.or(flow.sink_node);
         match observed.measure {
@@ -204,6 +205,8 @@ pub fn flow_record(out: &mut Vec<u8>, key: &FlowKey, flow: &Flow, templates: &Te
     out.push(key.protocol);
     put(out, &key.src_port.to_be_bytes());
     put(out, &key.dst_port.to_be_bytes());
+    put(out, &(flow.first_ns / 1_000_000).to_be_bytes());
+    put(out, &flow.last_ns.div_ceil(1_000_000).to_be_bytes());
     put(out, &flow.first_ns.to_be_bytes());
     put(out, &flow.last_ns.to_be_bytes());
     put(out, &flow.delay.count.to_be_bytes());
@@ -278,13 +281,13 @@ mod tests {
         Observed { flow: flow(), source_node: Some(1), sink_node: Some(9), measure, at_ns: Some(at_ns) }
     }
 
-    /// A flow's figures: times from the reports, delay min, max, mean and
+    /// A flow's figures: times of the reports' arrival, delay min, max, mean and
     /// sum, losses added up; each in its field, RFC 9951's in µs.
     #[test]
     fn a_flow_record_holds_its_interval_figures() {
         let mut interval = Interval::new(10);
-        interval.observed(&latency(1_500, 2_000), 1);
-        interval.observed(&latency(4_600, 1_000), 1);
+        interval.observed(&latency(1_500, 7), 1_000);
+        interval.observed(&latency(4_600, 7), 2_000);
         let lost = Observed { measure: Measure::Lost(3), at_ns: None, ..latency(0, 0) };
         interval.observed(&lost, 3_000);
         interval.path_change(flow(), 3_000);
@@ -294,13 +297,13 @@ mod tests {
         assert_eq!(flow_record(&mut out, &key, &interval.flows[&key], &templates), FLOW_V4);
         let fixed: usize = templates.flow_v4.iter().filter(|f| f.length != 65535).map(|f| usize::from(f.length)).sum();
         assert_eq!(out.len(), fixed + 1 + 9);
-        assert_eq!(&out[13..21], &1_000u64.to_be_bytes(), "flowStartNanoseconds");
-        assert_eq!(&out[21..29], &3_000u64.to_be_bytes(), "flowEndNanoseconds");
-        assert_eq!(&out[29..37], &2u64.to_be_bytes(), "packetDeltaCount");
-        assert_eq!(&out[37..45], &3u64.to_be_bytes(), "lost");
-        assert_eq!(&out[45..57], &[0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0, 3], "min, max, mean µs");
-        assert_eq!(&out[57..65], &6u64.to_be_bytes(), "sum µs");
-        assert_eq!(&out[65..73], &1_500i64.to_be_bytes(), "min ns");
+        assert_eq!(&out[29..37], &1_000u64.to_be_bytes(), "flowStartNanoseconds");
+        assert_eq!(&out[37..45], &3_000u64.to_be_bytes(), "flowEndNanoseconds");
+        assert_eq!(&out[45..53], &2u64.to_be_bytes(), "packetDeltaCount");
+        assert_eq!(&out[53..61], &3u64.to_be_bytes(), "lost");
+        assert_eq!(&out[61..73], &[0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0, 3], "min, max, mean µs");
+        assert_eq!(&out[73..81], &6u64.to_be_bytes(), "sum µs");
+        assert_eq!(&out[81..89], &1_500i64.to_be_bytes(), "min ns");
         assert_eq!(&out[out.len() - 4..], &1u32.to_be_bytes(), "path changes");
     }
 

@@ -23,6 +23,9 @@ pub mod iana {
     pub const EGRESS_INTERFACE: u16 = 14;
     pub const SOURCE_IPV6_ADDRESS: u16 = 27;
     pub const DESTINATION_IPV6_ADDRESS: u16 = 28;
+    /// Milliseconds too: nfdump 1.7 reads these and not the ns ones.
+    pub const FLOW_START_MILLISECONDS: u16 = 152;
+    pub const FLOW_END_MILLISECONDS: u16 = 153;
     pub const FLOW_START_NANOSECONDS: u16 = 156;
     pub const FLOW_END_NANOSECONDS: u16 = 157;
     /// RFC 9951's path delay elements, microseconds.
@@ -82,6 +85,8 @@ impl Templates {
                 iana(iana::PROTOCOL_IDENTIFIER, 1),
                 iana(iana::SOURCE_TRANSPORT_PORT, 2),
                 iana(iana::DESTINATION_TRANSPORT_PORT, 2),
+                iana(iana::FLOW_START_MILLISECONDS, 8),
+                iana(iana::FLOW_END_MILLISECONDS, 8),
                 iana(iana::FLOW_START_NANOSECONDS, 8),
                 iana(iana::FLOW_END_NANOSECONDS, 8),
                 iana(iana::PACKET_DELTA_COUNT, 8),
