@@ -202,27 +202,147 @@ fn a_multi_hop_stream_is_exported_as_collect_sums_it_up() {
     assert_tshark_reads(&workdir("ipfix-tshark"), &messages);
 }
 
-#[test]
-fn nfdump_experiment() {
-    let dir = workdir("ipfix-nfdump");
-    let port = UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let mut nfcapd = Command::new("nfcapd")
-        .args(["-E", "-b", "127.0.0.1", "-p", &port.to_string(), "-w", dir.to_str().unwrap(), "-t", "60"])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_secs(1));
-    let target = format!("udp://127.0.0.1:{port}");
-    let summary = collect(&switch_reports(), &["--ipfix", &target, "--ipfix-interval", "600"]);
-    eprintln!("{}", summary["ipfix"]);
-    std::thread::sleep(Duration::from_secs(1));
-    Command::new("kill").args(["-TERM", &nfcapd.id().to_string()]).status().unwrap();
-    let out = nfcapd.wait_with_output().unwrap();
-    eprintln!("{}", String::from_utf8_lossy(&out.stdout).lines().take(25).collect::<Vec<_>>().join("\n"));
-    for e in std::fs::read_dir(&dir).unwrap() {
-        let p = e.unwrap().path();
-        let o = Command::new("nfdump").args(["-r", p.to_str().unwrap(), "-o", "csv"]).output().unwrap();
-        eprintln!("{p:?}\n{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+/// nfcapd on a free loopback port, ready (it has said so); its output
+/// lines as they come.
+struct Nfcapd {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+    dir: std::path::PathBuf,
+}
+
+impl Nfcapd {
+    fn start(dir: &Path, port: u16) -> Nfcapd {
+        use std::io::BufRead;
+        std::fs::create_dir_all(dir).unwrap();
+        let mut child = Command::new("nfcapd")
+            .args(["-E", "-b", "127.0.0.1", "-p", &port.to_string(), "-w", dir.to_str().unwrap(), "-t", "3600"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (sender, lines) = std::sync::mpsc::channel();
+        for output in [Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>, Box::new(child.stderr.take().unwrap())] {
+            let sender = sender.clone();
+            std::thread::spawn(move || {
+                for line in std::io::BufReader::new(output).lines().map_while(Result::ok) {
+                    let _ = sender.send(line);
+                }
+            });
+        }
+        // Its lines end when it does: a wait then fails at once.
+        drop(sender);
+        let nfcapd = Nfcapd { child, lines, dir: dir.to_path_buf() };
+        nfcapd.wait_for(|line| line.contains("Startup nfcapd"));
+        nfcapd
     }
-    panic!();
+
+    /// Waits until a line says what `wanted` looks for.
+    fn wait_for(&self, mut wanted: impl FnMut(&str) -> bool) {
+        let mut said = Vec::new();
+        loop {
+            let Ok(line) = self.lines.recv_timeout(Duration::from_secs(60)) else {
+                panic!("nfcapd did not say it in time; it said {:?}", said);
+            };
+            if wanted(&line) {
+                return;
+            }
+            said.push(line);
+        }
+    }
+
+    /// Stops it (its file is written whole at exit); `nfdump -r` of every
+    /// file it wrote, CSV.
+    fn stop_and_read(mut self) -> Vec<Vec<String>> {
+        Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().unwrap();
+        self.child.wait().unwrap();
+        let mut rows = Vec::new();
+        for entry in std::fs::read_dir(&self.dir).unwrap() {
+            let path = entry.unwrap().path();
+            let output = Command::new("nfdump").env("TZ", "UTC").args(["-r", path.to_str().unwrap(), "-o", "csv", "-q"]).output().unwrap();
+            assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+            let text = String::from_utf8(output.stdout).unwrap();
+            rows.extend(text.lines().map(|l| l.split(',').map(|f| f.trim().to_string()).collect::<Vec<_>>()));
+        }
+        rows
+    }
+}
+
+fn free_udp_port() -> u16 {
+    UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// "YYYY-MM-DD HH:MM:SS" in UTC, as nfdump's CSV writes times.
+fn utc_seconds(ns: u64) -> String {
+    let rfc3339 = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ns))
+        .unwrap()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap();
+    rfc3339[..19].replace('T', " ")
+}
+
+/// nfcapd collects the export; `nfdump -r` prints each flow's 5-tuple,
+/// its packets (the reports the sink sent of it) and times within the
+/// run, as collect's summary has them.
+#[test]
+fn nfdump_prints_the_flows_collect_summed_up() {
+    let dir = workdir("ipfix-nfdump");
+    let port = free_udp_port();
+    let nfcapd = Nfcapd::start(&dir, port);
+    let target = format!("udp://127.0.0.1:{port}");
+    let before = now_ns();
+    let summary = collect(&switch_reports(), &["--ipfix", &target, "--ipfix-interval", "600"]);
+    let after = now_ns();
+    let flows = summary["flows"].as_array().unwrap();
+    let mut seen = 0;
+    nfcapd.wait_for(|line| {
+        seen += usize::from(line.contains("src port"));
+        seen == flows.len()
+    });
+    let rows = nfcapd.stop_and_read();
+    // ts,te,td,sa,da,sp,dp,pr,flg,fwd,stos,ipkt: hop and link records
+    // are rows without a protocol.
+    let rows: Vec<_> = rows.into_iter().filter(|r| r.len() > 11 && r[7] != "0").collect();
+    assert_eq!(rows.len(), flows.len(), "{rows:?}");
+    for flow in flows {
+        let key = &flow["flow"];
+        let row = rows
+            .iter()
+            .find(|r| r[3] == key["src"] && r[4] == key["dst"] && r[5] == key["src_port"].to_string() && r[6] == key["dst_port"].to_string())
+            .unwrap_or_else(|| panic!("{key} in {rows:?}"));
+        assert_eq!(row[7], "UDP");
+        assert_eq!(row[11], flow["latency_reports"].to_string(), "packets {row:?}");
+        let (first, last) = (utc_seconds(before), utc_seconds(after));
+        assert!(first <= row[0] && row[0] <= row[1] && row[1] <= last, "{row:?} in {first}..{last}");
+    }
+}
+
+/// A UDP export is read again by a collector that restarted: nfcapd is
+/// stopped and another started on its port; the next interval's
+/// templates come with its records, and it decodes them.
+#[test]
+fn a_restarted_nfcapd_reads_the_udp_export_again() {
+    let dir = workdir("ipfix-nfcapd-restart");
+    let port = free_udp_port();
+    let first = Nfcapd::start(&dir.join("first"), port);
+    let target = format!("udp://127.0.0.1:{port}");
+    let (child, listen) = collector::start_collector(
+        Path::new(BIN),
+        &["--quiet", "--duration", "120", "--ipfix", &target, "--ipfix-interval", "0.2"],
+    );
+    let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let reports = switch_reports();
+    for datagram in &reports {
+        sender.send_to(datagram, &listen).unwrap();
+    }
+    first.wait_for(|line| line.contains("src port"));
+    assert!(!first.stop_and_read().is_empty());
+    let second = Nfcapd::start(&dir.join("second"), port);
+    for datagram in &reports {
+        sender.send_to(datagram, &listen).unwrap();
+    }
+    second.wait_for(|line| line.contains("src port"));
+    assert!(second.stop_and_read().iter().any(|r| r.len() > 7 && r[7] == "UDP"));
+    Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let summary = summary_of(child);
+    assert_eq!(summary["ipfix"]["failed"], 0, "{summary}");
 }
