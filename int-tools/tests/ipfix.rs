@@ -346,3 +346,62 @@ fn a_restarted_nfcapd_reads_the_udp_export_again() {
     let summary = summary_of(child);
     assert_eq!(summary["ipfix"]["failed"], 0, "{summary}");
 }
+
+/// One IPFIX message off a TCP stream (its length is in its header).
+fn read_message(stream: &mut std::net::TcpStream) -> Vec<u8> {
+    use std::io::Read;
+    let mut message = vec![0u8; 4];
+    stream.read_exact(&mut message).unwrap();
+    let length = usize::from(u16::from_be_bytes([message[2], message[3]]));
+    message.resize(length, 0);
+    stream.read_exact(&mut message[4..]).unwrap();
+    message
+}
+
+/// Messages off one connection until one holds data records: the
+/// first must be the templates, its sequence number 0.
+fn read_until_data(stream: &mut std::net::TcpStream) -> Decoded {
+    stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let mut decoded = Decoded::default();
+    let first = read_message(stream);
+    decoded.message(&first).unwrap();
+    assert!(!decoded.templates.is_empty() && decoded.records.is_empty(), "templates first");
+    assert_eq!(decoded.sequences[0].0, 0, "a new session starts at 0");
+    while decoded.records.is_empty() {
+        decoded.message(&read_message(stream)).unwrap();
+    }
+    decoded
+}
+
+/// Over TCP the templates go first on each connection; when the
+/// listener restarts, the exporter connects again and sends them again
+/// before its records.
+#[test]
+fn a_tcp_export_reconnects_and_sends_its_templates_first() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    let target = format!("tcp://{address}");
+    let (child, listen) = collector::start_collector(
+        Path::new(BIN),
+        &["--quiet", "--duration", "120", "--ipfix", &target, "--ipfix-interval", "0.2"],
+    );
+    let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let reports = switch_reports();
+    let (mut stream, _) = listener.accept().unwrap();
+    for datagram in &reports {
+        sender.send_to(datagram, &listen).unwrap();
+    }
+    let first = read_until_data(&mut stream);
+    assert!(first.records.iter().any(|r| r.template == 256));
+    drop((stream, listener));
+    let listener = std::net::TcpListener::bind(address).unwrap();
+    let (mut stream, _) = listener.accept().unwrap();
+    for datagram in &reports {
+        sender.send_to(datagram, &listen).unwrap();
+    }
+    let second = read_until_data(&mut stream);
+    assert!(second.records.iter().any(|r| r.template == 256 || r.template == 258));
+    Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let summary = summary_of(child);
+    assert_eq!(summary["ipfix"]["connections"], 2, "{}", summary["ipfix"]);
+}
