@@ -405,3 +405,4 @@ fn a_tcp_export_reconnects_and_sends_its_templates_first() {
     let summary = summary_of(child);
     assert_eq!(summary["ipfix"]["connections"], 2, "{}", summary["ipfix"]);
 }
+
