@@ -11,6 +11,7 @@
 mod hops;
 mod hostint;
 mod influx;
+mod ipfix;
 pub mod join;
 mod label;
 mod latency;
@@ -191,6 +192,26 @@ pub struct CollectArgs {
     /// never stalls the collector).
     #[arg(long, default_value_t = 200_000)]
     pub nats_buffer: usize,
+    /// Export per flow, hop and link figures as IPFIX (RFC 7011) to this
+    /// collector: udp://HOST:PORT (or HOST:PORT) or tcp://HOST:PORT
+    /// (docs/ipfix.md).
+    #[arg(long)]
+    pub ipfix: Option<String>,
+    /// Seconds each IPFIX record covers.
+    #[arg(long, default_value_t = 60.0)]
+    pub ipfix_interval: f64,
+    /// The IPFIX messages' Observation Domain ID.
+    #[arg(long, default_value_t = 1)]
+    pub ipfix_domain: u32,
+    /// The enterprise number of the IPFIX elements IANA has not assigned
+    /// (default: 32473, RFC 5612's number for documentation; see
+    /// docs/ipfix.md).
+    #[arg(long, default_value_t = ipfix::DEFAULT_PEN)]
+    pub ipfix_pen: u32,
+    /// Observations waiting for the IPFIX exporter at most; beyond, new
+    /// ones are dropped and counted.
+    #[arg(long, default_value_t = 200_000)]
+    pub ipfix_buffer: usize,
     /// What each node is called: a YAML file of node ids (numbers, 0x hex
     /// or dotted quads) to names, and optionally interface names per node
     /// (docs/output.md). Every output shows the name beside the id.
@@ -632,6 +653,9 @@ fn start_outputs(
         running.push(publisher);
         feeder = feeds;
     }
+    if let Some(target) = &args.ipfix {
+        running.push(start_ipfix(target, args)?);
+    }
     Ok((running, feeder))
 }
 
@@ -673,6 +697,25 @@ fn stream_settings(url: &str, args: &CollectArgs) -> Result<stream::Settings, St
         buffer: args.nats_buffer,
         format: args.nats_format,
     })
+}
+
+fn start_ipfix(target: &str, args: &CollectArgs) -> Result<outputs::Running, String> {
+    let (server, transport) = ipfix::Settings::parse_target(target)?;
+    let interval = Duration::try_from_secs_f64(args.ipfix_interval)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| format!("--ipfix-interval {}: a number of seconds above 0", args.ipfix_interval))?;
+    let settings = ipfix::Settings {
+        server,
+        transport,
+        interval,
+        domain: args.ipfix_domain,
+        pen: args.ipfix_pen,
+        buffer: args.ipfix_buffer,
+        limit: args.max_flows,
+    };
+    eprintln!("collect: exporting IPFIX to {target} every {} s", args.ipfix_interval);
+    Ok(ipfix::start(settings))
 }
 
 fn start_influx(url: &str, args: &CollectArgs) -> Result<outputs::Running, String> {

@@ -1,0 +1,246 @@
+//! The exporter's thread: adds observations up into the interval, and at
+//! its end writes the interval's records in messages (RFC 7011), over UDP
+//! or TCP.
+//!
+//! Templates: over UDP, with every interval's export (RFC 7011 section
+//! 8.4: a collector that restarted learns them again at the next
+//! interval); over TCP, first on each new connection (section 8.3). A TCP
+//! connection that ended is made again at the next export, templates
+//! first; records of an interval without one are counted failed.
+//! Sequence numbers count data records (section 3.1), per transport
+//! session: a new TCP connection starts again at 0.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{TcpStream, UdpSocket};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use super::interval::{flow_record, hop_record, link_record, Interval};
+use super::message::{emit_template, template_len, Header, MessageBuilder, TEMPLATE_SET_ID};
+use super::templates::Templates;
+use super::{Counts, Item, Settings, Transport};
+use crate::collect::hops::Seen;
+
+/// A UDP message stays within one Ethernet frame (RFC 7011 section
+/// 10.3.3: the path MTU); TCP takes larger ones.
+const UDP_MESSAGE: usize = 1400;
+const TCP_MESSAGE: usize = 16 * 1024;
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The socket; none where it could not be opened (UDP) or is not
+/// connected (TCP).
+enum Link {
+    Udp(Option<UdpSocket>),
+    Tcp(Option<TcpStream>),
+}
+
+pub struct Exporter {
+    settings: Settings,
+    counts: Arc<Counts>,
+    templates: Templates,
+    link: Link,
+    /// Data records sent in this transport session.
+    sequence: u32,
+    builder: MessageBuilder,
+    last_error: String,
+}
+
+impl Exporter {
+    pub fn new(settings: Settings, counts: Arc<Counts>) -> Exporter {
+        let (link, size) = match settings.transport {
+            Transport::Udp => {
+                let bind = if settings.server.is_ipv4() { "0.0.0.0:0" } else { "[::]:0" };
+                let socket = UdpSocket::bind(bind).and_then(|s| s.connect(settings.server).map(|()| s));
+                if let Err(error) = &socket {
+                    eprintln!("collect: IPFIX over UDP to {}: {error}", settings.server);
+                }
+                (Link::Udp(socket.ok()), UDP_MESSAGE)
+            }
+            Transport::Tcp => (Link::Tcp(None), TCP_MESSAGE),
+        };
+        let templates = Templates::new(settings.pen);
+        Exporter {
+            settings,
+            counts,
+            templates,
+            link,
+            sequence: 0,
+            builder: MessageBuilder::new(size),
+            last_error: String::new(),
+        }
+    }
+
+    pub fn run(mut self, receiver: &Receiver<(Item, u64)>) {
+        let mut interval = Interval::new(self.settings.limit);
+        let mut deadline = Instant::now() + self.settings.interval;
+        // A TCP collector learns the templates before the first interval.
+        self.connect_tcp();
+        loop {
+            let ended = match receiver.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok((item, arrival_ns)) => {
+                    add(&mut interval, &item, arrival_ns);
+                    false
+                }
+                Err(RecvTimeoutError::Timeout) => false,
+                Err(RecvTimeoutError::Disconnected) => true,
+            };
+            if ended || Instant::now() >= deadline {
+                self.export(&interval);
+                interval = Interval::new(self.settings.limit);
+                deadline = Instant::now() + self.settings.interval;
+            }
+            if ended {
+                return;
+            }
+        }
+    }
+
+    /// One interval's records, templates first where due.
+    fn export(&mut self, interval: &Interval) {
+        self.counts.unrecorded.fetch_add(interval.unrecorded, Ordering::Relaxed);
+        if matches!(self.link, Link::Tcp(_)) {
+            self.check_tcp();
+            self.connect_tcp();
+        } else if !interval.is_empty() {
+            self.send_templates();
+        }
+        let mut record = Vec::with_capacity(256);
+        let mut in_message = 0u32;
+        self.builder.start();
+        for (key, flow) in &interval.flows {
+            record.clear();
+            let set = flow_record(&mut record, key, flow, &self.templates);
+            self.append(set, &record, &mut in_message);
+        }
+        for (key, hop) in &interval.hops {
+            record.clear();
+            let set = hop_record(&mut record, key, hop);
+            self.append(set, &record, &mut in_message);
+        }
+        for (ends, link) in &interval.links {
+            record.clear();
+            let set = link_record(&mut record, *ends, link);
+            self.append(set, &record, &mut in_message);
+        }
+        if in_message > 0 {
+            self.send_data(in_message);
+        }
+    }
+
+    /// A record into the message, the message sent first when it is full.
+    fn append(&mut self, set: u16, record: &[u8], in_message: &mut u32) {
+        if !self.builder.fits(set, record.len()) && !self.builder.is_empty() {
+            self.send_data(*in_message);
+            *in_message = 0;
+            self.builder.start();
+        }
+        self.builder.record(set).extend_from_slice(record);
+        *in_message += 1;
+    }
+
+    /// Every template in one message (they fit: four templates of at
+    /// most 20 fields).
+    fn send_templates(&mut self) {
+        self.builder.start();
+        let mut count = 0;
+        for (id, fields) in self.templates.all() {
+            if self.builder.fits(TEMPLATE_SET_ID, template_len(fields)) {
+                emit_template(self.builder.record(TEMPLATE_SET_ID), id, fields);
+                count += 1;
+            }
+        }
+        if self.send() {
+            self.counts.templates.fetch_add(count, Ordering::Relaxed);
+        }
+    }
+
+    fn send_data(&mut self, records: u32) {
+        let sent = self.send();
+        let outcome = if sent { &self.counts.records } else { &self.counts.failed };
+        outcome.fetch_add(u64::from(records), Ordering::Relaxed);
+        if sent {
+            self.sequence = self.sequence.wrapping_add(records);
+        }
+    }
+
+    /// Sends the built message; whether it went.
+    fn send(&mut self) -> bool {
+        let export_time = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() as u32);
+        let header = Header { export_time, sequence: self.sequence, domain: self.settings.domain };
+        let message = self.builder.finish(header);
+        let outcome = match &mut self.link {
+            Link::Udp(Some(socket)) => socket.send(message).map(|_| ()),
+            Link::Tcp(Some(stream)) => stream.write_all(message),
+            Link::Udp(None) | Link::Tcp(None) => {
+                Err(std::io::Error::new(ErrorKind::NotConnected, "not connected"))
+            }
+        };
+        match outcome {
+            Ok(()) => {
+                self.counts.messages.fetch_add(1, Ordering::Relaxed);
+                true
+            }
+            Err(error) => {
+                if let Link::Tcp(stream) = &mut self.link {
+                    *stream = None;
+                }
+                self.say(&error.to_string());
+                false
+            }
+        }
+    }
+
+    /// A collector never writes to an exporter: a readable end is a
+    /// connection it closed.
+    fn check_tcp(&mut self) {
+        let Link::Tcp(Some(stream)) = &mut self.link else { return };
+        let mut byte = [0u8; 1];
+        let _ = stream.set_nonblocking(true);
+        let closed = match stream.read(&mut byte) {
+            Err(error) => error.kind() != ErrorKind::WouldBlock,
+            Ok(_) => true,
+        };
+        let _ = stream.set_nonblocking(false);
+        if closed {
+            self.link = Link::Tcp(None);
+        }
+    }
+
+    /// A new TCP connection, its templates first.
+    fn connect_tcp(&mut self) {
+        if !matches!(self.link, Link::Tcp(None)) || self.settings.transport != Transport::Tcp {
+            return;
+        }
+        match TcpStream::connect_timeout(&self.settings.server, CONNECT_TIMEOUT) {
+            Ok(stream) => {
+                let _ = stream.set_nodelay(true);
+                self.link = Link::Tcp(Some(stream));
+                self.sequence = 0;
+                self.counts.connections.fetch_add(1, Ordering::Relaxed);
+                self.send_templates();
+            }
+            Err(error) => self.say(&error.to_string()),
+        }
+    }
+
+    /// Says a send error once, until a different one comes.
+    fn say(&mut self, error: &str) {
+        if error != self.last_error {
+            eprintln!("collect: IPFIX export to {}: {error}", self.settings.server);
+            self.last_error = error.to_string();
+        }
+    }
+}
+
+fn add(interval: &mut Interval, item: &Item, arrival_ns: u64) {
+    match item {
+        Item::Observed(observed) => interval.observed(observed, arrival_ns),
+        Item::Hops { flow, sink, sink_ingress_ns, hops } => {
+            let seen = Seen { flow: *flow, hops, sink: *sink, sink_ingress_ns: *sink_ingress_ns, at_ms: 0 };
+            interval.hops(&seen, arrival_ns);
+        }
+        Item::PathChange(flow) => interval.path_change(*flow, arrival_ns),
+    }
+}

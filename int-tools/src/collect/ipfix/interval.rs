@@ -1,0 +1,340 @@
+//! One export interval's figures, kept on the exporter's thread: per flow
+//! (times, packets seen and lost, one-way delay, path and its changes),
+//! per hop (a node with its interfaces: reports, hop latency, queue
+//! occupancy) and per link (latency). Each becomes one data record at the
+//! interval's end (templates.rs has their fields); then it starts empty.
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::IpAddr;
+
+use int_core::flow::FlowKey;
+use int_core::int21::HopMetadata;
+
+use super::message::emit_basic_list_u32;
+use super::templates::{Templates, FLOW_V4, FLOW_V6, HOP, LINK};
+use crate::collect::hops::{self, Seen};
+use crate::collect::ledger::{Measure, Observed};
+
+/// A value a node did not report, in a 32-bit field: all ones, as INT
+/// writes it.
+pub const NOT_REPORTED: u32 = u32::MAX;
+
+/// Count, least, most and sum of values.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stat {
+    pub count: u64,
+    pub min: i64,
+    pub max: i64,
+    pub sum: i128,
+}
+
+impl Stat {
+    pub fn record(&mut self, value: i64) {
+        if self.count == 0 {
+            (self.min, self.max) = (value, value);
+        }
+        self.count += 1;
+        self.min = self.min.min(value);
+        self.max = self.max.max(value);
+        self.sum += i128::from(value);
+    }
+
+    /// The mean, rounded toward zero; none without values.
+    pub fn mean(&self) -> Option<i64> {
+        (self.count > 0).then(|| (self.sum / i128::from(self.count)) as i64)
+    }
+}
+
+/// A flow in this interval.
+#[derive(Debug, Clone, Default)]
+pub struct Flow {
+    /// ns since the epoch: when collect received the interval's first
+    /// and last report of the flow (one clock for every kind of report:
+    /// reports' own stamps are the nodes' clocks, some relative).
+    pub first_ns: u64,
+    pub last_ns: u64,
+    /// One-way delay of each packet the sink saw, ns.
+    pub delay: Stat,
+    pub lost: u64,
+    pub source_node: Option<u32>,
+    pub sink_node: Option<u32>,
+    /// The newest path its reports told, source first.
+    pub path: Vec<u32>,
+    pub path_changes: u32,
+}
+
+/// A node with its interfaces, in this interval.
+#[derive(Debug, Clone, Default)]
+pub struct Hop {
+    pub first_ns: u64,
+    pub last_ns: u64,
+    pub reports: u64,
+    pub latency: Stat,
+    pub queue: Stat,
+}
+
+/// A node, its ingress and its egress interface (all ones: not reported).
+pub type HopKey = (u32, u32, u32);
+
+/// What one interval holds; at most `limit` flows, hops and links each,
+/// the rest counted in `unrecorded`.
+#[derive(Debug, Default)]
+pub struct Interval {
+    pub flows: HashMap<FlowKey, Flow>,
+    pub hops: BTreeMap<HopKey, Hop>,
+    pub links: BTreeMap<(u32, u32), (u64, u64, Stat)>,
+    pub unrecorded: u64,
+    limit: usize,
+}
+
+fn stretch(first: &mut u64, last: &mut u64, ns: u64) {
+    if *first == 0 || ns < *first {
+        *first = ns;
+    }
+    *last = (*last).max(ns);
+}
+
+impl Interval {
+    pub fn new(limit: usize) -> Interval {
+        Interval { limit: limit.max(1), ..Interval::default() }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.flows.is_empty() && self.hops.is_empty() && self.links.is_empty()
+    }
+
+    fn flow(&mut self, key: FlowKey, ns: u64) -> Option<&mut Flow> {
+        if !self.flows.contains_key(&key) && self.flows.len() >= self.limit {
+            self.unrecorded += 1;
+            return None;
+        }
+        let flow = self.flows.entry(key).or_default();
+        stretch(&mut flow.first_ns, &mut flow.last_ns, ns);
+        Some(flow)
+    }
+
+    /// A latency or loss observation, arrived at `arrival_ns`.
+    pub fn observed(&mut self, observed: &Observed, arrival_ns: u64) {
+        let Some(flow) = self.flow(observed.flow, arrival_ns) else { return };
+        flow.source_node = observed.source_node.or(flow.source_node);
+        flow.sink_node = observed.sink_node.or(flow.sink_node);
+        match observed.measure {
+            Measure::Latency { ns, .. } => flow.delay.record(ns),
+            Measure::Lost(count) => flow.lost += u64::from(count),
+        }
+    }
+
+    /// A report's hops, its links and its path.
+    pub fn hops(&mut self, seen: &Seen<'_>, arrival_ns: u64) {
+        if let Some(path) = hops::path_of(seen) {
+            if let Some(flow) = self.flow(seen.flow, arrival_ns) {
+                flow.path = path;
+            }
+        }
+        for hop in seen.hops {
+            self.hop(hop, arrival_ns);
+        }
+        for (ends, latency) in hops::links(seen) {
+            if !self.links.contains_key(&ends) && self.links.len() >= self.limit {
+                self.unrecorded += 1;
+                continue;
+            }
+            let (first, last, stat) = self.links.entry(ends).or_default();
+            stretch(first, last, arrival_ns);
+            stat.record(latency);
+        }
+    }
+
+    fn hop(&mut self, hop: &HopMetadata, arrival_ns: u64) {
+        let Some(node) = hop.node_id else { return };
+        let ingress = hop.l2_ingress_port.or(hop.l1_ingress_port.map(u32::from)).unwrap_or(NOT_REPORTED);
+        let egress = hop.l2_egress_port.or(hop.l1_egress_port.map(u32::from)).unwrap_or(NOT_REPORTED);
+        let key = (node, ingress, egress);
+        if !self.hops.contains_key(&key) && self.hops.len() >= self.limit {
+            self.unrecorded += 1;
+            return;
+        }
+        let figures = self.hops.entry(key).or_default();
+        stretch(&mut figures.first_ns, &mut figures.last_ns, arrival_ns);
+        figures.reports += 1;
+        if let Some(latency) = hop.hop_latency {
+            figures.latency.record(i64::from(latency));
+        }
+        if let Some((_, occupancy)) = hop.queue {
+            figures.queue.record(i64::from(occupancy));
+        }
+    }
+
+    /// A flow's path changed.
+    pub fn path_change(&mut self, flow: FlowKey, arrival_ns: u64) {
+        if let Some(flow) = self.flow(flow, arrival_ns) {
+            flow.path_changes = flow.path_changes.saturating_add(1);
+        }
+    }
+}
+
+/// ns as RFC 9951's unsigned32 microseconds: truncated; a negative delay
+/// (the clocks disagree) is 0, beyond 32 bits all ones.
+pub fn micros_u32(ns: i64) -> u32 {
+    u32::try_from(ns.max(0) / 1000).unwrap_or(u32::MAX)
+}
+
+/// A 32-bit field of a statistic, [`NOT_REPORTED`] without values.
+fn u32_or_not_reported(value: Option<i64>) -> u32 {
+    value.map_or(NOT_REPORTED, |v| u32::try_from(v.max(0)).unwrap_or(u32::MAX))
+}
+
+fn put(out: &mut Vec<u8>, bytes: &[u8]) {
+    out.extend_from_slice(bytes);
+}
+
+/// A flow's data record; returns its template id.
+pub fn flow_record(out: &mut Vec<u8>, key: &FlowKey, flow: &Flow, templates: &Templates) -> u16 {
+    let template = match (key.src, key.dst) {
+        (IpAddr::V4(src), IpAddr::V4(dst)) => {
+            put(out, &src.octets());
+            put(out, &dst.octets());
+            FLOW_V4
+        }
+        (src, dst) => {
+            put(out, &ipv6(src).octets());
+            put(out, &ipv6(dst).octets());
+            FLOW_V6
+        }
+    };
+    out.push(key.protocol);
+    put(out, &key.src_port.to_be_bytes());
+    put(out, &key.dst_port.to_be_bytes());
+    put(out, &(flow.first_ns / 1_000_000).to_be_bytes());
+    put(out, &flow.last_ns.div_ceil(1_000_000).to_be_bytes());
+    put(out, &flow.first_ns.to_be_bytes());
+    put(out, &flow.last_ns.to_be_bytes());
+    put(out, &flow.delay.count.to_be_bytes());
+    put(out, &flow.lost.to_be_bytes());
+    let delay = &flow.delay;
+    let has = delay.count > 0;
+    put(out, &(if has { micros_u32(delay.min) } else { 0 }).to_be_bytes());
+    put(out, &(if has { micros_u32(delay.max) } else { 0 }).to_be_bytes());
+    put(out, &micros_u32(delay.mean().unwrap_or(0)).to_be_bytes());
+    let sum_micros = u64::try_from(delay.sum.max(0) / 1000).unwrap_or(u64::MAX);
+    put(out, &sum_micros.to_be_bytes());
+    put(out, &delay.min.to_be_bytes());
+    put(out, &delay.max.to_be_bytes());
+    put(out, &(delay.sum.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64).to_be_bytes());
+    put(out, &flow.source_node.unwrap_or(NOT_REPORTED).to_be_bytes());
+    put(out, &flow.sink_node.unwrap_or(NOT_REPORTED).to_be_bytes());
+    emit_basic_list_u32(out, &templates.node, &flow.path);
+    put(out, &flow.path_changes.to_be_bytes());
+    template
+}
+
+fn ipv6(address: IpAddr) -> std::net::Ipv6Addr {
+    match address {
+        IpAddr::V4(v4) => v4.to_ipv6_mapped(),
+        IpAddr::V6(v6) => v6,
+    }
+}
+
+/// A hop's data record.
+pub fn hop_record(out: &mut Vec<u8>, key: &HopKey, hop: &Hop) -> u16 {
+    let (node, ingress, egress) = *key;
+    put(out, &node.to_be_bytes());
+    put(out, &ingress.to_be_bytes());
+    put(out, &egress.to_be_bytes());
+    put(out, &hop.first_ns.to_be_bytes());
+    put(out, &hop.last_ns.to_be_bytes());
+    put(out, &hop.reports.to_be_bytes());
+    for stat in [&hop.latency, &hop.queue] {
+        let has = stat.count > 0;
+        put(out, &u32_or_not_reported(has.then_some(stat.min)).to_be_bytes());
+        put(out, &u32_or_not_reported(has.then_some(stat.max)).to_be_bytes());
+        put(out, &u32_or_not_reported(stat.mean()).to_be_bytes());
+    }
+    HOP
+}
+
+/// A link's data record.
+pub fn link_record(out: &mut Vec<u8>, ends: (u32, u32), link: &(u64, u64, Stat)) -> u16 {
+    let (first, last, stat) = link;
+    put(out, &ends.0.to_be_bytes());
+    put(out, &ends.1.to_be_bytes());
+    put(out, &first.to_be_bytes());
+    put(out, &last.to_be_bytes());
+    put(out, &stat.count.to_be_bytes());
+    put(out, &stat.min.to_be_bytes());
+    put(out, &stat.max.to_be_bytes());
+    put(out, &stat.mean().unwrap_or(0).to_be_bytes());
+    LINK
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::Ipv4Addr;
+
+    fn flow() -> FlowKey {
+        FlowKey::v4(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), 17, 5, 6)
+    }
+
+    fn latency(ns: i64, at_ns: u64) -> Observed {
+        let measure = Measure::Latency { ns, flow_seq: None, hops: None };
+        Observed { flow: flow(), source_node: Some(1), sink_node: Some(9), measure, at_ns: Some(at_ns) }
+    }
+
+    /// A flow's figures: times of the reports' arrival, delay min, max, mean and
+    /// sum, losses added up; each in its field, RFC 9951's in µs.
+    #[test]
+    fn a_flow_record_holds_its_interval_figures() {
+        let mut interval = Interval::new(10);
+        interval.observed(&latency(1_500, 7), 1_000);
+        interval.observed(&latency(4_600, 7), 2_000);
+        let lost = Observed { measure: Measure::Lost(3), at_ns: None, ..latency(0, 0) };
+        interval.observed(&lost, 3_000);
+        interval.path_change(flow(), 3_000);
+        let templates = Templates::new(32473);
+        let mut out = Vec::new();
+        let key = flow();
+        assert_eq!(flow_record(&mut out, &key, &interval.flows[&key], &templates), FLOW_V4);
+        let fixed: usize =
+            templates.flow_v4.iter().filter(|f| f.length != 65535).map(|f| usize::from(f.length)).sum();
+        assert_eq!(out.len(), fixed + 1 + 9);
+        assert_eq!(&out[29..37], &1_000u64.to_be_bytes(), "flowStartNanoseconds");
+        assert_eq!(&out[37..45], &3_000u64.to_be_bytes(), "flowEndNanoseconds");
+        assert_eq!(&out[45..53], &2u64.to_be_bytes(), "packetDeltaCount");
+        assert_eq!(&out[53..61], &3u64.to_be_bytes(), "lost");
+        assert_eq!(&out[61..73], &[0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0, 3], "min, max, mean µs");
+        assert_eq!(&out[73..81], &6u64.to_be_bytes(), "sum µs");
+        assert_eq!(&out[81..89], &1_500i64.to_be_bytes(), "min ns");
+        assert_eq!(&out[out.len() - 4..], &1u32.to_be_bytes(), "path changes");
+    }
+
+    /// A hop with nothing reported says all ones; a full interval counts
+    /// what it could not keep.
+    #[test]
+    fn hops_are_keyed_by_node_and_interfaces_and_bounded() {
+        let mut interval = Interval::new(1);
+        let hop = |node: u32, port: u16| HopMetadata {
+            node_id: Some(node),
+            l1_ingress_port: Some(port),
+            hop_latency: Some(100),
+            ..HopMetadata::default()
+        };
+        let hops = [hop(1, 1), hop(2, 1)];
+        let seen = Seen { flow: flow(), hops: &hops, sink: None, sink_ingress_ns: None, at_ms: 0 };
+        interval.hops(&seen, 50);
+        assert_eq!(interval.hops.len(), 1);
+        assert_eq!(interval.unrecorded, 1);
+        let (key, figures) = interval.hops.iter().next().unwrap();
+        let mut out = Vec::new();
+        hop_record(&mut out, key, figures);
+        assert_eq!(&out[..12], &[0, 0, 0, 1, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff]);
+        assert_eq!(&out[out.len() - 12..], &[0xff; 12], "no queue reported");
+    }
+
+    #[test]
+    fn delays_in_microseconds_are_truncated_and_clamped() {
+        assert_eq!(micros_u32(-5), 0);
+        assert_eq!(micros_u32(1_999), 1);
+        assert_eq!(micros_u32(i64::MAX), u32::MAX);
+    }
+}

@@ -1,0 +1,438 @@
+//! collect's IPFIX export (docs/ipfix.md) read back: by a reader of our
+//! own (every value against collect's JSON summary of the same interval),
+//! by tshark's cflow dissector (nothing malformed, templates first), by
+//! nfdump's nfcapd and by pmacct's nfacctd; over UDP and TCP, across a
+//! collector's restart. No DPDK: reports are crafted datagrams.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
+#[path = "../../tests/common/collector.rs"]
+mod collector;
+#[path = "ipfix/decode.rs"]
+mod decode;
+#[path = "../../tests/common/files.rs"]
+mod files;
+
+use std::net::UdpSocket;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use collector::{summary_of, switch_reports};
+use decode::{basic_list_u32, Decoded, Record};
+use files::*;
+
+const BIN: &str = env!("CARGO_BIN_EXE_int-tools");
+/// The enterprise number of our elements (collect's default).
+const PEN: Option<u32> = Some(32473);
+
+/// collect on a free port with `args`, fed `datagrams`, run to its end
+/// (--count); its summary.
+fn collect(datagrams: &[Vec<u8>], args: &[&str]) -> serde_json::Value {
+    let count = datagrams.len().to_string();
+    let (child, listen) = collector::start_collector(
+        Path::new(BIN),
+        &[&["--quiet", "--count", &count, "--duration", "120"], args].concat(),
+    );
+    let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
+    for datagram in datagrams {
+        sender.send_to(datagram, &listen).unwrap();
+    }
+    summary_of(child)
+}
+
+/// The `messages` an exporter said it sent, off `socket`.
+fn receive(socket: &UdpSocket, messages: u64) -> Vec<Vec<u8>> {
+    // A guard against a hang only: the messages are in the socket's
+    // buffer before collect has said it sent them.
+    socket.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut buffer = vec![0u8; 65536];
+    (0..messages)
+        .map(|_| {
+            let n = socket.recv(&mut buffer).unwrap();
+            buffer[..n].to_vec()
+        })
+        .collect()
+}
+
+fn now_ns() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
+}
+
+fn decoded(messages: &[Vec<u8>]) -> Decoded {
+    let mut decoded = Decoded::default();
+    for message in messages {
+        decoded.message(message).unwrap();
+    }
+    decoded
+}
+
+/// The flow record of `flow` (the summary's object).
+fn flow_record<'a>(decoded: &'a Decoded, flow: &serde_json::Value) -> &'a Record {
+    let port =
+        |r: &Record, id| r.uint(id, None) == flow[if id == 7 { "src_port" } else { "dst_port" }].as_u64();
+    let address = |r: &Record, id| {
+        let bytes = r.bytes(id, None).unwrap();
+        let ip: std::net::IpAddr = if bytes.len() == 4 {
+            <[u8; 4]>::try_from(bytes).unwrap().into()
+        } else {
+            <[u8; 16]>::try_from(bytes).unwrap().into()
+        };
+        ip.to_string()
+    };
+    decoded
+        .records
+        .iter()
+        .filter(|r| r.template == 256 || r.template == 257)
+        .find(|r| {
+            let (src, dst) = if r.template == 256 { (8, 12) } else { (27, 28) };
+            port(r, 7) && port(r, 11) && address(r, src) == flow["src"] && address(r, dst) == flow["dst"]
+        })
+        .unwrap_or_else(|| panic!("no record of {flow}"))
+}
+
+/// Every flow's record says what the summary says: packets seen
+/// (packetDeltaCount), lost, delay min, max and sum in ns and in RFC
+/// 9951's µs.
+fn assert_flows_match(decoded: &Decoded, summary: &serde_json::Value, run: (u64, u64)) {
+    for flow in summary["flows"].as_array().unwrap() {
+        let record = flow_record(decoded, &flow["flow"]);
+        let (start, end) = (record.uint(156, None).unwrap(), record.uint(157, None).unwrap());
+        assert!(run.0 <= start && start <= end && end <= run.1, "times of arrival {start}, {end} in {run:?}");
+        let reports = flow["latency_reports"].as_u64().unwrap();
+        assert_eq!(record.uint(2, None), Some(reports), "{flow}");
+        assert_eq!(record.uint(1, PEN), flow["lost_packets"].as_u64().or(Some(0)), "{flow}");
+        assert_eq!(record.uint(4, None), flow["flow"]["protocol"].as_u64());
+        if reports == 0 {
+            continue;
+        }
+        let (min, max) = (flow["latency_min_ns"].as_i64().unwrap(), flow["latency_max_ns"].as_i64().unwrap());
+        assert_eq!((record.int(2, PEN), record.int(3, PEN)), (Some(min), Some(max)), "{flow}");
+        assert_eq!(record.uint(531, None), Some(min.max(0) as u64 / 1000), "pathDelayMin µs {flow}");
+        assert_eq!(record.uint(532, None), Some(max.max(0) as u64 / 1000), "pathDelayMax µs {flow}");
+        let mean = flow["latency_avg_ns"].as_i64().unwrap();
+        let sum = record.int(4, PEN).unwrap();
+        assert_eq!(sum / reports as i64, mean, "sum / packets is the summary's mean {flow}");
+        assert_eq!(record.uint(533, None), Some(sum.max(0) as u64 / 1000));
+        assert_eq!(record.uint(530, None), Some((sum / reports as i64).max(0) as u64 / 1000));
+    }
+}
+
+/// Each node's hop records add up to its figures in the summary (the
+/// sink's own reports aside), each link's record to the link's.
+fn assert_hops_and_links_match(decoded: &Decoded, summary: &serde_json::Value) {
+    let hops: Vec<&Record> = decoded.records.iter().filter(|r| r.template == 258).collect();
+    for node in summary["nodes"].as_array().unwrap() {
+        let id = node["node"].as_u64().unwrap();
+        let ours: Vec<_> = hops.iter().filter(|r| r.uint(7, PEN) == Some(id)).collect();
+        if ours.is_empty() {
+            continue;
+        }
+        let reports: u64 = ours.iter().map(|r| r.uint(9, PEN).unwrap()).sum();
+        assert!(reports <= node["hops"].as_u64().unwrap(), "{node}");
+        let min = ours.iter().map(|r| r.uint(10, PEN).unwrap()).min();
+        let max = ours.iter().map(|r| r.uint(11, PEN).unwrap()).max();
+        assert_eq!((min, max), (node["hop_latency"]["min"].as_u64(), node["hop_latency"]["max"].as_u64()));
+        let queue_max = ours.iter().map(|r| r.uint(14, PEN).unwrap()).max();
+        assert_eq!(queue_max, node["queue_occupancy"]["max"].as_u64(), "{node}");
+    }
+    for link in summary["links"].as_array().unwrap() {
+        let record = decoded
+            .records
+            .iter()
+            .find(|r| {
+                r.template == 259
+                    && r.uint(16, PEN) == link["from"].as_u64()
+                    && r.uint(17, PEN) == link["to"].as_u64()
+            })
+            .unwrap_or_else(|| panic!("no record of {link}"));
+        let latency = &link["latency_ns"];
+        assert_eq!(record.uint(18, PEN), latency["count"].as_u64(), "{link}");
+        assert_eq!(
+            (record.int(19, PEN), record.int(20, PEN)),
+            (latency["min"].as_i64(), latency["max"].as_i64())
+        );
+    }
+}
+
+/// tshark's cflow dissector reads every message: nothing malformed, no
+/// error, the templates' set before any data set.
+fn assert_tshark_reads(dir: &Path, messages: &[Vec<u8>]) {
+    let frames: Vec<Vec<u8>> = messages.iter().map(|m| collector::report_frame(m)).collect();
+    let pcap = dir.join("ipfix.pcap");
+    write_pcap(&pcap, &frames);
+    let output = Command::new("tshark")
+        .args(["-r", pcap.to_str().unwrap(), "-d", "udp.port==32766,cflow", "-V"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert_eq!(text.matches("Cisco NetFlow/IPFIX").count(), messages.len(), "{text}");
+    for bad in ["Malformed", "[Expert Info (Error", "[Expert Info (Warning", "no template found"] {
+        assert!(!text.contains(bad), "{bad}: {text}");
+    }
+    let template = text.find("FlowSet Id: Data Template (V10 [IPFIX]) (2)").expect("a template set");
+    let data = text.find("FlowSet Id: (Data) (256)").expect("a data set");
+    assert!(template < data, "templates first");
+    assert!(text.contains("Version: 10"), "{text}");
+}
+
+/// The multi-hop Telemetry Report 2.0 stream (three flows over nodes 1 >
+/// 2 > 3, one moving to 1 > 4 > 3): one interval, exported over UDP when
+/// collect ends; every flow, hop and link record equals the summary; the
+/// moved flow's path is its new one, with one change; sequence numbers
+/// count data records; tshark reads it all.
+#[test]
+fn a_multi_hop_stream_is_exported_as_collect_sums_it_up() {
+    let ipfix = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let target = format!("udp://{}", ipfix.local_addr().unwrap());
+    let datagrams = switch_reports();
+    let before = now_ns();
+    let summary =
+        collect(&datagrams, &["--ipfix", &target, "--ipfix-interval", "600", "--ipfix-domain", "7"]);
+    let run = (before, now_ns());
+    let counts = &summary["ipfix"];
+    let messages = receive(&ipfix, counts["messages"].as_u64().unwrap());
+    let decoded = decoded(&messages);
+    assert_eq!(decoded.records.len() as u64, counts["records"].as_u64().unwrap(), "{counts}");
+    assert_eq!((counts["dropped"].as_u64(), counts["failed"].as_u64()), (Some(0), Some(0)), "{counts}");
+    assert!(decoded.domains.iter().all(|d| *d == 7));
+    let mut next = 0;
+    for (sequence, records) in &decoded.sequences {
+        assert_eq!(*sequence, next, "the data records sent before this message");
+        next += records;
+    }
+    assert_flows_match(&decoded, &summary, run);
+    assert_hops_and_links_match(&decoded, &summary);
+    let moved = serde_json::json!({"src": "10.0.0.1", "dst": "10.0.0.2", "src_port": 1, "dst_port": 5000});
+    let record = flow_record(&decoded, &moved);
+    let (semantic, element, path) = basic_list_u32(record.bytes(291, None).unwrap());
+    assert_eq!((semantic, element, path), (4, (7, 4, PEN), vec![1, 4, 3, 9]), "ordered, node ids");
+    assert_eq!(record.uint(8, PEN), Some(1), "one path change");
+    assert_tshark_reads(&workdir("ipfix-tshark"), &messages);
+}
+
+/// nfcapd on a free loopback port, ready (it has said so); its output
+/// lines as they come.
+struct Nfcapd {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+    dir: std::path::PathBuf,
+}
+
+impl Nfcapd {
+    fn start(dir: &Path, port: u16) -> Nfcapd {
+        use std::io::BufRead;
+        std::fs::create_dir_all(dir).unwrap();
+        let mut child = Command::new("nfcapd")
+            .args([
+                "-E",
+                "-b",
+                "127.0.0.1",
+                "-p",
+                &port.to_string(),
+                "-w",
+                dir.to_str().unwrap(),
+                "-t",
+                "3600",
+            ])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (sender, lines) = std::sync::mpsc::channel();
+        for output in [
+            Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
+            Box::new(child.stderr.take().unwrap()),
+        ] {
+            let sender = sender.clone();
+            std::thread::spawn(move || {
+                for line in std::io::BufReader::new(output).lines().map_while(Result::ok) {
+                    let _ = sender.send(line);
+                }
+            });
+        }
+        // Its lines end when it does: a wait then fails at once.
+        drop(sender);
+        let nfcapd = Nfcapd { child, lines, dir: dir.to_path_buf() };
+        nfcapd.wait_for(|line| line.contains("Startup nfcapd"));
+        nfcapd
+    }
+
+    /// Waits until a line says what `wanted` looks for.
+    fn wait_for(&self, mut wanted: impl FnMut(&str) -> bool) {
+        let mut said = Vec::new();
+        loop {
+            let Ok(line) = self.lines.recv_timeout(Duration::from_secs(60)) else {
+                panic!("nfcapd did not say it in time; it said {:?}", said);
+            };
+            if wanted(&line) {
+                return;
+            }
+            said.push(line);
+        }
+    }
+
+    /// Stops it (its file is written whole at exit); `nfdump -r` of every
+    /// file it wrote, CSV.
+    fn stop_and_read(mut self) -> Vec<Vec<String>> {
+        Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().unwrap();
+        self.child.wait().unwrap();
+        let mut rows = Vec::new();
+        for entry in std::fs::read_dir(&self.dir).unwrap() {
+            let path = entry.unwrap().path();
+            let output = Command::new("nfdump")
+                .env("TZ", "UTC")
+                .args(["-r", path.to_str().unwrap(), "-o", "csv", "-q"])
+                .output()
+                .unwrap();
+            assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+            let text = String::from_utf8(output.stdout).unwrap();
+            rows.extend(text.lines().map(|l| l.split(',').map(|f| f.trim().to_string()).collect::<Vec<_>>()));
+        }
+        rows
+    }
+}
+
+fn free_udp_port() -> u16 {
+    UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// "YYYY-MM-DD HH:MM:SS" in UTC, as nfdump's CSV writes times.
+fn utc_seconds(ns: u64) -> String {
+    let rfc3339 = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ns))
+        .unwrap()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap();
+    rfc3339[..19].replace('T', " ")
+}
+
+/// nfcapd collects the export; `nfdump -r` prints each flow's 5-tuple,
+/// its packets (the reports the sink sent of it) and times within the
+/// run, as collect's summary has them.
+#[test]
+fn nfdump_prints_the_flows_collect_summed_up() {
+    let dir = workdir("ipfix-nfdump");
+    let port = free_udp_port();
+    let nfcapd = Nfcapd::start(&dir, port);
+    let target = format!("udp://127.0.0.1:{port}");
+    let before = now_ns();
+    let summary = collect(&switch_reports(), &["--ipfix", &target, "--ipfix-interval", "600"]);
+    let after = now_ns();
+    let flows = summary["flows"].as_array().unwrap();
+    let mut seen = 0;
+    nfcapd.wait_for(|line| {
+        seen += usize::from(line.contains("src port"));
+        seen == flows.len()
+    });
+    let rows = nfcapd.stop_and_read();
+    // ts,te,td,sa,da,sp,dp,pr,flg,fwd,stos,ipkt: hop and link records
+    // are rows without a protocol.
+    let rows: Vec<_> = rows.into_iter().filter(|r| r.len() > 11 && r[7] != "0").collect();
+    assert_eq!(rows.len(), flows.len(), "{rows:?}");
+    for flow in flows {
+        let key = &flow["flow"];
+        let row = rows
+            .iter()
+            .find(|r| {
+                r[3] == key["src"]
+                    && r[4] == key["dst"]
+                    && r[5].parse::<u64>().ok() == key["src_port"].as_u64()
+                    && r[6].parse::<u64>().ok() == key["dst_port"].as_u64()
+            })
+            .unwrap_or_else(|| panic!("{key} in {rows:?}"));
+        assert_eq!(row[7], "UDP");
+        assert_eq!(row[11], flow["latency_reports"].to_string(), "packets {row:?}");
+        let (first, last) = (utc_seconds(before), utc_seconds(after));
+        assert!(first <= row[0] && row[0] <= row[1] && row[1] <= last, "{row:?} in {first}..{last}");
+    }
+}
+
+/// A UDP export is read again by a collector that restarted: nfcapd is
+/// stopped and another started on its port; the next interval's
+/// templates come with its records, and it decodes them.
+#[test]
+fn a_restarted_nfcapd_reads_the_udp_export_again() {
+    let dir = workdir("ipfix-nfcapd-restart");
+    let port = free_udp_port();
+    let first = Nfcapd::start(&dir.join("first"), port);
+    let target = format!("udp://127.0.0.1:{port}");
+    let (child, listen) = collector::start_collector(
+        Path::new(BIN),
+        &["--quiet", "--duration", "120", "--ipfix", &target, "--ipfix-interval", "0.2"],
+    );
+    let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let reports = switch_reports();
+    for datagram in &reports {
+        sender.send_to(datagram, &listen).unwrap();
+    }
+    first.wait_for(|line| line.contains("src port"));
+    assert!(!first.stop_and_read().is_empty());
+    let second = Nfcapd::start(&dir.join("second"), port);
+    for datagram in &reports {
+        sender.send_to(datagram, &listen).unwrap();
+    }
+    second.wait_for(|line| line.contains("src port"));
+    assert!(second.stop_and_read().iter().any(|r| r.len() > 7 && r[7] == "UDP"));
+    Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let summary = summary_of(child);
+    assert_eq!(summary["ipfix"]["failed"], 0, "{summary}");
+}
+
+/// One IPFIX message off a TCP stream (its length is in its header).
+fn read_message(stream: &mut std::net::TcpStream) -> Vec<u8> {
+    use std::io::Read;
+    let mut message = vec![0u8; 4];
+    stream.read_exact(&mut message).unwrap();
+    let length = usize::from(u16::from_be_bytes([message[2], message[3]]));
+    message.resize(length, 0);
+    stream.read_exact(&mut message[4..]).unwrap();
+    message
+}
+
+/// Messages off one connection until one holds data records: the
+/// first must be the templates, its sequence number 0.
+fn read_until_data(stream: &mut std::net::TcpStream) -> Decoded {
+    stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let mut decoded = Decoded::default();
+    let first = read_message(stream);
+    decoded.message(&first).unwrap();
+    assert!(!decoded.templates.is_empty() && decoded.records.is_empty(), "templates first");
+    assert_eq!(decoded.sequences[0].0, 0, "a new session starts at 0");
+    while decoded.records.is_empty() {
+        decoded.message(&read_message(stream)).unwrap();
+    }
+    decoded
+}
+
+/// Over TCP the templates go first on each connection; when the
+/// listener restarts, the exporter connects again and sends them again
+/// before its records.
+#[test]
+fn a_tcp_export_reconnects_and_sends_its_templates_first() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    let target = format!("tcp://{address}");
+    let (child, listen) = collector::start_collector(
+        Path::new(BIN),
+        &["--quiet", "--duration", "120", "--ipfix", &target, "--ipfix-interval", "0.2"],
+    );
+    let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let reports = switch_reports();
+    let (mut stream, _) = listener.accept().unwrap();
+    for datagram in &reports {
+        sender.send_to(datagram, &listen).unwrap();
+    }
+    let first = read_until_data(&mut stream);
+    assert!(first.records.iter().any(|r| r.template == 256));
+    drop((stream, listener));
+    let listener = std::net::TcpListener::bind(address).unwrap();
+    let (mut stream, _) = listener.accept().unwrap();
+    for datagram in &reports {
+        sender.send_to(datagram, &listen).unwrap();
+    }
+    let second = read_until_data(&mut stream);
+    assert!(second.records.iter().any(|r| r.template == 256 || r.template == 258));
+    Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let summary = summary_of(child);
+    assert_eq!(summary["ipfix"]["connections"], 2, "{}", summary["ipfix"]);
+}
