@@ -119,6 +119,22 @@ fn stream_leader(servers: &[Server]) -> Option<String> {
     })
 }
 
+/// Pull requests waiting on the consumer `shared`, as a server's
+/// monitoring page says (each aggregator keeps some open).
+fn waiting_pulls(servers: &[Server]) -> u64 {
+    let detail = |s: &Server| -> Option<u64> {
+        let page = json_in(&http_get(s.monitor, "/jsz?accounts=true&streams=true&consumers=true")?)?;
+        let accounts = page["account_details"].as_array()?.clone();
+        accounts.iter().find_map(|account| {
+            let streams = account["stream_detail"].as_array()?;
+            let stream = streams.iter().find(|stream| stream["name"] == "INT")?;
+            let consumers = stream["consumer_detail"].as_array()?;
+            consumers.iter().find(|c| c["name"] == "shared")?["num_waiting"].as_u64()
+        })
+    };
+    servers.iter().filter(|s| s.child.is_some()).filter_map(detail).max().unwrap_or(0)
+}
+
 /// A collect's count of a metric family's line that starts `line`.
 fn metric(port: u16, line: &str) -> u64 {
     let page = http_get(port, "/metrics").unwrap_or_default();
@@ -227,6 +243,13 @@ fn a_cluster_that_loses_its_stream_leader_loses_no_report() {
             }
         }
     };
+    // Both aggregators pull before any report is sent: they share from the
+    // first message on.
+    let started = Instant::now();
+    while waiting_pulls(&servers) < 2 {
+        assert!(started.elapsed() < Duration::from_secs(120), "both aggregators pull");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     send(0);
     acked(u64::from(per_phase), "the first third acknowledged");
     // The stream's leader, unless it is n2: then n0, an aggregator's only
