@@ -15,8 +15,6 @@ use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
 use int_core::craft::PacketSpec;
-use int_core::int21::HopMetadata;
-use int_core::report::tr20::{GroupHeaderRepr, InType, IndividualReport, IntContents, ReportFlags};
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_int-tools");
@@ -50,28 +48,7 @@ fn stamped(node: u32, packet: &[u8], ingress_ns: u64, egress_ns: u64) -> Vec<u8>
 /// Node `node`'s postcards on `cards` (packet, ingress, egress), in one
 /// Telemetry Report 2.0 datagram.
 fn batch(node: u32, cards: &[(Vec<u8>, u64, u64)]) -> Vec<u8> {
-    let mut datagram = vec![0u8; 512 * cards.len()];
-    let mut len = GroupHeaderRepr { hw_id: 0, sequence: 0, node_id: node }.emit(&mut datagram).unwrap();
-    for (packet, ingress_ns, egress_ns) in cards {
-        let metadata = HopMetadata {
-            l1_ingress_port: Some(1),
-            l1_egress_port: Some(2),
-            ingress_timestamp: Some(*ingress_ns),
-            egress_timestamp: Some(*egress_ns),
-            ..HopMetadata::default()
-        };
-        let int = IntContents { rep_md_bits: 0x4c00, metadata, ..IntContents::default() };
-        let report = IndividualReport {
-            in_type: InType::Ipv4,
-            int: Some(int),
-            inner: packet,
-            flags: ReportFlags { tracked_flow: true, ..ReportFlags::default() },
-            ..IndividualReport::default()
-        };
-        len += report.emit(&mut datagram[len..]).unwrap();
-    }
-    datagram.truncate(len);
-    datagram
+    collector::postcards_report(node, 0, cards)
 }
 
 /// Packet `i`'s postcard from `node`, on time: node n sees it 10 µs after

@@ -274,26 +274,34 @@ pub fn report_frame(payload: &[u8]) -> Vec<u8> {
 /// it), stamped in and out as given: one Telemetry Report 2.0 datagram,
 /// numbered `sequence`.
 pub fn postcard_report(node: u32, sequence: u32, packet: &[u8], ingress_ns: u64, egress_ns: u64) -> Vec<u8> {
+    postcards_report(node, sequence, &[(packet.to_vec(), ingress_ns, egress_ns)])
+}
+
+/// Node `node`'s postcards on `cards` (packet, ingress, egress), in one
+/// Telemetry Report 2.0 datagram numbered `sequence`.
+pub fn postcards_report(node: u32, sequence: u32, cards: &[(Vec<u8>, u64, u64)]) -> Vec<u8> {
     use int_core::int21::HopMetadata;
     use int_core::report::tr20::{GroupHeaderRepr, InType, IndividualReport, IntContents, ReportFlags};
-    let metadata = HopMetadata {
-        l1_ingress_port: Some(1),
-        l1_egress_port: Some(2),
-        ingress_timestamp: Some(ingress_ns),
-        egress_timestamp: Some(egress_ns),
-        ..HopMetadata::default()
-    };
-    let int = IntContents { rep_md_bits: 0x4c00, metadata, ..IntContents::default() };
-    let mut datagram = vec![0u8; 512];
+    let mut datagram = vec![0u8; 512 * cards.len()];
     let mut len = GroupHeaderRepr { hw_id: 0, sequence, node_id: node }.emit(&mut datagram).unwrap();
-    let report = IndividualReport {
-        in_type: InType::Ipv4,
-        int: Some(int),
-        inner: packet,
-        flags: ReportFlags { tracked_flow: true, ..ReportFlags::default() },
-        ..IndividualReport::default()
-    };
-    len += report.emit(&mut datagram[len..]).unwrap();
+    for (packet, ingress_ns, egress_ns) in cards {
+        let metadata = HopMetadata {
+            l1_ingress_port: Some(1),
+            l1_egress_port: Some(2),
+            ingress_timestamp: Some(*ingress_ns),
+            egress_timestamp: Some(*egress_ns),
+            ..HopMetadata::default()
+        };
+        let int = IntContents { rep_md_bits: 0x4c00, metadata, ..IntContents::default() };
+        let report = IndividualReport {
+            in_type: InType::Ipv4,
+            int: Some(int),
+            inner: packet,
+            flags: ReportFlags { tracked_flow: true, ..ReportFlags::default() },
+            ..IndividualReport::default()
+        };
+        len += report.emit(&mut datagram[len..]).unwrap();
+    }
     datagram.truncate(len);
     datagram
 }
