@@ -12,7 +12,7 @@
 # when nothing is missing. Used by the README, .ci/run and docker/Dockerfile.
 set -euo pipefail
 
-packages=(libdpdk-dev dpdk dpdk-dev pkg-config clang libclang-dev iproute2 iputils-ping tcpdump ca-certificates netcat-openbsd ethtool tshark prometheus influxdb fonts-dejavu-core systemd nats-server nfdump pmacct chromium chromium-driver python3 python3-pip)
+packages=(libdpdk-dev dpdk dpdk-dev dpkg-dev lintian help2man pkg-config clang libclang-dev iproute2 iputils-ping tcpdump ca-certificates netcat-openbsd ethtool tshark prometheus influxdb fonts-dejavu-core systemd nats-server nfdump pmacct chromium chromium-driver python3 python3-pip)
 if [[ "${INT_NODE_RUNTIME_ONLY:-0}" == "1" ]]; then
     # Runtime image: the DPDK libraries int-node links, the bus and mempool
     # drivers EAL loads, and the PMDs it is used with (vdevs and common

@@ -84,6 +84,9 @@ if [[ $(id -u) -eq 0 ]]; then
     load_on
     labs
     load_off
+    # The Debian packages: built, lintian, installed, checked, purged
+    # (docs/packages.md).
+    bash scripts/test-debs.sh
 else
     echo "lab: skipped (needs root: cargo build --workspace --features int-node/lab; sudo target/debug/int-lab lab --topology config/lab/basic.yaml)"
 fi

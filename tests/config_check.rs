@@ -62,12 +62,30 @@ fn every_example_config_passes_check_from_anywhere() {
             assert_eq!(output.status.code(), Some(2), "{said}");
             assert!(said.contains("need CPU(s) ") && said.contains("this host lacks"), "{said}");
             let output = check(&["--for-another-host"]);
-            assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+            let said = String::from_utf8_lossy(&output.stderr);
+            assert!(output.status.success(), "{said}");
+            assert_warnings_explained(file, &said);
             continue;
         }
         assert!(output.status.success(), "{}: {said}", file.display());
         assert!(String::from_utf8_lossy(&output.stdout).contains(": ok ("));
+        assert_warnings_explained(file, &said);
     }
+}
+
+/// A shipped example checks with no warning, or says in a comment why it
+/// keeps the one it has (a line beginning `# check warns`): an operator
+/// copying it must not take a warning for a mistake of theirs.
+fn assert_warnings_explained(file: &Path, said: &str) {
+    if !said.contains("warning:") {
+        return;
+    }
+    let text = std::fs::read_to_string(file).unwrap();
+    assert!(
+        text.lines().any(|line| line.starts_with("# check warns")),
+        "{} warns on check and says not why (a '# check warns' comment): {said}",
+        file.display()
+    );
 }
 
 /// A config's relative input that is not there is named as the node would

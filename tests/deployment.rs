@@ -1,5 +1,5 @@
-//! What an operator deploying int-node copies: the systemd unit passes
-//! `systemd-analyze verify`, and every command line the README and docs/
+//! What an operator deploying int-node copies: the systemd units (the
+//! node's and the collector's) pass `systemd-analyze verify`, and every command line the README and docs/
 //! show names a subcommand and flags the binaries have.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
@@ -18,17 +18,42 @@ fn root() -> PathBuf {
 /// build (verify insists that every command exists): no warning at all.
 #[test]
 fn the_systemd_unit_verifies() {
+    let unit = std::fs::read_to_string(root().join("config/systemd/int-node@.service")).unwrap();
+    assert!(unit.contains("ExecStart=/usr/local/bin/int-node run --config /etc/int-node/%i.yaml"));
+    verify_unit("int-node@.service", "int-node@edge.service", &unit.replace("/usr/local/bin/int-node", BIN));
+}
+
+/// The collector's unit, likewise: its flags from an EnvironmentFile, its
+/// docs the project's own (the node's unit pointed at systemd's man page).
+#[test]
+fn the_collector_unit_verifies() {
+    let unit = std::fs::read_to_string(root().join("config/systemd/int-tools-collect.service")).unwrap();
+    assert!(unit.contains("ExecStart=/usr/bin/int-tools collect $COLLECT_ARGS"));
+    assert!(unit.contains("EnvironmentFile=-/etc/default/int-tools-collect"));
+    for unit in [&unit, &std::fs::read_to_string(root().join("config/systemd/int-node@.service")).unwrap()] {
+        let docs = unit.lines().filter(|l| l.starts_with("Documentation=")).collect::<Vec<_>>().join(" ");
+        assert!(docs.contains("file:/usr/share/doc/") && !docs.contains("man:systemd"), "{docs}");
+    }
+    let tools = tools_bin();
+    verify_unit(
+        "int-tools-collect.service",
+        "int-tools-collect.service",
+        &unit.replace("/usr/bin/int-tools", &tools.to_string_lossy()),
+    );
+}
+
+/// `systemd-analyze verify` on `text` written as `file`, the unit `verified`
+/// named (an instance of a template): silent, or the test fails with what it said.
+fn verify_unit(file: &str, verified: &str, text: &str) {
     if Command::new("systemd-analyze").arg("--version").output().is_err() {
         eprintln!("skipped: no systemd-analyze (Debian's systemd package)");
         return;
     }
-    let dir = workdir("systemd-unit");
-    let unit = std::fs::read_to_string(root().join("config/systemd/int-node@.service")).unwrap();
-    assert!(unit.contains("ExecStart=/usr/local/bin/int-node run --config /etc/int-node/%i.yaml"));
-    std::fs::write(dir.join("int-node@.service"), unit.replace("/usr/local/bin/int-node", BIN)).unwrap();
+    let dir = workdir(&format!("systemd-unit-{file}"));
+    std::fs::write(dir.join(file), text).unwrap();
     let output = Command::new("systemd-analyze")
         .args(["verify", "--man=no"])
-        .arg(dir.join("int-node@edge.service"))
+        .arg(dir.join(verified))
         .output()
         .unwrap();
     let said =
