@@ -22,6 +22,7 @@ use crate::dpdk::mbuf::{Burst, RxClock};
 use crate::flow_table::FlowRef;
 use crate::flow_table::FlowTable;
 use crate::pipeline::int21::clones::Clones;
+use crate::pipeline::hop_figures::HopFigures;
 use crate::pipeline::int21::report::{Reporter21, Subject};
 use crate::pipeline::setup::{Hop, SetupError};
 use crate::pipeline::source_flow::{fast_flow_watched, next_number, skip_counter, Ageing};
@@ -54,6 +55,10 @@ pub struct Source21Stage {
     pub fast: Option<FastSource>,
     /// Copies instrumented beside untouched originals, where configured.
     pub clones: Option<Clones>,
+    /// The own hop's latency and queue, as a transit's (hop_figures.rs).
+    pub figures: HopFigures,
+    /// This burst's foretold TX time: every own hop's egress.
+    pub egress_ns: u64,
 }
 
 impl Source21Stage {
@@ -90,6 +95,8 @@ impl Source21Stage {
             last_sweep_ns: 0,
             tunnels_inside: settings.tunnels == TunnelPlacement::Inside,
             top: TopFlows::default(),
+            figures: HopFigures::new(hop.rx_queue),
+            egress_ns: 0,
         })
     }
 
@@ -131,7 +138,9 @@ impl Source21Stage {
 
     #[inline(never)]
     pub fn process(&mut self, burst: &mut Burst, clock: &mut Clock, counters: &mut Counters) {
-        let now_ns = clock.now_ns();
+        let figures = self.figures.burst(clock.now_ns(), burst.len());
+        let now_ns = figures.burst_ns;
+        self.egress_ns = figures.egress_ns;
         let mut drop = 0u32;
         for i in 0..burst.len() {
             let Some(frame) = crate::pipeline::frame_ahead(burst, i, counters) else { continue };
@@ -163,7 +172,7 @@ impl Source21Stage {
             });
             let Some(n) = n else { continue };
             let ingress = burst.arrival_ns(i, self.rx_timestamps, now_ns);
-            let hop = self.own_hop(ingress, now_ns);
+            let hop = self.own_hop(ingress);
             let numbers = self.config.numbers_packets() && !plan.mtu_exceeded;
             let cloning = self.clones.is_some();
             let Some((target, j, sequence)) = target(&mut self.clones, burst, i, n, numbers, counters) else {
@@ -201,6 +210,7 @@ impl Source21Stage {
             burst.retain(|i| drop & (1 << i) == 0);
         }
         self.age(now_ns, counters);
+        self.figures.done(&figures);
     }
 
     /// Packet `i`'s plan on the general path; `None` (counted) when it is
@@ -292,7 +302,7 @@ impl Source21Stage {
             return;
         };
         let ingress_ns = burst.arrival_ns(i, self.rx_timestamps, now_ns);
-        let times = HopTimes { ingress_ns, egress_ns: now_ns };
+        let times = HopTimes { ingress_ns, egress_ns: self.egress_ns };
         let Some(fast) = self.fast.as_ref() else { return };
         match burst.with_frame(i, |f| fast.insert(f, parts, times, sequence)) {
             Some(true) => counters.inc(Counter::instrumented),
@@ -323,7 +333,7 @@ impl Source21Stage {
             return;
         };
         let ingress = burst.arrival_ns(i, self.rx_timestamps, now_ns);
-        let hop = self.own_hop(ingress, now_ns);
+        let hop = self.own_hop(ingress);
         let numbers = self.config.numbers_packets() && !mtu_exceeded;
         let cloning = self.clones.is_some();
         let Some((target, j, sequence)) = target(&mut self.clones, burst, i, n, numbers, counters) else {
@@ -377,7 +387,8 @@ impl Source21Stage {
     }
 
     /// This node's metadata: the time the packet arrived and leaves.
-    fn own_hop(&self, ingress_ns: u64, egress_ns: u64) -> HopMetadata {
+    fn own_hop(&self, ingress_ns: u64) -> HopMetadata {
+        let egress_ns = self.egress_ns;
         HopMetadata {
             node_id: Some(self.node_id),
             l1_ingress_port: Some(self.rx_int_port),
