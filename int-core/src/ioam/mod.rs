@@ -13,6 +13,7 @@
 pub mod decap;
 pub mod e2e;
 pub mod encap;
+pub mod fast_encap;
 mod extensions;
 pub mod find;
 pub mod ipv6;
