@@ -65,7 +65,22 @@ pub struct Domains {
     pub int21: Vec<int21::Domain>,
 }
 
-pub fn run(args: &DecodeArgs) -> Result<(), String> {
+/// Why decode stops: the capture cannot be read on (the packets before
+/// were printed).
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    #[error(transparent)]
+    Capture(#[from] crate::pcap::CaptureError),
+}
+
+/// A flag's value that is no 16-bit number.
+#[derive(Debug, thiserror::Error)]
+#[error("{text:?}: a number 0-65535 (decimal or 0x hex)")]
+pub struct U16Error {
+    text: String,
+}
+
+pub fn run(args: &DecodeArgs) -> Result<(), DecodeError> {
     let tcp_placement = args.tcp_placement;
     let source_only = int21::SourceOnly::sequence(args.int21_domain_id);
     let int21_domain = |marking| int21::Domain { marking, tcp_placement, source_only };
@@ -93,7 +108,10 @@ pub fn run(args: &DecodeArgs) -> Result<(), String> {
                 let mut out = Map::new();
                 out.insert("index".into(), json!(index));
                 crate::schema::put_time(&mut out, "time", Some(packet.time_ns));
-                out.extend([("kind".to_string(), json!("unreadable")), ("error".to_string(), json!(why))]);
+                out.extend([
+                    ("kind".to_string(), json!("unreadable")),
+                    ("error".to_string(), json!(why.to_string())),
+                ]);
                 vec![Value::Object(out)]
             }
         };
@@ -311,12 +329,12 @@ fn decode_report(
 }
 
 /// A 16-bit value in decimal or 0x-prefixed hex.
-pub fn parse_u16(text: &str) -> Result<u16, String> {
+pub fn parse_u16(text: &str) -> Result<u16, U16Error> {
     let parsed = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
         Some(hex) => u16::from_str_radix(hex, 16),
         None => text.parse(),
     };
-    parsed.map_err(|_| format!("{text:?}: a number 0-65535 (decimal or 0x hex)"))
+    parsed.map_err(|_| U16Error { text: text.to_string() })
 }
 
 /// The INT block of the first domain that finds one into `out`, or
