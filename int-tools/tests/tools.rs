@@ -21,9 +21,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_int-tools");
 /// Runs an int-tools command in `dir`; asserts it succeeds and returns its
 /// standard output.
 fn int_tools(dir: &Path, args: &[&str]) -> String {
-    let output = Command::new(BIN).args(args).current_dir(dir).output().unwrap();
-    assert!(output.status.success(), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
-    String::from_utf8(output.stdout).unwrap()
+    collector::int_tools_in(Path::new(BIN), dir, args)
 }
 
 /// SIGINT: the collector stops as an operator stops it.
