@@ -1,8 +1,16 @@
-//! `int-tools decode FILE.pcap`: every packet, with its INT block (any shim
-//! Type, any hop count, each hop's words named by the instruction bits) and
-//! every report kind (Host-INT latency and Drop-Summary, with or without the
-//! sink id word; Telemetry Report 0.5 NProto 0-2). Malformed packets are
-//! described, never skipped. Text, or one JSON object per line.
+//! `int-tools decode FILE`: every packet of a capture (pcap or pcapng;
+//! Ethernet, raw IP or Linux cooked; `-` for a pipe), with its
+//! telemetry: an INT 0.5
+//! block (any shim Type, any hop count, each hop's words named by the
+//! instruction bits), an INT 2.1 block (MD or MX, in the packet or in its
+//! tunnel, [`crate::decode21`]), IOAM traces and Edge-to-Edge options of
+//! any namespace ([`crate::decode_ioam`]), and every report kind
+//! (Host-INT latency and Drop-Summary, with or without the sink id word;
+//! Telemetry Report 0.5 NProto 0-2; Telemetry Report 2.0, postcards
+//! included). This file holds the packet walk, INT 0.5 and the reports.
+//! Malformed packets are described with the reason, never skipped; a cut
+//! capture prints every whole packet before its error. Text, or one JSON
+//! object per line (docs/output.md).
 
 // The text printer reads fields with serde_json's `value["key"]`, which
 // yields Null for a missing key and never panics.

@@ -1,12 +1,16 @@
-//! `int-tools collect --listen ADDR:PORT`: a collector. One record per
-//! report (what Host-INT's collector prints: sequence, time, type, source
-//! and sink node ids, ports and timestamps, the 5-tuple; for drops the gap
-//! timestamp, flow sequence number and gap count) plus the one-way latency
-//! it implies; lost reports found from report sequence gaps per sender; a
-//! summary at an interval and on exit: latency percentiles and packets
-//! lost, per flow and over all flows. Optionally it writes every
-//! observation to InfluxDB, serves Prometheus metrics, draws latency and
-//! loss over time, and receives on several sockets sharing the port.
+//! `int-tools collect`: the collector of every report int-node sends (and
+//! Host-INT's): Host-INT's latency and Drop-Summary reports, Telemetry
+//! Report 0.5, Telemetry Report 2.0 (INT-MD stacks, INT-MX and INT-XD
+//! postcards, IOAM traces), received on UDP sockets sharing a port
+//! (`receive`) or read back from a NATS JetStream stream (`--from-nats`,
+//! `stream`). Each reader books what it takes: a ledger per flow (one-way
+//! latency, packets lost by sequence gaps, report gaps per sender), a
+//! per-hop view (nodes, links, paths and their changes) and postcards
+//! joined into packets (`join`). Views read the books: a record per
+//! report (text or JSON), a summary at an interval and at exit, a plot,
+//! Prometheus metrics, a web page. Outputs take every observation: InfluxDB,
+//! IPFIX, the stream (`--nats`). Every flag's mistake is a
+//! [`CollectError`] naming the flag.
 
 mod error;
 mod hops;
