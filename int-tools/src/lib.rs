@@ -7,8 +7,6 @@
 
 pub mod collect;
 pub mod decode;
-pub mod decode21;
-pub mod decode_ioam;
 pub mod gen;
 pub mod instrument;
 pub mod pcap;
