@@ -100,11 +100,7 @@ pub fn print_block(int: &Value) {
     );
     if let Some(hops) = int["hops"].as_array() {
         for (i, hop) in hops.iter().enumerate() {
-            let fields: Vec<String> = hop
-                .as_object()
-                .map(|m| m.iter().map(|(k, v)| format!("{k}={v}")).collect())
-                .unwrap_or_default();
-            println!("  hop {i}: {}", fields.join(" "));
+            println!("  hop {i}: {}", super::text::hop_fields(hop));
         }
     }
     if !int["sequence"].is_null() {

@@ -20,6 +20,7 @@ pub mod int05;
 pub mod int21;
 pub mod ioam;
 pub mod reports;
+mod text;
 
 use std::path::PathBuf;
 

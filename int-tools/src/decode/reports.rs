@@ -168,14 +168,7 @@ pub fn print(report: &Value) {
     );
     let flow = r("flow");
     if !flow.is_null() {
-        println!(
-            "  flow proto {} {}:{} -> {}:{}",
-            flow["protocol"],
-            flow["src"].as_str().unwrap_or("?"),
-            flow["src_port"],
-            flow["dst"].as_str().unwrap_or("?"),
-            flow["dst_port"]
-        );
+        println!("  flow proto {}", super::text::flow(&flow, "->"));
     }
     match r("type").as_str() {
         Some("latency") => {
