@@ -531,17 +531,7 @@ pub fn run(args: &CollectArgs) -> Result<(), CollectError> {
         quit: AtomicBool::new(false),
         outputs: counted,
     });
-    let metrics = match args.metrics {
-        Some(addr) => Some(
-            metrics::start(addr, Arc::clone(&shared), args.metrics_flows)
-                .map_err(|source| CollectError::Metrics { addr, source })?,
-        ),
-        None => None,
-    };
-    let view = match args.http {
-        Some(addr) => view::start(view_settings(addr, args)?, Arc::clone(&shared))?,
-        None => Vec::new(),
-    };
+    let views = start_views(args, &shared)?;
     let readers = match (from_stream, consumer) {
         (Some(settings), Some(counts)) => {
             eprintln!(
@@ -558,16 +548,9 @@ pub fn run(args: &CollectArgs) -> Result<(), CollectError> {
     wait_for_the_end(args, &shared, started);
     shared.quit.store(true, Ordering::Relaxed);
     let failure = readers.join();
-    for books in &shared.books {
-        if let Ok(mut books) = books.lock() {
-            books.close_joins(how.output);
-        }
-    }
+    close_joins(&shared, how.output);
     stop_outputs(&shared, running);
-    if let Some(server) = metrics {
-        let _ = server.join();
-    }
-    for thread in view {
+    for thread in views {
         let _ = thread.join();
     }
     let snapshot = shared.take_snapshot();
@@ -577,6 +560,33 @@ pub fn run(args: &CollectArgs) -> Result<(), CollectError> {
         eprintln!("collect: plot written to {}", path.display());
     }
     failure.map_or(Ok(()), Err)
+}
+
+/// Every reader's postcards still waiting for their join, written out:
+/// the readers have stopped.
+fn close_joins(shared: &Shared, output: Print) {
+    for books in &shared.books {
+        if let Ok(mut books) = books.lock() {
+            books.close_joins(output);
+        }
+    }
+}
+
+/// The views on their own threads: Prometheus metrics (`--metrics`) and
+/// the web page (`--http`), each bound now (a taken port fails at start).
+fn start_views(
+    args: &CollectArgs,
+    shared: &Arc<Shared>,
+) -> Result<Vec<std::thread::JoinHandle<()>>, CollectError> {
+    let mut threads = Vec::new();
+    if let Some(addr) = args.metrics {
+        let metrics = metrics::start(addr, Arc::clone(shared), args.metrics_flows);
+        threads.push(metrics.map_err(|source| CollectError::Metrics { addr, source })?);
+    }
+    if let Some(addr) = args.http {
+        threads.extend(view::start(view_settings(addr, args)?, Arc::clone(shared))?);
+    }
+    Ok(threads)
 }
 
 /// The readers' threads: the receivers', or the aggregator's.
