@@ -46,7 +46,7 @@ fn encap_transit_decap_restores_every_byte_and_reports_the_trace() {
     assert_eq!(source.counter("source", "not_ipv6"), 240 - ipv6_packets);
     for frame in read_pcap(&dir.join("ioam.pcap")) {
         if int_core::locate::ipv6(&frame).unwrap().is_some() {
-            let options = etherparse_hop_by_hop(&frame);
+            let options = ipv6_options::hop_by_hop(&frame);
             // 8 slots of 5 words: 176 bytes, more than an mbuf's headroom.
             assert!(
                 options.windows(2).any(|w| w == [0x31, 10 + 8 * 5 * 4]),
@@ -117,7 +117,7 @@ fn numbered_packets_give_the_loss_between_the_ends() {
     let traced = read_pcap(&dir.join("ioam.pcap"));
     for (i, frame) in traced.iter().enumerate() {
         if is_ipv6_flow(i % 12) {
-            let options = etherparse_destination_options(frame);
+            let options = ipv6_options::destination_options(frame);
             // Type 0x11, 10 bytes, IOAM-Opt-Type 3; in a header of its own or
             // after the sender's options, 4n from the header's start.
             let at = options.windows(4).position(|w| w == [0x11, 10, 0, 3]).expect("the option");
@@ -172,21 +172,6 @@ fn numbered_packets_give_the_loss_between_the_ends() {
     assert_eq!(sink.counter("sink", "latency_max_ns"), LATENCY_NS, "the node reads ptp too");
 }
 
-/// The options of an IPv6 frame's Destination Options header (after its
-/// Next Header and length), as etherparse slices them; the header must be
-/// the last before the upper layer.
-fn etherparse_destination_options(frame: &[u8]) -> Vec<u8> {
-    use etherparse::{NetSlice, SlicedPacket};
-    let packet = SlicedPacket::from_ethernet(frame).unwrap();
-    assert!(packet.transport.is_some(), "etherparse reads the upper layer after it");
-    let Some(NetSlice::Ipv6(ip)) = packet.net else { panic!("not IPv6") };
-    let last = ip.extensions().clone().into_iter().last().expect("extension headers");
-    let etherparse::Ipv6ExtensionSlice::DestinationOptions(options) = last else {
-        panic!("the last extension header is not Destination Options: {last:?}")
-    };
-    options.payload().to_vec()
-}
-
 /// The sink's reports through `collect`: every flow's path is the
 /// trace's nodes, oldest first, and its latency the capture times'.
 fn collect_reads_the_path(datagrams: &[Vec<u8>], flows: usize) {
@@ -215,20 +200,6 @@ fn collect_reads_the_path(datagrams: &[Vec<u8>], flows: usize) {
         assert_eq!(record["hop_metadata"][1]["l1_ingress_port"], 7, "{record}");
         assert_eq!(record["hop_metadata"][1]["node_id"], 5, "{record}");
     }
-}
-
-/// The Hop-by-Hop options of an IPv6 frame as etherparse slices them.
-fn etherparse_hop_by_hop(frame: &[u8]) -> Vec<u8> {
-    use etherparse::{NetSlice, SlicedPacket};
-    let packet = SlicedPacket::from_ethernet(frame).unwrap();
-    let Some(NetSlice::Ipv6(ip)) = packet.net else { panic!("not IPv6") };
-    let mut options = Vec::new();
-    for extension in ip.extensions().clone().into_iter() {
-        if let etherparse::Ipv6ExtensionSlice::HopByHop(hop) = extension {
-            options.extend_from_slice(hop.payload());
-        }
-    }
-    options
 }
 
 /// A packet whose trace lies, at the decapsulating node: counted by

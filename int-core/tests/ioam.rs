@@ -6,6 +6,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
 mod common;
+#[path = "../../tests/common/ipv6_options.rs"]
+mod ipv6_options;
 
 use common::{etherparse_verdict, ipv6_spec, packet_v4_v6, verify_checksums_as, zero_udp, Buffer};
 use int_core::ioam::e2e::E2eType;
@@ -120,7 +122,9 @@ proptest! {
         let traced = buffer.frame().to_vec();
         etherparse_verdict(&traced).map_err(TestCaseError::fail)?;
         verify_checksums_as(&traced, zero_udp(&spec)).map_err(TestCaseError::fail)?;
-        prop_assert!(hop_by_hop_per_etherparse(&traced).windows(2).any(|w| w == [0x31, plan.option_len() as u8 - 2]));
+        let options = ipv6_options::hop_by_hop(&traced);
+        prop_assert!(!options.is_empty(), "etherparse found no Hop-by-Hop header");
+        prop_assert!(options.windows(2).any(|w| w == [0x31, plan.option_len() as u8 - 2]));
         let found = find::find(&traced, plan.header.namespace).unwrap().unwrap();
         let whole = ip.fragment == locate::Fragment::Whole;
         prop_assert_eq!(found.e2e.is_some(), whole && !e2e.is_empty(), "the option where numbered");
@@ -167,21 +171,6 @@ proptest! {
         let mut frame = traced.clone();
         let _ = transit::transit(&mut frame, plan.header.namespace, &node(2));
     }
-}
-
-/// The Hop-by-Hop header's options as etherparse slices them.
-fn hop_by_hop_per_etherparse(frame: &[u8]) -> Vec<u8> {
-    use etherparse::{NetSlice, SlicedPacket};
-    let packet = SlicedPacket::from_ethernet(frame).unwrap();
-    let Some(NetSlice::Ipv6(ip)) = packet.net else { panic!("not IPv6") };
-    let mut options = Vec::new();
-    for extension in ip.extensions().clone().into_iter() {
-        if let etherparse::Ipv6ExtensionSlice::HopByHop(hop) = extension {
-            options.extend_from_slice(hop.payload());
-        }
-    }
-    assert!(!options.is_empty(), "etherparse found no Hop-by-Hop header");
-    options
 }
 
 /// The generators give IPv6 packets the encapsulating node takes.

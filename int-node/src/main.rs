@@ -1,6 +1,12 @@
-//! int-node: a DPDK In-band Network Telemetry (INT 0.5) source, transit and
-//! sink. `main` reads the command line and hands over to `run`, `check` or
-//! one of the tools.
+//! int-node: a DPDK node that puts in-band telemetry into live traffic and
+//! takes it out again, in three protocols: INT 0.5 (with Host-INT's
+//! dialect), INT 2.1 (MD and MX; XD's postcard nodes) and IOAM (RFC 9197's
+//! trace, RFC 9486's IPv6 options), each as source, transit and sink
+//! (IOAM's encapsulating, transit and decapsulating nodes); its sinks and
+//! postcard nodes export Telemetry Reports (TR 0.5, TR 2.0). Beside them,
+//! test equipment stages: a forwarder, an impairer, the reference stages,
+//! a generator. `main` reads the command line and hands over to `run` or
+//! `check`.
 
 mod cli;
 mod clock;

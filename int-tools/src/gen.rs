@@ -10,8 +10,8 @@ use clap::Args;
 use int_core::craft::{ipv6_options, Ipv6Spec, L4Spec, PacketSpec};
 use int_core::wire::ipv6;
 
-use crate::instrument::{Instrument, Source};
-use crate::pcap::Writer;
+use crate::instrument::{Instrument, InstrumentError, Source};
+use crate::pcap::{WriteError, Writer};
 
 #[derive(Debug, Args)]
 pub struct GenArgs {
@@ -117,7 +117,67 @@ impl Rng {
     }
 }
 
-fn parse_sizes(text: &str) -> Result<Vec<usize>, String> {
+/// Why gen writes nothing, or stops: every problem of the arguments at
+/// once, or the first of making and writing a packet.
+#[derive(Debug, thiserror::Error)]
+pub enum GenError {
+    #[error("{}", lines(.0))]
+    Arguments(Vec<Problem>),
+    #[error(transparent)]
+    Sizes(#[from] SizesError),
+    #[error(transparent)]
+    Instrument(#[from] InstrumentError),
+    #[error(transparent)]
+    Write(#[from] WriteError),
+    /// A flow beyond the tables made for --flows (a bug, said rather
+    /// than panicking).
+    #[error("flow index {0} beyond --flows")]
+    FlowIndex(u32),
+}
+
+/// One problem with gen's arguments.
+#[derive(Debug, thiserror::Error)]
+pub enum Problem {
+    #[error("{flag} {value}: a share, from 0.0 to 1.0 (e.g. 0.015 for 1.5%)")]
+    Share { flag: &'static str, value: f64 },
+    #[error("--flows 0: at least one flow")]
+    NoFlows,
+    #[error("--rate {0}: packets per second, above 0")]
+    Rate(f64),
+    #[error(transparent)]
+    Sizes(#[from] SizesError),
+    #[error("--latency-us: only with --instrument (it sets the source hop's timestamp)")]
+    LatencyWithoutInstrument,
+    #[error("--jitter-us: only with --latency-us (the latency it spreads)")]
+    JitterWithoutLatency,
+    #[error("--tcp-options: no TCP flows with --proto udp")]
+    TcpOptionsWithoutTcp,
+    #[error("--ipv6-options: no IPv6 flows without --ipv6")]
+    Ipv6OptionsWithoutIpv6,
+    #[error(
+        "--packets {packets} at --rate {rate} from --start-ns {start_ns}: the last packet's time, {last_s} s since the epoch, is past what a pcap holds (32-bit seconds: before 2106-02-07)"
+    )]
+    PastPcapTime { packets: usize, rate: f64, start_ns: u64, last_s: u128 },
+    #[error(
+        "--packets {packets}: the pcap takes at least {} ({kept} packets kept of 16 + {smallest} bytes or more), {} free on {}",
+        bytes(*.least), bytes(*.free), folder.display()
+    )]
+    NoRoom { packets: usize, least: u128, kept: u128, smallest: usize, free: u128, folder: PathBuf },
+}
+
+/// A `--sizes` entry that is no frame size.
+#[derive(Debug, thiserror::Error)]
+#[error("--sizes: {entry:?} is not a frame size in 60..9000")]
+pub struct SizesError {
+    entry: String,
+}
+
+/// Problems one a line.
+fn lines(problems: &[Problem]) -> String {
+    problems.iter().map(Problem::to_string).collect::<Vec<_>>().join("\n")
+}
+
+fn parse_sizes(text: &str) -> Result<Vec<usize>, SizesError> {
     if text == "imix" {
         let mut sizes = vec![64; 7];
         sizes.extend([576; 4]);
@@ -127,7 +187,7 @@ fn parse_sizes(text: &str) -> Result<Vec<usize>, String> {
     text.split(',')
         .map(|s| match s.trim().parse::<usize>() {
             Ok(n) if (60..=9000).contains(&n) => Ok(n),
-            _ => Err(format!("--sizes: {s:?} is not a frame size in 60..9000")),
+            _ => Err(SizesError { entry: s.to_string() }),
         })
         .collect()
 }
@@ -144,7 +204,7 @@ fn flow_tuple(index: u32, proto: Proto) -> (Ipv4Addr, Ipv4Addr, u16, u16, bool) 
     (src, dst, 10_000 + (index % 50_000) as u16, if tcp { 80 } else { 5001 }, tcp)
 }
 
-pub fn run(args: &GenArgs) -> Result<(), String> {
+pub fn run(args: &GenArgs) -> Result<(), GenError> {
     check(args)?;
     let sizes = parse_sizes(&args.sizes)?;
     let instrument =
@@ -181,35 +241,35 @@ pub fn run(args: &GenArgs) -> Result<(), String> {
 }
 
 /// Every problem with the arguments at once.
-fn check(args: &GenArgs) -> Result<(), String> {
+fn check(args: &GenArgs) -> Result<(), GenError> {
     let mut problems = Vec::new();
-    for (name, share) in
+    for (flag, value) in
         [("--ipv6", args.ipv6), ("--vlan", args.vlan), ("--loss", args.loss), ("--reorder", args.reorder)]
     {
-        if !(0.0..=1.0).contains(&share) {
-            problems.push(format!("{name} {share}: a share, from 0.0 to 1.0 (e.g. 0.015 for 1.5%)"));
+        if !(0.0..=1.0).contains(&value) {
+            problems.push(Problem::Share { flag, value });
         }
     }
     if args.flows == 0 {
-        problems.push("--flows 0: at least one flow".into());
+        problems.push(Problem::NoFlows);
     }
     if !(args.rate.is_finite() && args.rate > 0.0) {
-        problems.push(format!("--rate {}: packets per second, above 0", args.rate));
+        problems.push(Problem::Rate(args.rate));
     }
     if let Err(e) = parse_sizes(&args.sizes) {
-        problems.push(e);
+        problems.push(e.into());
     }
     if args.latency_us.is_some() && args.instrument.is_none() {
-        problems.push("--latency-us: only with --instrument (it sets the source hop's timestamp)".into());
+        problems.push(Problem::LatencyWithoutInstrument);
     }
     if args.jitter_us > 0 && args.latency_us.is_none() {
-        problems.push("--jitter-us: only with --latency-us (the latency it spreads)".into());
+        problems.push(Problem::JitterWithoutLatency);
     }
     if args.tcp_options && args.proto == Proto::Udp {
-        problems.push("--tcp-options: no TCP flows with --proto udp".into());
+        problems.push(Problem::TcpOptionsWithoutTcp);
     }
     if args.ipv6_options && args.ipv6 == 0.0 {
-        problems.push("--ipv6-options: no IPv6 flows without --ipv6".into());
+        problems.push(Problem::Ipv6OptionsWithoutIpv6);
     }
     if problems.is_empty() {
         // What the file will hold is known only from valid arguments.
@@ -219,25 +279,22 @@ fn check(args: &GenArgs) -> Result<(), String> {
     if problems.is_empty() {
         Ok(())
     } else {
-        Err(problems.join("\n"))
+        Err(GenError::Arguments(problems))
     }
 }
 
 /// A classic pcap holds seconds in 32 bits: the last packet's capture
 /// time must be before 2106-02-07 (pcap-file fails the write there, after
 /// every packet before it was made).
-fn past_pcap_time(args: &GenArgs) -> Option<String> {
+fn past_pcap_time(args: &GenArgs) -> Option<Problem> {
     const PCAP_END_NS: u128 = (u32::MAX as u128 + 1) * 1_000_000_000;
     let gap_ns = (1e9 / args.rate) as u128;
     let last_ns = u128::from(args.start_ns) + gap_ns * (args.packets.saturating_sub(1) as u128);
-    (last_ns >= PCAP_END_NS).then(|| {
-        format!(
-            "--packets {} at --rate {} from --start-ns {}: the last packet's time, {} s since the epoch, is past what a pcap holds (32-bit seconds: before 2106-02-07)",
-            args.packets,
-            args.rate,
-            args.start_ns,
-            last_ns / 1_000_000_000
-        )
+    (last_ns >= PCAP_END_NS).then_some(Problem::PastPcapTime {
+        packets: args.packets,
+        rate: args.rate,
+        start_ns: args.start_ns,
+        last_s: last_ns / 1_000_000_000,
     })
 }
 
@@ -245,7 +302,7 @@ fn past_pcap_time(args: &GenArgs) -> Option<String> {
 /// --loss a record header and the smallest frame) against the space its
 /// file system has left (an existing file's own bytes count as free).
 /// Not checked where --out is no regular file (/dev/null, a pipe).
-fn past_free_space(args: &GenArgs) -> Option<String> {
+fn past_free_space(args: &GenArgs) -> Option<Problem> {
     let existing = std::fs::metadata(&args.out).ok();
     if existing.as_ref().is_some_and(|meta| !meta.is_file()) {
         return None;
@@ -259,15 +316,13 @@ fn past_free_space(args: &GenArgs) -> Option<String> {
     let smallest = parse_sizes(&args.sizes).ok()?.into_iter().min()?;
     let kept = (args.packets as f64 * (1.0 - args.loss)) as u128;
     let least = 24 + kept * (16 + smallest as u128);
-    (least > u128::from(free)).then(|| {
-        format!(
-            "--packets {}: the pcap takes at least {} ({} packets kept of 16 + {smallest} bytes or more), {} free on {}",
-            args.packets,
-            bytes(least),
-            kept,
-            bytes(u128::from(free)),
-            folder.display()
-        )
+    (least > u128::from(free)).then(|| Problem::NoRoom {
+        packets: args.packets,
+        least,
+        kept,
+        smallest,
+        free: u128::from(free),
+        folder: folder.to_path_buf(),
     })
 }
 
@@ -287,7 +342,7 @@ struct Impaired<'a> {
 }
 
 impl Impaired<'_> {
-    fn offer(&mut self, packet: (u64, Vec<u8>), loss: &mut Rng, reorder: &mut Rng) -> Result<(), String> {
+    fn offer(&mut self, packet: (u64, Vec<u8>), loss: &mut Rng, reorder: &mut Rng) -> Result<(), WriteError> {
         if loss.chance(self.loss) {
             return Ok(());
         }
@@ -305,13 +360,13 @@ impl Impaired<'_> {
         }
     }
 
-    fn write(&mut self, time: u64, frame: &[u8]) -> Result<(), String> {
+    fn write(&mut self, time: u64, frame: &[u8]) -> Result<(), WriteError> {
         self.written += 1;
         self.writer.write(time, frame)
     }
 
     /// The last packet, if it waited for a successor that never came.
-    fn finish(mut self) -> Result<u64, String> {
+    fn finish(mut self) -> Result<u64, WriteError> {
         if let Some((time, frame)) = self.held.take() {
             self.write(time, &frame)?;
         }
@@ -363,7 +418,7 @@ impl<'a> Maker<'a> {
         Maker { args, sizes, instrument, gap_ns, sequences: vec![0; flows], tcp_seq: vec![1; flows] }
     }
 
-    fn packet(&mut self, i: usize, rng: &mut Rng) -> Result<(u64, Vec<u8>), String> {
+    fn packet(&mut self, i: usize, rng: &mut Rng) -> Result<(u64, Vec<u8>), GenError> {
         let args = self.args;
         let flow = (i as u32) % args.flows;
         let size = self.sizes.get(rng.below(self.sizes.len() as u64) as usize).copied().unwrap_or(64);
@@ -374,7 +429,7 @@ impl<'a> Maker<'a> {
         let payload = size.saturating_sub(spec.frame_len() + int_len);
         spec.payload = (0..payload).map(|j| (i + j) as u8).collect();
         if let L4Spec::Tcp { seq, .. } = &mut spec.l4 {
-            let next = self.tcp_seq.get_mut(flow as usize).ok_or("flow index")?;
+            let next = self.tcp_seq.get_mut(flow as usize).ok_or(GenError::FlowIndex(flow))?;
             *seq = *next;
             *next = next.wrapping_add(payload as u32);
         }
@@ -385,7 +440,7 @@ impl<'a> Maker<'a> {
         }
         let time = args.start_ns + i as u64 * self.gap_ns;
         if let Some(source) = self.instrument {
-            let slot = self.sequences.get_mut(flow as usize).ok_or("flow index")?;
+            let slot = self.sequences.get_mut(flow as usize).ok_or(GenError::FlowIndex(flow))?;
             *slot += 1;
             let jitter_ns = if args.jitter_us > 0 { rng.below(args.jitter_us * 1_000) } else { 0 };
             let latency_ns = args.latency_us.unwrap_or(0) * 1_000 + jitter_ns;

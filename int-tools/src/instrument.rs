@@ -52,10 +52,26 @@ pub fn ioam_domain() -> int_core::ioam::Domain {
     }
 }
 
+/// Why a frame cannot be instrumented as asked.
+#[derive(Debug, thiserror::Error)]
+pub enum InstrumentError {
+    #[error("--instrument int21-md-udp needs --int21-port")]
+    NoInt21Port,
+    #[error("a frame of {len} bytes does not fit its buffer")]
+    Buffer { len: usize },
+    /// The source leaves the frame as it is, for this reason.
+    #[error("cannot instrument: {0:?}")]
+    Skipped(int_core::skip::Skip),
+    #[error("cannot trace: {0:?}")]
+    NotTraced(int_core::ioam::encap::Encapped),
+    #[error("cannot trace: {0}")]
+    Unreadable(int_core::ParseError),
+}
+
 impl Source {
     /// The source for `instrument`; `int21_port` marks the UDP port
     /// domain.
-    pub fn new(instrument: Instrument, int21_port: Option<u16>) -> Result<Source, String> {
+    pub fn new(instrument: Instrument, int21_port: Option<u16>) -> Result<Source, InstrumentError> {
         let int21 = |marking, header_type| {
             Source::V21(source21::SourceConfig {
                 domain: int21::Domain {
@@ -91,7 +107,7 @@ impl Source {
             Instrument::Int21Md => int21(dscp, int21::HeaderType::Md),
             Instrument::Int21Mx => int21(dscp, int21::HeaderType::Mx),
             Instrument::Int21MdUdp => {
-                let port = int21_port.ok_or("--instrument int21-md-udp needs --int21-port")?;
+                let port = int21_port.ok_or(InstrumentError::NoInt21Port)?;
                 int21(int21::Marking::UdpPort(port), int21::HeaderType::Md)
             }
             Instrument::Ioam => Source::Ioam(ioam_domain().plan(9000)),
@@ -111,15 +127,16 @@ impl Source {
     /// flow sequence number `sequence` (INT 0.5 shim Type 3; INT 2.1 MD,
     /// as source-only metadata under int-node's default Domain Specific
     /// ID; IOAM's Edge-to-Edge option).
-    pub fn instrument(&self, frame: &[u8], sequence: u32, time_ns: u64) -> Result<Vec<u8>, String> {
+    pub fn instrument(&self, frame: &[u8], sequence: u32, time_ns: u64) -> Result<Vec<u8>, InstrumentError> {
         // IOAM's trace of 8 slots takes 144 bytes.
         const HEADROOM: usize = 256;
         let mut buffer = vec![0u8; HEADROOM + frame.len()];
         if let Some(dst) = buffer.get_mut(HEADROOM..) {
             dst.copy_from_slice(frame);
         }
-        let mut view = FrameBuf::new(&mut buffer, HEADROOM, frame.len()).ok_or("buffer")?;
-        let failed = |e| format!("cannot instrument: {e:?}");
+        let mut view = FrameBuf::new(&mut buffer, HEADROOM, frame.len())
+            .ok_or(InstrumentError::Buffer { len: frame.len() })?;
+        let failed = InstrumentError::Skipped;
         match self {
             Source::V05(config) => {
                 let plan = source::plan(frame, config).map_err(failed)?;
@@ -157,7 +174,8 @@ impl Source {
                 match int_core::ioam::encap::encap(&mut view, plan, &node, number) {
                     // IPv4 packets stay plain: IOAM rides IPv6 options.
                     Ok(Encapped::Added(_) | Encapped::NotIpv6) => {}
-                    other => return Err(format!("cannot trace: {other:?}")),
+                    Ok(other) => return Err(InstrumentError::NotTraced(other)),
+                    Err(error) => return Err(InstrumentError::Unreadable(error)),
                 }
             }
         }

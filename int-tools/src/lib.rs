@@ -7,8 +7,6 @@
 
 pub mod collect;
 pub mod decode;
-pub mod decode21;
-pub mod decode_ioam;
 pub mod gen;
 pub mod instrument;
 pub mod pcap;
@@ -36,15 +34,27 @@ enum Command {
     Gen(gen::GenArgs),
 }
 
+/// Why a command failed: its own error, which names the flag or the
+/// input and the cause.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    #[error(transparent)]
+    Decode(#[from] decode::DecodeError),
+    #[error(transparent)]
+    Collect(#[from] collect::CollectError),
+    #[error(transparent)]
+    Gen(#[from] gen::GenError),
+}
+
 /// The command line's entry: parse, run the command, say its error.
 pub fn main() -> ExitCode {
     // Output is often piped into `head` or `less`: a closed pipe ends the
     // tool quietly, as it ends any Unix filter.
     int_os::signals::default_sigpipe();
-    let result = match Cli::parse().command {
-        Command::Decode(args) => decode::run(&args),
-        Command::Collect(args) => collect::run(&args),
-        Command::Gen(args) => gen::run(&args),
+    let result: Result<(), ToolError> = match Cli::parse().command {
+        Command::Decode(args) => decode::run(&args).map_err(ToolError::from),
+        Command::Collect(args) => collect::run(&args).map_err(ToolError::from),
+        Command::Gen(args) => gen::run(&args).map_err(ToolError::from),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -3,7 +3,7 @@
 
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapReader, PcapWriter};
@@ -13,21 +13,74 @@ use pcap_file::pcapng::blocks::interface_description::{
 use pcap_file::pcapng::{Block, PcapNgReader};
 use pcap_file::{DataLink, Endianness};
 
+/// Why a capture cannot be read: the file named, and where it stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum CaptureError {
+    #[error("{name}: a directory, not a capture file")]
+    Directory { name: String },
+    #[error("{name}: {source}")]
+    Open { name: String, source: std::io::Error },
+    #[error("{name}: empty, or shorter than a capture file's header")]
+    Empty { name: String },
+    #[error("{name}: a damaged capture header: {source}")]
+    Header { name: String, source: pcap_file::PcapError },
+    #[error("{name}: {source}")]
+    Link { name: String, source: LinkError },
+    #[error("{name}: not a capture file (its first bytes are {magic:02x?}; decode reads pcap and pcapng)")]
+    NotCapture { name: String, magic: [u8; 4] },
+    /// The file ends inside a packet: every packet before it was whole.
+    #[error("{name}: cut {}: the next packet is incomplete", place(*.whole, *.offset))]
+    Cut { name: String, whole: u64, offset: Option<u64> },
+    #[error("{name}: damaged {}: {source}", place(*.whole, *.offset))]
+    Damaged { name: String, whole: u64, offset: Option<u64>, source: pcap_file::PcapError },
+}
+
+/// Where reading stopped: after how many whole packets, and in a pcap
+/// (whose records are found by counting) at which byte.
+fn place(whole: u64, offset: Option<u64>) -> String {
+    match offset {
+        Some(byte) => format!("after packet {whole} (byte {byte})"),
+        None => format!("after packet {whole}"),
+    }
+}
+
+/// Why a packet's frame cannot be read as Ethernet.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum LinkError {
+    #[error(
+        "link type {} ({link:?}) cannot be read: decode reads Ethernet, raw IP and Linux cooked (v1, v2) captures",
+        u32::from(*.link)
+    )]
+    Unreadable { link: DataLink },
+    #[error("interface {interface} is not described in the file")]
+    Undescribed { interface: u32 },
+}
+
+/// Why a pcap cannot be written: the file and the system's answer.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {source}", path.display())]
+pub struct WriteError {
+    path: PathBuf,
+    source: pcap_file::PcapError,
+}
+
 pub struct Writer {
+    path: PathBuf,
     inner: PcapWriter<BufWriter<File>>,
 }
 
 impl Writer {
-    pub fn create(path: &Path) -> Result<Writer, String> {
-        let file = File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let inner = PcapWriter::with_header(BufWriter::new(file), PcapHeader::default())
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        Ok(Writer { inner })
+    pub fn create(path: &Path) -> Result<Writer, WriteError> {
+        let failed = |source| WriteError { path: path.to_path_buf(), source };
+        let file = File::create(path).map_err(|e| failed(pcap_file::PcapError::IoError(e)))?;
+        let inner = PcapWriter::with_header(BufWriter::new(file), PcapHeader::default()).map_err(failed)?;
+        Ok(Writer { path: path.to_path_buf(), inner })
     }
 
-    pub fn write(&mut self, time_ns: u64, frame: &[u8]) -> Result<(), String> {
+    pub fn write(&mut self, time_ns: u64, frame: &[u8]) -> Result<(), WriteError> {
         let packet = PcapPacket::new(Duration::from_nanos(time_ns), frame.len() as u32, frame);
-        self.inner.write_packet(&packet).map(|_| ()).map_err(|e| e.to_string())
+        let written = self.inner.write_packet(&packet);
+        written.map(|_| ()).map_err(|source| WriteError { path: self.path.clone(), source })
     }
 }
 
@@ -52,7 +105,7 @@ enum Format {
 /// frame as Ethernet, or why its link type cannot be read.
 pub struct Packet {
     pub time_ns: u64,
-    pub frame: Result<Vec<u8>, String>,
+    pub frame: Result<Vec<u8>, LinkError>,
 }
 
 const PCAP_MAGICS: [[u8; 4]; 4] =
@@ -61,44 +114,45 @@ const PCAPNG_MAGIC: [u8; 4] = [0x0a, 0x0d, 0x0d, 0x0a];
 
 impl Capture {
     /// Opens `path` (`-`: standard input) and reads its header.
-    pub fn open(path: &Path) -> Result<Capture, String> {
+    pub fn open(path: &Path) -> Result<Capture, CaptureError> {
         let name = path.display().to_string();
         let mut source: Box<dyn Read> = if path == Path::new("-") {
             Box::new(std::io::stdin().lock())
         } else {
             if path.is_dir() {
-                return Err(format!("{name}: a directory, not a capture file"));
+                return Err(CaptureError::Directory { name });
             }
-            Box::new(File::open(path).map_err(|e| format!("{name}: {e}"))?)
+            match File::open(path) {
+                Ok(file) => Box::new(file),
+                Err(source) => return Err(CaptureError::Open { name, source }),
+            }
         };
         let mut magic = [0u8; 4];
         match source.read_exact(&mut magic) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
-                return Err(format!("{name}: empty, or shorter than a capture file's header"))
+                return Err(CaptureError::Empty { name })
             }
-            Err(e) => return Err(format!("{name}: {e}")),
+            Err(source) => return Err(CaptureError::Open { name, source }),
         }
         let stream: Box<dyn Read> = Box::new(std::io::Cursor::new(magic).chain(BufReader::new(source)));
-        let refused = |e: pcap_file::PcapError| format!("{name}: a damaged capture header: {e}");
+        let refused = |source| CaptureError::Header { name: name.clone(), source };
         let format = if PCAP_MAGICS.contains(&magic) {
             let reader = PcapReader::new(stream).map_err(refused)?;
             let link = reader.header().datalink;
-            readable(link).map_err(|e| format!("{name}: {e}"))?;
+            readable(link).map_err(|source| CaptureError::Link { name: name.clone(), source })?;
             Format::Pcap(reader, link)
         } else if magic == PCAPNG_MAGIC {
             Format::PcapNg(PcapNgReader::new(stream).map_err(refused)?)
         } else {
-            return Err(format!(
-                "{name}: not a capture file (its first bytes are {magic:02x?}; decode reads pcap and pcapng)"
-            ));
+            return Err(CaptureError::NotCapture { name, magic });
         };
         Ok(Capture { name, format, packets: 0, offset: 24 })
     }
 
     /// The next packet; `Err` where the file is cut or damaged (the packets
     /// before it were whole).
-    pub fn next_packet(&mut self) -> Option<Result<Packet, String>> {
+    pub fn next_packet(&mut self) -> Option<Result<Packet, CaptureError>> {
         let packet = match &mut self.format {
             Format::Pcap(reader, link) => {
                 let link = *link;
@@ -119,22 +173,22 @@ impl Capture {
                 self.packets += 1;
                 Ok(packet)
             }
-            Err(e) => Err(self.cut(&e)),
+            Err(e) => Err(self.cut(e)),
         })
     }
 
     /// Where and why reading stopped.
-    fn cut(&self, error: &pcap_file::PcapError) -> String {
-        let (name, whole) = (&self.name, self.packets);
-        let place = match self.format {
-            Format::Pcap(..) => format!("after packet {whole} (byte {})", self.offset),
-            Format::PcapNg(_) => format!("after packet {whole}"),
+    fn cut(&self, error: pcap_file::PcapError) -> CaptureError {
+        let (name, whole) = (self.name.clone(), self.packets);
+        let offset = match self.format {
+            Format::Pcap(..) => Some(self.offset),
+            Format::PcapNg(_) => None,
         };
         match error {
             pcap_file::PcapError::IoError(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
-                format!("{name}: cut {place}: the next packet is incomplete")
+                CaptureError::Cut { name, whole, offset }
             }
-            other => format!("{name}: damaged {place}: {other}"),
+            source => CaptureError::Damaged { name, whole, offset, source },
         }
     }
 }
@@ -164,7 +218,7 @@ fn next_pcapng(reader: &mut PcapNgReader<Box<dyn Read>>) -> Option<Result<Packet
         };
         let described = reader.interfaces().get(interface as usize);
         let frame = match described {
-            None => Err(format!("interface {interface} is not described in the file")),
+            None => Err(LinkError::Undescribed { interface }),
             Some(idb) => readable(idb.linktype).map(|()| as_ethernet(idb.linktype, &data)),
         };
         let time_ns = described.map_or(0, |idb| time_ns(raw_time, resolution(idb)));
@@ -213,7 +267,7 @@ fn time_ns(ticks: u64, resolution: u8) -> u64 {
 }
 
 /// Whether decode reads link type `link`, said plainly where not.
-fn readable(link: DataLink) -> Result<(), String> {
+fn readable(link: DataLink) -> Result<(), LinkError> {
     if matches!(
         link,
         DataLink::ETHERNET
@@ -225,10 +279,7 @@ fn readable(link: DataLink) -> Result<(), String> {
     ) {
         return Ok(());
     }
-    Err(format!(
-        "link type {} ({link:?}) cannot be read: decode reads Ethernet, raw IP and Linux cooked (v1, v2) captures",
-        u32::from(link)
-    ))
+    Err(LinkError::Unreadable { link })
 }
 
 /// A captured packet of link type `link` as an Ethernet frame.

@@ -21,9 +21,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_int-tools");
 /// Runs an int-tools command in `dir`; asserts it succeeds and returns its
 /// standard output.
 fn int_tools(dir: &Path, args: &[&str]) -> String {
-    let output = Command::new(BIN).args(args).current_dir(dir).output().unwrap();
-    assert!(output.status.success(), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
-    String::from_utf8(output.stdout).unwrap()
+    collector::int_tools_in(Path::new(BIN), dir, args)
 }
 
 /// SIGINT: the collector stops as an operator stops it.
@@ -745,4 +743,21 @@ fn collect_takes_report_numbers_per_report_or_per_datagram() {
             "per report {per_report}: {summary}"
         );
     }
+}
+
+/// A flag's mistake names that flag: a `--from-nats` server given wrong
+/// is said as `--from-nats`, not as the publisher's `--nats`.
+#[test]
+fn collect_errors_name_their_flag() {
+    let said = |args: &[&str]| {
+        let output = Command::new(BIN).args(args).output().unwrap();
+        assert!(!output.status.success(), "{args:?}");
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    let from = said(&["collect", "--from-nats", "http://x:1", "--duration", "1"]);
+    assert!(from.contains("error: --from-nats \"http://x:1\": give it as nats://HOST:PORT"), "{from}");
+    let to = said(&["collect", "--listen", "127.0.0.1:0", "--nats", "http://x:1", "--duration", "1"]);
+    assert!(to.contains("error: --nats \"http://x:1\": give it as nats://HOST:PORT"), "{to}");
+    let stale = said(&["collect", "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--view-stale-s", "0"]);
+    assert!(stale.contains("error: --view-stale-s 0: a number of seconds above 0"), "{stale}");
 }

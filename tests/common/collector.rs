@@ -1,5 +1,8 @@
-//! A collector (int-tools collect) on loopback, and hand-made reports for
-//! it. Shared by int-node's and int-tools' end-to-end tests.
+//! int-tools from the tests' side: a command run to its end, a collector
+//! (int-tools collect) on loopback, and hand-made reports for it. Shared
+//! by int-node's and int-tools' end-to-end tests, each passing its path to
+//! the binary (int-node's tests find it beside int-node, int-tools' from
+//! Cargo).
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
 use std::io::{BufRead, BufReader};
@@ -9,6 +12,14 @@ use std::process::{Command, Stdio};
 
 use int_core::flow::FlowKey;
 use int_core::report::{DropSummaryReport, DropSummaryRepr, ReportHeaderRepr};
+
+/// Runs int-tools at `tools` with `args` in `dir`; asserts it succeeds and
+/// returns its standard output.
+pub fn int_tools_in(tools: &Path, dir: &Path, args: &[&str]) -> String {
+    let output = Command::new(tools).args(args).current_dir(dir).output().unwrap();
+    assert!(output.status.success(), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout).unwrap()
+}
 
 /// Starts `collect --json` on a free loopback port with `extra` arguments;
 /// returns it (listening) and its address.

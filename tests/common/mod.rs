@@ -5,6 +5,7 @@
 pub mod collector;
 mod files;
 pub mod hops;
+pub mod ipv6_options;
 pub mod servers;
 pub use files::*;
 
@@ -36,9 +37,7 @@ pub fn tools_bin() -> PathBuf {
 /// Runs an int-tools command in `dir`; asserts it succeeds and returns its
 /// standard output.
 pub fn int_tools(dir: &Path, args: &[&str]) -> String {
-    let output = Command::new(tools_bin()).args(args).current_dir(dir).output().unwrap();
-    assert!(output.status.success(), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
-    String::from_utf8(output.stdout).unwrap()
+    collector::int_tools_in(&tools_bin(), dir, args)
 }
 
 /// `count` frames over `flows` flows: UDP and TCP, some with TCP options,

@@ -353,6 +353,27 @@ mod tests {
         assert_eq!(view.paths[&flow(1)].nodes, [1, 2, 3, 9]);
     }
 
+    /// An IOAM trace's elements carry one timestamp each (the node's
+    /// receive time) and no egress time: nodes, their delays and the path
+    /// follow, links do not (docs/ioam.md says so).
+    #[test]
+    fn an_ioam_trace_gives_nodes_and_a_path_but_no_links() {
+        use int_core::ioam::{node::NodeData, TimestampFormat};
+        let element = |node, seconds, delay| NodeData {
+            node_id: Some(node),
+            timestamp_seconds: Some(seconds),
+            timestamp_fraction: Some(0),
+            transit_delay: Some(delay),
+            ..NodeData::default()
+        };
+        let hops = [element(1, 1, 300), element(2, 2, 4000)].map(|e| e.as_hop(TimestampFormat::Posix));
+        let mut view = Hops::new(LIMITS);
+        view.observe(&Seen { sink_ingress_ns: Some(3_000_000_000), ..seen(flow(1), &hops, 0) });
+        assert_eq!(view.nodes[&2].latency.max(), Some(4000));
+        assert_eq!(view.paths[&flow(1)].nodes, [1, 2, 9]);
+        assert!(view.links.is_empty(), "{:?}", view.links.keys());
+    }
+
     /// The middle hop replaced: one change, old and new paths named; the
     /// same path again is no change.
     #[test]

@@ -56,23 +56,43 @@ pub struct Settings {
 
 impl Settings {
     /// Reads `http://HOST:PORT` (a trailing `/` allowed).
-    pub fn parse_url(url: &str) -> Result<(SocketAddr, String), String> {
-        let hint = "give it as http://HOST:PORT, e.g. http://127.0.0.1:8086";
-        let rest = url
-            .strip_prefix("http://")
-            .ok_or_else(|| format!("--influx {url:?}: {hint} (https is not spoken)"))?;
+    pub fn parse_url(url: &str) -> Result<(SocketAddr, String), UrlError> {
+        let url_error = |cause| UrlError { url: url.to_string(), cause };
+        let rest = url.strip_prefix("http://").ok_or_else(|| url_error(UrlCause::Scheme))?;
         let host = rest.trim_end_matches('/');
         if host.is_empty() || host.contains('/') {
-            return Err(format!("--influx {url:?}: {hint}"));
+            return Err(url_error(UrlCause::Form));
         }
         let server = host
             .to_socket_addrs()
-            .map_err(|e| format!("--influx {url:?}: {e}; {hint}"))?
+            .map_err(|e| url_error(UrlCause::Resolve(e)))?
             .next()
-            .ok_or_else(|| format!("--influx {url:?}: the host has no address"))?;
+            .ok_or_else(|| url_error(UrlCause::NoAddress))?;
         Ok((server, host.to_string()))
     }
 }
+
+/// An `--influx` URL collect cannot write to.
+#[derive(Debug, thiserror::Error)]
+#[error("--influx {url:?}: {cause}")]
+pub struct UrlError {
+    url: String,
+    cause: UrlCause,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum UrlCause {
+    #[error("{URL_HINT} (https is not spoken)")]
+    Scheme,
+    #[error("{URL_HINT}")]
+    Form,
+    #[error("{0}; {URL_HINT}")]
+    Resolve(std::io::Error),
+    #[error("the host has no address")]
+    NoAddress,
+}
+
+const URL_HINT: &str = "give it as http://HOST:PORT, e.g. http://127.0.0.1:8086";
 
 /// What the writer did, shared with the summary.
 #[derive(Debug, Default)]

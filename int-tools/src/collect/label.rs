@@ -14,8 +14,8 @@ use plotters_backend::{BackendCoord, DrawingBackend, DrawingErrorKind};
 static FONT: OnceLock<FontRef<'static>> = OnceLock::new();
 
 /// Takes the font (plotters registers the same bytes for its axes).
-pub fn set_font(bytes: &'static [u8]) -> Result<(), String> {
-    let font = FontRef::try_from_slice(bytes).map_err(|e| e.to_string())?;
+pub fn set_font(bytes: &'static [u8]) -> Result<(), ab_glyph::InvalidFont> {
+    let font = FontRef::try_from_slice(bytes)?;
     let _ = FONT.set(font);
     Ok(())
 }

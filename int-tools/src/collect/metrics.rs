@@ -42,9 +42,9 @@ pub fn start(
     addr: SocketAddr,
     shared: Arc<Shared>,
     top: usize,
-) -> Result<std::thread::JoinHandle<()>, String> {
-    let listener = TcpListener::bind(addr).map_err(|e| format!("--metrics {addr}: {e}"))?;
-    let local = listener.local_addr().map_err(|e| e.to_string())?;
+) -> Result<std::thread::JoinHandle<()>, std::io::Error> {
+    let listener = TcpListener::bind(addr)?;
+    let local = listener.local_addr()?;
     eprintln!("collect: metrics on http://{local}/metrics");
     Ok(std::thread::spawn(move || {
         let serve = |path: &str| {

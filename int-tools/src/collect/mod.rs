@@ -1,13 +1,18 @@
-//! `int-tools collect --listen ADDR:PORT`: a collector. One record per
-//! report (what Host-INT's collector prints: sequence, time, type, source
-//! and sink node ids, ports and timestamps, the 5-tuple; for drops the gap
-//! timestamp, flow sequence number and gap count) plus the one-way latency
-//! it implies; lost reports found from report sequence gaps per sender; a
-//! summary at an interval and on exit: latency percentiles and packets
-//! lost, per flow and over all flows. Optionally it writes every
-//! observation to InfluxDB, serves Prometheus metrics, draws latency and
-//! loss over time, and receives on several sockets sharing the port.
+//! `int-tools collect`: the collector of every report int-node sends (and
+//! Host-INT's): Host-INT's latency and Drop-Summary reports, Telemetry
+//! Report 0.5, Telemetry Report 2.0 (INT-MD stacks, INT-MX and INT-XD
+//! postcards, IOAM traces), received on UDP sockets sharing a port
+//! (`receive`) or read back from a NATS JetStream stream (`--from-nats`,
+//! `stream`). Each reader books what it takes: a ledger per flow (one-way
+//! latency, packets lost by sequence gaps, report gaps per sender), a
+//! per-hop view (nodes, links, paths and their changes) and postcards
+//! joined into packets (`join`). Views read the books: a record per
+//! report (text or JSON), a summary at an interval and at exit, a plot,
+//! Prometheus metrics, a web page. Outputs take every observation: InfluxDB,
+//! IPFIX, the stream (`--nats`). Every flag's mistake is a
+//! [`CollectError`] naming the flag.
 
+mod error;
 mod hops;
 mod hostint;
 mod influx;
@@ -37,6 +42,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::Args;
+pub use error::{ChoiceError, CollectError, NodeIdError};
 use int_core::report::SinkIdWord;
 
 use ledger::{Ledger, Limits};
@@ -261,19 +267,25 @@ pub struct CollectArgs {
     pub ioam_timestamps: int_core::ioam::TimestampFormat,
 }
 
-fn parse_nats_format(text: &str) -> Result<stream::Format, String> {
+fn parse_nats_format(text: &str) -> Result<stream::Format, ChoiceError> {
     match text {
         "batch" => Ok(stream::Format::Batch),
         "json" => Ok(stream::Format::Json),
-        other => Err(format!("{other:?}: batch (reports as they came) or json (collect's records)")),
+        other => Err(ChoiceError {
+            text: other.to_string(),
+            choices: "batch (reports as they came) or json (collect's records)",
+        }),
     }
 }
 
-fn parse_ioam_timestamps(text: &str) -> Result<int_core::ioam::TimestampFormat, String> {
+fn parse_ioam_timestamps(text: &str) -> Result<int_core::ioam::TimestampFormat, ChoiceError> {
     match text {
         "posix" => Ok(int_core::ioam::TimestampFormat::Posix),
         "ptp" => Ok(int_core::ioam::TimestampFormat::Ptp),
-        other => Err(format!("{other:?}: posix or ptp, as the IOAM nodes' int.timestamps")),
+        other => Err(ChoiceError {
+            text: other.to_string(),
+            choices: "posix or ptp, as the IOAM nodes' int.timestamps",
+        }),
     }
 }
 
@@ -484,22 +496,23 @@ impl Shared {
 
 /// Files the run writes at its end, tried now: a path that cannot be
 /// written fails at start, not after the whole run.
-fn check_outputs(args: &CollectArgs) -> Result<(), String> {
-    if let Some(plot) = &args.plot {
-        int_os::files::writable(plot).map_err(|e| format!("--plot {}: {e}", plot.display()))?;
+fn check_outputs(args: &CollectArgs) -> Result<(), CollectError> {
+    if let Some(path) = &args.plot {
+        int_os::files::writable(path)
+            .map_err(|source| CollectError::PlotPath { path: path.clone(), source })?;
     }
     Ok(())
 }
 
-pub fn run(args: &CollectArgs) -> Result<(), String> {
+pub fn run(args: &CollectArgs) -> Result<(), CollectError> {
     if let Some(path) = &args.names {
-        names::install(names::Names::load(path).map_err(|e| e.to_string())?);
+        names::install(names::Names::load(path)?);
     }
     let how = Arc::new(how(args)?);
     check_outputs(args)?;
     // Reports off UDP sockets, or records off a stream.
     let (receivers, from_stream) = match &args.from_nats {
-        Some(url) => (Vec::new(), Some(stream_settings(url, args)?)),
+        Some(url) => (Vec::new(), Some(stream_settings("--from-nats", url, args)?)),
         None => (receive::open(&args.listen, args.sockets, args.rcvbuf, args.share_port)?, None),
     };
     int_os::signals::catch_stop_signals();
@@ -518,15 +531,8 @@ pub fn run(args: &CollectArgs) -> Result<(), String> {
         quit: AtomicBool::new(false),
         outputs: counted,
     });
-    let metrics = match args.metrics {
-        Some(addr) => Some(metrics::start(addr, Arc::clone(&shared), args.metrics_flows)?),
-        None => None,
-    };
-    let view = match args.http {
-        Some(addr) => view::start(view_settings(addr, args)?, Arc::clone(&shared))?,
-        None => Vec::new(),
-    };
-    let threads = match (from_stream, consumer) {
+    let views = start_views(args, &shared)?;
+    let readers = match (from_stream, consumer) {
         (Some(settings), Some(counts)) => {
             eprintln!(
                 "collect: aggregating stream {} on {} as consumer {}",
@@ -534,37 +540,73 @@ pub fn run(args: &CollectArgs) -> Result<(), String> {
                 settings.servers.first(),
                 args.nats_consumer
             );
-            vec![stream::consume::spawn(settings, args.nats_consumer.clone(), &shared, &how, counts)]
+            let consumer = args.nats_consumer.clone();
+            Readers::Aggregator(stream::consume::spawn(settings, consumer, &shared, &how, counts))
         }
-        _ => receive::spawn(receivers, &shared, &how),
+        _ => Readers::Receivers(receive::spawn(receivers, &shared, &how)),
     };
     wait_for_the_end(args, &shared, started);
     shared.quit.store(true, Ordering::Relaxed);
-    let mut failure = None;
-    for thread in threads {
-        if let Ok(Err(error)) = thread.join() {
-            failure = Some(error);
-        }
-    }
-    for books in &shared.books {
-        if let Ok(mut books) = books.lock() {
-            books.close_joins(how.output);
-        }
-    }
+    let failure = readers.join();
+    close_joins(&shared, how.output);
     stop_outputs(&shared, running);
-    if let Some(server) = metrics {
-        let _ = server.join();
-    }
-    for thread in view {
+    for thread in views {
         let _ = thread.join();
     }
     let snapshot = shared.take_snapshot();
     summary::print(&snapshot, &shared.outputs, args.json);
     if let Some(path) = &args.plot {
-        plot::draw(&snapshot, path).map_err(|e| format!("--plot {}: {e}", path.display()))?;
+        plot::draw(&snapshot, path).map_err(|cause| CollectError::Plot { path: path.clone(), cause })?;
         eprintln!("collect: plot written to {}", path.display());
     }
     failure.map_or(Ok(()), Err)
+}
+
+/// Every reader's postcards still waiting for their join, written out:
+/// the readers have stopped.
+fn close_joins(shared: &Shared, output: Print) {
+    for books in &shared.books {
+        if let Ok(mut books) = books.lock() {
+            books.close_joins(output);
+        }
+    }
+}
+
+/// The views on their own threads: Prometheus metrics (`--metrics`) and
+/// the web page (`--http`), each bound now (a taken port fails at start).
+fn start_views(
+    args: &CollectArgs,
+    shared: &Arc<Shared>,
+) -> Result<Vec<std::thread::JoinHandle<()>>, CollectError> {
+    let mut threads = Vec::new();
+    if let Some(addr) = args.metrics {
+        let metrics = metrics::start(addr, Arc::clone(shared), args.metrics_flows);
+        threads.push(metrics.map_err(|source| CollectError::Metrics { addr, source })?);
+    }
+    if let Some(addr) = args.http {
+        threads.extend(view::start(view_settings(addr, args)?, Arc::clone(shared))?);
+    }
+    Ok(threads)
+}
+
+/// The readers' threads: the receivers', or the aggregator's.
+enum Readers {
+    Receivers(Vec<std::thread::JoinHandle<Result<(), receive::ReceiveError>>>),
+    Aggregator(std::thread::JoinHandle<Result<(), stream::StreamError>>),
+}
+
+impl Readers {
+    /// Waits for every reader; the last one's failure, if any.
+    fn join(self) -> Option<CollectError> {
+        match self {
+            Readers::Receivers(threads) => threads
+                .into_iter()
+                .filter_map(|thread| thread.join().ok()?.err())
+                .last()
+                .map(CollectError::from),
+            Readers::Aggregator(thread) => thread.join().ok()?.err().map(CollectError::from),
+        }
+    }
 }
 
 /// Each reader's books (a receiver's, or the aggregator's), with the
@@ -593,27 +635,32 @@ fn books(
         .collect()
 }
 
-fn view_settings(addr: SocketAddr, args: &CollectArgs) -> Result<view::Settings, String> {
-    let stale_after = Duration::try_from_secs_f64(args.view_stale_s)
-        .ok()
-        .filter(|d| !d.is_zero())
-        .ok_or_else(|| format!("--view-stale-s {}: a number of seconds above 0", args.view_stale_s))?;
+fn view_settings(addr: SocketAddr, args: &CollectArgs) -> Result<view::Settings, CollectError> {
+    let stale_after = seconds("--view-stale-s", args.view_stale_s)?;
     Ok(view::Settings { addr, sample: Duration::from_millis(args.view_sample_ms), stale_after })
 }
 
 /// A node id as the node's config writes it (a dotted quad) or a number.
-pub(crate) fn parse_node_id(text: &str) -> Result<u32, String> {
+pub(crate) fn parse_node_id(text: &str) -> Result<u32, NodeIdError> {
     let hex = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X"));
     let number = match hex {
         Some(hex) => u32::from_str_radix(hex, 16).ok(),
         None => text.parse::<u32>().ok(),
     };
-    number.or_else(|| text.parse::<std::net::Ipv4Addr>().ok().map(u32::from)).ok_or_else(|| {
-        format!("{text:?}: a node id, as a dotted quad (10.0.0.1) or a number (decimal or 0x hex)")
-    })
+    number
+        .or_else(|| text.parse::<std::net::Ipv4Addr>().ok().map(u32::from))
+        .ok_or_else(|| NodeIdError(text.to_string()))
 }
 
-fn how(args: &CollectArgs) -> Result<How, String> {
+/// A flag's duration in seconds, above 0.
+fn seconds(flag: &'static str, value: f64) -> Result<Duration, CollectError> {
+    Duration::try_from_secs_f64(value)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or(CollectError::Seconds { flag, value })
+}
+
+fn how(args: &CollectArgs) -> Result<How, CollectError> {
     let int21_domain = int_core::int21::Domain {
         marking: match args.int21_port {
             Some(port) => int_core::int21::Marking::UdpPort(port),
@@ -626,7 +673,7 @@ fn how(args: &CollectArgs) -> Result<How, String> {
         "present" => SinkIdWord::Present,
         "absent" => SinkIdWord::Absent,
         "detect" => SinkIdWord::Detect,
-        other => return Err(format!("--sink-id {other:?}: present, absent or detect")),
+        other => return Err(CollectError::SinkId(other.to_string())),
     };
     let output = match (args.quiet, args.json) {
         (true, _) => Print::Quiet,
@@ -640,14 +687,14 @@ fn how(args: &CollectArgs) -> Result<How, String> {
 /// format feeds the receivers' datagrams through the feeder.
 fn start_outputs(
     args: &CollectArgs,
-) -> Result<(Vec<outputs::Running>, Option<stream::publish::Feeder>), String> {
+) -> Result<(Vec<outputs::Running>, Option<stream::publish::Feeder>), CollectError> {
     let mut running = Vec::new();
     let mut feeder = None;
     if let Some(url) = &args.influx {
         running.push(start_influx(url, args)?);
     }
     if let Some(url) = &args.nats {
-        let settings = stream_settings(url, args)?;
+        let settings = stream_settings("--nats", url, args)?;
         eprintln!("collect: publishing to NATS JetStream at {url}, stream {}", settings.stream);
         let (publisher, feeds) = stream::publish::start(settings)?;
         running.push(publisher);
@@ -677,15 +724,19 @@ fn stop_outputs(shared: &Shared, running: Vec<outputs::Running>) {
 }
 
 /// The stream of `--nats` or `--from-nats`.
-fn stream_settings(url: &str, args: &CollectArgs) -> Result<stream::Settings, String> {
-    let mut servers = stream::Servers::parse(url).map_err(|e| format!("--nats {e}"))?;
+fn stream_settings(
+    flag: &'static str,
+    url: &str,
+    args: &CollectArgs,
+) -> Result<stream::Settings, CollectError> {
+    let mut servers = stream::Servers::parse(url).map_err(|source| CollectError::Servers { flag, source })?;
     servers.credentials.clone_from(&args.nats_credentials);
     servers.ca.clone_from(&args.nats_ca);
     let word = |text: &str| {
         !text.is_empty() && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
     };
     if !word(&args.nats_stream) || !word(&args.nats_prefix) || !word(&args.nats_consumer) {
-        return Err("--nats-stream, --nats-prefix, --nats-consumer: letters, digits, _ and - only".into());
+        return Err(CollectError::StreamNames);
     }
     Ok(stream::Settings {
         servers,
@@ -699,12 +750,9 @@ fn stream_settings(url: &str, args: &CollectArgs) -> Result<stream::Settings, St
     })
 }
 
-fn start_ipfix(target: &str, args: &CollectArgs) -> Result<outputs::Running, String> {
-    let (server, transport) = ipfix::Settings::parse_target(target)?;
-    let interval = Duration::try_from_secs_f64(args.ipfix_interval)
-        .ok()
-        .filter(|d| !d.is_zero())
-        .ok_or_else(|| format!("--ipfix-interval {}: a number of seconds above 0", args.ipfix_interval))?;
+fn start_ipfix(target: &str, args: &CollectArgs) -> Result<outputs::Running, CollectError> {
+    let (server, transport) = ipfix::Settings::parse_target(target).map_err(CollectError::IpfixTarget)?;
+    let interval = seconds("--ipfix-interval", args.ipfix_interval)?;
     let settings = ipfix::Settings {
         server,
         transport,
@@ -718,10 +766,10 @@ fn start_ipfix(target: &str, args: &CollectArgs) -> Result<outputs::Running, Str
     Ok(ipfix::start(settings))
 }
 
-fn start_influx(url: &str, args: &CollectArgs) -> Result<outputs::Running, String> {
+fn start_influx(url: &str, args: &CollectArgs) -> Result<outputs::Running, CollectError> {
     let (server, host) = influx::Settings::parse_url(url)?;
     if args.influx_db.is_empty() || !args.influx_db.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-        return Err(format!("--influx-db {:?}: letters, digits and _ only", args.influx_db));
+        return Err(CollectError::InfluxDb(args.influx_db.clone()));
     }
     let settings = influx::Settings {
         server,
@@ -738,24 +786,21 @@ fn start_influx(url: &str, args: &CollectArgs) -> Result<outputs::Running, Strin
 
 /// The Basic authorization of --influx-user, with its password from the
 /// file or the environment.
-fn influx_authorization(args: &CollectArgs) -> Result<Option<String>, String> {
+fn influx_authorization(args: &CollectArgs) -> Result<Option<String>, CollectError> {
     let Some(user) = &args.influx_user else {
         return match args.influx_password_file {
-            Some(_) => Err("--influx-password-file: only with --influx-user".into()),
+            Some(_) => Err(CollectError::PasswordWithoutUser),
             None => Ok(None),
         };
     };
     let password = match &args.influx_password_file {
         Some(file) => std::fs::read_to_string(file)
-            .map_err(|e| format!("--influx-password-file {}: {e}", file.display()))?
+            .map_err(|source| CollectError::PasswordFile { path: file.clone(), source })?
             .lines()
             .next()
             .unwrap_or_default()
             .to_string(),
-        None => std::env::var("INFLUX_PASSWORD").map_err(|_| {
-            "--influx-user: a password in --influx-password-file or the environment's INFLUX_PASSWORD"
-                .to_string()
-        })?,
+        None => std::env::var("INFLUX_PASSWORD").map_err(|_| CollectError::NoPassword)?,
     };
     Ok(Some(int_os::http::basic_auth(user, &password)))
 }

@@ -81,7 +81,7 @@ impl Names {
         for (key, node) in raw.nodes {
             let at = format!("nodes.{key}");
             let id = super::parse_node_id(&key)
-                .map_err(|problem| ParseError::Entry { at: at.clone(), problem })?;
+                .map_err(|problem| ParseError::Entry { at: at.clone(), problem: problem.to_string() })?;
             let node = match node {
                 RawNode::Name(name) => NodeNames { name, interfaces: BTreeMap::new() },
                 RawNode::Full { name, interfaces } => NodeNames { name, interfaces },

@@ -41,7 +41,7 @@ const WIDTH: u32 = 1200;
 const LEGEND: u32 = 330;
 const TITLE: u32 = 40;
 
-type Failure = Box<dyn std::error::Error>;
+pub type Failure = Box<dyn std::error::Error + Send + Sync>;
 type Area<'a> = DrawingArea<BitMapBackend<'a>, Shift>;
 type Axes = Cartesian2d<RangedCoordf64, RangedCoordf64>;
 type Chart<'a> = ChartContext<'a, BitMapBackend<'a>, Axes>;
@@ -90,18 +90,26 @@ pub fn draw(snapshot: &Snapshot, path: &Path) -> Result<(), Failure> {
 /// Registers the font once for the process's life, as plotters wants it
 /// (a plot redrawn every interval must not leak it again).
 fn load_font() -> Result<(), Failure> {
-    static LOADED: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
-    LOADED.get_or_init(|| register_font().map_err(|e| e.to_string())).clone().map_err(Failure::from)
+    static LOADED: std::sync::OnceLock<Result<(), FontError>> = std::sync::OnceLock::new();
+    LOADED.get_or_init(register_font).clone().map_err(Failure::from)
 }
 
-fn register_font() -> Result<(), Failure> {
-    let bytes =
-        std::fs::read(FONT).map_err(|e| format!("{FONT}: {e} (install Debian's fonts-dejavu-core)"))?;
+/// Why the plot has no font (kept: every later plot says the same).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum FontError {
+    #[error("{FONT}: {0} (install Debian's fonts-dejavu-core)")]
+    Read(std::sync::Arc<std::io::Error>),
+    #[error("{FONT}: not a font")]
+    NotAFont,
+}
+
+fn register_font() -> Result<(), FontError> {
+    let bytes = std::fs::read(FONT).map_err(|e| FontError::Read(std::sync::Arc::new(e)))?;
     // Registered once for the process's life, as plotters wants it.
     let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
     plotters::style::register_font("sans-serif", FontStyle::Normal, bytes)
-        .map_err(|_| format!("{FONT}: not a font"))?;
-    label::set_font(bytes).map_err(|e| format!("{FONT}: {e}"))?;
+        .map_err(|_| FontError::NotAFont)?;
+    label::set_font(bytes).map_err(|_| FontError::NotAFont)?;
     Ok(())
 }
 

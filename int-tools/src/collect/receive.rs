@@ -23,33 +23,67 @@ const DRAIN_AT_MOST: Duration = Duration::from_secs(1);
 
 pub struct Receiver(BatchReceiver);
 
+/// Why the receivers cannot open, or a receiver stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ReceiveError {
+    /// `--listen`'s text is no address, or the resolver failed.
+    #[error("--listen {listen}: {source}")]
+    Resolve { listen: String, source: std::io::Error },
+    #[error("--listen {listen}: no address")]
+    NoAddress { listen: String },
+    #[error(
+        "--listen {address}: another process receives on this port (another collect?); stop it, pick another port, \
+         or --share-port to receive beside it (the kernel then splits the senders between the two)"
+    )]
+    Held { address: SocketAddr },
+    #[error("--listen {listen}: {source}")]
+    Bind { listen: String, source: std::io::Error },
+    /// A further socket of `--sockets` cannot join the first's port.
+    #[error("--listen {local} (--sockets): {source}")]
+    Join { local: SocketAddr, source: std::io::Error },
+    #[error("--rcvbuf: {source}")]
+    ReceiveBuffer { source: std::io::Error },
+    /// A socket option the receiver needs (`what`) is refused.
+    #[error("--listen: {what}: {source}")]
+    Socket { what: &'static str, source: std::io::Error },
+    #[error("a receiver's books were poisoned")]
+    Poisoned,
+    #[error("--listen: receiving: {source}")]
+    Receive { source: std::io::Error },
+}
+
 /// Binds `count` sockets to `listen`, sharing the port; says where.
-pub fn open(listen: &str, count: u16, rcvbuf: usize, share: bool) -> Result<Vec<Receiver>, String> {
+pub fn open(listen: &str, count: u16, rcvbuf: usize, share: bool) -> Result<Vec<Receiver>, ReceiveError> {
     let address: SocketAddr = listen
         .to_socket_addrs()
-        .map_err(|e| format!("--listen {listen}: {e}"))?
+        .map_err(|source| ReceiveError::Resolve { listen: listen.to_string(), source })?
         .next()
-        .ok_or_else(|| format!("--listen {listen}: no address"))?;
+        .ok_or_else(|| ReceiveError::NoAddress { listen: listen.to_string() })?;
     if !share && address.port() != 0 {
         refuse_a_held_port(address)?;
     }
-    let first = udp::bind_shared(address).map_err(|e| format!("--listen {listen}: {e}"))?;
+    let first = udp::bind_shared(address)
+        .map_err(|source| ReceiveError::Bind { listen: listen.to_string(), source })?;
     // Port 0 picks a port: the others join the one it got.
-    let local = first.local_addr().map_err(|e| e.to_string())?;
+    let local = first.local_addr().map_err(|source| ReceiveError::Socket { what: "its address", source })?;
     let mut sockets = vec![first];
     for _ in 1..count {
-        sockets.push(udp::bind_shared(local).map_err(|e| format!("--listen {local} (--sockets): {e}"))?);
+        sockets.push(udp::bind_shared(local).map_err(|source| ReceiveError::Join { local, source })?);
     }
     let mut granted = 0;
     let receivers = sockets
         .into_iter()
         .map(|socket| {
-            socket.set_read_timeout(Some(Duration::from_millis(50))).map_err(|e| e.to_string())?;
-            granted = udp::set_receive_buffer(&socket, rcvbuf).map_err(|e| format!("--rcvbuf: {e}"))?;
-            udp::socket_drops(&socket).map_err(|e| format!("the kernel's drop count (SO_MEMINFO): {e}"))?;
+            let socket_error = |what| move |source| ReceiveError::Socket { what, source };
+            socket
+                .set_read_timeout(Some(Duration::from_millis(50)))
+                .map_err(socket_error("a read timeout"))?;
+            granted = udp::set_receive_buffer(&socket, rcvbuf)
+                .map_err(|source| ReceiveError::ReceiveBuffer { source })?;
+            udp::socket_drops(&socket).map_err(socket_error("the kernel's drop count (SO_MEMINFO)"))?;
             Ok(Receiver(BatchReceiver::new(socket)))
         })
-        .collect::<Result<Vec<_>, String>>()?;
+        .collect::<Result<Vec<_>, ReceiveError>>()?;
     let sockets = if count > 1 { format!(", {count} sockets") } else { String::new() };
     eprintln!("collect: listening on {local} (receive buffer {granted} bytes{sockets})");
     Ok(receivers)
@@ -58,14 +92,11 @@ pub fn open(listen: &str, count: u16, rcvbuf: usize, share: bool) -> Result<Vec<
 /// Our sockets share their port (SO_REUSEPORT) among themselves, and would
 /// with any other process's: a port another process holds is refused, as
 /// a plain bind finds it, unless `--share-port` asks to receive beside it.
-fn refuse_a_held_port(address: SocketAddr) -> Result<(), String> {
+fn refuse_a_held_port(address: SocketAddr) -> Result<(), ReceiveError> {
     match std::net::UdpSocket::bind(address) {
         Ok(_) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => Err(format!(
-            "--listen {address}: another process receives on this port (another collect?); stop it, pick another port, \
-             or --share-port to receive beside it (the kernel then splits the senders between the two)"
-        )),
-        Err(e) => Err(format!("--listen {address}: {e}")),
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => Err(ReceiveError::Held { address }),
+        Err(source) => Err(ReceiveError::Bind { listen: address.to_string(), source }),
     }
 }
 
@@ -74,7 +105,7 @@ pub fn spawn(
     receivers: Vec<Receiver>,
     shared: &Arc<Shared>,
     how: &Arc<How>,
-) -> Vec<std::thread::JoinHandle<Result<(), String>>> {
+) -> Vec<std::thread::JoinHandle<Result<(), ReceiveError>>> {
     receivers
         .into_iter()
         .zip(shared.books.iter().cloned())
@@ -96,7 +127,7 @@ fn receive(
     books: &Mutex<Books>,
     shared: &Shared,
     how: &How,
-) -> Result<(), String> {
+) -> Result<(), ReceiveError> {
     let mut drops_read = Instant::now();
     while !shared.quit.load(Ordering::Relaxed) {
         receive_batch(&mut receiver, books, shared, how)?;
@@ -107,7 +138,8 @@ fn receive(
     }
     // What already arrived is read before the end (for at most a second):
     // a stop loses no report the kernel holds.
-    receiver.socket().set_nonblocking(true).map_err(|e| e.to_string())?;
+    let nonblocking = receiver.socket().set_nonblocking(true);
+    nonblocking.map_err(|source| ReceiveError::Socket { what: "non-blocking reads", source })?;
     let draining = Instant::now();
     while receive_batch(&mut receiver, books, shared, how)? > 0 && draining.elapsed() < DRAIN_AT_MOST {}
     read_drops(receiver.socket(), books);
@@ -127,10 +159,10 @@ fn receive_batch(
     books: &Mutex<Books>,
     shared: &Shared,
     how: &How,
-) -> Result<usize, String> {
+) -> Result<usize, ReceiveError> {
     match receiver.receive() {
         Ok(count) => {
-            let mut books = books.lock().map_err(|_| "a receiver's books were poisoned".to_string())?;
+            let mut books = books.lock().map_err(|_| ReceiveError::Poisoned)?;
             books.ledger.tick();
             let mut reports = 0;
             let at_ns = crate::schema::now_ns();
@@ -163,7 +195,7 @@ fn receive_batch(
             }
             Ok(0)
         }
-        Err(e) => Err(e.to_string()),
+        Err(source) => Err(ReceiveError::Receive { source }),
     }
 }
 

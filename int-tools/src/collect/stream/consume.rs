@@ -23,7 +23,7 @@ use futures_util::StreamExt;
 
 use super::batch;
 use super::records::{take_record, Taken};
-use super::Settings;
+use super::{Settings, StreamError};
 use crate::collect::metrics::{counter, gauge};
 use crate::collect::outputs::Counted;
 use crate::collect::receive::{self, Came, Sequence};
@@ -117,11 +117,11 @@ pub fn spawn(
     shared: &Arc<Shared>,
     how: &Arc<How>,
     counts: Arc<Counts>,
-) -> std::thread::JoinHandle<Result<(), String>> {
+) -> std::thread::JoinHandle<Result<(), StreamError>> {
     let (shared, how) = (Arc::clone(shared), Arc::clone(how));
     std::thread::spawn(move || {
         let Some(books) = shared.books.first() else { return Ok(()) };
-        let runtime = super::runtime().map_err(|e| e.to_string())?;
+        let runtime = super::runtime().map_err(|source| StreamError::Runtime { source })?;
         let reader =
             Reader { settings: &settings, name: &consumer, books, shared: &shared, how: &how, counts };
         runtime.block_on(reader.run())
@@ -141,7 +141,7 @@ struct Reader<'a> {
 impl Reader<'_> {
     /// Reads the stream until collect stops; async-nats reconnects, to any
     /// server of a cluster, while one is away.
-    async fn run(&self) -> Result<(), String> {
+    async fn run(&self) -> Result<(), StreamError> {
         let Some(consumer) = self.consumer().await else { return Ok(()) };
         let mut lag = Lag { read: Instant::now(), said: None };
         while !self.stopping() {
@@ -186,9 +186,9 @@ impl Reader<'_> {
         while !self.stopping() {
             match self.open().await {
                 Ok(consumer) => return Some(consumer),
-                Err(error) if error != said => {
-                    eprintln!("collect: --from-nats: {error} (trying again)");
-                    said = error;
+                Err(error) if error.to_string() != said => {
+                    said = error.to_string();
+                    eprintln!("collect: --from-nats: {said} (trying again)");
                 }
                 Err(_) => {}
             }
@@ -197,7 +197,7 @@ impl Reader<'_> {
         None
     }
 
-    async fn open(&self) -> Result<jetstream::consumer::Consumer<pull::Config>, String> {
+    async fn open(&self) -> Result<jetstream::consumer::Consumer<pull::Config>, StreamError> {
         let client = super::connect(&self.settings.servers, "int-tools collect --from-nats").await?;
         let js = jetstream::new(client);
         let stream = super::ensure_stream(&js, self.settings).await?;
@@ -213,7 +213,7 @@ impl Reader<'_> {
         stream
             .get_or_create_consumer(self.name, config)
             .await
-            .map_err(|e| format!("consumer {}: {e}", self.name))
+            .map_err(|source| StreamError::Consumer { name: self.name.to_string(), source })
     }
 
     /// Messages that arrived together: acknowledged, then those the stream confirmed

@@ -23,6 +23,40 @@ pub const SCHEMA: &str = "1";
 /// within it (no acknowledgement came) is stored once.
 const DUPLICATE_WINDOW: Duration = Duration::from_secs(120);
 
+/// A `--nats` or `--from-nats` server collect cannot use (the flag is
+/// named by collect, which knows which it was).
+#[derive(Debug, thiserror::Error)]
+pub enum ServersError {
+    #[error("{url:?}: {SERVERS_HINT}")]
+    Form { url: String },
+    #[error("{url:?}: {source}; {SERVERS_HINT}")]
+    Address { url: String, source: std::io::Error },
+}
+
+const SERVERS_HINT: &str = "give it as nats://HOST:PORT, several comma-separated, e.g. nats://127.0.0.1:4222";
+
+/// Why the publisher or the aggregator cannot start or go on: the
+/// servers, the stream or the consumer named, and the cause.
+#[derive(Debug, thiserror::Error)]
+pub enum StreamError {
+    #[error("--nats-credentials {}: {source}", path.display())]
+    Credentials { path: std::path::PathBuf, source: std::io::Error },
+    #[error("{server}: {source}")]
+    Connect { server: String, source: async_nats::ConnectError },
+    /// The server would not make the stream; the way out where we know
+    /// one.
+    #[error("stream {stream}: {source}{}", creation_hint(&source.to_string(), *max_bytes))]
+    Create { stream: String, max_bytes: u64, source: jetstream::context::CreateStreamError },
+    #[error("stream {stream}: {source}")]
+    Info { stream: String, source: jetstream::stream::InfoError },
+    #[error("stream {stream} exists without the subjects {subjects}: {has:?}")]
+    Subjects { stream: String, subjects: String, has: Vec<String> },
+    #[error("consumer {name}: {source}")]
+    Consumer { name: String, source: jetstream::stream::ConsumerError },
+    #[error("a runtime for the stream: {source}")]
+    Runtime { source: std::io::Error },
+}
+
 /// What the stream's messages carry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -47,13 +81,13 @@ pub struct Servers {
 impl Servers {
     /// `nats://[user:password@]host[:port]`, several comma-separated (a
     /// cluster's servers: any one is enough, the rest are found).
-    pub fn parse(text: &str) -> Result<Servers, String> {
-        let hint = "give it as nats://HOST:PORT, several comma-separated, e.g. nats://127.0.0.1:4222";
+    pub fn parse(text: &str) -> Result<Servers, ServersError> {
         let mut servers = Servers { urls: Vec::new(), user: None, credentials: None, ca: None };
         for url in text.split(',').map(str::trim) {
+            let form = || ServersError::Form { url: url.to_string() };
             let Some((scheme, rest)) = url.split_once("://").filter(|(s, _)| ["nats", "tls"].contains(s))
             else {
-                return Err(format!("{url:?}: {hint}"));
+                return Err(form());
             };
             let host = match rest.rsplit_once('@') {
                 Some((credentials, host)) => {
@@ -65,10 +99,12 @@ impl Servers {
             };
             let host = host.trim_end_matches('/');
             if host.is_empty() || host.contains('/') {
-                return Err(format!("{url:?}: {hint}"));
+                return Err(form());
             }
             let url = format!("{scheme}://{host}");
-            url.parse::<async_nats::ServerAddr>().map_err(|e| format!("{url:?}: {e}; {hint}"))?;
+            if let Err(source) = url.parse::<async_nats::ServerAddr>() {
+                return Err(ServersError::Address { url, source });
+            }
             servers.urls.push(url);
         }
         Ok(servers)
@@ -104,7 +140,7 @@ pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
 
 /// A client connected to one of the servers, reconnecting to any of the
 /// cluster's for ever after.
-pub async fn connect(servers: &Servers, name: &str) -> Result<async_nats::Client, String> {
+pub async fn connect(servers: &Servers, name: &str) -> Result<async_nats::Client, StreamError> {
     let mut options = async_nats::ConnectOptions::new().name(name).max_reconnects(None);
     if let Some((user, password)) = &servers.user {
         options = options.user_and_password(user.clone(), password.clone());
@@ -113,18 +149,22 @@ pub async fn connect(servers: &Servers, name: &str) -> Result<async_nats::Client
         options = options
             .credentials_file(path)
             .await
-            .map_err(|e| format!("--nats-credentials {}: {e}", path.display()))?;
+            .map_err(|source| StreamError::Credentials { path: path.clone(), source })?;
     }
     if let Some(path) = &servers.ca {
         options = options.add_root_certificates(path.clone()).require_tls(true);
     }
     let addresses: Vec<async_nats::ServerAddr> =
         servers.urls.iter().filter_map(|url| url.parse().ok()).collect();
-    options.connect(addresses).await.map_err(|e| format!("{}: {e}", servers.first()))
+    let connected = options.connect(addresses).await;
+    connected.map_err(|source| StreamError::Connect { server: servers.first().to_string(), source })
 }
 
 /// The stream, made if missing; an existing one must take our subjects.
-pub async fn ensure_stream(js: &jetstream::Context, settings: &Settings) -> Result<stream::Stream, String> {
+pub async fn ensure_stream(
+    js: &jetstream::Context,
+    settings: &Settings,
+) -> Result<stream::Stream, StreamError> {
     let subjects = format!("{}.>", settings.prefix);
     let config = stream::Config {
         name: settings.stream.clone(),
@@ -136,29 +176,28 @@ pub async fn ensure_stream(js: &jetstream::Context, settings: &Settings) -> Resu
         duplicate_window: DUPLICATE_WINDOW,
         ..Default::default()
     };
-    let mut stream =
-        js.get_or_create_stream(config).await.map_err(|e| creation_refused(&e.to_string(), settings))?;
-    let info = stream.info().await.map_err(|e| e.to_string())?;
+    let name = || settings.stream.clone();
+    let mut stream = js.get_or_create_stream(config).await.map_err(|source| StreamError::Create {
+        stream: name(),
+        max_bytes: settings.max_bytes,
+        source,
+    })?;
+    let info = stream.info().await.map_err(|source| StreamError::Info { stream: name(), source })?;
     if !info.config.subjects.contains(&subjects) {
-        return Err(format!(
-            "stream {} exists without the subjects {subjects}: {:?}",
-            settings.stream, info.config.subjects
-        ));
+        return Err(StreamError::Subjects { stream: name(), subjects, has: info.config.subjects.clone() });
     }
     Ok(stream)
 }
 
-/// Why the server would not make the stream, with the way out where we
-/// know one.
-fn creation_refused(error: &str, settings: &Settings) -> String {
-    let mut said = format!("stream {}: {error}", settings.stream);
+/// The way out of a refused creation, where we know one.
+fn creation_hint(error: &str, max_bytes: u64) -> String {
+    let mut said = String::new();
     // JetStream's "insufficient storage resources available": it takes
     // 75% of its disk's free space, and the stream asked for more.
     if error.contains("10047") || error.contains("insufficient storage") {
         said.push_str(&format!(
-            "; the server has less room than the stream's --nats-max-bytes {}: lower it, or give \
-             the server's store more free disk (JetStream takes 75% of what is free when it starts)",
-            settings.max_bytes
+            "; the server has less room than the stream's --nats-max-bytes {max_bytes}: lower it, or give \
+             the server's store more free disk (JetStream takes 75% of what is free when it starts)"
         ));
     }
     if error.contains("10039") || error.contains("not enabled") {

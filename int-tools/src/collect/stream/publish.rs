@@ -23,7 +23,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::batch::{self, Entry, Kind};
-use super::{Format, Settings, SCHEMA};
+use super::{Format, Settings, StreamError, SCHEMA};
 use crate::collect::metrics::{counter, counter_family};
 use crate::collect::outputs::{Counted, Output, Running};
 use crate::collect::receive::{Came, Taken};
@@ -248,8 +248,8 @@ impl Counted for Counts {
 /// Connects, creates the stream or checks it is there (refusing a server
 /// without JetStream), then starts the publisher. The batch format's
 /// receivers take their feeds from the [`Feeder`].
-pub fn start(settings: Settings) -> Result<(Running, Option<Feeder>), String> {
-    let runtime = super::runtime().map_err(|e| e.to_string())?;
+pub fn start(settings: Settings) -> Result<(Running, Option<Feeder>), StreamError> {
+    let runtime = super::runtime().map_err(|source| StreamError::Runtime { source })?;
     let (client, js) = runtime.block_on(async {
         let client = super::connect(&settings.servers, "int-tools collect").await?;
         // The context's acknowledgement task runs on this runtime.
@@ -258,7 +258,7 @@ pub fn start(settings: Settings) -> Result<(Running, Option<Feeder>), String> {
             .max_ack_inflight(WINDOW * 2)
             .build(client.clone());
         super::ensure_stream(&js, &settings).await?;
-        Ok::<_, String>((client, js))
+        Ok::<_, StreamError>((client, js))
     })?;
     let format = settings.format;
     let counts = Arc::new(Counts::new(format));

@@ -29,6 +29,35 @@ const MAX_STACK_HOPS: usize = 255;
 pub const MAX_REASONS: usize = 64;
 const OTHER: &str = "stream: a record of another type or schema";
 
+/// Why a record is refused; its text is the reason it is counted under
+/// (`malformed_by_reason`), so each names the field and never a value
+/// beyond a short word of the sender's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RecordError {
+    #[error("stream: not a JSON record")]
+    NotJson,
+    #[error("stream: record schema {0}")]
+    Schema(String),
+    #[error("stream: a record of type {0}")]
+    Type(String),
+    #[error("stream: a measure without its flow")]
+    MeasureWithoutFlow,
+    #[error("stream: {0} missing")]
+    Missing(&'static str),
+    #[error("stream: {0} not an integer")]
+    NotInteger(&'static str),
+    #[error("stream: {0} out of range")]
+    OutOfRange(&'static str),
+    #[error("stream: hop_metadata over {0} hops")]
+    TooManyHops(usize),
+    #[error("stream: hop_metadata not a list")]
+    HopsNotList,
+    #[error("stream: hop_metadata[] not a hop")]
+    NotHop,
+    #[error("stream: flow not a flow")]
+    NotFlow,
+}
+
 /// What became of one message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Taken {
@@ -59,7 +88,7 @@ pub fn take_record(schema: Option<&str>, payload: &[u8], books: &mut Books, outp
             crate::collect::print::print(&value, output);
             taken
         }
-        Err(reason) => Taken::Malformed(reason),
+        Err(reason) => Taken::Malformed(reason.to_string()),
     };
     count(books, &taken);
     taken
@@ -104,13 +133,13 @@ enum Kind {
 }
 
 /// The record in `payload`, checked; `Err` names why it is refused.
-fn check(schema: Option<&str>, payload: &[u8]) -> Result<(Record, Value), String> {
+fn check(schema: Option<&str>, payload: &[u8]) -> Result<(Record, Value), RecordError> {
     let Ok(value) = serde_json::from_slice::<Value>(payload) else {
-        return Err("stream: not a JSON record".into());
+        return Err(RecordError::NotJson);
     };
     match schema {
         Some(SCHEMA) => {}
-        other => return Err(format!("stream: record schema {}", said(other.unwrap_or("none")))),
+        other => return Err(RecordError::Schema(said(other.unwrap_or("none")).to_string())),
     }
     let kind = match value.get("type").and_then(Value::as_str) {
         Some("latency" | "tr05-flow" | "tr05" | "drop-summary" | "tr20-loss") => Kind::Flow,
@@ -122,7 +151,7 @@ fn check(schema: Option<&str>, payload: &[u8]) -> Result<(Record, Value), String
             ordered: field(&value, "ordered").as_bool().unwrap_or(false) && !field(&value, "path").is_null(),
         },
         Some("path-change") => Kind::Derived,
-        _ => return Err(format!("stream: a record of type {}", said(&field(&value, "type").to_string()))),
+        _ => return Err(RecordError::Type(said(&field(&value, "type").to_string()).to_string())),
     };
     let record = Record {
         flow: flow_of(field(&value, "flow"))?,
@@ -133,7 +162,7 @@ fn check(schema: Option<&str>, payload: &[u8]) -> Result<(Record, Value), String
         kind,
     };
     if record.measure.is_some() && record.flow.is_none() {
-        return Err("stream: a measure without its flow".into());
+        return Err(RecordError::MeasureWithoutFlow);
     }
     Ok((record, value))
 }
@@ -152,11 +181,11 @@ fn said(text: &str) -> &str {
 /// A record's latency or loss: each within what its report can carry.
 /// Only the types that carry one have one: another type's field of the
 /// name is none of collect's.
-fn measure_of(value: &Value) -> Result<Option<Measure>, String> {
+fn measure_of(value: &Value) -> Result<Option<Measure>, RecordError> {
     match field(value, "type").as_str() {
         Some("drop-summary" | "tr20-loss") => {
             // Both reports carry a 32-bit count: the record must have one.
-            let lost = integer::<u32>(value, "lost_packets")?.ok_or("stream: lost_packets missing")?;
+            let lost = integer::<u32>(value, "lost_packets")?.ok_or(RecordError::Missing("lost_packets"))?;
             return Ok(Some(Measure::Lost(lost)));
         }
         Some("latency" | "tr05-flow" | "tr20") => {}
@@ -166,7 +195,7 @@ fn measure_of(value: &Value) -> Result<Option<Measure>, String> {
     // A sink believes no longer one-way latency, nor a negative one (clock
     // skew) of that size.
     if ns.unsigned_abs() > MAX_ONE_WAY_NS {
-        return Err("stream: latency_ns out of range".into());
+        return Err(RecordError::OutOfRange("latency_ns"));
     }
     let flow_seq = integer(value, "flow_seq")?;
     let hops = integer(value, "hops")?;
@@ -174,35 +203,35 @@ fn measure_of(value: &Value) -> Result<Option<Measure>, String> {
 }
 
 /// A TR 2.0 record's stack and drop.
-fn stack_of(value: &Value) -> Result<Kind, String> {
+fn stack_of(value: &Value) -> Result<Kind, RecordError> {
     let drop_reason = match &field(value, "drop") {
         Value::Null => None,
-        drop => Some(integer::<u8>(drop, "reason")?.ok_or("stream: drop.reason missing")?),
+        drop => Some(integer::<u8>(drop, "reason")?.ok_or(RecordError::Missing("drop.reason"))?),
     };
     let report_node = integer(value, "report_node")?.unwrap_or(0);
     Ok(Kind::Stack { report_node, hops: hops_of(value, MAX_STACK_HOPS)?, drop_reason })
 }
 
 /// `hop_metadata` (records::hop21's form), at most `most` hops.
-fn hops_of(value: &Value, most: usize) -> Result<Vec<HopMetadata>, String> {
+fn hops_of(value: &Value, most: usize) -> Result<Vec<HopMetadata>, RecordError> {
     match &field(value, "hop_metadata") {
         Value::Null => Ok(Vec::new()),
         Value::Array(hops) if hops.len() <= most => hops.iter().map(hop_of).collect(),
-        Value::Array(_) => Err(format!("stream: hop_metadata over {most} hops")),
-        _ => Err("stream: hop_metadata not a list".into()),
+        Value::Array(_) => Err(RecordError::TooManyHops(most)),
+        _ => Err(RecordError::HopsNotList),
     }
 }
 
 /// An integer field of `value`: `None` where absent or null, `Err` where
 /// it is not an integer `T` holds (a fraction, a string, out of range).
-fn integer<T: TryFrom<i128>>(value: &Value, key: &'static str) -> Result<Option<T>, String> {
+fn integer<T: TryFrom<i128>>(value: &Value, key: &'static str) -> Result<Option<T>, RecordError> {
     let field = match value.get(key) {
         None | Some(Value::Null) => return Ok(None),
         Some(field) => field,
     };
     let wide = field.as_u64().map(i128::from).or_else(|| field.as_i64().map(i128::from));
-    let wide = wide.ok_or_else(|| format!("stream: {key} not an integer"))?;
-    T::try_from(wide).map(Some).map_err(|_| format!("stream: {key} out of range"))
+    let wide = wide.ok_or(RecordError::NotInteger(key))?;
+    T::try_from(wide).map(Some).map_err(|_| RecordError::OutOfRange(key))
 }
 
 /// The books take a checked record: its measure, hops, drop.
@@ -232,7 +261,7 @@ fn book(record: &Record, books: &mut Books) {
 }
 
 /// A record's `flow`: `None` where null, `Err` where it is not a flow.
-fn flow_of(flow: &Value) -> Result<Option<FlowKey>, String> {
+fn flow_of(flow: &Value) -> Result<Option<FlowKey>, RecordError> {
     if flow.is_null() {
         return Ok(None);
     }
@@ -246,16 +275,16 @@ fn flow_of(flow: &Value) -> Result<Option<FlowKey>, String> {
             dst_port: integer(flow, "dst_port").ok()??,
         })
     })();
-    key.map(Some).ok_or_else(|| "stream: flow not a flow".to_string())
+    key.map(Some).ok_or(RecordError::NotFlow)
 }
 
 /// A hop of `hop_metadata` (records::hop21's form); a field the hop did
 /// not write is null.
-fn hop_of(hop: &Value) -> Result<HopMetadata, String> {
+fn hop_of(hop: &Value) -> Result<HopMetadata, RecordError> {
     if !hop.is_object() {
-        return Err("stream: hop_metadata[] not a hop".into());
+        return Err(RecordError::NotHop);
     }
-    let pair = |id: &'static str, occupancy: &'static str| -> Result<Option<(u8, u32)>, String> {
+    let pair = |id: &'static str, occupancy: &'static str| -> Result<Option<(u8, u32)>, RecordError> {
         Ok(integer(hop, id)?.zip(integer(hop, occupancy)?))
     };
     Ok(HopMetadata {

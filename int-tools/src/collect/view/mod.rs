@@ -40,12 +40,26 @@ pub struct Settings {
 
 type Shown = Arc<RwLock<Board>>;
 
+/// Why the view cannot start, or its server stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ViewError {
+    #[error("--http {addr}: {source}")]
+    Bind { addr: SocketAddr, source: std::io::Error },
+    /// A socket option, a thread or the server's runtime (`what`) refused.
+    #[error("--http: {what}: {source}")]
+    Start { what: &'static str, source: std::io::Error },
+    #[error("--http: serving: {source}")]
+    Serve { source: std::io::Error },
+}
+
 /// Binds the address (a taken one fails now, at start) and starts the
 /// sampler and the server; both end when the collector stops.
-pub fn start(settings: Settings, shared: Arc<Shared>) -> Result<Vec<std::thread::JoinHandle<()>>, String> {
-    let listener = TcpListener::bind(settings.addr).map_err(|e| format!("--http {}: {e}", settings.addr))?;
-    let local = listener.local_addr().map_err(|e| e.to_string())?;
-    listener.set_nonblocking(true).map_err(|e| format!("--http {local}: {e}"))?;
+pub fn start(settings: Settings, shared: Arc<Shared>) -> Result<Vec<std::thread::JoinHandle<()>>, ViewError> {
+    let addr = settings.addr;
+    let listener = TcpListener::bind(addr).map_err(|source| ViewError::Bind { addr, source })?;
+    let refused = |what| move |source| ViewError::Start { what, source };
+    let local = listener.local_addr().map_err(refused("the socket's address"))?;
+    listener.set_nonblocking(true).map_err(refused("non-blocking accepts"))?;
     let stale_ms = u64::try_from(settings.stale_after.as_millis()).unwrap_or(u64::MAX);
     let shown: Shown = Arc::new(RwLock::new(Board::new(stale_ms)));
     let sampler = {
@@ -53,7 +67,7 @@ pub fn start(settings: Settings, shared: Arc<Shared>) -> Result<Vec<std::thread:
         std::thread::Builder::new()
             .name("collect-view-sample".into())
             .spawn(move || sample_until_quit(&shared, &shown, settings.sample))
-            .map_err(|e| format!("--http: {e}"))?
+            .map_err(refused("the sampler's thread"))?
     };
     let server = std::thread::Builder::new()
         .name("collect-view-http".into())
@@ -62,7 +76,7 @@ pub fn start(settings: Settings, shared: Arc<Shared>) -> Result<Vec<std::thread:
                 eprintln!("collect: view: {error}");
             }
         })
-        .map_err(|e| format!("--http: {e}"))?;
+        .map_err(refused("the server's thread"))?;
     eprintln!("collect: view on http://{local}/");
     Ok(vec![sampler, server])
 }
@@ -90,17 +104,19 @@ fn sample_until_quit(shared: &Shared, shown: &RwLock<Board>, every: Duration) {
     }
 }
 
-fn serve(listener: TcpListener, shown: Shown, shared: Arc<Shared>) -> Result<(), String> {
+fn serve(listener: TcpListener, shown: Shown, shared: Arc<Shared>) -> Result<(), ViewError> {
+    let refused = |what| move |source| ViewError::Start { what, source };
     let runtime =
-        tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+        tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(refused("a runtime"))?;
     runtime.block_on(async {
-        let listener = tokio::net::TcpListener::from_std(listener).map_err(|e| e.to_string())?;
+        let listener = tokio::net::TcpListener::from_std(listener).map_err(refused("the listener"))?;
         let quit = async move {
             while !shared.quit.load(Ordering::Relaxed) {
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
         };
-        axum::serve(listener, routes(shown)).with_graceful_shutdown(quit).await.map_err(|e| e.to_string())
+        let served = axum::serve(listener, routes(shown)).with_graceful_shutdown(quit).await;
+        served.map_err(|source| ViewError::Serve { source })
     })
 }
 

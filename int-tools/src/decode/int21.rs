@@ -216,9 +216,7 @@ pub fn print_block(int: &Value) {
         int["domain_id"]
     );
     for (i, hop) in int["hops"].as_array().into_iter().flatten().enumerate() {
-        let fields: Vec<String> =
-            hop.as_object().map(|m| m.iter().map(|(k, v)| format!("{k}={v}")).collect()).unwrap_or_default();
-        println!("  hop {i}: {}", fields.join(" "));
+        println!("  hop {i}: {}", super::text::hop_fields(hop));
     }
     if !int["sequence"].is_null() {
         println!("  source-only: packet number {}", int["sequence"]);
@@ -258,14 +256,7 @@ pub fn print_report(report: &Value) {
         if !packet.is_null() {
             let flow = &individual["flow"];
             match flow.as_object() {
-                Some(_) => println!(
-                    "    packet: {} {}:{} > {}:{}",
-                    flow["protocol"],
-                    flow["src"].as_str().unwrap_or("?"),
-                    flow["src_port"],
-                    flow["dst"].as_str().unwrap_or("?"),
-                    flow["dst_port"]
-                ),
+                Some(_) => println!("    packet: {}", super::text::flow(flow, ">")),
                 None => println!("    packet: headers too short for its flow"),
             }
             let md = &packet["int21"];
@@ -275,11 +266,7 @@ pub fn print_report(report: &Value) {
                     md["hop_ml"], md["remaining_hop_cnt"], md["instruction_names"]
                 );
                 for (i, hop) in md["hops"].as_array().into_iter().flatten().enumerate() {
-                    let fields: Vec<String> = hop
-                        .as_object()
-                        .map(|m| m.iter().map(|(k, v)| format!("{k}={v}")).collect())
-                        .unwrap_or_default();
-                    println!("    hop {i}: {}", fields.join(" "));
+                    println!("    hop {i}: {}", super::text::hop_fields(hop));
                 }
             }
         }

@@ -1,0 +1,67 @@
+//! Why collect stops, by part: each error names the flag or the input and
+//! the cause. A flag's mistake stops collect before it receives; a
+//! receiver's or the aggregator's failure ends the run and is said at its
+//! end, after the summary.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use super::receive::ReceiveError;
+use super::stream::{ServersError, StreamError};
+use super::view::ViewError;
+use super::{influx, names, plot};
+
+#[derive(Debug, thiserror::Error)]
+pub enum CollectError {
+    #[error(transparent)]
+    Names(#[from] names::NamesError),
+    /// The plot's file cannot be written (tried at start).
+    #[error("--plot {}: {source}", path.display())]
+    PlotPath { path: PathBuf, source: std::io::Error },
+    #[error("--plot {}: {cause}", path.display())]
+    Plot { path: PathBuf, cause: plot::Failure },
+    #[error(transparent)]
+    Receive(#[from] ReceiveError),
+    #[error("--metrics {addr}: {source}")]
+    Metrics { addr: SocketAddr, source: std::io::Error },
+    #[error(transparent)]
+    View(#[from] ViewError),
+    #[error("{flag} {source}")]
+    Servers { flag: &'static str, source: ServersError },
+    #[error(transparent)]
+    Stream(#[from] StreamError),
+    #[error("--nats-stream, --nats-prefix, --nats-consumer: letters, digits, _ and - only")]
+    StreamNames,
+    #[error("{flag} {value}: a number of seconds above 0")]
+    Seconds { flag: &'static str, value: f64 },
+    #[error("--sink-id {0:?}: present, absent or detect")]
+    SinkId(String),
+    #[error(transparent)]
+    InfluxUrl(#[from] influx::UrlError),
+    #[error("--influx-db {0:?}: letters, digits and _ only")]
+    InfluxDb(String),
+    #[error("--influx-password-file: only with --influx-user")]
+    PasswordWithoutUser,
+    #[error("--influx-password-file {}: {source}", path.display())]
+    PasswordFile { path: PathBuf, source: std::io::Error },
+    #[error("--influx-user: a password in --influx-password-file or the environment's INFLUX_PASSWORD")]
+    NoPassword,
+    /// `--ipfix`'s target as the exporter's reader says it (its text
+    /// names the flag and the target).
+    #[error("{0}")]
+    IpfixTarget(String),
+}
+
+/// A flag's value that is none of its choices.
+#[derive(Debug, thiserror::Error)]
+#[error("{text:?}: {choices}")]
+pub struct ChoiceError {
+    pub text: String,
+    /// The choices, each with what it means.
+    pub choices: &'static str,
+}
+
+/// A flag's value, or a names file's key, that is no node id.
+#[derive(Debug, thiserror::Error)]
+#[error("{0:?}: a node id, as a dotted quad (10.0.0.1) or a number (decimal or 0x hex)")]
+pub struct NodeIdError(pub String);
