@@ -19,7 +19,9 @@ use super::int21::report::Reporter21;
 use super::int21::sink::Sink21Stage;
 use super::int21::source::Source21Stage;
 use super::int21::transit::Transit21Stage;
-use super::ioam::{IoamEncapStage, IoamTransitStage};
+use super::ioam::decap::IoamDecapStage;
+use super::ioam::encap::IoamEncapStage;
+use super::ioam::transit::IoamTransitStage;
 use super::rate_limit::RateLimit;
 use super::reference::{Reference, ReferenceStage};
 use super::setup::{Hop, SetupError, SinkSetup};
@@ -108,7 +110,8 @@ fn with_top_flows(mut stage: Stage, top: TopFlows) -> Stage {
         Stage::Source(source) => source.top = top,
         Stage::Source21(source) => source.top = top,
         Stage::Sink(sink) => sink.top = top,
-        Stage::Sink21(sink) => sink.top = top,
+        Stage::Sink21(sink) => sink.core.top = top,
+        Stage::IoamDecap(decap) => decap.core.top = top,
         Stage::Postcard(postcard) => postcard.top = top,
         Stage::IoamEncap(encap) => encap.top = top,
         _ => {}
@@ -265,7 +268,7 @@ fn sink_stage(
             Stage::Sink(Box::new(sink))
         }
         IntDomain::V21(domain) => Stage::Sink21(Box::new(Sink21Stage::new(domain, setup))),
-        IntDomain::Ioam(domain) => Stage::Sink21(Box::new(Sink21Stage::ioam(domain, setup))),
+        IntDomain::Ioam(domain) => Stage::IoamDecap(Box::new(IoamDecapStage::new(&domain, setup))),
     };
     Ok(stage)
 }

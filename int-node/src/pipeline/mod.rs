@@ -16,6 +16,7 @@ pub mod rate_limit;
 pub mod reference;
 pub mod reload;
 pub mod setup;
+pub mod sink_core;
 pub mod sink_flow;
 pub mod source_flow;
 pub mod top_flows;
@@ -44,8 +45,9 @@ pub enum Stage {
     Transit21(Box<int21::transit::Transit21Stage>),
     Sink21(Box<int21::sink::Sink21Stage>),
     Postcard(Box<int21::postcard::PostcardStage>),
-    IoamEncap(Box<ioam::IoamEncapStage>),
-    IoamTransit(Box<ioam::IoamTransitStage>),
+    IoamEncap(Box<ioam::encap::IoamEncapStage>),
+    IoamTransit(Box<ioam::transit::IoamTransitStage>),
+    IoamDecap(Box<ioam::decap::IoamDecapStage>),
     #[cfg(feature = "lab")]
     Impair(Box<impair::ImpairStage>),
     Reference(Box<reference::ReferenceStage>),
@@ -74,13 +76,17 @@ impl Pipeline {
         // The lcore's clock, shown by each of its pipelines.
         self.counters.set(Counter::clock_steps_back, clock.steps_back());
         // The sink reads the clock once per poll, for its sweep and burst.
-        let sink_ns =
-            if matches!(self.stage, Stage::Sink(_) | Stage::Sink21(_)) { clock.now_ns() } else { 0 };
+        let sink_ns = if matches!(self.stage, Stage::Sink(_) | Stage::Sink21(_) | Stage::IoamDecap(_)) {
+            clock.now_ns()
+        } else {
+            0
+        };
         match &mut self.stage {
             // The sweep runs even when no packet came: losses are reported
             // on time for flows that went quiet.
             Stage::Sink(sink) => sink.sweep(sink_ns, &mut self.counters),
-            Stage::Sink21(sink) => sink.sweep(sink_ns, &mut self.counters),
+            Stage::Sink21(sink) => sink.core.sweep(sink_ns, &mut self.counters),
+            Stage::IoamDecap(decap) => decap.core.sweep(sink_ns, &mut self.counters),
             #[cfg(feature = "lab")]
             Stage::Impair(impair) if received == 0 => impair.release_due(clock, &mut self.counters),
             _ => {}
@@ -114,6 +120,7 @@ impl Pipeline {
             Stage::Postcard(postcard) => postcard.process(burst, clock, &mut self.counters),
             Stage::IoamEncap(encap) => encap.process(burst, clock, &mut self.counters),
             Stage::IoamTransit(transit) => transit.process(burst, clock, &mut self.counters),
+            Stage::IoamDecap(decap) => decap.process(burst, sink_ns, &mut self.counters),
             #[cfg(feature = "lab")]
             Stage::Impair(impair) => impair.process(burst, clock, &mut self.counters),
             Stage::Reference(reference) => reference.process(burst, sink_ns, &mut self.counters),
@@ -201,7 +208,8 @@ pub fn run_worker(
     for pipeline in pipelines.iter_mut() {
         match &mut pipeline.stage {
             Stage::Sink(sink) => sink.finish(&mut clock, &mut pipeline.counters),
-            Stage::Sink21(sink) => sink.finish(&mut clock, &mut pipeline.counters),
+            Stage::Sink21(sink) => sink.core.finish(&mut clock, &mut pipeline.counters),
+            Stage::IoamDecap(decap) => decap.core.finish(&mut clock, &mut pipeline.counters),
             #[cfg(feature = "lab")]
             Stage::Impair(impair) => impair.finish(),
             _ => {}

@@ -121,6 +121,9 @@ fn swap(stage: &mut Stage, update: Update) -> Update {
         }
         (Stage::Sink(sink), Update::SinkReports(reports)) => Update::SinkReports(sink.set_reports(reports)),
         (Stage::Sink21(sink), Update::SinkReports(reports)) => Update::SinkReports(sink.set_reports(reports)),
+        (Stage::IoamDecap(decap), Update::SinkReports(reports)) => {
+            Update::SinkReports(decap.set_reports(reports))
+        }
         (_, update) => update,
     }
 }

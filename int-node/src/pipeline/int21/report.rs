@@ -13,15 +13,20 @@
 //! not known here. Reports of every MX packet go out, within the export
 //! rate limit (counted `reports_suppressed` beyond it).
 
+use int_core::flow::FlowKey;
 use int_core::int21::{HopMetadata, Instructions};
+use int_core::loss::PendingLoss;
 use int_core::report::tr20::{
     DropInfo, GroupHeaderRepr, InType, IndividualReport, IntContents, RepType, ReportFlags, DROP_BIT,
-    GROUP_HEADER_LEN,
+    DROP_INT_MALFORMED, GROUP_HEADER_LEN,
 };
+use int_core::report::tr20_loss::{self, LossReport};
 use int_core::EmitError;
 
 use crate::pipeline::export::{QueueError, ReportSender, REPORT_MAX};
 use crate::pipeline::rate_limit::RateLimit;
+use crate::pipeline::sink_core::{SinkCore, SinkReports};
+use crate::pipeline::sink_flow::{LossReports, SinkFlow};
 use crate::stats::{Counter, Counters};
 
 /// The metadata a software node provides: level 1 ports, hop latency,
@@ -181,26 +186,147 @@ impl Reporter21 {
         self.pending = [0; KINDS.len()];
     }
 
-    /// At shutdown nothing is rate-limited.
+    /// Reports per second (0: no limit).
     pub fn rate_limit(&self) -> u32 {
         self.limit.per_second()
     }
 
-    /// A new rate limit; the allowance starts full again.
+    /// A new rate limit (0: none, as at shutdown); the allowance starts
+    /// full again.
     pub fn set_rate_limit(&mut self, per_second: u32) {
         self.limit = RateLimit::new(per_second);
     }
+}
 
-    pub fn unlimit(&mut self) {
-        self.limit = RateLimit::new(0);
+/// The reports of a sink that speaks Telemetry Report 2.0 (INT 2.1's sink
+/// and IOAM's decapsulating node): this node's metadata on the packets it
+/// reports, drop reports on the packets it drops for their lying headers,
+/// and the losses its sweep declares ([`int_core::report::tr20_loss`]).
+pub struct SinkReporter21 {
+    pub reporter: Reporter21,
+    /// The Domain Specific ID loss reports carry their figures under.
+    domain_id: u16,
+    /// This node's INT port (the sink's RX port), in its metadata.
+    int_port: u16,
+}
+
+impl SinkReporter21 {
+    pub fn new(reporter: Reporter21, domain_id: u16, int_port: u16) -> Self {
+        SinkReporter21 { reporter, domain_id, int_port }
+    }
+
+    /// This node's report on a packet it received (`packet`: from its IP
+    /// header through the telemetry), for `kind`: its port and the time
+    /// (hop latency zero: it is the last node).
+    pub fn on_packet(&mut self, packet: Packet<'_>, now_ns: u64, kind: Counter, counters: &mut Counters) {
+        let metadata = HopMetadata {
+            l1_ingress_port: Some(self.int_port),
+            l1_egress_port: Some(self.int_port),
+            hop_latency: Some(0),
+            ingress_timestamp: Some(now_ns),
+            egress_timestamp: Some(now_ns),
+            ..HopMetadata::default()
+        };
+        let Packet { bytes, in_type, rep_md_bits, drop } = packet;
+        let subject = Subject { packet: bytes, in_type, rep_md_bits, metadata, drop };
+        self.reporter.report(subject, now_ns, kind, counters);
+    }
+
+    /// A drop report on a packet this sink drops for its lying headers
+    /// (`malformed: drop`): D, the reason [`DROP_INT_MALFORMED`], the
+    /// sink's ingress port and time, and the packet's first bytes from its
+    /// Ethernet header (InType 3: how far its headers can be believed is
+    /// not known).
+    pub fn drop_report(&mut self, frame: &[u8], now_ns: u64, counters: &mut Counters) {
+        // Its first bytes, or the whole packet if it is shorter.
+        let packet = frame.get(..DROPPED_BYTES).unwrap_or(frame);
+        let metadata = HopMetadata {
+            l1_ingress_port: Some(self.int_port),
+            ingress_timestamp: Some(now_ns),
+            ..HopMetadata::default()
+        };
+        let drop = Some(DropInfo { queue_id: 0, reason: DROP_INT_MALFORMED });
+        let subject =
+            Subject { packet, in_type: InType::Ethernet, rep_md_bits: DROP_MD_BITS, metadata, drop };
+        self.reporter.report(subject, now_ns, Counter::reports_drop, counters);
     }
 }
 
-impl crate::pipeline::sink_flow::LossReports for Reporter21 {
+/// A packet a TR 2.0 sink reports on, as [`SinkReporter21::on_packet`]
+/// puts it in the report.
+pub struct Packet<'a> {
+    /// From its IP header through the telemetry.
+    pub bytes: &'a [u8],
+    pub in_type: InType,
+    /// This node's metadata in the report.
+    pub rep_md_bits: u16,
+    /// The packet asked to be discarded (D, with the reason).
+    pub drop: Option<DropInfo>,
+}
+
+/// The sink's metadata in a latency report: level 1 ports, ingress and
+/// egress timestamps.
+pub const LATENCY_MD_BITS: u16 = 0x4c00;
+/// Its metadata in a drop report: level 1 ports (the egress one unknown,
+/// all ones) and the ingress timestamp; bit 15 is added with the reason.
+const DROP_MD_BITS: u16 = 0x4800;
+/// Bytes of a dropped packet a drop report carries.
+const DROPPED_BYTES: usize = 128;
+
+impl SinkCore<SinkReporter21> {
+    /// A packet whose headers lie: counted, then dropped with a drop
+    /// report or forwarded, by policy. Returns whether it goes on.
+    pub fn malformed(
+        &mut self,
+        frame: &[u8],
+        error: int_core::ParseError,
+        now_ns: u64,
+        counters: &mut Counters,
+    ) -> bool {
+        let keep = self.rules.malformed(error, counters);
+        if !keep {
+            self.reports.drop_report(frame, now_ns, counters);
+        }
+        keep
+    }
+}
+
+impl LossReports for SinkReporter21 {
     fn has_room(&self) -> bool {
-        self.sender.has_room()
+        self.reporter.sender.has_room()
     }
     fn allow(&mut self, now_ns: u64) -> bool {
-        self.limit.allow(now_ns)
+        self.reporter.limit.allow(now_ns)
+    }
+}
+
+impl SinkReports for SinkReporter21 {
+    fn send_loss(
+        &mut self,
+        key: &FlowKey,
+        flow: &SinkFlow,
+        loss: PendingLoss,
+        _: u64,
+        counters: &mut Counters,
+    ) {
+        let report = LossReport {
+            flow: *key,
+            first_sequence: loss.first_sequence,
+            count: loss.count,
+            source_node: (flow.source_node != 0).then_some(flow.source_node),
+            declared_ns: loss.first_declared_ns,
+        };
+        let domain_id = self.domain_id;
+        let build = |out: &mut [u8]| report.emit(domain_id, out);
+        self.reporter.add(tr20_loss::LEN, build, Counter::reports_loss, counters);
+    }
+    fn flush(&mut self, counters: &mut Counters) {
+        self.reporter.flush(counters);
+    }
+    fn rate_limit(&self) -> u32 {
+        self.reporter.rate_limit()
+    }
+    fn set_rate_limit(&mut self, per_second: u32) {
+        self.reporter.set_rate_limit(per_second);
     }
 }

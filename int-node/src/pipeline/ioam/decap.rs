@@ -1,0 +1,136 @@
+//! The decapsulating node of an IOAM domain: finds the namespace's trace
+//! in every IPv6 packet ([`int_core::ioam::find`]), tracks its flow by
+//! every sink's rules ([`crate::pipeline::sink_core`]), reports in
+//! Telemetry Report 2.0 as an INT 2.1 sink does, and gives back the packet
+//! as it came ([`int_core::ioam::decap`]).
+//!
+//! What the rules read of a trace: the oldest slot's node id and timestamp
+//! as the source's (where the trace has no time, the Edge-to-Edge option's
+//! entry time), every slot's node id, transit delay and queue depth for
+//! the hop rule, the Edge-to-Edge option's packet number (its low 32 bits)
+//! for loss. Loss reports carry their figures under int-node's default
+//! Domain Specific ID, which collect reads unless told another.
+
+use int_core::hop_rule::{HopDigest, HopFigures, Untold, MAX_HOPS};
+use int_core::ioam::decap::decap;
+use int_core::ioam::find::{find, Found};
+use int_core::ioam::{Domain, TimestampFormat};
+use int_core::report::tr20::InType;
+
+use crate::config::INT21_DOMAIN_ID;
+use crate::dpdk::mbuf::Burst;
+use crate::flow_table::{FlowRef, FlowTable};
+use crate::pipeline::int21::report::{Packet, Reporter21, SinkReporter21, LATENCY_MD_BITS};
+use crate::pipeline::rate_limit::RateLimit;
+use crate::pipeline::reload::SinkReports;
+use crate::pipeline::setup::SinkSetup;
+use crate::pipeline::sink_core::{restored, Seen, SinkCore};
+use crate::stats::{Counter, Counters};
+
+pub struct IoamDecapStage {
+    namespace: u16,
+    timestamps: TimestampFormat,
+    pub core: SinkCore<SinkReporter21>,
+}
+
+impl IoamDecapStage {
+    pub fn new(domain: &Domain, setup: SinkSetup) -> Self {
+        let SinkSetup { settings, hop, rate_limit, reports } = setup;
+        let reporter = Reporter21::new(reports, RateLimit::new(rate_limit), hop.node_id);
+        let reports = SinkReporter21::new(reporter, INT21_DOMAIN_ID, hop.rx_int_port);
+        let flows = FlowTable::with_ipv6_keys(settings.flow_capacity as usize);
+        IoamDecapStage {
+            namespace: domain.namespace,
+            timestamps: domain.timestamps,
+            core: SinkCore::new(settings, hop.rx_timestamps, flows, reports),
+        }
+    }
+
+    /// New report settings, between bursts; returns the ones replaced.
+    pub fn set_reports(&mut self, reports: SinkReports) -> SinkReports {
+        let old = self.core.set_reports(reports);
+        if reports.hops != old.hops {
+            self.core.forget_hops();
+        }
+        old
+    }
+
+    #[inline(never)]
+    pub fn process(&mut self, burst: &mut Burst, burst_ns: u64, counters: &mut Counters) {
+        let mut drop = 0u32;
+        for i in 0..burst.len() {
+            if crate::pipeline::frame_ahead(burst, i, counters).is_none() {
+                continue;
+            }
+            if !self.take(burst, i, burst_ns, counters) {
+                drop |= 1 << i;
+            }
+        }
+        self.core.reports.reporter.flush(counters);
+        if drop != 0 {
+            burst.retain(|i| drop & (1 << i) == 0);
+        }
+    }
+
+    /// Packet `i`: not traced, malformed (by policy), or traced: tracked,
+    /// reported, and restored. Returns whether it goes on.
+    fn take(&mut self, burst: &mut Burst, i: usize, burst_ns: u64, counters: &mut Counters) -> bool {
+        let Some(frame) = burst.data(i) else { return true };
+        let found = match find(frame, self.namespace) {
+            Ok(Some(found)) => found,
+            Ok(None) => {
+                counters.inc(Counter::not_int);
+                return true;
+            }
+            Err(error) => return self.core.malformed(frame, error, burst_ns, counters),
+        };
+        let now_ns = self.core.arrival_ns(burst, i, burst_ns);
+        let Some(frame) = burst.data(i) else { return true };
+        let key = found.flow(frame);
+        let seen = self.seen(frame, &found);
+        if found.trace.header.overflow() {
+            counters.inc(Counter::max_hop_reached);
+        }
+        if let Some(why) = self.core.track(FlowRef::Key(&key), &seen, now_ns, counters) {
+            if let Some(bytes) = frame.get(found.ip.l3..found.report_end()) {
+                let packet =
+                    Packet { bytes, in_type: InType::Ipv6, rep_md_bits: LATENCY_MD_BITS, drop: None };
+                self.core.reports.on_packet(packet, now_ns, why, counters);
+            }
+        }
+        let restored_whole = matches!(burst.with_frame(i, |f| decap(f, &found)), Some(true));
+        restored(restored_whole, false, counters)
+    }
+
+    /// What the rules read of a trace: every element read once, the hop
+    /// rule's figures newest first, and the oldest's (the encapsulating
+    /// node's) id and time.
+    fn seen(&self, frame: &[u8], found: &Found) -> Seen {
+        let (mut figures, mut count, mut oldest) = ([None; MAX_HOPS], 0, None);
+        for node in found.nodes(frame) {
+            let hop = node.as_hop(self.timestamps);
+            let told = hop.node_id.map(|id| HopFigures {
+                node: id,
+                latency: hop.hop_latency,
+                queue: hop.queue.map(|(_, q)| q),
+            });
+            if let Some(slot) = figures.get_mut(count) {
+                *slot = told;
+            }
+            count += 1;
+            oldest = Some(hop);
+        }
+        let hops: Result<HopDigest, Untold> = match figures.get(..count) {
+            Some(told) => self.core.rules.settings.hops.digest(told.iter().copied()),
+            None => Err(Untold::TooMany),
+        };
+        Seen {
+            // A 64-bit number's low half: the loss count wraps as a 32-bit one does.
+            sequence: found.sequence().map(|n| n as u32),
+            source_node: oldest.and_then(|hop| hop.node_id),
+            source_ns: oldest.and_then(|hop| hop.ingress_timestamp).or(found.entered_ns(self.timestamps)),
+            hops,
+            is_mx: false,
+        }
+    }
+}
