@@ -109,7 +109,7 @@ fn with_top_flows(mut stage: Stage, top: TopFlows) -> Stage {
     match &mut stage {
         Stage::Source(source) => source.top = top,
         Stage::Source21(source) => source.top = top,
-        Stage::Sink(sink) => sink.top = top,
+        Stage::Sink(sink) => sink.core.top = top,
         Stage::Sink21(sink) => sink.core.top = top,
         Stage::IoamDecap(decap) => decap.core.top = top,
         Stage::Postcard(postcard) => postcard.top = top,
@@ -264,7 +264,7 @@ fn sink_stage(
     let stage = match domain {
         IntDomain::V05(domain) => {
             let sink = SinkStage::new(domain, export.profile, setup);
-            log_flow_table(&p.name, sink.flows.slot_bytes(), sink.flows.bytes_per_flow());
+            log_flow_table(&p.name, sink.core.flows.slot_bytes(), sink.core.flows.bytes_per_flow());
             Stage::Sink(Box::new(sink))
         }
         IntDomain::V21(domain) => Stage::Sink21(Box::new(Sink21Stage::new(domain, setup))),

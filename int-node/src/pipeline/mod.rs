@@ -84,7 +84,7 @@ impl Pipeline {
         match &mut self.stage {
             // The sweep runs even when no packet came: losses are reported
             // on time for flows that went quiet.
-            Stage::Sink(sink) => sink.sweep(sink_ns, &mut self.counters),
+            Stage::Sink(sink) => sink.core.sweep(sink_ns, &mut self.counters),
             Stage::Sink21(sink) => sink.core.sweep(sink_ns, &mut self.counters),
             Stage::IoamDecap(decap) => decap.core.sweep(sink_ns, &mut self.counters),
             #[cfg(feature = "lab")]
@@ -207,7 +207,7 @@ pub fn run_worker(
     int_os::alloc::on_packet_path(false);
     for pipeline in pipelines.iter_mut() {
         match &mut pipeline.stage {
-            Stage::Sink(sink) => sink.finish(&mut clock, &mut pipeline.counters),
+            Stage::Sink(sink) => sink.core.finish(&mut clock, &mut pipeline.counters),
             Stage::Sink21(sink) => sink.core.finish(&mut clock, &mut pipeline.counters),
             Stage::IoamDecap(decap) => decap.core.finish(&mut clock, &mut pipeline.counters),
             #[cfg(feature = "lab")]

@@ -119,10 +119,14 @@ fn swap(stage: &mut Stage, update: Update) -> Update {
         (Stage::Source21(source), Update::Watchlist(rules)) => {
             Update::Watchlist(std::mem::replace(&mut source.watchlist, rules))
         }
-        (Stage::Sink(sink), Update::SinkReports(reports)) => Update::SinkReports(sink.set_reports(reports)),
-        (Stage::Sink21(sink), Update::SinkReports(reports)) => Update::SinkReports(sink.set_reports(reports)),
+        (Stage::Sink(sink), Update::SinkReports(reports)) => {
+            Update::SinkReports(sink.core.set_reports(reports))
+        }
+        (Stage::Sink21(sink), Update::SinkReports(reports)) => {
+            Update::SinkReports(sink.core.set_reports(reports))
+        }
         (Stage::IoamDecap(decap), Update::SinkReports(reports)) => {
-            Update::SinkReports(decap.set_reports(reports))
+            Update::SinkReports(decap.core.set_reports(reports))
         }
         (_, update) => update,
     }

@@ -27,16 +27,13 @@ use crate::stats::{Counter, Counters};
 /// A sink's reports in its protocol's format: the loss reports its sweep
 /// makes, and the rate limit every report keeps to.
 pub trait SinkReports: LossReports {
+    /// Whether the flow record's `port_or_hops` holds the hop rule's
+    /// digest (the protocol tells every hop), forgotten when the rule's
+    /// classes change; or the source's port (INT 0.5), kept.
+    const HOP_DIGESTS: bool;
     /// Reports one flow's declared losses and counts what became of the
     /// report.
-    fn send_loss(
-        &mut self,
-        key: &FlowKey,
-        flow: &SinkFlow,
-        loss: PendingLoss,
-        now_ns: u64,
-        counters: &mut Counters,
-    );
+    fn send_loss(&mut self, loss: &DeclaredLoss<'_>, counters: &mut Counters);
     /// Hands the reports made so far to the exporter, where they wait to
     /// share a datagram.
     fn flush(&mut self, counters: &mut Counters);
@@ -44,6 +41,15 @@ pub trait SinkReports: LossReports {
     fn rate_limit(&self) -> u32;
     /// A new rate limit; the allowance starts full again.
     fn set_rate_limit(&mut self, per_second: u32);
+}
+
+/// One flow's losses the sweep declared, to report.
+pub struct DeclaredLoss<'a> {
+    pub key: &'a FlowKey,
+    pub flow: &'a SinkFlow,
+    pub pending: PendingLoss,
+    /// When the sweep step runs.
+    pub now_ns: u64,
 }
 
 /// The settings the rules read per packet, with what is worked out of them
@@ -119,13 +125,22 @@ impl<R: SinkReports> SinkCore<R> {
         if new.rate_limit != old.rate_limit {
             self.reports.set_rate_limit(new.rate_limit);
         }
+        if R::HOP_DIGESTS && new.hops != old.hops {
+            // Every flow's digest was made with the old classes: each
+            // flow's next stack is its first again, not a change.
+            self.flows.for_each_mut(|flow| flow.port_or_hops = 0);
+        }
         old
     }
 
-    /// Every flow's next stack is its first again (its hop digest was made
-    /// with classes that changed), not a change.
-    pub fn forget_hops(&mut self) {
-        self.flows.for_each_mut(|flow| flow.port_or_hops = 0);
+    /// The end of a burst: its reports handed on, the packets `drop` has
+    /// a bit for taken out of it.
+    #[inline(always)]
+    pub fn end_burst(&mut self, burst: &mut Burst, drop: u32, counters: &mut Counters) {
+        self.reports.flush(counters);
+        if drop != 0 {
+            burst.retain(|i| drop & (1 << i) == 0);
+        }
     }
 
     /// The incremental sweep: a 64th of the table every 64th of the sweep
@@ -164,8 +179,8 @@ impl<R: SinkReports> SinkCore<R> {
     ) {
         let SinkCore { flows, reports, rules, top, .. } = self;
         let pass = LossPass { now_ns, final_pass, settings: &rules.settings, top };
-        pass.sweep(flows, budget, reports, counters, |reports, key, flow, loss, counters| {
-            reports.send_loss(key, flow, loss, now_ns, counters)
+        pass.sweep(flows, budget, reports, counters, |reports, key, flow, pending, counters| {
+            reports.send_loss(&DeclaredLoss { key, flow, pending, now_ns }, counters)
         });
         self.top.after_sweep(self.flows.passes());
         self.reports.flush(counters);
@@ -286,14 +301,9 @@ impl SinkRules {
         now_ns: u64,
         counters: &mut Counters,
     ) -> Option<Counter> {
-        let digest = match hops {
-            Ok(digest) => digest,
-            Err(_) => {
-                if untold_counts {
-                    counters.inc(Counter::path_untold);
-                }
-                return None;
-            }
+        let Ok(digest) = hops else {
+            counters.add(Counter::path_untold, u64::from(untold_counts));
+            return None;
         };
         let change = digest.change_from(flow.port_or_hops, flow.path);
         (flow.port_or_hops, flow.path) = (digest.hops(), digest.path());
@@ -355,5 +365,125 @@ fn count_unbelieved(difference: i128, counters: &mut Counters) {
             .raise(Counter::clock_skew_max_ns, u64::try_from(difference.unsigned_abs()).unwrap_or(u64::MAX));
     } else {
         counters.inc(Counter::latency_too_long);
+    }
+}
+
+/// A sink's settings and hop for unit tests, and a report ring of 16.
+#[cfg(test)]
+pub(crate) mod testing {
+    use crate::config::{MalformedPolicy, SinkSettings};
+    use crate::pipeline::export::{report_ring, ReportReceiver};
+    use crate::pipeline::setup::{Hop, SinkSetup};
+
+    pub const LOSS_TIMEOUT_MS: u64 = 200;
+
+    pub fn setup() -> (SinkSetup, ReportReceiver) {
+        let settings = SinkSettings {
+            latency: int_core::latency::LatencyConfig::default(),
+            loss_timeout_ms: LOSS_TIMEOUT_MS,
+            sweep_ms: 100,
+            flow_capacity: 64,
+            idle_timeout_ms: 120_000,
+            malformed: MalformedPolicy::Forward,
+            max_flow_pps: 14_880_952,
+            max_report_delay_ms: 5000,
+            max_skew_ns: 1 << 31,
+            path_changes: true,
+            hops: int_core::hop_rule::HopRule::default(),
+            queue_quota: 100,
+        };
+        let (sender, receiver) = report_ring(16);
+        let hop = Hop {
+            node_id: 2,
+            rx_int_port: 2,
+            tx_int_port: 2,
+            max_ip_len: 1500,
+            rx_timestamps: None,
+            rx_queue: None,
+        };
+        (SinkSetup { settings, hop, rate_limit: 0, reports: sender }, receiver)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::int05::sink::SinkStage;
+    use crate::pipeline::int21::sink::Sink21Stage;
+    use int_core::report::ReportProfile;
+    use std::net::Ipv4Addr;
+
+    fn sink21() -> Sink21Stage {
+        let domain = int_core::int21::Domain {
+            marking: int_core::int21::Marking::UdpPort(0),
+            tcp_placement: int_core::encap::TcpPlacement::BeforeOptions,
+            source_only: int_core::int21::SourceOnly::sequence(crate::config::INT21_DOMAIN_ID),
+        };
+        Sink21Stage::new(domain, testing::setup().0)
+    }
+
+    fn key() -> FlowKey {
+        FlowKey::v4(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), 17, 4000, 5000)
+    }
+
+    /// The flow of `key()` in `core`'s table, made with `port_or_hops`.
+    fn flow_with<R: SinkReports>(core: &mut SinkCore<R>, port_or_hops: u16) {
+        if let Some((flow, _)) = core.flows.get_or_insert(&key(), 0, SinkFlow::evictable) {
+            flow.port_or_hops = port_or_hops;
+        }
+    }
+
+    /// New hop classes make every INT 2.1 (and IOAM) flow's next stack its
+    /// first again; an INT 0.5 flow's field holds its source's port, which
+    /// Drop-Summary reports name, and stays.
+    #[test]
+    fn new_hop_classes_forget_digests_not_int05_source_ports() {
+        let mut sink21 = sink21();
+        let (setup, _receiver) = testing::setup();
+        let mut sink05 = SinkStage::new(int_core::encap::Domain::default(), ReportProfile::HOST_INT, setup);
+        flow_with(&mut sink21.core, 0x1234);
+        flow_with(&mut sink05.core, 7);
+        let settings = &sink21.core.rules.settings;
+        let new = ReportSettings {
+            latency: settings.latency,
+            max_skew_ns: settings.max_skew_ns,
+            rate_limit: 0,
+            path_changes: settings.path_changes,
+            hops: int_core::hop_rule::HopRule { queue_alert: Some(100), ..settings.hops },
+            queue_quota: settings.queue_quota,
+        };
+        sink21.core.set_reports(new);
+        sink05.core.set_reports(new);
+        assert_eq!(sink21.core.flows.get(&key()).map(|f| f.port_or_hops), Some(0));
+        assert_eq!(sink05.core.flows.get(&key()).map(|f| f.port_or_hops), Some(7));
+    }
+
+    /// A stack the hop rule cannot digest is counted, but not an INT-MX
+    /// packet's (it carries none); neither is reported.
+    #[test]
+    fn untold_stacks_are_counted_but_not_mx() {
+        let mut sink = sink21();
+        let (mut counters, mut flow) = (Counters::default(), SinkFlow::default());
+        let rules = &mut sink.core.rules;
+        assert_eq!(rules.hops(&mut flow, Err(Untold::TooMany), true, 0, &mut counters), None);
+        assert_eq!(rules.hops(&mut flow, Err(Untold::TooMany), false, 0, &mut counters), None);
+        assert_eq!(counters.get(Counter::path_untold), 1);
+    }
+
+    /// A sink clock behind the source's is skew (the largest kept), one
+    /// too far ahead is not believed; neither feeds the latency rule, so
+    /// the first believable latency is the flow's first report.
+    #[test]
+    fn unbelieved_latencies_are_counted_not_reported() {
+        let sink = sink21();
+        let (mut counters, mut flow) = (Counters::default(), SinkFlow::default());
+        let rules = &sink.core.rules;
+        assert_eq!(rules.latency(&mut flow, Err(-5), 0, &mut counters), None);
+        assert_eq!(rules.latency(&mut flow, Err(-3), 0, &mut counters), None);
+        assert_eq!(rules.latency(&mut flow, Err(1 << 40), 0, &mut counters), None);
+        assert!(rules.latency(&mut flow, Ok(1000), 0, &mut counters).is_some());
+        let counted = [Counter::clock_skew, Counter::clock_skew_max_ns, Counter::latency_too_long];
+        assert_eq!(counted.map(|c| counters.get(c)), [2, 5, 1]);
+        assert_eq!(counters.get(Counter::latency_min_ns), 1000);
     }
 }

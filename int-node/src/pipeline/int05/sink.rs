@@ -1,32 +1,25 @@
-//! The sink stage: strips INT from every INT packet (tracked flow or not),
-//! forwards the restored packet, keeps per-flow latency and loss state and
-//! hands reports to the exporter through a lock-free SPSC ring. Forwarding
-//! never waits on export: a full ring or an exhausted rate limit drops the
-//! report and counts it.
+//! The sink stage of an INT 0.5 domain: strips INT from every INT packet
+//! (tracked flow or not), forwards the restored packet, keeps per-flow
+//! latency and loss state (every sink's core,
+//! [`crate::pipeline::sink_core`]) and hands reports to the exporter
+//! through a lock-free SPSC ring ([`crate::pipeline::int05::report`]).
+//! Forwarding never waits on export: a full ring or an exhausted rate
+//! limit drops the report and counts it.
 
 use int_core::encap::Domain;
 use int_core::int05::sink::{self, Arrival, FastArrival, FastInt};
-use int_core::int05::{HopMetadata, ShapeCache, SourceHop};
-use int_core::latency::{LatencyConfig, ReportReason};
-use int_core::locate::IpVersion;
-use int_core::report::tr05::SwitchLocalRepr;
-use int_core::report::tr05_flow::FlowReport;
-use int_core::report::{
-    DropSummaryReport, DropSummaryRepr, LatencyReport, NextProto, ReportForm, ReportHeaderRepr, ReportProfile,
-};
+use int_core::int05::{ShapeCache, SourceHop};
+use int_core::latency::ReportReason;
+use int_core::report::ReportProfile;
 use int_core::DropReason;
 
-use crate::clock::Clock;
-use crate::config::{MalformedPolicy, SinkSettings};
-use crate::dpdk::mbuf::{Burst, RxClock, BURST};
-use crate::flow_table::{sweep_budget, Admission, Align64, FlowTable, SWEEP_STEPS};
-use crate::pipeline::export::{QueueError, ReportSender};
+use crate::dpdk::mbuf::{Burst, BURST};
+use crate::flow_table::{Admission, FlowTable};
+use crate::pipeline::int05::report::SinkReporter05;
 use crate::pipeline::rate_limit::RateLimit;
 use crate::pipeline::setup::SinkSetup;
-use crate::pipeline::sink_flow::{
-    arrival, packets_per_coarse_ms, plausible_jump, record_sequence, LossPass, LossReports, SinkFlow,
-};
-use crate::pipeline::top_flows::TopFlows;
+use crate::pipeline::sink_core::{SinkCore, SinkRules};
+use crate::pipeline::sink_flow::SinkFlow;
 use crate::stats::{Counter, Counters};
 
 /// One-way latency from a source's 32-bit timestamp (low bits of epoch ns)
@@ -50,69 +43,29 @@ struct Observed {
     source_hop: Option<SourceHop>,
 }
 
-/// The settings tracking reads per packet, worked out once.
-struct TrackRules {
-    latency: LatencyConfig,
-    max_skew_ns: u32,
-    /// [`packets_per_coarse_ms`] at the configured `max_flow_pps`.
-    jump_per_coarse_ms: u64,
-}
-
 /// Updates a flow's state from a packet, given the slot the table found or
 /// made for it (`None`: the table is full); says whether to send a latency
-/// report.
+/// report. The source hop names the flow's source node and port (its
+/// Drop-Summary's); a sink clock behind the source's is skew, not latency.
 #[inline(always)]
 fn track(
+    rules: &SinkRules,
     slot: Option<(&mut SinkFlow, Admission)>,
     observed: &Observed,
-    rules: &TrackRules,
     now_ns: u64,
     counters: &mut Counters,
 ) -> Option<ReportReason> {
-    let Some((flow, admission)) = slot else {
-        counters.inc(Counter::flow_table_full);
-        return None;
-    };
-    let idle_ms = match admission {
-        Admission::Existing { idle_ms } => Some(idle_ms),
-        Admission::Created => {
-            counters.inc(Counter::flows_created);
-            None
-        }
-        Admission::Evicted => {
-            counters.inc(Counter::flows_created);
-            counters.inc(Counter::flows_evicted);
-            None
-        }
-    };
-    flow.packets = flow.packets.saturating_add(1);
+    let flow = rules.admit(slot, observed.sequence, now_ns, counters)?;
     let source = observed.source_hop;
     if let Some(source) = source {
         flow.source_node = source.switch_id().unwrap_or(0);
         flow.port_or_hops = source.ingress_port().unwrap_or(0);
     }
-    match observed.sequence {
-        Some(sequence) => {
-            let max_jump = plausible_jump(rules.jump_per_coarse_ms, idle_ms.unwrap_or(0));
-            record_sequence(flow, sequence, max_jump, now_ns, counters);
-        }
-        None => counters.inc(Counter::no_sequence),
-    }
     let source_ts = source.and_then(|hop| hop.ingress_timestamp())?;
-    let latency = match one_way_latency(now_ns, source_ts, rules.max_skew_ns) {
-        Ok(latency) => latency,
-        Err(skew) => {
-            // The sink's clock is behind the source's: skew, not latency.
-            // Counted, never reported, and the flow's latency state is
-            // left as it was.
-            counters.inc(Counter::clock_skew);
-            counters.raise(Counter::clock_skew_max_ns, u64::from(skew));
-            return None;
-        }
-    };
-    counters.lower(Counter::latency_min_ns, u64::from(latency));
-    counters.raise(Counter::latency_max_ns, u64::from(latency));
-    flow.latency.observe(&rules.latency, u64::from(latency), now_ns)
+    let latency = one_way_latency(now_ns, source_ts, rules.settings.max_skew_ns)
+        .map(u64::from)
+        .map_err(|skew| -i128::from(skew));
+    rules.latency(flow, latency, now_ns, counters)
 }
 
 /// Each burst's finds between the two passes, valid where that burst's
@@ -125,86 +78,24 @@ pub struct SinkLanes {
 
 pub struct SinkStage {
     pub domain: Domain,
-    pub settings: SinkSettings,
-    pub node_id: u32,
-    pub int_port: u16,
-    pub profile: ReportProfile,
-    pub flows: FlowTable<SinkFlow, Align64>,
     /// The last INT block shape that passed the checks.
     shapes: ShapeCache,
-    pub reports: ReportSender,
-    pub limit: RateLimit,
-    pub rx_timestamps: Option<RxClock>,
-    /// RX-timestamp time minus host-clock time at the last packet: the sweep's
-    /// timeouts run on the same clock as the packets' times.
-    rx_clock_offset: i64,
-    last_sweep_ns: u64,
-    rules: TrackRules,
     lanes: Box<SinkLanes>,
-    /// The busiest and slowest flows, ranked as the sweep goes.
-    pub top: TopFlows,
+    pub core: SinkCore<SinkReporter05>,
 }
 
 impl SinkStage {
     /// A sink of `domain` that reports in `profile`'s form.
     pub fn new(domain: Domain, profile: ReportProfile, setup: SinkSetup) -> Self {
         let SinkSetup { settings, hop, rate_limit, reports } = setup;
+        let reports =
+            SinkReporter05::new(reports, RateLimit::new(rate_limit), profile, hop.node_id, hop.rx_int_port);
+        let flows = FlowTable::new(settings.flow_capacity as usize);
         SinkStage {
             domain,
-            flows: FlowTable::new(settings.flow_capacity as usize),
             shapes: ShapeCache::default(),
-            rules: TrackRules {
-                latency: settings.latency,
-                max_skew_ns: settings.max_skew_ns,
-                jump_per_coarse_ms: packets_per_coarse_ms(settings.max_flow_pps),
-            },
             lanes: Box::default(),
-            settings,
-            node_id: hop.node_id,
-            int_port: hop.rx_int_port,
-            profile,
-            reports,
-            limit: RateLimit::new(rate_limit),
-            rx_timestamps: hop.rx_timestamps,
-            rx_clock_offset: 0,
-            last_sweep_ns: 0,
-            top: TopFlows::default(),
-        }
-    }
-
-    /// New report settings, between bursts; returns the ones replaced.
-    pub fn set_reports(
-        &mut self,
-        reports: crate::pipeline::reload::SinkReports,
-    ) -> crate::pipeline::reload::SinkReports {
-        let old = crate::pipeline::reload::SinkReports {
-            latency: self.rules.latency,
-            max_skew_ns: self.rules.max_skew_ns,
-            rate_limit: self.limit.per_second(),
-            path_changes: self.settings.path_changes,
-            hops: self.settings.hops,
-            queue_quota: self.settings.queue_quota,
-        };
-        // INT 2.1's hop rules are kept (and not applied).
-        (self.settings.path_changes, self.settings.hops, self.settings.queue_quota) =
-            (reports.path_changes, reports.hops, reports.queue_quota);
-        self.rules.latency = reports.latency;
-        self.settings.latency = reports.latency;
-        self.rules.max_skew_ns = reports.max_skew_ns;
-        self.settings.max_skew_ns = reports.max_skew_ns;
-        if reports.rate_limit != old.rate_limit {
-            self.limit = RateLimit::new(reports.rate_limit);
-        }
-        old
-    }
-
-    /// A report header stamped now; the exporter writes its own sequence
-    /// number over the 0.
-    fn header(&self, next_proto: NextProto, now_ns: u64) -> ReportHeaderRepr {
-        let timestamp = self.profile.timestamp.from_ns(now_ns);
-        match next_proto {
-            NextProto::DropSummary => ReportHeaderRepr::drop_summary(0, timestamp, self.profile.hw_id),
-            _ => ReportHeaderRepr::latency(0, timestamp, self.profile.hw_id),
+            core: SinkCore::new(settings, hop.rx_timestamps, flows, reports),
         }
     }
 
@@ -224,7 +115,7 @@ impl SinkStage {
             match sink::classify_fast(frame, &self.domain, &mut self.shapes) {
                 FastArrival::Int(found) => {
                     let hash = found.frame.flow.hash64();
-                    self.flows.prefetch(hash);
+                    self.core.flows.prefetch(hash);
                     if let Some(lane) = self.lanes.fast.get_mut(i) {
                         *lane = (found, hash);
                         fast |= 1 << i;
@@ -244,9 +135,9 @@ impl SinkStage {
         let mut stripped = 0;
         for i in 0..burst.len() {
             let done = if fast & (1 << i) != 0 {
-                self.sink_fast(burst, i, burst_ns, counters)
+                self.take_fast(burst, i, burst_ns, counters)
             } else if general & (1 << i) != 0 {
-                self.sink_general(burst, i, burst_ns, counters)
+                self.take_general(burst, i, burst_ns, counters)
             } else {
                 continue;
             };
@@ -260,21 +151,19 @@ impl SinkStage {
             }
         }
         counters.add(Counter::stripped, stripped);
-        if drop != 0 {
-            burst.retain(|i| drop & (1 << i) == 0);
-        }
+        self.core.end_burst(burst, drop, counters);
     }
 
     /// The second pass for a packet on the fast path: track, report (the
     /// report reads the packet through the general path: a report is the
     /// exception), strip. False if it could not be stripped.
     #[inline(always)]
-    fn sink_fast(&mut self, burst: &mut Burst, i: usize, burst_ns: u64, counters: &mut Counters) -> bool {
+    fn take_fast(&mut self, burst: &mut Burst, i: usize, burst_ns: u64, counters: &mut Counters) -> bool {
         let Some((found, hash)) = self.lanes.fast.get(i).copied() else { return false };
-        let now_ns = self.packet_time(burst, i, burst_ns);
-        let slot = self.flows.get_or_insert_words(&found.frame.flow, hash, now_ns, SinkFlow::evictable);
+        let now_ns = self.core.arrival_ns(burst, i, burst_ns);
+        let slot = self.core.flows.get_or_insert_words(&found.frame.flow, hash, now_ns, SinkFlow::evictable);
         let observed = Observed { sequence: found.sequence, source_hop: found.source_hop };
-        if track(slot, &observed, &self.rules, now_ns, counters).is_some() {
+        if track(&self.core.rules, slot, &observed, now_ns, counters).is_some() {
             self.report_found_again(burst, i, now_ns, counters);
         }
         let domain = &self.domain;
@@ -283,23 +172,16 @@ impl SinkStage {
 
     /// The second pass for a packet on the general path.
     #[inline(always)]
-    fn sink_general(&mut self, burst: &mut Burst, i: usize, burst_ns: u64, counters: &mut Counters) -> bool {
+    fn take_general(&mut self, burst: &mut Burst, i: usize, burst_ns: u64, counters: &mut Counters) -> bool {
         let Some((found, hash)) = self.lanes.general.get(i).copied() else { return false };
-        let now_ns = self.packet_time(burst, i, burst_ns);
+        let now_ns = self.core.arrival_ns(burst, i, burst_ns);
         if self.track(&found, hash, now_ns, counters).is_some() {
             if let Some(frame) = burst.data(i) {
-                self.latency_report(frame, &found, now_ns, counters);
+                self.core.reports.latency(frame, &found, now_ns, counters);
             }
         }
         let domain = &self.domain;
         matches!(burst.with_frame(i, |f| sink::strip(f, &found, domain)), Some(Some(_)))
-    }
-
-    /// Packet `i`'s arrival time: its RX timestamp where the pipeline's
-    /// clock is the driver's, the burst's host time otherwise.
-    #[inline(always)]
-    fn packet_time(&mut self, burst: &Burst, i: usize, burst_ns: u64) -> u64 {
-        arrival(burst, i, self.rx_timestamps, burst_ns, &mut self.rx_clock_offset)
     }
 
     /// A latency report for a packet the fast path tracked: the general
@@ -309,7 +191,7 @@ impl SinkStage {
     fn report_found_again(&mut self, burst: &Burst, i: usize, now_ns: u64, counters: &mut Counters) {
         let Some(frame) = burst.data(i) else { return };
         if let Ok(Arrival::Int(found)) = sink::classify(frame, &self.domain, &mut self.shapes) {
-            self.latency_report(frame, &found, now_ns, counters);
+            self.core.reports.latency(frame, &found, now_ns, counters);
         }
     }
 
@@ -327,7 +209,7 @@ impl SinkStage {
         match sink::classify(frame, &self.domain, &mut self.shapes) {
             Ok(Arrival::Int(found)) => {
                 let hash = found.flow.hash64();
-                self.flows.prefetch(hash);
+                self.core.flows.prefetch(hash);
                 Some((found, hash))
             }
             Ok(Arrival::NotInt) => {
@@ -339,12 +221,8 @@ impl SinkStage {
                 None
             }
             Err(error) => {
-                counters.inc(Counter::malformed(error.drop_reason()));
-                if self.settings.malformed == MalformedPolicy::Drop {
-                    counters.inc(Counter::malformed_dropped);
+                if !self.core.rules.malformed(error, counters) {
                     *drop |= 1 << i;
-                } else {
-                    counters.inc(Counter::malformed_forwarded);
                 }
                 None
             }
@@ -360,185 +238,30 @@ impl SinkStage {
         now_ns: u64,
         counters: &mut Counters,
     ) -> Option<ReportReason> {
-        let slot = self.flows.get_or_insert_hashed(&found.flow, hash, now_ns, SinkFlow::evictable);
+        let slot = self.core.flows.get_or_insert_hashed(&found.flow, hash, now_ns, SinkFlow::evictable);
         let observed = Observed { sequence: found.sequence, source_hop: found.source_hop };
-        track(slot, &observed, &self.rules, now_ns, counters)
-    }
-
-    fn latency_report(
-        &mut self,
-        frame: &[u8],
-        found: &sink::Extracted,
-        now_ns: u64,
-        counters: &mut Counters,
-    ) {
-        if !self.limit.allow(now_ns) {
-            counters.inc(Counter::reports_suppressed);
-            return;
-        }
-        let (node_id, profile) = (self.node_id, &self.profile);
-        // Host-INT's INT/IPv4 report has no IPv6 form: an IPv6 flow is
-        // reported as in plain TR 0.5.
-        let form = match found.ip_version() {
-            IpVersion::V4 => profile.form,
-            IpVersion::V6 => ReportForm::Tr05,
-        };
-        let queued = match form {
-            ReportForm::HostInt => {
-                let sink_hop = HopMetadata::host_int(node_id, self.int_port, now_ns as u32);
-                let header = self.header(NextProto::Ipv4, now_ns);
-                self.reports.queue(LatencyReport::len_for(found, profile), |out| {
-                    LatencyReport::build(out, frame, found, &sink_hop, &header, node_id, profile)
-                })
-            }
-            ReportForm::Tr05 => {
-                let header = FlowReport::header(0, now_ns as u32, profile.hw_id);
-                let local = SwitchLocalRepr {
-                    switch_id: node_id,
-                    ingress_port: self.int_port,
-                    egress_port: self.int_port,
-                    queue_id: 0,
-                    queue_occupancy: 0,
-                    egress_timestamp: now_ns as u32,
-                };
-                self.reports.queue(FlowReport::len_for(found), |out| {
-                    FlowReport::build(out, frame, found, &header, &local)
-                })
-            }
-        };
-        match queued {
-            Ok(()) => counters.inc(Counter::reports_latency),
-            Err(QueueError::Full) => counters.inc(Counter::reports_ring_full),
-            Err(QueueError::TooBig) => counters.inc(Counter::reports_too_big),
-        }
-    }
-
-    /// The incremental sweep: a full pass over the table every sweep
-    /// interval. Flushes holes of flows whose head has not moved for the
-    /// loss timeout, sends Drop-Summary reports for declared losses, and
-    /// ages idle flows out (after reporting their last losses).
-    /// `host_ns`: the host clock now (one reading per poll serves the sweep
-    /// and the burst).
-    pub fn sweep(&mut self, host_ns: u64, counters: &mut Counters) {
-        let now_ns = host_ns.wrapping_add_signed(self.rx_clock_offset);
-        // A 64th of the table every 64th of the sweep interval: one full
-        // pass per interval, and one comparison per poll in between.
-        let step_ns = self.settings.sweep_ms.max(1) * 1_000_000 / SWEEP_STEPS;
-        if now_ns.wrapping_sub(self.last_sweep_ns) < step_ns {
-            return;
-        }
-        self.last_sweep_ns = now_ns;
-        let budget = sweep_budget(self.flows.slot_count(), step_ns);
-        self.sweep_slots(budget, now_ns, false, counters);
-    }
-
-    fn sweep_slots(&mut self, budget: usize, now_ns: u64, final_pass: bool, counters: &mut Counters) {
-        let header = self.header(NextProto::DropSummary, now_ns);
-        let (node_id, int_port, unit) = (self.node_id, self.int_port, self.profile.timestamp);
-        // Telemetry Report 0.5 has no report for losses between nodes: they
-        // are counted (`lost_packets`) and go no further.
-        let sends = self.profile.form == ReportForm::HostInt;
-        let SinkStage { flows, reports, limit, settings, top, .. } = self;
-        let pass = LossPass { now_ns, final_pass, settings, top };
-        pass.sweep(
-            flows,
-            budget,
-            &mut Ring { sender: reports, limit, sends },
-            counters,
-            |ring, key, flow, pending, counters| {
-                if !ring.sends {
-                    return;
-                }
-                let report = DropSummaryReport {
-                    header,
-                    summary: DropSummaryRepr {
-                        source_node: flow.source_node,
-                        sink_node: node_id,
-                        source_port: flow.port_or_hops,
-                        sink_port: int_port,
-                        gap_timestamp: unit.from_ns(pending.first_declared_ns),
-                        gap_sequence: pending.first_sequence,
-                        gap_count: pending.count,
-                    },
-                    flow: *key,
-                };
-                match ring.sender.queue(DropSummaryReport::len_for(key.protocol), |out| report.emit(out)) {
-                    Ok(()) => counters.inc(Counter::reports_drop_summary),
-                    Err(QueueError::Full) => counters.inc(Counter::reports_ring_full),
-                    Err(QueueError::TooBig) => counters.inc(Counter::reports_too_big),
-                }
-            },
-        );
-        self.top.after_sweep(self.flows.passes());
-    }
-
-    /// At shutdown: declare every hole lost and report what is pending (as
-    /// much as the report ring holds: the exporter drains it after the
-    /// workers stop; what does not fit is counted `reports_ring_full`).
-    pub fn finish(&mut self, clock: &mut Clock, counters: &mut Counters) {
-        let now_ns = clock.now_ns().wrapping_add_signed(self.rx_clock_offset);
-        // Nothing is rate-limited on the way out.
-        self.limit = RateLimit::new(0);
-        let slots = self.flows.slot_count();
-        self.sweep_slots(slots, now_ns, true, counters);
-    }
-}
-
-/// An INT 0.5 sink's report ring and rate limit.
-pub(crate) struct Ring<'a> {
-    sender: &'a mut ReportSender,
-    limit: &'a mut RateLimit,
-    /// Whether losses are reported at all (not in plain TR 0.5).
-    sends: bool,
-}
-
-impl LossReports for Ring<'_> {
-    fn has_room(&self) -> bool {
-        !self.sends || self.sender.has_room()
-    }
-    fn allow(&mut self, now_ns: u64) -> bool {
-        !self.sends || self.limit.allow(now_ns)
+        track(&self.core.rules, slot, &observed, now_ns, counters)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pipeline::export::{report_ring, ReportReceiver, REPORT_MAX};
-    use crate::pipeline::setup::Hop;
+    use crate::flow_table::Align64;
+    use crate::pipeline::export::{ReportReceiver, REPORT_MAX};
+    use crate::pipeline::sink_core::SinkReports;
+    use crate::pipeline::sink_flow::{packets_per_coarse_ms, plausible_jump};
     use int_core::craft::PacketSpec;
     use int_core::int05::source::{self, SourceConfig};
+    use int_core::int05::HopMetadata;
+    use int_core::latency::LatencyConfig;
     use int_core::report::{self, SinkIdWord};
     use int_core::FrameBuf;
 
     const MS: u64 = 1_000_000;
-    const LOSS_TIMEOUT_MS: u64 = 200;
 
     fn stage(domain: Domain) -> (SinkStage, ReportReceiver) {
-        let settings = SinkSettings {
-            latency: LatencyConfig::default(),
-            loss_timeout_ms: LOSS_TIMEOUT_MS,
-            sweep_ms: 100,
-            flow_capacity: 64,
-            idle_timeout_ms: 120_000,
-            malformed: MalformedPolicy::Forward,
-            max_flow_pps: 14_880_952,
-            max_report_delay_ms: 5000,
-            max_skew_ns: 1 << 31,
-            path_changes: true,
-            hops: int_core::hop_rule::HopRule::default(),
-            queue_quota: 100,
-        };
-        let (sender, receiver) = report_ring(16);
-        let hop = Hop {
-            node_id: 2,
-            rx_int_port: 2,
-            tx_int_port: 2,
-            max_ip_len: 1500,
-            rx_timestamps: None,
-            rx_queue: None,
-        };
-        let setup = SinkSetup { settings, hop, rate_limit: 0, reports: sender };
+        let (setup, receiver) = crate::pipeline::sink_core::testing::setup();
         (SinkStage::new(domain, ReportProfile::HOST_INT, setup), receiver)
     }
 
@@ -580,13 +303,13 @@ mod tests {
         assert_eq!(inbox.apply(&mut stage), 1);
         assert_eq!(inbox.apply(&mut stage), 0, "taken once");
         let crate::pipeline::Stage::Sink(sink) = &stage else { panic!() };
+        let settings = &sink.core.rules.settings;
         assert_eq!(
-            (sink.rules.latency, sink.rules.max_skew_ns, sink.limit.per_second()),
+            (settings.latency, settings.max_skew_ns, sink.core.reports.rate_limit()),
             (latency, 1_000, 100)
         );
-        assert_eq!(sink.settings.latency, latency);
-        assert_eq!((sink.settings.path_changes, sink.settings.queue_quota), (false, 5));
-        assert_eq!(sink.flows.slot_count(), 128, "the table made for 64 flows");
+        assert_eq!((settings.path_changes, settings.queue_quota), (false, 5));
+        assert_eq!(sink.core.flows.slot_count(), 128, "the table made for 64 flows");
         outbox.drop_spent();
     }
 
@@ -597,16 +320,16 @@ mod tests {
         let (mut sink, mut receiver) = stage(domain);
         let mut counters = Counters::default();
         let t0 = 10_000 * MS;
-        let slots = sink.flows.slot_count();
+        let slots = sink.core.flows.slot_count();
         for (sequence, at) in [(1, t0), (2, t0 + MS), (4, t0 + 2 * MS), (4, t0 + 150 * MS)] {
             let found = arrival(&config, &domain, sequence);
             sink.track(&found, found.flow.hash64(), at, &mut counters);
         }
         // 250 ms after the head moved, but 100 ms after the duplicate.
-        sink.sweep_slots(slots, t0 + 250 * MS, false, &mut counters);
+        sink.core.sweep_slots(slots, t0 + 250 * MS, false, &mut counters);
         assert_eq!(counters.get(Counter::lost_packets), 0, "the flow spoke 100 ms ago");
         assert!(receiver.pop_into(&mut [0u8; REPORT_MAX]).is_none());
-        sink.sweep_slots(slots, t0 + 360 * MS, false, &mut counters);
+        sink.core.sweep_slots(slots, t0 + 360 * MS, false, &mut counters);
         assert_eq!(counters.get(Counter::lost_packets), 1, "silent for 210 ms: sequence 3 is lost");
         let mut out = [0u8; REPORT_MAX];
         let len = receiver.pop_into(&mut out).expect("a Drop-Summary");

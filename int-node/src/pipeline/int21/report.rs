@@ -13,9 +13,7 @@
 //! not known here. Reports of every MX packet go out, within the export
 //! rate limit (counted `reports_suppressed` beyond it).
 
-use int_core::flow::FlowKey;
 use int_core::int21::{HopMetadata, Instructions};
-use int_core::loss::PendingLoss;
 use int_core::report::tr20::{
     DropInfo, GroupHeaderRepr, InType, IndividualReport, IntContents, RepType, ReportFlags, DROP_BIT,
     DROP_INT_MALFORMED, GROUP_HEADER_LEN,
@@ -23,10 +21,12 @@ use int_core::report::tr20::{
 use int_core::report::tr20_loss::{self, LossReport};
 use int_core::EmitError;
 
+use crate::flow_table::FlowTable;
 use crate::pipeline::export::{QueueError, ReportSender, REPORT_MAX};
 use crate::pipeline::rate_limit::RateLimit;
-use crate::pipeline::sink_core::{SinkCore, SinkReports};
-use crate::pipeline::sink_flow::{LossReports, SinkFlow};
+use crate::pipeline::setup::SinkSetup;
+use crate::pipeline::sink_core::{DeclaredLoss, SinkCore, SinkReports};
+use crate::pipeline::sink_flow::LossReports;
 use crate::stats::{Counter, Counters};
 
 /// The metadata a software node provides: level 1 ports, hop latency,
@@ -274,6 +274,16 @@ const DROP_MD_BITS: u16 = 0x4800;
 const DROPPED_BYTES: usize = 128;
 
 impl SinkCore<SinkReporter21> {
+    /// A TR 2.0 sink's core: a table that keeps IPv6 flows' addresses,
+    /// loss reports under `domain_id`.
+    pub fn tr20(setup: SinkSetup, domain_id: u16) -> Self {
+        let SinkSetup { settings, hop, rate_limit, reports } = setup;
+        let reporter = Reporter21::new(reports, RateLimit::new(rate_limit), hop.node_id);
+        let reports = SinkReporter21::new(reporter, domain_id, hop.rx_int_port);
+        let flows = FlowTable::with_ipv6_keys(settings.flow_capacity as usize);
+        SinkCore::new(settings, hop.rx_timestamps, flows, reports)
+    }
+
     /// A packet whose headers lie: counted, then dropped with a drop
     /// report or forwarded, by policy. Returns whether it goes on.
     pub fn malformed(
@@ -301,20 +311,16 @@ impl LossReports for SinkReporter21 {
 }
 
 impl SinkReports for SinkReporter21 {
-    fn send_loss(
-        &mut self,
-        key: &FlowKey,
-        flow: &SinkFlow,
-        loss: PendingLoss,
-        _: u64,
-        counters: &mut Counters,
-    ) {
+    /// The hop rule's digest.
+    const HOP_DIGESTS: bool = true;
+    fn send_loss(&mut self, loss: &DeclaredLoss<'_>, counters: &mut Counters) {
+        let DeclaredLoss { key, flow, pending, .. } = *loss;
         let report = LossReport {
             flow: *key,
-            first_sequence: loss.first_sequence,
-            count: loss.count,
+            first_sequence: pending.first_sequence,
+            count: pending.count,
             source_node: (flow.source_node != 0).then_some(flow.source_node),
-            declared_ns: loss.first_declared_ns,
+            declared_ns: pending.first_declared_ns,
         };
         let domain_id = self.domain_id;
         let build = |out: &mut [u8]| report.emit(domain_id, out);

@@ -32,10 +32,8 @@ use int_core::int21::{sink, Arrival, Domain};
 use int_core::report::tr20::{self, DropInfo};
 
 use crate::dpdk::mbuf::Burst;
-use crate::flow_table::{FlowRef, FlowTable};
-use crate::pipeline::int21::report::{in_type_of, Packet, Reporter21, SinkReporter21, LATENCY_MD_BITS};
-use crate::pipeline::rate_limit::RateLimit;
-use crate::pipeline::reload::SinkReports;
+use crate::flow_table::FlowRef;
+use crate::pipeline::int21::report::{in_type_of, Packet, SinkReporter21, LATENCY_MD_BITS};
 use crate::pipeline::setup::SinkSetup;
 use crate::pipeline::sink_core::{restored, Seen, SinkCore};
 use crate::stats::{Counter, Counters};
@@ -47,20 +45,7 @@ pub struct Sink21Stage {
 
 impl Sink21Stage {
     pub fn new(domain: Domain, setup: SinkSetup) -> Self {
-        let SinkSetup { settings, hop, rate_limit, reports } = setup;
-        let reporter = Reporter21::new(reports, RateLimit::new(rate_limit), hop.node_id);
-        let reports = SinkReporter21::new(reporter, domain.source_only.domain_id, hop.rx_int_port);
-        let flows = FlowTable::with_ipv6_keys(settings.flow_capacity as usize);
-        Sink21Stage { domain, core: SinkCore::new(settings, hop.rx_timestamps, flows, reports) }
-    }
-
-    /// New report settings, between bursts; returns the ones replaced.
-    pub fn set_reports(&mut self, reports: SinkReports) -> SinkReports {
-        let old = self.core.set_reports(reports);
-        if reports.hops != old.hops {
-            self.core.forget_hops();
-        }
-        old
+        Sink21Stage { domain, core: SinkCore::tr20(setup, domain.source_only.domain_id) }
     }
 
     #[inline(never)]
@@ -80,10 +65,7 @@ impl Sink21Stage {
                 drop |= 1 << i;
             }
         }
-        self.core.reports.reporter.flush(counters);
-        if drop != 0 {
-            burst.retain(|i| drop & (1 << i) == 0);
-        }
+        self.core.end_burst(burst, drop, counters);
     }
 
     /// Packet `i`, INT-MD of the fast path's shape ([`fast_sink::extract_fast`]):

@@ -19,10 +19,8 @@ use int_core::report::tr20::InType;
 
 use crate::config::INT21_DOMAIN_ID;
 use crate::dpdk::mbuf::Burst;
-use crate::flow_table::{FlowRef, FlowTable};
-use crate::pipeline::int21::report::{Packet, Reporter21, SinkReporter21, LATENCY_MD_BITS};
-use crate::pipeline::rate_limit::RateLimit;
-use crate::pipeline::reload::SinkReports;
+use crate::flow_table::FlowRef;
+use crate::pipeline::int21::report::{Packet, SinkReporter21, LATENCY_MD_BITS};
 use crate::pipeline::setup::SinkSetup;
 use crate::pipeline::sink_core::{restored, Seen, SinkCore};
 use crate::stats::{Counter, Counters};
@@ -35,24 +33,11 @@ pub struct IoamDecapStage {
 
 impl IoamDecapStage {
     pub fn new(domain: &Domain, setup: SinkSetup) -> Self {
-        let SinkSetup { settings, hop, rate_limit, reports } = setup;
-        let reporter = Reporter21::new(reports, RateLimit::new(rate_limit), hop.node_id);
-        let reports = SinkReporter21::new(reporter, INT21_DOMAIN_ID, hop.rx_int_port);
-        let flows = FlowTable::with_ipv6_keys(settings.flow_capacity as usize);
         IoamDecapStage {
             namespace: domain.namespace,
             timestamps: domain.timestamps,
-            core: SinkCore::new(settings, hop.rx_timestamps, flows, reports),
+            core: SinkCore::tr20(setup, INT21_DOMAIN_ID),
         }
-    }
-
-    /// New report settings, between bursts; returns the ones replaced.
-    pub fn set_reports(&mut self, reports: SinkReports) -> SinkReports {
-        let old = self.core.set_reports(reports);
-        if reports.hops != old.hops {
-            self.core.forget_hops();
-        }
-        old
     }
 
     #[inline(never)]
@@ -66,10 +51,7 @@ impl IoamDecapStage {
                 drop |= 1 << i;
             }
         }
-        self.core.reports.reporter.flush(counters);
-        if drop != 0 {
-            burst.retain(|i| drop & (1 << i) == 0);
-        }
+        self.core.end_burst(burst, drop, counters);
     }
 
     /// Packet `i`: not traced, malformed (by policy), or traced: tracked,
