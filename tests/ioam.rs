@@ -55,7 +55,7 @@ fn encap_transit_decap_restores_every_byte_and_reports_the_trace() {
         }
     }
     let transit = run_node(&dir, &node_config("transit", "ioam.pcap", "ioam2.pcap", DOMAIN, None));
-    assert_eq!(transit.counter("transit", "pushed"), ipv6_packets, "{}", transit.stdout());
+    assert_eq!(transit.counter("transit", "slots_filled"), ipv6_packets, "{}", transit.stdout());
     assert_eq!(transit.counter("transit", "not_int"), 240 - ipv6_packets);
     retime_after_source(&dir.join("ioam2.pcap"), LATENCY_NS, TimestampFormat::Posix);
     let collector = Collector::new();
@@ -93,6 +93,35 @@ fn encap_transit_decap_restores_every_byte_and_reports_the_trace() {
     assert_eq!(reports, ipv6_flows, "one report per IPv6 flow: its latency never changes");
     assert_eq!(reports as u64, sink.counter("sink", "reports_latency"));
     collect_reads_the_path(&datagrams, ipv6_flows);
+}
+
+/// A trace of one slot, filled by the encapsulating node: the transit node
+/// finds no slot left, sets Overflow and counts it in IOAM's word
+/// (`trace_overflow`, not INT's `max_hop_reached`, nor `slots_filled`);
+/// the decapsulating node counts the Overflow it finds and still gives
+/// back every byte.
+#[test]
+fn a_full_trace_is_counted_as_overflow_in_ioam_words() {
+    let dir = workdir("ioam-overflow");
+    let frames = mixed_traffic_dual(48, 12, 120);
+    let ipv6_packets = (0..48).filter(|i| is_ipv6_flow(i % 12)).count() as u64;
+    write_pcap(&dir.join("in.pcap"), &frames);
+    let one_slot = DOMAIN.replace("nodes: 8,", "nodes: 1,");
+    let source = run_node(&dir, &node_config("source", "in.pcap", "ioam.pcap", &one_slot, None));
+    assert_eq!(source.counter("source", "instrumented"), ipv6_packets, "{}", source.stdout());
+    let transit = run_node(&dir, &node_config("transit", "ioam.pcap", "ioam2.pcap", &one_slot, None));
+    let transit_counts = &transit.stats["pipelines"]["transit"];
+    assert_eq!(transit.counter("transit", "trace_overflow"), ipv6_packets, "{transit_counts}");
+    for word in ["slots_filled", "pushed", "max_hop_reached"] {
+        assert_eq!(transit_counts[word].as_u64().unwrap_or(0), 0, "{word}: {transit_counts}");
+    }
+    let collector = Collector::new();
+    let sink =
+        run_node(&dir, &node_config("sink", "ioam2.pcap", "out.pcap", &one_slot, Some(&collector.addr())));
+    assert_same_frames(&read_pcap(&dir.join("out.pcap")), &frames);
+    assert_eq!(sink.counter("sink", "trace_overflow"), ipv6_packets, "{}", sink.stdout());
+    assert_eq!(sink.counter("sink", "stripped"), ipv6_packets);
+    assert_eq!(sink.stats["pipelines"]["sink"]["max_hop_reached"].as_u64().unwrap_or(0), 0);
 }
 
 /// Numbered (`sequence: true`): the encapsulating node numbers each IPv6

@@ -320,14 +320,15 @@ fn the_kernel_fills_its_slot_between_two_int_nodes() {
     eprintln!("e1 source: {source}\ne2 transit: {transit}\ne2 sink: {sink}");
     assert!(source["instrumented"].as_u64().unwrap() > 7000, "every packet of 10 MB traced");
     // The few addressed to the router itself (neighbour discovery) end there.
-    let (traced, filled) = (source["instrumented"].as_u64().unwrap(), transit["pushed"].as_u64().unwrap());
+    let (traced, filled) =
+        (source["instrumented"].as_u64().unwrap(), transit["slots_filled"].as_u64().unwrap());
     assert!(filled <= traced && traced - filled < 20, "the traced packets reached e2 and were filled");
-    assert_eq!(sink["stripped"], transit["pushed"], "and taken out again");
+    assert_eq!(sink["stripped"], transit["slots_filled"], "and taken out again");
     // Numbered in an Edge-to-Edge option the kernel forwards as it is: the
     // only gaps are the packets that ended at the router.
     assert_eq!(sink["no_sequence"].as_u64().unwrap_or(0), 0, "every packet numbered");
     assert!(sink["lost_packets"].as_u64().unwrap_or(0) <= traced - filled, "{sink}");
-    for counter in ["malformed_forwarded", "malformed_dropped", "max_hop_reached", "too_big"] {
+    for counter in ["malformed_forwarded", "malformed_dropped", "trace_overflow", "too_big"] {
         assert_eq!(sink.get(counter).and_then(|v| v.as_u64()).unwrap_or(0), 0, "{counter}");
         assert_eq!(source.get(counter).and_then(|v| v.as_u64()).unwrap_or(0), 0, "{counter}");
     }

@@ -73,6 +73,10 @@ counters! {
     pushed,
     max_hop_reached,
     destination_only,
+    // IOAM transit: a slot of the trace filled; no slot left (Overflow),
+    // set here or found set at the decapsulating node
+    slots_filled,
+    trace_overflow,
     // INT 2.1: pushes the MTU did not allow (M set), INT-MX packets passed
     mtu_exceeded,
     mx_passed,

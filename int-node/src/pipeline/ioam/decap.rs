@@ -71,7 +71,7 @@ impl IoamDecapStage {
         let key = found.flow(frame);
         let seen = self.seen(frame, &found);
         if found.trace.header.overflow() {
-            counters.inc(Counter::max_hop_reached);
+            counters.inc(Counter::trace_overflow);
         }
         if let Some(why) = self.core.track(FlowRef::Key(&key), &seen, now_ns, counters) {
             if let Some(bytes) = frame.get(found.ip.l3..found.report_end()) {

@@ -27,8 +27,8 @@ impl IoamTransitStage {
         let namespace = self.namespace;
         self.element.each(burst, clock, counters, |frame, node, _| {
             match transit::transit(frame.frame_mut(), namespace, node) {
-                Ok(Transited::Filled) => Counter::pushed,
-                Ok(Transited::Overflow) => Counter::max_hop_reached,
+                Ok(Transited::Filled) => Counter::slots_filled,
+                Ok(Transited::Overflow) => Counter::trace_overflow,
                 Ok(Transited::NotTraced) => Counter::not_int,
                 Err(error) => Counter::malformed(error.drop_reason()),
             }
