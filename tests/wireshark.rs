@@ -713,7 +713,7 @@ fn tshark_reads_the_ioam_edge_to_edge_option_int_core_writes() {
     bytes[128..].copy_from_slice(&original);
     let mut view = int_core::FrameBuf::new(&mut bytes, 128, original.len()).unwrap();
     let node = NodeData { node_id: Some(1), ..NodeData::default() };
-    let added = encap::encap(&mut view, &plan, &node, |_, _| Some(0x0102_0304)).unwrap();
+    let added = encap::insert(&mut view, &plan, &node, |_, _| Some(0x0102_0304)).unwrap();
     assert_eq!(added, Encapped::Added(24 + 16));
     write_pcap(&dir.join("e2e.pcap"), &[view.frame().to_vec()]);
     let fields = [

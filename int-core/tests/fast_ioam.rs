@@ -1,6 +1,6 @@
 //! The IOAM encapsulating node's fast path writes what the general path
 //! writes: every frame it takes among the fast-path frames, their one-byte
-//! changes and cuts, gets the same bytes from `encap::encap`; the frames it
+//! changes and cuts, gets the same bytes from `encap::insert`; the frames it
 //! leaves are IPv4 or past the MTU, and a plan that numbers packets has no
 //! fast path.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
@@ -19,8 +19,12 @@ use int_core::ioam::node::NodeData;
 use int_core::ioam::trace::{TraceHeaderRepr, TraceType};
 
 fn plan(trace_type: TraceType, nodes: usize, max_ip_len: usize) -> Plan {
-    let header =
-        TraceHeaderRepr { namespace: 0x7b, node_len: trace_type.node_len() as u8, trace_type, ..Default::default() };
+    let header = TraceHeaderRepr {
+        namespace: 0x7b,
+        node_len: trace_type.node_len() as u8,
+        trace_type,
+        ..Default::default()
+    };
     Plan { header, nodes, max_ip_len, e2e: E2eType::empty() }
 }
 
@@ -63,7 +67,7 @@ fn agrees(plan: &Plan) -> usize {
                 continue;
             };
             let mut general = Buffer::new(&frame);
-            let said = general.with(|f| encap::encap(f, plan, &element(), |_, _| None));
+            let said = general.with(|f| encap::insert(f, plan, &element(), |_, _| None));
             assert_eq!(said, Ok(done), "{plan:?} {frame:02x?}");
             assert!(matches!(done, Encapped::Added(_)));
             assert_eq!(mine.frame(), general.frame(), "{plan:?} {frame:02x?}");

@@ -89,7 +89,7 @@ fn fast_sink21_finds_and_restores_what_the_general_sink_does() {
     let (mut taken, mut not_int, mut bases) = ([0, 0], 0, 0);
     for base in int_frames() {
         bases += u32::from(matches!(
-            fast_sink::extract_fast(&base, &int21_domain(), &rule()),
+            fast_sink::classify_fast(&base, &int21_domain(), &rule()),
             FastArrival::Int(_)
         ));
         for frame in neighbours(&base) {
@@ -128,7 +128,7 @@ enum Taken {
 /// One frame: the fast sink's answer is the general sink's.
 fn agrees(frame: &[u8]) -> Taken {
     let general = sink::extract(frame, &int21_domain(), &rule());
-    match fast_sink::extract_fast(frame, &int21_domain(), &rule()) {
+    match fast_sink::classify_fast(frame, &int21_domain(), &rule()) {
         FastArrival::Other => Taken::No,
         FastArrival::NotInt => {
             assert_eq!(general, Ok(None), "{frame:02x?}");
@@ -165,7 +165,8 @@ fn fast_sink21_restores_the_original() {
         let plan = source::plan(&original, &config).unwrap();
         let mut buffer = Buffer::new(&original);
         buffer.with(|f| source::insert(f, &plan, &config, &hop(1, 0x0102_0304_0506), 77)).unwrap();
-        let FastArrival::Int(fast) = fast_sink::extract_fast(buffer.frame(), &int21_domain(), &rule()) else {
+        let FastArrival::Int(fast) = fast_sink::classify_fast(buffer.frame(), &int21_domain(), &rule())
+        else {
             panic!("not taken: {original:02x?}")
         };
         assert_eq!(

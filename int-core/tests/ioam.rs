@@ -1,5 +1,5 @@
 //! IOAM's roles over generated IPv6 packets (extension headers, VLAN tags,
-//! TCP and UDP): `decap(transit^n(encap(p))) == p`, each node's element
+//! TCP and UDP): `strip(push^n(insert(p))) == p`, each node's element
 //! read back in order, Overflow exactly when the slots run out; etherparse
 //! walks and checks every packet on the way; bytes changed anywhere are
 //! refused or give back a packet coherent again.
@@ -109,15 +109,15 @@ proptest! {
         let hop_limit = original[ip.l3 + 7];
         let mut buffer = Buffer::new(&original);
         let number = |_: &[u8], _: &locate::IpLocation| Some(u64::from(sequence));
-        let added = buffer.with(|f| encap::encap(f, &plan, &node(1), number)).unwrap();
+        let added = buffer.with(|f| encap::insert(f, &plan, &node(1), number)).unwrap();
         prop_assert!(matches!(added, Encapped::Added(_)), "{:?}", added);
         for n in 0..transits {
             let frame_len = buffer.len;
             let start = buffer.start;
             let frame = &mut buffer.bytes[start..start + frame_len];
             let expected = if n + 1 < nodes { Transited::Filled } else { Transited::Overflow };
-            prop_assert_eq!(transit::transit(frame, plan.header.namespace, &node(n as u32 + 2)), Ok(expected));
-            prop_assert_eq!(transit::transit(frame, 7, &node(99)), Ok(Transited::NotTraced));
+            prop_assert_eq!(transit::push(frame, plan.header.namespace, &node(n as u32 + 2)), Ok(expected));
+            prop_assert_eq!(transit::push(frame, 7, &node(99)), Ok(Transited::NotTraced));
         }
         let traced = buffer.frame().to_vec();
         etherparse_verdict(&traced).map_err(TestCaseError::fail)?;
@@ -138,7 +138,7 @@ proptest! {
         let read: Vec<NodeData> = found.nodes(&traced).collect();
         let expected: Vec<NodeData> = (1..=filled as u32).rev().map(|n| as_carried(&node(n), trace_type, hop_limit)).collect();
         prop_assert_eq!(read, expected);
-        prop_assert!(buffer.with(|f| decap::decap(f, &found)));
+        prop_assert!(buffer.with(|f| decap::strip(f, &found).is_some()));
         prop_assert_eq!(buffer.frame(), &original[..]);
     }
 
@@ -158,18 +158,18 @@ proptest! {
         let plan = Plan { e2e, ..plan(trace_type, 3) };
         prop_assume!(plan.check().is_ok());
         let mut buffer = Buffer::new(&original);
-        buffer.with(|f| encap::encap(f, &plan, &node(1), |_, _| Some(5))).unwrap();
+        buffer.with(|f| encap::insert(f, &plan, &node(1), |_, _| Some(5))).unwrap();
         let mut traced = buffer.frame().to_vec();
         let at = at.index(traced.len());
         traced[at] = value;
         if let Ok(Some(found)) = find::find(&traced, plan.header.namespace) {
             let _ = found.nodes(&traced).count();
             let mut changed = Buffer::new(&traced);
-            prop_assert!(changed.with(|f| decap::decap(f, &found)));
+            prop_assert!(changed.with(|f| decap::strip(f, &found).is_some()));
             prop_assert!(locate::ipv6(changed.frame()).is_ok(), "a restored packet the walk refuses");
         }
         let mut frame = traced.clone();
-        let _ = transit::transit(&mut frame, plan.header.namespace, &node(2));
+        let _ = transit::push(&mut frame, plan.header.namespace, &node(2));
     }
 }
 
@@ -179,7 +179,7 @@ fn the_generated_packets_are_mostly_traced() {
     common::assert_mostly_usable(ipv6_packet(), |spec| {
         let mut buffer = Buffer::new(&spec.build());
         matches!(
-            buffer.with(|f| encap::encap(f, &plan(TraceType::HOP_LIM_NODE_ID, 4), &node(1), |_, _| None)),
+            buffer.with(|f| encap::insert(f, &plan(TraceType::HOP_LIM_NODE_ID, 4), &node(1), |_, _| None)),
             Ok(Encapped::Added(_))
         )
     });
@@ -197,7 +197,7 @@ fn every_cut_of_a_traced_packet_is_safe() {
     );
     let mut buffer = Buffer::new(&spec.build());
     buffer
-        .with(|f| encap::encap(f, &plan(TraceType::from_bits_retain(0xff_f000), 3), &node(1), |_, _| None))
+        .with(|f| encap::insert(f, &plan(TraceType::from_bits_retain(0xff_f000), 3), &node(1), |_, _| None))
         .unwrap();
     let traced = buffer.frame().to_vec();
     for cut in 0..traced.len() {

@@ -171,7 +171,7 @@ impl Source {
                 };
                 use int_core::ioam::encap::Encapped;
                 let number = |_: &[u8], _: &int_core::locate::IpLocation| Some(u64::from(sequence));
-                match int_core::ioam::encap::encap(&mut view, plan, &node, number) {
+                match int_core::ioam::encap::insert(&mut view, plan, &node, number) {
                     // IPv4 packets stay plain: IOAM rides IPv6 options.
                     Ok(Encapped::Added(_) | Encapped::NotIpv6) => {}
                     Ok(other) => return Err(InstrumentError::NotTraced(other)),

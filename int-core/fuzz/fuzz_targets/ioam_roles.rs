@@ -67,7 +67,7 @@ fn strip_leaves_nothing_of_ours(frame: &[u8], selector: u8) {
     buffer[256..].copy_from_slice(&stripped);
     let mut view = FrameBuf::new(&mut buffer, 256, stripped.len()).expect("a view");
     let plan = domain(selector).plan(9000);
-    let encapped = encap::encap(&mut view, &plan, &node(), |_, _| Some(1));
+    let encapped = encap::insert(&mut view, &plan, &node(), |_, _| Some(1));
     assert_ne!(encapped, Ok(Encapped::AlreadyTraced), "nothing of ours is left");
 }
 
@@ -89,7 +89,7 @@ fn decap_restores(frame: &[u8]) {
     let Ok(Some(found)) = find::find(frame, NAMESPACE) else { return };
     let mut buffer = frame.to_vec();
     let mut view = FrameBuf::new(&mut buffer, 0, frame.len()).expect("a view");
-    assert!(decap::decap(&mut view, &found), "find accepted it");
+    assert!(decap::strip(&mut view, &found).is_some(), "find accepted it");
     assert_eq!(view.len() + found.removed_len(), frame.len());
     // IOAM reads no upper layer: one that lies is carried as it came.
     // Where etherparse walks the input cleanly, it walks the output so.
@@ -109,7 +109,7 @@ fn decap_restores(frame: &[u8]) {
 
 fn transit_stays_inside(frame: &[u8]) {
     let mut out = frame.to_vec();
-    match transit::transit(&mut out, NAMESPACE, &node()) {
+    match transit::push(&mut out, NAMESPACE, &node()) {
         Ok(Transited::Filled | Transited::Overflow) => {}
         _ => {
             assert_eq!(out, frame, "a frame transit did not fill is left as it was");
@@ -135,12 +135,12 @@ fn encap_then_decap(frame: &[u8], selector: u8) {
         numbered = true;
         Some(u64::from(selector) + 1)
     };
-    let Ok(Encapped::Added(added)) = encap::encap(&mut view, &plan, &node(), number) else { return };
+    let Ok(Encapped::Added(added)) = encap::insert(&mut view, &plan, &node(), number) else { return };
     assert_eq!(view.len(), frame.len() + added);
     let traced = view.frame().to_vec();
     let found = find::find(&traced, NAMESPACE).expect("our own trace reads").expect("and is there");
     assert_eq!(found.removed_len(), added);
     assert_eq!(found.sequence(), numbered.then_some(u64::from(selector) + 1));
-    assert!(decap::decap(&mut view, &found));
+    assert!(decap::strip(&mut view, &found).is_some());
     assert_eq!(view.frame(), frame, "encap then decap is the frame");
 }

@@ -50,7 +50,7 @@ impl FastInt {
 /// [`super::sink::extract`]'s fast path, for fast-path frames whose block
 /// is INT-MD with NPT 0.
 #[inline(always)]
-pub fn extract_fast(frame: &[u8], domain: &Domain, rule: &HopRule) -> FastArrival {
+pub fn classify_fast(frame: &[u8], domain: &Domain, rule: &HopRule) -> FastArrival {
     let Marking::Dscp(dscp) = domain.marking else { return FastArrival::Other };
     let Some(parts) = FastFrame::read(frame, 0) else { return FastArrival::Other };
     if !dscp.encapsulation().tos_is_marked(parts.tos) {
@@ -117,7 +117,7 @@ fn bottom_hop(md: &MdStack<'_>) -> (Option<u32>, Option<u64>) {
     (node, ingress)
 }
 
-/// [`super::sink::strip`] for a packet [`extract_fast`] found: the same
+/// [`super::sink::strip`] for a packet [`classify_fast`] found: the same
 /// bytes. Returns the bytes removed, or `None` (frame unchanged) if the
 /// frame is shorter than `found` says.
 #[inline(always)]

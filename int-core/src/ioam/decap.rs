@@ -14,17 +14,17 @@ use crate::wire::ipv6::{HEADER_LEN as IPV6_LEN, MAX_EXTENSIONS};
 
 /// Removes what the encapsulating node added: the trace, then the
 /// Edge-to-Edge option (the headers before it moved once, over fewer
-/// bytes); false, changing nothing, if the frame is not the one `found`
-/// was read from.
-pub fn decap(frame: &mut FrameBuf<'_>, found: &Found) -> bool {
+/// bytes); the bytes removed, as INT's `strip` says them. `None`, changing
+/// nothing, if the frame is not the one `found` was read from.
+pub fn strip(frame: &mut FrameBuf<'_>, found: &Found) -> Option<usize> {
     if frame.frame().len() < found.ip.end {
-        return false;
+        return None;
     }
     let removed = found.trace_removed_len();
     let removed_at = found.hbh + found.hbh_len - removed;
     let next_header = byte(frame.frame(), found.hbh);
     if !frame.close_gap(removed_at, removed) {
-        return false;
+        return None;
     }
     let out = frame.frame_mut();
     match found.whole {
@@ -36,14 +36,14 @@ pub fn decap(frame: &mut FrameBuf<'_>, found: &Found) -> bool {
         found.ip.l3,
         (found.ip.ip_len() - IPV6_LEN - found.removed_len()) as u16,
     );
-    let Some(e2e) = &found.e2e else { return true };
+    let Some(e2e) = &found.e2e else { return Some(found.removed_len()) };
     // Where the option's header and the Next Header naming it lie now.
     let moved = |offset: usize| if offset >= removed_at + removed { offset - removed } else { offset };
     let chain_at = match found.whole && e2e.chain_at == found.hbh {
         true => found.ip.l3 + 6, // the removed header's Next Header went there
         false => moved(e2e.chain_at),
     };
-    remove_e2e(frame, e2e, moved(e2e.doh), chain_at)
+    remove_e2e(frame, e2e, moved(e2e.doh), chain_at).then_some(found.removed_len())
 }
 
 /// Removes the Edge-to-Edge option `e2e` whose Destination Options header
@@ -88,7 +88,7 @@ pub fn strip_foreign(frame: &mut FrameBuf<'_>, namespace: u16) -> Result<bool, P
 /// One round of [`strip_foreign`].
 fn strip_once(frame: &mut FrameBuf<'_>, namespace: u16) -> Result<bool, ParseError> {
     if let Some(found) = find(frame.frame(), namespace)? {
-        return Ok(decap(frame, &found));
+        return Ok(strip(frame, &found).is_some());
     }
     let Some(ip) = locate::ipv6(frame.frame())? else { return Ok(false) };
     let Some(e2e) = find_e2e(frame.frame(), &ip, namespace)? else { return Ok(false) };

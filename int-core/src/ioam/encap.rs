@@ -123,7 +123,7 @@ pub enum Encapped {
 /// has an Edge-to-Edge option, adds it too, numbered by `number` (the
 /// packet's number in its group, asked only once the packet will take the
 /// option; `None`: the trace alone).
-pub fn encap(
+pub fn insert(
     frame: &mut FrameBuf<'_>,
     plan: &Plan,
     node: &NodeData,

@@ -4,7 +4,7 @@
 //! packet the header is copied in, the slot written, Next Header and
 //! Payload Length set. A packet without extension headers has no trace,
 //! Edge-to-Edge option or options to walk, so the general path's searches
-//! ([`super::encap::encap`]) find nothing here; it writes the same bytes
+//! ([`super::encap::insert`]) find nothing here; it writes the same bytes
 //! for the frames this path takes (a test holds the two together over
 //! one-byte changes and cuts). A domain that numbers packets takes the
 //! general path: its option goes before the upper layer.

@@ -3,8 +3,10 @@
 //! Trace header, [`node`] a node's data element, [`e2e`] the Edge-to-Edge
 //! option (a packet number for loss), [`ipv6`] both in IPv6 options (find,
 //! fill a slot, read every node, emit); the three nodes' work by role,
-//! as INT 2.1's: [`encap`] the encapsulating node, [`transit`] a transit
-//! node, [`find`] where a trace lies, [`decap`] the decapsulating node.
+//! as INT 2.1's, with INT's verbs: [`encap`] the encapsulating node
+//! (`encap::insert`), [`transit`] a transit node (`transit::push`),
+//! [`find`] where a trace lies, [`decap`] the decapsulating node
+//! (`decap::strip`, returning the bytes removed as INT's `strip` does).
 //!
 //! The texts are the last drafts before publication
 //! (`../shared/specs/ioam-*`); where they leave a value to IANA, the RFC's
@@ -13,8 +15,8 @@
 pub mod decap;
 pub mod e2e;
 pub mod encap;
-pub mod fast_encap;
 mod extensions;
+pub mod fast_encap;
 pub mod find;
 pub mod ipv6;
 pub mod node;

@@ -55,7 +55,7 @@ fn node(id: u32) -> NodeData {
 #[test]
 fn encap_writes_the_header_the_kernel_reads() {
     let original = udp6();
-    let (out, done) = with_headroom(&original, |f| encap(f, &plan(2), &node(0x0a0b0c), unnumbered));
+    let (out, done) = with_headroom(&original, |f| insert(f, &plan(2), &node(0x0a0b0c), unnumbered));
     assert_eq!(done, Ok(Encapped::Added(24)));
     assert_eq!(out.len(), original.len() + 24);
     assert_eq!(out[14 + 6], HOP_BY_HOP, "IPv6 Next Header");
@@ -69,7 +69,7 @@ fn encap_writes_the_header_the_kernel_reads() {
     let found = find(&out, 123).unwrap().unwrap();
     assert!(found.whole);
     assert_eq!(found.nodes(&out).collect::<Vec<_>>(), [NodeData { hop_limit: Some(64), ..node(0x0a0b0c) }]);
-    let (back, done) = with_headroom(&out, |f| decap(f, &found));
+    let (back, done) = with_headroom(&out, |f| strip(f, &found).is_some());
     assert!(done);
     assert_eq!(back, original);
 }
@@ -82,24 +82,24 @@ fn an_existing_header_gets_the_option_appended_and_keeps_its_own() {
     let router_alert = vec![0, 0, 5, 2, 0, 0, 1, 0];
     spec.ipv6.as_mut().unwrap().extensions.push((HOP_BY_HOP, router_alert.clone()));
     let original = spec.build();
-    let (mut out, done) = with_headroom(&original, |f| encap(f, &plan(3), &node(1), unnumbered));
+    let (mut out, done) = with_headroom(&original, |f| insert(f, &plan(3), &node(1), unnumbered));
     assert_eq!(done, Ok(Encapped::Added(24)));
     assert_eq!(out[55], 3, "Hdr Ext Len: 8 + 24 bytes");
     assert_eq!(out[56..62], router_alert[2..], "the sender's option first");
     assert_eq!(out[62..64], [0x31, 22], "three slots: 4 + 8 + 12 bytes");
-    assert_eq!(transit(&mut out[..], 123, &node(2)), Ok(Transited::Filled));
-    assert_eq!(transit(&mut out[..], 123, &node(3)), Ok(Transited::Filled));
-    assert_eq!(transit(&mut out[..], 123, &node(4)), Ok(Transited::Overflow));
-    assert_eq!(transit(&mut out[..], 124, &node(4)), Ok(Transited::NotTraced));
+    assert_eq!(push(&mut out[..], 123, &node(2)), Ok(Transited::Filled));
+    assert_eq!(push(&mut out[..], 123, &node(3)), Ok(Transited::Filled));
+    assert_eq!(push(&mut out[..], 123, &node(4)), Ok(Transited::Overflow));
+    assert_eq!(push(&mut out[..], 124, &node(4)), Ok(Transited::NotTraced));
     let found = find(&out, 123).unwrap().unwrap();
     assert!(!found.whole);
     assert_eq!(found.trace.header.flags, FLAG_OVERFLOW);
     let ids: Vec<_> = found.nodes(&out).map(|n| n.node_id.unwrap()).collect();
     assert_eq!(ids, [3, 2, 1], "newest first");
-    let (back, done) = with_headroom(&out, |f| decap(f, &found));
+    let (back, done) = with_headroom(&out, |f| strip(f, &found).is_some());
     assert!(done);
     assert_eq!(back, original);
-    let (_, again) = with_headroom(&out, |f| encap(f, &plan(3), &node(1), unnumbered));
+    let (_, again) = with_headroom(&out, |f| insert(f, &plan(3), &node(1), unnumbered));
     assert_eq!(again, Ok(Encapped::AlreadyTraced));
 }
 
@@ -108,16 +108,16 @@ fn what_does_not_fit_passes_as_it_is() {
     let original = udp6();
     let small = Plan { max_ip_len: 40 + 28 + 23, ..plan(2) };
     assert_eq!(
-        with_headroom(&original, |f| encap(f, &small, &node(1), unnumbered)),
+        with_headroom(&original, |f| insert(f, &small, &node(1), unnumbered)),
         (original.clone(), Ok(Encapped::TooBig))
     );
     let mut buf = original.clone();
     let len = buf.len();
     let mut tight = FrameBuf::new(&mut buf, 0, len).unwrap();
-    assert_eq!(encap(&mut tight, &plan(2), &node(1), unnumbered), Ok(Encapped::NoHeadroom));
+    assert_eq!(insert(&mut tight, &plan(2), &node(1), unnumbered), Ok(Encapped::NoHeadroom));
     assert_eq!(buf, original);
     let v4 = PacketSpec::udp("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap(), 1, 2, 9).build();
-    assert_eq!(with_headroom(&v4, |f| encap(f, &plan(2), &node(1), unnumbered)).1, Ok(Encapped::NotIpv6));
+    assert_eq!(with_headroom(&v4, |f| insert(f, &plan(2), &node(1), unnumbered)).1, Ok(Encapped::NotIpv6));
 }
 
 /// A trace where no encapsulating node of ours puts it (the option in
@@ -125,7 +125,7 @@ fn what_does_not_fit_passes_as_it_is() {
 #[test]
 fn a_trace_not_at_the_end_is_refused() {
     let original = udp6();
-    let (mut out, _) = with_headroom(&original, |f| encap(f, &plan(1), &node(1), unnumbered));
+    let (mut out, _) = with_headroom(&original, |f| insert(f, &plan(1), &node(1), unnumbered));
     assert!(find(&out, 123).unwrap().unwrap().whole);
     // The PadN after the option becomes a Router Alert.
     assert_eq!(out[54 + 20..54 + 24], [1, 2, 0, 0]);
@@ -148,7 +148,7 @@ fn plan_numbered(nodes: usize) -> Plan {
 #[test]
 fn the_number_rides_a_destination_option_before_the_upper_layer() {
     let original = udp6();
-    let (out, done) = with_headroom(&original, |f| encap(f, &plan_numbered(1), &node(1), numbered(7)));
+    let (out, done) = with_headroom(&original, |f| insert(f, &plan_numbered(1), &node(1), numbered(7)));
     assert_eq!(done, Ok(Encapped::Added(24 + 16)));
     assert_eq!(out[14 + 6], HOP_BY_HOP);
     assert_eq!(out[54], DESTINATION_OPTIONS, "the Hop-by-Hop header names the new header");
@@ -160,7 +160,7 @@ fn the_number_rides_a_destination_option_before_the_upper_layer() {
     assert_eq!(found.sequence(), Some(7));
     assert_eq!(found.removed_len(), 40);
     assert_eq!(found.ip.l4, 94);
-    let (back, done) = with_headroom(&out, |f| decap(f, &found));
+    let (back, done) = with_headroom(&out, |f| strip(f, &found).is_some());
     assert!(done);
     assert_eq!(back, original);
 }
@@ -175,7 +175,7 @@ fn the_number_is_appended_to_the_packet_s_last_destination_options() {
     extensions.push((43, vec![0, 0, 4, 0, 0, 0, 0, 0]));
     extensions.push((DESTINATION_OPTIONS, vec![0, 0, 1, 4, 0, 0, 0, 0]));
     let original = spec.build();
-    let (out, done) = with_headroom(&original, |f| encap(f, &plan_numbered(2), &node(1), numbered(9)));
+    let (out, done) = with_headroom(&original, |f| insert(f, &plan_numbered(2), &node(1), numbered(9)));
     assert_eq!(done, Ok(Encapped::Added(24 + 16)));
     let found = find(&out, 123).unwrap().unwrap();
     let e2e = found.e2e.unwrap();
@@ -183,7 +183,7 @@ fn the_number_is_appended_to_the_packet_s_last_destination_options() {
     assert_eq!((e2e.doh, e2e.doh_len, e2e.option.option), (54 + 32 + 8, 24, 8));
     assert_eq!(out[e2e.doh..e2e.doh + 2], [17, 2], "the header grew by the option");
     assert_eq!(found.sequence(), Some(9));
-    let (back, done) = with_headroom(&out, |f| decap(f, &found));
+    let (back, done) = with_headroom(&out, |f| strip(f, &found).is_some());
     assert!(done);
     assert_eq!(back, original);
 }
@@ -200,11 +200,11 @@ fn fragments_and_unnumbered_packets_take_the_trace_alone() {
         asked.set(true);
         Some(1)
     };
-    let (out, done) = with_headroom(&fragment, |f| encap(f, &plan_numbered(1), &node(1), number));
+    let (out, done) = with_headroom(&fragment, |f| insert(f, &plan_numbered(1), &node(1), number));
     assert_eq!(done, Ok(Encapped::Added(24)));
     assert!(!asked.get(), "a fragment is not numbered");
     assert_eq!(find(&out, 123).unwrap().unwrap().e2e, None);
-    let (out, done) = with_headroom(&udp6(), |f| encap(f, &plan_numbered(1), &node(1), unnumbered));
+    let (out, done) = with_headroom(&udp6(), |f| insert(f, &plan_numbered(1), &node(1), unnumbered));
     assert_eq!(done, Ok(Encapped::Added(24)));
     assert_eq!(find(&out, 123).unwrap().unwrap().sequence(), None);
 }
@@ -222,10 +222,10 @@ fn the_sender_s_own_option_of_the_namespace_is_not_traced_over() {
         spec.build()
     };
     let good = spec(vec![0, 1, 1, 0, 0x11, 10, 0, 3, 0, 123, 0x40, 0, 0, 0, 0, 1]);
-    let (out, done) = with_headroom(&good, |f| encap(f, &plan_numbered(1), &node(1), numbered(2)));
+    let (out, done) = with_headroom(&good, |f| insert(f, &plan_numbered(1), &node(1), numbered(2)));
     assert_eq!((out, done), (good, Ok(Encapped::AlreadyTraced)));
     let misaligned = spec(vec![0, 1, 0, 0x11, 10, 0, 3, 0, 123, 0x40, 0, 0, 0, 0, 1, 0]);
-    assert!(with_headroom(&misaligned, |f| encap(f, &plan(1), &node(1), unnumbered)).1.is_err());
+    assert!(with_headroom(&misaligned, |f| insert(f, &plan(1), &node(1), unnumbered)).1.is_err());
 }
 
 fn udp6_with(extensions: &[(u8, Vec<u8>)]) -> Vec<u8> {
@@ -241,18 +241,18 @@ fn udp6_with(extensions: &[(u8, Vec<u8>)]) -> Vec<u8> {
 fn no_trace_takes_a_packet_past_the_headers_a_walk_reads() {
     let padding = || (DESTINATION_OPTIONS, vec![0, 0, 1, 4, 0, 0, 0, 0]);
     let eight = udp6_with(&vec![padding(); 8]);
-    let (out, done) = with_headroom(&eight, |f| encap(f, &plan(1), &node(1), unnumbered));
+    let (out, done) = with_headroom(&eight, |f| insert(f, &plan(1), &node(1), unnumbered));
     assert_eq!((out, done), (eight, Ok(Encapped::TooBig)));
     let mut seven = vec![padding(); 6];
     seven.push((ROUTING, vec![0, 0, 4, 0, 0, 0, 0, 0]));
     let seven = udp6_with(&seven);
-    let (out, done) = with_headroom(&seven, |f| encap(f, &plan_numbered(1), &node(1), numbered(1)));
+    let (out, done) = with_headroom(&seven, |f| insert(f, &plan_numbered(1), &node(1), numbered(1)));
     assert_eq!((out, done), (seven.clone(), Ok(Encapped::TooBig)), "the trace and the number: 9");
-    let (out, done) = with_headroom(&seven, |f| encap(f, &plan(2), &node(1), unnumbered));
+    let (out, done) = with_headroom(&seven, |f| insert(f, &plan(2), &node(1), unnumbered));
     assert_eq!(done, Ok(Encapped::Added(24)), "the trace alone: 8");
     let found = find(&out, 123).unwrap().unwrap();
-    assert_eq!(transit(&mut out.clone(), 123, &node(2)), Ok(Transited::Filled));
-    assert_eq!(with_headroom(&out, |f| decap(f, &found)), (seven, true));
+    assert_eq!(push(&mut out.clone(), 123, &node(2)), Ok(Transited::Filled));
+    assert_eq!(with_headroom(&out, |f| strip(f, &found).is_some()), (seven, true));
 }
 
 /// A trace of namespace 124 whose NodeLen disagrees with its trace
@@ -261,15 +261,15 @@ fn no_trace_takes_a_packet_past_the_headers_a_walk_reads() {
 /// only ours out.
 #[test]
 fn another_namespace_s_lying_trace_passes_every_role() {
-    let (mut theirs, _) = with_headroom(&udp6(), |f| encap(f, &plan(2), &node(1), unnumbered));
+    let (mut theirs, _) = with_headroom(&udp6(), |f| insert(f, &plan(2), &node(1), unnumbered));
     theirs[54 + 8 + 1] = 124; // the namespace's low byte
     theirs[54 + 8 + 2] = 0x10; // NodeLen 2 for a one-word trace type
     assert_eq!(find(&theirs, 123), Ok(None));
-    assert_eq!(transit(&mut theirs.clone(), 123, &node(2)), Ok(Transited::NotTraced));
-    let (ours, done) = with_headroom(&theirs, |f| encap(f, &plan(2), &node(3), unnumbered));
+    assert_eq!(push(&mut theirs.clone(), 123, &node(2)), Ok(Transited::NotTraced));
+    let (ours, done) = with_headroom(&theirs, |f| insert(f, &plan(2), &node(3), unnumbered));
     assert_eq!(done, Ok(Encapped::Added(24)));
     let found = find(&ours, 123).unwrap().unwrap();
-    assert_eq!(with_headroom(&ours, |f| decap(f, &found)), (theirs, true));
+    assert_eq!(with_headroom(&ours, |f| strip(f, &found).is_some()), (theirs, true));
 }
 
 /// At the edge, what comes in the namespace's name from outside (a
@@ -279,7 +279,7 @@ fn another_namespace_s_lying_trace_passes_every_role() {
 #[test]
 fn strip_removes_what_came_from_outside_in_our_name() {
     let sent = udp6_with(&[(HOP_BY_HOP, vec![0, 0, 5, 2, 0, 0, 1, 0])]);
-    let (forged, _) = with_headroom(&sent, |f| encap(f, &plan_numbered(2), &node(666), numbered(5)));
+    let (forged, _) = with_headroom(&sent, |f| insert(f, &plan_numbered(2), &node(666), numbered(5)));
     assert!(find(&forged, 123).unwrap().unwrap().e2e.is_some());
     assert_eq!(with_headroom(&forged, |f| strip_foreign(f, 123)), (sent.clone(), Ok(true)));
     assert_eq!(with_headroom(&forged, |f| strip_foreign(f, 124)), (forged.clone(), Ok(false)));
@@ -296,7 +296,7 @@ fn strip_removes_what_came_from_outside_in_our_name() {
 /// node puts it, or that lies, is refused with the packet.
 #[test]
 fn a_misplaced_or_lying_number_is_refused() {
-    let (out, _) = with_headroom(&udp6(), |f| encap(f, &plan_numbered(1), &node(1), numbered(3)));
+    let (out, _) = with_headroom(&udp6(), |f| insert(f, &plan_numbered(1), &node(1), numbered(3)));
     let mut lying = out.clone();
     lying[78 + 5] = 6; // option length: 6 bytes of data, the number cut off
     lying[78 + 12..78 + 16].copy_from_slice(&[1, 2, 0, 0]);

@@ -23,7 +23,7 @@ pub enum Transited {
 /// Fills the next slot of the namespace's trace with `node` (its Hop_Lim
 /// the packet's Hop Limit), or sets Overflow; leaves other namespaces and
 /// other options alone.
-pub fn transit(frame: &mut [u8], namespace: u16, node: &NodeData) -> Result<Transited, ParseError> {
+pub fn push(frame: &mut [u8], namespace: u16, node: &NodeData) -> Result<Transited, ParseError> {
     let Some(ip) = locate::ipv6(frame)? else { return Ok(Transited::NotTraced) };
     if byte(frame, ip.l3 + 6) != HOP_BY_HOP {
         return Ok(Transited::NotTraced);

@@ -10,18 +10,21 @@ use int_core::reference;
 
 use super::export::{self, ReportReceiver};
 use super::generate::GenerateStage;
-use super::int05::sink::SinkStage;
-use super::int05::source::SourceStage;
-use super::int05::transit::TransitStage;
+use super::int05::sink::Sink05Stage;
+use super::int05::source::Source05Stage;
+use super::int05::transit::Transit05Stage;
+use super::int05::Int05;
 use super::int21::clones::Clones;
 use super::int21::postcard::PostcardStage;
 use super::int21::report::Reporter21;
 use super::int21::sink::Sink21Stage;
 use super::int21::source::Source21Stage;
 use super::int21::transit::Transit21Stage;
+use super::int21::Int21;
 use super::ioam::decap::IoamDecapStage;
 use super::ioam::encap::IoamEncapStage;
 use super::ioam::transit::IoamTransitStage;
+use super::ioam::Ioam;
 use super::rate_limit::RateLimit;
 use super::reference::{Reference, ReferenceStage};
 use super::setup::{Hop, SetupError, SinkSetup};
@@ -107,13 +110,13 @@ pub fn build(config: &Config, ports: &Ports) -> Result<Built, BuildError> {
 /// table.
 fn with_top_flows(mut stage: Stage, top: TopFlows) -> Stage {
     match &mut stage {
-        Stage::Source(source) => source.top = top,
-        Stage::Source21(source) => source.top = top,
-        Stage::Sink(sink) => sink.core.top = top,
-        Stage::Sink21(sink) => sink.core.top = top,
-        Stage::IoamDecap(decap) => decap.core.top = top,
-        Stage::Postcard(postcard) => postcard.top = top,
-        Stage::IoamEncap(encap) => encap.top = top,
+        Stage::Int05(Int05::Source(source)) => source.top = top,
+        Stage::Int05(Int05::Sink(sink)) => sink.core.top = top,
+        Stage::Int21(Int21::Source(source)) => source.top = top,
+        Stage::Int21(Int21::Sink(sink)) => sink.core.top = top,
+        Stage::Int21(Int21::Postcard(postcard)) => postcard.top = top,
+        Stage::Ioam(Ioam::Encap(encap)) => encap.top = top,
+        Stage::Ioam(Ioam::Decap(decap)) => decap.core.top = top,
         _ => {}
     }
     stage
@@ -175,38 +178,30 @@ fn stage(config: &Config, p: &PipelineConfig, ports: &Ports, built: &mut Built) 
         (StageConfig::Forward, _) => Stage::Forward,
         (StageConfig::Source(settings), IntDomain::V05(domain)) => {
             let source =
-                SourceStage::new(domain, settings, &hop, own_reports_to).map_err(|e| failed(e.into()))?;
+                Source05Stage::new(domain, settings, &hop, own_reports_to).map_err(|e| failed(e.into()))?;
             log_flow_table(&p.name, source.flows.slot_bytes(), source.flows.bytes_per_flow());
-            Stage::Source(Box::new(source))
+            Stage::Int05(Int05::Source(Box::new(source)))
         }
         (StageConfig::Source21(settings), IntDomain::V21(domain)) => {
             let reporter = (settings.mode == Mode::Mx).then(|| reporter21(config, built)).flatten();
-            // Copies come from a pool of their own, on the socket of the
-            // port they leave by: never from the pool the ports receive into.
-            let clones = match settings.clone_every {
-                Some(every) => {
-                    let name = format!("int_node_clones_{}", built.counters.len());
-                    Some(Clones::new(every, ports.own_pool(&name, settings.clone_mbufs, p.tx.port)?))
-                }
-                None => None,
-            };
+            let clones = clones(settings, p, ports, built)?;
             let source = Source21Stage::new(domain, settings, &hop, own_reports_to, reporter, clones)
                 .map_err(|e| failed(e.into()))?;
-            Stage::Source21(Box::new(source))
+            Stage::Int21(Int21::Source(Box::new(source)))
         }
         (StageConfig::Transit, IntDomain::V05(domain)) => {
-            Stage::Transit(Box::new(TransitStage::new(domain, &hop)))
+            Stage::Int05(Int05::Transit(Box::new(Transit05Stage::new(domain, &hop))))
         }
-        (StageConfig::Transit, IntDomain::V21(domain)) => {
-            Stage::Transit21(Box::new(Transit21Stage::new(domain, &hop, reporter21(config, built))))
-        }
+        (StageConfig::Transit, IntDomain::V21(domain)) => Stage::Int21(Int21::Transit(Box::new(
+            Transit21Stage::new(domain, &hop, reporter21(config, built)),
+        ))),
         (StageConfig::IoamEncap(settings), IntDomain::Ioam(domain)) => {
             let encap = IoamEncapStage::new(&domain, &hop, settings)
                 .map_err(|e| failed(SetupError::Settings(e).into()))?;
-            Stage::IoamEncap(Box::new(encap))
+            Stage::Ioam(Ioam::Encap(Box::new(encap)))
         }
         (StageConfig::Transit, IntDomain::Ioam(domain)) => {
-            Stage::IoamTransit(Box::new(IoamTransitStage::new(&domain, &hop)))
+            Stage::Ioam(Ioam::Transit(Box::new(IoamTransitStage::new(&domain, &hop))))
         }
         (StageConfig::Sink(settings), domain) => {
             sink_stage(config, p, domain, settings, hop, built).map_err(failed)?
@@ -222,13 +217,27 @@ fn stage(config: &Config, p: &PipelineConfig, ports: &Ports, built: &mut Built) 
             let reporter = reporter21(config, built).ok_or_else(|| failed(StageError::NoExport))?;
             let postcard = PostcardStage::new(settings, hop, own_reports_to, reporter);
             log_flow_table(&p.name, postcard.flows.slot_bytes(), postcard.flows.bytes_per_flow());
-            Stage::Postcard(Box::new(postcard))
+            Stage::Int21(Int21::Postcard(Box::new(postcard)))
         }
         (StageConfig::Source(_) | StageConfig::Source21(_) | StageConfig::IoamEncap(_), _) => {
             return Err(failed(StageError::OtherVersion))
         }
     };
     Ok(stage)
+}
+
+/// A cloning INT 2.1 source's copies, where it clones. They come from a
+/// pool of their own, on the socket of the port they leave by: never from
+/// the pool the ports receive into.
+fn clones(
+    settings: &crate::config::Source21Settings,
+    p: &PipelineConfig,
+    ports: &Ports,
+    built: &Built,
+) -> Result<Option<Clones>, PortsError> {
+    let Some(every) = settings.clone_every else { return Ok(None) };
+    let name = format!("int_node_clones_{}", built.counters.len());
+    Ok(Some(Clones::new(every, ports.own_pool(&name, settings.clone_mbufs, p.tx.port)?)))
 }
 
 /// Where pipeline `p` runs as a hop of a path: `None` for a port the
@@ -263,12 +272,12 @@ fn sink_stage(
     let setup = SinkSetup { settings: settings.clone(), hop, rate_limit: export.rate_limit, reports: sender };
     let stage = match domain {
         IntDomain::V05(domain) => {
-            let sink = SinkStage::new(domain, export.profile, setup);
+            let sink = Sink05Stage::new(domain, export.profile, setup);
             log_flow_table(&p.name, sink.core.flows.slot_bytes(), sink.core.flows.bytes_per_flow());
-            Stage::Sink(Box::new(sink))
+            Stage::Int05(Int05::Sink(Box::new(sink)))
         }
-        IntDomain::V21(domain) => Stage::Sink21(Box::new(Sink21Stage::new(domain, setup))),
-        IntDomain::Ioam(domain) => Stage::IoamDecap(Box::new(IoamDecapStage::new(&domain, setup))),
+        IntDomain::V21(domain) => Stage::Int21(Int21::Sink(Box::new(Sink21Stage::new(domain, setup)))),
+        IntDomain::Ioam(domain) => Stage::Ioam(Ioam::Decap(Box::new(IoamDecapStage::new(&domain, setup)))),
     };
     Ok(stage)
 }
@@ -303,8 +312,8 @@ fn reference_stage(
 ) -> Result<Reference, StageError> {
     Ok(match (reference, domain) {
         (ReferenceConfig::Source(settings), IntDomain::V05(domain)) => {
-            let source = SourceStage::new(domain, settings, hop, None)?;
-            let own = SourceStage::own_hop(hop);
+            let source = Source05Stage::new(domain, settings, hop, None)?;
+            let own = Source05Stage::own_hop(hop);
             let flows = settings.flow_capacity as usize;
             Reference::Source(
                 reference::Source::new(&source.config, &own, flows).map_err(StageError::Reference)?,

@@ -31,27 +31,35 @@ use crate::clock::Clock;
 use crate::dpdk::mbuf::{Burst, Unwritable, Writable};
 use crate::dpdk::port::{PortId, QueueId};
 use crate::stats::{Counter, Counters, SharedCounters};
+use int05::Int05;
+use int21::Int21;
+use ioam::Ioam;
 
 /// How often a generator offers a burst again before giving up on it
 /// (about a millisecond): a stopped consumer costs drops, not a hang.
 const GENERATOR_TX_ATTEMPTS: u32 = 20_000;
 
+/// A pipeline's stage: a role of a protocol's domain (the version named
+/// where there is more than one), or one of the protocol-free stages.
 pub enum Stage {
     Forward,
-    Source(Box<int05::source::SourceStage>),
-    Transit(Box<int05::transit::TransitStage>),
-    Sink(Box<int05::sink::SinkStage>),
-    Source21(Box<int21::source::Source21Stage>),
-    Transit21(Box<int21::transit::Transit21Stage>),
-    Sink21(Box<int21::sink::Sink21Stage>),
-    Postcard(Box<int21::postcard::PostcardStage>),
-    IoamEncap(Box<ioam::encap::IoamEncapStage>),
-    IoamTransit(Box<ioam::transit::IoamTransitStage>),
-    IoamDecap(Box<ioam::decap::IoamDecapStage>),
+    Int05(Int05),
+    Int21(Int21),
+    Ioam(Ioam),
     #[cfg(feature = "lab")]
     Impair(Box<impair::ImpairStage>),
     Reference(Box<reference::ReferenceStage>),
     Generate(Box<generate::GenerateStage>),
+}
+
+impl Stage {
+    /// A sink of any protocol: it sweeps its flows on every poll.
+    fn is_sink(&self) -> bool {
+        matches!(
+            self,
+            Stage::Int05(Int05::Sink(_)) | Stage::Int21(Int21::Sink(_)) | Stage::Ioam(Ioam::Decap(_))
+        )
+    }
 }
 
 pub struct Pipeline {
@@ -76,31 +84,20 @@ impl Pipeline {
         // The lcore's clock, shown by each of its pipelines.
         self.counters.set(Counter::clock_steps_back, clock.steps_back());
         // The sink reads the clock once per poll, for its sweep and burst.
-        let sink_ns = if matches!(self.stage, Stage::Sink(_) | Stage::Sink21(_) | Stage::IoamDecap(_)) {
-            clock.now_ns()
-        } else {
-            0
-        };
+        let sink_ns = if self.stage.is_sink() { clock.now_ns() } else { 0 };
         match &mut self.stage {
             // The sweep runs even when no packet came: losses are reported
             // on time for flows that went quiet.
-            Stage::Sink(sink) => sink.core.sweep(sink_ns, &mut self.counters),
-            Stage::Sink21(sink) => sink.core.sweep(sink_ns, &mut self.counters),
-            Stage::IoamDecap(decap) => decap.core.sweep(sink_ns, &mut self.counters),
+            Stage::Int05(Int05::Sink(sink)) => sink.core.sweep(sink_ns, &mut self.counters),
+            Stage::Int21(Int21::Sink(sink)) => sink.core.sweep(sink_ns, &mut self.counters),
+            Stage::Ioam(Ioam::Decap(decap)) => decap.core.sweep(sink_ns, &mut self.counters),
             #[cfg(feature = "lab")]
             Stage::Impair(impair) if received == 0 => impair.release_due(clock, &mut self.counters),
             _ => {}
         }
         if received == 0 {
             self.counters.inc(Counter::empty_polls);
-            // Sources age their flows on idle polls too (sinks swept above).
-            match &mut self.stage {
-                Stage::Source(source) => source.age(clock.now_ns(), &mut self.counters),
-                Stage::Source21(source) => source.age(clock.now_ns(), &mut self.counters),
-                Stage::Postcard(postcard) => postcard.age(clock.now_ns(), &mut self.counters),
-                Stage::IoamEncap(encap) => encap.age(clock.now_ns(), &mut self.counters),
-                _ => {}
-            }
+            self.age(clock);
             self.counters.publish(&self.shared);
             return 0;
         }
@@ -109,23 +106,7 @@ impl Pipeline {
         if let Some(tap) = &mut self.taps.rx {
             tap.take(burst, capture_ns, &mut self.counters);
         }
-        match &mut self.stage {
-            Stage::Forward => {}
-            Stage::Source(source) => source.process(burst, clock, &mut self.counters),
-            Stage::Transit(transit) => transit.process(burst, clock, &mut self.counters),
-            Stage::Sink(sink) => sink.process(burst, sink_ns, &mut self.counters),
-            Stage::Source21(source) => source.process(burst, clock, &mut self.counters),
-            Stage::Transit21(transit) => transit.process(burst, clock, &mut self.counters),
-            Stage::Sink21(sink) => sink.process(burst, sink_ns, &mut self.counters),
-            Stage::Postcard(postcard) => postcard.process(burst, clock, &mut self.counters),
-            Stage::IoamEncap(encap) => encap.process(burst, clock, &mut self.counters),
-            Stage::IoamTransit(transit) => transit.process(burst, clock, &mut self.counters),
-            Stage::IoamDecap(decap) => decap.process(burst, sink_ns, &mut self.counters),
-            #[cfg(feature = "lab")]
-            Stage::Impair(impair) => impair.process(burst, clock, &mut self.counters),
-            Stage::Reference(reference) => reference.process(burst, sink_ns, &mut self.counters),
-            Stage::Generate(generate) => generate.process(burst, clock, &mut self.counters),
-        }
+        self.process(burst, clock, sink_ns);
         if let Some(tap) = &mut self.taps.tx {
             tap.take(burst, capture_ns, &mut self.counters);
         }
@@ -141,11 +122,47 @@ impl Pipeline {
         received
     }
 
+    /// Sources age their flows on idle polls too (sinks sweep on every
+    /// poll).
+    #[inline]
+    fn age(&mut self, clock: &mut Clock) {
+        match &mut self.stage {
+            Stage::Int05(Int05::Source(source)) => source.age(clock.now_ns(), &mut self.counters),
+            Stage::Int21(Int21::Source(source)) => source.age(clock.now_ns(), &mut self.counters),
+            Stage::Int21(Int21::Postcard(postcard)) => postcard.age(clock.now_ns(), &mut self.counters),
+            Stage::Ioam(Ioam::Encap(encap)) => encap.age(clock.now_ns(), &mut self.counters),
+            _ => {}
+        }
+    }
+
+    /// The stage's work on a burst (one `match`, no dynamic dispatch);
+    /// `sink_ns`: the clock read for a sink's burst (0 for other stages).
+    #[inline(always)]
+    fn process(&mut self, burst: &mut Burst, clock: &mut Clock, sink_ns: u64) {
+        match &mut self.stage {
+            Stage::Forward => {}
+            Stage::Int05(Int05::Source(source)) => source.process(burst, clock, &mut self.counters),
+            Stage::Int05(Int05::Transit(transit)) => transit.process(burst, clock, &mut self.counters),
+            Stage::Int05(Int05::Sink(sink)) => sink.process(burst, sink_ns, &mut self.counters),
+            Stage::Int21(Int21::Source(source)) => source.process(burst, clock, &mut self.counters),
+            Stage::Int21(Int21::Transit(transit)) => transit.process(burst, clock, &mut self.counters),
+            Stage::Int21(Int21::Sink(sink)) => sink.process(burst, sink_ns, &mut self.counters),
+            Stage::Int21(Int21::Postcard(postcard)) => postcard.process(burst, clock, &mut self.counters),
+            Stage::Ioam(Ioam::Encap(encap)) => encap.process(burst, clock, &mut self.counters),
+            Stage::Ioam(Ioam::Transit(transit)) => transit.process(burst, clock, &mut self.counters),
+            Stage::Ioam(Ioam::Decap(decap)) => decap.process(burst, sink_ns, &mut self.counters),
+            #[cfg(feature = "lab")]
+            Stage::Impair(impair) => impair.process(burst, clock, &mut self.counters),
+            Stage::Reference(reference) => reference.process(burst, sink_ns, &mut self.counters),
+            Stage::Generate(generate) => generate.process(burst, clock, &mut self.counters),
+        }
+    }
+
     /// A cloning source's copies, sent after the burst of their originals
     /// (and captured as they leave, as the burst was).
     #[inline]
     fn send_clones(&mut self, capture_ns: u64) {
-        let Stage::Source21(source) = &mut self.stage else { return };
+        let Stage::Int21(Int21::Source(source)) = &mut self.stage else { return };
         let Some(clones) = source.clones.as_mut().filter(|clones| !clones.out.is_empty()) else { return };
         if let Some(tap) = &mut self.taps.tx {
             tap.take(&clones.out, capture_ns, &mut self.counters);
@@ -207,9 +224,9 @@ pub fn run_worker(
     int_os::alloc::on_packet_path(false);
     for pipeline in pipelines.iter_mut() {
         match &mut pipeline.stage {
-            Stage::Sink(sink) => sink.core.finish(&mut clock, &mut pipeline.counters),
-            Stage::Sink21(sink) => sink.core.finish(&mut clock, &mut pipeline.counters),
-            Stage::IoamDecap(decap) => decap.core.finish(&mut clock, &mut pipeline.counters),
+            Stage::Int05(Int05::Sink(sink)) => sink.core.finish(&mut clock, &mut pipeline.counters),
+            Stage::Int21(Int21::Sink(sink)) => sink.core.finish(&mut clock, &mut pipeline.counters),
+            Stage::Ioam(Ioam::Decap(decap)) => decap.core.finish(&mut clock, &mut pipeline.counters),
             #[cfg(feature = "lab")]
             Stage::Impair(impair) => impair.finish(),
             _ => {}

@@ -11,6 +11,9 @@ use int_core::latency::LatencyConfig;
 use ringbuf::traits::{Consumer, Producer, Split};
 use ringbuf::{HeapCons, HeapProd, HeapRb};
 
+use super::int05::Int05;
+use super::int21::Int21;
+use super::ioam::Ioam;
 use super::Stage;
 use crate::config::{Config, Rule, StageConfig};
 
@@ -113,19 +116,19 @@ pub fn updates(config: &Config) -> Vec<(String, Update)> {
 /// itself where the stage has no such setting).
 fn swap(stage: &mut Stage, update: Update) -> Update {
     match (stage, update) {
-        (Stage::Source(source), Update::Watchlist(rules)) => {
+        (Stage::Int05(Int05::Source(source)), Update::Watchlist(rules)) => {
             Update::Watchlist(std::mem::replace(&mut source.watchlist, rules))
         }
-        (Stage::Source21(source), Update::Watchlist(rules)) => {
+        (Stage::Int21(Int21::Source(source)), Update::Watchlist(rules)) => {
             Update::Watchlist(std::mem::replace(&mut source.watchlist, rules))
         }
-        (Stage::Sink(sink), Update::SinkReports(reports)) => {
+        (Stage::Int05(Int05::Sink(sink)), Update::SinkReports(reports)) => {
             Update::SinkReports(sink.core.set_reports(reports))
         }
-        (Stage::Sink21(sink), Update::SinkReports(reports)) => {
+        (Stage::Int21(Int21::Sink(sink)), Update::SinkReports(reports)) => {
             Update::SinkReports(sink.core.set_reports(reports))
         }
-        (Stage::IoamDecap(decap), Update::SinkReports(reports)) => {
+        (Stage::Ioam(Ioam::Decap(decap)), Update::SinkReports(reports)) => {
             Update::SinkReports(decap.core.set_reports(reports))
         }
         (_, update) => update,

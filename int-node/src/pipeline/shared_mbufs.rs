@@ -9,8 +9,8 @@ use int_core::craft::PacketSpec;
 use int_core::encap::Domain;
 use int_core::int05::source::{FastBlock, SourceConfig, Template};
 
-use super::int05::source::SourceStage;
-use super::int05::transit::TransitStage;
+use super::int05::source::Source05Stage;
+use super::int05::transit::Transit05Stage;
 use super::setup::Hop;
 use crate::clock::Clock;
 use crate::config::{MarkedPolicy, Prefix, Rule};
@@ -28,11 +28,11 @@ fn hop(node_id: u32) -> Hop {
     Hop { node_id, rx_int_port: 1, tx_int_port: 2, max_ip_len: 1500, rx_timestamps: None, rx_queue: None }
 }
 
-fn source_stage() -> SourceStage {
+fn source_stage() -> Source05Stage {
     let config = SourceConfig::host_int(1500);
-    let hop = SourceStage::own_hop(&hop(1));
+    let hop = Source05Stage::own_hop(&hop(1));
     let template = Template::new(&config, &hop).unwrap();
-    SourceStage {
+    Source05Stage {
         fast: FastBlock::of(&config, &template),
         lanes: Box::default(),
         template,
@@ -84,7 +84,7 @@ fn shared_and_indirect_mbufs_are_never_rewritten() {
     assert_eq!(instrumented.len(), frame.len() + 36);
 
     assert!(clone_into(&mut burst, 0, pool.as_ptr()));
-    let mut transit = TransitStage::new(Domain::default(), &hop(5));
+    let mut transit = Transit05Stage::new(Domain::default(), &hop(5));
     transit.process(&mut burst, &mut clock, &mut counters);
     assert_eq!(frames(&burst), [instrumented.clone(), instrumented.clone()]);
     assert_eq!(counters.get(Counter::shared_mbuf), 4);

@@ -408,7 +408,7 @@ pub(crate) mod testing {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pipeline::int05::sink::SinkStage;
+    use crate::pipeline::int05::sink::Sink05Stage;
     use crate::pipeline::int21::sink::Sink21Stage;
     use int_core::report::ReportProfile;
     use std::net::Ipv4Addr;
@@ -440,7 +440,7 @@ mod tests {
     fn new_hop_classes_forget_digests_not_int05_source_ports() {
         let mut sink21 = sink21();
         let (setup, _receiver) = testing::setup();
-        let mut sink05 = SinkStage::new(int_core::encap::Domain::default(), ReportProfile::HOST_INT, setup);
+        let mut sink05 = Sink05Stage::new(int_core::encap::Domain::default(), ReportProfile::HOST_INT, setup);
         flow_with(&mut sink21.core, 0x1234);
         flow_with(&mut sink05.core, 7);
         let settings = &sink21.core.rules.settings;

@@ -167,7 +167,7 @@ mod tests {
         let mut buf = vec![0u8; 128 + frame.len()];
         buf[128..].copy_from_slice(frame);
         let mut view = FrameBuf::new(&mut buf, 128, frame.len()).unwrap();
-        let done = encap::encap(&mut view, &domain.plan(1500), &NodeData::default(), |_, _| None);
+        let done = encap::insert(&mut view, &domain.plan(1500), &NodeData::default(), |_, _| None);
         assert!(matches!(done, Ok(Encapped::Added(_))), "{done:?}");
         view.frame().to_vec()
     }

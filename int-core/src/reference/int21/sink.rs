@@ -8,7 +8,7 @@
 use crate::fast::FastArrival;
 use crate::frame::FrameBuf;
 use crate::hop_rule::HopRule;
-use crate::int21::fast_sink::{extract_fast, strip_fast};
+use crate::int21::fast_sink::{classify_fast, strip_fast};
 use crate::int21::Domain;
 use crate::reference::{key, FlowSlots};
 
@@ -36,7 +36,7 @@ impl Sink21 {
     /// leaves to the general path, or a full flow table.
     #[inline(always)]
     pub fn strip(&mut self, frame: &mut FrameBuf<'_>, now_ns: u64) -> Option<bool> {
-        let FastArrival::Int(found) = extract_fast(frame.frame(), &self.domain, &HopRule::default()) else {
+        let FastArrival::Int(found) = classify_fast(frame.frame(), &self.domain, &HopRule::default()) else {
             return None;
         };
         if found.frame.is_ipv6() {

@@ -5,3 +5,10 @@ pub mod report;
 pub mod sink;
 pub mod source;
 pub mod transit;
+
+/// An INT 0.5 pipeline's stage, by role.
+pub enum Int05 {
+    Source(Box<source::Source05Stage>),
+    Transit(Box<transit::Transit05Stage>),
+    Sink(Box<sink::Sink05Stage>),
+}

@@ -76,7 +76,7 @@ pub struct SinkLanes {
     general: [(sink::Extracted, u64); BURST],
 }
 
-pub struct SinkStage {
+pub struct Sink05Stage {
     pub domain: Domain,
     /// The last INT block shape that passed the checks.
     shapes: ShapeCache,
@@ -84,14 +84,14 @@ pub struct SinkStage {
     pub core: SinkCore<SinkReporter05>,
 }
 
-impl SinkStage {
+impl Sink05Stage {
     /// A sink of `domain` that reports in `profile`'s form.
     pub fn new(domain: Domain, profile: ReportProfile, setup: SinkSetup) -> Self {
         let SinkSetup { settings, hop, rate_limit, reports } = setup;
         let reports =
             SinkReporter05::new(reports, RateLimit::new(rate_limit), profile, hop.node_id, hop.rx_int_port);
         let flows = FlowTable::new(settings.flow_capacity as usize);
-        SinkStage {
+        Sink05Stage {
             domain,
             shapes: ShapeCache::default(),
             lanes: Box::default(),
@@ -260,9 +260,9 @@ mod tests {
 
     const MS: u64 = 1_000_000;
 
-    fn stage(domain: Domain) -> (SinkStage, ReportReceiver) {
+    fn stage(domain: Domain) -> (Sink05Stage, ReportReceiver) {
         let (setup, receiver) = crate::pipeline::sink_core::testing::setup();
-        (SinkStage::new(domain, ReportProfile::HOST_INT, setup), receiver)
+        (Sink05Stage::new(domain, ReportProfile::HOST_INT, setup), receiver)
     }
 
     /// One instrumented packet of a single UDP flow, as the sink finds it.
@@ -287,7 +287,7 @@ mod tests {
         use crate::pipeline::reload::{mailbox, SinkReports, Update};
         use int_core::latency::ChangeRule;
         let (sink, _receiver) = stage(Domain::default());
-        let mut stage = crate::pipeline::Stage::Sink(Box::new(sink));
+        let mut stage = crate::pipeline::Stage::Int05(crate::pipeline::int05::Int05::Sink(Box::new(sink)));
         let (mut outbox, mut inbox) = mailbox();
         let latency = LatencyConfig { rule: ChangeRule::Absolute { ns: 5_000 }, refresh_ns: 7 * MS };
         let hops = int_core::hop_rule::HopRule::default();
@@ -302,7 +302,9 @@ mod tests {
         assert!(outbox.post(Update::SinkReports(new)));
         assert_eq!(inbox.apply(&mut stage), 1);
         assert_eq!(inbox.apply(&mut stage), 0, "taken once");
-        let crate::pipeline::Stage::Sink(sink) = &stage else { panic!() };
+        let crate::pipeline::Stage::Int05(crate::pipeline::int05::Int05::Sink(sink)) = &stage else {
+            panic!()
+        };
         let settings = &sink.core.rules.settings;
         assert_eq!(
             (settings.latency, settings.max_skew_ns, sink.core.reports.rate_limit()),

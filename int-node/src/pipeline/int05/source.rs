@@ -23,7 +23,7 @@ use crate::pipeline::source_flow::{fast_flow_watched, skip_counter, Ageing};
 use crate::pipeline::top_flows::TopFlows;
 use crate::stats::{Counter, Counters};
 
-pub struct SourceStage {
+pub struct Source05Stage {
     pub config: SourceConfig,
     /// The block with this node's constant hop words, built once.
     pub template: Template,
@@ -68,7 +68,7 @@ struct Tally {
     evicted: u64,
 }
 
-impl SourceStage {
+impl Source05Stage {
     /// A source of `domain` at `hop`; `own_reports_to`: this node's
     /// collector, whose reports are never instrumented.
     pub fn new(
@@ -89,7 +89,7 @@ impl SourceStage {
         };
         config.check().map_err(SetupError::Settings)?;
         let template = Template::new(&config, &Self::own_hop(hop))?;
-        Ok(SourceStage {
+        Ok(Source05Stage {
             fast: FastBlock::of(&config, &template),
             lanes: Box::default(),
             config,

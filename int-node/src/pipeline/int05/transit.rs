@@ -14,7 +14,7 @@ use crate::pipeline::hop_figures::HopFigures;
 use crate::pipeline::setup::Hop;
 use crate::stats::{Counter, Counters};
 
-pub struct TransitStage {
+pub struct Transit05Stage {
     pub config: TransitConfig,
     pub node_id: u32,
     pub rx_int_port: u16,
@@ -25,9 +25,9 @@ pub struct TransitStage {
     figures: HopFigures,
 }
 
-impl TransitStage {
+impl Transit05Stage {
     pub fn new(domain: Domain, hop: &Hop) -> Self {
-        TransitStage {
+        Transit05Stage {
             config: TransitConfig { domain, max_ip_len: hop.max_ip_len },
             node_id: hop.node_id,
             rx_int_port: hop.rx_int_port,

@@ -7,3 +7,11 @@ pub mod report;
 pub mod sink;
 pub mod source;
 pub mod transit;
+
+/// An INT 2.1 pipeline's stage, by role (the postcard node: INT-XD).
+pub enum Int21 {
+    Source(Box<source::Source21Stage>),
+    Transit(Box<transit::Transit21Stage>),
+    Sink(Box<sink::Sink21Stage>),
+    Postcard(Box<postcard::PostcardStage>),
+}

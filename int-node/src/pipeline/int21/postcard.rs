@@ -173,7 +173,7 @@ impl PostcardStage {
         })
     }
 
-    /// A step of the ageing sweep (see [`crate::pipeline::int05::source::SourceStage::age`]).
+    /// A step of the ageing sweep (see [`crate::pipeline::int05::source::Source05Stage::age`]).
     #[inline]
     pub fn age(&mut self, now_ns: u64, counters: &mut Counters) {
         let ageing = Ageing { last_sweep_ns: &mut self.last_sweep_ns, idle_timeout_ns: self.idle_timeout_ns };

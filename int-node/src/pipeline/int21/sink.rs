@@ -53,7 +53,7 @@ impl Sink21Stage {
         let mut drop = 0u32;
         for i in 0..burst.len() {
             let Some(frame) = crate::pipeline::frame_ahead(burst, i, counters) else { continue };
-            let keep = match fast_sink::extract_fast(frame, &self.domain, &self.core.rules.settings.hops) {
+            let keep = match fast_sink::classify_fast(frame, &self.domain, &self.core.rules.settings.hops) {
                 FastArrival::Int(fast) => self.take_fast(burst, i, &fast, burst_ns, counters),
                 FastArrival::NotInt => {
                     counters.inc(Counter::not_int);
@@ -68,7 +68,7 @@ impl Sink21Stage {
         self.core.end_burst(burst, drop, counters);
     }
 
-    /// Packet `i`, INT-MD of the fast path's shape ([`fast_sink::extract_fast`]):
+    /// Packet `i`, INT-MD of the fast path's shape ([`fast_sink::classify_fast`]):
     /// tracked, reported when its flow's latency changed (read again by the
     /// general path for the report, a packet in a hundred or so) or when it
     /// carries D, and restored. Returns whether it goes on.

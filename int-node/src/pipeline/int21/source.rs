@@ -241,7 +241,7 @@ impl Source21Stage {
         }
     }
 
-    /// A step of the ageing sweep (see [`crate::pipeline::int05::source::SourceStage::age`]).
+    /// A step of the ageing sweep (see [`crate::pipeline::int05::source::Source05Stage::age`]).
     #[inline]
     pub fn age(&mut self, now_ns: u64, counters: &mut Counters) {
         if self.config.numbers_packets() || self.clones.is_some() {

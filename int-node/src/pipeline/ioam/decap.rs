@@ -12,7 +12,7 @@
 //! Domain Specific ID, which collect reads unless told another.
 
 use int_core::hop_rule::{HopDigest, HopFigures, Untold, MAX_HOPS};
-use int_core::ioam::decap::decap;
+use int_core::ioam::decap::strip;
 use int_core::ioam::find::{find, Found};
 use int_core::ioam::{Domain, TimestampFormat};
 use int_core::report::tr20::InType;
@@ -80,7 +80,7 @@ impl IoamDecapStage {
                 self.core.reports.on_packet(packet, now_ns, why, counters);
             }
         }
-        let restored_whole = matches!(burst.with_frame(i, |f| decap(f, &found)), Some(true));
+        let restored_whole = matches!(burst.with_frame(i, |f| strip(f, &found)), Some(Some(_)));
         restored(restored_whole, false, counters)
     }
 

@@ -95,7 +95,7 @@ impl IoamEncapStage {
     }
 
     /// A step of the ageing sweep of the numbered flows (see
-    /// [`crate::pipeline::int05::source::SourceStage::age`]).
+    /// [`crate::pipeline::int05::source::Source05Stage::age`]).
     #[inline]
     pub fn age(&mut self, now_ns: u64, counters: &mut Counters) {
         if !self.plan.e2e.is_empty() {
@@ -121,7 +121,7 @@ fn encap(
         let key = find::flow_of(bytes, ip);
         next_number(flows, FlowRef::Key(&key), now_ns, counters).map(u64::from)
     };
-    match encap::encap(frame, plan, node, number) {
+    match encap::insert(frame, plan, node, number) {
         Ok(Encapped::Added(_)) => Counter::instrumented,
         Ok(Encapped::NotIpv6) => Counter::not_ipv6,
         Ok(Encapped::AlreadyTraced) => Counter::already_marked,

@@ -27,6 +27,15 @@ pub mod decap;
 pub mod encap;
 pub mod transit;
 
+/// An IOAM pipeline's stage, by role in RFC 9197's words: the
+/// encapsulating node (role `source`), a transit node, the decapsulating
+/// node (role `sink`).
+pub enum Ioam {
+    Encap(Box<encap::IoamEncapStage>),
+    Transit(Box<transit::IoamTransitStage>),
+    Decap(Box<decap::IoamDecapStage>),
+}
+
 /// What every stage of the domain writes for this node.
 pub(crate) struct Element {
     node_id: u32,
