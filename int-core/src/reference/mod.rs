@@ -12,8 +12,8 @@
 //! per packet is given as a multiple of its reference's, measured on the
 //! same host in the same run, so that the figure moves with the code and
 //! not with the host. For every frame they take they write the same bytes
-//! as the real stage (`tests/reference.rs`); every other frame they leave
-//! alone.
+//! as the real stage (`tests/reference05.rs`, `tests/reference21.rs`);
+//! every other frame they leave alone.
 
 pub mod int05;
 pub mod int21;
