@@ -130,44 +130,12 @@ pub fn insert(
     number: impl FnOnce(&[u8], &IpLocation) -> Option<u64>,
 ) -> Result<Encapped, ParseError> {
     let Some(ip) = locate::ipv6(frame.frame())? else { return Ok(Encapped::NotIpv6) };
-    if plan.check().is_err() {
-        return Ok(Encapped::TooBig);
-    }
     let bytes = frame.frame();
-    let hbh = ip.l3 + IPV6_LEN;
-    let existing = (byte(bytes, ip.l3 + 6) == HOP_BY_HOP).then(|| extensions::hop_by_hop_len(bytes, hbh));
-    if let Some(len) = existing {
-        if ipv6::find_trace(bytes.get(hbh..hbh + len).unwrap_or_default(), plan.header.namespace)?.is_some() {
-            return Ok(Encapped::AlreadyTraced);
-        }
-    }
-    let last_doh = extensions::last_destination_options(bytes, &ip);
-    // The sender's own options must walk, or the decapsulating node could
-    // not find the option after them.
-    let walks = last_doh
-        .is_none_or(|doh| ipv6::options_walk(bytes.get(doh.at..doh.at + doh.len).unwrap_or_default()));
-    if let Some(doh) = last_doh.filter(|_| walks) {
-        // One of the namespace's own, or one that lies, would be read as ours.
-        let options = bytes.get(doh.at..doh.at + doh.len).unwrap_or_default();
-        if ipv6::find_e2e(options, plan.header.namespace).map_err(|e| e.shifted(doh.at))?.is_some() {
-            return Ok(Encapped::AlreadyTraced);
-        }
-    }
-    let numbered = !plan.e2e.is_empty() && ip.fragment == Fragment::Whole && walks;
-    let trace_added = plan.added_len(existing.is_some());
-    let e2e_added = if numbered { plan.e2e_added_len(last_doh.is_some()) } else { 0 };
-    let added = trace_added + e2e_added;
-    // Every node's walk reads at most MAX_EXTENSIONS headers: one more
-    // and the domain's own nodes could not read what this one wrote.
-    let headers_added = usize::from(existing.is_none()) + usize::from(numbered && last_doh.is_none());
-    if ip.ip_len() + added > plan.max_ip_len
-        || extensions::extension_count(bytes, &ip) + headers_added > MAX_EXTENSIONS
-        || ip.ip_len() - IPV6_LEN + added > usize::from(u16::MAX)
-        || existing.unwrap_or(0) + trace_added > MAX_HOP_BY_HOP
-        || last_doh.map_or(0, |doh| doh.len) + e2e_added > MAX_HOP_BY_HOP
-    {
-        return Ok(Encapped::TooBig);
-    }
+    let room = match Room::of(bytes, &ip, plan)? {
+        Ok(room) => room,
+        Err(refused) => return Ok(refused),
+    };
+    let Room { existing, last_doh, numbered, trace_added, e2e_added } = room;
     let e2e = match numbered {
         true if plan.e2e.intersects(E2eType::SEQUENCE_64 | E2eType::SEQUENCE_32) => {
             number(bytes, &ip).map(|sequence| plan.e2e_repr(Some(sequence), node))
@@ -176,6 +144,7 @@ pub fn insert(
         false => None,
     };
     let e2e_added = if e2e.is_some() { e2e_added } else { 0 };
+    let hbh = ip.l3 + IPV6_LEN;
     let at = hbh + existing.unwrap_or(0);
     // A trace of many slots outgrows an mbuf's 128 bytes of headroom:
     // then the payload moves toward the tail instead.
@@ -201,6 +170,73 @@ pub fn insert(
         value: trace.data_len,
     })?;
     Ok(Encapped::Added(trace_added + e2e_added))
+}
+
+/// What a packet has, and takes, for the trace (and the Edge-to-Edge
+/// option): worked out before a byte moves.
+struct Room {
+    /// The length of the packet's own Hop-by-Hop header.
+    existing: Option<usize>,
+    /// The packet's last Destination Options header.
+    last_doh: Option<OptionsHeader>,
+    /// Whether the packet takes the Edge-to-Edge option.
+    numbered: bool,
+    trace_added: usize,
+    /// Bytes of the option, where `numbered`.
+    e2e_added: usize,
+}
+
+impl Room {
+    /// The room for `plan` in the IPv6 packet at `ip`; `Err` what the node
+    /// does instead (a trace or option of the namespace already there, or
+    /// no room under the MTU and the walk's limits).
+    fn of(bytes: &[u8], ip: &IpLocation, plan: &Plan) -> Result<Result<Room, Encapped>, ParseError> {
+        if plan.check().is_err() {
+            return Ok(Err(Encapped::TooBig));
+        }
+        let hbh = ip.l3 + IPV6_LEN;
+        let existing = (byte(bytes, ip.l3 + 6) == HOP_BY_HOP).then(|| extensions::hop_by_hop_len(bytes, hbh));
+        if let Some(len) = existing {
+            if ipv6::find_trace(bytes.get(hbh..hbh + len).unwrap_or_default(), plan.header.namespace)?
+                .is_some()
+            {
+                return Ok(Err(Encapped::AlreadyTraced));
+            }
+        }
+        let last_doh = extensions::last_destination_options(bytes, ip);
+        // The sender's own options must walk, or the decapsulating node could
+        // not find the option after them.
+        let walks = last_doh
+            .is_none_or(|doh| ipv6::options_walk(bytes.get(doh.at..doh.at + doh.len).unwrap_or_default()));
+        if let Some(doh) = last_doh.filter(|_| walks) {
+            // One of the namespace's own, or one that lies, would be read as ours.
+            let options = bytes.get(doh.at..doh.at + doh.len).unwrap_or_default();
+            if ipv6::find_e2e(options, plan.header.namespace).map_err(|e| e.shifted(doh.at))?.is_some() {
+                return Ok(Err(Encapped::AlreadyTraced));
+            }
+        }
+        let numbered = !plan.e2e.is_empty() && ip.fragment == Fragment::Whole && walks;
+        let trace_added = plan.added_len(existing.is_some());
+        let e2e_added = if numbered { plan.e2e_added_len(last_doh.is_some()) } else { 0 };
+        let room = Room { existing, last_doh, numbered, trace_added, e2e_added };
+        Ok(if room.fits(bytes, ip, plan.max_ip_len) { Ok(room) } else { Err(Encapped::TooBig) })
+    }
+
+    /// Whether the packet stays under the MTU, the Payload Length field,
+    /// the Hop-by-Hop and Destination Options size limits and the walk's
+    /// header count with what it takes. Every node's walk reads at most
+    /// MAX_EXTENSIONS headers: one more and the domain's own nodes could
+    /// not read what this one wrote.
+    fn fits(&self, bytes: &[u8], ip: &IpLocation, max_ip_len: usize) -> bool {
+        let added = self.trace_added + self.e2e_added;
+        let headers_added =
+            usize::from(self.existing.is_none()) + usize::from(self.numbered && self.last_doh.is_none());
+        ip.ip_len() + added <= max_ip_len
+            && extensions::extension_count(bytes, ip) + headers_added <= MAX_EXTENSIONS
+            && ip.ip_len() - IPV6_LEN + added <= usize::from(u16::MAX)
+            && self.existing.unwrap_or(0) + self.trace_added <= MAX_HOP_BY_HOP
+            && self.last_doh.map_or(0, |doh| doh.len) + self.e2e_added <= MAX_HOP_BY_HOP
+    }
 }
 
 /// Writes the trace's Hop-by-Hop header, or its option at the end of the
