@@ -21,7 +21,7 @@ pub fn warnings(config: &Config) -> Vec<String> {
 /// pass uninstrumented, counted `too_big`.
 fn mtu_warning(config: &Config, i: usize, pipeline: &PipelineConfig) -> Option<String> {
     let block = match (&pipeline.stage, pipeline.domain) {
-        (StageConfig::Source(s), IntDomain::V05(_)) => {
+        (StageConfig::Source05(s), IntDomain::V05(_)) => {
             INT05_FIXED + s.instructions.hop_len() * usize::from(s.max_hop_count)
         }
         // INT-MX pushes nothing: the shim and the MX header are all.

@@ -167,7 +167,8 @@ pub enum TunnelPlacement {
 #[derive(Debug, Clone, PartialEq)]
 pub enum StageConfig {
     Forward,
-    Source(SourceSettings),
+    /// A source of an INT 0.5 domain.
+    Source05(Source05Settings),
     /// A source of an INT 2.1 domain.
     Source21(Source21Settings),
     Transit,
@@ -191,7 +192,7 @@ impl StageConfig {
     /// Flows its flow table holds, for stages that keep one.
     pub fn flow_capacity(&self) -> Option<u32> {
         match self {
-            StageConfig::Source(s) => Some(s.flow_capacity),
+            StageConfig::Source05(s) => Some(s.flow_capacity),
             StageConfig::Source21(s) => Some(s.flow_capacity),
             StageConfig::Sink(s) => Some(s.flow_capacity),
             StageConfig::Postcard(s) => Some(s.flow_capacity),
@@ -225,7 +226,7 @@ pub enum GenerateInstrument {
 /// A reference stage and the settings of the role it stands beside.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ReferenceConfig {
-    Source(SourceSettings),
+    Source05(Source05Settings),
     Transit,
     Sink(SinkSettings),
     /// An INT 2.1 domain's source (its sink is `Sink`, with the same
@@ -237,12 +238,14 @@ impl StageConfig {
     pub fn role(&self) -> RoleName {
         match self {
             StageConfig::Forward => RoleName::Forward,
-            StageConfig::Source(_) | StageConfig::Source21(_) | StageConfig::IoamEncap(_) => RoleName::Source,
+            StageConfig::Source05(_) | StageConfig::Source21(_) | StageConfig::IoamEncap(_) => {
+                RoleName::Source
+            }
             StageConfig::Transit => RoleName::Transit,
             StageConfig::Sink(_) => RoleName::Sink,
             #[cfg(feature = "lab")]
             StageConfig::Impair(_) => RoleName::Impair,
-            StageConfig::Reference(ReferenceConfig::Source(_) | ReferenceConfig::Source21(_)) => {
+            StageConfig::Reference(ReferenceConfig::Source05(_) | ReferenceConfig::Source21(_)) => {
                 RoleName::ReferenceSource
             }
             StageConfig::Reference(ReferenceConfig::Transit) => RoleName::ReferenceTransit,
@@ -452,7 +455,7 @@ pub struct ImpairSettings {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct SourceSettings {
+pub struct Source05Settings {
     pub shim_type: ShimType,
     pub instructions: Instructions,
     pub max_hop_count: u8,

@@ -263,7 +263,7 @@ fn stage(
             let (settings, path) = (source_section(raw), format!("{path}.source"));
             match domain {
                 IntDomain::Ioam(_) => StageConfig::IoamEncap(ioam_encap_settings(settings, &path, problems)),
-                IntDomain::V05(_) => StageConfig::Source(source_settings(settings, &path, problems)),
+                IntDomain::V05(_) => StageConfig::Source05(source_settings(settings, &path, problems)),
                 IntDomain::V21(domain) => {
                     let settings = source21_settings(settings, &path, problems);
                     complement_below_numbers(&settings, &domain, &path, problems);
@@ -313,7 +313,7 @@ fn reference(
             return None;
         }
         (RoleName::ReferenceSource, IntDomain::V05(_)) => {
-            ReferenceConfig::Source(source_settings(source_section(raw), &source, problems))
+            ReferenceConfig::Source05(source_settings(source_section(raw), &source, problems))
         }
         (RoleName::ReferenceSink, _) => {
             ReferenceConfig::Sink(sink_settings(sink_section(raw), &sink, problems))

@@ -7,7 +7,7 @@
 use int_core::hop_rule::HopRule;
 use int_core::latency::LatencyConfig;
 
-use super::model::{Config, PipelineConfig, Source21Settings, SourceSettings, StageConfig};
+use super::model::{Config, PipelineConfig, Source05Settings, Source21Settings, StageConfig};
 use super::SinkSettings;
 
 /// The settings a reload changes in a running node.
@@ -61,7 +61,7 @@ fn masked(config: &Config) -> Config {
     let mut config = config.clone();
     for pipeline in &mut config.pipelines {
         match &mut pipeline.stage {
-            StageConfig::Source(settings) => settings.watchlist.clear(),
+            StageConfig::Source05(settings) => settings.watchlist.clear(),
             StageConfig::Source21(settings) => settings.watchlist.clear(),
             StageConfig::Sink(settings) => {
                 settings.latency = LatencyConfig::default();
@@ -114,7 +114,9 @@ fn pipeline(changes: &mut Changes, path: &str, old: &PipelineConfig, new: &Pipel
     changes.note(&format!("{path}.int"), domain, &new.domain);
     changes.note(&format!("{path}.clock"), clock, &new.clock);
     match (stage, &new.stage) {
-        (StageConfig::Source(a), StageConfig::Source(b)) => source(changes, &format!("{path}.source"), a, b),
+        (StageConfig::Source05(a), StageConfig::Source05(b)) => {
+            source(changes, &format!("{path}.source"), a, b)
+        }
         (StageConfig::Source21(a), StageConfig::Source21(b)) => {
             source21(changes, &format!("{path}.source"), a, b)
         }
@@ -133,11 +135,11 @@ macro_rules! fields {
     }};
 }
 
-fn source(changes: &mut Changes, path: &str, old: &SourceSettings, new: &SourceSettings) {
+fn source(changes: &mut Changes, path: &str, old: &Source05Settings, new: &Source05Settings) {
     fields!(
         changes,
         path,
-        SourceSettings,
+        Source05Settings,
         old,
         new,
         [

@@ -14,7 +14,7 @@ use super::choice::chosen;
 use super::model::{
     ExportConfig, ExportPath, Flavour, GenerateInstrument, GenerateSettings, IoamEncapSettings, LatencyMode,
     MalformedPolicy, MarkedPolicy, Mode, PortConfig, PortExport, PostcardReport, PostcardSettings, Prefix,
-    ProfileName, Protocol, Rule, SinkSettings, Source21Settings, SourceSettings, StageConfig,
+    ProfileName, Protocol, Rule, SinkSettings, Source05Settings, Source21Settings, StageConfig,
     TunnelPlacement, DEFAULT_CLONE_MBUFS,
 };
 use super::queues::QueueUse;
@@ -23,7 +23,7 @@ use super::raw::{
 };
 use super::Problems;
 
-pub fn source_settings(raw: &RawSource, path: &str, problems: &mut Problems) -> SourceSettings {
+pub fn source_settings(raw: &RawSource, path: &str, problems: &mut Problems) -> Source05Settings {
     let flavour = chosen(&raw.flavour, Flavour::Hostint, &format!("{path}.flavour"), problems);
     let shim_type = flavour.shim_type();
     let own_hop = raw.own_hop.unwrap_or(true);
@@ -51,7 +51,7 @@ pub fn source_settings(raw: &RawSource, path: &str, problems: &mut Problems) -> 
     // INT 0.5's informative tail with the int05 flavour, Host-INT's with its own.
     let default_tail =
         if shim_type == ShimType::HopByHop { TailStyle::Informative } else { TailStyle::HostInt };
-    SourceSettings {
+    Source05Settings {
         shim_type,
         instructions: instructions(raw, path, problems),
         max_hop_count,

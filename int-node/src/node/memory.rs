@@ -130,7 +130,7 @@ fn stage_table_bytes(stage: &StageConfig, domain: IntDomain) -> u64 {
         table_bytes::<SinkFlow, Align64>(capacity as usize, ipv6_keys)
     };
     match stage {
-        StageConfig::Source(s) => source(s.flow_capacity),
+        StageConfig::Source05(s) => source(s.flow_capacity),
         StageConfig::Source21(s) => source(s.flow_capacity),
         // A table of one flow where the domain numbers no packet.
         StageConfig::IoamEncap(s) => match domain {
@@ -138,7 +138,7 @@ fn stage_table_bytes(stage: &StageConfig, domain: IntDomain) -> u64 {
             _ => source(1),
         },
         StageConfig::Sink(s) => sink(s.flow_capacity),
-        StageConfig::Reference(ReferenceConfig::Source(s)) => source(s.flow_capacity),
+        StageConfig::Reference(ReferenceConfig::Source05(s)) => source(s.flow_capacity),
         StageConfig::Reference(ReferenceConfig::Source21(s)) => source(s.flow_capacity),
         StageConfig::Reference(ReferenceConfig::Sink(s)) => sink(s.flow_capacity),
         _ => 0,

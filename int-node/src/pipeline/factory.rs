@@ -176,7 +176,7 @@ fn stage(config: &Config, p: &PipelineConfig, ports: &Ports, built: &mut Built) 
     let own_reports_to = config.export.as_ref().map(|e| e.collector);
     let stage = match (&p.stage, p.domain) {
         (StageConfig::Forward, _) => Stage::Forward,
-        (StageConfig::Source(settings), IntDomain::V05(domain)) => {
+        (StageConfig::Source05(settings), IntDomain::V05(domain)) => {
             let source =
                 Source05Stage::new(domain, settings, &hop, own_reports_to).map_err(|e| failed(e.into()))?;
             log_flow_table(&p.name, source.flows.slot_bytes(), source.flows.bytes_per_flow());
@@ -219,7 +219,7 @@ fn stage(config: &Config, p: &PipelineConfig, ports: &Ports, built: &mut Built) 
             log_flow_table(&p.name, postcard.flows.slot_bytes(), postcard.flows.bytes_per_flow());
             Stage::Int21(Int21::Postcard(Box::new(postcard)))
         }
-        (StageConfig::Source(_) | StageConfig::Source21(_) | StageConfig::IoamEncap(_), _) => {
+        (StageConfig::Source05(_) | StageConfig::Source21(_) | StageConfig::IoamEncap(_), _) => {
             return Err(failed(StageError::OtherVersion))
         }
     };
@@ -311,15 +311,15 @@ fn reference_stage(
     hop: &Hop,
 ) -> Result<Reference, StageError> {
     Ok(match (reference, domain) {
-        (ReferenceConfig::Source(settings), IntDomain::V05(domain)) => {
+        (ReferenceConfig::Source05(settings), IntDomain::V05(domain)) => {
             let source = Source05Stage::new(domain, settings, hop, None)?;
             let own = Source05Stage::own_hop(hop);
             let flows = settings.flow_capacity as usize;
-            Reference::Source(
+            Reference::Source05(
                 reference::Source::new(&source.config, &own, flows).map_err(StageError::Reference)?,
             )
         }
-        (ReferenceConfig::Transit, IntDomain::V05(domain)) => Reference::Transit(reference::Transit::new(
+        (ReferenceConfig::Transit, IntDomain::V05(domain)) => Reference::Transit05(reference::Transit::new(
             domain.encapsulation,
             hop.max_ip_len,
             hop.node_id,
@@ -327,7 +327,7 @@ fn reference_stage(
             hop.tx_int_port,
         )),
         (ReferenceConfig::Sink(settings), IntDomain::V05(domain)) => {
-            Reference::Sink(reference::Sink::new(domain.encapsulation, settings.flow_capacity as usize))
+            Reference::Sink05(reference::Sink::new(domain.encapsulation, settings.flow_capacity as usize))
         }
         (ReferenceConfig::Source21(settings), IntDomain::V21(domain)) => {
             let own = Source21Stage::own_metadata(hop);

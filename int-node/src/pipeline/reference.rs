@@ -18,10 +18,11 @@ pub struct ReferenceStage {
     pub rx_timestamps: Option<RxClock>,
 }
 
+/// The role a reference stage stands in for, the version named.
 pub enum Reference {
-    Source(reference::Source),
-    Transit(reference::Transit),
-    Sink(reference::Sink),
+    Source05(reference::Source),
+    Transit05(reference::Transit),
+    Sink05(reference::Sink),
     Source21(reference::Source21),
     Sink21(reference::Sink21),
 }
@@ -43,9 +44,9 @@ impl ReferenceStage {
                 in_order.is_some()
             };
             let took = match &mut self.role {
-                Reference::Source(source) => burst.with_frame(i, |f| source.instrument(f, now)),
-                Reference::Transit(transit) => burst.with_frame(i, |f| transit.push(f, now, now)),
-                Reference::Sink(sink) => burst.with_frame(i, |f| followed(sink.strip(f, now))),
+                Reference::Source05(source) => burst.with_frame(i, |f| source.instrument(f, now)),
+                Reference::Transit05(transit) => burst.with_frame(i, |f| transit.push(f, now, now)),
+                Reference::Sink05(sink) => burst.with_frame(i, |f| followed(sink.strip(f, now))),
                 Reference::Source21(source) => {
                     // As the INT 2.1 source: in at arrival, out at the burst's time.
                     let times = HopTimes { ingress_ns: now_ns, egress_ns: burst_ns };
@@ -56,9 +57,9 @@ impl ReferenceStage {
             taken += u64::from(took == Some(true));
         }
         let done = match self.role {
-            Reference::Source(_) | Reference::Source21(_) => Counter::instrumented,
-            Reference::Transit(_) => Counter::pushed,
-            Reference::Sink(_) | Reference::Sink21(_) => Counter::stripped,
+            Reference::Source05(_) | Reference::Source21(_) => Counter::instrumented,
+            Reference::Transit05(_) => Counter::pushed,
+            Reference::Sink05(_) | Reference::Sink21(_) => Counter::stripped,
         };
         counters.add(done, taken);
         counters.add(Counter::not_common, burst.len() as u64 - taken);

@@ -95,7 +95,7 @@ pub fn updates(config: &Config) -> Vec<(String, Update)> {
         .iter()
         .filter_map(|p| {
             let update = match &p.stage {
-                StageConfig::Source(settings) => Update::Watchlist(settings.watchlist.clone()),
+                StageConfig::Source05(settings) => Update::Watchlist(settings.watchlist.clone()),
                 StageConfig::Source21(settings) => Update::Watchlist(settings.watchlist.clone()),
                 StageConfig::Sink(settings) => Update::SinkReports(SinkReports {
                     latency: settings.latency,

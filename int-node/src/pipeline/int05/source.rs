@@ -15,7 +15,7 @@ use int_core::int05::{HopMetadata, ShapeCache};
 use int_core::skip::Skip;
 
 use crate::clock::Clock;
-use crate::config::{MarkedPolicy, Rule, SourceSettings};
+use crate::config::{MarkedPolicy, Rule, Source05Settings};
 use crate::dpdk::mbuf::{Burst, RxClock, BURST};
 use crate::flow_table::{Admission, FlowTable};
 use crate::pipeline::setup::{Hop, SetupError};
@@ -73,7 +73,7 @@ impl Source05Stage {
     /// collector, whose reports are never instrumented.
     pub fn new(
         domain: Domain,
-        settings: &SourceSettings,
+        settings: &Source05Settings,
         hop: &Hop,
         own_reports_to: Option<SocketAddr>,
     ) -> Result<Self, SetupError> {
