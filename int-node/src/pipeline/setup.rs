@@ -1,6 +1,6 @@
-//! What a pipeline's INT stage is built from besides its domain, the same
-//! for both INT versions: where it runs (its hop) and, for a sink, where
-//! its reports go.
+//! What a pipeline's stage is built from besides its domain, the same for
+//! INT 0.5, INT 2.1 and IOAM: where it runs (its hop) and, for a sink,
+//! where its reports go.
 
 use crate::config::SinkSettings;
 use crate::dpdk::mbuf::RxClock;
@@ -23,7 +23,7 @@ pub struct Hop {
     pub rx_queue: Option<(PortId, QueueId)>,
 }
 
-/// A sink of either version: its settings, its hop and its reports' way
+/// A sink of any protocol: its settings, its hop and its reports' way
 /// out.
 pub struct SinkSetup {
     pub settings: SinkSettings,

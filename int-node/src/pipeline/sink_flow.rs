@@ -1,6 +1,7 @@
-//! What a sink keeps of a flow and does with it, whichever INT version
+//! What a sink keeps of a flow and does with it, whichever protocol
 //! carried the packets: the flow record, the packet numbers and the losses
-//! they reveal, and the sweep that reports and ages flows.
+//! they reveal, and the sweep that reports and ages flows (run by
+//! [`crate::pipeline::sink_core`]).
 
 use int_core::flow::FlowKey;
 use int_core::latency::LatencyState;
@@ -21,12 +22,12 @@ pub struct SinkFlow {
     pub latency: LatencyState,
     pub source_node: u32,
     /// INT 0.5: the source hop's ingress port (Host-INT's Drop-Summary
-    /// names it). INT 2.1: the digest of the hops' path and classes
+    /// names it). INT 2.1 and IOAM: the digest of the hops' path and classes
     /// ([`int_core::hop_rule::HopDigest::hops`]; 0: none told yet), for
     /// the path and hop rules. One halfword for both keeps the slot one
     /// line.
     pub port_or_hops: u16,
-    /// INT 2.1: the path's own digest ([`int_core::hop_rule::HopDigest::path`]),
+    /// INT 2.1 and IOAM: the path's own digest ([`int_core::hop_rule::HopDigest::path`]),
     /// which tells a path change from a hop's.
     pub path: u8,
     /// Packets seen, saturating: a flow of one packet may be evicted from
