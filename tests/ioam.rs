@@ -35,14 +35,28 @@ fn retime_after_source(path: &std::path::Path, latency_ns: u64, format: Timestam
     write_pcap_at(path, &frames);
 }
 
+/// `packets` of 12 flows, IPv4 and IPv6 (`headroom` as
+/// [`mixed_traffic_dual`] takes it), written to `dir`'s in.pcap; the
+/// frames and how many are IPv6 (the traced ones).
+fn traffic_in(dir: &std::path::Path, packets: usize, headroom: usize) -> (Vec<Vec<u8>>, u64) {
+    let frames = mixed_traffic_dual(packets, 12, headroom);
+    write_pcap(&dir.join("in.pcap"), &frames);
+    (frames, (0..packets).filter(|i| is_ipv6_flow(i % 12)).count() as u64)
+}
+
+/// The encapsulating node of `domain` over in.pcap into ioam.pcap, every
+/// IPv6 packet traced.
+fn encapsulate(dir: &std::path::Path, domain: &str, ipv6_packets: u64) -> Run {
+    let source = run_node(dir, &node_config("source", "in.pcap", "ioam.pcap", domain, None));
+    assert_eq!(source.counter("source", "instrumented"), ipv6_packets, "{}", source.stdout());
+    source
+}
+
 #[test]
 fn encap_transit_decap_restores_every_byte_and_reports_the_trace() {
     let dir = workdir("ioam-chain");
-    let frames = mixed_traffic_dual(240, 12, 180);
-    let ipv6_packets = (0..240).filter(|i| is_ipv6_flow(i % 12)).count() as u64;
-    write_pcap(&dir.join("in.pcap"), &frames);
-    let source = run_node(&dir, &node_config("source", "in.pcap", "ioam.pcap", DOMAIN, None));
-    assert_eq!(source.counter("source", "instrumented"), ipv6_packets, "{}", source.stdout());
+    let (frames, ipv6_packets) = traffic_in(&dir, 240, 180);
+    let source = encapsulate(&dir, DOMAIN, ipv6_packets);
     assert_eq!(source.counter("source", "not_ipv6"), 240 - ipv6_packets);
     for frame in read_pcap(&dir.join("ioam.pcap")) {
         if int_core::locate::ipv6(&frame).unwrap().is_some() {
@@ -103,12 +117,9 @@ fn encap_transit_decap_restores_every_byte_and_reports_the_trace() {
 #[test]
 fn a_full_trace_is_counted_as_overflow_in_ioam_words() {
     let dir = workdir("ioam-overflow");
-    let frames = mixed_traffic_dual(48, 12, 120);
-    let ipv6_packets = (0..48).filter(|i| is_ipv6_flow(i % 12)).count() as u64;
-    write_pcap(&dir.join("in.pcap"), &frames);
+    let (frames, ipv6_packets) = traffic_in(&dir, 48, 120);
     let one_slot = DOMAIN.replace("nodes: 8,", "nodes: 1,");
-    let source = run_node(&dir, &node_config("source", "in.pcap", "ioam.pcap", &one_slot, None));
-    assert_eq!(source.counter("source", "instrumented"), ipv6_packets, "{}", source.stdout());
+    encapsulate(&dir, &one_slot, ipv6_packets);
     let transit = run_node(&dir, &node_config("transit", "ioam.pcap", "ioam2.pcap", &one_slot, None));
     let transit_counts = &transit.stats["pipelines"]["transit"];
     assert_eq!(transit.counter("transit", "trace_overflow"), ipv6_packets, "{transit_counts}");
@@ -135,13 +146,10 @@ fn a_full_trace_is_counted_as_overflow_in_ioam_words() {
 #[test]
 fn numbered_packets_give_the_loss_between_the_ends() {
     let dir = workdir("ioam-loss");
-    let frames = mixed_traffic_dual(240, 12, 180);
-    write_pcap(&dir.join("in.pcap"), &frames);
+    let (frames, v6_packets) = traffic_in(&dir, 240, 180);
     let numbered = DOMAIN.replace("nodes: 8,", "nodes: 4, sequence: true, timestamps: ptp,");
-    let source = run_node(&dir, &node_config("source", "in.pcap", "ioam.pcap", &numbered, None));
+    let source = encapsulate(&dir, &numbered, v6_packets);
     let v6_flows: Vec<usize> = (0..12).filter(|&flow| is_ipv6_flow(flow)).collect();
-    let v6_packets = (0..240).filter(|i| is_ipv6_flow(i % 12)).count() as u64;
-    assert_eq!(source.counter("source", "instrumented"), v6_packets, "{}", source.stdout());
     assert_eq!(source.counter("source", "flows_created"), v6_flows.len() as u64);
     let traced = read_pcap(&dir.join("ioam.pcap"));
     for (i, frame) in traced.iter().enumerate() {
@@ -341,9 +349,7 @@ fn gen_writes_and_decode_reads_ioam() {
 #[test]
 fn a_trace_from_outside_the_domain_is_stripped_at_its_edge() {
     let dir = workdir("ioam-edge");
-    let frames = mixed_traffic_dual(240, 12, 180);
-    let ipv6_packets = (0..240).filter(|i| is_ipv6_flow(i % 12)).count() as u64;
-    write_pcap(&dir.join("in.pcap"), &frames);
+    let (frames, ipv6_packets) = traffic_in(&dir, 240, 180);
     let numbered = DOMAIN.replace("nodes: 8,", "nodes: 4, sequence: true,");
     run_node(&dir, &node_config("source", "in.pcap", "outside.pcap", &numbered, None));
     run_node(&dir, &node_config("transit", "outside.pcap", "forged.pcap", &numbered, None));
