@@ -5,7 +5,7 @@
 //!
 //! The matcher, kept simple on purpose (it reads text, not Rust):
 //! - a citation is a backticked path of two or more identifiers joined by
-//!   `::`, an optional `()` after it (`Sink21Stage::ioam`,
+//!   `::`, an optional `()` after it (`SinkCore::track`,
 //!   `int_core::wire::Ipv6Header`, `collect::CollectError`); anything else
 //!   in backticks (code with spaces, generics, braces) is not read;
 //! - its last two names say what it cites: `Type::function` (upper, then
