@@ -78,28 +78,29 @@ pub fn summary(collector_log: &Path) -> Option<serde_json::Value> {
 }
 
 /// Every node of the collector's summary but those `but` names has hop
-/// latencies: the per-hop view has figures for each.
+/// latencies, and not only zeros: the per-hop view has figures for each.
 fn check_hop_latency(workdir: &Path, but: &[String], checks: &mut Checks) {
     let summary = summary(&workdir.join("collector.jsonl")).unwrap_or_default();
-    let nodes: Vec<(String, u64)> = summary["nodes"]
+    let nodes: Vec<(String, u64, u64)> = summary["nodes"]
         .as_array()
         .map(|nodes| {
             nodes
                 .iter()
                 .map(|n| {
                     let name = n["node_ip"].as_str().map_or_else(|| n["node"].to_string(), str::to_string);
-                    (name, n["hop_latency"]["count"].as_u64().unwrap_or(0))
+                    let latency = &n["hop_latency"];
+                    (name, latency["count"].as_u64().unwrap_or(0), latency["max"].as_u64().unwrap_or(0))
                 })
                 .collect()
         })
         .unwrap_or_default();
-    let judged = || nodes.iter().filter(|(node, _)| !but.contains(node));
+    let judged = || nodes.iter().filter(|(node, _, _)| !but.contains(node));
     checks.check(
         "hop latency",
-        judged().count() > 0 && judged().all(|(_, count)| *count > 0),
+        judged().count() > 0 && judged().all(|(_, count, max)| *count > 0 && *max > 0),
         format!(
-            "hop latencies per node in the collector's summary: {}{}",
-            nodes.iter().map(|(n, c)| format!("{n} {c}")).collect::<Vec<_>>().join(", "),
+            "hop latencies per node in the collector's summary (count, max ns): {}{}",
+            nodes.iter().map(|(n, c, m)| format!("{n} {c} {m}")).collect::<Vec<_>>().join(", "),
             if but.is_empty() { String::new() } else { format!(" (none asked of {})", but.join(", ")) }
         ),
     );

@@ -34,8 +34,13 @@ pub trait SinkReports: LossReports {
     /// Reports one flow's declared losses and counts what became of the
     /// report.
     fn send_loss(&mut self, loss: &DeclaredLoss<'_>, counters: &mut Counters);
+    /// The start of a burst of `packets` that reached the stage at
+    /// `burst_ns`: where the reports carry this node's hop latency, its
+    /// foretold departure (nothing to do otherwise).
+    #[inline(always)]
+    fn begin(&mut self, _burst_ns: u64, _packets: usize) {}
     /// Hands the reports made so far to the exporter, where they wait to
-    /// share a datagram.
+    /// share a datagram (the end of a burst).
     fn flush(&mut self, counters: &mut Counters);
     /// Reports per second (0: no limit).
     fn rate_limit(&self) -> u32;
@@ -131,6 +136,12 @@ impl<R: SinkReports> SinkCore<R> {
             self.flows.for_each_mut(|flow| flow.port_or_hops = 0);
         }
         old
+    }
+
+    /// The start of a burst (see [`SinkReports::begin`]).
+    #[inline(always)]
+    pub fn begin_burst(&mut self, burst: &Burst, burst_ns: u64) {
+        self.reports.begin(burst_ns, burst.len());
     }
 
     /// The end of a burst: its reports handed on, the packets `drop` has

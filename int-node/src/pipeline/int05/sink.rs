@@ -107,6 +107,7 @@ impl Sink05Stage {
     /// per burst, and the stage is its own symbol in a profile.
     #[inline(never)]
     pub fn process(&mut self, burst: &mut Burst, burst_ns: u64, counters: &mut Counters) {
+        self.core.begin_burst(burst, burst_ns);
         // Bit i: packet i takes the fast path, or the general one; or
         // leaves the burst (dropped by policy).
         let (mut fast, mut general, mut drop) = (0u32, 0u32, 0u32);

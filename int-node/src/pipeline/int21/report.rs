@@ -23,6 +23,7 @@ use int_core::EmitError;
 
 use crate::flow_table::FlowTable;
 use crate::pipeline::export::{QueueError, ReportSender, REPORT_MAX};
+use crate::pipeline::hop_figures::{BurstFigures, HopFigures};
 use crate::pipeline::rate_limit::RateLimit;
 use crate::pipeline::setup::SinkSetup;
 use crate::pipeline::sink_core::{DeclaredLoss, SinkCore, SinkReports};
@@ -204,6 +205,10 @@ impl Reporter21 {
 /// and the losses its sweep declares ([`int_core::report::tr20_loss`]).
 pub struct SinkReporter21 {
     pub reporter: Reporter21,
+    /// This node's hop latency, as a transit's (hop_figures.rs): from a
+    /// packet's arrival to its burst's foretold departure.
+    figures: HopFigures,
+    burst: Option<BurstFigures>,
     /// The Domain Specific ID loss reports carry their figures under.
     domain_id: u16,
     /// This node's INT port (the sink's RX port), in its metadata.
@@ -212,21 +217,23 @@ pub struct SinkReporter21 {
 
 impl SinkReporter21 {
     pub fn new(reporter: Reporter21, domain_id: u16, int_port: u16) -> Self {
-        SinkReporter21 { reporter, domain_id, int_port }
+        SinkReporter21 { reporter, figures: HopFigures::new(None), burst: None, domain_id, int_port }
     }
 
     /// This node's report on a packet it received (`packet`: from its IP
-    /// header through the telemetry), for `kind`: its port and the time
-    /// (hop latency zero: it is the last node).
-    pub fn on_packet(&mut self, packet: Packet<'_>, now_ns: u64, kind: Counter, counters: &mut Counters) {
+    /// header through the telemetry) at `arrival_ns`, for `kind`: its port,
+    /// its times and its hop latency (the packet leaves with its burst).
+    pub fn on_packet(&mut self, packet: Packet<'_>, arrival_ns: u64, kind: Counter, counters: &mut Counters) {
+        let egress_ns = self.burst.map_or(arrival_ns, |burst| burst.egress_ns.max(arrival_ns));
         let metadata = HopMetadata {
             l1_ingress_port: Some(self.int_port),
             l1_egress_port: Some(self.int_port),
-            hop_latency: Some(0),
-            ingress_timestamp: Some(now_ns),
-            egress_timestamp: Some(now_ns),
+            hop_latency: u32::try_from(egress_ns - arrival_ns).ok(),
+            ingress_timestamp: Some(arrival_ns),
+            egress_timestamp: Some(egress_ns),
             ..HopMetadata::default()
         };
+        let now_ns = arrival_ns;
         let Packet { bytes, in_type, rep_md_bits, drop } = packet;
         let subject = Subject { packet: bytes, in_type, rep_md_bits, metadata, drop };
         self.reporter.report(subject, now_ns, kind, counters);
@@ -326,8 +333,15 @@ impl SinkReports for SinkReporter21 {
         let build = |out: &mut [u8]| report.emit(domain_id, out);
         self.reporter.add(tr20_loss::LEN, build, Counter::reports_loss, counters);
     }
+    #[inline(always)]
+    fn begin(&mut self, burst_ns: u64, packets: usize) {
+        self.burst = Some(self.figures.burst(burst_ns, packets));
+    }
     fn flush(&mut self, counters: &mut Counters) {
         self.reporter.flush(counters);
+        if let Some(burst) = self.burst.take() {
+            self.figures.done(&burst);
+        }
     }
     fn rate_limit(&self) -> u32 {
         self.reporter.rate_limit()

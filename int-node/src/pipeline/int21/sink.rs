@@ -50,6 +50,7 @@ impl Sink21Stage {
 
     #[inline(never)]
     pub fn process(&mut self, burst: &mut Burst, burst_ns: u64, counters: &mut Counters) {
+        self.core.begin_burst(burst, burst_ns);
         let mut drop = 0u32;
         for i in 0..burst.len() {
             let Some(frame) = crate::pipeline::frame_ahead(burst, i, counters) else { continue };
@@ -145,7 +146,7 @@ impl Sink21Stage {
     }
 
     /// This node's report on a packet: its ports and timestamps (and hop
-    /// latency, zero at the sink), for a latency change or an INT-MX packet.
+    /// latency to its burst's foretold departure), for a latency change or an INT-MX packet.
     fn report(
         &mut self,
         frame: &[u8],

@@ -42,6 +42,7 @@ impl IoamDecapStage {
 
     #[inline(never)]
     pub fn process(&mut self, burst: &mut Burst, burst_ns: u64, counters: &mut Counters) {
+        self.core.begin_burst(burst, burst_ns);
         let mut drop = 0u32;
         for i in 0..burst.len() {
             if crate::pipeline::frame_ahead(burst, i, counters).is_none() {
