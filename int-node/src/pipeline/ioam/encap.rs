@@ -1,5 +1,7 @@
 //! The encapsulating node of an IOAM domain: [`int_core::ioam::encap`] on
-//! every packet of a burst, this node's element in the first slot.
+//! every packet of a burst, this node's element in the first slot; the
+//! fast path ([`int_core::ioam::fast_encap`]) first, where the domain does
+//! not number packets.
 //!
 //! Where the domain numbers packets, the encapsulating node numbers each
 //! flow's packets from 1 in its flow table (as an INT 2.1 source does) and
@@ -16,6 +18,8 @@
 //! forwards it as it came (an encapsulating node behind another of the
 //! domain).
 
+use int_core::fast::FastFrame;
+use int_core::ioam::fast_encap::FastEncap;
 use int_core::ioam::node::NodeData;
 use int_core::ioam::Domain;
 use int_core::ioam::{
@@ -24,6 +28,7 @@ use int_core::ioam::{
     find,
 };
 use int_core::locate::IpLocation;
+use int_core::ParseError;
 use int_core::FrameBuf;
 
 use super::Element;
@@ -40,6 +45,8 @@ use crate::stats::{Counter, Counters};
 /// node's slot filled, the packet numbered where the domain says.
 pub struct IoamEncapStage {
     plan: Plan,
+    /// The fast path, where the domain does not number packets.
+    fast: Option<FastEncap>,
     element: Element,
     /// Per-flow last packet number, where the domain numbers packets.
     flows: FlowTable<u32>,
@@ -57,6 +64,7 @@ impl IoamEncapStage {
         plan.check()?;
         let numbered = !plan.e2e.is_empty();
         Ok(IoamEncapStage {
+            fast: FastEncap::of(&plan),
             plan,
             element: Element::new(domain, hop),
             flows: FlowTable::new(if numbered { settings.flow_capacity as usize } else { 1 }),
@@ -70,7 +78,12 @@ impl IoamEncapStage {
     #[inline(never)]
     pub fn process(&mut self, burst: &mut Burst, clock: &mut Clock, counters: &mut Counters) {
         let (plan, flows, now_ns, marked) = (&self.plan, &mut self.flows, clock.now_ns(), self.marked);
+        let fast = self.fast.as_ref();
         self.element.each(burst, clock, counters, |frame, node, counters| {
+            let taken = fast.and_then(|fast| fast.insert(frame, &FastFrame::read(frame.frame(), 0)?, node));
+            if let Some(done) = taken {
+                return counter_of(Ok(done));
+            }
             let counter = encap(frame, plan, node, flows, now_ns, counters);
             match (counter, marked) {
                 (Counter::already_marked, MarkedPolicy::Drop) => Counter::marked_dropped,
@@ -121,7 +134,13 @@ fn encap(
         let key = find::flow_of(bytes, ip);
         next_number(flows, FlowRef::Key(&key), now_ns, counters).map(u64::from)
     };
-    match encap::insert(frame, plan, node, number) {
+    counter_of(encap::insert(frame, plan, node, number))
+}
+
+/// What the encapsulating node counts for what it did.
+#[inline(always)]
+fn counter_of(done: Result<Encapped, ParseError>) -> Counter {
+    match done {
         Ok(Encapped::Added(_)) => Counter::instrumented,
         Ok(Encapped::NotIpv6) => Counter::not_ipv6,
         Ok(Encapped::AlreadyTraced) => Counter::already_marked,
