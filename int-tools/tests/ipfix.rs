@@ -7,6 +7,8 @@
 
 #[path = "../../tests/common/collector.rs"]
 mod collector;
+#[path = "ipfix/daemon.rs"]
+mod daemon;
 #[path = "ipfix/decode.rs"]
 mod decode;
 #[path = "../../tests/common/files.rs"]
@@ -18,6 +20,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use collector::{summary_of, switch_reports};
+use daemon::Daemon;
 use decode::{basic_list_u32, Decoded, Record};
 use files::*;
 
@@ -211,72 +214,29 @@ fn a_multi_hop_stream_is_exported_as_collect_sums_it_up() {
     assert_tshark_reads(&workdir("ipfix-tshark"), &messages);
 }
 
-/// nfcapd on a free loopback port, ready (it has said so); its output
-/// lines as they come.
+/// nfcapd on a free loopback port, ready (it has said so), writing into
+/// its directory.
 struct Nfcapd {
-    child: std::process::Child,
-    lines: std::sync::mpsc::Receiver<String>,
+    daemon: Daemon,
     dir: std::path::PathBuf,
 }
 
 impl Nfcapd {
     fn start(dir: &Path, port: u16) -> Nfcapd {
-        use std::io::BufRead;
         std::fs::create_dir_all(dir).unwrap();
-        let mut child = Command::new("nfcapd")
-            .args([
-                "-E",
-                "-b",
-                "127.0.0.1",
-                "-p",
-                &port.to_string(),
-                "-w",
-                dir.to_str().unwrap(),
-                "-t",
-                "3600",
-            ])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let (sender, lines) = std::sync::mpsc::channel();
-        for output in [
-            Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
-            Box::new(child.stderr.take().unwrap()),
-        ] {
-            let sender = sender.clone();
-            std::thread::spawn(move || {
-                for line in std::io::BufReader::new(output).lines().map_while(Result::ok) {
-                    let _ = sender.send(line);
-                }
-            });
-        }
-        // Its lines end when it does: a wait then fails at once.
-        drop(sender);
-        let nfcapd = Nfcapd { child, lines, dir: dir.to_path_buf() };
-        nfcapd.wait_for(|line| line.contains("Startup nfcapd"));
-        nfcapd
+        let (port, dir_arg) = (port.to_string(), dir.to_str().unwrap());
+        let args = ["-E", "-b", "127.0.0.1", "-p", &port, "-w", dir_arg, "-t", "3600"];
+        Nfcapd { daemon: Daemon::start("nfcapd", &args, "Startup nfcapd"), dir: dir.to_path_buf() }
     }
 
-    /// Waits until a line says what `wanted` looks for.
-    fn wait_for(&self, mut wanted: impl FnMut(&str) -> bool) {
-        let mut said = Vec::new();
-        loop {
-            let Ok(line) = self.lines.recv_timeout(Duration::from_secs(60)) else {
-                panic!("nfcapd did not say it in time; it said {:?}", said);
-            };
-            if wanted(&line) {
-                return;
-            }
-            said.push(line);
-        }
+    fn wait_for(&self, wanted: impl FnMut(&str) -> bool) {
+        self.daemon.wait_for(wanted);
     }
 
     /// Stops it (its file is written whole at exit); `nfdump -r` of every
     /// file it wrote, CSV.
-    fn stop_and_read(mut self) -> Vec<Vec<String>> {
-        Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().unwrap();
-        self.child.wait().unwrap();
+    fn stop_and_read(self) -> Vec<Vec<String>> {
+        self.daemon.stop("TERM");
         let mut rows = Vec::new();
         for entry in std::fs::read_dir(&self.dir).unwrap() {
             let path = entry.unwrap().path();
@@ -435,4 +395,99 @@ fn a_tcp_export_reconnects_and_sends_its_templates_first() {
     Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
     let summary = summary_of(child);
     assert_eq!(summary["ipfix"]["connections"], 2, "{}", summary["ipfix"]);
+}
+
+/// The body of docs/ipfix.md's code block tagged `tag`, its two-space
+/// indent removed: what an operator pastes is what the tests run.
+fn docs_block(tag: &str) -> String {
+    let docs = include_str!("../../docs/ipfix.md");
+    let start = docs.find(&format!("```{tag}\n")).unwrap_or_else(|| panic!("no {tag} block")) + tag.len() + 4;
+    let body = &docs[start..];
+    let end = body.find("```").unwrap();
+    body[..end].lines().map(|l| format!("{}\n", l.trim_start_matches("  "))).collect()
+}
+
+/// nfacctd, configured as docs/ipfix.md says (its port, files and a 1 s
+/// refresh set for the test), ready on a free loopback port.
+struct Nfacctd {
+    daemon: Daemon,
+    output: std::path::PathBuf,
+}
+
+impl Nfacctd {
+    fn start(dir: &Path, port: u16) -> Nfacctd {
+        let primitives = dir.join("int-primitives.lst");
+        let output = dir.join("int-flows.json");
+        std::fs::write(&primitives, docs_block("pmacct-primitives")).unwrap();
+        let config = docs_block("pmacct-config")
+            .replace("nfacctd_ip: 0.0.0.0", "nfacctd_ip: 127.0.0.1")
+            .replace("nfacctd_port: 4739", &format!("nfacctd_port: {port}"))
+            .replace("/etc/pmacct/int-primitives.lst", primitives.to_str().unwrap())
+            .replace("/var/lib/pmacct/int-flows.json", output.to_str().unwrap())
+            .replace("print_refresh_time: 60", "print_refresh_time: 1");
+        let conf = dir.join("nfacctd.conf");
+        std::fs::write(&conf, config).unwrap();
+        let daemon =
+            Daemon::start("nfacctd", &["-f", conf.to_str().unwrap()], "waiting for NetFlow/IPFIX data");
+        Nfacctd { daemon, output }
+    }
+
+    /// The JSON lines its print plugin has written.
+    fn rows(&self) -> Vec<serde_json::Value> {
+        let text = std::fs::read_to_string(&self.output).unwrap_or_default();
+        text.lines().map(|line| serde_json::from_str(line).unwrap()).collect()
+    }
+}
+
+/// pmacct's nfacctd, with docs/ipfix.md's primitives and config, prints
+/// each flow's 5-tuple, packets, loss, RFC 9951's delay elements, our ns
+/// delays, node ids, path and its changes as collect's summary has them.
+#[test]
+fn pmacct_prints_the_delays_collect_summed_up() {
+    let dir = workdir("ipfix-pmacct");
+    let port = free_udp_port();
+    let nfacctd = Nfacctd::start(&dir, port);
+    let target = format!("udp://127.0.0.1:{port}");
+    let summary = collect(&switch_reports(), &["--ipfix", &target, "--ipfix-interval", "600"]);
+    let flows = summary["flows"].as_array().unwrap();
+    let udp_rows = |rows: Vec<serde_json::Value>| -> Vec<serde_json::Value> {
+        rows.into_iter().filter(|r| r["ip_proto"] == "udp").collect()
+    };
+    // The print plugin writes its cache at each refresh and says so.
+    nfacctd.daemon.wait_for(|line| {
+        line.contains("Purging cache - END") && udp_rows(nfacctd.rows()).len() >= flows.len()
+    });
+    let rows = udp_rows(nfacctd.rows());
+    nfacctd.daemon.stop("INT");
+    assert_eq!(rows.len(), flows.len(), "{rows:?}");
+    for flow in flows {
+        let key = &flow["flow"];
+        let row = rows
+            .iter()
+            .find(|r| {
+                r["ip_src"] == key["src"]
+                    && r["ip_dst"] == key["dst"]
+                    && r["port_src"] == key["src_port"]
+                    && r["port_dst"] == key["dst_port"]
+            })
+            .unwrap_or_else(|| panic!("{key} in {rows:?}"));
+        // pmacct's JSON writes a custom u_int primitive as a string.
+        let value = |name: &str| row[name].as_str().and_then(|v| v.parse::<u64>().ok());
+        let reports = flow["latency_reports"].as_u64().unwrap();
+        assert_eq!(value("packet_delta_count"), Some(reports), "{row}");
+        assert_eq!(value("lost_packets"), flow["lost_packets"].as_u64().or(Some(0)), "{row}");
+        let (min, max) = (flow["latency_min_ns"].as_u64().unwrap(), flow["latency_max_ns"].as_u64().unwrap());
+        assert_eq!((value("delay_min_ns"), value("delay_max_ns")), (Some(min), Some(max)), "{row}");
+        assert_eq!(
+            (value("path_delay_min_us"), value("path_delay_max_us")),
+            (Some(min / 1000), Some(max / 1000))
+        );
+        let sum = value("delay_sum_ns").unwrap();
+        assert_eq!(sum / reports, flow["latency_avg_ns"].as_u64().unwrap(), "sum / packets: the mean {row}");
+        assert_eq!(value("path_delay_sum_us"), Some(sum / 1000), "{row}");
+        assert_eq!(value("path_delay_mean_us"), Some(sum / reports / 1000), "{row}");
+        assert_eq!((value("source_node"), value("sink_node")), (Some(1), Some(9)), "{row}");
+        let moved = key["src_port"] == 1;
+        assert_eq!(value("path_changes"), Some(u64::from(moved)), "{row}");
+    }
 }
