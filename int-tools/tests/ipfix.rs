@@ -13,6 +13,8 @@ mod daemon;
 mod decode;
 #[path = "../../tests/common/files.rs"]
 mod files;
+#[path = "ipfix/inputs.rs"]
+mod inputs;
 
 use std::net::UdpSocket;
 use std::path::Path;
@@ -174,9 +176,37 @@ fn assert_tshark_reads(dir: &Path, messages: &[Vec<u8>]) {
         assert!(!text.contains(bad), "{bad}: {text}");
     }
     let template = text.find("FlowSet Id: Data Template (V10 [IPFIX]) (2)").expect("a template set");
-    let data = text.find("FlowSet Id: (Data) (256)").expect("a data set");
+    let data = text.find("FlowSet Id: (Data) (").expect("a data set");
     assert!(template < data, "templates first");
     assert!(text.contains("Version: 10"), "{text}");
+}
+
+/// `datagrams` through collect with an export over UDP (one interval,
+/// sent when collect ends) and `args`: its summary and the messages,
+/// read back: as many records as it counts, none dropped or failed, the
+/// domain its own, each sequence number the data records sent before.
+fn export(datagrams: &[Vec<u8>], args: &[&str]) -> (serde_json::Value, Vec<Vec<u8>>, Decoded) {
+    let ipfix = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let target = format!("udp://{}", ipfix.local_addr().unwrap());
+    let summary = collect(datagrams, &[&["--ipfix", &target, "--ipfix-interval", "600"], args].concat());
+    let counts = &summary["ipfix"];
+    let messages = receive(&ipfix, counts["messages"].as_u64().unwrap());
+    let decoded = decoded(&messages);
+    assert_eq!(decoded.records.len() as u64, counts["records"].as_u64().unwrap(), "{counts}");
+    assert_eq!((counts["dropped"].as_u64(), counts["failed"].as_u64()), (Some(0), Some(0)), "{counts}");
+    let mut next = 0;
+    for (sequence, records) in &decoded.sequences {
+        assert_eq!(*sequence, next, "the data records sent before this message");
+        next += records;
+    }
+    (summary, messages, decoded)
+}
+
+/// The path a flow's record carries, node ids source first.
+fn path_of(record: &Record) -> Vec<u32> {
+    let (semantic, element, path) = basic_list_u32(record.bytes(291, None).unwrap());
+    assert_eq!((semantic, element), (4, (7, 4, PEN)), "ordered, node ids");
+    path
 }
 
 /// The multi-hop Telemetry Report 2.0 stream (three flows over nodes 1 >
@@ -186,32 +216,64 @@ fn assert_tshark_reads(dir: &Path, messages: &[Vec<u8>]) {
 /// count data records; tshark reads it all.
 #[test]
 fn a_multi_hop_stream_is_exported_as_collect_sums_it_up() {
-    let ipfix = UdpSocket::bind("127.0.0.1:0").unwrap();
-    let target = format!("udp://{}", ipfix.local_addr().unwrap());
-    let datagrams = switch_reports();
     let before = now_ns();
-    let summary =
-        collect(&datagrams, &["--ipfix", &target, "--ipfix-interval", "600", "--ipfix-domain", "7"]);
+    let (summary, messages, decoded) = export(&switch_reports(), &["--ipfix-domain", "7"]);
     let run = (before, now_ns());
-    let counts = &summary["ipfix"];
-    let messages = receive(&ipfix, counts["messages"].as_u64().unwrap());
-    let decoded = decoded(&messages);
-    assert_eq!(decoded.records.len() as u64, counts["records"].as_u64().unwrap(), "{counts}");
-    assert_eq!((counts["dropped"].as_u64(), counts["failed"].as_u64()), (Some(0), Some(0)), "{counts}");
     assert!(decoded.domains.iter().all(|d| *d == 7));
-    let mut next = 0;
-    for (sequence, records) in &decoded.sequences {
-        assert_eq!(*sequence, next, "the data records sent before this message");
-        next += records;
-    }
     assert_flows_match(&decoded, &summary, run);
     assert_hops_and_links_match(&decoded, &summary);
     let moved = serde_json::json!({"src": "10.0.0.1", "dst": "10.0.0.2", "src_port": 1, "dst_port": 5000});
     let record = flow_record(&decoded, &moved);
-    let (semantic, element, path) = basic_list_u32(record.bytes(291, None).unwrap());
-    assert_eq!((semantic, element, path), (4, (7, 4, PEN), vec![1, 4, 3, 9]), "ordered, node ids");
+    assert_eq!(path_of(record), vec![1, 4, 3, 9]);
     assert_eq!(record.uint(8, PEN), Some(1), "one path change");
     assert_tshark_reads(&workdir("ipfix-tshark"), &messages);
+}
+
+/// Host-INT's latency reports and a Drop Summary: each flow's record
+/// equals the summary (packets, loss, delays, its source and sink node);
+/// Host-INT reports no hops between, so no hop or link record and an
+/// empty path, as docs/ipfix.md says; tshark reads it all.
+#[test]
+fn host_int_reports_are_exported_as_collect_sums_them_up() {
+    let before = now_ns();
+    let (summary, messages, decoded) = export(&inputs::hostint_reports(), &[]);
+    assert_eq!(summary["flows"].as_array().unwrap().len(), 4, "three measured, one lost");
+    assert_flows_match(&decoded, &summary, (before, now_ns()));
+    assert!(decoded.records.iter().all(|r| r.template == 256), "flows only");
+    for flow in summary["flows"].as_array().unwrap() {
+        let record = flow_record(&decoded, &flow["flow"]);
+        assert_eq!(path_of(record), Vec::<u32>::new(), "{flow}");
+        let measured = flow["latency_reports"].as_u64() != Some(0);
+        let (source, sink) = if measured { (0x0a00_0001, 0x0a00_0002) } else { (1, 2) };
+        assert_eq!((record.uint(5, PEN), record.uint(6, PEN)), (Some(source), Some(sink)), "{flow}");
+    }
+    assert_tshark_reads(&workdir("ipfix-hostint-tshark"), &messages);
+}
+
+/// IOAM decapsulating nodes' reports of IPv6 packets with their trace:
+/// every flow (IPv6 template) and hop (transit delay, queue depth) record
+/// equals the summary; the path is the trace's, then the sink; a trace
+/// has no egress times, so no link record, as docs/ipfix.md says; tshark
+/// reads it all.
+#[test]
+fn ioam_traces_are_exported_as_collect_sums_them_up() {
+    let before = now_ns();
+    let (summary, messages, decoded) = export(&inputs::ioam_reports(), &[]);
+    assert_eq!(summary["flows"].as_array().unwrap().len(), 3, "{summary}");
+    assert_flows_match(&decoded, &summary, (before, now_ns()));
+    assert_hops_and_links_match(&decoded, &summary);
+    assert_eq!(summary["nodes"].as_array().unwrap().len(), 4, "the sink too {}", summary["nodes"]);
+    // One timestamp per node (no egress time): no link latency, in the
+    // summary as in the export.
+    assert_eq!(summary["links"].as_array().unwrap().len(), 0, "{}", summary["links"]);
+    assert!(decoded.records.iter().all(|r| r.template != 259), "no link record");
+    assert_eq!(decoded.records.iter().filter(|r| r.template == 258).count(), 3, "nodes 1-3");
+    for flow in summary["flows"].as_array().unwrap() {
+        let record = flow_record(&decoded, &flow["flow"]);
+        assert_eq!(record.template, 257, "IPv6");
+        assert_eq!(path_of(record), vec![1, 2, 3, 9], "{flow}");
+    }
+    assert_tshark_reads(&workdir("ipfix-ioam-tshark"), &messages);
 }
 
 /// nfcapd on a free loopback port, ready (it has said so), writing into
