@@ -15,6 +15,8 @@ mod decode;
 mod files;
 #[path = "ipfix/inputs.rs"]
 mod inputs;
+#[path = "../../tests/common/servers.rs"]
+mod servers;
 
 use std::net::UdpSocket;
 use std::path::Path;
@@ -183,12 +185,19 @@ fn assert_tshark_reads(dir: &Path, messages: &[Vec<u8>]) {
 
 /// `datagrams` through collect with an export over UDP (one interval,
 /// sent when collect ends) and `args`: its summary and the messages,
+/// read back (see [`export_by`]).
+fn export(datagrams: &[Vec<u8>], args: &[&str]) -> (serde_json::Value, Vec<Vec<u8>>, Decoded) {
+    export_by(|ipfix| collect(datagrams, &[ipfix, args].concat()))
+}
+
+/// What `run` exports, given the `--ipfix` arguments of one interval sent
+/// at its end, and returns as its summary: the summary and the messages,
 /// read back: as many records as it counts, none dropped or failed, the
 /// domain its own, each sequence number the data records sent before.
-fn export(datagrams: &[Vec<u8>], args: &[&str]) -> (serde_json::Value, Vec<Vec<u8>>, Decoded) {
+fn export_by(run: impl FnOnce(&[&str]) -> serde_json::Value) -> (serde_json::Value, Vec<Vec<u8>>, Decoded) {
     let ipfix = UdpSocket::bind("127.0.0.1:0").unwrap();
     let target = format!("udp://{}", ipfix.local_addr().unwrap());
-    let summary = collect(datagrams, &[&["--ipfix", &target, "--ipfix-interval", "600"], args].concat());
+    let summary = run(&["--ipfix", &target, "--ipfix-interval", "600"]);
     let counts = &summary["ipfix"];
     let messages = receive(&ipfix, counts["messages"].as_u64().unwrap());
     let decoded = decoded(&messages);
@@ -552,4 +561,52 @@ fn pmacct_prints_the_delays_collect_summed_up() {
         let moved = key["src_port"] == 1;
         assert_eq!(value("path_changes"), Some(u64::from(moved)), "{row}");
     }
+}
+
+/// Every record of a decoded export but its times (arrivals differ from
+/// one collect to another), sorted.
+fn records_but_times(decoded: &Decoded) -> Vec<(u16, Vec<(decode::Field, Vec<u8>)>)> {
+    let times = [152, 153, 156, 157];
+    let mut records: Vec<_> = decoded
+        .records
+        .iter()
+        .map(|r| (r.template, r.fields.iter().filter(|(f, _)| !times.contains(&f.0)).cloned().collect()))
+        .collect();
+    records.sort();
+    records
+}
+
+/// An aggregator (`collect --from-nats`) exports the same records, times
+/// aside, as one receiving collector fed the same reports: a collector
+/// publishes the multi-hop stream to nats-server's JetStream, the
+/// aggregator reads it back and exports.
+#[test]
+fn an_aggregator_exports_what_one_receiving_collector_exports() {
+    let dir = workdir("ipfix-aggregator");
+    let port = servers::free_port();
+    let nats = servers::start_nats(&dir, port, &[]);
+    let url = format!("nats://127.0.0.1:{port}");
+    let reports = switch_reports();
+    // The default stream (1 GiB) needs more free disk than a test has.
+    let stream_bytes = ["--nats-max-bytes", "67108864"];
+    let published = collect(&reports, &[&["--nats", &url], &stream_bytes[..]].concat());
+    assert_eq!(published["nats"]["acked"].as_u64(), Some(reports.len() as u64), "{}", published["nats"]);
+    let records = published["reports"].as_u64().unwrap().to_string();
+    let (aggregated, _, from_stream) = export_by(|ipfix| {
+        let output = Command::new(BIN)
+            .args(["collect", "--from-nats", &url, "--quiet", "--json", "--interval", "0"])
+            .args(stream_bytes)
+            .args(["--count", &records, "--duration", "60"])
+            .args(ipfix)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let text = String::from_utf8(output.stdout).unwrap();
+        serde_json::from_str::<serde_json::Value>(text.lines().last().unwrap()).unwrap()["summary"].clone()
+    });
+    servers::stop(nats);
+    let (direct, _, received) = export(&reports, &[]);
+    assert_eq!(aggregated["flows"], direct["flows"], "the same books");
+    assert!(!from_stream.records.is_empty());
+    assert_eq!(records_but_times(&from_stream), records_but_times(&received));
 }
