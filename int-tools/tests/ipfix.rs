@@ -161,6 +161,25 @@ fn assert_hops_and_links_match(decoded: &Decoded, summary: &serde_json::Value) {
     }
 }
 
+/// Each node's drop reports by reason (template 260) are the summary's,
+/// one record per node and reason; none where it has none.
+fn assert_drops_match(decoded: &Decoded, summary: &serde_json::Value) {
+    let records: Vec<&Record> = decoded.records.iter().filter(|r| r.template == 260).collect();
+    let mut booked = 0;
+    for node in summary["nodes"].as_array().unwrap() {
+        for (reason, count) in node["drops"].as_object().unwrap() {
+            let (id, reason) = (node["node"].as_u64(), reason.parse::<u64>().ok());
+            let record = records
+                .iter()
+                .find(|r| r.uint(7, PEN) == id && r.uint(22, PEN) == reason)
+                .unwrap_or_else(|| panic!("no drop record of {node}"));
+            assert_eq!(record.uint(23, PEN), count.as_u64(), "{node}");
+            booked += 1;
+        }
+    }
+    assert_eq!(records.len(), booked, "{records:?}");
+}
+
 /// tshark's cflow dissector reads every message: nothing malformed, no
 /// error, the templates' set before any data set.
 fn assert_tshark_reads(dir: &Path, messages: &[Vec<u8>]) {
@@ -221,8 +240,9 @@ fn path_of(record: &Record) -> Vec<u32> {
 /// The multi-hop Telemetry Report 2.0 stream (three flows over nodes 1 >
 /// 2 > 3, one moving to 1 > 4 > 3): one interval, exported over UDP when
 /// collect ends; every flow, hop and link record equals the summary; the
-/// moved flow's path is its new one, with one change; sequence numbers
-/// count data records; tshark reads it all.
+/// moved flow's path is its new one, with one change; node 2's drop
+/// reports by reason are the summary's; sequence numbers count data
+/// records; tshark reads it all.
 #[test]
 fn a_multi_hop_stream_is_exported_as_collect_sums_it_up() {
     let before = now_ns();
@@ -231,6 +251,8 @@ fn a_multi_hop_stream_is_exported_as_collect_sums_it_up() {
     assert!(decoded.domains.iter().all(|d| *d == 7));
     assert_flows_match(&decoded, &summary, run);
     assert_hops_and_links_match(&decoded, &summary);
+    assert_drops_match(&decoded, &summary);
+    assert_eq!(decoded.records.iter().filter(|r| r.template == 260).count(), 1, "node 2's reason 71");
     let moved = serde_json::json!({"src": "10.0.0.1", "dst": "10.0.0.2", "src_port": 1, "dst_port": 5000});
     let record = flow_record(&decoded, &moved);
     assert_eq!(path_of(record), vec![1, 4, 3, 9]);
@@ -271,6 +293,7 @@ fn ioam_traces_are_exported_as_collect_sums_them_up() {
     assert_eq!(summary["flows"].as_array().unwrap().len(), 3, "{summary}");
     assert_flows_match(&decoded, &summary, (before, now_ns()));
     assert_hops_and_links_match(&decoded, &summary);
+    assert_drops_match(&decoded, &summary);
     assert_eq!(summary["nodes"].as_array().unwrap().len(), 4, "the sink too {}", summary["nodes"]);
     // One timestamp per node (no egress time): no link latency, in the
     // summary as in the export.
@@ -563,9 +586,12 @@ fn pmacct_prints_the_delays_collect_summed_up() {
     }
 }
 
+/// A record's fields and their bytes.
+type Fields = Vec<(decode::Field, Vec<u8>)>;
+
 /// Every record of a decoded export but its times (arrivals differ from
 /// one collect to another), sorted.
-fn records_but_times(decoded: &Decoded) -> Vec<(u16, Vec<(decode::Field, Vec<u8>)>)> {
+fn records_but_times(decoded: &Decoded) -> Vec<(u16, Fields)> {
     let times = [152, 153, 156, 157];
     let mut records: Vec<_> = decoded
         .records
