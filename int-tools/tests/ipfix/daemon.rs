@@ -1,22 +1,30 @@
-//! A collector daemon (nfcapd, nfacctd) run by a test in the foreground:
-//! its output lines as they come, waited for until one says what the test
-//! looks for; stopped by signal.
+//! A collector daemon (nfcapd, nfacctd) run by a test in the foreground,
+//! in a process group of its own: its output lines as they come, waited
+//! for until one says what the test looks for; stopped by signal, and
+//! killed with every process it forked if the test ends first.
 
 use std::io::{BufRead, Read};
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{self, Receiver};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// How long a wait may take: a guard against a hang only.
+const PATIENCE: Duration = Duration::from_secs(60);
 
 pub struct Daemon {
-    pub child: Child,
+    child: Child,
     lines: Receiver<String>,
+    stopped: bool,
 }
 
 impl Daemon {
-    /// Starts `program` with `args`; returns once a line contains `ready`.
-    pub fn start(program: &str, args: &[&str], ready: &str) -> Daemon {
+    /// Starts `program` with `args`; returns once a line has contained each
+    /// of `ready`, in any order.
+    pub fn start(program: &str, args: &[&str], ready: &[&str]) -> Daemon {
         let mut child = Command::new(program)
             .args(args)
+            .process_group(0)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -35,16 +43,23 @@ impl Daemon {
         }
         // Its lines end when it does: a wait then fails at once.
         drop(sender);
-        let daemon = Daemon { child, lines };
-        daemon.wait_for(|line| line.contains(ready));
+        let daemon = Daemon { child, lines, stopped: false };
+        let mut missing: Vec<&str> = ready.to_vec();
+        daemon.wait_for(|line| {
+            missing.retain(|word| !line.contains(word));
+            missing.is_empty()
+        });
         daemon
     }
 
-    /// Waits until a line says what `wanted` looks for.
+    /// Waits until a line says what `wanted` looks for (lines that keep
+    /// coming do not make the wait longer than [`PATIENCE`]).
     pub fn wait_for(&self, mut wanted: impl FnMut(&str) -> bool) {
+        let deadline = Instant::now() + PATIENCE;
         let mut said = Vec::new();
         loop {
-            let Ok(line) = self.lines.recv_timeout(Duration::from_secs(60)) else {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let Ok(line) = self.lines.recv_timeout(left) else {
                 panic!("the daemon did not say it in time; it said {said:?}");
             };
             if wanted(&line) {
@@ -54,9 +69,22 @@ impl Daemon {
         }
     }
 
-    /// Sends it `signal` (`"TERM"`, `"INT"`) and waits for its end.
+    /// Sends it `signal` (`"TERM"` for nfcapd; nfacctd ends on `"INT"`
+    /// and takes no notice of TERM) and waits for its end.
     pub fn stop(mut self, signal: &str) {
         Command::new("kill").args([&format!("-{signal}"), &self.child.id().to_string()]).status().unwrap();
         self.child.wait().unwrap();
+        self.stopped = true;
+    }
+}
+
+impl Drop for Daemon {
+    /// A test that failed first leaves no daemon behind (nfacctd's plugins
+    /// are processes of their own: the whole group goes).
+    fn drop(&mut self) {
+        if !self.stopped {
+            let _ = Command::new("kill").args(["-KILL", "--", &format!("-{}", self.child.id())]).status();
+            let _ = self.child.wait();
+        }
     }
 }
