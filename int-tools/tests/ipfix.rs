@@ -642,26 +642,28 @@ fn records_but_times(decoded: &Decoded) -> Vec<(u16, Fields)> {
     records
 }
 
-/// An aggregator (`collect --from-nats`) exports the same records, times
-/// aside, as one receiving collector fed the same reports: a collector
-/// publishes the multi-hop stream to nats-server's JetStream, the
-/// aggregator reads it back and exports.
-#[test]
-fn an_aggregator_exports_what_one_receiving_collector_exports() {
-    let dir = workdir("ipfix-aggregator");
+/// A collector publishes the multi-hop stream to a nats-server's
+/// JetStream in `format` (`batch`, `json`), every datagram or record
+/// acknowledged; an aggregator (`collect --from-nats`) reads it all back
+/// and exports: its summary and export, read back.
+fn aggregated_export(test: &str, format: &str) -> (serde_json::Value, Decoded) {
+    let dir = workdir(test);
     let port = servers::free_port();
     let nats = servers::start_nats(&dir, port, &[]);
     let url = format!("nats://127.0.0.1:{port}");
     let reports = switch_reports();
     // The default stream (1 GiB) needs more free disk than a test has.
-    let stream_bytes = ["--nats-max-bytes", "67108864"];
-    let published = collect(&reports, &[&["--nats", &url], &stream_bytes[..]].concat());
-    assert_eq!(published["nats"]["acked"].as_u64(), Some(reports.len() as u64), "{}", published["nats"]);
+    let stream = ["--nats", &url, "--nats-format", format, "--nats-max-bytes", "67108864"];
+    let published = collect(&reports, &stream);
+    let counts = &published["nats"];
+    assert_eq!((counts["dropped"].as_u64(), counts["lost"].as_u64()), (Some(0), Some(0)), "{counts}");
+    // --count counts reports, in either format (not the JSON format's
+    // path-change records).
     let records = published["reports"].as_u64().unwrap().to_string();
-    let (aggregated, _, from_stream) = export_by(|ipfix| {
+    let (aggregated, _, decoded) = export_by(|ipfix| {
         let output = Command::new(BIN)
             .args(["collect", "--from-nats", &url, "--quiet", "--json", "--interval", "0"])
-            .args(stream_bytes)
+            .args(&stream[2..])
             .args(["--count", &records, "--duration", "60"])
             .args(ipfix)
             .output()
@@ -671,8 +673,19 @@ fn an_aggregator_exports_what_one_receiving_collector_exports() {
         serde_json::from_str::<serde_json::Value>(text.lines().last().unwrap()).unwrap()["summary"].clone()
     });
     servers::stop(nats);
-    let (direct, _, received) = export(&reports, &[]);
-    assert_eq!(aggregated["flows"], direct["flows"], "the same books");
-    assert!(!from_stream.records.is_empty());
-    assert_eq!(records_but_times(&from_stream), records_but_times(&received));
+    assert!(!decoded.records.is_empty());
+    (aggregated, decoded)
+}
+
+/// An aggregator exports the same records, times aside, as one receiving
+/// collector fed the same reports, over a stream in the batch format (the
+/// datagrams as they came) and in the JSON format (collect's records).
+#[test]
+fn an_aggregator_exports_what_one_receiving_collector_exports() {
+    let (direct, _, received) = export(&switch_reports(), &[]);
+    for format in ["batch", "json"] {
+        let (aggregated, from_stream) = aggregated_export(&format!("ipfix-aggregator-{format}"), format);
+        assert_eq!(aggregated["flows"], direct["flows"], "the same books ({format})");
+        assert_eq!(records_but_times(&from_stream), records_but_times(&received), "{format}");
+    }
 }
