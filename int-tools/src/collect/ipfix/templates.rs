@@ -79,6 +79,18 @@ const fn iana(id: u16, length: u16) -> Field {
     Field { id, length, enterprise: None }
 }
 
+/// A node's drop reports of one reason.
+fn drop_fields(pen: u32) -> Vec<Field> {
+    let ours = |id: u16, length: u16| Field { id, length, enterprise: Some(pen) };
+    vec![
+        ours(ours::NODE_ID, 4),
+        ours(ours::DROP_REASON, 1),
+        iana(iana::FLOW_START_NANOSECONDS, 8),
+        iana(iana::FLOW_END_NANOSECONDS, 8),
+        ours(ours::DROP_REPORT_DELTA_COUNT, 8),
+    ]
+}
+
 impl Templates {
     pub fn new(pen: u32) -> Templates {
         let ours = |id: u16, length: u16| Field { id, length, enterprise: Some(pen) };
@@ -132,19 +144,12 @@ impl Templates {
             ours(ours::LINK_LATENCY_MAX_NANOSECONDS, 8),
             ours(ours::LINK_LATENCY_MEAN_NANOSECONDS, 8),
         ];
-        let drop = vec![
-            ours(ours::NODE_ID, 4),
-            ours(ours::DROP_REASON, 1),
-            iana(iana::FLOW_START_NANOSECONDS, 8),
-            iana(iana::FLOW_END_NANOSECONDS, 8),
-            ours(ours::DROP_REPORT_DELTA_COUNT, 8),
-        ];
         Templates {
             flow_v4: flow(iana::SOURCE_IPV4_ADDRESS, iana::DESTINATION_IPV4_ADDRESS, 4),
             flow_v6: flow(iana::SOURCE_IPV6_ADDRESS, iana::DESTINATION_IPV6_ADDRESS, 16),
             hop,
             link,
-            drop,
+            drop: drop_fields(pen),
             node: ours(ours::NODE_ID, 4),
         }
     }
