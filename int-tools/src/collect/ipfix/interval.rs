@@ -99,6 +99,21 @@ pub struct Interval {
     limit: usize,
 }
 
+/// The entry of `key`, made while the map holds fewer than `limit`; none,
+/// counted in `unrecorded`, past it.
+fn entry_within<'a, K: Ord, V: Default>(
+    map: &'a mut BTreeMap<K, V>,
+    key: K,
+    limit: usize,
+    unrecorded: &mut u64,
+) -> Option<&'a mut V> {
+    if !map.contains_key(&key) && map.len() >= limit {
+        *unrecorded += 1;
+        return None;
+    }
+    Some(map.entry(key).or_default())
+}
+
 fn stretch(first: &mut u64, last: &mut u64, ns: u64) {
     if *first == 0 || ns < *first {
         *first = ns;
@@ -147,11 +162,11 @@ impl Interval {
             self.hop(hop, arrival_ns);
         }
         for (ends, latency) in hops::links(seen) {
-            if !self.links.contains_key(&ends) && self.links.len() >= self.limit {
-                self.unrecorded += 1;
+            let Some((first, last, stat)) =
+                entry_within(&mut self.links, ends, self.limit, &mut self.unrecorded)
+            else {
                 continue;
-            }
-            let (first, last, stat) = self.links.entry(ends).or_default();
+            };
             stretch(first, last, arrival_ns);
             stat.record(latency);
         }
@@ -162,11 +177,9 @@ impl Interval {
         let ingress = hop.l2_ingress_port.or(hop.l1_ingress_port.map(u32::from)).unwrap_or(NOT_REPORTED);
         let egress = hop.l2_egress_port.or(hop.l1_egress_port.map(u32::from)).unwrap_or(NOT_REPORTED);
         let key = (node, ingress, egress);
-        if !self.hops.contains_key(&key) && self.hops.len() >= self.limit {
-            self.unrecorded += 1;
+        let Some(figures) = entry_within(&mut self.hops, key, self.limit, &mut self.unrecorded) else {
             return;
-        }
-        let figures = self.hops.entry(key).or_default();
+        };
         stretch(&mut figures.first_ns, &mut figures.last_ns, arrival_ns);
         figures.reports += 1;
         if let Some(latency) = hop.hop_latency {
@@ -180,11 +193,9 @@ impl Interval {
     /// A drop report of `node` for `reason`.
     pub fn drop_reported(&mut self, node: u32, reason: u8, arrival_ns: u64) {
         let key = (node, reason);
-        if !self.drops.contains_key(&key) && self.drops.len() >= self.limit {
-            self.unrecorded += 1;
+        let Some(drops) = entry_within(&mut self.drops, key, self.limit, &mut self.unrecorded) else {
             return;
-        }
-        let drops = self.drops.entry(key).or_default();
+        };
         stretch(&mut drops.first_ns, &mut drops.last_ns, arrival_ns);
         drops.reports += 1;
     }
