@@ -21,6 +21,12 @@ and links: the default) and without it (--max-nodes 0 --max-links 0:
 every hop read and counted, none kept; paths are kept per flow either
 way), interleaved, so the ledger's cost is measured in the same run.
 
+With --ipfix each run also exports IPFIX (`--ipfix udp://...`, a 1 s
+interval, so several exports fall in each run) to a socket here that
+takes and counts the messages, interleaved with the runs without it: the
+exporter's cost to the receiving collector, as the ratio of their rates
+(docs/ipfix.md's target: at least 0.90).
+
 Collector and senders share this machine's cores: the figure is what one
 collector takes while its load is made beside it. Writes
 bench/results/collector.json (collector-tr20-3hop.json) and prints a
@@ -34,6 +40,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -133,8 +140,30 @@ def run_case(payloads, sockets, senders, seconds, extra=()):
             # those the full buffer dropped or never acknowledged.
             "published": summary.get("nats", {}).get("acked", 0), "publish_dropped": summary.get("nats", {}).get("dropped", 0),
             "publish_lost": summary.get("nats", {}).get("lost", 0),
+            # With --ipfix: data records sent, observations the exporter's
+            # full queue refused, flows, hops and links past its limit.
+            "ipfix_records": summary.get("ipfix", {}).get("records", 0),
+            "ipfix_dropped": summary.get("ipfix", {}).get("dropped", 0),
+            "ipfix_unrecorded": summary.get("ipfix", {}).get("unrecorded", 0),
             # A TR 2.0 datagram holds several reports: what they carried.
             "latency_reports_per_s": round(summary["all_flows"]["latency_reports"] / sent["seconds"])}
+
+
+def start_ipfix_sink():
+    """A UDP socket on a free loopback port that takes collect's IPFIX
+    messages and counts them (a thread drains it, as a collector would)."""
+    sink = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sink.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+    sink.bind(("127.0.0.1", 0))
+    taken = {"messages": 0, "bytes": 0}
+
+    def drain():
+        while True:
+            taken["bytes"] += len(sink.recv(65536))
+            taken["messages"] += 1
+
+    threading.Thread(target=drain, daemon=True).start()
+    return f"udp://127.0.0.1:{sink.getsockname()[1]}", taken
 
 
 def start_nats(work):
@@ -226,6 +255,9 @@ def main():
                         help="each run also with --nats (batch format, and --nats-format json) to a nats-server -js "
                              "started here, interleaved; then an aggregator (--from-nats) reads each stream: its "
                              "reports per second; and what the server takes of the batch's message size")
+    parser.add_argument("--ipfix", action="store_true",
+                        help="each run also with --ipfix (UDP, a 1 s interval) to a socket here, interleaved: the "
+                             "exporter's cost, as its rate over the rate without it")
     args = parser.parse_args()
     subprocess.run(["cargo", "build", "--release", "--locked", "-p", "int-node", "-p", "int-tools", "-p", "int-lab"],
                    cwd=ROOT, check=True)
@@ -243,6 +275,9 @@ def main():
         views.append(("nats", ("--nats", nats[1])))
         views.append(("nats-json", ("--nats", nats[1], "--nats-format", "json", "--nats-stream", "JSON",
                                     "--nats-prefix", "json")))
+    ipfix = start_ipfix_sink() if args.ipfix else None
+    if ipfix:
+        views.append(("ipfix", ("--ipfix", ipfix[0], "--ipfix-interval", "1")))
     results = []
     for repeat in range(args.repeat):
         for sockets in [int(s) for s in args.sockets.split(",")]:
@@ -260,7 +295,7 @@ def main():
     name = "collector.json" if args.reports == "hostint" else f"collector-{args.reports}.json"
     with open(os.path.join(RESULTS, name), "w") as f:
         json.dump({"cpus": os.cpu_count(), "reports": args.reports, "recorded_datagrams": recorded, "runs": results,
-                   "aggregator": aggregated}, f, indent=1)
+                   "aggregator": aggregated, "ipfix_sink": ipfix[1] if ipfix else None}, f, indent=1)
     print("| reports | per-hop view / output | sockets | senders | datagrams/s (median, min-max) | latency reports/s (median) | kernel drops (median share) |")
     print("|---|---|---|---|---|---|---|")
     for sockets in sorted({r["sockets"] for r in results}):
@@ -272,6 +307,24 @@ def main():
             print(f"| {args.reports} | {view} | {sockets} | {args.senders} | {rates[len(rates) // 2] / 1e6:.2f}M "
                   f"({rates[0] / 1e6:.2f}-{rates[-1] / 1e6:.2f}) | {carried[len(carried) // 2] / 1e6:.2f}M "
                   f"| {100 * drops[len(drops) // 2]:.1f}% |")
+
+    if ipfix:
+        print_ipfix_cost(results)
+
+
+def print_ipfix_cost(results):
+    """The exporter's cost: per socket count, the median rate with --ipfix
+    over the median without (the default view), run for run in one run."""
+    def median(view, sockets):
+        rates = sorted(r["received_per_s"] for r in results if r["view"] == view and r["sockets"] == sockets)
+        return rates[len(rates) // 2]
+
+    for sockets in sorted({r["sockets"] for r in results}):
+        ratio = median("ipfix", sockets) / max(median("hops", sockets), 1)
+        runs = [r for r in results if r["view"] == "ipfix" and r["sockets"] == sockets]
+        print(f"ipfix, {sockets} socket(s): {ratio:.2f}x the rate without it (target >= 0.90); "
+              f"{sum(r['ipfix_records'] for r in runs)} records sent, {sum(r['ipfix_dropped'] for r in runs)} "
+              f"observations dropped, {sum(r['ipfix_unrecorded'] for r in runs)} unrecorded")
 
 
 if __name__ == "__main__":

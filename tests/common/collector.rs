@@ -169,7 +169,7 @@ pub fn stack_report(
 }
 
 /// A Telemetry Report 2.0 datagram: group header, one individual report.
-fn tr20_report(
+pub fn tr20_report(
     sequence: u32,
     sink: u32,
     in_type: int_core::report::tr20::InType,

@@ -397,6 +397,15 @@ impl Books {
         }
     }
 
+    /// A drop report of `node` for `reason`: into the per-hop view and the
+    /// outputs.
+    pub fn observe_drop(&mut self, node: u32, reason: u8) {
+        self.hops.observe_drop(node, reason);
+        for output in &self.outputs {
+            output.drop_reported(node, reason);
+        }
+    }
+
     /// A report's hops and path: into the per-hop view and the outputs;
     /// returns the flow's path change, if any.
     pub fn observe_path(&mut self, seen: &hops::Seen<'_>) -> Option<hops::PathChange> {

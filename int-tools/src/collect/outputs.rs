@@ -30,6 +30,8 @@ pub trait Output: Send + Sync {
     fn hops(&self, _seen: &Seen<'_>) {}
     /// A flow's new path.
     fn path_change(&self, _change: &PathChange) {}
+    /// A drop report of `node` (the reporting node) for `reason`.
+    fn drop_reported(&self, _node: u32, _reason: u8) {}
 }
 
 /// An output's counts, for the summary and the Prometheus page.

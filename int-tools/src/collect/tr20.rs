@@ -187,7 +187,7 @@ pub fn record(report: &Report<'_>, how: &super::How, arrival: Arrival, books: &m
             books.emit(output, || arrival.record(path_change_record(&change, Some(group.node_id))));
         }
         if let Some(drop) = individual.int.and_then(|int| int.drop) {
-            books.hops.observe_drop(group.node_id, drop.reason);
+            books.observe_drop(group.node_id, drop.reason);
         }
         if let Some(card) = postcard(&individual, latency.as_ref(), group.node_id, books) {
             let now_ms = books.ledger.arrival_ms();

@@ -17,7 +17,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use super::interval::{flow_record, hop_record, link_record, Interval};
+use super::interval::{drop_record, flow_record, hop_record, link_record, Interval};
 use super::message::{emit_template, template_len, Header, MessageBuilder, TEMPLATE_SET_ID};
 use super::templates::Templates;
 use super::{Counts, Item, Settings, Transport};
@@ -124,6 +124,11 @@ impl Exporter {
             let set = link_record(&mut record, *ends, link);
             self.append(set, &record, &mut in_message);
         }
+        for (key, drops) in &interval.drops {
+            record.clear();
+            let set = drop_record(&mut record, *key, drops);
+            self.append(set, &record, &mut in_message);
+        }
         if in_message > 0 {
             self.send_data(in_message);
         }
@@ -140,8 +145,8 @@ impl Exporter {
         *in_message += 1;
     }
 
-    /// Every template in one message (they fit: four templates of at
-    /// most 20 fields).
+    /// Every template in one message (they fit: five templates of at
+    /// most 22 fields).
     fn send_templates(&mut self) {
         self.builder.start();
         let mut count = 0;
@@ -242,5 +247,6 @@ fn add(interval: &mut Interval, item: &Item, arrival_ns: u64) {
             interval.hops(&seen, arrival_ns);
         }
         Item::PathChange(flow) => interval.path_change(*flow, arrival_ns),
+        Item::Drop { node, reason } => interval.drop_reported(*node, *reason, arrival_ns),
     }
 }

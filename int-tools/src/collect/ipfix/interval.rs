@@ -1,8 +1,9 @@
 //! One export interval's figures, kept on the exporter's thread: per flow
 //! (times, packets seen and lost, one-way delay, path and its changes),
 //! per hop (a node with its interfaces: reports, hop latency, queue
-//! occupancy) and per link (latency). Each becomes one data record at the
-//! interval's end (templates.rs has their fields); then it starts empty.
+//! occupancy), per link (latency) and per node and drop reason (drop
+//! reports). Each becomes one data record at the interval's end
+//! (templates.rs has their fields); then it starts empty.
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
@@ -11,7 +12,7 @@ use int_core::flow::FlowKey;
 use int_core::int21::HopMetadata;
 
 use super::message::emit_basic_list_u32;
-use super::templates::{Templates, FLOW_V4, FLOW_V6, HOP, LINK};
+use super::templates::{Templates, DROP, FLOW_V4, FLOW_V6, HOP, LINK};
 use crate::collect::hops::{self, Seen};
 use crate::collect::ledger::{Measure, Observed};
 
@@ -76,15 +77,41 @@ pub struct Hop {
 /// A node, its ingress and its egress interface (all ones: not reported).
 pub type HopKey = (u32, u32, u32);
 
-/// What one interval holds; at most `limit` flows, hops and links each,
-/// the rest counted in `unrecorded`.
+/// A node's drop reports of one reason in this interval: when the first
+/// and last came, how many.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Drops {
+    pub first_ns: u64,
+    pub last_ns: u64,
+    pub reports: u64,
+}
+
+/// What one interval holds; at most `limit` flows, hops, links and drop
+/// reasons each, the rest counted in `unrecorded`.
 #[derive(Debug, Default)]
 pub struct Interval {
     pub flows: HashMap<FlowKey, Flow>,
     pub hops: BTreeMap<HopKey, Hop>,
     pub links: BTreeMap<(u32, u32), (u64, u64, Stat)>,
+    /// By reporting node and reason.
+    pub drops: BTreeMap<(u32, u8), Drops>,
     pub unrecorded: u64,
     limit: usize,
+}
+
+/// The entry of `key`, made while the map holds fewer than `limit`; none,
+/// counted in `unrecorded`, past it.
+fn entry_within<'a, K: Ord, V: Default>(
+    map: &'a mut BTreeMap<K, V>,
+    key: K,
+    limit: usize,
+    unrecorded: &mut u64,
+) -> Option<&'a mut V> {
+    if !map.contains_key(&key) && map.len() >= limit {
+        *unrecorded += 1;
+        return None;
+    }
+    Some(map.entry(key).or_default())
 }
 
 fn stretch(first: &mut u64, last: &mut u64, ns: u64) {
@@ -100,7 +127,7 @@ impl Interval {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.flows.is_empty() && self.hops.is_empty() && self.links.is_empty()
+        self.flows.is_empty() && self.hops.is_empty() && self.links.is_empty() && self.drops.is_empty()
     }
 
     fn flow(&mut self, key: FlowKey, ns: u64) -> Option<&mut Flow> {
@@ -135,11 +162,11 @@ impl Interval {
             self.hop(hop, arrival_ns);
         }
         for (ends, latency) in hops::links(seen) {
-            if !self.links.contains_key(&ends) && self.links.len() >= self.limit {
-                self.unrecorded += 1;
+            let Some((first, last, stat)) =
+                entry_within(&mut self.links, ends, self.limit, &mut self.unrecorded)
+            else {
                 continue;
-            }
-            let (first, last, stat) = self.links.entry(ends).or_default();
+            };
             stretch(first, last, arrival_ns);
             stat.record(latency);
         }
@@ -150,11 +177,9 @@ impl Interval {
         let ingress = hop.l2_ingress_port.or(hop.l1_ingress_port.map(u32::from)).unwrap_or(NOT_REPORTED);
         let egress = hop.l2_egress_port.or(hop.l1_egress_port.map(u32::from)).unwrap_or(NOT_REPORTED);
         let key = (node, ingress, egress);
-        if !self.hops.contains_key(&key) && self.hops.len() >= self.limit {
-            self.unrecorded += 1;
+        let Some(figures) = entry_within(&mut self.hops, key, self.limit, &mut self.unrecorded) else {
             return;
-        }
-        let figures = self.hops.entry(key).or_default();
+        };
         stretch(&mut figures.first_ns, &mut figures.last_ns, arrival_ns);
         figures.reports += 1;
         if let Some(latency) = hop.hop_latency {
@@ -163,6 +188,16 @@ impl Interval {
         if let Some((_, occupancy)) = hop.queue {
             figures.queue.record(i64::from(occupancy));
         }
+    }
+
+    /// A drop report of `node` for `reason`.
+    pub fn drop_reported(&mut self, node: u32, reason: u8, arrival_ns: u64) {
+        let key = (node, reason);
+        let Some(drops) = entry_within(&mut self.drops, key, self.limit, &mut self.unrecorded) else {
+            return;
+        };
+        stretch(&mut drops.first_ns, &mut drops.last_ns, arrival_ns);
+        drops.reports += 1;
     }
 
     /// A flow's path changed.
@@ -267,6 +302,16 @@ pub fn link_record(out: &mut Vec<u8>, ends: (u32, u32), link: &(u64, u64, Stat))
     LINK
 }
 
+/// A node's drop reports of one reason: their data record.
+pub fn drop_record(out: &mut Vec<u8>, (node, reason): (u32, u8), drops: &Drops) -> u16 {
+    put(out, &node.to_be_bytes());
+    out.push(reason);
+    put(out, &drops.first_ns.to_be_bytes());
+    put(out, &drops.last_ns.to_be_bytes());
+    put(out, &drops.reports.to_be_bytes());
+    DROP
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -329,6 +374,24 @@ mod tests {
         hop_record(&mut out, key, figures);
         assert_eq!(&out[..12], &[0, 0, 0, 1, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff]);
         assert_eq!(&out[out.len() - 12..], &[0xff; 12], "no queue reported");
+    }
+
+    /// Drop reports add up per node and reason; a reason beyond the
+    /// interval's limit is counted, not kept.
+    #[test]
+    fn drops_are_counted_per_node_and_reason_and_bounded() {
+        let mut interval = Interval::new(2);
+        for (node, reason, at) in [(2, 71, 10), (2, 71, 30), (2, 5, 20), (3, 71, 40)] {
+            interval.drop_reported(node, reason, at);
+        }
+        assert_eq!(interval.drops[&(2, 71)], Drops { first_ns: 10, last_ns: 30, reports: 2 });
+        assert_eq!((interval.drops.len(), interval.unrecorded), (2, 1));
+        let mut out = vec![];
+        assert_eq!(drop_record(&mut out, (2, 71), &interval.drops[&(2, 71)]), DROP);
+        let fixed: usize = Templates::new(1).drop.iter().map(|f| usize::from(f.length)).sum();
+        assert_eq!(out.len(), fixed);
+        assert_eq!(&out[..5], &[0, 0, 0, 2, 71], "node, reason");
+        assert_eq!(&out[out.len() - 8..], &2u64.to_be_bytes(), "reports");
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! collect's IPFIX exporter (`--ipfix udp://HOST:PORT` or `tcp://...`,
 //! RFC 7011): per export interval (`--ipfix-interval`) a data record per
-//! flow, per hop and per link (docs/ipfix.md). The receivers only queue,
+//! flow, per hop, per link and per node's drop reason (docs/ipfix.md). The receivers only queue,
 //! as for InfluxDB: a full queue costs counted drops, never a stall; the
 //! figures are added up, and the messages written, on the exporter's own
 //! thread.
@@ -91,6 +91,7 @@ enum Item {
     Observed(Observed),
     Hops { flow: FlowKey, sink: Option<u32>, sink_ingress_ns: Option<u64>, hops: Vec<HopMetadata> },
     PathChange(FlowKey),
+    Drop { node: u32, reason: u8 },
 }
 
 /// The receivers' end.
@@ -112,6 +113,10 @@ impl Output for Queue {
 
     fn path_change(&self, change: &PathChange) {
         self.send(Item::PathChange(change.flow));
+    }
+
+    fn drop_reported(&self, node: u32, reason: u8) {
+        self.send(Item::Drop { node, reason });
     }
 }
 

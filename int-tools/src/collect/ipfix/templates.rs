@@ -10,6 +10,7 @@ pub const FLOW_V4: u16 = 256;
 pub const FLOW_V6: u16 = 257;
 pub const HOP: u16 = 258;
 pub const LINK: u16 = 259;
+pub const DROP: u16 = 260;
 
 /// IANA's elements.
 pub mod iana {
@@ -59,6 +60,8 @@ pub mod ours {
     pub const LINK_LATENCY_MIN_NANOSECONDS: u16 = 19;
     pub const LINK_LATENCY_MAX_NANOSECONDS: u16 = 20;
     pub const LINK_LATENCY_MEAN_NANOSECONDS: u16 = 21;
+    pub const DROP_REASON: u16 = 22;
+    pub const DROP_REPORT_DELTA_COUNT: u16 = 23;
 }
 
 /// The fields of every template, for one enterprise number.
@@ -67,12 +70,25 @@ pub struct Templates {
     pub flow_v6: Vec<Field>,
     pub hop: Vec<Field>,
     pub link: Vec<Field>,
+    pub drop: Vec<Field>,
     /// The element of a path's basicList.
     pub node: Field,
 }
 
 const fn iana(id: u16, length: u16) -> Field {
     Field { id, length, enterprise: None }
+}
+
+/// A node's drop reports of one reason.
+fn drop_fields(pen: u32) -> Vec<Field> {
+    let ours = |id: u16, length: u16| Field { id, length, enterprise: Some(pen) };
+    vec![
+        ours(ours::NODE_ID, 4),
+        ours(ours::DROP_REASON, 1),
+        iana(iana::FLOW_START_NANOSECONDS, 8),
+        iana(iana::FLOW_END_NANOSECONDS, 8),
+        ours(ours::DROP_REPORT_DELTA_COUNT, 8),
+    ]
 }
 
 impl Templates {
@@ -133,12 +149,19 @@ impl Templates {
             flow_v6: flow(iana::SOURCE_IPV6_ADDRESS, iana::DESTINATION_IPV6_ADDRESS, 16),
             hop,
             link,
+            drop: drop_fields(pen),
             node: ours(ours::NODE_ID, 4),
         }
     }
 
     /// Each template with its id, in the order they are sent.
-    pub fn all(&self) -> [(u16, &[Field]); 4] {
-        [(FLOW_V4, &self.flow_v4), (FLOW_V6, &self.flow_v6), (HOP, &self.hop), (LINK, &self.link)]
+    pub fn all(&self) -> [(u16, &[Field]); 5] {
+        [
+            (FLOW_V4, &self.flow_v4),
+            (FLOW_V6, &self.flow_v6),
+            (HOP, &self.hop),
+            (LINK, &self.link),
+            (DROP, &self.drop),
+        ]
     }
 }

@@ -243,7 +243,7 @@ fn book(record: &Record, books: &mut Books) {
     match &record.kind {
         Kind::Stack { report_node, hops, drop_reason } => {
             if let Some(reason) = drop_reason {
-                books.hops.observe_drop(*report_node, *reason);
+                books.observe_drop(*report_node, *reason);
             }
             let Some(flow) = record.flow.filter(|_| !hops.is_empty()) else { return };
             let at_ms = books.ledger.time_ms(record.at_ns);
