@@ -46,10 +46,8 @@ pub enum CollectError {
     PasswordFile { path: PathBuf, source: std::io::Error },
     #[error("--influx-user: a password in --influx-password-file or the environment's INFLUX_PASSWORD")]
     NoPassword,
-    /// `--ipfix`'s target as the exporter's reader says it (its text
-    /// names the flag and the target).
-    #[error("{0}")]
-    IpfixTarget(String),
+    #[error(transparent)]
+    IpfixTarget(#[from] super::ipfix::TargetError),
 }
 
 /// A flag's value that is none of its choices.

@@ -28,8 +28,8 @@ use int_core::ioam::{
     find,
 };
 use int_core::locate::IpLocation;
-use int_core::ParseError;
 use int_core::FrameBuf;
+use int_core::ParseError;
 
 use super::Element;
 use crate::clock::Clock;

@@ -51,22 +51,39 @@ pub struct Settings {
 
 impl Settings {
     /// Reads `udp://HOST:PORT`, `tcp://HOST:PORT` or `HOST:PORT` (UDP).
-    pub fn parse_target(target: &str) -> Result<(SocketAddr, Transport), String> {
+    pub fn parse_target(target: &str) -> Result<(SocketAddr, Transport), TargetError> {
+        let error = |cause| TargetError { target: target.to_string(), cause };
         let (transport, rest) = match target.split_once("://") {
             Some(("udp", rest)) => (Transport::Udp, rest),
             Some(("tcp", rest)) => (Transport::Tcp, rest),
-            Some((other, _)) => {
-                return Err(format!("--ipfix {target:?}: {other}:// is not spoken, udp:// or tcp://"))
-            }
+            Some((other, _)) => return Err(error(TargetCause::Scheme(other.to_string()))),
             None => (Transport::Udp, target),
         };
         let server = rest
             .to_socket_addrs()
-            .map_err(|e| format!("--ipfix {target:?}: {e}; give it as udp://HOST:PORT or tcp://HOST:PORT"))?
+            .map_err(|e| error(TargetCause::Address(e)))?
             .next()
-            .ok_or_else(|| format!("--ipfix {target:?}: the host has no address"))?;
+            .ok_or_else(|| error(TargetCause::NoAddress))?;
         Ok((server, transport))
     }
+}
+
+/// An `--ipfix` target the exporter cannot send to.
+#[derive(Debug, thiserror::Error)]
+#[error("--ipfix {target:?}: {cause}")]
+pub struct TargetError {
+    pub target: String,
+    pub cause: TargetCause,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TargetCause {
+    #[error("{0}:// is not spoken, udp:// or tcp://")]
+    Scheme(String),
+    #[error("{0}; give it as udp://HOST:PORT or tcp://HOST:PORT")]
+    Address(std::io::Error),
+    #[error("the host has no address")]
+    NoAddress,
 }
 
 /// What the exporter did, shared with the summary.
