@@ -109,8 +109,8 @@ def record_reports21(work, count):
                                      "sink": {"latency": {"mode": "absolute", "threshold_ns": 1}}})
 
 
-def run_case(payloads, sockets, senders, seconds, extra=()):
-    collect = subprocess.Popen([TOOLS, "collect", "--listen", "127.0.0.1:0", "--quiet", "--json", "--interval", "0",
+def run_case(payloads, sockets, senders, seconds, extra=(), tools=TOOLS):
+    collect = subprocess.Popen([tools, "collect", "--listen", "127.0.0.1:0", "--quiet", "--json", "--interval", "0",
                                 "--sockets", str(sockets), "--rcvbuf", str(32 << 20), *extra],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # collect names its servers (--http, --metrics) and its socket, in turn.
@@ -226,6 +226,9 @@ def main():
                         help="each run also with --nats (batch format, and --nats-format json) to a nats-server -js "
                              "started here, interleaved; then an aggregator (--from-nats) reads each stream: its "
                              "reports per second; and what the server takes of the batch's message size")
+    parser.add_argument("--compare", default="",
+                        help="another int-tools build: each case runs with it too, as VIEW@B, interleaved (A/B of a "
+                             "change; the senders and the recorded reports are this tree's)")
     args = parser.parse_args()
     subprocess.run(["cargo", "build", "--release", "--locked", "-p", "int-node", "-p", "int-tools", "-p", "int-lab"],
                    cwd=ROOT, check=True)
@@ -243,11 +246,13 @@ def main():
         views.append(("nats", ("--nats", nats[1])))
         views.append(("nats-json", ("--nats", nats[1], "--nats-format", "json", "--nats-stream", "JSON",
                                     "--nats-prefix", "json")))
+    builds = [("", TOOLS)] + ([("@B", args.compare)] if args.compare else [])
+    views = [(view + suffix, extra, tools) for view, extra in views for suffix, tools in builds]
     results = []
     for repeat in range(args.repeat):
         for sockets in [int(s) for s in args.sockets.split(",")]:
-            for view, extra in views if repeat % 2 == 0 else views[::-1]:
-                result = dict(run_case(payloads, sockets, args.senders, args.seconds, extra), view=view)
+            for view, extra, tools in views if repeat % 2 == 0 else views[::-1]:
+                result = dict(run_case(payloads, sockets, args.senders, args.seconds, extra, tools), view=view)
                 print(json.dumps(result), file=sys.stderr)
                 results.append(result)
     aggregated = None
@@ -264,7 +269,7 @@ def main():
     print("| reports | per-hop view / output | sockets | senders | datagrams/s (median, min-max) | latency reports/s (median) | kernel drops (median share) |")
     print("|---|---|---|---|---|---|---|")
     for sockets in sorted({r["sockets"] for r in results}):
-        for view, _ in views:
+        for view, _, _ in views:
             runs = [r for r in results if r["sockets"] == sockets and r["view"] == view]
             rates = sorted(r["received_per_s"] for r in runs)
             drops = sorted(r["kernel_drops"] / max(r["sent"], 1) for r in runs)
