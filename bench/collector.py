@@ -30,6 +30,7 @@ markdown table.
 import argparse
 import json
 import os
+import resource
 import socket
 import subprocess
 import sys
@@ -122,11 +123,16 @@ def run_case(payloads, sockets, senders, seconds, extra=(), tools=TOOLS):
                                       "--senders", str(senders), "--seconds", str(seconds)],
                                      check=True, capture_output=True, text=True).stdout)
     time.sleep(0.3)
+    # The senders were reaped: what the children's CPU time grows by now
+    # is collect's own (it shares the CPUs with them).
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     collect.send_signal(2)
     out, _ = collect.communicate(timeout=30)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_s = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     summary = json.loads(out.strip().splitlines()[-1])["summary"]
     return {"sockets": sockets, "senders": senders, "seconds": sent["seconds"], "sent": sent["sent"],
-            "received": summary["reports"], "datagrams": summary["datagrams"], "received_per_s": round(summary["reports"] / sent["seconds"]),
+            "received": summary["reports"], "datagrams": summary["datagrams"], "collect_cpu_s": round(cpu_s, 3), "received_per_s": round(summary["reports"] / sent["seconds"]),
             "kernel_drops": summary["kernel_drops"], "lost_reports": summary["lost_reports"],
             "malformed": summary["malformed"], "latency_reports": summary["all_flows"]["latency_reports"],
             # With --nats: datagrams (records) the stream acknowledged, and
@@ -268,18 +274,19 @@ def main():
                    "aggregator": aggregated}, f, indent=1)
     # With UDP GRO the kernel counts a dropped train (up to 64 datagrams of
     # a GSO send) as one drop: what was sent and not taken says the rest.
-    print("| reports | per-hop view / output | sockets | senders | datagrams/s (median, min-max) | latency reports/s (median) | kernel drops (median share) | not taken (median share) |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| reports | per-hop view / output | sockets | senders | datagrams/s (median, min-max) | latency reports/s (median) | kernel drops (median share) | not taken (median share) | collect CPU ns/datagram (median) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for sockets in sorted({r["sockets"] for r in results}):
         for view, _, _ in views:
             runs = [r for r in results if r["sockets"] == sockets and r["view"] == view]
             rates = sorted(r["received_per_s"] for r in runs)
             drops = sorted(r["kernel_drops"] / max(r["sent"], 1) for r in runs)
             carried = sorted(r["latency_reports_per_s"] for r in runs)
+            cost = sorted(1e9 * r["collect_cpu_s"] / max(r["datagrams"], 1) for r in runs)
             missed = sorted(max(r["sent"] - r["datagrams"], 0) / max(r["sent"], 1) for r in runs)
             print(f"| {args.reports} | {view} | {sockets} | {args.senders} | {rates[len(rates) // 2] / 1e6:.2f}M "
                   f"({rates[0] / 1e6:.2f}-{rates[-1] / 1e6:.2f}) | {carried[len(carried) // 2] / 1e6:.2f}M "
-                  f"| {100 * drops[len(drops) // 2]:.1f}% | {100 * missed[len(missed) // 2]:.1f}% |")
+                  f"| {100 * drops[len(drops) // 2]:.1f}% | {100 * missed[len(missed) // 2]:.1f}% | {cost[len(cost) // 2]:.0f} |")
 
 
 if __name__ == "__main__":

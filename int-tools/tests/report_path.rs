@@ -5,6 +5,8 @@
 //! allocator, on this test's thread only (the harness's threads allocate
 //! as they like).
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::net::SocketAddr;
