@@ -36,6 +36,7 @@ markdown table.
 import argparse
 import json
 import os
+import resource
 import socket
 import subprocess
 import sys
@@ -116,8 +117,8 @@ def record_reports21(work, count):
                                      "sink": {"latency": {"mode": "absolute", "threshold_ns": 1}}})
 
 
-def run_case(payloads, sockets, senders, seconds, extra=()):
-    collect = subprocess.Popen([TOOLS, "collect", "--listen", "127.0.0.1:0", "--quiet", "--json", "--interval", "0",
+def run_case(payloads, sockets, senders, seconds, extra=(), tools=TOOLS):
+    collect = subprocess.Popen([tools, "collect", "--listen", "127.0.0.1:0", "--quiet", "--json", "--interval", "0",
                                 "--sockets", str(sockets), "--rcvbuf", str(32 << 20), *extra],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # collect names its servers (--http, --metrics) and its socket, in turn.
@@ -129,11 +130,16 @@ def run_case(payloads, sockets, senders, seconds, extra=()):
                                       "--senders", str(senders), "--seconds", str(seconds)],
                                      check=True, capture_output=True, text=True).stdout)
     time.sleep(0.3)
+    # The senders were reaped: what the children's CPU time grows by now
+    # is collect's own (it shares the CPUs with them).
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     collect.send_signal(2)
     out, _ = collect.communicate(timeout=30)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_s = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     summary = json.loads(out.strip().splitlines()[-1])["summary"]
     return {"sockets": sockets, "senders": senders, "seconds": sent["seconds"], "sent": sent["sent"],
-            "received": summary["reports"], "received_per_s": round(summary["reports"] / sent["seconds"]),
+            "received": summary["reports"], "datagrams": summary["datagrams"], "collect_cpu_s": round(cpu_s, 3), "received_per_s": round(summary["reports"] / sent["seconds"]),
             "kernel_drops": summary["kernel_drops"], "lost_reports": summary["lost_reports"],
             "malformed": summary["malformed"], "latency_reports": summary["all_flows"]["latency_reports"],
             # With --nats: datagrams (records) the stream acknowledged, and
@@ -258,6 +264,9 @@ def main():
     parser.add_argument("--ipfix", action="store_true",
                         help="each run also with --ipfix (UDP, a 1 s interval) to a socket here, interleaved: the "
                              "exporter's cost, as its rate over the rate without it")
+    parser.add_argument("--compare", default="",
+                        help="another int-tools build: each case runs with it too, as VIEW@B, interleaved (A/B of a "
+                             "change; the senders and the recorded reports are this tree's)")
     args = parser.parse_args()
     subprocess.run(["cargo", "build", "--release", "--locked", "-p", "int-node", "-p", "int-tools", "-p", "int-lab"],
                    cwd=ROOT, check=True)
@@ -278,11 +287,13 @@ def main():
     ipfix = start_ipfix_sink() if args.ipfix else None
     if ipfix:
         views.append(("ipfix", ("--ipfix", ipfix[0], "--ipfix-interval", "1")))
+    builds = [("", TOOLS)] + ([("@B", args.compare)] if args.compare else [])
+    views = [(view + suffix, extra, tools) for view, extra in views for suffix, tools in builds]
     results = []
     for repeat in range(args.repeat):
         for sockets in [int(s) for s in args.sockets.split(",")]:
-            for view, extra in views if repeat % 2 == 0 else views[::-1]:
-                result = dict(run_case(payloads, sockets, args.senders, args.seconds, extra), view=view)
+            for view, extra, tools in views if repeat % 2 == 0 else views[::-1]:
+                result = dict(run_case(payloads, sockets, args.senders, args.seconds, extra, tools), view=view)
                 print(json.dumps(result), file=sys.stderr)
                 results.append(result)
     aggregated = None
@@ -296,17 +307,21 @@ def main():
     with open(os.path.join(RESULTS, name), "w") as f:
         json.dump({"cpus": os.cpu_count(), "reports": args.reports, "recorded_datagrams": recorded, "runs": results,
                    "aggregator": aggregated, "ipfix_sink": ipfix[1] if ipfix else None}, f, indent=1)
-    print("| reports | per-hop view / output | sockets | senders | datagrams/s (median, min-max) | latency reports/s (median) | kernel drops (median share) |")
-    print("|---|---|---|---|---|---|---|")
+    # With UDP GRO the kernel counts a dropped train (up to 64 datagrams of
+    # a GSO send) as one drop: what was sent and not taken says the rest.
+    print("| reports | per-hop view / output | sockets | senders | datagrams/s (median, min-max) | latency reports/s (median) | kernel drops (median share) | not taken (median share) | collect CPU ns/datagram (median) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for sockets in sorted({r["sockets"] for r in results}):
-        for view, _ in views:
+        for view, _, _ in views:
             runs = [r for r in results if r["sockets"] == sockets and r["view"] == view]
             rates = sorted(r["received_per_s"] for r in runs)
             drops = sorted(r["kernel_drops"] / max(r["sent"], 1) for r in runs)
             carried = sorted(r["latency_reports_per_s"] for r in runs)
+            cost = sorted(1e9 * r["collect_cpu_s"] / max(r["datagrams"], 1) for r in runs)
+            missed = sorted(max(r["sent"] - r["datagrams"], 0) / max(r["sent"], 1) for r in runs)
             print(f"| {args.reports} | {view} | {sockets} | {args.senders} | {rates[len(rates) // 2] / 1e6:.2f}M "
                   f"({rates[0] / 1e6:.2f}-{rates[-1] / 1e6:.2f}) | {carried[len(carried) // 2] / 1e6:.2f}M "
-                  f"| {100 * drops[len(drops) // 2]:.1f}% |")
+                  f"| {100 * drops[len(drops) // 2]:.1f}% | {100 * missed[len(missed) // 2]:.1f}% | {cost[len(cost) // 2]:.0f} |")
 
     if ipfix:
         print_ipfix_cost(results)

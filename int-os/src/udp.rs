@@ -238,20 +238,61 @@ fn read_socket_address(storage: &libc::sockaddr_storage) -> Option<SocketAddr> {
     }
 }
 
-/// Receives up to [`BATCH`] datagrams per system call into buffers of its
-/// own.
+/// Receives up to [`BATCH`] messages per system call into buffers of its
+/// own. Where the kernel offers UDP GRO, a message may hold a train of
+/// same-size datagrams from one sender (coalesced by the kernel, or a
+/// sender's GSO send kept whole on loopback): one copy and one socket
+/// buffer for the train instead of one per datagram. [`Self::datagrams`]
+/// cuts the trains back into datagrams.
 pub struct BatchReceiver {
     socket: UdpSocket,
-    buffers: Vec<[u8; RECEIVE_BUFFER]>,
-    lengths: [usize; BATCH],
-    truncated: [bool; BATCH],
-    senders: [Option<SocketAddr>; BATCH],
+    gro: bool,
+    /// Room per message: [`RECEIVE_BUFFER`], or with GRO a whole train.
+    room: usize,
+    buffers: Vec<u8>,
+    messages: [Message; BATCH],
     received: usize,
 }
 
 /// Room per datagram: a jumbo frame's payload. A longer datagram arrives
 /// cut, and says so.
 pub const RECEIVE_BUFFER: usize = 9216;
+
+/// Room for a GRO message: the longest UDP payload (a train is one
+/// datagram to the socket).
+const GRO_ROOM: usize = 65_536;
+
+/// What the kernel said of one received message.
+#[derive(Debug, Default, Clone, Copy)]
+struct Message {
+    length: usize,
+    /// The train's datagram size (GRO), or 0: one datagram.
+    segment: usize,
+    /// The kernel cut the message at the buffer's end.
+    truncated: bool,
+    from: Option<SocketAddr>,
+}
+
+impl Message {
+    /// The message's datagrams in `buffer` (its bytes): one, or the
+    /// train's, each cut at [`RECEIVE_BUFFER`] with that said; a cut
+    /// message's last one is said cut too.
+    fn datagrams<'a>(&self, buffer: &'a [u8]) -> impl Iterator<Item = Datagram<'a>> {
+        let data = buffer.get(..self.length).unwrap_or(buffer);
+        let step = if self.segment > 0 { self.segment } else { data.len().max(1) };
+        // An empty datagram is one all the same.
+        let count = data.len().div_ceil(step).max(1);
+        let (from, cut_at_end) = (self.from, self.truncated);
+        (0..count).map(move |k| {
+            let whole = data.get(k * step..((k + 1) * step).min(data.len())).unwrap_or_default();
+            Datagram {
+                payload: whole.get(..RECEIVE_BUFFER).unwrap_or(whole),
+                from,
+                truncated: whole.len() > RECEIVE_BUFFER || (cut_at_end && k + 1 == count),
+            }
+        })
+    }
+}
 
 /// One received datagram.
 pub struct Datagram<'a> {
@@ -263,13 +304,16 @@ pub struct Datagram<'a> {
 }
 
 impl BatchReceiver {
+    /// A receiver on `socket`, with UDP GRO where the kernel offers it.
     pub fn new(socket: UdpSocket) -> Self {
+        let gro = set_int_option(&socket, libc::SOL_UDP, libc::UDP_GRO, 1).is_ok();
+        let room = if gro { GRO_ROOM } else { RECEIVE_BUFFER };
         BatchReceiver {
             socket,
-            buffers: vec![[0; RECEIVE_BUFFER]; BATCH],
-            lengths: [0; BATCH],
-            truncated: [false; BATCH],
-            senders: [None; BATCH],
+            gro,
+            room,
+            buffers: vec![0; room * BATCH],
+            messages: [Message::default(); BATCH],
             received: 0,
         }
     }
@@ -278,28 +322,37 @@ impl BatchReceiver {
         &self.socket
     }
 
+    /// Whether the socket takes GRO trains.
+    pub fn uses_gro(&self) -> bool {
+        self.gro
+    }
+
     /// Waits for datagrams (as long as the socket's read timeout) and
-    /// takes what has arrived, up to [`BATCH`]; returns how many.
+    /// takes what has arrived, up to [`BATCH`] messages; returns how many
+    /// datagrams they hold.
     pub fn receive(&mut self) -> io::Result<usize> {
         // SAFETY: all-zero is valid for these plain C structs.
         let mut headers: [libc::mmsghdr; BATCH] = unsafe { std::mem::zeroed() };
         // SAFETY: as above.
         let mut addresses: [libc::sockaddr_storage; BATCH] = unsafe { std::mem::zeroed() };
         let mut iovecs = [libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 }; BATCH];
-        for (((header, iovec), buffer), address) in
-            headers.iter_mut().zip(iovecs.iter_mut()).zip(self.buffers.iter_mut()).zip(addresses.iter_mut())
-        {
+        let mut controls = [SegmentCmsg([0; 32]); BATCH];
+        let slots =
+            headers.iter_mut().zip(iovecs.iter_mut()).zip(addresses.iter_mut()).zip(controls.iter_mut());
+        for ((((header, iovec), address), control), buffer) in slots.zip(self.buffers.chunks_mut(self.room)) {
             iovec.iov_base = buffer.as_mut_ptr().cast();
             iovec.iov_len = buffer.len();
             header.msg_hdr.msg_iov = iovec;
             header.msg_hdr.msg_iovlen = 1;
             header.msg_hdr.msg_name = (address as *mut libc::sockaddr_storage).cast();
             header.msg_hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+            header.msg_hdr.msg_control = control.0.as_mut_ptr().cast();
+            header.msg_hdr.msg_controllen = control.0.len();
         }
-        // SAFETY: each header points at its own iovec, buffer and address
-        // storage, all alive for the call; BATCH headers are passed. The
-        // first datagram is waited for (the socket's timeout), the rest
-        // are taken only if already there.
+        // SAFETY: each header points at its own iovec, buffer, address
+        // storage and control buffer, all alive for the call; BATCH headers
+        // are passed. The first message is waited for (the socket's
+        // timeout), the rest are taken only if already there.
         let ret = unsafe {
             libc::recvmmsg(
                 self.socket.as_raw_fd(),
@@ -314,33 +367,46 @@ impl BatchReceiver {
             return Err(io::Error::last_os_error());
         }
         self.received = ret as usize;
-        for (i, header) in headers.iter().take(self.received).enumerate() {
-            let length = header.msg_len as usize;
-            if let Some(slot) = self.lengths.get_mut(i) {
-                *slot = length.min(RECEIVE_BUFFER);
-            }
-            if let Some(slot) = self.truncated.get_mut(i) {
-                *slot = header.msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
-            }
-            if let Some(slot) = self.senders.get_mut(i) {
-                *slot = addresses.get(i).and_then(read_socket_address);
-            }
+        for ((message, header), address) in
+            self.messages.iter_mut().zip(&headers).zip(&addresses).take(self.received)
+        {
+            *message = Message {
+                length: (header.msg_len as usize).min(self.room),
+                segment: gro_segment(&header.msg_hdr),
+                truncated: header.msg_hdr.msg_flags & libc::MSG_TRUNC != 0,
+                from: read_socket_address(address),
+            };
         }
-        Ok(self.received)
+        Ok(self.datagrams().count())
     }
 
     /// The datagrams the last [`BatchReceiver::receive`] took.
     pub fn datagrams(&self) -> impl Iterator<Item = Datagram<'_>> {
-        (0..self.received).map(|i| Datagram {
-            payload: self
-                .buffers
-                .get(i)
-                .and_then(|b| b.get(..self.lengths.get(i).copied().unwrap_or(0)))
-                .unwrap_or_default(),
-            from: self.senders.get(i).copied().flatten(),
-            truncated: self.truncated.get(i).copied().unwrap_or(false),
-        })
+        let messages = self.messages.get(..self.received).unwrap_or_default();
+        messages
+            .iter()
+            .zip(self.buffers.chunks(self.room))
+            .flat_map(|(message, buffer)| message.datagrams(buffer))
     }
+}
+
+/// The datagram size of a GRO train the kernel said in `header`'s control
+/// messages, or 0 (one datagram).
+fn gro_segment(header: &libc::msghdr) -> usize {
+    // SAFETY: the kernel wrote `msg_controllen` bytes of control messages
+    // into the buffer `header` points at; CMSG_FIRSTHDR and CMSG_NXTHDR
+    // stay inside it, and a UDP_GRO message's data is an int.
+    unsafe {
+        let mut cmsg = libc::CMSG_FIRSTHDR(header);
+        while !cmsg.is_null() {
+            if (*cmsg).cmsg_level == libc::SOL_UDP && (*cmsg).cmsg_type == libc::UDP_GRO {
+                let segment = libc::CMSG_DATA(cmsg).cast::<libc::c_int>().read_unaligned();
+                return usize::try_from(segment).unwrap_or(0);
+            }
+            cmsg = libc::CMSG_NXTHDR(header, cmsg);
+        }
+    }
+    0
 }
 
 /// Sets an int socket option.
@@ -512,6 +578,82 @@ mod tests {
             assert_eq!((payload.as_slice(), *truncated), (&[i as u8; 10][..], false));
         }
         assert_eq!((seen[5].0.len(), seen[5].1), (RECEIVE_BUFFER, true));
+    }
+
+    /// A receiver on a port of its own and a sender connected to it.
+    fn receiving_pair() -> (BatchReceiver, BatchSender) {
+        let socket = bind_shared("127.0.0.1:0".parse().unwrap()).unwrap();
+        socket.set_read_timeout(Some(std::time::Duration::from_secs(2))).unwrap();
+        // Room for every datagram of the tests, one skb each (no GRO).
+        set_receive_buffer(&socket, 4 << 20).unwrap();
+        let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
+        sender.connect(socket.local_addr().unwrap()).unwrap();
+        (BatchReceiver::new(socket), BatchSender::new(sender))
+    }
+
+    /// Receives until `count` datagrams came; returns them (payload, cut)
+    /// and the receives it took.
+    fn receive_all(receiver: &mut BatchReceiver, count: usize) -> (Vec<(Vec<u8>, bool)>, usize) {
+        let (mut seen, mut calls) = (Vec::new(), 0);
+        while seen.len() < count {
+            receiver.receive().unwrap();
+            calls += 1;
+            seen.extend(receiver.datagrams().map(|d| (d.payload.to_vec(), d.truncated)));
+        }
+        (seen, calls)
+    }
+
+    /// Four GSO sends of 64 datagrams on loopback arrive as GRO trains:
+    /// fewer receives than one per BATCH datagrams, every datagram cut
+    /// back out whole and in order.
+    #[test]
+    fn gro_trains_arrive_whole_in_fewer_receives() {
+        let (mut receiver, mut sender) = receiving_pair();
+        assert!(receiver.uses_gro(), "this kernel has UDP GRO");
+        let payloads: Vec<Vec<u8>> = (0..4 * BATCH).map(|i| vec![i as u8; 92]).collect();
+        let refs: Vec<&[u8]> = payloads.iter().map(|p| p.as_slice()).collect();
+        for batch in refs.chunks(BATCH) {
+            assert_eq!(sender.send(batch), BATCH);
+        }
+        let (seen, calls) = receive_all(&mut receiver, payloads.len());
+        assert!(calls < 4, "{calls} receives for 4 trains");
+        for (i, (payload, truncated)) in seen.iter().enumerate() {
+            assert_eq!((payload, *truncated), (&payloads[i], false), "datagram {i}");
+        }
+    }
+
+    /// A train of datagrams longer than RECEIVE_BUFFER: each is cut and
+    /// says so, as one arriving alone would; the next is whole.
+    #[test]
+    fn a_train_of_long_datagrams_is_cut_datagram_by_datagram() {
+        let (mut receiver, mut sender) = receiving_pair();
+        let long = RECEIVE_BUFFER + 784;
+        let mut payloads: Vec<Vec<u8>> = (0..6).map(|i| vec![i as u8; long]).collect();
+        payloads.push(vec![7; 30]);
+        let refs: Vec<&[u8]> = payloads.iter().map(|p| p.as_slice()).collect();
+        assert_eq!(sender.send(&refs), 7);
+        let (seen, _) = receive_all(&mut receiver, 7);
+        for (i, (payload, truncated)) in seen.iter().take(6).enumerate() {
+            assert_eq!((payload.as_slice(), *truncated), (&[i as u8; RECEIVE_BUFFER][..], true), "{i}");
+        }
+        assert_eq!(seen[6], (vec![7; 30], false));
+    }
+
+    /// A message's datagrams: a train cut at its segment size (the last
+    /// shorter), an empty datagram still one, a cut train's last said cut.
+    #[test]
+    fn a_message_cuts_into_its_datagrams() {
+        let buffer: Vec<u8> = (0..=255).collect();
+        let cut = |m: Message| -> Vec<(usize, bool)> {
+            m.datagrams(&buffer).map(|d| (d.payload.len(), d.truncated)).collect()
+        };
+        let message = Message { length: 25, segment: 10, truncated: false, from: None };
+        assert_eq!(cut(message), [(10, false), (10, false), (5, false)]);
+        assert_eq!(cut(Message { truncated: true, ..message }), [(10, false), (10, false), (5, true)]);
+        assert_eq!(cut(Message { segment: 0, ..message }), [(25, false)]);
+        assert_eq!(cut(Message { length: 0, ..message }), [(0, false)]);
+        let second = message.datagrams(&buffer).nth(1).unwrap();
+        assert_eq!(second.payload.first(), Some(&10));
     }
 
     /// A closed port answers every datagram with ICMP, which fails the next

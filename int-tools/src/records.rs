@@ -20,11 +20,12 @@ fn seconds(s: u32) -> Option<u64> {
 
 /// A Host-INT latency report's time, to the ns: its header's second, made
 /// exact by the sink's ingress timestamp (the low 32 bits of ns, which
-/// wrap every 4.3 s: the one within a second of the header's).
-pub fn hostint_time_ns(l: &report::LatencyReport<'_>) -> u64 {
-    let second = u64::from(l.header.timestamp) * 1_000_000_000;
-    let sink = l.sink_and_source().and_then(|(sink, _)| sink.ingress_timestamp);
-    let Some(low) = sink else { return second };
+/// wrap every 4.3 s: the one within a second of the header's). Takes the
+/// header's second and the sink hop's ingress timestamp, so a caller that
+/// walked the stack once passes what it found.
+pub fn hostint_time_ns(header_second: u32, sink_ingress: Option<u32>) -> u64 {
+    let second = u64::from(header_second) * 1_000_000_000;
+    let Some(low) = sink_ingress else { return second };
     let middle = second + 500_000_000;
     let near = (middle & !0xffff_ffff) | u64::from(low);
     [near.wrapping_sub(1 << 32), near, near + (1 << 32)]
@@ -61,7 +62,8 @@ fn latency(l: &report::LatencyReport<'_>) -> Map<String, Value> {
     let (sink, source) = l.sink_and_source().unzip();
     let flow = FlowKey::v4(l.ip.src, l.ip.dst, u8::from(l.ip.protocol), l.src_port, l.dst_port);
     let mut out = object(json!({"type": "latency", "report_seq": l.header.sequence}));
-    put_time(&mut out, "time", Some(hostint_time_ns(l)));
+    let sink_ingress = sink.and_then(|h| h.ingress_timestamp);
+    put_time(&mut out, "time", Some(hostint_time_ns(l.header.timestamp, sink_ingress)));
     out.extend(object(json!({
         "flow": schema::flow(&flow),
         "source_node": source.and_then(|h| h.switch_id), "source_port": source.and_then(|h| h.ingress_port),

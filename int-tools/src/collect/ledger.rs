@@ -162,8 +162,9 @@ impl Ledger {
     pub fn observe(&mut self, observed: &Observed) {
         let at_ms = self.time_ms(observed.at_ns);
         let detailed = self.flows.len() < self.limits.detailed;
-        let known = self.flows.contains_key(&observed.flow);
-        let flow = if known || self.flows.len() < self.limits.flows {
+        // One hash and probe per report: the entry while there is room for
+        // a new flow, else only a known flow's summary.
+        let flow = if self.flows.len() < self.limits.flows {
             Some(self.flows.entry(observed.flow).or_insert_with(|| {
                 if detailed {
                     FlowSummary::detailed()
@@ -172,9 +173,11 @@ impl Ledger {
                 }
             }))
         } else {
-            self.untracked += 1;
-            None
+            self.flows.get_mut(&observed.flow)
         };
+        if flow.is_none() {
+            self.untracked += 1;
+        }
         for summary in flow.into_iter().chain([&mut self.overall]) {
             summary.add(observed.measure, at_ms);
         }
