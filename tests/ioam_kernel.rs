@@ -379,7 +379,12 @@ fn check_reports(socket: &UdpSocket) {
                 "{:?}",
                 (time(2), time(1), time(0))
             );
-            assert!(time(0) <= sink_ns + 1000 && sink_ns - time(2) < 1_000_000_000, "one host's clock");
+            // One clock for the three: the sink's time is not before the
+            // nodes', and within seconds of the encapsulating node's. The
+            // bound is about clocks (TAI against UTC is 37 s apart, a wrong
+            // epoch years), not delay: a flow's first packet, held by
+            // neighbour discovery with a CPU kept busy, took 1.05 s once.
+            assert!(time(0) <= sink_ns + 1000 && sink_ns - time(2) < 10_000_000_000, "one host's clock");
             traces += 1;
         }
     }
