@@ -6,7 +6,9 @@
 //!   from its burst's arrival at the stage, to the burst's TX: the packets
 //!   of a burst leave together. The TX time is foretold from the last
 //!   burst's time per packet (the TSC read twice a burst, not per packet:
-//!   a reading per packet cost the transit a fifth of its rate).
+//!   a reading per packet cost the transit a fifth of its rate). A
+//!   worker's first burst has no last burst: its packets carry the wait
+//!   in the RX ring only (0 without RX timestamps).
 //! - Queue occupancy: the RX queue's id and the packets still waiting in
 //!   it behind the burst, read once per burst, where the driver counts them
 //!   (NIC drivers; none of the vdevs): otherwise all ones, as a value the
