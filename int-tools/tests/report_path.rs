@@ -11,7 +11,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::net::SocketAddr;
 
-use int_tools::collect::receive::{take, Came, Sequence};
+use int_tools::collect::input::receive::{take, Came, Sequence};
 use int_tools::collect::{Books, How, Print, Sizes};
 
 thread_local! {

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 
 use int_core::flow::FlowKey;
 use int_core::int21::HopMetadata;
-use int_tools::collect::join::{Fit, Join, Joined, Postcard, MAX_PATH};
+use int_tools::collect::books::join::{Fit, Join, Joined, Postcard, MAX_PATH};
 use libfuzzer_sys::fuzz_target;
 
 const YEAR_NS: u64 = 365 * 24 * 3600 * 1_000_000_000;

@@ -6,10 +6,10 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use super::receive::ReceiveError;
 use super::stream::{ServersError, StreamError};
 use super::view::ViewError;
-use super::{influx, names, plot};
+use crate::collect::input::receive::ReceiveError;
+use crate::collect::{names, outputs::influx, outputs::plot};
 
 #[derive(Debug, thiserror::Error)]
 pub enum CollectError {
@@ -47,7 +47,7 @@ pub enum CollectError {
     #[error("--influx-user: a password in --influx-password-file or the environment's INFLUX_PASSWORD")]
     NoPassword,
     #[error(transparent)]
-    IpfixTarget(#[from] super::ipfix::TargetError),
+    IpfixTarget(#[from] crate::collect::outputs::ipfix::TargetError),
 }
 
 /// A flag's value that is none of its choices.

@@ -12,27 +12,12 @@
 //! IPFIX, the stream (`--nats`). Every flag's mistake is a
 //! [`CollectError`] naming the flag.
 
+pub mod books;
 mod error;
-mod hops;
-mod hostint;
-mod influx;
-mod ipfix;
-pub mod join;
-mod label;
-mod latency;
-mod ledger;
-mod metrics;
+pub mod input;
 pub mod names;
 mod outputs;
-mod plot;
-mod print;
-pub mod receive;
-pub mod sender;
 pub mod stream;
-mod summary;
-mod timeline;
-mod tr05;
-mod tr20;
 mod view;
 
 use std::collections::BTreeMap;
@@ -44,6 +29,10 @@ use std::time::{Duration, Instant};
 use clap::Args;
 pub use error::{ChoiceError, CollectError, NodeIdError};
 use int_core::report::SinkIdWord;
+
+use books::{hops, join, ledger, sender, summary, timeline};
+use input::{receive, tr20};
+use outputs::{influx, ipfix, metrics, plot, print};
 
 use ledger::{Ledger, Limits};
 pub use ledger::{Measure, Observed};

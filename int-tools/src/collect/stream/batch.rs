@@ -27,7 +27,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
-use crate::collect::sender::Accounting;
+use crate::collect::books::sender::Accounting;
 
 /// An entry's bytes before its datagram.
 pub const HEADER: usize = 40;

@@ -24,9 +24,9 @@ use futures_util::StreamExt;
 use super::batch;
 use super::records::{take_record, Taken};
 use super::{Settings, StreamError};
-use crate::collect::metrics::{counter, gauge};
+use crate::collect::input::receive::{self, Came, Sequence};
+use crate::collect::outputs::metrics::{counter, gauge};
 use crate::collect::outputs::Counted;
-use crate::collect::receive::{self, Came, Sequence};
 use crate::collect::{Books, How, Shared};
 
 /// Messages asked for per pull request, and booked at once at most.

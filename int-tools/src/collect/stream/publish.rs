@@ -24,9 +24,9 @@ use tokio::sync::mpsc;
 
 use super::batch::{self, Entry, Kind};
 use super::{Format, Settings, StreamError, SCHEMA};
-use crate::collect::metrics::{counter, counter_family};
+use crate::collect::input::receive::{Came, Taken};
+use crate::collect::outputs::metrics::{counter, counter_family};
 use crate::collect::outputs::{Counted, Output, Running};
-use crate::collect::receive::{Came, Taken};
 
 /// Publishes awaiting their acknowledgement at most.
 const WINDOW: usize = 512;

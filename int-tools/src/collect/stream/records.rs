@@ -16,7 +16,7 @@ use int_core::latency::MAX_ONE_WAY_NS;
 use serde_json::Value;
 
 use super::SCHEMA;
-use crate::collect::hops::{Seen, MAX_PATH};
+use crate::collect::books::hops::{Seen, MAX_PATH};
 use crate::collect::{Books, Measure, Observed, Print};
 
 /// The most hops a `tr20` record's stack holds: an INT 2.1 shim's length
@@ -85,7 +85,7 @@ pub fn take_record(schema: Option<&str>, payload: &[u8], books: &mut Books, outp
                 // The aggregator's own names, over what the collectors wrote.
                 crate::collect::names::annotate(object);
             }
-            crate::collect::print::print(&value, output);
+            crate::collect::outputs::print::print(&value, output);
             taken
         }
         Err(reason) => Taken::Malformed(reason.to_string()),
@@ -253,7 +253,8 @@ fn book(record: &Record, books: &mut Books) {
         Kind::Joined { hops, ordered } => {
             let Some(flow) = record.flow else { return };
             let at_ms = books.ledger.time_ms(hops.first().and_then(|hop| hop.ingress_timestamp));
-            let joined = crate::collect::join::Joined { flow, hops: hops.clone(), ordered: *ordered, at_ms };
+            let joined =
+                crate::collect::books::join::Joined { flow, hops: hops.clone(), ordered: *ordered, at_ms };
             books.observe_joined(&joined, Print::Quiet);
         }
         Kind::Flow | Kind::Derived => {}

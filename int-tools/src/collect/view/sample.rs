@@ -15,10 +15,10 @@ use std::ops::Bound::{Excluded, Unbounded};
 
 use int_core::flow::FlowKey;
 
-use super::super::hops::{Hops, Node, PathChange};
-use super::super::latency::Latency;
-use super::super::ledger::{FlowSummary, Ledger};
 use super::super::{Books, Shared};
+use crate::collect::books::hops::{Hops, Node, PathChange};
+use crate::collect::books::latency::Latency;
+use crate::collect::books::ledger::{FlowSummary, Ledger};
 
 /// Distributions whose percentiles are computed per hold of a lock.
 const CHUNK: usize = 256;
@@ -306,11 +306,11 @@ mod tests {
 
     use int_core::int21::HopMetadata;
 
-    use super::super::super::hops::{Limits as HopLimits, Seen};
-    use super::super::super::join::Join;
-    use super::super::super::ledger::Limits;
     use super::super::board::Board;
     use super::*;
+    use crate::collect::books::hops::{Limits as HopLimits, Seen};
+    use crate::collect::books::join::Join;
+    use crate::collect::books::ledger::Limits;
 
     /// One socket's books holding `stacks` stacks of 63 hops: 63 links each.
     fn shared_with_links(stacks: u32) -> Shared {

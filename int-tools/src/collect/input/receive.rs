@@ -11,10 +11,10 @@ use int_core::report::{self, tr20, Report};
 use int_os::udp::{self, BatchReceiver};
 use serde_json::json;
 
-use super::print::Arrival;
-use super::sender::{Accounting, Sender};
-use super::stream::batch::Kind;
-use super::{Books, How, Print, Shared};
+use crate::collect::books::sender::{Accounting, Sender};
+use crate::collect::outputs::print::Arrival;
+use crate::collect::stream::batch::Kind;
+use crate::collect::{Books, How, Print, Shared};
 
 /// How often a receiver reads its socket's kernel drop count.
 const DROPS_EVERY: Duration = Duration::from_millis(200);

@@ -21,7 +21,7 @@ use super::interval::{drop_record, flow_record, hop_record, link_record, Interva
 use super::message::{emit_template, template_len, Header, MessageBuilder, TEMPLATE_SET_ID};
 use super::templates::Templates;
 use super::{Counts, Item, Settings, Transport};
-use crate::collect::hops::Seen;
+use crate::collect::books::hops::Seen;
 
 /// A UDP message stays within one Ethernet frame (RFC 7011 section
 /// 10.3.3: the path MTU); TCP takes larger ones.

@@ -6,7 +6,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 
 use serde_json::{json, Map, Value};
 
-use super::{names, Print};
+use crate::collect::{names, Print};
 use crate::schema::{self, put_time};
 
 /// Where and when a report arrived, and how many of its sender's reports

@@ -13,9 +13,9 @@ use super::hops::Hops;
 use super::join::Counts as JoinCounts;
 use super::latency::{Latency, PERCENTILES};
 use super::ledger::{FlowSummary, Ledger};
-use super::outputs::{counts_json, counts_text, Counted};
 use super::sender::Sender;
-use super::{names, Books, Totals};
+use crate::collect::outputs::{counts_json, counts_text, Counted};
+use crate::collect::{names, Books, Totals};
 
 /// At most this many flows in a text summary (the most reported); JSON
 /// has them all.

@@ -17,11 +17,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use int_core::int21::HopMetadata;
 
-use super::hops::{self, PathChange, Seen};
-use super::ledger::{Measure, Observed};
 use super::metrics::counter_family;
-use super::names;
-use super::outputs::{Counted, Output, Running};
+use crate::collect::books::hops::{self, PathChange, Seen};
+use crate::collect::books::ledger::{Measure, Observed};
+use crate::collect::names;
+use crate::collect::outputs::{Counted, Output, Running};
 
 /// What becomes points: an observation of a flow, a report's hops and
 /// links, a flow's path change.

@@ -7,12 +7,19 @@
 //! one: each output queues, writes on a thread of its own, and counts what
 //! it could not write.
 
+pub(super) mod influx;
+pub(super) mod ipfix;
+pub(super) mod label;
+pub(super) mod metrics;
+pub(super) mod plot;
+pub(super) mod print;
+
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::hops::{PathChange, Seen};
 use super::Observed;
+use crate::collect::books::hops::{PathChange, Seen};
 
 /// What an output takes; each takes the kinds it writes and ignores the
 /// others.

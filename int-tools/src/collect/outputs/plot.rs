@@ -21,10 +21,10 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::label::{self, Label};
-use super::ledger::FlowSummary;
-use super::names;
-use super::summary::Snapshot;
-use super::timeline::{Bucket, Timeline};
+use crate::collect::books::ledger::FlowSummary;
+use crate::collect::books::summary::Snapshot;
+use crate::collect::books::timeline::{Bucket, Timeline};
+use crate::collect::names;
 
 /// Flows drawn one by one in each panel.
 const TOP_FLOWS: usize = 5;

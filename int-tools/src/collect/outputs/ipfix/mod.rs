@@ -19,10 +19,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use int_core::flow::FlowKey;
 use int_core::int21::HopMetadata;
 
-use super::hops::{PathChange, Seen};
-use super::ledger::Observed;
 use super::metrics::counter_family;
-use super::outputs::{Counted, Output, Running};
+use crate::collect::books::hops::{PathChange, Seen};
+use crate::collect::books::ledger::Observed;
+use crate::collect::outputs::{Counted, Output, Running};
 
 /// The enterprise number our own elements are under by default: RFC
 /// 5612's, for documentation and examples. The project has none of its

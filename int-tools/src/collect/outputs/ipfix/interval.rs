@@ -13,8 +13,8 @@ use int_core::int21::HopMetadata;
 
 use super::message::emit_basic_list_u32;
 use super::templates::{Templates, DROP, FLOW_V4, FLOW_V6, HOP, LINK};
-use crate::collect::hops::{self, Seen};
-use crate::collect::ledger::{Measure, Observed};
+use crate::collect::books::hops::{self, Seen};
+use crate::collect::books::ledger::{Measure, Observed};
 
 /// A value a node did not report, in a 32-bit field: all ones, as INT
 /// writes it.

@@ -10,11 +10,11 @@ use std::sync::Arc;
 use int_core::flow::FlowKey;
 use int_os::http::{self, Page};
 
-use super::hops::Hops;
-use super::latency::{Latency, PERCENTILES};
-use super::outputs::Counted;
-use super::summary::Snapshot;
-use super::{names, Shared};
+use crate::collect::books::hops::Hops;
+use crate::collect::books::latency::{Latency, PERCENTILES};
+use crate::collect::books::summary::Snapshot;
+use crate::collect::outputs::Counted;
+use crate::collect::{names, Shared};
 
 /// Bucket bounds, ns: 1 µs to 5 minutes (a network's latencies, and a
 /// capture replayed later).
@@ -253,8 +253,8 @@ fn histogram(out: &mut String, name: &str, labels: &str, latency: &Latency) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::ledger::{Ledger, Limits, Measure, Observed};
     use super::*;
+    use crate::collect::books::ledger::{Ledger, Limits, Measure, Observed};
 
     fn snapshot_of(ledger: Ledger, hops: Hops) -> Snapshot {
         Snapshot {
@@ -279,7 +279,7 @@ mod tests {
             let measure = Measure::Lost(u32::from(port % 7));
             ledger.observe(&Observed { flow, source_node: None, sink_node: None, measure, at_ns: None });
         }
-        let hops = Hops::new(super::super::hops::Limits { nodes: 0, links: 0, flows: 0 });
+        let hops = Hops::new(crate::collect::books::hops::Limits { nodes: 0, links: 0, flows: 0 });
         let view = snapshot_of(ledger.view(5), hops.clone());
         let snapshot = snapshot_of(ledger, hops);
         let page = page(&snapshot, &[], 5);
@@ -309,7 +309,7 @@ mod tests {
     /// their reasons; at most `top` nodes and links are labelled.
     #[test]
     fn hops_have_bounded_labels() {
-        use super::super::hops::{Limits as HopLimits, Seen};
+        use crate::collect::books::hops::{Limits as HopLimits, Seen};
         use int_core::int21::HopMetadata;
         let mut hops = Hops::new(HopLimits { nodes: 100, links: 100, flows: 100 });
         for node in 1..=8u32 {

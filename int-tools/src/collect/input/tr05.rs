@@ -5,8 +5,8 @@
 
 use int_core::report::tr05_flow::FlowReport;
 
-use super::print::Arrival;
-use super::{Books, Measure, Observed, Print};
+use crate::collect::outputs::print::Arrival;
+use crate::collect::{Books, Measure, Observed, Print};
 use crate::records;
 
 /// Records and prints one flow report.

@@ -11,9 +11,9 @@ use int_core::report::tr20_loss::LossReport;
 use int_core::{Layer, ParseError};
 use serde_json::{json, Map, Value};
 
-use super::hops::{path_of, PathChange, Seen};
-use super::print::Arrival;
-use super::{Books, Measure, Observed};
+use crate::collect::books::hops::{path_of, PathChange, Seen};
+use crate::collect::outputs::print::Arrival;
+use crate::collect::{Books, Measure, Observed};
 use crate::{records, schema};
 
 /// What collect refuses beyond the parser: a datagram whose individual
@@ -147,7 +147,7 @@ fn ioam_latency_of(report: &IndividualReport<'_>, format: TimestampFormat) -> Op
 }
 
 /// Records and prints every individual report of a TR 2.0 datagram.
-pub fn record(report: &Report<'_>, how: &super::How, arrival: Arrival, books: &mut Books) {
+pub fn record(report: &Report<'_>, how: &crate::collect::How, arrival: Arrival, books: &mut Books) {
     let (domain, output) = (&how.int21_domain, how.output);
     let sink_node = Some(report.group.node_id);
     for individual in report.reports().flatten() {
@@ -208,7 +208,7 @@ fn postcard(
     latency: Option<&Latency21>,
     node: u32,
     books: &mut Books,
-) -> Option<super::join::Postcard> {
+) -> Option<crate::collect::books::join::Postcard> {
     let int = individual.int.filter(|int| int.drop.is_none())?;
     if !matches!(individual.in_type, InType::Ipv4 | InType::Ipv6)
         || latency.is_some_and(|l| !l.path.is_empty())
@@ -216,12 +216,12 @@ fn postcard(
         return None;
     }
     let flow = latency.map(|l| l.flow).or_else(|| int21::reported_flow(individual.inner, false))?;
-    Some(super::join::Postcard {
+    Some(crate::collect::books::join::Postcard {
         flow,
-        identity: super::join::identity(individual.inner),
+        identity: crate::collect::books::join::identity(individual.inner),
         node,
         metadata: int.metadata,
-        ttl: super::join::hop_limit(individual.inner),
+        ttl: crate::collect::books::join::hop_limit(individual.inner),
         at_ms: books.ledger.time_ms(int.metadata.ingress_timestamp),
     })
 }
