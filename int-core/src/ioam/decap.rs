@@ -4,12 +4,12 @@
 //! option and its padding; the Edge-to-Edge option alike). At a domain's
 //! edge it strips a foreign trace of the namespace the same way.
 
-use super::extensions;
 use super::find::{find, find_e2e, E2eFound, Found};
 use crate::bytes::{byte, put_u8};
 use crate::error::ParseError;
 use crate::frame::FrameBuf;
 use crate::locate::{self};
+use crate::wire::ipv6::set_payload_len;
 use crate::wire::ipv6::{HEADER_LEN as IPV6_LEN, MAX_EXTENSIONS};
 
 /// Removes what the encapsulating node added: the trace, then the
@@ -31,11 +31,7 @@ pub fn strip(frame: &mut FrameBuf<'_>, found: &Found) -> Option<usize> {
         true => put_u8(out, found.ip.l3 + 6, next_header),
         false => put_u8(out, found.hbh + 1, ((found.hbh_len - removed) / 8 - 1) as u8),
     }
-    extensions::set_payload_len(
-        out,
-        found.ip.l3,
-        (found.ip.ip_len() - IPV6_LEN - found.removed_len()) as u16,
-    );
+    set_payload_len(out, found.ip.l3, (found.ip.ip_len() - IPV6_LEN - found.removed_len()) as u16);
     let Some(e2e) = &found.e2e else { return Some(found.removed_len()) };
     // Where the option's header and the Next Header naming it lie now.
     let moved = |offset: usize| if offset >= removed_at + removed { offset - removed } else { offset };
@@ -95,10 +91,6 @@ fn strip_once(frame: &mut FrameBuf<'_>, namespace: u16) -> Result<bool, ParseErr
     if !remove_e2e(frame, &e2e, e2e.doh, e2e.chain_at) {
         return Ok(false);
     }
-    extensions::set_payload_len(
-        frame.frame_mut(),
-        ip.l3,
-        (ip.ip_len() - IPV6_LEN - e2e.removed_len()) as u16,
-    );
+    set_payload_len(frame.frame_mut(), ip.l3, (ip.ip_len() - IPV6_LEN - e2e.removed_len()) as u16);
     Ok(true)
 }

@@ -19,7 +19,6 @@
 //! change.
 
 use super::e2e::{E2eRepr, E2eType};
-use super::extensions::{self, OptionsHeader};
 use super::ipv6::{self, TraceAt, OPTION_HEADER_LEN};
 use super::node::NodeData;
 use super::trace::{TraceHeaderRepr, HEADER_LEN};
@@ -27,7 +26,10 @@ use crate::bytes::{byte, put_u8};
 use crate::error::{Layer, ParseError};
 use crate::frame::FrameBuf;
 use crate::locate::{self, Fragment, IpLocation};
-use crate::wire::ipv6::{DESTINATION_OPTIONS, HEADER_LEN as IPV6_LEN, HOP_BY_HOP, MAX_EXTENSIONS};
+use crate::wire::ipv6::{
+    set_payload_len, DESTINATION_OPTIONS, HEADER_LEN as IPV6_LEN, HOP_BY_HOP, MAX_EXTENSIONS,
+};
+use crate::wire::ipv6option::{extension_chain, extension_len, options_walk, OptionsHeader};
 
 /// An options header is at most 2048 bytes (Hdr Ext Len 255).
 const MAX_HOP_BY_HOP: usize = 256 * 8;
@@ -162,7 +164,7 @@ pub fn insert(
     }
     let node = NodeData { hop_limit: Some(byte(out, ip.l3 + 7)), ..*node };
     let trace = insert_trace(out, &ip, plan, existing, trace_added)?;
-    extensions::set_payload_len(out, ip.l3, (ip.ip_len() - IPV6_LEN + trace_added + e2e_added) as u16);
+    set_payload_len(out, ip.l3, (ip.ip_len() - IPV6_LEN + trace_added + e2e_added) as u16);
     let hbh_bytes = out.get_mut(hbh..hbh + existing.unwrap_or(0) + trace_added).unwrap_or_default();
     ipv6::fill(hbh_bytes, &trace, &node).map_err(|_| ParseError::BadLength {
         layer: Layer::IoamTrace,
@@ -195,7 +197,7 @@ impl Room {
             return Ok(Err(Encapped::TooBig));
         }
         let hbh = ip.l3 + IPV6_LEN;
-        let existing = (byte(bytes, ip.l3 + 6) == HOP_BY_HOP).then(|| extensions::hop_by_hop_len(bytes, hbh));
+        let existing = (byte(bytes, ip.l3 + 6) == HOP_BY_HOP).then(|| extension_len(bytes, hbh));
         if let Some(len) = existing {
             if ipv6::find_trace(bytes.get(hbh..hbh + len).unwrap_or_default(), plan.header.namespace)?
                 .is_some()
@@ -203,11 +205,11 @@ impl Room {
                 return Ok(Err(Encapped::AlreadyTraced));
             }
         }
-        let last_doh = extensions::last_destination_options(bytes, ip);
+        let last_doh = extension_chain(bytes, ip.l3, ip.l4).1;
         // The sender's own options must walk, or the decapsulating node could
         // not find the option after them.
-        let walks = last_doh
-            .is_none_or(|doh| ipv6::options_walk(bytes.get(doh.at..doh.at + doh.len).unwrap_or_default()));
+        let walks =
+            last_doh.is_none_or(|doh| options_walk(bytes.get(doh.at..doh.at + doh.len).unwrap_or_default()));
         if let Some(doh) = last_doh.filter(|_| walks) {
             // One of the namespace's own, or one that lies, would be read as ours.
             let options = bytes.get(doh.at..doh.at + doh.len).unwrap_or_default();
@@ -232,7 +234,7 @@ impl Room {
         let headers_added =
             usize::from(self.existing.is_none()) + usize::from(self.numbered && self.last_doh.is_none());
         ip.ip_len() + added <= max_ip_len
-            && extensions::extension_count(bytes, ip) + headers_added <= MAX_EXTENSIONS
+            && extension_chain(bytes, ip.l3, ip.l4).0 + headers_added <= MAX_EXTENSIONS
             && ip.ip_len() - IPV6_LEN + added <= usize::from(u16::MAX)
             && self.existing.unwrap_or(0) + self.trace_added <= MAX_HOP_BY_HOP
             && self.last_doh.map_or(0, |doh| doh.len) + self.e2e_added <= MAX_HOP_BY_HOP

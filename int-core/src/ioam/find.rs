@@ -3,7 +3,6 @@
 //! read-only in a packet a report carries.
 
 use super::e2e::E2eRepr;
-use super::extensions;
 use super::ipv6::{self, E2eAt, TraceAt};
 use super::node::NodeData;
 use crate::bytes::byte;
@@ -12,6 +11,7 @@ use crate::locate::{self, IpLocation};
 use crate::wire::ipv6::{
     DESTINATION_OPTIONS, FRAGMENT, HEADER_LEN as IPV6_LEN, HOP_BY_HOP, MAX_EXTENSIONS, ROUTING,
 };
+use crate::wire::ipv6option::{extension_chain, extension_len, is_padding, options_walk};
 
 /// The flow of the IPv6 packet at `ip` (ports 0 where it has no TCP or
 /// UDP header the walk can read): the group a packet is numbered in.
@@ -123,7 +123,7 @@ pub fn find(frame: &[u8], namespace: u16) -> Result<Option<Found>, ParseError> {
         return Ok(None);
     }
     let hbh = ip.l3 + IPV6_LEN;
-    let hbh_len = extensions::hop_by_hop_len(frame, hbh);
+    let hbh_len = extension_len(frame, hbh);
     let bytes = frame.get(hbh..hbh + hbh_len).unwrap_or_default();
     let Some(trace) = ipv6::find_trace(bytes, namespace)? else { return Ok(None) };
     let whole =
@@ -145,9 +145,9 @@ pub(crate) fn find_e2e(
     ip: &IpLocation,
     namespace: u16,
 ) -> Result<Option<E2eFound>, ParseError> {
-    let Some(doh) = extensions::last_destination_options(frame, ip) else { return Ok(None) };
+    let Some(doh) = extension_chain(frame, ip.l3, ip.l4).1 else { return Ok(None) };
     let bytes = frame.get(doh.at..doh.at + doh.len).unwrap_or_default();
-    if !ipv6::options_walk(bytes) {
+    if !options_walk(bytes) {
         return Ok(None); // the sender's: no encapsulating node of ours added to it
     }
     let Some(option) = ipv6::find_e2e(bytes, namespace).map_err(|e| e.shifted(doh.at))? else {
@@ -166,7 +166,7 @@ pub(crate) fn find_e2e(
 /// of its own (PadN, the option at offset 4, padding), `Some(false)`
 /// appended (at an 8n offset past 0, padding only after it), else `None`.
 fn added_shape(header: &[u8], option: usize, end: usize) -> Option<bool> {
-    let padding_only = header.get(end..).is_some_and(extensions::is_padding);
+    let padding_only = header.get(end..).is_some_and(is_padding);
     let whole = option == 4 && header.get(2..4) == Some(&[1, 0]) && padding_only;
     let appended = option >= 8 && option.is_multiple_of(8) && padding_only;
     (whole || appended).then_some(whole)
@@ -186,7 +186,7 @@ pub fn hop_by_hop_in_packet(packet: &[u8]) -> Option<&[u8]> {
     if packet.first().map(|b| b >> 4) != Some(6) || byte(packet, 6) != HOP_BY_HOP {
         return None;
     }
-    packet.get(IPV6_LEN..IPV6_LEN + extensions::hop_by_hop_len(packet, IPV6_LEN))
+    packet.get(IPV6_LEN..IPV6_LEN + extension_len(packet, IPV6_LEN))
 }
 
 /// The Edge-to-Edge option of `namespace` in an IPv6 packet that starts
@@ -199,7 +199,7 @@ pub fn e2e_in_packet(packet: &[u8], namespace: u16) -> Option<E2eRepr> {
     let (mut kind, mut at, mut last) = (byte(packet, 6), IPV6_LEN, None);
     for _ in 0..=MAX_EXTENSIONS {
         let len = match kind {
-            HOP_BY_HOP | ROUTING | DESTINATION_OPTIONS => extensions::hop_by_hop_len(packet, at),
+            HOP_BY_HOP | ROUTING | DESTINATION_OPTIONS => extension_len(packet, at),
             FRAGMENT => 8,
             _ => break,
         };

@@ -21,6 +21,7 @@ use super::e2e::E2eRepr;
 use super::node::NodeData;
 use super::trace::{TraceHeaderRepr, TraceType, FLAG_OVERFLOW, HEADER_LEN};
 use crate::error::{EmitError, Layer, ParseError};
+use crate::wire::ipv6option::{each_option, write_padding};
 
 /// The IPv6 option type of IOAM options whose data changes en route.
 pub const OPTION_IOAM: u8 = 0x31;
@@ -104,41 +105,6 @@ pub fn trace_namespaces(hbh: &[u8], mut each: impl FnMut(Option<u16>)) {
         }
         Ok(())
     });
-}
-
-/// `each(at, type, end)` for every option but Pad1 of an options header
-/// (Hop-by-Hop or Destination, its whole length); an option past the
-/// header refused.
-fn each_option(
-    header: &[u8],
-    mut each: impl FnMut(usize, u8, usize) -> Result<(), ParseError>,
-) -> Result<(), ParseError> {
-    let mut at = 2;
-    while at < header.len() {
-        let kind = header.get(at).copied().unwrap_or(0);
-        if kind == 0 {
-            at += 1; // Pad1
-            continue;
-        }
-        let len = usize::from(*header.get(at + 1).ok_or(ParseError::truncated(
-            Layer::Ipv6Extension,
-            at,
-            2,
-            header.len(),
-        ))?);
-        let end = at + 2 + len;
-        if end > header.len() {
-            return Err(ParseError::BadLength { layer: Layer::Ipv6Extension, offset: at + 1, value: len });
-        }
-        each(at, kind, end)?;
-        at = end;
-    }
-    Ok(())
-}
-
-/// Whether an options header's options walk to its end (none past it).
-pub fn options_walk(header: &[u8]) -> bool {
-    each_option(header, |_, _, _| Ok(())).is_ok()
 }
 
 /// Where an Edge-to-Edge option lies in a Destination Options header: its
@@ -282,17 +248,8 @@ pub fn write_option(out: &mut [u8], header: &TraceHeaderRepr, nodes: usize) -> R
         .for_each(|head| head.copy_from_slice(&[OPTION_IOAM, (option_len - 2) as u8, 0, PREALLOCATED_TRACE]));
     let trace = TraceHeaderRepr { remaining_len: (data_len / 4) as u8, ..*header };
     trace.emit(out.get_mut(OPTION_HEADER_LEN..).unwrap_or_default())?;
-    pad(out.get_mut(option_len..).unwrap_or_default());
+    write_padding(out.get_mut(option_len..).unwrap_or_default());
     Ok(())
-}
-
-/// Options padding over `out` (zeroed): PadN over two or more bytes, Pad1
-/// over a single one.
-fn pad(out: &mut [u8]) {
-    if out.len() >= 2 {
-        let len = out.len() - 2;
-        out.get_mut(..2).into_iter().for_each(|p| p.copy_from_slice(&[1, len as u8]));
-    }
 }
 
 /// Bytes of an Edge-to-Edge option carrying `repr`, its own header
@@ -329,7 +286,7 @@ pub fn write_e2e_option(out: &mut [u8], repr: &E2eRepr) -> Result<(), EmitError>
         head.copy_from_slice(&[OPTION_IOAM_STATIC, (option_len - 2) as u8, 0, EDGE_TO_EDGE])
     });
     repr.emit(out.get_mut(OPTION_HEADER_LEN..).unwrap_or_default())?;
-    pad(out.get_mut(option_len..).unwrap_or_default());
+    write_padding(out.get_mut(option_len..).unwrap_or_default());
     Ok(())
 }
 

@@ -15,7 +15,6 @@
 pub mod decap;
 pub mod e2e;
 pub mod encap;
-mod extensions;
 pub mod fast_encap;
 pub mod find;
 pub mod ipv6;

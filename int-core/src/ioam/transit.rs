@@ -1,13 +1,13 @@
 //! A transit node (RFC 9197 section 4): it fills the next free slot of
 //! its namespace's trace, in place.
 
-use super::extensions;
 use super::ipv6::{self, Filled};
 use super::node::NodeData;
 use crate::bytes::byte;
 use crate::error::{Layer, ParseError};
 use crate::locate::{self};
 use crate::wire::ipv6::{HEADER_LEN as IPV6_LEN, HOP_BY_HOP};
+use crate::wire::ipv6option::extension_len;
 
 /// What a transit node did to a packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,7 +29,7 @@ pub fn push(frame: &mut [u8], namespace: u16, node: &NodeData) -> Result<Transit
         return Ok(Transited::NotTraced);
     }
     let hbh = ip.l3 + IPV6_LEN;
-    let len = extensions::hop_by_hop_len(frame, hbh);
+    let len = extension_len(frame, hbh);
     let hop_limit = byte(frame, ip.l3 + 7);
     let hbh_bytes = frame.get_mut(hbh..hbh + len).unwrap_or_default();
     let Some(trace) = ipv6::find_trace(hbh_bytes, namespace)? else { return Ok(Transited::NotTraced) };

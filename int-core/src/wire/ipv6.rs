@@ -217,6 +217,12 @@ pub fn walk_extensions(packet: &[u8]) -> Result<Extensions, ParseError> {
     })
 }
 
+/// Writes the Payload Length of the IPv6 header at `l3` in a packet (a
+/// walk proved it in range; out of range, nothing is written).
+pub fn set_payload_len(bytes: &mut [u8], l3: usize, len: u16) {
+    crate::bytes::put(bytes, l3 + 4, &len.to_be_bytes());
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,6 +6,7 @@ pub mod ethernet;
 pub mod geneve;
 pub mod ipv4;
 pub mod ipv6;
+pub mod ipv6option;
 pub mod tcp;
 pub mod udp;
 pub mod vxlan_gpe;
