@@ -62,3 +62,23 @@ pub(crate) fn after_mut(
     let available = out.len().saturating_sub(at);
     out.get_mut(at..).ok_or_else(|| EmitError::no_room(layer, needed, available))
 }
+
+/// `bytes[at..end]` for a parser of `layer`: a truncation error where the
+/// span runs past the end (or ends before it starts).
+#[inline]
+pub(crate) fn span(bytes: &[u8], at: usize, end: usize, layer: Layer) -> Result<&[u8], ParseError> {
+    let len = bytes.len();
+    bytes.get(at..end).ok_or_else(|| ParseError::truncated(layer, at, end.saturating_sub(at), len))
+}
+
+/// `bytes[at..end]` to edit, for a transform of `layer`: as [`span`].
+#[inline]
+pub(crate) fn span_mut(
+    bytes: &mut [u8],
+    at: usize,
+    end: usize,
+    layer: Layer,
+) -> Result<&mut [u8], ParseError> {
+    let len = bytes.len();
+    bytes.get_mut(at..end).ok_or_else(|| ParseError::truncated(layer, at, end.saturating_sub(at), len))
+}

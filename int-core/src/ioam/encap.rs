@@ -22,7 +22,7 @@ use super::e2e::{E2eRepr, E2eType};
 use super::ipv6::{self, TraceAt, OPTION_HEADER_LEN};
 use super::node::NodeData;
 use super::trace::{TraceHeaderRepr, HEADER_LEN};
-use crate::bytes::{byte, put_u8};
+use crate::bytes::{byte, put_u8, span, span_mut};
 use crate::error::{Layer, ParseError};
 use crate::frame::FrameBuf;
 use crate::locate::{self, Fragment, IpLocation};
@@ -160,12 +160,12 @@ pub fn insert(
         let gap = trace_added + e2e_added;
         out.copy_within(at + gap..ip.l4 + gap, at + trace_added);
         let shifted = |offset: usize| if offset >= at { offset + trace_added } else { offset };
-        insert_e2e(out, &ip, last_doh, shifted, &e2e, e2e_added);
+        insert_e2e(out, &ip, last_doh, shifted, &e2e, e2e_added)?;
     }
     let node = NodeData { hop_limit: Some(byte(out, ip.l3 + 7)), ..*node };
     let trace = insert_trace(out, &ip, plan, existing, trace_added)?;
     set_payload_len(out, ip.l3, (ip.ip_len() - IPV6_LEN + trace_added + e2e_added) as u16);
-    let hbh_bytes = out.get_mut(hbh..hbh + existing.unwrap_or(0) + trace_added).unwrap_or_default();
+    let hbh_bytes = span_mut(out, hbh, hbh + existing.unwrap_or(0) + trace_added, Layer::Ipv6Extension)?;
     ipv6::fill(hbh_bytes, &trace, &node).map_err(|_| ParseError::BadLength {
         layer: Layer::IoamTrace,
         offset: trace.data,
@@ -199,7 +199,7 @@ impl Room {
         let hbh = ip.l3 + IPV6_LEN;
         let existing = (byte(bytes, ip.l3 + 6) == HOP_BY_HOP).then(|| extension_len(bytes, hbh));
         if let Some(len) = existing {
-            if ipv6::find_trace(bytes.get(hbh..hbh + len).unwrap_or_default(), plan.header.namespace)?
+            if ipv6::find_trace(span(bytes, hbh, hbh + len, Layer::Ipv6Extension)?, plan.header.namespace)?
                 .is_some()
             {
                 return Ok(Err(Encapped::AlreadyTraced));
@@ -208,11 +208,13 @@ impl Room {
         let last_doh = extension_chain(bytes, ip.l3, ip.l4).1;
         // The sender's own options must walk, or the decapsulating node could
         // not find the option after them.
-        let walks =
-            last_doh.is_none_or(|doh| options_walk(bytes.get(doh.at..doh.at + doh.len).unwrap_or_default()));
-        if let Some(doh) = last_doh.filter(|_| walks) {
+        let options = match last_doh {
+            Some(doh) => Some(span(bytes, doh.at, doh.at + doh.len, Layer::Ipv6Extension)?),
+            None => None,
+        };
+        let walks = options.is_none_or(options_walk);
+        if let (Some(doh), Some(options)) = (last_doh, options.filter(|_| walks)) {
             // One of the namespace's own, or one that lies, would be read as ours.
-            let options = bytes.get(doh.at..doh.at + doh.len).unwrap_or_default();
             if ipv6::find_e2e(options, plan.header.namespace).map_err(|e| e.shifted(doh.at))?.is_some() {
                 return Ok(Err(Encapped::AlreadyTraced));
             }
@@ -256,19 +258,24 @@ fn insert_trace(
     match existing {
         None => {
             let next_header = byte(out, ip.l3 + 6);
-            let written =
-                ipv6::emit_hop_by_hop(out.get_mut(hbh..).unwrap_or_default(), next_header, header, nodes);
+            let written = ipv6::emit_hop_by_hop(
+                span_mut(out, hbh, hbh + added, Layer::Ipv6Extension)?,
+                next_header,
+                header,
+                nodes,
+            );
             debug_assert_eq!(written, Ok(added));
             put_u8(out, ip.l3 + 6, HOP_BY_HOP);
         }
         Some(len) => {
             let at = hbh + len;
-            let written = ipv6::write_option(out.get_mut(at..at + added).unwrap_or_default(), header, nodes);
+            let written =
+                ipv6::write_option(span_mut(out, at, at + added, Layer::Ipv6Extension)?, header, nodes);
             debug_assert_eq!(written, Ok(()));
             put_u8(out, hbh + 1, ((len + added) / 8 - 1) as u8);
         }
     }
-    let hbh_bytes = out.get(hbh..hbh + existing.unwrap_or(0) + added).unwrap_or_default();
+    let hbh_bytes = span(out, hbh, hbh + existing.unwrap_or(0) + added, Layer::Ipv6Extension)?;
     ipv6::find_trace(hbh_bytes, header.namespace)?.ok_or(ParseError::BadLength {
         layer: Layer::IoamOption,
         offset: hbh,
@@ -288,19 +295,23 @@ fn insert_e2e(
     shifted: impl Fn(usize) -> usize,
     e2e: &E2eRepr,
     added: usize,
-) {
+) -> Result<(), ParseError> {
     let at = shifted(ip.l4);
     match doh {
         None => {
-            let written =
-                ipv6::emit_destination_options(out.get_mut(at..).unwrap_or_default(), ip.protocol, e2e);
+            let written = ipv6::emit_destination_options(
+                span_mut(out, at, at + added, Layer::Ipv6Extension)?,
+                ip.protocol,
+                e2e,
+            );
             debug_assert_eq!(written, Ok(added));
             put_u8(out, shifted(ip.next_header_at), DESTINATION_OPTIONS);
         }
         Some(doh) => {
-            let written = ipv6::write_e2e_option(out.get_mut(at..at + added).unwrap_or_default(), e2e);
+            let written = ipv6::write_e2e_option(span_mut(out, at, at + added, Layer::Ipv6Extension)?, e2e);
             debug_assert_eq!(written, Ok(()));
             put_u8(out, shifted(doh.at) + 1, ((doh.len + added) / 8 - 1) as u8);
         }
     }
+    Ok(())
 }

@@ -20,6 +20,7 @@
 use super::e2e::E2eRepr;
 use super::node::NodeData;
 use super::trace::{TraceHeaderRepr, TraceType, FLAG_OVERFLOW, HEADER_LEN};
+use crate::bytes::{after_mut, span};
 use crate::error::{EmitError, Layer, ParseError};
 use crate::wire::ipv6option::{each_option, write_padding};
 
@@ -125,7 +126,7 @@ pub fn find_e2e(doh: &[u8], namespace: u16) -> Result<Option<E2eAt>, ParseError>
         if kind != OPTION_IOAM_STATIC || doh.get(at + 3) != Some(&EDGE_TO_EDGE) {
             return Ok(());
         }
-        let data = doh.get(at + OPTION_HEADER_LEN..end).unwrap_or_default();
+        let data = span(doh, at + OPTION_HEADER_LEN, end, Layer::IoamOption)?;
         let ours = data.get(..2) == Some(&namespace.to_be_bytes()[..]);
         if !ours {
             return Ok(());
@@ -149,7 +150,7 @@ fn trace_at(hbh: &[u8], at: usize, end: usize) -> Result<TraceAt, ParseError> {
     if end < data {
         return Err(ParseError::BadLength { layer: Layer::IoamOption, offset: at + 1, value: end - at - 2 });
     }
-    let header = TraceHeaderRepr::parse(hbh.get(at + OPTION_HEADER_LEN..end).unwrap_or_default())
+    let header = TraceHeaderRepr::parse(span(hbh, at + OPTION_HEADER_LEN, end, Layer::IoamOption)?)
         .map_err(|e| e.shifted(at + OPTION_HEADER_LEN))?;
     // The Opaque State Snapshot makes elements of varying length: where
     // each slot lies cannot be told from NodeLen.
@@ -181,7 +182,7 @@ pub fn fill(hbh: &mut [u8], trace: &TraceAt, node: &NodeData) -> Result<Filled, 
     let at = trace.option + OPTION_HEADER_LEN;
     if header.overflow() || header.remaining_len < header.node_len {
         let overflowed = TraceHeaderRepr { flags: header.flags | FLAG_OVERFLOW, ..header };
-        overflowed.emit(hbh.get_mut(at..).unwrap_or_default())?;
+        overflowed.emit(after_mut(hbh, at, Layer::IoamTrace, HEADER_LEN)?)?;
         return Ok(Filled::Overflow);
     }
     let slot = trace.data + usize::from(header.remaining_len - header.node_len) * 4;
@@ -191,7 +192,7 @@ pub fn fill(hbh: &mut [u8], trace: &TraceAt, node: &NodeData) -> Result<Filled, 
         hbh.get_mut(slot..).ok_or(EmitError::no_room(Layer::IoamTrace, slot, room))?,
     )?;
     let remaining = TraceHeaderRepr { remaining_len: header.remaining_len - header.node_len, ..header };
-    remaining.emit(hbh.get_mut(at..).unwrap_or_default())?;
+    remaining.emit(after_mut(hbh, at, Layer::IoamTrace, HEADER_LEN)?)?;
     Ok(Filled::At(slot))
 }
 
@@ -225,7 +226,7 @@ pub fn emit_hop_by_hop(
     out.get_mut(..4)
         .into_iter()
         .for_each(|head| head.copy_from_slice(&[next_header, (total / 8 - 1) as u8, 1, 0]));
-    write_option(out.get_mut(4..).unwrap_or_default(), header, nodes)?;
+    write_option(after_mut(out, 4, Layer::IoamOption, option_len)?, header, nodes)?;
     Ok(total)
 }
 
@@ -247,8 +248,8 @@ pub fn write_option(out: &mut [u8], header: &TraceHeaderRepr, nodes: usize) -> R
         .into_iter()
         .for_each(|head| head.copy_from_slice(&[OPTION_IOAM, (option_len - 2) as u8, 0, PREALLOCATED_TRACE]));
     let trace = TraceHeaderRepr { remaining_len: (data_len / 4) as u8, ..*header };
-    trace.emit(out.get_mut(OPTION_HEADER_LEN..).unwrap_or_default())?;
-    write_padding(out.get_mut(option_len..).unwrap_or_default());
+    trace.emit(after_mut(out, OPTION_HEADER_LEN, Layer::IoamTrace, HEADER_LEN)?)?;
+    write_padding(after_mut(out, option_len, Layer::IoamOption, 0)?);
     Ok(())
 }
 
@@ -268,7 +269,7 @@ pub fn emit_destination_options(buf: &mut [u8], next_header: u8, repr: &E2eRepr)
     out.get_mut(..4)
         .into_iter()
         .for_each(|head| head.copy_from_slice(&[next_header, (total / 8 - 1) as u8, 1, 0]));
-    write_e2e_option(out.get_mut(4..).unwrap_or_default(), repr)?;
+    write_e2e_option(after_mut(out, 4, Layer::IoamOption, e2e_option_len(repr))?, repr)?;
     Ok(total)
 }
 
@@ -285,8 +286,8 @@ pub fn write_e2e_option(out: &mut [u8], repr: &E2eRepr) -> Result<(), EmitError>
     out.get_mut(..4).into_iter().for_each(|head| {
         head.copy_from_slice(&[OPTION_IOAM_STATIC, (option_len - 2) as u8, 0, EDGE_TO_EDGE])
     });
-    repr.emit(out.get_mut(OPTION_HEADER_LEN..).unwrap_or_default())?;
-    write_padding(out.get_mut(option_len..).unwrap_or_default());
+    repr.emit(after_mut(out, OPTION_HEADER_LEN, Layer::IoamOption, repr.len())?)?;
+    write_padding(after_mut(out, option_len, Layer::IoamOption, 0)?);
     Ok(())
 }
 

@@ -3,7 +3,7 @@
 
 use super::ipv6::{self, Filled};
 use super::node::NodeData;
-use crate::bytes::byte;
+use crate::bytes::{byte, span_mut};
 use crate::error::{Layer, ParseError};
 use crate::locate::{self};
 use crate::wire::ipv6::{HEADER_LEN as IPV6_LEN, HOP_BY_HOP};
@@ -31,7 +31,7 @@ pub fn push(frame: &mut [u8], namespace: u16, node: &NodeData) -> Result<Transit
     let hbh = ip.l3 + IPV6_LEN;
     let len = extension_len(frame, hbh);
     let hop_limit = byte(frame, ip.l3 + 7);
-    let hbh_bytes = frame.get_mut(hbh..hbh + len).unwrap_or_default();
+    let hbh_bytes = span_mut(frame, hbh, hbh + len, Layer::Ipv6Extension)?;
     let Some(trace) = ipv6::find_trace(hbh_bytes, namespace)? else { return Ok(Transited::NotTraced) };
     let node = NodeData { hop_limit: Some(hop_limit), ..*node };
     match ipv6::fill(hbh_bytes, &trace, &node) {
