@@ -4,6 +4,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use int_core::error::NotPushed;
 use int_core::DropReason;
 
 macro_rules! counters {
@@ -163,6 +164,16 @@ impl Counter {
             DropReason::IntStackMismatch => Counter::malformed_int_stack_mismatch,
             DropReason::IntUnknownVersion => Counter::malformed_int_unknown_version,
             DropReason::IntUnknownType => Counter::malformed_int_unknown_type,
+        }
+    }
+
+    /// Why a transit hop of either INT version pushed nothing.
+    pub fn not_pushed(why: NotPushed) -> Counter {
+        match why {
+            NotPushed::NotInt => Counter::not_int,
+            NotPushed::TooBig => Counter::too_big,
+            NotPushed::NoHeadroom => Counter::no_headroom,
+            NotPushed::Malformed(error) => Counter::malformed(error.drop_reason()),
         }
     }
 }

@@ -10,7 +10,7 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 use crate::carrier::{self, Carrier};
 use crate::encap::Domain;
-use crate::error::{Layer, ParseError};
+use crate::error::Layer;
 use crate::fast::FastFrame;
 use crate::frame::FrameBuf;
 use crate::int05::shim::ShimHeader;
@@ -35,13 +35,7 @@ pub enum Outcome {
     DestinationOnly,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NotPushed {
-    NotInt,
-    TooBig,
-    NoHeadroom,
-    Malformed(ParseError),
-}
+pub use crate::error::NotPushed;
 
 /// Pushes `hop` onto the packet's stack, or sets E, or leaves a
 /// Destination-type block alone.

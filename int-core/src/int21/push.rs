@@ -2,7 +2,6 @@
 //! ([`super::transit`]) and in a tunnel ([`super::in_tunnel`]) alike.
 
 use crate::checksum;
-use crate::error::ParseError;
 use crate::frame::FrameBuf;
 
 use super::HopMetadata;
@@ -19,14 +18,7 @@ pub enum Outcome {
     Mx,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NotPushed {
-    NotInt,
-    NoHeadroom,
-    /// The block would pass 255 shim words.
-    TooBig,
-    Malformed(ParseError),
-}
+pub use crate::error::NotPushed;
 
 /// Opens room for this hop's Hop ML words at `stack_at` (the top of the
 /// stack, after the MD header `header`) and writes them there, the checksum

@@ -4,7 +4,7 @@
 //! cannot know are 0xFFFFFFFF).
 
 use int_core::encap::Domain;
-use int_core::int05::transit::{self, NotPushed, Outcome, TransitConfig};
+use int_core::int05::transit::{self, Outcome, TransitConfig};
 use int_core::int05::{HopMetadata, ShapeCache};
 use int_core::FrameBuf;
 
@@ -69,10 +69,7 @@ impl Transit05Stage {
                 Some(Ok(Outcome::Pushed(_))) => Counter::pushed,
                 Some(Ok(Outcome::MaxHopReached)) => Counter::max_hop_reached,
                 Some(Ok(Outcome::DestinationOnly)) => Counter::destination_only,
-                Some(Err(NotPushed::NotInt)) => Counter::not_int,
-                Some(Err(NotPushed::TooBig)) => Counter::too_big,
-                Some(Err(NotPushed::NoHeadroom)) => Counter::no_headroom,
-                Some(Err(NotPushed::Malformed(error))) => Counter::malformed(error.drop_reason()),
+                Some(Err(why)) => Counter::not_pushed(why),
             };
             counters.inc(counter);
         }

@@ -4,7 +4,7 @@
 //! cannot know are all ones), sets E or M where the rules say so, and
 //! leaves INT-MX packets as they are.
 
-use int_core::int21::transit::{self, NotPushed, Outcome};
+use int_core::int21::transit::{self, Outcome};
 use int_core::int21::{Domain, HopMetadata};
 
 use crate::clock::Clock;
@@ -81,10 +81,7 @@ impl Transit21Stage {
                     }
                     Counter::mx_passed
                 }
-                Some(Err(NotPushed::NotInt)) => Counter::not_int,
-                Some(Err(NotPushed::TooBig)) => Counter::too_big,
-                Some(Err(NotPushed::NoHeadroom)) => Counter::no_headroom,
-                Some(Err(NotPushed::Malformed(error))) => Counter::malformed(error.drop_reason()),
+                Some(Err(why)) => Counter::not_pushed(why),
             };
             counters.inc(counter);
         }
