@@ -329,8 +329,9 @@ def main():
         ("sink-0%-live", "sink", "live", {"live": {"instrument": "hostint"}, "pipeline": {"sink": {"latency": {"mode": "absolute", "threshold_ns": 4000000000, "refresh_ms": 0, "max_skew_ms": 0}}}}),
         ("reference-sink-live", "reference-sink", "live", {"live": {"instrument": "hostint"}}),
         # An INT 2.1 domain (INT-MD, DSCP 0x17): the source on the plain
-        # pcap, the sink on gen's INT 2.1 pcap (40 bytes of INT).
+        # pcap, the transit and the sink on gen's INT 2.1 pcap (40 bytes of INT).
         ("source-int21", "source", None, {"pipeline": {"int": {"version": "2.1"}}}),
+        ("transit-int21", "transit", "int21", {"pipeline": {"int": {"version": "2.1"}}}),
         ("sink-int21-1%", "sink", "int21", {"pipeline": {"int": {"version": "2.1"}}, "report_share": 0.01}),
         ("reference-source-int21", "reference-source", None, {"pipeline": {"int": {"version": "2.1"}}}),
         ("reference-sink-int21", "reference-sink", "int21", {"pipeline": {"int": {"version": "2.1"}}}),
