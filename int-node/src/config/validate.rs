@@ -75,30 +75,8 @@ pub fn validate(raw: &RawConfig) -> Result<Config, ConfigError> {
     check_lcores(&raw.eal, &raw.pipelines.iter().map(|p| p.lcore).collect::<Vec<_>>(), &mut problems);
     let export = raw.export.as_ref().map(|e| export_settings(e, &port_index, &ports, &queues, &mut problems));
     check_export_needed(raw, export.is_some(), &mut problems);
-    let sink_05 = pipelines
-        .iter()
-        .any(|p| matches!((&p.stage, p.domain), (StageConfig::Sink(_), super::IntDomain::V05(_))));
-    if raw.export.as_ref().is_some_and(|e| e.profile.is_some()) && !sink_05 {
-        problems.add(
-            "export.profile",
-            "the profile shapes INT 0.5 sinks' reports, and this node has none",
-            "remove it: INT 2.1 domains send Telemetry Report 2.0",
-        );
-    }
-    if raw.stats.interval_ms == 0 {
-        problems.add("stats.interval_ms", "0 ms", "a positive interval, e.g. 1000");
-    }
-    let metrics = raw.stats.metrics.as_ref().and_then(|text| {
-        let addr = text.parse().ok();
-        if addr.is_none() {
-            problems.add(
-                "stats.metrics",
-                format!("{text:?} is not an address and port"),
-                "e.g. 127.0.0.1:9464",
-            );
-        }
-        addr
-    });
+    check_profile(raw, &pipelines, &mut problems);
+    let metrics = stats(raw, &mut problems);
     check_unpolled(&ports, &pipelines, &mut problems);
     let captures = captures(raw, &port_index, &mut problems);
     let node_name = node_name(raw, &mut problems);
@@ -115,6 +93,38 @@ pub fn validate(raw: &RawConfig) -> Result<Config, ConfigError> {
         metrics,
         captures,
         idle_sleep_us: raw.idle_sleep_us,
+    })
+}
+
+/// `export.profile` shapes INT 0.5 sinks' reports: only where there is one.
+fn check_profile(raw: &RawConfig, pipelines: &[PipelineConfig], problems: &mut Problems) {
+    let sink_05 = pipelines
+        .iter()
+        .any(|p| matches!((&p.stage, p.domain), (StageConfig::Sink(_), super::IntDomain::V05(_))));
+    if raw.export.as_ref().is_some_and(|e| e.profile.is_some()) && !sink_05 {
+        problems.add(
+            "export.profile",
+            "the profile shapes INT 0.5 sinks' reports, and this node has none",
+            "remove it: INT 2.1 domains send Telemetry Report 2.0",
+        );
+    }
+}
+
+/// `stats`: a positive interval, and the metrics page's address if asked.
+fn stats(raw: &RawConfig, problems: &mut Problems) -> Option<std::net::SocketAddr> {
+    if raw.stats.interval_ms == 0 {
+        problems.add("stats.interval_ms", "0 ms", "a positive interval, e.g. 1000");
+    }
+    raw.stats.metrics.as_ref().and_then(|text| {
+        let addr = text.parse().ok();
+        if addr.is_none() {
+            problems.add(
+                "stats.metrics",
+                format!("{text:?} is not an address and port"),
+                "e.g. 127.0.0.1:9464",
+            );
+        }
+        addr
     })
 }
 

@@ -186,21 +186,7 @@ impl Node {
             node.helpers.push(std::thread::spawn(writer));
         }
         if let Some(addr) = config.metrics {
-            let sources = crate::metrics::Sources {
-                pipelines: (node.counters.iter().zip(&config.pipelines))
-                    .map(|((name, counters), p)| (name.clone(), p.stage.role(), Arc::clone(counters)))
-                    .collect(),
-                ports: node.ports.named_ids(),
-                pools: node.ports.pools(),
-                export: node.exporter.as_ref().map(|e| Arc::clone(&e.shared)),
-                start_time: std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0.0, |d| d.as_secs_f64()),
-                node: (config.node_id, config.node_name.clone()),
-            };
-            let serve = crate::metrics::endpoint(addr, sources, Arc::clone(&node.quit))
-                .map_err(|source| RunError::Metrics { addr, source })?;
-            node.helpers.push(std::thread::spawn(serve));
+            node.serve_metrics(addr, config)?;
         }
         #[cfg(feature = "lab")]
         for (file, control) in built.impair_controls {
@@ -217,6 +203,26 @@ impl Node {
             }
         }
         Ok(node)
+    }
+
+    /// The metrics page at `addr`, on a thread of its own.
+    fn serve_metrics(&mut self, addr: std::net::SocketAddr, config: &Config) -> Result<(), RunError> {
+        let sources = crate::metrics::Sources {
+            pipelines: (self.counters.iter().zip(&config.pipelines))
+                .map(|((name, counters), p)| (name.clone(), p.stage.role(), Arc::clone(counters)))
+                .collect(),
+            ports: self.ports.named_ids(),
+            pools: self.ports.pools(),
+            export: self.exporter.as_ref().map(|e| Arc::clone(&e.shared)),
+            start_time: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64()),
+            node: (config.node_id, config.node_name.clone()),
+        };
+        let serve = crate::metrics::endpoint(addr, sources, Arc::clone(&self.quit))
+            .map_err(|source| RunError::Metrics { addr, source })?;
+        self.helpers.push(std::thread::spawn(serve));
+        Ok(())
     }
 
     fn launch(

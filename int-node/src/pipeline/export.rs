@@ -220,6 +220,35 @@ pub struct Exporter {
     staging: Box<[u8; BATCH * REPORT_MAX]>,
 }
 
+/// The Ethernet, IPv4 and UDP headers of every report frame a DPDK port
+/// sends, lengths and checksum left for each frame.
+fn frame_template(export: &PortExport, collector: std::net::SocketAddrV4) -> [u8; 42] {
+    let PortExport { src_mac, dst_mac, src_ip, src_port, .. } = *export;
+    let mut template = [0u8; 42];
+    let ethernet =
+        EthernetRepr { dst: dst_mac, src: src_mac, vlans: [None, None], ethertype: EtherType::Ipv4 };
+    let _ = ethernet.emit(&mut template);
+    let ip = Ipv4Repr {
+        tos: 0,
+        total_len: 0,
+        ident: 0,
+        flags_frag: 0x4000,
+        ttl: 64,
+        protocol: IpProtocol::Udp,
+        checksum: 0,
+        src: src_ip,
+        dst: *collector.ip(),
+        options: [0; 40],
+        options_len: 0,
+    };
+    let (_, ip_udp) = template.split_at_mut(14);
+    let _ = ip.emit(ip_udp, false);
+    let udp = UdpRepr { src_port, dst_port: collector.port(), length: 0, checksum: 0 };
+    let (_, udp_header) = template.split_at_mut(34);
+    let _ = udp.emit(udp_header);
+    template
+}
+
 impl Exporter {
     /// An exporter on the main lcore; `port` is the DPDK port and the pool
     /// its frames come from when `config.path` is a port.
@@ -235,41 +264,13 @@ impl Exporter {
                 socket.connect(config.collector)?;
                 Path::Socket(BatchSender::new(socket))
             }
-            (
-                ExportPath::Port(PortExport { queue, src_mac, dst_mac, src_ip, src_port, .. }),
-                Some((id, pool)),
-            ) => {
+            (ExportPath::Port(export), Some((id, pool))) => {
                 // `check` refuses an IPv6 collector for a port path.
                 let SocketAddr::V4(collector) = config.collector else {
                     return Err(std::io::Error::other("a DPDK port sends reports over IPv4 only"));
                 };
-                let mut template = [0u8; 42];
-                let ethernet = EthernetRepr {
-                    dst: *dst_mac,
-                    src: *src_mac,
-                    vlans: [None, None],
-                    ethertype: EtherType::Ipv4,
-                };
-                let _ = ethernet.emit(&mut template);
-                let ip = Ipv4Repr {
-                    tos: 0,
-                    total_len: 0,
-                    ident: 0,
-                    flags_frag: 0x4000,
-                    ttl: 64,
-                    protocol: IpProtocol::Udp,
-                    checksum: 0,
-                    src: *src_ip,
-                    dst: *collector.ip(),
-                    options: [0; 40],
-                    options_len: 0,
-                };
-                let (_, ip_udp) = template.split_at_mut(14);
-                let _ = ip.emit(ip_udp, false);
-                let udp = UdpRepr { src_port: *src_port, dst_port: collector.port(), length: 0, checksum: 0 };
-                let (_, udp_header) = template.split_at_mut(34);
-                let _ = udp.emit(udp_header);
-                Path::Port { port: id, queue: QueueId(*queue), pool: pool.as_ptr(), template }
+                let template = frame_template(export, collector);
+                Path::Port { port: id, queue: QueueId(export.queue), pool: pool.as_ptr(), template }
             }
             (ExportPath::Port(_), None) => {
                 return Err(std::io::Error::other("no DPDK port for the exporter"))
