@@ -157,11 +157,14 @@ impl PostcardStage {
         counters: &mut Counters,
     ) {
         counters.inc(Counter::watched);
-        let metadata = self.metadata(ingress, figures);
-        let Some(due) = self.due(flow, &metadata, figures.burst_ns, counters) else { return };
+        // What the change rule reads; the whole metadata only for a postcard.
+        let hop_latency = u32::try_from(figures.egress_ns.saturating_sub(ingress)).ok();
+        let figures_read = (hop_latency, figures.queue.map(|(_, depth)| depth));
+        let Some(due) = self.due(flow, figures_read, figures.burst_ns, counters) else { return };
         if !due {
             return counters.inc(Counter::postcards_not_due);
         }
+        let metadata = self.metadata(ingress, figures);
         let Some(packet) = frame.get(contents) else { return };
         let subject = Subject {
             packet,
@@ -188,12 +191,13 @@ impl PostcardStage {
         }
     }
 
-    /// Whether the flow's packet gets a postcard; `None` (counted) when
-    /// the flow table has no room: no rule can be kept for it.
+    /// Whether the flow's packet gets a postcard (by its hop latency and
+    /// queue depth, on change); `None` (counted) when the flow table has no
+    /// room: no rule can be kept for it.
     fn due(
         &mut self,
         flow: FlowRef<'_>,
-        metadata: &HopMetadata,
+        (hop_latency, queue): (Option<u32>, Option<u32>),
         now_ns: u64,
         counters: &mut Counters,
     ) -> Option<bool> {
@@ -214,8 +218,8 @@ impl PostcardStage {
         Some(match self.report {
             PostcardReport::Every => packet % self.every == 0,
             PostcardReport::Change => {
-                let latency_class = self.classes.latency.class(metadata.hop_latency);
-                let queue_class = self.classes.queue.class(metadata.queue.map(|(_, depth)| depth));
+                let latency_class = self.classes.latency.class(hop_latency);
+                let queue_class = self.classes.queue.class(queue);
                 let changed = (latency_class, queue_class) != (watched.latency_class, watched.queue_class);
                 watched.latency_class = latency_class;
                 watched.queue_class = queue_class;
