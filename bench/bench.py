@@ -341,6 +341,16 @@ def main():
         ("sink-int21-3hop-rules", "sink", "int21-3hop", {"pipeline": {"int": {"version": "2.1"}, "sink": {"hops": {
             "latency_ns": [10000, 100000, 1000000], "queue": [1000, 10000], "queue_alert": 50000}}},
             "report_share": 0.01}),
+        # The same stacks with no rule reading hops (path_changes off, no
+        # class, no alert: the sink digests nothing), the baseline of the
+        # two above; and both rule sets fed one packet in 16 per flow.
+        ("sink-int21-3hop-off", "sink", "int21-3hop", {"pipeline": {"int": {"version": "2.1"}, "sink": {"path_changes": False}},
+            "report_share": 0.01}),
+        ("sink-int21-3hop-s16", "sink", "int21-3hop", {"pipeline": {"int": {"version": "2.1"}, "sink": {"hops": {"sample": 16}}},
+            "report_share": 0.01}),
+        ("sink-int21-3hop-rules-s16", "sink", "int21-3hop", {"pipeline": {"int": {"version": "2.1"}, "sink": {"hops": {
+            "latency_ns": [10000, 100000, 1000000], "queue": [1000, 10000], "queue_alert": 50000, "sample": 16}}},
+            "report_share": 0.01}),
         # IPv6 UDP (no extension headers) of the same frame sizes, the DSCP
         # marking (Host-INT's, or INT 2.1's) in the Traffic Class.
         ("source-dscp-v6", "source", "v6", {}),

@@ -57,6 +57,39 @@ fn each_rule_answers_for_its_own_figure() {
     assert_eq!(count(&run, "reports_hop_change"), FLOWS as u64, "{}", run.stdout());
 }
 
+/// `hops: {sample: 7}`: one packet in 7 of each flow (by packet number)
+/// feeds the path rule. Each flow's middle switch changes at its 16th
+/// packet, numbered 15 or 16, neither a multiple of 7: the first changed
+/// packet alone is not read (every packet read, it is reported), and each
+/// flow's path change is reported within 7 changed packets, the delay
+/// docs/performance.md states. Replays cut after each flow's first changed
+/// packet, and after its 7th.
+#[test]
+fn a_sampled_path_rule_reports_within_n_packets() {
+    let dir = workdir("hop-rules-sampled");
+    let frames = path_change_stacks(&dir);
+    let stacks = read_pcap(&dir.join("hops.pcap"));
+    let cut = |changed: usize| {
+        let name = format!("hops-{changed}.pcap");
+        write_pcap(&dir.join(&name), stacks.get(..MOVED_FROM + changed * FLOWS).unwrap());
+        name
+    };
+    let run = |pcap: &str, rules: &str| {
+        let section = format!("    int: {{version: 2.1}}\n    clock: rx-timestamp\n    sink: {rules}\n");
+        let collector = Collector::new();
+        run_node(&dir, &node_config("sink", pcap, "out.pcap", &section, Some(&collector.addr())))
+    };
+    let (first, seventh) = (cut(1), cut(7));
+    let every = run(&first, "{}");
+    assert_eq!(every.counter("sink", "reports_path_change"), FLOWS as u64, "{}", every.stdout());
+    let sampled = run(&first, "{hops: {sample: 7}}");
+    assert_eq!(sampled.counter("sink", "reports_path_change"), 0, "{}", sampled.stdout());
+    let sampled = run(&seventh, "{hops: {sample: 7}}");
+    assert_eq!(sampled.counter("sink", "reports_path_change"), FLOWS as u64, "{}", sampled.stdout());
+    assert_eq!(sampled.counter("sink", "path_untold"), 0);
+    assert_same_frames(&read_pcap(&dir.join("out.pcap")), frames.get(..MOVED_FROM + 7 * FLOWS).unwrap());
+}
+
 /// int-node's own transit hop, on the host clock: each packet's hop
 /// latency is the time from its burst's arrival at the stage to its TX
 /// (its egress time minus its ingress time), foretold from the burst

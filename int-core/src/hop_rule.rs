@@ -66,6 +66,54 @@ impl Bounds {
     }
 }
 
+/// Which packets of a flow feed the hop rules: every packet, one in N
+/// (those whose packet number N divides), or none (no rule reads hops).
+/// A packet without a number feeds them unless they are off: without a
+/// number there is no per-flow count to sample by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sample {
+    /// 0: none; 1: every packet.
+    every: u32,
+    /// `ceil(2^64 / every)`: `n` is a multiple of `every` where
+    /// `n * magic` (mod 2^64) is below it (Lemire, Kaser and Kurz, "Faster
+    /// remainder by direct computation", 2019): a multiply, not a division,
+    /// per packet.
+    magic: u64,
+}
+
+impl Sample {
+    /// No packet: the rules read nothing (no path rule, no class, no alert).
+    pub const NONE: Sample = Sample { every: 0, magic: 0 };
+
+    /// One packet in `every` per flow; 0 is [`Sample::NONE`].
+    pub fn every(every: u32) -> Sample {
+        let magic = (u64::MAX / u64::from(every.max(1))).wrapping_add(1);
+        Sample { every, magic }
+    }
+
+    pub fn get(&self) -> u32 {
+        self.every
+    }
+
+    /// Whether the packet numbered `sequence` (`None`: not numbered)
+    /// feeds the rules.
+    #[inline(always)]
+    pub fn takes(&self, sequence: Option<u32>) -> bool {
+        match (self.every, sequence) {
+            (0, _) => false,
+            (_, None) => true,
+            // every = 1: magic is 0 and the bound all ones.
+            (_, Some(n)) => u64::from(n).wrapping_mul(self.magic) <= self.magic.wrapping_sub(1),
+        }
+    }
+}
+
+impl Default for Sample {
+    fn default() -> Self {
+        Sample::every(1)
+    }
+}
+
 /// The sink's hop rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct HopRule {
@@ -76,6 +124,8 @@ pub struct HopRule {
     pub queue: Bounds,
     /// A hop's queue occupancy at or over this is flagged; `None`: off.
     pub queue_alert: Option<u32>,
+    /// Which packets are digested (the INT 2.1 sink's; others digest all).
+    pub sample: Sample,
 }
 
 /// One hop as the rule reads it.
@@ -126,6 +176,9 @@ pub enum Untold {
     Repeated,
     /// More than [`MAX_HOPS`].
     TooMany,
+    /// Not read: a packet the sampled rules pass over, or the rules are
+    /// off ([`Sample`]). Not counted; the flow keeps its digest.
+    Skipped,
 }
 
 /// What changed between a flow's last digest and this packet's.
@@ -268,7 +321,26 @@ mod tests {
             latency: Bounds::new(&[10_000, 100_000]).unwrap(),
             queue: Bounds::new(&[1000]).unwrap(),
             queue_alert: Some(5000),
+            sample: Sample::default(),
         }
+    }
+
+    /// One in N by packet number, for any N, checked against `%`; none
+    /// when off; unnumbered packets fed unless off.
+    #[test]
+    fn a_sample_takes_the_multiples_of_n() {
+        for every in [1, 2, 3, 7, 10, 64, 100, 1000, 65_537, u32::MAX - 1, u32::MAX] {
+            let sample = Sample::every(every);
+            let numbers =
+                (0..3000).chain(u32::MAX - 3000..=u32::MAX).chain((0..32).map(|k| every.wrapping_mul(k)));
+            for n in numbers {
+                assert_eq!(sample.takes(Some(n)), n % every == 0, "{n} in {every}");
+            }
+            assert!(sample.takes(None));
+        }
+        assert_eq!(Sample::every(0), Sample::NONE);
+        assert!(!Sample::NONE.takes(Some(0)) && !Sample::NONE.takes(None));
+        assert_eq!(Sample::default().get(), 1);
     }
 
     #[test]

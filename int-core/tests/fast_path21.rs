@@ -115,6 +115,7 @@ fn rule() -> HopRule {
         latency: Bounds::new(&[100, 10_000]).unwrap(),
         queue: Bounds::new(&[16, 1024]).unwrap(),
         queue_alert: Some(512),
+        ..HopRule::default()
     }
 }
 

@@ -16,22 +16,27 @@ pub const FULLER_FROM: usize = 60;
 pub const INSTRUCTIONS: &str =
     "[node_id, l1_port_ids, hop_latency, queue_occupancy, ingress_timestamp, egress_timestamp]";
 
-/// Packet `i` after the source and the two switches.
-fn switch_hops(frame: &[u8], i: usize) -> Vec<u8> {
+/// In [`path_change_stacks`], from this packet on the middle hop is
+/// another switch: 10.0.0.7 in place of 10.0.0.5.
+pub const MOVED_FROM: usize = SLOWER_FROM;
+
+/// Packet `i` after the source and the two switches (`moved`: the middle
+/// one another from [`MOVED_FROM`] on, its figures never stepping).
+fn switch_hops(frame: &[u8], i: usize, moved: bool) -> Vec<u8> {
     let domain = dscp_domain21();
     let mut buffer = vec![0u8; 256 + frame.len()];
     buffer[256..].copy_from_slice(frame);
     let mut view = int_core::FrameBuf::new(&mut buffer, 256, frame.len()).unwrap();
     let middle = HopMetadata {
-        node_id: Some(0x0a00_0005),
-        hop_latency: Some(if i >= SLOWER_FROM { 50_000 } else { 5_000 }),
+        node_id: Some(if moved && i >= MOVED_FROM { 0x0a00_0007 } else { 0x0a00_0005 }),
+        hop_latency: Some(if !moved && i >= SLOWER_FROM { 50_000 } else { 5_000 }),
         queue: Some((0, 10)),
         ..HopMetadata::default()
     };
     let last = HopMetadata {
         node_id: Some(0x0a00_0006),
         hop_latency: Some(1_000),
-        queue: Some((3, if i >= FULLER_FROM { 9_000 } else { 10 })),
+        queue: Some((3, if !moved && i >= FULLER_FROM { 9_000 } else { 10 })),
         ..HopMetadata::default()
     };
     for hop in [middle, last] {
@@ -43,6 +48,16 @@ fn switch_hops(frame: &[u8], i: usize) -> Vec<u8> {
 /// The stacks as the sink reads them, in `dir/hops.pcap`; the original
 /// frames.
 pub fn three_hop_stacks(dir: &std::path::Path) -> Vec<Vec<u8>> {
+    stacks(dir, false)
+}
+
+/// [`three_hop_stacks`] whose path changes at [`MOVED_FROM`], and nothing
+/// else: each flow's middle hop another switch with the same figures.
+pub fn path_change_stacks(dir: &std::path::Path) -> Vec<Vec<u8>> {
+    stacks(dir, true)
+}
+
+fn stacks(dir: &std::path::Path, moved: bool) -> Vec<Vec<u8>> {
     let frames = mixed_traffic(PACKETS, FLOWS, 200);
     write_pcap(&dir.join("in.pcap"), &frames);
     // The source's times are the capture's (whole µs, as the sink reads
@@ -55,7 +70,7 @@ pub fn three_hop_stacks(dir: &std::path::Path) -> Vec<Vec<u8>> {
     let source = run_node(dir, &node_config("source", "in.pcap", "int.pcap", &section, None));
     assert_eq!(source.counter("source", "instrumented"), PACKETS as u64, "{}", source.stdout());
     let pushed: Vec<Vec<u8>> =
-        read_pcap(&dir.join("int.pcap")).iter().enumerate().map(|(i, f)| switch_hops(f, i)).collect();
+        read_pcap(&dir.join("int.pcap")).iter().enumerate().map(|(i, f)| switch_hops(f, i, moved)).collect();
     write_pcap(&dir.join("hops.pcap"), &pushed);
     retime_after_source21(&dir.join("hops.pcap"), &dscp_domain21(), 250_000);
     frames

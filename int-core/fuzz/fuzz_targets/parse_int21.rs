@@ -52,6 +52,7 @@ fn check_digest(md: &int21::MdStack<'_>, hops: &[HopMetadata], known: u8) {
         latency: Bounds::new(&[1000, 100_000]).expect("bounds"),
         queue: if known & 2 == 0 { Bounds::default() } else { Bounds::new(&[16]).expect("bounds") },
         queue_alert: Some(0x8000),
+        ..HopRule::default()
     };
     let digest = md.hop_digest(&rule);
     if !md.header.instructions.contains(Instructions::NODE_ID) {

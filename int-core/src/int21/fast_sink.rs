@@ -33,7 +33,7 @@ pub struct FastInt {
     /// pushed), as [`super::HopMetadata`] reads them.
     pub source_node: Option<u32>,
     pub source_ns: Option<u64>,
-    /// [`super::MdStack::hop_digest`].
+    /// [`super::MdStack::sampled_digest`].
     pub hops: Result<HopDigest, Untold>,
     /// The DSCP the shim kept.
     dscp: u8,
@@ -90,13 +90,14 @@ fn read_md(block: &[u8], domain: &Domain, rule: &HopRule, frame: FastFrame) -> O
     MdBlock::check(&header, stack.len(), source_only_words).ok()?;
     let md = MdStack { header, stack, source_only_words };
     let (source_node, source_ns) = bottom_hop(&md);
+    let sequence = domain.source_only.sequence_of(&md);
     Some(FastInt {
         frame,
         discard: header.discard,
-        sequence: domain.source_only.sequence_of(&md),
+        sequence,
         source_node,
         source_ns,
-        hops: md.hop_digest(rule),
+        hops: md.sampled_digest(rule, sequence),
         dscp: head[3] >> 2,
         block_len: len as u16,
     })

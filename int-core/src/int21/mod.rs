@@ -190,6 +190,17 @@ impl<'a> MdStack<'a> {
         self.stack.get(start..).unwrap_or_default()
     }
 
+    /// [`MdStack::hop_digest`] for a packet the rule's [`crate::hop_rule::Sample`] takes
+    /// (`sequence`: its number), else [`Untold::Skipped`], the stack unread.
+    #[inline(always)]
+    pub fn sampled_digest(&self, rule: &HopRule, sequence: Option<u32>) -> Result<HopDigest, Untold> {
+        if rule.sample.takes(sequence) {
+            self.hop_digest(rule)
+        } else {
+            Err(Untold::Skipped)
+        }
+    }
+
     /// The hops as the sink's hop rule reads them (node id, hop latency,
     /// queue occupancy), newest first, read in place: what
     /// [`HopRule::digest`] defines.

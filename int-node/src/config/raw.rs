@@ -308,6 +308,14 @@ pub struct RawHops {
     pub queue_alert: Option<u32>,
     #[serde(default = "default_queue_quota")]
     pub queue_quota: u32,
+    /// INT 2.1 sink: one packet in N of each flow (by packet number) feeds
+    /// the path and hop rules; 1: every packet.
+    #[serde(default = "every_packet")]
+    pub sample: u32,
+}
+
+fn every_packet() -> u32 {
+    1
 }
 
 impl Default for RawHops {
@@ -317,6 +325,7 @@ impl Default for RawHops {
             queue: Vec::new(),
             queue_alert: None,
             queue_quota: default_queue_quota(),
+            sample: 1,
         }
     }
 }

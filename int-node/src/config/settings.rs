@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
-use int_core::hop_rule::{Bounds, HopRule, MAX_BOUNDS};
+use int_core::hop_rule::{Bounds, HopRule, Sample, MAX_BOUNDS};
 use int_core::int05::source::TailStyle;
 use int_core::int05::{instruction, Instructions, ShimType};
 use int_core::int21::Instructions as Int21;
@@ -175,6 +175,13 @@ pub fn postcard_settings(raw: &RawPostcard, path: &str, problems: &mut Problems)
             format!("{path}.hops.queue_alert"),
             "a queue alert on a postcard node",
             "remove it: a postcard reports classes (latency_ns, queue) only",
+        );
+    }
+    if raw.hops.sample != 1 {
+        problems.add(
+            format!("{path}.hops.sample"),
+            format!("{} on a postcard node", raw.hops.sample),
+            "remove it: a sink's setting; a postcard node samples with report: every",
         );
     }
     check_capacity(raw.flows.capacity, path, problems);
@@ -352,9 +359,27 @@ pub fn sink_settings(raw: &RawSink, path: &str, problems: &mut Problems) -> Sink
         max_report_delay_ms: raw.loss.max_report_delay_ms,
         max_skew_ns: max_skew_ns(raw, path, problems),
         path_changes: raw.path_changes,
-        hops: hop_rule(&raw.hops, path, problems),
+        hops: sink_hop_rule(raw, path, problems),
         queue_quota: raw.hops.queue_quota,
     }
+}
+
+/// A sink's `sink.hops` with its sample: none where no rule reads a hop
+/// (`path_changes: false`, no class, no queue alert), so that the sink
+/// does not digest stacks no rule looks at.
+fn sink_hop_rule(raw: &RawSink, path: &str, problems: &mut Problems) -> HopRule {
+    let rule = hop_rule(&raw.hops, path, problems);
+    let every = raw.hops.sample;
+    if every == 0 {
+        problems.add(
+            format!("{path}.hops.sample"),
+            "0",
+            "one packet in N of each flow feeds the hop rules, e.g. 16; 1 feeds every packet",
+        );
+    }
+    let read = raw.path_changes || rule.has_classes() || rule.queue_alert.is_some();
+    let sample = if read { Sample::every(every.max(1)) } else { Sample::NONE };
+    HopRule { sample, ..rule }
 }
 
 /// `sink.hops`: the classes of a hop's latency and queue occupancy.
@@ -371,7 +396,7 @@ fn hop_rule(raw: &RawHops, path: &str, problems: &mut Problems) -> HopRule {
     };
     let latency = bounds(&raw.latency_ns, "latency_ns", "[10000, 100000, 1000000]");
     let queue = bounds(&raw.queue, "queue", "[1000, 10000]");
-    HopRule { latency, queue, queue_alert: raw.queue_alert }
+    HopRule { latency, queue, queue_alert: raw.queue_alert, sample: Sample::default() }
 }
 
 /// `latency.max_skew_ms` in ns: at most 2^31 ns (half of what 32 bits tell).

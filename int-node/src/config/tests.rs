@@ -584,3 +584,38 @@ fn ioam_domain() {
         .iter()
         .any(|p| p.starts_with("pipelines[0].int.namespace: namespace is a key of IOAM domains")));
 }
+
+/// `sink.hops.sample`: one packet in N of each flow feeds the hop rules;
+/// 0 is refused at its path with a hint; a postcard node refuses it; with
+/// no rule reading hops (`path_changes: false`, no class, no alert) the
+/// sink digests no stack at all.
+#[test]
+fn hop_sample_and_rules_off() {
+    let sink = |sink: &str| {
+        MINIMAL
+            .replace("role: forward", "role: sink")
+            .replace("    lcore: 1", &format!("    lcore: 1\n    int: {{version: 2.1}}\n    sink: {sink}"))
+            + "export: {collector: '127.0.0.1:32766'}\n"
+    };
+    let sample_of = |text: &str| match &parse(text).unwrap().pipelines[0].stage {
+        StageConfig::Sink(settings) => settings.hops.sample,
+        _ => panic!("not a sink"),
+    };
+    use int_core::hop_rule::Sample;
+    assert_eq!(sample_of(&sink("{}")), Sample::every(1));
+    assert_eq!(sample_of(&sink("{hops: {sample: 16}}")), Sample::every(16));
+    assert_eq!(sample_of(&sink("{path_changes: false}")), Sample::NONE);
+    assert_eq!(sample_of(&sink("{path_changes: false, hops: {queue_alert: 9}}")), Sample::every(1));
+    assert_eq!(
+        sample_of(&sink("{path_changes: false, hops: {latency_ns: [10], sample: 4}}")),
+        Sample::every(4)
+    );
+    let zero = problems(&sink("{hops: {sample: 0}}"));
+    assert_eq!(zero.iter().map(|p| p.path.as_str()).collect::<Vec<_>>(), ["pipelines[0].sink.hops.sample"]);
+    assert!(zero[0].hint.contains("1 feeds every packet"), "{}", zero[0].hint);
+    let postcard = sink("{}")
+        .replace("role: sink", "role: postcard")
+        .replace("sink: {}", "postcard: {report: change, hops: {sample: 4}}");
+    let paths: Vec<String> = problems(&postcard).into_iter().map(|p| p.path).collect();
+    assert_eq!(paths, ["pipelines[0].postcard.hops.sample"]);
+}

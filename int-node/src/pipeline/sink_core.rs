@@ -302,7 +302,8 @@ impl SinkRules {
     /// latency rule's first report. Without classes every change is the
     /// path's (an 8-bit path digest that missed it cannot make it a hop's).
     /// `untold_counts`: a stack the rule cannot digest is counted
-    /// `path_untold` (not for INT-MX, which carries none).
+    /// `path_untold` (not for INT-MX, which carries none); one the rules
+    /// did not read ([`Untold::Skipped`]: sampled out, or rules off) is not.
     #[inline(always)]
     pub fn hops(
         &mut self,
@@ -312,9 +313,13 @@ impl SinkRules {
         now_ns: u64,
         counters: &mut Counters,
     ) -> Option<Counter> {
-        let Ok(digest) = hops else {
-            counters.add(Counter::path_untold, u64::from(untold_counts));
-            return None;
+        let digest = match hops {
+            Ok(digest) => digest,
+            Err(Untold::Skipped) => return None,
+            Err(_) => {
+                counters.add(Counter::path_untold, u64::from(untold_counts));
+                return None;
+            }
         };
         let change = digest.change_from(flow.port_or_hops, flow.path);
         (flow.port_or_hops, flow.path) = (digest.hops(), digest.path());
@@ -470,15 +475,19 @@ mod tests {
     }
 
     /// A stack the hop rule cannot digest is counted, but not an INT-MX
-    /// packet's (it carries none); neither is reported.
+    /// packet's (it carries none), nor one the rules did not read (sampled
+    /// out, or rules off); none is reported, and the flow keeps its digest.
     #[test]
-    fn untold_stacks_are_counted_but_not_mx() {
+    fn untold_stacks_are_counted_but_not_mx_nor_skipped() {
         let mut sink = sink21();
         let (mut counters, mut flow) = (Counters::default(), SinkFlow::default());
+        (flow.port_or_hops, flow.path) = (0x1234, 0x56);
         let rules = &mut sink.core.rules;
         assert_eq!(rules.hops(&mut flow, Err(Untold::TooMany), true, 0, &mut counters), None);
         assert_eq!(rules.hops(&mut flow, Err(Untold::TooMany), false, 0, &mut counters), None);
+        assert_eq!(rules.hops(&mut flow, Err(Untold::Skipped), true, 0, &mut counters), None);
         assert_eq!(counters.get(Counter::path_untold), 1);
+        assert_eq!((flow.port_or_hops, flow.path), (0x1234, 0x56));
     }
 
     /// A sink clock behind the source's is skew (the largest kept), one
