@@ -214,9 +214,9 @@ pub struct CollectArgs {
     /// docs/ipfix.md).
     #[arg(long, default_value_t = ipfix::DEFAULT_PEN)]
     pub ipfix_pen: u32,
-    /// Observations waiting for the IPFIX exporter at most; beyond, new
-    /// ones are dropped and counted.
-    #[arg(long, default_value_t = 200_000)]
+    /// No longer used (each reader adds its figures up itself, nothing is
+    /// queued); accepted so that existing command lines still run.
+    #[arg(long, default_value_t = 200_000, hide = true)]
     pub ipfix_buffer: usize,
     /// What each node is called: a YAML file of node ids (numbers, 0x hex
     /// or dotted quads) to names, and optionally interface names per node
@@ -636,7 +636,10 @@ fn books(
     (0..readers)
         .map(|_| {
             let join = join::Join::new(args.join_window_ms, args.domain_nodes.clone(), args.join_confirm);
-            let outputs = running.iter().map(|r| Arc::clone(&r.output)).collect();
+            let outputs = running
+                .iter()
+                .map(|r| r.output.for_reader().unwrap_or_else(|| Arc::clone(&r.output)))
+                .collect();
             let mut books = Books::new(sizes, join, outputs, Arc::clone(&base));
             books.feed = feeder.map(stream::publish::Feeder::feed);
             Arc::new(Mutex::new(books))
@@ -768,7 +771,6 @@ fn start_ipfix(target: &str, args: &CollectArgs) -> Result<outputs::Running, Col
         interval,
         domain: args.ipfix_domain,
         pen: args.ipfix_pen,
-        buffer: args.ipfix_buffer,
         limit: args.max_flows,
     };
     eprintln!("collect: exporting IPFIX to {target} every {} s", args.ipfix_interval);

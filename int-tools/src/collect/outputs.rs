@@ -32,6 +32,12 @@ pub trait Output: Send + Sync {
     fn path_change(&self, _change: &PathChange) {}
     /// A drop report of `node` (the reporting node) for `reason`.
     fn drop_reported(&self, _node: u32, _reason: u8) {}
+    /// A handle of its own for one reader's books, for an output that adds
+    /// up per reader (IPFIX: no lock or queue shared per report); none:
+    /// every reader shares this one.
+    fn for_reader(&self) -> Option<Arc<dyn Output>> {
+        None
+    }
 }
 
 /// An output's counts, for the summary and the Prometheus page.

@@ -1,9 +1,12 @@
-//! One export interval's figures, kept on the exporter's thread: per flow
-//! (times, packets seen and lost, one-way delay, path and its changes),
-//! per hop (a node with its interfaces: reports, hop latency, queue
-//! occupancy), per link (latency) and per node and drop reason (drop
-//! reports). Each becomes one data record at the interval's end
-//! (templates.rs has their fields); then it starts empty.
+//! One export interval's figures, kept by each reader beside its books
+//! (so that nothing crosses a thread per report): per flow (times,
+//! packets seen and lost, one-way delay, path and its changes), per hop (a
+//! node with its interfaces: reports, hop latency, queue occupancy), per
+//! link (latency) and per node and drop reason (drop reports). At the
+//! interval's end the exporter takes every reader's, merges them
+//! ([`Interval::merge`]) and writes a data record of each (templates.rs
+//! has their fields). Once a flow, hop, link or reason is in the interval
+//! a report adds to plain fields: no allocation.
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
@@ -40,6 +43,21 @@ impl Stat {
         self.sum += i128::from(value);
     }
 
+    /// Another reader's values of the same interval added.
+    pub fn merge(&mut self, other: &Stat) {
+        if other.count == 0 {
+            return;
+        }
+        if self.count == 0 {
+            *self = *other;
+            return;
+        }
+        self.count += other.count;
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+        self.sum += other.sum;
+    }
+
     /// The mean, rounded toward zero; none without values.
     pub fn mean(&self) -> Option<i64> {
         (self.count > 0).then(|| (self.sum / i128::from(self.count)) as i64)
@@ -59,9 +77,33 @@ pub struct Flow {
     pub lost: u64,
     pub source_node: Option<u32>,
     pub sink_node: Option<u32>,
-    /// The newest path its reports told, source first.
+    /// The newest path its reports told, source first, and when it was
+    /// told (to merge readers' intervals: the newer wins).
     pub path: Vec<u32>,
+    pub path_ns: u64,
     pub path_changes: u32,
+}
+
+impl Flow {
+    /// Another reader's figures of the same flow and interval added.
+    fn merge(&mut self, other: Flow) {
+        let newer = other.last_ns >= self.last_ns;
+        stretch(&mut self.first_ns, &mut self.last_ns, other.first_ns);
+        stretch(&mut self.first_ns, &mut self.last_ns, other.last_ns);
+        self.delay.merge(&other.delay);
+        self.lost += other.lost;
+        if newer {
+            self.source_node = other.source_node.or(self.source_node);
+            self.sink_node = other.sink_node.or(self.sink_node);
+        } else {
+            self.source_node = self.source_node.or(other.source_node);
+            self.sink_node = self.sink_node.or(other.sink_node);
+        }
+        if !other.path.is_empty() && (self.path.is_empty() || other.path_ns >= self.path_ns) {
+            (self.path, self.path_ns) = (other.path, other.path_ns);
+        }
+        self.path_changes = self.path_changes.saturating_add(other.path_changes);
+    }
 }
 
 /// A node with its interfaces, in this interval.
@@ -72,6 +114,16 @@ pub struct Hop {
     pub reports: u64,
     pub latency: Stat,
     pub queue: Stat,
+}
+
+impl Hop {
+    fn merge(&mut self, other: &Hop) {
+        stretch(&mut self.first_ns, &mut self.last_ns, other.first_ns);
+        stretch(&mut self.first_ns, &mut self.last_ns, other.last_ns);
+        self.reports += other.reports;
+        self.latency.merge(&other.latency);
+        self.queue.merge(&other.queue);
+    }
 }
 
 /// A node, its ingress and its egress interface (all ones: not reported).
@@ -97,6 +149,9 @@ pub struct Interval {
     pub drops: BTreeMap<(u32, u8), Drops>,
     pub unrecorded: u64,
     limit: usize,
+    /// A report's path, told before it replaces a flow's (kept: its room
+    /// is reused report after report).
+    scratch: Vec<u32>,
 }
 
 /// The entry of `key`, made while the map holds fewer than `limit`; none,
@@ -130,6 +185,41 @@ impl Interval {
         self.flows.is_empty() && self.hops.is_empty() && self.links.is_empty() && self.drops.is_empty()
     }
 
+    /// Another reader's interval added: the same limits, what passes them
+    /// counted `unrecorded` (a flow's reports reach one socket, so its
+    /// figures are mostly in one reader's).
+    pub fn merge(&mut self, other: Interval) {
+        self.unrecorded += other.unrecorded;
+        for (key, flow) in other.flows {
+            if let Some(ours) = self.flows.get_mut(&key) {
+                ours.merge(flow);
+            } else if self.flows.len() < self.limit {
+                self.flows.insert(key, flow);
+            } else {
+                self.unrecorded += 1;
+            }
+        }
+        for (key, hop) in &other.hops {
+            if let Some(ours) = entry_within(&mut self.hops, *key, self.limit, &mut self.unrecorded) {
+                ours.merge(hop);
+            }
+        }
+        for (ends, (first, last, stat)) in &other.links {
+            if let Some(ours) = entry_within(&mut self.links, *ends, self.limit, &mut self.unrecorded) {
+                stretch(&mut ours.0, &mut ours.1, *first);
+                stretch(&mut ours.0, &mut ours.1, *last);
+                ours.2.merge(stat);
+            }
+        }
+        for (key, drops) in &other.drops {
+            if let Some(ours) = entry_within(&mut self.drops, *key, self.limit, &mut self.unrecorded) {
+                stretch(&mut ours.first_ns, &mut ours.last_ns, drops.first_ns);
+                stretch(&mut ours.first_ns, &mut ours.last_ns, drops.last_ns);
+                ours.reports += drops.reports;
+            }
+        }
+    }
+
     fn flow(&mut self, key: FlowKey, ns: u64) -> Option<&mut Flow> {
         if !self.flows.contains_key(&key) && self.flows.len() >= self.limit {
             self.unrecorded += 1;
@@ -153,11 +243,17 @@ impl Interval {
 
     /// A report's hops, its links and its path.
     pub fn hops(&mut self, seen: &Seen<'_>, arrival_ns: u64) {
-        if let Some(path) = hops::path_of(seen) {
+        let mut path = std::mem::take(&mut self.scratch);
+        if hops::path_into(seen, &mut path) {
             if let Some(flow) = self.flow(seen.flow, arrival_ns) {
-                flow.path = path;
+                // The same path as the last report's, mostly: nothing to copy.
+                if flow.path != path {
+                    flow.path.clone_from(&path);
+                }
+                flow.path_ns = arrival_ns;
             }
         }
+        self.scratch = path;
         for hop in seen.hops {
             self.hop(hop, arrival_ns);
         }
