@@ -390,6 +390,13 @@ impl Books {
         print::print(&record, print);
     }
 
+    /// The batch taken next arrived at `at_ns`, ns since the epoch.
+    pub fn arrived(&mut self, at_ns: u64) {
+        for output in &self.outputs {
+            output.arrived(at_ns);
+        }
+    }
+
     pub fn observe(&mut self, observed: &Observed) {
         self.ledger.observe(observed);
         for output in &self.outputs {

@@ -24,6 +24,10 @@ pub trait Output: Send + Sync {
     }
     /// A record in the schema of docs/output.md.
     fn record(&self, _record: &Value) {}
+    /// What is handed over next arrived at `at_ns` (ns since the epoch,
+    /// once per batch of datagrams): the time of arrival without a clock
+    /// read per report.
+    fn arrived(&self, _at_ns: u64) {}
     /// A latency or loss observation.
     fn observed(&self, _observed: &Observed) {}
     /// A report's hops.

@@ -145,43 +145,59 @@ pub struct Recorder {
     table: Table,
     tables: Arc<Tables>,
     limit: usize,
+    /// When the reader's current batch arrived (ns since the epoch); 0: a
+    /// reader that does not say (the aggregator), the clock is read.
+    arrival_ns: AtomicU64,
     /// Never sends: its channel's end tells the exporter the readers are.
-    _alive: SyncSender<()>,
+    alive: SyncSender<()>,
 }
 
 impl Output for Recorder {
     fn for_reader(&self) -> Option<Arc<dyn Output>> {
         let table = self.tables.add(self.limit);
-        let (tables, limit, _alive) = (Arc::clone(&self.tables), self.limit, self._alive.clone());
-        Some(Arc::new(Recorder { table, tables, limit, _alive }))
+        let (tables, limit, alive) = (Arc::clone(&self.tables), self.limit, self.alive.clone());
+        Some(Arc::new(Recorder { table, tables, limit, arrival_ns: AtomicU64::new(0), alive }))
+    }
+
+    fn arrived(&self, at_ns: u64) {
+        self.arrival_ns.store(at_ns, Ordering::Relaxed);
     }
 
     fn observed(&self, observed: &Observed) {
         if let Ok(mut interval) = self.table.lock() {
-            interval.observed(observed, now_ns());
+            interval.observed(observed, self.arrival());
         }
     }
 
     fn hops(&self, seen: &Seen<'_>) {
         if let Ok(mut interval) = self.table.lock() {
-            interval.hops(seen, now_ns());
+            interval.hops(seen, self.arrival());
         }
     }
 
     fn path_change(&self, change: &PathChange) {
         if let Ok(mut interval) = self.table.lock() {
-            interval.path_change(change.flow, now_ns());
+            interval.path_change(change.flow, self.arrival());
         }
     }
 
     fn drop_reported(&self, node: u32, reason: u8) {
         if let Ok(mut interval) = self.table.lock() {
-            interval.drop_reported(node, reason, now_ns());
+            interval.drop_reported(node, reason, self.arrival());
         }
     }
 }
 
-/// When a report arrived: ns since the epoch.
+impl Recorder {
+    /// When the report being added arrived: ns since the epoch.
+    fn arrival(&self) -> u64 {
+        match self.arrival_ns.load(Ordering::Relaxed) {
+            0 => now_ns(),
+            at_ns => at_ns,
+        }
+    }
+}
+
 fn now_ns() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
 }
@@ -232,7 +248,8 @@ pub fn start(settings: Settings) -> Running {
     let tables = Arc::new(Tables::default());
     let limit = settings.limit;
     let table = tables.add(limit);
-    let recorder = Recorder { table, tables: Arc::clone(&tables), limit, _alive: alive };
+    let arrival_ns = AtomicU64::new(0);
+    let recorder = Recorder { table, tables: Arc::clone(&tables), limit, arrival_ns, alive };
     let exporter = exporter::Exporter::new(settings, Arc::clone(&counts));
     let thread = std::thread::spawn(move || exporter.run(&tables, &ended));
     Running { output: Arc::new(recorder), counted: counts, thread }
