@@ -17,7 +17,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use super::interval::{drop_record, flow_record, hop_record, link_record, Interval};
+use super::interval::{drop_record, flow_record, hop_record, link_record, sorted, Interval};
 use super::message::{emit_template, template_len, Header, MessageBuilder, TEMPLATE_SET_ID};
 use super::templates::Templates;
 use super::{Counts, Settings, Tables, Transport};
@@ -111,19 +111,19 @@ impl Exporter {
             let set = flow_record(&mut record, key, flow, &self.templates);
             self.append(set, &record, &mut in_message);
         }
-        for (key, hop) in &interval.hops {
+        for (key, hop) in sorted(&interval.hops) {
             record.clear();
-            let set = hop_record(&mut record, key, hop);
+            let set = hop_record(&mut record, &key, hop);
             self.append(set, &record, &mut in_message);
         }
-        for (ends, link) in &interval.links {
+        for (ends, link) in sorted(&interval.links) {
             record.clear();
-            let set = link_record(&mut record, *ends, link);
+            let set = link_record(&mut record, ends, link);
             self.append(set, &record, &mut in_message);
         }
-        for (key, drops) in &interval.drops {
+        for (key, drops) in sorted(&interval.drops) {
             record.clear();
-            let set = drop_record(&mut record, *key, drops);
+            let set = drop_record(&mut record, key, drops);
             self.append(set, &record, &mut in_message);
         }
         if in_message > 0 {

@@ -8,7 +8,8 @@
 //! has their fields). Once a flow, hop, link or reason is in the interval
 //! a report adds to plain fields: no allocation.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
+use std::hash::Hash;
 use std::net::IpAddr;
 
 use foldhash::fast::RandomState;
@@ -146,10 +147,11 @@ pub struct Interval {
     /// foldhash, as the ledger's flows: SipHash was a tenth of the
     /// receivers' time with the export on (perf, Host-INT reports).
     pub flows: HashMap<FlowKey, Flow, RandomState>,
-    pub hops: BTreeMap<HopKey, Hop>,
-    pub links: BTreeMap<(u32, u32), (u64, u64, Stat)>,
+    /// Hashed, as the flows: written in key order ([`sorted`]).
+    pub hops: HashMap<HopKey, Hop, RandomState>,
+    pub links: HashMap<(u32, u32), (u64, u64, Stat), RandomState>,
     /// By reporting node and reason.
-    pub drops: BTreeMap<(u32, u8), Drops>,
+    pub drops: HashMap<(u32, u8), Drops, RandomState>,
     pub unrecorded: u64,
     limit: usize,
     /// A report's path, told before it replaces a flow's (kept: its room
@@ -159,8 +161,8 @@ pub struct Interval {
 
 /// The entry of `key`, made while the map holds fewer than `limit`; none,
 /// counted in `unrecorded`, past it.
-fn entry_within<'a, K: Ord, V: Default>(
-    map: &'a mut BTreeMap<K, V>,
+fn entry_within<'a, K: Hash + Eq, V: Default>(
+    map: &'a mut HashMap<K, V, RandomState>,
     key: K,
     limit: usize,
     unrecorded: &mut u64,
@@ -171,6 +173,13 @@ fn entry_within<'a, K: Ord, V: Default>(
         return None;
     }
     Some(map.entry(key).or_default())
+}
+
+/// A map's entries in key order: the order records are written in.
+pub fn sorted<K: Ord + Copy, V>(map: &HashMap<K, V, RandomState>) -> Vec<(K, &V)> {
+    let mut entries: Vec<(K, &V)> = map.iter().map(|(key, value)| (*key, value)).collect();
+    entries.sort_unstable_by_key(|(key, _)| *key);
+    entries
 }
 
 fn stretch(first: &mut u64, last: &mut u64, ns: u64) {
@@ -225,11 +234,7 @@ impl Interval {
     }
 
     fn flow(&mut self, key: FlowKey, ns: u64) -> Option<&mut Flow> {
-        if self.flows.len() >= self.limit && !self.flows.contains_key(&key) {
-            self.unrecorded += 1;
-            return None;
-        }
-        let flow = self.flows.entry(key).or_default();
+        let flow = entry_within(&mut self.flows, key, self.limit, &mut self.unrecorded)?;
         stretch(&mut flow.first_ns, &mut flow.last_ns, ns);
         Some(flow)
     }
@@ -502,17 +507,17 @@ mod tests {
             all.push(Vec::new());
             flow_record(all.last_mut().unwrap(), key, flow, &templates);
         }
-        for (key, hop) in &interval.hops {
+        for (key, hop) in sorted(&interval.hops) {
             all.push(Vec::new());
-            hop_record(all.last_mut().unwrap(), key, hop);
+            hop_record(all.last_mut().unwrap(), &key, hop);
         }
-        for (ends, link) in &interval.links {
+        for (ends, link) in sorted(&interval.links) {
             all.push(Vec::new());
-            link_record(all.last_mut().unwrap(), *ends, link);
+            link_record(all.last_mut().unwrap(), ends, link);
         }
-        for (key, drops) in &interval.drops {
+        for (key, drops) in sorted(&interval.drops) {
             all.push(Vec::new());
-            drop_record(all.last_mut().unwrap(), *key, drops);
+            drop_record(all.last_mut().unwrap(), key, drops);
         }
         all
     }
