@@ -375,6 +375,14 @@ impl Books {
         Books::new(sizes, join::Join::new(1000, Vec::new(), 32), Vec::new(), Default::default())
     }
 
+    /// [`Books::bounded`] with the IPFIX export's recorder, its intervals
+    /// taken by no exporter (for tests: what the export costs a reader).
+    pub fn bounded_exporting(sizes: Sizes) -> Books {
+        let mut books = Books::bounded(sizes);
+        books.outputs.push(ipfix::detached(sizes.flows));
+        books
+    }
+
     /// A record: built only when it is printed or published.
     pub fn emit(&self, print: Print, record: impl FnOnce() -> serde_json::Value) {
         if print == Print::Quiet && !self.outputs.iter().any(|o| o.wants_records()) {

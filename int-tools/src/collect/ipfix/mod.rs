@@ -240,6 +240,15 @@ impl Counted for Counts {
     }
 }
 
+/// A recorder whose intervals no exporter takes: what a reader does for
+/// the export, without a thread (tests).
+pub fn detached(limit: usize) -> Arc<dyn Output> {
+    let (alive, _) = mpsc::sync_channel(0);
+    let tables = Arc::new(Tables::default());
+    let table = tables.add(limit);
+    Arc::new(Recorder { table, tables, limit, arrival_ns: AtomicU64::new(0), alive })
+}
+
 /// Starts the exporter's thread; it exports the last interval and ends
 /// once every [`Recorder`] is dropped.
 pub fn start(settings: Settings) -> Running {
