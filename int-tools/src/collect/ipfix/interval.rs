@@ -175,6 +175,13 @@ fn entry_within<'a, K: Hash + Eq, V: Default>(
     Some(map.entry(key).or_default())
 }
 
+/// Whether `seen` tells `path` (a path [`hops::path_into`] told before:
+/// node ids all given, none twice), source first, then the sink.
+fn same_path(seen: &Seen<'_>, path: &[u32]) -> bool {
+    let nodes = seen.hops.iter().map(|hop| hop.node_id).chain(seen.sink.map(Some));
+    !path.is_empty() && nodes.eq(path.iter().map(|node| Some(*node)))
+}
+
 /// A map's entries in key order: the order records are written in.
 pub fn sorted<K: Ord + Copy, V>(map: &HashMap<K, V, RandomState>) -> Vec<(K, &V)> {
     let mut entries: Vec<(K, &V)> = map.iter().map(|(key, value)| (*key, value)).collect();
@@ -252,17 +259,7 @@ impl Interval {
 
     /// A report's hops, its links and its path.
     pub fn hops(&mut self, seen: &Seen<'_>, arrival_ns: u64) {
-        let mut path = std::mem::take(&mut self.scratch);
-        if hops::path_into(seen, &mut path) {
-            if let Some(flow) = self.flow(seen.flow, arrival_ns) {
-                // The same path as the last report's, mostly: nothing to copy.
-                if flow.path != path {
-                    flow.path.clone_from(&path);
-                }
-                flow.path_ns = arrival_ns;
-            }
-        }
-        self.scratch = path;
+        self.path(seen, arrival_ns);
         for hop in seen.hops {
             self.hop(hop, arrival_ns);
         }
@@ -275,6 +272,24 @@ impl Interval {
             stretch(first, last, arrival_ns);
             stat.record(latency);
         }
+    }
+
+    /// The flow's path, if the report's can be told.
+    fn path(&mut self, seen: &Seen<'_>, arrival_ns: u64) {
+        // Mostly the path of the flow's last report: one walk, no copy.
+        if let Some(flow) = self.flows.get_mut(&seen.flow).filter(|flow| same_path(seen, &flow.path)) {
+            stretch(&mut flow.first_ns, &mut flow.last_ns, arrival_ns);
+            flow.path_ns = arrival_ns;
+            return;
+        }
+        let mut path = std::mem::take(&mut self.scratch);
+        if hops::path_into(seen, &mut path) {
+            if let Some(flow) = self.flow(seen.flow, arrival_ns) {
+                flow.path.clone_from(&path);
+                flow.path_ns = arrival_ns;
+            }
+        }
+        self.scratch = path;
     }
 
     fn hop(&mut self, hop: &HopMetadata, arrival_ns: u64) {
