@@ -56,8 +56,20 @@ fn bytes(hex: &str) -> Vec<u8> {
 
 #[test]
 fn a_known_flows_reports_allocate_nothing() {
+    let books = Books::bounded(Sizes { flows: 16, detailed_flows: 16, nodes: 16, links: 16 });
+    known_flows_reports_allocate_nothing(books);
+}
+
+/// The same with the IPFIX export on (issue 48): the reader adds the
+/// report to its interval's flow in place.
+#[test]
+fn a_known_flows_reports_allocate_nothing_with_the_ipfix_export() {
+    let books = Books::bounded_exporting(Sizes { flows: 16, detailed_flows: 16, nodes: 16, links: 16 });
+    known_flows_reports_allocate_nothing(books);
+}
+
+fn known_flows_reports_allocate_nothing(mut books: Books) {
     let payload = bytes(LATENCY_REPORT);
-    let mut books = Books::bounded(Sizes { flows: 16, detailed_flows: 16, nodes: 16, links: 16 });
     let how = How {
         sink_id: int_core::report::SinkIdWord::Detect,
         int21_domain: int_core::int21::Domain {

@@ -203,9 +203,9 @@ pub struct CollectArgs {
     /// docs/ipfix.md).
     #[arg(long, default_value_t = ipfix::DEFAULT_PEN)]
     pub ipfix_pen: u32,
-    /// Observations waiting for the IPFIX exporter at most; beyond, new
-    /// ones are dropped and counted.
-    #[arg(long, default_value_t = 200_000)]
+    /// No longer used (each reader adds its figures up itself, nothing is
+    /// queued); accepted so that existing command lines still run.
+    #[arg(long, default_value_t = 200_000, hide = true)]
     pub ipfix_buffer: usize,
     /// What each node is called: a YAML file of node ids (numbers, 0x hex
     /// or dotted quads) to names, and optionally interface names per node
@@ -364,6 +364,14 @@ impl Books {
         Books::new(sizes, join::Join::new(1000, Vec::new(), 32), Vec::new(), Default::default())
     }
 
+    /// [`Books::bounded`] with the IPFIX export's recorder, its intervals
+    /// taken by no exporter (for tests: what the export costs a reader).
+    pub fn bounded_exporting(sizes: Sizes) -> Books {
+        let mut books = Books::bounded(sizes);
+        books.outputs.push(ipfix::detached(sizes.flows));
+        books
+    }
+
     /// A record: built only when it is printed or published.
     pub fn emit(&self, print: Print, record: impl FnOnce() -> serde_json::Value) {
         if print == Print::Quiet && !self.outputs.iter().any(|o| o.wants_records()) {
@@ -377,6 +385,13 @@ impl Books {
             output.record(&record);
         }
         print::print(&record, print);
+    }
+
+    /// The batch taken next arrived at `at_ns`, ns since the epoch.
+    pub fn arrived(&mut self, at_ns: u64) {
+        for output in &self.outputs {
+            output.arrived(at_ns);
+        }
     }
 
     pub fn observe(&mut self, observed: &Observed) {
@@ -625,7 +640,10 @@ fn books(
     (0..readers)
         .map(|_| {
             let join = join::Join::new(args.join_window_ms, args.domain_nodes.clone(), args.join_confirm);
-            let outputs = running.iter().map(|r| Arc::clone(&r.output)).collect();
+            let outputs = running
+                .iter()
+                .map(|r| r.output.for_reader().unwrap_or_else(|| Arc::clone(&r.output)))
+                .collect();
             let mut books = Books::new(sizes, join, outputs, Arc::clone(&base));
             books.feed = feeder.map(stream::publish::Feeder::feed);
             Arc::new(Mutex::new(books))
@@ -757,7 +775,6 @@ fn start_ipfix(target: &str, args: &CollectArgs) -> Result<outputs::Running, Col
         interval,
         domain: args.ipfix_domain,
         pen: args.ipfix_pen,
-        buffer: args.ipfix_buffer,
         limit: args.max_flows,
     };
     eprintln!("collect: exporting IPFIX to {target} every {} s", args.ipfix_interval);

@@ -299,18 +299,25 @@ pub fn links<'a>(seen: &'a Seen<'_>) -> impl Iterator<Item = ((u32, u32), i64)> 
 
 /// The node ids from the source to the sink, if the path can be told.
 pub fn path_of(seen: &Seen<'_>) -> Option<Vec<u32>> {
-    if seen.hops.len() >= MAX_PATH {
-        return None;
-    }
     let mut path = Vec::with_capacity(seen.hops.len() + 1);
+    path_into(seen, &mut path).then_some(path)
+}
+
+/// [`path_of`] into `path`'s room (emptied first): whether the path could
+/// be told.
+pub fn path_into(seen: &Seen<'_>, path: &mut Vec<u32>) -> bool {
+    path.clear();
+    if seen.hops.len() >= MAX_PATH {
+        return false;
+    }
     for node in seen.hops.iter().map(|hop| hop.node_id).chain(seen.sink.map(Some)) {
-        let node = node?;
+        let Some(node) = node else { return false };
         if path.contains(&node) {
-            return None;
+            return false;
         }
         path.push(node);
     }
-    Some(path)
+    true
 }
 
 #[cfg(test)]

@@ -166,6 +166,7 @@ fn receive_batch(
             books.ledger.tick();
             let mut reports = 0;
             let at_ns = crate::schema::now_ns();
+            books.arrived(at_ns);
             for datagram in receiver.datagrams() {
                 let from = datagram.from.unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0)));
                 let came = Came { payload: datagram.payload, from, truncated: datagram.truncated, at_ns };

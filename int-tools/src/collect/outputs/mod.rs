@@ -31,6 +31,10 @@ pub trait Output: Send + Sync {
     }
     /// A record in the schema of docs/output.md.
     fn record(&self, _record: &Value) {}
+    /// What is handed over next arrived at `at_ns` (ns since the epoch,
+    /// once per batch of datagrams): the time of arrival without a clock
+    /// read per report.
+    fn arrived(&self, _at_ns: u64) {}
     /// A latency or loss observation.
     fn observed(&self, _observed: &Observed) {}
     /// A report's hops.
@@ -39,6 +43,12 @@ pub trait Output: Send + Sync {
     fn path_change(&self, _change: &PathChange) {}
     /// A drop report of `node` (the reporting node) for `reason`.
     fn drop_reported(&self, _node: u32, _reason: u8) {}
+    /// A handle of its own for one reader's books, for an output that adds
+    /// up per reader (IPFIX: no lock or queue shared per report); none:
+    /// every reader shares this one.
+    fn for_reader(&self) -> Option<Arc<dyn Output>> {
+        None
+    }
 }
 
 /// An output's counts, for the summary and the Prometheus page.

@@ -1,6 +1,6 @@
-//! The exporter's thread: adds observations up into the interval, and at
-//! its end writes the interval's records in messages (RFC 7011), over UDP
-//! or TCP.
+//! The exporter's thread: at each interval's end takes the readers'
+//! figures (mod.rs [`Tables`]) and writes their records in messages (RFC
+//! 7011), over UDP or TCP.
 //!
 //! Templates: over UDP, with every interval's export (RFC 7011 section
 //! 8.4: a collector that restarted learns them again at the next
@@ -17,11 +17,10 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use super::interval::{drop_record, flow_record, hop_record, link_record, Interval};
+use super::interval::{drop_record, flow_record, hop_record, link_record, sorted, Interval};
 use super::message::{emit_template, template_len, Header, MessageBuilder, TEMPLATE_SET_ID};
 use super::templates::Templates;
-use super::{Counts, Item, Settings, Transport};
-use crate::collect::books::hops::Seen;
+use super::{Counts, Settings, Tables, Transport};
 
 /// A UDP message stays within one Ethernet frame (RFC 7011 section
 /// 10.3.3: the path MTU); TCP takes larger ones.
@@ -72,23 +71,21 @@ impl Exporter {
         }
     }
 
-    pub fn run(mut self, receiver: &Receiver<(Item, u64)>) {
-        let mut interval = Interval::new(self.settings.limit);
+    /// Exports each interval's figures, taken from the readers' tables,
+    /// until `ended` says every reader is gone; then the last interval.
+    pub fn run(mut self, tables: &Tables, ended: &Receiver<()>) {
         let mut deadline = Instant::now() + self.settings.interval;
         // A TCP collector learns the templates before the first interval.
         self.connect_tcp();
         loop {
-            let ended = match receiver.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                Ok((item, arrival_ns)) => {
-                    add(&mut interval, &item, arrival_ns);
-                    false
-                }
-                Err(RecvTimeoutError::Timeout) => false,
-                Err(RecvTimeoutError::Disconnected) => true,
-            };
+            // Nothing is ever sent: the wait ends at the deadline or when
+            // the last reader's end is dropped.
+            let ended = matches!(
+                ended.recv_timeout(deadline.saturating_duration_since(Instant::now())),
+                Err(RecvTimeoutError::Disconnected)
+            );
             if ended || Instant::now() >= deadline {
-                self.export(&interval);
-                interval = Interval::new(self.settings.limit);
+                self.export(&tables.take(self.settings.limit));
                 deadline = Instant::now() + self.settings.interval;
             }
             if ended {
@@ -114,19 +111,19 @@ impl Exporter {
             let set = flow_record(&mut record, key, flow, &self.templates);
             self.append(set, &record, &mut in_message);
         }
-        for (key, hop) in &interval.hops {
+        for (key, hop) in sorted(&interval.hops) {
             record.clear();
-            let set = hop_record(&mut record, key, hop);
+            let set = hop_record(&mut record, &key, hop);
             self.append(set, &record, &mut in_message);
         }
-        for (ends, link) in &interval.links {
+        for (ends, link) in sorted(&interval.links) {
             record.clear();
-            let set = link_record(&mut record, *ends, link);
+            let set = link_record(&mut record, ends, link);
             self.append(set, &record, &mut in_message);
         }
-        for (key, drops) in &interval.drops {
+        for (key, drops) in sorted(&interval.drops) {
             record.clear();
-            let set = drop_record(&mut record, *key, drops);
+            let set = drop_record(&mut record, key, drops);
             self.append(set, &record, &mut in_message);
         }
         if in_message > 0 {
@@ -236,17 +233,5 @@ impl Exporter {
             eprintln!("collect: IPFIX export to {}: {error}", self.settings.server);
             self.last_error = error.to_string();
         }
-    }
-}
-
-fn add(interval: &mut Interval, item: &Item, arrival_ns: u64) {
-    match item {
-        Item::Observed(observed) => interval.observed(observed, arrival_ns),
-        Item::Hops { flow, sink, sink_ingress_ns, hops } => {
-            let seen = Seen { flow: *flow, hops, sink: *sink, sink_ingress_ns: *sink_ingress_ns, at_ms: 0 };
-            interval.hops(&seen, arrival_ns);
-        }
-        Item::PathChange(flow) => interval.path_change(*flow, arrival_ns),
-        Item::Drop { node, reason } => interval.drop_reported(*node, *reason, arrival_ns),
     }
 }

@@ -1,13 +1,18 @@
-//! One export interval's figures, kept on the exporter's thread: per flow
-//! (times, packets seen and lost, one-way delay, path and its changes),
-//! per hop (a node with its interfaces: reports, hop latency, queue
-//! occupancy), per link (latency) and per node and drop reason (drop
-//! reports). Each becomes one data record at the interval's end
-//! (templates.rs has their fields); then it starts empty.
+//! One export interval's figures, kept by each reader beside its books
+//! (so that nothing crosses a thread per report): per flow (times,
+//! packets seen and lost, one-way delay, path and its changes), per hop (a
+//! node with its interfaces: reports, hop latency, queue occupancy), per
+//! link (latency) and per node and drop reason (drop reports). At the
+//! interval's end the exporter takes every reader's, merges them
+//! ([`Interval::merge`]) and writes a data record of each (templates.rs
+//! has their fields). Once a flow, hop, link or reason is in the interval
+//! a report adds to plain fields: no allocation.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
+use std::hash::Hash;
 use std::net::IpAddr;
 
+use foldhash::fast::RandomState;
 use int_core::flow::FlowKey;
 use int_core::int21::HopMetadata;
 
@@ -40,6 +45,21 @@ impl Stat {
         self.sum += i128::from(value);
     }
 
+    /// Another reader's values of the same interval added.
+    pub fn merge(&mut self, other: &Stat) {
+        if other.count == 0 {
+            return;
+        }
+        if self.count == 0 {
+            *self = *other;
+            return;
+        }
+        self.count += other.count;
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+        self.sum += other.sum;
+    }
+
     /// The mean, rounded toward zero; none without values.
     pub fn mean(&self) -> Option<i64> {
         (self.count > 0).then(|| (self.sum / i128::from(self.count)) as i64)
@@ -59,9 +79,33 @@ pub struct Flow {
     pub lost: u64,
     pub source_node: Option<u32>,
     pub sink_node: Option<u32>,
-    /// The newest path its reports told, source first.
+    /// The newest path its reports told, source first, and when it was
+    /// told (to merge readers' intervals: the newer wins).
     pub path: Vec<u32>,
+    pub path_ns: u64,
     pub path_changes: u32,
+}
+
+impl Flow {
+    /// Another reader's figures of the same flow and interval added.
+    fn merge(&mut self, other: Flow) {
+        let newer = other.last_ns >= self.last_ns;
+        stretch(&mut self.first_ns, &mut self.last_ns, other.first_ns);
+        stretch(&mut self.first_ns, &mut self.last_ns, other.last_ns);
+        self.delay.merge(&other.delay);
+        self.lost += other.lost;
+        if newer {
+            self.source_node = other.source_node.or(self.source_node);
+            self.sink_node = other.sink_node.or(self.sink_node);
+        } else {
+            self.source_node = self.source_node.or(other.source_node);
+            self.sink_node = self.sink_node.or(other.sink_node);
+        }
+        if !other.path.is_empty() && (self.path.is_empty() || other.path_ns >= self.path_ns) {
+            (self.path, self.path_ns) = (other.path, other.path_ns);
+        }
+        self.path_changes = self.path_changes.saturating_add(other.path_changes);
+    }
 }
 
 /// A node with its interfaces, in this interval.
@@ -72,6 +116,16 @@ pub struct Hop {
     pub reports: u64,
     pub latency: Stat,
     pub queue: Stat,
+}
+
+impl Hop {
+    fn merge(&mut self, other: &Hop) {
+        stretch(&mut self.first_ns, &mut self.last_ns, other.first_ns);
+        stretch(&mut self.first_ns, &mut self.last_ns, other.last_ns);
+        self.reports += other.reports;
+        self.latency.merge(&other.latency);
+        self.queue.merge(&other.queue);
+    }
 }
 
 /// A node, its ingress and its egress interface (all ones: not reported).
@@ -90,28 +144,49 @@ pub struct Drops {
 /// reasons each, the rest counted in `unrecorded`.
 #[derive(Debug, Default)]
 pub struct Interval {
-    pub flows: HashMap<FlowKey, Flow>,
-    pub hops: BTreeMap<HopKey, Hop>,
-    pub links: BTreeMap<(u32, u32), (u64, u64, Stat)>,
+    /// foldhash, as the ledger's flows: SipHash was a tenth of the
+    /// receivers' time with the export on (perf, Host-INT reports).
+    pub flows: HashMap<FlowKey, Flow, RandomState>,
+    /// Hashed, as the flows: written in key order ([`sorted`]).
+    pub hops: HashMap<HopKey, Hop, RandomState>,
+    pub links: HashMap<(u32, u32), (u64, u64, Stat), RandomState>,
     /// By reporting node and reason.
-    pub drops: BTreeMap<(u32, u8), Drops>,
+    pub drops: HashMap<(u32, u8), Drops, RandomState>,
     pub unrecorded: u64,
     limit: usize,
+    /// A report's path, told before it replaces a flow's (kept: its room
+    /// is reused report after report).
+    scratch: Vec<u32>,
 }
 
 /// The entry of `key`, made while the map holds fewer than `limit`; none,
 /// counted in `unrecorded`, past it.
-fn entry_within<'a, K: Ord, V: Default>(
-    map: &'a mut BTreeMap<K, V>,
+fn entry_within<'a, K: Hash + Eq, V: Default>(
+    map: &'a mut HashMap<K, V, RandomState>,
     key: K,
     limit: usize,
     unrecorded: &mut u64,
 ) -> Option<&'a mut V> {
-    if !map.contains_key(&key) && map.len() >= limit {
+    // The length first: the key is looked up twice only at the limit.
+    if map.len() >= limit && !map.contains_key(&key) {
         *unrecorded += 1;
         return None;
     }
     Some(map.entry(key).or_default())
+}
+
+/// Whether `seen` tells `path` (a path [`hops::path_into`] told before:
+/// node ids all given, none twice), source first, then the sink.
+fn same_path(seen: &Seen<'_>, path: &[u32]) -> bool {
+    let nodes = seen.hops.iter().map(|hop| hop.node_id).chain(seen.sink.map(Some));
+    !path.is_empty() && nodes.eq(path.iter().map(|node| Some(*node)))
+}
+
+/// A map's entries in key order: the order records are written in.
+pub fn sorted<K: Ord + Copy, V>(map: &HashMap<K, V, RandomState>) -> Vec<(K, &V)> {
+    let mut entries: Vec<(K, &V)> = map.iter().map(|(key, value)| (*key, value)).collect();
+    entries.sort_unstable_by_key(|(key, _)| *key);
+    entries
 }
 
 fn stretch(first: &mut u64, last: &mut u64, ns: u64) {
@@ -130,12 +205,43 @@ impl Interval {
         self.flows.is_empty() && self.hops.is_empty() && self.links.is_empty() && self.drops.is_empty()
     }
 
-    fn flow(&mut self, key: FlowKey, ns: u64) -> Option<&mut Flow> {
-        if !self.flows.contains_key(&key) && self.flows.len() >= self.limit {
-            self.unrecorded += 1;
-            return None;
+    /// Another reader's interval added: the same limits, what passes them
+    /// counted `unrecorded` (a flow's reports reach one socket, so its
+    /// figures are mostly in one reader's).
+    pub fn merge(&mut self, other: Interval) {
+        self.unrecorded += other.unrecorded;
+        for (key, flow) in other.flows {
+            if let Some(ours) = self.flows.get_mut(&key) {
+                ours.merge(flow);
+            } else if self.flows.len() < self.limit {
+                self.flows.insert(key, flow);
+            } else {
+                self.unrecorded += 1;
+            }
         }
-        let flow = self.flows.entry(key).or_default();
+        for (key, hop) in &other.hops {
+            if let Some(ours) = entry_within(&mut self.hops, *key, self.limit, &mut self.unrecorded) {
+                ours.merge(hop);
+            }
+        }
+        for (ends, (first, last, stat)) in &other.links {
+            if let Some(ours) = entry_within(&mut self.links, *ends, self.limit, &mut self.unrecorded) {
+                stretch(&mut ours.0, &mut ours.1, *first);
+                stretch(&mut ours.0, &mut ours.1, *last);
+                ours.2.merge(stat);
+            }
+        }
+        for (key, drops) in &other.drops {
+            if let Some(ours) = entry_within(&mut self.drops, *key, self.limit, &mut self.unrecorded) {
+                stretch(&mut ours.first_ns, &mut ours.last_ns, drops.first_ns);
+                stretch(&mut ours.first_ns, &mut ours.last_ns, drops.last_ns);
+                ours.reports += drops.reports;
+            }
+        }
+    }
+
+    fn flow(&mut self, key: FlowKey, ns: u64) -> Option<&mut Flow> {
+        let flow = entry_within(&mut self.flows, key, self.limit, &mut self.unrecorded)?;
         stretch(&mut flow.first_ns, &mut flow.last_ns, ns);
         Some(flow)
     }
@@ -153,11 +259,7 @@ impl Interval {
 
     /// A report's hops, its links and its path.
     pub fn hops(&mut self, seen: &Seen<'_>, arrival_ns: u64) {
-        if let Some(path) = hops::path_of(seen) {
-            if let Some(flow) = self.flow(seen.flow, arrival_ns) {
-                flow.path = path;
-            }
-        }
+        self.path(seen, arrival_ns);
         for hop in seen.hops {
             self.hop(hop, arrival_ns);
         }
@@ -170,6 +272,24 @@ impl Interval {
             stretch(first, last, arrival_ns);
             stat.record(latency);
         }
+    }
+
+    /// The flow's path, if the report's can be told.
+    fn path(&mut self, seen: &Seen<'_>, arrival_ns: u64) {
+        // Mostly the path of the flow's last report: one walk, no copy.
+        if let Some(flow) = self.flows.get_mut(&seen.flow).filter(|flow| same_path(seen, &flow.path)) {
+            stretch(&mut flow.first_ns, &mut flow.last_ns, arrival_ns);
+            flow.path_ns = arrival_ns;
+            return;
+        }
+        let mut path = std::mem::take(&mut self.scratch);
+        if hops::path_into(seen, &mut path) {
+            if let Some(flow) = self.flow(seen.flow, arrival_ns) {
+                flow.path.clone_from(&path);
+                flow.path_ns = arrival_ns;
+            }
+        }
+        self.scratch = path;
     }
 
     fn hop(&mut self, hop: &HopMetadata, arrival_ns: u64) {
@@ -392,6 +512,66 @@ mod tests {
         assert_eq!(out.len(), fixed);
         assert_eq!(&out[..5], &[0, 0, 0, 2, 71], "node, reason");
         assert_eq!(&out[out.len() - 8..], &2u64.to_be_bytes(), "reports");
+    }
+
+    /// Every record of `interval`, in the exporter's order.
+    fn records(interval: &Interval) -> Vec<Vec<u8>> {
+        let templates = Templates::new(32473);
+        let mut all = Vec::new();
+        for (key, flow) in &interval.flows {
+            all.push(Vec::new());
+            flow_record(all.last_mut().unwrap(), key, flow, &templates);
+        }
+        for (key, hop) in sorted(&interval.hops) {
+            all.push(Vec::new());
+            hop_record(all.last_mut().unwrap(), &key, hop);
+        }
+        for (ends, link) in sorted(&interval.links) {
+            all.push(Vec::new());
+            link_record(all.last_mut().unwrap(), ends, link);
+        }
+        for (key, drops) in sorted(&interval.drops) {
+            all.push(Vec::new());
+            drop_record(all.last_mut().unwrap(), key, drops);
+        }
+        all
+    }
+
+    /// Two readers' intervals merged write the records one interval fed
+    /// every report writes: counts and sums added, least and most kept,
+    /// the newest path, times stretched.
+    #[test]
+    fn merged_readers_write_what_one_interval_writes() {
+        let hop = |node: u32, latency: u32, at: u64| HopMetadata {
+            node_id: Some(node),
+            hop_latency: Some(latency),
+            queue: Some((0, latency / 10)),
+            ingress_timestamp: Some(at),
+            egress_timestamp: Some(at + u64::from(latency)),
+            ..HopMetadata::default()
+        };
+        let (mut whole, mut first, mut second) = (Interval::new(10), Interval::new(10), Interval::new(10));
+        for step in 0..8u64 {
+            let reader = if step % 3 == 0 { &mut first } else { &mut second };
+            let at = 1_000 + step * 100;
+            let hops = [hop(1, 500 + step as u32 * 40, at), hop(2 + (step >= 5) as u32, 300, at + 2_000)];
+            let seen = Seen { flow: flow(), hops: &hops, sink: Some(9), sink_ingress_ns: None, at_ms: 0 };
+            let observed = latency(2_000 + 700 * step as i64 - 300 * (step % 2) as i64, at);
+            for interval in [&mut whole, &mut *reader] {
+                interval.observed(&observed, at);
+                interval.hops(&seen, at);
+                interval.drop_reported(2, 71, at);
+            }
+            if step == 5 {
+                whole.path_change(flow(), at);
+                reader.path_change(flow(), at);
+            }
+        }
+        let mut merged = Interval::new(10);
+        merged.merge(first);
+        merged.merge(second);
+        assert_eq!(records(&merged), records(&whole));
+        assert_eq!(merged.flows[&flow()].path, vec![1, 3, 9], "the newest path");
     }
 
     #[test]

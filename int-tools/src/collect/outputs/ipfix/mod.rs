@@ -1,9 +1,10 @@
 //! collect's IPFIX exporter (`--ipfix udp://HOST:PORT` or `tcp://...`,
 //! RFC 7011): per export interval (`--ipfix-interval`) a data record per
-//! flow, per hop, per link and per node's drop reason (docs/ipfix.md). The receivers only queue,
-//! as for InfluxDB: a full queue costs counted drops, never a stall; the
-//! figures are added up, and the messages written, on the exporter's own
-//! thread.
+//! flow, per hop, per link and per node's drop reason (docs/ipfix.md).
+//! Each reader adds its reports' figures up into an interval of its own
+//! ([`Recorder`]): nothing crosses a thread per report. At the interval's
+//! end the exporter's thread takes and merges them ([`Tables::take`]) and
+//! writes the messages.
 
 mod exporter;
 mod interval;
@@ -12,17 +13,15 @@ mod templates;
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{self, SyncSender, TrySendError};
-use std::sync::Arc;
+use std::sync::mpsc::{self, SyncSender};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-use int_core::flow::FlowKey;
-use int_core::int21::HopMetadata;
 
 use super::metrics::counter_family;
 use crate::collect::books::hops::{PathChange, Seen};
 use crate::collect::books::ledger::Observed;
 use crate::collect::outputs::{Counted, Output, Running};
+use interval::Interval;
 
 /// The enterprise number our own elements are under by default: RFC
 /// 5612's, for documentation and examples. The project has none of its
@@ -43,8 +42,6 @@ pub struct Settings {
     pub interval: Duration,
     pub domain: u32,
     pub pen: u32,
-    /// Observations waiting at most; beyond, new ones are dropped and counted.
-    pub buffer: usize,
     /// Flows, hops and links each kept per interval at most.
     pub limit: usize,
 }
@@ -94,7 +91,8 @@ pub struct Counts {
     pub records: AtomicU64,
     /// Template records sent (each template, each time).
     pub templates: AtomicU64,
-    /// Observations the full queue refused.
+    /// Observations refused: none since the readers add up themselves
+    /// (there is no queue); kept 0 for the summary's readers.
     pub dropped: AtomicU64,
     /// Data records not sent: no connection, or the send failed.
     pub failed: AtomicU64,
@@ -103,49 +101,105 @@ pub struct Counts {
     pub connections: AtomicU64,
 }
 
-/// What the receivers hand over, with its arrival time.
-enum Item {
-    Observed(Observed),
-    Hops { flow: FlowKey, sink: Option<u32>, sink_ingress_ns: Option<u64>, hops: Vec<HopMetadata> },
-    PathChange(FlowKey),
-    Drop { node: u32, reason: u8 },
+/// One reader's interval; the exporter takes it at the interval's end.
+type Table = Arc<Mutex<Interval>>;
+
+/// Every reader's table, for the exporter.
+#[derive(Default)]
+pub struct Tables {
+    list: Mutex<Vec<Table>>,
 }
 
-/// The receivers' end.
-#[derive(Clone)]
-pub struct Queue {
-    sender: SyncSender<(Item, u64)>,
-    counts: Arc<Counts>,
+impl Tables {
+    fn add(&self, limit: usize) -> Table {
+        let table = Arc::new(Mutex::new(Interval::new(limit)));
+        if let Ok(mut list) = self.list.lock() {
+            list.push(Arc::clone(&table));
+        }
+        table
+    }
+
+    /// Every reader's interval, taken (each starts a new one) and merged.
+    pub fn take(&self, limit: usize) -> Interval {
+        let tables = self.list.lock().map(|list| list.clone()).unwrap_or_default();
+        let mut merged = Interval::new(limit);
+        for table in tables {
+            // A reader holds its table for one report at a time.
+            let Ok(mut interval) = table.lock() else { continue };
+            let taken = std::mem::replace(&mut *interval, Interval::new(limit));
+            drop(interval);
+            if merged.is_empty() && merged.unrecorded == 0 {
+                merged = taken;
+            } else {
+                merged.merge(taken);
+            }
+        }
+        merged
+    }
 }
 
-impl Output for Queue {
+/// A reader's end: it adds what its books are given to its own table
+/// (locked by this reader only, but for the exporter's take once an
+/// interval). The exporter ends once every recorder is gone.
+pub struct Recorder {
+    table: Table,
+    tables: Arc<Tables>,
+    limit: usize,
+    /// When the reader's current batch arrived (ns since the epoch); 0: a
+    /// reader that does not say (the aggregator), the clock is read.
+    arrival_ns: AtomicU64,
+    /// Never sends: its channel's end tells the exporter the readers are.
+    alive: SyncSender<()>,
+}
+
+impl Output for Recorder {
+    fn for_reader(&self) -> Option<Arc<dyn Output>> {
+        let table = self.tables.add(self.limit);
+        let (tables, limit, alive) = (Arc::clone(&self.tables), self.limit, self.alive.clone());
+        Some(Arc::new(Recorder { table, tables, limit, arrival_ns: AtomicU64::new(0), alive }))
+    }
+
+    fn arrived(&self, at_ns: u64) {
+        self.arrival_ns.store(at_ns, Ordering::Relaxed);
+    }
+
     fn observed(&self, observed: &Observed) {
-        self.send(Item::Observed(*observed));
+        if let Ok(mut interval) = self.table.lock() {
+            interval.observed(observed, self.arrival());
+        }
     }
 
     fn hops(&self, seen: &Seen<'_>) {
-        let (flow, sink, sink_ingress_ns) = (seen.flow, seen.sink, seen.sink_ingress_ns);
-        self.send(Item::Hops { flow, sink, sink_ingress_ns, hops: seen.hops.to_vec() });
+        if let Ok(mut interval) = self.table.lock() {
+            interval.hops(seen, self.arrival());
+        }
     }
 
     fn path_change(&self, change: &PathChange) {
-        self.send(Item::PathChange(change.flow));
+        if let Ok(mut interval) = self.table.lock() {
+            interval.path_change(change.flow, self.arrival());
+        }
     }
 
     fn drop_reported(&self, node: u32, reason: u8) {
-        self.send(Item::Drop { node, reason });
+        if let Ok(mut interval) = self.table.lock() {
+            interval.drop_reported(node, reason, self.arrival());
+        }
     }
 }
 
-impl Queue {
-    fn send(&self, item: Item) {
-        let now_ns = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
-        if let Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) =
-            self.sender.try_send((item, now_ns))
-        {
-            self.counts.dropped.fetch_add(1, Ordering::Relaxed);
+impl Recorder {
+    /// When the report being added arrived: ns since the epoch.
+    fn arrival(&self) -> u64 {
+        match self.arrival_ns.load(Ordering::Relaxed) {
+            0 => now_ns(),
+            at_ns => at_ns,
         }
     }
+}
+
+fn now_ns() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
 }
 
 impl Counted for Counts {
@@ -186,12 +240,26 @@ impl Counted for Counts {
     }
 }
 
+/// A recorder whose intervals no exporter takes: what a reader does for
+/// the export, without a thread (tests).
+pub fn detached(limit: usize) -> Arc<dyn Output> {
+    let (alive, _) = mpsc::sync_channel(0);
+    let tables = Arc::new(Tables::default());
+    let table = tables.add(limit);
+    Arc::new(Recorder { table, tables, limit, arrival_ns: AtomicU64::new(0), alive })
+}
+
 /// Starts the exporter's thread; it exports the last interval and ends
-/// once every [`Queue`] is dropped.
+/// once every [`Recorder`] is dropped.
 pub fn start(settings: Settings) -> Running {
-    let (sender, receiver) = mpsc::sync_channel(settings.buffer.max(1));
+    let (alive, ended) = mpsc::sync_channel(0);
     let counts = Arc::new(Counts::default());
+    let tables = Arc::new(Tables::default());
+    let limit = settings.limit;
+    let table = tables.add(limit);
+    let arrival_ns = AtomicU64::new(0);
+    let recorder = Recorder { table, tables: Arc::clone(&tables), limit, arrival_ns, alive };
     let exporter = exporter::Exporter::new(settings, Arc::clone(&counts));
-    let thread = std::thread::spawn(move || exporter.run(&receiver));
-    Running { output: Arc::new(Queue { sender, counts: Arc::clone(&counts) }), counted: counts, thread }
+    let thread = std::thread::spawn(move || exporter.run(&tables, &ended));
+    Running { output: Arc::new(recorder), counted: counts, thread }
 }
