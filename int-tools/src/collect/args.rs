@@ -1,0 +1,247 @@
+//! `int-tools collect`'s flags, each with its help text (clap's derive).
+
+use std::net::SocketAddr;
+
+use clap::Args;
+
+use super::error::ChoiceError;
+use super::outputs::ipfix;
+use super::{parse_node_id, stream};
+
+#[derive(Debug, Args)]
+pub struct CollectArgs {
+    /// Address and UDP port to receive reports on.
+    #[arg(long, default_value = "0.0.0.0:32766")]
+    pub listen: String,
+    /// One JSON object per line instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// No line per report: summaries only (for high report rates).
+    #[arg(long)]
+    pub quiet: bool,
+    /// Exit after this many reports (each individual report of a Telemetry
+    /// Report 2.0 datagram counts; a refused datagram counts as one); with
+    /// --from-nats the same (a JSON record counts one).
+    #[arg(long)]
+    pub count: Option<u64>,
+    /// Exit after this many seconds.
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// Print the summary every this many seconds (0: only at exit).
+    #[arg(long, default_value_t = 10.0)]
+    pub interval: f64,
+    /// Whether latency reports carry the sink id word: present, absent or
+    /// detect.
+    #[arg(long, default_value = "detect")]
+    pub sink_id: String,
+    /// Receive buffer to ask the kernel for, per socket, in bytes (as
+    /// root, beyond net.core.rmem_max): room for a burst of reports while
+    /// a line prints.
+    #[arg(long, default_value_t = 8 << 20)]
+    pub rcvbuf: usize,
+    /// Sockets sharing the port (SO_REUSEPORT), each with a receiving
+    /// thread: the kernel spreads senders over them.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub sockets: u16,
+    /// Receive on a port another process already receives on (each gets
+    /// some of the senders); without it, such a port is refused.
+    #[arg(long)]
+    pub share_port: bool,
+    /// Flows followed one by one; reports of later flows count only in
+    /// the totals over all flows.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub max_flows: usize,
+    /// Flows (the first each socket sees) with latency percentiles and a
+    /// timeline (about 40 KB each); the others have count, min, mean and
+    /// max.
+    #[arg(long, default_value_t = 1000)]
+    pub detailed_flows: usize,
+    /// Nodes (hops of INT 2.1 stacks, by node id) with figures of their own
+    /// (about 60 KB each); hops of later nodes are counted only.
+    #[arg(long, default_value_t = 10_000)]
+    pub max_nodes: usize,
+    /// Links between consecutive hops with figures of their own (about 30
+    /// KB each).
+    #[arg(long, default_value_t = 50_000)]
+    pub max_links: usize,
+    /// INT-MX and INT-XD: the most a packet's other postcards are waited
+    /// for after its first arrived, by the collector's clock (before, a
+    /// packet's group closes once every reporting node's stamps have passed
+    /// it); how long a silent node holds groups open; also the most a
+    /// packet's stamps may lie apart for its order to be told.
+    #[arg(long, default_value_t = 1000)]
+    pub join_window_ms: u64,
+    /// INT-MX and INT-XD: the domain's nodes (ids as dotted quads or
+    /// numbers, comma-separated); postcards from any other node are
+    /// counted and never joined. Default: any node.
+    #[arg(long, value_delimiter = ',', value_parser = parse_node_id)]
+    pub domain_nodes: Vec<u32>,
+    /// INT-MX and INT-XD: packets in a row whose postcards give part of
+    /// their flow's path (its nodes in order, some missing) before that is
+    /// taken as the flow's new path; until then they count as incomplete.
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..))]
+    pub join_confirm: u32,
+    /// Write every latency and loss observation to this InfluxDB 1.x
+    /// server (http://HOST:PORT), into --influx-db.
+    #[arg(long)]
+    pub influx: Option<String>,
+    /// The InfluxDB database.
+    #[arg(long, default_value = "int")]
+    pub influx_db: String,
+    /// The InfluxDB user, for a server with authentication on; the
+    /// password comes from --influx-password-file or the environment's
+    /// INFLUX_PASSWORD (kept off the command line).
+    #[arg(long)]
+    pub influx_user: Option<String>,
+    /// A file holding the InfluxDB password (its first line).
+    #[arg(long)]
+    pub influx_password_file: Option<std::path::PathBuf>,
+    /// Points per InfluxDB write.
+    #[arg(long, default_value_t = 5000)]
+    pub influx_batch: usize,
+    /// Points waiting for InfluxDB at most; beyond, new ones are dropped
+    /// and counted (a slow database never stalls the collector).
+    #[arg(long, default_value_t = 200_000)]
+    pub influx_buffer: usize,
+    /// Publish every report to this NATS server's JetStream
+    /// (nats://[USER:PASSWORD@]HOST:PORT; a cluster's servers
+    /// comma-separated, tls:// for TLS), into --nats-stream, for an
+    /// aggregating collect (--from-nats) over many collectors.
+    #[arg(long)]
+    pub nats: Option<String>,
+    /// What the stream carries: batch (the report datagrams as they came,
+    /// many a message: what an aggregator reads at full rate) or json
+    /// (collect's JSON records, one a message, for other consumers;
+    /// docs/output.md).
+    #[arg(long, default_value = "batch", value_parser = parse_nats_format)]
+    pub nats_format: stream::Format,
+    /// Servers that keep each of the stream's messages when collect
+    /// creates it: 3 in a cluster of three survives a server's loss.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=5))]
+    pub nats_replicas: u16,
+    /// A NATS credentials file (a user's JWT and NKey seed, as nsc writes
+    /// it).
+    #[arg(long)]
+    pub nats_credentials: Option<std::path::PathBuf>,
+    /// A CA certificate file (PEM) the NATS servers' TLS certificates are
+    /// checked against; TLS is then required.
+    #[arg(long)]
+    pub nats_ca: Option<std::path::PathBuf>,
+    /// The JetStream stream: created if missing, with subjects
+    /// PREFIX.TYPE.NODE (--nats-prefix), kept --nats-max-age-s seconds and
+    /// at most --nats-max-bytes.
+    #[arg(long, default_value = "INT")]
+    pub nats_stream: String,
+    /// Read the records of --nats-stream on this NATS server instead of
+    /// reports off UDP: an aggregator over the collectors that publish
+    /// there (docs/scale-out.md).
+    #[arg(long)]
+    pub from_nats: Option<String>,
+    /// The durable consumer --from-nats reads with: aggregators with one
+    /// name share the records, each name reads them all.
+    #[arg(long, default_value = "collect")]
+    pub nats_consumer: String,
+    /// The subjects' first word.
+    #[arg(long, default_value = "int")]
+    pub nats_prefix: String,
+    /// Seconds the stream keeps a record.
+    #[arg(long, default_value_t = 86_400)]
+    pub nats_max_age_s: u64,
+    /// Bytes the stream keeps at most (the oldest go first).
+    #[arg(long, default_value_t = 1 << 30)]
+    pub nats_max_bytes: u64,
+    /// Reports (or JSON records) waiting for the NATS server at most;
+    /// beyond, new ones are dropped and counted (a slow or absent server
+    /// never stalls the collector).
+    #[arg(long, default_value_t = 200_000)]
+    pub nats_buffer: usize,
+    /// Export per flow, hop and link figures as IPFIX (RFC 7011) to this
+    /// collector: udp://HOST:PORT (or HOST:PORT) or tcp://HOST:PORT
+    /// (docs/ipfix.md).
+    #[arg(long)]
+    pub ipfix: Option<String>,
+    /// Seconds each IPFIX record covers.
+    #[arg(long, default_value_t = 60.0)]
+    pub ipfix_interval: f64,
+    /// The IPFIX messages' Observation Domain ID.
+    #[arg(long, default_value_t = 1)]
+    pub ipfix_domain: u32,
+    /// The enterprise number of the IPFIX elements IANA has not assigned
+    /// (default: 32473, RFC 5612's number for documentation; see
+    /// docs/ipfix.md).
+    #[arg(long, default_value_t = ipfix::DEFAULT_PEN)]
+    pub ipfix_pen: u32,
+    /// No longer used (each reader adds its figures up itself, nothing is
+    /// queued); accepted so that existing command lines still run.
+    #[arg(long, default_value_t = 200_000, hide = true)]
+    pub ipfix_buffer: usize,
+    /// What each node is called: a YAML file of node ids (numbers, 0x hex
+    /// or dotted quads) to names, and optionally interface names per node
+    /// (docs/output.md). Every output shows the name beside the id.
+    #[arg(long)]
+    pub names: Option<std::path::PathBuf>,
+    /// Serve Prometheus metrics on this address and port (/metrics).
+    #[arg(long)]
+    pub metrics: Option<SocketAddr>,
+    /// Serve the live web view on this address and port: topology, nodes,
+    /// links, flows and events (/), and the JSON behind it (/api/...).
+    #[arg(long)]
+    pub http: Option<SocketAddr>,
+    /// How often the web view copies the books, in ms.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..))]
+    pub view_sample_ms: u64,
+    /// The web view shows a node stale when no report told of it for this
+    /// many seconds.
+    #[arg(long, default_value_t = 30.0)]
+    pub view_stale_s: f64,
+    /// Flows with labels of their own in the metrics (the most reported,
+    /// and the most lossy); all flows are also in the totals.
+    #[arg(long, default_value_t = 20)]
+    pub metrics_flows: usize,
+    /// At exit, draw latency over time and the packets lost per flow into
+    /// this PNG file.
+    #[arg(long)]
+    pub plot: Option<std::path::PathBuf>,
+    /// Redraw --plot every this many seconds while collect runs (0: at
+    /// exit only); each picture replaces the last whole.
+    #[arg(long, default_value_t = 0.0)]
+    pub plot_interval: f64,
+    /// DSCP value and mask of the INT 2.1 domain whose packets Telemetry
+    /// Report 2.0 reports carry.
+    #[arg(long, default_value = "0x17/0x3f")]
+    pub int21_dscp: int_core::encap::DscpMatch,
+    /// UDP port of the INT 2.1 domain, if it is marked by port.
+    #[arg(long)]
+    pub int21_port: Option<u16>,
+    /// The INT 2.1 domain's Domain Specific ID: its packet numbers and
+    /// loss reports (0: none).
+    #[arg(long, default_value = "0x4944", value_parser = crate::decode::parse_u16)]
+    pub int21_domain_id: u16,
+    /// How the IOAM domain's nodes write a timestamp's fraction: posix
+    /// (microseconds, as Linux writes it) or ptp (nanoseconds), as the
+    /// nodes' int.timestamps.
+    #[arg(long, default_value = "posix", value_parser = parse_ioam_timestamps)]
+    pub ioam_timestamps: int_core::ioam::TimestampFormat,
+}
+
+fn parse_nats_format(text: &str) -> Result<stream::Format, ChoiceError> {
+    match text {
+        "batch" => Ok(stream::Format::Batch),
+        "json" => Ok(stream::Format::Json),
+        other => Err(ChoiceError {
+            text: other.to_string(),
+            choices: "batch (reports as they came) or json (collect's records)",
+        }),
+    }
+}
+
+fn parse_ioam_timestamps(text: &str) -> Result<int_core::ioam::TimestampFormat, ChoiceError> {
+    match text {
+        "posix" => Ok(int_core::ioam::TimestampFormat::Posix),
+        "ptp" => Ok(int_core::ioam::TimestampFormat::Ptp),
+        other => Err(ChoiceError {
+            text: other.to_string(),
+            choices: "posix or ptp, as the IOAM nodes' int.timestamps",
+        }),
+    }
+}
