@@ -142,7 +142,7 @@ pub fn find_e2e(doh: &[u8], namespace: u16) -> Result<Option<E2eAt>, ParseError>
 }
 
 /// The trace in the IOAM option from `at` to `end`.
-fn trace_at(hbh: &[u8], at: usize, end: usize) -> Result<TraceAt, ParseError> {
+pub(crate) fn trace_at(hbh: &[u8], at: usize, end: usize) -> Result<TraceAt, ParseError> {
     if !at.is_multiple_of(4) {
         return Err(ParseError::BadLength { layer: Layer::IoamOption, offset: at, value: at % 4 });
     }
