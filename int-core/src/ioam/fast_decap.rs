@@ -11,7 +11,7 @@
 
 use super::e2e::E2eRepr;
 use super::find::added_shape;
-use super::ipv6::{self, TraceAt, OPTION_IOAM, PREALLOCATED_TRACE};
+use super::ipv6::{self, TraceAt, EDGE_TO_EDGE, OPTION_IOAM, OPTION_IOAM_STATIC, PREALLOCATED_TRACE};
 use super::trace::TraceType;
 use super::TimestampFormat;
 use crate::bytes::{be16, be32, byte, put, put_u8};
@@ -21,7 +21,7 @@ use crate::frame::FrameBuf;
 use crate::hop_rule::HopFigures;
 use crate::locate::{PROTO_TCP, PROTO_UDP};
 use crate::wire::ipv6::{DESTINATION_OPTIONS, HOP_BY_HOP};
-use crate::wire::ipv6option::options_walk;
+use crate::wire::ipv6option::is_padding;
 
 /// The Hop-by-Hop header's offset, and its trace option's (after PadN).
 const HBH_AT: usize = L4_AT_V6;
@@ -165,19 +165,26 @@ impl FastDecap {
 }
 
 /// The Edge-to-Edge option in a Destination Options header of the
-/// encapsulating node's at `doh` (the upper layer after it): the upper
-/// layer's offset and protocol, and the option; `None` for any other
-/// header.
+/// encapsulating node's at `doh` (PadN, the option, padding; the upper
+/// layer after it), read at fixed offsets: the upper layer's offset and
+/// protocol, and the option; `None` for any other header.
 #[inline(always)]
 fn read_e2e(frame: &[u8], doh: usize, end: usize, namespace: u16) -> Option<(usize, u8, Option<E2eRepr>)> {
-    let len = (usize::from(*frame.get(doh + 1)?) + 1) * 8;
-    let bytes = frame.get(doh..(doh + len).min(end))?;
-    if bytes.len() < len || !options_walk(bytes) {
+    let head: &[u8; 10] = frame.get(doh..)?.first_chunk()?;
+    let len = (usize::from(head[1]) + 1) * 8;
+    let option_end = 6 + usize::from(head[5]);
+    let shaped = head[2..4] == [1, 0]
+        && head[4] == OPTION_IOAM_STATIC
+        && head[7] == EDGE_TO_EDGE
+        && be16(head, 8) == namespace
+        && option_end <= len
+        && doh + len <= end;
+    let bytes = frame.get(doh..doh + len).filter(|_| shaped)?;
+    if !is_padding(bytes.get(option_end..)?) {
         return None;
     }
-    let option = ipv6::find_e2e(bytes, namespace).ok()??;
-    let whole = added_shape(bytes, option.option, option.end) == Some(true);
-    whole.then_some((doh + len, byte(bytes, 0), Some(option.repr)))
+    let repr = E2eRepr::parse(bytes.get(8..option_end)?).ok()?;
+    Some((doh + len, head[0], Some(repr)))
 }
 
 /// The ports of the UDP datagram (its Length the rest of the packet) or

@@ -165,6 +165,7 @@ pub(crate) fn find_e2e(
 /// an encapsulating node of ours puts it: `Some(true)` alone in a header
 /// of its own (PadN, the option at offset 4, padding), `Some(false)`
 /// appended (at an 8n offset past 0, padding only after it), else `None`.
+#[inline(always)]
 pub(crate) fn added_shape(header: &[u8], option: usize, end: usize) -> Option<bool> {
     let padding_only = header.get(end..).is_some_and(is_padding);
     let whole = option == 4 && header.get(2..4) == Some(&[1, 0]) && padding_only;
