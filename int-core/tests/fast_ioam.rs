@@ -2,7 +2,10 @@
 //! writes: every frame it takes among the fast-path frames, their one-byte
 //! changes and cuts, gets the same bytes from `encap::insert`; the frames it
 //! leaves are IPv4 or past the MTU, and a plan that numbers packets has no
-//! fast path.
+//! fast path. The decapsulating node's fast path reads what the general
+//! path reads (`find`, the slots' figures, the flow) and restores the same
+//! bytes (`decap::strip`), over traced frames, their one-byte changes and
+//! cuts.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
 mod common;
@@ -12,11 +15,18 @@ use std::net::Ipv4Addr;
 use common::{fast_path_ipv6_specs, neighbours, Buffer};
 use int_core::craft::PacketSpec;
 use int_core::fast::FastFrame;
+use int_core::flow::FlowKey;
+use int_core::hop_rule::HopFigures;
+use int_core::ioam::decap::strip;
 use int_core::ioam::e2e::E2eType;
 use int_core::ioam::encap::{self, Encapped, Plan};
+use int_core::ioam::fast_decap::FastDecap;
 use int_core::ioam::fast_encap::FastEncap;
+use int_core::ioam::find::find;
 use int_core::ioam::node::NodeData;
 use int_core::ioam::trace::{TraceHeaderRepr, TraceType};
+use int_core::ioam::transit::push;
+use int_core::ioam::TimestampFormat;
 
 fn plan(trace_type: TraceType, nodes: usize, max_ip_len: usize) -> Plan {
     let header = TraceHeaderRepr {
@@ -109,4 +119,144 @@ fn a_numbering_plan_takes_the_general_path() {
     assert_eq!(FastEncap::of(&numbered), None);
     let unwritable = plan(TraceType::HOP_LIM_NODE_ID, 0, 9000);
     assert_eq!(FastEncap::of(&unwritable), None);
+}
+
+/// What the decapsulating node reads of a traced packet and what it
+/// leaves of it.
+#[derive(Debug, PartialEq)]
+struct Decapped {
+    flow: FlowKey,
+    sequence: Option<u64>,
+    source: (Option<u32>, Option<u64>),
+    hops: Vec<Option<HopFigures>>,
+    overflow: bool,
+    report_end: usize,
+    removed: Option<usize>,
+    restored: Vec<u8>,
+}
+
+/// The general path's reading, as `IoamDecapStage` makes it.
+fn general_decap(frame: &[u8], timestamps: TimestampFormat) -> Option<Decapped> {
+    let found = find(frame, 0x7b).ok()??;
+    let hops: Vec<_> = found.nodes(frame).map(|node| node.as_hop(timestamps)).collect();
+    let oldest = hops.last();
+    let source = (
+        oldest.and_then(|hop| hop.node_id),
+        oldest.and_then(|hop| hop.ingress_timestamp).or(found.entered_ns(timestamps)),
+    );
+    let figures = hops.iter().map(|hop| {
+        hop.node_id.map(|node| HopFigures {
+            node,
+            latency: hop.hop_latency,
+            queue: hop.queue.map(|(_, q)| q),
+        })
+    });
+    let mut buffer = Buffer::new(frame);
+    let removed = buffer.with(|f| strip(f, &found));
+    Some(Decapped {
+        flow: found.flow(frame),
+        sequence: found.sequence(),
+        source,
+        hops: figures.collect(),
+        overflow: found.trace.header.overflow(),
+        report_end: found.report_end(),
+        removed,
+        restored: buffer.frame().to_vec(),
+    })
+}
+
+fn fast_decap(frame: &[u8], timestamps: TimestampFormat) -> Option<Decapped> {
+    let fast = FastDecap::read(frame, 0x7b)?;
+    let mut buffer = Buffer::new(frame);
+    let removed = buffer.with(|f| fast.strip(f));
+    Some(Decapped {
+        flow: fast.flow,
+        sequence: fast.sequence(),
+        source: fast.source(frame, timestamps),
+        hops: fast.hops(frame).collect(),
+        overflow: fast.trace.header.overflow(),
+        report_end: fast.report_end(),
+        removed,
+        restored: buffer.frame().to_vec(),
+    })
+}
+
+/// A transit node's element: a delay past the top bit on one, a queue.
+fn transit_element(node: u32) -> NodeData {
+    NodeData {
+        node_id: Some(node),
+        transit_delay: Some(if node == 2 { 0x8000_0001 } else { 700 * node }),
+        queue_depth: Some(node * 3),
+        timestamp_seconds: Some(1_700_000_001),
+        timestamp_fraction: Some(if node == 3 { u32::MAX } else { 999_999 }),
+        node_id_wide: (node != 1).then_some(0x0100_0000_0000 + u64::from(node)),
+        ..NodeData::default()
+    }
+}
+
+/// Traced frames: each IPv6 frame with each plan's trace (with and without
+/// an Edge-to-Edge option), after 0 to 2 transit nodes (and one more than
+/// the slots, which overflows).
+fn traced_frames() -> Vec<Vec<u8>> {
+    let every = TraceType::HOP_LIM_NODE_ID
+        | TraceType::TIMESTAMP_SECONDS
+        | TraceType::TIMESTAMP_FRACTION
+        | TraceType::TRANSIT_DELAY
+        | TraceType::QUEUE_DEPTH
+        | TraceType::HOP_LIM_NODE_ID_WIDE;
+    let default = TraceType::HOP_LIM_NODE_ID
+        | TraceType::TIMESTAMP_SECONDS
+        | TraceType::TIMESTAMP_FRACTION
+        | TraceType::TRANSIT_DELAY;
+    let plans = [
+        plan(default, 8, 9000),
+        Plan { e2e: E2eType::SEQUENCE_32, ..plan(default, 8, 9000) },
+        Plan {
+            e2e: E2eType::SEQUENCE_64 | E2eType::TIMESTAMP_SECONDS | E2eType::TIMESTAMP_FRACTION,
+            ..plan(every, 2, 9000)
+        },
+        Plan { e2e: E2eType::TIMESTAMP_SECONDS, ..plan(TraceType::HOP_LIM_NODE_ID_WIDE, 1, 9000) },
+        // Every defined bit and an undefined one: the wide fields' words
+        // come before those read.
+        plan(TraceType::from_bits_retain(0xff_f000 | 1 << 5), 3, 9000),
+        // No node id: slots the hop rule cannot name.
+        plan(TraceType::QUEUE_DEPTH | TraceType::TRANSIT_DELAY, 3, 9000),
+    ];
+    let mut traced = Vec::new();
+    for (base, plan) in frames().iter().flat_map(|frame| plans.iter().map(move |plan| (frame, plan))) {
+        let mut buffer = Buffer::new(base);
+        let encapped = buffer.with(|f| encap::insert(f, plan, &element(), |_, _| Some(0x1_0000_0007)));
+        if !matches!(encapped, Ok(Encapped::Added(_))) {
+            continue;
+        }
+        let mut frame = buffer.frame().to_vec();
+        for node in 1..=plan.nodes as u32 {
+            if node <= 2 || node == plan.nodes as u32 {
+                traced.push(frame.clone());
+            }
+            push(&mut frame, 0x7b, &transit_element(node)).unwrap();
+        }
+    }
+    traced
+}
+
+#[test]
+fn fast_decap_reads_and_restores_what_the_general_decap_does() {
+    let (mut taken, mut frames, mut shaped) = (0, 0, 0);
+    for base in traced_frames() {
+        frames += 1;
+        // The frame with a Hop-by-Hop header of its own got the trace
+        // appended to it: the general path's.
+        shaped += usize::from(FastDecap::read(&base, 0x7b).is_some());
+        for frame in neighbours(&base) {
+            for timestamps in [TimestampFormat::Posix, TimestampFormat::Ptp] {
+                let Some(fast) = fast_decap(&frame, timestamps) else { continue };
+                assert_eq!(Some(&fast), general_decap(&frame, timestamps).as_ref(), "{frame:02x?}");
+                taken += 1;
+            }
+        }
+    }
+    // Most single changes leave a frame of the fast path's shape.
+    assert!(frames >= 54 && shaped * 4 >= frames * 3, "{shaped} of {frames} frames of the fast path's shape");
+    assert!(taken > shaped * 1000, "{taken} readings of {shaped} frames' neighbours");
 }

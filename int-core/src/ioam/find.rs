@@ -165,7 +165,8 @@ pub(crate) fn find_e2e(
 /// an encapsulating node of ours puts it: `Some(true)` alone in a header
 /// of its own (PadN, the option at offset 4, padding), `Some(false)`
 /// appended (at an 8n offset past 0, padding only after it), else `None`.
-fn added_shape(header: &[u8], option: usize, end: usize) -> Option<bool> {
+#[inline(always)]
+pub(crate) fn added_shape(header: &[u8], option: usize, end: usize) -> Option<bool> {
     let padding_only = header.get(end..).is_some_and(is_padding);
     let whole = option == 4 && header.get(2..4) == Some(&[1, 0]) && padding_only;
     let appended = option >= 8 && option.is_multiple_of(8) && padding_only;

@@ -15,6 +15,7 @@
 pub mod decap;
 pub mod e2e;
 pub mod encap;
+pub mod fast_decap;
 pub mod fast_encap;
 pub mod find;
 pub mod ipv6;

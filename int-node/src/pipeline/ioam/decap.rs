@@ -10,9 +10,16 @@
 //! the hop rule, the Edge-to-Edge option's packet number (its low 32 bits)
 //! for loss. Loss reports carry their figures under int-node's default
 //! Domain Specific ID, which collect reads unless told another.
+//!
+//! The frame the encapsulating node writes takes the fast path
+//! ([`int_core::ioam::fast_decap`]: one look at fixed offsets, the slots'
+//! words read in place, both headers removed in one move); any other the
+//! general one, which reads the same of the fast path's frames.
 
+use int_core::fast::L3_AT;
 use int_core::hop_rule::{HopDigest, HopFigures, Untold, MAX_HOPS};
 use int_core::ioam::decap::strip;
+use int_core::ioam::fast_decap::FastDecap;
 use int_core::ioam::find::{find, Found};
 use int_core::ioam::{Domain, TimestampFormat};
 use int_core::report::tr20::InType;
@@ -45,14 +52,51 @@ impl IoamDecapStage {
         self.core.begin_burst(burst, burst_ns);
         let mut drop = 0u32;
         for i in 0..burst.len() {
-            if crate::pipeline::frame_ahead(burst, i, counters).is_none() {
-                continue;
-            }
-            if !self.take(burst, i, burst_ns, counters) {
+            let Some(frame) = crate::pipeline::frame_ahead(burst, i, counters) else { continue };
+            let keep = match FastDecap::read(frame, self.namespace) {
+                Some(fast) => self.take_fast(burst, i, &fast, burst_ns, counters),
+                None => self.take(burst, i, burst_ns, counters),
+            };
+            if !keep {
                 drop |= 1 << i;
             }
         }
         self.core.end_burst(burst, drop, counters);
+    }
+
+    /// Packet `i`, of the fast path's shape: tracked, reported, and
+    /// restored. Returns whether it goes on.
+    #[inline(always)]
+    fn take_fast(
+        &mut self,
+        burst: &mut Burst,
+        i: usize,
+        fast: &FastDecap,
+        burst_ns: u64,
+        counters: &mut Counters,
+    ) -> bool {
+        let now_ns = self.core.arrival_ns(burst, i, burst_ns);
+        let Some(frame) = burst.data(i) else { return true };
+        let (source_node, source_ns) = fast.source(frame, self.timestamps);
+        let seen = Seen {
+            sequence: fast.sequence().map(|n| n as u32),
+            source_node,
+            source_ns,
+            hops: self.core.rules.settings.hops.digest(fast.hops(frame)),
+            is_mx: false,
+        };
+        if fast.trace.header.overflow() {
+            counters.inc(Counter::trace_overflow);
+        }
+        if let Some(why) = self.core.track(FlowRef::Key(&fast.flow), &seen, now_ns, counters) {
+            if let Some(bytes) = frame.get(L3_AT..fast.report_end()) {
+                let packet =
+                    Packet { bytes, in_type: InType::Ipv6, rep_md_bits: LATENCY_MD_BITS, drop: None };
+                self.core.reports.on_packet(packet, now_ns, why, counters);
+            }
+        }
+        let restored_whole = matches!(burst.with_frame(i, |f| fast.strip(f)), Some(Some(_)));
+        restored(restored_whole, false, counters)
     }
 
     /// Packet `i`: not traced, malformed (by policy), or traced: tracked,
