@@ -13,6 +13,7 @@
 //! [`CollectError`] naming the flag.
 
 mod args;
+mod bookkeeping;
 pub mod books;
 mod error;
 pub mod input;
@@ -27,7 +28,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub use args::CollectArgs;
-pub use books::{Books, Sizes, Totals};
+pub use bookkeeping::{Books, Sizes, Totals};
 pub use error::{ChoiceError, CollectError, NodeIdError};
 use int_core::report::SinkIdWord;
 
