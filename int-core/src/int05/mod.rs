@@ -85,38 +85,8 @@ impl<'a> IntBlock<'a> {
         let header_bytes = bytes::after(block, shim::HEADER_LEN, Layer::IntMetadataHeader, 8)?;
         let header = MetadataHeaderRepr::parse(header_bytes)
             .map_err(|_| ParseError::truncated(Layer::IntMetadataHeader, 4, 8, block.len()))?;
-        if header.version != md_header::VERSION {
-            return Err(ParseError::UnknownVersion {
-                layer: Layer::IntMetadataHeader,
-                offset: 4,
-                value: header.version,
-            });
-        }
         let stack_bytes = len - fixed;
-        let hop_len = usize::from(header.instruction_count) * 4;
-        if header.instruction_count != header.instructions.count()
-            || hop_len * usize::from(header.total_hop_cnt) != stack_bytes
-        {
-            return Err(ParseError::StackMismatch {
-                offset: 4,
-                ins_cnt: header.instruction_count,
-                total_hop_cnt: header.total_hop_cnt,
-                stack_bytes,
-            });
-        }
-        // In a report (no tail) the sink has pushed its own hop, which it
-        // does even on a full stack (see report::latency): one over Max.
-        let allowed = match tail {
-            Tail::Present => u16::from(header.max_hop_cnt),
-            Tail::Absent => u16::from(header.max_hop_cnt) + 1,
-        };
-        if u16::from(header.total_hop_cnt) > allowed {
-            return Err(ParseError::HopCountExceeded {
-                offset: 4,
-                total_hop_cnt: header.total_hop_cnt,
-                max_hop_cnt: header.max_hop_cnt,
-            });
-        }
+        Self::check_header(&header, stack_bytes, tail)?;
         let stack_end = Self::STACK_OFFSET + stack_bytes;
         let stack_bytes = block.get(Self::STACK_OFFSET..stack_end).ok_or_else(|| {
             ParseError::truncated(Layer::IntStack, Self::STACK_OFFSET, stack_bytes, block.len())
@@ -141,6 +111,44 @@ impl<'a> IntBlock<'a> {
             Tail::Absent => None,
         };
         Ok(IntBlock { shim, header, stack, sequence, tail })
+    }
+
+    /// The metadata header's own checks: its version, Ins Cnt against the
+    /// bitmap and the stack's `stack_bytes`, Total Hop Count against Max.
+    #[inline(always)]
+    fn check_header(header: &MetadataHeaderRepr, stack_bytes: usize, tail: Tail) -> Result<(), ParseError> {
+        if header.version != md_header::VERSION {
+            return Err(ParseError::UnknownVersion {
+                layer: Layer::IntMetadataHeader,
+                offset: 4,
+                value: header.version,
+            });
+        }
+        let hop_len = usize::from(header.instruction_count) * 4;
+        if header.instruction_count != header.instructions.count()
+            || hop_len * usize::from(header.total_hop_cnt) != stack_bytes
+        {
+            return Err(ParseError::StackMismatch {
+                offset: 4,
+                ins_cnt: header.instruction_count,
+                total_hop_cnt: header.total_hop_cnt,
+                stack_bytes,
+            });
+        }
+        // In a report (no tail) the sink has pushed its own hop, which it
+        // does even on a full stack (see report::latency): one over Max.
+        let allowed = match tail {
+            Tail::Present => u16::from(header.max_hop_cnt),
+            Tail::Absent => u16::from(header.max_hop_cnt) + 1,
+        };
+        if u16::from(header.total_hop_cnt) > allowed {
+            return Err(ParseError::HopCountExceeded {
+                offset: 4,
+                total_hop_cnt: header.total_hop_cnt,
+                max_hop_cnt: header.max_hop_cnt,
+            });
+        }
+        Ok(())
     }
 
     /// Length of the block in bytes (the shim Length).
