@@ -330,6 +330,25 @@ pub fn insert_with(
         return Err(Skip::NoHeadroom);
     };
     crate::frame::copy_small(block, template.block.get(..block_len).ok_or(Skip::TooBig)?);
+    let block_sum = fill_block(block, template, config, &ip, dst_port, sequence, timestamp);
+    carrier::rewrite_ip(bytes, &ip, config.encapsulation.mark_tos(ip.tos), ip.ip_len() + added, protocol);
+    fix_l4_checksum(bytes, plan, config, added, block_sum);
+    Ok(added)
+}
+
+/// Writes the packet's own words into a block copied from the template
+/// (timestamps, sequence number, tail) and returns the block's sum for
+/// the checksum: the template's fixed part plus those words.
+#[inline(always)]
+fn fill_block(
+    block: &mut [u8],
+    template: &Template,
+    config: &SourceConfig,
+    ip: &IpLocation,
+    dst_port: u16,
+    sequence: u32,
+    timestamp: Option<u32>,
+) -> u32 {
     let mut block_sum = template.fixed_sum;
     if let Some(time) = timestamp {
         for at in template.timestamp_at.iter().flatten() {
@@ -352,10 +371,7 @@ pub fn insert_with(
     };
     crate::bytes::put(block, template.tail_at, &tail);
     block_sum += crate::checksum::word_sum(u32::from_be_bytes(tail));
-
-    carrier::rewrite_ip(bytes, &ip, config.encapsulation.mark_tos(ip.tos), ip.ip_len() + added, protocol);
-    fix_l4_checksum(bytes, plan, config, added, block_sum);
-    Ok(added)
+    block_sum
 }
 
 /// After the insertion: the checksum covering the block. DSCP: the
