@@ -160,61 +160,79 @@ pub fn walk_extensions(packet: &[u8]) -> Result<Extensions, ParseError> {
     // One round more than the headers allowed: the last only finds the
     // upper layer (or one header too many).
     for walked in 0..=MAX_EXTENSIONS {
-        let len = match walk.protocol {
-            HOP_BY_HOP | ROUTING | DESTINATION_OPTIONS => {
-                let ext_len = *packet.get(walk.upper_at + 1).ok_or_else(|| {
-                    ParseError::truncated(Layer::Ipv6Extension, walk.upper_at, 2, packet.len())
-                })?;
-                (usize::from(ext_len) + 1) * 8
-            }
-            FRAGMENT => 8,
-            _ => return Ok(walk),
-        };
+        let Some(len) = walk.header_len(packet)? else { return Ok(walk) };
         if walked == MAX_EXTENSIONS {
             break;
         }
-        if walk.protocol == HOP_BY_HOP && walk.upper_at != HEADER_LEN {
-            // RFC 8200 section 4.3: only right after the IPv6 header.
-            return Err(ParseError::UnknownType {
-                layer: Layer::Ipv6Extension,
-                offset: walk.next_header_at,
-                value: 0,
-            });
-        }
-        let next_end = walk.upper_at + len;
-        if next_end > end {
-            return Err(ParseError::BadLength {
-                layer: Layer::Ipv6Extension,
-                offset: walk.upper_at,
-                value: len,
-            });
-        }
-        let next = *packet
-            .get(walk.upper_at)
-            .ok_or_else(|| ParseError::truncated(Layer::Ipv6Extension, walk.upper_at, len, packet.len()))?;
-        if packet.len() < next_end {
-            return Err(ParseError::truncated(Layer::Ipv6Extension, walk.upper_at, len, packet.len()));
-        }
-        if walk.protocol == FRAGMENT {
-            if walk.fragment.is_some() {
-                // RFC 8200 section 4.1: at most once. Which of two would
-                // say whether this is a fragment?
-                return Err(ParseError::UnknownType {
-                    layer: Layer::Ipv6Extension,
-                    offset: walk.next_header_at,
-                    value: FRAGMENT,
-                });
-            }
-            let word = packet.get(walk.upper_at + 2..walk.upper_at + 4).and_then(|b| b.try_into().ok());
-            walk.fragment = word.map(u16::from_be_bytes);
-        }
-        walk = Extensions { upper_at: next_end, protocol: next, next_header_at: walk.upper_at, ..walk };
+        walk = walk.next(packet, len, end)?;
     }
     Err(ParseError::BadLength {
         layer: Layer::Ipv6Extension,
         offset: walk.upper_at,
         value: MAX_EXTENSIONS + 1,
     })
+}
+
+impl Extensions {
+    /// The length of the extension header the walk stands on; `None` at
+    /// the upper layer.
+    #[inline]
+    fn header_len(&self, packet: &[u8]) -> Result<Option<usize>, ParseError> {
+        Ok(Some(match self.protocol {
+            HOP_BY_HOP | ROUTING | DESTINATION_OPTIONS => {
+                let ext_len = *packet.get(self.upper_at + 1).ok_or_else(|| {
+                    ParseError::truncated(Layer::Ipv6Extension, self.upper_at, 2, packet.len())
+                })?;
+                (usize::from(ext_len) + 1) * 8
+            }
+            FRAGMENT => 8,
+            _ => return Ok(None),
+        }))
+    }
+
+    /// The walk one header on, past the `len` bytes of the one it stands
+    /// on, once that header is checked: where it may be, that it ends
+    /// within Payload Length (`end`) and the packet, a Fragment header at
+    /// most once (its word kept).
+    #[inline]
+    fn next(mut self, packet: &[u8], len: usize, end: usize) -> Result<Extensions, ParseError> {
+        if self.protocol == HOP_BY_HOP && self.upper_at != HEADER_LEN {
+            // RFC 8200 section 4.3: only right after the IPv6 header.
+            return Err(ParseError::UnknownType {
+                layer: Layer::Ipv6Extension,
+                offset: self.next_header_at,
+                value: 0,
+            });
+        }
+        let next_end = self.upper_at + len;
+        if next_end > end {
+            return Err(ParseError::BadLength {
+                layer: Layer::Ipv6Extension,
+                offset: self.upper_at,
+                value: len,
+            });
+        }
+        let next = *packet
+            .get(self.upper_at)
+            .ok_or_else(|| ParseError::truncated(Layer::Ipv6Extension, self.upper_at, len, packet.len()))?;
+        if packet.len() < next_end {
+            return Err(ParseError::truncated(Layer::Ipv6Extension, self.upper_at, len, packet.len()));
+        }
+        if self.protocol == FRAGMENT {
+            if self.fragment.is_some() {
+                // RFC 8200 section 4.1: at most once. Which of two would
+                // say whether this is a fragment?
+                return Err(ParseError::UnknownType {
+                    layer: Layer::Ipv6Extension,
+                    offset: self.next_header_at,
+                    value: FRAGMENT,
+                });
+            }
+            let word = packet.get(self.upper_at + 2..self.upper_at + 4).and_then(|b| b.try_into().ok());
+            self.fragment = word.map(u16::from_be_bytes);
+        }
+        Ok(Extensions { upper_at: next_end, protocol: next, next_header_at: self.upper_at, ..self })
+    }
 }
 
 /// Writes the Payload Length of the IPv6 header at `l3` in a packet (a
