@@ -14,10 +14,11 @@
 use crate::fast::FastFrame;
 use crate::frame::FrameBuf;
 
+use super::fast_sink::{md_block, TYPE_MD_NPT_0, TYPE_MD_NPT_1};
 use super::hop::INVALID;
 use super::md_header::{MdHeaderRepr, MAX_HOP_ML};
 use super::push::Outcome;
-use super::{Domain, HopMetadata, Instructions, Marking, MdBlock, FIXED_LEN, MAX_BLOCK_LEN};
+use super::{Domain, HopMetadata, Instructions, Marking, FIXED_LEN, MAX_BLOCK_LEN};
 
 /// The baseline bits with a value, in bit order: a hop's words for bit
 /// `BITS[b]` sit at `1 + 2 * b` and `2 + 2 * b` of [`HopWords`].
@@ -129,27 +130,19 @@ fn word16(bytes: &[u8], at: usize) -> u32 {
 #[inline(always)]
 fn read_md(frame: &[u8], domain: &Domain) -> Option<(FastFrame, MdHeaderRepr, usize)> {
     let parts = FastFrame::read(frame, 0)?;
-    // Type 1 with the NPT the marking asks; the reserved bits not looked at.
+    // Type 1 with the NPT the marking asks.
     let type_npt = match domain.marking {
-        Marking::Dscp(dscp) if dscp.encapsulation().tos_is_marked(parts.tos) => 0x10,
+        Marking::Dscp(dscp) if dscp.encapsulation().tos_is_marked(parts.tos) => TYPE_MD_NPT_0,
         Marking::UdpPort(port)
             if parts.flow.protocol() == crate::locate::PROTO_UDP && parts.flow.dst_port() == port =>
         {
-            0x14
+            TYPE_MD_NPT_1
         }
         Marking::Dscp(_) | Marking::UdpPort(_) => return None,
     };
     let block = frame.get(parts.payload_at()..parts.end())?;
-    let head: &[u8; FIXED_LEN] = block.first_chunk()?;
-    if head[0] & 0xfc != type_npt {
-        return None;
-    }
-    let len = 4 + usize::from(head[1]) * 4;
-    let stack = block.get(FIXED_LEN..len)?;
-    let header = MdHeaderRepr::parse(head.get(4..)?).ok()?;
-    let source_only_words = domain.source_only.words(header.domain_id, header.ds_instructions);
-    MdBlock::check(&header, stack.len(), source_only_words).ok()?;
-    Some((parts, header, len))
+    let (_, md, len) = md_block(block, domain, type_npt)?;
+    Some((parts, md.header, len))
 }
 
 /// Every word `hop` can write, at the slots [`Plan`] names.
