@@ -2,7 +2,7 @@
 //! the fast path takes, the general path (`transit::push`) pushes too,
 //! with the same outcome and byte for byte the same frame; every frame it
 //! declines it leaves untouched. Over INT 2.1 frames (IPv4 and IPv6, UDP
-//! and TCP, DSCP and UDP-port marking, six bitmaps with reserved bits,
+//! and TCP, DSCP and UDP-port marking, five bitmaps with a reserved bit,
 //! the checksum complement and domain specific words, 1-3 hops, at and
 //! near the last hop, at and near the MTU), every one-byte change and
 //! every cut of them. One `FastTransit` serves every frame, so its plan
@@ -11,10 +11,7 @@
 
 mod common;
 
-use std::net::Ipv4Addr;
-
-use common::{fast_path_ipv6_specs, int21_domain, int21_source, neighbours, Buffer};
-use int_core::craft::{L4Spec, PacketSpec};
+use common::{int21_domain, int21_hop, int21_plain_frames as plain_frames, int21_source, neighbours, Buffer};
 use int_core::int21::fast_transit::FastTransit;
 use int_core::int21::source::{self, SourceConfig};
 use int_core::int21::transit::{self, Outcome};
@@ -24,33 +21,15 @@ use int_core::int21::{Domain, HeaderType, HopMetadata, Instructions, Marking};
 /// write as all ones (they update the L4 checksum instead).
 fn hop(node: u32, time: u64) -> HopMetadata {
     HopMetadata {
-        node_id: Some(node),
-        l1_ingress_port: Some(1),
-        l1_egress_port: Some(2),
         hop_latency: Some(700),
         queue: Some((3, 0x12_3456)),
-        ingress_timestamp: Some(time),
-        egress_timestamp: Some(time + 700),
         l2_ingress_port: Some(0x0101_0101),
         l2_egress_port: Some(0x0202_0202),
         egress_tx_utilization: Some(44),
         buffer: Some((5, 77)),
         checksum_complement: Some(0x1234_5678),
+        ..int21_hop(node, time)
     }
-}
-
-fn plain_frames() -> Vec<Vec<u8>> {
-    let (a, b) = (Ipv4Addr::new(192, 0, 2, 1), Ipv4Addr::new(198, 51, 100, 7));
-    let specs = [
-        PacketSpec::udp(a, b, 4000, 53, 4),
-        PacketSpec::tcp(a, b, 40000, 80, 10),
-        PacketSpec { tos: 0x2b, ..PacketSpec::udp(b, a, 1, 2, 18) },
-        PacketSpec {
-            l4: L4Spec::Udp { src_port: 9, dst_port: 10, zero_checksum: true },
-            ..PacketSpec::udp(a, b, 9, 10, 12)
-        },
-    ];
-    specs.iter().chain(&fast_path_ipv6_specs(0x2b)).map(PacketSpec::build).collect()
 }
 
 /// The sources' configs: bitmaps from one word to every baseline bit, a
@@ -165,7 +144,7 @@ fn last_hop_mtu_and_mx_take_the_general_path() {
     let mut fast = FastTransit::default();
     let domain = int21_domain();
     let configs = sources(domain);
-    let plain = &plain_frames()[0];
+    let plain = &plain_frames()[1];
     let frame_of = |config: &SourceConfig| {
         let plan = source::plan(plain, config).unwrap();
         let mut buffer = Buffer::new(plain);
