@@ -8,47 +8,15 @@
 
 mod common;
 
-use std::net::Ipv4Addr;
-
-use common::{fast_path_ipv6_specs, int21_domain, int21_source, neighbours, same_flow, Buffer};
-use int_core::craft::{L4Spec, PacketSpec};
+use common::{
+    int21_domain, int21_hop as hop, int21_plain_frames as plain_frames, int21_source, neighbours, same_flow,
+    Buffer,
+};
+use int_core::craft::PacketSpec;
 use int_core::hop_rule::{Bounds, HopRule};
 use int_core::int21::fast_sink::{self, FastArrival};
 use int_core::int21::source::{self, SourceConfig};
 use int_core::int21::{sink, transit, Domain, HeaderType, HopMetadata, Instructions, Marking, Next};
-
-fn hop(node: u32, time: u64) -> HopMetadata {
-    HopMetadata {
-        node_id: Some(node),
-        l1_ingress_port: Some(1),
-        l1_egress_port: Some(2),
-        ingress_timestamp: Some(time),
-        egress_timestamp: Some(time + 5),
-        ..HopMetadata::default()
-    }
-}
-
-/// Plain fast-path frames (UDP, zero-checksum UDP, TCP, a kept
-/// DSCP) and two outside it (a VLAN tag, TCP options).
-fn plain_frames() -> Vec<Vec<u8>> {
-    let (a, b) = (Ipv4Addr::new(192, 0, 2, 1), Ipv4Addr::new(198, 51, 100, 7));
-    let specs = [
-        PacketSpec::udp(a, b, 4000, 53, 0),
-        PacketSpec::udp(a, b, 4000, 53, 30),
-        PacketSpec::tcp(a, b, 40000, 80, 10),
-        PacketSpec { tos: 0x2b, ..PacketSpec::udp(b, a, 1, 2, 18) },
-        PacketSpec {
-            l4: L4Spec::Udp { src_port: 9, dst_port: 10, zero_checksum: true },
-            ..PacketSpec::udp(a, b, 9, 10, 12)
-        },
-        PacketSpec { vlan: Some(7), ..PacketSpec::udp(a, b, 1, 2, 20) },
-        PacketSpec {
-            l4: L4Spec::Tcp { src_port: 1, dst_port: 2, seq: 9, options: vec![1, 1, 1, 1] },
-            ..PacketSpec::udp(a, b, 1, 2, 20)
-        },
-    ];
-    specs.iter().chain(&fast_path_ipv6_specs(0x2b)).map(PacketSpec::build).collect()
-}
 
 /// INT 2.1 frames: the plain frames instrumented with INT-MD under three
 /// bitmaps (one without node id or timestamps), by a source without a

@@ -78,17 +78,8 @@ fn is_tunnel(frame: &FastFrame) -> bool {
 /// runs to the end of the IP packet; `None` for anything else.
 #[inline(always)]
 fn read_md(block: &[u8], domain: &Domain, rule: &HopRule, frame: FastFrame) -> Option<FastInt> {
-    let head: &[u8; FIXED_LEN] = block.first_chunk()?;
-    // Type 1 and NPT 0; the two reserved bits are not looked at.
-    if head[0] & 0xfc != 0x10 {
-        return None;
-    }
-    let len = 4 + usize::from(head[1]) * 4;
-    let stack = block.get(FIXED_LEN..len)?;
-    let header = MdHeaderRepr::parse(head.get(4..)?).ok()?;
-    let source_only_words = domain.source_only.words(header.domain_id, header.ds_instructions);
-    MdBlock::check(&header, stack.len(), source_only_words).ok()?;
-    let md = MdStack { header, stack, source_only_words };
+    let (head, md, len) = md_block(block, domain, TYPE_MD_NPT_0)?;
+    let header = md.header;
     let (source_node, source_ns) = bottom_hop(&md);
     let sequence = domain.source_only.sequence_of(&md);
     Some(FastInt {
@@ -101,6 +92,33 @@ fn read_md(block: &[u8], domain: &Domain, rule: &HopRule, frame: FastFrame) -> O
         dscp: head[3] >> 2,
         block_len: len as u16,
     })
+}
+
+/// The first byte of an INT-MD shim with NPT 0 (DSCP marking) and with
+/// NPT 1 (UDP port marking), its two reserved bits clear.
+pub(crate) const TYPE_MD_NPT_0: u8 = 0x10;
+pub(crate) const TYPE_MD_NPT_1: u8 = 0x14;
+
+/// The INT-MD block at the start of `block` (which runs to the end of the
+/// IP packet), its shim's type and NPT `type_npt` (the two reserved bits
+/// not looked at), checked as [`super::Block::parse`] checks it: its fixed
+/// headers, its stack and its length in bytes; `None` for anything else.
+#[inline(always)]
+pub(crate) fn md_block<'a>(
+    block: &'a [u8],
+    domain: &Domain,
+    type_npt: u8,
+) -> Option<(&'a [u8; FIXED_LEN], MdStack<'a>, usize)> {
+    let head: &[u8; FIXED_LEN] = block.first_chunk()?;
+    if head[0] & 0xfc != type_npt {
+        return None;
+    }
+    let len = 4 + usize::from(head[1]) * 4;
+    let stack = block.get(FIXED_LEN..len)?;
+    let header = MdHeaderRepr::parse(head.get(4..)?).ok()?;
+    let source_only_words = domain.source_only.words(header.domain_id, header.ds_instructions);
+    MdBlock::check(&header, stack.len(), source_only_words).ok()?;
+    Some((head, MdStack { header, stack, source_only_words }, len))
 }
 
 /// The bottom hop's node id and ingress timestamp, all ones read as

@@ -14,6 +14,7 @@
 
 pub mod fast_sink;
 pub mod fast_source;
+pub mod fast_transit;
 pub mod find;
 pub mod hop;
 pub mod in_tunnel;

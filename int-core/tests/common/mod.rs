@@ -361,3 +361,38 @@ pub fn int21_source(
         max_ip_len: 1500,
     }
 }
+
+/// An INT 2.1 hop: node id, L1 ports and both timestamps.
+pub fn int21_hop(node: u32, time: u64) -> int_core::int21::HopMetadata {
+    int_core::int21::HopMetadata {
+        node_id: Some(node),
+        l1_ingress_port: Some(1),
+        l1_egress_port: Some(2),
+        ingress_timestamp: Some(time),
+        egress_timestamp: Some(time + 5),
+        ..int_core::int21::HopMetadata::default()
+    }
+}
+
+/// Plain frames for the INT 2.1 fast paths' tests: fast-path frames (UDP,
+/// zero-checksum UDP, TCP, a kept DSCP) and two outside it (a VLAN tag, TCP
+/// options), then [`fast_path_ipv6_specs`]'s.
+pub fn int21_plain_frames() -> Vec<Vec<u8>> {
+    let (a, b) = (Ipv4Addr::new(192, 0, 2, 1), Ipv4Addr::new(198, 51, 100, 7));
+    let specs = [
+        PacketSpec::udp(a, b, 4000, 53, 0),
+        PacketSpec::udp(a, b, 4000, 53, 30),
+        PacketSpec::tcp(a, b, 40000, 80, 10),
+        PacketSpec { tos: 0x2b, ..PacketSpec::udp(b, a, 1, 2, 18) },
+        PacketSpec {
+            l4: L4Spec::Udp { src_port: 9, dst_port: 10, zero_checksum: true },
+            ..PacketSpec::udp(a, b, 9, 10, 12)
+        },
+        PacketSpec { vlan: Some(7), ..PacketSpec::udp(a, b, 1, 2, 20) },
+        PacketSpec {
+            l4: L4Spec::Tcp { src_port: 1, dst_port: 2, seq: 9, options: vec![1, 1, 1, 1] },
+            ..PacketSpec::udp(a, b, 1, 2, 20)
+        },
+    ];
+    specs.iter().chain(&fast_path_ipv6_specs(0x2b)).map(PacketSpec::build).collect()
+}

@@ -4,7 +4,9 @@
 //! cannot know are all ones), sets E or M where the rules say so, and
 //! leaves INT-MX packets as they are.
 
-use int_core::int21::transit::{self, Outcome};
+use int_core::frame::FrameBuf;
+use int_core::int21::fast_transit::FastTransit;
+use int_core::int21::transit::{self, NotPushed, Outcome};
 use int_core::int21::{Domain, HopMetadata};
 
 use crate::clock::Clock;
@@ -24,6 +26,8 @@ pub struct Transit21Stage {
     /// INT-MX: this node's reports on the MX packets it forwards.
     pub reporter: Option<Reporter21>,
     figures: HopFigures,
+    /// The fast path's plan of the last shape seen.
+    fast: FastTransit,
 }
 
 impl Transit21Stage {
@@ -38,6 +42,7 @@ impl Transit21Stage {
             rx_timestamps: hop.rx_timestamps,
             reporter,
             figures: HopFigures::new(hop.rx_queue),
+            fast: FastTransit::default(),
         }
     }
 
@@ -62,8 +67,8 @@ impl Transit21Stage {
                 egress_timestamp: Some(now_ns),
                 ..HopMetadata::default()
             };
-            let (domain, max_ip_len) = (&self.domain, self.max_ip_len);
-            let counter = match burst.with_frame(i, |f| transit::push(f, domain, max_ip_len, &hop)) {
+            let (domain, max_ip_len, fast) = (&self.domain, self.max_ip_len, &mut self.fast);
+            let counter = match burst.with_frame(i, |f| push(fast, f, domain, max_ip_len, &hop)) {
                 None => Counter::shared_mbuf,
                 Some(Ok(Outcome::Pushed(_))) => Counter::pushed,
                 Some(Ok(Outcome::MaxHopReached)) => Counter::max_hop_reached,
@@ -89,5 +94,20 @@ impl Transit21Stage {
         if let Some(reporter) = self.reporter.as_mut() {
             reporter.flush(counters);
         }
+    }
+}
+
+/// The fast path first; what it declines, the general path.
+#[inline(always)]
+fn push(
+    fast: &mut FastTransit,
+    frame: &mut FrameBuf<'_>,
+    domain: &Domain,
+    max_ip_len: u16,
+    hop: &HopMetadata,
+) -> Result<Outcome, NotPushed> {
+    match fast.push(frame, domain, max_ip_len, hop) {
+        Some(outcome) => Ok(outcome),
+        None => transit::push(frame, domain, max_ip_len, hop),
     }
 }
