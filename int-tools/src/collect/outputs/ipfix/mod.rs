@@ -91,9 +91,6 @@ pub struct Counts {
     pub records: AtomicU64,
     /// Template records sent (each template, each time).
     pub templates: AtomicU64,
-    /// Observations refused: none since the readers add up themselves
-    /// (there is no queue); kept 0 for the summary's readers.
-    pub dropped: AtomicU64,
     /// Data records not sent: no connection, or the send failed.
     pub failed: AtomicU64,
     /// Flows, hops and links beyond an interval's limit.
@@ -213,7 +210,6 @@ impl Counted for Counts {
             ("records", get(&self.records)),
             ("templates", get(&self.templates)),
             ("messages", get(&self.messages)),
-            ("dropped", get(&self.dropped)),
             ("failed", get(&self.failed)),
             ("unrecorded", get(&self.unrecorded)),
             ("connections", get(&self.connections)),
@@ -230,12 +226,6 @@ impl Counted for Counts {
             "int_collect_ipfix_records_total",
             "IPFIX data records by outcome (records: sent).",
             pick(&["records", "failed", "unrecorded"]).into_iter(),
-        );
-        counter_family(
-            out,
-            "int_collect_ipfix_observations_total",
-            "Observations the IPFIX exporter's queue refused.",
-            pick(&["dropped"]).into_iter(),
         );
     }
 }
