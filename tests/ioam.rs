@@ -384,6 +384,106 @@ fn a_trace_from_outside_the_domain_is_stripped_at_its_edge() {
     }
 }
 
+/// [`DOMAIN`] with 4 slots (room for the number in every frame), numbered.
+fn numbered_domain() -> String {
+    DOMAIN.replace("nodes: 8,", "nodes: 4, sequence: true,")
+}
+
+/// In [`numbered_through`], from each flow's packet numbered 16 on (its
+/// 16th, index 15) the transit's slot is another node's: neither 15 nor
+/// 16 is a multiple of 7.
+const MOVED_FROM: usize = 15;
+
+/// `packets` of 12 flows (IPv4 and IPv6), the IPv6 ones numbered by the
+/// encapsulating node; each trace's next slot then filled as a transit
+/// node fills it, with node id `transit(k)` for its flow's `k`th packet
+/// (from 0). Writes `dir`'s hops.pcap (not yet retimed); returns
+/// the frames sent in and the traced packets' numbers.
+fn numbered_through(
+    dir: &std::path::Path,
+    packets: usize,
+    transit: impl Fn(usize) -> u32,
+) -> (Vec<Vec<u8>>, Vec<u64>) {
+    let (frames, ipv6_packets) = traffic_in(dir, packets, 180);
+    encapsulate(dir, &numbered_domain(), ipv6_packets);
+    let mut numbers = Vec::new();
+    let mut traced = read_pcap(&dir.join("ioam.pcap"));
+    for (i, frame) in traced.iter_mut().enumerate() {
+        if let Some(found) = find::find(frame, 123).unwrap() {
+            numbers.push(found.sequence().unwrap());
+            let node =
+                int_core::ioam::node::NodeData { node_id: Some(transit(i / 12)), ..Default::default() };
+            let pushed = int_core::ioam::transit::push(frame, 123, &node).unwrap();
+            assert_eq!(pushed, int_core::ioam::transit::Transited::Filled);
+        }
+    }
+    write_pcap(&dir.join("hops.pcap"), &traced);
+    (frames, numbers)
+}
+
+/// The decapsulating node honours `sink.hops.sample` as the INT 2.1 sink
+/// does: with `sample: 7` one packet in 7 of each flow (by its
+/// Edge-to-Edge number) feeds the path rule. Each flow's transit node
+/// changes at its 16th packet: the first changed packet alone is not read
+/// (every packet read, it is reported), and each flow's path change is
+/// reported within 7 changed packets. Replays cut after each flow's first
+/// changed packet, and after its 7th. Flows with the sender's own
+/// extension headers take the general path, the others the fast one.
+#[test]
+fn a_sampled_path_rule_reports_within_n_packets_over_ioam() {
+    let dir = workdir("ioam-hops-sampled");
+    let (frames, _) = numbered_through(&dir, 12 * (MOVED_FROM + 7), |k| if k < MOVED_FROM { 5 } else { 7 });
+    let v6_flows = (0..12).filter(|&flow| is_ipv6_flow(flow)).count() as u64;
+    let traced = read_pcap(&dir.join("hops.pcap"));
+    let cut = |changed: usize| {
+        let name = format!("hops-{changed}.pcap");
+        write_pcap(&dir.join(&name), &traced[..12 * (MOVED_FROM + changed)]);
+        retime_after_source(&dir.join(&name), LATENCY_NS, TimestampFormat::Posix);
+        name
+    };
+    let run = |pcap: &str, rules: &str| {
+        let section = format!("{}    sink: {rules}\n", numbered_domain());
+        let collector = Collector::new();
+        run_node(&dir, &node_config("sink", pcap, "out.pcap", &section, Some(&collector.addr())))
+    };
+    let (first, seventh) = (cut(1), cut(7));
+    let every = run(&first, "{}");
+    assert_eq!(every.counter("sink", "reports_path_change"), v6_flows, "{}", every.stdout());
+    let sampled = run(&first, "{hops: {sample: 7}}");
+    assert_eq!(sampled.counter("sink", "reports_path_change"), 0, "{}", sampled.stdout());
+    let sampled = run(&seventh, "{hops: {sample: 7}}");
+    assert_eq!(sampled.counter("sink", "reports_path_change"), v6_flows, "{}", sampled.stdout());
+    assert_eq!(sampled.counter("sink", "path_untold"), 0);
+    assert_eq!(sampled.counter("sink", "reports_latency"), v6_flows, "the latency never changes");
+    assert_eq!(sampled.counter("sink", "latency_max_ns"), LATENCY_NS);
+    assert_same_frames(&read_pcap(&dir.join("out.pcap")), &frames);
+}
+
+/// A packet the sample passes over reads no slot: the transit node writes
+/// the encapsulating node's id again, so every trace the hop rule reads is
+/// untold (a node twice) and counted `path_untold`. With `sample: 7` only
+/// the packets numbered by a multiple of 7 are counted; with no rule on
+/// (`path_changes: false`) none are.
+#[test]
+fn a_sampled_out_trace_is_not_read() {
+    let dir = workdir("ioam-hops-unread");
+    let (frames, numbers) = numbered_through(&dir, 12 * 30, |_| 1);
+    retime_after_source(&dir.join("hops.pcap"), LATENCY_NS, TimestampFormat::Posix);
+    let read = numbers.iter().filter(|&&n| n % 7 == 0).count() as u64;
+    assert!(read > 0 && read < numbers.len() as u64 / 5, "{read} of {}", numbers.len());
+    let run = |rules: &str| {
+        let section = format!("{}    sink: {rules}\n", numbered_domain());
+        let collector = Collector::new();
+        run_node(&dir, &node_config("sink", "hops.pcap", "out.pcap", &section, Some(&collector.addr())))
+    };
+    let sampled = run("{hops: {sample: 7}}");
+    assert_eq!(sampled.counter("sink", "stripped"), numbers.len() as u64, "{}", sampled.stdout());
+    assert_eq!(sampled.counter("sink", "path_untold"), read, "{}", sampled.stdout());
+    let off = run("{path_changes: false}");
+    assert_eq!(off.counter("sink", "path_untold"), 0, "{}", off.stdout());
+    assert_same_frames(&read_pcap(&dir.join("out.pcap")), &frames);
+}
+
 fn is_traced(frame: &[u8]) -> bool {
     find::find(frame, 123).unwrap().is_some()
 }

@@ -124,7 +124,8 @@ pub struct HopRule {
     pub queue: Bounds,
     /// A hop's queue occupancy at or over this is flagged; `None`: off.
     pub queue_alert: Option<u32>,
-    /// Which packets are digested (the INT 2.1 sink's; others digest all).
+    /// Which packets are digested (the INT 2.1 sink's and the IOAM
+    /// decapsulating node's; others digest all).
     pub sample: Sample,
 }
 

@@ -72,7 +72,7 @@ impl Found {
     }
 
     /// The elements the nodes wrote, newest first.
-    pub fn nodes<'a>(&self, frame: &'a [u8]) -> impl Iterator<Item = NodeData> + 'a {
+    pub fn nodes<'a>(&self, frame: &'a [u8]) -> impl DoubleEndedIterator<Item = NodeData> + 'a {
         ipv6::nodes(self.hop_by_hop(frame), &self.trace)
     }
 

@@ -200,7 +200,7 @@ pub fn fill(hbh: &mut [u8], trace: &TraceAt, node: &NodeData) -> Result<Filled, 
 }
 
 /// The elements the nodes wrote, newest first.
-pub fn nodes<'a>(hbh: &'a [u8], trace: &TraceAt) -> impl Iterator<Item = NodeData> + 'a {
+pub fn nodes<'a>(hbh: &'a [u8], trace: &TraceAt) -> impl DoubleEndedIterator<Item = NodeData> + 'a {
     let header = trace.header;
     let element = header.node_len.max(1) as usize * 4;
     let filled = hbh.get(trace.data + usize::from(header.remaining_len) * 4..trace.data + trace.data_len);

@@ -171,10 +171,6 @@ pub struct CollectArgs {
     /// docs/ipfix.md).
     #[arg(long, default_value_t = ipfix::DEFAULT_PEN)]
     pub ipfix_pen: u32,
-    /// No longer used (each reader adds its figures up itself, nothing is
-    /// queued); accepted so that existing command lines still run.
-    #[arg(long, default_value_t = 200_000, hide = true)]
-    pub ipfix_buffer: usize,
     /// What each node is called: a YAML file of node ids (numbers, 0x hex
     /// or dotted quads) to names, and optionally interface names per node
     /// (docs/output.md). Every output shows the name beside the id.

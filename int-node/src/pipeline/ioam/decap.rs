@@ -7,8 +7,9 @@
 //! What the rules read of a trace: the oldest slot's node id and timestamp
 //! as the source's (where the trace has no time, the Edge-to-Edge option's
 //! entry time), every slot's node id, transit delay and queue depth for
-//! the hop rule, the Edge-to-Edge option's packet number (its low 32 bits)
-//! for loss. Loss reports carry their figures under int-node's default
+//! the hop rule (in a packet its `sink.hops.sample` takes, as at an INT
+//! 2.1 sink: no other slot of the others), the Edge-to-Edge option's
+//! packet number (its low 32 bits) for loss and the sample. Loss reports carry their figures under int-node's default
 //! Domain Specific ID, which collect reads unless told another.
 //!
 //! The frame the encapsulating node writes takes the fast path
@@ -17,7 +18,11 @@
 //! general one, which reads the same of the fast path's frames.
 
 use int_core::fast::L3_AT;
-use int_core::hop_rule::{HopDigest, HopFigures, Untold, MAX_HOPS};
+use std::ops::Range;
+
+use int_core::flow::FlowKey;
+use int_core::frame::FrameBuf;
+use int_core::hop_rule::{HopDigest, HopFigures, HopRule, Untold};
 use int_core::ioam::decap::strip;
 use int_core::ioam::fast_decap::FastDecap;
 use int_core::ioam::find::{find, Found};
@@ -77,26 +82,18 @@ impl IoamDecapStage {
     ) -> bool {
         let now_ns = self.core.arrival_ns(burst, i, burst_ns);
         let Some(frame) = burst.data(i) else { return true };
+        let sequence = fast.sequence().map(|n| n as u32);
         let (source_node, source_ns) = fast.source(frame, self.timestamps);
         let seen = Seen {
-            sequence: fast.sequence().map(|n| n as u32),
+            sequence,
             source_node,
             source_ns,
-            hops: self.core.rules.settings.hops.digest(fast.hops(frame)),
+            hops: sampled(&self.core.rules.settings.hops, sequence, || fast.hops(frame)),
             is_mx: false,
         };
-        if fast.trace.header.overflow() {
-            counters.inc(Counter::trace_overflow);
-        }
-        if let Some(why) = self.core.track(FlowRef::Key(&fast.flow), &seen, now_ns, counters) {
-            if let Some(bytes) = frame.get(L3_AT..fast.report_end()) {
-                let packet =
-                    Packet { bytes, in_type: InType::Ipv6, rep_md_bits: LATENCY_MD_BITS, drop: None };
-                self.core.reports.on_packet(packet, now_ns, why, counters);
-            }
-        }
-        let restored_whole = matches!(burst.with_frame(i, |f| fast.strip(f)), Some(Some(_)));
-        restored(restored_whole, false, counters)
+        let overflow = fast.trace.header.overflow();
+        let traced = Traced { key: &fast.flow, seen, overflow, report: L3_AT..fast.report_end() };
+        self.track_and_restore(burst, i, traced, now_ns, counters, |f| fast.strip(f))
     }
 
     /// Packet `i`: not traced, malformed (by policy), or traced: tracked,
@@ -115,49 +112,89 @@ impl IoamDecapStage {
         let Some(frame) = burst.data(i) else { return true };
         let key = found.flow(frame);
         let seen = self.seen(frame, &found);
-        if found.trace.header.overflow() {
+        let overflow = found.trace.header.overflow();
+        let traced = Traced { key: &key, seen, overflow, report: found.ip.l3..found.report_end() };
+        self.track_and_restore(burst, i, traced, now_ns, counters, |f| strip(f, &found))
+    }
+
+    /// What both paths do with a traced packet once read: count an
+    /// Overflow, track its flow, report it where the rules say (the
+    /// frame read again only then), and take the trace out with `strip`.
+    /// Returns whether it goes on.
+    #[inline(always)]
+    fn track_and_restore(
+        &mut self,
+        burst: &mut Burst,
+        i: usize,
+        traced: Traced<'_>,
+        now_ns: u64,
+        counters: &mut Counters,
+        strip: impl FnOnce(&mut FrameBuf<'_>) -> Option<usize>,
+    ) -> bool {
+        if traced.overflow {
             counters.inc(Counter::trace_overflow);
         }
-        if let Some(why) = self.core.track(FlowRef::Key(&key), &seen, now_ns, counters) {
-            if let Some(bytes) = frame.get(found.ip.l3..found.report_end()) {
+        if let Some(why) = self.core.track(FlowRef::Key(traced.key), &traced.seen, now_ns, counters) {
+            if let Some(bytes) = burst.data(i).and_then(|frame| frame.get(traced.report)) {
                 let packet =
                     Packet { bytes, in_type: InType::Ipv6, rep_md_bits: LATENCY_MD_BITS, drop: None };
                 self.core.reports.on_packet(packet, now_ns, why, counters);
             }
         }
-        let restored_whole = matches!(burst.with_frame(i, |f| strip(f, &found)), Some(Some(_)));
+        let restored_whole = matches!(burst.with_frame(i, strip), Some(Some(_)));
         restored(restored_whole, false, counters)
     }
 
-    /// What the rules read of a trace: every element read once, the hop
-    /// rule's figures newest first, and the oldest's (the encapsulating
-    /// node's) id and time.
+    /// What the rules read of a trace: the oldest element's (the
+    /// encapsulating node's) id and time, and, for a packet the hop rule's
+    /// sample takes, every element's figures newest first.
     fn seen(&self, frame: &[u8], found: &Found) -> Seen {
-        let (mut figures, mut count, mut oldest) = ([None; MAX_HOPS], 0, None);
-        for node in found.nodes(frame) {
-            let hop = node.as_hop(self.timestamps);
-            let told = hop.node_id.map(|id| HopFigures {
-                node: id,
-                latency: hop.hop_latency,
-                queue: hop.queue.map(|(_, q)| q),
-            });
-            if let Some(slot) = figures.get_mut(count) {
-                *slot = told;
-            }
-            count += 1;
-            oldest = Some(hop);
-        }
-        let hops: Result<HopDigest, Untold> = match figures.get(..count) {
-            Some(told) => self.core.rules.settings.hops.digest(told.iter().copied()),
-            None => Err(Untold::TooMany),
+        // A 64-bit number's low half: the loss count wraps as a 32-bit one does.
+        let sequence = found.sequence().map(|n| n as u32);
+        let oldest = found.nodes(frame).next_back().map(|node| node.as_hop(self.timestamps));
+        let figures = || {
+            found.nodes(frame).map(|node| {
+                let hop = node.as_hop(self.timestamps);
+                hop.node_id.map(|id| HopFigures {
+                    node: id,
+                    latency: hop.hop_latency,
+                    queue: hop.queue.map(|(_, q)| q),
+                })
+            })
         };
         Seen {
-            // A 64-bit number's low half: the loss count wraps as a 32-bit one does.
-            sequence: found.sequence().map(|n| n as u32),
+            sequence,
             source_node: oldest.and_then(|hop| hop.node_id),
             source_ns: oldest.and_then(|hop| hop.ingress_timestamp).or(found.entered_ns(self.timestamps)),
-            hops,
+            hops: sampled(&self.core.rules.settings.hops, sequence, figures),
             is_mx: false,
         }
+    }
+}
+
+/// A traced packet as both paths read it, for [`IoamDecapStage::track_and_restore`].
+struct Traced<'a> {
+    key: &'a FlowKey,
+    seen: Seen,
+    overflow: bool,
+    /// The report's copy of the packet: its IPv6 header through the upper
+    /// layer's first 8 bytes.
+    report: Range<usize>,
+}
+
+/// The hop rule's digest of `hops` for a packet its sample takes
+/// (`sequence`: the packet's number), as the INT 2.1 sink's; else
+/// [`Untold::Skipped`], and `hops` is never called: a sampled-out packet
+/// reads no element's figures.
+#[inline(always)]
+fn sampled<I: Iterator<Item = Option<HopFigures>>>(
+    rule: &HopRule,
+    sequence: Option<u32>,
+    hops: impl FnOnce() -> I,
+) -> Result<HopDigest, Untold> {
+    if rule.sample.takes(sequence) {
+        rule.digest(hops())
+    } else {
+        Err(Untold::Skipped)
     }
 }

@@ -21,7 +21,7 @@ use super::metrics::counter_family;
 use crate::collect::books::hops::{self, PathChange, Seen};
 use crate::collect::books::ledger::{Measure, Observed};
 use crate::collect::names;
-use crate::collect::outputs::{Counted, Output, Running};
+use crate::collect::outputs::{counts_of, Counted, Output, Running};
 
 /// What becomes points: an observation of a flow, a report's hops and
 /// links, a flow's path change.
@@ -136,17 +136,11 @@ impl Counted for Counts {
     }
 
     fn counts(&self) -> Vec<(&'static str, u64)> {
-        let get = |count: &AtomicU64| count.load(Ordering::Relaxed);
-        vec![
-            ("written", get(&self.written)),
-            ("dropped", get(&self.dropped)),
-            ("failed", get(&self.failed)),
-            ("retries", get(&self.retries)),
-        ]
+        counts_of!(self, written, dropped, failed, retries)
     }
 
     fn metrics(&self, out: &mut String) {
-        let outcomes = self.counts().into_iter().filter(|(name, _)| *name != "retries");
+        let outcomes = self.outcomes(&["written", "dropped", "failed"]);
         counter_family(out, "int_collect_influx_points_total", "Points for InfluxDB by outcome.", outcomes);
     }
 }
@@ -484,5 +478,21 @@ mod tests {
         assert_eq!(written, 0);
         assert!(dropped >= 10_000 - 2 - 2 * 2, "{dropped}");
         assert_eq!(dropped + failed, 10_000);
+    }
+
+    /// The counts as the summary, the text summary and the Prometheus page
+    /// show them: `retries` in the summary, not among the page's outcomes.
+    #[test]
+    fn counts_in_the_summary_and_on_the_page() {
+        let counts = Counts::default();
+        counts.written.store(5, Ordering::Relaxed);
+        counts.retries.store(2, Ordering::Relaxed);
+        crate::collect::outputs::assert_shown(
+            counts,
+            ("influx", serde_json::json!({"written": 5, "dropped": 0, "failed": 0, "retries": 2})),
+            "InfluxDB points: 5 written, 0 dropped, 0 failed, 2 retries",
+            "int_collect_influx_points_total",
+            &[("written", 5), ("dropped", 0), ("failed", 0)],
+        );
     }
 }

@@ -216,7 +216,7 @@ pub fn counter_family(
     out: &mut String,
     name: &str,
     help: &str,
-    outcomes: impl Iterator<Item = (&'static str, u64)>,
+    outcomes: impl IntoIterator<Item = (&'static str, u64)>,
 ) {
     metric_head(out, name, help, "counter");
     for (outcome, count) in outcomes {

@@ -1,11 +1,13 @@
 //! collect's outputs beside its books and standard output: InfluxDB
-//! (`--influx`) and a NATS JetStream stream (`--nats`). Another (Kafka,
-//! IPFIX) is one more implementation of [`Output`] and [`Counted`] started
-//! in [`super::start_outputs`]; the receivers do not change.
+//! (`--influx`), IPFIX (`--ipfix`) and a NATS JetStream stream (`--nats`).
+//! Another (Kafka) is one more implementation of [`Output`] and
+//! [`Counted`] started in [`super::start_outputs`]; the receivers do not
+//! change.
 //!
 //! The receivers hand what they find to every output and never wait on
-//! one: each output queues, writes on a thread of its own, and counts what
-//! it could not write.
+//! one: each output queues (IPFIX: each reader adds up an interval of its
+//! own), writes on a thread of its own, and counts what it could not
+//! write.
 
 pub(super) mod influx;
 pub(super) mod ipfix;
@@ -60,7 +62,23 @@ pub trait Counted: Send + Sync {
     fn counts(&self) -> Vec<(&'static str, u64)>;
     /// Its Prometheus families.
     fn metrics(&self, out: &mut String);
+    /// Those of [`Counted::counts`] named in `names`, in the summary's
+    /// order: the outcomes of one Prometheus family.
+    fn outcomes(&self, names: &[&str]) -> Vec<(&'static str, u64)> {
+        self.counts().into_iter().filter(|(name, _)| names.contains(name)).collect()
+    }
 }
+
+/// [`Counted::counts`] of a struct of `AtomicU64` counts, each under its
+/// field's name, in the order given: `counts_of!(self, written, dropped)`.
+/// The summary's and the metrics' names are the fields': they cannot
+/// drift apart.
+macro_rules! counts_of {
+    ($counts:expr, $($field:ident),+ $(,)?) => {
+        vec![$((stringify!($field), $counts.$field.load(std::sync::atomic::Ordering::Relaxed))),+]
+    };
+}
+pub(crate) use counts_of;
 
 /// A started output: the receivers' handle, its counts, its writer. The
 /// writer ends, after writing what is queued, once every handle is gone.
@@ -80,6 +98,28 @@ pub fn counts_json(counted: &[Arc<dyn Counted>]) -> Vec<(&'static str, Value)> {
             (c.names().0, Value::Object(counts))
         })
         .collect()
+}
+
+/// Checks how an output's counts show: its summary key and object, its
+/// text summary line, and its Prometheus samples (every one: `family`'s
+/// `outcomes`, in order).
+#[cfg(test)]
+pub fn assert_shown(
+    counts: impl Counted + 'static,
+    summary: (&str, Value),
+    text: &str,
+    family: &str,
+    outcomes: &[(&str, u64)],
+) {
+    let counted: Vec<Arc<dyn Counted>> = vec![Arc::new(counts)];
+    assert_eq!(counts_json(&counted), [summary]);
+    assert_eq!(counts_text(&counted), [text]);
+    let mut page = String::new();
+    counted.iter().for_each(|c| c.metrics(&mut page));
+    let samples: Vec<&str> = page.lines().filter(|l| !l.starts_with('#')).collect();
+    let wanted: Vec<String> =
+        outcomes.iter().map(|(o, n)| format!("{family}{{outcome=\"{o}\"}} {n}")).collect();
+    assert_eq!(samples, wanted);
 }
 
 /// The outputs' counts as the text summary's lines.

@@ -26,7 +26,7 @@ use super::records::{take_record, Taken};
 use super::{Settings, StreamError};
 use crate::collect::input::receive::{self, Came, Sequence};
 use crate::collect::outputs::metrics::{counter, gauge};
-use crate::collect::outputs::Counted;
+use crate::collect::outputs::{counts_of, Counted};
 use crate::collect::{Books, How, Shared};
 
 /// Messages asked for per pull request, and booked at once at most.
@@ -65,14 +65,7 @@ impl Counted for Counts {
     }
 
     fn counts(&self) -> Vec<(&'static str, u64)> {
-        let get = |count: &AtomicU64| count.load(Ordering::Relaxed);
-        vec![
-            ("messages", get(&self.messages)),
-            ("unconfirmed", get(&self.unconfirmed)),
-            ("redelivered", get(&self.redelivered)),
-            ("pending", get(&self.pending)),
-            ("ack_pending", get(&self.ack_pending)),
-        ]
+        counts_of!(self, messages, unconfirmed, redelivered, pending, ack_pending)
     }
 
     fn metrics(&self, out: &mut String) {

@@ -26,7 +26,7 @@ use super::batch::{self, Entry, Kind};
 use super::{Format, Settings, StreamError, SCHEMA};
 use crate::collect::input::receive::{Came, Taken};
 use crate::collect::outputs::metrics::{counter, counter_family};
-use crate::collect::outputs::{Counted, Output, Running};
+use crate::collect::outputs::{counts_of, Counted, Output, Running};
 
 /// Publishes awaiting their acknowledgement at most.
 const WINDOW: usize = 512;
@@ -199,21 +199,11 @@ impl Counted for Counts {
     }
 
     fn counts(&self) -> Vec<(&'static str, u64)> {
-        let get = |count: &AtomicU64| count.load(Ordering::Relaxed);
-        vec![
-            ("acked", get(&self.acked)),
-            ("dropped", get(&self.dropped)),
-            ("lost", get(&self.lost)),
-            ("messages", get(&self.messages)),
-            ("resent", get(&self.resent)),
-            ("refused", get(&self.refused)),
-            ("reconnects", get(&self.reconnects)),
-        ]
+        counts_of!(self, acked, dropped, lost, messages, resent, refused, reconnects)
     }
 
     fn metrics(&self, out: &mut String) {
-        let outcomes =
-            self.counts().into_iter().filter(|(name, _)| ["acked", "dropped", "lost"].contains(name));
+        let outcomes = self.outcomes(&["acked", "dropped", "lost"]);
         counter_family(
             out,
             "int_collect_nats_records_total",

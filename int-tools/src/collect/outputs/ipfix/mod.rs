@@ -20,7 +20,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use super::metrics::counter_family;
 use crate::collect::books::hops::{PathChange, Seen};
 use crate::collect::books::ledger::Observed;
-use crate::collect::outputs::{Counted, Output, Running};
+use crate::collect::outputs::{counts_of, Counted, Output, Running};
 use interval::Interval;
 
 /// The enterprise number our own elements are under by default: RFC
@@ -91,9 +91,6 @@ pub struct Counts {
     pub records: AtomicU64,
     /// Template records sent (each template, each time).
     pub templates: AtomicU64,
-    /// Observations refused: none since the readers add up themselves
-    /// (there is no queue); kept 0 for the summary's readers.
-    pub dropped: AtomicU64,
     /// Data records not sent: no connection, or the send failed.
     pub failed: AtomicU64,
     /// Flows, hops and links beyond an interval's limit.
@@ -208,34 +205,15 @@ impl Counted for Counts {
     }
 
     fn counts(&self) -> Vec<(&'static str, u64)> {
-        let get = |count: &AtomicU64| count.load(Ordering::Relaxed);
-        vec![
-            ("records", get(&self.records)),
-            ("templates", get(&self.templates)),
-            ("messages", get(&self.messages)),
-            ("dropped", get(&self.dropped)),
-            ("failed", get(&self.failed)),
-            ("unrecorded", get(&self.unrecorded)),
-            ("connections", get(&self.connections)),
-        ]
+        counts_of!(self, records, templates, messages, failed, unrecorded, connections)
     }
 
     fn metrics(&self, out: &mut String) {
-        let counts = self.counts();
-        let pick = |names: &[&str]| {
-            counts.iter().filter(|(name, _)| names.contains(name)).copied().collect::<Vec<_>>()
-        };
         counter_family(
             out,
             "int_collect_ipfix_records_total",
             "IPFIX data records by outcome (records: sent).",
-            pick(&["records", "failed", "unrecorded"]).into_iter(),
-        );
-        counter_family(
-            out,
-            "int_collect_ipfix_observations_total",
-            "Observations the IPFIX exporter's queue refused.",
-            pick(&["dropped"]).into_iter(),
+            self.outcomes(&["records", "failed", "unrecorded"]),
         );
     }
 }
@@ -262,4 +240,27 @@ pub fn start(settings: Settings) -> Running {
     let exporter = exporter::Exporter::new(settings, Arc::clone(&counts));
     let thread = std::thread::spawn(move || exporter.run(&tables, &ended));
     Running { output: Arc::new(recorder), counted: counts, thread }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The counts as the summary, the text summary and the Prometheus page
+    /// show them: no `dropped` (nothing is queued, so nothing is refused).
+    #[test]
+    fn counts_in_the_summary_and_on_the_page() {
+        let counts = Counts::default();
+        counts.records.store(9, Ordering::Relaxed);
+        counts.unrecorded.store(1, Ordering::Relaxed);
+        let summary = serde_json::json!({"records": 9, "templates": 0, "messages": 0, "failed": 0,
+                                         "unrecorded": 1, "connections": 0});
+        crate::collect::outputs::assert_shown(
+            counts,
+            ("ipfix", summary),
+            "IPFIX records: 9 records, 0 templates, 0 messages, 0 failed, 1 unrecorded, 0 connections",
+            "int_collect_ipfix_records_total",
+            &[("records", 9), ("failed", 0), ("unrecorded", 1)],
+        );
+    }
 }
