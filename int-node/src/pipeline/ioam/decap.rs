@@ -7,9 +7,10 @@
 //! What the rules read of a trace: the oldest slot's node id and timestamp
 //! as the source's (where the trace has no time, the Edge-to-Edge option's
 //! entry time), every slot's node id, transit delay and queue depth for
-//! the hop rule (in a packet its `sink.hops.sample` takes, as at an INT
-//! 2.1 sink: no other slot of the others), the Edge-to-Edge option's
-//! packet number (its low 32 bits) for loss and the sample. Loss reports carry their figures under int-node's default
+//! the hop rule (only in the packets its `sink.hops.sample` takes, as at
+//! an INT 2.1 sink; of the others, no slot but the oldest), the
+//! Edge-to-Edge option's packet number (its low 32 bits) for loss and the
+//! sample. Loss reports carry their figures under int-node's default
 //! Domain Specific ID, which collect reads unless told another.
 //!
 //! The frame the encapsulating node writes takes the fast path
