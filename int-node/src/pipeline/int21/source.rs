@@ -163,7 +163,45 @@ impl Source21Stage {
                     continue;
                 }
             }
-            self.instrument_general(burst, i, counted, now_ns, &mut drop, counters);
+            let Some(plan) = self.general_plan(burst, i, counters, &mut drop) else { continue };
+            if !self.admit(&plan.flow, counters) {
+                continue;
+            }
+            let n = counted.or_else(|| {
+                self.next_sequence(FlowRef::Key(&plan.flow), plan.mtu_exceeded, now_ns, counters)
+            });
+            let Some(n) = n else { continue };
+            let ingress = burst.arrival_ns(i, self.rx_timestamps, now_ns);
+            let hop = self.own_hop(ingress);
+            let numbers = self.config.numbers_packets() && !plan.mtu_exceeded;
+            let cloning = self.clones.is_some();
+            let Some((target, j, sequence)) = target(&mut self.clones, burst, i, n, numbers, counters) else {
+                self.spare_number(FlowRef::Key(&plan.flow), n, now_ns);
+                continue;
+            };
+            let config = &self.config;
+            match target.with_frame(j, |f| source::insert(f, &plan, config, &hop, sequence)) {
+                Some(Ok(_)) => counters.inc(Counter::instrumented),
+                Some(Err(skip)) => {
+                    counters.inc(skip_counter(skip));
+                    self.take_back_clone();
+                    self.spare_number(FlowRef::Key(&plan.flow), n, now_ns);
+                    continue;
+                }
+                None => {
+                    counters.inc(Counter::shared_mbuf);
+                    continue;
+                }
+            }
+            if cloning {
+                counters.inc(Counter::cloned);
+            }
+            if let (Some(reporter), Some(frame)) = (self.reporter.as_mut(), target.data(j)) {
+                report_mx(reporter, frame, &self.config.domain, hop, now_ns, counters);
+            }
+            if plan.mtu_exceeded {
+                counters.inc(Counter::mtu_exceeded);
+            }
         }
         if let Some(reporter) = self.reporter.as_mut() {
             reporter.flush(counters);
@@ -173,59 +211,6 @@ impl Source21Stage {
         }
         self.age(now_ns, counters);
         self.figures.done(&figures);
-    }
-
-    /// The general path for packet `i`: its plan, number and block, on
-    /// the packet or on its copy when the source clones; `counted`: the
-    /// number the fast path's clone check already took.
-    #[inline(always)]
-    fn instrument_general(
-        &mut self,
-        burst: &mut Burst,
-        i: usize,
-        counted: Option<u32>,
-        now_ns: u64,
-        drop: &mut u32,
-        counters: &mut Counters,
-    ) {
-        let Some(plan) = self.general_plan(burst, i, counters, drop) else { return };
-        if !self.admit(&plan.flow, counters) {
-            return;
-        }
-        let n = counted
-            .or_else(|| self.next_sequence(FlowRef::Key(&plan.flow), plan.mtu_exceeded, now_ns, counters));
-        let Some(n) = n else { return };
-        let ingress = burst.arrival_ns(i, self.rx_timestamps, now_ns);
-        let hop = self.own_hop(ingress);
-        let numbers = self.config.numbers_packets() && !plan.mtu_exceeded;
-        let cloning = self.clones.is_some();
-        let Some((target, j, sequence)) = target(&mut self.clones, burst, i, n, numbers, counters) else {
-            self.spare_number(FlowRef::Key(&plan.flow), n, now_ns);
-            return;
-        };
-        let config = &self.config;
-        match target.with_frame(j, |f| source::insert(f, &plan, config, &hop, sequence)) {
-            Some(Ok(_)) => counters.inc(Counter::instrumented),
-            Some(Err(skip)) => {
-                counters.inc(skip_counter(skip));
-                self.take_back_clone();
-                self.spare_number(FlowRef::Key(&plan.flow), n, now_ns);
-                return;
-            }
-            None => {
-                counters.inc(Counter::shared_mbuf);
-                return;
-            }
-        }
-        if cloning {
-            counters.inc(Counter::cloned);
-        }
-        if let (Some(reporter), Some(frame)) = (self.reporter.as_mut(), target.data(j)) {
-            report_mx(reporter, frame, &self.config.domain, hop, now_ns, counters);
-        }
-        if plan.mtu_exceeded {
-            counters.inc(Counter::mtu_exceeded);
-        }
     }
 
     /// Packet `i`'s plan on the general path; `None` (counted) when it is
