@@ -85,38 +85,6 @@ impl<'a> IntBlock<'a> {
         let header_bytes = bytes::after(block, shim::HEADER_LEN, Layer::IntMetadataHeader, 8)?;
         let header = MetadataHeaderRepr::parse(header_bytes)
             .map_err(|_| ParseError::truncated(Layer::IntMetadataHeader, 4, 8, block.len()))?;
-        let stack_bytes = len - fixed;
-        Self::check_header(&header, stack_bytes, tail)?;
-        let stack_end = Self::STACK_OFFSET + stack_bytes;
-        let stack_bytes = block.get(Self::STACK_OFFSET..stack_end).ok_or_else(|| {
-            ParseError::truncated(Layer::IntStack, Self::STACK_OFFSET, stack_bytes, block.len())
-        })?;
-        let stack = HopStack::new(header.instructions, stack_bytes);
-        let mut offset = stack_end;
-        let sequence = if shim.int_type.has_sequence() {
-            let word = block
-                .get(offset..)
-                .and_then(<[u8]>::first_chunk::<SEQUENCE_LEN>)
-                .ok_or_else(|| ParseError::truncated(Layer::IntSequence, offset, 4, block.len()))?;
-            offset += SEQUENCE_LEN;
-            Some(u32::from_be_bytes(*word))
-        } else {
-            None
-        };
-        let tail = match tail {
-            Tail::Present => Some(
-                TailRepr::parse(bytes::after(block, offset, Layer::IntTail, 4)?)
-                    .map_err(|_| ParseError::truncated(Layer::IntTail, offset, 4, block.len()))?,
-            ),
-            Tail::Absent => None,
-        };
-        Ok(IntBlock { shim, header, stack, sequence, tail })
-    }
-
-    /// The metadata header's own checks: its version, Ins Cnt against the
-    /// bitmap and the stack's `stack_bytes`, Total Hop Count against Max.
-    #[inline(always)]
-    fn check_header(header: &MetadataHeaderRepr, stack_bytes: usize, tail: Tail) -> Result<(), ParseError> {
         if header.version != md_header::VERSION {
             return Err(ParseError::UnknownVersion {
                 layer: Layer::IntMetadataHeader,
@@ -124,6 +92,7 @@ impl<'a> IntBlock<'a> {
                 value: header.version,
             });
         }
+        let stack_bytes = len - fixed;
         let hop_len = usize::from(header.instruction_count) * 4;
         if header.instruction_count != header.instructions.count()
             || hop_len * usize::from(header.total_hop_cnt) != stack_bytes
@@ -148,7 +117,30 @@ impl<'a> IntBlock<'a> {
                 max_hop_cnt: header.max_hop_cnt,
             });
         }
-        Ok(())
+        let stack_end = Self::STACK_OFFSET + stack_bytes;
+        let stack_bytes = block.get(Self::STACK_OFFSET..stack_end).ok_or_else(|| {
+            ParseError::truncated(Layer::IntStack, Self::STACK_OFFSET, stack_bytes, block.len())
+        })?;
+        let stack = HopStack::new(header.instructions, stack_bytes);
+        let mut offset = stack_end;
+        let sequence = if shim.int_type.has_sequence() {
+            let word = block
+                .get(offset..)
+                .and_then(<[u8]>::first_chunk::<SEQUENCE_LEN>)
+                .ok_or_else(|| ParseError::truncated(Layer::IntSequence, offset, 4, block.len()))?;
+            offset += SEQUENCE_LEN;
+            Some(u32::from_be_bytes(*word))
+        } else {
+            None
+        };
+        let tail = match tail {
+            Tail::Present => Some(
+                TailRepr::parse(bytes::after(block, offset, Layer::IntTail, 4)?)
+                    .map_err(|_| ParseError::truncated(Layer::IntTail, offset, 4, block.len()))?,
+            ),
+            Tail::Absent => None,
+        };
+        Ok(IntBlock { shim, header, stack, sequence, tail })
     }
 
     /// Length of the block in bytes (the shim Length).

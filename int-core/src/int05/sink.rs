@@ -170,14 +170,36 @@ pub fn extract_with(
 /// stage 8-10% at 64 B (bench/README.md).
 #[inline(always)]
 pub fn classify(frame: &[u8], config: &Domain, shapes: &mut ShapeCache) -> Result<Arrival, ParseError> {
-    let Some((ip, l4)) = find_marked(frame, config) else { return Ok(Arrival::NotInt) };
-    let Some((block_at, carrier, carrier_len)) = carrier(config, &ip, l4) else { return Ok(Arrival::NotInt) };
+    let (ip, l4) = match locate::fast(frame) {
+        Some((ip, l4)) if is_marked(&ip, config) => (ip, l4),
+        Some(_) => return Ok(Arrival::NotInt),
+        None => match walk(frame, config) {
+            Some(found) => found,
+            None => return Ok(Arrival::NotInt),
+        },
+    };
+    let (block_at, carrier, carrier_len) = match (config.encapsulation, l4) {
+        (Encapsulation::ExtensionUdp { port }, L4::Udp { dst_port, length, .. }) => {
+            if dst_port != port {
+                return Ok(Arrival::NotInt);
+            }
+            (ip.l4 + EXTENSION_UDP_LEN, Carrier::Udp(ip.l4), length)
+        }
+        (Encapsulation::ExtensionUdp { .. }, L4::Tcp { .. }) => return Ok(Arrival::NotInt),
+        (Encapsulation::OverTcpUdp { .. }, L4::Udp { length, .. }) => {
+            (ip.l4 + crate::wire::udp::HEADER_LEN, Carrier::Udp(ip.l4), length)
+        }
+        (Encapsulation::OverTcpUdp { .. }, L4::Tcp { header_len, .. }) => {
+            (ip.l4 + config.tcp_placement.offset(header_len), Carrier::Tcp(ip.l4), ip.payload_len() as u16)
+        }
+    };
     // Marked, with no room for a shim where INT would be: not INT.
     let Some(region) = frame.get(block_at..ip.end).filter(|r| starts_with_a_shim(r)) else {
         return Ok(Arrival::MarkedNotInt);
     };
     let block = shapes.parse(region, Tail::Present).map_err(|e| e.shifted(block_at))?;
-    let (tail, block_len) = (block.tail, block.len);
+    let tail = block.tail;
+    let block_len = block.len;
     let after = block_at + block_len;
     let tail_covered = match config.encapsulation {
         Encapsulation::OverTcpUdp { .. } => {
@@ -192,7 +214,18 @@ pub fn classify(frame: &[u8], config: &Domain, shapes: &mut ShapeCache) -> Resul
             (flow_key(frame, &ip, tail.protocol, src_port, dst_port), ip.l4, EXTENSION_UDP_LEN + block_len)
         }
         Encapsulation::OverTcpUdp { .. } => {
-            tcp_header_stays(&ip, l4, block_len)?;
+            if let L4::Tcp { header_len, .. } = l4 {
+                // The TCP header must fit in what stays once the block is
+                // gone: a Data Offset that reaches into the INT block would
+                // restore a segment whose header overruns it.
+                if ip.l4 + header_len + block_len > ip.end {
+                    return Err(ParseError::BadLength {
+                        layer: Layer::Tcp,
+                        offset: ip.l4 + 12,
+                        value: header_len,
+                    });
+                }
+            }
             let (src_port, dst_port) = l4.ports();
             (flow_key(frame, &ip, ip.protocol, src_port, dst_port), block_at, block_len)
         }
@@ -213,53 +246,6 @@ pub fn classify(frame: &[u8], config: &Domain, shapes: &mut ShapeCache) -> Resul
         remove_len,
         tail_covered,
     }))
-}
-
-/// The IP and L4 headers of a frame marked as this domain's INT: by the
-/// fixed-offset reading where it takes the frame, the general walk
-/// otherwise. `None`: not INT (unmarked, or headers that do not stand).
-#[inline(always)]
-fn find_marked(frame: &[u8], config: &Domain) -> Option<(IpLocation, L4)> {
-    match locate::fast(frame) {
-        Some((ip, l4)) if is_marked(&ip, config) => Some((ip, l4)),
-        Some(_) => None,
-        None => walk(frame, config),
-    }
-}
-
-/// Where the block starts, the L4 header that carries it and the
-/// carrier's length, as the domain's encapsulation places it; `None`
-/// where this encapsulation carries no INT (another UDP port, or TCP in
-/// the UDP extension).
-#[inline(always)]
-fn carrier(config: &Domain, ip: &IpLocation, l4: L4) -> Option<(usize, Carrier, u16)> {
-    match (config.encapsulation, l4) {
-        (Encapsulation::ExtensionUdp { port }, L4::Udp { dst_port, length, .. }) => {
-            (dst_port == port).then_some((ip.l4 + EXTENSION_UDP_LEN, Carrier::Udp(ip.l4), length))
-        }
-        (Encapsulation::ExtensionUdp { .. }, L4::Tcp { .. }) => None,
-        (Encapsulation::OverTcpUdp { .. }, L4::Udp { length, .. }) => {
-            Some((ip.l4 + crate::wire::udp::HEADER_LEN, Carrier::Udp(ip.l4), length))
-        }
-        (Encapsulation::OverTcpUdp { .. }, L4::Tcp { header_len, .. }) => Some((
-            ip.l4 + config.tcp_placement.offset(header_len),
-            Carrier::Tcp(ip.l4),
-            ip.payload_len() as u16,
-        )),
-    }
-}
-
-/// The TCP header must fit in what stays once the block is gone: a Data
-/// Offset that reaches into the INT block would restore a segment whose
-/// header overruns it.
-#[inline(always)]
-fn tcp_header_stays(ip: &IpLocation, l4: L4, block_len: usize) -> Result<(), ParseError> {
-    match l4 {
-        L4::Tcp { header_len, .. } if ip.l4 + header_len + block_len > ip.end => {
-            Err(ParseError::BadLength { layer: Layer::Tcp, offset: ip.l4 + 12, value: header_len })
-        }
-        _ => Ok(()),
-    }
 }
 
 /// Whether the L4 checksum covers the tail at `tail_at`: the packet's own
