@@ -104,6 +104,14 @@ impl FastTransit {
         if !frame.open_gap(block_at + FIXED_LEN, hop_len) {
             return None;
         }
+        // Every write below lies in this span, so none of their checks can
+        // fail once the gap is open: no frame is left half pushed. (The
+        // gap opened inside the frame, so this cannot fail either; were it
+        // to, the frame goes back as it came.)
+        if frame.frame().len() < block_at + FIXED_LEN + hop_len {
+            frame.close_gap(block_at + FIXED_LEN, hop_len);
+            return None;
+        }
         let bytes = frame.frame_mut();
         let hop_sum = write_hop(bytes.get_mut(block_at + FIXED_LEN..)?, &self.plan, &hop_words(hop))?;
         // The shim's Length and the MD header's Remaining Hop Count.
