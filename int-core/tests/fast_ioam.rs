@@ -63,24 +63,42 @@ fn frames() -> Vec<Vec<u8>> {
 }
 
 /// For `plan`: how many frames the fast path took; each it took, the
-/// general path wrote byte for byte the same.
+/// general path wrote byte for byte the same, asking for a number as
+/// often (`number`: what the flow table gives, `None` when it is full).
 fn agrees(plan: &Plan) -> usize {
-    let fast = FastEncap::of(plan).expect("a plan without numbers has a fast path");
+    agrees_numbered(plan, None)
+}
+
+fn agrees_numbered(plan: &Plan, number: Option<u64>) -> usize {
+    let fast = FastEncap::of(plan).expect("a writable plan has a fast path");
     let mut taken = 0;
     for base in frames() {
         for frame in neighbours(&base) {
             let Some(parts) = FastFrame::read(&frame, 0) else { continue };
+            let (mut fast_asked, mut general_asked) = (0, 0);
             let mut mine = Buffer::new(&frame);
-            let Some(done) = mine.with(|f| fast.insert(f, &parts, &element())) else {
-                // Left to the general path, untouched.
+            let Some(done) = mine.with(|f| {
+                fast.insert(f, &parts, &element(), |_| {
+                    fast_asked += 1;
+                    number
+                })
+            }) else {
+                // Left to the general path, untouched, no number spent.
                 assert_eq!(mine.frame(), &frame[..]);
+                assert_eq!(fast_asked, 0);
                 continue;
             };
             let mut general = Buffer::new(&frame);
-            let said = general.with(|f| encap::insert(f, plan, &element(), |_, _| None));
+            let said = general.with(|f| {
+                encap::insert(f, plan, &element(), |_, _| {
+                    general_asked += 1;
+                    number
+                })
+            });
             assert_eq!(said, Ok(done), "{plan:?} {frame:02x?}");
             assert!(matches!(done, Encapped::Added(_)));
             assert_eq!(mine.frame(), general.frame(), "{plan:?} {frame:02x?}");
+            assert_eq!(fast_asked, general_asked, "{plan:?} {frame:02x?}");
             taken += 1;
         }
     }
@@ -113,10 +131,34 @@ fn fast_encap_writes_what_the_general_encap_writes() {
     assert!(within > 100 && within < all, "{within} of {all} frames within an MTU of 210");
 }
 
+/// A domain that numbers packets: the Edge-to-Edge option after the
+/// trace, numbered, or left out when the flow table has no number to
+/// give; an option of timestamps alone asks for none.
 #[test]
-fn a_numbering_plan_takes_the_general_path() {
-    let numbered = Plan { e2e: E2eType::SEQUENCE_64, ..plan(TraceType::HOP_LIM_NODE_ID, 4, 9000) };
-    assert_eq!(FastEncap::of(&numbered), None);
+fn fast_encap_numbers_as_the_general_encap_numbers() {
+    let default = TraceType::HOP_LIM_NODE_ID
+        | TraceType::INTERFACES
+        | TraceType::TIMESTAMP_SECONDS
+        | TraceType::TIMESTAMP_FRACTION;
+    let every_e2e = E2eType::SEQUENCE_64 | E2eType::TIMESTAMP_SECONDS | E2eType::TIMESTAMP_FRACTION;
+    for e2e in [E2eType::SEQUENCE_32, E2eType::SEQUENCE_64, every_e2e, E2eType::TIMESTAMP_FRACTION] {
+        for number in [Some(0x1_0000_0007), Some(7), None] {
+            let numbered = Plan { e2e, ..plan(default, 8, 9000) };
+            let taken = agrees_numbered(&numbered, number);
+            assert!(taken > 700, "{taken} frames for {e2e:?}, number {number:?}");
+        }
+    }
+    // Within an MTU that the trace alone leaves every frame and the
+    // option's 16 bytes only some: its room counts, number or not.
+    let numbered = Plan { e2e: E2eType::SEQUENCE_32, ..plan(default, 8, 226) };
+    let (with_number, without) = (agrees_numbered(&numbered, Some(3)), agrees_numbered(&numbered, None));
+    assert_eq!(with_number, without);
+    let trace_only = agrees(&plan(default, 8, 226));
+    assert!(with_number > 100 && with_number < trace_only, "{with_number} of {trace_only} frames");
+}
+
+#[test]
+fn an_unwritable_plan_has_no_fast_path() {
     let unwritable = plan(TraceType::HOP_LIM_NODE_ID, 0, 9000);
     assert_eq!(FastEncap::of(&unwritable), None);
 }

@@ -91,6 +91,19 @@ impl Plan {
         }
     }
 
+    /// The Edge-to-Edge option of a packet that takes one and entered the
+    /// domain when `node` says: `number` asked only where the option
+    /// carries a sequence number, and `None` from it (no number to give):
+    /// no option, the trace alone.
+    #[inline(always)]
+    pub fn e2e_of(&self, node: &NodeData, number: impl FnOnce() -> Option<u64>) -> Option<E2eRepr> {
+        if self.e2e.intersects(E2eType::SEQUENCE_64 | E2eType::SEQUENCE_32) {
+            number().map(|sequence| self.e2e_repr(Some(sequence), node))
+        } else {
+            Some(self.e2e_repr(None, node))
+        }
+    }
+
     /// The Edge-to-Edge option of a packet numbered `sequence` that
     /// entered the domain when `node` says.
     pub fn e2e_repr(&self, sequence: Option<u64>, node: &NodeData) -> E2eRepr {
@@ -138,13 +151,7 @@ pub fn insert(
         Err(refused) => return Ok(refused),
     };
     let Room { existing, last_doh, numbered, trace_added, e2e_added } = room;
-    let e2e = match numbered {
-        true if plan.e2e.intersects(E2eType::SEQUENCE_64 | E2eType::SEQUENCE_32) => {
-            number(bytes, &ip).map(|sequence| plan.e2e_repr(Some(sequence), node))
-        }
-        true => Some(plan.e2e_repr(None, node)),
-        false => None,
-    };
+    let e2e = if numbered { plan.e2e_of(node, || number(bytes, &ip)) } else { None };
     let e2e_added = if e2e.is_some() { e2e_added } else { 0 };
     let hbh = ip.l3 + IPV6_LEN;
     let at = hbh + existing.unwrap_or(0);

@@ -1,7 +1,6 @@
 //! The encapsulating node of an IOAM domain: [`int_core::ioam::encap`] on
 //! every packet of a burst, this node's element in the first slot; the
-//! fast path ([`int_core::ioam::fast_encap`]) first, where the domain does
-//! not number packets.
+//! fast path ([`int_core::ioam::fast_encap`]) first.
 //!
 //! Where the domain numbers packets, the encapsulating node numbers each
 //! flow's packets from 1 in its flow table (as an INT 2.1 source does) and
@@ -45,7 +44,7 @@ use crate::stats::{Counter, Counters};
 /// node's slot filled, the packet numbered where the domain says.
 pub struct IoamEncapStage {
     plan: Plan,
-    /// The fast path, where the domain does not number packets.
+    /// The fast path.
     fast: Option<FastEncap>,
     element: Element,
     /// Per-flow last packet number, where the domain numbers packets.
@@ -80,9 +79,15 @@ impl IoamEncapStage {
         let (plan, flows, now_ns, marked) = (&self.plan, &mut self.flows, clock.now_ns(), self.marked);
         let fast = self.fast.as_ref();
         self.element.each(burst, clock, counters, |frame, node, counters| {
-            let taken = fast.and_then(|fast| fast.insert(frame, &FastFrame::read(frame.frame(), 0)?, node));
-            if let Some(done) = taken {
-                return counter_of(Ok(done));
+            if let (Some(fast), Some(parts)) = (fast, FastFrame::read(frame.frame(), 0)) {
+                // The flow's words name the slot its key names (a table
+                // without IPv6 keys): the two paths number one flow as one.
+                let number = |parts: &FastFrame| {
+                    next_number(flows, FlowRef::Words(&parts.flow), now_ns, counters).map(u64::from)
+                };
+                if let Some(done) = fast.insert(frame, &parts, node, number) {
+                    return counter_of(Ok(done));
+                }
             }
             let counter = encap(frame, plan, node, flows, now_ns, counters);
             match (counter, marked) {
@@ -120,8 +125,9 @@ impl IoamEncapStage {
 }
 
 /// Adds the trace (and the number, from `flows`) to one frame; the
-/// counter that says what happened.
-#[inline(always)]
+/// counter that says what happened. The general path, out of line: the
+/// fast path's loop stays short.
+#[inline(never)]
 fn encap(
     frame: &mut FrameBuf<'_>,
     plan: &Plan,
