@@ -75,9 +75,8 @@ impl FastEncap {
     /// its slot (its Hop_Lim the packet's Hop Limit), and where the domain
     /// numbers packets the Edge-to-Edge option, numbered by `number` (of
     /// the frame's parts, asked as the general path asks it; `None`: the
-    /// trace alone). `None`: not
-    /// this path's frame (IPv4, or past the MTU with what it takes): the
-    /// general path decides.
+    /// trace alone). `None`: not this path's frame (IPv4, or past the MTU
+    /// with what it takes): the general path decides.
     #[inline(always)]
     pub fn insert(
         &self,
