@@ -11,6 +11,7 @@ mod files;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use files::*;
 
@@ -243,6 +244,45 @@ fn pcapng_packet_block_times_read_as_tshark_reads_them() {
         assert_eq!(values[0]["time_ns"].as_u64(), Some(((1 << 32) + 5) * 1000), "{name}: {}", values[0]);
         assert_eq!(values[0]["kind"], "report", "{name}: {}", values[0]);
     }
+}
+
+/// decode takes time linear in a datagram's length: one of 0x20 and zeros
+/// (no report, no GSO send) took over an hour at 64 KB, when the search for
+/// a GSO send's segment size read each size's first segment whole. Judged
+/// against the same binary on 1 KB of the same, in this run: 64 times the
+/// bytes may take 256 times as long (5 s at the least).
+#[test]
+fn a_64_kb_datagram_decodes_in_linear_time() {
+    let dir = workdir("captures-linear");
+    let datagram = |len: usize| {
+        let mut payload = vec![0u8; len];
+        payload[0] = 0x20;
+        collector::report_frame(&payload)
+    };
+    write_pcap(&dir.join("small.pcap"), &[datagram(1_000)]);
+    write_pcap(&dir.join("large.pcap"), &[datagram(65_000)]);
+    let started = Instant::now();
+    assert_eq!(records(&dir, "small.pcap").len(), 1);
+    let baseline = started.elapsed();
+    let deadline = (baseline * 256).max(Duration::from_secs(5));
+    let mut child = Command::new(BIN)
+        .args(["decode", "--json", "large.pcap"])
+        .current_dir(&dir)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > deadline {
+            child.kill().unwrap();
+            panic!("decode of 64 KB still running after {deadline:?} (1 KB took {baseline:?})");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success());
 }
 
 /// A GSO send whose last segment is shorter (Linux cuts every gso_size

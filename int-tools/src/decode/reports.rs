@@ -26,21 +26,61 @@ pub fn decode(payload: &[u8], int21: &[int21::Domain], domain_id: u16) -> Vec<Ma
     if whole.is_ok() {
         return whole.into_iter().collect();
     }
+    gso_segments(payload, |one| decode_report(one, int21, domain_id))
+        .unwrap_or_else(|| vec![whole.unwrap_or_else(|error| error)])
+}
+
+/// Bytes the segment search may hand the reader: this many per byte of
+/// the payload, and [`GSO_READ_FLOOR`] more (small payloads' sizes are
+/// many to the byte). Linear in the payload, whatever the payload is.
+const GSO_READ_BUDGET: usize = 4;
+const GSO_READ_FLOOR: usize = 64 * 1024;
+
+/// The segments of a GSO send in `payload`, each read by `read`, at the
+/// first segment size whose every segment reads; `None` if none does
+/// within [`GSO_READ_BUDGET`]. A size is read only where every segment
+/// starts like the first (the same report version; a TR 2.0 group's
+/// node): a GSO send's segments come from one sender, and most sizes are
+/// turned down without reading a byte of them.
+fn gso_segments<T, E>(payload: &[u8], mut read: impl FnMut(&[u8]) -> Result<T, E>) -> Option<Vec<T>> {
+    let mut budget = payload.len().saturating_mul(GSO_READ_BUDGET).saturating_add(GSO_READ_FLOOR);
     for size in gso_segment_sizes(payload.len()) {
-        let read: Result<Vec<_>, _> =
-            payload.chunks(size).map(|one| decode_report(one, int21, domain_id)).collect();
-        if let Ok(reports) = read {
-            return reports;
+        if !payload.chunks(size).all(|segment| starts_alike(payload, segment)) {
+            continue;
+        }
+        let mut segments = Vec::new();
+        for segment in payload.chunks(size) {
+            budget = budget.checked_sub(segment.len())?;
+            match read(segment) {
+                Ok(one) => segments.push(one),
+                Err(_) => break,
+            }
+        }
+        if segments.len() == payload.len().div_ceil(size) {
+            return Some(segments);
         }
     }
-    vec![whole.unwrap_or_else(|error| error)]
+    None
+}
+
+/// Whether `segment` starts as `first` does, as one sender's reports of
+/// one kind do: Telemetry Report 2.0, the same version, hardware id and
+/// node; 0.5 (Host-INT's too), the same version, Next Protocol, reserved
+/// bits and hardware id (not the D, Q and F flags).
+fn starts_alike(first: &[u8], segment: &[u8]) -> bool {
+    let (Some(a), Some(b)) = (first.first_chunk::<8>(), segment.first_chunk::<8>()) else { return false };
+    if a[0] >> 4 == tr20::VERSION {
+        let group = |h: &[u8; 8]| (u16::from_be_bytes([h[0], h[1]]) >> 6, [h[4], h[5], h[6], h[7]]);
+        return group(a) == group(b);
+    }
+    let header = |h: &[u8; 8]| [h[0], h[1] & 0x1f, h[2], h[3]];
+    header(a) == header(b)
 }
 
 /// The segment sizes a GSO send of `len` bytes could have used, by the
 /// fewest segments first (2 to [`GSO_MAX_SEGMENTS`]); for each count,
 /// equal segments first, then larger ones with a shorter last segment.
-/// Every size from len / 64 up comes once: at most `len` tries, each
-/// stopping at the first segment that does not read.
+/// Every size from len / 64 up comes once.
 fn gso_segment_sizes(len: usize) -> impl Iterator<Item = usize> {
     (2..=GSO_MAX_SEGMENTS).flat_map(move |segments| {
         // `segments` segments of `size` bytes: (segments - 1) * size < len <= segments * size.
@@ -192,5 +232,59 @@ pub fn print(report: &Value) {
             r("lost_packets")
         ),
         _ => println!("  {}", report),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the search hands its reader, in bytes, for `payload`, where
+    /// every segment but the last reads (the costliest answer).
+    fn bytes_read(payload: &[u8]) -> usize {
+        let mut read = 0;
+        gso_segments(payload, |segment| {
+            read += segment.len();
+            if segment.len() < 16 {
+                Err(())
+            } else {
+                Ok(())
+            }
+        });
+        read
+    }
+
+    /// The search reads at most its budget, whatever the payload: a
+    /// datagram of 0x20 and zeros (each size's first segment read whole
+    /// made it quadratic: over an hour at 64 KB), one whose every segment
+    /// start looks alike, of every length up to 64 KB.
+    #[test]
+    fn the_segment_search_is_linear() {
+        for len in [100, 1_000, 8_000, 65_507] {
+            let budget = len * GSO_READ_BUDGET + GSO_READ_FLOOR;
+            let mut tr20_zeros = vec![0u8; len];
+            tr20_zeros[0] = 0x20;
+            assert_eq!(bytes_read(&tr20_zeros), 0, "{len}: no size's segments start alike");
+            let alike = vec![0u8; len];
+            let read = bytes_read(&alike);
+            assert!(read <= budget, "{len}: {read} bytes read, budget {budget}");
+        }
+    }
+
+    /// Segments that start alike are one sender's: TR 2.0 groups of one
+    /// node and hardware id; TR 0.5 reports of one kind, whatever their
+    /// D, Q and F flags and numbers.
+    #[test]
+    fn segments_start_alike_when_one_sender_sent_them() {
+        let group = [0x20, 0x40, 0x00, 0x07, 10, 0, 0, 1];
+        let later = [0x20, 0x40, 0x01, 0x08, 10, 0, 0, 1];
+        assert!(starts_alike(&group, &later));
+        assert!(!starts_alike(&group, &[0x20, 0x80, 0x01, 0x08, 10, 0, 0, 1]), "another hardware id");
+        assert!(!starts_alike(&group, &[0x20, 0x40, 0x01, 0x08, 10, 0, 0, 2]), "another node");
+        assert!(!starts_alike(&group, &group[..7]), "shorter than a header");
+        let report = [0x04, 0x20, 0x00, 0x05, 0, 0, 0, 1];
+        assert!(starts_alike(&report, &[0x04, 0xa0, 0x00, 0x05, 0, 0, 0, 2]));
+        assert!(!starts_alike(&report, &[0x03, 0x20, 0x00, 0x05, 0, 0, 0, 2]), "another Next Protocol");
+        assert!(!starts_alike(&report, &[0x04, 0x20, 0x00, 0x06, 0, 0, 0, 2]), "another hardware id");
     }
 }

@@ -20,8 +20,10 @@ use int_core::int21::HopMetadata;
 use super::latency::Latency;
 use super::timeline::Timeline;
 
-/// The most hops a followed path has (INT 2.1's Remaining Hop Count is 8
-/// bits, but real paths are short: a longer stack is counted unusable).
+/// The most nodes a followed path has, the sink's included: a stack of
+/// this many hops or more is counted unusable (INT 2.1's Remaining Hop
+/// Count is 8 bits, but real paths are short, and each followed flow keeps
+/// its path).
 pub const MAX_PATH: usize = 64;
 /// Path changes kept for the summary, the newest.
 const RECENT_CHANGES: usize = 100;
@@ -95,7 +97,7 @@ pub struct Untracked {
     pub links: u64,
     pub flows: u64,
     /// Stacks whose path could not be told (a hop without a node id, a
-    /// node twice, more than [`MAX_PATH`] hops).
+    /// node twice, [`MAX_PATH`] hops or more).
     pub unusable_paths: u64,
 }
 
@@ -407,9 +409,13 @@ mod tests {
         assert_eq!(view.paths(), 0);
         assert_eq!(view.untracked.unusable_paths, 2);
         assert_eq!(view.nodes[&1].hops, 3);
+        // 63 hops and the sink: the longest path told; one hop more is not.
+        let longest: Vec<_> = (0..MAX_PATH as u32 - 1).map(|n| hop(100 + n, 1, 1, (0, 1))).collect();
+        view.observe(&seen(flow(3), &longest, 0));
+        assert_eq!((view.paths(), view.untracked.unusable_paths), (1, 2));
         let long: Vec<_> = (0..MAX_PATH as u32).map(|n| hop(100 + n, 1, 1, (0, 1))).collect();
-        view.observe(&seen(flow(3), &long, 0));
-        assert_eq!(view.untracked.unusable_paths, 3);
+        view.observe(&seen(flow(4), &long, 0));
+        assert_eq!((view.paths(), view.untracked.unusable_paths), (1, 3));
     }
 
     /// Beyond the limits, nodes, links and flows are counted, not kept.

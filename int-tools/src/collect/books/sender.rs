@@ -6,7 +6,7 @@
 /// sender that restarted or a forged number: counted, and the sender's
 /// sequence starts again from it, so a forger can claim at most this many
 /// lost reports per datagram.
-const MAX_REPORT_GAP: u32 = 4096;
+pub const MAX_REPORT_GAP: u32 = 4096;
 
 /// What a Telemetry Report 2.0 sender's Sequence Number counts. TR 2.0
 /// section 3.2 says it "reflects the sequence of reports" from a node:
@@ -28,6 +28,16 @@ pub struct Accounting {
     pub missing: u32,
     pub resync: bool,
     pub late: bool,
+}
+
+impl Accounting {
+    /// Whether a collector's accounting could have found this: at most
+    /// [`MAX_REPORT_GAP`] missing, and none where the number started the
+    /// sequence again or came late ([`Sender::account`] counts no gap
+    /// then). What another collector says past that is a lie, not loss.
+    pub fn plausible(&self) -> bool {
+        self.missing <= MAX_REPORT_GAP && (self.missing == 0 || !(self.resync || self.late))
+    }
 }
 
 #[derive(Debug, Default, Clone)]

@@ -33,7 +33,7 @@ pub fn record(parsed: &Report<'_>, arrival: Arrival, books: &mut Books, output: 
 /// the time come from the sink and source hops it gives.
 fn observe_latency(l: &report::LatencyReport<'_>, books: &mut Books) {
     let Some((sink, source)) = l.sink_and_source() else { return };
-    // As LatencyReport::latency_ns: sink minus source ingress, signed.
+    // As LatencyReport::latency_ns: sink minus source ingress, unsigned.
     let (Some(sink_ns), Some(source_ns)) = (sink.ingress_timestamp, source.ingress_timestamp) else { return };
     let flow = FlowKey::v4(l.ip.src, l.ip.dst, u8::from(l.ip.protocol), l.src_port, l.dst_port);
     books.observe(&Observed {
@@ -41,7 +41,7 @@ fn observe_latency(l: &report::LatencyReport<'_>, books: &mut Books) {
         source_node: source.switch_id,
         sink_node: sink.switch_id,
         measure: Measure::Latency {
-            ns: i64::from(sink_ns.wrapping_sub(source_ns) as i32),
+            ns: i64::from(sink_ns.wrapping_sub(source_ns)),
             flow_seq: l.block.sequence,
             hops: Some(l.block.header.total_hop_cnt),
         },

@@ -120,10 +120,15 @@ pub enum Malformed {
     Kind,
     #[error("stream: a batch entry's reserved bits")]
     Reserved,
+    /// Missing reports no receiving collector finds (more than one
+    /// datagram's gap it believes, or beside a resync or a late number):
+    /// the entry is framed, so the ones after it are read on.
+    #[error("stream: a batch entry's accounting")]
+    Accounting,
 }
 
-/// The entries of one message, in order; the first malformed one ends
-/// them.
+/// The entries of one message, in order; the first that cannot be framed
+/// ends them.
 pub struct Entries<'a> {
     rest: &'a [u8],
 }
@@ -139,17 +144,31 @@ impl<'a> Iterator for Entries<'a> {
         if self.rest.is_empty() {
             return None;
         }
-        let read = read(self.rest);
-        self.rest = match read {
-            Ok((_, rest)) => rest,
-            Err(_) => &[],
+        let (read, rest) = match read(self.rest) {
+            Ok((entry, rest)) => (Ok(entry), rest),
+            Err((error, rest)) => (Err(error), rest),
         };
-        Some(read.map(|(entry, _)| entry))
+        self.rest = rest;
+        Some(read)
     }
 }
 
-/// The entry at the start of `bytes`, and what follows it.
-fn read(bytes: &[u8]) -> Result<(Entry<'_>, &[u8]), Malformed> {
+/// What one entry's reading leaves: the entry or why it was refused, and
+/// the bytes after it.
+type Read<'a> = Result<(Entry<'a>, &'a [u8]), (Malformed, &'a [u8])>;
+
+/// The entry at the start of `bytes`, and what follows it; an entry
+/// refused, and what follows it where it was framed (else nothing).
+fn read(bytes: &[u8]) -> Read<'_> {
+    let (entry, rest) = frame(bytes).map_err(|error| (error, &[][..]))?;
+    if !entry.accounting.plausible() {
+        return Err((Malformed::Accounting, rest));
+    }
+    Ok((entry, rest))
+}
+
+/// The entry at the start of `bytes`, as written, and what follows it.
+fn frame(bytes: &[u8]) -> Result<(Entry<'_>, &[u8]), Malformed> {
     let mut cursor = Cursor(bytes);
     let at_ns = u64::from_be_bytes(cursor.take()?);
     let missing = u32::from_be_bytes(cursor.take()?);
@@ -194,12 +213,13 @@ impl Cursor<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::collect::books::sender::MAX_REPORT_GAP;
 
     fn entry<'a>(from: &str, datagram: &'a [u8]) -> Entry<'a> {
         Entry {
             at_ns: 1_700_000_000_123_456_789,
             from: from.parse().unwrap(),
-            accounting: Accounting { missing: 3, resync: false, late: true },
+            accounting: Accounting { missing: 3, resync: false, late: false },
             truncated: false,
             kind: Kind::Tr20,
             node: 0x0a00_0001,
@@ -214,7 +234,7 @@ mod tests {
         entry("192.0.2.7:4321", b"\x20\x01").write(&mut out);
         let mut expected = Vec::new();
         expected.extend_from_slice(&1_700_000_000_123_456_789u64.to_be_bytes());
-        expected.extend_from_slice(&[0, 0, 0, 3, 10, 0, 0, 1, 0x10, 0xe1, 4, LATE, 192, 0, 2, 7]);
+        expected.extend_from_slice(&[0, 0, 0, 3, 10, 0, 0, 1, 0x10, 0xe1, 4, 0, 192, 0, 2, 7]);
         expected.extend_from_slice(&[0; 12]);
         expected.extend_from_slice(&[1, 0, 0, 2, 0x20, 0x01]);
         assert_eq!(out, expected);
@@ -272,5 +292,37 @@ mod tests {
         let mut long = out.clone();
         long[39] = 4;
         assert_eq!(entries(&long).next(), Some(Err(Malformed::Short)));
+    }
+
+    /// Accounting no receiving collector finds is refused by its reason,
+    /// and the entries after it are read on (it was framed): a forger
+    /// claims no lost reports, and hides no genuine entry behind it.
+    #[test]
+    fn accounting_past_what_a_receiver_finds_is_refused() {
+        let mut first = entry("192.0.2.7:4321", b"abc");
+        let last = entry("192.0.2.8:4321", b"def");
+        let lies = [
+            Accounting { missing: u32::MAX, resync: false, late: false },
+            Accounting { missing: MAX_REPORT_GAP + 1, resync: false, late: false },
+            Accounting { missing: 1, resync: true, late: false },
+            Accounting { missing: 1, resync: false, late: true },
+        ];
+        for lie in lies {
+            first.accounting = lie;
+            let mut out = Vec::new();
+            first.write(&mut out);
+            last.write(&mut out);
+            let read: Vec<_> = entries(&out).collect();
+            assert_eq!(read, vec![Err(Malformed::Accounting), Ok(last)], "{lie:?}");
+        }
+        for truth in [
+            Accounting { missing: MAX_REPORT_GAP, resync: false, late: false },
+            Accounting { missing: 0, resync: true, late: true },
+        ] {
+            first.accounting = truth;
+            let mut out = Vec::new();
+            first.write(&mut out);
+            assert_eq!(entries(&out).next(), Some(Ok(first)), "{truth:?}");
+        }
     }
 }

@@ -299,3 +299,69 @@ impl Lag {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::net::Ipv4Addr;
+
+    use int_core::flow::FlowKey;
+    use int_core::report::{DropSummaryReport, DropSummaryRepr, ReportHeaderRepr};
+
+    use super::*;
+    use crate::collect::books::sender::{Accounting, MAX_REPORT_GAP};
+    use crate::collect::stream::batch::{Entry, Kind};
+    use crate::collect::{Print, Sizes};
+
+    fn drop_summary(sequence: u32) -> Vec<u8> {
+        let report = DropSummaryReport {
+            header: ReportHeaderRepr::drop_summary(sequence, 1_700_000_000, 0),
+            summary: DropSummaryRepr { source_node: 1, sink_node: 2, gap_count: 1, ..Default::default() },
+            flow: FlowKey::v4(Ipv4Addr::new(10, 9, 9, 9), Ipv4Addr::new(10, 8, 8, 8), 17, 1, 2),
+        };
+        let mut buf = [0u8; 64];
+        let len = report.emit(&mut buf).unwrap();
+        buf[..len].to_vec()
+    }
+
+    /// A forged batch (101 entries each claiming 2^32-1 missing reports,
+    /// the aggregator booked 433,791,696,807 lost) books none of them;
+    /// each is refused by its reason, and the true entries beside them,
+    /// with their gaps, are booked.
+    #[test]
+    fn forged_missing_reports_are_refused_and_true_gaps_booked() {
+        let datagrams: Vec<Vec<u8>> = (1..=203).map(drop_summary).collect();
+        let mut message = Vec::new();
+        for (i, datagram) in datagrams.iter().enumerate() {
+            let missing = if i % 2 == 1 { u32::MAX } else { u32::from(i == 2) * MAX_REPORT_GAP };
+            let entry = Entry {
+                at_ns: 1_700_000_000_000_000_000,
+                from: "192.0.2.7:4321".parse().unwrap(),
+                accounting: Accounting { missing, resync: false, late: false },
+                truncated: false,
+                kind: Kind::Latency,
+                node: 2,
+                datagram,
+            };
+            entry.write(&mut message);
+        }
+        let mut books = Books::bounded(Sizes { flows: 4, detailed_flows: 2, nodes: 8, links: 8 });
+        let how = How {
+            sink_id: int_core::report::SinkIdWord::Detect,
+            int21_domain: int_core::int21::Domain {
+                marking: int_core::int21::Marking::Dscp(int_core::encap::DscpMatch {
+                    value: 0x17,
+                    mask: 0x3f,
+                }),
+                tcp_placement: int_core::encap::TcpPlacement::BeforeOptions,
+                source_only: int_core::int21::SourceOnly::sequence(0x4944),
+            },
+            ioam_timestamps: int_core::ioam::TimestampFormat::Posix,
+            output: Print::Quiet,
+        };
+        assert_eq!(book_batch(&message, &mut books, &how), 203);
+        let lost: u64 = books.senders.values().map(|s| s.lost_reports).sum();
+        assert_eq!(lost, u64::from(MAX_REPORT_GAP), "only the true entry's gap");
+        assert_eq!(books.totals.malformed.get("stream: a batch entry's accounting"), Some(&101));
+        assert_eq!(books.totals.received, 203);
+    }
+}
