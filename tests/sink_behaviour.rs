@@ -242,10 +242,47 @@ fn latency_reports_at_bucket_crossings_and_refresh() {
         }
     }
     seen.sort_unstable();
-    let expected: Vec<(u32, i32)> =
-        [0usize, 10, 20, 30, 1030].iter().map(|&i| (i as u32 + 1, (latency_us(i) * 1_000) as i32)).collect();
+    let expected: Vec<(u32, u32)> =
+        [0usize, 10, 20, 30, 1030].iter().map(|&i| (i as u32 + 1, (latency_us(i) * 1_000) as u32)).collect();
     assert_eq!(seen, expected, "(sequence, latency ns) of each report");
     assert_eq!(sink.counter("sink", "reports_latency"), 5);
+}
+
+/// Latencies at and past 2^31 ns, which the sink tells from clock skew by
+/// `latency.max_skew_ms` (1000: up to 3.29 s is latency) and reports: the
+/// collector reads each report's latency as the sink measured it, unsigned
+/// as Host-INT's collector does, never as a negative number.
+#[test]
+fn latencies_past_two_to_the_31_ns_read_alike_at_sink_and_collector() {
+    let dir = workdir("latency-past-2-31");
+    let start_ns: u64 = 1_700_000_000 * 1_000_000_000;
+    let latencies: [u64; 4] = [(1 << 31) - 1_000, 1 << 31, (1 << 31) + 1_000, 2_241_689_719];
+    let frames: Vec<(u64, Vec<u8>)> = (0..latencies.len())
+        .map(|i| {
+            let (src, dst) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+            let base = PacketSpec::udp(src, dst, 4000 + i as u16, 5000, 64).build();
+            let capture_ns = start_ns + i as u64 * 1_000_000;
+            (capture_ns, instrument(&base, 1, (capture_ns - latencies[i]) as u32))
+        })
+        .collect();
+    write_pcap_at(&dir.join("in.pcap"), &frames);
+    let (collect, addr) = common::collector::start_collector(&tools_bin(), &[]);
+    let extra = "    clock: rx-timestamp\n    sink: {latency: {mode: absolute, threshold_ns: 1, max_skew_ms: 1000}}\n";
+    let sink = run_node(&dir, &node_config("sink", "in.pcap", "out.pcap", extra, Some(&addr)));
+    assert_eq!(sink.counter("sink", "reports_latency"), 4);
+    assert_eq!(sink.counter("sink", "latency_max_ns"), 2_241_689_719);
+    std::process::Command::new("kill").args(["-INT", &collect.id().to_string()]).status().unwrap();
+    let output = collect.wait_with_output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let mut read: Vec<u64> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter(|record| record["type"] == "latency")
+        .map(|record| record["latency_ns"].as_u64().unwrap_or_else(|| panic!("{record}")))
+        .collect();
+    read.sort_unstable();
+    assert_eq!(read, latencies, "the latencies collect read from the sink's reports");
 }
 
 /// A report storm (a report wanted for every packet of an endless replay):

@@ -48,11 +48,13 @@ impl LatencyReport<'_> {
     }
 
     /// Sink ingress time minus source ingress time (ns, low 32 bits of the
-    /// epoch), signed: a negative value is a sink clock behind the source's
-    /// (Host-INT computes it unsigned, and such skew reads as about 4.29 s).
-    pub fn latency_ns(&self) -> Option<i32> {
+    /// epoch), unsigned as Host-INT computes it: a sink reports a latency
+    /// only once it has told it apart from clock skew (ours by
+    /// `latency.max_skew_ms`), so what it sends is a latency, up to 4.29 s;
+    /// read as signed, one past 2^31 ns would turn negative.
+    pub fn latency_ns(&self) -> Option<u32> {
         let (sink, source) = self.sink_and_source()?;
-        Some(sink.ingress_timestamp?.wrapping_sub(source.ingress_timestamp?) as i32)
+        Some(sink.ingress_timestamp?.wrapping_sub(source.ingress_timestamp?))
     }
 
     /// Bytes a latency report for `found` takes.

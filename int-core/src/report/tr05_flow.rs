@@ -129,10 +129,11 @@ impl<'a> FlowReport<'a> {
         self.block.stack.hops().last()
     }
 
-    /// Sink ingress time minus the source's (ns, low 32 bits), signed.
-    pub fn latency_ns(&self) -> Option<i32> {
+    /// Sink ingress time minus the source's (ns, low 32 bits), unsigned:
+    /// as a latency report's ([`super::latency::LatencyReport::latency_ns`]).
+    pub fn latency_ns(&self) -> Option<u32> {
         let source = self.source_hop()?.ingress_timestamp?;
-        Some(self.header.timestamp.wrapping_sub(source) as i32)
+        Some(self.header.timestamp.wrapping_sub(source))
     }
 }
 
