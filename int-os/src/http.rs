@@ -1,7 +1,8 @@
 //! Just enough HTTP/1.1 for a metrics page and a database write: a server
 //! that answers GETs from a page function, one request per connection, and
-//! a client that POSTs a body and reads the status. Both sides close the
-//! connection after each exchange, so neither needs chunking or pipelining.
+//! a client that POSTs a body and reads the answer (its head parsed by
+//! httparse, its body whole or chunked). Both sides close the connection
+//! after each exchange, so neither needs pipelining.
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -70,12 +71,15 @@ fn read_head(stream: &mut TcpStream) -> io::Result<String> {
     Ok(String::from_utf8_lossy(head.get(..len).unwrap_or_default()).into_owned())
 }
 
-/// What a server answered: the status code, and the start of the body.
+/// What a server answered: the status code and the body (chunks joined).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Answer {
     pub status: u16,
     pub body: String,
 }
+
+/// Headers an answer may have at most.
+const HEADERS: usize = 64;
 
 /// POSTs `body` to `path` on `server` (`host` for the Host header, and an
 /// Authorization header where given) and returns the answer; `timeout`
@@ -98,17 +102,56 @@ pub fn post(
     );
     stream.write_all(head.as_bytes())?;
     stream.write_all(body)?;
-    let mut answer = String::new();
     // The server closes after answering: read it all (bounded by the
-    // timeout), then keep the start of the body.
-    stream.take(64 * 1024).read_to_string(&mut answer)?;
-    let status = answer
-        .strip_prefix("HTTP/1.")
-        .and_then(|rest| rest.get(2..5))
-        .and_then(|code| code.parse().ok())
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "no HTTP status line"))?;
-    let body = answer.split_once("\r\n\r\n").map_or("", |(_, body)| body);
-    Ok(Answer { status, body: body.chars().take(512).collect() })
+    // timeout and by room for an error that quotes the whole body).
+    let mut answer = Vec::new();
+    let most = 2 * body.len() as u64 + 64 * 1024;
+    stream.take(most).read_to_end(&mut answer)?;
+    read_answer(&answer)
+}
+
+/// A whole answer's status and body: `Content-Length`'s bytes, or the
+/// chunks of `Transfer-Encoding: chunked` joined, or all that follows the
+/// head.
+pub fn read_answer(bytes: &[u8]) -> io::Result<Answer> {
+    let invalid = |what: &str| io::Error::new(io::ErrorKind::InvalidData, format!("HTTP answer: {what}"));
+    let mut headers = [httparse::EMPTY_HEADER; HEADERS];
+    let mut response = httparse::Response::new(&mut headers);
+    let head = match response.parse(bytes) {
+        Ok(httparse::Status::Complete(len)) => len,
+        Ok(httparse::Status::Partial) => return Err(invalid("its head is cut short")),
+        Err(error) => return Err(invalid(&error.to_string())),
+    };
+    let status = response.code.ok_or_else(|| invalid("no status"))?;
+    let header =
+        |name: &str| response.headers.iter().find(|h| h.name.eq_ignore_ascii_case(name)).map(|h| h.value);
+    let rest = bytes.get(head..).unwrap_or_default();
+    let chunked = header("transfer-encoding")
+        .is_some_and(|v| String::from_utf8_lossy(v).to_ascii_lowercase().contains("chunked"));
+    let length = header("content-length").and_then(|v| std::str::from_utf8(v).ok()?.trim().parse().ok());
+    let body = match (chunked, length) {
+        (true, _) => dechunked(rest).map_err(|()| invalid("a chunk's size is not hexadecimal"))?,
+        (false, Some(length)) => rest.get(..length).unwrap_or(rest).to_vec(),
+        (false, None) => rest.to_vec(),
+    };
+    Ok(Answer { status, body: String::from_utf8_lossy(&body).into_owned() })
+}
+
+/// A chunked body's chunks joined (RFC 9112 section 7.1), as far as they
+/// came: a cut last chunk gives what it holds.
+fn dechunked(mut rest: &[u8]) -> Result<Vec<u8>, ()> {
+    let mut body = Vec::with_capacity(rest.len());
+    while let httparse::Status::Complete((line, size)) = httparse::parse_chunk_size(rest).map_err(|_| ())? {
+        let data = rest.get(line..).unwrap_or_default();
+        let size = usize::try_from(size).unwrap_or(usize::MAX).min(data.len());
+        if size == 0 {
+            break;
+        }
+        body.extend_from_slice(data.get(..size).unwrap_or_default());
+        let after = data.get(size..).unwrap_or_default();
+        rest = after.strip_prefix(b"\r\n").unwrap_or(after);
+    }
+    Ok(body)
 }
 
 /// HTTP Basic authentication's header value for `user` and `password`
@@ -148,6 +191,34 @@ mod tests {
         assert_eq!(basic_auth("ab", "cd"), "Basic YWI6Y2Q=");
     }
     use std::sync::Arc;
+
+    /// influxd 1.x's error of a refused write comes chunked when it is
+    /// long: the body is the chunks' data joined, never a chunk's size.
+    #[test]
+    fn an_answer_reads_chunked_and_sized_bodies() {
+        let text = "{\"error\":\"partial write: unable to parse 'a b': invalid field format dropped=0\"}";
+        let (first, second) = text.split_at(20);
+        let chunked = format!(
+            "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{first}\r\n{:X};ext=1\r\n{second}\r\n0\r\n\r\n",
+            first.len(),
+            second.len()
+        );
+        assert_eq!(read_answer(chunked.as_bytes()).unwrap(), Answer { status: 400, body: text.into() });
+        let sized = "HTTP/1.1 404 Not Found\r\ncontent-length: 4\r\n\r\nnone and more";
+        assert_eq!(read_answer(sized.as_bytes()).unwrap(), Answer { status: 404, body: "none".into() });
+        let closed = "HTTP/1.0 204 No Content\r\n\r\n";
+        assert_eq!(read_answer(closed.as_bytes()).unwrap(), Answer { status: 204, body: String::new() });
+        // Cut short: what came.
+        let cut = "HTTP/1.1 400 Bad\r\nTransfer-Encoding: chunked\r\n\r\n10\r\nabc";
+        assert_eq!(read_answer(cut.as_bytes()).unwrap().body, "abc");
+        for bad in [
+            "HTTP/1.1 400 Bad\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc",
+            "HTTP/1.1 20",
+            "SSH-2.0\r\n\r\n",
+        ] {
+            assert!(read_answer(bad.as_bytes()).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn a_page_is_served_and_a_post_reads_its_status() {

@@ -324,7 +324,10 @@ fn a_burst_is_exported_whole_with_nothing_queued() {
     let burst: Vec<Vec<u8>> = (0..50).flat_map(|_| switch_reports()).collect();
     let (summary, _, decoded) = export_checked(&burst, &[], 3);
     let counted: Vec<&String> = summary["ipfix"].as_object().unwrap().keys().collect();
-    assert_eq!(counted, ["records", "templates", "messages", "failed", "unrecorded", "connections"]);
+    assert_eq!(
+        counted,
+        ["records", "templates", "messages", "failed", "unrecorded", "connections", "timeouts"]
+    );
     assert_hops_and_links_match(&decoded, &summary);
     let reports: u64 =
         summary["flows"].as_array().unwrap().iter().map(|f| f["latency_reports"].as_u64().unwrap()).sum();
@@ -525,6 +528,104 @@ fn a_tcp_export_reconnects_and_sends_its_templates_first() {
     Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
     let summary = summary_of(child);
     assert_eq!(summary["ipfix"]["connections"], 2, "{}", summary["ipfix"]);
+}
+
+/// 1,000 flows' Telemetry Report 2.0 datagrams (UDP ports 1-1000, over
+/// nodes 1 > 2, sink 9), numbered from `first`: a flow record each per
+/// interval, about 100 KB of export.
+fn thousand_flows(first: u32) -> Vec<Vec<u8>> {
+    let hop = |node: u32, at: u64| int_core::int21::HopMetadata {
+        node_id: Some(node),
+        hop_latency: Some(1000),
+        queue: Some((0, 1)),
+        ingress_timestamp: Some(at),
+        egress_timestamp: Some(at + 1000),
+        ..Default::default()
+    };
+    (1..=1000u16)
+        .map(|port| {
+            collector::stack_report(first + u32::from(port), 9, port, &[hop(2, 3000), hop(1, 1000)], 6000)
+        })
+        .collect()
+}
+
+/// A sample of collect's metrics page: the value of the line starting
+/// with `name` (0 where there is none).
+fn metric(server: &str, name: &str) -> u64 {
+    let page = collector::http_get(server, "/metrics");
+    page.lines().find_map(|l| l.strip_prefix(name)?.trim().parse().ok()).unwrap_or(0)
+}
+
+/// Kills collect if the test ends before it does.
+struct Running(Option<std::process::Child>);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// A TCP collector that accepts and never reads (issue 56: collect froze
+/// in a write and never ended). Fed reports until its send buffers are
+/// full, the exporter drops each connection whose message does not go
+/// within the send timeout, counts it and the records failed, and tries
+/// again later; SIGINT then ends collect, exit 0 with its summary.
+#[test]
+fn a_collector_that_never_reads_costs_counted_records_not_the_stop() {
+    const PATIENCE: Duration = Duration::from_secs(60);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let target = format!("tcp://{}", listener.local_addr().unwrap());
+    // Every connection taken and held open, never read.
+    std::thread::spawn(move || listener.incoming().map_while(Result::ok).collect::<Vec<_>>());
+    let args = ["--json", "--quiet", "--duration", "600", "--ipfix", &target, "--ipfix-interval", "0.1"];
+    let (child, said) = collector::start_collect_saying(
+        Path::new(BIN),
+        &[&args[..], &["--metrics", "127.0.0.1:0"]].concat(),
+        &["listening on ", "metrics on http://"],
+    );
+    let mut child = Running(Some(child));
+    // Read as it comes: a summary larger than the pipe holds would block
+    // collect's exit.
+    let mut stdout = child.0.as_mut().unwrap().stdout.take().unwrap();
+    let output = std::thread::spawn(move || {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut stdout, &mut text).unwrap();
+        text
+    });
+    let (listen, metrics) = (&said[0], &said[1]);
+    let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let timeouts = "int_collect_ipfix_connections_total{outcome=\"timeouts\"}";
+    let fed = std::time::Instant::now();
+    // Until a send timed out (or long past when one must have).
+    for round in 0.. {
+        if metric(metrics, timeouts) > 0 || fed.elapsed() > PATIENCE {
+            break;
+        }
+        for datagram in thousand_flows(round * 1000) {
+            sender.send_to(&datagram, listen).unwrap();
+        }
+    }
+    let pid = child.0.as_ref().unwrap().id().to_string();
+    Command::new("kill").args(["-INT", &pid]).status().unwrap();
+    let stopped = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.0.as_mut().unwrap().try_wait().unwrap() {
+            break status;
+        }
+        assert!(stopped.elapsed() < PATIENCE, "collect still runs {PATIENCE:?} after SIGINT");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status}");
+    let output = output.join().unwrap();
+    let summary: serde_json::Value = serde_json::from_str(output.lines().last().unwrap()).unwrap();
+    let ipfix = &summary["summary"]["ipfix"];
+    assert!(ipfix["timeouts"].as_u64().unwrap() >= 1, "{ipfix}");
+    assert!(ipfix["connections"].as_u64().unwrap() >= ipfix["timeouts"].as_u64().unwrap(), "{ipfix}");
+    assert!(ipfix["failed"].as_u64().unwrap() > 0, "{ipfix}");
+    assert!(ipfix["records"].as_u64().unwrap() > 0, "{ipfix}");
 }
 
 /// The body of docs/ipfix.md's code block tagged `tag`, its two-space

@@ -1,6 +1,11 @@
 //! `int-tools collect`'s flags, each with its help text (clap's derive).
+//! Every duration flag is read by [`duration`]: bounded, refused at parse
+//! time with its bounds.
+
+mod duration;
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use clap::Args;
 
@@ -25,11 +30,11 @@ pub struct CollectArgs {
     #[arg(long)]
     pub count: Option<u64>,
     /// Exit after this many seconds.
-    #[arg(long)]
-    pub duration: Option<f64>,
+    #[arg(long, value_name = "S", value_parser = duration::run_for)]
+    pub duration: Option<Duration>,
     /// Print the summary every this many seconds (0: only at exit).
-    #[arg(long, default_value_t = 10.0)]
-    pub interval: f64,
+    #[arg(long, value_name = "S", default_value = "10", value_parser = duration::summary_interval)]
+    pub interval: Duration,
     /// Whether latency reports carry the sink id word: present, absent or
     /// detect.
     #[arg(long, default_value = "detect")]
@@ -69,8 +74,8 @@ pub struct CollectArgs {
     /// packet's group closes once every reporting node's stamps have passed
     /// it); how long a silent node holds groups open; also the most a
     /// packet's stamps may lie apart for its order to be told.
-    #[arg(long, default_value_t = 1000)]
-    pub join_window_ms: u64,
+    #[arg(long, value_name = "MS", default_value = "1000", value_parser = duration::join_window)]
+    pub join_window_ms: Duration,
     /// INT-MX and INT-XD: the domain's nodes (ids as dotted quads or
     /// numbers, comma-separated); postcards from any other node are
     /// counted and never joined. Default: any node.
@@ -144,9 +149,9 @@ pub struct CollectArgs {
     /// The subjects' first word.
     #[arg(long, default_value = "int")]
     pub nats_prefix: String,
-    /// Seconds the stream keeps a record.
-    #[arg(long, default_value_t = 86_400)]
-    pub nats_max_age_s: u64,
+    /// Seconds the stream keeps a record (0: until --nats-max-bytes).
+    #[arg(long, value_name = "S", default_value = "86400", value_parser = duration::stream_max_age)]
+    pub nats_max_age_s: Duration,
     /// Bytes the stream keeps at most (the oldest go first).
     #[arg(long, default_value_t = 1 << 30)]
     pub nats_max_bytes: u64,
@@ -161,8 +166,8 @@ pub struct CollectArgs {
     #[arg(long)]
     pub ipfix: Option<String>,
     /// Seconds each IPFIX record covers.
-    #[arg(long, default_value_t = 60.0)]
-    pub ipfix_interval: f64,
+    #[arg(long, value_name = "S", default_value = "60", value_parser = duration::ipfix_interval)]
+    pub ipfix_interval: Duration,
     /// The IPFIX messages' Observation Domain ID.
     #[arg(long, default_value_t = 1)]
     pub ipfix_domain: u32,
@@ -184,12 +189,12 @@ pub struct CollectArgs {
     #[arg(long)]
     pub http: Option<SocketAddr>,
     /// How often the web view copies the books, in ms.
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..))]
-    pub view_sample_ms: u64,
+    #[arg(long, value_name = "MS", default_value = "1000", value_parser = duration::view_sample)]
+    pub view_sample_ms: Duration,
     /// The web view shows a node stale when no report told of it for this
     /// many seconds.
-    #[arg(long, default_value_t = 30.0)]
-    pub view_stale_s: f64,
+    #[arg(long, value_name = "S", default_value = "30", value_parser = duration::view_stale)]
+    pub view_stale_s: Duration,
     /// Flows with labels of their own in the metrics (the most reported,
     /// and the most lossy); all flows are also in the totals.
     #[arg(long, default_value_t = 20)]
@@ -200,8 +205,8 @@ pub struct CollectArgs {
     pub plot: Option<std::path::PathBuf>,
     /// Redraw --plot every this many seconds while collect runs (0: at
     /// exit only); each picture replaces the last whole.
-    #[arg(long, default_value_t = 0.0)]
-    pub plot_interval: f64,
+    #[arg(long, value_name = "S", default_value = "0", value_parser = duration::plot_interval)]
+    pub plot_interval: Duration,
     /// DSCP value and mask of the INT 2.1 domain whose packets Telemetry
     /// Report 2.0 reports carry.
     #[arg(long, default_value = "0x17/0x3f")]

@@ -32,8 +32,6 @@ pub enum CollectError {
     Stream(#[from] StreamError),
     #[error("--nats-stream, --nats-prefix, --nats-consumer: letters, digits, _ and - only")]
     StreamNames,
-    #[error("{flag} {value}: a number of seconds above 0")]
-    Seconds { flag: &'static str, value: f64 },
     #[error("--sink-id {0:?}: present, absent or detect")]
     SinkId(String),
     #[error(transparent)]

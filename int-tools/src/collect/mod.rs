@@ -221,7 +221,8 @@ fn books(
     let base = Arc::new(timeline::TimeBase::default());
     (0..readers)
         .map(|_| {
-            let join = join::Join::new(args.join_window_ms, args.domain_nodes.clone(), args.join_confirm);
+            let window_ms = u64::try_from(args.join_window_ms.as_millis()).unwrap_or(u64::MAX);
+            let join = join::Join::new(window_ms, args.domain_nodes.clone(), args.join_confirm);
             let outputs = running
                 .iter()
                 .map(|r| r.output.for_reader().unwrap_or_else(|| Arc::clone(&r.output)))
@@ -234,8 +235,7 @@ fn books(
 }
 
 fn view_settings(addr: SocketAddr, args: &CollectArgs) -> Result<view::Settings, CollectError> {
-    let stale_after = seconds("--view-stale-s", args.view_stale_s)?;
-    Ok(view::Settings { addr, sample: Duration::from_millis(args.view_sample_ms), stale_after })
+    Ok(view::Settings { addr, sample: args.view_sample_ms, stale_after: args.view_stale_s })
 }
 
 /// A node id as the node's config writes it (a dotted quad) or a number.
@@ -248,14 +248,6 @@ pub(crate) fn parse_node_id(text: &str) -> Result<u32, NodeIdError> {
     number
         .or_else(|| text.parse::<std::net::Ipv4Addr>().ok().map(u32::from))
         .ok_or_else(|| NodeIdError(text.to_string()))
-}
-
-/// A flag's duration in seconds, above 0.
-fn seconds(flag: &'static str, value: f64) -> Result<Duration, CollectError> {
-    Duration::try_from_secs_f64(value)
-        .ok()
-        .filter(|d| !d.is_zero())
-        .ok_or(CollectError::Seconds { flag, value })
 }
 
 fn how(args: &CollectArgs) -> Result<How, CollectError> {
@@ -340,7 +332,7 @@ fn stream_settings(
         servers,
         stream: args.nats_stream.clone(),
         prefix: args.nats_prefix.clone(),
-        max_age: Duration::from_secs(args.nats_max_age_s),
+        max_age: args.nats_max_age_s,
         max_bytes: args.nats_max_bytes,
         replicas: usize::from(args.nats_replicas),
         buffer: args.nats_buffer,
@@ -350,16 +342,15 @@ fn stream_settings(
 
 fn start_ipfix(target: &str, args: &CollectArgs) -> Result<outputs::Running, CollectError> {
     let (server, transport) = ipfix::Settings::parse_target(target).map_err(CollectError::IpfixTarget)?;
-    let interval = seconds("--ipfix-interval", args.ipfix_interval)?;
     let settings = ipfix::Settings {
         server,
         transport,
-        interval,
+        interval: args.ipfix_interval,
         domain: args.ipfix_domain,
         pen: args.ipfix_pen,
         limit: args.max_flows,
     };
-    eprintln!("collect: exporting IPFIX to {target} every {} s", args.ipfix_interval);
+    eprintln!("collect: exporting IPFIX to {target} every {} s", args.ipfix_interval.as_secs_f64());
     Ok(ipfix::start(settings))
 }
 
@@ -405,23 +396,23 @@ fn influx_authorization(args: &CollectArgs) -> Result<Option<String>, CollectErr
 /// Prints the summary at the interval until a stop signal, the count or
 /// the duration.
 fn wait_for_the_end(args: &CollectArgs, shared: &Shared, started: Instant) {
-    let interval = Duration::from_secs_f64(args.interval.max(0.001));
+    // The flags' bounds (args::duration) keep these sums from overflowing.
+    let (interval, plot_every) = (args.interval, args.plot_interval);
     let mut next_summary = started + interval;
-    let plot_every = Duration::from_secs_f64(args.plot_interval.max(0.001));
     let mut next_plot = started + plot_every;
     while !int_os::signals::stop_requested() {
         if args.count.is_some_and(|n| shared.reports.load(Ordering::Relaxed) >= n)
-            || args.duration.is_some_and(|d| started.elapsed().as_secs_f64() >= d)
+            || args.duration.is_some_and(|d| started.elapsed() >= d)
             || shared.quit.load(Ordering::Relaxed)
         {
             return;
         }
-        if args.interval > 0.0 && Instant::now() >= next_summary {
+        if !interval.is_zero() && Instant::now() >= next_summary {
             summary::print(&shared.snapshot(), &shared.outputs, args.json);
             next_summary = Instant::now() + interval;
         }
         if let Some(path) =
-            args.plot.as_ref().filter(|_| args.plot_interval > 0.0 && Instant::now() >= next_plot)
+            args.plot.as_ref().filter(|_| !plot_every.is_zero() && Instant::now() >= next_plot)
         {
             if let Err(error) = plot::draw(&shared.snapshot(), path) {
                 eprintln!("collect: --plot {}: {error}", path.display());

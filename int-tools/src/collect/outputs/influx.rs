@@ -6,7 +6,10 @@
 //! `/write` by a thread of its own. The receivers only queue: a full queue
 //! (a slow or absent database) costs counted drops, never a stall; a
 //! failed write is tried again a few times, then its points are counted
-//! lost.
+//! lost; points influxd answers it did not store are counted refused.
+//! Names become tags and strings as [`line`] says.
+
+mod line;
 
 use std::fmt::Write as _;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -103,6 +106,9 @@ pub struct Counts {
     /// Points of batches given up after every attempt failed.
     pub failed: AtomicU64,
     pub retries: AtomicU64,
+    /// Points influxd answered it did not store (HTTP 400: a line it
+    /// could not parse, a point it dropped).
+    pub refused: AtomicU64,
 }
 
 /// The receivers' end: queues observations with their arrival time.
@@ -136,11 +142,11 @@ impl Counted for Counts {
     }
 
     fn counts(&self) -> Vec<(&'static str, u64)> {
-        counts_of!(self, written, dropped, failed, retries)
+        counts_of!(self, written, dropped, failed, retries, refused)
     }
 
     fn metrics(&self, out: &mut String) {
-        let outcomes = self.outcomes(&["written", "dropped", "failed"]);
+        let outcomes = self.outcomes(&["written", "dropped", "failed", "refused"]);
         counter_family(out, "int_collect_influx_points_total", "Points for InfluxDB by outcome.", outcomes);
     }
 }
@@ -226,7 +232,8 @@ impl Writer {
                 let time = self.next_time(ns);
                 let flow = &change.flow;
                 let path = |p: &[u32]| {
-                    p.iter().map(|n| names::label(*n).replace('"', "\\\"")).collect::<Vec<_>>().join(">")
+                    let names: Vec<String> = p.iter().map(|n| names::label(*n)).collect();
+                    line::string_field(&names.join(">"))
                 };
                 let _ = writeln!(
                     body,
@@ -315,7 +322,8 @@ impl Writer {
 
     /// Writes one batch, retrying with backoff; a refusal for a reason a
     /// retry cannot mend (4xx: no such database, a bad point) is not
-    /// retried.
+    /// retried. A 400 stored what influxd's error does not name
+    /// ([`refused_of`]): counted written, the rest refused.
     fn write(&mut self, body: &str, points: u64) {
         let path = format!("/write?db={}&precision=ns", self.settings.database);
         let mut backoff = FIRST_BACKOFF;
@@ -333,7 +341,15 @@ impl Writer {
                     self.counts.written.fetch_add(points, Ordering::Relaxed);
                     return;
                 }
-                Ok(answer) => format!("HTTP {}: {}", answer.status, answer.body.trim()),
+                Ok(answer) if answer.status == 400 => {
+                    let error = influx_error(&answer.body);
+                    let refused = refused_of(&error, points);
+                    self.counts.written.fetch_add(points - refused, Ordering::Relaxed);
+                    self.counts.refused.fetch_add(refused, Ordering::Relaxed);
+                    self.say(&format!("HTTP 400: {}", shortened(&error)));
+                    return;
+                }
+                Ok(answer) => format!("HTTP {}: {}", answer.status, shortened(&influx_error(&answer.body))),
                 Err(error) => error.to_string(),
             };
             let permanent = error.starts_with("HTTP 4");
@@ -358,10 +374,40 @@ impl Writer {
 }
 
 /// A node's tags: `,KEY=<id>,KEY_name=<name>` (the id, a number as in the
-/// JSON, where the node has no name in --names).
+/// JSON, where the node has no name in --names, or none a tag can hold).
 fn node_tags(key: &str, id: u32) -> String {
-    let name = names::label(id).replace(',', "\\,").replace('=', "\\=").replace(' ', "\\ ");
+    let name = line::tag(&names::label(id));
+    let name = if name.is_empty() { id.to_string() } else { name };
     format!(",{key}={id},{key}_name={name}")
+}
+
+/// influxd's error text: its JSON's `error` (the body itself otherwise).
+fn influx_error(body: &str) -> String {
+    let json = serde_json::from_str::<serde_json::Value>(body).ok();
+    let error = json.as_ref().and_then(|j| j.get("error")?.as_str().map(str::to_string));
+    error.unwrap_or_else(|| body.trim().to_string())
+}
+
+/// An error for the log: its first 512 characters.
+fn shortened(error: &str) -> String {
+    let mut text: String = error.chars().take(512).collect();
+    if text.len() < error.len() {
+        text.push_str(" ...");
+    }
+    text
+}
+
+/// Of a batch of `points` influxd 1.x answered 400 to, the points it did
+/// not store. A partial write ("partial write: REASON dropped=N") stored
+/// all but the lines it names as unparsable ("unable to parse '...':
+/// why", one a line: no line of ours holds a newline) and the N parsed
+/// points it dropped (a field's type in conflict, a time out of the
+/// retention policy); any other 400 refused the batch whole.
+fn refused_of(error: &str, points: u64) -> u64 {
+    let Some(reason) = error.strip_prefix("partial write: ") else { return points };
+    let unparsed = reason.lines().filter(|l| l.starts_with("unable to parse '")).count() as u64;
+    let dropped = reason.rsplit_once("dropped=").and_then(|(_, n)| n.trim().parse::<u64>().ok()).unwrap_or(0);
+    (unparsed + dropped).min(points)
 }
 
 #[cfg(test)]
@@ -480,6 +526,24 @@ mod tests {
         assert_eq!(dropped + failed, 10_000);
     }
 
+    /// influxd 1.6's answers to a refused write: a partial write stored
+    /// all but the lines it could not parse and the points it dropped;
+    /// another 400 stored none.
+    #[test]
+    fn refused_points_read_from_influxds_error() {
+        let body = r#"{"error":"partial write: unable to parse 'a b': invalid field format\nunable to parse 'c d': invalid field format dropped=0"}"#;
+        let error = influx_error(body);
+        assert!(
+            error.starts_with("partial write: unable to parse 'a b'") && error.contains("\nunable"),
+            "{error}"
+        );
+        assert_eq!(refused_of(&error, 10), 2);
+        let conflict = "partial write: field type conflict: input field \"latency_ns\" on measurement \"int_link\" is type integer, already exists as type string dropped=7";
+        assert_eq!(refused_of(conflict, 10), 7);
+        assert_eq!(refused_of("unable to parse 'x': invalid tag format", 10), 10);
+        assert_eq!(influx_error("not json\n"), "not json");
+    }
+
     /// The counts as the summary, the text summary and the Prometheus page
     /// show them: `retries` in the summary, not among the page's outcomes.
     #[test]
@@ -489,10 +553,13 @@ mod tests {
         counts.retries.store(2, Ordering::Relaxed);
         crate::collect::outputs::assert_shown(
             counts,
-            ("influx", serde_json::json!({"written": 5, "dropped": 0, "failed": 0, "retries": 2})),
-            "InfluxDB points: 5 written, 0 dropped, 0 failed, 2 retries",
+            (
+                "influx",
+                serde_json::json!({"written": 5, "dropped": 0, "failed": 0, "retries": 2, "refused": 0}),
+            ),
+            "InfluxDB points: 5 written, 0 dropped, 0 failed, 2 retries, 0 refused",
             "int_collect_influx_points_total",
-            &[("written", 5), ("dropped", 0), ("failed", 0)],
+            &[("written", 5), ("dropped", 0), ("failed", 0), ("refused", 0)],
         );
     }
 }

@@ -9,8 +9,14 @@
 //! first; records of an interval without one are counted failed.
 //! Sequence numbers count data records (section 3.1), per transport
 //! session: a new TCP connection starts again at 0.
+//!
+//! A TCP message not taken whole within [`SEND_TIMEOUT`] (a collector
+//! that stopped reading) drops the connection, counted `timeouts`; after a
+//! failed connect or send the next connect waits ([`Retry`]). So the
+//! thread never blocks longer than a connect and a send, and collect's
+//! stop, which waits for it, ends within seconds.
 
-use std::io::{ErrorKind, Read, Write};
+use std::io::{self, ErrorKind, Read, Write};
 use std::net::{TcpStream, UdpSocket};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
@@ -27,6 +33,14 @@ use super::{Counts, Settings, Tables, Transport};
 const UDP_MESSAGE: usize = 1400;
 const TCP_MESSAGE: usize = 16 * 1024;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// The most one message may take to go into a TCP connection.
+pub const SEND_TIMEOUT: Duration = Duration::from_secs(2);
+/// The wait before connecting again after a failure: doubled with each
+/// failure in a row, up to the last; a connection that lived a minute
+/// starts it again from the first.
+const FIRST_RETRY: Duration = Duration::from_secs(1);
+const LAST_RETRY: Duration = Duration::from_secs(60);
+const LIVED: Duration = Duration::from_secs(60);
 
 /// The socket; none where it could not be opened (UDP) or is not
 /// connected (TCP).
@@ -44,6 +58,34 @@ pub struct Exporter {
     sequence: u32,
     builder: MessageBuilder,
     last_error: String,
+    retry: Retry,
+}
+
+/// When a TCP connection is tried again after a failed connect or send.
+struct Retry {
+    wait: Duration,
+    /// No connect before this; none: at the next export.
+    not_before: Option<Instant>,
+    /// When the connection now open was made.
+    connected: Option<Instant>,
+}
+
+impl Retry {
+    fn due(&self) -> bool {
+        self.not_before.is_none_or(|at| Instant::now() >= at)
+    }
+
+    /// A connect or a send failed: the wait before the next connect.
+    fn failed(&mut self) -> Duration {
+        let lived = self.connected.take().is_some_and(|at| at.elapsed() >= LIVED);
+        if lived {
+            self.wait = FIRST_RETRY;
+        }
+        let wait = self.wait;
+        self.not_before = Some(Instant::now() + wait);
+        self.wait = (wait * 2).min(LAST_RETRY);
+        wait
+    }
 }
 
 impl Exporter {
@@ -68,6 +110,7 @@ impl Exporter {
             sequence: 0,
             builder: MessageBuilder::new(size),
             last_error: String::new(),
+            retry: Retry { wait: FIRST_RETRY, not_before: None, connected: None },
         }
     }
 
@@ -174,20 +217,26 @@ impl Exporter {
         let message = self.builder.finish(header);
         let outcome = match &mut self.link {
             Link::Udp(Some(socket)) => socket.send(message).map(|_| ()),
-            Link::Tcp(Some(stream)) => stream.write_all(message),
-            Link::Udp(None) | Link::Tcp(None) => {
-                Err(std::io::Error::new(ErrorKind::NotConnected, "not connected"))
-            }
+            Link::Tcp(Some(stream)) => write_within(stream, message, SEND_TIMEOUT),
+            // Not connected: said when the connect failed.
+            Link::Udp(None) | Link::Tcp(None) => return false,
         };
         match outcome {
             Ok(()) => {
                 self.counts.messages.fetch_add(1, Ordering::Relaxed);
                 true
             }
-            Err(error) => {
-                if let Link::Tcp(stream) = &mut self.link {
-                    *stream = None;
+            Err(error) if matches!(self.link, Link::Tcp(_)) => {
+                self.link = Link::Tcp(None);
+                let timed_out = error.kind() == ErrorKind::TimedOut;
+                if timed_out {
+                    self.counts.timeouts.fetch_add(1, Ordering::Relaxed);
                 }
+                let wait = self.retry.failed();
+                self.say(&format!("{error}; connection dropped, the next in {} s", wait.as_secs()));
+                false
+            }
+            Err(error) => {
                 self.say(&error.to_string());
                 false
             }
@@ -212,7 +261,8 @@ impl Exporter {
 
     /// A new TCP connection, its templates first.
     fn connect_tcp(&mut self) {
-        if !matches!(self.link, Link::Tcp(None)) || self.settings.transport != Transport::Tcp {
+        let closed = matches!(self.link, Link::Tcp(None)) && self.settings.transport == Transport::Tcp;
+        if !closed || !self.retry.due() {
             return;
         }
         match TcpStream::connect_timeout(&self.settings.server, CONNECT_TIMEOUT) {
@@ -220,10 +270,14 @@ impl Exporter {
                 let _ = stream.set_nodelay(true);
                 self.link = Link::Tcp(Some(stream));
                 self.sequence = 0;
+                self.retry.connected = Some(Instant::now());
                 self.counts.connections.fetch_add(1, Ordering::Relaxed);
                 self.send_templates();
             }
-            Err(error) => self.say(&error.to_string()),
+            Err(error) => {
+                let wait = self.retry.failed();
+                self.say(&format!("{error}; the next try in {} s", wait.as_secs()));
+            }
         }
     }
 
@@ -234,4 +288,35 @@ impl Exporter {
             self.last_error = error.to_string();
         }
     }
+}
+
+/// Writes the whole `message` within `timeout`, or fails `TimedOut`: a
+/// peer that stops reading cannot hold the exporter longer.
+fn write_within(stream: &mut TcpStream, message: &[u8], timeout: Duration) -> io::Result<()> {
+    let deadline = Instant::now() + timeout;
+    let mut rest = message;
+    while !rest.is_empty() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let timed_out = || {
+            io::Error::new(
+                ErrorKind::TimedOut,
+                format!("the collector took nothing for {} s", timeout.as_secs()),
+            )
+        };
+        if left.is_zero() {
+            return Err(timed_out());
+        }
+        stream.set_write_timeout(Some(left))?;
+        match stream.write(rest) {
+            Ok(0) => return Err(ErrorKind::WriteZero.into()),
+            Ok(n) => rest = rest.get(n..).unwrap_or_default(),
+            Err(error) if error.kind() == ErrorKind::Interrupted => {}
+            // SO_SNDTIMEO's end is EAGAIN.
+            Err(error) if matches!(error.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                return Err(timed_out())
+            }
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(())
 }

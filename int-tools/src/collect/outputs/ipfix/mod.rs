@@ -96,6 +96,9 @@ pub struct Counts {
     /// Flows, hops and links beyond an interval's limit.
     pub unrecorded: AtomicU64,
     pub connections: AtomicU64,
+    /// TCP connections dropped because a message did not go within
+    /// [`exporter::SEND_TIMEOUT`] (a collector that stopped reading).
+    pub timeouts: AtomicU64,
 }
 
 /// One reader's interval; the exporter takes it at the interval's end.
@@ -205,7 +208,7 @@ impl Counted for Counts {
     }
 
     fn counts(&self) -> Vec<(&'static str, u64)> {
-        counts_of!(self, records, templates, messages, failed, unrecorded, connections)
+        counts_of!(self, records, templates, messages, failed, unrecorded, connections, timeouts)
     }
 
     fn metrics(&self, out: &mut String) {
@@ -214,6 +217,12 @@ impl Counted for Counts {
             "int_collect_ipfix_records_total",
             "IPFIX data records by outcome (records: sent).",
             self.outcomes(&["records", "failed", "unrecorded"]),
+        );
+        counter_family(
+            out,
+            "int_collect_ipfix_connections_total",
+            "IPFIX TCP connections by outcome (opened; dropped as a send timed out).",
+            self.outcomes(&["connections", "timeouts"]),
         );
     }
 }
@@ -247,20 +256,36 @@ mod tests {
     use super::*;
 
     /// The counts as the summary, the text summary and the Prometheus page
-    /// show them: no `dropped` (nothing is queued, so nothing is refused).
+    /// show them: no `dropped` (nothing is queued, so nothing is refused);
+    /// records by outcome, and TCP connections opened and timed out.
     #[test]
     fn counts_in_the_summary_and_on_the_page() {
+        use crate::collect::outputs::{counts_json, counts_text};
         let counts = Counts::default();
         counts.records.store(9, Ordering::Relaxed);
         counts.unrecorded.store(1, Ordering::Relaxed);
+        counts.connections.store(3, Ordering::Relaxed);
+        counts.timeouts.store(2, Ordering::Relaxed);
+        let counted: Vec<Arc<dyn Counted>> = vec![Arc::new(counts)];
         let summary = serde_json::json!({"records": 9, "templates": 0, "messages": 0, "failed": 0,
-                                         "unrecorded": 1, "connections": 0});
-        crate::collect::outputs::assert_shown(
-            counts,
-            ("ipfix", summary),
-            "IPFIX records: 9 records, 0 templates, 0 messages, 0 failed, 1 unrecorded, 0 connections",
-            "int_collect_ipfix_records_total",
-            &[("records", 9), ("failed", 0), ("unrecorded", 1)],
+                                         "unrecorded": 1, "connections": 3, "timeouts": 2});
+        assert_eq!(counts_json(&counted), [("ipfix", summary)]);
+        assert_eq!(
+            counts_text(&counted),
+            ["IPFIX records: 9 records, 0 templates, 0 messages, 0 failed, 1 unrecorded, 3 connections, 2 timeouts"]
+        );
+        let mut page = String::new();
+        counted[0].metrics(&mut page);
+        let samples: Vec<&str> = page.lines().filter(|l| !l.starts_with('#')).collect();
+        assert_eq!(
+            samples,
+            [
+                "int_collect_ipfix_records_total{outcome=\"records\"} 9",
+                "int_collect_ipfix_records_total{outcome=\"failed\"} 0",
+                "int_collect_ipfix_records_total{outcome=\"unrecorded\"} 1",
+                "int_collect_ipfix_connections_total{outcome=\"connections\"} 3",
+                "int_collect_ipfix_connections_total{outcome=\"timeouts\"} 2",
+            ]
         );
     }
 }
