@@ -47,9 +47,9 @@ impl Clones {
         copy_number(self.every, n)
     }
 
-    /// Packet `i` of `burst` (the `n`th of its flow `flow`) copied to the
-    /// end of [`Clones::out`]: its index there, or `None` (counted) when
-    /// the pool has no mbuf.
+    /// Packet `i` of `burst` copied to the end of [`Clones::out`] (`due`:
+    /// its flow, and the flow's count that made it due): its index there,
+    /// or `None` (counted) when the pool has no mbuf.
     #[inline]
     pub fn copy(
         &mut self,
