@@ -8,6 +8,7 @@ mod common;
 
 use common::hops::*;
 use common::*;
+use int_core::hop_rule::Sample;
 
 fn sink(dir: &std::path::Path, rules: &str) -> Run {
     let section = format!("    int: {{version: 2.1}}\n    clock: rx-timestamp\n    sink: {rules}\n");
@@ -57,18 +58,21 @@ fn each_rule_answers_for_its_own_figure() {
     assert_eq!(count(&run, "reports_hop_change"), FLOWS as u64, "{}", run.stdout());
 }
 
-/// `hops: {sample: 7}`: one packet in 7 of each flow (by packet number)
-/// feeds the path rule. Each flow's middle switch changes at its 16th
-/// packet, numbered 15 or 16, neither a multiple of 7: the first changed
-/// packet alone is not read (every packet read, it is reported), and each
-/// flow's path change is reported within 7 changed packets, the delay
-/// docs/performance.md states. Replays cut after each flow's first changed
-/// packet, and after its 7th.
+/// `hops: {sample: 7}`: one packet in 7 of each flow feeds the path rule,
+/// one number in each block of 7, drawn for the block and the flow. Each
+/// flow's middle switch changes at its 16th packet. A replay cut after
+/// each flow's first changed packet reports the flows whose first changed
+/// packet the sample takes (every packet read, all of them); cut after
+/// the 13th, every flow's change: within 2N-1 packets, the delay
+/// config/README.md states.
 #[test]
-fn a_sampled_path_rule_reports_within_n_packets() {
+fn a_sampled_path_rule_reports_within_2n_minus_1_packets() {
     let dir = workdir("hop-rules-sampled");
     let frames = path_change_stacks(&dir);
     let stacks = read_pcap(&dir.join("hops.pcap"));
+    let sample = Sample::every(7);
+    let first_changed = numbered(&stacks[MOVED_FROM..MOVED_FROM + FLOWS]);
+    let first_taken = first_changed.iter().filter(|n| n.taken(sample)).count() as u64;
     let cut = |changed: usize| {
         let name = format!("hops-{changed}.pcap");
         write_pcap(&dir.join(&name), stacks.get(..MOVED_FROM + changed * FLOWS).unwrap());
@@ -79,15 +83,48 @@ fn a_sampled_path_rule_reports_within_n_packets() {
         let collector = Collector::new();
         run_node(&dir, &node_config("sink", pcap, "out.pcap", &section, Some(&collector.addr())))
     };
-    let (first, seventh) = (cut(1), cut(7));
+    let (first, last) = (cut(1), cut(13));
     let every = run(&first, "{}");
     assert_eq!(every.counter("sink", "reports_path_change"), FLOWS as u64, "{}", every.stdout());
     let sampled = run(&first, "{hops: {sample: 7}}");
-    assert_eq!(sampled.counter("sink", "reports_path_change"), 0, "{}", sampled.stdout());
-    let sampled = run(&seventh, "{hops: {sample: 7}}");
+    assert_eq!(sampled.counter("sink", "reports_path_change"), first_taken, "{}", sampled.stdout());
+    let sampled = run(&last, "{hops: {sample: 7}}");
     assert_eq!(sampled.counter("sink", "reports_path_change"), FLOWS as u64, "{}", sampled.stdout());
     assert_eq!(sampled.counter("sink", "path_untold"), 0);
-    assert_same_frames(&read_pcap(&dir.join("out.pcap")), frames.get(..MOVED_FROM + 7 * FLOWS).unwrap());
+    assert_same_frames(&read_pcap(&dir.join("out.pcap")), frames.get(..MOVED_FROM + 13 * FLOWS).unwrap());
+}
+
+/// Per-packet spraying over two switches: the odd-numbered packets of
+/// each flow, or three in four, go through another middle switch than
+/// the others. Every packet read, each switch between two packets is a
+/// path change. Sampled one in 2 (odd numbers) or one in 4 (three in
+/// four), the sample sees both switches and reports each change between
+/// the packets it takes, as many as [`path_changes`] counts from
+/// [`Sample::takes`]; taking the multiples of N, it saw one switch only
+/// and reported none.
+#[test]
+fn a_sampled_path_rule_sees_sprayed_packets() {
+    let odd: fn(u32) -> bool = |n| n % 2 == 1;
+    let three_in_four: fn(u32) -> bool = |n| n % 4 != 0;
+    let patterns = [("odd", 2, odd), ("three-in-four", 4, three_in_four)];
+    for (name, every, sprayed) in patterns {
+        let dir = workdir(&format!("hop-rules-sprayed-{name}"));
+        let (frames, packets) = sprayed_stacks(&dir, 300, sprayed);
+        let all = sink(&dir, "{}");
+        let count = |run: &Run, name| run.counter("sink", name);
+        assert_eq!(
+            count(&all, "reports_path_change"),
+            path_changes(&packets, Sample::every(1)),
+            "{}",
+            all.stdout()
+        );
+        let sampled = sink(&dir, &format!("{{hops: {{sample: {every}}}}}"));
+        let expected = path_changes(&packets, Sample::every(every));
+        assert!(expected >= 10, "{name}: {expected}");
+        assert_eq!(count(&sampled, "reports_path_change"), expected, "{name}: {}", sampled.stdout());
+        assert_eq!(count(&sampled, "reports_suppressed") + count(&sampled, "path_untold"), 0);
+        assert_same_frames(&read_pcap(&dir.join("out.pcap")), &frames);
+    }
 }
 
 /// int-node's own transit hop, on the host clock: each packet's hop

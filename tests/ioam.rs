@@ -10,6 +10,7 @@
 mod common;
 
 use common::*;
+use int_core::hop_rule::Sample;
 use int_core::ioam::find;
 use int_core::ioam::{ipv6, TimestampFormat};
 use int_core::report::tr20;
@@ -389,30 +390,44 @@ fn numbered_domain() -> String {
     DOMAIN.replace("nodes: 8,", "nodes: 4, sequence: true,")
 }
 
-/// In [`numbered_through`], from each flow's packet numbered 16 on (its
-/// 16th, index 15) the transit's slot is another node's: neither 15 nor
-/// 16 is a multiple of 7.
+/// In [`numbered_through`], from each flow's 16th packet (index 15) on
+/// the transit's slot is another node's.
 const MOVED_FROM: usize = 15;
+
+/// A traced packet as the hop rule's sample sees it.
+struct Traced {
+    /// Its index in the capture.
+    at: usize,
+    number: u64,
+    flow: int_core::flow::FlowKey,
+}
+
+impl Traced {
+    fn taken(&self, sample: Sample) -> bool {
+        sample.takes(Some(self.number as u32), self.flow.phase())
+    }
+}
 
 /// `packets` of 12 flows (IPv4 and IPv6), the IPv6 ones numbered by the
 /// encapsulating node; each trace's next slot then filled as a transit
-/// node fills it, with node id `transit(k)` for its flow's `k`th packet
-/// (from 0). Writes `dir`'s hops.pcap (not yet retimed); returns
-/// the frames sent in and the traced packets' numbers.
+/// node fills it, with node id `transit(k, n)` for its flow's `k`th
+/// packet (from 0), numbered `n`. Writes `dir`'s hops.pcap (not yet
+/// retimed); returns the frames sent in and the traced packets.
 fn numbered_through(
     dir: &std::path::Path,
     packets: usize,
-    transit: impl Fn(usize) -> u32,
-) -> (Vec<Vec<u8>>, Vec<u64>) {
+    transit: impl Fn(usize, u64) -> u32,
+) -> (Vec<Vec<u8>>, Vec<Traced>) {
     let (frames, ipv6_packets) = traffic_in(dir, packets, 180);
     encapsulate(dir, &numbered_domain(), ipv6_packets);
     let mut numbers = Vec::new();
     let mut traced = read_pcap(&dir.join("ioam.pcap"));
     for (i, frame) in traced.iter_mut().enumerate() {
         if let Some(found) = find::find(frame, 123).unwrap() {
-            numbers.push(found.sequence().unwrap());
-            let node =
-                int_core::ioam::node::NodeData { node_id: Some(transit(i / 12)), ..Default::default() };
+            let number = found.sequence().unwrap();
+            numbers.push(Traced { at: i, number, flow: found.flow(frame) });
+            let node_id = Some(transit(i / 12, number));
+            let node = int_core::ioam::node::NodeData { node_id, ..Default::default() };
             let pushed = int_core::ioam::transit::push(frame, 123, &node).unwrap();
             assert_eq!(pushed, int_core::ioam::transit::Transited::Filled);
         }
@@ -422,18 +437,22 @@ fn numbered_through(
 }
 
 /// The decapsulating node honours `sink.hops.sample` as the INT 2.1 sink
-/// does: with `sample: 7` one packet in 7 of each flow (by its
-/// Edge-to-Edge number) feeds the path rule. Each flow's transit node
-/// changes at its 16th packet: the first changed packet alone is not read
-/// (every packet read, it is reported), and each flow's path change is
-/// reported within 7 changed packets. Replays cut after each flow's first
-/// changed packet, and after its 7th. Flows with the sender's own
-/// extension headers take the general path, the others the fast one.
+/// does: with `sample: 7` one packet in 7 of each flow (one Edge-to-Edge
+/// number in each block of 7, drawn for the block and the flow) feeds the
+/// path rule. Each flow's transit node changes at its 16th packet. A
+/// replay cut after each flow's first changed packet reports the flows
+/// whose first changed packet the sample takes (every packet read, all of
+/// them); cut after the 13th, every flow's change: within 2N-1 packets.
+/// Flows with the sender's own extension headers take the general path,
+/// the others the fast one.
 #[test]
-fn a_sampled_path_rule_reports_within_n_packets_over_ioam() {
+fn a_sampled_path_rule_reports_within_2n_minus_1_packets_over_ioam() {
     let dir = workdir("ioam-hops-sampled");
-    let (frames, _) = numbered_through(&dir, 12 * (MOVED_FROM + 7), |k| if k < MOVED_FROM { 5 } else { 7 });
+    let moved = |k, _| if k < MOVED_FROM { 5 } else { 7 };
+    let (frames, packets) = numbered_through(&dir, 12 * (MOVED_FROM + 13), moved);
     let v6_flows = (0..12).filter(|&flow| is_ipv6_flow(flow)).count() as u64;
+    let first_changed = packets.iter().filter(|p| p.at / 12 == MOVED_FROM);
+    let first_taken = first_changed.filter(|p| p.taken(Sample::every(7))).count() as u64;
     let traced = read_pcap(&dir.join("hops.pcap"));
     let cut = |changed: usize| {
         let name = format!("hops-{changed}.pcap");
@@ -446,12 +465,12 @@ fn a_sampled_path_rule_reports_within_n_packets_over_ioam() {
         let collector = Collector::new();
         run_node(&dir, &node_config("sink", pcap, "out.pcap", &section, Some(&collector.addr())))
     };
-    let (first, seventh) = (cut(1), cut(7));
+    let (first, last) = (cut(1), cut(13));
     let every = run(&first, "{}");
     assert_eq!(every.counter("sink", "reports_path_change"), v6_flows, "{}", every.stdout());
     let sampled = run(&first, "{hops: {sample: 7}}");
-    assert_eq!(sampled.counter("sink", "reports_path_change"), 0, "{}", sampled.stdout());
-    let sampled = run(&seventh, "{hops: {sample: 7}}");
+    assert_eq!(sampled.counter("sink", "reports_path_change"), first_taken, "{}", sampled.stdout());
+    let sampled = run(&last, "{hops: {sample: 7}}");
     assert_eq!(sampled.counter("sink", "reports_path_change"), v6_flows, "{}", sampled.stdout());
     assert_eq!(sampled.counter("sink", "path_untold"), 0);
     assert_eq!(sampled.counter("sink", "reports_latency"), v6_flows, "the latency never changes");
@@ -459,17 +478,42 @@ fn a_sampled_path_rule_reports_within_n_packets_over_ioam() {
     assert_same_frames(&read_pcap(&dir.join("out.pcap")), &frames);
 }
 
+/// Per-packet spraying over two transit nodes: each flow's odd-numbered
+/// packets go through node 7, the others through node 5. Sampled one in
+/// 2, the decapsulating node sees both and reports each change between
+/// the packets it takes (taking the even numbers only, it reported none).
+#[test]
+fn a_sampled_path_rule_sees_sprayed_packets_over_ioam() {
+    let dir = workdir("ioam-hops-sprayed");
+    let (frames, packets) = numbered_through(&dir, 12 * 60, |_, n| if n % 2 == 1 { 7 } else { 5 });
+    retime_after_source(&dir.join("hops.pcap"), LATENCY_NS, TimestampFormat::Posix);
+    let mut last = std::collections::HashMap::new();
+    let changes = packets
+        .iter()
+        .filter(|p| p.taken(Sample::every(2)))
+        .filter(|p| last.insert(p.flow, p.number % 2).is_some_and(|before| before != p.number % 2))
+        .count() as u64;
+    assert!(changes >= 10, "{changes}");
+    let section = format!("{}    sink: {{hops: {{sample: 2}}}}\n", numbered_domain());
+    let collector = Collector::new();
+    let run =
+        run_node(&dir, &node_config("sink", "hops.pcap", "out.pcap", &section, Some(&collector.addr())));
+    assert_eq!(run.counter("sink", "reports_path_change"), changes, "{}", run.stdout());
+    assert_eq!(run.counter("sink", "reports_suppressed") + run.counter("sink", "path_untold"), 0);
+    assert_same_frames(&read_pcap(&dir.join("out.pcap")), &frames);
+}
+
 /// A packet the sample passes over reads no slot: the transit node writes
 /// the encapsulating node's id again, so every trace the hop rule reads is
 /// untold (a node twice) and counted `path_untold`. With `sample: 7` only
-/// the packets numbered by a multiple of 7 are counted; with no rule on
+/// the packets the sample takes are counted; with no rule on
 /// (`path_changes: false`) none are.
 #[test]
 fn a_sampled_out_trace_is_not_read() {
     let dir = workdir("ioam-hops-unread");
-    let (frames, numbers) = numbered_through(&dir, 12 * 30, |_| 1);
+    let (frames, numbers) = numbered_through(&dir, 12 * 30, |_, _| 1);
     retime_after_source(&dir.join("hops.pcap"), LATENCY_NS, TimestampFormat::Posix);
-    let read = numbers.iter().filter(|&&n| n % 7 == 0).count() as u64;
+    let read = numbers.iter().filter(|p| p.taken(Sample::every(7))).count() as u64;
     assert!(read > 0 && read < numbers.len() as u64 / 5, "{read} of {}", numbers.len());
     let run = |rules: &str| {
         let section = format!("{}    sink: {rules}\n", numbered_domain());

@@ -365,6 +365,55 @@ fn refused_clones_cost_no_original_and_no_number() {
     assert_eq!(run.counter("sink", "lost_packets"), 0, "a refused copy is no lost packet: {}", run.stats);
 }
 
+/// Copies against a TX queue with no room for them: a copy of every
+/// packet, sent over a ring to a forwarder polled on the same lcore after
+/// the source, which takes one burst of 32 a poll while the source brings
+/// 32 originals and 32 copies: the ring fills, and from then on it has
+/// room for the originals alone. Every original leaves, in order, byte for
+/// byte; the copies the ring refuses (or that wait out a poll after they
+/// filled it) spend no number, so the sink downstream counts no loss. On
+/// the main of issue 56 each copy the ring refused spent its number: the
+/// sink counted about one lost packet per refused copy.
+#[test]
+fn copies_the_tx_queue_refuses_cost_no_original_and_no_number() {
+    let dir = workdir("clones-tx-full");
+    let packets = 3000;
+    let frames = mixed_traffic_dual(packets, FLOWS, 120);
+    write_pcap(&dir.join("in.pcap"), &frames);
+    write_pcap(&dir.join("empty.pcap"), &[]);
+    let config = format!(
+        "
+node_id: 10.0.0.1
+eal: {EAL}
+ports:
+  - {{name: in, device: 'net_pcap0,rx_pcap=in.pcap,tx_pcap=unused.pcap'}}
+  - {{name: ring, device: net_ring0}}
+  - {{name: out, device: 'net_pcap1,rx_pcap=empty.pcap,tx_pcap=cloned.pcap'}}
+pipelines:
+  - {{name: source, role: source, lcore: 1, rx: {{port: in}}, tx: {{port: ring}}, int: {{version: 2.1}}, source: {{clone: {{every: 1}}}}}}
+  - {{name: forward, role: forward, lcore: 1, rx: {{port: ring}}, tx: {{port: out}}}}
+"
+    );
+    let run = run_node(&dir, &config);
+    let counter = |name| run.counter("source", name);
+    let (cloned, dropped) = (counter("cloned"), counter("clones_dropped"));
+    assert!(dropped > 0, "the ring refuses copies: {}", run.stats);
+    assert_eq!(counter("tx_dropped"), 0, "no original refused: {}", run.stats);
+    assert_eq!(counter("tx_packets"), packets as u64 + cloned - dropped, "{}", run.stats);
+    let out = read_pcap(&dir.join("cloned.pcap"));
+    assert_eq!(run.counter("forward", "tx_packets"), out.len() as u64);
+    let originals: Vec<_> = out.iter().filter(|frame| frames.contains(frame)).cloned().collect();
+    assert_same_frames(&originals, &frames);
+    let copies = (out.len() - originals.len()) as u64;
+    assert_eq!(copies, cloned - dropped);
+    let collector = Collector::new();
+    let sink = "    int: {version: 2.1}\n";
+    let run = run_node(&dir, &node_config("sink", "cloned.pcap", "out.pcap", sink, Some(&collector.addr())));
+    assert_same_frames(&read_pcap(&dir.join("out.pcap")), &frames);
+    assert_eq!(run.counter("sink", "discarded"), copies);
+    assert_eq!(run.counter("sink", "lost_packets"), 0, "a refused copy is no lost packet: {}", run.stats);
+}
+
 /// Real postcards of three INT-XD nodes, then what goes wrong on the way
 /// to the collector: one of the middle node's datagrams lost, the last
 /// node's every datagram sent twice, and the first node's datagrams sent

@@ -285,6 +285,48 @@ fn latencies_past_two_to_the_31_ns_read_alike_at_sink_and_collector() {
     assert_eq!(read, latencies, "the latencies collect read from the sink's reports");
 }
 
+/// A lasting step within the hysteresis: 240 us, then 264.9 us (5.6 %
+/// past the 250 us edge, under the 6 % that moves a flow at once) with
+/// the refresh off. The flow moves, and is reported, at the 16th packet
+/// of the step (`hysteresis_packets`; before, never). Then its latency
+/// jitters across the edge on every other packet (248, 252 us, 1,000
+/// packets): never reported.
+#[test]
+fn a_lasting_step_within_the_hysteresis_is_reported() {
+    let dir = workdir("latency-lasting");
+    let start_ns: u64 = 1_700_000_000 * 1_000_000_000;
+    let latency_ns = |i: usize| -> u64 {
+        match i {
+            0..=49 => 240_000,
+            50..=149 => 264_900,
+            _ if i.is_multiple_of(2) => 248_000,
+            _ => 252_000,
+        }
+    };
+    let base =
+        PacketSpec::udp(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), 4000, 5000, 64).build();
+    let frames: Vec<(u64, Vec<u8>)> = (0..1150)
+        .map(|i| {
+            let capture_ns = start_ns + i as u64 * 1_000_000;
+            (capture_ns, instrument(&base, i as u32 + 1, (capture_ns - latency_ns(i)) as u32))
+        })
+        .collect();
+    write_pcap_at(&dir.join("in.pcap"), &frames);
+    let collector = Collector::new();
+    let extra = "    clock: rx-timestamp\n    sink: {latency: {refresh_ms: 0}}\n";
+    let sink = run_node(&dir, &node_config("sink", "in.pcap", "out.pcap", extra, Some(&collector.addr())));
+    assert_eq!(sink.counter("sink", "stripped"), 1150);
+    let mut seen = Vec::new();
+    for bytes in collector.reports() {
+        if let Report::Latency(latency) = report::parse(&bytes, SinkIdWord::Present).unwrap() {
+            seen.push((latency.block.sequence.unwrap(), latency.latency_ns().unwrap()));
+        }
+    }
+    seen.sort_unstable();
+    assert_eq!(seen, [(1, 240_000), (66, 264_900)], "(sequence, latency ns) of each report");
+    assert_eq!(sink.counter("sink", "reports_latency"), 2);
+}
+
 /// A report storm (a report wanted for every packet of an endless replay):
 /// the rate limit holds, the excess is counted, forwarding goes on, and the
 /// node still stops on time.

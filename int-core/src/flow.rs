@@ -37,6 +37,15 @@ impl FlowKey {
     pub fn hash64(&self) -> u64 {
         mix(address_word(&self.src, &self.dst), self.protocol, self.src_port, self.dst_port)
     }
+
+    /// The flow's phase for the hop rule's sample
+    /// ([`crate::hop_rule::Sample`]): its ports as one word, read for free
+    /// from a key and from its [`FlowWords`] alike, so that flows sprayed
+    /// by one pattern are not all sampled at the same numbers.
+    #[inline(always)]
+    pub fn phase(&self) -> u32 {
+        (u32::from(self.src_port) << 16) | u32::from(self.dst_port)
+    }
 }
 
 /// A flow as two words read straight from its headers: the addresses
@@ -82,6 +91,12 @@ impl FlowWords {
     #[inline(always)]
     pub fn dst_v4(&self) -> Option<Ipv4Addr> {
         (!self.is_ipv6()).then(|| Ipv4Addr::from(self.addresses as u32))
+    }
+
+    /// [`FlowKey::phase`] of the key.
+    #[inline(always)]
+    pub fn phase(&self) -> u32 {
+        self.rest as u32
     }
 
     /// [`FlowKey::hash64`] of the key.
@@ -300,6 +315,19 @@ mod tests {
         // collides.
         let folds: std::collections::HashSet<_> = (0..10_000u16).map(|i| SlotKey::of(&v6(i))).collect();
         assert_eq!(folds.len(), 10_000);
+    }
+
+    /// A key's phase and its words' are one: the fast and the general
+    /// paths sample a flow at the same numbers.
+    #[test]
+    fn a_key_and_its_words_have_one_phase() {
+        let v4 = key(4000);
+        let words = FlowWords { addresses: 0x0a00_0001_0a00_0002, rest: 17 << 32 | 4000 << 16 | 5000 };
+        assert_eq!((words.key_v4(), words.phase()), (Some(v4), v4.phase()));
+        let src = [0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+        let v6 = FlowKey { src: IpAddr::V6(src.into()), dst: IpAddr::V6([9; 16].into()), ..v4 };
+        assert_eq!(FlowWords::v6(&src, &[9; 16], 17, 4000, 5000).phase(), v6.phase());
+        assert_ne!(key(4001).phase(), v4.phase());
     }
 
     #[test]

@@ -66,18 +66,26 @@ impl Bounds {
     }
 }
 
-/// Which packets of a flow feed the hop rules: every packet, one in N
-/// (those whose packet number N divides), or none (no rule reads hops).
-/// A packet without a number feeds them unless they are off: without a
-/// number there is no per-flow count to sample by.
+/// Which packets of a flow feed the hop rules: every packet, one in N, or
+/// none (no rule reads hops). One in N is exactly one number in each
+/// block of N consecutive packet numbers (`bN .. bN+N-1`), at a position
+/// drawn for the block and the flow ([`Sample::position`]): a change that
+/// only some numbers take (odd ones, three in four: per-packet spraying)
+/// is taken in each block with the chance of its share of the block's
+/// numbers, whatever the pattern, unless the pattern knows the draw. A
+/// change every packet takes is taken within 2N-1 packets (the block's
+/// rest, then the next whole block); where the 32-bit number wraps, the
+/// last block is short and may hold no sample (within 3N-2). A packet
+/// without a number feeds the rules unless they are off: without a number
+/// there is no per-flow count to sample by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sample {
     /// 0: none; 1: every packet.
     every: u32,
-    /// `ceil(2^64 / every)`: `n` is a multiple of `every` where
-    /// `n * magic` (mod 2^64) is below it (Lemire, Kaser and Kurz, "Faster
-    /// remainder by direct computation", 2019): a multiply, not a division,
-    /// per packet.
+    /// `ceil(2^64 / every)` (wrapped to 0 for 1): a number's block is the
+    /// high word of `n * magic` (Lemire, Kaser and Kurz, "Faster remainder
+    /// by direct computation", 2019, exact for 32-bit numbers): a multiply,
+    /// not a division, per packet.
     magic: u64,
 }
 
@@ -95,16 +103,31 @@ impl Sample {
         self.every
     }
 
-    /// Whether the packet numbered `sequence` (`None`: not numbered)
-    /// feeds the rules.
+    /// Whether the packet numbered `sequence` (`None`: not numbered) of
+    /// the flow whose [`crate::flow::FlowKey::phase`] is `flow` feeds the
+    /// rules.
     #[inline(always)]
-    pub fn takes(&self, sequence: Option<u32>) -> bool {
+    pub fn takes(&self, sequence: Option<u32>, flow: u32) -> bool {
         match (self.every, sequence) {
             (0, _) => false,
-            (_, None) => true,
-            // every = 1: magic is 0 and the bound all ones.
-            (_, Some(n)) => u64::from(n).wrapping_mul(self.magic) <= self.magic.wrapping_sub(1),
+            (1, _) | (_, None) => true,
+            (every, Some(n)) => {
+                let block = ((u128::from(n) * u128::from(self.magic)) >> 64) as u32;
+                let at = n.wrapping_sub(block.wrapping_mul(every));
+                at == Sample::position(every, block, flow)
+            }
         }
+    }
+
+    /// The position (`0..every`) of the taken number in block `block` of
+    /// the flow whose phase is `flow`: a multiply-xorshift mix of the two
+    /// (the high half of the 64-bit word), scaled to the block by a
+    /// multiply (Lemire's range reduction).
+    #[inline(always)]
+    pub fn position(every: u32, block: u32, flow: u32) -> u32 {
+        let x = ((u64::from(flow) << 32) | u64::from(block)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let x = (x ^ (x >> 29)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        (((x >> 32) * u64::from(every)) >> 32) as u32
     }
 }
 
@@ -326,22 +349,97 @@ mod tests {
         }
     }
 
-    /// One in N by packet number, for any N, checked against `%`; none
-    /// when off; unnumbered packets fed unless off.
+    /// Exactly one number in each block of N, for any N, whatever the
+    /// flow; its position uniform over the block; none when off;
+    /// unnumbered packets fed unless off; N = 1 takes every number.
     #[test]
-    fn a_sample_takes_the_multiples_of_n() {
-        for every in [1, 2, 3, 7, 10, 64, 100, 1000, 65_537, u32::MAX - 1, u32::MAX] {
+    fn a_sample_takes_one_number_in_each_block_of_n() {
+        for every in [1, 2, 3, 4, 7, 10, 16, 64, 100, 1000, 65_537, u32::MAX - 1, u32::MAX] {
             let sample = Sample::every(every);
-            let numbers =
-                (0..3000).chain(u32::MAX - 3000..=u32::MAX).chain((0..32).map(|k| every.wrapping_mul(k)));
-            for n in numbers {
-                assert_eq!(sample.takes(Some(n)), n % every == 0, "{n} in {every}");
+            for flow in [0, 1, 0x1f90_1388, u32::MAX] {
+                let last = u32::MAX / every;
+                let blocks = (0..300u32).chain(last.saturating_sub(300)..last);
+                for block in blocks.filter(|b| u64::from(*b + 1) * u64::from(every) <= 1 << 32) {
+                    let start = block * every;
+                    let position = Sample::position(every, block, flow);
+                    assert!(position < every);
+                    // Every number of a small block; around the taken one
+                    // and at both ends of a large one.
+                    let near = [0, 1, every - 1, position.saturating_sub(1), position, position + 1];
+                    let ats = (0..every.min(1000)).chain(near.into_iter().filter(|&at| at < every));
+                    let taken: Vec<u32> = ats.filter(|at| sample.takes(Some(start + at), flow)).collect();
+                    assert!(
+                        !taken.is_empty() && taken.iter().all(|&at| at == position),
+                        "block {block} of {every}"
+                    );
+                }
+                assert!(sample.takes(None, flow));
             }
-            assert!(sample.takes(None));
         }
         assert_eq!(Sample::every(0), Sample::NONE);
-        assert!(!Sample::NONE.takes(Some(0)) && !Sample::NONE.takes(None));
+        assert!(!Sample::NONE.takes(Some(0), 0) && !Sample::NONE.takes(None, 0));
         assert_eq!(Sample::default().get(), 1);
+        for every in [2, 3, 4, 7, 16] {
+            let mut at = vec![0u32; every as usize];
+            for block in 0..20_000 {
+                at[Sample::position(every, block, 0x1f90_1388) as usize] += 1;
+            }
+            let mean = 20_000 / every;
+            assert!(at.iter().all(|&c| c.abs_diff(mean) < mean / 10), "{every}: {at:?}");
+        }
+    }
+
+    /// No fixed pattern of packet numbers hides a change (by multiples of
+    /// N, odd numbers were never read at N = 2, nor three in four at N =
+    /// 4). For odd and even numbers, three in four, one in four, every
+    /// k-th (k up to 2N, each offset) and random halves, from many starts
+    /// and for several flows, a member is taken within 20Nk numbers, where
+    /// the pattern holds one number in k: each block of N takes a member
+    /// with the chance of the members' share of it, so a member waits
+    /// about Nk numbers, and a draw as good as random misses 20 times that
+    /// with a chance of e^-20. A change every packet takes is taken
+    /// within 2N-1, always.
+    #[test]
+    fn no_pattern_of_numbers_hides_a_change() {
+        type Pattern = (String, u32, Box<dyn Fn(u32) -> bool>);
+        let flows = [0u32, 1, 2, 0x1f90_1388, 0x1f91_1388, 0xc350_0035, u32::MAX];
+        let mut random = 0x2545_f491_4f6c_dd1du64;
+        for every in [2, 3, 4, 5, 7, 8, 16] {
+            let sample = Sample::every(every);
+            let mut patterns: Vec<Pattern> = vec![
+                ("odd".into(), 2, Box::new(|n| n % 2 == 1)),
+                ("even".into(), 2, Box::new(|n| n % 2 == 0)),
+                ("3 of 4".into(), 2, Box::new(|n| n % 4 != 0)),
+                ("1 of 4".into(), 4, Box::new(|n| n % 4 == 3)),
+            ];
+            for k in 1..=2 * every {
+                for offset in 0..k {
+                    patterns.push((format!("{offset} mod {k}"), k, Box::new(move |n| n % k == offset)));
+                }
+            }
+            for i in 0..8 {
+                random ^= random << 13;
+                random ^= random >> 7;
+                random ^= random << 17;
+                let bits = random;
+                let half = move |n: u32| (u64::from(n) ^ bits).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 63 == 1;
+                patterns.push((format!("random half {i}"), 2, Box::new(half)));
+            }
+            for (name, k, pattern) in &patterns {
+                let bound = 20 * every * k;
+                let starts = (0..2000).step_by(97).chain([u32::MAX / 2, u32::MAX - 2 * bound]);
+                for (flow, from) in
+                    flows.iter().flat_map(|&flow| starts.clone().map(move |from| (flow, from)))
+                {
+                    let found = (from..from + bound).find(|&n| pattern(n) && sample.takes(Some(n), flow));
+                    assert!(found.is_some(), "{name} in {every}, flow {flow:#x}, from {from}");
+                }
+            }
+            for (flow, from) in flows.iter().flat_map(|&flow| (0..2000).map(move |from| (flow, from))) {
+                let found = (from..from + 2 * every - 1).find(|&n| sample.takes(Some(n), flow));
+                assert!(found.is_some(), "every packet, {every}, flow {flow:#x}, from {from}");
+            }
+        }
     }
 
     #[test]

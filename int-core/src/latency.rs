@@ -14,7 +14,12 @@
 //! (jitter of a few per cent across 250 us) would otherwise be reported on
 //! every other packet. A packet moves its flow to another bucket only when
 //! its latency is past the edge by [`DEFAULT_HYSTERESIS_PERCENT`] of itself
-//! (configurable; 0 is Host-INT's rule).
+//! (configurable; 0 is Host-INT's rule), or when it is the
+//! [`DEFAULT_LASTING_PACKETS`]th packet in a row in another bucket than the
+//! flow's (configurable; 0: never): a change that lasts is reported even
+//! where it stays within the band (240 to 264.9 us across the 250 us edge,
+//! under the 6 % that would move it at once), while a flow that jitters
+//! across the edge, back in its own bucket every few packets, is not.
 
 pub const MAX_BUCKETS: usize = 16;
 
@@ -22,11 +27,17 @@ pub const MAX_BUCKETS: usize = 16;
 /// to move its flow to the other bucket.
 pub const DEFAULT_HYSTERESIS_PERCENT: u8 = 6;
 
+/// How many packets in a row in another bucket than the flow's (each
+/// within the hysteresis) move it there: a flow on an edge whose packets
+/// fall on either side at random does so once in about 2^17 packets.
+pub const DEFAULT_LASTING_PACKETS: u8 = 16;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChangeRule {
     /// Thresholds in ns, increasing; `len` of them are used; a flow
-    /// changes bucket only `hysteresis` per cent past an edge.
-    Buckets { thresholds: [u32; MAX_BUCKETS], len: u8, hysteresis: u8 },
+    /// changes bucket only `hysteresis` per cent past an edge, or after
+    /// `lasting` packets in a row in another bucket (0: never).
+    Buckets { thresholds: [u32; MAX_BUCKETS], len: u8, hysteresis: u8, lasting: u8 },
     /// Report when |latency - last reported| > this many ns.
     Absolute { ns: u32 },
     /// Report when |latency - last reported| > percent of last reported.
@@ -46,14 +57,26 @@ impl ChangeRule {
             thresholds,
             len: list.len() as u8,
             hysteresis: DEFAULT_HYSTERESIS_PERCENT,
+            lasting: DEFAULT_LASTING_PACKETS,
         })
     }
 
     /// The same rule with another hysteresis (buckets only; at most 50 %).
     pub fn with_hysteresis(self, percent: u8) -> ChangeRule {
         match self {
-            ChangeRule::Buckets { thresholds, len, .. } => {
-                ChangeRule::Buckets { thresholds, len, hysteresis: percent.min(50) }
+            ChangeRule::Buckets { thresholds, len, lasting, .. } => {
+                ChangeRule::Buckets { thresholds, len, hysteresis: percent.min(50), lasting }
+            }
+            other => other,
+        }
+    }
+
+    /// The same rule with another run of packets that moves a flow within
+    /// the hysteresis (buckets only; 0: never).
+    pub fn with_lasting(self, packets: u8) -> ChangeRule {
+        match self {
+            ChangeRule::Buckets { thresholds, len, hysteresis, .. } => {
+                ChangeRule::Buckets { thresholds, len, hysteresis, lasting: packets }
             }
             other => other,
         }
@@ -71,23 +94,27 @@ impl ChangeRule {
         }
     }
 
-    /// The bucket a flow in bucket `held` moves to with this latency: the
-    /// latency's own bucket only if it is still another bucket when pulled
-    /// back toward `held` by the hysteresis, else `held`.
+    /// The bucket a flow in bucket `held` moves to with this latency, and
+    /// the run of packets in another bucket that it ends with, `run`
+    /// before it: the latency's own bucket if it is still another bucket
+    /// when pulled back toward `held` by the hysteresis, or if this packet
+    /// makes the run `lasting` long; else `held`, the run one longer (none
+    /// when the packet is in `held`).
     #[inline]
-    fn next_bucket(&self, held: u8, latency_ns: u64) -> u8 {
+    fn next_bucket(&self, held: u8, run: u8, latency_ns: u64) -> (u8, u8) {
         let bucket = self.bucket(latency_ns);
-        let ChangeRule::Buckets { hysteresis, .. } = *self else { return bucket };
+        let ChangeRule::Buckets { hysteresis, lasting, .. } = *self else { return (bucket, 0) };
         if bucket == held || hysteresis == 0 {
-            return bucket;
+            return (bucket, 0);
         }
         let margin = latency_ns / 100 * u64::from(hysteresis);
         let pulled =
             if bucket > held { latency_ns.saturating_sub(margin) } else { latency_ns.saturating_add(margin) };
-        if self.bucket(pulled) == held {
-            held
+        let run = run.saturating_add(1);
+        if self.bucket(pulled) != held || run == lasting {
+            (bucket, 0)
         } else {
-            bucket
+            (held, run)
         }
     }
 }
@@ -155,7 +182,7 @@ impl ReportReason {
 
 /// Per-flow state: 11 bytes, byte-aligned (it lives in the sink's 64-byte
 /// flow slot, whose last byte it leaves to the path rule). Latencies are
-/// kept in 48 bits (78 hours, past any latency a sink believes,
+/// kept in 40 bits (18 minutes, past any latency a sink believes,
 /// [`MAX_ONE_WAY_NS`]): INT 2.1's timestamps tell seconds apart, and a
 /// rule must not see 4.3 s as 0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -163,8 +190,11 @@ pub struct LatencyState {
     /// [`crate::ticks`] of the last report (native order): a refresh
     /// period may be up to [`crate::ticks::MAX_INTERVAL_NS`].
     last_report: [u8; 4],
-    /// The latency last reported, 48 bits, high byte first.
-    last_reported: [u8; 6],
+    /// The latency last reported, 40 bits, high byte first.
+    last_reported: [u8; 5],
+    /// Packets in a row in another bucket than the flow's, within the
+    /// hysteresis (buckets only).
+    run: u8,
     /// [`REPORTED`], and the flow's bucket, held by the hysteresis (at most
     /// [`MAX_BUCKETS`], in the low bits).
     bucket: u8,
@@ -174,7 +204,7 @@ pub struct LatencyState {
 const REPORTED: u8 = 0x80;
 
 /// The largest latency [`LatencyState`] keeps; larger ones are kept as it.
-pub const MAX_KEPT_NS: u64 = (1 << 48) - 1;
+pub const MAX_KEPT_NS: u64 = (1 << 40) - 1;
 
 impl LatencyState {
     /// The latency last reported; `None` before the first report.
@@ -190,11 +220,12 @@ impl LatencyState {
     #[inline]
     pub fn observe(&mut self, config: &LatencyConfig, latency_ns: u64, now_ns: u64) -> Option<ReportReason> {
         let latency_ns = latency_ns.min(MAX_KEPT_NS);
-        let bucket = if self.bucket & REPORTED == 0 {
-            config.rule.bucket(latency_ns)
+        let (bucket, run) = if self.bucket & REPORTED == 0 {
+            (config.rule.bucket(latency_ns), 0)
         } else {
-            config.rule.next_bucket(self.bucket & !REPORTED, latency_ns)
+            config.rule.next_bucket(self.bucket & !REPORTED, self.run, latency_ns)
         };
+        self.run = run;
         let reason = if self.bucket & REPORTED == 0 {
             Some(ReportReason::FirstPacket)
         } else {
@@ -220,7 +251,7 @@ impl LatencyState {
         self.bucket = (self.bucket & REPORTED) | bucket;
         if reason.is_some() {
             self.bucket |= REPORTED;
-            self.last_reported.copy_from_slice(&latency_ns.to_be_bytes()[2..]);
+            self.last_reported.copy_from_slice(&latency_ns.to_be_bytes()[3..]);
             self.last_report = crate::ticks::tick(now_ns).to_ne_bytes();
         }
         reason
@@ -289,6 +320,39 @@ mod tests {
         let mut state = LatencyState::default();
         let crossings = jitter.iter().filter(|l| state.observe(&host_int, **l, 0).is_some()).count();
         assert_eq!(crossings, 6);
+    }
+
+    /// A step from 240 to 264.9 us crosses the 250 us edge by 5.6 %, within
+    /// the 6 % hysteresis: with no refresh it was never reported. It lasts,
+    /// so the 16th packet in a row past the edge moves the flow and reports
+    /// it; the flow then stays. Jitter across the edge, back in the flow's
+    /// bucket within every 16 packets, is never reported; with no run
+    /// (`lasting` 0) the step is not either.
+    #[test]
+    fn a_lasting_change_within_the_hysteresis_is_reported() {
+        let config = LatencyConfig { refresh_ns: 0, ..LatencyConfig::default() };
+        let mut state = LatencyState::default();
+        assert_eq!(state.observe(&config, 240_000, 0), Some(ReportReason::FirstPacket));
+        let step: Vec<_> = (0..40).map(|_| state.observe(&config, 264_900, 0)).collect();
+        let reported: Vec<usize> = (0..40).filter(|&i| step[i].is_some()).collect();
+        assert_eq!(reported, [usize::from(DEFAULT_LASTING_PACKETS) - 1]);
+        assert_eq!(step[reported[0]], Some(ReportReason::BucketChange));
+        // Back down the same way.
+        let back: Vec<_> = (0..16).map(|_| state.observe(&config, 240_000, 0)).collect();
+        assert_eq!(back.iter().flatten().count(), 1);
+        assert_eq!(back[15], Some(ReportReason::BucketChange));
+
+        let mut state = LatencyState::default();
+        let every_other = (0..10_000).map(|i| if i % 2 == 0 { 248_000 } else { 252_000 });
+        assert_eq!(every_other.filter_map(|l| state.observe(&config, l, 0)).count(), 1);
+        let mut state = LatencyState::default();
+        let fifteen_in_sixteen = (0..10_000).map(|i| if i % 16 == 0 { 248_000 } else { 264_900 });
+        assert_eq!(fifteen_in_sixteen.filter_map(|l| state.observe(&config, l, 0)).count(), 1);
+
+        let no_run = LatencyConfig { rule: config.rule.with_lasting(0), refresh_ns: 0 };
+        let mut state = LatencyState::default();
+        let seen = [240_000].into_iter().chain([264_900; 1000]);
+        assert_eq!(seen.filter_map(|l| state.observe(&no_run, l, 0)).count(), 1);
     }
 
     #[test]

@@ -88,7 +88,7 @@ fn read_md(block: &[u8], domain: &Domain, rule: &HopRule, frame: FastFrame) -> O
         sequence,
         source_node,
         source_ns,
-        hops: md.sampled_digest(rule, sequence),
+        hops: md.sampled_digest(rule, sequence, frame.flow.phase()),
         dscp: head[3] >> 2,
         block_len: len as u16,
     })

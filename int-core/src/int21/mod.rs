@@ -192,10 +192,16 @@ impl<'a> MdStack<'a> {
     }
 
     /// [`MdStack::hop_digest`] for a packet the rule's [`crate::hop_rule::Sample`] takes
-    /// (`sequence`: its number), else [`Untold::Skipped`], the stack unread.
+    /// (`sequence`: its number; `flow`: its flow's [`crate::flow::FlowKey::phase`]),
+    /// else [`Untold::Skipped`], the stack unread.
     #[inline(always)]
-    pub fn sampled_digest(&self, rule: &HopRule, sequence: Option<u32>) -> Result<HopDigest, Untold> {
-        if rule.sample.takes(sequence) {
+    pub fn sampled_digest(
+        &self,
+        rule: &HopRule,
+        sequence: Option<u32>,
+        flow: u32,
+    ) -> Result<HopDigest, Untold> {
+        if rule.sample.takes(sequence, flow) {
             self.hop_digest(rule)
         } else {
             Err(Untold::Skipped)

@@ -135,7 +135,7 @@ impl Carried {
             Body::Md(md) => {
                 let sequence = domain.source_only.sequence_of(&md);
                 let header = md.header;
-                let hops = md.sampled_digest(rule, sequence);
+                let hops = md.sampled_digest(rule, sequence, flow.phase());
                 (header.discard, md.hop_count(), md.bottom_hop(), sequence, false, header.instructions, hops)
             }
             Body::Mx { header, .. } => {

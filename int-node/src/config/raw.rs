@@ -358,6 +358,9 @@ pub struct RawLatency {
     /// How far past a bucket edge (per cent of the latency) a packet must be
     /// to move its flow to another bucket (default 6; 0: Host-INT's rule).
     pub hysteresis_percent: Option<u8>,
+    /// How many packets in a row in another bucket, within the hysteresis,
+    /// move a flow there (default 16; 0: never).
+    pub hysteresis_packets: Option<u8>,
     /// How far a sink's clock may be behind a source's and be told from a
     /// latency (ms, at most 2147; default 2147: +-2.1 s).
     pub max_skew_ms: Option<u32>,

@@ -447,6 +447,7 @@ fn change_rule(raw: &RawSink, default: &LatencyConfig, path: &str, problems: &mu
         problems.add(format!("{path}.latency.{key}"), message, hint);
         default.rule
     });
+    let rule = latency.hysteresis_packets.map_or(rule, |packets| rule.with_lasting(packets));
     match latency.hysteresis_percent {
         Some(percent) if percent > 50 => {
             problems.add(

@@ -619,3 +619,28 @@ fn hop_sample_and_rules_off() {
     let paths: Vec<String> = problems(&postcard).into_iter().map(|p| p.path).collect();
     assert_eq!(paths, ["pipelines[0].postcard.hops.sample"]);
 }
+
+/// `sink.latency.hysteresis_packets`: the run of packets in another
+/// bucket that moves a flow within the hysteresis; 16 by default, 0 never,
+/// beside `hysteresis_percent` and with buckets of one's own.
+#[test]
+fn latency_hysteresis_packets() {
+    use int_core::latency::{ChangeRule, DEFAULT_LASTING_PACKETS};
+    let sink = |latency: &str| {
+        MINIMAL
+            .replace("role: forward", "role: sink")
+            .replace("    lcore: 1", &format!("    lcore: 1\n    sink: {{latency: {latency}}}"))
+            + "export: {collector: '127.0.0.1:32766'}\n"
+    };
+    let lasting_of = |latency: &str| match &parse(&sink(latency)).unwrap().pipelines[0].stage {
+        StageConfig::Sink(settings) => match settings.latency.rule {
+            ChangeRule::Buckets { lasting, hysteresis, .. } => (lasting, hysteresis),
+            other => panic!("{other:?}"),
+        },
+        _ => panic!("not a sink"),
+    };
+    assert_eq!(lasting_of("{}"), (DEFAULT_LASTING_PACKETS, 6));
+    assert_eq!(lasting_of("{hysteresis_packets: 0}"), (0, 6));
+    assert_eq!(lasting_of("{hysteresis_packets: 4, hysteresis_percent: 10, buckets_ns: [10, 20]}"), (4, 10));
+    assert!(parse(&sink("{hysteresis_packets: 256}")).is_err());
+}

@@ -120,7 +120,7 @@ pub const FAMILIES: &[Family] = &[
     one!("own_reports", own_reports, WATCHING, "The node's own reports seen at the source, passed untouched."),
     one!("cloned", cloned, SOURCE, "INT 2.1 clones: copies of watched packets, instrumented with D set, sent beside the untouched originals."),
     one!("clones_refused", clones_refused, SOURCE, "INT 2.1 clones the copies' own pool had no mbuf for (the original was sent, uncopied; the flow's next packet is copied in its place, with the same number)."),
-    one!("clones_dropped", clones_dropped, SOURCE, "INT 2.1 clones the TX queue refused (tx_dropped counts originals only)."),
+    one!("clones_dropped", clones_dropped, SOURCE, "INT 2.1 clones that did not leave: refused by the TX queue or held back for the originals (tx_dropped counts originals only)."),
     one!("already_marked", already_marked, SOURCE, "Packets arriving at the source with the domain's INT mark already set."),
     one!("foreign_int_stripped", foreign_int_stripped, SOURCE, "INT from outside the domain removed at its edge."),
     one!("marked_instrumented", marked_instrumented, SOURCE, "Marked packets the edge policy instrumented."),

@@ -39,6 +39,11 @@ use ioam::Ioam;
 /// (about a millisecond): a stopped consumer costs drops, not a hang.
 const GENERATOR_TX_ATTEMPTS: u32 = 20_000;
 
+/// How often a cloning source offers its originals again when its copies
+/// fill the TX queue (about 100 us): the consumer takes the copies' room,
+/// and the originals are not refused for them.
+const ORIGINAL_TX_ATTEMPTS: u32 = 2_000;
+
 /// A pipeline's stage: a role of a protocol's domain (the version named
 /// where there is more than one), or one of the protocol-free stages.
 pub enum Stage {
@@ -110,14 +115,17 @@ impl Pipeline {
         if let Some(tap) = &mut self.taps.tx {
             tap.take(burst, capture_ns, &mut self.counters);
         }
-        let (sent, dropped) = match self.stage {
+        let (sent, dropped) = match &self.stage {
             // A generator goes at the pace of what it feeds.
             Stage::Generate(_) => burst.tx_patiently(self.tx.0, self.tx.1, GENERATOR_TX_ATTEMPTS),
+            Stage::Int21(Int21::Source(source)) if source.clones.as_ref().is_some_and(|c| c.in_the_way()) => {
+                burst.tx_patiently(self.tx.0, self.tx.1, ORIGINAL_TX_ATTEMPTS)
+            }
             _ => burst.tx(self.tx.0, self.tx.1),
         };
         self.counters.add(Counter::tx_packets, sent as u64);
         self.counters.add(Counter::tx_dropped, dropped as u64);
-        self.send_clones(capture_ns);
+        self.send_clones(dropped > 0, capture_ns);
         self.counters.publish(&self.shared);
         received
     }
@@ -159,19 +167,36 @@ impl Pipeline {
     }
 
     /// A cloning source's copies, sent after the burst of their originals
-    /// (and captured as they leave, as the burst was).
+    /// (and captured as they leave, as the burst was), into the room the
+    /// originals left: none where the queue refused an original
+    /// (`originals_refused`) or copies filled it at the last poll
+    /// ([`int21::clones::Clones`]). Copies that do not leave give their
+    /// numbers back.
     #[inline]
-    fn send_clones(&mut self, capture_ns: u64) {
+    fn send_clones(&mut self, originals_refused: bool, capture_ns: u64) {
         let Stage::Int21(Int21::Source(source)) = &mut self.stage else { return };
-        let Some(clones) = source.clones.as_mut().filter(|clones| !clones.out.is_empty()) else { return };
-        if let Some(tap) = &mut self.taps.tx {
-            tap.take(&clones.out, capture_ns, &mut self.counters);
-        }
-        // Copies the TX queue refuses are counted apart: tx_dropped says
+        let Some(clones) = source.clones.as_mut() else { return };
+        let count = clones.out.len();
+        let held = clones.hold_back(originals_refused);
+        let (sent, dropped) = if held > 0 {
+            (0, held)
+        } else if count > 0 {
+            if let Some(tap) = &mut self.taps.tx {
+                tap.take(&clones.out, capture_ns, &mut self.counters);
+            }
+            let (sent, dropped) = clones.out.tx(self.tx.0, self.tx.1);
+            clones.refused(dropped);
+            (sent, dropped)
+        } else {
+            return;
+        };
+        // Copies that do not leave are counted apart: tx_dropped says
         // originals only.
-        let (sent, dropped) = clones.out.tx(self.tx.0, self.tx.1);
         self.counters.add(Counter::tx_packets, sent as u64);
         self.counters.add(Counter::clones_dropped, dropped as u64);
+        if dropped > 0 {
+            source.give_back_numbers(sent, count);
+        }
     }
 }
 

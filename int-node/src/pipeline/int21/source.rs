@@ -175,7 +175,9 @@ impl Source21Stage {
             let hop = self.own_hop(ingress);
             let numbers = self.config.numbers_packets() && !plan.mtu_exceeded;
             let cloning = self.clones.is_some();
-            let Some((target, j, sequence)) = target(&mut self.clones, burst, i, n, numbers, counters) else {
+            let due = (&plan.flow, n);
+            let Some((target, j, sequence)) = target(&mut self.clones, burst, i, due, numbers, counters)
+            else {
                 self.spare_number(FlowRef::Key(&plan.flow), n, now_ns);
                 continue;
             };
@@ -336,7 +338,8 @@ impl Source21Stage {
         let hop = self.own_hop(ingress);
         let numbers = self.config.numbers_packets() && !mtu_exceeded;
         let cloning = self.clones.is_some();
-        let Some((target, j, sequence)) = target(&mut self.clones, burst, i, n, numbers, counters) else {
+        let due = (&plan.flow, n);
+        let Some((target, j, sequence)) = target(&mut self.clones, burst, i, due, numbers, counters) else {
             return self.spare_number(FlowRef::Key(&plan.flow), n, now_ns);
         };
         let config = &self.config;
@@ -381,6 +384,21 @@ impl Source21Stage {
         }
         if let Some((count, _)) = self.flows.get_or_insert_flow(flow, now_ns, |_| false) {
             if *count == n {
+                *count = n.wrapping_sub(1);
+            }
+        }
+    }
+
+    /// Copies `from..to` of this poll did not leave (the TX queue refused
+    /// them, or they were held back): their flows' counts go back
+    /// ([`Clones::unsent`]), so that they spend no number and a sink sees
+    /// no loss for them.
+    #[cold]
+    pub fn give_back_numbers(&mut self, from: usize, to: usize) {
+        let (Some(clones), flows) = (self.clones.as_ref(), &mut self.flows) else { return };
+        for (flow, n) in clones.unsent(from, to) {
+            if let Some((count, _)) = flows.get_or_insert_flow(FlowRef::Key(flow), self.egress_ns, |_| false)
+            {
                 *count = n.wrapping_sub(1);
             }
         }
@@ -452,8 +470,8 @@ impl Source21Stage {
     }
 }
 
-/// Where packet `i`'s INT goes, given the flow's count `n` (its packet
-/// number, where not cloning): into the packet itself, or, when cloning,
+/// Where packet `i`'s INT goes, given its flow and the flow's count `n`
+/// (`due`; `n` is its packet number, where not cloning): into the packet itself, or, when cloning,
 /// into a copy of it if the flow's `n`th packet is due one. The burst, the
 /// index in it and the number to write (`numbers`: whether the domain
 /// numbers this packet); `None`: nothing to instrument.
@@ -462,13 +480,14 @@ fn target<'a>(
     clones: &'a mut Option<Clones>,
     burst: &'a mut Burst,
     i: usize,
-    n: u32,
+    due: (&FlowKey, u32),
     numbers: bool,
     counters: &mut Counters,
 ) -> Option<(&'a mut Burst, usize, u32)> {
+    let n = due.1;
     let Some(clones) = clones.as_mut() else { return Some((burst, i, n)) };
     let number = clones.copy_number(n)?;
-    let j = clones.copy(burst, i, counters)?;
+    let j = clones.copy(burst, i, due, counters)?;
     Some((&mut clones.out, j, if numbers { number } else { 0 }))
 }
 

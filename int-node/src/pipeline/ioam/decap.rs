@@ -89,7 +89,7 @@ impl IoamDecapStage {
             sequence,
             source_node,
             source_ns,
-            hops: sampled(&self.core.rules.settings.hops, sequence, || fast.hops(frame)),
+            hops: sampled(&self.core.rules.settings.hops, sequence, fast.flow.phase(), || fast.hops(frame)),
             is_mx: false,
         };
         let overflow = fast.trace.header.overflow();
@@ -112,7 +112,7 @@ impl IoamDecapStage {
         let now_ns = self.core.arrival_ns(burst, i, burst_ns);
         let Some(frame) = burst.data(i) else { return true };
         let key = found.flow(frame);
-        let seen = self.seen(frame, &found);
+        let seen = self.seen(frame, &found, key.phase());
         let overflow = found.trace.header.overflow();
         let traced = Traced { key: &key, seen, overflow, report: found.ip.l3..found.report_end() };
         self.track_and_restore(burst, i, traced, now_ns, counters, |f| strip(f, &found))
@@ -149,7 +149,7 @@ impl IoamDecapStage {
     /// What the rules read of a trace: the oldest element's (the
     /// encapsulating node's) id and time, and, for a packet the hop rule's
     /// sample takes, every element's figures newest first.
-    fn seen(&self, frame: &[u8], found: &Found) -> Seen {
+    fn seen(&self, frame: &[u8], found: &Found, phase: u32) -> Seen {
         // A 64-bit number's low half: the loss count wraps as a 32-bit one does.
         let sequence = found.sequence().map(|n| n as u32);
         let oldest = found.nodes(frame).next_back().map(|node| node.as_hop(self.timestamps));
@@ -167,7 +167,7 @@ impl IoamDecapStage {
             sequence,
             source_node: oldest.and_then(|hop| hop.node_id),
             source_ns: oldest.and_then(|hop| hop.ingress_timestamp).or(found.entered_ns(self.timestamps)),
-            hops: sampled(&self.core.rules.settings.hops, sequence, figures),
+            hops: sampled(&self.core.rules.settings.hops, sequence, phase, figures),
             is_mx: false,
         }
     }
@@ -184,16 +184,18 @@ struct Traced<'a> {
 }
 
 /// The hop rule's digest of `hops` for a packet its sample takes
-/// (`sequence`: the packet's number), as the INT 2.1 sink's; else
+/// (`sequence`: the packet's number; `phase`: its flow's), as the INT 2.1
+/// sink's; else
 /// [`Untold::Skipped`], and `hops` is never called: a sampled-out packet
 /// reads no element's figures.
 #[inline(always)]
 fn sampled<I: Iterator<Item = Option<HopFigures>>>(
     rule: &HopRule,
     sequence: Option<u32>,
+    phase: u32,
     hops: impl FnOnce() -> I,
 ) -> Result<HopDigest, Untold> {
-    if rule.sample.takes(sequence) {
+    if rule.sample.takes(sequence, phase) {
         rule.digest(hops())
     } else {
         Err(Untold::Skipped)
