@@ -73,8 +73,12 @@ stage_int_node() {
     copy "$root.unit" "$root/lib/systemd/system/int-node@.service" 644 && rm "$root.unit"
     copy config/example.yaml "$root/etc/int-node/example.yaml" 644
     copy config/README.md "$root/usr/share/doc/int-node/config.md" 644
-    for page in deployment commands counters metrics limits packages; do
+    for page in deployment commands counters metrics limits packages dashboards; do
         copy "docs/$page.md" "$root/usr/share/doc/int-node/$page.md" 644
+    done
+    # Where docs/dashboards.md provisions Grafana and loads the rules from.
+    for file in deploy/grafana/*/*.json deploy/prometheus/*.yml; do
+        copy "$file" "$root/usr/share/int-node/${file#deploy/}" 644
     done
     doc_files int-node "$node_summary"
 }
@@ -85,6 +89,7 @@ stage_int_tools() {
     binary "$bin_dir/int-tools" "$root/usr/bin/int-tools"
     copy config/systemd/int-tools-collect.service "$root/lib/systemd/system/int-tools-collect.service" 644
     copy config/systemd/int-tools-collect.default "$root/etc/default/int-tools-collect" 644
+    copy config/systemd/names.yaml "$root/etc/int-tools/names.yaml" 644
     for page in output scale-out commands packages; do
         copy "docs/$page.md" "$root/usr/share/doc/int-tools/$page.md" 644
     done
@@ -111,7 +116,7 @@ control() {
     } > "$root/DEBIAN/control"
     (cd "$root" && find etc -type f 2>/dev/null | sort | sed 's|^|/|') > "$root/DEBIAN/conffiles"
     (cd "$root" && find . -path ./DEBIAN -prune -o -type f -print | sed 's|^\./||' | sort | xargs md5sum) > "$root/DEBIAN/md5sums"
-    for script in postinst postrm; do
+    for script in postinst prerm postrm; do
         if [[ -f "deploy/debian/$package.$script" ]]; then
             copy "deploy/debian/$package.$script" "$root/DEBIAN/$script" 755
         fi

@@ -3,9 +3,11 @@
 # builds int-node and int-tools with scripts/build-debs.sh, runs lintian on
 # both (an error or warning not overridden with its reason fails), installs
 # them with apt-get as an operator would, runs the installed binaries on the
-# installed files, verifies the units, checks that nothing was enabled or
-# started, purges both and checks that nothing is left: no file under /etc,
-# /usr or /var/lib, no user, no group.
+# installed files (the rules through promtool, the names file through
+# collect), verifies the units, checks that nothing was enabled or started,
+# enables both units as an operator would, removes the packages and checks
+# that the units are disabled, purges both and checks that nothing is left:
+# no file under /etc, /usr or /var/lib, no user, no group.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -55,6 +57,26 @@ if find /etc/systemd/system -name 'int-*' | grep .; then
     exit 1
 fi
 
+# What docs/dashboards.md loads from the package, and the names file the
+# collector's flags point to, are there and read.
+promtool check rules /usr/share/int-node/prometheus/int-node.rules.yml >/dev/null
+(cd /usr/share/int-node/prometheus && promtool test rules int-node.rules.test.yml >/dev/null)
+for kind in prometheus influxdb; do
+    [[ $(ls /usr/share/int-node/grafana/$kind/*.json | wc -l) -eq 4 ]] \
+        || { echo "packages: the $kind dashboards are not all in /usr/share/int-node/grafana/$kind" >&2; exit 1; }
+done
+int-tools collect --names /etc/int-tools/names.yaml --listen 127.0.0.1:0 --duration 0.1 --quiet >/dev/null
+
+# An operator enables both units; removing the packages stops and disables
+# them (no link left in a .wants folder), and the purge below finds nothing.
+systemctl enable int-tools-collect.service int-node@example.service 2>/dev/null
+[[ $(find /etc/systemd/system -name 'int-*' | wc -l) -eq 2 ]] \
+    || { echo "packages: enabling the units made no links" >&2; exit 1; }
+DEBIAN_FRONTEND=noninteractive apt-get remove -y int-node int-tools
+if find /etc/systemd/system -name 'int-*' | grep .; then
+    echo "packages: the remove left the units enabled" >&2
+    exit 1
+fi
 DEBIAN_FRONTEND=noninteractive apt-get purge -y int-node int-tools
 state > "$out/after"
 if ! diff "$out/before" "$out/after"; then

@@ -58,10 +58,22 @@ pub enum LinkError {
 
 /// Why a pcap cannot be written: the file and the system's answer.
 #[derive(Debug, thiserror::Error)]
-#[error("{}: {source}", path.display())]
+#[error("cannot write {}: {reason}", path.display())]
 pub struct WriteError {
     path: PathBuf,
-    source: pcap_file::PcapError,
+    reason: String,
+}
+
+impl WriteError {
+    fn new(path: &Path, error: pcap_file::PcapError) -> WriteError {
+        // pcap-file says "Error reading bytes" of any I/O error, writes too:
+        // the system's own answer says what went wrong.
+        let reason = match error {
+            pcap_file::PcapError::IoError(io) => io.to_string(),
+            other => other.to_string(),
+        };
+        WriteError { path: path.to_path_buf(), reason }
+    }
 }
 
 pub struct Writer {
@@ -70,17 +82,24 @@ pub struct Writer {
 }
 
 impl Writer {
+    /// A new pcap at `path`, its folder made first if missing (a demo's
+    /// first command writes into a folder of its own).
     pub fn create(path: &Path) -> Result<Writer, WriteError> {
-        let failed = |source| WriteError { path: path.to_path_buf(), source };
-        let file = File::create(path).map_err(|e| failed(pcap_file::PcapError::IoError(e)))?;
-        let inner = PcapWriter::with_header(BufWriter::new(file), PcapHeader::default()).map_err(failed)?;
+        let failed = |reason: String| WriteError { path: path.to_path_buf(), reason };
+        if let Some(folder) = path.parent().filter(|folder| !folder.as_os_str().is_empty()) {
+            std::fs::create_dir_all(folder)
+                .map_err(|e| failed(format!("cannot make its folder {}: {e}", folder.display())))?;
+        }
+        let file = File::create(path).map_err(|e| failed(e.to_string()))?;
+        let inner = PcapWriter::with_header(BufWriter::new(file), PcapHeader::default())
+            .map_err(|e| WriteError::new(path, e))?;
         Ok(Writer { path: path.to_path_buf(), inner })
     }
 
     pub fn write(&mut self, time_ns: u64, frame: &[u8]) -> Result<(), WriteError> {
         let packet = PcapPacket::new(Duration::from_nanos(time_ns), frame.len() as u32, frame);
         let written = self.inner.write_packet(&packet);
-        written.map(|_| ()).map_err(|source| WriteError { path: self.path.clone(), source })
+        written.map(|_| ()).map_err(|e| WriteError::new(&self.path, e))
     }
 }
 

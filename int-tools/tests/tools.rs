@@ -33,6 +33,26 @@ fn start_collector(extra: &[&str]) -> (std::process::Child, String) {
     collector::start_collector(Path::new(BIN), extra)
 }
 
+/// The tour's first command in a fresh checkout: gen makes the output's
+/// folder; where it cannot, it says so with the system's reason (it said
+/// "Error reading bytes" of a write, the cause hidden).
+#[test]
+fn gen_makes_its_folder_or_says_why_not() {
+    let dir = workdir("gen-folder");
+    int_tools(&dir, &["gen", "--out", "demo/deeper/traffic.pcap", "--packets", "3"]);
+    assert_eq!(read_pcap(&dir.join("demo/deeper/traffic.pcap")).len(), 3);
+    std::fs::write(dir.join("plain"), b"a file, not a folder").unwrap();
+    let output =
+        Command::new(BIN).args(["gen", "--out", "plain/traffic.pcap"]).current_dir(&dir).output().unwrap();
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        said.contains("cannot write plain/traffic.pcap: cannot make its folder plain: File exists"),
+        "{said}"
+    );
+    assert!(!said.contains("Error reading bytes"), "{said}");
+}
+
 #[test]
 fn gen_is_seeded_and_reproducible() {
     let dir = workdir("gen");
