@@ -51,7 +51,7 @@ if cargo fuzz --version >/dev/null 2>&1; then
         (cd int-core/fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run "$target" "corpus/$target" "seeds/$target" \
             -- -max_total_time="${FUZZ_SECONDS:-15}" -print_final_stats=0 2>&1 | tail -n 2)
     done
-    for target in join aggregate_input stream_batch; do
+    for target in join aggregate_input stream_batch view_http; do
         echo "fuzz smoke: $target (int-tools)"
         mkdir -p "int-tools/fuzz/corpus/$target"
         (cd int-tools/fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run "$target" "corpus/$target" "seeds/$target" \

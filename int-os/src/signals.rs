@@ -51,6 +51,34 @@ pub fn default_sigpipe() {
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
 }
 
+extern "C" fn on_broken_pipe(_: libc::c_int) {
+    // SAFETY: errno is this thread's; poll, signal and raise are
+    // async-signal-safe; the pollfd lives on this handler's stack.
+    unsafe {
+        let errno = *libc::__errno_location();
+        let mut stdout = libc::pollfd { fd: libc::STDOUT_FILENO, events: 0, revents: 0 };
+        if libc::poll(&mut stdout, 1, 0) == 1 && stdout.revents & (libc::POLLERR | libc::POLLHUP) != 0 {
+            // SIGPIPE stays blocked until this handler returns; then the
+            // default action ends the process, as it ends a Unix filter.
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+            libc::raise(libc::SIGPIPE);
+        }
+        *libc::__errno_location() = errno;
+    }
+}
+
+/// From now on SIGPIPE ends the process (quietly, by the signal, as Unix
+/// filters end) only when the reader of our stdout went away. A write to
+/// a socket whose peer closed (a web client, a server) fails with EPIPE
+/// for its writer to handle: `writev(2)` on a socket, as tokio and hyper
+/// use it, raises SIGPIPE where `send(MSG_NOSIGNAL)` would not.
+pub fn sigpipe_ends_only_for_stdout() {
+    let handler = on_broken_pipe as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    // SAFETY: installing a handler is sound; this one is async-signal-safe
+    // (see on_broken_pipe). Called before threads exist.
+    unsafe { libc::signal(libc::SIGPIPE, handler) };
+}
+
 /// Sends SIGTERM to a process this program started.
 pub fn terminate(pid: u32) {
     // SAFETY: kill(2) has no memory effects; the pid is our unreaped child.

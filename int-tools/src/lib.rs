@@ -48,9 +48,10 @@ pub enum ToolError {
 
 /// The command line's entry: parse, run the command, say its error.
 pub fn main() -> ExitCode {
-    // Output is often piped into `head` or `less`: a closed pipe ends the
-    // tool quietly, as it ends any Unix filter.
-    int_os::signals::default_sigpipe();
+    // Output is often piped into `head` or `less`: a closed stdout ends the
+    // tool quietly, as it ends any Unix filter; a web client or a server
+    // that closes its socket ends nothing (collect serves and sends).
+    int_os::signals::sigpipe_ends_only_for_stdout();
     let result: Result<(), ToolError> = match Cli::parse().command {
         Command::Decode(args) => decode::run(&args).map_err(ToolError::from),
         Command::Collect(args) => collect::run(&args).map_err(ToolError::from),

@@ -188,6 +188,19 @@ pub struct CollectArgs {
     /// links, flows and events (/), and the JSON behind it (/api/...).
     #[arg(long)]
     pub http: Option<SocketAddr>,
+    /// A name the web view answers to (repeat for more), besides IP
+    /// addresses and localhost: a request naming any other host gets 421
+    /// (a page of another site reaching the view by DNS rebinding).
+    #[arg(long = "http-host", value_name = "NAME")]
+    pub http_hosts: Vec<String>,
+    /// Web view connections served at once; one more is closed as soon
+    /// as it is accepted.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=65_536))]
+    pub http_connections: u64,
+    /// A web view connection is closed when no whole request head
+    /// arrives within this many ms of its opening or its last response.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(100..=3_600_000))]
+    pub http_idle_ms: u64,
     /// How often the web view copies the books, in ms.
     #[arg(long, value_name = "MS", default_value = "1000", value_parser = duration::view_sample)]
     pub view_sample_ms: Duration,

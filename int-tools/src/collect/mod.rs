@@ -20,7 +20,7 @@ pub mod input;
 pub mod names;
 mod outputs;
 pub mod stream;
-mod view;
+pub mod view;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -114,8 +114,10 @@ pub fn run(args: &CollectArgs) -> Result<(), CollectError> {
     let started = Instant::now();
     let (running, feeder) = start_outputs(args)?;
     let consumer = from_stream.as_ref().map(|_| Arc::new(stream::consume::Counts::default()));
+    let view_counts = args.http.map(|_| Arc::new(view::Counts::default()));
     let mut counted: Vec<Arc<dyn Counted>> = running.iter().map(|r| Arc::clone(&r.counted)).collect();
     counted.extend(consumer.iter().map(|c| Arc::clone(c) as Arc<dyn Counted>));
+    counted.extend(view_counts.iter().map(|c| Arc::clone(c) as Arc<dyn Counted>));
     let readers = receivers.len().max(usize::from(from_stream.is_some()));
     let books = books(args, readers, &running, feeder.as_ref());
     // The publisher ends when the last receiver's feed does.
@@ -126,7 +128,7 @@ pub fn run(args: &CollectArgs) -> Result<(), CollectError> {
         quit: AtomicBool::new(false),
         outputs: counted,
     });
-    let views = start_views(args, &shared)?;
+    let views = start_views(args, &shared, view_counts)?;
     let readers = match (from_stream, consumer) {
         (Some(settings), Some(counts)) => {
             eprintln!(
@@ -172,14 +174,15 @@ fn close_joins(shared: &Shared, output: Print) {
 fn start_views(
     args: &CollectArgs,
     shared: &Arc<Shared>,
+    view_counts: Option<Arc<view::Counts>>,
 ) -> Result<Vec<std::thread::JoinHandle<()>>, CollectError> {
     let mut threads = Vec::new();
     if let Some(addr) = args.metrics {
         let metrics = metrics::start(addr, Arc::clone(shared), args.metrics_flows);
         threads.push(metrics.map_err(|source| CollectError::Metrics { addr, source })?);
     }
-    if let Some(addr) = args.http {
-        threads.extend(view::start(view_settings(addr, args)?, Arc::clone(shared))?);
+    if let (Some(addr), Some(counts)) = (args.http, view_counts) {
+        threads.extend(view::start(view_settings(addr, args)?, Arc::clone(shared), counts)?);
     }
     Ok(threads)
 }
@@ -235,7 +238,17 @@ fn books(
 }
 
 fn view_settings(addr: SocketAddr, args: &CollectArgs) -> Result<view::Settings, CollectError> {
-    Ok(view::Settings { addr, sample: args.view_sample_ms, stale_after: args.view_stale_s })
+    let limits = view::Limits {
+        connections: usize::try_from(args.http_connections).unwrap_or(usize::MAX),
+        idle: Duration::from_millis(args.http_idle_ms),
+    };
+    Ok(view::Settings {
+        addr,
+        sample: args.view_sample_ms,
+        stale_after: args.view_stale_s,
+        hosts: args.http_hosts.clone(),
+        limits,
+    })
 }
 
 /// A node id as the node's config writes it (a dotted quad) or a number.

@@ -5,12 +5,15 @@
 //! Two threads of its own, so the receivers pay for neither: a sampler
 //! that copies what the page needs out of each socket's books (one brief
 //! lock each, [`sample::Sample::take`]) into the view's board at every
-//! `--view-sample-ms`, and an HTTP server (axum on a current-thread tokio
-//! runtime) that answers from the board alone.
+//! `--view-sample-ms`, and an HTTP server (axum's router, served by
+//! hyper on a current-thread tokio runtime) that answers from the board
+//! alone, to the hosts of [`host`], within the limits of [`server`].
 
 mod api;
 mod board;
+pub mod host;
 mod sample;
+pub mod server;
 
 use std::collections::HashMap;
 use std::net::{SocketAddr, TcpListener};
@@ -26,16 +29,21 @@ use axum::{Json, Router};
 
 use super::Shared;
 use board::Board;
+use host::Hosts;
 use sample::Sample;
+pub use server::{Counts, Limits};
 
 /// What `--http` and its settings ask for.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Settings {
     pub addr: SocketAddr,
     /// How often the books are sampled.
     pub sample: Duration,
     /// A node no report told of for this long is shown stale.
     pub stale_after: Duration,
+    /// Names it answers to besides IP literals and localhost.
+    pub hosts: Vec<String>,
+    pub limits: Limits,
 }
 
 type Shown = Arc<RwLock<Board>>;
@@ -48,13 +56,15 @@ pub enum ViewError {
     /// A socket option, a thread or the server's runtime (`what`) refused.
     #[error("--http: {what}: {source}")]
     Start { what: &'static str, source: std::io::Error },
-    #[error("--http: serving: {source}")]
-    Serve { source: std::io::Error },
 }
 
 /// Binds the address (a taken one fails now, at start) and starts the
 /// sampler and the server; both end when the collector stops.
-pub fn start(settings: Settings, shared: Arc<Shared>) -> Result<Vec<std::thread::JoinHandle<()>>, ViewError> {
+pub fn start(
+    settings: Settings,
+    shared: Arc<Shared>,
+    counts: Arc<Counts>,
+) -> Result<Vec<std::thread::JoinHandle<()>>, ViewError> {
     let addr = settings.addr;
     let listener = TcpListener::bind(addr).map_err(|source| ViewError::Bind { addr, source })?;
     let refused = |what| move |source| ViewError::Start { what, source };
@@ -69,10 +79,12 @@ pub fn start(settings: Settings, shared: Arc<Shared>) -> Result<Vec<std::thread:
             .spawn(move || sample_until_quit(&shared, &shown, settings.sample))
             .map_err(refused("the sampler's thread"))?
     };
+    let app = routes(shown, Hosts::new(&settings.hosts), Arc::clone(&counts));
+    let limits = settings.limits;
     let server = std::thread::Builder::new()
         .name("collect-view-http".into())
         .spawn(move || {
-            if let Err(error) = serve(listener, shown, shared) {
+            if let Err(error) = serve(listener, app, limits, counts, &shared) {
                 eprintln!("collect: view: {error}");
             }
         })
@@ -104,7 +116,13 @@ fn sample_until_quit(shared: &Shared, shown: &RwLock<Board>, every: Duration) {
     }
 }
 
-fn serve(listener: TcpListener, shown: Shown, shared: Arc<Shared>) -> Result<(), ViewError> {
+fn serve(
+    listener: TcpListener,
+    app: Router,
+    limits: Limits,
+    counts: Arc<Counts>,
+    shared: &Shared,
+) -> Result<(), ViewError> {
     let refused = |what| move |source| ViewError::Start { what, source };
     let runtime =
         tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(refused("a runtime"))?;
@@ -115,12 +133,18 @@ fn serve(listener: TcpListener, shown: Shown, shared: Arc<Shared>) -> Result<(),
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
         };
-        let served = axum::serve(listener, routes(shown)).with_graceful_shutdown(quit).await;
-        served.map_err(|source| ViewError::Serve { source })
+        server::accept(listener, app, limits, counts, quit).await;
+        Ok(())
     })
 }
 
-fn routes(shown: Shown) -> Router {
+/// The view's router over an empty board, as [`start`] builds it: what a
+/// fuzz target drives.
+pub fn unsampled(hosts: &[String], counts: Arc<Counts>) -> Router {
+    routes(Arc::new(RwLock::new(Board::new(30_000))), Hosts::new(hosts), counts)
+}
+
+fn routes(shown: Shown, hosts: Hosts, counts: Arc<Counts>) -> Router {
     Router::new()
         .route("/", get(|| async { asset("text/html; charset=utf-8", include_str!("assets/index.html")) }))
         .route("/app.js", get(|| async { asset("text/javascript", include_str!("assets/app.js")) }))
@@ -160,6 +184,7 @@ fn routes(shown: Shown) -> Router {
             }),
         )
         .with_state(shown)
+        .layer(axum::middleware::from_fn_with_state((Arc::new(hosts), counts), host::check))
 }
 
 async fn flows(State(shown): State<Shown>, Query(query): Query<HashMap<String, String>>) -> Response {
