@@ -48,6 +48,7 @@ mod switch;
 mod topology;
 mod traffic;
 mod verdicts;
+mod view;
 
 use crate::error::{Error, Setup};
 use namespaces::{add_links, add_namespaces, add_neighbours, namespace_exists, Lab};
@@ -69,6 +70,10 @@ pub struct LabArgs {
     /// Only tear down a lab left up with --keep.
     #[arg(long)]
     pub down: bool,
+    /// After the scenario, keep the lab running, its collector's web view
+    /// with it, until Ctrl-C (then the checks at exit and the teardown).
+    #[arg(long)]
+    pub hold: bool,
 }
 
 pub fn run(args: &LabArgs) -> Result<(), Error> {
@@ -92,10 +97,16 @@ pub fn run(args: &LabArgs) -> Result<(), Error> {
         let file = workdir.join(control);
         fs::write(&file, "loss_percent=0 delay_ms=0\n").map_err(Error::io(file.display()))?;
     }
-    up(&mut lab, &topology, base, &workdir)?;
+    let view = up(&mut lab, &topology, base, &workdir)?;
     let mut checks = checks::scenario(&mut lab, &topology, &workdir)?;
     if let Some(spec) = &topology.scenario.scale_out {
         scale::settle(&mut lab, &workdir, spec);
+    }
+    if view.is_some() {
+        view::check(&mut checks);
+    }
+    if args.hold {
+        view::hold(view);
     }
     // Stop nodes and collector so that their final words are in the logs.
     lab.stop_all();
@@ -115,22 +126,29 @@ pub fn run(args: &LabArgs) -> Result<(), Error> {
 }
 
 /// Namespaces, links, neighbours, then the processes; up once the
-/// collector listens.
-pub fn up(lab: &mut Lab, topology: &Topology, base: &Path, workdir: &Path) -> Result<(), Error> {
+/// collector listens. The collector's web view's address, if it has one.
+pub fn up(
+    lab: &mut Lab,
+    topology: &Topology,
+    base: &Path,
+    workdir: &Path,
+) -> Result<Option<&'static str>, Error> {
     add_namespaces(lab, topology)?;
     add_links(lab, topology)?;
+    let view = view::add_link(lab, topology)?;
     switch::add_redirects(lab, topology)?;
     namespaces::run_setup(lab, topology, workdir)?;
     add_neighbours(lab, topology)?;
-    start_processes(lab, topology, base, workdir)?;
+    start_processes(lab, topology, base, workdir, view)?;
     // Up once the collector listens (the nodes: once the path carries a
     // ping, which the scenario waits for).
-    let Some(collector) = &topology.collector else { return Ok(()) };
+    let Some(collector) = &topology.collector else { return Ok(view) };
     let port = collector.listen.rsplit(':').next().and_then(|p| p.parse().ok()).unwrap_or(0);
     wait_for("collector listening", || {
         alive(lab, workdir)?;
         states::listening(lab, &collector.host, "-u", port)
-    })
+    })?;
+    Ok(view)
 }
 
 /// Fails when a process of the lab has exited.

@@ -9,16 +9,35 @@ use super::states::{listening, wait_for};
 use super::topology::Topology;
 use crate::error::{Error, Setup};
 
-/// The collector and the nodes, each config checked first.
-pub fn start_processes(lab: &mut Lab, topology: &Topology, base: &Path, workdir: &Path) -> Result<(), Error> {
+/// The collector (its web view on `view`, if given) and the nodes, each
+/// config checked first.
+pub fn start_processes(
+    lab: &mut Lab,
+    topology: &Topology,
+    base: &Path,
+    workdir: &Path,
+    view: Option<&str>,
+) -> Result<(), Error> {
     let node_exe = sibling("int-node")?;
     if let Some(collector) = &topology.collector {
         let log = workdir.join("collector.jsonl");
         // The run's picture: latency over time and loss per flow.
         let plot = workdir.join("latency.png").to_string_lossy().into_owned();
         let tools = sibling("int-tools")?;
-        let args =
-            [&tools, "collect", "--listen", &collector.listen, "--json", "--interval", "0", "--plot", &plot];
+        let mut args = vec![
+            tools.as_str(),
+            "collect",
+            "--listen",
+            &collector.listen,
+            "--json",
+            "--interval",
+            "0",
+            "--plot",
+            &plot,
+        ];
+        if let Some(view) = view {
+            args.extend(["--http", view]);
+        }
         lab.spawn("collector", &collector.host, &args, &log)?;
     }
     start_more(lab, topology, workdir)?;
