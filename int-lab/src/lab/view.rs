@@ -41,14 +41,20 @@ pub fn check(checks: &mut Checks) {
         serde_json::from_str::<serde_json::Value>(&body).map_err(|e| format!("{e}: {body}"))
     });
     match overview {
-        Ok(o) => checks.check(
-            "web view",
-            o["reports"].as_u64().is_some_and(|n| n > 0),
-            format!(
-                "http://{ADDRESS}/ from the host: {} reports, {} nodes, {} links, {} flows",
-                o["reports"], o["nodes"], o["links"], o["flows"]
-            ),
-        ),
+        Ok(o) => {
+            let count = |key: &str| o.get(key).and_then(serde_json::Value::as_u64).unwrap_or(0);
+            checks.check(
+                "web view",
+                count("reports") > 0,
+                format!(
+                    "http://{ADDRESS}/ from the host: {} reports, {} nodes, {} links, {} flows",
+                    count("reports"),
+                    count("nodes"),
+                    count("links"),
+                    count("flows")
+                ),
+            )
+        }
         Err(error) => checks.check("web view", false, format!("http://{ADDRESS}/api/overview: {error}")),
     }
 }
