@@ -380,7 +380,7 @@ fn names_in_every_output() {
             "--plot",
             plot_arg,
             "--plot-interval",
-            "0.2",
+            "1",
         ],
     );
     let output = read_output(&mut child);

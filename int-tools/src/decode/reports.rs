@@ -18,9 +18,9 @@ use serde_json::{json, Map, Value};
 const GSO_MAX_SEGMENTS: usize = 64;
 
 /// A report payload: one report, or, where it does not read as one, the
-/// segments of a GSO send that each read as one (the fewest that do: a
-/// GSO send cuts its payload every `size` bytes, the last segment maybe
-/// shorter, as Linux allows); else the first error.
+/// segments of a GSO send that each read as one (a GSO send cuts its
+/// payload every `size` bytes, the last segment maybe shorter, as Linux
+/// allows); else the first error.
 pub fn decode(payload: &[u8], int21: &[int21::Domain], domain_id: u16) -> Vec<Map<String, Value>> {
     let whole = decode_report(payload, int21, domain_id);
     if whole.is_ok() {
@@ -78,11 +78,13 @@ fn starts_alike(first: &[u8], segment: &[u8]) -> bool {
 }
 
 /// The segment sizes a GSO send of `len` bytes could have used, by the
-/// fewest segments first (2 to [`GSO_MAX_SEGMENTS`]); for each count,
+/// most segments first ([`GSO_MAX_SEGMENTS`] down to 2: a sender's full
+/// train comes first, and a size that is a multiple of the true one, whose
+/// every segment starts alike too, is not read before it); for each count,
 /// equal segments first, then larger ones with a shorter last segment.
 /// Every size from len / 64 up comes once.
 fn gso_segment_sizes(len: usize) -> impl Iterator<Item = usize> {
-    (2..=GSO_MAX_SEGMENTS).flat_map(move |segments| {
+    (2..=GSO_MAX_SEGMENTS).rev().flat_map(move |segments| {
         // `segments` segments of `size` bytes: (segments - 1) * size < len <= segments * size.
         let smallest = len.div_ceil(segments);
         let largest = len.saturating_sub(1) / (segments - 1);
