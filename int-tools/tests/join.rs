@@ -84,6 +84,16 @@ impl Collect {
         self.socket.send_to(datagram, &self.listen).unwrap();
     }
 
+    /// Waits for the collector to end by itself (`--count`): the records
+    /// it printed and its closing summary.
+    fn end(mut self) -> (Vec<Value>, Value) {
+        assert!(self.child.wait().unwrap().success());
+        let mut records: Vec<Value> =
+            self.lines.iter().map(|line| serde_json::from_str::<Value>(&line).unwrap()).collect();
+        let summary = records.pop().unwrap()["summary"].clone();
+        (records, summary)
+    }
+
     /// Stops the collector (SIGINT, as an operator does) and returns the
     /// records it printed after `seen`, and its closing summary.
     fn stop(mut self, mut seen: Vec<Value>) -> (Vec<Value>, Value) {
@@ -360,4 +370,73 @@ fn a_node_lagging_50_ms_changes_no_path() {
             assert_eq!(path_changes(&datagrams), real, "node {lagging} lagging, change {change}");
         }
     }
+}
+
+/// Issue 56's postcards: 160 packets of one UDP flow, 0.1 ms apart by
+/// the nodes' clocks, across 11 -> 22 -> 33 up to packet 50 and
+/// 11 -> 44 -> 33 after (one real path change); the four nodes'
+/// datagrams of 4 postcards one from each in turn (33, 22, 44, 11; a node
+/// out of them skipped). Node 44 has fewer packets than 11 and 33 and
+/// runs ahead in packet time: its postcards of packets 51-54 come with
+/// the others' of packets 0-3. 480 postcards.
+fn switched_in_turn() -> Vec<Vec<u8>> {
+    let path = |i: u32| if i <= 50 { [11, 22, 33] } else { [11, 44, 33] };
+    let nodes: Vec<Vec<Vec<u8>>> = [33, 22, 44, 11]
+        .into_iter()
+        .map(|node| {
+            let cards: Vec<(Vec<u8>, u64, u64)> = (0..160)
+                .filter_map(|i| {
+                    let hop = path(i).iter().position(|&on| on == node)? as u64;
+                    let mut spec =
+                        PacketSpec::udp([10, 0, 0, 1].into(), [10, 0, 0, 2].into(), 1000, 5000, 16);
+                    spec.ident = i as u16;
+                    let ingress = START_NS + u64::from(i) * 100_000 + hop * 10_000;
+                    Some((spec.build()[14..].to_vec(), ingress, ingress + 1000))
+                })
+                .collect();
+            cards.chunks(4).map(|four| batch(node, four)).collect()
+        })
+        .collect();
+    let rounds = nodes.iter().map(Vec::len).max().unwrap_or(0);
+    (0..rounds).flat_map(|k| nodes.iter().filter_map(move |ours| ours.get(k).cloned())).collect()
+}
+
+/// Sends `datagrams` 2 ms apart (pacing only).
+fn send_paced(collect: &Collect, datagrams: &[Vec<u8>]) {
+    for datagram in datagrams {
+        collect.send(datagram);
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Every packet of [`switched_in_turn`] joined whole, in packet order
+/// (0.1 ms a packet), one path change record.
+fn judge_switched(records: &[Value]) {
+    let packets: Vec<u64> = joined(records)
+        .iter()
+        .map(|record| {
+            assert_eq!(record["complete"], true, "{record}");
+            let at = record["hop_metadata"][0]["ingress_timestamp"].as_u64().unwrap();
+            (at - START_NS) / 100_000
+        })
+        .collect();
+    assert_eq!(packets, (0..160).collect::<Vec<u64>>(), "joined out of packet order");
+    let changes: Vec<&Value> = records.iter().filter(|record| record["type"] == "path-change").collect();
+    assert_eq!(changes.len(), 1, "{changes:?}");
+}
+
+/// Issue 56: the nodes' datagrams in turn, 2 ms apart, with a window of
+/// 10 s: the last packet across 22 (packet 50) opened its group after
+/// those of packets 51-59 across 44, all within one ms of packet time.
+/// The groups are followed in packet order: one path change (main: 3,
+/// 22 -> 44 -> 22 -> 44).
+#[test]
+fn postcards_in_turn_are_followed_in_packet_order() {
+    let collect = Collect::start(&["--join-window-ms", "10000", "--count", "480"]);
+    send_paced(&collect, &switched_in_turn());
+    let (records, summary) = collect.end();
+    let postcards = &summary["postcards"];
+    assert_eq!((&postcards["packets"], &postcards["incomplete"]), (&160.into(), &0.into()), "{postcards}");
+    assert_eq!(summary["path_changes"], 1, "{}", summary["recent_path_changes"]);
+    judge_switched(&records);
 }
