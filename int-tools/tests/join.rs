@@ -135,7 +135,7 @@ fn packet_of(joined: &Value) -> Option<u64> {
 fn until_joined_after(collect: &Collect, wrong: &[u8], wrong_at: u32) -> (Vec<Value>, u32) {
     let deadline = Instant::now() + Duration::from_secs(20);
     let mut records = Vec::new();
-    let mut i = 0;
+    let (mut i, mut read) = (0, 0);
     while Instant::now() < deadline {
         if i == wrong_at {
             collect.send(wrong);
@@ -144,15 +144,24 @@ fn until_joined_after(collect: &Collect, wrong: &[u8], wrong_at: u32) -> (Vec<Va
             collect.send(&on_time(i, node, false));
         }
         i += 1;
-        // The collector's output paces the packets.
-        let first = collect.lines.recv_timeout(Duration::from_millis(2)).ok();
-        for line in first.into_iter().chain(collect.lines.try_iter()) {
-            let record: Value = serde_json::from_str(&line).unwrap();
-            let after =
-                record["type"] == "joined" && packet_of(&record).is_some_and(|p| p > u64::from(wrong_at));
-            records.push(record);
-            if after {
-                return (records, i);
+        let sent = 3 * i + u32::from(i > wrong_at);
+        // The collector's output paces the packets: at most 30 postcards
+        // wait to be read (each is printed as read), so that a stop reads
+        // all that came, however slow a loaded machine makes collect.
+        loop {
+            let first = collect.lines.recv_timeout(Duration::from_millis(2)).ok();
+            for line in first.into_iter().chain(collect.lines.try_iter()) {
+                let record: Value = serde_json::from_str(&line).unwrap();
+                read += u32::from(record["type"] == "tr20");
+                let after =
+                    record["type"] == "joined" && packet_of(&record).is_some_and(|p| p > u64::from(wrong_at));
+                records.push(record);
+                if after {
+                    return (records, i);
+                }
+            }
+            if sent.saturating_sub(read) <= 30 || Instant::now() >= deadline {
+                break;
             }
         }
     }
