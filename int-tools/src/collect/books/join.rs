@@ -440,6 +440,10 @@ impl Join {
             let last_ms = group.opened_ms.saturating_add(self.window_ms.saturating_mul(2));
             if group.stamp_ns.is_none() || last_ms < clock_ms {
                 closed.extend(self.close(key));
+                if self.held > 0 {
+                    // Its flow's groups held for it may go now.
+                    self.close_flow_due(key.0, closed);
+                }
                 continue;
             }
             self.close_flow_due(key.0, closed);
