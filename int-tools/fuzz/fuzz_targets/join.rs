@@ -7,9 +7,11 @@
 //! group, or pending). A closed group holds each node once, and only
 //! postcards that were sent for its packet; an ordered one's stamps and
 //! TTLs agree with its order and lie within the window; groups closed
-//! together come in their packets' order (the latest stamp each held);
-//! and how it fits its flow's path (part, confirmed, grown, whole) is what
-//! its nodes say.
+//! together come in their packets' order (the latest stamp each held),
+//! and each flow's groups come in packet order across calls too, unless
+//! the later packet's group waited two windows, or the earlier one had
+//! no timed postcard yet when the later one went; and how it fits its
+//! flow's path (part, confirmed, grown, whole) is what its nodes say.
 #![no_main]
 
 use std::collections::HashMap;
@@ -34,8 +36,17 @@ struct Harness {
     max_open: usize,
     now_ms: u64,
     sent: HashMap<(FlowKey, u64), Vec<(HopMetadata, Option<u8>)>>,
-    /// Each open packet's latest ingress stamp (ms) its group holds.
+    /// Each open packet's latest ingress stamp (ns) its group holds.
     stamps: HashMap<(FlowKey, u64), Option<u64>>,
+    /// Each open packet's group: when it opened on the join's clock, and
+    /// the step it got its first timed postcard.
+    opened: HashMap<(FlowKey, u64), (u64, Option<u64>)>,
+    /// Each flow's groups handed on: stamp, step, whether two windows
+    /// had passed since it opened.
+    released: HashMap<FlowKey, Vec<(u64, u64, bool)>>,
+    /// The join's clock (the latest arrival time given), and the step.
+    clock_ms: u64,
+    steps: u64,
     hops_joined: u64,
     packets: u64,
     unordered: u64,
@@ -70,6 +81,10 @@ impl Harness {
             now_ms: 0,
             sent: HashMap::new(),
             stamps: HashMap::new(),
+            opened: HashMap::new(),
+            released: HashMap::new(),
+            clock_ms: 0,
+            steps: 0,
             hops_joined: 0,
             packets: 0,
             unordered: 0,
@@ -117,11 +132,17 @@ impl Harness {
             self.sent.entry((flow, identity)).or_default().push((hop, card.ttl));
         }
         let dropped = self.join.counts.dropped;
+        self.steps += 1;
+        self.clock_ms = self.clock_ms.max(self.now_ms);
         let closed = self.join.add(card, self.now_ms);
         if domain && self.join.counts.dropped == dropped {
-            let stamp = hop.ingress_timestamp.filter(|at| *at != 0).map(|at| at / 1_000_000);
+            let stamp = hop.ingress_timestamp.filter(|at| *at != 0);
             let held = self.stamps.entry((flow, identity)).or_default();
             *held = (*held).max(stamp);
+            let opened = self.opened.entry((flow, identity)).or_insert((self.clock_ms, None));
+            if stamp.is_some() {
+                opened.1.get_or_insert(self.steps);
+            }
         }
         self.judge(closed);
     }
@@ -151,6 +172,10 @@ impl Harness {
             let stamp = self.stamps.remove(&(joined.flow, identity)).flatten();
             assert!(stamp >= last_stamp, "closed out of packet order: {stamp:?} after {last_stamp:?}");
             last_stamp = stamp;
+            let opened = self.opened.remove(&(joined.flow, identity));
+            if let (Some(stamp), Some((opened_ms, timed_step))) = (stamp, opened) {
+                self.judge_flow_order(joined.flow, stamp, opened_ms, timed_step.unwrap_or(self.steps));
+            }
             self.hops_joined += joined.hops.len() as u64;
             self.packets += 1;
             self.unordered += u64::from(!joined.ordered);
@@ -159,6 +184,21 @@ impl Harness {
                 self.judge_fit(&joined);
             }
         }
+    }
+
+    /// A group of `flow` handed on with its packet time `stamp`: no group
+    /// of its flow of a later packet went before it, unless that one
+    /// waited two windows, or this one had no timed postcard yet.
+    fn judge_flow_order(&mut self, flow: FlowKey, stamp: u64, opened_ms: u64, timed_step: u64) {
+        let released = self.released.entry(flow).or_default();
+        for &(later, step, waited) in released.iter().filter(|(later, _, _)| *later > stamp) {
+            assert!(
+                waited || step < timed_step,
+                "packet at {stamp} ns handed on after one at {later} ns (step {step}, timed at {timed_step})"
+            );
+        }
+        let waited = self.clock_ms > opened_ms.saturating_add(self.window_ms.saturating_mul(2));
+        released.push((stamp, self.steps, waited));
     }
 
     /// How the join fits a group to its flow's path, against what the

@@ -69,11 +69,12 @@ pub struct CollectArgs {
     /// KB each).
     #[arg(long, default_value_t = 50_000)]
     pub max_links: usize,
-    /// INT-MX and INT-XD: the most a packet's other postcards are waited
+    /// INT-MX and INT-XD: how long a packet's other postcards are waited
     /// for after its first arrived, by the collector's clock (before, a
     /// packet's group closes once every reporting node's stamps have passed
-    /// it); how long a silent node holds groups open; also the most a
-    /// packet's stamps may lie apart for its order to be told.
+    /// it; after, it still waits for an earlier packet of its flow, two
+    /// windows at most); how long a silent node holds groups open; also
+    /// the most a packet's stamps may lie apart for its order to be told.
     #[arg(long, value_name = "MS", default_value = "1000", value_parser = duration::join_window)]
     pub join_window_ms: Duration,
     /// INT-MX and INT-XD: the domain's nodes (ids as dotted quads or

@@ -182,6 +182,14 @@ impl Books {
         }
     }
 
+    /// The groups of postcards the collector's clock, at `now_ms`, has
+    /// closed, joined: the reports may have stopped.
+    pub fn close_passed_joins(&mut self, now_ms: u64, print: Print) {
+        for joined in self.join.tick(now_ms) {
+            self.observe_joined(&joined, print);
+        }
+    }
+
     /// Every postcard still waiting, joined (collect is stopping).
     pub fn close_joins(&mut self, print: Print) {
         for joined in self.join.close_all() {

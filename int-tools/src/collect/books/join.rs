@@ -11,15 +11,18 @@
 //! from within the window has passed its packet time (its postcards'
 //! latest stamp; one stamped far back never closes its group early) by
 //! more than [`CROSSING_MS`], so a node whose export runs behind the others
-//! changes nothing; groups closed together are given in their packets'
-//! order, never their arrival's. The window is the collector's own clock
-//! and bounds it all: a group still closes when a postcard arrives more
-//! than the window after its first, or when collect stops; a node silent
-//! for the window no longer counts; and until every listed node, or one
-//! window, has been heard, only the window closes groups (a node not heard
-//! yet may still report the first packets). So no stamp, however wrong,
-//! holds a group open beyond the window. A closed group's hops, ordered by
-//! their timestamps, go to the same per-hop view as an INT-MD stack.
+//! changes nothing. The window is the collector's own clock and bounds it
+//! all: a group still closes once the window has passed since its first
+//! postcard arrived (the receiver's clock ticks while no postcard comes),
+//! or when collect stops; a node silent for the window no longer counts;
+//! and until every listed node, or one window, has been heard, only the
+//! window closes groups (a node not heard yet may still report the first
+//! packets). Each flow's groups are handed on in their packets' order
+//! (their latest stamps), never their arrival's: a group whose window has
+//! passed waits while a group of an earlier packet of its flow is open
+//! within its own window, and goes after it. So no stamp, however wrong,
+//! holds a group open beyond two windows. A closed group's hops, ordered
+//! by their timestamps, go to the same per-hop view as an INT-MD stack.
 //!
 //! What cannot be a path is not reported as one: a group whose hops lack
 //! timestamps (or stamp 0), share one, or contradict each other (a hop's
@@ -73,6 +76,7 @@ pub const MAX_MARKS: usize = 4096;
 /// another node, ms (it crosses the domain in far less; clocks agree
 /// within far less): a node's watermark must pass that too.
 pub const CROSSING_MS: u64 = 10;
+const CROSSING_NS: u64 = CROSSING_MS * 1_000_000;
 
 /// One node's report on one packet.
 #[derive(Debug, Clone)]
@@ -140,16 +144,25 @@ struct Card {
     ttl: Option<u8>,
 }
 
+/// A group's key: its flow and its packet's identity.
+type Key = (FlowKey, u64);
+
 struct Group {
     /// The first postcard's time in the timelines' base.
     first_ms: u64,
     /// Opened before every group of a higher number.
     number: u64,
-    /// When the collector's clock closes it, whatever the stamps say.
+    /// When its first postcard arrived, on the collector's clock.
+    opened_ms: u64,
+    /// When the collector's clock next looks at it: the window after it
+    /// opened, or, once held for an earlier packet of its flow, two.
     due_ms: u64,
-    /// Its packet's time: the latest ingress stamp of its postcards, ms
+    /// Whether its window has passed while an earlier packet's group of
+    /// its flow was open.
+    held: bool,
+    /// Its packet's time: the latest ingress stamp of its postcards, ns
     /// (none while no postcard is timed).
-    stamp_ms: Option<u64>,
+    stamp_ns: Option<u64>,
     /// Every distinct postcard, in arrival order.
     cards: Vec<Card>,
 }
@@ -157,9 +170,9 @@ struct Group {
 /// How far in packet time a node's postcards have come.
 #[derive(Debug, Clone, Copy)]
 struct Mark {
-    /// Its last two postcards' ingress stamps, ms.
-    previous_ms: u64,
-    latest_ms: u64,
+    /// Its last two postcards' ingress stamps, ns.
+    previous_ns: u64,
+    latest_ns: u64,
     /// When its last timed postcard arrived, on the collector's clock.
     heard_ms: u64,
 }
@@ -168,13 +181,13 @@ impl Mark {
     /// The earlier of its last two stamps: a node reports its packets in
     /// their order, so it has passed that time; one stamp gone wrong (a
     /// year ahead) moves it no further than the node's next postcard.
-    fn passed_ms(&self) -> u64 {
-        self.previous_ms.min(self.latest_ms)
+    fn passed_ns(&self) -> u64 {
+        self.previous_ns.min(self.latest_ns)
     }
 }
 
-/// Group keys in an order: (time, group number).
-type Queue = BTreeMap<(u64, u64), (FlowKey, u64)>;
+/// A closed group with its place in packet order: (stamp, number).
+type Closed = (Option<u64>, u64, Joined);
 
 pub struct Join {
     window_ms: u64,
@@ -187,11 +200,18 @@ pub struct Join {
     /// Flows whose last packets gave a shorter path than theirs: that
     /// path, and how many packets in a row gave it.
     shorter: HashMap<FlowKey, (Vec<u32>, u32)>,
-    open: HashMap<(FlowKey, u64), Group>,
-    /// Open groups by when the collector's clock closes them.
-    by_due: Queue,
-    /// Open groups with a timed postcard by their packet's time.
-    by_stamp: Queue,
+    open: HashMap<Key, Group>,
+    /// Open groups by when the collector's clock looks at them: (due,
+    /// number).
+    by_due: BTreeMap<(u64, u64), Key>,
+    /// Open groups with a timed postcard by their packet's time: (stamp,
+    /// number).
+    by_stamp: BTreeMap<(u64, u64), Key>,
+    /// The same, each flow's in its packets' order: (flow, stamp,
+    /// number) to the packet's identity.
+    by_flow: BTreeMap<(FlowKey, u64, u64), u64>,
+    /// Open groups held for an earlier packet of their flow.
+    held: usize,
     /// Each reporting node's watermark ([`MAX_MARKS`] nodes at most).
     marks: HashMap<u32, Mark>,
     /// The next group's number.
@@ -232,6 +252,8 @@ impl Join {
             open: HashMap::new(),
             by_due: BTreeMap::new(),
             by_stamp: BTreeMap::new(),
+            by_flow: BTreeMap::new(),
+            held: 0,
             marks: HashMap::new(),
             next_number: 0,
             started_ms: None,
@@ -262,10 +284,23 @@ impl Join {
         self.close_passed()
     }
 
-    /// Every open group, closed (collect is stopping).
+    /// The collector's clock at `now_ms` with no postcard: returns the
+    /// groups that closed, in their packets' order. Called while the
+    /// reports pause, it closes what their window has passed.
+    pub fn tick(&mut self, now_ms: u64) -> Vec<Joined> {
+        self.clock_ms = self.clock_ms.max(now_ms);
+        if self.open.is_empty() {
+            return Vec::new();
+        }
+        self.close_passed()
+    }
+
+    /// Every open group, closed (collect is stopping), in their packets'
+    /// order.
     pub fn close_all(&mut self) -> Vec<Joined> {
-        let keys: Vec<(FlowKey, u64)> = self.by_due.values().copied().collect();
-        self.close(keys)
+        let keys: Vec<Key> = self.open.keys().copied().collect();
+        let closed = keys.into_iter().filter_map(|key| self.close(key)).collect();
+        in_packet_order(closed)
     }
 
     /// Postcards in open groups.
@@ -286,13 +321,16 @@ impl Join {
             self.counts.dropped += 1;
             return;
         }
-        let stamp_ms = stamp_ms(&card.metadata);
-        let (number, due_ms) = (self.next_number, self.clock_ms.saturating_add(self.window_ms));
+        let stamp_ns = stamp_ns(&card.metadata);
+        let (number, opened_ms) = (self.next_number, self.clock_ms);
+        let due_ms = opened_ms.saturating_add(self.window_ms);
         let group = self.open.entry(key).or_insert_with(|| Group {
             first_ms: card.at_ms,
             number,
+            opened_ms,
             due_ms,
-            stamp_ms: None,
+            held: false,
+            stamp_ns: None,
             cards: Vec::new(),
         });
         if group.number == number {
@@ -308,13 +346,15 @@ impl Join {
             group.cards.push(new);
             // The group's place in packet time is its latest stamp: one
             // stamped far back never closes it before its other nodes.
-            if stamp_ms > group.stamp_ms {
-                if let Some(old) = group.stamp_ms {
+            if stamp_ns > group.stamp_ns {
+                if let Some(old) = group.stamp_ns {
                     self.by_stamp.remove(&(old, group.number));
+                    self.by_flow.remove(&(key.0, old, group.number));
                 }
-                group.stamp_ms = stamp_ms;
-                if let Some(at) = stamp_ms {
+                group.stamp_ns = stamp_ns;
+                if let Some(at) = stamp_ns {
                     self.by_stamp.insert((at, group.number), key);
+                    self.by_flow.insert((key.0, at, group.number), key.1);
                 }
             }
         }
@@ -322,7 +362,7 @@ impl Join {
 
     /// Moves the node's watermark to a timed postcard's stamp.
     fn mark(&mut self, card: &Postcard) {
-        let Some(at) = stamp_ms(&card.metadata) else { return };
+        let Some(at) = stamp_ns(&card.metadata) else { return };
         if !self.marks.contains_key(&card.node) && self.marks.len() >= MAX_MARKS {
             let (clock_ms, window_ms) = (self.clock_ms, self.window_ms);
             self.marks.retain(|_, mark| clock_ms.saturating_sub(mark.heard_ms) <= window_ms);
@@ -331,15 +371,15 @@ impl Join {
             }
         }
         let mark =
-            self.marks.entry(card.node).or_insert(Mark { previous_ms: at, latest_ms: at, heard_ms: 0 });
-        *mark = Mark { previous_ms: mark.latest_ms, latest_ms: at, heard_ms: self.clock_ms };
+            self.marks.entry(card.node).or_insert(Mark { previous_ns: at, latest_ns: at, heard_ms: 0 });
+        *mark = Mark { previous_ns: mark.latest_ns, latest_ns: at, heard_ms: self.clock_ms };
     }
 
     /// The packet time every node heard from within the window has
-    /// passed (none heard: none); a node silent for longer no longer holds
-    /// groups open. None either until every listed node, or one window,
-    /// has been heard: a node not heard yet may still report the first
-    /// packets.
+    /// passed, ns (none heard: none); a node silent for longer no longer
+    /// holds groups open. None either until every listed node, or one
+    /// window, has been heard: a node not heard yet may still report the
+    /// first packets.
     fn low_watermark(&self) -> Option<u64> {
         let waited = self.started_ms.is_some_and(|at| self.clock_ms.saturating_sub(at) > self.window_ms);
         let listed_heard =
@@ -348,41 +388,100 @@ impl Join {
             return None;
         }
         let heard = |mark: &&Mark| self.clock_ms.saturating_sub(mark.heard_ms) <= self.window_ms;
-        self.marks.values().filter(heard).map(Mark::passed_ms).min()
+        self.marks.values().filter(heard).map(Mark::passed_ns).min()
     }
 
-    /// Closes the groups the collector's clock has passed (a window after
-    /// their first postcard arrived), and those whose packet time every
-    /// node heard from has passed.
+    /// Closes the groups whose packet time every node heard from has
+    /// passed, and those whose window the collector's clock has passed,
+    /// each flow's in its packets' order.
     fn close_passed(&mut self) -> Vec<Joined> {
-        let clock_ms = self.clock_ms;
-        let mut keys: Vec<(FlowKey, u64)> = self.by_due.range(..(clock_ms, 0)).map(|(_, key)| *key).collect();
-        // Every node's mark is read only when a timed group is open.
-        if let Some(passed_ms) = self.by_stamp.first_key_value().and_then(|_| self.low_watermark()) {
-            let before = passed_ms.saturating_sub(CROSSING_MS);
-            keys.extend(self.by_stamp.range(..(before, 0)).map(|(_, key)| *key));
-        }
-        keys.sort_unstable_by_key(|key| self.open.get(key).map(|group| group.number));
-        keys.dedup();
-        self.close(keys)
+        let mut closed = Vec::new();
+        self.close_marked(&mut closed);
+        self.close_due(&mut closed);
+        in_packet_order(closed)
     }
 
-    /// Closes the groups of `keys`; returns them in their packets' order
-    /// (by latest stamp; untimed ones first, in the order they opened).
-    fn close(&mut self, keys: Vec<(FlowKey, u64)>) -> Vec<Joined> {
-        let mut groups: Vec<((FlowKey, u64), Group)> =
-            keys.into_iter().filter_map(|key| self.open.remove(&key).map(|group| (key, group))).collect();
-        groups.sort_unstable_by_key(|(_, group)| (group.stamp_ms, group.number));
-        groups
-            .into_iter()
-            .map(|(key, group)| {
-                self.by_due.remove(&(group.due_ms, group.number));
-                if let Some(at) = group.stamp_ms {
-                    self.by_stamp.remove(&(at, group.number));
+    /// Closes the groups whose packet time every node heard from has
+    /// passed (by more than a crossing): of each flow, its first ones.
+    fn close_marked(&mut self, closed: &mut Vec<Closed>) {
+        // Every node's mark is read only when a timed group is open.
+        let Some(passed_ns) = self.by_stamp.first_key_value().and_then(|_| self.low_watermark()) else {
+            return;
+        };
+        let before = passed_ns.saturating_sub(CROSSING_NS);
+        let from = closed.len();
+        while let Some(first) = self.by_stamp.first_entry() {
+            if first.key().0 >= before {
+                break;
+            }
+            let key = first.remove();
+            closed.extend(self.close(key));
+        }
+        // Their flows' groups held for them may go now.
+        if self.held > 0 {
+            let flows: Vec<FlowKey> = closed.iter().skip(from).map(|(_, _, joined)| joined.flow).collect();
+            for flow in flows {
+                self.close_flow_due(flow, closed);
+            }
+        }
+    }
+
+    /// Closes the groups whose window has passed, unless an earlier
+    /// packet's group of their flow is still open within its own: then
+    /// they wait for it, a second window at most.
+    fn close_due(&mut self, closed: &mut Vec<Closed>) {
+        let clock_ms = self.clock_ms;
+        while let Some(first) = self.by_due.first_entry() {
+            if first.key().0 >= clock_ms {
+                break;
+            }
+            let key = first.remove();
+            let Some(group) = self.open.get(&key) else { continue };
+            let last_ms = group.opened_ms.saturating_add(self.window_ms.saturating_mul(2));
+            if group.stamp_ns.is_none() || last_ms < clock_ms {
+                closed.extend(self.close(key));
+                if self.held > 0 {
+                    // Its flow's groups held for it may go now.
+                    self.close_flow_due(key.0, closed);
                 }
-                self.joined(key.0, group)
-            })
-            .collect()
+                continue;
+            }
+            self.close_flow_due(key.0, closed);
+            if let Some(group) = self.open.get_mut(&key) {
+                // An earlier packet's group of its flow is still open.
+                group.due_ms = last_ms;
+                self.held += usize::from(!group.held);
+                group.held = true;
+                self.by_due.insert((last_ms, group.number), key);
+            }
+        }
+    }
+
+    /// Closes `flow`'s first groups in packet order, as long as their
+    /// window has passed.
+    fn close_flow_due(&mut self, flow: FlowKey, closed: &mut Vec<Closed>) {
+        let limit_ms = self.clock_ms.saturating_sub(self.window_ms);
+        loop {
+            let first = self.by_flow.range((flow, 0, 0)..=(flow, u64::MAX, u64::MAX)).next();
+            let Some((_, &identity)) = first else { return };
+            let passed = self.open.get(&(flow, identity)).is_some_and(|group| group.opened_ms < limit_ms);
+            let Some(group) = passed.then(|| self.close((flow, identity))).flatten() else { return };
+            closed.push(group);
+        }
+    }
+
+    /// Closes the group of `key`, if open: its place in packet order and
+    /// its hops.
+    fn close(&mut self, key: Key) -> Option<Closed> {
+        let group = self.open.remove(&key)?;
+        self.by_due.remove(&(group.due_ms, group.number));
+        if let Some(at) = group.stamp_ns {
+            self.by_stamp.remove(&(at, group.number));
+            self.by_flow.remove(&(key.0, at, group.number));
+        }
+        self.held = self.held.saturating_sub(usize::from(group.held));
+        let (stamp_ns, number) = (group.stamp_ns, group.number);
+        Some((stamp_ns, number, self.joined(key.0, group)))
     }
 
     fn joined(&mut self, flow: FlowKey, group: Group) -> Joined {
@@ -393,6 +492,13 @@ impl Join {
         self.counts.unordered += u64::from(!ordered);
         Joined { flow, hops, ordered, at_ms: group.first_ms }
     }
+}
+
+/// Closed groups in their packets' order: by latest stamp, untimed ones
+/// first, in the order they opened.
+fn in_packet_order(mut closed: Vec<Closed>) -> Vec<Joined> {
+    closed.sort_unstable_by_key(|(stamp_ns, number, _)| (*stamp_ns, *number));
+    closed.into_iter().map(|(_, _, joined)| joined).collect()
 }
 
 impl Join {
@@ -432,9 +538,9 @@ impl Join {
     }
 }
 
-/// A postcard's ingress stamp in ms, if it has one (0: no clock).
-fn stamp_ms(metadata: &HopMetadata) -> Option<u64> {
-    metadata.ingress_timestamp.filter(|at| *at != 0).map(|at| at / 1_000_000)
+/// A postcard's ingress stamp in ns, if it has one (0: no clock).
+fn stamp_ns(metadata: &HopMetadata) -> Option<u64> {
+    metadata.ingress_timestamp.filter(|at| *at != 0)
 }
 
 /// Whether `part`'s nodes all appear in `path`, in the same order.
@@ -665,11 +771,12 @@ mod tests {
         arrive(&mut join, with_ttl(card(1, 8, 1000, 0), 64));
         arrive(&mut join, with_ttl(card(2, 8, 2000, 0), 64));
         arrive(&mut join, with_ttl(card(3, 8, 3000, 0), 62));
+        // Packet 8 (latest stamp 3 µs) before packet 7 (5 µs).
         let closed = join.close_all();
-        assert_eq!(nodes(&closed[0]), [1, 3, 2]);
-        assert!(!closed[0].ordered, "TTL 62 before 63");
-        assert_eq!(nodes(&closed[1]), [1, 2, 3]);
-        assert!(closed[1].ordered);
+        assert_eq!(nodes(&closed[1]), [1, 3, 2]);
+        assert!(!closed[1].ordered, "TTL 62 before 63");
+        assert_eq!(nodes(&closed[0]), [1, 2, 3]);
+        assert!(closed[0].ordered);
         assert_eq!(join.counts.unordered, 1);
         assert_eq!(
             (hop_limit(&[0x45, 0, 0, 0, 0, 0, 0, 0, 61]), hop_limit(&[0x60, 0, 0, 0, 0, 0, 0, 60])),
@@ -736,6 +843,131 @@ mod tests {
         assert!(packets.windows(2).all(|pair| pair[0] < pair[1]), "{packets:?}");
         assert!(closed[..250].iter().all(|joined| joined.ordered && nodes(joined) == [1, 2, 3]));
         assert_eq!(join.counts, Counts { postcards: 850, packets: 300, ..Counts::default() });
+    }
+
+    /// Issue 56's packets: 160 of one flow, 0.1 ms apart by the nodes'
+    /// clocks, across 11 -> 22 -> 33 up to packet 50 and 11 -> 44 -> 33
+    /// after (one path change); node `node`'s postcards in datagrams of
+    /// 4, in packet order.
+    fn switched(node: u32) -> Vec<Vec<Postcard>> {
+        let path = |packet: u64| if packet <= 50 { [11, 22, 33] } else { [11, 44, 33] };
+        let cards: Vec<Postcard> = (0..160u64)
+            .filter_map(|packet| {
+                let hop = path(packet).iter().position(|&on| on == node)? as u64;
+                Some(card(node, packet, 1_000_000_000 + packet * 100_000 + hop * 10_000, 0))
+            })
+            .collect();
+        cards.chunks(4).map(<[Postcard]>::to_vec).collect()
+    }
+
+    /// The nodes' datagrams one of each in turn, in `order` (a node out
+    /// of them skipped), each node's last first if `reversed`.
+    fn in_turn(order: &[u32], reversed: bool) -> Vec<(u32, Vec<Postcard>)> {
+        let nodes: Vec<Vec<Vec<Postcard>>> = order
+            .iter()
+            .map(|&node| {
+                let mut datagrams = switched(node);
+                if reversed {
+                    datagrams.reverse();
+                }
+                datagrams
+            })
+            .collect();
+        let rounds = nodes.iter().map(Vec::len).max().unwrap_or(0);
+        (0..rounds)
+            .flat_map(|k| {
+                order.iter().zip(&nodes).filter_map(move |(n, ours)| Some((*n, ours.get(k)?.clone())))
+            })
+            .collect()
+    }
+
+    /// The datagrams 2 ms apart on the collector's clock, those of node
+    /// `late` (if any) `late_ms` later than their turn.
+    fn paced(datagrams: Vec<(u32, Vec<Postcard>)>, late: u32, late_ms: u64) -> Vec<(u64, Vec<Postcard>)> {
+        let mut arrivals: Vec<(u64, Vec<Postcard>)> = (0..)
+            .zip(datagrams)
+            .map(|(k, (node, cards))| (2 * k + if node == late { late_ms } else { 0 }, cards))
+            .collect();
+        arrivals.sort_by_key(|(at, _)| *at);
+        arrivals
+    }
+
+    /// What a join over `window_ms` hands on of `arrivals`, in that order:
+    /// then another flow's untimed postcards every 10 ms for three windows
+    /// (the collector's clock goes on), then the rest. Only the groups of
+    /// `flow()`.
+    fn released(arrivals: Vec<(u64, Vec<Postcard>)>, window_ms: u64) -> Vec<Joined> {
+        let mut join = Join::new(window_ms, Vec::new(), 3);
+        let mut closed = Vec::new();
+        let mut last_ms = 0;
+        for (at, datagram) in arrivals {
+            for card in datagram {
+                closed.extend(join.add(card, at));
+            }
+            last_ms = at;
+        }
+        for (n, at) in (last_ms..last_ms + 3 * window_ms).step_by(10).enumerate() {
+            let mut other = card(99, n as u64, 0, 0);
+            other.flow.src_port = 99;
+            other.metadata.ingress_timestamp = None;
+            closed.extend(join.add(other, at));
+        }
+        closed.extend(join.close_all());
+        closed.retain(|joined| joined.flow == flow());
+        closed
+    }
+
+    /// Every packet whole and ordered, handed on in packet order, one
+    /// path change.
+    fn judge_release(closed: &[Joined], what: &str) {
+        let packets: Vec<u64> = closed
+            .iter()
+            .map(|joined| (joined.hops[0].ingress_timestamp.unwrap_or(0) - 1_000_000_000) / 100_000)
+            .collect();
+        assert_eq!(packets, (0..160).collect::<Vec<u64>>(), "{what}: handed on out of packet order");
+        assert!(closed.iter().all(|joined| joined.ordered && joined.hops.len() == 3), "{what}: {closed:?}");
+        let changes = closed.windows(2).filter(|pair| nodes(&pair[0]) != nodes(&pair[1])).count();
+        assert_eq!(changes, 1, "{what}: path changes");
+    }
+
+    /// Issue 56: datagrams one from each node in turn (33, 22, 44, 11),
+    /// 2 ms apart: node 44, on the new path, runs ahead in packet time,
+    /// so packets 51-59 open groups (at 0-8 ms) before packet 50, the
+    /// last across 22 (at 96 ms). With a window shorter than the whole
+    /// (200 ms) or longer (10 s), the groups go on in packet order: one
+    /// path change (main: three, 22 -> 44 -> 22 -> 44).
+    #[test]
+    fn datagrams_in_turn_are_handed_on_in_packet_order() {
+        for window_ms in [200, 10_000] {
+            let closed = released(paced(in_turn(&[33, 22, 44, 11], false), 0, 0), window_ms);
+            judge_release(&closed, &format!("in turn, window {window_ms} ms"));
+        }
+    }
+
+    /// Other arrivals within the window: each node's datagrams last
+    /// first; all in a random order; one node's each 800 ms late (of a
+    /// window of 1 s). Groups whose window passes first wait for the
+    /// earlier packets' groups of their flow: packet order, one path
+    /// change.
+    #[test]
+    fn any_arrival_within_the_window_is_handed_on_in_packet_order() {
+        let reversed = released(paced(in_turn(&[33, 22, 44, 11], true), 0, 0), 400);
+        judge_release(&reversed, "reversed per node");
+        for seed in 1..=8u64 {
+            let mut datagrams = in_turn(&[11, 22, 33, 44], false);
+            let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            for i in (1..datagrams.len()).rev() {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                datagrams.swap(i, (state % (i as u64 + 1)) as usize);
+            }
+            judge_release(&released(paced(datagrams, 0, 0), 400), &format!("random, seed {seed}"));
+        }
+        for late in [11, 22, 33, 44] {
+            let closed = released(paced(in_turn(&[33, 22, 44, 11], false), late, 800), 1000);
+            judge_release(&closed, &format!("node {late} 800 ms late"));
+        }
     }
 
     /// Packets 10 a ms by the collector's clock, node 3 silent after
@@ -821,9 +1053,10 @@ mod tests {
         }
         arrive(&mut join, untimed(1, 9, 1000));
         arrive(&mut join, untimed(2, 9, 2000));
+        // In packet order: untimed 7, then 9 (2 µs), then 8 (5 µs).
         let closed = join.close_all();
         let ordered: Vec<bool> = closed.iter().map(|joined| joined.ordered).collect();
-        assert_eq!(ordered, [false, false, true]);
+        assert_eq!(ordered, [false, true, false]);
     }
 
     /// Every postcard is counted once: unknown, dropped, a duplicate, a

@@ -177,6 +177,12 @@ fn receive_batch(
                 }
             }
             shared.reports.fetch_add(reports, Ordering::Relaxed);
+            // Short of a full batch, the socket held no more: every report
+            // that came before `at_ns` is in, and the collector's clock
+            // closes the postcards' groups it has passed.
+            if count < udp::BATCH {
+                books.close_passed_joins(at_ns / 1_000_000, how.output);
+            }
             if let Some(feed) = books.feed.as_mut() {
                 feed.hand_over_if_due();
             }
@@ -190,8 +196,13 @@ fn receive_batch(
                     | std::io::ErrorKind::Interrupted
             ) =>
         {
-            // A quiet socket: what waits for the stream goes now.
-            if let Some(feed) = books.lock().ok().as_mut().and_then(|books| books.feed.as_mut()) {
+            // A quiet socket: what waits for the stream goes now, and the
+            // postcards' groups the collector's clock has passed close
+            // (when the reports stop, no postcard comes to close them).
+            let now_ms = crate::schema::now_ns() / 1_000_000;
+            let mut books = books.lock().map_err(|_| ReceiveError::Poisoned)?;
+            books.close_passed_joins(now_ms, how.output);
+            if let Some(feed) = books.feed.as_mut() {
                 feed.hand_over_if_due();
             }
             Ok(0)
