@@ -796,6 +796,7 @@ fn pmacct_prints_the_delays_collect_summed_up() {
     let others: Vec<_> = nfacctd.rows().into_iter().filter(|r| r["ip_proto"] != "udp").collect();
     nfacctd.daemon.stop("INT");
     assert!(others.is_empty(), "hop, link and drop records (options data) booked as flows: {others:?}");
+    assert_pmacct_docs_command(&nfacctd.output, flows);
     assert_eq!(rows.len(), flows.len(), "{rows:?}");
     for flow in flows {
         let key = &flow["flow"];
@@ -821,6 +822,31 @@ fn pmacct_prints_the_delays_collect_summed_up() {
         assert_eq!((value("source_node"), value("sink_node")), (Some(1), Some(9)), "{row}");
         let moved = key["src_port"] == 1;
         assert_eq!(value("path_changes"), Some(u64::from(moved)), "{row}");
+    }
+}
+
+/// docs/ipfix.md's jq command over nfacctd's `output`, as an operator
+/// pastes it: each flow's packets, loss and mean delay (µs) as collect's
+/// summary has them.
+fn assert_pmacct_docs_command(output: &Path, flows: &[serde_json::Value]) {
+    let command = docs_block("sh-pmacct").replace("/var/lib/pmacct/int-flows.json", output.to_str().unwrap());
+    let printed = Command::new("sh").args(["-c", command.trim()]).output().unwrap();
+    assert!(printed.status.success(), "{command}: {}", String::from_utf8_lossy(&printed.stderr));
+    let lines: Vec<serde_json::Value> = String::from_utf8(printed.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for flow in flows {
+        let line = lines.iter().find(|l| l["port_src"] == flow["flow"]["src_port"]).expect("a line per flow");
+        let reports = flow["latency_reports"].as_u64().unwrap();
+        let mean_us = flow["latency_avg_ns"].as_u64().unwrap() / 1000;
+        let lost = flow["lost_packets"].as_u64().unwrap_or(0);
+        let wanted =
+            [("packet_delta_count", reports), ("lost_packets", lost), ("path_delay_mean_us", mean_us)];
+        for (name, value) in wanted {
+            assert_eq!(line[name], value.to_string(), "{name}: {line}");
+        }
     }
 }
 
