@@ -439,7 +439,7 @@ fn nfdump_prints_the_flows_collect_summed_up() {
 }
 
 /// nfdump's default output: a row per flow, each one of collect's, UDP
-/// (hop, link and drop records read as protocol 0 flows before).
+/// (no hop, link or drop record as a flow of protocol 0).
 fn assert_nfdump_default_output(files: &[std::path::PathBuf], flows: &[serde_json::Value]) {
     let rows: Vec<String> = nfdump(files, &["-q"]).concat().lines().map(str::to_string).collect();
     assert_eq!(rows.len(), flows.len(), "{rows:#?} of {files:?}");
