@@ -268,6 +268,9 @@ fn a_multi_hop_stream_is_exported_as_collect_sums_it_up() {
     let record = flow_record(&decoded, &moved);
     assert_eq!(path_of(record), vec![1, 4, 3, 9]);
     assert_eq!(record.uint(8, PEN), Some(1), "one path change");
+    let scopes = [256, 257, 258, 259, 260].map(|id| decoded.scopes.get(&id).copied());
+    assert_eq!(scopes, [None, None, Some(3), Some(2), Some(2)], "hops, links, drops: options templates");
+    assert!(!decoded.shared_options_set, "an options template per set, as nfdump 1.7 reads them");
     assert_tshark_reads(&workdir("ipfix-tshark"), &messages);
 }
 
@@ -345,31 +348,30 @@ impl Nfcapd {
     fn start(dir: &Path, port: u16) -> Nfcapd {
         std::fs::create_dir_all(dir).unwrap();
         let (port, dir_arg) = (port.to_string(), dir.to_str().unwrap());
-        let args = ["-E", "-b", "127.0.0.1", "-p", &port, "-w", dir_arg, "-t", "3600"];
-        Nfcapd { daemon: Daemon::start("nfcapd", &args, &["Startup nfcapd"]), dir: dir.to_path_buf() }
+        // docs/ipfix.md's rotation: a file a minute.
+        let args = ["-E", "-b", "127.0.0.1", "-p", &port, "-w", dir_arg, "-t", "60"];
+        // Its record lines (-E) as it writes them: its stdout to a pipe is
+        // otherwise held in 4 KiB blocks.
+        let daemon = Daemon::start("stdbuf", &[&["-oL", "nfcapd"], &args[..]].concat(), &["Startup nfcapd"]);
+        Nfcapd { daemon, dir: dir.to_path_buf() }
     }
 
     fn wait_for(&self, wanted: impl FnMut(&str) -> bool) {
         self.daemon.wait_for(wanted);
     }
 
-    /// Stops it (its file is written whole at exit); `nfdump -r` of every
-    /// file it wrote, CSV.
-    fn stop_and_read(self) -> Vec<Vec<String>> {
+    /// Stops it (SIGTERM: its current file is written whole); every file
+    /// it wrote (a rotation may have come between).
+    fn stop(self) -> Vec<std::path::PathBuf> {
         self.daemon.stop("TERM");
-        let mut rows = Vec::new();
-        for entry in std::fs::read_dir(&self.dir).unwrap() {
-            let path = entry.unwrap().path();
-            let output = Command::new("nfdump")
-                .env("TZ", "UTC")
-                .args(["-r", path.to_str().unwrap(), "-o", "csv", "-q"])
-                .output()
-                .unwrap();
-            assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-            let text = String::from_utf8(output.stdout).unwrap();
-            rows.extend(text.lines().map(|l| l.split(',').map(|f| f.trim().to_string()).collect::<Vec<_>>()));
-        }
-        rows
+        std::fs::read_dir(&self.dir).unwrap().map(|entry| entry.unwrap().path()).collect()
+    }
+
+    /// [`Self::stop`], then `nfdump -r` of every file, CSV.
+    fn stop_and_read(self) -> Vec<Vec<String>> {
+        let files = self.stop();
+        let text = nfdump(&files, &["-o", "csv", "-q"]).concat();
+        text.lines().map(|l| l.split(',').map(|f| f.trim().to_string()).collect()).collect()
     }
 }
 
@@ -408,9 +410,13 @@ fn utc_seconds(ns: u64) -> String {
     rfc3339[..19].replace('T', " ")
 }
 
-/// nfcapd collects the export; `nfdump -r` prints each flow's 5-tuple,
-/// its packets (the reports the sink sent of it) and times within the
-/// run, as collect's summary has them.
+/// nfcapd collects the export (with docs/ipfix.md's rotation); nfdump
+/// reads it back three ways, each showing exactly the flows collect's
+/// summary has, none of the hop, link or drop records (options templates,
+/// which nfdump books as no flow): its default output (Debian's build
+/// shows its NSEL view: protocol, addresses and ports), `-o json` (the
+/// flow's times within the run, protocol, packets: the reports the sink
+/// sent) and the command docs/ipfix.md gives for times and packets.
 #[test]
 fn nfdump_prints_the_flows_collect_summed_up() {
     let dir = workdir("ipfix-nfdump");
@@ -425,19 +431,90 @@ fn nfdump_prints_the_flows_collect_summed_up() {
         seen += usize::from(line.contains("src port"));
         seen == flows.len()
     });
-    let rows = nfcapd.stop_and_read();
-    // ts,te,td,sa,da,sp,dp,pr,flg,fwd,stos,ipkt: hop and link records
-    // are rows without a protocol.
-    let rows: Vec<_> = rows.into_iter().filter(|r| r.len() > 11 && r[7] != "0").collect();
-    assert_eq!(rows.len(), flows.len(), "{rows:?}");
+    let files = nfcapd.stop();
+    let run = (utc_seconds(before), utc_seconds(after));
+    assert_nfdump_default_output(&files, flows);
+    assert_nfdump_json(&files, flows, &run);
+    assert_nfdump_docs_format(&dir, flows, &run);
+}
+
+/// nfdump's default output: a row per flow, each one of collect's, UDP
+/// (no hop, link or drop record as a flow of protocol 0).
+fn assert_nfdump_default_output(files: &[std::path::PathBuf], flows: &[serde_json::Value]) {
+    let rows: Vec<String> = nfdump(files, &["-q"]).concat().lines().map(str::to_string).collect();
+    assert_eq!(rows.len(), flows.len(), "{rows:#?} of {files:?}");
+    // (Its columns of translated addresses are 0.0.0.0:0 for every flow.)
+    assert!(rows.iter().all(|r| r.contains(" UDP ")), "no flow of protocol 0: {rows:#?}");
     for flow in flows {
         let key = &flow["flow"];
-        let row = row_of(&rows, key, |r| (r[3].clone(), r[4].clone(), r[5].parse().ok(), r[6].parse().ok()));
-        assert_eq!(row[7], "UDP");
-        assert_eq!(row[11], flow["latency_reports"].to_string(), "packets {row:?}");
-        let (first, last) = (utc_seconds(before), utc_seconds(after));
-        assert!(first <= row[0] && row[0] <= row[1] && row[1] <= last, "{row:?} in {first}..{last}");
+        let src = format!(" {}:{} ", key["src"].as_str().unwrap(), key["src_port"]);
+        let dst = format!(" {}:{} ", key["dst"].as_str().unwrap(), key["dst_port"]);
+        assert!(rows.iter().any(|r| r.contains(&src) && r.contains(&dst)), "{src} -> {dst} in {rows:#?}");
     }
+}
+
+/// `nfdump -o json`: each flow's first and last time within the `run`
+/// (UTC seconds), its protocol and packets.
+fn assert_nfdump_json(files: &[std::path::PathBuf], flows: &[serde_json::Value], run: &(String, String)) {
+    let json: Vec<serde_json::Value> = nfdump(files, &["-o", "json"])
+        .iter()
+        .flat_map(|text| serde_json::from_str::<Vec<serde_json::Value>>(text).unwrap())
+        .collect();
+    assert_eq!(json.len(), flows.len(), "{json:#?}");
+    for flow in flows {
+        let record = row_of(&json, &flow["flow"], |r| {
+            let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
+            (text(&r["src4_addr"]), text(&r["dst4_addr"]), r["src_port"].as_u64(), r["dst_port"].as_u64())
+        });
+        assert_eq!(record["proto"], 17, "{record}");
+        assert_eq!(record["in_packets"], flow["latency_reports"], "{record}");
+        let time = |name: &str| record[name].as_str().unwrap()[..19].replace('T', " ");
+        let (start, end) = (time("first"), time("last"));
+        assert!(run.0 <= start && start <= end && end <= run.1, "{record} in {run:?}");
+    }
+}
+
+/// docs/ipfix.md's nfdump command, as an operator pastes it (nfcapd's
+/// folder `dir`): each flow's start, end, protocol, addresses, ports and
+/// packets.
+fn assert_nfdump_docs_format(dir: &Path, flows: &[serde_json::Value], run: &(String, String)) {
+    let command = docs_block("sh-nfdump").replace("/var/cache/nfdump", dir.to_str().unwrap());
+    let output = Command::new("sh").args(["-c", command.trim()]).env("TZ", "UTC").output().unwrap();
+    assert!(output.status.success(), "{command}: {}", String::from_utf8_lossy(&output.stderr));
+    let text = String::from_utf8(output.stdout).unwrap();
+    let rows: Vec<Vec<&str>> =
+        text.lines().filter(|l| l.contains(" -> ")).map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(rows.len(), flows.len(), "{text}");
+    for flow in flows {
+        // start (date, time), end (date, time), protocol, src, ->, dst, packets
+        let row = row_of(&rows, &flow["flow"], |r| {
+            let split = |a: &str| a.rsplit_once(':').map(|(ip, port)| (ip.to_string(), port.parse().ok()));
+            let ((src, sp), (dst, dp)) = (split(r[5]).unwrap(), split(r[7]).unwrap());
+            (src, dst, sp, dp)
+        });
+        let (start, end) = (format!("{} {}", row[0], row[1]), format!("{} {}", row[2], row[3]));
+        assert!(run.0.as_str() <= &start[..19] && start <= end && &end[..19] <= run.1.as_str(), "{row:?}");
+        assert_eq!(row[4], "UDP", "{row:?}");
+        assert_eq!(row[8], flow["latency_reports"].to_string(), "packets {row:?}");
+    }
+}
+
+/// `nfdump -r` of each of `files`, in UTC, with `args`: what it printed
+/// of each.
+fn nfdump(files: &[std::path::PathBuf], args: &[&str]) -> Vec<String> {
+    files
+        .iter()
+        .map(|file| {
+            let output = Command::new("nfdump")
+                .env("TZ", "UTC")
+                .args(["-r", file.to_str().unwrap()])
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+            String::from_utf8(output.stdout).unwrap()
+        })
+        .collect()
 }
 
 /// A UDP export is read again by a collector that restarted: nfcapd is
@@ -716,7 +793,10 @@ fn pmacct_prints_the_delays_collect_summed_up() {
         false
     });
     let rows = udp_rows(nfacctd.rows());
+    let others: Vec<_> = nfacctd.rows().into_iter().filter(|r| r["ip_proto"] != "udp").collect();
     nfacctd.daemon.stop("INT");
+    assert!(others.is_empty(), "hop, link and drop records (options data) booked as flows: {others:?}");
+    assert_pmacct_docs_command(&nfacctd.output, flows);
     assert_eq!(rows.len(), flows.len(), "{rows:?}");
     for flow in flows {
         let key = &flow["flow"];
@@ -742,6 +822,31 @@ fn pmacct_prints_the_delays_collect_summed_up() {
         assert_eq!((value("source_node"), value("sink_node")), (Some(1), Some(9)), "{row}");
         let moved = key["src_port"] == 1;
         assert_eq!(value("path_changes"), Some(u64::from(moved)), "{row}");
+    }
+}
+
+/// docs/ipfix.md's jq command over nfacctd's `output`, as an operator
+/// pastes it: each flow's packets, loss and mean delay (µs) as collect's
+/// summary has them.
+fn assert_pmacct_docs_command(output: &Path, flows: &[serde_json::Value]) {
+    let command = docs_block("sh-pmacct").replace("/var/lib/pmacct/int-flows.json", output.to_str().unwrap());
+    let printed = Command::new("sh").args(["-c", command.trim()]).output().unwrap();
+    assert!(printed.status.success(), "{command}: {}", String::from_utf8_lossy(&printed.stderr));
+    let lines: Vec<serde_json::Value> = String::from_utf8(printed.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for flow in flows {
+        let line = lines.iter().find(|l| l["port_src"] == flow["flow"]["src_port"]).expect("a line per flow");
+        let reports = flow["latency_reports"].as_u64().unwrap();
+        let mean_us = flow["latency_avg_ns"].as_u64().unwrap() / 1000;
+        let lost = flow["lost_packets"].as_u64().unwrap_or(0);
+        let wanted =
+            [("packet_delta_count", reports), ("lost_packets", lost), ("path_delay_mean_us", mean_us)];
+        for (name, value) in wanted {
+            assert_eq!(line[name], value.to_string(), "{name}: {line}");
+        }
     }
 }
 

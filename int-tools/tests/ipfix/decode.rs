@@ -34,6 +34,11 @@ impl Record {
 #[derive(Debug, Default)]
 pub struct Decoded {
     pub templates: HashMap<u16, Vec<Field>>,
+    /// Options templates' scope field counts (RFC 7011 section 3.4.2.2).
+    pub scopes: HashMap<u16, u16>,
+    /// An Options Template Set held more than one template (nfdump 1.7
+    /// reads the first of a set only).
+    pub shared_options_set: bool,
     pub records: Vec<Record>,
     /// Each message's sequence number and data records.
     pub sequences: Vec<(u32, u32)>,
@@ -61,7 +66,8 @@ impl Decoded {
             let (id, len) = (u16_at(m, at)?, usize::from(u16_at(m, at + 2)?));
             let set = m.get(at + 4..at + len).ok_or(format!("set at {at} of {len} overruns"))?;
             match id {
-                2 => self.template_set(set)?,
+                2 => self.template_set(set, false)?,
+                3 => self.template_set(set, true)?,
                 256.. => data += self.data_set(id, set)?,
                 other => return Err(format!("set id {other}")),
             }
@@ -71,11 +77,24 @@ impl Decoded {
         Ok(())
     }
 
-    fn template_set(&mut self, set: &[u8]) -> Result<(), String> {
+    /// A Template Set, or an Options Template Set (`options`: a scope
+    /// field count after the field count).
+    fn template_set(&mut self, set: &[u8], options: bool) -> Result<(), String> {
         let mut at = 0;
+        let mut in_set = 0;
         while at + 4 <= set.len() {
             let (id, count) = (u16_at(set, at)?, u16_at(set, at + 2)?);
             at += 4;
+            if options {
+                let scope = u16_at(set, at)?;
+                at += 2;
+                if scope == 0 || scope > count {
+                    return Err(format!("options template {id}: scope of {scope} fields in {count}"));
+                }
+                self.scopes.insert(id, scope);
+                in_set += 1;
+                self.shared_options_set |= in_set > 1;
+            }
             let mut fields = Vec::new();
             for _ in 0..count {
                 let (element, length) = (u16_at(set, at)?, u16_at(set, at + 2)?);

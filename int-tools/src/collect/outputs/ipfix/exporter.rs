@@ -24,7 +24,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::interval::{drop_record, flow_record, hop_record, link_record, sorted, Interval};
-use super::message::{emit_template, template_len, Header, MessageBuilder, TEMPLATE_SET_ID};
+use super::message::{
+    emit_options_template, emit_template, options_template_len, template_len, Header, MessageBuilder,
+    OPTIONS_TEMPLATE_SET_ID, TEMPLATE_SET_ID,
+};
 use super::templates::Templates;
 use super::{Counts, Settings, Tables, Transport};
 
@@ -186,13 +189,17 @@ impl Exporter {
     }
 
     /// Every template in one message (they fit: five templates of at
-    /// most 22 fields).
+    /// most 22 fields): the data templates in one set, each options
+    /// template in a set of its own.
     fn send_templates(&mut self) {
         self.builder.start();
         let mut count = 0;
-        for (id, fields) in self.templates.all() {
-            if self.builder.fits(TEMPLATE_SET_ID, template_len(fields)) {
+        for (id, scope, fields) in self.templates.all() {
+            if scope == 0 && self.builder.fits(TEMPLATE_SET_ID, template_len(fields)) {
                 emit_template(self.builder.record(TEMPLATE_SET_ID), id, fields);
+                count += 1;
+            } else if scope > 0 && self.builder.fits_alone(options_template_len(fields)) {
+                emit_options_template(self.builder.record_alone(OPTIONS_TEMPLATE_SET_ID), id, scope, fields);
                 count += 1;
             }
         }

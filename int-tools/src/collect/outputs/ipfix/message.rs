@@ -25,6 +25,8 @@ pub const SET_HEADER_LEN: usize = 4;
 pub const VERSION: u16 = 0x000a;
 /// RFC 7011 section 3.3.2: Set ID 2 is a Template Set.
 pub const TEMPLATE_SET_ID: u16 = 2;
+/// RFC 7011 section 3.3.2: Set ID 3 is an Options Template Set.
+pub const OPTIONS_TEMPLATE_SET_ID: u16 = 3;
 /// A template field's length for a variable-length element (section 7).
 pub const VARIABLE_LENGTH: u16 = 65535;
 /// RFC 6313 section 4.5.1, basicList's semantic "ordered": the list is
@@ -76,6 +78,28 @@ pub fn emit_template(out: &mut Vec<u8>, template_id: u16, fields: &[Field]) {
 /// A template record's bytes.
 pub fn template_len(fields: &[Field]) -> usize {
     4 + fields.iter().map(|f| if f.enterprise.is_some() { 8 } else { 4 }).sum::<usize>()
+}
+
+/// RFC 7011 section 3.4.2.2, an Options Template Record: Template ID,
+/// Field Count, Scope Field Count (`scope`, at least 1: the first fields
+/// are the keys the others describe), then each field specifier.
+///
+/// ```text
+/// |         Template ID           |         Field Count           |
+/// |      Scope Field Count        |  Scope 1 Information Elem. id | ...
+/// ```
+pub fn emit_options_template(out: &mut Vec<u8>, template_id: u16, scope: u16, fields: &[Field]) {
+    out.extend_from_slice(&template_id.to_be_bytes());
+    out.extend_from_slice(&(fields.len() as u16).to_be_bytes());
+    out.extend_from_slice(&scope.to_be_bytes());
+    for field in fields {
+        emit_field(out, field);
+    }
+}
+
+/// An options template record's bytes.
+pub fn options_template_len(fields: &[Field]) -> usize {
+    template_len(fields) + 2
 }
 
 /// RFC 7011 section 7: a variable-length value's length, one octet below
@@ -164,6 +188,18 @@ impl MessageBuilder {
         &mut self.buffer
     }
 
+    /// The buffer to append a record of `set_id` to, in a set of its own
+    /// (nfdump 1.7 reads one options template per set).
+    pub fn record_alone(&mut self, set_id: u16) -> &mut Vec<u8> {
+        self.close_set();
+        self.record(set_id)
+    }
+
+    /// Whether a record of `record_len` bytes fits in a set of its own.
+    pub fn fits_alone(&self, record_len: usize) -> bool {
+        self.buffer.len() + SET_HEADER_LEN + record_len <= self.max_len
+    }
+
     /// RFC 7011 section 3.3.1: a set's length counts its header and its
     /// records (no padding is written).
     fn close_set(&mut self) {
@@ -227,6 +263,36 @@ mod tests {
         ];
         assert_eq!(message, expected);
         assert_eq!(template_len(&fields), 16);
+    }
+
+    /// RFC 7011 section 3.4.2.2's options template record, each in a set
+    /// of its own (Set ID 3): Template ID, Field Count, Scope Field Count,
+    /// the scope's specifiers first.
+    #[test]
+    fn options_templates_are_laid_out_as_rfc_7011_draws_them_one_per_set() {
+        let fields = [
+            Field { id: 7, length: 4, enterprise: Some(32473) },
+            Field { id: 10, length: 4, enterprise: None },
+        ];
+        let mut builder = MessageBuilder::new(1400);
+        builder.start();
+        for id in [258, 259] {
+            assert!(builder.fits_alone(options_template_len(&fields)));
+            emit_options_template(builder.record_alone(OPTIONS_TEMPLATE_SET_ID), id, 1, &fields);
+        }
+        let message = builder.finish(Header { export_time: 0, sequence: 0, domain: 1 });
+        #[rustfmt::skip]
+        let set = |id: u8| vec![
+            0x00, 0x03, 0x00, 0x16,             // set id 3 (options templates), length 22
+            0x01, id, 0x00, 0x02,               // template 258 or 259, 2 fields
+            0x00, 0x01,                         // 1 scope field
+            0x80, 0x07, 0x00, 0x04,             // scope: E=1, element 7, 4 bytes
+            0x00, 0x00, 0x7e, 0xd9,             // enterprise 32473
+            0x00, 0x0a, 0x00, 0x04,             // ingressInterface, 4 bytes
+        ];
+        assert_eq!(&message[16..], [set(2), set(3)].concat());
+        assert_eq!(&message[2..4], &[0, 16 + 44]);
+        assert_eq!(options_template_len(&fields), 18);
     }
 
     /// RFC 6313 section 4.5.1's basicList inside a variable-length field:

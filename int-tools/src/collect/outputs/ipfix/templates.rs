@@ -154,14 +154,19 @@ impl Templates {
         }
     }
 
-    /// Each template with its id, in the order they are sent.
-    pub fn all(&self) -> [(u16, &[Field]); 5] {
+    /// Each template with its id and its scope, in the order they are
+    /// sent. Flows are data templates (scope 0). Hops, links and drop
+    /// reasons are options templates (RFC 7011 section 3.4.2.2), their
+    /// first fields the scope (the node and interfaces, the two nodes, the
+    /// node and reason): they describe the network, not a flow, and a flow
+    /// collector (nfdump) books no flow of them.
+    pub fn all(&self) -> [(u16, u16, &[Field]); 5] {
         [
-            (FLOW_V4, &self.flow_v4),
-            (FLOW_V6, &self.flow_v6),
-            (HOP, &self.hop),
-            (LINK, &self.link),
-            (DROP, &self.drop),
+            (FLOW_V4, 0, &self.flow_v4),
+            (FLOW_V6, 0, &self.flow_v6),
+            (HOP, 3, &self.hop),
+            (LINK, 2, &self.link),
+            (DROP, 2, &self.drop),
         ]
     }
 }
