@@ -89,7 +89,7 @@ stage_int_tools() {
     binary "$bin_dir/int-tools" "$root/usr/bin/int-tools"
     copy config/systemd/int-tools-collect.service "$root/lib/systemd/system/int-tools-collect.service" 644
     copy config/systemd/int-tools-collect.default "$root/etc/default/int-tools-collect" 644
-    copy config/systemd/names.yaml "$root/etc/int-tools/names.yaml" 644
+    copy deploy/debian/int-tools.names.yaml "$root/etc/int-tools/names.yaml" 644
     for page in output scale-out commands packages; do
         copy "docs/$page.md" "$root/usr/share/doc/int-tools/$page.md" 644
     done
