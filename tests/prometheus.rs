@@ -165,3 +165,90 @@ fn prometheus_scrapes_the_collector() {
     assert!(page.contains("# TYPE int_collect_latency_seconds histogram"), "{page}");
     assert_eq!(promtool_check(&page), "", "{page}");
 }
+
+/// Sink `sink`'s report of the flow from UDP port `port` over `path`
+/// (node ids from the source on), each hop 1 µs after the last.
+fn path_report(sequence: u32, sink: u32, port: u16, path: &[u32]) -> Vec<u8> {
+    let hop = |(i, node): (usize, &u32)| int_core::int21::HopMetadata {
+        node_id: Some(*node),
+        hop_latency: Some(500),
+        queue: Some((0, 1)),
+        ingress_timestamp: Some(1000 * i as u64),
+        egress_timestamp: Some(1000 * i as u64 + 500),
+        ..Default::default()
+    };
+    let mut stack: Vec<_> = path.iter().enumerate().map(hop).collect();
+    stack.reverse();
+    common::collector::stack_report(sequence, sink, port, &stack, 1000 * path.len() as u64)
+}
+
+/// A names file for nodes 1..=`count`: node n is `node-n`, unless `named`
+/// says otherwise.
+fn names_file(dir: &std::path::Path, count: u32, named: &[(u32, &str)]) -> String {
+    let mut text = "nodes:\n".to_string();
+    for id in 1..=count {
+        let name =
+            named.iter().find(|(n, _)| *n == id).map_or(format!("node-{id}"), |(_, name)| name.to_string());
+        text += &format!("  {id}: {name}\n");
+    }
+    let path = dir.join("names.yaml");
+    std::fs::write(&path, text).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+/// A 50-node fleet with 65 links (40 one-hop paths from nodes 1-40 to
+/// sinks 41-50, 25 two-hop ones) through collect's defaults: its page
+/// has every node and link, and so has Prometheus.
+#[test]
+fn prometheus_holds_every_node_and_link_of_a_fleet() {
+    if !std::path::Path::new(PROMETHEUS).exists() {
+        eprintln!("skipped: {PROMETHEUS} missing (apt-get install prometheus; scripts/install-deps.sh does)");
+        return;
+    }
+    let dir = workdir("prometheus-fleet");
+    let (metrics_port, web_port) = (free_port(), free_port());
+    let metrics = format!("127.0.0.1:{metrics_port}");
+    let names = names_file(&dir, 50, &[]);
+    let (mut collector, listen) = common::collector::start_collect(
+        &tools_bin(),
+        &["--quiet", "--duration", "120", "--metrics", &metrics, "--names", &names],
+    );
+    let paths = (1..=40u32).map(|n| vec![n]).chain((1..=25u32).map(|n| vec![n, n + 1]));
+    let sender = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    for (i, path) in paths.enumerate() {
+        let sink = 41 + path.last().unwrap() % 10;
+        sender.send_to(&path_report(i as u32 + 1, sink, i as u16 + 1, &path), &listen).unwrap();
+    }
+    // Until collect has every path (the deadline only bounds a hang).
+    let started = Instant::now();
+    let mut page = String::new();
+    while started.elapsed() < Duration::from_secs(60) && !page.contains("\nint_collect_paths 65\n") {
+        std::thread::sleep(Duration::from_millis(50));
+        page = http_get(metrics_port, "/metrics").unwrap_or_default();
+    }
+    let series = |name: &str| page.lines().filter(|l| l.starts_with(name)).count();
+    let (nodes, links) =
+        (series("int_collect_node_hops_total{"), series("int_collect_link_latency_seconds_count{"));
+    let prometheus = start_prometheus(&dir, &[("int-collect", metrics_port)], web_port);
+    let count = |q: &str| prometheus_value(web_port, &format!("count({q})"));
+    let (mut stored_nodes, mut stored_links) = (None, None);
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(60) {
+        stored_nodes = count("int_collect_node_hops_total");
+        stored_links = count("int_collect_link_latency_seconds_count");
+        if stored_nodes.is_some() && stored_links.is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let named = count("int_collect_node_hops_total{node_name=\"node-50\"}");
+    stop(prometheus);
+    Command::new("kill").args(["-INT", &collector.id().to_string()]).status().unwrap();
+    assert!(collector.wait().unwrap().success());
+    eprintln!("the page had {nodes} nodes and {links} links; Prometheus stored {stored_nodes:?} and {stored_links:?}");
+    assert_eq!((nodes, links), (50, 65), "{page}");
+    assert_eq!((stored_nodes, stored_links), (Some(50.0), Some(65.0)));
+    assert_eq!(named, Some(1.0));
+    assert!(page.contains("int_collect_metrics_left_out{kind=\"nodes\"} 0\n"), "{page}");
+    assert_eq!(promtool_check(&page), "", "{page}");
+}

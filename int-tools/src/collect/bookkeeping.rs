@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use crate::collect::books::ledger::{Ledger, Limits, Observed};
+use crate::collect::books::ledger::{Ledger, Limits, Measure, Observed};
 use crate::collect::books::sender::Sender;
 use crate::collect::books::{hops, join, timeline};
 
@@ -116,6 +116,9 @@ impl Books {
 
     pub fn observe(&mut self, observed: &Observed) {
         self.ledger.observe(observed);
+        if let Measure::Lost(count) = observed.measure {
+            self.hops.observe_loss(&observed.flow, observed.sink_node, count);
+        }
         for output in &self.outputs {
             output.observed(observed);
         }

@@ -18,6 +18,7 @@ use int_core::flow::FlowKey;
 use int_core::int21::HopMetadata;
 
 use super::latency::Latency;
+use super::moves::{Moves, Swings};
 use super::timeline::Timeline;
 
 /// The most nodes a followed path has, the sink's included: a stack of
@@ -52,6 +53,8 @@ pub struct Node {
     pub drops: BTreeMap<u8, u64>,
     /// Hop latency over time (the first [`NODES_OVER_TIME`] nodes only).
     pub timeline: Option<Timeline>,
+    /// Path changes and loss where this node is the sink or on the path.
+    pub moves: Moves,
 }
 
 impl Node {
@@ -62,6 +65,7 @@ impl Node {
             queue: Latency::new(DIGITS),
             drops: BTreeMap::new(),
             timeline: over_time.then(Timeline::default),
+            moves: Moves::default(),
         }
     }
 
@@ -69,6 +73,7 @@ impl Node {
         self.hops += other.hops;
         self.latency.merge(&other.latency);
         self.queue.merge(&other.queue);
+        self.moves.merge(&other.moves);
         for (reason, count) in &other.drops {
             *self.drops.entry(*reason).or_default() += count;
         }
@@ -120,6 +125,8 @@ pub struct Seen<'a> {
 struct Followed {
     nodes: Vec<u32>,
     in_a_row: u32,
+    /// From the flow's first change on (most flows never change).
+    swings: Option<Box<Swings>>,
 }
 
 #[derive(Debug, Clone)]
@@ -206,9 +213,54 @@ impl Hops {
         }
     }
 
+    /// Packets `sink` declared lost on `flow`: the sink's, and every node's
+    /// on the flow's followed path.
+    pub fn observe_loss(&mut self, flow: &FlowKey, sink: Option<u32>, count: u32) {
+        let count = u64::from(count);
+        if let Some(node) = sink.and_then(|id| self.node_if_room(id)) {
+            node.moves.lost_as_sink += count;
+        }
+        let Some(followed) = self.paths.get(flow) else { return };
+        for id in &followed.nodes {
+            if let Some(node) = self.nodes.get_mut(id) {
+                node.moves.lost_on_paths += count;
+            }
+        }
+    }
+
+    /// A change's share for its sink (the new path's last node) and for
+    /// the nodes the flow left or joined.
+    fn count_moves(&mut self, change: &PathChange, flap: bool) {
+        let flap = u64::from(flap);
+        if let Some(node) = change.new.last().and_then(|id| self.nodes.get_mut(id)) {
+            node.moves.changes_as_sink += 1;
+        }
+        for id in change.old.iter().filter(|id| !change.new.contains(id)) {
+            if let Some(node) = self.nodes.get_mut(id) {
+                node.moves.flows_left += 1;
+                node.moves.flaps += flap;
+            }
+        }
+        for id in change.new.iter().filter(|id| !change.old.contains(id)) {
+            if let Some(node) = self.nodes.get_mut(id) {
+                node.moves.flows_joined += 1;
+                node.moves.flaps += flap;
+            }
+        }
+    }
+
     fn node(&mut self, id: u32) -> Option<&mut Node> {
         if !self.nodes.contains_key(&id) && self.nodes.len() >= self.limits.nodes {
             self.untracked.nodes += 1;
+            return None;
+        }
+        self.node_if_room(id)
+    }
+
+    /// `id`'s figures, new if there is room (refusals uncounted: the
+    /// caller counts what it missed).
+    fn node_if_room(&mut self, id: u32) -> Option<&mut Node> {
+        if !self.nodes.contains_key(&id) && self.nodes.len() >= self.limits.nodes {
             return None;
         }
         let over_time = self.nodes.len() < NODES_OVER_TIME;
@@ -234,17 +286,23 @@ impl Hops {
             self.untracked.flows += 1;
             return None;
         }
-        let followed =
-            self.paths.entry(seen.flow).or_insert_with(|| Followed { nodes: Vec::new(), in_a_row: 0 });
+        let followed = self.paths.entry(seen.flow).or_insert_with(|| Followed {
+            nodes: Vec::new(),
+            in_a_row: 0,
+            swings: None,
+        });
         if followed.nodes == path {
             followed.in_a_row = followed.in_a_row.saturating_add(1);
             return None;
         }
-        let old = std::mem::replace(followed, Followed { nodes: path.clone(), in_a_row: 1 }).nodes;
+        let old = std::mem::replace(&mut followed.nodes, path.clone());
+        followed.in_a_row = 1;
         if old.is_empty() {
             return None;
         }
+        let flap = followed.swings.get_or_insert_default().change(&old, &path, seen.at_ms);
         let change = PathChange { at_ms: seen.at_ms, flow: seen.flow, old, new: path };
+        self.count_moves(&change, flap);
         self.path_changes += 1;
         if self.recent.len() == RECENT_CHANGES {
             self.recent.pop_front();
@@ -325,6 +383,7 @@ pub fn path_into(seen: &Seen<'_>, path: &mut Vec<u32>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::collect::books::moves::Moves;
 
     const LIMITS: Limits = Limits { nodes: 8, links: 8, flows: 2 };
 
@@ -395,6 +454,35 @@ mod tests {
         assert_eq!((change.at_ms, change.old, change.new), (7, vec![1, 2, 9], vec![1, 4, 9]));
         assert_eq!(view.observe(&seen(flow(1), &after, 8)), None);
         assert_eq!(view.path_changes, 1);
+    }
+
+    /// A change counts for its sink and the nodes the flow left and
+    /// joined; loss for its sink and every node of the flow's path.
+    #[test]
+    fn changes_and_loss_count_where_they_happen() {
+        let mut view = Hops::new(LIMITS);
+        let before = [hop(1, 1, 1, (0, 1)), hop(2, 1, 1, (2, 3))];
+        let after = [hop(1, 1, 1, (0, 1)), hop(4, 1, 1, (2, 3))];
+        view.observe(&seen(flow(1), &before, 0));
+        view.observe_loss(&flow(1), Some(9), 3);
+        view.observe(&seen(flow(1), &after, 1));
+        view.observe_loss(&flow(1), Some(9), 5);
+        let moves = |view: &Hops, id: u32| view.nodes[&id].moves;
+        assert_eq!(
+            moves(&view, 9),
+            Moves { lost_as_sink: 8, lost_on_paths: 8, changes_as_sink: 1, ..Moves::default() }
+        );
+        assert_eq!(moves(&view, 1), Moves { lost_on_paths: 8, ..Moves::default() });
+        assert_eq!(moves(&view, 2), Moves { lost_on_paths: 3, flows_left: 1, ..Moves::default() });
+        assert_eq!(moves(&view, 4), Moves { lost_on_paths: 5, flows_joined: 1, ..Moves::default() });
+        // Back, and forth again: the second return is a flap, on 2 and 4.
+        view.observe(&seen(flow(1), &before, 2));
+        view.observe(&seen(flow(1), &after, 3));
+        assert_eq!((moves(&view, 2).flaps, moves(&view, 4).flaps, moves(&view, 9).flaps), (1, 1, 0));
+        assert_eq!(moves(&view, 9).changes_as_sink, 3);
+        // A sink that has no hops of its own yet still counts its loss.
+        view.observe_loss(&flow(7), Some(70), 2);
+        assert_eq!(moves(&view, 70).lost_as_sink, 2);
     }
 
     /// A node twice, or a hop without a node id: the hops count, the path
