@@ -200,8 +200,8 @@ pub struct CollectArgs {
     #[arg(long, default_value_t = 20)]
     pub metrics_flows: usize,
     /// Nodes with series of their own in the metrics (those with the most
-    /// hops; about 35 series each); the rest are counted in
-    /// int_collect_metrics_left_out.
+    /// hops; 29 series each), and as many sinks (2 each); the rest are
+    /// counted in int_collect_metrics_left_out.
     #[arg(long, default_value_t = 1000)]
     pub metrics_nodes: usize,
     /// Links with series of their own in the metrics (those with the most

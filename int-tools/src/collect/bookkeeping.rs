@@ -116,9 +116,11 @@ impl Books {
 
     pub fn observe(&mut self, observed: &Observed) {
         self.ledger.observe(observed);
-        if let Measure::Lost(count) = observed.measure {
-            self.hops.observe_loss(&observed.flow, observed.sink_node, count);
-        }
+        let lost = match observed.measure {
+            Measure::Lost(count) => count,
+            Measure::Latency { .. } => 0,
+        };
+        self.hops.observe_sink(&observed.flow, observed.sink_node, lost);
         for output in &self.outputs {
             output.observed(observed);
         }

@@ -18,7 +18,7 @@ use int_core::flow::FlowKey;
 use int_core::int21::HopMetadata;
 
 use super::latency::Latency;
-use super::moves::{Moves, Swings};
+use super::moves::{Moves, Sink, Swings};
 use super::timeline::Timeline;
 
 /// The most nodes a followed path has, the sink's included: a stack of
@@ -53,7 +53,7 @@ pub struct Node {
     pub drops: BTreeMap<u8, u64>,
     /// Hop latency over time (the first [`NODES_OVER_TIME`] nodes only).
     pub timeline: Option<Timeline>,
-    /// Path changes and loss where this node is the sink or on the path.
+    /// Path changes and loss on the flows through this node.
     pub moves: Moves,
 }
 
@@ -135,6 +135,8 @@ pub struct Hops {
     pub nodes: BTreeMap<u32, Node>,
     /// (from, to) node ids: egress of one to ingress of the next, ns.
     pub links: BTreeMap<(u32, u32), Latency>,
+    /// Every reporting sink (at most `Limits::nodes`), from its first report.
+    pub sinks: BTreeMap<u32, Sink>,
     paths: HashMap<FlowKey, Followed>,
     pub path_changes: u64,
     pub recent: VecDeque<PathChange>,
@@ -147,6 +149,7 @@ impl Hops {
             limits,
             nodes: BTreeMap::new(),
             links: BTreeMap::new(),
+            sinks: BTreeMap::new(),
             paths: HashMap::new(),
             path_changes: 0,
             recent: VecDeque::new(),
@@ -180,6 +183,9 @@ impl Hops {
     /// Books one report's hops and links; returns the flow's path change,
     /// if its path is followed and differs from the last one seen.
     pub fn observe(&mut self, seen: &Seen<'_>) -> Option<PathChange> {
+        if let Some(sink) = seen.sink {
+            self.sink(sink);
+        }
         self.observe_nodes(seen);
         self.observe_links(seen);
         self.observe_path(seen)
@@ -213,27 +219,39 @@ impl Hops {
         }
     }
 
-    /// Packets `sink` declared lost on `flow`: the sink's, and every node's
-    /// on the flow's followed path.
-    pub fn observe_loss(&mut self, flow: &FlowKey, sink: Option<u32>, count: u32) {
-        let count = u64::from(count);
-        if let Some(node) = sink.and_then(|id| self.node_if_room(id)) {
-            node.moves.lost_as_sink += count;
+    /// A report of `sink` on `flow`, declaring `lost` packets lost (0 for
+    /// a latency): the sink is known from its first report on (its series
+    /// start at 0), and the loss counts for it and for every node on the
+    /// flow's followed path.
+    pub fn observe_sink(&mut self, flow: &FlowKey, sink: Option<u32>, lost: u32) {
+        let lost = u64::from(lost);
+        if let Some(figures) = sink.and_then(|id| self.sink(id)) {
+            figures.lost += lost;
+        }
+        if lost == 0 {
+            return;
         }
         let Some(followed) = self.paths.get(flow) else { return };
         for id in &followed.nodes {
             if let Some(node) = self.nodes.get_mut(id) {
-                node.moves.lost_on_paths += count;
+                node.moves.lost_on_paths += lost;
             }
         }
+    }
+
+    fn sink(&mut self, id: u32) -> Option<&mut Sink> {
+        if !self.sinks.contains_key(&id) && self.sinks.len() >= self.limits.nodes {
+            return None;
+        }
+        Some(self.sinks.entry(id).or_default())
     }
 
     /// A change's share for its sink (the new path's last node) and for
     /// the nodes the flow left or joined.
     fn count_moves(&mut self, change: &PathChange, flap: bool) {
         let flap = u64::from(flap);
-        if let Some(node) = change.new.last().and_then(|id| self.nodes.get_mut(id)) {
-            node.moves.changes_as_sink += 1;
+        if let Some(sink) = change.new.last().and_then(|id| self.sink(*id)) {
+            sink.path_changes += 1;
         }
         for id in change.old.iter().filter(|id| !change.new.contains(id)) {
             if let Some(node) = self.nodes.get_mut(id) {
@@ -252,15 +270,6 @@ impl Hops {
     fn node(&mut self, id: u32) -> Option<&mut Node> {
         if !self.nodes.contains_key(&id) && self.nodes.len() >= self.limits.nodes {
             self.untracked.nodes += 1;
-            return None;
-        }
-        self.node_if_room(id)
-    }
-
-    /// `id`'s figures, new if there is room (refusals uncounted: the
-    /// caller counts what it missed).
-    fn node_if_room(&mut self, id: u32) -> Option<&mut Node> {
-        if !self.nodes.contains_key(&id) && self.nodes.len() >= self.limits.nodes {
             return None;
         }
         let over_time = self.nodes.len() < NODES_OVER_TIME;
@@ -319,6 +328,9 @@ impl Hops {
         }
         for (key, latency) in &other.links {
             self.links.entry(*key).or_insert_with(|| Latency::new(DIGITS)).merge(latency);
+        }
+        for (id, sink) in &other.sinks {
+            self.sinks.entry(*id).or_default().merge(sink);
         }
         for (flow, path) in &other.paths {
             self.paths.entry(*flow).or_insert_with(|| path.clone());
@@ -383,7 +395,7 @@ pub fn path_into(seen: &Seen<'_>, path: &mut Vec<u32>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::collect::books::moves::Moves;
+    use crate::collect::books::moves::{Moves, Sink};
 
     const LIMITS: Limits = Limits { nodes: 8, links: 8, flows: 2 };
 
@@ -464,14 +476,13 @@ mod tests {
         let before = [hop(1, 1, 1, (0, 1)), hop(2, 1, 1, (2, 3))];
         let after = [hop(1, 1, 1, (0, 1)), hop(4, 1, 1, (2, 3))];
         view.observe(&seen(flow(1), &before, 0));
-        view.observe_loss(&flow(1), Some(9), 3);
+        assert_eq!(view.sinks[&9], Sink::default(), "a sink is known from its first report");
+        view.observe_sink(&flow(1), Some(9), 3);
         view.observe(&seen(flow(1), &after, 1));
-        view.observe_loss(&flow(1), Some(9), 5);
+        view.observe_sink(&flow(1), Some(9), 5);
         let moves = |view: &Hops, id: u32| view.nodes[&id].moves;
-        assert_eq!(
-            moves(&view, 9),
-            Moves { lost_as_sink: 8, lost_on_paths: 8, changes_as_sink: 1, ..Moves::default() }
-        );
+        assert_eq!(view.sinks[&9], Sink { lost: 8, path_changes: 1 });
+        assert_eq!(moves(&view, 9), Moves { lost_on_paths: 8, ..Moves::default() });
         assert_eq!(moves(&view, 1), Moves { lost_on_paths: 8, ..Moves::default() });
         assert_eq!(moves(&view, 2), Moves { lost_on_paths: 3, flows_left: 1, ..Moves::default() });
         assert_eq!(moves(&view, 4), Moves { lost_on_paths: 5, flows_joined: 1, ..Moves::default() });
@@ -479,10 +490,11 @@ mod tests {
         view.observe(&seen(flow(1), &before, 2));
         view.observe(&seen(flow(1), &after, 3));
         assert_eq!((moves(&view, 2).flaps, moves(&view, 4).flaps, moves(&view, 9).flaps), (1, 1, 0));
-        assert_eq!(moves(&view, 9).changes_as_sink, 3);
-        // A sink that has no hops of its own yet still counts its loss.
-        view.observe_loss(&flow(7), Some(70), 2);
-        assert_eq!(moves(&view, 70).lost_as_sink, 2);
+        assert_eq!(view.sinks[&9].path_changes, 3);
+        // A sink with no hop (INT 0.5, Host-INT) is a sink, not a node.
+        view.observe_sink(&flow(7), Some(70), 0);
+        view.observe_sink(&flow(7), Some(70), 2);
+        assert_eq!((view.sinks[&70].lost, view.nodes.contains_key(&70)), (2, false));
     }
 
     /// A node twice, or a hop without a node id: the hops count, the path

@@ -1,8 +1,8 @@
-//! Where flows moved and where they lost packets, per node: the path
-//! changes of the flows a sink reports, the flows whose path left or
-//! joined a node, the changes that send a flow back and forth (flaps), and
-//! packets lost, as their sink declared them and on every node of the
-//! flow's path. What an alert needs to name the place.
+//! Where flows moved and where they lost packets: per sink, the packets it
+//! declared lost and its flows' path changes; per node, the flows whose
+//! path left or joined it, the changes that send a flow back and forth
+//! (flaps), and packets lost on flows whose path runs through it. What an
+//! alert needs to name the place.
 
 use std::hash::{Hash, Hasher};
 
@@ -11,15 +11,28 @@ use std::hash::{Hash, Hasher};
 /// reroute and its repair are one return, not a flap).
 pub const FLAP_WINDOW_MS: u64 = 10 * 60 * 1000;
 
+/// What a sink told of its flows: packets lost and path changes. Kept
+/// apart from the nodes' hops: an INT 0.5 or Host-INT sink reports no hop.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Sink {
+    /// Packets the sink declared lost.
+    pub lost: u64,
+    /// Path changes of the flows the sink reports.
+    pub path_changes: u64,
+}
+
+impl Sink {
+    pub fn merge(&mut self, other: &Sink) {
+        self.lost += other.lost;
+        self.path_changes += other.path_changes;
+    }
+}
+
 /// One node's share of path changes and loss.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Moves {
-    /// Packets this node declared lost as the flows' sink.
-    pub lost_as_sink: u64,
     /// Packets lost on flows whose followed path runs through this node.
     pub lost_on_paths: u64,
-    /// Path changes of the flows this node reports as their sink.
-    pub changes_as_sink: u64,
     /// Flows whose path no longer runs through this node.
     pub flows_left: u64,
     /// Flows whose path now runs through this node.
@@ -30,9 +43,7 @@ pub struct Moves {
 
 impl Moves {
     pub fn merge(&mut self, other: &Moves) {
-        self.lost_as_sink += other.lost_as_sink;
         self.lost_on_paths += other.lost_on_paths;
-        self.changes_as_sink += other.changes_as_sink;
         self.flows_left += other.flows_left;
         self.flows_joined += other.flows_joined;
         self.flaps += other.flaps;

@@ -68,15 +68,21 @@ pub fn page(snapshot: &Snapshot, outputs: &[Arc<dyn Counted>], shown: &Shown) ->
     );
     histogram(&mut out, "int_collect_latency_seconds", "", &snapshot.ledger.overall.latency);
     let flows_left_out = flows::flows(&mut out, &snapshot.ledger, shown.flows);
-    let (nodes_left_out, links_left_out) = nodes::hops(&mut out, &snapshot.hops, shown.nodes, shown.links);
+    let left_out = nodes::hops(&mut out, &snapshot.hops, shown.nodes, shown.links);
     let name = "int_collect_metrics_left_out";
     metric_head(
         &mut out,
         name,
-        "Flows, nodes and links the collector follows that have no series of their own on this page (--metrics-flows, --metrics-nodes, --metrics-links).",
+        "Flows, nodes, sinks and links the collector follows that have no series of their own on this page (--metrics-flows, --metrics-nodes for nodes and sinks, --metrics-links).",
         "gauge",
     );
-    for (kind, count) in [("flows", flows_left_out), ("nodes", nodes_left_out), ("links", links_left_out)] {
+    let kinds = [
+        ("flows", flows_left_out),
+        ("nodes", left_out.nodes),
+        ("sinks", left_out.sinks),
+        ("links", left_out.links),
+    ];
+    for (kind, count) in kinds {
         let _ = writeln!(out, "{name}{{kind=\"{kind}\"}} {count}");
     }
     out
@@ -265,7 +271,10 @@ mod tests {
         // Series per node (no drop reports), per link: docs/dashboards.md.
         let labelled =
             |label: &str| page.lines().filter(|l| !l.starts_with('#') && l.contains(label)).count();
-        assert_eq!(labelled("node=\"7\""), 31);
+        assert_eq!(labelled("node=\"7\""), 29);
+        // A sink writes no hop of its own: no queue quantiles (4), and its 2.
+        assert_eq!(labelled("node=\"41\""), 27);
+        assert!(page.contains("int_collect_metrics_left_out{kind=\"sinks\"} 0\n"), "{page}");
         assert_eq!(labelled("from=\"1\",to=\"2\""), 18);
     }
 

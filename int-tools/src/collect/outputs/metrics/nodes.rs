@@ -1,7 +1,8 @@
-//! The page's per-node and per-link series: every hop's figures, the path
-//! changes and loss that name where they happen, for the `--metrics-nodes`
-//! nodes with the most hops and the `--metrics-links` links with the most
-//! observations (bounded labels; what is left out is counted).
+//! The page's per-node, per-sink and per-link series: every hop's figures,
+//! the path changes and loss that name where they happen, for the
+//! `--metrics-nodes` nodes with the most hops (and as many sinks) and the
+//! `--metrics-links` links with the most observations (bounded labels;
+//! what is left out is counted).
 
 use std::fmt::Write as _;
 
@@ -12,6 +13,13 @@ use crate::collect::books::hops::{Hops, Node};
 use crate::collect::books::moves::Moves;
 use crate::collect::names;
 
+/// Nodes, sinks and links the limits left out of the page.
+pub(super) struct LeftOut {
+    pub nodes: usize,
+    pub sinks: usize,
+    pub links: usize,
+}
+
 /// Node ids as the JSON records give them (integers), and what the
 /// operator calls the node (--names; the id where it has no name).
 fn node_labels(id: u32) -> String {
@@ -20,7 +28,7 @@ fn node_labels(id: u32) -> String {
 
 /// The `node_limit` nodes with the most hops and the `link_limit` links
 /// with the most observations; returns how many of each were left out.
-pub(super) fn hops(out: &mut String, hops: &Hops, node_limit: usize, link_limit: usize) -> (usize, usize) {
+pub(super) fn hops(out: &mut String, hops: &Hops, node_limit: usize, link_limit: usize) -> LeftOut {
     let nodes: Vec<(String, &Node)> = {
         let mut by_hops: Vec<_> = hops.nodes.iter().collect();
         by_hops.sort_by(|a, b| b.1.hops.cmp(&a.1.hops).then(a.0.cmp(b.0)));
@@ -28,12 +36,17 @@ pub(super) fn hops(out: &mut String, hops: &Hops, node_limit: usize, link_limit:
     };
     node_figures(out, &nodes);
     moves(out, &nodes);
+    let sinks_left_out = sinks(out, hops, node_limit);
     let links_left_out = links(out, hops, link_limit);
     metric_head(out, "int_collect_path_changes_total", "Flows' path changes.", "counter");
     let _ = writeln!(out, "int_collect_path_changes_total {}", hops.path_changes);
     metric_head(out, "int_collect_paths", "Flows whose path is followed.", "gauge");
     let _ = writeln!(out, "int_collect_paths {}", hops.paths());
-    (hops.nodes.len().saturating_sub(node_limit), links_left_out)
+    LeftOut {
+        nodes: hops.nodes.len().saturating_sub(node_limit),
+        sinks: sinks_left_out,
+        links: links_left_out,
+    }
 }
 
 /// Hops, hop latency, queue occupancy and drop reports of each node.
@@ -75,23 +88,15 @@ fn node_figures(out: &mut String, nodes: &[(String, &Node)]) {
 }
 
 /// Where flows moved and lost packets. Every shown node has each series
-/// (0 where it is no sink, or nothing moved): a counter that appears at
-/// its first change would hide that change from `increase()`.
+/// (0 where nothing moved): a counter that appears at its first change
+/// would hide that change from `increase()`.
 fn moves(out: &mut String, nodes: &[(String, &Node)]) {
     type Field = fn(&Moves) -> u64;
-    let plain: [(&str, &str, Field); 4] = [
-        ("int_collect_sink_lost_packets_total", "Packets a node declared lost as the flows' sink.", |m| {
-            m.lost_as_sink
-        }),
+    let plain: [(&str, &str, Field); 2] = [
         (
             "int_collect_node_path_lost_packets_total",
-            "Packets lost on flows whose path runs through the node (its sink's declarations).",
+            "Packets lost on flows whose path runs through the node (their sinks' declarations).",
             |m| m.lost_on_paths,
-        ),
-        (
-            "int_collect_sink_path_changes_total",
-            "Path changes of the flows a node reports as their sink.",
-            |m| m.changes_as_sink,
         ),
         (
             "int_collect_node_path_flaps_total",
@@ -111,6 +116,26 @@ fn moves(out: &mut String, nodes: &[(String, &Node)]) {
         let _ = writeln!(out, "{name}{{{labels},change=\"left\"}} {}", node.moves.flows_left);
         let _ = writeln!(out, "{name}{{{labels},change=\"joined\"}} {}", node.moves.flows_joined);
     }
+}
+
+/// The `top` sinks (by packets declared lost, then id): each from its
+/// first report on, 0 included; returns how many were left out.
+fn sinks(out: &mut String, hops: &Hops, top: usize) -> usize {
+    let mut sinks: Vec<_> = hops.sinks.iter().collect();
+    sinks.sort_by(|a, b| b.1.lost.cmp(&a.1.lost).then(a.0.cmp(b.0)));
+    let left_out = sinks.len().saturating_sub(top);
+    sinks.truncate(top);
+    let lost = "int_collect_sink_lost_packets_total";
+    metric_head(out, lost, "Packets a sink declared lost on its flows.", "counter");
+    for (id, sink) in &sinks {
+        let _ = writeln!(out, "{lost}{{{}}} {}", node_labels(**id), sink.lost);
+    }
+    let changes = "int_collect_sink_path_changes_total";
+    metric_head(out, changes, "Path changes of the flows a sink reports.", "counter");
+    for (id, sink) in &sinks {
+        let _ = writeln!(out, "{changes}{{{}}} {}", node_labels(**id), sink.path_changes);
+    }
+    left_out
 }
 
 /// The `top` links with the most observations; returns how many were
