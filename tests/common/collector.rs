@@ -168,6 +168,27 @@ pub fn stack_report(
     tr20_report(sequence, sink, InType::Ipv4, &packet, int)
 }
 
+/// Sink `sink`'s Telemetry Report 2.0 loss report (domain 0x4944,
+/// collect's default): `count` packets of stack_report's flow from UDP
+/// port `port` lost.
+pub fn loss_report(sequence: u32, sink: u32, port: u16, count: u32) -> Vec<u8> {
+    use int_core::report::tr20::GroupHeaderRepr;
+    use int_core::report::tr20_loss::LossReport;
+    let flow = FlowKey::v4(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), 17, port, 5000);
+    let loss = LossReport {
+        flow,
+        first_sequence: 100,
+        count,
+        source_node: None,
+        declared_ns: 1_700_000_000_000_000_000,
+    };
+    let mut datagram = vec![0u8; 512];
+    let mut len = GroupHeaderRepr { hw_id: 0, sequence, node_id: sink }.emit(&mut datagram).unwrap();
+    len += loss.emit(0x4944, &mut datagram[len..]).unwrap();
+    datagram.truncate(len);
+    datagram
+}
+
 /// A Telemetry Report 2.0 datagram: group header, one individual report.
 pub fn tr20_report(
     sequence: u32,

@@ -97,7 +97,18 @@ pub fn influx_query(port: u16, query: &str) -> serde_json::Value {
 /// Prometheus, its files in `dir`, scraping each (job, port) on 127.0.0.1
 /// every second, its API on `web_port`.
 pub fn start_prometheus(dir: &Path, jobs: &[(&str, u16)], web_port: u16) -> Child {
-    let mut config = "global: {scrape_interval: 1s}\nscrape_configs:\n".to_string();
+    start_prometheus_with(dir, "global: {scrape_interval: 1s}\n", jobs, web_port)
+}
+
+/// [`start_prometheus`] evaluating the rules of `rules` (a file in `dir`)
+/// every second.
+pub fn start_prometheus_alerting(dir: &Path, jobs: &[(&str, u16)], web_port: u16, rules: &str) -> Child {
+    let head = format!("global: {{scrape_interval: 1s, evaluation_interval: 1s}}\nrule_files: [{rules}]\n");
+    start_prometheus_with(dir, &head, jobs, web_port)
+}
+
+fn start_prometheus_with(dir: &Path, head: &str, jobs: &[(&str, u16)], web_port: u16) -> Child {
+    let mut config = format!("{head}scrape_configs:\n");
     for (job, port) in jobs {
         config +=
             &format!("  - job_name: {job}\n    static_configs:\n      - targets: ['127.0.0.1:{port}']\n");
@@ -112,6 +123,13 @@ pub fn start_prometheus(dir: &Path, jobs: &[(&str, u16)], web_port: u16) -> Chil
         .stderr(Stdio::null())
         .spawn()
         .unwrap()
+}
+
+/// The alerts Prometheus has firing (empty while it is not up yet).
+pub fn prometheus_firing(port: u16) -> Vec<serde_json::Value> {
+    let answer = json_in(&http_get(port, "/api/v1/alerts").unwrap_or_default()).unwrap_or_default();
+    let alerts = answer["data"]["alerts"].as_array().cloned().unwrap_or_default();
+    alerts.into_iter().filter(|alert| alert["state"] == "firing").collect()
 }
 
 /// A PromQL instant query's result vector (empty while Prometheus has no

@@ -213,6 +213,16 @@ pub struct CollectArgs {
     /// and the most lossy); all flows are also in the totals.
     #[arg(long, default_value_t = 20)]
     pub metrics_flows: usize,
+    /// Nodes with series of their own in the metrics (those with the most
+    /// hops; 29 series each), and as many sinks (2 each); the rest are
+    /// counted in int_collect_metrics_left_out.
+    #[arg(long, default_value_t = 1000)]
+    pub metrics_nodes: usize,
+    /// Links with series of their own in the metrics (those with the most
+    /// observations; 18 series each); the rest are counted in
+    /// int_collect_metrics_left_out.
+    #[arg(long, default_value_t = 4000)]
+    pub metrics_links: usize,
     /// At exit, draw latency over time and the packets lost per flow into
     /// this PNG file.
     #[arg(long)]

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use crate::collect::books::ledger::{Ledger, Limits, Observed};
+use crate::collect::books::ledger::{Ledger, Limits, Measure, Observed};
 use crate::collect::books::sender::Sender;
 use crate::collect::books::{hops, join, timeline};
 
@@ -116,6 +116,11 @@ impl Books {
 
     pub fn observe(&mut self, observed: &Observed) {
         self.ledger.observe(observed);
+        let lost = match observed.measure {
+            Measure::Lost(count) => count,
+            Measure::Latency { .. } => 0,
+        };
+        self.hops.observe_sink(&observed.flow, observed.sink_node, lost);
         for output in &self.outputs {
             output.observed(observed);
         }

@@ -178,7 +178,12 @@ fn start_views(
 ) -> Result<Vec<std::thread::JoinHandle<()>>, CollectError> {
     let mut threads = Vec::new();
     if let Some(addr) = args.metrics {
-        let metrics = metrics::start(addr, Arc::clone(shared), args.metrics_flows);
+        let shown = metrics::Shown {
+            flows: args.metrics_flows,
+            nodes: args.metrics_nodes,
+            links: args.metrics_links,
+        };
+        let metrics = metrics::start(addr, Arc::clone(shared), shown);
         threads.push(metrics.map_err(|source| CollectError::Metrics { addr, source })?);
     }
     if let (Some(addr), Some(counts)) = (args.http, view_counts) {

@@ -18,6 +18,7 @@ use int_core::flow::FlowKey;
 use int_core::int21::HopMetadata;
 
 use super::latency::Latency;
+use super::moves::{Moves, Sink, Swings};
 use super::timeline::Timeline;
 
 /// The most nodes a followed path has, the sink's included: a stack of
@@ -52,6 +53,8 @@ pub struct Node {
     pub drops: BTreeMap<u8, u64>,
     /// Hop latency over time (the first [`NODES_OVER_TIME`] nodes only).
     pub timeline: Option<Timeline>,
+    /// Path changes and loss on the flows through this node.
+    pub moves: Moves,
 }
 
 impl Node {
@@ -62,6 +65,7 @@ impl Node {
             queue: Latency::new(DIGITS),
             drops: BTreeMap::new(),
             timeline: over_time.then(Timeline::default),
+            moves: Moves::default(),
         }
     }
 
@@ -69,6 +73,7 @@ impl Node {
         self.hops += other.hops;
         self.latency.merge(&other.latency);
         self.queue.merge(&other.queue);
+        self.moves.merge(&other.moves);
         for (reason, count) in &other.drops {
             *self.drops.entry(*reason).or_default() += count;
         }
@@ -120,6 +125,8 @@ pub struct Seen<'a> {
 struct Followed {
     nodes: Vec<u32>,
     in_a_row: u32,
+    /// From the flow's first change on (most flows never change).
+    swings: Option<Box<Swings>>,
 }
 
 #[derive(Debug, Clone)]
@@ -128,6 +135,8 @@ pub struct Hops {
     pub nodes: BTreeMap<u32, Node>,
     /// (from, to) node ids: egress of one to ingress of the next, ns.
     pub links: BTreeMap<(u32, u32), Latency>,
+    /// Every reporting sink (at most `Limits::nodes`), from its first report.
+    pub sinks: BTreeMap<u32, Sink>,
     paths: HashMap<FlowKey, Followed>,
     pub path_changes: u64,
     pub recent: VecDeque<PathChange>,
@@ -140,6 +149,7 @@ impl Hops {
             limits,
             nodes: BTreeMap::new(),
             links: BTreeMap::new(),
+            sinks: BTreeMap::new(),
             paths: HashMap::new(),
             path_changes: 0,
             recent: VecDeque::new(),
@@ -173,6 +183,9 @@ impl Hops {
     /// Books one report's hops and links; returns the flow's path change,
     /// if its path is followed and differs from the last one seen.
     pub fn observe(&mut self, seen: &Seen<'_>) -> Option<PathChange> {
+        if let Some(sink) = seen.sink {
+            self.sink(sink);
+        }
         self.observe_nodes(seen);
         self.observe_links(seen);
         self.observe_path(seen)
@@ -206,6 +219,54 @@ impl Hops {
         }
     }
 
+    /// A report of `sink` on `flow`, declaring `lost` packets lost (0 for
+    /// a latency): the sink is known from its first report on (its series
+    /// start at 0), and the loss counts for it and for every node on the
+    /// flow's followed path.
+    pub fn observe_sink(&mut self, flow: &FlowKey, sink: Option<u32>, lost: u32) {
+        let lost = u64::from(lost);
+        if let Some(figures) = sink.and_then(|id| self.sink(id)) {
+            figures.lost += lost;
+        }
+        if lost == 0 {
+            return;
+        }
+        let Some(followed) = self.paths.get(flow) else { return };
+        for id in &followed.nodes {
+            if let Some(node) = self.nodes.get_mut(id) {
+                node.moves.lost_on_paths += lost;
+            }
+        }
+    }
+
+    fn sink(&mut self, id: u32) -> Option<&mut Sink> {
+        if !self.sinks.contains_key(&id) && self.sinks.len() >= self.limits.nodes {
+            return None;
+        }
+        Some(self.sinks.entry(id).or_default())
+    }
+
+    /// A change's share for its sink (the new path's last node) and for
+    /// the nodes the flow left or joined.
+    fn count_moves(&mut self, change: &PathChange, flap: bool) {
+        let flap = u64::from(flap);
+        if let Some(sink) = change.new.last().and_then(|id| self.sink(*id)) {
+            sink.path_changes += 1;
+        }
+        for id in change.old.iter().filter(|id| !change.new.contains(id)) {
+            if let Some(node) = self.nodes.get_mut(id) {
+                node.moves.flows_left += 1;
+                node.moves.flaps += flap;
+            }
+        }
+        for id in change.new.iter().filter(|id| !change.old.contains(id)) {
+            if let Some(node) = self.nodes.get_mut(id) {
+                node.moves.flows_joined += 1;
+                node.moves.flaps += flap;
+            }
+        }
+    }
+
     fn node(&mut self, id: u32) -> Option<&mut Node> {
         if !self.nodes.contains_key(&id) && self.nodes.len() >= self.limits.nodes {
             self.untracked.nodes += 1;
@@ -234,17 +295,23 @@ impl Hops {
             self.untracked.flows += 1;
             return None;
         }
-        let followed =
-            self.paths.entry(seen.flow).or_insert_with(|| Followed { nodes: Vec::new(), in_a_row: 0 });
+        let followed = self.paths.entry(seen.flow).or_insert_with(|| Followed {
+            nodes: Vec::new(),
+            in_a_row: 0,
+            swings: None,
+        });
         if followed.nodes == path {
             followed.in_a_row = followed.in_a_row.saturating_add(1);
             return None;
         }
-        let old = std::mem::replace(followed, Followed { nodes: path.clone(), in_a_row: 1 }).nodes;
+        let old = std::mem::replace(&mut followed.nodes, path.clone());
+        followed.in_a_row = 1;
         if old.is_empty() {
             return None;
         }
+        let flap = followed.swings.get_or_insert_default().change(&old, &path, seen.at_ms);
         let change = PathChange { at_ms: seen.at_ms, flow: seen.flow, old, new: path };
+        self.count_moves(&change, flap);
         self.path_changes += 1;
         if self.recent.len() == RECENT_CHANGES {
             self.recent.pop_front();
@@ -261,6 +328,9 @@ impl Hops {
         }
         for (key, latency) in &other.links {
             self.links.entry(*key).or_insert_with(|| Latency::new(DIGITS)).merge(latency);
+        }
+        for (id, sink) in &other.sinks {
+            self.sinks.entry(*id).or_default().merge(sink);
         }
         for (flow, path) in &other.paths {
             self.paths.entry(*flow).or_insert_with(|| path.clone());
@@ -325,6 +395,7 @@ pub fn path_into(seen: &Seen<'_>, path: &mut Vec<u32>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::collect::books::moves::{Moves, Sink};
 
     const LIMITS: Limits = Limits { nodes: 8, links: 8, flows: 2 };
 
@@ -395,6 +466,35 @@ mod tests {
         assert_eq!((change.at_ms, change.old, change.new), (7, vec![1, 2, 9], vec![1, 4, 9]));
         assert_eq!(view.observe(&seen(flow(1), &after, 8)), None);
         assert_eq!(view.path_changes, 1);
+    }
+
+    /// A change counts for its sink and the nodes the flow left and
+    /// joined; loss for its sink and every node of the flow's path.
+    #[test]
+    fn changes_and_loss_count_where_they_happen() {
+        let mut view = Hops::new(LIMITS);
+        let before = [hop(1, 1, 1, (0, 1)), hop(2, 1, 1, (2, 3))];
+        let after = [hop(1, 1, 1, (0, 1)), hop(4, 1, 1, (2, 3))];
+        view.observe(&seen(flow(1), &before, 0));
+        assert_eq!(view.sinks[&9], Sink::default(), "a sink is known from its first report");
+        view.observe_sink(&flow(1), Some(9), 3);
+        view.observe(&seen(flow(1), &after, 1));
+        view.observe_sink(&flow(1), Some(9), 5);
+        let moves = |view: &Hops, id: u32| view.nodes[&id].moves;
+        assert_eq!(view.sinks[&9], Sink { lost: 8, path_changes: 1 });
+        assert_eq!(moves(&view, 9), Moves { lost_on_paths: 8, ..Moves::default() });
+        assert_eq!(moves(&view, 1), Moves { lost_on_paths: 8, ..Moves::default() });
+        assert_eq!(moves(&view, 2), Moves { lost_on_paths: 3, flows_left: 1, ..Moves::default() });
+        assert_eq!(moves(&view, 4), Moves { lost_on_paths: 5, flows_joined: 1, ..Moves::default() });
+        // Back, and forth again: the second return is a flap, on 2 and 4.
+        view.observe(&seen(flow(1), &before, 2));
+        view.observe(&seen(flow(1), &after, 3));
+        assert_eq!((moves(&view, 2).flaps, moves(&view, 4).flaps, moves(&view, 9).flaps), (1, 1, 0));
+        assert_eq!(view.sinks[&9].path_changes, 3);
+        // A sink with no hop (INT 0.5, Host-INT) is a sink, not a node.
+        view.observe_sink(&flow(7), Some(70), 0);
+        view.observe_sink(&flow(7), Some(70), 2);
+        assert_eq!((view.sinks[&70].lost, view.nodes.contains_key(&70)), (2, false));
     }
 
     /// A node twice, or a hop without a node id: the hops count, the path

@@ -7,6 +7,7 @@ pub(super) mod hops;
 pub mod join;
 pub(super) mod latency;
 pub(super) mod ledger;
+pub(super) mod moves;
 pub mod sender;
 pub(super) mod summary;
 pub(super) mod timeline;
