@@ -185,8 +185,8 @@ for (const g of svg.querySelectorAll('g.node')) {
 const links = [...svg.querySelectorAll('g.link')].map(g => ({link: g.dataset.link, measured: g.dataset.measured,
   d: (e => !e ? '' : e.tagName === 'line' ? ['x1', 'y1', 'x2', 'y2'].map(a => e.getAttribute(a)).join(' ')
     : e.getAttribute('d'))(g.querySelector('path, line')),
-  label: g.querySelector('text') ? g.querySelector('text').textContent : null}));
-const labels = [...svg.querySelectorAll('g.link text')].map(t => { const b = t.getBBox(); return [b.x, b.y, b.width, b.height, t.textContent]; });
+}));
+const labels = [...svg.querySelectorAll('g.link text, text.label')].map(t => { const b = t.getBBox(); return [b.x, b.y, b.width, b.height, t.textContent]; });
 return {nodes, idleText, links, labels};
 """
 

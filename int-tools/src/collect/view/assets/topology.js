@@ -8,8 +8,9 @@
 "use strict";
 
 const Topology = (() => {
-  const MARGIN = 80, ROW_H = 64, COLUMN_MIN = 170, IDLE_GAP = 120, TOP = 36;
+  const MARGIN = 80, ROW_H = 72, COLUMN_MIN = 170, IDLE_GAP = 120, TOP = 36;
   // Where along a link its label may go (fractions of the curve), best first.
+  const SVG_NS = "http://www.w3.org/2000/svg";
   const SPOTS = [0.5, 0.38, 0.62, 0.28, 0.72, 0.2, 0.8];
   // The user's zoom and pan ({x, y, w, h}), kept across redraws.
   let zoom = null;
@@ -189,7 +190,8 @@ const Topology = (() => {
   // is the font's.
   function place(root) {
     const svgEl = root.querySelector("#topology");
-    if (!svgEl) return;
+    // A fleet's shades have no label: nothing to measure.
+    if (!svgEl || !svgEl.querySelector("g.link text.label")) return;
     const taken = [...svgEl.querySelectorAll("g.node circle, g.node text, text.idle-title")].map(e => pad(e.getBBox(), 2));
     for (const text of svgEl.querySelectorAll("g.link text.label")) {
       const spots = text.dataset.spots.split(";").map(s => s.split(",").map(Number));
@@ -203,6 +205,18 @@ const Topology = (() => {
       }
       if (!placed) text.remove();
     }
+    // Placed labels above every line and node, each still its link's way
+    // to its page and tooltip.
+    const top = document.createElementNS(SVG_NS, "g");
+    top.setAttribute("class", "labels");
+    for (const text of svgEl.querySelectorAll("g.link text.label")) {
+      const link = text.closest("g.link"), a = document.createElementNS(SVG_NS, "a");
+      a.setAttribute("href", link.querySelector("a").getAttribute("href"));
+      a.setAttribute("data-link", link.dataset.link);
+      a.append(link.querySelector("title").cloneNode(true), text);
+      top.append(a);
+    }
+    svgEl.append(top);
   }
 
   function pad(b, by) { return {x: b.x - by, y: b.y - by, width: b.width + 2 * by, height: b.height + 2 * by}; }
