@@ -383,7 +383,7 @@ fn a_fleet_of_50_nodes_is_readable() {
 
 /// A fabric whose INT-MD stacks carry node id, ports, hop latency and
 /// queue but no timestamp: no link latency, yet every link of the paths
-/// drawn, dashed, "no timestamps".
+/// drawn, dashed, "no timestamps", a pair's links both ways apart.
 #[test]
 fn a_fabric_without_timestamps_shows_its_links() {
     use int_core::int21::{HopMetadata, Instructions};
@@ -404,17 +404,22 @@ fn a_fabric_without_timestamps_shows_its_links() {
         queue: Some((0, node)),
         ..HopMetadata::default()
     };
+    // Flow 1 over 1 > 2 > 3, flow 2 back over 3 > 2 > 1: each pair's two
+    // links side by side.
     let datagrams: Vec<Vec<u8>> = (0..4)
-        .map(|i| collector::stack_report_of(i + 1, 9, 1, &[hop(3), hop(2), hop(1)], 5_000, bitmap))
+        .flat_map(|i| {
+            [
+                collector::stack_report_of(2 * i + 1, 9, 1, &[hop(3), hop(2), hop(1)], 5_000, bitmap),
+                collector::stack_report_of(2 * i + 2, 9, 2, &[hop(1), hop(2), hop(3)], 5_000, bitmap),
+            ]
+        })
         .collect();
-    send_and_follow(&view, &listen, &datagrams, &[(1, vec![1, 2, 3, 9])]);
-    let seen = check_layout(
-        &view,
-        "topology-no-timestamps",
-        &["--expect-nodes", "4", "--expect-links", "1-2,2-3,3-9"],
-    );
+    send_and_follow(&view, &listen, &datagrams, &[(1, vec![1, 2, 3, 9]), (2, vec![3, 2, 1, 9])]);
+    let links = "1-2,1-9,2-1,2-3,3-2,3-9";
+    let seen =
+        check_layout(&view, "topology-no-timestamps", &["--expect-nodes", "4", "--expect-links", links]);
     let unmeasured: Vec<&str> =
         seen["unmeasured"].as_array().unwrap().iter().map(|l| l.as_str().unwrap()).collect();
-    assert_eq!(unmeasured, ["1-2", "2-3", "3-9"], "{seen}");
-    assert_eq!(get(&view, "/api/overview")["links"], 3);
+    assert_eq!(unmeasured.join(","), links, "{seen}");
+    assert_eq!(get(&view, "/api/overview")["links"], 6);
 }

@@ -195,6 +195,23 @@ def overlap(a, b):
     return a[0] < b[0] + b[2] and b[0] < a[0] + a[2] and a[1] < b[1] + b[3] and b[1] < a[1] + a[3]
 
 
+def zoom(s):
+    """The wheel zooms in, and the next drawing keeps the zoom."""
+    box = lambda d: d.execute_script("return document.querySelector('#topology').getAttribute('viewBox')")
+    whole = box(s.driver)
+    s.driver.execute_script("""
+const svg = document.querySelector('#topology'), r = svg.getBoundingClientRect();
+svg.drawnBefore = true;
+svg.dispatchEvent(new WheelEvent('wheel', {deltaY: -100, clientX: r.left + r.width / 2,
+  clientY: r.top + 100, bubbles: true, cancelable: true}));""")
+    zoomed = s.until("the wheel zooming in", lambda d: (lambda b: b != whole and b)(box(d)))
+    if float(zoomed.split()[2]) >= float(whole.split()[2]):
+        sys.exit(f"view: the wheel zoomed out: {whole} -> {zoomed}")
+    s.until("the zoom kept by the next drawing", lambda d: d.execute_script(
+        "const svg = document.querySelector('#topology');"
+        "return svg && !svg.drawnBefore && svg.getAttribute('viewBox') === arguments[0]", zoomed))
+
+
 def layout(s, args):
     """Waits for the topology to hold every node and link (and the idle
     nodes marked idle), then checks where they are: every node of a
@@ -246,6 +263,7 @@ def layout(s, args):
                 problems.append(f"labels {a[4]!r} at {a[:4]} and {b[4]!r} at {b[:4]} overlap")
     if problems:
         sys.exit("view: the topology is misdrawn:\n" + "\n".join(problems[:30]))
+    zoom(s)
     return {"labels": len(labels), "links": len(seen["links"]), "idle_text": seen["idleText"],
             "unmeasured": sorted(l["link"] for l in seen["links"] if l["measured"] == "false")}
 

@@ -114,9 +114,11 @@ const Topology = (() => {
       group.forEach((l, k) => {
         const a = at.get(l.from), b = at.get(l.to);
         if (!a || !b) return;
-        const spread = (k - (group.length - 1) / 2) * 22;
+        // A quadratic's middle is half its bend off the line: a pair's
+        // links 18 px apart there, a link over n columns 20n px off them.
+        const spread = (k - (group.length - 1) / 2) * 36;
         const across = Math.abs(b.x - a.x);
-        const skip = across < 1 ? 34 : across > gap * 1.5 ? 18 : 0;
+        const skip = across < 1 ? 60 : across > gap * 1.5 ? 40 * Math.round(across / gap - 1) : 0;
         bend.set(l, spread + (spread < 0 ? -skip : skip));
       });
     }
