@@ -246,3 +246,180 @@ fn feed(datagrams: &[Vec<u8>], listen: &str, mut booked: impl FnMut(u64)) {
         booked((i * 500 + lot.len()) as u64);
     }
 }
+
+/// A names file under the test's folder: `nodes` as id: name.
+fn names_file(file: &str, nodes: &[(u32, String)]) -> String {
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join(file);
+    let lines: String = nodes.iter().map(|(id, name)| format!("  {id}: {name}\n")).collect();
+    std::fs::write(&path, format!("nodes:\n{lines}")).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+/// One report of flow `port` over `path` (source first, the sink last),
+/// each hop with node id, hop latency, queue and timestamps.
+fn path_report(sequence: u32, port: u16, path: &[u32]) -> Vec<u8> {
+    use int_core::int21::HopMetadata;
+    let (sink, hops) = path.split_last().unwrap();
+    let stack: Vec<HopMetadata> = hops
+        .iter()
+        .enumerate()
+        .rev()
+        .map(|(i, node)| {
+            let t = 1_000_000 + i as u64 * 10_000 + u64::from(port) * 10;
+            HopMetadata {
+                node_id: Some(*node),
+                hop_latency: Some(1000 + u32::from(port) * 7),
+                queue: Some((0, 3)),
+                ingress_timestamp: Some(t),
+                egress_timestamp: Some(t + 1000 + u64::from(port) * 7),
+                ..HopMetadata::default()
+            }
+        })
+        .collect();
+    stack_report(sequence, *sink, port, &stack, 1_000_000 + hops.len() as u64 * 10_000)
+}
+
+/// Sends `datagrams` to `listen`, waits for the view to have booked them
+/// and for each flow (UDP port) to be on its `paths` in the view.
+fn send_and_follow(view: &str, listen: &str, datagrams: &[Vec<u8>], paths: &[(u16, Vec<u32>)]) {
+    let before = get(view, "/api/overview")["reports"].as_u64().unwrap();
+    feed(datagrams, listen, |sent| wait_for_reports(view, before + sent));
+    let want: std::collections::BTreeMap<String, serde_json::Value> = paths
+        .iter()
+        .map(|(port, path)| (format!("udp 10.0.0.1:{port} -> 10.0.0.2:5000"), serde_json::json!(path)))
+        .collect();
+    loop {
+        let flows = get(view, "/api/flows?limit=1000");
+        let now: std::collections::BTreeMap<String, serde_json::Value> = flows["flows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| (f["name"].as_str().unwrap().to_string(), f["path"].clone()))
+            .collect();
+        if want.iter().all(|(name, path)| now.get(name) == Some(path)) {
+            return;
+        }
+        std::thread::yield_now();
+    }
+}
+
+/// The browser's layout checks (tests/view/browser.py --layout) on the
+/// view at `view`: fails the test with what the page showed.
+fn check_layout(view: &str, shot: &str, args: &[&str]) -> serde_json::Value {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/view/browser.py");
+    let output = Command::new("python3")
+        .arg(script)
+        .args(["--url", &format!("http://{view}/"), "--shots", shots_dir().to_str().unwrap()])
+        .args(["--layout", shot, "--timeout", "60"])
+        .args(args)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "the browser's layout checks failed: {stderr}");
+    let seen: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    eprintln!("browser: {seen}");
+    seen
+}
+
+/// The path-switch lab: edge-src's flows go over transit-a, then over
+/// transit-b. transit-a, on no path now, is drawn idle (since when it was
+/// last on one), never right of the sink, and its links apart from
+/// transit-b's.
+#[test]
+fn the_topology_follows_a_path_switch() {
+    let names: Vec<(u32, String)> = [(1, "edge-src"), (2, "transit-a"), (3, "transit-b"), (9, "edge-sink")]
+        .map(|(i, n)| (i, n.into()))
+        .into();
+    let names = names_file("switch-names.yaml", &names);
+    let (child, listen, view) =
+        start_collect_with_view(&["--quiet", "--view-sample-ms", "100", "--names", &names]);
+    let _child = Ends(Some(child));
+    let before: Vec<Vec<u8>> = (0..6).map(|i| path_report(i + 1, 1 + (i % 2) as u16, &[1, 2, 9])).collect();
+    send_and_follow(&view, &listen, &before, &[(1, vec![1, 2, 9]), (2, vec![1, 2, 9])]);
+    let after: Vec<Vec<u8>> = (0..6).map(|i| path_report(i + 7, 1 + (i % 2) as u16, &[1, 3, 9])).collect();
+    send_and_follow(&view, &listen, &after, &[(1, vec![1, 3, 9]), (2, vec![1, 3, 9])]);
+    let seen = check_layout(
+        &view,
+        "topology-path-switch",
+        &["--expect-nodes", "4", "--expect-links", "1-2,2-9,1-3,3-9", "--idle", "2"],
+    );
+    assert!(seen["idle_text"]["2"].as_str().unwrap().starts_with("idle since "), "{seen}");
+}
+
+/// A fleet of 50 nodes (10 sources, 4 spines, 26 leaves, 10 sinks) and
+/// 72 links, 6 flows of 40 rerouted off 6 leaves: every transit left of
+/// its sink, the idle leaves too, and no two link labels overlap.
+#[test]
+fn a_fleet_of_50_nodes_is_readable() {
+    let mut names: Vec<(u32, String)> = Vec::new();
+    for (first, count, tier) in [(1, 10, "src"), (11, 4, "spine"), (21, 26, "leaf"), (51, 10, "sink")] {
+        names.extend((0..count).map(|i| (first + i, format!("{tier}-{}", i + 1))));
+    }
+    let names = names_file("fleet-names.yaml", &names);
+    let (child, listen, view) =
+        start_collect_with_view(&["--quiet", "--view-sample-ms", "100", "--names", &names]);
+    let _child = Ends(Some(child));
+    let path = |f: u32, rerouted: bool| {
+        let leaf = if f < 6 && !rerouted { 41 + f } else { 21 + f % 20 };
+        vec![1 + f % 10, 11 + f % 4, leaf, 51 + f % 10]
+    };
+    for rerouted in [false, true] {
+        let flows: Vec<(u16, Vec<u32>)> = (0..40).map(|f| (f as u16 + 1, path(f, rerouted))).collect();
+        let datagrams: Vec<Vec<u8>> = (0..3)
+            .flat_map(|round| flows.iter().map(move |(port, p)| (round, *port, p.clone())))
+            .enumerate()
+            .map(|(i, (_, port, p))| path_report(i as u32 + 1 + u32::from(rerouted) * 1000, port, &p))
+            .collect();
+        send_and_follow(&view, &listen, &datagrams, &flows);
+    }
+    let links = get(&view, "/api/topology")["links"].as_array().unwrap().len().to_string();
+    let seen = check_layout(
+        &view,
+        "topology-fleet",
+        &["--expect-nodes", "50", "--link-count", &links, "--idle", "41,42,43,44,45,46"],
+    );
+    eprintln!("{links} links, {} labels shown", seen["labels"]);
+}
+
+/// A fabric whose INT-MD stacks carry node id, ports, hop latency and
+/// queue but no timestamp: no link latency, yet every link of the paths
+/// drawn, dashed, "no timestamps", a pair's links both ways apart.
+#[test]
+fn a_fabric_without_timestamps_shows_its_links() {
+    use int_core::int21::{HopMetadata, Instructions};
+    let (child, listen, view) = start_collect_with_view(&["--quiet", "--view-sample-ms", "100"]);
+    let _child = Ends(Some(child));
+    let bitmap = (
+        Instructions::NODE_ID
+            | Instructions::L1_PORT_IDS
+            | Instructions::HOP_LATENCY
+            | Instructions::QUEUE_OCCUPANCY,
+        4,
+    );
+    let hop = |node: u32| HopMetadata {
+        node_id: Some(node),
+        l1_ingress_port: Some(1),
+        l1_egress_port: Some(2),
+        hop_latency: Some(900 + node),
+        queue: Some((0, node)),
+        ..HopMetadata::default()
+    };
+    // Flow 1 over 1 > 2 > 3, flow 2 back over 3 > 2 > 1: each pair's two
+    // links side by side.
+    let datagrams: Vec<Vec<u8>> = (0..4)
+        .flat_map(|i| {
+            [
+                collector::stack_report_of(2 * i + 1, 9, 1, &[hop(3), hop(2), hop(1)], 5_000, bitmap),
+                collector::stack_report_of(2 * i + 2, 9, 2, &[hop(1), hop(2), hop(3)], 5_000, bitmap),
+            ]
+        })
+        .collect();
+    send_and_follow(&view, &listen, &datagrams, &[(1, vec![1, 2, 3, 9]), (2, vec![3, 2, 1, 9])]);
+    let links = "1-2,1-9,2-1,2-3,3-2,3-9";
+    let seen =
+        check_layout(&view, "topology-no-timestamps", &["--expect-nodes", "4", "--expect-links", links]);
+    let unmeasured: Vec<&str> =
+        seen["unmeasured"].as_array().unwrap().iter().map(|l| l.as_str().unwrap()).collect();
+    assert_eq!(unmeasured.join(","), links, "{seen}");
+    assert_eq!(get(&view, "/api/overview")["links"], 6);
+}

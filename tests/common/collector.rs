@@ -139,15 +139,31 @@ pub fn stack_report(
     stack: &[int_core::int21::HopMetadata],
     sink_in: u64,
 ) -> Vec<u8> {
-    use int_core::craft::PacketSpec;
-    use int_core::int21::{emit_md_block, HopMetadata, Instructions, MdHeaderRepr, Next};
-    use int_core::report::tr20::*;
+    use int_core::int21::Instructions;
     let instructions = Instructions::NODE_ID
         | Instructions::HOP_LATENCY
         | Instructions::QUEUE_OCCUPANCY
         | Instructions::INGRESS_TIMESTAMP
         | Instructions::EGRESS_TIMESTAMP;
-    let header = MdHeaderRepr { hop_ml: 7, remaining_hop_cnt: 5, instructions, ..MdHeaderRepr::default() };
+    stack_report_of(sequence, sink, port, stack, sink_in, (instructions, 7))
+}
+
+/// [`stack_report`] with the stack's instruction bitmap and hop length in
+/// words (`bitmap`): e.g. node id, ports, hop latency and queue, no
+/// timestamps (4 words), as many fabrics send.
+pub fn stack_report_of(
+    sequence: u32,
+    sink: u32,
+    port: u16,
+    stack: &[int_core::int21::HopMetadata],
+    sink_in: u64,
+    bitmap: (int_core::int21::Instructions, u8),
+) -> Vec<u8> {
+    use int_core::craft::PacketSpec;
+    use int_core::int21::{emit_md_block, HopMetadata, MdHeaderRepr, Next};
+    use int_core::report::tr20::*;
+    let (instructions, hop_ml) = bitmap;
+    let header = MdHeaderRepr { hop_ml, remaining_hop_cnt: 5, instructions, ..MdHeaderRepr::default() };
     let mut block = [0u8; 256];
     let len = emit_md_block(&mut block, Next::Dscp(0), &header, stack, &[]).unwrap();
     let mut packet =

@@ -170,6 +170,104 @@ def measure(s):
     return times
 
 
+# The topology as drawn, read in the page in one go: each node's place,
+# idle mark and text; each link's label box (those shown), whether it is
+# measured, and its curve.
+READ_LAYOUT = """
+const svg = document.querySelector('#topology');
+if (!svg) return null;
+const nodes = {}, idle = {}, idleText = {};
+for (const g of svg.querySelectorAll('g.node')) {
+  const c = g.querySelector('circle');
+  nodes[g.dataset.node] = [Number(c.getAttribute('cx')), Number(c.getAttribute('cy'))];
+  if (g.dataset.idle === 'true') idleText[g.dataset.node] = (g.querySelector('text.since') || {}).textContent || '';
+}
+const links = [...svg.querySelectorAll('g.link')].map(g => ({link: g.dataset.link, measured: g.dataset.measured,
+  d: (e => !e ? '' : e.tagName === 'line' ? ['x1', 'y1', 'x2', 'y2'].map(a => e.getAttribute(a)).join(' ')
+    : e.getAttribute('d'))(g.querySelector('path, line')),
+}));
+const labels = [...svg.querySelectorAll('g.link text, text.label')].map(t => { const b = t.getBBox(); return [b.x, b.y, b.width, b.height, t.textContent]; });
+return {nodes, idleText, links, labels};
+"""
+
+
+def overlap(a, b):
+    return a[0] < b[0] + b[2] and b[0] < a[0] + a[2] and a[1] < b[1] + b[3] and b[1] < a[1] + a[3]
+
+
+def zoom(s):
+    """The wheel zooms in, and the next drawing keeps the zoom."""
+    box = lambda d: d.execute_script("return document.querySelector('#topology').getAttribute('viewBox')")
+    whole = box(s.driver)
+    s.driver.execute_script("""
+const svg = document.querySelector('#topology'), r = svg.getBoundingClientRect();
+svg.drawnBefore = true;
+svg.dispatchEvent(new WheelEvent('wheel', {deltaY: -100, clientX: r.left + r.width / 2,
+  clientY: r.top + 100, bubbles: true, cancelable: true}));""")
+    zoomed = s.until("the wheel zooming in", lambda d: (lambda b: b != whole and b)(box(d)))
+    if float(zoomed.split()[2]) >= float(whole.split()[2]):
+        sys.exit(f"view: the wheel zoomed out: {whole} -> {zoomed}")
+    s.until("the zoom kept by the next drawing", lambda d: d.execute_script(
+        "const svg = document.querySelector('#topology');"
+        "return svg && !svg.drawnBefore && svg.getAttribute('viewBox') === arguments[0]", zoomed))
+
+
+def layout(s, args):
+    """Waits for the topology to hold every node and link (and the idle
+    nodes marked idle), then checks where they are: every node of a
+    flow's path left of its sink, idle nodes not right of any sink, no two
+    nodes on one spot, no two links on one curve, no two labels overlapping."""
+    s.driver.get(s.url)
+    want_links = set(args.expect_links.split(",")) if args.expect_links else None
+    idle = set(args.idle.split(",")) if args.idle else set()
+
+    def ready(d):
+        seen = d.execute_script(READ_LAYOUT)
+        if not seen or len(seen["nodes"]) != args.expect_nodes:
+            return False
+        links = {l["link"] for l in seen["links"]}
+        if want_links is not None and links != want_links:
+            return False
+        if args.link_count is not None and len(links) != args.link_count:
+            return False
+        return seen
+    # The test starts the browser once the view holds the paths it checks:
+    # the first drawing with every node and link is the one to judge.
+    seen = s.until("every node and link drawn", ready)
+    s.shot(args.layout)
+    flows = s.driver.execute_script("return fetch('/api/flows?limit=1000').then(r => r.json())")
+    at = seen["nodes"]
+    sinks = {str(f["path"][-1]) for f in flows["flows"] if f["path"]}
+    problems = []
+    for f in flows["flows"]:
+        path = [str(n) for n in f["path"] or []]
+        for node in path[:-1]:
+            if at[node][0] >= at[path[-1]][0]:
+                problems.append(f"{node} of {'>'.join(path)} at x {at[node][0]}, not left of its sink at {at[path[-1]][0]}")
+    problems += [f"node {node} not marked idle" for node in sorted(idle - set(seen["idleText"]))]
+    for node in idle:
+        if any(at[node][0] > at[sink][0] for sink in sinks):
+            problems.append(f"idle node {node} at x {at[node][0]}, right of a sink")
+    spots = {}
+    for node, xy in at.items():
+        spots.setdefault(tuple(xy), []).append(node)
+    problems += [f"nodes {n} on one spot {xy}" for xy, n in spots.items() if len(n) > 1]
+    curves = {}
+    for l in seen["links"]:
+        curves.setdefault(l["d"], []).append(l["link"])
+    problems += [f"links {n} on one curve" for d, n in curves.items() if len(n) > 1]
+    labels = seen["labels"]
+    for i, a in enumerate(labels):
+        for b in labels[i + 1:]:
+            if overlap(a, b):
+                problems.append(f"labels {a[4]!r} at {a[:4]} and {b[4]!r} at {b[:4]} overlap")
+    if problems:
+        sys.exit("view: the topology is misdrawn:\n" + "\n".join(problems[:30]))
+    zoom(s)
+    return {"labels": len(labels), "links": len(seen["links"]), "idle_text": seen["idleText"],
+            "unmeasured": sorted(l["link"] for l in seen["links"] if l["measured"] == "false")}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--url", required=True)
@@ -181,6 +279,11 @@ def main():
     parser.add_argument("--new-path")
     parser.add_argument("--stale", help="the node that stops reporting")
     parser.add_argument("--timeout", type=float, default=120)
+    parser.add_argument("--layout", help="check the topology's layout only; the screenshot's name")
+    parser.add_argument("--expect-nodes", type=int, help="with --layout: the nodes drawn")
+    parser.add_argument("--expect-links", help="with --layout: the links drawn, FROM-TO comma-separated")
+    parser.add_argument("--link-count", type=int, help="with --layout: how many links are drawn")
+    parser.add_argument("--idle", help="with --layout: the nodes on no current path, comma-separated")
     args = parser.parse_args()
     profile = tempfile.mkdtemp(prefix="int-view-chromium-")
     driver = browser(profile)
@@ -189,6 +292,9 @@ def main():
         if args.measure:
             driver.get(args.url)
             print(json.dumps(measure(s)))
+            return
+        if args.layout:
+            print(json.dumps(layout(s, args)))
             return
         named = dict(pair.split("=") for pair in args.nodes.split(","))
         nodes, links = list(named), args.links.split(",")

@@ -6,7 +6,10 @@
 use super::super::names;
 use serde_json::{json, Value};
 
+use std::collections::BTreeSet;
+
 use super::board::{path_text, Board, Event, FlowRow, NodeRow};
+use super::ranks::ranks;
 use super::sample::Stats;
 
 /// Rows of the flows table at most (the page asks for fewer).
@@ -33,27 +36,46 @@ fn node_brief(id: u32, row: &NodeRow, now_ms: u64) -> Value {
 pub fn overview(board: &Board) -> Value {
     json!({"now_ms": board.now_ms, "stale_after_ms": board.stale_after_ms, "reports": board.reports,
            "nodes": board.nodes.len(), "stale_nodes": board.nodes.values().filter(|n| n.stale).count(),
-           "links": board.links.len(), "flows": board.flows.len(), "events": board.events.iter().len()})
+           "links": links(board).len(), "flows": board.flows.len(), "events": board.events.iter().len()})
 }
 
-/// Nodes and links, each link with its latency (p50 and p99 to colour by).
+/// The links the view knows: those with a latency and those of current
+/// paths.
+fn links(board: &Board) -> BTreeSet<(u32, u32)> {
+    board.links.keys().chain(board.adjacency.keys()).copied().collect()
+}
+
+/// Nodes and links, each link with its latency (p50 and p99 to colour
+/// by). A node's `rank` places it from sources (0) to sinks over the paths
+/// flows take now ([`ranks`]); a node on none has no rank and is `idle`
+/// since it was last on one. Links are those with a latency and those of
+/// current paths (`flows` over them now; `measured` false where no
+/// timestamps tell their latency).
 pub fn topology(board: &Board) -> Value {
-    let nodes: Vec<Value> = board.nodes.iter().map(|(id, row)| node_brief(*id, row, board.now_ms)).collect();
-    let links: Vec<Value> = board
-        .links
+    let rank = ranks(board.adjacency.keys().copied());
+    let nodes: Vec<Value> = board
+        .nodes
         .iter()
-        .map(|((from, to), row)| json!({"from": from, "to": to, "from_name": names::node(*from), "to_name": names::node(*to), "latency_ns": stats(&row.latency)}))
+        .map(|(id, row)| {
+            let mut value = node_brief(*id, row, board.now_ms);
+            if let Some(object) = value.as_object_mut() {
+                object.insert("rank".into(), json!(rank.get(id)));
+                object.insert("idle".into(), json!(!rank.contains_key(id)));
+                object.insert("on_path_ms".into(), json!(row.on_path_ms));
+            }
+            value
+        })
         .collect();
-    // Each node's depth: its least position in a followed path, so that
-    // the page can lay sources left and sinks right.
-    let mut depth = std::collections::BTreeMap::<u32, usize>::new();
-    for path in board.flows.values().filter_map(FlowRow::path) {
-        for (position, node) in path.iter().enumerate() {
-            let known = depth.entry(*node).or_insert(position);
-            *known = (*known).min(position);
-        }
-    }
-    json!({"now_ms": board.now_ms, "nodes": nodes, "links": links, "depth": depth})
+    let links: Vec<Value> = links(board)
+        .into_iter()
+        .map(|(from, to)| {
+            let latency = board.links.get(&(from, to)).map(|row| row.latency).unwrap_or_default();
+            json!({"from": from, "to": to, "from_name": names::node(from), "to_name": names::node(to),
+                   "latency_ns": stats(&latency), "measured": latency.count > 0,
+                   "flows": board.adjacency.get(&(from, to)).copied().unwrap_or(0)})
+        })
+        .collect();
+    json!({"now_ms": board.now_ms, "nodes": nodes, "links": links, "ranks": rank.values().max().map_or(0, |r| r + 1)})
 }
 
 pub fn node(board: &Board, id: u32) -> Option<Value> {

@@ -68,6 +68,9 @@ pub struct NodeRow {
     pub seen_ms: u64,
     pub stale: bool,
     pub points: Ring<NodePoint>,
+    /// When a flow's current path last went through the node (`None`:
+    /// never seen on a path, e.g. known from drop reports only).
+    pub on_path_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone)]
@@ -153,6 +156,10 @@ pub struct Board {
     /// Flow ids to their keys.
     pub ids: HashMap<u64, FlowKey>,
     pub events: Ring<Event>,
+    /// The links of the paths flows take now, each with how many flows
+    /// take it: known from the paths alone, so a fabric whose hops carry
+    /// no timestamps (no link latency in the books) still has its links.
+    pub adjacency: BTreeMap<(u32, u32), u64>,
     path_changes: u64,
 }
 
@@ -182,6 +189,7 @@ impl Board {
             flows: HashMap::new(),
             ids: HashMap::new(),
             events: Ring::new(EVENTS),
+            adjacency: BTreeMap::new(),
             path_changes: 0,
         }
     }
@@ -228,6 +236,25 @@ impl Board {
         for (key, path) in paths {
             self.follow(key, &path);
         }
+        self.current_paths();
+    }
+
+    /// The adjacency of the flows' current paths, and the time on each
+    /// node that one of them goes through.
+    fn current_paths(&mut self) {
+        self.adjacency.clear();
+        for path in self.flows.values().filter_map(FlowRow::path) {
+            for pair in path.windows(2) {
+                if let [from, to] = pair {
+                    *self.adjacency.entry((*from, *to)).or_default() += 1;
+                }
+            }
+            for id in path {
+                if let Some(row) = self.nodes.get_mut(id) {
+                    row.on_path_ms = Some(self.now_ms);
+                }
+            }
+        }
     }
 
     /// `path` into the flow's history unless it is its path already;
@@ -249,6 +276,7 @@ impl Board {
             seen_ms: now,
             stale: false,
             points: Ring::new(NODE_POINTS),
+            on_path_ms: None,
         });
         let latency = interval_mean(&row.now.latency, &node.latency);
         let queue = interval_mean(&row.now.queue, &node.queue);
@@ -419,5 +447,30 @@ mod tests {
         assert_eq!((row.id, row.points.iter().len(), row.path()), (1, FLOW_POINTS, Some(&[1, 2][..])));
         let losses = board.events.iter().filter(|e| e.kind == EventKind::Loss && e.flow == Some(1)).count();
         assert_eq!(losses, 2);
+    }
+
+    /// The adjacency holds the links of the paths flows take now only; a
+    /// node off them keeps when it was last on one.
+    #[test]
+    fn the_adjacency_follows_the_current_paths() {
+        let mut board = Board::new(10_000);
+        let key = FlowKey::v4([10, 0, 0, 1].into(), [10, 0, 0, 2].into(), 17, 1, 2);
+        let nodes = |ids: &[u32]| ids.iter().map(|id| (*id, node(1, 0, 0))).collect();
+        let flow = |path: Vec<u32>| FlowSample { new_path: Some(path), ..FlowSample::default() };
+        let sample = Sample {
+            nodes: nodes(&[1, 2, 9]),
+            flows: [(key, flow(vec![1, 2, 9]))].into(),
+            ..Sample::default()
+        };
+        board.apply(sample, 1000);
+        let sample = Sample {
+            nodes: nodes(&[1, 3, 9]),
+            flows: [(key, flow(vec![1, 3, 9]))].into(),
+            ..Sample::default()
+        };
+        board.apply(sample, 2000);
+        assert_eq!(board.adjacency.keys().copied().collect::<Vec<_>>(), [(1, 3), (3, 9)]);
+        let on_path: Vec<_> = board.nodes.iter().map(|(id, row)| (*id, row.on_path_ms)).collect();
+        assert_eq!(on_path, [(1, Some(2000)), (2, Some(1000)), (3, Some(2000)), (9, Some(2000))]);
     }
 }

@@ -12,6 +12,7 @@
 mod api;
 mod board;
 pub mod host;
+mod ranks;
 mod sample;
 pub mod server;
 
@@ -148,6 +149,7 @@ fn routes(shown: Shown, hosts: Hosts, counts: Arc<Counts>) -> Router {
     Router::new()
         .route("/", get(|| async { asset("text/html; charset=utf-8", include_str!("assets/index.html")) }))
         .route("/app.js", get(|| async { asset("text/javascript", include_str!("assets/app.js")) }))
+        .route("/topology.js", get(|| async { asset("text/javascript", include_str!("assets/topology.js")) }))
         .route("/style.css", get(|| async { asset("text/css", include_str!("assets/style.css")) }))
         .route(
             "/api/overview",

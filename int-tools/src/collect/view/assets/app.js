@@ -63,85 +63,21 @@ function colour(v, lo, hi) {
   return "hsl(" + Math.round(120 * (1 - x)) + ",72%,42%)";
 }
 
-// Columns by depth (a node's least position in any followed path), rows
-// by id within a column.
-function layout(topo) {
-  const columns = new Map();
-  const deepest = Math.max(0, ...Object.values(topo.depth));
-  for (const n of topo.nodes) {
-    const d = topo.depth[n.node] != null ? topo.depth[n.node] : deepest + 1;
-    if (!columns.has(d)) columns.set(d, []);
-    columns.get(d).push(n);
-  }
-  const depths = [...columns.keys()].sort((a, b) => a - b);
-  const at = new Map();
-  const tallest = Math.max(1, ...[...columns.values()].map(c => c.length));
-  const width = 1100, rowH = 70, height = Math.max(260, tallest * rowH + 60);
-  depths.forEach((d, i) => {
-    const nodes = columns.get(d).sort((a, b) => a.node - b.node);
-    const x = 70 + (depths.length > 1 ? i * (width - 140) / (depths.length - 1) : (width - 140) / 2);
-    nodes.forEach((n, j) => at.set(n.node, {x, y: (height - nodes.length * rowH) / 2 + rowH * (j + 0.5)}));
-  });
-  return {at, width, height};
-}
-
-// Each link its own line, labelled and a link to its page.
-function linkLines(links, at, q, lo, hi) {
-  let svg = "";
-  for (const l of links) {
-    const a = at.get(l.from), b = at.get(l.to);
-    if (!a || !b) continue;
-    const v = l.latency_ns[q];
-    svg += `<g class="link" data-link="${l.from}-${l.to}" data-latency="${v == null ? "" : v}">` +
-      `<a href="#/link/${l.from}/${l.to}"><line x1="${a.x}" y1="${a.y}" x2="${b.x}" y2="${b.y}" stroke="${colour(v, lo, hi)}"/>` +
-      `<text x="${(a.x + b.x) / 2}" y="${(a.y + b.y) / 2 - 7}" text-anchor="middle">${esc(ns(v))}</text></a></g>`;
-  }
-  return svg;
-}
-
-// A fleet's links: one path per shade of colour (thousands of elements
-// would take seconds to draw); each link's page is reached from its nodes.
-function linkShades(links, at, q, lo, hi) {
-  const shades = new Map();
-  for (const l of links) {
-    const a = at.get(l.from), b = at.get(l.to);
-    if (!a || !b) continue;
-    const c = colour(l.latency_ns[q], lo, hi);
-    shades.set(c, (shades.get(c) || "") + `M${a.x} ${a.y}L${b.x} ${b.y}`);
-  }
-  return [...shades].map(([c, d]) => `<path class="shade" d="${d}" stroke="${c}" stroke-width="1" opacity="0.5"/>`).join("");
-}
-
-function topologySvg(topo, q) {
-  const {at, width, height} = layout(topo);
-  const values = topo.links.map(l => l.latency_ns[q]).filter(v => v != null);
-  const lo = Math.min(...values), hi = Math.max(...values);
-  // Latencies written on the links only while they can be read.
-  const labelled = topo.links.length <= LABELLED_LINKS;
-  let svg = `<svg class="topology" id="topology" viewBox="0 0 ${width} ${height}" preserveAspectRatio="xMidYMin meet">`;
-  svg += labelled ? linkLines(topo.links, at, q, lo, hi) : linkShades(topo.links, at, q, lo, hi);
-  for (const n of topo.nodes) {
-    const p = at.get(n.node);
-    svg += `<g class="node${n.stale ? " stale" : ""}" data-node="${n.node}" data-stale="${n.stale}">` +
-      `<a href="#/node/${n.node}"><circle cx="${p.x}" cy="${p.y}" r="15"/>` +
-      `<text x="${p.x}" y="${p.y + 32}" text-anchor="middle">${esc(nodeName(n))}</text>` +
-      (n.stale ? `<text class="state" x="${p.x}" y="${p.y - 22}" text-anchor="middle">stale</text>` : "") + `</a></g>`;
-  }
-  return {svg: svg + "</svg>", lo, hi};
-}
-
 async function showTopology() {
   const topo = await api("topology");
   const q = quantile.value;
-  const {svg, lo, hi} = topologySvg(topo, q);
-  const legend = topo.links.length ? `<div class="legend">link latency ${q}: ${esc(ns(lo))}<span class="bar"></span>${esc(ns(hi))}</div>` : "";
+  // Latencies written on the links only while they can be read.
+  const {svg, lo, hi} = Topology.svg(topo, q, topo.links.length <= LABELLED_LINKS);
+  const scale = Number.isFinite(lo) ? `link latency ${q}: ${esc(ns(lo))}<span class="bar"></span>${esc(ns(hi))}` : `link latency ${q}: none measured`;
+  const legend = topo.links.length ? `<div class="legend">${scale}` +
+    `<span class="dash"></span>no timestamps <span class="muted">· wheel zooms, drag pans, double click resets</span></div>` : "";
   // The most observed links, the stale nodes first: the rest are on the
   // nodes' pages.
   const byCount = topo.links.slice().sort((a, b) => b.latency_ns.count - a.latency_ns.count).slice(0, TABLE_ROWS);
   const staleFirst = topo.nodes.slice().sort((a, b) => (b.stale - a.stale) || (a.node - b.node)).slice(0, TABLE_ROWS);
   const of = (shown, all) => shown.length < all.length ? ` <span class="muted">(${shown.length} of ${all.length})</span>` : "";
   const links = byCount.map(l => `<tr class="row" data-link="${l.from}-${l.to}" onclick="location.hash='#/link/${l.from}/${l.to}'">` +
-    `<td>${linkName(l)}</td><td class="num p50">${ns(l.latency_ns.p50)}</td><td class="num p99">${ns(l.latency_ns.p99)}</td>` +
+    `<td>${linkName(l)}${l.measured ? "" : ' <span class="muted">no timestamps</span>'}</td><td class="num p50">${ns(l.latency_ns.p50)}</td><td class="num p99">${ns(l.latency_ns.p99)}</td>` +
     `<td class="num">${l.latency_ns.count}</td></tr>`).join("");
   const nodes = staleFirst.map(n => `<tr class="row" data-node="${n.node}" onclick="location.hash='#/node/${n.node}'">` +
     `<td>${esc(nodeName(n))}</td><td>${badge(n.stale)}</td><td class="num">${n.hops}</td>` +
@@ -276,6 +212,7 @@ async function refresh() {
     const html = await route();
     if (mine !== generation) return;
     page.innerHTML = html;
+    Topology.place(page);
     document.body.dataset.loaded = "yes";
   } catch (error) {
     document.getElementById("overview").textContent = "collect unreachable: " + error.message;
@@ -291,6 +228,7 @@ page.addEventListener("click", event => {
   if (th) { flowSort = th.dataset.sort; refresh(); }
 });
 
+Topology.interact(page);
 window.addEventListener("hashchange", refresh);
 quantile.addEventListener("change", refresh);
 refresh();
