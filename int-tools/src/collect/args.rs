@@ -32,6 +32,11 @@ pub struct CollectArgs {
     /// Exit after this many seconds.
     #[arg(long, value_name = "S", value_parser = duration::run_for)]
     pub duration: Option<Duration>,
+    /// Collect's own messages on stderr, up to this level: error, warn,
+    /// info ("listening on", what it connects to), debug. Errors are
+    /// always written; records and summaries are not messages.
+    #[arg(long, value_name = "LEVEL", default_value = "info", value_parser = super::stderr::parse_level)]
+    pub log: log::LevelFilter,
     /// Print the summary every this many seconds (0: only at exit).
     #[arg(long, value_name = "S", default_value = "10", value_parser = duration::summary_interval)]
     pub interval: Duration,

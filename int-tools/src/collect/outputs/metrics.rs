@@ -13,6 +13,7 @@ use int_os::http::{self, Page};
 use crate::collect::books::hops::Hops;
 use crate::collect::books::latency::{Latency, PERCENTILES};
 use crate::collect::books::summary::Snapshot;
+use crate::collect::health::Health;
 use crate::collect::outputs::Counted;
 use crate::collect::{names, Shared};
 
@@ -42,19 +43,20 @@ pub fn start(
     addr: SocketAddr,
     shared: Arc<Shared>,
     top: usize,
+    health: Arc<Health>,
 ) -> Result<std::thread::JoinHandle<()>, std::io::Error> {
     let listener = TcpListener::bind(addr)?;
     let local = listener.local_addr()?;
-    eprintln!("collect: metrics on http://{local}/metrics");
+    log::info!("collect: metrics on http://{local}/metrics");
     Ok(std::thread::spawn(move || {
-        let serve = |path: &str| {
-            (path == "/metrics").then(|| Page {
-                content_type: "text/plain; version=0.0.4",
-                body: page(&shared.view(top), &shared.outputs, top),
-            })
+        let serve = |path: &str| match path {
+            "/metrics" => {
+                Some(Page::ok("text/plain; version=0.0.4", page(&shared.view(top), &shared.outputs, top)))
+            }
+            _ => health.page(path),
         };
         if let Err(error) = http::serve(listener, serve, &shared.quit) {
-            eprintln!("collect: metrics: {error}");
+            log::error!("collect: metrics: {error}");
         }
     }))
 }

@@ -27,6 +27,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 
+use super::health::Health;
 use super::Shared;
 use board::Board;
 use host::Hosts;
@@ -64,6 +65,7 @@ pub fn start(
     settings: Settings,
     shared: Arc<Shared>,
     counts: Arc<Counts>,
+    health: Arc<Health>,
 ) -> Result<Vec<std::thread::JoinHandle<()>>, ViewError> {
     let addr = settings.addr;
     let listener = TcpListener::bind(addr).map_err(|source| ViewError::Bind { addr, source })?;
@@ -79,17 +81,18 @@ pub fn start(
             .spawn(move || sample_until_quit(&shared, &shown, settings.sample))
             .map_err(refused("the sampler's thread"))?
     };
-    let app = routes(shown, Hosts::new(&settings.hosts), Arc::clone(&counts));
+    // The probes answer any host (a probe names none it was told of).
+    let app = routes(shown, Hosts::new(&settings.hosts), Arc::clone(&counts)).merge(health.routes());
     let limits = settings.limits;
     let server = std::thread::Builder::new()
         .name("collect-view-http".into())
         .spawn(move || {
             if let Err(error) = serve(listener, app, limits, counts, &shared) {
-                eprintln!("collect: view: {error}");
+                log::error!("collect: view: {error}");
             }
         })
         .map_err(refused("the server's thread"))?;
-    eprintln!("collect: view on http://{local}/");
+    log::info!("collect: view on http://{local}/");
     Ok(vec![sampler, server])
 }
 

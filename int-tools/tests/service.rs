@@ -1,0 +1,230 @@
+//! collect run as a service for months: SIGHUP reloads the names and never
+//! ends it, the probes (`/healthz`, `/readyz`) on both servers, `--log`
+//! levels, and a periodic summary the journal can hold. The real binary,
+//! no DPDK.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
+#[path = "../../tests/common/collector.rs"]
+mod collector;
+#[path = "../../tests/common/files.rs"]
+mod files;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpStream, UdpSocket};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{channel, Receiver};
+
+use files::workdir;
+
+const BIN: &str = env!("CARGO_BIN_EXE_int-tools");
+
+/// A running collect and the lines it writes, as they come.
+struct Collect {
+    child: Child,
+    stdout: Receiver<String>,
+    stderr: Receiver<String>,
+    /// Everything read so far from stderr, for the failure's message.
+    said: String,
+}
+
+fn lines_of(pipe: impl Read + Send + 'static) -> Receiver<String> {
+    let (send, receive) = channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+            if send.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    receive
+}
+
+impl Collect {
+    fn start(args: &[&str]) -> Collect {
+        let mut child = Command::new(BIN)
+            .arg("collect")
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = lines_of(child.stdout.take().unwrap());
+        let stderr = lines_of(child.stderr.take().unwrap());
+        Collect { child, stdout, stderr, said: String::new() }
+    }
+
+    /// The first line on stderr that contains `text` (the lines before it
+    /// kept in `said`); fails if collect ends first.
+    fn said(&mut self, text: &str) -> String {
+        loop {
+            let Ok(line) = self.stderr.recv() else {
+                panic!("collect ended before it said {text:?}; it said:\n{}", self.said)
+            };
+            self.said.push_str(&line);
+            self.said.push('\n');
+            if line.contains(text) {
+                return line;
+            }
+        }
+    }
+
+    /// The address a line on stderr gives after `text`.
+    fn address(&mut self, text: &str) -> String {
+        let line = self.said(text);
+        let rest = line.split(text).nth(1).unwrap();
+        rest.split([' ', '/']).next().unwrap().to_string()
+    }
+
+    /// The first record on stdout whose JSON has `text`.
+    fn printed(&mut self, text: &str) -> serde_json::Value {
+        loop {
+            let Ok(line) = self.stdout.recv() else { panic!("collect ended before it printed {text:?}") };
+            if line.contains(text) {
+                return serde_json::from_str(&line).unwrap();
+            }
+        }
+    }
+
+    fn signal(&self, name: &str) {
+        let pid = self.child.id().to_string();
+        assert!(Command::new("kill").args([name, &pid]).status().unwrap().success());
+    }
+
+    /// SIGINT; collect must end 0. Its stdout's lines left, and stderr's.
+    fn stop(mut self) -> (Vec<String>, String) {
+        self.signal("-INT");
+        let status = self.child.wait().unwrap();
+        let out: Vec<String> = self.stdout.iter().collect();
+        let err: Vec<String> = self.stderr.iter().collect();
+        let said = format!("{}{}", self.said, err.join("\n"));
+        assert!(status.success(), "{status}: {said}");
+        (out, said)
+    }
+}
+
+/// Status and body of `GET path` at `server`.
+fn get(server: &str, path: &str) -> (u16, String) {
+    let mut stream = TcpStream::connect(server).unwrap();
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: {server}\r\nConnection: close\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let status = response.split(' ').nth(1).unwrap().parse().unwrap();
+    (status, response.split_once("\r\n\r\n").unwrap().1.to_string())
+}
+
+/// SIGHUP reads `--names` again: the next records and the summary carry
+/// the new name; a file that does not read keeps the names before and
+/// says why; collect goes on and ends on SIGINT with its summary (SIGHUP
+/// ended it, with no summary).
+#[test]
+fn sighup_reloads_the_names_and_never_ends_collect() {
+    let dir = workdir("service-sighup");
+    let names = dir.join("names.yaml");
+    std::fs::write(&names, "nodes: {2: old-two}\n").unwrap();
+    let mut collect = Collect::start(&[
+        "--json",
+        "--interval",
+        "0",
+        "--listen",
+        "127.0.0.1:0",
+        "--names",
+        names.to_str().unwrap(),
+    ]);
+    let listen = collect.address("listening on ");
+    let reports = collector::switch_reports();
+    let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
+    sender.send_to(&reports[0], &listen).unwrap();
+    collect.printed("\"old-two\"");
+
+    std::fs::write(&names, "nodes: {2: new-two}\n").unwrap();
+    collect.signal("-HUP");
+    let line = collect.said("SIGHUP");
+    assert!(line.contains("reloaded --names") && line.contains("1 node(s)"), "{line}");
+    sender.send_to(&reports[1], &listen).unwrap();
+    let record = collect.printed("\"new-two\"");
+    assert_eq!(record["hop_metadata"][1]["node_id_name"], "new-two", "{record}");
+
+    std::fs::write(&names, "nodes: [2, 3\n").unwrap();
+    collect.signal("-HUP");
+    let line = collect.said("SIGHUP");
+    assert!(line.contains("keeping the names before (1 node(s))"), "{line}");
+    assert!(line.contains(names.to_str().unwrap()), "names the file: {line}");
+    sender.send_to(&reports[2], &listen).unwrap();
+    collect.printed("\"new-two\"");
+
+    let (out, said) = collect.stop();
+    let summary: serde_json::Value = serde_json::from_str(out.last().unwrap()).unwrap();
+    let nodes = summary["summary"]["nodes"].as_array().unwrap();
+    let two = nodes.iter().find(|n| n["node"] == 2).unwrap();
+    assert_eq!(two["node_name"], "new-two", "{said}");
+}
+
+/// The probes on the web view and the metrics server: healthz 200 while
+/// collect runs; readyz 200 with its receivers bound, 503 saying what is
+/// missing while `--from-nats`'s consumer is not attached (no server
+/// answers here). The probes answer a host the view is not told of.
+#[test]
+fn healthz_and_readyz_on_both_servers() {
+    let mut collect = Collect::start(&[
+        "--quiet",
+        "--listen",
+        "127.0.0.1:0",
+        "--http",
+        "127.0.0.1:0",
+        "--metrics",
+        "127.0.0.1:0",
+    ]);
+    let metrics = collect.address("metrics on http://");
+    let view = collect.address("view on http://");
+    for server in [&view, &metrics] {
+        assert_eq!(get(server, "/healthz"), (200, "ok\n".to_string()), "{server}");
+        assert_eq!(get(server, "/readyz"), (200, "ready\n".to_string()), "{server}");
+    }
+    let mut stream = TcpStream::connect(&view).unwrap();
+    write!(stream, "GET /readyz HTTP/1.1\r\nHost: probe.example\r\nConnection: close\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    collect.stop();
+
+    // An aggregator whose stream's server is away: alive, not ready.
+    let mut collect = Collect::start(&[
+        "--quiet",
+        "--from-nats",
+        "nats://127.0.0.1:1",
+        "--http",
+        "127.0.0.1:0",
+        "--metrics",
+        "127.0.0.1:0",
+    ]);
+    let metrics = collect.address("metrics on http://");
+    let view = collect.address("view on http://");
+    for server in [&view, &metrics] {
+        assert_eq!(get(server, "/healthz").0, 200, "{server}");
+        let (status, body) = get(server, "/readyz");
+        assert_eq!(status, 503, "{server}: {body}");
+        assert!(body.contains("consumer is not attached"), "{body}");
+    }
+    collect.stop();
+}
+
+/// `--log warn`: the info lines ("listening on", "view on") are not
+/// written, the warnings are; the default (info) writes both.
+#[test]
+fn log_warn_hides_the_info_lines() {
+    let args = ["--quiet", "--from-nats", "nats://127.0.0.1:1", "--http", "127.0.0.1:0"];
+    let mut collect = Collect::start(&args);
+    collect.said("view on http://");
+    collect.said("(trying again)");
+    let (_, said) = collect.stop();
+    assert!(said.contains("aggregating stream"), "{said}");
+
+    let mut collect = Collect::start(&[&args[..], &["--log", "warn"]].concat());
+    collect.said("(trying again)");
+    let (_, said) = collect.stop();
+    assert!(!said.contains("view on") && !said.contains("aggregating"), "{said}");
+
+    let refused = Command::new(BIN).args(["collect", "--log", "loud"]).output().unwrap();
+    let text = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success() && text.contains("error, warn, info or debug"), "{text}");
+}
