@@ -75,12 +75,12 @@ impl Collect {
         rest.split([' ', '/']).next().unwrap().to_string()
     }
 
-    /// The first record on stdout whose JSON has `text`.
-    fn printed(&mut self, text: &str) -> serde_json::Value {
+    /// The first line on stdout that has `text`.
+    fn printed(&mut self, text: &str) -> String {
         loop {
             let Ok(line) = self.stdout.recv() else { panic!("collect ended before it printed {text:?}") };
             if line.contains(text) {
-                return serde_json::from_str(&line).unwrap();
+                return line;
             }
         }
     }
@@ -141,7 +141,7 @@ fn sighup_reloads_the_names_and_never_ends_collect() {
     let line = collect.said("SIGHUP");
     assert!(line.contains("reloaded --names") && line.contains("1 node(s)"), "{line}");
     sender.send_to(&reports[1], &listen).unwrap();
-    let record = collect.printed("\"new-two\"");
+    let record: serde_json::Value = serde_json::from_str(&collect.printed("\"new-two\"")).unwrap();
     assert_eq!(record["hop_metadata"][1]["node_id_name"], "new-two", "{record}");
 
     std::fs::write(&names, "nodes: [2, 3\n").unwrap();
@@ -227,4 +227,71 @@ fn log_warn_hides_the_info_lines() {
     let refused = Command::new(BIN).args(["collect", "--log", "loud"]).output().unwrap();
     let text = String::from_utf8_lossy(&refused.stderr);
     assert!(!refused.status.success() && text.contains("error, warn, info or debug"), "{text}");
+}
+
+/// The packaged unit prints a summary a minute to the journal: at 50
+/// nodes the periodic one stays about 30 lines (it was 155), naming the
+/// worst node (the highest hop latency), link and flow (the slowest),
+/// then how many more; the summary at exit lists every node.
+#[test]
+fn the_periodic_summary_is_bounded_and_names_the_worst() {
+    use int_core::int21::HopMetadata;
+    // 49 flows (UDP ports 1-49), each from its own node (101-149) to the
+    // sink (node 9): 50 nodes, 49 links. Node 107 holds packets 900 µs,
+    // the others 1-49 µs; flow 21's link to the sink takes 5 ms, the
+    // others' 2 µs.
+    let mut datagrams = Vec::new();
+    for round in 0..3u64 {
+        for port in 1..=49u16 {
+            let node = 100 + u32::from(port);
+            let latency = if node == 107 { 900_000 } else { 1000 * u32::from(port) };
+            let t = 1_000_000_000 * round + 10_000_000 * u64::from(port);
+            let egress = t + u64::from(latency);
+            let hop = HopMetadata {
+                node_id: Some(node),
+                hop_latency: Some(latency),
+                queue: Some((0, 1)),
+                ingress_timestamp: Some(t),
+                egress_timestamp: Some(egress),
+                ..HopMetadata::default()
+            };
+            let link = if port == 21 { 5_000_000 } else { 2000 };
+            let sequence = datagrams.len() as u32 + 1;
+            datagrams.push(collector::stack_report(sequence, 9, port, &[hop], egress + link));
+        }
+    }
+    let mut collect = Collect::start(&["--quiet", "--interval", "0.1", "--listen", "127.0.0.1:0"]);
+    let listen = collect.address("listening on ");
+    let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
+    for datagram in &datagrams {
+        sender.send_to(datagram, &listen).unwrap();
+    }
+    let header = format!("== summary: {} report(s)", datagrams.len());
+    collect.printed(&header);
+    let mut periodic = vec![header];
+    loop {
+        let line = collect.stdout.recv().unwrap();
+        if line.starts_with("== summary") {
+            break;
+        }
+        periodic.push(line);
+    }
+    let text = periodic.join("\n");
+    println!("{text}");
+    assert!(periodic.len() <= 30, "{} lines:\n{text}", periodic.len());
+    let flows: Vec<&String> = periodic.iter().filter(|l| l.starts_with("  udp ")).collect();
+    assert!(flows[0].starts_with("  udp 10.0.0.1:21 -> "), "the slowest flow first:\n{text}");
+    let nodes: Vec<&String> = periodic.iter().filter(|l| l.starts_with("  node ")).collect();
+    assert!(nodes[0].starts_with("  node 107: 3 hop(s)"), "the slowest node first:\n{text}");
+    let links: Vec<&String> = periodic.iter().filter(|l| l.starts_with("  link ")).collect();
+    assert!(links[0].starts_with("  link 121 > 9: "), "the slowest link first:\n{text}");
+    assert!(text.contains("  ... and 42 more node(s)"), "{text}");
+    assert!(text.contains("  ... and 41 more link(s)"), "{text}");
+    assert!(text.contains("  ... and 41 more flow(s)"), "{text}");
+
+    let (out, said) = collect.stop();
+    let last = out.iter().rposition(|l| l.starts_with("== summary")).unwrap();
+    let at_exit = &out[last..];
+    let nodes = at_exit.iter().filter(|l| l.starts_with("  node ")).count();
+    assert_eq!(nodes, 50, "{said}\n{}", at_exit.join("\n"));
 }

@@ -156,7 +156,7 @@ pub fn run(args: &CollectArgs) -> Result<(), CollectError> {
         let _ = thread.join();
     }
     let snapshot = shared.take_snapshot();
-    summary::print(&snapshot, &shared.outputs, args.json);
+    summary::print(&snapshot, &shared.outputs, args.json, summary::Extent::Whole);
     if let Some(path) = &args.plot {
         plot::draw(&snapshot, path).map_err(|cause| CollectError::Plot { path: path.clone(), cause })?;
         log::info!("collect: plot written to {}", path.display());
@@ -431,7 +431,8 @@ fn wait_for_the_end(args: &CollectArgs, shared: &Shared, started: Instant) {
             reload(args);
         }
         if !interval.is_zero() && Instant::now() >= next_summary {
-            summary::print(&shared.snapshot(), &shared.outputs, args.json);
+            let extent = summary::Extent::Worst(summary::PERIODIC_WORST);
+            summary::print(&shared.snapshot(), &shared.outputs, args.json, extent);
             next_summary = Instant::now() + interval;
         }
         if let Some(path) =
