@@ -295,3 +295,55 @@ fn the_periodic_summary_is_bounded_and_names_the_worst() {
     let nodes = at_exit.iter().filter(|l| l.starts_with("  node ")).count();
     assert_eq!(nodes, 50, "{said}\n{}", at_exit.join("\n"));
 }
+
+/// Status and head of `GET path` at `server` with `authorization`.
+fn get_with(server: &str, path: &str, authorization: Option<&str>) -> (u16, String) {
+    let mut stream = TcpStream::connect(server).unwrap();
+    let header = authorization.map_or(String::new(), |value| format!("Authorization: {value}\r\n"));
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: {server}\r\n{header}Connection: close\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let status = response.split(' ').nth(1).unwrap().parse().unwrap();
+    (status, response.split_once("\r\n\r\n").unwrap().0.to_string())
+}
+
+/// `--http-token-file`: the view's pages and API ask for the token (a
+/// bearer token, or Basic's password with any user: 401 with the
+/// challenge a browser answers); the probes do not; an empty token file
+/// stops collect at start, saying what to write.
+#[test]
+fn the_view_asks_for_its_token_and_the_probes_do_not() {
+    let dir = workdir("service-token");
+    let file = dir.join("token");
+    std::fs::write(&file, "  0123456789abcdef0123 \n").unwrap();
+    let mut collect = Collect::start(&[
+        "--quiet",
+        "--listen",
+        "127.0.0.1:0",
+        "--http",
+        "127.0.0.1:0",
+        "--http-token-file",
+        file.to_str().unwrap(),
+    ]);
+    let view = collect.address("view on http://");
+    for path in ["/", "/api/overview"] {
+        let (status, head) = get_with(&view, path, None);
+        assert_eq!(status, 401, "{path}: {head}");
+        assert!(head.to_lowercase().contains("www-authenticate: basic realm="), "{head}");
+        assert_eq!(get_with(&view, path, Some("Bearer 0123456789abcdef012")).0, 401, "{path}");
+        assert_eq!(get_with(&view, path, Some("Bearer 0123456789abcdef0123")).0, 200, "{path}");
+        // ops:0123456789abcdef0123
+        let basic = "Basic b3BzOjAxMjM0NTY3ODlhYmNkZWYwMTIz";
+        assert_eq!(get_with(&view, path, Some(basic)).0, 200, "{path}");
+    }
+    for probe in ["/healthz", "/readyz"] {
+        assert_eq!(get_with(&view, probe, None).0, 200, "{probe}");
+    }
+    collect.stop();
+
+    std::fs::write(&file, "\n").unwrap();
+    let args = ["collect", "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--http-token-file"];
+    let refused = Command::new(BIN).args(args).arg(&file).output().unwrap();
+    let text = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success() && text.contains("its first line is empty"), "{text}");
+}

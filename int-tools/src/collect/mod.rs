@@ -255,6 +255,10 @@ fn view_settings(addr: SocketAddr, args: &CollectArgs) -> Result<view::Settings,
         stale_after: args.view_stale_s,
         hosts: args.http_hosts.clone(),
         limits,
+        token: match &args.http_token_file {
+            Some(path) => Some(Arc::new(view::auth::Token::read(path)?)),
+            None => None,
+        },
     })
 }
 

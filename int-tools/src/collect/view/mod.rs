@@ -10,6 +10,7 @@
 //! alone, to the hosts of [`host`], within the limits of [`server`].
 
 mod api;
+pub mod auth;
 mod board;
 pub mod host;
 mod sample;
@@ -45,6 +46,8 @@ pub struct Settings {
     /// Names it answers to besides IP literals and localhost.
     pub hosts: Vec<String>,
     pub limits: Limits,
+    /// The token every page but the probes asks for (`--http-token-file`).
+    pub token: Option<Arc<auth::Token>>,
 }
 
 type Shown = Arc<RwLock<Board>>;
@@ -81,8 +84,12 @@ pub fn start(
             .spawn(move || sample_until_quit(&shared, &shown, settings.sample))
             .map_err(refused("the sampler's thread"))?
     };
-    // The probes answer any host (a probe names none it was told of).
-    let app = routes(shown, Hosts::new(&settings.hosts), Arc::clone(&counts)).merge(health.routes());
+    let mut app = routes(shown, Hosts::new(&settings.hosts), Arc::clone(&counts));
+    if let Some(token) = settings.token {
+        app = app.layer(axum::middleware::from_fn_with_state(token, auth::check));
+    }
+    // The probes answer any host, with no token (a probe has neither).
+    let app = app.merge(health.routes());
     let limits = settings.limits;
     let server = std::thread::Builder::new()
         .name("collect-view-http".into())
