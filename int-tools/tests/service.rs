@@ -8,6 +8,8 @@
 mod collector;
 #[path = "../../tests/common/files.rs"]
 mod files;
+#[path = "../../tests/common/servers.rs"]
+mod servers;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpStream, UdpSocket};
@@ -162,7 +164,8 @@ fn sighup_reloads_the_names_and_never_ends_collect() {
 /// The probes on the web view and the metrics server: healthz 200 while
 /// collect runs; readyz 200 with its receivers bound, 503 saying what is
 /// missing while `--from-nats`'s consumer is not attached (no server
-/// answers here). The probes answer a host the view is not told of.
+/// answers), 200 once it is (a nats-server). The probes answer a host the
+/// view is not told of.
 #[test]
 fn healthz_and_readyz_on_both_servers() {
     let mut collect = Collect::start(&[
@@ -206,6 +209,21 @@ fn healthz_and_readyz_on_both_servers() {
         assert!(body.contains("consumer is not attached"), "{body}");
     }
     collect.stop();
+
+    let dir = workdir("service-readyz-nats");
+    let port = servers::free_port();
+    let nats = servers::start_nats(&dir, port, &[]);
+    let url = format!("nats://127.0.0.1:{port}");
+    let mut collect = Collect::start(&["--quiet", "--from-nats", &url, "--metrics", "127.0.0.1:0"]);
+    let metrics = collect.address("metrics on http://");
+    // Ready once the consumer is made: a state, asked until it comes.
+    while get(&metrics, "/readyz").0 == 503 {
+        assert!(collect.child.try_wait().unwrap().is_none(), "collect ended: {}", collect.said);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(get(&metrics, "/readyz"), (200, "ready\n".to_string()));
+    collect.stop();
+    servers::stop(nats);
 }
 
 /// `--log warn`: the info lines ("listening on", "view on") are not
@@ -226,7 +244,10 @@ fn log_warn_hides_the_info_lines() {
 
     let refused = Command::new(BIN).args(["collect", "--log", "loud"]).output().unwrap();
     let text = String::from_utf8_lossy(&refused.stderr);
-    assert!(!refused.status.success() && text.contains("error, warn, info or debug"), "{text}");
+    assert!(
+        !refused.status.success() && text.contains("[possible values: error, warn, info, debug]"),
+        "{text}"
+    );
 }
 
 /// The packaged unit prints a summary a minute to the journal: at 50

@@ -35,8 +35,8 @@ pub struct CollectArgs {
     /// Collect's own messages on stderr, up to this level: error, warn,
     /// info ("listening on", what it connects to), debug. Errors are
     /// always written; records and summaries are not messages.
-    #[arg(long, value_name = "LEVEL", default_value = "info", value_parser = super::stderr::parse_level)]
-    pub log: log::LevelFilter,
+    #[arg(long, value_name = "LEVEL", value_enum, default_value_t = super::stderr::Level::Info)]
+    pub log: super::stderr::Level,
     /// Print the summary every this many seconds (0: only at exit).
     #[arg(long, value_name = "S", default_value = "10", value_parser = duration::summary_interval)]
     pub interval: Duration,

@@ -20,7 +20,7 @@ mod health;
 pub mod input;
 pub mod names;
 mod outputs;
-mod stderr;
+pub mod stderr;
 pub mod stream;
 pub mod view;
 

@@ -27,19 +27,28 @@ impl Log for Stderr {
 static STDERR: Stderr = Stderr;
 
 /// Messages up to `level` on stderr from now on (errors whatever it is).
-pub fn init(level: LevelFilter) {
+pub fn init(level: Level) {
     // A second run in one process keeps the logger, takes the level.
     let _ = log::set_logger(&STDERR);
-    log::set_max_level(level.max(LevelFilter::Error));
+    log::set_max_level(LevelFilter::from(level));
 }
 
-/// `--log`'s values: error, warn, info, debug.
-pub fn parse_level(text: &str) -> Result<LevelFilter, String> {
-    match text.to_ascii_lowercase().as_str() {
-        "error" => Ok(LevelFilter::Error),
-        "warn" | "warning" => Ok(LevelFilter::Warn),
-        "info" => Ok(LevelFilter::Info),
-        "debug" => Ok(LevelFilter::Debug),
-        _ => Err(format!("{text:?} is no level: error, warn, info or debug")),
+/// `--log`'s levels (clap lists them in its refusal).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Level {
+    Error,
+    Warn,
+    Info,
+    Debug,
+}
+
+impl From<Level> for LevelFilter {
+    fn from(level: Level) -> LevelFilter {
+        match level {
+            Level::Error => LevelFilter::Error,
+            Level::Warn => LevelFilter::Warn,
+            Level::Info => LevelFilter::Info,
+            Level::Debug => LevelFilter::Debug,
+        }
     }
 }
