@@ -210,9 +210,12 @@ pub fn describe(id: u32) -> String {
     }
 }
 
-/// [`Names::annotate`] with the process's names.
+/// [`Names::annotate`] with the process's names (none: the record as it is).
 pub fn annotate(record: &mut Map<String, Value>) {
-    names().annotate(record);
+    let table = NAMES.read().unwrap_or_else(PoisonError::into_inner);
+    if let Some(names) = table.as_ref() {
+        names.annotate(record);
+    }
 }
 
 /// A node id's dotted form, where the id reads as an IPv4 address (INT
