@@ -101,11 +101,17 @@ fn check_outputs(args: &CollectArgs) -> Result<(), CollectError> {
     Ok(())
 }
 
-pub fn run(args: &CollectArgs) -> Result<(), CollectError> {
+/// What every thread reads: the messages' level and the names.
+fn settle(args: &CollectArgs) -> Result<(), CollectError> {
     stderr::init(args.log);
     if let Some(path) = &args.names {
         names::install(names::Names::load(path)?);
     }
+    Ok(())
+}
+
+pub fn run(args: &CollectArgs) -> Result<(), CollectError> {
+    settle(args)?;
     let how = Arc::new(how(args)?);
     check_outputs(args)?;
     // Reports off UDP sockets, or records off a stream.
