@@ -7,7 +7,8 @@
 //! lock each, [`sample::Sample::take`]) into the view's board at every
 //! `--view-sample-ms`, and an HTTP server (axum's router, served by
 //! hyper on a current-thread tokio runtime) that answers from the board
-//! alone, to the hosts of [`host`], within the limits of [`server`].
+//! alone, to the hosts of [`host`], within the limits of [`server`],
+//! behind the token of [`auth`] where `--http-token-file` gives one.
 
 mod api;
 pub mod auth;
