@@ -9,10 +9,26 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-/// A page: its content type and body.
+/// A page: its status, content type and body.
 pub struct Page {
+    /// 200, or 503 for a probe that is not ready.
+    pub status: Status,
     pub content_type: &'static str,
     pub body: String,
+}
+
+/// The statuses a page may answer with (any other path is a 404).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Ok,
+    Unavailable,
+}
+
+impl Page {
+    /// A page found: 200.
+    pub fn ok(content_type: &'static str, body: String) -> Page {
+        Page { status: Status::Ok, content_type, body }
+    }
 }
 
 /// Answers GET requests on `listener` until `quit`: `page(path)` gives the
@@ -45,7 +61,13 @@ fn answer(mut stream: TcpStream, page: &impl Fn(&str) -> Option<Page>) -> io::Re
         _ => None,
     };
     let (status, content_type, body) = match found {
-        Some(page) => ("200 OK", page.content_type, page.body),
+        Some(page) => {
+            let status = match page.status {
+                Status::Ok => "200 OK",
+                Status::Unavailable => "503 Service Unavailable",
+            };
+            (status, page.content_type, page.body)
+        }
         None => ("404 Not Found", "text/plain", "not found\n".to_string()),
     };
     let response = format!(
@@ -229,9 +251,7 @@ mod tests {
         let server = std::thread::spawn(move || {
             serve(
                 listener,
-                |path| {
-                    (path == "/metrics").then(|| Page { content_type: "text/plain", body: "up 1\n".into() })
-                },
+                |path| (path == "/metrics").then(|| Page::ok("text/plain", "up 1\n".into())),
                 &stop,
             )
         });

@@ -48,9 +48,7 @@ pub fn endpoint(
     let listener = TcpListener::bind(addr)?;
     log::info!("metrics: http://{}/metrics", listener.local_addr()?);
     Ok(move || {
-        let serve = |path: &str| {
-            (path == "/metrics").then(|| Page { content_type: CONTENT_TYPE, body: page(&sources) })
-        };
+        let serve = |path: &str| (path == "/metrics").then(|| Page::ok(CONTENT_TYPE, page(&sources)));
         if let Err(error) = http::serve(listener, serve, &quit) {
             log::warn!("metrics: {error}");
         }

@@ -32,6 +32,11 @@ pub struct CollectArgs {
     /// Exit after this many seconds.
     #[arg(long, value_name = "S", value_parser = duration::run_for)]
     pub duration: Option<Duration>,
+    /// Collect's own messages on stderr, up to this level: error, warn,
+    /// info ("listening on", what it connects to), debug. Errors are
+    /// always written; records and summaries are not messages.
+    #[arg(long, value_name = "LEVEL", value_enum, default_value_t = super::stderr::Level::Info)]
+    pub log: super::stderr::Level,
     /// Print the summary every this many seconds (0: only at exit).
     #[arg(long, value_name = "S", default_value = "10", value_parser = duration::summary_interval)]
     pub interval: Duration,
@@ -202,6 +207,12 @@ pub struct CollectArgs {
     /// arrives within this many ms of its opening or its last response.
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(100..=3_600_000))]
     pub http_idle_ms: u64,
+    /// A file whose first line is the token the web view asks for: as
+    /// `Authorization: Bearer TOKEN` or as the password of HTTP Basic
+    /// authentication (any user; a browser prompts). /healthz and /readyz
+    /// ask for none. Over a network, put TLS in front (a reverse proxy).
+    #[arg(long, value_name = "FILE", requires = "http")]
+    pub http_token_file: Option<std::path::PathBuf>,
     /// How often the web view copies the books, in ms.
     #[arg(long, value_name = "MS", default_value = "1000", value_parser = duration::view_sample)]
     pub view_sample_ms: Duration,

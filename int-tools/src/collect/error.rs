@@ -26,6 +26,8 @@ pub enum CollectError {
     Metrics { addr: SocketAddr, source: std::io::Error },
     #[error(transparent)]
     View(#[from] ViewError),
+    #[error(transparent)]
+    HttpToken(#[from] super::view::auth::TokenError),
     #[error("{flag} {source}")]
     Servers { flag: &'static str, source: ServersError },
     #[error(transparent)]

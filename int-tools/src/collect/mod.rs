@@ -16,9 +16,11 @@ mod args;
 mod bookkeeping;
 pub mod books;
 mod error;
+mod health;
 pub mod input;
 pub mod names;
 mod outputs;
+pub mod stderr;
 pub mod stream;
 pub mod view;
 
@@ -99,10 +101,17 @@ fn check_outputs(args: &CollectArgs) -> Result<(), CollectError> {
     Ok(())
 }
 
-pub fn run(args: &CollectArgs) -> Result<(), CollectError> {
+/// What every thread reads: the messages' level and the names.
+fn settle(args: &CollectArgs) -> Result<(), CollectError> {
+    stderr::init(args.log);
     if let Some(path) = &args.names {
         names::install(names::Names::load(path)?);
     }
+    Ok(())
+}
+
+pub fn run(args: &CollectArgs) -> Result<(), CollectError> {
+    settle(args)?;
     let how = Arc::new(how(args)?);
     check_outputs(args)?;
     // Reports off UDP sockets, or records off a stream.
@@ -111,6 +120,7 @@ pub fn run(args: &CollectArgs) -> Result<(), CollectError> {
         None => (receive::open(&args.listen, args.sockets, args.rcvbuf, args.share_port)?, None),
     };
     int_os::signals::catch_stop_signals();
+    int_os::signals::catch_reload_signal();
     let started = Instant::now();
     let (running, feeder) = start_outputs(args)?;
     let consumer = from_stream.as_ref().map(|_| Arc::new(stream::consume::Counts::default()));
@@ -128,10 +138,11 @@ pub fn run(args: &CollectArgs) -> Result<(), CollectError> {
         quit: AtomicBool::new(false),
         outputs: counted,
     });
-    let views = start_views(args, &shared, view_counts)?;
+    let health = Arc::new(health::Health::new(consumer.clone()));
+    let views = start_views(args, &shared, view_counts, &health)?;
     let readers = match (from_stream, consumer) {
         (Some(settings), Some(counts)) => {
-            eprintln!(
+            log::info!(
                 "collect: aggregating stream {} on {} as consumer {}",
                 settings.stream,
                 settings.servers.first(),
@@ -151,10 +162,10 @@ pub fn run(args: &CollectArgs) -> Result<(), CollectError> {
         let _ = thread.join();
     }
     let snapshot = shared.take_snapshot();
-    summary::print(&snapshot, &shared.outputs, args.json);
+    summary::print(&snapshot, &shared.outputs, args.json, summary::Extent::Whole);
     if let Some(path) = &args.plot {
         plot::draw(&snapshot, path).map_err(|cause| CollectError::Plot { path: path.clone(), cause })?;
-        eprintln!("collect: plot written to {}", path.display());
+        log::info!("collect: plot written to {}", path.display());
     }
     failure.map_or(Ok(()), Err)
 }
@@ -175,6 +186,7 @@ fn start_views(
     args: &CollectArgs,
     shared: &Arc<Shared>,
     view_counts: Option<Arc<view::Counts>>,
+    health: &Arc<health::Health>,
 ) -> Result<Vec<std::thread::JoinHandle<()>>, CollectError> {
     let mut threads = Vec::new();
     if let Some(addr) = args.metrics {
@@ -183,11 +195,12 @@ fn start_views(
             nodes: args.metrics_nodes,
             links: args.metrics_links,
         };
-        let metrics = metrics::start(addr, Arc::clone(shared), shown);
+        let metrics = metrics::start(addr, Arc::clone(shared), shown, Arc::clone(health));
         threads.push(metrics.map_err(|source| CollectError::Metrics { addr, source })?);
     }
     if let (Some(addr), Some(counts)) = (args.http, view_counts) {
-        threads.extend(view::start(view_settings(addr, args)?, Arc::clone(shared), counts)?);
+        let settings = view_settings(addr, args)?;
+        threads.extend(view::start(settings, Arc::clone(shared), counts, Arc::clone(health))?);
     }
     Ok(threads)
 }
@@ -253,6 +266,10 @@ fn view_settings(addr: SocketAddr, args: &CollectArgs) -> Result<view::Settings,
         stale_after: args.view_stale_s,
         hosts: args.http_hosts.clone(),
         limits,
+        token: match &args.http_token_file {
+            Some(path) => Some(Arc::new(view::auth::Token::read(path)?)),
+            None => None,
+        },
     })
 }
 
@@ -303,7 +320,7 @@ fn start_outputs(
     }
     if let Some(url) = &args.nats {
         let settings = stream_settings("--nats", url, args)?;
-        eprintln!("collect: publishing to NATS JetStream at {url}, stream {}", settings.stream);
+        log::info!("collect: publishing to NATS JetStream at {url}, stream {}", settings.stream);
         let (publisher, feeds) = stream::publish::start(settings)?;
         running.push(publisher);
         feeder = feeds;
@@ -368,7 +385,7 @@ fn start_ipfix(target: &str, args: &CollectArgs) -> Result<outputs::Running, Col
         pen: args.ipfix_pen,
         limit: args.max_flows,
     };
-    eprintln!("collect: exporting IPFIX to {target} every {} s", args.ipfix_interval.as_secs_f64());
+    log::info!("collect: exporting IPFIX to {target} every {} s", args.ipfix_interval.as_secs_f64());
     Ok(ipfix::start(settings))
 }
 
@@ -386,7 +403,7 @@ fn start_influx(url: &str, args: &CollectArgs) -> Result<outputs::Running, Colle
         flush: Duration::from_millis(500),
         buffer: args.influx_buffer,
     };
-    eprintln!("collect: writing to InfluxDB at {url}, database {}", settings.database);
+    log::info!("collect: writing to InfluxDB at {url}, database {}", settings.database);
     Ok(influx::start(settings))
 }
 
@@ -425,18 +442,40 @@ fn wait_for_the_end(args: &CollectArgs, shared: &Shared, started: Instant) {
         {
             return;
         }
+        if int_os::signals::take_reload_request() {
+            reload(args);
+        }
         if !interval.is_zero() && Instant::now() >= next_summary {
-            summary::print(&shared.snapshot(), &shared.outputs, args.json);
+            let extent = summary::Extent::Worst(summary::PERIODIC_WORST);
+            summary::print(&shared.snapshot(), &shared.outputs, args.json, extent);
             next_summary = Instant::now() + interval;
         }
         if let Some(path) =
             args.plot.as_ref().filter(|_| !plot_every.is_zero() && Instant::now() >= next_plot)
         {
             if let Err(error) = plot::draw(&shared.snapshot(), path) {
-                eprintln!("collect: --plot {}: {error}", path.display());
+                log::warn!("collect: --plot {}: {error}", path.display());
             }
             next_plot = Instant::now() + plot_every;
         }
         std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// SIGHUP: reads the files the flags name again (the names of `--names`);
+/// collect goes on whatever they hold, and says what it took or, keeping
+/// what it had, why not.
+fn reload(args: &CollectArgs) {
+    let Some(path) = &args.names else {
+        log::warn!("collect: SIGHUP: nothing to reload (no --names)");
+        return;
+    };
+    match names::reload(path) {
+        Ok(count) => {
+            log::info!("collect: SIGHUP: reloaded --names {}: {count} node(s) named", path.display())
+        }
+        Err(error) => {
+            log::warn!("collect: SIGHUP: {error}; keeping the names before ({} node(s))", names::count())
+        }
     }
 }

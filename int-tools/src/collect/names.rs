@@ -10,14 +10,14 @@
 //!   0xABCDEF: linux-router            # an IOAM node's 24-bit id
 //! ```
 //!
-//! The names are read once, at start, and kept for the process's life (every
-//! thread reads them, none writes them): a process-wide table, so that each
+//! The names are read at start and again at each SIGHUP (a file that does
+//! not read keeps the names before): a process-wide table, so that each
 //! output asks it without the names being threaded through the receivers.
 
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, PoisonError, RwLock};
 
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -158,37 +158,64 @@ impl Names {
 const NODE_FIELDS: [&str; 5] = ["source_node", "sink_node", "report_node", "node", "node_id"];
 const PATH_FIELDS: [&str; 4] = ["path", "old_path", "new_path", "nodes"];
 
-static NAMES: OnceLock<Names> = OnceLock::new();
-static NONE: Names = Names { nodes: BTreeMap::new() };
+/// The process's names: replaced whole by a reload (SIGHUP), so that a
+/// reader sees the old table or the new one, never a mix. A reader holds
+/// the lock only to clone the `Arc` or copy one name out.
+static NAMES: RwLock<Option<Arc<Names>>> = RwLock::new(None);
 
-/// Makes `names` the process's names (the first call wins).
+/// Makes `names` the process's names, in place of any before.
 pub fn install(names: Names) {
-    let _ = NAMES.set(names);
+    let mut table = NAMES.write().unwrap_or_else(PoisonError::into_inner);
+    *table = Some(Arc::new(names));
 }
 
 /// The process's names (none before [`install`]).
-pub fn names() -> &'static Names {
-    NAMES.get().unwrap_or(&NONE)
+pub fn names() -> Arc<Names> {
+    let table = NAMES.read().unwrap_or_else(PoisonError::into_inner);
+    table.as_ref().map_or_else(|| Arc::new(Names::default()), Arc::clone)
+}
+
+/// Reads `path` again and, if it reads, makes it the process's names;
+/// returns how many nodes it names. On a mistake the names stay as they
+/// were.
+pub fn reload(path: &Path) -> Result<usize, NamesError> {
+    let names = Names::load(path)?;
+    let count = names.nodes.len();
+    install(names);
+    Ok(count)
+}
+
+/// How many nodes the process's names name.
+pub fn count() -> usize {
+    let table = NAMES.read().unwrap_or_else(PoisonError::into_inner);
+    table.as_ref().map_or(0, |names| names.nodes.len())
 }
 
 /// Node `id`'s name, if it has one.
-pub fn node(id: u32) -> Option<&'static str> {
-    names().node(id)
+pub fn node(id: u32) -> Option<String> {
+    let table = NAMES.read().unwrap_or_else(PoisonError::into_inner);
+    table.as_ref()?.node(id).map(str::to_string)
 }
 
 /// What a label shows for node `id`: its name, or its id as a number.
 pub fn label(id: u32) -> String {
-    names().label(id)
+    node(id).unwrap_or_else(|| id.to_string())
 }
 
 /// "edge-a (167772161)", or the id alone.
 pub fn describe(id: u32) -> String {
-    names().describe(id)
+    match node(id) {
+        Some(name) => format!("{name} ({id})"),
+        None => id.to_string(),
+    }
 }
 
-/// [`Names::annotate`] with the process's names.
+/// [`Names::annotate`] with the process's names (none: the record as it is).
 pub fn annotate(record: &mut Map<String, Value>) {
-    names().annotate(record);
+    let table = NAMES.read().unwrap_or_else(PoisonError::into_inner);
+    if let Some(names) = table.as_ref() {
+        names.annotate(record);
+    }
 }
 
 /// A node id's dotted form, where the id reads as an IPv4 address (INT

@@ -1,6 +1,7 @@
 //! The collector's summary: totals, lost reports, and latency percentiles
 //! and packets lost over all flows and per flow, as text or one JSON line.
 
+use std::cmp::Reverse;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -9,7 +10,7 @@ use crate::schema::human_ns;
 use int_core::flow::FlowKey;
 use serde_json::{json, Value};
 
-use super::hops::Hops;
+use super::hops::{Hops, Node};
 use super::join::Counts as JoinCounts;
 use super::latency::{Latency, PERCENTILES};
 use super::ledger::{FlowSummary, Ledger};
@@ -17,9 +18,23 @@ use super::sender::Sender;
 use crate::collect::outputs::{counts_json, counts_text, Counted};
 use crate::collect::{names, Books, Totals};
 
-/// At most this many flows in a text summary (the most reported); JSON
-/// has them all.
+/// At most this many flows, nodes and links in the text summary at exit
+/// (the most reported flows); JSON has them all.
 const TEXT_FLOWS: usize = 50;
+
+/// How much of the books a text summary lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Extent {
+    /// At exit: up to [`TEXT_FLOWS`] flows, nodes and links.
+    Whole,
+    /// At the interval, for a journal: the `n` worst flows, nodes and
+    /// links, then how many more; a fleet's summary stays a screen long.
+    Worst(usize),
+}
+
+/// The worst this many of each in a periodic text summary: with the
+/// totals, about 30 lines whatever the fleet.
+pub const PERIODIC_WORST: usize = 8;
 
 /// Every receiver's books, merged.
 #[derive(Clone)]
@@ -106,11 +121,13 @@ impl Snapshot {
     }
 }
 
-pub fn print(snapshot: &Snapshot, outputs: &[Arc<dyn Counted>], json_out: bool) {
+/// The summary: one JSON line (whole, whatever `extent`), or text of
+/// the `extent` asked for.
+pub fn print(snapshot: &Snapshot, outputs: &[Arc<dyn Counted>], json_out: bool, extent: Extent) {
     if json_out {
         println!("{}", json!({"summary": summary_json(snapshot, outputs)}));
     } else {
-        print_text(snapshot, outputs);
+        print_text(snapshot, outputs, extent);
     }
 }
 
@@ -221,7 +238,7 @@ fn distribution_json(values: &Latency) -> Value {
     value
 }
 
-fn print_text(snapshot: &Snapshot, outputs: &[Arc<dyn Counted>]) {
+fn print_text(snapshot: &Snapshot, outputs: &[Arc<dyn Counted>], extent: Extent) {
     let (totals, senders) = (&snapshot.totals, &snapshot.senders);
     let resyncs: u64 = senders.values().map(|s| s.resyncs).sum();
     let late: u64 = senders.values().map(|s| s.late).sum();
@@ -261,43 +278,112 @@ fn print_text(snapshot: &Snapshot, outputs: &[Arc<dyn Counted>]) {
     if ledger.flows.len() > 1 || ledger.untracked > 0 {
         println!("  all flows: {}", describe(&ledger.overall));
     }
-    let mut flows = ledger.flows_by_reports();
-    let more = flows.len().saturating_sub(TEXT_FLOWS);
-    flows.truncate(TEXT_FLOWS);
-    flows.sort_by_key(|(key, _)| **key);
-    for (key, flow) in flows {
-        println!("  {key}: {}", describe(flow));
-    }
-    if more > 0 {
-        println!("  ... and {more} more flow(s) (--json lists them all)");
-    }
+    print_flows(ledger, extent);
     if ledger.untracked > 0 {
         println!(
             "  {} observation(s) of flows beyond --max-flows, counted in all flows only",
             ledger.untracked
         );
     }
-    print_hops(&snapshot.hops);
+    print_hops(&snapshot.hops, extent);
+}
+
+/// A latency's p99 (or its max, for a flow without percentiles), to rank
+/// the worst by.
+fn p99(latency: &Latency) -> i64 {
+    latency.quantile(0.99).or_else(|| latency.max()).unwrap_or(i64::MIN)
+}
+
+/// The flows a text summary lists: at exit the most reported, in key
+/// order; at the interval the worst (most packets lost, then highest
+/// latency p99, then most reported).
+fn print_flows(ledger: &Ledger, extent: Extent) {
+    let mut flows = ledger.flows_by_reports();
+    let total = flows.len();
+    match extent {
+        Extent::Whole => {
+            flows.truncate(TEXT_FLOWS);
+            flows.sort_by_key(|(key, _)| **key);
+        }
+        Extent::Worst(n) => {
+            flows.sort_by_key(|(key, flow)| {
+                (Reverse(flow.lost), Reverse(p99(&flow.latency)), Reverse(flow.latency.count()), **key)
+            });
+            flows.truncate(n);
+        }
+    }
+    for (key, flow) in &flows {
+        println!("  {key}: {}", describe(flow));
+    }
+    let why = match extent {
+        Extent::Whole => "the most reported",
+        Extent::Worst(_) => "the most lost, then the highest latency p99",
+    };
+    more(total, flows.len(), "flow(s)", why);
+}
+
+/// "... and N more", naming what the lines shown were chosen by.
+fn more(total: usize, shown: usize, what: &str, chosen_by: &str) {
+    if total > shown {
+        println!("  ... and {} more {what} (those above: {chosen_by}; --json lists them all)", total - shown);
+    }
+}
+
+/// The nodes and links a text summary lists, each with its figures.
+type Chosen<'a> = (Vec<(&'a u32, &'a Node)>, Vec<(&'a (u32, u32), &'a Latency)>);
+
+/// The nodes and links a text summary lists: at exit the first by id; at
+/// the interval the worst (nodes: most drop reports, then highest hop
+/// latency p99; links: highest latency p99).
+fn chosen(hops: &Hops, extent: Extent) -> Chosen<'_> {
+    let (mut nodes, mut links): (Vec<_>, Vec<_>) = (hops.nodes.iter().collect(), hops.links.iter().collect());
+    let n = match extent {
+        Extent::Whole => TEXT_FLOWS,
+        Extent::Worst(n) => {
+            nodes.sort_by_key(|(id, node)| {
+                (
+                    Reverse(node.drops.values().sum::<u64>()),
+                    Reverse(p99(&node.latency)),
+                    Reverse(node.hops),
+                    **id,
+                )
+            });
+            links.sort_by_key(|(key, latency)| (Reverse(p99(latency)), Reverse(latency.count()), **key));
+            n
+        }
+    };
+    nodes.truncate(n);
+    links.truncate(n);
+    (nodes, links)
 }
 
 /// Nodes, links and path changes, where INT 2.1 reports told of them.
-fn print_hops(hops: &Hops) {
-    for (id, node) in hops.nodes.iter().take(TEXT_FLOWS) {
+fn print_hops(hops: &Hops, extent: Extent) {
+    let (nodes, links) = chosen(hops, extent);
+    let (node_why, link_why) = match extent {
+        Extent::Whole => ("the first by id", "the first by id"),
+        Extent::Worst(_) => {
+            ("the most drop reports, then the highest hop latency p99", "the highest latency p99")
+        }
+    };
+    for (id, node) in &nodes {
         let drops: Vec<String> =
             node.drops.iter().map(|(reason, n)| format!("{n} for reason {reason}")).collect();
         let drops =
             if drops.is_empty() { String::new() } else { format!("; drop reports: {}", drops.join(", ")) };
         println!(
             "  node {}: {} hop(s); hop latency {}; queue {}{drops}",
-            names::describe(*id),
+            names::describe(**id),
             node.hops,
             spread(&node.latency, human_ns),
             spread(&node.queue, |v| v.to_string())
         );
     }
-    for ((from, to), latency) in hops.links.iter().take(TEXT_FLOWS) {
+    more(hops.nodes.len(), nodes.len(), "node(s)", node_why);
+    for ((from, to), latency) in &links {
         println!("  link {} > {}: {}", names::label(*from), names::label(*to), spread(latency, human_ns));
     }
+    more(hops.links.len(), links.len(), "link(s)", link_why);
     if hops.paths() > 0 || hops.path_changes > 0 {
         println!("  {} flow path(s) followed, {} path change(s)", hops.paths(), hops.path_changes);
     }

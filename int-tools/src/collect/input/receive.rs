@@ -85,7 +85,7 @@ pub fn open(listen: &str, count: u16, rcvbuf: usize, share: bool) -> Result<Vec<
         })
         .collect::<Result<Vec<_>, ReceiveError>>()?;
     let sockets = if count > 1 { format!(", {count} sockets") } else { String::new() };
-    eprintln!("collect: listening on {local} (receive buffer {granted} bytes{sockets})");
+    log::info!("collect: listening on {local} (receive buffer {granted} bytes{sockets})");
     Ok(receivers)
 }
 

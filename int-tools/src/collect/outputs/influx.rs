@@ -367,7 +367,7 @@ impl Writer {
     /// Says a write error once, until a different one comes.
     fn say(&mut self, error: &str) {
         if error != self.last_error {
-            eprintln!("collect: InfluxDB write to {}: {error}", self.settings.host);
+            log::warn!("collect: InfluxDB write to {}: {error}", self.settings.host);
             self.last_error = error.to_string();
         }
     }

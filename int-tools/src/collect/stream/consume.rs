@@ -13,7 +13,7 @@
 //! comes again. So every report is booked once, while the aggregators run;
 //! an aggregator that dies loses its books either way.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -57,6 +57,8 @@ pub struct Counts {
     pub pending: AtomicU64,
     /// Messages given and not yet acknowledged.
     pub ack_pending: AtomicU64,
+    /// The durable consumer is attached (for `/readyz`).
+    pub attached: AtomicBool,
 }
 
 impl Counted for Counts {
@@ -136,6 +138,7 @@ impl Reader<'_> {
     /// server of a cluster, while one is away.
     async fn run(&self) -> Result<(), StreamError> {
         let Some(consumer) = self.consumer().await else { return Ok(()) };
+        self.counts.attached.store(true, Ordering::Relaxed);
         let mut lag = Lag { read: Instant::now(), said: None };
         while !self.stopping() {
             // A pull kept open, BATCH messages a request: aggregators of one
@@ -181,7 +184,7 @@ impl Reader<'_> {
                 Ok(consumer) => return Some(consumer),
                 Err(error) if error.to_string() != said => {
                     said = error.to_string();
-                    eprintln!("collect: --from-nats: {said} (trying again)");
+                    log::warn!("collect: --from-nats: {said} (trying again)");
                 }
                 Err(_) => {}
             }
@@ -291,9 +294,10 @@ impl Lag {
         counts.ack_pending.store(info.num_ack_pending as u64, Ordering::Relaxed);
         let due = self.said.is_none_or(|at| at.elapsed() >= SAY_LAG_EVERY);
         if info.num_pending > BATCH as u64 && due {
-            eprintln!(
+            log::warn!(
                 "collect: consumer {name} is {} messages behind the stream ({} awaiting acknowledgement)",
-                info.num_pending, info.num_ack_pending
+                info.num_pending,
+                info.num_ack_pending
             );
             self.said = Some(Instant::now());
         }

@@ -490,7 +490,7 @@ impl Publisher {
     /// Says a refusal once, until a different one comes.
     fn say(&mut self, text: String) {
         if text != self.last_refusal {
-            eprintln!(
+            log::warn!(
                 "collect: NATS stream {} refused a publish: {text} (it is sent again; see the server's log)",
                 self.settings.stream
             );

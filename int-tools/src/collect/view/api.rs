@@ -22,7 +22,7 @@ fn stats(stats: &Stats) -> Value {
 }
 
 /// A node's name, where `--names` gives one.
-fn node_name(id: u32) -> Option<&'static str> {
+fn node_name(id: u32) -> Option<String> {
     names::node(id)
 }
 

@@ -7,9 +7,11 @@
 //! lock each, [`sample::Sample::take`]) into the view's board at every
 //! `--view-sample-ms`, and an HTTP server (axum's router, served by
 //! hyper on a current-thread tokio runtime) that answers from the board
-//! alone, to the hosts of [`host`], within the limits of [`server`].
+//! alone, to the hosts of [`host`], within the limits of [`server`],
+//! behind the token of [`auth`] where `--http-token-file` gives one.
 
 mod api;
+pub mod auth;
 mod board;
 pub mod host;
 mod ranks;
@@ -28,6 +30,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 
+use super::health::Health;
 use super::Shared;
 use board::Board;
 use host::Hosts;
@@ -45,6 +48,8 @@ pub struct Settings {
     /// Names it answers to besides IP literals and localhost.
     pub hosts: Vec<String>,
     pub limits: Limits,
+    /// The token every page but the probes asks for (`--http-token-file`).
+    pub token: Option<Arc<auth::Token>>,
 }
 
 type Shown = Arc<RwLock<Board>>;
@@ -65,6 +70,7 @@ pub fn start(
     settings: Settings,
     shared: Arc<Shared>,
     counts: Arc<Counts>,
+    health: Arc<Health>,
 ) -> Result<Vec<std::thread::JoinHandle<()>>, ViewError> {
     let addr = settings.addr;
     let listener = TcpListener::bind(addr).map_err(|source| ViewError::Bind { addr, source })?;
@@ -80,17 +86,22 @@ pub fn start(
             .spawn(move || sample_until_quit(&shared, &shown, settings.sample))
             .map_err(refused("the sampler's thread"))?
     };
-    let app = routes(shown, Hosts::new(&settings.hosts), Arc::clone(&counts));
+    let mut app = routes(shown, Hosts::new(&settings.hosts), Arc::clone(&counts));
+    if let Some(token) = settings.token {
+        app = app.layer(axum::middleware::from_fn_with_state(token, auth::check));
+    }
+    // The probes answer any host, with no token (a probe has neither).
+    let app = app.merge(health.routes());
     let limits = settings.limits;
     let server = std::thread::Builder::new()
         .name("collect-view-http".into())
         .spawn(move || {
             if let Err(error) = serve(listener, app, limits, counts, &shared) {
-                eprintln!("collect: view: {error}");
+                log::error!("collect: view: {error}");
             }
         })
         .map_err(refused("the server's thread"))?;
-    eprintln!("collect: view on http://{local}/");
+    log::info!("collect: view on http://{local}/");
     Ok(vec![sampler, server])
 }
 

@@ -19,8 +19,10 @@ pub use exposition::{counter, counter_family, gauge};
 use exposition::{histogram, metric_head};
 
 use crate::collect::books::summary::Snapshot;
+use crate::collect::health::Health;
 use crate::collect::outputs::Counted;
 use crate::collect::Shared;
+
 /// How many flows, nodes and links have series of their own
 /// (`--metrics-flows`, `--metrics-nodes`, `--metrics-links`).
 #[derive(Debug, Clone, Copy)]
@@ -36,19 +38,21 @@ pub fn start(
     addr: SocketAddr,
     shared: Arc<Shared>,
     shown: Shown,
+    health: Arc<Health>,
 ) -> Result<std::thread::JoinHandle<()>, std::io::Error> {
     let listener = TcpListener::bind(addr)?;
     let local = listener.local_addr()?;
-    eprintln!("collect: metrics on http://{local}/metrics");
+    log::info!("collect: metrics on http://{local}/metrics");
     Ok(std::thread::spawn(move || {
-        let serve = |path: &str| {
-            (path == "/metrics").then(|| Page {
-                content_type: "text/plain; version=0.0.4",
-                body: page(&shared.view(shown.flows), &shared.outputs, &shown),
-            })
+        let serve = |path: &str| match path {
+            "/metrics" => Some(Page::ok(
+                "text/plain; version=0.0.4",
+                page(&shared.view(shown.flows), &shared.outputs, &shown),
+            )),
+            _ => health.page(path),
         };
         if let Err(error) = http::serve(listener, serve, &shared.quit) {
-            eprintln!("collect: metrics: {error}");
+            log::error!("collect: metrics: {error}");
         }
     }))
 }
