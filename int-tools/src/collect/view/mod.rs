@@ -196,6 +196,9 @@ fn routes(shown: Shown, hosts: Hosts, counts: Arc<Counts>) -> Router {
                 answer(&s, |b| Some(api::events(b, limit)))
             }),
         )
+        // A fallback of its own, under the host check: merged with the
+        // probes' routes, the default one would answer any host.
+        .fallback(|| async { (StatusCode::NOT_FOUND, "not in the view") })
         .with_state(shown)
         .layer(axum::middleware::from_fn_with_state((Arc::new(hosts), counts), host::check))
 }
