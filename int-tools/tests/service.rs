@@ -106,12 +106,19 @@ impl Collect {
 
 /// Status and body of `GET path` at `server`.
 fn get(server: &str, path: &str) -> (u16, String) {
+    let (status, whole) = ask(server, path, None);
+    (status, whole.split_once("\r\n\r\n").unwrap().1.to_string())
+}
+
+/// Status and the whole answer of `GET path` at `server`, with an
+/// `Authorization` header where given.
+fn ask(server: &str, path: &str, authorization: Option<&str>) -> (u16, String) {
     let mut stream = TcpStream::connect(server).unwrap();
-    write!(stream, "GET {path} HTTP/1.1\r\nHost: {server}\r\nConnection: close\r\n\r\n").unwrap();
+    let header = authorization.map_or(String::new(), |value| format!("Authorization: {value}\r\n"));
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: {server}\r\n{header}Connection: close\r\n\r\n").unwrap();
     let mut response = String::new();
     stream.read_to_string(&mut response).unwrap();
-    let status = response.split(' ').nth(1).unwrap().parse().unwrap();
-    (status, response.split_once("\r\n\r\n").unwrap().1.to_string())
+    (response.split(' ').nth(1).unwrap().parse().unwrap(), response)
 }
 
 /// SIGHUP reads `--names` again: the next records and the summary carry
@@ -319,13 +326,8 @@ fn the_periodic_summary_is_bounded_and_names_the_worst() {
 
 /// Status and head of `GET path` at `server` with `authorization`.
 fn get_with(server: &str, path: &str, authorization: Option<&str>) -> (u16, String) {
-    let mut stream = TcpStream::connect(server).unwrap();
-    let header = authorization.map_or(String::new(), |value| format!("Authorization: {value}\r\n"));
-    write!(stream, "GET {path} HTTP/1.1\r\nHost: {server}\r\n{header}Connection: close\r\n\r\n").unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    let status = response.split(' ').nth(1).unwrap().parse().unwrap();
-    (status, response.split_once("\r\n\r\n").unwrap().0.to_string())
+    let (status, whole) = ask(server, path, authorization);
+    (status, whole.split_once("\r\n\r\n").unwrap().0.to_string())
 }
 
 /// `--http-token-file`: the view's pages and API ask for the token (a
