@@ -306,11 +306,17 @@ fn send_and_follow(view: &str, listen: &str, datagrams: &[Vec<u8>], paths: &[(u1
 /// The browser's layout checks (tests/view/browser.py --layout) on the
 /// view at `view`: fails the test with what the page showed.
 fn check_layout(view: &str, shot: &str, args: &[&str]) -> serde_json::Value {
+    check_in_browser(view, &[&["--layout", shot], args].concat())
+}
+
+/// tests/view/browser.py with `args` on the view at `view`: what it read,
+/// or the test fails with what the page showed.
+fn check_in_browser(view: &str, args: &[&str]) -> serde_json::Value {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/view/browser.py");
     let output = Command::new("python3")
         .arg(script)
         .args(["--url", &format!("http://{view}/"), "--shots", shots_dir().to_str().unwrap()])
-        .args(["--layout", shot, "--timeout", "60"])
+        .args(["--timeout", "60"])
         .args(args)
         .output()
         .unwrap();
@@ -379,6 +385,30 @@ fn a_fleet_of_50_nodes_is_readable() {
         &["--expect-nodes", "50", "--link-count", &links, "--idle", "41,42,43,44,45,46"],
     );
     eprintln!("{links} links, {} labels shown", seen["labels"]);
+}
+
+/// A fleet of 500 nodes (20 sources, 40 spines, 400 leaves, 40 sinks):
+/// drawn by groups ("leaf ×400"), every node in one, each flow's groups
+/// left of its sink's, no labels overlapping; a click opens a group.
+#[test]
+fn a_fleet_of_500_nodes_is_drawn_by_groups() {
+    let mut names: Vec<(u32, String)> = Vec::new();
+    for (first, count, tier) in [(1, 20, "src"), (101, 40, "spine"), (201, 400, "leaf"), (701, 40, "sink")] {
+        names.extend((0..count).map(|i| (first + i, format!("{tier}-{}", i + 1))));
+    }
+    let names = names_file("fleet-500-names.yaml", &names);
+    let (child, listen, view) =
+        start_collect_with_view(&["--quiet", "--view-sample-ms", "200", "--names", &names]);
+    let _child = Ends(Some(child));
+    let flows: Vec<(u16, Vec<u32>)> = (0..800u32)
+        .map(|f| (f as u16 + 1, vec![1 + f % 20, 101 + f % 40, 201 + f % 400, 701 + f % 40]))
+        .collect();
+    let datagrams: Vec<Vec<u8>> =
+        flows.iter().enumerate().map(|(i, (port, path))| path_report(i as u32 + 1, *port, path)).collect();
+    send_and_follow(&view, &listen, &datagrams, &flows);
+    let seen = check_in_browser(&view, &["--groups", "topology-500", "--expect-nodes", "500"]);
+    assert_eq!(seen["drawn"], 4, "{seen}");
+    assert_eq!(seen["opened"], 400, "{seen}");
 }
 
 /// A fabric whose INT-MD stacks carry node id, ports, hop latency and

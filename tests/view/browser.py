@@ -158,7 +158,8 @@ def measure(s):
     nodes = s.driver.execute_script("return fetch('/api/overview').then(r => r.json()).then(o => o.nodes)")
     started = time.monotonic()
     s.driver.get(s.url)
-    s.until("every node drawn", lambda d: len(s.read("#topology g.node", "data-node")) == nodes)
+    s.until("every node drawn", lambda d: sum(len((m or n).split(",")) for n, m in zip(
+        s.read("#topology g.node", "data-node"), s.read("#topology g.node", "data-members"))) == nodes)
     times["topology_ms"] = (time.monotonic() - started) * 1000
     for name, hash_, selector, rows in (("flows_ms", "#/flows", "#flows tr.row", 200),
                                         ("node_ms", "#/node/1", "#node-title", 1)):
@@ -268,6 +269,52 @@ def layout(s, args):
             "unmeasured": sorted(l["link"] for l in seen["links"] if l["measured"] == "false")}
 
 
+def groups(s, args):
+    """A fleet past 120 nodes drawn by groups: every node in exactly one
+    drawn group or node, few drawn, each flow's nodes left of its sink's
+    group, no two labels overlapping; a click opens a group (its members
+    drawn one by one) and its button closes it."""
+    s.driver.get(s.url)
+
+    def drawn(d):
+        seen = d.execute_script(READ_LAYOUT)
+        members = d.execute_script(
+            "return Object.fromEntries([...document.querySelectorAll('#topology g.node')]"
+            ".map(g => [g.dataset.node, g.dataset.members ? g.dataset.members.split(',') : [g.dataset.node]]))")
+        if not seen or sum(len(m) for m in members.values()) != args.expect_nodes:
+            return False
+        return seen, members
+    seen, members = s.until("every node drawn in a group", drawn)
+    s.shot(args.groups)
+    where = {node: drawn_as for drawn_as, nodes in members.items() for node in nodes}
+    problems = [f"{node} drawn twice" for node in where if sum(node in m for m in members.values()) > 1]
+    if len(members) > 20:
+        problems.append(f"{len(members)} nodes and groups drawn for {args.expect_nodes} nodes")
+    at = seen["nodes"]
+    flows = s.driver.execute_script("return fetch('/api/flows?limit=1000').then(r => r.json())")
+    for f in flows["flows"]:
+        path = [where[str(n)] for n in f["path"] or []]
+        for node in path[:-1]:
+            if at[node][0] >= at[path[-1]][0]:
+                problems.append(f"{node} of flow {f['id']} not left of its sink's {path[-1]}")
+    labels = seen["labels"]
+    problems += [f"labels {a[4]!r} and {b[4]!r} overlap" for i, a in enumerate(labels)
+                 for b in labels[i + 1:] if overlap(a, b)]
+    if problems:
+        sys.exit("view: the grouped topology is misdrawn:\n" + "\n".join(problems[:30]))
+    group = max(members, key=lambda g: len(members[g]))
+    inside = set(members[group])
+    s.driver.execute_script(
+        "document.querySelector(`#topology g.node[data-node='${arguments[0]}'] a`)"
+        ".dispatchEvent(new MouseEvent('click', {bubbles: true}))", group)
+    s.until(f"group {group} opened", lambda d: inside <= s.attrs("#topology g.node", "data-node"))
+    s.shot(args.groups + "-opened")
+    s.driver.execute_script("document.querySelector('.opened button').click()")
+    s.until(f"group {group} closed again", lambda d: group in s.attrs("#topology g.node", "data-node"))
+    return {"drawn": len(members), "groups": {g: len(m) for g, m in members.items()}, "labels": len(labels),
+            "opened": len(inside)}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--url", required=True)
@@ -280,7 +327,8 @@ def main():
     parser.add_argument("--stale", help="the node that stops reporting")
     parser.add_argument("--timeout", type=float, default=120)
     parser.add_argument("--layout", help="check the topology's layout only; the screenshot's name")
-    parser.add_argument("--expect-nodes", type=int, help="with --layout: the nodes drawn")
+    parser.add_argument("--groups", help="check a fleet drawn by groups; the screenshot's name")
+    parser.add_argument("--expect-nodes", type=int, help="with --layout or --groups: the nodes drawn")
     parser.add_argument("--expect-links", help="with --layout: the links drawn, FROM-TO comma-separated")
     parser.add_argument("--link-count", type=int, help="with --layout: how many links are drawn")
     parser.add_argument("--idle", help="with --layout: the nodes on no current path, comma-separated")
@@ -295,6 +343,9 @@ def main():
             return
         if args.layout:
             print(json.dumps(layout(s, args)))
+            return
+        if args.groups:
+            print(json.dumps(groups(s, args)))
             return
         named = dict(pair.split("=") for pair in args.nodes.split(","))
         nodes, links = list(named), args.links.split(",")

@@ -6,6 +6,7 @@
 const POLL_MS = 1000;
 const page = document.getElementById("page");
 const quantile = document.getElementById("quantile");
+const grouping = document.getElementById("grouping");
 let timer = null;
 // Each refresh has a number; a refresh overtaken by a newer one (the user
 // went to another page meanwhile) paints nothing and schedules nothing.
@@ -54,11 +55,14 @@ async function api(path) {
   return response.json();
 }
 
-// Green (fast) to red (slow), on a log scale between the fastest and the
-// slowest link shown.
+// Green (fast) to red (slow), on a log scale from the fastest link shown
+// to the slowest, or to SPREAD times the fastest if that is further: links
+// a few per cent apart are not painted as far apart as green and red.
+const SPREAD = 4;
+function scaleTop(lo, hi) { return Math.max(hi, lo * SPREAD); }
 function colour(v, lo, hi) {
   if (v == null) return "#b9bec9";
-  const span = Math.log(Math.max(hi, 1)) - Math.log(Math.max(lo, 1));
+  const span = Math.log(Math.max(scaleTop(lo, hi), 1)) - Math.log(Math.max(lo, 1));
   const x = span > 0 ? (Math.log(Math.max(v, 1)) - Math.log(Math.max(lo, 1))) / span : 0;
   return "hsl(" + Math.round(120 * (1 - x)) + ",72%,42%)";
 }
@@ -66,11 +70,16 @@ function colour(v, lo, hi) {
 async function showTopology() {
   const topo = await api("topology");
   const q = quantile.value;
+  // A fleet drawn by groups; the tables below keep every node and link.
+  const drawn = Topology.grouped(topo, grouping.value);
   // Latencies written on the links only while they can be read.
-  const {svg, lo, hi} = Topology.svg(topo, q, topo.links.length <= LABELLED_LINKS);
-  const scale = Number.isFinite(lo) ? `link latency ${q}: ${esc(ns(lo))}<span class="bar"></span>${esc(ns(hi))}` : `link latency ${q}: none measured`;
+  const {svg, lo, hi} = Topology.svg(drawn, q, drawn.links.length <= LABELLED_LINKS);
+  const top = scaleTop(lo, hi);
+  const scale = Number.isFinite(lo) ? `link latency ${q}: ${esc(ns(lo))}<span class="bar"></span>${esc(ns(top))}` +
+    (top > hi ? ` <span class="muted">(slowest ${esc(ns(hi))})</span>` : "") : `link latency ${q}: none measured`;
+  const groups = drawn.grouped ? ` · ${topo.nodes.length} nodes in ${drawn.nodes.length} groups and nodes: click a group to open it` : "";
   const legend = topo.links.length ? `<div class="legend">${scale}` +
-    `<span class="dash"></span>no timestamps <span class="muted">· wheel zooms, drag pans, double click resets</span></div>` : "";
+    `<span class="dash"></span>no timestamps <span class="muted">· wheel zooms, drag pans, double click resets${groups}</span></div>` : "";
   // The most observed links, the stale nodes first: the rest are on the
   // nodes' pages.
   const byCount = topo.links.slice().sort((a, b) => b.latency_ns.count - a.latency_ns.count).slice(0, TABLE_ROWS);
@@ -83,7 +92,7 @@ async function showTopology() {
     `<td>${esc(nodeName(n))}</td><td>${badge(n.stale)}</td><td class="num">${n.hops}</td>` +
     `<td class="num">${ns(n.hop_latency.p50)}</td><td class="num">${ns(n.hop_latency.p99)}</td><td class="num">${n.drops}</td>` +
     `<td>${ago(n.seen_ms_ago)}</td></tr>`).join("");
-  return (`<h2>Topology</h2>${legend}${topo.nodes.length ? svg : '<p class="muted">No node yet: no INT 2.1 or IOAM hop reported.</p>'}` +
+  return (`<h2>Topology</h2>${legend}${Topology.openedBar(drawn)}${topo.nodes.length ? svg : '<p class="muted">No node yet: no INT 2.1 or IOAM hop reported.</p>'}` +
     `<div class="charts"><div><h3>Links${of(byCount, topo.links)}</h3><table id="links"><tr><th>link</th><th class="num">p50</th><th class="num">p99</th><th class="num">observations</th></tr>${links}</table></div>` +
     `<div><h3>Nodes${of(staleFirst, topo.nodes)}</h3><table id="nodes"><tr><th>node</th><th>state</th><th class="num">hops</th><th class="num">hop latency p50</th><th class="num">p99</th><th class="num">drop reports</th><th>last report</th></tr>${nodes}</table></div></div>`);
 }
@@ -231,4 +240,5 @@ page.addEventListener("click", event => {
 Topology.interact(page);
 window.addEventListener("hashchange", refresh);
 quantile.addEventListener("change", refresh);
+grouping.addEventListener("change", refresh);
 refresh();

@@ -4,7 +4,9 @@
 // links as curves (a pair's links side by side, links that skip columns
 // bent off the nodes between), labels placed where they overlap nothing
 // else and left to the link's tooltip where they would, zoom and pan on
-// the SVG's viewBox. Uses app.js's esc, ns, nodeName, colour and clock.
+// the SVG's viewBox. A fleet past GROUP_OVER nodes is drawn by groups
+// (a name's prefix in one column: "leaf ×200"), each opened by a click.
+// Uses app.js's esc, ns, nodeName, colour, clock and refresh.
 "use strict";
 
 const Topology = (() => {
@@ -14,6 +16,10 @@ const Topology = (() => {
   const SPOTS = [0.5, 0.38, 0.62, 0.28, 0.72, 0.2, 0.8];
   // The user's zoom and pan ({x, y, w, h}), kept across redraws.
   let zoom = null;
+  // Nodes drawn one by one up to this many; past it, by groups.
+  const GROUP_OVER = 120;
+  // The groups the user opened (their members drawn one by one).
+  const opened = new Set();
 
   const byName = (a, b) => nodeName(a).localeCompare(nodeName(b), undefined, {numeric: true});
 
@@ -41,6 +47,69 @@ const Topology = (() => {
         number(c);
       }
     }
+  }
+
+  // A node's group: its name without the number that ends it ("leaf-17"
+  // is in "leaf"; a node with no name in its column's), in its own
+  // column, so that a group is never right of the sinks it leads to.
+  function groupOf(n) {
+    const column = n.rank == null ? "idle" : `tier ${n.rank + 1}`;
+    const prefix = n.node_name != null ? (n.node_name.replace(/[-_.:/ ]*\d+$/, "") || n.node_name) : column;
+    return {key: `${prefix}|${n.rank == null ? "idle" : n.rank}`, prefix, column};
+  }
+
+  // The topology as drawn: at most GROUP_OVER nodes one by one ("auto"),
+  // else each group as one node (opened ones by their members) and the
+  // links between groups as one link each: its worst latency, its flows
+  // and links summed. `mode` "prefix" groups whatever the size, "none"
+  // never.
+  function grouped(topo, mode) {
+    if (mode === "none" || (mode !== "prefix" && topo.nodes.length <= GROUP_OVER)) return topo;
+    const groups = new Map();
+    for (const n of topo.nodes) {
+      const g = groupOf(n);
+      if (!groups.has(g.key)) groups.set(g.key, {...g, members: []});
+      groups.get(g.key).members.push(n);
+    }
+    const prefixes = new Map();
+    for (const g of groups.values()) prefixes.set(g.prefix, (prefixes.get(g.prefix) || 0) + 1);
+    const nodes = [], into = new Map(), names = new Map();
+    for (const g of groups.values()) {
+      if (g.members.length === 1 || opened.has(g.key)) {
+        nodes.push(...g.members.map(n => g.members.length > 1 ? {...n, in_group: g.key} : n));
+        continue;
+      }
+      const id = "group:" + g.key;
+      g.members.forEach(n => into.set(n.node, id));
+      const name = `${g.prefix} ×${g.members.length}` + (prefixes.get(g.prefix) > 1 && g.prefix !== g.column ? ` · ${g.column}` : "");
+      names.set(id, name);
+      const stale = g.members.filter(n => n.stale).length;
+      const onPath = g.members.map(n => n.on_path_ms).filter(t => t != null);
+      nodes.push({node: id, node_name: name, group: g.key, members: g.members.map(n => n.node), stale_members: stale,
+        stale: stale === g.members.length, rank: g.members[0].rank, on_path_ms: onPath.length ? Math.max(...onPath) : null});
+    }
+    return {...topo, nodes, links: joined(topo.links, into, names), grouped: true};
+  }
+
+  // Links between groups: one per pair, the worst of its links' figures.
+  function joined(links, into, names) {
+    const by = new Map();
+    const worst = (a, b) => a == null ? b : b == null ? a : Math.max(a, b);
+    for (const l of links) {
+      const from = into.get(l.from) ?? l.from, to = into.get(l.to) ?? l.to;
+      if (from === to) continue;
+      if (!into.has(l.from) && !into.has(l.to)) { by.set(`${from}>${to}`, l); continue; }
+      const key = `${from}>${to}`;
+      const j = by.get(key) || {from, to, links: 0, flows: 0, measured: false, latency_ns: {count: 0},
+        from_name: into.has(l.from) ? names.get(from) : l.from_name, to_name: into.has(l.to) ? names.get(to) : l.to_name};
+      j.links += 1;
+      j.flows += l.flows;
+      j.measured = j.measured || l.measured;
+      j.latency_ns.count += l.latency_ns.count;
+      for (const q of ["p50", "p99", "max"]) j.latency_ns[q] = worst(j.latency_ns[q], l.latency_ns[q]);
+      by.set(key, j);
+    }
+    return [...by.values()];
   }
 
   // Positions: ranked nodes in columns; idle ones in rows beneath, from
@@ -132,10 +201,13 @@ const Topology = (() => {
     const text = l.measured ? ns(v) : "no timestamps";
     const spots = SPOTS.map(t => point(t)).map(p => `${p.x.toFixed(1)},${p.y.toFixed(1)}`).join(";");
     const kind = (l.measured ? "" : " unmeasured") + (l.flows ? "" : " old");
-    const title = `${linkName(l)}: ${l.measured ? `${q} ${ns(v)}` : "no timestamps: latency not measured"}, ` +
+    const many = l.links != null ? `${l.links} links, the worst ` : "";
+    const title = `${linkName(l)}: ${many}${l.measured ? `${q} ${ns(v)}` : "no timestamps: latency not measured"}, ` +
       (l.flows ? `${l.flows} flow(s) now` : "on no current path");
+    // A link between groups has no page of its own: open a group for its links'.
+    const href = l.links != null ? "" : ` href="#/link/${l.from}/${l.to}"`;
     return `<g class="link${kind}" data-link="${l.from}-${l.to}" data-latency="${v == null ? "" : v}" data-measured="${l.measured}">` +
-      `<a href="#/link/${l.from}/${l.to}"><title>${esc(title)}</title>` +
+      `<a${href}><title>${esc(title)}</title>` +
       `<path d="${d}" stroke="${l.measured ? colour(v, lo, hi) : "#7b8190"}"/>` +
       `<text class="label" data-spots="${spots}" text-anchor="middle">${esc(text)}</text></a></g>`;
   }
@@ -153,13 +225,27 @@ const Topology = (() => {
   }
 
   function nodeSvg(n, p, nowMs) {
-    const idle = n.rank == null;
+    const idle = n.rank == null, group = n.group != null;
     const since = idle ? (n.on_path_ms != null ? `idle since ${clock(n.on_path_ms, nowMs)}` : "on no path") : "";
-    return `<g class="node${n.stale ? " stale" : ""}${idle ? " idle" : ""}" data-node="${n.node}" data-stale="${n.stale}" data-idle="${idle}">` +
-      `<a href="#/node/${n.node}"><title>${esc(nodeName(n))}${idle ? ": " + since : ""}</title><circle cx="${p.x}" cy="${p.y}" r="15"/>` +
-      `<text x="${p.x}" y="${p.y + 32}" text-anchor="middle">${esc(nodeName(n))}</text>` +
-      (n.stale ? `<text class="state" x="${p.x}" y="${p.y - 22}" text-anchor="middle">stale</text>` : "") +
-      (idle ? `<text class="since" x="${p.x}" y="${p.y + 46}" text-anchor="middle">${esc(since)}</text>` : "") + `</a></g>`;
+    const r = group ? 15 + Math.min(15, Math.sqrt(n.members.length)) : 15;
+    const stale = group ? (n.stale_members ? `${n.stale_members} stale` : "") : n.stale ? "stale" : "";
+    // A group opens where it is clicked; a node goes to its page.
+    const link = group ? `<a data-open="${esc(n.group)}">` : `<a href="#/node/${n.node}">`;
+    const title = group ? `${nodeName(n)}: click to draw its nodes one by one` : nodeName(n);
+    return `<g class="node${n.stale ? " stale" : ""}${idle ? " idle" : ""}${group ? " group" : ""}" data-node="${esc(n.node)}" data-stale="${n.stale}" data-idle="${idle}"` +
+      (group ? ` data-group="${esc(n.group)}" data-members="${n.members.join(",")}"` : "") + `>` +
+      `${link}<title>${esc(title)}${idle ? ": " + since : ""}</title><circle cx="${p.x}" cy="${p.y}" r="${r}"/>` +
+      `<text x="${p.x}" y="${p.y + r + 17}" text-anchor="middle">${esc(nodeName(n))}</text>` +
+      (stale ? `<text class="state" x="${p.x}" y="${p.y - r - 7}" text-anchor="middle">${stale}</text>` : "") +
+      (idle ? `<text class="since" x="${p.x}" y="${p.y + r + 31}" text-anchor="middle">${esc(since)}</text>` : "") + `</a></g>`;
+  }
+
+  // The groups opened, each with a button that closes it again.
+  function openedBar(topo) {
+    if (!topo.grouped || !opened.size) return "";
+    const keys = [...opened].filter(k => topo.nodes.some(n => n.in_group === k));
+    return keys.length ? `<div class="opened">open groups: ${keys.map(k =>
+      `<button data-close="${esc(k)}">${esc(k.split("|")[0])} ✕</button>`).join(" ")}</div>` : "";
   }
 
   // The SVG, its labels unplaced (place() puts them once in the page).
@@ -247,6 +333,14 @@ const Topology = (() => {
       set(el, {x: v.x - (e.clientX - drag.x) * s, y: v.y - (e.clientY - drag.y) * s, w: v.w, h: v.h});
       drag.x = e.clientX; drag.y = e.clientY;
     });
+    root.addEventListener("click", e => {
+      const open = e.target.closest && e.target.closest("[data-open]");
+      const close = e.target.closest && e.target.closest("[data-close]");
+      if (!open && !close) return;
+      e.preventDefault();
+      if (open) opened.add(open.dataset.open); else opened.delete(close.dataset.close);
+      refresh();
+    });
     root.addEventListener("dblclick", e => {
       const el = svgOf(e);
       if (!el) return;
@@ -256,5 +350,5 @@ const Topology = (() => {
     });
   }
 
-  return {svg, place, interact};
+  return {svg, place, interact, grouped, openedBar};
 })();
