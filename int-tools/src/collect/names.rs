@@ -259,6 +259,7 @@ nodes:
         assert_eq!(name(167_772_165), Some("core-1"));
         assert_eq!(name(0xab_cdef), Some("linux-router"));
         assert_eq!(names.nodes[&167_772_165].interfaces[&2], "eth2");
+        assert_eq!((names.named("Core-1"), names.named("core-9")), (Some(167_772_165), None));
     }
 
     #[test]

@@ -6,11 +6,12 @@
 //! ring, so a storm of one kind (loss on every flow) never pushes another
 //! (the path changes) out.
 //!
-//! Memory: at most [`PER_KIND`] events of each of the six kinds (a few
-//! hundred bytes each), and at most [`FLOW_IDS_PER_KIND`] flow ids listed
-//! by the events of one kind (in B-tree sets, about 14 bytes an id: about
-//! 3 MB a kind; two kinds name flows), [`EVENT_FLOWS`] per event; the count
-//! of flows stays exact beyond. About 7 MB in all.
+//! Memory: at most [`PER_KIND`] events of each of the six kinds (160
+//! bytes each, with their paths and sets about 350), and at most
+//! [`FLOW_IDS_PER_KIND`] flow ids listed by the events of one kind (in
+//! B-tree sets, 10.2 bytes an id: 2 MB a kind; two kinds name flows),
+//! [`EVENT_FLOWS`] per event; the count of flows stays exact beyond.
+//! About 5 MB in all.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
