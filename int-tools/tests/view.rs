@@ -453,3 +453,176 @@ fn a_fabric_without_timestamps_shows_its_links() {
     assert_eq!(unmeasured.join(","), links, "{seen}");
     assert_eq!(get(&view, "/api/overview")["links"], 6);
 }
+
+/// Node `n` of the 50-node fleet below: 10.0.0.n, as INT switch ids often
+/// are (a number the page must never show in place of its name).
+fn fleet_node(n: u32) -> u32 {
+    0x0a00_0000 + n
+}
+
+/// Flow `f`'s path in the reroute fleet: 10 sources, 4 spines, 26
+/// leaves, 10 sinks. Flows 0-2,499 go over leaf-8 (onto leaf-1 once
+/// rerouted), 2,500-2,539 over leaf-9 (onto leaf-2), the rest over
+/// leaves 11-26.
+fn reroute_path(f: u32, rerouted: bool) -> Vec<u32> {
+    let leaf = match (f, rerouted) {
+        (0..2500, false) => 8,
+        (0..2500, true) => 1,
+        (2500..2540, false) => 9,
+        (2500..2540, true) => 2,
+        _ => 11 + f % 16,
+    };
+    [1 + f % 10, 11 + f % 4, 20 + leaf, 51 + f % 10].map(fleet_node).to_vec()
+}
+
+/// The status line of GET `path`.
+fn status_of(view: &str, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(view).unwrap();
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: {view}\r\nConnection: close\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response.lines().next().unwrap_or_default().to_string()
+}
+
+/// The events of `query` (`/api/events?...`).
+fn events_of(view: &str, query: &str) -> Vec<serde_json::Value> {
+    get(view, &format!("/api/events?limit=1000&{query}"))["events"].as_array().unwrap().clone()
+}
+
+/// Waits for a sample begun after what the view shows now (all of what
+/// the books held then is in it).
+fn wait_for_next_sample(view: &str) {
+    let now = get(view, "/api/overview")["now_ms"].as_u64();
+    while get(view, "/api/overview")["now_ms"].as_u64() == now {
+        std::thread::yield_now();
+    }
+}
+
+/// A collect with the view of 50 named nodes and 5,000 flows; then 2,500
+/// flows rerouted off leaf-8 onto leaf-1, 40 off leaf-9 onto leaf-2, and 3
+/// packets lost on each of 40 flows to sink-9, all shown.
+fn rerouted_fleet() -> (Ends, String) {
+    let mut names: Vec<(u32, String)> = Vec::new();
+    for (first, count, tier) in [(1, 10, "src"), (11, 4, "spine"), (21, 26, "leaf"), (51, 10, "sink")] {
+        names.extend((0..count).map(|i| (fleet_node(first + i), format!("{tier}-{}", i + 1))));
+    }
+    let names = names_file("reroute-names.yaml", &names);
+    let (child, listen, view) =
+        start_collect_with_view(&["--quiet", "--view-sample-ms", "200", "--names", &names]);
+    let port = |f: u32| f as u16 + 1;
+    let before: Vec<Vec<u8>> =
+        (0..5000).map(|f| path_report(f + 1, port(f), &reroute_path(f, false))).collect();
+    feed(&before, &listen, |sent| wait_for_reports(&view, sent));
+    let loss = (2540..5000).filter(|f| f % 10 == 8).take(40);
+    let after: Vec<Vec<u8>> = (0..2540)
+        .map(|f| path_report(10_000 + f, port(f), &reroute_path(f, true)))
+        .chain(loss.map(|f| collector::loss_report(20_000 + f, fleet_node(59), port(f), 3)))
+        .collect();
+    feed(&after, &listen, |sent| wait_for_reports(&view, 5000 + sent));
+    wait_for_next_sample(&view);
+    (Ends(Some(child)), view)
+}
+
+/// Every flow event `id` names, page by page: `count` of them, each
+/// flow's page with its change from `old` to `new` (node names), which
+/// names the event.
+fn every_flow_shows_its_change(view: &str, id: u64, count: usize, old: &str, new: &str) {
+    let mut flows = Vec::new();
+    loop {
+        let page = get(view, &format!("/api/events/{id}/flows?offset={}&limit=1000", flows.len()));
+        assert_eq!(page["total"], count);
+        let rows = page["flows"].as_array().unwrap();
+        if rows.is_empty() {
+            break;
+        }
+        flows.extend(rows.iter().map(|r| r["id"].as_u64().unwrap()));
+    }
+    assert_eq!(flows.iter().collect::<std::collections::BTreeSet<_>>().len(), count);
+    for flow in &flows {
+        let page = get(view, &format!("/api/flows/{flow}"));
+        let changes: Vec<&serde_json::Value> =
+            page["events"].as_array().unwrap().iter().filter(|e| e["kind"] == "path_change").collect();
+        assert_eq!(changes.len(), 1, "flow {flow}: {}", page["events"]);
+        let text = changes[0]["text"].as_str().unwrap();
+        assert!(
+            text.contains(&format!("{old} > sink-")) && text.contains(&format!("{new} > sink-")),
+            "{text}"
+        );
+        assert_eq!(changes[0]["event"], id, "flow {flow}: its change names its event");
+    }
+}
+
+/// Filters by kind, by node as a name, a number or a dotted quad, and
+/// both, keep what they name: leaf-8's path change is `id`, leaf-9's `other`.
+fn filters_keep_what_they_name(view: &str, id: u64, other: u64) {
+    let ids = |query: &str| -> Vec<u64> {
+        events_of(view, query).iter().map(|e| e["id"].as_u64().unwrap()).collect()
+    };
+    assert_eq!(ids("node=leaf-8&kind=path_change"), [id]);
+    assert_eq!(ids(&format!("node={}&kind=path_change", fleet_node(28))), [id]);
+    assert_eq!(ids("node=10.0.0.28&kind=path_change"), [id]);
+    let leaf_8 = events_of(view, "node=leaf-8");
+    assert!(leaf_8.iter().any(|e| e["id"] == id), "{leaf_8:?}");
+    assert!(leaf_8.iter().all(|e| e["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|n| n["node"] == fleet_node(28))));
+    assert_eq!(ids("node=leaf-9&kind=path_change"), [other]);
+    assert!(ids("node=leaf-8&kind=loss").is_empty());
+    let losses = events_of(view, "kind=loss&node=sink-9");
+    assert_eq!(losses.len(), 1);
+    assert_eq!(losses[0]["text"], "loss on 40 flows to sink-9: 120 packet(s) lost");
+    assert_eq!(losses[0]["flows"], 40);
+    assert!(events_of(view, "kind=loss").iter().all(|e| e["kind"] == "loss"));
+    let unknown = get(view, "/api/events?node=leaf-99");
+    assert_eq!(
+        (unknown["filter"]["unknown_node"].as_str(), unknown["events"].as_array().map(Vec::len)),
+        (Some("leaf-99"), Some(0))
+    );
+    assert_eq!(status_of(view, "/api/events?kind=flood"), "HTTP/1.1 400 Bad Request");
+}
+
+/// A fleet of 50 named nodes and 5,000 flows: 2,500 flows rerouted off
+/// leaf-8 onto leaf-1, 40 off leaf-9 onto leaf-2, then loss on 40 flows to
+/// sink-9. One event per cause with its exact count, listing its flows;
+/// each rerouted flow's page shows its change; filters by kind and by node
+/// keep what they name; every node of an event by its name; and the events
+/// page shows the same in a browser, its filter kept in the URL.
+#[test]
+fn a_reroute_of_2500_flows_is_one_event() {
+    let (_child, view) = rerouted_fleet();
+    let moves = events_of(&view, "kind=path_change");
+    let brief: Vec<(&str, u64)> =
+        moves.iter().map(|e| (e["text"].as_str().unwrap_or(""), e["flows"].as_u64().unwrap_or(0))).collect();
+    assert_eq!(brief, [("40 flows moved leaf-9 -> leaf-2", 40), ("2500 flows moved leaf-8 -> leaf-1", 2500)]);
+    let reroute = &moves[1];
+    assert_eq!(
+        (&reroute["from_names"], &reroute["to_names"]),
+        (&serde_json::json!(["leaf-8"]), &serde_json::json!(["leaf-1"]))
+    );
+    let (id, other) = (reroute["id"].as_u64().unwrap(), moves[0]["id"].as_u64().unwrap());
+    every_flow_shows_its_change(&view, id, 2500, "leaf-8", "leaf-1");
+    every_flow_shows_its_change(&view, other, 40, "leaf-9", "leaf-2");
+    filters_keep_what_they_name(&view, id, other);
+    // Every node of every event by its name, in its JSON and its text.
+    for event in events_of(&view, "") {
+        for node in event["nodes"].as_array().unwrap() {
+            let name = node["node_name"].as_str().unwrap_or_else(|| panic!("no name: {event}"));
+            assert!(event["text"].as_str().unwrap().contains(name), "{event}");
+        }
+    }
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/view/browser.py");
+    let output = Command::new("python3")
+        .arg(script)
+        .args(["--url", &format!("http://{view}/"), "--shots", shots_dir().to_str().unwrap()])
+        .args(["--events", "2500 flows moved leaf-8 -> leaf-1", "--events-flows", "2500"])
+        .args(["--events-node", "leaf-9", "--events-node-text", "40 flows moved leaf-9 -> leaf-2"])
+        .args(["--events-loss", "loss on 40 flows to sink-9"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "the browser's events checks failed: {stderr}");
+    eprintln!("browser: {}", String::from_utf8_lossy(&output.stdout));
+}

@@ -19,6 +19,7 @@ try:
     from selenium.webdriver.chrome.service import Service
     from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support.ui import Select, WebDriverWait
 except ImportError:
     sys.exit("selenium is missing: scripts/install-deps.sh installs it (pip install selenium)")
@@ -149,6 +150,71 @@ def stale(s, quiet, reporting):
     s.go("#/events")
     s.until(f"node {quiet} stale in the events",
             lambda d: any(f"({quiet}):" in t for t in s.texts("#events tr.event[data-kind=stale]")))
+
+
+# The events table as shown, read in one go: each row's kind, text, nodes
+# cell (each node a link), flows cell and its link.
+READ_EVENTS = """
+const table = document.querySelector('#events');
+if (!table) return document.querySelector('#page p.muted') ? [] : null;
+return [...table.querySelectorAll('tr.event')].map(r => {
+  const cells = [...r.querySelectorAll('td')].map(c => c.innerText.trim());
+  const link = r.querySelector('td:last-child a');
+  return {kind: r.dataset.kind, text: cells[2], nodes: [...r.querySelectorAll('td:nth-child(4) a')].map(a => a.innerText),
+          flows: cells[4], href: link ? link.getAttribute('href') : null};
+});
+"""
+
+
+def events_page(s, args):
+    """The events page at a fleet's size: the aggregated event, its nodes
+    by name and its flows counted; filters by kind and by node, chosen on
+    the page and kept in the URL (a reload shows the same); the event's
+    page with its flows, and a flow's page with its change."""
+    s.driver.get(s.url + "#/events")
+    rows = s.until(f"the event {args.events!r}", lambda d: (lambda rows: rows and any(
+        r["text"] == args.events for r in rows) and rows)(d.execute_script(READ_EVENTS)))
+    event = next(r for r in rows if r["text"] == args.events)
+    numbers = [n for r in rows for n in r["nodes"] if n.isdigit()]
+    if numbers or not event["nodes"] or event["flows"] != f"{args.events_flows} flows":
+        sys.exit(f"view: the event's nodes or flows as shown: {event}; nodes without a name: {numbers}")
+    s.shot("events-fleet")
+    s.until("choosing loss", lambda d: Select(d.find_element(By.ID, "event-kind")).select_by_value("loss") or True)
+    s.until("the loss events only, the kind in the URL", lambda d: d.execute_script("return location.hash") ==
+            "#/events?kind=loss" and (lambda rows: rows and all(r["kind"] == "loss" for r in rows) and any(
+                r["text"].startswith(args.events_loss) for r in rows))(d.execute_script(READ_EVENTS)))
+    s.until("choosing path changes", lambda d: Select(d.find_element(By.ID, "event-kind"))
+            .select_by_value("path_change") or True)
+    s.until("the path changes", lambda d: d.execute_script("return location.hash") == "#/events?kind=path_change")
+
+    def type_node(d):
+        field = d.find_element(By.ID, "event-node")
+        field.clear()
+        field.send_keys(args.events_node, Keys.ENTER)
+        return True
+    s.until(f"typing {args.events_node}", type_node)
+    wanted = f"#/events?kind=path_change&node={args.events_node}"
+    filtered = lambda d: [r["text"] for r in d.execute_script(READ_EVENTS) or []] == [args.events_node_text]
+    s.until(f"the filter by kind and node in the URL and the page",
+            lambda d: d.execute_script("return location.hash") == wanted and filtered(d))
+    s.driver.refresh()
+    s.until("the same filter after a reload", lambda d: filtered(d) and d.execute_script(
+        "return [document.getElementById('event-kind').value, document.getElementById('event-node').value]")
+        == ["path_change", args.events_node])
+    s.shot("events-filtered")
+    s.go("#/events")
+    s.until("the event's flows link", lambda d: d.execute_script(READ_EVENTS) and d.execute_script(
+        "const a = [...document.querySelectorAll('#events tr.event')].find(r => r.innerText.includes(arguments[0]));"
+        "return a && (a.querySelector('a[href^=\"#/event/\"]').click() || true)", args.events))
+    s.until("the event's page with its flows", lambda d: any(args.events in t for t in s.texts("#event-title"))
+            and len(s.texts("#event-flows tr.row")) == 100
+            and any(f"of {args.events_flows}" in t for t in s.texts("#page h3")))
+    s.shot("event")
+    s.until("a click on its first flow", lambda d: d.find_element(By.CSS_SELECTOR, "#event-flows tr.row").click() or True)
+    old, new = args.events.split(" moved ")[1].split(" -> ")
+    change = s.until("the flow's change among its events", lambda d: next((t for t in s.texts(
+        "#flow-events tr.event[data-kind=path_change]") if f"{old} >" in t and f"{new} >" in t), None))
+    return {"event": event, "flow_change": change}
 
 
 def measure(s):
@@ -332,6 +398,11 @@ def main():
     parser.add_argument("--expect-links", help="with --layout: the links drawn, FROM-TO comma-separated")
     parser.add_argument("--link-count", type=int, help="with --layout: how many links are drawn")
     parser.add_argument("--idle", help="with --layout: the nodes on no current path, comma-separated")
+    parser.add_argument("--events", help="check the events page only: an aggregated event's text")
+    parser.add_argument("--events-flows", help="with --events: how many flows it names")
+    parser.add_argument("--events-node", help="with --events: a node (name) to filter by")
+    parser.add_argument("--events-node-text", help="with --events: the one path change about that node")
+    parser.add_argument("--events-loss", help="with --events: the start of a loss event's text")
     args = parser.parse_args()
     profile = tempfile.mkdtemp(prefix="int-view-chromium-")
     driver = browser(profile)
@@ -346,6 +417,9 @@ def main():
             return
         if args.groups:
             print(json.dumps(groups(s, args)))
+            return
+        if args.events:
+            print(json.dumps(events_page(s, args)))
             return
         named = dict(pair.split("=") for pair in args.nodes.split(","))
         nodes, links = list(named), args.links.split(",")

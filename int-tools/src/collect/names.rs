@@ -110,6 +110,11 @@ impl Names {
         self.nodes.get(&id)?.interfaces.get(&port).map(String::as_str)
     }
 
+    /// The id of the node named `name` (ASCII case aside), if one is.
+    pub fn named(&self, name: &str) -> Option<u32> {
+        self.nodes.iter().find(|(_, node)| node.name.eq_ignore_ascii_case(name)).map(|(id, _)| *id)
+    }
+
     /// What a label shows for node `id`: its name, or its id as a number.
     pub fn label(&self, id: u32) -> String {
         self.node(id).map_or_else(|| id.to_string(), str::to_string)
@@ -202,6 +207,12 @@ pub fn label(id: u32) -> String {
     node(id).unwrap_or_else(|| id.to_string())
 }
 
+/// The id of the node named `name` (ASCII case aside), if one is.
+pub fn named(name: &str) -> Option<u32> {
+    let table = NAMES.read().unwrap_or_else(PoisonError::into_inner);
+    table.as_ref()?.named(name)
+}
+
 /// "edge-a (167772161)", or the id alone.
 pub fn describe(id: u32) -> String {
     match node(id) {
@@ -248,6 +259,7 @@ nodes:
         assert_eq!(name(167_772_165), Some("core-1"));
         assert_eq!(name(0xab_cdef), Some("linux-router"));
         assert_eq!(names.nodes[&167_772_165].interfaces[&2], "eth2");
+        assert_eq!((names.named("Core-1"), names.named("core-9")), (Some(167_772_165), None));
     }
 
     #[test]

@@ -8,7 +8,8 @@ use serde_json::{json, Value};
 
 use std::collections::BTreeSet;
 
-use super::board::{path_text, Board, Event, FlowRow, NodeRow};
+use super::board::{path_text, Board, FlowRow, NodeRow};
+use super::events::{self, Cause, Event, EventKind, Filter};
 use super::ranks::ranks;
 use super::sample::Stats;
 
@@ -36,7 +37,7 @@ fn node_brief(id: u32, row: &NodeRow, now_ms: u64) -> Value {
 pub fn overview(board: &Board) -> Value {
     json!({"now_ms": board.now_ms, "stale_after_ms": board.stale_after_ms, "reports": board.reports,
            "nodes": board.nodes.len(), "stale_nodes": board.nodes.values().filter(|n| n.stale).count(),
-           "links": links(board).len(), "flows": board.flows.len(), "events": board.events.iter().len()})
+           "links": links(board).len(), "flows": board.flows.len(), "events": board.events.len()})
 }
 
 /// The links the view knows: those with a latency and those of current
@@ -98,7 +99,10 @@ pub fn node(board: &Board, id: u32) -> Option<Value> {
         object.insert("over_time".into(), json!(points));
         object.insert("drops_by_reason".into(), json!(drops));
         object.insert("links".into(), json!(links));
-        object.insert("events".into(), json!(events_of(board, |e| e.node == Some(id))));
+        let filter = Filter { kind: None, node: Some(id) };
+        let events: Vec<Value> =
+            filter.newest(&board.events, OWN_EVENTS).0.into_iter().map(|e| event(board, e)).collect();
+        object.insert("events".into(), json!(events));
     }
     Some(value)
 }
@@ -162,23 +166,132 @@ pub fn flow(board: &Board, id: u64) -> Option<Value> {
     if let Some(object) = value.as_object_mut() {
         object.insert("path_history".into(), json!(paths));
         object.insert("over_time".into(), json!(points));
-        object.insert("events".into(), json!(events_of(board, |e| e.flow == Some(id))));
+        object.insert("events".into(), json!(flow_events(board, row)));
     }
     Some(value)
 }
 
-fn event(event: &Event) -> Value {
-    json!({"t_ms": event.t_ms, "kind": event.kind.name(), "node": event.node, "flow": event.flow,
-           "text": event.text})
+/// Events on a node's page at most, the newest.
+const OWN_EVENTS: usize = 200;
+
+fn node_ref(id: u32) -> Value {
+    json!({"node": id, "node_name": node_name(id)})
 }
 
-/// Events that `keep`, newest first.
-fn events_of(board: &Board, keep: impl Fn(&Event) -> bool) -> Vec<Value> {
-    board.events.iter().rev().filter(|e| keep(e)).map(event).collect()
+fn flow_name(board: &Board, id: u64) -> Option<String> {
+    board.ids.get(&id).map(ToString::to_string)
 }
 
-/// The newest `limit` events, newest first.
-pub fn events(board: &Board, limit: usize) -> Value {
-    let events: Vec<Value> = board.events.iter().rev().take(limit).map(event).collect();
-    json!({"now_ms": board.now_ms, "events": events})
+/// An event: every node of it with its name, its flows counted (`flow`:
+/// the one flow, where it names one).
+fn event(board: &Board, event: &Event) -> Value {
+    let node = event.cause.node();
+    let nodes: Vec<Value> = event.cause.nodes().into_iter().map(node_ref).collect();
+    let mut value = json!({"id": event.id, "t_ms": event.t_ms, "last_ms": event.last_ms,
+        "kind": event.kind().name(), "node": node, "node_name": node.and_then(node_name), "nodes": nodes,
+        "count": event.count, "flows": event.flow_count, "flows_listed": event.flows.len(), "flow": event.flow(),
+        "text": events::text(event, |id| flow_name(board, id))});
+    if let Some(object) = value.as_object_mut() {
+        match &event.cause {
+            Cause::Moved { from, to } => {
+                object.insert("from".into(), json!(from));
+                object.insert("from_names".into(), json!(labels(from)));
+                object.insert("to".into(), json!(to));
+                object.insert("to_names".into(), json!(labels(to)));
+            }
+            Cause::Drops { reason, .. } => {
+                object.insert("reason".into(), json!(reason));
+            }
+            _ => {}
+        }
+    }
+    value
+}
+
+/// A flow's events, newest first: each change of its path history (with
+/// `event`, the id of the event of its cause that names the flow), then
+/// the other events that name it.
+fn flow_events(board: &Board, row: &FlowRow) -> Vec<Value> {
+    let naming: Vec<&Event> =
+        board.events.newest().into_iter().filter(|e| e.flows.contains(&row.id)).collect();
+    let mut linked = BTreeSet::new();
+    let mut shown: Vec<(u64, Value)> = Vec::new();
+    let history: Vec<&(u64, Vec<u32>)> = row.paths.iter().collect();
+    for pair in history.windows(2) {
+        let [(_, old), (t, new)] = pair else { continue };
+        let cause = Cause::moved(old, new);
+        let of = naming.iter().find(|e| e.cause == cause && e.t_ms <= *t && *t <= e.last_ms);
+        linked.extend(of.map(|e| e.id));
+        let node = cause.node();
+        let nodes: Vec<Value> = cause.nodes().into_iter().map(node_ref).collect();
+        let text = format!("path {} -> {}", path_text(old), path_text(new));
+        shown.push((
+            *t,
+            json!({"t_ms": t, "kind": EventKind::PathChange.name(), "node": node, "node_name": node.and_then(node_name),
+                   "nodes": nodes, "flow": row.id, "event": of.map(|e| e.id), "event_flows": of.map(|e| e.flow_count),
+                   "old_path": old, "new_path": new, "text": text}),
+        ));
+    }
+    shown.extend(naming.iter().filter(|e| !linked.contains(&e.id)).map(|e| (e.t_ms, event(board, e))));
+    shown.sort_by_key(|(t, _)| std::cmp::Reverse(*t));
+    shown.into_iter().map(|(_, value)| value).collect()
+}
+
+/// A page's filter from its query: `kind` a kind's name (else `Err`),
+/// `node` a node id (a number, 0x hex or a dotted quad) or a name
+/// `--names` gives; `Ok(None)`: a node no id or name tells.
+pub fn filter(kind: Option<&str>, node: Option<&str>) -> Result<Option<Filter>, String> {
+    let kind = match kind.filter(|k| !k.is_empty()) {
+        None => None,
+        Some(text) => Some(EventKind::parse(text).ok_or_else(|| {
+            let kinds: Vec<&str> = EventKind::ALL.iter().map(|k| k.name()).collect();
+            format!("kind {text:?}: not one of {}", kinds.join(", "))
+        })?),
+    };
+    let node = match node.map(str::trim).filter(|n| !n.is_empty()) {
+        None => None,
+        Some(text) => match super::super::parse_node_id(text).ok().or_else(|| names::named(text)) {
+            Some(id) => Some(id),
+            None => return Ok(None),
+        },
+    };
+    Ok(Some(Filter { kind, node }))
+}
+
+/// The newest `limit` events `filter` keeps (`None`: a node asked for
+/// that no id or name tells, so none), newest first.
+pub fn events(board: &Board, filter: Option<Filter>, asked: Option<&str>, limit: usize) -> Value {
+    let (shown, total) = filter.map_or((Vec::new(), 0), |f| f.newest(&board.events, limit));
+    let shown: Vec<Value> = shown.into_iter().map(|e| event(board, e)).collect();
+    let node = filter.and_then(|f| f.node);
+    let kinds: Vec<&str> = EventKind::ALL.iter().map(|k| k.name()).collect();
+    json!({"now_ms": board.now_ms, "total": total, "kept": board.events.len(), "kinds": kinds,
+           "filter": {"kind": filter.and_then(|f| f.kind).map(EventKind::name), "node": node,
+                      "node_name": node.and_then(node_name), "unknown_node": filter.is_none().then_some(asked)},
+           "events": shown})
+}
+
+/// One event.
+pub fn event_of(board: &Board, id: u64) -> Option<Value> {
+    board.events.get(id).map(|e| event(board, e))
+}
+
+/// The flows an event names, `limit` from `offset`, each with its path now.
+pub fn event_flows(board: &Board, id: u64, offset: usize, limit: usize) -> Option<Value> {
+    let event = board.events.get(id)?;
+    let flows: Vec<Value> = event
+        .flows
+        .iter()
+        .skip(offset)
+        .take(limit.min(MAX_FLOW_ROWS))
+        .map(|flow| {
+            let row = board.ids.get(flow).and_then(|key| board.flows.get(key));
+            let path = row.and_then(FlowRow::path);
+            json!({"id": flow, "name": row.map(|r| r.key.to_string()), "path": path, "path_names": path.map(labels)})
+        })
+        .collect();
+    Some(
+        json!({"event": id, "kind": event.kind().name(), "text": events::text(event, |f| flow_name(board, f)),
+                "total": event.flow_count, "listed": event.flows.len(), "offset": offset, "flows": flows}),
+    )
 }

@@ -2,14 +2,17 @@
 //! Each node, link and flow has its latest figures and a bounded history
 //! (one point per sample that brought new observations, the mean over
 //! that interval); events (path changes, hop changes, drops, loss, nodes
-//! going stale and coming back) are kept in one bounded ring. Times are ms
-//! since the view started.
+//! going stale and coming back) one per cause, in bounded rings
+//! ([`super::events`]). Every path change is found here, from each flow's
+//! path in the books against its last one in the view. Times are ms since
+//! the view started.
 
 use super::super::names;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use int_core::flow::FlowKey;
 
+use super::events::{Cause, Detail, Events};
 use super::sample::{FlowSample, Known, NodeSample, Sample, Stats};
 
 /// Points kept per node and per link (at one a second: five minutes).
@@ -18,8 +21,6 @@ pub const NODE_POINTS: usize = 300;
 pub const FLOW_POINTS: usize = 60;
 /// Paths kept per flow, the newest.
 pub const PATH_HISTORY: usize = 16;
-/// Events kept, the newest.
-pub const EVENTS: usize = 1000;
 /// A node's mean hop latency over an interval this many times its last
 /// interval's (or a this-many-th of it) is a hop change.
 const HOP_CHANGE_FACTOR: i128 = 2;
@@ -108,42 +109,6 @@ impl FlowRow {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EventKind {
-    PathChange,
-    HopChange,
-    Drops,
-    Loss,
-    Stale,
-    Back,
-}
-
-impl EventKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            EventKind::PathChange => "path_change",
-            EventKind::HopChange => "hop_change",
-            EventKind::Drops => "drops",
-            EventKind::Loss => "loss",
-            EventKind::Stale => "stale",
-            EventKind::Back => "back",
-        }
-    }
-}
-
-#[derive(Debug, Clone)]
-pub struct Event {
-    pub t_ms: u64,
-    pub kind: EventKind,
-    /// The node it is about (a hop change, drops, stale, back).
-    pub node: Option<u32>,
-    /// The flow's id (a path change, loss); a path change's node is the
-    /// first on its new path that was not on its old one.
-    pub flow: Option<u64>,
-    /// What happened, in words.
-    pub text: String,
-}
-
 /// Everything the view shows.
 #[derive(Debug)]
 pub struct Board {
@@ -155,7 +120,8 @@ pub struct Board {
     pub flows: HashMap<FlowKey, FlowRow>,
     /// Flow ids to their keys.
     pub ids: HashMap<u64, FlowKey>,
-    pub events: Ring<Event>,
+    /// One per cause, each kind in a bounded ring ([`super::events`]).
+    pub events: Events,
     /// The links of the paths flows take now, each with how many flows
     /// take it: known from the paths alone, so a fabric whose hops carry
     /// no timestamps (no link latency in the books) still has its links.
@@ -188,14 +154,14 @@ impl Board {
             links: BTreeMap::new(),
             flows: HashMap::new(),
             ids: HashMap::new(),
-            events: Ring::new(EVENTS),
+            events: Events::default(),
             adjacency: BTreeMap::new(),
             path_changes: 0,
         }
     }
 
-    fn event(&mut self, kind: EventKind, node: Option<u32>, flow: Option<u64>, text: String) {
-        self.events.push(Event { t_ms: self.now_ms, kind, node, flow, text });
+    fn event(&mut self, cause: Cause, count: u64, flow: Option<u64>, detail: Detail) {
+        self.events.note(self.now_ms, cause, count, flow, detail);
     }
 
     /// Books a sample taken at `now_ms`.
@@ -222,20 +188,17 @@ impl Board {
         let new = sample.path_changes.saturating_sub(self.path_changes);
         self.path_changes = sample.path_changes;
         let skip = sample.recent.len().saturating_sub(usize::try_from(new).unwrap_or(usize::MAX));
+        // The books' newest changes first (a change and its return within
+        // one interval would otherwise not show), then every flow's path
+        // now: a change the books' short list no longer holds is one too.
         for change in sample.recent.into_iter().skip(skip) {
-            // Both paths into the history: a change within one interval
-            // would otherwise show only its new path.
             self.follow(change.flow, &change.old);
-            let flow = self.follow(change.flow, &change.new);
-            let text =
-                format!("{}: path {} -> {}", change.flow, path_text(&change.old), path_text(&change.new));
-            // The node the flow moved to: the first not on its old path.
-            let node = change.new.iter().find(|n| !change.old.contains(n)).copied();
-            self.event(EventKind::PathChange, node, flow, text);
+            self.follow(change.flow, &change.new);
         }
         for (key, path) in paths {
             self.follow(key, &path);
         }
+        self.events.close(now_ms);
         self.current_paths();
     }
 
@@ -257,16 +220,22 @@ impl Board {
         }
     }
 
-    /// `path` into the flow's history unless it is its path already;
-    /// returns the flow's id.
-    fn follow(&mut self, key: FlowKey, path: &[u32]) -> Option<u64> {
+    /// `path` into the flow's history unless it is its path already: a
+    /// path change (an event of its cause) unless it is its first path.
+    fn follow(&mut self, key: FlowKey, path: &[u32]) {
         let now = self.now_ms;
-        let row = self.flows.get_mut(&key)?;
-        if row.path() != Some(path) {
-            row.paths.push((now, path.to_vec()));
-            row.changed_ms = now;
+        let Some(row) = self.flows.get_mut(&key) else { return };
+        let old = match row.path() {
+            Some(old) if old == path => return,
+            old => old.map(<[u32]>::to_vec),
+        };
+        row.paths.push((now, path.to_vec()));
+        row.changed_ms = now;
+        let id = row.id;
+        if let Some(old) = old {
+            let detail = Detail::Paths { old: old.clone(), new: path.to_vec() };
+            self.event(Cause::moved(&old, path), 1, Some(id), detail);
         }
-        Some(row.id)
     }
 
     fn apply_node(&mut self, id: u32, node: NodeSample) {
@@ -299,28 +268,16 @@ impl Board {
         }
         row.now = node;
         if told && was_stale {
-            self.event(
-                EventKind::Back,
-                Some(id),
-                None,
-                format!("node {} reports again", names::describe(id)),
-            );
+            self.event(Cause::Back { node: id }, 1, None, Detail::None);
         }
         if let (Some(before), Some(after)) = (before, latency) {
             let (b, a) = (i128::from(before.max(1)), i128::from(after.max(1)));
             if a >= b * HOP_CHANGE_FACTOR || b >= a * HOP_CHANGE_FACTOR {
-                let text = format!(
-                    "node {}: hop latency {} -> {}",
-                    names::describe(id),
-                    ns_text(before),
-                    ns_text(after)
-                );
-                self.event(EventKind::HopChange, Some(id), None, text);
+                self.event(Cause::HopChange { node: id }, 1, None, Detail::Latency { before, after });
             }
         }
         for (reason, count) in drops {
-            let text = format!("node {}: {count} drop report(s), reason {reason}", names::describe(id));
-            self.event(EventKind::Drops, Some(id), None, text);
+            self.event(Cause::Drops { node: id, reason }, count, None, Detail::None);
         }
     }
 
@@ -337,8 +294,7 @@ impl Board {
             })
             .collect();
         for id in newly {
-            let text = format!("node {}: no report for {} s", names::describe(id), after / 1000);
-            self.event(EventKind::Stale, Some(id), None, text);
+            self.event(Cause::Stale { node: id }, 1, None, Detail::Quiet { after_ms: after });
         }
     }
 
@@ -379,25 +335,21 @@ impl Board {
             row.changed_ms = now;
         }
         (row.latency, row.lost) = (flow.latency, flow.lost);
-        let id = row.id;
+        let (id, sink) = (row.id, row.path().and_then(<[u32]>::last).copied());
         if lost > 0 {
-            self.event(EventKind::Loss, None, Some(id), format!("{key}: {lost} packet(s) lost"));
+            self.event(Cause::Loss { sink }, lost, Some(id), Detail::None);
         }
     }
 }
 
-/// A path as the page writes it: node ids from the source on.
 /// A path as the operator reads it: each node's name (or id), in order.
 pub fn path_text(path: &[u32]) -> String {
     path.iter().map(|id| names::label(*id)).collect::<Vec<_>>().join(" > ")
 }
 
-fn ns_text(ns: i64) -> String {
-    crate::schema::human_ns(ns)
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::events::{Event, EventKind};
     use super::*;
 
     fn stats(count: u64, sum: i128) -> Stats {
@@ -423,14 +375,15 @@ mod tests {
         board.apply(sample(2, 2, 200), 4000);
         assert!(board.nodes[&7].stale);
         board.apply(sample(3, 3, 500), 5000);
-        let kinds: Vec<&str> = board.events.iter().map(|e| e.kind.name()).collect();
+        let kinds: Vec<&str> = board.events.newest().iter().rev().map(|e| e.kind().name()).collect();
         assert_eq!(kinds, ["stale", "back", "hop_change"]);
         let points: Vec<_> = board.nodes[&7].points.iter().map(|p| (p.t_ms, p.latency)).collect();
         assert_eq!(points, [(0, Some(100)), (1000, Some(100)), (5000, Some(300))]);
     }
 
-    /// Loss is an event of its flow; a path seen first is history, not a
-    /// change; a flow keeps at most FLOW_POINTS points.
+    /// Loss is an event of its flow's sink (one within its window); a path
+    /// seen first is history, not a change; a flow keeps at most
+    /// FLOW_POINTS points.
     #[test]
     fn flows_keep_bounded_histories() {
         let mut board = Board::new(10_000);
@@ -445,8 +398,54 @@ mod tests {
         }
         let row = &board.flows[&key];
         assert_eq!((row.id, row.points.iter().len(), row.path()), (1, FLOW_POINTS, Some(&[1, 2][..])));
-        let losses = board.events.iter().filter(|e| e.kind == EventKind::Loss && e.flow == Some(1)).count();
-        assert_eq!(losses, 2);
+        let losses: Vec<_> =
+            board.events.newest().iter().map(|e| (e.cause.clone(), e.count, e.flow())).collect();
+        assert_eq!(losses, [(Cause::Loss { sink: Some(2) }, 2, Some(1))]);
+    }
+
+    /// 2,500 flows rerouted off leaf 8 onto leaf 2 in one sample (the
+    /// books' list of changes holds the newest 100): one event naming all
+    /// 2,500 flows, every flow's history with both paths; loss on every
+    /// flow after it is one event of the sink, and pushes it out of nothing.
+    #[test]
+    fn a_reroute_of_2500_flows_is_one_event() {
+        use crate::collect::books::hops::PathChange;
+        let mut board = Board::new(60_000);
+        let key = |f: u16| FlowKey::v4([10, 0, 0, 1].into(), [10, 0, 0, 2].into(), 17, f, 5000);
+        let (old, new) = (vec![1, 8, 30, 9], vec![1, 2, 30, 9]);
+        let sample = |path: &[u32], lost: u64, changes: u64| Sample {
+            flows: (0..2500)
+                .map(|f| {
+                    (key(f), FlowSample { lost, new_path: Some(path.to_vec()), ..FlowSample::default() })
+                })
+                .collect(),
+            path_changes: changes,
+            recent: match changes {
+                0 => Vec::new(),
+                _ => (2400..2500)
+                    .map(|f| PathChange { at_ms: 0, flow: key(f), old: old.clone(), new: new.clone() })
+                    .collect(),
+            },
+            ..Sample::default()
+        };
+        board.apply(sample(&old, 0, 0), 1000);
+        board.apply(sample(&new, 0, 2500), 2000);
+        for t in 3..10 {
+            board.apply(sample(&new, t, 2500), t * 1000);
+        }
+        let moves: Vec<&Event> = board.events.of_kind(EventKind::PathChange).collect();
+        assert_eq!(moves.len(), 1, "{moves:?}");
+        let moved = (moves[0].flow_count, moves[0].flows.len(), moves[0].count, &moves[0].cause);
+        assert_eq!(moved, (2500, 2500, 2500, &Cause::moved(&old, &new)));
+        assert_eq!(moves[0].cause, Cause::Moved { from: vec![8], to: vec![2] });
+        assert!(board.flows.values().all(|row| row.paths.iter().len() == 2));
+        let losses: Vec<&Event> = board.events.of_kind(EventKind::Loss).collect();
+        assert_eq!(losses.len(), 1);
+        assert_eq!(
+            (losses[0].flow_count, losses[0].count, &losses[0].cause),
+            (2500, 2500 * 9, &Cause::Loss { sink: Some(9) })
+        );
+        assert_eq!(board.events.len(), 2);
     }
 
     /// The adjacency holds the links of the paths flows take now only; a

@@ -13,6 +13,7 @@
 mod api;
 pub mod auth;
 mod board;
+mod events;
 pub mod host;
 mod ranks;
 mod sample;
@@ -189,11 +190,18 @@ fn routes(shown: Shown, hosts: Hosts, counts: Arc<Counts>) -> Router {
                 |State(s): State<Shown>, Path(id): Path<u64>| async move { answer(&s, |b| api::flow(b, id)) },
             ),
         )
+        .route("/api/events", get(events))
         .route(
-            "/api/events",
-            get(|State(s): State<Shown>, Query(q): Query<HashMap<String, String>>| async move {
-                let limit = number(&q, "limit", 200);
-                answer(&s, |b| Some(api::events(b, limit)))
+            "/api/events/{id}",
+            get(|State(s): State<Shown>, Path(id): Path<u64>| async move {
+                answer(&s, |b| api::event_of(b, id))
+            }),
+        )
+        .route(
+            "/api/events/{id}/flows",
+            get(|State(s): State<Shown>, Path(id): Path<u64>, Query(q): Query<HashMap<String, String>>| async move {
+                let (offset, limit) = (number(&q, "offset", 0), number(&q, "limit", 100));
+                answer(&s, |b| api::event_flows(b, id, offset, limit))
             }),
         )
         // A fallback of its own, under the host check: merged with the
@@ -207,6 +215,17 @@ async fn flows(State(shown): State<Shown>, Query(query): Query<HashMap<String, S
     let sort = query.get("sort").map_or("id", String::as_str);
     let (offset, limit) = (number(&query, "offset", 0), number(&query, "limit", 100));
     answer(&shown, |board| Some(api::flows(board, sort, offset, limit)))
+}
+
+/// `/api/events?kind=K&node=N&limit=N`: 400 for a kind that is none.
+async fn events(State(shown): State<Shown>, Query(query): Query<HashMap<String, String>>) -> Response {
+    let (kind, node) = (query.get("kind").map(String::as_str), query.get("node").map(String::as_str));
+    match api::filter(kind, node) {
+        Ok(filter) => {
+            answer(&shown, |board| Some(api::events(board, filter, node, number(&query, "limit", 200))))
+        }
+        Err(problem) => (StatusCode::BAD_REQUEST, problem).into_response(),
+    }
 }
 
 /// A query's number, or `default` when absent or not a number.

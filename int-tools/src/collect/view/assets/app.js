@@ -118,13 +118,18 @@ function chart(title, points, key, show, nowMs) {
     (pts.length === 1 ? `<circle cx="${x(pts[0].t_ms)}" cy="${y(pts[0][key])}" r="3" fill="#2457c5"/>` : `<polyline points="${line}"/>`) + `</svg></div>`;
 }
 
+// Events by cause: each node by its name, a flow's link where the event
+// names one, else how many flows with a link to the event's page.
 function eventsTable(events, nowMs, id) {
   if (!events.length) return '<p class="muted">No event.</p>';
-  const rows = events.map(e => `<tr class="event" data-kind="${e.kind}"><td>${clock(e.t_ms, nowMs)}</td>` +
+  const node = n => `<a href="#/node/${n.node}">${esc(nodeName(n))}</a>`;
+  const flows = e => e.flow != null ? `<a href="#/flow/${e.flow}">flow ${e.flow}</a>`
+    : e.event != null ? `<a href="#/event/${e.event}">${e.event_flows === 1 ? "its event" : `one of ${e.event_flows} flows`}</a>`
+    : e.flows > 1 ? `<a href="#/event/${e.id}">${e.flows} flows</a>` : "";
+  const rows = events.map(e => `<tr class="event" data-kind="${e.kind}"${e.id != null ? ` data-event="${e.id}"` : ""}><td>${clock(e.t_ms, nowMs)}</td>` +
     `<td><span class="kind ${e.kind}">${e.kind.replace("_", " ")}</span></td><td>${esc(e.text)}</td>` +
-    `<td>${e.node != null ? `<a href="#/node/${e.node}">node ${e.node}</a>` : ""}</td>` +
-    `<td>${e.flow != null ? `<a href="#/flow/${e.flow}">flow ${e.flow}</a>` : ""}</td></tr>`).join("");
-  return `<table id="${id}"><tr><th>time</th><th>event</th><th>what</th><th>node</th><th>flow</th></tr>${rows}</table>`;
+    `<td>${(e.nodes || []).map(node).join(", ")}</td><td>${flows(e)}</td></tr>`).join("");
+  return `<table id="${id}"><tr><th>time</th><th>event</th><th>what</th><th>nodes</th><th>flows</th></tr>${rows}</table>`;
 }
 
 function facts(pairs) {
@@ -186,9 +191,52 @@ async function showFlow(id) {
     `<h3>Events</h3>${eventsTable(f.events, nowOf(), "flow-events")}`);
 }
 
-async function showEvents() {
-  const e = await api("events?limit=500");
-  return (`<h2>Events <span class="muted">(newest first)</span></h2>${eventsTable(e.events, e.now_ms, "events")}`);
+const EVENT_KINDS = ["path_change", "loss", "drops", "hop_change", "stale", "back"];
+
+// The events page, filtered by the URL's kind and node (an id or a name).
+async function showEvents(query) {
+  const kind = query.get("kind") || "", node = query.get("node") || "";
+  const ask = new URLSearchParams({limit: "500"});
+  if (kind) ask.set("kind", kind);
+  if (node) ask.set("node", node);
+  const e = await api("events?" + ask);
+  const kinds = ["", ...EVENT_KINDS].map(k => `<option value="${k}"${k === kind ? " selected" : ""}>${k ? k.replace("_", " ") : "every kind"}</option>`).join("");
+  const form = `<form id="event-filter" class="filter"><select id="event-kind">${kinds}</select>` +
+    `<input id="event-node" placeholder="node id or name" value="${esc(node)}"><button>filter</button>` +
+    (kind || node ? ` <a href="#/events">all events</a>` : "") + `</form>`;
+  const f = e.filter, about = f.node != null ? ` about ${esc(f.node_name != null ? f.node_name : f.node)}` : "";
+  const table = f.unknown_node != null ? `<p class="muted">No node has the id or name ${esc(f.unknown_node)}.</p>` : eventsTable(e.events, e.now_ms, "events");
+  return (`<h2>Events${about} <span class="muted">(${e.events.length} of ${e.total}, newest first)</span></h2>${form}${table}`);
+}
+
+// The events page's filter into the URL: the page reads it from there.
+function filterEvents() {
+  const ask = new URLSearchParams();
+  const kind = document.getElementById("event-kind").value, node = document.getElementById("event-node").value.trim();
+  if (kind) ask.set("kind", kind);
+  if (node) ask.set("node", node);
+  document.activeElement.blur();
+  location.hash = "#/events" + (String(ask) ? "?" + ask : "");
+}
+
+const EVENT_FLOW_ROWS = 100;
+
+// One event and the flows it names, a page of them at a time.
+async function showEvent(id, query) {
+  const offset = Math.max(0, Number(query.get("offset")) || 0);
+  const [e, f] = await Promise.all([api("events/" + id), api(`events/${id}/flows?offset=${offset}&limit=${EVENT_FLOW_ROWS}`)]);
+  if (!e || !f) return `<p>Event ${esc(id)} is not in the view.</p>`;
+  const rows = f.flows.map(r => `<tr class="row" data-flow="${r.id}" onclick="location.hash='#/flow/${r.id}'"><td>${r.id}</td>` +
+    `<td>${esc(r.name || "–")}</td><td>${r.path ? esc((r.path_names || r.path).join(" › ")) : "–"}</td></tr>`).join("");
+  const page = (to, label) => `<a href="#/event/${id}?offset=${to}">${label}</a>`;
+  const pages = (offset > 0 ? page(Math.max(0, offset - EVENT_FLOW_ROWS), "newer page") + " " : "") +
+    (offset + EVENT_FLOW_ROWS < f.listed ? page(offset + EVENT_FLOW_ROWS, "next page") : "");
+  const unlisted = f.total > f.listed ? ` <span class="muted">(the first ${f.listed} listed)</span>` : "";
+  return (`<h2 id="event-title"><span class="kind ${e.kind}">${e.kind.replace("_", " ")}</span> ${esc(e.text)}</h2>` +
+    facts([["flows", e.flows], ["first", clock(e.t_ms, nowOf())], ["last", clock(e.last_ms, nowOf())],
+      ["nodes", (e.nodes || []).map(n => `<a href="#/node/${n.node}">${esc(nodeName(n))}</a>`).join(", ") || "–"]]) +
+    (f.flows.length ? `<h3>Flows ${offset + 1}–${offset + f.flows.length} of ${f.total}${unlisted}</h3>` +
+      `<table id="event-flows"><tr><th>#</th><th>flow</th><th>path now</th></tr>${rows}</table><p>${pages}</p>` : ""));
 }
 
 async function showOverview() {
@@ -199,22 +247,31 @@ async function showOverview() {
 }
 
 function route() {
-  const parts = location.hash.replace(/^#\/?/, "").split("/");
+  const [path, search] = location.hash.replace(/^#\/?/, "").split("?");
+  const parts = path.split("/"), query = new URLSearchParams(search || "");
   document.querySelectorAll("header nav a").forEach(a => a.classList.remove("here"));
-  const here = {"": "topology", node: "topology", link: "topology", flows: "flows", flow: "flows", events: "events"}[parts[0]];
+  const here = {"": "topology", node: "topology", link: "topology", flows: "flows", flow: "flows", events: "events", event: "events"}[parts[0]];
   if (here) document.getElementById("nav-" + here).classList.add("here");
   switch (parts[0]) {
     case "node": return showNode(parts[1]);
     case "link": return showLink(parts[1], parts[2]);
     case "flows": return showFlows();
     case "flow": return showFlow(parts[1]);
-    case "events": return showEvents();
+    case "events": return showEvents(query);
+    case "event": return showEvent(parts[1], query);
     default: return showTopology();
   }
 }
 
+// A form being filled in on the page: the page is not drawn anew under it.
+function filling() {
+  const here = document.activeElement;
+  return here && page.contains(here) && (here.tagName === "INPUT" || here.tagName === "SELECT");
+}
+
 async function refresh() {
   clearTimeout(timer);
+  if (filling()) { timer = setTimeout(refresh, POLL_MS); return; }
   const mine = ++generation, started = performance.now();
   try {
     await showOverview();
@@ -235,6 +292,12 @@ async function refresh() {
 page.addEventListener("click", event => {
   const th = event.target.closest("th.sort");
   if (th) { flowSort = th.dataset.sort; refresh(); }
+});
+
+// The events page's filter (drawn anew at every refresh).
+page.addEventListener("change", event => { if (event.target.id === "event-kind") filterEvents(); });
+page.addEventListener("submit", event => {
+  if (event.target.id === "event-filter") { event.preventDefault(); filterEvents(); }
 });
 
 Topology.interact(page);
