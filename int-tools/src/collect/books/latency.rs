@@ -15,7 +15,8 @@ const HIGHEST_NS: u64 = 86_400_000_000_000;
 /// The percentiles a summary shows.
 pub const PERCENTILES: [(&str, f64); 4] = [("p50", 0.50), ("p90", 0.90), ("p99", 0.99), ("p99_9", 0.999)];
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(into = "Stored", from = "Stored")]
 pub struct Latency {
     count: u64,
     sum: i128,
@@ -202,6 +203,58 @@ fn value_at_rank(histogram: &Histogram<u64>, rank: u64) -> Option<u64> {
         }
     }
     None
+}
+
+/// A [`Latency`] as `--state` keeps it: the exact figures, and each
+/// histogram as its recorded buckets (a bucket's top value and its count;
+/// recorded again, each lands in the same bucket), so a restored
+/// distribution gives the same percentiles.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Stored {
+    count: u64,
+    sum: i128,
+    min: i64,
+    max: i64,
+    /// The histograms' significant digits; `None`: exact figures only.
+    digits: Option<u8>,
+    at_or_above_zero: Vec<(u64, u64)>,
+    below_zero: Option<Vec<(u64, u64)>>,
+}
+
+impl From<Latency> for Stored {
+    fn from(latency: Latency) -> Stored {
+        let buckets = |h: &Histogram<u64>| -> Vec<(u64, u64)> {
+            h.iter_recorded().map(|step| (step.value_iterated_to(), step.count_at_value())).collect()
+        };
+        let histograms = latency.histograms.as_deref();
+        Stored {
+            count: latency.count,
+            sum: latency.sum,
+            min: latency.min,
+            max: latency.max,
+            digits: histograms.map(|h| h.significant_digits),
+            at_or_above_zero: histograms.map(|h| buckets(&h.at_or_above_zero)).unwrap_or_default(),
+            below_zero: histograms.and_then(|h| h.below_zero.as_ref()).map(buckets),
+        }
+    }
+}
+
+impl From<Stored> for Latency {
+    fn from(stored: Stored) -> Latency {
+        let filled = |buckets: &[(u64, u64)], digits: u8| {
+            let mut h = histogram(digits)?;
+            for (value, count) in buckets {
+                h.saturating_record_n(*value, *count);
+            }
+            Some(h)
+        };
+        let histograms = stored.digits.and_then(|digits| {
+            let at_or_above_zero = filled(&stored.at_or_above_zero, digits)?;
+            let below_zero = stored.below_zero.as_deref().and_then(|b| filled(b, digits));
+            Some(Box::new(Histograms { at_or_above_zero, below_zero, significant_digits: digits }))
+        });
+        Latency { count: stored.count, sum: stored.sum, min: stored.min, max: stored.max, histograms }
+    }
 }
 
 #[cfg(test)]

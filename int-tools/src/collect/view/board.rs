@@ -25,7 +25,7 @@ pub const EVENTS: usize = 1000;
 const HOP_CHANGE_FACTOR: i128 = 2;
 
 /// A bounded history: the oldest point goes when a new one would not fit.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Ring<T> {
     cap: usize,
     items: VecDeque<T>,
@@ -46,6 +46,24 @@ impl<T> Ring<T> {
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = &T> + ExactSizeIterator {
         self.items.iter()
     }
+
+    /// Drops the items `old` says are old, from the oldest on, keeping
+    /// the newest `keep` at least; how many.
+    pub fn drop_old(&mut self, keep: usize, old: impl Fn(&T) -> bool) -> usize {
+        let before = self.items.len();
+        while self.items.len() > keep && self.items.front().is_some_and(&old) {
+            self.items.pop_front();
+        }
+        before - self.items.len()
+    }
+
+    /// Drops the older half of the items beyond the newest `keep`
+    /// (rounded up: a last one goes too); how many.
+    pub fn halve(&mut self, keep: usize) -> usize {
+        let drop = self.items.len().saturating_sub(keep).div_ceil(2);
+        self.items.drain(..drop);
+        drop
+    }
 }
 
 /// The mean of what came between two samples of one distribution.
@@ -54,14 +72,14 @@ fn interval_mean(old: &Stats, new: &Stats) -> Option<i64> {
     Some(((new.sum - old.sum) / i128::from(count)) as i64)
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
 pub struct NodePoint {
     pub t_ms: u64,
     pub latency: Option<i64>,
     pub queue: Option<i64>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct NodeRow {
     pub now: NodeSample,
     /// When a report last told of the node.
@@ -73,7 +91,7 @@ pub struct NodeRow {
     pub on_path_ms: Option<u64>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct LinkRow {
     pub latency: Stats,
     pub seen_ms: u64,
@@ -81,14 +99,14 @@ pub struct LinkRow {
     pub points: Ring<(u64, i64)>,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
 pub struct FlowPoint {
     pub t_ms: u64,
     pub latency: Option<i64>,
     pub lost: u64,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct FlowRow {
     /// The flow's number in the view's pages (/api/flows/ID).
     pub id: u64,
@@ -108,7 +126,7 @@ impl FlowRow {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum EventKind {
     PathChange,
     HopChange,
@@ -131,7 +149,7 @@ impl EventKind {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Event {
     pub t_ms: u64,
     pub kind: EventKind,
@@ -145,7 +163,7 @@ pub struct Event {
 }
 
 /// Everything the view shows.
-#[derive(Debug)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Board {
     pub now_ms: u64,
     pub stale_after_ms: u64,
@@ -192,6 +210,46 @@ impl Board {
             adjacency: BTreeMap::new(),
             path_changes: 0,
         }
+    }
+
+    /// Leaves out the events and points before `t_ms`, and the paths a
+    /// flow left before then (never its current one): what a kept state
+    /// drops by age. Returns how many.
+    pub fn forget_before(&mut self, t_ms: u64) -> usize {
+        let mut dropped = self.events.drop_old(0, |e| e.t_ms < t_ms);
+        for row in self.nodes.values_mut() {
+            dropped += row.points.drop_old(0, |p| p.t_ms < t_ms);
+        }
+        for row in self.links.values_mut() {
+            dropped += row.points.drop_old(0, |(t, _)| *t < t_ms);
+        }
+        for row in self.flows.values_mut() {
+            dropped += row.points.drop_old(0, |p| p.t_ms < t_ms);
+            dropped += row.paths.drop_old(1, |(t, _)| *t < t_ms);
+        }
+        dropped
+    }
+
+    /// Leaves out the older half of the events, then of every node's,
+    /// link's and flow's points and paths left (a flow's current path
+    /// stays): what a kept state drops for size. Returns how many (0:
+    /// nothing left to drop).
+    pub fn thin(&mut self) -> usize {
+        let events = self.events.halve(0);
+        if events > 0 {
+            return events;
+        }
+        let mut dropped = 0;
+        for row in self.nodes.values_mut() {
+            dropped += row.points.halve(0);
+        }
+        for row in self.links.values_mut() {
+            dropped += row.points.halve(0);
+        }
+        for row in self.flows.values_mut() {
+            dropped += row.points.halve(0) + row.paths.halve(1);
+        }
+        dropped
     }
 
     fn event(&mut self, kind: EventKind, node: Option<u32>, flow: Option<u64>, text: String) {
