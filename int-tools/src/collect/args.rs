@@ -224,7 +224,7 @@ pub struct CollectArgs {
     /// histograms, loss, timelines) and the web view's board in this
     /// folder (a redb file, collect.redb), written every
     /// --state-interval-s and at exit, read back at start: a restarted
-    /// collect goes on where it was (docs/reliability.md).
+    /// collect goes on where it was (docs/output.md).
     #[arg(long, value_name = "DIR")]
     pub state: Option<std::path::PathBuf>,
     /// Seconds between writes of --state (and one at exit).

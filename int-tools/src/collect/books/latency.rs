@@ -274,6 +274,34 @@ mod tests {
     /// Percentiles over the whole range a network has: latencies of
     /// minutes (issue 45: `p50 60.1 s` with a 207 s mean), and past a day
     /// the largest value seen, never a made-up bound.
+    /// A distribution as --state keeps it comes back the same: count,
+    /// sum, extremes and every percentile, negatives included; one without
+    /// percentiles stays without.
+    #[test]
+    fn a_kept_distribution_gives_the_same_percentiles() {
+        let mut latency = Latency::new(2);
+        for ns in (-3_000..200_000).step_by(7).chain([5_000_000_000, 86_400_000_000_000 * 3]) {
+            latency.record(ns);
+        }
+        let mut bytes = Vec::new();
+        ciborium::into_writer(&latency, &mut bytes).unwrap();
+        let back: Latency = ciborium::from_reader(bytes.as_slice()).unwrap();
+        assert_eq!(
+            (back.count(), back.sum(), back.min(), back.max()),
+            (latency.count(), latency.sum(), latency.min(), latency.max())
+        );
+        for q in [0.0, 0.001, 0.01, 0.5, 0.9, 0.99, 0.999, 1.0] {
+            assert_eq!(back.quantile(q), latency.quantile(q), "q {q}");
+        }
+        assert_eq!(back.count_at_or_below(-1), latency.count_at_or_below(-1));
+        let mut exact = Latency::exact();
+        exact.record(5);
+        let mut bytes = Vec::new();
+        ciborium::into_writer(&exact, &mut bytes).unwrap();
+        let back: Latency = ciborium::from_reader(bytes.as_slice()).unwrap();
+        assert!(!back.has_percentiles() && back.mean() == Some(5));
+    }
+
     #[test]
     fn percentiles_past_a_minute() {
         let mut latency = Latency::new(2);

@@ -268,6 +268,24 @@ mod tests {
         assert_eq!(total.latency_sum, sum);
     }
 
+    /// A timeline as --state keeps it (its filled buckets only) comes back
+    /// the same; a stored width no run makes is held to a power of two.
+    #[test]
+    fn a_kept_timeline_comes_back_the_same() {
+        let mut timeline = Timeline::default();
+        timeline.add_latency(400, -7);
+        timeline.add_latency(90_000, 12);
+        timeline.add_lost(95_000, 3);
+        let mut bytes = Vec::new();
+        ciborium::into_writer(&timeline, &mut bytes).unwrap();
+        let back: Timeline = ciborium::from_reader(bytes.as_slice()).unwrap();
+        assert_eq!((back.width_ms(), back.buckets()), (timeline.width_ms(), timeline.buckets()));
+        assert!(bytes.len() < 100, "{} bytes", bytes.len());
+        let odd = Stored { width_ms: u64::MAX, len: usize::MAX, filled: vec![(usize::MAX, 1, 0, 0, 0, 0)] };
+        let odd = Timeline::from(odd);
+        assert_eq!((odd.width_ms(), odd.buckets().len()), (1 << 40, MAX_BUCKETS));
+    }
+
     #[test]
     fn timelines_of_different_widths_merge() {
         let (mut short, mut long) = (Timeline::default(), Timeline::default());

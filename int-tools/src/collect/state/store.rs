@@ -77,7 +77,15 @@ impl Store {
         let read = self.db.begin_read().map_err(|e| unreadable(e.into()))?;
         let table = match read.open_table(TABLE) {
             Ok(table) => table,
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(vec![None; parts.len()]),
+            // A new file; one with tables of another program's is refused.
+            Err(redb::TableError::TableDoesNotExist(_)) => {
+                let mut tables = read.list_tables().map_err(|e| unreadable(e.into()))?;
+                if tables.next().is_some() {
+                    let found = "none (another program's file)".to_string();
+                    return Err(StoreError::Format { file: self.file.clone(), found });
+                }
+                return Ok(vec![None; parts.len()]);
+            }
             Err(other) => return Err(unreadable(other.into())),
         };
         let get = |key: &str| -> Result<Option<Vec<u8>>, StoreError> {
@@ -89,7 +97,7 @@ impl Store {
             let found = match format.as_deref().map(<[u8; 4]>::try_from) {
                 Some(Ok(word)) => u32::from_be_bytes(word).to_string(),
                 Some(Err(_)) => "unknown".to_string(),
-                None => "none (not collect's)".to_string(),
+                None => "none".to_string(),
             };
             return Err(StoreError::Format { file: self.file.clone(), found });
         }

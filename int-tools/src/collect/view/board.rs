@@ -507,6 +507,39 @@ mod tests {
         assert_eq!(losses, 2);
     }
 
+    /// A kept board's bounds: by age, the events and points before the
+    /// time go (a flow's current path stays); by size, the older half of
+    /// the events first, then of the points, until nothing is left.
+    #[test]
+    fn a_kept_board_drops_the_oldest_first() {
+        let mut board = Board::new(10_000);
+        let key = FlowKey::v4([10, 0, 0, 1].into(), [10, 0, 0, 2].into(), 17, 1, 2);
+        for t in 0..10u64 {
+            let flow = FlowSample {
+                latency: stats(t + 1, i128::from(t + 1) * 10),
+                lost: t,
+                new_path: Some(vec![1, 2 + t as u32 % 2, 9]),
+            };
+            board.apply(Sample { flows: [(key, flow)].into(), ..Sample::default() }, t * 1000);
+        }
+        let times = |board: &Board| board.events.iter().map(|e| e.t_ms).collect::<Vec<_>>();
+        assert_eq!(times(&board), (1..10).map(|t| t * 1000).collect::<Vec<_>>());
+        let mut aged = board.clone();
+        assert!(aged.forget_before(8000) > 0);
+        assert_eq!(times(&aged), [8000, 9000]);
+        let row = &aged.flows[&key];
+        assert_eq!(row.points.iter().map(|p| p.t_ms).collect::<Vec<_>>(), [8000, 9000]);
+        assert_eq!(row.paths.iter().len(), 2);
+        aged.forget_before(u64::MAX);
+        assert_eq!((aged.events.iter().len(), aged.flows[&key].path()), (0, Some(&[1, 3, 9][..])));
+        assert_eq!(board.thin(), 5);
+        assert_eq!(times(&board), [6000, 7000, 8000, 9000]);
+        while board.thin() > 0 {}
+        let row = &board.flows[&key];
+        assert_eq!((board.events.iter().len(), row.points.iter().len()), (0, 0));
+        assert_eq!(row.path(), Some(&[1, 3, 9][..]));
+    }
+
     /// The adjacency holds the links of the paths flows take now only; a
     /// node off them keeps when it was last on one.
     #[test]
