@@ -389,3 +389,36 @@ fn a_restarted_aggregator_goes_on_where_it_was() {
     servers::stop(publisher);
     servers::stop(nats);
 }
+
+/// The figures of docs/output.md: the state and its file at 5,000 flows
+/// over 110 nodes and 300 links (three rounds, each flow's middle node
+/// moving: 1,000 events). Run by hand: `cargo test -p int-tools --test
+/// state -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn state_figures() {
+    let dir = workdir("state-figures");
+    let args = ["--state", dir.to_str().unwrap()];
+    let (child, listen, view) = start(&args);
+    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let mut sent = 0u32;
+    for round in 0..3u32 {
+        for f in 0..5000u32 {
+            sent += 1;
+            let path = [1 + f % 50, 100 + (f + round) % 50, 200 + f % 10];
+            socket.send_to(&path_report(sent, (1000 + f) as u16, &path), listen.as_deref().unwrap()).unwrap();
+            // A lot at a time: none overflows the receive buffer.
+            if sent.is_multiple_of(500) {
+                while get(&view, "/api/overview")["reports"].as_u64() < Some(u64::from(sent)) {
+                    std::thread::yield_now();
+                }
+            }
+        }
+    }
+    let summary = interrupt(child);
+    let file = std::fs::metadata(dir.join("collect.redb")).unwrap().len();
+    eprintln!("state: {}, file: {file} bytes", summary["state"]);
+    let (child, _, view) = start(&args);
+    eprintln!("read back: {}", get(&view, "/api/overview"));
+    interrupt(child);
+}

@@ -173,7 +173,7 @@ pub fn run(args: &CollectArgs) -> Result<(), CollectError> {
     }
     let snapshot = shared.take_snapshot();
     // The last state: what the readers booked up to their stop.
-    if let Some(writer) = writer.and_then(|thread| thread.join().ok()) {
+    if let Some(mut writer) = writer.and_then(|thread| thread.join().ok()) {
         writer.write(&snapshot);
     }
     summary::print(&snapshot, &shared.outputs, args.json, summary::Extent::Whole);

@@ -146,7 +146,7 @@ pub struct Writer {
 impl Writer {
     /// Writes the state at every interval until the collector stops (the
     /// last write is [`Writer::write`]'s, at exit).
-    pub fn spawn(self, shared: Arc<Shared>) -> std::io::Result<std::thread::JoinHandle<Writer>> {
+    pub fn spawn(mut self, shared: Arc<Shared>) -> std::io::Result<std::thread::JoinHandle<Writer>> {
         std::thread::Builder::new().name("collect-state".into()).spawn(move || {
             let mut next = Instant::now() + self.settings.interval;
             while !shared.quit.load(Ordering::Relaxed) {
@@ -161,7 +161,7 @@ impl Writer {
     }
 
     /// Writes `snapshot` and the board, within the bounds.
-    pub fn write(&self, snapshot: &Snapshot) {
+    pub fn write(&mut self, snapshot: &Snapshot) {
         let board = self.board.as_ref().and_then(|board| board.read().ok().map(|b| b.clone()));
         match self.encode(&Keeping::of(snapshot), board) {
             Ok((books, board)) => {

@@ -106,7 +106,7 @@ impl Store {
 
     /// Replaces the state with `parts` (a part left out is removed), in
     /// one transaction.
-    pub fn write(&self, parts: &[(Part, &[u8])]) -> Result<(), StoreError> {
+    pub fn write(&mut self, parts: &[(Part, &[u8])]) -> Result<(), StoreError> {
         let failed = |source: redb::Error| StoreError::Write { file: self.file.clone(), source };
         let write = self.db.begin_write().map_err(|e| failed(e.into()))?;
         {
@@ -120,6 +120,10 @@ impl Store {
                 .map_err(|e| failed(e.into()))?;
             }
         }
-        write.commit().map_err(|e| failed(e.into()))
+        write.commit().map_err(|e| failed(e.into()))?;
+        // The pages the state before held, given back: the file stays
+        // near the state's size rather than growing by free pages.
+        while self.db.compact().map_err(|e| failed(e.into()))? {}
+        Ok(())
     }
 }
