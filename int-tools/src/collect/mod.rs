@@ -294,6 +294,7 @@ fn resume(
         ledger
             .resume(ledger::Limits { flows: sizes.flows, detailed: sizes.detailed_flows }, Arc::clone(base));
         (first.ledger, first.hops, first.senders, first.totals) = (ledger, hops, kept.senders, kept.totals);
+        first.join.counts = kept.joins;
     }
     books
 }

@@ -22,6 +22,7 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use crate::collect::books::hops::Hops;
+use crate::collect::books::join::Counts as JoinCounts;
 use crate::collect::books::ledger::Ledger;
 use crate::collect::books::sender::Sender;
 use crate::collect::books::summary::Snapshot;
@@ -40,14 +41,16 @@ pub struct Settings {
     pub max_age: Duration,
 }
 
-/// The books as a state keeps them: every reader's, merged, and the
-/// timelines' start.
+/// The books as a state keeps them: every reader's, merged, what the join
+/// of postcards did (the postcards waiting are joined before the last
+/// write), and the timelines' start.
 #[derive(serde::Deserialize)]
 pub struct Kept {
     pub ledger: Ledger,
     pub hops: Hops,
     pub senders: BTreeMap<SocketAddr, Sender>,
     pub totals: Totals,
+    pub joins: JoinCounts,
     pub time_base: Option<(u64, bool)>,
 }
 
@@ -58,6 +61,7 @@ struct Keeping<'a> {
     hops: &'a Hops,
     senders: &'a BTreeMap<SocketAddr, Sender>,
     totals: &'a Totals,
+    joins: &'a JoinCounts,
     time_base: Option<(u64, bool)>,
 }
 
@@ -68,6 +72,7 @@ impl Keeping<'_> {
             hops: &snapshot.hops,
             senders: &snapshot.senders,
             totals: &snapshot.totals,
+            joins: &snapshot.joins,
             time_base: snapshot.ledger.time_base(),
         }
     }
