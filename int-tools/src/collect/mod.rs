@@ -150,19 +150,7 @@ pub fn run(args: &CollectArgs) -> Result<(), CollectError> {
     };
     let health = Arc::new(health::Health::new(consumer.clone()));
     let views = start_views(args, &shared, view_counts, &health, view.zip(shown))?;
-    let readers = match (from_stream, consumer) {
-        (Some(settings), Some(counts)) => {
-            log::info!(
-                "collect: aggregating stream {} on {} as consumer {}",
-                settings.stream,
-                settings.servers.first(),
-                args.nats_consumer
-            );
-            let consumer = args.nats_consumer.clone();
-            Readers::Aggregator(stream::consume::spawn(settings, consumer, &shared, &how, counts))
-        }
-        _ => Readers::Receivers(receive::spawn(receivers, &shared, &how)),
-    };
+    let readers = spawn_readers(args, receivers, from_stream.zip(consumer), &shared, &how);
     wait_for_the_end(args, &shared, started);
     shared.quit.store(true, Ordering::Relaxed);
     let failure = readers.join();
@@ -171,8 +159,40 @@ pub fn run(args: &CollectArgs) -> Result<(), CollectError> {
     for thread in views {
         let _ = thread.join();
     }
+    finish(args, &shared, writer)?;
+    failure.map_or(Ok(()), Err)
+}
+
+/// The readers' threads: the aggregator's on the stream, or a receiver's
+/// per socket.
+fn spawn_readers(
+    args: &CollectArgs,
+    receivers: Vec<receive::Receiver>,
+    stream: Option<(stream::Settings, Arc<stream::consume::Counts>)>,
+    shared: &Arc<Shared>,
+    how: &Arc<How>,
+) -> Readers {
+    let Some((settings, counts)) = stream else {
+        return Readers::Receivers(receive::spawn(receivers, shared, how));
+    };
+    log::info!(
+        "collect: aggregating stream {} on {} as consumer {}",
+        settings.stream,
+        settings.servers.first(),
+        args.nats_consumer
+    );
+    let consumer = args.nats_consumer.clone();
+    Readers::Aggregator(stream::consume::spawn(settings, consumer, shared, how, counts))
+}
+
+/// After the readers stopped: the last state (what they booked up to their
+/// stop), the summary and the plot.
+fn finish(
+    args: &CollectArgs,
+    shared: &Shared,
+    writer: Option<std::thread::JoinHandle<state::Writer>>,
+) -> Result<(), CollectError> {
     let snapshot = shared.take_snapshot();
-    // The last state: what the readers booked up to their stop.
     if let Some(mut writer) = writer.and_then(|thread| thread.join().ok()) {
         writer.write(&snapshot);
     }
@@ -181,7 +201,7 @@ pub fn run(args: &CollectArgs) -> Result<(), CollectError> {
         plot::draw(&snapshot, path).map_err(|cause| CollectError::Plot { path: path.clone(), cause })?;
         log::info!("collect: plot written to {}", path.display());
     }
-    failure.map_or(Ok(()), Err)
+    Ok(())
 }
 
 /// Every reader's postcards still waiting for their join, written out:

@@ -201,11 +201,11 @@ impl Writer {
         &self,
         books: &Keeping<'_>,
         board: Option<Board>,
-    ) -> Result<(Vec<u8>, Option<Vec<u8>>), String> {
+    ) -> Result<(Vec<u8>, Option<Vec<u8>>), Unwritten> {
         let books = encoded(books)?;
         let room = self.settings.max_bytes.saturating_sub(books.len() as u64);
         if room == 0 {
-            return Err(format!("the books take {} bytes, over --state-max-bytes", books.len()));
+            return Err(Unwritten::Over { part: "books", bytes: books.len() });
         }
         let Some(mut board) = board else { return Ok((books, None)) };
         let age_ms = u64::try_from(self.settings.max_age.as_millis()).unwrap_or(u64::MAX);
@@ -216,7 +216,7 @@ impl Writer {
                 break bytes;
             }
             match board.thin() {
-                0 => return Err(format!("the view takes {} bytes, over --state-max-bytes", bytes.len())),
+                0 => return Err(Unwritten::Over { part: "view", bytes: bytes.len() }),
                 dropped => trimmed += dropped,
             }
         };
@@ -225,8 +225,17 @@ impl Writer {
     }
 }
 
-fn encoded(value: &impl serde::Serialize) -> Result<Vec<u8>, String> {
+/// Why a state is not written (the state before stays).
+#[derive(Debug, thiserror::Error)]
+enum Unwritten {
+    #[error("the {part} take {bytes} bytes, over --state-max-bytes")]
+    Over { part: &'static str, bytes: usize },
+    #[error("cannot encode: {0}")]
+    Encode(#[from] ciborium::ser::Error<std::io::Error>),
+}
+
+fn encoded(value: &impl serde::Serialize) -> Result<Vec<u8>, Unwritten> {
     let mut bytes = Vec::new();
-    ciborium::into_writer(value, &mut bytes).map_err(|error| error.to_string())?;
+    ciborium::into_writer(value, &mut bytes)?;
     Ok(bytes)
 }
