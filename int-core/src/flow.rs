@@ -9,6 +9,7 @@ use core::net::{IpAddr, Ipv4Addr};
 use crate::locate::{IpLocation, IpVersion};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct FlowKey {
     pub src: IpAddr,
     pub dst: IpAddr,

@@ -16,7 +16,7 @@ use crate::collect::outputs::{ipfix, print, Output};
 use crate::collect::{names, stream, Print};
 
 /// What the collector received, refused and missed.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Totals {
     pub received: u64,
     /// Reports received: a Telemetry Report 2.0 datagram may hold several.

@@ -47,6 +47,10 @@ pub enum CollectError {
     #[error("--influx-user: a password in --influx-password-file or the environment's INFLUX_PASSWORD")]
     NoPassword,
     #[error(transparent)]
+    State(#[from] super::state::StoreError),
+    #[error("--state: the state's writer thread: {source}")]
+    StateThread { source: std::io::Error },
+    #[error(transparent)]
     IpfixTarget(#[from] crate::collect::outputs::ipfix::TargetError),
 }
 

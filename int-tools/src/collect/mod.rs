@@ -20,6 +20,7 @@ mod health;
 pub mod input;
 pub mod names;
 mod outputs;
+pub mod state;
 pub mod stderr;
 pub mod stream;
 pub mod view;
@@ -119,17 +120,22 @@ pub fn run(args: &CollectArgs) -> Result<(), CollectError> {
         Some(url) => (Vec::new(), Some(stream_settings("--from-nats", url, args)?)),
         None => (receive::open(&args.listen, args.sockets, args.rcvbuf, args.share_port)?, None),
     };
+    let (store, restored) = open_state(args)?;
+    let view = args.http.map(|addr| view_settings(addr, args)).transpose()?;
+    let shown = view.as_ref().map(|settings| view::board(settings, restored.board));
     int_os::signals::catch_stop_signals();
     int_os::signals::catch_reload_signal();
     let started = Instant::now();
     let (running, feeder) = start_outputs(args)?;
     let consumer = from_stream.as_ref().map(|_| Arc::new(stream::consume::Counts::default()));
     let view_counts = args.http.map(|_| Arc::new(view::Counts::default()));
+    let state_counts = store.as_ref().map(|_| Arc::new(state::Counts::default()));
     let mut counted: Vec<Arc<dyn Counted>> = running.iter().map(|r| Arc::clone(&r.counted)).collect();
     counted.extend(consumer.iter().map(|c| Arc::clone(c) as Arc<dyn Counted>));
     counted.extend(view_counts.iter().map(|c| Arc::clone(c) as Arc<dyn Counted>));
+    counted.extend(state_counts.iter().map(|c| Arc::clone(c) as Arc<dyn Counted>));
     let readers = receivers.len().max(usize::from(from_stream.is_some()));
-    let books = books(args, readers, &running, feeder.as_ref());
+    let books = books(args, readers, &running, feeder.as_ref(), restored.books);
     // The publisher ends when the last receiver's feed does.
     drop(feeder);
     let shared = Arc::new(Shared {
@@ -138,21 +144,13 @@ pub fn run(args: &CollectArgs) -> Result<(), CollectError> {
         quit: AtomicBool::new(false),
         outputs: counted,
     });
-    let health = Arc::new(health::Health::new(consumer.clone()));
-    let views = start_views(args, &shared, view_counts, &health)?;
-    let readers = match (from_stream, consumer) {
-        (Some(settings), Some(counts)) => {
-            log::info!(
-                "collect: aggregating stream {} on {} as consumer {}",
-                settings.stream,
-                settings.servers.first(),
-                args.nats_consumer
-            );
-            let consumer = args.nats_consumer.clone();
-            Readers::Aggregator(stream::consume::spawn(settings, consumer, &shared, &how, counts))
-        }
-        _ => Readers::Receivers(receive::spawn(receivers, &shared, &how)),
+    let writer = match (store, state_counts) {
+        (Some(store), Some(counts)) => Some(start_state(store, shown.clone(), counts, &shared)?),
+        _ => None,
     };
+    let health = Arc::new(health::Health::new(consumer.clone()));
+    let views = start_views(args, &shared, view_counts, &health, view.zip(shown))?;
+    let readers = spawn_readers(args, receivers, from_stream.zip(consumer), &shared, &how);
     wait_for_the_end(args, &shared, started);
     shared.quit.store(true, Ordering::Relaxed);
     let failure = readers.join();
@@ -161,13 +159,49 @@ pub fn run(args: &CollectArgs) -> Result<(), CollectError> {
     for thread in views {
         let _ = thread.join();
     }
+    finish(args, &shared, writer)?;
+    failure.map_or(Ok(()), Err)
+}
+
+/// The readers' threads: the aggregator's on the stream, or a receiver's
+/// per socket.
+fn spawn_readers(
+    args: &CollectArgs,
+    receivers: Vec<receive::Receiver>,
+    stream: Option<(stream::Settings, Arc<stream::consume::Counts>)>,
+    shared: &Arc<Shared>,
+    how: &Arc<How>,
+) -> Readers {
+    let Some((settings, counts)) = stream else {
+        return Readers::Receivers(receive::spawn(receivers, shared, how));
+    };
+    log::info!(
+        "collect: aggregating stream {} on {} as consumer {}",
+        settings.stream,
+        settings.servers.first(),
+        args.nats_consumer
+    );
+    let consumer = args.nats_consumer.clone();
+    Readers::Aggregator(stream::consume::spawn(settings, consumer, shared, how, counts))
+}
+
+/// After the readers stopped: the last state (what they booked up to their
+/// stop), the summary and the plot.
+fn finish(
+    args: &CollectArgs,
+    shared: &Shared,
+    writer: Option<std::thread::JoinHandle<state::Writer>>,
+) -> Result<(), CollectError> {
     let snapshot = shared.take_snapshot();
+    if let Some(mut writer) = writer.and_then(|thread| thread.join().ok()) {
+        writer.write(&snapshot);
+    }
     summary::print(&snapshot, &shared.outputs, args.json, summary::Extent::Whole);
     if let Some(path) = &args.plot {
         plot::draw(&snapshot, path).map_err(|cause| CollectError::Plot { path: path.clone(), cause })?;
         log::info!("collect: plot written to {}", path.display());
     }
-    failure.map_or(Ok(()), Err)
+    Ok(())
 }
 
 /// Every reader's postcards still waiting for their join, written out:
@@ -187,6 +221,7 @@ fn start_views(
     shared: &Arc<Shared>,
     view_counts: Option<Arc<view::Counts>>,
     health: &Arc<health::Health>,
+    view: Option<(view::Settings, view::Shown)>,
 ) -> Result<Vec<std::thread::JoinHandle<()>>, CollectError> {
     let mut threads = Vec::new();
     if let Some(addr) = args.metrics {
@@ -198,9 +233,8 @@ fn start_views(
         let metrics = metrics::start(addr, Arc::clone(shared), shown, Arc::clone(health));
         threads.push(metrics.map_err(|source| CollectError::Metrics { addr, source })?);
     }
-    if let (Some(addr), Some(counts)) = (args.http, view_counts) {
-        let settings = view_settings(addr, args)?;
-        threads.extend(view::start(settings, Arc::clone(shared), counts, Arc::clone(health))?);
+    if let (Some((settings, shown)), Some(counts)) = (view, view_counts) {
+        threads.extend(view::start(settings, Arc::clone(shared), counts, Arc::clone(health), shown)?);
     }
     Ok(threads)
 }
@@ -232,6 +266,7 @@ fn books(
     readers: usize,
     running: &[outputs::Running],
     feeder: Option<&stream::publish::Feeder>,
+    kept: Option<state::Kept>,
 ) -> Vec<Arc<Mutex<Books>>> {
     let sizes = Sizes {
         flows: args.max_flows,
@@ -239,8 +274,8 @@ fn books(
         nodes: args.max_nodes,
         links: args.max_links,
     };
-    let base = Arc::new(timeline::TimeBase::default());
-    (0..readers)
+    let base = Arc::new(timeline::TimeBase::resumed(kept.as_ref().and_then(|kept| kept.time_base)));
+    let books: Vec<_> = (0..readers)
         .map(|_| {
             let window_ms = u64::try_from(args.join_window_ms.as_millis()).unwrap_or(u64::MAX);
             let join = join::Join::new(window_ms, args.domain_nodes.clone(), args.join_confirm);
@@ -250,9 +285,77 @@ fn books(
                 .collect();
             let mut books = Books::new(sizes, join, outputs, Arc::clone(&base));
             books.feed = feeder.map(stream::publish::Feeder::feed);
-            Arc::new(Mutex::new(books))
+            books
         })
-        .collect()
+        .collect();
+    let books = match kept {
+        Some(kept) => resume(books, kept, sizes, &base),
+        None => books,
+    };
+    books.into_iter().map(|books| Arc::new(Mutex::new(books))).collect()
+}
+
+/// The first reader's books take the kept ones (under this run's
+/// limits); every reader takes the kept paths, so that a flow's next path
+/// is told against its last whichever socket its reports reach.
+fn resume(
+    mut books: Vec<Books>,
+    kept: state::Kept,
+    sizes: Sizes,
+    base: &Arc<timeline::TimeBase>,
+) -> Vec<Books> {
+    let mut hops = kept.hops;
+    hops.bounded_by(books::hops::Limits { nodes: sizes.nodes, links: sizes.links, flows: sizes.flows });
+    for other in books.iter_mut().skip(1) {
+        other.hops.follow_paths_of(&hops);
+    }
+    if let Some(first) = books.first_mut() {
+        let mut ledger = kept.ledger;
+        ledger
+            .resume(ledger::Limits { flows: sizes.flows, detailed: sizes.detailed_flows }, Arc::clone(base));
+        (first.ledger, first.hops, first.senders, first.totals) = (ledger, hops, kept.senders, kept.totals);
+        first.join.counts = kept.joins;
+    }
+    books
+}
+
+type StateStore = (state::Settings, state::Store);
+
+/// `--state`: the state opened and read back (none without the flag).
+fn open_state(args: &CollectArgs) -> Result<(Option<StateStore>, state::Restored), CollectError> {
+    let Some(settings) = state_settings(args) else { return Ok((None, state::Restored::default())) };
+    let (store, restored) = state::open(&settings)?;
+    let file = store.file().display();
+    match &restored.books {
+        Some(kept) => log::info!(
+            "collect: state read back from {file}: {} report(s), {} flow(s), {} node(s)",
+            kept.totals.reports,
+            kept.ledger.flows.len(),
+            kept.hops.nodes.len()
+        ),
+        None => log::info!("collect: state kept in {file} (none yet)"),
+    }
+    Ok((Some((settings, store)), restored))
+}
+
+fn state_settings(args: &CollectArgs) -> Option<state::Settings> {
+    Some(state::Settings {
+        dir: args.state.clone()?,
+        interval: args.state_interval_s,
+        max_bytes: args.state_max_bytes,
+        max_age: args.state_max_age_s,
+    })
+}
+
+/// The state's writer on its thread.
+fn start_state(
+    (settings, store): StateStore,
+    board: Option<view::Shown>,
+    counts: Arc<state::Counts>,
+    shared: &Arc<Shared>,
+) -> Result<std::thread::JoinHandle<state::Writer>, CollectError> {
+    let writer = state::Writer { store, board, settings, counts };
+    writer.spawn(Arc::clone(shared)).map_err(|source| CollectError::StateThread { source })
 }
 
 fn view_settings(addr: SocketAddr, args: &CollectArgs) -> Result<view::Settings, CollectError> {

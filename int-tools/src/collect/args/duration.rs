@@ -120,6 +120,18 @@ pub fn stream_max_age(text: &str) -> Result<Duration, DurationError> {
     Bounds { unit: Unit::Seconds, least: 1.0, most: 3650.0 * DAY_S, zero: true, hint }.parse(text)
 }
 
+/// `--state-interval-s`.
+pub fn state_interval(text: &str) -> Result<Duration, DurationError> {
+    let hint = "seconds between writes of the state; it is written at exit too";
+    Bounds { unit: Unit::Seconds, least: 0.1, most: DAY_S, zero: false, hint }.parse(text)
+}
+
+/// `--state-max-age-s`.
+pub fn state_max_age(text: &str) -> Result<Duration, DurationError> {
+    let hint = "seconds the state keeps the web view's events and points, at most ten years";
+    Bounds { unit: Unit::Seconds, least: 1.0, most: 3650.0 * DAY_S, zero: false, hint }.parse(text)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -33,7 +33,7 @@ const DIGITS: u8 = 2;
 /// Nodes (the first seen) with hop latency over time, for the plot.
 const NODES_OVER_TIME: usize = 20;
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
 pub struct Limits {
     pub nodes: usize,
     pub links: usize,
@@ -41,7 +41,7 @@ pub struct Limits {
 }
 
 /// One node's figures, from every hop it wrote and every report it sent.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Node {
     /// Hops of this node in reports' stacks (and its own reports as a sink).
     pub hops: u64,
@@ -87,7 +87,7 @@ impl Node {
 
 /// A flow's path changed: when (ms since the collector started), from what
 /// to what.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PathChange {
     pub at_ms: u64,
     pub flow: FlowKey,
@@ -96,7 +96,7 @@ pub struct PathChange {
 }
 
 /// What did not fit the limits, and paths that could not be told.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
 pub struct Untracked {
     pub nodes: u64,
     pub links: u64,
@@ -121,7 +121,7 @@ pub struct Seen<'a> {
 
 /// A flow's path, and how many reports in a row gave it (up to
 /// `u32::MAX`: settled).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 struct Followed {
     nodes: Vec<u32>,
     in_a_row: u32,
@@ -129,7 +129,7 @@ struct Followed {
     swings: Option<Box<Swings>>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Hops {
     limits: Limits,
     pub nodes: BTreeMap<u32, Node>,
@@ -173,6 +173,20 @@ impl Hops {
     /// Forgets `flow`'s path: the next one is its first, no change.
     pub fn forget_path(&mut self, flow: &FlowKey) {
         self.paths.remove(flow);
+    }
+
+    /// These books under `limits` (a restored state's, under this run's
+    /// flags).
+    pub fn bounded_by(&mut self, limits: Limits) {
+        self.limits = limits;
+    }
+
+    /// Every followed flow's path of `other`, where this one follows none
+    /// (a restored state's paths, for each receiver a flow may reach).
+    pub fn follow_paths_of(&mut self, other: &Hops) {
+        for (flow, path) in &other.paths {
+            self.paths.entry(*flow).or_insert_with(|| path.clone());
+        }
     }
 
     /// Flows whose path is followed.

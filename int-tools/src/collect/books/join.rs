@@ -105,7 +105,7 @@ pub struct Joined {
 /// What the join did, for the summary. Every postcard is counted once:
 /// `unknown`, `dropped`, `duplicates`, a hop of a closed group, or still
 /// pending ([`Join::pending`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Counts {
     pub postcards: u64,
     /// Groups closed: packets whose postcards were put together.

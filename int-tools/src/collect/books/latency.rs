@@ -15,7 +15,8 @@ const HIGHEST_NS: u64 = 86_400_000_000_000;
 /// The percentiles a summary shows.
 pub const PERCENTILES: [(&str, f64); 4] = [("p50", 0.50), ("p90", 0.90), ("p99", 0.99), ("p99_9", 0.999)];
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(into = "Stored", from = "Stored")]
 pub struct Latency {
     count: u64,
     sum: i128,
@@ -204,6 +205,58 @@ fn value_at_rank(histogram: &Histogram<u64>, rank: u64) -> Option<u64> {
     None
 }
 
+/// A [`Latency`] as `--state` keeps it: the exact figures, and each
+/// histogram as its recorded buckets (a bucket's top value and its count;
+/// recorded again, each lands in the same bucket), so a restored
+/// distribution gives the same percentiles.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Stored {
+    count: u64,
+    sum: i128,
+    min: i64,
+    max: i64,
+    /// The histograms' significant digits; `None`: exact figures only.
+    digits: Option<u8>,
+    at_or_above_zero: Vec<(u64, u64)>,
+    below_zero: Option<Vec<(u64, u64)>>,
+}
+
+impl From<Latency> for Stored {
+    fn from(latency: Latency) -> Stored {
+        let buckets = |h: &Histogram<u64>| -> Vec<(u64, u64)> {
+            h.iter_recorded().map(|step| (step.value_iterated_to(), step.count_at_value())).collect()
+        };
+        let histograms = latency.histograms.as_deref();
+        Stored {
+            count: latency.count,
+            sum: latency.sum,
+            min: latency.min,
+            max: latency.max,
+            digits: histograms.map(|h| h.significant_digits),
+            at_or_above_zero: histograms.map(|h| buckets(&h.at_or_above_zero)).unwrap_or_default(),
+            below_zero: histograms.and_then(|h| h.below_zero.as_ref()).map(buckets),
+        }
+    }
+}
+
+impl From<Stored> for Latency {
+    fn from(stored: Stored) -> Latency {
+        let filled = |buckets: &[(u64, u64)], digits: u8| {
+            let mut h = histogram(digits)?;
+            for (value, count) in buckets {
+                h.saturating_record_n(*value, *count);
+            }
+            Some(h)
+        };
+        let histograms = stored.digits.and_then(|digits| {
+            let at_or_above_zero = filled(&stored.at_or_above_zero, digits)?;
+            let below_zero = stored.below_zero.as_deref().and_then(|b| filled(b, digits));
+            Some(Box::new(Histograms { at_or_above_zero, below_zero, significant_digits: digits }))
+        });
+        Latency { count: stored.count, sum: stored.sum, min: stored.min, max: stored.max, histograms }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -221,6 +274,34 @@ mod tests {
     /// Percentiles over the whole range a network has: latencies of
     /// minutes (issue 45: `p50 60.1 s` with a 207 s mean), and past a day
     /// the largest value seen, never a made-up bound.
+    /// A distribution as --state keeps it comes back the same: count,
+    /// sum, extremes and every percentile, negatives included; one without
+    /// percentiles stays without.
+    #[test]
+    fn a_kept_distribution_gives_the_same_percentiles() {
+        let mut latency = Latency::new(2);
+        for ns in (-3_000..200_000).step_by(7).chain([5_000_000_000, 86_400_000_000_000 * 3]) {
+            latency.record(ns);
+        }
+        let mut bytes = Vec::new();
+        ciborium::into_writer(&latency, &mut bytes).unwrap();
+        let back: Latency = ciborium::from_reader(bytes.as_slice()).unwrap();
+        assert_eq!(
+            (back.count(), back.sum(), back.min(), back.max()),
+            (latency.count(), latency.sum(), latency.min(), latency.max())
+        );
+        for q in [0.0, 0.001, 0.01, 0.5, 0.9, 0.99, 0.999, 1.0] {
+            assert_eq!(back.quantile(q), latency.quantile(q), "q {q}");
+        }
+        assert_eq!(back.count_at_or_below(-1), latency.count_at_or_below(-1));
+        let mut exact = Latency::exact();
+        exact.record(5);
+        let mut bytes = Vec::new();
+        ciborium::into_writer(&exact, &mut bytes).unwrap();
+        let back: Latency = ciborium::from_reader(bytes.as_slice()).unwrap();
+        assert!(!back.has_percentiles() && back.mean() == Some(5));
+    }
+
     #[test]
     fn percentiles_past_a_minute() {
         let mut latency = Latency::new(2);

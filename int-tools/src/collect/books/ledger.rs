@@ -37,7 +37,7 @@ pub enum Measure {
     Lost(u32),
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct FlowSummary {
     pub latency: Latency,
     pub lost: u64,
@@ -82,7 +82,7 @@ impl FlowSummary {
 }
 
 /// How many flows to follow, and how closely.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
 pub struct Limits {
     /// Flows kept at all; later ones count only in the totals.
     pub flows: usize,
@@ -90,7 +90,7 @@ pub struct Limits {
     pub detailed: usize,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Ledger {
     /// foldhash, randomly seeded: fast, and flow keys a sender chooses
     /// cannot be made to collide on purpose without the seed.
@@ -106,6 +106,7 @@ pub struct Ledger {
     arrival_ns: u64,
     /// The timelines' time (shared by the receivers), and the last time
     /// put on them, for a report that states none.
+    #[serde(skip)]
     base: Arc<TimeBase>,
     last_ms: u64,
 }
@@ -129,6 +130,13 @@ impl Ledger {
         }
     }
 
+    /// This ledger under `limits` on `base` (a restored state's, under this
+    /// run's flags and time base).
+    pub fn resume(&mut self, limits: Limits, base: Arc<TimeBase>) {
+        self.limits = limits;
+        self.base = base;
+    }
+
     /// Reads the clock once for the batch of reports that just arrived.
     pub fn tick(&mut self) {
         self.arrival_ns = crate::schema::now_ns();
@@ -144,6 +152,12 @@ impl Ledger {
     /// clock, for what must not trust the reports' times).
     pub fn arrival_ms(&self) -> u64 {
         self.arrival_ns / 1_000_000
+    }
+
+    /// The timelines' start: the first observation's time, ns, and
+    /// whether it was a report's.
+    pub fn time_base(&self) -> Option<(u64, bool)> {
+        self.base.first()
     }
 
     /// Whether the timelines keep the reports' own times.

@@ -13,7 +13,7 @@ pub const FLAP_WINDOW_MS: u64 = 10 * 60 * 1000;
 
 /// What a sink told of its flows: packets lost and path changes. Kept
 /// apart from the nodes' hops: an INT 0.5 or Host-INT sink reports no hop.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Sink {
     /// Packets the sink declared lost.
     pub lost: u64,
@@ -29,7 +29,7 @@ impl Sink {
 }
 
 /// One node's share of path changes and loss.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Moves {
     /// Packets lost on flows whose followed path runs through this node.
     pub lost_on_paths: u64,
@@ -52,7 +52,7 @@ impl Moves {
 
 /// A flow's recent path changes, kept from its first change on: enough to
 /// tell a flap from a reroute without keeping old paths.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
 pub struct Swings {
     /// A digest of the path before the current one.
     before: Option<u64>,

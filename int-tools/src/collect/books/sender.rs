@@ -12,7 +12,7 @@ pub const MAX_REPORT_GAP: u32 = 4096;
 /// section 3.2 says it "reflects the sequence of reports" from a node:
 /// read either as one number per datagram (int-node's reading: a group
 /// header per datagram) or one per individual report it holds.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Numbering {
     #[default]
     Datagrams,
@@ -40,7 +40,7 @@ impl Accounting {
     }
 }
 
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Sender {
     next_sequence: Option<u32>,
     pub lost_reports: u64,

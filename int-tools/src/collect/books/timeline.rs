@@ -70,6 +70,21 @@ impl TimeBase {
         Some(at.saturating_sub(origin) / 1_000_000)
     }
 
+    /// The base a run before this one set (`--state`): the timelines it
+    /// kept go on from where they were.
+    pub fn resumed(first: Option<(u64, bool)>) -> TimeBase {
+        let base = TimeBase::default();
+        if let Some(first) = first {
+            let _ = base.first.set(first);
+        }
+        base
+    }
+
+    /// The first observation's time, ns, and whether it was a report's.
+    pub fn first(&self) -> Option<(u64, bool)> {
+        self.first.get().copied()
+    }
+
     /// Whether the timelines keep the reports' times (`None`: no report yet).
     pub fn by_reports(&self) -> Option<bool> {
         self.first.get().map(|(_, by_reports)| *by_reports)
@@ -77,7 +92,8 @@ impl TimeBase {
 }
 
 /// Buckets of `width_ms` from the first observation.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(into = "Stored", from = "Stored")]
 pub struct Timeline {
     width_ms: u64,
     buckets: Vec<Bucket>,
@@ -179,6 +195,47 @@ impl Timeline {
     }
 }
 
+/// A [`Timeline`] as `--state` keeps it: its width, its length and only
+/// the buckets with something in them (a flow first seen late has
+/// hundreds of empty ones before its first), each as a tuple:
+/// (index, reports, latency sum, min, max, lost).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Stored {
+    width_ms: u64,
+    len: usize,
+    filled: Vec<(usize, u64, i128, i64, i64, u64)>,
+}
+
+impl From<Timeline> for Stored {
+    fn from(timeline: Timeline) -> Stored {
+        let filled = timeline
+            .buckets
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| **b != Bucket::default())
+            .map(|(i, b)| (i, b.reports, b.latency_sum, b.latency_min, b.latency_max, b.lost))
+            .collect();
+        Stored { width_ms: timeline.width_ms, len: timeline.buckets.len(), filled }
+    }
+}
+
+impl From<Stored> for Timeline {
+    /// A stored timeline as it was; one out of bounds (not written by
+    /// collect) is cut to [`MAX_BUCKETS`].
+    fn from(stored: Stored) -> Timeline {
+        let mut buckets = vec![Bucket::default(); stored.len.min(MAX_BUCKETS)];
+        for (i, reports, latency_sum, latency_min, latency_max, lost) in stored.filled {
+            if let Some(bucket) = buckets.get_mut(i) {
+                *bucket = Bucket { reports, latency_sum, latency_min, latency_max, lost };
+            }
+        }
+        // A power of two, as coarsening makes it, that doubling never
+        // overflows.
+        let width_ms = stored.width_ms.clamp(1, 1 << 40).next_power_of_two();
+        Timeline { width_ms, buckets }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -209,6 +266,24 @@ mod tests {
         assert_eq!((total.latency_min, total.latency_max), (-10, 89));
         let sum: i128 = (0..minutes).map(|m| i128::from((m % 100) as i64 - 10)).sum();
         assert_eq!(total.latency_sum, sum);
+    }
+
+    /// A timeline as --state keeps it (its filled buckets only) comes back
+    /// the same; a stored width no run makes is held to a power of two.
+    #[test]
+    fn a_kept_timeline_comes_back_the_same() {
+        let mut timeline = Timeline::default();
+        timeline.add_latency(400, -7);
+        timeline.add_latency(90_000, 12);
+        timeline.add_lost(95_000, 3);
+        let mut bytes = Vec::new();
+        ciborium::into_writer(&timeline, &mut bytes).unwrap();
+        let back: Timeline = ciborium::from_reader(bytes.as_slice()).unwrap();
+        assert_eq!((back.width_ms(), back.buckets()), (timeline.width_ms(), timeline.buckets()));
+        assert!(bytes.len() < 100, "{} bytes", bytes.len());
+        let odd = Stored { width_ms: u64::MAX, len: usize::MAX, filled: vec![(usize::MAX, 1, 0, 0, 0, 0)] };
+        let odd = Timeline::from(odd);
+        assert_eq!((odd.width_ms(), odd.buckets().len()), (1 << 40, MAX_BUCKETS));
     }
 
     #[test]

@@ -11,7 +11,9 @@
 //! message is never delivered again, to this aggregator or another, and
 //! one whose acknowledgement failed (a server lost) is not booked here and
 //! comes again. So every report is booked once, while the aggregators run;
-//! an aggregator that dies loses its books either way.
+//! an aggregator that stops loses its books unless `--state` keeps them
+//! (`crate::collect::state`): restarted under its name, it then goes on
+//! from its consumer's position with the books it had.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

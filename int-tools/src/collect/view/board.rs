@@ -26,7 +26,7 @@ pub const PATH_HISTORY: usize = 16;
 const HOP_CHANGE_FACTOR: i128 = 2;
 
 /// A bounded history: the oldest point goes when a new one would not fit.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Ring<T> {
     cap: usize,
     items: VecDeque<T>,
@@ -47,6 +47,24 @@ impl<T> Ring<T> {
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = &T> + ExactSizeIterator {
         self.items.iter()
     }
+
+    /// Drops the items `old` says are old, from the oldest on, keeping
+    /// the newest `keep` at least; how many.
+    pub fn drop_old(&mut self, keep: usize, old: impl Fn(&T) -> bool) -> usize {
+        let before = self.items.len();
+        while self.items.len() > keep && self.items.front().is_some_and(&old) {
+            self.items.pop_front();
+        }
+        before - self.items.len()
+    }
+
+    /// Drops the older half of the items beyond the newest `keep`
+    /// (rounded up: a last one goes too); how many.
+    pub fn halve(&mut self, keep: usize) -> usize {
+        let drop = self.items.len().saturating_sub(keep).div_ceil(2);
+        self.items.drain(..drop);
+        drop
+    }
 }
 
 /// The mean of what came between two samples of one distribution.
@@ -55,14 +73,14 @@ fn interval_mean(old: &Stats, new: &Stats) -> Option<i64> {
     Some(((new.sum - old.sum) / i128::from(count)) as i64)
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
 pub struct NodePoint {
     pub t_ms: u64,
     pub latency: Option<i64>,
     pub queue: Option<i64>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct NodeRow {
     pub now: NodeSample,
     /// When a report last told of the node.
@@ -74,7 +92,7 @@ pub struct NodeRow {
     pub on_path_ms: Option<u64>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct LinkRow {
     pub latency: Stats,
     pub seen_ms: u64,
@@ -82,14 +100,14 @@ pub struct LinkRow {
     pub points: Ring<(u64, i64)>,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
 pub struct FlowPoint {
     pub t_ms: u64,
     pub latency: Option<i64>,
     pub lost: u64,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct FlowRow {
     /// The flow's number in the view's pages (/api/flows/ID).
     pub id: u64,
@@ -110,7 +128,7 @@ impl FlowRow {
 }
 
 /// Everything the view shows.
-#[derive(Debug)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Board {
     pub now_ms: u64,
     pub stale_after_ms: u64,
@@ -158,6 +176,46 @@ impl Board {
             adjacency: BTreeMap::new(),
             path_changes: 0,
         }
+    }
+
+    /// Leaves out the events and points before `t_ms`, and the paths a
+    /// flow left before then (never its current one): what a kept state
+    /// drops by age. Returns how many.
+    pub fn forget_before(&mut self, t_ms: u64) -> usize {
+        let mut dropped = self.events.drop_old(t_ms);
+        for row in self.nodes.values_mut() {
+            dropped += row.points.drop_old(0, |p| p.t_ms < t_ms);
+        }
+        for row in self.links.values_mut() {
+            dropped += row.points.drop_old(0, |(t, _)| *t < t_ms);
+        }
+        for row in self.flows.values_mut() {
+            dropped += row.points.drop_old(0, |p| p.t_ms < t_ms);
+            dropped += row.paths.drop_old(1, |(t, _)| *t < t_ms);
+        }
+        dropped
+    }
+
+    /// Leaves out the older half of the events, then of every node's,
+    /// link's and flow's points and paths left (a flow's current path
+    /// stays): what a kept state drops for size. Returns how many (0:
+    /// nothing left to drop).
+    pub fn thin(&mut self) -> usize {
+        let events = self.events.halve();
+        if events > 0 {
+            return events;
+        }
+        let mut dropped = 0;
+        for row in self.nodes.values_mut() {
+            dropped += row.points.halve(0);
+        }
+        for row in self.links.values_mut() {
+            dropped += row.points.halve(0);
+        }
+        for row in self.flows.values_mut() {
+            dropped += row.points.halve(0) + row.paths.halve(1);
+        }
+        dropped
     }
 
     fn event(&mut self, cause: Cause, count: u64, flow: Option<u64>, detail: Detail) {
@@ -446,6 +504,48 @@ mod tests {
             (2500, 2500 * 9, &Cause::Loss { sink: Some(9) })
         );
         assert_eq!(board.events.len(), 2);
+    }
+
+    /// A kept board's bounds: by age, the events and points before the
+    /// time go (a flow's current path stays); by size, the older half of
+    /// the events first, then of the points, until nothing is left.
+    #[test]
+    fn a_kept_board_drops_the_oldest_first() {
+        // Samples further apart than an event's window: each brings a path
+        // change and a loss event of its own.
+        const APART: u64 = super::super::events::WINDOW_MS + 10_000;
+        let mut board = Board::new(10_000);
+        let key = FlowKey::v4([10, 0, 0, 1].into(), [10, 0, 0, 2].into(), 17, 1, 2);
+        for t in 0..10u64 {
+            let flow = FlowSample {
+                latency: stats(t + 1, i128::from(t + 1) * 10),
+                lost: t,
+                new_path: Some(vec![1, 2 + t as u32 % 2, 9]),
+            };
+            board.apply(Sample { flows: [(key, flow)].into(), ..Sample::default() }, t * APART);
+        }
+        let times = |board: &Board| {
+            let mut times: Vec<u64> = board.events.newest().iter().map(|e| e.t_ms).collect();
+            times.sort_unstable();
+            times
+        };
+        let twice = |from: u64| (from..10).flat_map(|t| [t * APART; 2]).collect::<Vec<_>>();
+        assert_eq!(times(&board), twice(1));
+        let mut aged = board.clone();
+        assert!(aged.forget_before(8 * APART) > 0);
+        assert_eq!(times(&aged), twice(8));
+        let row = &aged.flows[&key];
+        assert_eq!(row.points.iter().map(|p| p.t_ms).collect::<Vec<_>>(), [8 * APART, 9 * APART]);
+        assert_eq!(row.paths.iter().len(), 2);
+        aged.forget_before(u64::MAX);
+        assert_eq!((aged.events.len(), aged.flows[&key].path()), (0, Some(&[1, 3, 9][..])));
+        // Each kind's 9 events: the older 5 go.
+        assert_eq!(board.thin(), 10);
+        assert_eq!(times(&board), twice(6));
+        while board.thin() > 0 {}
+        let row = &board.flows[&key];
+        assert_eq!((board.events.len(), row.points.iter().len()), (0, 0));
+        assert_eq!(row.path(), Some(&[1, 3, 9][..]));
     }
 
     /// The adjacency holds the links of the paths flows take now only; a

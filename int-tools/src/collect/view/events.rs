@@ -28,7 +28,7 @@ pub const EVENT_FLOWS: usize = 10_000;
 /// first when more would not fit.
 pub const FLOW_IDS_PER_KIND: usize = 200_000;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub enum EventKind {
     PathChange,
     HopChange,
@@ -70,7 +70,7 @@ impl EventKind {
 
 /// Why an event happened: occurrences of one cause within the window are
 /// one event.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Cause {
     /// Flows whose path left the nodes `from` for the nodes `to` (the part
     /// of the two paths that differs; either may be empty).
@@ -142,7 +142,7 @@ impl Cause {
 }
 
 /// What the text of an event tells besides its cause.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Detail {
     None,
     /// The first change's whole paths (the text of a one-flow change).
@@ -161,7 +161,7 @@ pub enum Detail {
     },
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Event {
     /// The event's number in the view's pages (/api/events/ID).
     pub id: u64,
@@ -212,7 +212,7 @@ impl Event {
 }
 
 /// Every kind's ring, and the events still taking more of their cause.
-#[derive(Debug)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Events {
     rings: [VecDeque<Event>; 6],
     /// Flow ids listed by each kind's events.
@@ -275,17 +275,51 @@ impl Events {
     /// The oldest events of a kind go while it holds too many, or lists
     /// too many flows (the newest always stays).
     fn trim(&mut self, kind: usize) {
-        let (Some(ring), Some(listed)) = (self.rings.get_mut(kind), self.listed.get_mut(kind)) else {
-            return;
+        while self.rings.get(kind).is_some_and(|ring| {
+            let listed = self.listed.get(kind).copied().unwrap_or(0);
+            ring.len() > PER_KIND || (listed > FLOW_IDS_PER_KIND && ring.len() > 1)
+        }) {
+            self.pop_oldest(kind);
+        }
+    }
+
+    /// Drops the oldest event of a kind, its flows and its window with it.
+    fn pop_oldest(&mut self, kind: usize) -> bool {
+        let Some(gone) = self.rings.get_mut(kind).and_then(VecDeque::pop_front) else {
+            return false;
         };
-        while ring.len() > PER_KIND || (*listed > FLOW_IDS_PER_KIND && ring.len() > 1) {
-            if let Some(gone) = ring.pop_front() {
-                *listed -= gone.flows.len();
-                if self.open.get(&gone.cause) == Some(&gone.id) {
-                    self.open.remove(&gone.cause);
-                }
+        if let Some(listed) = self.listed.get_mut(kind) {
+            *listed = listed.saturating_sub(gone.flows.len());
+        }
+        if self.open.get(&gone.cause) == Some(&gone.id) {
+            self.open.remove(&gone.cause);
+        }
+        true
+    }
+
+    /// Leaves out the events first seen before `t_ms` (what a kept state
+    /// drops by age); how many.
+    pub fn drop_old(&mut self, t_ms: u64) -> usize {
+        let mut dropped = 0;
+        for kind in 0..self.rings.len() {
+            while self.rings.get(kind).and_then(VecDeque::front).is_some_and(|e| e.t_ms < t_ms) {
+                dropped += usize::from(self.pop_oldest(kind));
             }
         }
+        dropped
+    }
+
+    /// Leaves out the older half of each kind's events (rounded up: a last
+    /// one goes too; what a kept state drops for size); how many.
+    pub fn halve(&mut self) -> usize {
+        let mut dropped = 0;
+        for kind in 0..self.rings.len() {
+            let drop = self.rings.get(kind).map_or(0, |ring| ring.len().div_ceil(2));
+            for _ in 0..drop {
+                dropped += usize::from(self.pop_oldest(kind));
+            }
+        }
+        dropped
     }
 
     /// Forgets the causes whose window has passed (their events stay).

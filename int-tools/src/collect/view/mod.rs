@@ -33,7 +33,7 @@ use axum::{Json, Router};
 
 use super::health::Health;
 use super::Shared;
-use board::Board;
+pub use board::Board;
 use host::Hosts;
 use sample::Sample;
 pub use server::{Counts, Limits};
@@ -53,7 +53,17 @@ pub struct Settings {
     pub token: Option<Arc<auth::Token>>,
 }
 
-type Shown = Arc<RwLock<Board>>;
+/// The board the sampler writes and the server reads.
+pub type Shown = Arc<RwLock<Board>>;
+
+/// The board the view starts with: a kept one (`--state`), going on from
+/// its time, or an empty one.
+pub fn board(settings: &Settings, kept: Option<Board>) -> Shown {
+    let stale_ms = u64::try_from(settings.stale_after.as_millis()).unwrap_or(u64::MAX);
+    let mut board = kept.unwrap_or_else(|| Board::new(stale_ms));
+    board.stale_after_ms = stale_ms;
+    Arc::new(RwLock::new(board))
+}
 
 /// Why the view cannot start, or its server stopped.
 #[derive(Debug, thiserror::Error)]
@@ -66,20 +76,20 @@ pub enum ViewError {
 }
 
 /// Binds the address (a taken one fails now, at start) and starts the
-/// sampler and the server; both end when the collector stops.
+/// sampler and the server on `shown` ([`board`]); both end when the
+/// collector stops.
 pub fn start(
     settings: Settings,
     shared: Arc<Shared>,
     counts: Arc<Counts>,
     health: Arc<Health>,
+    shown: Shown,
 ) -> Result<Vec<std::thread::JoinHandle<()>>, ViewError> {
     let addr = settings.addr;
     let listener = TcpListener::bind(addr).map_err(|source| ViewError::Bind { addr, source })?;
     let refused = |what| move |source| ViewError::Start { what, source };
     let local = listener.local_addr().map_err(refused("the socket's address"))?;
     listener.set_nonblocking(true).map_err(refused("non-blocking accepts"))?;
-    let stale_ms = u64::try_from(settings.stale_after.as_millis()).unwrap_or(u64::MAX);
-    let shown: Shown = Arc::new(RwLock::new(Board::new(stale_ms)));
     let sampler = {
         let (shown, shared) = (Arc::clone(&shown), Arc::clone(&shared));
         std::thread::Builder::new()
@@ -108,15 +118,18 @@ pub fn start(
 
 /// Samples the books into the board at every `every` until the collector
 /// stops. The board is read while the books are copied (what is known
-/// spares recomputing), written only to book the copy.
+/// spares recomputing), written only to book the copy. Its time goes on
+/// from the board's (a kept board's, after a restart).
 fn sample_until_quit(shared: &Shared, shown: &RwLock<Board>, every: Duration) {
     let (started, mut turn) = (Instant::now(), 0);
+    let origin_ms = shown.read().map_or(0, |board| board.now_ms);
     while !shared.quit.load(Ordering::Relaxed) {
         let sample = match shown.read() {
             Ok(board) => Sample::take(shared, &*board, &mut turn),
             Err(_) => return,
         };
-        let now_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let now_ms = origin_ms.saturating_add(elapsed_ms);
         match shown.write() {
             Ok(mut board) => board.apply(sample, now_ms),
             Err(_) => return,

@@ -28,7 +28,7 @@ const COPY_CHUNK: usize = 2048;
 pub const PER_SAMPLE: usize = 4096;
 
 /// A distribution as the view shows it.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Stats {
     pub count: u64,
     pub sum: i128,
@@ -103,7 +103,7 @@ pub trait Known {
     fn path(&self, key: &FlowKey) -> Option<&[u32]>;
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct NodeSample {
     pub hops: u64,
     pub latency: Stats,
