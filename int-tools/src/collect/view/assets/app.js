@@ -167,12 +167,12 @@ function flowsHash(kept) {
   return "#/flows?" + params.toString();
 }
 
-// A latency figure the flow has: its percentile, else (no percentiles kept
-// for it) the stand-in named beside the figure.
+// A latency figure the flow has: its percentile, else (not computed yet)
+// the stand-in named beside the figure.
 function figure(value, standIn, name) {
   if (value != null) return ns(value);
   if (standIn == null) return "–";
-  return `<span class="stand-in" title="no percentiles kept for this flow: its ${name}">${name} ${ns(standIn)}</span>`;
+  return `<span class="stand-in" title="percentiles not computed yet: its ${name}">${name} ${ns(standIn)}</span>`;
 }
 
 async function showFlows(query) {
@@ -197,8 +197,8 @@ async function showFlows(query) {
   const pager = `<div class="pager"><button type="button" id="flows-prev" data-offset="${Math.max(0, offset - FLOW_ROWS)}"${offset > 0 ? "" : " disabled"}>‹ prev</button>` +
     `<span id="flows-range">${range}</span>${of}` +
     `<button type="button" id="flows-next" data-offset="${offset + FLOW_ROWS}"${last < f.matched ? "" : " disabled"}>next ›</button></div>`;
-  const note = f.with_percentiles < f.total ? `<p class="note" id="flows-note">p50 and p99 for the ${f.with_percentiles} flows with percentiles ` +
-    `(the first <code>--detailed-flows</code> seen); the others show their mean (avg) and max, and sort by their max.</p>` : "";
+  const note = f.with_percentiles < f.total ? `<p class="note" id="flows-note">p50 and p99 known for ${f.with_percentiles} of ${f.total} flows ` +
+    `(computed in turns, 4,096 a sample); the others show their mean (avg) and max until then, and sort by their max.</p>` : "";
   return (`<h2>Flows</h2>${form}${pager}${note}` +
     `<table id="flows"><tr><th>#</th><th>flow</th><th>path</th><th class="num">reports</th><th class="num">latency p50</th>` +
     `${head("latency", "p99")}${head("loss", "lost")}${head("change", "last change").replace("num ", "")}</tr>${rows}</table>`);
