@@ -129,7 +129,7 @@ fn labels(path: &[u32]) -> Vec<String> {
 /// flows and a sort of the rows up to the page's end.
 pub fn flows(board: &Board, query: &FlowQuery) -> Value {
     let mut rows: Vec<&FlowRow> = if query.filters() {
-        board.flows.values().filter(|row| query.matches(&row.key, &row.key.to_string(), row.path())).collect()
+        board.flows.values().filter(|row| query.matches(&row.key, row.path())).collect()
     } else {
         board.flows.values().collect()
     };

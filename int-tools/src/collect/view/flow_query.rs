@@ -119,18 +119,17 @@ impl FlowQuery {
         !self.terms.is_empty() || self.node.is_some() || !self.path.is_empty()
     }
 
-    /// Whether the flow `key`, on `path` now (`name` its text, as
-    /// [`FlowKey`]'s `Display` writes it), is one the query asks for.
-    pub fn matches(&self, key: &FlowKey, name: &str, path: Option<&[u32]>) -> bool {
+    /// Whether the flow `key`, on `path` now, is one the query asks for.
+    pub fn matches(&self, key: &FlowKey, path: Option<&[u32]>) -> bool {
         let path = path.unwrap_or_default();
         self.node.is_none_or(|node| path.contains(&node))
             && (self.path.is_empty() || path.windows(self.path.len()).any(|run| run == self.path))
-            && self.terms.iter().all(|term| term.matches(key, name))
+            && self.terms.iter().all(|term| term.matches(key))
     }
 }
 
 impl Term {
-    fn matches(&self, key: &FlowKey, name: &str) -> bool {
+    fn matches(&self, key: &FlowKey) -> bool {
         match self {
             Term::Addr(addr) => key.src == *addr || key.dst == *addr,
             Term::Port(port) => key.src_port == *port || key.dst_port == *port,
@@ -138,7 +137,9 @@ impl Term {
                 (key.src == *addr && key.src_port == *port) || (key.dst == *addr && key.dst_port == *port)
             }
             Term::Protocol(protocol) => key.protocol == *protocol,
-            Term::Text(text) => name.to_ascii_lowercase().contains(text.as_str()),
+            // The flow's name as the page shows it (`udp 10.0.0.1:1 ->
+            // ...`), written only for a word no other reading took.
+            Term::Text(text) => key.to_string().to_ascii_lowercase().contains(text.as_str()),
         }
     }
 }
@@ -215,9 +216,7 @@ mod tests {
     /// Which of `flows` (each on `path`) the query keeps, by index.
     fn kept(query: &[(&str, &str)], flows: &[(FlowKey, Vec<u32>)]) -> Vec<usize> {
         let query = parse(query).unwrap();
-        (0..flows.len())
-            .filter(|i| query.matches(&flows[*i].0, &flows[*i].0.to_string(), Some(&flows[*i].1)))
-            .collect()
+        (0..flows.len()).filter(|i| query.matches(&flows[*i].0, Some(&flows[*i].1))).collect()
     }
 
     #[test]
@@ -287,6 +286,6 @@ mod tests {
         assert_eq!(kept(&[("path", "1 > 3")], &flows), Vec::<usize>::new());
         assert_eq!(kept(&[("path", "3,9"), ("node", "1"), ("q", ":443")], &flows), [0, 1]);
         let query = parse(&[("node", "1")]).unwrap();
-        assert!(!query.matches(&flows[0].0, "", None), "a flow on no path crosses no node");
+        assert!(!query.matches(&flows[0].0, None), "a flow on no path crosses no node");
     }
 }
