@@ -475,16 +475,6 @@ fn reroute_path(f: u32, rerouted: bool) -> Vec<u32> {
     [1 + f % 10, 11 + f % 4, 20 + leaf, 51 + f % 10].map(fleet_node).to_vec()
 }
 
-/// The status line of GET `path`.
-fn status_of(view: &str, path: &str) -> String {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(view).unwrap();
-    write!(stream, "GET {path} HTTP/1.1\r\nHost: {view}\r\nConnection: close\r\n\r\n").unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    response.lines().next().unwrap_or_default().to_string()
-}
-
 /// The events of `query` (`/api/events?...`).
 fn events_of(view: &str, query: &str) -> Vec<serde_json::Value> {
     get(view, &format!("/api/events?limit=1000&{query}"))["events"].as_array().unwrap().clone()
@@ -581,7 +571,7 @@ fn filters_keep_what_they_name(view: &str, id: u64, other: u64) {
         (unknown["filter"]["unknown_node"].as_str(), unknown["events"].as_array().map(Vec::len)),
         (Some("leaf-99"), Some(0))
     );
-    assert_eq!(status_of(view, "/api/events?kind=flood"), "HTTP/1.1 400 Bad Request");
+    assert_eq!(get_status(view, "/api/events?kind=flood").0, 400);
 }
 
 /// A fleet of 50 named nodes and 5,000 flows: 2,500 flows rerouted off
@@ -624,5 +614,233 @@ fn a_reroute_of_2500_flows_is_one_event() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "the browser's events checks failed: {stderr}");
+    eprintln!("browser: {}", String::from_utf8_lossy(&output.stdout));
+}
+
+/// The flows fleet: 5,000 UDP flows 10.1.X.Y:(10000+f) -> 10.2.(f%25).7
+/// to port 443, 80, 53 or 8080 (f%4), each over src-(f%10+1) >
+/// spine-((f/7)%4+1) > leaf-(f%20+1) > sink-(f%10+1).
+const FLEET_FLOWS: u32 = 5000;
+const FLEET_PORTS: [u16; 4] = [443, 80, 53, 8080];
+
+fn fleet_flow(f: u32) -> (String, [u8; 4], u16, Vec<u32>) {
+    let src = format!("10.1.{}.{}", f / 200, f % 200 + 1);
+    let dst = [10, 2, (f % 25) as u8, 7];
+    let path = vec![1 + f % 10, 11 + (f / 7) % 4, 21 + f % 20, 51 + f % 10];
+    (src, dst, FLEET_PORTS[(f % 4) as usize], path)
+}
+
+/// The names of the flows fleet's 44 nodes.
+fn fleet_names() -> Vec<(u32, String)> {
+    let mut names: Vec<(u32, String)> = Vec::new();
+    for (first, count, tier) in [(1, 10, "src"), (11, 4, "spine"), (21, 20, "leaf"), (51, 10, "sink")] {
+        names.extend((0..count).map(|i| (first + i, format!("{tier}-{}", i + 1))));
+    }
+    names
+}
+
+/// Flow `f`'s one report: its stack over its path, a latency of its own.
+fn fleet_flow_report(f: u32) -> Vec<u8> {
+    use int_core::craft::PacketSpec;
+    use int_core::int21::{emit_md_block, HopMetadata, Instructions, MdHeaderRepr, Next};
+    use int_core::report::tr20::{InType, IntContents};
+    let (src, dst, dport, path) = fleet_flow(f);
+    let (sink, hops) = path.split_last().unwrap();
+    let stack: Vec<HopMetadata> = hops
+        .iter()
+        .enumerate()
+        .rev()
+        .map(|(i, node)| {
+            let t = 1_000_000 + i as u64 * 10_000 + u64::from(f) * 10;
+            HopMetadata {
+                node_id: Some(*node),
+                hop_latency: Some(1000 + f),
+                queue: Some((0, 3)),
+                ingress_timestamp: Some(t),
+                egress_timestamp: Some(t + 1000),
+                ..HopMetadata::default()
+            }
+        })
+        .collect();
+    let instructions = Instructions::NODE_ID
+        | Instructions::HOP_LATENCY
+        | Instructions::QUEUE_OCCUPANCY
+        | Instructions::INGRESS_TIMESTAMP
+        | Instructions::EGRESS_TIMESTAMP;
+    let header = MdHeaderRepr { hop_ml: 7, remaining_hop_cnt: 5, instructions, ..MdHeaderRepr::default() };
+    let mut block = [0u8; 256];
+    let len = emit_md_block(&mut block, Next::Dscp(0), &header, &stack, &[]).unwrap();
+    let src: std::net::Ipv4Addr = src.parse().unwrap();
+    let sport = 10_000 + f as u16;
+    let mut packet = PacketSpec::udp(src, dst.into(), sport, dport, 32).build()[14..].to_vec();
+    packet.splice(28..28, block[..len].iter().copied());
+    packet[1] = 0x17 << 2;
+    let total = packet.len() as u16;
+    packet[2..4].copy_from_slice(&total.to_be_bytes());
+    packet[24..26].copy_from_slice(&(total - 20).to_be_bytes());
+    // The sink's ingress: latencies from 40 µs on, one flow's its own.
+    let sink_in = 1_040_000 + u64::from(f) * 10 + u64::from(f % 613) * 100;
+    let metadata = HopMetadata {
+        l1_ingress_port: Some(1),
+        l1_egress_port: Some(2),
+        ingress_timestamp: Some(sink_in),
+        egress_timestamp: Some(sink_in),
+        ..HopMetadata::default()
+    };
+    let int = IntContents { rep_md_bits: 0x4c00, metadata, ..IntContents::default() };
+    collector::tr20_report(f + 1, *sink, InType::Ipv4, &packet, int)
+}
+
+/// `GET path` of the view: its status and body.
+fn get_status(view: &str, path: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(view).unwrap();
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: {view}\r\nConnection: close\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    (head.split_whitespace().nth(1).unwrap().parse().unwrap(), body.to_string())
+}
+
+/// Every row `/api/flows?QUERY` matches, page by page (`limit` each):
+/// each flow's source port (10000 + f) once, in the pages' order.
+fn every_page(view: &str, query: &str, limit: usize) -> Vec<serde_json::Value> {
+    let (mut rows, mut offset) = (Vec::new(), 0);
+    loop {
+        let page = get(view, &format!("/api/flows?{query}&offset={offset}&limit={limit}"));
+        let flows = page["flows"].as_array().unwrap();
+        assert_eq!(
+            page["matched"].as_u64().unwrap() as usize > offset,
+            !flows.is_empty(),
+            "{query} at {offset}"
+        );
+        if flows.is_empty() {
+            return rows;
+        }
+        assert_eq!(page["total"], FLEET_FLOWS);
+        rows.extend(flows.iter().cloned());
+        offset += limit;
+    }
+}
+
+/// The fleet's flows (f) a query's rows are, sorted.
+fn flows_of(rows: &[serde_json::Value]) -> Vec<u32> {
+    let mut flows: Vec<u32> =
+        rows.iter().map(|r| r["flow"]["src_port"].as_u64().unwrap() as u32 - 10_000).collect();
+    flows.sort_unstable();
+    flows
+}
+
+/// 5,000 flows, 4,000 of them past `--detailed-flows`: the API pages
+/// over every flow exactly once, whatever the sort; a search by address,
+/// port, address and port, node name and path returns exactly the flows
+/// generated so; every flow has its p50 and p99 (a sketch's past
+/// `--detailed-flows`), so sorted by p99 every row shows one; hostile
+/// queries are 400 with a JSON error. Then the page, in a browser: pager,
+/// search, filters.
+#[test]
+fn the_flows_of_a_fleet_page_and_search() {
+    let names = names_file("flows-fleet-names.yaml", &fleet_names());
+    let (child, listen, view) =
+        start_collect_with_view(&["--quiet", "--view-sample-ms", "100", "--names", &names]);
+    let _child = Ends(Some(child));
+    let datagrams: Vec<Vec<u8>> = (0..FLEET_FLOWS).map(fleet_flow_report).collect();
+    feed(&datagrams, &listen, |sent| wait_for_reports(&view, sent));
+    // Every flow on its path.
+    loop {
+        let page = get(&view, "/api/flows?limit=1");
+        let on_paths: u64 = (1..=10)
+            .map(|sink| {
+                let page = get(&view, &format!("/api/flows?limit=1&node=sink-{sink}"));
+                page["matched"].as_u64().unwrap_or_else(|| panic!("/api/flows has no matched: {page}"))
+            })
+            .sum();
+        if page["total"] == FLEET_FLOWS && on_paths == u64::from(FLEET_FLOWS) {
+            break;
+        }
+        std::thread::yield_now();
+    }
+    // Three samples later every flow has its percentiles (the view
+    // computes 4,096 a sample): the first 1,000 (--detailed-flows) from
+    // histograms, the others from sketches.
+    let (mut samples, mut at) = (0, get(&view, "/api/overview")["now_ms"].clone());
+    while samples < 3 {
+        let now = get(&view, "/api/overview")["now_ms"].clone();
+        if now != at {
+            (samples, at) = (samples + 1, now);
+        }
+        std::thread::yield_now();
+    }
+    let known = get(&view, "/api/flows?limit=1")["with_percentiles"].clone();
+    assert_eq!(known, FLEET_FLOWS, "flows with a p50 and a p99, of {FLEET_FLOWS}");
+    let all: Vec<u32> = (0..FLEET_FLOWS).collect();
+    for (sort, limit) in [("id", 1000), ("latency", 200), ("loss", 333), ("change", 1000)] {
+        let rows = every_page(&view, &format!("sort={sort}"), limit);
+        assert_eq!(flows_of(&rows), all, "sort={sort}: every flow once");
+    }
+    // Sorted by p99: a figure on every row, the highest first.
+    let rows = every_page(&view, "sort=p99", 1000);
+    let shown: Vec<i64> = rows
+        .iter()
+        .map(|r| {
+            let (latency, percentiles) = (&r["latency_ns"], r["percentiles"].as_bool().unwrap());
+            assert_eq!(percentiles, !latency["p99"].is_null(), "{r}");
+            latency["p99"].as_i64().or(latency["max"].as_i64()).unwrap_or_else(|| panic!("no figure: {r}"))
+        })
+        .collect();
+    assert!(shown.windows(2).all(|w| w[0] >= w[1]), "sorted by the figure shown");
+    assert_eq!(rows.iter().filter(|r| r["percentiles"] == true).count(), FLEET_FLOWS as usize);
+    let want = |keep: &dyn Fn(u32) -> bool| all.iter().copied().filter(|f| keep(*f)).collect::<Vec<u32>>();
+    let (node, spine) = (|f: u32| fleet_flow(f).3, |f: u32| 11 + (f / 7) % 4);
+    let searches: Vec<(&str, Vec<u32>)> = vec![
+        ("q=10.2.3.7", want(&|f| f % 25 == 3)),
+        ("q=%3A443", want(&|f| f % 4 == 0)),
+        ("q=10.2.3.7%3A443", want(&|f| f % 25 == 3 && f % 4 == 0)),
+        ("q=10.1.7.1", want(&|f| f / 200 == 7 && f % 200 == 0)),
+        ("q=%3A10042", vec![42]),
+        ("q=10.1.3.", want(&|f| f / 200 == 3)),
+        ("q=udp+%3A80", want(&|f| f % 4 == 1)),
+        ("node=leaf-8", want(&|f| f % 20 == 7)),
+        ("node=28", want(&|f| f % 20 == 7)),
+        ("path=spine-2%3Eleaf-8", want(&|f| spine(f) == 12 && f % 20 == 7)),
+        ("path=src-3+%3E+spine-4", want(&|f| f % 10 == 2 && spine(f) == 14)),
+        ("path=leaf-8%3Espine-2", vec![]),
+        ("node=sink-3&q=%3A53", want(&|f| node(f)[3] == 53 && f % 4 == 2)),
+    ];
+    for (query, flows) in searches {
+        let rows = every_page(&view, &format!("{query}&sort=latency"), 100);
+        assert!(query.starts_with("path=leaf-8") || !flows.is_empty(), "{query} finds none");
+        assert_eq!(flows_of(&rows), flows, "{query}");
+    }
+    for hostile in [
+        "offset=99999999999999999999999",
+        "offset=100000001",
+        "limit=-1",
+        "limit=1001",
+        "sort=%27%3Bdrop",
+        "node=nobody",
+        "path=leaf-8%3Enobody",
+        &format!("q={}", "x".repeat(300)),
+        &format!("q={}", "a+".repeat(40)),
+        "offset=1e3",
+    ] {
+        let (status, body) = get_status(&view, &format!("/api/flows?{hostile}"));
+        assert_eq!(status, 400, "{hostile}: {body}");
+        let error: serde_json::Value =
+            serde_json::from_str(&body).unwrap_or_else(|e| panic!("{hostile}: {e}: {body}"));
+        assert!(error["error"].is_string(), "{hostile}: {body}");
+    }
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/view/browser.py");
+    let output = Command::new("python3")
+        .args([script, "--url", &format!("http://{view}/"), "--shots", shots_dir().to_str().unwrap()])
+        .args(["--flows", &FLEET_FLOWS.to_string(), "--timeout", "60"])
+        .args(["--search", "10.2.3.7:443", "--search-count", "50"])
+        .args(["--node", "leaf-8", "--node-count", "250"])
+        .args(["--path", "spine-2>leaf-8"])
+        .args(["--path-count", &want(&|f| spine(f) == 12 && f % 20 == 7).len().to_string()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "the browser's flows checks failed: {stderr}");
     eprintln!("browser: {}", String::from_utf8_lossy(&output.stdout));
 }

@@ -58,10 +58,10 @@ class Steps:
     def go(self, hash_):
         self.driver.execute_script("location.hash = arguments[0]", hash_)
 
-    def shot(self, name):
-        # The whole page, whatever its length, not just the window.
+    def shot(self, name, height=4000):
+        # The whole page, whatever its length (up to `height`), not just the window.
         size = self.driver.execute_cdp_cmd("Page.getLayoutMetrics", {})["cssContentSize"]
-        clip = {"x": 0, "y": 0, "width": size["width"], "height": min(size["height"], 4000), "scale": 1}
+        clip = {"x": 0, "y": 0, "width": size["width"], "height": min(size["height"], height), "scale": 1}
         shot = self.driver.execute_cdp_cmd(
             "Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True, "clip": clip})
         with open(f"{self.shots}/{name}.png", "wb") as file:
@@ -237,6 +237,90 @@ def measure(s):
     return times
 
 
+# The flows table as drawn, read in one go: the pager's text, each row's
+# id, flow, path and p99 cell, the note, an error.
+READ_FLOWS = """
+const range = document.querySelector('#flows-range');
+const rows = [...document.querySelectorAll('#flows tr.row')].map(r => ({id: r.dataset.flow,
+  flow: r.children[1].innerText, path: r.children[2].innerText, p99: r.querySelector('td.p99').innerText}));
+const note = document.querySelector('#flows-note'), error = document.querySelector('#flows-error');
+return {hash: location.hash, range: range && range.innerText, rows, note: note && note.innerText,
+        error: error && error.innerText, drawn: document.body.dataset.drawn};
+"""
+
+
+def flows_table(s, what, range_):
+    """Waits for the flows table to say `range_` (its rows drawn with it)."""
+    return s.until(f"{what}: {range_!r}", lambda d: (lambda t: t["range"] == range_ and t)(d.execute_script(READ_FLOWS)))
+
+
+def find(s, **fields):
+    """Fills the search form's fields and submits it, as a person does."""
+    s.until("the search form", lambda d: d.execute_script(
+        "const form = document.querySelector('#flow-search'); if (!form) return false;"
+        "for (const [k, v] of Object.entries(arguments[0])) form.querySelector('#flow-' + k).value = v;"
+        "form.querySelector('button[type=submit]').click(); return true;", fields))
+
+
+def flows_page(s, args):
+    """The flows page at a fleet's size: every row has a latency figure
+    (no '–'), the pager goes through the rows and the URL keeps the page;
+    a search by address and port, a node and a path each show exactly
+    their flows; what is typed outlives a redraw; a bad query says why."""
+    total, page = args.flows, 200
+    s.driver.get(s.url + "#/flows")
+    first = flows_table(s, "the first page", f"rows 1-{page} of {total} matched")
+    problems = [f"row {r['id']} has no p99 figure" for r in first["rows"] if r["p99"] in ("", "–")]
+    if len(first["rows"]) != page:
+        problems.append(f"{len(first['rows'])} rows on the first page")
+    s.until("the next page", lambda d: d.find_element(By.ID, "flows-next").click() or True)
+    second = flows_table(s, "the second page", f"rows {page + 1}-{2 * page} of {total} matched")
+    if "offset=200" not in second["hash"]:
+        problems.append(f"the URL does not keep the page: {second['hash']}")
+    if {r["id"] for r in first["rows"]} & {r["id"] for r in second["rows"]}:
+        problems.append("the second page repeats rows of the first")
+    problems += [f"row {r['id']} has no p99 figure" for r in second["rows"] if r["p99"] in ("", "–")]
+    s.driver.refresh()
+    flows_table(s, "the second page after a reload", f"rows {page + 1}-{2 * page} of {total} matched")
+    s.until("the previous page", lambda d: d.find_element(By.ID, "flows-prev").click() or True)
+    flows_table(s, "the first page again", f"rows 1-{page} of {total} matched")
+    s.shot("flows-fleet", 900)
+    # Typed, not yet submitted: the next redraws keep it.
+    drawn = s.driver.execute_script(
+        "document.querySelector('#flow-q').value = 'typed'; return document.body.dataset.drawn")
+    s.until("a redraw", lambda d: d.execute_script("return document.body.dataset.drawn") not in (drawn, str(int(drawn) + 1)))
+    if s.driver.execute_script("return document.querySelector('#flow-q').value") != "typed":
+        problems.append("a redraw lost what was typed in the search")
+    seen = {}
+    for name, fields, count, check in (
+            ("search", {"q": args.search, "node": "", "path": ""}, args.search_count,
+             lambda r: args.search in r["flow"]),
+            ("node", {"q": "", "node": args.node, "path": ""}, args.node_count,
+             lambda r: args.node in r["path"].split(" › ")),
+            ("path", {"q": "", "node": "", "path": args.path}, args.path_count,
+             lambda r: " › ".join(args.path.split(">")) in r["path"])):
+        find(s, **fields)
+        shown = min(count, page)
+        table = flows_table(s, name, f"rows 1-{shown} of {count} matched")
+        if len(table["rows"]) != shown:
+            problems.append(f"{name}: {len(table['rows'])} rows, not {shown}")
+        problems += [f"{name}: row {r['flow']} over {r['path']} is not one asked for" for r in table["rows"] if not check(r)]
+        s.driver.refresh()
+        flows_table(s, f"{name} after a reload", f"rows 1-{shown} of {count} matched")
+        if count > page:
+            s.until(f"{name}: the next page", lambda d: d.find_element(By.ID, "flows-next").click() or True)
+            flows_table(s, f"{name}: the next page", f"rows {page + 1}-{min(count, 2 * page)} of {count} matched")
+        s.shot(f"flows-{name}", 900)
+        seen[name] = table["hash"]
+    find(s, q="", node="", path="nobody>here")
+    error = s.until("the bad path's error", lambda d: d.execute_script(READ_FLOWS)["error"])
+    if "nobody" not in error:
+        problems.append(f"the bad path's error does not say which: {error!r}")
+    if problems:
+        sys.exit("view: the flows page:\n" + "\n".join(problems[:30]))
+    return {"first_note": first["note"], "hashes": seen, "error": error}
+
+
 # The topology as drawn, read in the page in one go: each node's place,
 # idle mark and text; each link's label box (those shown), whether it is
 # measured, and its curve.
@@ -403,6 +487,13 @@ def main():
     parser.add_argument("--events-node", help="with --events: a node (name) to filter by")
     parser.add_argument("--events-node-text", help="with --events: the one path change about that node")
     parser.add_argument("--events-loss", help="with --events: the start of a loss event's text")
+    parser.add_argument("--flows", type=int, help="check the flows page only: how many flows the view holds")
+    parser.add_argument("--search", help="with --flows: an address and port to search")
+    parser.add_argument("--search-count", type=int, help="with --flows: the flows the search finds")
+    parser.add_argument("--node", help="with --flows: a node's name to filter by")
+    parser.add_argument("--node-count", type=int, help="with --flows: the flows over it")
+    parser.add_argument("--path", help="with --flows: a run of nodes to filter by, A>B")
+    parser.add_argument("--path-count", type=int, help="with --flows: the flows over it")
     args = parser.parse_args()
     profile = tempfile.mkdtemp(prefix="int-view-chromium-")
     driver = browser(profile)
@@ -420,6 +511,9 @@ def main():
             return
         if args.events:
             print(json.dumps(events_page(s, args)))
+            return
+        if args.flows:
+            print(json.dumps(flows_page(s, args)))
             return
         named = dict(pair.split("=") for pair in args.nodes.split(","))
         nodes, links = list(named), args.links.split(",")

@@ -2,9 +2,13 @@
 //! histogram for percentiles. Latency is signed (a source clock ahead of
 //! the sink's gives negative one-way latency, which must stay visible), so
 //! negative values are kept as magnitudes in a second histogram, made only
-//! when the first one arrives.
+//! when the first one arrives. A distribution too many to give each a
+//! histogram (a flow past `--detailed-flows`) keeps a [`Sketch`] instead:
+//! percentiles to 1.6% in at most 1 KB.
 
 use hdrhistogram::Histogram;
+
+use super::sketch::Sketch;
 
 /// The largest latency a histogram resolves: a day (a network's latencies
 /// and a capture replayed hours later alike). Longer ones count as this,
@@ -23,6 +27,8 @@ pub struct Latency {
     min: i64,
     max: i64,
     histograms: Option<Box<Histograms>>,
+    /// Percentiles where there is no histogram (never both).
+    sketch: Option<Sketch>,
 }
 
 /// Values at or above zero, and magnitudes of those below.
@@ -43,13 +49,27 @@ impl Latency {
         Latency { histograms, ..Latency::exact() }
     }
 
-    /// Count, sum and extremes only, no percentiles: 48 bytes.
+    /// Count, sum and extremes only, no percentiles: 72 bytes.
     pub fn exact() -> Latency {
-        Latency { count: 0, sum: 0, min: 0, max: 0, histograms: None }
+        Latency { count: 0, sum: 0, min: 0, max: 0, histograms: None, sketch: None }
     }
 
+    /// Count, sum, extremes and a [`Sketch`]'s percentiles: 72 bytes and
+    /// 8 per bucket of values (at most 1 KB).
+    pub fn sketched() -> Latency {
+        Latency { sketch: Some(Sketch::default()), ..Latency::exact() }
+    }
+
+    /// Whether it keeps a histogram (percentiles to its digits, and counts
+    /// per bucket for Prometheus); a sketch's percentiles are not that.
     pub fn has_percentiles(&self) -> bool {
         self.histograms.is_some()
+    }
+
+    /// Bytes it holds beyond its own: its histograms' or its sketch's.
+    pub fn heap_bytes(&self) -> usize {
+        let sketch = self.sketch.as_ref().map_or(0, Sketch::heap_bytes);
+        sketch + self.histograms.as_ref().map_or(0, |h| h.heap_bytes())
     }
 
     pub fn record(&mut self, ns: i64) {
@@ -64,19 +84,22 @@ impl Latency {
         if let Some(histograms) = &mut self.histograms {
             histograms.record(ns);
         }
+        if let Some(sketch) = &mut self.sketch {
+            sketch.record(ns);
+        }
     }
 
     /// Adds another distribution's values (another receiver's share).
-    /// Percentiles stay only where both sides kept them.
+    /// Percentiles stay only where both sides kept them: histograms where
+    /// both have one, else a sketch where both have either.
     pub fn merge(&mut self, other: &Latency) {
-        match (&mut self.histograms, &other.histograms) {
-            (Some(ours), Some(theirs)) => ours.merge(theirs),
-            (Some(_), None) if other.count > 0 => self.histograms = None,
-            (None, Some(theirs)) if self.count == 0 => self.histograms = Some(theirs.clone()),
-            _ => {}
-        }
         if other.count == 0 {
             return;
+        }
+        if self.count == 0 {
+            (self.histograms, self.sketch) = (other.histograms.clone(), other.sketch.clone());
+        } else {
+            self.merge_percentiles(other);
         }
         if self.count == 0 || other.min < self.min {
             self.min = other.min;
@@ -86,6 +109,20 @@ impl Latency {
         }
         self.count += other.count;
         self.sum += other.sum;
+    }
+
+    fn merge_percentiles(&mut self, other: &Latency) {
+        if let (Some(ours), Some(theirs)) = (&mut self.histograms, &other.histograms) {
+            ours.merge(theirs);
+            return;
+        }
+        let ours = self.sketch.take().or_else(|| self.histograms.as_deref().map(Histograms::sketch));
+        let theirs = other.sketch.clone().or_else(|| other.histograms.as_deref().map(Histograms::sketch));
+        self.histograms = None;
+        if let (Some(mut ours), Some(theirs)) = (ours, theirs) {
+            ours.merge(&theirs);
+            self.sketch = Some(ours);
+        }
     }
 
     pub fn count(&self) -> u64 {
@@ -112,7 +149,13 @@ impl Latency {
     /// that `q` of all values are at or below, rounded away from zero to
     /// the histogram's resolution and held within the exact extremes.
     pub fn quantile(&self, q: f64) -> Option<i64> {
-        let histograms = self.histograms.as_deref().filter(|_| self.count > 0)?;
+        if self.count == 0 {
+            return None;
+        }
+        if let Some(sketch) = &self.sketch {
+            return sketch.quantile(q).map(|value| value.clamp(self.min, self.max));
+        }
+        let histograms = self.histograms.as_deref()?;
         let rank = ((q.clamp(0.0, 1.0) * self.count as f64).ceil() as u64).clamp(1, self.count);
         let value = histograms.at_rank(rank);
         let saturated = value.unsigned_abs() >= HIGHEST_NS;
@@ -151,6 +194,25 @@ impl Histograms {
             (ours @ None, Some(theirs)) => *ours = Some(theirs.clone()),
             (_, None) => {}
         }
+    }
+
+    /// The same values in a sketch (a histogram's share merged with a
+    /// sketch's).
+    fn sketch(&self) -> Sketch {
+        let mut sketch = Sketch::default();
+        for step in self.at_or_above_zero.iter_recorded() {
+            let value = self.at_or_above_zero.highest_equivalent(step.value_iterated_to());
+            sketch.record_n(value.min(i64::MAX as u64) as i64, step.count_at_value());
+        }
+        for step in self.below_zero.iter().flat_map(|h| h.iter_recorded()) {
+            sketch.record_n(-(step.value_iterated_to().min(i64::MAX as u64) as i64), step.count_at_value());
+        }
+        sketch
+    }
+
+    fn heap_bytes(&self) -> usize {
+        let counts = |h: &Histogram<u64>| h.distinct_values() * std::mem::size_of::<u64>();
+        counts(&self.at_or_above_zero) + self.below_zero.as_ref().map_or(0, counts)
     }
 
     fn negatives(&self) -> u64 {

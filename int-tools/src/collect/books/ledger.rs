@@ -51,7 +51,7 @@ impl FlowSummary {
     }
 
     fn plain() -> FlowSummary {
-        FlowSummary { latency: Latency::exact(), lost: 0, timeline: None }
+        FlowSummary { latency: Latency::sketched(), lost: 0, timeline: None }
     }
 
     fn add(&mut self, measure: Measure, at_ms: u64) {
@@ -317,5 +317,59 @@ mod tests {
         assert_eq!(a.overall.latency.count(), 3);
         let order: Vec<u16> = a.flows_by_reports().iter().map(|(k, _)| k.src_port).collect();
         assert_eq!(order, vec![1, 2]);
+    }
+
+    /// Bytes per flow of a ledger of `flows` flows, `detailed` of them
+    /// with histograms: each flow's summary and what its latency holds.
+    fn bytes_per_flow(flows: u32, detailed: usize) -> (usize, usize) {
+        let limits = Limits { flows: flows as usize, detailed };
+        let mut ledger = Ledger::new(limits, Default::default());
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for n in 0..flows {
+            // A flow's base latency from 20 µs to 2 ms, each report within
+            // 30% of it, one in a hundred ten times it.
+            let base = 20_000 + i64::from(n % 100) * 20_000;
+            for i in 0..100 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let ns = base * 7 / 10 + (x % (base as u64 * 6 / 10)) as i64;
+                let flow = FlowKey::v4(Ipv4Addr::from(n), Ipv4Addr::new(10, 0, 0, 2), 17, 1, 9);
+                let measure =
+                    Measure::Latency { ns: if i == 0 { ns * 10 } else { ns }, flow_seq: None, hops: None };
+                ledger.observe(&Observed { flow, source_node: None, sink_node: None, measure, at_ns: None });
+            }
+        }
+        assert!(ledger.flows.values().all(|f| f.latency.quantile(0.99).is_some()));
+        let held: usize = ledger.flows.values().map(|f| f.latency.heap_bytes()).sum();
+        (std::mem::size_of::<FlowSummary>(), held / flows as usize)
+    }
+
+    /// Every flow has percentiles: past `--detailed-flows` a sketch of
+    /// 1 KB at most, a few hundred bytes for a flow's usual spread, 1/100
+    /// of a histogram.
+    #[test]
+    fn every_flow_has_percentiles_in_bounded_memory() {
+        let (summary, sketch) = bytes_per_flow(5_000, 0);
+        assert!(sketch <= super::super::sketch::MAX_BUCKETS * 8, "{sketch}");
+        let (_, histogram) = bytes_per_flow(1_000, 1_000);
+        assert!(histogram > 20 * (summary + super::super::sketch::MAX_BUCKETS * 8), "{histogram}");
+    }
+
+    /// The figures of docs/counters.md, by hand: `cargo test -p
+    /// int-tools --lib percentiles_figures -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn percentiles_figures() {
+        for flows in [5_000, 100_000] {
+            let (summary, sketch) = bytes_per_flow(flows, 0);
+            let total = (summary + sketch) * flows as usize;
+            eprintln!("{flows} flows with sketches: {summary} + {sketch} bytes per flow, {total} bytes");
+        }
+        for flows in [1_000, 5_000] {
+            let (summary, histogram) = bytes_per_flow(flows, flows as usize);
+            let total = (summary + histogram) * flows as usize;
+            eprintln!("{flows} flows with histograms: {summary} + {histogram} bytes per flow, {total} bytes");
+        }
     }
 }

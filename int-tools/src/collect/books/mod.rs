@@ -9,5 +9,6 @@ pub(super) mod latency;
 pub(super) mod ledger;
 pub(super) mod moves;
 pub mod sender;
+mod sketch;
 pub(super) mod summary;
 pub(super) mod timeline;

@@ -10,11 +10,9 @@ use std::collections::BTreeSet;
 
 use super::board::{path_text, Board, FlowRow, NodeRow};
 use super::events::{self, Cause, Event, EventKind, Filter};
+use super::flow_query::{FlowQuery, Sort};
 use super::ranks::ranks;
 use super::sample::Stats;
-
-/// Rows of the flows table at most (the page asks for fewer).
-pub const MAX_FLOW_ROWS: usize = 1000;
 
 fn stats(stats: &Stats) -> Value {
     let mean = (stats.count > 0).then(|| (stats.sum / i128::from(stats.count)) as i64);
@@ -120,7 +118,7 @@ fn flow_brief(row: &FlowRow, now_ms: u64) -> Value {
     json!({"id": row.id, "flow": crate::schema::flow(&row.key), "name": row.key.to_string(),
            "latency_ns": stats(&row.latency), "lost_packets": row.lost,
            "changed_ms_ago": now_ms.saturating_sub(row.changed_ms), "path": row.path(),
-           "path_names": row.path().map(labels)})
+           "path_names": row.path().map(labels), "percentiles": row.latency.p99.is_some()})
 }
 
 /// Each node of a path by name (or id).
@@ -128,27 +126,57 @@ fn labels(path: &[u32]) -> Vec<String> {
     path.iter().map(|id| names::label(*id)).collect()
 }
 
-/// The flows table: sorted by `sort` (latency: p99 then mean, highest
-/// first; loss: most lost first; change: latest first; else by id),
-/// `limit` rows from `offset`.
-pub fn flows(board: &Board, sort: &str, offset: usize, limit: usize) -> Value {
-    let mut rows: Vec<&FlowRow> = board.flows.values().collect();
+/// The flows table: the flows `query` asks for, sorted by its sort
+/// (latency: p99 where the flow has percentiles, else its max, then the
+/// mean, highest first; loss: most lost first; change: latest first; else
+/// by id), `limit` rows from `offset`. The work is one pass over the
+/// flows and a sort of the rows up to the page's end.
+pub fn flows(board: &Board, query: &FlowQuery) -> Value {
+    let mut rows: Vec<&FlowRow> = if query.filters() {
+        board.flows.values().filter(|row| query.matches(&row.key, row.path())).collect()
+    } else {
+        board.flows.values().collect()
+    };
+    let matched = rows.len();
+    let end = query.offset.saturating_add(query.limit).min(matched);
+    sort_first(&mut rows, query.sort, end);
+    let shown: Vec<Value> = rows
+        .get(query.offset..end)
+        .unwrap_or_default()
+        .iter()
+        .map(|row| flow_brief(row, board.now_ms))
+        .collect();
+    let with_percentiles = board.flows.values().filter(|row| row.latency.p99.is_some()).count();
+    json!({"now_ms": board.now_ms, "total": board.flows.len(), "matched": matched,
+           "offset": query.offset, "limit": query.limit, "sort": query.sort.name(),
+           "with_percentiles": with_percentiles, "flows": shown})
+}
+
+/// Sorts the first `end` of `rows` by `sort` (ties by id), the rest after
+/// them in no order: a page costs a pass and a sort of its rows and those
+/// before it, not of every flow.
+fn sort_first(rows: &mut [&FlowRow], sort: Sort, end: usize) {
     let latency = |row: &FlowRow| {
         (row.latency.p99.or(row.latency.max), row.latency.sum / i128::from(row.latency.count.max(1)))
     };
-    match sort {
-        "latency" => rows.sort_by(|a, b| latency(b).cmp(&latency(a)).then(a.id.cmp(&b.id))),
-        "loss" => rows.sort_by(|a, b| b.lost.cmp(&a.lost).then(a.id.cmp(&b.id))),
-        "change" => rows.sort_by(|a, b| b.changed_ms.cmp(&a.changed_ms).then(a.id.cmp(&b.id))),
-        _ => rows.sort_by_key(|row| row.id),
+    let order = |a: &&FlowRow, b: &&FlowRow| {
+        match sort {
+            Sort::Latency => latency(b).cmp(&latency(a)),
+            Sort::Loss => b.lost.cmp(&a.lost),
+            Sort::Change => b.changed_ms.cmp(&a.changed_ms),
+            Sort::Id => std::cmp::Ordering::Equal,
+        }
+        .then(a.id.cmp(&b.id))
+    };
+    if end == 0 {
+        return;
     }
-    let shown: Vec<Value> = rows
-        .iter()
-        .skip(offset)
-        .take(limit.min(MAX_FLOW_ROWS))
-        .map(|row| flow_brief(row, board.now_ms))
-        .collect();
-    json!({"now_ms": board.now_ms, "total": rows.len(), "offset": offset, "sort": sort, "flows": shown})
+    if end < rows.len() {
+        rows.select_nth_unstable_by(end - 1, order);
+    }
+    if let Some(first) = rows.get_mut(..end) {
+        first.sort_unstable_by(order);
+    }
 }
 
 pub fn flow(board: &Board, id: u64) -> Option<Value> {

@@ -14,6 +14,7 @@ mod api;
 pub mod auth;
 mod board;
 mod events;
+mod flow_query;
 pub mod host;
 mod ranks;
 mod sample;
@@ -25,6 +26,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -34,6 +36,7 @@ use axum::{Json, Router};
 use super::health::Health;
 use super::Shared;
 pub use board::Board;
+use flow_query::FlowQuery;
 use host::Hosts;
 use sample::Sample;
 pub use server::{Counts, Limits};
@@ -224,10 +227,20 @@ fn routes(shown: Shown, hosts: Hosts, counts: Arc<Counts>) -> Router {
         .layer(axum::middleware::from_fn_with_state((Arc::new(hosts), counts), host::check))
 }
 
-async fn flows(State(shown): State<Shown>, Query(query): Query<HashMap<String, String>>) -> Response {
-    let sort = query.get("sort").map_or("id", String::as_str);
-    let (offset, limit) = (number(&query, "offset", 0), number(&query, "limit", 100));
-    answer(&shown, |board| Some(api::flows(board, sort, offset, limit)))
+/// The flows table's page; a query it cannot take is 400 with the
+/// reason as JSON (`{"error": "limit: ..."}`).
+async fn flows(
+    State(shown): State<Shown>,
+    query: Result<Query<HashMap<String, String>>, QueryRejection>,
+) -> Response {
+    let parsed = match query {
+        Ok(Query(params)) => FlowQuery::parse(&params).map_err(|error| error.to_string()),
+        Err(rejection) => Err(format!("query: {}", rejection.body_text())),
+    };
+    match parsed {
+        Ok(query) => answer(&shown, |board| Some(api::flows(board, &query))),
+        Err(error) => (StatusCode::BAD_REQUEST, Json(serde_json::json!({"error": error}))).into_response(),
+    }
 }
 
 /// `/api/events?kind=K&node=N&limit=N`: 400 for a kind that is none.

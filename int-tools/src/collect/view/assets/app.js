@@ -15,7 +15,6 @@ let generation = 0;
 // on each node's page.
 const TABLE_ROWS = 100;
 const LABELLED_LINKS = 200;
-let flowSort = "latency";
 
 function esc(text) {
   return String(text).replace(/[&<>"']/g, c => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
@@ -165,16 +164,64 @@ async function showLink(from, to) {
     chart("Latency, egress to next ingress (mean per interval)", l.over_time, "latency", ns, nowOf()));
 }
 
-async function showFlows() {
-  const f = await api(`flows?sort=${flowSort}&limit=200`);
-  const head = (key, label) => `<th class="num sort${flowSort === key ? " sorted" : ""}" data-sort="${key}">${label}</th>`;
+// The flows table's query, as the URL keeps it (#/flows?q=..&node=..&path=..
+// &sort=..&offset=..): a page of it can be shared and reloaded.
+const FLOW_ROWS = 200;
+const FLOW_PARAMS = ["q", "node", "path", "sort", "offset"];
+function flowQuery(query) {
+  const params = new URLSearchParams(query || "");
+  const kept = {};
+  for (const name of FLOW_PARAMS) if (params.get(name)) kept[name] = params.get(name);
+  if (!kept.sort) kept.sort = "latency";
+  return kept;
+}
+function flowsHash(kept) {
+  const params = new URLSearchParams();
+  for (const name of FLOW_PARAMS) if (kept[name] && !(name === "offset" && kept[name] === "0")) params.set(name, kept[name]);
+  return "#/flows?" + params.toString();
+}
+
+// A latency figure the flow has: its percentile, else (not computed yet)
+// the stand-in named beside the figure.
+function figure(value, standIn, name) {
+  if (value != null) return ns(value);
+  if (standIn == null) return "–";
+  return `<span class="stand-in" title="percentiles not computed yet: its ${name}">${name} ${ns(standIn)}</span>`;
+}
+
+async function showFlows(query) {
+  const kept = flowQuery(query);
+  const ask = new URLSearchParams({...kept, limit: FLOW_ROWS});
+  const response = await fetch("/api/flows?" + ask.toString(), {cache: "no-store"});
+  const f = await response.json();
+  const field = (name, label, hint) => `<label>${label} <input id="flow-${name}" name="${name}" value="${esc(kept[name] || "")}" placeholder="${esc(hint)}"></label>`;
+  const form = `<form id="flow-search" class="search">${field("q", "search", "10.0.3.7  :443  10.0.3.7:443  udp")}` +
+    `${field("node", "node", "name or id")}${field("path", "path", "leaf-8>spine-1")}` +
+    `<button type="submit">Find</button> <a href="#/flows" id="flow-clear">clear</a></form>`;
+  if (!response.ok) return `<h2>Flows</h2>${form}<p class="error" id="flows-error">${esc(f.error || response.status)}</p>`;
+  const sort = kept.sort, offset = f.offset;
+  const head = (key, label) => `<th class="num sort${sort === key ? " sorted" : ""}" data-sort="${key}">${label}</th>`;
   const rows = f.flows.map(r => `<tr class="row" data-flow="${r.id}" onclick="location.hash='#/flow/${r.id}'">` +
     `<td>${r.id}</td><td>${esc(r.name)}</td><td>${r.path ? esc((r.path_names || r.path).join(" › ")) : "–"}</td><td class="num">${r.latency_ns.count}</td>` +
-    `<td class="num">${ns(r.latency_ns.p50)}</td><td class="num">${ns(r.latency_ns.p99)}</td><td class="num">${r.lost_packets}</td>` +
+    `<td class="num p50">${figure(r.latency_ns.p50, r.latency_ns.avg, "avg")}</td><td class="num p99">${figure(r.latency_ns.p99, r.latency_ns.max, "max")}</td><td class="num">${r.lost_packets}</td>` +
     `<td>${ago(r.changed_ms_ago)}</td></tr>`).join("");
-  return (`<h2>Flows <span class="muted">(${f.flows.length} of ${f.total})</span></h2>` +
+  const last = offset + f.flows.length;
+  const range = f.matched ? `rows ${offset + 1}-${last} of ${f.matched} matched` : "no flow matched";
+  const of = f.matched < f.total ? ` <span class="muted">(${f.total} flows)</span>` : "";
+  const pager = `<div class="pager"><button type="button" id="flows-prev" data-offset="${Math.max(0, offset - FLOW_ROWS)}"${offset > 0 ? "" : " disabled"}>‹ prev</button>` +
+    `<span id="flows-range">${range}</span>${of}` +
+    `<button type="button" id="flows-next" data-offset="${offset + FLOW_ROWS}"${last < f.matched ? "" : " disabled"}>next ›</button></div>`;
+  const note = f.with_percentiles < f.total ? `<p class="note" id="flows-note">p50 and p99 known for ${f.with_percentiles} of ${f.total} flows ` +
+    `(computed in turns, 4,096 a sample); the others show their mean (avg) and max until then, and sort by their max.</p>` : "";
+  return (`<h2>Flows</h2>${form}${pager}${note}` +
     `<table id="flows"><tr><th>#</th><th>flow</th><th>path</th><th class="num">reports</th><th class="num">latency p50</th>` +
     `${head("latency", "p99")}${head("loss", "lost")}${head("change", "last change").replace("num ", "")}</tr>${rows}</table>`);
+}
+
+// The flows page's query changed: a new hash, so the URL says it.
+function askFlows(change) {
+  const kept = {...flowQuery(location.hash.split("?")[1]), ...change};
+  location.hash = flowsHash(kept);
 }
 
 async function showFlow(id) {
@@ -255,7 +302,7 @@ function route() {
   switch (parts[0]) {
     case "node": return showNode(parts[1]);
     case "link": return showLink(parts[1], parts[2]);
-    case "flows": return showFlows();
+    case "flows": return showFlows(search);
     case "flow": return showFlow(parts[1]);
     case "events": return showEvents(query);
     case "event": return showEvent(parts[1], query);
@@ -277,9 +324,13 @@ async function refresh() {
     await showOverview();
     const html = await route();
     if (mine !== generation) return;
+    const typed = typing();
     page.innerHTML = html;
+    typed();
     Topology.place(page);
     document.body.dataset.loaded = "yes";
+    // Drawings counted: a test waits for the next one.
+    document.body.dataset.drawn = String(Number(document.body.dataset.drawn || 0) + 1);
   } catch (error) {
     document.getElementById("overview").textContent = "collect unreachable: " + error.message;
   }
@@ -288,10 +339,36 @@ async function refresh() {
   if (mine === generation) timer = setTimeout(refresh, Math.max(POLL_MS, 4 * (performance.now() - started)));
 }
 
-// The flows table's sortable headers (drawn anew at every refresh).
+// What is typed in the page's fields, and where, outlives a redraw: the
+// page is drawn anew every second. Returns what puts it back.
+function typing() {
+  const values = [...page.querySelectorAll("input[id]")].map(i => [i.id, i.value]);
+  const focus = document.activeElement;
+  const at = focus && focus.id && page.contains(focus) && focus.tagName === "INPUT"
+    ? [focus.id, focus.selectionStart, focus.selectionEnd] : null;
+  const drawn = location.hash;
+  return () => {
+    if (drawn !== lastDrawn) { lastDrawn = drawn; return; }
+    for (const [id, value] of values) { const i = document.getElementById(id); if (i) i.value = value; }
+    const i = at && document.getElementById(at[0]);
+    if (i) { i.focus(); i.setSelectionRange(at[1], at[2]); }
+  };
+}
+let lastDrawn = null;
+
+// The flows table's sortable headers and pager (drawn anew at every
+// refresh), and its search.
 page.addEventListener("click", event => {
   const th = event.target.closest("th.sort");
-  if (th) { flowSort = th.dataset.sort; refresh(); }
+  if (th) askFlows({sort: th.dataset.sort, offset: "0"});
+  const pager = event.target.closest(".pager button");
+  if (pager && !pager.disabled) askFlows({offset: pager.dataset.offset});
+});
+page.addEventListener("submit", event => {
+  if (event.target.id !== "flow-search") return;
+  event.preventDefault();
+  const form = new FormData(event.target);
+  askFlows({q: form.get("q").trim(), node: form.get("node").trim(), path: form.get("path").trim(), offset: "0"});
 });
 
 // The events page's filter (drawn anew at every refresh).
