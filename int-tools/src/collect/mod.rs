@@ -114,6 +114,7 @@ pub fn run(args: &CollectArgs) -> Result<(), CollectError> {
     settle(args)?;
     let how = Arc::new(how(args)?);
     check_outputs(args)?;
+    let view_files = view_files(args)?;
     // Reports off UDP sockets, or records off a stream.
     let (receivers, from_stream) = match &args.from_nats {
         Some(url) => (Vec::new(), Some(stream_settings("--from-nats", url, args)?)),
@@ -139,7 +140,7 @@ pub fn run(args: &CollectArgs) -> Result<(), CollectError> {
         outputs: counted,
     });
     let health = Arc::new(health::Health::new(consumer.clone()));
-    let views = start_views(args, &shared, view_counts, &health)?;
+    let views = start_views(args, &shared, view_counts, &health, &view_files)?;
     let readers = match (from_stream, consumer) {
         (Some(settings), Some(counts)) => {
             log::info!(
@@ -153,7 +154,7 @@ pub fn run(args: &CollectArgs) -> Result<(), CollectError> {
         }
         _ => Readers::Receivers(receive::spawn(receivers, &shared, &how)),
     };
-    wait_for_the_end(args, &shared, started);
+    wait_for_the_end(args, &shared, started, &view_files);
     shared.quit.store(true, Ordering::Relaxed);
     let failure = readers.join();
     close_joins(&shared, how.output);
@@ -187,6 +188,7 @@ fn start_views(
     shared: &Arc<Shared>,
     view_counts: Option<Arc<view::Counts>>,
     health: &Arc<health::Health>,
+    view_files: &view::Files,
 ) -> Result<Vec<std::thread::JoinHandle<()>>, CollectError> {
     let mut threads = Vec::new();
     if let Some(addr) = args.metrics {
@@ -199,7 +201,7 @@ fn start_views(
         threads.push(metrics.map_err(|source| CollectError::Metrics { addr, source })?);
     }
     if let (Some(addr), Some(counts)) = (args.http, view_counts) {
-        let settings = view_settings(addr, args)?;
+        let settings = view_settings(addr, args, view_files.clone());
         threads.extend(view::start(settings, Arc::clone(shared), counts, Arc::clone(health))?);
     }
     Ok(threads)
@@ -255,22 +257,27 @@ fn books(
         .collect()
 }
 
-fn view_settings(addr: SocketAddr, args: &CollectArgs) -> Result<view::Settings, CollectError> {
+/// The web view's credentials and TLS files, read at start: a file that
+/// does not serve stops collect before it receives anything.
+fn view_files(args: &CollectArgs) -> Result<view::Files, CollectError> {
+    let access = view::auth::Access::open(args.http_token_file.as_deref(), args.http_users_file.as_deref())?;
+    let tls = view::tls::Tls::open(args.http_tls_cert.as_deref(), args.http_tls_key.as_deref())?;
+    Ok(view::Files { access: access.map(Arc::new), tls: tls.map(Arc::new) })
+}
+
+fn view_settings(addr: SocketAddr, args: &CollectArgs, files: view::Files) -> view::Settings {
     let limits = view::Limits {
         connections: usize::try_from(args.http_connections).unwrap_or(usize::MAX),
-        idle: Duration::from_millis(args.http_idle_ms),
+        idle: args.http_idle_ms,
     };
-    Ok(view::Settings {
+    view::Settings {
         addr,
         sample: args.view_sample_ms,
         stale_after: args.view_stale_s,
         hosts: args.http_hosts.clone(),
         limits,
-        token: match &args.http_token_file {
-            Some(path) => Some(Arc::new(view::auth::Token::read(path)?)),
-            None => None,
-        },
-    })
+        files,
+    }
 }
 
 /// A node id as the node's config writes it (a dotted quad) or a number.
@@ -430,7 +437,7 @@ fn influx_authorization(args: &CollectArgs) -> Result<Option<String>, CollectErr
 
 /// Prints the summary at the interval until a stop signal, the count or
 /// the duration.
-fn wait_for_the_end(args: &CollectArgs, shared: &Shared, started: Instant) {
+fn wait_for_the_end(args: &CollectArgs, shared: &Shared, started: Instant, view_files: &view::Files) {
     // The flags' bounds (args::duration) keep these sums from overflowing.
     let (interval, plot_every) = (args.interval, args.plot_interval);
     let mut next_summary = started + interval;
@@ -443,7 +450,7 @@ fn wait_for_the_end(args: &CollectArgs, shared: &Shared, started: Instant) {
             return;
         }
         if int_os::signals::take_reload_request() {
-            reload(args);
+            reload(args, view_files);
         }
         if !interval.is_zero() && Instant::now() >= next_summary {
             let extent = summary::Extent::Worst(summary::PERIODIC_WORST);
@@ -462,12 +469,15 @@ fn wait_for_the_end(args: &CollectArgs, shared: &Shared, started: Instant) {
     }
 }
 
-/// SIGHUP: reads the files the flags name again (the names of `--names`);
-/// collect goes on whatever they hold, and says what it took or, keeping
-/// what it had, why not.
-fn reload(args: &CollectArgs) {
+/// SIGHUP: reads the files the flags name again (the names of `--names`,
+/// the web view's credentials and TLS files); collect goes on whatever
+/// they hold, and says what it took or, keeping what it had, why not.
+fn reload(args: &CollectArgs, view_files: &view::Files) {
+    view_files.reload();
     let Some(path) = &args.names else {
-        log::warn!("collect: SIGHUP: nothing to reload (no --names)");
+        if view_files.access.is_none() && view_files.tls.is_none() {
+            log::warn!("collect: SIGHUP: nothing to reload (no --names, no web view files)");
+        }
         return;
     };
     match names::reload(path) {
