@@ -7,14 +7,15 @@
 # collect --plot draws its text with; systemd-analyze, which checks the
 # service unit; nats-server, the JetStream collect publishes to; nfdump and
 # pmacct, IPFIX's readers, and jq, which docs/ipfix.md's pmacct line uses;
-# chromium,
+# openssl, curl and apache2-utils' htpasswd, which make and judge the web
+# view's certificates and users, int-tools/tests/service.rs; chromium,
 # chromium-driver and selenium from PyPI, the browser test of collect's web
 # view, int-tools/tests/view.rs).
 # Idempotent: packages already present are left alone, and apt is not touched
 # when nothing is missing. Used by the README, .ci/run and docker/Dockerfile.
 set -euo pipefail
 
-packages=(libdpdk-dev dpdk dpdk-dev dpkg-dev lintian help2man pkg-config clang libclang-dev iproute2 iputils-ping tcpdump ca-certificates netcat-openbsd ethtool tshark prometheus influxdb fonts-dejavu-core systemd nats-server nfdump pmacct jq chromium chromium-driver python3 python3-pip)
+packages=(libdpdk-dev dpdk dpdk-dev dpkg-dev lintian help2man pkg-config clang libclang-dev iproute2 iputils-ping tcpdump ca-certificates netcat-openbsd ethtool tshark prometheus influxdb fonts-dejavu-core systemd nats-server nfdump pmacct jq openssl curl apache2-utils chromium chromium-driver python3 python3-pip)
 if [[ "${INT_NODE_RUNTIME_ONLY:-0}" == "1" ]]; then
     # Runtime image: the DPDK libraries int-node links, the bus and mempool
     # drivers EAL loads, and the PMDs it is used with (vdevs and common

@@ -370,3 +370,359 @@ fn the_view_asks_for_its_token_and_the_probes_do_not() {
     let text = String::from_utf8_lossy(&refused.stderr);
     assert!(!refused.status.success() && text.contains("its first line is empty"), "{text}");
 }
+
+/// A request naming another host gets 421 before any credentials are
+/// asked for: a page of another site learns nothing of the view's
+/// authentication (it got 401 and the Basic challenge).
+#[test]
+fn a_foreign_host_gets_421_before_any_credentials() {
+    let dir = workdir("service-foreign-host");
+    let token = dir.join("token");
+    std::fs::write(&token, "0123456789abcdef0123\n").unwrap();
+    let args = ["--quiet", "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--http-token-file"];
+    let mut collect = Collect::start(&[&args[..], &[token.to_str().unwrap()]].concat());
+    let view = collect.address("view on http://");
+    for authorization in ["", "Authorization: Bearer 0123456789abcdef0123\r\n"] {
+        let mut stream = TcpStream::connect(&view).unwrap();
+        write!(
+            stream,
+            "GET /api/overview HTTP/1.1\r\nHost: evil.example\r\n{authorization}Connection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        assert!(response.starts_with("HTTP/1.1 421"), "{response}");
+        assert!(!response.to_lowercase().contains("www-authenticate"), "{response}");
+    }
+    collect.stop();
+}
+
+/// `--http-idle-ms` is read like every duration flag: a value out of its
+/// bounds is refused with them and what the flag is for; the TLS flags
+/// come in pairs, and each file that does not serve is named with what to
+/// do, all at once, before collect receives anything.
+#[test]
+fn the_view_flags_refuse_with_a_hint() {
+    let dir = workdir("service-view-flags");
+    let refused = |extra: &[&str]| {
+        let args = [&["collect", "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0"][..], extra].concat();
+        let output = Command::new(BIN).args(args).output().unwrap();
+        assert!(!output.status.success(), "{extra:?} was taken");
+        String::from_utf8_lossy(&output.stderr).to_string()
+    };
+    let said = refused(&["--http-idle-ms", "50"]);
+    assert!(said.contains("50 is too short: give 100 to 3600000 ms (milliseconds a web view"), "{said}");
+
+    let (ca, cert, key) = certificate(&dir, "view");
+    let said = refused(&["--http-tls-cert", &cert]);
+    assert!(said.contains("--http-tls-cert needs --http-tls-key: the certificate's private key"), "{said}");
+    let said = refused(&["--http-tls-key", &key]);
+    assert!(said.contains("--http-tls-key needs --http-tls-cert"), "{said}");
+    let missing = dir.join("missing.pem");
+    let missing = missing.to_str().unwrap();
+    let said = refused(&["--http-tls-cert", missing, "--http-tls-key", missing]);
+    assert!(said.contains(&format!("--http-tls-cert {missing}: No such file")), "{said}");
+    assert!(said.contains(&format!("--http-tls-key {missing}: No such file")), "{said}");
+    let said = refused(&["--http-tls-cert", &key, "--http-tls-key", &cert]);
+    assert!(
+        said.contains(&format!("--http-tls-cert {key}: no certificate")) && said.contains("swapped?"),
+        "{said}"
+    );
+    let said = refused(&["--http-tls-cert", &ca, "--http-tls-key", &key]);
+    assert!(said.contains("the key must be the one the certificate was made for"), "{said}");
+}
+
+/// The summary `--json` prints at exit (the last line).
+fn summary_at_exit(out: &[String]) -> serde_json::Value {
+    serde_json::from_str::<serde_json::Value>(out.last().unwrap()).unwrap()["summary"].clone()
+}
+
+/// A CA made by openssl (`NAME-ca.pem`) and a certificate it signs for
+/// 127.0.0.1 and localhost (`NAME.pem`, its key `NAME.key`), in `dir`.
+fn certificate(dir: &std::path::Path, name: &str) -> (String, String, String) {
+    let file = |suffix: &str| dir.join(format!("{name}{suffix}")).to_str().unwrap().to_string();
+    let (ca, ca_key, cert, key, csr, ext) =
+        (file("-ca.pem"), file("-ca.key"), file(".pem"), file(".key"), file(".csr"), file(".ext"));
+    std::fs::write(&ext, "subjectAltName=IP:127.0.0.1,DNS:localhost\n").unwrap();
+    let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"];
+    for args in [
+        [
+            &["req", "-x509", "-days", "2", "-subj", &format!("/CN={name} test CA")][..],
+            &ec,
+            &["-keyout", &ca_key, "-out", &ca],
+        ]
+        .concat(),
+        [&["req", "-subj", &format!("/CN={name}")][..], &ec, &["-keyout", &key, "-out", &csr]].concat(),
+        vec![
+            "x509",
+            "-req",
+            "-in",
+            &csr,
+            "-CA",
+            &ca,
+            "-CAkey",
+            &ca_key,
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-extfile",
+            &ext,
+            "-out",
+            &cert,
+        ],
+    ] {
+        let made = Command::new("openssl").args(&args).output().expect("openssl (scripts/install-deps.sh)");
+        assert!(made.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&made.stderr));
+    }
+    (ca, cert, key)
+}
+
+/// curl (OpenSSL's TLS, not ours) asking `url` trusting only `ca`, with
+/// `args`: its exit code (60: the certificate is not the CA's) and the
+/// HTTP status and body.
+fn curl(url: &str, ca: &str, args: &[&str]) -> (i32, u16, String) {
+    let output = Command::new("curl")
+        .args(["-sS", "--noproxy", "*", "--cacert", ca, "-w", "\n%{http_code}", url])
+        .args(args)
+        .output()
+        .expect("curl (scripts/install-deps.sh)");
+    let text = String::from_utf8_lossy(&output.stdout).to_string();
+    let (body, status) = text.rsplit_once('\n').unwrap_or(("", "0"));
+    (output.status.code().unwrap_or(-1), status.parse().unwrap_or(0), body.to_string())
+}
+
+/// `--http-tls-cert` and `--http-tls-key`: curl trusting the test CA gets
+/// the view over HTTPS, curl trusting another refuses the certificate, a
+/// plain HTTP request on the port is told to use https:// and served
+/// nothing; the failed handshakes are counted.
+#[test]
+fn the_view_over_tls_is_verified_by_curl() {
+    let dir = workdir("service-tls");
+    let (ca, cert, key) = certificate(&dir, "view");
+    let (other_ca, _, _) = certificate(&dir, "other");
+    let args = ["--json", "--quiet", "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--http-tls-cert"];
+    let mut collect = Collect::start(&[&args[..], &[&cert, "--http-tls-key", &key]].concat());
+    let view = collect.address("view on https://");
+    let url = format!("https://{view}/api/overview");
+    let (code, status, body) = curl(&url, &ca, &[]);
+    assert_eq!((code, status), (0, 200), "{body}");
+    assert!(body.contains("\"reports\":0"), "{body}");
+    let localhost = format!("https://localhost:{}/api/overview", view.rsplit_once(':').unwrap().1);
+    assert_eq!(curl(&localhost, &ca, &[]).1, 200);
+    assert_eq!(curl(&url, &other_ca, &[]).0, 60, "a certificate the other CA did not sign");
+
+    let (status, answer) = get(&view, "/api/overview");
+    assert_eq!(status, 400, "{answer}");
+    assert!(answer.contains("use https://") && !answer.contains("reports"), "{answer}");
+    let (out, _) = collect.stop();
+    let summary = summary_at_exit(&out);
+    assert_eq!(summary["view"]["handshake_failed"], 2, "{}", summary["view"]);
+    assert_eq!(summary["view"]["served"], 4, "{}", summary["view"]);
+}
+
+/// A client that connects to the TLS port and never sends its
+/// ClientHello holds a connection no longer than `--http-idle-ms`, and
+/// counts within `--http-connections`: with every slot held silent, one
+/// more is refused; once the silent ones are closed (and counted timed
+/// out), curl is served. (3 s: room for five connects on a busy machine.)
+#[test]
+fn a_stalled_tls_handshake_is_closed_by_the_idle_timeout() {
+    let dir = workdir("service-tls-stall");
+    let (ca, cert, key) = certificate(&dir, "view");
+    let mut collect = Collect::start(&[
+        "--json",
+        "--quiet",
+        "--listen",
+        "127.0.0.1:0",
+        "--http",
+        "127.0.0.1:0",
+        "--http-connections",
+        "4",
+        "--http-idle-ms",
+        "3000",
+        "--http-tls-cert",
+        &cert,
+        "--http-tls-key",
+        &key,
+    ]);
+    let view = collect.address("view on https://");
+    let mut silent: Vec<TcpStream> = (0..4).map(|_| TcpStream::connect(&view).unwrap()).collect();
+    // Once the four are accepted (a state: the refused one is counted
+    // only after them), a fifth is closed at once.
+    let mut fifth = TcpStream::connect(&view).unwrap();
+    wait_closed(&mut fifth);
+    silent.iter_mut().for_each(wait_closed);
+    let (code, status, body) = curl(&format!("https://{view}/api/overview"), &ca, &[]);
+    assert_eq!((code, status), (0, 200), "{body}");
+    let (out, _) = collect.stop();
+    let summary = summary_at_exit(&out);
+    let counts = &summary["view"];
+    assert_eq!((&counts["timed_out"], &counts["refused"]), (&4.into(), &1.into()), "{counts}");
+}
+
+/// Reads `stream` until the view closes it: EOF or a reset; a view that
+/// never closes fails the test at a bound far beyond the timeouts used.
+fn wait_closed(stream: &mut TcpStream) {
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(60))).unwrap();
+    let mut sink = [0u8; 512];
+    loop {
+        match stream.read(&mut sink) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return,
+            Err(e) => panic!("the view kept a connection open: {e}"),
+        }
+    }
+}
+
+/// `--http-users-file` as `htpasswd -B` writes it: a user's right
+/// password is admitted, a wrong one or an unknown user gets 401 with the
+/// Basic challenge, the token admits beside it; SIGHUP reads the file
+/// again; no password reaches the log; a line of htpasswd's default MD5
+/// refuses the file at start, named by its line, the hash not shown.
+#[test]
+fn the_users_file_of_htpasswd_admits_its_users() {
+    let dir = workdir("service-users");
+    let users = dir.join("users");
+    let users = users.to_str().unwrap();
+    let htpasswd = |args: &[&str]| {
+        let made = Command::new("htpasswd")
+            .args(args)
+            .output()
+            .expect("htpasswd (apache2-utils; scripts/install-deps.sh)");
+        assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    };
+    htpasswd(&["-cbB", users, "alice", "wonder land"]);
+    htpasswd(&["-bB", "-C", "6", users, "bob", "builder"]);
+    let token = dir.join("token");
+    std::fs::write(&token, "0123456789abcdef0123\n").unwrap();
+    let mut collect = Collect::start(&[
+        "--json",
+        "--quiet",
+        "--listen",
+        "127.0.0.1:0",
+        "--http",
+        "127.0.0.1:0",
+        "--http-users-file",
+        users,
+        "--http-token-file",
+        token.to_str().unwrap(),
+    ]);
+    let view = collect.address("view on http://");
+    let basic = |user: &str, password: &str| int_os::http::basic_auth(user, password);
+    for _ in 0..2 {
+        assert_eq!(get_with(&view, "/api/overview", Some(&basic("alice", "wonder land"))).0, 200);
+        assert_eq!(get_with(&view, "/", Some(&basic("bob", "builder"))).0, 200);
+    }
+    assert_eq!(get_with(&view, "/", Some(&basic("anyone", "0123456789abcdef0123"))).0, 200);
+    assert_eq!(get_with(&view, "/", Some("Bearer 0123456789abcdef0123")).0, 200);
+    for (user, password) in [("alice", "wonder"), ("alice", "builder"), ("carol", "wonder land"), ("", "")] {
+        let (status, head) = get_with(&view, "/api/overview", Some(&basic(user, password)));
+        assert_eq!(status, 401, "{user}:{password}");
+        assert!(
+            head.to_lowercase().contains("www-authenticate: basic realm=\"int-tools collect\""),
+            "{head}"
+        );
+    }
+    // SIGHUP reads the file again: alice's new password, and bob gone.
+    htpasswd(&["-cbB", users, "alice", "new land"]);
+    collect.signal("-HUP");
+    let line = collect.said("reloaded --http-users-file");
+    assert!(line.ends_with(": 1 user(s)"), "{line}");
+    assert_eq!(get_with(&view, "/", Some(&basic("alice", "new land"))).0, 200);
+    assert_eq!(get_with(&view, "/", Some(&basic("alice", "wonder land"))).0, 401);
+    assert_eq!(get_with(&view, "/", Some(&basic("bob", "builder"))).0, 401);
+    let (out, said) = collect.stop();
+    let summary = summary_at_exit(&out);
+    assert_eq!(summary["view"]["unauthorized"], 6, "{}", summary["view"]);
+    assert!(!said.contains("wonder") && !said.contains("builder") && !said.contains("$2y$"), "{said}");
+
+    htpasswd(&["-bB", users, "bob", "builder"]);
+    htpasswd(&["-bm", users, "dave", "md5 password"]);
+    let output = Command::new(BIN)
+        .args(["collect", "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--http-users-file", users])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{text}");
+    assert!(text.contains(&format!("--http-users-file {users} line 3: the hash is not bcrypt's")), "{text}");
+    assert!(!text.contains("$apr1$"), "{text}");
+}
+
+/// SIGHUP rotates the view's token and certificate: after it the new CA's
+/// curl with the new token is served, the old token is refused and the
+/// old CA no longer verifies the server; a certificate file that does not
+/// read keeps the pair before, with a warning; collect books every report
+/// sent around the signals and ends with its summary.
+#[test]
+fn sighup_rotates_the_token_and_the_certificate() {
+    let dir = workdir("service-rotate");
+    let (old_ca, old_cert, old_key) = certificate(&dir, "old");
+    let (new_ca, new_cert, new_key) = certificate(&dir, "new");
+    let (cert, key, token) = (dir.join("view.pem"), dir.join("view.key"), dir.join("token"));
+    std::fs::copy(&old_cert, &cert).unwrap();
+    std::fs::copy(&old_key, &key).unwrap();
+    std::fs::write(&token, "old-token-0123456789\n").unwrap();
+    let mut collect = Collect::start(&[
+        "--json",
+        "--quiet",
+        "--view-sample-ms",
+        "20",
+        "--listen",
+        "127.0.0.1:0",
+        "--http",
+        "127.0.0.1:0",
+        "--http-token-file",
+        token.to_str().unwrap(),
+        "--http-tls-cert",
+        cert.to_str().unwrap(),
+        "--http-tls-key",
+        key.to_str().unwrap(),
+    ]);
+    let listen = collect.address("listening on ");
+    let view = collect.address("view on https://");
+    let url = format!("https://{view}/api/overview");
+    let bearer = |token: &str| ["-H".to_string(), format!("Authorization: Bearer {token}")];
+    let (old, new) = (bearer("old-token-0123456789"), bearer("new-token-0123456789"));
+    let old: Vec<&str> = old.iter().map(String::as_str).collect();
+    let new: Vec<&str> = new.iter().map(String::as_str).collect();
+    let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let booked = |ca: &str, auth: &[&str], reports: u64| loop {
+        let (code, status, body) = curl(&url, ca, auth);
+        assert_eq!((code, status), (0, 200), "{body}");
+        if body.contains(&format!("\"reports\":{reports},")) {
+            return;
+        }
+        std::thread::yield_now();
+    };
+    for sequence in 1..=5 {
+        sender.send_to(&collector::drop_summary(sequence, 1), &listen).unwrap();
+    }
+    booked(&old_ca, &old, 5);
+
+    std::fs::copy(&new_cert, &cert).unwrap();
+    std::fs::copy(&new_key, &key).unwrap();
+    std::fs::write(&token, "new-token-0123456789\n").unwrap();
+    collect.signal("-HUP");
+    collect.said("reloaded --http-token-file");
+    collect.said("reloaded --http-tls-cert");
+    for sequence in 6..=10 {
+        sender.send_to(&collector::drop_summary(sequence, 1), &listen).unwrap();
+    }
+    booked(&new_ca, &new, 10);
+    assert_eq!(curl(&url, &new_ca, &old).1, 401, "the old token");
+    assert_eq!(curl(&url, &old_ca, &new).0, 60, "the old certificate is no longer served");
+
+    std::fs::write(&cert, "not a certificate\n").unwrap();
+    collect.signal("-HUP");
+    let line = collect.said("keeping the certificate and key before");
+    assert!(line.contains(cert.to_str().unwrap()) && line.contains("no certificate"), "{line}");
+    for sequence in 11..=15 {
+        sender.send_to(&collector::drop_summary(sequence, 1), &listen).unwrap();
+    }
+    booked(&new_ca, &new, 15);
+    let (out, said) = collect.stop();
+    let summary = summary_at_exit(&out);
+    assert_eq!(summary["datagrams"], 15, "{said}");
+    assert!(!said.contains("token-0123456789"), "{said}");
+}

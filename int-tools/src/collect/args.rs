@@ -205,14 +205,28 @@ pub struct CollectArgs {
     pub http_connections: u64,
     /// A web view connection is closed when no whole request head
     /// arrives within this many ms of its opening or its last response.
-    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(100..=3_600_000))]
-    pub http_idle_ms: u64,
+    /// The TLS handshake counts in this time too.
+    #[arg(long, value_name = "MS", default_value = "10000", value_parser = duration::http_idle)]
+    pub http_idle_ms: Duration,
     /// A file whose first line is the token the web view asks for: as
     /// `Authorization: Bearer TOKEN` or as the password of HTTP Basic
     /// authentication (any user; a browser prompts). /healthz and /readyz
-    /// ask for none. Over a network, put TLS in front (a reverse proxy).
+    /// ask for none. SIGHUP reads it again. Over a network, with TLS.
     #[arg(long, value_name = "FILE", requires = "http")]
     pub http_token_file: Option<std::path::PathBuf>,
+    /// A file of users the web view admits with HTTP Basic authentication:
+    /// `user:hash` lines, bcrypt hashes as `htpasswd -B FILE USER` writes
+    /// them. With --http-token-file, either admits. SIGHUP reads it again.
+    #[arg(long, value_name = "FILE", requires = "http")]
+    pub http_users_file: Option<std::path::PathBuf>,
+    /// Serve the web view over HTTPS (TLS 1.3) with this certificate chain
+    /// (PEM, the server's certificate first); needs --http-tls-key.
+    /// SIGHUP reads both again (a renewed certificate).
+    #[arg(long, value_name = "FILE", requires = "http")]
+    pub http_tls_cert: Option<std::path::PathBuf>,
+    /// The private key (PEM: PKCS#8, RSA or EC) of --http-tls-cert.
+    #[arg(long, value_name = "FILE", requires = "http")]
+    pub http_tls_key: Option<std::path::PathBuf>,
     /// How often the web view copies the books, in ms.
     #[arg(long, value_name = "MS", default_value = "1000", value_parser = duration::view_sample)]
     pub view_sample_ms: Duration,

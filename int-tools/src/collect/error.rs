@@ -27,7 +27,9 @@ pub enum CollectError {
     #[error(transparent)]
     View(#[from] ViewError),
     #[error(transparent)]
-    HttpToken(#[from] super::view::auth::TokenError),
+    HttpAccess(#[from] super::view::auth::AccessError),
+    #[error(transparent)]
+    HttpTls(#[from] super::view::tls::TlsError),
     #[error("{flag} {source}")]
     Servers { flag: &'static str, source: ServersError },
     #[error(transparent)]

@@ -115,13 +115,14 @@ pub fn run(args: &CollectArgs) -> Result<(), CollectError> {
     settle(args)?;
     let how = Arc::new(how(args)?);
     check_outputs(args)?;
+    let view_files = view_files(args)?;
     // Reports off UDP sockets, or records off a stream.
     let (receivers, from_stream) = match &args.from_nats {
         Some(url) => (Vec::new(), Some(stream_settings("--from-nats", url, args)?)),
         None => (receive::open(&args.listen, args.sockets, args.rcvbuf, args.share_port)?, None),
     };
     let (store, restored) = open_state(args)?;
-    let view = args.http.map(|addr| view_settings(addr, args)).transpose()?;
+    let view = args.http.map(|addr| view_settings(addr, args, view_files.clone()));
     let shown = view.as_ref().map(|settings| view::board(settings, restored.board));
     int_os::signals::catch_stop_signals();
     int_os::signals::catch_reload_signal();
@@ -151,7 +152,7 @@ pub fn run(args: &CollectArgs) -> Result<(), CollectError> {
     let health = Arc::new(health::Health::new(consumer.clone()));
     let views = start_views(args, &shared, view_counts, &health, view.zip(shown))?;
     let readers = spawn_readers(args, receivers, from_stream.zip(consumer), &shared, &how);
-    wait_for_the_end(args, &shared, started);
+    wait_for_the_end(args, &shared, started, &view_files);
     shared.quit.store(true, Ordering::Relaxed);
     let failure = readers.join();
     close_joins(&shared, how.output);
@@ -358,22 +359,27 @@ fn start_state(
     writer.spawn(Arc::clone(shared)).map_err(|source| CollectError::StateThread { source })
 }
 
-fn view_settings(addr: SocketAddr, args: &CollectArgs) -> Result<view::Settings, CollectError> {
+/// The web view's credentials and TLS files, read at start: a file that
+/// does not serve stops collect before it receives anything.
+fn view_files(args: &CollectArgs) -> Result<view::Files, CollectError> {
+    let access = view::auth::Access::open(args.http_token_file.as_deref(), args.http_users_file.as_deref())?;
+    let tls = view::tls::Tls::open(args.http_tls_cert.as_deref(), args.http_tls_key.as_deref())?;
+    Ok(view::Files { access: access.map(Arc::new), tls: tls.map(Arc::new) })
+}
+
+fn view_settings(addr: SocketAddr, args: &CollectArgs, files: view::Files) -> view::Settings {
     let limits = view::Limits {
         connections: usize::try_from(args.http_connections).unwrap_or(usize::MAX),
-        idle: Duration::from_millis(args.http_idle_ms),
+        idle: args.http_idle_ms,
     };
-    Ok(view::Settings {
+    view::Settings {
         addr,
         sample: args.view_sample_ms,
         stale_after: args.view_stale_s,
         hosts: args.http_hosts.clone(),
         limits,
-        token: match &args.http_token_file {
-            Some(path) => Some(Arc::new(view::auth::Token::read(path)?)),
-            None => None,
-        },
-    })
+        files,
+    }
 }
 
 /// A node id as the node's config writes it (a dotted quad) or a number.
@@ -533,7 +539,7 @@ fn influx_authorization(args: &CollectArgs) -> Result<Option<String>, CollectErr
 
 /// Prints the summary at the interval until a stop signal, the count or
 /// the duration.
-fn wait_for_the_end(args: &CollectArgs, shared: &Shared, started: Instant) {
+fn wait_for_the_end(args: &CollectArgs, shared: &Shared, started: Instant, view_files: &view::Files) {
     // The flags' bounds (args::duration) keep these sums from overflowing.
     let (interval, plot_every) = (args.interval, args.plot_interval);
     let mut next_summary = started + interval;
@@ -546,7 +552,7 @@ fn wait_for_the_end(args: &CollectArgs, shared: &Shared, started: Instant) {
             return;
         }
         if int_os::signals::take_reload_request() {
-            reload(args);
+            reload(args, view_files);
         }
         if !interval.is_zero() && Instant::now() >= next_summary {
             let extent = summary::Extent::Worst(summary::PERIODIC_WORST);
@@ -565,12 +571,15 @@ fn wait_for_the_end(args: &CollectArgs, shared: &Shared, started: Instant) {
     }
 }
 
-/// SIGHUP: reads the files the flags name again (the names of `--names`);
-/// collect goes on whatever they hold, and says what it took or, keeping
-/// what it had, why not.
-fn reload(args: &CollectArgs) {
+/// SIGHUP: reads the files the flags name again (the names of `--names`,
+/// the web view's credentials and TLS files); collect goes on whatever
+/// they hold, and says what it took or, keeping what it had, why not.
+fn reload(args: &CollectArgs, view_files: &view::Files) {
+    view_files.reload();
     let Some(path) = &args.names else {
-        log::warn!("collect: SIGHUP: nothing to reload (no --names)");
+        if view_files.access.is_none() && view_files.tls.is_none() {
+            log::warn!("collect: SIGHUP: nothing to reload (no --names, no web view files)");
+        }
         return;
     };
     match names::reload(path) {

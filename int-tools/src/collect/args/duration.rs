@@ -108,6 +108,12 @@ pub fn view_stale(text: &str) -> Result<Duration, DurationError> {
     Bounds { unit: Unit::Seconds, least: 0.1, most: 7.0 * DAY_S, zero: false, hint }.parse(text)
 }
 
+/// `--http-idle-ms`.
+pub fn http_idle(text: &str) -> Result<Duration, DurationError> {
+    let hint = "milliseconds a web view connection may wait for its TLS handshake or a request";
+    Bounds { unit: Unit::Milliseconds, least: 100.0, most: 3_600_000.0, zero: false, hint }.parse(text)
+}
+
 /// `--join-window-ms`.
 pub fn join_window(text: &str) -> Result<Duration, DurationError> {
     let hint = "milliseconds a packet's postcards are waited for";
@@ -144,6 +150,7 @@ mod tests {
         assert_eq!(summary_interval("0").unwrap(), Duration::ZERO);
         assert_eq!(join_window("600000").unwrap(), Duration::from_secs(600));
         assert_eq!(view_sample("10").unwrap(), Duration::from_millis(10));
+        assert_eq!(http_idle("1500").unwrap(), Duration::from_millis(1500));
         for (text, why) in [("NaN", "not a number"), ("x", "not a number"), ("-1", "negative"), ("0", "0")] {
             assert!(ipfix_interval(text).unwrap_err().to_string().starts_with(&format!("{text} is {why}:")));
         }

@@ -281,6 +281,8 @@ struct Stored {
     digits: Option<u8>,
     at_or_above_zero: Vec<(u64, u64)>,
     below_zero: Option<Vec<(u64, u64)>>,
+    /// A flow's sketch past --detailed-flows, kept as it is.
+    sketch: Option<Sketch>,
 }
 
 impl From<Latency> for Stored {
@@ -297,6 +299,7 @@ impl From<Latency> for Stored {
             digits: histograms.map(|h| h.significant_digits),
             at_or_above_zero: histograms.map(|h| buckets(&h.at_or_above_zero)).unwrap_or_default(),
             below_zero: histograms.and_then(|h| h.below_zero.as_ref()).map(buckets),
+            sketch: latency.sketch,
         }
     }
 }
@@ -315,7 +318,14 @@ impl From<Stored> for Latency {
             let below_zero = stored.below_zero.as_deref().and_then(|b| filled(b, digits));
             Some(Box::new(Histograms { at_or_above_zero, below_zero, significant_digits: digits }))
         });
-        Latency { count: stored.count, sum: stored.sum, min: stored.min, max: stored.max, histograms }
+        Latency {
+            count: stored.count,
+            sum: stored.sum,
+            min: stored.min,
+            max: stored.max,
+            histograms,
+            sketch: stored.sketch,
+        }
     }
 }
 
@@ -362,6 +372,17 @@ mod tests {
         ciborium::into_writer(&exact, &mut bytes).unwrap();
         let back: Latency = ciborium::from_reader(bytes.as_slice()).unwrap();
         assert!(!back.has_percentiles() && back.mean() == Some(5));
+        // A flow past --detailed-flows: its sketch kept, its percentiles too.
+        let mut sketched = Latency::sketched();
+        for ns in (-3_000..200_000).step_by(7) {
+            sketched.record(ns);
+        }
+        let mut bytes = Vec::new();
+        ciborium::into_writer(&sketched, &mut bytes).unwrap();
+        let back: Latency = ciborium::from_reader(bytes.as_slice()).unwrap();
+        for q in [0.01, 0.5, 0.99] {
+            assert!(back.quantile(q).is_some() && back.quantile(q) == sketched.quantile(q), "q {q}");
+        }
     }
 
     #[test]

@@ -16,7 +16,7 @@ const SUB: u64 = 1 << SUB_BITS;
 /// Buckets kept at most (1 KB): eight powers of two at full resolution.
 pub const MAX_BUCKETS: usize = 128;
 
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Sketch {
     /// (bucket, values in it), by bucket: by value.
     buckets: Vec<(i16, u32)>,

@@ -311,7 +311,7 @@ pub fn event_flows(board: &Board, id: u64, offset: usize, limit: usize) -> Optio
         .flows
         .iter()
         .skip(offset)
-        .take(limit.min(MAX_FLOW_ROWS))
+        .take(limit.min(super::flow_query::MAX_LIMIT))
         .map(|flow| {
             let row = board.ids.get(flow).and_then(|key| board.flows.get(key));
             let path = row.and_then(FlowRow::path);

@@ -1,12 +1,15 @@
-//! `--http-token-file FILE`: the view asks every request for the file's
-//! token, as a bearer token (`Authorization: Bearer TOKEN`, for scripts)
-//! or as the password of HTTP Basic authentication with any user name
-//! (a browser's own prompt). The probes (`/healthz`, `/readyz`) are not
-//! behind it. The token travels in clear over HTTP: across a network, a
-//! reverse proxy with TLS in front (docs/deployment.md).
+//! Who the view admits: `--http-token-file FILE`, whose first line is a
+//! token asked as a bearer token (`Authorization: Bearer TOKEN`, for
+//! scripts) or as the password of HTTP Basic authentication with any user
+//! name (a browser's own prompt); and `--http-users-file FILE`, users with
+//! their own passwords ([`super::users`]). Either or both; the probes
+//! (`/healthz`, `/readyz`) ask for neither. SIGHUP reads both files again.
+//! Credentials travel in clear over plain HTTP: across a network, with
+//! `--http-tls-cert` or a reverse proxy with TLS (docs/deployment.md).
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, RwLock};
 
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -15,7 +18,11 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use subtle::ConstantTimeEq;
 
+use super::server::Counts;
+use super::users::{Users, UsersError};
+
 /// The token, never shown (its `Debug` says only that there is one).
+#[derive(Clone)]
 pub struct Token(Vec<u8>);
 
 impl std::fmt::Debug for Token {
@@ -45,47 +52,191 @@ impl Token {
         Ok(Token(token.as_bytes().to_vec()))
     }
 
-    /// Whether an `Authorization` header carries the token.
-    fn admits(&self, authorization: Option<&HeaderValue>) -> bool {
-        let Some(value) = authorization.and_then(|v| v.to_str().ok()) else { return false };
-        let (scheme, credentials) = value.trim().split_once(' ').unwrap_or((value, ""));
-        let credentials = credentials.trim();
-        let offered = if scheme.eq_ignore_ascii_case("bearer") {
-            credentials.as_bytes().to_vec()
-        } else if scheme.eq_ignore_ascii_case("basic") {
-            let decoded = base64::engine::general_purpose::STANDARD.decode(credentials).unwrap_or_default();
-            match decoded.iter().position(|b| *b == b':') {
-                Some(colon) => decoded.get(colon + 1..).unwrap_or_default().to_vec(),
-                None => return false,
-            }
-        } else {
-            return false;
-        };
-        // In constant time: the answer's timing tells nothing of the token.
+    /// Whether `offered` is the token, in constant time: the answer's
+    /// timing tells nothing of the token.
+    fn is(&self, offered: &[u8]) -> bool {
         offered.len() == self.0.len() && bool::from(offered.ct_eq(&self.0))
     }
 }
 
-/// The view's guard: a request without the token gets 401, with the
-/// challenge that makes a browser ask for it.
-pub async fn check(State(token): State<Arc<Token>>, request: Request, next: Next) -> Response {
-    if token.admits(request.headers().get(header::AUTHORIZATION)) {
-        return next.run(request).await;
+/// The credentials of a request's `Authorization` header.
+enum Offered {
+    None,
+    Bearer(Vec<u8>),
+    Basic { user: String, password: Vec<u8> },
+}
+
+impl Offered {
+    fn of(authorization: Option<&HeaderValue>) -> Offered {
+        let Some(value) = authorization.and_then(|v| v.to_str().ok()) else { return Offered::None };
+        let (scheme, credentials) = value.trim().split_once(' ').unwrap_or((value, ""));
+        let credentials = credentials.trim();
+        if scheme.eq_ignore_ascii_case("bearer") {
+            return Offered::Bearer(credentials.as_bytes().to_vec());
+        }
+        if !scheme.eq_ignore_ascii_case("basic") {
+            return Offered::None;
+        }
+        let Ok(decoded) = base64::engine::general_purpose::STANDARD.decode(credentials) else {
+            return Offered::None;
+        };
+        let Some(colon) = decoded.iter().position(|b| *b == b':') else { return Offered::None };
+        let (user, password) = decoded.split_at(colon);
+        match String::from_utf8(user.to_vec()) {
+            Ok(user) => Offered::Basic { user, password: password.get(1..).unwrap_or_default().to_vec() },
+            Err(_) => Offered::None,
+        }
     }
+}
+
+/// Why the credentials' files cannot serve.
+#[derive(Debug, thiserror::Error)]
+pub enum AccessError {
+    #[error(transparent)]
+    Token(#[from] TokenError),
+    #[error(transparent)]
+    Users(#[from] UsersError),
+}
+
+/// What the files held when last read.
+#[derive(Debug)]
+struct Credentials {
+    token: Option<Token>,
+    users: Option<Arc<Users>>,
+}
+
+impl Credentials {
+    /// Whether `offered` is admitted: the token (bearer, or Basic's
+    /// password with any user), or a user's password. bcrypt runs off the
+    /// server's thread, so other connections are answered meanwhile.
+    async fn admit(&self, offered: Offered) -> bool {
+        let (user, password) = match offered {
+            Offered::None => return false,
+            Offered::Bearer(token) => return self.token.as_ref().is_some_and(|t| t.is(&token)),
+            Offered::Basic { user, password } => (user, password),
+        };
+        if self.token.as_ref().is_some_and(|t| t.is(&password)) {
+            return true;
+        }
+        let Some(users) = &self.users else { return false };
+        if users.admitted_before(&user, &password) {
+            return true;
+        }
+        let users = Arc::clone(users);
+        tokio::task::spawn_blocking(move || users.admits(&user, &password)).await.unwrap_or(false)
+    }
+}
+
+/// `--http-token-file` and `--http-users-file`: the paths, and what they
+/// held when last read (SIGHUP reads them again).
+#[derive(Debug)]
+pub struct Access {
+    token_file: Option<PathBuf>,
+    users_file: Option<PathBuf>,
+    current: RwLock<Arc<Credentials>>,
+}
+
+impl Access {
+    /// None when neither file is given; both read now.
+    pub fn open(token_file: Option<&Path>, users_file: Option<&Path>) -> Result<Option<Access>, AccessError> {
+        if token_file.is_none() && users_file.is_none() {
+            return Ok(None);
+        }
+        let token = token_file.map(Token::read).transpose()?;
+        let users = users_file.map(Users::read).transpose()?.map(Arc::new);
+        Ok(Some(Access {
+            token_file: token_file.map(Path::to_path_buf),
+            users_file: users_file.map(Path::to_path_buf),
+            current: RwLock::new(Arc::new(Credentials { token, users })),
+        }))
+    }
+
+    fn current(&self) -> Option<Arc<Credentials>> {
+        self.current.read().ok().map(|current| Arc::clone(&current))
+    }
+
+    /// Reads each file again (SIGHUP); one that does not serve is kept as
+    /// it was, with a warning that says why (never what it holds). What
+    /// was taken is said once it is in force.
+    pub fn reload(&self) {
+        let Some(before) = self.current() else { return };
+        let mut said = Vec::new();
+        let token = self.token_file.as_deref().and_then(|path| match Token::read(path) {
+            Ok(token) => {
+                said.push((log::Level::Info, format!("reloaded --http-token-file {}", path.display())));
+                Some(token)
+            }
+            Err(error) => {
+                said.push((log::Level::Warn, format!("{error}; keeping the token before")));
+                before.token.clone()
+            }
+        });
+        let users = self.users_file.as_deref().and_then(|path| match Users::read(path) {
+            Ok(users) => {
+                let count = users.count();
+                said.push((
+                    log::Level::Info,
+                    format!("reloaded --http-users-file {}: {count} user(s)", path.display()),
+                ));
+                Some(Arc::new(users))
+            }
+            Err(error) => {
+                let kept = before.users.as_ref().map_or(0, |users| users.count());
+                said.push((log::Level::Warn, format!("{error}; keeping the users before ({kept} user(s))")));
+                before.users.clone()
+            }
+        });
+        if let Ok(mut current) = self.current.write() {
+            *current = Arc::new(Credentials { token, users });
+        }
+        for (level, line) in said {
+            log::log!(level, "collect: SIGHUP: {line}");
+        }
+    }
+
+    /// What a refused request is told: how to authenticate, not why it failed.
+    fn asked_for(&self) -> &'static str {
+        match (&self.token_file, &self.users_file) {
+            (Some(_), Some(_)) => "collect's view asks for a user of --http-users-file, or its token \
+                                   (--http-token-file) as any user's password or as `Authorization: Bearer TOKEN`\n",
+            (None, Some(_)) => "collect's view asks for a user of --http-users-file and its password\n",
+            _ => "collect's view asks for its token (--http-token-file): as the password of \
+                  any user, or as `Authorization: Bearer TOKEN`\n",
+        }
+    }
+}
+
+/// The view's guard: a request without admitted credentials gets 401,
+/// with the challenge that makes a browser ask for them.
+pub async fn check(
+    State((access, counts)): State<(Arc<Access>, Arc<Counts>)>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let offered = Offered::of(request.headers().get(header::AUTHORIZATION));
+    if let Some(credentials) = access.current() {
+        if credentials.admit(offered).await {
+            return next.run(request).await;
+        }
+    }
+    counts.unauthorized.fetch_add(1, Ordering::Relaxed);
     let challenge = "Basic realm=\"int-tools collect\", charset=\"UTF-8\"";
-    let body = "collect's view asks for its token (--http-token-file): as the password of \
-                any user, or as `Authorization: Bearer TOKEN`\n";
-    (StatusCode::UNAUTHORIZED, [(header::WWW_AUTHENTICATE, challenge)], body).into_response()
+    (StatusCode::UNAUTHORIZED, [(header::WWW_AUTHENTICATE, challenge)], access.asked_for()).into_response()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn admits(credentials: &Credentials, value: &str) -> bool {
+        let offered = Offered::of(Some(&HeaderValue::from_str(value).unwrap()));
+        tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(credentials.admit(offered))
+    }
+
     #[test]
     fn bearer_or_basic_with_any_user() {
-        let token = Token(b"s3cret-token".to_vec());
-        let admits = |value: &str| token.admits(Some(&HeaderValue::from_str(value).unwrap()));
+        let credentials = Credentials { token: Some(Token(b"s3cret-token".to_vec())), users: None };
+        let admits = |value: &str| admits(&credentials, value);
         assert!(admits("Bearer s3cret-token"));
         assert!(admits("bearer  s3cret-token "));
         assert!(admits(&int_os::http::basic_auth("ops", "s3cret-token")));
@@ -102,6 +253,5 @@ mod tests {
         ] {
             assert!(!admits(refused), "{refused}");
         }
-        assert!(!token.admits(None));
     }
 }

@@ -8,7 +8,9 @@
 //! `--view-sample-ms`, and an HTTP server (axum's router, served by
 //! hyper on a current-thread tokio runtime) that answers from the board
 //! alone, to the hosts of [`host`], within the limits of [`server`],
-//! behind the token of [`auth`] where `--http-token-file` gives one.
+//! behind the token or users of [`auth`] where the flags give them, over
+//! the TLS of [`tls`] where `--http-tls-cert` gives one. SIGHUP reads
+//! their files again ([`Files::reload`]).
 
 mod api;
 pub mod auth;
@@ -19,6 +21,8 @@ pub mod host;
 mod ranks;
 mod sample;
 pub mod server;
+pub mod tls;
+mod users;
 
 use std::collections::HashMap;
 use std::net::{SocketAddr, TcpListener};
@@ -52,8 +56,30 @@ pub struct Settings {
     /// Names it answers to besides IP literals and localhost.
     pub hosts: Vec<String>,
     pub limits: Limits,
-    /// The token every page but the probes asks for (`--http-token-file`).
-    pub token: Option<Arc<auth::Token>>,
+    /// The files SIGHUP reads again.
+    pub files: Files,
+}
+
+/// The view's files: the credentials every page but the probes asks for
+/// (`--http-token-file`, `--http-users-file`) and the TLS certificate and
+/// key (`--http-tls-cert`, `--http-tls-key`), each read at start.
+#[derive(Debug, Clone, Default)]
+pub struct Files {
+    pub access: Option<Arc<auth::Access>>,
+    pub tls: Option<Arc<tls::Tls>>,
+}
+
+impl Files {
+    /// Reads every file again (SIGHUP); each one that does not serve is
+    /// kept as it was, with a warning. Connections open keep going.
+    pub fn reload(&self) {
+        if let Some(access) = &self.access {
+            access.reload();
+        }
+        if let Some(tls) = &self.tls {
+            tls.reload();
+        }
+    }
 }
 
 /// The board the sampler writes and the server reads.
@@ -100,22 +126,21 @@ pub fn start(
             .spawn(move || sample_until_quit(&shared, &shown, settings.sample))
             .map_err(refused("the sampler's thread"))?
     };
-    let mut app = routes(shown, Hosts::new(&settings.hosts), Arc::clone(&counts));
-    if let Some(token) = settings.token {
-        app = app.layer(axum::middleware::from_fn_with_state(token, auth::check));
-    }
-    // The probes answer any host, with no token (a probe has neither).
-    let app = app.merge(health.routes());
-    let limits = settings.limits;
+    let files = settings.files;
+    let hosts = Hosts::new(&settings.hosts);
+    // The probes answer any host, with no credentials (a probe has neither).
+    let app = routes(shown, hosts, Arc::clone(&counts), files.access.clone()).merge(health.routes());
+    let (limits, tls) = (settings.limits, files.tls);
+    let scheme = if tls.is_some() { "https" } else { "http" };
     let server = std::thread::Builder::new()
         .name("collect-view-http".into())
         .spawn(move || {
-            if let Err(error) = serve(listener, app, limits, counts, &shared) {
+            if let Err(error) = serve(listener, app, limits, counts, tls, &shared) {
                 log::error!("collect: view: {error}");
             }
         })
         .map_err(refused("the server's thread"))?;
-    log::info!("collect: view on http://{local}/");
+    log::info!("collect: view on {scheme}://{local}/");
     Ok(vec![sampler, server])
 }
 
@@ -150,6 +175,7 @@ fn serve(
     app: Router,
     limits: Limits,
     counts: Arc<Counts>,
+    tls: Option<Arc<tls::Tls>>,
     shared: &Shared,
 ) -> Result<(), ViewError> {
     let refused = |what| move |source| ViewError::Start { what, source };
@@ -162,7 +188,7 @@ fn serve(
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
         };
-        server::accept(listener, app, limits, counts, quit).await;
+        server::accept(listener, app, limits, counts, tls, quit).await;
         Ok(())
     })
 }
@@ -170,11 +196,13 @@ fn serve(
 /// The view's router over an empty board, as [`start`] builds it: what a
 /// fuzz target drives.
 pub fn unsampled(hosts: &[String], counts: Arc<Counts>) -> Router {
-    routes(Arc::new(RwLock::new(Board::new(30_000))), Hosts::new(hosts), counts)
+    routes(Arc::new(RwLock::new(Board::new(30_000))), Hosts::new(hosts), counts, None)
 }
 
-fn routes(shown: Shown, hosts: Hosts, counts: Arc<Counts>) -> Router {
-    Router::new()
+/// The page and its API, behind the host check and then the credentials'
+/// (a request naming another host learns nothing of them: 421, not 401).
+fn routes(shown: Shown, hosts: Hosts, counts: Arc<Counts>, access: Option<Arc<auth::Access>>) -> Router {
+    let mut app = Router::new()
         .route("/", get(|| async { asset("text/html; charset=utf-8", include_str!("assets/index.html")) }))
         .route("/app.js", get(|| async { asset("text/javascript", include_str!("assets/app.js")) }))
         .route("/topology.js", get(|| async { asset("text/javascript", include_str!("assets/topology.js")) }))
@@ -223,8 +251,11 @@ fn routes(shown: Shown, hosts: Hosts, counts: Arc<Counts>) -> Router {
         // A fallback of its own, under the host check: merged with the
         // probes' routes, the default one would answer any host.
         .fallback(|| async { (StatusCode::NOT_FOUND, "not in the view") })
-        .with_state(shown)
-        .layer(axum::middleware::from_fn_with_state((Arc::new(hosts), counts), host::check))
+        .with_state(shown);
+    if let Some(access) = access {
+        app = app.layer(axum::middleware::from_fn_with_state((access, Arc::clone(&counts)), auth::check));
+    }
+    app.layer(axum::middleware::from_fn_with_state((Arc::new(hosts), counts), host::check))
 }
 
 /// The flows table's page; a query it cannot take is 400 with the
