@@ -285,7 +285,7 @@ fn a_state_that_cannot_be_read_is_refused_with_a_hint() {
 }
 
 /// The view's events by age: with --state-max-age-s 1, the loss event of
-/// a second before the last (to another sink: a cause of its own) is left
+/// a second before the last (on a path to another sink: a cause of its own) is left
 /// out of the state; the books (every flow's loss in the summary) are
 /// kept whole.
 #[test]
@@ -294,15 +294,16 @@ fn a_state_keeps_the_views_events_within_its_age() {
     let args = ["--state", dir.to_str().unwrap(), "--state-max-age-s", "1"];
     let (child, listen, view) = start(&args);
     let listen = listen.unwrap();
-    send(&listen, &[loss_report(1, 9, 1, 5)]);
-    wait_for(&view, 1, 0, 1);
+    // Each flow on a path to a sink of its own: a loss cause each.
+    send(&listen, &[path_report(1, 1, &[1, 2, 9]), loss_report(2, 9, 1, 5)]);
+    wait_for(&view, 2, 0, 1);
     let old = events(&view, "loss")[0]["t_ms"].as_u64().unwrap();
     // The view's own clock past the bound, then a newer loss.
     while get(&view, "/api/overview")["now_ms"].as_u64().unwrap() < old + 1500 {
         std::thread::yield_now();
     }
-    send(&listen, &[loss_report(2, 8, 2, 6)]);
-    wait_for(&view, 2, 0, 2);
+    send(&listen, &[path_report(3, 2, &[1, 2, 8]), loss_report(4, 8, 2, 6)]);
+    wait_for(&view, 4, 0, 2);
     let first = interrupt(child);
     let (child, _, view) = start(&args);
     let kept: Vec<String> =
@@ -312,10 +313,11 @@ fn a_state_keeps_the_views_events_within_its_age() {
     assert_eq!(books_of(second), books_of(first));
 }
 
-/// The state by size: 150 loss events of 5 flows, each to a sink of its
-/// own (the view's events most of it), kept once within the default bound (its size said in the
-/// summary), then within 3/4 of that: the oldest events go first, the
-/// newest stay, the state is within the bound, and the books are whole.
+/// The state by size: 150 loss events and 145 path changes of 5 flows,
+/// each to a sink of its own (about a third of the view's bytes), kept
+/// once within the default bound (its size said in the summary), then
+/// within 9/10 of that: the oldest events go first, the newest stay, the
+/// state is within the bound, and the books are whole.
 #[test]
 fn a_state_keeps_within_its_size_the_newest_events_first() {
     let run = |test: &str, bound: Option<u64>| {
@@ -325,11 +327,15 @@ fn a_state_keeps_within_its_size_the_newest_events_first() {
         args.extend(bound.iter().flat_map(|b| ["--state-max-bytes", b.as_str()]));
         let (child, listen, view) = start(&args);
         let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
-        // One loss a sample, each to a sink of its own: an event each.
+        // 5 flows, each report on a path to a sink of its own and a loss
+        // there: a path change (but a flow's first path) and a loss event
+        // each.
         for n in 1..=150u32 {
-            let port = 1 + (n % 5) as u16;
-            socket.send_to(&loss_report(n, 100 + n, port, n), listen.as_deref().unwrap()).unwrap();
-            wait_for(&view, u64::from(n), 0, u64::from(n));
+            let (port, sink) = (1 + (n % 5) as u16, 100 + n);
+            for report in [path_report(2 * n - 1, port, &[1, 2, sink]), loss_report(2 * n, sink, port, n)] {
+                socket.send_to(&report, listen.as_deref().unwrap()).unwrap();
+            }
+            wait_for(&view, u64::from(2 * n), u64::from(n.saturating_sub(5)), u64::from(n));
         }
         let before = events(&view, "loss");
         let summary = interrupt(child);
@@ -342,7 +348,7 @@ fn a_state_keeps_within_its_size_the_newest_events_first() {
     assert_eq!(after, before);
     let state = &whole["state"];
     assert_eq!(state["trimmed"], 0, "{state}");
-    let bound = state["bytes"].as_u64().unwrap() * 3 / 4;
+    let bound = state["bytes"].as_u64().unwrap() * 9 / 10;
     let (before, after, bounded) = run("state-size-bounded", Some(bound));
     let state = &bounded["state"];
     assert!(state["bytes"].as_u64().unwrap() <= bound && state["trimmed"].as_u64() > Some(0), "{state}");

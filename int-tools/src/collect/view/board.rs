@@ -238,10 +238,10 @@ impl Board {
         let mut flows: Vec<(FlowKey, FlowSample)> = sample.flows.into_iter().collect();
         flows.sort_unstable_by_key(|(key, _)| *key);
         for (key, mut flow) in flows {
-            if let Some(path) = flow.new_path.take() {
-                paths.push((key, path));
-            }
-            self.apply_flow(key, flow);
+            let path = flow.new_path.take();
+            // A path seen in the same sample as a loss is the one it is on.
+            self.apply_flow(key, flow, path.as_deref().and_then(<[u32]>::last).copied());
+            paths.extend(path.map(|path| (key, path)));
         }
         let new = sample.path_changes.saturating_sub(self.path_changes);
         self.path_changes = sample.path_changes;
@@ -370,7 +370,7 @@ impl Board {
         row.latency = latency;
     }
 
-    fn apply_flow(&mut self, key: FlowKey, flow: FlowSample) {
+    fn apply_flow(&mut self, key: FlowKey, flow: FlowSample, new_sink: Option<u32>) {
         let (now, next_id) = (self.now_ms, self.ids.len() as u64 + 1);
         let row = self.flows.entry(key).or_insert_with(|| FlowRow {
             id: next_id,
@@ -393,7 +393,7 @@ impl Board {
             row.changed_ms = now;
         }
         (row.latency, row.lost) = (flow.latency, flow.lost);
-        let (id, sink) = (row.id, row.path().and_then(<[u32]>::last).copied());
+        let (id, sink) = (row.id, new_sink.or_else(|| row.path().and_then(<[u32]>::last).copied()));
         if lost > 0 {
             self.event(Cause::Loss { sink }, lost, Some(id), Detail::None);
         }

@@ -452,6 +452,32 @@ impl Filter {
 mod tests {
     use super::*;
 
+    /// Events of every cause as `--state` keeps them (CBOR): the same back,
+    /// each still open to more of its cause.
+    #[test]
+    fn kept_events_come_back_the_same() {
+        let mut events = Events::default();
+        let causes = [
+            Cause::Moved { from: vec![8], to: vec![2] },
+            Cause::HopChange { node: 4 },
+            Cause::Drops { node: 4, reason: 71 },
+            Cause::Loss { sink: Some(9) },
+            Cause::Loss { sink: None },
+            Cause::Stale { node: 5 },
+            Cause::Back { node: 5 },
+        ];
+        for (i, cause) in causes.iter().enumerate() {
+            events.note(1000, cause.clone(), 3, Some(i as u64), Detail::Latency { before: 1, after: 2 });
+        }
+        let mut bytes = Vec::new();
+        ciborium::into_writer(&events, &mut bytes).unwrap();
+        let mut back: Events = ciborium::from_reader(bytes.as_slice()).unwrap();
+        let ids =
+            |events: &Events| events.newest().iter().map(|e| (e.id, e.cause.clone())).collect::<Vec<_>>();
+        assert_eq!(ids(&back), ids(&events));
+        assert_eq!(back.note(2000, Cause::Loss { sink: Some(9) }, 1, Some(99), Detail::None), 4);
+    }
+
     /// The part of two paths that differs, whatever their lengths.
     #[test]
     fn a_moves_cause_is_where_the_paths_differ() {
