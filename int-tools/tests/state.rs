@@ -17,7 +17,7 @@ use std::process::{Child, Command};
 
 use serde_json::Value;
 
-use collector::{loss_report, stack_report, summary_of};
+use collector::{loss_report, path_report, summary_of};
 
 const BIN: &str = env!("CARGO_BIN_EXE_int-tools");
 
@@ -55,29 +55,6 @@ fn interrupt(child: Child) -> Value {
     let status = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
     assert!(status.success());
     summary_of(child)
-}
-
-/// One report of flow `port` over `path` (source first, the sink last).
-fn path_report(sequence: u32, port: u16, path: &[u32]) -> Vec<u8> {
-    use int_core::int21::HopMetadata;
-    let (sink, hops) = path.split_last().unwrap();
-    let stack: Vec<HopMetadata> = hops
-        .iter()
-        .enumerate()
-        .rev()
-        .map(|(i, node)| {
-            let t = 1_000_000 + i as u64 * 10_000 + u64::from(port) * 10;
-            HopMetadata {
-                node_id: Some(*node),
-                hop_latency: Some(1000 + u32::from(port) * 7 + i as u32 * 300),
-                queue: Some((0, 3 + i as u32)),
-                ingress_timestamp: Some(t),
-                egress_timestamp: Some(t + 1000 + u64::from(port) * 7),
-                ..HopMetadata::default()
-            }
-        })
-        .collect();
-    stack_report(sequence, *sink, port, &stack, 1_000_000 + hops.len() as u64 * 10_000)
 }
 
 /// The fleet's reports: flows from UDP ports 1 to 8 over 1 > 2 > 9 or

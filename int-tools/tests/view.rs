@@ -18,7 +18,7 @@ use std::process::{Child, Command};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use collector::{stack_report, summary_of, switch_reports};
+use collector::{path_report, stack_report, summary_of, switch_reports};
 
 const BIN: &str = env!("CARGO_BIN_EXE_int-tools");
 
@@ -253,30 +253,6 @@ fn names_file(file: &str, nodes: &[(u32, String)]) -> String {
     let lines: String = nodes.iter().map(|(id, name)| format!("  {id}: {name}\n")).collect();
     std::fs::write(&path, format!("nodes:\n{lines}")).unwrap();
     path.to_str().unwrap().to_string()
-}
-
-/// One report of flow `port` over `path` (source first, the sink last),
-/// each hop with node id, hop latency, queue and timestamps.
-fn path_report(sequence: u32, port: u16, path: &[u32]) -> Vec<u8> {
-    use int_core::int21::HopMetadata;
-    let (sink, hops) = path.split_last().unwrap();
-    let stack: Vec<HopMetadata> = hops
-        .iter()
-        .enumerate()
-        .rev()
-        .map(|(i, node)| {
-            let t = 1_000_000 + i as u64 * 10_000 + u64::from(port) * 10;
-            HopMetadata {
-                node_id: Some(*node),
-                hop_latency: Some(1000 + u32::from(port) * 7),
-                queue: Some((0, 3)),
-                ingress_timestamp: Some(t),
-                egress_timestamp: Some(t + 1000 + u64::from(port) * 7),
-                ..HopMetadata::default()
-            }
-        })
-        .collect();
-    stack_report(sequence, *sink, port, &stack, 1_000_000 + hops.len() as u64 * 10_000)
 }
 
 /// Sends `datagrams` to `listen`, waits for the view to have booked them
@@ -641,9 +617,7 @@ fn fleet_names() -> Vec<(u32, String)> {
 
 /// Flow `f`'s one report: its stack over its path, a latency of its own.
 fn fleet_flow_report(f: u32) -> Vec<u8> {
-    use int_core::craft::PacketSpec;
-    use int_core::int21::{emit_md_block, HopMetadata, Instructions, MdHeaderRepr, Next};
-    use int_core::report::tr20::{InType, IntContents};
+    use int_core::int21::{HopMetadata, Instructions};
     let (src, dst, dport, path) = fleet_flow(f);
     let (sink, hops) = path.split_last().unwrap();
     let stack: Vec<HopMetadata> = hops
@@ -667,28 +641,10 @@ fn fleet_flow_report(f: u32) -> Vec<u8> {
         | Instructions::QUEUE_OCCUPANCY
         | Instructions::INGRESS_TIMESTAMP
         | Instructions::EGRESS_TIMESTAMP;
-    let header = MdHeaderRepr { hop_ml: 7, remaining_hop_cnt: 5, instructions, ..MdHeaderRepr::default() };
-    let mut block = [0u8; 256];
-    let len = emit_md_block(&mut block, Next::Dscp(0), &header, &stack, &[]).unwrap();
-    let src: std::net::Ipv4Addr = src.parse().unwrap();
-    let sport = 10_000 + f as u16;
-    let mut packet = PacketSpec::udp(src, dst.into(), sport, dport, 32).build()[14..].to_vec();
-    packet.splice(28..28, block[..len].iter().copied());
-    packet[1] = 0x17 << 2;
-    let total = packet.len() as u16;
-    packet[2..4].copy_from_slice(&total.to_be_bytes());
-    packet[24..26].copy_from_slice(&(total - 20).to_be_bytes());
     // The sink's ingress: latencies from 40 µs on, one flow's its own.
     let sink_in = 1_040_000 + u64::from(f) * 10 + u64::from(f % 613) * 100;
-    let metadata = HopMetadata {
-        l1_ingress_port: Some(1),
-        l1_egress_port: Some(2),
-        ingress_timestamp: Some(sink_in),
-        egress_timestamp: Some(sink_in),
-        ..HopMetadata::default()
-    };
-    let int = IntContents { rep_md_bits: 0x4c00, metadata, ..IntContents::default() };
-    collector::tr20_report(f + 1, *sink, InType::Ipv4, &packet, int)
+    let flow = (src.parse().unwrap(), dst.into(), 10_000 + f as u16, dport);
+    collector::udp_stack_report(f + 1, *sink, flow, &stack, sink_in, (instructions, 7))
 }
 
 /// `GET path` of the view: its status and body.

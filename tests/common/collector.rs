@@ -159,6 +159,19 @@ pub fn stack_report_of(
     sink_in: u64,
     bitmap: (int_core::int21::Instructions, u8),
 ) -> Vec<u8> {
+    let flow = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), port, 5000);
+    udp_stack_report(sequence, sink, flow, stack, sink_in, bitmap)
+}
+
+/// [`stack_report_of`] for the UDP flow `(src, dst, sport, dport)`.
+pub fn udp_stack_report(
+    sequence: u32,
+    sink: u32,
+    (src, dst, sport, dport): (Ipv4Addr, Ipv4Addr, u16, u16),
+    stack: &[int_core::int21::HopMetadata],
+    sink_in: u64,
+    bitmap: (int_core::int21::Instructions, u8),
+) -> Vec<u8> {
     use int_core::craft::PacketSpec;
     use int_core::int21::{emit_md_block, HopMetadata, MdHeaderRepr, Next};
     use int_core::report::tr20::*;
@@ -166,8 +179,7 @@ pub fn stack_report_of(
     let header = MdHeaderRepr { hop_ml, remaining_hop_cnt: 5, instructions, ..MdHeaderRepr::default() };
     let mut block = [0u8; 256];
     let len = emit_md_block(&mut block, Next::Dscp(0), &header, stack, &[]).unwrap();
-    let mut packet =
-        PacketSpec::udp([10, 0, 0, 1].into(), [10, 0, 0, 2].into(), port, 5000, 32).build()[14..].to_vec();
+    let mut packet = PacketSpec::udp(src, dst, sport, dport, 32).build()[14..].to_vec();
     packet.splice(28..28, block[..len].iter().copied());
     packet[1] = 0x17 << 2;
     let total = packet.len() as u16;
@@ -182,6 +194,30 @@ pub fn stack_report_of(
     };
     let int = IntContents { rep_md_bits: 0x4c00, metadata, ..IntContents::default() };
     tr20_report(sequence, sink, InType::Ipv4, &packet, int)
+}
+
+/// One report of flow `port` over `path` (source first, the sink last),
+/// each hop with node id, hop latency, queue and timestamps.
+pub fn path_report(sequence: u32, port: u16, path: &[u32]) -> Vec<u8> {
+    use int_core::int21::HopMetadata;
+    let (sink, hops) = path.split_last().unwrap();
+    let stack: Vec<HopMetadata> = hops
+        .iter()
+        .enumerate()
+        .rev()
+        .map(|(i, node)| {
+            let t = 1_000_000 + i as u64 * 10_000 + u64::from(port) * 10;
+            HopMetadata {
+                node_id: Some(*node),
+                hop_latency: Some(1000 + u32::from(port) * 7),
+                queue: Some((0, 3)),
+                ingress_timestamp: Some(t),
+                egress_timestamp: Some(t + 1000 + u64::from(port) * 7),
+                ..HopMetadata::default()
+            }
+        })
+        .collect();
+    stack_report(sequence, *sink, port, &stack, 1_000_000 + hops.len() as u64 * 10_000)
 }
 
 /// Sink `sink`'s Telemetry Report 2.0 loss report (domain 0x4944,
