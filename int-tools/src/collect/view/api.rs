@@ -265,15 +265,23 @@ fn flow_events(board: &Board, row: &FlowRow) -> Vec<Value> {
     shown.into_iter().map(|(_, value)| value).collect()
 }
 
+/// A kind no event has, asked of `/api/events` (answered 400).
+#[derive(Debug, thiserror::Error)]
+#[error("kind {given:?}: not one of {known}")]
+pub struct UnknownKind {
+    given: String,
+    known: String,
+}
+
 /// A page's filter from its query: `kind` a kind's name (else `Err`),
 /// `node` a node id (a number, 0x hex or a dotted quad) or a name
 /// `--names` gives; `Ok(None)`: a node no id or name tells.
-pub fn filter(kind: Option<&str>, node: Option<&str>) -> Result<Option<Filter>, String> {
+pub fn filter(kind: Option<&str>, node: Option<&str>) -> Result<Option<Filter>, UnknownKind> {
     let kind = match kind.filter(|k| !k.is_empty()) {
         None => None,
-        Some(text) => Some(EventKind::parse(text).ok_or_else(|| {
-            let kinds: Vec<&str> = EventKind::ALL.iter().map(|k| k.name()).collect();
-            format!("kind {text:?}: not one of {}", kinds.join(", "))
+        Some(text) => Some(EventKind::parse(text).ok_or_else(|| UnknownKind {
+            given: text.to_string(),
+            known: EventKind::ALL.iter().map(|k| k.name()).collect::<Vec<_>>().join(", "),
         })?),
     };
     let node = match node.map(str::trim).filter(|n| !n.is_empty()) {

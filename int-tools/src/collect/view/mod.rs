@@ -260,10 +260,7 @@ fn routes(shown: Shown, hosts: Hosts, counts: Arc<Counts>, access: Option<Arc<au
 
 /// The flows table's page; a query it cannot take is 400 with the
 /// reason as JSON (`{"error": "limit: ..."}`).
-async fn flows(
-    State(shown): State<Shown>,
-    query: Result<Query<HashMap<String, String>>, QueryRejection>,
-) -> Response {
+async fn flows(State(shown): State<Shown>, query: Result<Query<Params>, QueryRejection>) -> Response {
     let parsed = match query {
         Ok(Query(params)) => FlowQuery::parse(&params).map_err(|error| error.to_string()),
         Err(rejection) => Err(format!("query: {}", rejection.body_text())),
@@ -281,9 +278,12 @@ async fn events(State(shown): State<Shown>, Query(query): Query<HashMap<String, 
         Ok(filter) => {
             answer(&shown, |board| Some(api::events(board, filter, node, number(&query, "limit", 200))))
         }
-        Err(problem) => (StatusCode::BAD_REQUEST, problem).into_response(),
+        Err(problem) => (StatusCode::BAD_REQUEST, problem.to_string()).into_response(),
     }
 }
+
+/// A request's query parameters by name.
+type Params = HashMap<String, String>;
 
 /// A query's number, or `default` when absent or not a number.
 fn number(query: &HashMap<String, String>, name: &str, default: usize) -> usize {
