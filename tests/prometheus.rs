@@ -55,7 +55,7 @@ fn prometheus_scrapes_the_node() {
     );
     std::fs::write(dir.join("node.yaml"), config).unwrap();
     let mut node = spawn_node(&dir, 40);
-    let mut prometheus = start_prometheus(&dir, &[("int", metrics_port)], web_port);
+    let prometheus = start_prometheus(&dir, &[("int", metrics_port)], web_port);
     // Until Prometheus has scraped the node at least twice (or 30 s).
     let started = Instant::now();
     let stored = |q: &str| prometheus_value(web_port, q).filter(|v| *v > 0.0);
@@ -73,10 +73,8 @@ fn prometheus_scrapes_the_node() {
     }
     let flows = prometheus_value(web_port, "int_node_flows_created_total{pipeline=\"src\"}");
     let page = http_get(metrics_port, "/metrics").unwrap_or_default();
-    let _ = prometheus.kill();
-    let _ = prometheus.wait();
-    Command::new("kill").args(["-INT", &node.id().to_string()]).status().unwrap();
-    assert!(node.wait().unwrap().success());
+    stop(prometheus);
+    interrupt(&mut node);
     eprintln!(
         "Prometheus stored rx_packets {packets:?}, flows_created {flows:?}, port rx {port_rx:?}, reports sent {sent:?} after {:?}",
         started.elapsed()
@@ -141,7 +139,7 @@ fn prometheus_scrapes_the_collector() {
     let count_of = |name: &str| count_in(&page, name).unwrap_or_else(|| panic!("{name}: {page}"));
     let (reports, lost) =
         (count_of("int_collect_latency_seconds_count"), count_of("int_collect_lost_packets_total"));
-    let mut prometheus = start_prometheus(&dir, &[("int", metrics_port)], web_port);
+    let prometheus = start_prometheus(&dir, &[("int", metrics_port)], web_port);
     let started = Instant::now();
     let (mut stored_reports, mut stored_lost, mut flow_series) = (None, None, None);
     while started.elapsed() < Duration::from_secs(30) {
@@ -153,10 +151,8 @@ fn prometheus_scrapes_the_collector() {
         }
         std::thread::sleep(Duration::from_millis(250));
     }
-    let _ = prometheus.kill();
-    let _ = prometheus.wait();
-    Command::new("kill").args(["-INT", &collector.id().to_string()]).status().unwrap();
-    assert!(collector.wait().unwrap().success());
+    stop(prometheus);
+    interrupt(&mut collector);
     eprintln!("the collector had {reports} latency reports and {lost} packets lost; Prometheus stored {stored_reports:?} and {stored_lost:?}");
     assert!(reports > 1000.0 && lost > 0.0, "{page}");
     assert_eq!(stored_reports, Some(reports));
@@ -164,6 +160,12 @@ fn prometheus_scrapes_the_collector() {
     assert_eq!(flow_series, Some(3.0), "--metrics-flows 3");
     assert!(page.contains("# TYPE int_collect_latency_seconds histogram"), "{page}");
     assert_eq!(promtool_check(&page), "", "{page}");
+}
+
+/// SIGINT, as an operator's Ctrl-C: `child` ends on it, successfully.
+fn interrupt(child: &mut std::process::Child) {
+    Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(child.wait().unwrap().success());
 }
 
 /// Sink `sink`'s report of the flow from UDP port `port` over `path`
@@ -243,8 +245,7 @@ fn prometheus_holds_every_node_and_link_of_a_fleet() {
     }
     let named = count("int_collect_node_hops_total{node_name=\"node-50\"}");
     stop(prometheus);
-    Command::new("kill").args(["-INT", &collector.id().to_string()]).status().unwrap();
-    assert!(collector.wait().unwrap().success());
+    interrupt(&mut collector);
     eprintln!("the page had {nodes} nodes and {links} links; Prometheus stored {stored_nodes:?} and {stored_links:?}");
     assert_eq!((nodes, links), (50, 65), "{page}");
     assert_eq!((stored_nodes, stored_links), (Some(50.0), Some(65.0)));
@@ -331,7 +332,7 @@ fn shipped_alerts_fire_in_prometheus_naming_nodes_and_sinks() {
     send(&|n| path_report(n, 9, 20, &[1, 2]));
     send(&|n| path_report(n, 9, 21, &[1, 3]));
     let jobs = [("int-collect", metrics_port), ("int-node", node_port)];
-    let mut prometheus = start_prometheus_alerting(&dir, &jobs, web_port, "rules.yml");
+    let prometheus = start_prometheus_alerting(&dir, &jobs, web_port, "rules.yml");
     let at_zero =
         "count(int_collect_node_path_changes_total{node_name=~\"leaf-8|leaf-4|core-b|core-c\"} == 0)";
     let up = "count(int_node_info) + count(int_collect_node_path_flaps_total{node_name=\"core-c\"} == 0)";
@@ -379,10 +380,8 @@ fn shipped_alerts_fire_in_prometheus_naming_nodes_and_sinks() {
         }
         std::thread::sleep(Duration::from_millis(250));
     }
-    let _ = prometheus.kill();
-    let _ = prometheus.wait();
-    Command::new("kill").args(["-INT", &collector.id().to_string()]).status().unwrap();
-    assert!(collector.wait().unwrap().success());
+    stop(prometheus);
+    interrupt(&mut collector);
     eprintln!("firing after {:?}: {}", started.elapsed(), serde_json::to_string_pretty(&firing).unwrap());
     let said = |e| {
         let alert = find(&firing, e).unwrap_or_else(|| panic!("{e:?} not firing: {firing:#?}"));
