@@ -15,7 +15,7 @@ pub mod schema;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
 #[command(name = "int-tools", version, about = "int-node's tools: decode, collect, gen (no DPDK needed)")]
@@ -46,16 +46,36 @@ pub enum ToolError {
     Gen(#[from] gen::GenError),
 }
 
+/// The command line, with collect's `--config` file read into it: the
+/// file's keys become flags after the command line's, for the flags not
+/// given there (so that those win), and clap reads both at once.
+fn parse() -> Result<Cli, ToolError> {
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let matches = Cli::command().get_matches_from(&argv);
+    let from_file = match matches.subcommand() {
+        Some(("collect", given)) => collect::file_flags(given).map_err(collect::CollectError::from)?,
+        _ => Vec::new(),
+    };
+    let matches = if from_file.is_empty() {
+        matches
+    } else {
+        Cli::command().get_matches_from(argv.into_iter().chain(from_file))
+    };
+    Cli::from_arg_matches(&matches).map_err(|error| error.exit())
+}
+
 /// The command line's entry: parse, run the command, say its error.
 pub fn main() -> ExitCode {
     // Output is often piped into `head` or `less`: a closed stdout ends the
     // tool quietly, as it ends any Unix filter; a web client or a server
     // that closes its socket ends nothing (collect serves and sends).
     int_os::signals::sigpipe_ends_only_for_stdout();
-    let result: Result<(), ToolError> = match Cli::parse().command {
-        Command::Decode(args) => decode::run(&args).map_err(ToolError::from),
-        Command::Collect(args) => collect::run(&args).map_err(ToolError::from),
-        Command::Gen(args) => gen::run(&args).map_err(ToolError::from),
+    let result: Result<(), ToolError> = match parse().map(|cli| cli.command) {
+        Err(error) => Err(error),
+        Ok(Command::Decode(args)) => decode::run(&args).map_err(ToolError::from),
+        Ok(Command::Collect(args)) if args.check => collect::check(&args).map_err(ToolError::from),
+        Ok(Command::Collect(args)) => collect::run(&args).map_err(ToolError::from),
+        Ok(Command::Gen(args)) => gen::run(&args).map_err(ToolError::from),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

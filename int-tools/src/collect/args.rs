@@ -3,6 +3,7 @@
 //! time with its bounds.
 
 mod duration;
+pub mod file;
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -15,6 +16,14 @@ use super::{parse_node_id, stream};
 
 #[derive(Debug, Args)]
 pub struct CollectArgs {
+    /// Read the settings from this YAML file (deploy/collect.yaml; every
+    /// flag has a key): a flag given here overrides its key.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<std::path::PathBuf>,
+    /// Check the settings (the file's and the flags') and the files they
+    /// name, then exit: nothing is received, served or sent.
+    #[arg(long)]
+    pub check: bool,
     /// Address and UDP port to receive reports on.
     #[arg(long, default_value = "0.0.0.0:32766")]
     pub listen: String,

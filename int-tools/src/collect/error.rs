@@ -14,6 +14,8 @@ use crate::collect::{names, outputs::influx, outputs::plot};
 #[derive(Debug, thiserror::Error)]
 pub enum CollectError {
     #[error(transparent)]
+    File(#[from] super::args::file::FileError),
+    #[error(transparent)]
     Names(#[from] names::NamesError),
     /// The plot's file cannot be written (tried at start).
     #[error("--plot {}: {source}", path.display())]

@@ -30,6 +30,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+pub use args::file::{flags as file_flags, FileError};
 pub use args::CollectArgs;
 pub use bookkeeping::{Books, Sizes, Totals};
 pub use error::{ChoiceError, CollectError, NodeIdError};
@@ -107,6 +108,21 @@ fn settle(args: &CollectArgs) -> Result<(), CollectError> {
     stderr::init(args.log);
     if let Some(path) = &args.names {
         names::install(names::Names::load(path)?);
+    }
+    Ok(())
+}
+
+/// `--check`: the settings parsed (they are, to get here) and the files
+/// they name read, as a start would; nothing opened, bound or sent.
+pub fn check(args: &CollectArgs) -> Result<(), CollectError> {
+    if let Some(path) = &args.names {
+        names::Names::load(path)?;
+    }
+    how(args)?;
+    view_files(args)?;
+    match &args.config {
+        Some(path) => println!("{}: ok", path.display()),
+        None => println!("collect: settings ok"),
     }
     Ok(())
 }
