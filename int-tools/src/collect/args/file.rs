@@ -210,6 +210,8 @@ type Texts = Result<Option<Vec<(String, String)>>, (String, String)>;
 fn texts(arg: &Arg, value: &Value) -> Texts {
     match (arg.get_action(), value) {
         (_, Value::Null) => Ok(None),
+        // No values is the list flags' default: no flag at all.
+        (ArgAction::Append, Value::Sequence(items)) if items.is_empty() => Ok(None),
         (ArgAction::SetTrue, Value::Bool(on)) => Ok(on.then(Vec::new)),
         (ArgAction::SetTrue, other) => {
             Err((String::new(), format!("{}, where true or false is expected", kind(other))))

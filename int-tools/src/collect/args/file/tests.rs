@@ -30,14 +30,15 @@ fn every_flag_has_one_key() {
 }
 
 /// A section's keys become their flags, with the flags' texts; a list
-/// becomes one flag per item; a switch on is the bare flag, off is none;
+/// becomes one flag per item; a switch on is the bare flag; off, an empty
+/// key or an empty list is no flag;
 /// relative files are the config file's neighbours.
 #[test]
 fn keys_become_flags() {
     let text = "log: debug\nnames: names.yaml\nlisten: {address: 127.0.0.1:9000, sockets: 2}\n\
                 stdout: {json: true, quiet: false, summary_interval_s: 2.5}\n\
                 view: {address: 127.0.0.1:8080, hosts: [a.example, b.example]}\n\
-                state: {dir: /var/lib/int}\ninflux:\n";
+                state: {dir: /var/lib/int}\ninflux:\njoin: {domain_nodes: []}\n";
     let settings = read(text).unwrap();
     assert_eq!(value(&settings, "log"), ["debug"]);
     assert_eq!(value(&settings, "names"), ["/etc/int/names.yaml"]);
@@ -46,7 +47,7 @@ fn keys_become_flags() {
     assert_eq!(value(&settings, "interval"), ["2.5"]);
     assert_eq!(value(&settings, "http_hosts"), ["a.example", "b.example"]);
     assert_eq!(value(&settings, "state"), ["/var/lib/int"]);
-    assert!(!settings.iter().any(|s| s.id == "quiet" || s.id == "influx"));
+    assert!(!settings.iter().any(|s| ["quiet", "influx", "domain_nodes"].contains(&s.id)));
     let flags: Vec<OsString> = settings.into_iter().flat_map(Setting::flags).collect();
     for flag in ["--json", "--listen=127.0.0.1:9000", "--http-host=a.example", "--http-host=b.example"] {
         assert!(flags.contains(&OsString::from(flag)), "{flag} not in {flags:?}");
