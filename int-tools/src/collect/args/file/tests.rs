@@ -161,3 +161,18 @@ fn a_file_that_is_no_mapping_is_one_problem() {
     assert_eq!(read("- a\n").unwrap_err()[0].message, "not a mapping of keys to values");
     assert_eq!(read("").unwrap(), []);
 }
+
+/// docs/commands.md's table has every key beside its flag, in its
+/// section's row: the docs say the file as it is read.
+#[test]
+fn the_docs_table_has_every_key() {
+    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/commands.md")).unwrap();
+    let command = CollectArgs::augment_args(Command::new("collect"));
+    for key in KEYS {
+        let (section, name) = key.path.split_once('.').unwrap_or(("(top)", key.path));
+        let row = docs.lines().find(|line| line.starts_with(&format!("| `{section}` |")));
+        let arg = command.get_arguments().find(|arg| arg.get_id() == key.id).unwrap();
+        let cell = format!("`{name}` `--{}`", arg.get_long().unwrap());
+        assert!(row.is_some_and(|row| row.contains(&cell)), "docs/commands.md: no {cell} in {section}'s row");
+    }
+}
