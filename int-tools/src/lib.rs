@@ -48,19 +48,27 @@ pub enum ToolError {
 
 /// The command line, with collect's `--config` file read into it: the
 /// file's keys become flags after the command line's, for the flags not
-/// given there (so that those win), and clap reads both at once.
+/// given there (so that those win), and clap reads both at once. The
+/// first reading only tells which flags were given, so it leaves out the
+/// rules between flags (`--http-token-file` needs `--http`): the file may
+/// hold the other half.
 fn parse() -> Result<Cli, ToolError> {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    let matches = Cli::command().get_matches_from(&argv);
-    let from_file = match matches.subcommand() {
+    let lenient = Cli::command().mut_subcommand("collect", |collect| {
+        collect.mut_args(|arg| arg.requires(clap::builder::Resettable::Reset))
+    });
+    let from_file = match lenient.get_matches_from(&argv).subcommand() {
         Some(("collect", given)) => collect::file_flags(given).map_err(collect::CollectError::from)?,
         _ => Vec::new(),
     };
-    let matches = if from_file.is_empty() {
-        matches
-    } else {
-        Cli::command().get_matches_from(argv.into_iter().chain(from_file))
-    };
+    let all = argv.into_iter().chain(from_file.iter().cloned());
+    let matches = Cli::command().try_get_matches_from(all).unwrap_or_else(|error| {
+        if !from_file.is_empty() && error.use_stderr() {
+            let given: Vec<_> = from_file.iter().map(|flag| flag.to_string_lossy()).collect();
+            eprintln!("collect --config: the file gave {}", given.join(" "));
+        }
+        error.exit()
+    });
     Cli::from_arg_matches(&matches).map_err(|error| error.exit())
 }
 

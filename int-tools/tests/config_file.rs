@@ -125,3 +125,30 @@ fn the_example_checks() {
     assert!(output.status.success(), "{said}");
     assert!(String::from_utf8_lossy(&output.stdout).ends_with("collect.yaml: ok\n"));
 }
+
+/// A rule between flags holds across the file and the command line:
+/// `--http-token-file` needs `--http`, which the file's view.address
+/// gives; without it, clap says so and names the file's flags.
+#[test]
+fn a_flag_may_need_a_key_of_the_file() {
+    let dir = workdir("config-file-rule");
+    let token = dir.join("view.token");
+    std::fs::write(&token, "secret\n").unwrap();
+    let with_view = dir.join("with-view.yaml");
+    std::fs::write(&with_view, "view: {address: 127.0.0.1:0}\n").unwrap();
+    let without = dir.join("without.yaml");
+    std::fs::write(&without, "stdout: {json: true}\n").unwrap();
+    let check = |config: &Path| {
+        let args = ["collect", "--check", "--http-token-file", token.to_str().unwrap(), "--config"];
+        Command::new(BIN).args(args).arg(config).output().unwrap()
+    };
+    let output = check(&with_view);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let output = check(&without);
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{said}");
+    assert!(
+        said.contains("collect --config: the file gave --json") && said.contains("--http <HTTP>"),
+        "{said}"
+    );
+}

@@ -120,9 +120,28 @@ pub fn check(args: &CollectArgs) -> Result<(), CollectError> {
     }
     how(args)?;
     view_files(args)?;
+    check_outputs_settings(args)?;
     match &args.config {
         Some(path) => println!("{}: ok", path.display()),
         None => println!("collect: settings ok"),
+    }
+    Ok(())
+}
+
+/// The outputs' and the stream's settings, built as their start builds
+/// them (server names resolved, the InfluxDB password read).
+fn check_outputs_settings(args: &CollectArgs) -> Result<(), CollectError> {
+    if let Some(url) = &args.influx {
+        influx_settings(url, args)?;
+    }
+    if let Some(url) = &args.nats {
+        stream_settings("--nats", url, args)?;
+    }
+    if let Some(url) = &args.from_nats {
+        stream_settings("--from-nats", url, args)?;
+    }
+    if let Some(target) = &args.ipfix {
+        ipfix_settings(target, args)?;
     }
     Ok(())
 }
@@ -500,26 +519,30 @@ fn stream_settings(
     })
 }
 
-fn start_ipfix(target: &str, args: &CollectArgs) -> Result<outputs::Running, CollectError> {
+fn ipfix_settings(target: &str, args: &CollectArgs) -> Result<ipfix::Settings, CollectError> {
     let (server, transport) = ipfix::Settings::parse_target(target).map_err(CollectError::IpfixTarget)?;
-    let settings = ipfix::Settings {
+    Ok(ipfix::Settings {
         server,
         transport,
         interval: args.ipfix_interval,
         domain: args.ipfix_domain,
         pen: args.ipfix_pen,
         limit: args.max_flows,
-    };
+    })
+}
+
+fn start_ipfix(target: &str, args: &CollectArgs) -> Result<outputs::Running, CollectError> {
+    let settings = ipfix_settings(target, args)?;
     log::info!("collect: exporting IPFIX to {target} every {} s", args.ipfix_interval.as_secs_f64());
     Ok(ipfix::start(settings))
 }
 
-fn start_influx(url: &str, args: &CollectArgs) -> Result<outputs::Running, CollectError> {
+fn influx_settings(url: &str, args: &CollectArgs) -> Result<influx::Settings, CollectError> {
     let (server, host) = influx::Settings::parse_url(url)?;
     if args.influx_db.is_empty() || !args.influx_db.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
         return Err(CollectError::InfluxDb(args.influx_db.clone()));
     }
-    let settings = influx::Settings {
+    Ok(influx::Settings {
         server,
         host,
         authorization: influx_authorization(args)?,
@@ -527,7 +550,11 @@ fn start_influx(url: &str, args: &CollectArgs) -> Result<outputs::Running, Colle
         batch: args.influx_batch.max(1),
         flush: Duration::from_millis(500),
         buffer: args.influx_buffer,
-    };
+    })
+}
+
+fn start_influx(url: &str, args: &CollectArgs) -> Result<outputs::Running, CollectError> {
+    let settings = influx_settings(url, args)?;
     log::info!("collect: writing to InfluxDB at {url}, database {}", settings.database);
     Ok(influx::start(settings))
 }
