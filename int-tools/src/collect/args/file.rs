@@ -145,13 +145,12 @@ impl Reading {
                 continue;
             };
             let path = if section.is_empty() { name.to_string() } else { format!("{section}.{name}") };
+            let is_section = section.is_empty() && keys::is_section(name);
             match (keys::at(&path), value) {
                 (Some(key), value) => self.key(key, value, base),
-                (None, Value::Mapping(inner)) if section.is_empty() && keys::is_section(name) => {
-                    self.mapping(name, inner, base)
-                }
-                (None, Value::Null) if section.is_empty() && keys::is_section(name) => {}
-                (None, _) if section.is_empty() && keys::is_section(name) => {
+                (None, Value::Mapping(inner)) if is_section => self.mapping(name, inner, base),
+                (None, Value::Null) if is_section => {}
+                (None, _) if is_section => {
                     let hint = format!("{name}'s keys: {}", keys::names_under(name).join(", "));
                     self.problem(&path, "a section: a mapping of keys to values", hint)
                 }
@@ -181,17 +180,26 @@ impl Reading {
         let texts = match texts(&arg, value) {
             Ok(Some(texts)) => texts,
             Ok(None) => return,
-            Err((at, message)) => return self.problem(&format!("{}{at}", key.path), message, hint()),
+            Err(wrong) => {
+                return self.problem(&format!("{}{}", key.path, wrong.at), wrong.to_string(), hint())
+            }
         };
         let mut values = Vec::new();
+        let mut refused = false;
         for (at, text) in texts {
             let value = if key.is_path { base.join(&text).into_os_string() } else { OsString::from(&text) };
             match parse(&arg, &long, &value) {
                 Ok(()) => values.push(value),
-                Err(error) => self.problem(&format!("{}{at}", key.path), cause(&error), hint()),
+                Err(error) => {
+                    refused = true;
+                    self.problem(&format!("{}{at}", key.path), cause(&error), hint());
+                }
             }
         }
-        self.settings.push(Setting { id: key.id, long, values });
+        // A refused value leaves no setting: a list is the file's whole.
+        if !refused {
+            self.settings.push(Setting { id: key.id, long, values });
+        }
     }
 }
 
@@ -203,39 +211,53 @@ fn section_or_document(section: &str) -> &str {
     }
 }
 
-/// A value's texts, each with its place (`[2]` in a list): none for a
-/// switch that is off or a key left empty; what is wrong with its type.
-type Texts = Result<Option<Vec<(String, String)>>, (String, String)>;
+/// A value of a type its key does not take, at its place in the key
+/// (`[2]` in a list, or nothing).
+#[derive(Debug, thiserror::Error)]
+#[error("{found}, where {wanted} is expected")]
+struct WrongType {
+    at: String,
+    found: &'static str,
+    wanted: &'static str,
+}
 
-fn texts(arg: &Arg, value: &Value) -> Texts {
+impl WrongType {
+    fn at(mut self, at: String) -> WrongType {
+        self.at = at;
+        self
+    }
+}
+
+/// A value's texts, each with its place (`[2]` in a list): none for a
+/// switch that is off or a key left empty.
+fn texts(arg: &Arg, value: &Value) -> Result<Option<Vec<(String, String)>>, WrongType> {
     match (arg.get_action(), value) {
         (_, Value::Null) => Ok(None),
         // No values is the list flags' default: no flag at all.
         (ArgAction::Append, Value::Sequence(items)) if items.is_empty() => Ok(None),
         (ArgAction::SetTrue, Value::Bool(on)) => Ok(on.then(Vec::new)),
         (ArgAction::SetTrue, other) => {
-            Err((String::new(), format!("{}, where true or false is expected", kind(other))))
+            Err(WrongType { at: String::new(), found: kind(other), wanted: "true or false" })
         }
         (ArgAction::Append, Value::Sequence(items)) => items
             .iter()
             .enumerate()
             .map(|(i, item)| {
-                scalar(item).map(|text| (format!("[{i}]"), text)).map_err(|e| (format!("[{i}]"), e))
+                let at = format!("[{i}]");
+                scalar(item).map(|text| (at.clone(), text)).map_err(|wrong| wrong.at(at))
             })
             .collect::<Result<Vec<_>, _>>()
             .map(Some),
-        (_, value) => {
-            scalar(value).map(|text| Some(vec![(String::new(), text)])).map_err(|e| (String::new(), e))
-        }
+        (_, value) => scalar(value).map(|text| Some(vec![(String::new(), text)])),
     }
 }
 
 /// A single value as its flag's text.
-fn scalar(value: &Value) -> Result<String, String> {
+fn scalar(value: &Value) -> Result<String, WrongType> {
     match value {
         Value::String(text) => Ok(text.clone()),
         Value::Number(number) => Ok(number.to_string()),
-        other => Err(format!("{}, where one value is expected", kind(other))),
+        other => Err(WrongType { at: String::new(), found: kind(other), wanted: "one value" }),
     }
 }
 
