@@ -91,16 +91,18 @@ pub const KEYS: &[Key] = &[
 /// The keys under `section` ("" for the top level: its own keys and the
 /// sections' names), each once.
 pub fn names_under(section: &str) -> Vec<&'static str> {
-    let mut names: Vec<&'static str> = KEYS
-        .iter()
-        .filter_map(|key| match key.path.split_once('.') {
-            Some((s, name)) if s == section => Some(name),
-            Some((s, _)) if section.is_empty() => Some(s),
-            None if section.is_empty() => Some(key.path),
-            _ => None,
-        })
-        .collect();
-    names.dedup();
+    let mut names: Vec<&'static str> = Vec::new();
+    for key in KEYS {
+        let name = match key.path.split_once('.') {
+            Some((s, name)) if s == section => name,
+            Some((s, _)) if section.is_empty() => s,
+            None if section.is_empty() => key.path,
+            _ => continue,
+        };
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
     names
 }
 
