@@ -11,8 +11,11 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::net::SocketAddr;
 
-use int_tools::collect::input::receive::{take, Came, Sequence};
-use int_tools::collect::{Books, How, Print, Sizes};
+use int_tools::collect::books::datagram::Came;
+use int_tools::collect::books::{Books, Sizes};
+use int_tools::collect::exporters::ipfix;
+use int_tools::collect::receivers::udp::{take, Sequence};
+use int_tools::collect::receivers::How;
 
 thread_local! {
     static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
@@ -64,7 +67,8 @@ fn a_known_flows_reports_allocate_nothing() {
 /// report to its interval's flow in place.
 #[test]
 fn a_known_flows_reports_allocate_nothing_with_the_ipfix_export() {
-    let books = Books::bounded_exporting(Sizes { flows: 16, detailed_flows: 16, nodes: 16, links: 16 });
+    let mut books = Books::bounded(Sizes { flows: 16, detailed_flows: 16, nodes: 16, links: 16 });
+    books.exporters.push(ipfix::detached(16));
     known_flows_reports_allocate_nothing(books);
 }
 
@@ -78,7 +82,6 @@ fn known_flows_reports_allocate_nothing(mut books: Books) {
             source_only: int_core::int21::SourceOnly::NONE,
         },
         ioam_timestamps: Default::default(),
-        output: Print::Quiet,
     };
     let from: SocketAddr = "127.0.0.1:40000".parse().unwrap();
     let came = Came { payload: &payload, from, truncated: false, at_ns: 1_700_000_000_000_000_000 };

@@ -10,8 +10,8 @@
 #![no_main]
 
 use int_core::latency::MAX_ONE_WAY_NS;
-use int_tools::collect::stream::records::{take_record, Taken, MAX_REASONS};
-use int_tools::collect::{Books, Print, Sizes};
+use int_tools::collect::receivers::records::{take_record, Taken, MAX_REASONS};
+use int_tools::collect::books::{Books, Sizes};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 
@@ -41,7 +41,7 @@ fuzz_target!(|data: &[u8]| {
 
 fn take_one(books: &mut Books, model: &mut Model, schema: Option<&str>, payload: &[u8]) {
     let before = Counts::of(books);
-    let taken = take_record(schema, payload, books, Print::Quiet);
+    let taken = take_record(schema, payload, books);
     let after = Counts::of(books);
     assert_eq!(after.received, before.received + 1, "each message counted once");
     match &taken {

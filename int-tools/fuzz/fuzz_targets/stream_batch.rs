@@ -10,9 +10,10 @@
 #![no_main]
 
 use int_tools::collect::books::sender::MAX_REPORT_GAP;
-use int_tools::collect::stream::batch::{self, Malformed};
-use int_tools::collect::stream::consume::book_batch;
-use int_tools::collect::{Books, How, Print, Sizes};
+use int_tools::collect::nats::batch::{self, Malformed};
+use int_tools::collect::receivers::nats::book_batch;
+use int_tools::collect::books::{Books, Sizes};
+use int_tools::collect::receivers::How;
 use libfuzzer_sys::fuzz_target;
 
 const SIZES: Sizes = Sizes { flows: 4, detailed_flows: 2, nodes: 8, links: 8 };
@@ -40,7 +41,6 @@ fuzz_target!(|data: &[u8]| {
             source_only: int_core::int21::SourceOnly::sequence(0x4944),
         },
         ioam_timestamps: int_core::ioam::TimestampFormat::Posix,
-        output: Print::Quiet,
     };
     book_batch(data, &mut books, &how);
     assert_eq!(books.totals.received, framed + refused, "each entry counted once");

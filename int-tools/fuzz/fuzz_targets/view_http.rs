@@ -16,8 +16,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use int_tools::collect::view::host::Hosts;
-use int_tools::collect::view::server::{serve_connection, Counts};
+use int_tools::collect::views::web::host::Hosts;
+use int_tools::collect::views::web::server::{serve_connection, Counts};
 use libfuzzer_sys::fuzz_target;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -58,7 +58,7 @@ fn converse(client: &[u8], cut: usize, close: bool, counts: &Arc<Counts>) -> Vec
     runtime.block_on(async {
         let (near, far) = tokio::io::duplex(1 << 16);
         let names: Vec<String> = NAMES.iter().map(|n| n.to_string()).collect();
-        let app = int_tools::collect::view::unsampled(&names, Arc::clone(counts));
+        let app = int_tools::collect::views::web::unsampled(&names, Arc::clone(counts));
         let counts = Arc::clone(counts);
         let server =
             tokio::spawn(async move { serve_connection(far, app, Duration::from_secs(10), &counts).await });

@@ -10,9 +10,18 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::error::ChoiceError;
-use super::outputs::ipfix;
-use super::{parse_node_id, stream};
+use super::exporters::ipfix;
+use super::names::parse_node_id;
+use super::nats as stream;
+
+/// A flag's value that is none of its choices.
+#[derive(Debug, thiserror::Error)]
+#[error("{text:?}: {choices}")]
+pub struct ChoiceError {
+    pub text: String,
+    /// The choices, each with what it means.
+    pub choices: &'static str,
+}
 
 #[derive(Debug, Args)]
 pub struct CollectArgs {

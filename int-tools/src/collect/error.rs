@@ -6,10 +6,14 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use super::stream::{ServersError, StreamError};
-use super::view::ViewError;
-use crate::collect::input::receive::ReceiveError;
-use crate::collect::{names, outputs::influx, outputs::plot};
+pub use super::args::ChoiceError;
+use super::exporters::influx;
+use super::names;
+pub use super::names::NodeIdError;
+use super::nats::{ServersError, StreamError};
+use super::receivers::udp::ReceiveError;
+use super::views::plot;
+use super::views::web::ViewError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CollectError {
@@ -29,9 +33,9 @@ pub enum CollectError {
     #[error(transparent)]
     View(#[from] ViewError),
     #[error(transparent)]
-    HttpAccess(#[from] super::view::auth::AccessError),
+    HttpAccess(#[from] super::views::web::auth::AccessError),
     #[error(transparent)]
-    HttpTls(#[from] super::view::tls::TlsError),
+    HttpTls(#[from] super::views::web::tls::TlsError),
     #[error("{flag} {source}")]
     Servers { flag: &'static str, source: ServersError },
     #[error(transparent)]
@@ -55,19 +59,5 @@ pub enum CollectError {
     #[error("--state: the state's writer thread: {source}")]
     StateThread { source: std::io::Error },
     #[error(transparent)]
-    IpfixTarget(#[from] crate::collect::outputs::ipfix::TargetError),
+    IpfixTarget(#[from] super::exporters::ipfix::TargetError),
 }
-
-/// A flag's value that is none of its choices.
-#[derive(Debug, thiserror::Error)]
-#[error("{text:?}: {choices}")]
-pub struct ChoiceError {
-    pub text: String,
-    /// The choices, each with what it means.
-    pub choices: &'static str,
-}
-
-/// A flag's value, or a names file's key, that is no node id.
-#[derive(Debug, thiserror::Error)]
-#[error("{0:?}: a node id, as a dotted quad (10.0.0.1) or a number (decimal or 0x hex)")]
-pub struct NodeIdError(pub String);

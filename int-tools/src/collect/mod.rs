@@ -13,17 +13,17 @@
 //! [`CollectError`] naming the flag.
 
 mod args;
-mod bookkeeping;
 pub mod books;
+mod counts;
 mod error;
-mod health;
-pub mod input;
+pub mod exporters;
 pub mod names;
-mod outputs;
+pub mod nats;
+pub mod receivers;
+mod shared;
 pub mod state;
 pub mod stderr;
-pub mod stream;
-pub mod view;
+pub mod views;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -32,66 +32,17 @@ use std::time::{Duration, Instant};
 
 pub use args::file::{flags as file_flags, FileError};
 pub use args::CollectArgs;
-pub use bookkeeping::{Books, Sizes, Totals};
 pub use error::{ChoiceError, CollectError, NodeIdError};
 use int_core::report::SinkIdWord;
 
-use books::{join, ledger, summary, timeline};
-use input::receive;
-use outputs::{influx, ipfix, metrics, plot};
-
-pub use ledger::{Measure, Observed};
-use outputs::Counted;
-use summary::Snapshot;
-
-/// How reports are printed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Print {
-    Text,
-    Json,
-    /// Summaries only.
-    Quiet,
-}
-
-/// How datagrams are read and printed.
-pub struct How {
-    pub sink_id: SinkIdWord,
-    pub int21_domain: int_core::int21::Domain,
-    pub ioam_timestamps: int_core::ioam::TimestampFormat,
-    pub output: Print,
-}
-
-/// Everything the receivers share with the main thread and the metrics.
-pub struct Shared {
-    pub books: Vec<Arc<Mutex<Books>>>,
-    pub reports: AtomicU64,
-    pub quit: AtomicBool,
-    /// The outputs' counts, for the summary and the metrics.
-    pub outputs: Vec<Arc<dyn Counted>>,
-}
-
-impl Shared {
-    /// Every receiver's books, merged.
-    pub fn snapshot(&self) -> Snapshot {
-        Snapshot::merge(self.books.iter().filter_map(|books| books.lock().ok().map(|b| Snapshot::of(&b))))
-    }
-
-    /// [`Shared::snapshot`], the books moved out rather than copied
-    /// (collect is ending): no second copy of the books at their largest.
-    pub fn take_snapshot(&self) -> Snapshot {
-        Snapshot::merge(
-            self.books.iter().filter_map(|books| books.lock().ok().map(|mut b| Snapshot::take(&mut b))),
-        )
-    }
-
-    /// [`Shared::snapshot`] with only the flows a scrape of `top` flows
-    /// shows ([`ledger::Ledger::view`]).
-    pub fn view(&self, top: usize) -> Snapshot {
-        Snapshot::merge(
-            self.books.iter().filter_map(|books| books.lock().ok().map(|b| Snapshot::view(&b, top))),
-        )
-    }
-}
+use books::export::Exporter;
+use books::{join, ledger, timeline, Books, Sizes};
+use counts::Counted;
+use exporters::stdout::{Print, Stdout};
+use exporters::{influx, ipfix};
+use receivers::{udp, How};
+use shared::Shared;
+use views::{health, metrics, plot, summary, web as view};
 
 /// Files the run writes at its end, tried now: a path that cannot be
 /// written fails at start, not after the whole run.
@@ -154,7 +105,7 @@ pub fn run(args: &CollectArgs) -> Result<(), CollectError> {
     // Reports off UDP sockets, or records off a stream.
     let (receivers, from_stream) = match &args.from_nats {
         Some(url) => (Vec::new(), Some(stream_settings("--from-nats", url, args)?)),
-        None => (receive::open(&args.listen, args.sockets, args.rcvbuf, args.share_port)?, None),
+        None => (udp::open(&args.listen, args.sockets, args.rcvbuf, args.share_port)?, None),
     };
     let (store, restored) = open_state(args)?;
     let view = args.http.map(|addr| view_settings(addr, args, view_files.clone()));
@@ -162,8 +113,8 @@ pub fn run(args: &CollectArgs) -> Result<(), CollectError> {
     int_os::signals::catch_stop_signals();
     int_os::signals::catch_reload_signal();
     let started = Instant::now();
-    let (running, feeder) = start_outputs(args)?;
-    let consumer = from_stream.as_ref().map(|_| Arc::new(stream::consume::Counts::default()));
+    let (running, feeder) = start_exporters(args)?;
+    let consumer = from_stream.as_ref().map(|_| Arc::new(receivers::nats::Counts::default()));
     let view_counts = args.http.map(|_| Arc::new(view::Counts::default()));
     let state_counts = store.as_ref().map(|_| Arc::new(state::Counts::default()));
     let mut counted: Vec<Arc<dyn Counted>> = running.iter().map(|r| Arc::clone(&r.counted)).collect();
@@ -174,24 +125,23 @@ pub fn run(args: &CollectArgs) -> Result<(), CollectError> {
     let books = books(args, readers, &running, feeder.as_ref(), restored.books);
     // The publisher ends when the last receiver's feed does.
     drop(feeder);
-    let shared = Arc::new(Shared {
-        books,
-        reports: AtomicU64::new(0),
-        quit: AtomicBool::new(false),
-        outputs: counted,
-    });
+    let shared =
+        Arc::new(Shared { books, reports: AtomicU64::new(0), quit: AtomicBool::new(false), counted });
     let writer = match (store, state_counts) {
         (Some(store), Some(counts)) => Some(start_state(store, shown.clone(), counts, &shared)?),
         _ => None,
     };
-    let health = Arc::new(health::Health::new(consumer.clone()));
+    let attached = consumer
+        .clone()
+        .map(|counts| Box::new(move || counts.attached.load(Ordering::Relaxed)) as health::Ready);
+    let health = Arc::new(health::Health::new(attached));
     let views = start_views(args, &shared, view_counts, &health, view.zip(shown))?;
     let readers = spawn_readers(args, receivers, from_stream.zip(consumer), &shared, &how);
     wait_for_the_end(args, &shared, started, &view_files);
     shared.quit.store(true, Ordering::Relaxed);
     let failure = readers.join();
-    close_joins(&shared, how.output);
-    stop_outputs(&shared, running);
+    close_joins(&shared);
+    stop_exporters(&shared, running);
     for thread in views {
         let _ = thread.join();
     }
@@ -203,13 +153,13 @@ pub fn run(args: &CollectArgs) -> Result<(), CollectError> {
 /// per socket.
 fn spawn_readers(
     args: &CollectArgs,
-    receivers: Vec<receive::Receiver>,
-    stream: Option<(stream::Settings, Arc<stream::consume::Counts>)>,
+    receivers: Vec<udp::Receiver>,
+    stream: Option<(nats::Settings, Arc<receivers::nats::Counts>)>,
     shared: &Arc<Shared>,
     how: &Arc<How>,
 ) -> Readers {
     let Some((settings, counts)) = stream else {
-        return Readers::Receivers(receive::spawn(receivers, shared, how));
+        return Readers::Receivers(udp::spawn(receivers, shared, how));
     };
     log::info!(
         "collect: aggregating stream {} on {} as consumer {}",
@@ -218,7 +168,7 @@ fn spawn_readers(
         args.nats_consumer
     );
     let consumer = args.nats_consumer.clone();
-    Readers::Aggregator(stream::consume::spawn(settings, consumer, shared, how, counts))
+    Readers::Aggregator(receivers::nats::spawn(settings, consumer, shared, how, counts))
 }
 
 /// After the readers stopped: the last state (what they booked up to their
@@ -232,7 +182,7 @@ fn finish(
     if let Some(mut writer) = writer.and_then(|thread| thread.join().ok()) {
         writer.write(&snapshot);
     }
-    summary::print(&snapshot, &shared.outputs, args.json, summary::Extent::Whole);
+    summary::print(&snapshot, &shared.counted, args.json, summary::Extent::Whole);
     if let Some(path) = &args.plot {
         plot::draw(&snapshot, path).map_err(|cause| CollectError::Plot { path: path.clone(), cause })?;
         log::info!("collect: plot written to {}", path.display());
@@ -242,10 +192,10 @@ fn finish(
 
 /// Every reader's postcards still waiting for their join, written out:
 /// the readers have stopped.
-fn close_joins(shared: &Shared, output: Print) {
+fn close_joins(shared: &Shared) {
     for books in &shared.books {
         if let Ok(mut books) = books.lock() {
-            books.close_joins(output);
+            books.close_joins();
         }
     }
 }
@@ -277,8 +227,8 @@ fn start_views(
 
 /// The readers' threads: the receivers', or the aggregator's.
 enum Readers {
-    Receivers(Vec<std::thread::JoinHandle<Result<(), receive::ReceiveError>>>),
-    Aggregator(std::thread::JoinHandle<Result<(), stream::StreamError>>),
+    Receivers(Vec<std::thread::JoinHandle<Result<(), udp::ReceiveError>>>),
+    Aggregator(std::thread::JoinHandle<Result<(), nats::StreamError>>),
 }
 
 impl Readers {
@@ -296,12 +246,13 @@ impl Readers {
 }
 
 /// Each reader's books (a receiver's, or the aggregator's), with the
-/// outputs and, in the stream's batch format, a feed each.
+/// exporters (standard output first) and, in the stream's batch format,
+/// its datagrams' handle.
 fn books(
     args: &CollectArgs,
     readers: usize,
-    running: &[outputs::Running],
-    feeder: Option<&stream::publish::Feeder>,
+    running: &[exporters::Running],
+    feeder: Option<&exporters::nats::Feeder>,
     kept: Option<state::Kept>,
 ) -> Vec<Arc<Mutex<Books>>> {
     let sizes = Sizes {
@@ -315,12 +266,13 @@ fn books(
         .map(|_| {
             let window_ms = u64::try_from(args.join_window_ms.as_millis()).unwrap_or(u64::MAX);
             let join = join::Join::new(window_ms, args.domain_nodes.clone(), args.join_confirm);
-            let outputs = running
-                .iter()
-                .map(|r| r.output.for_reader().unwrap_or_else(|| Arc::clone(&r.output)))
-                .collect();
-            let mut books = Books::new(sizes, join, outputs, Arc::clone(&base));
-            books.feed = feeder.map(stream::publish::Feeder::feed);
+            let stdout: Arc<dyn Exporter> = Arc::new(Stdout(print(args)));
+            let others =
+                running.iter().map(|r| r.exporter.for_reader().unwrap_or_else(|| Arc::clone(&r.exporter)));
+            let exporters = std::iter::once(stdout).chain(others).collect();
+            let mut books = Books::new(sizes, join, exporters, Arc::clone(&base));
+            books.datagrams =
+                feeder.map(|feeder| Box::new(feeder.feed()) as Box<dyn books::export::Datagrams>);
             books
         })
         .collect();
@@ -417,18 +369,6 @@ fn view_settings(addr: SocketAddr, args: &CollectArgs, files: view::Files) -> vi
     }
 }
 
-/// A node id as the node's config writes it (a dotted quad) or a number.
-pub(crate) fn parse_node_id(text: &str) -> Result<u32, NodeIdError> {
-    let hex = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X"));
-    let number = match hex {
-        Some(hex) => u32::from_str_radix(hex, 16).ok(),
-        None => text.parse::<u32>().ok(),
-    };
-    number
-        .or_else(|| text.parse::<std::net::Ipv4Addr>().ok().map(u32::from))
-        .ok_or_else(|| NodeIdError(text.to_string()))
-}
-
 fn how(args: &CollectArgs) -> Result<How, CollectError> {
     let int21_domain = int_core::int21::Domain {
         marking: match args.int21_port {
@@ -444,19 +384,23 @@ fn how(args: &CollectArgs) -> Result<How, CollectError> {
         "detect" => SinkIdWord::Detect,
         other => return Err(CollectError::SinkId(other.to_string())),
     };
-    let output = match (args.quiet, args.json) {
+    Ok(How { sink_id, int21_domain, ioam_timestamps: args.ioam_timestamps })
+}
+
+/// How standard output says each report: `--quiet`, `--json` or text.
+fn print(args: &CollectArgs) -> Print {
+    match (args.quiet, args.json) {
         (true, _) => Print::Quiet,
         (false, true) => Print::Json,
         (false, false) => Print::Text,
-    };
-    Ok(How { sink_id, int21_domain, ioam_timestamps: args.ioam_timestamps, output })
+    }
 }
 
 /// Every output the arguments ask for, started; the stream's batch
 /// format feeds the receivers' datagrams through the feeder.
-fn start_outputs(
+fn start_exporters(
     args: &CollectArgs,
-) -> Result<(Vec<outputs::Running>, Option<stream::publish::Feeder>), CollectError> {
+) -> Result<(Vec<exporters::Running>, Option<exporters::nats::Feeder>), CollectError> {
     let mut running = Vec::new();
     let mut feeder = None;
     if let Some(url) = &args.influx {
@@ -465,7 +409,7 @@ fn start_outputs(
     if let Some(url) = &args.nats {
         let settings = stream_settings("--nats", url, args)?;
         log::info!("collect: publishing to NATS JetStream at {url}, stream {}", settings.stream);
-        let (publisher, feeds) = stream::publish::start(settings)?;
+        let (publisher, feeds) = exporters::nats::start(settings)?;
         running.push(publisher);
         feeder = feeds;
     }
@@ -477,17 +421,17 @@ fn start_outputs(
 
 /// The outputs end, after writing what is queued, once the receivers'
 /// handles are gone.
-fn stop_outputs(shared: &Shared, running: Vec<outputs::Running>) {
+fn stop_exporters(shared: &Shared, running: Vec<exporters::Running>) {
     for books in &shared.books {
         if let Ok(mut books) = books.lock() {
-            books.outputs.clear();
-            if let Some(mut feed) = books.feed.take() {
-                feed.hand_over();
+            books.exporters.clear();
+            if let Some(mut datagrams) = books.datagrams.take() {
+                datagrams.hand_over();
             }
         }
     }
-    for outputs::Running { output, thread, .. } in running {
-        drop(output);
+    for exporters::Running { exporter, thread, .. } in running {
+        drop(exporter);
         let _ = thread.join();
     }
 }
@@ -497,8 +441,8 @@ fn stream_settings(
     flag: &'static str,
     url: &str,
     args: &CollectArgs,
-) -> Result<stream::Settings, CollectError> {
-    let mut servers = stream::Servers::parse(url).map_err(|source| CollectError::Servers { flag, source })?;
+) -> Result<nats::Settings, CollectError> {
+    let mut servers = nats::Servers::parse(url).map_err(|source| CollectError::Servers { flag, source })?;
     servers.credentials.clone_from(&args.nats_credentials);
     servers.ca.clone_from(&args.nats_ca);
     let word = |text: &str| {
@@ -507,7 +451,7 @@ fn stream_settings(
     if !word(&args.nats_stream) || !word(&args.nats_prefix) || !word(&args.nats_consumer) {
         return Err(CollectError::StreamNames);
     }
-    Ok(stream::Settings {
+    Ok(nats::Settings {
         servers,
         stream: args.nats_stream.clone(),
         prefix: args.nats_prefix.clone(),
@@ -531,7 +475,7 @@ fn ipfix_settings(target: &str, args: &CollectArgs) -> Result<ipfix::Settings, C
     })
 }
 
-fn start_ipfix(target: &str, args: &CollectArgs) -> Result<outputs::Running, CollectError> {
+fn start_ipfix(target: &str, args: &CollectArgs) -> Result<exporters::Running, CollectError> {
     let settings = ipfix_settings(target, args)?;
     log::info!("collect: exporting IPFIX to {target} every {} s", args.ipfix_interval.as_secs_f64());
     Ok(ipfix::start(settings))
@@ -553,7 +497,7 @@ fn influx_settings(url: &str, args: &CollectArgs) -> Result<influx::Settings, Co
     })
 }
 
-fn start_influx(url: &str, args: &CollectArgs) -> Result<outputs::Running, CollectError> {
+fn start_influx(url: &str, args: &CollectArgs) -> Result<exporters::Running, CollectError> {
     let settings = influx_settings(url, args)?;
     log::info!("collect: writing to InfluxDB at {url}, database {}", settings.database);
     Ok(influx::start(settings))
@@ -599,7 +543,7 @@ fn wait_for_the_end(args: &CollectArgs, shared: &Shared, started: Instant, view_
         }
         if !interval.is_zero() && Instant::now() >= next_summary {
             let extent = summary::Extent::Worst(summary::PERIODIC_WORST);
-            summary::print(&shared.snapshot(), &shared.outputs, args.json, extent);
+            summary::print(&shared.snapshot(), &shared.counted, args.json, extent);
             next_summary = Instant::now() + interval;
         }
         if let Some(path) =

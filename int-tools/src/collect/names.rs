@@ -80,7 +80,7 @@ impl Names {
         let mut names = Names::default();
         for (key, node) in raw.nodes {
             let at = format!("nodes.{key}");
-            let id = super::parse_node_id(&key)
+            let id = parse_node_id(&key)
                 .map_err(|problem| ParseError::Entry { at: at.clone(), problem: problem.to_string() })?;
             let node = match node {
                 RawNode::Name(name) => NodeNames { name, interfaces: BTreeMap::new() },
@@ -238,6 +238,23 @@ pub fn as_ipv4(id: u32) -> Option<Ipv4Addr> {
 
 fn id_of(value: &Value) -> Option<u32> {
     value.as_u64().and_then(|id| u32::try_from(id).ok())
+}
+
+/// A flag's value, or a names file's key, that is no node id.
+#[derive(Debug, thiserror::Error)]
+#[error("{0:?}: a node id, as a dotted quad (10.0.0.1) or a number (decimal or 0x hex)")]
+pub struct NodeIdError(pub String);
+
+/// A node id as the node's config writes it (a dotted quad) or a number.
+pub fn parse_node_id(text: &str) -> Result<u32, NodeIdError> {
+    let hex = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X"));
+    let number = match hex {
+        Some(hex) => u32::from_str_radix(hex, 16).ok(),
+        None => text.parse::<u32>().ok(),
+    };
+    number
+        .or_else(|| text.parse::<std::net::Ipv4Addr>().ok().map(u32::from))
+        .ok_or_else(|| NodeIdError(text.to_string()))
 }
 
 #[cfg(test)]

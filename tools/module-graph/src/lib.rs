@@ -15,7 +15,7 @@
 mod paths;
 mod tree;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::Path;
 
@@ -82,6 +82,45 @@ pub fn check(krate: &Crate, rules: &[Forbidden]) -> Findings {
         })
         .collect();
     Findings { cycles: cycles(&edges), crossings }
+}
+
+/// How the rooms under one module (its direct children, a folder counted
+/// as one) are tied by imports: the pairs tied either way, the pairs tied
+/// both ways, and the imports from a module into one of its ancestors.
+#[derive(Debug, Default)]
+pub struct Ties {
+    pub rooms: usize,
+    pub pairs: BTreeSet<(String, String)>,
+    pub both_ways: BTreeSet<(String, String)>,
+    pub up: Vec<Edge>,
+}
+
+/// The [`Ties`] of the rooms under `parent` (`crate::collect`).
+pub fn ties(krate: &Crate, parent: &str) -> Ties {
+    let room = |module: &str| {
+        let rest = module.strip_prefix(parent)?.strip_prefix("::")?;
+        rest.split("::").next().map(str::to_string)
+    };
+    let rooms: BTreeSet<String> = krate.modules.iter().filter_map(|m| room(&m.name)).collect();
+    let mut ties = Ties { rooms: rooms.len(), ..Ties::default() };
+    let mut directed = BTreeSet::new();
+    for edge in edges(krate) {
+        if tree::is_within(&edge.from, &edge.to) && tree::is_within_or(&edge.to, parent) {
+            ties.up.push(edge.clone());
+        }
+        let (Some(from), Some(to)) = (room(&edge.from), room(&edge.to)) else { continue };
+        if from != to {
+            directed.insert((from, to));
+        }
+    }
+    for (from, to) in &directed {
+        let pair = if from < to { (from.clone(), to.clone()) } else { (to.clone(), from.clone()) };
+        if directed.contains(&(to.clone(), from.clone())) {
+            ties.both_ways.insert(pair.clone());
+        }
+        ties.pairs.insert(pair);
+    }
+    ties
 }
 
 /// Every strongly connected set of two or more modules, each shown as one

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use module_graph::{check, edges, read, Crate, Forbidden};
+use module_graph::{check, edges, read, ties, Crate, Forbidden};
 
 /// The layers of int-node: the safe DPDK layer wraps DPDK and nothing
 /// else, so what it knows of the pipelines comes in as plain data.
@@ -30,6 +30,31 @@ const RULES: &[Forbidden] = &[
     },
     Forbidden { from: "crate::wire", to: "crate::int05", why: "plain headers know nothing of INT" },
     Forbidden { from: "crate::wire", to: "crate::int21", why: "plain headers know nothing of INT" },
+    Forbidden {
+        from: "crate::collect::books",
+        to: "crate::collect::receivers",
+        why: "receivers write into the books; the books do not know them",
+    },
+    Forbidden {
+        from: "crate::collect::books",
+        to: "crate::collect::exporters",
+        why: "the books hand on through books::export; they know no exporter",
+    },
+    Forbidden {
+        from: "crate::collect::books",
+        to: "crate::collect::views",
+        why: "views read the books; the books do not know them",
+    },
+    Forbidden {
+        from: "crate::collect::receivers",
+        to: "crate::collect::exporters",
+        why: "a receiver writes into the books, never to an exporter",
+    },
+    Forbidden {
+        from: "crate::collect::exporters",
+        to: "crate::collect::receivers",
+        why: "an exporter takes what the books hand on, never a receiver's types",
+    },
 ];
 
 const ROOTS: &[&str] = &[
@@ -109,4 +134,57 @@ fn a_forbidden_direction_is_named() {
     let findings = check(&krate, RULES);
     assert_eq!(findings.crossings.len(), 1, "{findings}");
     assert!(findings.to_string().contains("crate::dpdk imports crate::pipeline::export"), "{findings}");
+}
+
+/// collect's rooms (receivers, books, exporters, views, and the leaves
+/// they share) import one way: no two rooms import each other.
+#[test]
+fn collects_rooms_import_one_way() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../int-tools/src/lib.rs");
+    let krate = read(&root).unwrap();
+    let found = ties(&krate, "crate::collect");
+    assert!(found.rooms >= 10, "{found:?}");
+    assert!(found.both_ways.is_empty(), "rooms importing each other: {:?}", found.both_ways);
+    println!(
+        "collect: {} rooms, {} of {} pairs tied, {} both ways, {} imports into an ancestor",
+        found.rooms,
+        found.pairs.len(),
+        found.rooms * (found.rooms - 1) / 2,
+        found.both_ways.len(),
+        found.up.len()
+    );
+}
+
+#[test]
+fn books_importing_an_exporter_or_a_receiver_importing_an_exporter_are_named() {
+    let krate = sources(&[
+        ("crate", ""),
+        ("crate::collect", ""),
+        ("crate::collect::books", "use crate::collect::exporters::stdout::Print;\n"),
+        ("crate::collect::receivers", ""),
+        ("crate::collect::receivers::udp", "use crate::collect::exporters::nats::Feed;\n"),
+        ("crate::collect::exporters", ""),
+        ("crate::collect::exporters::stdout", ""),
+        ("crate::collect::exporters::nats", ""),
+    ]);
+    let findings = check(&krate, RULES);
+    let text = findings.to_string();
+    assert_eq!(findings.crossings.len(), 2, "{text}");
+    assert!(text.contains("crate::collect::books imports crate::collect::exporters::stdout"), "{text}");
+    assert!(text.contains("crate::collect::receivers::udp imports crate::collect::exporters::nats"), "{text}");
+}
+
+#[test]
+fn two_rooms_importing_each_other_are_tied_both_ways() {
+    let krate = sources(&[
+        ("crate", ""),
+        ("crate::collect", ""),
+        ("crate::collect::books", "use crate::collect::views::Shown;\n"),
+        ("crate::collect::views", ""),
+        ("crate::collect::views::web", "use crate::collect::books::Books;\nuse super::Shown;\n"),
+    ]);
+    let found = ties(&krate, "crate::collect");
+    let pair = ("books".to_string(), "views".to_string());
+    assert_eq!(found.both_ways.into_iter().collect::<Vec<_>>(), [pair]);
+    assert_eq!(found.up.len(), 1, "{:?}", found.up);
 }

@@ -16,10 +16,12 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use int_core::flow::FlowKey;
 use int_core::int21::HopMetadata;
+use serde_json::{json, Map, Value};
 
 use super::latency::Latency;
 use super::moves::{Moves, Sink, Swings};
 use super::timeline::Timeline;
+use crate::schema;
 
 /// The most nodes a followed path has, the sink's included: a stack of
 /// this many hops or more is counted unusable (INT 2.1's Remaining Hop
@@ -404,6 +406,20 @@ pub fn path_into(seen: &Seen<'_>, path: &mut Vec<u32>) -> bool {
         path.push(node);
     }
     true
+}
+
+/// A flow's new path as a record (`report_node`: the sink whose report
+/// told it; none for a path of joined postcards).
+pub fn path_change_record(change: &PathChange, report_node: Option<u32>) -> Map<String, Value> {
+    let mut record = Map::new();
+    record.extend([
+        ("type".to_string(), json!("path-change")),
+        ("report_node".to_string(), json!(report_node)),
+        ("flow".to_string(), schema::flow(&change.flow)),
+        ("old_path".to_string(), json!(change.old)),
+        ("new_path".to_string(), json!(change.new)),
+    ]);
+    record
 }
 
 #[cfg(test)]

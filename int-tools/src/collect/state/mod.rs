@@ -25,11 +25,11 @@ use crate::collect::books::hops::Hops;
 use crate::collect::books::join::Counts as JoinCounts;
 use crate::collect::books::ledger::Ledger;
 use crate::collect::books::sender::Sender;
-use crate::collect::books::summary::Snapshot;
-use crate::collect::outputs::metrics::{counter_family, gauge};
-use crate::collect::outputs::{counts_of, Counted};
-use crate::collect::view::Board;
-use crate::collect::{Shared, Totals};
+use crate::collect::books::snapshot::Snapshot;
+use crate::collect::books::Totals;
+use crate::collect::counts::{counter_family, counts_of, gauge, Counted};
+use crate::collect::shared::Shared;
+use crate::collect::views::web::Board;
 pub use store::{Part, Store, StoreError, FORMAT};
 
 /// What `--state` and its bounds ask for.

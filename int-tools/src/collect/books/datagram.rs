@@ -1,0 +1,73 @@
+//! A datagram as a reader took it: what came (its bytes, sender, arrival)
+//! and what it was (its reports, its sender's accounting, its kind): what
+//! the stream's batches carry, and what an aggregator reads back.
+
+use std::net::SocketAddr;
+
+use serde_json::{json, Map, Value};
+
+use super::sender::Accounting;
+use crate::schema::put_time;
+
+/// What a datagram was, for the subject its batch goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Kind {
+    Refused = 0,
+    Tr20 = 1,
+    Latency = 2,
+    Tr05 = 3,
+}
+
+impl Kind {
+    /// The subject's word.
+    pub fn word(self) -> &'static str {
+        match self {
+            Kind::Refused => "refused",
+            Kind::Tr20 => "tr20",
+            Kind::Latency => "hostint",
+            Kind::Tr05 => "tr05",
+        }
+    }
+
+    pub fn of(byte: u8) -> Option<Kind> {
+        [Kind::Refused, Kind::Tr20, Kind::Latency, Kind::Tr05].into_iter().find(|k| *k as u8 == byte)
+    }
+}
+
+/// What one datagram was: the reports it counts for, what its sender's
+/// accounting found, its kind and reporting node (the stream's subject).
+#[derive(Debug, Clone, Copy)]
+pub struct Taken {
+    pub reports: u64,
+    pub accounting: Accounting,
+    pub kind: Kind,
+    pub node: u32,
+}
+
+/// A datagram as it came: its bytes, sender, whether the kernel cut it.
+#[derive(Debug, Clone, Copy)]
+pub struct Came<'a> {
+    pub payload: &'a [u8],
+    pub from: SocketAddr,
+    pub truncated: bool,
+    pub at_ns: u64,
+}
+
+/// Where and when a report arrived, and how many of its sender's reports
+/// went missing just before it.
+#[derive(Debug, Clone, Copy)]
+pub struct Arrival {
+    pub from: SocketAddr,
+    pub at_ns: u64,
+    pub missing: u32,
+}
+
+impl Arrival {
+    /// The record, then where and when it arrived.
+    pub fn record(&self, mut record: Map<String, Value>) -> Value {
+        record.insert("from".into(), json!(self.from.to_string()));
+        put_time(&mut record, "arrival", Some(self.at_ns));
+        record.insert("missing_reports_before".into(), json!(self.missing));
+        Value::Object(record)
+    }
+}

@@ -1,0 +1,51 @@
+//! collect's reader of Host-INT's and INT 0.5's reports: Latency and Drop
+//! Summary reports (with the one-way latency a latency report implies),
+//! and other Telemetry Report 0.5 reports, printed by type.
+
+use int_core::flow::FlowKey;
+use int_core::report::{self, Report};
+
+use crate::collect::books::datagram::Arrival;
+use crate::collect::books::ledger::{Measure, Observed};
+use crate::collect::books::Books;
+use crate::records;
+
+/// Records and prints one report.
+pub fn record(parsed: &Report<'_>, arrival: Arrival, books: &mut Books) {
+    match parsed {
+        Report::Latency(l) => observe_latency(l, books),
+        Report::DropSummary(d) => {
+            let s = &d.summary;
+            books.observe(&Observed {
+                flow: d.flow,
+                source_node: Some(s.source_node),
+                sink_node: Some(s.sink_node),
+                measure: Measure::Lost(s.gap_count),
+                at_ns: Some(u64::from(d.header.timestamp) * 1_000_000_000),
+            });
+        }
+        Report::Tr05 { .. } => {}
+    }
+    books.emit(|| arrival.record(records::hostint(parsed)));
+}
+
+/// A latency report into its flow's summary. The stack is walked once
+/// (the walk is the largest share of a report's reading): the latency and
+/// the time come from the sink and source hops it gives.
+fn observe_latency(l: &report::LatencyReport<'_>, books: &mut Books) {
+    let Some((sink, source)) = l.sink_and_source() else { return };
+    // As LatencyReport::latency_ns: sink minus source ingress, unsigned.
+    let (Some(sink_ns), Some(source_ns)) = (sink.ingress_timestamp, source.ingress_timestamp) else { return };
+    let flow = FlowKey::v4(l.ip.src, l.ip.dst, u8::from(l.ip.protocol), l.src_port, l.dst_port);
+    books.observe(&Observed {
+        flow,
+        source_node: source.switch_id,
+        sink_node: sink.switch_id,
+        measure: Measure::Latency {
+            ns: i64::from(sink_ns.wrapping_sub(source_ns)),
+            flow_seq: l.block.sequence,
+            hops: Some(l.block.header.total_hop_cnt),
+        },
+        at_ns: Some(records::hostint_time_ns(l.header.timestamp, Some(sink_ns))),
+    });
+}

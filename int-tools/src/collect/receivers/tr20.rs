@@ -1,0 +1,305 @@
+//! collect's Telemetry Report 2.0 side: each individual report of an INT
+//! 2.1 sink (RepType 1 with the sink's ingress timestamp, the packet with
+//! its INT 2.1 stack inside) gives the flow and its one-way latency: the
+//! sink's ingress timestamp minus the bottom hop's.
+
+use int_core::flow::FlowKey;
+use int_core::int21::{self, Body, HopMetadata, Instructions};
+use int_core::ioam::TimestampFormat;
+use int_core::report::tr20::{GroupHeaderRepr, InType, IndividualReport, Report};
+use int_core::report::tr20_loss::LossReport;
+use int_core::{Layer, ParseError};
+use serde_json::{json, Map, Value};
+
+use super::How;
+use crate::collect::books::datagram::Arrival;
+use crate::collect::books::hops::{path_change_record, path_of, Seen};
+use crate::collect::books::join::{self, Postcard};
+use crate::collect::books::ledger::{Measure, Observed};
+use crate::collect::books::Books;
+use crate::records;
+
+/// What collect refuses beyond the parser: a datagram whose individual
+/// reports do not all parse or hold none, and reports no conforming sender
+/// writes: reserved bits set (the flags' Rsvd, RepMdBits bit 0 and bits
+/// 9-14), a reserved InType, inner contents that contradict the InType
+/// (bytes after InType None, an IPv4 or IPv6 packet of another version).
+/// The text lets receivers ignore reserved bits; a collector that trusts no
+/// sender refuses them, as it does for Telemetry Report 0.5.
+pub fn check(report: &Report<'_>) -> Result<usize, ParseError> {
+    let mut count = 0;
+    for individual in report.reports() {
+        let individual = individual?;
+        let reserved = |value: u8| ParseError::Reserved { layer: Layer::IndividualReport, offset: 0, value };
+        if individual.flags_reserved != 0 {
+            return Err(reserved(individual.flags_reserved));
+        }
+        if let Some(int) = individual.int {
+            let reserved_bits = int.rep_md_bits & 0x807e;
+            if reserved_bits != 0 {
+                return Err(reserved((reserved_bits >> 8) as u8 | reserved_bits as u8));
+            }
+        }
+        let version = individual.inner.first().map(|byte| byte >> 4);
+        let consistent = match individual.in_type {
+            InType::None => individual.inner.is_empty(),
+            InType::Ipv4 => version == Some(4),
+            InType::Ipv6 => version == Some(6),
+            // A dropped packet's first bytes, however few: a runt is a
+            // packet too.
+            InType::Ethernet => !individual.inner.is_empty(),
+            InType::Tlv | InType::DomainExtension => true,
+            InType::Reserved(value) => {
+                return Err(ParseError::UnknownType { layer: Layer::IndividualReport, offset: 0, value })
+            }
+        };
+        if !consistent {
+            return Err(ParseError::BadLength {
+                layer: Layer::IndividualReport,
+                offset: 0,
+                value: individual.inner.len(),
+            });
+        }
+        count += 1;
+    }
+    if count == 0 {
+        return Err(ParseError::BadLength { layer: Layer::IndividualReport, offset: 8, value: 0 });
+    }
+    Ok(count)
+}
+
+/// One latency record a TR 2.0 individual report gives.
+pub struct Latency21 {
+    pub flow: FlowKey,
+    /// Sink minus source ingress timestamps, ns (negative: clock skew).
+    pub latency_ns: Option<i64>,
+    pub hops: usize,
+    /// Every hop's metadata, the source's first (the stack reversed).
+    pub path: Vec<HopMetadata>,
+    pub source_node: Option<u32>,
+    /// The packet's number in its flow, where the source wrote one.
+    pub sequence: Option<u32>,
+}
+
+/// Reads an individual report's latency, when it is one (an IOAM
+/// trace's timestamps read in `ioam_timestamps`).
+pub fn latency_of(
+    report: &IndividualReport<'_>,
+    domain: &int21::Domain,
+    ioam_timestamps: TimestampFormat,
+) -> Option<Latency21> {
+    let int = report.int?;
+    let Some((body, flow)) = int21::find_in_report(report.inner, domain).ok().flatten() else {
+        return ioam_latency_of(report, ioam_timestamps);
+    };
+    let Body::Md(md) = body else {
+        return Some(Latency21 {
+            flow,
+            latency_ns: None,
+            hops: 0,
+            path: Vec::new(),
+            source_node: None,
+            sequence: None,
+        });
+    };
+    let source = md.bottom_hop();
+    let latency_ns = match (int.metadata.ingress_timestamp, source.and_then(|hop| hop.ingress_timestamp)) {
+        (Some(sink), Some(source)) => Some(sink.wrapping_sub(source) as i64),
+        _ => None,
+    };
+    let mut path: Vec<HopMetadata> = md.hops().collect();
+    path.reverse();
+    Some(Latency21 {
+        flow,
+        latency_ns,
+        hops: md.hop_count(),
+        path,
+        source_node: source.and_then(|hop| hop.node_id),
+        sequence: domain.source_only.sequence_of(&md),
+    })
+}
+
+/// An IOAM decapsulating node's report (InType 5, the packet with its
+/// trace): the trace's elements as the hops, the oldest's timestamp as
+/// the source's (its fraction in the domain's `format`: `--ioam-timestamps`),
+/// the Edge-to-Edge option's number as the packet's.
+fn ioam_latency_of(report: &IndividualReport<'_>, format: TimestampFormat) -> Option<Latency21> {
+    let int = report.int?;
+    if report.in_type != InType::Ipv6 {
+        return None;
+    }
+    let (trace, hbh) = int_core::ioam::find::trace_in_packet(report.inner)?;
+    let e2e = int_core::ioam::find::e2e_in_packet(report.inner, trace.header.namespace);
+    let mut path: Vec<HopMetadata> =
+        int_core::ioam::ipv6::nodes(hbh, &trace).map(|n| n.as_hop(format)).collect();
+    path.reverse();
+    let source = path.first();
+    let latency_ns = match (int.metadata.ingress_timestamp, source.and_then(|hop| hop.ingress_timestamp)) {
+        (Some(sink), Some(source)) => Some(sink.wrapping_sub(source) as i64),
+        _ => None,
+    };
+    Some(Latency21 {
+        flow: int21::reported_flow(report.inner, false)?,
+        latency_ns,
+        hops: path.len(),
+        source_node: source.and_then(|hop| hop.node_id),
+        path,
+        // A 64-bit number's low half, as the node counts loss with it.
+        sequence: e2e.and_then(|e2e| e2e.sequence).map(|n| n as u32),
+    })
+}
+
+/// Records and prints every individual report of a TR 2.0 datagram.
+pub fn record(report: &Report<'_>, how: &How, arrival: Arrival, books: &mut Books) {
+    let domain = &how.int21_domain;
+    let sink_node = Some(report.group.node_id);
+    for individual in report.reports().flatten() {
+        if let Some(loss) = LossReport::parse(&individual, domain.source_only.domain_id) {
+            let measure = Measure::Lost(loss.count);
+            let at_ns = Some(loss.declared_ns);
+            books.observe(&Observed {
+                flow: loss.flow,
+                source_node: loss.source_node,
+                sink_node,
+                measure,
+                at_ns,
+            });
+            books.emit(|| {
+                let mut record = records::tr20_group(&report.group);
+                record.insert("type".into(), json!("tr20-loss"));
+                record.extend(records::tr20_loss(&loss));
+                arrival.record(record)
+            });
+            continue;
+        }
+        let latency = latency_of(&individual, domain, how.ioam_timestamps);
+        if let Some(l @ Latency21 { latency_ns: Some(ns), .. }) = &latency {
+            let measure = Measure::Latency { ns: *ns, flow_seq: l.sequence, hops: u8::try_from(l.hops).ok() };
+            let at_ns = individual.int.and_then(|int| int.metadata.ingress_timestamp);
+            books.observe(&Observed { flow: l.flow, source_node: l.source_node, sink_node, measure, at_ns });
+        }
+        let group = report.group;
+        let seen = latency.as_ref().filter(|l| !l.path.is_empty()).map(|l| Seen {
+            flow: l.flow,
+            hops: &l.path,
+            sink: Some(group.node_id),
+            sink_ingress_ns: individual.int.and_then(|int| int.metadata.ingress_timestamp),
+            at_ms: books.ledger.time_ms(individual.int.and_then(|int| int.metadata.ingress_timestamp)),
+        });
+        if let Some(change) = seen.as_ref().and_then(|seen| books.observe_path(seen)) {
+            books.emit(|| arrival.record(path_change_record(&change, Some(group.node_id))));
+        }
+        if let Some(drop) = individual.int.and_then(|int| int.drop) {
+            books.observe_drop(group.node_id, drop.reason);
+        }
+        if let Some(card) = postcard(&individual, latency.as_ref(), group.node_id, books) {
+            let now_ms = books.ledger.arrival_ms();
+            for joined in books.join.add(card, now_ms) {
+                books.observe_joined(&joined);
+            }
+        }
+        let path = seen.as_ref().and_then(path_of);
+        let read = Read { individual: &individual, latency: latency.as_ref(), path };
+        books.emit(|| arrival.record(report_record(&read, &group)));
+    }
+}
+
+/// An INT-MX or INT-XD node's report on a packet that passed it: its own
+/// metadata, no stack, no drop (a stack is a sink's, a drop a drop report).
+fn postcard(
+    individual: &IndividualReport<'_>,
+    latency: Option<&Latency21>,
+    node: u32,
+    books: &mut Books,
+) -> Option<Postcard> {
+    let int = individual.int.filter(|int| int.drop.is_none())?;
+    if !matches!(individual.in_type, InType::Ipv4 | InType::Ipv6)
+        || latency.is_some_and(|l| !l.path.is_empty())
+    {
+        return None;
+    }
+    let flow = latency.map(|l| l.flow).or_else(|| int21::reported_flow(individual.inner, false))?;
+    Some(Postcard {
+        flow,
+        identity: join::identity(individual.inner),
+        node,
+        metadata: int.metadata,
+        ttl: join::hop_limit(individual.inner),
+        at_ms: books.ledger.time_ms(int.metadata.ingress_timestamp),
+    })
+}
+
+/// What collect read of one individual report, for printing.
+struct Read<'a> {
+    individual: &'a IndividualReport<'a>,
+    latency: Option<&'a Latency21>,
+    path: Option<Vec<u32>>,
+}
+
+/// One individual report's record: the group's fields, the report's, and
+/// what collect reads from the packet inside (its flow: of its INT stack,
+/// or for a packet without one, a drop report's, from its headers).
+fn report_record(read: &Read<'_>, group: &GroupHeaderRepr) -> Map<String, Value> {
+    let Read { individual, latency, path } = read;
+    let flow = latency.map(|l| l.flow).or_else(|| match individual.in_type {
+        InType::Ipv4 | InType::Ipv6 => int21::reported_flow(individual.inner, false),
+        InType::Ethernet => int21::reported_flow(individual.inner, true),
+        _ => None,
+    });
+    let mut record = records::tr20_group(group);
+    record.extend(records::tr20_individual(individual, flow.as_ref()));
+    let hops = latency
+        .map(|l| l.path.iter().map(|hop| records::hop21(hop, Instructions::all())).collect::<Vec<_>>());
+    record.extend([
+        ("hops".to_string(), json!(latency.map(|l| l.hops))),
+        ("path".to_string(), json!(path)),
+        ("hop_metadata".to_string(), json!(hops)),
+        ("source_node".to_string(), json!(latency.and_then(|l| l.source_node))),
+        ("flow_seq".to_string(), json!(latency.and_then(|l| l.sequence))),
+        ("latency_ns".to_string(), json!(latency.and_then(|l| l.latency_ns))),
+    ]);
+    record
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use int_core::int21::HopMetadata;
+    use int_core::report::tr20::{DropInfo, GroupHeaderRepr, IntContents, RepType, ReportFlags};
+
+    /// A drop report as int-node's sinks write one for a frame they drop:
+    /// RepType INT, InType Ethernet, D, the frame's first bytes.
+    fn drop_report(packet: &[u8]) -> Vec<u8> {
+        let mut datagram = vec![0u8; 256];
+        let mut len = GroupHeaderRepr { hw_id: 0, sequence: 1, node_id: 2 }.emit(&mut datagram).unwrap();
+        let metadata =
+            HopMetadata { l1_ingress_port: Some(3), ingress_timestamp: Some(5), ..HopMetadata::default() };
+        let report = IndividualReport {
+            rep_type: RepType::Int,
+            in_type: InType::Ethernet,
+            flags: ReportFlags { dropped: true, ..ReportFlags::default() },
+            int: Some(IntContents {
+                rep_md_bits: 0x4801,
+                metadata,
+                drop: Some(DropInfo { queue_id: 0, reason: 202 }),
+                ..IntContents::default()
+            }),
+            inner: packet,
+            ..IndividualReport::default()
+        };
+        len += report.emit(&mut datagram[len..]).unwrap();
+        datagram.truncate(len);
+        datagram
+    }
+
+    /// A drop report on a 10-byte runt is a report: the collector takes our
+    /// own sinks' reports whatever the dropped frame's length; an Ethernet
+    /// report with no packet at all contradicts its InType.
+    #[test]
+    fn drop_reports_of_runts_are_accepted() {
+        let datagram = drop_report(&[0xab; 10]);
+        assert_eq!(check(&Report::parse(&datagram).unwrap()), Ok(1));
+        let empty = drop_report(&[]);
+        assert!(matches!(check(&Report::parse(&empty).unwrap()), Err(ParseError::BadLength { .. })));
+    }
+}

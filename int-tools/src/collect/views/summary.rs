@@ -1,0 +1,345 @@
+//! The collector's summary: totals, lost reports, and latency percentiles
+//! and packets lost over all flows and per flow, as text or one JSON line.
+
+use std::cmp::Reverse;
+use std::sync::Arc;
+
+use crate::schema::human_ns;
+use int_core::flow::FlowKey;
+use serde_json::{json, Value};
+
+use crate::collect::books::hops::{Hops, Node};
+use crate::collect::books::join::Counts as JoinCounts;
+use crate::collect::books::latency::{Latency, PERCENTILES};
+use crate::collect::books::ledger::{FlowSummary, Ledger};
+use crate::collect::books::snapshot::Snapshot;
+use crate::collect::counts::{counts_json, counts_text, Counted};
+use crate::collect::names;
+
+/// At most this many flows, nodes and links in the text summary at exit
+/// (the most reported flows); JSON has them all.
+const TEXT_FLOWS: usize = 50;
+
+/// How much of the books a text summary lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Extent {
+    /// At exit: up to [`TEXT_FLOWS`] flows, nodes and links.
+    Whole,
+    /// At the interval, for a journal: the `n` worst flows, nodes and
+    /// links, then how many more; a fleet's summary stays a screen long.
+    Worst(usize),
+}
+
+/// The worst this many of each in a periodic text summary: with the
+/// totals, about 30 lines whatever the fleet.
+pub const PERIODIC_WORST: usize = 8;
+
+/// The summary: one JSON line (whole, whatever `extent`), or text of
+/// the `extent` asked for.
+pub fn print(snapshot: &Snapshot, outputs: &[Arc<dyn Counted>], json_out: bool, extent: Extent) {
+    if json_out {
+        println!("{}", json!({"summary": summary_json(snapshot, outputs)}));
+    } else {
+        print_text(snapshot, outputs, extent);
+    }
+}
+
+fn summary_json(snapshot: &Snapshot, outputs: &[Arc<dyn Counted>]) -> Value {
+    let (totals, senders) = (&snapshot.totals, &snapshot.senders);
+    let mut flows: Vec<_> = snapshot.ledger.flows.iter().collect();
+    flows.sort_by_key(|(key, _)| **key);
+    let flows: Vec<Value> = flows.into_iter().map(|(key, flow)| flow_json(key, flow)).collect();
+    let mut summary = json!({
+        "reports": totals.reports, "datagrams": totals.received,
+        "malformed": totals.malformed(), "malformed_by_reason": totals.malformed,
+        "lost_reports": snapshot.lost_reports(),
+        "sequence_resyncs": senders.values().map(|s| s.resyncs).sum::<u64>(),
+        "late_reports": senders.values().map(|s| s.late).sum::<u64>(),
+        "kernel_drops": totals.kernel_drops,
+        "all_flows": latency_json(&snapshot.ledger.overall),
+        "untracked_observations": snapshot.ledger.untracked,
+        "postcards": joins_json(&snapshot.joins),
+        "flows": flows});
+    if let Some(object) = summary.as_object_mut() {
+        if let Value::Object(hops) = hops_json(&snapshot.hops) {
+            object.extend(hops);
+        }
+    }
+    if let Some(object) = summary.as_object_mut() {
+        for (key, counts) in counts_json(outputs) {
+            object.insert(key.into(), counts);
+        }
+    }
+    summary
+}
+
+fn flow_json(key: &FlowKey, flow: &FlowSummary) -> Value {
+    let mut value = json!({"flow": crate::schema::flow(key)});
+    if let (Some(object), Value::Object(latency)) = (value.as_object_mut(), latency_json(flow)) {
+        object.extend(latency);
+    }
+    value
+}
+
+/// Reports, extremes, mean, percentiles (null where not kept) and loss.
+fn latency_json(flow: &FlowSummary) -> Value {
+    let latency = &flow.latency;
+    let mut value = json!({"latency_reports": latency.count(), "latency_min_ns": latency.min(),
+                           "latency_avg_ns": latency.mean(), "latency_max_ns": latency.max()});
+    if let Some(object) = value.as_object_mut() {
+        for (name, q) in PERCENTILES {
+            object.insert(format!("latency_{name}_ns"), json!(latency.quantile(q)));
+        }
+        object.insert("lost_packets".into(), json!(flow.lost));
+    }
+    value
+}
+
+/// Every hop's story: nodes, links, paths (empty lists without INT 2.1).
+fn hops_json(hops: &Hops) -> Value {
+    let nodes: Vec<Value> = hops
+        .nodes
+        .iter()
+        .map(|(id, node)| {
+            json!({"node": id, "node_name": names::node(*id), "node_ip": names::as_ipv4(*id).map(|ip| ip.to_string()),
+                   "hops": node.hops, "hop_latency": distribution_json(&node.latency),
+                   "queue_occupancy": distribution_json(&node.queue),
+                   "drops": node.drops.iter().map(|(reason, n)| (reason.to_string(), json!(n))).collect::<serde_json::Map<_, _>>()})
+        })
+        .collect();
+    let links: Vec<Value> = hops
+        .links
+        .iter()
+        .map(|((from, to), latency)| {
+            json!({"from": from, "to": to, "from_name": names::node(*from), "to_name": names::node(*to),
+                   "latency_ns": distribution_json(latency)})
+        })
+        .collect();
+    let recent: Vec<Value> = hops
+        .recent
+        .iter()
+        .map(|c| {
+            let mut change = json!({"at_ms": c.at_ms, "flow": crate::schema::flow(&c.flow), "old_path": c.old, "new_path": c.new});
+            if let Some(object) = change.as_object_mut() {
+                names::annotate(object);
+            }
+            change
+        })
+        .collect();
+    let untracked = hops.untracked;
+    json!({"nodes": nodes, "links": links, "paths_followed": hops.paths(), "path_changes": hops.path_changes,
+           "recent_path_changes": recent, "untracked_nodes": untracked.nodes, "untracked_links": untracked.links,
+           "untracked_paths": untracked.flows, "unusable_paths": untracked.unusable_paths})
+}
+
+/// The join of INT-MX and INT-XD postcards.
+fn joins_json(joins: &JoinCounts) -> Value {
+    json!({"received": joins.postcards, "packets": joins.packets, "unordered": joins.unordered,
+           "duplicates": joins.duplicates, "dropped": joins.dropped, "unknown": joins.unknown,
+           "incomplete": joins.incomplete})
+}
+
+/// Count, extremes, mean and percentiles of a distribution (null where none).
+fn distribution_json(values: &Latency) -> Value {
+    let mut value =
+        json!({"count": values.count(), "min": values.min(), "avg": values.mean(), "max": values.max()});
+    if let Some(object) = value.as_object_mut() {
+        for (name, q) in PERCENTILES {
+            object.insert(name.to_string(), json!(values.quantile(q)));
+        }
+    }
+    value
+}
+
+fn print_text(snapshot: &Snapshot, outputs: &[Arc<dyn Counted>], extent: Extent) {
+    let (totals, senders) = (&snapshot.totals, &snapshot.senders);
+    let resyncs: u64 = senders.values().map(|s| s.resyncs).sum();
+    let late: u64 = senders.values().map(|s| s.late).sum();
+    println!(
+        "== summary: {} report(s) in {} datagram(s), {} malformed, {} lost (report sequence gaps) ==",
+        totals.reports,
+        totals.received,
+        totals.malformed(),
+        snapshot.lost_reports()
+    );
+    if resyncs + late + totals.kernel_drops > 0 {
+        println!(
+            "   {resyncs} sequence resync(s), {late} late or duplicate report(s), {} dropped by the kernel (receive buffer full)",
+            totals.kernel_drops
+        );
+    }
+    for (reason, count) in &totals.malformed {
+        println!("   malformed: {reason}: {count}");
+    }
+    for line in counts_text(outputs) {
+        println!("   {line}");
+    }
+    let joins = &snapshot.joins;
+    if joins.postcards > 0 {
+        println!(
+            "   postcards: {} received, {} packets joined ({} unordered, {} incomplete), {} duplicates, {} dropped, {} from unknown nodes",
+            joins.postcards,
+            joins.packets,
+            joins.unordered,
+            joins.incomplete,
+            joins.duplicates,
+            joins.dropped,
+            joins.unknown
+        );
+    }
+    let ledger = &snapshot.ledger;
+    if ledger.flows.len() > 1 || ledger.untracked > 0 {
+        println!("  all flows: {}", describe(&ledger.overall));
+    }
+    print_flows(ledger, extent);
+    if ledger.untracked > 0 {
+        println!(
+            "  {} observation(s) of flows beyond --max-flows, counted in all flows only",
+            ledger.untracked
+        );
+    }
+    print_hops(&snapshot.hops, extent);
+}
+
+/// A latency's p99 (or its max, for a flow without percentiles), to rank
+/// the worst by.
+fn p99(latency: &Latency) -> i64 {
+    latency.quantile(0.99).or_else(|| latency.max()).unwrap_or(i64::MIN)
+}
+
+/// The flows a text summary lists: at exit the most reported, in key
+/// order; at the interval the worst (most packets lost, then highest
+/// latency p99, then most reported).
+fn print_flows(ledger: &Ledger, extent: Extent) {
+    let mut flows = ledger.flows_by_reports();
+    let total = flows.len();
+    match extent {
+        Extent::Whole => {
+            flows.truncate(TEXT_FLOWS);
+            flows.sort_by_key(|(key, _)| **key);
+        }
+        Extent::Worst(n) => {
+            flows.sort_by_key(|(key, flow)| {
+                (Reverse(flow.lost), Reverse(p99(&flow.latency)), Reverse(flow.latency.count()), **key)
+            });
+            flows.truncate(n);
+        }
+    }
+    for (key, flow) in &flows {
+        println!("  {key}: {}", describe(flow));
+    }
+    let why = match extent {
+        Extent::Whole => "the most reported",
+        Extent::Worst(_) => "the most lost, then the highest latency p99",
+    };
+    more(total, flows.len(), "flow(s)", why);
+}
+
+/// "... and N more", naming what the lines shown were chosen by.
+fn more(total: usize, shown: usize, what: &str, chosen_by: &str) {
+    if total > shown {
+        println!("  ... and {} more {what} (those above: {chosen_by}; --json lists them all)", total - shown);
+    }
+}
+
+/// The nodes and links a text summary lists, each with its figures.
+type Chosen<'a> = (Vec<(&'a u32, &'a Node)>, Vec<(&'a (u32, u32), &'a Latency)>);
+
+/// The nodes and links a text summary lists: at exit the first by id; at
+/// the interval the worst (nodes: most drop reports, then highest hop
+/// latency p99; links: highest latency p99).
+fn chosen(hops: &Hops, extent: Extent) -> Chosen<'_> {
+    let (mut nodes, mut links): (Vec<_>, Vec<_>) = (hops.nodes.iter().collect(), hops.links.iter().collect());
+    let n = match extent {
+        Extent::Whole => TEXT_FLOWS,
+        Extent::Worst(n) => {
+            nodes.sort_by_key(|(id, node)| {
+                (
+                    Reverse(node.drops.values().sum::<u64>()),
+                    Reverse(p99(&node.latency)),
+                    Reverse(node.hops),
+                    **id,
+                )
+            });
+            links.sort_by_key(|(key, latency)| (Reverse(p99(latency)), Reverse(latency.count()), **key));
+            n
+        }
+    };
+    nodes.truncate(n);
+    links.truncate(n);
+    (nodes, links)
+}
+
+/// Nodes, links and path changes, where INT 2.1 reports told of them.
+fn print_hops(hops: &Hops, extent: Extent) {
+    let (nodes, links) = chosen(hops, extent);
+    let (node_why, link_why) = match extent {
+        Extent::Whole => ("the first by id", "the first by id"),
+        Extent::Worst(_) => {
+            ("the most drop reports, then the highest hop latency p99", "the highest latency p99")
+        }
+    };
+    for (id, node) in &nodes {
+        let drops: Vec<String> =
+            node.drops.iter().map(|(reason, n)| format!("{n} for reason {reason}")).collect();
+        let drops =
+            if drops.is_empty() { String::new() } else { format!("; drop reports: {}", drops.join(", ")) };
+        println!(
+            "  node {}: {} hop(s); hop latency {}; queue {}{drops}",
+            names::describe(**id),
+            node.hops,
+            spread(&node.latency, human_ns),
+            spread(&node.queue, |v| v.to_string())
+        );
+    }
+    more(hops.nodes.len(), nodes.len(), "node(s)", node_why);
+    for ((from, to), latency) in &links {
+        println!("  link {} > {}: {}", names::label(*from), names::label(*to), spread(latency, human_ns));
+    }
+    more(hops.links.len(), links.len(), "link(s)", link_why);
+    if hops.paths() > 0 || hops.path_changes > 0 {
+        println!("  {} flow path(s) followed, {} path change(s)", hops.paths(), hops.path_changes);
+    }
+    let untracked = hops.untracked;
+    if untracked.nodes + untracked.links + untracked.flows + untracked.unusable_paths > 0 {
+        println!(
+            "  beyond the limits: {} hop(s) of nodes, {} link observation(s), {} path(s); {} stack(s) whose path cannot be told",
+            untracked.nodes, untracked.links, untracked.flows, untracked.unusable_paths
+        );
+    }
+}
+
+/// "min/avg/max a/b/c, p50/p90/p99/p99.9 ..." or "none", each value as
+/// `show` writes it.
+fn spread(values: &Latency, show: fn(i64) -> String) -> String {
+    match (values.min(), values.mean(), values.max()) {
+        (Some(min), Some(mean), Some(max)) => {
+            format!("min/avg/max {}/{}/{}{}", show(min), show(mean), show(max), percentiles(values, show))
+        }
+        _ => "none".to_string(),
+    }
+}
+
+/// "N latency report(s), latency min/avg/max a/b/c, p50/p90/p99/p99.9
+/// ..., M packet(s) lost", durations in their unit.
+fn describe(flow: &FlowSummary) -> String {
+    let latency = &flow.latency;
+    if latency.count() == 0 {
+        return format!("no latency report, {} packet(s) lost", flow.lost);
+    }
+    format!(
+        "{} latency report(s), latency {}, {} packet(s) lost",
+        latency.count(),
+        spread(latency, human_ns),
+        flow.lost
+    )
+}
+
+fn percentiles(latency: &Latency, show: fn(i64) -> String) -> String {
+    let values: Option<Vec<String>> =
+        PERCENTILES.iter().map(|(_, q)| latency.quantile(*q).map(show)).collect();
+    match values {
+        Some(values) => format!(", p50/p90/p99/p99.9 {}", values.join("/")),
+        None => String::new(),
+    }
+}
