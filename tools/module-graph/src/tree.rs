@@ -114,9 +114,19 @@ fn declared_children(source: &str) -> Vec<String> {
         .lines()
         .map(str::trim)
         .filter_map(|line| {
-            let line = line.strip_prefix("pub(crate) ").or_else(|| line.strip_prefix("pub ")).unwrap_or(line);
-            let name = line.strip_prefix("mod ")?.strip_suffix(';')?;
+            let name = without_visibility(line).strip_prefix("mod ")?.strip_suffix(';')?;
             Some(name.trim().to_string())
         })
         .collect()
+}
+
+/// `line` without its leading visibility: `pub`, `pub(crate)`,
+/// `pub(super)`, `pub(in path)`; a module of any of them is read.
+fn without_visibility(line: &str) -> &str {
+    let Some(rest) = line.strip_prefix("pub") else { return line };
+    let rest = match rest.strip_prefix('(') {
+        Some(inside) => inside.split_once(')').map_or(rest, |(_, after)| after),
+        None => rest,
+    };
+    rest.strip_prefix(' ').unwrap_or(line)
 }

@@ -171,7 +171,10 @@ fn books_importing_an_exporter_or_a_receiver_importing_an_exporter_are_named() {
     let text = findings.to_string();
     assert_eq!(findings.crossings.len(), 2, "{text}");
     assert!(text.contains("crate::collect::books imports crate::collect::exporters::stdout"), "{text}");
-    assert!(text.contains("crate::collect::receivers::udp imports crate::collect::exporters::nats"), "{text}");
+    assert!(
+        text.contains("crate::collect::receivers::udp imports crate::collect::exporters::nats"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -187,4 +190,28 @@ fn two_rooms_importing_each_other_are_tied_both_ways() {
     let pair = ("books".to_string(), "views".to_string());
     assert_eq!(found.both_ways.into_iter().collect::<Vec<_>>(), [pair]);
     assert_eq!(found.up.len(), 1, "{:?}", found.up);
+}
+
+/// A module of any visibility is read: `pub(super) mod` was once skipped,
+/// and with it every import its file made.
+#[test]
+fn modules_of_every_visibility_are_read() {
+    let dir = std::env::temp_dir().join(format!("module-graph-visibility-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let files = [
+        ("lib.rs", "mod a;\npub mod b;\npub(crate) mod c;\npub(super) mod d;\npub(in crate) mod e;\n"),
+        ("a.rs", ""),
+        ("b.rs", ""),
+        ("c.rs", ""),
+        ("d.rs", "use crate::e::X;\n"),
+        ("e.rs", "use crate::d::Y;\n"),
+    ];
+    for (name, text) in files {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+    let krate = read(&dir.join("lib.rs")).unwrap();
+    let names: Vec<_> = krate.modules.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(names.len(), 6, "{names:?}");
+    assert_eq!(check(&krate, &[]).cycles.len(), 1, "d and e import each other");
+    std::fs::remove_dir_all(&dir).unwrap();
 }
