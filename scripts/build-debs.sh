@@ -88,9 +88,12 @@ stage_int_tools() {
     mkdir -p "$root/DEBIAN"
     binary "$bin_dir/int-tools" "$root/usr/bin/int-tools"
     copy config/systemd/int-tools-collect.service "$root/lib/systemd/system/int-tools-collect.service" 644
+    # The service's settings (the unit's --config), and the flags given
+    # beside them (none); both conffiles, as everything under /etc.
+    copy config/collect/collect.yaml "$root/etc/int-tools/collect.yaml" 644
     copy config/systemd/int-tools-collect.default "$root/etc/default/int-tools-collect" 644
     copy deploy/debian/int-tools.names.yaml "$root/etc/int-tools/names.yaml" 644
-    for page in output scale-out commands packages; do
+    for page in output scale-out commands packages deployment; do
         copy "docs/$page.md" "$root/usr/share/doc/int-tools/$page.md" 644
     done
     doc_files int-tools "$tools_summary"

@@ -4,7 +4,9 @@
 # both (an error or warning not overridden with its reason fails), installs
 # them with apt-get as an operator would, runs the installed binaries on the
 # installed files (the rules through promtool, the names file through
-# collect), verifies the units, checks that nothing was enabled or started,
+# collect, the collector's config through its --check), verifies the units
+# (the collector's runs from its config), checks that nothing was enabled
+# or started and that an operator's flags kept at an upgrade are reported,
 # enables both units as an operator would, removes the packages and checks
 # that the units are disabled, purges both and checks that nothing is left:
 # no file under /etc, /usr or /var/lib, no user, no group.
@@ -46,7 +48,22 @@ state > "$out/before"
 int-node check --config /etc/int-node/example.yaml
 int-tools collect --help >/dev/null
 dpkg-query -W -f='${Conffiles}\n' int-node | grep -q "/etc/int-node/example.yaml"
-dpkg-query -W -f='${Conffiles}\n' int-tools | grep -q "/etc/default/int-tools-collect"
+for conffile in /etc/default/int-tools-collect /etc/int-tools/collect.yaml /etc/int-tools/names.yaml; do
+    dpkg-query -W -f='${Conffiles}\n' int-tools | grep -q " $conffile " \
+        || { echo "packages: $conffile is no conffile of int-tools" >&2; exit 1; }
+done
+# The collector's service runs from its file: the unit names it (flags of
+# /etc/default/int-tools-collect beside it), checks it before a start and
+# a reload, and the installed file passes that check.
+collector_unit=/lib/systemd/system/int-tools-collect.service
+for line in 'ExecStartPre=/usr/bin/int-tools collect --check --config /etc/int-tools/collect.yaml $COLLECT_ARGS' \
+    'ExecStart=/usr/bin/int-tools collect --config /etc/int-tools/collect.yaml $COLLECT_ARGS' \
+    'ExecReload=/usr/bin/int-tools collect --check --config /etc/int-tools/collect.yaml $COLLECT_ARGS' \
+    'ExecReload=/bin/kill -HUP $MAINPID' \
+    'EnvironmentFile=-/etc/default/int-tools-collect'; do
+    grep -qxF "$line" "$collector_unit" || { echo "packages: $collector_unit lacks: $line" >&2; exit 1; }
+done
+int-tools collect --check --config /etc/int-tools/collect.yaml
 said=$(systemd-analyze verify --man=no /lib/systemd/system/int-node@example.service \
     /lib/systemd/system/int-tools-collect.service 2>&1 || echo "exit $?")
 [[ -z "$said" ]] || { echo "packages: systemd-analyze verify: $said" >&2; exit 1; }
@@ -65,7 +82,16 @@ for kind in prometheus influxdb; do
     [[ $(ls /usr/share/int-node/grafana/$kind/*.json | wc -l) -eq 4 ]] \
         || { echo "packages: the $kind dashboards are not all in /usr/share/int-node/grafana/$kind" >&2; exit 1; }
 done
-int-tools collect --names /etc/int-tools/names.yaml --listen 127.0.0.1:0 --duration 0.1 --quiet >/dev/null
+int-tools collect --config /etc/int-tools/collect.yaml --names /etc/int-tools/names.yaml \
+    --listen 127.0.0.1:0 --duration 0.1 >/dev/null
+
+# An operator's flags kept in /etc/default/int-tools-collect at an upgrade
+# (dpkg keeps an edited conffile) still apply beside the file: the package
+# says so at configure, not silently. A reinstall is that upgrade.
+echo 'COLLECT_ARGS="--listen 0.0.0.0:32766 --interval 10"' >> /etc/default/int-tools-collect
+said=$(dpkg -i "$out"/int-tools_*.deb 2>&1)
+grep -q "gives the collector flags beside" <<<"$said" && grep -q -- "--interval 10" <<<"$said" \
+    || { echo "packages: an upgrade kept the operator's flags without a word: $said" >&2; exit 1; }
 
 # An operator enables both units; removing the packages stops and disables
 # them (no link left in a .wants folder), and the purge below finds nothing.

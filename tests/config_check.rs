@@ -23,11 +23,33 @@ fn examples(dir: &Path) -> Vec<std::path::PathBuf> {
     out
 }
 
-/// Every example passes `check` from any working directory once the one
-/// documented command has made the pcaps they read (`config/make-pcaps.sh`):
-/// paths in a config resolve against its own directory. The example for a
-/// bigger host (more CPUs than this one) passes `--for-another-host`, and
-/// plain `check` says which CPUs it lacks.
+/// Who reads a config under config/, by its first folder there (as
+/// config/README.md says): `lab/` holds the labs' topologies, which
+/// `int-lab lab` reads; `collect/` the collector's settings, which
+/// `int-tools collect --config` reads and `int-tools collect --check`
+/// checks; every other file is an int-node config, checked by `int-node check`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reader {
+    Node,
+    Collector,
+    Lab,
+}
+
+fn reader(config_dir: &Path, file: &Path) -> Reader {
+    let first = file.strip_prefix(config_dir).ok().and_then(|rest| rest.components().next());
+    match first.and_then(|folder| folder.as_os_str().to_str()) {
+        Some("lab") => Reader::Lab,
+        Some("collect") => Reader::Collector,
+        _ => Reader::Node,
+    }
+}
+
+/// Every example passes its reader's check from any working directory once
+/// the one documented command has made the pcaps they read
+/// (`config/make-pcaps.sh`): paths in a config resolve against its own
+/// directory. The node's example for a bigger host (more CPUs than this
+/// one) passes `--for-another-host`, and plain `check` says which CPUs it
+/// lacks; the collector's pass `int-tools collect --check`.
 #[test]
 fn every_example_config_passes_check_from_anywhere() {
     // A copy of config/ (the repository's own is left alone): the command
@@ -42,35 +64,55 @@ fn every_example_config_passes_check_from_anywhere() {
     assert!(copied.success());
     let made = Command::new("bash").arg(root.join("config/make-pcaps.sh")).arg(tools_bin()).output().unwrap();
     assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
-    let files = examples(&root.join("config"));
-    assert!(files.len() >= 5, "{files:?}");
+    let config_dir = root.join("config");
+    let files = examples(&config_dir);
+    let of = |kind| files.iter().filter(|f| reader(&config_dir, f) == kind).collect::<Vec<_>>();
+    let (nodes, collectors) = (of(Reader::Node), of(Reader::Collector));
+    assert!(nodes.len() >= 5, "{files:?}");
+    assert!(!collectors.is_empty(), "no collector config under config/collect/: {files:?}");
     let elsewhere = workdir("examples-elsewhere");
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    for file in files.iter().filter(|f| !f.to_string_lossy().contains("/lab/")) {
-        let check = |extra: &[&str]| {
-            Command::new(BIN)
-                .args(["check", "--config"])
-                .arg(file)
-                .args(extra)
-                .current_dir(&elsewhere)
-                .output()
-                .unwrap()
-        };
-        let output = check(&[]);
-        let said = String::from_utf8_lossy(&output.stderr);
-        if file.ends_with("smartnic-pci.yaml") && cpus < 5 {
-            assert_eq!(output.status.code(), Some(2), "{said}");
-            assert!(said.contains("need CPU(s) ") && said.contains("this host lacks"), "{said}");
-            let output = check(&["--for-another-host"]);
-            let said = String::from_utf8_lossy(&output.stderr);
-            assert!(output.status.success(), "{said}");
-            assert_warnings_explained(file, &said);
-            continue;
-        }
-        assert!(output.status.success(), "{}: {said}", file.display());
-        assert!(String::from_utf8_lossy(&output.stdout).contains(": ok ("));
-        assert_warnings_explained(file, &said);
+    for file in nodes {
+        node_example_passes_check(file, &elsewhere);
     }
+    for file in collectors {
+        let output = Command::new(tools_bin())
+            .args(["collect", "--check", "--config"])
+            .arg(file)
+            .current_dir(&elsewhere)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{}: {said}", file.display());
+        assert!(String::from_utf8_lossy(&output.stdout).ends_with(": ok\n"), "{}", file.display());
+    }
+}
+
+/// `int-node check` on one example, run from `elsewhere`.
+fn node_example_passes_check(file: &Path, elsewhere: &Path) {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let check = |extra: &[&str]| {
+        Command::new(BIN)
+            .args(["check", "--config"])
+            .arg(file)
+            .args(extra)
+            .current_dir(elsewhere)
+            .output()
+            .unwrap()
+    };
+    let output = check(&[]);
+    let said = String::from_utf8_lossy(&output.stderr);
+    if file.ends_with("smartnic-pci.yaml") && cpus < 5 {
+        assert_eq!(output.status.code(), Some(2), "{said}");
+        assert!(said.contains("need CPU(s) ") && said.contains("this host lacks"), "{said}");
+        let output = check(&["--for-another-host"]);
+        let said = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{said}");
+        assert_warnings_explained(file, &said);
+        return;
+    }
+    assert!(output.status.success(), "{}: {said}", file.display());
+    assert!(String::from_utf8_lossy(&output.stdout).contains(": ok ("));
+    assert_warnings_explained(file, &said);
 }
 
 /// A shipped example checks with no warning, or says in a comment why it

@@ -23,13 +23,22 @@ fn the_systemd_unit_verifies() {
     verify_unit("int-node@.service", "int-node@edge.service", &unit.replace("/usr/local/bin/int-node", BIN));
 }
 
-/// The collector's unit, likewise: its flags from an EnvironmentFile, its
-/// docs the project's own (the node's unit pointed at systemd's man page).
+/// The collector's unit, likewise: its settings from the file the package
+/// installs, checked before a start and a reload (whose SIGHUP follows),
+/// the flags of an EnvironmentFile beside it; its docs the project's own
+/// (the node's unit pointed at systemd's man page).
 #[test]
 fn the_collector_unit_verifies() {
     let unit = std::fs::read_to_string(root().join("config/systemd/int-tools-collect.service")).unwrap();
-    assert!(unit.contains("ExecStart=/usr/bin/int-tools collect $COLLECT_ARGS"));
-    assert!(unit.contains("EnvironmentFile=-/etc/default/int-tools-collect"));
+    for line in [
+        "EnvironmentFile=-/etc/default/int-tools-collect",
+        "ExecStartPre=/usr/bin/int-tools collect --check --config /etc/int-tools/collect.yaml $COLLECT_ARGS",
+        "ExecStart=/usr/bin/int-tools collect --config /etc/int-tools/collect.yaml $COLLECT_ARGS",
+        "ExecReload=/usr/bin/int-tools collect --check --config /etc/int-tools/collect.yaml $COLLECT_ARGS",
+        "ExecReload=/bin/kill -HUP $MAINPID",
+    ] {
+        assert!(unit.lines().any(|l| l == line), "not in the unit: {line}");
+    }
     for unit in [&unit, &std::fs::read_to_string(root().join("config/systemd/int-node@.service")).unwrap()] {
         let docs = unit.lines().filter(|l| l.starts_with("Documentation=")).collect::<Vec<_>>().join(" ");
         assert!(docs.contains("file:/usr/share/doc/") && !docs.contains("man:systemd"), "{docs}");
@@ -40,6 +49,69 @@ fn the_collector_unit_verifies() {
         "int-tools-collect.service",
         &unit.replace("/usr/bin/int-tools", &tools.to_string_lossy()),
     );
+}
+
+/// The flags /etc/default/int-tools-collect gave the service before it had
+/// a config file: what an operator's edited copy, kept at an upgrade,
+/// carries at least.
+const FLAGS_BEFORE_THE_FILE: &str = "--listen 0.0.0.0:32766 --quiet --interval 60";
+
+/// The file the package installs as /etc/int-tools/collect.yaml carries
+/// what the service's flags set before it (the port, no line per report, a
+/// summary a minute), and the packaged defaults file gives no flag beside it.
+#[test]
+fn the_collector_file_keeps_the_service_settings() {
+    let text = std::fs::read_to_string(root().join("config/collect/collect.yaml")).unwrap();
+    let file: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).unwrap();
+    assert_eq!(file["listen"]["address"].as_str(), Some("0.0.0.0:32766"), "--listen 0.0.0.0:32766");
+    assert_eq!(file["stdout"]["quiet"].as_bool(), Some(true), "--quiet");
+    assert_eq!(file["stdout"]["summary_interval_s"].as_u64(), Some(60), "--interval 60");
+    assert_eq!(packaged_collect_args(), "");
+}
+
+/// COLLECT_ARGS as the packaged /etc/default/int-tools-collect sets it.
+fn packaged_collect_args() -> String {
+    let defaults = std::fs::read_to_string(root().join("config/systemd/int-tools-collect.default")).unwrap();
+    let values: Vec<&str> = defaults.lines().filter_map(|l| l.strip_prefix("COLLECT_ARGS=")).collect();
+    assert_eq!(values.len(), 1, "{defaults}");
+    values[0].trim_matches('"').to_string()
+}
+
+/// The unit's checks (before a start, before a reload's SIGHUP), run as
+/// systemd runs them on the files the package installs: they pass with the
+/// packaged defaults' flags (none) and with an operator's older flags kept
+/// beside the file; and what starts is what was checked.
+#[test]
+fn the_collector_unit_checks_its_file() {
+    let unit = std::fs::read_to_string(root().join("config/systemd/int-tools-collect.service")).unwrap();
+    let command = |key: &str| unit.lines().filter_map(|l| l.strip_prefix(key)).collect::<Vec<_>>();
+    let checks: Vec<&str> = [command("ExecStartPre="), command("ExecReload=")].concat();
+    let checks: Vec<&str> = checks.into_iter().filter(|c| c.contains(" --check ")).collect();
+    assert_eq!(checks.len(), 2, "{unit}");
+    assert_eq!(command("ExecStart="), [checks[0].replace(" --check", "")]);
+    let example = root().join("config/collect/collect.yaml");
+    let elsewhere = workdir("collector-unit-checks");
+    for flags in [packaged_collect_args().as_str(), FLAGS_BEFORE_THE_FILE] {
+        for check in &checks {
+            // systemd splits an unquoted $VAR into words.
+            let line = check.replace("$COLLECT_ARGS", flags);
+            let mut words = line.split_whitespace();
+            assert_eq!(words.next(), Some("/usr/bin/int-tools"));
+            let args: Vec<String> = words
+                .map(|w| {
+                    if w == "/etc/int-tools/collect.yaml" {
+                        example.to_string_lossy().into()
+                    } else {
+                        w.into()
+                    }
+                })
+                .collect();
+            let output = Command::new(tools_bin()).args(&args).current_dir(&elsewhere).output().unwrap();
+            let said = String::from_utf8_lossy(&output.stderr);
+            assert!(output.status.success(), "{line}: {said}");
+            assert!(String::from_utf8_lossy(&output.stdout).ends_with("collect.yaml: ok\n"), "{line}");
+        }
+    }
 }
 
 /// `systemd-analyze verify` on `text` written as `file`, the unit `verified`

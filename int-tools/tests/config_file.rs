@@ -119,7 +119,7 @@ fn a_file_with_problems_names_them_all_and_starts_nothing() {
 /// file it read.
 #[test]
 fn the_example_checks() {
-    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/collect.yaml");
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../config/collect/collect.yaml");
     let output = Command::new(BIN).args(["collect", "--check", "--config"]).arg(&example).output().unwrap();
     let said = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{said}");
