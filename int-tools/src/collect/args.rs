@@ -25,8 +25,9 @@ pub struct ChoiceError {
 
 #[derive(Debug, Args)]
 pub struct CollectArgs {
-    /// Read the settings from this YAML file (deploy/collect.yaml; every
-    /// flag has a key): a flag given here overrides its key.
+    /// Read the settings from this YAML file (/etc/int-tools/collect.yaml,
+    /// config/collect/collect.yaml; every flag has a key): a flag given
+    /// here overrides its key.
     #[arg(long, value_name = "FILE")]
     pub config: Option<std::path::PathBuf>,
     /// Check the settings (the file's and the flags') and the files they

@@ -106,7 +106,7 @@ impl Setting {
 /// or every problem in it.
 pub fn settings(text: &str, base: &Path) -> Result<Vec<Setting>, Vec<Problem>> {
     let document: Value = serde_yaml_ng::from_str(text).map_err(|error| {
-        let hint = "the file must be YAML, as deploy/collect.yaml".to_string();
+        let hint = "the file must be YAML, as config/collect/collect.yaml".to_string();
         vec![Problem { path: "(document)".into(), message: error.to_string(), hint }]
     })?;
     let mut read =
@@ -114,7 +114,7 @@ pub fn settings(text: &str, base: &Path) -> Result<Vec<Setting>, Vec<Problem>> {
     match document {
         Value::Mapping(top) => read.mapping("", &top, base),
         Value::Null => {}
-        _ => read.problem("(document)", "not a mapping of keys to values", "see deploy/collect.yaml".into()),
+        _ => read.problem("(document)", "not a mapping of keys to values", "see config/collect/collect.yaml".into()),
     }
     if read.problems.is_empty() {
         Ok(read.settings)
