@@ -40,6 +40,7 @@ use books::{join, ledger, timeline, Books, Sizes};
 use counts::Counted;
 use exporters::stdout::{Print, Stdout};
 use exporters::{influx, ipfix};
+use names::Naming;
 use receivers::{udp, How};
 use shared::Shared;
 use views::{health, metrics, plot, summary, web as view};
@@ -54,13 +55,14 @@ fn check_outputs(args: &CollectArgs) -> Result<(), CollectError> {
     Ok(())
 }
 
-/// What every thread reads: the messages' level and the names.
-fn settle(args: &CollectArgs) -> Result<(), CollectError> {
+/// The messages' level, and the names every part that shows names is
+/// handed (none without `--names`).
+fn settle(args: &CollectArgs) -> Result<Naming, CollectError> {
     stderr::init(args.log);
-    if let Some(path) = &args.names {
-        names::install(names::Names::load(path)?);
+    match &args.names {
+        Some(path) => Ok(Naming::new(names::Names::load(path)?)),
+        None => Ok(Naming::default()),
     }
-    Ok(())
 }
 
 /// `--check`: the settings parsed (they are, to get here) and the files
@@ -98,7 +100,7 @@ fn check_outputs_settings(args: &CollectArgs) -> Result<(), CollectError> {
 }
 
 pub fn run(args: &CollectArgs) -> Result<(), CollectError> {
-    settle(args)?;
+    let names = settle(args)?;
     let how = Arc::new(how(args)?);
     check_outputs(args)?;
     let view_files = view_files(args)?;
@@ -109,11 +111,11 @@ pub fn run(args: &CollectArgs) -> Result<(), CollectError> {
     };
     let (store, restored) = open_state(args)?;
     let view = args.http.map(|addr| view_settings(addr, args, view_files.clone()));
-    let shown = view.as_ref().map(|settings| view::board(settings, restored.board));
+    let shown = view.as_ref().map(|settings| view::board(settings, restored.board, names.clone()));
     int_os::signals::catch_stop_signals();
     int_os::signals::catch_reload_signal();
     let started = Instant::now();
-    let (running, feeder) = start_exporters(args)?;
+    let (running, feeder) = start_exporters(args, &names)?;
     let consumer = from_stream.as_ref().map(|_| Arc::new(receivers::nats::Counts::default()));
     let view_counts = args.http.map(|_| Arc::new(view::Counts::default()));
     let state_counts = store.as_ref().map(|_| Arc::new(state::Counts::default()));
@@ -122,11 +124,11 @@ pub fn run(args: &CollectArgs) -> Result<(), CollectError> {
     counted.extend(view_counts.iter().map(|c| Arc::clone(c) as Arc<dyn Counted>));
     counted.extend(state_counts.iter().map(|c| Arc::clone(c) as Arc<dyn Counted>));
     let readers = receivers.len().max(usize::from(from_stream.is_some()));
-    let books = books(args, readers, &running, feeder.as_ref(), restored.books);
+    let books = books(args, readers, &running, feeder.as_ref(), restored.books, &names);
     // The publisher ends when the last receiver's feed does.
     drop(feeder);
     let shared =
-        Arc::new(Shared { books, reports: AtomicU64::new(0), quit: AtomicBool::new(false), counted });
+        Arc::new(Shared { books, reports: AtomicU64::new(0), quit: AtomicBool::new(false), counted, names });
     let writer = match (store, state_counts) {
         (Some(store), Some(counts)) => Some(start_state(store, shown.clone(), counts, &shared)?),
         _ => None,
@@ -182,9 +184,10 @@ fn finish(
     if let Some(mut writer) = writer.and_then(|thread| thread.join().ok()) {
         writer.write(&snapshot);
     }
-    summary::print(&snapshot, &shared.counted, args.json, summary::Extent::Whole);
+    summary::print(&snapshot, &shared.counted, args.json, summary::Extent::Whole, &shared.names);
     if let Some(path) = &args.plot {
-        plot::draw(&snapshot, path).map_err(|cause| CollectError::Plot { path: path.clone(), cause })?;
+        plot::draw(&snapshot, path, &shared.names)
+            .map_err(|cause| CollectError::Plot { path: path.clone(), cause })?;
         log::info!("collect: plot written to {}", path.display());
     }
     Ok(())
@@ -216,7 +219,8 @@ fn start_views(
             nodes: args.metrics_nodes,
             links: args.metrics_links,
         };
-        let metrics = metrics::start(addr, Arc::clone(shared), shown, Arc::clone(health));
+        let metrics =
+            metrics::start(addr, Arc::clone(shared), shown, Arc::clone(health), shared.names.clone());
         threads.push(metrics.map_err(|source| CollectError::Metrics { addr, source })?);
     }
     if let (Some((settings, shown)), Some(counts)) = (view, view_counts) {
@@ -254,6 +258,7 @@ fn books(
     running: &[exporters::Running],
     feeder: Option<&exporters::nats::Feeder>,
     kept: Option<state::Kept>,
+    names: &Naming,
 ) -> Vec<Arc<Mutex<Books>>> {
     let sizes = Sizes {
         flows: args.max_flows,
@@ -266,11 +271,11 @@ fn books(
         .map(|_| {
             let window_ms = u64::try_from(args.join_window_ms.as_millis()).unwrap_or(u64::MAX);
             let join = join::Join::new(window_ms, args.domain_nodes.clone(), args.join_confirm);
-            let stdout: Arc<dyn Exporter> = Arc::new(Stdout(print(args)));
+            let stdout: Arc<dyn Exporter> = Arc::new(Stdout { print: print(args), names: names.clone() });
             let others =
                 running.iter().map(|r| r.exporter.for_reader().unwrap_or_else(|| Arc::clone(&r.exporter)));
             let exporters = std::iter::once(stdout).chain(others).collect();
-            let mut books = Books::new(sizes, join, exporters, Arc::clone(&base));
+            let mut books = Books::new(sizes, join, exporters, Arc::clone(&base), names.clone());
             books.datagrams =
                 feeder.map(|feeder| Box::new(feeder.feed()) as Box<dyn books::export::Datagrams>);
             books
@@ -400,11 +405,12 @@ fn print(args: &CollectArgs) -> Print {
 /// format feeds the receivers' datagrams through the feeder.
 fn start_exporters(
     args: &CollectArgs,
+    names: &Naming,
 ) -> Result<(Vec<exporters::Running>, Option<exporters::nats::Feeder>), CollectError> {
     let mut running = Vec::new();
     let mut feeder = None;
     if let Some(url) = &args.influx {
-        running.push(start_influx(url, args)?);
+        running.push(start_influx(url, args, names)?);
     }
     if let Some(url) = &args.nats {
         let settings = stream_settings("--nats", url, args)?;
@@ -497,10 +503,10 @@ fn influx_settings(url: &str, args: &CollectArgs) -> Result<influx::Settings, Co
     })
 }
 
-fn start_influx(url: &str, args: &CollectArgs) -> Result<exporters::Running, CollectError> {
+fn start_influx(url: &str, args: &CollectArgs, names: &Naming) -> Result<exporters::Running, CollectError> {
     let settings = influx_settings(url, args)?;
     log::info!("collect: writing to InfluxDB at {url}, database {}", settings.database);
-    Ok(influx::start(settings))
+    Ok(influx::start(settings, names.clone()))
 }
 
 /// The Basic authorization of --influx-user, with its password from the
@@ -539,17 +545,17 @@ fn wait_for_the_end(args: &CollectArgs, shared: &Shared, started: Instant, view_
             return;
         }
         if int_os::signals::take_reload_request() {
-            reload(args, view_files);
+            reload(args, view_files, &shared.names);
         }
         if !interval.is_zero() && Instant::now() >= next_summary {
             let extent = summary::Extent::Worst(summary::PERIODIC_WORST);
-            summary::print(&shared.snapshot(), &shared.counted, args.json, extent);
+            summary::print(&shared.snapshot(), &shared.counted, args.json, extent, &shared.names);
             next_summary = Instant::now() + interval;
         }
         if let Some(path) =
             args.plot.as_ref().filter(|_| !plot_every.is_zero() && Instant::now() >= next_plot)
         {
-            if let Err(error) = plot::draw(&shared.snapshot(), path) {
+            if let Err(error) = plot::draw(&shared.snapshot(), path, &shared.names) {
                 log::warn!("collect: --plot {}: {error}", path.display());
             }
             next_plot = Instant::now() + plot_every;
@@ -561,7 +567,7 @@ fn wait_for_the_end(args: &CollectArgs, shared: &Shared, started: Instant, view_
 /// SIGHUP: reads the files the flags name again (the names of `--names`,
 /// the web view's credentials and TLS files); collect goes on whatever
 /// they hold, and says what it took or, keeping what it had, why not.
-fn reload(args: &CollectArgs, view_files: &view::Files) {
+fn reload(args: &CollectArgs, view_files: &view::Files, names: &Naming) {
     view_files.reload();
     let Some(path) = &args.names else {
         if view_files.access.is_none() && view_files.tls.is_none() {
@@ -569,12 +575,12 @@ fn reload(args: &CollectArgs, view_files: &view::Files) {
         }
         return;
     };
-    match names::reload(path) {
+    match names.reload(path) {
         Ok(count) => {
             log::info!("collect: SIGHUP: reloaded --names {}: {count} node(s) named", path.display())
         }
         Err(error) => {
-            log::warn!("collect: SIGHUP: {error}; keeping the names before ({} node(s))", names::count())
+            log::warn!("collect: SIGHUP: {error}; keeping the names before ({} node(s))", names.count())
         }
     }
 }

@@ -11,8 +11,9 @@
 //! ```
 //!
 //! The names are read at start and again at each SIGHUP (a file that does
-//! not read keeps the names before): a process-wide table, so that each
-//! output asks it without the names being threaded through the receivers.
+//! not read keeps the names before). collect hands one [`Naming`] to each
+//! part that shows names (the books' records, stdout, InfluxDB, the
+//! views); a reload swaps the table all of them read.
 
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
@@ -163,69 +164,76 @@ impl Names {
 const NODE_FIELDS: [&str; 5] = ["source_node", "sink_node", "report_node", "node", "node_id"];
 const PATH_FIELDS: [&str; 4] = ["path", "old_path", "new_path", "nodes"];
 
-/// The process's names: replaced whole by a reload (SIGHUP), so that a
-/// reader sees the old table or the new one, never a mix. A reader holds
-/// the lock only to clone the `Arc` or copy one name out.
-static NAMES: RwLock<Option<Arc<Names>>> = RwLock::new(None);
+/// The names every part of collect shows: a handle to one table, replaced
+/// whole by a reload (SIGHUP), so that a reader sees the old table or the
+/// new one, never a mix. A reader holds the lock only to clone the `Arc`
+/// or copy one name out. Cloned, it is the same table. Without `--names`
+/// there is no table, and records are left as they are.
+#[derive(Debug, Clone, Default)]
+pub struct Naming(Arc<RwLock<Option<Arc<Names>>>>);
 
-/// Makes `names` the process's names, in place of any before.
-pub fn install(names: Names) {
-    let mut table = NAMES.write().unwrap_or_else(PoisonError::into_inner);
-    *table = Some(Arc::new(names));
-}
-
-/// The process's names (none before [`install`]).
-pub fn names() -> Arc<Names> {
-    let table = NAMES.read().unwrap_or_else(PoisonError::into_inner);
-    table.as_ref().map_or_else(|| Arc::new(Names::default()), Arc::clone)
-}
-
-/// Reads `path` again and, if it reads, makes it the process's names;
-/// returns how many nodes it names. On a mistake the names stay as they
-/// were.
-pub fn reload(path: &Path) -> Result<usize, NamesError> {
-    let names = Names::load(path)?;
-    let count = names.nodes.len();
-    install(names);
-    Ok(count)
-}
-
-/// How many nodes the process's names name.
-pub fn count() -> usize {
-    let table = NAMES.read().unwrap_or_else(PoisonError::into_inner);
-    table.as_ref().map_or(0, |names| names.nodes.len())
-}
-
-/// Node `id`'s name, if it has one.
-pub fn node(id: u32) -> Option<String> {
-    let table = NAMES.read().unwrap_or_else(PoisonError::into_inner);
-    table.as_ref()?.node(id).map(str::to_string)
-}
-
-/// What a label shows for node `id`: its name, or its id as a number.
-pub fn label(id: u32) -> String {
-    node(id).unwrap_or_else(|| id.to_string())
-}
-
-/// The id of the node named `name` (ASCII case aside), if one is.
-pub fn named(name: &str) -> Option<u32> {
-    let table = NAMES.read().unwrap_or_else(PoisonError::into_inner);
-    table.as_ref()?.named(name)
-}
-
-/// "edge-a (167772161)", or the id alone.
-pub fn describe(id: u32) -> String {
-    match node(id) {
-        Some(name) => format!("{name} ({id})"),
-        None => id.to_string(),
+impl Naming {
+    /// A handle to `names`.
+    pub fn new(names: Names) -> Naming {
+        Naming(Arc::new(RwLock::new(Some(Arc::new(names)))))
     }
-}
 
-/// [`Names::annotate`] with the process's names (none: the record as it is).
-pub fn annotate(record: &mut Map<String, Value>) {
-    let table = NAMES.read().unwrap_or_else(PoisonError::into_inner);
-    if let Some(names) = table.as_ref() {
-        names.annotate(record);
+    fn read(&self) -> Option<Arc<Names>> {
+        self.0.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// The table now (an empty one without `--names`).
+    pub fn table(&self) -> Arc<Names> {
+        self.read().unwrap_or_default()
+    }
+
+    /// Makes `names` the table every clone of this handle reads.
+    pub fn replace(&self, names: Names) {
+        *self.0.write().unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(names));
+    }
+
+    /// Reads `path` again and, if it reads, makes it the table; returns how
+    /// many nodes it names. On a mistake the names stay as they were.
+    pub fn reload(&self, path: &Path) -> Result<usize, NamesError> {
+        let names = Names::load(path)?;
+        let count = names.nodes.len();
+        self.replace(names);
+        Ok(count)
+    }
+
+    /// How many nodes are named.
+    pub fn count(&self) -> usize {
+        self.read().map_or(0, |names| names.nodes.len())
+    }
+
+    /// Node `id`'s name, if it has one.
+    pub fn node(&self, id: u32) -> Option<String> {
+        self.read()?.node(id).map(str::to_string)
+    }
+
+    /// What a label shows for node `id`: its name, or its id as a number.
+    pub fn label(&self, id: u32) -> String {
+        self.node(id).unwrap_or_else(|| id.to_string())
+    }
+
+    /// The id of the node named `name` (ASCII case aside), if one is.
+    pub fn named(&self, name: &str) -> Option<u32> {
+        self.read()?.named(name)
+    }
+
+    /// "edge-a (167772161)", or the id alone.
+    pub fn describe(&self, id: u32) -> String {
+        match self.node(id) {
+            Some(name) => format!("{name} ({id})"),
+            None => id.to_string(),
+        }
+    }
+
+    /// [`Names::annotate`] with the table now; none: the record as it is.
+    pub fn annotate(&self, record: &mut Map<String, Value>) {
+        if let Some(names) = self.read() {
+            names.annotate(record);
+        }
     }
 }
 
@@ -318,5 +326,25 @@ nodes:
         assert_eq!(object["hop_metadata"][0]["node_id_name"], "linux-router");
         assert_eq!(names.describe(167_772_165), "core-1 (167772165)");
         assert_eq!(names.describe(7), "7");
+    }
+
+    /// Every part holds a clone of one handle: a replace reaches them all
+    /// at once; without `--names` a record is left as it is.
+    #[test]
+    fn clones_of_a_handle_see_one_table() {
+        let none = Naming::default();
+        let mut record = Map::new();
+        record.insert("path".into(), json!([1, 2]));
+        none.annotate(&mut record);
+        assert_eq!(record.len(), 1, "no names, no path_names: {record:?}");
+        let names = Naming::new(Names::default());
+        let view = names.clone();
+        assert_eq!(view.label(167772161), "167772161");
+        names.replace(Names::parse(FILE).ok().unwrap());
+        assert_eq!(view.label(167772161), "edge-a");
+        assert_eq!(view.describe(167772161), "edge-a (167772161)");
+        assert_eq!((view.count(), view.named("EDGE-A")), (3, Some(167772161)));
+        view.annotate(&mut record);
+        assert_eq!(record["path_names"], json!(["1", "2"]));
     }
 }

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use super::books::snapshot::Snapshot;
 use super::books::Books;
 use super::counts::Counted;
+use super::names::Naming;
 
 pub struct Shared {
     pub books: Vec<Arc<Mutex<Books>>>,
@@ -16,6 +17,8 @@ pub struct Shared {
     /// The exporters', the consumer's, the view's and the state's counts,
     /// for the summary and the metrics.
     pub counted: Vec<Arc<dyn Counted>>,
+    /// What each node is called, for the views that show names.
+    pub names: Naming,
 }
 
 impl Shared {

@@ -114,7 +114,11 @@ pub fn settings(text: &str, base: &Path) -> Result<Vec<Setting>, Vec<Problem>> {
     match document {
         Value::Mapping(top) => read.mapping("", &top, base),
         Value::Null => {}
-        _ => read.problem("(document)", "not a mapping of keys to values", "see config/collect/collect.yaml".into()),
+        _ => read.problem(
+            "(document)",
+            "not a mapping of keys to values",
+            "see config/collect/collect.yaml".into(),
+        ),
     }
     if read.problems.is_empty() {
         Ok(read.settings)

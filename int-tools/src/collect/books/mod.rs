@@ -26,7 +26,7 @@ use export::{Datagrams, Exporter};
 use ledger::{Ledger, Limits, Measure, Observed};
 use sender::Sender;
 
-use crate::collect::names;
+use crate::collect::names::Naming;
 
 /// What the collector received, refused and missed.
 #[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize)]
@@ -60,6 +60,8 @@ pub struct Books {
     pub exporters: Vec<Arc<dyn Exporter>>,
     /// The stream's batch format: this reader's datagrams as they came.
     pub datagrams: Option<Box<dyn Datagrams>>,
+    /// What the records call each node.
+    pub names: Naming,
 }
 
 /// What the books keep at most: `--max-flows`, `--detailed-flows`,
@@ -78,6 +80,7 @@ impl Books {
         join: join::Join,
         exporters: Vec<Arc<dyn Exporter>>,
         base: Arc<timeline::TimeBase>,
+        names: Naming,
     ) -> Books {
         let limits = Limits { flows: sizes.flows, detailed: sizes.detailed_flows };
         let hop_limits = hops::Limits { nodes: sizes.nodes, links: sizes.links, flows: sizes.flows };
@@ -89,13 +92,20 @@ impl Books {
             join,
             exporters,
             datagrams: None,
+            names,
         }
     }
 
     /// Empty books of at most `sizes`, with the join's defaults and no
     /// exporters (for tests and fuzz targets).
     pub fn bounded(sizes: Sizes) -> Books {
-        Books::new(sizes, join::Join::new(1000, Vec::new(), 32), Vec::new(), Default::default())
+        Books::new(
+            sizes,
+            join::Join::new(1000, Vec::new(), 32),
+            Vec::new(),
+            Default::default(),
+            Naming::default(),
+        )
     }
 
     /// A record: built only when an exporter (standard output, the
@@ -106,7 +116,7 @@ impl Books {
         }
         let mut record = record();
         if let Some(object) = record.as_object_mut() {
-            names::annotate(object);
+            self.names.annotate(object);
         }
         for exporter in self.exporters.iter().filter(|e| e.wants_records()) {
             exporter.record(&record);
@@ -117,7 +127,7 @@ impl Books {
     /// collector's names, to the exporters that say it again.
     pub fn read_back(&self, mut record: serde_json::Value) {
         if let Some(object) = record.as_object_mut() {
-            names::annotate(object);
+            self.names.annotate(object);
         }
         for exporter in &self.exporters {
             exporter.read_back(&record);

@@ -25,7 +25,7 @@ use crate::collect::books::export::Exporter;
 use crate::collect::books::hops::{self, PathChange, Seen};
 use crate::collect::books::ledger::{Measure, Observed};
 use crate::collect::counts::{counter_family, counts_of, Counted};
-use crate::collect::names;
+use crate::collect::names::Naming;
 
 /// What becomes points: an observation of a flow, a report's hops and
 /// links, a flow's path change.
@@ -166,16 +166,19 @@ impl Queue {
 
 /// Starts the writer thread; it ends, after writing what is queued, once
 /// every [`Queue`] is dropped.
-pub fn start(settings: Settings) -> Running {
+pub fn start(settings: Settings, names: Naming) -> Running {
     let (sender, receiver) = mpsc::sync_channel(settings.buffer.max(1));
     let counts = Arc::new(Counts::default());
-    let writer = Writer { settings, counts: Arc::clone(&counts), last_ns: 0, last_error: String::new() };
+    let writer =
+        Writer { settings, names, counts: Arc::clone(&counts), last_ns: 0, last_error: String::new() };
     let thread = std::thread::spawn(move || writer.run(&receiver));
     Running { exporter: Arc::new(Queue { sender, counts: Arc::clone(&counts) }), counted: counts, thread }
 }
 
 struct Writer {
     settings: Settings,
+    /// What the tags call each node.
+    names: Naming,
     counts: Arc<Counts>,
     /// Points of one series with the same time replace each other in
     /// InfluxDB: each point gets a time after the one before.
@@ -233,8 +236,8 @@ impl Writer {
                 let time = self.next_time(ns);
                 let flow = &change.flow;
                 let path = |p: &[u32]| {
-                    let names: Vec<String> = p.iter().map(|n| names::label(*n)).collect();
-                    line::string_field(&names.join(">"))
+                    let labels: Vec<String> = p.iter().map(|n| self.names.label(*n)).collect();
+                    line::string_field(&labels.join(">"))
                 };
                 let _ = writeln!(
                     body,
@@ -264,13 +267,18 @@ impl Writer {
             }
             let time = self.next_time(ns);
             // Joined postcards have no reporting sink: no sink_node tag.
-            let sink = seen.sink.map(|sink| node_tags("sink_node", sink)).unwrap_or_default();
-            let _ = writeln!(body, "int_hop{}{sink} {} {time}", node_tags("node", node), fields.join(","));
+            let sink = seen.sink.map(|sink| node_tags(&self.names, "sink_node", sink)).unwrap_or_default();
+            let _ = writeln!(
+                body,
+                "int_hop{}{sink} {} {time}",
+                node_tags(&self.names, "node", node),
+                fields.join(",")
+            );
             points += 1;
         }
         for ((from, to), latency) in hops::links(seen) {
             let time = self.next_time(ns);
-            let (from, to) = (node_tags("from", from), node_tags("to", to));
+            let (from, to) = (node_tags(&self.names, "from", from), node_tags(&self.names, "to", to));
             let _ = writeln!(body, "int_link{from}{to} latency_ns={latency}i {time}");
             points += 1;
         }
@@ -299,10 +307,10 @@ impl Writer {
             flow.src, flow.dst, flow.protocol, flow.src_port, flow.dst_port
         );
         if let Some(node) = observed.source_node {
-            body.push_str(&node_tags("source_node", node));
+            body.push_str(&node_tags(&self.names, "source_node", node));
         }
         if let Some(node) = observed.sink_node {
-            body.push_str(&node_tags("sink_node", node));
+            body.push_str(&node_tags(&self.names, "sink_node", node));
         }
         match observed.measure {
             Measure::Latency { ns, flow_seq, hops } => {
@@ -376,8 +384,8 @@ impl Writer {
 
 /// A node's tags: `,KEY=<id>,KEY_name=<name>` (the id, a number as in the
 /// JSON, where the node has no name in --names, or none a tag can hold).
-fn node_tags(key: &str, id: u32) -> String {
-    let name = line::tag(&names::label(id));
+fn node_tags(names: &Naming, key: &str, id: u32) -> String {
+    let name = line::tag(&names.label(id));
     let name = if name.is_empty() { id.to_string() } else { name };
     format!(",{key}={id},{key}_name={name}")
 }
@@ -428,7 +436,13 @@ mod tests {
             flush: Duration::from_secs(1),
             buffer: 10,
         };
-        Writer { settings, counts: Arc::default(), last_ns: 0, last_error: String::new() }
+        Writer {
+            settings,
+            names: Naming::default(),
+            counts: Arc::default(),
+            last_ns: 0,
+            last_error: String::new(),
+        }
     }
 
     #[test]
@@ -509,7 +523,7 @@ mod tests {
             flush: Duration::from_millis(10),
             buffer: 2,
         };
-        let Running { exporter: output, counted, thread } = start(settings);
+        let Running { exporter: output, counted, thread } = start(settings, Naming::default());
         let flow = FlowKey::v4(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), 17, 5, 6);
         let observed =
             Observed { flow, source_node: None, sink_node: None, measure: Measure::Lost(1), at_ns: None };

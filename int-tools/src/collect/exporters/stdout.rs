@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 
 use crate::collect::books::datagram::Arrival;
 use crate::collect::books::export::Exporter;
-use crate::collect::names;
+use crate::collect::names::Naming;
 use crate::schema;
 
 /// How reports are printed.
@@ -23,23 +23,26 @@ pub enum Print {
 /// Standard output as an exporter: a line per record, and per refused
 /// datagram, as text or JSON. Every reader shares it: each line is one
 /// write of a locked stdout.
-pub struct Stdout(pub Print);
+pub struct Stdout {
+    pub print: Print,
+    pub names: Naming,
+}
 
 impl Exporter for Stdout {
     fn wants_records(&self) -> bool {
-        self.0 != Print::Quiet
+        self.print != Print::Quiet
     }
 
     fn record(&self, record: &Value) {
-        print(record, self.0);
+        print(record, self.print, &self.names);
     }
 
     fn read_back(&self, record: &Value) {
-        print(record, self.0);
+        print(record, self.print, &self.names);
     }
 
     fn refused(&self, arrival: &Arrival, error: &str, len: Option<usize>) {
-        match self.0 {
+        match self.print {
             Print::Json => {
                 let mut record = Map::new();
                 record.extend([
@@ -59,19 +62,19 @@ impl Exporter for Stdout {
 }
 
 /// One record as `output` asks.
-pub fn print(record: &Value, output: Print) {
+pub fn print(record: &Value, output: Print, names: &Naming) {
     match output {
         Print::Json => println!("{record}"),
-        Print::Text => print_text(record),
+        Print::Text => print_text(record, names),
         Print::Quiet => {}
     }
 }
 
-fn print_text(r: &Value) {
+fn print_text(r: &Value, names: &Naming) {
     let kind = r["type"].as_str().unwrap_or("?");
     match kind {
-        "path-change" => return path_change(r),
-        "joined" => return print!("{}", joined(r)),
+        "path-change" => return path_change(r, names),
+        "joined" => return print!("{}", joined(r, names)),
         _ => {}
     }
     let title = match kind {
@@ -90,12 +93,12 @@ fn print_text(r: &Value) {
         missing_note(&r["missing_reports_before"])
     );
     match kind {
-        "latency" | "tr05-flow" => print_latency(r),
+        "latency" | "tr05-flow" => print_latency(r, names),
         "drop-summary" => println!(
             "  Source node: {} port: {}  Sink node: {} port: {}\n  Flow: {}  gap at {}  flow seq: {}  lost: {} packet(s)",
-            node(&r["source_node"], true),
+            node(&r["source_node"], true, names),
             r["source_port"],
-            node(&r["sink_node"], true),
+            node(&r["sink_node"], true, names),
             r["sink_port"],
             flow(&r["flow"]),
             r["gap_time"].as_str().unwrap_or("-"),
@@ -108,23 +111,23 @@ fn print_text(r: &Value) {
         ),
         "tr20-loss" => println!(
             "  Report node: {}  Flow: {}  lost {} packet(s) from number {}",
-            node(&r["report_node"], false),
+            node(&r["report_node"], false, names),
             flow(&r["flow"]),
             r["lost_packets"],
             r["first_flow_seq"]
         ),
-        _ => print_tr20(r),
+        _ => print_tr20(r, names),
     }
 }
 
-fn print_latency(r: &Value) {
+fn print_latency(r: &Value, names: &Naming) {
     let ipv4 = r["type"] == "latency";
     println!(
         "  Source node: {} port: {} ts: {}  Sink node: {} port: {} ts: {}",
-        node(&r["source_node"], ipv4),
+        node(&r["source_node"], ipv4, names),
         dash(&r["source_port"]),
         dash(&r["source_timestamp_ns"]),
-        node(&r["sink_node"], ipv4),
+        node(&r["sink_node"], ipv4, names),
         dash(&r["sink_port"]),
         dash(&r["sink_timestamp_ns"])
     );
@@ -136,7 +139,7 @@ fn print_latency(r: &Value) {
     );
 }
 
-fn print_tr20(r: &Value) {
+fn print_tr20(r: &Value, names: &Naming) {
     let what = match (r["hops"].is_null(), r["flow"].is_object()) {
         (false, _) => {
             format!(
@@ -149,9 +152,9 @@ fn print_tr20(r: &Value) {
         (true, true) => format!("(no INT 2.1 packet inside; its flow {})", flow(&r["flow"])),
         (true, false) => "(no INT 2.1 packet inside)".to_string(),
     };
-    println!("  Report node: {}  {what}", node(&r["report_node"], false));
+    println!("  Report node: {}  {what}", node(&r["report_node"], false, names));
     for (i, hop) in r["hop_metadata"].as_array().into_iter().flatten().enumerate() {
-        println!("  hop {}: {}", i + 1, describe_hop(hop));
+        println!("  hop {}: {}", i + 1, describe_hop(hop, names));
     }
     if let Some(drop) = r["drop"].as_object() {
         let name = drop.get("reason_name").and_then(Value::as_str).unwrap_or("?");
@@ -160,8 +163,8 @@ fn print_tr20(r: &Value) {
 }
 
 /// "node 2, ports 1 > 2, latency 4.00 µs, queue 0: 12".
-fn describe_hop(hop: &Value) -> String {
-    let mut parts = vec![format!("node {}", node(&hop["node_id"], false))];
+fn describe_hop(hop: &Value, names: &Naming) -> String {
+    let mut parts = vec![format!("node {}", node(&hop["node_id"], false, names))];
     if hop["l1_ingress_port"].is_u64() {
         parts.push(format!("ports {} > {}", hop["l1_ingress_port"], hop["l1_egress_port"]));
     }
@@ -176,11 +179,12 @@ fn describe_hop(hop: &Value) -> String {
 
 /// A packet's postcards joined, in text: its path (or why it has none),
 /// each node's hop, and the links between them.
-fn joined(r: &Value) -> String {
+fn joined(r: &Value, names: &Naming) -> String {
     use std::fmt::Write as _;
     let mut text = String::new();
-    let nodes =
-        |list: &Value| list.as_array().into_iter().flatten().map(|id| node(id, false)).collect::<Vec<_>>();
+    let nodes = |list: &Value| {
+        list.as_array().into_iter().flatten().map(|id| node(id, false, names)).collect::<Vec<_>>()
+    };
     let path = match (r["ordered"].as_bool(), r["complete"].as_bool()) {
         (Some(true), Some(true)) => format!("path {}", nodes(&r["path"]).join(" > ")),
         (Some(true), _) => {
@@ -191,7 +195,7 @@ fn joined(r: &Value) -> String {
     let _ = writeln!(text, "Joined postcards: Flow: {}  {path}", flow(&r["flow"]));
     let hops: Vec<&Value> = r["hop_metadata"].as_array().into_iter().flatten().collect();
     for (i, hop) in hops.iter().enumerate() {
-        let _ = writeln!(text, "  hop {}: {}", i + 1, describe_hop(hop));
+        let _ = writeln!(text, "  hop {}: {}", i + 1, describe_hop(hop, names));
     }
     if r["ordered"] != true {
         return text;
@@ -200,7 +204,7 @@ fn joined(r: &Value) -> String {
         let [from, to] = pair else { continue };
         let gap = to["ingress_timestamp"].as_i64().zip(from["egress_timestamp"].as_i64()).map(|(i, e)| i - e);
         if let Some(gap) = gap {
-            let (a, b) = (node(&from["node_id"], false), node(&to["node_id"], false));
+            let (a, b) = (node(&from["node_id"], false, names), node(&to["node_id"], false, names));
             let _ = writeln!(text, "  link {a} > {b}: {}", schema::human_ns(gap));
         }
     }
@@ -208,24 +212,24 @@ fn joined(r: &Value) -> String {
 }
 
 /// A path change in text.
-fn path_change(record: &Value) {
-    let names = |path: &Value| {
-        path.as_array().into_iter().flatten().map(|id| node(id, false)).collect::<Vec<_>>().join(" > ")
+fn path_change(record: &Value, names: &Naming) {
+    let path = |ids: &Value| {
+        ids.as_array().into_iter().flatten().map(|id| node(id, false, names)).collect::<Vec<_>>().join(" > ")
     };
     println!(
         "Path change: Flow: {}  {}  ->  {}",
         flow(&record["flow"]),
-        names(&record["old_path"]),
-        names(&record["new_path"])
+        path(&record["old_path"]),
+        path(&record["new_path"])
     );
 }
 
 /// A node id as the JSON gives it, after its name where it has one; a
 /// Host-INT one (an IPv4 address by Host-INT's convention) with its dotted
 /// form beside.
-fn node(id: &Value, ipv4: bool) -> String {
+fn node(id: &Value, ipv4: bool, names: &Naming) -> String {
     let Some(id) = id.as_u64().and_then(|id| u32::try_from(id).ok()) else { return "-".to_string() };
-    match (names::node(id), ipv4.then_some(Ipv4Addr::from(id))) {
+    match (names.node(id), ipv4.then_some(Ipv4Addr::from(id))) {
         (Some(name), Some(ip)) => format!("{name} ({id}, {ip})"),
         (Some(name), None) => format!("{name} ({id})"),
         (None, Some(ip)) => format!("{id} ({ip})"),
@@ -283,13 +287,14 @@ mod tests {
             json!({"src": "10.0.0.1", "dst": "10.0.0.2", "protocol": 17, "src_port": 1, "dst_port": 2});
         let record = json!({"type": "joined", "flow": flow, "nodes": [1, 2], "ordered": true, "complete": true,
                             "path": [1, 2], "hop_metadata": [hop(1, 1000, 3000), hop(2, 5000, 5500)]});
-        let text = joined(&record);
+        let text = joined(&record, &Naming::default());
         assert_eq!(
             text,
             "Joined postcards: Flow: udp 10.0.0.1:1 -> 10.0.0.2:2  path 1 > 2\n  hop 1: node 1, latency 2.00 µs\n  hop 2: node 2, latency 500 ns\n  link 1 > 2: 2.00 µs\n"
         );
         let unordered = json!({"type": "joined", "flow": flow, "nodes": [2, 1], "ordered": false, "complete": null,
                                "path": null, "hop_metadata": []});
-        assert!(joined(&unordered).contains("nodes 2, 1 (their order cannot be told from their times)"));
+        assert!(joined(&unordered, &Naming::default())
+            .contains("nodes 2, 1 (their order cannot be told from their times)"));
     }
 }

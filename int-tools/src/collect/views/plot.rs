@@ -25,7 +25,7 @@ use plotters::prelude::*;
 use crate::collect::books::ledger::FlowSummary;
 use crate::collect::books::snapshot::Snapshot;
 use crate::collect::books::timeline::{Bucket, Timeline};
-use crate::collect::names;
+use crate::collect::names::Naming;
 use label::Label;
 
 /// Flows drawn one by one in each panel.
@@ -55,11 +55,11 @@ type Entry = (RGBColor, u32, String);
 
 /// Draws the picture into `path`, whole: it is written beside and renamed
 /// into place, so that a viewer never reads half a picture.
-pub fn draw(snapshot: &Snapshot, path: &Path) -> Result<(), Failure> {
+pub fn draw(snapshot: &Snapshot, path: &Path, names: &Naming) -> Result<(), Failure> {
     load_font()?;
     let hops =
         snapshot.hops.nodes.values().any(|n| n.timeline.as_ref().is_some_and(|t| !t.buckets().is_empty()));
-    let links = top_links(snapshot);
+    let links = top_links(snapshot, names);
     let lossy = lossy_flows(snapshot);
     let bars = |rows: usize| if rows == 0 { 0 } else { BAR_PANEL + BAR_ROW * rows as u32 };
     let height =
@@ -72,7 +72,7 @@ pub fn draw(snapshot: &Snapshot, path: &Path) -> Result<(), Failure> {
         latency_over_time(snapshot, &upper)?;
         if hops {
             let (middle, rest) = lower.split_vertically(TIME_PANEL);
-            hop_latency_over_time(snapshot, &middle)?;
+            hop_latency_over_time(snapshot, &middle, names)?;
             lower = rest;
         }
         if !links.is_empty() {
@@ -315,7 +315,7 @@ fn events(chart: &mut Chart<'_>, snapshot: &Snapshot, timeline: &Timeline) -> Re
 }
 
 /// Each of the nodes with the most hops: its mean hop latency over time.
-fn hop_latency_over_time(snapshot: &Snapshot, area: &Area<'_>) -> Result<(), Failure> {
+fn hop_latency_over_time(snapshot: &Snapshot, area: &Area<'_>, names: &Naming) -> Result<(), Failure> {
     let mut nodes: Vec<_> =
         snapshot.hops.nodes.iter().filter(|(_, n)| n.timeline.is_some() && n.latency.count() > 0).collect();
     nodes.sort_by(|a, b| b.1.hops.cmp(&a.1.hops).then(a.0.cmp(b.0)));
@@ -334,7 +334,7 @@ fn hop_latency_over_time(snapshot: &Snapshot, area: &Area<'_>) -> Result<(), Fai
     let mut entries = Vec::new();
     for (i, (id, runs)) in series.into_iter().enumerate() {
         draw_runs(&mut chart, in_unit(runs, per), colour(i).into(), 2)?;
-        entries.push((colour(i), 1, format!("node {}", names::describe(id))));
+        entries.push((colour(i), 1, format!("node {}", names.describe(id))));
     }
     let timeline = snapshot.ledger.overall.timeline.clone().unwrap_or_default();
     entries.extend(events(&mut chart, snapshot, &timeline)?);
@@ -343,14 +343,14 @@ fn hop_latency_over_time(snapshot: &Snapshot, area: &Area<'_>) -> Result<(), Fai
 
 /// The links with the most observations, by name, with their p50 and p99
 /// (ns).
-fn top_links(snapshot: &Snapshot) -> Vec<(String, i64, i64)> {
+fn top_links(snapshot: &Snapshot, names: &Naming) -> Vec<(String, i64, i64)> {
     let mut links: Vec<_> = snapshot.hops.links.iter().filter(|(_, l)| l.count() > 0).collect();
     links.sort_by(|a, b| b.1.count().cmp(&a.1.count()).then(a.0.cmp(b.0)));
     links
         .into_iter()
         .take(TOP_LINKS)
         .filter_map(|((from, to), latency)| {
-            let name = format!("{} > {}", names::label(*from), names::label(*to));
+            let name = format!("{} > {}", names.label(*from), names.label(*to));
             Some((name, latency.quantile(0.5)?, latency.quantile(0.99)?))
         })
         .collect()

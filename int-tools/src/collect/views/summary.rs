@@ -14,7 +14,7 @@ use crate::collect::books::latency::{Latency, PERCENTILES};
 use crate::collect::books::ledger::{FlowSummary, Ledger};
 use crate::collect::books::snapshot::Snapshot;
 use crate::collect::counts::{counts_json, counts_text, Counted};
-use crate::collect::names;
+use crate::collect::names::{self, Naming};
 
 /// At most this many flows, nodes and links in the text summary at exit
 /// (the most reported flows); JSON has them all.
@@ -36,15 +36,21 @@ pub const PERIODIC_WORST: usize = 8;
 
 /// The summary: one JSON line (whole, whatever `extent`), or text of
 /// the `extent` asked for.
-pub fn print(snapshot: &Snapshot, outputs: &[Arc<dyn Counted>], json_out: bool, extent: Extent) {
+pub fn print(
+    snapshot: &Snapshot,
+    outputs: &[Arc<dyn Counted>],
+    json_out: bool,
+    extent: Extent,
+    names: &Naming,
+) {
     if json_out {
-        println!("{}", json!({"summary": summary_json(snapshot, outputs)}));
+        println!("{}", json!({"summary": summary_json(snapshot, outputs, names)}));
     } else {
-        print_text(snapshot, outputs, extent);
+        print_text(snapshot, outputs, extent, names);
     }
 }
 
-fn summary_json(snapshot: &Snapshot, outputs: &[Arc<dyn Counted>]) -> Value {
+fn summary_json(snapshot: &Snapshot, outputs: &[Arc<dyn Counted>], names: &Naming) -> Value {
     let (totals, senders) = (&snapshot.totals, &snapshot.senders);
     let mut flows: Vec<_> = snapshot.ledger.flows.iter().collect();
     flows.sort_by_key(|(key, _)| **key);
@@ -61,7 +67,7 @@ fn summary_json(snapshot: &Snapshot, outputs: &[Arc<dyn Counted>]) -> Value {
         "postcards": joins_json(&snapshot.joins),
         "flows": flows});
     if let Some(object) = summary.as_object_mut() {
-        if let Value::Object(hops) = hops_json(&snapshot.hops) {
+        if let Value::Object(hops) = hops_json(&snapshot.hops, names) {
             object.extend(hops);
         }
     }
@@ -96,12 +102,12 @@ fn latency_json(flow: &FlowSummary) -> Value {
 }
 
 /// Every hop's story: nodes, links, paths (empty lists without INT 2.1).
-fn hops_json(hops: &Hops) -> Value {
+fn hops_json(hops: &Hops, names: &Naming) -> Value {
     let nodes: Vec<Value> = hops
         .nodes
         .iter()
         .map(|(id, node)| {
-            json!({"node": id, "node_name": names::node(*id), "node_ip": names::as_ipv4(*id).map(|ip| ip.to_string()),
+            json!({"node": id, "node_name": names.node(*id), "node_ip": names::as_ipv4(*id).map(|ip| ip.to_string()),
                    "hops": node.hops, "hop_latency": distribution_json(&node.latency),
                    "queue_occupancy": distribution_json(&node.queue),
                    "drops": node.drops.iter().map(|(reason, n)| (reason.to_string(), json!(n))).collect::<serde_json::Map<_, _>>()})
@@ -111,7 +117,7 @@ fn hops_json(hops: &Hops) -> Value {
         .links
         .iter()
         .map(|((from, to), latency)| {
-            json!({"from": from, "to": to, "from_name": names::node(*from), "to_name": names::node(*to),
+            json!({"from": from, "to": to, "from_name": names.node(*from), "to_name": names.node(*to),
                    "latency_ns": distribution_json(latency)})
         })
         .collect();
@@ -121,7 +127,7 @@ fn hops_json(hops: &Hops) -> Value {
         .map(|c| {
             let mut change = json!({"at_ms": c.at_ms, "flow": crate::schema::flow(&c.flow), "old_path": c.old, "new_path": c.new});
             if let Some(object) = change.as_object_mut() {
-                names::annotate(object);
+                names.annotate(object);
             }
             change
         })
@@ -151,7 +157,7 @@ fn distribution_json(values: &Latency) -> Value {
     value
 }
 
-fn print_text(snapshot: &Snapshot, outputs: &[Arc<dyn Counted>], extent: Extent) {
+fn print_text(snapshot: &Snapshot, outputs: &[Arc<dyn Counted>], extent: Extent, names: &Naming) {
     let (totals, senders) = (&snapshot.totals, &snapshot.senders);
     let resyncs: u64 = senders.values().map(|s| s.resyncs).sum();
     let late: u64 = senders.values().map(|s| s.late).sum();
@@ -198,7 +204,7 @@ fn print_text(snapshot: &Snapshot, outputs: &[Arc<dyn Counted>], extent: Extent)
             ledger.untracked
         );
     }
-    print_hops(&snapshot.hops, extent);
+    print_hops(&snapshot.hops, extent, names);
 }
 
 /// A latency's p99 (or its max, for a flow without percentiles), to rank
@@ -271,7 +277,7 @@ fn chosen(hops: &Hops, extent: Extent) -> Chosen<'_> {
 }
 
 /// Nodes, links and path changes, where INT 2.1 reports told of them.
-fn print_hops(hops: &Hops, extent: Extent) {
+fn print_hops(hops: &Hops, extent: Extent, names: &Naming) {
     let (nodes, links) = chosen(hops, extent);
     let (node_why, link_why) = match extent {
         Extent::Whole => ("the first by id", "the first by id"),
@@ -286,7 +292,7 @@ fn print_hops(hops: &Hops, extent: Extent) {
             if drops.is_empty() { String::new() } else { format!("; drop reports: {}", drops.join(", ")) };
         println!(
             "  node {}: {} hop(s); hop latency {}; queue {}{drops}",
-            names::describe(**id),
+            names.describe(**id),
             node.hops,
             spread(&node.latency, human_ns),
             spread(&node.queue, |v| v.to_string())
@@ -294,7 +300,7 @@ fn print_hops(hops: &Hops, extent: Extent) {
     }
     more(hops.nodes.len(), nodes.len(), "node(s)", node_why);
     for ((from, to), latency) in &links {
-        println!("  link {} > {}: {}", names::label(*from), names::label(*to), spread(latency, human_ns));
+        println!("  link {} > {}: {}", names.label(*from), names.label(*to), spread(latency, human_ns));
     }
     more(hops.links.len(), links.len(), "link(s)", link_why);
     if hops.paths() > 0 || hops.path_changes > 0 {

@@ -20,6 +20,7 @@ use exposition::histogram;
 use super::health::Health;
 use crate::collect::books::snapshot::Snapshot;
 use crate::collect::counts::{counter, metric_head, Counted};
+use crate::collect::names::Naming;
 use crate::collect::shared::Shared;
 
 /// How many flows, nodes and links have series of their own
@@ -38,6 +39,7 @@ pub fn start(
     shared: Arc<Shared>,
     shown: Shown,
     health: Arc<Health>,
+    names: Naming,
 ) -> Result<std::thread::JoinHandle<()>, std::io::Error> {
     let listener = TcpListener::bind(addr)?;
     let local = listener.local_addr()?;
@@ -46,7 +48,7 @@ pub fn start(
         let serve = |path: &str| match path {
             "/metrics" => Some(Page::ok(
                 "text/plain; version=0.0.4",
-                page(&shared.view(shown.flows), &shared.counted, &shown),
+                page(&shared.view(shown.flows), &shared.counted, &shown, &names),
             )),
             _ => health.page(path),
         };
@@ -57,7 +59,7 @@ pub fn start(
 }
 
 /// The exposition.
-pub fn page(snapshot: &Snapshot, outputs: &[Arc<dyn Counted>], shown: &Shown) -> String {
+pub fn page(snapshot: &Snapshot, outputs: &[Arc<dyn Counted>], shown: &Shown, names: &Naming) -> String {
     let mut out = String::new();
     totals(&mut out, snapshot);
     for output in outputs {
@@ -71,7 +73,7 @@ pub fn page(snapshot: &Snapshot, outputs: &[Arc<dyn Counted>], shown: &Shown) ->
     );
     histogram(&mut out, "int_collect_latency_seconds", "", &snapshot.ledger.overall.latency);
     let flows_left_out = flows::flows(&mut out, &snapshot.ledger, shown.flows);
-    let left_out = nodes::hops(&mut out, &snapshot.hops, shown.nodes, shown.links);
+    let left_out = nodes::hops(&mut out, &snapshot.hops, shown.nodes, shown.links, names);
     let name = "int_collect_metrics_left_out";
     metric_head(
         &mut out,
@@ -152,10 +154,13 @@ mod tests {
         let hops = Hops::new(crate::collect::books::hops::Limits { nodes: 0, links: 0, flows: 0 });
         let view = snapshot_of(ledger.view(5), hops.clone());
         let snapshot = snapshot_of(ledger, hops);
-        let page = page(&snapshot, &[], &Shown { flows: 5, nodes: 5, links: 5 });
+        let page = page(&snapshot, &[], &Shown { flows: 5, nodes: 5, links: 5 }, &Naming::default());
         // A scrape copies only the flows it shows, and shows the same.
         assert!(view.ledger.flows.len() <= 10);
-        assert_eq!(super::page(&view, &[], &Shown { flows: 5, nodes: 5, links: 5 }), page);
+        assert_eq!(
+            super::page(&view, &[], &Shown { flows: 5, nodes: 5, links: 5 }, &Naming::default()),
+            page
+        );
         let flow_counts: Vec<&str> =
             page.lines().filter(|l| l.starts_with("int_collect_flow_latency_seconds_count")).collect();
         assert_eq!(flow_counts.len(), 5);
@@ -207,7 +212,7 @@ mod tests {
         hops.observe_drop(8, 71);
         let ledger = Ledger::new(Limits { flows: 1, detailed: 1 }, Default::default());
         let snapshot = snapshot_of(ledger, hops);
-        let page = page(&snapshot, &[], &Shown { flows: 1, nodes: 3, links: 3 });
+        let page = page(&snapshot, &[], &Shown { flows: 1, nodes: 3, links: 3 }, &Naming::default());
         let counts: Vec<&str> =
             page.lines().filter(|l| l.starts_with("int_collect_hop_latency_seconds_count")).collect();
         assert_eq!(
@@ -265,7 +270,7 @@ mod tests {
         assert_eq!((hops.nodes.len(), hops.links.len()), (50, 65));
         let ledger = Ledger::new(Limits { flows: 1, detailed: 1 }, Default::default());
         let defaults = Shown { flows: 20, nodes: 1000, links: 4000 };
-        let page = page(&snapshot_of(ledger, hops), &[], &defaults);
+        let page = page(&snapshot_of(ledger, hops), &[], &defaults, &Naming::default());
         let series = |name: &str| page.lines().filter(|l| l.starts_with(name)).count();
         assert_eq!(series("int_collect_node_hops_total{"), 50);
         assert_eq!(series("int_collect_link_latency_seconds_count{"), 65);
@@ -291,7 +296,12 @@ mod tests {
             ledger.observe(&Observed { flow, source_node: None, sink_node: None, measure, at_ns: None });
         }
         let hops = Hops::new(crate::collect::books::hops::Limits { nodes: 0, links: 0, flows: 0 });
-        let page = page(&snapshot_of(ledger, hops), &[], &Shown { flows: 20, nodes: 0, links: 0 });
+        let page = page(
+            &snapshot_of(ledger, hops),
+            &[],
+            &Shown { flows: 20, nodes: 0, links: 0 },
+            &Naming::default(),
+        );
         let series = page.lines().filter(|l| !l.starts_with('#') && l.contains("src_port=\"7\"")).count();
         assert_eq!(series, 19);
     }

@@ -12,7 +12,7 @@ use super::exposition::{histogram, summary};
 use crate::collect::books::hops::{Hops, Node};
 use crate::collect::books::moves::Moves;
 use crate::collect::counts::metric_head;
-use crate::collect::names;
+use crate::collect::names::Naming;
 
 /// Nodes, sinks and links the limits left out of the page.
 pub(super) struct LeftOut {
@@ -23,22 +23,28 @@ pub(super) struct LeftOut {
 
 /// Node ids as the JSON records give them (integers), and what the
 /// operator calls the node (--names; the id where it has no name).
-fn node_labels(id: u32) -> String {
-    format!("node=\"{id}\",node_name=\"{}\"", http::prometheus_label(&names::label(id)))
+fn node_labels(id: u32, names: &Naming) -> String {
+    format!("node=\"{id}\",node_name=\"{}\"", http::prometheus_label(&names.label(id)))
 }
 
 /// The `node_limit` nodes with the most hops and the `link_limit` links
 /// with the most observations; returns how many of each were left out.
-pub(super) fn hops(out: &mut String, hops: &Hops, node_limit: usize, link_limit: usize) -> LeftOut {
+pub(super) fn hops(
+    out: &mut String,
+    hops: &Hops,
+    node_limit: usize,
+    link_limit: usize,
+    names: &Naming,
+) -> LeftOut {
     let nodes: Vec<(String, &Node)> = {
         let mut by_hops: Vec<_> = hops.nodes.iter().collect();
         by_hops.sort_by(|a, b| b.1.hops.cmp(&a.1.hops).then(a.0.cmp(b.0)));
-        by_hops.into_iter().take(node_limit).map(|(id, node)| (node_labels(*id), node)).collect()
+        by_hops.into_iter().take(node_limit).map(|(id, node)| (node_labels(*id, names), node)).collect()
     };
     node_figures(out, &nodes);
     moves(out, &nodes);
-    let sinks_left_out = sinks(out, hops, node_limit);
-    let links_left_out = links(out, hops, link_limit);
+    let sinks_left_out = sinks(out, hops, node_limit, names);
+    let links_left_out = links(out, hops, link_limit, names);
     metric_head(out, "int_collect_path_changes_total", "Flows' path changes.", "counter");
     let _ = writeln!(out, "int_collect_path_changes_total {}", hops.path_changes);
     metric_head(out, "int_collect_paths", "Flows whose path is followed.", "gauge");
@@ -121,7 +127,7 @@ fn moves(out: &mut String, nodes: &[(String, &Node)]) {
 
 /// The `top` sinks (by packets declared lost, then id): each from its
 /// first report on, 0 included; returns how many were left out.
-fn sinks(out: &mut String, hops: &Hops, top: usize) -> usize {
+fn sinks(out: &mut String, hops: &Hops, top: usize, names: &Naming) -> usize {
     let mut sinks: Vec<_> = hops.sinks.iter().collect();
     sinks.sort_by(|a, b| b.1.lost.cmp(&a.1.lost).then(a.0.cmp(b.0)));
     let left_out = sinks.len().saturating_sub(top);
@@ -129,19 +135,19 @@ fn sinks(out: &mut String, hops: &Hops, top: usize) -> usize {
     let lost = "int_collect_sink_lost_packets_total";
     metric_head(out, lost, "Packets a sink declared lost on its flows.", "counter");
     for (id, sink) in &sinks {
-        let _ = writeln!(out, "{lost}{{{}}} {}", node_labels(**id), sink.lost);
+        let _ = writeln!(out, "{lost}{{{}}} {}", node_labels(**id, names), sink.lost);
     }
     let changes = "int_collect_sink_path_changes_total";
     metric_head(out, changes, "Path changes of the flows a sink reports.", "counter");
     for (id, sink) in &sinks {
-        let _ = writeln!(out, "{changes}{{{}}} {}", node_labels(**id), sink.path_changes);
+        let _ = writeln!(out, "{changes}{{{}}} {}", node_labels(**id, names), sink.path_changes);
     }
     left_out
 }
 
 /// The `top` links with the most observations; returns how many were
 /// left out.
-fn links(out: &mut String, hops: &Hops, top: usize) -> usize {
+fn links(out: &mut String, hops: &Hops, top: usize, names: &Naming) -> usize {
     let mut links: Vec<_> = hops.links.iter().collect();
     links.sort_by(|a, b| b.1.count().cmp(&a.1.count()).then(a.0.cmp(b.0)));
     metric_head(
@@ -154,8 +160,8 @@ fn links(out: &mut String, hops: &Hops, top: usize) -> usize {
     for ((from, to), latency) in links.into_iter().take(top) {
         let labels = format!(
             "from=\"{from}\",to=\"{to}\",from_name=\"{}\",to_name=\"{}\"",
-            http::prometheus_label(&names::label(*from)),
-            http::prometheus_label(&names::label(*to))
+            http::prometheus_label(&names.label(*from)),
+            http::prometheus_label(&names.label(*to))
         );
         histogram(out, "int_collect_link_latency_seconds", &labels, latency);
     }

@@ -3,7 +3,7 @@
 //! numbers, as in the summary; durations are ns; times are ms since the
 //! view started (`now_ms` says where that is).
 
-use crate::collect::names;
+use crate::collect::names::{self, Naming};
 use serde_json::{json, Value};
 
 use std::collections::BTreeSet;
@@ -21,12 +21,12 @@ fn stats(stats: &Stats) -> Value {
 }
 
 /// A node's name, where `--names` gives one.
-fn node_name(id: u32) -> Option<String> {
-    names::node(id)
+fn node_name(names: &Naming, id: u32) -> Option<String> {
+    names.node(id)
 }
 
-fn node_brief(id: u32, row: &NodeRow, now_ms: u64) -> Value {
-    json!({"node": id, "node_name": node_name(id), "hops": row.now.hops, "stale": row.stale,
+fn node_brief(names: &Naming, id: u32, row: &NodeRow, now_ms: u64) -> Value {
+    json!({"node": id, "node_name": node_name(names, id), "hops": row.now.hops, "stale": row.stale,
            "seen_ms_ago": now_ms.saturating_sub(row.seen_ms),
            "hop_latency": stats(&row.now.latency), "queue_occupancy": stats(&row.now.queue),
            "drops": row.now.drops.values().sum::<u64>()})
@@ -56,7 +56,7 @@ pub fn topology(board: &Board) -> Value {
         .nodes
         .iter()
         .map(|(id, row)| {
-            let mut value = node_brief(*id, row, board.now_ms);
+            let mut value = node_brief(&board.names, *id, row, board.now_ms);
             if let Some(object) = value.as_object_mut() {
                 object.insert("rank".into(), json!(rank.get(id)));
                 object.insert("idle".into(), json!(!rank.contains_key(id)));
@@ -69,7 +69,7 @@ pub fn topology(board: &Board) -> Value {
         .into_iter()
         .map(|(from, to)| {
             let latency = board.links.get(&(from, to)).map(|row| row.latency).unwrap_or_default();
-            json!({"from": from, "to": to, "from_name": names::node(from), "to_name": names::node(to),
+            json!({"from": from, "to": to, "from_name": board.names.node(from), "to_name": board.names.node(to),
                    "latency_ns": stats(&latency), "measured": latency.count > 0,
                    "flows": board.adjacency.get(&(from, to)).copied().unwrap_or(0)})
         })
@@ -79,7 +79,7 @@ pub fn topology(board: &Board) -> Value {
 
 pub fn node(board: &Board, id: u32) -> Option<Value> {
     let row = board.nodes.get(&id)?;
-    let mut value = node_brief(id, row, board.now_ms);
+    let mut value = node_brief(&board.names, id, row, board.now_ms);
     let points: Vec<Value> = row
         .points
         .iter()
@@ -91,7 +91,7 @@ pub fn node(board: &Board, id: u32) -> Option<Value> {
         .links
         .iter()
         .filter(|((from, to), _)| *from == id || *to == id)
-        .map(|((from, to), row)| json!({"from": from, "to": to, "from_name": names::node(*from), "to_name": names::node(*to), "latency_ns": stats(&row.latency)}))
+        .map(|((from, to), row)| json!({"from": from, "to": to, "from_name": board.names.node(*from), "to_name": board.names.node(*to), "latency_ns": stats(&row.latency)}))
         .collect();
     if let Some(object) = value.as_object_mut() {
         object.insert("over_time".into(), json!(points));
@@ -109,21 +109,21 @@ pub fn link(board: &Board, from: u32, to: u32) -> Option<Value> {
     let row = board.links.get(&(from, to))?;
     let points: Vec<Value> = row.points.iter().map(|(t, mean)| json!({"t_ms": t, "latency": mean})).collect();
     Some(
-        json!({"from": from, "to": to, "from_name": names::node(from), "to_name": names::node(to), "latency_ns": stats(&row.latency),
+        json!({"from": from, "to": to, "from_name": board.names.node(from), "to_name": board.names.node(to), "latency_ns": stats(&row.latency),
                 "seen_ms_ago": board.now_ms.saturating_sub(row.seen_ms), "over_time": points}),
     )
 }
 
-fn flow_brief(row: &FlowRow, now_ms: u64) -> Value {
+fn flow_brief(names: &Naming, row: &FlowRow, now_ms: u64) -> Value {
     json!({"id": row.id, "flow": crate::schema::flow(&row.key), "name": row.key.to_string(),
            "latency_ns": stats(&row.latency), "lost_packets": row.lost,
            "changed_ms_ago": now_ms.saturating_sub(row.changed_ms), "path": row.path(),
-           "path_names": row.path().map(labels), "percentiles": row.latency.p99.is_some()})
+           "path_names": row.path().map(|p| labels(names, p)), "percentiles": row.latency.p99.is_some()})
 }
 
 /// Each node of a path by name (or id).
-fn labels(path: &[u32]) -> Vec<String> {
-    path.iter().map(|id| names::label(*id)).collect()
+fn labels(names: &Naming, path: &[u32]) -> Vec<String> {
+    path.iter().map(|id| names.label(*id)).collect()
 }
 
 /// The flows table: the flows `query` asks for, sorted by its sort
@@ -144,7 +144,7 @@ pub fn flows(board: &Board, query: &FlowQuery) -> Value {
         .get(query.offset..end)
         .unwrap_or_default()
         .iter()
-        .map(|row| flow_brief(row, board.now_ms))
+        .map(|row| flow_brief(&board.names, row, board.now_ms))
         .collect();
     let with_percentiles = board.flows.values().filter(|row| row.latency.p99.is_some()).count();
     json!({"now_ms": board.now_ms, "total": board.flows.len(), "matched": matched,
@@ -181,12 +181,12 @@ fn sort_first(rows: &mut [&FlowRow], sort: Sort, end: usize) {
 
 pub fn flow(board: &Board, id: u64) -> Option<Value> {
     let row = board.ids.get(&id).and_then(|key| board.flows.get(key))?;
-    let mut value = flow_brief(row, board.now_ms);
+    let mut value = flow_brief(&board.names, row, board.now_ms);
     let paths: Vec<Value> = row
         .paths
         .iter()
         .map(
-            |(t, path)| json!({"t_ms": t, "path": path, "path_names": labels(path), "text": path_text(path)}),
+            |(t, path)| json!({"t_ms": t, "path": path, "path_names": labels(&board.names, path), "text": path_text(&board.names, path)}),
         )
         .collect();
     let points: Vec<Value> =
@@ -202,8 +202,8 @@ pub fn flow(board: &Board, id: u64) -> Option<Value> {
 /// Events on a node's page at most, the newest.
 const OWN_EVENTS: usize = 200;
 
-fn node_ref(id: u32) -> Value {
-    json!({"node": id, "node_name": node_name(id)})
+fn node_ref(names: &Naming, id: u32) -> Value {
+    json!({"node": id, "node_name": node_name(names, id)})
 }
 
 fn flow_name(board: &Board, id: u64) -> Option<String> {
@@ -214,18 +214,18 @@ fn flow_name(board: &Board, id: u64) -> Option<String> {
 /// the one flow, where it names one).
 fn event(board: &Board, event: &Event) -> Value {
     let node = event.cause.node();
-    let nodes: Vec<Value> = event.cause.nodes().into_iter().map(node_ref).collect();
+    let nodes: Vec<Value> = event.cause.nodes().into_iter().map(|id| node_ref(&board.names, id)).collect();
     let mut value = json!({"id": event.id, "t_ms": event.t_ms, "last_ms": event.last_ms,
-        "kind": event.kind().name(), "node": node, "node_name": node.and_then(node_name), "nodes": nodes,
+        "kind": event.kind().name(), "node": node, "node_name": node.and_then(|id| node_name(&board.names, id)), "nodes": nodes,
         "count": event.count, "flows": event.flow_count, "flows_listed": event.flows.len(), "flow": event.flow(),
-        "text": events::text(event, |id| flow_name(board, id))});
+        "text": events::text(event, &board.names, |id| flow_name(board, id))});
     if let Some(object) = value.as_object_mut() {
         match &event.cause {
             Cause::Moved { from, to } => {
                 object.insert("from".into(), json!(from));
-                object.insert("from_names".into(), json!(labels(from)));
+                object.insert("from_names".into(), json!(labels(&board.names, from)));
                 object.insert("to".into(), json!(to));
-                object.insert("to_names".into(), json!(labels(to)));
+                object.insert("to_names".into(), json!(labels(&board.names, to)));
             }
             Cause::Drops { reason, .. } => {
                 object.insert("reason".into(), json!(reason));
@@ -251,11 +251,11 @@ fn flow_events(board: &Board, row: &FlowRow) -> Vec<Value> {
         let of = naming.iter().find(|e| e.cause == cause && e.t_ms <= *t && *t <= e.last_ms);
         linked.extend(of.map(|e| e.id));
         let node = cause.node();
-        let nodes: Vec<Value> = cause.nodes().into_iter().map(node_ref).collect();
-        let text = format!("path {} -> {}", path_text(old), path_text(new));
+        let nodes: Vec<Value> = cause.nodes().into_iter().map(|id| node_ref(&board.names, id)).collect();
+        let text = format!("path {} -> {}", path_text(&board.names, old), path_text(&board.names, new));
         shown.push((
             *t,
-            json!({"t_ms": t, "kind": EventKind::PathChange.name(), "node": node, "node_name": node.and_then(node_name),
+            json!({"t_ms": t, "kind": EventKind::PathChange.name(), "node": node, "node_name": node.and_then(|id| node_name(&board.names, id)),
                    "nodes": nodes, "flow": row.id, "event": of.map(|e| e.id), "event_flows": of.map(|e| e.flow_count),
                    "old_path": old, "new_path": new, "text": text}),
         ));
@@ -276,7 +276,7 @@ pub struct UnknownKind {
 /// A page's filter from its query: `kind` a kind's name (else `Err`),
 /// `node` a node id (a number, 0x hex or a dotted quad) or a name
 /// `--names` gives; `Ok(None)`: a node no id or name tells.
-pub fn filter(kind: Option<&str>, node: Option<&str>) -> Result<Option<Filter>, UnknownKind> {
+pub fn filter(kind: Option<&str>, node: Option<&str>, names: &Naming) -> Result<Option<Filter>, UnknownKind> {
     let kind = match kind.filter(|k| !k.is_empty()) {
         None => None,
         Some(text) => Some(EventKind::parse(text).ok_or_else(|| UnknownKind {
@@ -286,7 +286,7 @@ pub fn filter(kind: Option<&str>, node: Option<&str>) -> Result<Option<Filter>, 
     };
     let node = match node.map(str::trim).filter(|n| !n.is_empty()) {
         None => None,
-        Some(text) => match names::parse_node_id(text).ok().or_else(|| names::named(text)) {
+        Some(text) => match names::parse_node_id(text).ok().or_else(|| names.named(text)) {
             Some(id) => Some(id),
             None => return Ok(None),
         },
@@ -303,7 +303,7 @@ pub fn events(board: &Board, filter: Option<Filter>, asked: Option<&str>, limit:
     let kinds: Vec<&str> = EventKind::ALL.iter().map(|k| k.name()).collect();
     json!({"now_ms": board.now_ms, "total": total, "kept": board.events.len(), "kinds": kinds,
            "filter": {"kind": filter.and_then(|f| f.kind).map(EventKind::name), "node": node,
-                      "node_name": node.and_then(node_name), "unknown_node": filter.is_none().then_some(asked)},
+                      "node_name": node.and_then(|id| node_name(&board.names, id)), "unknown_node": filter.is_none().then_some(asked)},
            "events": shown})
 }
 
@@ -323,11 +323,11 @@ pub fn event_flows(board: &Board, id: u64, offset: usize, limit: usize) -> Optio
         .map(|flow| {
             let row = board.ids.get(flow).and_then(|key| board.flows.get(key));
             let path = row.and_then(FlowRow::path);
-            json!({"id": flow, "name": row.map(|r| r.key.to_string()), "path": path, "path_names": path.map(labels)})
+            json!({"id": flow, "name": row.map(|r| r.key.to_string()), "path": path, "path_names": path.map(|p| labels(&board.names, p))})
         })
         .collect();
     Some(
-        json!({"event": id, "kind": event.kind().name(), "text": events::text(event, |f| flow_name(board, f)),
+        json!({"event": id, "kind": event.kind().name(), "text": events::text(event, &board.names, |f| flow_name(board, f)),
                 "total": event.flow_count, "listed": event.flows.len(), "offset": offset, "flows": flows}),
     )
 }

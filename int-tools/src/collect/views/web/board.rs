@@ -7,7 +7,7 @@
 //! path in the books against its last one in the view. Times are ms since
 //! the view started.
 
-use crate::collect::names;
+use crate::collect::names::Naming;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use int_core::flow::FlowKey;
@@ -145,6 +145,9 @@ pub struct Board {
     /// no timestamps (no link latency in the books) still has its links.
     pub adjacency: BTreeMap<(u32, u32), u64>,
     path_changes: u64,
+    /// What each node is called: collect's names, not kept with the board.
+    #[serde(skip)]
+    pub names: Naming,
 }
 
 impl Known for Board {
@@ -175,6 +178,7 @@ impl Board {
             events: Events::default(),
             adjacency: BTreeMap::new(),
             path_changes: 0,
+            names: Naming::default(),
         }
     }
 
@@ -401,8 +405,8 @@ impl Board {
 }
 
 /// A path as the operator reads it: each node's name (or id), in order.
-pub fn path_text(path: &[u32]) -> String {
-    path.iter().map(|id| names::label(*id)).collect::<Vec<_>>().join(" > ")
+pub fn path_text(names: &Naming, path: &[u32]) -> String {
+    path.iter().map(|id| names.label(*id)).collect::<Vec<_>>().join(" > ")
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
-use crate::collect::names;
+use crate::collect::names::Naming;
 use crate::schema::human_ns;
 
 /// How long an event takes more of its cause, from its first occurrence.
@@ -362,22 +362,22 @@ impl Events {
 
 /// What happened, in words, every node by its name (or id); `flow_name`
 /// names a flow by its id.
-pub fn text(event: &Event, flow_name: impl Fn(u64) -> Option<String>) -> String {
+pub fn text(event: &Event, names: &Naming, flow_name: impl Fn(u64) -> Option<String>) -> String {
     let (count, flows) = (event.count, event.flow_count);
     let flows = if flows == 1 { "1 flow".to_string() } else { format!("{flows} flows") };
     match (&event.cause, &event.detail) {
         (Cause::Moved { .. }, Detail::Paths { old, new }) if event.flow_count == 1 => {
             let who = event.flow().and_then(flow_name).unwrap_or(flows);
-            format!("{who}: path {} -> {}", labels(old), labels(new))
+            format!("{who}: path {} -> {}", labels(names, old), labels(names, new))
         }
         (Cause::Moved { from, to }, _) => match (from.is_empty(), to.is_empty()) {
-            (true, _) => format!("{flows} now also through {}", labels(to)),
-            (_, true) => format!("{flows} no longer through {}", labels(from)),
-            _ => format!("{flows} moved {} -> {}", labels(from), labels(to)),
+            (true, _) => format!("{flows} now also through {}", labels(names, to)),
+            (_, true) => format!("{flows} no longer through {}", labels(names, from)),
+            _ => format!("{flows} moved {} -> {}", labels(names, from), labels(names, to)),
         },
         (Cause::Loss { sink }, _) => {
             let to =
-                sink.map_or_else(|| "(no path known)".to_string(), |id| format!("to {}", names::label(id)));
+                sink.map_or_else(|| "(no path known)".to_string(), |id| format!("to {}", names.label(id)));
             format!("loss on {flows} {to}: {count} packet(s) lost")
         }
         (Cause::HopChange { node }, detail) => {
@@ -387,20 +387,20 @@ pub fn text(event: &Event, flow_name: impl Fn(u64) -> Option<String>) -> String 
                 }
                 _ => String::new(),
             };
-            format!("node {}: hop latency{change}{}", names::describe(*node), times(count, "changes"))
+            format!("node {}: hop latency{change}{}", names.describe(*node), times(count, "changes"))
         }
         (Cause::Drops { node, reason }, _) => {
-            format!("node {}: {count} drop report(s), reason {reason}", names::describe(*node))
+            format!("node {}: {count} drop report(s), reason {reason}", names.describe(*node))
         }
         (Cause::Stale { node }, detail) => {
             let quiet = match detail {
                 Detail::Quiet { after_ms } => format!(" for {} s", after_ms / 1000),
                 _ => String::new(),
             };
-            format!("node {}: no report{quiet}{}", names::describe(*node), times(count, "times"))
+            format!("node {}: no report{quiet}{}", names.describe(*node), times(count, "times"))
         }
         (Cause::Back { node }, _) => {
-            format!("node {} reports again{}", names::describe(*node), times(count, "times"))
+            format!("node {} reports again{}", names.describe(*node), times(count, "times"))
         }
     }
 }
@@ -415,8 +415,8 @@ fn times(count: u64, what: &str) -> String {
 }
 
 /// Nodes by name (or id), in order.
-fn labels(nodes: &[u32]) -> String {
-    nodes.iter().map(|id| names::label(*id)).collect::<Vec<_>>().join(" > ")
+fn labels(names: &Naming, nodes: &[u32]) -> String {
+    nodes.iter().map(|id| names.label(*id)).collect::<Vec<_>>().join(" > ")
 }
 
 fn find(ring: &VecDeque<Event>, id: u64) -> Option<&Event> {

@@ -10,7 +10,7 @@ use std::net::IpAddr;
 
 use int_core::flow::FlowKey;
 
-use crate::collect::names::{self, parse_node_id};
+use crate::collect::names::{parse_node_id, Naming};
 
 /// Rows of the flows table per page at most.
 pub const MAX_LIMIT: usize = 1000;
@@ -85,7 +85,7 @@ fn error(parameter: &'static str, problem: impl Into<String>) -> QueryError {
 impl FlowQuery {
     /// The query's parameters; unknown ones are left alone (a page may
     /// add its own), known ones must be right.
-    pub fn parse(params: &HashMap<String, String>) -> Result<FlowQuery, QueryError> {
+    pub fn parse(params: &HashMap<String, String>, names: &Naming) -> Result<FlowQuery, QueryError> {
         let text = |name: &'static str| -> Result<&str, QueryError> {
             let value = params.get(name).map_or("", |v| v.trim());
             if value.chars().count() > MAX_TEXT {
@@ -105,11 +105,11 @@ impl FlowQuery {
         let terms = words(text("q")?, "q")?.into_iter().map(term).collect();
         let node = match text("node")? {
             "" => None,
-            node => Some(node_id(node, "node")?),
+            node => Some(node_id(node, "node", names)?),
         };
         let path = words(&text("path")?.replace(['>', ','], " "), "path")?
             .into_iter()
-            .map(|node| node_id(node, "path"))
+            .map(|node| node_id(node, "path", names))
             .collect::<Result<_, _>>()?;
         Ok(FlowQuery { sort, offset, limit, terms, node, path })
     }
@@ -191,8 +191,8 @@ fn term(word: &str) -> Term {
 
 /// A node by name (`--names`), else by id (a number, 0x hex or a dotted
 /// quad).
-fn node_id(text: &str, parameter: &'static str) -> Result<u32, QueryError> {
-    let table = names::names();
+fn node_id(text: &str, parameter: &'static str, names: &Naming) -> Result<u32, QueryError> {
+    let table = names.table();
     if let Some((id, _)) = table.nodes.iter().find(|(_, node)| node.name == text) {
         return Ok(*id);
     }
@@ -206,7 +206,10 @@ mod tests {
     use super::*;
 
     fn parse(query: &[(&str, &str)]) -> Result<FlowQuery, QueryError> {
-        FlowQuery::parse(&query.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
+        FlowQuery::parse(
+            &query.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            &Naming::default(),
+        )
     }
 
     fn flow(src: [u8; 4], src_port: u16, dst: [u8; 4], dst_port: u16) -> FlowKey {

@@ -38,6 +38,7 @@ use axum::routing::get;
 use axum::{Json, Router};
 
 use super::health::Health;
+use crate::collect::names::Naming;
 use crate::collect::shared::Shared;
 pub use board::Board;
 use flow_query::FlowQuery;
@@ -87,10 +88,11 @@ pub type Shown = Arc<RwLock<Board>>;
 
 /// The board the view starts with: a kept one (`--state`), going on from
 /// its time, or an empty one.
-pub fn board(settings: &Settings, kept: Option<Board>) -> Shown {
+pub fn board(settings: &Settings, kept: Option<Board>, names: Naming) -> Shown {
     let stale_ms = u64::try_from(settings.stale_after.as_millis()).unwrap_or(u64::MAX);
     let mut board = kept.unwrap_or_else(|| Board::new(stale_ms));
     board.stale_after_ms = stale_ms;
+    board.names = names;
     Arc::new(RwLock::new(board))
 }
 
@@ -261,8 +263,9 @@ fn routes(shown: Shown, hosts: Hosts, counts: Arc<Counts>, access: Option<Arc<au
 /// The flows table's page; a query it cannot take is 400 with the
 /// reason as JSON (`{"error": "limit: ..."}`).
 async fn flows(State(shown): State<Shown>, query: Result<Query<Params>, QueryRejection>) -> Response {
+    let names = shown.read().map(|board| board.names.clone()).unwrap_or_default();
     let parsed = match query {
-        Ok(Query(params)) => FlowQuery::parse(&params).map_err(|error| error.to_string()),
+        Ok(Query(params)) => FlowQuery::parse(&params, &names).map_err(|error| error.to_string()),
         Err(rejection) => Err(format!("query: {}", rejection.body_text())),
     };
     match parsed {
@@ -274,7 +277,8 @@ async fn flows(State(shown): State<Shown>, query: Result<Query<Params>, QueryRej
 /// `/api/events?kind=K&node=N&limit=N`: 400 for a kind that is none.
 async fn events(State(shown): State<Shown>, Query(query): Query<HashMap<String, String>>) -> Response {
     let (kind, node) = (query.get("kind").map(String::as_str), query.get("node").map(String::as_str));
-    match api::filter(kind, node) {
+    let names = shown.read().map(|board| board.names.clone()).unwrap_or_default();
+    match api::filter(kind, node, &names) {
         Ok(filter) => {
             answer(&shown, |board| Some(api::events(board, filter, node, number(&query, "limit", 200))))
         }

@@ -343,9 +343,16 @@ mod tests {
             join: Join::new(1000, Vec::new(), 32),
             exporters: Vec::new(),
             datagrams: None,
+            names: Default::default(),
         };
         let books = vec![Arc::new(Mutex::new(books))];
-        Shared { books, reports: AtomicU64::new(0), quit: AtomicBool::new(false), counted: Vec::new() }
+        Shared {
+            books,
+            reports: AtomicU64::new(0),
+            quit: AtomicBool::new(false),
+            counted: Vec::new(),
+            names: Default::default(),
+        }
     }
 
     /// More distributions than one sample computes: the first sample has
