@@ -171,7 +171,10 @@ fn books_importing_an_exporter_or_a_receiver_importing_an_exporter_are_named() {
     let text = findings.to_string();
     assert_eq!(findings.crossings.len(), 2, "{text}");
     assert!(text.contains("crate::collect::books imports crate::collect::exporters::stdout"), "{text}");
-    assert!(text.contains("crate::collect::receivers::udp imports crate::collect::exporters::nats"), "{text}");
+    assert!(
+        text.contains("crate::collect::receivers::udp imports crate::collect::exporters::nats"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -5,6 +5,7 @@
 //! own bound, so the label cardinality stays bounded whatever the size of
 //! the network, and the page counts what it left out.
 
+pub mod args;
 mod exposition;
 mod flows;
 mod nodes;
