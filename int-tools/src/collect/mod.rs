@@ -17,9 +17,11 @@ pub mod books;
 mod counts;
 mod error;
 pub mod exporters;
+mod exporting;
 pub mod names;
 pub mod nats;
 pub mod receivers;
+mod reload;
 mod shared;
 pub mod state;
 pub mod stderr;
@@ -33,12 +35,11 @@ use std::time::{Duration, Instant};
 pub use args::file::{flags as file_flags, FileError};
 pub use args::CollectArgs;
 pub use error::{ChoiceError, CollectError, NodeIdError};
+pub use reload::Source;
 
-use books::export::Exporter;
 use books::{ledger, timeline, Books, Sizes};
 use counts::Counted;
-use exporters::stdout::Stdout;
-use exporters::{influx, ipfix};
+use exporting::Exporting;
 use receivers::{udp, How};
 use shared::Shared;
 use views::{health, metrics, plot, summary, web as view};
@@ -78,7 +79,7 @@ fn validate(args: &CollectArgs) -> Result<view::Files, CollectError> {
     Ok(files)
 }
 
-pub fn run(args: &CollectArgs) -> Result<(), CollectError> {
+pub fn run(args: &CollectArgs, source: Source) -> Result<(), CollectError> {
     settle(args)?;
     let how = Arc::new(args.receivers.how()?);
     args.plot.check()?;
@@ -94,18 +95,17 @@ pub fn run(args: &CollectArgs) -> Result<(), CollectError> {
     int_os::signals::catch_stop_signals();
     int_os::signals::catch_reload_signal();
     let started = Instant::now();
-    let (running, feeder) = start_exporters(args)?;
+    let mut exporting = Exporting::start(args)?;
     let consumer = from_stream.as_ref().map(|_| Arc::new(receivers::nats::Counts::default()));
     let view_counts = args.view.http.map(|_| Arc::new(view::Counts::default()));
     let state_counts = store.as_ref().map(|_| Arc::new(state::Counts::default()));
-    let mut counted: Vec<Arc<dyn Counted>> = running.iter().map(|r| Arc::clone(&r.counted)).collect();
-    counted.extend(consumer.iter().map(|c| Arc::clone(c) as Arc<dyn Counted>));
-    counted.extend(view_counts.iter().map(|c| Arc::clone(c) as Arc<dyn Counted>));
-    counted.extend(state_counts.iter().map(|c| Arc::clone(c) as Arc<dyn Counted>));
+    let others = &mut exporting.others;
+    others.extend(consumer.iter().map(|c| Arc::clone(c) as Arc<dyn Counted>));
+    others.extend(view_counts.iter().map(|c| Arc::clone(c) as Arc<dyn Counted>));
+    others.extend(state_counts.iter().map(|c| Arc::clone(c) as Arc<dyn Counted>));
+    let counted = Mutex::new(exporting.counted());
     let readers = receivers.len().max(usize::from(from_stream.is_some()));
-    let books = books(args, readers, &running, feeder.as_ref(), restored.books);
-    // The publisher ends when the last receiver's feed does.
-    drop(feeder);
+    let books = books(args, readers, &exporting, restored.books);
     let shared =
         Arc::new(Shared { books, reports: AtomicU64::new(0), quit: AtomicBool::new(false), counted });
     let writer = match (store, state_counts) {
@@ -118,15 +118,16 @@ pub fn run(args: &CollectArgs) -> Result<(), CollectError> {
     let health = Arc::new(health::Health::new(attached));
     let views = start_views(args, &shared, view_counts, &health, view.zip(shown))?;
     let readers = spawn_readers(args, receivers, from_stream.zip(consumer), &shared, &how);
-    wait_for_the_end(args, &shared, started, &view_files);
+    let mut live = reload::Live { args: args.clone(), source, view_files };
+    wait_for_the_end(args, &mut live, &mut exporting, &shared, started);
     shared.quit.store(true, Ordering::Relaxed);
     let failure = readers.join();
     close_joins(&shared);
-    stop_exporters(&shared, running);
+    exporting.stop(&shared);
     for thread in views {
         let _ = thread.join();
     }
-    finish(args, &shared, writer)?;
+    finish(&live.args, &shared, writer)?;
     failure.map_or(Ok(()), Err)
 }
 
@@ -163,7 +164,7 @@ fn finish(
     if let Some(mut writer) = writer.and_then(|thread| thread.join().ok()) {
         writer.write(&snapshot);
     }
-    summary::print(&snapshot, &shared.counted, args.stdout.json, summary::Extent::Whole);
+    summary::print(&snapshot, &shared.counted(), args.stdout.json, summary::Extent::Whole);
     if let Some(path) = &args.plot.plot {
         plot::draw(&snapshot, path).map_err(|cause| CollectError::Plot { path: path.clone(), cause })?;
         log::info!("collect: plot written to {}", path.display());
@@ -227,21 +228,16 @@ impl Readers {
 fn books(
     args: &CollectArgs,
     readers: usize,
-    running: &[exporters::Running],
-    feeder: Option<&exporters::nats::Feeder>,
+    exporting: &Exporting,
     kept: Option<state::Kept>,
 ) -> Vec<Arc<Mutex<Books>>> {
     let sizes = args.books.sizes();
     let base = Arc::new(timeline::TimeBase::resumed(kept.as_ref().and_then(|kept| kept.time_base)));
     let books: Vec<_> = (0..readers)
         .map(|_| {
-            let stdout: Arc<dyn Exporter> = Arc::new(Stdout(args.stdout.print()));
-            let others =
-                running.iter().map(|r| r.exporter.for_reader().unwrap_or_else(|| Arc::clone(&r.exporter)));
-            let exporters = std::iter::once(stdout).chain(others).collect();
+            let exporters = exporting.handles(args.stdout.print());
             let mut books = Books::new(sizes, args.books.join(), exporters, Arc::clone(&base));
-            books.datagrams =
-                feeder.map(|feeder| Box::new(feeder.feed()) as Box<dyn books::export::Datagrams>);
+            books.datagrams = exporting.datagrams();
             books
         })
         .collect();
@@ -306,53 +302,18 @@ fn start_state(
     writer.spawn(Arc::clone(shared)).map_err(|source| CollectError::StateThread { source })
 }
 
-/// Every output the arguments ask for, started; the stream's batch
-/// format feeds the receivers' datagrams through the feeder.
-fn start_exporters(
-    args: &CollectArgs,
-) -> Result<(Vec<exporters::Running>, Option<exporters::nats::Feeder>), CollectError> {
-    let mut running = Vec::new();
-    let mut feeder = None;
-    if let (Some(url), Some(settings)) = (&args.influx.influx, args.influx.settings()?) {
-        log::info!("collect: writing to InfluxDB at {url}, database {}", settings.database);
-        running.push(influx::start(settings));
-    }
-    if let (Some(url), Some(settings)) = (&args.nats.nats, args.nats.publish()?) {
-        log::info!("collect: publishing to NATS JetStream at {url}, stream {}", settings.stream);
-        let (publisher, feeds) = exporters::nats::start(settings)?;
-        running.push(publisher);
-        feeder = feeds;
-    }
-    if let (Some(target), Some(settings)) = (&args.ipfix.ipfix, args.ipfix.settings(args.books.max_flows)?) {
-        log::info!("collect: exporting IPFIX to {target} every {} s", settings.interval.as_secs_f64());
-        running.push(ipfix::start(settings));
-    }
-    Ok((running, feeder))
-}
-
-/// The outputs end, after writing what is queued, once the receivers'
-/// handles are gone.
-fn stop_exporters(shared: &Shared, running: Vec<exporters::Running>) {
-    for books in &shared.books {
-        if let Ok(mut books) = books.lock() {
-            books.exporters.clear();
-            if let Some(mut datagrams) = books.datagrams.take() {
-                datagrams.hand_over();
-            }
-        }
-    }
-    for exporters::Running { exporter, thread, .. } in running {
-        drop(exporter);
-        let _ = thread.join();
-    }
-}
-
 /// Prints the summary at the interval until a stop signal, the count or
-/// the duration.
-fn wait_for_the_end(args: &CollectArgs, shared: &Shared, started: Instant, view_files: &view::Files) {
-    // The flags' bounds (args::duration) keep these sums from overflowing.
-    let (interval, plot_every) = (args.stdout.interval, args.plot.plot_interval);
-    let mut next_summary = started + interval;
+/// the duration; SIGHUP reloads what [`reload`] says.
+fn wait_for_the_end(
+    args: &CollectArgs,
+    live: &mut reload::Live,
+    exporting: &mut Exporting,
+    shared: &Shared,
+    started: Instant,
+) {
+    // The flags' bounds (values::duration) keep these sums from overflowing.
+    let plot_every = args.plot.plot_interval;
+    let mut next_summary = started + live.args.stdout.interval;
     let mut next_plot = started + plot_every;
     while !int_os::signals::stop_requested() {
         if args.count.is_some_and(|n| shared.reports.load(Ordering::Relaxed) >= n)
@@ -362,11 +323,16 @@ fn wait_for_the_end(args: &CollectArgs, shared: &Shared, started: Instant, view_
             return;
         }
         if int_os::signals::take_reload_request() {
-            reload(args, view_files);
+            let interval = live.args.stdout.interval;
+            live.reload(exporting, shared);
+            if live.args.stdout.interval != interval {
+                next_summary = Instant::now() + live.args.stdout.interval;
+            }
         }
+        let interval = live.args.stdout.interval;
         if !interval.is_zero() && Instant::now() >= next_summary {
             let extent = summary::Extent::Worst(summary::PERIODIC_WORST);
-            summary::print(&shared.snapshot(), &shared.counted, args.stdout.json, extent);
+            summary::print(&shared.snapshot(), &shared.counted(), live.args.stdout.json, extent);
             next_summary = Instant::now() + interval;
         }
         if let Some(path) =
@@ -378,26 +344,5 @@ fn wait_for_the_end(args: &CollectArgs, shared: &Shared, started: Instant, view_
             next_plot = Instant::now() + plot_every;
         }
         std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-/// SIGHUP: reads the files the flags name again (the names of `--names`,
-/// the web view's credentials and TLS files); collect goes on whatever
-/// they hold, and says what it took or, keeping what it had, why not.
-fn reload(args: &CollectArgs, view_files: &view::Files) {
-    view_files.reload();
-    let Some(path) = &args.names else {
-        if view_files.access.is_none() && view_files.tls.is_none() {
-            log::warn!("collect: SIGHUP: nothing to reload (no --names, no web view files)");
-        }
-        return;
-    };
-    match names::reload(path) {
-        Ok(count) => {
-            log::info!("collect: SIGHUP: reloaded --names {}: {count} node(s) named", path.display())
-        }
-        Err(error) => {
-            log::warn!("collect: SIGHUP: {error}; keeping the names before ({} node(s))", names::count())
-        }
     }
 }

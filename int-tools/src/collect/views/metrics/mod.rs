@@ -47,7 +47,7 @@ pub fn start(
         let serve = |path: &str| match path {
             "/metrics" => Some(Page::ok(
                 "text/plain; version=0.0.4",
-                page(&shared.view(shown.flows), &shared.counted, &shown),
+                page(&shared.view(shown.flows), &shared.counted(), &shown),
             )),
             _ => health.page(path),
         };

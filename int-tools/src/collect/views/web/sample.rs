@@ -345,7 +345,12 @@ mod tests {
             datagrams: None,
         };
         let books = vec![Arc::new(Mutex::new(books))];
-        Shared { books, reports: AtomicU64::new(0), quit: AtomicBool::new(false), counted: Vec::new() }
+        Shared {
+            books,
+            reports: AtomicU64::new(0),
+            quit: AtomicBool::new(false),
+            counted: Mutex::new(Vec::new()),
+        }
     }
 
     /// More distributions than one sample computes: the first sample has
