@@ -10,11 +10,11 @@ mod collector;
 #[path = "../../tests/common/files.rs"]
 mod files;
 
-use std::io::{BufRead, BufReader, Read};
-use std::net::UdpSocket;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream, UdpSocket};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{channel, Receiver};
+use std::sync::mpsc::{channel, Receiver, Sender};
 use std::time::Duration;
 
 use files::workdir;
@@ -90,8 +90,14 @@ impl Collect {
     }
 
     /// SIGINT; collect must end 0. Its stdout's lines left, and all it said.
-    fn stop(mut self) -> (Vec<String>, String) {
+    fn stop(self) -> (Vec<String>, String) {
         self.signal("-INT");
+        self.ended()
+    }
+
+    /// collect's end, which must be 0: its stdout's lines left, and all
+    /// it said.
+    fn ended(mut self) -> (Vec<String>, String) {
         let status = self.child.wait().unwrap();
         let out: Vec<String> = self.stdout.iter().collect();
         let err: Vec<String> = self.stderr.iter().collect();
@@ -178,4 +184,102 @@ fn sighup_applies_the_edited_file_and_keeps_the_books() {
         summary["summary"].to_string().contains("ipfix"),
         "the summary counts the new exporter: {summary}"
     );
+}
+
+/// A stand-in for InfluxDB: every write's request line (`POST
+/// /write?db=...`), answered 204.
+fn fake_influx() -> (String, Receiver<String>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let (send, writes) = channel();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let send = send.clone();
+            std::thread::spawn(move || answer_writes(stream.unwrap(), &send));
+        }
+    });
+    (url, writes)
+}
+
+/// The request on `stream` read whole and answered 204 (the connection
+/// closed, as the writer expects), its request line sent on.
+fn answer_writes(mut stream: TcpStream, send: &Sender<String>) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut request = String::new();
+    if reader.read_line(&mut request).unwrap_or(0) == 0 {
+        return;
+    }
+    let mut length = 0;
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            length = value.trim().parse().unwrap();
+        }
+        if line == "\r\n" || line.is_empty() {
+            break;
+        }
+    }
+    let mut body = vec![0u8; length];
+    reader.read_exact(&mut body).unwrap();
+    let _ = send.send(request.trim_end().to_string());
+    let _ = stream.write_all(b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+}
+
+/// The first write whose request line has `text`.
+fn written(writes: &Receiver<String>, text: &str) -> String {
+    loop {
+        let line = writes.recv_timeout(Duration::from_secs(60)).expect("a write to InfluxDB");
+        if line.contains(text) {
+            return line;
+        }
+    }
+}
+
+/// The InfluxDB keys edited (another database), SIGHUP: the writer is
+/// restarted and the next report is written into the new database;
+/// stdout turned quiet prints no more records. The keys removed, SIGHUP:
+/// the writer stops, the summary at exit (`run.count`: the third report)
+/// counts no InfluxDB and every report sent.
+#[test]
+fn sighup_restarts_and_stops_an_exporter_and_quiets_stdout() {
+    let dir = workdir("reload-influx");
+    let (url, writes) = fake_influx();
+    let config = dir.join("collect.yaml");
+    let keys = |db: &str, quiet: bool| {
+        let influx =
+            if db.is_empty() { String::new() } else { format!("influx: {{url: \"{url}\", db: {db}}}\n") };
+        format!(
+            "listen: {{address: 127.0.0.1:0}}\nrun: {{count: 3}}\n\
+             stdout: {{json: true, quiet: {quiet}, summary_interval_s: 0}}\n{influx}"
+        )
+    };
+    std::fs::write(&config, keys("one", false)).unwrap();
+    let mut collect = Collect::start(&config);
+    let listen = collect.address("listening on ");
+    let reports = collector::switch_reports();
+    let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
+    sender.send_to(&reports[0], &listen).unwrap();
+    collect.printed("\"hop_metadata\"");
+    written(&writes, "db=one");
+
+    std::fs::write(&config, keys("two", true)).unwrap();
+    collect.signal("-HUP");
+    collect.said("InfluxDB restarted with its new settings");
+    collect.said("read --config");
+    sender.send_to(&reports[1], &listen).unwrap();
+    written(&writes, "db=two");
+
+    std::fs::write(&config, keys("", true)).unwrap();
+    collect.signal("-HUP");
+    collect.said("InfluxDB stopped");
+    collect.said("read --config");
+    sender.send_to(&reports[2], &listen).unwrap();
+
+    // --count 3: collect ends once it booked the third report.
+    let (out, said) = collect.ended();
+    assert_eq!(out.len(), 1, "quiet: the summary only, no record: {out:?}");
+    let summary: serde_json::Value = serde_json::from_str(&out[0]).unwrap();
+    assert_eq!(summary["summary"]["reports"], 3, "{said}");
+    assert!(summary["summary"]["influx"].is_null(), "no InfluxDB counted: {summary}");
 }

@@ -14,6 +14,7 @@
 
 mod args;
 pub mod books;
+mod check;
 mod counts;
 mod error;
 pub mod exporters;
@@ -34,6 +35,7 @@ use std::time::{Duration, Instant};
 
 pub use args::file::{flags as file_flags, FileError};
 pub use args::CollectArgs;
+pub use check::check;
 pub use error::{ChoiceError, CollectError, NodeIdError};
 pub use reload::Source;
 
@@ -51,32 +53,6 @@ fn settle(args: &CollectArgs) -> Result<(), CollectError> {
         names::install(names::Names::load(path)?);
     }
     Ok(())
-}
-
-/// `--check`: the settings parsed (they are, to get here) and the files
-/// they name read, as a start would; nothing opened, bound or sent.
-pub fn check(args: &CollectArgs) -> Result<(), CollectError> {
-    if let Some(path) = &args.names {
-        names::Names::load(path)?;
-    }
-    validate(args)?;
-    match &args.config {
-        Some(path) => println!("{}: ok", path.display()),
-        None => println!("collect: settings ok"),
-    }
-    Ok(())
-}
-
-/// Every group's settings built by its own method, as a start builds
-/// them (server names resolved, the files read): the web view's files.
-fn validate(args: &CollectArgs) -> Result<view::Files, CollectError> {
-    args.receivers.how()?;
-    let files = args.view.files()?;
-    args.influx.settings()?;
-    args.nats.publish()?;
-    args.nats.consume()?;
-    args.ipfix.settings(args.books.max_flows)?;
-    Ok(files)
 }
 
 pub fn run(args: &CollectArgs, source: Source) -> Result<(), CollectError> {

@@ -14,6 +14,7 @@ use std::ffi::OsString;
 use clap::{Args, Command};
 
 use super::args::CollectArgs;
+use super::check;
 use super::exporters::influx::args::InfluxArgs;
 use super::exporters::ipfix::args::IpfixArgs;
 use super::exporters::stdout::args::StdoutArgs;
@@ -58,7 +59,7 @@ impl Live {
                 );
             }
         };
-        if let Err(error) = super::validate(&new).and_then(|_| names_of(&new)) {
+        if let Err(error) = check::validate(&new) {
             return log::warn!("collect: SIGHUP: --config {file}: {error}; keeping the settings before");
         }
         let live = live_flags(self.args.nats.from_nats.is_some());
@@ -97,14 +98,6 @@ impl Live {
         }
         applied
     }
-}
-
-/// The names file read, as a reload would read it.
-fn names_of(args: &CollectArgs) -> Result<(), super::CollectError> {
-    if let Some(path) = &args.names {
-        names::Names::load(path)?;
-    }
-    Ok(())
 }
 
 /// `--names` read again; said whether it took or, keeping the names
