@@ -142,7 +142,10 @@ impl Exporting {
                 }
                 Err(error) => {
                     log::warn!("collect: SIGHUP: {error}; {} kept as it was", name(kind));
-                    (*self.slot(kind), self.feeder) = (old, old_feeder.or(self.feeder.take()));
+                    *self.slot(kind) = old;
+                    if kind == Kind::Nats {
+                        self.feeder = old_feeder;
+                    }
                 }
             }
         }
