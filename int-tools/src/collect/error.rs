@@ -6,12 +6,13 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-pub use super::args::ChoiceError;
 use super::exporters::influx;
 use super::names;
 pub use super::names::NodeIdError;
-use super::nats::{ServersError, StreamError};
+use super::nats::args as stream;
+use super::nats::StreamError;
 use super::receivers::udp::ReceiveError;
+pub use super::values::ChoiceError;
 use super::views::plot;
 use super::views::web::ViewError;
 
@@ -22,8 +23,8 @@ pub enum CollectError {
     #[error(transparent)]
     Names(#[from] names::NamesError),
     /// The plot's file cannot be written (tried at start).
-    #[error("--plot {}: {source}", path.display())]
-    PlotPath { path: PathBuf, source: std::io::Error },
+    #[error(transparent)]
+    PlotPath(#[from] plot::args::PathError),
     #[error("--plot {}: {cause}", path.display())]
     Plot { path: PathBuf, cause: plot::Failure },
     #[error(transparent)]
@@ -33,27 +34,15 @@ pub enum CollectError {
     #[error(transparent)]
     View(#[from] ViewError),
     #[error(transparent)]
-    HttpAccess(#[from] super::views::web::auth::AccessError),
+    ViewFiles(#[from] super::views::web::args::FilesError),
     #[error(transparent)]
-    HttpTls(#[from] super::views::web::tls::TlsError),
-    #[error("{flag} {source}")]
-    Servers { flag: &'static str, source: ServersError },
+    StreamSettings(#[from] stream::SettingsError),
     #[error(transparent)]
     Stream(#[from] StreamError),
-    #[error("--nats-stream, --nats-prefix, --nats-consumer: letters, digits, _ and - only")]
-    StreamNames,
-    #[error("--sink-id {0:?}: present, absent or detect")]
-    SinkId(String),
     #[error(transparent)]
-    InfluxUrl(#[from] influx::UrlError),
-    #[error("--influx-db {0:?}: letters, digits and _ only")]
-    InfluxDb(String),
-    #[error("--influx-password-file: only with --influx-user")]
-    PasswordWithoutUser,
-    #[error("--influx-password-file {}: {source}", path.display())]
-    PasswordFile { path: PathBuf, source: std::io::Error },
-    #[error("--influx-user: a password in --influx-password-file or the environment's INFLUX_PASSWORD")]
-    NoPassword,
+    SinkId(#[from] super::receivers::args::SinkIdError),
+    #[error(transparent)]
+    Influx(#[from] influx::args::SettingsError),
     #[error(transparent)]
     State(#[from] super::state::StoreError),
     #[error("--state: the state's writer thread: {source}")]

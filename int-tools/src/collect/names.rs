@@ -192,6 +192,11 @@ impl Naming {
         *self.0.write().unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(names));
     }
 
+    /// No table: records left as they are, as without `--names`.
+    pub fn clear(&self) {
+        *self.0.write().unwrap_or_else(PoisonError::into_inner) = None;
+    }
+
     /// Reads `path` again and, if it reads, makes it the table; returns how
     /// many nodes it names. On a mistake the names stay as they were.
     pub fn reload(&self, path: &Path) -> Result<usize, NamesError> {

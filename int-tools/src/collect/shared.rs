@@ -3,7 +3,7 @@
 //! part's counts.
 
 use std::sync::atomic::{AtomicBool, AtomicU64};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use super::books::snapshot::Snapshot;
 use super::books::Books;
@@ -15,13 +15,18 @@ pub struct Shared {
     pub reports: AtomicU64,
     pub quit: AtomicBool,
     /// The exporters', the consumer's, the view's and the state's counts,
-    /// for the summary and the metrics.
-    pub counted: Vec<Arc<dyn Counted>>,
+    /// for the summary and the metrics; a reload swaps the exporters'.
+    pub counted: Mutex<Vec<Arc<dyn Counted>>>,
     /// What each node is called, for the views that show names.
     pub names: Naming,
 }
 
 impl Shared {
+    /// Every part's counts as they are now.
+    pub fn counted(&self) -> Vec<Arc<dyn Counted>> {
+        self.counted.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
     /// Every receiver's books, merged.
     pub fn snapshot(&self) -> Snapshot {
         Snapshot::merge(self.books.iter().filter_map(|books| books.lock().ok().map(|b| Snapshot::of(&b))))

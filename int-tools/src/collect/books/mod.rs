@@ -6,6 +6,7 @@
 //! views read copies of them ([`snapshot`]), exporters take what they hand
 //! on (tools/module-graph holds this).
 
+pub mod args;
 pub mod datagram;
 pub mod export;
 pub mod hops;

@@ -9,6 +9,7 @@
 //! lost; points influxd answers it did not store are counted refused.
 //! Names become tags and strings as [`line`] says.
 
+pub mod args;
 mod line;
 
 use std::fmt::Write as _;

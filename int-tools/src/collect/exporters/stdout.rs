@@ -2,6 +2,8 @@
 //! when it arrived, as a JSON line or as text for people (times as dates,
 //! durations in their unit, node ids as in the JSON).
 
+pub mod args;
+
 use std::net::Ipv4Addr;
 
 use serde_json::{json, Map, Value};

@@ -11,6 +11,7 @@
 //! reads them back). The client is async-nats: TLS, credentials, a
 //! cluster's servers found and failed over to.
 
+pub mod args;
 pub mod batch;
 
 use std::time::Duration;

@@ -7,6 +7,7 @@
 //! Another receiver (IPFIX in) is one more module here writing into the
 //! books; the books, exporters and views do not change.
 
+pub mod args;
 pub(super) mod hostint;
 pub mod nats;
 pub mod records;

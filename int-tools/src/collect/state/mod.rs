@@ -12,6 +12,7 @@
 //! not written (a warning, counted). The books themselves are bounded by
 //! `--max-flows`, `--max-nodes` and `--max-links`.
 
+pub mod args;
 mod store;
 
 use std::collections::BTreeMap;

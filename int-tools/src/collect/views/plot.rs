@@ -13,6 +13,7 @@
 //! suits them (ns, µs, ms, s). Legends sit beside the data, a long flow on
 //! two lines.
 
+pub mod args;
 mod label;
 
 use std::path::Path;

@@ -64,10 +64,10 @@ fn the_flags_parse_what_the_file_gives() {
     argv.extend(read(text).unwrap().into_iter().flat_map(Setting::flags));
     let command = CollectArgs::augment_args(Command::new("collect"));
     let args = CollectArgs::from_arg_matches(&command.try_get_matches_from(argv).unwrap()).unwrap();
-    assert_eq!(args.join_window_ms, std::time::Duration::from_millis(500));
-    assert_eq!(args.domain_nodes, [0x0a00_0001, 7]);
-    assert_eq!(args.join_confirm, 4);
-    assert_eq!(args.sink_id, "present");
+    assert_eq!(args.books.join_window_ms, std::time::Duration::from_millis(500));
+    assert_eq!(args.books.domain_nodes, [0x0a00_0001, 7]);
+    assert_eq!(args.books.join_confirm, 4);
+    assert_eq!(args.receivers.sink_id, "present");
 }
 
 /// A misspelt key is named with the key it is nearest, in its section.
@@ -115,7 +115,7 @@ fn a_value_of_the_wrong_type_is_named() {
 }
 
 /// A duration out of its bounds is refused by the flag's own bounds
-/// (collect/args/duration.rs), with its path.
+/// (collect/values/duration.rs), with its path.
 #[test]
 fn a_duration_out_of_bounds_is_refused_with_its_bounds() {
     let problems = read("view: {idle_ms: 5}\n").unwrap_err();

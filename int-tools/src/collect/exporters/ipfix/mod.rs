@@ -6,6 +6,7 @@
 //! end the exporter's thread takes and merges them ([`Tables::take`]) and
 //! writes the messages.
 
+pub mod args;
 mod exporter;
 mod interval;
 mod message;

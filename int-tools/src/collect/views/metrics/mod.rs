@@ -5,6 +5,7 @@
 //! own bound, so the label cardinality stays bounded whatever the size of
 //! the network, and the page counts what it left out.
 
+pub mod args;
 mod exposition;
 mod flows;
 mod nodes;
@@ -48,7 +49,7 @@ pub fn start(
         let serve = |path: &str| match path {
             "/metrics" => Some(Page::ok(
                 "text/plain; version=0.0.4",
-                page(&shared.view(shown.flows), &shared.counted, &shown, &names),
+                page(&shared.view(shown.flows), &shared.counted(), &shown, &names),
             )),
             _ => health.page(path),
         };

@@ -13,6 +13,7 @@
 //! their files again ([`Files::reload`]).
 
 mod api;
+pub mod args;
 pub mod auth;
 mod board;
 mod events;

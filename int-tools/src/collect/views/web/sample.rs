@@ -350,7 +350,7 @@ mod tests {
             books,
             reports: AtomicU64::new(0),
             quit: AtomicBool::new(false),
-            counted: Vec::new(),
+            counted: Mutex::new(Vec::new()),
             names: Default::default(),
         }
     }

@@ -1,0 +1,122 @@
+//! The stream's flags, both directions': what `--nats` publishes to and
+//! `--from-nats` reads from share the servers' settings and the stream's
+//! names, turned here into one [`Settings`] per direction.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use super::{Format, Servers, ServersError, Settings};
+use crate::collect::values::{duration, ChoiceError};
+
+#[derive(Debug, Clone, PartialEq, Args)]
+#[command(next_help_heading = "NATS JetStream")]
+pub struct NatsArgs {
+    /// Publish every report to this NATS server's JetStream
+    /// (nats://[USER:PASSWORD@]HOST:PORT; a cluster's servers
+    /// comma-separated, tls:// for TLS), into --nats-stream, for an
+    /// aggregating collect (--from-nats) over many collectors.
+    #[arg(long)]
+    pub nats: Option<String>,
+    /// What the stream carries: batch (the report datagrams as they came,
+    /// many a message: what an aggregator reads at full rate) or json
+    /// (collect's JSON records, one a message, for other consumers;
+    /// docs/output.md).
+    #[arg(long, default_value = "batch", value_parser = parse_nats_format)]
+    pub nats_format: Format,
+    /// Servers that keep each of the stream's messages when collect
+    /// creates it: 3 in a cluster of three survives a server's loss.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=5))]
+    pub nats_replicas: u16,
+    /// A NATS credentials file (a user's JWT and NKey seed, as nsc writes
+    /// it).
+    #[arg(long)]
+    pub nats_credentials: Option<PathBuf>,
+    /// A CA certificate file (PEM) the NATS servers' TLS certificates are
+    /// checked against; TLS is then required.
+    #[arg(long)]
+    pub nats_ca: Option<PathBuf>,
+    /// The JetStream stream: created if missing, with subjects
+    /// PREFIX.TYPE.NODE (--nats-prefix), kept --nats-max-age-s seconds and
+    /// at most --nats-max-bytes.
+    #[arg(long, default_value = "INT")]
+    pub nats_stream: String,
+    /// Read the records of --nats-stream on this NATS server instead of
+    /// reports off UDP: an aggregator over the collectors that publish
+    /// there (docs/scale-out.md).
+    #[arg(long)]
+    pub from_nats: Option<String>,
+    /// The durable consumer --from-nats reads with: aggregators with one
+    /// name share the records, each name reads them all.
+    #[arg(long, default_value = "collect")]
+    pub nats_consumer: String,
+    /// The subjects' first word.
+    #[arg(long, default_value = "int")]
+    pub nats_prefix: String,
+    /// Seconds the stream keeps a record (0: until --nats-max-bytes).
+    #[arg(long, value_name = "S", default_value = "86400", value_parser = duration::stream_max_age)]
+    pub nats_max_age_s: Duration,
+    /// Bytes the stream keeps at most (the oldest go first).
+    #[arg(long, default_value_t = 1 << 30)]
+    pub nats_max_bytes: u64,
+    /// Reports (or JSON records) waiting for the NATS server at most;
+    /// beyond, new ones are dropped and counted (a slow or absent server
+    /// never stalls the collector).
+    #[arg(long, default_value_t = 200_000)]
+    pub nats_buffer: usize,
+}
+
+/// Why the stream's flags give no stream.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    #[error("{flag} {source}")]
+    Servers { flag: &'static str, source: ServersError },
+    #[error("--nats-stream, --nats-prefix, --nats-consumer: letters, digits, _ and - only")]
+    Names,
+}
+
+impl NatsArgs {
+    /// The stream `--nats` publishes to; none without it.
+    pub fn publish(&self) -> Result<Option<Settings>, SettingsError> {
+        self.nats.as_deref().map(|url| self.settings("--nats", url)).transpose()
+    }
+
+    /// The stream `--from-nats` reads; none without it.
+    pub fn consume(&self) -> Result<Option<Settings>, SettingsError> {
+        self.from_nats.as_deref().map(|url| self.settings("--from-nats", url)).transpose()
+    }
+
+    fn settings(&self, flag: &'static str, url: &str) -> Result<Settings, SettingsError> {
+        let mut servers = Servers::parse(url).map_err(|source| SettingsError::Servers { flag, source })?;
+        servers.credentials.clone_from(&self.nats_credentials);
+        servers.ca.clone_from(&self.nats_ca);
+        let word = |text: &str| {
+            !text.is_empty() && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        };
+        if !word(&self.nats_stream) || !word(&self.nats_prefix) || !word(&self.nats_consumer) {
+            return Err(SettingsError::Names);
+        }
+        Ok(Settings {
+            servers,
+            stream: self.nats_stream.clone(),
+            prefix: self.nats_prefix.clone(),
+            max_age: self.nats_max_age_s,
+            max_bytes: self.nats_max_bytes,
+            replicas: usize::from(self.nats_replicas),
+            buffer: self.nats_buffer,
+            format: self.nats_format,
+        })
+    }
+}
+
+fn parse_nats_format(text: &str) -> Result<Format, ChoiceError> {
+    match text {
+        "batch" => Ok(Format::Batch),
+        "json" => Ok(Format::Json),
+        other => Err(ChoiceError {
+            text: other.to_string(),
+            choices: "batch (reports as they came) or json (collect's records)",
+        }),
+    }
+}

@@ -1,0 +1,92 @@
+//! The receivers' flags: where reports come in (the UDP sockets) and how
+//! each report version is read ([`How`]).
+
+use clap::Args;
+use int_core::report::SinkIdWord;
+
+use super::udp::{self, ReceiveError, Receiver};
+use super::How;
+use crate::collect::values::ChoiceError;
+
+#[derive(Debug, Clone, PartialEq, Args)]
+#[command(next_help_heading = "Receiving reports")]
+pub struct ReceiverArgs {
+    /// Address and UDP port to receive reports on.
+    #[arg(long, default_value = "0.0.0.0:32766")]
+    pub listen: String,
+    /// Whether latency reports carry the sink id word: present, absent or
+    /// detect.
+    #[arg(long, default_value = "detect")]
+    pub sink_id: String,
+    /// Receive buffer to ask the kernel for, per socket, in bytes (as
+    /// root, beyond net.core.rmem_max): room for a burst of reports while
+    /// a line prints.
+    #[arg(long, default_value_t = 8 << 20)]
+    pub rcvbuf: usize,
+    /// Sockets sharing the port (SO_REUSEPORT), each with a receiving
+    /// thread: the kernel spreads senders over them.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub sockets: u16,
+    /// Receive on a port another process already receives on (each gets
+    /// some of the senders); without it, such a port is refused.
+    #[arg(long)]
+    pub share_port: bool,
+    /// DSCP value and mask of the INT 2.1 domain whose packets Telemetry
+    /// Report 2.0 reports carry.
+    #[arg(long, default_value = "0x17/0x3f")]
+    pub int21_dscp: int_core::encap::DscpMatch,
+    /// UDP port of the INT 2.1 domain, if it is marked by port.
+    #[arg(long)]
+    pub int21_port: Option<u16>,
+    /// The INT 2.1 domain's Domain Specific ID: its packet numbers and
+    /// loss reports (0: none).
+    #[arg(long, default_value = "0x4944", value_parser = crate::decode::parse_u16)]
+    pub int21_domain_id: u16,
+    /// How the IOAM domain's nodes write a timestamp's fraction: posix
+    /// (microseconds, as Linux writes it) or ptp (nanoseconds), as the
+    /// nodes' int.timestamps.
+    #[arg(long, default_value = "posix", value_parser = parse_ioam_timestamps)]
+    pub ioam_timestamps: int_core::ioam::TimestampFormat,
+}
+
+/// `--sink-id` none of its choices.
+#[derive(Debug, thiserror::Error)]
+#[error("--sink-id {0:?}: present, absent or detect")]
+pub struct SinkIdError(pub String);
+
+impl ReceiverArgs {
+    /// How every reader reads its reports.
+    pub fn how(&self) -> Result<How, SinkIdError> {
+        let int21_domain = int_core::int21::Domain {
+            marking: match self.int21_port {
+                Some(port) => int_core::int21::Marking::UdpPort(port),
+                None => int_core::int21::Marking::Dscp(self.int21_dscp),
+            },
+            tcp_placement: int_core::encap::TcpPlacement::BeforeOptions,
+            source_only: int_core::int21::SourceOnly::sequence(self.int21_domain_id),
+        };
+        let sink_id = match self.sink_id.as_str() {
+            "present" => SinkIdWord::Present,
+            "absent" => SinkIdWord::Absent,
+            "detect" => SinkIdWord::Detect,
+            other => return Err(SinkIdError(other.to_string())),
+        };
+        Ok(How { sink_id, int21_domain, ioam_timestamps: self.ioam_timestamps })
+    }
+
+    /// The sockets, bound.
+    pub fn open(&self) -> Result<Vec<Receiver>, ReceiveError> {
+        udp::open(&self.listen, self.sockets, self.rcvbuf, self.share_port)
+    }
+}
+
+fn parse_ioam_timestamps(text: &str) -> Result<int_core::ioam::TimestampFormat, ChoiceError> {
+    match text {
+        "posix" => Ok(int_core::ioam::TimestampFormat::Posix),
+        "ptp" => Ok(int_core::ioam::TimestampFormat::Ptp),
+        other => Err(ChoiceError {
+            text: other.to_string(),
+            choices: "posix or ptp, as the IOAM nodes' int.timestamps",
+        }),
+    }
+}
