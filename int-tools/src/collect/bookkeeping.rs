@@ -93,14 +93,12 @@ impl Books {
     }
 
     /// A record: built only when it is printed or published.
-    pub fn emit(&self, print: Print, record: impl FnOnce() -> serde_json::Value) {
+    pub fn emit(&self, print: Print, record: impl FnOnce() -> crate::records::Record) {
         if print == Print::Quiet && !self.outputs.iter().any(|o| o.wants_records()) {
             return;
         }
         let mut record = record();
-        if let Some(object) = record.as_object_mut() {
-            names::annotate(object);
-        }
+        names::annotate(&mut record);
         for output in self.outputs.iter().filter(|o| o.wants_records()) {
             output.record(&record);
         }
@@ -181,9 +179,9 @@ impl Books {
             }
         };
         let complete = fit.map(|fit| fit != join::Fit::Part);
-        self.emit(print, || serde_json::Value::Object(join::record(joined, complete)));
+        self.emit(print, || join::record(joined, complete).into());
         if let Some(change) = change {
-            self.emit(print, || serde_json::Value::Object(tr20::path_change_record(&change, None)));
+            self.emit(print, || tr20::path_change_record(&change, None).into());
         }
     }
 

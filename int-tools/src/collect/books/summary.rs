@@ -206,17 +206,34 @@ fn hops_json(hops: &Hops) -> Value {
         .recent
         .iter()
         .map(|c| {
-            let mut change = json!({"at_ms": c.at_ms, "flow": crate::schema::flow(&c.flow), "old_path": c.old, "new_path": c.new});
-            if let Some(object) = change.as_object_mut() {
-                names::annotate(object);
-            }
-            change
+            json!(RecentChange {
+                at_ms: c.at_ms,
+                flow: &c.flow,
+                old_path: &c.old,
+                new_path: &c.new,
+                old_path_names: names::labels(&c.old),
+                new_path_names: names::labels(&c.new),
+            })
         })
         .collect();
     let untracked = hops.untracked;
     json!({"nodes": nodes, "links": links, "paths_followed": hops.paths(), "path_changes": hops.path_changes,
            "recent_path_changes": recent, "untracked_nodes": untracked.nodes, "untracked_links": untracked.links,
            "untracked_paths": untracked.flows, "unusable_paths": untracked.unusable_paths})
+}
+
+/// A path change the summary keeps, with its nodes' labels where
+/// `--names` names nodes.
+#[derive(serde::Serialize)]
+struct RecentChange<'a> {
+    at_ms: u64,
+    flow: &'a int_core::flow::FlowKey,
+    old_path: &'a [u32],
+    new_path: &'a [u32],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    old_path_names: Option<Vec<Option<String>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    new_path_names: Option<Vec<Option<String>>>,
 }
 
 /// The join of INT-MX and INT-XD postcards.

@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 
 use int_core::report::{self, tr20, Report};
 use int_os::udp::{self, BatchReceiver};
-use serde_json::json;
 
 use crate::collect::books::sender::{Accounting, Sender};
 use crate::collect::outputs::print::Arrival;
@@ -352,13 +351,16 @@ fn refuse_longer_than_buffer(arrival: Arrival, books: &mut Books, output: Print)
 fn said_malformed(arrival: Arrival, error: &str, len: Option<usize>, output: Print) {
     match output {
         Print::Json => {
-            let mut record = serde_json::Map::new();
-            record.extend([
-                ("type".to_string(), json!("malformed")),
-                ("error".to_string(), json!(error)),
-                ("length".to_string(), json!(len)),
-            ]);
-            println!("{}", arrival.record(record));
+            let record = crate::records::MalformedRecord {
+                kind: crate::records::RecordType::Malformed,
+                error: error.to_string(),
+                length: len,
+                from: None,
+                arrival: None,
+                arrival_ns: None,
+                missing_reports_before: None,
+            };
+            crate::collect::outputs::print::print(&arrival.record(record), Print::Json);
         }
         Print::Text => {
             let length = len.map_or(String::new(), |len| format!(" ({len} bytes)"));

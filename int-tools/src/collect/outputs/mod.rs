@@ -32,7 +32,7 @@ pub trait Output: Send + Sync {
         false
     }
     /// A record in the schema of docs/output.md.
-    fn record(&self, _record: &Value) {}
+    fn record(&self, _record: &crate::records::Record) {}
     /// What is handed over next arrived at `at_ns` (ns since the epoch,
     /// once per batch of datagrams): the time of arrival without a clock
     /// read per report.

@@ -4,10 +4,11 @@
 
 use std::net::{Ipv4Addr, SocketAddr};
 
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 
 use crate::collect::{names, Print};
-use crate::schema::{self, put_time};
+use crate::records::Record;
+use crate::schema;
 
 /// Where and when a report arrived, and how many of its sender's reports
 /// went missing just before it.
@@ -20,19 +21,23 @@ pub struct Arrival {
 
 impl Arrival {
     /// The record, then where and when it arrived.
-    pub fn record(&self, mut record: Map<String, Value>) -> Value {
-        record.insert("from".into(), json!(self.from.to_string()));
-        put_time(&mut record, "arrival", Some(self.at_ns));
-        record.insert("missing_reports_before".into(), json!(self.missing));
-        Value::Object(record)
+    pub fn record(&self, record: impl Into<Record>) -> Record {
+        let mut record = record.into();
+        record.arrived(self.from.to_string(), self.at_ns, self.missing);
+        record
     }
 }
 
 /// One record as `output` asks.
-pub fn print(record: &Value, output: Print) {
+pub fn print(record: &Record, output: Print) {
     match output {
-        Print::Json => println!("{record}"),
-        Print::Text => print_text(record),
+        Print::Json => {
+            if let Ok(line) = serde_json::to_string(record) {
+                println!("{line}");
+            }
+        }
+        // The text reads the record's fields by name, as the JSON has them.
+        Print::Text => print_text(&serde_json::to_value(record).unwrap_or_default()),
         Print::Quiet => {}
     }
 }
@@ -242,6 +247,7 @@ pub fn missing_note(missing: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     /// A joined packet reads as what it is: its path, each hop, each link
     /// (issue 45: it printed as "Seq: null Time: - Type: joined ... (no INT
