@@ -778,3 +778,17 @@ into_record!(
     Joined(JoinedRecord),
     Malformed(MalformedRecord)
 );
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A type's text (a NATS subject's word) is the `type` serde writes.
+    #[test]
+    fn a_types_text_is_what_serde_writes() {
+        use RecordType::*;
+        for kind in [Latency, DropSummary, Tr05, Tr05Flow, Tr20, Tr20Loss, PathChange, Joined, Malformed] {
+            assert_eq!(serde_json::to_value(kind).ok(), Some(Value::from(kind.as_str())));
+        }
+    }
+}

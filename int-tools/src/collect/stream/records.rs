@@ -398,6 +398,21 @@ mod tests {
         assert_eq!(books.ledger.overall.latency.count(), 0);
     }
 
+    /// A record is read as its type's fields: one of the wrong kind, even
+    /// one the books do not read, or one given twice, refuses the record
+    /// by the field's name; nothing of it is booked or passed on.
+    #[test]
+    fn a_field_of_the_wrong_kind_is_refused_by_name() {
+        let mut books = Books::bounded(SIZES);
+        let flag = format!(r#"{{"type":"tr20","flow":{FLOW},"d":"yes","latency_ns":900}}"#);
+        assert_eq!(take(&mut books, &flag), Taken::Malformed("stream: d of the wrong kind".into()));
+        let twice = format!(r#"{{"type":"latency","flow":{FLOW},"latency_ns":1,"latency_ns":2}}"#);
+        assert_eq!(take(&mut books, &twice), Taken::Malformed("stream: latency_ns given twice".into()));
+        let path = format!(r#"{{"type":"path-change","flow":{FLOW},"old_path":"1 2","new_path":[2]}}"#);
+        assert_eq!(take(&mut books, &path), Taken::Malformed("stream: old_path of the wrong kind".into()));
+        assert_eq!((books.ledger.overall.latency.count(), books.totals.malformed()), (0, 3));
+    }
+
     /// Types and schemas are the sender's text: a reason names a short
     /// word, and at most MAX_REASONS reasons are kept.
     #[test]
