@@ -694,8 +694,9 @@ fn values_no_report_carries_are_refused_by_reason() {
 }
 
 /// An aggregator counts the reports a receiving collector counted, and
-/// books what it booked, in either format: batches of the datagrams as
-/// they came, or JSON records (the path change records the collector
+/// books what it booked (every flow, node, link and path), in either
+/// format: batches of the datagrams as they came, or JSON records read
+/// back into the record types (the path change records the collector
 /// published beside them are no reports).
 #[test]
 fn an_aggregator_counts_the_reports_its_collector_counted() {
@@ -706,9 +707,12 @@ fn an_aggregator_counts_the_reports_its_collector_counted() {
     let port = free_port();
     let nats = start_nats(&dir, port);
     let url = format!("nats://127.0.0.1:{port}");
-    let datagrams = switch_reports();
+    let mut datagrams = switch_reports();
     let individuals: usize =
         datagrams.iter().map(|d| int_core::report::tr20::Report::parse(d).unwrap().reports().count()).sum();
+    // Host-INT's drop summaries beside: each record type's books.
+    datagrams.extend((1..=5).map(|n| common::collector::drop_summary(n, 3)));
+    let individuals = individuals + 5;
     for format in ["batch", "json"] {
         let stream = format!("INT-{format}");
         let prefix = format!("int-{format}");
@@ -728,7 +732,10 @@ fn an_aggregator_counts_the_reports_its_collector_counted() {
         let expected =
             if format == "json" { published > reports } else { published == datagrams.len() as u64 };
         assert!(expected, "{format}: {published} published of {reports} reports");
-        for key in ["reports", "malformed", "path_changes", "all_flows", "nodes", "links"] {
+        let books = ["flows", "untracked_observations", "paths_followed"];
+        for key in
+            ["reports", "malformed", "path_changes", "all_flows", "nodes", "links"].iter().chain(&books)
+        {
             assert_eq!(summary[key], collector[key], "{format}: {key}");
         }
     }

@@ -7,6 +7,7 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
+#[cfg(test)]
 use serde_json::Value;
 
 /// An output's counts, for the summary and the Prometheus page.
@@ -36,16 +37,30 @@ macro_rules! counts_of {
 }
 pub(crate) use counts_of;
 
+/// The parts' counts as the summary has them: each part's counts, by
+/// name, under its key, in the parts' order.
+pub struct OutputCounts<'a>(pub &'a [Arc<dyn Counted>]);
+
+impl serde::Serialize for OutputCounts<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.0.iter().map(|c| (c.names().0, Counts(c.counts()))))
+    }
+}
+
+/// One part's counts, by name.
+struct Counts(Vec<(&'static str, u64)>);
+
+impl serde::Serialize for Counts {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.0.iter().copied())
+    }
+}
+
 /// The outputs' counts as the summary's JSON objects, by key.
+#[cfg(test)]
 pub fn counts_json(counted: &[Arc<dyn Counted>]) -> Vec<(&'static str, Value)> {
-    counted
-        .iter()
-        .map(|c| {
-            let counts: serde_json::Map<String, Value> =
-                c.counts().into_iter().map(|(name, count)| (name.to_string(), Value::from(count))).collect();
-            (c.names().0, Value::Object(counts))
-        })
-        .collect()
+    let Ok(Value::Object(all)) = serde_json::to_value(OutputCounts(counted)) else { return Vec::new() };
+    counted.iter().map(|c| c.names().0).zip(all.into_iter().map(|(_, counts)| counts)).collect()
 }
 
 /// Checks how an output's counts show: its summary key and object, its

@@ -21,7 +21,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use serde::Deserialize;
-use serde_json::{json, Map, Value};
+
+use crate::records::{Hop, Record};
 
 /// A node's names.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -129,40 +130,74 @@ impl Names {
         }
     }
 
-    /// Adds `<field>_name` beside every node id of a record (and of its
-    /// hops), `<list>_names` beside every list of them.
-    pub fn annotate(&self, record: &mut Map<String, Value>) {
+    /// Sets the name beside every node id of a record (and of its hops)
+    /// this table names, and a list of labels beside every list of them;
+    /// names a record came with stay where this table has none.
+    pub fn annotate(&self, record: &mut Record) {
         if self.nodes.is_empty() {
             return;
         }
-        self.annotate_object(record);
-        for hops in ["hop_metadata", "hops"] {
-            if let Some(Value::Array(hops)) = record.get_mut(hops) {
-                for hop in hops.iter_mut().filter_map(Value::as_object_mut) {
-                    self.annotate_object(hop);
-                }
+        match record {
+            Record::Flow(r) => {
+                self.name(&mut r.source_node_name, r.source_node);
+                self.name(&mut r.sink_node_name, r.sink_node);
             }
+            Record::DropSummary(r) => {
+                self.name(&mut r.source_node_name, r.source_node);
+                self.name(&mut r.sink_node_name, r.sink_node);
+            }
+            Record::Tr20(r) => {
+                self.name(&mut r.source_node_name, r.source_node);
+                self.name(&mut r.report_node_name, r.report_node);
+                self.labels(&mut r.path_names, r.path.as_ref().map(|path| path.iter().copied().map(Some)));
+                self.name_hops(r.hop_metadata.as_mut());
+            }
+            Record::Tr20Loss(r) => {
+                self.name(&mut r.source_node_name, r.source_node);
+                self.name(&mut r.report_node_name, r.report_node);
+            }
+            Record::PathChange(r) => {
+                self.name(&mut r.report_node_name, r.report_node);
+                self.labels(
+                    &mut r.old_path_names,
+                    r.old_path.as_ref().map(|path| path.iter().copied().map(Some)),
+                );
+                self.labels(
+                    &mut r.new_path_names,
+                    r.new_path.as_ref().map(|path| path.iter().copied().map(Some)),
+                );
+            }
+            Record::Joined(r) => {
+                self.labels(&mut r.path_names, r.path.as_ref().map(|path| path.iter().copied()));
+                self.labels(&mut r.node_names, r.nodes.as_ref().map(|nodes| nodes.iter().copied()));
+                self.name_hops(r.hop_metadata.as_mut());
+            }
+            Record::Tr05(_) | Record::Malformed(_) => {}
         }
     }
 
-    fn annotate_object(&self, object: &mut Map<String, Value>) {
-        for field in NODE_FIELDS {
-            let name = object.get(field).and_then(id_of).and_then(|id| self.node(id));
-            if let Some(name) = name {
-                object.insert(format!("{field}_name"), json!(name));
-            }
+    fn name(&self, name: &mut Option<String>, id: Option<u32>) {
+        if let Some(found) = id.and_then(|id| self.node(id)) {
+            *name = Some(found.to_string());
         }
-        for field in PATH_FIELDS {
-            let Some(Value::Array(ids)) = object.get(field) else { continue };
-            let names: Vec<Value> = ids.iter().map(|id| json!(id_of(id).map(|id| self.label(id)))).collect();
-            object.insert(format!("{}_names", field.trim_end_matches('s')), Value::Array(names));
+    }
+
+    fn labels(
+        &self,
+        names: &mut Option<Vec<Option<String>>>,
+        ids: Option<impl Iterator<Item = Option<u32>>>,
+    ) {
+        if let Some(ids) = ids {
+            *names = Some(ids.map(|id| id.map(|id| self.label(id))).collect());
+        }
+    }
+
+    fn name_hops(&self, hops: Option<&mut Vec<Hop>>) {
+        for hop in hops.into_iter().flatten() {
+            self.name(&mut hop.node_id_name, hop.node_id);
         }
     }
 }
-
-/// The fields of a record that hold one node id, and the lists of them.
-const NODE_FIELDS: [&str; 5] = ["source_node", "sink_node", "report_node", "node", "node_id"];
-const PATH_FIELDS: [&str; 4] = ["path", "old_path", "new_path", "nodes"];
 
 /// The names every part of collect shows: a handle to one table, replaced
 /// whole by a reload (SIGHUP), so that a reader sees the old table or the
@@ -234,8 +269,15 @@ impl Naming {
         }
     }
 
+    /// Each node's label in `path`, where the table names any node (none:
+    /// no list).
+    pub fn labels(&self, path: &[u32]) -> Option<Vec<Option<String>>> {
+        let names = self.read().filter(|names| !names.nodes.is_empty())?;
+        Some(path.iter().map(|id| Some(names.label(*id))).collect())
+    }
+
     /// [`Names::annotate`] with the table now; none: the record as it is.
-    pub fn annotate(&self, record: &mut Map<String, Value>) {
+    pub fn annotate(&self, record: &mut Record) {
         if let Some(names) = self.read() {
             names.annotate(record);
         }
@@ -247,10 +289,6 @@ impl Naming {
 /// (IOAM's 24-bit ids: "0.171.205.239" would be a made-up address).
 pub fn as_ipv4(id: u32) -> Option<Ipv4Addr> {
     (id >> 24 != 0).then(|| Ipv4Addr::from(id))
-}
-
-fn id_of(value: &Value) -> Option<u32> {
-    value.as_u64().and_then(|id| u32::try_from(id).ok())
 }
 
 /// A flag's value, or a names file's key, that is no node id.
@@ -320,14 +358,18 @@ nodes:
     #[test]
     fn records_carry_names() {
         let names = Names::parse(FILE).ok().unwrap();
-        let mut record = json!({"type": "path-change", "report_node": 167772161u32,
-                                "old_path": [167772161u32, 5], "new_path": [167772161u32, 167772165u32],
-                                "hop_metadata": [{"node_id": 0xABCDEF}]});
-        let object = record.as_object_mut().unwrap();
-        names.annotate(object);
+        let change = r#"{"type": "path-change", "report_node": 167772161,
+                         "old_path": [167772161, 5], "new_path": [167772161, 167772165]}"#;
+        let mut change = Record::PathChange(serde_json::from_str(change).unwrap());
+        names.annotate(&mut change);
+        let object = serde_json::to_value(&change).unwrap();
         assert_eq!(object["report_node_name"], "edge-a");
-        assert_eq!(object["old_path_names"], json!(["edge-a", "5"]));
-        assert_eq!(object["new_path_names"], json!(["edge-a", "core-1"]));
+        assert_eq!(object["old_path_names"], serde_json::json!(["edge-a", "5"]));
+        assert_eq!(object["new_path_names"], serde_json::json!(["edge-a", "core-1"]));
+        let stack = r#"{"type": "tr20", "hop_metadata": [{"node_id": 11259375}]}"#;
+        let mut stack = Record::Tr20(serde_json::from_str(stack).unwrap());
+        names.annotate(&mut stack);
+        let object = serde_json::to_value(&stack).unwrap();
         assert_eq!(object["hop_metadata"][0]["node_id_name"], "linux-router");
         assert_eq!(names.describe(167_772_165), "core-1 (167772165)");
         assert_eq!(names.describe(7), "7");
@@ -338,10 +380,11 @@ nodes:
     #[test]
     fn clones_of_a_handle_see_one_table() {
         let none = Naming::default();
-        let mut record = Map::new();
-        record.insert("path".into(), json!([1, 2]));
+        let change = r#"{"type": "path-change", "old_path": [1, 2], "new_path": [167772161]}"#;
+        let mut record = Record::PathChange(serde_json::from_str(change).unwrap());
         none.annotate(&mut record);
-        assert_eq!(record.len(), 1, "no names, no path_names: {record:?}");
+        let object = serde_json::to_value(&record).unwrap();
+        assert!(object.get("old_path_names").is_none(), "no names, no path names: {object}");
         let names = Naming::new(Names::default());
         let view = names.clone();
         assert_eq!(view.label(167772161), "167772161");
@@ -350,6 +393,8 @@ nodes:
         assert_eq!(view.describe(167772161), "edge-a (167772161)");
         assert_eq!((view.count(), view.named("EDGE-A")), (3, Some(167772161)));
         view.annotate(&mut record);
-        assert_eq!(record["path_names"], json!(["1", "2"]));
+        let object = serde_json::to_value(&record).unwrap();
+        assert_eq!(object["old_path_names"], serde_json::json!(["1", "2"]));
+        assert_eq!(object["new_path_names"], serde_json::json!(["edge-a"]));
     }
 }

@@ -147,7 +147,7 @@ pub fn report_json(report: &tr20::Report<'_>, domains: &[int21::Domain], domain_
             Err(e) => error = Some(e.to_string()),
         }
     }
-    let mut out = crate::records::tr20_group(&report.group);
+    let mut out = crate::records::to_map(&crate::records::tr20_group(&report.group));
     out.insert("version".into(), json!(2));
     out.insert("reports".into(), json!(reports));
     out.insert("error".into(), json!(error));
@@ -175,7 +175,7 @@ fn packet_json(report: &IndividualReport<'_>, domains: &[int21::Domain]) -> Opti
 fn individual_json(report: &IndividualReport<'_>, domains: &[int21::Domain], domain_id: u16) -> Value {
     let packet = packet_json(report, domains);
     let flow = packet.as_ref().and_then(|(flow, _)| flow.as_ref());
-    let mut out = crate::records::tr20_individual(report, flow);
+    let mut out = crate::records::to_map(&crate::records::tr20_individual(report, flow));
     out.extend([
         ("report_len_words".to_string(), json!(report.report_len_words)),
         ("md_len_words".to_string(), json!(report.md_len_words)),

@@ -130,7 +130,7 @@ fn decode_report(
     // with its INT stack.
     let json = match FlowReport::parse(payload) {
         Ok(flow) => {
-            let mut record = crate::records::tr05_flow(&flow);
+            let mut record = crate::records::to_map(&crate::records::tr05_flow(&flow));
             put_header(&mut record, &flow.header);
             if let Value::Object(whole) = report_json(&parsed) {
                 record.extend(whole.into_iter().filter(|(key, _)| key == "drop" || key == "switch_local"));
@@ -147,7 +147,7 @@ fn decode_report(
 /// A Host-INT or Telemetry Report 0.5 report: the record collect prints
 /// too, with the header's flags and the INT stack beside.
 pub fn report_json(parsed: &Report<'_>) -> Value {
-    let mut out = crate::records::hostint(parsed);
+    let mut out = crate::records::to_map(&crate::records::hostint(parsed));
     let header = match parsed {
         Report::Latency(l) => &l.header,
         Report::DropSummary(d) => &d.header,

@@ -4,10 +4,8 @@
 
 use std::net::SocketAddr;
 
-use serde_json::{json, Map, Value};
-
 use super::sender::Accounting;
-use crate::schema::put_time;
+use crate::records::Record;
 
 /// What a datagram was, for the subject its batch goes to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -64,10 +62,9 @@ pub struct Arrival {
 
 impl Arrival {
     /// The record, then where and when it arrived.
-    pub fn record(&self, mut record: Map<String, Value>) -> Value {
-        record.insert("from".into(), json!(self.from.to_string()));
-        put_time(&mut record, "arrival", Some(self.at_ns));
-        record.insert("missing_reports_before".into(), json!(self.missing));
-        Value::Object(record)
+    pub fn record(&self, record: impl Into<Record>) -> Record {
+        let mut record = record.into();
+        record.arrived(self.from.to_string(), self.at_ns, self.missing);
+        record
     }
 }

@@ -5,11 +5,10 @@
 
 use std::sync::Arc;
 
-use serde_json::Value;
-
 use super::datagram::{Arrival, Came, Taken};
 use super::hops::{PathChange, Seen};
 use super::ledger::Observed;
+use crate::records::Record;
 
 /// What an exporter takes from the books; each takes the kinds it
 /// writes and ignores the others.
@@ -20,10 +19,10 @@ pub trait Exporter: Send + Sync {
         false
     }
     /// A record in the schema of docs/output.md.
-    fn record(&self, _record: &Value) {}
+    fn record(&self, _record: &Record) {}
     /// A record an aggregator read off the stream, its names its own:
     /// said again as it came (standard output), never published again.
-    fn read_back(&self, _record: &Value) {}
+    fn read_back(&self, _record: &Record) {}
     /// What is handed over next arrived at `at_ns` (ns since the epoch,
     /// once per batch of datagrams): the time of arrival without a clock
     /// read per report.

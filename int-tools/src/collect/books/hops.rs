@@ -16,12 +16,11 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use int_core::flow::FlowKey;
 use int_core::int21::HopMetadata;
-use serde_json::{json, Map, Value};
 
 use super::latency::Latency;
 use super::moves::{Moves, Sink, Swings};
 use super::timeline::Timeline;
-use crate::schema;
+use crate::records::{PathChangeRecord, RecordType};
 
 /// The most nodes a followed path has, the sink's included: a stack of
 /// this many hops or more is counted unusable (INT 2.1's Remaining Hop
@@ -410,16 +409,21 @@ pub fn path_into(seen: &Seen<'_>, path: &mut Vec<u32>) -> bool {
 
 /// A flow's new path as a record (`report_node`: the sink whose report
 /// told it; none for a path of joined postcards).
-pub fn path_change_record(change: &PathChange, report_node: Option<u32>) -> Map<String, Value> {
-    let mut record = Map::new();
-    record.extend([
-        ("type".to_string(), json!("path-change")),
-        ("report_node".to_string(), json!(report_node)),
-        ("flow".to_string(), schema::flow(&change.flow)),
-        ("old_path".to_string(), json!(change.old)),
-        ("new_path".to_string(), json!(change.new)),
-    ]);
-    record
+pub fn path_change_record(change: &PathChange, report_node: Option<u32>) -> PathChangeRecord {
+    PathChangeRecord {
+        kind: RecordType::PathChange,
+        report_node,
+        flow: Some(change.flow),
+        old_path: Some(change.old.clone()),
+        new_path: Some(change.new.clone()),
+        from: None,
+        arrival: None,
+        arrival_ns: None,
+        missing_reports_before: None,
+        report_node_name: None,
+        old_path_names: None,
+        new_path_names: None,
+    }
 }
 
 #[cfg(test)]

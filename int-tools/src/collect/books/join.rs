@@ -552,25 +552,19 @@ fn in_order(part: &[u32], path: &[u32]) -> bool {
 /// A joined packet's record: its flow, its nodes' metadata in path order,
 /// whether it holds its flow's whole path (`complete`; null where the
 /// order cannot be told), and its path where it does (null otherwise).
-pub fn record(joined: &Joined, complete: Option<bool>) -> serde_json::Map<String, serde_json::Value> {
-    use serde_json::json;
+pub fn record(joined: &Joined, complete: Option<bool>) -> crate::records::JoinedRecord {
     let nodes: Vec<Option<u32>> = joined.hops.iter().map(|hop| hop.node_id).collect();
-    let hops: Vec<_> = joined
-        .hops
-        .iter()
-        .map(|hop| crate::records::hop21(hop, int_core::int21::Instructions::all()))
-        .collect();
-    let mut record = serde_json::Map::new();
-    record.extend([
-        ("type".to_string(), json!("joined")),
-        ("flow".to_string(), crate::schema::flow(&joined.flow)),
-        ("nodes".to_string(), json!(nodes)),
-        ("ordered".to_string(), json!(joined.ordered)),
-        ("complete".to_string(), json!(complete)),
-        ("path".to_string(), json!((complete == Some(true)).then_some(nodes))),
-        ("hop_metadata".to_string(), json!(hops)),
-    ]);
-    record
+    crate::records::JoinedRecord {
+        kind: crate::records::RecordType::Joined,
+        flow: Some(joined.flow),
+        path: (complete == Some(true)).then(|| nodes.clone()),
+        nodes: Some(nodes),
+        ordered: Some(joined.ordered),
+        complete,
+        hop_metadata: Some(joined.hops.iter().map(crate::records::Hop::from).collect()),
+        path_names: None,
+        node_names: None,
+    }
 }
 
 /// A group's hops, one postcard per node, in path order, and whether that

@@ -28,6 +28,7 @@ use ledger::{Ledger, Limits, Measure, Observed};
 use sender::Sender;
 
 use crate::collect::names::Naming;
+use crate::records::Record;
 
 /// What the collector received, refused and missed.
 #[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize)]
@@ -111,14 +112,12 @@ impl Books {
 
     /// A record: built only when an exporter (standard output, the
     /// stream's JSON) takes records.
-    pub fn emit(&self, record: impl FnOnce() -> serde_json::Value) {
+    pub fn emit(&self, record: impl FnOnce() -> Record) {
         if !self.exporters.iter().any(|e| e.wants_records()) {
             return;
         }
         let mut record = record();
-        if let Some(object) = record.as_object_mut() {
-            self.names.annotate(object);
-        }
+        self.names.annotate(&mut record);
         for exporter in self.exporters.iter().filter(|e| e.wants_records()) {
             exporter.record(&record);
         }
@@ -126,10 +125,8 @@ impl Books {
 
     /// A record read back off the stream (an aggregator's), with this
     /// collector's names, to the exporters that say it again.
-    pub fn read_back(&self, mut record: serde_json::Value) {
-        if let Some(object) = record.as_object_mut() {
-            self.names.annotate(object);
-        }
+    pub fn read_back(&self, mut record: Record) {
+        self.names.annotate(&mut record);
         for exporter in &self.exporters {
             exporter.read_back(&record);
         }
@@ -189,9 +186,9 @@ impl Books {
     /// `joined` record, and a path change as for a stack.
     pub fn observe_joined(&mut self, joined: &join::Joined) {
         let (complete, change) = self.book_joined(joined);
-        self.emit(|| serde_json::Value::Object(join::record(joined, complete)));
+        self.emit(|| join::record(joined, complete).into());
         if let Some(change) = change {
-            self.emit(|| serde_json::Value::Object(hops::path_change_record(&change, None)));
+            self.emit(|| hops::path_change_record(&change, None).into());
         }
     }
 

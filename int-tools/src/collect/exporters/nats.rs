@@ -19,7 +19,6 @@ use std::time::{Duration, Instant};
 use async_nats::jetstream::{self, context::PublishErrorKind};
 use async_nats::HeaderMap;
 use futures_util::stream::{FuturesUnordered, StreamExt};
-use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::Running;
@@ -175,11 +174,11 @@ impl Exporter for Records {
     }
 
     /// Hands a record over; never waits.
-    fn record(&self, record: &Value) {
-        let kind = record["type"].as_str().unwrap_or("record");
-        let node = record["report_node"].as_u64().or_else(|| record["sink_node"].as_u64()).unwrap_or(0);
+    fn record(&self, record: &crate::records::Record) {
+        let (kind, node) = (record.kind().as_str(), record.node().unwrap_or(0));
         let subject = format!("{}.{kind}.{node}", self.prefix);
-        if self.queue.try_send(Item::Record(subject, record.to_string().into_bytes())).is_err() {
+        let Ok(bytes) = serde_json::to_vec(record) else { return };
+        if self.queue.try_send(Item::Record(subject, bytes)).is_err() {
             self.counts.dropped.fetch_add(1, Ordering::Relaxed);
         }
     }

@@ -6,11 +6,12 @@ pub mod args;
 
 use std::net::Ipv4Addr;
 
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 
 use crate::collect::books::datagram::Arrival;
 use crate::collect::books::export::Exporter;
 use crate::collect::names::Naming;
+use crate::records::{MalformedRecord, Record, RecordType};
 use crate::schema;
 
 /// How reports are printed.
@@ -35,24 +36,27 @@ impl Exporter for Stdout {
         self.print != Print::Quiet
     }
 
-    fn record(&self, record: &Value) {
+    fn record(&self, record: &Record) {
         print(record, self.print, &self.names);
     }
 
-    fn read_back(&self, record: &Value) {
+    fn read_back(&self, record: &Record) {
         print(record, self.print, &self.names);
     }
 
     fn refused(&self, arrival: &Arrival, error: &str, len: Option<usize>) {
         match self.print {
             Print::Json => {
-                let mut record = Map::new();
-                record.extend([
-                    ("type".to_string(), json!("malformed")),
-                    ("error".to_string(), json!(error)),
-                    ("length".to_string(), json!(len)),
-                ]);
-                println!("{}", arrival.record(record));
+                let record = MalformedRecord {
+                    kind: RecordType::Malformed,
+                    error: error.to_string(),
+                    length: len,
+                    from: None,
+                    arrival: None,
+                    arrival_ns: None,
+                    missing_reports_before: None,
+                };
+                print(&arrival.record(record), Print::Json, &self.names);
             }
             Print::Text => {
                 let length = len.map_or(String::new(), |len| format!(" ({len} bytes)"));
@@ -64,10 +68,15 @@ impl Exporter for Stdout {
 }
 
 /// One record as `output` asks.
-pub fn print(record: &Value, output: Print, names: &Naming) {
+pub fn print(record: &Record, output: Print, names: &Naming) {
     match output {
-        Print::Json => println!("{record}"),
-        Print::Text => print_text(record, names),
+        Print::Json => {
+            if let Ok(line) = serde_json::to_string(record) {
+                println!("{line}");
+            }
+        }
+        // The text reads the record's fields by name, as the JSON has them.
+        Print::Text => print_text(&serde_json::to_value(record).unwrap_or_default(), names),
         Print::Quiet => {}
     }
 }
@@ -278,6 +287,7 @@ pub fn missing_note(missing: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     /// A joined packet reads as what it is: its path, each hop, each link
     /// (issue 45: it printed as "Seq: null Time: - Type: joined ... (no INT

@@ -1,6 +1,7 @@
 //! The stream's JSON records (`--nats-format json`) read back by an
 //! aggregator into the same ledger, per-hop view and outputs as reports
-//! off a socket.
+//! off a socket: serde reads each into the record types collect writes
+//! ([`crate::records`]).
 //!
 //! A record is checked whole before any of it is booked: a message that is
 //! not a record, a record of another schema or type, a field of the wrong
@@ -8,18 +9,23 @@
 //! [`MAX_ONE_WAY_NS`], a loss beyond 32 bits, more hops than a stack or a
 //! join holds) is counted in `malformed_by_reason` and books nothing.
 
-use std::net::IpAddr;
-
 use int_core::flow::FlowKey;
 use int_core::int21::HopMetadata;
 use int_core::latency::MAX_ONE_WAY_NS;
+use serde::de::{DeserializeOwned, IgnoredAny};
+use serde::Deserialize;
 use serde_json::Value;
+use serde_path_to_error::Segment;
 
 use crate::collect::books::hops::{Seen, MAX_PATH};
 use crate::collect::books::join::Joined;
 use crate::collect::books::ledger::{Measure, Observed};
 use crate::collect::books::Books;
 use crate::collect::nats::SCHEMA;
+use crate::records::{
+    DropSummaryRecord, FlowRecord, Hop, JoinedRecord, PathChangeRecord, Record, RecordType, Tr05Record,
+    Tr20LossRecord, Tr20Record,
+};
 
 /// The most hops a `tr20` record's stack holds: an INT 2.1 shim's length
 /// is 8 bits of 4-byte words (an IOAM trace holds fewer), so the receiver
@@ -47,9 +53,13 @@ pub enum RecordError {
     #[error("stream: {0} missing")]
     Missing(&'static str),
     #[error("stream: {0} not an integer")]
-    NotInteger(&'static str),
+    NotInteger(String),
     #[error("stream: {0} out of range")]
-    OutOfRange(&'static str),
+    OutOfRange(String),
+    #[error("stream: {0} of the wrong kind")]
+    WrongKind(String),
+    #[error("stream: {0} given twice")]
+    Twice(String),
     #[error("stream: hop_metadata over {0} hops")]
     TooManyHops(usize),
     #[error("stream: hop_metadata not a list")]
@@ -78,17 +88,23 @@ pub enum Taken {
 /// counted once in the totals.
 pub fn take_record(schema: Option<&str>, payload: &[u8], books: &mut Books) -> Taken {
     let taken = match check(schema, payload) {
-        Ok((record, value)) => {
-            let derived = matches!(record.kind, Kind::Joined { .. } | Kind::Derived);
+        Ok((facts, record)) => {
+            let derived = matches!(facts.kind, Kind::Joined { .. } | Kind::Derived);
             let taken = if derived { Taken::Derived } else { Taken::Report };
-            book(&record, books);
-            books.read_back(value);
+            book(&facts, books);
+            books.read_back(record);
             taken
         }
         Err(reason) => Taken::Malformed(reason.to_string()),
     };
     count(books, &taken);
     taken
+}
+
+/// The record in one message, read and checked as [`take_record`] reads
+/// it, booking nothing.
+pub fn record_of(schema: Option<&str>, payload: &[u8]) -> Result<Record, RecordError> {
+    check(schema, payload).map(|(_, record)| record)
 }
 
 /// The totals of one message: a refused one counts as a report, as a
@@ -109,7 +125,7 @@ fn count(books: &mut Books, taken: &Taken) {
 }
 
 /// A record's facts, every field checked: what the books take.
-struct Record {
+struct Facts {
     kind: Kind,
     flow: Option<FlowKey>,
     at_ns: Option<u64>,
@@ -129,39 +145,90 @@ enum Kind {
     Derived,
 }
 
-/// The record in `payload`, checked; `Err` names why it is refused.
-fn check(schema: Option<&str>, payload: &[u8]) -> Result<(Record, Value), RecordError> {
-    let Ok(value) = serde_json::from_slice::<Value>(payload) else {
-        return Err(RecordError::NotJson);
-    };
+/// The record in `payload`, read and checked; `Err` names why it is
+/// refused.
+fn check(schema: Option<&str>, payload: &[u8]) -> Result<(Facts, Record), RecordError> {
+    let kind = type_of(payload)?;
     match schema {
         Some(SCHEMA) => {}
         other => return Err(RecordError::Schema(said(other.unwrap_or("none")).to_string())),
     }
-    let kind = match value.get("type").and_then(Value::as_str) {
-        Some("latency" | "tr05-flow" | "tr05" | "drop-summary" | "tr20-loss") => Kind::Flow,
-        Some("tr20") => stack_of(&value)?,
-        Some("joined") => Kind::Joined {
-            hops: hops_of(&value, MAX_PATH)?,
-            // A group the publisher could not order, or found part of its
-            // flow's path, gives its nodes' figures only here too.
-            ordered: field(&value, "ordered").as_bool().unwrap_or(false) && !field(&value, "path").is_null(),
-        },
-        Some("path-change") => Kind::Derived,
-        _ => return Err(RecordError::Type(said(&field(&value, "type").to_string()).to_string())),
+    let refused = || RecordError::Type(said(&kind.to_string()).to_string());
+    let record: Record = match RecordType::deserialize(&kind).map_err(|_| refused())? {
+        RecordType::Latency | RecordType::Tr05Flow => read::<FlowRecord>(payload)?.into(),
+        RecordType::DropSummary => read::<DropSummaryRecord>(payload)?.into(),
+        RecordType::Tr05 => read::<Tr05Record>(payload)?.into(),
+        RecordType::Tr20 => read::<Tr20Record>(payload)?.into(),
+        RecordType::Tr20Loss => read::<Tr20LossRecord>(payload)?.into(),
+        RecordType::PathChange => read::<PathChangeRecord>(payload)?.into(),
+        RecordType::Joined => read::<JoinedRecord>(payload)?.into(),
+        RecordType::Malformed => return Err(refused()),
     };
-    let record = Record {
-        flow: flow_of(field(&value, "flow"))?,
-        at_ns: integer(&value, "time_ns")?,
-        source_node: integer(&value, "source_node")?,
-        sink_node: integer(&value, "sink_node")?.or(integer(&value, "report_node")?),
-        measure: measure_of(&value)?,
-        kind,
-    };
-    if record.measure.is_some() && record.flow.is_none() {
+    let facts = facts_of(&record)?;
+    if facts.measure.is_some() && facts.flow.is_none() {
         return Err(RecordError::MeasureWithoutFlow);
     }
-    Ok((record, value))
+    Ok((facts, record))
+}
+
+/// A message's `type` (null where it has none, or is no JSON object), if
+/// it is JSON.
+fn type_of(payload: &[u8]) -> Result<Value, RecordError> {
+    #[derive(Deserialize)]
+    struct Head {
+        #[serde(rename = "type")]
+        kind: Option<Value>,
+    }
+    if !payload.trim_ascii_start().starts_with(b"{") {
+        let json = serde_json::from_slice::<IgnoredAny>(payload);
+        return json.map(|_| Value::Null).map_err(|_| RecordError::NotJson);
+    }
+    match serde_json::from_slice::<Head>(payload) {
+        Ok(head) => Ok(head.kind.unwrap_or(Value::Null)),
+        // `type` given twice.
+        Err(error) if error.is_data() => Ok(Value::Null),
+        Err(_) => Err(RecordError::NotJson),
+    }
+}
+
+/// The record of type `T` in `payload`; `Err` names the field serde
+/// refused and why.
+fn read<T: DeserializeOwned>(payload: &[u8]) -> Result<T, RecordError> {
+    let mut json = serde_json::Deserializer::from_slice(payload);
+    serde_path_to_error::deserialize(&mut json).map_err(|error| {
+        let path: Vec<&Segment> = error.path().iter().collect();
+        refusal(&path, &error.inner().to_string())
+    })
+}
+
+/// Why serde refused a field, by where it is (`path`) and serde's own
+/// words (`message`): serde's messages name the type expected and never
+/// the field, so the reason names the field and a word for the problem.
+fn refusal(path: &[&Segment], message: &str) -> RecordError {
+    let key = |segment: &Segment| match segment {
+        Segment::Map { key } => Some(key.clone()),
+        _ => None,
+    };
+    let top = path.first().and_then(|segment| key(segment));
+    let field = path.iter().rev().find_map(|segment| key(segment)).unwrap_or_else(|| "record".into());
+    let integer = ["u8", "u16", "u32", "u64", "i64", "usize"]
+        .iter()
+        .any(|t| message.contains(&format!("expected {t}")));
+    match (top.as_deref(), path.len()) {
+        (Some("flow"), _) => return RecordError::NotFlow,
+        (Some("hop_metadata"), 1) => return RecordError::HopsNotList,
+        (Some("hop_metadata"), 2) => return RecordError::NotHop,
+        _ => {}
+    }
+    if message.starts_with("invalid value") && integer {
+        RecordError::OutOfRange(field)
+    } else if message.starts_with("invalid type") && integer {
+        RecordError::NotInteger(field)
+    } else if let Some(twice) = message.strip_prefix("duplicate field `") {
+        RecordError::Twice(twice.split('`').next().unwrap_or_default().to_string())
+    } else {
+        RecordError::WrongKind(field)
+    }
 }
 
 /// The sender's text in a reason, if it is a short word; else "other"
@@ -175,64 +242,91 @@ fn said(text: &str) -> &str {
     }
 }
 
-/// A record's latency or loss: each within what its report can carry.
-/// Only the types that carry one have one: another type's field of the
-/// name is none of collect's.
-fn measure_of(value: &Value) -> Result<Option<Measure>, RecordError> {
-    match field(value, "type").as_str() {
-        Some("drop-summary" | "tr20-loss") => {
-            // Both reports carry a 32-bit count: the record must have one.
-            let lost = integer::<u32>(value, "lost_packets")?.ok_or(RecordError::Missing("lost_packets"))?;
-            return Ok(Some(Measure::Lost(lost)));
+/// What the books take of a record, each within what its report can
+/// carry. Only the types that carry a measure have one: another type's
+/// field of the name is none of collect's.
+fn facts_of(record: &Record) -> Result<Facts, RecordError> {
+    let facts = |kind, flow, at_ns, (source_node, sink_node), measure| Facts {
+        kind,
+        flow,
+        at_ns,
+        source_node,
+        sink_node,
+        measure,
+    };
+    Ok(match record {
+        Record::Flow(r) => {
+            let measure = latency(r.latency_ns, r.flow_seq, r.hops)?;
+            facts(Kind::Flow, r.flow, r.time_ns, (r.source_node, r.sink_node), measure)
         }
-        Some("latency" | "tr05-flow" | "tr20") => {}
-        _ => return Ok(None),
-    }
-    let Some(ns) = integer::<i64>(value, "latency_ns")? else { return Ok(None) };
-    // A sink believes no longer one-way latency, nor a negative one (clock
-    // skew) of that size.
+        Record::DropSummary(r) => {
+            let measure = Some(Measure::Lost(r.lost_packets.ok_or(RecordError::Missing("lost_packets"))?));
+            facts(Kind::Flow, r.flow, r.time_ns, (r.source_node, r.sink_node), measure)
+        }
+        Record::Tr20Loss(r) => {
+            let measure = Some(Measure::Lost(r.lost_packets.ok_or(RecordError::Missing("lost_packets"))?));
+            facts(Kind::Flow, r.flow, r.time_ns, (r.source_node, r.report_node), measure)
+        }
+        Record::Tr20(r) => {
+            let hops = match r.latency_ns {
+                Some(_) => r
+                    .hops
+                    .map(u8::try_from)
+                    .transpose()
+                    .map_err(|_| RecordError::OutOfRange("hops".into()))?,
+                None => None,
+            };
+            let measure = latency(r.latency_ns, r.flow_seq, hops)?;
+            facts(stack_of(r)?, r.flow, r.time_ns, (r.source_node, r.report_node), measure)
+        }
+        Record::Joined(r) => {
+            // A group the publisher could not order, or found part of its
+            // flow's path, gives its nodes' figures only here too.
+            let ordered = r.ordered == Some(true) && r.path.is_some();
+            let kind = Kind::Joined { hops: hops_of(r.hop_metadata.as_deref(), MAX_PATH)?, ordered };
+            facts(kind, r.flow, None, (None, None), None)
+        }
+        Record::PathChange(r) => facts(Kind::Derived, r.flow, None, (None, r.report_node), None),
+        Record::Tr05(r) => facts(Kind::Flow, None, r.time_ns, (None, None), None),
+        Record::Malformed(_) => return Err(RecordError::Type(RecordType::Malformed.as_str().into())),
+    })
+}
+
+/// A latency, if the record has one: a sink believes no longer one-way
+/// latency, nor a negative one (clock skew) of that size.
+fn latency(ns: Option<i64>, flow_seq: Option<u32>, hops: Option<u8>) -> Result<Option<Measure>, RecordError> {
+    let Some(ns) = ns else { return Ok(None) };
     if ns.unsigned_abs() > MAX_ONE_WAY_NS {
-        return Err(RecordError::OutOfRange("latency_ns"));
+        return Err(RecordError::OutOfRange("latency_ns".into()));
     }
-    let flow_seq = integer(value, "flow_seq")?;
-    let hops = integer(value, "hops")?;
     Ok(Some(Measure::Latency { ns, flow_seq, hops }))
 }
 
 /// A TR 2.0 record's stack and drop.
-fn stack_of(value: &Value) -> Result<Kind, RecordError> {
-    let drop_reason = match &field(value, "drop") {
-        Value::Null => None,
-        drop => Some(integer::<u8>(drop, "reason")?.ok_or(RecordError::Missing("drop.reason"))?),
+fn stack_of(record: &Tr20Record) -> Result<Kind, RecordError> {
+    let drop_reason = match &record.drop {
+        None => None,
+        Some(drop) => Some(drop.reason.ok_or(RecordError::Missing("drop.reason"))?),
     };
-    let report_node = integer(value, "report_node")?.unwrap_or(0);
-    Ok(Kind::Stack { report_node, hops: hops_of(value, MAX_STACK_HOPS)?, drop_reason })
+    let report_node = record.report_node.unwrap_or(0);
+    Ok(Kind::Stack {
+        report_node,
+        hops: hops_of(record.hop_metadata.as_deref(), MAX_STACK_HOPS)?,
+        drop_reason,
+    })
 }
 
-/// `hop_metadata` (records::hop21's form), at most `most` hops.
-fn hops_of(value: &Value, most: usize) -> Result<Vec<HopMetadata>, RecordError> {
-    match &field(value, "hop_metadata") {
-        Value::Null => Ok(Vec::new()),
-        Value::Array(hops) if hops.len() <= most => hops.iter().map(hop_of).collect(),
-        Value::Array(_) => Err(RecordError::TooManyHops(most)),
-        _ => Err(RecordError::HopsNotList),
+/// `hop_metadata`, at most `most` hops.
+fn hops_of(hops: Option<&[Hop]>, most: usize) -> Result<Vec<HopMetadata>, RecordError> {
+    match hops {
+        None => Ok(Vec::new()),
+        Some(hops) if hops.len() <= most => Ok(hops.iter().map(HopMetadata::from).collect()),
+        Some(_) => Err(RecordError::TooManyHops(most)),
     }
 }
 
-/// An integer field of `value`: `None` where absent or null, `Err` where
-/// it is not an integer `T` holds (a fraction, a string, out of range).
-fn integer<T: TryFrom<i128>>(value: &Value, key: &'static str) -> Result<Option<T>, RecordError> {
-    let field = match value.get(key) {
-        None | Some(Value::Null) => return Ok(None),
-        Some(field) => field,
-    };
-    let wide = field.as_u64().map(i128::from).or_else(|| field.as_i64().map(i128::from));
-    let wide = wide.ok_or(RecordError::NotInteger(key))?;
-    T::try_from(wide).map(Some).map_err(|_| RecordError::OutOfRange(key))
-}
-
 /// The books take a checked record: its measure, hops, drop.
-fn book(record: &Record, books: &mut Books) {
+fn book(record: &Facts, books: &mut Books) {
     if let (Some(flow), Some(measure)) = (record.flow, record.measure) {
         let (source_node, sink_node, at_ns) = (record.source_node, record.sink_node, record.at_ns);
         books.observe(&Observed { flow, source_node, sink_node, measure, at_ns });
@@ -255,54 +349,6 @@ fn book(record: &Record, books: &mut Books) {
         }
         Kind::Flow | Kind::Derived => {}
     }
-}
-
-/// A record's `flow`: `None` where null, `Err` where it is not a flow.
-fn flow_of(flow: &Value) -> Result<Option<FlowKey>, RecordError> {
-    if flow.is_null() {
-        return Ok(None);
-    }
-    let address = |key: &str| field(flow, key).as_str().and_then(|a| a.parse::<IpAddr>().ok());
-    let key = (|| {
-        Some(FlowKey {
-            src: address("src")?,
-            dst: address("dst")?,
-            protocol: integer(flow, "protocol").ok()??,
-            src_port: integer(flow, "src_port").ok()??,
-            dst_port: integer(flow, "dst_port").ok()??,
-        })
-    })();
-    key.map(Some).ok_or(RecordError::NotFlow)
-}
-
-/// A hop of `hop_metadata` (records::hop21's form); a field the hop did
-/// not write is null.
-fn hop_of(hop: &Value) -> Result<HopMetadata, RecordError> {
-    if !hop.is_object() {
-        return Err(RecordError::NotHop);
-    }
-    let pair = |id: &'static str, occupancy: &'static str| -> Result<Option<(u8, u32)>, RecordError> {
-        Ok(integer(hop, id)?.zip(integer(hop, occupancy)?))
-    };
-    Ok(HopMetadata {
-        node_id: integer(hop, "node_id")?,
-        l1_ingress_port: integer(hop, "l1_ingress_port")?,
-        l1_egress_port: integer(hop, "l1_egress_port")?,
-        hop_latency: integer(hop, "hop_latency")?,
-        queue: pair("queue_id", "queue_occupancy")?,
-        ingress_timestamp: integer(hop, "ingress_timestamp")?,
-        egress_timestamp: integer(hop, "egress_timestamp")?,
-        l2_ingress_port: integer(hop, "l2_ingress_port")?,
-        l2_egress_port: integer(hop, "l2_egress_port")?,
-        egress_tx_utilization: integer(hop, "egress_tx_utilization")?,
-        buffer: pair("buffer_id", "buffer_occupancy")?,
-        checksum_complement: integer(hop, "checksum_complement")?,
-    })
-}
-
-/// `value`'s field `key`; null where it has none.
-fn field<'a>(value: &'a Value, key: &str) -> &'a Value {
-    value.get(key).unwrap_or(&Value::Null)
 }
 
 #[cfg(test)]
@@ -349,6 +395,21 @@ mod tests {
         assert_eq!(take(&mut books, &joined), Taken::Derived);
         assert_eq!((books.totals.reports, books.hops.nodes.len()), (0, 1));
         assert_eq!(books.ledger.overall.latency.count(), 0);
+    }
+
+    /// A record is read as its type's fields: one of the wrong kind, even
+    /// one the books do not read, or one given twice, refuses the record
+    /// by the field's name; nothing of it is booked or passed on.
+    #[test]
+    fn a_field_of_the_wrong_kind_is_refused_by_name() {
+        let mut books = Books::bounded(SIZES);
+        let flag = format!(r#"{{"type":"tr20","flow":{FLOW},"d":"yes","latency_ns":900}}"#);
+        assert_eq!(take(&mut books, &flag), Taken::Malformed("stream: d of the wrong kind".into()));
+        let twice = format!(r#"{{"type":"latency","flow":{FLOW},"latency_ns":1,"latency_ns":2}}"#);
+        assert_eq!(take(&mut books, &twice), Taken::Malformed("stream: latency_ns given twice".into()));
+        let path = format!(r#"{{"type":"path-change","flow":{FLOW},"old_path":"1 2","new_path":[2]}}"#);
+        assert_eq!(take(&mut books, &path), Taken::Malformed("stream: old_path of the wrong kind".into()));
+        assert_eq!((books.ledger.overall.latency.count(), books.totals.malformed()), (0, 3));
     }
 
     /// Types and schemas are the sender's text: a reason names a short

@@ -4,12 +4,11 @@
 //! sink's ingress timestamp minus the bottom hop's.
 
 use int_core::flow::FlowKey;
-use int_core::int21::{self, Body, HopMetadata, Instructions};
+use int_core::int21::{self, Body, HopMetadata};
 use int_core::ioam::TimestampFormat;
 use int_core::report::tr20::{GroupHeaderRepr, InType, IndividualReport, Report};
 use int_core::report::tr20_loss::LossReport;
 use int_core::{Layer, ParseError};
-use serde_json::{json, Map, Value};
 
 use super::How;
 use crate::collect::books::datagram::Arrival;
@@ -17,7 +16,7 @@ use crate::collect::books::hops::{path_change_record, path_of, Seen};
 use crate::collect::books::join::{self, Postcard};
 use crate::collect::books::ledger::{Measure, Observed};
 use crate::collect::books::Books;
-use crate::records;
+use crate::records::{self, Hop, Tr20Reading, Tr20Record};
 
 /// What collect refuses beyond the parser: a datagram whose individual
 /// reports do not all parse or hold none, and reports no conforming sender
@@ -164,12 +163,7 @@ pub fn record(report: &Report<'_>, how: &How, arrival: Arrival, books: &mut Book
                 measure,
                 at_ns,
             });
-            books.emit(|| {
-                let mut record = records::tr20_group(&report.group);
-                record.insert("type".into(), json!("tr20-loss"));
-                record.extend(records::tr20_loss(&loss));
-                arrival.record(record)
-            });
+            books.emit(|| arrival.record(records::tr20_loss_record(&report.group, &loss)));
             continue;
         }
         let latency = latency_of(&individual, domain, how.ioam_timestamps);
@@ -239,26 +233,22 @@ struct Read<'a> {
 /// One individual report's record: the group's fields, the report's, and
 /// what collect reads from the packet inside (its flow: of its INT stack,
 /// or for a packet without one, a drop report's, from its headers).
-fn report_record(read: &Read<'_>, group: &GroupHeaderRepr) -> Map<String, Value> {
+fn report_record(read: &Read<'_>, group: &GroupHeaderRepr) -> Tr20Record {
     let Read { individual, latency, path } = read;
     let flow = latency.map(|l| l.flow).or_else(|| match individual.in_type {
         InType::Ipv4 | InType::Ipv6 => int21::reported_flow(individual.inner, false),
         InType::Ethernet => int21::reported_flow(individual.inner, true),
         _ => None,
     });
-    let mut record = records::tr20_group(group);
-    record.extend(records::tr20_individual(individual, flow.as_ref()));
-    let hops = latency
-        .map(|l| l.path.iter().map(|hop| records::hop21(hop, Instructions::all())).collect::<Vec<_>>());
-    record.extend([
-        ("hops".to_string(), json!(latency.map(|l| l.hops))),
-        ("path".to_string(), json!(path)),
-        ("hop_metadata".to_string(), json!(hops)),
-        ("source_node".to_string(), json!(latency.and_then(|l| l.source_node))),
-        ("flow_seq".to_string(), json!(latency.and_then(|l| l.sequence))),
-        ("latency_ns".to_string(), json!(latency.and_then(|l| l.latency_ns))),
-    ]);
-    record
+    let reading = Tr20Reading {
+        hops: latency.map(|l| l.hops),
+        path: path.clone(),
+        hop_metadata: latency.map(|l| l.path.iter().map(Hop::from).collect()),
+        source_node: latency.and_then(|l| l.source_node),
+        flow_seq: latency.and_then(|l| l.sequence),
+        latency_ns: latency.and_then(|l| l.latency_ns),
+    };
+    Tr20Record::new(records::tr20_group(group), records::tr20_individual(individual, flow.as_ref()), reading)
 }
 
 #[cfg(test)]

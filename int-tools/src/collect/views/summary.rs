@@ -2,18 +2,19 @@
 //! and packets lost over all flows and per flow, as text or one JSON line.
 
 use std::cmp::Reverse;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::schema::human_ns;
 use int_core::flow::FlowKey;
-use serde_json::{json, Value};
+use serde::Serialize;
 
 use crate::collect::books::hops::{Hops, Node};
 use crate::collect::books::join::Counts as JoinCounts;
 use crate::collect::books::latency::{Latency, PERCENTILES};
 use crate::collect::books::ledger::{FlowSummary, Ledger};
 use crate::collect::books::snapshot::Snapshot;
-use crate::collect::counts::{counts_json, counts_text, Counted};
+use crate::collect::counts::{counts_text, Counted, OutputCounts};
 use crate::collect::names::{self, Naming};
 
 /// At most this many flows, nodes and links in the text summary at exit
@@ -44,117 +45,223 @@ pub fn print(
     names: &Naming,
 ) {
     if json_out {
-        println!("{}", json!({"summary": summary_json(snapshot, outputs, names)}));
+        if let Ok(line) =
+            serde_json::to_string(&SummaryLine { summary: summary_of(snapshot, outputs, names) })
+        {
+            println!("{line}");
+        }
     } else {
         print_text(snapshot, outputs, extent, names);
     }
 }
 
-fn summary_json(snapshot: &Snapshot, outputs: &[Arc<dyn Counted>], names: &Naming) -> Value {
-    let (totals, senders) = (&snapshot.totals, &snapshot.senders);
-    let mut flows: Vec<_> = snapshot.ledger.flows.iter().collect();
-    flows.sort_by_key(|(key, _)| **key);
-    let flows: Vec<Value> = flows.into_iter().map(|(key, flow)| flow_json(key, flow)).collect();
-    let mut summary = json!({
-        "reports": totals.reports, "datagrams": totals.received,
-        "malformed": totals.malformed(), "malformed_by_reason": totals.malformed,
-        "lost_reports": snapshot.lost_reports(),
-        "sequence_resyncs": senders.values().map(|s| s.resyncs).sum::<u64>(),
-        "late_reports": senders.values().map(|s| s.late).sum::<u64>(),
-        "kernel_drops": totals.kernel_drops,
-        "all_flows": latency_json(&snapshot.ledger.overall),
-        "untracked_observations": snapshot.ledger.untracked,
-        "postcards": joins_json(&snapshot.joins),
-        "flows": flows});
-    if let Some(object) = summary.as_object_mut() {
-        if let Value::Object(hops) = hops_json(&snapshot.hops, names) {
-            object.extend(hops);
-        }
-    }
-    if let Some(object) = summary.as_object_mut() {
-        for (key, counts) in counts_json(outputs) {
-            object.insert(key.into(), counts);
-        }
-    }
-    summary
+#[derive(Serialize)]
+struct SummaryLine<'a> {
+    summary: Summary<'a>,
 }
 
-fn flow_json(key: &FlowKey, flow: &FlowSummary) -> Value {
-    let mut value = json!({"flow": crate::schema::flow(key)});
-    if let (Some(object), Value::Object(latency)) = (value.as_object_mut(), latency_json(flow)) {
-        object.extend(latency);
+/// The summary's JSON (docs/output.md): totals, all flows, each flow, the
+/// hops' books, then each output's counts under its name.
+#[derive(Serialize)]
+struct Summary<'a> {
+    reports: u64,
+    datagrams: u64,
+    malformed: u64,
+    malformed_by_reason: &'a BTreeMap<String, u64>,
+    lost_reports: u64,
+    sequence_resyncs: u64,
+    late_reports: u64,
+    kernel_drops: u64,
+    all_flows: LatencyFields,
+    untracked_observations: u64,
+    postcards: JoinsLine,
+    flows: Vec<FlowLine<'a>>,
+    nodes: Vec<NodeLine<'a>>,
+    links: Vec<LinkLine>,
+    paths_followed: usize,
+    path_changes: u64,
+    recent_path_changes: Vec<RecentChange<'a>>,
+    untracked_nodes: u64,
+    untracked_links: u64,
+    untracked_paths: u64,
+    unusable_paths: u64,
+    #[serde(flatten)]
+    outputs: OutputCounts<'a>,
+}
+
+fn summary_of<'a>(snapshot: &'a Snapshot, outputs: &'a [Arc<dyn Counted>], names: &Naming) -> Summary<'a> {
+    let (totals, senders, hops) = (&snapshot.totals, &snapshot.senders, &snapshot.hops);
+    let mut flows: Vec<_> = snapshot.ledger.flows.iter().collect();
+    flows.sort_by_key(|(key, _)| **key);
+    let flows = flows.into_iter().map(|(flow, summary)| FlowLine { flow, latency: latency_of(summary) });
+    let nodes = hops.nodes.iter().map(|(id, node)| NodeLine {
+        node: *id,
+        node_name: names.node(*id),
+        node_ip: names::as_ipv4(*id).map(|ip| ip.to_string()),
+        hops: node.hops,
+        hop_latency: distribution_of(&node.latency),
+        queue_occupancy: distribution_of(&node.queue),
+        drops: &node.drops,
+    });
+    let links = hops.links.iter().map(|((from, to), latency)| LinkLine {
+        from: *from,
+        to: *to,
+        from_name: names.node(*from),
+        to_name: names.node(*to),
+        latency_ns: distribution_of(latency),
+    });
+    let recent = hops.recent.iter().map(|c| RecentChange {
+        at_ms: c.at_ms,
+        flow: &c.flow,
+        old_path: &c.old,
+        new_path: &c.new,
+        old_path_names: names.labels(&c.old),
+        new_path_names: names.labels(&c.new),
+    });
+    let untracked = hops.untracked;
+    Summary {
+        reports: totals.reports,
+        datagrams: totals.received,
+        malformed: totals.malformed(),
+        malformed_by_reason: &totals.malformed,
+        lost_reports: snapshot.lost_reports(),
+        sequence_resyncs: senders.values().map(|s| s.resyncs).sum(),
+        late_reports: senders.values().map(|s| s.late).sum(),
+        kernel_drops: totals.kernel_drops,
+        all_flows: latency_of(&snapshot.ledger.overall),
+        untracked_observations: snapshot.ledger.untracked,
+        postcards: joins_of(&snapshot.joins),
+        flows: flows.collect(),
+        nodes: nodes.collect(),
+        links: links.collect(),
+        paths_followed: hops.paths(),
+        path_changes: hops.path_changes,
+        recent_path_changes: recent.collect(),
+        untracked_nodes: untracked.nodes,
+        untracked_links: untracked.links,
+        untracked_paths: untracked.flows,
+        unusable_paths: untracked.unusable_paths,
+        outputs: OutputCounts(outputs),
     }
-    value
+}
+
+/// A flow and its figures.
+#[derive(Serialize)]
+struct FlowLine<'a> {
+    flow: &'a FlowKey,
+    #[serde(flatten)]
+    latency: LatencyFields,
 }
 
 /// Reports, extremes, mean, percentiles (null where not kept) and loss.
-fn latency_json(flow: &FlowSummary) -> Value {
-    let latency = &flow.latency;
-    let mut value = json!({"latency_reports": latency.count(), "latency_min_ns": latency.min(),
-                           "latency_avg_ns": latency.mean(), "latency_max_ns": latency.max()});
-    if let Some(object) = value.as_object_mut() {
-        for (name, q) in PERCENTILES {
-            object.insert(format!("latency_{name}_ns"), json!(latency.quantile(q)));
-        }
-        object.insert("lost_packets".into(), json!(flow.lost));
-    }
-    value
+#[derive(Serialize)]
+struct LatencyFields {
+    latency_reports: u64,
+    latency_min_ns: Option<i64>,
+    latency_avg_ns: Option<i64>,
+    latency_max_ns: Option<i64>,
+    latency_p50_ns: Option<i64>,
+    latency_p90_ns: Option<i64>,
+    latency_p99_ns: Option<i64>,
+    latency_p99_9_ns: Option<i64>,
+    lost_packets: u64,
 }
 
-/// Every hop's story: nodes, links, paths (empty lists without INT 2.1).
-fn hops_json(hops: &Hops, names: &Naming) -> Value {
-    let nodes: Vec<Value> = hops
-        .nodes
-        .iter()
-        .map(|(id, node)| {
-            json!({"node": id, "node_name": names.node(*id), "node_ip": names::as_ipv4(*id).map(|ip| ip.to_string()),
-                   "hops": node.hops, "hop_latency": distribution_json(&node.latency),
-                   "queue_occupancy": distribution_json(&node.queue),
-                   "drops": node.drops.iter().map(|(reason, n)| (reason.to_string(), json!(n))).collect::<serde_json::Map<_, _>>()})
-        })
-        .collect();
-    let links: Vec<Value> = hops
-        .links
-        .iter()
-        .map(|((from, to), latency)| {
-            json!({"from": from, "to": to, "from_name": names.node(*from), "to_name": names.node(*to),
-                   "latency_ns": distribution_json(latency)})
-        })
-        .collect();
-    let recent: Vec<Value> = hops
-        .recent
-        .iter()
-        .map(|c| {
-            let mut change = json!({"at_ms": c.at_ms, "flow": crate::schema::flow(&c.flow), "old_path": c.old, "new_path": c.new});
-            if let Some(object) = change.as_object_mut() {
-                names.annotate(object);
-            }
-            change
-        })
-        .collect();
-    let untracked = hops.untracked;
-    json!({"nodes": nodes, "links": links, "paths_followed": hops.paths(), "path_changes": hops.path_changes,
-           "recent_path_changes": recent, "untracked_nodes": untracked.nodes, "untracked_links": untracked.links,
-           "untracked_paths": untracked.flows, "unusable_paths": untracked.unusable_paths})
+fn latency_of(flow: &FlowSummary) -> LatencyFields {
+    let latency = &flow.latency;
+    // The fields name PERCENTILES' four, in its order.
+    let [p50, p90, p99, p99_9] = PERCENTILES.map(|(_, q)| latency.quantile(q));
+    LatencyFields {
+        latency_reports: latency.count(),
+        latency_min_ns: latency.min(),
+        latency_avg_ns: latency.mean(),
+        latency_max_ns: latency.max(),
+        latency_p50_ns: p50,
+        latency_p90_ns: p90,
+        latency_p99_ns: p99,
+        latency_p99_9_ns: p99_9,
+        lost_packets: flow.lost,
+    }
+}
+
+/// A node's hops, figures and drops by reason.
+#[derive(Serialize)]
+struct NodeLine<'a> {
+    node: u32,
+    node_name: Option<String>,
+    node_ip: Option<String>,
+    hops: u64,
+    hop_latency: Distribution,
+    queue_occupancy: Distribution,
+    drops: &'a BTreeMap<u8, u64>,
+}
+
+/// A link's latency.
+#[derive(Serialize)]
+struct LinkLine {
+    from: u32,
+    to: u32,
+    from_name: Option<String>,
+    to_name: Option<String>,
+    latency_ns: Distribution,
+}
+
+/// A path change the summary keeps, with its nodes' labels where
+/// `--names` names nodes.
+#[derive(Serialize)]
+struct RecentChange<'a> {
+    at_ms: u64,
+    flow: &'a FlowKey,
+    old_path: &'a [u32],
+    new_path: &'a [u32],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    old_path_names: Option<Vec<Option<String>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    new_path_names: Option<Vec<Option<String>>>,
 }
 
 /// The join of INT-MX and INT-XD postcards.
-fn joins_json(joins: &JoinCounts) -> Value {
-    json!({"received": joins.postcards, "packets": joins.packets, "unordered": joins.unordered,
-           "duplicates": joins.duplicates, "dropped": joins.dropped, "unknown": joins.unknown,
-           "incomplete": joins.incomplete})
+#[derive(Serialize)]
+struct JoinsLine {
+    received: u64,
+    packets: u64,
+    unordered: u64,
+    duplicates: u64,
+    dropped: u64,
+    unknown: u64,
+    incomplete: u64,
+}
+
+fn joins_of(joins: &JoinCounts) -> JoinsLine {
+    let JoinCounts { postcards, packets, unordered, duplicates, dropped, unknown, incomplete } = *joins;
+    JoinsLine { received: postcards, packets, unordered, duplicates, dropped, unknown, incomplete }
 }
 
 /// Count, extremes, mean and percentiles of a distribution (null where none).
-fn distribution_json(values: &Latency) -> Value {
-    let mut value =
-        json!({"count": values.count(), "min": values.min(), "avg": values.mean(), "max": values.max()});
-    if let Some(object) = value.as_object_mut() {
-        for (name, q) in PERCENTILES {
-            object.insert(name.to_string(), json!(values.quantile(q)));
-        }
+#[derive(Serialize)]
+struct Distribution {
+    count: u64,
+    min: Option<i64>,
+    avg: Option<i64>,
+    max: Option<i64>,
+    p50: Option<i64>,
+    p90: Option<i64>,
+    p99: Option<i64>,
+    p99_9: Option<i64>,
+}
+
+fn distribution_of(values: &Latency) -> Distribution {
+    let [p50, p90, p99, p99_9] = PERCENTILES.map(|(_, q)| values.quantile(q));
+    Distribution {
+        count: values.count(),
+        min: values.min(),
+        avg: values.mean(),
+        max: values.max(),
+        p50,
+        p90,
+        p99,
+        p99_9,
     }
-    value
 }
 
 fn print_text(snapshot: &Snapshot, outputs: &[Arc<dyn Counted>], extent: Extent, names: &Naming) {
