@@ -39,6 +39,8 @@ pub struct Exporting {
     pub others: Vec<Arc<dyn Counted>>,
     /// What standard output and InfluxDB call each node.
     names: Naming,
+    /// How standard output says each report in the books' handles now.
+    print: Print,
 }
 
 impl Exporting {
@@ -52,6 +54,7 @@ impl Exporting {
             ipfix: None,
             feeder: None,
             others: Vec::new(),
+            print: args.stdout.print(),
         };
         for kind in KINDS {
             exporting.start_one(kind, args)?;
@@ -107,10 +110,19 @@ impl Exporting {
     }
 
     /// What a new reader's books hand their findings to: standard output
-    /// first, then every running exporter.
-    pub fn handles(&self, print: Print) -> Vec<Arc<dyn Exporter>> {
-        let stdout: Arc<dyn Exporter> = Arc::new(Stdout { print, names: self.names.clone() });
-        std::iter::once(stdout).chain(self.running().map(|(_, running)| Self::handle(running))).collect()
+    /// first (unless quiet), then every running exporter.
+    pub fn handles(&self) -> Vec<Arc<dyn Exporter>> {
+        self.stdout(self.print)
+            .into_iter()
+            .chain(self.running().map(|(_, running)| Self::handle(running)))
+            .collect()
+    }
+
+    /// Standard output's handle; none when quiet, so that a quiet
+    /// collector's books call no exporter per report for it.
+    fn stdout(&self, print: Print) -> Option<Arc<dyn Exporter>> {
+        (print != Print::Quiet)
+            .then(|| Arc::new(Stdout { print, names: self.names.clone() }) as Arc<dyn Exporter>)
     }
 
     /// A new reader's handle for its datagrams (the stream's batch format).
@@ -154,6 +166,7 @@ impl Exporting {
             }
         }
         self.swap(shared, &before, &changed, args.stdout.print());
+        self.print = args.stdout.print();
         let mut counted = shared.counted.lock().unwrap_or_else(PoisonError::into_inner);
         *counted = self.counted();
         drop(counted);
@@ -163,20 +176,22 @@ impl Exporting {
         join(stopped);
     }
 
-    /// Each reader's handles: standard output anew, the `changed`
+    /// Each reader's handles: standard output anew (none if quiet), the `changed`
     /// exporters' new (or none), the others' kept as they were.
     fn swap(&self, shared: &Shared, before: &[Kind], changed: &[Kind], print: Print) {
         for books in &shared.books {
             let mut books = books.lock().unwrap_or_else(PoisonError::into_inner);
-            let mut old = std::mem::take(&mut books.exporters).into_iter().skip(1);
+            let said = usize::from(self.print != Print::Quiet);
+            let mut old = std::mem::take(&mut books.exporters).into_iter().skip(said);
             let mut kept: Vec<(Kind, Arc<dyn Exporter>)> = before
                 .iter()
                 .copied()
                 .zip(old.by_ref())
                 .filter(|(kind, _)| !changed.contains(kind))
                 .collect();
-            let stdout: Arc<dyn Exporter> = Arc::new(Stdout { print, names: self.names.clone() });
-            books.exporters = std::iter::once(stdout)
+            books.exporters = self
+                .stdout(print)
+                .into_iter()
                 .chain(self.running().filter_map(|(kind, running)| {
                     match kept.iter().position(|(k, _)| *k == kind) {
                         Some(at) => Some(kept.swap_remove(at).1),

@@ -221,7 +221,7 @@ fn books(
     let base = Arc::new(timeline::TimeBase::resumed(kept.as_ref().and_then(|kept| kept.time_base)));
     let books: Vec<_> = (0..readers)
         .map(|_| {
-            let exporters = exporting.handles(args.stdout.print());
+            let exporters = exporting.handles();
             let mut books = Books::new(sizes, args.books.join(), exporters, Arc::clone(&base), names.clone());
             books.datagrams = exporting.datagrams();
             books
