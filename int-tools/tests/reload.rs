@@ -9,103 +9,16 @@
 mod collector;
 #[path = "../../tests/common/files.rs"]
 mod files;
+#[path = "../../tests/common/running.rs"]
+mod running;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream, UdpSocket};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::time::Duration;
 
 use files::workdir;
-
-const BIN: &str = env!("CARGO_BIN_EXE_int-tools");
-
-/// A running collect and the lines it writes, as they come.
-struct Collect {
-    child: Child,
-    stdout: Receiver<String>,
-    stderr: Receiver<String>,
-    said: String,
-}
-
-fn lines_of(pipe: impl Read + Send + 'static) -> Receiver<String> {
-    let (send, receive) = channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-            if send.send(line).is_err() {
-                return;
-            }
-        }
-    });
-    receive
-}
-
-impl Collect {
-    fn start(config: &Path) -> Collect {
-        let mut child = Command::new(BIN)
-            .args(["collect", "--config", config.to_str().unwrap()])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stdout = lines_of(child.stdout.take().unwrap());
-        let stderr = lines_of(child.stderr.take().unwrap());
-        Collect { child, stdout, stderr, said: String::new() }
-    }
-
-    /// The first line on stderr that contains `text`; fails if collect
-    /// ends first, or says nothing more for a minute (a failure's bound).
-    fn said(&mut self, text: &str) -> String {
-        loop {
-            let Ok(line) = self.stderr.recv_timeout(Duration::from_secs(60)) else {
-                panic!("collect did not say {text:?}; it said:\n{}", self.said)
-            };
-            self.said.push_str(&line);
-            self.said.push('\n');
-            if line.contains(text) {
-                return line;
-            }
-        }
-    }
-
-    fn address(&mut self, text: &str) -> String {
-        let line = self.said(text);
-        line.split(text).nth(1).unwrap().split([' ', '/']).next().unwrap().to_string()
-    }
-
-    /// The first line on stdout that has `text`.
-    fn printed(&mut self, text: &str) -> String {
-        loop {
-            let Ok(line) = self.stdout.recv() else { panic!("collect ended before it printed {text:?}") };
-            if line.contains(text) {
-                return line;
-            }
-        }
-    }
-
-    fn signal(&self, name: &str) {
-        let pid = self.child.id().to_string();
-        assert!(Command::new("kill").args([name, &pid]).status().unwrap().success());
-    }
-
-    /// SIGINT; collect must end 0. Its stdout's lines left, and all it said.
-    fn stop(self) -> (Vec<String>, String) {
-        self.signal("-INT");
-        self.ended()
-    }
-
-    /// collect's end, which must be 0: its stdout's lines left, and all
-    /// it said.
-    fn ended(mut self) -> (Vec<String>, String) {
-        let status = self.child.wait().unwrap();
-        let out: Vec<String> = self.stdout.iter().collect();
-        let err: Vec<String> = self.stderr.iter().collect();
-        let said = format!("{}{}", self.said, err.join("\n"));
-        assert!(status.success(), "{status}: {said}");
-        (out, said)
-    }
-}
+use running::Collect;
 
 /// An IPFIX message (version 10) on `socket`; the read timeout only
 /// bounds a failure.
@@ -144,7 +57,7 @@ fn sighup_applies_the_edited_file_and_keeps_the_books() {
     ipfix.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
     let target = ipfix.local_addr().unwrap();
 
-    let mut collect = Collect::start(&config);
+    let mut collect = Collect::start(&["--config", config.to_str().unwrap()]);
     let listen = collect.address("listening on ");
     let reports = collector::switch_reports();
     let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -170,8 +83,8 @@ fn sighup_applies_the_edited_file_and_keeps_the_books() {
     std::fs::write(&config, "ipfix: {url: udp://127.0.0.1:9, intervl_s: 1}\nbogus: 1\n").unwrap();
     collect.signal("-HUP");
     collect.said("keeping the settings before");
-    assert!(collect.said.contains("ipfix.intervl_s: unknown key"), "{}", collect.said);
-    assert!(collect.said.contains("bogus: unknown key"), "{}", collect.said);
+    assert!(collect.heard().contains("ipfix.intervl_s: unknown key"), "{}", collect.heard());
+    assert!(collect.heard().contains("bogus: unknown key"), "{}", collect.heard());
     drain(&ipfix);
     sender.send_to(&reports[2], &listen).unwrap();
     collect.printed("\"new-two\"");
@@ -255,7 +168,7 @@ fn sighup_restarts_and_stops_an_exporter_and_quiets_stdout() {
         )
     };
     std::fs::write(&config, keys("one", false)).unwrap();
-    let mut collect = Collect::start(&config);
+    let mut collect = Collect::start(&["--config", config.to_str().unwrap()]);
     let listen = collect.address("listening on ");
     let reports = collector::switch_reports();
     let sender = UdpSocket::bind("127.0.0.1:0").unwrap();

@@ -8,101 +8,19 @@
 mod collector;
 #[path = "../../tests/common/files.rs"]
 mod files;
+#[path = "../../tests/common/running.rs"]
+mod running;
 #[path = "../../tests/common/servers.rs"]
 mod servers;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{TcpStream, UdpSocket};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{channel, Receiver};
+use std::process::Command;
 
 use files::workdir;
+use running::Collect;
 
 const BIN: &str = env!("CARGO_BIN_EXE_int-tools");
-
-/// A running collect and the lines it writes, as they come.
-struct Collect {
-    child: Child,
-    stdout: Receiver<String>,
-    stderr: Receiver<String>,
-    /// Everything read so far from stderr, for the failure's message.
-    said: String,
-}
-
-fn lines_of(pipe: impl Read + Send + 'static) -> Receiver<String> {
-    let (send, receive) = channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-            if send.send(line).is_err() {
-                return;
-            }
-        }
-    });
-    receive
-}
-
-impl Collect {
-    fn start(args: &[&str]) -> Collect {
-        let mut child = Command::new(BIN)
-            .arg("collect")
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stdout = lines_of(child.stdout.take().unwrap());
-        let stderr = lines_of(child.stderr.take().unwrap());
-        Collect { child, stdout, stderr, said: String::new() }
-    }
-
-    /// The first line on stderr that contains `text` (the lines before it
-    /// kept in `said`); fails if collect ends first.
-    fn said(&mut self, text: &str) -> String {
-        loop {
-            let Ok(line) = self.stderr.recv() else {
-                panic!("collect ended before it said {text:?}; it said:\n{}", self.said)
-            };
-            self.said.push_str(&line);
-            self.said.push('\n');
-            if line.contains(text) {
-                return line;
-            }
-        }
-    }
-
-    /// The address a line on stderr gives after `text`.
-    fn address(&mut self, text: &str) -> String {
-        let line = self.said(text);
-        let rest = line.split(text).nth(1).unwrap();
-        rest.split([' ', '/']).next().unwrap().to_string()
-    }
-
-    /// The first line on stdout that has `text`.
-    fn printed(&mut self, text: &str) -> String {
-        loop {
-            let Ok(line) = self.stdout.recv() else { panic!("collect ended before it printed {text:?}") };
-            if line.contains(text) {
-                return line;
-            }
-        }
-    }
-
-    fn signal(&self, name: &str) {
-        let pid = self.child.id().to_string();
-        assert!(Command::new("kill").args([name, &pid]).status().unwrap().success());
-    }
-
-    /// SIGINT; collect must end 0. Its stdout's lines left, and stderr's.
-    fn stop(mut self) -> (Vec<String>, String) {
-        self.signal("-INT");
-        let status = self.child.wait().unwrap();
-        let out: Vec<String> = self.stdout.iter().collect();
-        let err: Vec<String> = self.stderr.iter().collect();
-        let said = format!("{}{}", self.said, err.join("\n"));
-        assert!(status.success(), "{status}: {said}");
-        (out, said)
-    }
-}
 
 /// Status and body of `GET path` at `server`.
 fn get(server: &str, path: &str) -> (u16, String) {
@@ -225,7 +143,7 @@ fn healthz_and_readyz_on_both_servers() {
     let metrics = collect.address("metrics on http://");
     // Ready once the consumer is made: a state, asked until it comes.
     while get(&metrics, "/readyz").0 == 503 {
-        assert!(collect.child.try_wait().unwrap().is_none(), "collect ended: {}", collect.said);
+        assert!(collect.running(), "collect ended: {}", collect.heard());
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     assert_eq!(get(&metrics, "/readyz"), (200, "ready\n".to_string()));
@@ -298,7 +216,7 @@ fn the_periodic_summary_is_bounded_and_names_the_worst() {
     collect.printed(&header);
     let mut periodic = vec![header];
     loop {
-        let line = collect.stdout.recv().unwrap();
+        let line = collect.line();
         if line.starts_with("== summary") {
             break;
         }
