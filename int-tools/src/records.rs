@@ -19,6 +19,51 @@ use serde_json::{Map, Value};
 
 use crate::schema::rfc3339;
 
+/// serde's derived structs also take a JSON array (their fields by
+/// position); a record's flow and hops are objects, as collect writes
+/// them, and an aggregator refuses an array in their place.
+mod objects {
+    use std::fmt;
+    use std::marker::PhantomData;
+
+    use serde::de::value::MapAccessDeserializer;
+    use serde::de::{MapAccess, Visitor};
+    use serde::{Deserialize, Deserializer};
+
+    /// A `T` given as a JSON object, or null.
+    pub fn option<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+        Ok(Option::<Object<T>>::deserialize(d)?.map(|Object(t)| t))
+    }
+
+    /// A list of `T`, each a JSON object, or null.
+    pub fn list<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<Vec<T>>, D::Error> {
+        Ok(Option::<Vec<Object<T>>>::deserialize(d)?
+            .map(|list| list.into_iter().map(|Object(t)| t).collect()))
+    }
+
+    struct Object<T>(T);
+
+    impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            d.deserialize_map(Fields(PhantomData)).map(Object)
+        }
+    }
+
+    struct Fields<T>(PhantomData<T>);
+
+    impl<'de, T: Deserialize<'de>> Visitor<'de> for Fields<T> {
+        type Value = T;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a JSON object")
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+            T::deserialize(MapAccessDeserializer::new(map))
+        }
+    }
+}
+
 /// Seconds since the epoch (Host-INT's report and gap timestamps) in ns.
 fn seconds(s: u32) -> Option<u64> {
     Some(u64::from(s) * 1_000_000_000)
@@ -220,6 +265,7 @@ pub struct FlowRecord {
     pub report_seq: Option<u32>,
     pub time: Option<String>,
     pub time_ns: Option<u64>,
+    #[serde(default, deserialize_with = "objects::option")]
     pub flow: Option<FlowKey>,
     pub source_node: Option<u32>,
     pub source_port: Option<u16>,
@@ -252,6 +298,7 @@ pub struct DropSummaryRecord {
     pub report_seq: Option<u32>,
     pub time: Option<String>,
     pub time_ns: Option<u64>,
+    #[serde(default, deserialize_with = "objects::option")]
     pub flow: Option<FlowKey>,
     pub source_node: Option<u32>,
     pub source_port: Option<u16>,
@@ -359,11 +406,13 @@ pub struct Tr20Record {
     pub f: Option<bool>,
     pub i: Option<bool>,
     pub drop: Option<DropRecord>,
+    #[serde(default, deserialize_with = "objects::option")]
     pub flow: Option<FlowKey>,
     pub time: Option<String>,
     pub time_ns: Option<u64>,
     pub hops: Option<usize>,
     pub path: Option<Vec<u32>>,
+    #[serde(default, deserialize_with = "objects::list")]
     pub hop_metadata: Option<Vec<Hop>>,
     pub source_node: Option<u32>,
     pub flow_seq: Option<u32>,
@@ -438,6 +487,7 @@ pub struct Tr20LossRecord {
     pub report_seq: Option<u32>,
     pub report_node: Option<u32>,
     pub hw_id: Option<u8>,
+    #[serde(default, deserialize_with = "objects::option")]
     pub flow: Option<FlowKey>,
     pub source_node: Option<u32>,
     pub first_flow_seq: Option<u32>,
@@ -465,6 +515,7 @@ pub struct PathChangeRecord {
     #[serde(rename = "type")]
     pub kind: RecordType,
     pub report_node: Option<u32>,
+    #[serde(default, deserialize_with = "objects::option")]
     pub flow: Option<FlowKey>,
     pub old_path: Option<Vec<u32>>,
     pub new_path: Option<Vec<u32>>,
@@ -491,11 +542,13 @@ pub struct PathChangeRecord {
 pub struct JoinedRecord {
     #[serde(rename = "type")]
     pub kind: RecordType,
+    #[serde(default, deserialize_with = "objects::option")]
     pub flow: Option<FlowKey>,
     pub nodes: Option<Vec<Option<u32>>>,
     pub ordered: Option<bool>,
     pub complete: Option<bool>,
     pub path: Option<Vec<Option<u32>>>,
+    #[serde(default, deserialize_with = "objects::list")]
     pub hop_metadata: Option<Vec<Hop>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path_names: Option<Vec<Option<String>>>,

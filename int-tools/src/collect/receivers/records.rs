@@ -412,6 +412,20 @@ mod tests {
         assert_eq!((books.ledger.overall.latency.count(), books.totals.malformed()), (0, 3));
     }
 
+    /// serde's structs take an array for their fields in order: a flow or
+    /// a hop so written is no flow or hop collect wrote, and is refused.
+    #[test]
+    fn a_flow_or_a_hop_written_as_an_array_is_refused() {
+        let mut books = Books::bounded(SIZES);
+        let flow = r#"{"type":"latency","flow":["10.0.0.1","10.0.0.2",17,1,2],"latency_ns":900}"#;
+        assert_eq!(take(&mut books, flow), Taken::Malformed("stream: flow not a flow".into()));
+        let hop = format!(r#"{{"type":"tr20","report_node":3,"flow":{FLOW},"hop_metadata":[[1,2,3]]}}"#);
+        assert_eq!(take(&mut books, &hop), Taken::Malformed("stream: hop_metadata[] not a hop".into()));
+        let hops = format!(r#"{{"type":"tr20","report_node":3,"flow":{FLOW},"hop_metadata":{{"a":1}}}}"#);
+        assert_eq!(take(&mut books, &hops), Taken::Malformed("stream: hop_metadata not a list".into()));
+        assert_eq!((books.ledger.overall.latency.count(), books.totals.malformed()), (0, 3));
+    }
+
     /// Types and schemas are the sender's text: a reason names a short
     /// word, and at most MAX_REASONS reasons are kept.
     #[test]
