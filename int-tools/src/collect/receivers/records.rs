@@ -148,6 +148,9 @@ enum Kind {
 /// The record in `payload`, read and checked; `Err` names why it is
 /// refused.
 fn check(schema: Option<&str>, payload: &[u8]) -> Result<(Facts, Record), RecordError> {
+    // JSON is UTF-8: serde_json skips a field the record does not name
+    // without reading its text, so the whole message is checked here.
+    std::str::from_utf8(payload).map_err(|_| RecordError::NotJson)?;
     let kind = type_of(payload)?;
     match schema {
         Some(SCHEMA) => {}
@@ -424,6 +427,20 @@ mod tests {
         let hops = format!(r#"{{"type":"tr20","report_node":3,"flow":{FLOW},"hop_metadata":{{"a":1}}}}"#);
         assert_eq!(take(&mut books, &hops), Taken::Malformed("stream: hop_metadata not a list".into()));
         assert_eq!((books.ledger.overall.latency.count(), books.totals.malformed()), (0, 3));
+    }
+
+    /// A message that is no UTF-8 is no JSON, even where the bytes that
+    /// are not sit in a field no record has (serde skips those unread).
+    #[test]
+    fn a_record_that_is_no_utf8_is_refused() {
+        let mut books = Books::bounded(SIZES);
+        let mut record =
+            format!(r#"{{"type":"path-change","flow":{FLOW},"old_path":[1],"new_path":[2],"x":"a?"}}"#)
+                .into_bytes();
+        let at = record.iter().position(|b| *b == b'?').unwrap();
+        record[at] = 0xEF;
+        let taken = take_record(Some(SCHEMA), &record, &mut books);
+        assert_eq!(taken, Taken::Malformed("stream: not a JSON record".into()));
     }
 
     /// Types and schemas are the sender's text: a reason names a short
