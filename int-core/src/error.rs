@@ -30,6 +30,10 @@ pub enum Layer {
     IndividualReport,
     IoamOption,
     IoamTrace,
+    Gre,
+    IfaHeader,
+    IfaMetadataHeader,
+    IfaStack,
 }
 
 impl fmt::Display for Layer {
@@ -59,6 +63,10 @@ impl fmt::Display for Layer {
             Layer::IndividualReport => "individual report",
             Layer::IoamOption => "ioam option",
             Layer::IoamTrace => "ioam trace",
+            Layer::Gre => "gre",
+            Layer::IfaHeader => "ifa header",
+            Layer::IfaMetadataHeader => "ifa metadata header",
+            Layer::IfaStack => "ifa metadata stack",
         };
         f.write_str(name)
     }
@@ -195,6 +203,9 @@ fn is_int(layer: Layer) -> bool {
             | Layer::IntTail
             | Layer::IoamOption
             | Layer::IoamTrace
+            | Layer::IfaHeader
+            | Layer::IfaMetadataHeader
+            | Layer::IfaStack
     )
 }
 

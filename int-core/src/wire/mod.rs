@@ -1,9 +1,10 @@
 //! Ethernet, IPv4, IPv6, TCP and UDP headers and the tunnel headers INT
-//! rides in (VXLAN-GPE, Geneve): zerocopy structs over network-endian
+//! and IFA ride in (VXLAN-GPE, Geneve, GRE): zerocopy structs over network-endian
 //! fields, plus a `Repr` per header for building and round-trip tests.
 
 pub mod ethernet;
 pub mod geneve;
+pub mod gre;
 pub mod ipv4;
 pub mod ipv6;
 pub mod ipv6option;
