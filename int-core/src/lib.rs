@@ -45,6 +45,7 @@ pub mod flow;
 pub mod frame;
 pub mod generate;
 pub mod hop_rule;
+pub mod ifa;
 pub mod int05;
 pub mod int21;
 pub mod ioam;
