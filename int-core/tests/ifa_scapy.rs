@@ -9,8 +9,9 @@
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use int_core::checksum;
-use int_core::ifa::{Carrier, Domain, Located, Payload};
+use int_core::ifa::{sink, source, transit, Action, Carrier, Domain, HopRepr, L4Rule, Located, Payload};
 use int_core::locate::IpVersion;
+use int_core::FrameBuf;
 use serde_json::Value;
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/ifa/");
@@ -252,4 +253,88 @@ fn scapys_l4_length_and_checksum_cover_the_metadata() {
          {lengths} UDP Lengths cover it; {gre} GRE packets carry neither"
     );
     assert_eq!((covering, not_covering, lengths, gre), (28, 0, 26, 24));
+}
+
+fn originals() -> Vec<Vec<u8>> {
+    let file = std::fs::File::open(format!("{FIXTURES}scapy_originals.pcap")).unwrap();
+    let mut reader = pcap_file::pcap::PcapReader::new(file).unwrap();
+    let mut out = Vec::new();
+    while let Some(packet) = reader.next_packet() {
+        out.push(packet.unwrap().data.into_owned());
+    }
+    out
+}
+
+/// `bytes` in a buffer with `headroom` bytes in front, as a node's mbuf.
+fn in_buffer(bytes: &[u8], headroom: usize) -> Vec<u8> {
+    let mut buf = vec![0xa5; headroom + bytes.len() + 64];
+    buf[headroom..headroom + bytes.len()].copy_from_slice(bytes);
+    buf
+}
+
+/// scapy's 53 packets through int-core's terminator under scapy's rule
+/// (the L4 length and checksum cover the metadata): every IFA byte goes,
+/// and each is byte for byte the packet scapy builds without IFA.
+#[test]
+fn the_terminator_restores_what_scapy_builds_without_ifa() {
+    for ((frame, record, found), original) in packets().into_iter().zip(originals()) {
+        let mut buf = in_buffer(&frame, 0);
+        let mut fb = FrameBuf::new(&mut buf, 0, frame.len()).unwrap();
+        assert_eq!(sink::strip(&mut fb, &found, L4Rule::Cover), Some(found.ifa_len()));
+        assert_eq!(fb.frame(), &original[..], "{}", record["summary"]);
+    }
+}
+
+/// Under the draft's rule the terminator leaves the L4 header as it came:
+/// scapy's packets then differ from their originals in exactly the UDP
+/// Length and checksum, or the TCP checksum, and nowhere in GRE packets.
+#[test]
+fn under_the_drafts_rule_only_scapys_l4_length_and_checksum_differ() {
+    let mut differing = std::collections::BTreeMap::new();
+    for ((frame, record, found), original) in packets().into_iter().zip(originals()) {
+        let mut buf = in_buffer(&frame, 0);
+        let mut fb = FrameBuf::new(&mut buf, 0, frame.len()).unwrap();
+        sink::strip(&mut fb, &found, L4Rule::Keep).unwrap();
+        let l4 = found.header_at;
+        let offsets: Vec<_> =
+            (0..original.len()).filter(|&i| fb.frame()[i] != original[i]).map(|i| i - l4).collect();
+        let expected: &[usize] = match found.carrier {
+            Carrier::Udp { .. } => &[4, 5, 6, 7],
+            Carrier::Tcp { .. } => &[16, 17],
+            Carrier::Gre(_) => &[],
+        };
+        assert!(offsets.iter().all(|o| expected.contains(o)), "{}: {offsets:?}", record["summary"]);
+        *differing.entry(format!("{:?}", offsets)).or_insert(0) += 1;
+    }
+    // The UDP Length's high byte is 0 with and without the metadata.
+    let counts: Vec<_> = differing.into_iter().collect();
+    assert_eq!(counts, [("[16, 17]".to_owned(), 2), ("[5, 6, 7]".to_owned(), 27), ("[]".to_owned(), 24)]);
+}
+
+/// scapy's originals through int-core's initiator (scapy's bottom hop,
+/// `src_md`) and transit (its top hop, `tri_md`), under scapy's rule: the
+/// bytes scapy built, for all 52 packets of the .uts.
+#[test]
+fn initiator_then_transit_write_what_scapy_builds() {
+    let settings = source::Settings {
+        max_length: 255,
+        hop_limit: 127,
+        request_vector: 238,
+        action: Action::LOSS | Action::COLOR,
+        inband: true,
+        l4: L4Rule::Cover,
+    };
+    for ((frame, record, found), original) in packets().into_iter().zip(originals()) {
+        if record["uts"] != true {
+            continue;
+        }
+        let hops: Vec<HopRepr> = found.stack(&frame).hops().collect();
+        let mut buf = in_buffer(&original, 128);
+        let mut fb = FrameBuf::new(&mut buf, 128, original.len()).unwrap();
+        let plan = source::plan(fb.frame(), &Domain::default(), 9000).unwrap();
+        assert_eq!(source::insert(&mut fb, &plan, &Domain::default(), &settings, &hops[1]), Ok(40));
+        let pushed = transit::push(&mut fb, &Domain::default(), 9000, &hops[0], L4Rule::Cover);
+        assert_eq!(pushed, Ok(transit::Outcome::Pushed(32)));
+        assert_eq!(fb.frame(), &frame[..], "{}", record["summary"]);
+    }
 }

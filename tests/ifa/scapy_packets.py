@@ -8,6 +8,8 @@ that file builds them, with IFA's IP protocol set to 253 by bind_layers
 
 - scapy_packets.pcap: the packets as scapy built them, and one more (not
   the .uts's, marked so) whose hop sets every field;
+- scapy_originals.pcap: each packet as scapy builds it without its IFA and
+  IFAMdHdr layers (every length and checksum computed anew);
 - scapy_packets.json: per packet, the IFA fields as scapy dissects them
   (IFA header, metadata header, every hop's fields), the offsets of each
   part, the L4 header's bytes, and what its UDP Length and TCP/UDP
@@ -122,6 +124,26 @@ UTS_CHECKS = {
         0x1fb8, 0x1fb0, 0x1fa4, 0x1fa4, 0x1f9c, 0x1f90]],
     'ipv6_vxlan': [{}] * 12,
 }
+
+
+def without_ifa(pkt):
+    """The packet as it was before IFA: the IFA and IFAMdHdr layers taken
+    out, every length and checksum scapy computes computed anew. What a
+    terminator restores."""
+    pkt = pkt.copy()
+    ifa = pkt[IFA]
+    md = pkt[IFAMdHdr]
+    ip, l4, after = ifa.underlayer, ifa.payload, md.payload
+    # Under IFA the L4 header takes no field from the layer after it; the
+    # original must not either (scapy's VXLAN would set UDP's sport).
+    for field in l4.fields_desc:
+        if field.name not in ('len', 'chksum'):
+            l4.setfieldval(field.name, l4.getfieldval(field.name))
+    md.underlayer.remove_payload()
+    ip.remove_payload()
+    l4.add_payload(after)
+    ip.add_payload(l4)
+    return pkt
 
 
 def check_uts(groups):
@@ -246,7 +268,13 @@ def main():
     flat = [(name, i, p) for name, pkts in groups + every_field() for i, p in enumerate(pkts)]
     records = [describe(name, i, p) for name, i, p in flat]
     assert all(r['ip_protocol'] == args.protocol for r in records)
+    originals = [without_ifa(p) for _, _, p in flat]
+    for i, (_, _, p) in enumerate(flat):
+        p.time = originals[i].time = i  # the same file from every run
     wrpcap(os.path.join(args.out, 'scapy_packets.pcap'), [p for _, _, p in flat])
+    for original in originals:
+        assert IFA not in Ether(raw(original)), original.summary()
+    wrpcap(os.path.join(args.out, 'scapy_originals.pcap'), originals)
     with open(os.path.join(args.out, 'scapy_packets.json'), 'w') as out:
         json.dump({'scapy_commit': '739d31492c7931d7d7c8838a82177df825413f4e',
                    'ip_protocol': args.protocol, 'packets': records}, out, indent=1)

@@ -27,6 +27,9 @@
 pub mod header;
 pub mod hop;
 pub mod md_header;
+pub mod sink;
+pub mod source;
+pub mod transit;
 
 pub use header::{Flags, IfaHeaderRepr};
 pub use hop::{HopRepr, PortSpeed};
@@ -59,6 +62,21 @@ impl Default for Domain {
     fn default() -> Self {
         Domain { protocol: DEFAULT_PROTOCOL }
     }
+}
+
+/// Whether the L4 header's length and checksum cover IFA's metadata header
+/// and stack. The draft's authors' IETF-104 slides: "L4 length and
+/// checksum is not updated" ([`L4Rule::Keep`]); scapy pull request 4235
+/// computes both over them ([`L4Rule::Cover`]), as all its test packets
+/// show (`tests/ifa_scapy.rs`). A zone uses one rule at every node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum L4Rule {
+    /// The draft's: IFA nodes leave the L4 length and checksum as they are.
+    #[default]
+    Keep,
+    /// scapy's: the UDP Length and the TCP/UDP checksum cover the metadata
+    /// header and stack; every node keeps them so, incrementally.
+    Cover,
 }
 
 /// Why a packet marked as IFA is refused: one counter each.
@@ -233,6 +251,18 @@ impl Located {
     /// the stack.
     pub fn ifa_len(&self) -> usize {
         header::HEADER_LEN + md_header::HEADER_LEN + (self.payload_at - self.stack_at)
+    }
+}
+
+/// The header whose length and checksum [`L4Rule::Cover`] keeps covering
+/// the metadata, and the L4 length it counts now (UDP: its Length field;
+/// TCP: the pseudo-header's, to the end of the IP packet). `None` for GRE,
+/// which carries neither (its optional checksum is not written here).
+fn covering(carrier: &Carrier, l4_at: usize, ip_end: usize) -> Option<(crate::carrier::Carrier, u16)> {
+    match *carrier {
+        Carrier::Udp { length, .. } => Some((crate::carrier::Carrier::Udp(l4_at), length)),
+        Carrier::Tcp { .. } => Some((crate::carrier::Carrier::Tcp(l4_at), (ip_end - l4_at) as u16)),
+        Carrier::Gre(_) => None,
     }
 }
 
