@@ -147,3 +147,30 @@ fn an_initiator_leaves_ifa_fragments_other_protocols_and_big_packets_alone() {
     let inserted = source::insert(&mut fb, &plan, &domain, &Settings::default(), &hop(1));
     assert_eq!((inserted, fb.frame() == &frame[..]), (Err(Skip::NoHeadroom), true));
 }
+
+/// Every frame one change or one cut away from IFA frames (IPv4 UDP and
+/// IPv6 TCP, both rules): the walk, the transit and the terminator never
+/// panic; what the walk takes, the terminator strips, and the transit
+/// either pushes a hop or says why not.
+#[test]
+fn no_panic_on_any_neighbour_of_an_ifa_frame() {
+    let tcp6 =
+        PacketSpec::tcp6("2001:db8::1".parse().unwrap(), "2001:db8::2".parse().unwrap(), 5, 6, 20).build();
+    let (mut located, mut stripped) = (0, 0);
+    for (frame, rule) in [(udp4(), L4Rule::Keep), (tcp6, L4Rule::Cover)] {
+        let plan = source::plan(&frame, &Domain::default(), MTU).unwrap();
+        let mut buffer = Buffer::new(&frame);
+        let settings = Settings { l4: rule, ..Settings::default() };
+        buffer.with(|f| source::insert(f, &plan, &Domain::default(), &settings, &hop(1))).unwrap();
+        for neighbour in neighbours(buffer.frame()) {
+            let Ok(Some(found)) = Domain::default().locate(&neighbour) else { continue };
+            located += 1;
+            let mut pushed = Buffer::new(&neighbour);
+            let _ = pushed.with(|f| transit::push(f, &Domain::default(), MTU, &hop(2), rule));
+            let mut strip = Buffer::new(&neighbour);
+            stripped += usize::from(strip.with(|f| sink::strip(f, &found, rule)).is_some());
+        }
+    }
+    assert_eq!(located, stripped);
+    assert!(located > 500, "only {located} neighbours located");
+}

@@ -244,13 +244,13 @@ impl Located {
     }
 
     pub fn hop_count(&self) -> usize {
-        (self.payload_at - self.stack_at) / hop::HOP_LEN
+        self.payload_at.saturating_sub(self.stack_at) / hop::HOP_LEN
     }
 
     /// Bytes of IFA in the packet: the IFA header, the metadata header and
     /// the stack.
     pub fn ifa_len(&self) -> usize {
-        header::HEADER_LEN + md_header::HEADER_LEN + (self.payload_at - self.stack_at)
+        header::HEADER_LEN + md_header::HEADER_LEN + self.payload_at.saturating_sub(self.stack_at)
     }
 }
 

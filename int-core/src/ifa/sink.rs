@@ -22,7 +22,14 @@ pub fn find(frame: &[u8], domain: &Domain) -> Result<Option<Located>, Refused> {
 pub fn strip(frame: &mut FrameBuf<'_>, found: &Located, rule: L4Rule) -> Option<usize> {
     let ip = found.ip;
     let removed = found.ifa_len();
-    if found.payload_at > ip.end || ip.end > frame.len() || found.md_at < found.l4_at {
+    let in_order = found.header_at + header::HEADER_LEN == found.l4_at
+        && found.l4_at <= found.md_at
+        && found.md_at + header::HEADER_LEN == found.stack_at
+        && found.stack_at <= found.payload_at
+        && found.payload_at <= ip.end
+        && ip.end <= frame.len()
+        && ip.l3 <= found.header_at;
+    if !in_order {
         return None;
     }
     let bytes = frame.frame_mut();
@@ -40,6 +47,12 @@ pub fn strip(frame: &mut FrameBuf<'_>, found: &Located, rule: L4Rule) -> Option<
     if !frame.close_gap(gap_at, removed) {
         return None;
     }
-    carrier::rewrite_ip(frame.frame_mut(), &ip, ip.tos, ip.ip_len() - removed, found.header.next_header);
+    carrier::rewrite_ip(
+        frame.frame_mut(),
+        &ip,
+        ip.tos,
+        ip.ip_len().saturating_sub(removed),
+        found.header.next_header,
+    );
     Some(removed)
 }
