@@ -5,6 +5,7 @@
 pub mod capture;
 pub mod export;
 pub mod factory;
+pub mod frames;
 pub mod generate;
 pub mod hop_figures;
 #[cfg(feature = "lab")]
@@ -28,7 +29,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::clock::Clock;
-use crate::dpdk::mbuf::{Burst, Unwritable, Writable};
+use crate::dpdk::mbuf::Burst;
 use crate::dpdk::port::{PortId, QueueId};
 use crate::stats::{Counter, Counters, SharedCounters};
 use int05::Int05;
@@ -197,32 +198,6 @@ impl Pipeline {
         if dropped > 0 {
             source.give_back_numbers(sent, count);
         }
-    }
-}
-
-/// Packet `i`'s frame for a stage's first pass: `None` past the burst, and
-/// for mbufs that are not [`Burst::writable`] (counted by reason; stages
-/// forward them untouched). Starts loading packet i+1 on the way.
-#[inline(always)]
-pub(crate) fn frame_ahead<'a>(burst: &'a Burst, i: usize, counters: &mut Counters) -> Option<&'a [u8]> {
-    if i >= burst.len() {
-        return None;
-    }
-    burst.prefetch(i + 1);
-    if let Some(counter) = unwritable(burst, i) {
-        counters.inc(counter);
-        return None;
-    }
-    burst.data(i)
-}
-
-/// The counter for packet `i` when its mbuf may not be rewritten.
-#[inline(always)]
-pub(crate) fn unwritable(burst: &Burst, i: usize) -> Option<Counter> {
-    match burst.writable(i) {
-        Writable::Yes => None,
-        Writable::No(Unwritable::MultiSegment) => Some(Counter::multi_segment),
-        Writable::No(Unwritable::Shared) => Some(Counter::shared_mbuf),
     }
 }
 

@@ -112,7 +112,7 @@ impl Sink05Stage {
         // leaves the burst (dropped by policy).
         let (mut fast, mut general, mut drop) = (0u32, 0u32, 0u32);
         for i in 0..burst.len() {
-            let Some(frame) = crate::pipeline::frame_ahead(burst, i, counters) else { continue };
+            let Some(frame) = crate::pipeline::frames::frame_ahead(burst, i, counters) else { continue };
             match sink::classify_fast(frame, &self.domain, &mut self.shapes) {
                 FastArrival::Int(found) => {
                     let hash = found.frame.flow.hash64();

@@ -53,7 +53,7 @@ impl Sink21Stage {
         self.core.begin_burst(burst, burst_ns);
         let mut drop = 0u32;
         for i in 0..burst.len() {
-            let Some(frame) = crate::pipeline::frame_ahead(burst, i, counters) else { continue };
+            let Some(frame) = crate::pipeline::frames::frame_ahead(burst, i, counters) else { continue };
             let keep = match fast_sink::classify_fast(frame, &self.domain, &self.core.rules.settings.hops) {
                 FastArrival::Int(fast) => self.take_fast(burst, i, &fast, burst_ns, counters),
                 FastArrival::NotInt => {

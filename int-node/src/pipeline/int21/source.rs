@@ -143,7 +143,7 @@ impl Source21Stage {
         self.egress_ns = figures.egress_ns;
         let mut drop = 0u32;
         for i in 0..burst.len() {
-            let Some(frame) = crate::pipeline::frame_ahead(burst, i, counters) else { continue };
+            let Some(frame) = crate::pipeline::frames::frame_ahead(burst, i, counters) else { continue };
             // A cloning source counts on the fast path, so that the packets
             // not due a copy (most) leave without a plan.
             let mut counted = None;

@@ -51,7 +51,7 @@ impl Transit21Stage {
         let figures = self.figures.burst(clock.now_ns(), burst.len());
         for i in 0..burst.len() {
             burst.prefetch(i + 1);
-            if let Some(counter) = crate::pipeline::unwritable(burst, i) {
+            if let Some(counter) = crate::pipeline::frames::unwritable(burst, i) {
                 counters.inc(counter);
                 continue;
             }

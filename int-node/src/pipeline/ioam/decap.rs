@@ -58,7 +58,7 @@ impl IoamDecapStage {
         self.core.begin_burst(burst, burst_ns);
         let mut drop = 0u32;
         for i in 0..burst.len() {
-            let Some(frame) = crate::pipeline::frame_ahead(burst, i, counters) else { continue };
+            let Some(frame) = crate::pipeline::frames::frame_ahead(burst, i, counters) else { continue };
             let keep = match FastDecap::read(frame, self.namespace) {
                 Some(fast) => self.take_fast(burst, i, &fast, burst_ns, counters),
                 None => self.take(burst, i, burst_ns, counters),
