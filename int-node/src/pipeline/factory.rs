@@ -269,7 +269,7 @@ fn sink_stage(
     let export = config.export.as_ref().ok_or(StageError::NoExport)?;
     let (sender, receiver) = export::report_ring(export.ring_size);
     built.reports.push(receiver);
-    let setup = SinkSetup { settings: settings.clone(), hop, rate_limit: export.rate_limit, reports: sender };
+    let setup = SinkSetup { settings: settings.clone(), hop, reports: sender };
     let stage = match domain {
         IntDomain::V05(domain) => {
             let sink = Sink05Stage::new(domain, export.profile, setup);

@@ -62,7 +62,7 @@ fn track(
         flow.port_or_hops = source.ingress_port().unwrap_or(0);
     }
     let source_ts = source.and_then(|hop| hop.ingress_timestamp())?;
-    let latency = one_way_latency(now_ns, source_ts, rules.settings.max_skew_ns)
+    let latency = one_way_latency(now_ns, source_ts, rules.settings.reports.max_skew_ns)
         .map(u64::from)
         .map_err(|skew| -i128::from(skew));
     rules.latency(flow, latency, now_ns, counters)
@@ -87,9 +87,14 @@ pub struct Sink05Stage {
 impl Sink05Stage {
     /// A sink of `domain` that reports in `profile`'s form.
     pub fn new(domain: Domain, profile: ReportProfile, setup: SinkSetup) -> Self {
-        let SinkSetup { settings, hop, rate_limit, reports } = setup;
-        let reports =
-            SinkReporter05::new(reports, RateLimit::new(rate_limit), profile, hop.node_id, hop.rx_int_port);
+        let SinkSetup { settings, hop, reports } = setup;
+        let reports = SinkReporter05::new(
+            reports,
+            RateLimit::new(settings.reports.rate_limit),
+            profile,
+            hop.node_id,
+            hop.rx_int_port,
+        );
         let flows = FlowTable::new(settings.flow_capacity as usize);
         Sink05Stage {
             domain,
@@ -285,14 +290,15 @@ mod tests {
     /// between bursts, once, and the stage keeps its flows.
     #[test]
     fn reloaded_report_settings_are_swapped_in_once() {
-        use crate::pipeline::reload::{mailbox, SinkReports, Update};
+        use crate::config::ReportSettings;
+        use crate::pipeline::reload::{mailbox, Update};
         use int_core::latency::ChangeRule;
         let (sink, _receiver) = stage(Domain::default());
         let mut stage = crate::pipeline::Stage::Int05(crate::pipeline::int05::Int05::Sink(Box::new(sink)));
         let (mut outbox, mut inbox) = mailbox();
         let latency = LatencyConfig { rule: ChangeRule::Absolute { ns: 5_000 }, refresh_ns: 7 * MS };
         let hops = int_core::hop_rule::HopRule::default();
-        let new = SinkReports {
+        let new = ReportSettings {
             latency,
             max_skew_ns: 1_000,
             rate_limit: 100,
@@ -300,13 +306,13 @@ mod tests {
             hops,
             queue_quota: 5,
         };
-        assert!(outbox.post(Update::SinkReports(new)));
+        assert!(outbox.post(Update::Reports(new)));
         assert_eq!(inbox.apply(&mut stage), 1);
         assert_eq!(inbox.apply(&mut stage), 0, "taken once");
         let crate::pipeline::Stage::Int05(crate::pipeline::int05::Int05::Sink(sink)) = &stage else {
             panic!()
         };
-        let settings = &sink.core.rules.settings;
+        let settings = &sink.core.rules.settings.reports;
         assert_eq!(
             (settings.latency, settings.max_skew_ns, sink.core.reports.rate_limit()),
             (latency, 1_000, 100)

@@ -284,8 +284,8 @@ impl SinkCore<SinkReporter21> {
     /// A TR 2.0 sink's core: a table that keeps IPv6 flows' addresses,
     /// loss reports under `domain_id`.
     pub fn tr20(setup: SinkSetup, domain_id: u16) -> Self {
-        let SinkSetup { settings, hop, rate_limit, reports } = setup;
-        let reporter = Reporter21::new(reports, RateLimit::new(rate_limit), hop.node_id);
+        let SinkSetup { settings, hop, reports } = setup;
+        let reporter = Reporter21::new(reports, RateLimit::new(settings.reports.rate_limit), hop.node_id);
         let reports = SinkReporter21::new(reporter, domain_id, hop.rx_int_port);
         let flows = FlowTable::with_ipv6_keys(settings.flow_capacity as usize);
         SinkCore::new(settings, hop.rx_timestamps, flows, reports)

@@ -54,14 +54,15 @@ impl Sink21Stage {
         let mut drop = 0u32;
         for i in 0..burst.len() {
             let Some(frame) = crate::pipeline::frames::frame_ahead(burst, i, counters) else { continue };
-            let keep = match fast_sink::classify_fast(frame, &self.domain, &self.core.rules.settings.hops) {
-                FastArrival::Int(fast) => self.take_fast(burst, i, &fast, burst_ns, counters),
-                FastArrival::NotInt => {
-                    counters.inc(Counter::not_int);
-                    true
-                }
-                FastArrival::Other => self.take_general(burst, i, burst_ns, counters),
-            };
+            let keep =
+                match fast_sink::classify_fast(frame, &self.domain, &self.core.rules.settings.reports.hops) {
+                    FastArrival::Int(fast) => self.take_fast(burst, i, &fast, burst_ns, counters),
+                    FastArrival::NotInt => {
+                        counters.inc(Counter::not_int);
+                        true
+                    }
+                    FastArrival::Other => self.take_general(burst, i, burst_ns, counters),
+                };
             if !keep {
                 drop |= 1 << i;
             }
@@ -97,7 +98,7 @@ impl Sink21Stage {
             .track(flow, &seen, now_ns, counters)
             .or(fast.discard.then_some(Counter::reports_latency));
         if let Some(why) = why {
-            let hops = &self.core.rules.settings.hops;
+            let hops = &self.core.rules.settings.reports.hops;
             if let Some(Ok(Some(found))) = burst.data(i).map(|frame| sink::extract(frame, &self.domain, hops))
             {
                 if let Some(frame) = burst.data(i) {
@@ -114,7 +115,7 @@ impl Sink21Stage {
     /// report and restore. Returns whether it goes on.
     fn take_general(&mut self, burst: &mut Burst, i: usize, burst_ns: u64, counters: &mut Counters) -> bool {
         let Some(frame) = burst.data(i) else { return true };
-        let found = match sink::classify(frame, &self.domain, &self.core.rules.settings.hops) {
+        let found = match sink::classify(frame, &self.domain, &self.core.rules.settings.reports.hops) {
             Ok(Arrival::Int(found)) => found,
             Ok(Arrival::NotInt) => {
                 counters.inc(Counter::not_int);

@@ -89,7 +89,9 @@ impl IoamDecapStage {
             sequence,
             source_node,
             source_ns,
-            hops: sampled(&self.core.rules.settings.hops, sequence, fast.flow.phase(), || fast.hops(frame)),
+            hops: sampled(&self.core.rules.settings.reports.hops, sequence, fast.flow.phase(), || {
+                fast.hops(frame)
+            }),
             is_mx: false,
         };
         let overflow = fast.trace.header.overflow();
@@ -167,7 +169,7 @@ impl IoamDecapStage {
             sequence,
             source_node: oldest.and_then(|hop| hop.node_id),
             source_ns: oldest.and_then(|hop| hop.ingress_timestamp).or(found.entered_ns(self.timestamps)),
-            hops: sampled(&self.core.rules.settings.hops, sequence, phase, figures),
+            hops: sampled(&self.core.rules.settings.reports.hops, sequence, phase, figures),
             is_mx: false,
         }
     }
