@@ -28,8 +28,9 @@ use super::ioam::Ioam;
 use super::rate_limit::RateLimit;
 use super::reference::{Reference, ReferenceStage};
 use super::setup::{Hop, SetupError, SinkSetup};
+use super::stage::Stage;
 use super::top_flows::{SharedTopFlows, TopFlows};
-use super::{Pipeline, Stage};
+use super::worker::Pipeline;
 use crate::config::{
     ClockSource, Config, GenerateInstrument, GenerateSettings, IntDomain, Mode, PipelineConfig,
     ReferenceConfig, StageConfig,

@@ -9,10 +9,6 @@
 use ringbuf::traits::{Consumer, Producer, Split};
 use ringbuf::{HeapCons, HeapProd, HeapRb};
 
-use super::int05::Int05;
-use super::int21::Int21;
-use super::ioam::Ioam;
-use super::Stage;
 use crate::config::{Config, ReportSettings, Rule, StageConfig};
 
 #[derive(Debug, Clone)]
@@ -58,12 +54,13 @@ impl Outbox {
 }
 
 impl Inbox {
-    /// Swaps in what came, if anything did; returns how many updates.
+    /// Swaps in what came, if anything did (`swap` puts an update in the
+    /// stage and returns what it replaced); returns how many updates.
     #[inline]
-    pub fn apply(&mut self, stage: &mut Stage) -> u64 {
+    pub fn apply(&mut self, mut swap: impl FnMut(Update) -> Update) -> u64 {
         let mut applied = 0;
         while let Some(update) = self.updates.try_pop() {
-            let old = swap(stage, update);
+            let old = swap(update);
             // The spent ring has room for as many as the update ring holds;
             // were it full, the old settings would be dropped here instead.
             let _ = self.spent.try_push(old);
@@ -88,29 +85,6 @@ pub fn updates(config: &Config) -> Vec<(String, Update)> {
             Some((p.name.clone(), update))
         })
         .collect()
-}
-
-/// Puts `update` in the stage; returns what it replaced (or the update
-/// itself where the stage has no such setting).
-fn swap(stage: &mut Stage, update: Update) -> Update {
-    match (stage, update) {
-        (Stage::Int05(Int05::Source(source)), Update::Watchlist(rules)) => {
-            Update::Watchlist(std::mem::replace(&mut source.watchlist, rules))
-        }
-        (Stage::Int21(Int21::Source(source)), Update::Watchlist(rules)) => {
-            Update::Watchlist(std::mem::replace(&mut source.watchlist, rules))
-        }
-        (Stage::Int05(Int05::Sink(sink)), Update::Reports(reports)) => {
-            Update::Reports(sink.core.set_reports(reports))
-        }
-        (Stage::Int21(Int21::Sink(sink)), Update::Reports(reports)) => {
-            Update::Reports(sink.core.set_reports(reports))
-        }
-        (Stage::Ioam(Ioam::Decap(decap)), Update::Reports(reports)) => {
-            Update::Reports(decap.core.set_reports(reports))
-        }
-        (_, update) => update,
-    }
 }
 
 #[cfg(test)]

@@ -294,7 +294,8 @@ mod tests {
         use crate::pipeline::reload::{mailbox, Update};
         use int_core::latency::ChangeRule;
         let (sink, _receiver) = stage(Domain::default());
-        let mut stage = crate::pipeline::Stage::Int05(crate::pipeline::int05::Int05::Sink(Box::new(sink)));
+        let mut stage =
+            crate::pipeline::stage::Stage::Int05(crate::pipeline::int05::Int05::Sink(Box::new(sink)));
         let (mut outbox, mut inbox) = mailbox();
         let latency = LatencyConfig { rule: ChangeRule::Absolute { ns: 5_000 }, refresh_ns: 7 * MS };
         let hops = int_core::hop_rule::HopRule::default();
@@ -307,9 +308,9 @@ mod tests {
             queue_quota: 5,
         };
         assert!(outbox.post(Update::Reports(new)));
-        assert_eq!(inbox.apply(&mut stage), 1);
-        assert_eq!(inbox.apply(&mut stage), 0, "taken once");
-        let crate::pipeline::Stage::Int05(crate::pipeline::int05::Int05::Sink(sink)) = &stage else {
+        assert_eq!(inbox.apply(|update| stage.apply(update)), 1);
+        assert_eq!(inbox.apply(|update| stage.apply(update)), 0, "taken once");
+        let crate::pipeline::stage::Stage::Int05(crate::pipeline::int05::Int05::Sink(sink)) = &stage else {
             panic!()
         };
         let settings = &sink.core.rules.settings.reports;
