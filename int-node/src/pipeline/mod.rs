@@ -16,6 +16,7 @@ pub mod ioam;
 pub mod rate_limit;
 pub mod reference;
 pub mod reload;
+pub mod report;
 pub mod setup;
 pub mod sink_core;
 pub mod sink_flow;

@@ -2,7 +2,7 @@
 //! (tracked flow or not), forwards the restored packet, keeps per-flow
 //! latency and loss state (every sink's core,
 //! [`crate::pipeline::sink_core`]) and hands reports to the exporter
-//! through a lock-free SPSC ring ([`crate::pipeline::int05::report`]).
+//! through a lock-free SPSC ring ([`crate::pipeline::report::tr05`]).
 //! Forwarding never waits on export: a full ring or an exhausted rate
 //! limit drops the report and counts it.
 
@@ -15,8 +15,8 @@ use int_core::DropReason;
 
 use crate::dpdk::mbuf::{Burst, BURST};
 use crate::flow_table::{Admission, FlowTable};
-use crate::pipeline::int05::report::SinkReporter05;
 use crate::pipeline::rate_limit::RateLimit;
+use crate::pipeline::report::tr05::SinkReporter05;
 use crate::pipeline::setup::SinkSetup;
 use crate::pipeline::sink_core::{SinkCore, SinkRules};
 use crate::pipeline::sink_flow::SinkFlow;
