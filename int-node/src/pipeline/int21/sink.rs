@@ -22,7 +22,7 @@
 //! Host-INT's, and reports the losses it declares by the rule of
 //! [`int_core::report::tr20_loss`]. The reports of a burst or a sweep step
 //! share one datagram. INT-MX packets are stripped and reported with this
-//! node's metadata as every MX node reports (see [`crate::pipeline::int21::report`]).
+//! node's metadata as every MX node reports (see [`crate::pipeline::report::tr20`]).
 //! The flow table, the rules and the sweep are every sink's
 //! ([`crate::pipeline::sink_core`]).
 
@@ -33,7 +33,7 @@ use int_core::report::tr20::{self, DropInfo};
 
 use crate::dpdk::mbuf::Burst;
 use crate::flow_table::FlowRef;
-use crate::pipeline::int21::report::{in_type_of, Packet, SinkReporter21, LATENCY_MD_BITS};
+use crate::pipeline::report::tr20::{in_type_of, Packet, SinkReporter21, LATENCY_MD_BITS};
 use crate::pipeline::setup::SinkSetup;
 use crate::pipeline::sink_core::{restored, Seen, SinkCore};
 use crate::stats::{Counter, Counters};

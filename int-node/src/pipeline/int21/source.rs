@@ -23,7 +23,7 @@ use crate::flow_table::FlowRef;
 use crate::flow_table::FlowTable;
 use crate::pipeline::hop_figures::HopFigures;
 use crate::pipeline::int21::clones::Clones;
-use crate::pipeline::int21::report::{Reporter21, Subject};
+use crate::pipeline::report::tr20::{Reporter21, Subject};
 use crate::pipeline::setup::{Hop, SetupError};
 use crate::pipeline::source_flow::{fast_flow_watched, next_number, skip_counter, Ageing};
 use crate::pipeline::top_flows::TopFlows;
@@ -508,7 +508,7 @@ pub(crate) fn report_mx(
     let Some(packet) = frame.get(found.ip.l3..found.report_end()) else { return };
     // A D packet is discarded by the sink, not here.
     let rep_md_bits = found.instructions.bits();
-    let in_type = crate::pipeline::int21::report::in_type_of(found.ip.version);
+    let in_type = crate::pipeline::report::tr20::in_type_of(found.ip.version);
     let subject = Subject { packet, in_type, rep_md_bits, metadata: hop, drop: None };
     reporter.report(subject, now_ns, Counter::reports_mx, counters);
 }

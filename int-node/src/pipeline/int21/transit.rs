@@ -12,7 +12,7 @@ use int_core::int21::{Domain, HopMetadata};
 use crate::clock::Clock;
 use crate::dpdk::mbuf::{Burst, RxClock};
 use crate::pipeline::hop_figures::HopFigures;
-use crate::pipeline::int21::report::Reporter21;
+use crate::pipeline::report::tr20::Reporter21;
 use crate::pipeline::setup::Hop;
 use crate::stats::{Counter, Counters};
 

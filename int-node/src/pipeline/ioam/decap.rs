@@ -33,7 +33,7 @@ use int_core::report::tr20::InType;
 use crate::config::INT21_DOMAIN_ID;
 use crate::dpdk::mbuf::Burst;
 use crate::flow_table::FlowRef;
-use crate::pipeline::int21::report::{Packet, SinkReporter21, LATENCY_MD_BITS};
+use crate::pipeline::report::tr20::{Packet, SinkReporter21, LATENCY_MD_BITS};
 use crate::pipeline::setup::SinkSetup;
 use crate::pipeline::sink_core::{restored, Seen, SinkCore};
 use crate::stats::{Counter, Counters};

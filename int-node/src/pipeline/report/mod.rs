@@ -3,3 +3,4 @@
 //! 0.5, TR 2.0 for INT 2.1 and IOAM.
 
 pub mod tr05;
+pub mod tr20;

@@ -1,4 +1,4 @@
-//! The Telemetry Report 2.0 reports of an INT 2.1 domain's stages: a group
+//! The Telemetry Report 2.0 reports of INT 2.1's stages and IOAM's sink: a group
 //! header with this node's id, then individual reports of RepType 1 (INT),
 //! InType 4 or 5 (IPv4 or IPv6), F set, the metadata this node provides, and the packet
 //! from its IP header through the INT block as inner contents. The
