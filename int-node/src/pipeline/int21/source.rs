@@ -23,7 +23,7 @@ use crate::flow_table::FlowRef;
 use crate::flow_table::FlowTable;
 use crate::pipeline::hop_figures::HopFigures;
 use crate::pipeline::int21::clones::Clones;
-use crate::pipeline::report::tr20::{Reporter21, Subject};
+use crate::pipeline::report::tr20::{report_mx, Reporter21};
 use crate::pipeline::setup::{Hop, SetupError};
 use crate::pipeline::source_flow::{fast_flow_watched, next_number, skip_counter, Ageing};
 use crate::pipeline::top_flows::TopFlows;
@@ -489,26 +489,4 @@ fn target<'a>(
     let number = clones.copy_number(n)?;
     let j = clones.copy(burst, i, due, counters)?;
     Some((&mut clones.out, j, if numbers { number } else { 0 }))
-}
-
-/// An INT-MX node's report on a packet that carries an MX header (INT-MD
-/// packets are reported by the sink alone).
-pub(crate) fn report_mx(
-    reporter: &mut Reporter21,
-    frame: &[u8],
-    domain: &int_core::int21::Domain,
-    hop: HopMetadata,
-    now_ns: u64,
-    counters: &mut Counters,
-) {
-    let Ok(Some(found)) = sink::extract(frame, domain, &HopRule::default()) else { return };
-    if !found.is_mx {
-        return;
-    }
-    let Some(packet) = frame.get(found.ip.l3..found.report_end()) else { return };
-    // A D packet is discarded by the sink, not here.
-    let rep_md_bits = found.instructions.bits();
-    let in_type = crate::pipeline::report::tr20::in_type_of(found.ip.version);
-    let subject = Subject { packet, in_type, rep_md_bits, metadata: hop, drop: None };
-    reporter.report(subject, now_ns, Counter::reports_mx, counters);
 }

@@ -75,7 +75,7 @@ impl Transit21Stage {
                 Some(Ok(Outcome::MtuExceeded)) => Counter::mtu_exceeded,
                 Some(Ok(Outcome::Mx)) => {
                     if let (Some(reporter), Some(frame)) = (self.reporter.as_mut(), burst.data(i)) {
-                        crate::pipeline::int21::source::report_mx(
+                        crate::pipeline::report::tr20::report_mx(
                             reporter,
                             frame,
                             &self.domain,

@@ -13,7 +13,8 @@
 //! not known here. Reports of every MX packet go out, within the export
 //! rate limit (counted `reports_suppressed` beyond it).
 
-use int_core::int21::{HopMetadata, Instructions};
+use int_core::hop_rule::HopRule;
+use int_core::int21::{sink, HopMetadata, Instructions};
 use int_core::report::tr20::{
     DropInfo, GroupHeaderRepr, InType, IndividualReport, IntContents, RepType, ReportFlags, DROP_BIT,
     DROP_INT_MALFORMED, GROUP_HEADER_LEN,
@@ -197,6 +198,28 @@ impl Reporter21 {
     pub fn set_rate_limit(&mut self, per_second: u32) {
         self.limit = RateLimit::new(per_second);
     }
+}
+
+/// An INT-MX node's report on a packet that carries an MX header (INT-MD
+/// packets are reported by the sink alone).
+pub(crate) fn report_mx(
+    reporter: &mut Reporter21,
+    frame: &[u8],
+    domain: &int_core::int21::Domain,
+    hop: HopMetadata,
+    now_ns: u64,
+    counters: &mut Counters,
+) {
+    let Ok(Some(found)) = sink::extract(frame, domain, &HopRule::default()) else { return };
+    if !found.is_mx {
+        return;
+    }
+    let Some(packet) = frame.get(found.ip.l3..found.report_end()) else { return };
+    // A D packet is discarded by the sink, not here.
+    let rep_md_bits = found.instructions.bits();
+    let in_type = in_type_of(found.ip.version);
+    let subject = Subject { packet, in_type, rep_md_bits, metadata: hop, drop: None };
+    reporter.report(subject, now_ns, Counter::reports_mx, counters);
 }
 
 /// The reports of a sink that speaks Telemetry Report 2.0 (INT 2.1's sink
