@@ -425,7 +425,7 @@ mod tests {
         let domain = int_core::int21::Domain {
             marking: int_core::int21::Marking::UdpPort(0),
             tcp_placement: int_core::encap::TcpPlacement::BeforeOptions,
-            source_only: int_core::int21::SourceOnly::sequence(crate::config::INT21_DOMAIN_ID),
+            source_only: int_core::int21::SourceOnly::sequence(crate::pipeline::report::NODE_DOMAIN_ID),
         };
         Sink21Stage::new(domain, testing::setup().0)
     }

@@ -30,10 +30,10 @@ use int_core::ioam::find::{find, Found};
 use int_core::ioam::{Domain, TimestampFormat};
 use int_core::report::tr20::InType;
 
-use crate::config::INT21_DOMAIN_ID;
 use crate::dpdk::mbuf::Burst;
 use crate::flow_table::FlowRef;
 use crate::pipeline::report::tr20::{Packet, SinkReporter21, LATENCY_MD_BITS};
+use crate::pipeline::report::NODE_DOMAIN_ID;
 use crate::pipeline::setup::SinkSetup;
 use crate::pipeline::sink_core::{restored, Seen, SinkCore};
 use crate::stats::{Counter, Counters};
@@ -49,7 +49,7 @@ impl IoamDecapStage {
         IoamDecapStage {
             namespace: domain.namespace,
             timestamps: domain.timestamps,
-            core: SinkCore::tr20(setup, INT21_DOMAIN_ID),
+            core: SinkCore::tr20(setup, NODE_DOMAIN_ID),
         }
     }
 
