@@ -129,7 +129,7 @@ impl Sink05Stage {
                 }
                 FastArrival::NotInt => counters.inc(Counter::not_int),
                 FastArrival::Other => {
-                    if let Some(entry) = self.extract_one(frame, i, &mut drop, counters) {
+                    if let Some(entry) = self.find_one(frame, i, &mut drop, counters) {
                         if let Some(lane) = self.lanes.general.get_mut(i) {
                             *lane = entry;
                             general |= 1 << i;
@@ -205,7 +205,7 @@ impl Sink05Stage {
     /// path and prefetches its flow's slot; counts and applies the
     /// malformed policy.
     #[inline(always)]
-    fn extract_one(
+    fn find_one(
         &mut self,
         frame: &[u8],
         i: usize,
