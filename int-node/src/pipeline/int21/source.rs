@@ -172,7 +172,7 @@ impl Source21Stage {
             });
             let Some(n) = n else { continue };
             let ingress = burst.arrival_ns(i, self.rx_timestamps, now_ns);
-            let hop = self.own_hop(ingress);
+            let hop = self.own_hop_at(ingress);
             let numbers = self.config.numbers_packets() && !plan.mtu_exceeded;
             let cloning = self.clones.is_some();
             let due = (&plan.flow, n);
@@ -335,7 +335,7 @@ impl Source21Stage {
             return;
         };
         let ingress = burst.arrival_ns(i, self.rx_timestamps, now_ns);
-        let hop = self.own_hop(ingress);
+        let hop = self.own_hop_at(ingress);
         let numbers = self.config.numbers_packets() && !mtu_exceeded;
         let cloning = self.clones.is_some();
         let due = (&plan.flow, n);
@@ -405,7 +405,7 @@ impl Source21Stage {
     }
 
     /// This node's metadata: the time the packet arrived and leaves.
-    fn own_hop(&self, ingress_ns: u64) -> HopMetadata {
+    fn own_hop_at(&self, ingress_ns: u64) -> HopMetadata {
         let egress_ns = self.egress_ns;
         HopMetadata {
             node_id: Some(self.node_id),
