@@ -331,7 +331,7 @@ fn reference_stage(
             Reference::Sink05(reference::Sink::new(domain.encapsulation, settings.flow_capacity as usize))
         }
         (ReferenceConfig::Source21(settings), IntDomain::V21(domain)) => {
-            let own = Source21Stage::own_metadata(hop);
+            let own = Source21Stage::own_hop(hop);
             let source = Source21Stage::config(domain, settings, hop.max_ip_len);
             let flows = settings.flow_capacity as usize;
             Reference::Source21(

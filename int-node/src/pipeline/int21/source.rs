@@ -79,7 +79,7 @@ impl Source21Stage {
         // A cloning source counts every flow's packets to pick its copies.
         let counted = config.numbers_packets() || clones.is_some();
         Ok(Source21Stage {
-            fast: FastSource::of(&config, &Self::own_metadata(hop)),
+            fast: FastSource::of(&config, &Self::own_hop(hop)),
             clones,
             config,
             watchlist: settings.watchlist.clone(),
@@ -102,7 +102,7 @@ impl Source21Stage {
 
     /// This node's hop as the source writes it: its node id and the
     /// pipeline's ports (the times are each packet's).
-    pub fn own_metadata(hop: &Hop) -> HopMetadata {
+    pub fn own_hop(hop: &Hop) -> HopMetadata {
         HopMetadata {
             node_id: Some(hop.node_id),
             l1_ingress_port: Some(hop.rx_int_port),
