@@ -28,7 +28,6 @@ use std::path::Path;
 pub use advice::warnings;
 pub use device::pci_address;
 pub use model::*;
-pub use pipeline::INT21_DOMAIN_ID;
 #[cfg(feature = "lab")]
 pub use settings::impair_units;
 

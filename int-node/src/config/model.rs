@@ -584,9 +584,28 @@ impl Rule {
     }
 }
 
+/// A sink's settings that a reload changes (SIGHUP): the running sink
+/// swaps them whole, between bursts.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ReportSettings {
+    pub latency: LatencyConfig,
+    /// A sink time up to this far behind a source's timestamp is clock skew,
+    /// not a latency of almost 2^32 ns.
+    pub max_skew_ns: u32,
+    /// Reports per second (`export.rate_limit`, the same for every sink);
+    /// 0 = no limit.
+    pub rate_limit: u32,
+    /// INT 2.1: a flow whose path changes is reported (the path rule).
+    pub path_changes: bool,
+    /// INT 2.1: the hop rule's classes and queue alert.
+    pub hops: int_core::hop_rule::HopRule,
+    /// Queue alert reports per second per pipeline at most; 0 = no limit.
+    pub queue_quota: u32,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct SinkSettings {
-    pub latency: LatencyConfig,
+    pub reports: ReportSettings,
     pub loss_timeout_ms: u64,
     pub sweep_ms: u64,
     pub flow_capacity: u32,
@@ -599,15 +618,6 @@ pub struct SinkSettings {
     /// silent for the loss timeout (as Host-INT does), or once the first of
     /// them is this old while the flow keeps speaking; 0 = at every sweep.
     pub max_report_delay_ms: u64,
-    /// A sink time up to this far behind a source's timestamp is clock skew,
-    /// not a latency of almost 2^32 ns.
-    pub max_skew_ns: u32,
-    /// INT 2.1: a flow whose path changes is reported (the path rule).
-    pub path_changes: bool,
-    /// INT 2.1: the hop rule's classes and queue alert.
-    pub hops: int_core::hop_rule::HopRule,
-    /// Queue alert reports per second per pipeline at most; 0 = no limit.
-    pub queue_quota: u32,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -18,6 +18,7 @@ use super::settings::{
     source21_settings, source_settings,
 };
 use super::Problems;
+use crate::pipeline::report::NODE_DOMAIN_ID;
 
 /// Pipeline `i`, or `None` when its role or a port is unknown (each
 /// problem reported once, none that follows from it).
@@ -154,7 +155,7 @@ fn domain21(raw: &RawInt, path: &str, problems: &mut Problems) -> int_core::int2
 /// flow's packets in source-only metadata under it (on by default: a sink
 /// counts losses from them).
 fn source_only(raw: &RawInt, path: &str, problems: &mut Problems) -> SourceOnly {
-    let domain_id = raw.domain_specific_id.unwrap_or(INT21_DOMAIN_ID);
+    let domain_id = raw.domain_specific_id.unwrap_or(NODE_DOMAIN_ID);
     if raw.sequence.unwrap_or(true) && domain_id == 0 {
         problems.add(
             format!("{path}.domain_specific_id"),
@@ -189,9 +190,6 @@ fn complement_below_numbers(
 
 /// The DSCP the INT 2.1 spec's examples mark INT with.
 const INT21_DSCP: DscpMatch = DscpMatch { value: 0x17, mask: 0x3f };
-
-/// int-node's Domain Specific ID unless the config names one ("ID").
-pub const INT21_DOMAIN_ID: u16 = 0x4944;
 
 /// An INT 0.5 domain: the encapsulation, its DSCP mark or UDP port, the TCP
 /// placement.

@@ -4,10 +4,7 @@
 //! configuration are compared as parsed, with the reloadable fields masked,
 //! so comments, spacing, key order and a default spelled out do not count.
 
-use int_core::hop_rule::HopRule;
-use int_core::latency::LatencyConfig;
-
-use super::model::{Config, PipelineConfig, Source05Settings, Source21Settings, StageConfig};
+use super::model::{Config, PipelineConfig, ReportSettings, Source05Settings, Source21Settings, StageConfig};
 use super::SinkSettings;
 
 /// The settings a reload changes in a running node.
@@ -63,13 +60,7 @@ fn masked(config: &Config) -> Config {
         match &mut pipeline.stage {
             StageConfig::Source05(settings) => settings.watchlist.clear(),
             StageConfig::Source21(settings) => settings.watchlist.clear(),
-            StageConfig::Sink(settings) => {
-                settings.latency = LatencyConfig::default();
-                settings.max_skew_ns = 0;
-                settings.path_changes = true;
-                settings.hops = HopRule::default();
-                settings.queue_quota = 0;
-            }
+            StageConfig::Sink(settings) => settings.reports = ReportSettings::default(),
             _ => {}
         }
     }
@@ -188,18 +179,14 @@ fn sink(changes: &mut Changes, path: &str, old: &SinkSettings, new: &SinkSetting
         old,
         new,
         [
-            latency,
+            reports,
             loss_timeout_ms,
             sweep_ms,
             flow_capacity,
             idle_timeout_ms,
             malformed,
             max_flow_pps,
-            max_report_delay_ms,
-            max_skew_ns,
-            path_changes,
-            hops,
-            queue_quota,
+            max_report_delay_ms
         ]
     );
 }

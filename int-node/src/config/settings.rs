@@ -14,8 +14,8 @@ use super::choice::chosen;
 use super::model::{
     ExportConfig, ExportPath, Flavour, GenerateInstrument, GenerateSettings, IoamEncapSettings, LatencyMode,
     MalformedPolicy, MarkedPolicy, Mode, PortConfig, PortExport, PostcardReport, PostcardSettings, Prefix,
-    ProfileName, Protocol, Rule, SinkSettings, Source05Settings, Source21Settings, StageConfig,
-    TunnelPlacement, DEFAULT_CLONE_MBUFS,
+    ProfileName, Protocol, ReportSettings, Rule, SinkSettings, Source05Settings, Source21Settings,
+    StageConfig, TunnelPlacement, DEFAULT_CLONE_MBUFS,
 };
 use super::queues::QueueUse;
 use super::raw::{
@@ -348,19 +348,25 @@ pub fn sink_settings(raw: &RawSink, path: &str, problems: &mut Problems) -> Sink
             "the fastest one flow can send, e.g. 14880952 (10 Gb/s of 64-byte frames)",
         );
     }
+    // Problems in a fixed order: `malformed`'s, then the latency's and hops'.
+    let malformed = chosen(&raw.malformed, MalformedPolicy::Forward, &format!("{path}.malformed"), problems);
     SinkSettings {
-        latency: LatencyConfig { rule, refresh_ns },
+        reports: ReportSettings {
+            latency: LatencyConfig { rule, refresh_ns },
+            max_skew_ns: max_skew_ns(raw, path, problems),
+            // The export's, once validated.
+            rate_limit: 0,
+            path_changes: raw.path_changes,
+            hops: sink_hop_rule(raw, path, problems),
+            queue_quota: raw.hops.queue_quota,
+        },
         loss_timeout_ms: raw.loss.timeout_ms,
         sweep_ms: raw.loss.sweep_ms,
         flow_capacity: raw.flows.capacity,
         idle_timeout_ms: raw.flows.idle_timeout_ms,
-        malformed: chosen(&raw.malformed, MalformedPolicy::Forward, &format!("{path}.malformed"), problems),
+        malformed,
         max_flow_pps: raw.loss.max_flow_pps,
         max_report_delay_ms: raw.loss.max_report_delay_ms,
-        max_skew_ns: max_skew_ns(raw, path, problems),
-        path_changes: raw.path_changes,
-        hops: sink_hop_rule(raw, path, problems),
-        queue_quota: raw.hops.queue_quota,
     }
 }
 

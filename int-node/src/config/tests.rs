@@ -598,7 +598,7 @@ fn hop_sample_and_rules_off() {
             + "export: {collector: '127.0.0.1:32766'}\n"
     };
     let sample_of = |text: &str| match &parse(text).unwrap().pipelines[0].stage {
-        StageConfig::Sink(settings) => settings.hops.sample,
+        StageConfig::Sink(settings) => settings.reports.hops.sample,
         _ => panic!("not a sink"),
     };
     use int_core::hop_rule::Sample;
@@ -633,7 +633,7 @@ fn latency_hysteresis_packets() {
             + "export: {collector: '127.0.0.1:32766'}\n"
     };
     let lasting_of = |latency: &str| match &parse(&sink(latency)).unwrap().pipelines[0].stage {
-        StageConfig::Sink(settings) => match settings.latency.rule {
+        StageConfig::Sink(settings) => match settings.reports.latency.rule {
             ChangeRule::Buckets { lasting, hysteresis, .. } => (lasting, hysteresis),
             other => panic!("{other:?}"),
         },

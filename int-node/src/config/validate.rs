@@ -66,7 +66,7 @@ pub fn validate(raw: &RawConfig) -> Result<Config, ConfigError> {
         );
     }
     let mut queues = QueueUse::default();
-    let pipelines: Vec<PipelineConfig> = raw
+    let mut pipelines: Vec<PipelineConfig> = raw
         .pipelines
         .iter()
         .enumerate()
@@ -74,6 +74,9 @@ pub fn validate(raw: &RawConfig) -> Result<Config, ConfigError> {
         .collect();
     check_lcores(&raw.eal, &raw.pipelines.iter().map(|p| p.lcore).collect::<Vec<_>>(), &mut problems);
     let export = raw.export.as_ref().map(|e| export_settings(e, &port_index, &ports, &queues, &mut problems));
+    if let Some(export) = &export {
+        sinks_keep_to(export.rate_limit, &mut pipelines);
+    }
     check_export_needed(raw, export.is_some(), &mut problems);
     check_profile(raw, &pipelines, &mut problems);
     let metrics = stats(raw, &mut problems);
@@ -94,6 +97,15 @@ pub fn validate(raw: &RawConfig) -> Result<Config, ConfigError> {
         captures,
         idle_sleep_us: raw.idle_sleep_us,
     })
+}
+
+/// Every sink keeps to the export's rate limit (`export.rate_limit`).
+fn sinks_keep_to(rate_limit: u32, pipelines: &mut [PipelineConfig]) {
+    for pipeline in pipelines {
+        if let StageConfig::Sink(settings) = &mut pipeline.stage {
+            settings.reports.rate_limit = rate_limit;
+        }
+    }
 }
 
 /// `export.profile` shapes INT 0.5 sinks' reports: only where there is one.

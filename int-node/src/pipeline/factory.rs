@@ -16,7 +16,6 @@ use super::int05::transit::Transit05Stage;
 use super::int05::Int05;
 use super::int21::clones::Clones;
 use super::int21::postcard::PostcardStage;
-use super::int21::report::Reporter21;
 use super::int21::sink::Sink21Stage;
 use super::int21::source::Source21Stage;
 use super::int21::transit::Transit21Stage;
@@ -27,9 +26,11 @@ use super::ioam::transit::IoamTransitStage;
 use super::ioam::Ioam;
 use super::rate_limit::RateLimit;
 use super::reference::{Reference, ReferenceStage};
+use super::report::tr20::Reporter21;
 use super::setup::{Hop, SetupError, SinkSetup};
+use super::stage::Stage;
 use super::top_flows::{SharedTopFlows, TopFlows};
-use super::{Pipeline, Stage};
+use super::worker::Pipeline;
 use crate::config::{
     ClockSource, Config, GenerateInstrument, GenerateSettings, IntDomain, Mode, PipelineConfig,
     ReferenceConfig, StageConfig,
@@ -269,7 +270,7 @@ fn sink_stage(
     let export = config.export.as_ref().ok_or(StageError::NoExport)?;
     let (sender, receiver) = export::report_ring(export.ring_size);
     built.reports.push(receiver);
-    let setup = SinkSetup { settings: settings.clone(), hop, rate_limit: export.rate_limit, reports: sender };
+    let setup = SinkSetup { settings: settings.clone(), hop, reports: sender };
     let stage = match domain {
         IntDomain::V05(domain) => {
             let sink = Sink05Stage::new(domain, export.profile, setup);
@@ -330,7 +331,7 @@ fn reference_stage(
             Reference::Sink05(reference::Sink::new(domain.encapsulation, settings.flow_capacity as usize))
         }
         (ReferenceConfig::Source21(settings), IntDomain::V21(domain)) => {
-            let own = Source21Stage::own_metadata(hop);
+            let own = Source21Stage::own_hop(hop);
             let source = Source21Stage::config(domain, settings, hop.max_ip_len);
             let flows = settings.flow_capacity as usize;
             Reference::Source21(

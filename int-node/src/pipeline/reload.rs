@@ -6,33 +6,15 @@
 //! lcore to drop, so the worker neither locks nor frees. Flow state is
 //! untouched: flows keep their numbers, latency state and losses.
 
-use int_core::hop_rule::HopRule;
-use int_core::latency::LatencyConfig;
 use ringbuf::traits::{Consumer, Producer, Split};
 use ringbuf::{HeapCons, HeapProd, HeapRb};
 
-use super::int05::Int05;
-use super::int21::Int21;
-use super::ioam::Ioam;
-use super::Stage;
-use crate::config::{Config, Rule, StageConfig};
-
-/// A sink's report settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SinkReports {
-    pub latency: LatencyConfig,
-    pub max_skew_ns: u32,
-    pub rate_limit: u32,
-    /// INT 2.1's path and hop rules.
-    pub path_changes: bool,
-    pub hops: HopRule,
-    pub queue_quota: u32,
-}
+use crate::config::{Config, ReportSettings, Rule, StageConfig};
 
 #[derive(Debug, Clone)]
 pub enum Update {
     Watchlist(Vec<Rule>),
-    SinkReports(SinkReports),
+    Reports(ReportSettings),
 }
 
 /// Updates on their way; more than this waiting is a worker that does
@@ -72,12 +54,13 @@ impl Outbox {
 }
 
 impl Inbox {
-    /// Swaps in what came, if anything did; returns how many updates.
+    /// Swaps in what came, if anything did (`swap` puts an update in the
+    /// stage and returns what it replaced); returns how many updates.
     #[inline]
-    pub fn apply(&mut self, stage: &mut Stage) -> u64 {
+    pub fn apply(&mut self, mut swap: impl FnMut(Update) -> Update) -> u64 {
         let mut applied = 0;
         while let Some(update) = self.updates.try_pop() {
-            let old = swap(stage, update);
+            let old = swap(update);
             // The spent ring has room for as many as the update ring holds;
             // were it full, the old settings would be dropped here instead.
             let _ = self.spent.try_push(old);
@@ -89,7 +72,6 @@ impl Inbox {
 
 /// The reloadable settings of each pipeline of `config`, by name.
 pub fn updates(config: &Config) -> Vec<(String, Update)> {
-    let rate_limit = config.export.as_ref().map_or(0, |export| export.rate_limit);
     config
         .pipelines
         .iter()
@@ -97,14 +79,7 @@ pub fn updates(config: &Config) -> Vec<(String, Update)> {
             let update = match &p.stage {
                 StageConfig::Source05(settings) => Update::Watchlist(settings.watchlist.clone()),
                 StageConfig::Source21(settings) => Update::Watchlist(settings.watchlist.clone()),
-                StageConfig::Sink(settings) => Update::SinkReports(SinkReports {
-                    latency: settings.latency,
-                    max_skew_ns: settings.max_skew_ns,
-                    rate_limit,
-                    path_changes: settings.path_changes,
-                    hops: settings.hops,
-                    queue_quota: settings.queue_quota,
-                }),
+                StageConfig::Sink(settings) => Update::Reports(settings.reports),
                 _ => return None,
             };
             Some((p.name.clone(), update))
@@ -112,25 +87,27 @@ pub fn updates(config: &Config) -> Vec<(String, Update)> {
         .collect()
 }
 
-/// Puts `update` in the stage; returns what it replaced (or the update
-/// itself where the stage has no such setting).
-fn swap(stage: &mut Stage, update: Update) -> Update {
-    match (stage, update) {
-        (Stage::Int05(Int05::Source(source)), Update::Watchlist(rules)) => {
-            Update::Watchlist(std::mem::replace(&mut source.watchlist, rules))
-        }
-        (Stage::Int21(Int21::Source(source)), Update::Watchlist(rules)) => {
-            Update::Watchlist(std::mem::replace(&mut source.watchlist, rules))
-        }
-        (Stage::Int05(Int05::Sink(sink)), Update::SinkReports(reports)) => {
-            Update::SinkReports(sink.core.set_reports(reports))
-        }
-        (Stage::Int21(Int21::Sink(sink)), Update::SinkReports(reports)) => {
-            Update::SinkReports(sink.core.set_reports(reports))
-        }
-        (Stage::Ioam(Ioam::Decap(decap)), Update::SinkReports(reports)) => {
-            Update::SinkReports(decap.core.set_reports(reports))
-        }
-        (_, update) => update,
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A sink's update carries its report settings, the export's rate
+    /// limit among them; a source's, its watchlist.
+    #[test]
+    fn a_sinks_update_keeps_to_the_exports_rate_limit() {
+        let text = "
+node_id: 10.0.0.1
+ports:
+  - {name: p0, device: 'net_null0', rx_queues: 2, tx_queues: 2}
+pipelines:
+  - {name: src, role: source, lcore: 1, rx: {port: p0}, tx: {port: p0}, source: {watchlist: [{dst: 10.0.0.0/8}]}}
+  - {name: snk, role: sink, lcore: 1, rx: {port: p0, queue: 1}, tx: {port: p0, queue: 1}, sink: {hops: {queue_quota: 7}}}
+export: {collector: '127.0.0.1:32766', rate_limit: 123}
+";
+        let config = crate::config::parse(text).unwrap_or_else(|e| panic!("{e}"));
+        let updates = updates(&config);
+        assert!(matches!(&updates[0], (name, Update::Watchlist(rules)) if name == "src" && rules.len() == 1));
+        let (name, Update::Reports(reports)) = &updates[1] else { panic!("{:?}", updates[1]) };
+        assert_eq!((name.as_str(), reports.rate_limit, reports.queue_quota), ("snk", 123, 7));
     }
 }

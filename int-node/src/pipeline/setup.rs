@@ -28,8 +28,6 @@ pub struct Hop {
 pub struct SinkSetup {
     pub settings: SinkSettings,
     pub hop: Hop,
-    /// Reports per second (0: no limit).
-    pub rate_limit: u32,
     pub reports: ReportSender,
 }
 

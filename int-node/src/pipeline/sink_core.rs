@@ -13,11 +13,10 @@ use int_core::latency::ReportReason;
 use int_core::loss::PendingLoss;
 
 use crate::clock::Clock;
-use crate::config::{MalformedPolicy, SinkSettings};
+use crate::config::{MalformedPolicy, ReportSettings, SinkSettings};
 use crate::dpdk::mbuf::{Burst, RxClock};
 use crate::flow_table::{sweep_budget, Admission, Align64, FlowRef, FlowTable, SWEEP_STEPS};
 use crate::pipeline::rate_limit::Quota;
-use crate::pipeline::reload::SinkReports as ReportSettings;
 use crate::pipeline::sink_flow::{
     arrival, packets_per_coarse_ms, plausible_jump, record_sequence, LossPass, LossReports, SinkFlow,
 };
@@ -92,7 +91,7 @@ impl<R: SinkReports> SinkCore<R> {
             flows,
             rules: SinkRules {
                 jump_per_coarse_ms: packets_per_coarse_ms(settings.max_flow_pps),
-                queue_quota: Quota::new(settings.queue_quota),
+                queue_quota: Quota::new(settings.reports.queue_quota),
                 settings,
             },
             reports,
@@ -110,24 +109,14 @@ impl<R: SinkReports> SinkCore<R> {
         arrival(burst, i, self.rx_timestamps, burst_ns, &mut self.rx_clock_offset)
     }
 
-    /// New report settings, between bursts; returns the ones replaced.
+    /// New report settings, between bursts, swapped whole; returns the
+    /// ones replaced.
     pub fn set_reports(&mut self, new: ReportSettings) -> ReportSettings {
-        let settings = &mut self.rules.settings;
-        let old = ReportSettings {
-            latency: settings.latency,
-            max_skew_ns: settings.max_skew_ns,
-            rate_limit: self.reports.rate_limit(),
-            path_changes: settings.path_changes,
-            hops: settings.hops,
-            queue_quota: settings.queue_quota,
-        };
+        let old = std::mem::replace(&mut self.rules.settings.reports, new);
         if new.queue_quota != old.queue_quota {
             self.rules.queue_quota = Quota::new(new.queue_quota);
         }
-        (settings.latency, settings.max_skew_ns) = (new.latency, new.max_skew_ns);
-        (settings.path_changes, settings.hops, settings.queue_quota) =
-            (new.path_changes, new.hops, new.queue_quota);
-        if new.rate_limit != old.rate_limit {
+        if new.rate_limit != self.reports.rate_limit() {
             self.reports.set_rate_limit(new.rate_limit);
         }
         if R::HOP_DIGESTS && new.hops != old.hops {
@@ -292,7 +281,7 @@ impl SinkRules {
         };
         counters.lower(Counter::latency_min_ns, latency);
         counters.raise(Counter::latency_max_ns, latency);
-        flow.latency.observe(&self.settings.latency, latency, now_ns)
+        flow.latency.observe(&self.settings.reports.latency, latency, now_ns)
     }
 
     /// What the path and hop rules say of a flow's new stack (a path told
@@ -323,10 +312,10 @@ impl SinkRules {
         };
         let change = digest.change_from(flow.port_or_hops, flow.path);
         (flow.port_or_hops, flow.path) = (digest.hops(), digest.path());
-        let classes = self.settings.hops.has_classes();
+        let classes = self.settings.reports.hops.has_classes();
         let report = match change {
             Some(HopChange::Hop) if classes => Some(Counter::reports_hop_change),
-            Some(_) if self.settings.path_changes => Some(Counter::reports_path_change),
+            Some(_) if self.settings.reports.path_changes => Some(Counter::reports_path_change),
             _ => None,
         };
         if report.is_some() || !digest.queue_alert() {
@@ -387,7 +376,7 @@ fn count_unbelieved(difference: i128, counters: &mut Counters) {
 /// A sink's settings and hop for unit tests, and a report ring of 16.
 #[cfg(test)]
 pub(crate) mod testing {
-    use crate::config::{MalformedPolicy, SinkSettings};
+    use crate::config::{MalformedPolicy, ReportSettings, SinkSettings};
     use crate::pipeline::export::{report_ring, ReportReceiver};
     use crate::pipeline::setup::{Hop, SinkSetup};
 
@@ -395,7 +384,14 @@ pub(crate) mod testing {
 
     pub fn setup() -> (SinkSetup, ReportReceiver) {
         let settings = SinkSettings {
-            latency: int_core::latency::LatencyConfig::default(),
+            reports: ReportSettings {
+                latency: int_core::latency::LatencyConfig::default(),
+                max_skew_ns: 1 << 31,
+                rate_limit: 0,
+                path_changes: true,
+                hops: int_core::hop_rule::HopRule::default(),
+                queue_quota: 100,
+            },
             loss_timeout_ms: LOSS_TIMEOUT_MS,
             sweep_ms: 100,
             flow_capacity: 64,
@@ -403,10 +399,6 @@ pub(crate) mod testing {
             malformed: MalformedPolicy::Forward,
             max_flow_pps: 14_880_952,
             max_report_delay_ms: 5000,
-            max_skew_ns: 1 << 31,
-            path_changes: true,
-            hops: int_core::hop_rule::HopRule::default(),
-            queue_quota: 100,
         };
         let (sender, receiver) = report_ring(16);
         let hop = Hop {
@@ -417,7 +409,7 @@ pub(crate) mod testing {
             rx_timestamps: None,
             rx_queue: None,
         };
-        (SinkSetup { settings, hop, rate_limit: 0, reports: sender }, receiver)
+        (SinkSetup { settings, hop, reports: sender }, receiver)
     }
 }
 
@@ -433,7 +425,7 @@ mod tests {
         let domain = int_core::int21::Domain {
             marking: int_core::int21::Marking::UdpPort(0),
             tcp_placement: int_core::encap::TcpPlacement::BeforeOptions,
-            source_only: int_core::int21::SourceOnly::sequence(crate::config::INT21_DOMAIN_ID),
+            source_only: int_core::int21::SourceOnly::sequence(crate::pipeline::report::NODE_DOMAIN_ID),
         };
         Sink21Stage::new(domain, testing::setup().0)
     }
@@ -459,7 +451,7 @@ mod tests {
         let mut sink05 = Sink05Stage::new(int_core::encap::Domain::default(), ReportProfile::HOST_INT, setup);
         flow_with(&mut sink21.core, 0x1234);
         flow_with(&mut sink05.core, 7);
-        let settings = &sink21.core.rules.settings;
+        let settings = &sink21.core.rules.settings.reports;
         let new = ReportSettings {
             latency: settings.latency,
             max_skew_ns: settings.max_skew_ns,

@@ -2,7 +2,7 @@
 //! (tracked flow or not), forwards the restored packet, keeps per-flow
 //! latency and loss state (every sink's core,
 //! [`crate::pipeline::sink_core`]) and hands reports to the exporter
-//! through a lock-free SPSC ring ([`crate::pipeline::int05::report`]).
+//! through a lock-free SPSC ring ([`crate::pipeline::report::tr05`]).
 //! Forwarding never waits on export: a full ring or an exhausted rate
 //! limit drops the report and counts it.
 
@@ -15,8 +15,8 @@ use int_core::DropReason;
 
 use crate::dpdk::mbuf::{Burst, BURST};
 use crate::flow_table::{Admission, FlowTable};
-use crate::pipeline::int05::report::SinkReporter05;
 use crate::pipeline::rate_limit::RateLimit;
+use crate::pipeline::report::tr05::SinkReporter05;
 use crate::pipeline::setup::SinkSetup;
 use crate::pipeline::sink_core::{SinkCore, SinkRules};
 use crate::pipeline::sink_flow::SinkFlow;
@@ -62,7 +62,7 @@ fn track(
         flow.port_or_hops = source.ingress_port().unwrap_or(0);
     }
     let source_ts = source.and_then(|hop| hop.ingress_timestamp())?;
-    let latency = one_way_latency(now_ns, source_ts, rules.settings.max_skew_ns)
+    let latency = one_way_latency(now_ns, source_ts, rules.settings.reports.max_skew_ns)
         .map(u64::from)
         .map_err(|skew| -i128::from(skew));
     rules.latency(flow, latency, now_ns, counters)
@@ -87,9 +87,14 @@ pub struct Sink05Stage {
 impl Sink05Stage {
     /// A sink of `domain` that reports in `profile`'s form.
     pub fn new(domain: Domain, profile: ReportProfile, setup: SinkSetup) -> Self {
-        let SinkSetup { settings, hop, rate_limit, reports } = setup;
-        let reports =
-            SinkReporter05::new(reports, RateLimit::new(rate_limit), profile, hop.node_id, hop.rx_int_port);
+        let SinkSetup { settings, hop, reports } = setup;
+        let reports = SinkReporter05::new(
+            reports,
+            RateLimit::new(settings.reports.rate_limit),
+            profile,
+            hop.node_id,
+            hop.rx_int_port,
+        );
         let flows = FlowTable::new(settings.flow_capacity as usize);
         Sink05Stage {
             domain,
@@ -112,7 +117,7 @@ impl Sink05Stage {
         // leaves the burst (dropped by policy).
         let (mut fast, mut general, mut drop) = (0u32, 0u32, 0u32);
         for i in 0..burst.len() {
-            let Some(frame) = crate::pipeline::frame_ahead(burst, i, counters) else { continue };
+            let Some(frame) = crate::pipeline::frames::frame_ahead(burst, i, counters) else { continue };
             match sink::classify_fast(frame, &self.domain, &mut self.shapes) {
                 FastArrival::Int(found) => {
                     let hash = found.frame.flow.hash64();
@@ -124,7 +129,7 @@ impl Sink05Stage {
                 }
                 FastArrival::NotInt => counters.inc(Counter::not_int),
                 FastArrival::Other => {
-                    if let Some(entry) = self.extract_one(frame, i, &mut drop, counters) {
+                    if let Some(entry) = self.find_one(frame, i, &mut drop, counters) {
                         if let Some(lane) = self.lanes.general.get_mut(i) {
                             *lane = entry;
                             general |= 1 << i;
@@ -200,7 +205,7 @@ impl Sink05Stage {
     /// path and prefetches its flow's slot; counts and applies the
     /// malformed policy.
     #[inline(always)]
-    fn extract_one(
+    fn find_one(
         &mut self,
         frame: &[u8],
         i: usize,
@@ -285,14 +290,16 @@ mod tests {
     /// between bursts, once, and the stage keeps its flows.
     #[test]
     fn reloaded_report_settings_are_swapped_in_once() {
-        use crate::pipeline::reload::{mailbox, SinkReports, Update};
+        use crate::config::ReportSettings;
+        use crate::pipeline::reload::{mailbox, Update};
         use int_core::latency::ChangeRule;
         let (sink, _receiver) = stage(Domain::default());
-        let mut stage = crate::pipeline::Stage::Int05(crate::pipeline::int05::Int05::Sink(Box::new(sink)));
+        let mut stage =
+            crate::pipeline::stage::Stage::Int05(crate::pipeline::int05::Int05::Sink(Box::new(sink)));
         let (mut outbox, mut inbox) = mailbox();
         let latency = LatencyConfig { rule: ChangeRule::Absolute { ns: 5_000 }, refresh_ns: 7 * MS };
         let hops = int_core::hop_rule::HopRule::default();
-        let new = SinkReports {
+        let new = ReportSettings {
             latency,
             max_skew_ns: 1_000,
             rate_limit: 100,
@@ -300,13 +307,13 @@ mod tests {
             hops,
             queue_quota: 5,
         };
-        assert!(outbox.post(Update::SinkReports(new)));
-        assert_eq!(inbox.apply(&mut stage), 1);
-        assert_eq!(inbox.apply(&mut stage), 0, "taken once");
-        let crate::pipeline::Stage::Int05(crate::pipeline::int05::Int05::Sink(sink)) = &stage else {
+        assert!(outbox.post(Update::Reports(new)));
+        assert_eq!(inbox.apply(|update| stage.apply(update)), 1);
+        assert_eq!(inbox.apply(|update| stage.apply(update)), 0, "taken once");
+        let crate::pipeline::stage::Stage::Int05(crate::pipeline::int05::Int05::Sink(sink)) = &stage else {
             panic!()
         };
-        let settings = &sink.core.rules.settings;
+        let settings = &sink.core.rules.settings.reports;
         assert_eq!(
             (settings.latency, settings.max_skew_ns, sink.core.reports.rate_limit()),
             (latency, 1_000, 100)

@@ -133,7 +133,7 @@ impl Source05Stage {
         // marked (edge policy to apply); or leaves the burst.
         let (mut fast, mut general, mut marked, mut drop) = (0u32, 0u32, 0u32, 0u32);
         for i in 0..burst.len() {
-            let Some(frame) = crate::pipeline::frame_ahead(burst, i, counters) else { continue };
+            let Some(frame) = crate::pipeline::frames::frame_ahead(burst, i, counters) else { continue };
             if let Some(plan) = self.fast_plan(frame) {
                 if let Some(lane) = self.lanes.fast.get_mut(i) {
                     *lane = plan;

@@ -65,7 +65,7 @@ impl Transit05Stage {
                     .unwrap_or_else(|| transit::push_with(f, config, &hop, shapes))
             };
             let counter = match burst.with_frame(i, push) {
-                None => crate::pipeline::unwritable(burst, i).unwrap_or(Counter::shared_mbuf),
+                None => crate::pipeline::frames::unwritable(burst, i).unwrap_or(Counter::shared_mbuf),
                 Some(Ok(Outcome::Pushed(_))) => Counter::pushed,
                 Some(Ok(Outcome::MaxHopReached)) => Counter::max_hop_reached,
                 Some(Ok(Outcome::DestinationOnly)) => Counter::destination_only,

@@ -3,7 +3,6 @@
 
 pub mod clones;
 pub mod postcard;
-pub mod report;
 pub mod sink;
 pub mod source;
 pub mod transit;

@@ -24,7 +24,7 @@ use crate::config::{PostcardReport, PostcardSettings, Rule};
 use crate::dpdk::mbuf::{Burst, BURST};
 use crate::flow_table::{Admission, FlowRef, FlowTable};
 use crate::pipeline::hop_figures::{BurstFigures, HopFigures};
-use crate::pipeline::int21::report::{in_type_of, Reporter21, Subject};
+use crate::pipeline::report::tr20::{in_type_of, Reporter21, Subject};
 use crate::pipeline::setup::Hop;
 use crate::pipeline::source_flow::{fast_flow_watched, skip_counter, to_collector, Ageing};
 use crate::pipeline::top_flows::TopFlows;

@@ -22,7 +22,7 @@
 //! Host-INT's, and reports the losses it declares by the rule of
 //! [`int_core::report::tr20_loss`]. The reports of a burst or a sweep step
 //! share one datagram. INT-MX packets are stripped and reported with this
-//! node's metadata as every MX node reports (see [`crate::pipeline::int21::report`]).
+//! node's metadata as every MX node reports (see [`crate::pipeline::report::tr20`]).
 //! The flow table, the rules and the sweep are every sink's
 //! ([`crate::pipeline::sink_core`]).
 
@@ -33,7 +33,7 @@ use int_core::report::tr20::{self, DropInfo};
 
 use crate::dpdk::mbuf::Burst;
 use crate::flow_table::FlowRef;
-use crate::pipeline::int21::report::{in_type_of, Packet, SinkReporter21, LATENCY_MD_BITS};
+use crate::pipeline::report::tr20::{in_type_of, Packet, SinkReporter21, LATENCY_MD_BITS};
 use crate::pipeline::setup::SinkSetup;
 use crate::pipeline::sink_core::{restored, Seen, SinkCore};
 use crate::stats::{Counter, Counters};
@@ -53,15 +53,16 @@ impl Sink21Stage {
         self.core.begin_burst(burst, burst_ns);
         let mut drop = 0u32;
         for i in 0..burst.len() {
-            let Some(frame) = crate::pipeline::frame_ahead(burst, i, counters) else { continue };
-            let keep = match fast_sink::classify_fast(frame, &self.domain, &self.core.rules.settings.hops) {
-                FastArrival::Int(fast) => self.take_fast(burst, i, &fast, burst_ns, counters),
-                FastArrival::NotInt => {
-                    counters.inc(Counter::not_int);
-                    true
-                }
-                FastArrival::Other => self.take_general(burst, i, burst_ns, counters),
-            };
+            let Some(frame) = crate::pipeline::frames::frame_ahead(burst, i, counters) else { continue };
+            let keep =
+                match fast_sink::classify_fast(frame, &self.domain, &self.core.rules.settings.reports.hops) {
+                    FastArrival::Int(fast) => self.take_fast(burst, i, &fast, burst_ns, counters),
+                    FastArrival::NotInt => {
+                        counters.inc(Counter::not_int);
+                        true
+                    }
+                    FastArrival::Other => self.take_general(burst, i, burst_ns, counters),
+                };
             if !keep {
                 drop |= 1 << i;
             }
@@ -97,7 +98,7 @@ impl Sink21Stage {
             .track(flow, &seen, now_ns, counters)
             .or(fast.discard.then_some(Counter::reports_latency));
         if let Some(why) = why {
-            let hops = &self.core.rules.settings.hops;
+            let hops = &self.core.rules.settings.reports.hops;
             if let Some(Ok(Some(found))) = burst.data(i).map(|frame| sink::extract(frame, &self.domain, hops))
             {
                 if let Some(frame) = burst.data(i) {
@@ -114,7 +115,7 @@ impl Sink21Stage {
     /// report and restore. Returns whether it goes on.
     fn take_general(&mut self, burst: &mut Burst, i: usize, burst_ns: u64, counters: &mut Counters) -> bool {
         let Some(frame) = burst.data(i) else { return true };
-        let found = match sink::classify(frame, &self.domain, &self.core.rules.settings.hops) {
+        let found = match sink::classify(frame, &self.domain, &self.core.rules.settings.reports.hops) {
             Ok(Arrival::Int(found)) => found,
             Ok(Arrival::NotInt) => {
                 counters.inc(Counter::not_int);

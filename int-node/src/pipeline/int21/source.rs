@@ -23,7 +23,7 @@ use crate::flow_table::FlowRef;
 use crate::flow_table::FlowTable;
 use crate::pipeline::hop_figures::HopFigures;
 use crate::pipeline::int21::clones::Clones;
-use crate::pipeline::int21::report::{Reporter21, Subject};
+use crate::pipeline::report::tr20::{report_mx, Reporter21};
 use crate::pipeline::setup::{Hop, SetupError};
 use crate::pipeline::source_flow::{fast_flow_watched, next_number, skip_counter, Ageing};
 use crate::pipeline::top_flows::TopFlows;
@@ -79,7 +79,7 @@ impl Source21Stage {
         // A cloning source counts every flow's packets to pick its copies.
         let counted = config.numbers_packets() || clones.is_some();
         Ok(Source21Stage {
-            fast: FastSource::of(&config, &Self::own_metadata(hop)),
+            fast: FastSource::of(&config, &Self::own_hop(hop)),
             clones,
             config,
             watchlist: settings.watchlist.clone(),
@@ -102,7 +102,7 @@ impl Source21Stage {
 
     /// This node's hop as the source writes it: its node id and the
     /// pipeline's ports (the times are each packet's).
-    pub fn own_metadata(hop: &Hop) -> HopMetadata {
+    pub fn own_hop(hop: &Hop) -> HopMetadata {
         HopMetadata {
             node_id: Some(hop.node_id),
             l1_ingress_port: Some(hop.rx_int_port),
@@ -143,7 +143,7 @@ impl Source21Stage {
         self.egress_ns = figures.egress_ns;
         let mut drop = 0u32;
         for i in 0..burst.len() {
-            let Some(frame) = crate::pipeline::frame_ahead(burst, i, counters) else { continue };
+            let Some(frame) = crate::pipeline::frames::frame_ahead(burst, i, counters) else { continue };
             // A cloning source counts on the fast path, so that the packets
             // not due a copy (most) leave without a plan.
             let mut counted = None;
@@ -172,7 +172,7 @@ impl Source21Stage {
             });
             let Some(n) = n else { continue };
             let ingress = burst.arrival_ns(i, self.rx_timestamps, now_ns);
-            let hop = self.own_hop(ingress);
+            let hop = self.own_hop_at(ingress);
             let numbers = self.config.numbers_packets() && !plan.mtu_exceeded;
             let cloning = self.clones.is_some();
             let due = (&plan.flow, n);
@@ -335,7 +335,7 @@ impl Source21Stage {
             return;
         };
         let ingress = burst.arrival_ns(i, self.rx_timestamps, now_ns);
-        let hop = self.own_hop(ingress);
+        let hop = self.own_hop_at(ingress);
         let numbers = self.config.numbers_packets() && !mtu_exceeded;
         let cloning = self.clones.is_some();
         let due = (&plan.flow, n);
@@ -405,7 +405,7 @@ impl Source21Stage {
     }
 
     /// This node's metadata: the time the packet arrived and leaves.
-    fn own_hop(&self, ingress_ns: u64) -> HopMetadata {
+    fn own_hop_at(&self, ingress_ns: u64) -> HopMetadata {
         let egress_ns = self.egress_ns;
         HopMetadata {
             node_id: Some(self.node_id),
@@ -489,26 +489,4 @@ fn target<'a>(
     let number = clones.copy_number(n)?;
     let j = clones.copy(burst, i, due, counters)?;
     Some((&mut clones.out, j, if numbers { number } else { 0 }))
-}
-
-/// An INT-MX node's report on a packet that carries an MX header (INT-MD
-/// packets are reported by the sink alone).
-pub(crate) fn report_mx(
-    reporter: &mut Reporter21,
-    frame: &[u8],
-    domain: &int_core::int21::Domain,
-    hop: HopMetadata,
-    now_ns: u64,
-    counters: &mut Counters,
-) {
-    let Ok(Some(found)) = sink::extract(frame, domain, &HopRule::default()) else { return };
-    if !found.is_mx {
-        return;
-    }
-    let Some(packet) = frame.get(found.ip.l3..found.report_end()) else { return };
-    // A D packet is discarded by the sink, not here.
-    let rep_md_bits = found.instructions.bits();
-    let in_type = crate::pipeline::int21::report::in_type_of(found.ip.version);
-    let subject = Subject { packet, in_type, rep_md_bits, metadata: hop, drop: None };
-    reporter.report(subject, now_ns, Counter::reports_mx, counters);
 }

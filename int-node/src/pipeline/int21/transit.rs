@@ -12,7 +12,7 @@ use int_core::int21::{Domain, HopMetadata};
 use crate::clock::Clock;
 use crate::dpdk::mbuf::{Burst, RxClock};
 use crate::pipeline::hop_figures::HopFigures;
-use crate::pipeline::int21::report::Reporter21;
+use crate::pipeline::report::tr20::Reporter21;
 use crate::pipeline::setup::Hop;
 use crate::stats::{Counter, Counters};
 
@@ -51,7 +51,7 @@ impl Transit21Stage {
         let figures = self.figures.burst(clock.now_ns(), burst.len());
         for i in 0..burst.len() {
             burst.prefetch(i + 1);
-            if let Some(counter) = crate::pipeline::unwritable(burst, i) {
+            if let Some(counter) = crate::pipeline::frames::unwritable(burst, i) {
                 counters.inc(counter);
                 continue;
             }
@@ -75,7 +75,7 @@ impl Transit21Stage {
                 Some(Ok(Outcome::MtuExceeded)) => Counter::mtu_exceeded,
                 Some(Ok(Outcome::Mx)) => {
                     if let (Some(reporter), Some(frame)) = (self.reporter.as_mut(), burst.data(i)) {
-                        crate::pipeline::int21::source::report_mx(
+                        crate::pipeline::report::tr20::report_mx(
                             reporter,
                             frame,
                             &self.domain,

@@ -30,10 +30,10 @@ use int_core::ioam::find::{find, Found};
 use int_core::ioam::{Domain, TimestampFormat};
 use int_core::report::tr20::InType;
 
-use crate::config::INT21_DOMAIN_ID;
 use crate::dpdk::mbuf::Burst;
 use crate::flow_table::FlowRef;
-use crate::pipeline::int21::report::{Packet, SinkReporter21, LATENCY_MD_BITS};
+use crate::pipeline::report::tr20::{Packet, SinkReporter21, LATENCY_MD_BITS};
+use crate::pipeline::report::NODE_DOMAIN_ID;
 use crate::pipeline::setup::SinkSetup;
 use crate::pipeline::sink_core::{restored, Seen, SinkCore};
 use crate::stats::{Counter, Counters};
@@ -49,7 +49,7 @@ impl IoamDecapStage {
         IoamDecapStage {
             namespace: domain.namespace,
             timestamps: domain.timestamps,
-            core: SinkCore::tr20(setup, INT21_DOMAIN_ID),
+            core: SinkCore::tr20(setup, NODE_DOMAIN_ID),
         }
     }
 
@@ -58,7 +58,7 @@ impl IoamDecapStage {
         self.core.begin_burst(burst, burst_ns);
         let mut drop = 0u32;
         for i in 0..burst.len() {
-            let Some(frame) = crate::pipeline::frame_ahead(burst, i, counters) else { continue };
+            let Some(frame) = crate::pipeline::frames::frame_ahead(burst, i, counters) else { continue };
             let keep = match FastDecap::read(frame, self.namespace) {
                 Some(fast) => self.take_fast(burst, i, &fast, burst_ns, counters),
                 None => self.take(burst, i, burst_ns, counters),
@@ -89,7 +89,9 @@ impl IoamDecapStage {
             sequence,
             source_node,
             source_ns,
-            hops: sampled(&self.core.rules.settings.hops, sequence, fast.flow.phase(), || fast.hops(frame)),
+            hops: sampled(&self.core.rules.settings.reports.hops, sequence, fast.flow.phase(), || {
+                fast.hops(frame)
+            }),
             is_mx: false,
         };
         let overflow = fast.trace.header.overflow();
@@ -167,7 +169,7 @@ impl IoamDecapStage {
             sequence,
             source_node: oldest.and_then(|hop| hop.node_id),
             source_ns: oldest.and_then(|hop| hop.ingress_timestamp).or(found.entered_ns(self.timestamps)),
-            hops: sampled(&self.core.rules.settings.hops, sequence, phase, figures),
+            hops: sampled(&self.core.rules.settings.reports.hops, sequence, phase, figures),
             is_mx: false,
         }
     }

@@ -97,7 +97,7 @@ impl Element {
         let mut drop = 0u32;
         for i in 0..burst.len() {
             burst.prefetch(i + 1);
-            if let Some(counter) = crate::pipeline::unwritable(burst, i) {
+            if let Some(counter) = crate::pipeline::frames::unwritable(burst, i) {
                 counters.inc(counter);
                 continue;
             }

@@ -1,4 +1,4 @@
-//! The Telemetry Report 2.0 reports of an INT 2.1 domain's stages: a group
+//! The Telemetry Report 2.0 reports of INT 2.1's stages and IOAM's sink: a group
 //! header with this node's id, then individual reports of RepType 1 (INT),
 //! InType 4 or 5 (IPv4 or IPv6), F set, the metadata this node provides, and the packet
 //! from its IP header through the INT block as inner contents. The
@@ -13,7 +13,8 @@
 //! not known here. Reports of every MX packet go out, within the export
 //! rate limit (counted `reports_suppressed` beyond it).
 
-use int_core::int21::{HopMetadata, Instructions};
+use int_core::hop_rule::HopRule;
+use int_core::int21::{sink, HopMetadata, Instructions};
 use int_core::report::tr20::{
     DropInfo, GroupHeaderRepr, InType, IndividualReport, IntContents, RepType, ReportFlags, DROP_BIT,
     DROP_INT_MALFORMED, GROUP_HEADER_LEN,
@@ -199,6 +200,28 @@ impl Reporter21 {
     }
 }
 
+/// An INT-MX node's report on a packet that carries an MX header (INT-MD
+/// packets are reported by the sink alone).
+pub(crate) fn report_mx(
+    reporter: &mut Reporter21,
+    frame: &[u8],
+    domain: &int_core::int21::Domain,
+    hop: HopMetadata,
+    now_ns: u64,
+    counters: &mut Counters,
+) {
+    let Ok(Some(found)) = sink::extract(frame, domain, &HopRule::default()) else { return };
+    if !found.is_mx {
+        return;
+    }
+    let Some(packet) = frame.get(found.ip.l3..found.report_end()) else { return };
+    // A D packet is discarded by the sink, not here.
+    let rep_md_bits = found.instructions.bits();
+    let in_type = in_type_of(found.ip.version);
+    let subject = Subject { packet, in_type, rep_md_bits, metadata: hop, drop: None };
+    reporter.report(subject, now_ns, Counter::reports_mx, counters);
+}
+
 /// The reports of a sink that speaks Telemetry Report 2.0 (INT 2.1's sink
 /// and IOAM's decapsulating node): this node's metadata on the packets it
 /// reports, drop reports on the packets it drops for their lying headers,
@@ -284,8 +307,8 @@ impl SinkCore<SinkReporter21> {
     /// A TR 2.0 sink's core: a table that keeps IPv6 flows' addresses,
     /// loss reports under `domain_id`.
     pub fn tr20(setup: SinkSetup, domain_id: u16) -> Self {
-        let SinkSetup { settings, hop, rate_limit, reports } = setup;
-        let reporter = Reporter21::new(reports, RateLimit::new(rate_limit), hop.node_id);
+        let SinkSetup { settings, hop, reports } = setup;
+        let reporter = Reporter21::new(reports, RateLimit::new(settings.reports.rate_limit), hop.node_id);
         let reports = SinkReporter21::new(reporter, domain_id, hop.rx_int_port);
         let flows = FlowTable::with_ipv6_keys(settings.flow_capacity as usize);
         SinkCore::new(settings, hop.rx_timestamps, flows, reports)

@@ -1,0 +1,32 @@
+//! A burst's frames as a stage's first pass meets them: each packet's
+//! bytes, with the next one loading, unless its mbuf may not be
+//! rewritten (counted by reason; the stage forwards it untouched).
+
+use crate::dpdk::mbuf::{Burst, Unwritable, Writable};
+use crate::stats::{Counter, Counters};
+
+/// Packet `i`'s frame for a stage's first pass: `None` past the burst, and
+/// for mbufs that are not [`Burst::writable`] (counted by reason; stages
+/// forward them untouched). Starts loading packet i+1 on the way.
+#[inline(always)]
+pub(crate) fn frame_ahead<'a>(burst: &'a Burst, i: usize, counters: &mut Counters) -> Option<&'a [u8]> {
+    if i >= burst.len() {
+        return None;
+    }
+    burst.prefetch(i + 1);
+    if let Some(counter) = unwritable(burst, i) {
+        counters.inc(counter);
+        return None;
+    }
+    burst.data(i)
+}
+
+/// The counter for packet `i` when its mbuf may not be rewritten.
+#[inline(always)]
+pub(crate) fn unwritable(burst: &Burst, i: usize) -> Option<Counter> {
+    match burst.writable(i) {
+        Writable::Yes => None,
+        Writable::No(Unwritable::MultiSegment) => Some(Counter::multi_segment),
+        Writable::No(Unwritable::Shared) => Some(Counter::shared_mbuf),
+    }
+}

@@ -1,0 +1,58 @@
+//! A pipeline's stage: the one enum over every protocol's roles and the
+//! protocol-free stages, chosen once at start, and how a reload's update
+//! reaches the role it is for.
+
+#[cfg(feature = "lab")]
+use super::impair;
+use super::int05::Int05;
+use super::int21::Int21;
+use super::ioam::Ioam;
+use super::reload::Update;
+use super::{generate, reference};
+
+/// A pipeline's stage: a role of a protocol's domain (the version named
+/// where there is more than one), or one of the protocol-free stages.
+pub enum Stage {
+    Forward,
+    Int05(Int05),
+    Int21(Int21),
+    Ioam(Ioam),
+    #[cfg(feature = "lab")]
+    Impair(Box<impair::ImpairStage>),
+    Reference(Box<reference::ReferenceStage>),
+    Generate(Box<generate::GenerateStage>),
+}
+
+impl Stage {
+    /// A sink of any protocol: it sweeps its flows on every poll.
+    pub fn is_sink(&self) -> bool {
+        matches!(
+            self,
+            Stage::Int05(Int05::Sink(_)) | Stage::Int21(Int21::Sink(_)) | Stage::Ioam(Ioam::Decap(_))
+        )
+    }
+
+    /// Puts `update` in the stage (between bursts); returns what it
+    /// replaced (or the update itself where the stage has no such
+    /// setting).
+    pub fn apply(&mut self, update: Update) -> Update {
+        match (self, update) {
+            (Stage::Int05(Int05::Source(source)), Update::Watchlist(rules)) => {
+                Update::Watchlist(std::mem::replace(&mut source.watchlist, rules))
+            }
+            (Stage::Int21(Int21::Source(source)), Update::Watchlist(rules)) => {
+                Update::Watchlist(std::mem::replace(&mut source.watchlist, rules))
+            }
+            (Stage::Int05(Int05::Sink(sink)), Update::Reports(reports)) => {
+                Update::Reports(sink.core.set_reports(reports))
+            }
+            (Stage::Int21(Int21::Sink(sink)), Update::Reports(reports)) => {
+                Update::Reports(sink.core.set_reports(reports))
+            }
+            (Stage::Ioam(Ioam::Decap(decap)), Update::Reports(reports)) => {
+                Update::Reports(decap.core.set_reports(reports))
+            }
+            (_, update) => update,
+        }
+    }
+}
