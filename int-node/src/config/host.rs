@@ -3,7 +3,7 @@
 //! files) out, for a config written on one host for another.
 
 use super::eal;
-use super::Problems;
+use super::problems::Problems;
 
 /// The `eal` list of a config's text, read on its own so that it is judged
 /// even when the rest of the file has problems.

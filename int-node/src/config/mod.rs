@@ -12,6 +12,7 @@ mod ioam;
 mod model;
 pub mod paths;
 mod pipeline;
+mod problems;
 mod queues;
 mod raw;
 pub mod reload;
@@ -22,7 +23,6 @@ mod validate;
 #[cfg(test)]
 mod tests;
 
-use std::fmt;
 use std::path::Path;
 
 pub use advice::warnings;
@@ -32,57 +32,8 @@ pub use pipeline::INT21_DOMAIN_ID;
 #[cfg(feature = "lab")]
 pub use settings::impair_units;
 
-/// One problem in a config file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Problem {
-    pub path: String,
-    pub message: String,
-    pub hint: String,
-}
-
-impl fmt::Display for Problem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.path, self.message)?;
-        if !self.hint.is_empty() {
-            write!(f, "\n    hint: {}", self.hint)?;
-        }
-        Ok(())
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    #[error("cannot read {path}: {source}")]
-    Read { path: String, source: std::io::Error },
-    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
-    Invalid(Vec<Problem>),
-}
-
-/// The problems found so far.
-#[derive(Debug, Default)]
-struct Problems(Vec<Problem>);
-
-impl Problems {
-    fn add(&mut self, path: impl Into<String>, message: impl Into<String>, hint: impl Into<String>) {
-        self.0.push(Problem { path: path.into(), message: message.into(), hint: hint.into() });
-    }
-
-    /// One problem for each of `keys` (name, given) that was given under
-    /// `path` but belongs to the other INT version.
-    fn other_version(&mut self, path: &str, keys: &[(&str, bool)], belongs_to: &str, hint: &str) {
-        for (key, _) in keys.iter().filter(|(_, given)| *given) {
-            self.add(format!("{path}.{key}"), format!("{key} is a key of {belongs_to}"), hint);
-        }
-    }
-
-    fn into_result<T>(self, value: T) -> Result<T, ConfigError> {
-        if self.0.is_empty() {
-            Ok(value)
-        } else {
-            Err(ConfigError::Invalid(self.0))
-        }
-    }
-}
+use problems::{yaml_problem, Problems};
+pub use problems::{ConfigError, Problem};
 
 /// Where a config is meant to run: checked against this host (the files
 /// it reads exist, its lcores' CPUs too) or not.
@@ -216,24 +167,4 @@ pub fn parse(text: &str) -> Result<Config, ConfigError> {
         }
     }
     Err(ConfigError::Invalid(problems))
-}
-
-fn yaml_problem(error: &serde_yaml_ng::Error) -> Problem {
-    let text = error.to_string();
-    // serde_yaml_ng says "pipelines[0].sink: unknown field `x`, expected ...
-    // at line 3 column 5": split the path from the message.
-    let (path, message) = match text.split_once(": ") {
-        Some((path, rest)) if !path.contains(' ') => (path.to_string(), rest.to_string()),
-        _ => ("(document)".to_string(), text.clone()),
-    };
-    let hint = if message.contains("unknown field") {
-        "check the spelling against config/README.md; every key is listed there"
-    } else if message.contains("missing field") {
-        "this key is required; config/README.md shows an example"
-    } else if message.contains("invalid type") {
-        "the value has the wrong type (a number, a string, a list?)"
-    } else {
-        "the file must be YAML as in config/*.yaml"
-    };
-    Problem { path, message, hint: hint.to_string() }
 }
