@@ -9,7 +9,7 @@ use super::problems::Problems;
 /// even when the rest of the file has problems.
 pub fn eal_of(text: &str) -> Vec<String> {
     // The same bound as the whole file's parse: no deep nesting parsed.
-    if super::nesting(text) > super::MAX_NESTING {
+    if super::nesting::nesting(text) > super::nesting::MAX_NESTING {
         return Vec::new();
     }
     let value: serde_yaml_ng::Value = serde_yaml_ng::from_str(text).unwrap_or_default();

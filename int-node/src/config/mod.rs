@@ -10,6 +10,7 @@ mod eal;
 mod host;
 mod ioam;
 mod model;
+mod nesting;
 pub mod paths;
 mod pipeline;
 mod problems;
@@ -32,6 +33,7 @@ pub use pipeline::INT21_DOMAIN_ID;
 #[cfg(feature = "lab")]
 pub use settings::impair_units;
 
+use nesting::{nesting, MAX_NESTING};
 use problems::{yaml_problem, Problems};
 pub use problems::{ConfigError, Problem};
 
@@ -71,8 +73,6 @@ pub fn load(path: &Path, host: Host) -> Result<Config, ConfigError> {
 
 /// The largest config file read: a node's config is a few KiB.
 pub const MAX_FILE_BYTES: u64 = 1 << 20;
-/// The deepest nesting of YAML collections parsed: a config nests 5 deep.
-pub const MAX_NESTING: usize = 32;
 
 /// A config file's text: a regular file (not a FIFO, a device or a
 /// directory, which could block or never end) of at most
@@ -109,30 +109,6 @@ fn file_kind(kind: std::fs::FileType) -> &'static str {
         _ if kind.is_socket() => "socket",
         _ => "special file",
     }
-}
-
-/// How deep the text's flow collections (`[`, `{`) and block indentation
-/// nest, outside quotes and comments: a bound that keeps the YAML parser's
-/// time and stack small whatever the file holds.
-fn nesting(text: &str) -> usize {
-    let (mut deepest, mut depth, mut quote) = (0usize, 0usize, None);
-    for line in text.lines() {
-        let indent = line.len() - line.trim_start_matches([' ', '-']).len();
-        deepest = deepest.max(indent / 2);
-        for c in line.chars() {
-            match (quote, c) {
-                (Some(q), c) if c == q => quote = None,
-                (Some(_), _) => {}
-                (None, '\'' | '"') => quote = Some(c),
-                (None, '#') => break,
-                (None, '[' | '{') => depth += 1,
-                (None, ']' | '}') => depth = depth.saturating_sub(1),
-                _ => {}
-            }
-            deepest = deepest.max(depth);
-        }
-    }
-    deepest
 }
 
 /// Validates a config's text.
