@@ -6,7 +6,7 @@ use int_core::names::{parse_name, UnknownName};
 use serde::{Deserialize, Deserializer};
 use strum::VariantNames;
 
-use super::Problems;
+use super::problems::Problems;
 
 /// A named value as the YAML wrote it. Deserializing never fails on an
 /// unknown name: validation reports it as one problem among the others,

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use super::model::{Device, DeviceKind};
-use super::Problems;
+use super::problems::Problems;
 
 /// Reads a device string: `net_pcap0,rx_pcap=in.pcap` or
 /// `0000:03:00.0,rxq_cqe_comp_en=0`. `None` when it is neither a vdev nor

@@ -3,13 +3,13 @@
 //! files) out, for a config written on one host for another.
 
 use super::eal;
-use super::Problems;
+use super::problems::Problems;
 
 /// The `eal` list of a config's text, read on its own so that it is judged
 /// even when the rest of the file has problems.
 pub fn eal_of(text: &str) -> Vec<String> {
     // The same bound as the whole file's parse: no deep nesting parsed.
-    if super::nesting(text) > super::MAX_NESTING {
+    if super::nesting::nesting(text) > super::nesting::MAX_NESTING {
         return Vec::new();
     }
     let value: serde_yaml_ng::Value = serde_yaml_ng::from_str(text).unwrap_or_default();

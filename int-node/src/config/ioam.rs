@@ -8,8 +8,8 @@ use int_core::ioam::{Domain, TimestampFormat, FIELD_NAMES};
 
 use super::choice::chosen;
 use super::model::IoamTimestamps;
+use super::problems::Problems;
 use super::raw::RawInt;
-use super::Problems;
 
 /// What a node of the domain writes unless told: its id and Hop Limit,
 /// the time the packet arrived, the time it stayed (a path, one-way

@@ -10,8 +10,10 @@ mod eal;
 mod host;
 mod ioam;
 mod model;
+mod nesting;
 pub mod paths;
 mod pipeline;
+mod problems;
 mod queues;
 mod raw;
 pub mod reload;
@@ -22,7 +24,6 @@ mod validate;
 #[cfg(test)]
 mod tests;
 
-use std::fmt;
 use std::path::Path;
 
 pub use advice::warnings;
@@ -31,57 +32,9 @@ pub use model::*;
 #[cfg(feature = "lab")]
 pub use settings::impair_units;
 
-/// One problem in a config file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Problem {
-    pub path: String,
-    pub message: String,
-    pub hint: String,
-}
-
-impl fmt::Display for Problem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.path, self.message)?;
-        if !self.hint.is_empty() {
-            write!(f, "\n    hint: {}", self.hint)?;
-        }
-        Ok(())
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    #[error("cannot read {path}: {source}")]
-    Read { path: String, source: std::io::Error },
-    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
-    Invalid(Vec<Problem>),
-}
-
-/// The problems found so far.
-#[derive(Debug, Default)]
-struct Problems(Vec<Problem>);
-
-impl Problems {
-    fn add(&mut self, path: impl Into<String>, message: impl Into<String>, hint: impl Into<String>) {
-        self.0.push(Problem { path: path.into(), message: message.into(), hint: hint.into() });
-    }
-
-    /// One problem for each of `keys` (name, given) that was given under
-    /// `path` but belongs to the other INT version.
-    fn other_version(&mut self, path: &str, keys: &[(&str, bool)], belongs_to: &str, hint: &str) {
-        for (key, _) in keys.iter().filter(|(_, given)| *given) {
-            self.add(format!("{path}.{key}"), format!("{key} is a key of {belongs_to}"), hint);
-        }
-    }
-
-    fn into_result<T>(self, value: T) -> Result<T, ConfigError> {
-        if self.0.is_empty() {
-            Ok(value)
-        } else {
-            Err(ConfigError::Invalid(self.0))
-        }
-    }
-}
+use nesting::{nesting, MAX_NESTING};
+use problems::{yaml_problem, Problems};
+pub use problems::{ConfigError, Problem};
 
 /// Where a config is meant to run: checked against this host (the files
 /// it reads exist, its lcores' CPUs too) or not.
@@ -119,8 +72,6 @@ pub fn load(path: &Path, host: Host) -> Result<Config, ConfigError> {
 
 /// The largest config file read: a node's config is a few KiB.
 pub const MAX_FILE_BYTES: u64 = 1 << 20;
-/// The deepest nesting of YAML collections parsed: a config nests 5 deep.
-pub const MAX_NESTING: usize = 32;
 
 /// A config file's text: a regular file (not a FIFO, a device or a
 /// directory, which could block or never end) of at most
@@ -159,30 +110,6 @@ fn file_kind(kind: std::fs::FileType) -> &'static str {
     }
 }
 
-/// How deep the text's flow collections (`[`, `{`) and block indentation
-/// nest, outside quotes and comments: a bound that keeps the YAML parser's
-/// time and stack small whatever the file holds.
-fn nesting(text: &str) -> usize {
-    let (mut deepest, mut depth, mut quote) = (0usize, 0usize, None);
-    for line in text.lines() {
-        let indent = line.len() - line.trim_start_matches([' ', '-']).len();
-        deepest = deepest.max(indent / 2);
-        for c in line.chars() {
-            match (quote, c) {
-                (Some(q), c) if c == q => quote = None,
-                (Some(_), _) => {}
-                (None, '\'' | '"') => quote = Some(c),
-                (None, '#') => break,
-                (None, '[' | '{') => depth += 1,
-                (None, ']' | '}') => depth = depth.saturating_sub(1),
-                _ => {}
-            }
-            deepest = deepest.max(depth);
-        }
-    }
-    deepest
-}
-
 /// Validates a config's text.
 pub fn parse(text: &str) -> Result<Config, ConfigError> {
     if nesting(text) > MAX_NESTING {
@@ -215,24 +142,4 @@ pub fn parse(text: &str) -> Result<Config, ConfigError> {
         }
     }
     Err(ConfigError::Invalid(problems))
-}
-
-fn yaml_problem(error: &serde_yaml_ng::Error) -> Problem {
-    let text = error.to_string();
-    // serde_yaml_ng says "pipelines[0].sink: unknown field `x`, expected ...
-    // at line 3 column 5": split the path from the message.
-    let (path, message) = match text.split_once(": ") {
-        Some((path, rest)) if !path.contains(' ') => (path.to_string(), rest.to_string()),
-        _ => ("(document)".to_string(), text.clone()),
-    };
-    let hint = if message.contains("unknown field") {
-        "check the spelling against config/README.md; every key is listed there"
-    } else if message.contains("missing field") {
-        "this key is required; config/README.md shows an example"
-    } else if message.contains("invalid type") {
-        "the value has the wrong type (a number, a string, a list?)"
-    } else {
-        "the file must be YAML as in config/*.yaml"
-    };
-    Problem { path, message, hint: hint.to_string() }
 }

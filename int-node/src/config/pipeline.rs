@@ -11,13 +11,13 @@ use super::model::{
     ClockSource, EncapsulationName, Endpoint, IntDomain, IntVersion, PipelineConfig, PortConfig,
     ReferenceConfig, RoleName, StageConfig,
 };
+use super::problems::Problems;
 use super::queues::QueueUse;
 use super::raw::{RawEndpoint, RawInt, RawPipeline, RawPostcard, RawSink, RawSource};
 use super::settings::{
     generate_settings, impair_settings, ioam_encap_settings, postcard_settings, sink_settings,
     source21_settings, source_settings,
 };
-use super::Problems;
 use crate::pipeline::report::NODE_DOMAIN_ID;
 
 /// Pipeline `i`, or `None` when its role or a port is unknown (each
@@ -173,13 +173,13 @@ fn source_only(raw: &RawInt, path: &str, problems: &mut Problems) -> SourceOnly 
 /// complement; int-node's source puts its packet number below its whole
 /// hop, so the two are not written together.
 fn complement_below_numbers(
-    settings: &super::Source21Settings,
+    settings: &super::model::Source21Settings,
     domain: &int_core::int21::Domain,
     path: &str,
     problems: &mut Problems,
 ) {
     let complement = settings.instructions.contains(int_core::int21::Instructions::CHECKSUM_COMPLEMENT);
-    if complement && settings.mode == super::Mode::Md && domain.source_only.bits != 0 {
+    if complement && settings.mode == super::model::Mode::Md && domain.source_only.bits != 0 {
         problems.add(
             format!("{path}.instructions"),
             "checksum_complement with packet numbers: the number would sit after the source's complement word",

@@ -17,11 +17,11 @@ use super::model::{
     ProfileName, Protocol, ReportSettings, Rule, SinkSettings, Source05Settings, Source21Settings,
     StageConfig, TunnelPlacement, DEFAULT_CLONE_MBUFS,
 };
+use super::problems::Problems;
 use super::queues::QueueUse;
 use super::raw::{
     RawExport, RawExportPath, RawGenerate, RawHops, RawImpair, RawPostcard, RawRule, RawSink, RawSource,
 };
-use super::Problems;
 
 pub fn source_settings(raw: &RawSource, path: &str, problems: &mut Problems) -> Source05Settings {
     let flavour = chosen(&raw.flavour, Flavour::Hostint, &format!("{path}.flavour"), problems);

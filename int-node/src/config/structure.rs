@@ -6,8 +6,8 @@
 use serde::de::DeserializeOwned;
 use serde_yaml_ng::Value;
 
+use super::problems::{yaml_problem, Problem};
 use super::raw::{NodeId, RawCapture, RawExport, RawMempool, RawPipeline, RawPort, RawStats};
-use super::{yaml_problem, Problem};
 
 /// The top-level keys, as [`super::raw::RawConfig`] has them.
 const KEYS: [&str; 10] = [

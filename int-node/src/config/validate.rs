@@ -11,16 +11,18 @@ use super::model::{
     CaptureConfig, CaptureDirection, Config, Device, DeviceKind, PipelineConfig, PortConfig, StageConfig,
 };
 use super::pipeline::pipeline;
+use super::problems::{ConfigError, Problems};
 use super::queues::QueueUse;
 use super::raw::{NodeId, RawConfig, RawPort};
 use super::settings::export_settings;
-use super::{ConfigError, Problems};
 
 /// A sink or postcard node asked for, even one with other problems,
 /// needs an export.
 fn check_export_needed(raw: &RawConfig, has_export: bool, problems: &mut Problems) {
     let reporting = raw.pipelines.iter().find_map(|p| {
-        p.role.value().filter(|role| matches!(role, super::RoleName::Sink | super::RoleName::Postcard))
+        p.role
+            .value()
+            .filter(|role| matches!(role, super::model::RoleName::Sink | super::model::RoleName::Postcard))
     });
     if let (false, Some(role)) = (has_export, reporting) {
         problems.add(
@@ -112,7 +114,7 @@ fn sinks_keep_to(rate_limit: u32, pipelines: &mut [PipelineConfig]) {
 fn check_profile(raw: &RawConfig, pipelines: &[PipelineConfig], problems: &mut Problems) {
     let sink_05 = pipelines
         .iter()
-        .any(|p| matches!((&p.stage, p.domain), (StageConfig::Sink(_), super::IntDomain::V05(_))));
+        .any(|p| matches!((&p.stage, p.domain), (StageConfig::Sink(_), super::model::IntDomain::V05(_))));
     if raw.export.as_ref().is_some_and(|e| e.profile.is_some()) && !sink_05 {
         problems.add(
             "export.profile",

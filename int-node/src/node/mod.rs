@@ -4,6 +4,7 @@
 //! stop; then workers are joined, reports drained, ports closed, and the
 //! final counters printed ([`summary`]).
 
+mod error;
 pub mod memory;
 mod summary;
 
@@ -16,14 +17,15 @@ use crate::clock::Clock;
 use crate::config::Config;
 use crate::dpdk::eal::Eal;
 use crate::dpdk::lcore::{self, LcoreId};
-use crate::dpdk::DpdkError;
 use crate::pipeline::export::Exporter;
-use crate::pipeline::factory::{self, BuildError};
+use crate::pipeline::factory;
 use crate::pipeline::reload::Outbox;
 use crate::pipeline::{run_worker, Pipeline};
-use crate::ports::{Ports, PortsError};
+use crate::ports::Ports;
 use crate::stats::{Counter, SharedCounters};
 use summary::Summary;
+
+pub use error::RunError;
 
 pub struct RunOptions {
     pub duration: Option<f64>,
@@ -34,40 +36,6 @@ pub struct RunOptions {
     /// The config file, read again on SIGHUP (a reload is compared with
     /// the running config).
     pub reload_from: Option<PathBuf>,
-}
-
-/// Why `run` stopped before or after the packets, each with what the
-/// operator needs to know.
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    #[error(transparent)]
-    Dpdk(#[from] DpdkError),
-    #[error(transparent)]
-    Startup(#[from] crate::startup::Failure),
-    #[error(transparent)]
-    Ports(#[from] PortsError),
-    #[error(transparent)]
-    Build(#[from] BuildError),
-    /// The config asks for more memory than there is: each problem with
-    /// its YAML path and a hint, as `check` gives them.
-    #[error("{}", each_problem(.0))]
-    Memory(Vec<(String, String, String)>),
-    #[error("pipeline {pipeline}: lcore {lcore} is not a worker lcore of this EAL (workers: {workers:?}); add it to -l")]
-    NotAWorker { pipeline: String, lcore: u32, workers: Vec<u32> },
-    #[error("capture {file}: {source}")]
-    Capture { file: String, source: std::io::Error },
-    #[error("stats.metrics {addr}: {source}")]
-    Metrics { addr: std::net::SocketAddr, source: std::io::Error },
-    #[error("export to {collector}: {source}")]
-    Export { collector: String, source: std::io::Error },
-    #[error("writing {path}: {source}")]
-    Write { path: String, source: std::io::Error },
-}
-
-fn each_problem(problems: &[(String, String, String)]) -> String {
-    let each: Vec<String> =
-        problems.iter().map(|(path, message, hint)| format!("{path}: {message} ({hint})")).collect();
-    each.join("; ")
 }
 
 pub fn run(config: &Config, options: &RunOptions) -> Result<(), RunError> {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
-use super::RunError;
+use super::error::RunError;
 use crate::pipeline::export::ExportStats;
 use crate::ports::NamedPortStats;
 use crate::stats::{Counter, SharedCounters};

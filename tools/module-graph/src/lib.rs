@@ -1,9 +1,12 @@
 //! Which module of a crate imports which, read from the sources: the module
 //! tree from `mod` declarations, the edges from `use` statements and from
-//! paths in code (`crate::`, `super::`, `self::`). A parent importing its own
-//! children is ownership (a facade's re-exports), not an edge; every other
-//! import is. Test modules inside a file are left out: they import their
-//! file by design.
+//! paths in code (`crate::`, `super::`, `self::`, and a path that begins
+//! with a child module's name, `sink::Sink05Stage`). A parent re-exporting
+//! what lies under it (`pub use`, `pub(crate) use`) is ownership (a
+//! facade), not an edge; every other import is, a parent's use of its
+//! child's items included: a parent enum of its children's stages, with the
+//! children importing the parent, is a cycle. Test modules inside a file
+//! are left out: they import their file by design.
 //!
 //! This reads Rust the way the workspace writes it (no `#[path]`, no macro
 //! made modules), not Rust in general; it is a check, not a compiler.
@@ -29,12 +32,50 @@ pub struct Edge {
     pub line: usize,
 }
 
-/// A rule between layers: no module under `from` imports a module under `to`.
+/// A rule between layers, each a set of forbidden directions.
 #[derive(Debug, Clone, Copy)]
+pub enum Rule {
+    /// No module under `from` imports a module under `to`.
+    Forbidden { from: &'static str, to: &'static str, why: &'static str },
+    /// The rooms under `parent` (`crate::pipeline` with `int05`, `int21`)
+    /// never import each other; a room that does not exist is no room.
+    Apart { parent: &'static str, rooms: &'static [&'static str], why: &'static str },
+    /// The modules `shared` under `parent` never import one of `rooms`:
+    /// what the rooms share lies below them.
+    Below {
+        parent: &'static str,
+        shared: &'static [&'static str],
+        rooms: &'static [&'static str],
+        why: &'static str,
+    },
+}
+
+/// One forbidden direction: no module under `from` imports one under `to`.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Forbidden {
-    pub from: &'static str,
-    pub to: &'static str,
+    pub from: String,
+    pub to: String,
     pub why: &'static str,
+}
+
+impl Rule {
+    /// The rule as forbidden directions: `Apart` with 4 rooms is 12.
+    pub fn forbidden(&self) -> Vec<Forbidden> {
+        let under = |parent: &str, room: &str| format!("{parent}::{room}");
+        match *self {
+            Rule::Forbidden { from, to, why } => vec![Forbidden { from: from.into(), to: to.into(), why }],
+            Rule::Apart { parent, rooms, why } => rooms
+                .iter()
+                .flat_map(|from| rooms.iter().filter(move |to| *to != from).map(move |to| (from, to)))
+                .map(|(from, to)| Forbidden { from: under(parent, from), to: under(parent, to), why })
+                .collect(),
+            Rule::Below { parent, shared, rooms, why } => shared
+                .iter()
+                .flat_map(|from| rooms.iter().map(move |to| (from, to)))
+                .map(|(from, to)| Forbidden { from: under(parent, from), to: under(parent, to), why })
+                .collect(),
+        }
+    }
 }
 
 /// What the check found wrong in one crate.
@@ -57,12 +98,13 @@ pub fn edges(krate: &Crate) -> Vec<Edge> {
     let mut out = Vec::new();
     for module in &krate.modules {
         let mut seen: BTreeMap<String, usize> = BTreeMap::new();
-        for (path, line) in paths::imports(&module.source) {
-            let Some(to) = krate.resolve(&module.name, &path) else { continue };
-            if to == module.name || tree::is_within(&to, &module.name) {
+        let children = krate.children(&module.name);
+        for written in paths::imports(&module.source, &children) {
+            let Some(to) = krate.resolve(&module.name, &written.path) else { continue };
+            if to == module.name || (written.reexport && tree::is_within(&to, &module.name)) {
                 continue;
             }
-            seen.entry(to).or_insert(line);
+            seen.entry(to).or_insert(written.line);
         }
         out.extend(seen.into_iter().map(|(to, line)| Edge { from: module.name.clone(), to, line }));
     }
@@ -70,14 +112,15 @@ pub fn edges(krate: &Crate) -> Vec<Edge> {
 }
 
 /// Cycles and layer crossings in one crate.
-pub fn check(krate: &Crate, rules: &[Forbidden]) -> Findings {
+pub fn check(krate: &Crate, rules: &[Rule]) -> Findings {
     let edges = edges(krate);
+    let forbidden: Vec<Forbidden> = rules.iter().flat_map(Rule::forbidden).collect();
     let crossings = edges
         .iter()
         .flat_map(|e| {
-            rules
+            forbidden
                 .iter()
-                .filter(|r| tree::is_within_or(&e.from, r.from) && tree::is_within_or(&e.to, r.to))
+                .filter(|r| tree::is_within_or(&e.from, &r.from) && tree::is_within_or(&e.to, &r.to))
                 .map(move |r| (e.clone(), r.why))
         })
         .collect();

@@ -4,21 +4,43 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use crate::Edge;
 
-/// Every `crate::`, `super::` and `self::` path of a file, with its line,
-/// `use` groups expanded; comments and inline test modules left out.
-pub fn imports(source: &str) -> Vec<(Vec<String>, usize)> {
+/// One path a file writes: its segments, its line, and whether it is a
+/// re-export (`pub use`, `pub(crate) use`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Written {
+    pub path: Vec<String>,
+    pub line: usize,
+    pub reexport: bool,
+}
+
+/// Every `crate::`, `super::` and `self::` path of a file, and every path
+/// that starts with one of the module's `children` (read as `self::...`:
+/// `use int05::Int05;` in a parent), with its line, `use` groups expanded;
+/// comments and inline test modules left out.
+pub fn imports(source: &str, children: &[&str]) -> Vec<Written> {
     let code = without_tests(&without_comments(source));
     let mut out = Vec::new();
-    for (number, statement) in statements(&code) {
-        out.extend(expand(&statement).into_iter().map(|p| (p, number)));
+    let mut in_use = BTreeSet::new();
+    for statement in statements(&code) {
+        in_use.extend(statement.first..=statement.last);
+        let (line, reexport) = (statement.first, statement.reexport);
+        out.extend(expand(&statement.text).into_iter().map(|path| Written { path, line, reexport }));
     }
+    let mut starts: Vec<String> = ["crate", "super", "self"].iter().map(|s| format!("{s}::")).collect();
+    starts.extend(children.iter().map(|c| format!("{c}::")));
     for (index, line) in code.lines().enumerate() {
-        if line.trim_start().starts_with("use ") || line.trim_start().starts_with("pub use ") {
+        if in_use.contains(&(index + 1)) {
             continue;
         }
-        out.extend(inline_paths(line).into_iter().map(|p| (p, index + 1)));
+        let found = inline_paths(line, &starts).into_iter();
+        out.extend(found.map(|path| Written { path, line: index + 1, reexport: false }));
     }
-    out.retain(|(p, _)| p.first().is_some_and(|s| matches!(s.as_str(), "crate" | "super" | "self")));
+    for written in &mut out {
+        if written.path.first().is_some_and(|s| children.contains(&s.as_str())) {
+            written.path.insert(0, "self".to_string());
+        }
+    }
+    out.retain(|w| w.path.first().is_some_and(|s| matches!(s.as_str(), "crate" | "super" | "self")));
     out
 }
 
@@ -48,21 +70,33 @@ fn without_tests(code: &str) -> String {
     code.to_string()
 }
 
-/// `use` statements, whole (they may span lines), with their first line.
-fn statements(code: &str) -> Vec<(usize, String)> {
+/// One `use` statement, whole: its lines (first and last, from 1), its
+/// text after `use`, and whether it re-exports (`pub use`, `pub(crate) use`).
+struct Statement {
+    first: usize,
+    last: usize,
+    text: String,
+    reexport: bool,
+}
+
+/// `use` statements, whole (they may span lines).
+fn statements(code: &str) -> Vec<Statement> {
     let mut out = Vec::new();
-    let mut current: Option<(usize, String)> = None;
+    let mut current: Option<Statement> = None;
     for (index, line) in code.lines().enumerate() {
         let trimmed = line.trim_start();
-        let body = trimmed.strip_prefix("pub use ").or_else(|| trimmed.strip_prefix("pub(crate) use "));
-        let body = body.or_else(|| trimmed.strip_prefix("use "));
+        let reexport = trimmed.strip_prefix("pub use ").or_else(|| trimmed.strip_prefix("pub(crate) use "));
+        let body = reexport.map(|b| (b, true)).or_else(|| trimmed.strip_prefix("use ").map(|b| (b, false)));
         match (&mut current, body) {
-            (Some((_, text)), _) => text.push_str(trimmed),
-            (None, Some(body)) => current = Some((index + 1, body.to_string())),
+            (Some(statement), _) => statement.text.push_str(trimmed),
+            (None, Some((body, reexport))) => {
+                current = Some(Statement { first: index + 1, last: 0, text: body.to_string(), reexport });
+            }
             (None, None) => continue,
         }
-        if let Some((_, text)) = &current {
-            if text.contains(';') {
+        if let Some(statement) = &mut current {
+            statement.last = index + 1;
+            if statement.text.contains(';') {
                 out.extend(current.take());
             }
         }
@@ -120,11 +154,12 @@ fn split_top(text: &str) -> Vec<&str> {
     parts.into_iter().filter(|p| !p.is_empty()).collect()
 }
 
-/// Paths such as `crate::frame::copy_small` written in code.
-fn inline_paths(line: &str) -> Vec<Vec<String>> {
+/// Paths such as `crate::frame::copy_small` written in code, each
+/// beginning with one of `starts` (`crate::`, `sink::`).
+fn inline_paths(line: &str, starts: &[String]) -> Vec<Vec<String>> {
     let mut out = Vec::new();
     let bytes = line.as_bytes();
-    for start in ["crate::", "super::", "self::"] {
+    for start in starts.iter().map(String::as_str) {
         let mut from = 0;
         while let Some(at) = line[from..].find(start).map(|i| i + from) {
             from = at + start.len();

@@ -38,6 +38,16 @@ impl Crate {
         self.modules.iter().any(|m| m.name == name)
     }
 
+    /// The names of the modules directly under `parent` (`sink` for
+    /// `crate::pipeline::int05::sink`).
+    pub fn children(&self, parent: &str) -> Vec<&str> {
+        self.modules
+            .iter()
+            .filter_map(|m| m.name.strip_prefix(parent)?.strip_prefix("::"))
+            .filter(|child| !child.contains("::"))
+            .collect()
+    }
+
     /// The deepest module a path written in module `at` names, or `None`
     /// for a path that leaves the crate.
     pub fn resolve(&self, at: &str, path: &[String]) -> Option<String> {

@@ -28,8 +28,8 @@ use super::message::{
     emit_options_template, emit_template, options_template_len, template_len, Header, MessageBuilder,
     OPTIONS_TEMPLATE_SET_ID, TEMPLATE_SET_ID,
 };
+use super::shared::{Counts, Settings, Tables, Transport};
 use super::templates::Templates;
-use super::{Counts, Settings, Tables, Transport};
 
 /// A UDP message stays within one Ethernet frame (RFC 7011 section
 /// 10.3.3: the path MTU); TCP takes larger ones.
