@@ -12,8 +12,8 @@
 use super::e2e::E2eRepr;
 use super::find::added_shape;
 use super::ipv6::{self, TraceAt, EDGE_TO_EDGE, OPTION_IOAM, OPTION_IOAM_STATIC, PREALLOCATED_TRACE};
+use super::time::TimestampFormat;
 use super::trace::TraceType;
-use super::TimestampFormat;
 use crate::bytes::{be16, be32, byte, put, put_u8};
 use crate::fast::{L3_AT, L4_AT_V6};
 use crate::flow::FlowKey;

@@ -108,7 +108,7 @@ impl Found {
     /// The time (ns since the epoch) the packet entered the domain, from
     /// the Edge-to-Edge option's timestamp words; `None` without both, or
     /// with a fraction past a second (all ones: not populated).
-    pub fn entered_ns(&self, format: super::TimestampFormat) -> Option<u64> {
+    pub fn entered_ns(&self, format: super::time::TimestampFormat) -> Option<u64> {
         let repr = self.e2e?.option.repr;
         format.join(repr.timestamp_seconds?, repr.timestamp_fraction?)
     }
