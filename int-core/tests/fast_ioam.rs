@@ -1,6 +1,6 @@
 //! The IOAM encapsulating node's fast path writes what the general path
 //! writes: every frame it takes among the fast-path frames, their one-byte
-//! changes and cuts, gets the same bytes from `encap::insert`; the frames it
+//! changes and cuts, gets the same bytes from `source::insert`; the frames it
 //! leaves are IPv4 or past the MTU, and a plan that numbers packets has no
 //! fast path. The decapsulating node's fast path reads what the general
 //! path reads (`find`, the slots' figures, the flow) and restores the same
@@ -19,11 +19,11 @@ use int_core::flow::FlowKey;
 use int_core::hop_rule::HopFigures;
 use int_core::ioam::decap::strip;
 use int_core::ioam::e2e::E2eType;
-use int_core::ioam::encap::{self, Encapped, Plan};
 use int_core::ioam::fast_decap::FastDecap;
 use int_core::ioam::fast_encap::FastEncap;
 use int_core::ioam::find::find;
 use int_core::ioam::node::NodeData;
+use int_core::ioam::source::{self, Encapped, Plan};
 use int_core::ioam::trace::{TraceHeaderRepr, TraceType};
 use int_core::ioam::transit::push;
 use int_core::ioam::TimestampFormat;
@@ -90,7 +90,7 @@ fn agrees_numbered(plan: &Plan, number: Option<u64>) -> usize {
             };
             let mut general = Buffer::new(&frame);
             let said = general.with(|f| {
-                encap::insert(f, plan, &element(), |_, _| {
+                source::insert(f, plan, &element(), |_, _| {
                     general_asked += 1;
                     number
                 })
@@ -267,7 +267,7 @@ fn traced_frames() -> Vec<Vec<u8>> {
     let mut traced = Vec::new();
     for (base, plan) in frames().iter().flat_map(|frame| plans.iter().map(move |plan| (frame, plan))) {
         let mut buffer = Buffer::new(base);
-        let encapped = buffer.with(|f| encap::insert(f, plan, &element(), |_, _| Some(0x1_0000_0007)));
+        let encapped = buffer.with(|f| source::insert(f, plan, &element(), |_, _| Some(0x1_0000_0007)));
         if !matches!(encapped, Ok(Encapped::Added(_))) {
             continue;
         }

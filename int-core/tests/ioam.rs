@@ -14,9 +14,8 @@ use int_core::ioam::e2e::E2eType;
 use int_core::ioam::node::NodeData;
 use int_core::ioam::trace::{TraceHeaderRepr, TraceType};
 use int_core::ioam::{
-    decap,
-    encap::{self, Encapped, Plan},
-    find,
+    decap, find,
+    source::{self, Encapped, Plan},
     transit::{self, Transited},
 };
 use int_core::locate;
@@ -109,7 +108,7 @@ proptest! {
         let hop_limit = original[ip.l3 + 7];
         let mut buffer = Buffer::new(&original);
         let number = |_: &[u8], _: &locate::IpLocation| Some(u64::from(sequence));
-        let added = buffer.with(|f| encap::insert(f, &plan, &node(1), number)).unwrap();
+        let added = buffer.with(|f| source::insert(f, &plan, &node(1), number)).unwrap();
         prop_assert!(matches!(added, Encapped::Added(_)), "{:?}", added);
         for n in 0..transits {
             let frame_len = buffer.len;
@@ -158,7 +157,7 @@ proptest! {
         let plan = Plan { e2e, ..plan(trace_type, 3) };
         prop_assume!(plan.check().is_ok());
         let mut buffer = Buffer::new(&original);
-        buffer.with(|f| encap::insert(f, &plan, &node(1), |_, _| Some(5))).unwrap();
+        buffer.with(|f| source::insert(f, &plan, &node(1), |_, _| Some(5))).unwrap();
         let mut traced = buffer.frame().to_vec();
         let at = at.index(traced.len());
         traced[at] = value;
@@ -179,7 +178,7 @@ fn the_generated_packets_are_mostly_traced() {
     common::assert_mostly_usable(ipv6_packet(), |spec| {
         let mut buffer = Buffer::new(&spec.build());
         matches!(
-            buffer.with(|f| encap::insert(f, &plan(TraceType::HOP_LIM_NODE_ID, 4), &node(1), |_, _| None)),
+            buffer.with(|f| source::insert(f, &plan(TraceType::HOP_LIM_NODE_ID, 4), &node(1), |_, _| None)),
             Ok(Encapped::Added(_))
         )
     });
@@ -197,7 +196,7 @@ fn every_cut_of_a_traced_packet_is_safe() {
     );
     let mut buffer = Buffer::new(&spec.build());
     buffer
-        .with(|f| encap::insert(f, &plan(TraceType::from_bits_retain(0xff_f000), 3), &node(1), |_, _| None))
+        .with(|f| source::insert(f, &plan(TraceType::from_bits_retain(0xff_f000), 3), &node(1), |_, _| None))
         .unwrap();
     let traced = buffer.frame().to_vec();
     for cut in 0..traced.len() {

@@ -12,7 +12,7 @@
 
 use int_core::ioam::e2e::E2eType;
 use int_core::ioam::node::NodeData;
-use int_core::ioam::{decap, encap::{self, Encapped}, find, transit::{self, Transited}};
+use int_core::ioam::{decap, source::{self, Encapped}, find, transit::{self, Transited}};
 use int_core::ioam::trace::TraceType;
 use int_core::ioam::{ipv6, Domain, TimestampFormat};
 use int_core::locate;
@@ -67,7 +67,7 @@ fn strip_leaves_nothing_of_ours(frame: &[u8], selector: u8) {
     buffer[256..].copy_from_slice(&stripped);
     let mut view = FrameBuf::new(&mut buffer, 256, stripped.len()).expect("a view");
     let plan = domain(selector).plan(9000);
-    let encapped = encap::insert(&mut view, &plan, &node(), |_, _| Some(1));
+    let encapped = source::insert(&mut view, &plan, &node(), |_, _| Some(1));
     assert_ne!(encapped, Ok(Encapped::AlreadyTraced), "nothing of ours is left");
 }
 
@@ -135,7 +135,7 @@ fn encap_then_decap(frame: &[u8], selector: u8) {
         numbered = true;
         Some(u64::from(selector) + 1)
     };
-    let Ok(Encapped::Added(added)) = encap::insert(&mut view, &plan, &node(), number) else { return };
+    let Ok(Encapped::Added(added)) = source::insert(&mut view, &plan, &node(), number) else { return };
     assert_eq!(view.len(), frame.len() + added);
     let traced = view.frame().to_vec();
     let found = find::find(&traced, NAMESPACE).expect("our own trace reads").expect("and is there");

@@ -4,16 +4,16 @@
 //! packet the header is copied in, the slot written, Next Header and
 //! Payload Length set. A packet without extension headers has no trace,
 //! Edge-to-Edge option or options to walk, so the general path's searches
-//! ([`super::encap::insert`]) find nothing here; it writes the same bytes
+//! ([`super::source::insert`]) find nothing here; it writes the same bytes
 //! for the frames this path takes (a test holds the two together over
 //! one-byte changes and cuts). Where the domain numbers packets, the
 //! Edge-to-Edge option's Destination Options header follows the
 //! Hop-by-Hop header, as the general path puts it: right before the upper
 //! layer, which here is right after the trace.
 
-use super::encap::{Encapped, Plan};
 use super::ipv6::{self, Filled};
 use super::node::NodeData;
+use super::source::{Encapped, Plan};
 use super::trace::TraceType;
 use crate::bytes::{be16, byte, put, put_u8};
 use crate::fast::{FastFrame, L3_AT, L4_AT_V6};

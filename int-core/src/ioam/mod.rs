@@ -3,8 +3,8 @@
 //! Trace header, [`node`] a node's data element, [`e2e`] the Edge-to-Edge
 //! option (a packet number for loss), [`ipv6`] both in IPv6 options (find,
 //! fill a slot, read every node, emit); the three nodes' work by role,
-//! as INT 2.1's, with INT's verbs: [`encap`] the encapsulating node
-//! (`encap::insert`), [`transit`] a transit node (`transit::push`),
+//! as INT 2.1's, with INT's verbs: [`source`] the encapsulating node
+//! (`source::insert`), [`transit`] a transit node (`transit::push`),
 //! [`find`] where a trace lies, [`decap`] the decapsulating node
 //! (`decap::strip`, returning the bytes removed as INT's `strip` does).
 //!
@@ -14,12 +14,12 @@
 
 pub mod decap;
 pub mod e2e;
-pub mod encap;
 pub mod fast_decap;
 pub mod fast_encap;
 pub mod find;
 pub mod ipv6;
 pub mod node;
+pub mod source;
 pub mod time;
 pub mod trace;
 pub mod transit;
@@ -49,14 +49,14 @@ pub struct Domain {
 impl Domain {
     /// What an encapsulating node of the domain adds to packets of at
     /// most `max_ip_len` bytes.
-    pub fn plan(&self, max_ip_len: usize) -> encap::Plan {
+    pub fn plan(&self, max_ip_len: usize) -> source::Plan {
         let header = TraceHeaderRepr {
             namespace: self.namespace,
             node_len: self.trace_type.node_len().min(0x1f) as u8,
             trace_type: self.trace_type,
             ..TraceHeaderRepr::default()
         };
-        encap::Plan { header, nodes: usize::from(self.nodes), max_ip_len, e2e: self.e2e }
+        source::Plan { header, nodes: usize::from(self.nodes), max_ip_len, e2e: self.e2e }
     }
 }
 

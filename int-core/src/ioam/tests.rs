@@ -5,9 +5,9 @@ use std::net::Ipv6Addr;
 
 use super::decap::*;
 use super::e2e::*;
-use super::encap::*;
 use super::find::*;
 use super::node::NodeData;
+use super::source::*;
 use super::trace::{TraceHeaderRepr, TraceType, FLAG_OVERFLOW};
 use super::transit::*;
 use crate::craft::PacketSpec;

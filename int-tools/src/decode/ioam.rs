@@ -139,7 +139,7 @@ pub fn print(ioam: &Value) {
 #[cfg(test)]
 mod tests {
     use int_core::craft::PacketSpec;
-    use int_core::ioam::encap::{self, Encapped};
+    use int_core::ioam::source::{self, Encapped};
     use int_core::ioam::trace::TraceType;
     use int_core::ioam::Domain;
     use int_core::FrameBuf;
@@ -167,7 +167,7 @@ mod tests {
         let mut buf = vec![0u8; 128 + frame.len()];
         buf[128..].copy_from_slice(frame);
         let mut view = FrameBuf::new(&mut buf, 128, frame.len()).unwrap();
-        let done = encap::insert(&mut view, &domain.plan(1500), &NodeData::default(), |_, _| None);
+        let done = source::insert(&mut view, &domain.plan(1500), &NodeData::default(), |_, _| None);
         assert!(matches!(done, Ok(Encapped::Added(_))), "{done:?}");
         view.frame().to_vec()
     }

@@ -1,4 +1,4 @@
-//! The encapsulating node of an IOAM domain: [`int_core::ioam::encap`] on
+//! The encapsulating node of an IOAM domain: [`int_core::ioam::source`] on
 //! every packet of a burst, this node's element in the first slot; the
 //! fast path ([`int_core::ioam::fast_encap`]) first.
 //!
@@ -22,9 +22,8 @@ use int_core::ioam::fast_encap::FastEncap;
 use int_core::ioam::node::NodeData;
 use int_core::ioam::Domain;
 use int_core::ioam::{
-    decap,
-    encap::{self, Encapped, Plan},
-    find,
+    decap, find,
+    source::{self, Encapped, Plan},
 };
 use int_core::locate::IpLocation;
 use int_core::FrameBuf;
@@ -140,7 +139,7 @@ fn encap(
         let key = find::flow_of(bytes, ip);
         next_number(flows, FlowRef::Key(&key), now_ns, counters).map(u64::from)
     };
-    counter_of(encap::insert(frame, plan, node, number))
+    counter_of(source::insert(frame, plan, node, number))
 }
 
 /// What the encapsulating node counts for what it did.
