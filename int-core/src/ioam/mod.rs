@@ -30,7 +30,7 @@ mod tests;
 pub use time::TimestampFormat;
 
 use e2e::E2eType;
-use trace::{TraceHeaderRepr, TraceType};
+use trace::TraceType;
 
 /// An IOAM domain as its nodes share it: the namespace they fill, what
 /// each node writes, and how many slots the encapsulating node allocates.
@@ -44,20 +44,6 @@ pub struct Domain {
     /// What the encapsulating node's Edge-to-Edge option carries; empty:
     /// no such option.
     pub e2e: E2eType,
-}
-
-impl Domain {
-    /// What an encapsulating node of the domain adds to packets of at
-    /// most `max_ip_len` bytes.
-    pub fn plan(&self, max_ip_len: usize) -> source::Plan {
-        let header = TraceHeaderRepr {
-            namespace: self.namespace,
-            node_len: self.trace_type.node_len().min(0x1f) as u8,
-            trace_type: self.trace_type,
-            ..TraceHeaderRepr::default()
-        };
-        source::Plan { header, nodes: usize::from(self.nodes), max_ip_len, e2e: self.e2e }
-    }
 }
 
 /// The trace type's bits 0-11 by the names a configuration gives them.
