@@ -14,7 +14,7 @@ use int_core::ioam::e2e::E2eType;
 use int_core::ioam::node::NodeData;
 use int_core::ioam::trace::{TraceHeaderRepr, TraceType};
 use int_core::ioam::{
-    decap, find,
+    decap, sink,
     source::{self, Encapped, Plan},
     transit::{self, Transited},
 };
@@ -124,7 +124,7 @@ proptest! {
         let options = ipv6_options::hop_by_hop(&traced);
         prop_assert!(!options.is_empty(), "etherparse found no Hop-by-Hop header");
         prop_assert!(options.windows(2).any(|w| w == [0x31, plan.option_len() as u8 - 2]));
-        let found = find::find(&traced, plan.header.namespace).unwrap().unwrap();
+        let found = sink::find(&traced, plan.header.namespace).unwrap().unwrap();
         let whole = ip.fragment == locate::Fragment::Whole;
         prop_assert_eq!(found.e2e.is_some(), whole && !e2e.is_empty(), "the option where numbered");
         let numbered = whole && e2e.intersects(E2eType::SEQUENCE_32 | E2eType::SEQUENCE_64);
@@ -161,7 +161,7 @@ proptest! {
         let mut traced = buffer.frame().to_vec();
         let at = at.index(traced.len());
         traced[at] = value;
-        if let Ok(Some(found)) = find::find(&traced, plan.header.namespace) {
+        if let Ok(Some(found)) = sink::find(&traced, plan.header.namespace) {
             let _ = found.nodes(&traced).count();
             let mut changed = Buffer::new(&traced);
             prop_assert!(changed.with(|f| decap::strip(f, &found).is_some()));
@@ -200,7 +200,7 @@ fn every_cut_of_a_traced_packet_is_safe() {
         .unwrap();
     let traced = buffer.frame().to_vec();
     for cut in 0..traced.len() {
-        if let Ok(Some(found)) = find::find(&traced[..cut], 0x2b) {
+        if let Ok(Some(found)) = sink::find(&traced[..cut], 0x2b) {
             assert!(found.hbh + found.hbh_len <= cut);
         }
     }

@@ -12,7 +12,7 @@
 
 use int_core::ioam::e2e::E2eType;
 use int_core::ioam::node::NodeData;
-use int_core::ioam::{decap, source::{self, Encapped}, find, transit::{self, Transited}};
+use int_core::ioam::{decap, source::{self, Encapped}, sink, transit::{self, Transited}};
 use int_core::ioam::trace::TraceType;
 use int_core::ioam::{ipv6, Domain, TimestampFormat};
 use int_core::locate;
@@ -86,7 +86,7 @@ fn domain(selector: u8) -> Domain {
 }
 
 fn decap_restores(frame: &[u8]) {
-    let Ok(Some(found)) = find::find(frame, NAMESPACE) else { return };
+    let Ok(Some(found)) = sink::find(frame, NAMESPACE) else { return };
     let mut buffer = frame.to_vec();
     let mut view = FrameBuf::new(&mut buffer, 0, frame.len()).expect("a view");
     assert!(decap::strip(&mut view, &found).is_some(), "find accepted it");
@@ -138,7 +138,7 @@ fn encap_then_decap(frame: &[u8], selector: u8) {
     let Ok(Encapped::Added(added)) = source::insert(&mut view, &plan, &node(), number) else { return };
     assert_eq!(view.len(), frame.len() + added);
     let traced = view.frame().to_vec();
-    let found = find::find(&traced, NAMESPACE).expect("our own trace reads").expect("and is there");
+    let found = sink::find(&traced, NAMESPACE).expect("our own trace reads").expect("and is there");
     assert_eq!(found.removed_len(), added);
     assert_eq!(found.sequence(), numbered.then_some(u64::from(selector) + 1));
     assert!(decap::strip(&mut view, &found).is_some());

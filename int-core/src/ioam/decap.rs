@@ -1,10 +1,10 @@
 //! The decapsulating node (RFC 9197 section 4): having read every slot
-//! ([`super::find`]), it gives back the packet as it came, removing
+//! ([`super::sink`]), it gives back the packet as it came, removing
 //! exactly what the encapsulating node added (a header of its own, or the
 //! option and its padding; the Edge-to-Edge option alike). At a domain's
 //! edge it strips a foreign trace of the namespace the same way.
 
-use super::find::{find, find_e2e, E2eFound, Found};
+use super::sink::{find, find_e2e, E2eFound, Found};
 use crate::bytes::{byte, put_u8};
 use crate::error::ParseError;
 use crate::frame::FrameBuf;

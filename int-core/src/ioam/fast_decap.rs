@@ -5,13 +5,13 @@
 //! checked once at fixed offsets. The trace is read in place, only the
 //! words the sink's rules read; the flow key comes from fixed offsets; the
 //! two headers go in one move of the 54 bytes in front of them. Every
-//! other frame is left to [`super::find::find`], which gives the frames
+//! other frame is left to [`super::sink::find`], which gives the frames
 //! this path takes the same answer and [`super::decap::strip`] the same
 //! bytes (a test holds them together over every one-byte change and cut).
 
 use super::e2e::E2eRepr;
-use super::find::added_shape;
 use super::ipv6::{self, TraceAt, EDGE_TO_EDGE, OPTION_IOAM, OPTION_IOAM_STATIC, PREALLOCATED_TRACE};
+use super::sink::added_shape;
 use super::time::TimestampFormat;
 use super::trace::TraceType;
 use crate::bytes::{be16, be32, byte, put, put_u8};
@@ -91,7 +91,7 @@ impl FastDecap {
         })
     }
 
-    /// Where a report's copy of the packet ends (as [`super::find::Found::report_end`]).
+    /// Where a report's copy of the packet ends (as [`super::sink::Found::report_end`]).
     pub fn report_end(&self) -> usize {
         (usize::from(self.l4) + 8).min(usize::from(self.end))
     }

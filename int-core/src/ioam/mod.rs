@@ -5,7 +5,7 @@
 //! fill a slot, read every node, emit); the three nodes' work by role,
 //! as INT 2.1's, with INT's verbs: [`source`] the encapsulating node
 //! (`source::insert`), [`transit`] a transit node (`transit::push`),
-//! [`find`] where a trace lies, [`decap`] the decapsulating node
+//! [`sink`] where a trace lies, [`decap`] the decapsulating node
 //! (`decap::strip`, returning the bytes removed as INT's `strip` does).
 //!
 //! The texts are the last drafts before publication
@@ -16,9 +16,9 @@ pub mod decap;
 pub mod e2e;
 pub mod fast_decap;
 pub mod fast_encap;
-pub mod find;
 pub mod ipv6;
 pub mod node;
+pub mod sink;
 pub mod source;
 pub mod time;
 pub mod trace;

@@ -5,8 +5,8 @@ use std::net::Ipv6Addr;
 
 use super::decap::*;
 use super::e2e::*;
-use super::find::*;
 use super::node::NodeData;
+use super::sink::*;
 use super::source::*;
 use super::trace::{TraceHeaderRepr, TraceType, FLAG_OVERFLOW};
 use super::transit::*;

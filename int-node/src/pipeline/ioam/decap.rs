@@ -1,5 +1,5 @@
 //! The decapsulating node of an IOAM domain: finds the namespace's trace
-//! in every IPv6 packet ([`int_core::ioam::find`]), tracks its flow by
+//! in every IPv6 packet ([`int_core::ioam::sink`]), tracks its flow by
 //! every sink's rules ([`crate::pipeline::sink_core`]), reports in
 //! Telemetry Report 2.0 as an INT 2.1 sink does, and gives back the packet
 //! as it came ([`int_core::ioam::decap`]).
@@ -26,7 +26,7 @@ use int_core::frame::FrameBuf;
 use int_core::hop_rule::{HopDigest, HopFigures, HopRule, Untold};
 use int_core::ioam::decap::strip;
 use int_core::ioam::fast_decap::FastDecap;
-use int_core::ioam::find::{find, Found};
+use int_core::ioam::sink::{find, Found};
 use int_core::ioam::{Domain, TimestampFormat};
 use int_core::report::tr20::InType;
 

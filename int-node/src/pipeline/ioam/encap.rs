@@ -22,7 +22,7 @@ use int_core::ioam::fast_encap::FastEncap;
 use int_core::ioam::node::NodeData;
 use int_core::ioam::Domain;
 use int_core::ioam::{
-    decap, find,
+    decap, sink,
     source::{self, Encapped, Plan},
 };
 use int_core::locate::IpLocation;
@@ -136,7 +136,7 @@ fn encap(
     counters: &mut Counters,
 ) -> Counter {
     let number = |bytes: &[u8], ip: &IpLocation| {
-        let key = find::flow_of(bytes, ip);
+        let key = sink::flow_of(bytes, ip);
         next_number(flows, FlowRef::Key(&key), now_ns, counters).map(u64::from)
     };
     counter_of(source::insert(frame, plan, node, number))
