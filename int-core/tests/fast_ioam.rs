@@ -4,7 +4,7 @@
 //! leaves are IPv4 or past the MTU, and a plan that numbers packets has no
 //! fast path. The decapsulating node's fast path reads what the general
 //! path reads (`find`, the slots' figures, the flow) and restores the same
-//! bytes (`decap::strip`), over traced frames, their one-byte changes and
+//! bytes (`sink::strip`), over traced frames, their one-byte changes and
 //! cuts.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
@@ -17,12 +17,11 @@ use int_core::craft::PacketSpec;
 use int_core::fast::FastFrame;
 use int_core::flow::FlowKey;
 use int_core::hop_rule::HopFigures;
-use int_core::ioam::decap::strip;
 use int_core::ioam::e2e::E2eType;
 use int_core::ioam::fast_decap::FastDecap;
 use int_core::ioam::fast_encap::FastEncap;
 use int_core::ioam::node::NodeData;
-use int_core::ioam::sink::find;
+use int_core::ioam::sink::{find, strip};
 use int_core::ioam::source::{self, Encapped, Plan};
 use int_core::ioam::trace::{TraceHeaderRepr, TraceType};
 use int_core::ioam::transit::push;

@@ -14,7 +14,7 @@ use int_core::ioam::e2e::E2eType;
 use int_core::ioam::node::NodeData;
 use int_core::ioam::trace::{TraceHeaderRepr, TraceType};
 use int_core::ioam::{
-    decap, sink,
+    sink,
     source::{self, Encapped, Plan},
     transit::{self, Transited},
 };
@@ -137,7 +137,7 @@ proptest! {
         let read: Vec<NodeData> = found.nodes(&traced).collect();
         let expected: Vec<NodeData> = (1..=filled as u32).rev().map(|n| as_carried(&node(n), trace_type, hop_limit)).collect();
         prop_assert_eq!(read, expected);
-        prop_assert!(buffer.with(|f| decap::strip(f, &found).is_some()));
+        prop_assert!(buffer.with(|f| sink::strip(f, &found).is_some()));
         prop_assert_eq!(buffer.frame(), &original[..]);
     }
 
@@ -164,7 +164,7 @@ proptest! {
         if let Ok(Some(found)) = sink::find(&traced, plan.header.namespace) {
             let _ = found.nodes(&traced).count();
             let mut changed = Buffer::new(&traced);
-            prop_assert!(changed.with(|f| decap::strip(f, &found).is_some()));
+            prop_assert!(changed.with(|f| sink::strip(f, &found).is_some()));
             prop_assert!(locate::ipv6(changed.frame()).is_ok(), "a restored packet the walk refuses");
         }
         let mut frame = traced.clone();

@@ -12,7 +12,7 @@
 
 use int_core::ioam::e2e::E2eType;
 use int_core::ioam::node::NodeData;
-use int_core::ioam::{decap, source::{self, Encapped}, sink, transit::{self, Transited}};
+use int_core::ioam::{source::{self, Encapped}, sink, transit::{self, Transited}};
 use int_core::ioam::trace::TraceType;
 use int_core::ioam::{ipv6, Domain, TimestampFormat};
 use int_core::locate;
@@ -41,7 +41,7 @@ fuzz_target!(|data: &[u8]| {
 fn strip_leaves_nothing_of_ours(frame: &[u8], selector: u8) {
     let mut buffer = frame.to_vec();
     let mut view = FrameBuf::new(&mut buffer, 0, frame.len()).expect("a view");
-    match decap::strip_foreign(&mut view, NAMESPACE) {
+    match sink::strip_foreign(&mut view, NAMESPACE) {
         Ok(true) => {}
         Ok(false) => {
             assert_eq!(view.frame(), frame, "a strip that removed nothing changed nothing");
@@ -55,7 +55,7 @@ fn strip_leaves_nothing_of_ours(frame: &[u8], selector: u8) {
                 assert!(locate::ipv6(&left).is_ok(), "what is left walks");
                 let mut again = left.clone();
                 let mut view = FrameBuf::new(&mut again, 0, left.len()).expect("a view");
-                assert!(decap::strip_foreign(&mut view, NAMESPACE).is_err(), "the lie is still there");
+                assert!(sink::strip_foreign(&mut view, NAMESPACE).is_err(), "the lie is still there");
             }
             return;
         }
@@ -89,7 +89,7 @@ fn decap_restores(frame: &[u8]) {
     let Ok(Some(found)) = sink::find(frame, NAMESPACE) else { return };
     let mut buffer = frame.to_vec();
     let mut view = FrameBuf::new(&mut buffer, 0, frame.len()).expect("a view");
-    assert!(decap::strip(&mut view, &found).is_some(), "find accepted it");
+    assert!(sink::strip(&mut view, &found).is_some(), "find accepted it");
     assert_eq!(view.len() + found.removed_len(), frame.len());
     // IOAM reads no upper layer: one that lies is carried as it came.
     // Where etherparse walks the input cleanly, it walks the output so.
@@ -141,6 +141,6 @@ fn encap_then_decap(frame: &[u8], selector: u8) {
     let found = sink::find(&traced, NAMESPACE).expect("our own trace reads").expect("and is there");
     assert_eq!(found.removed_len(), added);
     assert_eq!(found.sequence(), numbered.then_some(u64::from(selector) + 1));
-    assert!(decap::strip(&mut view, &found).is_some());
+    assert!(sink::strip(&mut view, &found).is_some());
     assert_eq!(view.frame(), frame, "encap then decap is the frame");
 }

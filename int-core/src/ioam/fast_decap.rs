@@ -6,7 +6,7 @@
 //! words the sink's rules read; the flow key comes from fixed offsets; the
 //! two headers go in one move of the 54 bytes in front of them. Every
 //! other frame is left to [`super::sink::find`], which gives the frames
-//! this path takes the same answer and [`super::decap::strip`] the same
+//! this path takes the same answer and [`super::sink::strip`] the same
 //! bytes (a test holds them together over every one-byte change and cut).
 
 use super::e2e::E2eRepr;
@@ -148,7 +148,7 @@ impl FastDecap {
     }
 
     /// Removes both headers by moving the 54 bytes in front of them (the
-    /// bytes [`super::decap::strip`] leaves). `None`, changing nothing, if
+    /// bytes [`super::sink::strip`] leaves). `None`, changing nothing, if
     /// the frame is not the one this was read from.
     #[inline(always)]
     pub fn strip(&self, frame: &mut FrameBuf<'_>) -> Option<usize> {

@@ -5,14 +5,13 @@
 //! fill a slot, read every node, emit); the three nodes' work by role,
 //! as INT 2.1's, with INT's verbs: [`source`] the encapsulating node
 //! (`source::insert`), [`transit`] a transit node (`transit::push`),
-//! [`sink`] where a trace lies, [`decap`] the decapsulating node
-//! (`decap::strip`, returning the bytes removed as INT's `strip` does).
+//! [`sink`] the decapsulating node (`sink::find` where a trace lies,
+//! `sink::strip` returning the bytes removed as INT's `strip` does).
 //!
 //! The texts are the last drafts before publication
 //! (`../shared/specs/ioam-*`); where they leave a value to IANA, the RFC's
 //! value is used and its module says so.
 
-pub mod decap;
 pub mod e2e;
 pub mod fast_decap;
 pub mod fast_encap;

@@ -5,7 +5,7 @@
 //! its own, right after the IPv6 header (PadN, the option at offset 4, its
 //! padding); a packet with one gets the option appended at its end (the
 //! header is 8n long, so the option starts 4n aligned). The decapsulating
-//! node ([`super::decap`]) tells the two apart by the shape. Payload Length
+//! node ([`super::sink`]) tells the two apart by the shape. Payload Length
 //! and the Next Header chain follow; the upper layer's checksum does not
 //! change (its pseudo-header counts the upper-layer length, not the
 //! options).

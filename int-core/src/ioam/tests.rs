@@ -3,7 +3,6 @@
 
 use std::net::Ipv6Addr;
 
-use super::decap::*;
 use super::e2e::*;
 use super::node::NodeData;
 use super::sink::*;

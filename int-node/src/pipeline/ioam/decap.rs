@@ -2,7 +2,7 @@
 //! in every IPv6 packet ([`int_core::ioam::sink`]), tracks its flow by
 //! every sink's rules ([`crate::pipeline::sink_core`]), reports in
 //! Telemetry Report 2.0 as an INT 2.1 sink does, and gives back the packet
-//! as it came ([`int_core::ioam::decap`]).
+//! as it came ([`int_core::ioam::sink::strip`]).
 //!
 //! What the rules read of a trace: the oldest slot's node id and timestamp
 //! as the source's (where the trace has no time, the Edge-to-Edge option's
@@ -24,9 +24,8 @@ use std::ops::Range;
 use int_core::flow::FlowKey;
 use int_core::frame::FrameBuf;
 use int_core::hop_rule::{HopDigest, HopFigures, HopRule, Untold};
-use int_core::ioam::decap::strip;
 use int_core::ioam::fast_decap::FastDecap;
-use int_core::ioam::sink::{find, Found};
+use int_core::ioam::sink::{find, strip, Found};
 use int_core::ioam::{Domain, TimestampFormat};
 use int_core::report::tr20::InType;
 

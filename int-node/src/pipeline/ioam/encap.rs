@@ -22,7 +22,7 @@ use int_core::ioam::fast_encap::FastEncap;
 use int_core::ioam::node::NodeData;
 use int_core::ioam::Domain;
 use int_core::ioam::{
-    decap, sink,
+    sink,
     source::{self, Encapped, Plan},
 };
 use int_core::locate::IpLocation;
@@ -92,7 +92,7 @@ impl IoamEncapStage {
             match (counter, marked) {
                 (Counter::already_marked, MarkedPolicy::Drop) => Counter::marked_dropped,
                 (Counter::already_marked, MarkedPolicy::Strip) => {
-                    match decap::strip_foreign(frame, plan.header.namespace) {
+                    match sink::strip_foreign(frame, plan.header.namespace) {
                         Ok(true) => {
                             counters.inc(Counter::foreign_int_stripped);
                             encap(frame, plan, node, flows, now_ns, counters)
