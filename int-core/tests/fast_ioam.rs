@@ -19,7 +19,7 @@ use int_core::flow::FlowKey;
 use int_core::hop_rule::HopFigures;
 use int_core::ioam::e2e::E2eType;
 use int_core::ioam::fast_decap::FastDecap;
-use int_core::ioam::fast_encap::FastEncap;
+use int_core::ioam::fast_source::FastSource;
 use int_core::ioam::node::NodeData;
 use int_core::ioam::sink::{find, strip};
 use int_core::ioam::source::{self, Encapped, Plan};
@@ -69,7 +69,7 @@ fn agrees(plan: &Plan) -> usize {
 }
 
 fn agrees_numbered(plan: &Plan, number: Option<u64>) -> usize {
-    let fast = FastEncap::of(plan).expect("a writable plan has a fast path");
+    let fast = FastSource::of(plan).expect("a writable plan has a fast path");
     let mut taken = 0;
     for base in frames() {
         for frame in neighbours(&base) {
@@ -159,7 +159,7 @@ fn fast_encap_numbers_as_the_general_encap_numbers() {
 #[test]
 fn an_unwritable_plan_has_no_fast_path() {
     let unwritable = plan(TraceType::HOP_LIM_NODE_ID, 0, 9000);
-    assert_eq!(FastEncap::of(&unwritable), None);
+    assert_eq!(FastSource::of(&unwritable), None);
 }
 
 /// What the decapsulating node reads of a traced packet and what it

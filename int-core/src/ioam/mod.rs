@@ -14,7 +14,7 @@
 
 pub mod e2e;
 pub mod fast_decap;
-pub mod fast_encap;
+pub mod fast_source;
 pub mod ipv6;
 pub mod node;
 pub mod sink;

@@ -1,6 +1,6 @@
 //! The encapsulating node of an IOAM domain: [`int_core::ioam::source`] on
 //! every packet of a burst, this node's element in the first slot; the
-//! fast path ([`int_core::ioam::fast_encap`]) first.
+//! fast path ([`int_core::ioam::fast_source`]) first.
 //!
 //! Where the domain numbers packets, the encapsulating node numbers each
 //! flow's packets from 1 in its flow table (as an INT 2.1 source does) and
@@ -18,7 +18,7 @@
 //! domain).
 
 use int_core::fast::FastFrame;
-use int_core::ioam::fast_encap::FastEncap;
+use int_core::ioam::fast_source::FastSource;
 use int_core::ioam::node::NodeData;
 use int_core::ioam::Domain;
 use int_core::ioam::{
@@ -44,7 +44,7 @@ use crate::stats::{Counter, Counters};
 pub struct IoamEncapStage {
     plan: Plan,
     /// The fast path.
-    fast: Option<FastEncap>,
+    fast: Option<FastSource>,
     element: Element,
     /// Per-flow last packet number, where the domain numbers packets.
     flows: FlowTable<u32>,
@@ -62,7 +62,7 @@ impl IoamEncapStage {
         plan.check()?;
         let numbered = !plan.e2e.is_empty();
         Ok(IoamEncapStage {
-            fast: FastEncap::of(&plan),
+            fast: FastSource::of(&plan),
             plan,
             element: Element::new(domain, hop),
             flows: FlowTable::new(if numbered { settings.flow_capacity as usize } else { 1 }),
