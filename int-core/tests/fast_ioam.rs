@@ -18,7 +18,7 @@ use int_core::fast::FastFrame;
 use int_core::flow::FlowKey;
 use int_core::hop_rule::HopFigures;
 use int_core::ioam::e2e::E2eType;
-use int_core::ioam::fast_decap::FastDecap;
+use int_core::ioam::fast_sink::FastSink;
 use int_core::ioam::fast_source::FastSource;
 use int_core::ioam::node::NodeData;
 use int_core::ioam::sink::{find, strip};
@@ -207,7 +207,7 @@ fn general_decap(frame: &[u8], timestamps: TimestampFormat) -> Option<Decapped> 
 }
 
 fn fast_decap(frame: &[u8], timestamps: TimestampFormat) -> Option<Decapped> {
-    let fast = FastDecap::read(frame, 0x7b)?;
+    let fast = FastSink::find(frame, 0x7b)?;
     let mut buffer = Buffer::new(frame);
     let removed = buffer.with(|f| fast.strip(f));
     Some(Decapped {
@@ -288,7 +288,7 @@ fn fast_decap_reads_and_restores_what_the_general_decap_does() {
         frames += 1;
         // The frame with a Hop-by-Hop header of its own got the trace
         // appended to it: the general path's.
-        shaped += usize::from(FastDecap::read(&base, 0x7b).is_some());
+        shaped += usize::from(FastSink::find(&base, 0x7b).is_some());
         for frame in neighbours(&base) {
             for timestamps in [TimestampFormat::Posix, TimestampFormat::Ptp] {
                 let Some(fast) = fast_decap(&frame, timestamps) else { continue };

@@ -13,7 +13,7 @@
 //! value is used and its module says so.
 
 pub mod e2e;
-pub mod fast_decap;
+pub mod fast_sink;
 pub mod fast_source;
 pub mod ipv6;
 pub mod node;

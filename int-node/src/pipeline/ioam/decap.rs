@@ -14,7 +14,7 @@
 //! Domain Specific ID, which collect reads unless told another.
 //!
 //! The frame the encapsulating node writes takes the fast path
-//! ([`int_core::ioam::fast_decap`]: one look at fixed offsets, the slots'
+//! ([`int_core::ioam::fast_sink`]: one look at fixed offsets, the slots'
 //! words read in place, both headers removed in one move); any other the
 //! general one, which reads the same of the fast path's frames.
 
@@ -24,7 +24,7 @@ use std::ops::Range;
 use int_core::flow::FlowKey;
 use int_core::frame::FrameBuf;
 use int_core::hop_rule::{HopDigest, HopFigures, HopRule, Untold};
-use int_core::ioam::fast_decap::FastDecap;
+use int_core::ioam::fast_sink::FastSink;
 use int_core::ioam::sink::{find, strip, Found};
 use int_core::ioam::{Domain, TimestampFormat};
 use int_core::report::tr20::InType;
@@ -58,7 +58,7 @@ impl IoamDecapStage {
         let mut drop = 0u32;
         for i in 0..burst.len() {
             let Some(frame) = crate::pipeline::frame_ahead(burst, i, counters) else { continue };
-            let keep = match FastDecap::read(frame, self.namespace) {
+            let keep = match FastSink::find(frame, self.namespace) {
                 Some(fast) => self.take_fast(burst, i, &fast, burst_ns, counters),
                 None => self.take(burst, i, burst_ns, counters),
             };
@@ -76,7 +76,7 @@ impl IoamDecapStage {
         &mut self,
         burst: &mut Burst,
         i: usize,
-        fast: &FastDecap,
+        fast: &FastSink,
         burst_ns: u64,
         counters: &mut Counters,
     ) -> bool {

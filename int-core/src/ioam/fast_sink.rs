@@ -36,7 +36,7 @@ const UNSET: u32 = u32::MAX;
 /// A traced packet of the fast path's shape: what the sink reads of it
 /// and what it removes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FastDecap {
+pub struct FastSink {
     /// The trace, its offsets counted from the Hop-by-Hop header.
     pub trace: TraceAt,
     /// The Edge-to-Edge option, where the packet has one.
@@ -50,11 +50,11 @@ pub struct FastDecap {
     end: u16,
 }
 
-impl FastDecap {
+impl FastSink {
     /// The frame's trace of `namespace`, if the frame has the fast path's
     /// shape; `None`: the general path decides.
     #[inline(always)]
-    pub fn read(frame: &[u8], namespace: u16) -> Option<FastDecap> {
+    pub fn find(frame: &[u8], namespace: u16) -> Option<FastSink> {
         let head: &[u8; HEAD_LEN] = frame.first_chunk()?;
         let shaped = be16(head, 12) == 0x86dd
             && head[L3_AT] >> 4 == 6
@@ -80,7 +80,7 @@ impl FastDecap {
         };
         let ports = upper_ports(frame, l4, end, protocol)?;
         let flow = flow_key(head, protocol, ports)?;
-        Some(FastDecap {
+        Some(FastSink {
             trace,
             e2e,
             flow,
