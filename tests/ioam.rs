@@ -428,7 +428,9 @@ fn numbered_through(
             numbers.push(Traced { at: i, number, flow: found.flow(frame) });
             let node_id = Some(transit(i / 12, number));
             let node = int_core::ioam::node::NodeData { node_id, ..Default::default() };
-            let pushed = int_core::ioam::transit::push(frame, 123, &node).unwrap();
+            let len = frame.len();
+            let mut view = int_core::FrameBuf::new(frame, 0, len).unwrap();
+            let pushed = int_core::ioam::transit::push(&mut view, 123, &node).unwrap();
             assert_eq!(pushed, int_core::ioam::transit::Transited::Filled);
         }
     }

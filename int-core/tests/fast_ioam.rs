@@ -275,7 +275,9 @@ fn traced_frames() -> Vec<Vec<u8>> {
             if node <= 2 || node == plan.nodes as u32 {
                 traced.push(frame.clone());
             }
-            push(&mut frame, 0x7b, &transit_element(node)).unwrap();
+            let mut buffer = Buffer::new(&frame);
+            buffer.with(|f| push(f, 0x7b, &transit_element(node))).unwrap();
+            frame = buffer.frame().to_vec();
         }
     }
     traced

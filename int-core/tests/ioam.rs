@@ -111,12 +111,10 @@ proptest! {
         let added = buffer.with(|f| source::insert(f, &plan, &node(1), number)).unwrap();
         prop_assert!(matches!(added, Encapped::Added(_)), "{:?}", added);
         for n in 0..transits {
-            let frame_len = buffer.len;
-            let start = buffer.start;
-            let frame = &mut buffer.bytes[start..start + frame_len];
             let expected = if n + 1 < nodes { Transited::Filled } else { Transited::Overflow };
-            prop_assert_eq!(transit::push(frame, plan.header.namespace, &node(n as u32 + 2)), Ok(expected));
-            prop_assert_eq!(transit::push(frame, 7, &node(99)), Ok(Transited::NotTraced));
+            let pushed = buffer.with(|f| transit::push(f, plan.header.namespace, &node(n as u32 + 2)));
+            prop_assert_eq!(pushed, Ok(expected));
+            prop_assert_eq!(buffer.with(|f| transit::push(f, 7, &node(99))), Ok(Transited::NotTraced));
         }
         let traced = buffer.frame().to_vec();
         etherparse_verdict(&traced).map_err(TestCaseError::fail)?;
@@ -167,8 +165,7 @@ proptest! {
             prop_assert!(changed.with(|f| sink::strip(f, &found).is_some()));
             prop_assert!(locate::ipv6(changed.frame()).is_ok(), "a restored packet the walk refuses");
         }
-        let mut frame = traced.clone();
-        let _ = transit::push(&mut frame, plan.header.namespace, &node(2));
+        let _ = Buffer::new(&traced).with(|f| transit::push(f, plan.header.namespace, &node(2)));
     }
 }
 

@@ -109,7 +109,8 @@ fn decap_restores(frame: &[u8]) {
 
 fn transit_stays_inside(frame: &[u8]) {
     let mut out = frame.to_vec();
-    match transit::push(&mut out, NAMESPACE, &node()) {
+    let mut view = FrameBuf::new(&mut out, 0, frame.len()).expect("a view");
+    match transit::push(&mut view, NAMESPACE, &node()) {
         Ok(Transited::Filled | Transited::Overflow) => {}
         _ => {
             assert_eq!(out, frame, "a frame transit did not fill is left as it was");

@@ -132,7 +132,9 @@ pub fn ioam_reports() -> Vec<Vec<u8>> {
             let node2 = ioam_node(2, sent + 4_000, 1_000 + round as u32 * 250, round as u32 * 40);
             let node3 = ioam_node(3, sent + 8_000, 700, 3);
             for node in [node2, node3] {
-                assert_eq!(transit::push(&mut frame, 123, &node), Ok(Transited::Filled));
+                let len = frame.len();
+                let mut view = FrameBuf::new(&mut frame, 0, len).unwrap();
+                assert_eq!(transit::push(&mut view, 123, &node), Ok(Transited::Filled));
             }
             let metadata = int_core::int21::HopMetadata {
                 l1_ingress_port: Some(1),

@@ -26,7 +26,7 @@ impl IoamTransitStage {
     pub fn process(&mut self, burst: &mut Burst, clock: &mut Clock, counters: &mut Counters) {
         let namespace = self.namespace;
         self.element.each(burst, clock, counters, |frame, node, _| {
-            match transit::push(frame.frame_mut(), namespace, node) {
+            match transit::push(frame, namespace, node) {
                 Ok(Transited::Filled) => Counter::slots_filled,
                 Ok(Transited::Overflow) => Counter::trace_overflow,
                 Ok(Transited::NotTraced) => Counter::not_int,
