@@ -29,7 +29,7 @@ use int_core::locate::IpLocation;
 use int_core::FrameBuf;
 use int_core::ParseError;
 
-use super::Element;
+use super::element::Element;
 use crate::clock::Clock;
 use crate::config::{IoamEncapSettings, MarkedPolicy};
 use crate::dpdk::mbuf::Burst;

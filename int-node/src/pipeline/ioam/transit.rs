@@ -4,7 +4,7 @@
 use int_core::ioam::transit::{self, Transited};
 use int_core::ioam::Domain;
 
-use super::Element;
+use super::element::Element;
 use crate::clock::Clock;
 use crate::dpdk::mbuf::Burst;
 use crate::pipeline::setup::Hop;
