@@ -22,7 +22,7 @@ use super::int21::source::Source21Stage;
 use super::int21::transit::Transit21Stage;
 use super::int21::Int21;
 use super::ioam::decap::IoamDecapStage;
-use super::ioam::encap::IoamEncapStage;
+use super::ioam::source::IoamSourceStage;
 use super::ioam::transit::IoamTransitStage;
 use super::ioam::Ioam;
 use super::rate_limit::RateLimit;
@@ -196,7 +196,7 @@ fn stage(config: &Config, p: &PipelineConfig, ports: &Ports, built: &mut Built) 
             Transit21Stage::new(domain, &hop, reporter21(config, built)),
         ))),
         (StageConfig::IoamEncap(settings), IntDomain::Ioam(domain)) => {
-            let encap = IoamEncapStage::new(&domain, &hop, settings)
+            let encap = IoamSourceStage::new(&domain, &hop, settings)
                 .map_err(|e| failed(SetupError::Settings(e).into()))?;
             Stage::Ioam(Ioam::Encap(Box::new(encap)))
         }

@@ -1,19 +1,19 @@
 //! The stages of an IOAM domain (RFC 9197's Pre-allocated Trace in IPv6
 //! Hop-by-Hop options), as the INT versions have theirs: the encapsulating
-//! node ([`encap`]), a transit node ([`transit`]) and the decapsulating
+//! node ([`source`]), a transit node ([`transit`]) and the decapsulating
 //! node ([`decap`]), over int-core's [`int_core::ioam`] by role; the
 //! element the first two write for this node ([`element`]).
 
 pub mod decap;
 pub mod element;
-pub mod encap;
+pub mod source;
 pub mod transit;
 
 /// An IOAM pipeline's stage, by role in RFC 9197's words: the
 /// encapsulating node (role `source`), a transit node, the decapsulating
 /// node (role `sink`).
 pub enum Ioam {
-    Encap(Box<encap::IoamEncapStage>),
+    Encap(Box<source::IoamSourceStage>),
     Transit(Box<transit::IoamTransitStage>),
     Decap(Box<decap::IoamDecapStage>),
 }

@@ -41,7 +41,7 @@ use crate::stats::{Counter, Counters};
 
 /// The encapsulating node: the trace added to every IPv6 packet, this
 /// node's slot filled, the packet numbered where the domain says.
-pub struct IoamEncapStage {
+pub struct IoamSourceStage {
     plan: Plan,
     /// The fast path.
     fast: Option<FastSource>,
@@ -56,12 +56,12 @@ pub struct IoamEncapStage {
     pub top: TopFlows,
 }
 
-impl IoamEncapStage {
+impl IoamSourceStage {
     pub fn new(domain: &Domain, hop: &Hop, settings: &IoamEncapSettings) -> Result<Self, &'static str> {
         let plan = domain.plan(usize::from(hop.max_ip_len));
         plan.check()?;
         let numbered = !plan.e2e.is_empty();
-        Ok(IoamEncapStage {
+        Ok(IoamSourceStage {
             fast: FastSource::of(&plan),
             plan,
             element: Element::new(domain, hop),
