@@ -176,7 +176,7 @@ struct Decapped {
     restored: Vec<u8>,
 }
 
-/// The general path's reading, as `IoamDecapStage` makes it.
+/// The general path's reading, as `IoamSinkStage` makes it.
 fn general_decap(frame: &[u8], timestamps: TimestampFormat) -> Option<Decapped> {
     let found = find(frame, 0x7b).ok()??;
     let hops: Vec<_> = found.nodes(frame).map(|node| node.as_hop(timestamps)).collect();

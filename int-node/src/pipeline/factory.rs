@@ -21,7 +21,7 @@ use super::int21::sink::Sink21Stage;
 use super::int21::source::Source21Stage;
 use super::int21::transit::Transit21Stage;
 use super::int21::Int21;
-use super::ioam::decap::IoamDecapStage;
+use super::ioam::sink::IoamSinkStage;
 use super::ioam::source::IoamSourceStage;
 use super::ioam::transit::IoamTransitStage;
 use super::ioam::Ioam;
@@ -277,7 +277,7 @@ fn sink_stage(
             Stage::Int05(Int05::Sink(Box::new(sink)))
         }
         IntDomain::V21(domain) => Stage::Int21(Int21::Sink(Box::new(Sink21Stage::new(domain, setup)))),
-        IntDomain::Ioam(domain) => Stage::Ioam(Ioam::Decap(Box::new(IoamDecapStage::new(&domain, setup)))),
+        IntDomain::Ioam(domain) => Stage::Ioam(Ioam::Decap(Box::new(IoamSinkStage::new(&domain, setup)))),
     };
     Ok(stage)
 }

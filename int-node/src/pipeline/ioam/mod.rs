@@ -1,11 +1,11 @@
 //! The stages of an IOAM domain (RFC 9197's Pre-allocated Trace in IPv6
 //! Hop-by-Hop options), as the INT versions have theirs: the encapsulating
 //! node ([`source`]), a transit node ([`transit`]) and the decapsulating
-//! node ([`decap`]), over int-core's [`int_core::ioam`] by role; the
+//! node ([`sink`]), over int-core's [`int_core::ioam`] by role; the
 //! element the first two write for this node ([`element`]).
 
-pub mod decap;
 pub mod element;
+pub mod sink;
 pub mod source;
 pub mod transit;
 
@@ -15,5 +15,5 @@ pub mod transit;
 pub enum Ioam {
     Encap(Box<source::IoamSourceStage>),
     Transit(Box<transit::IoamTransitStage>),
-    Decap(Box<decap::IoamDecapStage>),
+    Decap(Box<sink::IoamSinkStage>),
 }

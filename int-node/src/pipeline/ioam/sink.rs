@@ -37,15 +37,15 @@ use crate::pipeline::setup::SinkSetup;
 use crate::pipeline::sink_core::{restored, Seen, SinkCore};
 use crate::stats::{Counter, Counters};
 
-pub struct IoamDecapStage {
+pub struct IoamSinkStage {
     namespace: u16,
     timestamps: TimestampFormat,
     pub core: SinkCore<SinkReporter21>,
 }
 
-impl IoamDecapStage {
+impl IoamSinkStage {
     pub fn new(domain: &Domain, setup: SinkSetup) -> Self {
-        IoamDecapStage {
+        IoamSinkStage {
             namespace: domain.namespace,
             timestamps: domain.timestamps,
             core: SinkCore::tr20(setup, INT21_DOMAIN_ID),
@@ -172,7 +172,7 @@ impl IoamDecapStage {
     }
 }
 
-/// A traced packet as both paths read it, for [`IoamDecapStage::track_and_restore`].
+/// A traced packet as both paths read it, for [`IoamSinkStage::track_and_restore`].
 struct Traced<'a> {
     key: &'a FlowKey,
     seen: Seen,
