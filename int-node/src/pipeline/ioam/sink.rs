@@ -60,7 +60,7 @@ impl IoamSinkStage {
             let Some(frame) = crate::pipeline::frame_ahead(burst, i, counters) else { continue };
             let keep = match FastSink::find(frame, self.namespace) {
                 Some(fast) => self.take_fast(burst, i, &fast, burst_ns, counters),
-                None => self.take(burst, i, burst_ns, counters),
+                None => self.take_general(burst, i, burst_ns, counters),
             };
             if !keep {
                 drop |= 1 << i;
@@ -98,7 +98,7 @@ impl IoamSinkStage {
 
     /// Packet `i`: not traced, malformed (by policy), or traced: tracked,
     /// reported, and restored. Returns whether it goes on.
-    fn take(&mut self, burst: &mut Burst, i: usize, burst_ns: u64, counters: &mut Counters) -> bool {
+    fn take_general(&mut self, burst: &mut Burst, i: usize, burst_ns: u64, counters: &mut Counters) -> bool {
         let Some(frame) = burst.data(i) else { return true };
         let found = match find(frame, self.namespace) {
             Ok(Some(found)) => found,
