@@ -115,8 +115,8 @@ fn with_top_flows(mut stage: Stage, top: TopFlows) -> Stage {
         Stage::Int21(Int21::Source(source)) => source.top = top,
         Stage::Int21(Int21::Sink(sink)) => sink.core.top = top,
         Stage::Int21(Int21::Postcard(postcard)) => postcard.top = top,
-        Stage::Ioam(Ioam::Encap(encap)) => encap.top = top,
-        Stage::Ioam(Ioam::Decap(decap)) => decap.core.top = top,
+        Stage::Ioam(Ioam::Source(encap)) => encap.top = top,
+        Stage::Ioam(Ioam::Sink(decap)) => decap.core.top = top,
         _ => {}
     }
     stage
@@ -198,7 +198,7 @@ fn stage(config: &Config, p: &PipelineConfig, ports: &Ports, built: &mut Built) 
         (StageConfig::IoamEncap(settings), IntDomain::Ioam(domain)) => {
             let encap = IoamSourceStage::new(&domain, &hop, settings)
                 .map_err(|e| failed(SetupError::Settings(e).into()))?;
-            Stage::Ioam(Ioam::Encap(Box::new(encap)))
+            Stage::Ioam(Ioam::Source(Box::new(encap)))
         }
         (StageConfig::Transit, IntDomain::Ioam(domain)) => {
             Stage::Ioam(Ioam::Transit(Box::new(IoamTransitStage::new(&domain, &hop))))
@@ -277,7 +277,7 @@ fn sink_stage(
             Stage::Int05(Int05::Sink(Box::new(sink)))
         }
         IntDomain::V21(domain) => Stage::Int21(Int21::Sink(Box::new(Sink21Stage::new(domain, setup)))),
-        IntDomain::Ioam(domain) => Stage::Ioam(Ioam::Decap(Box::new(IoamSinkStage::new(&domain, setup)))),
+        IntDomain::Ioam(domain) => Stage::Ioam(Ioam::Sink(Box::new(IoamSinkStage::new(&domain, setup)))),
     };
     Ok(stage)
 }

@@ -128,7 +128,7 @@ fn swap(stage: &mut Stage, update: Update) -> Update {
         (Stage::Int21(Int21::Sink(sink)), Update::SinkReports(reports)) => {
             Update::SinkReports(sink.core.set_reports(reports))
         }
-        (Stage::Ioam(Ioam::Decap(decap)), Update::SinkReports(reports)) => {
+        (Stage::Ioam(Ioam::Sink(decap)), Update::SinkReports(reports)) => {
             Update::SinkReports(decap.core.set_reports(reports))
         }
         (_, update) => update,

@@ -9,11 +9,11 @@ pub mod sink;
 pub mod source;
 pub mod transit;
 
-/// An IOAM pipeline's stage, by role in RFC 9197's words: the
-/// encapsulating node (role `source`), a transit node, the decapsulating
-/// node (role `sink`).
+/// An IOAM pipeline's stage, by role as the YAML names it: the source
+/// (RFC 9197's encapsulating node), a transit node, the sink (the
+/// decapsulating node).
 pub enum Ioam {
-    Encap(Box<source::IoamSourceStage>),
+    Source(Box<source::IoamSourceStage>),
     Transit(Box<transit::IoamTransitStage>),
-    Decap(Box<sink::IoamSinkStage>),
+    Sink(Box<sink::IoamSinkStage>),
 }
