@@ -195,7 +195,7 @@ fn stage(config: &Config, p: &PipelineConfig, ports: &Ports, built: &mut Built) 
         (StageConfig::Transit, IntDomain::V21(domain)) => Stage::Int21(Int21::Transit(Box::new(
             Transit21Stage::new(domain, &hop, reporter21(config, built)),
         ))),
-        (StageConfig::IoamEncap(settings), IntDomain::Ioam(domain)) => {
+        (StageConfig::IoamSource(settings), IntDomain::Ioam(domain)) => {
             let encap = IoamSourceStage::new(&domain, &hop, settings)
                 .map_err(|e| failed(SetupError::Settings(e).into()))?;
             Stage::Ioam(Ioam::Source(Box::new(encap)))
@@ -219,7 +219,7 @@ fn stage(config: &Config, p: &PipelineConfig, ports: &Ports, built: &mut Built) 
             log_flow_table(&p.name, postcard.flows.slot_bytes(), postcard.flows.bytes_per_flow());
             Stage::Int21(Int21::Postcard(Box::new(postcard)))
         }
-        (StageConfig::Source05(_) | StageConfig::Source21(_) | StageConfig::IoamEncap(_), _) => {
+        (StageConfig::Source05(_) | StageConfig::Source21(_) | StageConfig::IoamSource(_), _) => {
             return Err(failed(StageError::OtherVersion))
         }
     };

@@ -31,7 +31,7 @@ use int_core::ParseError;
 
 use super::element::Element;
 use crate::clock::Clock;
-use crate::config::{IoamEncapSettings, MarkedPolicy};
+use crate::config::{IoamSourceSettings, MarkedPolicy};
 use crate::dpdk::mbuf::Burst;
 use crate::flow_table::{FlowRef, FlowTable};
 use crate::pipeline::setup::Hop;
@@ -57,7 +57,7 @@ pub struct IoamSourceStage {
 }
 
 impl IoamSourceStage {
-    pub fn new(domain: &Domain, hop: &Hop, settings: &IoamEncapSettings) -> Result<Self, &'static str> {
+    pub fn new(domain: &Domain, hop: &Hop, settings: &IoamSourceSettings) -> Result<Self, &'static str> {
         let plan = domain.plan(usize::from(hop.max_ip_len));
         plan.check()?;
         let numbered = !plan.e2e.is_empty();
