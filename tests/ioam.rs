@@ -54,7 +54,7 @@ fn encapsulate(dir: &std::path::Path, domain: &str, ipv6_packets: u64) -> Run {
 }
 
 #[test]
-fn encap_transit_decap_restores_every_byte_and_reports_the_trace() {
+fn source_transit_sink_restores_every_byte_and_reports_the_trace() {
     let dir = workdir("ioam-chain");
     let (frames, ipv6_packets) = traffic_in(&dir, 240, 180);
     let source = encapsulate(&dir, DOMAIN, ipv6_packets);

@@ -105,7 +105,7 @@ fn agrees_numbered(plan: &Plan, number: Option<u64>) -> usize {
 }
 
 #[test]
-fn fast_encap_writes_what_the_general_encap_writes() {
+fn fast_source_writes_what_the_general_source_writes() {
     let every = TraceType::HOP_LIM_NODE_ID
         | TraceType::INTERFACES
         | TraceType::TIMESTAMP_SECONDS
@@ -134,7 +134,7 @@ fn fast_encap_writes_what_the_general_encap_writes() {
 /// trace, numbered, or left out when the flow table has no number to
 /// give; an option of timestamps alone asks for none.
 #[test]
-fn fast_encap_numbers_as_the_general_encap_numbers() {
+fn fast_source_numbers_as_the_general_source_numbers() {
     let default = TraceType::HOP_LIM_NODE_ID
         | TraceType::INTERFACES
         | TraceType::TIMESTAMP_SECONDS
@@ -165,7 +165,7 @@ fn an_unwritable_plan_has_no_fast_path() {
 /// What the decapsulating node reads of a traced packet and what it
 /// leaves of it.
 #[derive(Debug, PartialEq)]
-struct Decapped {
+struct SinkRead {
     flow: FlowKey,
     sequence: Option<u64>,
     source: (Option<u32>, Option<u64>),
@@ -177,7 +177,7 @@ struct Decapped {
 }
 
 /// The general path's reading, as `IoamSinkStage` makes it.
-fn general_decap(frame: &[u8], timestamps: TimestampFormat) -> Option<Decapped> {
+fn general_sink(frame: &[u8], timestamps: TimestampFormat) -> Option<SinkRead> {
     let found = find(frame, 0x7b).ok()??;
     let hops: Vec<_> = found.nodes(frame).map(|node| node.as_hop(timestamps)).collect();
     let oldest = hops.last();
@@ -194,7 +194,7 @@ fn general_decap(frame: &[u8], timestamps: TimestampFormat) -> Option<Decapped> 
     });
     let mut buffer = Buffer::new(frame);
     let removed = buffer.with(|f| strip(f, &found));
-    Some(Decapped {
+    Some(SinkRead {
         flow: found.flow(frame),
         sequence: found.sequence(),
         source,
@@ -206,11 +206,11 @@ fn general_decap(frame: &[u8], timestamps: TimestampFormat) -> Option<Decapped> 
     })
 }
 
-fn fast_decap(frame: &[u8], timestamps: TimestampFormat) -> Option<Decapped> {
+fn fast_sink(frame: &[u8], timestamps: TimestampFormat) -> Option<SinkRead> {
     let fast = FastSink::find(frame, 0x7b)?;
     let mut buffer = Buffer::new(frame);
     let removed = buffer.with(|f| fast.strip(f));
-    Some(Decapped {
+    Some(SinkRead {
         flow: fast.flow,
         sequence: fast.sequence(),
         source: fast.source(frame, timestamps),
@@ -284,7 +284,7 @@ fn traced_frames() -> Vec<Vec<u8>> {
 }
 
 #[test]
-fn fast_decap_reads_and_restores_what_the_general_decap_does() {
+fn fast_sink_reads_and_restores_what_the_general_sink_does() {
     let (mut taken, mut frames, mut shaped) = (0, 0, 0);
     for base in traced_frames() {
         frames += 1;
@@ -293,8 +293,8 @@ fn fast_decap_reads_and_restores_what_the_general_decap_does() {
         shaped += usize::from(FastSink::find(&base, 0x7b).is_some());
         for frame in neighbours(&base) {
             for timestamps in [TimestampFormat::Posix, TimestampFormat::Ptp] {
-                let Some(fast) = fast_decap(&frame, timestamps) else { continue };
-                assert_eq!(Some(&fast), general_decap(&frame, timestamps).as_ref(), "{frame:02x?}");
+                let Some(fast) = fast_sink(&frame, timestamps) else { continue };
+                assert_eq!(Some(&fast), general_sink(&frame, timestamps).as_ref(), "{frame:02x?}");
                 taken += 1;
             }
         }

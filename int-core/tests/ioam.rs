@@ -93,7 +93,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(400))]
 
     #[test]
-    fn decap_of_transits_of_encap_is_the_packet(
+    fn sink_of_transits_of_source_is_the_packet(
         spec in ipv6_packet(),
         trace_type in trace_type(),
         nodes in 1usize..6,

@@ -32,9 +32,9 @@ fn node() -> NodeData {
 
 fuzz_target!(|data: &[u8]| {
     let Some((&selector, frame)) = data.split_first() else { return };
-    decap_restores(frame);
+    sink_restores(frame);
     transit_stays_inside(frame);
-    encap_then_decap(frame, selector);
+    source_then_sink(frame, selector);
     strip_leaves_nothing_of_ours(frame, selector);
 });
 
@@ -85,7 +85,7 @@ fn domain(selector: u8) -> Domain {
     }
 }
 
-fn decap_restores(frame: &[u8]) {
+fn sink_restores(frame: &[u8]) {
     let Ok(Some(found)) = sink::find(frame, NAMESPACE) else { return };
     let mut buffer = frame.to_vec();
     let mut view = FrameBuf::new(&mut buffer, 0, frame.len()).expect("a view");
@@ -126,7 +126,7 @@ fn transit_stays_inside(frame: &[u8]) {
     assert_eq!(out[end..], frame[end..], "after the trace");
 }
 
-fn encap_then_decap(frame: &[u8], selector: u8) {
+fn source_then_sink(frame: &[u8], selector: u8) {
     let plan = domain(selector).plan(9000);
     let mut buffer = vec![0u8; 256 + frame.len()];
     buffer[256..].copy_from_slice(frame);
@@ -143,5 +143,5 @@ fn encap_then_decap(frame: &[u8], selector: u8) {
     assert_eq!(found.removed_len(), added);
     assert_eq!(found.sequence(), numbered.then_some(u64::from(selector) + 1));
     assert!(sink::strip(&mut view, &found).is_some());
-    assert_eq!(view.frame(), frame, "encap then decap is the frame");
+    assert_eq!(view.frame(), frame, "source then sink is the frame");
 }

@@ -60,7 +60,7 @@ fn node(id: u32) -> NodeData {
 /// issue's check (PadN, the option at offset 4, two slots), this
 /// node's element in the last slot.
 #[test]
-fn encap_writes_the_header_the_kernel_reads() {
+fn source_writes_the_header_the_kernel_reads() {
     let original = udp6();
     let (out, done) = with_headroom(&original, |f| insert(f, &plan(2), &node(0x0a0b0c), unnumbered));
     assert_eq!(done, Ok(Encapped::Added(24)));
