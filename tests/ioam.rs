@@ -11,7 +11,7 @@ mod common;
 
 use common::*;
 use int_core::hop_rule::Sample;
-use int_core::ioam::find;
+use int_core::ioam::sink;
 use int_core::ioam::{ipv6, TimestampFormat};
 use int_core::report::tr20;
 
@@ -26,7 +26,7 @@ fn retime_after_source(path: &std::path::Path, latency_ns: u64, format: Timestam
     let frames: Vec<(u64, Vec<u8>)> = read_pcap(path)
         .into_iter()
         .map(|frame| {
-            if let Some(found) = find::find(&frame, 123).unwrap() {
+            if let Some(found) = sink::find(&frame, 123).unwrap() {
                 let oldest = found.nodes(&frame).last().unwrap().as_hop(format);
                 last_ns = oldest.ingress_timestamp.unwrap() + latency_ns;
             }
@@ -54,7 +54,7 @@ fn encapsulate(dir: &std::path::Path, domain: &str, ipv6_packets: u64) -> Run {
 }
 
 #[test]
-fn encap_transit_decap_restores_every_byte_and_reports_the_trace() {
+fn source_transit_sink_restores_every_byte_and_reports_the_trace() {
     let dir = workdir("ioam-chain");
     let (frames, ipv6_packets) = traffic_in(&dir, 240, 180);
     let source = encapsulate(&dir, DOMAIN, ipv6_packets);
@@ -88,7 +88,7 @@ fn encap_transit_decap_restores_every_byte_and_reports_the_trace() {
         for individual in report.reports() {
             let individual = individual.unwrap();
             assert_eq!(individual.in_type, tr20::InType::Ipv6);
-            let (trace, hbh) = find::trace_in_packet(individual.inner).unwrap();
+            let (trace, hbh) = sink::trace_in_packet(individual.inner).unwrap();
             assert_eq!(trace.header.namespace, 123);
             let nodes: Vec<_> = ipv6::nodes(hbh, &trace).collect();
             let ids: Vec<_> = nodes.iter().map(|n| n.node_id.unwrap()).collect();
@@ -251,9 +251,9 @@ fn a_lying_trace_is_dropped_and_reported() {
     run_node(&dir, &node_config("source", "in.pcap", "ioam.pcap", DOMAIN, None));
     let mut traced = read_pcap(&dir.join("ioam.pcap"));
     let liars: Vec<usize> =
-        (0..traced.len()).filter(|&i| find::find(&traced[i], 123).unwrap().is_some()).collect();
+        (0..traced.len()).filter(|&i| sink::find(&traced[i], 123).unwrap().is_some()).collect();
     for &i in &liars {
-        let found = find::find(&traced[i], 123).unwrap().unwrap();
+        let found = sink::find(&traced[i], 123).unwrap().unwrap();
         // RemainingLen past the data space.
         traced[i][found.hbh + found.trace.option + 7] = 0x7f;
     }
@@ -314,7 +314,7 @@ fn gen_writes_and_decode_reads_ioam() {
     let ioam: Vec<_> = records.iter().filter(|r| r["kind"] == "ioam").collect();
     assert_eq!(ioam.len(), 20);
     for (record, frame) in ioam.iter().zip(&ipv6) {
-        let found = find::find(frame, 123).unwrap().unwrap();
+        let found = sink::find(frame, 123).unwrap().unwrap();
         let node = found.nodes(frame).next().unwrap();
         let trace = &record["ioam"];
         assert_eq!(trace["namespace"], 123);
@@ -366,7 +366,7 @@ fn a_trace_from_outside_the_domain_is_stripped_at_its_edge() {
     assert_eq!((sink.counter("sink", "stripped"), sink.counter("sink", "lost_packets")), (ipv6_packets, 0));
     for datagram in collector.reports() {
         for individual in tr20::Report::parse(&datagram).unwrap().reports() {
-            let (trace, hbh) = find::trace_in_packet(individual.unwrap().inner).unwrap();
+            let (trace, hbh) = sink::trace_in_packet(individual.unwrap().inner).unwrap();
             let ids: Vec<_> = ipv6::nodes(hbh, &trace).map(|n| n.node_id.unwrap()).collect();
             assert_eq!(ids, [1], "this node alone, not the made-up path");
         }
@@ -423,12 +423,14 @@ fn numbered_through(
     let mut numbers = Vec::new();
     let mut traced = read_pcap(&dir.join("ioam.pcap"));
     for (i, frame) in traced.iter_mut().enumerate() {
-        if let Some(found) = find::find(frame, 123).unwrap() {
+        if let Some(found) = sink::find(frame, 123).unwrap() {
             let number = found.sequence().unwrap();
             numbers.push(Traced { at: i, number, flow: found.flow(frame) });
             let node_id = Some(transit(i / 12, number));
             let node = int_core::ioam::node::NodeData { node_id, ..Default::default() };
-            let pushed = int_core::ioam::transit::push(frame, 123, &node).unwrap();
+            let len = frame.len();
+            let mut view = int_core::FrameBuf::new(frame, 0, len).unwrap();
+            let pushed = int_core::ioam::transit::push(&mut view, 123, &node).unwrap();
             assert_eq!(pushed, int_core::ioam::transit::Transited::Filled);
         }
     }
@@ -529,5 +531,5 @@ fn a_sampled_out_trace_is_not_read() {
 }
 
 fn is_traced(frame: &[u8]) -> bool {
-    find::find(frame, 123).unwrap().is_some()
+    sink::find(frame, 123).unwrap().is_some()
 }

@@ -28,7 +28,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
-use int_core::ioam::{find, ipv6, TimestampFormat};
+use int_core::ioam::{ipv6, sink, TimestampFormat};
 use int_core::report::tr20;
 
 const PREFIX: &str = "ioamk";
@@ -348,8 +348,8 @@ fn check_reports(socket: &UdpSocket) {
             if int_core::report::tr20_loss::LossReport::parse(&individual, 0x4944).is_some() {
                 continue; // a neighbour discovery packet that ended at the router
             }
-            let (trace, hbh) = find::trace_in_packet(individual.inner).unwrap();
-            let e2e = find::e2e_in_packet(individual.inner, 123).expect("the Edge-to-Edge option");
+            let (trace, hbh) = sink::trace_in_packet(individual.inner).unwrap();
+            let e2e = sink::e2e_in_packet(individual.inner, 123).expect("the Edge-to-Edge option");
             assert!(e2e.sequence.is_some_and(|n| n >= 1), "{e2e:?}");
             let nodes: Vec<_> = ipv6::nodes(hbh, &trace).collect();
             let ids: Vec<_> = nodes.iter().map(|n| n.node_id.unwrap()).collect();

@@ -690,8 +690,8 @@ fn tshark_reads_the_ioam_trace_int_core_writes() {
 #[test]
 fn tshark_reads_the_ioam_edge_to_edge_option_int_core_writes() {
     use int_core::ioam::e2e::E2eType;
-    use int_core::ioam::encap::{self, Encapped, Plan};
     use int_core::ioam::node::NodeData;
+    use int_core::ioam::source::{self, Encapped, Plan};
     use int_core::ioam::trace::{TraceHeaderRepr, TraceType};
     let dir = workdir("wireshark-ioam-e2e");
     let header = TraceHeaderRepr {
@@ -713,7 +713,7 @@ fn tshark_reads_the_ioam_edge_to_edge_option_int_core_writes() {
     bytes[128..].copy_from_slice(&original);
     let mut view = int_core::FrameBuf::new(&mut bytes, 128, original.len()).unwrap();
     let node = NodeData { node_id: Some(1), ..NodeData::default() };
-    let added = encap::insert(&mut view, &plan, &node, |_, _| Some(0x0102_0304)).unwrap();
+    let added = source::insert(&mut view, &plan, &node, |_, _| Some(0x0102_0304)).unwrap();
     assert_eq!(added, Encapped::Added(24 + 16));
     write_pcap(&dir.join("e2e.pcap"), &[view.frame().to_vec()]);
     let fields = [

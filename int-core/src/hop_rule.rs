@@ -239,6 +239,25 @@ impl HopRule {
         (u64::from(self.latency.class(latency)) << 8) | u64::from(self.queue.class(queue))
     }
 
+    /// The hop rule's answer for a packet: `digest`'s, where the rule's
+    /// [`Sample`] takes the packet (`sequence`: its number; `phase`: its
+    /// flow's [`crate::flow::FlowKey::phase`]), else [`Untold::Skipped`], and
+    /// `digest` is never called: a sampled-out packet reads no hop. Every
+    /// sink decides its sample here, each protocol digesting its own hops.
+    #[inline(always)]
+    pub fn sampled(
+        &self,
+        sequence: Option<u32>,
+        phase: u32,
+        digest: impl FnOnce(&HopRule) -> Result<HopDigest, Untold>,
+    ) -> Result<HopDigest, Untold> {
+        if self.sample.takes(sequence, phase) {
+            digest(self)
+        } else {
+            Err(Untold::Skipped)
+        }
+    }
+
     /// The digest of a stack's hops, newest first: the definition, which
     /// [`crate::int21::MdStack::hop_digest`] computes in place (a fuzz
     /// target holds the two together).

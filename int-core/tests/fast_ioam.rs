@@ -1,10 +1,10 @@
 //! The IOAM encapsulating node's fast path writes what the general path
 //! writes: every frame it takes among the fast-path frames, their one-byte
-//! changes and cuts, gets the same bytes from `encap::insert`; the frames it
+//! changes and cuts, gets the same bytes from `source::insert`; the frames it
 //! leaves are IPv4 or past the MTU, and a plan that numbers packets has no
 //! fast path. The decapsulating node's fast path reads what the general
 //! path reads (`find`, the slots' figures, the flow) and restores the same
-//! bytes (`decap::strip`), over traced frames, their one-byte changes and
+//! bytes (`sink::strip`), over traced frames, their one-byte changes and
 //! cuts.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
@@ -17,13 +17,12 @@ use int_core::craft::PacketSpec;
 use int_core::fast::FastFrame;
 use int_core::flow::FlowKey;
 use int_core::hop_rule::HopFigures;
-use int_core::ioam::decap::strip;
 use int_core::ioam::e2e::E2eType;
-use int_core::ioam::encap::{self, Encapped, Plan};
-use int_core::ioam::fast_decap::FastDecap;
-use int_core::ioam::fast_encap::FastEncap;
-use int_core::ioam::find::find;
+use int_core::ioam::fast_sink::FastSink;
+use int_core::ioam::fast_source::FastSource;
 use int_core::ioam::node::NodeData;
+use int_core::ioam::sink::{find, strip};
+use int_core::ioam::source::{self, Encapped, Plan};
 use int_core::ioam::trace::{TraceHeaderRepr, TraceType};
 use int_core::ioam::transit::push;
 use int_core::ioam::TimestampFormat;
@@ -70,7 +69,7 @@ fn agrees(plan: &Plan) -> usize {
 }
 
 fn agrees_numbered(plan: &Plan, number: Option<u64>) -> usize {
-    let fast = FastEncap::of(plan).expect("a writable plan has a fast path");
+    let fast = FastSource::of(plan).expect("a writable plan has a fast path");
     let mut taken = 0;
     for base in frames() {
         for frame in neighbours(&base) {
@@ -90,7 +89,7 @@ fn agrees_numbered(plan: &Plan, number: Option<u64>) -> usize {
             };
             let mut general = Buffer::new(&frame);
             let said = general.with(|f| {
-                encap::insert(f, plan, &element(), |_, _| {
+                source::insert(f, plan, &element(), |_, _| {
                     general_asked += 1;
                     number
                 })
@@ -106,7 +105,7 @@ fn agrees_numbered(plan: &Plan, number: Option<u64>) -> usize {
 }
 
 #[test]
-fn fast_encap_writes_what_the_general_encap_writes() {
+fn fast_source_writes_what_the_general_source_writes() {
     let every = TraceType::HOP_LIM_NODE_ID
         | TraceType::INTERFACES
         | TraceType::TIMESTAMP_SECONDS
@@ -135,7 +134,7 @@ fn fast_encap_writes_what_the_general_encap_writes() {
 /// trace, numbered, or left out when the flow table has no number to
 /// give; an option of timestamps alone asks for none.
 #[test]
-fn fast_encap_numbers_as_the_general_encap_numbers() {
+fn fast_source_numbers_as_the_general_source_numbers() {
     let default = TraceType::HOP_LIM_NODE_ID
         | TraceType::INTERFACES
         | TraceType::TIMESTAMP_SECONDS
@@ -160,13 +159,13 @@ fn fast_encap_numbers_as_the_general_encap_numbers() {
 #[test]
 fn an_unwritable_plan_has_no_fast_path() {
     let unwritable = plan(TraceType::HOP_LIM_NODE_ID, 0, 9000);
-    assert_eq!(FastEncap::of(&unwritable), None);
+    assert_eq!(FastSource::of(&unwritable), None);
 }
 
 /// What the decapsulating node reads of a traced packet and what it
 /// leaves of it.
 #[derive(Debug, PartialEq)]
-struct Decapped {
+struct SinkRead {
     flow: FlowKey,
     sequence: Option<u64>,
     source: (Option<u32>, Option<u64>),
@@ -177,8 +176,8 @@ struct Decapped {
     restored: Vec<u8>,
 }
 
-/// The general path's reading, as `IoamDecapStage` makes it.
-fn general_decap(frame: &[u8], timestamps: TimestampFormat) -> Option<Decapped> {
+/// The general path's reading, as `IoamSinkStage` makes it.
+fn general_sink(frame: &[u8], timestamps: TimestampFormat) -> Option<SinkRead> {
     let found = find(frame, 0x7b).ok()??;
     let hops: Vec<_> = found.nodes(frame).map(|node| node.as_hop(timestamps)).collect();
     let oldest = hops.last();
@@ -195,7 +194,7 @@ fn general_decap(frame: &[u8], timestamps: TimestampFormat) -> Option<Decapped> 
     });
     let mut buffer = Buffer::new(frame);
     let removed = buffer.with(|f| strip(f, &found));
-    Some(Decapped {
+    Some(SinkRead {
         flow: found.flow(frame),
         sequence: found.sequence(),
         source,
@@ -207,11 +206,11 @@ fn general_decap(frame: &[u8], timestamps: TimestampFormat) -> Option<Decapped> 
     })
 }
 
-fn fast_decap(frame: &[u8], timestamps: TimestampFormat) -> Option<Decapped> {
-    let fast = FastDecap::read(frame, 0x7b)?;
+fn fast_sink(frame: &[u8], timestamps: TimestampFormat) -> Option<SinkRead> {
+    let fast = FastSink::find(frame, 0x7b)?;
     let mut buffer = Buffer::new(frame);
     let removed = buffer.with(|f| fast.strip(f));
-    Some(Decapped {
+    Some(SinkRead {
         flow: fast.flow,
         sequence: fast.sequence(),
         source: fast.source(frame, timestamps),
@@ -267,7 +266,7 @@ fn traced_frames() -> Vec<Vec<u8>> {
     let mut traced = Vec::new();
     for (base, plan) in frames().iter().flat_map(|frame| plans.iter().map(move |plan| (frame, plan))) {
         let mut buffer = Buffer::new(base);
-        let encapped = buffer.with(|f| encap::insert(f, plan, &element(), |_, _| Some(0x1_0000_0007)));
+        let encapped = buffer.with(|f| source::insert(f, plan, &element(), |_, _| Some(0x1_0000_0007)));
         if !matches!(encapped, Ok(Encapped::Added(_))) {
             continue;
         }
@@ -276,24 +275,26 @@ fn traced_frames() -> Vec<Vec<u8>> {
             if node <= 2 || node == plan.nodes as u32 {
                 traced.push(frame.clone());
             }
-            push(&mut frame, 0x7b, &transit_element(node)).unwrap();
+            let mut buffer = Buffer::new(&frame);
+            buffer.with(|f| push(f, 0x7b, &transit_element(node))).unwrap();
+            frame = buffer.frame().to_vec();
         }
     }
     traced
 }
 
 #[test]
-fn fast_decap_reads_and_restores_what_the_general_decap_does() {
+fn fast_sink_reads_and_restores_what_the_general_sink_does() {
     let (mut taken, mut frames, mut shaped) = (0, 0, 0);
     for base in traced_frames() {
         frames += 1;
         // The frame with a Hop-by-Hop header of its own got the trace
         // appended to it: the general path's.
-        shaped += usize::from(FastDecap::read(&base, 0x7b).is_some());
+        shaped += usize::from(FastSink::find(&base, 0x7b).is_some());
         for frame in neighbours(&base) {
             for timestamps in [TimestampFormat::Posix, TimestampFormat::Ptp] {
-                let Some(fast) = fast_decap(&frame, timestamps) else { continue };
-                assert_eq!(Some(&fast), general_decap(&frame, timestamps).as_ref(), "{frame:02x?}");
+                let Some(fast) = fast_sink(&frame, timestamps) else { continue };
+                assert_eq!(Some(&fast), general_sink(&frame, timestamps).as_ref(), "{frame:02x?}");
                 taken += 1;
             }
         }

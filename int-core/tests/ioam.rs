@@ -14,9 +14,8 @@ use int_core::ioam::e2e::E2eType;
 use int_core::ioam::node::NodeData;
 use int_core::ioam::trace::{TraceHeaderRepr, TraceType};
 use int_core::ioam::{
-    decap,
-    encap::{self, Encapped, Plan},
-    find,
+    sink,
+    source::{self, Encapped, Plan},
     transit::{self, Transited},
 };
 use int_core::locate;
@@ -94,7 +93,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(400))]
 
     #[test]
-    fn decap_of_transits_of_encap_is_the_packet(
+    fn sink_of_transits_of_source_is_the_packet(
         spec in ipv6_packet(),
         trace_type in trace_type(),
         nodes in 1usize..6,
@@ -109,15 +108,13 @@ proptest! {
         let hop_limit = original[ip.l3 + 7];
         let mut buffer = Buffer::new(&original);
         let number = |_: &[u8], _: &locate::IpLocation| Some(u64::from(sequence));
-        let added = buffer.with(|f| encap::insert(f, &plan, &node(1), number)).unwrap();
+        let added = buffer.with(|f| source::insert(f, &plan, &node(1), number)).unwrap();
         prop_assert!(matches!(added, Encapped::Added(_)), "{:?}", added);
         for n in 0..transits {
-            let frame_len = buffer.len;
-            let start = buffer.start;
-            let frame = &mut buffer.bytes[start..start + frame_len];
             let expected = if n + 1 < nodes { Transited::Filled } else { Transited::Overflow };
-            prop_assert_eq!(transit::push(frame, plan.header.namespace, &node(n as u32 + 2)), Ok(expected));
-            prop_assert_eq!(transit::push(frame, 7, &node(99)), Ok(Transited::NotTraced));
+            let pushed = buffer.with(|f| transit::push(f, plan.header.namespace, &node(n as u32 + 2)));
+            prop_assert_eq!(pushed, Ok(expected));
+            prop_assert_eq!(buffer.with(|f| transit::push(f, 7, &node(99))), Ok(Transited::NotTraced));
         }
         let traced = buffer.frame().to_vec();
         etherparse_verdict(&traced).map_err(TestCaseError::fail)?;
@@ -125,7 +122,7 @@ proptest! {
         let options = ipv6_options::hop_by_hop(&traced);
         prop_assert!(!options.is_empty(), "etherparse found no Hop-by-Hop header");
         prop_assert!(options.windows(2).any(|w| w == [0x31, plan.option_len() as u8 - 2]));
-        let found = find::find(&traced, plan.header.namespace).unwrap().unwrap();
+        let found = sink::find(&traced, plan.header.namespace).unwrap().unwrap();
         let whole = ip.fragment == locate::Fragment::Whole;
         prop_assert_eq!(found.e2e.is_some(), whole && !e2e.is_empty(), "the option where numbered");
         let numbered = whole && e2e.intersects(E2eType::SEQUENCE_32 | E2eType::SEQUENCE_64);
@@ -138,7 +135,7 @@ proptest! {
         let read: Vec<NodeData> = found.nodes(&traced).collect();
         let expected: Vec<NodeData> = (1..=filled as u32).rev().map(|n| as_carried(&node(n), trace_type, hop_limit)).collect();
         prop_assert_eq!(read, expected);
-        prop_assert!(buffer.with(|f| decap::strip(f, &found).is_some()));
+        prop_assert!(buffer.with(|f| sink::strip(f, &found).is_some()));
         prop_assert_eq!(buffer.frame(), &original[..]);
     }
 
@@ -158,18 +155,17 @@ proptest! {
         let plan = Plan { e2e, ..plan(trace_type, 3) };
         prop_assume!(plan.check().is_ok());
         let mut buffer = Buffer::new(&original);
-        buffer.with(|f| encap::insert(f, &plan, &node(1), |_, _| Some(5))).unwrap();
+        buffer.with(|f| source::insert(f, &plan, &node(1), |_, _| Some(5))).unwrap();
         let mut traced = buffer.frame().to_vec();
         let at = at.index(traced.len());
         traced[at] = value;
-        if let Ok(Some(found)) = find::find(&traced, plan.header.namespace) {
+        if let Ok(Some(found)) = sink::find(&traced, plan.header.namespace) {
             let _ = found.nodes(&traced).count();
             let mut changed = Buffer::new(&traced);
-            prop_assert!(changed.with(|f| decap::strip(f, &found).is_some()));
+            prop_assert!(changed.with(|f| sink::strip(f, &found).is_some()));
             prop_assert!(locate::ipv6(changed.frame()).is_ok(), "a restored packet the walk refuses");
         }
-        let mut frame = traced.clone();
-        let _ = transit::push(&mut frame, plan.header.namespace, &node(2));
+        let _ = Buffer::new(&traced).with(|f| transit::push(f, plan.header.namespace, &node(2)));
     }
 }
 
@@ -179,7 +175,7 @@ fn the_generated_packets_are_mostly_traced() {
     common::assert_mostly_usable(ipv6_packet(), |spec| {
         let mut buffer = Buffer::new(&spec.build());
         matches!(
-            buffer.with(|f| encap::insert(f, &plan(TraceType::HOP_LIM_NODE_ID, 4), &node(1), |_, _| None)),
+            buffer.with(|f| source::insert(f, &plan(TraceType::HOP_LIM_NODE_ID, 4), &node(1), |_, _| None)),
             Ok(Encapped::Added(_))
         )
     });
@@ -197,11 +193,11 @@ fn every_cut_of_a_traced_packet_is_safe() {
     );
     let mut buffer = Buffer::new(&spec.build());
     buffer
-        .with(|f| encap::insert(f, &plan(TraceType::from_bits_retain(0xff_f000), 3), &node(1), |_, _| None))
+        .with(|f| source::insert(f, &plan(TraceType::from_bits_retain(0xff_f000), 3), &node(1), |_, _| None))
         .unwrap();
     let traced = buffer.frame().to_vec();
     for cut in 0..traced.len() {
-        if let Ok(Some(found)) = find::find(&traced[..cut], 0x2b) {
+        if let Ok(Some(found)) = sink::find(&traced[..cut], 0x2b) {
             assert!(found.hbh + found.hbh_len <= cut);
         }
     }

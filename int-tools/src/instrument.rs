@@ -33,7 +33,7 @@ pub enum Instrument {
 pub enum Source {
     V05(SourceConfig),
     V21(source21::SourceConfig),
-    Ioam(int_core::ioam::encap::Plan),
+    Ioam(int_core::ioam::source::Plan),
 }
 
 /// gen's IOAM domain: what `int.version: ioam, namespace: 123, sequence:
@@ -63,7 +63,7 @@ pub enum InstrumentError {
     #[error("cannot instrument: {0:?}")]
     Skipped(int_core::skip::Skip),
     #[error("cannot trace: {0:?}")]
-    NotTraced(int_core::ioam::encap::Encapped),
+    NotTraced(int_core::ioam::source::Encapped),
     #[error("cannot trace: {0}")]
     Unreadable(int_core::ParseError),
 }
@@ -169,9 +169,9 @@ impl Source {
                     transit_delay: Some(0),
                     ..Default::default()
                 };
-                use int_core::ioam::encap::Encapped;
+                use int_core::ioam::source::Encapped;
                 let number = |_: &[u8], _: &int_core::locate::IpLocation| Some(u64::from(sequence));
-                match int_core::ioam::encap::insert(&mut view, plan, &node, number) {
+                match int_core::ioam::source::insert(&mut view, plan, &node, number) {
                     // IPv4 packets stay plain: IOAM rides IPv6 options.
                     Ok(Encapped::Added(_) | Encapped::NotIpv6) => {}
                     Ok(other) => return Err(InstrumentError::NotTraced(other)),

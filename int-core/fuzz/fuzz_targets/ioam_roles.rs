@@ -12,7 +12,7 @@
 
 use int_core::ioam::e2e::E2eType;
 use int_core::ioam::node::NodeData;
-use int_core::ioam::{decap, encap::{self, Encapped}, find, transit::{self, Transited}};
+use int_core::ioam::{source::{self, Encapped}, sink, transit::{self, Transited}};
 use int_core::ioam::trace::TraceType;
 use int_core::ioam::{ipv6, Domain, TimestampFormat};
 use int_core::locate;
@@ -32,16 +32,16 @@ fn node() -> NodeData {
 
 fuzz_target!(|data: &[u8]| {
     let Some((&selector, frame)) = data.split_first() else { return };
-    decap_restores(frame);
+    sink_restores(frame);
     transit_stays_inside(frame);
-    encap_then_decap(frame, selector);
+    source_then_sink(frame, selector);
     strip_leaves_nothing_of_ours(frame, selector);
 });
 
 fn strip_leaves_nothing_of_ours(frame: &[u8], selector: u8) {
     let mut buffer = frame.to_vec();
     let mut view = FrameBuf::new(&mut buffer, 0, frame.len()).expect("a view");
-    match decap::strip_foreign(&mut view, NAMESPACE) {
+    match sink::strip_foreign(&mut view, NAMESPACE) {
         Ok(true) => {}
         Ok(false) => {
             assert_eq!(view.frame(), frame, "a strip that removed nothing changed nothing");
@@ -55,7 +55,7 @@ fn strip_leaves_nothing_of_ours(frame: &[u8], selector: u8) {
                 assert!(locate::ipv6(&left).is_ok(), "what is left walks");
                 let mut again = left.clone();
                 let mut view = FrameBuf::new(&mut again, 0, left.len()).expect("a view");
-                assert!(decap::strip_foreign(&mut view, NAMESPACE).is_err(), "the lie is still there");
+                assert!(sink::strip_foreign(&mut view, NAMESPACE).is_err(), "the lie is still there");
             }
             return;
         }
@@ -67,7 +67,7 @@ fn strip_leaves_nothing_of_ours(frame: &[u8], selector: u8) {
     buffer[256..].copy_from_slice(&stripped);
     let mut view = FrameBuf::new(&mut buffer, 256, stripped.len()).expect("a view");
     let plan = domain(selector).plan(9000);
-    let encapped = encap::insert(&mut view, &plan, &node(), |_, _| Some(1));
+    let encapped = source::insert(&mut view, &plan, &node(), |_, _| Some(1));
     assert_ne!(encapped, Ok(Encapped::AlreadyTraced), "nothing of ours is left");
 }
 
@@ -85,11 +85,11 @@ fn domain(selector: u8) -> Domain {
     }
 }
 
-fn decap_restores(frame: &[u8]) {
-    let Ok(Some(found)) = find::find(frame, NAMESPACE) else { return };
+fn sink_restores(frame: &[u8]) {
+    let Ok(Some(found)) = sink::find(frame, NAMESPACE) else { return };
     let mut buffer = frame.to_vec();
     let mut view = FrameBuf::new(&mut buffer, 0, frame.len()).expect("a view");
-    assert!(decap::strip(&mut view, &found).is_some(), "find accepted it");
+    assert!(sink::strip(&mut view, &found).is_some(), "find accepted it");
     assert_eq!(view.len() + found.removed_len(), frame.len());
     // IOAM reads no upper layer: one that lies is carried as it came.
     // Where etherparse walks the input cleanly, it walks the output so.
@@ -109,7 +109,8 @@ fn decap_restores(frame: &[u8]) {
 
 fn transit_stays_inside(frame: &[u8]) {
     let mut out = frame.to_vec();
-    match transit::push(&mut out, NAMESPACE, &node()) {
+    let mut view = FrameBuf::new(&mut out, 0, frame.len()).expect("a view");
+    match transit::push(&mut view, NAMESPACE, &node()) {
         Ok(Transited::Filled | Transited::Overflow) => {}
         _ => {
             assert_eq!(out, frame, "a frame transit did not fill is left as it was");
@@ -125,7 +126,7 @@ fn transit_stays_inside(frame: &[u8]) {
     assert_eq!(out[end..], frame[end..], "after the trace");
 }
 
-fn encap_then_decap(frame: &[u8], selector: u8) {
+fn source_then_sink(frame: &[u8], selector: u8) {
     let plan = domain(selector).plan(9000);
     let mut buffer = vec![0u8; 256 + frame.len()];
     buffer[256..].copy_from_slice(frame);
@@ -135,12 +136,12 @@ fn encap_then_decap(frame: &[u8], selector: u8) {
         numbered = true;
         Some(u64::from(selector) + 1)
     };
-    let Ok(Encapped::Added(added)) = encap::insert(&mut view, &plan, &node(), number) else { return };
+    let Ok(Encapped::Added(added)) = source::insert(&mut view, &plan, &node(), number) else { return };
     assert_eq!(view.len(), frame.len() + added);
     let traced = view.frame().to_vec();
-    let found = find::find(&traced, NAMESPACE).expect("our own trace reads").expect("and is there");
+    let found = sink::find(&traced, NAMESPACE).expect("our own trace reads").expect("and is there");
     assert_eq!(found.removed_len(), added);
     assert_eq!(found.sequence(), numbered.then_some(u64::from(selector) + 1));
-    assert!(decap::strip(&mut view, &found).is_some());
-    assert_eq!(view.frame(), frame, "encap then decap is the frame");
+    assert!(sink::strip(&mut view, &found).is_some());
+    assert_eq!(view.frame(), frame, "source then sink is the frame");
 }

@@ -33,7 +33,8 @@ pub struct FastInt {
     /// pushed), as [`super::HopMetadata`] reads them.
     pub source_node: Option<u32>,
     pub source_ns: Option<u64>,
-    /// [`super::MdStack::sampled_digest`].
+    /// [`super::MdStack::hop_digest`] where
+    /// [`crate::hop_rule::HopRule::sampled`] takes the packet.
     pub hops: Result<HopDigest, Untold>,
     /// The DSCP the shim kept.
     dscp: u8,
@@ -88,7 +89,7 @@ fn read_md(block: &[u8], domain: &Domain, rule: &HopRule, frame: FastFrame) -> O
         sequence,
         source_node,
         source_ns,
-        hops: md.sampled_digest(rule, sequence, frame.flow.phase()),
+        hops: rule.sampled(sequence, frame.flow.phase(), |rule| md.hop_digest(rule)),
         dscp: head[3] >> 2,
         block_len: len as u16,
     })

@@ -191,23 +191,6 @@ impl<'a> MdStack<'a> {
         self.stack.get(start..).unwrap_or_default()
     }
 
-    /// [`MdStack::hop_digest`] for a packet the rule's [`crate::hop_rule::Sample`] takes
-    /// (`sequence`: its number; `flow`: its flow's [`crate::flow::FlowKey::phase`]),
-    /// else [`Untold::Skipped`], the stack unread.
-    #[inline(always)]
-    pub fn sampled_digest(
-        &self,
-        rule: &HopRule,
-        sequence: Option<u32>,
-        flow: u32,
-    ) -> Result<HopDigest, Untold> {
-        if rule.sample.takes(sequence, flow) {
-            self.hop_digest(rule)
-        } else {
-            Err(Untold::Skipped)
-        }
-    }
-
     /// The hops as the sink's hop rule reads them (node id, hop latency,
     /// queue occupancy), newest first, read in place: what
     /// [`HopRule::digest`] defines.

@@ -31,7 +31,8 @@ pub struct Extracted {
     /// pushed), read in place.
     pub hop_count: usize,
     pub source_hop: Option<HopMetadata>,
-    /// [`super::MdStack::sampled_digest`] (INT-MX: [`Untold::NoHops`]).
+    /// [`super::MdStack::hop_digest`] where [`HopRule::sampled`] takes the
+    /// packet (INT-MX: [`Untold::NoHops`]).
     pub hops: Result<HopDigest, Untold>,
     /// The flow's packet number the source put in source-only metadata.
     pub sequence: Option<u32>,
@@ -135,7 +136,7 @@ impl Carried {
             Body::Md(md) => {
                 let sequence = domain.source_only.sequence_of(&md);
                 let header = md.header;
-                let hops = md.sampled_digest(rule, sequence, flow.phase());
+                let hops = rule.sampled(sequence, flow.phase(), |rule| md.hop_digest(rule));
                 (header.discard, md.hop_count(), md.bottom_hop(), sequence, false, header.instructions, hops)
             }
             Body::Mx { header, .. } => {

@@ -3,31 +3,33 @@
 //! Trace header, [`node`] a node's data element, [`e2e`] the Edge-to-Edge
 //! option (a packet number for loss), [`ipv6`] both in IPv6 options (find,
 //! fill a slot, read every node, emit); the three nodes' work by role,
-//! as INT 2.1's, with INT's verbs: [`encap`] the encapsulating node
-//! (`encap::insert`), [`transit`] a transit node (`transit::push`),
-//! [`find`] where a trace lies, [`decap`] the decapsulating node
-//! (`decap::strip`, returning the bytes removed as INT's `strip` does).
+//! as INT 2.1's, with INT's verbs: [`source`] the encapsulating node
+//! (`source::insert`), [`transit`] a transit node (`transit::push`),
+//! [`sink`] the decapsulating node (`sink::find` where a trace lies,
+//! `sink::strip` returning the bytes removed as INT's `strip` does).
 //!
 //! The texts are the last drafts before publication
 //! (`../shared/specs/ioam-*`); where they leave a value to IANA, the RFC's
 //! value is used and its module says so.
 
-pub mod decap;
 pub mod e2e;
-pub mod encap;
-pub mod fast_decap;
-pub mod fast_encap;
-pub mod find;
+pub mod fast_sink;
+pub mod fast_source;
 pub mod ipv6;
 pub mod node;
+pub mod sink;
+pub mod source;
+pub mod time;
 pub mod trace;
 pub mod transit;
 
 #[cfg(test)]
 mod tests;
 
+pub use time::TimestampFormat;
+
 use e2e::E2eType;
-use trace::{TraceHeaderRepr, TraceType};
+use trace::TraceType;
 
 /// An IOAM domain as its nodes share it: the namespace they fill, what
 /// each node writes, and how many slots the encapsulating node allocates.
@@ -41,52 +43,6 @@ pub struct Domain {
     /// What the encapsulating node's Edge-to-Edge option carries; empty:
     /// no such option.
     pub e2e: E2eType,
-}
-
-/// How the domain's nodes write a timestamp's fraction (RFC 9197 section
-/// 5: the format is the namespace's).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum TimestampFormat {
-    /// Microseconds, as the Linux kernel writes them (POSIX).
-    #[default]
-    Posix,
-    /// Nanoseconds (PTP's truncated format).
-    Ptp,
-}
-
-impl TimestampFormat {
-    /// Seconds and fraction of a time in ns since the epoch.
-    pub fn split(self, ns: u64) -> (u32, u32) {
-        let (seconds, below) = ((ns / 1_000_000_000) as u32, (ns % 1_000_000_000) as u32);
-        match self {
-            TimestampFormat::Posix => (seconds, below / 1000),
-            TimestampFormat::Ptp => (seconds, below),
-        }
-    }
-
-    /// The time in ns since the epoch of a timestamp's two fields; `None`
-    /// for a fraction past a second. Seconds wrap in 2106, as the field does.
-    pub fn join(self, seconds: u32, fraction: u32) -> Option<u64> {
-        let below = match self {
-            TimestampFormat::Posix => u64::from(fraction) * 1000,
-            TimestampFormat::Ptp => u64::from(fraction),
-        };
-        (below < 1_000_000_000).then_some(u64::from(seconds) * 1_000_000_000 + below)
-    }
-}
-
-impl Domain {
-    /// What an encapsulating node of the domain adds to packets of at
-    /// most `max_ip_len` bytes.
-    pub fn plan(&self, max_ip_len: usize) -> encap::Plan {
-        let header = TraceHeaderRepr {
-            namespace: self.namespace,
-            node_len: self.trace_type.node_len().min(0x1f) as u8,
-            trace_type: self.trace_type,
-            ..TraceHeaderRepr::default()
-        };
-        encap::Plan { header, nodes: usize::from(self.nodes), max_ip_len, e2e: self.e2e }
-    }
 }
 
 /// The trace type's bits 0-11 by the names a configuration gives them.

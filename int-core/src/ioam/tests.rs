@@ -3,14 +3,14 @@
 
 use std::net::Ipv6Addr;
 
-use super::decap::*;
 use super::e2e::*;
-use super::encap::*;
-use super::find::*;
 use super::node::NodeData;
+use super::sink::*;
+use super::source::*;
 use super::trace::{TraceHeaderRepr, TraceType, FLAG_OVERFLOW};
 use super::transit::*;
 use crate::craft::PacketSpec;
+use crate::error::ParseError;
 use crate::frame::FrameBuf;
 use crate::locate::IpLocation;
 use crate::wire::ipv6::{DESTINATION_OPTIONS, FRAGMENT, HOP_BY_HOP, ROUTING};
@@ -45,6 +45,13 @@ fn with_headroom<R>(frame: &[u8], f: impl FnOnce(&mut FrameBuf<'_>) -> R) -> (Ve
     (view.frame().to_vec(), result)
 }
 
+/// `push` on a frame without headroom: a transit node fills a slot in
+/// place, the frame keeps its length.
+fn push_in(frame: &mut [u8], namespace: u16, node: &NodeData) -> Result<Transited, ParseError> {
+    let len = frame.len();
+    push(&mut FrameBuf::new(frame, 0, len).unwrap(), namespace, node)
+}
+
 fn node(id: u32) -> NodeData {
     NodeData { node_id: Some(id), ..Default::default() }
 }
@@ -53,7 +60,7 @@ fn node(id: u32) -> NodeData {
 /// issue's check (PadN, the option at offset 4, two slots), this
 /// node's element in the last slot.
 #[test]
-fn encap_writes_the_header_the_kernel_reads() {
+fn source_writes_the_header_the_kernel_reads() {
     let original = udp6();
     let (out, done) = with_headroom(&original, |f| insert(f, &plan(2), &node(0x0a0b0c), unnumbered));
     assert_eq!(done, Ok(Encapped::Added(24)));
@@ -87,10 +94,10 @@ fn an_existing_header_gets_the_option_appended_and_keeps_its_own() {
     assert_eq!(out[55], 3, "Hdr Ext Len: 8 + 24 bytes");
     assert_eq!(out[56..62], router_alert[2..], "the sender's option first");
     assert_eq!(out[62..64], [0x31, 22], "three slots: 4 + 8 + 12 bytes");
-    assert_eq!(push(&mut out[..], 123, &node(2)), Ok(Transited::Filled));
-    assert_eq!(push(&mut out[..], 123, &node(3)), Ok(Transited::Filled));
-    assert_eq!(push(&mut out[..], 123, &node(4)), Ok(Transited::Overflow));
-    assert_eq!(push(&mut out[..], 124, &node(4)), Ok(Transited::NotTraced));
+    assert_eq!(push_in(&mut out, 123, &node(2)), Ok(Transited::Filled));
+    assert_eq!(push_in(&mut out, 123, &node(3)), Ok(Transited::Filled));
+    assert_eq!(push_in(&mut out, 123, &node(4)), Ok(Transited::Overflow));
+    assert_eq!(push_in(&mut out, 124, &node(4)), Ok(Transited::NotTraced));
     let found = find(&out, 123).unwrap().unwrap();
     assert!(!found.whole);
     assert_eq!(found.trace.header.flags, FLAG_OVERFLOW);
@@ -251,7 +258,7 @@ fn no_trace_takes_a_packet_past_the_headers_a_walk_reads() {
     let (out, done) = with_headroom(&seven, |f| insert(f, &plan(2), &node(1), unnumbered));
     assert_eq!(done, Ok(Encapped::Added(24)), "the trace alone: 8");
     let found = find(&out, 123).unwrap().unwrap();
-    assert_eq!(push(&mut out.clone(), 123, &node(2)), Ok(Transited::Filled));
+    assert_eq!(push_in(&mut out.clone(), 123, &node(2)), Ok(Transited::Filled));
     assert_eq!(with_headroom(&out, |f| strip(f, &found).is_some()), (seven, true));
 }
 
@@ -265,7 +272,7 @@ fn another_namespace_s_lying_trace_passes_every_role() {
     theirs[54 + 8 + 1] = 124; // the namespace's low byte
     theirs[54 + 8 + 2] = 0x10; // NodeLen 2 for a one-word trace type
     assert_eq!(find(&theirs, 123), Ok(None));
-    assert_eq!(push(&mut theirs.clone(), 123, &node(2)), Ok(Transited::NotTraced));
+    assert_eq!(push_in(&mut theirs.clone(), 123, &node(2)), Ok(Transited::NotTraced));
     let (ours, done) = with_headroom(&theirs, |f| insert(f, &plan(2), &node(3), unnumbered));
     assert_eq!(done, Ok(Encapped::Added(24)));
     let found = find(&ours, 123).unwrap().unwrap();

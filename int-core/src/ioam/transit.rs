@@ -5,6 +5,7 @@ use super::ipv6::{self, Filled};
 use super::node::NodeData;
 use crate::bytes::{byte, span_mut};
 use crate::error::{Layer, ParseError};
+use crate::frame::FrameBuf;
 use crate::locate::{self};
 use crate::wire::ipv6::{HEADER_LEN as IPV6_LEN, HOP_BY_HOP};
 use crate::wire::ipv6option::extension_len;
@@ -22,8 +23,10 @@ pub enum Transited {
 
 /// Fills the next slot of the namespace's trace with `node` (its Hop_Lim
 /// the packet's Hop Limit), or sets Overflow; leaves other namespaces and
-/// other options alone.
-pub fn push(frame: &mut [u8], namespace: u16, node: &NodeData) -> Result<Transited, ParseError> {
+/// other options alone. The frame keeps its length: the slot was
+/// pre-allocated.
+pub fn push(frame: &mut FrameBuf<'_>, namespace: u16, node: &NodeData) -> Result<Transited, ParseError> {
+    let frame = frame.frame_mut();
     let Some(ip) = locate::ipv6(frame)? else { return Ok(Transited::NotTraced) };
     if byte(frame, ip.l3 + 6) != HOP_BY_HOP {
         return Ok(Transited::NotTraced);

@@ -184,8 +184,9 @@ pub enum StageConfig {
     /// INT-XD: reports of this node's metadata on watched flows' packets,
     /// which pass untouched.
     Postcard(PostcardSettings),
-    /// An IOAM domain's encapsulating node: every IPv6 packet traced.
-    IoamEncap(IoamEncapSettings),
+    /// An IOAM domain's source (its encapsulating node): every IPv6
+    /// packet traced.
+    IoamSource(IoamSourceSettings),
 }
 
 impl StageConfig {
@@ -196,7 +197,7 @@ impl StageConfig {
             StageConfig::Source21(s) => Some(s.flow_capacity),
             StageConfig::Sink(s) => Some(s.flow_capacity),
             StageConfig::Postcard(s) => Some(s.flow_capacity),
-            StageConfig::IoamEncap(s) => Some(s.flow_capacity),
+            StageConfig::IoamSource(s) => Some(s.flow_capacity),
             _ => None,
         }
     }
@@ -238,7 +239,7 @@ impl StageConfig {
     pub fn role(&self) -> RoleName {
         match self {
             StageConfig::Forward => RoleName::Forward,
-            StageConfig::Source05(_) | StageConfig::Source21(_) | StageConfig::IoamEncap(_) => {
+            StageConfig::Source05(_) | StageConfig::Source21(_) | StageConfig::IoamSource(_) => {
                 RoleName::Source
             }
             StageConfig::Transit => RoleName::Transit,
@@ -500,7 +501,7 @@ pub const DEFAULT_CLONE_MBUFS: u32 = 2047;
 /// flow's packets, where the domain numbers them (`int.sequence`); what
 /// arrives with a trace or number of the namespace gets `marked`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct IoamEncapSettings {
+pub struct IoamSourceSettings {
     pub flow_capacity: u32,
     pub idle_timeout_ms: u64,
     pub marked: MarkedPolicy,

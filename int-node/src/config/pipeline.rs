@@ -15,7 +15,7 @@ use super::problems::Problems;
 use super::queues::QueueUse;
 use super::raw::{RawEndpoint, RawInt, RawPipeline, RawPostcard, RawSink, RawSource};
 use super::settings::{
-    generate_settings, impair_settings, ioam_encap_settings, postcard_settings, sink_settings,
+    generate_settings, impair_settings, ioam_source_settings, postcard_settings, sink_settings,
     source21_settings, source_settings,
 };
 use crate::pipeline::report::NODE_DOMAIN_ID;
@@ -260,7 +260,9 @@ fn stage(
         RoleName::Source => {
             let (settings, path) = (source_section(raw), format!("{path}.source"));
             match domain {
-                IntDomain::Ioam(_) => StageConfig::IoamEncap(ioam_encap_settings(settings, &path, problems)),
+                IntDomain::Ioam(_) => {
+                    StageConfig::IoamSource(ioam_source_settings(settings, &path, problems))
+                }
                 IntDomain::V05(_) => StageConfig::Source05(source_settings(settings, &path, problems)),
                 IntDomain::V21(domain) => {
                     let settings = source21_settings(settings, &path, problems);

@@ -12,7 +12,7 @@ use int_core::report::DEFAULT_COLLECTOR_PORT;
 
 use super::choice::chosen;
 use super::model::{
-    ExportConfig, ExportPath, Flavour, GenerateInstrument, GenerateSettings, IoamEncapSettings, LatencyMode,
+    ExportConfig, ExportPath, Flavour, GenerateInstrument, GenerateSettings, IoamSourceSettings, LatencyMode,
     MalformedPolicy, MarkedPolicy, Mode, PortConfig, PortExport, PostcardReport, PostcardSettings, Prefix,
     ProfileName, Protocol, ReportSettings, Rule, SinkSettings, Source05Settings, Source21Settings,
     StageConfig, TunnelPlacement, DEFAULT_CLONE_MBUFS,
@@ -69,7 +69,7 @@ pub fn source_settings(raw: &RawSource, path: &str, problems: &mut Problems) -> 
 /// examples); the INT 0.5 keys `flavour` and `tail` do not apply.
 /// An IOAM domain's encapsulating node: of the source section, only the
 /// flow table that numbers packets and the edge's `marked` policy.
-pub fn ioam_encap_settings(raw: &RawSource, path: &str, problems: &mut Problems) -> IoamEncapSettings {
+pub fn ioam_source_settings(raw: &RawSource, path: &str, problems: &mut Problems) -> IoamSourceSettings {
     problems.other_version(
         path,
         &[
@@ -88,7 +88,7 @@ pub fn ioam_encap_settings(raw: &RawSource, path: &str, problems: &mut Problems)
         "an IOAM domain's encapsulating node traces every IPv6 packet (the trace is set in int); its source section has only flows and marked",
     );
     check_capacity(raw.flows.capacity, path, problems);
-    IoamEncapSettings {
+    IoamSourceSettings {
         flow_capacity: raw.flows.capacity,
         idle_timeout_ms: raw.flows.idle_timeout_ms,
         marked: chosen(&raw.marked, MarkedPolicy::Strip, &format!("{path}.marked"), problems),

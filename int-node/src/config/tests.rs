@@ -547,20 +547,20 @@ fn ioam_domain() {
     let config = parse(&sink).unwrap();
     let IntDomain::Ioam(domain) = config.pipelines[0].domain else { panic!("not IOAM") };
     assert_eq!((domain.namespace, domain.nodes, domain.trace_type.bits()), (123, 4, 0xc0_0000));
-    assert!(matches!(config.pipelines[0].stage, StageConfig::IoamEncap(_)));
+    assert!(matches!(config.pipelines[0].stage, StageConfig::IoamSource(_)));
     assert!(domain.e2e.is_empty(), "numbered only where configured");
     let numbered = parse(&sink.replace("nodes: 4,", "nodes: 4, sequence: true,")).unwrap();
     let IntDomain::Ioam(domain) = numbered.pipelines[0].domain else { panic!("not IOAM") };
     assert_eq!(domain.e2e, int_core::ioam::e2e::E2eType::SEQUENCE_32);
     // The edge strips what arrives traced unless told.
-    let StageConfig::IoamEncap(edge) = &config.pipelines[0].stage else { panic!("not encap") };
+    let StageConfig::IoamSource(edge) = &config.pipelines[0].stage else { panic!("not encap") };
     assert_eq!(edge.marked, MarkedPolicy::Strip);
     let trusting = parse(&sink.replace(
         "trace_type: [hop_limit_node_id, interfaces]}\n",
         "trace_type: [hop_limit_node_id, interfaces]}\n    source: {marked: trust}\n",
     ))
     .unwrap();
-    let StageConfig::IoamEncap(edge) = &trusting.pipelines[0].stage else { panic!("not encap") };
+    let StageConfig::IoamSource(edge) = &trusting.pipelines[0].stage else { panic!("not encap") };
     assert_eq!(edge.marked, MarkedPolicy::Trust);
     let wrong = MINIMAL.replace(
         "  - role: forward\n",

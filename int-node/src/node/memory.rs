@@ -133,7 +133,7 @@ fn stage_table_bytes(stage: &StageConfig, domain: IntDomain) -> u64 {
         StageConfig::Source05(s) => source(s.flow_capacity),
         StageConfig::Source21(s) => source(s.flow_capacity),
         // A table of one flow where the domain numbers no packet.
-        StageConfig::IoamEncap(s) => match domain {
+        StageConfig::IoamSource(s) => match domain {
             IntDomain::Ioam(ioam) if !ioam.e2e.is_empty() => source(s.flow_capacity),
             _ => source(1),
         },

@@ -20,8 +20,8 @@ use super::int21::sink::Sink21Stage;
 use super::int21::source::Source21Stage;
 use super::int21::transit::Transit21Stage;
 use super::int21::Int21;
-use super::ioam::decap::IoamDecapStage;
-use super::ioam::encap::IoamEncapStage;
+use super::ioam::sink::IoamSinkStage;
+use super::ioam::source::IoamSourceStage;
 use super::ioam::transit::IoamTransitStage;
 use super::ioam::Ioam;
 use super::rate_limit::RateLimit;
@@ -116,8 +116,8 @@ fn with_top_flows(mut stage: Stage, top: TopFlows) -> Stage {
         Stage::Int21(Int21::Source(source)) => source.top = top,
         Stage::Int21(Int21::Sink(sink)) => sink.core.top = top,
         Stage::Int21(Int21::Postcard(postcard)) => postcard.top = top,
-        Stage::Ioam(Ioam::Encap(encap)) => encap.top = top,
-        Stage::Ioam(Ioam::Decap(decap)) => decap.core.top = top,
+        Stage::Ioam(Ioam::Source(encap)) => encap.top = top,
+        Stage::Ioam(Ioam::Sink(decap)) => decap.core.top = top,
         _ => {}
     }
     stage
@@ -196,10 +196,10 @@ fn stage(config: &Config, p: &PipelineConfig, ports: &Ports, built: &mut Built) 
         (StageConfig::Transit, IntDomain::V21(domain)) => Stage::Int21(Int21::Transit(Box::new(
             Transit21Stage::new(domain, &hop, reporter21(config, built)),
         ))),
-        (StageConfig::IoamEncap(settings), IntDomain::Ioam(domain)) => {
-            let encap = IoamEncapStage::new(&domain, &hop, settings)
+        (StageConfig::IoamSource(settings), IntDomain::Ioam(domain)) => {
+            let encap = IoamSourceStage::new(&domain, &hop, settings)
                 .map_err(|e| failed(SetupError::Settings(e).into()))?;
-            Stage::Ioam(Ioam::Encap(Box::new(encap)))
+            Stage::Ioam(Ioam::Source(Box::new(encap)))
         }
         (StageConfig::Transit, IntDomain::Ioam(domain)) => {
             Stage::Ioam(Ioam::Transit(Box::new(IoamTransitStage::new(&domain, &hop))))
@@ -220,7 +220,7 @@ fn stage(config: &Config, p: &PipelineConfig, ports: &Ports, built: &mut Built) 
             log_flow_table(&p.name, postcard.flows.slot_bytes(), postcard.flows.bytes_per_flow());
             Stage::Int21(Int21::Postcard(Box::new(postcard)))
         }
-        (StageConfig::Source05(_) | StageConfig::Source21(_) | StageConfig::IoamEncap(_), _) => {
+        (StageConfig::Source05(_) | StageConfig::Source21(_) | StageConfig::IoamSource(_), _) => {
             return Err(failed(StageError::OtherVersion))
         }
     };
@@ -278,7 +278,7 @@ fn sink_stage(
             Stage::Int05(Int05::Sink(Box::new(sink)))
         }
         IntDomain::V21(domain) => Stage::Int21(Int21::Sink(Box::new(Sink21Stage::new(domain, setup)))),
-        IntDomain::Ioam(domain) => Stage::Ioam(Ioam::Decap(Box::new(IoamDecapStage::new(&domain, setup)))),
+        IntDomain::Ioam(domain) => Stage::Ioam(Ioam::Sink(Box::new(IoamSinkStage::new(&domain, setup)))),
     };
     Ok(stage)
 }

@@ -28,7 +28,7 @@ impl Stage {
     pub fn is_sink(&self) -> bool {
         matches!(
             self,
-            Stage::Int05(Int05::Sink(_)) | Stage::Int21(Int21::Sink(_)) | Stage::Ioam(Ioam::Decap(_))
+            Stage::Int05(Int05::Sink(_)) | Stage::Int21(Int21::Sink(_)) | Stage::Ioam(Ioam::Sink(_))
         )
     }
 
@@ -49,7 +49,7 @@ impl Stage {
             (Stage::Int21(Int21::Sink(sink)), Update::Reports(reports)) => {
                 Update::Reports(sink.core.set_reports(reports))
             }
-            (Stage::Ioam(Ioam::Decap(decap)), Update::Reports(reports)) => {
+            (Stage::Ioam(Ioam::Sink(decap)), Update::Reports(reports)) => {
                 Update::Reports(decap.core.set_reports(reports))
             }
             (_, update) => update,

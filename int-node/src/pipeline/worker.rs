@@ -51,7 +51,7 @@ impl Pipeline {
             // on time for flows that went quiet.
             Stage::Int05(Int05::Sink(sink)) => sink.core.sweep(sink_ns, &mut self.counters),
             Stage::Int21(Int21::Sink(sink)) => sink.core.sweep(sink_ns, &mut self.counters),
-            Stage::Ioam(Ioam::Decap(decap)) => decap.core.sweep(sink_ns, &mut self.counters),
+            Stage::Ioam(Ioam::Sink(decap)) => decap.core.sweep(sink_ns, &mut self.counters),
             #[cfg(feature = "lab")]
             Stage::Impair(impair) if received == 0 => impair.release_due(clock, &mut self.counters),
             _ => {}
@@ -94,7 +94,7 @@ impl Pipeline {
             Stage::Int05(Int05::Source(source)) => source.age(clock.now_ns(), &mut self.counters),
             Stage::Int21(Int21::Source(source)) => source.age(clock.now_ns(), &mut self.counters),
             Stage::Int21(Int21::Postcard(postcard)) => postcard.age(clock.now_ns(), &mut self.counters),
-            Stage::Ioam(Ioam::Encap(encap)) => encap.age(clock.now_ns(), &mut self.counters),
+            Stage::Ioam(Ioam::Source(encap)) => encap.age(clock.now_ns(), &mut self.counters),
             _ => {}
         }
     }
@@ -112,9 +112,9 @@ impl Pipeline {
             Stage::Int21(Int21::Transit(transit)) => transit.process(burst, clock, &mut self.counters),
             Stage::Int21(Int21::Sink(sink)) => sink.process(burst, sink_ns, &mut self.counters),
             Stage::Int21(Int21::Postcard(postcard)) => postcard.process(burst, clock, &mut self.counters),
-            Stage::Ioam(Ioam::Encap(encap)) => encap.process(burst, clock, &mut self.counters),
+            Stage::Ioam(Ioam::Source(encap)) => encap.process(burst, clock, &mut self.counters),
             Stage::Ioam(Ioam::Transit(transit)) => transit.process(burst, clock, &mut self.counters),
-            Stage::Ioam(Ioam::Decap(decap)) => decap.process(burst, sink_ns, &mut self.counters),
+            Stage::Ioam(Ioam::Sink(decap)) => decap.process(burst, sink_ns, &mut self.counters),
             #[cfg(feature = "lab")]
             Stage::Impair(impair) => impair.process(burst, clock, &mut self.counters),
             Stage::Reference(reference) => reference.process(burst, sink_ns, &mut self.counters),
@@ -181,7 +181,7 @@ pub fn run_worker(
         match &mut pipeline.stage {
             Stage::Int05(Int05::Sink(sink)) => sink.core.finish(&mut clock, &mut pipeline.counters),
             Stage::Int21(Int21::Sink(sink)) => sink.core.finish(&mut clock, &mut pipeline.counters),
-            Stage::Ioam(Ioam::Decap(decap)) => decap.core.finish(&mut clock, &mut pipeline.counters),
+            Stage::Ioam(Ioam::Sink(decap)) => decap.core.finish(&mut clock, &mut pipeline.counters),
             #[cfg(feature = "lab")]
             Stage::Impair(impair) => impair.finish(),
             _ => {}

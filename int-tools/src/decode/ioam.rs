@@ -8,7 +8,7 @@ use int_core::ioam::e2e::E2eRepr;
 use int_core::ioam::ipv6::TraceAt;
 use int_core::ioam::node::NodeData;
 use int_core::ioam::trace::TraceHeaderRepr;
-use int_core::ioam::{find, ipv6, FIELD_NAMES};
+use int_core::ioam::{ipv6, sink, FIELD_NAMES};
 use serde_json::{json, Map, Value};
 
 /// The traces of the IPv6 packet starting at `packet` into `out`: the
@@ -16,7 +16,7 @@ use serde_json::{json, Map, Value};
 /// (`ioam`, or `malformed-ioam` with `error`, `drop_reason` and
 /// `ioam_namespace` where a trace lies); whether there was any.
 pub fn decode(packet: &[u8], out: &mut Map<String, Value>) -> bool {
-    let Some(hbh) = find::hop_by_hop_in_packet(packet) else { return false };
+    let Some(hbh) = sink::hop_by_hop_in_packet(packet) else { return false };
     let mut namespaces = Vec::new();
     ipv6::trace_namespaces(hbh, |namespace| {
         if !namespaces.contains(&namespace) {
@@ -57,7 +57,7 @@ fn trace_json(packet: &[u8], hbh: &[u8], trace: &TraceAt) -> Value {
     let mut value = header_json(&trace.header);
     value.insert("slots".into(), json!(trace.data_len / (usize::from(trace.header.node_len).max(1) * 4)));
     value.insert("nodes".into(), Value::Array(nodes));
-    if let Some(e2e) = find::e2e_in_packet(packet, trace.header.namespace) {
+    if let Some(e2e) = sink::e2e_in_packet(packet, trace.header.namespace) {
         value.insert("e2e".into(), e2e_json(&e2e));
     }
     Value::Object(value)
@@ -139,7 +139,7 @@ pub fn print(ioam: &Value) {
 #[cfg(test)]
 mod tests {
     use int_core::craft::PacketSpec;
-    use int_core::ioam::encap::{self, Encapped};
+    use int_core::ioam::source::{self, Encapped};
     use int_core::ioam::trace::TraceType;
     use int_core::ioam::Domain;
     use int_core::FrameBuf;
@@ -167,7 +167,7 @@ mod tests {
         let mut buf = vec![0u8; 128 + frame.len()];
         buf[128..].copy_from_slice(frame);
         let mut view = FrameBuf::new(&mut buf, 128, frame.len()).unwrap();
-        let done = encap::insert(&mut view, &domain.plan(1500), &NodeData::default(), |_, _| None);
+        let done = source::insert(&mut view, &domain.plan(1500), &NodeData::default(), |_, _| None);
         assert!(matches!(done, Ok(Encapped::Added(_))), "{done:?}");
         view.frame().to_vec()
     }

@@ -8,8 +8,8 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use int_core::craft::PacketSpec;
 use int_core::frame::FrameBuf;
 use int_core::ioam::e2e::E2eType;
-use int_core::ioam::encap::{self, Encapped, Plan};
 use int_core::ioam::node::NodeData;
+use int_core::ioam::source::{self, Encapped, Plan};
 use int_core::ioam::trace::{TraceHeaderRepr, TraceType};
 use int_core::ioam::transit::{self, Transited};
 use int_core::ioam::TimestampFormat;
@@ -126,13 +126,15 @@ pub fn ioam_reports() -> Vec<Vec<u8>> {
             let sent = T0 + round * 1_000_000;
             let original = PacketSpec::udp6(src, dst, port, 5000, 40).build();
             let (mut frame, added) = with_headroom(&original, |f| {
-                encap::insert(f, &plan, &ioam_node(1, sent, 500, 0), |_, _| None)
+                source::insert(f, &plan, &ioam_node(1, sent, 500, 0), |_, _| None)
             });
             assert!(matches!(added, Ok(Encapped::Added(_))), "{added:?}");
             let node2 = ioam_node(2, sent + 4_000, 1_000 + round as u32 * 250, round as u32 * 40);
             let node3 = ioam_node(3, sent + 8_000, 700, 3);
             for node in [node2, node3] {
-                assert_eq!(transit::push(&mut frame, 123, &node), Ok(Transited::Filled));
+                let len = frame.len();
+                let mut view = FrameBuf::new(&mut frame, 0, len).unwrap();
+                assert_eq!(transit::push(&mut view, 123, &node), Ok(Transited::Filled));
             }
             let metadata = int_core::int21::HopMetadata {
                 l1_ingress_port: Some(1),

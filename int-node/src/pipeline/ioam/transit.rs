@@ -4,7 +4,7 @@
 use int_core::ioam::transit::{self, Transited};
 use int_core::ioam::Domain;
 
-use super::Element;
+use super::element::Element;
 use crate::clock::Clock;
 use crate::dpdk::mbuf::Burst;
 use crate::pipeline::setup::Hop;
@@ -26,7 +26,7 @@ impl IoamTransitStage {
     pub fn process(&mut self, burst: &mut Burst, clock: &mut Clock, counters: &mut Counters) {
         let namespace = self.namespace;
         self.element.each(burst, clock, counters, |frame, node, _| {
-            match transit::push(frame.frame_mut(), namespace, node) {
+            match transit::push(frame, namespace, node) {
                 Ok(Transited::Filled) => Counter::slots_filled,
                 Ok(Transited::Overflow) => Counter::trace_overflow,
                 Ok(Transited::NotTraced) => Counter::not_int,

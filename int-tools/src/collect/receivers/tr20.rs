@@ -127,8 +127,8 @@ fn ioam_latency_of(report: &IndividualReport<'_>, format: TimestampFormat) -> Op
     if report.in_type != InType::Ipv6 {
         return None;
     }
-    let (trace, hbh) = int_core::ioam::find::trace_in_packet(report.inner)?;
-    let e2e = int_core::ioam::find::e2e_in_packet(report.inner, trace.header.namespace);
+    let (trace, hbh) = int_core::ioam::sink::trace_in_packet(report.inner)?;
+    let e2e = int_core::ioam::sink::e2e_in_packet(report.inner, trace.header.namespace);
     let mut path: Vec<HopMetadata> =
         int_core::ioam::ipv6::nodes(hbh, &trace).map(|n| n.as_hop(format)).collect();
     path.reverse();

@@ -5,15 +5,15 @@
 //! checked once at fixed offsets. The trace is read in place, only the
 //! words the sink's rules read; the flow key comes from fixed offsets; the
 //! two headers go in one move of the 54 bytes in front of them. Every
-//! other frame is left to [`super::find::find`], which gives the frames
-//! this path takes the same answer and [`super::decap::strip`] the same
+//! other frame is left to [`super::sink::find`], which gives the frames
+//! this path takes the same answer and [`super::sink::strip`] the same
 //! bytes (a test holds them together over every one-byte change and cut).
 
 use super::e2e::E2eRepr;
-use super::find::added_shape;
 use super::ipv6::{self, TraceAt, EDGE_TO_EDGE, OPTION_IOAM, OPTION_IOAM_STATIC, PREALLOCATED_TRACE};
+use super::sink::added_shape;
+use super::time::TimestampFormat;
 use super::trace::TraceType;
-use super::TimestampFormat;
 use crate::bytes::{be16, be32, byte, put, put_u8};
 use crate::fast::{L3_AT, L4_AT_V6};
 use crate::flow::FlowKey;
@@ -36,7 +36,7 @@ const UNSET: u32 = u32::MAX;
 /// A traced packet of the fast path's shape: what the sink reads of it
 /// and what it removes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FastDecap {
+pub struct FastSink {
     /// The trace, its offsets counted from the Hop-by-Hop header.
     pub trace: TraceAt,
     /// The Edge-to-Edge option, where the packet has one.
@@ -50,11 +50,11 @@ pub struct FastDecap {
     end: u16,
 }
 
-impl FastDecap {
+impl FastSink {
     /// The frame's trace of `namespace`, if the frame has the fast path's
     /// shape; `None`: the general path decides.
     #[inline(always)]
-    pub fn read(frame: &[u8], namespace: u16) -> Option<FastDecap> {
+    pub fn find(frame: &[u8], namespace: u16) -> Option<FastSink> {
         let head: &[u8; HEAD_LEN] = frame.first_chunk()?;
         let shaped = be16(head, 12) == 0x86dd
             && head[L3_AT] >> 4 == 6
@@ -80,7 +80,7 @@ impl FastDecap {
         };
         let ports = upper_ports(frame, l4, end, protocol)?;
         let flow = flow_key(head, protocol, ports)?;
-        Some(FastDecap {
+        Some(FastSink {
             trace,
             e2e,
             flow,
@@ -91,7 +91,7 @@ impl FastDecap {
         })
     }
 
-    /// Where a report's copy of the packet ends (as [`super::find::Found::report_end`]).
+    /// Where a report's copy of the packet ends (as [`super::sink::Found::report_end`]).
     pub fn report_end(&self) -> usize {
         (usize::from(self.l4) + 8).min(usize::from(self.end))
     }
@@ -148,7 +148,7 @@ impl FastDecap {
     }
 
     /// Removes both headers by moving the 54 bytes in front of them (the
-    /// bytes [`super::decap::strip`] leaves). `None`, changing nothing, if
+    /// bytes [`super::sink::strip`] leaves). `None`, changing nothing, if
     /// the frame is not the one this was read from.
     #[inline(always)]
     pub fn strip(&self, frame: &mut FrameBuf<'_>) -> Option<usize> {

@@ -4,16 +4,16 @@
 //! packet the header is copied in, the slot written, Next Header and
 //! Payload Length set. A packet without extension headers has no trace,
 //! Edge-to-Edge option or options to walk, so the general path's searches
-//! ([`super::encap::insert`]) find nothing here; it writes the same bytes
+//! ([`super::source::insert`]) find nothing here; it writes the same bytes
 //! for the frames this path takes (a test holds the two together over
 //! one-byte changes and cuts). Where the domain numbers packets, the
 //! Edge-to-Edge option's Destination Options header follows the
 //! Hop-by-Hop header, as the general path puts it: right before the upper
 //! layer, which here is right after the trace.
 
-use super::encap::{Encapped, Plan};
 use super::ipv6::{self, Filled};
 use super::node::NodeData;
+use super::source::{Encapped, Plan};
 use super::trace::TraceType;
 use crate::bytes::{be16, byte, put, put_u8};
 use crate::fast::{FastFrame, L3_AT, L4_AT_V6};
@@ -31,7 +31,7 @@ const HOP_LIMIT_AT: usize = L3_AT + 7;
 
 /// A trace's Hop-by-Hop header, ready to copy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FastEncap {
+pub struct FastSource {
     /// The header with this node's slot taken (RemainingLen lowered) and
     /// Next Header zero.
     header: [u8; MAX_LEN],
@@ -46,9 +46,9 @@ pub struct FastEncap {
     plan: Plan,
 }
 
-impl FastEncap {
+impl FastSource {
     /// The fast path of `plan`; `None` where the plan cannot be written.
-    pub fn of(plan: &Plan) -> Option<FastEncap> {
+    pub fn of(plan: &Plan) -> Option<FastSource> {
         if plan.check().is_err() {
             return None;
         }
@@ -68,7 +68,7 @@ impl FastEncap {
             return None;
         }
         let (trace_type, max_ip_len) = (plan.header.trace_type, plan.max_ip_len);
-        Some(FastEncap { header, len, slot, trace_type, max_ip_len, e2e_len, plan: *plan })
+        Some(FastSource { header, len, slot, trace_type, max_ip_len, e2e_len, plan: *plan })
     }
 
     /// Adds the trace to `frame` (whose parts are `parts`) with `node` in
@@ -98,7 +98,7 @@ impl FastEncap {
         Some(self.write(frame.frame_mut(), next_header, hop_limit, node, payload_len, self.len))
     }
 
-    /// [`FastEncap::insert`] where the domain numbers packets (out of line:
+    /// [`FastSource::insert`] where the domain numbers packets (out of line:
     /// the plain trace's path stays as short as it was).
     #[inline(never)]
     fn insert_numbered(
@@ -121,7 +121,7 @@ impl FastEncap {
                 // Its Destination Options header names the upper layer.
                 let room = out.get_mut(L4_AT_V6 + self.len..).unwrap_or_default();
                 let written = ipv6::emit_destination_options(room, next_header, &e2e);
-                debug_assert_eq!(written, Ok(self.e2e_len), "checked in FastEncap::of");
+                debug_assert_eq!(written, Ok(self.e2e_len), "checked in FastSource::of");
                 DESTINATION_OPTIONS
             }
             None => next_header,
@@ -159,7 +159,7 @@ impl FastEncap {
         let element = NodeData { hop_limit: Some(hop_limit), ..*node };
         let slot = out.get_mut(L4_AT_V6 + self.slot..).unwrap_or_default();
         let written = element.emit(self.trace_type, slot);
-        debug_assert!(written.is_ok(), "checked in FastEncap::of");
+        debug_assert!(written.is_ok(), "checked in FastSource::of");
         put_u8(out, NEXT_HEADER_AT, HOP_BY_HOP);
         put(out, PAYLOAD_LEN_AT, &((payload_len + added) as u16).to_be_bytes());
         Encapped::Added(added)

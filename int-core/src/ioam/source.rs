@@ -5,7 +5,7 @@
 //! its own, right after the IPv6 header (PadN, the option at offset 4, its
 //! padding); a packet with one gets the option appended at its end (the
 //! header is 8n long, so the option starts 4n aligned). The decapsulating
-//! node ([`super::decap`]) tells the two apart by the shape. Payload Length
+//! node ([`super::sink`]) tells the two apart by the shape. Payload Length
 //! and the Next Header chain follow; the upper layer's checksum does not
 //! change (its pseudo-header counts the upper-layer length, not the
 //! options).
@@ -22,6 +22,7 @@ use super::e2e::{E2eRepr, E2eType};
 use super::ipv6::{self, TraceAt, OPTION_HEADER_LEN};
 use super::node::NodeData;
 use super::trace::{TraceHeaderRepr, HEADER_LEN};
+use super::Domain;
 use crate::bytes::{byte, put_u8, span, span_mut};
 use crate::error::{Layer, ParseError};
 use crate::frame::FrameBuf;
@@ -114,6 +115,20 @@ impl Plan {
             timestamp_seconds: node.timestamp_seconds,
             timestamp_fraction: node.timestamp_fraction,
         }
+    }
+}
+
+impl Domain {
+    /// What an encapsulating node of the domain adds to packets of at
+    /// most `max_ip_len` bytes.
+    pub fn plan(&self, max_ip_len: usize) -> Plan {
+        let header = TraceHeaderRepr {
+            namespace: self.namespace,
+            node_len: self.trace_type.node_len().min(0x1f) as u8,
+            trace_type: self.trace_type,
+            ..TraceHeaderRepr::default()
+        };
+        Plan { header, nodes: usize::from(self.nodes), max_ip_len, e2e: self.e2e }
     }
 }
 

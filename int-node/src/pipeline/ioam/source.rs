@@ -1,6 +1,6 @@
-//! The encapsulating node of an IOAM domain: [`int_core::ioam::encap`] on
+//! The encapsulating node of an IOAM domain: [`int_core::ioam::source`] on
 //! every packet of a burst, this node's element in the first slot; the
-//! fast path ([`int_core::ioam::fast_encap`]) first.
+//! fast path ([`int_core::ioam::fast_source`]) first.
 //!
 //! Where the domain numbers packets, the encapsulating node numbers each
 //! flow's packets from 1 in its flow table (as an INT 2.1 source does) and
@@ -18,21 +18,20 @@
 //! domain).
 
 use int_core::fast::FastFrame;
-use int_core::ioam::fast_encap::FastEncap;
+use int_core::ioam::fast_source::FastSource;
 use int_core::ioam::node::NodeData;
 use int_core::ioam::Domain;
 use int_core::ioam::{
-    decap,
-    encap::{self, Encapped, Plan},
-    find,
+    sink,
+    source::{self, Encapped, Plan},
 };
 use int_core::locate::IpLocation;
 use int_core::FrameBuf;
 use int_core::ParseError;
 
-use super::Element;
+use super::element::Element;
 use crate::clock::Clock;
-use crate::config::{IoamEncapSettings, MarkedPolicy};
+use crate::config::{IoamSourceSettings, MarkedPolicy};
 use crate::dpdk::mbuf::Burst;
 use crate::flow_table::{FlowRef, FlowTable};
 use crate::pipeline::setup::Hop;
@@ -42,10 +41,10 @@ use crate::stats::{Counter, Counters};
 
 /// The encapsulating node: the trace added to every IPv6 packet, this
 /// node's slot filled, the packet numbered where the domain says.
-pub struct IoamEncapStage {
+pub struct IoamSourceStage {
     plan: Plan,
     /// The fast path.
-    fast: Option<FastEncap>,
+    fast: Option<FastSource>,
     element: Element,
     /// Per-flow last packet number, where the domain numbers packets.
     flows: FlowTable<u32>,
@@ -57,13 +56,13 @@ pub struct IoamEncapStage {
     pub top: TopFlows,
 }
 
-impl IoamEncapStage {
-    pub fn new(domain: &Domain, hop: &Hop, settings: &IoamEncapSettings) -> Result<Self, &'static str> {
+impl IoamSourceStage {
+    pub fn new(domain: &Domain, hop: &Hop, settings: &IoamSourceSettings) -> Result<Self, &'static str> {
         let plan = domain.plan(usize::from(hop.max_ip_len));
         plan.check()?;
         let numbered = !plan.e2e.is_empty();
-        Ok(IoamEncapStage {
-            fast: FastEncap::of(&plan),
+        Ok(IoamSourceStage {
+            fast: FastSource::of(&plan),
             plan,
             element: Element::new(domain, hop),
             flows: FlowTable::new(if numbered { settings.flow_capacity as usize } else { 1 }),
@@ -93,7 +92,7 @@ impl IoamEncapStage {
             match (counter, marked) {
                 (Counter::already_marked, MarkedPolicy::Drop) => Counter::marked_dropped,
                 (Counter::already_marked, MarkedPolicy::Strip) => {
-                    match decap::strip_foreign(frame, plan.header.namespace) {
+                    match sink::strip_foreign(frame, plan.header.namespace) {
                         Ok(true) => {
                             counters.inc(Counter::foreign_int_stripped);
                             encap(frame, plan, node, flows, now_ns, counters)
@@ -137,10 +136,10 @@ fn encap(
     counters: &mut Counters,
 ) -> Counter {
     let number = |bytes: &[u8], ip: &IpLocation| {
-        let key = find::flow_of(bytes, ip);
+        let key = sink::flow_of(bytes, ip);
         next_number(flows, FlowRef::Key(&key), now_ns, counters).map(u64::from)
     };
-    counter_of(encap::insert(frame, plan, node, number))
+    counter_of(source::insert(frame, plan, node, number))
 }
 
 /// What the encapsulating node counts for what it did.
