@@ -276,7 +276,7 @@ pub fn fast(frame: &[u8]) -> Option<(IpLocation, L4)> {
 /// Offset must fit in the payload.
 #[inline]
 pub fn l4(frame: &[u8], ip: &IpLocation) -> Result<Option<L4>, ParseError> {
-    l4_at(frame, &Upper { at: ip.l4, end: ip.end, protocol: ip.protocol, fragmented: ip.is_fragment() })
+    upper_l4(frame, &Upper { at: ip.l4, end: ip.end, protocol: ip.protocol, fragmented: ip.is_fragment() })
 }
 
 /// Where an upper-layer header sits, whatever the IP version.
@@ -288,7 +288,7 @@ struct Upper {
 }
 
 #[inline]
-fn l4_at(frame: &[u8], ip: &Upper) -> Result<Option<L4>, ParseError> {
+fn upper_l4(frame: &[u8], ip: &Upper) -> Result<Option<L4>, ParseError> {
     let layer = if ip.protocol == PROTO_UDP { Layer::Udp } else { Layer::Tcp };
     let payload = frame
         .get(ip.at..ip.end)
