@@ -292,7 +292,7 @@ fn flow_of(
             Ok(flow_key(frame, ip, ip.protocol, src_port, original))
         }
         (Marking::UdpPort(_), Next::IpProtocol(protocol)) => {
-            let (src, dst) = crate::int05::sink::inner_ports(frame, protocol, block_at + block.len(), ip)?;
+            let (src, dst) = crate::locate::l4_at(frame, protocol, block_at + block.len(), ip)?;
             Ok(flow_key(frame, ip, protocol, src, dst))
         }
         (_, next) => {
