@@ -18,6 +18,7 @@
 //! - [`locate`]: the header walk every transform starts with; [`fast`]: the
 //!   fast path's frame; `carrier` (crate-private): the header whose length
 //!   and checksum cover the INT bytes; [`encap`]: where a domain puts INT.
+//! - [`hop`]: the one hop every protocol's reading converts into.
 //! - [`flow`], [`loss`], [`latency`], [`hop_rule`], [`ticks`]: a sink's
 //!   per-flow logic;
 //!   [`skip`]: why a source leaves a packet alone.
@@ -44,6 +45,7 @@ pub mod fast;
 pub mod flow;
 pub mod frame;
 pub mod generate;
+pub mod hop;
 pub mod hop_rule;
 pub mod int05;
 pub mod int21;
