@@ -40,6 +40,26 @@ impl DscpMatch {
     pub fn encapsulation(self) -> Encapsulation {
         Encapsulation::OverTcpUdp { dscp_value: self.value, dscp_mask: self.mask }
     }
+
+    /// The ToS bits that mark INT (DSCP mask shifted past ECN).
+    #[inline]
+    pub fn tos_mask(self) -> u8 {
+        (self.mask & 0x3f) << 2
+    }
+
+    /// `tos = (tos & ~mask) | (value & mask)`, Host-INT's marking.
+    #[inline]
+    pub fn mark_tos(self, tos: u8) -> u8 {
+        let mask = self.tos_mask();
+        (tos & !mask) | (((self.value & 0x3f) << 2) & mask)
+    }
+
+    /// Whether a ToS carries the INT mark.
+    #[inline]
+    pub fn tos_is_marked(self, tos: u8) -> bool {
+        let mask = self.tos_mask();
+        mask != 0 && (tos & mask) == (((self.value & 0x3f) << 2) & mask)
+    }
 }
 
 /// Why a DSCP value and mask cannot mark INT.
@@ -99,37 +119,34 @@ impl Default for Encapsulation {
 }
 
 impl Encapsulation {
-    /// The ToS bits that mark INT (DSCP mask shifted past ECN).
+    /// The DSCP mark of INT_05_OVER_TCP_UDP; none in INT_05_EXTENSION_UDP.
     #[inline]
-    pub fn tos_mask(&self) -> u8 {
+    fn dscp(&self) -> Option<DscpMatch> {
         match *self {
-            Encapsulation::OverTcpUdp { dscp_mask, .. } => (dscp_mask & 0x3f) << 2,
-            Encapsulation::ExtensionUdp { .. } => 0,
+            Encapsulation::OverTcpUdp { dscp_value, dscp_mask } => {
+                Some(DscpMatch { value: dscp_value, mask: dscp_mask })
+            }
+            Encapsulation::ExtensionUdp { .. } => None,
         }
     }
 
-    /// `tos = (tos & ~mask) | (value & mask)`, Host-INT's marking.
+    /// The ToS bits that mark INT ([`DscpMatch::tos_mask`]; none in the UDP
+    /// encapsulation).
+    #[inline]
+    pub fn tos_mask(&self) -> u8 {
+        self.dscp().map_or(0, DscpMatch::tos_mask)
+    }
+
+    /// [`DscpMatch::mark_tos`]; the UDP encapsulation leaves the ToS alone.
     #[inline]
     pub fn mark_tos(&self, tos: u8) -> u8 {
-        match *self {
-            Encapsulation::OverTcpUdp { dscp_value, .. } => {
-                let mask = self.tos_mask();
-                (tos & !mask) | (((dscp_value & 0x3f) << 2) & mask)
-            }
-            Encapsulation::ExtensionUdp { .. } => tos,
-        }
+        self.dscp().map_or(tos, |dscp| dscp.mark_tos(tos))
     }
 
     /// Whether a ToS carries the INT mark (DSCP encapsulation only).
     #[inline]
     pub fn tos_is_marked(&self, tos: u8) -> bool {
-        match *self {
-            Encapsulation::OverTcpUdp { dscp_value, .. } => {
-                let mask = self.tos_mask();
-                mask != 0 && (tos & mask) == (((dscp_value & 0x3f) << 2) & mask)
-            }
-            Encapsulation::ExtensionUdp { .. } => false,
-        }
+        self.dscp().is_some_and(|dscp| dscp.tos_is_marked(tos))
     }
 }
 
@@ -169,6 +186,19 @@ mod tests {
         assert_eq!(encap.mark_tos(0xb8), 0xbc); // EF keeps its other bits
         assert!(encap.tos_is_marked(0x07));
         assert!(!encap.tos_is_marked(0x03));
+    }
+
+    #[test]
+    fn a_dscp_match_marks_as_its_encapsulation_does() {
+        let host_int = DscpMatch::HOST_INT;
+        assert_eq!(host_int.tos_mask(), 0x04);
+        assert_eq!(host_int.mark_tos(0xb8), 0xbc);
+        assert!(host_int.tos_is_marked(0x07) && !host_int.tos_is_marked(0x03));
+        let wide = DscpMatch { value: 0x17, mask: 0x3f };
+        for tos in 0..=u8::MAX {
+            assert_eq!(wide.mark_tos(tos), wide.encapsulation().mark_tos(tos));
+            assert_eq!(wide.tos_is_marked(tos), wide.encapsulation().tos_is_marked(tos));
+        }
     }
 
     #[test]

@@ -85,9 +85,7 @@ pub fn find<'a>(frame: &'a [u8], domain: &Domain) -> Result<Option<Found<'a>>, P
 pub fn classify<'a>(frame: &'a [u8], domain: &Domain) -> Result<Arrival<Found<'a>>, ParseError> {
     let Some((ip, l4)) = walk(frame) else { return Ok(Arrival::NotInt) };
     let block_at = match (domain.marking, l4) {
-        (Marking::Dscp(dscp), _) if !dscp.encapsulation().tos_is_marked(ip.tos) => {
-            return Ok(Arrival::NotInt)
-        }
+        (Marking::Dscp(dscp), _) if !dscp.tos_is_marked(ip.tos) => return Ok(Arrival::NotInt),
         (Marking::Dscp(_), L4::Udp { .. }) => ip.l4 + crate::wire::udp::HEADER_LEN,
         (Marking::Dscp(_), L4::Tcp { header_len, .. }) => ip.l4 + domain.tcp_placement.offset(header_len),
         (Marking::UdpPort(port), L4::Udp { dst_port, .. }) if dst_port == port => {
@@ -162,7 +160,7 @@ pub fn find_in_report<'a>(
         }
     }
     let block_at = match (domain.marking, ip.protocol) {
-        (Marking::Dscp(dscp), _) if !dscp.encapsulation().tos_is_marked(ip.tos) => return Ok(None),
+        (Marking::Dscp(dscp), _) if !dscp.tos_is_marked(ip.tos) => return Ok(None),
         (_, locate::PROTO_UDP) => l4 + crate::wire::udp::HEADER_LEN,
         (Marking::Dscp(_), locate::PROTO_TCP) => {
             let (tcp, _) =
