@@ -17,7 +17,8 @@
 //! - [`wire`]: Ethernet (802.1Q), IPv4, IPv6, TCP, UDP, VXLAN-GPE, Geneve.
 //! - [`locate`]: the header walk every transform starts with; [`fast`]: the
 //!   fast path's frame; `carrier` (crate-private): the header whose length
-//!   and checksum cover the INT bytes; [`encap`]: where a domain puts INT.
+//!   and checksum cover the INT bytes; [`marking`]: how a packet announces
+//!   INT (the DSCP mark, the place in a TCP segment).
 //! - [`hop`]: the one hop every protocol's reading converts into.
 //! - [`flow`], [`loss`], [`latency`], [`hop_rule`], [`ticks`]: a sink's
 //!   per-flow logic;
@@ -39,7 +40,6 @@ mod bytes;
 mod carrier;
 pub mod checksum;
 pub mod craft;
-pub mod encap;
 pub mod error;
 pub mod fast;
 pub mod flow;
@@ -53,6 +53,7 @@ pub mod ioam;
 pub mod latency;
 pub mod locate;
 pub mod loss;
+pub mod marking;
 pub mod names;
 pub mod reference;
 pub mod report;

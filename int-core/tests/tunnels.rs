@@ -349,8 +349,8 @@ fn a_tunnel_source_keeps_to_the_mtu() {
 /// An INT-MD source of a DSCP-marked domain that numbers packets: node id
 /// and queue occupancy (Hop ML 2), Remaining Hop Count `max_hops`.
 fn tunnel_source(max_hops: u8, max_ip_len: u16) -> int_core::int21::source::SourceConfig {
-    use int_core::encap::{DscpMatch, TcpPlacement};
     use int_core::int21::{Domain, Marking};
+    use int_core::marking::{DscpMatch, TcpPlacement};
     int_core::int21::source::SourceConfig {
         domain: Domain {
             marking: Marking::Dscp(DscpMatch::new(0x17, 0x3f).unwrap()),

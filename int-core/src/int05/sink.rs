@@ -29,14 +29,16 @@
 
 use crate::carrier::{self, Carrier};
 use crate::checksum;
-use crate::encap::{Domain, Encapsulation, EXTENSION_UDP_LEN};
 use crate::error::{Layer, ParseError};
 use crate::fast::FastFrame;
 use crate::flow::flow_key;
 use crate::flow::FlowKey;
 use crate::frame::FrameBuf;
 use crate::int05::tail::HEADER_LEN as TAIL_LEN;
-use crate::int05::{MetadataHeaderRepr, ShapeCache, ShimType, SourceHop, Tail, TailRepr};
+use crate::int05::{
+    Domain, Encapsulation, MetadataHeaderRepr, ShapeCache, ShimType, SourceHop, Tail, TailRepr,
+    EXTENSION_UDP_LEN,
+};
 use crate::locate::{self, Fragment, IpLocation, L4};
 
 /// An INT packet found in a frame, with everything the sink needs after the

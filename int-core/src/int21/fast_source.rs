@@ -10,10 +10,10 @@
 //! and cuts).
 
 use crate::checksum::{self, word_sum};
-use crate::encap::DscpMatch;
 use crate::fast::FastFrame;
 use crate::frame::FrameBuf;
 use crate::locate::PROTO_UDP;
+use crate::marking::DscpMatch;
 
 use super::hop::INVALID;
 use super::source::{build_block, SourceConfig};

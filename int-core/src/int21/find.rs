@@ -2,9 +2,9 @@
 //! 2.1 section 5.7.2), and the flow it belongs to: the first step of a
 //! sink and a transit hop, and what decode reads.
 
-use crate::encap::{DscpMatch, TcpPlacement};
 use crate::error::{Layer, ParseError};
 use crate::flow::FlowKey;
+use crate::marking::{DscpMatch, TcpPlacement};
 use zerocopy::FromBytes;
 
 use crate::flow::flow_key;

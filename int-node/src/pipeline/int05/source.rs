@@ -7,11 +7,10 @@
 
 use std::net::SocketAddr;
 
-use int_core::encap::Domain;
 use int_core::fast::FastFrame;
 use int_core::int05::sink::{self, Arrival};
 use int_core::int05::source::{self, FastBlock, SourceConfig, Template};
-use int_core::int05::{HopMetadata, ShapeCache};
+use int_core::int05::{Domain, HopMetadata, ShapeCache};
 use int_core::skip::Skip;
 
 use crate::clock::Clock;
