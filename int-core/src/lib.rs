@@ -22,7 +22,7 @@
 //! - [`hop`]: the one hop every protocol's reading converts into.
 //! - [`flow`], [`loss`], [`latency`], [`hop_rule`], [`ticks`]: a sink's
 //!   per-flow logic;
-//!   [`skip`]: why a source leaves a packet alone.
+//!   [`outcome`]: why a source or a transit hop leaves a packet alone.
 //! - [`reference`](mod@reference): the benchmark's yardstick stages; [`craft`],
 //!   [`generate`]: frames for tools, tests and the generator.
 //!
@@ -55,9 +55,9 @@ pub mod locate;
 pub mod loss;
 pub mod marking;
 pub mod names;
+pub mod outcome;
 pub mod reference;
 pub mod report;
-pub mod skip;
 pub mod ticks;
 pub mod wire;
 

@@ -12,8 +12,8 @@ use int_core::int05::source::{self, SourceConfig, TailStyle};
 use int_core::int05::transit::{Outcome, TransitConfig};
 use int_core::int05::{Domain, Encapsulation, Instructions, ShimType};
 use int_core::marking::TcpPlacement;
+use int_core::outcome::Skip;
 use int_core::report::{self, LatencyReport, ReportHeaderRepr, ReportProfile, SinkIdWord};
-use int_core::skip::Skip;
 
 fn addr(last: u8) -> Ipv4Addr {
     Ipv4Addr::new(10, 0, 0, last)

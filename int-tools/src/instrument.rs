@@ -61,7 +61,7 @@ pub enum InstrumentError {
     Buffer { len: usize },
     /// The source leaves the frame as it is, for this reason.
     #[error("cannot instrument: {0:?}")]
-    Skipped(int_core::skip::Skip),
+    Skipped(int_core::outcome::Skip),
     #[error("cannot trace: {0:?}")]
     NotTraced(int_core::ioam::encap::Encapped),
     #[error("cannot trace: {0}")]

@@ -37,7 +37,7 @@ use crate::int05::{
 };
 use crate::locate::{self, IpLocation, IpVersion, L4};
 use crate::marking::TcpPlacement;
-use crate::skip::Skip;
+use crate::outcome::Skip;
 use crate::wire::UdpRepr;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

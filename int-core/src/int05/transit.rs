@@ -34,7 +34,7 @@ pub enum Outcome {
     DestinationOnly,
 }
 
-pub use crate::error::NotPushed;
+pub use crate::outcome::NotPushed;
 
 /// Pushes `hop` onto the packet's stack, or sets E, or leaves a
 /// Destination-type block alone.

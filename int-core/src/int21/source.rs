@@ -21,7 +21,7 @@ use crate::flow::flow_key;
 use crate::flow::FlowKey;
 use crate::frame::FrameBuf;
 use crate::locate::{self, IpLocation, IpVersion, L4};
-use crate::skip::Skip;
+use crate::outcome::Skip;
 
 use super::in_tunnel::{self, TunnelPlan};
 use crate::wire::udp::HEADER_LEN as UDP_LEN;
@@ -159,7 +159,7 @@ pub fn clear_mark(frame: &mut [u8], config: &SourceConfig) -> bool {
 }
 
 fn plan_as(frame: &[u8], config: &SourceConfig, marked_is_fine: bool) -> Result<Plan, Skip> {
-    let (ip, l4) = crate::skip::tcp_udp(frame)?;
+    let (ip, l4) = crate::outcome::tcp_udp(frame)?;
     let (src_port, dst_port) = l4.ports();
     let (insert_at, next) = match (config.domain.marking, l4) {
         (Marking::Dscp(dscp), _) if !marked_is_fine && dscp.tos_is_marked(ip.tos) => {
