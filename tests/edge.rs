@@ -11,7 +11,7 @@ use std::net::Ipv4Addr;
 
 use common::*;
 use int_core::craft::PacketSpec;
-use int_core::encap::Domain;
+use int_core::int05::Domain;
 use int_core::report::{self, Report, SinkIdWord};
 
 const FORGER: u32 = 0x0bad_beef;
@@ -237,9 +237,8 @@ fn the_fuzzer_shapes_are_malformed_not_stripped() {
 
 /// `frame` with Host-INT's block in the UDP extension encapsulation.
 fn instrument_extension_udp(frame: &[u8]) -> Vec<u8> {
-    use int_core::encap::Encapsulation;
     use int_core::int05::source::{self, SourceConfig};
-    use int_core::int05::HopMetadata;
+    use int_core::int05::{Encapsulation, HopMetadata};
     let config = SourceConfig {
         encapsulation: Encapsulation::ExtensionUdp { port: 33122 },
         ..SourceConfig::host_int(1500)

@@ -91,9 +91,9 @@ fn udp_extension_latency_reports_carry_the_inner_five_tuple() {
     run_node(&dir, &node_config("source", "in.pcap", "int.pcap", int, None));
     retime_after_source(
         &dir.join("int.pcap"),
-        &int_core::encap::Domain {
-            encapsulation: int_core::encap::Encapsulation::ExtensionUdp { port: 33122 },
-            tcp_placement: int_core::encap::TcpPlacement::BeforeOptions,
+        &int_core::int05::Domain {
+            encapsulation: int_core::int05::Encapsulation::ExtensionUdp { port: 33122 },
+            tcp_placement: int_core::marking::TcpPlacement::BeforeOptions,
         },
         100_000,
     );

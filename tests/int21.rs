@@ -76,7 +76,7 @@ fn dscp_marked_domain_restores_every_byte_and_reports_latency() {
 fn udp_port_marked_domain_restores_every_byte_and_reports_latency() {
     let domain = int21::Domain {
         marking: Marking::UdpPort(7777),
-        tcp_placement: int_core::encap::TcpPlacement::BeforeOptions,
+        tcp_placement: int_core::marking::TcpPlacement::BeforeOptions,
         source_only: int_core::int21::SourceOnly::sequence(0x4944),
     };
     chain("int21-port", "    int: {version: 2.1, udp_port: 7777}\n", domain);

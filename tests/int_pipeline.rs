@@ -11,8 +11,8 @@ use std::net::Ipv4Addr;
 
 use common::*;
 use int_core::craft::PacketSpec;
-use int_core::encap::Domain;
-use int_core::encap::{Encapsulation, TcpPlacement};
+use int_core::int05::{Domain, Encapsulation};
+use int_core::marking::TcpPlacement;
 use int_core::report::{self, Report, SinkIdWord};
 
 /// Frames that are not INT candidates: ARP, ICMP, ICMPv6, a later fragment.

@@ -119,7 +119,7 @@ fn tr05_profile_sends_switch_local_flow_reports() {
         .map(|(_, f)| f)
         .collect();
     write_pcap(&dir.join("int.pcap"), &survivors);
-    let domain = int_core::encap::Domain::default();
+    let domain = int_core::int05::Domain::default();
     retime_after_source(&dir.join("int.pcap"), &domain, 150_000);
     let (child, listen) = start_collector(&tools_bin(), &["--count", "6", "--duration", "30"]);
     let config = node_config("sink", "int.pcap", "out.pcap", "    clock: rx-timestamp\n", Some(&listen))

@@ -12,9 +12,8 @@ use std::net::Ipv4Addr;
 
 use common::*;
 use int_core::craft::PacketSpec;
-use int_core::encap::Domain;
 use int_core::flow::FlowKey;
-use int_core::int05::sink;
+use int_core::int05::{sink, Domain};
 use int_core::report::{self, Report, SinkIdWord};
 
 fn flow_and_sequence(frame: &[u8]) -> (FlowKey, u32) {

@@ -359,7 +359,7 @@ fn tshark_decodes_tr05_flow_reports() {
     run_node(&dir, &node_config("source", "plain.pcap", "dscp.pcap", "", None));
     // The sink's clock is the capture time: 100 us after each source time,
     // whichever clock net_pcap stamped its output with.
-    retime_after_source(&dir.join("dscp.pcap"), &int_core::encap::Domain::default(), 100_000);
+    retime_after_source(&dir.join("dscp.pcap"), &int_core::int05::Domain::default(), 100_000);
     write_pcap(&dir.join("empty.pcap"), &[]);
     let sink = port_exporter_config("dscp.pcap").replace("export:\n", "export:\n  profile: tr05\n");
     run_node(&dir, &sink);

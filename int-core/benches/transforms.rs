@@ -9,11 +9,10 @@ use std::net::Ipv4Addr;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use int_core::craft::PacketSpec;
-use int_core::encap::Domain;
 use int_core::int05::sink;
 use int_core::int05::source::{self, SourceConfig};
 use int_core::int05::transit::{self, TransitConfig};
-use int_core::int05::{HopMetadata, ShapeCache};
+use int_core::int05::{Domain, HopMetadata, ShapeCache};
 use int_core::report::{LatencyReport, ReportHeaderRepr, ReportProfile};
 use int_core::FrameBuf;
 

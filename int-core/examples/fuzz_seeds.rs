@@ -8,12 +8,11 @@ use std::net::Ipv4Addr;
 use std::path::Path;
 
 use int_core::craft::PacketSpec;
-use int_core::encap::Domain;
-use int_core::encap::{Encapsulation, TcpPlacement};
 use int_core::int05::sink;
 use int_core::int05::source::{self, SourceConfig, TailStyle};
 use int_core::int05::transit::{self, TransitConfig};
-use int_core::int05::{HopMetadata, Instructions, ShimType};
+use int_core::int05::{Domain, Encapsulation, HopMetadata, Instructions, ShimType};
+use int_core::marking::TcpPlacement;
 use int_core::report::{LatencyReport, ReportHeaderRepr, ReportProfile};
 use int_core::FrameBuf;
 

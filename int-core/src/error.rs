@@ -243,20 +243,6 @@ impl fmt::Display for ParseError {
 
 impl std::error::Error for ParseError {}
 
-/// Why a transit hop pushed nothing onto a packet, in either INT version
-/// (it goes on unchanged but for `Malformed`, which the node's policy
-/// handles).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NotPushed {
-    /// No INT of the domain in the packet.
-    NotInt,
-    /// The block would pass what its length field can say.
-    TooBig,
-    /// No room in front of the frame to open.
-    NoHeadroom,
-    Malformed(ParseError),
-}
-
 /// Counter index for every way a packet can be refused. The node keeps one
 /// counter per variant; [`DropReason::ALL`] lists them in a stable order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -177,9 +177,9 @@ fn adjust(bytes: &mut [u8], at: usize, removed: u32, added: u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::encap::{Domain, TcpPlacement};
     use crate::int05::sink::{self, FastArrival};
-    use crate::int05::ShapeCache;
+    use crate::int05::{Domain, ShapeCache};
+    use crate::marking::TcpPlacement;
 
     fn frames(spec: &GeneratorSpec, count: usize) -> Vec<Vec<u8>> {
         let mut generator = Generator::new(spec).unwrap();

@@ -17,10 +17,12 @@
 //! - [`wire`]: Ethernet (802.1Q), IPv4, IPv6, TCP, UDP, VXLAN-GPE, Geneve.
 //! - [`locate`]: the header walk every transform starts with; [`fast`]: the
 //!   fast path's frame; `carrier` (crate-private): the header whose length
-//!   and checksum cover the INT bytes; [`encap`]: where a domain puts INT.
+//!   and checksum cover the INT bytes; [`marking`]: how a packet announces
+//!   INT (the DSCP mark, the place in a TCP segment).
+//! - [`hop`]: the one hop every protocol's reading converts into.
 //! - [`flow`], [`loss`], [`latency`], [`hop_rule`], [`ticks`]: a sink's
 //!   per-flow logic;
-//!   [`skip`]: why a source leaves a packet alone.
+//!   [`outcome`]: why a source or a transit hop leaves a packet alone.
 //! - [`reference`](mod@reference): the benchmark's yardstick stages; [`craft`],
 //!   [`generate`]: frames for tools, tests and the generator.
 //!
@@ -38,12 +40,12 @@ mod bytes;
 mod carrier;
 pub mod checksum;
 pub mod craft;
-pub mod encap;
 pub mod error;
 pub mod fast;
 pub mod flow;
 pub mod frame;
 pub mod generate;
+pub mod hop;
 pub mod hop_rule;
 pub mod ifa;
 pub mod int05;
@@ -52,10 +54,11 @@ pub mod ioam;
 pub mod latency;
 pub mod locate;
 pub mod loss;
+pub mod marking;
 pub mod names;
+pub mod outcome;
 pub mod reference;
 pub mod report;
-pub mod skip;
 pub mod ticks;
 pub mod wire;
 

@@ -276,7 +276,7 @@ pub fn fast(frame: &[u8]) -> Option<(IpLocation, L4)> {
 /// Offset must fit in the payload.
 #[inline]
 pub fn l4(frame: &[u8], ip: &IpLocation) -> Result<Option<L4>, ParseError> {
-    l4_at(frame, &Upper { at: ip.l4, end: ip.end, protocol: ip.protocol, fragmented: ip.is_fragment() })
+    upper_l4(frame, &Upper { at: ip.l4, end: ip.end, protocol: ip.protocol, fragmented: ip.is_fragment() })
 }
 
 /// Where an upper-layer header sits, whatever the IP version.
@@ -288,7 +288,7 @@ struct Upper {
 }
 
 #[inline]
-fn l4_at(frame: &[u8], ip: &Upper) -> Result<Option<L4>, ParseError> {
+fn upper_l4(frame: &[u8], ip: &Upper) -> Result<Option<L4>, ParseError> {
     let layer = if ip.protocol == PROTO_UDP { Layer::Udp } else { Layer::Tcp };
     let payload = frame
         .get(ip.at..ip.end)
@@ -328,6 +328,43 @@ fn l4_at(frame: &[u8], ip: &Upper) -> Result<Option<L4>, ParseError> {
             Ok(Some(L4::Tcp { src_port: header.src_port.get(), dst_port: header.dst_port.get(), header_len }))
         }
         _ => Ok(None),
+    }
+}
+
+/// The original L4 header after an INT block carried over UDP (from `at` to
+/// the end of the IP payload), of the `protocol` the block names (INT 0.5's
+/// tail, INT 2.1's shim with NPT 2): a header that the restored packet can
+/// stand on (a UDP Length equal to what is left, or at least that in a
+/// first fragment; a TCP Data Offset that fits). Returns its ports.
+pub(crate) fn l4_at(
+    frame: &[u8],
+    protocol: u8,
+    at: usize,
+    ip: &IpLocation,
+) -> Result<(u16, u16), ParseError> {
+    let end = ip.end;
+    let layer = if protocol == PROTO_UDP { Layer::Udp } else { Layer::Tcp };
+    let inner = frame.get(at..end).ok_or_else(|| ParseError::truncated(layer, at, 8, end))?;
+    match protocol {
+        PROTO_UDP => {
+            let (udp, _) = UdpHeader::ref_from_prefix(inner)
+                .map_err(|_| ParseError::truncated(Layer::Udp, at, crate::wire::udp::HEADER_LEN, end))?;
+            let length = usize::from(udp.length.get());
+            if length < inner.len() || (length > inner.len() && ip.fragment != Fragment::First) {
+                return Err(ParseError::BadLength { layer: Layer::Udp, offset: at + 4, value: length });
+            }
+            Ok((udp.src_port.get(), udp.dst_port.get()))
+        }
+        PROTO_TCP => {
+            let (tcp, _) = TcpHeader::ref_from_prefix(inner)
+                .map_err(|_| ParseError::truncated(Layer::Tcp, at, crate::wire::tcp::MIN_HEADER_LEN, end))?;
+            let header_len = tcp.header_len();
+            if header_len < crate::wire::tcp::MIN_HEADER_LEN || header_len > inner.len() {
+                return Err(ParseError::BadLength { layer: Layer::Tcp, offset: at + 12, value: header_len });
+            }
+            Ok((tcp.src_port.get(), tcp.dst_port.get()))
+        }
+        other => Err(ParseError::UnknownType { layer: Layer::IntTail, offset: at - 4, value: other }),
     }
 }
 

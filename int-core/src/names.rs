@@ -79,7 +79,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::encap::TcpPlacement;
+    use crate::marking::TcpPlacement;
 
     #[test]
     fn names_parse_and_near_misses_are_suggested() {

@@ -10,13 +10,12 @@ use std::net::Ipv4Addr;
 
 use common::{fast_path_ipv6_specs, neighbours, same_flow, Buffer};
 use int_core::craft::{L4Spec, PacketSpec};
-use int_core::encap::{Domain, TcpPlacement};
 use int_core::fast::FastFrame;
 use int_core::int05::sink::{self, Arrival, FastArrival};
 use int_core::int05::source::{self, FastBlock, SourceConfig, Template};
 use int_core::int05::transit::{self, TransitConfig};
-use int_core::int05::HopMetadata;
-use int_core::int05::ShapeCache;
+use int_core::int05::{Domain, HopMetadata, ShapeCache};
+use int_core::marking::TcpPlacement;
 
 const TIME: u32 = 0x0102_0304;
 const SEQUENCE: u32 = 77;
@@ -87,7 +86,7 @@ fn fast_source_keeps_the_mtu_and_dscp_of_its_configuration() {
     // not.
     let [_, v6] = fast_source_agrees(&SourceConfig { max_ip_len: 100, ..small });
     assert!(v6 > 300, "{v6} IPv6 frames within an MTU of 100");
-    let marking = int_core::encap::Encapsulation::OverTcpUdp { dscp_value: 0x2e, dscp_mask: 0x3f };
+    let marking = int_core::int05::Encapsulation::OverTcpUdp { dscp_value: 0x2e, dscp_mask: 0x3f };
     let other_dscp = SourceConfig { encapsulation: marking, ..SourceConfig::host_int(1500) };
     let [v4, v6] = fast_source_agrees(&other_dscp);
     assert!(v4 > 1000 && v6 > 800, "{v4} IPv4 and {v6} IPv6 frames not marked with DSCP 46");
@@ -100,9 +99,9 @@ fn only_host_int_configurations_have_a_fast_source() {
         SourceConfig { own_hop: false, ..host_int },
         SourceConfig { shim_type: int_core::int05::ShimType::HopByHop, ..host_int },
         SourceConfig { tail: source::TailStyle::Informative, ..host_int },
-        SourceConfig { tcp_placement: int_core::encap::TcpPlacement::AfterOptions, ..host_int },
+        SourceConfig { tcp_placement: int_core::marking::TcpPlacement::AfterOptions, ..host_int },
         SourceConfig {
-            encapsulation: int_core::encap::Encapsulation::ExtensionUdp { port: 5000 },
+            encapsulation: int_core::int05::Encapsulation::ExtensionUdp { port: 5000 },
             ..host_int
         },
     ];

@@ -8,13 +8,12 @@ use std::net::Ipv4Addr;
 
 use common::*;
 use int_core::craft::PacketSpec;
-use int_core::encap::Domain;
-use int_core::encap::{Encapsulation, TcpPlacement};
 use int_core::int05::source::{self, SourceConfig, TailStyle};
 use int_core::int05::transit::{Outcome, TransitConfig};
-use int_core::int05::{Instructions, ShimType};
+use int_core::int05::{Domain, Encapsulation, Instructions, ShimType};
+use int_core::marking::TcpPlacement;
+use int_core::outcome::Skip;
 use int_core::report::{self, LatencyReport, ReportHeaderRepr, ReportProfile, SinkIdWord};
-use int_core::skip::Skip;
 
 fn addr(last: u8) -> Ipv4Addr {
     Ipv4Addr::new(10, 0, 0, last)

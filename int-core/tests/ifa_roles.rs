@@ -15,7 +15,7 @@ use int_core::ifa::source::{self, Settings};
 use int_core::ifa::transit::{self, Outcome};
 use int_core::ifa::{sink, Domain, HopRepr, L4Rule, Located};
 use int_core::locate::IpVersion;
-use int_core::skip::Skip;
+use int_core::outcome::Skip;
 use proptest::prelude::*;
 
 const MTU: u16 = 9000;
@@ -121,7 +121,7 @@ fn a_transit_pushes_nothing_past_hop_limit_max_length_or_mtu() {
     assert_eq!(push(&mut big, ip_len + 32), (Ok(Outcome::Pushed(32)), false));
     let mut plain = Buffer::new(&udp4());
     let outcome = plain.with(|f| transit::push(f, &Domain::default(), MTU, &hop(9), L4Rule::Keep));
-    assert_eq!(outcome, Err(int_core::error::NotPushed::NotInt));
+    assert_eq!(outcome, Err(int_core::outcome::NotPushed::NotInt));
 }
 
 #[test]

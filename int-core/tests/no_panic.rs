@@ -5,12 +5,11 @@
 mod common;
 
 use common::Buffer;
-use int_core::encap::Domain;
-use int_core::encap::{Encapsulation, TcpPlacement};
 use int_core::int05::sink;
 use int_core::int05::source::{self, SourceConfig};
 use int_core::int05::transit::{self, TransitConfig};
-use int_core::int05::{HopMetadata, IntBlock, Tail};
+use int_core::int05::{Domain, Encapsulation, HopMetadata, IntBlock, Tail};
+use int_core::marking::TcpPlacement;
 use int_core::report::{self, SinkIdWord};
 use int_core::wire::{EthernetRepr, Ipv4Repr, TcpRepr, UdpRepr};
 use proptest::prelude::*;
@@ -84,7 +83,7 @@ fn everything_int21(bytes: &[u8]) {
     if let Ok(flow) = report::tr05_flow::FlowReport::parse(bytes) {
         let _ = (flow.latency_ns(), flow.source_hop());
     }
-    let dscp = int_core::encap::DscpMatch::new(0x17, 0x3f).unwrap();
+    let dscp = int_core::marking::DscpMatch::new(0x17, 0x3f).unwrap();
     for marking in [int21::Marking::Dscp(dscp), int21::Marking::UdpPort(33122)] {
         let source_only = int21::SourceOnly::sequence(0x4944);
         let domain = int21::Domain { marking, tcp_placement: TcpPlacement::BeforeOptions, source_only };

@@ -10,12 +10,12 @@ use std::net::Ipv4Addr;
 
 use common::{verify_checksums, Buffer};
 use int_core::craft::{L4Spec, PacketSpec};
-use int_core::encap::{Domain, Encapsulation, TcpPlacement};
 use int_core::flow::FlowKey;
 use int_core::int05::sink::{self, Arrival};
 use int_core::int05::source::{self, SourceConfig, Template};
 use int_core::int05::transit::{self, Outcome, TransitConfig};
-use int_core::int05::{HopMetadata, ShapeCache};
+use int_core::int05::{Domain, Encapsulation, HopMetadata, ShapeCache};
+use int_core::marking::TcpPlacement;
 use int_core::reference;
 use proptest::prelude::*;
 

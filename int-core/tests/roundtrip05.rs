@@ -9,11 +9,11 @@ mod common;
 
 use common::*;
 use int_core::craft::{L4Spec, PacketSpec};
-use int_core::encap::{Encapsulation, TcpPlacement};
 use int_core::int05::sink;
 use int_core::int05::source::{self, SourceConfig, TailStyle};
 use int_core::int05::transit::{self, Outcome, TransitConfig};
-use int_core::int05::{Instructions, ShapeCache, ShimType};
+use int_core::int05::{Encapsulation, Instructions, ShapeCache, ShimType};
+use int_core::marking::TcpPlacement;
 use proptest::prelude::*;
 
 const MTU: u16 = 1500;

@@ -11,12 +11,12 @@ mod common;
 
 use common::*;
 use int_core::craft::{L4Spec, PacketSpec};
-use int_core::encap::{DscpMatch, TcpPlacement};
 use int_core::int21::sink;
 use int_core::int21::source::{self, SourceConfig};
 use int_core::int21::source_only::{SourceOnly, SEQUENCE};
 use int_core::int21::transit::{self, Outcome};
 use int_core::int21::{Domain, HeaderType, HopMetadata, Instructions, Marking, Next};
+use int_core::marking::{DscpMatch, TcpPlacement};
 use proptest::prelude::*;
 
 const MTU: u16 = 1500;
@@ -75,7 +75,7 @@ fn hop(node: u32) -> HopMetadata {
 fn instrumentable(spec: &PacketSpec, config: &SourceConfig) -> Option<Vec<u8>> {
     let mut spec = spec.clone();
     if let Marking::Dscp(dscp) = config.domain.marking {
-        spec.tos &= !dscp.encapsulation().tos_mask();
+        spec.tos &= !dscp.tos_mask();
     }
     let frame = spec.build();
     source::plan(&frame, config).ok().map(|_| frame)

@@ -313,7 +313,7 @@ fn source_transit_sink_in_tunnels_is_identity() {
 #[test]
 fn a_tunnel_source_keeps_to_the_mtu() {
     use int_core::int21::{sink, source};
-    use int_core::skip::Skip;
+    use int_core::outcome::Skip;
     let domain = tunnel_source(4, 9000).domain;
     let spec = PacketSpec::udp([10, 0, 0, 1].into(), [10, 0, 0, 2].into(), 1, 2, 0);
     let ((tunnel, port), _) = tunnel_headers(Kind::Gpe, &md_body(0, 0));
@@ -349,8 +349,8 @@ fn a_tunnel_source_keeps_to_the_mtu() {
 /// An INT-MD source of a DSCP-marked domain that numbers packets: node id
 /// and queue occupancy (Hop ML 2), Remaining Hop Count `max_hops`.
 fn tunnel_source(max_hops: u8, max_ip_len: u16) -> int_core::int21::source::SourceConfig {
-    use int_core::encap::{DscpMatch, TcpPlacement};
     use int_core::int21::{Domain, Marking};
+    use int_core::marking::{DscpMatch, TcpPlacement};
     int_core::int21::source::SourceConfig {
         domain: Domain {
             marking: Marking::Dscp(DscpMatch::new(0x17, 0x3f).unwrap()),

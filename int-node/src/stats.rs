@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use int_core::error::NotPushed;
+use int_core::outcome::NotPushed;
 use int_core::DropReason;
 
 macro_rules! counters {

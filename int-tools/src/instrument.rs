@@ -2,10 +2,10 @@
 //! 2.1 domain, or an IOAM domain's encapsulating node, would, with
 //! int-core's own transforms.
 
-use int_core::encap::{DscpMatch, Encapsulation, TcpPlacement};
 use int_core::int05::source::{self, SourceConfig};
-use int_core::int05::HopMetadata;
+use int_core::int05::{Encapsulation, HopMetadata};
 use int_core::int21::{self, source as source21};
+use int_core::marking::{DscpMatch, TcpPlacement};
 use int_core::FrameBuf;
 
 /// The sources gen can stand in for.
@@ -61,7 +61,7 @@ pub enum InstrumentError {
     Buffer { len: usize },
     /// The source leaves the frame as it is, for this reason.
     #[error("cannot instrument: {0:?}")]
-    Skipped(int_core::skip::Skip),
+    Skipped(int_core::outcome::Skip),
     #[error("cannot trace: {0:?}")]
     NotTraced(int_core::ioam::source::Encapped),
     #[error("cannot trace: {0}")]
@@ -101,7 +101,7 @@ impl Source {
         Ok(match instrument {
             Instrument::Hostint => Source::V05(SourceConfig::host_int(9000)),
             Instrument::HostintUdp => Source::V05(SourceConfig {
-                encapsulation: Encapsulation::ExtensionUdp { port: int_core::encap::DEFAULT_EXTENSION_PORT },
+                encapsulation: Encapsulation::ExtensionUdp { port: int_core::int05::DEFAULT_EXTENSION_PORT },
                 ..SourceConfig::host_int(9000)
             }),
             Instrument::Int21Md => int21(dscp, int21::HeaderType::Md),

@@ -78,7 +78,7 @@ fn known_flows_reports_allocate_nothing(mut books: Books) {
         sink_id: int_core::report::SinkIdWord::Detect,
         int21_domain: int_core::int21::Domain {
             marking: int_core::int21::Marking::UdpPort(5000),
-            tcp_placement: int_core::encap::TcpPlacement::BeforeOptions,
+            tcp_placement: int_core::marking::TcpPlacement::BeforeOptions,
             source_only: int_core::int21::SourceOnly::NONE,
         },
         ioam_timestamps: Default::default(),

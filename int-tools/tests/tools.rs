@@ -113,7 +113,7 @@ fn gen_is_seeded_and_reproducible() {
     );
     let lossy = read_pcap(&dir.join("lossy.pcap"));
     assert!((850..=950).contains(&lossy.len()), "{} kept of 1000 at 10% loss", lossy.len());
-    let config = int_core::encap::Domain::default();
+    let config = int_core::int05::Domain::default();
     let sequences: Vec<u32> = lossy
         .iter()
         .map(|f| int_core::int05::sink::extract(f, &config).unwrap().unwrap().sequence.unwrap())

@@ -295,7 +295,7 @@ export:
 /// `clock: rx-timestamp` then measures that latency, however long the test
 /// took between the source's run and the sink's (INT 0.5 timestamps are
 /// 32-bit: a wait of over 2.1 s reads as clock skew).
-pub fn retime_after_source(path: &Path, domain: &int_core::encap::Domain, latency_ns: u64) {
+pub fn retime_after_source(path: &Path, domain: &int_core::int05::Domain, latency_ns: u64) {
     let now_ns =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
     let frames: Vec<(u64, Vec<u8>)> = read_pcap(path)
@@ -322,8 +322,8 @@ pub fn retime_after_source(path: &Path, domain: &int_core::encap::Domain, latenc
 /// before TCP options, and source-only metadata carries the sequence.
 pub fn dscp_domain21() -> int_core::int21::Domain {
     int_core::int21::Domain {
-        marking: int_core::int21::Marking::Dscp(int_core::encap::DscpMatch::new(0x17, 0x3f).unwrap()),
-        tcp_placement: int_core::encap::TcpPlacement::BeforeOptions,
+        marking: int_core::int21::Marking::Dscp(int_core::marking::DscpMatch::new(0x17, 0x3f).unwrap()),
+        tcp_placement: int_core::marking::TcpPlacement::BeforeOptions,
         source_only: int_core::int21::SourceOnly::sequence(0x4944),
     }
 }

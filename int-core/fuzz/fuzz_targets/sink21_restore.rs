@@ -9,7 +9,7 @@
 //! leaves whole, and a strip never fails on what `extract` accepted.
 #![no_main]
 
-use int_core::encap::{DscpMatch, TcpPlacement};
+use int_core::marking::{DscpMatch, TcpPlacement};
 use int_core::int21::{sink, Arrival, Domain, Marking, Next, SourceOnly};
 use int_core::locate;
 use int_core::FrameBuf;

@@ -8,8 +8,9 @@
 //! header in the UDP one); a UDP checksum of 0 stays 0.
 #![no_main]
 
-use int_core::encap::{Encapsulation, TcpPlacement, EXTENSION_UDP_LEN};
-use int_core::encap::Domain;
+use int_core::int05::{Encapsulation, EXTENSION_UDP_LEN};
+use int_core::marking::TcpPlacement;
+use int_core::int05::Domain;
 use int_core::locate;
 use int_core::int05::sink;
 use int_core::FrameBuf;

@@ -7,8 +7,8 @@
 
 use std::cell::RefCell;
 
-use int_core::encap::Domain;
-use int_core::encap::{Encapsulation, TcpPlacement};
+use int_core::int05::{Domain, Encapsulation};
+use int_core::marking::TcpPlacement;
 use int_core::int05::{HopMetadata, ShapeCache};
 use int_core::report::{LatencyReport, ReportHeaderRepr, ReportProfile};
 use int_core::int05::sink::{self, FastArrival};

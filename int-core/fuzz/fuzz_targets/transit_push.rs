@@ -7,7 +7,7 @@
 
 use std::cell::RefCell;
 
-use int_core::encap::Domain;
+use int_core::int05::Domain;
 use int_core::fast::FastFrame;
 use int_core::int05::{HopMetadata, ShapeCache};
 use int_core::int05::source::{self, FastBlock, SourceConfig, Template};

@@ -11,7 +11,7 @@ use crate::checksum;
 use crate::error::{EmitError, Layer, ParseError};
 use crate::frame::FrameBuf;
 use crate::locate::{self, IpLocation};
-use crate::skip::Skip;
+use crate::outcome::Skip;
 
 use super::{
     covering, header, hop, md_header, read_l4, Action, Carrier, Domain, Flags, HopRepr, IfaHeaderRepr,

@@ -8,8 +8,9 @@
 
 use crate::carrier;
 use crate::checksum;
-use crate::error::{Layer, NotPushed};
+use crate::error::Layer;
 use crate::frame::FrameBuf;
+use crate::outcome::NotPushed;
 
 use super::md_header::MdHeader;
 use super::{covering, hop, Domain, HopRepr, L4Rule};

@@ -1,6 +1,7 @@
-//! INT 0.5 over TCP/UDP: shim, metadata header, hop metadata stack, Host-INT
-//! sequence number, tail, and [`IntBlock`], which parses and checks them as
-//! one unit.
+//! INT 0.5 over TCP/UDP: the domain ([`Domain`]: where INT sits in a packet
+//! and how it is announced), shim, metadata header, hop metadata stack,
+//! Host-INT sequence number, tail, and [`IntBlock`], which parses and checks
+//! them as one unit.
 //!
 //! The block as a source writes it (Host-INT's Type 3 shown):
 //!
@@ -28,11 +29,78 @@ pub use tail::{TailHeader, TailRepr};
 
 use crate::bytes;
 use crate::error::{EmitError, Layer, ParseError};
+use crate::marking::{DscpMatch, TcpPlacement, DEFAULT_DSCP_MASK, DEFAULT_DSCP_VALUE};
 
 /// Bytes of the sequence number that follows the stack in shim Type 3.
 pub const SEQUENCE_LEN: usize = 4;
 /// The largest INT block a shim Length can describe.
 pub const MAX_BLOCK_LEN: usize = 255 * 4;
+/// Host-INT's UDP port for INT_05_EXTENSION_UDP.
+pub const DEFAULT_EXTENSION_PORT: u16 = 33122;
+/// Bytes of the extra UDP header in INT_05_EXTENSION_UDP.
+pub const EXTENSION_UDP_LEN: usize = 8;
+
+/// What every source, transit hop and sink of one INT domain must agree on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Domain {
+    pub encapsulation: Encapsulation,
+    pub tcp_placement: TcpPlacement,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encapsulation {
+    /// INT_05_OVER_TCP_UDP: INT right after the L4 header, announced by DSCP
+    /// bits: a packet carries INT when `(dscp & mask) == (value & mask)`.
+    OverTcpUdp { dscp_value: u8, dscp_mask: u8 },
+    /// INT_05_EXTENSION_UDP: a UDP header to `port` after IPv4, then INT,
+    /// then the original L4 header and payload untouched.
+    ExtensionUdp { port: u16 },
+}
+
+impl Default for Encapsulation {
+    fn default() -> Self {
+        Encapsulation::OverTcpUdp { dscp_value: DEFAULT_DSCP_VALUE, dscp_mask: DEFAULT_DSCP_MASK }
+    }
+}
+
+impl Encapsulation {
+    /// The DSCP mark of INT_05_OVER_TCP_UDP; none in INT_05_EXTENSION_UDP.
+    #[inline]
+    fn dscp(&self) -> Option<DscpMatch> {
+        match *self {
+            Encapsulation::OverTcpUdp { dscp_value, dscp_mask } => {
+                Some(DscpMatch { value: dscp_value, mask: dscp_mask })
+            }
+            Encapsulation::ExtensionUdp { .. } => None,
+        }
+    }
+
+    /// The ToS bits that mark INT ([`DscpMatch::tos_mask`]; none in the UDP
+    /// encapsulation).
+    #[inline]
+    pub fn tos_mask(&self) -> u8 {
+        self.dscp().map_or(0, DscpMatch::tos_mask)
+    }
+
+    /// [`DscpMatch::mark_tos`]; the UDP encapsulation leaves the ToS alone.
+    #[inline]
+    pub fn mark_tos(&self, tos: u8) -> u8 {
+        self.dscp().map_or(tos, |dscp| dscp.mark_tos(tos))
+    }
+
+    /// Whether a ToS carries the INT mark (DSCP encapsulation only).
+    #[inline]
+    pub fn tos_is_marked(&self, tos: u8) -> bool {
+        self.dscp().is_some_and(|dscp| dscp.tos_is_marked(tos))
+    }
+}
+
+impl From<DscpMatch> for Encapsulation {
+    /// INT_05_OVER_TCP_UDP, marked by this DSCP value and mask.
+    fn from(dscp: DscpMatch) -> Encapsulation {
+        Encapsulation::OverTcpUdp { dscp_value: dscp.value, dscp_mask: dscp.mask }
+    }
+}
 
 /// Whether the block ends with a tail: data packets have one; the copy of the
 /// block inside a Host-INT latency report does not.
@@ -306,5 +374,32 @@ mod tests {
         assert!(IntBlock::parse(&one_over, Tail::Absent).is_ok());
         one_over[6] = 0;
         assert!(matches!(IntBlock::parse(&one_over, Tail::Absent), Err(ParseError::HopCountExceeded { .. })));
+    }
+
+    #[test]
+    fn host_int_default_mark_is_tos_bit_0x04() {
+        let encap = Encapsulation::default();
+        assert_eq!(encap.tos_mask(), 0x04);
+        assert_eq!(encap.mark_tos(0x00), 0x04);
+        assert_eq!(encap.mark_tos(0xb8), 0xbc); // EF keeps its other bits
+        assert!(encap.tos_is_marked(0x07));
+        assert!(!encap.tos_is_marked(0x03));
+    }
+
+    #[test]
+    fn a_dscp_match_marks_as_its_encapsulation_does() {
+        let wide = DscpMatch { value: 0x17, mask: 0x3f };
+        for tos in 0..=u8::MAX {
+            assert_eq!(wide.mark_tos(tos), Encapsulation::from(wide).mark_tos(tos));
+            assert_eq!(wide.tos_is_marked(tos), Encapsulation::from(wide).tos_is_marked(tos));
+        }
+    }
+
+    #[test]
+    fn value_outside_mask_is_ignored() {
+        let encap = Encapsulation::OverTcpUdp { dscp_value: 0x17, dscp_mask: 0x3f };
+        assert_eq!(encap.mark_tos(0x01), 0x5d);
+        assert!(encap.tos_is_marked(0x5e));
+        assert!(!Encapsulation::ExtensionUdp { port: 1 }.tos_is_marked(0xff));
     }
 }

@@ -27,20 +27,19 @@
 //! Where we differ from Host-INT: Host-INT clears the mark instead of
 //! restoring the DSCP, and rewrites a UDP checksum of 0.
 
-use zerocopy::FromBytes;
-
 use crate::carrier::{self, Carrier};
 use crate::checksum;
-use crate::encap::{Domain, Encapsulation, EXTENSION_UDP_LEN};
 use crate::error::{Layer, ParseError};
 use crate::fast::FastFrame;
 use crate::flow::flow_key;
 use crate::flow::FlowKey;
 use crate::frame::FrameBuf;
 use crate::int05::tail::HEADER_LEN as TAIL_LEN;
-use crate::int05::{MetadataHeaderRepr, ShapeCache, ShimType, SourceHop, Tail, TailRepr};
+use crate::int05::{
+    Domain, Encapsulation, MetadataHeaderRepr, ShapeCache, ShimType, SourceHop, Tail, TailRepr,
+    EXTENSION_UDP_LEN,
+};
 use crate::locate::{self, Fragment, IpLocation, L4};
-use crate::wire::{TcpHeader, UdpHeader};
 
 /// An INT packet found in a frame, with everything the sink needs after the
 /// bytes are gone.
@@ -210,7 +209,7 @@ pub fn classify(frame: &[u8], config: &Domain, shapes: &mut ShapeCache) -> Resul
     };
     let (flow, remove_at, remove_len) = match config.encapsulation {
         Encapsulation::ExtensionUdp { .. } => {
-            let (src_port, dst_port) = inner_ports(frame, tail.protocol, after, &ip)?;
+            let (src_port, dst_port) = locate::l4_at(frame, tail.protocol, after, &ip)?;
             (flow_key(frame, &ip, tail.protocol, src_port, dst_port), ip.l4, EXTENSION_UDP_LEN + block_len)
         }
         Encapsulation::OverTcpUdp { .. } => {
@@ -385,43 +384,6 @@ pub fn strip_fast(frame: &mut FrameBuf<'_>, found: &FastInt, config: &Domain) ->
 #[inline(always)]
 fn starts_with_a_shim(region: &[u8]) -> bool {
     region.len() >= crate::int05::shim::HEADER_LEN && matches!(region.first(), Some(1..=3))
-}
-
-/// The original L4 header after the block in the UDP encapsulation (from
-/// `at` to the end of the IPv4 payload): the tail's protocol, and a header
-/// that the restored packet can stand on (a UDP Length equal to what is
-/// left, or at least that in a first fragment; a TCP Data Offset that fits).
-/// Returns its ports.
-pub(crate) fn inner_ports(
-    frame: &[u8],
-    protocol: u8,
-    at: usize,
-    ip: &IpLocation,
-) -> Result<(u16, u16), ParseError> {
-    let end = ip.end;
-    let layer = if protocol == locate::PROTO_UDP { Layer::Udp } else { Layer::Tcp };
-    let inner = frame.get(at..end).ok_or_else(|| ParseError::truncated(layer, at, 8, end))?;
-    match protocol {
-        locate::PROTO_UDP => {
-            let (udp, _) = UdpHeader::ref_from_prefix(inner)
-                .map_err(|_| ParseError::truncated(Layer::Udp, at, crate::wire::udp::HEADER_LEN, end))?;
-            let length = usize::from(udp.length.get());
-            if length < inner.len() || (length > inner.len() && ip.fragment != Fragment::First) {
-                return Err(ParseError::BadLength { layer: Layer::Udp, offset: at + 4, value: length });
-            }
-            Ok((udp.src_port.get(), udp.dst_port.get()))
-        }
-        locate::PROTO_TCP => {
-            let (tcp, _) = TcpHeader::ref_from_prefix(inner)
-                .map_err(|_| ParseError::truncated(Layer::Tcp, at, crate::wire::tcp::MIN_HEADER_LEN, end))?;
-            let header_len = tcp.header_len();
-            if header_len < crate::wire::tcp::MIN_HEADER_LEN || header_len > inner.len() {
-                return Err(ParseError::BadLength { layer: Layer::Tcp, offset: at + 12, value: header_len });
-            }
-            Ok((tcp.src_port.get(), tcp.dst_port.get()))
-        }
-        other => Err(ParseError::UnknownType { layer: Layer::IntTail, offset: at - 4, value: other }),
-    }
 }
 
 /// Whether the IP header announces INT of this domain.

@@ -27,14 +27,17 @@
 
 use crate::carrier::{self, Carrier};
 use crate::checksum;
-use crate::encap::{Encapsulation, TcpPlacement, EXTENSION_UDP_LEN};
 use crate::error::{EmitError, ParseError};
 use crate::fast::FastFrame;
 use crate::flow::{flow_key, FlowKey};
 use crate::frame::FrameBuf;
-use crate::int05::{self, HopMetadata, Instructions, IntBlock, MetadataHeaderRepr, ShimType, Tail, TailRepr};
+use crate::int05::{
+    self, Encapsulation, HopMetadata, Instructions, IntBlock, MetadataHeaderRepr, ShimType, Tail, TailRepr,
+    EXTENSION_UDP_LEN,
+};
 use crate::locate::{self, IpLocation, IpVersion, L4};
-use crate::skip::Skip;
+use crate::marking::TcpPlacement;
+use crate::outcome::Skip;
 use crate::wire::UdpRepr;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,13 +9,12 @@
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 use crate::carrier::{self, Carrier};
-use crate::encap::Domain;
 use crate::error::Layer;
 use crate::fast::FastFrame;
 use crate::frame::FrameBuf;
 use crate::int05::shim::ShimHeader;
 use crate::int05::sink::{self, FastArrival};
-use crate::int05::{HopMetadata, IntBlock, MetadataHeader, MetadataHeaderRepr, ShapeCache, ShimType};
+use crate::int05::{Domain, HopMetadata, IntBlock, MetadataHeader, MetadataHeaderRepr, ShapeCache, ShimType};
 use crate::locate::IpLocation;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,7 +34,7 @@ pub enum Outcome {
     DestinationOnly,
 }
 
-pub use crate::error::NotPushed;
+pub use crate::outcome::NotPushed;
 
 /// Pushes `hop` onto the packet's stack, or sets E, or leaves a
 /// Destination-type block alone.

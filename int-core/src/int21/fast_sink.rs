@@ -54,7 +54,7 @@ impl FastInt {
 pub fn classify_fast(frame: &[u8], domain: &Domain, rule: &HopRule) -> FastArrival {
     let Marking::Dscp(dscp) = domain.marking else { return FastArrival::Other };
     let Some(parts) = FastFrame::read(frame, 0) else { return FastArrival::Other };
-    if !dscp.encapsulation().tos_is_marked(parts.tos) {
+    if !dscp.tos_is_marked(parts.tos) {
         // INT may be inside a tunnel, whatever the outer DSCP.
         return if is_tunnel(&parts) { FastArrival::Other } else { FastArrival::NotInt };
     }

@@ -10,10 +10,10 @@
 //! and cuts).
 
 use crate::checksum::{self, word_sum};
-use crate::encap::Encapsulation;
 use crate::fast::FastFrame;
 use crate::frame::FrameBuf;
 use crate::locate::PROTO_UDP;
+use crate::marking::DscpMatch;
 
 use super::hop::INVALID;
 use super::source::{build_block, SourceConfig};
@@ -39,7 +39,7 @@ pub struct FastSource {
     ingress_at: Option<usize>,
     egress_at: Option<usize>,
     sequence_at: Option<usize>,
-    encapsulation: Encapsulation,
+    dscp: DscpMatch,
     max_ip_len: usize,
 }
 
@@ -86,7 +86,7 @@ impl FastSource {
             ingress_at: at(Instructions::INGRESS_TIMESTAMP),
             egress_at: at(Instructions::EGRESS_TIMESTAMP),
             sequence_at: config.numbers_packets().then(|| len - 4),
-            encapsulation: dscp.encapsulation(),
+            dscp,
             max_ip_len: usize::from(config.max_ip_len),
         })
     }
@@ -105,7 +105,7 @@ impl FastSource {
                     | crate::wire::geneve::UDP_PORT
             );
         !tunnel
-            && !self.encapsulation.tos_is_marked(frame.tos)
+            && !self.dscp.tos_is_marked(frame.tos)
             && frame.ip_len() + self.len <= self.max_ip_len
             && usize::from(frame.carrier_len) + self.len <= usize::from(u16::MAX)
     }
@@ -143,7 +143,7 @@ impl FastSource {
         }
         sum += put_word(block, self.sequence_at, sequence);
         let grown = parts.carrier_len + self.len as u16;
-        parts.rewrite(bytes, self.encapsulation.mark_tos(parts.tos), grown, 0, sum);
+        parts.rewrite(bytes, self.dscp.mark_tos(parts.tos), grown, 0, sum);
         true
     }
 }

@@ -140,7 +140,7 @@ fn read_md(frame: &[u8], domain: &Domain) -> Option<(FastFrame, MdHeaderRepr, us
     let parts = FastFrame::read(frame, 0)?;
     // Type 1 with the NPT the marking asks.
     let type_npt = match domain.marking {
-        Marking::Dscp(dscp) if dscp.encapsulation().tos_is_marked(parts.tos) => TYPE_MD_NPT_0,
+        Marking::Dscp(dscp) if dscp.tos_is_marked(parts.tos) => TYPE_MD_NPT_0,
         Marking::UdpPort(port)
             if parts.flow.protocol() == crate::locate::PROTO_UDP && parts.flow.dst_port() == port =>
         {

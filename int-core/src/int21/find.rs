@@ -2,9 +2,9 @@
 //! 2.1 section 5.7.2), and the flow it belongs to: the first step of a
 //! sink and a transit hop, and what decode reads.
 
-use crate::encap::{DscpMatch, TcpPlacement};
 use crate::error::{Layer, ParseError};
 use crate::flow::FlowKey;
+use crate::marking::{DscpMatch, TcpPlacement};
 use zerocopy::FromBytes;
 
 use crate::flow::flow_key;
@@ -85,9 +85,7 @@ pub fn find<'a>(frame: &'a [u8], domain: &Domain) -> Result<Option<Found<'a>>, P
 pub fn classify<'a>(frame: &'a [u8], domain: &Domain) -> Result<Arrival<Found<'a>>, ParseError> {
     let Some((ip, l4)) = walk(frame) else { return Ok(Arrival::NotInt) };
     let block_at = match (domain.marking, l4) {
-        (Marking::Dscp(dscp), _) if !dscp.encapsulation().tos_is_marked(ip.tos) => {
-            return Ok(Arrival::NotInt)
-        }
+        (Marking::Dscp(dscp), _) if !dscp.tos_is_marked(ip.tos) => return Ok(Arrival::NotInt),
         (Marking::Dscp(_), L4::Udp { .. }) => ip.l4 + crate::wire::udp::HEADER_LEN,
         (Marking::Dscp(_), L4::Tcp { header_len, .. }) => ip.l4 + domain.tcp_placement.offset(header_len),
         (Marking::UdpPort(port), L4::Udp { dst_port, .. }) if dst_port == port => {
@@ -162,7 +160,7 @@ pub fn find_in_report<'a>(
         }
     }
     let block_at = match (domain.marking, ip.protocol) {
-        (Marking::Dscp(dscp), _) if !dscp.encapsulation().tos_is_marked(ip.tos) => return Ok(None),
+        (Marking::Dscp(dscp), _) if !dscp.tos_is_marked(ip.tos) => return Ok(None),
         (_, locate::PROTO_UDP) => l4 + crate::wire::udp::HEADER_LEN,
         (Marking::Dscp(_), locate::PROTO_TCP) => {
             let (tcp, _) =
@@ -292,7 +290,7 @@ fn flow_of(
             Ok(flow_key(frame, ip, ip.protocol, src_port, original))
         }
         (Marking::UdpPort(_), Next::IpProtocol(protocol)) => {
-            let (src, dst) = crate::int05::sink::inner_ports(frame, protocol, block_at + block.len(), ip)?;
+            let (src, dst) = crate::locate::l4_at(frame, protocol, block_at + block.len(), ip)?;
             Ok(flow_key(frame, ip, protocol, src, dst))
         }
         (_, next) => {

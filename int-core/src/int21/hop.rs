@@ -7,30 +7,10 @@
 
 use super::instruction::Instructions;
 use crate::error::{EmitError, Layer, ParseError};
+pub use crate::hop::Hop as HopMetadata;
 
 /// The word written for a value that is not available.
 pub const INVALID: u32 = 0xffff_ffff;
-
-/// What one hop reports. `None` is written as all ones.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct HopMetadata {
-    pub node_id: Option<u32>,
-    pub l1_ingress_port: Option<u16>,
-    pub l1_egress_port: Option<u16>,
-    pub hop_latency: Option<u32>,
-    /// Queue id (8 bits) and occupancy (24 bits).
-    pub queue: Option<(u8, u32)>,
-    pub ingress_timestamp: Option<u64>,
-    pub egress_timestamp: Option<u64>,
-    pub l2_ingress_port: Option<u32>,
-    pub l2_egress_port: Option<u32>,
-    pub egress_tx_utilization: Option<u32>,
-    /// Buffer id (8 bits) and occupancy (24 bits).
-    pub buffer: Option<(u8, u32)>,
-    /// The checksum complement; all ones when the node updated the L4
-    /// checksum instead (section 5.6).
-    pub checksum_complement: Option<u32>,
-}
 
 /// A 16-bit half of a port word, all ones when unknown.
 fn half(port: Option<u16>) -> u32 {

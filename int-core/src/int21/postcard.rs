@@ -15,7 +15,7 @@ use core::ops::Range;
 use crate::fast::{FastFrame, L3_AT};
 use crate::flow::{flow_key, FlowKey};
 use crate::locate::{IpVersion, L4};
-use crate::skip::Skip;
+use crate::outcome::Skip;
 use crate::wire::udp::HEADER_LEN as UDP_LEN;
 
 /// Payload bytes a postcard carries after the TCP or UDP header.
@@ -32,7 +32,7 @@ pub struct Postcard {
 
 /// Reads a frame; only unfragmented TCP and UDP packets get postcards.
 pub fn read(frame: &[u8]) -> Result<Postcard, Skip> {
-    let (ip, l4) = crate::skip::tcp_udp(frame)?;
+    let (ip, l4) = crate::outcome::tcp_udp(frame)?;
     let (src_port, dst_port) = l4.ports();
     let header_len = match l4 {
         L4::Udp { .. } => UDP_LEN,

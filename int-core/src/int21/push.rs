@@ -18,7 +18,7 @@ pub enum Outcome {
     Mx,
 }
 
-pub use crate::error::NotPushed;
+pub use crate::outcome::NotPushed;
 
 /// Opens room for this hop's Hop ML words at `stack_at` (the top of the
 /// stack, after the MD header `header`) and writes them there, the checksum

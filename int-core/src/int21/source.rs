@@ -21,7 +21,7 @@ use crate::flow::flow_key;
 use crate::flow::FlowKey;
 use crate::frame::FrameBuf;
 use crate::locate::{self, IpLocation, IpVersion, L4};
-use crate::skip::Skip;
+use crate::outcome::Skip;
 
 use super::in_tunnel::{self, TunnelPlan};
 use crate::wire::udp::HEADER_LEN as UDP_LEN;
@@ -153,16 +153,16 @@ pub fn plan_marked(frame: &[u8], config: &SourceConfig) -> Result<Plan, Skip> {
 pub fn clear_mark(frame: &mut [u8], config: &SourceConfig) -> bool {
     let Marking::Dscp(dscp) = config.domain.marking else { return false };
     let Ok(Some(ip)) = locate::ip(frame) else { return false };
-    let tos = ip.tos & !dscp.encapsulation().tos_mask();
+    let tos = ip.tos & !dscp.tos_mask();
     carrier::rewrite_ip(frame, &ip, tos, ip.ip_len(), ip.protocol);
     true
 }
 
 fn plan_as(frame: &[u8], config: &SourceConfig, marked_is_fine: bool) -> Result<Plan, Skip> {
-    let (ip, l4) = crate::skip::tcp_udp(frame)?;
+    let (ip, l4) = crate::outcome::tcp_udp(frame)?;
     let (src_port, dst_port) = l4.ports();
     let (insert_at, next) = match (config.domain.marking, l4) {
-        (Marking::Dscp(dscp), _) if !marked_is_fine && dscp.encapsulation().tos_is_marked(ip.tos) => {
+        (Marking::Dscp(dscp), _) if !marked_is_fine && dscp.tos_is_marked(ip.tos) => {
             return Err(Skip::AlreadyMarked)
         }
         (Marking::Dscp(_), L4::Udp { .. }) => (ip.l4 + UDP_LEN, Next::Dscp(ip.tos >> 2)),
@@ -237,7 +237,7 @@ pub fn insert(
     match (plan.next, plan.l4) {
         (Next::Dscp(_), l4) => {
             let tos = match config.domain.marking {
-                Marking::Dscp(dscp) => dscp.encapsulation().mark_tos(ip.tos),
+                Marking::Dscp(dscp) => dscp.mark_tos(ip.tos),
                 Marking::UdpPort(_) => ip.tos,
             };
             carrier::rewrite_ip(bytes, &ip, tos, new_len, ip.protocol);

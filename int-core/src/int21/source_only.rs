@@ -62,9 +62,9 @@ impl SourceOnly {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::encap::{DscpMatch, TcpPlacement};
     use crate::int21::source::SourceConfig;
     use crate::int21::{Domain, HeaderType, Instructions, Marking};
+    use crate::marking::{DscpMatch, TcpPlacement};
 
     fn config(ds_instructions: u16) -> SourceConfig {
         SourceConfig {

@@ -48,14 +48,14 @@ const FIELDS: [(TraceType, usize); 12] = [
 ];
 
 impl NodeData {
-    /// This element as an INT 2.1 hop's metadata, for readers of both
-    /// (the sink's hop rule, the collector's per-hop view): node id (the
+    /// This element as the shared [`Hop`](crate::hop::Hop), for readers of
+    /// every protocol (the sink's hop rule, the collector's per-hop view): node id (the
     /// short one, else the wide one's low 32 bits), interfaces as level 1
     /// ports, transit delay as hop latency (none when it overflowed),
     /// queue depth and buffer occupancy (id 0), the timestamp as the
     /// ingress timestamp.
-    pub fn as_hop(&self, timestamps: super::TimestampFormat) -> crate::int21::HopMetadata {
-        crate::int21::HopMetadata {
+    pub fn as_hop(&self, timestamps: super::TimestampFormat) -> crate::hop::Hop {
+        crate::hop::Hop {
             node_id: self.node_id.or(self.node_id_wide.map(|wide| wide as u32)),
             l1_ingress_port: self.ingress_if,
             l1_egress_port: self.egress_if,

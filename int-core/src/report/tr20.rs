@@ -26,7 +26,8 @@ use zerocopy::network_endian::U32;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 use crate::error::{EmitError, Layer, ParseError};
-use crate::int21::{HopMetadata, Instructions};
+use crate::hop::Hop;
+use crate::int21::Instructions;
 
 pub const VERSION: u8 = 2;
 pub const GROUP_HEADER_LEN: usize = 8;
@@ -216,7 +217,7 @@ pub struct IntContents<'a> {
     pub ds_md_bits: u16,
     pub ds_md_status: u16,
     /// The baseline metadata RepMdBits announces (bits 1-8).
-    pub metadata: HopMetadata,
+    pub metadata: Hop,
     pub drop: Option<DropInfo>,
     /// The domain specific metadata, as carried.
     pub ds_metadata: &'a [u8],
@@ -307,12 +308,12 @@ impl<'a> IntContents<'a> {
 }
 
 /// The baseline metadata words in RepMdBits order.
-fn read_baseline(rep_md_bits: u16, bytes: &[u8]) -> (HopMetadata, Option<DropInfo>) {
+fn read_baseline(rep_md_bits: u16, bytes: &[u8]) -> (Hop, Option<DropInfo>) {
     let word = |index: usize| match bytes.get(index * 4..index * 4 + 4) {
         Some(&[a, b, c, d]) => u32::from_be_bytes([a, b, c, d]),
         _ => u32::MAX,
     };
-    let mut metadata = HopMetadata::default();
+    let mut metadata = Hop::default();
     let mut drop = None;
     let mut at = 0;
     for bit in Instructions::from_bits_retain(rep_md_bits).each() {
@@ -617,11 +618,11 @@ mod tests {
                 rep_md_bits: 0x5000,
                 domain_id: 0x0042,
                 ds_md_bits: 0x8000,
-                metadata: HopMetadata {
+                metadata: Hop {
                     l1_ingress_port: Some(1),
                     l1_egress_port: Some(2),
                     queue: Some((0, 0x40)),
-                    ..HopMetadata::default()
+                    ..Hop::default()
                 },
                 ds_metadata: &ds,
                 ..IntContents::default()
@@ -652,7 +653,7 @@ mod tests {
             flags: ReportFlags { tracked_flow: true, ..ReportFlags::default() },
             int: Some(IntContents {
                 rep_md_bits: 0x1000,
-                metadata: HopMetadata { queue: Some((0, 7)), ..HopMetadata::default() },
+                metadata: Hop { queue: Some((0, 7)), ..Hop::default() },
                 ..IntContents::default()
             }),
             inner: &inner,

@@ -25,7 +25,7 @@ use core::net::{IpAddr, Ipv6Addr};
 use crate::checksum;
 use crate::error::EmitError;
 use crate::flow::FlowKey;
-use crate::int21::HopMetadata;
+use crate::hop::Hop;
 
 use super::tr20::{InType, IndividualReport, IntContents, RepType, ReportFlags};
 
@@ -78,7 +78,7 @@ impl LossReport {
                 domain_id,
                 ds_md_bits: DS_MD_BITS,
                 ds_md_status: 0,
-                metadata: HopMetadata { ingress_timestamp: Some(self.declared_ns), ..HopMetadata::default() },
+                metadata: Hop { ingress_timestamp: Some(self.declared_ns), ..Hop::default() },
                 drop: None,
                 ds_metadata: &ds,
             }),

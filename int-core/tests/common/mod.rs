@@ -7,12 +7,10 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 
 use int_core::checksum;
 use int_core::craft::{Ipv6Spec, L4Spec, PacketSpec};
-use int_core::encap::Domain;
-use int_core::encap::Encapsulation;
 use int_core::int05::sink::{self, Extracted};
 use int_core::int05::source::{self, SourceConfig};
 use int_core::int05::transit::{self, Outcome, TransitConfig};
-use int_core::int05::HopMetadata;
+use int_core::int05::{Domain, Encapsulation, HopMetadata};
 use int_core::locate::{self, L4};
 use int_core::FrameBuf;
 use proptest::prelude::*;
@@ -333,8 +331,8 @@ pub fn same_flow(parts: &int_core::fast::FastFrame, frame: &[u8], general: &int_
 pub fn int21_domain() -> int_core::int21::Domain {
     use int_core::int21::{source_only::SourceOnly, Marking};
     int_core::int21::Domain {
-        marking: Marking::Dscp(int_core::encap::DscpMatch::new(0x17, 0x3f).unwrap()),
-        tcp_placement: int_core::encap::TcpPlacement::BeforeOptions,
+        marking: Marking::Dscp(int_core::marking::DscpMatch::new(0x17, 0x3f).unwrap()),
+        tcp_placement: int_core::marking::TcpPlacement::BeforeOptions,
         source_only: SourceOnly::sequence(INT21_DOMAIN_ID),
     }
 }

@@ -3,9 +3,8 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
-use int_core::encap::Domain;
 use int_core::int05::source::TailStyle;
-use int_core::int05::{Instructions, ShimType};
+use int_core::int05::{Domain, Instructions, ShimType};
 use int_core::latency::LatencyConfig;
 use int_core::report::ReportProfile;
 use strum::{EnumString, VariantNames};

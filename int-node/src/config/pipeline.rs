@@ -3,8 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use int_core::encap::{Domain, DscpMatch, Encapsulation, TcpPlacement, DEFAULT_EXTENSION_PORT};
+use int_core::int05::{Domain, Encapsulation, DEFAULT_EXTENSION_PORT};
 use int_core::int21::SourceOnly;
+use int_core::marking::{DscpMatch, TcpPlacement};
 
 use super::choice::chosen;
 use super::model::{
@@ -212,7 +213,7 @@ fn domain05(raw: &RawInt, path: &str, problems: &mut Problems) -> Domain {
     }
     let encapsulation = match name {
         EncapsulationName::OverTcpUdp => {
-            dscp_match(raw, DscpMatch::HOST_INT, &path, problems).encapsulation()
+            Encapsulation::from(dscp_match(raw, DscpMatch::HOST_INT, &path, problems))
         }
         EncapsulationName::ExtensionUdp => {
             Encapsulation::ExtensionUdp { port: raw.udp_port.unwrap_or(DEFAULT_EXTENSION_PORT) }

@@ -3,8 +3,8 @@
 //! unknown name is a problem for validation to report, not a parse error
 //! that hides every other problem.
 
-use int_core::encap::TcpPlacement;
 use int_core::int05::source::TailStyle;
+use int_core::marking::TcpPlacement;
 use serde::Deserialize;
 
 use super::choice::Choice;

@@ -261,7 +261,7 @@ fn dscp_is_checked_as_decode_checks_it() {
     let problems = problems(&text);
     assert_eq!(problems.len(), 1);
     assert_eq!(problems[0].path, "pipelines[0].int.dscp");
-    assert_eq!(problems[0].message, "99/1".parse::<int_core::encap::DscpMatch>().unwrap_err().to_string());
+    assert_eq!(problems[0].message, "99/1".parse::<int_core::marking::DscpMatch>().unwrap_err().to_string());
 }
 
 #[test]
@@ -287,7 +287,7 @@ fn int21_domains() {
         config.pipelines[0].domain,
         IntDomain::V21(int_core::int21::Domain {
             marking: int_core::int21::Marking::UdpPort(7777),
-            tcp_placement: int_core::encap::TcpPlacement::BeforeOptions,
+            tcp_placement: int_core::marking::TcpPlacement::BeforeOptions,
             source_only: int_core::int21::SourceOnly::sequence(0x4944),
         })
     );

@@ -6,8 +6,8 @@
 use std::net::Ipv4Addr;
 
 use int_core::craft::PacketSpec;
-use int_core::encap::Domain;
 use int_core::int05::source::{FastBlock, SourceConfig, Template};
+use int_core::int05::Domain;
 
 use super::int05::source::Source05Stage;
 use super::int05::transit::Transit05Stage;

@@ -424,7 +424,7 @@ mod tests {
     fn sink21() -> Sink21Stage {
         let domain = int_core::int21::Domain {
             marking: int_core::int21::Marking::UdpPort(0),
-            tcp_placement: int_core::encap::TcpPlacement::BeforeOptions,
+            tcp_placement: int_core::marking::TcpPlacement::BeforeOptions,
             source_only: int_core::int21::SourceOnly::sequence(crate::pipeline::report::NODE_DOMAIN_ID),
         };
         Sink21Stage::new(domain, testing::setup().0)
@@ -448,7 +448,7 @@ mod tests {
     fn new_hop_classes_forget_digests_not_int05_source_ports() {
         let mut sink21 = sink21();
         let (setup, _receiver) = testing::setup();
-        let mut sink05 = Sink05Stage::new(int_core::encap::Domain::default(), ReportProfile::HOST_INT, setup);
+        let mut sink05 = Sink05Stage::new(int_core::int05::Domain::default(), ReportProfile::HOST_INT, setup);
         flow_with(&mut sink21.core, 0x1234);
         flow_with(&mut sink05.core, 7);
         let settings = &sink21.core.rules.settings.reports;

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use int_core::flow::FlowKey;
 
 use int_core::fast::FastFrame;
-use int_core::skip::Skip;
+use int_core::outcome::Skip;
 
 use crate::config::Rule;
 use crate::flow_table::{sweep_budget, Admission, FlowRef, FlowTable};

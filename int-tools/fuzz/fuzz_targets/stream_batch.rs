@@ -36,8 +36,8 @@ fuzz_target!(|data: &[u8]| {
     let how = How {
         sink_id: int_core::report::SinkIdWord::Detect,
         int21_domain: int_core::int21::Domain {
-            marking: int_core::int21::Marking::Dscp(int_core::encap::DscpMatch { value: 0x17, mask: 0x3f }),
-            tcp_placement: int_core::encap::TcpPlacement::BeforeOptions,
+            marking: int_core::int21::Marking::Dscp(int_core::marking::DscpMatch { value: 0x17, mask: 0x3f }),
+            tcp_placement: int_core::marking::TcpPlacement::BeforeOptions,
             source_only: int_core::int21::SourceOnly::sequence(0x4944),
         },
         ioam_timestamps: int_core::ioam::TimestampFormat::Posix,

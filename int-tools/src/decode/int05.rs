@@ -5,9 +5,7 @@
 // yields Null for a missing key and never panics.
 #![allow(clippy::indexing_slicing)]
 
-use int_core::encap::{Domain, Encapsulation};
-use int_core::int05::sink;
-use int_core::int05::{instruction, HopMetadata, Instructions, IntBlock};
+use int_core::int05::{instruction, sink, Domain, Encapsulation, HopMetadata, Instructions, IntBlock};
 use serde_json::{json, Map, Value};
 
 /// The INT 0.5 block of the first domain that finds one into `out`, or

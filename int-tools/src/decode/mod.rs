@@ -25,9 +25,9 @@ mod text;
 use std::path::PathBuf;
 
 use clap::Args;
-use int_core::encap::Domain;
-use int_core::encap::{DscpMatch, Encapsulation, TcpPlacement};
+use int_core::int05::{Domain, Encapsulation};
 use int_core::locate::{self, L4};
+use int_core::marking::{DscpMatch, TcpPlacement};
 use int_core::names::parse_name;
 use int_core::report::DEFAULT_COLLECTOR_PORT;
 use serde_json::{json, Map, Value};
@@ -44,7 +44,7 @@ pub struct DecodeArgs {
     #[arg(long, default_value = "1/1")]
     pub dscp: DscpMatch,
     /// UDP port of INT_05_EXTENSION_UDP.
-    #[arg(long, default_value_t = int_core::encap::DEFAULT_EXTENSION_PORT)]
+    #[arg(long, default_value_t = int_core::int05::DEFAULT_EXTENSION_PORT)]
     pub udp_port: u16,
     /// before-options (Host-INT) or after-options (INT 0.5).
     #[arg(long, default_value = "before-options", value_parser = parse_name::<TcpPlacement>)]
@@ -95,7 +95,7 @@ pub fn run(args: &DecodeArgs) -> Result<(), DecodeError> {
     let int21_domain = |marking| int_core::int21::Domain { marking, tcp_placement, source_only };
     let domains = Domains {
         int05: [
-            Domain { encapsulation: args.dscp.encapsulation(), tcp_placement },
+            Domain { encapsulation: Encapsulation::from(args.dscp), tcp_placement },
             Domain { encapsulation: Encapsulation::ExtensionUdp { port: args.udp_port }, tcp_placement },
         ],
         int21: [

@@ -48,7 +48,7 @@ pub fn hostint_reports() -> Vec<Vec<u8>> {
     use int_core::int05::HopMetadata;
     let config = SourceConfig::host_int(1500);
     let domain =
-        int_core::encap::Domain { encapsulation: config.encapsulation, tcp_placement: config.tcp_placement };
+        int_core::int05::Domain { encapsulation: config.encapsulation, tcp_placement: config.tcp_placement };
     let (source_node, sink_node) = (0x0a00_0001, 0x0a00_0002);
     let mut reports = Vec::new();
     for round in 0..ROUNDS {

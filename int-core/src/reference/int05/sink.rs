@@ -2,9 +2,9 @@
 //! each flow's last sequence number and latency.
 
 use crate::checksum;
-use crate::encap::Encapsulation;
 use crate::fast::FastFrame;
 use crate::frame::FrameBuf;
+use crate::int05::Encapsulation;
 use crate::reference::{key, FlowSlots, BLOCK_HEAD_LEN, HOP_LEN, HOST_INT_BITMAP};
 
 /// Bytes of sequence number and tail after the stack.

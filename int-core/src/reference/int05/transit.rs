@@ -1,9 +1,9 @@
 //! The reference transit hop: Host-INT's 16-byte hop pushed on the stack.
 
 use crate::checksum::word_sum;
-use crate::encap::Encapsulation;
 use crate::fast::FastFrame;
 use crate::frame::FrameBuf;
+use crate::int05::Encapsulation;
 use crate::reference::{BLOCK_HEAD_LEN, HOP_LEN, HOST_INT_BITMAP};
 
 pub struct Transit {

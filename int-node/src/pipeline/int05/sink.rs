@@ -6,9 +6,8 @@
 //! Forwarding never waits on export: a full ring or an exhausted rate
 //! limit drops the report and counts it.
 
-use int_core::encap::Domain;
 use int_core::int05::sink::{self, Arrival, FastArrival, FastInt};
-use int_core::int05::{ShapeCache, SourceHop};
+use int_core::int05::{Domain, ShapeCache, SourceHop};
 use int_core::latency::ReportReason;
 use int_core::report::ReportProfile;
 use int_core::DropReason;

@@ -7,12 +7,11 @@
 
 use std::net::SocketAddr;
 
-use int_core::encap::Domain;
 use int_core::fast::FastFrame;
 use int_core::int05::sink::{self, Arrival};
 use int_core::int05::source::{self, FastBlock, SourceConfig, Template};
-use int_core::int05::{HopMetadata, ShapeCache};
-use int_core::skip::Skip;
+use int_core::int05::{Domain, HopMetadata, ShapeCache};
+use int_core::outcome::Skip;
 
 use crate::clock::Clock;
 use crate::config::{MarkedPolicy, Rule, Source05Settings};

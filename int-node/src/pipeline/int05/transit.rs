@@ -3,9 +3,8 @@
 //! [`crate::pipeline::hop_figures`] knows them; values a software node
 //! cannot know are 0xFFFFFFFF).
 
-use int_core::encap::Domain;
 use int_core::int05::transit::{self, Outcome, TransitConfig};
-use int_core::int05::{HopMetadata, ShapeCache};
+use int_core::int05::{Domain, HopMetadata, ShapeCache};
 use int_core::FrameBuf;
 
 use crate::clock::Clock;

@@ -14,7 +14,7 @@ use int_core::hop_rule::HopRule;
 use int_core::int21::in_tunnel::TunnelPlan;
 use int_core::int21::source::{self, SourceConfig};
 use int_core::int21::{sink, Domain, HeaderType, HopMetadata};
-use int_core::skip::Skip;
+use int_core::outcome::Skip;
 
 use crate::clock::Clock;
 use crate::config::{MarkedPolicy, Mode, Rule, Source21Settings, TunnelPlacement};

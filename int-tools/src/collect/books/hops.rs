@@ -15,7 +15,7 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use int_core::flow::FlowKey;
-use int_core::int21::HopMetadata;
+use int_core::hop::Hop;
 
 use super::latency::Latency;
 use super::moves::{Moves, Sink, Swings};
@@ -112,7 +112,7 @@ pub struct Untracked {
 pub struct Seen<'a> {
     pub flow: FlowKey,
     /// Source first (the stack reversed).
-    pub hops: &'a [HopMetadata],
+    pub hops: &'a [Hop],
     /// The reporting sink of an INT-MD stack; none for postcards joined
     /// into a path (the last node's own postcard is among the hops).
     pub sink: Option<u32>,
@@ -433,14 +433,14 @@ mod tests {
 
     const LIMITS: Limits = Limits { nodes: 8, links: 8, flows: 2 };
 
-    fn hop(node: u32, latency: u32, queue: u32, times: (u64, u64)) -> HopMetadata {
-        HopMetadata {
+    fn hop(node: u32, latency: u32, queue: u32, times: (u64, u64)) -> Hop {
+        Hop {
             node_id: Some(node),
             hop_latency: Some(latency),
             queue: Some((0, queue)),
             ingress_timestamp: Some(times.0),
             egress_timestamp: Some(times.1),
-            ..HopMetadata::default()
+            ..Hop::default()
         }
     }
 
@@ -448,7 +448,7 @@ mod tests {
         FlowKey::v4([10, 0, 0, 1].into(), [10, 0, 0, 2].into(), 17, port, 5000)
     }
 
-    fn seen<'a>(flow: FlowKey, hops: &'a [HopMetadata], at_ms: u64) -> Seen<'a> {
+    fn seen<'a>(flow: FlowKey, hops: &'a [Hop], at_ms: u64) -> Seen<'a> {
         Seen { flow, hops, sink: Some(9), sink_ingress_ns: Some(10_000), at_ms }
     }
 
@@ -537,7 +537,7 @@ mod tests {
     fn a_path_that_cannot_be_told_is_counted_not_followed() {
         let mut view = Hops::new(LIMITS);
         let looped = [hop(1, 1, 1, (0, 1)), hop(2, 1, 1, (2, 3)), hop(1, 1, 1, (4, 5))];
-        let anonymous = [hop(1, 1, 1, (0, 1)), HopMetadata { node_id: None, ..hop(2, 1, 1, (2, 3)) }];
+        let anonymous = [hop(1, 1, 1, (0, 1)), Hop { node_id: None, ..hop(2, 1, 1, (2, 3)) }];
         view.observe(&seen(flow(1), &looped, 0));
         view.observe(&seen(flow(2), &anonymous, 0));
         assert_eq!(view.paths(), 0);

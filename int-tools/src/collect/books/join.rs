@@ -60,7 +60,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use int_core::flow::FlowKey;
-use int_core::int21::HopMetadata;
+use int_core::hop::Hop;
 
 pub use super::hops::MAX_PATH;
 
@@ -84,7 +84,7 @@ pub struct Postcard {
     pub flow: FlowKey,
     pub identity: u64,
     pub node: u32,
-    pub metadata: HopMetadata,
+    pub metadata: Hop,
     /// The packet's TTL or Hop Limit as this node saw it.
     pub ttl: Option<u8>,
     /// Its time in the timelines' base, ms: where its group's record is
@@ -97,7 +97,7 @@ pub struct Postcard {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Joined {
     pub flow: FlowKey,
-    pub hops: Vec<HopMetadata>,
+    pub hops: Vec<Hop>,
     pub ordered: bool,
     pub at_ms: u64,
 }
@@ -140,7 +140,7 @@ impl Counts {
 /// the TTL it saw.
 #[derive(Debug, Clone, PartialEq)]
 struct Card {
-    hop: HopMetadata,
+    hop: Hop,
     ttl: Option<u8>,
 }
 
@@ -337,7 +337,7 @@ impl Join {
             self.next_number += 1;
             self.by_due.insert((due_ms, number), key);
         }
-        let new = Card { hop: HopMetadata { node_id: Some(card.node), ..card.metadata }, ttl: card.ttl };
+        let new = Card { hop: Hop { node_id: Some(card.node), ..card.metadata }, ttl: card.ttl };
         if group.cards.contains(&new) {
             self.counts.duplicates += 1;
         } else if group.cards.len() >= MAX_PATH {
@@ -539,7 +539,7 @@ impl Join {
 }
 
 /// A postcard's ingress stamp in ns, if it has one (0: no clock).
-fn stamp_ns(metadata: &HopMetadata) -> Option<u64> {
+fn stamp_ns(metadata: &Hop) -> Option<u64> {
     metadata.ingress_timestamp.filter(|at| *at != 0)
 }
 
@@ -573,11 +573,11 @@ pub fn record(joined: &Joined, complete: Option<bool>) -> crate::records::Joined
 /// with the most steps the TTL confirms is taken, if it alone does. Else
 /// the first postcard of each node, unordered: a choice the join cannot
 /// make is no path rather than a wrong one.
-fn choose(cards: Vec<Card>, span_ns: u64) -> (Vec<HopMetadata>, bool) {
+fn choose(cards: Vec<Card>, span_ns: u64) -> (Vec<Hop>, bool) {
     let by_node = by_node(&cards);
     let choices =
         by_node.iter().try_fold(1usize, |n, ours| n.checked_mul(ours.len()).filter(|n| *n <= MAX_CHOICES));
-    let mut best: Option<(u32, Vec<HopMetadata>)> = None;
+    let mut best: Option<(u32, Vec<Hop>)> = None;
     let mut tied = false;
     for choice in 0..choices.unwrap_or(0) {
         let (hops, order) = time_order(pick(&by_node, choice), span_ns);
@@ -611,7 +611,7 @@ fn by_node(cards: &[Card]) -> Vec<Vec<&Card>> {
 
 /// Choice number `choice` of one postcard per node (its digits, in the
 /// mixed radix of each node's count, pick each node's; 0: the first ones).
-fn pick(by_node: &[Vec<&Card>], mut choice: usize) -> Vec<(HopMetadata, Option<u8>)> {
+fn pick(by_node: &[Vec<&Card>], mut choice: usize) -> Vec<(Hop, Option<u8>)> {
     let mut hops = Vec::with_capacity(by_node.len());
     for ours in by_node {
         let count = ours.len().max(1);
@@ -631,7 +631,7 @@ fn pick(by_node: &[Vec<&Card>], mut choice: usize) -> Vec<(HopMetadata, Option<u
 /// grows along it, and the first ingress and the last egress lie within
 /// `span_ns` (a packet crosses a domain in far less than the join window:
 /// a stamp further off is a clock gone wrong).
-pub fn time_order(mut hops: Vec<(HopMetadata, Option<u8>)>, span_ns: u64) -> (Vec<HopMetadata>, Option<u32>) {
+pub fn time_order(mut hops: Vec<(Hop, Option<u8>)>, span_ns: u64) -> (Vec<Hop>, Option<u32>) {
     let timed = hops.iter().all(|(hop, _)| hop.ingress_timestamp.is_some_and(|at| at != 0));
     if timed {
         hops.sort_by_key(|(hop, _)| hop.ingress_timestamp);
@@ -700,11 +700,11 @@ mod tests {
     }
 
     fn card(node: u32, identity: u64, ingress: u64, at_ms: u64) -> Postcard {
-        let metadata = HopMetadata {
+        let metadata = Hop {
             hop_latency: Some(100),
             ingress_timestamp: Some(ingress),
             egress_timestamp: Some(ingress + 100),
-            ..HopMetadata::default()
+            ..Hop::default()
         };
         Postcard { flow: flow(), identity, node, metadata, ttl: None, at_ms }
     }
@@ -1119,10 +1119,7 @@ mod tests {
     fn group(hops: &[u32]) -> Joined {
         Joined {
             flow: flow(),
-            hops: hops
-                .iter()
-                .map(|&node| HopMetadata { node_id: Some(node), ..Default::default() })
-                .collect(),
+            hops: hops.iter().map(|&node| Hop { node_id: Some(node), ..Default::default() }).collect(),
             ordered: true,
             at_ms: 0,
         }

@@ -19,7 +19,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use int_core::int21::HopMetadata;
+use int_core::hop::Hop;
 
 use super::Running;
 use crate::collect::books::export::Exporter;
@@ -32,7 +32,7 @@ use crate::collect::names::Naming;
 /// links, a flow's path change.
 enum Point {
     Observed(Observed),
-    Hops { sink: Option<u32>, sink_ingress_ns: Option<u64>, hops: Vec<HopMetadata> },
+    Hops { sink: Option<u32>, sink_ingress_ns: Option<u64>, hops: Vec<Hop> },
     PathChange(PathChange),
 }
 
@@ -474,13 +474,13 @@ mod tests {
     #[test]
     fn hops_links_and_path_changes_are_points() {
         let mut writer = writer();
-        let hop = |node: u32, t: u64| HopMetadata {
+        let hop = |node: u32, t: u64| Hop {
             node_id: Some(node),
             hop_latency: Some(100),
             queue: Some((2, 7)),
             ingress_timestamp: Some(t),
             egress_timestamp: Some(t + 100),
-            ..HopMetadata::default()
+            ..Hop::default()
         };
         let hops = vec![hop(1, 0), hop(2, 300)];
         let mut body = String::new();

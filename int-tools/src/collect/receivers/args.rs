@@ -34,7 +34,7 @@ pub struct ReceiverArgs {
     /// DSCP value and mask of the INT 2.1 domain whose packets Telemetry
     /// Report 2.0 reports carry.
     #[arg(long, default_value = "0x17/0x3f")]
-    pub int21_dscp: int_core::encap::DscpMatch,
+    pub int21_dscp: int_core::marking::DscpMatch,
     /// UDP port of the INT 2.1 domain, if it is marked by port.
     #[arg(long)]
     pub int21_port: Option<u16>,
@@ -62,7 +62,7 @@ impl ReceiverArgs {
                 Some(port) => int_core::int21::Marking::UdpPort(port),
                 None => int_core::int21::Marking::Dscp(self.int21_dscp),
             },
-            tcp_placement: int_core::encap::TcpPlacement::BeforeOptions,
+            tcp_placement: int_core::marking::TcpPlacement::BeforeOptions,
             source_only: int_core::int21::SourceOnly::sequence(self.int21_domain_id),
         };
         let sink_id = match self.sink_id.as_str() {

@@ -186,16 +186,16 @@ mod tests {
     #[test]
     fn hops_have_bounded_labels() {
         use crate::collect::books::hops::{Limits as HopLimits, Seen};
-        use int_core::int21::HopMetadata;
+        use int_core::hop::Hop;
         let mut hops = Hops::new(HopLimits { nodes: 100, links: 100, flows: 100 });
         for node in 1..=8u32 {
-            let hop = |id: u32, t: u64| HopMetadata {
+            let hop = |id: u32, t: u64| Hop {
                 node_id: Some(id),
                 hop_latency: Some(1000 * id),
                 queue: Some((0, id)),
                 ingress_timestamp: Some(t),
                 egress_timestamp: Some(t + 10),
-                ..HopMetadata::default()
+                ..Hop::default()
             };
             let path = [hop(100, 0), hop(node, 100)];
             let flow =
@@ -249,20 +249,20 @@ mod tests {
     #[test]
     fn a_fleet_has_every_node_and_link_at_the_defaults() {
         use crate::collect::books::hops::{Limits as HopLimits, Seen};
-        use int_core::int21::HopMetadata;
+        use int_core::hop::Hop;
         let mut hops = Hops::new(HopLimits { nodes: 10_000, links: 50_000, flows: 1000 });
-        let hop = |id: u32| HopMetadata {
+        let hop = |id: u32| Hop {
             node_id: Some(id),
             hop_latency: Some(1000),
             queue: Some((0, 1)),
             ingress_timestamp: Some(100),
             egress_timestamp: Some(110),
-            ..HopMetadata::default()
+            ..Hop::default()
         };
         let paths =
             (0..40u32).map(|k| vec![hop(k + 1)]).chain((0..25u32).map(|k| vec![hop(k + 2), hop(k + 1)]));
         for (port, stack) in paths.enumerate() {
-            let path: Vec<HopMetadata> = stack.into_iter().rev().collect();
+            let path: Vec<Hop> = stack.into_iter().rev().collect();
             let sink = 41 + path.last().and_then(|h| h.node_id).unwrap_or(0) % 10;
             let flow =
                 FlowKey::v4(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), 17, port as u16, 9);

@@ -305,7 +305,7 @@ mod tests {
     use std::sync::atomic::{AtomicBool, AtomicU64};
     use std::sync::{Arc, Mutex};
 
-    use int_core::int21::HopMetadata;
+    use int_core::hop::Hop;
 
     use super::super::board::Board;
     use super::*;
@@ -317,13 +317,13 @@ mod tests {
     fn shared_with_links(stacks: u32) -> Shared {
         let mut hops = Hops::new(HopLimits { nodes: 100_000, links: 100_000, flows: 100_000 });
         for stack in 0..stacks {
-            let path: Vec<HopMetadata> = (0..63u32)
-                .map(|n| HopMetadata {
+            let path: Vec<Hop> = (0..63u32)
+                .map(|n| Hop {
                     node_id: Some(stack * 100 + n),
                     hop_latency: Some(n),
                     ingress_timestamp: Some(u64::from(n) * 10),
                     egress_timestamp: Some(u64::from(n) * 10 + 5),
-                    ..HopMetadata::default()
+                    ..Hop::default()
                 })
                 .collect();
             let flow = FlowKey::v4([10, 0, 0, 1].into(), [10, 0, 0, 2].into(), 17, stack as u16, 1);

@@ -1,4 +1,6 @@
-//! Why a source, of either INT version, leaves a packet as it came.
+//! What a step comes to when it leaves a packet as it came, in every
+//! protocol: why a source skips it ([`Skip`]), why a transit hop pushes
+//! nothing onto it ([`NotPushed`]).
 
 use crate::error::ParseError;
 use crate::locate::{self, IpLocation, L4};
@@ -22,6 +24,20 @@ pub enum Skip {
     /// The buffer has too little headroom (a node bug or a tiny mbuf).
     NoHeadroom,
     /// The headers lie; the packet is forwarded as it is.
+    Malformed(ParseError),
+}
+
+/// Why a transit hop pushed nothing onto a packet, in either INT version
+/// (it goes on unchanged but for `Malformed`, which the node's policy
+/// handles).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotPushed {
+    /// No INT of the domain in the packet.
+    NotInt,
+    /// The block would pass what its length field can say.
+    TooBig,
+    /// No room in front of the frame to open.
+    NoHeadroom,
     Malformed(ParseError),
 }
 

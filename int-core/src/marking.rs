@@ -1,20 +1,10 @@
-//! Where INT sits in a packet and how it is announced: the settings a
-//! source, a transit hop and a sink of one INT domain must share.
+//! How a packet is marked as carrying telemetry, whatever the protocol: the
+//! DSCP value and mask that announce INT (INT 0.5's INT_05_OVER_TCP_UDP and
+//! INT 2.1's DSCP marking), and where INT goes in a TCP segment.
 
-/// Host-INT's UDP port for INT_05_EXTENSION_UDP.
-pub const DEFAULT_EXTENSION_PORT: u16 = 33122;
 /// Host-INT's default DSCP value and mask for INT_05_OVER_TCP_UDP.
 pub const DEFAULT_DSCP_VALUE: u8 = 0x01;
 pub const DEFAULT_DSCP_MASK: u8 = 0x01;
-/// Bytes of the extra UDP header in INT_05_EXTENSION_UDP.
-pub const EXTENSION_UDP_LEN: usize = 8;
-
-/// What every source, transit hop and sink of one INT domain must agree on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Domain {
-    pub encapsulation: Encapsulation,
-    pub tcp_placement: TcpPlacement,
-}
 
 /// A DSCP value and mask marking INT: 6-bit each, the mask non-zero.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,8 +27,24 @@ impl DscpMatch {
         Ok(DscpMatch { value, mask })
     }
 
-    pub fn encapsulation(self) -> Encapsulation {
-        Encapsulation::OverTcpUdp { dscp_value: self.value, dscp_mask: self.mask }
+    /// The ToS bits that mark INT (DSCP mask shifted past ECN).
+    #[inline]
+    pub fn tos_mask(self) -> u8 {
+        (self.mask & 0x3f) << 2
+    }
+
+    /// `tos = (tos & ~mask) | (value & mask)`, Host-INT's marking.
+    #[inline]
+    pub fn mark_tos(self, tos: u8) -> u8 {
+        let mask = self.tos_mask();
+        (tos & !mask) | (((self.value & 0x3f) << 2) & mask)
+    }
+
+    /// Whether a ToS carries the INT mark.
+    #[inline]
+    pub fn tos_is_marked(self, tos: u8) -> bool {
+        let mask = self.tos_mask();
+        mask != 0 && (tos & mask) == (((self.value & 0x3f) << 2) & mask)
     }
 }
 
@@ -82,57 +88,6 @@ impl std::str::FromStr for DscpMatch {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Encapsulation {
-    /// INT_05_OVER_TCP_UDP: INT right after the L4 header, announced by DSCP
-    /// bits: a packet carries INT when `(dscp & mask) == (value & mask)`.
-    OverTcpUdp { dscp_value: u8, dscp_mask: u8 },
-    /// INT_05_EXTENSION_UDP: a UDP header to `port` after IPv4, then INT,
-    /// then the original L4 header and payload untouched.
-    ExtensionUdp { port: u16 },
-}
-
-impl Default for Encapsulation {
-    fn default() -> Self {
-        Encapsulation::OverTcpUdp { dscp_value: DEFAULT_DSCP_VALUE, dscp_mask: DEFAULT_DSCP_MASK }
-    }
-}
-
-impl Encapsulation {
-    /// The ToS bits that mark INT (DSCP mask shifted past ECN).
-    #[inline]
-    pub fn tos_mask(&self) -> u8 {
-        match *self {
-            Encapsulation::OverTcpUdp { dscp_mask, .. } => (dscp_mask & 0x3f) << 2,
-            Encapsulation::ExtensionUdp { .. } => 0,
-        }
-    }
-
-    /// `tos = (tos & ~mask) | (value & mask)`, Host-INT's marking.
-    #[inline]
-    pub fn mark_tos(&self, tos: u8) -> u8 {
-        match *self {
-            Encapsulation::OverTcpUdp { dscp_value, .. } => {
-                let mask = self.tos_mask();
-                (tos & !mask) | (((dscp_value & 0x3f) << 2) & mask)
-            }
-            Encapsulation::ExtensionUdp { .. } => tos,
-        }
-    }
-
-    /// Whether a ToS carries the INT mark (DSCP encapsulation only).
-    #[inline]
-    pub fn tos_is_marked(&self, tos: u8) -> bool {
-        match *self {
-            Encapsulation::OverTcpUdp { dscp_value, .. } => {
-                let mask = self.tos_mask();
-                mask != 0 && (tos & mask) == (((dscp_value & 0x3f) << 2) & mask)
-            }
-            Encapsulation::ExtensionUdp { .. } => false,
-        }
-    }
-}
-
 /// Where INT goes in a TCP segment with options.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Default, strum::EnumString, strum::VariantNames, strum::Display,
@@ -162,13 +117,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn host_int_default_mark_is_tos_bit_0x04() {
-        let encap = Encapsulation::default();
-        assert_eq!(encap.tos_mask(), 0x04);
-        assert_eq!(encap.mark_tos(0x00), 0x04);
-        assert_eq!(encap.mark_tos(0xb8), 0xbc); // EF keeps its other bits
-        assert!(encap.tos_is_marked(0x07));
-        assert!(!encap.tos_is_marked(0x03));
+    fn host_int_mark_is_tos_bit_0x04() {
+        let host_int = DscpMatch::HOST_INT;
+        assert_eq!(host_int.tos_mask(), 0x04);
+        assert_eq!(host_int.mark_tos(0xb8), 0xbc);
+        assert!(host_int.tos_is_marked(0x07) && !host_int.tos_is_marked(0x03));
     }
 
     #[test]
@@ -180,13 +133,5 @@ mod tests {
         for bad in ["1", "1/", "a/1", "1/1/1", "256/1"] {
             assert_eq!(bad.parse::<DscpMatch>(), Err(DscpError::Syntax), "{bad}");
         }
-    }
-
-    #[test]
-    fn value_outside_mask_is_ignored() {
-        let encap = Encapsulation::OverTcpUdp { dscp_value: 0x17, dscp_mask: 0x3f };
-        assert_eq!(encap.mark_tos(0x01), 0x5d);
-        assert!(encap.tos_is_marked(0x5e));
-        assert!(!Encapsulation::ExtensionUdp { port: 1 }.tos_is_marked(0xff));
     }
 }
