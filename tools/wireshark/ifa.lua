@@ -176,8 +176,7 @@ local function dissect_header(buf, tree)
 end
 
 local function dissect_udp(buf, at, item)
-    local udp = span(buf, at, 8)
-    if udp == nil then return nil end
+    if span(buf, at, 8) == nil then return nil end
     item:add(f.udp_srcport, buf(at, 2)); item:add(f.udp_dstport, buf(at + 2, 2))
     item:add(f.udp_length, buf(at + 4, 2)); item:add(f.udp_checksum, buf(at + 6, 2))
     item:set_text(string.format("UDP header, %d -> %d", buf(at, 2):uint(), buf(at + 2, 2):uint()))
