@@ -48,7 +48,9 @@ fn a_sink_fed_live_sees_its_flows_in_order() {
     let counter = |pipeline: &str, name: &str| stats["pipelines"][pipeline][name].as_u64().unwrap();
     let (generated, sent, dropped) =
         (counter("g", "generated"), counter("g", "tx_packets"), counter("g", "tx_dropped"));
-    assert!(generated > 100_000, "{generated} generated");
+    // Enough rounds over the flows for order to mean something; not a
+    // rate: on a loaded host the generator makes a tenth of its idle pace.
+    assert!(generated >= 100 * FLOWS, "{generated} generated");
     assert_eq!(generated, sent + dropped);
     // What was in the ring when the workers stopped never reached the sink.
     let received = counter("s", "rx_packets");
