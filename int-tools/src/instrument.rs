@@ -162,7 +162,7 @@ impl Source {
     /// `frame` instrumented with the source's hop stamped `time_ns`, and
     /// flow sequence number `sequence` (INT 0.5 shim Type 3; INT 2.1 MD,
     /// as source-only metadata under int-node's default Domain Specific
-    /// ID; IOAM's Edge-to-Edge option).
+    /// ID; IOAM's Edge-to-Edge option; IFA has no field for it).
     pub fn instrument(&self, frame: &[u8], sequence: u32, time_ns: u64) -> Result<Vec<u8>, InstrumentError> {
         // IOAM's trace of 8 slots takes 144 bytes; IFA's 31 hops 1000.
         let headroom = self.added_len().max(256);
