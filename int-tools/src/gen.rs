@@ -10,7 +10,7 @@ use clap::Args;
 use int_core::craft::{ipv6_options, Ipv6Spec, L4Spec, PacketSpec};
 use int_core::wire::ipv6;
 
-use crate::instrument::{Instrument, InstrumentError, Source};
+use crate::instrument::{IfaPath, Instrument, InstrumentError, Source};
 use crate::pcap::{WriteError, Writer};
 
 #[derive(Debug, Args)]
@@ -66,6 +66,13 @@ pub struct GenArgs {
     /// The UDP port of `--instrument int21-md-udp`.
     #[arg(long)]
     pub int21_port: Option<u16>,
+    /// With --instrument ifa: the hops each packet carries, the
+    /// initiator's and its transits' (1-31: 31 fill Max Length 255).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=31))]
+    pub ifa_hops: Option<u8>,
+    /// With --instrument ifa: the IP protocol announcing IFA.
+    #[arg(long, default_value_t = int_core::ifa::DEFAULT_PROTOCOL)]
+    pub ifa_protocol: u8,
     /// With --instrument: the source hop's timestamp is this long before
     /// the capture time, so that a sink clocked by capture times (clock:
     /// rx-timestamp) measures this one-way latency (default 0).
@@ -154,6 +161,8 @@ pub enum Problem {
     TcpOptionsWithoutTcp,
     #[error("--ipv6-options: no IPv6 flows without --ipv6")]
     Ipv6OptionsWithoutIpv6,
+    #[error("--ifa-hops: only with --instrument ifa")]
+    IfaHopsWithoutIfa,
     #[error(
         "--packets {packets} at --rate {rate} from --start-ns {start_ns}: the last packet's time, {last_s} s since the epoch, is past what a pcap holds (32-bit seconds: before 2106-02-07)"
     )]
@@ -207,8 +216,12 @@ fn flow_tuple(index: u32, proto: Proto) -> (Ipv4Addr, Ipv4Addr, u16, u16, bool) 
 pub fn run(args: &GenArgs) -> Result<(), GenError> {
     check(args)?;
     let sizes = parse_sizes(&args.sizes)?;
+    let ifa = IfaPath {
+        domain: int_core::ifa::Domain { protocol: args.ifa_protocol },
+        hops: args.ifa_hops.unwrap_or(1),
+    };
     let instrument =
-        args.instrument.map(|instrument| Source::new(instrument, args.int21_port)).transpose()?;
+        args.instrument.map(|instrument| Source::new(instrument, args.int21_port, ifa)).transpose()?;
     let mut writer = Writer::create(&args.out)?;
     // Three draws of one seeded sequence: the packets' (size, VLAN, jitter),
     // then one loss draw per packet, then the reordering's, as when gen
@@ -270,6 +283,9 @@ fn check(args: &GenArgs) -> Result<(), GenError> {
     }
     if args.ipv6_options && args.ipv6 == 0.0 {
         problems.push(Problem::Ipv6OptionsWithoutIpv6);
+    }
+    if args.ifa_hops.is_some() && args.instrument != Some(Instrument::Ifa) {
+        problems.push(Problem::IfaHopsWithoutIfa);
     }
     if problems.is_empty() {
         // What the file will hold is known only from valid arguments.

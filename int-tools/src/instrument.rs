@@ -1,6 +1,6 @@
 //! gen's `--instrument`: writes packets as a source of an INT 0.5 or INT
-//! 2.1 domain, or an IOAM domain's encapsulating node, would, with
-//! int-core's own transforms.
+//! 2.1 domain, an IOAM domain's encapsulating node, or an IFA 2.0
+//! initiator and its transits would, with int-core's own transforms.
 
 use int_core::int05::source::{self, SourceConfig};
 use int_core::int05::{Encapsulation, HopMetadata};
@@ -27,6 +27,26 @@ pub enum Instrument {
     /// first slot filled, and the flow's packet number in an Edge-to-Edge
     /// option; IPv6 packets only, IPv4 ones left plain.
     Ioam,
+    /// IFA 2.0 (protocol --ifa-protocol, 253 by default) as int-node's
+    /// initiator writes it, inband (I set), Max Length 255 words, over TCP
+    /// or UDP (in a tunnel: the outer UDP), then --ifa-hops - 1 transits
+    /// each pushing its hop; the L4 length and checksum left as they were
+    /// (the draft's rule, `L4Rule::Keep`).
+    Ifa,
+}
+
+/// gen's IFA zone: its protocol number and the hops each packet carries
+/// (the initiator's and its transits').
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IfaPath {
+    pub domain: int_core::ifa::Domain,
+    pub hops: u8,
+}
+
+impl Default for IfaPath {
+    fn default() -> Self {
+        IfaPath { domain: int_core::ifa::Domain::default(), hops: 1 }
+    }
 }
 
 /// A source gen instruments with.
@@ -34,6 +54,7 @@ pub enum Source {
     V05(SourceConfig),
     V21(source21::SourceConfig),
     Ioam(int_core::ioam::source::Plan),
+    Ifa(IfaPath),
 }
 
 /// gen's IOAM domain: what `int.version: ioam, namespace: 123, sequence:
@@ -66,12 +87,22 @@ pub enum InstrumentError {
     NotTraced(int_core::ioam::source::Encapped),
     #[error("cannot trace: {0}")]
     Unreadable(int_core::ParseError),
+    /// An IFA transit left the packet as it was (Hop Limit, Max Length or
+    /// MTU reached).
+    #[error("IFA hop {hop} not pushed: {outcome:?}")]
+    TransitStopped { hop: u8, outcome: int_core::ifa::transit::Outcome },
+    #[error("IFA hop {hop} not pushed: {why:?}")]
+    NotPushed { hop: u8, why: int_core::outcome::NotPushed },
 }
 
 impl Source {
     /// The source for `instrument`; `int21_port` marks the UDP port
-    /// domain.
-    pub fn new(instrument: Instrument, int21_port: Option<u16>) -> Result<Source, InstrumentError> {
+    /// domain; `ifa` is IFA's zone.
+    pub fn new(
+        instrument: Instrument,
+        int21_port: Option<u16>,
+        ifa: IfaPath,
+    ) -> Result<Source, InstrumentError> {
         let int21 = |marking, header_type| {
             Source::V21(source21::SourceConfig {
                 domain: int21::Domain {
@@ -111,6 +142,7 @@ impl Source {
                 int21(int21::Marking::UdpPort(port), int21::HeaderType::Md)
             }
             Instrument::Ioam => Source::Ioam(ioam_domain().plan(9000)),
+            Instrument::Ifa => Source::Ifa(ifa),
         })
     }
 
@@ -120,21 +152,25 @@ impl Source {
             Source::V05(config) => config.added_len(),
             Source::V21(config) => 8 + int21::FIXED_LEN + usize::from(config.hop_ml()) * 4 + 4,
             Source::Ioam(plan) => plan.added_len(false) + plan.e2e_added_len(false),
+            Source::Ifa(path) => {
+                use int_core::ifa::{hop, source};
+                source::INSERTED_LEN + usize::from(path.hops.saturating_sub(1)) * hop::HOP_LEN
+            }
         }
     }
 
     /// `frame` instrumented with the source's hop stamped `time_ns`, and
     /// flow sequence number `sequence` (INT 0.5 shim Type 3; INT 2.1 MD,
     /// as source-only metadata under int-node's default Domain Specific
-    /// ID; IOAM's Edge-to-Edge option).
+    /// ID; IOAM's Edge-to-Edge option; IFA has no field for it).
     pub fn instrument(&self, frame: &[u8], sequence: u32, time_ns: u64) -> Result<Vec<u8>, InstrumentError> {
-        // IOAM's trace of 8 slots takes 144 bytes.
-        const HEADROOM: usize = 256;
-        let mut buffer = vec![0u8; HEADROOM + frame.len()];
-        if let Some(dst) = buffer.get_mut(HEADROOM..) {
+        // IOAM's trace of 8 slots takes 144 bytes; IFA's 31 hops 1000.
+        let headroom = self.added_len().max(256);
+        let mut buffer = vec![0u8; headroom + frame.len()];
+        if let Some(dst) = buffer.get_mut(headroom..) {
             dst.copy_from_slice(frame);
         }
-        let mut view = FrameBuf::new(&mut buffer, HEADROOM, frame.len())
+        let mut view = FrameBuf::new(&mut buffer, headroom, frame.len())
             .ok_or(InstrumentError::Buffer { len: frame.len() })?;
         let failed = InstrumentError::Skipped;
         match self {
@@ -178,7 +214,42 @@ impl Source {
                     Err(error) => return Err(InstrumentError::Unreadable(error)),
                 }
             }
+            Source::Ifa(path) => ifa_path(&mut view, frame, path, time_ns)?,
         }
         Ok(view.frame().to_vec())
     }
+}
+
+/// `frame` in `view` through IFA's initiator and `path.hops - 1` transits,
+/// hop `k` (0: the initiator) stamped by device `k + 1` at `time_ns`.
+fn ifa_path(
+    view: &mut FrameBuf<'_>,
+    frame: &[u8],
+    path: &IfaPath,
+    time_ns: u64,
+) -> Result<(), InstrumentError> {
+    use int_core::ifa::{source, transit, HopRepr, L4Rule, PortSpeed};
+    const MAX_IP_LEN: u16 = 9000;
+    let hop = |k: u8| HopRepr {
+        lns: int_core::ifa::hop::LNS_BROADCOM,
+        device_id: u32::from(k) + 1,
+        ip_ttl: 64u8.saturating_sub(k),
+        egress_port_speed: PortSpeed::G100,
+        rx_seconds: (time_ns / 1_000_000_000) as u32 & int_core::ifa::hop::MAX_RX_SECONDS,
+        rx_nanoseconds: (time_ns % 1_000_000_000) as u32,
+        egress_system_port: 2,
+        ingress_system_port: 1,
+        ..HopRepr::default()
+    };
+    let plan = source::plan(frame, &path.domain, MAX_IP_LEN).map_err(InstrumentError::Skipped)?;
+    let settings = source::Settings::default();
+    source::insert(view, &plan, &path.domain, &settings, &hop(0)).map_err(InstrumentError::Skipped)?;
+    for k in 1..path.hops {
+        match transit::push(view, &path.domain, MAX_IP_LEN, &hop(k), L4Rule::Keep) {
+            Ok(transit::Outcome::Pushed(_)) => {}
+            Ok(outcome) => return Err(InstrumentError::TransitStopped { hop: k, outcome }),
+            Err(why) => return Err(InstrumentError::NotPushed { hop: k, why }),
+        }
+    }
+    Ok(())
 }

@@ -5,8 +5,10 @@
 //! in its tunnel), IOAM traces and Edge-to-Edge options of any namespace,
 //! and every report kind (Host-INT latency and Drop-Summary, with or
 //! without the sink id word; Telemetry Report 0.5 NProto 0-2; Telemetry
-//! Report 2.0, postcards included). This module holds the capture loop and
-//! the packet walk; [`int05`], [`int21`] and [`ioam`] read each protocol's
+//! Report 2.0, postcards included), and IFA 2.0 (every header and hop
+//! field, over TCP, UDP or GRE, and the tunnel after its stack). This
+//! module holds the capture loop and the packet walk; [`int05`],
+//! [`int21`], [`ioam`] and [`ifa`] read each protocol's
 //! block, [`reports`] the report datagrams, each as JSON and as text.
 //! Malformed packets are described with the reason, never skipped; a cut
 //! capture prints every whole packet before its error. Text, or one JSON
@@ -16,6 +18,7 @@
 // yields Null for a missing key and never panics.
 #![allow(clippy::indexing_slicing)]
 
+pub mod ifa;
 pub mod int05;
 pub mod int21;
 pub mod ioam;
@@ -64,6 +67,10 @@ pub struct DecodeArgs {
     /// sources put each flow's packet number below the stack (0: none).
     #[arg(long, default_value = "0x4944", value_parser = parse_u16)]
     pub int21_domain_id: u16,
+    /// The IP protocol (IPv6: the last Next Header) announcing IFA 2.0;
+    /// 253 is SONiC's and the deployed switches', scapy's is 131.
+    #[arg(long, default_value_t = int_core::ifa::DEFAULT_PROTOCOL)]
+    pub ifa_protocol: u8,
 }
 
 /// The INT domains decode looks for, INT 2.1 first (a 2.1 block in a
@@ -72,6 +79,7 @@ pub struct DecodeArgs {
 pub struct Domains {
     pub int05: [Domain; 2],
     pub int21: Vec<int_core::int21::Domain>,
+    pub ifa: int_core::ifa::Domain,
 }
 
 /// Why decode stops: the capture cannot be read on (the packets before
@@ -106,6 +114,7 @@ pub fn run(args: &DecodeArgs) -> Result<(), DecodeError> {
         .flatten()
         .map(int21_domain)
         .collect(),
+        ifa: int_core::ifa::Domain { protocol: args.ifa_protocol },
     };
     let mut capture = pcap::Capture::open(&args.file)?;
     let mut index = 0;
@@ -196,6 +205,10 @@ fn decode_packet(
         }
     };
     ip_fields(frame, &ip, out);
+    // IFA's protocol number says what follows the IP header: its own.
+    if ifa::decode(frame, &domains.ifa, out) {
+        return Vec::new();
+    }
     let l4 = match locate::l4(frame, &ip) {
         Ok(l4) => l4,
         Err(error) => {
@@ -325,6 +338,9 @@ fn print_text(value: &Value) {
     if let Some(error) = value.get("error") {
         println!("  error: {}", error.as_str().unwrap_or("?"));
     }
+    if value.get("kind").and_then(Value::as_str) == Some("malformed-ifa") {
+        println!("  ifa refused: {}", get("drop_reason").as_str().unwrap_or("?"));
+    }
     if let Some(int) = value.get("int") {
         println!("  encapsulation {}", get("encapsulation").as_str().unwrap_or("?"));
         int05::print_block(int);
@@ -343,6 +359,9 @@ fn print_text(value: &Value) {
     }
     if let Some(report) = value.get("report") {
         reports::print(report);
+    }
+    if let Some(ifa) = value.get("ifa") {
+        ifa::print(ifa);
     }
     let others = value.get("ioam_others").and_then(Value::as_array).into_iter().flatten();
     for ioam in value.get("ioam").into_iter().chain(others) {
