@@ -86,7 +86,8 @@ pub struct Spec {
     /// TCP option words; GRE's C, K, S bits (low three bits).
     pub l4_options: usize,
     pub udp_zero_checksum: bool,
-    /// IPv4 More Fragments.
+    /// A first fragment: IPv4 More Fragments, or IPv6's Fragment header
+    /// (offset 0, M set) after any hop-by-hop header.
     pub fragment: bool,
     pub payload: Vec<u8>,
     /// Ethernet bytes after the IP packet.
@@ -195,7 +196,7 @@ impl Spec {
             ip_options: usize::from(options & 0x0f) % 11,
             l4_options: usize::from(options >> 4) % 11,
             udp_zero_checksum: shape & 0x10 != 0,
-            fragment: shape & 0xe4 == 0xe0,
+            fragment: shape & 0xe0 == 0xe0,
             payload: Vec::new(),
             padding: usize::from(shape >> 6),
             ident,
@@ -216,8 +217,8 @@ impl Spec {
     fn ip_header_len(&self) -> usize {
         match (self.v6, self.ip_options) {
             (false, words) => 20 + 4 * words,
-            (true, 0) => 40,
-            (true, _) => 48,
+            (true, 0) => 40 + 8 * usize::from(self.fragment),
+            (true, _) => 48 + 8 * usize::from(self.fragment),
         }
     }
 
@@ -311,15 +312,19 @@ impl Spec {
         let protocol = self.l4.protocol();
         let len = self.ip_header_len();
         if self.v6 {
-            let hbh = len > 40;
+            let hbh = self.ip_options > 0;
+            let after_hbh = if self.fragment { 44 } else { protocol };
             let payload = (segment_len + len - 40) as u16;
             let mut ip = vec![0x60, 0x00, 0x00, 0x00];
             ip.extend_from_slice(&payload.to_be_bytes());
-            ip.extend_from_slice(&[if hbh { 0 } else { protocol }, 64]);
+            ip.extend_from_slice(&[if hbh { 0 } else { after_hbh }, 64]);
             ip.extend_from_slice(&[0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
             ip.extend_from_slice(&[0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
             if hbh {
-                ip.extend_from_slice(&[protocol, 0, 1, 4, 0, 0, 0, 0]);
+                ip.extend_from_slice(&[after_hbh, 0, 1, 4, 0, 0, 0, 0]);
+            }
+            if self.fragment {
+                ip.extend_from_slice(&[protocol, 0, 0x00, 0x01, 0x12, 0x34, 0x56, 0x78]);
             }
             return ip;
         }
