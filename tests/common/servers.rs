@@ -155,6 +155,8 @@ pub fn stop(mut child: Child) {
 /// `dir` (`dir/nats.log`), with more `args`, once it takes connections.
 pub fn start_nats(dir: &Path, port: u16, args: &[&str]) -> Child {
     let log = dir.join("nats.log");
+    // A restart in the same folder appends to the log.
+    let before = std::fs::metadata(&log).map_or(0, |meta| meta.len() as usize);
     let child = Command::new(NATS)
         .args(args)
         .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
@@ -165,11 +167,28 @@ pub fn start_nats(dir: &Path, port: u16, args: &[&str]) -> Child {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
+    nats_ready(child, &log, before)
+}
+
+/// The server once its log, past `before` bytes, says it is ready: a
+/// probe connection can reach a listener the server is still setting up
+/// (and be reset), or another process on a port the server failed to
+/// take. A server that exits first is a failure with its log.
+fn nats_ready(mut child: Child, log: &Path, before: usize) -> Child {
+    let said = || {
+        std::fs::read(log).map(|text| String::from_utf8_lossy(&text[before.min(text.len())..]).into_owned())
+    };
     let started = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        let said = std::fs::read_to_string(&log).unwrap_or_default();
-        assert!(started.elapsed() < Duration::from_secs(20), "nats-server did not start: {said}");
-        std::thread::sleep(Duration::from_millis(50));
+    while !said().unwrap_or_default().contains("Server is ready") {
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("nats-server exited ({status}): {}", said().unwrap_or_default());
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "nats-server not ready: {}",
+            said().unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(20));
     }
     child
 }
