@@ -212,6 +212,44 @@ impl HopRepr {
     }
 }
 
+impl HopRepr {
+    /// The RX time this hop wrote, in ns since the epoch, read near
+    /// `near_ns` (a time after it: the reader's clock): the hop keeps the
+    /// low 20 bits of the seconds (12 days), the reader's clock gives the
+    /// rest, the latest such time not after `near_ns` plus a second of
+    /// clocks that disagree.
+    pub fn rx_ns(&self, near_ns: u64) -> u64 {
+        const NS: u64 = 1_000_000_000;
+        let wrap = u64::from(MAX_RX_SECONDS) + 1;
+        let near = near_ns / NS + 1;
+        let mut seconds = (near & !(wrap - 1)) | u64::from(self.rx_seconds);
+        if seconds > near {
+            seconds = seconds.saturating_sub(wrap);
+        }
+        seconds * NS + u64::from(self.rx_nanoseconds)
+    }
+
+    /// This hop in the shape every protocol's hop converts into (the sinks'
+    /// hop rule and the collector read it): Device ID as the node id, the
+    /// system ports as level 1 ports, residence time as hop latency, queue
+    /// id with the congestion bits as the queue (IFA tells no occupancy),
+    /// the RX time ([`HopRepr::rx_ns`] near `near_ns`) as the ingress
+    /// time and it plus residence as the egress time.
+    pub fn as_hop(&self, near_ns: u64) -> crate::hop::Hop {
+        let ingress = self.rx_ns(near_ns);
+        crate::hop::Hop {
+            node_id: Some(self.device_id),
+            l1_ingress_port: Some(self.ingress_system_port),
+            l1_egress_port: Some(self.egress_system_port),
+            hop_latency: Some(self.residence_ns),
+            queue: Some((self.queue_id, u32::from(self.congestion))),
+            ingress_timestamp: Some(ingress),
+            egress_timestamp: Some(ingress + u64::from(self.residence_ns)),
+            ..crate::hop::Hop::default()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -308,5 +346,25 @@ mod tests {
         assert_eq!(PortSpeed::from_code(3).gbps(), Some(50));
         assert_eq!(PortSpeed::from_code(7), PortSpeed::Unknown(7));
         assert_eq!(PortSpeed::Unknown(7).gbps(), None);
+    }
+
+    /// The RX time comes back whole near the reader's clock, across the
+    /// 20-bit seconds' wrap, and not after the reader's time.
+    #[test]
+    fn rx_time_is_read_near_the_readers_clock() {
+        const NS: u64 = 1_000_000_000;
+        let wrap = (u64::from(MAX_RX_SECONDS) + 1) * NS;
+        for written in [5 * wrap + 7 * NS + 123, 6 * wrap - NS + 999, 6 * wrap + 3] {
+            let hop = HopRepr {
+                rx_seconds: ((written / NS) & u64::from(MAX_RX_SECONDS)) as u32,
+                rx_nanoseconds: (written % NS) as u32,
+                ..HopRepr::default()
+            };
+            for later in [0, 1, 2 * NS, 3600 * NS] {
+                assert_eq!(hop.rx_ns(written + later), written, "{written} read {later} ns later");
+            }
+            let hop = hop.as_hop(written + NS);
+            assert_eq!(hop.ingress_timestamp, Some(written));
+        }
     }
 }

@@ -202,6 +202,16 @@ pub enum Payload {
 }
 
 impl Carrier {
+    /// The source and destination ports (GRE has none: 0, 0).
+    pub fn ports(&self) -> (u16, u16) {
+        match *self {
+            Carrier::Tcp { src_port, dst_port } | Carrier::Udp { src_port, dst_port, .. } => {
+                (src_port, dst_port)
+            }
+            Carrier::Gre(_) => (0, 0),
+        }
+    }
+
     pub fn payload(&self) -> Payload {
         match *self {
             Carrier::Tcp { .. } => Payload::Data,
@@ -245,6 +255,18 @@ impl Located {
 
     pub fn hop_count(&self) -> usize {
         self.payload_at.saturating_sub(self.stack_at) / hop::HOP_LEN
+    }
+
+    /// The original packet's flow: its addresses, the protocol IFA's Next
+    /// Header kept, the carrier's ports.
+    pub fn flow(&self, frame: &[u8]) -> crate::flow::FlowKey {
+        let (src_port, dst_port) = self.carrier.ports();
+        crate::flow::flow_key(frame, &self.ip, self.header.next_header, src_port, dst_port)
+    }
+
+    /// Whether the packet is a live one (I set), not a probe copy.
+    pub fn inband(&self) -> bool {
+        self.header.flags.contains(Flags::INBAND)
     }
 
     /// Bytes of IFA in the packet: the IFA header, the metadata header and

@@ -13,7 +13,7 @@ use crate::frame::FrameBuf;
 use crate::outcome::NotPushed;
 
 use super::md_header::MdHeader;
-use super::{covering, hop, Domain, HopRepr, L4Rule};
+use super::{covering, hop, Domain, HopRepr, L4Rule, Located};
 
 /// What the push came to, when the packet is IFA of the domain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,6 +39,18 @@ pub fn push(
 ) -> Result<Outcome, NotPushed> {
     let found =
         domain.locate(frame.frame()).map_err(|r| NotPushed::Malformed(r.error))?.ok_or(NotPushed::NotInt)?;
+    push_found(frame, &found, max_ip_len, hop, rule)
+}
+
+/// [`push`] on a packet already located ([`Domain::locate`] on this frame
+/// as it is): a node that counts a refusal by its reason locates first.
+pub fn push_found(
+    frame: &mut FrameBuf<'_>,
+    found: &Located,
+    max_ip_len: u16,
+    hop: &HopRepr,
+    rule: L4Rule,
+) -> Result<Outcome, NotPushed> {
     let (ip, md, words) = (found.ip, found.md, (hop::HOP_LEN / 4) as u8);
     if md.hop_limit == 0 {
         return Ok(Outcome::HopLimitReached);
