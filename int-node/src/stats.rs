@@ -4,6 +4,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use int_core::ifa::Refusal;
 use int_core::outcome::NotPushed;
 use int_core::DropReason;
 
@@ -81,6 +82,24 @@ counters! {
     // INT 2.1: pushes the MTU did not allow (M set), INT-MX packets passed
     mtu_exceeded,
     mx_passed,
+    // IFA transit: Hop Limit 0 or Max Length reached, nothing pushed
+    hop_limit_reached,
+    max_length_reached,
+    // IFA: packets marked as IFA and refused, by reason (int_core::ifa::Refusal)
+    ifa_packet_malformed,
+    ifa_truncated,
+    ifa_unknown_version,
+    ifa_global_name_space,
+    ifa_metadata_fragment,
+    ifa_tail_stamp,
+    ifa_checksum_header,
+    ifa_next_header,
+    ifa_l4_malformed,
+    ifa_length_not_hops,
+    ifa_length_past_max,
+    ifa_stack_past_packet,
+    // IFA terminator: probe copies (I clear) dropped once read
+    probes_dropped,
     // sink
     not_int,
     marked_not_int,
@@ -164,6 +183,24 @@ impl Counter {
             DropReason::IntStackMismatch => Counter::malformed_int_stack_mismatch,
             DropReason::IntUnknownVersion => Counter::malformed_int_unknown_version,
             DropReason::IntUnknownType => Counter::malformed_int_unknown_type,
+        }
+    }
+
+    /// The counter of an IFA packet refused for `reason`.
+    pub fn refused(reason: Refusal) -> Counter {
+        match reason {
+            Refusal::Packet => Counter::ifa_packet_malformed,
+            Refusal::Truncated => Counter::ifa_truncated,
+            Refusal::Version => Counter::ifa_unknown_version,
+            Refusal::GlobalNameSpace => Counter::ifa_global_name_space,
+            Refusal::MetadataFragment => Counter::ifa_metadata_fragment,
+            Refusal::TailStamp => Counter::ifa_tail_stamp,
+            Refusal::ChecksumHeader => Counter::ifa_checksum_header,
+            Refusal::NextHeader => Counter::ifa_next_header,
+            Refusal::L4 => Counter::ifa_l4_malformed,
+            Refusal::LengthNotHops => Counter::ifa_length_not_hops,
+            Refusal::LengthPastMax => Counter::ifa_length_past_max,
+            Refusal::StackPastPacket => Counter::ifa_stack_past_packet,
         }
     }
 
@@ -294,5 +331,14 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), COUNT);
+    }
+
+    /// Each IFA refusal has its own counter, named as int-core names the
+    /// refusal: the counters and `Refusal::name` say the same.
+    #[test]
+    fn every_ifa_refusal_counts_under_its_own_name() {
+        for reason in Refusal::ALL {
+            assert_eq!(Counter::refused(reason).name(), reason.name());
+        }
     }
 }

@@ -58,6 +58,15 @@ pub struct Plan {
     pub l4_len: usize,
 }
 
+impl Plan {
+    /// The flow of the packet the plan is for: its addresses, protocol
+    /// and ports (GRE: 0, 0), as a watchlist reads it.
+    pub fn flow(&self, frame: &[u8]) -> crate::flow::FlowKey {
+        let (src_port, dst_port) = self.carrier.ports();
+        crate::flow::flow_key(frame, &self.ip, self.ip.protocol, src_port, dst_port)
+    }
+}
+
 /// Whether `frame` can take IFA: unfragmented IPv4 or IPv6 over TCP, UDP
 /// or GRE, not IFA already, no larger than `max_ip_len` bytes of IP packet
 /// with IFA's bytes added.

@@ -8,6 +8,7 @@ mod choice;
 mod device;
 mod eal;
 mod host;
+mod ifa;
 mod ioam;
 mod model;
 mod nesting;

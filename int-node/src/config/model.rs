@@ -117,6 +117,54 @@ pub enum IntDomain {
     V21(int_core::int21::Domain),
     /// IOAM's Pre-allocated Trace over IPv6 (RFC 9197, RFC 9486).
     Ioam(int_core::ioam::Domain),
+    /// IFA 2.0, the Inband Flow Analyzer (draft-kumar-ippm-ifa-08).
+    Ifa(IfaDomain),
+}
+
+/// `int` of an IFA zone (`version: ifa`): what every node of the zone
+/// agrees on (the protocol, the L4 rule), this node's Device ID, and what
+/// its initiator writes (Hop Limit, Max Length, live packets or probes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IfaDomain {
+    pub domain: int_core::ifa::Domain,
+    pub l4: int_core::ifa::L4Rule,
+    /// `None`: the node id, which then fits in 20 bits (validate checks).
+    pub device_id: Option<u32>,
+    pub hop_limit: u8,
+    /// Max Length, in 4-byte words of stack.
+    pub max_length: u8,
+    /// Probe mode: one copy in this many packets of each watched flow,
+    /// I clear; `None`: inband, on the live packets.
+    pub probe_one_in: Option<u32>,
+    /// The probe copies' own pool.
+    pub probe_mbufs: u32,
+}
+
+impl IfaDomain {
+    /// This node's Device ID: the one set, else the node id.
+    pub fn device_id(&self, node_id: u32) -> u32 {
+        self.device_id.unwrap_or(node_id) & int_core::ifa::hop::MAX_DEVICE_ID
+    }
+}
+
+/// `int.l4` of an IFA zone: whether the L4 length and checksum cover IFA's
+/// metadata ([`int_core::ifa::L4Rule`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, EnumString, VariantNames)]
+#[strum(serialize_all = "lowercase")]
+pub enum IfaL4 {
+    Keep,
+    Cover,
+}
+
+/// `int.mode` of an IFA zone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, EnumString, VariantNames)]
+#[strum(serialize_all = "lowercase")]
+pub enum IfaMode {
+    /// The live packets of watched flows carry IFA (I set).
+    Inband,
+    /// A copy of one packet in `probe.one_in` carries it (I clear); the
+    /// terminator drops the copies.
+    Probe,
 }
 
 /// `int.version`.
@@ -129,6 +177,9 @@ pub enum IntVersion {
     /// Not INT: IOAM's trace, beside INT in the same node.
     #[strum(serialize = "ioam")]
     Ioam,
+    /// Not INT: IFA 2.0, beside INT in the same node.
+    #[strum(serialize = "ifa")]
+    Ifa,
 }
 
 /// `int.timestamps` in an IOAM domain: a timestamp's fraction.
@@ -186,6 +237,8 @@ pub enum StageConfig {
     /// An IOAM domain's source (its encapsulating node): every IPv6
     /// packet traced.
     IoamSource(IoamSourceSettings),
+    /// An IFA zone's initiator: watched flows' packets (or copies of them).
+    IfaSource(IfaSourceSettings),
 }
 
 impl StageConfig {
@@ -197,6 +250,7 @@ impl StageConfig {
             StageConfig::Sink(s) => Some(s.flow_capacity),
             StageConfig::Postcard(s) => Some(s.flow_capacity),
             StageConfig::IoamSource(s) => Some(s.flow_capacity),
+            StageConfig::IfaSource(s) => Some(s.flow_capacity),
             _ => None,
         }
     }
@@ -238,9 +292,10 @@ impl StageConfig {
     pub fn role(&self) -> RoleName {
         match self {
             StageConfig::Forward => RoleName::Forward,
-            StageConfig::Source05(_) | StageConfig::Source21(_) | StageConfig::IoamSource(_) => {
-                RoleName::Source
-            }
+            StageConfig::Source05(_)
+            | StageConfig::Source21(_)
+            | StageConfig::IoamSource(_)
+            | StageConfig::IfaSource(_) => RoleName::Source,
             StageConfig::Transit => RoleName::Transit,
             StageConfig::Sink(_) => RoleName::Sink,
             #[cfg(feature = "lab")]
@@ -501,6 +556,17 @@ pub const DEFAULT_CLONE_MBUFS: u32 = 2047;
 /// arrives with a trace or number of the namespace gets `marked`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct IoamSourceSettings {
+    pub flow_capacity: u32,
+    pub idle_timeout_ms: u64,
+    pub marked: MarkedPolicy,
+}
+
+/// An IFA zone's initiator: the flows it watches (all, when none is
+/// listed), the flow table that counts each flow's packets for probe
+/// mode, and what a packet that arrives with IFA of the zone gets.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IfaSourceSettings {
+    pub watchlist: Vec<Rule>,
     pub flow_capacity: u32,
     pub idle_timeout_ms: u64,
     pub marked: MarkedPolicy,

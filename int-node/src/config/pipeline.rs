@@ -16,7 +16,7 @@ use super::problems::Problems;
 use super::queues::QueueUse;
 use super::raw::{RawEndpoint, RawInt, RawPipeline, RawPostcard, RawSink, RawSource};
 use super::settings::{
-    generate_settings, impair_settings, ioam_source_settings, postcard_settings, sink_settings,
+    generate_settings, ifa_source_settings, impair_settings, ioam_source_settings, postcard_settings, sink_settings,
     source21_settings, source_settings,
 };
 use crate::pipeline::report::NODE_DOMAIN_ID;
@@ -108,10 +108,14 @@ fn domain(raw: &RawInt, path: &str, problems: &mut Problems) -> IntDomain {
     if version != IntVersion::Ioam {
         super::ioam::refuse_in_int(raw, &format!("{path}.int"), problems);
     }
+    if version != IntVersion::Ifa {
+        super::ifa::refuse_elsewhere(raw, &format!("{path}.int"), problems);
+    }
     match version {
         IntVersion::V05 => IntDomain::V05(domain05(raw, path, problems)),
         IntVersion::V21 => IntDomain::V21(domain21(raw, path, problems)),
         IntVersion::Ioam => IntDomain::Ioam(super::ioam::domain(raw, &format!("{path}.int"), problems)),
+        IntVersion::Ifa => IntDomain::Ifa(super::ifa::domain(raw, &format!("{path}.int"), problems)),
     }
 }
 
@@ -264,6 +268,7 @@ fn stage(
                 IntDomain::Ioam(_) => {
                     StageConfig::IoamSource(ioam_source_settings(settings, &path, problems))
                 }
+                IntDomain::Ifa(_) => StageConfig::IfaSource(ifa_source_settings(settings, &path, problems)),
                 IntDomain::V05(_) => StageConfig::Source05(source_settings(settings, &path, problems)),
                 IntDomain::V21(domain) => {
                     let settings = source21_settings(settings, &path, problems);
@@ -305,6 +310,14 @@ fn reference(
 ) -> Option<StageConfig> {
     let (source, sink) = (format!("{path}.source"), format!("{path}.sink"));
     Some(StageConfig::Reference(match (role, domain) {
+        (_, IntDomain::Ifa(_)) => {
+            problems.add(
+                format!("{path}.role"),
+                format!("{role}: no reference stage in an IFA zone"),
+                "use source, transit or sink".to_string(),
+            );
+            return None;
+        }
         (_, IntDomain::Ioam(_)) => {
             problems.add(
                 format!("{path}.role"),

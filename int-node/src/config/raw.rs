@@ -10,7 +10,7 @@ use serde::Deserialize;
 use super::choice::Choice;
 use super::model::{
     CaptureDirection, ClockSource, EncapsulationName, Flavour, GenerateInstrument, IntVersion,
-    IoamTimestamps, LatencyMode, MalformedPolicy, MarkedPolicy, Mode, PostcardReport, ProfileName, Protocol,
+    IfaL4, IfaMode, IoamTimestamps, LatencyMode, MalformedPolicy, MarkedPolicy, Mode, PostcardReport, ProfileName, Protocol,
     RoleName, TunnelPlacement,
 };
 
@@ -204,6 +204,25 @@ pub struct RawInt {
     pub trace_type: Option<Vec<String>>,
     pub nodes: Option<u8>,
     pub timestamps: Option<Choice<IoamTimestamps>>,
+    /// IFA: the IP protocol, this node's Device ID, what the initiator
+    /// writes (Hop Limit, Max Length, the L4 rule), inband or probes.
+    pub protocol: Option<u8>,
+    pub device_id: Option<u32>,
+    pub hop_limit: Option<u8>,
+    pub max_length: Option<u8>,
+    pub l4: Option<Choice<IfaL4>>,
+    pub mode: Option<Choice<IfaMode>>,
+    pub probe: Option<RawProbe>,
+}
+
+/// `int.probe` of an IFA zone.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawProbe {
+    /// One copy in `one_in` packets of each watched flow (its 1st, N+1st, ...).
+    pub one_in: u32,
+    /// The copies' own pool.
+    pub mbufs: Option<u32>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -12,7 +12,7 @@ use int_core::report::DEFAULT_COLLECTOR_PORT;
 
 use super::choice::chosen;
 use super::model::{
-    ExportConfig, ExportPath, Flavour, GenerateInstrument, GenerateSettings, IoamSourceSettings, LatencyMode,
+    ExportConfig, ExportPath, Flavour, GenerateInstrument, GenerateSettings, IfaSourceSettings, IoamSourceSettings, LatencyMode,
     MalformedPolicy, MarkedPolicy, Mode, PortConfig, PortExport, PostcardReport, PostcardSettings, Prefix,
     ProfileName, Protocol, ReportSettings, Rule, SinkSettings, Source05Settings, Source21Settings,
     StageConfig, TunnelPlacement, DEFAULT_CLONE_MBUFS,
@@ -89,6 +89,35 @@ pub fn ioam_source_settings(raw: &RawSource, path: &str, problems: &mut Problems
     );
     check_capacity(raw.flows.capacity, path, problems);
     IoamSourceSettings {
+        flow_capacity: raw.flows.capacity,
+        idle_timeout_ms: raw.flows.idle_timeout_ms,
+        marked: chosen(&raw.marked, MarkedPolicy::Strip, &format!("{path}.marked"), problems),
+    }
+}
+
+/// An IFA zone's initiator: of the source section, the watchlist, the
+/// flow table (probe mode counts each flow's packets in it) and the edge's
+/// `marked` policy; what it writes is set in `int`.
+pub fn ifa_source_settings(raw: &RawSource, path: &str, problems: &mut Problems) -> IfaSourceSettings {
+    problems.other_version(
+        path,
+        &[
+            ("flavour", raw.flavour.is_some()),
+            ("mode", raw.mode.is_some()),
+            ("instructions", raw.instructions.is_some()),
+            ("max_hop_count", raw.max_hop_count.is_some()),
+            ("own_hop", raw.own_hop.is_some()),
+            ("tail", raw.tail.is_some()),
+            ("discard", raw.discard.is_some()),
+            ("tunnels", raw.tunnels.is_some()),
+            ("clone", raw.clone.is_some()),
+        ],
+        "INT sources",
+        "an IFA initiator is set in int (hop_limit, max_length, mode, probe); its source section has watchlist, flows and marked",
+    );
+    check_capacity(raw.flows.capacity, path, problems);
+    IfaSourceSettings {
+        watchlist: watchlist(&raw.watchlist, path, problems),
         flow_capacity: raw.flows.capacity,
         idle_timeout_ms: raw.flows.idle_timeout_ms,
         marked: chosen(&raw.marked, MarkedPolicy::Strip, &format!("{path}.marked"), problems),

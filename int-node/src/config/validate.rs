@@ -49,6 +49,7 @@ fn check_mempool_cache(cache: u32, mbufs: u32, problems: &mut Problems) {
 pub fn validate(raw: &RawConfig) -> Result<Config, ConfigError> {
     let mut problems = Problems::default();
     let node_id = node_id(raw, &mut problems);
+    super::ifa::check_device_ids(raw, node_id, &mut problems);
     if raw.mempool.mbufs < 1023 {
         problems.add(
             "mempool.mbufs",

@@ -123,10 +123,10 @@ pub fn judge(config: &Config, eal: &[String]) -> (Plan, Vec<(String, String, Str
 /// tables are counted as their role's), as its stage allocates it.
 fn stage_table_bytes(stage: &StageConfig, domain: IntDomain) -> u64 {
     let source = |capacity: u32| table_bytes::<u32, Align32>(capacity as usize, false);
-    // INT 2.1's and IOAM's sinks keep IPv6 flows' addresses (their loss
+    // INT 2.1's, IOAM's and IFA's sinks keep IPv6 flows' addresses (their loss
     // reports name the flow).
     let sink = |capacity: u32| {
-        let ipv6_keys = matches!(domain, IntDomain::V21(_) | IntDomain::Ioam(_));
+        let ipv6_keys = matches!(domain, IntDomain::V21(_) | IntDomain::Ioam(_) | IntDomain::Ifa(_));
         table_bytes::<SinkFlow, Align64>(capacity as usize, ipv6_keys)
     };
     match stage {

@@ -10,6 +10,10 @@ use int_core::reference;
 
 use super::export::{self, ReportReceiver};
 use super::generate::GenerateStage;
+use super::ifa::sink::IfaSinkStage;
+use super::ifa::source::IfaSourceStage;
+use super::ifa::transit::IfaTransitStage;
+use super::ifa::Ifa;
 use super::int05::sink::Sink05Stage;
 use super::int05::source::Source05Stage;
 use super::int05::transit::Transit05Stage;
@@ -118,6 +122,8 @@ fn with_top_flows(mut stage: Stage, top: TopFlows) -> Stage {
         Stage::Int21(Int21::Postcard(postcard)) => postcard.top = top,
         Stage::Ioam(Ioam::Source(encap)) => encap.top = top,
         Stage::Ioam(Ioam::Sink(decap)) => decap.core.top = top,
+        Stage::Ifa(Ifa::Source(source)) => source.top = top,
+        Stage::Ifa(Ifa::Sink(sink)) => sink.core.top = top,
         _ => {}
     }
     stage
@@ -204,6 +210,12 @@ fn stage(config: &Config, p: &PipelineConfig, ports: &Ports, built: &mut Built) 
         (StageConfig::Transit, IntDomain::Ioam(domain)) => {
             Stage::Ioam(Ioam::Transit(Box::new(IoamTransitStage::new(&domain, &hop))))
         }
+        (StageConfig::IfaSource(settings), IntDomain::Ifa(zone)) => {
+            Stage::Ifa(Ifa::Source(Box::new(IfaSourceStage::new(&zone, settings, &hop, own_reports_to))))
+        }
+        (StageConfig::Transit, IntDomain::Ifa(zone)) => {
+            Stage::Ifa(Ifa::Transit(Box::new(IfaTransitStage::new(&zone, &hop))))
+        }
         (StageConfig::Sink(settings), domain) => {
             sink_stage(config, p, domain, settings, hop, built).map_err(failed)?
         }
@@ -220,7 +232,13 @@ fn stage(config: &Config, p: &PipelineConfig, ports: &Ports, built: &mut Built) 
             log_flow_table(&p.name, postcard.flows.slot_bytes(), postcard.flows.bytes_per_flow());
             Stage::Int21(Int21::Postcard(Box::new(postcard)))
         }
-        (StageConfig::Source05(_) | StageConfig::Source21(_) | StageConfig::IoamSource(_), _) => {
+        (
+            StageConfig::Source05(_)
+            | StageConfig::Source21(_)
+            | StageConfig::IoamSource(_)
+            | StageConfig::IfaSource(_),
+            _,
+        ) => {
             return Err(failed(StageError::OtherVersion))
         }
     };
@@ -279,6 +297,7 @@ fn sink_stage(
         }
         IntDomain::V21(domain) => Stage::Int21(Int21::Sink(Box::new(Sink21Stage::new(domain, setup)))),
         IntDomain::Ioam(domain) => Stage::Ioam(Ioam::Sink(Box::new(IoamSinkStage::new(&domain, setup)))),
+        IntDomain::Ifa(zone) => Stage::Ifa(Ifa::Sink(Box::new(IfaSinkStage::new(zone.domain, zone.l4, setup)))),
     };
     Ok(stage)
 }

@@ -8,6 +8,7 @@ pub mod factory;
 pub mod frames;
 pub mod generate;
 pub mod hop_figures;
+pub mod ifa;
 #[cfg(feature = "lab")]
 pub mod impair;
 pub mod int05;

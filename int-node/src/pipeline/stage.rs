@@ -4,6 +4,7 @@
 
 #[cfg(feature = "lab")]
 use super::impair;
+use super::ifa::Ifa;
 use super::int05::Int05;
 use super::int21::Int21;
 use super::ioam::Ioam;
@@ -17,6 +18,7 @@ pub enum Stage {
     Int05(Int05),
     Int21(Int21),
     Ioam(Ioam),
+    Ifa(Ifa),
     #[cfg(feature = "lab")]
     Impair(Box<impair::ImpairStage>),
     Reference(Box<reference::ReferenceStage>),
@@ -28,7 +30,10 @@ impl Stage {
     pub fn is_sink(&self) -> bool {
         matches!(
             self,
-            Stage::Int05(Int05::Sink(_)) | Stage::Int21(Int21::Sink(_)) | Stage::Ioam(Ioam::Sink(_))
+            Stage::Int05(Int05::Sink(_))
+                | Stage::Int21(Int21::Sink(_))
+                | Stage::Ioam(Ioam::Sink(_))
+                | Stage::Ifa(Ifa::Sink(_))
         )
     }
 
@@ -43,6 +48,9 @@ impl Stage {
             (Stage::Int21(Int21::Source(source)), Update::Watchlist(rules)) => {
                 Update::Watchlist(std::mem::replace(&mut source.watchlist, rules))
             }
+            (Stage::Ifa(Ifa::Source(source)), Update::Watchlist(rules)) => {
+                Update::Watchlist(std::mem::replace(&mut source.watchlist, rules))
+            }
             (Stage::Int05(Int05::Sink(sink)), Update::Reports(reports)) => {
                 Update::Reports(sink.core.set_reports(reports))
             }
@@ -51,6 +59,9 @@ impl Stage {
             }
             (Stage::Ioam(Ioam::Sink(decap)), Update::Reports(reports)) => {
                 Update::Reports(decap.core.set_reports(reports))
+            }
+            (Stage::Ifa(Ifa::Sink(sink)), Update::Reports(reports)) => {
+                Update::Reports(sink.core.set_reports(reports))
             }
             (_, update) => update,
         }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::int05::Int05;
 use super::int21::Int21;
+use super::ifa::Ifa;
 use super::ioam::Ioam;
 use super::stage::Stage;
 use super::{capture, reload};
@@ -52,6 +53,7 @@ impl Pipeline {
             Stage::Int05(Int05::Sink(sink)) => sink.core.sweep(sink_ns, &mut self.counters),
             Stage::Int21(Int21::Sink(sink)) => sink.core.sweep(sink_ns, &mut self.counters),
             Stage::Ioam(Ioam::Sink(decap)) => decap.core.sweep(sink_ns, &mut self.counters),
+            Stage::Ifa(Ifa::Sink(sink)) => sink.core.sweep(sink_ns, &mut self.counters),
             #[cfg(feature = "lab")]
             Stage::Impair(impair) if received == 0 => impair.release_due(clock, &mut self.counters),
             _ => {}
@@ -115,6 +117,9 @@ impl Pipeline {
             Stage::Ioam(Ioam::Source(encap)) => encap.process(burst, clock, &mut self.counters),
             Stage::Ioam(Ioam::Transit(transit)) => transit.process(burst, clock, &mut self.counters),
             Stage::Ioam(Ioam::Sink(decap)) => decap.process(burst, sink_ns, &mut self.counters),
+            Stage::Ifa(Ifa::Source(source)) => source.process(burst, clock, &mut self.counters),
+            Stage::Ifa(Ifa::Transit(transit)) => transit.process(burst, clock, &mut self.counters),
+            Stage::Ifa(Ifa::Sink(sink)) => sink.process(burst, sink_ns, &mut self.counters),
             #[cfg(feature = "lab")]
             Stage::Impair(impair) => impair.process(burst, clock, &mut self.counters),
             Stage::Reference(reference) => reference.process(burst, sink_ns, &mut self.counters),
@@ -182,6 +187,7 @@ pub fn run_worker(
             Stage::Int05(Int05::Sink(sink)) => sink.core.finish(&mut clock, &mut pipeline.counters),
             Stage::Int21(Int21::Sink(sink)) => sink.core.finish(&mut clock, &mut pipeline.counters),
             Stage::Ioam(Ioam::Sink(decap)) => decap.core.finish(&mut clock, &mut pipeline.counters),
+            Stage::Ifa(Ifa::Sink(sink)) => sink.core.finish(&mut clock, &mut pipeline.counters),
             #[cfg(feature = "lab")]
             Stage::Impair(impair) => impair.finish(),
             _ => {}
