@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes the small pcap files the example configs read, with int-tools gen:
-#   config/pcaps/  traffic, empty, west-in, east-in, traffic6, ioam-in
+#   config/pcaps/  traffic, empty, west-in, east-in, traffic6, ioam-in, ifa-in
 #                  (int05-extension-udp.yaml, int21.yaml, transit.yaml,
 #                  ioam.yaml; their outputs go there too)
 #   demo/          traffic, int, link  (the demo-*.yaml configs; scripts/demo.sh
@@ -28,6 +28,7 @@ gen --out config/pcaps/east-in.pcap --packets 200 --flows 4 --proto udp --sizes 
 # ioam.yaml: IPv6 traffic going east, traced (IOAM namespace 123) coming back.
 gen --out config/pcaps/traffic6.pcap --packets 200 --flows 4 --proto mix --sizes 64,512 --ipv6 1.0 --seed 4
 gen --out config/pcaps/ioam-in.pcap --packets 200 --flows 4 --proto udp --sizes 128 --ipv6 1.0 --instrument ioam --seed 5
+gen --out config/pcaps/ifa-in.pcap --packets 200 --flows 4 --proto mix --sizes 128 --instrument ifa --ifa-hops 2 --seed 6
 gen --out demo/traffic.pcap --packets 2000 --flows 20 --proto mix --sizes 64,512,1400 --tcp-options --vlan 0.1 --seed 42
 gen --out demo/int.pcap --packets 2000 --flows 20 --proto mix --sizes 64,512,1400 --instrument hostint --seed 42
 gen --out demo/link.pcap --packets 5000 --flows 4 --proto udp --sizes 200 --instrument hostint --loss 0.02 --latency-us 150 --seed 7
