@@ -94,7 +94,11 @@ fn probe(raw: &RawInt, path: &str, problems: &mut Problems) -> Option<u32> {
         }
         (IfaMode::Probe, Some(probe)) => {
             if probe.one_in == 0 {
-                problems.add(format!("{path}.probe.one_in"), "0 packets", "1 to copy every packet, N for one in N");
+                problems.add(
+                    format!("{path}.probe.one_in"),
+                    "0 packets",
+                    "1 to copy every packet, N for one in N",
+                );
             }
             if probe.mbufs.is_some_and(|mbufs| !(1..=1 << 20).contains(&mbufs)) {
                 problems.add(
@@ -147,7 +151,8 @@ pub fn check_device_ids(raw: &RawConfig, node_id: u32, problems: &mut Problems) 
         return;
     }
     for (i, pipeline) in raw.pipelines.iter().enumerate() {
-        let ifa = pipeline.int.version.as_ref().and_then(|v| v.value()) == Some(super::model::IntVersion::Ifa);
+        let ifa =
+            pipeline.int.version.as_ref().and_then(|v| v.value()) == Some(super::model::IntVersion::Ifa);
         if ifa && pipeline.int.device_id.is_none() {
             problems.add(
                 format!("pipelines[{i}].int.device_id"),

@@ -16,8 +16,8 @@ use super::problems::Problems;
 use super::queues::QueueUse;
 use super::raw::{RawEndpoint, RawInt, RawPipeline, RawPostcard, RawSink, RawSource};
 use super::settings::{
-    generate_settings, ifa_source_settings, impair_settings, ioam_source_settings, postcard_settings, sink_settings,
-    source21_settings, source_settings,
+    generate_settings, ifa_source_settings, impair_settings, ioam_source_settings, postcard_settings,
+    sink_settings, source21_settings, source_settings,
 };
 use crate::pipeline::report::NODE_DOMAIN_ID;
 

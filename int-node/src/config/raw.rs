@@ -9,9 +9,9 @@ use serde::Deserialize;
 
 use super::choice::Choice;
 use super::model::{
-    CaptureDirection, ClockSource, EncapsulationName, Flavour, GenerateInstrument, IntVersion,
-    IfaL4, IfaMode, IoamTimestamps, LatencyMode, MalformedPolicy, MarkedPolicy, Mode, PostcardReport, ProfileName, Protocol,
-    RoleName, TunnelPlacement,
+    CaptureDirection, ClockSource, EncapsulationName, Flavour, GenerateInstrument, IfaL4, IfaMode,
+    IntVersion, IoamTimestamps, LatencyMode, MalformedPolicy, MarkedPolicy, Mode, PostcardReport,
+    ProfileName, Protocol, RoleName, TunnelPlacement,
 };
 
 #[derive(Debug, Deserialize)]

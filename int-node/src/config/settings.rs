@@ -12,10 +12,10 @@ use int_core::report::DEFAULT_COLLECTOR_PORT;
 
 use super::choice::chosen;
 use super::model::{
-    ExportConfig, ExportPath, Flavour, GenerateInstrument, GenerateSettings, IfaSourceSettings, IoamSourceSettings, LatencyMode,
-    MalformedPolicy, MarkedPolicy, Mode, PortConfig, PortExport, PostcardReport, PostcardSettings, Prefix,
-    ProfileName, Protocol, ReportSettings, Rule, SinkSettings, Source05Settings, Source21Settings,
-    StageConfig, TunnelPlacement, DEFAULT_CLONE_MBUFS,
+    ExportConfig, ExportPath, Flavour, GenerateInstrument, GenerateSettings, IfaSourceSettings,
+    IoamSourceSettings, LatencyMode, MalformedPolicy, MarkedPolicy, Mode, PortConfig, PortExport,
+    PostcardReport, PostcardSettings, Prefix, ProfileName, Protocol, ReportSettings, Rule, SinkSettings,
+    Source05Settings, Source21Settings, StageConfig, TunnelPlacement, DEFAULT_CLONE_MBUFS,
 };
 use super::problems::Problems;
 use super::queues::QueueUse;

@@ -238,9 +238,7 @@ fn stage(config: &Config, p: &PipelineConfig, ports: &Ports, built: &mut Built) 
             | StageConfig::IoamSource(_)
             | StageConfig::IfaSource(_),
             _,
-        ) => {
-            return Err(failed(StageError::OtherVersion))
-        }
+        ) => return Err(failed(StageError::OtherVersion)),
     };
     Ok(stage)
 }
@@ -297,7 +295,9 @@ fn sink_stage(
         }
         IntDomain::V21(domain) => Stage::Int21(Int21::Sink(Box::new(Sink21Stage::new(domain, setup)))),
         IntDomain::Ioam(domain) => Stage::Ioam(Ioam::Sink(Box::new(IoamSinkStage::new(&domain, setup)))),
-        IntDomain::Ifa(zone) => Stage::Ifa(Ifa::Sink(Box::new(IfaSinkStage::new(zone.domain, zone.l4, setup)))),
+        IntDomain::Ifa(zone) => {
+            Stage::Ifa(Ifa::Sink(Box::new(IfaSinkStage::new(zone.domain, zone.l4, setup))))
+        }
     };
     Ok(stage)
 }

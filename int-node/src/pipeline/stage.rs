@@ -2,9 +2,9 @@
 //! protocol-free stages, chosen once at start, and how a reload's update
 //! reaches the role it is for.
 
+use super::ifa::Ifa;
 #[cfg(feature = "lab")]
 use super::impair;
-use super::ifa::Ifa;
 use super::int05::Int05;
 use super::int21::Int21;
 use super::ioam::Ioam;

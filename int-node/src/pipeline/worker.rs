@@ -4,9 +4,9 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use super::ifa::Ifa;
 use super::int05::Int05;
 use super::int21::Int21;
-use super::ifa::Ifa;
 use super::ioam::Ioam;
 use super::stage::Stage;
 use super::{capture, reload};

@@ -18,13 +18,15 @@
 //! (`malformed_dropped`), never forwarded with IFA in it, never reported.
 
 use int_core::flow::FlowKey;
+use int_core::hop::Hop;
 use int_core::hop_rule::HopFigures;
 use int_core::ifa::sink::{find, strip};
 use int_core::ifa::{Domain, L4Rule, Located};
+use int_core::locate::IpVersion;
 
 use crate::dpdk::mbuf::Burst;
 use crate::flow_table::FlowRef;
-use crate::pipeline::report::tr20::{in_type_of, Packet, SinkReporter21, LATENCY_MD_BITS};
+use crate::pipeline::report::tr20::{HopsPacket, SinkReporter21, REPORTED_HOPS};
 use crate::pipeline::report::NODE_DOMAIN_ID;
 use crate::pipeline::setup::SinkSetup;
 use crate::pipeline::sink_core::{restored, Seen, SinkCore};
@@ -69,16 +71,21 @@ impl IfaSinkStage {
     /// Packet `i`, IFA as `found` locates it: tracked, reported where the
     /// rules say, and restored (a live packet) or dropped (a probe).
     /// Returns whether it goes on.
-    fn take(&mut self, burst: &mut Burst, i: usize, found: &Located, burst_ns: u64, counters: &mut Counters) -> bool {
+    fn take(
+        &mut self,
+        burst: &mut Burst,
+        i: usize,
+        found: &Located,
+        burst_ns: u64,
+        counters: &mut Counters,
+    ) -> bool {
         let now_ns = self.core.arrival_ns(burst, i, burst_ns);
         let Some(frame) = burst.data(i) else { return true };
         let key = found.flow(frame);
         let seen = self.seen(frame, found, &key, now_ns);
         if let Some(why) = self.core.track(FlowRef::Key(&key), &seen, now_ns, counters) {
-            if let Some(bytes) = burst.data(i).and_then(|frame| frame.get(found.ip.l3..found.payload_at)) {
-                let in_type = in_type_of(found.ip.version);
-                let packet = Packet { bytes, in_type, rep_md_bits: LATENCY_MD_BITS, drop: None };
-                self.core.reports.on_packet(packet, now_ns, why, counters);
+            if let Some(frame) = burst.data(i) {
+                self.report(frame, found, &key, now_ns, why, counters);
             }
         }
         if !found.inband() {
@@ -88,6 +95,39 @@ impl IfaSinkStage {
         let rule = self.rule;
         let restored_whole = matches!(burst.with_frame(i, |f| strip(f, found, rule)), Some(Some(_)));
         restored(restored_whole, false, counters)
+    }
+
+    /// The report on a packet: its hops, newest first, in the shared
+    /// shape ([`int_core::ifa::HopRepr::as_hop`], the RX times read near
+    /// this node's clock), as [`SinkReporter21::on_hops`] carries them.
+    fn report(
+        &mut self,
+        frame: &[u8],
+        found: &Located,
+        key: &FlowKey,
+        now_ns: u64,
+        why: Counter,
+        counters: &mut Counters,
+    ) {
+        let mut hops = [Hop::default(); REPORTED_HOPS];
+        let mut count = 0;
+        for (slot, hop) in hops.iter_mut().zip(found.stack(frame).hops()) {
+            *slot = hop.as_hop(now_ns);
+            count += 1;
+        }
+        let l3 = found.ip.l3;
+        let (tos, ttl) = match found.ip.version {
+            IpVersion::V4 => (frame.get(l3 + 1), frame.get(l3 + 8)),
+            IpVersion::V6 => (None, frame.get(l3 + 7)),
+        };
+        let tos = tos.copied().unwrap_or(found.ip.tos);
+        let packet = HopsPacket {
+            flow: key,
+            tos,
+            ttl: ttl.copied().unwrap_or(0),
+            hops: hops.get(..count).unwrap_or_default(),
+        };
+        self.core.reports.on_hops(packet, now_ns, why, counters);
     }
 
     /// What the rules read of a stack: the oldest hop's Device ID and RX

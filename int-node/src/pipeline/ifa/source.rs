@@ -60,7 +60,12 @@ impl IfaSourceStage {
             ..Settings::default()
         };
         IfaSourceStage {
-            write: Write { domain: zone.domain, settings: settings_, max_ip_len: hop.max_ip_len, own_reports_to },
+            write: Write {
+                domain: zone.domain,
+                settings: settings_,
+                max_ip_len: hop.max_ip_len,
+                own_reports_to,
+            },
             hop: OwnHop::new(zone.device_id(hop.node_id), hop),
             watchlist: settings.watchlist.clone(),
             marked: settings.marked,
@@ -84,12 +89,7 @@ impl Write {
     /// IFA added to one frame of a watched flow; the counter that says
     /// what happened.
     #[inline(always)]
-    fn instrument(
-        &self,
-        frame: &mut FrameBuf<'_>,
-        watchlist: &[Rule],
-        hop: &HopRepr,
-    ) -> Counter {
+    fn instrument(&self, frame: &mut FrameBuf<'_>, watchlist: &[Rule], hop: &HopRepr) -> Counter {
         let plan = match source::plan(frame.frame(), &self.domain, self.max_ip_len) {
             Ok(plan) => plan,
             Err(skip) => return skip_counter(skip),
