@@ -585,6 +585,73 @@ fn ioam_domain() {
         .any(|p| p.starts_with("pipelines[0].int.namespace: namespace is a key of IOAM domains")));
 }
 
+/// An IFA zone: its defaults (protocol 253, the node id as Device ID,
+/// Broadcom's Hop Limit and Max Length, the draft's L4 rule, inband), its
+/// settings read, and every mistake named at once with its path.
+#[test]
+fn ifa_zone() {
+    let source = MINIMAL.replace("  - role: forward\n", "  - role: source\n    int: {version: ifa}\n");
+    let config = parse(&source).unwrap();
+    let IntDomain::Ifa(zone) = config.pipelines[0].domain else { panic!("not IFA") };
+    assert_eq!(zone.domain.protocol, 253);
+    assert_eq!((zone.device_id(7), zone.hop_limit, zone.max_length), (7, 255, 255));
+    assert_eq!((zone.l4, zone.probe_one_in), (int_core::ifa::L4Rule::Keep, None));
+    let StageConfig::IfaSource(edge) = &config.pipelines[0].stage else { panic!("not an initiator") };
+    assert_eq!(edge.marked, MarkedPolicy::Strip);
+    let set = source.replace(
+        "int: {version: ifa}\n",
+        "int: {version: ifa, protocol: 131, device_id: 0xabcde, hop_limit: 3, max_length: 24, l4: cover, mode: probe, probe: {one_in: 10}}\n    source: {marked: drop, watchlist: [{dst: 10.0.0.0/8}]}\n",
+    );
+    let config = parse(&set).unwrap();
+    let IntDomain::Ifa(zone) = config.pipelines[0].domain else { panic!("not IFA") };
+    assert_eq!(
+        (zone.domain.protocol, zone.device_id(7), zone.hop_limit, zone.max_length),
+        (131, 0xabcde, 3, 24)
+    );
+    assert_eq!((zone.l4, zone.probe_one_in), (int_core::ifa::L4Rule::Cover, Some(10)));
+    let StageConfig::IfaSource(edge) = &config.pipelines[0].stage else { panic!("not an initiator") };
+    assert_eq!((edge.marked, edge.watchlist.len()), (MarkedPolicy::Drop, 1));
+    let wrong = format!(
+        "node_id: 10.0.0.1\n{}",
+        source.replace(
+            "int: {version: ifa}\n",
+            "int: {version: ifa, protocol: 17, max_length: 4, l4: both, mode: probe, namespace: 1}\n    source: {mode: md}\n",
+        )
+    );
+    let found: Vec<String> = problems(&wrong).iter().map(|p| format!("{}: {}", p.path, p.message)).collect();
+    for expected in [
+        "pipelines[0].int.device_id: node_id 0xa000001 does not fit in IFA's 20-bit Device ID",
+        "pipelines[0].int.protocol: 17 is UDP",
+        "pipelines[0].int.max_length: 4 words",
+        "pipelines[0].int.l4: ",
+        "pipelines[0].int.probe: mode: probe without probe.one_in",
+        "pipelines[0].int.namespace: namespace is a key of IOAM domains",
+        "pipelines[0].source.mode: mode is a key of INT sources",
+    ] {
+        assert!(found.iter().any(|p| p.starts_with(expected)), "{expected}: {found:?}");
+    }
+    let too_wide =
+        source.replace("int: {version: ifa}", "int: {version: ifa, device_id: 0x100000, probe: {one_in: 0}}");
+    let found: Vec<String> =
+        problems(&too_wide).iter().map(|p| format!("{}: {}", p.path, p.message)).collect();
+    assert!(
+        found.iter().any(|p| p.starts_with("pipelines[0].int.device_id: 1048576 does not fit")),
+        "{found:?}"
+    );
+    assert!(
+        found.iter().any(|p| p.starts_with("pipelines[0].int.probe: probe settings in inband mode")),
+        "{found:?}"
+    );
+    let in_int21 =
+        MINIMAL.replace("  - role: forward\n", "  - role: transit\n    int: {version: 2.1, hop_limit: 5}\n");
+    let found: Vec<String> =
+        problems(&in_int21).iter().map(|p| format!("{}: {}", p.path, p.message)).collect();
+    assert!(
+        found.iter().any(|p| p.starts_with("pipelines[0].int.hop_limit: hop_limit is a key of IFA zones")),
+        "{found:?}"
+    );
+}
+
 /// `sink.hops.sample`: one packet in N of each flow feeds the hop rules;
 /// 0 is refused at its path with a hint; a postcard node refuses it; with
 /// no rule reading hops (`path_changes: false`, no class, no alert) the
