@@ -108,6 +108,41 @@ fn initiator_two_transits_terminator_restore_every_byte_under_both_l4_rules() {
     }
 }
 
+/// Probe mode, one in 4: the initiator sends every packet as it came and,
+/// after its burst, a copy of each flow's 1st, 5th, 9th... packet with
+/// IFA, I clear; the terminator reads and drops the 60 copies and passes
+/// the 240 originals, which come out as they went in.
+#[test]
+fn probe_copies_are_dropped_at_the_terminator_and_the_originals_untouched() {
+    let dir = workdir("ifa-probe");
+    let frames = mixed_traffic_dual(240, 12, HEADROOM);
+    write_pcap(&dir.join("in.pcap"), &frames);
+    let probe = "    int: {version: ifa, device_id: 1, mode: probe, probe: {one_in: 4}}\n";
+    let source = run_node(&dir, &node_config("source", "in.pcap", "ifa.pcap", probe, None));
+    assert_eq!(source.counter("source", "cloned"), 60, "{}", source.stdout());
+    assert_eq!(source.counter("source", "instrumented"), 60);
+    assert_eq!(source.counter("source", "flows_created"), 12);
+    let out = read_pcap(&dir.join("ifa.pcap"));
+    let (copies, originals): (Vec<_>, Vec<_>) =
+        out.into_iter().partition(|frame| Domain::default().locate(frame).unwrap().is_some());
+    assert_same_frames(&originals, &frames);
+    assert_eq!(copies.len(), 60);
+    for copy in &copies {
+        let found = Domain::default().locate(copy).unwrap().unwrap();
+        assert!(!found.inband(), "a probe copy has I clear");
+        assert_eq!(found.hop_count(), 1);
+    }
+    let collector = Collector::new();
+    let sink = run_node(
+        &dir,
+        &node_config("sink", "ifa.pcap", "out.pcap", &zone(2, "keep"), Some(&collector.addr())),
+    );
+    assert_same_frames(&read_pcap(&dir.join("out.pcap")), &frames);
+    assert_eq!(sink.counter("sink", "probes_dropped"), 60, "{}", sink.stdout());
+    assert_eq!(sink.counter("sink", "not_int"), 240);
+    assert_eq!(sink.counter("sink", "stripped"), 0);
+}
+
 /// tshark's IFA dissector (tools/wireshark/ifa.lua) reads the initiator's
 /// output with the configured Device ID, one hop, the configured Hop Limit
 /// and Max Length, and Current Length 8 words.

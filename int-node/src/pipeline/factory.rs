@@ -8,6 +8,7 @@ use std::sync::Arc;
 use int_core::generate::{Generator, GeneratorSpec};
 use int_core::reference;
 
+use super::clones::Clones;
 use super::export::{self, ReportReceiver};
 use super::generate::GenerateStage;
 use super::ifa::sink::IfaSinkStage;
@@ -18,7 +19,6 @@ use super::int05::sink::Sink05Stage;
 use super::int05::source::Source05Stage;
 use super::int05::transit::Transit05Stage;
 use super::int05::Int05;
-use super::int21::clones::Clones;
 use super::int21::postcard::PostcardStage;
 use super::int21::sink::Sink21Stage;
 use super::int21::source::Source21Stage;
@@ -211,7 +211,15 @@ fn stage(config: &Config, p: &PipelineConfig, ports: &Ports, built: &mut Built) 
             Stage::Ioam(Ioam::Transit(Box::new(IoamTransitStage::new(&domain, &hop))))
         }
         (StageConfig::IfaSource(settings), IntDomain::Ifa(zone)) => {
-            Stage::Ifa(Ifa::Source(Box::new(IfaSourceStage::new(&zone, settings, &hop, own_reports_to))))
+            let probes = match zone.probe_one_in {
+                Some(every) => {
+                    let name = format!("int_node_probes_{}", built.counters.len());
+                    Some(Clones::new(every, ports.own_pool(&name, zone.probe_mbufs, p.tx.port)?))
+                }
+                None => None,
+            };
+            let source = IfaSourceStage::new(&zone, settings, &hop, own_reports_to, probes);
+            Stage::Ifa(Ifa::Source(Box::new(source)))
         }
         (StageConfig::Transit, IntDomain::Ifa(zone)) => {
             Stage::Ifa(Ifa::Transit(Box::new(IfaTransitStage::new(&zone, &hop))))

@@ -3,6 +3,7 @@
 //! at start (an enum, no dynamic dispatch in the loop).
 
 pub mod capture;
+pub mod clones;
 pub mod export;
 pub mod factory;
 pub mod frames;

@@ -2,6 +2,7 @@
 //! protocol-free stages, chosen once at start, and how a reload's update
 //! reaches the role it is for.
 
+use super::clones::Clones;
 use super::ifa::Ifa;
 #[cfg(feature = "lab")]
 use super::impair;
@@ -35,6 +36,33 @@ impl Stage {
                 | Stage::Ioam(Ioam::Sink(_))
                 | Stage::Ifa(Ifa::Sink(_))
         )
+    }
+
+    /// A cloning source's copies: INT 2.1's clones, IFA's probes.
+    pub fn clones(&self) -> Option<&Clones> {
+        match self {
+            Stage::Int21(Int21::Source(source)) => source.clones.as_ref(),
+            Stage::Ifa(Ifa::Source(source)) => source.probes.as_ref(),
+            _ => None,
+        }
+    }
+
+    pub fn clones_mut(&mut self) -> Option<&mut Clones> {
+        match self {
+            Stage::Int21(Int21::Source(source)) => source.clones.as_mut(),
+            Stage::Ifa(Ifa::Source(source)) => source.probes.as_mut(),
+            _ => None,
+        }
+    }
+
+    /// Copies `from..to` of this poll did not leave: their flows' counts
+    /// go back ([`Clones::unsent`]).
+    pub fn give_back(&mut self, from: usize, to: usize) {
+        match self {
+            Stage::Int21(Int21::Source(source)) => source.give_back_numbers(from, to),
+            Stage::Ifa(Ifa::Source(source)) => source.give_back_counts(from, to),
+            _ => {}
+        }
     }
 
     /// Puts `update` in the stage (between bursts); returns what it

@@ -76,7 +76,7 @@ impl Pipeline {
         let (sent, dropped) = match &self.stage {
             // A generator goes at the pace of what it feeds.
             Stage::Generate(_) => burst.tx_patiently(self.tx.0, self.tx.1, GENERATOR_TX_ATTEMPTS),
-            Stage::Int21(Int21::Source(source)) if source.clones.as_ref().is_some_and(|c| c.in_the_way()) => {
+            stage if stage.clones().is_some_and(|c| c.in_the_way()) => {
                 burst.tx_patiently(self.tx.0, self.tx.1, ORIGINAL_TX_ATTEMPTS)
             }
             _ => burst.tx(self.tx.0, self.tx.1),
@@ -97,6 +97,7 @@ impl Pipeline {
             Stage::Int21(Int21::Source(source)) => source.age(clock.now_ns(), &mut self.counters),
             Stage::Int21(Int21::Postcard(postcard)) => postcard.age(clock.now_ns(), &mut self.counters),
             Stage::Ioam(Ioam::Source(encap)) => encap.age(clock.now_ns(), &mut self.counters),
+            Stage::Ifa(Ifa::Source(source)) => source.age(clock.now_ns(), &mut self.counters),
             _ => {}
         }
     }
@@ -131,12 +132,11 @@ impl Pipeline {
     /// (and captured as they leave, as the burst was), into the room the
     /// originals left: none where the queue refused an original
     /// (`originals_refused`) or copies filled it at the last poll
-    /// ([`super::int21::clones::Clones`]). Copies that do not leave give their
+    /// ([`super::clones::Clones`]). Copies that do not leave give their
     /// numbers back.
     #[inline]
     fn send_clones(&mut self, originals_refused: bool, capture_ns: u64) {
-        let Stage::Int21(Int21::Source(source)) = &mut self.stage else { return };
-        let Some(clones) = source.clones.as_mut() else { return };
+        let Some(clones) = self.stage.clones_mut() else { return };
         let count = clones.out.len();
         let held = clones.hold_back(originals_refused);
         let (sent, dropped) = if held > 0 {
@@ -156,7 +156,7 @@ impl Pipeline {
         self.counters.add(Counter::tx_packets, sent as u64);
         self.counters.add(Counter::clones_dropped, dropped as u64);
         if dropped > 0 {
-            source.give_back_numbers(sent, count);
+            self.stage.give_back(sent, count);
         }
     }
 }

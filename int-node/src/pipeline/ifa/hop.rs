@@ -41,9 +41,20 @@ impl OwnHop {
         }
     }
 
+    /// The burst's figures, read at its start ([`OwnHop::done`] at its end).
+    #[inline(always)]
+    pub(crate) fn begin(&mut self, clock: &mut Clock, packets: usize) -> BurstFigures {
+        self.figures.burst(clock.now_ns(), packets)
+    }
+
+    #[inline(always)]
+    pub(crate) fn done(&mut self, figures: &BurstFigures) {
+        self.figures.done(figures);
+    }
+
     /// Packet `i`'s hop, but for its IP TTL ([`with_ttl`]).
     #[inline(always)]
-    fn of(&self, burst: &Burst, i: usize, figures: &BurstFigures) -> HopRepr {
+    pub(crate) fn of(&self, burst: &Burst, i: usize, figures: &BurstFigures) -> HopRepr {
         let arrival = burst.arrival_ns(i, self.rx_timestamps, figures.burst_ns);
         let residence = figures.egress_ns.saturating_sub(arrival);
         HopRepr {
@@ -70,7 +81,7 @@ impl OwnHop {
         counters: &mut Counters,
         mut step: impl FnMut(&mut FrameBuf<'_>, &HopRepr, &mut Counters) -> Counter,
     ) {
-        let figures = self.figures.burst(clock.now_ns(), burst.len());
+        let figures = self.begin(clock, burst.len());
         let mut drop = 0u32;
         for i in 0..burst.len() {
             burst.prefetch(i + 1);
@@ -85,7 +96,7 @@ impl OwnHop {
             }
             counters.inc(counter);
         }
-        self.figures.done(&figures);
+        self.done(&figures);
         if drop != 0 {
             burst.retain(|i| drop & (1 << i) == 0);
         }

@@ -1,7 +1,6 @@
 //! The INT 2.1 stages: INT-MD and INT-MX over TCP/UDP and in tunnels, and
 //! INT-XD postcards, with Telemetry Report 2.0.
 
-pub mod clones;
 pub mod postcard;
 pub mod sink;
 pub mod source;

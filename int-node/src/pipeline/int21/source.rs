@@ -21,8 +21,8 @@ use crate::config::{MarkedPolicy, Mode, Rule, Source21Settings, TunnelPlacement}
 use crate::dpdk::mbuf::{Burst, RxClock};
 use crate::flow_table::FlowRef;
 use crate::flow_table::FlowTable;
+use crate::pipeline::clones::Clones;
 use crate::pipeline::hop_figures::HopFigures;
-use crate::pipeline::int21::clones::Clones;
 use crate::pipeline::report::tr20::{report_mx, Reporter21};
 use crate::pipeline::setup::{Hop, SetupError};
 use crate::pipeline::source_flow::{fast_flow_watched, next_number, skip_counter, Ageing};

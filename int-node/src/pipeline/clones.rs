@@ -1,8 +1,9 @@
-//! Clones at an INT 2.1 source (INT 2.1, "INT Applied to Synthetic
-//! Traffic"): one packet in N of each watched flow is copied into a fresh
-//! mbuf, the copy instrumented with D set (so that the sink reports it and
-//! then discards it) and sent after the burst that carries the untouched
-//! original. Copies come from a pool of their own (`clone.mbufs`), never
+//! Clones at a source: one packet in N of each watched flow is copied
+//! into a fresh mbuf, the copy instrumented and sent after the burst that
+//! carries the untouched original: an INT 2.1 source's (INT 2.1, "INT
+//! Applied to Synthetic Traffic"), with D set so that the sink reports the
+//! copy and then discards it; an IFA initiator's probe copies, with I
+//! clear, which the terminator drops. Copies come from a pool of their own (`clone.mbufs`), never
 //! from the heap nor from the pool the ports receive into: a pool with
 //! nothing to give costs the copy (counted `clones_refused`; the flow's next
 //! packet is copied in its place), never an original.
