@@ -205,7 +205,8 @@ fn decode_and_collect_name_the_same_facts_the_same_way() {
 }
 
 /// decode's records of data packets: INT 0.5, INT 2.1 MD and MX, in
-/// tunnels, plain, not IP, malformed.
+/// tunnels, IFA 2.0 (an initiator's and a transit's hops), plain, not IP,
+/// malformed.
 fn data_packets(dir: &Path) -> Vec<Value> {
     let gen = ["gen", "--packets", "6", "--flows", "3", "--proto", "mix", "--sizes", "120"];
     let mut records = Vec::new();
@@ -215,6 +216,7 @@ fn data_packets(dir: &Path) -> Vec<Value> {
         ("mx.pcap", &["--instrument", "int21-mx"]),
         ("gpe.pcap", &["--instrument", "int21-md", "--tunnel", "vxlan-gpe"]),
         ("geneve.pcap", &["--instrument", "int21-md", "--tunnel", "geneve", "--ipv6", "0.5"]),
+        ("ifa.pcap", &["--instrument", "ifa", "--ifa-hops", "2"]),
         ("plain.pcap", &[]),
     ] {
         int_tools(dir, &[&gen[..], &["--out", file], how].concat());
