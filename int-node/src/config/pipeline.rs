@@ -310,18 +310,11 @@ fn reference(
 ) -> Option<StageConfig> {
     let (source, sink) = (format!("{path}.source"), format!("{path}.sink"));
     Some(StageConfig::Reference(match (role, domain) {
-        (_, IntDomain::Ifa(_)) => {
+        (_, IntDomain::Ioam(_) | IntDomain::Ifa(_)) => {
+            let domain = if matches!(domain, IntDomain::Ifa(_)) { "an IFA zone" } else { "an IOAM domain" };
             problems.add(
                 format!("{path}.role"),
-                format!("{role}: no reference stage in an IFA zone"),
-                "use source, transit or sink".to_string(),
-            );
-            return None;
-        }
-        (_, IntDomain::Ioam(_)) => {
-            problems.add(
-                format!("{path}.role"),
-                format!("{role}: no reference stage in an IOAM domain"),
+                format!("{role}: no reference stage in {domain}"),
                 "use source, transit or sink".to_string(),
             );
             return None;

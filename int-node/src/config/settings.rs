@@ -67,23 +67,30 @@ pub fn source_settings(raw: &RawSource, path: &str, problems: &mut Problems) -> 
 /// A source of an INT 2.1 domain: the mode, the INT 2.1 instruction names,
 /// Remaining Hop Count (`max_hop_count`, default 8 as in the spec's
 /// examples); the INT 0.5 keys `flavour` and `tail` do not apply.
+/// The source keys of INT's versions alone, each with whether `raw` gives
+/// it: IOAM's and IFA's sources refuse them.
+fn int_source_keys(raw: &RawSource) -> [(&'static str, bool); 9] {
+    [
+        ("flavour", raw.flavour.is_some()),
+        ("mode", raw.mode.is_some()),
+        ("instructions", raw.instructions.is_some()),
+        ("max_hop_count", raw.max_hop_count.is_some()),
+        ("own_hop", raw.own_hop.is_some()),
+        ("tail", raw.tail.is_some()),
+        ("discard", raw.discard.is_some()),
+        ("tunnels", raw.tunnels.is_some()),
+        ("clone", raw.clone.is_some()),
+    ]
+}
+
 /// An IOAM domain's encapsulating node: of the source section, only the
 /// flow table that numbers packets and the edge's `marked` policy.
 pub fn ioam_source_settings(raw: &RawSource, path: &str, problems: &mut Problems) -> IoamSourceSettings {
+    let keys = int_source_keys(raw);
+    let watchlist = [("watchlist", !raw.watchlist.is_empty())];
     problems.other_version(
         path,
-        &[
-            ("flavour", raw.flavour.is_some()),
-            ("mode", raw.mode.is_some()),
-            ("instructions", raw.instructions.is_some()),
-            ("max_hop_count", raw.max_hop_count.is_some()),
-            ("own_hop", raw.own_hop.is_some()),
-            ("watchlist", !raw.watchlist.is_empty()),
-            ("tail", raw.tail.is_some()),
-            ("discard", raw.discard.is_some()),
-            ("tunnels", raw.tunnels.is_some()),
-            ("clone", raw.clone.is_some()),
-        ],
+        &[&keys[..], &watchlist].concat(),
         "INT sources",
         "an IOAM domain's encapsulating node traces every IPv6 packet (the trace is set in int); its source section has only flows and marked",
     );
@@ -101,17 +108,7 @@ pub fn ioam_source_settings(raw: &RawSource, path: &str, problems: &mut Problems
 pub fn ifa_source_settings(raw: &RawSource, path: &str, problems: &mut Problems) -> IfaSourceSettings {
     problems.other_version(
         path,
-        &[
-            ("flavour", raw.flavour.is_some()),
-            ("mode", raw.mode.is_some()),
-            ("instructions", raw.instructions.is_some()),
-            ("max_hop_count", raw.max_hop_count.is_some()),
-            ("own_hop", raw.own_hop.is_some()),
-            ("tail", raw.tail.is_some()),
-            ("discard", raw.discard.is_some()),
-            ("tunnels", raw.tunnels.is_some()),
-            ("clone", raw.clone.is_some()),
-        ],
+        &int_source_keys(raw),
         "INT sources",
         "an IFA initiator is set in int (hop_limit, max_length, mode, probe); its source section has watchlist, flows and marked",
     );

@@ -21,6 +21,35 @@ pub(crate) fn frame_ahead<'a>(burst: &'a Burst, i: usize, counters: &mut Counter
     burst.data(i)
 }
 
+/// `step` on every packet of `burst` a stage may rewrite (the others
+/// counted by [`unwritable`] and left as they are), loading the next one
+/// on the way; counts what each step says, and takes out of the burst the
+/// packets whose counter `dropped` names.
+#[inline(always)]
+pub(crate) fn rewrite_each(
+    burst: &mut Burst,
+    counters: &mut Counters,
+    dropped: impl Fn(Counter) -> bool,
+    mut step: impl FnMut(&mut Burst, usize, &mut Counters) -> Counter,
+) {
+    let mut drop = 0u32;
+    for i in 0..burst.len() {
+        burst.prefetch(i + 1);
+        if let Some(counter) = unwritable(burst, i) {
+            counters.inc(counter);
+            continue;
+        }
+        let counter = step(burst, i, counters);
+        if dropped(counter) {
+            drop |= 1 << i;
+        }
+        counters.inc(counter);
+    }
+    if drop != 0 {
+        burst.retain(|i| drop & (1 << i) == 0);
+    }
+}
+
 /// The counter for packet `i` when its mbuf may not be rewritten.
 #[inline(always)]
 pub(crate) fn unwritable(burst: &Burst, i: usize) -> Option<Counter> {

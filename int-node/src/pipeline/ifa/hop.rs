@@ -82,24 +82,12 @@ impl OwnHop {
         mut step: impl FnMut(&mut FrameBuf<'_>, &HopRepr, &mut Counters) -> Counter,
     ) {
         let figures = self.begin(clock, burst.len());
-        let mut drop = 0u32;
-        for i in 0..burst.len() {
-            burst.prefetch(i + 1);
-            if let Some(counter) = crate::pipeline::frames::unwritable(burst, i) {
-                counters.inc(counter);
-                continue;
-            }
+        let dropped = |counter| matches!(counter, Counter::marked_dropped | Counter::malformed_dropped);
+        crate::pipeline::frames::rewrite_each(burst, counters, dropped, |burst, i, counters| {
             let hop = self.of(burst, i, &figures);
-            let counter = burst.with_frame(i, |f| step(f, &hop, counters)).unwrap_or(Counter::shared_mbuf);
-            if matches!(counter, Counter::marked_dropped | Counter::malformed_dropped) {
-                drop |= 1 << i;
-            }
-            counters.inc(counter);
-        }
+            burst.with_frame(i, |f| step(f, &hop, counters)).unwrap_or(Counter::shared_mbuf)
+        });
         self.done(&figures);
-        if drop != 0 {
-            burst.retain(|i| drop & (1 << i) == 0);
-        }
     }
 }
 

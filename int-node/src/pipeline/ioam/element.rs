@@ -76,23 +76,11 @@ impl Element {
         mut step: impl FnMut(&mut FrameBuf<'_>, &NodeData, &mut Counters) -> Counter,
     ) {
         let figures = self.figures.burst(clock.now_ns(), burst.len());
-        let mut drop = 0u32;
-        for i in 0..burst.len() {
-            burst.prefetch(i + 1);
-            if let Some(counter) = crate::pipeline::frames::unwritable(burst, i) {
-                counters.inc(counter);
-                continue;
-            }
+        let dropped = |counter| counter == Counter::marked_dropped;
+        crate::pipeline::frames::rewrite_each(burst, counters, dropped, |burst, i, counters| {
             let node = self.of(burst, i, &figures);
-            let counter = burst.with_frame(i, |f| step(f, &node, counters)).unwrap_or(Counter::shared_mbuf);
-            if counter == Counter::marked_dropped {
-                drop |= 1 << i;
-            }
-            counters.inc(counter);
-        }
+            burst.with_frame(i, |f| step(f, &node, counters)).unwrap_or(Counter::shared_mbuf)
+        });
         self.figures.done(&figures);
-        if drop != 0 {
-            burst.retain(|i| drop & (1 << i) == 0);
-        }
     }
 }
