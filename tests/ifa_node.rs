@@ -143,6 +143,66 @@ fn probe_copies_are_dropped_at_the_terminator_and_the_originals_untouched() {
     assert_eq!(sink.counter("sink", "stripped"), 0);
 }
 
+/// The zone's edge at the initiator, `source.marked`: scapy's 53 IFA
+/// packets (from outside the zone) and one whose IFA lies. `strip` takes
+/// each IFA out as the terminator would and instruments the packet anew
+/// (one hop, this node's), the lying one counted by reason and dropped;
+/// `drop` drops all; `trust` forwards all as they came.
+#[test]
+fn ifa_from_outside_the_zone_is_stripped_dropped_or_trusted_at_the_edge() {
+    let dir = workdir("ifa-edge");
+    let mut input = read_pcap(Path::new(&format!("{FIXTURES}scapy_packets.pcap")));
+    let mut lying = input[0].clone();
+    lying[49] = 12; // Current Length not whole hops
+    input.push(lying);
+    write_pcap(&dir.join("in.pcap"), &input);
+    let zone = |marked: &str| {
+        format!("    int: {{version: ifa, device_id: 1, l4: cover}}\n    source: {{marked: {marked}}}\n")
+    };
+    let strip = run_node(&dir, &node_config("source", "in.pcap", "out.pcap", &zone("strip"), None));
+    assert_eq!(strip.counter("source", "foreign_int_stripped"), 53, "{}", strip.stdout());
+    assert_eq!(strip.counter("source", "instrumented"), 53);
+    assert_eq!(strip.counter("source", "ifa_length_not_hops"), 1);
+    assert_eq!(strip.counter("source", "malformed_dropped"), 1);
+    let out = read_pcap(&dir.join("out.pcap"));
+    assert_eq!(out.len(), 53);
+    for frame in &out {
+        let found = Domain::default().locate(frame).unwrap().unwrap();
+        let ids: Vec<u32> = found.stack(frame).hops().map(|hop| hop.device_id).collect();
+        assert_eq!(ids, [1], "only this node's hop");
+    }
+    let drop = run_node(&dir, &node_config("source", "in.pcap", "out.pcap", &zone("drop"), None));
+    assert_eq!(drop.counter("source", "marked_dropped"), 54, "{}", drop.stdout());
+    assert!(read_pcap(&dir.join("out.pcap")).is_empty());
+    let trust = run_node(&dir, &node_config("source", "in.pcap", "out.pcap", &zone("trust"), None));
+    assert_eq!(trust.counter("source", "already_marked"), 54, "{}", trust.stdout());
+    assert_same_frames(&read_pcap(&dir.join("out.pcap")), &input);
+}
+
+/// A transit pushes no hop past the initiator's Hop Limit nor its Max
+/// Length: the packet passes as it came, counted by reason, and the
+/// terminator still gives back every byte.
+#[test]
+fn hop_limit_and_max_length_stop_a_transit_and_say_so() {
+    let dir = workdir("ifa-limits");
+    let frames = mixed_traffic_dual(48, 12, HEADROOM);
+    write_pcap(&dir.join("in.pcap"), &frames);
+    for (limits, counter) in [("hop_limit: 1", "hop_limit_reached"), ("max_length: 16", "max_length_reached")]
+    {
+        let zone = format!("    int: {{version: ifa, device_id: 1, {limits}}}\n");
+        run_node(&dir, &node_config("source", "in.pcap", "ifa.pcap", &zone, None));
+        let first = run_node(&dir, &node_config("transit", "ifa.pcap", "ifa2.pcap", &zone, None));
+        assert_eq!(first.counter("transit", "pushed"), 48, "{limits}: {}", first.stdout());
+        let second = run_node(&dir, &node_config("transit", "ifa2.pcap", "ifa3.pcap", &zone, None));
+        assert_eq!(second.counter("transit", counter), 48, "{limits}: {}", second.stdout());
+        assert_eq!(second.counter("transit", "pushed"), 0);
+        assert_same_frames(&read_pcap(&dir.join("ifa3.pcap")), &read_pcap(&dir.join("ifa2.pcap")));
+        let collector = Collector::new();
+        run_node(&dir, &node_config("sink", "ifa3.pcap", "out.pcap", &zone, Some(&collector.addr())));
+        assert_same_frames(&read_pcap(&dir.join("out.pcap")), &frames);
+    }
+}
+
 /// tshark's IFA dissector (tools/wireshark/ifa.lua) reads the initiator's
 /// output with the configured Device ID, one hop, the configured Hop Limit
 /// and Max Length, and Current Length 8 words.
