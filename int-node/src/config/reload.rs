@@ -60,6 +60,7 @@ fn masked(config: &Config) -> Config {
         match &mut pipeline.stage {
             StageConfig::Source05(settings) => settings.watchlist.clear(),
             StageConfig::Source21(settings) => settings.watchlist.clear(),
+            StageConfig::IfaSource(settings) => settings.watchlist.clear(),
             StageConfig::Sink(settings) => settings.reports = ReportSettings::default(),
             _ => {}
         }

@@ -79,6 +79,7 @@ pub fn updates(config: &Config) -> Vec<(String, Update)> {
             let update = match &p.stage {
                 StageConfig::Source05(settings) => Update::Watchlist(settings.watchlist.clone()),
                 StageConfig::Source21(settings) => Update::Watchlist(settings.watchlist.clone()),
+                StageConfig::IfaSource(settings) => Update::Watchlist(settings.watchlist.clone()),
                 StageConfig::Sink(settings) => Update::Reports(settings.reports),
                 _ => return None,
             };
