@@ -27,6 +27,15 @@ fn mtu_warning(config: &Config, i: usize, pipeline: &PipelineConfig) -> Option<S
         // INT-MX pushes nothing: the shim and the MX header are all.
         (StageConfig::Source21(s), _) if s.mode == Mode::Mx => INT21_MX,
         (StageConfig::Source21(s), _) => INT21_FIXED + s.instructions.words() * 4 * usize::from(s.max_hops),
+        // The IFA and metadata headers, and the stack as far as Max Length
+        // and Hop Limit let it grow (the initiator's hop and one a transit).
+        (StageConfig::IfaSource(_), IntDomain::Ifa(zone)) => {
+            let hop_words = int_core::ifa::hop::HOP_LEN / 4;
+            let words = usize::from(zone.max_length).min(hop_words * (usize::from(zone.hop_limit) + 1));
+            int_core::ifa::header::HEADER_LEN
+                + int_core::ifa::md_header::HEADER_LEN
+                + words / hop_words * hop_words * 4
+        }
         _ => return None,
     };
     let (rx, tx) = (config.ports.get(pipeline.rx.port)?, config.ports.get(pipeline.tx.port)?);
@@ -34,8 +43,11 @@ fn mtu_warning(config: &Config, i: usize, pipeline: &PipelineConfig) -> Option<S
     if needed <= usize::from(tx.mtu) {
         return None;
     }
-    let what =
-        format!("pipelines[{i}] ({}): INT adds up to {block} bytes (every hop's metadata)", pipeline.name);
+    let protocol = if matches!(pipeline.domain, IntDomain::Ifa(_)) { "IFA" } else { "INT" };
+    let what = format!(
+        "pipelines[{i}] ({}): {protocol} adds up to {block} bytes (every hop's metadata)",
+        pipeline.name
+    );
     Some(if pipeline.rx.port == pipeline.tx.port {
         let largest = usize::from(tx.mtu).saturating_sub(block);
         format!(

@@ -137,6 +137,11 @@ fn stage_table_bytes(stage: &StageConfig, domain: IntDomain) -> u64 {
             IntDomain::Ioam(ioam) if !ioam.e2e.is_empty() => source(s.flow_capacity),
             _ => source(1),
         },
+        // Probe mode counts each flow's packets; inband keeps no flow.
+        StageConfig::IfaSource(s) => match domain {
+            IntDomain::Ifa(ifa) if ifa.probe_one_in.is_some() => source(s.flow_capacity),
+            _ => source(1),
+        },
         StageConfig::Sink(s) => sink(s.flow_capacity),
         StageConfig::Reference(ReferenceConfig::Source05(s)) => source(s.flow_capacity),
         StageConfig::Reference(ReferenceConfig::Source21(s)) => source(s.flow_capacity),
