@@ -60,6 +60,15 @@ fn stacks(path: &Path) -> Vec<(Vec<HopRepr>, u8, u8)> {
         .collect()
 }
 
+/// A frame's IPv4 TTL or IPv6 Hop Limit.
+fn ttl_of(frame: &[u8]) -> u8 {
+    let ip = int_core::locate::ip(frame).unwrap().unwrap();
+    match ip.version {
+        int_core::locate::IpVersion::V4 => frame[ip.l3 + 8],
+        int_core::locate::IpVersion::V6 => frame[ip.l3 + 7],
+    }
+}
+
 /// The chain under the L4 rule `l4`: initiator (Device ID 1), transits 5
 /// and 6, terminator 2; returns the directory, the original frames and
 /// the terminator's run.
@@ -97,6 +106,13 @@ fn initiator_two_transits_terminator_restore_every_byte_under_both_l4_rules() {
             assert_eq!(ids, [6, 5, 1], "packet {i}");
             assert_eq!((*hop_limit, *current_length), (2, 24), "packet {i}");
             assert!(hops.iter().all(|hop| hop.lns == 1 && hop.ingress_system_port == 7), "{hops:?}");
+            // Each node's IP TTL as the packet arrived (none routes), and
+            // the initiator's RX time: in.pcap's capture time (write_pcap:
+            // 1.7e9 s, 10 us a packet), read as `clock: rx-timestamp`.
+            let ttl = ttl_of(&frames[i]);
+            assert!(hops.iter().all(|hop| hop.ip_ttl == ttl), "packet {i}: {hops:?}");
+            let captured = 1_700_000_000_000_000_000 + i as u64 * 10_000;
+            assert_eq!(hops[2].rx_ns(CAPTURED_NS), captured, "packet {i}");
         }
         let reports: usize = collector
             .reports()
