@@ -219,6 +219,33 @@ fn hop_limit_and_max_length_stop_a_transit_and_say_so() {
     }
 }
 
+/// The MTU (1500): the initiator leaves a packet IFA's 40 bytes would
+/// take past it as it came (`too_big`), a transit one its hop's 32 bytes
+/// would (`mtu_exceeded`), both passing whole to the terminator.
+#[test]
+fn the_mtu_stops_the_initiator_and_a_transit_and_says_so() {
+    let dir = workdir("ifa-mtu");
+    // Room for neither, and room for the initiator's 40 bytes alone.
+    let mut frames = mixed_traffic_dual(60, 12, 20);
+    frames.extend(mixed_traffic_dual(60, 12, 60));
+    write_pcap(&dir.join("in.pcap"), &frames);
+    let ip_len = |frame: &Vec<u8>| int_core::locate::ip(frame).unwrap().unwrap().ip_len();
+    let too_big = frames.iter().filter(|f| ip_len(f) + 40 > 1500).count() as u64;
+    let no_room = frames.iter().filter(|f| ip_len(f) + 40 <= 1500 && ip_len(f) + 72 > 1500).count() as u64;
+    assert!(too_big > 0 && no_room > 0, "{too_big} {no_room}");
+    let zone = "    int: {version: ifa, device_id: 1}\n";
+    let source = run_node(&dir, &node_config("source", "in.pcap", "ifa.pcap", zone, None));
+    assert_eq!(source.counter("source", "too_big"), too_big, "{}", source.stdout());
+    assert_eq!(source.counter("source", "instrumented"), 120 - too_big);
+    let transit = run_node(&dir, &node_config("transit", "ifa.pcap", "ifa2.pcap", zone, None));
+    assert_eq!(transit.counter("transit", "mtu_exceeded"), no_room, "{}", transit.stdout());
+    assert_eq!(transit.counter("transit", "pushed"), 120 - too_big - no_room);
+    assert_eq!(transit.counter("transit", "not_int"), too_big);
+    let collector = Collector::new();
+    run_node(&dir, &node_config("sink", "ifa2.pcap", "out.pcap", zone, Some(&collector.addr())));
+    assert_same_frames(&read_pcap(&dir.join("out.pcap")), &frames);
+}
+
 /// tshark's IFA dissector (tools/wireshark/ifa.lua) reads the initiator's
 /// output with the configured Device ID, one hop, the configured Hop Limit
 /// and Max Length, and Current Length 8 words.
