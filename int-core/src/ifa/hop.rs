@@ -152,6 +152,29 @@ pub struct HopRepr {
 }
 
 impl HopRepr {
+    /// The hop in the one shape every protocol's reading converts into:
+    /// Device ID as the node, the system ports as the level 1 ports,
+    /// residence time as hop latency, the RX timestamp (its seconds' low
+    /// 20 bits, then nanoseconds) as the ingress timestamp in ns. Queue id,
+    /// congestion, speed, TTL and the opaque words have no place there
+    /// (IFA reports no occupancy): readers keep them from this hop.
+    pub fn as_hop(&self) -> crate::hop::Hop {
+        crate::hop::Hop {
+            node_id: Some(self.device_id),
+            l1_ingress_port: Some(self.ingress_system_port),
+            l1_egress_port: Some(self.egress_system_port),
+            hop_latency: Some(self.residence_ns),
+            ingress_timestamp: Some(self.rx_ns()),
+            ..crate::hop::Hop::default()
+        }
+    }
+
+    /// The RX timestamp in ns, its seconds the low 20 bits the hop
+    /// carries (they wrap every 2^20 s, some 12 days).
+    pub fn rx_ns(&self) -> u64 {
+        u64::from(self.rx_seconds) * 1_000_000_000 + u64::from(self.rx_nanoseconds)
+    }
+
     /// Reads one 32-byte hop; refuses only a hop cut short.
     #[inline]
     pub fn parse(bytes: &[u8]) -> Result<Self, ParseError> {
