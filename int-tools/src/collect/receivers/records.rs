@@ -23,8 +23,8 @@ use crate::collect::books::ledger::{Measure, Observed};
 use crate::collect::books::Books;
 use crate::collect::nats::SCHEMA;
 use crate::records::{
-    DropSummaryRecord, FlowRecord, Hop, JoinedRecord, PathChangeRecord, Record, RecordType, Tr05Record,
-    Tr20LossRecord, Tr20Record,
+    DropSummaryRecord, FlowRecord, Hop, IfaIpfixRecord, JoinedRecord, PathChangeRecord, Record, RecordType,
+    Tr05Record, Tr20LossRecord, Tr20Record,
 };
 
 /// The most hops a `tr20` record's stack holds: an INT 2.1 shim's length
@@ -165,6 +165,7 @@ fn check(schema: Option<&str>, payload: &[u8]) -> Result<(Facts, Record), Record
         RecordType::Tr20Loss => read::<Tr20LossRecord>(payload)?.into(),
         RecordType::PathChange => read::<PathChangeRecord>(payload)?.into(),
         RecordType::Joined => read::<JoinedRecord>(payload)?.into(),
+        RecordType::IfaIpfix => read::<IfaIpfixRecord>(payload)?.into(),
         RecordType::Malformed => return Err(refused()),
     };
     let facts = facts_of(&record)?;
@@ -281,6 +282,17 @@ fn facts_of(record: &Record) -> Result<Facts, RecordError> {
             };
             let measure = latency(r.latency_ns, r.flow_seq, hops)?;
             facts(stack_of(r)?, r.flow, r.time_ns, (r.source_node, r.report_node), measure)
+        }
+        Record::IfaIpfix(r) => {
+            let hops =
+                r.hops.map(u8::try_from).transpose().map_err(|_| RecordError::OutOfRange("hops".into()))?;
+            let measure = latency(r.latency_ns, None, hops)?;
+            let kind = Kind::Stack {
+                report_node: r.report_node.unwrap_or(0),
+                hops: hops_of(r.hop_metadata.as_deref(), MAX_STACK_HOPS)?,
+                drop_reason: None,
+            };
+            facts(kind, r.flow, None, (r.source_node, r.report_node), measure)
         }
         Record::Joined(r) => {
             // A group the publisher could not order, or found part of its

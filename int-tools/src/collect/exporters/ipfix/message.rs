@@ -4,7 +4,8 @@
 //! appends to a buffer; [`MessageBuilder`] keeps a message within a size
 //! and fills its header's length last.
 
-/// RFC 7011 section 3.1, the Message Header:
+/// The framing is int-core's (`int_core::wire::ipfix`), shared with the
+/// IFA terminator's records; RFC 7011 section 3.1, the Message Header:
 ///
 /// ```text
 ///  0                   1                   2                   3
@@ -19,49 +20,25 @@
 /// |                    Observation Domain ID                      |
 /// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 /// ```
-pub const MESSAGE_HEADER_LEN: usize = 16;
-/// RFC 7011 section 3.2, the Set Header: Set ID and Length, 16 bits each.
-pub const SET_HEADER_LEN: usize = 4;
-pub const VERSION: u16 = 0x000a;
-/// RFC 7011 section 3.3.2: Set ID 2 is a Template Set.
-pub const TEMPLATE_SET_ID: u16 = 2;
-/// RFC 7011 section 3.3.2: Set ID 3 is an Options Template Set.
-pub const OPTIONS_TEMPLATE_SET_ID: u16 = 3;
-/// A template field's length for a variable-length element (section 7).
-pub const VARIABLE_LENGTH: u16 = 65535;
+pub use int_core::wire::ipfix::{
+    Field, MESSAGE_HEADER_LEN, OPTIONS_TEMPLATE_SET_ID, SET_HEADER_LEN, TEMPLATE_SET_ID, VARIABLE_LENGTH,
+};
 /// RFC 6313 section 4.5.1, basicList's semantic "ordered": the list is
 /// the path in order, the source first.
 pub const SEMANTIC_ORDERED: u8 = 0x04;
 /// IANA's basicList element (RFC 6313).
 pub const BASIC_LIST: u16 = 291;
 
-/// An element of a template: an IANA one, or one under an enterprise
-/// number (RFC 7011 section 3.2: the high bit of the element id set, the
-/// enterprise number after the length).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Field {
-    pub id: u16,
-    pub length: u16,
-    pub enterprise: Option<u32>,
-}
-
-/// RFC 7011 section 3.2, a Field Specifier:
+/// RFC 7011 section 3.2, a Field Specifier (int-core's framing writes it):
 ///
 /// ```text
 /// |E|  Information Element ident. |        Field Length           |
 /// |                      Enterprise Number (where E is 1)         |
 /// ```
 pub fn emit_field(out: &mut Vec<u8>, field: &Field) {
-    match field.enterprise {
-        Some(number) => {
-            out.extend_from_slice(&(field.id | 0x8000).to_be_bytes());
-            out.extend_from_slice(&field.length.to_be_bytes());
-            out.extend_from_slice(&number.to_be_bytes());
-        }
-        None => {
-            out.extend_from_slice(&(field.id & 0x7fff).to_be_bytes());
-            out.extend_from_slice(&field.length.to_be_bytes());
-        }
+    let mut bytes = [0u8; 8];
+    if let Ok(len) = field.emit(&mut bytes) {
+        out.extend_from_slice(&bytes[..len]);
     }
 }
 
@@ -105,12 +82,10 @@ pub fn options_template_len(fields: &[Field]) -> usize {
 /// RFC 7011 section 7: a variable-length value's length, one octet below
 /// 255, else 255 and two octets.
 pub fn emit_variable_length(out: &mut Vec<u8>, length: usize) {
-    match u8::try_from(length) {
-        Ok(short) if short < 255 => out.push(short),
-        _ => {
-            out.push(255);
-            out.extend_from_slice(&(length.min(usize::from(u16::MAX)) as u16).to_be_bytes());
-        }
+    let mut bytes = [0u8; 3];
+    let length = length.min(usize::from(u16::MAX));
+    if let Ok(len) = int_core::wire::ipfix::emit_variable_length(&mut bytes, length) {
+        out.extend_from_slice(&bytes[..len]);
     }
 }
 
@@ -214,16 +189,15 @@ impl MessageBuilder {
     /// The message with its header written.
     pub fn finish(&mut self, header: Header) -> &[u8] {
         self.close_set();
-        let len = self.buffer.len() as u16;
-        let mut head = Vec::with_capacity(MESSAGE_HEADER_LEN);
-        head.extend_from_slice(&VERSION.to_be_bytes());
-        head.extend_from_slice(&len.to_be_bytes());
-        head.extend_from_slice(&header.export_time.to_be_bytes());
-        head.extend_from_slice(&header.sequence.to_be_bytes());
-        head.extend_from_slice(&header.domain.to_be_bytes());
-        if let Some(start) = self.buffer.get_mut(..MESSAGE_HEADER_LEN) {
-            start.copy_from_slice(&head);
-        }
+        let length = self.buffer.len() as u16;
+        let head = int_core::wire::ipfix::MessageHeader {
+            length,
+            export_time: header.export_time,
+            sequence: header.sequence,
+            domain: header.domain,
+        };
+        // The buffer holds the header's 16 bytes from `start`.
+        let _ = head.emit(&mut self.buffer);
         &self.buffer
     }
 }
