@@ -68,9 +68,10 @@ pub fn run(args: &CollectArgs, source: Source) -> Result<(), CollectError> {
         None => (args.receivers.open()?, None),
     };
     let ipfix_in = match (&args.receivers.listen_ipfix, &from_stream) {
-        (Some(listen), None) => {
-            Some((receivers::ipfix::open(listen)?, Arc::new(receivers::ipfix::Counts::default())))
-        }
+        (Some(listen), None) => Some((
+            receivers::ipfix::open(listen, args.receivers.rcvbuf)?,
+            Arc::new(receivers::ipfix::Counts::default()),
+        )),
         _ => None,
     };
     let (store, restored) = open_state(args)?;

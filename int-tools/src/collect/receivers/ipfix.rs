@@ -83,8 +83,10 @@ impl Counted for Counts {
     }
 }
 
-/// The socket `--listen-ipfix` names, bound.
-pub fn open(listen: &str) -> Result<UdpSocket, ReceiveError> {
+/// The socket `--listen-ipfix` names, bound, with `rcvbuf` bytes of
+/// receive buffer (`--rcvbuf`): a template storm's messages are 64 KB
+/// each.
+pub fn open(listen: &str, rcvbuf: usize) -> Result<UdpSocket, ReceiveError> {
     let address: SocketAddr = listen
         .to_socket_addrs()
         .map_err(|source| ReceiveError::Resolve { listen: listen.to_string(), source })?
@@ -94,8 +96,10 @@ pub fn open(listen: &str) -> Result<UdpSocket, ReceiveError> {
         .map_err(|source| ReceiveError::Bind { listen: listen.to_string(), source })?;
     let timeout = socket.set_read_timeout(Some(Duration::from_millis(50)));
     timeout.map_err(|source| ReceiveError::Socket { what: "a read timeout", source })?;
+    let granted = int_os::udp::set_receive_buffer(&socket, rcvbuf)
+        .map_err(|source| ReceiveError::ReceiveBuffer { source })?;
     if let Ok(local) = socket.local_addr() {
-        log::info!("collect: listening for IFA IPFIX on {local}");
+        log::info!("collect: listening for IFA IPFIX on {local} (receive buffer {granted} bytes)");
     }
     Ok(socket)
 }
@@ -110,14 +114,16 @@ pub fn spawn(
     let shared = Arc::clone(shared);
     std::thread::spawn(move || {
         let Some(books) = shared.books.first().cloned() else { return Ok(()) };
-        let mut reader = Reader { templates: HashMap::new(), elements, counts };
+        let mut reader = Reader::new(elements, counts);
         let mut buf = vec![0u8; 65_536];
         while !shared.quit.load(Ordering::Relaxed) {
             match socket.recv_from(&mut buf) {
                 Ok((len, from)) => {
                     let at_ns = crate::schema::now_ns();
                     let mut books = books.lock().map_err(|_| ReceiveError::Poisoned)?;
-                    reader.take(&buf[..len], Arrival { from, at_ns, missing: 0 }, &mut books);
+                    let booked = reader.take(&buf[..len], Arrival { from, at_ns, missing: 0 }, &mut books);
+                    // Records are reports: `--count` counts them.
+                    shared.reports.fetch_add(booked, Ordering::Relaxed);
                 }
                 Err(e)
                     if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
@@ -145,7 +151,14 @@ impl Reader {
 
     /// One datagram: its templates learnt, its records booked, a lie
     /// counted by reason (what came before it in the message stands).
-    pub fn take(&mut self, datagram: &[u8], arrival: Arrival, books: &mut Books) {
+    /// Returns the records booked.
+    pub fn take(&mut self, datagram: &[u8], arrival: Arrival, books: &mut Books) -> u64 {
+        let before = self.counts.records.load(Ordering::Relaxed);
+        self.read(datagram, arrival, books);
+        self.counts.records.load(Ordering::Relaxed) - before
+    }
+
+    fn read(&mut self, datagram: &[u8], arrival: Arrival, books: &mut Books) {
         self.counts.messages.fetch_add(1, Ordering::Relaxed);
         books.totals.received += 1;
         let message = match Message::parse(datagram) {
