@@ -252,7 +252,7 @@ fn pcap_of(messages: &[Vec<u8>]) -> Vec<u8> {
 
 /// tshark's own IPFIX dissector (cflow) reads the template (ID 257, three
 /// enterprise fields, 8 bytes then variable twice) and every data set of
-/// it, with no malformed or expert complaint.
+/// it, each record's three values, with no malformed or expert complaint.
 #[test]
 fn tshark_reads_the_messages_as_ipfix() {
     // Kept after the run: `tshark -r` it to see what the test saw.
@@ -273,6 +273,12 @@ fn tshark_reads_the_messages_as_ipfix() {
     assert_eq!(count("Field Count: 3"), 1, "{text}");
     assert_eq!(count("FlowSet Id: Data Template (V10 [IPFIX]) (2)"), 1, "{text}");
     assert_eq!(count("FlowSet Id: (Data) (257)"), messages.len() - 1, "{text}");
+    // Each data set one record, its three values read (the two variable
+    // ones with their length prefixes).
+    assert_eq!(count("(1 flows)"), messages.len() - 1, "{text}");
+    for element in ["Type 100: Value", "Type 101: Value", "Type 102: Value"] {
+        assert_eq!(count(element), messages.len() - 1, "{element}: {text}");
+    }
     for message in &messages {
         let length = u16::from_be_bytes([message[2], message[3]]);
         let set_length = u16::from_be_bytes([message[18], message[19]]);
