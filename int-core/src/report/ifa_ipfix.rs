@@ -105,14 +105,14 @@ impl IfaRecord<'_> {
         if self.headers.len() != HEADERS_LEN {
             return Err(EmitError::Unrepresentable { layer: Layer::Ipfix, value: self.headers.len() });
         }
-        let needed = self.len();
-        let available = buf.len();
+        let (needed, available) = (self.len(), buf.len());
         let out = buf.get_mut(..needed).ok_or(EmitError::no_room(Layer::Ipfix, needed, available))?;
-        out[..HEADERS_LEN].copy_from_slice(self.headers);
-        let mut at = HEADERS_LEN;
-        for value in [self.stack, self.packet] {
-            at += ipfix::emit_variable_length(&mut out[at..], value.len())?;
-            out[at..at + value.len()].copy_from_slice(value);
+        let mut at = 0;
+        for (value, prefixed) in [(self.headers, false), (self.stack, true), (self.packet, true)] {
+            if prefixed {
+                at += ipfix::emit_variable_length(ipfix::tail_mut(out, at), value.len())?;
+            }
+            ipfix::tail_mut(out, at).get_mut(..value.len()).unwrap_or_default().copy_from_slice(value);
             at += value.len();
         }
         Ok(at)
@@ -152,7 +152,7 @@ fn finish(buf: &mut [u8], head: MessageHeader, set_id: u16, records: usize) -> R
     let length =
         u16::try_from(len).map_err(|_| EmitError::Unrepresentable { layer: Layer::Ipfix, value: len })?;
     MessageHeader { length, ..head }.emit(buf)?;
-    ipfix::emit_set_header(&mut buf[ipfix::MESSAGE_HEADER_LEN..], set_id, set_len)?;
+    ipfix::emit_set_header(ipfix::tail_mut(buf, ipfix::MESSAGE_HEADER_LEN), set_id, set_len)?;
     Ok(len)
 }
 
@@ -193,10 +193,9 @@ impl Layout {
         let mut layout =
             Layout { fields: [empty; MAX_FIELDS], count: 0, parts: [None; MAX_FIELDS], min_record_len: 0 };
         let mut seen = [false; 3];
+        let mut slots = layout.fields.iter_mut().zip(layout.parts.iter_mut());
         for field in template.fields() {
-            if layout.count == MAX_FIELDS {
-                return Err(NotIfa::TooManyFields);
-            }
+            let Some((slot, slot_part)) = slots.next() else { return Err(NotIfa::TooManyFields) };
             let part = elements.part(&field);
             let lengths_right = match part {
                 Some(Part::Headers) => usize::from(field.length) == HEADERS_LEN,
@@ -204,18 +203,18 @@ impl Layout {
                 None => true,
             };
             if let Some(part) = part {
-                if !lengths_right || std::mem::replace(&mut seen[part as usize], true) {
+                let twice = seen.get_mut(part as usize).is_none_or(|seen| core::mem::replace(seen, true));
+                if !lengths_right || twice {
                     return Err(NotIfa::Lengths);
                 }
             }
-            layout.fields[layout.count] = field;
-            layout.parts[layout.count] = part;
+            (*slot, *slot_part) = (field, part);
             layout.count += 1;
         }
         if seen != [true; 3] {
             return Err(NotIfa::Other);
         }
-        layout.min_record_len = ipfix::min_record_len(layout.fields[..layout.count].iter().copied());
+        layout.min_record_len = ipfix::min_record_len(layout.fields.iter().take(layout.count).copied());
         Ok(layout)
     }
 
@@ -231,7 +230,7 @@ impl Layout {
             }
             let item = layout.record(rest);
             rest = match item {
-                Ok((_, len)) => &rest[len..],
+                Ok((_, len)) => rest.get(len..).unwrap_or_default(),
                 Err(_) => &[],
             };
             Some(item.map(|(record, _)| record))
@@ -241,8 +240,8 @@ impl Layout {
     fn record<'a>(&self, bytes: &'a [u8]) -> Result<(IfaRecord<'a>, usize), Malformed> {
         let mut record = IfaRecord { headers: &[], stack: &[], packet: &[] };
         let mut at = 0;
-        for (field, part) in self.fields[..self.count].iter().zip(&self.parts) {
-            let (value, len) = ipfix::read_value(&bytes[at..], field)?;
+        for (field, part) in self.fields.iter().zip(&self.parts).take(self.count) {
+            let (value, len) = ipfix::read_value(bytes.get(at..).unwrap_or_default(), field)?;
             at += len;
             match part {
                 Some(Part::Headers) => record.headers = value,

@@ -88,9 +88,22 @@ fn u32_at(bytes: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_be_bytes(bytes.get(at..at + 4)?.try_into().ok()?))
 }
 
-fn room(buf: &mut [u8], needed: usize) -> Result<&mut [u8], EmitError> {
+/// Writes `bytes` at `at`, or says there is no room.
+fn put(buf: &mut [u8], at: usize, bytes: &[u8]) -> Result<(), EmitError> {
     let available = buf.len();
-    buf.get_mut(..needed).ok_or(EmitError::no_room(Layer::Ipfix, needed, available))
+    let out = buf.get_mut(at..at + bytes.len());
+    out.ok_or(EmitError::no_room(Layer::Ipfix, at + bytes.len(), available))?.copy_from_slice(bytes);
+    Ok(())
+}
+
+/// The bytes from `at` on (none past the end).
+fn tail(bytes: &[u8], at: usize) -> &[u8] {
+    bytes.get(at..).unwrap_or_default()
+}
+
+/// The buffer from `at` on (none past the end).
+pub fn tail_mut(buf: &mut [u8], at: usize) -> &mut [u8] {
+    buf.get_mut(at..).unwrap_or_default()
 }
 
 /// Section 3.1, the message header (the version is always 10).
@@ -120,12 +133,11 @@ impl MessageHeader {
     }
 
     pub fn emit(&self, buf: &mut [u8]) -> Result<usize, EmitError> {
-        let out = room(buf, MESSAGE_HEADER_LEN)?;
-        out[0..2].copy_from_slice(&VERSION.to_be_bytes());
-        out[2..4].copy_from_slice(&self.length.to_be_bytes());
-        out[4..8].copy_from_slice(&self.export_time.to_be_bytes());
-        out[8..12].copy_from_slice(&self.sequence.to_be_bytes());
-        out[12..16].copy_from_slice(&self.domain.to_be_bytes());
+        put(buf, 12, &self.domain.to_be_bytes())?;
+        put(buf, 0, &VERSION.to_be_bytes())?;
+        put(buf, 2, &self.length.to_be_bytes())?;
+        put(buf, 4, &self.export_time.to_be_bytes())?;
+        put(buf, 8, &self.sequence.to_be_bytes())?;
         Ok(MESSAGE_HEADER_LEN)
     }
 }
@@ -145,7 +157,7 @@ impl<'a> Message<'a> {
         if usize::from(header.length) != datagram.len() {
             return Err(Malformed::MessageLength);
         }
-        Ok(Message { header, body: &datagram[MESSAGE_HEADER_LEN..] })
+        Ok(Message { header, body: tail(datagram, MESSAGE_HEADER_LEN) })
     }
 
     pub fn sets(&self) -> Sets<'a> {
@@ -174,7 +186,7 @@ impl<'a> Iterator for Sets<'a> {
         }
         let item = read_set(self.rest);
         self.rest = match item {
-            Ok((_, len)) => &self.rest[len..],
+            Ok((_, len)) => tail(self.rest, len),
             Err(_) => &[],
         };
         Some(item.map(|(set, _)| set))
@@ -191,16 +203,16 @@ fn read_set(bytes: &[u8]) -> Result<(Set<'_>, usize), Malformed> {
     if id != TEMPLATE_SET_ID && id != OPTIONS_TEMPLATE_SET_ID && id < MIN_DATA_SET_ID {
         return Err(Malformed::SetId);
     }
-    Ok((Set { id, body: &bytes[SET_HEADER_LEN..len] }, len))
+    let body = bytes.get(SET_HEADER_LEN..len).unwrap_or_default();
+    Ok((Set { id, body }, len))
 }
 
 /// Writes a set header; `len` counts the header and its records.
 pub fn emit_set_header(buf: &mut [u8], id: u16, len: usize) -> Result<usize, EmitError> {
     let len =
         u16::try_from(len).map_err(|_| EmitError::Unrepresentable { layer: Layer::Ipfix, value: len })?;
-    let out = room(buf, SET_HEADER_LEN)?;
-    out[0..2].copy_from_slice(&id.to_be_bytes());
-    out[2..4].copy_from_slice(&len.to_be_bytes());
+    put(buf, 2, &len.to_be_bytes())?;
+    put(buf, 0, &id.to_be_bytes())?;
     Ok(SET_HEADER_LEN)
 }
 
@@ -216,7 +228,7 @@ pub struct Field {
 
 impl Field {
     /// Its bytes in a template record.
-    pub fn len(&self) -> usize {
+    pub fn specifier_len(&self) -> usize {
         if self.enterprise.is_some() {
             8
         } else {
@@ -240,17 +252,16 @@ impl Field {
     }
 
     pub fn emit(&self, buf: &mut [u8]) -> Result<usize, EmitError> {
-        let out = room(buf, self.len())?;
         let id = match self.enterprise {
             Some(_) => self.id | 0x8000,
             None => self.id & 0x7fff,
         };
-        out[0..2].copy_from_slice(&id.to_be_bytes());
-        out[2..4].copy_from_slice(&self.length.to_be_bytes());
         if let Some(number) = self.enterprise {
-            out[4..8].copy_from_slice(&number.to_be_bytes());
+            put(buf, 4, &number.to_be_bytes())?;
         }
-        Ok(self.len())
+        put(buf, 0, &id.to_be_bytes())?;
+        put(buf, 2, &self.length.to_be_bytes())?;
+        Ok(self.specifier_len())
     }
 }
 
@@ -273,7 +284,7 @@ impl<'a> TemplateRecord<'a> {
         let mut rest = self.specifiers;
         core::iter::from_fn(move || {
             let (field, len) = Field::parse(rest).ok()?;
-            rest = &rest[len..];
+            rest = tail(rest, len);
             Some(field)
         })
     }
@@ -283,12 +294,11 @@ impl<'a> TemplateRecord<'a> {
 pub fn emit_template(buf: &mut [u8], id: u16, fields: &[Field]) -> Result<usize, EmitError> {
     let count = u16::try_from(fields.len())
         .map_err(|_| EmitError::Unrepresentable { layer: Layer::Ipfix, value: fields.len() })?;
-    let out = room(buf, TEMPLATE_HEADER_LEN)?;
-    out[0..2].copy_from_slice(&id.to_be_bytes());
-    out[2..4].copy_from_slice(&count.to_be_bytes());
+    put(buf, 2, &count.to_be_bytes())?;
+    put(buf, 0, &id.to_be_bytes())?;
     let mut len = TEMPLATE_HEADER_LEN;
     for field in fields {
-        len += field.emit(&mut buf[len..])?;
+        len += field.emit(tail_mut(buf, len))?;
     }
     Ok(len)
 }
@@ -303,7 +313,7 @@ pub fn templates(body: &[u8]) -> impl Iterator<Item = Result<TemplateRecord<'_>,
         }
         let item = read_template(rest);
         rest = match item {
-            Ok((_, len)) => &rest[len..],
+            Ok((_, len)) => tail(rest, len),
             Err(_) => &[],
         };
         Some(item.map(|(record, _)| record))
@@ -318,10 +328,11 @@ fn read_template(bytes: &[u8]) -> Result<(TemplateRecord<'_>, usize), Malformed>
     }
     let mut len = TEMPLATE_HEADER_LEN;
     for _ in 0..field_count {
-        let (_, field_len) = Field::parse(&bytes[len..])?;
+        let (_, field_len) = Field::parse(tail(bytes, len))?;
         len += field_len;
     }
-    Ok((TemplateRecord { id, field_count, specifiers: &bytes[TEMPLATE_HEADER_LEN..len] }, len))
+    let specifiers = bytes.get(TEMPLATE_HEADER_LEN..len).unwrap_or_default();
+    Ok((TemplateRecord { id, field_count, specifiers }, len))
 }
 
 /// Section 7: a variable-length value's length, one octet below 255,
@@ -329,15 +340,14 @@ fn read_template(bytes: &[u8]) -> Result<(TemplateRecord<'_>, usize), Malformed>
 pub fn emit_variable_length(buf: &mut [u8], length: usize) -> Result<usize, EmitError> {
     match u8::try_from(length) {
         Ok(short) if short < 255 => {
-            room(buf, 1)?[0] = short;
+            put(buf, 0, &[short])?;
             Ok(1)
         }
         _ => {
             let long = u16::try_from(length)
                 .map_err(|_| EmitError::Unrepresentable { layer: Layer::Ipfix, value: length })?;
-            let out = room(buf, 3)?;
-            out[0] = 255;
-            out[1..3].copy_from_slice(&long.to_be_bytes());
+            let [high, low] = long.to_be_bytes();
+            put(buf, 0, &[255, high, low])?;
             Ok(3)
         }
     }

@@ -158,7 +158,7 @@ impl IfaIpfixReporter {
     /// message takes at most `message_max` bytes.
     pub fn cut<'a>(&self, part: Terminated<'a>, message_max: usize) -> IfaRecord<'a> {
         let room = message_max.saturating_sub(DATA_OVERHEAD + part.stack.len());
-        let packet = &part.packet[..part.packet.len().min(self.settings.packet_max).min(room)];
+        let packet = part.packet.get(..self.settings.packet_max.min(room)).unwrap_or(part.packet);
         IfaRecord { headers: part.headers, stack: part.stack, packet }
     }
 

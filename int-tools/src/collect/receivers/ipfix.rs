@@ -121,7 +121,8 @@ pub fn spawn(
                 Ok((len, from)) => {
                     let at_ns = crate::schema::now_ns();
                     let mut books = books.lock().map_err(|_| ReceiveError::Poisoned)?;
-                    let booked = reader.take(&buf[..len], Arrival { from, at_ns, missing: 0 }, &mut books);
+                    let datagram = buf.get(..len).unwrap_or_default();
+                    let booked = reader.take(datagram, Arrival { from, at_ns, missing: 0 }, &mut books);
                     // Records are reports: `--count` counts them.
                     shared.reports.fetch_add(booked, Ordering::Relaxed);
                 }

@@ -38,7 +38,7 @@ pub const BASIC_LIST: u16 = 291;
 pub fn emit_field(out: &mut Vec<u8>, field: &Field) {
     let mut bytes = [0u8; 8];
     if let Ok(len) = field.emit(&mut bytes) {
-        out.extend_from_slice(&bytes[..len]);
+        out.extend_from_slice(bytes.get(..len).unwrap_or_default());
     }
 }
 
@@ -85,7 +85,7 @@ pub fn emit_variable_length(out: &mut Vec<u8>, length: usize) {
     let mut bytes = [0u8; 3];
     let length = length.min(usize::from(u16::MAX));
     if let Ok(len) = int_core::wire::ipfix::emit_variable_length(&mut bytes, length) {
-        out.extend_from_slice(&bytes[..len]);
+        out.extend_from_slice(bytes.get(..len).unwrap_or_default());
     }
 }
 
