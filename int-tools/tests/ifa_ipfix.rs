@@ -396,3 +396,80 @@ fn a_hostile_exporter_is_counted_and_collect_goes_on() {
         assert!(text.contains(&format!("\"{reason}\":1")) || text.contains(reason), "{reason}: {text}");
     }
 }
+
+/// Three hops, newest first: Device IDs 3, 2, 1, resident 700, 500 and
+/// 300 ns, RX 2000 ns apart.
+fn three_hops() -> Vec<u8> {
+    let mut stack = vec![0u8; 3 * 32];
+    for (i, chunk) in stack.chunks_exact_mut(32).enumerate() {
+        let n = 3 - i as u32;
+        let hop = int_core::ifa::HopRepr {
+            lns: 1,
+            device_id: n,
+            ip_ttl: 64,
+            queue_id: 5,
+            rx_seconds: 10,
+            rx_nanoseconds: 1000 * (2 * n - 1),
+            egress_system_port: 3,
+            ingress_system_port: 1,
+            residence_ns: 100 + 200 * n,
+            ..int_core::ifa::HopRepr::default()
+        };
+        hop.emit(chunk).unwrap();
+    }
+    stack
+}
+
+/// A synthetic terminator's records reach the per-hop books: the
+/// Prometheus page counts each Device ID's hops and sums its residence
+/// times as hop latency, as for any protocol's hops.
+#[test]
+fn ifa_hops_reach_the_metrics() {
+    let args = ["--json", "--listen-ipfix", "127.0.0.1:0", "--metrics", "127.0.0.1:0"];
+    let words = ["listening on ", "IFA IPFIX on ", "metrics on http://"];
+    let (mut child, said) = collector::start_collect_saying(Path::new(BIN), &args, &words);
+    let mut pipe = child.stdout.take().unwrap();
+    let stdout = std::thread::spawn(move || {
+        let mut out = String::new();
+        pipe.read_to_string(&mut out).unwrap();
+        out
+    });
+    let (ipfix, metrics) = (&said[1], &said[2]);
+    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    socket.send_to(&template_message(), ipfix).unwrap();
+    let headers = [0x2f, 17, 0x04, 0xff, 0, 0, 0xfe, 24];
+    let stack = three_hops();
+    let packet =
+        int_core::craft::PacketSpec::udp([10, 0, 0, 1].into(), [10, 0, 0, 2].into(), 1000, 2000, 0).build();
+    for sequence in 0..5 {
+        let record = IfaRecord { headers: &headers, stack: &stack, packet: &packet };
+        let mut buf = [0u8; 512];
+        let len = ifa_ipfix::emit_data_message(&mut buf, head(sequence), TEMPLATE_ID, &record).unwrap();
+        socket.send_to(&buf[..len], ipfix).unwrap();
+    }
+    let started = Instant::now();
+    let page = loop {
+        let page = collector::http_get(metrics, "/metrics");
+        if page.contains("int_collect_ipfix_in_records_total 5") {
+            break page;
+        }
+        assert!(started.elapsed() < DEADLINE, "the records never came: {page}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    for (node, residence_ns) in [(1, 300), (2, 500), (3, 700)] {
+        let hops = format!("int_collect_node_hops_total{{node=\"{node}\",node_name=\"{node}\"}} 5\n");
+        assert!(page.contains(&hops), "{hops}: {page}");
+        let sum = format!("int_collect_hop_latency_seconds_sum{{node=\"{node}\",node_name=\"{node}\"}} ");
+        let line = page.lines().find(|l| l.starts_with(&sum)).unwrap_or_else(|| panic!("{sum}: {page}"));
+        let seconds: f64 = line[sum.len()..].parse().unwrap();
+        assert!((seconds - 5.0 * f64::from(residence_ns) * 1e-9).abs() < 1e-12, "{line}");
+    }
+    Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(child.wait().unwrap().success());
+    let out = stdout.join().unwrap();
+    let records: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let ifa = of_type(&records, "ifa-ipfix");
+    assert_eq!(ifa.len(), 5);
+    // RX 5000 ns at the newest hop, 1000 ns at the oldest.
+    assert!(ifa.iter().all(|r| r["latency_ns"] == 4000 && r["path"] == serde_json::json!([1, 2, 3])));
+}
