@@ -8,6 +8,8 @@
 
 #[path = "../../tests/common/collector.rs"]
 mod collector;
+#[path = "../../tests/common/ifa_scapy.rs"]
+mod ifa_scapy;
 
 use std::io::{BufRead, BufReader, Read};
 use std::net::UdpSocket;
@@ -185,24 +187,7 @@ fn collect_reads_every_field_of_scapys_packets_as_scapy_built_them() {
         let (hops, built) = (record["ifa_hops"].as_array().unwrap(), scapy["hops"].as_array().unwrap());
         assert_eq!((hops.len(), record["hops"].as_u64()), (built.len(), Some(built.len() as u64)), "{what}");
         for (hop, fields) in hops.iter().zip(built) {
-            let f = |k: &str| fields[k].as_u64().unwrap();
-            for (ours, theirs) in [
-                ("lns", "lns"),
-                ("device_id", "device_id"),
-                ("ip_ttl", "ttl"),
-                ("egress_port_speed", "speed"),
-                ("congestion", "ecn"),
-                ("queue_id", "qid"),
-                ("rx_seconds", "rx_sec"),
-                ("rx_nanoseconds", "rx_nsec"),
-                ("residence_ns", "latency"),
-                ("egress_system_port", "dport"),
-                ("ingress_system_port", "sport"),
-            ] {
-                assert_eq!(hop[ours].as_u64(), Some(f(theirs)), "{ours}: {what}");
-            }
-            let opaque = [f("qbytes"), (f("rsvd0") << 16) | f("qcells"), f("rsvd1")];
-            assert_eq!(hop["opaque"], serde_json::json!(opaque), "{what}");
+            ifa_scapy::check_hop(hop, fields, what);
         }
         // The common shape, source first: Device ID, ports, residence.
         let common = record["hop_metadata"].as_array().unwrap();
