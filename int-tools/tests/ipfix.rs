@@ -961,3 +961,44 @@ fn ifa_hops_from_a_terminators_ipfix_are_exported() {
     }
     assert_tshark_reads(&workdir("ipfix-ifa-tshark"), &exported);
 }
+
+/// A collector reading a terminator's IPFIX publishes its `ifa-ipfix`
+/// records to a nats-server's JetStream (JSON format); an aggregator
+/// (`--from-nats`) books them as the receiving collector did: the same
+/// flows and nodes.
+#[test]
+fn an_aggregator_books_ifa_records_off_the_stream_as_the_receiver_did() {
+    let dir = workdir("ipfix-ifa-nats");
+    let port = servers::free_port();
+    let nats = servers::start_nats(&dir, port, &[]);
+    let url = format!("nats://127.0.0.1:{port}");
+    let messages = inputs::ifa_messages();
+    let records = (messages.len() - 1).to_string();
+    let stream = ["--nats", &url, "--nats-format", "json", "--nats-max-bytes", "67108864"];
+    let receiving =
+        ["--json", "--quiet", "--count", &records, "--duration", "120", "--listen-ipfix", "127.0.0.1:0"];
+    let args = [&receiving[..], &stream].concat();
+    let (child, said) =
+        collector::start_collect_saying(Path::new(BIN), &args, &["listening on ", "IFA IPFIX on "]);
+    let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
+    for message in &messages {
+        sender.send_to(message, &said[1]).unwrap();
+    }
+    let published = summary_of(child);
+    let counts = &published["nats"];
+    assert_eq!((counts["dropped"].as_u64(), counts["lost"].as_u64()), (Some(0), Some(0)), "{counts}");
+    let output = Command::new(BIN)
+        .args(["collect", "--from-nats", &url, "--quiet", "--json", "--interval", "0"])
+        .args(&stream[2..])
+        .args(["--count", &records, "--duration", "60"])
+        .output()
+        .unwrap();
+    servers::stop(nats);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let text = String::from_utf8(output.stdout).unwrap();
+    let aggregated =
+        serde_json::from_str::<serde_json::Value>(text.lines().last().unwrap()).unwrap()["summary"].clone();
+    assert_eq!(aggregated["flows"].as_array().unwrap().len(), 2, "{aggregated}");
+    assert_eq!(aggregated["flows"], published["flows"]);
+    assert_eq!(aggregated["nodes"], published["nodes"]);
+}

@@ -137,8 +137,10 @@ struct Facts {
 enum Kind {
     /// Host-INT's and TR 0.5's reports, TR 2.0 loss: the measure only.
     Flow,
-    /// A TR 2.0 report: its stack's hops (source first) and its drop.
-    Stack { report_node: u32, hops: Vec<HopMetadata>, drop_reason: Option<u8> },
+    /// A TR 2.0 report: its stack's hops (source first), its reporting
+    /// sink and its drop; an IFA terminator's record: its stack's hops,
+    /// the terminator's among them (no sink beyond them).
+    Stack { report_node: Option<u32>, hops: Vec<HopMetadata>, drop_reason: Option<u8> },
     /// Postcards joined, in path order where `ordered`.
     Joined { hops: Vec<HopMetadata>, ordered: bool },
     /// A path change: worked out again from the stacks and joins.
@@ -288,7 +290,7 @@ fn facts_of(record: &Record) -> Result<Facts, RecordError> {
                 r.hops.map(u8::try_from).transpose().map_err(|_| RecordError::OutOfRange("hops".into()))?;
             let measure = latency(r.latency_ns, None, hops)?;
             let kind = Kind::Stack {
-                report_node: r.report_node.unwrap_or(0),
+                report_node: None,
                 hops: hops_of(r.hop_metadata.as_deref(), MAX_STACK_HOPS)?,
                 drop_reason: None,
             };
@@ -323,7 +325,7 @@ fn stack_of(record: &Tr20Record) -> Result<Kind, RecordError> {
         None => None,
         Some(drop) => Some(drop.reason.ok_or(RecordError::Missing("drop.reason"))?),
     };
-    let report_node = record.report_node.unwrap_or(0);
+    let report_node = Some(record.report_node.unwrap_or(0));
     Ok(Kind::Stack {
         report_node,
         hops: hops_of(record.hop_metadata.as_deref(), MAX_STACK_HOPS)?,
@@ -349,11 +351,11 @@ fn book(record: &Facts, books: &mut Books) {
     match &record.kind {
         Kind::Stack { report_node, hops, drop_reason } => {
             if let Some(reason) = drop_reason {
-                books.observe_drop(*report_node, *reason);
+                books.observe_drop(report_node.unwrap_or(0), *reason);
             }
             let Some(flow) = record.flow.filter(|_| !hops.is_empty()) else { return };
             let at_ms = books.ledger.time_ms(record.at_ns);
-            let (sink, sink_ingress_ns) = (Some(*report_node), record.at_ns);
+            let (sink, sink_ingress_ns) = (*report_node, record.at_ns);
             books.observe_path(&Seen { flow, hops, sink, sink_ingress_ns, at_ms });
         }
         Kind::Joined { hops, ordered } => {
