@@ -36,6 +36,14 @@ use crate::records::{IfaIpfixRecord, IpfixSource};
 /// Templates kept at once, over every exporter: a storm of new ones past
 /// this is counted (`template_limit`), not kept.
 pub const MAX_TEMPLATES: usize = 4096;
+/// A template not sent again for this long is forgotten when room is
+/// needed (RFC 7011 section 8.4: over UDP templates expire; an exporter
+/// that restarted on another port leaves its old ones behind). The SDK's
+/// example resends every 30 s.
+pub const TEMPLATE_LIFETIME_NS: u64 = 1800 * 1_000_000_000;
+/// How often, at most, the kept templates are swept for expired ones
+/// while none has room: a storm costs one sweep a second, not one each.
+const SWEEP_EVERY_NS: u64 = 1_000_000_000;
 /// IFA's RX seconds are 20 bits: they wrap every 2^20 s.
 const RX_PERIOD_NS: i64 = (1 << 20) * 1_000_000_000;
 
@@ -140,14 +148,16 @@ pub fn spawn(
 type Key = (SocketAddr, u32, u16);
 
 pub struct Reader {
-    templates: HashMap<Key, Layout>,
+    /// Each template and when it was last sent.
+    templates: HashMap<Key, (Layout, u64)>,
+    swept_ns: u64,
     elements: Elements,
     counts: Arc<Counts>,
 }
 
 impl Reader {
     pub fn new(elements: Elements, counts: Arc<Counts>) -> Reader {
-        Reader { templates: HashMap::new(), elements, counts }
+        Reader { templates: HashMap::new(), swept_ns: 0, elements, counts }
     }
 
     /// One datagram: its templates learnt, its records booked, a lie
@@ -187,14 +197,14 @@ impl Reader {
         match set.id {
             ipfix::TEMPLATE_SET_ID => {
                 for template in ipfix::templates(set.body) {
-                    self.learn(arrival.from, head.domain, &template.map_err(|r| r.name())?);
+                    self.learn((arrival.from, head.domain), arrival.at_ns, &template.map_err(|r| r.name())?);
                 }
             }
             ipfix::OPTIONS_TEMPLATE_SET_ID => {
                 self.counts.options_templates.fetch_add(1, Ordering::Relaxed);
             }
             id => {
-                let Some(layout) = self.templates.get(&(arrival.from, head.domain, id)).copied() else {
+                let Some((layout, _)) = self.templates.get(&(arrival.from, head.domain, id)).copied() else {
                     self.counts.unknown_template.fetch_add(1, Ordering::Relaxed);
                     return Ok(());
                 };
@@ -213,8 +223,21 @@ impl Reader {
         Ok(())
     }
 
-    /// A template (or its withdrawal) from `from`'s `domain`.
-    fn learn(&mut self, from: SocketAddr, domain: u32, template: &ipfix::TemplateRecord<'_>) {
+    /// A template (or its withdrawal) from an exporter's domain, at
+    /// `now_ns`.
+    fn learn(
+        &mut self,
+        (from, domain): (SocketAddr, u32),
+        now_ns: u64,
+        template: &ipfix::TemplateRecord<'_>,
+    ) {
+        let key = (from, domain, template.id);
+        if !template.is_withdrawal()
+            && !self.templates.contains_key(&key)
+            && self.templates.len() >= MAX_TEMPLATES
+        {
+            self.sweep(now_ns);
+        }
         let counts = &self.counts;
         if template.is_withdrawal() {
             counts.withdrawn.fetch_add(1, Ordering::Relaxed);
@@ -225,11 +248,10 @@ impl Reader {
             }
             return;
         }
-        let key = (from, domain, template.id);
         match Layout::of(template, &self.elements) {
             Ok(layout) if self.templates.len() < MAX_TEMPLATES || self.templates.contains_key(&key) => {
                 counts.templates.fetch_add(1, Ordering::Relaxed);
-                self.templates.insert(key, layout);
+                self.templates.insert(key, (layout, now_ns));
             }
             Ok(_) => {
                 counts.template_limit.fetch_add(1, Ordering::Relaxed);
@@ -242,6 +264,16 @@ impl Reader {
                 count.fetch_add(1, Ordering::Relaxed);
             }
         }
+    }
+
+    /// Forgets the templates not sent for [`TEMPLATE_LIFETIME_NS`], at
+    /// most once every [`SWEEP_EVERY_NS`].
+    fn sweep(&mut self, now_ns: u64) {
+        if now_ns.saturating_sub(self.swept_ns) < SWEEP_EVERY_NS {
+            return;
+        }
+        self.swept_ns = now_ns;
+        self.templates.retain(|_, (_, sent_ns)| now_ns.saturating_sub(*sent_ns) < TEMPLATE_LIFETIME_NS);
     }
 
     /// One packet's record: checked as IFA, booked, printed.
@@ -311,6 +343,39 @@ mod tests {
 
     fn hop(seconds: u32, nanoseconds: u32) -> HopRepr {
         HopRepr { rx_seconds: seconds, rx_nanoseconds: nanoseconds, ..HopRepr::default() }
+    }
+
+    fn template(id: u16) -> Vec<u8> {
+        let mut buf = [0u8; 64];
+        let len = ipfix::emit_template(&mut buf, id, &Elements::default().fields()).unwrap();
+        buf[..len].to_vec()
+    }
+
+    /// A full store refuses new templates (a storm evicts nothing fresh);
+    /// past the lifetime, the old ones go and the new one is kept; a
+    /// template sent again is refreshed, not refused.
+    #[test]
+    fn a_full_store_forgets_only_expired_templates() {
+        let mut reader = Reader::new(Elements::default(), Arc::new(Counts::default()));
+        let exporter = (SocketAddr::from(([127, 0, 0, 1], 4739)), 7);
+        for id in 0..MAX_TEMPLATES as u16 {
+            let bytes = template(256 + id);
+            let record = ipfix::templates(&bytes).next().unwrap().unwrap();
+            reader.learn(exporter, 1_000, &record);
+        }
+        let newer = template(256 + MAX_TEMPLATES as u16);
+        let newer = ipfix::templates(&newer).next().unwrap().unwrap();
+        reader.learn(exporter, 2_000_000_000, &newer);
+        assert_eq!(reader.counts.template_limit.load(Ordering::Relaxed), 1);
+        let again = template(256);
+        let again = ipfix::templates(&again).next().unwrap().unwrap();
+        reader.learn(exporter, TEMPLATE_LIFETIME_NS, &again);
+        assert_eq!(reader.counts.template_limit.load(Ordering::Relaxed), 1, "a known one is refreshed");
+        reader.learn(exporter, TEMPLATE_LIFETIME_NS + 2_000_000_000, &newer);
+        assert_eq!(reader.counts.template_limit.load(Ordering::Relaxed), 1);
+        // The refreshed one and the new one are left.
+        assert_eq!(reader.templates.len(), 2);
+        assert!(reader.templates.contains_key(&(exporter.0, 7, 256)));
     }
 
     /// Newest first: 3.5 s after 2 s is 1.5 s; across the 20-bit wrap the
