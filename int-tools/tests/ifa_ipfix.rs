@@ -407,11 +407,13 @@ fn three_hops() -> Vec<u8> {
 
 /// A synthetic terminator's records reach the per-hop books: the
 /// Prometheus page counts each Device ID's hops and sums its residence
-/// times as hop latency, as for any protocol's hops.
+/// times as hop latency, and the web view's topology shows each node's
+/// hops and hop latency, as for any protocol's hops.
 #[test]
-fn ifa_hops_reach_the_metrics() {
-    let args = ["--json", "--listen-ipfix", "127.0.0.1:0", "--metrics", "127.0.0.1:0"];
-    let words = ["listening on ", "IFA IPFIX on ", "metrics on http://"];
+fn ifa_hops_reach_the_metrics_and_the_web_view() {
+    let args =
+        ["--json", "--listen-ipfix", "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--http", "127.0.0.1:0"];
+    let words = ["listening on ", "IFA IPFIX on ", "metrics on http://", "view on http://"];
     let (mut child, said) = collector::start_collect_saying(Path::new(BIN), &args, &words);
     let mut pipe = child.stdout.take().unwrap();
     let stdout = std::thread::spawn(move || {
@@ -419,7 +421,7 @@ fn ifa_hops_reach_the_metrics() {
         pipe.read_to_string(&mut out).unwrap();
         out
     });
-    let (ipfix, metrics) = (&said[1], &said[2]);
+    let (ipfix, metrics, view) = (&said[1], &said[2], &said[3]);
     let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
     socket.send_to(&template_message(), ipfix).unwrap();
     let headers = [0x2f, 17, 0x04, 0xff, 0, 0, 0xfe, 24];
@@ -448,6 +450,23 @@ fn ifa_hops_reach_the_metrics() {
         let line = page.lines().find(|l| l.starts_with(&sum)).unwrap_or_else(|| panic!("{sum}: {page}"));
         let seconds: f64 = line[sum.len()..].parse().unwrap();
         assert!((seconds - 5.0 * f64::from(residence_ns) * 1e-9).abs() < 1e-12, "{line}");
+    }
+    let nodes = loop {
+        let topology: Value = serde_json::from_str(&collector::http_get(view, "/api/topology")).unwrap();
+        let nodes = topology["nodes"].as_array().cloned().unwrap_or_default();
+        if nodes.len() == 3 && nodes.iter().all(|n| n["hops"] == 5) {
+            break nodes;
+        }
+        assert!(started.elapsed() < DEADLINE, "the view never showed them: {topology}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    for (node, residence_ns) in [(1, 300), (2, 500), (3, 700)] {
+        let shown = nodes.iter().find(|n| n["node"] == node).unwrap();
+        assert_eq!(
+            (shown["hop_latency"]["min"].as_u64(), shown["hop_latency"]["max"].as_u64()),
+            (Some(residence_ns), Some(residence_ns)),
+            "{shown}"
+        );
     }
     Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
     assert!(child.wait().unwrap().success());
