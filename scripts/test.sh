@@ -45,7 +45,7 @@ cargo check --manifest-path int-tools/fuzz/Cargo.toml --locked --bins
 if cargo fuzz --version >/dev/null 2>&1; then
     # cargo-fuzz needs nightly features; RUSTC_BOOTSTRAP enables them on the
     # stable toolchain this project builds with.
-    for target in parse_int_block parse_report parse_int21 parse_tr20 parse_tunnels sink_strip sink_restore sink21_restore transit_push ioam_roles ifa_walk ifa_roles ifa_hostile; do
+    for target in parse_int_block parse_report parse_int21 parse_tr20 parse_tunnels sink_strip sink_restore sink21_restore transit_push ioam_roles ifa_walk ifa_roles ifa_hostile ifa_ipfix; do
         echo "fuzz smoke: $target"
         mkdir -p "int-core/fuzz/corpus/$target"
         (cd int-core/fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run "$target" "corpus/$target" "seeds/$target" \

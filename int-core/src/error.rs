@@ -34,6 +34,7 @@ pub enum Layer {
     IfaHeader,
     IfaMetadataHeader,
     IfaStack,
+    Ipfix,
 }
 
 impl fmt::Display for Layer {
@@ -66,6 +67,7 @@ impl fmt::Display for Layer {
             Layer::Gre => "gre",
             Layer::IfaHeader => "ifa header",
             Layer::IfaMetadataHeader => "ifa metadata header",
+            Layer::Ipfix => "ipfix",
             Layer::IfaStack => "ifa metadata stack",
         };
         f.write_str(name)

@@ -19,6 +19,9 @@ use serde_json::{Map, Value};
 
 use crate::schema::rfc3339;
 
+mod ifa_ipfix;
+pub use ifa_ipfix::{IfaHeaders, IfaHop, IfaIpfixRecord, IpfixSource};
+
 /// serde's derived structs also take a JSON array (their fields by
 /// position); a record's flow and hops are objects, as collect writes
 /// them, and an aggregator refuses an array in their place.
@@ -102,6 +105,7 @@ pub enum RecordType {
     Tr20Loss,
     PathChange,
     Joined,
+    IfaIpfix,
     Malformed,
 }
 
@@ -117,6 +121,7 @@ impl RecordType {
             RecordType::Tr20Loss => "tr20-loss",
             RecordType::PathChange => "path-change",
             RecordType::Joined => "joined",
+            RecordType::IfaIpfix => "ifa-ipfix",
             RecordType::Malformed => "malformed",
         }
     }
@@ -584,6 +589,7 @@ pub enum Record {
     Tr20Loss(Tr20LossRecord),
     PathChange(PathChangeRecord),
     Joined(JoinedRecord),
+    IfaIpfix(IfaIpfixRecord),
     Malformed(MalformedRecord),
 }
 
@@ -597,6 +603,7 @@ impl Record {
             Record::Tr20Loss(r) => r.kind,
             Record::PathChange(r) => r.kind,
             Record::Joined(r) => r.kind,
+            Record::IfaIpfix(r) => r.kind,
             Record::Malformed(r) => r.kind,
         }
     }
@@ -609,6 +616,7 @@ impl Record {
             Record::Tr20(r) => r.report_node,
             Record::Tr20Loss(r) => r.report_node,
             Record::PathChange(r) => r.report_node,
+            Record::IfaIpfix(r) => r.report_node,
             Record::Tr05(_) | Record::Joined(_) | Record::Malformed(_) => None,
         }
     }
@@ -633,6 +641,7 @@ impl Record {
             Record::Tr20Loss(r) => set!(r),
             Record::PathChange(r) => set!(r),
             Record::Malformed(r) => set!(r),
+            Record::IfaIpfix(r) => set!(r),
             Record::Joined(_) => {}
         }
     }
@@ -829,6 +838,7 @@ into_record!(
     Tr20Loss(Tr20LossRecord),
     PathChange(PathChangeRecord),
     Joined(JoinedRecord),
+    IfaIpfix(IfaIpfixRecord),
     Malformed(MalformedRecord)
 );
 

@@ -913,3 +913,92 @@ fn an_aggregator_exports_what_one_receiving_collector_exports() {
         assert_eq!(records_but_times(&from_stream), records_but_times(&received), "{format}");
     }
 }
+
+/// IFA hops read off a terminator's IPFIX (`--listen-ipfix`) are exported
+/// as any protocol's: each flow's record (its latency, the newest hop's
+/// RX timestamp minus the oldest's) and each Device ID's hop records equal
+/// the summary, the path is the Device IDs source first; tshark reads it.
+#[test]
+fn ifa_hops_from_a_terminators_ipfix_are_exported() {
+    let messages = inputs::ifa_messages();
+    let records = (messages.len() - 1).to_string();
+    let before = now_ns();
+    let (summary, exported, decoded) = export_by(|ipfix| {
+        let args = [
+            &["--json", "--quiet", "--count", &records, "--duration", "120", "--listen-ipfix", "127.0.0.1:0"],
+            ipfix,
+        ]
+        .concat();
+        let (child, said) =
+            collector::start_collect_saying(Path::new(BIN), &args, &["listening on ", "IFA IPFIX on "]);
+        let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
+        for message in &messages {
+            sender.send_to(message, &said[1]).unwrap();
+        }
+        summary_of(child)
+    });
+    assert_eq!(summary["flows"].as_array().unwrap().len(), 2, "{summary}");
+    assert_flows_match(&decoded, &summary, (before, now_ns()));
+    // Each Device ID's hop record: its hops and residence times as the
+    // summary has them; IFA reports no queue occupancy (not reported).
+    for node in summary["nodes"].as_array().unwrap() {
+        let id = node["node"].as_u64().unwrap();
+        let ours: Vec<&Record> =
+            decoded.records.iter().filter(|r| r.template == 258 && r.uint(7, PEN) == Some(id)).collect();
+        assert_eq!(ours.iter().map(|r| r.uint(9, PEN).unwrap()).sum::<u64>(), 24, "{node}");
+        assert_eq!(node["hops"], 24);
+        let min = ours.iter().map(|r| r.uint(10, PEN).unwrap()).min();
+        let max = ours.iter().map(|r| r.uint(11, PEN).unwrap()).max();
+        assert_eq!((min, max), (Some(100 * id), Some(100 * id + 11)), "{node}");
+        assert_eq!((min, max), (node["hop_latency"]["min"].as_u64(), node["hop_latency"]["max"].as_u64()));
+        assert!(ours.iter().all(|r| r.uint(14, PEN) == Some(u64::from(u32::MAX))), "{node}");
+    }
+    assert_eq!(summary["nodes"].as_array().unwrap().len(), 3);
+    for port in [1000, 1001] {
+        let flow =
+            serde_json::json!({"src": "10.0.0.1", "dst": "10.0.0.2", "src_port": port, "dst_port": 2000});
+        assert_eq!(path_of(flow_record(&decoded, &flow)), vec![1, 2, 3]);
+    }
+    assert_tshark_reads(&workdir("ipfix-ifa-tshark"), &exported);
+}
+
+/// A collector reading a terminator's IPFIX publishes its `ifa-ipfix`
+/// records to a nats-server's JetStream (JSON format); an aggregator
+/// (`--from-nats`) books them as the receiving collector did: the same
+/// flows and nodes.
+#[test]
+fn an_aggregator_books_ifa_records_off_the_stream_as_the_receiver_did() {
+    let dir = workdir("ipfix-ifa-nats");
+    let port = servers::free_port();
+    let nats = servers::start_nats(&dir, port, &[]);
+    let url = format!("nats://127.0.0.1:{port}");
+    let messages = inputs::ifa_messages();
+    let records = (messages.len() - 1).to_string();
+    let stream = ["--nats", &url, "--nats-format", "json", "--nats-max-bytes", "67108864"];
+    let receiving =
+        ["--json", "--quiet", "--count", &records, "--duration", "120", "--listen-ipfix", "127.0.0.1:0"];
+    let args = [&receiving[..], &stream].concat();
+    let (child, said) =
+        collector::start_collect_saying(Path::new(BIN), &args, &["listening on ", "IFA IPFIX on "]);
+    let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
+    for message in &messages {
+        sender.send_to(message, &said[1]).unwrap();
+    }
+    let published = summary_of(child);
+    let counts = &published["nats"];
+    assert_eq!((counts["dropped"].as_u64(), counts["lost"].as_u64()), (Some(0), Some(0)), "{counts}");
+    let output = Command::new(BIN)
+        .args(["collect", "--from-nats", &url, "--quiet", "--json", "--interval", "0"])
+        .args(&stream[2..])
+        .args(["--count", &records, "--duration", "60"])
+        .output()
+        .unwrap();
+    servers::stop(nats);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let text = String::from_utf8(output.stdout).unwrap();
+    let aggregated =
+        serde_json::from_str::<serde_json::Value>(text.lines().last().unwrap()).unwrap()["summary"].clone();
+    assert_eq!(aggregated["flows"].as_array().unwrap().len(), 2, "{aggregated}");
+    assert_eq!(aggregated["flows"], published["flows"]);
+    assert_eq!(aggregated["nodes"], published["nodes"]);
+}

@@ -342,6 +342,11 @@ fn read_header(frame: &[u8], ip: &IpLocation) -> Result<IfaHeaderRepr, Refused> 
     let at = ip.l4;
     let header = IfaHeaderRepr::parse(crate::bytes::span(frame, at, ip.end, Layer::IfaHeader)?)
         .map_err(|e| Refused::new(Refusal::Truncated, e.shifted(at)))?;
+    check_header(header, at)
+}
+
+/// A header read at `at`, refused by version, GNS and flag.
+fn check_header(header: IfaHeaderRepr, at: usize) -> Result<IfaHeaderRepr, Refused> {
     let unknown =
         |offset: usize, value: u8| ParseError::UnknownType { layer: Layer::IfaHeader, offset, value };
     if header.version != header::VERSION {
@@ -361,6 +366,38 @@ fn read_header(frame: &[u8], ip: &IpLocation) -> Result<IfaHeaderRepr, Refused> 
         }
     }
     Ok(header)
+}
+
+/// What a terminator exports of one packet's IFA (the records of
+/// [`crate::report::ifa_ipfix`]): its IFA and metadata headers and the
+/// stack, checked as [`Domain::locate`] checks them in a packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Exported<'a> {
+    pub header: IfaHeaderRepr,
+    pub md: MdHeaderRepr,
+    pub stack: Stack<'a>,
+}
+
+/// Reads an export's 8 bytes of headers and its stack. The refusals and
+/// their order are the walk's (version, GNS, MF, TS, C, then Current
+/// Length); a stack shorter than Current Length is
+/// [`Refusal::StackPastPacket`], bytes after it are refused with
+/// [`Refusal::LengthNotHops`] (Current Length and the stack disagree).
+/// Offsets are within the headers, then the stack after them.
+pub fn exported<'a>(headers: &[u8], stack: &'a [u8]) -> Result<Exported<'a>, Refused> {
+    let header = IfaHeaderRepr::parse(headers).map_err(|e| Refused::new(Refusal::Truncated, e))?;
+    let header = check_header(header, 0)?;
+    let md_bytes = headers.get(header::HEADER_LEN..).unwrap_or_default();
+    let md = MdHeaderRepr::parse(md_bytes)
+        .map_err(|e| Refused::new(Refusal::Truncated, e.shifted(header::HEADER_LEN)))?;
+    let md_at = header::HEADER_LEN;
+    let end = md_at + md_header::HEADER_LEN + stack.len();
+    let payload_at = check_stack(&header, &md, md_at, end)?;
+    if payload_at != end {
+        let error = ParseError::BadLength { layer: Layer::IfaStack, offset: md_at + 3, value: stack.len() };
+        return Err(Refused::new(Refusal::LengthNotHops, error));
+    }
+    Ok(Exported { header, md, stack: Stack { bytes: stack } })
 }
 
 /// The L4 header that IFA's Next Header names, and its length.

@@ -5,6 +5,7 @@
 //! any of the 0.5 ones back, [`tr20::Report::parse`] the 2.0 ones.
 
 pub mod drop_summary;
+pub mod ifa_ipfix;
 pub mod latency;
 pub mod tr05;
 pub mod tr05_flow;

@@ -5,6 +5,7 @@
 pub mod ethernet;
 pub mod geneve;
 pub mod gre;
+pub mod ipfix;
 pub mod ipv4;
 pub mod ipv6;
 pub mod ipv6option;

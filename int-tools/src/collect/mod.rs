@@ -67,6 +67,13 @@ pub fn run(args: &CollectArgs, source: Source) -> Result<(), CollectError> {
         Some(settings) => (Vec::new(), Some(settings)),
         None => (args.receivers.open()?, None),
     };
+    let ipfix_in = match (&args.receivers.listen_ipfix, &from_stream) {
+        (Some(listen), None) => Some((
+            receivers::ipfix::open(listen, args.receivers.rcvbuf)?,
+            Arc::new(receivers::ipfix::Counts::default()),
+        )),
+        _ => None,
+    };
     let (store, restored) = open_state(args)?;
     let view = args.view.settings(view_files.clone());
     let shown = view.as_ref().map(|settings| view::board(settings, restored.board, names.clone()));
@@ -81,6 +88,7 @@ pub fn run(args: &CollectArgs, source: Source) -> Result<(), CollectError> {
     others.extend(consumer.iter().map(|c| Arc::clone(c) as Arc<dyn Counted>));
     others.extend(view_counts.iter().map(|c| Arc::clone(c) as Arc<dyn Counted>));
     others.extend(state_counts.iter().map(|c| Arc::clone(c) as Arc<dyn Counted>));
+    others.extend(ipfix_in.iter().map(|(_, c)| Arc::clone(c) as Arc<dyn Counted>));
     let counted = Mutex::new(exporting.counted());
     let readers = receivers.len().max(usize::from(from_stream.is_some()));
     let books = books(args, readers, &exporting, restored.books, &names);
@@ -95,7 +103,10 @@ pub fn run(args: &CollectArgs, source: Source) -> Result<(), CollectError> {
         .map(|counts| Box::new(move || counts.attached.load(Ordering::Relaxed)) as health::Ready);
     let health = Arc::new(health::Health::new(attached));
     let views = start_views(args, &shared, view_counts, &health, view.zip(shown))?;
-    let readers = spawn_readers(args, receivers, from_stream.zip(consumer), &shared, &how);
+    let mut readers = spawn_readers(args, receivers, from_stream.zip(consumer), &shared, &how);
+    if let (Readers::Receivers(threads), Some((socket, counts))) = (&mut readers, ipfix_in) {
+        threads.push(receivers::ipfix::spawn(socket, &shared, args.receivers.ifa_elements(), counts));
+    }
     let mut live = reload::Live { args: args.clone(), source, view_files };
     wait_for_the_end(args, &mut live, &mut exporting, &shared, started);
     shared.quit.store(true, Ordering::Relaxed);

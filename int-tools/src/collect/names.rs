@@ -172,6 +172,11 @@ impl Names {
                 self.labels(&mut r.node_names, r.nodes.as_ref().map(|nodes| nodes.iter().copied()));
                 self.name_hops(r.hop_metadata.as_mut());
             }
+            Record::IfaIpfix(r) => {
+                self.name(&mut r.source_node_name, r.source_node);
+                self.name(&mut r.report_node_name, r.report_node);
+                self.name_hops(r.hop_metadata.as_mut());
+            }
             Record::Tr05(_) | Record::Malformed(_) => {}
         }
     }

@@ -149,3 +149,42 @@ pub fn ioam_reports() -> Vec<Vec<u8>> {
     }
     reports
 }
+
+/// An IFA terminator's IPFIX export (docs/ifa.md, "IPFIX from a
+/// terminator"): the template, then a message per packet of two UDP flows
+/// over Device IDs 1 > 2 > 3 (the terminator's hop newest), each hop
+/// resident 100 ns times its id plus the round, 10 µs between hops.
+pub fn ifa_messages() -> Vec<Vec<u8>> {
+    use int_core::ifa::HopRepr;
+    use int_core::report::ifa_ipfix::{self, Elements, IfaRecord};
+    use int_core::wire::ipfix::MessageHeader;
+    let head = |sequence| MessageHeader { length: 0, export_time: 1_700_000_000, sequence, domain: 9 };
+    let mut buf = vec![0u8; 2048];
+    let len = ifa_ipfix::emit_template_message(&mut buf, head(0), 257, &Elements::default()).unwrap();
+    let mut out = vec![buf[..len].to_vec()];
+    for round in 0..ROUNDS as u32 {
+        for port in [1000u16, 1001] {
+            let mut stack = vec![0u8; 96];
+            for (at, id) in [(0, 3u32), (32, 2), (64, 1)] {
+                let hop = HopRepr {
+                    lns: 1,
+                    device_id: id,
+                    rx_seconds: 7,
+                    rx_nanoseconds: 10_000 * id,
+                    residence_ns: 100 * id + round,
+                    ..HopRepr::default()
+                };
+                hop.emit(&mut stack[at..]).unwrap();
+            }
+            let packet =
+                PacketSpec::udp(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), port, 2000, 32)
+                    .build();
+            let headers = [0x2f, 17, 0x04, 0xff, 0, 0, 0xfe, 24];
+            let record = IfaRecord { headers: &headers, stack: &stack, packet: &packet };
+            let sequence = out.len() as u32 - 1;
+            let len = ifa_ipfix::emit_data_message(&mut buf, head(sequence), 257, &record).unwrap();
+            out.push(buf[..len].to_vec());
+        }
+    }
+    out
+}

@@ -1,7 +1,9 @@
 //! The sinks' and sources' reports, in the Telemetry Report format each
 //! speaks, belonging to no protocol: TR 0.5 (Host-INT's forms) for INT
-//! 0.5, TR 2.0 for INT 2.1 and IOAM.
+//! 0.5, TR 2.0 for INT 2.1 and IOAM; and IPFIX for IFA's terminator, as
+//! Broadcom's terminators export it (`ifa_ipfix`).
 
+pub mod ifa_ipfix;
 pub mod tr05;
 pub mod tr20;
 

@@ -47,6 +47,44 @@ pub struct ReceiverArgs {
     /// nodes' int.timestamps.
     #[arg(long, default_value = "posix", value_parser = parse_ioam_timestamps)]
     pub ioam_timestamps: int_core::ioam::TimestampFormat,
+    /// Address and UDP port to receive IFA terminators' IPFIX on (a
+    /// switch's own terminator, or int-node's): docs/ifa.md.
+    #[arg(long)]
+    pub listen_ipfix: Option<String>,
+    /// The IFA IPFIX template's element ids: the IFA headers', the
+    /// metadata stack's and the packet's, as the terminators are set up.
+    #[arg(long, default_value = "100,101,102", value_parser = parse_element_ids)]
+    pub ifa_ipfix_elements: ElementIds,
+    /// Their enterprise number (the E bit set), or `iana` (E clear).
+    #[arg(long, default_value = "0", value_parser = parse_enterprise)]
+    pub ifa_ipfix_enterprise: Enterprise,
+}
+
+/// `--ifa-ipfix-elements`: three element ids.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ElementIds(pub [u16; 3]);
+
+/// `--ifa-ipfix-enterprise`: a number, or none (IANA elements).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Enterprise(pub Option<u32>);
+
+fn parse_element_ids(text: &str) -> Result<ElementIds, String> {
+    let ids: Result<Vec<u16>, _> = text.split(',').map(|id| id.trim().parse::<u16>()).collect();
+    match ids.as_deref() {
+        Ok(&[h, s, p]) if h < 0x8000 && s < 0x8000 && p < 0x8000 => Ok(ElementIds([h, s, p])),
+        _ => Err(format!(
+            "{text:?}: three element ids below 32768, the headers', the stack's and the packet's"
+        )),
+    }
+}
+
+fn parse_enterprise(text: &str) -> Result<Enterprise, String> {
+    if text == "iana" {
+        return Ok(Enterprise(None));
+    }
+    text.parse::<u32>()
+        .map(|n| Enterprise(Some(n)))
+        .map_err(|_| format!("{text:?}: an enterprise number or iana"))
 }
 
 /// `--sink-id` none of its choices.
@@ -72,6 +110,18 @@ impl ReceiverArgs {
             other => return Err(SinkIdError(other.to_string())),
         };
         Ok(How { sink_id, int21_domain, ioam_timestamps: self.ioam_timestamps })
+    }
+
+    /// The IFA IPFIX elements `--ifa-ipfix-elements` and
+    /// `--ifa-ipfix-enterprise` name.
+    pub fn ifa_elements(&self) -> int_core::report::ifa_ipfix::Elements {
+        let ElementIds([headers, stack, packet]) = self.ifa_ipfix_elements;
+        int_core::report::ifa_ipfix::Elements {
+            headers,
+            stack,
+            packet,
+            enterprise: self.ifa_ipfix_enterprise.0,
+        }
     }
 
     /// The sockets, bound.

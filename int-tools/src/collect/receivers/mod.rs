@@ -4,11 +4,12 @@
 //! 0.5's (`hostint`), Telemetry Report 0.5 (`tr05`) and 2.0 (`tr20`); or,
 //! for an aggregator, a NATS JetStream stream (`nats`) of the receiving
 //! collectors' batches of datagrams or their JSON records (`records`).
-//! Another receiver (IPFIX in) is one more module here writing into the
-//! books; the books, exporters and views do not change.
+//! IFA terminators' IPFIX (`ipfix`, `--listen-ipfix`) is one more reader
+//! writing into the books; the books, exporters and views do not change.
 
 pub mod args;
 pub(super) mod hostint;
+pub mod ipfix;
 pub mod nats;
 pub mod records;
 pub(super) mod tr05;

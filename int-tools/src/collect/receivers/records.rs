@@ -23,8 +23,8 @@ use crate::collect::books::ledger::{Measure, Observed};
 use crate::collect::books::Books;
 use crate::collect::nats::SCHEMA;
 use crate::records::{
-    DropSummaryRecord, FlowRecord, Hop, JoinedRecord, PathChangeRecord, Record, RecordType, Tr05Record,
-    Tr20LossRecord, Tr20Record,
+    DropSummaryRecord, FlowRecord, Hop, IfaIpfixRecord, JoinedRecord, PathChangeRecord, Record, RecordType,
+    Tr05Record, Tr20LossRecord, Tr20Record,
 };
 
 /// The most hops a `tr20` record's stack holds: an INT 2.1 shim's length
@@ -137,8 +137,10 @@ struct Facts {
 enum Kind {
     /// Host-INT's and TR 0.5's reports, TR 2.0 loss: the measure only.
     Flow,
-    /// A TR 2.0 report: its stack's hops (source first) and its drop.
-    Stack { report_node: u32, hops: Vec<HopMetadata>, drop_reason: Option<u8> },
+    /// A TR 2.0 report: its stack's hops (source first), its reporting
+    /// sink and its drop; an IFA terminator's record: its stack's hops,
+    /// the terminator's among them (no sink beyond them).
+    Stack { report_node: Option<u32>, hops: Vec<HopMetadata>, drop_reason: Option<u8> },
     /// Postcards joined, in path order where `ordered`.
     Joined { hops: Vec<HopMetadata>, ordered: bool },
     /// A path change: worked out again from the stacks and joins.
@@ -165,6 +167,7 @@ fn check(schema: Option<&str>, payload: &[u8]) -> Result<(Facts, Record), Record
         RecordType::Tr20Loss => read::<Tr20LossRecord>(payload)?.into(),
         RecordType::PathChange => read::<PathChangeRecord>(payload)?.into(),
         RecordType::Joined => read::<JoinedRecord>(payload)?.into(),
+        RecordType::IfaIpfix => read::<IfaIpfixRecord>(payload)?.into(),
         RecordType::Malformed => return Err(refused()),
     };
     let facts = facts_of(&record)?;
@@ -282,6 +285,17 @@ fn facts_of(record: &Record) -> Result<Facts, RecordError> {
             let measure = latency(r.latency_ns, r.flow_seq, hops)?;
             facts(stack_of(r)?, r.flow, r.time_ns, (r.source_node, r.report_node), measure)
         }
+        Record::IfaIpfix(r) => {
+            let hops =
+                r.hops.map(u8::try_from).transpose().map_err(|_| RecordError::OutOfRange("hops".into()))?;
+            let measure = latency(r.latency_ns, None, hops)?;
+            let kind = Kind::Stack {
+                report_node: None,
+                hops: hops_of(r.hop_metadata.as_deref(), MAX_STACK_HOPS)?,
+                drop_reason: None,
+            };
+            facts(kind, r.flow, None, (r.source_node, r.report_node), measure)
+        }
         Record::Joined(r) => {
             // A group the publisher could not order, or found part of its
             // flow's path, gives its nodes' figures only here too.
@@ -311,7 +325,7 @@ fn stack_of(record: &Tr20Record) -> Result<Kind, RecordError> {
         None => None,
         Some(drop) => Some(drop.reason.ok_or(RecordError::Missing("drop.reason"))?),
     };
-    let report_node = record.report_node.unwrap_or(0);
+    let report_node = Some(record.report_node.unwrap_or(0));
     Ok(Kind::Stack {
         report_node,
         hops: hops_of(record.hop_metadata.as_deref(), MAX_STACK_HOPS)?,
@@ -337,11 +351,11 @@ fn book(record: &Facts, books: &mut Books) {
     match &record.kind {
         Kind::Stack { report_node, hops, drop_reason } => {
             if let Some(reason) = drop_reason {
-                books.observe_drop(*report_node, *reason);
+                books.observe_drop(report_node.unwrap_or(0), *reason);
             }
             let Some(flow) = record.flow.filter(|_| !hops.is_empty()) else { return };
             let at_ms = books.ledger.time_ms(record.at_ns);
-            let (sink, sink_ingress_ns) = (Some(*report_node), record.at_ns);
+            let (sink, sink_ingress_ns) = (*report_node, record.at_ns);
             books.observe_path(&Seen { flow, hops, sink, sink_ingress_ns, at_ms });
         }
         Kind::Joined { hops, ordered } => {

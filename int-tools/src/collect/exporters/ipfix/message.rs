@@ -4,7 +4,8 @@
 //! appends to a buffer; [`MessageBuilder`] keeps a message within a size
 //! and fills its header's length last.
 
-/// RFC 7011 section 3.1, the Message Header:
+/// The framing is int-core's (`int_core::wire::ipfix`), shared with the
+/// IFA terminator's records; RFC 7011 section 3.1, the Message Header:
 ///
 /// ```text
 ///  0                   1                   2                   3
@@ -19,49 +20,25 @@
 /// |                    Observation Domain ID                      |
 /// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 /// ```
-pub const MESSAGE_HEADER_LEN: usize = 16;
-/// RFC 7011 section 3.2, the Set Header: Set ID and Length, 16 bits each.
-pub const SET_HEADER_LEN: usize = 4;
-pub const VERSION: u16 = 0x000a;
-/// RFC 7011 section 3.3.2: Set ID 2 is a Template Set.
-pub const TEMPLATE_SET_ID: u16 = 2;
-/// RFC 7011 section 3.3.2: Set ID 3 is an Options Template Set.
-pub const OPTIONS_TEMPLATE_SET_ID: u16 = 3;
-/// A template field's length for a variable-length element (section 7).
-pub const VARIABLE_LENGTH: u16 = 65535;
+pub use int_core::wire::ipfix::{
+    Field, MESSAGE_HEADER_LEN, OPTIONS_TEMPLATE_SET_ID, SET_HEADER_LEN, TEMPLATE_SET_ID, VARIABLE_LENGTH,
+};
 /// RFC 6313 section 4.5.1, basicList's semantic "ordered": the list is
 /// the path in order, the source first.
 pub const SEMANTIC_ORDERED: u8 = 0x04;
 /// IANA's basicList element (RFC 6313).
 pub const BASIC_LIST: u16 = 291;
 
-/// An element of a template: an IANA one, or one under an enterprise
-/// number (RFC 7011 section 3.2: the high bit of the element id set, the
-/// enterprise number after the length).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Field {
-    pub id: u16,
-    pub length: u16,
-    pub enterprise: Option<u32>,
-}
-
-/// RFC 7011 section 3.2, a Field Specifier:
+/// RFC 7011 section 3.2, a Field Specifier (int-core's framing writes it):
 ///
 /// ```text
 /// |E|  Information Element ident. |        Field Length           |
 /// |                      Enterprise Number (where E is 1)         |
 /// ```
 pub fn emit_field(out: &mut Vec<u8>, field: &Field) {
-    match field.enterprise {
-        Some(number) => {
-            out.extend_from_slice(&(field.id | 0x8000).to_be_bytes());
-            out.extend_from_slice(&field.length.to_be_bytes());
-            out.extend_from_slice(&number.to_be_bytes());
-        }
-        None => {
-            out.extend_from_slice(&(field.id & 0x7fff).to_be_bytes());
-            out.extend_from_slice(&field.length.to_be_bytes());
-        }
+    let mut bytes = [0u8; 8];
+    if let Ok(len) = field.emit(&mut bytes) {
+        out.extend_from_slice(bytes.get(..len).unwrap_or_default());
     }
 }
 
@@ -105,12 +82,10 @@ pub fn options_template_len(fields: &[Field]) -> usize {
 /// RFC 7011 section 7: a variable-length value's length, one octet below
 /// 255, else 255 and two octets.
 pub fn emit_variable_length(out: &mut Vec<u8>, length: usize) {
-    match u8::try_from(length) {
-        Ok(short) if short < 255 => out.push(short),
-        _ => {
-            out.push(255);
-            out.extend_from_slice(&(length.min(usize::from(u16::MAX)) as u16).to_be_bytes());
-        }
+    let mut bytes = [0u8; 3];
+    let length = length.min(usize::from(u16::MAX));
+    if let Ok(len) = int_core::wire::ipfix::emit_variable_length(&mut bytes, length) {
+        out.extend_from_slice(bytes.get(..len).unwrap_or_default());
     }
 }
 
@@ -214,16 +189,15 @@ impl MessageBuilder {
     /// The message with its header written.
     pub fn finish(&mut self, header: Header) -> &[u8] {
         self.close_set();
-        let len = self.buffer.len() as u16;
-        let mut head = Vec::with_capacity(MESSAGE_HEADER_LEN);
-        head.extend_from_slice(&VERSION.to_be_bytes());
-        head.extend_from_slice(&len.to_be_bytes());
-        head.extend_from_slice(&header.export_time.to_be_bytes());
-        head.extend_from_slice(&header.sequence.to_be_bytes());
-        head.extend_from_slice(&header.domain.to_be_bytes());
-        if let Some(start) = self.buffer.get_mut(..MESSAGE_HEADER_LEN) {
-            start.copy_from_slice(&head);
-        }
+        let length = self.buffer.len() as u16;
+        let head = int_core::wire::ipfix::MessageHeader {
+            length,
+            export_time: header.export_time,
+            sequence: header.sequence,
+            domain: header.domain,
+        };
+        // The buffer holds the header's 16 bytes from `start`.
+        let _ = head.emit(&mut self.buffer);
         &self.buffer
     }
 }
@@ -232,14 +206,12 @@ impl MessageBuilder {
 mod tests {
     use super::*;
 
-    /// RFC 7011 section 3.1's figure: version 10, the length, export time,
-    /// sequence number, observation domain; then section 3.3.2's set
-    /// header (Set ID 2, length) and section 3.4.1's template record
-    /// (Template ID 256, Field Count 2) with an IANA field specifier
-    /// (sourceIPv4Address, 8, length 4) and an enterprise one (E bit,
-    /// id 1, length 8, enterprise number 32473).
+    /// The builder's template message is what int-core's framing writes
+    /// (its own test holds RFC 7011's figures byte by byte): the header
+    /// with the message's length, a Template Set, the template record.
     #[test]
-    fn a_template_message_is_laid_out_as_rfc_7011_draws_it() {
+    fn a_template_message_is_int_cores_framing() {
+        use int_core::wire::ipfix as wire;
         let fields = [
             Field { id: 8, length: 4, enterprise: None },
             Field { id: 1, length: 8, enterprise: Some(32473) },
@@ -248,19 +220,14 @@ mod tests {
         builder.start();
         assert!(builder.is_empty());
         emit_template(builder.record(TEMPLATE_SET_ID), 256, &fields);
-        let message = builder.finish(Header { export_time: 0x6000_0001, sequence: 7, domain: 0x0102_0304 });
-        #[rustfmt::skip]
-        let expected: &[u8] = &[
-            0x00, 0x0a, 0x00, 0x24,             // version 10, length 36
-            0x60, 0x00, 0x00, 0x01,             // export time
-            0x00, 0x00, 0x00, 0x07,             // sequence number
-            0x01, 0x02, 0x03, 0x04,             // observation domain id
-            0x00, 0x02, 0x00, 0x14,             // set id 2 (templates), length 20
-            0x01, 0x00, 0x00, 0x02,             // template 256, 2 fields
-            0x00, 0x08, 0x00, 0x04,             // sourceIPv4Address, 4 bytes
-            0x80, 0x01, 0x00, 0x08,             // E=1, element 1, 8 bytes
-            0x00, 0x00, 0x7e, 0xd9,             // enterprise 32473
-        ];
+        let header = Header { export_time: 0x6000_0001, sequence: 7, domain: 0x0102_0304 };
+        let message = builder.finish(header).to_vec();
+        let mut expected = [0u8; 36];
+        let head =
+            wire::MessageHeader { length: 36, export_time: 0x6000_0001, sequence: 7, domain: 0x0102_0304 };
+        head.emit(&mut expected).unwrap();
+        wire::emit_set_header(&mut expected[16..], TEMPLATE_SET_ID, 20).unwrap();
+        assert_eq!(wire::emit_template(&mut expected[20..], 256, &fields), Ok(16));
         assert_eq!(message, expected);
         assert_eq!(template_len(&fields), 16);
     }
