@@ -15,7 +15,8 @@ takes from several senders on this machine.
 
 With --reports tr20-3hop the load is Telemetry Report 2.0 instead: an INT
 2.1 sink's report on every packet of three-hop stacks (int-tools gen's INT
-2.1 packets through two int-node transits), each with its whole stack; and
+2.1 packets through two int-node transits), each with its whole stack
+(tr20-1hop: gen's packets straight to the sink, one-hop stacks); and
 each socket count runs twice, with the collector's per-hop ledger (nodes
 and links: the default) and without it (--max-nodes 0 --max-links 0:
 every hop read and counted, none kept; paths are kept per flow either
@@ -96,15 +97,19 @@ def catch_sink_reports(work, pipeline):
     return path, len(payloads)
 
 
-def record_reports21(work, count):
-    """An INT 2.1 sink's reports on every packet of three-hop stacks, as
-    hex payloads, one per line."""
+def record_reports21(work, count, transits=("10.0.0.5", "10.0.0.6")):
+    """An INT 2.1 sink's reports on every packet of stacks of the source's
+    hop and one per transit (`transits`' node ids: two make three-hop
+    stacks, none one-hop), as hex payloads, one per line."""
     # Source timestamps of now: the sink (host clock) measures a latency
     # that moves with every packet, and reports each.
     subprocess.run([TOOLS, "gen", "--out", "g.pcap", "--packets", str(count), "--flows", "64", "--proto", "udp",
                     "--sizes", "128", "--instrument", "int21-md", "--start-ns", str(time.time_ns()), "--seed", "9"],
                    cwd=work, check=True, capture_output=True)
-    for node_id, src, dst in (("10.0.0.5", "g.pcap", "t1.pcap"), ("10.0.0.6", "t1.pcap", "link.pcap")):
+    pcaps = ["g.pcap"] + [f"t{i + 1}.pcap" for i in range(len(transits) - 1)] + ["link.pcap"]
+    if not transits:
+        os.replace(os.path.join(work, "g.pcap"), os.path.join(work, "link.pcap"))
+    for node_id, src, dst in zip(transits, pcaps, pcaps[1:]):
         config = {"node_id": node_id, "eal": EAL,
                   "ports": [{"name": "p", "device": f"net_pcap0,rx_pcap={src},tx_pcap={dst}", "mtu": 9000}],
                   "pipelines": [{"name": "t", "role": "transit", "lcore": 1, "rx": {"port": "p"}, "tx": {"port": "p"},
@@ -250,18 +255,27 @@ def server_ceiling(url, seconds, size=64 << 10, window=256):
 
 
 def main():
+    global NODE
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sockets", default="1,2")
     parser.add_argument("--senders", type=int, default=2)
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--reports", choices=["hostint", "tr20-3hop"], default="hostint")
+    parser.add_argument("--reports", choices=["hostint", "tr20-1hop", "tr20-3hop"], default="hostint")
+    parser.add_argument("--node", default=NODE,
+                        help="the int-node that records the sink's reports (any build: only its reports are used)")
+    parser.add_argument("--no-build", action="store_true", help="use the binaries in target/release as they are")
     parser.add_argument("--http", action="store_true",
                         help="each run also with the web view on (--http), interleaved: the view's cost")
     parser.add_argument("--nats", action="store_true",
                         help="each run also with --nats (batch format, and --nats-format json) to a nats-server -js "
                              "started here, interleaved; then an aggregator (--from-nats) reads each stream: its "
                              "reports per second; and what the server takes of the batch's message size")
+    parser.add_argument("--case", action="append", default=[], metavar="NAME=ARGS",
+                        help="one more view: collect with ARGS (space-separated), interleaved with the rest; e.g. "
+                             "'gro-off=--gro off' (repeatable)")
+    parser.add_argument("--no-nats-json", action="store_true",
+                        help="with --nats, the batch format only (the JSON stream's aggregator takes minutes)")
     parser.add_argument("--ipfix", action="store_true",
                         help="each run also with --ipfix (UDP, a 1 s interval) to a socket here, interleaved: the "
                              "exporter's cost, as its rate over the rate without it")
@@ -269,22 +283,32 @@ def main():
                         help="another int-tools build: each case runs with it too, as VIEW@B, interleaved (A/B of a "
                              "change; the senders and the recorded reports are this tree's)")
     args = parser.parse_args()
-    subprocess.run(["cargo", "build", "--release", "--locked", "-p", "int-node", "-p", "int-tools", "-p", "int-lab"],
-                   cwd=ROOT, check=True)
+    if not args.no_build:
+        subprocess.run(["cargo", "build", "--release", "--locked", "-p", "int-node", "-p", "int-tools", "-p", "int-lab"],
+                       cwd=ROOT, check=True)
+    NODE = os.path.abspath(args.node)
     work = tempfile.mkdtemp(prefix="int-collector-bench-")
-    record = record_reports21 if args.reports == "tr20-3hop" else record_reports
-    payloads, recorded = record(work, 20000)
+    if args.reports == "tr20-3hop":
+        payloads, recorded = record_reports21(work, 20000)
+    elif args.reports == "tr20-1hop":
+        payloads, recorded = record_reports21(work, 20000, transits=())
+    else:
+        payloads, recorded = record_reports(work, 20000)
     print(f"recorded {recorded} report datagrams of a sink", file=sys.stderr)
     # The per-hop view on (the default), and off where the reports carry hops.
     views = [("hops", ())] + ([("no-hops", ("--max-nodes", "0", "--max-links", "0"))]
-                              if args.reports == "tr20-3hop" else [])
+                              if args.reports.startswith("tr20") else [])
     if args.http:
         views.append(("http", ("--http", "127.0.0.1:0")))
     nats = start_nats(work) if args.nats else None
     if nats:
         views.append(("nats", ("--nats", nats[1])))
-        views.append(("nats-json", ("--nats", nats[1], "--nats-format", "json", "--nats-stream", "JSON",
-                                    "--nats-prefix", "json")))
+        if not args.no_nats_json:
+            views.append(("nats-json", ("--nats", nats[1], "--nats-format", "json", "--nats-stream", "JSON",
+                                        "--nats-prefix", "json")))
+    for case in args.case:
+        name, _, extra = case.partition("=")
+        views.append((name, tuple(extra.split())))
     ipfix = start_ipfix_sink() if args.ipfix else None
     if ipfix:
         views.append(("ipfix", ("--ipfix", ipfix[0], "--ipfix-interval", "1")))
@@ -299,8 +323,10 @@ def main():
                 results.append(result)
     aggregated = None
     if nats:
-        aggregated = [aggregate(nats[1], "INT", "int"), aggregate(nats[1], "JSON", "json"),
-                      {"server_ceiling": server_ceiling(nats[1], args.seconds)}]
+        aggregated = [aggregate(nats[1], "INT", "int")]
+        if not args.no_nats_json:
+            aggregated.append(aggregate(nats[1], "JSON", "json"))
+        aggregated.append({"server_ceiling": server_ceiling(nats[1], args.seconds)})
         nats[0].kill()
         print(f"aggregators, server: {aggregated}", file=sys.stderr)
     os.makedirs(RESULTS, exist_ok=True)

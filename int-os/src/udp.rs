@@ -238,21 +238,33 @@ fn read_socket_address(storage: &libc::sockaddr_storage) -> Option<SocketAddr> {
     }
 }
 
-/// Receives up to [`BATCH`] messages per system call into buffers of its
-/// own. Where the kernel offers UDP GRO, a message may hold a train of
-/// same-size datagrams from one sender (coalesced by the kernel, or a
-/// sender's GSO send kept whole on loopback): one copy and one socket
-/// buffer for the train instead of one per datagram. [`Self::datagrams`]
-/// cuts the trains back into datagrams.
+/// Receives up to `batch` messages per system call ([`BATCH`] unless
+/// asked) into buffers of its own. Where the kernel offers UDP GRO (and it
+/// is not turned off), a message may hold a train of same-size datagrams
+/// from one sender (coalesced by the kernel, or a sender's GSO send kept
+/// whole on loopback): one copy and one socket buffer for the train
+/// instead of one per datagram. [`Self::datagrams`] cuts the trains back
+/// into datagrams.
 pub struct BatchReceiver {
     socket: UdpSocket,
     gro: bool,
     /// Room per message: [`RECEIVE_BUFFER`], or with GRO a whole train.
     room: usize,
     buffers: Vec<u8>,
-    messages: [Message; BATCH],
+    messages: Vec<Message>,
     received: usize,
+    /// The system call's arguments, kept from call to call (the kernel
+    /// rewrites their lengths; their pointers are set again each call).
+    headers: Vec<libc::mmsghdr>,
+    iovecs: Vec<libc::iovec>,
+    addresses: Vec<libc::sockaddr_storage>,
+    controls: Vec<SegmentCmsg>,
 }
+
+// SAFETY: the raw pointers in `headers` and `iovecs` point only into the
+// receiver's own heap buffers (which move with it) and are written again
+// before each recvmmsg(2); nothing else holds them.
+unsafe impl Send for BatchReceiver {}
 
 /// Room per datagram: a jumbo frame's payload. A longer datagram arrives
 /// cut, and says so.
@@ -304,17 +316,32 @@ pub struct Datagram<'a> {
 }
 
 impl BatchReceiver {
-    /// A receiver on `socket`, with UDP GRO where the kernel offers it.
+    /// A receiver on `socket`, with UDP GRO where the kernel offers it,
+    /// [`BATCH`] messages a call.
     pub fn new(socket: UdpSocket) -> Self {
-        let gro = set_int_option(&socket, libc::SOL_UDP, libc::UDP_GRO, 1).is_ok();
+        Self::with(socket, BATCH, true)
+    }
+
+    /// A receiver taking up to `batch` messages a call (at least 1), with
+    /// UDP GRO if `gro` and the kernel offers it.
+    pub fn with(socket: UdpSocket, batch: usize, gro: bool) -> Self {
+        let batch = batch.max(1);
+        let gro = gro && set_int_option(&socket, libc::SOL_UDP, libc::UDP_GRO, 1).is_ok();
         let room = if gro { GRO_ROOM } else { RECEIVE_BUFFER };
+        let iovec = libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 };
         BatchReceiver {
             socket,
             gro,
             room,
-            buffers: vec![0; room * BATCH],
-            messages: [Message::default(); BATCH],
+            buffers: vec![0; room * batch],
+            messages: vec![Message::default(); batch],
             received: 0,
+            // SAFETY: all-zero is valid for these plain C structs.
+            headers: vec![unsafe { std::mem::zeroed() }; batch],
+            iovecs: vec![iovec; batch],
+            // SAFETY: as above.
+            addresses: vec![unsafe { std::mem::zeroed() }; batch],
+            controls: vec![SegmentCmsg([0; 32]); batch],
         }
     }
 
@@ -328,17 +355,11 @@ impl BatchReceiver {
     }
 
     /// Waits for datagrams (as long as the socket's read timeout) and
-    /// takes what has arrived, up to [`BATCH`] messages; returns how many
-    /// datagrams they hold.
+    /// takes what has arrived, up to its batch of messages; returns how
+    /// many datagrams they hold.
     pub fn receive(&mut self) -> io::Result<usize> {
-        // SAFETY: all-zero is valid for these plain C structs.
-        let mut headers: [libc::mmsghdr; BATCH] = unsafe { std::mem::zeroed() };
-        // SAFETY: as above.
-        let mut addresses: [libc::sockaddr_storage; BATCH] = unsafe { std::mem::zeroed() };
-        let mut iovecs = [libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 }; BATCH];
-        let mut controls = [SegmentCmsg([0; 32]); BATCH];
-        let slots =
-            headers.iter_mut().zip(iovecs.iter_mut()).zip(addresses.iter_mut()).zip(controls.iter_mut());
+        let slots = self.headers.iter_mut().zip(self.iovecs.iter_mut());
+        let slots = slots.zip(self.addresses.iter_mut()).zip(self.controls.iter_mut());
         for ((((header, iovec), address), control), buffer) in slots.zip(self.buffers.chunks_mut(self.room)) {
             iovec.iov_base = buffer.as_mut_ptr().cast();
             iovec.iov_len = buffer.len();
@@ -348,16 +369,19 @@ impl BatchReceiver {
             header.msg_hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
             header.msg_hdr.msg_control = control.0.as_mut_ptr().cast();
             header.msg_hdr.msg_controllen = control.0.len();
+            header.msg_hdr.msg_flags = 0;
+            header.msg_len = 0;
         }
         // SAFETY: each header points at its own iovec, buffer, address
-        // storage and control buffer, all alive for the call; BATCH headers
-        // are passed. The first message is waited for (the socket's
-        // timeout), the rest are taken only if already there.
+        // storage and control buffer, all the receiver's and alive for the
+        // call; `headers.len()` headers are passed. The first message is
+        // waited for (the socket's timeout), the rest are taken only if
+        // already there.
         let ret = unsafe {
             libc::recvmmsg(
                 self.socket.as_raw_fd(),
-                headers.as_mut_ptr(),
-                BATCH as libc::c_uint,
+                self.headers.as_mut_ptr(),
+                self.headers.len() as libc::c_uint,
                 libc::MSG_WAITFORONE,
                 std::ptr::null_mut(),
             )
@@ -368,7 +392,7 @@ impl BatchReceiver {
         }
         self.received = ret as usize;
         for ((message, header), address) in
-            self.messages.iter_mut().zip(&headers).zip(&addresses).take(self.received)
+            self.messages.iter_mut().zip(&self.headers).zip(&self.addresses).take(self.received)
         {
             *message = Message {
                 length: (header.msg_len as usize).min(self.room),
@@ -378,6 +402,12 @@ impl BatchReceiver {
             };
         }
         Ok(self.datagrams().count())
+    }
+
+    /// Whether the last [`BatchReceiver::receive`] took a whole batch of
+    /// messages: short of one, the socket held no more.
+    pub fn filled(&self) -> bool {
+        self.received == self.headers.len()
     }
 
     /// The datagrams the last [`BatchReceiver::receive`] took.

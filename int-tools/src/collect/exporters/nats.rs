@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream::{self, context::PublishErrorKind};
@@ -43,6 +43,13 @@ const RETRY: Duration = Duration::from_millis(200);
 const PATIENCE: Duration = Duration::from_secs(5);
 /// Subjects with a message open at most; beyond, all are sent.
 const MAX_OPEN: usize = 4096;
+/// A chunk's or a message's buffer: a whole message, and room for the
+/// entry that fills it past [`MESSAGE`] (a datagram is at most 64 KiB).
+const ROOM: usize = MESSAGE + batch::HEADER + 65_536;
+/// Buffers the pool keeps at most (the rest are freed): the window's
+/// worth would be 32 MiB; this is enough to cover what is in flight at
+/// the collector's rate, not an outage's.
+const POOLED: usize = 64;
 
 /// What the publisher did, shared with the summary: datagrams in the
 /// batch format (each a batch entry), records in the JSON one.
@@ -82,6 +89,43 @@ impl Counts {
     }
 }
 
+/// Buffers of [`ROOM`] bytes, taken by the receivers for their chunks and
+/// by the publisher for its messages, given back once their bytes went
+/// out (a chunk split, a message acknowledged): no fresh 128 KiB buffer
+/// (and its page faults) per hand-over. Locked once per chunk or message
+/// (some hundreds of datagrams), never per datagram.
+#[derive(Default)]
+pub struct Pool(Mutex<Vec<Vec<u8>>>);
+
+impl Pool {
+    /// An empty buffer of [`ROOM`] bytes: a pooled one, else new.
+    fn take(&self) -> Vec<u8> {
+        let pooled = self.0.lock().ok().and_then(|mut buffers| buffers.pop());
+        pooled.unwrap_or_else(|| Vec::with_capacity(ROOM))
+    }
+
+    /// A buffer back, emptied; beyond [`POOLED`] it is freed.
+    fn give(&self, mut buffer: Vec<u8>) {
+        if buffer.capacity() < ROOM {
+            return;
+        }
+        buffer.clear();
+        if let Ok(mut buffers) = self.0.lock() {
+            if buffers.len() < POOLED {
+                buffers.push(buffer);
+            }
+        }
+    }
+
+    /// A sent message's payload back, if nothing else holds it (the
+    /// client dropped its copy once written).
+    fn give_payload(&self, payload: bytes::Bytes) {
+        if let Ok(buffer) = payload.try_into_mut() {
+            self.give(buffer.into());
+        }
+    }
+}
+
 /// What a receiver hands the publisher.
 enum Item {
     /// Batch entries, and how many.
@@ -98,6 +142,7 @@ pub struct Feed {
     since: Instant,
     queue: mpsc::Sender<Item>,
     counts: Arc<Counts>,
+    pool: Arc<Pool>,
 }
 
 impl Datagrams for Feed {
@@ -134,10 +179,13 @@ impl Datagrams for Feed {
         if self.entries == 0 {
             return;
         }
-        let chunk = std::mem::replace(&mut self.chunk, Vec::with_capacity(MESSAGE + batch::HEADER + 65_536));
+        let chunk = std::mem::replace(&mut self.chunk, self.pool.take());
         let entries = std::mem::take(&mut self.entries);
-        if self.queue.try_send(Item::Chunk(chunk, entries)).is_err() {
+        if let Err(refused) = self.queue.try_send(Item::Chunk(chunk, entries)) {
             self.counts.dropped.fetch_add(entries, Ordering::Relaxed);
+            if let Item::Chunk(chunk, _) = refused.into_inner() {
+                self.pool.give(chunk);
+            }
         }
     }
 }
@@ -147,16 +195,18 @@ impl Datagrams for Feed {
 pub struct Feeder {
     queue: mpsc::Sender<Item>,
     counts: Arc<Counts>,
+    pool: Arc<Pool>,
 }
 
 impl Feeder {
     pub fn feed(&self) -> Feed {
         Feed {
-            chunk: Vec::with_capacity(MESSAGE + batch::HEADER + 65_536),
+            chunk: self.pool.take(),
             entries: 0,
             since: Instant::now(),
             queue: self.queue.clone(),
             counts: Arc::clone(&self.counts),
+            pool: Arc::clone(&self.pool),
         }
     }
 }
@@ -259,14 +309,18 @@ pub fn start(settings: Settings) -> Result<(Running, Option<Feeder>), StreamErro
         Format::Batch => settings.buffer / 256,
     };
     let (queue, items) = mpsc::channel(room.max(1));
+    let pool = Arc::new(Pool::default());
     let (output, feeder): (Arc<dyn Exporter>, _) = match format {
         Format::Json => {
             let records = Records { queue, counts: Arc::clone(&counts), prefix: settings.prefix.clone() };
             (Arc::new(records), None)
         }
-        Format::Batch => (Arc::new(Batches), Some(Feeder { queue, counts: Arc::clone(&counts) })),
+        Format::Batch => {
+            let feeder = Feeder { queue, counts: Arc::clone(&counts), pool: Arc::clone(&pool) };
+            (Arc::new(Batches), Some(feeder))
+        }
     };
-    let publisher = Publisher::new(js, client, settings, Arc::clone(&counts));
+    let publisher = Publisher::new(js, client, settings, Arc::clone(&counts), pool);
     let thread = std::thread::spawn(move || runtime.block_on(publisher.run(items)));
     Ok((Running { exporter: output, counted: counts, thread }, feeder))
 }
@@ -303,6 +357,7 @@ struct Publisher {
     client: async_nats::Client,
     settings: Settings,
     counts: Arc<Counts>,
+    pool: Arc<Pool>,
     open: HashMap<(Kind, u32), Open>,
     /// Messages awaiting their acknowledgement, by id.
     in_flight: HashMap<u64, Message>,
@@ -320,6 +375,7 @@ impl Publisher {
         client: async_nats::Client,
         settings: Settings,
         counts: Arc<Counts>,
+        pool: Arc<Pool>,
     ) -> Publisher {
         let run = format!("{:x}-{:x}", std::process::id(), crate::schema::now_ns());
         Publisher {
@@ -327,6 +383,7 @@ impl Publisher {
             client,
             settings,
             counts,
+            pool,
             open: HashMap::new(),
             in_flight: HashMap::new(),
             acks: FuturesUnordered::new(),
@@ -389,31 +446,50 @@ impl Publisher {
                 let message = Message { subject, payload: json.into(), items: 1, json: true };
                 self.send(message, Duration::ZERO);
             }
-            Item::Chunk(chunk, _) => {
-                for entry in batch::entries(&chunk).flatten() {
-                    self.add(&entry);
-                }
-            }
+            Item::Chunk(chunk, entries) => self.split(chunk, entries),
         }
     }
 
-    /// An entry into its subject's message; a full message is sent.
-    fn add(&mut self, entry: &Entry<'_>) {
-        if self.open.len() >= MAX_OPEN && !self.open.contains_key(&(entry.kind, entry.node)) {
+    /// A receiver's chunk into its subjects' messages. A chunk of one
+    /// subject (one reporting node: the common case), half a message or
+    /// more, is a message as it is, after what its subject had open: no
+    /// copy at all. Any other is copied entry by entry, as written.
+    fn split(&mut self, chunk: Vec<u8>, entries: u64) {
+        if let Some(subject) = one_subject(&chunk).filter(|_| chunk.len() >= MESSAGE / 2) {
+            if let Some(open) = self.open.remove(&subject) {
+                self.send_full(subject, open);
+            }
+            self.send_full(subject, Open { payload: chunk, items: entries });
+            return;
+        }
+        for (subject, span) in batch::spans(&chunk) {
+            self.add(subject, span);
+        }
+        self.pool.give(chunk);
+    }
+
+    /// An entry's bytes into its subject's message; a full message is
+    /// sent.
+    fn add(&mut self, subject: (Kind, u32), span: &[u8]) {
+        if self.open.len() >= MAX_OPEN && !self.open.contains_key(&subject) {
             self.send_open();
         }
-        let open = self
-            .open
-            .entry((entry.kind, entry.node))
-            .or_insert_with(|| Open { payload: Vec::with_capacity(MESSAGE + batch::HEADER), items: 0 });
-        entry.write(&mut open.payload);
+        let pool = &self.pool;
+        let open = self.open.entry(subject).or_insert_with(|| Open { payload: pool.take(), items: 0 });
+        open.payload.extend_from_slice(span);
         open.items += 1;
         if open.payload.len() >= MESSAGE {
-            let full = std::mem::replace(&mut open.payload, Vec::with_capacity(MESSAGE + batch::HEADER));
-            let items = std::mem::take(&mut open.items);
-            let subject = self.subject(entry.kind, entry.node);
-            self.send(Message { subject, payload: full.into(), items, json: false }, Duration::ZERO);
+            let full = Open { payload: self.pool.take(), items: 0 };
+            let full = std::mem::replace(open, full);
+            self.send_full(subject, full);
         }
+    }
+
+    /// A subject's message, sent as it is.
+    fn send_full(&mut self, (kind, node): (Kind, u32), open: Open) {
+        let subject = self.subject(kind, node);
+        let message = Message { subject, payload: open.payload.into(), items: open.items, json: false };
+        self.send(message, Duration::ZERO);
     }
 
     fn subject(&self, kind: Kind, node: u32) -> String {
@@ -422,12 +498,11 @@ impl Publisher {
 
     /// Every subject's open message, sent.
     fn send_open(&mut self) {
-        for ((kind, node), open) in std::mem::take(&mut self.open) {
+        for (subject, open) in std::mem::take(&mut self.open) {
             if open.items > 0 {
-                let subject = self.subject(kind, node);
-                let message =
-                    Message { subject, payload: open.payload.into(), items: open.items, json: false };
-                self.send(message, Duration::ZERO);
+                self.send_full(subject, open);
+            } else {
+                self.pool.give(open.payload);
             }
         }
     }
@@ -465,14 +540,17 @@ impl Publisher {
     /// An acknowledgement: its message is in the stream; or not, and it
     /// is sent again (after a pause where the stream said why).
     fn acknowledged(&mut self, id: u64, result: Result<(), Refusal>) {
-        let Some(message) = self.in_flight.get(&id).cloned() else { return };
         match result {
             Ok(()) => {
+                let Some(message) = self.in_flight.remove(&id) else { return };
                 self.counts.acked.fetch_add(message.items, Ordering::Relaxed);
                 self.counts.messages.fetch_add(1, Ordering::Relaxed);
-                self.in_flight.remove(&id);
+                if !message.json {
+                    self.pool.give_payload(message.payload);
+                }
             }
             Err(refusal) => {
+                let Some(message) = self.in_flight.get(&id).cloned() else { return };
                 self.counts.resent.fetch_add(1, Ordering::Relaxed);
                 let delay = match refusal {
                     Refusal::Silent => Duration::ZERO,
@@ -499,6 +577,13 @@ impl Publisher {
     }
 }
 
+/// The subject of every entry of `chunk`, if they share one.
+fn one_subject(chunk: &[u8]) -> Option<(Kind, u32)> {
+    let mut subjects = batch::spans(chunk).map(|(subject, _)| subject);
+    let first = subjects.next()?;
+    subjects.all(|subject| subject == first).then_some(first)
+}
+
 /// A publish's failure: silence (a timeout) or what the server said.
 fn refusal(kind: PublishErrorKind, error: &dyn std::fmt::Display) -> Refusal {
     match kind {
@@ -510,7 +595,49 @@ fn refusal(kind: PublishErrorKind, error: &dyn std::fmt::Display) -> Refusal {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::collect::books::sender::Accounting;
     use crate::collect::counts::{counts_json, counts_text};
+
+    /// A feed's chunks come back through the pool: once the publisher
+    /// gives a chunk back, a later hand-over's buffer is that one, not a
+    /// fresh one; a sent message's payload comes back the same way.
+    #[test]
+    fn chunks_and_payloads_given_back_are_taken_again() {
+        let (queue, mut items) = mpsc::channel(8);
+        let pool = Arc::new(Pool::default());
+        let feeder = Feeder { queue, counts: Arc::new(Counts::new(Format::Batch)), pool: Arc::clone(&pool) };
+        let mut feed = feeder.feed();
+        let payload = [7u8; 100];
+        let came =
+            Came { payload: &payload, from: "192.0.2.1:9".parse().unwrap(), truncated: false, at_ns: 1 };
+        let taken = Taken { reports: 1, accounting: Accounting::default(), kind: Kind::Latency, node: 2 };
+        let mut handed = || {
+            feed.push(&came, &taken);
+            feed.hand_over();
+            match items.try_recv() {
+                Ok(Item::Chunk(chunk, 1)) => chunk,
+                _ => panic!("a chunk of one entry"),
+            }
+        };
+        let first = handed();
+        assert_eq!(first.len(), batch::HEADER + payload.len());
+        let address = first.as_ptr();
+        pool.give(first);
+        // The feed's chunk in hand was new; the one after it is the first.
+        let second = handed();
+        assert_ne!(second.as_ptr(), address);
+        let third = handed();
+        assert_eq!((third.as_ptr(), third.len()), (address, batch::HEADER + payload.len()));
+        let message = bytes::Bytes::from(third);
+        let held = message.clone();
+        pool.give_payload(message);
+        let fresh = pool.take();
+        assert_ne!(fresh.as_ptr(), address, "a payload still held elsewhere is not taken back");
+        pool.give_payload(held);
+        let again = pool.take();
+        assert_eq!((again.as_ptr(), again.len()), (address, 0));
+        assert!(again.capacity() >= ROOM);
+    }
 
     /// The publisher's counts as the summary, the text summary and the
     /// Prometheus page show them.

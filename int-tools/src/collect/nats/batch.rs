@@ -53,26 +53,28 @@ pub struct Entry<'a> {
 
 impl Entry<'_> {
     /// Appends the entry to `out`; a datagram longer than 65535 bytes
-    /// (none: a UDP payload is shorter) keeps its first 65535.
+    /// (none: a UDP payload is shorter) keeps its first 65535. The header
+    /// is laid out in place, then appended with the datagram: two copies,
+    /// two capacity checks (this runs per datagram on a receiving thread).
     pub fn write(&self, out: &mut Vec<u8>) {
         let datagram = self.datagram.get(..usize::from(u16::MAX)).unwrap_or(self.datagram);
-        out.extend_from_slice(&self.at_ns.to_be_bytes());
-        out.extend_from_slice(&self.accounting.missing.to_be_bytes());
-        out.extend_from_slice(&self.node.to_be_bytes());
-        out.extend_from_slice(&self.from.port().to_be_bytes());
         let (family, address) = match self.from.ip() {
             IpAddr::V4(v4) => {
-                let mut wide = [0u8; 16];
-                wide[..4].copy_from_slice(&v4.octets());
-                (4u8, wide)
+                let [a, b, c, d] = v4.octets();
+                (4u8, [a, b, c, d, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0])
             }
             IpAddr::V6(v6) => (6u8, v6.octets()),
         };
-        out.push(family);
-        out.push(self.flags());
-        out.extend_from_slice(&address);
-        out.extend_from_slice(&[self.kind as u8, 0]);
-        out.extend_from_slice(&(datagram.len() as u16).to_be_bytes());
+        let mut header = [0u8; HEADER];
+        put(&mut header, 0, &self.at_ns.to_be_bytes());
+        put(&mut header, 8, &self.accounting.missing.to_be_bytes());
+        put(&mut header, NODE_AT, &self.node.to_be_bytes());
+        put(&mut header, 16, &self.from.port().to_be_bytes());
+        put(&mut header, 18, &[family, self.flags()]);
+        put(&mut header, 20, &address);
+        put(&mut header, KIND_AT, &[self.kind as u8, 0]);
+        put(&mut header, LENGTH_AT, &(datagram.len() as u16).to_be_bytes());
+        out.extend_from_slice(&header);
         out.extend_from_slice(datagram);
     }
 
@@ -81,6 +83,37 @@ impl Entry<'_> {
         flag(self.truncated, TRUNCATED)
             | flag(self.accounting.resync, RESYNC)
             | flag(self.accounting.late, LATE)
+    }
+}
+
+/// Where an entry says its subject and its length.
+const NODE_AT: usize = 12;
+const KIND_AT: usize = 36;
+const LENGTH_AT: usize = 38;
+
+/// The entries of a chunk this process wrote, each as its subject (kind
+/// and node) and its bytes, not read further: the publisher splits its
+/// receivers' chunks by subject with one copy of the bytes and no second
+/// encoding. Stops at an entry cut short or of no kind (none: a chunk
+/// holds whole entries, as [`Entry::write`] wrote them).
+pub fn spans(chunk: &[u8]) -> impl Iterator<Item = ((Kind, u32), &[u8])> {
+    let mut rest = chunk;
+    std::iter::from_fn(move || {
+        let node = rest.get(NODE_AT..NODE_AT + 4)?;
+        let node = u32::from_be_bytes(node.try_into().ok()?);
+        let kind = Kind::of(*rest.get(KIND_AT)?)?;
+        let length = rest.get(LENGTH_AT..HEADER)?;
+        let length = usize::from(u16::from_be_bytes(length.try_into().ok()?));
+        let (span, after) = rest.split_at_checked(HEADER + length)?;
+        rest = after;
+        Some(((kind, node), span))
+    })
+}
+
+/// `bytes` into `header` at `at` (every caller's field fits).
+fn put(header: &mut [u8; HEADER], at: usize, bytes: &[u8]) {
+    if let Some(field) = header.get_mut(at..at + bytes.len()) {
+        field.copy_from_slice(bytes);
     }
 }
 
@@ -246,6 +279,29 @@ mod tests {
             let at_end = cut == 0 || cut == first_end;
             assert_eq!(read.last().is_some_and(|r| r.is_err()), !at_end, "cut {cut}");
         }
+    }
+
+    /// A chunk's spans are its entries' bytes, each with the subject its
+    /// entry reads as; a cut chunk yields its whole entries only.
+    #[test]
+    fn spans_are_the_entries_bytes_and_subjects() {
+        let mut out = Vec::new();
+        let mut written =
+            [entry("192.0.2.7:4321", b"abc"), entry("[2001:db8::1]:9", b""), entry("10.1.1.1:1", &[7; 300])];
+        written[1].kind = Kind::Latency;
+        written[2].node = 9;
+        let mut ends = Vec::new();
+        for e in &written {
+            e.write(&mut out);
+            ends.push(out.len());
+        }
+        let read: Vec<_> = spans(&out).collect();
+        assert_eq!(read.len(), 3);
+        for ((key, span), e) in read.iter().zip(&written) {
+            assert_eq!(*key, (e.kind, e.node));
+            assert_eq!(entries(span).collect::<Vec<_>>(), vec![Ok(*e)]);
+        }
+        assert_eq!(spans(&out[..ends[2] - 1]).count(), 2);
     }
 
     #[test]

@@ -27,6 +27,15 @@ pub struct ReceiverArgs {
     /// thread: the kernel spreads senders over them.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub sockets: u16,
+    /// Messages each socket takes per system call (recvmmsg): with UDP
+    /// GRO a message is a train of up to 64 datagrams of one sender, and
+    /// each holds 64 KiB of buffer.
+    #[arg(long, default_value_t = udp::BATCH as u16, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub receive_batch: u16,
+    /// Whether the sockets take UDP GRO trains where the kernel offers
+    /// them (on), or every datagram alone (off): the same books either way.
+    #[arg(long, default_value = "on", action = clap::ArgAction::Set, value_parser = parse_on_off)]
+    pub gro: bool,
     /// Receive on a port another process already receives on (each gets
     /// some of the senders); without it, such a port is refused.
     #[arg(long)]
@@ -126,7 +135,8 @@ impl ReceiverArgs {
 
     /// The sockets, bound.
     pub fn open(&self) -> Result<Vec<Receiver>, ReceiveError> {
-        udp::open(&self.listen, self.sockets, self.rcvbuf, self.share_port)
+        let batch = udp::Batch { messages: usize::from(self.receive_batch), gro: self.gro };
+        udp::open(&self.listen, self.sockets, self.rcvbuf, self.share_port, batch)
     }
 }
 
@@ -138,5 +148,14 @@ fn parse_ioam_timestamps(text: &str) -> Result<int_core::ioam::TimestampFormat, 
             text: other.to_string(),
             choices: "posix or ptp, as the IOAM nodes' int.timestamps",
         }),
+    }
+}
+
+/// on or off (true or false too: a config file's YAML booleans).
+fn parse_on_off(text: &str) -> Result<bool, ChoiceError> {
+    match text {
+        "on" | "true" => Ok(true),
+        "off" | "false" => Ok(false),
+        other => Err(ChoiceError { text: other.to_string(), choices: "on or off" }),
     }
 }

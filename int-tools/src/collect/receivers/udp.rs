@@ -22,6 +22,17 @@ const DRAIN_AT_MOST: Duration = Duration::from_secs(1);
 
 pub struct Receiver(BatchReceiver);
 
+/// How each socket is read: messages per system call, and whether it
+/// takes UDP GRO trains.
+#[derive(Debug, Clone, Copy)]
+pub struct Batch {
+    pub messages: usize,
+    pub gro: bool,
+}
+
+/// Messages per system call unless asked (`--receive-batch`).
+pub const BATCH: usize = udp::BATCH;
+
 /// Why the receivers cannot open, or a receiver stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum ReceiveError {
@@ -52,7 +63,13 @@ pub enum ReceiveError {
 }
 
 /// Binds `count` sockets to `listen`, sharing the port; says where.
-pub fn open(listen: &str, count: u16, rcvbuf: usize, share: bool) -> Result<Vec<Receiver>, ReceiveError> {
+pub fn open(
+    listen: &str,
+    count: u16,
+    rcvbuf: usize,
+    share: bool,
+    batch: Batch,
+) -> Result<Vec<Receiver>, ReceiveError> {
     let address: SocketAddr = listen
         .to_socket_addrs()
         .map_err(|source| ReceiveError::Resolve { listen: listen.to_string(), source })?
@@ -80,7 +97,7 @@ pub fn open(listen: &str, count: u16, rcvbuf: usize, share: bool) -> Result<Vec<
             granted = udp::set_receive_buffer(&socket, rcvbuf)
                 .map_err(|source| ReceiveError::ReceiveBuffer { source })?;
             udp::socket_drops(&socket).map_err(socket_error("the kernel's drop count (SO_MEMINFO)"))?;
-            Ok(Receiver(BatchReceiver::new(socket)))
+            Ok(Receiver(BatchReceiver::with(socket, batch.messages, batch.gro)))
         })
         .collect::<Result<Vec<_>, ReceiveError>>()?;
     let sockets = if count > 1 { format!(", {count} sockets") } else { String::new() };
@@ -179,7 +196,7 @@ fn receive_batch(
             // Short of a full batch, the socket held no more: every report
             // that came before `at_ns` is in, and the collector's clock
             // closes the postcards' groups it has passed.
-            if count < udp::BATCH {
+            if !receiver.filled() {
                 books.close_passed_joins(at_ns / 1_000_000);
             }
             if let Some(datagrams) = books.datagrams.as_mut() {

@@ -27,6 +27,8 @@ pub const KEYS: &[Key] = &[
     value("listen.sockets", "sockets"),
     value("listen.rcvbuf", "rcvbuf"),
     value("listen.share_port", "share_port"),
+    value("listen.receive_batch", "receive_batch"),
+    value("listen.gro", "gro"),
     value("listen.ipfix", "listen_ipfix"),
     value("reports.sink_id", "sink_id"),
     value("reports.int21_dscp", "int21_dscp"),
