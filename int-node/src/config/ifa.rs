@@ -12,7 +12,6 @@ use super::choice::chosen;
 use super::model::{IfaDomain, IfaIpfix, IfaL4, IfaMode, IfaReport, IfaReportName, DEFAULT_CLONE_MBUFS};
 use super::problems::Problems;
 use super::raw::{RawConfig, RawEnterprise, RawIfaIpfix, RawInt};
-use crate::pipeline::export::REPORT_MAX;
 
 /// Broadcom's example initiator values (OpenBCM sdk-6.5.20
 /// `cint_ifa2.c`): Hop Limit and Max Length 0xff.
@@ -113,11 +112,11 @@ fn ipfix(raw: &RawIfaIpfix, path: &str, problems: &mut Problems) -> IfaIpfix {
         );
     }
     let packet_max = raw.packet_max.unwrap_or(DEFAULT_PACKET_MAX);
-    if !(1..=REPORT_MAX as u32).contains(&packet_max) {
+    if !(1..=u32::from(u16::MAX)).contains(&packet_max) {
         problems.add(
             format!("{path}.packet_max"),
             format!("{packet_max} bytes"),
-            format!("1 to {REPORT_MAX} (a message is at most {REPORT_MAX} bytes; Broadcom's example: 256)"),
+            "1 to 65535, Broadcom's example 256 (a message is at most 1024 bytes: what the stack leaves of them is the most sent)",
         );
     }
     let seconds = raw.template_seconds.unwrap_or(DEFAULT_TEMPLATE_SECONDS);

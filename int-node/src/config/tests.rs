@@ -652,6 +652,14 @@ fn ifa_zone() {
     );
 }
 
+/// A sink of `int` (its lines after it: `more`) with a collector.
+fn sink_of(int: &str, more: &str) -> String {
+    MINIMAL
+        .replace("role: forward", "role: sink")
+        .replace("    lcore: 1", &format!("    lcore: 1\n    int: {int}{more}"))
+        + "export: {collector: '127.0.0.1:32766'}\n"
+}
+
 /// An IFA zone's `report`: TR 2.0 by default; `ipfix` with Broadcom's
 /// example's settings (Template ID 257, elements 100-102 with enterprise
 /// 0, 256 bytes of packet, the template every 30 s), each settable; every
@@ -660,12 +668,7 @@ fn ifa_zone() {
 #[test]
 fn ifa_report_ipfix() {
     use int_core::report::ifa_ipfix::Elements;
-    let sink = |int: &str| {
-        MINIMAL
-            .replace("role: forward", "role: sink")
-            .replace("    lcore: 1", &format!("    lcore: 1\n    int: {int}"))
-            + "export: {collector: '127.0.0.1:32766'}\n"
-    };
+    let sink = |int: &str| sink_of(int, "");
     let report = |text: &str| {
         let IntDomain::Ifa(zone) = parse(text).unwrap().pipelines[0].domain else { panic!("not IFA") };
         zone.report
@@ -721,12 +724,7 @@ fn ifa_report_ipfix() {
 /// sink digests no stack at all.
 #[test]
 fn hop_sample_and_rules_off() {
-    let sink = |sink: &str| {
-        MINIMAL
-            .replace("role: forward", "role: sink")
-            .replace("    lcore: 1", &format!("    lcore: 1\n    int: {{version: 2.1}}\n    sink: {sink}"))
-            + "export: {collector: '127.0.0.1:32766'}\n"
-    };
+    let sink = |sink: &str| sink_of("{version: 2.1}", &format!("\n    sink: {sink}"));
     let sample_of = |text: &str| match &parse(text).unwrap().pipelines[0].stage {
         StageConfig::Sink(settings) => settings.reports.hops.sample,
         _ => panic!("not a sink"),
