@@ -34,7 +34,7 @@ use int_core::report::ifa_ipfix::HEADERS_LEN;
 
 use crate::dpdk::mbuf::Burst;
 use crate::flow_table::FlowRef;
-use crate::pipeline::report::ifa_ipfix::{self, IfaIpfixReporter, IfaIpfixSettings, Sent, Terminated};
+use crate::pipeline::report::ifa_ipfix::{self, IfaIpfixReporter, IfaIpfixSettings, Record, Terminated};
 use crate::pipeline::report::tr20::{HopsPacket, SinkReporter21, REPORTED_HOPS};
 use crate::pipeline::report::NODE_DOMAIN_ID;
 use crate::pipeline::setup::SinkSetup;
@@ -162,16 +162,17 @@ impl IfaSinkStage {
         let Some(sender) = self.core.reports.reporter.ring(now_ns, counters) else { return };
         let stack = ipfix.stack.get(..ipfix.stack_len).unwrap_or_default();
         let part = Terminated { headers: &ipfix.headers, stack, packet: stripped };
-        match ipfix.reporter.report(sender, now_ns, part) {
-            Sent::Record { template } => {
+        let sent = ipfix.reporter.report(sender, now_ns, part);
+        if sent.template {
+            counters.inc(Counter::ifa_ipfix_templates);
+        }
+        match sent.record {
+            Record::Queued => {
                 counters.inc(why);
                 counters.inc(Counter::ifa_ipfix_records);
-                if template {
-                    counters.inc(Counter::ifa_ipfix_templates);
-                }
             }
-            Sent::RingFull => counters.inc(Counter::reports_ring_full),
-            Sent::TooBig => counters.inc(Counter::reports_too_big),
+            Record::RingFull => counters.inc(Counter::reports_ring_full),
+            Record::TooBig => counters.inc(Counter::reports_too_big),
         }
     }
 
