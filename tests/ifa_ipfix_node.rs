@@ -69,7 +69,8 @@ fn flow_of(record: &Value) -> (String, String, u8, u16, u16) {
 /// Every packet's record in a real collect, in order: Template ID 257 in
 /// observation domain 2 (the terminator's Device ID), the IFA headers as
 /// the zone wrote them (version 2, Max Length 32, Hop Limit 2 and Current
-/// Length 24 after two transits, I set), hops 6, 5, 1 newest first, the
+/// Length 24 after two transits, I set), hops 6, 5, 1 newest first with
+/// every field as the terminator received them, the
 /// packet without its IFA (its length the original's, cut to
 /// `packet_max`) and its flow; the template sent and read once; every
 /// packet back byte for byte.
@@ -109,6 +110,21 @@ fn the_terminator_reports_every_packet_in_ipfix_into_collect() {
         let ids: Vec<u64> =
             record["ifa_hops"].as_array().unwrap().iter().map(|h| h["device_id"].as_u64().unwrap()).collect();
         assert_eq!(ids, [6, 5, 1], "{record}");
+        // Every hop as the terminator received it, newest first.
+        for (got, hop) in record["ifa_hops"].as_array().unwrap().iter().zip(found.stack(&stacks[i]).hops()) {
+            let fields = [
+                ("ip_ttl", u64::from(hop.ip_ttl)),
+                ("queue_id", u64::from(hop.queue_id)),
+                ("rx_seconds", u64::from(hop.rx_seconds)),
+                ("rx_nanoseconds", u64::from(hop.rx_nanoseconds)),
+                ("residence_ns", u64::from(hop.residence_ns)),
+                ("ingress_system_port", u64::from(hop.ingress_system_port)),
+                ("egress_system_port", u64::from(hop.egress_system_port)),
+            ];
+            for (name, value) in fields {
+                assert_eq!(got[name], value, "{name}: {record}");
+            }
+        }
         assert_eq!(record["packet_length"], frames[i].len().min(PACKET_MAX), "{record}");
         cut += usize::from(frames[i].len() > PACKET_MAX);
         assert_eq!(flow_of(record), flow_json(&found.flow(&stacks[i])), "{record}");
