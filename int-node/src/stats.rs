@@ -100,6 +100,9 @@ counters! {
     ifa_stack_past_packet,
     // IFA terminator: probe copies (I clear) dropped once read
     probes_dropped,
+    // IFA terminator under report: ipfix: data and template messages queued
+    ifa_ipfix_records,
+    ifa_ipfix_templates,
     // sink
     not_int,
     marked_not_int,

@@ -8,13 +8,15 @@
 
 #[path = "../../tests/common/collector.rs"]
 mod collector;
+
+use collector::{ipfix_in, of_type, tshark_ipfix, Collect};
 #[path = "../../tests/common/ifa_scapy.rs"]
 mod ifa_scapy;
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::net::UdpSocket;
 use std::path::Path;
-use std::process::{Child, Command};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use int_core::frame::FrameBuf;
@@ -85,74 +87,11 @@ fn messages() -> Vec<Vec<u8>> {
     std::iter::once(template_message()).chain(data).collect()
 }
 
-/// A collect with `--listen-ipfix` on a free port, printing JSON.
-struct Collect {
-    child: Child,
-    ipfix: String,
-    socket: UdpSocket,
-    /// Its standard output, read as it comes (a full pipe would stop it).
-    stdout: std::thread::JoinHandle<String>,
-}
-
-impl Collect {
-    fn start(extra: &[&str]) -> Collect {
-        let args = [&["--json", "--listen-ipfix", "127.0.0.1:0"], extra].concat();
-        let words = ["listening on ", "IFA IPFIX on "];
-        let (mut child, mut said) = collector::start_collect_saying(Path::new(BIN), &args, &words);
-        let ipfix = said.pop().unwrap();
-        let mut pipe = child.stdout.take().unwrap();
-        let stdout = std::thread::spawn(move || {
-            let mut out = String::new();
-            pipe.read_to_string(&mut out).unwrap();
-            out
-        });
-        Collect { child, ipfix, socket: UdpSocket::bind("127.0.0.1:0").unwrap(), stdout }
-    }
-
-    fn send(&self, datagram: &[u8]) {
-        self.socket.send_to(datagram, &self.ipfix).unwrap();
-    }
-
-    /// Waits for collect to end by itself (`--count`): its records and
-    /// summary.
-    fn end(mut self) -> (Vec<Value>, Value) {
-        let started = Instant::now();
-        while self.child.try_wait().unwrap().is_none() {
-            assert!(started.elapsed() < DEADLINE, "collect did not end");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        assert!(self.child.wait().unwrap().success());
-        let out = self.stdout.join().unwrap();
-        let mut records: Vec<Value> = BufReader::new(out.as_bytes())
-            .lines()
-            .map(|line| serde_json::from_str(&line.unwrap()).unwrap())
-            .collect();
-        let summary = records.pop().unwrap()["summary"].clone();
-        (records, summary)
-    }
-}
-
-fn of_type<'a>(records: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    records.iter().filter(|r| r["type"] == kind).collect()
-}
-
-/// The counts of the IPFIX receiver in the summary, wherever it puts them.
-fn ipfix_in(summary: &Value) -> Value {
-    fn find(value: &Value) -> Option<Value> {
-        match value {
-            Value::Object(map) => map.get("ipfix_in").cloned().or_else(|| map.values().find_map(find)),
-            Value::Array(list) => list.iter().find_map(find),
-            _ => None,
-        }
-    }
-    find(summary).unwrap_or_else(|| panic!("no ipfix_in in {summary}"))
-}
-
 #[test]
 fn collect_reads_every_field_of_scapys_packets_as_scapy_built_them() {
     let packets = scapy_packets();
     let count = packets.len().to_string();
-    let collect = Collect::start(&["--count", &count]);
+    let collect = Collect::start(Path::new(BIN), &["--count", &count]);
     for message in messages() {
         collect.send(&message);
     }
@@ -244,14 +183,7 @@ fn tshark_reads_the_messages_as_ipfix() {
     let file = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ifa_ipfix.pcap");
     let messages = messages();
     std::fs::write(&file, pcap_of(&messages)).unwrap();
-    let output = Command::new("tshark")
-        .args(["-r", file.to_str().unwrap(), "-V", "-d", "udp.port==4739,cflow"])
-        .output()
-        .expect("tshark");
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let text = String::from_utf8_lossy(&output.stdout);
-    assert!(!text.contains("Malformed"), "{text}");
-    assert!(!text.contains("Expert Info"), "{text}");
+    let text = tshark_ipfix(&file, 4739);
     let count = |needle: &str| text.matches(needle).count();
     assert_eq!(count("Version: 10"), messages.len(), "{text}");
     assert_eq!(count("Template Id: 257"), 1, "{text}");
@@ -340,7 +272,7 @@ fn storm(count: u16) -> Vec<Vec<u8>> {
 /// the exporter's next good record is still booked.
 #[test]
 fn a_hostile_exporter_is_counted_and_collect_goes_on() {
-    let collect = Collect::start(&["--count", "2"]);
+    let collect = Collect::start(Path::new(BIN), &["--count", "2"]);
     let frame = &scapy_packets()[0].0;
     collect.send(&template_message());
     collect.send(&data_message(0, frame));

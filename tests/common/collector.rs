@@ -389,3 +389,86 @@ pub fn postcards_report(node: u32, sequence: u32, cards: &[(Vec<u8>, u64, u64)])
     datagram.truncate(len);
     datagram
 }
+
+/// A collect with `--listen-ipfix` on a free port, printing JSON (the
+/// IFA terminator's IPFIX: int-tools' tests send it messages, int-node's
+/// point a terminator at `ipfix`).
+pub struct Collect {
+    child: std::process::Child,
+    pub ipfix: String,
+    socket: std::net::UdpSocket,
+    /// Its standard output, read as it comes (a full pipe would stop it).
+    stdout: std::thread::JoinHandle<String>,
+}
+
+impl Collect {
+    /// `tools`: the int-tools binary; `extra`: more arguments.
+    pub fn start(tools: &Path, extra: &[&str]) -> Collect {
+        let args = [&["--json", "--listen-ipfix", "127.0.0.1:0"], extra].concat();
+        let words = ["listening on ", "IFA IPFIX on "];
+        let (mut child, mut said) = start_collect_saying(tools, &args, &words);
+        let ipfix = said.pop().unwrap();
+        let mut pipe = child.stdout.take().unwrap();
+        let stdout = std::thread::spawn(move || {
+            let mut out = String::new();
+            std::io::Read::read_to_string(&mut pipe, &mut out).unwrap();
+            out
+        });
+        Collect { child, ipfix, socket: std::net::UdpSocket::bind("127.0.0.1:0").unwrap(), stdout }
+    }
+
+    pub fn send(&self, datagram: &[u8]) {
+        self.socket.send_to(datagram, &self.ipfix).unwrap();
+    }
+
+    /// Waits for collect to end by itself (`--count`): its records and
+    /// summary.
+    pub fn end(mut self) -> (Vec<serde_json::Value>, serde_json::Value) {
+        let started = std::time::Instant::now();
+        while self.child.try_wait().unwrap().is_none() {
+            assert!(started.elapsed() < std::time::Duration::from_secs(120), "collect did not end");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert!(self.child.wait().unwrap().success());
+        let out = self.stdout.join().unwrap();
+        let mut records: Vec<serde_json::Value> = BufReader::new(out.as_bytes())
+            .lines()
+            .map(|line| serde_json::from_str(&line.unwrap()).unwrap())
+            .collect();
+        let summary = records.pop().unwrap()["summary"].clone();
+        (records, summary)
+    }
+}
+
+pub fn of_type<'a>(records: &'a [serde_json::Value], kind: &str) -> Vec<&'a serde_json::Value> {
+    records.iter().filter(|r| r["type"] == kind).collect()
+}
+
+/// The counts of the IPFIX receiver in the summary, wherever it puts them.
+pub fn ipfix_in(summary: &serde_json::Value) -> serde_json::Value {
+    fn find(value: &serde_json::Value) -> Option<serde_json::Value> {
+        match value {
+            serde_json::Value::Object(map) => {
+                map.get("ipfix_in").cloned().or_else(|| map.values().find_map(find))
+            }
+            serde_json::Value::Array(list) => list.iter().find_map(find),
+            _ => None,
+        }
+    }
+    find(summary).unwrap_or_else(|| panic!("no ipfix_in in {summary}"))
+}
+
+/// tshark's own IPFIX dissector (cflow) on the UDP `port` of the pcap
+/// `file`: its `-V` text, asserted free of malformed or expert notes.
+pub fn tshark_ipfix(file: &Path, port: u16) -> String {
+    let decode = format!("udp.port=={port},cflow");
+    let output = Command::new("tshark")
+        .args(["-r", file.to_str().unwrap(), "-V", "-d", &decode])
+        .output()
+        .expect("tshark");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(!text.contains("Malformed"), "{text}");
+    assert!(!text.contains("Expert Info"), "{text}");
+    text
+}

@@ -1,15 +1,17 @@
 //! `int` of an IFA 2.0 zone (`version: ifa`): the IP protocol that
 //! announces IFA, whether the L4 header covers the metadata, this node's
-//! Device ID, and what its initiator writes (Hop Limit, Max Length, live
-//! packets or probe copies). docs/ifa.md, "The node", says why each
+//! Device ID, what its initiator writes (Hop Limit, Max Length, live
+//! packets or probe copies) and what its terminator reports in (TR 2.0, or
+//! IPFIX with Broadcom's template). docs/ifa.md, "The node", says why each
 //! default is what it is.
 
 use int_core::ifa::{hop, Domain, L4Rule, DEFAULT_PROTOCOL};
+use int_core::report::ifa_ipfix::{Elements, DEFAULT_TEMPLATE_ID};
 
 use super::choice::chosen;
-use super::model::{IfaDomain, IfaL4, IfaMode, DEFAULT_CLONE_MBUFS};
+use super::model::{IfaDomain, IfaIpfix, IfaL4, IfaMode, IfaReport, IfaReportName, DEFAULT_CLONE_MBUFS};
 use super::problems::Problems;
-use super::raw::{RawConfig, RawInt};
+use super::raw::{RawConfig, RawEnterprise, RawIfaIpfix, RawInt};
 
 /// Broadcom's example initiator values (OpenBCM sdk-6.5.20
 /// `cint_ifa2.c`): Hop Limit and Max Length 0xff.
@@ -17,6 +19,13 @@ const DEFAULT_HOP_LIMIT: u8 = 0xff;
 const DEFAULT_MAX_LENGTH: u8 = 0xff;
 /// One hop, in words: the least Max Length that lets the initiator's in.
 const HOP_WORDS: u8 = (hop::HOP_LEN / 4) as u8;
+/// Broadcom's example terminator (`td3_ifa_l3_term.c`): the packet cut
+/// to 256 bytes, the template again every 30 s.
+const DEFAULT_PACKET_MAX: u32 = 256;
+const DEFAULT_TEMPLATE_SECONDS: u32 = 30;
+/// collect forgets a template not sent again for 30 minutes (RFC 7011
+/// section 8.4): it must come sooner.
+const MAX_TEMPLATE_SECONDS: u32 = 30 * 60;
 
 /// An IFA zone from `int` at `path` (`pipelines[i].int`).
 pub fn domain(raw: &RawInt, path: &str, problems: &mut Problems) -> IfaDomain {
@@ -31,7 +40,7 @@ pub fn domain(raw: &RawInt, path: &str, problems: &mut Problems) -> IfaDomain {
             ("sequence", raw.sequence.is_some()),
         ],
         "INT domains",
-        "an IFA zone is its protocol, device_id, hop_limit, max_length, l4 and mode",
+        "an IFA zone is its protocol, device_id, hop_limit, max_length, l4, mode, probe, report and ipfix",
     );
     let protocol = raw.protocol.unwrap_or(DEFAULT_PROTOCOL);
     if let Some(why) = taken(protocol) {
@@ -68,6 +77,96 @@ pub fn domain(raw: &RawInt, path: &str, problems: &mut Problems) -> IfaDomain {
         max_length,
         probe_one_in: probe(raw, path, problems),
         probe_mbufs: raw.probe.as_ref().and_then(|probe| probe.mbufs).unwrap_or(DEFAULT_CLONE_MBUFS),
+        report: report(raw, path, problems),
+    }
+}
+
+/// The terminator's report form, with IPFIX's settings where it is IPFIX.
+fn report(raw: &RawInt, path: &str, problems: &mut Problems) -> IfaReport {
+    let name = chosen(&raw.report, IfaReportName::Tr20, &format!("{path}.report"), problems);
+    match (name, &raw.ipfix) {
+        (IfaReportName::Tr20, None) => IfaReport::Tr20,
+        (IfaReportName::Tr20, Some(_)) => {
+            problems.add(
+                format!("{path}.ipfix"),
+                "IPFIX settings with report: tr20",
+                "set report: ipfix, or remove the ipfix section",
+            );
+            IfaReport::Tr20
+        }
+        (IfaReportName::Ipfix, ipfix) => {
+            let path = format!("{path}.ipfix");
+            IfaReport::Ipfix(self::ipfix(ipfix.as_ref().unwrap_or(&RawIfaIpfix::default()), &path, problems))
+        }
+    }
+}
+
+/// `int.ipfix` at `path`, each key checked, the SDK example's defaults.
+fn ipfix(raw: &RawIfaIpfix, path: &str, problems: &mut Problems) -> IfaIpfix {
+    let template_id = raw.template_id.unwrap_or(DEFAULT_TEMPLATE_ID);
+    if template_id < 256 {
+        problems.add(
+            format!("{path}.template_id"),
+            format!("{template_id}: IDs below 256 are the set IDs'"),
+            "256 to 65535 (Broadcom's example: 257)",
+        );
+    }
+    let packet_max = raw.packet_max.unwrap_or(DEFAULT_PACKET_MAX);
+    if !(1..=u32::from(u16::MAX)).contains(&packet_max) {
+        problems.add(
+            format!("{path}.packet_max"),
+            format!("{packet_max} bytes"),
+            "1 to 65535, Broadcom's example 256 (a message is at most 1024 bytes: what the stack leaves of them is the most sent)",
+        );
+    }
+    let seconds = raw.template_seconds.unwrap_or(DEFAULT_TEMPLATE_SECONDS);
+    if !(1..=MAX_TEMPLATE_SECONDS).contains(&seconds) {
+        problems.add(
+            format!("{path}.template_seconds"),
+            format!("{seconds} s"),
+            format!("1 to {MAX_TEMPLATE_SECONDS}: collect forgets a template not sent for 30 minutes (Broadcom's example: 30)"),
+        );
+    }
+    IfaIpfix {
+        template_id,
+        elements: elements(raw, path, problems),
+        packet_max: packet_max as usize,
+        template_every_ns: u64::from(seconds) * 1_000_000_000,
+    }
+}
+
+/// The three element ids and their enterprise number.
+fn elements(raw: &RawIfaIpfix, path: &str, problems: &mut Problems) -> Elements {
+    let defaults = Elements::default();
+    let enterprise = match &raw.enterprise {
+        None => defaults.enterprise,
+        Some(RawEnterprise::Name(name)) if name == "iana" => None,
+        Some(RawEnterprise::Number(n)) if u32::try_from(*n).is_ok() => u32::try_from(*n).ok(),
+        Some(wrong) => {
+            problems.add(
+                format!("{path}.enterprise"),
+                format!("{wrong:?}"),
+                "an enterprise number (0 to 4294967295; the E bit set) or iana (the E bit clear)",
+            );
+            defaults.enterprise
+        }
+    };
+    let Some(ids) = &raw.elements else { return Elements { enterprise, ..defaults } };
+    let fit = ids.iter().all(|id| *id < 0x8000);
+    let distinct = ids.iter().enumerate().all(|(i, id)| !ids.get(..i).unwrap_or_default().contains(id));
+    match ids.as_slice() {
+        [headers, stack, packet] if fit && distinct => {
+            let id = |n: &u32| *n as u16;
+            Elements { headers: id(headers), stack: id(stack), packet: id(packet), enterprise }
+        }
+        _ => {
+            problems.add(
+                format!("{path}.elements"),
+                format!("{ids:?}"),
+                "three distinct ids below 32768 (bit 15 is the E bit): the headers', the stack's and the packet's, e.g. [100, 101, 102]",
+            );
+            Elements { enterprise, ..defaults }
+        }
     }
 }
 
@@ -138,6 +237,8 @@ pub fn refuse_elsewhere(raw: &RawInt, path: &str, problems: &mut Problems) {
             ("l4", raw.l4.is_some()),
             ("mode", raw.mode.is_some()),
             ("probe", raw.probe.is_some()),
+            ("report", raw.report.is_some()),
+            ("ipfix", raw.ipfix.is_some()),
         ],
         "IFA zones",
         "set int.version: ifa for IFA 2.0, or remove the key",

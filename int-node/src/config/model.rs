@@ -138,6 +138,35 @@ pub struct IfaDomain {
     pub probe_one_in: Option<u32>,
     /// The probe copies' own pool.
     pub probe_mbufs: u32,
+    /// What the terminator reports in (`int.report`).
+    pub report: IfaReport,
+}
+
+/// `int.report` of an IFA zone: the form of its terminator's reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IfaReport {
+    /// Telemetry Report 2.0, the hops as an INT 2.1 stack.
+    Tr20,
+    /// IPFIX with Broadcom's terminator template (`int.ipfix`).
+    Ipfix(IfaIpfix),
+}
+
+/// `int.ipfix` of an IFA zone (docs/ifa.md, "IPFIX from a terminator").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IfaIpfix {
+    pub template_id: u16,
+    pub elements: int_core::report::ifa_ipfix::Elements,
+    /// The packet element is cut to this many bytes.
+    pub packet_max: usize,
+    pub template_every_ns: u64,
+}
+
+/// `int.report`'s names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, EnumString, VariantNames)]
+#[strum(serialize_all = "lowercase")]
+pub enum IfaReportName {
+    Tr20,
+    Ipfix,
 }
 
 impl IfaDomain {

@@ -10,8 +10,8 @@ use serde::Deserialize;
 use super::choice::Choice;
 use super::model::{
     CaptureDirection, ClockSource, EncapsulationName, Flavour, GenerateInstrument, IfaL4, IfaMode,
-    IntVersion, IoamTimestamps, LatencyMode, MalformedPolicy, MarkedPolicy, Mode, PostcardReport,
-    ProfileName, Protocol, RoleName, TunnelPlacement,
+    IfaReportName, IntVersion, IoamTimestamps, LatencyMode, MalformedPolicy, MarkedPolicy, Mode,
+    PostcardReport, ProfileName, Protocol, RoleName, TunnelPlacement,
 };
 
 #[derive(Debug, Deserialize)]
@@ -213,6 +213,28 @@ pub struct RawInt {
     pub l4: Option<Choice<IfaL4>>,
     pub mode: Option<Choice<IfaMode>>,
     pub probe: Option<RawProbe>,
+    /// IFA: the terminator's report form, and IPFIX's settings.
+    pub report: Option<Choice<IfaReportName>>,
+    pub ipfix: Option<RawIfaIpfix>,
+}
+
+/// `int.ipfix` of an IFA zone.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawIfaIpfix {
+    pub template_id: Option<u16>,
+    pub elements: Option<Vec<u32>>,
+    pub enterprise: Option<RawEnterprise>,
+    pub packet_max: Option<u32>,
+    pub template_seconds: Option<u32>,
+}
+
+/// An enterprise number, or `iana` (the E bit clear).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum RawEnterprise {
+    Number(u64),
+    Name(String),
 }
 
 /// `int.probe` of an IFA zone.

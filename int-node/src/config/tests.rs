@@ -652,18 +652,79 @@ fn ifa_zone() {
     );
 }
 
+/// A sink of `int` (its lines after it: `more`) with a collector.
+fn sink_of(int: &str, more: &str) -> String {
+    MINIMAL
+        .replace("role: forward", "role: sink")
+        .replace("    lcore: 1", &format!("    lcore: 1\n    int: {int}{more}"))
+        + "export: {collector: '127.0.0.1:32766'}\n"
+}
+
+/// An IFA zone's `report`: TR 2.0 by default; `ipfix` with Broadcom's
+/// example's settings (Template ID 257, elements 100-102 with enterprise
+/// 0, 256 bytes of packet, the template every 30 s), each settable; every
+/// wrong key named at once with its path; `ipfix` without `report: ipfix`
+/// and both keys outside an IFA zone refused.
+#[test]
+fn ifa_report_ipfix() {
+    use int_core::report::ifa_ipfix::Elements;
+    let sink = |int: &str| sink_of(int, "");
+    let report = |text: &str| {
+        let IntDomain::Ifa(zone) = parse(text).unwrap().pipelines[0].domain else { panic!("not IFA") };
+        zone.report
+    };
+    assert_eq!(report(&sink("{version: ifa, device_id: 3}")), IfaReport::Tr20);
+    let defaults = IfaIpfix {
+        template_id: 257,
+        elements: Elements { headers: 100, stack: 101, packet: 102, enterprise: Some(0) },
+        packet_max: 256,
+        template_every_ns: 30_000_000_000,
+    };
+    assert_eq!(report(&sink("{version: ifa, device_id: 3, report: ipfix}")), IfaReport::Ipfix(defaults));
+    let set = sink(
+        "{version: ifa, device_id: 3, report: ipfix, ipfix: {template_id: 300, elements: [7, 8, 9], enterprise: iana, packet_max: 128, template_seconds: 5}}",
+    );
+    let elements = Elements { headers: 7, stack: 8, packet: 9, enterprise: None };
+    let expected = IfaIpfix { template_id: 300, elements, packet_max: 128, template_every_ns: 5_000_000_000 };
+    assert_eq!(report(&set), IfaReport::Ipfix(expected));
+    let numbered = sink("{version: ifa, device_id: 3, report: ipfix, ipfix: {enterprise: 4413}}");
+    let IfaReport::Ipfix(ipfix) = report(&numbered) else { panic!("not IPFIX") };
+    assert_eq!(ipfix.elements.enterprise, Some(4413));
+    let wrong = sink(
+        "{version: ifa, device_id: 3, report: ipfix, ipfix: {template_id: 2, elements: [100, 100, 102], enterprise: acme, packet_max: 0, template_seconds: 3600}}",
+    );
+    let found = problems_of(&wrong);
+    for path in ["template_id", "elements", "enterprise", "packet_max", "template_seconds"] {
+        assert!(found.contains(&format!("pipelines[0].int.ipfix.{path}")), "{path}: {found:?}");
+    }
+    assert_eq!(found.len(), 5, "{found:?}");
+    for elements in ["[100, 101]", "[100, 101, 32768]", "[1, 2, 3, 4]"] {
+        let text =
+            sink(&format!("{{version: ifa, device_id: 3, report: ipfix, ipfix: {{elements: {elements}}}}}"));
+        assert_eq!(problems_of(&text), ["pipelines[0].int.ipfix.elements"], "{elements}");
+    }
+    let hint = problems(&wrong).into_iter().find(|p| p.path.ends_with("elements")).unwrap().hint;
+    assert!(hint.contains("below 32768"), "{hint}");
+    let not_ipfix = sink("{version: ifa, device_id: 3, ipfix: {template_id: 300}}");
+    assert_eq!(problems_of(&not_ipfix), ["pipelines[0].int.ipfix"]);
+    let unknown = sink("{version: ifa, device_id: 3, report: netflow}");
+    assert_eq!(problems_of(&unknown), ["pipelines[0].int.report"]);
+    let in_int21 = sink("{version: 2.1, report: ipfix, ipfix: {packet_max: 64}}");
+    let found: Vec<String> =
+        problems(&in_int21).iter().map(|p| format!("{}: {}", p.path, p.message)).collect();
+    for key in ["report", "ipfix"] {
+        let expected = format!("pipelines[0].int.{key}: {key} is a key of IFA zones");
+        assert!(found.iter().any(|p| p.starts_with(&expected)), "{expected}: {found:?}");
+    }
+}
+
 /// `sink.hops.sample`: one packet in N of each flow feeds the hop rules;
 /// 0 is refused at its path with a hint; a postcard node refuses it; with
 /// no rule reading hops (`path_changes: false`, no class, no alert) the
 /// sink digests no stack at all.
 #[test]
 fn hop_sample_and_rules_off() {
-    let sink = |sink: &str| {
-        MINIMAL
-            .replace("role: forward", "role: sink")
-            .replace("    lcore: 1", &format!("    lcore: 1\n    int: {{version: 2.1}}\n    sink: {sink}"))
-            + "export: {collector: '127.0.0.1:32766'}\n"
-    };
+    let sink = |sink: &str| sink_of("{version: 2.1}", &format!("\n    sink: {sink}"));
     let sample_of = |text: &str| match &parse(text).unwrap().pipelines[0].stage {
         StageConfig::Sink(settings) => settings.reports.hops.sample,
         _ => panic!("not a sink"),

@@ -123,6 +123,8 @@ pub const FAMILIES: &[Family] = &[
     one!("hop_limit_reached", hop_limit_reached, TRANSIT, "IFA 2.0 transit: packets with Hop Limit 0, passed without this node's hop."),
     one!("max_length_reached", max_length_reached, TRANSIT, "IFA 2.0 transit: packets whose stack had no room for another hop under Max Length, passed without it."),
     one!("probes_dropped", probes_dropped, SINK, "IFA 2.0 terminator: probe copies (I clear) read, then dropped."),
+    one!("ifa_ipfix_records", ifa_ipfix_records, SINK, "IFA 2.0 terminator (report: ipfix): IPFIX data messages queued, one record each."),
+    one!("ifa_ipfix_templates", ifa_ipfix_templates, SINK, "IFA 2.0 terminator (report: ipfix): IPFIX template messages queued."),
     one!("malformed_forwarded", malformed_forwarded, SINK, "Malformed packets the sink forwarded as they came (policy forward)."),
     one!("multi_segment", multi_segment, ALL, "Multi-segment packets, passed untouched."),
     one!("shared_mbuf", shared_mbuf, PUSHING, "Packets in shared mbufs, passed untouched (never rewritten)."),

@@ -21,7 +21,13 @@ use int_os::udp::{BatchSender, BATCH};
 /// Writes the exporter's report sequence number into a report: in a
 /// Telemetry Report 2.0 group header, its low 22 bits after the version
 /// and hw_id; in a 0.5 (and Host-INT) header, the 32-bit field at byte 4.
-fn stamp_sequence(report: &mut [u8], sequence: u32) {
+/// An IPFIX message (version 10: bytes 0 and 1 are 0x000a, which a 0.5
+/// header's reserved flag bits never are) numbers its records itself and
+/// is left alone. Returns whether it stamped.
+fn stamp_sequence(report: &mut [u8], sequence: u32) -> bool {
+    if report.get(..2) == Some(&IPFIX_VERSION) {
+        return false;
+    }
     if report.first().is_some_and(|byte| byte >> 4 == int_core::report::tr20::VERSION) {
         if let Some(field) = report.get_mut(..4).and_then(|f| <&mut [u8; 4]>::try_from(f).ok()) {
             let word = u32::from_be_bytes(*field);
@@ -30,7 +36,11 @@ fn stamp_sequence(report: &mut [u8], sequence: u32) {
     } else if let Some(field) = report.get_mut(4..8) {
         field.copy_from_slice(&sequence.to_be_bytes());
     }
+    true
 }
+
+/// The first two bytes of an IPFIX message (RFC 7011: version 10).
+const IPFIX_VERSION: [u8; 2] = [0, 10];
 
 /// Largest report a sink hands over (Host-INT's are 64 to 104 bytes; deep
 /// stacks with many instructions need more).
@@ -337,10 +347,11 @@ impl Exporter {
                     let Some(len) = staging.get_mut(used..).and_then(|rest| receiver.pop_into(rest)) else {
                         break;
                     };
-                    if let Some(report) = staging.get_mut(used..used + len) {
-                        stamp_sequence(report, *next_sequence);
+                    let stamped =
+                        staging.get_mut(used..used + len).is_some_and(|r| stamp_sequence(r, *next_sequence));
+                    if stamped {
+                        *next_sequence = next_sequence.wrapping_add(1);
                     }
-                    *next_sequence = next_sequence.wrapping_add(1);
                     if let Some(span) = spans.get_mut(count) {
                         *span = (used, len);
                     }
@@ -439,6 +450,21 @@ mod tests {
         let granted = pacer.take(1000);
         assert!((20..=BATCH).contains(&granted), "{granted} after 3 ms at 10k/s");
         assert!(Pacer::new(0).is_none(), "0: unpaced");
+    }
+
+    /// TR 2.0 and 0.5 headers take the number; an IPFIX message keeps its
+    /// bytes (its export time is where a 0.5 header's number goes).
+    #[test]
+    fn the_sequence_goes_into_tr_headers_and_never_into_ipfix() {
+        let mut tr20 = [0x20u8, 0, 0, 0, 9, 9, 9, 9];
+        assert!(stamp_sequence(&mut tr20, 0x40_0005));
+        assert_eq!(tr20, [0x20, 0, 0, 5, 9, 9, 9, 9]);
+        let mut tr05 = [0x00u8, 0x20, 0, 0, 9, 9, 9, 9];
+        assert!(stamp_sequence(&mut tr05, 7));
+        assert_eq!(tr05, [0x00, 0x20, 0, 0, 0, 0, 0, 7]);
+        let mut ipfix = [0u8, 10, 0, 8, 0x65, 1, 2, 3];
+        assert!(!stamp_sequence(&mut ipfix, 7));
+        assert_eq!(ipfix, [0, 10, 0, 8, 0x65, 1, 2, 3]);
     }
 
     fn report(i: usize) -> Vec<u8> {

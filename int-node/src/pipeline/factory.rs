@@ -30,13 +30,14 @@ use super::ioam::transit::IoamTransitStage;
 use super::ioam::Ioam;
 use super::rate_limit::RateLimit;
 use super::reference::{Reference, ReferenceStage};
+use super::report::ifa_ipfix::IfaIpfixSettings;
 use super::report::tr20::Reporter21;
 use super::setup::{Hop, SetupError, SinkSetup};
 use super::stage::Stage;
 use super::top_flows::{SharedTopFlows, TopFlows};
 use super::worker::Pipeline;
 use crate::config::{
-    ClockSource, Config, GenerateInstrument, GenerateSettings, IntDomain, Mode, PipelineConfig,
+    ClockSource, Config, GenerateInstrument, GenerateSettings, IfaReport, IntDomain, Mode, PipelineConfig,
     ReferenceConfig, StageConfig,
 };
 use crate::dpdk::lcore::{self, LcoreId};
@@ -304,7 +305,18 @@ fn sink_stage(
         IntDomain::V21(domain) => Stage::Int21(Int21::Sink(Box::new(Sink21Stage::new(domain, setup)))),
         IntDomain::Ioam(domain) => Stage::Ioam(Ioam::Sink(Box::new(IoamSinkStage::new(&domain, setup)))),
         IntDomain::Ifa(zone) => {
-            Stage::Ifa(Ifa::Sink(Box::new(IfaSinkStage::new(zone.domain, zone.l4, setup))))
+            let ipfix = match zone.report {
+                IfaReport::Tr20 => None,
+                IfaReport::Ipfix(ipfix) => Some(IfaIpfixSettings {
+                    template_id: ipfix.template_id,
+                    elements: ipfix.elements,
+                    // The hops name nodes by Device ID: so does the domain.
+                    domain: zone.device_id(setup.hop.node_id),
+                    packet_max: ipfix.packet_max,
+                    template_every_ns: ipfix.template_every_ns,
+                }),
+            };
+            Stage::Ifa(Ifa::Sink(Box::new(IfaSinkStage::new(zone.domain, zone.l4, setup, ipfix))))
         }
     };
     Ok(stage)

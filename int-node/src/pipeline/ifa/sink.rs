@@ -1,10 +1,17 @@
 //! The terminator of an IFA zone: finds IFA in every packet
 //! ([`int_core::ifa::sink::find`]), tracks its flow by every sink's rules
 //! ([`crate::pipeline::sink_core`]), reports in Telemetry Report 2.0 as
-//! the INT 2.1 and IOAM sinks do, and gives back the packet as it came
-//! ([`int_core::ifa::sink::strip`], under the zone's L4 rule). A probe
-//! copy (I clear) is tracked and reported, then dropped (counted
-//! `probes_dropped`): only the live packets go on.
+//! the INT 2.1 and IOAM sinks do, or under `int.report: ipfix` in IPFIX
+//! with Broadcom's terminator template ([`IfaIpfixReporter`]), and gives
+//! back the packet as it came ([`int_core::ifa::sink::strip`], under the
+//! zone's L4 rule). A probe copy (I clear) is tracked and reported, then
+//! dropped (counted `probes_dropped`): only the live packets go on.
+//!
+//! An IPFIX record carries the IFA headers and stack and the packet
+//! without its IFA (Broadcom's `RX_PKT_NO_IFA`): the stack is copied into
+//! the stage's own buffer before the strip removes it, the record made
+//! from the stripped frame (a probe is stripped too, then dropped). A
+//! packet that cannot be stripped (a shared mbuf) is not reported in IPFIX.
 //!
 //! What the rules read of a stack: the oldest hop's (the initiator's)
 //! Device ID and RX time as the source's (the time read near this node's
@@ -23,9 +30,11 @@ use int_core::hop_rule::HopFigures;
 use int_core::ifa::sink::{find, strip};
 use int_core::ifa::{Domain, L4Rule, Located};
 use int_core::locate::IpVersion;
+use int_core::report::ifa_ipfix::HEADERS_LEN;
 
 use crate::dpdk::mbuf::Burst;
 use crate::flow_table::FlowRef;
+use crate::pipeline::report::ifa_ipfix::{self, IfaIpfixReporter, IfaIpfixSettings, Record, Terminated};
 use crate::pipeline::report::tr20::{HopsPacket, SinkReporter21, REPORTED_HOPS};
 use crate::pipeline::report::NODE_DOMAIN_ID;
 use crate::pipeline::setup::SinkSetup;
@@ -36,11 +45,45 @@ pub struct IfaSinkStage {
     domain: Domain,
     rule: L4Rule,
     pub core: SinkCore<SinkReporter21>,
+    /// Under `int.report: ipfix`: the reports on packets, queued on the
+    /// TR 2.0 reporter's ring (its loss reports: none, IFA numbers no
+    /// packet).
+    ipfix: Option<Ipfix>,
+}
+
+/// The longest stack: Current Length is 8 bits of 4-byte words.
+const STACK_MAX: usize = 255 * 4;
+
+/// The IPFIX reporter and a packet's IFA kept while its frame is stripped.
+struct Ipfix {
+    reporter: IfaIpfixReporter,
+    headers: [u8; HEADERS_LEN],
+    stack: [u8; STACK_MAX],
+    stack_len: usize,
+}
+
+impl Ipfix {
+    /// Keeps `found`'s headers and stack, before the strip removes them.
+    fn keep(&mut self, frame: &[u8], found: &Located) {
+        self.headers = ifa_ipfix::headers(&found.header, &found.md);
+        let stack = frame.get(found.stack_at..found.payload_at).unwrap_or_default();
+        self.stack_len = stack.len().min(STACK_MAX);
+        if let (Some(to), Some(from)) = (self.stack.get_mut(..self.stack_len), stack.get(..self.stack_len)) {
+            to.copy_from_slice(from);
+        }
+    }
 }
 
 impl IfaSinkStage {
-    pub fn new(domain: Domain, rule: L4Rule, setup: SinkSetup) -> Self {
-        IfaSinkStage { domain, rule, core: SinkCore::tr20(setup, NODE_DOMAIN_ID) }
+    /// `ipfix`: the zone's IPFIX settings under `int.report: ipfix`.
+    pub fn new(domain: Domain, rule: L4Rule, setup: SinkSetup, ipfix: Option<IfaIpfixSettings>) -> Self {
+        let ipfix = ipfix.map(|settings| Ipfix {
+            reporter: IfaIpfixReporter::new(settings),
+            headers: [0; HEADERS_LEN],
+            stack: [0; STACK_MAX],
+            stack_len: 0,
+        });
+        IfaSinkStage { domain, rule, core: SinkCore::tr20(setup, NODE_DOMAIN_ID), ipfix }
     }
 
     #[inline(never)]
@@ -83,18 +126,54 @@ impl IfaSinkStage {
         let Some(frame) = burst.data(i) else { return true };
         let key = found.flow(frame);
         let seen = self.seen(frame, found, &key, now_ns);
-        if let Some(why) = self.core.track(FlowRef::Key(&key), &seen, now_ns, counters) {
-            if let Some(frame) = burst.data(i) {
-                self.report(frame, found, &key, now_ns, why, counters);
+        let why = self.core.track(FlowRef::Key(&key), &seen, now_ns, counters);
+        // In IPFIX, reported once stripped.
+        let mut pending = None;
+        if let (Some(why), Some(frame)) = (why, burst.data(i)) {
+            match self.ipfix.as_mut() {
+                Some(ipfix) => {
+                    ipfix.keep(frame, found);
+                    pending = Some(why);
+                }
+                None => self.report(frame, found, &key, now_ns, why, counters),
             }
+        }
+        let stripped = if found.inband() || pending.is_some() {
+            let rule = self.rule;
+            matches!(burst.with_frame(i, |f| strip(f, found, rule)), Some(Some(_)))
+        } else {
+            false
+        };
+        if let (Some(why), true, Some(frame)) = (pending, stripped, burst.data(i)) {
+            self.report_ipfix(frame, now_ns, why, counters);
         }
         if !found.inband() {
             counters.inc(Counter::probes_dropped);
             return false;
         }
-        let rule = self.rule;
-        let restored_whole = matches!(burst.with_frame(i, |f| strip(f, found, rule)), Some(Some(_)));
-        restored(restored_whole, false, counters)
+        restored(stripped, false, counters)
+    }
+
+    /// The IPFIX record of a packet whose IFA [`Ipfix::keep`] kept,
+    /// `stripped` the packet without it, under the reports' rate limit;
+    /// counted by what became of it.
+    fn report_ipfix(&mut self, stripped: &[u8], now_ns: u64, why: Counter, counters: &mut Counters) {
+        let Some(ipfix) = self.ipfix.as_mut() else { return };
+        let Some(sender) = self.core.reports.reporter.ring(now_ns, counters) else { return };
+        let stack = ipfix.stack.get(..ipfix.stack_len).unwrap_or_default();
+        let part = Terminated { headers: &ipfix.headers, stack, packet: stripped };
+        let sent = ipfix.reporter.report(sender, now_ns, part);
+        if sent.template {
+            counters.inc(Counter::ifa_ipfix_templates);
+        }
+        match sent.record {
+            Record::Queued => {
+                counters.inc(why);
+                counters.inc(Counter::ifa_ipfix_records);
+            }
+            Record::RingFull => counters.inc(Counter::reports_ring_full),
+            Record::TooBig => counters.inc(Counter::reports_too_big),
+        }
     }
 
     /// The report on a packet: its hops, newest first, in the shared

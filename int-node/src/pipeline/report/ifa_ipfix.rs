@@ -7,24 +7,12 @@
 //! report ring; nothing is allocated per packet (the ring's scratch buffer
 //! is written in place).
 //!
-//! Calling it from a sink, once per terminated packet, after the stage has
-//! located the IFA parts and before (or after) it strips them:
-//!
-//! ```ignore
-//! // Once, when the stage is built:
-//! let mut ipfix = IfaIpfixReporter::new(IfaIpfixSettings { domain: node_id, ..IfaIpfixSettings::default() });
-//! // Per packet (`found` is the terminator's `ifa::Located`, `frame` the
-//! // packet as it came; `stripped` the packet after `ifa::sink::strip`):
-//! let headers = ifa_ipfix::headers(&found.header, &found.md);
-//! let stack = &frame[found.stack_at..found.payload_at];
-//! ipfix.report(&mut sender, now_ns, Terminated { headers: &headers, stack, packet: stripped });
-//! ```
+//! The IFA terminator (`pipeline/ifa/sink.rs`, under `int.report: ipfix`)
+//! calls it once per packet its rules report, with the headers and stack
+//! copied before it strips them and the packet after.
 //!
 //! `report` returns what became of the packet's record ([`Sent`]) for the
 //! stage's counters; a full ring loses the record, never waits.
-
-// No stage calls it until the IFA terminator's stage lands and is wired.
-#![allow(dead_code)]
 
 use int_core::ifa::{IfaHeaderRepr, MdHeaderRepr};
 use int_core::report::ifa_ipfix::{self, Elements, IfaRecord, HEADERS_LEN};
@@ -70,11 +58,18 @@ pub struct Terminated<'a> {
     pub packet: &'a [u8],
 }
 
+/// What [`IfaIpfixReporter::report`] queued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sent {
+    /// The template message, due before the record.
+    pub template: bool,
+    pub record: Record,
+}
+
 /// What became of a packet's record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Sent {
-    /// Queued (after the template, when it was due).
-    Record,
+pub enum Record {
+    Queued,
     /// The ring had no room: the record is lost.
     RingFull,
     /// The stack alone does not fit a report: nothing is sent.
@@ -114,25 +109,27 @@ impl IfaIpfixReporter {
     /// `now_ns`: nanoseconds since the epoch (the export time's seconds).
     pub fn report(&mut self, sender: &mut ReportSender, now_ns: u64, part: Terminated<'_>) -> Sent {
         if DATA_OVERHEAD + part.stack.len() > REPORT_MAX {
-            return Sent::TooBig;
+            return Sent { template: false, record: Record::TooBig };
         }
-        if self.template_due(now_ns) {
+        let template = self.template_due(now_ns);
+        if template {
             let len = TEMPLATE_MESSAGE_LEN + 12;
             if sender.queue(len, |buf| self.write_template(buf, now_ns)).is_err() {
-                return Sent::RingFull;
+                return Sent { template: false, record: Record::RingFull };
             }
             self.template_due_ns = Some(now_ns.saturating_add(self.settings.template_every_ns));
         }
         let record = self.cut(part, REPORT_MAX);
         let len = wire::MESSAGE_HEADER_LEN + wire::SET_HEADER_LEN + record.len();
-        match sender.queue(len, |buf| self.write_record(buf, now_ns, &record)) {
+        let record = match sender.queue(len, |buf| self.write_record(buf, now_ns, &record)) {
             Ok(()) => {
                 self.sequence = self.sequence.wrapping_add(1);
-                Sent::Record
+                Record::Queued
             }
-            Err(QueueError::Full) => Sent::RingFull,
-            Err(_) => Sent::TooBig,
-        }
+            Err(QueueError::Full) => Record::RingFull,
+            Err(QueueError::TooBig) => Record::TooBig,
+        };
+        Sent { template, record }
     }
 
     fn template_due(&self, now_ns: u64) -> bool {
@@ -186,6 +183,10 @@ mod tests {
         Terminated { headers: &HEADERS, stack, packet }
     }
 
+    fn queued(template: bool) -> Sent {
+        Sent { template, record: Record::Queued }
+    }
+
     fn popped(receiver: &mut crate::pipeline::export::ReportReceiver) -> Vec<Vec<u8>> {
         let mut out = Vec::new();
         let mut buf = [0u8; REPORT_MAX];
@@ -205,9 +206,9 @@ mod tests {
         let mut reporter = IfaIpfixReporter::new(settings);
         let stack = [0x11u8; 32];
         let packet = [0x45u8; 600];
-        assert_eq!(reporter.report(&mut sender, 5_000_000_000, part(&stack, &packet)), Sent::Record);
-        assert_eq!(reporter.report(&mut sender, 5_000_000_500, part(&stack, &packet)), Sent::Record);
-        assert_eq!(reporter.report(&mut sender, 5_000_001_000, part(&stack, &packet)), Sent::Record);
+        assert_eq!(reporter.report(&mut sender, 5_000_000_000, part(&stack, &packet)), queued(true));
+        assert_eq!(reporter.report(&mut sender, 5_000_000_500, part(&stack, &packet)), queued(false));
+        assert_eq!(reporter.report(&mut sender, 5_000_001_000, part(&stack, &packet)), queued(true));
         let messages = popped(&mut receiver);
         let ids: Vec<u16> = messages.iter().map(|m| u16::from_be_bytes([m[16], m[17]])).collect();
         assert_eq!(ids, [2, 257, 257, 2, 257]);
@@ -239,11 +240,14 @@ mod tests {
         let mut reporter = IfaIpfixReporter::new(settings);
         let stack = [0u8; 30 * 32];
         let packet = [0x45u8; 1500];
-        assert_eq!(reporter.report(&mut sender, 0, part(&stack, &packet)), Sent::Record);
+        assert_eq!(reporter.report(&mut sender, 0, part(&stack, &packet)), queued(true));
         let messages = popped(&mut receiver);
         assert!((REPORT_MAX - 4..=REPORT_MAX).contains(&messages[1].len()), "{}", messages[1].len());
         let huge = [0u8; REPORT_MAX];
-        assert_eq!(reporter.report(&mut sender, 0, part(&huge, &packet)), Sent::TooBig);
+        assert_eq!(
+            reporter.report(&mut sender, 0, part(&huge, &packet)),
+            Sent { template: false, record: Record::TooBig }
+        );
         assert!(popped(&mut receiver).is_empty());
     }
 
@@ -253,16 +257,16 @@ mod tests {
         let mut reporter = IfaIpfixReporter::new(IfaIpfixSettings::default());
         let stack = [0u8; 32];
         let mut outcomes = Vec::new();
-        while outcomes.last() != Some(&Sent::RingFull) && outcomes.len() < 1000 {
-            outcomes.push(reporter.report(&mut sender, 0, part(&stack, &[0x45; 64])));
+        while outcomes.last() != Some(&Record::RingFull) && outcomes.len() < 1000 {
+            outcomes.push(reporter.report(&mut sender, 0, part(&stack, &[0x45; 64])).record);
         }
-        let records = outcomes.iter().filter(|o| **o == Sent::Record).count();
-        assert_eq!(outcomes.last(), Some(&Sent::RingFull));
+        let records = outcomes.iter().filter(|o| **o == Record::Queued).count();
+        assert_eq!(outcomes.last(), Some(&Record::RingFull));
         assert!(records >= 1);
         assert_eq!(reporter.sequence as usize, records);
         // The lost record took no number: the next one goes on from it.
         assert_eq!(popped(&mut receiver).len(), records + 1);
-        assert_eq!(reporter.report(&mut sender, 0, part(&stack, &[0x45; 64])), Sent::Record);
+        assert_eq!(reporter.report(&mut sender, 0, part(&stack, &[0x45; 64])), queued(false));
         let last = popped(&mut receiver).pop().unwrap();
         assert_eq!(Message::parse(&last).unwrap().header.sequence as usize, records);
     }

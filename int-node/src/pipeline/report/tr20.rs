@@ -188,6 +188,17 @@ impl Reporter21 {
         self.pending = [0; KINDS.len()];
     }
 
+    /// The report ring itself, for a sink whose reports on packets take
+    /// another form (the IFA terminator's IPFIX), under the same rate
+    /// limit: `None` when it holds the report back (counted).
+    pub fn ring(&mut self, now_ns: u64, counters: &mut Counters) -> Option<&mut ReportSender> {
+        if !self.limit.allow(now_ns) {
+            counters.inc(Counter::reports_suppressed);
+            return None;
+        }
+        Some(&mut self.sender)
+    }
+
     /// Reports per second (0: no limit).
     pub fn rate_limit(&self) -> u32 {
         self.limit.per_second()
