@@ -7,6 +7,7 @@
 //! on (tools/module-graph holds this).
 
 pub mod args;
+pub mod congestion;
 pub mod datagram;
 pub mod export;
 pub mod hops;
