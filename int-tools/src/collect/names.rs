@@ -172,6 +172,7 @@ impl Names {
                 self.labels(&mut r.node_names, r.nodes.as_ref().map(|nodes| nodes.iter().copied()));
                 self.name_hops(r.hop_metadata.as_mut());
             }
+            Record::Congestion(r) => self.name(&mut r.node_name, Some(r.node)),
             Record::Tr05(_) | Record::Malformed(_) => {}
         }
     }

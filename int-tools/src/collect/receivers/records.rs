@@ -17,14 +17,16 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_path_to_error::Segment;
 
+use crate::collect::books::congestion::figure::Carrier;
+use crate::collect::books::congestion::{Packet, When};
 use crate::collect::books::hops::{Seen, MAX_PATH};
 use crate::collect::books::join::Joined;
 use crate::collect::books::ledger::{Measure, Observed};
 use crate::collect::books::Books;
 use crate::collect::nats::SCHEMA;
 use crate::records::{
-    DropSummaryRecord, FlowRecord, Hop, JoinedRecord, PathChangeRecord, Record, RecordType, Tr05Record,
-    Tr20LossRecord, Tr20Record,
+    CongestionRecord, DropSummaryRecord, FlowRecord, Hop, JoinedRecord, PathChangeRecord, Record, RecordType,
+    Tr05Record, Tr20LossRecord, Tr20Record,
 };
 
 /// The most hops a `tr20` record's stack holds: an INT 2.1 shim's length
@@ -141,7 +143,8 @@ enum Kind {
     Stack { report_node: u32, hops: Vec<HopMetadata>, drop_reason: Option<u8> },
     /// Postcards joined, in path order where `ordered`.
     Joined { hops: Vec<HopMetadata>, ordered: bool },
-    /// A path change: worked out again from the stacks and joins.
+    /// A path change, a congestion episode: worked out again from the
+    /// stacks and joins.
     Derived,
 }
 
@@ -165,6 +168,7 @@ fn check(schema: Option<&str>, payload: &[u8]) -> Result<(Facts, Record), Record
         RecordType::Tr20Loss => read::<Tr20LossRecord>(payload)?.into(),
         RecordType::PathChange => read::<PathChangeRecord>(payload)?.into(),
         RecordType::Joined => read::<JoinedRecord>(payload)?.into(),
+        RecordType::Congestion => read::<CongestionRecord>(payload)?.into(),
         RecordType::Malformed => return Err(refused()),
     };
     let facts = facts_of(&record)?;
@@ -290,6 +294,8 @@ fn facts_of(record: &Record) -> Result<Facts, RecordError> {
             facts(kind, r.flow, None, (None, None), None)
         }
         Record::PathChange(r) => facts(Kind::Derived, r.flow, None, (None, r.report_node), None),
+        // The aggregator finds its own episodes in the stacks and joins.
+        Record::Congestion(_) => facts(Kind::Derived, None, None, (None, None), None),
         Record::Tr05(r) => facts(Kind::Flow, None, r.time_ns, (None, None), None),
         Record::Malformed(_) => return Err(RecordError::Type(RecordType::Malformed.as_str().into())),
     })
@@ -340,18 +346,31 @@ fn book(record: &Facts, books: &mut Books) {
                 books.observe_drop(*report_node, *reason);
             }
             let Some(flow) = record.flow.filter(|_| !hops.is_empty()) else { return };
+            books.observe_queues(hops, Carrier::Int21, when(record.at_ns), Some(&packet(flow)));
             let at_ms = books.ledger.time_ms(record.at_ns);
             let (sink, sink_ingress_ns) = (Some(*report_node), record.at_ns);
             books.observe_path(&Seen { flow, hops, sink, sink_ingress_ns, at_ms });
         }
         Kind::Joined { hops, ordered } => {
             let Some(flow) = record.flow else { return };
+            books.observe_queues(hops, Carrier::Int21, when(None), Some(&packet(flow)));
             let at_ms = books.ledger.time_ms(hops.first().and_then(|hop| hop.ingress_timestamp));
             let joined = Joined { flow, hops: hops.clone(), ordered: *ordered, at_ms };
             books.book_joined(&joined);
         }
         Kind::Flow | Kind::Derived => {}
     }
+}
+
+/// A record's hops' time: their own stamps, else the record's, else none
+/// (a stream read back has no arrival of its own: docs/congestion.md).
+fn when(at_ns: Option<u64>) -> When {
+    When { report_ns: at_ns, arrival_ns: at_ns.unwrap_or(0) }
+}
+
+/// A record's packet: its flow; its bytes and Q flag are not in the record.
+fn packet(flow: FlowKey) -> Packet {
+    Packet { flow, bytes: None, queue_alert: false }
 }
 
 #[cfg(test)]

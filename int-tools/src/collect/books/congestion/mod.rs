@@ -13,8 +13,10 @@
 //! congested (counted `evicted_queues`); if every queue is congested, it
 //! is not followed (counted `untracked_queues`).
 
+pub mod args;
 pub mod episode;
 pub mod figure;
+pub mod record;
 pub mod settings;
 pub mod timeline;
 

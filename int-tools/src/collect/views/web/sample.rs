@@ -344,6 +344,7 @@ mod tests {
             exporters: Vec::new(),
             datagrams: None,
             names: Default::default(),
+            congestion: Default::default(),
         };
         let books = vec![Arc::new(Mutex::new(books))];
         Shared {
