@@ -1,0 +1,162 @@
+//! collect's congestion episodes against a ground truth it cannot see:
+//! a real collector fed Telemetry Report 2.0 reports of a known schedule
+//! over loopback. Three steady flows (UDP ports 1-3) cross nodes 1 > 2 >
+//! 3 (sink 9) one report every 2 ms each; a fourth (port 100) bursts
+//! through node 2's queue 3 four times, 80 ms of 8 reports a millisecond.
+//! The queue's occupancy is the model's: 40 when calm, rising 100 a
+//! millisecond while a burst lasts, draining 200 a millisecond after;
+//! node 2's hop latency grows with it, and with it every flow's latency.
+//!
+//! With --congestion-occupancy 1000 (exit under 500), each burst starting
+//! at s is one episode from s + 10 ms (the first figure at or over 1000)
+//! to s + 117 ms (the first under 500); the bursting flow is the first
+//! culprit, the steady flows (their latency three times their baseline,
+//! each under a fair share of the queue) the victims. No DPDK.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
+#[path = "../../tests/common/collector.rs"]
+mod collector;
+
+use std::io::{BufRead, BufReader};
+use std::net::UdpSocket;
+use std::path::Path;
+use std::time::Duration;
+
+use int_core::int21::HopMetadata;
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_int-tools");
+/// The reports' clock at t = 0, ns since the epoch.
+const T0: u64 = 1_700_000_000_000_000_000;
+const MS: u64 = 1_000_000;
+/// Bursts begin at these ms, each lasting BURST_MS.
+const BURSTS: [u64; 4] = [500, 1100, 1700, 2300];
+const BURST_MS: u64 = 80;
+const RUN_MS: u64 = 3000;
+const BURSTER: u16 = 100;
+const STEADY: [u16; 3] = [1, 2, 3];
+/// Where the ground truth puts each episode, from its burst's start.
+const OPENS_AFTER_MS: u64 = 10;
+const CLOSES_AFTER_MS: u64 = 117;
+/// How far an episode's start or end may be from the truth: one steady
+/// report interval (2 ms) and a millisecond for rounding.
+const TOLERANCE_MS: u64 = 3;
+
+/// Node 2's queue at `ms`: the model of the module's docs.
+fn occupancy(ms: u64) -> u32 {
+    let mut level = 40i64;
+    for start in BURSTS {
+        let end = start + BURST_MS - 1;
+        if (start..=end).contains(&ms) {
+            level = 40 + 100 * (ms - start) as i64;
+        } else if ms > end {
+            let peak = 40 + 100 * (BURST_MS - 1) as i64;
+            level = level.max(peak - 200 * (ms - end) as i64);
+        }
+    }
+    level.max(40) as u32
+}
+
+/// One report of `port`'s packet at `ms` (and `nth` within it).
+fn report(sequence: u32, port: u16, ms: u64, nth: u64) -> Vec<u8> {
+    let t = T0 + ms * MS + nth * 1000;
+    let queue = occupancy(ms);
+    let latency = 1000 + 10 * queue;
+    let hop = |node: u32, at: u64, latency: u32, queue: (u8, u32)| HopMetadata {
+        node_id: Some(node),
+        hop_latency: Some(latency),
+        queue: Some(queue),
+        ingress_timestamp: Some(at),
+        egress_timestamp: Some(at + u64::from(latency)),
+        ..HopMetadata::default()
+    };
+    let first = hop(1, t, 500, (0, 5));
+    let second = hop(2, t + 10_000, latency, (3, queue));
+    let third = hop(3, second.egress_timestamp.unwrap() + 10_000, 500, (0, 5));
+    let sink_in = third.egress_timestamp.unwrap() + 10_000;
+    collector::stack_report(sequence, 9, port, &[third, second, first], sink_in)
+}
+
+/// Every report of the run, in time order.
+fn schedule() -> Vec<Vec<u8>> {
+    let mut datagrams = Vec::new();
+    for ms in 0..RUN_MS {
+        if ms % 2 == 0 {
+            for port in STEADY {
+                datagrams.push(report(datagrams.len() as u32, port, ms, u64::from(port)));
+            }
+        }
+        if BURSTS.iter().any(|start| (*start..start + BURST_MS).contains(&ms)) {
+            for nth in 0..8 {
+                datagrams.push(report(datagrams.len() as u32, BURSTER, ms, 10 + nth));
+            }
+        }
+    }
+    datagrams
+}
+
+/// collect's congestion records of `datagrams`, sent paced, and its summary.
+fn congestion_of(datagrams: &[Vec<u8>]) -> (Vec<Value>, Value) {
+    let count = datagrams.len().to_string();
+    let args = ["--count", &count, "--congestion-occupancy", "1000"];
+    let (mut child, listen) = collector::start_collector(Path::new(BIN), &args);
+    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    for (n, datagram) in datagrams.iter().enumerate() {
+        socket.send_to(datagram, &listen).unwrap();
+        if n % 16 == 0 {
+            std::thread::sleep(Duration::from_micros(500));
+        }
+    }
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut lines: Vec<Value> =
+        stdout.lines().map(|line| serde_json::from_str(&line.unwrap()).unwrap()).collect();
+    assert!(child.wait().unwrap().success());
+    let summary = lines.pop().unwrap()["summary"].clone();
+    (lines.into_iter().filter(|r| r["type"] == "congestion").collect(), summary)
+}
+
+fn port_of(part: &Value) -> u64 {
+    part["flow"]["src_port"].as_u64().unwrap()
+}
+
+#[test]
+fn every_burst_is_an_episode_with_its_culprit_and_victims() {
+    let datagrams = schedule();
+    // collect ends at --count: every report was taken (the truth needs
+    // them all).
+    let (episodes, _) = congestion_of(&datagrams);
+    assert_eq!(episodes.len(), BURSTS.len(), "{episodes:#?}");
+    for (episode, start) in episodes.iter().zip(BURSTS) {
+        assert_eq!((episode["node"].as_u64(), episode["queue_id"].as_u64()), (Some(2), Some(3)));
+        assert_eq!((episode["unit"].as_str(), episode["ended"].as_str()), (Some("unknown"), Some("fell")));
+        let at = |field: &str| (episode[field].as_u64().unwrap() - T0) as f64 / MS as f64;
+        let (opened, closed) = (at("start_ns"), at("end_ns"));
+        let (truth_open, truth_close) = ((start + OPENS_AFTER_MS) as f64, (start + CLOSES_AFTER_MS) as f64);
+        let share = episode["culprits"][0]["share"].as_f64().unwrap();
+        eprintln!(
+            "burst at {start} ms: start error {:+.3} ms, end error {:+.3} ms, culprit share {share:.2}",
+            opened - truth_open,
+            closed - truth_close
+        );
+        assert!(
+            (opened - truth_open).abs() <= TOLERANCE_MS as f64,
+            "opened at {opened} ms, truth {truth_open}"
+        );
+        assert!(
+            (closed - truth_close).abs() <= TOLERANCE_MS as f64,
+            "closed at {closed} ms, truth {truth_close}"
+        );
+        assert_eq!(episode["peak_occupancy"].as_u64(), Some(u64::from(occupancy(start + BURST_MS - 1))));
+        let culprits: Vec<u64> = episode["culprits"].as_array().unwrap().iter().map(port_of).collect();
+        assert_eq!(culprits[0], u64::from(BURSTER), "{culprits:?}");
+        let mut victims: Vec<u64> = episode["victims"].as_array().unwrap().iter().map(port_of).collect();
+        victims.sort_unstable();
+        assert_eq!(victims, STEADY.map(u64::from), "{episode:#}");
+        // Every report across the queue while it lasted counts, bytes too.
+        let packets = episode["packets"].as_u64().unwrap();
+        let parts: u64 =
+            episode["culprits"].as_array().unwrap().iter().map(|p| p["packets"].as_u64().unwrap()).sum();
+        assert_eq!(parts, packets, "four flows, all named");
+        assert!(episode["bytes"].as_u64().unwrap() > 100 * packets, "{episode:#}");
+    }
+}
