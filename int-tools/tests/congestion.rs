@@ -124,7 +124,17 @@ fn every_burst_is_an_episode_with_its_culprit_and_victims() {
     let datagrams = schedule();
     // collect ends at --count: every report was taken (the truth needs
     // them all).
-    let (episodes, _) = congestion_of(&datagrams);
+    let (episodes, summary) = congestion_of(&datagrams);
+    let books = &summary["congestion"];
+    assert_eq!(books["episodes"], BURSTS.len(), "{books:#}");
+    let queue =
+        books["queues"].as_array().unwrap().iter().find(|q| q["node"] == 2 && q["queue_id"] == 3).unwrap();
+    assert_eq!((queue["episodes"].as_u64(), &queue["open"]), (Some(BURSTS.len() as u64), &Value::Null));
+    assert_eq!(
+        books["recent_episodes"].as_array().unwrap(),
+        &episodes,
+        "the summary lists the records printed"
+    );
     assert_eq!(episodes.len(), BURSTS.len(), "{episodes:#?}");
     for (episode, start) in episodes.iter().zip(BURSTS) {
         assert_eq!((episode["node"].as_u64(), episode["queue_id"].as_u64()), (Some(2), Some(3)));
