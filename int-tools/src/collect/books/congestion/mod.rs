@@ -308,6 +308,11 @@ impl Congestion {
         self.queues.get(&key).map(|queue| &queue.timeline)
     }
 
+    /// Each followed queue's episodes so far (the web view's events).
+    pub fn episodes_by_queue(&self) -> impl Iterator<Item = (QueueKey, u64)> + '_ {
+        self.queues.iter().map(|(key, queue)| (*key, queue.episodes))
+    }
+
     /// Queues followed.
     pub fn queues(&self) -> usize {
         self.queues.len()
