@@ -45,8 +45,9 @@ pub struct CongestionArgs {
     #[arg(long, value_name = "ID=UNIT", value_delimiter = ',', value_parser = node_unit)]
     pub congestion_unit: Vec<(u32, Unit)>,
     /// Queues followed at most (each up to 352 KiB of timeline); a new one
-    /// takes the place of the one calm and silent the longest.
-    #[arg(long, value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    /// takes the place of the one calm and silent the longest. 0: no
+    /// congestion bookkeeping at all (no figure taken).
+    #[arg(long, value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
     pub congestion_queues: u32,
     /// A queue silent this long (by the reports' clock) ends its episode
     /// at its last figure.

@@ -126,6 +126,9 @@ impl Congestion {
     /// A report's hops (INT 2.1 stack or postcards, IOAM trace): each
     /// hop's queue figure, and its packet crossing each queue.
     pub fn hops(&mut self, hops: &[Hop], carrier: Carrier, when: When, packet: Option<&Packet>) {
+        if self.settings.queues == 0 {
+            return;
+        }
         for hop in hops {
             let at_ns = when.of(hop.egress_timestamp.or(hop.ingress_timestamp));
             if let Some(figure) = Figure::of_hop(hop, carrier, at_ns) {
@@ -141,6 +144,9 @@ impl Congestion {
         when: When,
         packet: Option<&Packet>,
     ) {
+        if self.settings.queues == 0 {
+            return;
+        }
         for hop in hops {
             if let Some(figure) = Figure::of_int05(&hop, when.of(None)) {
                 self.figure(figure, packet);
@@ -151,6 +157,9 @@ impl Congestion {
     /// A flow's end-to-end latency, ns: its baseline, and what its next
     /// packets across a congested queue are judged by.
     pub fn latency(&mut self, flow: &FlowKey, ns: i64) {
+        if self.settings.queues == 0 {
+            return;
+        }
         if !self.latencies.contains_key(flow) && self.latencies.len() >= FLOWS {
             self.counts.untracked_flows += 1;
             return;
