@@ -203,7 +203,7 @@ fn congestion_keys_and_every_bad_value_at_once() {
     );
     let bad =
         "congestion: {occupancy: -1, node_occupancy: [7], units: [7=kb], relative: 0.5, exit_ratio: 2, \
-               queues: 0, victim_rise: x}\n";
+               queues: 2000000, victim_rise: x}\n";
     let problems = read(bad).unwrap_err();
     let paths: Vec<&str> = problems.iter().map(|p| p.path.as_str()).collect();
     for key in ["occupancy", "node_occupancy", "units", "relative", "exit_ratio", "queues", "victim_rise"] {
