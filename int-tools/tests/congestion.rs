@@ -26,8 +26,15 @@ use int_core::int21::HopMetadata;
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_int-tools");
-/// The reports' clock at t = 0, ns since the epoch.
-const T0: u64 = 1_700_000_000_000_000_000;
+/// The reports' clock at t = 0, ns since the epoch: a whole second of
+/// now, so that the episodes are recent for the alert's 2 minutes.
+fn t0() -> u64 {
+    static T0: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *T0.get_or_init(|| {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+        now.as_secs() * 1_000_000_000
+    })
+}
 const MS: u64 = 1_000_000;
 /// Bursts begin at these ms, each lasting BURST_MS.
 const BURSTS: [u64; 4] = [500, 1100, 1700, 2300];
@@ -59,7 +66,7 @@ fn occupancy(ms: u64) -> u32 {
 
 /// One report of `port`'s packet at `ms` (and `nth` within it).
 fn report(sequence: u32, port: u16, ms: u64, nth: u64) -> Vec<u8> {
-    let t = T0 + ms * MS + nth * 1000;
+    let t = t0() + ms * MS + nth * 1000;
     let queue = occupancy(ms);
     let latency = 1000 + 10 * queue;
     let hop = |node: u32, at: u64, latency: u32, queue: (u8, u32)| HopMetadata {
@@ -95,24 +102,61 @@ fn schedule() -> Vec<Vec<u8>> {
     datagrams
 }
 
-/// collect's congestion records of `datagrams`, sent paced, and its summary.
-fn congestion_of(datagrams: &[Vec<u8>]) -> (Vec<Value>, Value) {
-    let count = datagrams.len().to_string();
-    let args = ["--count", &count, "--congestion-occupancy", "1000"];
-    let (mut child, listen) = collector::start_collector(Path::new(BIN), &args);
+/// What collect said of `datagrams`, sent paced: its congestion records,
+/// its summary and its Prometheus page once it has taken them all.
+fn congestion_of(datagrams: &[Vec<u8>]) -> (Vec<Value>, Value, String) {
+    let args = ["--json", "--congestion-occupancy", "1000", "--metrics", "127.0.0.1:0"];
+    let words = ["listening on ", "metrics on http://"];
+    let (mut child, said) = collector::start_collect_saying(Path::new(BIN), &args, &words);
+    let (listen, metrics) = (&said[0], &said[1]);
+    // Its records read as they come: a full pipe would stop collect.
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let reader = std::thread::spawn(move || {
+        stdout.lines().map(|line| serde_json::from_str::<Value>(&line.unwrap()).unwrap()).collect::<Vec<_>>()
+    });
     let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
     for (n, datagram) in datagrams.iter().enumerate() {
-        socket.send_to(datagram, &listen).unwrap();
+        socket.send_to(datagram, listen).unwrap();
         if n % 16 == 0 {
             std::thread::sleep(Duration::from_micros(500));
         }
     }
-    let stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut lines: Vec<Value> =
-        stdout.lines().map(|line| serde_json::from_str(&line.unwrap()).unwrap()).collect();
+    // Until collect has taken every report (the deadline only bounds a
+    // hang): the truth needs them all.
+    let taken = format!("int_collect_reports_total {}", datagrams.len());
+    let started = std::time::Instant::now();
+    let mut page = collector::http_get(metrics, "/metrics");
+    while !page.lines().any(|line| line == taken) && started.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(50));
+        page = collector::http_get(metrics, "/metrics");
+    }
+    assert!(page.lines().any(|line| line == taken), "{page}");
+    std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
     assert!(child.wait().unwrap().success());
+    let mut lines = reader.join().unwrap();
     let summary = lines.pop().unwrap()["summary"].clone();
-    (lines.into_iter().filter(|r| r["type"] == "congestion").collect(), summary)
+    (lines.into_iter().filter(|r| r["type"] == "congestion").collect(), summary, page)
+}
+
+/// `promtool check metrics`' complaints about `page` (none: empty).
+fn promtool_check(page: &str) -> String {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool (Debian's prometheus package)");
+    child.stdin.take().unwrap().write_all(page.as_bytes()).unwrap();
+    let output = child.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&output.stdout).to_string() + &String::from_utf8_lossy(&output.stderr);
+    if output.status.success() {
+        String::new()
+    } else {
+        said
+    }
 }
 
 fn port_of(part: &Value) -> u64 {
@@ -122,9 +166,7 @@ fn port_of(part: &Value) -> u64 {
 #[test]
 fn every_burst_is_an_episode_with_its_culprit_and_victims() {
     let datagrams = schedule();
-    // collect ends at --count: every report was taken (the truth needs
-    // them all).
-    let (episodes, summary) = congestion_of(&datagrams);
+    let (episodes, summary, page) = congestion_of(&datagrams);
     let books = &summary["congestion"];
     assert_eq!(books["episodes"], BURSTS.len(), "{books:#}");
     let queue =
@@ -139,7 +181,7 @@ fn every_burst_is_an_episode_with_its_culprit_and_victims() {
     for (episode, start) in episodes.iter().zip(BURSTS) {
         assert_eq!((episode["node"].as_u64(), episode["queue_id"].as_u64()), (Some(2), Some(3)));
         assert_eq!((episode["unit"].as_str(), episode["ended"].as_str()), (Some("unknown"), Some("fell")));
-        let at = |field: &str| (episode[field].as_u64().unwrap() - T0) as f64 / MS as f64;
+        let at = |field: &str| (episode[field].as_u64().unwrap() - t0()) as f64 / MS as f64;
         let (opened, closed) = (at("start_ns"), at("end_ns"));
         let (truth_open, truth_close) = ((start + OPENS_AFTER_MS) as f64, (start + CLOSES_AFTER_MS) as f64);
         let share = episode["culprits"][0]["share"].as_f64().unwrap();
@@ -169,4 +211,16 @@ fn every_burst_is_an_episode_with_its_culprit_and_victims() {
         assert_eq!(parts, packets, "four flows, all named");
         assert!(episode["bytes"].as_u64().unwrap() > 100 * packets, "{episode:#}");
     }
+    // The page names the queue and the culprit of its four recent
+    // episodes (what IntCongestion fires on), and passes promtool.
+    let queue = "node=\"2\",node_name=\"2\",queue=\"3\"";
+    let culprit = "10.0.0.1:100>10.0.0.2:5000/17";
+    let lines = [
+        format!("int_collect_congestion_episodes_total{{{queue}}} 4"),
+        format!("int_collect_congestion_recent_episodes{{{queue},culprit=\"{culprit}\"}} 4"),
+    ];
+    for line in lines {
+        assert!(page.lines().any(|l| l == line), "no {line} in\n{page}");
+    }
+    assert_eq!(promtool_check(&page), "", "{page}");
 }
