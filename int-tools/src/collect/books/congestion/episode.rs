@@ -159,12 +159,13 @@ pub struct Watch {
 
 impl Watch {
     /// A figure: opens, feeds or closes the queue's episode; returns the
-    /// episode it closed.
+    /// episode it closed. `crossing` (the packet's flow, looked up) is
+    /// asked for only while the queue is congested.
     pub fn figure(
         &mut self,
         figure: &Figure,
         settings: &Settings,
-        crossing: Option<&Crossing>,
+        crossing: impl FnOnce() -> Option<Crossing>,
     ) -> Option<Episode> {
         let (occupancy, latency) = (figure.occupancy.map(f64::from), figure.hop_latency.map(f64::from));
         if let Some(open) = &mut self.open {
@@ -173,7 +174,7 @@ impl Watch {
                 self.calm(occupancy, latency);
                 return episode;
             }
-            open.take(figure, crossing);
+            open.take(figure, crossing().as_ref());
             return None;
         }
         let thresholds = settings.thresholds(figure.node);
@@ -208,7 +209,7 @@ impl Watch {
             victims: Vec::new(),
         };
         let mut open = Box::new(Open { episode, exit, tallies: HashMap::new(), last_ns: figure.at_ns });
-        open.take(figure, crossing);
+        open.take(figure, crossing().as_ref());
         self.open = Some(open);
         None
     }

@@ -22,6 +22,8 @@ pub mod timeline;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
+use foldhash::fast::RandomState;
+
 use int_core::flow::FlowKey;
 use int_core::hop::Hop;
 
@@ -91,9 +93,10 @@ impl When {
 #[derive(Debug, Clone)]
 pub struct Congestion {
     settings: Settings,
-    queues: HashMap<QueueKey, Queue>,
-    /// Each flow's baseline (without its latest latency) and its latest.
-    latencies: HashMap<FlowKey, (Baseline, Option<i64>)>,
+    queues: HashMap<QueueKey, Queue, RandomState>,
+    /// Each flow's baseline (without its latest latency) and its latest
+    /// (foldhash, randomly seeded, as the ledger's flows).
+    latencies: HashMap<FlowKey, (Baseline, Option<i64>), RandomState>,
     /// Closed episodes, the newest last.
     pub recent: VecDeque<Episode>,
     /// Closed since the books last handed them on.
@@ -113,8 +116,8 @@ impl Congestion {
     pub fn new(settings: Settings) -> Congestion {
         Congestion {
             settings,
-            queues: HashMap::new(),
-            latencies: HashMap::new(),
+            queues: HashMap::default(),
+            latencies: HashMap::default(),
             recent: VecDeque::new(),
             closed: Vec::new(),
             counts: Counts::default(),
@@ -192,21 +195,12 @@ impl Congestion {
 
     fn figure(&mut self, mut figure: Figure, packet: Option<&Packet>) {
         self.counts.figures += 1;
-        let settings = &self.settings;
-        figure.unit = settings.units.get(&figure.node).copied().unwrap_or(figure.unit);
-        let crossing = packet.map(|packet| Crossing {
-            flow: packet.flow,
-            bytes: packet.bytes,
-            latency: self
-                .latencies
-                .get(&packet.flow)
-                .and_then(|(baseline, last)| Some((baseline.ready(), (*last)?))),
-            queue_alert: packet.queue_alert,
-        });
-        if !self.make_room(figure.key(), figure.unit) {
+        figure.unit = self.settings.units.get(&figure.node).copied().unwrap_or(figure.unit);
+        if !self.queues.contains_key(&figure.key()) && !self.make_room(figure.key(), figure.unit) {
             return;
         }
         let Some(queue) = self.queues.get_mut(&figure.key()) else { return };
+        queue.unit = figure.unit;
         // A queue's figures arrive a little out of order (several sinks):
         // its watch sees its own clock go forward only.
         figure.at_ns = figure.at_ns.max(queue.last_ns);
@@ -214,7 +208,18 @@ impl Congestion {
         queue.last = (figure.occupancy, figure.hop_latency);
         let at_ms = figure.at_ns / 1_000_000;
         queue.timeline.add(at_ms, figure.occupancy.unwrap_or(0), figure.hop_latency.unwrap_or(0));
-        let closed = queue.watch.figure(&figure, &self.settings, crossing.as_ref());
+        // The packet's flow is looked up only where it counts: in an
+        // episode (most figures are of calm queues).
+        let latencies = &self.latencies;
+        let crossing = |packet: &Packet| Crossing {
+            flow: packet.flow,
+            bytes: packet.bytes,
+            latency: latencies
+                .get(&packet.flow)
+                .and_then(|(baseline, last)| Some((baseline.ready(), (*last)?))),
+            queue_alert: packet.queue_alert,
+        };
+        let closed = queue.watch.figure(&figure, &self.settings, || packet.map(crossing));
         if let Some(episode) = closed {
             self.book(episode);
         }
@@ -267,7 +272,7 @@ impl Congestion {
                 }
             }
         }
-        let queue = self.queues.entry(key).or_insert_with(|| Queue {
+        self.queues.entry(key).or_insert_with(|| Queue {
             unit,
             timeline: QueueTimeline::default(),
             watch: Watch::default(),
@@ -276,7 +281,6 @@ impl Congestion {
             episodes: 0,
             congested_ns: 0,
         });
-        queue.unit = unit;
         true
     }
 
