@@ -26,6 +26,9 @@ use int_core::int21::HopMetadata;
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_int-tools");
+/// The tests take turns: the cost measurement is not to share the CPUs
+/// with the other test's collector.
+static ALONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// The reports' clock at t = 0, ns since the epoch: a whole second of
 /// now, so that the episodes are recent for the alert's 2 minutes.
 fn t0() -> u64 {
@@ -165,6 +168,7 @@ fn port_of(part: &Value) -> u64 {
 
 #[test]
 fn every_burst_is_an_episode_with_its_culprit_and_victims() {
+    let _alone = ALONE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let datagrams = schedule();
     let (episodes, summary, page) = congestion_of(&datagrams);
     let books = &summary["congestion"];
@@ -236,6 +240,7 @@ fn every_burst_is_an_episode_with_its_culprit_and_victims() {
 /// whole release collector).
 #[test]
 fn the_bookkeepings_cost_per_report() {
+    let _alone = ALONE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     use int_tools::collect::books::congestion::settings::Settings;
     use int_tools::collect::books::congestion::Congestion;
     use int_tools::collect::books::datagram::Came;
