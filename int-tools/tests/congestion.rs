@@ -141,27 +141,6 @@ fn congestion_of(datagrams: &[Vec<u8>]) -> (Vec<Value>, Value, String) {
     (lines.into_iter().filter(|r| r["type"] == "congestion").collect(), summary, page)
 }
 
-/// `promtool check metrics`' complaints about `page` (none: empty).
-fn promtool_check(page: &str) -> String {
-    use std::io::Write;
-    use std::process::{Command, Stdio};
-    let mut child = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("promtool (Debian's prometheus package)");
-    child.stdin.take().unwrap().write_all(page.as_bytes()).unwrap();
-    let output = child.wait_with_output().unwrap();
-    let said = String::from_utf8_lossy(&output.stdout).to_string() + &String::from_utf8_lossy(&output.stderr);
-    if output.status.success() {
-        String::new()
-    } else {
-        said
-    }
-}
-
 fn port_of(part: &Value) -> u64 {
     part["flow"]["src_port"].as_u64().unwrap()
 }
@@ -226,7 +205,7 @@ fn every_burst_is_an_episode_with_its_culprit_and_victims() {
     for line in lines {
         assert!(page.lines().any(|l| l == line), "no {line} in\n{page}");
     }
-    assert_eq!(promtool_check(&page), "", "{page}");
+    assert_eq!(collector::promtool_check(&page), "", "{page}");
 }
 
 /// The bookkeeping's cost per report, in this process: the schedule's

@@ -389,3 +389,24 @@ pub fn postcards_report(node: u32, sequence: u32, cards: &[(Vec<u8>, u64, u64)])
     datagram.truncate(len);
     datagram
 }
+
+/// `promtool check metrics` on `page` (Prometheus' own linter): its
+/// complaints, empty when none.
+pub fn promtool_check(page: &str) -> String {
+    use std::io::Write;
+    let mut child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool (Debian's prometheus package)");
+    child.stdin.take().unwrap().write_all(page.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    if out.status.success() {
+        String::new()
+    } else {
+        format!("promtool: {said}")
+    }
+}
