@@ -419,6 +419,49 @@ mod tests {
         assert_eq!(books.ledger.overall.latency.count(), 0);
     }
 
+    /// A congestion record as collect writes it reads back whole (the
+    /// stream's JSON round trip), is derived (the aggregator finds its own
+    /// episodes in the stacks) and books nothing.
+    #[test]
+    fn a_congestion_record_reads_back_and_books_nothing() {
+        use crate::collect::books::congestion::settings::{Settings, Thresholds};
+        use crate::collect::books::congestion::{figure::Carrier, Congestion, Packet, When};
+        use int_core::hop::Hop;
+        let global = Thresholds { occupancy: Some(100), latency_ns: None };
+        let mut congestion = Congestion::new(Settings { global, ..Settings::default() });
+        let flow = FlowKey::v4([10, 0, 0, 1].into(), [10, 0, 0, 2].into(), 17, 1, 2);
+        let packet = Packet { flow, bytes: Some(900), queue_alert: true };
+        for (ms, occupancy) in [(1, 500u32), (2, 10)] {
+            let at = 1_700_000_000_000_000_000 + ms * 1_000_000;
+            let hop = Hop {
+                node_id: Some(4),
+                queue: Some((1, occupancy)),
+                egress_timestamp: Some(at),
+                ..Hop::default()
+            };
+            congestion.hops(
+                &[hop],
+                Carrier::Int21,
+                When { report_ns: Some(at), arrival_ns: 0 },
+                Some(&packet),
+            );
+        }
+        let episode = congestion.take_closed().pop().unwrap();
+        let written =
+            serde_json::to_string(&Record::from(crate::collect::books::congestion::record::record(&episode)))
+                .unwrap();
+        let record = record_of(Some(SCHEMA), written.as_bytes()).unwrap();
+        let Record::Congestion(read) = &record else { panic!("{record:?}") };
+        assert_eq!(
+            (read.node, read.queue_id, read.packets, read.bytes, read.queue_alerts),
+            (4, 1, 1, 900, 1)
+        );
+        assert_eq!(read.culprits[0].flow, Some(flow));
+        let mut books = Books::bounded(SIZES);
+        assert_eq!(take(&mut books, &written), Taken::Derived);
+        assert_eq!((books.totals.reports, books.congestion.counts.figures), (0, 0));
+    }
+
     /// A record is read as its type's fields: one of the wrong kind, even
     /// one the books do not read, or one given twice, refuses the record
     /// by the field's name; nothing of it is booked or passed on.
