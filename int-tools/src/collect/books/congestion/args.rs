@@ -85,36 +85,51 @@ impl CongestionArgs {
     }
 }
 
+/// A `--congestion-*` value refused, and what it takes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ValueError {
+    #[error("{0:?}: give ID={1}, e.g. 10.0.0.1={2} or 7={2}")]
+    NotAPair(String, &'static str, &'static str),
+    #[error("{0:?}: a number, 0 to 4294967295")]
+    NotANumber(String),
+    #[error("{0:?}: bytes, cells, packets or unknown")]
+    NotAUnit(String),
+    #[error("{0}")]
+    Node(String),
+    #[error("{0:?}: {1}")]
+    OutOfBounds(String, &'static str),
+}
+
 /// `ID=N`: a node and a figure.
-fn node_figure(text: &str) -> Result<(u32, u32), String> {
-    let (node, figure) = text.split_once('=').ok_or("ID=N, e.g. 10.0.0.1=5000 or 7=5000")?;
-    let figure = figure.trim().parse().map_err(|_| format!("{figure:?}: a number, 0 to {}", u32::MAX))?;
-    Ok((parse_node_id(node.trim()).map_err(|error| error.to_string())?, figure))
+fn node_figure(text: &str) -> Result<(u32, u32), ValueError> {
+    let (node, figure) = text.split_once('=').ok_or(ValueError::NotAPair(text.into(), "N", "5000"))?;
+    let figure = figure.trim().parse().map_err(|_| ValueError::NotANumber(figure.into()))?;
+    Ok((parse_node_id(node.trim()).map_err(|error| ValueError::Node(error.to_string()))?, figure))
 }
 
 /// `ID=UNIT`.
-fn node_unit(text: &str) -> Result<(u32, Unit), String> {
-    let (node, unit) = text.split_once('=').ok_or("ID=UNIT, e.g. 10.0.0.1=bytes")?;
-    let unit = Unit::parse(unit.trim()).ok_or(format!("{unit:?}: bytes, cells, packets or unknown"))?;
-    Ok((parse_node_id(node.trim()).map_err(|error| error.to_string())?, unit))
+fn node_unit(text: &str) -> Result<(u32, Unit), ValueError> {
+    let (node, unit) = text.split_once('=').ok_or(ValueError::NotAPair(text.into(), "UNIT", "bytes"))?;
+    let unit = Unit::parse(unit.trim()).ok_or(ValueError::NotAUnit(unit.into()))?;
+    Ok((parse_node_id(node.trim()).map_err(|error| ValueError::Node(error.to_string()))?, unit))
 }
 
-fn ratio(text: &str, ok: impl Fn(f64) -> bool, bounds: &str) -> Result<f64, String> {
+fn ratio(text: &str, ok: impl Fn(f64) -> bool, bounds: &'static str) -> Result<f64, ValueError> {
     match text.trim().parse::<f64>() {
         Ok(value) if value.is_finite() && ok(value) => Ok(value),
-        _ => Err(format!("{text:?}: {bounds}")),
+        _ => Err(ValueError::OutOfBounds(text.into(), bounds)),
     }
 }
 
-fn relative(text: &str) -> Result<f64, String> {
+fn relative(text: &str) -> Result<f64, ValueError> {
     ratio(text, |x| x == 0.0 || (1.0..=1000.0).contains(&x), "0 (never), or 1 to 1000 times the baseline")
 }
 
-fn exit_ratio(text: &str) -> Result<f64, String> {
+fn exit_ratio(text: &str) -> Result<f64, ValueError> {
     ratio(text, |x| x > 0.0 && x <= 1.0, "over 0, at most 1 (a share of the threshold)")
 }
 
-fn victim_rise(text: &str) -> Result<f64, String> {
+fn victim_rise(text: &str) -> Result<f64, ValueError> {
     ratio(text, |x| (1.0..=1000.0).contains(&x), "1 to 1000 times the flow's baseline")
 }
 
@@ -126,10 +141,10 @@ mod tests {
     fn per_node_values_read_and_refuse_with_a_hint() {
         assert_eq!(node_figure("10.0.0.1=5000"), Ok((0x0a00_0001, 5000)));
         assert_eq!(node_figure("7 = 9"), Ok((7, 9)));
-        assert!(node_figure("7").unwrap_err().contains("ID=N"));
-        assert!(node_figure("7=lots").unwrap_err().contains("a number"));
+        assert!(node_figure("7").unwrap_err().to_string().contains("ID=N"));
+        assert!(node_figure("7=lots").unwrap_err().to_string().contains("a number"));
         assert_eq!(node_unit("3=cells"), Ok((3, Unit::Cells)));
-        assert!(node_unit("3=kb").unwrap_err().contains("bytes, cells"));
+        assert!(node_unit("3=kb").unwrap_err().to_string().contains("bytes, cells"));
         assert!(relative("0.5").is_err() && relative("0").is_ok() && relative("NaN").is_err());
         assert!(exit_ratio("0").is_err() && exit_ratio("1").is_ok());
         assert!(victim_rise("0.9").is_err());
