@@ -279,6 +279,9 @@ def main():
     parser.add_argument("--ipfix", action="store_true",
                         help="each run also with --ipfix (UDP, a 1 s interval) to a socket here, interleaved: the "
                              "exporter's cost, as its rate over the rate without it")
+    parser.add_argument("--congestion", action="store_true",
+                        help="also run each case with the congestion bookkeeping off (--congestion-queues 0), "
+                             "interleaved: its cost (docs/congestion.md)")
     parser.add_argument("--compare", default="",
                         help="another int-tools build: each case runs with it too, as VIEW@B, interleaved (A/B of a "
                              "change; the senders and the recorded reports are this tree's)")
@@ -298,6 +301,10 @@ def main():
     # The per-hop view on (the default), and off where the reports carry hops.
     views = [("hops", ())] + ([("no-hops", ("--max-nodes", "0", "--max-links", "0"))]
                               if args.reports.startswith("tr20") else [])
+    if args.congestion:
+        # The congestion bookkeeping off (--congestion-queues 0), interleaved
+        # with the default (on): its cost per report in the same run.
+        views.append(("no-congestion", ("--congestion-queues", "0")))
     if args.http:
         views.append(("http", ("--http", "127.0.0.1:0")))
     nats = start_nats(work) if args.nats else None

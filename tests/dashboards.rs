@@ -50,7 +50,7 @@ fn rule_queries() -> Vec<(String, String)> {
             queries.push((format!("rule {name}"), query_of(expr)));
         }
     }
-    assert_eq!(queries.len(), 14);
+    assert_eq!(queries.len(), 15);
     queries
 }
 

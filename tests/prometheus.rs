@@ -5,32 +5,12 @@
 
 mod common;
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
+use common::collector::promtool_check;
 use common::servers::*;
 use common::*;
-
-/// `promtool check metrics` on `page` (Prometheus' own linter): its
-/// complaints, empty when none.
-fn promtool_check(page: &str) -> String {
-    let mut child = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("promtool (Debian's prometheus package)");
-    child.stdin.take().unwrap().write_all(page.as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    if out.status.success() {
-        String::new()
-    } else {
-        format!("promtool: {said}")
-    }
-}
 
 /// Prometheus stores what the node's page shows: per-role counters, the
 /// ports' DPDK counters, the exporter's; the page passes promtool.

@@ -87,8 +87,8 @@ fn same_as_decode21(collected: &[Value], decoded: &[Value]) -> usize {
 
 /// Objects whose keys are names (pipelines, ports, reasons; a pipeline's
 /// counters, listed in docs/metrics.md), not fields.
-const MAPS: [&str; 7] =
-    ["pipelines", "pipelines.*", "ports", "xstats", "malformed_by_reason", "drops", "influx"];
+const MAPS: [&str; 8] =
+    ["pipelines", "pipelines.*", "ports", "xstats", "malformed_by_reason", "drops", "influx", "queue_alerts"];
 
 /// Every field path of a record: `a.b` inside objects, `a[]` for an
 /// array's elements, `a.*` for a map's entries.

@@ -106,6 +106,7 @@ pub enum RecordType {
     PathChange,
     Joined,
     IfaIpfix,
+    Congestion,
     Malformed,
 }
 
@@ -122,6 +123,7 @@ impl RecordType {
             RecordType::PathChange => "path-change",
             RecordType::Joined => "joined",
             RecordType::IfaIpfix => "ifa-ipfix",
+            RecordType::Congestion => "congestion",
             RecordType::Malformed => "malformed",
         }
     }
@@ -578,6 +580,58 @@ pub struct MalformedRecord {
     pub missing_reports_before: Option<u32>,
 }
 
+/// A flow's part in a congestion episode: its packets across the queue
+/// while it lasted, their bytes where the reports carry the packet's IP
+/// length, their share of the episode's packets, and the flow's latency
+/// before and at most during it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlowPart {
+    #[serde(default, deserialize_with = "objects::option")]
+    pub flow: Option<FlowKey>,
+    pub packets: u64,
+    pub bytes: u64,
+    pub share: f64,
+    pub latency_before_ns: Option<i64>,
+    pub latency_max_ns: Option<i64>,
+}
+
+/// One queue's congestion episode (docs/congestion.md): the node and
+/// queue, the occupancy's unit, when it opened and closed and why, its
+/// peaks and thresholds, the packets, bytes and flows that crossed the
+/// queue while it lasted, the culprits (flows ranked by share) and the
+/// victims (flows whose latency rose).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CongestionRecord {
+    #[serde(rename = "type")]
+    pub kind: RecordType,
+    pub node: u32,
+    pub queue_id: u8,
+    pub unit: String,
+    pub trigger: String,
+    pub start: Option<String>,
+    pub start_ns: u64,
+    pub end: Option<String>,
+    pub end_ns: Option<u64>,
+    pub duration_ns: Option<u64>,
+    pub ended: Option<String>,
+    pub peak_occupancy: Option<u32>,
+    pub peak_hop_latency_ns: Option<u32>,
+    pub threshold_occupancy: Option<u32>,
+    pub threshold_hop_latency_ns: Option<u32>,
+    pub packets: u64,
+    pub bytes: u64,
+    pub flows: u64,
+    pub other_packets: u64,
+    pub queue_alerts: u64,
+    pub culprits: Vec<FlowPart>,
+    pub victims: Vec<FlowPart>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_name: Option<String>,
+}
+
+// A share is a ratio of counts, never NaN: equality is an equivalence.
+impl Eq for CongestionRecord {}
+
 /// Every record collect prints, as it prints it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
@@ -590,6 +644,7 @@ pub enum Record {
     PathChange(PathChangeRecord),
     Joined(JoinedRecord),
     IfaIpfix(IfaIpfixRecord),
+    Congestion(CongestionRecord),
     Malformed(MalformedRecord),
 }
 
@@ -604,6 +659,7 @@ impl Record {
             Record::PathChange(r) => r.kind,
             Record::Joined(r) => r.kind,
             Record::IfaIpfix(r) => r.kind,
+            Record::Congestion(r) => r.kind,
             Record::Malformed(r) => r.kind,
         }
     }
@@ -617,6 +673,7 @@ impl Record {
             Record::Tr20Loss(r) => r.report_node,
             Record::PathChange(r) => r.report_node,
             Record::IfaIpfix(r) => r.report_node,
+            Record::Congestion(r) => Some(r.node),
             Record::Tr05(_) | Record::Joined(_) | Record::Malformed(_) => None,
         }
     }
@@ -642,7 +699,7 @@ impl Record {
             Record::PathChange(r) => set!(r),
             Record::Malformed(r) => set!(r),
             Record::IfaIpfix(r) => set!(r),
-            Record::Joined(_) => {}
+            Record::Joined(_) | Record::Congestion(_) => {}
         }
     }
 }
@@ -839,6 +896,7 @@ into_record!(
     PathChange(PathChangeRecord),
     Joined(JoinedRecord),
     IfaIpfix(IfaIpfixRecord),
+    Congestion(CongestionRecord),
     Malformed(MalformedRecord)
 );
 
@@ -850,7 +908,9 @@ mod tests {
     #[test]
     fn a_types_text_is_what_serde_writes() {
         use RecordType::*;
-        for kind in [Latency, DropSummary, Tr05, Tr05Flow, Tr20, Tr20Loss, PathChange, Joined, Malformed] {
+        for kind in
+            [Latency, DropSummary, Tr05, Tr05Flow, Tr20, Tr20Loss, PathChange, Joined, Congestion, Malformed]
+        {
             assert_eq!(serde_json::to_value(kind).ok(), Some(Value::from(kind.as_str())));
         }
     }

@@ -138,9 +138,10 @@ fn pages(view: &str) -> Value {
 }
 
 /// The summary's books: without the counts of this run's outputs (the
-/// view's requests, the state's writes).
+/// view's requests, the state's writes), and without the congestion books
+/// (not kept across restarts: docs/congestion.md).
 fn books_of(mut summary: Value) -> Value {
-    for output in ["view", "state", "nats_consumer"] {
+    for output in ["view", "state", "nats_consumer", "congestion"] {
         summary.as_object_mut().unwrap().remove(output);
     }
     summary

@@ -472,3 +472,23 @@ pub fn tshark_ipfix(file: &Path, port: u16) -> String {
     assert!(!text.contains("Expert Info"), "{text}");
     text
 }
+/// `promtool check metrics` on `page` (Prometheus' own linter): its
+/// complaints, empty when none.
+pub fn promtool_check(page: &str) -> String {
+    use std::io::Write;
+    let mut child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool (Debian's prometheus package)");
+    child.stdin.take().unwrap().write_all(page.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    if out.status.success() {
+        String::new()
+    } else {
+        format!("promtool: {said}")
+    }
+}

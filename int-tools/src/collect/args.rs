@@ -12,6 +12,7 @@ use std::time::Duration;
 use clap::Args;
 
 use super::books::args::BookArgs;
+use super::books::congestion::args::CongestionArgs;
 use super::exporters::influx::args::InfluxArgs;
 use super::exporters::ipfix::args::IpfixArgs;
 use super::exporters::stdout::args::StdoutArgs;
@@ -57,6 +58,8 @@ pub struct CollectArgs {
     pub receivers: ReceiverArgs,
     #[command(flatten)]
     pub books: BookArgs,
+    #[command(flatten)]
+    pub congestion: CongestionArgs,
     #[command(flatten)]
     pub stdout: StdoutArgs,
     #[command(flatten)]

@@ -235,6 +235,7 @@ fn books(
             let exporters = exporting.handles();
             let mut books = Books::new(sizes, args.books.join(), exporters, Arc::clone(&base), names.clone());
             books.datagrams = exporting.datagrams();
+            books.congestion = books::congestion::Congestion::new(args.congestion.settings());
             books
         })
         .collect();

@@ -177,6 +177,7 @@ impl Names {
                 self.name(&mut r.report_node_name, r.report_node);
                 self.name_hops(r.hop_metadata.as_mut());
             }
+            Record::Congestion(r) => self.name(&mut r.node_name, Some(r.node)),
             Record::Tr05(_) | Record::Malformed(_) => {}
         }
     }

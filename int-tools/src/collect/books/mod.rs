@@ -7,6 +7,7 @@
 //! on (tools/module-graph holds this).
 
 pub mod args;
+pub mod congestion;
 pub mod datagram;
 pub mod export;
 pub mod hops;
@@ -23,7 +24,10 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use congestion::figure::Carrier;
+use congestion::{Packet, When};
 use export::{Datagrams, Exporter};
+use int_core::hop::Hop;
 use ledger::{Ledger, Limits, Measure, Observed};
 use sender::Sender;
 
@@ -64,6 +68,8 @@ pub struct Books {
     pub datagrams: Option<Box<dyn Datagrams>>,
     /// What the records call each node.
     pub names: Naming,
+    /// Every queue's figures and congestion episodes.
+    pub congestion: congestion::Congestion,
 }
 
 /// What the books keep at most: `--max-flows`, `--detailed-flows`,
@@ -95,6 +101,7 @@ impl Books {
             exporters,
             datagrams: None,
             names,
+            congestion: congestion::Congestion::default(),
         }
     }
 
@@ -143,7 +150,10 @@ impl Books {
         self.ledger.observe(observed);
         let lost = match observed.measure {
             Measure::Lost(count) => count,
-            Measure::Latency { .. } => 0,
+            Measure::Latency { ns, .. } => {
+                self.congestion.latency(&observed.flow, ns);
+                0
+            }
         };
         self.hops.observe_sink(&observed.flow, observed.sink_node, lost);
         for exporter in &self.exporters {
@@ -165,6 +175,34 @@ impl Books {
         self.hops.observe_drop(node, reason);
         for exporter in &self.exporters {
             exporter.drop_reported(node, reason);
+        }
+    }
+
+    /// A report's queue figures (its hops) and the packet that crossed
+    /// those queues: into the congestion books; the episodes they close
+    /// are handed on as records.
+    pub fn observe_queues(&mut self, hops: &[Hop], carrier: Carrier, when: When, packet: Option<&Packet>) {
+        self.congestion.hops(hops, carrier, when, packet);
+        self.hand_on_episodes();
+    }
+
+    /// An INT 0.5 or Host-INT stack's queue figures.
+    pub fn observe_int05_queues(
+        &mut self,
+        hops: impl Iterator<Item = int_core::int05::HopMetadata>,
+        when: When,
+        packet: Option<&Packet>,
+    ) {
+        self.congestion.int05_hops(hops, when, packet);
+        self.hand_on_episodes();
+    }
+
+    fn hand_on_episodes(&mut self) {
+        if !self.congestion.has_closed() {
+            return;
+        }
+        for episode in self.congestion.take_closed() {
+            self.emit(|| congestion::record::record(&episode).into());
         }
     }
 

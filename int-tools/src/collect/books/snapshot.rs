@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
+use super::congestion;
 use super::hops::{self, Hops};
 use super::join::Counts as JoinCounts;
 use super::ledger::{self, Ledger};
@@ -19,6 +20,8 @@ pub struct Snapshot {
     pub totals: Totals,
     /// What the join of postcards did.
     pub joins: JoinCounts,
+    /// Every queue's figures and episodes.
+    pub congestion: congestion::View,
 }
 
 impl Snapshot {
@@ -29,6 +32,7 @@ impl Snapshot {
             senders: books.senders.clone(),
             totals: books.totals.clone(),
             joins: books.join.counts,
+            congestion: books.congestion.view(),
         }
     }
 
@@ -42,6 +46,7 @@ impl Snapshot {
             senders: std::mem::take(&mut books.senders),
             totals: std::mem::take(&mut books.totals),
             joins: books.join.counts,
+            congestion: books.congestion.view(),
         }
     }
 
@@ -53,6 +58,7 @@ impl Snapshot {
             senders: books.senders.clone(),
             totals: books.totals.clone(),
             joins: books.join.counts,
+            congestion: books.congestion.view(),
         }
     }
 
@@ -68,12 +74,14 @@ impl Snapshot {
                 senders: BTreeMap::new(),
                 totals: Totals::default(),
                 joins: JoinCounts::default(),
+                congestion: congestion::View::default(),
             };
         };
         for part in parts {
             all.ledger.merge(&part.ledger);
             all.hops.merge(&part.hops);
             all.joins.merge(&part.joins);
+            all.congestion.merge(&part.congestion);
             for (address, sender) in part.senders {
                 let ours = all.senders.entry(address).or_default();
                 ours.lost_reports += sender.lost_reports;

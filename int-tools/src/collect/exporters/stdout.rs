@@ -81,11 +81,39 @@ pub fn print(record: &Record, output: Print, names: &Naming) {
     }
 }
 
+/// A congestion episode on one line: where, when, how much, whose.
+fn congestion(r: &Value, names: &Naming) -> String {
+    let ms = |ns: &Value| ns.as_u64().map_or("-".into(), |ns| format!("{:.1} ms", ns as f64 / 1e6));
+    let first = r.get("culprits").and_then(|c| c.get(0));
+    let culprit = match first {
+        Some(first) => format!(
+            "{} ({:.0}% of {} packets)",
+            flow(&first["flow"]),
+            first["share"].as_f64().unwrap_or(0.0) * 100.0,
+            r["packets"]
+        ),
+        None => "-".into(),
+    };
+    let victims = r["victims"].as_array().map_or(0, Vec::len);
+    format!(
+        "Congestion at node {} queue {}: {} for {} ({}), peak {} {} / {} ns hop latency; culprit {culprit}; {victims} victim(s)",
+        node(&r["node"], true, names),
+        r["queue_id"],
+        r["start"].as_str().unwrap_or("-"),
+        ms(&r["duration_ns"]),
+        r["ended"].as_str().unwrap_or("open"),
+        r["peak_occupancy"],
+        r["unit"].as_str().unwrap_or("?"),
+        r["peak_hop_latency_ns"],
+    )
+}
+
 fn print_text(r: &Value, names: &Naming) {
     let kind = r["type"].as_str().unwrap_or("?");
     match kind {
         "path-change" => return path_change(r, names),
         "joined" => return print!("{}", joined(r, names)),
+        "congestion" => return println!("{}", congestion(r, names)),
         _ => {}
     }
     let title = match kind {

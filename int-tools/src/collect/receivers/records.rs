@@ -17,14 +17,16 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_path_to_error::Segment;
 
+use crate::collect::books::congestion::figure::Carrier;
+use crate::collect::books::congestion::{Packet, When};
 use crate::collect::books::hops::{Seen, MAX_PATH};
 use crate::collect::books::join::Joined;
 use crate::collect::books::ledger::{Measure, Observed};
 use crate::collect::books::Books;
 use crate::collect::nats::SCHEMA;
 use crate::records::{
-    DropSummaryRecord, FlowRecord, Hop, IfaIpfixRecord, JoinedRecord, PathChangeRecord, Record, RecordType,
-    Tr05Record, Tr20LossRecord, Tr20Record,
+    CongestionRecord, DropSummaryRecord, FlowRecord, Hop, IfaIpfixRecord, JoinedRecord, PathChangeRecord,
+    Record, RecordType, Tr05Record, Tr20LossRecord, Tr20Record,
 };
 
 /// The most hops a `tr20` record's stack holds: an INT 2.1 shim's length
@@ -143,7 +145,8 @@ enum Kind {
     Stack { report_node: Option<u32>, hops: Vec<HopMetadata>, drop_reason: Option<u8> },
     /// Postcards joined, in path order where `ordered`.
     Joined { hops: Vec<HopMetadata>, ordered: bool },
-    /// A path change: worked out again from the stacks and joins.
+    /// A path change, a congestion episode: worked out again from the
+    /// stacks and joins.
     Derived,
 }
 
@@ -168,6 +171,7 @@ fn check(schema: Option<&str>, payload: &[u8]) -> Result<(Facts, Record), Record
         RecordType::PathChange => read::<PathChangeRecord>(payload)?.into(),
         RecordType::Joined => read::<JoinedRecord>(payload)?.into(),
         RecordType::IfaIpfix => read::<IfaIpfixRecord>(payload)?.into(),
+        RecordType::Congestion => read::<CongestionRecord>(payload)?.into(),
         RecordType::Malformed => return Err(refused()),
     };
     let facts = facts_of(&record)?;
@@ -304,6 +308,8 @@ fn facts_of(record: &Record) -> Result<Facts, RecordError> {
             facts(kind, r.flow, None, (None, None), None)
         }
         Record::PathChange(r) => facts(Kind::Derived, r.flow, None, (None, r.report_node), None),
+        // The aggregator finds its own episodes in the stacks and joins.
+        Record::Congestion(_) => facts(Kind::Derived, None, None, (None, None), None),
         Record::Tr05(r) => facts(Kind::Flow, None, r.time_ns, (None, None), None),
         Record::Malformed(_) => return Err(RecordError::Type(RecordType::Malformed.as_str().into())),
     })
@@ -354,18 +360,31 @@ fn book(record: &Facts, books: &mut Books) {
                 books.observe_drop(report_node.unwrap_or(0), *reason);
             }
             let Some(flow) = record.flow.filter(|_| !hops.is_empty()) else { return };
+            books.observe_queues(hops, Carrier::Int21, when(record.at_ns), Some(&packet(flow)));
             let at_ms = books.ledger.time_ms(record.at_ns);
             let (sink, sink_ingress_ns) = (*report_node, record.at_ns);
             books.observe_path(&Seen { flow, hops, sink, sink_ingress_ns, at_ms });
         }
         Kind::Joined { hops, ordered } => {
             let Some(flow) = record.flow else { return };
+            books.observe_queues(hops, Carrier::Int21, when(None), Some(&packet(flow)));
             let at_ms = books.ledger.time_ms(hops.first().and_then(|hop| hop.ingress_timestamp));
             let joined = Joined { flow, hops: hops.clone(), ordered: *ordered, at_ms };
             books.book_joined(&joined);
         }
         Kind::Flow | Kind::Derived => {}
     }
+}
+
+/// A record's hops' time: their own stamps, else the record's, else none
+/// (a stream read back has no arrival of its own: docs/congestion.md).
+fn when(at_ns: Option<u64>) -> When {
+    When { report_ns: at_ns, arrival_ns: at_ns.unwrap_or(0) }
+}
+
+/// A record's packet: its flow; its bytes and Q flag are not in the record.
+fn packet(flow: FlowKey) -> Packet {
+    Packet { flow, bytes: None, queue_alert: false }
 }
 
 #[cfg(test)]
@@ -412,6 +431,49 @@ mod tests {
         assert_eq!(take(&mut books, &joined), Taken::Derived);
         assert_eq!((books.totals.reports, books.hops.nodes.len()), (0, 1));
         assert_eq!(books.ledger.overall.latency.count(), 0);
+    }
+
+    /// A congestion record as collect writes it reads back whole (the
+    /// stream's JSON round trip), is derived (the aggregator finds its own
+    /// episodes in the stacks) and books nothing.
+    #[test]
+    fn a_congestion_record_reads_back_and_books_nothing() {
+        use crate::collect::books::congestion::settings::{Settings, Thresholds};
+        use crate::collect::books::congestion::{figure::Carrier, Congestion, Packet, When};
+        use int_core::hop::Hop;
+        let global = Thresholds { occupancy: Some(100), latency_ns: None };
+        let mut congestion = Congestion::new(Settings { global, ..Settings::default() });
+        let flow = FlowKey::v4([10, 0, 0, 1].into(), [10, 0, 0, 2].into(), 17, 1, 2);
+        let packet = Packet { flow, bytes: Some(900), queue_alert: true };
+        for (ms, occupancy) in [(1, 500u32), (2, 10)] {
+            let at = 1_700_000_000_000_000_000 + ms * 1_000_000;
+            let hop = Hop {
+                node_id: Some(4),
+                queue: Some((1, occupancy)),
+                egress_timestamp: Some(at),
+                ..Hop::default()
+            };
+            congestion.hops(
+                &[hop],
+                Carrier::Int21,
+                When { report_ns: Some(at), arrival_ns: 0 },
+                Some(&packet),
+            );
+        }
+        let episode = congestion.take_closed().pop().unwrap();
+        let written =
+            serde_json::to_string(&Record::from(crate::collect::books::congestion::record::record(&episode)))
+                .unwrap();
+        let record = record_of(Some(SCHEMA), written.as_bytes()).unwrap();
+        let Record::Congestion(read) = &record else { panic!("{record:?}") };
+        assert_eq!(
+            (read.node, read.queue_id, read.packets, read.bytes, read.queue_alerts),
+            (4, 1, 1, 900, 1)
+        );
+        assert_eq!(read.culprits[0].flow, Some(flow));
+        let mut books = Books::bounded(SIZES);
+        assert_eq!(take(&mut books, &written), Taken::Derived);
+        assert_eq!((books.totals.reports, books.congestion.counts.figures), (0, 0));
     }
 
     /// A record is read as its type's fields: one of the wrong kind, even

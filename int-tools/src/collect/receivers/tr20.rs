@@ -11,6 +11,8 @@ use int_core::report::tr20_loss::LossReport;
 use int_core::{Layer, ParseError};
 
 use super::How;
+use crate::collect::books::congestion::figure::{ip_length, Carrier};
+use crate::collect::books::congestion::{Packet, When};
 use crate::collect::books::datagram::Arrival;
 use crate::collect::books::hops::{path_change_record, path_of, Seen};
 use crate::collect::books::join::{self, Postcard};
@@ -78,6 +80,8 @@ pub struct Latency21 {
     pub source_node: Option<u32>,
     /// The packet's number in its flow, where the source wrote one.
     pub sequence: Option<u32>,
+    /// An INT 2.1 stack's hops, or an IOAM trace's.
+    pub carrier: Carrier,
 }
 
 /// Reads an individual report's latency, when it is one (an IOAM
@@ -99,6 +103,7 @@ pub fn latency_of(
             path: Vec::new(),
             source_node: None,
             sequence: None,
+            carrier: Carrier::Int21,
         });
     };
     let source = md.bottom_hop();
@@ -115,6 +120,7 @@ pub fn latency_of(
         path,
         source_node: source.and_then(|hop| hop.node_id),
         sequence: domain.source_only.sequence_of(&md),
+        carrier: Carrier::Int21,
     })
 }
 
@@ -145,6 +151,7 @@ fn ioam_latency_of(report: &IndividualReport<'_>, format: TimestampFormat) -> Op
         path,
         // A 64-bit number's low half, as the node counts loss with it.
         sequence: e2e.and_then(|e2e| e2e.sequence).map(|n| n as u32),
+        carrier: Carrier::Ioam,
     })
 }
 
@@ -186,6 +193,7 @@ pub fn record(report: &Report<'_>, how: &How, arrival: Arrival, books: &mut Book
         if let Some(drop) = individual.int.and_then(|int| int.drop) {
             books.observe_drop(group.node_id, drop.reason);
         }
+        queues(&individual, latency.as_ref(), group.node_id, arrival.at_ns, books);
         if let Some(card) = postcard(&individual, latency.as_ref(), group.node_id, books) {
             let now_ms = books.ledger.arrival_ms();
             for joined in books.join.add(card, now_ms) {
@@ -195,6 +203,37 @@ pub fn record(report: &Report<'_>, how: &How, arrival: Arrival, books: &mut Book
         let path = seen.as_ref().and_then(path_of);
         let read = Read { individual: &individual, latency: latency.as_ref(), path };
         books.emit(|| arrival.record(report_record(&read, &group)));
+    }
+}
+
+/// The queue figures of one individual report: its stack's or trace's
+/// hops, or a postcard's own (the reporting node's), with the packet that
+/// crossed them; a raised Q flag counts as the node's queue alert.
+fn queues(
+    individual: &IndividualReport<'_>,
+    latency: Option<&Latency21>,
+    node: u32,
+    arrival_ns: u64,
+    books: &mut Books,
+) {
+    if individual.flags.congested_queue {
+        books.congestion.queue_alert(node);
+    }
+    let Some(int) = individual.int.filter(|int| int.drop.is_none()) else { return };
+    let when = When { report_ns: int.metadata.ingress_timestamp, arrival_ns };
+    let flow = latency.map(|l| l.flow).or_else(|| int21::reported_flow(individual.inner, false));
+    let packet = flow.map(|flow| Packet {
+        flow,
+        bytes: ip_length(individual.inner),
+        queue_alert: individual.flags.congested_queue,
+    });
+    match latency.filter(|l| !l.path.is_empty()) {
+        Some(l) => books.observe_queues(&l.path, l.carrier, when, packet.as_ref()),
+        None if matches!(individual.in_type, InType::Ipv4 | InType::Ipv6) => {
+            let own = HopMetadata { node_id: int.metadata.node_id.or(Some(node)), ..int.metadata };
+            books.observe_queues(&[own], Carrier::Int21, when, packet.as_ref());
+        }
+        None => {}
     }
 }
 

@@ -16,6 +16,7 @@ use crate::collect::books::ledger::{FlowSummary, Ledger};
 use crate::collect::books::snapshot::Snapshot;
 use crate::collect::counts::{counts_text, Counted, OutputCounts};
 use crate::collect::names::{self, Naming};
+use crate::collect::views::congestion;
 
 /// At most this many flows, nodes and links in the text summary at exit
 /// (the most reported flows); JSON has them all.
@@ -85,6 +86,7 @@ struct Summary<'a> {
     untracked_links: u64,
     untracked_paths: u64,
     unusable_paths: u64,
+    congestion: congestion::CongestionLine,
     #[serde(flatten)]
     outputs: OutputCounts<'a>,
 }
@@ -141,6 +143,7 @@ fn summary_of<'a>(snapshot: &'a Snapshot, outputs: &'a [Arc<dyn Counted>], names
         untracked_links: untracked.links,
         untracked_paths: untracked.flows,
         unusable_paths: untracked.unusable_paths,
+        congestion: congestion::summary(&snapshot.congestion, names),
         outputs: OutputCounts(outputs),
     }
 }

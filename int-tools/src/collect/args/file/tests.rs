@@ -176,3 +176,38 @@ fn the_docs_table_has_every_key() {
         assert!(row.is_some_and(|row| row.contains(&cell)), "docs/commands.md: no {cell} in {section}'s row");
     }
 }
+
+/// The congestion section: good values become the settings; every bad
+/// one is named at once, with its key (a list's item by its index).
+#[test]
+fn congestion_keys_and_every_bad_value_at_once() {
+    let good = "congestion: {occupancy: 5000, node_latency_ns: [10.0.0.1=20000, 7=9], units: [7=cells], \
+                relative: 0, exit_ratio: 0.25, queues: 16, idle_ms: 200}\n";
+    let flags: Vec<OsString> = read(good).unwrap().into_iter().flat_map(Setting::flags).collect();
+    let command = CollectArgs::augment_args(Command::new("collect"));
+    let matches =
+        command.try_get_matches_from(std::iter::once(OsString::from("collect")).chain(flags)).unwrap();
+    let settings = CollectArgs::from_arg_matches(&matches).unwrap().congestion.settings();
+    assert_eq!(settings.global.occupancy, Some(5000));
+    assert_eq!(settings.thresholds(0x0a00_0001).latency_ns, Some(20000));
+    assert_eq!(
+        settings.thresholds(7),
+        crate::collect::books::congestion::settings::Thresholds {
+            occupancy: Some(5000),
+            latency_ns: Some(9)
+        }
+    );
+    assert_eq!(
+        (settings.relative, settings.exit_ratio, settings.queues, settings.idle_ns),
+        (0.0, 0.25, 16, 200_000_000)
+    );
+    let bad =
+        "congestion: {occupancy: -1, node_occupancy: [7], units: [7=kb], relative: 0.5, exit_ratio: 2, \
+               queues: 2000000, victim_rise: x}\n";
+    let problems = read(bad).unwrap_err();
+    let paths: Vec<&str> = problems.iter().map(|p| p.path.as_str()).collect();
+    for key in ["occupancy", "node_occupancy", "units", "relative", "exit_ratio", "queues", "victim_rise"] {
+        assert!(paths.iter().any(|p| p.starts_with(&format!("congestion.{key}"))), "{key} not in {paths:?}");
+    }
+    assert!(problems.iter().all(|p| p.hint.contains("--congestion-")), "{problems:?}");
+}

@@ -6,6 +6,7 @@
 //! the network, and the page counts what it left out.
 
 pub mod args;
+mod congestion;
 mod exposition;
 mod flows;
 mod nodes;
@@ -75,6 +76,7 @@ pub fn page(snapshot: &Snapshot, outputs: &[Arc<dyn Counted>], shown: &Shown, na
     histogram(&mut out, "int_collect_latency_seconds", "", &snapshot.ledger.overall.latency);
     let flows_left_out = flows::flows(&mut out, &snapshot.ledger, shown.flows);
     let left_out = nodes::hops(&mut out, &snapshot.hops, shown.nodes, shown.links, names);
+    congestion::congestion(&mut out, &snapshot.congestion, shown.nodes, names, None);
     let name = "int_collect_metrics_left_out";
     metric_head(
         &mut out,
@@ -136,6 +138,7 @@ mod tests {
             senders: Default::default(),
             totals: Default::default(),
             joins: Default::default(),
+            congestion: Default::default(),
         }
     }
     use std::net::Ipv4Addr;

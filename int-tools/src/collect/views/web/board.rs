@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use int_core::flow::FlowKey;
 
 use super::events::{Cause, Detail, Events};
-use super::sample::{FlowSample, Known, NodeSample, Sample, Stats};
+use super::sample::{Congested, FlowSample, Known, NodeSample, Sample, Stats};
 
 /// Points kept per node and per link (at one a second: five minutes).
 pub const NODE_POINTS: usize = 300;
@@ -145,6 +145,11 @@ pub struct Board {
     /// no timestamps (no link latency in the books) still has its links.
     pub adjacency: BTreeMap<(u32, u32), u64>,
     path_changes: u64,
+    /// Episodes and queue alerts as the last sample had them; none before
+    /// the first sample of this run (a restored board's first sample sets
+    /// it without events: the episodes before the restart are no news).
+    #[serde(skip)]
+    congested: Option<Congested>,
     /// What each node is called: collect's names, not kept with the board.
     #[serde(skip)]
     pub names: Naming,
@@ -178,6 +183,7 @@ impl Board {
             events: Events::default(),
             adjacency: BTreeMap::new(),
             path_changes: 0,
+            congested: None,
             names: Naming::default(),
         }
     }
@@ -247,6 +253,7 @@ impl Board {
             self.apply_flow(key, flow, path.as_deref().and_then(<[u32]>::last).copied());
             paths.extend(path.map(|path| (key, path)));
         }
+        self.apply_congestion(&sample.congestion);
         let new = sample.path_changes.saturating_sub(self.path_changes);
         self.path_changes = sample.path_changes;
         let skip = sample.recent.len().saturating_sub(usize::try_from(new).unwrap_or(usize::MAX));
@@ -262,6 +269,24 @@ impl Board {
         }
         self.events.close(now_ms);
         self.current_paths();
+    }
+
+    /// New congestion episodes per queue and queue alerts per node since
+    /// the last sample: one event of each cause.
+    fn apply_congestion(&mut self, now: &Congested) {
+        let Some(before) = self.congested.replace(now.clone()) else { return };
+        for (&(node, queue), &count) in &now.episodes {
+            let new = count.saturating_sub(before.episodes.get(&(node, queue)).copied().unwrap_or(0));
+            if new > 0 {
+                self.event(Cause::Congested { node, queue }, new, None, Detail::None);
+            }
+        }
+        for (&node, &count) in &now.alerts {
+            let new = count.saturating_sub(before.alerts.get(&node).copied().unwrap_or(0));
+            if new > 0 {
+                self.event(Cause::QueueAlert { node }, new, None, Detail::None);
+            }
+        }
     }
 
     /// The adjacency of the flows' current paths, and the time on each
@@ -463,6 +488,28 @@ mod tests {
         let losses: Vec<_> =
             board.events.newest().iter().map(|e| (e.cause.clone(), e.count, e.flow())).collect();
         assert_eq!(losses, [(Cause::Loss { sink: Some(2) }, 2, Some(1))]);
+    }
+
+    /// New episodes of a queue and new queue alerts of a node since the
+    /// last sample are one event each; the first sample is where counting
+    /// starts, not news.
+    #[test]
+    fn congestion_episodes_and_queue_alerts_are_events() {
+        use super::super::events::text;
+        let mut board = Board::new(10_000);
+        let sample = |episodes: u64, alerts: u64| Sample {
+            congestion: Congested { episodes: [((2, 3), episodes)].into(), alerts: [(9, alerts)].into() },
+            ..Sample::default()
+        };
+        board.apply(sample(4, 1), 1000);
+        assert!(board.events.newest().is_empty());
+        board.apply(sample(6, 1), 2000);
+        board.apply(sample(6, 4), 3000);
+        let events: Vec<_> =
+            board.events.of_kind(EventKind::Congestion).map(|e| (e.cause.clone(), e.count)).collect();
+        assert_eq!(events, [(Cause::QueueAlert { node: 9 }, 3), (Cause::Congested { node: 2, queue: 3 }, 2)]);
+        let said = text(board.events.newest()[1], &board.names, |_| None);
+        assert_eq!(said, "node 2 queue 3: 2 congestion episode(s)");
     }
 
     /// 2,500 flows rerouted off leaf 8 onto leaf 2 in one sample (the

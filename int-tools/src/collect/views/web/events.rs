@@ -6,7 +6,7 @@
 //! ring, so a storm of one kind (loss on every flow) never pushes another
 //! (the path changes) out.
 //!
-//! Memory: at most [`PER_KIND`] events of each of the six kinds (160
+//! Memory: at most [`PER_KIND`] events of each of the seven kinds (160
 //! bytes each, with their paths and sets about 350), and at most
 //! [`FLOW_IDS_PER_KIND`] flow ids listed by the events of one kind (in
 //! B-tree sets, 10.2 bytes an id: 2 MB a kind; two kinds name flows),
@@ -36,16 +36,18 @@ pub enum EventKind {
     Loss,
     Stale,
     Back,
+    Congestion,
 }
 
 impl EventKind {
-    pub const ALL: [EventKind; 6] = [
+    pub const ALL: [EventKind; 7] = [
         EventKind::PathChange,
         EventKind::HopChange,
         EventKind::Drops,
         EventKind::Loss,
         EventKind::Stale,
         EventKind::Back,
+        EventKind::Congestion,
     ];
 
     pub fn name(self) -> &'static str {
@@ -56,6 +58,7 @@ impl EventKind {
             EventKind::Loss => "loss",
             EventKind::Stale => "stale",
             EventKind::Back => "back",
+            EventKind::Congestion => "congestion",
         }
     }
 
@@ -95,6 +98,15 @@ pub enum Cause {
     Back {
         node: u32,
     },
+    /// Congestion episodes of a queue (docs/congestion.md).
+    Congested {
+        node: u32,
+        queue: u8,
+    },
+    /// A sink's congested-queue flag (Q) on the reports of `node`.
+    QueueAlert {
+        node: u32,
+    },
 }
 
 impl Cause {
@@ -115,6 +127,7 @@ impl Cause {
             Cause::Loss { .. } => EventKind::Loss,
             Cause::Stale { .. } => EventKind::Stale,
             Cause::Back { .. } => EventKind::Back,
+            Cause::Congested { .. } | Cause::QueueAlert { .. } => EventKind::Congestion,
         }
     }
 
@@ -127,7 +140,9 @@ impl Cause {
             Cause::HopChange { node }
             | Cause::Drops { node, .. }
             | Cause::Stale { node }
-            | Cause::Back { node } => vec![*node],
+            | Cause::Back { node }
+            | Cause::Congested { node, .. }
+            | Cause::QueueAlert { node } => vec![*node],
         }
     }
 
@@ -214,9 +229,9 @@ impl Event {
 /// Every kind's ring, and the events still taking more of their cause.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Events {
-    rings: [VecDeque<Event>; 6],
+    rings: [VecDeque<Event>; 7],
     /// Flow ids listed by each kind's events.
-    listed: [usize; 6],
+    listed: [usize; 7],
     /// Causes whose event is within its window: the event's id.
     open: HashMap<Cause, u64>,
     next_id: u64,
@@ -224,7 +239,7 @@ pub struct Events {
 
 impl Default for Events {
     fn default() -> Events {
-        Events { rings: Default::default(), listed: [0; 6], open: HashMap::new(), next_id: 1 }
+        Events { rings: Default::default(), listed: [0; 7], open: HashMap::new(), next_id: 1 }
     }
 }
 
@@ -401,6 +416,12 @@ pub fn text(event: &Event, names: &Naming, flow_name: impl Fn(u64) -> Option<Str
         }
         (Cause::Back { node }, _) => {
             format!("node {} reports again{}", names.describe(*node), times(count, "times"))
+        }
+        (Cause::Congested { node, queue }, _) => {
+            format!("node {} queue {queue}: {count} congestion episode(s)", names.describe(*node))
+        }
+        (Cause::QueueAlert { node }, _) => {
+            format!("node {}: {count} report(s) flagged a congested queue (Q)", names.describe(*node))
         }
     }
 }

@@ -129,6 +129,26 @@ pub struct Sample {
     pub path_changes: u64,
     /// The newest path changes the books keep (the view takes the new ones).
     pub recent: Vec<PathChange>,
+    /// Episodes per queue and sinks' queue alerts per node, so far.
+    pub congestion: Congested,
+}
+
+/// Congestion episodes per queue and queue alerts (Q) per node, so far.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Congested {
+    pub episodes: BTreeMap<(u32, u8), u64>,
+    pub alerts: BTreeMap<u32, u64>,
+}
+
+impl Congested {
+    fn add(&mut self, books: &crate::collect::books::congestion::Congestion) {
+        for (key, episodes) in books.episodes_by_queue() {
+            *self.episodes.entry(key).or_default() += episodes;
+        }
+        for (node, count) in &books.counts.queue_alerts {
+            *self.alerts.entry(*node).or_default() += count;
+        }
+    }
 }
 
 impl Sample {
@@ -139,6 +159,9 @@ impl Sample {
     pub fn take(shared: &Shared, known: &impl Known, turn: &mut usize) -> Sample {
         let mut sample = Sample::default();
         if let [only] = shared.books.as_slice() {
+            if let Ok(books) = only.lock() {
+                sample.congestion.add(&books.congestion);
+            }
             let mut later = Some(Vec::new());
             sample.copy_in_chunks(only, known, &mut later);
             sample.fill_percentiles(only, later.unwrap_or_default(), turn);
@@ -149,6 +172,7 @@ impl Sample {
             let mut later = Some(Vec::new());
             if let Ok(books) = books.lock() {
                 sample.reports += books.totals.reports;
+                sample.congestion.add(&books.congestion);
                 sample.add_flows(&books.ledger, &books.hops, known, &mut later);
                 match &mut merged {
                     Some(merged) => merged.merge(&books.hops),
@@ -344,6 +368,7 @@ mod tests {
             exporters: Vec::new(),
             datagrams: None,
             names: Default::default(),
+            congestion: Default::default(),
         };
         let books = vec![Arc::new(Mutex::new(books))];
         Shared {

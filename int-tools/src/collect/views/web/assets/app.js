@@ -238,7 +238,7 @@ async function showFlow(id) {
     `<h3>Events</h3>${eventsTable(f.events, nowOf(), "flow-events")}`);
 }
 
-const EVENT_KINDS = ["path_change", "loss", "drops", "hop_change", "stale", "back"];
+const EVENT_KINDS = ["path_change", "loss", "drops", "hop_change", "stale", "back", "congestion"];
 
 // The events page, filtered by the URL's kind and node (an id or a name).
 async function showEvents(query) {
