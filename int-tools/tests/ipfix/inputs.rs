@@ -153,7 +153,8 @@ pub fn ioam_reports() -> Vec<Vec<u8>> {
 /// An IFA terminator's IPFIX export (docs/ifa.md, "IPFIX from a
 /// terminator"): the template, then a message per packet of two UDP flows
 /// over Device IDs 1 > 2 > 3 (the terminator's hop newest), each hop
-/// resident 100 ns times its id plus the round, 10 µs between hops.
+/// resident 100 ns times its id plus the round, 10 µs between hops, its
+/// queue 5 at congestion level id mod 3.
 pub fn ifa_messages() -> Vec<Vec<u8>> {
     use int_core::ifa::HopRepr;
     use int_core::report::ifa_ipfix::{self, Elements, IfaRecord};
@@ -172,6 +173,8 @@ pub fn ifa_messages() -> Vec<Vec<u8>> {
                     rx_seconds: 7,
                     rx_nanoseconds: 10_000 * id,
                     residence_ns: 100 * id + round,
+                    queue_id: 5,
+                    congestion: (id % 3) as u8,
                     ..HopRepr::default()
                 };
                 hop.emit(&mut stack[at..]).unwrap();
