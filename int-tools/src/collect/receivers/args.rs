@@ -77,23 +77,31 @@ pub struct ElementIds(pub [u16; 3]);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Enterprise(pub Option<u32>);
 
-fn parse_element_ids(text: &str) -> Result<ElementIds, String> {
+/// A value of `--ifa-ipfix-elements` or `--ifa-ipfix-enterprise` that is
+/// none.
+#[derive(Debug, thiserror::Error)]
+pub enum IpfixValueError {
+    #[error("{0:?}: three element ids below 32768, the headers', the stack's and the packet's")]
+    Elements(String),
+    #[error("{0:?}: an enterprise number or iana")]
+    Enterprise(String),
+}
+
+fn parse_element_ids(text: &str) -> Result<ElementIds, IpfixValueError> {
     let ids: Result<Vec<u16>, _> = text.split(',').map(|id| id.trim().parse::<u16>()).collect();
     match ids.as_deref() {
         Ok(&[h, s, p]) if h < 0x8000 && s < 0x8000 && p < 0x8000 => Ok(ElementIds([h, s, p])),
-        _ => Err(format!(
-            "{text:?}: three element ids below 32768, the headers', the stack's and the packet's"
-        )),
+        _ => Err(IpfixValueError::Elements(text.to_string())),
     }
 }
 
-fn parse_enterprise(text: &str) -> Result<Enterprise, String> {
+fn parse_enterprise(text: &str) -> Result<Enterprise, IpfixValueError> {
     if text == "iana" {
         return Ok(Enterprise(None));
     }
     text.parse::<u32>()
         .map(|n| Enterprise(Some(n)))
-        .map_err(|_| format!("{text:?}: an enterprise number or iana"))
+        .map_err(|_| IpfixValueError::Enterprise(text.to_string()))
 }
 
 /// `--sink-id` none of its choices.
