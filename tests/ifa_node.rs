@@ -362,6 +362,26 @@ fn scapy_through_the_terminator(name: &str, collect_args: &[&str]) {
             assert_eq!(hop["queue_occupancy"], built.congestion, "{record}");
             assert_eq!(hop["ingress_timestamp"], built.rx_ns(CAPTURED_NS), "{record}");
         }
+        // What the shared hop has no field for: every LNS 1 field and the
+        // headers, as the packet came.
+        let ifa_hops = record["ifa_hops"].as_array().unwrap_or_else(|| panic!("{record}"));
+        assert_eq!(ifa_hops.len(), built.len(), "{record}");
+        for (hop, built) in ifa_hops.iter().zip(&built) {
+            assert_eq!(hop["lns"], built.lns, "{record}");
+            assert_eq!(hop["device_id"], built.device_id, "{record}");
+            assert_eq!(hop["ip_ttl"], built.ip_ttl, "{record}");
+            assert_eq!(hop["egress_port_speed"], built.egress_port_speed.code(), "{record}");
+            assert_eq!(hop["rx_seconds"], built.rx_seconds, "{record}");
+            assert_eq!(hop["rx_nanoseconds"], built.rx_nanoseconds, "{record}");
+            assert_eq!(hop["opaque"], serde_json::json!(built.opaque), "{record}");
+        }
+        let ifa = &record["ifa"];
+        assert_eq!(ifa["next_header"], found.header.next_header, "{record}");
+        assert_eq!(ifa["flags"], found.header.flags.bits(), "{record}");
+        assert_eq!(ifa["max_length"], found.header.max_length, "{record}");
+        assert_eq!(ifa["request_vector"], found.md.request_vector, "{record}");
+        assert_eq!(ifa["hop_limit"], found.md.hop_limit, "{record}");
+        assert_eq!(ifa["current_length"], found.md.current_length, "{record}");
         // The capture time a pcap keeps is whole microseconds.
         let source_ns = built.last().unwrap().rx_ns(CAPTURED_NS);
         let latency = (source_ns + LATENCY_NS) / 1000 * 1000 - source_ns;

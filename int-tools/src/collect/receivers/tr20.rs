@@ -22,7 +22,7 @@ use crate::collect::books::hops::{path_change_record, path_of, Seen};
 use crate::collect::books::join::{self, Postcard};
 use crate::collect::books::ledger::{Measure, Observed};
 use crate::collect::books::Books;
-use crate::records::{self, Hop, Tr20Reading, Tr20Record};
+use crate::records::{self, Hop, IfaHeaders, IfaHop, Tr20Reading, Tr20Record};
 
 /// What collect refuses beyond the parser: a datagram whose individual
 /// reports do not all parse or hold none, and reports no conforming sender
@@ -86,6 +86,15 @@ pub struct Latency21 {
     pub sequence: Option<u32>,
     /// An INT 2.1 stack's hops, an IOAM trace's or an IFA stack's.
     pub carrier: Carrier,
+    /// An IFA stack's headers and hops as IFA wrote them, for the record.
+    pub ifa: Option<IfaRead>,
+}
+
+/// What an IFA report tells beyond the shared hops: its headers and every
+/// hop's LNS 1 fields, newest first.
+pub struct IfaRead {
+    pub headers: IfaHeaders,
+    pub hops: Vec<IfaHop>,
 }
 
 /// Reads an individual report's latency, when it is one (an IOAM
@@ -108,6 +117,7 @@ pub fn latency_of(
             source_node: None,
             sequence: None,
             carrier: Carrier::Int21,
+            ifa: None,
         });
     };
     let source = md.bottom_hop();
@@ -125,6 +135,7 @@ pub fn latency_of(
         source_node: source.and_then(|hop| hop.node_id),
         sequence: domain.source_only.sequence_of(&md),
         carrier: Carrier::Int21,
+        ifa: None,
     })
 }
 
@@ -156,6 +167,7 @@ fn ioam_latency_of(report: &IndividualReport<'_>, format: TimestampFormat) -> Op
         // A 64-bit number's low half, as the node counts loss with it.
         sequence: e2e.and_then(|e2e| e2e.sequence).map(|n| n as u32),
         carrier: Carrier::Ioam,
+        ifa: None,
     })
 }
 
@@ -184,9 +196,8 @@ fn ifa_latency_of(
     };
     let sink_ns = int.metadata.ingress_timestamp;
     let near_ns = sink_ns.unwrap_or(arrival_ns);
-    let mut path: Vec<HopMetadata> =
-        found.stack(report.inner).hops().map(|hop| hop.as_hop(near_ns)).collect();
-    path.reverse();
+    let stack: Vec<ifa::HopRepr> = found.stack(report.inner).hops().collect();
+    let path: Vec<HopMetadata> = stack.iter().rev().map(|hop| hop.as_hop(near_ns)).collect();
     let source = path.first();
     let latency_ns = match (sink_ns, source.and_then(|hop| hop.ingress_timestamp)) {
         (Some(sink), Some(source)) => Some(sink.wrapping_sub(source) as i64),
@@ -201,6 +212,10 @@ fn ifa_latency_of(
         // IFA numbers no packet.
         sequence: None,
         carrier: Carrier::Ifa,
+        ifa: Some(IfaRead {
+            headers: IfaHeaders::of(&found.header, &found.md),
+            hops: stack.iter().map(IfaHop::from).collect(),
+        }),
     }))
 }
 
@@ -360,6 +375,8 @@ fn report_record(read: &Read<'_>, group: &GroupHeaderRepr) -> Tr20Record {
         source_node: latency.and_then(|l| l.source_node),
         flow_seq: latency.and_then(|l| l.sequence),
         latency_ns: latency.and_then(|l| l.latency_ns),
+        ifa: latency.and_then(|l| l.ifa.as_ref()).map(|ifa| ifa.headers),
+        ifa_hops: latency.and_then(|l| l.ifa.as_ref()).map(|ifa| ifa.hops.clone()),
     };
     Tr20Record::new(records::tr20_group(group), records::tr20_individual(individual, flow.as_ref()), reading)
 }
@@ -532,6 +549,15 @@ mod tests {
         assert_eq!(read.latency_ns, Some(500_000));
         assert_eq!(read.path[0].ingress_timestamp, Some(SINK_NS - 500_000));
         assert_eq!((read.hops, read.source_node, read.carrier), (2, Some(11), Carrier::Ifa));
+        // Every IFA field, for the record: the headers, the hops newest first.
+        let ifa = read.ifa.as_ref().unwrap();
+        assert_eq!(
+            (ifa.headers.next_header, ifa.headers.current_length, ifa.headers.hop_limit),
+            (17, 16, 0x7e)
+        );
+        let lns: Vec<_> =
+            ifa.hops.iter().map(|hop| (hop.device_id, hop.lns, hop.ip_ttl, hop.congestion)).collect();
+        assert_eq!(lns, [(12, 1, 64, 1), (11, 1, 64, 2)]);
         // Another zone's protocol: not IFA.
         let other = ifa::Domain { protocol: 131 };
         assert!(ifa_latency_of(&individual, &other, 0).unwrap().is_none());
