@@ -295,7 +295,20 @@ const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/ifa/");
 /// congestion, the RX time), and the latency from the oldest hop's RX time.
 #[test]
 fn scapys_52_packets_come_back_and_collect_reads_their_hops_as_scapy_built_them() {
-    let dir = workdir("ifa-scapy");
+    scapy_through_the_terminator("ifa-scapy", &[]);
+}
+
+/// The terminator's reports carry the packet with its IFA as it came, and
+/// collect reads IFA by its protocol, whatever its INT 2.1 domain is: with
+/// `--int21-port` (no DSCP marking) it reads every hop as well.
+#[test]
+fn collect_reads_the_terminators_ifa_whatever_its_int21_marking() {
+    scapy_through_the_terminator("ifa-scapy-int21-port", &["--int21-port", "5000"]);
+}
+
+/// The scapy test: `collect_args` added to collect's.
+fn scapy_through_the_terminator(name: &str, collect_args: &[&str]) {
+    let dir = workdir(name);
     std::fs::copy(format!("{FIXTURES}scapy_packets.pcap"), dir.join("scapy.pcap")).unwrap();
     retime_after_initiator(&dir.join("scapy.pcap"), LATENCY_NS);
     let frames = read_pcap(&dir.join("scapy.pcap"));
@@ -306,10 +319,10 @@ fn scapys_52_packets_come_back_and_collect_reads_their_hops_as_scapy_built_them(
             flows.push((key, i));
         }
     }
-    let (child, listen) = common::collector::start_collector(
-        &tools_bin(),
-        &["--count", &flows.len().to_string(), "--duration", "30"],
-    );
+    let count = flows.len().to_string();
+    let mut args = vec!["--count", &count, "--duration", "30"];
+    args.extend_from_slice(collect_args);
+    let (child, listen) = common::collector::start_collector(&tools_bin(), &args);
     let domain = "    int: {version: ifa, device_id: 2, l4: cover}\n    clock: rx-timestamp\n";
     let sink = run_node(&dir, &node_config("sink", "scapy.pcap", "out.pcap", domain, Some(&listen)));
     let originals = read_pcap(Path::new(&format!("{FIXTURES}scapy_originals.pcap")));
@@ -322,13 +335,24 @@ fn scapys_52_packets_come_back_and_collect_reads_their_hops_as_scapy_built_them(
         String::from_utf8(output.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let records: Vec<&serde_json::Value> = lines.iter().filter(|l| l["type"] == "tr20").collect();
     assert_eq!(records.len(), flows.len(), "{lines:?}");
-    for (record, (_, i)) in records.iter().zip(&flows) {
+    for (record, (key, i)) in records.iter().zip(&flows) {
         let frame = &frames[*i];
         let found = Domain::default().locate(frame).unwrap().unwrap();
+        // The packet as it came: InType IPv4 or IPv6, the original flow.
+        let in_type = if key.src.is_ipv6() { 5 } else { 4 };
+        assert_eq!(record["in_type"], in_type, "{record}");
+        assert_eq!(record["flow"]["src_port"], key.src_port, "{record}");
+        assert_eq!(record["flow"]["protocol"], key.protocol, "{record}");
         let built: Vec<HopRepr> = found.stack(frame).hops().collect();
         let got = record["hop_metadata"].as_array().unwrap_or_else(|| panic!("{record}"));
         assert_eq!(got.len(), built.len(), "{record}");
-        // collect lists the path from the initiator on: the stack's oldest first.
+        assert_eq!(record["hops"], built.len(), "{record}");
+        // collect lists the path from the initiator on (the stack's oldest
+        // first) to the reporting terminator.
+        let mut path: Vec<u32> = built.iter().rev().map(|hop| hop.device_id).collect();
+        assert_eq!(record["source_node"], path[0], "{record}");
+        path.push(record["report_node"].as_u64().unwrap() as u32);
+        assert_eq!(record["path"], serde_json::json!(path), "{record}");
         for (hop, built) in got.iter().zip(built.iter().rev()) {
             assert_eq!(hop["node_id"], built.device_id, "{record}");
             assert_eq!(hop["l1_ingress_port"], built.ingress_system_port, "{record}");
@@ -338,6 +362,26 @@ fn scapys_52_packets_come_back_and_collect_reads_their_hops_as_scapy_built_them(
             assert_eq!(hop["queue_occupancy"], built.congestion, "{record}");
             assert_eq!(hop["ingress_timestamp"], built.rx_ns(CAPTURED_NS), "{record}");
         }
+        // What the shared hop has no field for: every LNS 1 field and the
+        // headers, as the packet came.
+        let ifa_hops = record["ifa_hops"].as_array().unwrap_or_else(|| panic!("{record}"));
+        assert_eq!(ifa_hops.len(), built.len(), "{record}");
+        for (hop, built) in ifa_hops.iter().zip(&built) {
+            assert_eq!(hop["lns"], built.lns, "{record}");
+            assert_eq!(hop["device_id"], built.device_id, "{record}");
+            assert_eq!(hop["ip_ttl"], built.ip_ttl, "{record}");
+            assert_eq!(hop["egress_port_speed"], built.egress_port_speed.code(), "{record}");
+            assert_eq!(hop["rx_seconds"], built.rx_seconds, "{record}");
+            assert_eq!(hop["rx_nanoseconds"], built.rx_nanoseconds, "{record}");
+            assert_eq!(hop["opaque"], serde_json::json!(built.opaque), "{record}");
+        }
+        let ifa = &record["ifa"];
+        assert_eq!(ifa["next_header"], found.header.next_header, "{record}");
+        assert_eq!(ifa["flags"], found.header.flags.bits(), "{record}");
+        assert_eq!(ifa["max_length"], found.header.max_length, "{record}");
+        assert_eq!(ifa["request_vector"], found.md.request_vector, "{record}");
+        assert_eq!(ifa["hop_limit"], found.md.hop_limit, "{record}");
+        assert_eq!(ifa["current_length"], found.md.current_length, "{record}");
         // The capture time a pcap keeps is whole microseconds.
         let source_ns = built.last().unwrap().rx_ns(CAPTURED_NS);
         let latency = (source_ns + LATENCY_NS) / 1000 * 1000 - source_ns;

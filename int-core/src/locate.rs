@@ -80,6 +80,19 @@ pub fn ip(frame: &[u8]) -> Result<Option<IpLocation>, ParseError> {
     }
 }
 
+/// The IP header of a packet a report carries from its IP header (a TR
+/// 2.0 report's InType 4 or 5), cut where its reporter cut it: `l3` is 0,
+/// `end` the IP packet's end or the bytes', whichever comes first (the
+/// lengths past the cut cannot be checked). `Ok(None)`: neither IPv4 nor
+/// IPv6.
+pub fn reported_ip(packet: &[u8]) -> Result<Option<IpLocation>, ParseError> {
+    match packet.first().map(|byte| byte >> 4) {
+        Some(4) => ipv4_checked(packet, 0, Whole::Cut).map(Some),
+        Some(6) => ipv6_checked(packet, 0, Whole::Cut).map(Some),
+        _ => Ok(None),
+    }
+}
+
 /// [`ip`] for IPv4 only: `Ok(None)` for any other frame.
 #[inline]
 pub fn ipv4(frame: &[u8]) -> Result<Option<IpLocation>, ParseError> {
@@ -99,6 +112,20 @@ pub fn ipv6(frame: &[u8]) -> Result<Option<IpLocation>, ParseError> {
 
 /// The IPv4 header at `l3`: IHL and Total Length checked against the frame.
 fn ipv4_at(frame: &[u8], l3: usize) -> Result<IpLocation, ParseError> {
+    ipv4_checked(frame, l3, Whole::Checked)
+}
+
+/// Whether an IP header's length must fit the bytes ([`Whole::Checked`]:
+/// a frame) or may run past them ([`Whole::Cut`]: a report's copy, cut
+/// after its telemetry; the location then ends with the bytes).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Whole {
+    Checked,
+    Cut,
+}
+
+#[inline(always)]
+fn ipv4_checked(frame: &[u8], l3: usize, whole: Whole) -> Result<IpLocation, ParseError> {
     let bytes = crate::bytes::after(frame, l3, Layer::Ipv4, 20)?;
     let (header, _) = Ipv4Header::ref_from_prefix(bytes)
         .map_err(|_| ParseError::truncated(Layer::Ipv4, l3, 20, frame.len()))?;
@@ -113,9 +140,16 @@ fn ipv4_at(frame: &[u8], l3: usize) -> Result<IpLocation, ParseError> {
     if total_len < header_len {
         return Err(ParseError::BadLength { layer: Layer::Ipv4, offset: l3 + 2, value: total_len });
     }
-    if total_len > bytes.len() {
-        return Err(ParseError::truncated(Layer::Ipv4, l3, total_len, frame.len()));
-    }
+    let total_len = match whole {
+        Whole::Checked if total_len > bytes.len() => {
+            return Err(ParseError::truncated(Layer::Ipv4, l3, total_len, frame.len()))
+        }
+        Whole::Cut if header_len > bytes.len() => {
+            return Err(ParseError::truncated(Layer::Ipv4, l3, header_len, frame.len()))
+        }
+        Whole::Cut => total_len.min(bytes.len()),
+        Whole::Checked => total_len,
+    };
     let fragment = match (header.fragment_offset(), header.more_fragments()) {
         (0, false) => Fragment::Whole,
         (0, true) => Fragment::First,
@@ -137,12 +171,21 @@ fn ipv4_at(frame: &[u8], l3: usize) -> Result<IpLocation, ParseError> {
 /// short or lying (a Payload Length past the frame, an extension past it,
 /// a Hop-by-Hop header not first).
 fn ipv6_at(frame: &[u8], l3: usize) -> Result<IpLocation, ParseError> {
+    ipv6_checked(frame, l3, Whole::Checked)
+}
+
+#[inline(always)]
+fn ipv6_checked(frame: &[u8], l3: usize, whole: Whole) -> Result<IpLocation, ParseError> {
     let packet = crate::bytes::after(frame, l3, Layer::Ipv6, 40)?;
     let walk = crate::wire::ipv6::walk_extensions(packet).map_err(|e| e.shifted(l3))?;
     let end = l3 + crate::wire::ipv6::HEADER_LEN + usize::from(walk.header.payload_len);
-    if end > frame.len() {
-        return Err(ParseError::truncated(Layer::Ipv6, l3, end - l3, frame.len() - l3));
-    }
+    let end = match whole {
+        Whole::Checked if end > frame.len() => {
+            return Err(ParseError::truncated(Layer::Ipv6, l3, end - l3, frame.len() - l3))
+        }
+        Whole::Checked => end,
+        Whole::Cut => end.min(frame.len()),
+    };
     // Offset 0 with M clear is an atomic fragment: the whole datagram
     // (RFC 6946), its L4 lengths those of an unfragmented packet.
     let fragment = match walk.fragment.map(|word| (word >> 3, word & 1 == 1)) {

@@ -395,6 +395,10 @@ pub struct Tr20Reading {
     pub source_node: Option<u32>,
     pub flow_seq: Option<u32>,
     pub latency_ns: Option<i64>,
+    /// An IFA terminator's report: the packet's IFA headers and every hop
+    /// as IFA wrote it, newest first.
+    pub ifa: Option<IfaHeaders>,
+    pub ifa_hops: Option<Vec<IfaHop>>,
 }
 
 /// collect's record of a TR 2.0 individual report: its group's fields,
@@ -438,6 +442,13 @@ pub struct Tr20Record {
     pub report_node_name: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path_names: Option<Vec<Option<String>>>,
+    /// An IFA terminator's report (left out for other protocols): the IFA
+    /// and metadata headers, as an `ifa-ipfix` record's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ifa: Option<IfaHeaders>,
+    /// Its hops, every LNS 1 field, newest first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ifa_hops: Option<Vec<IfaHop>>,
 }
 
 impl Tr20Record {
@@ -463,6 +474,8 @@ impl Tr20Record {
             source_node: reading.source_node,
             flow_seq: reading.flow_seq,
             latency_ns: reading.latency_ns,
+            ifa: reading.ifa,
+            ifa_hops: reading.ifa_hops,
             from: None,
             arrival: None,
             arrival_ns: None,

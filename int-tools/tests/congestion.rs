@@ -235,6 +235,7 @@ fn the_bookkeepings_cost_per_report() {
             source_only: int_core::int21::SourceOnly::NONE,
         },
         ioam_timestamps: Default::default(),
+        ifa_domain: Default::default(),
     };
     let from = "127.0.0.1:40000".parse().unwrap();
     let pass = |queues: usize| {

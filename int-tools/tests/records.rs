@@ -216,6 +216,8 @@ fn tr20() -> BoxedStrategy<Record> {
                 source_node_name: names.0,
                 report_node_name: names.1,
                 path_names: names.2,
+                ifa: None,
+                ifa_hops: None,
             })
         })
         .boxed()

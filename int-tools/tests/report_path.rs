@@ -82,6 +82,7 @@ fn known_flows_reports_allocate_nothing(mut books: Books) {
             source_only: int_core::int21::SourceOnly::NONE,
         },
         ioam_timestamps: Default::default(),
+        ifa_domain: Default::default(),
     };
     let from: SocketAddr = "127.0.0.1:40000".parse().unwrap();
     let came = Came { payload: &payload, from, truncated: false, at_ns: 1_700_000_000_000_000_000 };

@@ -5,7 +5,10 @@
 //! bytes of whole 32-byte hops within Max Length, its headers and every
 //! hop re-emit to the bytes they were read from, and the terminator strips
 //! exactly the bytes the walk counted, leaving an IP packet whose length
-//! and protocol say what remains. A transit pushes onto what the walk
+//! and protocol say what remains. A report's copy of an accepted frame
+//! (from its IP header, cut after the stack) is found as the frame is;
+//! any bytes read as a report's copy are found, left or refused without a
+//! panic, a refusal pointing inside them. A transit pushes onto what the walk
 //! accepts (one hop on top, Hop Limit - 1, Current Length + 8, and the walk
 //! accepts the result), or refuses as the walk did and changes nothing.
 #![no_main]
@@ -22,6 +25,9 @@ fuzz_target!(|data: &[u8]| {
     let domain = Domain { protocol: if selector & 1 == 0 { ifa::DEFAULT_PROTOCOL } else { 131 } };
     let located = domain.locate(frame);
     assert_eq!(sink::find(frame, &domain), located, "find is locate");
+    if let Err(refused) = sink::find_in_report(frame, &domain) {
+        offset_inside(refused.error, frame.len(), frame.len() + 1);
+    }
     let rule = if selector & 2 == 0 { L4Rule::Keep } else { L4Rule::Cover };
     pushed_or_unchanged(frame, &domain, &located, rule, selector);
     let found = match located {
@@ -64,8 +70,24 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(out, bytes, "a hop re-emits to its 32 bytes");
         assert_eq!(HopRepr::parse(&out), Ok(hop));
     }
+    reported_as_found(frame, &domain, &found);
     stripped_as_counted(frame, &found, rule);
 });
+
+/// A report's copy of the frame, from its IP header through its stack, is
+/// found with every offset shifted by the IP header's and the same IFA.
+fn reported_as_found(frame: &[u8], domain: &Domain, found: &Located) {
+    let l3 = found.ip.l3;
+    let copy = &frame[l3..found.report_end()];
+    let again = sink::find_in_report(copy, domain).expect("a copy is IFA").expect("found");
+    assert_eq!((again.ip.l3, again.ip.end), (0, copy.len()));
+    assert_eq!(
+        (again.header_at, again.md_at, again.stack_at, again.payload_at),
+        (found.header_at - l3, found.md_at - l3, found.stack_at - l3, found.payload_at - l3)
+    );
+    assert_eq!((again.header, again.carrier, again.md), (found.header, found.carrier, found.md));
+    assert_eq!(again.flow(copy), found.flow(frame));
+}
 
 /// A refusal names a place in the frame: a field before `fields_end`, or
 /// (cut short) where the bytes that were needed begin, at most its end.

@@ -264,6 +264,13 @@ impl Located {
         crate::flow::flow_key(frame, &self.ip, self.header.next_header, src_port, dst_port)
     }
 
+    /// Where a report's copy of the packet ends: after the stack, as the
+    /// other sinks' copies end after their telemetry and the L4 header's
+    /// ports (IFA's L4 header lies before its stack).
+    pub fn report_end(&self) -> usize {
+        self.payload_at
+    }
+
     /// Whether the packet is a live one (I set), not a probe copy.
     pub fn inband(&self) -> bool {
         self.header.flags.contains(Flags::INBAND)
@@ -309,11 +316,18 @@ impl Domain {
     /// this domain (another protocol, not IP, or a fragment after the
     /// first). `Err`: marked as IFA, refused by the reason it carries.
     pub fn locate(&self, frame: &[u8]) -> Result<Option<Located>, Refused> {
-        let ip = match locate::ip(frame) {
-            Ok(Some(ip)) => ip,
-            Ok(None) => return Ok(None),
-            Err(error) => return Err(Refused::new(Refusal::Packet, error)),
-        };
+        match locate::ip(frame) {
+            Ok(Some(ip)) => self.locate_in(frame, ip),
+            Ok(None) => Ok(None),
+            Err(error) => Err(Refused::new(Refusal::Packet, error)),
+        }
+    }
+
+    /// [`Domain::locate`] in a packet whose IP header `ip` locates: a
+    /// frame's, or a report's copy (`locate::reported_ip`), whose stack
+    /// must then be whole before the cut.
+    #[inline]
+    pub fn locate_in(&self, frame: &[u8], ip: IpLocation) -> Result<Option<Located>, Refused> {
         if ip.protocol != self.protocol || ip.fragment == Fragment::Later {
             return Ok(None);
         }

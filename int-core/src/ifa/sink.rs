@@ -16,6 +16,17 @@ pub fn find(frame: &[u8], domain: &Domain) -> Result<Option<Located>, Refused> {
     domain.locate(frame)
 }
 
+/// The IFA of a packet a report carries from its IP header (a TR 2.0
+/// report's InType 4 or 5, as int-node's terminator sends it: cut after
+/// the stack), checked as [`find`] checks a frame's.
+pub fn find_in_report(packet: &[u8], domain: &Domain) -> Result<Option<Located>, Refused> {
+    match crate::locate::reported_ip(packet) {
+        Ok(Some(ip)) => domain.locate_in(packet, ip),
+        Ok(None) => Ok(None),
+        Err(error) => Err(Refused { reason: super::Refusal::Packet, error }),
+    }
+}
+
 /// Removes the IFA that `found` locates in `frame` (found on this frame as
 /// it is); returns the bytes removed, `None` (the frame unchanged) if
 /// `found` does not fit the frame.

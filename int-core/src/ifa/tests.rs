@@ -230,3 +230,35 @@ fn every_refusal_has_a_distinct_name() {
     names.dedup();
     assert_eq!(names.len(), Refusal::ALL.len());
 }
+
+/// A report's copy, from the IP header and cut after the stack as
+/// int-node's terminator cuts it, is found as the frame's IFA is, shifted
+/// by the Ethernet header; a copy cut inside the stack is refused by its
+/// reason; a copy of a packet that is not IFA is no IFA.
+#[test]
+fn a_reports_copy_cut_after_the_stack_is_found_as_the_frame_is() {
+    for (frame, l3) in
+        [(with_ifa(&udp4(2200), 0x04, 8, MD, &hops()), 14), (with_ifa(&tcp6(), 0, 20, MD, &hops()), 14)]
+    {
+        let whole = located(&frame);
+        let copy = &frame[l3..whole.report_end()];
+        let found = sink::find_in_report(copy, &Domain::default()).unwrap().unwrap();
+        assert_eq!((found.ip.l3, found.ip.end), (0, copy.len()));
+        assert_eq!(
+            (found.header_at, found.md_at, found.payload_at),
+            (whole.header_at - l3, whole.md_at - l3, whole.payload_at - l3)
+        );
+        assert_eq!((found.header, found.carrier, found.md), (whole.header, whole.carrier, whole.md));
+        assert_eq!(found.flow(copy), whole.flow(&frame));
+        let hops: Vec<_> = found.stack(copy).hops().collect();
+        assert_eq!(hops, whole.stack(&frame).hops().collect::<Vec<_>>());
+        let cut = &copy[..copy.len() - 1];
+        assert_eq!(
+            sink::find_in_report(cut, &Domain::default()).unwrap_err().reason,
+            Refusal::StackPastPacket
+        );
+    }
+    assert_eq!(sink::find_in_report(&udp4(2200)[14..], &Domain::default()), Ok(None));
+    assert_eq!(sink::find_in_report(&[0x45, 0, 0], &Domain::default()).unwrap_err().reason, Refusal::Packet);
+    assert_eq!(sink::find_in_report(&[], &Domain::default()), Ok(None));
+}

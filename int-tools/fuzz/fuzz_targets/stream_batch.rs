@@ -41,6 +41,7 @@ fuzz_target!(|data: &[u8]| {
             source_only: int_core::int21::SourceOnly::sequence(0x4944),
         },
         ioam_timestamps: int_core::ioam::TimestampFormat::Posix,
+        ifa_domain: int_core::ifa::Domain::default(),
     };
     book_batch(data, &mut books, &how);
     assert_eq!(books.totals.received, framed + refused, "each entry counted once");

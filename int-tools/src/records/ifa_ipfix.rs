@@ -6,7 +6,7 @@
 //! the latency between the oldest and the newest hop's RX timestamps.
 
 use int_core::flow::FlowKey;
-use int_core::ifa::{Exported, HopRepr};
+use int_core::ifa::{Exported, HopRepr, IfaHeaderRepr, MdHeaderRepr};
 use serde::{Deserialize, Serialize};
 
 use super::{objects, Hop, RecordType};
@@ -23,6 +23,23 @@ pub struct IfaHeaders {
     pub action_vector: u8,
     pub hop_limit: u8,
     pub current_length: u8,
+}
+
+impl IfaHeaders {
+    /// A packet's or an export's IFA header and metadata header.
+    pub fn of(header: &IfaHeaderRepr, md: &MdHeaderRepr) -> IfaHeaders {
+        IfaHeaders {
+            version: header.version,
+            gns: header.gns,
+            next_header: header.next_header,
+            flags: header.flags.bits(),
+            max_length: header.max_length,
+            request_vector: md.request_vector,
+            action_vector: md.action.bits(),
+            hop_limit: md.hop_limit,
+            current_length: md.current_length,
+        }
+    }
 }
 
 /// One hop's every field, as IFA's LNS 1 layout carries it.
@@ -127,17 +144,7 @@ impl IfaIpfixRecord {
             ipfix_seq: Some(source.sequence),
             observation_domain: Some(source.domain),
             template_id: Some(source.template_id),
-            ifa: Some(IfaHeaders {
-                version: header.version,
-                gns: header.gns,
-                next_header: header.next_header,
-                flags: header.flags.bits(),
-                max_length: header.max_length,
-                request_vector: md.request_vector,
-                action_vector: md.action.bits(),
-                hop_limit: md.hop_limit,
-                current_length: md.current_length,
-            }),
+            ifa: Some(IfaHeaders::of(&header, &md)),
             flow,
             packet_length: Some(packet_length),
             hops: Some(hops.len()),

@@ -1,7 +1,8 @@
 //! The terminator of an IFA zone: finds IFA in every packet
 //! ([`int_core::ifa::sink::find`]), tracks its flow by every sink's rules
 //! ([`crate::pipeline::sink_core`]), reports in Telemetry Report 2.0 as
-//! the INT 2.1 and IOAM sinks do, or under `int.report: ipfix` in IPFIX
+//! the INT 2.1 and IOAM sinks do (the packet as it came, with its IFA, as
+//! inner contents), or under `int.report: ipfix` in IPFIX
 //! with Broadcom's terminator template ([`IfaIpfixReporter`]), and gives
 //! back the packet as it came ([`int_core::ifa::sink::strip`], under the
 //! zone's L4 rule). A probe copy (I clear) is tracked and reported, then
@@ -25,17 +26,15 @@
 //! (`malformed_dropped`), never forwarded with IFA in it, never reported.
 
 use int_core::flow::FlowKey;
-use int_core::hop::Hop;
 use int_core::hop_rule::HopFigures;
 use int_core::ifa::sink::{find, strip};
 use int_core::ifa::{Domain, L4Rule, Located};
-use int_core::locate::IpVersion;
 use int_core::report::ifa_ipfix::HEADERS_LEN;
 
 use crate::dpdk::mbuf::Burst;
 use crate::flow_table::FlowRef;
 use crate::pipeline::report::ifa_ipfix::{self, IfaIpfixReporter, IfaIpfixSettings, Record, Terminated};
-use crate::pipeline::report::tr20::{HopsPacket, SinkReporter21, REPORTED_HOPS};
+use crate::pipeline::report::tr20::{in_type_of, Packet, SinkReporter21, LATENCY_MD_BITS};
 use crate::pipeline::report::NODE_DOMAIN_ID;
 use crate::pipeline::setup::SinkSetup;
 use crate::pipeline::sink_core::{restored, Seen, SinkCore};
@@ -135,7 +134,7 @@ impl IfaSinkStage {
                     ipfix.keep(frame, found);
                     pending = Some(why);
                 }
-                None => self.report(frame, found, &key, now_ns, why, counters),
+                None => self.report(frame, found, now_ns, why, counters),
             }
         }
         let stripped = if found.inband() || pending.is_some() {
@@ -176,37 +175,15 @@ impl IfaSinkStage {
         }
     }
 
-    /// The report on a packet: its hops, newest first, in the shared
-    /// shape ([`int_core::ifa::HopRepr::as_hop`], the RX times read near
-    /// this node's clock), as [`SinkReporter21::on_hops`] carries them.
-    fn report(
-        &mut self,
-        frame: &[u8],
-        found: &Located,
-        key: &FlowKey,
-        now_ns: u64,
-        why: Counter,
-        counters: &mut Counters,
-    ) {
-        let mut hops = [Hop::default(); REPORTED_HOPS];
-        let mut count = 0;
-        for (slot, hop) in hops.iter_mut().zip(found.stack(frame).hops()) {
-            *slot = hop.as_hop(now_ns);
-            count += 1;
-        }
-        let l3 = found.ip.l3;
-        let (tos, ttl) = match found.ip.version {
-            IpVersion::V4 => (frame.get(l3 + 1), frame.get(l3 + 8)),
-            IpVersion::V6 => (None, frame.get(l3 + 7)),
-        };
-        let tos = tos.copied().unwrap_or(found.ip.tos);
-        let packet = HopsPacket {
-            flow: key,
-            tos,
-            ttl: ttl.copied().unwrap_or(0),
-            hops: hops.get(..count).unwrap_or_default(),
-        };
-        self.core.reports.on_hops(packet, now_ns, why, counters);
+    /// The report on a packet: the packet as it came, from its IP header
+    /// through its stack (InType 4 or 5, cut as the other sinks cut it:
+    /// after the telemetry), this node's ports and times, as the INT 2.1
+    /// and IOAM sinks report. collect reads the IFA in it natively.
+    fn report(&mut self, frame: &[u8], found: &Located, now_ns: u64, why: Counter, counters: &mut Counters) {
+        let Some(bytes) = frame.get(found.ip.l3..found.report_end()) else { return };
+        let in_type = in_type_of(found.ip.version);
+        let packet = Packet { bytes, in_type, rep_md_bits: LATENCY_MD_BITS, drop: None };
+        self.core.reports.on_packet(packet, now_ns, why, counters);
     }
 
     /// What the rules read of a stack: the oldest hop's Device ID and RX

@@ -1,7 +1,8 @@
-//! The Telemetry Report 2.0 reports of INT 2.1's stages and IOAM's sink: a group
-//! header with this node's id, then individual reports of RepType 1 (INT),
-//! InType 4 or 5 (IPv4 or IPv6), F set, the metadata this node provides, and the packet
-//! from its IP header through the INT block as inner contents. The
+//! The Telemetry Report 2.0 reports of INT 2.1's stages and the IOAM and
+//! IFA sinks: a group header with this node's id, then individual reports
+//! of RepType 1 (INT), InType 4 or 5 (IPv4 or IPv6), F set, the metadata
+//! this node provides, and the packet from its IP header through its
+//! telemetry (INT block, IOAM trace, IFA stack) as inner contents. The
 //! reports a burst (or a sweep step) makes are coalesced into one datagram,
 //! up to [`DATAGRAM_MAX`] bytes, handed to the exporter at its end.
 //! Rate-limited per report, never waited for.
@@ -234,7 +235,7 @@ pub(crate) fn report_mx(
 }
 
 /// The reports of a sink that speaks Telemetry Report 2.0 (INT 2.1's sink
-/// and IOAM's decapsulating node): this node's metadata on the packets it
+/// and IOAM's and IFA's sinks): this node's metadata on the packets it
 /// reports, drop reports on the packets it drops for their lying headers,
 /// and the losses its sweep declares ([`int_core::report::tr20_loss`]).
 pub struct SinkReporter21 {
@@ -291,123 +292,6 @@ impl SinkReporter21 {
             Subject { packet, in_type: InType::Ethernet, rep_md_bits: DROP_MD_BITS, metadata, drop };
         self.reporter.report(subject, now_ns, Counter::reports_drop, counters);
     }
-}
-
-/// Most hops a report carries of a stack it writes in INT 2.1's words
-/// ([`SinkReporter21::on_hops`]); older hops beyond them are left out.
-pub const REPORTED_HOPS: usize = 16;
-/// The hop fields such a stack carries: what every protocol's hop tells
-/// in the shared [`HopMetadata`], 8 words a hop.
-const HOP_FIELDS: Instructions = Instructions::NODE_ID
-    .union(Instructions::L1_PORT_IDS)
-    .union(Instructions::HOP_LATENCY)
-    .union(Instructions::QUEUE_OCCUPANCY)
-    .union(Instructions::INGRESS_TIMESTAMP)
-    .union(Instructions::EGRESS_TIMESTAMP);
-const HOP_FIELD_WORDS: u8 = 8;
-/// The DSCP INT 2.1's examples mark with (collect's `--int21-dscp`
-/// default): where such a stack is, to collect.
-const REPORTED_DSCP: u8 = 0x17;
-/// Room for an IPv6 header, a TCP header and a block of [`REPORTED_HOPS`].
-const HOPS_PACKET_MAX: usize = 40 + 20 + int_core::int21::FIXED_LEN + REPORTED_HOPS * 32 + 4;
-
-/// A packet of a protocol whose hops no report form of its own carries to
-/// the collector (IFA 2.0): its flow, its ToS or Traffic Class and TTL or
-/// Hop Limit, and its hops in the shared shape, newest first.
-pub struct HopsPacket<'a> {
-    pub flow: &'a int_core::flow::FlowKey,
-    pub tos: u8,
-    pub ttl: u8,
-    pub hops: &'a [HopMetadata],
-}
-
-impl SinkReporter21 {
-    /// This node's report on a packet whose hops were converted into the
-    /// shared [`HopMetadata`]: the inner contents are the packet as an INT
-    /// 2.1 domain marked by DSCP would carry those hops (its IP header,
-    /// without options or extension headers; its TCP or UDP header's
-    /// ports; an INT-MD block of every hop's node id, level 1 ports, hop
-    /// latency, queue and times; another protocol than TCP and UDP, GRE,
-    /// behind a UDP header with the protocol in the shim, NPT 2), so that
-    /// collect reads the path, every hop and the latency as of any INT 2.1
-    /// sink's report.
-    pub fn on_hops(
-        &mut self,
-        packet: HopsPacket<'_>,
-        arrival_ns: u64,
-        kind: Counter,
-        counters: &mut Counters,
-    ) {
-        let mut buf = [0u8; HOPS_PACKET_MAX];
-        let Some(len) = as_int21(&packet, &mut buf) else {
-            counters.inc(Counter::reports_too_big);
-            return;
-        };
-        let in_type = if packet.flow.src.is_ipv6() { InType::Ipv6 } else { InType::Ipv4 };
-        let Some(bytes) = buf.get(..len) else { return };
-        let packet = Packet { bytes, in_type, rep_md_bits: LATENCY_MD_BITS, drop: None };
-        self.on_packet(packet, arrival_ns, kind, counters);
-    }
-}
-
-/// [`HopsPacket`] written into `buf` as [`SinkReporter21::on_hops`] says;
-/// its length.
-fn as_int21(packet: &HopsPacket<'_>, buf: &mut [u8]) -> Option<usize> {
-    use int_core::int21::{emit_md_block, MdHeaderRepr, Next};
-    use int_core::locate::{PROTO_TCP, PROTO_UDP};
-    use std::net::IpAddr;
-    let HopsPacket { flow, tos, ttl, hops } = *packet;
-    let ip_len = if flow.src.is_ipv6() { 40 } else { 20 };
-    let (protocol, l4_len, next, ports_at) = match flow.protocol {
-        PROTO_TCP => (PROTO_TCP, 20, Next::Dscp(tos >> 2), ip_len),
-        PROTO_UDP => (PROTO_UDP, 8, Next::Dscp(tos >> 2), ip_len),
-        // Neither (GRE): behind a UDP header, the protocol in the shim
-        // (NPT 2) and the flow's ports (GRE's: none, 0) after the block.
-        other => (PROTO_UDP, 8, Next::IpProtocol(other), 0),
-    };
-    let block_at = ip_len + l4_len;
-    let header =
-        MdHeaderRepr { hop_ml: HOP_FIELD_WORDS, instructions: HOP_FIELDS, ..MdHeaderRepr::default() };
-    let hops = hops.get(..hops.len().min(REPORTED_HOPS))?;
-    let block_len = emit_md_block(buf.get_mut(block_at..)?, next, &header, hops, &[]).ok()?;
-    let (ports_at, total) = match ports_at {
-        0 => (block_at + block_len, block_at + block_len + 4),
-        at => (at, block_at + block_len),
-    };
-    let marked = (REPORTED_DSCP << 2) | (tos & 0x03);
-    match (flow.src, flow.dst) {
-        (IpAddr::V4(src), IpAddr::V4(dst)) => {
-            put(buf, 0, &[0x45, marked])?;
-            put(buf, 2, &(total as u16).to_be_bytes())?;
-            put(buf, 8, &[ttl, protocol])?;
-            put(buf, 12, &src.octets())?;
-            put(buf, 16, &dst.octets())?;
-            let sum = int_core::checksum::checksum(buf.get(..ip_len)?);
-            put(buf, 10, &sum.to_be_bytes())?;
-        }
-        (IpAddr::V6(src), IpAddr::V6(dst)) => {
-            put(buf, 0, &[0x60 | (marked >> 4), marked << 4])?;
-            put(buf, 4, &((total - ip_len) as u16).to_be_bytes())?;
-            put(buf, 6, &[protocol, ttl])?;
-            put(buf, 8, &src.octets())?;
-            put(buf, 24, &dst.octets())?;
-        }
-        _ => return None,
-    }
-    put(buf, ports_at, &flow.src_port.to_be_bytes())?;
-    put(buf, ports_at + 2, &flow.dst_port.to_be_bytes())?;
-    if l4_len == 8 {
-        put(buf, ip_len + 4, &((total - ip_len) as u16).to_be_bytes())?;
-    } else {
-        put(buf, ip_len + 12, &[0x50])?;
-    }
-    Some(total)
-}
-
-/// `bytes` into `buf` at `at`; `None` past its end.
-fn put(buf: &mut [u8], at: usize, bytes: &[u8]) -> Option<()> {
-    buf.get_mut(at..at + bytes.len())?.copy_from_slice(bytes);
-    Some(())
 }
 
 /// A packet a TR 2.0 sink reports on, as [`SinkReporter21::on_packet`]

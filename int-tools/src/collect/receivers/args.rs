@@ -56,6 +56,10 @@ pub struct ReceiverArgs {
     /// nodes' int.timestamps.
     #[arg(long, default_value = "posix", value_parser = parse_ioam_timestamps)]
     pub ioam_timestamps: int_core::ioam::TimestampFormat,
+    /// The IP protocol number that announces IFA in the packets IFA
+    /// terminators' TR 2.0 reports carry, as the zone's `ifa.protocol`.
+    #[arg(long, default_value_t = int_core::ifa::DEFAULT_PROTOCOL)]
+    pub ifa_protocol: u8,
     /// Address and UDP port to receive IFA terminators' IPFIX on (a
     /// switch's own terminator, or int-node's): docs/ifa.md.
     #[arg(long)]
@@ -126,7 +130,8 @@ impl ReceiverArgs {
             "detect" => SinkIdWord::Detect,
             other => return Err(SinkIdError(other.to_string())),
         };
-        Ok(How { sink_id, int21_domain, ioam_timestamps: self.ioam_timestamps })
+        let ifa_domain = int_core::ifa::Domain { protocol: self.ifa_protocol };
+        Ok(How { sink_id, int21_domain, ioam_timestamps: self.ioam_timestamps, ifa_domain })
     }
 
     /// The IFA IPFIX elements `--ifa-ipfix-elements` and

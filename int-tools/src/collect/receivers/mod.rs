@@ -23,4 +23,6 @@ pub struct How {
     pub sink_id: SinkIdWord,
     pub int21_domain: int_core::int21::Domain,
     pub ioam_timestamps: int_core::ioam::TimestampFormat,
+    /// The IFA zone whose packets an IFA terminator's TR 2.0 reports carry.
+    pub ifa_domain: int_core::ifa::Domain,
 }

@@ -365,6 +365,7 @@ mod tests {
                 source_only: int_core::int21::SourceOnly::sequence(0x4944),
             },
             ioam_timestamps: int_core::ioam::TimestampFormat::Posix,
+            ifa_domain: int_core::ifa::Domain::default(),
         };
         assert_eq!(book_batch(&message, &mut books, &how), 203);
         let lost: u64 = books.senders.values().map(|s| s.lost_reports).sum();

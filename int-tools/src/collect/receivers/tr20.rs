@@ -1,9 +1,13 @@
 //! collect's Telemetry Report 2.0 side: each individual report of an INT
-//! 2.1 sink (RepType 1 with the sink's ingress timestamp, the packet with
-//! its INT 2.1 stack inside) gives the flow and its one-way latency: the
-//! sink's ingress timestamp minus the bottom hop's.
+//! 2.1, IOAM or IFA sink (RepType 1 with the sink's ingress timestamp, the
+//! packet with its INT 2.1 stack, IOAM trace or IFA stack inside) gives the
+//! flow, its hops and its one-way latency: the sink's ingress timestamp
+//! minus the oldest hop's. A report whose packet is marked as IFA and
+//! refused by IFA's checks is counted by reason (`tr20: ifa_*`), never
+//! booked.
 
 use int_core::flow::FlowKey;
+use int_core::ifa;
 use int_core::int21::{self, Body, HopMetadata};
 use int_core::ioam::TimestampFormat;
 use int_core::report::tr20::{GroupHeaderRepr, InType, IndividualReport, Report};
@@ -18,7 +22,7 @@ use crate::collect::books::hops::{path_change_record, path_of, Seen};
 use crate::collect::books::join::{self, Postcard};
 use crate::collect::books::ledger::{Measure, Observed};
 use crate::collect::books::Books;
-use crate::records::{self, Hop, Tr20Reading, Tr20Record};
+use crate::records::{self, Hop, IfaHeaders, IfaHop, Tr20Reading, Tr20Record};
 
 /// What collect refuses beyond the parser: a datagram whose individual
 /// reports do not all parse or hold none, and reports no conforming sender
@@ -80,8 +84,17 @@ pub struct Latency21 {
     pub source_node: Option<u32>,
     /// The packet's number in its flow, where the source wrote one.
     pub sequence: Option<u32>,
-    /// An INT 2.1 stack's hops, or an IOAM trace's.
+    /// An INT 2.1 stack's hops, an IOAM trace's or an IFA stack's.
     pub carrier: Carrier,
+    /// An IFA stack's headers and hops as IFA wrote them, for the record.
+    pub ifa: Option<IfaRead>,
+}
+
+/// What an IFA report tells beyond the shared hops: its headers and every
+/// hop's LNS 1 fields, newest first.
+pub struct IfaRead {
+    pub headers: IfaHeaders,
+    pub hops: Vec<IfaHop>,
 }
 
 /// Reads an individual report's latency, when it is one (an IOAM
@@ -104,6 +117,7 @@ pub fn latency_of(
             source_node: None,
             sequence: None,
             carrier: Carrier::Int21,
+            ifa: None,
         });
     };
     let source = md.bottom_hop();
@@ -121,6 +135,7 @@ pub fn latency_of(
         source_node: source.and_then(|hop| hop.node_id),
         sequence: domain.source_only.sequence_of(&md),
         carrier: Carrier::Int21,
+        ifa: None,
     })
 }
 
@@ -152,7 +167,75 @@ fn ioam_latency_of(report: &IndividualReport<'_>, format: TimestampFormat) -> Op
         // A 64-bit number's low half, as the node counts loss with it.
         sequence: e2e.and_then(|e2e| e2e.sequence).map(|n| n as u32),
         carrier: Carrier::Ioam,
+        ifa: None,
     })
+}
+
+/// An IFA terminator's report (InType 4 or 5, the packet with its IFA as
+/// it came, announced by `domain`'s protocol): the stack's hops in the
+/// shared shape, read near the report's time (the terminator's ingress
+/// timestamp, where its 20 bits of seconds are read as the terminator
+/// read them; else the report's arrival, `arrival_ns`), the oldest hop's
+/// RX time as the source's. `Ok(None)`: no IFA of `domain` (a packet
+/// whose IP header cannot be read is not IFA's to refuse: the other
+/// readings try it). `Err`: marked as IFA, refused by IFA's checks.
+fn ifa_latency_of(
+    report: &IndividualReport<'_>,
+    domain: &ifa::Domain,
+    arrival_ns: u64,
+) -> Result<Option<Latency21>, ifa::Refused> {
+    let Some(int) = report.int else { return Ok(None) };
+    if !matches!(report.in_type, InType::Ipv4 | InType::Ipv6) {
+        return Ok(None);
+    }
+    let found = match ifa::sink::find_in_report(report.inner, domain) {
+        Ok(Some(found)) => found,
+        Ok(None) => return Ok(None),
+        Err(refused) if refused.reason == ifa::Refusal::Packet => return Ok(None),
+        Err(refused) => return Err(refused),
+    };
+    let sink_ns = int.metadata.ingress_timestamp;
+    let near_ns = sink_ns.unwrap_or(arrival_ns);
+    let stack: Vec<ifa::HopRepr> = found.stack(report.inner).hops().collect();
+    let path: Vec<HopMetadata> = stack.iter().rev().map(|hop| hop.as_hop(near_ns)).collect();
+    let source = path.first();
+    let latency_ns = match (sink_ns, source.and_then(|hop| hop.ingress_timestamp)) {
+        (Some(sink), Some(source)) => Some(sink.wrapping_sub(source) as i64),
+        _ => None,
+    };
+    Ok(Some(Latency21 {
+        flow: found.flow(report.inner),
+        latency_ns,
+        hops: path.len(),
+        source_node: source.and_then(|hop| hop.node_id),
+        path,
+        // IFA numbers no packet.
+        sequence: None,
+        carrier: Carrier::Ifa,
+        ifa: Some(IfaRead {
+            headers: IfaHeaders::of(&found.header, &found.md),
+            hops: stack.iter().map(IfaHop::from).collect(),
+        }),
+    }))
+}
+
+/// What a TR 2.0 report's packet gives, by the protocol in it.
+fn reading_of(
+    individual: &IndividualReport<'_>,
+    how: &How,
+    arrival_ns: u64,
+) -> Result<Option<Latency21>, ifa::Refused> {
+    match ifa_latency_of(individual, &how.ifa_domain, arrival_ns)? {
+        Some(read) => Ok(Some(read)),
+        None => Ok(latency_of(individual, &how.int21_domain, how.ioam_timestamps)),
+    }
+}
+
+/// A report whose IFA is refused: counted by reason, said, not booked.
+fn refuse_ifa(refused: &ifa::Refused, arrival: &Arrival, len: usize, books: &mut Books) {
+    let reason = format!("tr20: {}", refused.reason.name());
+    *books.totals.malformed.entry(reason.clone()).or_default() += 1;
+    books.refused(arrival, &format!("{reason}: {}", refused.error), Some(len));
 }
 
 /// Records and prints every individual report of a TR 2.0 datagram.
@@ -173,7 +256,13 @@ pub fn record(report: &Report<'_>, how: &How, arrival: Arrival, books: &mut Book
             books.emit(|| arrival.record(records::tr20_loss_record(&report.group, &loss)));
             continue;
         }
-        let latency = latency_of(&individual, domain, how.ioam_timestamps);
+        let latency = match reading_of(&individual, how, arrival.at_ns) {
+            Ok(latency) => latency,
+            Err(refused) => {
+                refuse_ifa(&refused, &arrival, individual.inner.len(), books);
+                continue;
+            }
+        };
         if let Some(l @ Latency21 { latency_ns: Some(ns), .. }) = &latency {
             let measure = Measure::Latency { ns: *ns, flow_seq: l.sequence, hops: u8::try_from(l.hops).ok() };
             let at_ns = individual.int.and_then(|int| int.metadata.ingress_timestamp);
@@ -286,6 +375,8 @@ fn report_record(read: &Read<'_>, group: &GroupHeaderRepr) -> Tr20Record {
         source_node: latency.and_then(|l| l.source_node),
         flow_seq: latency.and_then(|l| l.sequence),
         latency_ns: latency.and_then(|l| l.latency_ns),
+        ifa: latency.and_then(|l| l.ifa.as_ref()).map(|ifa| ifa.headers),
+        ifa_hops: latency.and_then(|l| l.ifa.as_ref()).map(|ifa| ifa.hops.clone()),
     };
     Tr20Record::new(records::tr20_group(group), records::tr20_individual(individual, flow.as_ref()), reading)
 }
@@ -293,6 +384,7 @@ fn report_record(read: &Read<'_>, group: &GroupHeaderRepr) -> Tr20Record {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::collect::books::congestion::figure::Unit;
     use int_core::int21::HopMetadata;
     use int_core::report::tr20::{DropInfo, GroupHeaderRepr, IntContents, RepType, ReportFlags};
 
@@ -330,5 +422,158 @@ mod tests {
         assert_eq!(check(&Report::parse(&datagram).unwrap()), Ok(1));
         let empty = drop_report(&[]);
         assert!(matches!(check(&Report::parse(&empty).unwrap()), Err(ParseError::BadLength { .. })));
+    }
+
+    /// The sink's ingress time in the IFA reports below; the hops' RX
+    /// times are read near it.
+    const SINK_NS: u64 = 1_700_000_000 * 1_000_000_000 + 500_000;
+
+    /// An IPv4 UDP packet with IFA (protocol 253) of two hops, the source's
+    /// (Device ID 11, queue 5, congestion 2) RX'd 500 us before `SINK_NS`,
+    /// a transit's (12, queue 3, congestion 1) 200 us before, cut after
+    /// the stack as int-node's terminator cuts it (the IP length still
+    /// counts the 20 bytes of payload left out). `current_length` in words.
+    fn ifa_packet(current_length: u8) -> Vec<u8> {
+        let seconds = (1_700_000_000u64 & 0xf_ffff) as u32;
+        let hop = |device_id, rx_nanoseconds, queue_id, congestion| ifa::HopRepr {
+            lns: 1,
+            device_id,
+            ip_ttl: 64,
+            queue_id,
+            congestion,
+            rx_seconds: seconds,
+            rx_nanoseconds,
+            residence_ns: 700,
+            egress_system_port: 9,
+            ingress_system_port: 8,
+            ..ifa::HopRepr::default()
+        };
+        let mut stack = [0u8; 64];
+        hop(12, 300_000, 3, 1).emit(&mut stack[..32]).unwrap();
+        hop(11, 0, 5, 2).emit(&mut stack[32..]).unwrap();
+        let mut packet = vec![0x45, 0, 0, 120, 0, 0, 0, 0, 64, ifa::DEFAULT_PROTOCOL, 0, 0];
+        packet.extend_from_slice(&[10, 0, 0, 1, 10, 0, 0, 2]);
+        // IFA header: version 2, GNS 15, Next Header UDP, I, Max Length.
+        packet.extend_from_slice(&[0x2f, 17, 0x04, 0xff]);
+        packet.extend_from_slice(&[0x04, 0x4c, 0x08, 0xae, 0, 100, 0, 0]);
+        packet.extend_from_slice(&[0xee, 0xc0, 0x7e, current_length]);
+        packet.extend_from_slice(&stack);
+        packet
+    }
+
+    /// A terminator's TR 2.0 datagram on `packet` (InType 4, the sink's
+    /// ingress time `SINK_NS`), from node 2.
+    fn terminator_report(packet: &[u8]) -> Vec<u8> {
+        let mut datagram = vec![0u8; 512];
+        let mut len = GroupHeaderRepr { hw_id: 0, sequence: 1, node_id: 2 }.emit(&mut datagram).unwrap();
+        let metadata = HopMetadata {
+            l1_ingress_port: Some(1),
+            l1_egress_port: Some(1),
+            ingress_timestamp: Some(SINK_NS),
+            egress_timestamp: Some(SINK_NS),
+            ..HopMetadata::default()
+        };
+        let report = IndividualReport {
+            rep_type: RepType::Int,
+            in_type: InType::Ipv4,
+            flags: ReportFlags { tracked_flow: true, ..ReportFlags::default() },
+            int: Some(IntContents { rep_md_bits: 0x4c00, metadata, ..IntContents::default() }),
+            inner: packet,
+            ..IndividualReport::default()
+        };
+        len += report.emit(&mut datagram[len..]).unwrap();
+        datagram.truncate(len);
+        datagram
+    }
+
+    /// How collect reads by default but for `--int21-port 5000`: IFA is
+    /// found by its protocol whatever the INT 2.1 domain's marking.
+    fn how() -> How {
+        How {
+            sink_id: int_core::report::SinkIdWord::Detect,
+            int21_domain: int21::Domain {
+                marking: int21::Marking::UdpPort(5000),
+                tcp_placement: int_core::marking::TcpPlacement::BeforeOptions,
+                source_only: int21::SourceOnly::sequence(0x4944),
+            },
+            ioam_timestamps: TimestampFormat::Posix,
+            ifa_domain: ifa::Domain::default(),
+        }
+    }
+
+    fn books() -> Books {
+        use crate::collect::books::Sizes;
+        Books::bounded(Sizes { flows: 4, detailed_flows: 2, nodes: 8, links: 8 })
+    }
+
+    fn arrival() -> Arrival {
+        Arrival { from: "127.0.0.1:9".parse().unwrap(), at_ns: SINK_NS + 1_000_000, missing: 0 }
+    }
+
+    /// An IFA terminator's report is booked as IOAM's are: the flow's
+    /// latency from the oldest hop's RX time, the path from the source to
+    /// the terminator in the per-hop view, and each hop's queue id with
+    /// its 2-bit congestion as a queue figure of unit `unknown`.
+    #[test]
+    fn an_ifa_terminators_report_books_its_hops() {
+        let datagram = terminator_report(&ifa_packet(16));
+        let report = Report::parse(&datagram).unwrap();
+        assert_eq!(check(&report), Ok(1));
+        let mut books = books();
+        record(&report, &how(), arrival(), &mut books);
+        assert!(books.totals.malformed.is_empty(), "{:?}", books.totals.malformed);
+        let flow = FlowKey {
+            src: [10, 0, 0, 1].into(),
+            dst: [10, 0, 0, 2].into(),
+            protocol: 17,
+            src_port: 1100,
+            dst_port: 2222,
+        };
+        let flows = books.ledger.flows_by_reports();
+        assert_eq!(flows.len(), 1);
+        assert_eq!(*flows[0].0, flow);
+        assert_eq!(flows[0].1.latency.count(), 1);
+        assert_eq!(books.hops.followed(&flow).map(|(path, _)| path.to_vec()), Some(vec![11, 12, 2]));
+        assert!(books.hops.nodes.contains_key(&11) && books.hops.nodes.contains_key(&12));
+        let queues = books.congestion.view().queues;
+        let source = &queues[&(11, 5)];
+        assert_eq!(
+            (source.occupancy, source.unit, source.hop_latency_ns),
+            (Some(2), Unit::Unknown, Some(700))
+        );
+        assert_eq!(queues[&(12, 3)].occupancy, Some(1));
+        // The reading itself: the source first, its RX time read near the
+        // sink's, the latency from it.
+        let individual = report.reports().next().unwrap().unwrap();
+        let read = ifa_latency_of(&individual, &ifa::Domain::default(), 0).unwrap().unwrap();
+        assert_eq!(read.latency_ns, Some(500_000));
+        assert_eq!(read.path[0].ingress_timestamp, Some(SINK_NS - 500_000));
+        assert_eq!((read.hops, read.source_node, read.carrier), (2, Some(11), Carrier::Ifa));
+        // Every IFA field, for the record: the headers, the hops newest first.
+        let ifa = read.ifa.as_ref().unwrap();
+        assert_eq!(
+            (ifa.headers.next_header, ifa.headers.current_length, ifa.headers.hop_limit),
+            (17, 16, 0x7e)
+        );
+        let lns: Vec<_> =
+            ifa.hops.iter().map(|hop| (hop.device_id, hop.lns, hop.ip_ttl, hop.congestion)).collect();
+        assert_eq!(lns, [(12, 1, 64, 1), (11, 1, 64, 2)]);
+        // Another zone's protocol: not IFA.
+        let other = ifa::Domain { protocol: 131 };
+        assert!(ifa_latency_of(&individual, &other, 0).unwrap().is_none());
+    }
+
+    /// A report whose IFA lies (Current Length not whole hops) is counted
+    /// by IFA's reason and booked nowhere.
+    #[test]
+    fn a_refused_ifa_in_a_report_is_counted_never_booked() {
+        let datagram = terminator_report(&ifa_packet(15));
+        let report = Report::parse(&datagram).unwrap();
+        let mut books = books();
+        record(&report, &how(), arrival(), &mut books);
+        assert_eq!(books.totals.malformed.get("tr20: ifa_length_not_hops"), Some(&1));
+        assert!(books.ledger.flows_by_reports().is_empty());
+        assert!(books.hops.nodes.is_empty(), "{:?}", books.hops.nodes.keys());
+        assert_eq!(books.congestion.queues(), 0);
     }
 }

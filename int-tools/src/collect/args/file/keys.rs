@@ -35,6 +35,7 @@ pub const KEYS: &[Key] = &[
     value("reports.int21_port", "int21_port"),
     value("reports.int21_domain_id", "int21_domain_id"),
     value("reports.ioam_timestamps", "ioam_timestamps"),
+    value("reports.ifa_protocol", "ifa_protocol"),
     value("reports.ifa_ipfix_elements", "ifa_ipfix_elements"),
     value("reports.ifa_ipfix_enterprise", "ifa_ipfix_enterprise"),
     value("run.count", "count"),

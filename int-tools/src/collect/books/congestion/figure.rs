@@ -14,6 +14,10 @@
 //!   Linux, the writer a lab has, writes the egress qdisc's backlog in
 //!   bytes: bytes unless `--congestion-unit` says otherwise. No queue id
 //!   (queue 0).
+//! - IFA 2.0 hop (a terminator's TR 2.0 report with the packet): queue id
+//!   (6 bits) and congestion (2 bits, the switch's own level: no count of
+//!   anything) as the occupancy, residence time as hop latency: unit
+//!   unknown unless `--congestion-unit` says.
 //! - Telemetry Report 2.0 / 0.5 Q flag: the sink's "congestion on a
 //!   monitored queue", counted per reporting node as a queue alert.
 
@@ -56,13 +60,15 @@ pub enum Carrier {
     Int05,
     /// IOAM traces (queue depth, bit 6).
     Ioam,
+    /// IFA 2.0 stacks (queue id and 2-bit congestion).
+    Ifa,
 }
 
 impl Carrier {
     /// The unit a node writes when no `--congestion-unit` names it.
     pub fn default_unit(self) -> Unit {
         match self {
-            Carrier::Int21 | Carrier::Int05 => Unit::Unknown,
+            Carrier::Int21 | Carrier::Int05 | Carrier::Ifa => Unit::Unknown,
             Carrier::Ioam => Unit::Bytes,
         }
     }
@@ -91,7 +97,7 @@ impl Figure {
         (self.node, self.queue)
     }
 
-    /// An INT 2.1 or IOAM hop's figure, if it names its node and carries
+    /// An INT 2.1, IOAM or IFA hop's figure, if it names its node and carries
     /// an occupancy or a hop latency.
     pub fn of_hop(hop: &Hop, carrier: Carrier, at_ns: u64) -> Option<Figure> {
         let node = hop.node_id?;
