@@ -644,3 +644,27 @@ fn sighup_rotates_the_token_and_the_certificate() {
     assert_eq!(summary["datagrams"], 15, "{said}");
     assert!(!said.contains("token-0123456789"), "{said}");
 }
+
+/// A stop signal sent the moment collect says "listening on" ends it with
+/// its summary and status 0: the handler is in place before any socket is
+/// opened, so the default action (death, no summary) never wins the race.
+#[test]
+fn a_stop_signal_right_after_listening_ends_collect_with_its_summary() {
+    let dir = workdir("service-early-stop");
+    for round in 0..20 {
+        let state = dir.join(format!("state-{round}"));
+        let mut collect = Collect::start(&[
+            "--json",
+            "--listen",
+            "127.0.0.1:0",
+            "--listen-ipfix",
+            "127.0.0.1:0",
+            "--state",
+            state.to_str().unwrap(),
+        ]);
+        collect.said("listening on ");
+        let (out, said) = collect.stop();
+        let summary = summary_at_exit(&out);
+        assert_eq!(summary["reports"], 0, "round {round}: {said}");
+    }
+}

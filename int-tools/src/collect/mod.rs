@@ -58,6 +58,10 @@ fn settle(args: &CollectArgs) -> Result<Naming, CollectError> {
 }
 
 pub fn run(args: &CollectArgs, source: Source) -> Result<(), CollectError> {
+    // Caught before any socket is opened: once "listening on" is said, a
+    // stop signal ends collect with its summary, never by the default action.
+    int_os::signals::catch_stop_signals();
+    int_os::signals::catch_reload_signal();
     let names = settle(args)?;
     let how = Arc::new(args.receivers.how()?);
     args.plot.check()?;
@@ -77,8 +81,6 @@ pub fn run(args: &CollectArgs, source: Source) -> Result<(), CollectError> {
     let (store, restored) = open_state(args)?;
     let view = args.view.settings(view_files.clone());
     let shown = view.as_ref().map(|settings| view::board(settings, restored.board, names.clone()));
-    int_os::signals::catch_stop_signals();
-    int_os::signals::catch_reload_signal();
     let started = Instant::now();
     let mut exporting = Exporting::start(args, &names)?;
     let consumer = from_stream.as_ref().map(|_| Arc::new(receivers::nats::Counts::default()));
