@@ -23,7 +23,7 @@ use int_core::frame::FrameBuf;
 use int_core::ifa::{sink, Domain, L4Rule, Located};
 use int_core::report::ifa_ipfix::{self, Elements, IfaRecord};
 use int_core::wire::ipfix::{self, MessageHeader};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_int-tools");
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/ifa/");
@@ -325,6 +325,7 @@ fn three_hops() -> Vec<u8> {
             device_id: n,
             ip_ttl: 64,
             queue_id: 5,
+            congestion: (n % 4) as u8,
             rx_seconds: 10,
             rx_nanoseconds: 1000 * (2 * n - 1),
             egress_system_port: 3,
@@ -408,4 +409,12 @@ fn ifa_hops_reach_the_metrics_and_the_web_view() {
     assert_eq!(ifa.len(), 5);
     // RX 5000 ns at the newest hop, 1000 ns at the oldest.
     assert!(ifa.iter().all(|r| r["latency_ns"] == 4000 && r["path"] == serde_json::json!([1, 2, 3])));
+    // Each hop's congestion level and residence are its queue's figures.
+    let summary = &records.last().unwrap()["summary"]["congestion"];
+    for (node, residence_ns) in [(1, 300), (2, 500), (3, 700)] {
+        let queues = summary["queues"].as_array().unwrap();
+        let queue = queues.iter().find(|q| q["node"] == node && q["queue_id"] == 5);
+        let queue = queue.unwrap_or_else(|| panic!("node {node} queue 5: {summary:#}"));
+        assert_eq!((&queue["occupancy"], &queue["hop_latency_ns"]), (&json!(node % 4), &json!(residence_ns)));
+    }
 }

@@ -25,6 +25,8 @@ use int_core::report::ifa_ipfix::{Elements, IfaRecord, Layout, NotIfa};
 use int_core::wire::ipfix::{self, Message, MessageHeader, Set};
 
 use super::udp::ReceiveError;
+use crate::collect::books::congestion::figure::{ip_length, Carrier};
+use crate::collect::books::congestion::{Packet, When};
 use crate::collect::books::datagram::Arrival;
 use crate::collect::books::hops::{path_change_record, Seen};
 use crate::collect::books::ledger::{Measure, Observed};
@@ -288,7 +290,8 @@ impl Reader {
         self.counts.records.fetch_add(1, Ordering::Relaxed);
         books.totals.reports += 1;
         let hops: Vec<HopRepr> = exported.stack.hops().collect();
-        let flow = flow_of(record.packet);
+        let carried = carried(record.packet);
+        let flow = carried.map(|(flow, _)| flow);
         let latency_ns = latency_ns(&hops, arrival.at_ns);
         // Source first, as every protocol's path.
         let path: Vec<int_core::hop::Hop> = hops.iter().rev().map(|hop| hop.as_hop(arrival.at_ns)).collect();
@@ -307,6 +310,11 @@ impl Reader {
                 }
             }
         }
+        // IFA's queue figure is its congestion level; the time is the
+        // arrival's, as an IPFIX record carries no report time.
+        let packet = carried.map(|(flow, ip)| Packet { flow, bytes: ip_length(ip), queue_alert: false });
+        let when = When { report_ns: None, arrival_ns: arrival.at_ns };
+        books.observe_queues(&path, Carrier::Ifa, when, packet.as_ref());
         let packet_len = record.packet.len();
         books.emit(|| {
             arrival.record(IfaIpfixRecord::new(
@@ -329,10 +337,14 @@ impl Reader {
     }
 }
 
-/// The flow of the exported packet: from its Ethernet header, else (an
-/// exporter that sends it from the IP header) from its IP header.
-fn flow_of(packet: &[u8]) -> Option<FlowKey> {
-    int21::reported_flow(packet, true).or_else(|| int21::reported_flow(packet, false))
+/// The flow of the exported packet and its IP packet: from its Ethernet
+/// header, else (an exporter that sends it from the IP header) from its IP
+/// header.
+fn carried(packet: &[u8]) -> Option<(FlowKey, &[u8])> {
+    [true, false].into_iter().find_map(|ethernet| {
+        let ip = int21::reported_packet(packet, ethernet)?;
+        Some((int21::reported_flow(ip, false)?, ip))
+    })
 }
 
 /// The newest hop's RX time minus the oldest's, each read near `near_ns`
