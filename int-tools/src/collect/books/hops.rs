@@ -14,6 +14,8 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
+use foldhash::fast::RandomState;
+
 use int_core::flow::FlowKey;
 use int_core::hop::Hop;
 
@@ -138,7 +140,9 @@ pub struct Hops {
     pub links: BTreeMap<(u32, u32), Latency>,
     /// Every reporting sink (at most `Limits::nodes`), from its first report.
     pub sinks: BTreeMap<u32, Sink>,
-    paths: HashMap<FlowKey, Followed>,
+    /// foldhash, randomly seeded, as the ledger's flows: one lookup a
+    /// report, keyed by flows a sender chooses.
+    paths: HashMap<FlowKey, Followed, RandomState>,
     pub path_changes: u64,
     pub recent: VecDeque<PathChange>,
     pub untracked: Untracked,
@@ -151,7 +155,7 @@ impl Hops {
             nodes: BTreeMap::new(),
             links: BTreeMap::new(),
             sinks: BTreeMap::new(),
-            paths: HashMap::new(),
+            paths: HashMap::default(),
             path_changes: 0,
             recent: VecDeque::new(),
             untracked: Untracked::default(),

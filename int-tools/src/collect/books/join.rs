@@ -59,6 +59,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use foldhash::fast::RandomState;
+
 use int_core::flow::FlowKey;
 use int_core::hop::Hop;
 
@@ -199,8 +201,8 @@ pub struct Join {
     confirm: u32,
     /// Flows whose last packets gave a shorter path than theirs: that
     /// path, and how many packets in a row gave it.
-    shorter: HashMap<FlowKey, (Vec<u32>, u32)>,
-    open: HashMap<Key, Group>,
+    shorter: HashMap<FlowKey, (Vec<u32>, u32), RandomState>,
+    open: HashMap<Key, Group, RandomState>,
     /// Open groups by when the collector's clock looks at them: (due,
     /// number).
     by_due: BTreeMap<(u64, u64), Key>,
@@ -213,7 +215,7 @@ pub struct Join {
     /// Open groups held for an earlier packet of their flow.
     held: usize,
     /// Each reporting node's watermark ([`MAX_MARKS`] nodes at most).
-    marks: HashMap<u32, Mark>,
+    marks: HashMap<u32, Mark, RandomState>,
     /// The next group's number.
     next_number: u64,
     /// When the first postcard arrived, on the collector's clock.
@@ -248,13 +250,13 @@ impl Join {
             max_open: MAX_OPEN,
             nodes,
             confirm,
-            shorter: HashMap::new(),
-            open: HashMap::new(),
+            shorter: HashMap::default(),
+            open: HashMap::default(),
             by_due: BTreeMap::new(),
             by_stamp: BTreeMap::new(),
             by_flow: BTreeMap::new(),
             held: 0,
-            marks: HashMap::new(),
+            marks: HashMap::default(),
             next_number: 0,
             started_ms: None,
             clock_ms: 0,

@@ -15,6 +15,8 @@
 
 use std::collections::HashMap;
 
+use foldhash::fast::RandomState;
+
 use int_core::flow::FlowKey;
 
 use super::figure::{Figure, Unit};
@@ -145,7 +147,7 @@ pub struct Open {
     pub episode: Episode,
     /// The figures that close it: each measure under these.
     exit: (Option<f64>, Option<f64>),
-    tallies: HashMap<FlowKey, Tally>,
+    tallies: HashMap<FlowKey, Tally, RandomState>,
     pub last_ns: u64,
 }
 
@@ -208,7 +210,7 @@ impl Watch {
             culprits: Vec::new(),
             victims: Vec::new(),
         };
-        let mut open = Box::new(Open { episode, exit, tallies: HashMap::new(), last_ns: figure.at_ns });
+        let mut open = Box::new(Open { episode, exit, tallies: HashMap::default(), last_ns: figure.at_ns });
         open.take(figure, crossing().as_ref());
         self.open = Some(open);
         None
