@@ -196,3 +196,62 @@ fn sighup_restarts_and_stops_an_exporter_and_quiets_stdout() {
     assert_eq!(summary["summary"]["reports"], 3, "{said}");
     assert!(summary["summary"]["influx"].is_null(), "no InfluxDB counted: {summary}");
 }
+
+/// One report of a three-hop stack whose middle hop (node 2, queue 3)
+/// holds `occupancy`, at `ms` after an arbitrary start.
+fn queue_report(sequence: u32, ms: u64, occupancy: u32) -> Vec<u8> {
+    let t = 1_700_000_000_000_000_000 + ms * 1_000_000;
+    let hop = |node: u32, at: u64, queue: (u8, u32)| int_core::int21::HopMetadata {
+        node_id: Some(node),
+        hop_latency: Some(500),
+        queue: Some(queue),
+        ingress_timestamp: Some(at),
+        egress_timestamp: Some(at + 500),
+        ..int_core::int21::HopMetadata::default()
+    };
+    let stack = [hop(3, t + 20_000, (0, 5)), hop(2, t + 10_000, (3, occupancy)), hop(1, t, (0, 5))];
+    collector::stack_report(sequence, 9, 7, &stack, t + 30_000)
+}
+
+/// The congestion thresholds reload: a rise to 600 under the file's 1000
+/// is no episode; SIGHUP with 500, the same rise is one, closed by the fall;
+/// a new number of queues is said to need a restart and kept.
+#[test]
+fn sighup_applies_new_congestion_thresholds_to_the_figures_after_it() {
+    let dir = workdir("reload-congestion");
+    let config = dir.join("collect.yaml");
+    let file = |occupancy: u32, queues: u32| {
+        format!(
+            "listen: {{address: 127.0.0.1:0}}\nstdout: {{json: true, summary_interval_s: 0}}\n\
+             congestion: {{occupancy: {occupancy}, queues: {queues}}}\n"
+        )
+    };
+    std::fs::write(&config, file(1000, 1024)).unwrap();
+    let mut collect = Collect::start(&["--config", config.to_str().unwrap()]);
+    let listen = collect.address("listening on ");
+    let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let rise_and_fall = |first: u32, ms: u64| {
+        for (n, occupancy) in [600, 600, 600, 40].into_iter().enumerate() {
+            sender.send_to(&queue_report(first + n as u32, ms + n as u64, occupancy), &listen).unwrap();
+        }
+    };
+    rise_and_fall(0, 0);
+    collect.printed("\"report_seq\":3");
+
+    std::fs::write(&config, file(500, 10)).unwrap();
+    collect.signal("-HUP");
+    let restart = collect.said("needs a restart");
+    assert!(restart.contains("--congestion-queues needs a restart; kept"), "{restart}");
+    collect.said("congestion thresholds applied");
+    collect.said("read --config");
+    rise_and_fall(4, 100);
+    let episode: serde_json::Value =
+        serde_json::from_str(&collect.printed("\"type\":\"congestion\"")).unwrap();
+    assert_eq!((episode["node"].as_u64(), episode["queue_id"].as_u64()), (Some(2), Some(3)), "{episode}");
+    assert_eq!(episode["peak_occupancy"], 600, "{episode}");
+
+    let (out, said) = collect.stop();
+    let summary: serde_json::Value = serde_json::from_str(out.last().unwrap()).unwrap();
+    assert_eq!(summary["summary"]["reports"], 8, "{said}");
+    assert_eq!(summary["summary"]["congestion"]["episodes"], 1, "{said}");
+}

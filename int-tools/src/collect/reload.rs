@@ -4,8 +4,9 @@
 //! checked whole; a file with problems is said, problem by problem, and
 //! the settings before are kept. Otherwise what can change live takes
 //! effect: the names, the log level, standard output's mode and summary
-//! interval, and each exporter whose group changed (restarted by
-//! [`Exporting::apply`]); the books are untouched. Every other change is
+//! interval, each exporter whose group changed (restarted by
+//! [`Exporting::apply`]) and the congestion thresholds (for the figures
+//! from then on); the books are otherwise untouched. Every other change is
 //! said to need a restart, and kept as it was.
 
 use std::collections::BTreeMap;
@@ -14,6 +15,7 @@ use std::ffi::OsString;
 use clap::{Args, Command};
 
 use super::args::CollectArgs;
+use super::books::congestion::args::CongestionArgs;
 use super::check;
 use super::exporters::influx::args::InfluxArgs;
 use super::exporters::ipfix::args::IpfixArgs;
@@ -77,6 +79,9 @@ impl Live {
             shared.names.clear();
         }
         exporting.apply(&applied, shared);
+        if applied.congestion != self.args.congestion {
+            reset_congestion(shared, &applied);
+        }
         log::info!("collect: SIGHUP: read --config {file} again");
         (self.args, self.source.from_file) = (applied, from_file);
     }
@@ -93,12 +98,26 @@ impl Live {
         applied.stdout = new.stdout;
         applied.influx = new.influx;
         applied.ipfix = new.ipfix;
+        let queues = self.args.congestion.congestion_queues;
+        applied.congestion = CongestionArgs { congestion_queues: queues, ..new.congestion };
         if self.args.nats.from_nats.is_none() {
             applied.nats =
                 NatsArgs { from_nats: None, nats_consumer: applied.nats.nats_consumer, ..new.nats };
         }
         applied
     }
+}
+
+/// Every reader's congestion books judged by the new settings from now on.
+fn reset_congestion(shared: &Shared, applied: &CollectArgs) {
+    for books in &shared.books {
+        // A reader that panicked holding its books has left them: the
+        // others still take the settings.
+        if let Ok(mut books) = books.lock() {
+            books.congestion.reset_settings(applied.congestion.settings());
+        }
+    }
+    log::info!("collect: SIGHUP: congestion thresholds applied to the figures from now on");
 }
 
 /// `--names` read again; said whether it took or, keeping the names
@@ -122,18 +141,21 @@ fn reload_names(names: &Naming, path: Option<&std::path::Path>, nothing_else: bo
 
 /// The flags (long names) a reload applies: the names, the log level,
 /// standard output's, the exporters' (the stream's only while collect
-/// does not read it: the consumer needs a restart).
+/// does not read it: the consumer needs a restart), the congestion
+/// thresholds (not the number of queues followed).
 fn live_flags(consuming: bool) -> Vec<String> {
     let mut command = Command::new("collect");
     command = StdoutArgs::augment_args(command);
     command = InfluxArgs::augment_args(command);
     command = IpfixArgs::augment_args(command);
+    command = CongestionArgs::augment_args(command);
     if !consuming {
         command = NatsArgs::augment_args(command);
     }
     let longs = command.get_arguments().filter_map(|arg| arg.get_long()).map(str::to_string);
-    let consumer = ["from-nats", "nats-consumer"];
-    let mut live: Vec<String> = longs.filter(|long| !consumer.contains(&long.as_str())).collect();
+    // The queues followed bound what is kept: a restart changes them.
+    let restart = ["from-nats", "nats-consumer", "congestion-queues"];
+    let mut live: Vec<String> = longs.filter(|long| !restart.contains(&long.as_str())).collect();
     live.extend(["names", "log"].map(str::to_string));
     live
 }
@@ -173,5 +195,7 @@ mod tests {
         assert!(live.contains(&"influx-db".to_string()) && live.contains(&"nats-stream".to_string()));
         assert!(!live.contains(&"from-nats".to_string()) && !live.contains(&"listen".to_string()));
         assert!(!live_flags(true).contains(&"nats-stream".to_string()));
+        assert!(live.contains(&"congestion-occupancy".to_string()));
+        assert!(!live.contains(&"congestion-queues".to_string()));
     }
 }

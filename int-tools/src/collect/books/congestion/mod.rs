@@ -126,6 +126,14 @@ impl Congestion {
         }
     }
 
+    /// New thresholds, units, idle time and victim rise (SIGHUP): they
+    /// judge the figures from now on; an open episode still closes by the
+    /// threshold it opened against. The number of queues followed stays
+    /// (it bounds what is already kept).
+    pub fn reset_settings(&mut self, settings: Settings) {
+        self.settings = Settings { queues: self.settings.queues, ..settings };
+    }
+
     /// A report's hops (INT 2.1 stack or postcards, IOAM trace): each
     /// hop's queue figure, and its packet crossing each queue.
     pub fn hops(&mut self, hops: &[Hop], carrier: Carrier, when: When, packet: Option<&Packet>) {
