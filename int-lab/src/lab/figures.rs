@@ -20,9 +20,6 @@ pub fn at_exit(scenario: &Scenario, workdir: &Path, checks: &mut Checks) {
     if let Some(sink) = scenario.path_switch.as_ref().and_then(|s| s.sink.as_ref()) {
         check_sink_reported(workdir, sink, checks);
     }
-    if let Some(ifa) = &scenario.ifa {
-        super::ifa::at_exit(workdir, ifa, checks);
-    }
     if let Some(ioam) = &scenario.ioam {
         check_numbered(workdir, &ioam.sink, checks);
         check_kernel_slot(workdir, ioam.kernel_node, checks);

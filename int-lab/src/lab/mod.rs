@@ -117,6 +117,9 @@ pub fn run(args: &LabArgs) -> Result<(), Error> {
     // Stop nodes and collector so that their final words are in the logs.
     lab.stop_all();
     figures::at_exit(&topology.scenario, &workdir, &mut checks);
+    if let Some(spec) = &topology.scenario.ifa {
+        ifa::at_exit(&workdir, spec, &mut checks);
+    }
     if let Some(spec) = &topology.scenario.scale_out {
         scale::check(&workdir, spec, &mut checks);
     }
