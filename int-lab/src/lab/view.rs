@@ -61,9 +61,9 @@ pub fn check(checks: &mut Checks) {
 }
 
 /// `GET /api/overview`'s body. Its answer is waited for up to the labs'
-/// deadline for any state: on a loaded host (I/O pressure from other
-/// builds) the collector took more than 5 s to answer (probeifa.yaml,
-/// pathswitchifa.yaml, 2 of 18 runs with one CPU kept busy).
+/// deadline for any state: on a loaded host (one CPU kept busy, other
+/// builds' I/O) the collector took more than 5 s to answer in 2 of 10 IFA
+/// lab runs.
 fn overview() -> Result<String, String> {
     let addr: SocketAddr = ADDRESS.parse().map_err(|e| format!("{e}"))?;
     let mut stream = TcpStream::connect_timeout(&addr, DEADLINE).map_err(|e| e.to_string())?;
