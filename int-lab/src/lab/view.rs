@@ -62,7 +62,7 @@ pub fn check(checks: &mut Checks) {
 
 /// `GET /api/overview`'s body. Its answer is waited for up to the labs'
 /// deadline for any state: on a loaded host (one CPU kept busy, other
-/// builds' I/O) the collector took more than 5 s to answer in 2 of 10 IFA
+/// builds' I/O) the collector took more than 5 s to answer in 2 of 12 IFA
 /// lab runs.
 fn overview() -> Result<String, String> {
     let addr: SocketAddr = ADDRESS.parse().map_err(|e| format!("{e}"))?;
