@@ -10,7 +10,8 @@
 # openssl, curl and apache2-utils' htpasswd, which make and judge the web
 # view's certificates and users, int-tools/tests/service.rs; chromium,
 # chromium-driver and selenium from PyPI, the browser test of collect's web
-# view, int-tools/tests/view.rs).
+# view, int-tools/tests/view.rs; scapy with its IFA layers, from scapy's pull
+# request 4235, tests/ifa_scapy_node.rs).
 # Idempotent: packages already present are left alone, and apt is not touched
 # when nothing is missing. Used by the README, .ci/run and docker/Dockerfile.
 set -euo pipefail
@@ -34,7 +35,10 @@ fi
 python_packages() {
     [[ "${INT_NODE_RUNTIME_ONLY:-0}" == "1" ]] && return 0
     local module package
-    for pair in selenium:selenium nats:nats-py; do
+    # scapy.contrib.ifa: scapy pull request 4235's IFA layers, in no
+    # release yet; tests/ifa_scapy_node.rs dissects the node's IFA with them.
+    local scapy_ifa="scapy @ git+https://github.com/secdev/scapy.git@739d31492c7931d7d7c8838a82177df825413f4e"
+    for pair in selenium:selenium nats:nats-py "scapy.contrib.ifa:$scapy_ifa"; do
         module=${pair%%:*} package=${pair#*:}
         python3 -c "import $module" 2>/dev/null && continue
         echo "install-deps: installing $package (pip)"

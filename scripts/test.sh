@@ -77,6 +77,9 @@ labs() {
     target/debug/int-lab lab --topology config/lab/pathswitch21-xd.yaml
     target/debug/int-lab lab --topology config/lab/ioam.yaml
     target/debug/int-lab lab --topology config/lab/scaleout21.yaml
+    target/debug/int-lab lab --topology config/lab/multihopifa.yaml
+    target/debug/int-lab lab --topology config/lab/pathswitchifa.yaml
+    target/debug/int-lab lab --topology config/lab/probeifa.yaml
 }
 if [[ $(id -u) -eq 0 ]]; then
     cargo build --locked --workspace --features int-node/lab

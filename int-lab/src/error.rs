@@ -55,7 +55,7 @@ pub enum Setup {
     Argument(&'static str),
     #[error("listens: {0:?}: expected tcp/PORT or udp/PORT")]
     Listens(String),
-    #[error("{0:?} is no node id: delayed_link names a link by its ends' node ids, e.g. [10.10.255.5, 10.10.255.6]")]
+    #[error("{0:?} is no node id: a node is named by its node id (10.10.255.5) or an IFA Device ID (0xa05 or 2565), e.g. delayed_link: [10.10.255.5, 10.10.255.6]")]
     NodeId(String),
 }
 

@@ -169,6 +169,11 @@ pub fn scenario(lab: &mut Lab, topology: &Topology, workdir: &Path) -> Result<Ch
         let client = (ends.client_host, ends.client_ip.as_str());
         super::switch::check_path_switch(lab, client, &ends.server_ip, switch, workdir, &mut checks)?;
     }
+    if let Some(ifa) = &s.ifa {
+        // Every step's traffic has passed (each ends behind a ping).
+        super::ifa::check_reports(workdir, ifa, &mut checks)?;
+        super::ifa::check_delivery(lab, ends.server_host, &mut checks)?;
+    }
     Ok(checks)
 }
 
@@ -327,24 +332,32 @@ fn check_latency_change(
     let rtts: Vec<u64> = (0..20).map(|_| barrier(lab, client_host, server_ip)).collect::<Result<_, _>>()?;
     let noise_ns = (rtts.iter().max().unwrap_or(&0) - rtts.iter().min().unwrap_or(&0)) as i64;
     let on_ns = delay_phases(lab, ends, delay, impairment)?;
-    let latencies = || -> BTreeMap<u64, i64> {
+    let flow = DelayFlow { on_ns, ..DELAY_FLOW };
+    // Each report's packet (its number, or without one its first node's
+    // time) -> whether it went with the delay on, and its latency.
+    let latencies = || -> BTreeMap<u64, (bool, i64)> {
         reports(workdir)
             .iter()
             .filter(|r| r["type"] == "latency" && r["flow"]["src_port"] == DELAY_FLOW.port)
-            .filter_map(|r| Some((r["flow_seq"].as_u64()?, r["latency_ns"].as_i64()?)))
+            .filter_map(|r| {
+                let packet = r["flow_seq"].as_u64().or(r["hop_metadata"][0]["ingress_timestamp"].as_u64())?;
+                Some((packet, (super::links::stack_delayed(r, flow)?, r["latency_ns"].as_i64()?)))
+            })
             .collect()
     };
-    // The sink reports the first delayed packet (another bucket).
-    let _ = wait_for("a report of the delayed packets", || {
-        Ok(latencies().keys().any(|seq| *seq > DELAY_FLOW.from_sequence))
-    });
-    let latencies = latencies();
-    let phase = |delayed: bool| {
-        latencies
-            .iter()
-            .filter(move |(seq, _)| (**seq > DELAY_FLOW.from_sequence) == delayed)
-            .map(|(_, l)| *l)
+    // A packet by its number, or by its first node's time from the delay's.
+    let packet = |key: u64| {
+        if key > on_ns / 2 {
+            format!("{:+.3} s", (key as i64 - on_ns as i64) as f64 / 1e9)
+        } else {
+            key.to_string()
+        }
     };
+    // The sink reports the first delayed packet (another bucket).
+    let _ =
+        wait_for("a report of the delayed packets", || Ok(latencies().values().any(|(delayed, _)| *delayed)));
+    let latencies = latencies();
+    let phase = |delayed: bool| latencies.values().filter(move |(d, _)| *d == delayed).map(|(_, l)| *l);
     let (before_min, before_max) = (phase(false).min(), phase(false).max());
     let after_min = phase(true).min();
     // Signed: one host clock serves every node, so no latency is below
@@ -364,19 +377,19 @@ fn check_latency_change(
     // than half of it; and within the tolerance of the delay.
     let ok = before_min.is_some_and(|l| l < delay_ns / 2)
         && step.is_some_and(|step| step > delay_ns / 2 && (step - delay_ns).abs() <= tolerance)
-        && latencies.values().all(|l| sane(*l));
+        && latencies.values().all(|(_, l)| sane(*l));
     checks.check(
         "latency change",
         ok,
         format!(
-            "step {} ms for a {delay} ms delay (tolerance {:.3} ms: round-trip spread {:.3} ms, latency spread before {:.3} ms); reports (flow seq -> one-way latency): {}",
+            "step {} ms for a {delay} ms delay (tolerance {:.3} ms: round-trip spread {:.3} ms, latency spread before {:.3} ms); reports (flow seq, or the first node's time from the delay's, -> one-way latency, * with the delay on): {}",
             step.map_or("none".into(), |s| format!("{:.3}", s as f64 / 1e6)),
             tolerance as f64 / 1e6,
             noise_ns as f64 / 1e6,
             spread as f64 / 1e6,
             latencies
                 .iter()
-                .map(|(s, l)| format!("{s}: {:.3} ms", *l as f64 / 1e6))
+                .map(|(k, (d, l))| format!("{}: {:.3} ms{}", packet(*k), *l as f64 / 1e6, if *d { " *" } else { "" }))
                 .collect::<Vec<_>>()
                 .join(", ")
         ),

@@ -28,7 +28,7 @@ pub fn at_exit(scenario: &Scenario, workdir: &Path, checks: &mut Checks) {
 
 /// Counter `name` of the node in `host`, summed over its pipelines, from
 /// its `--stats-json` at exit (0 where a pipeline has none).
-fn node_counter(workdir: &Path, host: &str, name: &str) -> u64 {
+pub fn node_counter(workdir: &Path, host: &str, name: &str) -> u64 {
     let file = workdir.join(format!("node-{host}.json"));
     let stats: serde_json::Value =
         fs::read_to_string(&file).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();

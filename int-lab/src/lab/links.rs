@@ -10,11 +10,11 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::net::Ipv4Addr;
 use std::path::Path;
 
+use super::topology::{node_id, node_name};
 use super::verdicts::Checks;
-use crate::error::{Error, Setup};
+use crate::error::Error;
 
 /// A link by its ends' node ids.
 type Link = (u32, u32);
@@ -66,18 +66,32 @@ pub fn joined_after(workdir: &Path, flow: DelayFlow) -> bool {
     !phases(workdir, flow).after.is_empty()
 }
 
-/// Whether a record's packet went with the delay on: a stack's by its
-/// packet number, a joined packet's by when it reached its first node;
-/// `None` for other records, and for joined packets without a path
+/// Whether a record's packet went with the delay on: a stack's as
+/// [`stack_delayed`] tells, a joined packet's by when it reached its first
+/// node; `None` for other records, and for joined packets without a path
 /// (unordered or incomplete: no links to tell).
 fn delayed(record: &serde_json::Value, flow: DelayFlow) -> Option<bool> {
     match record["type"].as_str()? {
-        "tr20" => Some(record["flow_seq"].as_u64()? > flow.from_sequence),
-        "joined" if !record["path"].is_null() => {
-            Some(record["hop_metadata"][0]["ingress_timestamp"].as_u64()? > flow.on_ns)
-        }
+        "tr20" => stack_delayed(record, flow),
+        "joined" if !record["path"].is_null() => first_node_delayed(record, flow),
         _ => None,
     }
+}
+
+/// Whether a report's stack went with the delay on: by its packet
+/// number, or for a stack without one (IFA numbers no packet) by when it
+/// reached its first node.
+pub fn stack_delayed(record: &serde_json::Value, flow: DelayFlow) -> Option<bool> {
+    match record["flow_seq"].as_u64() {
+        Some(sequence) => Some(sequence > flow.from_sequence),
+        None => first_node_delayed(record, flow),
+    }
+}
+
+/// Whether the record's packet reached its first node after the delay was
+/// set (every node reads the one host clock).
+fn first_node_delayed(record: &serde_json::Value, flow: DelayFlow) -> Option<bool> {
+    Some(record["hop_metadata"][0]["ingress_timestamp"].as_u64()? > flow.on_ns)
 }
 
 /// `delayed`'s latency steps up by the delay (each phase judged by its
@@ -91,9 +105,7 @@ pub fn check_link_delay(
     flow: DelayFlow,
     checks: &mut Checks,
 ) -> Result<(), Error> {
-    let node = |text: &String| {
-        text.parse::<Ipv4Addr>().map(u32::from).map_err(|_| Error::from(Setup::NodeId(text.clone())))
-    };
+    let node = |text: &String| node_id(text).map(|id| id as u32);
     let delayed = (node(&delayed[0])?, node(&delayed[1])?);
     let phases = phases(workdir, flow);
     let delay_ns = delay_ms as i64 * 1_000_000;
@@ -113,7 +125,7 @@ pub fn check_link_delay(
         .filter_map(|link| Some((*link, least(&phases.after, link)?)))
         .collect();
     let flat = !others.is_empty() && others.iter().all(|(_, l)| *l < delay_ns / 2);
-    let name = |(a, b): Link| format!("{} > {}", Ipv4Addr::from(a), Ipv4Addr::from(b));
+    let name = |(a, b): Link| format!("{} > {}", node_name(a.into()), node_name(b.into()));
     checks.check(
         "link delay",
         stepped && flat,

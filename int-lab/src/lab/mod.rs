@@ -27,6 +27,11 @@
 //! must end with the summary of the lab's collector, fed the same reports
 //! (config/lab/scaleout21.yaml).
 //!
+//! With `ifa`, an IFA 2.0 zone's reports must carry its paths' hops with
+//! the headers its initiator and transits leave, the server's kernel must
+//! have seen no IFA byte, and the initiator and terminator must have
+//! counted what the mode says (config/lab/multihopifa.yaml).
+//!
 //! The same checks hold for an INT 2.1 domain (config/lab/int21.yaml): its
 //! Telemetry Report 2.0 latency and loss records are read in the terms of
 //! the 0.5 ones.
@@ -38,6 +43,7 @@ use clap::Args;
 
 mod checks;
 mod figures;
+mod ifa;
 mod impairment;
 mod links;
 mod namespaces;
@@ -111,6 +117,9 @@ pub fn run(args: &LabArgs) -> Result<(), Error> {
     // Stop nodes and collector so that their final words are in the logs.
     lab.stop_all();
     figures::at_exit(&topology.scenario, &workdir, &mut checks);
+    if let Some(spec) = &topology.scenario.ifa {
+        ifa::at_exit(&workdir, spec, &mut checks);
+    }
     if let Some(spec) = &topology.scenario.scale_out {
         scale::check(&workdir, spec, &mut checks);
     }

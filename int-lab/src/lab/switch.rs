@@ -8,14 +8,13 @@
 #![allow(clippy::indexing_slicing)]
 
 use std::fs;
-use std::net::Ipv4Addr;
 use std::path::Path;
 
 use super::namespaces::Lab;
 use super::states::{barrier, wait_for};
-use super::topology::{split, PathSwitch, Topology};
+use super::topology::{node_id, node_name, split, PathSwitch, Topology};
 use super::verdicts::Checks;
-use crate::error::{Error, Setup};
+use crate::error::Error;
 
 /// The switched flow's UDP source port.
 pub const SWITCH_PORT: u16 = 40002;
@@ -43,11 +42,6 @@ pub fn add_redirects(lab: &Lab, topology: &Topology) -> Result<(), Error> {
         println!("lab: {} patched to {}", patch.from, patch.to);
     }
     Ok(())
-}
-
-/// A node id as the collector writes it.
-pub fn node_id(text: &str) -> Result<u64, Error> {
-    text.parse::<Ipv4Addr>().map(|ip| u64::from(u32::from(ip))).map_err(|_| Setup::NodeId(text.into()).into())
 }
 
 /// The switched flow's packets on the old path, the switch, packets on the
@@ -89,10 +83,15 @@ pub fn check_path_switch(
             switch.at,
             switch.old,
             switch.new,
-            change.map_or("none".into(), |(a, b)| format!("{a:?} -> {b:?}"))
+            change.map_or("none".into(), |(a, b)| format!("{} -> {}", names(&a), names(&b)))
         ),
     );
     Ok(())
+}
+
+/// A path as its nodes' names.
+fn names(path: &[u64]) -> String {
+    format!("[{}]", path.iter().map(|id| node_name(*id)).collect::<Vec<_>>().join(", "))
 }
 
 /// The switched flow's first path change from a path through `old` (and

@@ -165,6 +165,28 @@ pub struct Scenario {
     /// Every node the collector's summary names must have hop latencies
     /// (the per-hop view has figures), but those `but` names.
     pub hop_latency: Option<HopLatency>,
+    /// An IFA 2.0 zone's checks: what the IFA of every report says, no IFA
+    /// byte at the server, the initiator's and terminator's counters.
+    pub ifa: Option<IfaChecks>,
+}
+
+/// What an IFA lab checks (config/lab/multihopifa.yaml): every report's
+/// stack is one of `paths` (Device IDs, the initiator's first), with the
+/// metadata header the initiator's `hop_limit` leaves after its hops, I
+/// set (I clear under `probe`); every hop in `ports` carries its ingress
+/// and egress system ports. `initiator` and `terminator` are hosts whose
+/// counters are read at exit.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IfaChecks {
+    pub paths: Vec<Vec<String>>,
+    pub hop_limit: u8,
+    #[serde(default)]
+    pub ports: std::collections::BTreeMap<String, [u16; 2]>,
+    pub initiator: String,
+    pub terminator: String,
+    #[serde(default)]
+    pub probe: bool,
 }
 
 /// What an IOAM lab checks at exit: `sink` (the host of the
@@ -212,6 +234,27 @@ fn default_udp_packets() -> u64 {
 }
 fn default_udp_rate() -> f64 {
     4_000.0
+}
+
+/// A node's id as the collector writes it: a node id as a dotted quad
+/// (10.10.255.5), or a number (an IFA Device ID: 0xa05 or 2565).
+pub fn node_id(text: &str) -> Result<u64, Error> {
+    let number = match text.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => {
+            text.parse::<std::net::Ipv4Addr>().map(|ip| u64::from(u32::from(ip))).ok().or(text.parse().ok())
+        }
+    };
+    number.ok_or_else(|| Setup::NodeId(text.into()).into())
+}
+
+/// A node id as a lab names it: a dotted quad, or an IFA Device ID (20
+/// bits) in hex.
+pub fn node_name(id: u64) -> String {
+    match u32::try_from(id) {
+        Ok(id) if id >= 1 << 20 => std::net::Ipv4Addr::from(id).to_string(),
+        _ => format!("{id:#x}"),
+    }
 }
 
 /// `host/interface` as its two parts.
