@@ -38,15 +38,18 @@ impl Truth<'_> {
         Edge { before_ns: next.copied().unwrap_or(edge.before_ns).max(edge.before_ns), ..edge }
     }
 
-    /// Each burst's episode, by index: the first whose rise follows the
-    /// burst's sending and comes before the next burst's.
+    /// Each burst's episode, by index: of those rising after the burst
+    /// was sent and before the next one, the fullest (a stalled host can
+    /// queue the steady flows up by themselves just before the burst).
     fn bursts(&self) -> Vec<Option<usize>> {
         self.sent
             .iter()
             .enumerate()
             .map(|(i, sent)| {
                 let next = self.sent.get(i + 1).copied().unwrap_or(u64::MAX);
-                self.kernel.iter().position(|k| k.rise.before_ns >= *sent && k.rise.after_ns < next)
+                let after = |k: &&Episode| k.rise.before_ns >= *sent && k.rise.after_ns < next;
+                let fullest = self.kernel.iter().filter(after).max_by_key(|k| k.peak)?;
+                self.kernel.iter().position(|k| std::ptr::eq(k, fullest))
             })
             .collect()
     }
@@ -255,9 +258,9 @@ fn print_figures(truth: &Truth<'_>, pairs: &[Pair<'_>]) {
 mod tests {
     use super::*;
 
-    fn episode(rise: u64, fall: u64) -> Episode {
+    fn episode(rise: u64, fall: u64, peak: u64) -> Episode {
         let edge = |t: u64| Edge { after_ns: t - 100, before_ns: t };
-        Episode { rise: edge(rise), fall: Some(edge(fall)), peak: 5000, step: 100, dropped: 0 }
+        Episode { rise: edge(rise), fall: Some(edge(fall)), peak, step: 100, dropped: 0 }
     }
 
     fn collected(start_ns: u64, end_ns: u64) -> Collected {
@@ -277,9 +280,10 @@ mod tests {
 
     #[test]
     fn pairs_bursts_and_bounds_edges_by_the_next_crossing() {
-        // Burst 1 at 1000 fills the queue from 1500 to 3000; a stall's
-        // backlog (no burst) from 4000 to 4500; burst 2 at 5000.
-        let kernel = [episode(1500, 3000), episode(4000, 4500), episode(5200, 6000)];
+        // Burst 1, sent at 1000, fills the queue from 1500 to 3000; burst
+        // 2 is sent at 3800, but a stall's backlog of the steady flows
+        // (less full) rises first, from 4000 to 4500; the burst's from 5200.
+        let kernel = [episode(1500, 3000, 5000), episode(4000, 4500, 2000), episode(5200, 6000, 5000)];
         let found = [collected(5250, 6100), collected(1450, 3400), collected(9000, 9100)];
         let spec = spec();
         let crossings = [1500, 3350, 6050];
@@ -291,7 +295,7 @@ mod tests {
             frame: 1514,
             crossings: &crossings,
         };
-        assert_eq!(truth.bursts(), vec![Some(0), Some(1)]);
+        assert_eq!(truth.bursts(), vec![Some(0), Some(2)]);
         let pairs = pair(&kernel, &found, 1000);
         let starts: Vec<Option<u64>> = pairs.iter().map(|p| p.collected.map(|c| c.start_ns)).collect();
         assert_eq!(starts, vec![Some(1450), None, Some(5250)]);
