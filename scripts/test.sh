@@ -76,6 +76,7 @@ labs() {
     target/debug/int-lab lab --topology config/lab/pathswitch21.yaml
     target/debug/int-lab lab --topology config/lab/pathswitch21-xd.yaml
     target/debug/int-lab lab --topology config/lab/ioam.yaml
+    target/debug/int-lab lab --topology config/lab/congestion.yaml
     target/debug/int-lab lab --topology config/lab/scaleout21.yaml
     target/debug/int-lab lab --topology config/lab/multihopifa.yaml
     target/debug/int-lab lab --topology config/lab/pathswitchifa.yaml

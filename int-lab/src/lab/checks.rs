@@ -174,6 +174,11 @@ pub fn scenario(lab: &mut Lab, topology: &Topology, workdir: &Path) -> Result<Ch
         super::ifa::check_reports(workdir, ifa, &mut checks)?;
         super::ifa::check_delivery(lab, ends.server_host, &mut checks)?;
     }
+    if let Some(spec) = &s.congestion {
+        let (client_ip, server_ip) = (ends.client_ip.as_str(), ends.server_ip.as_str());
+        let ends = super::congestion::Ends { client_host: ends.client_host, client_ip, server_ip };
+        super::congestion::check(lab, topology, &ends, spec, workdir, &mut checks)?;
+    }
     Ok(checks)
 }
 

@@ -19,6 +19,11 @@
 //! 4. `path_switch`: a flow moved mid-run from one transit to another (a tc
 //!    redirect in a namespace moved); the collector must show the path
 //!    change, and an INT-MD sink must have reported it.
+//! 5. `congestion`: steady flows and a flow bursting on a schedule through
+//!    a Linux router's tbf bottleneck, its qdisc sampled; the collector's
+//!    episodes of the router's queue must match the samples' (one a
+//!    burst, start and end, culprit, victims, peak:
+//!    config/lab/congestion.yaml).
 //!
 //! At exit, with `hop_latency`, every node of the collector's summary must
 //! have hop latencies; with `ioam`, the decapsulating node must have found
@@ -42,12 +47,14 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 mod checks;
+mod congestion;
 mod figures;
 mod ifa;
 mod impairment;
 mod links;
 mod namespaces;
 mod processes;
+mod qdisc;
 mod scale;
 mod states;
 mod switch;

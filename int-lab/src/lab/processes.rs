@@ -38,6 +38,15 @@ pub fn start_processes(
         if let Some(view) = view {
             args.extend(["--http", view]);
         }
+        // The congestion lab's queue: an absolute threshold for the
+        // router's node, the lab's own hysteresis, no relative ones.
+        let threshold =
+            topology.scenario.congestion.as_ref().map(|c| format!("{}={}", c.node, c.threshold_bytes));
+        let exit_ratio = super::congestion::EXIT_RATIO.to_string();
+        if let Some(threshold) = &threshold {
+            args.extend(["--congestion-relative", "0", "--congestion-node-occupancy", threshold]);
+            args.extend(["--congestion-exit-ratio", &exit_ratio]);
+        }
         lab.spawn("collector", &collector.host, &args, &log)?;
     }
     start_more(lab, topology, workdir)?;

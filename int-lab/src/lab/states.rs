@@ -13,7 +13,18 @@ use crate::error::Error;
 pub const DEADLINE: Duration = Duration::from_secs(60);
 
 /// Polls `ready` until it holds, or fails after [`DEADLINE`] naming `what`.
-pub fn wait_for(what: &str, mut ready: impl FnMut() -> Result<bool, Error>) -> Result<(), Error> {
+pub fn wait_for(what: &str, ready: impl FnMut() -> Result<bool, Error>) -> Result<(), Error> {
+    wait_within(what, DEADLINE, Duration::from_millis(20), ready)
+}
+
+/// Polls `ready` every `poll` until it holds, or fails after `deadline`
+/// naming `what`.
+pub fn wait_within(
+    what: &str,
+    deadline: Duration,
+    poll: Duration,
+    mut ready: impl FnMut() -> Result<bool, Error>,
+) -> Result<(), Error> {
     let started = Instant::now();
     loop {
         if int_os::signals::stop_requested() {
@@ -22,10 +33,10 @@ pub fn wait_for(what: &str, mut ready: impl FnMut() -> Result<bool, Error>) -> R
         if ready()? {
             return Ok(());
         }
-        if started.elapsed() > DEADLINE {
-            return Err(Error::Timeout { what: what.to_string(), seconds: DEADLINE.as_secs() });
+        if started.elapsed() > deadline {
+            return Err(Error::Timeout { what: what.to_string(), seconds: deadline.as_secs() });
         }
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(poll);
     }
 }
 

@@ -168,6 +168,39 @@ pub struct Scenario {
     /// An IFA 2.0 zone's checks: what the IFA of every report says, no IFA
     /// byte at the server, the initiator's and terminator's counters.
     pub ifa: Option<IfaChecks>,
+    /// Congestion episodes against a Linux router's bottleneck qdisc
+    /// (config/lab/congestion.yaml).
+    pub congestion: Option<Congestion>,
+}
+
+/// A flow bursting on a schedule through a bottleneck while steady flows
+/// cross it: the collector's episodes of the router's queue are judged
+/// against the qdisc's backlog, sampled.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Congestion {
+    /// `host/interface` whose root qdisc is the bottleneck (sampled).
+    pub bottleneck: String,
+    /// The router's IOAM node id (`net.ipv6.ioam6_id`): its queue.
+    pub node: u32,
+    /// A backlog of this many bytes is congested (the collector's
+    /// threshold for that node, and the lab's for the samples) until it
+    /// falls under half of it.
+    pub threshold_bytes: u32,
+    #[serde(default = "default_bursts")]
+    pub bursts: u32,
+    /// Each burst: packets of `burst_size` UDP payload bytes at `burst_rate`.
+    pub burst_packets: u64,
+    pub burst_size: usize,
+    pub burst_rate: f64,
+    /// Steady flows, each of 200-byte datagrams at `steady_rate`.
+    pub steady_flows: u16,
+    pub steady_rate: f64,
+    /// Calm between a burst's fall and the next burst, ms.
+    pub gap_ms: u64,
+    /// The most an episode's start or end may miss the backlog's rise or
+    /// fall, as the samples bound them, ms.
+    pub tolerance_ms: f64,
 }
 
 /// What an IFA lab checks (config/lab/multihopifa.yaml): every report's
@@ -229,6 +262,9 @@ pub enum ImpairmentChoice {
     Node,
 }
 
+fn default_bursts() -> u32 {
+    10
+}
 fn default_udp_packets() -> u64 {
     20_000
 }
