@@ -54,17 +54,7 @@ const TOLERANCE_MS: u64 = 3;
 
 /// Node 2's queue at `ms`: the model of the module's docs.
 fn occupancy(ms: u64) -> u32 {
-    let mut level = 40i64;
-    for start in BURSTS {
-        let end = start + BURST_MS - 1;
-        if (start..=end).contains(&ms) {
-            level = 40 + 100 * (ms - start) as i64;
-        } else if ms > end {
-            let peak = 40 + 100 * (BURST_MS - 1) as i64;
-            level = level.max(peak - 200 * (ms - end) as i64);
-        }
-    }
-    level.max(40) as u32
+    collector::burst_occupancy(ms, &BURSTS, BURST_MS)
 }
 
 /// One report of `port`'s packet at `ms` (and `nth` within it).
