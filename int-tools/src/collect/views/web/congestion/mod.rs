@@ -95,10 +95,17 @@ impl Taken {
                 node.cells.extend(timeline.fine_since(since).copied());
             }
         }
-        if self.marks.len() <= socket {
-            self.marks.resize(socket + 1, Mark::default());
-        }
-        self.marks[socket] = Mark { closed: books.counts.episodes, copied_ms: clock_ms };
+        set(&mut self.marks, socket, Mark { closed: books.counts.episodes, copied_ms: clock_ms });
+    }
+}
+
+/// The `socket`th mark, the list grown to hold it.
+fn set(marks: &mut Vec<Mark>, socket: usize, mark: Mark) {
+    if marks.len() <= socket {
+        marks.resize(socket + 1, Mark::default());
+    }
+    if let Some(slot) = marks.get_mut(socket) {
+        *slot = mark;
     }
 }
 
@@ -167,10 +174,7 @@ impl Episodes {
     pub fn apply(&mut self, taken: Taken) {
         self.clock_ms = self.clock_ms.max(taken.clock_ms);
         for (socket, mark) in taken.marks.into_iter().enumerate() {
-            if self.marks.len() <= socket {
-                self.marks.resize(socket + 1, Mark::default());
-            }
-            self.marks[socket] = mark;
+            set(&mut self.marks, socket, mark);
         }
         // An episode seen under way keeps its number once closed (its
         // queue and start are its key), the closed copy replacing it.
