@@ -8,6 +8,12 @@
 //! the books' own tiers (1 ms, 1 s, 1 min): the heatmap's rows. The JSON
 //! of the pages is [`api`].
 //!
+//! The copy is made in the sampler's one hold of each socket's books
+//! (beside the episode counts of the events): each queue's new cells are
+//! found by a search, not a walk (a queue reported every millisecond
+//! gives about a sample's length of them), and each episode under way is
+//! ranked as the summary ranks it.
+//!
 //! Memory: at most [`KEPT`] episodes of at most [`CURVE_POINTS`] points
 //! (and five culprits and victims) each, and per node one timeline of at
 //! most `timeline::MAX_BYTES`. Not kept with `--state` (the congestion
