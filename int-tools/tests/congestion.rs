@@ -16,6 +16,8 @@
 
 #[path = "../../tests/common/collector.rs"]
 mod collector;
+#[path = "../../tests/common/servers.rs"]
+mod servers;
 
 use std::io::{BufRead, BufReader};
 use std::net::UdpSocket;
@@ -54,23 +56,17 @@ const TOLERANCE_MS: u64 = 3;
 
 /// Node 2's queue at `ms`: the model of the module's docs.
 fn occupancy(ms: u64) -> u32 {
-    let mut level = 40i64;
-    for start in BURSTS {
-        let end = start + BURST_MS - 1;
-        if (start..=end).contains(&ms) {
-            level = 40 + 100 * (ms - start) as i64;
-        } else if ms > end {
-            let peak = 40 + 100 * (BURST_MS - 1) as i64;
-            level = level.max(peak - 200 * (ms - end) as i64);
-        }
-    }
-    level.max(40) as u32
+    collector::burst_occupancy(ms, &BURSTS, BURST_MS)
 }
 
 /// One report of `port`'s packet at `ms` (and `nth` within it).
 fn report(sequence: u32, port: u16, ms: u64, nth: u64) -> Vec<u8> {
-    let t = t0() + ms * MS + nth * 1000;
-    let queue = occupancy(ms);
+    report_at(sequence, port, t0() + ms * MS + nth * 1000, occupancy(ms))
+}
+
+/// One report of `port`'s packet over nodes 1 > 2 > 3 (sink 9), crossing
+/// node 1 at `t` (ns since the epoch), node 2's queue 3 holding `queue`.
+fn report_at(sequence: u32, port: u16, t: u64, queue: u32) -> Vec<u8> {
     let latency = 1000 + 10 * queue;
     let hop = |node: u32, at: u64, latency: u32, queue: (u8, u32)| HopMetadata {
         node_id: Some(node),
@@ -263,4 +259,132 @@ fn the_bookkeepings_cost_per_report() {
     let ratio = on.as_secs_f64() / off.as_secs_f64();
     eprintln!("per report: {:.0} ns with the bookkeeping, {:.0} ns without: {ratio:.3}", per(on), per(off));
     assert!(ratio < 2.0, "the bookkeeping costs {ratio:.2} times the report path");
+}
+
+/// The shipped `IntCongestion` rule in a real Prometheus scraping a real
+/// collect (`--congestion-occupancy 1000`) fed live reports (the reports'
+/// clock is now): three steady flows through node 2 (core-b) queue 3,
+/// then a flow (port 100) bursting through it, the queue held at 5,000
+/// while it lasts. While the episode is under way, the alert fires
+/// labelled with the node, its name, the queue and the bursting flow as
+/// culprit (from `int_collect_congestion_active`); once the burst ends it
+/// keeps firing on the ended episode (`_recent_episodes`), the same
+/// labels. The rules file is the shipped one unchanged: `IntCongestion`
+/// has no `for:`, so nothing is cut. Prometheus is waited for by state
+/// (its /api/v1/alerts), never for a time.
+#[test]
+fn the_congestion_alert_fires_in_prometheus_naming_the_culprit() {
+    use std::sync::atomic::{AtomicU8, Ordering};
+    use std::time::Instant;
+    let _alone = ALONE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if !Path::new(servers::PROMETHEUS).exists() {
+        eprintln!(
+            "skipped: {} missing (apt-get install prometheus; scripts/install-deps.sh does)",
+            servers::PROMETHEUS
+        );
+        return;
+    }
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("prometheus-congestion");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let rules = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/prometheus/int-node.rules.yml");
+    std::fs::copy(rules, dir.join("rules.yml")).unwrap();
+    std::fs::write(dir.join("names.yaml"), "nodes:\n  1: edge-a\n  2: core-b\n  3: core-c\n  9: sink-z\n")
+        .unwrap();
+    let names = dir.join("names.yaml");
+    let args = [
+        "--quiet",
+        "--congestion-occupancy",
+        "1000",
+        "--metrics",
+        "127.0.0.1:0",
+        "--names",
+        names.to_str().unwrap(),
+    ];
+    let (mut child, said) =
+        collector::start_collect_saying(Path::new(BIN), &args, &["listening on ", "metrics on http://"]);
+    let (listen, metrics) = (said[0].clone(), said[1].clone());
+    let metrics_port: u16 = metrics.rsplit(':').next().unwrap().parse().unwrap();
+    let web_port = servers::free_port();
+    let prometheus =
+        servers::start_prometheus_alerting(&dir, &[("int-collect", metrics_port)], web_port, "rules.yml");
+    // The feeder's phase: calm (0), bursting (1), calm again (2), stop (3).
+    let phase = std::sync::Arc::new(AtomicU8::new(0));
+    let feeder = {
+        let phase = std::sync::Arc::clone(&phase);
+        std::thread::spawn(move || {
+            let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+            let mut sequence = 0u32;
+            while phase.load(Ordering::Relaxed) < 3 {
+                let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+                let t = u64::try_from(now.as_nanos()).unwrap();
+                let bursting = phase.load(Ordering::Relaxed) == 1;
+                let queue = if bursting { 5000 } else { 40 };
+                let ports: &[u16] =
+                    if bursting { &[1, 2, 3, 100, 100, 100, 100, 100, 100] } else { &[1, 2, 3] };
+                for (nth, port) in ports.iter().enumerate() {
+                    sequence += 1;
+                    socket
+                        .send_to(&report_at(sequence, *port, t + nth as u64 * 1000, queue), &listen)
+                        .unwrap();
+                }
+                // Pacing: a report of each flow every 2 ms or so.
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        })
+    };
+    let culprit = "10.0.0.1:100>10.0.0.2:5000/17";
+    let labels = [("node", "2"), ("node_name", "core-b"), ("queue", "3"), ("culprit", culprit)];
+    let congestion_alert = |alerts: &[Value]| {
+        alerts
+            .iter()
+            .find(|a| {
+                a["labels"]["alertname"] == "IntCongestion"
+                    && labels.iter().all(|(k, v)| a["labels"][*k] == *v)
+            })
+            .cloned()
+    };
+    // Waits (bounded, to fail rather than hang) until `done` holds.
+    let until = |what: &str, done: &mut dyn FnMut() -> bool| {
+        let started = Instant::now();
+        while !done() {
+            assert!(started.elapsed() < Duration::from_secs(120), "{what} never happened");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        eprintln!("{what} after {:?}", started.elapsed());
+    };
+    // Calm and scraped: the queue is followed, no alert.
+    until("Prometheus scraping the calm queue", &mut || {
+        servers::prometheus_value(web_port, "int_collect_congestion_queues") >= Some(3.0)
+    });
+    assert!(congestion_alert(&servers::prometheus_firing(web_port)).is_none());
+    phase.store(1, Ordering::Relaxed);
+    let mut firing = None;
+    until("IntCongestion firing while the episode is under way", &mut || {
+        firing = congestion_alert(&servers::prometheus_firing(web_port));
+        firing.is_some()
+    });
+    let active = servers::prometheus_value(
+        web_port,
+        &format!("int_collect_congestion_active{{queue=\"3\",culprit=\"{culprit}\"}}"),
+    );
+    phase.store(2, Ordering::Relaxed);
+    let mut after = None;
+    until("IntCongestion firing on the ended episode", &mut || {
+        let ended = servers::prometheus_value(web_port, &format!("int_collect_congestion_recent_episodes{{node_name=\"core-b\",queue=\"3\",culprit=\"{culprit}\"}}"));
+        let gone = servers::prometheus_query(web_port, "int_collect_congestion_active").is_empty();
+        after = congestion_alert(&servers::prometheus_firing(web_port));
+        ended == Some(1.0) && gone && after.is_some()
+    });
+    phase.store(3, Ordering::Relaxed);
+    feeder.join().unwrap();
+    servers::stop(prometheus);
+    std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(child.wait().unwrap().success());
+    let firing = firing.unwrap();
+    eprintln!("firing under way: {firing:#}\nafter it ended: {:#}", after.as_ref().unwrap());
+    assert_eq!(active, Some(1.0), "the alert fired on the episode under way");
+    let summary = firing["annotations"]["summary"].as_str().unwrap();
+    assert_eq!(summary, format!("Congestion at node core-b queue 3: top culprit {culprit}"));
+    assert_eq!(after.unwrap()["annotations"]["summary"], summary);
 }

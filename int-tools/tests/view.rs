@@ -800,3 +800,170 @@ fn the_flows_of_a_fleet_page_and_search() {
     assert!(output.status.success(), "the browser's flows checks failed: {stderr}");
     eprintln!("browser: {}", String::from_utf8_lossy(&output.stdout));
 }
+
+/// The congestion fleet: 50 nodes in five tiers of ten (src, spine,
+/// leaf, agg, edge; ids 1-50), each hop of a report a queue figure.
+/// Fifty background flows (UDP ports 1000-1049) cross one node of each
+/// tier, on queues 0-3, calm (40 and a little); three steady flows (ports
+/// 1-3, every 2 ms) and a bursting one (port 100: 8 reports a
+/// millisecond while a burst lasts) cross leaf-7's queue 2, whose
+/// occupancy is int-tools/tests/congestion.rs's model.
+const BURST_NODE: u32 = 27;
+const BURST_QUEUE: u8 = 2;
+const CONGESTION_BURSTS: [u64; 3] = [500, 1100, 1700];
+const CONGESTION_RUN_MS: u64 = 2000;
+
+fn congestion_names() -> Vec<(u32, String)> {
+    let tiers = ["src", "spine", "leaf", "agg", "edge"];
+    (0..50u32).map(|n| (n + 1, format!("{}-{}", tiers[(n / 10) as usize], n % 10 + 1))).collect()
+}
+
+/// One report of `port`'s packet at `ms` (its `nth` in that ms) over
+/// `path` (one node a tier), each node's queue of `queues`; the burst
+/// queue holds the model's occupancy, every other one 40 and a little.
+fn congestion_report(
+    t0: u64,
+    sequence: u32,
+    port: u16,
+    (ms, nth): (u64, u64),
+    path: &[(u32, u8)],
+) -> Vec<u8> {
+    use int_core::int21::HopMetadata;
+    let mut t = t0 + ms * 1_000_000 + nth * 1000;
+    let mut hops: Vec<HopMetadata> = path
+        .iter()
+        .map(|&(node, queue)| {
+            let occupancy = if (node, queue) == (BURST_NODE, BURST_QUEUE) {
+                collector::burst_occupancy(ms, &CONGESTION_BURSTS, 80)
+            } else {
+                40 + (node + u32::from(queue)) % 7
+            };
+            let latency = 500 + 10 * occupancy;
+            let hop = HopMetadata {
+                node_id: Some(node),
+                hop_latency: Some(latency),
+                queue: Some((queue, occupancy)),
+                ingress_timestamp: Some(t),
+                egress_timestamp: Some(t + u64::from(latency)),
+                ..HopMetadata::default()
+            };
+            t += u64::from(latency) + 10_000;
+            hop
+        })
+        .collect();
+    // The stack holds the newest hop first.
+    hops.reverse();
+    stack_report(sequence, 60, port, &hops, t)
+}
+
+/// Every report of the congestion fleet's run, in time order.
+fn congestion_schedule(t0: u64) -> Vec<Vec<u8>> {
+    let background = |f: u32| -> Vec<(u32, u8)> {
+        (0..5u32)
+            .map(|tier| {
+                let node = 1 + tier * 10 + (f + tier * 3) % 10;
+                let queue = ((f / 10 + tier) % 4) as u8;
+                // The burst queue is the bursting and steady flows' only.
+                (node, if (node, queue) == (BURST_NODE, BURST_QUEUE) { 3 } else { queue })
+            })
+            .collect()
+    };
+    let through =
+        |first: u32| vec![(first, 0), (11 + first, 1), (BURST_NODE, BURST_QUEUE), (31 + first, 1), (41, 0)];
+    let mut datagrams = Vec::new();
+    for ms in 0..CONGESTION_RUN_MS {
+        let mut send = |port: u16, nth: u64, path: &[(u32, u8)]| {
+            let sequence = datagrams.len() as u32 + 1;
+            datagrams.push(congestion_report(t0, sequence, port, (ms, nth), path));
+        };
+        if ms % 10 == 0 {
+            for f in 0..50u32 {
+                send(1000 + f as u16, 100 + u64::from(f), &background(f));
+            }
+        }
+        if ms % 2 == 0 {
+            for port in 1..=3u16 {
+                send(port, u64::from(port), &through(u32::from(port)));
+            }
+        }
+        if CONGESTION_BURSTS.iter().any(|start| (*start..start + 80).contains(&ms)) {
+            for nth in 0..8 {
+                send(100, 10 + nth, &through(5));
+            }
+        }
+    }
+    datagrams
+}
+
+/// The congestion pages at a fleet's size: 50 nodes with four queues
+/// each, three bursts through leaf-7's queue 2. The view's timeline holds
+/// the three episodes on that queue; each one's page names the bursting
+/// flow first and the three steady flows as victims, its culprit's link
+/// opens the flow's page; the heatmap has 50 rows, leaf-7's at the
+/// burst's peak and hot where the bursts were, every other node calm; a
+/// click on a hot cell zooms in with the burst in view. Screenshots of
+/// the three pages (docs/view/congestion-*.png).
+#[test]
+fn the_congestion_pages_of_a_fleet_in_a_browser() {
+    let names = names_file("congestion-names.yaml", &congestion_names());
+    let (child, listen, view) = start_collect_with_view(&[
+        "--quiet",
+        "--view-sample-ms",
+        "100",
+        "--names",
+        &names,
+        "--congestion-occupancy",
+        "1000",
+    ]);
+    let _child = Ends(Some(child));
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+    let datagrams = congestion_schedule(now.as_secs() * 1_000_000_000);
+    feed(&datagrams, &listen, |sent| wait_for_reports(&view, sent));
+    // Until the view holds the three episodes, ended.
+    loop {
+        let episodes = get(&view, "/api/congestion?span_ms=60000");
+        if episodes["in_span"] == CONGESTION_BURSTS.len() && episodes["open"] == 0 {
+            break;
+        }
+        std::thread::yield_now();
+    }
+    let peak = collector::burst_occupancy(CONGESTION_BURSTS[0] + 79, &CONGESTION_BURSTS, 80);
+    let culprit = "udp 10.0.0.1:100 -> 10.0.0.2:5000";
+    let seen = check_in_browser(
+        &view,
+        &[
+            "--congestion",
+            "--span",
+            "10000",
+            "--episodes",
+            &CONGESTION_BURSTS.len().to_string(),
+            "--burst-queue",
+            &format!("{BURST_NODE}/{BURST_QUEUE}"),
+            "--burst-node",
+            &BURST_NODE.to_string(),
+            "--burst-peak",
+            &peak.to_string(),
+            "--threshold",
+            "1000",
+            "--culprit",
+            culprit,
+            "--victims",
+            "3",
+            "--expect-nodes",
+            "50",
+        ],
+    );
+    assert_eq!((seen["episodes"].as_u64(), seen["culprit"].as_str()), (Some(3), Some(culprit)), "{seen}");
+    assert_eq!((seen["heat_rows"].as_u64(), seen["burst_peak"].as_u64()), (Some(50), Some(u64::from(peak))));
+    assert_eq!(seen["curve_peak"].as_u64(), Some(u64::from(peak)), "{seen}");
+    // The JSON behind the pages is the fleet's, and small.
+    for path in [
+        "/api/congestion?span_ms=10000",
+        "/api/congestion/heatmap?span_ms=10000",
+        "/api/congestion/episodes/1",
+    ] {
+        let body = collector::http_get(&view, path);
+        eprintln!("{path}: {} bytes", body.len());
+        assert!(body.len() < 64 * 1024, "{path}: {} bytes", body.len());
+    }
+}

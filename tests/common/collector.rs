@@ -129,6 +129,23 @@ pub fn drop_summary(sequence: u32, gap_count: u32) -> Vec<u8> {
     buf[..len].to_vec()
 }
 
+/// A bottleneck queue's occupancy at `ms`: 40 when calm, rising 100 a
+/// millisecond while a burst lasts (one from each of `bursts`, ms, for
+/// `burst_ms`), draining 200 a millisecond after.
+pub fn burst_occupancy(ms: u64, bursts: &[u64], burst_ms: u64) -> u32 {
+    let mut level = 40i64;
+    for &start in bursts {
+        let end = start + burst_ms - 1;
+        if (start..=end).contains(&ms) {
+            level = 40 + 100 * (ms - start) as i64;
+        } else if ms > end {
+            let peak = 40 + 100 * (burst_ms - 1) as i64;
+            level = level.max(peak - 200 * (ms - end) as i64);
+        }
+    }
+    level.max(40) as u32
+}
+
 /// One Telemetry Report 2.0 datagram of sink `sink`, group sequence
 /// `sequence`: a UDP packet 10.0.0.1:`port` > 10.0.0.2:5000 whose INT 2.1
 /// stack holds `stack` (newest hop first), the sink's ingress at `sink_in`.

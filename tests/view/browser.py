@@ -465,6 +465,84 @@ def groups(s, args):
             "opened": len(inside)}
 
 
+# The congestion pages as drawn, read in one go: the timeline's bars, the
+# heatmap's rows (each with its peak and its cells' values).
+READ_BARS = """
+return [...document.querySelectorAll('#episodes-chart g.bar')].map(g => ({id: g.dataset.episode, queue: g.dataset.queue,
+  open: g.classList.contains('open')}));
+"""
+READ_HEAT = """
+const svg = document.querySelector('#heatmap');
+if (!svg) return null;
+return {column: Number(svg.dataset.column), rows: [...svg.querySelectorAll('g.heat-row')].map(g => ({node: g.dataset.node,
+  peak: g.dataset.peak, name: g.querySelector('text').textContent,
+  cells: [...g.querySelectorAll('rect.cell')].map(c => c.dataset.value == null ? null : Number(c.dataset.value))}))};
+"""
+
+
+def congestion_pages(s, args):
+    """The congestion pages of a fed fleet: the timeline holds the known
+    episodes, every one on the burst queue; an episode's page names the
+    culprit first (its link opens the flow's page) and the victims; the
+    heatmap has a row per node, the burst node's with its peak and hot
+    cells where the bursts were, every other row calm; a click on a hot
+    cell zooms in and the burst stays in view."""
+    problems = []
+    s.driver.get(s.url + f"#/congestion?span={args.span}")
+    bars = s.until(f"{args.episodes} episodes on the timeline", lambda d: (lambda b: len(b) == args.episodes and b)(
+        d.execute_script(READ_BARS)))
+    problems += [f"episode {b['id']} on queue {b['queue']}, not {args.burst_queue}" for b in bars if b["queue"] != args.burst_queue]
+    problems += [f"episode {b['id']} still under way" for b in bars if b["open"]]
+    title = s.texts("#episodes-title")[0]
+    if f"({args.episodes} in the last" not in title:
+        problems.append(f"the title does not count {args.episodes}: {title!r}")
+    s.shot("congestion-episodes", 1200)
+    first = sorted(bars, key=lambda b: int(b["id"]))[0]["id"]
+    s.until("a click on the first episode's bar", lambda d: d.execute_script(
+        "const a = document.querySelector(`#episodes-chart g.bar[data-episode='${arguments[0]}']`).closest('a');"
+        "a.dispatchEvent(new MouseEvent('click', {bubbles: true})); return true;", first))
+    culprits = s.until("the episode's culprits", lambda d: d.execute_script("return location.hash") == f"#/episode/{first}"
+                       and s.texts("#culprits tr.culprit td:nth-child(2)"))
+    if culprits[0] != args.culprit:
+        problems.append(f"the first culprit is {culprits[0]!r}, not {args.culprit!r}")
+    victims = s.until("the episode's victims", lambda d: s.texts("#victims tr.victim td:first-child"))
+    if len(victims) != args.victims or args.culprit in victims:
+        problems.append(f"victims {victims}, not {args.victims} flows without the culprit")
+    peak = s.until("the episode's curve", lambda d: s.attrs("#episode-curve", "data-peak"))
+    s.shot("congestion-episode", 1400)
+    s.until("a click on the culprit", lambda d: d.find_element(By.CSS_SELECTOR, "#culprits a.flow-link").click() or True)
+    flow = s.until("the culprit's flow page", lambda d: s.texts("#flow-title"))
+    if args.culprit not in flow[0]:
+        problems.append(f"the culprit's link opened {flow[0]!r}")
+    s.go(f"#/heatmap?span={args.span}")
+    heat = s.until(f"{args.expect_nodes} rows on the heatmap, node {args.burst_node} at its peak", lambda d: (
+        lambda m: m and len(m["rows"]) == args.expect_nodes and any(
+            r["node"] == args.burst_node and r["peak"] == str(args.burst_peak) for r in m["rows"]) and m)(
+        d.execute_script(READ_HEAT)))
+    rows = {r["node"]: r for r in heat["rows"]}
+    burst = rows[args.burst_node]
+    hot = [c for c, v in enumerate(burst["cells"]) if v is not None and v >= args.threshold]
+    if len(hot) < args.episodes:
+        problems.append(f"node {args.burst_node}'s hot cells: {hot}")
+    problems += [f"node {r['node']} ({r['name']}) at {r['peak']}, over the threshold" for r in heat["rows"]
+                 if r["node"] != args.burst_node and r["peak"] and int(r["peak"]) >= args.threshold]
+    s.shot("congestion-heatmap", 1400)
+    hottest = max(hot, key=lambda c: burst["cells"][c]) if hot else 0
+    s.driver.execute_script(
+        "document.querySelector(`#heatmap rect.cell[data-node='${arguments[0]}'][data-col='${arguments[1]}']`)"
+        ".dispatchEvent(new MouseEvent('click', {bubbles: true}))", args.burst_node, hottest)
+    zoomed = s.until("the heatmap zoomed in on the burst", lambda d: (lambda m: m and m["column"] < heat["column"] and m)(
+        d.execute_script(READ_HEAT)) if "end=" in d.execute_script("return location.hash") else False)
+    zoomed_hot = [v for r in zoomed["rows"] if r["node"] == args.burst_node for v in r["cells"] if v and v >= args.threshold]
+    if not zoomed_hot:
+        problems.append("no hot cell of the burst node once zoomed in")
+    if problems:
+        sys.exit("view: the congestion pages:\n" + "\n".join(problems[:30]))
+    return {"episodes": len(bars), "culprit": culprits[0], "victims": victims, "curve_peak": int(next(iter(peak))),
+            "heat_rows": len(heat["rows"]), "burst_peak": int(burst["peak"]), "hot_columns": len(hot),
+            "column_ms": heat["column"], "zoomed_column_ms": zoomed["column"], "zoomed_hot_cells": len(zoomed_hot)}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--url", required=True)
@@ -494,6 +572,15 @@ def main():
     parser.add_argument("--node-count", type=int, help="with --flows: the flows over it")
     parser.add_argument("--path", help="with --flows: a run of nodes to filter by, A>B")
     parser.add_argument("--path-count", type=int, help="with --flows: the flows over it")
+    parser.add_argument("--congestion", action="store_true", help="check the congestion pages only")
+    parser.add_argument("--span", type=int, default=10000, help="with --congestion: the span shown, ms")
+    parser.add_argument("--episodes", type=int, help="with --congestion: the episodes expected")
+    parser.add_argument("--burst-queue", help="with --congestion: the episodes' queue, NODE/QUEUE")
+    parser.add_argument("--burst-node", help="with --congestion: the bursting queue's node")
+    parser.add_argument("--burst-peak", type=int, help="with --congestion: its peak occupancy")
+    parser.add_argument("--threshold", type=int, help="with --congestion: the occupancy threshold")
+    parser.add_argument("--culprit", help="with --congestion: the first culprit's name")
+    parser.add_argument("--victims", type=int, help="with --congestion: how many victims")
     args = parser.parse_args()
     profile = tempfile.mkdtemp(prefix="int-view-chromium-")
     driver = browser(profile)
@@ -511,6 +598,9 @@ def main():
             return
         if args.events:
             print(json.dumps(events_page(s, args)))
+            return
+        if args.congestion:
+            print(json.dumps(congestion_pages(s, args)))
             return
         if args.flows:
             print(json.dumps(flows_page(s, args)))

@@ -292,21 +292,59 @@ impl Congestion {
         true
     }
 
+    /// A queue's episode under way, its flows ranked so far (no end).
+    fn ranked(&self, queue: &Queue) -> Option<Episode> {
+        queue.watch.open.as_ref().map(|open| {
+            let mut watch = Watch { open: Some(open.clone()), ..Watch::default() };
+            let mut episode = watch
+                .close(open.last_ns, Ended::Fell, self.settings.victim_rise)
+                .unwrap_or_else(|| open.episode.clone());
+            (episode.end_ns, episode.ended) = (None, None);
+            episode
+        })
+    }
+
+    /// Every episode under way, its flows ranked so far.
+    pub fn open_episodes(&self) -> Vec<Episode> {
+        self.queues.values().filter_map(|queue| self.ranked(queue)).collect()
+    }
+
+    /// The closed episodes after the first `seen` this books closed (as
+    /// many of them as [`RECENT`] still holds), oldest first.
+    pub fn closed_after(&self, seen: u64) -> impl Iterator<Item = &Episode> {
+        let new = usize::try_from(self.counts.episodes.saturating_sub(seen)).unwrap_or(usize::MAX);
+        self.recent.iter().skip(self.recent.len().saturating_sub(new))
+    }
+
+    /// The occupancy threshold a figure of `key` opens an episode at now:
+    /// the absolute one, else the relative one over its baseline.
+    pub fn occupancy_threshold(&self, key: QueueKey) -> Option<f64> {
+        let absolute = self.settings.thresholds(key.0).occupancy.map(f64::from);
+        let relative = self.settings.relative;
+        let queue = self.queues.get(&key)?;
+        absolute.or_else(|| {
+            (relative > 0.0).then(|| queue.watch.occupancy.ready()).flatten().map(|b| b * relative)
+        })
+    }
+
+    /// Every followed queue and its unit.
+    pub fn queue_units(&self) -> impl Iterator<Item = (QueueKey, Unit)> + '_ {
+        self.queues.iter().map(|(key, queue)| (*key, queue.unit))
+    }
+
+    /// The newest figure's time, ns since the epoch (the reports' clock).
+    pub fn clock_ns(&self) -> u64 {
+        self.now_ns
+    }
+
     /// What the views read: every queue's figures and open episode (its
     /// flows ranked so far), the closed episodes, the counts.
     pub fn view(&self) -> View {
-        let rise = self.settings.victim_rise;
         let queues = self
             .queues
             .iter()
             .map(|(key, queue)| {
-                let open = queue.watch.open.as_ref().map(|open| {
-                    let mut watch = Watch { open: Some(open.clone()), ..Watch::default() };
-                    let mut episode =
-                        watch.close(open.last_ns, Ended::Fell, rise).unwrap_or_else(|| open.episode.clone());
-                    (episode.end_ns, episode.ended) = (None, None);
-                    episode
-                });
+                let open = self.ranked(queue);
                 let view = QueueView {
                     unit: queue.unit,
                     last_ns: queue.last_ns,

@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use int_core::flow::FlowKey;
 
+use super::congestion::{Episodes, Mark};
 use super::events::{Cause, Detail, Events};
 use super::sample::{Congested, FlowSample, Known, NodeSample, Sample, Stats};
 
@@ -150,6 +151,10 @@ pub struct Board {
     /// it without events: the episodes before the restart are no news).
     #[serde(skip)]
     congested: Option<Congested>,
+    /// The congestion pages' episodes and heatmap (not kept with
+    /// `--state`, as the congestion books are not).
+    #[serde(skip)]
+    pub congestion: Episodes,
     /// What each node is called: collect's names, not kept with the board.
     #[serde(skip)]
     pub names: Naming,
@@ -168,6 +173,9 @@ impl Known for Board {
     fn path(&self, key: &FlowKey) -> Option<&[u32]> {
         self.flows.get(key).and_then(FlowRow::path)
     }
+    fn congestion_mark(&self, socket: usize) -> Mark {
+        self.congestion.mark(socket)
+    }
 }
 
 impl Board {
@@ -184,6 +192,7 @@ impl Board {
             adjacency: BTreeMap::new(),
             path_changes: 0,
             congested: None,
+            congestion: Episodes::default(),
             names: Naming::default(),
         }
     }
@@ -254,6 +263,7 @@ impl Board {
             paths.extend(path.map(|path| (key, path)));
         }
         self.apply_congestion(&sample.congestion);
+        self.congestion.apply(sample.episodes);
         let new = sample.path_changes.saturating_sub(self.path_changes);
         self.path_changes = sample.path_changes;
         let skip = sample.recent.len().saturating_sub(usize::try_from(new).unwrap_or(usize::MAX));

@@ -1,5 +1,5 @@
 //! `collect --http ADDR`: the live web view. A page (topology, nodes,
-//! links, flows, events; plain HTML, JS and CSS built into the binary)
+//! links, flows, events, congestion episodes and heatmap; plain HTML, JS and CSS built into the binary)
 //! and the JSON behind it under `/api/...`.
 //!
 //! Two threads of its own, so the receivers pay for neither: a sampler
@@ -16,6 +16,7 @@ mod api;
 pub mod args;
 pub mod auth;
 mod board;
+mod congestion;
 mod events;
 mod flow_query;
 pub mod host;
@@ -210,6 +211,7 @@ fn routes(shown: Shown, hosts: Hosts, counts: Arc<Counts>, access: Option<Arc<au
         .route("/app.js", get(|| async { asset("text/javascript", include_str!("assets/app.js")) }))
         .route("/topology.js", get(|| async { asset("text/javascript", include_str!("assets/topology.js")) }))
         .route("/style.css", get(|| async { asset("text/css", include_str!("assets/style.css")) }))
+        .route("/congestion.js", get(|| async { asset("text/javascript", include_str!("assets/congestion.js")) }))
         .route(
             "/api/overview",
             get(|State(s): State<Shown>| async move { answer(&s, |b| Some(api::overview(b))) }),
@@ -249,6 +251,27 @@ fn routes(shown: Shown, hosts: Hosts, counts: Arc<Counts>, access: Option<Arc<au
             get(|State(s): State<Shown>, Path(id): Path<u64>, Query(q): Query<HashMap<String, String>>| async move {
                 let (offset, limit) = (number(&q, "offset", 0), number(&q, "limit", 100));
                 answer(&s, |b| api::event_flows(b, id, offset, limit))
+            }),
+        )
+        .route(
+            "/api/congestion",
+            get(|State(s): State<Shown>, Query(q): Query<Params>| async move {
+                let (span, limit) = (number(&q, "span_ms", 60_000), number(&q, "limit", 500));
+                answer(&s, |b| Some(congestion::api::timeline(b, span as u64, limit)))
+            }),
+        )
+        .route(
+            "/api/congestion/heatmap",
+            get(|State(s): State<Shown>, Query(q): Query<Params>| async move {
+                let span = number(&q, "span_ms", 60_000) as u64;
+                let end = q.get("end_ms").and_then(|v| v.parse().ok());
+                answer(&s, |b| Some(congestion::api::heatmap(b, span, end)))
+            }),
+        )
+        .route(
+            "/api/congestion/episodes/{id}",
+            get(|State(s): State<Shown>, Path(id): Path<u64>| async move {
+                answer(&s, |b| congestion::api::episode(b, id))
             }),
         )
         // A fallback of its own, under the host check: merged with the

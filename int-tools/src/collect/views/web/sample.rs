@@ -21,6 +21,8 @@ use crate::collect::books::ledger::{FlowSummary, Ledger};
 use crate::collect::books::Books;
 use crate::collect::shared::Shared;
 
+use super::congestion::{Mark, Taken};
+
 /// Distributions whose percentiles are computed per hold of a lock.
 const CHUNK: usize = 256;
 /// Flows, nodes or links whose counts are copied per hold of a lock.
@@ -102,6 +104,8 @@ pub trait Known {
     fn link(&self, key: (u32, u32)) -> Option<&Stats>;
     fn flow(&self, key: &FlowKey) -> Option<&Stats>;
     fn path(&self, key: &FlowKey) -> Option<&[u32]>;
+    /// Where the last sample of the `socket`th books' congestion stopped.
+    fn congestion_mark(&self, socket: usize) -> Mark;
 }
 
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
@@ -131,6 +135,8 @@ pub struct Sample {
     pub recent: Vec<PathChange>,
     /// Episodes per queue and sinks' queue alerts per node, so far.
     pub congestion: Congested,
+    /// The congestion pages' copy: new and open episodes, new cells.
+    pub episodes: Taken,
 }
 
 /// Congestion episodes per queue and queue alerts (Q) per node, so far.
@@ -161,6 +167,7 @@ impl Sample {
         if let [only] = shared.books.as_slice() {
             if let Ok(books) = only.lock() {
                 sample.congestion.add(&books.congestion);
+                sample.episodes.add(0, &books.congestion, known.congestion_mark(0));
             }
             let mut later = Some(Vec::new());
             sample.copy_in_chunks(only, known, &mut later);
@@ -168,11 +175,12 @@ impl Sample {
             return sample;
         }
         let mut merged: Option<Hops> = None;
-        for books in &shared.books {
+        for (socket, books) in shared.books.iter().enumerate() {
             let mut later = Some(Vec::new());
             if let Ok(books) = books.lock() {
                 sample.reports += books.totals.reports;
                 sample.congestion.add(&books.congestion);
+                sample.episodes.add(socket, &books.congestion, known.congestion_mark(socket));
                 sample.add_flows(&books.ledger, &books.hops, known, &mut later);
                 match &mut merged {
                     Some(merged) => merged.merge(&books.hops),

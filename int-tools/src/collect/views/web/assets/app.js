@@ -297,7 +297,8 @@ function route() {
   const [path, search] = location.hash.replace(/^#\/?/, "").split("?");
   const parts = path.split("/"), query = new URLSearchParams(search || "");
   document.querySelectorAll("header nav a").forEach(a => a.classList.remove("here"));
-  const here = {"": "topology", node: "topology", link: "topology", flows: "flows", flow: "flows", events: "events", event: "events"}[parts[0]];
+  const here = {"": "topology", node: "topology", link: "topology", flows: "flows", flow: "flows", events: "events", event: "events",
+    congestion: "congestion", episode: "congestion", heatmap: "heatmap"}[parts[0]];
   if (here) document.getElementById("nav-" + here).classList.add("here");
   switch (parts[0]) {
     case "node": return showNode(parts[1]);
@@ -306,6 +307,9 @@ function route() {
     case "flow": return showFlow(parts[1]);
     case "events": return showEvents(query);
     case "event": return showEvent(parts[1], query);
+    case "congestion": return Congestion.timeline(query);
+    case "heatmap": return Congestion.heatmap(query);
+    case "episode": return Congestion.episode(parts[1]);
     default: return showTopology();
   }
 }
@@ -370,6 +374,9 @@ page.addEventListener("submit", event => {
   const form = new FormData(event.target);
   askFlows({q: form.get("q").trim(), node: form.get("node").trim(), path: form.get("path").trim(), offset: "0"});
 });
+
+// The heatmap's cells zoom in (drawn anew at every refresh).
+page.addEventListener("click", event => Congestion.zoom(event));
 
 // The events page's filter (drawn anew at every refresh).
 page.addEventListener("change", event => { if (event.target.id === "event-kind") filterEvents(); });
