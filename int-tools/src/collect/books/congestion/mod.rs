@@ -63,6 +63,20 @@ struct Queue {
     congested_ns: u64,
 }
 
+impl Queue {
+    fn new(unit: Unit) -> Queue {
+        Queue {
+            unit,
+            timeline: QueueTimeline::default(),
+            watch: Watch::default(),
+            last_ns: 0,
+            last: (None, None),
+            episodes: 0,
+            congested_ns: 0,
+        }
+    }
+}
+
 /// A packet a report shows, for the queues it crossed: its flow and IP
 /// length, whether the report raised Q.
 #[derive(Debug, Clone, Copy)]
@@ -171,7 +185,7 @@ impl Congestion {
         if self.settings.queues == 0 {
             return;
         }
-        if !self.latencies.contains_key(flow) && self.latencies.len() >= FLOWS {
+        if self.latencies.len() >= FLOWS && !self.latencies.contains_key(flow) {
             self.counts.untracked_flows += 1;
             return;
         }
@@ -204,10 +218,13 @@ impl Congestion {
     fn figure(&mut self, mut figure: Figure, packet: Option<&Packet>) {
         self.counts.figures += 1;
         figure.unit = self.settings.units.get(&figure.node).copied().unwrap_or(figure.unit);
-        if !self.queues.contains_key(&figure.key()) && !self.make_room(figure.key(), figure.unit) {
+        // One lookup for a queue followed: room is made only when the
+        // books are full and the queue is new.
+        let full = self.queues.len() >= self.settings.queues;
+        if full && !self.queues.contains_key(&figure.key()) && !self.make_room() {
             return;
         }
-        let Some(queue) = self.queues.get_mut(&figure.key()) else { return };
+        let queue = self.queues.entry(figure.key()).or_insert_with(|| Queue::new(figure.unit));
         queue.unit = figure.unit;
         // A queue's figures arrive a little out of order (several sinks):
         // its watch sees its own clock go forward only.
@@ -265,31 +282,21 @@ impl Congestion {
         ended.into_iter().for_each(|episode| self.book(episode));
     }
 
-    /// Whether `key` is followed, made room for if new.
-    fn make_room(&mut self, key: QueueKey, unit: Unit) -> bool {
-        if !self.queues.contains_key(&key) && self.queues.len() >= self.settings.queues {
-            let calm = self.queues.iter().filter(|(_, q)| q.watch.open.is_none());
-            match calm.min_by_key(|(k, q)| (q.last_ns, **k)).map(|(k, _)| *k) {
-                Some(old) => {
-                    self.queues.remove(&old);
-                    self.counts.evicted_queues += 1;
-                }
-                None => {
-                    self.counts.untracked_queues += 1;
-                    return false;
-                }
+    /// Room for a new queue in full books: the one calm and silent the
+    /// longest goes; none calm, none goes (the new one is not followed).
+    fn make_room(&mut self) -> bool {
+        let calm = self.queues.iter().filter(|(_, q)| q.watch.open.is_none());
+        match calm.min_by_key(|(k, q)| (q.last_ns, **k)).map(|(k, _)| *k) {
+            Some(old) => {
+                self.queues.remove(&old);
+                self.counts.evicted_queues += 1;
+                true
+            }
+            None => {
+                self.counts.untracked_queues += 1;
+                false
             }
         }
-        self.queues.entry(key).or_insert_with(|| Queue {
-            unit,
-            timeline: QueueTimeline::default(),
-            watch: Watch::default(),
-            last_ns: 0,
-            last: (None, None),
-            episodes: 0,
-            congested_ns: 0,
-        });
-        true
     }
 
     /// A queue's episode under way, its flows ranked so far (no end).
