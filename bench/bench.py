@@ -7,7 +7,8 @@ UDP encapsulations), transit, sink with reports on ~0%, ~1% and 100% of
 packets; frame sizes and flow counts as asked. Transit and the sink read
 INT packets (36 bytes longer): they are compared with testpmd replaying
 that same pcap (testpmd-io-int, testpmd-csum-int), the others with testpmd
-replaying the plain one. Runs are interleaved
+replaying the plain one. IOAM and IFA 2.0 cases run beside INT 2.1's
+same roles. Runs are interleaved
 (round-robin over cases, --repeat times) because the machine is shared and
 noisy; the table gives the median and the spread (min-max) of each case.
 
@@ -41,6 +42,11 @@ LARGE_FLOW_CASES = {"testpmd-io", "testpmd-csum", "testpmd-io-int", "forward", "
                     "reference-source", "reference-sink", "forward-live", "source-dscp-live", "sink-0%-live",
                     "reference-sink-live", "reference-source-live"}
 
+# The IFA zone of the benchmark's cases: what gen --instrument ifa writes
+# (protocol 253, the draft's L4 rule), Device ID 9 (the node id 10.0.0.9
+# does not fit in 20 bits).
+IFA = {"version": "ifa", "device_id": 9}
+
 # The IOAM domain of the benchmark's cases: what gen --instrument ioam writes.
 IOAM = {"version": "ioam", "namespace": 123, "nodes": 8}
 # The same domain numbering each flow's packets (the Edge-to-Edge option).
@@ -59,7 +65,7 @@ def reads_int(mode, extra):
     """Whether a case replays an INT pcap (transit, the sinks and their
     testpmd baselines; the INT 2.1 sink's is 4 bytes longer than the one
     its baseline replays) rather than the plain one."""
-    return mode in ("hostint", "int21", "int21-3hop", "hostint-v6", "int21-v6", "ioam-v6") or extra.get("pcap") == "hostint"
+    return mode in ("hostint", "int21", "int21-3hop", "hostint-v6", "int21-v6", "ioam-v6", "ifa") or extra.get("pcap") == "hostint"
 
 
 def eal(mem):
@@ -374,6 +380,13 @@ def main():
         ("ioam-encap-numbered-v6", "source", "v6", {"pipeline": {"int": IOAM_NUMBERED}}),
         ("ioam-transit-v6", "transit", "ioam-v6", {"pipeline": {"int": IOAM}}),
         ("ioam-decap-1%-v6", "sink", "ioam-v6", {"pipeline": {"int": IOAM}, "report_share": 0.01}),
+        # IFA 2.0 beside INT 2.1's same roles: the initiator on the plain
+        # pcap (40 bytes added: IFA header, metadata header, one hop), the
+        # transit and the terminator (1% reported) on gen's IFA pcap (one
+        # hop, 40 bytes of IFA, as long as the INT 2.1 pcap's 40 of INT).
+        ("ifa-source", "source", None, {"pipeline": {"int": IFA}}),
+        ("ifa-transit", "transit", "ifa", {"pipeline": {"int": IFA}}),
+        ("ifa-sink-1%", "sink", "ifa", {"pipeline": {"int": IFA}, "report_share": 0.01}),
     ]
     if args.workers:
         # The scaling table: each case on N workers, named CASE-wN.
@@ -397,6 +410,9 @@ def main():
             with_int21 = os.path.join(work, f"int21-{size}-{flows}.pcap")
             if any(mode == "int21" for _, _, mode, _ in cases):
                 gen(with_int21, grown(40), flows, "int21-md")
+            with_ifa = os.path.join(work, f"ifa-{size}-{flows}.pcap")
+            if any(mode == "ifa" for _, _, mode, _ in cases):
+                gen(with_ifa, grown(40), flows, "ifa")
             with_3hops = os.path.join(work, f"int21-3hop-{size}-{flows}.pcap")
             if any(mode == "int21-3hop" for _, _, mode, _ in cases):
                 # 40 bytes of INT and two hops of 24 more each.
@@ -438,7 +454,7 @@ def main():
                             threshold = min(int(1e9 / per_flow), 4_000_000_000)
                             pipe.setdefault("sink", {})["latency"] = {"mode": "absolute", "threshold_ns": threshold, "refresh_ms": 0, "max_skew_ms": 0}
                         pcap = {"int21": with_int21, "int21-3hop": with_3hops, "v6": plain_v6, "hostint-v6": with_int_v6,
-                                "int21-v6": with_int21_v6, "ioam-v6": with_ioam_v6}.get(mode)
+                                "int21-v6": with_int21_v6, "ioam-v6": with_ioam_v6, "ifa": with_ifa}.get(mode)
                         pcap = pcap or (with_int if reads_int(mode, extra) else plain)
                         builds = [("", NODE)] + ([("@B", args.compare)] if args.compare and kind != "testpmd" else [])
                         # A/B: the order alternates round by round.

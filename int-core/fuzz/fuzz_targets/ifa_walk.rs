@@ -1,6 +1,7 @@
 //! IFA's walk on arbitrary frames, judged beyond "no panic": the
 //! terminator's `find` answers as `Domain::locate`; a refusal's
-//! `ParseError` points inside the frame; an accepted frame's offsets are
+//! `ParseError` points inside the frame; where the fast path
+//! (`FastSink::find`) takes a frame, the walk finds the same; an accepted frame's offsets are
 //! in order and inside the IP packet, its stack is Current Length x 4
 //! bytes of whole 32-byte hops within Max Length, its headers and every
 //! hop re-emit to the bytes they were read from, and the terminator strips
@@ -14,6 +15,7 @@
 #![no_main]
 
 use int_core::error::ParseError;
+use int_core::ifa::fast_sink::FastSink;
 use int_core::ifa::transit::{self, Outcome};
 use int_core::ifa::{self, hop::HOP_LEN, sink, Domain, HopRepr, L4Rule, Located, Refused};
 use int_core::outcome::NotPushed;
@@ -25,6 +27,9 @@ fuzz_target!(|data: &[u8]| {
     let domain = Domain { protocol: if selector & 1 == 0 { ifa::DEFAULT_PROTOCOL } else { 131 } };
     let located = domain.locate(frame);
     assert_eq!(sink::find(frame, &domain), located, "find is locate");
+    if let Some(fast) = FastSink::find(frame, &domain) {
+        assert_eq!(located, Ok(Some(fast.found)), "the fast path finds what the walk finds");
+    }
     if let Err(refused) = sink::find_in_report(frame, &domain) {
         offset_inside(refused.error, frame.len(), frame.len() + 1);
     }

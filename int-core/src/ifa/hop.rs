@@ -37,6 +37,7 @@ use zerocopy::network_endian::{U16, U32};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 use crate::error::{EmitError, Layer, ParseError};
+use crate::locate::{IpLocation, IpVersion};
 
 pub const HOP_LEN: usize = 32;
 /// Broadcom's local name space.
@@ -209,6 +210,21 @@ impl HopRepr {
         };
         hop.write_to_prefix(buf).map_err(|_| EmitError::no_room(Layer::IfaStack, HOP_LEN, buf.len()))?;
         Ok(HOP_LEN)
+    }
+}
+
+impl HopRepr {
+    /// This hop with the IP TTL (IPv4) or Hop Limit (IPv6) of the packet
+    /// whose IP header `ip` locates in `frame`, as it arrived: what every
+    /// IFA node writes in the field (int-node forwards without routing,
+    /// so it does not lower it). 0 where the frame has no such byte.
+    #[inline(always)]
+    pub fn with_ttl(&self, frame: &[u8], ip: &IpLocation) -> HopRepr {
+        let at = match ip.version {
+            IpVersion::V4 => ip.l3 + 8,
+            IpVersion::V6 => ip.l3 + 7,
+        };
+        HopRepr { ip_ttl: frame.get(at).copied().unwrap_or(0), ..*self }
     }
 }
 

@@ -24,6 +24,9 @@
 //!   inside the IP packet;
 //! - a fragment after the first carries no IFA header: not IFA.
 
+pub mod fast_sink;
+pub mod fast_source;
+pub mod fast_transit;
 pub mod header;
 pub mod hop;
 pub mod md_header;

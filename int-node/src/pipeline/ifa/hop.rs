@@ -10,7 +10,6 @@
 
 use int_core::ifa::hop::{LNS_BROADCOM, MAX_RX_SECONDS};
 use int_core::ifa::HopRepr;
-use int_core::locate::{IpLocation, IpVersion};
 use int_core::FrameBuf;
 
 use crate::clock::Clock;
@@ -52,7 +51,7 @@ impl OwnHop {
         self.figures.done(figures);
     }
 
-    /// Packet `i`'s hop, but for its IP TTL ([`with_ttl`]).
+    /// Packet `i`'s hop, but for its IP TTL ([`HopRepr::with_ttl`]).
     #[inline(always)]
     pub(crate) fn of(&self, burst: &Burst, i: usize, figures: &BurstFigures) -> HopRepr {
         let arrival = burst.arrival_ns(i, self.rx_timestamps, figures.burst_ns);
@@ -89,16 +88,4 @@ impl OwnHop {
         });
         self.done(&figures);
     }
-}
-
-/// `hop` with the IP TTL (IPv4) or Hop Limit (IPv6) of the packet at `ip`
-/// as it arrived: this node forwards without routing, so it does not
-/// lower it.
-#[inline(always)]
-pub(crate) fn with_ttl(hop: &HopRepr, frame: &[u8], ip: &IpLocation) -> HopRepr {
-    let at = match ip.version {
-        IpVersion::V4 => ip.l3 + 8,
-        IpVersion::V6 => ip.l3 + 7,
-    };
-    HopRepr { ip_ttl: frame.get(at).copied().unwrap_or(0), ..*hop }
 }

@@ -1,5 +1,6 @@
-//! The terminator of an IFA zone: finds IFA in every packet
-//! ([`int_core::ifa::sink::find`]), tracks its flow by every sink's rules
+//! The terminator of an IFA zone: finds IFA in every packet (a packet of
+//! the fast path's shape at fixed offsets, [`FastSink::find`], every
+//! other by the walk, [`int_core::ifa::sink::find`]), tracks its flow by every sink's rules
 //! ([`crate::pipeline::sink_core`]), reports in Telemetry Report 2.0 as
 //! the INT 2.1 and IOAM sinks do (the packet as it came, with its IFA, as
 //! inner contents), or under `int.report: ipfix` in IPFIX
@@ -27,6 +28,7 @@
 
 use int_core::flow::FlowKey;
 use int_core::hop_rule::HopFigures;
+use int_core::ifa::fast_sink::FastSink;
 use int_core::ifa::sink::{find, strip};
 use int_core::ifa::{Domain, L4Rule, Located};
 use int_core::report::ifa_ipfix::HEADERS_LEN;
@@ -91,7 +93,11 @@ impl IfaSinkStage {
         let mut drop = 0u32;
         for i in 0..burst.len() {
             let Some(frame) = crate::pipeline::frames::frame_ahead(burst, i, counters) else { continue };
-            let keep = match find(frame, &self.domain) {
+            let found = match FastSink::find(frame, &self.domain) {
+                Some(fast) => Ok(Some(fast.found)),
+                None => find(frame, &self.domain),
+            };
+            let keep = match found {
                 Ok(Some(found)) => self.take(burst, i, &found, burst_ns, counters),
                 Ok(None) => {
                     counters.inc(Counter::not_int);

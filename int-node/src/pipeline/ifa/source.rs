@@ -1,5 +1,7 @@
 //! The initiator of an IFA zone: [`int_core::ifa::source`] on the packets
-//! of watched flows, this node's hop as the first. Inband, the live
+//! of watched flows, this node's hop as the first; a fast-path frame
+//! ([`int_core::fast::FastFrame`]) planned at fixed offsets
+//! ([`FastSource`]), every other by the walk. Inband, the live
 //! packets carry IFA (I set). In probe mode (`int.mode: probe`), the
 //! packets pass untouched and a copy of one packet in N of each watched
 //! flow carries IFA with I clear ([`Clones`], as INT 2.1's clones: the
@@ -18,18 +20,20 @@
 
 use std::net::SocketAddr;
 
+use int_core::fast::FastFrame;
+use int_core::ifa::fast_source::FastSource;
 use int_core::ifa::source::{self, Settings};
 use int_core::ifa::{sink, Domain, HopRepr};
 use int_core::FrameBuf;
 
-use super::hop::{with_ttl, OwnHop};
+use super::hop::OwnHop;
 use crate::clock::Clock;
 use crate::config::{IfaDomain, IfaSourceSettings, MarkedPolicy, Rule};
 use crate::dpdk::mbuf::Burst;
 use crate::flow_table::{FlowRef, FlowTable};
 use crate::pipeline::clones::Clones;
 use crate::pipeline::setup::Hop;
-use crate::pipeline::source_flow::{next_number, skip_counter, to_collector, Ageing};
+use crate::pipeline::source_flow::{fast_flow_watched, next_number, skip_counter, to_collector, Ageing};
 use crate::pipeline::top_flows::TopFlows;
 use crate::stats::{Counter, Counters};
 
@@ -53,6 +57,8 @@ pub struct IfaSourceStage {
 /// What the initiator writes, and where it stops.
 #[derive(Clone, Copy)]
 struct Write {
+    /// Inband: the fast path, where the zone allows one.
+    fast: Option<FastSource>,
     domain: Domain,
     settings: Settings,
     max_ip_len: u16,
@@ -76,6 +82,7 @@ impl IfaSourceStage {
         };
         IfaSourceStage {
             write: Write {
+                fast: FastSource::of(&zone.domain, &settings_, hop.max_ip_len),
                 domain: zone.domain,
                 settings: settings_,
                 max_ip_len: hop.max_ip_len,
@@ -127,6 +134,9 @@ impl IfaSourceStage {
         }
         let (write, watchlist, marked) = (self.write, self.watchlist.as_slice(), self.marked);
         self.hop.each(burst, clock, counters, |frame, hop, counters| {
+            if let Some(counter) = write.instrument_fast(frame, watchlist, hop) {
+                return counter;
+            }
             match write.instrument(frame, watchlist, hop) {
                 Counter::already_marked => at_edge(frame, &write, watchlist, hop, marked, counters),
                 counter => counter,
@@ -188,7 +198,7 @@ impl IfaSourceStage {
         let n = next_number(&mut self.flows, FlowRef::Key(&flow), figures.burst_ns, counters)?;
         let probes = self.probes.as_mut()?;
         probes.copy_number(n)?;
-        let hop = with_ttl(&self.hop.of(burst, i, figures), frame, &plan.ip);
+        let hop = self.hop.of(burst, i, figures).with_ttl(frame, &plan.ip);
         let Some(j) = probes.copy(burst, i, (&flow, n), counters) else {
             self.give_back_count(&flow, n);
             return None;
@@ -222,6 +232,24 @@ impl IfaSourceStage {
 }
 
 impl Write {
+    /// The fast path: a fast-path frame the initiator takes, of a watched
+    /// flow, instrumented; `None` leaves the frame (unchanged) to
+    /// [`Write::instrument`], which decides and counts.
+    #[inline(always)]
+    fn instrument_fast(
+        &self,
+        frame: &mut FrameBuf<'_>,
+        watchlist: &[Rule],
+        hop: &HopRepr,
+    ) -> Option<Counter> {
+        let fast = self.fast.as_ref()?;
+        let parts = FastFrame::read(frame.frame(), 0).filter(|parts| fast.takes(parts))?;
+        if !fast_flow_watched(&parts, frame.frame(), watchlist, self.own_reports_to) {
+            return None;
+        }
+        Some(if fast.insert(frame, &parts, hop) { Counter::instrumented } else { Counter::no_headroom })
+    }
+
     /// IFA added to one frame of a watched flow; the counter that says
     /// what happened.
     #[inline(always)]
@@ -233,7 +261,7 @@ impl Write {
         if let Some(counter) = self.refuse(&plan.flow(frame.frame()), watchlist) {
             return counter;
         }
-        let hop = with_ttl(hop, frame.frame(), &plan.ip);
+        let hop = hop.with_ttl(frame.frame(), &plan.ip);
         match source::insert(frame, &plan, &self.domain, &self.settings, &hop) {
             Ok(_) => Counter::instrumented,
             Err(skip) => skip_counter(skip),
