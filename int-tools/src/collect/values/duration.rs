@@ -163,3 +163,9 @@ mod tests {
         assert!(ipfix_interval("1e-9").unwrap_err().to_string().starts_with("1e-9 is too short"));
     }
 }
+
+/// `--nats-lease-s`.
+pub fn lease(text: &str) -> Result<Duration, DurationError> {
+    let hint = "seconds a partition's lease holds unrenewed: a dead aggregator's partitions move after it";
+    Bounds { unit: Unit::Seconds, least: 0.3, most: 600.0, zero: false, hint }.parse(text)
+}
