@@ -23,6 +23,7 @@ use async_nats::jetstream::{self, consumer::pull, Message};
 use futures_util::future::join_all;
 use futures_util::StreamExt;
 
+use super::partitions::Leasing;
 use super::records::{take_record, Taken};
 use super::udp::{self, Sequence};
 use super::How;
@@ -33,12 +34,12 @@ use crate::collect::nats::{batch, Settings, StreamError};
 use crate::collect::shared::Shared;
 
 /// Messages asked for per pull request, and booked at once at most.
-const BATCH: usize = 16;
+pub(super) const BATCH: usize = 16;
 /// How long a pull request waits for messages.
-const EXPIRES: Duration = Duration::from_millis(500);
+pub(super) const EXPIRES: Duration = Duration::from_millis(500);
 /// How long a delivered message may wait for its acknowledgement before
 /// the stream delivers it again.
-const ACK_WAIT: Duration = Duration::from_secs(10);
+pub(super) const ACK_WAIT: Duration = Duration::from_secs(10);
 /// How often the consumer's lag is read.
 const LAG_EVERY: Duration = Duration::from_secs(1);
 /// How often a lag is said in the log, at most.
@@ -115,6 +116,7 @@ pub fn spawn(
     shared: &Arc<Shared>,
     how: &Arc<How>,
     counts: Arc<Counts>,
+    leasing: Option<Leasing>,
 ) -> std::thread::JoinHandle<Result<(), StreamError>> {
     let (shared, how) = (Arc::clone(shared), Arc::clone(how));
     std::thread::spawn(move || {
@@ -122,18 +124,21 @@ pub fn spawn(
         let runtime = crate::collect::nats::runtime().map_err(|source| StreamError::Runtime { source })?;
         let reader =
             Reader { settings: &settings, name: &consumer, books, shared: &shared, how: &how, counts };
-        runtime.block_on(reader.run())
+        match leasing {
+            Some(leasing) => runtime.block_on(super::partitions::run(&reader, &leasing)),
+            None => runtime.block_on(reader.run()),
+        }
     })
 }
 
 /// What the aggregator's thread works with.
-struct Reader<'a> {
-    settings: &'a Settings,
-    name: &'a str,
+pub(super) struct Reader<'a> {
+    pub(super) settings: &'a Settings,
+    pub(super) name: &'a str,
     books: &'a Mutex<Books>,
     shared: &'a Shared,
     how: &'a How,
-    counts: Arc<Counts>,
+    pub(super) counts: Arc<Counts>,
 }
 
 impl Reader<'_> {
@@ -174,7 +179,17 @@ impl Reader<'_> {
         Ok(())
     }
 
-    fn stopping(&self) -> bool {
+    /// The postcards' groups the collector's clock has passed, joined:
+    /// called while every partition read is caught up (no message came),
+    /// as a receiver does on a quiet socket. Not while any is behind: its
+    /// groups' other postcards may still be in the stream.
+    pub(super) fn close_passed_joins(&self) {
+        if let Ok(mut books) = self.books.lock() {
+            books.close_passed_joins(crate::schema::now_ns() / 1_000_000);
+        }
+    }
+
+    pub(super) fn stopping(&self) -> bool {
         self.shared.quit.load(Ordering::Relaxed)
     }
 
@@ -218,7 +233,7 @@ impl Reader<'_> {
 
     /// Messages that arrived together: acknowledged, then those the stream confirmed
     /// booked, in order.
-    async fn take(&self, messages: &[Message]) {
+    pub(super) async fn take(&self, messages: &[Message]) {
         let confirmed = join_all(messages.iter().map(Message::double_ack)).await;
         let Ok(mut books) = self.books.lock() else { return };
         books.ledger.tick();
