@@ -142,7 +142,10 @@ fn spawn_readers(
         args.nats.nats_consumer
     );
     let consumer = args.nats.nats_consumer.clone();
-    Readers::Aggregator(receivers::nats::spawn(settings, consumer, shared, how, counts, leasing))
+    Readers::Aggregator(match leasing {
+        Some(leasing) => receivers::partitions::spawn(settings, consumer, shared, how, counts, leasing),
+        None => receivers::nats::spawn(settings, consumer, shared, how, counts),
+    })
 }
 
 /// The partitions an aggregator leases (`--partitions`), if any.

@@ -116,8 +116,8 @@ pub fn mark_partition(chunk: &mut [u8], at: usize, partition: u8) {
 /// in the stream the byte is reserved (the partition is the subject's).
 pub fn clear_partitions(message: &mut [u8]) {
     let mut at = 0;
-    while let Some(length) = message.get(at + LENGTH_AT..at + HEADER) {
-        let length = usize::from(u16::from_be_bytes([length[0], length[1]]));
+    while let Some(&[high, low]) = message.get(at + LENGTH_AT..at + HEADER) {
+        let length = usize::from(u16::from_be_bytes([high, low]));
         mark_partition(message, at, 0);
         at += HEADER + length;
     }

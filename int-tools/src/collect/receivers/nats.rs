@@ -23,7 +23,6 @@ use async_nats::jetstream::{self, consumer::pull, Message};
 use futures_util::future::join_all;
 use futures_util::StreamExt;
 
-use super::partitions::Leasing;
 use super::records::{take_record, Taken};
 use super::udp::{self, Sequence};
 use super::How;
@@ -116,7 +115,6 @@ pub fn spawn(
     shared: &Arc<Shared>,
     how: &Arc<How>,
     counts: Arc<Counts>,
-    leasing: Option<Leasing>,
 ) -> std::thread::JoinHandle<Result<(), StreamError>> {
     let (shared, how) = (Arc::clone(shared), Arc::clone(how));
     std::thread::spawn(move || {
@@ -124,10 +122,7 @@ pub fn spawn(
         let runtime = crate::collect::nats::runtime().map_err(|source| StreamError::Runtime { source })?;
         let reader =
             Reader { settings: &settings, name: &consumer, books, shared: &shared, how: &how, counts };
-        match leasing {
-            Some(leasing) => runtime.block_on(super::partitions::run(&reader, &leasing)),
-            None => runtime.block_on(reader.run()),
-        }
+        runtime.block_on(reader.run())
     })
 }
 
@@ -141,7 +136,18 @@ pub(super) struct Reader<'a> {
     pub(super) counts: Arc<Counts>,
 }
 
-impl Reader<'_> {
+impl<'a> Reader<'a> {
+    pub(super) fn new(
+        settings: &'a Settings,
+        name: &'a str,
+        books: &'a Mutex<Books>,
+        shared: &'a Shared,
+        how: &'a How,
+        counts: Arc<Counts>,
+    ) -> Reader<'a> {
+        Reader { settings, name, books, shared, how, counts }
+    }
+
     /// Reads the stream until collect stops; async-nats reconnects, to any
     /// server of a cluster, while one is away.
     async fn run(&self) -> Result<(), StreamError> {

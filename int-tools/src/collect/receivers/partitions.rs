@@ -18,9 +18,11 @@ use futures_util::stream::FuturesUnordered;
 use futures_util::StreamExt;
 
 use super::nats::{Reader, ACK_WAIT, BATCH, EXPIRES};
+use super::How;
 use crate::collect::nats::lease::{self, Leases};
 use crate::collect::nats::partition::{self, Owned};
-use crate::collect::nats::StreamError;
+use crate::collect::nats::{Settings, StreamError};
+use crate::collect::shared::Shared;
 
 /// What `--partitions` asks of this aggregator.
 #[derive(Debug, Clone)]
@@ -31,6 +33,24 @@ pub struct Leasing {
     /// `--nats-lease-s`.
     pub ttl: Duration,
     pub counts: Arc<lease::Counts>,
+}
+
+/// The aggregator's thread over the partitions its leases give it.
+pub fn spawn(
+    settings: Settings,
+    consumer: String,
+    shared: &Arc<Shared>,
+    how: &Arc<How>,
+    counts: Arc<super::nats::Counts>,
+    leasing: Leasing,
+) -> std::thread::JoinHandle<Result<(), StreamError>> {
+    let (shared, how) = (Arc::clone(shared), Arc::clone(how));
+    std::thread::spawn(move || {
+        let Some(books) = shared.books.first() else { return Ok(()) };
+        let runtime = crate::collect::nats::runtime().map_err(|source| StreamError::Runtime { source })?;
+        let reader = Reader::new(&settings, &consumer, books, &shared, &how, counts);
+        runtime.block_on(run(&reader, &leasing))
+    })
 }
 
 /// A partition's reader: it returns its partition and its switch once
@@ -47,7 +67,7 @@ struct Switch {
 
 /// Reads the partitions this aggregator's leases give it until collect
 /// stops, then gives its leases up for the others.
-pub(super) async fn run(reader: &Reader<'_>, leasing: &Leasing) -> Result<(), StreamError> {
+async fn run(reader: &Reader<'_>, leasing: &Leasing) -> Result<(), StreamError> {
     let Some((js, store)) = attach(reader).await else { return Ok(()) };
     reader.counts.attached.store(true, Ordering::Relaxed);
     let mut leases = Leases::new(leasing.count, &leasing.owned, leasing.ttl, Arc::clone(&leasing.counts));
