@@ -35,6 +35,18 @@ pub struct Leasing {
     pub counts: Arc<lease::Counts>,
 }
 
+/// Why the leases' bucket or a partition's consumer is not there yet
+/// (tried again until collect stops).
+#[derive(Debug, thiserror::Error)]
+enum AttachError {
+    #[error(transparent)]
+    Stream(#[from] StreamError),
+    #[error("the leases' bucket {bucket}: {source}")]
+    Bucket { bucket: String, source: Box<dyn std::error::Error + Send + Sync> },
+    #[error("partition {partition}'s consumer: {source}")]
+    Consumer { partition: u8, source: Box<dyn std::error::Error + Send + Sync> },
+}
+
 /// The aggregator's thread over the partitions its leases give it.
 pub fn spawn(
     settings: Settings,
@@ -143,9 +155,9 @@ async fn attach(reader: &Reader<'_>) -> Option<(jetstream::Context, kv::Store)> 
     while !reader.stopping() {
         match open(reader).await {
             Ok(opened) => return Some(opened),
-            Err(error) if error != said => {
-                log::warn!("collect: --from-nats: {error} (trying again)");
-                said = error;
+            Err(error) if error.to_string() != said => {
+                said = error.to_string();
+                log::warn!("collect: --from-nats: {said} (trying again)");
             }
             Err(_) => {}
         }
@@ -154,13 +166,11 @@ async fn attach(reader: &Reader<'_>) -> Option<(jetstream::Context, kv::Store)> 
     None
 }
 
-async fn open(reader: &Reader<'_>) -> Result<(jetstream::Context, kv::Store), String> {
+async fn open(reader: &Reader<'_>) -> Result<(jetstream::Context, kv::Store), AttachError> {
     let settings = reader.settings;
-    let client = crate::collect::nats::connect(&settings.servers, "int-tools collect --from-nats")
-        .await
-        .map_err(|e| e.to_string())?;
+    let client = crate::collect::nats::connect(&settings.servers, "int-tools collect --from-nats").await?;
     let js = jetstream::new(client);
-    crate::collect::nats::ensure_stream(&js, settings).await.map_err(|e| e.to_string())?;
+    crate::collect::nats::ensure_stream(&js, settings).await?;
     let bucket = lease::bucket(reader.name);
     // The bucket's stream made here as async-nats would make it: its own
     // `create_key_value` first reads the account's limits, in a form
@@ -177,8 +187,12 @@ async fn open(reader: &Reader<'_>) -> Result<(jetstream::Context, kv::Store), St
         discard: jetstream::stream::DiscardPolicy::New,
         ..Default::default()
     };
-    js.get_or_create_stream(config).await.map_err(|e| format!("the leases' bucket {bucket}: {e}"))?;
-    let store = js.get_key_value(&bucket).await.map_err(|e| format!("the leases' bucket {bucket}: {e}"))?;
+    let failed = |source: Box<dyn std::error::Error + Send + Sync>| AttachError::Bucket {
+        bucket: bucket.clone(),
+        source,
+    };
+    js.get_or_create_stream(config).await.map_err(|e| failed(Box::new(e)))?;
+    let store = js.get_key_value(&bucket).await.map_err(|e| failed(Box::new(e)))?;
     Ok((js, store))
 }
 
@@ -220,9 +234,11 @@ async fn partition_consumer(
     reader: &Reader<'_>,
     js: &jetstream::Context,
     partition: u8,
-) -> Result<jetstream::consumer::Consumer<pull::Config>, String> {
+) -> Result<jetstream::consumer::Consumer<pull::Config>, AttachError> {
     let settings = reader.settings;
-    let stream = js.get_stream(&settings.stream).await.map_err(|e| e.to_string())?;
+    let failed =
+        |source: Box<dyn std::error::Error + Send + Sync>| AttachError::Consumer { partition, source };
+    let stream = js.get_stream(&settings.stream).await.map_err(|e| failed(Box::new(e)))?;
     let name = format!("{}-{}", reader.name, partition::token(partition));
     let config = pull::Config {
         durable_name: Some(name.clone()),
@@ -234,5 +250,5 @@ async fn partition_consumer(
         num_replicas: 0,
         ..Default::default()
     };
-    stream.get_or_create_consumer(&name, config).await.map_err(|e| e.to_string())
+    stream.get_or_create_consumer(&name, config).await.map_err(|e| failed(Box::new(e)))
 }
