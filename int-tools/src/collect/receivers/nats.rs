@@ -38,7 +38,7 @@ pub(super) const BATCH: usize = 16;
 pub(super) const EXPIRES: Duration = Duration::from_millis(500);
 /// How long a delivered message may wait for its acknowledgement before
 /// the stream delivers it again.
-pub(super) const ACK_WAIT: Duration = Duration::from_secs(10);
+const ACK_WAIT: Duration = Duration::from_secs(10);
 /// How often the consumer's lag is read.
 const LAG_EVERY: Duration = Duration::from_secs(1);
 /// How often a lag is said in the log, at most.
@@ -202,10 +202,20 @@ impl<'a> Reader<'a> {
     /// The durable consumer, made if missing, once a server answers;
     /// `None` if collect stops first.
     async fn consumer(&self) -> Option<jetstream::consumer::Consumer<pull::Config>> {
+        self.until_open(|| self.open()).await
+    }
+
+    /// What `open` gives once it succeeds, tried every 250 ms, each new
+    /// failure said; `None` if collect stops first.
+    pub(super) async fn until_open<T, E, F>(&self, open: impl Fn() -> F) -> Option<T>
+    where
+        E: std::fmt::Display,
+        F: std::future::Future<Output = Result<T, E>>,
+    {
         let mut said = String::new();
         while !self.stopping() {
-            match self.open().await {
-                Ok(consumer) => return Some(consumer),
+            match open().await {
+                Ok(opened) => return Some(opened),
                 Err(error) if error.to_string() != said => {
                     said = error.to_string();
                     log::warn!("collect: --from-nats: {said} (trying again)");
@@ -222,15 +232,7 @@ impl<'a> Reader<'a> {
             crate::collect::nats::connect(&self.settings.servers, "int-tools collect --from-nats").await?;
         let js = jetstream::new(client);
         let stream = crate::collect::nats::ensure_stream(&js, self.settings).await?;
-        let config = pull::Config {
-            durable_name: Some(self.name.to_string()),
-            ack_policy: jetstream::consumer::AckPolicy::Explicit,
-            deliver_policy: jetstream::consumer::DeliverPolicy::All,
-            ack_wait: ACK_WAIT,
-            max_ack_pending: 20_000,
-            num_replicas: 0,
-            ..Default::default()
-        };
+        let config = durable(self.name, String::new());
         stream
             .get_or_create_consumer(self.name, config)
             .await
@@ -256,6 +258,22 @@ impl<'a> Reader<'a> {
             reports += book(message, &mut books, self.how);
         }
         self.shared.reports.fetch_add(reports, Ordering::Relaxed);
+    }
+}
+
+/// A durable pull consumer `name` over the stream's messages (all of
+/// them, or those of `filter`), each acknowledged one by one, delivered
+/// again after [`ACK_WAIT`]; as many replicas as the stream.
+pub(super) fn durable(name: &str, filter: String) -> pull::Config {
+    pull::Config {
+        durable_name: Some(name.to_string()),
+        filter_subject: filter,
+        ack_policy: jetstream::consumer::AckPolicy::Explicit,
+        deliver_policy: jetstream::consumer::DeliverPolicy::All,
+        ack_wait: ACK_WAIT,
+        max_ack_pending: 20_000,
+        num_replicas: 0,
+        ..Default::default()
     }
 }
 

@@ -17,7 +17,7 @@ use async_nats::jetstream::{self, consumer::pull, kv, Message};
 use futures_util::stream::FuturesUnordered;
 use futures_util::StreamExt;
 
-use super::nats::{Reader, ACK_WAIT, BATCH, EXPIRES};
+use super::nats::{durable, Reader, BATCH, EXPIRES};
 use super::How;
 use crate::collect::nats::lease::{self, Leases};
 use crate::collect::nats::partition::{self, Owned};
@@ -151,19 +151,7 @@ async fn next(watch: &mut Option<kv::Watch>) -> Option<Result<kv::Entry, kv::Wat
 /// A client, the stream and the leases' bucket, once a server answers;
 /// `None` if collect stops first.
 async fn attach(reader: &Reader<'_>) -> Option<(jetstream::Context, kv::Store)> {
-    let mut said = String::new();
-    while !reader.stopping() {
-        match open(reader).await {
-            Ok(opened) => return Some(opened),
-            Err(error) if error.to_string() != said => {
-                said = error.to_string();
-                log::warn!("collect: --from-nats: {said} (trying again)");
-            }
-            Err(_) => {}
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
-    None
+    reader.until_open(|| open(reader)).await
 }
 
 async fn open(reader: &Reader<'_>) -> Result<(jetstream::Context, kv::Store), AttachError> {
@@ -240,15 +228,6 @@ async fn partition_consumer(
         |source: Box<dyn std::error::Error + Send + Sync>| AttachError::Consumer { partition, source };
     let stream = js.get_stream(&settings.stream).await.map_err(|e| failed(Box::new(e)))?;
     let name = format!("{}-{}", reader.name, partition::token(partition));
-    let config = pull::Config {
-        durable_name: Some(name.clone()),
-        filter_subject: format!("{}.{}.>", settings.prefix, partition::token(partition)),
-        ack_policy: jetstream::consumer::AckPolicy::Explicit,
-        deliver_policy: jetstream::consumer::DeliverPolicy::All,
-        ack_wait: ACK_WAIT,
-        max_ack_pending: 20_000,
-        num_replicas: 0,
-        ..Default::default()
-    };
+    let config = durable(&name, format!("{}.{}.>", settings.prefix, partition::token(partition)));
     stream.get_or_create_consumer(&name, config).await.map_err(|e| failed(Box::new(e)))
 }
