@@ -11,100 +11,17 @@
 mod common;
 
 use std::net::UdpSocket;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::cluster::{metric, start_cluster, wait_healthy, Server};
 use common::collector::{drop_summary, stack_report, start_collector};
-use common::servers::{free_port, http_get, json_in, stop};
+use common::servers::{free_port, http_get, json_in, NATS};
 use common::*;
 use serde_json::Value;
 
-const NATS: &str = "/usr/sbin/nats-server";
 const STREAM_BYTES: &str = "67108864";
-
-/// One server of the cluster.
-struct Server {
-    name: String,
-    port: u16,
-    monitor: u16,
-    config: PathBuf,
-    log: PathBuf,
-    child: Option<Child>,
-}
-
-impl Server {
-    fn start(&mut self) {
-        let child = Command::new(NATS)
-            .arg("-c")
-            .arg(&self.config)
-            .arg("-l")
-            .arg(&self.log)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        self.child = Some(child);
-    }
-
-    fn kill(&mut self) {
-        if let Some(child) = self.child.take() {
-            stop(child);
-        }
-    }
-
-    /// The server's health: JetStream up and its meta group led.
-    fn healthy(&self) -> bool {
-        http_get(self.monitor, "/healthz").is_some_and(|body| body.contains("\"ok\""))
-    }
-
-    fn url(&self) -> String {
-        format!("nats://127.0.0.1:{}", self.port)
-    }
-}
-
-/// Three servers routed to each other, JetStream on each, until all say
-/// they are healthy.
-fn start_cluster(dir: &Path) -> Vec<Server> {
-    let ports: Vec<(u16, u16, u16)> = (0..3).map(|_| (free_port(), free_port(), free_port())).collect();
-    let routes: Vec<String> =
-        ports.iter().map(|(_, route, _)| format!("nats-route://127.0.0.1:{route}")).collect();
-    let mut servers: Vec<Server> = ports
-        .iter()
-        .enumerate()
-        .map(|(n, &(port, route, monitor))| {
-            let name = format!("n{n}");
-            let store = dir.join(&name);
-            let config = dir.join(format!("{name}.conf"));
-            let text = format!(
-                "server_name: {name}\nlisten: 127.0.0.1:{port}\nhttp: 127.0.0.1:{monitor}\n\
-                 jetstream {{ store_dir: \"{}\", max_file_store: 1073741824 }}\n\
-                 cluster {{ name: int, listen: 127.0.0.1:{route}, routes: [{}] }}\n",
-                store.display(),
-                routes.join(", ")
-            );
-            std::fs::write(&config, text).unwrap();
-            let log = dir.join(format!("{name}.log"));
-            Server { name, port, monitor, config, log, child: None }
-        })
-        .collect();
-    for server in &mut servers {
-        server.start();
-    }
-    wait_healthy(&servers);
-    servers
-}
-
-fn wait_healthy(servers: &[Server]) {
-    let started = Instant::now();
-    for server in servers.iter().filter(|s| s.child.is_some()) {
-        while !server.healthy() {
-            let said = std::fs::read_to_string(&server.log).unwrap_or_default();
-            assert!(started.elapsed() < Duration::from_secs(60), "{} not healthy:\n{said}", server.name);
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
 
 /// The stream's leader, as a server's monitoring page says.
 fn stream_leader(servers: &[Server]) -> Option<String> {
@@ -133,13 +50,6 @@ fn waiting_pulls(servers: &[Server]) -> u64 {
         })
     };
     servers.iter().filter(|s| s.child.is_some()).filter_map(detail).max().unwrap_or(0)
-}
-
-/// A collect's count of a metric family's line that starts `line`.
-fn metric(port: u16, line: &str) -> u64 {
-    let page = http_get(port, "/metrics").unwrap_or_default();
-    let found = page.lines().find(|l| l.starts_with(line));
-    found.and_then(|l| l.rsplit(' ').next()).and_then(|n| n.parse().ok()).unwrap_or(0)
 }
 
 /// An aggregator under the shared consumer, serving metrics on `port`.

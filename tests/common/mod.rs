@@ -2,6 +2,7 @@
 //! running the real int-node binary on pcap vdevs.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
+pub mod cluster;
 pub mod collector;
 mod files;
 pub mod hops;

@@ -84,10 +84,12 @@ pub fn run(args: &CollectArgs, source: Source) -> Result<(), CollectError> {
     let started = Instant::now();
     let mut exporting = Exporting::start(args, &names)?;
     let consumer = from_stream.as_ref().map(|_| Arc::new(receivers::nats::Counts::default()));
+    let leasing = from_stream.as_ref().and_then(|_| leasing(args));
     let view_counts = args.view.http.map(|_| Arc::new(view::Counts::default()));
     let state_counts = store.as_ref().map(|_| Arc::new(state::Counts::default()));
     let others = &mut exporting.others;
     others.extend(consumer.iter().map(|c| Arc::clone(c) as Arc<dyn Counted>));
+    others.extend(leasing.iter().map(|l| Arc::clone(&l.counts) as Arc<dyn Counted>));
     others.extend(view_counts.iter().map(|c| Arc::clone(c) as Arc<dyn Counted>));
     others.extend(state_counts.iter().map(|c| Arc::clone(c) as Arc<dyn Counted>));
     others.extend(ipfix_in.iter().map(|(_, c)| Arc::clone(c) as Arc<dyn Counted>));
@@ -105,7 +107,8 @@ pub fn run(args: &CollectArgs, source: Source) -> Result<(), CollectError> {
         .map(|counts| Box::new(move || counts.attached.load(Ordering::Relaxed)) as health::Ready);
     let health = Arc::new(health::Health::new(attached));
     let views = start_views(args, &shared, view_counts, &health, view.zip(shown))?;
-    let mut readers = spawn_readers(args, receivers, from_stream.zip(consumer), &shared, &how);
+    let stream = from_stream.zip(consumer).map(|(settings, counts)| (settings, counts, leasing));
+    let mut readers = spawn_readers(args, receivers, stream, &shared, &how);
     if let (Readers::Receivers(threads), Some((socket, counts))) = (&mut readers, ipfix_in) {
         threads.push(receivers::ipfix::spawn(socket, &shared, args.receivers.ifa_elements(), counts));
     }
@@ -127,11 +130,11 @@ pub fn run(args: &CollectArgs, source: Source) -> Result<(), CollectError> {
 fn spawn_readers(
     args: &CollectArgs,
     receivers: Vec<udp::Receiver>,
-    stream: Option<(nats::Settings, Arc<receivers::nats::Counts>)>,
+    stream: Option<(nats::Settings, Arc<receivers::nats::Counts>, Option<receivers::partitions::Leasing>)>,
     shared: &Arc<Shared>,
     how: &Arc<How>,
 ) -> Readers {
-    let Some((settings, counts)) = stream else {
+    let Some((settings, counts, leasing)) = stream else {
         return Readers::Receivers(udp::spawn(receivers, shared, how));
     };
     log::info!(
@@ -141,7 +144,17 @@ fn spawn_readers(
         args.nats.nats_consumer
     );
     let consumer = args.nats.nats_consumer.clone();
-    Readers::Aggregator(receivers::nats::spawn(settings, consumer, shared, how, counts))
+    Readers::Aggregator(match leasing {
+        Some(leasing) => receivers::partitions::spawn(settings, consumer, shared, how, counts, leasing),
+        None => receivers::nats::spawn(settings, consumer, shared, how, counts),
+    })
+}
+
+/// The partitions an aggregator leases (`--partitions`), if any.
+fn leasing(args: &CollectArgs) -> Option<receivers::partitions::Leasing> {
+    let (owned, count) = (args.nats.partitions.clone()?, args.nats.nats_partitions?);
+    let counts = Arc::new(nats::lease::Counts::default());
+    Some(receivers::partitions::Leasing { count, owned, ttl: args.nats.nats_lease_s, counts })
 }
 
 /// After the readers stopped: the last state (what they booked up to their

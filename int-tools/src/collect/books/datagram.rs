@@ -4,6 +4,8 @@
 
 use std::net::SocketAddr;
 
+use int_core::flow::FlowKey;
+
 use super::sender::Accounting;
 use crate::records::Record;
 
@@ -40,6 +42,16 @@ pub struct Taken {
     pub accounting: Accounting,
     pub kind: Kind,
     pub node: u32,
+    /// The flow of its (first) report, where one is read: the stream's
+    /// partition (`nats::partition`).
+    pub flow: Option<FlowKey>,
+}
+
+impl Taken {
+    /// A refused datagram: one report, no kind, node or flow.
+    pub fn refused() -> Taken {
+        Taken { reports: 1, accounting: Accounting::default(), kind: Kind::Refused, node: 0, flow: None }
+    }
 }
 
 /// A datagram as it came: its bytes, sender, whether the kernel cut it.

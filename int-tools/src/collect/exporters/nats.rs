@@ -22,10 +22,11 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::mpsc;
 
 use super::Running;
-use crate::collect::books::datagram::{Came, Kind, Taken};
+use crate::collect::books::datagram::{Came, Taken};
 use crate::collect::books::export::{Datagrams, Exporter};
 use crate::collect::counts::{counter, counter_family, counts_of, Counted};
-use crate::collect::nats::batch::{self, Entry};
+use crate::collect::nats::batch::{self, Entry, Subject};
+use crate::collect::nats::partition;
 use crate::collect::nats::{Format, Settings, StreamError, SCHEMA};
 
 /// Publishes awaiting their acknowledgement at most.
@@ -143,6 +144,9 @@ pub struct Feed {
     queue: mpsc::Sender<Item>,
     counts: Arc<Counts>,
     pool: Arc<Pool>,
+    /// The stream's partitions, if it has them: each entry is marked with
+    /// its flow's.
+    partitions: Option<u16>,
 }
 
 impl Datagrams for Feed {
@@ -161,7 +165,12 @@ impl Datagrams for Feed {
             node: taken.node,
             datagram: came.payload,
         };
+        let at = self.chunk.len();
         entry.write(&mut self.chunk);
+        if let Some(count) = self.partitions {
+            let partition = partition::of(taken.flow.as_ref(), taken.node, count);
+            batch::mark_partition(&mut self.chunk, at, partition);
+        }
         self.entries += 1;
         if self.chunk.len() >= MESSAGE {
             self.hand_over();
@@ -196,6 +205,7 @@ pub struct Feeder {
     queue: mpsc::Sender<Item>,
     counts: Arc<Counts>,
     pool: Arc<Pool>,
+    partitions: Option<u16>,
 }
 
 impl Feeder {
@@ -207,6 +217,7 @@ impl Feeder {
             queue: self.queue.clone(),
             counts: Arc::clone(&self.counts),
             pool: Arc::clone(&self.pool),
+            partitions: self.partitions,
         }
     }
 }
@@ -316,7 +327,8 @@ pub fn start(settings: Settings) -> Result<(Running, Option<Feeder>), StreamErro
             (Arc::new(records), None)
         }
         Format::Batch => {
-            let feeder = Feeder { queue, counts: Arc::clone(&counts), pool: Arc::clone(&pool) };
+            let (counts, pool) = (Arc::clone(&counts), Arc::clone(&pool));
+            let feeder = Feeder { queue, counts, pool, partitions: settings.partitions };
             (Arc::new(Batches), Some(feeder))
         }
     };
@@ -358,7 +370,7 @@ struct Publisher {
     settings: Settings,
     counts: Arc<Counts>,
     pool: Arc<Pool>,
-    open: HashMap<(Kind, u32), Open>,
+    open: HashMap<Subject, Open>,
     /// Messages awaiting their acknowledgement, by id.
     in_flight: HashMap<u64, Message>,
     acks: FuturesUnordered<Ack>,
@@ -470,7 +482,7 @@ impl Publisher {
 
     /// An entry's bytes into its subject's message; a full message is
     /// sent.
-    fn add(&mut self, subject: (Kind, u32), span: &[u8]) {
+    fn add(&mut self, subject: Subject, span: &[u8]) {
         if self.open.len() >= MAX_OPEN && !self.open.contains_key(&subject) {
             self.send_open();
         }
@@ -485,15 +497,25 @@ impl Publisher {
         }
     }
 
-    /// A subject's message, sent as it is.
-    fn send_full(&mut self, (kind, node): (Kind, u32), open: Open) {
-        let subject = self.subject(kind, node);
+    /// A subject's message, sent as it is (its entries' partition marks
+    /// cleared: in the stream, the subject says the partition).
+    fn send_full(&mut self, subject: Subject, mut open: Open) {
+        if self.settings.partitions.is_some() {
+            batch::clear_partitions(&mut open.payload);
+        }
+        let subject = self.subject(subject);
         let message = Message { subject, payload: open.payload.into(), items: open.items, json: false };
         self.send(message, Duration::ZERO);
     }
 
-    fn subject(&self, kind: Kind, node: u32) -> String {
-        format!("{}.batch.{}.{node}", self.settings.prefix, kind.word())
+    /// `PREFIX.batch.KIND.NODE`, or in a partitioned stream
+    /// `PREFIX.p<k>.KIND.NODE`.
+    fn subject(&self, Subject { kind, node, partition }: Subject) -> String {
+        let prefix = &self.settings.prefix;
+        match self.settings.partitions {
+            Some(_) => format!("{prefix}.{}.{}.{node}", partition::token(partition), kind.word()),
+            None => format!("{prefix}.batch.{}.{node}", kind.word()),
+        }
     }
 
     /// Every subject's open message, sent.
@@ -578,7 +600,7 @@ impl Publisher {
 }
 
 /// The subject of every entry of `chunk`, if they share one.
-fn one_subject(chunk: &[u8]) -> Option<(Kind, u32)> {
+fn one_subject(chunk: &[u8]) -> Option<Subject> {
     let mut subjects = batch::spans(chunk).map(|(subject, _)| subject);
     let first = subjects.next()?;
     subjects.all(|subject| subject == first).then_some(first)
@@ -595,6 +617,7 @@ fn refusal(kind: PublishErrorKind, error: &dyn std::fmt::Display) -> Refusal {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::collect::books::datagram::Kind;
     use crate::collect::books::sender::Accounting;
     use crate::collect::counts::{counts_json, counts_text};
 
@@ -605,12 +628,14 @@ mod tests {
     fn chunks_and_payloads_given_back_are_taken_again() {
         let (queue, mut items) = mpsc::channel(8);
         let pool = Arc::new(Pool::default());
-        let feeder = Feeder { queue, counts: Arc::new(Counts::new(Format::Batch)), pool: Arc::clone(&pool) };
+        let counts = Arc::new(Counts::new(Format::Batch));
+        let feeder = Feeder { queue, counts, pool: Arc::clone(&pool), partitions: None };
         let mut feed = feeder.feed();
         let payload = [7u8; 100];
         let came =
             Came { payload: &payload, from: "192.0.2.1:9".parse().unwrap(), truncated: false, at_ns: 1 };
-        let taken = Taken { reports: 1, accounting: Accounting::default(), kind: Kind::Latency, node: 2 };
+        let taken =
+            Taken { reports: 1, accounting: Accounting::default(), kind: Kind::Latency, node: 2, flow: None };
         let mut handed = || {
             feed.push(&came, &taken);
             feed.hand_over();

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use clap::Args;
 
+use super::partition::Owned;
 use super::{Format, Servers, ServersError, Settings};
 use crate::collect::values::{duration, ChoiceError};
 
@@ -60,6 +61,24 @@ pub struct NatsArgs {
     /// Bytes the stream keeps at most (the oldest go first).
     #[arg(long, default_value_t = 1 << 30)]
     pub nats_max_bytes: u64,
+    /// Partitions of the stream by flow (1 to 256): receiving collectors
+    /// publish each report under PREFIX.p<k>.KIND.NODE, k its flow's hash
+    /// modulo P, so that one aggregator gets all of a flow and every
+    /// postcard of a packet; aggregators (--partitions) must be given the
+    /// same P. Choose it once per stream (docs/scale-out.md): 16 for up to
+    /// some 8 aggregators, 64 beyond.
+    #[arg(long, value_name = "P", value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub nats_partitions: Option<u16>,
+    /// The partitions this aggregator (--from-nats, with
+    /// --nats-partitions) may own: auto (a fair share of all, leased
+    /// against the other aggregators) or a list like 0-7,12 (leased too).
+    #[arg(long, value_name = "auto|LIST")]
+    pub partitions: Option<Owned>,
+    /// Seconds a partition's lease holds without renewal (renewed every
+    /// third of it): an aggregator that dies loses its partitions to the
+    /// others after this.
+    #[arg(long, value_name = "S", default_value = "3", value_parser = duration::lease)]
+    pub nats_lease_s: Duration,
     /// Reports (or JSON records) waiting for the NATS server at most;
     /// beyond, new ones are dropped and counted (a slow or absent server
     /// never stalls the collector).
@@ -74,6 +93,12 @@ pub enum SettingsError {
     Servers { flag: &'static str, source: ServersError },
     #[error("--nats-stream, --nats-prefix, --nats-consumer: letters, digits, _ and - only")]
     Names,
+    #[error("--nats-partitions with --nats-format json: partitions carry the batch format only (drop one)")]
+    PartitionedJson,
+    #[error("--partitions without --nats-partitions: give the stream's number of partitions too")]
+    OwnedWithoutCount,
+    #[error("--partitions lists {0}, beyond --nats-partitions {1}")]
+    OwnedBeyond(u8, u16),
 }
 
 impl NatsArgs {
@@ -97,6 +122,7 @@ impl NatsArgs {
         if !word(&self.nats_stream) || !word(&self.nats_prefix) || !word(&self.nats_consumer) {
             return Err(SettingsError::Names);
         }
+        self.check_partitions()?;
         Ok(Settings {
             servers,
             stream: self.nats_stream.clone(),
@@ -106,7 +132,24 @@ impl NatsArgs {
             replicas: usize::from(self.nats_replicas),
             buffer: self.nats_buffer,
             format: self.nats_format,
+            partitions: self.nats_partitions,
         })
+    }
+
+    fn check_partitions(&self) -> Result<(), SettingsError> {
+        if self.nats_partitions.is_some() && self.nats_format == Format::Json {
+            return Err(SettingsError::PartitionedJson);
+        }
+        match (&self.partitions, self.nats_partitions) {
+            (Some(_), None) => Err(SettingsError::OwnedWithoutCount),
+            (Some(Owned::Listed(listed)), Some(count)) => {
+                match listed.iter().find(|p| u16::from(**p) >= count) {
+                    Some(beyond) => Err(SettingsError::OwnedBeyond(*beyond, count)),
+                    None => Ok(()),
+                }
+            }
+            _ => Ok(()),
+        }
     }
 }
 

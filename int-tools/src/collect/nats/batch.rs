@@ -90,23 +90,56 @@ impl Entry<'_> {
 const NODE_AT: usize = 12;
 const KIND_AT: usize = 36;
 const LENGTH_AT: usize = 38;
+/// The reserved byte after the kind: 0 in the stream, and inside the
+/// process, between a receiver and the publisher, the entry's partition
+/// (`super::partition`), cleared before the entry goes out.
+const PARTITION_AT: usize = 37;
 
-/// The entries of a chunk this process wrote, each as its subject (kind
-/// and node) and its bytes, not read further: the publisher splits its
-/// receivers' chunks by subject with one copy of the bytes and no second
-/// encoding. Stops at an entry cut short or of no kind (none: a chunk
-/// holds whole entries, as [`Entry::write`] wrote them).
-pub fn spans(chunk: &[u8]) -> impl Iterator<Item = ((Kind, u32), &[u8])> {
+/// The subject an entry of a chunk goes to: its kind, its reporting node,
+/// its partition (0 unless the stream is partitioned).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Subject {
+    pub kind: Kind,
+    pub node: u32,
+    pub partition: u8,
+}
+
+/// Marks the entry that starts at `at` of `chunk` (as [`Entry::write`]
+/// just wrote it) with its partition, for the publisher.
+pub fn mark_partition(chunk: &mut [u8], at: usize, partition: u8) {
+    if let Some(byte) = chunk.get_mut(at + PARTITION_AT) {
+        *byte = partition;
+    }
+}
+
+/// Clears the partitions [`mark_partition`] wrote in a message's entries:
+/// in the stream the byte is reserved (the partition is the subject's).
+pub fn clear_partitions(message: &mut [u8]) {
+    let mut at = 0;
+    while let Some(&[high, low]) = message.get(at + LENGTH_AT..at + HEADER) {
+        let length = usize::from(u16::from_be_bytes([high, low]));
+        mark_partition(message, at, 0);
+        at += HEADER + length;
+    }
+}
+
+/// The entries of a chunk this process wrote, each as its subject and its
+/// bytes, not read further: the publisher splits its receivers' chunks by
+/// subject with one copy of the bytes and no second encoding. Stops at an
+/// entry cut short or of no kind (none: a chunk holds whole entries, as
+/// [`Entry::write`] wrote them).
+pub fn spans(chunk: &[u8]) -> impl Iterator<Item = (Subject, &[u8])> {
     let mut rest = chunk;
     std::iter::from_fn(move || {
         let node = rest.get(NODE_AT..NODE_AT + 4)?;
         let node = u32::from_be_bytes(node.try_into().ok()?);
         let kind = Kind::of(*rest.get(KIND_AT)?)?;
+        let partition = *rest.get(PARTITION_AT)?;
         let length = rest.get(LENGTH_AT..HEADER)?;
         let length = usize::from(u16::from_be_bytes(length.try_into().ok()?));
         let (span, after) = rest.split_at_checked(HEADER + length)?;
         rest = after;
-        Some(((kind, node), span))
+        Some((Subject { kind, node, partition }, span))
     })
 }
 
@@ -298,10 +331,30 @@ mod tests {
         let read: Vec<_> = spans(&out).collect();
         assert_eq!(read.len(), 3);
         for ((key, span), e) in read.iter().zip(&written) {
-            assert_eq!(*key, (e.kind, e.node));
+            assert_eq!(*key, Subject { kind: e.kind, node: e.node, partition: 0 });
             assert_eq!(entries(span).collect::<Vec<_>>(), vec![Ok(*e)]);
         }
         assert_eq!(spans(&out[..ends[2] - 1]).count(), 2);
+    }
+
+    /// A partition marked on an entry reads in its span's subject, and
+    /// once cleared the message reads as written (the byte is reserved in
+    /// the stream).
+    #[test]
+    fn partitions_marked_then_cleared() {
+        let mut out = Vec::new();
+        let written = [entry("192.0.2.7:4321", b"abc"), entry("10.1.1.1:1", &[7; 300])];
+        written[0].write(&mut out);
+        let second = out.len();
+        written[1].write(&mut out);
+        mark_partition(&mut out, 0, 5);
+        mark_partition(&mut out, second, 15);
+        let partitions: Vec<u8> = spans(&out).map(|(subject, _)| subject.partition).collect();
+        assert_eq!(partitions, [5, 15]);
+        assert!(entries(&out).next().is_some_and(|e| e.is_err()), "a marked entry is not for the stream");
+        clear_partitions(&mut out);
+        let read: Vec<Entry> = entries(&out).collect::<Result<_, _>>().unwrap();
+        assert_eq!(read, written);
     }
 
     #[test]

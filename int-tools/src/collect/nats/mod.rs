@@ -13,6 +13,8 @@
 
 pub mod args;
 pub mod batch;
+pub mod lease;
+pub mod partition;
 
 use std::time::Duration;
 
@@ -122,8 +124,8 @@ impl Servers {
 pub struct Settings {
     pub servers: Servers,
     pub stream: String,
-    /// Subjects start with this: `PREFIX.batch.KIND.NODE` or
-    /// `PREFIX.TYPE.NODE` (JSON).
+    /// Subjects start with this: `PREFIX.batch.KIND.NODE`,
+    /// `PREFIX.p<k>.KIND.NODE` (partitioned) or `PREFIX.TYPE.NODE` (JSON).
     pub prefix: String,
     pub max_age: Duration,
     pub max_bytes: u64,
@@ -132,6 +134,9 @@ pub struct Settings {
     /// Reports waiting for the publisher at most.
     pub buffer: usize,
     pub format: Format,
+    /// Partitions by flow (`--nats-partitions`), or none: one subject a
+    /// kind and node.
+    pub partitions: Option<u16>,
 }
 
 /// A runtime for one thread: the publisher's or the aggregator's.

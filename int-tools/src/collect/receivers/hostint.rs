@@ -30,6 +30,18 @@ pub fn record(parsed: &Report<'_>, arrival: Arrival, books: &mut Books) {
     books.emit(|| arrival.record(records::hostint(parsed)));
 }
 
+/// The flow a Host-INT or INT 0.5 report is about (a plain TR 0.5 report
+/// has none here: a sink's flow report is read by `tr05`).
+pub fn flow_of(parsed: &Report<'_>) -> Option<FlowKey> {
+    match parsed {
+        Report::Latency(l) => {
+            Some(FlowKey::v4(l.ip.src, l.ip.dst, u8::from(l.ip.protocol), l.src_port, l.dst_port))
+        }
+        Report::DropSummary(d) => Some(d.flow),
+        Report::Tr05 { .. } => None,
+    }
+}
+
 /// A latency report into its flow's summary. The stack is walked once
 /// (the walk is the largest share of a report's reading): the latency and
 /// the time come from the sink and source hops it gives.

@@ -11,6 +11,7 @@ pub mod args;
 pub(super) mod hostint;
 pub mod ipfix;
 pub mod nats;
+pub mod partitions;
 pub mod records;
 pub(super) mod tr05;
 pub(super) mod tr20;

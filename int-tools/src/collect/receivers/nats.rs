@@ -33,9 +33,9 @@ use crate::collect::nats::{batch, Settings, StreamError};
 use crate::collect::shared::Shared;
 
 /// Messages asked for per pull request, and booked at once at most.
-const BATCH: usize = 16;
+pub(super) const BATCH: usize = 16;
 /// How long a pull request waits for messages.
-const EXPIRES: Duration = Duration::from_millis(500);
+pub(super) const EXPIRES: Duration = Duration::from_millis(500);
 /// How long a delivered message may wait for its acknowledgement before
 /// the stream delivers it again.
 const ACK_WAIT: Duration = Duration::from_secs(10);
@@ -127,16 +127,27 @@ pub fn spawn(
 }
 
 /// What the aggregator's thread works with.
-struct Reader<'a> {
-    settings: &'a Settings,
-    name: &'a str,
+pub(super) struct Reader<'a> {
+    pub(super) settings: &'a Settings,
+    pub(super) name: &'a str,
     books: &'a Mutex<Books>,
     shared: &'a Shared,
     how: &'a How,
-    counts: Arc<Counts>,
+    pub(super) counts: Arc<Counts>,
 }
 
-impl Reader<'_> {
+impl<'a> Reader<'a> {
+    pub(super) fn new(
+        settings: &'a Settings,
+        name: &'a str,
+        books: &'a Mutex<Books>,
+        shared: &'a Shared,
+        how: &'a How,
+        counts: Arc<Counts>,
+    ) -> Reader<'a> {
+        Reader { settings, name, books, shared, how, counts }
+    }
+
     /// Reads the stream until collect stops; async-nats reconnects, to any
     /// server of a cluster, while one is away.
     async fn run(&self) -> Result<(), StreamError> {
@@ -174,17 +185,37 @@ impl Reader<'_> {
         Ok(())
     }
 
-    fn stopping(&self) -> bool {
+    /// The postcards' groups the collector's clock has passed, joined:
+    /// called while every partition read is caught up (no message came),
+    /// as a receiver does on a quiet socket. Not while any is behind: its
+    /// groups' other postcards may still be in the stream.
+    pub(super) fn close_passed_joins(&self) {
+        if let Ok(mut books) = self.books.lock() {
+            books.close_passed_joins(crate::schema::now_ns() / 1_000_000);
+        }
+    }
+
+    pub(super) fn stopping(&self) -> bool {
         self.shared.quit.load(Ordering::Relaxed)
     }
 
     /// The durable consumer, made if missing, once a server answers;
     /// `None` if collect stops first.
     async fn consumer(&self) -> Option<jetstream::consumer::Consumer<pull::Config>> {
+        self.until_open(|| self.open()).await
+    }
+
+    /// What `open` gives once it succeeds, tried every 250 ms, each new
+    /// failure said; `None` if collect stops first.
+    pub(super) async fn until_open<T, E, F>(&self, open: impl Fn() -> F) -> Option<T>
+    where
+        E: std::fmt::Display,
+        F: std::future::Future<Output = Result<T, E>>,
+    {
         let mut said = String::new();
         while !self.stopping() {
-            match self.open().await {
-                Ok(consumer) => return Some(consumer),
+            match open().await {
+                Ok(opened) => return Some(opened),
                 Err(error) if error.to_string() != said => {
                     said = error.to_string();
                     log::warn!("collect: --from-nats: {said} (trying again)");
@@ -201,15 +232,7 @@ impl Reader<'_> {
             crate::collect::nats::connect(&self.settings.servers, "int-tools collect --from-nats").await?;
         let js = jetstream::new(client);
         let stream = crate::collect::nats::ensure_stream(&js, self.settings).await?;
-        let config = pull::Config {
-            durable_name: Some(self.name.to_string()),
-            ack_policy: jetstream::consumer::AckPolicy::Explicit,
-            deliver_policy: jetstream::consumer::DeliverPolicy::All,
-            ack_wait: ACK_WAIT,
-            max_ack_pending: 20_000,
-            num_replicas: 0,
-            ..Default::default()
-        };
+        let config = durable(self.name, String::new());
         stream
             .get_or_create_consumer(self.name, config)
             .await
@@ -218,7 +241,7 @@ impl Reader<'_> {
 
     /// Messages that arrived together: acknowledged, then those the stream confirmed
     /// booked, in order.
-    async fn take(&self, messages: &[Message]) {
+    pub(super) async fn take(&self, messages: &[Message]) {
         let confirmed = join_all(messages.iter().map(Message::double_ack)).await;
         let Ok(mut books) = self.books.lock() else { return };
         books.ledger.tick();
@@ -235,6 +258,22 @@ impl Reader<'_> {
             reports += book(message, &mut books, self.how);
         }
         self.shared.reports.fetch_add(reports, Ordering::Relaxed);
+    }
+}
+
+/// A durable pull consumer `name` over the stream's messages (all of
+/// them, or those of `filter`), each acknowledged one by one, delivered
+/// again after [`ACK_WAIT`]; as many replicas as the stream.
+pub(super) fn durable(name: &str, filter: String) -> pull::Config {
+    pull::Config {
+        durable_name: Some(name.to_string()),
+        filter_subject: filter,
+        ack_policy: jetstream::consumer::AckPolicy::Explicit,
+        deliver_policy: jetstream::consumer::DeliverPolicy::All,
+        ack_wait: ACK_WAIT,
+        max_ack_pending: 20_000,
+        num_replicas: 0,
+        ..Default::default()
     }
 }
 

@@ -242,6 +242,19 @@ fn refuse_ifa(refused: &ifa::Refused, arrival: &Arrival, len: usize, books: &mut
     books.refused(arrival, &format!("{reason}: {}", refused.error), Some(len));
 }
 
+/// The flow of a datagram's first individual report: a loss report's, or
+/// that of the packet it carries (a postcard's, a sink's, a dropped
+/// frame's). A group's reports are of one node; they are taken as of one
+/// flow, which is how int-node's sinks and switches send them (one
+/// report a datagram).
+pub fn first_flow(report: &Report<'_>, how: &How) -> Option<FlowKey> {
+    let individual = report.reports().next()?.ok()?;
+    if let Some(loss) = LossReport::parse(&individual, how.int21_domain.source_only.domain_id) {
+        return Some(loss.flow);
+    }
+    int21::reported_flow(individual.inner, individual.in_type == InType::Ethernet)
+}
+
 /// Records and prints every individual report of a TR 2.0 datagram.
 pub fn record(report: &Report<'_>, how: &How, arrival: Arrival, books: &mut Books) {
     let domain = &how.int21_domain;

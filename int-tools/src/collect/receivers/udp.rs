@@ -247,7 +247,7 @@ pub enum Sequence {
 /// Host-INT report, accounted, recorded and printed; refused by reason.
 pub fn take(came: Came<'_>, sequence: Sequence, books: &mut Books, how: &How) -> Taken {
     books.totals.received += 1;
-    let refused = Taken { reports: 1, accounting: Accounting::default(), kind: Kind::Refused, node: 0 };
+    let refused = Taken::refused();
     let arrival = |missing| Arrival { from: came.from, at_ns: came.at_ns, missing };
     if came.truncated {
         books.totals.reports += 1;
@@ -266,8 +266,8 @@ pub fn take(came: Came<'_>, sequence: Sequence, books: &mut Books, how: &How) ->
         let accounting =
             account(books, came.from, sequence, |s| s.account_group(report.group.sequence, count));
         super::tr20::record(&report, how, arrival(accounting.missing), books);
-        let node = report.group.node_id;
-        return Taken { reports: u64::from(count), accounting, kind: Kind::Tr20, node };
+        let (node, flow) = (report.group.node_id, super::tr20::first_flow(&report, how));
+        return Taken { reports: u64::from(count), accounting, kind: Kind::Tr20, node, flow };
     }
     let parsed = match report::parse(payload, how.sink_id) {
         Ok(parsed) => parsed,
@@ -279,15 +279,16 @@ pub fn take(came: Came<'_>, sequence: Sequence, books: &mut Books, how: &How) ->
         Report::DropSummary(d) => (d.header.sequence, Kind::Latency, d.summary.sink_node),
         Report::Tr05 { header, .. } => (header.sequence, Kind::Tr05, 0),
     };
+    let flow = super::hostint::flow_of(&parsed);
     let accounting = account(books, came.from, sequence, |s| s.account(sequence_number));
     let arrival = arrival(accounting.missing);
-    let taken = Taken { reports: 1, accounting, kind, node };
+    let taken = Taken { reports: 1, accounting, kind, node, flow };
     if let Report::Tr05 { switch_local: Some(_), .. } = parsed {
         // A sink's own TR 0.5 flow report reads as one; any other NProto 2
         // report is printed as TR 0.5.
         if let Ok(flow_report) = int_core::report::tr05_flow::FlowReport::parse(payload) {
             super::tr05::record(&flow_report, arrival, books);
-            return taken;
+            return Taken { flow: Some(flow_report.flow()), ..taken };
         }
     }
     super::hostint::record(&parsed, arrival, books);
@@ -330,7 +331,7 @@ fn refuse(error: &int_core::ParseError, arrival: Arrival, len: usize, books: &mu
     books.totals.reports += 1;
     *books.totals.malformed.entry(reason(error)).or_default() += 1;
     books.refused(&arrival, &error.to_string(), Some(len));
-    Taken { reports: 1, accounting: Accounting::default(), kind: Kind::Refused, node: 0 }
+    Taken::refused()
 }
 
 /// A datagram longer than any report a sender writes at jumbo MTU.

@@ -1,0 +1,299 @@
+//! Who owns which partition: leases in a JetStream key-value bucket
+//! (`--partitions`, docs/scale-out.md "Leases and takeover").
+//!
+//! The bucket (`CONSUMER-leases`, as many replicas as the stream) holds a
+//! key per partition, `p.K`, whose value names its owner (empty: free),
+//! and a key per aggregator, `m.ID`, that it rewrites to say it lives.
+//! Every change is revision-checked: a lease is taken with `create` (no
+//! key yet) or `update` against the revision this aggregator saw, and
+//! renewed with `update` against the revision it wrote, so of two
+//! aggregators only one ever holds a partition. A lease (a member) is
+//! expired when its revision did not change for the lease time on *this*
+//! aggregator's clock: no two hosts' clocks are compared. Owners renew
+//! every third of it, and stop reading a partition whose renewal failed,
+//! or that they could not renew for two thirds of it (before another may
+//! take it).
+//!
+//! Each aggregator holds its fair share, ceil(P / N) with N the members
+//! alive: more, and it releases the highest (after its reader stopped);
+//! fewer, and it takes free or expired ones.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use async_nats::jetstream::kv;
+
+use super::partition::Owned;
+use crate::collect::counts::{counter, counts_of, gauge, Counted};
+
+/// What the leases did, for the summary and the metrics.
+#[derive(Debug, Default)]
+pub struct Counts {
+    /// Partitions owned now.
+    pub owned: AtomicU64,
+    /// Aggregators alive, as this one sees them (itself included).
+    pub members: AtomicU64,
+    /// Leases taken (free, or another's expired).
+    pub taken: AtomicU64,
+    /// Leases taken from another aggregator whose lease expired.
+    pub takeovers: AtomicU64,
+    /// Leases lost: a renewal refused (another holds it) or not made in
+    /// time (the servers away).
+    pub lost: AtomicU64,
+    /// Leases given up for balance (another aggregator came).
+    pub released: AtomicU64,
+}
+
+impl Counted for Counts {
+    fn names(&self) -> (&'static str, &'static str) {
+        ("partitions", "NATS partitions")
+    }
+
+    fn counts(&self) -> Vec<(&'static str, u64)> {
+        counts_of!(self, owned, members, taken, takeovers, lost, released)
+    }
+
+    fn metrics(&self, out: &mut String) {
+        let get = |count: &AtomicU64| count.load(Ordering::Relaxed);
+        gauge(
+            out,
+            "int_collect_nats_partitions_owned",
+            "Stream partitions this aggregator owns.",
+            get(&self.owned),
+        );
+        gauge(
+            out,
+            "int_collect_nats_partition_members",
+            "Aggregators alive, as this one sees them.",
+            get(&self.members),
+        );
+        let counters = [
+            ("int_collect_nats_partition_leases_taken_total", "Partition leases taken.", get(&self.taken)),
+            (
+                "int_collect_nats_partition_takeovers_total",
+                "Partition leases taken from an aggregator whose lease expired.",
+                get(&self.takeovers),
+            ),
+            (
+                "int_collect_nats_partition_leases_lost_total",
+                "Partition leases lost (renewal refused or late).",
+                get(&self.lost),
+            ),
+            (
+                "int_collect_nats_partition_leases_released_total",
+                "Partition leases given up for balance.",
+                get(&self.released),
+            ),
+        ];
+        for (name, help, value) in counters {
+            counter(out, name, help, value);
+        }
+    }
+}
+
+/// The bucket's name for a consumer name.
+pub fn bucket(consumer: &str) -> String {
+    format!("{consumer}-leases")
+}
+
+fn lease_key(partition: u8) -> String {
+    format!("p.{partition}")
+}
+
+/// A key as last seen: its value, revision, and when this aggregator saw
+/// the revision first (a lease's age is judged on this clock only).
+struct Seen {
+    value: String,
+    revision: u64,
+    since: Instant,
+}
+
+/// What the readers are to do after a tick.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Changes {
+    /// Partitions now owned: start reading.
+    pub start: Vec<u8>,
+    /// Partitions lost: stop reading now.
+    pub stop: Vec<u8>,
+    /// Partitions to give up: stop reading, then [`Leases::release`].
+    pub release: Vec<u8>,
+}
+
+/// One aggregator's leases and its view of the bucket.
+pub struct Leases {
+    pub me: String,
+    count: u16,
+    allowed: Vec<u8>,
+    auto: bool,
+    ttl: Duration,
+    /// Partitions owned, with the revision this aggregator wrote.
+    owned: BTreeMap<u8, u64>,
+    releasing: Vec<u8>,
+    /// When every owned lease was last renewed.
+    renewed: Instant,
+    seen: HashMap<String, Seen>,
+    pub counts: std::sync::Arc<Counts>,
+}
+
+impl Leases {
+    pub fn new(count: u16, owned: &Owned, ttl: Duration, counts: std::sync::Arc<Counts>) -> Leases {
+        let me = format!("{:x}-{:x}", std::process::id(), crate::schema::now_ns());
+        let (allowed, auto) = match owned {
+            Owned::Auto => ((0..count).filter_map(|p| u8::try_from(p).ok()).collect(), true),
+            Owned::Listed(listed) => (listed.clone(), false),
+        };
+        Leases {
+            me,
+            count,
+            allowed,
+            auto,
+            ttl,
+            owned: BTreeMap::new(),
+            releasing: Vec::new(),
+            renewed: Instant::now(),
+            seen: HashMap::new(),
+            counts,
+        }
+    }
+
+    /// How often [`Leases::tick`] runs: a third of the lease.
+    pub fn every(&self) -> Duration {
+        self.ttl / 3
+    }
+
+    /// A change the bucket's watch told.
+    pub fn saw(&mut self, entry: &kv::Entry) {
+        let value = match entry.operation {
+            kv::Operation::Put => String::from_utf8_lossy(&entry.value).into_owned(),
+            kv::Operation::Delete | kv::Operation::Purge => String::new(),
+        };
+        let since = Instant::now();
+        let seen = Seen { value, revision: entry.revision, since };
+        match self.seen.get(&entry.key) {
+            Some(old) if old.revision >= entry.revision => {}
+            _ => {
+                self.seen.insert(entry.key.clone(), seen);
+            }
+        }
+    }
+
+    /// Renews, then balances: what the readers are to start and stop.
+    pub async fn tick(&mut self, store: &kv::Store) -> Changes {
+        let mut changes = Changes::default();
+        self.renew(store, &mut changes).await;
+        let _ = store.put(format!("m.{}", self.me), self.me.clone().into()).await;
+        let members = self.members();
+        self.counts.members.store(members as u64, Ordering::Relaxed);
+        let fair =
+            if self.auto { usize::from(self.count).div_ceil(members.max(1)) } else { self.allowed.len() };
+        let holding = self.owned.len() - self.releasing.len();
+        if holding > fair {
+            let extra: Vec<u8> = self
+                .owned
+                .keys()
+                .rev()
+                .filter(|p| !self.releasing.contains(p))
+                .take(holding - fair)
+                .copied()
+                .collect();
+            self.releasing.extend(&extra);
+            changes.release = extra;
+        } else if holding < fair && self.releasing.is_empty() {
+            self.take(store, fair - holding, &mut changes).await;
+        }
+        self.counts.owned.store(self.owned.len() as u64, Ordering::Relaxed);
+        changes
+    }
+
+    /// Every owned lease written again against its revision; a refusal,
+    /// or no renewal for two thirds of the lease, loses it.
+    async fn renew(&mut self, store: &kv::Store, changes: &mut Changes) {
+        let late = self.renewed.elapsed() > self.ttl * 2 / 3;
+        let mut all = true;
+        for (partition, revision) in self.owned.clone() {
+            match store.update(lease_key(partition), self.me.clone().into(), revision).await {
+                Ok(new) => {
+                    self.owned.insert(partition, new);
+                }
+                Err(error) if late || error.kind() == kv::UpdateErrorKind::WrongLastRevision => {
+                    log::warn!("collect: lost partition {partition}'s lease: {error}");
+                    self.owned.remove(&partition);
+                    self.releasing.retain(|p| *p != partition);
+                    self.counts.lost.fetch_add(1, Ordering::Relaxed);
+                    changes.stop.push(partition);
+                }
+                Err(_) => all = false,
+            }
+        }
+        if all {
+            self.renewed = Instant::now();
+        }
+    }
+
+    /// Aggregators whose member key changed within the lease time.
+    fn members(&self) -> usize {
+        let alive = |(key, seen): (&String, &Seen)| {
+            key.strip_prefix("m.").is_some_and(|id| id != self.me) && seen.since.elapsed() < self.ttl
+        };
+        1 + self.seen.iter().filter(|(k, s)| alive((k, s))).count()
+    }
+
+    /// Up to `wanted` free or expired partitions taken, revision-checked.
+    async fn take(&mut self, store: &kv::Store, wanted: usize, changes: &mut Changes) {
+        let mut taken = 0;
+        for partition in self.allowed.clone() {
+            if taken == wanted {
+                break;
+            }
+            if self.owned.contains_key(&partition) {
+                continue;
+            }
+            let key = lease_key(partition);
+            let written = match self.seen.get(&key) {
+                None => store.create(&key, self.me.clone().into()).await.ok(),
+                Some(seen) if seen.value.is_empty() || seen.since.elapsed() >= self.ttl => {
+                    let from = seen.value.clone();
+                    let written = store.update(&key, self.me.clone().into(), seen.revision).await.ok();
+                    if written.is_some() && !from.is_empty() && from != self.me {
+                        log::warn!("collect: took partition {partition} from {from} (its lease expired)");
+                        self.counts.takeovers.fetch_add(1, Ordering::Relaxed);
+                    }
+                    written
+                }
+                Some(_) => None,
+            };
+            if let Some(revision) = written {
+                self.owned.insert(partition, revision);
+                self.counts.taken.fetch_add(1, Ordering::Relaxed);
+                changes.start.push(partition);
+                taken += 1;
+            }
+        }
+    }
+
+    /// A partition given up once its reader stopped: its lease freed for
+    /// another (against the revision written; lost meanwhile, nothing).
+    pub async fn release(&mut self, store: &kv::Store, partition: u8) {
+        self.releasing.retain(|p| *p != partition);
+        if let Some(revision) = self.owned.remove(&partition) {
+            if store.update(lease_key(partition), bytes::Bytes::new(), revision).await.is_ok() {
+                self.counts.released.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        self.counts.owned.store(self.owned.len() as u64, Ordering::Relaxed);
+    }
+
+    /// Every lease given up at the end, for the others to take at once.
+    pub async fn release_all(&mut self, store: &kv::Store) {
+        for partition in self.owned.keys().copied().collect::<Vec<_>>() {
+            self.release(store, partition).await;
+        }
+        let _ = store.delete(format!("m.{}", self.me)).await;
+    }
+
+    /// A partition being given up: its reader is stopping.
+    pub fn is_releasing(&self, partition: u8) -> bool {
+        self.releasing.contains(&partition)
+    }
+}
