@@ -289,9 +289,11 @@ pub fn record(report: &Report<'_>, how: &How, arrival: Arrival, books: &mut Book
                 books.observe_joined(&joined);
             }
         }
-        let path = seen.as_ref().and_then(path_of);
-        let read = Read { individual: &individual, latency: latency.as_ref(), path };
-        books.emit(|| arrival.record(report_record(&read, &group)));
+        books.emit(|| {
+            let path = seen.as_ref().and_then(path_of);
+            let read = Read { individual: &individual, latency: latency.as_ref(), path };
+            arrival.record(report_record(&read, &group))
+        });
     }
 }
 
