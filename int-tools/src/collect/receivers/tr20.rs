@@ -6,8 +6,6 @@
 //! refused by IFA's checks is counted by reason (`tr20: ifa_*`), never
 //! booked.
 
-use smallvec::SmallVec;
-
 use int_core::flow::FlowKey;
 use int_core::ifa;
 use int_core::int21::{self, Body, HopMetadata};
@@ -82,7 +80,7 @@ pub struct Latency21 {
     pub latency_ns: Option<i64>,
     pub hops: usize,
     /// Every hop's metadata, the source's first (the stack reversed).
-    pub path: Path,
+    pub path: Vec<HopMetadata>,
     pub source_node: Option<u32>,
     /// The packet's number in its flow, where the source wrote one.
     pub sequence: Option<u32>,
@@ -91,9 +89,6 @@ pub struct Latency21 {
     /// An IFA stack's headers and hops as IFA wrote them, for the record.
     pub ifa: Option<IfaRead>,
 }
-
-/// A report's hops, held in place up to eight (nearly every path).
-pub type Path = SmallVec<[HopMetadata; 8]>;
 
 /// What an IFA report tells beyond the shared hops: its headers and every
 /// hop's LNS 1 fields, newest first.
@@ -118,7 +113,7 @@ pub fn latency_of(
             flow,
             latency_ns: None,
             hops: 0,
-            path: Path::new(),
+            path: Vec::new(),
             source_node: None,
             sequence: None,
             carrier: Carrier::Int21,
@@ -130,7 +125,7 @@ pub fn latency_of(
         (Some(sink), Some(source)) => Some(sink.wrapping_sub(source) as i64),
         _ => None,
     };
-    let mut path: Path = md.hops().collect();
+    let mut path: Vec<HopMetadata> = md.hops().collect();
     path.reverse();
     Some(Latency21 {
         flow,
@@ -155,7 +150,8 @@ fn ioam_latency_of(report: &IndividualReport<'_>, format: TimestampFormat) -> Op
     }
     let (trace, hbh) = int_core::ioam::sink::trace_in_packet(report.inner)?;
     let e2e = int_core::ioam::sink::e2e_in_packet(report.inner, trace.header.namespace);
-    let mut path: Path = int_core::ioam::ipv6::nodes(hbh, &trace).map(|n| n.as_hop(format)).collect();
+    let mut path: Vec<HopMetadata> =
+        int_core::ioam::ipv6::nodes(hbh, &trace).map(|n| n.as_hop(format)).collect();
     path.reverse();
     let source = path.first();
     let latency_ns = match (int.metadata.ingress_timestamp, source.and_then(|hop| hop.ingress_timestamp)) {
@@ -201,7 +197,7 @@ fn ifa_latency_of(
     let sink_ns = int.metadata.ingress_timestamp;
     let near_ns = sink_ns.unwrap_or(arrival_ns);
     let stack: Vec<ifa::HopRepr> = found.stack(report.inner).hops().collect();
-    let path: Path = stack.iter().rev().map(|hop| hop.as_hop(near_ns)).collect();
+    let path: Vec<HopMetadata> = stack.iter().rev().map(|hop| hop.as_hop(near_ns)).collect();
     let source = path.first();
     let latency_ns = match (sink_ns, source.and_then(|hop| hop.ingress_timestamp)) {
         (Some(sink), Some(source)) => Some(sink.wrapping_sub(source) as i64),
