@@ -115,11 +115,11 @@ pub fn run(args: &LabArgs) -> Result<(), Error> {
     if let Some(spec) = &topology.scenario.scale_out {
         scale::settle(&mut lab, &workdir, spec);
     }
-    if view.is_some() {
-        view::check(&mut checks);
+    if let Some(address) = &view {
+        view::check(&mut checks, address);
     }
     if args.hold {
-        view::hold(view);
+        view::hold(view.as_deref());
     }
     // Stop nodes and collector so that their final words are in the logs.
     lab.stop_all();
@@ -143,19 +143,14 @@ pub fn run(args: &LabArgs) -> Result<(), Error> {
 
 /// Namespaces, links, neighbours, then the processes; up once the
 /// collector listens. The collector's web view's address, if it has one.
-pub fn up(
-    lab: &mut Lab,
-    topology: &Topology,
-    base: &Path,
-    workdir: &Path,
-) -> Result<Option<&'static str>, Error> {
+pub fn up(lab: &mut Lab, topology: &Topology, base: &Path, workdir: &Path) -> Result<Option<String>, Error> {
     add_namespaces(lab, topology)?;
     add_links(lab, topology)?;
     let view = view::add_link(lab, topology)?;
     switch::add_redirects(lab, topology)?;
     namespaces::run_setup(lab, topology, workdir)?;
     add_neighbours(lab, topology)?;
-    start_processes(lab, topology, base, workdir, view)?;
+    start_processes(lab, topology, base, workdir, view.as_deref())?;
     // Up once the collector listens (the nodes: once the path carries a
     // ping, which the scenario waits for).
     let Some(collector) = &topology.collector else { return Ok(view) };
