@@ -177,7 +177,7 @@ fn adjust(bytes: &mut [u8], at: usize, removed: u32, added: u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::int05::sink::{self, FastArrival};
+    use crate::int05::fast_sink::{FastArrival, FastSink};
     use crate::int05::{Domain, ShapeCache};
     use crate::marking::TcpPlacement;
 
@@ -213,8 +213,7 @@ mod tests {
         for (i, frame) in frames(&spec, 7).iter().enumerate() {
             assert_eq!(frame.len(), 100);
             assert!(checksums_hold(frame), "packet {i}");
-            let FastArrival::Int(found) = sink::classify_fast(frame, &domain, &mut ShapeCache::default())
-            else {
+            let FastArrival::Int(found) = FastSink::find(frame, &domain, &mut ShapeCache::default()) else {
                 panic!("packet {i} is not INT");
             };
             let source = found.source_hop.unwrap();

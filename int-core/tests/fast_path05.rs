@@ -11,8 +11,11 @@ use std::net::Ipv4Addr;
 use common::{fast_path_ipv6_specs, neighbours, same_flow, Buffer};
 use int_core::craft::{L4Spec, PacketSpec};
 use int_core::fast::FastFrame;
-use int_core::int05::sink::{self, Arrival, FastArrival};
-use int_core::int05::source::{self, FastBlock, SourceConfig, Template};
+use int_core::int05::fast_sink::{FastArrival, FastSink};
+use int_core::int05::fast_source::FastSource;
+use int_core::int05::fast_transit::FastTransit;
+use int_core::int05::sink::{self, Arrival};
+use int_core::int05::source::{self, SourceConfig, Template};
 use int_core::int05::transit::{self, TransitConfig};
 use int_core::int05::{Domain, HopMetadata, ShapeCache};
 use int_core::marking::TcpPlacement;
@@ -50,7 +53,7 @@ fn base_frames() -> Vec<Vec<u8>> {
 /// byte; returns how many IPv4 and IPv6 frames the fast path took.
 fn fast_source_agrees(config: &SourceConfig) -> [usize; 2] {
     let template = Template::new(config, &hop()).unwrap();
-    let fast = FastBlock::of(config, &template).expect("a Host-INT configuration");
+    let fast = FastSource::of(config, &template).expect("a Host-INT configuration");
     let mut taken = [0, 0];
     for base in base_frames() {
         for frame in neighbours(&base) {
@@ -107,7 +110,7 @@ fn only_host_int_configurations_have_a_fast_source() {
     ];
     for config in others {
         let template = Template::new(&config, &hop()).unwrap();
-        assert!(FastBlock::of(&config, &template).is_none(), "{config:?}");
+        assert!(FastSource::of(&config, &template).is_none(), "{config:?}");
     }
 }
 
@@ -148,7 +151,7 @@ fn fast_sink_finds_and_restores_what_the_general_sink_does() {
         // A cache warmed by the unchanged frame, as on a path where most
         // blocks share a shape, and a cold one.
         let mut warm = ShapeCache::default();
-        if !matches!(sink::classify_fast(&base, &domain(), &mut warm), FastArrival::Int(_)) {
+        if !matches!(FastSink::find(&base, &domain(), &mut warm), FastArrival::Int(_)) {
             continue;
         }
         bases += 1;
@@ -169,7 +172,7 @@ fn fast_sink_finds_and_restores_what_the_general_sink_does() {
 /// path took it, whether it is IPv6.
 fn fast_sink_agrees(frame: &[u8], shapes: &mut ShapeCache) -> Option<bool> {
     let general = sink::classify(frame, &domain(), &mut ShapeCache::default());
-    match sink::classify_fast(frame, &domain(), shapes) {
+    match FastSink::find(frame, &domain(), shapes) {
         FastArrival::Other => None,
         FastArrival::NotInt => {
             assert_eq!(general, Ok(Arrival::NotInt), "{frame:02x?}");
@@ -183,7 +186,7 @@ fn fast_sink_agrees(frame: &[u8], shapes: &mut ShapeCache) -> Option<bool> {
             let mut general = Buffer::new(frame);
             general.with(|f| sink::strip(f, &found, &domain())).unwrap();
             let mut mine = Buffer::new(frame);
-            assert_eq!(mine.with(|f| sink::strip_fast(f, &fast, &domain())), Some(found.removed_len()));
+            assert_eq!(mine.with(|f| fast.strip(f, &domain())), Some(found.removed_len()));
             assert_eq!(mine.frame(), general.frame(), "{frame:02x?}");
             Some(fast.frame.is_ipv6())
         }
@@ -200,7 +203,7 @@ fn fast_transit_pushes_what_the_general_transit_pushes() {
     for (base, config) in cases {
         for frame in neighbours(&base) {
             let mut mine = Buffer::new(&frame);
-            let Some(fast) = mine.with(|f| transit::push_fast(f, &config, &hop, &mut ShapeCache::default()))
+            let Some(fast) = mine.with(|f| FastTransit.push(f, &config, &hop, &mut ShapeCache::default()))
             else {
                 assert_eq!(mine.frame(), &frame[..], "left to the general path unchanged");
                 continue;

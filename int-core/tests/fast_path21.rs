@@ -14,7 +14,7 @@ use common::{
 };
 use int_core::craft::PacketSpec;
 use int_core::hop_rule::{Bounds, HopRule};
-use int_core::int21::fast_sink::{self, FastArrival};
+use int_core::int21::fast_sink::{FastArrival, FastSink};
 use int_core::int21::source::{self, SourceConfig};
 use int_core::int21::{sink, transit, Domain, HeaderType, HopMetadata, Instructions, Marking, Next};
 
@@ -56,10 +56,7 @@ fn int_frames() -> Vec<Vec<u8>> {
 fn fast_sink21_finds_and_restores_what_the_general_sink_does() {
     let (mut taken, mut not_int, mut bases) = ([0, 0], 0, 0);
     for base in int_frames() {
-        bases += u32::from(matches!(
-            fast_sink::classify_fast(&base, &int21_domain(), &rule()),
-            FastArrival::Int(_)
-        ));
+        bases += u32::from(matches!(FastSink::find(&base, &int21_domain(), &rule()), FastArrival::Int(_)));
         for frame in neighbours(&base) {
             match agrees(&frame) {
                 Taken::Int(ipv6) => taken[usize::from(ipv6)] += 1,
@@ -97,7 +94,7 @@ enum Taken {
 /// One frame: the fast sink's answer is the general sink's.
 fn agrees(frame: &[u8]) -> Taken {
     let general = sink::extract(frame, &int21_domain(), &rule());
-    match fast_sink::classify_fast(frame, &int21_domain(), &rule()) {
+    match FastSink::find(frame, &int21_domain(), &rule()) {
         FastArrival::Other => Taken::No,
         FastArrival::NotInt => {
             assert_eq!(general, Ok(None), "{frame:02x?}");
@@ -115,7 +112,7 @@ fn agrees(frame: &[u8]) -> Taken {
             let mut general = Buffer::new(frame);
             let removed = general.with(|f| sink::strip(f, &found));
             let mut mine = Buffer::new(frame);
-            assert_eq!(mine.with(|f| fast_sink::strip_fast(f, &fast)), removed, "{frame:02x?}");
+            assert_eq!(mine.with(|f| fast.strip(f)), removed, "{frame:02x?}");
             assert_eq!(mine.frame(), general.frame(), "{frame:02x?}");
             Taken::Int(fast.frame.is_ipv6())
         }
@@ -134,15 +131,14 @@ fn fast_sink21_restores_the_original() {
         let plan = source::plan(&original, &config).unwrap();
         let mut buffer = Buffer::new(&original);
         buffer.with(|f| source::insert(f, &plan, &config, &hop(1, 0x0102_0304_0506), 77)).unwrap();
-        let FastArrival::Int(fast) = fast_sink::classify_fast(buffer.frame(), &int21_domain(), &rule())
-        else {
+        let FastArrival::Int(fast) = FastSink::find(buffer.frame(), &int21_domain(), &rule()) else {
             panic!("not taken: {original:02x?}")
         };
         assert_eq!(
             (fast.sequence, fast.source_node, fast.source_ns),
             (Some(77), Some(1), Some(0x0102_0304_0506))
         );
-        buffer.with(|f| fast_sink::strip_fast(f, &fast)).unwrap();
+        buffer.with(|f| fast.strip(f)).unwrap();
         assert_eq!(buffer.frame(), &original[..]);
     }
 }

@@ -292,7 +292,7 @@ fn source_transit_sink_in_tunnels_is_identity() {
             .unwrap()
             .expect("INT in the tunnel");
         // The sink's fast path leaves INT in tunnels to the general one.
-        let fast = int_core::int21::fast_sink::classify_fast(
+        let fast = int_core::int21::fast_sink::FastSink::find(
             &packet,
             &domain,
             &int_core::hop_rule::HopRule::default(),

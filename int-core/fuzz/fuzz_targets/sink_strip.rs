@@ -11,7 +11,8 @@ use int_core::int05::{Domain, Encapsulation};
 use int_core::marking::TcpPlacement;
 use int_core::int05::{HopMetadata, ShapeCache};
 use int_core::report::{LatencyReport, ReportHeaderRepr, ReportProfile};
-use int_core::int05::sink::{self, FastArrival};
+use int_core::int05::fast_sink::{FastArrival, FastSink};
+use int_core::int05::sink;
 use int_core::FrameBuf;
 use libfuzzer_sys::fuzz_target;
 
@@ -36,7 +37,7 @@ fuzz_target!(|data: &[u8]| {
     let extracted = sink::extract(frame, &config);
     let cached = SHAPES.with(|shapes| sink::extract_with(frame, &config, &mut shapes.borrow_mut()));
     assert_eq!(cached, extracted);
-    let fast = SHAPES.with(|shapes| sink::classify_fast(frame, &config, &mut shapes.borrow_mut()));
+    let fast = SHAPES.with(|shapes| FastSink::find(frame, &config, &mut shapes.borrow_mut()));
     if fast == FastArrival::NotInt {
         assert_eq!(extracted, Ok(None));
     }
@@ -61,7 +62,7 @@ fuzz_target!(|data: &[u8]| {
         let mut buffer = vec![0u8; 64 + frame.len()];
         buffer[64..].copy_from_slice(frame);
         let mut fast_view = FrameBuf::new(&mut buffer, 64, frame.len()).unwrap();
-        assert_eq!(sink::strip_fast(&mut fast_view, &parts, &config), Some(removed));
+        assert_eq!(parts.strip(&mut fast_view, &config), Some(removed));
         assert_eq!(fast_view.frame(), view.frame());
     }
 });

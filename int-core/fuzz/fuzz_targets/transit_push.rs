@@ -10,7 +10,9 @@ use std::cell::RefCell;
 use int_core::int05::Domain;
 use int_core::fast::FastFrame;
 use int_core::int05::{HopMetadata, ShapeCache};
-use int_core::int05::source::{self, FastBlock, SourceConfig, Template};
+use int_core::int05::fast_source::FastSource;
+use int_core::int05::source::{self, SourceConfig, Template};
+use int_core::int05::fast_transit::FastTransit;
 use int_core::int05::transit::{self, TransitConfig};
 use int_core::FrameBuf;
 use libfuzzer_sys::fuzz_target;
@@ -40,7 +42,7 @@ fuzz_target!(|frame: &[u8]| {
     fast_buffer[128..].copy_from_slice(frame);
     let mut fast_view = FrameBuf::new(&mut fast_buffer, 128, frame.len()).unwrap();
     let fast =
-        SHAPES.with(|shapes| transit::push_fast(&mut fast_view, &config, &hop, &mut shapes.borrow_mut()));
+        SHAPES.with(|shapes| FastTransit.push(&mut fast_view, &config, &hop, &mut shapes.borrow_mut()));
     match fast {
         Some(outcome) => {
             assert_eq!(outcome, pushed);
@@ -59,7 +61,7 @@ fuzz_target!(|frame: &[u8]| {
     } else {
         // The fast path takes nothing the general path refuses.
         let template = Template::new(&source_config, &hop).unwrap();
-        let block = FastBlock::of(&source_config, &template).unwrap();
+        let block = FastSource::of(&source_config, &template).unwrap();
         assert!(!FastFrame::read(frame, 0).is_some_and(|parts| block.takes(&parts)));
     }
 });
@@ -73,7 +75,7 @@ fn fast_source_agrees(
     plan: &source::Plan,
     general: &[u8],
 ) {
-    let block = FastBlock::of(config, template).unwrap();
+    let block = FastSource::of(config, template).unwrap();
     let Some(parts) = FastFrame::read(frame, 0).filter(|parts| block.takes(parts)) else { return };
     assert_eq!(parts.flow_key(frame), Some(plan.flow));
     let mut buffer = vec![0u8; 128 + frame.len()];

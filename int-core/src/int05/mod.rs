@@ -10,6 +10,9 @@
 //! | sequence number (4, Type 3 only) | tail (4) |
 //! ```
 
+pub mod fast_sink;
+pub mod fast_source;
+pub mod fast_transit;
 pub mod hop;
 pub mod instruction;
 pub mod md_header;

@@ -30,7 +30,6 @@
 use crate::carrier::{self, Carrier};
 use crate::checksum;
 use crate::error::{Layer, ParseError};
-use crate::fast::FastFrame;
 use crate::flow::flow_key;
 use crate::flow::FlowKey;
 use crate::frame::FrameBuf;
@@ -290,99 +289,10 @@ fn pseudo_header_sum(frame: &[u8], ip: &IpLocation) -> Option<u32> {
     Some(checksum::sum(0, addresses) + u32::from(ip.protocol) + (length >> 16) + (length & 0xffff))
 }
 
-/// What a fast-path frame ([`FastFrame`]) is to a sink of the
-/// DSCP encapsulation ([`classify`] decides what it leaves).
-pub type FastArrival = crate::fast::FastArrival<FastInt>;
-
-/// An INT fast-path packet: what a sink needs of it between the
-/// passes over its burst, and to restore it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct FastInt {
-    pub frame: FastFrame,
-    pub shim_type: ShimType,
-    pub header: MetadataHeaderRepr,
-    pub sequence: Option<u32>,
-    pub source_hop: Option<SourceHop>,
-    tail: TailRepr,
-    block_len: u16,
-}
-
-impl FastInt {
-    /// Bytes the sink removes.
-    pub fn removed_len(&self) -> usize {
-        usize::from(self.block_len)
-    }
-
-    /// Whether the tail is INT 0.5's informative one (see
-    /// [`Extracted::tail_informative`]).
-    #[inline(always)]
-    fn tail_informative(&self) -> bool {
-        self.tail.protocol == self.frame.flow.protocol() && self.tail.dst_port == self.frame.flow.dst_port()
-    }
-}
-
-/// [`classify`]'s fast path, for fast-path frames in the DSCP
-/// encapsulation: the same answer for every frame it does not leave to
-/// [`classify`] (a property test holds the two together over every
-/// one-byte change and cut).
-#[inline(always)]
-pub fn classify_fast(frame: &[u8], config: &Domain, shapes: &mut ShapeCache) -> FastArrival {
-    if !matches!(config.encapsulation, Encapsulation::OverTcpUdp { .. }) {
-        return FastArrival::Other;
-    }
-    let Some(parts) = FastFrame::read(frame, 0) else { return FastArrival::Other };
-    if !config.encapsulation.tos_is_marked(parts.tos) {
-        return FastArrival::NotInt;
-    }
-    let block_at = parts.payload_at();
-    let Some(region) = frame.get(block_at..parts.end()).filter(|r| starts_with_a_shim(r)) else {
-        return FastArrival::Other;
-    };
-    let Ok(block) = shapes.parse(region, Tail::Present) else { return FastArrival::Other };
-    let informative =
-        block.tail.protocol == parts.flow.protocol() && block.tail.dst_port == parts.flow.dst_port();
-    let Some(tail) = region.get(block.len - TAIL_LEN..block.len) else { return FastArrival::Other };
-    if !informative && tail.iter().any(|b| *b != 0) {
-        // A tail whose reading needs the checksum's word: the general path.
-        return FastArrival::Other;
-    }
-    FastArrival::Int(FastInt {
-        frame: parts,
-        shim_type: block.shim_type,
-        header: block.header,
-        sequence: block.sequence,
-        source_hop: block.source_hop,
-        tail: block.tail,
-        block_len: block.len as u16,
-    })
-}
-
-/// [`strip`] for a packet [`classify_fast`] found: the same bytes.
-/// Returns the bytes removed, or `None` (frame unchanged) if the frame is
-/// shorter than `found` says.
-#[inline(always)]
-pub fn strip_fast(frame: &mut FrameBuf<'_>, found: &FastInt, config: &Domain) -> Option<usize> {
-    let (block_at, block_len) = (found.frame.payload_at(), usize::from(found.block_len));
-    let informative = found.tail_informative();
-    let covered = if informative { block_len } else { block_len - TAIL_LEN };
-    let block_sum = checksum::sum(0, frame.frame().get(block_at..block_at + covered)?);
-    if block_at + block_len > found.frame.end() || !frame.close_gap(block_at, block_len) {
-        return None;
-    }
-    let tos = found.frame.tos;
-    let tos = if informative {
-        (found.tail.dscp << 2) | (tos & 0x03)
-    } else {
-        tos & !config.encapsulation.tos_mask()
-    };
-    found.frame.rewrite(frame.frame_mut(), tos, found.frame.carrier_len - found.block_len, block_sum, 0);
-    Some(block_len)
-}
-
 /// Whether `region` is long enough for an INT shim and starts with a type an
 /// INT 0.5 source writes (1, 2 or 3).
 #[inline(always)]
-fn starts_with_a_shim(region: &[u8]) -> bool {
+pub(super) fn starts_with_a_shim(region: &[u8]) -> bool {
     region.len() >= crate::int05::shim::HEADER_LEN && matches!(region.first(), Some(1..=3))
 }
 

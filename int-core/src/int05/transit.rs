@@ -13,7 +13,7 @@ use crate::error::Layer;
 use crate::fast::FastFrame;
 use crate::frame::FrameBuf;
 use crate::int05::shim::ShimHeader;
-use crate::int05::sink::{self, FastArrival};
+use crate::int05::sink;
 use crate::int05::{Domain, HopMetadata, IntBlock, MetadataHeader, MetadataHeaderRepr, ShapeCache, ShimType};
 use crate::locate::IpLocation;
 
@@ -68,46 +68,20 @@ pub fn push_with(
     push_block(frame, config, hop, &block, Carriage::General { ip: found.ip, carrier: found.carrier })
 }
 
-/// [`push_with`]'s fast path, for fast-path frames in the DSCP
-/// encapsulation: `None` (frame unchanged) leaves the frame to
-/// [`push_with`]; otherwise the same outcome and bytes (a property test
-/// holds the two together over every one-byte change and cut).
-#[inline(always)]
-pub fn push_fast(
-    frame: &mut FrameBuf<'_>,
-    config: &TransitConfig,
-    hop: &HopMetadata,
-    shapes: &mut ShapeCache,
-) -> Option<Result<Outcome, NotPushed>> {
-    let found = match sink::classify_fast(frame.frame(), &config.domain, shapes) {
-        FastArrival::Int(found) => found,
-        FastArrival::NotInt => return Some(Err(NotPushed::NotInt)),
-        FastArrival::Other => return None,
-    };
-    let block = Block {
-        at: found.frame.payload_at(),
-        len: found.removed_len(),
-        shim_type: found.shim_type,
-        header: found.header,
-        carrier_len: found.frame.carrier_len,
-    };
-    Some(push_block(frame, config, hop, &block, Carriage::Fixed(found.frame)))
-}
-
 /// The INT block a transit hop pushes onto.
-struct Block {
+pub(super) struct Block {
     /// Frame offset of the shim.
-    at: usize,
-    len: usize,
-    shim_type: ShimType,
-    header: MetadataHeaderRepr,
+    pub(super) at: usize,
+    pub(super) len: usize,
+    pub(super) shim_type: ShimType,
+    pub(super) header: MetadataHeaderRepr,
     /// The carrier's L4 length as received.
-    carrier_len: u16,
+    pub(super) carrier_len: u16,
 }
 
 /// Where the block's carrier lies, as either path found it.
 #[derive(Clone, Copy)]
-enum Carriage {
+pub(super) enum Carriage {
     General { ip: IpLocation, carrier: Carrier },
     Fixed(FastFrame),
 }
@@ -151,7 +125,7 @@ impl Carriage {
 /// Pushes `hop` onto `block`, or sets E, or leaves a Destination-type
 /// block alone.
 #[inline(always)]
-fn push_block(
+pub(super) fn push_block(
     frame: &mut FrameBuf<'_>,
     config: &TransitConfig,
     hop: &HopMetadata,

@@ -17,12 +17,12 @@ use super::{Domain, Instructions, Marking, MdBlock, MdStack, FIXED_LEN};
 
 /// What a DSCP-marked domain's sink finds in a fast-path frame
 /// ([`super::sink::extract`] decides what it leaves).
-pub type FastArrival = crate::fast::FastArrival<FastInt>;
+pub type FastArrival = crate::fast::FastArrival<FastSink>;
 
 /// An INT-MD fast-path packet: what the sink needs of it to
 /// track its flow and to restore it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FastInt {
+pub struct FastSink {
     pub frame: FastFrame,
     /// D: the sink discards the packet once reported.
     pub discard: bool,
@@ -41,29 +41,44 @@ pub struct FastInt {
     block_len: u16,
 }
 
-impl FastInt {
+impl FastSink {
+    /// [`super::sink::extract`]'s fast path, for fast-path frames whose
+    /// block is INT-MD with NPT 0.
+    #[inline(always)]
+    pub fn find(frame: &[u8], domain: &Domain, rule: &HopRule) -> FastArrival {
+        let Marking::Dscp(dscp) = domain.marking else { return FastArrival::Other };
+        let Some(parts) = FastFrame::read(frame, 0) else { return FastArrival::Other };
+        if !dscp.tos_is_marked(parts.tos) {
+            // INT may be inside a tunnel, whatever the outer DSCP.
+            return if is_tunnel(&parts) { FastArrival::Other } else { FastArrival::NotInt };
+        }
+        // Without TCP options, both TCP placements put INT after 20 bytes.
+        let block_at = parts.payload_at();
+        let Some(block) = frame.get(block_at..parts.end()) else { return FastArrival::Other };
+        match read_md(block, domain, rule, parts) {
+            Some(found) => FastArrival::Int(found),
+            None => FastArrival::Other,
+        }
+    }
+
+    /// [`super::sink::strip`] for a packet [`FastSink::find`] found: the
+    /// same bytes. Returns the bytes removed, or `None` (frame unchanged)
+    /// if the frame is shorter than `self` says.
+    #[inline(always)]
+    pub fn strip(&self, frame: &mut FrameBuf<'_>) -> Option<usize> {
+        let (block_at, block_len) = (self.frame.payload_at(), usize::from(self.block_len));
+        let block_sum = checksum::sum(0, frame.frame().get(block_at..block_at + block_len)?);
+        if block_at + block_len > self.frame.end() || !frame.close_gap(block_at, block_len) {
+            return None;
+        }
+        let tos = (self.dscp << 2) | (self.frame.tos & 0x03);
+        self.frame.rewrite(frame.frame_mut(), tos, self.frame.carrier_len - self.block_len, block_sum, 0);
+        Some(block_len)
+    }
+
     /// Bytes the sink removes.
     pub fn removed_len(&self) -> usize {
         usize::from(self.block_len)
-    }
-}
-
-/// [`super::sink::extract`]'s fast path, for fast-path frames whose block
-/// is INT-MD with NPT 0.
-#[inline(always)]
-pub fn classify_fast(frame: &[u8], domain: &Domain, rule: &HopRule) -> FastArrival {
-    let Marking::Dscp(dscp) = domain.marking else { return FastArrival::Other };
-    let Some(parts) = FastFrame::read(frame, 0) else { return FastArrival::Other };
-    if !dscp.tos_is_marked(parts.tos) {
-        // INT may be inside a tunnel, whatever the outer DSCP.
-        return if is_tunnel(&parts) { FastArrival::Other } else { FastArrival::NotInt };
-    }
-    // Without TCP options, both TCP placements put INT after 20 bytes.
-    let block_at = parts.payload_at();
-    let Some(block) = frame.get(block_at..parts.end()) else { return FastArrival::Other };
-    match read_md(block, domain, rule, parts) {
-        Some(found) => FastArrival::Int(found),
-        None => FastArrival::Other,
     }
 }
 
@@ -78,12 +93,12 @@ fn is_tunnel(frame: &FastFrame) -> bool {
 /// The INT-MD block (shim type 1, NPT 0) at the start of `block`, which
 /// runs to the end of the IP packet; `None` for anything else.
 #[inline(always)]
-fn read_md(block: &[u8], domain: &Domain, rule: &HopRule, frame: FastFrame) -> Option<FastInt> {
+fn read_md(block: &[u8], domain: &Domain, rule: &HopRule, frame: FastFrame) -> Option<FastSink> {
     let (head, md, len) = md_block(block, domain, TYPE_MD_NPT_0)?;
     let header = md.header;
     let (source_node, source_ns) = bottom_hop(&md);
     let sequence = domain.source_only.sequence_of(&md);
-    Some(FastInt {
+    Some(FastSink {
         frame,
         discard: header.discard,
         sequence,
@@ -135,19 +150,4 @@ fn bottom_hop(md: &MdStack<'_>) -> (Option<u32>, Option<u64>) {
         (high != INVALID || low != INVALID).then_some((u64::from(high) << 32) | u64::from(low))
     });
     (node, ingress)
-}
-
-/// [`super::sink::strip`] for a packet [`classify_fast`] found: the same
-/// bytes. Returns the bytes removed, or `None` (frame unchanged) if the
-/// frame is shorter than `found` says.
-#[inline(always)]
-pub fn strip_fast(frame: &mut FrameBuf<'_>, found: &FastInt) -> Option<usize> {
-    let (block_at, block_len) = (found.frame.payload_at(), usize::from(found.block_len));
-    let block_sum = checksum::sum(0, frame.frame().get(block_at..block_at + block_len)?);
-    if block_at + block_len > found.frame.end() || !frame.close_gap(block_at, block_len) {
-        return None;
-    }
-    let tos = (found.dscp << 2) | (found.frame.tos & 0x03);
-    found.frame.rewrite(frame.frame_mut(), tos, found.frame.carrier_len - found.block_len, block_sum, 0);
-    Some(block_len)
 }

@@ -6,7 +6,8 @@
 use std::net::Ipv4Addr;
 
 use int_core::craft::PacketSpec;
-use int_core::int05::source::{FastBlock, SourceConfig, Template};
+use int_core::int05::fast_source::FastSource;
+use int_core::int05::source::{SourceConfig, Template};
 use int_core::int05::Domain;
 
 use super::int05::source::Source05Stage;
@@ -33,7 +34,7 @@ fn source_stage() -> Source05Stage {
     let hop = Source05Stage::own_hop(&hop(1));
     let template = Template::new(&config, &hop).unwrap();
     Source05Stage {
-        fast: FastBlock::of(&config, &template),
+        fast: FastSource::of(&config, &template),
         lanes: Box::default(),
         template,
         config,

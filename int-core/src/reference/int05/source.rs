@@ -3,12 +3,13 @@
 
 use crate::fast::FastFrame;
 use crate::frame::FrameBuf;
-use crate::int05::source::{FastBlock, SourceConfig, Template};
+use crate::int05::fast_source::FastSource;
+use crate::int05::source::{SourceConfig, Template};
 use crate::int05::HopMetadata;
 use crate::reference::{key, FlowSlots};
 
 pub struct Source {
-    block: FastBlock,
+    block: FastSource,
     /// Each flow's last sequence number.
     flows: FlowSlots<u32>,
 }
@@ -19,7 +20,7 @@ impl Source {
     pub fn new(config: &SourceConfig, hop: &HopMetadata, flows: usize) -> Result<Source, &'static str> {
         let template = Template::new(config, hop).map_err(|_| "the source's block cannot be written")?;
         let block =
-            FastBlock::of(config, &template).ok_or("the reference source speaks Host-INT's dialect only")?;
+            FastSource::of(config, &template).ok_or("the reference source speaks Host-INT's dialect only")?;
         Ok(Source { block, flows: FlowSlots::new(flows) })
     }
 

@@ -8,7 +8,7 @@
 use crate::fast::FastArrival;
 use crate::frame::FrameBuf;
 use crate::hop_rule::HopRule;
-use crate::int21::fast_sink::{classify_fast, strip_fast};
+use crate::int21::fast_sink::FastSink;
 use crate::int21::Domain;
 use crate::reference::{key, FlowSlots};
 
@@ -36,7 +36,7 @@ impl Sink21 {
     /// leaves to the general path, or a full flow table.
     #[inline(always)]
     pub fn strip(&mut self, frame: &mut FrameBuf<'_>, now_ns: u64) -> Option<bool> {
-        let FastArrival::Int(found) = classify_fast(frame.frame(), &self.domain, &HopRule::default()) else {
+        let FastArrival::Int(found) = FastSink::find(frame.frame(), &self.domain, &HopRule::default()) else {
             return None;
         };
         if found.frame.is_ipv6() {
@@ -47,7 +47,7 @@ impl Sink21 {
         let in_order = sequence == flow.last_sequence.wrapping_add(1);
         let latency_ns = now_ns.wrapping_sub(found.source_ns.unwrap_or(now_ns)) as i64;
         *flow = Sink21Flow { last_sequence: sequence, latency_ns };
-        strip_fast(frame, &found)?;
+        found.strip(frame)?;
         Some(in_order)
     }
 

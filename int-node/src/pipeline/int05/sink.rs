@@ -6,7 +6,8 @@
 //! Forwarding never waits on export: a full ring or an exhausted rate
 //! limit drops the report and counts it.
 
-use int_core::int05::sink::{self, Arrival, FastArrival, FastInt};
+use int_core::int05::fast_sink::{FastArrival, FastSink};
+use int_core::int05::sink::{self, Arrival};
 use int_core::int05::{Domain, ShapeCache, SourceHop};
 use int_core::latency::ReportReason;
 use int_core::report::ReportProfile;
@@ -71,7 +72,7 @@ fn track(
 /// bits say: kept in the stage, never cleared per burst.
 #[derive(Default)]
 pub struct SinkLanes {
-    fast: [(FastInt, u64); BURST],
+    fast: [(FastSink, u64); BURST],
     general: [(sink::Extracted, u64); BURST],
 }
 
@@ -117,7 +118,7 @@ impl Sink05Stage {
         let (mut fast, mut general, mut drop) = (0u32, 0u32, 0u32);
         for i in 0..burst.len() {
             let Some(frame) = crate::pipeline::frames::frame_ahead(burst, i, counters) else { continue };
-            match sink::classify_fast(frame, &self.domain, &mut self.shapes) {
+            match FastSink::find(frame, &self.domain, &mut self.shapes) {
                 FastArrival::Int(found) => {
                     let hash = found.frame.flow.hash64();
                     self.core.flows.prefetch(hash);
@@ -172,7 +173,7 @@ impl Sink05Stage {
             self.report_found_again(burst, i, now_ns, counters);
         }
         let domain = &self.domain;
-        burst.with_frame(i, |f| sink::strip_fast(f, &found, domain)) == Some(Some(found.removed_len()))
+        burst.with_frame(i, |f| found.strip(f, domain)) == Some(Some(found.removed_len()))
     }
 
     /// The second pass for a packet on the general path.

@@ -8,8 +8,9 @@
 use std::net::SocketAddr;
 
 use int_core::fast::FastFrame;
+use int_core::int05::fast_source::FastSource;
 use int_core::int05::sink::{self, Arrival};
-use int_core::int05::source::{self, FastBlock, SourceConfig, Template};
+use int_core::int05::source::{self, SourceConfig, Template};
 use int_core::int05::{Domain, HopMetadata, ShapeCache};
 use int_core::outcome::Skip;
 
@@ -37,7 +38,7 @@ pub struct Source05Stage {
     /// The collector this node's own reports go to: never instrumented.
     pub own_reports_to: Option<SocketAddr>,
     /// The fast path, for a configuration of Host-INT's dialect.
-    pub fast: Option<FastBlock>,
+    pub fast: Option<FastSource>,
     /// Each burst's plans between the two passes, valid where that
     /// burst's bits say: kept here, never cleared per burst.
     pub lanes: Box<Lanes>,
@@ -89,7 +90,7 @@ impl Source05Stage {
         config.check().map_err(SetupError::Settings)?;
         let template = Template::new(&config, &Self::own_hop(hop))?;
         Ok(Source05Stage {
-            fast: FastBlock::of(&config, &template),
+            fast: FastSource::of(&config, &template),
             lanes: Box::default(),
             config,
             template,

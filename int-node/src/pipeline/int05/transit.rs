@@ -3,6 +3,7 @@
 //! [`crate::pipeline::hop_figures`] knows them; values a software node
 //! cannot know are 0xFFFFFFFF).
 
+use int_core::int05::fast_transit::FastTransit;
 use int_core::int05::transit::{self, Outcome, TransitConfig};
 use int_core::int05::{Domain, HopMetadata, ShapeCache};
 use int_core::FrameBuf;
@@ -21,6 +22,7 @@ pub struct Transit05Stage {
     pub rx_timestamps: Option<RxClock>,
     /// The last INT block shape that passed the checks.
     pub shapes: ShapeCache,
+    fast: FastTransit,
     figures: HopFigures,
 }
 
@@ -33,6 +35,7 @@ impl Transit05Stage {
             tx_int_port: hop.tx_int_port,
             rx_timestamps: hop.rx_timestamps,
             shapes: ShapeCache::default(),
+            fast: FastTransit,
             figures: HopFigures::new(hop.rx_queue),
         }
     }
@@ -56,11 +59,11 @@ impl Transit05Stage {
                 egress_timestamp: Some(now_ns as u32),
                 ..HopMetadata::default()
             };
-            let (config, shapes) = (&self.config, &mut self.shapes);
+            let (config, shapes, fast) = (&self.config, &mut self.shapes, &mut self.fast);
             // Fast-path frames take the fast path; it leaves any
             // other to the general one untouched.
             let push = |f: &mut FrameBuf<'_>| {
-                transit::push_fast(f, config, &hop, shapes)
+                fast.push(f, config, &hop, shapes)
                     .unwrap_or_else(|| transit::push_with(f, config, &hop, shapes))
             };
             let counter = match burst.with_frame(i, push) {

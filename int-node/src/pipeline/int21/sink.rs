@@ -27,7 +27,7 @@
 //! ([`crate::pipeline::sink_core`]).
 
 use int_core::flow::FlowKey;
-use int_core::int21::fast_sink::{self, FastArrival, FastInt};
+use int_core::int21::fast_sink::{FastArrival, FastSink};
 use int_core::int21::{sink, Arrival, Domain};
 use int_core::report::tr20::{self, DropInfo};
 
@@ -54,15 +54,14 @@ impl Sink21Stage {
         let mut drop = 0u32;
         for i in 0..burst.len() {
             let Some(frame) = crate::pipeline::frames::frame_ahead(burst, i, counters) else { continue };
-            let keep =
-                match fast_sink::classify_fast(frame, &self.domain, &self.core.rules.settings.reports.hops) {
-                    FastArrival::Int(fast) => self.take_fast(burst, i, &fast, burst_ns, counters),
-                    FastArrival::NotInt => {
-                        counters.inc(Counter::not_int);
-                        true
-                    }
-                    FastArrival::Other => self.take_general(burst, i, burst_ns, counters),
-                };
+            let keep = match FastSink::find(frame, &self.domain, &self.core.rules.settings.reports.hops) {
+                FastArrival::Int(fast) => self.take_fast(burst, i, &fast, burst_ns, counters),
+                FastArrival::NotInt => {
+                    counters.inc(Counter::not_int);
+                    true
+                }
+                FastArrival::Other => self.take_general(burst, i, burst_ns, counters),
+            };
             if !keep {
                 drop |= 1 << i;
             }
@@ -70,7 +69,7 @@ impl Sink21Stage {
         self.core.end_burst(burst, drop, counters);
     }
 
-    /// Packet `i`, INT-MD of the fast path's shape ([`fast_sink::classify_fast`]):
+    /// Packet `i`, INT-MD of the fast path's shape ([`FastSink::find`]):
     /// tracked, reported when its flow's latency changed (read again by the
     /// general path for the report, a packet in a hundred or so) or when it
     /// carries D, and restored. Returns whether it goes on.
@@ -79,7 +78,7 @@ impl Sink21Stage {
         &mut self,
         burst: &mut Burst,
         i: usize,
-        fast: &FastInt,
+        fast: &FastSink,
         burst_ns: u64,
         counters: &mut Counters,
     ) -> bool {
@@ -106,7 +105,7 @@ impl Sink21Stage {
                 }
             }
         }
-        let restored_whole = matches!(burst.with_frame(i, |f| fast_sink::strip_fast(f, fast)), Some(Some(_)));
+        let restored_whole = matches!(burst.with_frame(i, |f| fast.strip(f)), Some(Some(_)));
         restored(restored_whole, fast.discard, counters)
     }
 
@@ -172,6 +171,6 @@ impl Sink21Stage {
 /// an IPv6 flow's addresses beside its slot, so such a flow is named by
 /// its key. Out of line, to keep IPv4's path as short as it was.
 #[inline(never)]
-fn ipv6_key(burst: &Burst, i: usize, fast: &FastInt) -> Option<FlowKey> {
+fn ipv6_key(burst: &Burst, i: usize, fast: &FastSink) -> Option<FlowKey> {
     burst.data(i).and_then(|frame| fast.frame.flow_key(frame))
 }
