@@ -151,6 +151,7 @@ def run_case(payloads, sockets, senders, seconds, extra=(), tools=TOOLS):
             # those the full buffer dropped or never acknowledged.
             "published": summary.get("nats", {}).get("acked", 0), "publish_dropped": summary.get("nats", {}).get("dropped", 0),
             "publish_lost": summary.get("nats", {}).get("lost", 0),
+            "publish_resent": summary.get("nats", {}).get("resent", 0),
             # With --ipfix: data records sent, observations refused (by
             # the queue builds before issue 48 had; 0 since), flows, hops
             # and links past its limit.
@@ -231,9 +232,9 @@ def aggregate(url, stream, prefix):
             "messages": summary["nats_consumer"]["messages"]}
 
 
-def server_ceiling(url, seconds, size=64 << 10, window=256):
+def server_ceiling(url, seconds, size=256 << 10, window=64):
     """What nats-server takes here: acknowledged publishes of the batch
-    format's message size (64 KiB), `window` in flight, for `seconds`
+    format's message size (256 KiB), `window` in flight, for `seconds`
     (nats-py on one core beside it)."""
     import asyncio
     import nats
@@ -325,7 +326,8 @@ def main():
     for repeat in range(args.repeat):
         for sockets in [int(s) for s in args.sockets.split(",")]:
             for view, extra, tools in views if repeat % 2 == 0 else views[::-1]:
-                result = dict(run_case(payloads, sockets, args.senders, args.seconds, extra, tools), view=view)
+                result = dict(run_case(payloads, sockets, args.senders, args.seconds, extra, tools), view=view,
+                              load=os.getloadavg()[0])
                 print(json.dumps(result), file=sys.stderr)
                 results.append(result)
     aggregated = None
@@ -359,6 +361,36 @@ def main():
 
     if ipfix:
         print_ipfix_cost(results)
+    if nats:
+        print_nats_cost(results, [suffix for suffix, _ in builds])
+
+
+def print_nats_cost(results, suffixes):
+    """The publisher's cost: per socket count and build, collect's median
+    CPU a datagram without an output over its median with `--nats` (the
+    rate `--nats` leaves one core, as a share of the rate without), the
+    rates' ratio, and what the full queue dropped and was sent again, run
+    by run."""
+    def runs(view, sockets):
+        return [r for r in results if r["view"] == view and r["sockets"] == sockets]
+
+    def median(values):
+        values = sorted(values)
+        return values[len(values) // 2]
+
+    for sockets in sorted({r["sockets"] for r in results}):
+        for suffix in suffixes:
+            plain, nats = runs("hops" + suffix, sockets), runs("nats" + suffix, sockets)
+            if not plain or not nats:
+                continue
+            cpu = [1e9 * r["collect_cpu_s"] / max(r["datagrams"], 1) for r in plain]
+            cpu_nats = [1e9 * r["collect_cpu_s"] / max(r["datagrams"], 1) for r in nats]
+            by_cpu = median(cpu) / max(median(cpu_nats), 1)
+            by_rate = median(r["received_per_s"] for r in nats) / max(median(r["received_per_s"] for r in plain), 1)
+            print(f"nats{suffix}, {sockets} socket(s): {by_cpu:.2f}x by CPU ({median(cpu):.0f} / "
+                  f"{median(cpu_nats):.0f} ns, runs {sorted(round(c) for c in cpu_nats)}), {by_rate:.2f}x by rate; "
+                  f"dropped {[r['publish_dropped'] for r in nats]}, resent {[r['publish_resent'] for r in nats]}, "
+                  f"acked {[r['published'] for r in nats]}")
 
 
 def print_ipfix_cost(results):
