@@ -232,6 +232,111 @@ def aggregate(url, stream, prefix):
             "messages": summary["nats_consumer"]["messages"]}
 
 
+def partitions_caught_up(url, stream, consumers, partitions):
+    """Waits until every partition's consumer of each of `consumers`
+    (`NAME-p<k>`) exists and has been given, and has acknowledged, every
+    message of its partition (nats-py, one connection, asked every 100 ms)."""
+    import asyncio
+    import nats
+
+    async def ask():
+        connection = await nats.connect(url)
+        js = connection.jetstream()
+        try:
+            while True:
+                done = True
+                for name in (f"{c}-p{k}" for c in consumers for k in range(partitions)):
+                    try:
+                        info = await js.consumer_info(stream, name)
+                    except Exception:
+                        done = False
+                        break
+                    if info.num_pending or info.num_ack_pending:
+                        done = False
+                        break
+                if done:
+                    return
+                await asyncio.sleep(0.1)
+        finally:
+            await connection.close()
+    asyncio.run(ask())
+
+
+def cpu_seconds(pid):
+    """A process's CPU time so far (user and system), from /proc."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def aggregate_partitions(url, stream, prefix, partitions, owned, consumer, server):
+    """Aggregators, one for each of `owned` (their `--partitions`: auto, or
+    a list), under one consumer name (so they divide the partitions)
+    reading a partitioned stream filled beforehand: their reports per
+    second together, from their start to the moment every partition's
+    consumer has every message acknowledged; their CPU time and the
+    server's (`server`: its pid) meanwhile."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    server_before = cpu_seconds(server)
+    started = time.time()
+    children = [subprocess.Popen([TOOLS, "collect", "--from-nats", url, "--nats-stream", stream, "--nats-prefix", prefix,
+                                  "--nats-consumer", consumer, "--nats-partitions", str(partitions), "--partitions",
+                                  listed, "--quiet", "--json", "--interval", "0", "--duration", "900"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                for listed in owned]
+    partitions_caught_up(url, stream, [consumer], partitions)
+    seconds = time.time() - started
+    server_cpu = cpu_seconds(server) - server_before
+    summaries = []
+    for child in children:
+        child.send_signal(2)
+    for child in children:
+        out, _ = child.communicate(timeout=60)
+        summaries.append(json.loads(out.strip().splitlines()[-1])["summary"])
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    reports = sum(s["reports"] for s in summaries)
+    return {"aggregators": " ".join(owned), "reports": reports, "each": [s["reports"] for s in summaries],
+            "messages": sum(s["nats_consumer"]["messages"] for s in summaries), "seconds": round(seconds, 2),
+            "reports_per_s": round(reports / seconds), "load_average": os.getloadavg()[0],
+            # CPU per report: the aggregators' (reaped children) and the
+            # server's.
+            "aggregators_cpu_s": round(cpu, 2), "server_cpu_s": round(server_cpu, 2),
+            "aggregators_cpu_ns_per_report": round(1e9 * cpu / max(reports, 1)),
+            "server_cpu_ns_per_report": round(1e9 * server_cpu / max(reports, 1))}
+
+
+def partitioned(payloads, nats, args):
+    """The partitioned aggregators' case: receivers with
+    `--nats-partitions 16` fill a stream of its own; then, in interleaved
+    rounds, one aggregator and two read it whole, each round under new
+    consumer names (so from the stream's start)."""
+    server, url = nats[0].pid, nats[1]
+    fill = run_case(payloads, 1, args.senders, args.fill_seconds,
+                    ("--nats", url, "--nats-stream", "PARTS", "--nats-prefix", "parts", "--nats-partitions", "16"))
+    print(json.dumps(dict(fill, view="partitioned-fill")), file=sys.stderr)
+    # One aggregator, two dividing the partitions by leases, and two given
+    # half each (no lease taken from the other: the reading alone).
+    cases = [("auto",), ("auto", "auto"), ("0-7", "8-15")]
+    rounds = []
+    for repeat in range(args.repeat):
+        for owned in (cases if repeat % 2 == 0 else cases[::-1]):
+            result = aggregate_partitions(url, "PARTS", "parts", 16, owned, f"part{repeat}x{len(rounds)}", server)
+            print(json.dumps(result), file=sys.stderr)
+            rounds.append(result)
+
+    def median(owned):
+        rates = sorted(r["reports_per_s"] for r in rounds if r["aggregators"] == " ".join(owned))
+        return rates[len(rates) // 2]
+    one, two, halves = (median(owned) for owned in cases)
+    print(f"partitioned: one aggregator {one:,} reports/s, two (auto) {two:,}: {two / max(one, 1):.2f}x (target >= 1.5x), "
+          f"two (0-7, 8-15) {halves:,}: {halves / max(one, 1):.2f}x (medians of {args.repeat}); stream filled with "
+          f"{fill['published']:,} datagrams; load average {', '.join(f'{l:.1f}' for l in os.getloadavg())}",
+          file=sys.stderr)
+    return {"fill": fill, "rounds": rounds, "one_per_s": one, "two_per_s": two, "ratio": round(two / max(one, 1), 2),
+            "two_listed_per_s": halves, "ratio_listed": round(halves / max(one, 1), 2)}
+
+
 def server_ceiling(url, seconds, size=256 << 10, window=64):
     """What nats-server takes here: acknowledged publishes of the batch
     format's message size (256 KiB), `window` in flight, for `seconds`
@@ -275,6 +380,12 @@ def main():
     parser.add_argument("--case", action="append", default=[], metavar="NAME=ARGS",
                         help="one more view: collect with ARGS (space-separated), interleaved with the rest; e.g. "
                              "'gro-off=--gro off' (repeatable)")
+    parser.add_argument("--partitioned", action="store_true",
+                        help="a stream filled beforehand by a receiving collector with --nats-partitions 16 (a "
+                             "nats-server -js started here), then read whole by one aggregator and by two "
+                             "(--partitions auto), interleaved, --repeat rounds: reports/s each (docs/scale-out.md)")
+    parser.add_argument("--fill-seconds", type=float, default=10.0,
+                        help="with --partitioned, how long the senders fill the stream")
     parser.add_argument("--no-nats-json", action="store_true",
                         help="with --nats, the batch format only (the JSON stream's aggregator takes minutes)")
     parser.add_argument("--ipfix", action="store_true",
@@ -308,8 +419,9 @@ def main():
         views.append(("no-congestion", ("--congestion-queues", "0")))
     if args.http:
         views.append(("http", ("--http", "127.0.0.1:0")))
-    nats = start_nats(work) if args.nats else None
-    if nats:
+    nats = start_nats(work) if args.nats or args.partitioned else None
+    parts = partitioned(payloads, nats, args) if args.partitioned else None
+    if args.nats:
         views.append(("nats", ("--nats", nats[1])))
         if not args.no_nats_json:
             views.append(("nats-json", ("--nats", nats[1], "--nats-format", "json", "--nats-stream", "JSON",
@@ -324,25 +436,26 @@ def main():
     views = [(view + suffix, extra, tools) for view, extra in views for suffix, tools in builds]
     results = []
     for repeat in range(args.repeat):
-        for sockets in [int(s) for s in args.sockets.split(",")]:
+        for sockets in [int(s) for s in args.sockets.split(",") if s]:
             for view, extra, tools in views if repeat % 2 == 0 else views[::-1]:
                 result = dict(run_case(payloads, sockets, args.senders, args.seconds, extra, tools), view=view,
                               load=os.getloadavg()[0])
                 print(json.dumps(result), file=sys.stderr)
                 results.append(result)
     aggregated = None
-    if nats:
+    if args.nats:
         aggregated = [aggregate(nats[1], "INT", "int")]
         if not args.no_nats_json:
             aggregated.append(aggregate(nats[1], "JSON", "json"))
         aggregated.append({"server_ceiling": server_ceiling(nats[1], args.seconds)})
+    if nats:
         nats[0].kill()
         print(f"aggregators, server: {aggregated}", file=sys.stderr)
     os.makedirs(RESULTS, exist_ok=True)
     name = "collector.json" if args.reports == "hostint" else f"collector-{args.reports}.json"
     with open(os.path.join(RESULTS, name), "w") as f:
         json.dump({"cpus": os.cpu_count(), "reports": args.reports, "recorded_datagrams": recorded, "runs": results,
-                   "aggregator": aggregated, "ipfix_sink": ipfix[1] if ipfix else None}, f, indent=1)
+                   "aggregator": aggregated, "partitioned": parts, "ipfix_sink": ipfix[1] if ipfix else None}, f, indent=1)
     # With UDP GRO the kernel counts a dropped train (up to 64 datagrams of
     # a GSO send) as one drop: what was sent and not taken says the rest.
     print("| reports | per-hop view / output | sockets | senders | datagrams/s (median, min-max) | latency reports/s (median) | kernel drops (median share) | not taken (median share) | collect CPU ns/datagram (median) |")

@@ -19,13 +19,15 @@
 //! fewer, and it takes free or expired ones.
 
 use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream::kv;
 
 use super::partition::Owned;
-use crate::collect::counts::{counter, counts_of, gauge, Counted};
+use crate::collect::counts::{counter, counts_of, gauge, metric_head, Counted};
 
 /// What the leases did, for the summary and the metrics.
 #[derive(Debug, Default)]
@@ -43,6 +45,72 @@ pub struct Counts {
     pub lost: AtomicU64,
     /// Leases given up for balance (another aggregator came).
     pub released: AtomicU64,
+    /// A partition's consumer not made, or its lag not read (tried again).
+    pub consumer_errors: AtomicU64,
+    /// A partition's pull refused or broken off (pulled again).
+    pub pull_errors: AtomicU64,
+    /// Each owned partition's lag as its consumer last told: messages not
+    /// yet delivered, and delivered but not acknowledged.
+    pub lag: Mutex<BTreeMap<u8, Lag>>,
+}
+
+/// A partition consumer's lag.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Lag {
+    pub pending: u64,
+    pub ack_pending: u64,
+}
+
+impl Counts {
+    /// A partition's lag as its consumer told (`None`: no longer
+    /// owned); the owned partitions' sum.
+    pub fn lag_of(&self, partition: u8, lag: Option<Lag>) -> Lag {
+        if let Ok(mut all) = self.lag.lock() {
+            match lag {
+                Some(lag) => all.insert(partition, lag),
+                None => all.remove(&partition),
+            };
+        }
+        self.lag_of_all()
+    }
+
+    /// The owned partitions' lag, summed.
+    pub fn lag_of_all(&self) -> Lag {
+        let Ok(all) = self.lag.lock() else { return Lag::default() };
+        all.values().fold(Lag::default(), |sum, lag| Lag {
+            pending: sum.pending + lag.pending,
+            ack_pending: sum.ack_pending + lag.ack_pending,
+        })
+    }
+
+    /// The partition furthest behind, and by how many messages.
+    pub fn most_behind(&self) -> Option<(u8, u64)> {
+        let all = self.lag.lock().ok()?;
+        all.iter().map(|(p, lag)| (*p, lag.pending)).max_by_key(|(_, pending)| *pending)
+    }
+
+    /// Each owned partition's lag, as Prometheus samples labelled by
+    /// partition.
+    fn lag_metrics(&self, out: &mut String) {
+        let Ok(all) = self.lag.lock() else { return };
+        let families = [
+            (
+                "int_collect_nats_partition_pending",
+                "Stream messages of the partition not yet given to its consumer.",
+            ),
+            (
+                "int_collect_nats_partition_ack_pending",
+                "Stream messages of the partition given and not yet acknowledged.",
+            ),
+        ];
+        for (n, (name, help)) in families.into_iter().enumerate() {
+            metric_head(out, name, help, "gauge");
+            for (partition, lag) in all.iter() {
+                let value = if n == 0 { lag.pending } else { lag.ack_pending };
+                let _ = writeln!(out, "{name}{{partition=\"{partition}\"}} {value}");
+            }
+        }
+    }
 }
 
 impl Counted for Counts {
@@ -51,7 +119,10 @@ impl Counted for Counts {
     }
 
     fn counts(&self) -> Vec<(&'static str, u64)> {
-        counts_of!(self, owned, members, taken, takeovers, lost, released)
+        let mut counts =
+            counts_of!(self, owned, members, taken, takeovers, lost, released, consumer_errors, pull_errors);
+        counts.push(("most_pending", self.most_behind().map_or(0, |(_, pending)| pending)));
+        counts
     }
 
     fn metrics(&self, out: &mut String) {
@@ -85,10 +156,21 @@ impl Counted for Counts {
                 "Partition leases given up for balance.",
                 get(&self.released),
             ),
+            (
+                "int_collect_nats_partition_consumer_errors_total",
+                "A partition's consumer not made or its lag not read (tried again).",
+                get(&self.consumer_errors),
+            ),
+            (
+                "int_collect_nats_partition_pull_errors_total",
+                "A partition's pull refused or broken off (pulled again).",
+                get(&self.pull_errors),
+            ),
         ];
         for (name, help, value) in counters {
             counter(out, name, help, value);
         }
+        self.lag_metrics(out);
     }
 }
 
@@ -295,5 +377,31 @@ impl Leases {
     /// A partition being given up: its reader is stopping.
     pub fn is_releasing(&self, partition: u8) -> bool {
         self.releasing.contains(&partition)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The partitions' lag: summed over those owned, the furthest behind
+    /// named, each on the metrics page by partition; a partition given up
+    /// leaves the sum and the page.
+    #[test]
+    fn lag_summed_and_shown_per_partition() {
+        let counts = Counts::default();
+        counts.lag_of(3, Some(Lag { pending: 40, ack_pending: 2 }));
+        let sum = counts.lag_of(7, Some(Lag { pending: 5, ack_pending: 1 }));
+        assert_eq!(sum, Lag { pending: 45, ack_pending: 3 });
+        assert_eq!(counts.most_behind(), Some((3, 40)));
+        assert!(counts.counts().contains(&("most_pending", 40)));
+        let mut page = String::new();
+        counts.metrics(&mut page);
+        assert!(page.contains("\nint_collect_nats_partition_pending{partition=\"3\"} 40\n"), "{page}");
+        assert!(page.contains("\nint_collect_nats_partition_ack_pending{partition=\"7\"} 1\n"), "{page}");
+        assert_eq!(counts.lag_of(3, None), Lag { pending: 5, ack_pending: 1 });
+        let mut page = String::new();
+        counts.metrics(&mut page);
+        assert!(!page.contains("partition=\"3\""), "{page}");
     }
 }

@@ -40,9 +40,9 @@ pub(super) const EXPIRES: Duration = Duration::from_millis(500);
 /// the stream delivers it again.
 const ACK_WAIT: Duration = Duration::from_secs(10);
 /// How often the consumer's lag is read.
-const LAG_EVERY: Duration = Duration::from_secs(1);
+pub(super) const LAG_EVERY: Duration = Duration::from_secs(1);
 /// How often a lag is said in the log, at most.
-const SAY_LAG_EVERY: Duration = Duration::from_secs(10);
+pub(super) const SAY_LAG_EVERY: Duration = Duration::from_secs(10);
 
 /// What the aggregator read, shared with the summary and the metrics.
 #[derive(Debug, Default)]

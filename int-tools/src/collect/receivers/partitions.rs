@@ -7,19 +7,25 @@
 //! message is acknowledged, confirmed, then booked, as by one consumer
 //! (`super::nats`). A partition given up or lost is stopped between two
 //! batches: the batch in hand is booked, none is left half read.
+//!
+//! A consumer that cannot be made or read, and a pull that fails, are
+//! tried again; each is counted, and each cause said once in the log
+//! (sixteen partitions failing alike say it once). Every owned
+//! partition's lag is read from its consumer every second.
 
+use std::collections::HashSet;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use async_nats::jetstream::{self, consumer::pull, kv, Message};
 use futures_util::stream::FuturesUnordered;
 use futures_util::StreamExt;
 
-use super::nats::{durable, Reader, BATCH, EXPIRES};
+use super::nats::{durable, Reader, BATCH, EXPIRES, LAG_EVERY, SAY_LAG_EVERY};
 use super::How;
-use crate::collect::nats::lease::{self, Leases};
+use crate::collect::nats::lease::{self, Lag, Leases};
 use crate::collect::nats::partition::{self, Owned};
 use crate::collect::nats::{Settings, StreamError};
 use crate::collect::shared::Shared;
@@ -43,8 +49,34 @@ enum AttachError {
     Stream(#[from] StreamError),
     #[error("the leases' bucket {bucket}: {source}")]
     Bucket { bucket: String, source: Box<dyn std::error::Error + Send + Sync> },
-    #[error("partition {partition}'s consumer: {source}")]
-    Consumer { partition: u8, source: Box<dyn std::error::Error + Send + Sync> },
+}
+
+/// Why a partition's consumer could not be made, read or pulled from.
+type Failure = Box<dyn std::error::Error + Send + Sync>;
+
+/// Causes said in the log at most; past them errors are only counted
+/// (a cause whose text names something new each time cannot flood it).
+const SAID_AT_MOST: usize = 64;
+
+/// The partitions' readers' errors: counted, each cause said once.
+struct Errors<'a> {
+    counts: &'a lease::Counts,
+    said: Mutex<HashSet<String>>,
+}
+
+impl Errors<'_> {
+    /// A failure of `what` (`consumer`, `pull`) counted in `count`, said
+    /// if its cause is new.
+    fn failed(&self, count: &AtomicU64, partition: u8, what: &str, error: &dyn std::fmt::Display) {
+        count.fetch_add(1, Ordering::Relaxed);
+        let cause = format!("{what}: {error}");
+        let Ok(mut said) = self.said.lock() else { return };
+        if said.len() < SAID_AT_MOST && said.insert(cause) {
+            log::warn!(
+                "collect: partition {partition}'s {what}: {error} (tried again; said once for every partition)"
+            );
+        }
+    }
 }
 
 /// The aggregator's thread over the partitions its leases give it.
@@ -92,8 +124,11 @@ async fn run(reader: &Reader<'_>, leasing: &Leasing) -> Result<(), StreamError> 
     let mut watch = store.watch_with_history(">").await.ok();
     let mut tick = tokio::time::interval(leases.every());
     let mut look = tokio::time::interval(Duration::from_millis(100));
+    // Before the readers that borrow it.
+    let errors = Errors { counts: &leasing.counts, said: Mutex::new(HashSet::new()) };
     let mut reading: FuturesUnordered<Reading<'_>> = FuturesUnordered::new();
     let mut switches: std::collections::HashMap<u8, Switch> = std::collections::HashMap::new();
+    let mut lag_said = None;
     while !reader.stopping() {
         tokio::select! {
             _ = tick.tick() => {
@@ -107,8 +142,9 @@ async fn run(reader: &Reader<'_>, leasing: &Leasing) -> Result<(), StreamError> 
                     let on = Arc::new(AtomicBool::new(true));
                     let switch = Switch { on, caught_up: Arc::new(AtomicBool::new(false)) };
                     switches.insert(partition, switch.clone());
-                    reading.push(Box::pin(read(reader, &js, partition, switch)));
+                    reading.push(Box::pin(read(reader, &js, partition, switch, &errors)));
                 }
+                say_lag(reader.name, &leasing.counts, &mut lag_said);
                 if watch.is_none() {
                     watch = store.watch_with_history(">").await.ok();
                 }
@@ -185,36 +221,98 @@ async fn open(reader: &Reader<'_>) -> Result<(jetstream::Context, kv::Store), At
 }
 
 /// One partition read while its switch is on: batches pulled from its
-/// consumer, each acknowledged and booked whole.
+/// consumer, each acknowledged and booked whole; its lag read every
+/// [`LAG_EVERY`].
 async fn read(
     reader: &Reader<'_>,
     js: &jetstream::Context,
     partition: u8,
     switch: Switch,
+    errors: &Errors<'_>,
 ) -> (u8, Arc<AtomicBool>) {
     let going = || switch.on.load(Ordering::Relaxed) && !reader.stopping();
     let mut consumer = None;
+    let mut lag_read: Option<Instant> = None;
     while going() {
         let Some(consumer) = consumer.as_ref() else {
-            consumer = partition_consumer(reader, js, partition).await.ok();
-            if consumer.is_none() {
-                tokio::time::sleep(Duration::from_millis(250)).await;
+            match partition_consumer(reader, js, partition).await {
+                Ok(made) => consumer = Some(made),
+                Err(error) => {
+                    errors.failed(&errors.counts.consumer_errors, partition, "consumer", &error);
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                }
             }
             continue;
         };
+        if lag_read.is_none_or(|at| at.elapsed() >= LAG_EVERY) {
+            lag_read = Some(Instant::now());
+            read_lag(reader, consumer, partition, errors).await;
+        }
         let pulled = consumer.batch().max_messages(BATCH).expires(EXPIRES).messages().await;
-        let Ok(mut batch) = pulled else {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            continue;
+        let mut batch = match pulled {
+            Ok(batch) => batch,
+            Err(error) => {
+                errors.failed(&errors.counts.pull_errors, partition, "pull", &error);
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
         };
         let mut messages: Vec<Message> = Vec::with_capacity(BATCH);
-        while let Some(Ok(message)) = batch.next().await {
-            messages.push(message);
+        while let Some(message) = batch.next().await {
+            match message {
+                Ok(message) => messages.push(message),
+                Err(error) => {
+                    errors.failed(&errors.counts.pull_errors, partition, "pull", &error);
+                    break;
+                }
+            }
         }
         switch.caught_up.store(messages.is_empty(), Ordering::Relaxed);
         reader.take(&messages).await;
     }
+    let lag = errors.counts.lag_of(partition, None);
+    store_lag(reader, lag);
     (partition, switch.on)
+}
+
+/// The partition's lag as its consumer tells, into the partitions' and
+/// the consumer's counts (summed over the partitions owned).
+async fn read_lag(
+    reader: &Reader<'_>,
+    consumer: &jetstream::consumer::Consumer<pull::Config>,
+    partition: u8,
+    errors: &Errors<'_>,
+) {
+    match consumer.get_info().await {
+        Ok(info) => {
+            let lag = Lag { pending: info.num_pending, ack_pending: info.num_ack_pending as u64 };
+            store_lag(reader, errors.counts.lag_of(partition, Some(lag)));
+        }
+        Err(error) => errors.failed(&errors.counts.consumer_errors, partition, "consumer", &error),
+    }
+}
+
+/// The owned partitions' lag, summed, as the consumer's
+/// (`summary.nats_consumer.pending`).
+fn store_lag(reader: &Reader<'_>, sum: Lag) {
+    reader.counts.pending.store(sum.pending, Ordering::Relaxed);
+    reader.counts.ack_pending.store(sum.ack_pending, Ordering::Relaxed);
+}
+
+/// The partitions' lag said in the log when there is one, at most every
+/// [`SAY_LAG_EVERY`], with the partition furthest behind.
+fn say_lag(name: &str, counts: &lease::Counts, said: &mut Option<Instant>) {
+    let Some((partition, most)) = counts.most_behind() else { return };
+    if most <= BATCH as u64 || said.is_some_and(|at| at.elapsed() < SAY_LAG_EVERY) {
+        return;
+    }
+    let sum = counts.lag_of_all();
+    log::warn!(
+        "collect: consumer {name}'s partitions are {} messages behind the stream ({} awaiting acknowledgement; the most, partition {partition}: {most})",
+        sum.pending,
+        sum.ack_pending
+    );
+    *said = Some(Instant::now());
 }
 
 /// The partition's durable consumer, made if missing.
@@ -222,12 +320,35 @@ async fn partition_consumer(
     reader: &Reader<'_>,
     js: &jetstream::Context,
     partition: u8,
-) -> Result<jetstream::consumer::Consumer<pull::Config>, AttachError> {
+) -> Result<jetstream::consumer::Consumer<pull::Config>, Failure> {
     let settings = reader.settings;
-    let failed =
-        |source: Box<dyn std::error::Error + Send + Sync>| AttachError::Consumer { partition, source };
-    let stream = js.get_stream(&settings.stream).await.map_err(|e| failed(Box::new(e)))?;
+    let stream = js.get_stream(&settings.stream).await?;
     let name = format!("{}-{}", reader.name, partition::token(partition));
     let config = durable(&name, format!("{}.{}.>", settings.prefix, partition::token(partition)));
-    stream.get_or_create_consumer(&name, config).await.map_err(|e| failed(Box::new(e)))
+    Ok(stream.get_or_create_consumer(&name, config).await?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every error counted; a cause said once, whichever partition it
+    /// hits; past [`SAID_AT_MOST`] causes, counted only.
+    #[test]
+    fn errors_counted_each_cause_said_once() {
+        let counts = lease::Counts::default();
+        let errors = Errors { counts: &counts, said: Mutex::new(HashSet::new()) };
+        for partition in 0..16 {
+            errors.failed(&counts.consumer_errors, partition, "consumer", &"stream not found");
+        }
+        errors.failed(&counts.pull_errors, 2, "pull", &"stream not found");
+        assert_eq!(counts.consumer_errors.load(Ordering::Relaxed), 16);
+        assert_eq!(counts.pull_errors.load(Ordering::Relaxed), 1);
+        assert_eq!(errors.said.lock().unwrap().len(), 2, "one cause a kind");
+        for n in 0..100 {
+            errors.failed(&counts.pull_errors, 2, "pull", &format!("inbox {n}"));
+        }
+        assert_eq!(errors.said.lock().unwrap().len(), SAID_AT_MOST);
+        assert_eq!(counts.pull_errors.load(Ordering::Relaxed), 101);
+    }
 }
