@@ -14,24 +14,26 @@
 
 mod common;
 
+use std::collections::BTreeMap;
 use std::io::Read;
 use std::process::{Child, Command, Stdio};
 
 use common::cluster::{metric, Server};
 use common::partitions::{came, phase, settled, skipped, wait_for, Figures, Fleet, Phase, CARDS};
-use common::servers::{free_port, stop};
+use common::servers::{free_port, http_get, json_in, stop};
 use common::*;
 use serde_json::Value;
 
-/// The fleet view, its metrics on `port`; killed if the test fails.
+/// The fleet view, its metrics on `port` and its web view on `web`;
+/// killed if the test fails.
 struct View(Option<Child>);
 
 impl View {
-    fn spawn(urls: &str, port: u16) -> View {
+    fn spawn(urls: &str, port: u16, web: u16) -> View {
         let child = Command::new(tools_bin())
             .args(["collect", "--from-nats", urls, "--fleet-view"])
             .args(["--quiet", "--json", "--interval", "0", "--duration", "600"])
-            .args(["--metrics", &format!("127.0.0.1:{port}")])
+            .args(["--metrics", &format!("127.0.0.1:{port}"), "--http", &format!("127.0.0.1:{web}")])
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -68,6 +70,29 @@ fn summary(child: &mut Child) -> Value {
 fn aggregators(port: u16) -> (u64, u64) {
     let live = metric(port, "int_collect_fleet_aggregators{state=\"live\"} ");
     (live, metric(port, "int_collect_fleet_aggregators{state=\"stopped\"} "))
+}
+
+/// Each link's latencies counted, by (from, to): off a Prometheus page.
+fn metrics_links(port: u16) -> BTreeMap<(String, String), u64> {
+    let page = http_get(port, "/metrics").unwrap_or_default();
+    let family = "int_collect_link_latency_seconds_count{";
+    let label = |line: &str, name: &str| -> String {
+        let after = line.split(&format!("{name}=\"")).nth(1).unwrap_or("");
+        after.split('"').next().unwrap_or("").to_string()
+    };
+    let links = page.lines().filter(|l| l.starts_with(family));
+    links
+        .map(|l| ((label(l, "from"), label(l, "to")), l.rsplit(' ').next().unwrap().parse().unwrap()))
+        .collect()
+}
+
+/// Each link's latencies counted, by (from, to): off the web view's
+/// topology.
+fn web_links(port: u16) -> BTreeMap<(String, String), u64> {
+    let topology = json_in(&http_get(port, "/api/topology").unwrap_or_default()).unwrap_or_default();
+    let links = topology["links"].as_array().cloned().unwrap_or_default();
+    let count = |l: &Value| l["latency_ns"]["count"].as_u64().unwrap_or(0);
+    links.iter().map(|l| ((l["from"].to_string(), l["to"].to_string()), count(l))).collect()
 }
 
 /// A link latency's percentile, the one collector's and the view's: within
@@ -112,8 +137,8 @@ fn the_fleet_view_of_three_aggregators_equals_one_collector() {
     let dir = workdir("stream-fleet-view");
     let mut fleet = Fleet::start(&dir);
     let urls: Vec<String> = fleet.servers.iter().map(Server::url).collect();
-    let port = free_port();
-    let mut view = View::spawn(&urls.join(","), port);
+    let (port, web) = (free_port(), free_port());
+    let mut view = View::spawn(&urls.join(","), port, web);
     wait_for("the view hears the three aggregators", || aggregators(port) == (3, 0));
     let mut numbers = [0u32; 4];
     let phases: Vec<Phase> = (0..3).map(|n| phase(n, &mut numbers, CARDS)).collect();
@@ -129,6 +154,14 @@ fn the_fleet_view_of_three_aggregators_equals_one_collector() {
     eprintln!("fleet view: direct {direct:?}; merged {merged:?}");
     assert!(agreed, "the view's metrics {merged:?} equal the one collector's {direct:?}");
     assert!(direct.path_changes > 0 && direct.lost_packets > 0 && direct.link_latencies > 0, "{direct:?}");
+    let links = metrics_links(fleet.direct_metrics);
+    let agreed = came(|| metrics_links(port) == links && web_links(web) == links);
+    assert!(
+        agreed,
+        "each link's count: one collector {links:?}, metrics {:?}, web {:?}",
+        metrics_links(port),
+        web_links(web)
+    );
     // A graceful stop: each aggregator's last state stays in the view.
     for aggregator in &mut fleet.aggregators {
         terminate(aggregator.as_mut().unwrap());
