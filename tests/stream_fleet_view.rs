@@ -146,13 +146,17 @@ fn the_fleet_view_of_three_aggregators_equals_one_collector() {
         fleet.send(phase);
     }
     let direct = settled(fleet.direct_metrics, &phases);
+    let ports = fleet.live_ports();
+    came(|| fleet.booked(&ports) == direct);
+    let booked = fleet.booked(&ports);
     let mut merged = Figures::default();
     let agreed = came(|| {
         merged = Figures::of(port);
-        merged == direct
+        merged == booked
     });
-    eprintln!("fleet view: direct {direct:?}; merged {merged:?}");
-    assert!(agreed, "the view's metrics {merged:?} equal the one collector's {direct:?}");
+    eprintln!("fleet view: direct {direct:?}; aggregators' sum {booked:?}; merged {merged:?}");
+    assert!(agreed, "the view's metrics {merged:?} equal the aggregators' sum {booked:?}");
+    assert_eq!(merged, direct, "the view's metrics equal the one collector's");
     assert!(direct.path_changes > 0 && direct.lost_packets > 0 && direct.link_latencies > 0, "{direct:?}");
     let links = metrics_links(fleet.direct_metrics);
     let agreed = came(|| metrics_links(port) == links && web_links(web) == links);
