@@ -29,15 +29,8 @@ fn three_aggregators_over_16_partitions_add_up_to_one_collector() {
     }
     let dir = workdir("stream-partitions");
     let fleet = Fleet::start(&dir);
-    let mut numbers = [0u32; 4];
-    let phases: Vec<Phase> = (0..3).map(|n| phase(n, &mut numbers, CARDS)).collect();
-    // The phases back to back: no switch falls silent for a join window.
-    for phase in &phases {
-        fleet.send(phase);
-    }
-    let direct = settled(fleet.direct_metrics, &phases);
+    let direct = fleet.send_three_phases();
     let ports = fleet.live_ports();
-    came(|| fleet.booked(&ports) == direct);
     let each: Vec<Figures> = ports.iter().map(|p| Figures::of(*p)).collect();
     eprintln!("partitions: direct {direct:?}; aggregators {each:?}");
     assert_eq!(fleet.booked(&ports), direct);

@@ -260,6 +260,22 @@ impl Fleet {
         }
     }
 
+    /// Three phases with postcards sent back to back (no switch falls
+    /// silent for a join window); the direct collector's figures once it
+    /// booked them whole, and the live aggregators as much (or two minutes
+    /// passed).
+    pub fn send_three_phases(&self) -> Figures {
+        let mut numbers = [0u32; 4];
+        let phases: Vec<Phase> = (0..3).map(|n| phase(n, &mut numbers, CARDS)).collect();
+        for phase in &phases {
+            self.send(phase);
+        }
+        let direct = settled(self.direct_metrics, &phases);
+        let ports = self.live_ports();
+        came(|| self.booked(&ports) == direct);
+        direct
+    }
+
     pub fn live_ports(&self) -> Vec<u16> {
         self.aggregator_ports
             .iter()
