@@ -13,6 +13,9 @@ use crate::collect::counts::{counter_family, counts_of, gauge, Counted};
 use crate::collect::nats::{Servers, StreamError};
 use crate::collect::shared::Shared;
 
+/// How long a state may take to reach the servers.
+const SEND: Duration = Duration::from_secs(2);
+
 /// What the publisher did, for the summary and the metrics.
 #[derive(Debug, Default)]
 pub struct Counts {
@@ -120,10 +123,15 @@ impl Publishing {
         let sent = match state.encode() {
             Ok(bytes) => {
                 self.counts.bytes.store(bytes.len() as u64, Ordering::Relaxed);
-                let published = client.publish(self.subject.clone(), bytes.into()).await;
-                match published {
-                    Ok(()) => client.flush().await.map_err(|e| e.to_string()),
-                    Err(error) => Err(error.to_string()),
+                // Bounded: with the servers away a flush waits for their
+                // return, and the last state must not hold collect's exit.
+                let sent = async {
+                    client.publish(self.subject.clone(), bytes.into()).await.map_err(|e| e.to_string())?;
+                    client.flush().await.map_err(|e| e.to_string())
+                };
+                match tokio::time::timeout(SEND, sent).await {
+                    Ok(sent) => sent,
+                    Err(_) => Err(format!("no answer within {} s", SEND.as_secs())),
                 }
             }
             Err(error) => Err(error.to_string()),
