@@ -7,6 +7,7 @@ pub mod collector;
 mod files;
 pub mod hops;
 pub mod ipv6_options;
+pub mod partitions;
 pub mod servers;
 pub use files::*;
 

@@ -19,6 +19,7 @@ mod counts;
 mod error;
 pub mod exporters;
 mod exporting;
+pub mod fleet;
 pub mod names;
 pub mod nats;
 pub mod receivers;
@@ -83,13 +84,20 @@ pub fn run(args: &CollectArgs, source: Source) -> Result<(), CollectError> {
     let shown = view.as_ref().map(|settings| view::board(settings, restored.board, names.clone()));
     let started = Instant::now();
     let mut exporting = Exporting::start(args, &names)?;
-    let consumer = from_stream.as_ref().map(|_| Arc::new(receivers::nats::Counts::default()));
+    let fleet_view = from_stream.as_ref().filter(|_| args.nats.fleet_view);
+    let gathered = fleet_view.map(|_| Arc::new(fleet::gather::Counts::default()));
+    let consumer = from_stream.as_ref().filter(|_| gathered.is_none());
+    let consumer = consumer.map(|_| Arc::new(receivers::nats::Counts::default()));
     let leasing = from_stream.as_ref().and_then(|_| leasing(args));
+    let published = leasing.as_ref().filter(|_| !args.nats.nats_view_s.is_zero());
+    let published = published.map(|_| Arc::new(fleet::publish::Counts::default()));
     let view_counts = args.view.http.map(|_| Arc::new(view::Counts::default()));
     let state_counts = store.as_ref().map(|_| Arc::new(state::Counts::default()));
     let others = &mut exporting.others;
     others.extend(consumer.iter().map(|c| Arc::clone(c) as Arc<dyn Counted>));
     others.extend(leasing.iter().map(|l| Arc::clone(&l.counts) as Arc<dyn Counted>));
+    others.extend(gathered.iter().map(|c| Arc::clone(c) as Arc<dyn Counted>));
+    others.extend(published.iter().map(|c| Arc::clone(c) as Arc<dyn Counted>));
     others.extend(view_counts.iter().map(|c| Arc::clone(c) as Arc<dyn Counted>));
     others.extend(state_counts.iter().map(|c| Arc::clone(c) as Arc<dyn Counted>));
     others.extend(ipfix_in.iter().map(|(_, c)| Arc::clone(c) as Arc<dyn Counted>));
@@ -102,13 +110,34 @@ pub fn run(args: &CollectArgs, source: Source) -> Result<(), CollectError> {
         (Some(store), Some(counts)) => Some(start_state(store, shown.clone(), counts, &shared)?),
         _ => None,
     };
-    let attached = consumer
-        .clone()
-        .map(|counts| Box::new(move || counts.attached.load(Ordering::Relaxed)) as health::Ready);
+    let attached = match (consumer.clone(), gathered.clone()) {
+        (Some(counts), _) => Some(Box::new(move || counts.attached.load(Ordering::Relaxed)) as health::Ready),
+        (None, Some(counts)) => {
+            Some(Box::new(move || counts.attached.load(Ordering::Relaxed)) as health::Ready)
+        }
+        (None, None) => None,
+    };
     let health = Arc::new(health::Health::new(attached));
     let views = start_views(args, &shared, view_counts, &health, view.zip(shown))?;
-    let stream = from_stream.zip(consumer).map(|(settings, counts)| (settings, counts, leasing));
-    let mut readers = spawn_readers(args, receivers, stream, &shared, &how);
+    let publisher = match (&from_stream, published) {
+        (Some(settings), Some(counts)) => Some(fleet::publish::start(
+            settings.servers.clone(),
+            &settings.prefix,
+            args.nats.nats_view_s,
+            &shared,
+            counts,
+        )?),
+        _ => None,
+    };
+    let mut readers = match (gathered, from_stream.clone()) {
+        (Some(counts), Some(settings)) => {
+            Readers::Aggregator(fleet::gather::spawn(settings, &shared, counts))
+        }
+        _ => {
+            let stream = from_stream.zip(consumer).map(|(settings, counts)| (settings, counts, leasing));
+            spawn_readers(args, receivers, stream, &shared, &how)
+        }
+    };
     if let (Readers::Receivers(threads), Some((socket, counts))) = (&mut readers, ipfix_in) {
         threads.push(receivers::ipfix::spawn(socket, &shared, args.receivers.ifa_elements(), counts));
     }
@@ -117,6 +146,9 @@ pub fn run(args: &CollectArgs, source: Source) -> Result<(), CollectError> {
     shared.quit.store(true, Ordering::Relaxed);
     let failure = readers.join();
     close_joins(&shared);
+    if let Some(publisher) = publisher {
+        publisher.finish();
+    }
     exporting.stop(&shared);
     for thread in views {
         let _ = thread.join();

@@ -143,6 +143,10 @@ pub struct Hops {
     /// foldhash, randomly seeded, as the ledger's flows: one lookup a
     /// report, keyed by flows a sender chooses.
     paths: HashMap<FlowKey, Followed, RandomState>,
+    /// Flows whose paths are followed elsewhere: another aggregator's,
+    /// in a fleet view (their paths stay with it).
+    #[serde(default)]
+    elsewhere: u64,
     pub path_changes: u64,
     pub recent: VecDeque<PathChange>,
     pub untracked: Untracked,
@@ -156,6 +160,7 @@ impl Hops {
             links: BTreeMap::new(),
             sinks: BTreeMap::new(),
             paths: HashMap::default(),
+            elsewhere: 0,
             path_changes: 0,
             recent: VecDeque::new(),
             untracked: Untracked::default(),
@@ -194,8 +199,21 @@ impl Hops {
         }
     }
 
-    /// Flows whose path is followed.
+    /// These books without their flows' paths, only how many (what an
+    /// aggregator publishes for a fleet view: a path a flow is a few
+    /// dozen bytes, and only its aggregator tells its changes).
+    pub fn without_paths(mut self) -> Hops {
+        self.elsewhere += self.paths.len() as u64;
+        self.paths = HashMap::default();
+        self
+    }
+
+    /// Flows whose path is followed (here or elsewhere).
     pub fn paths(&self) -> usize {
+        usize::try_from(self.elsewhere).unwrap_or(usize::MAX).saturating_add(self.paths_here())
+    }
+
+    fn paths_here(&self) -> usize {
         self.paths.len()
     }
 
@@ -354,6 +372,7 @@ impl Hops {
         for (flow, path) in &other.paths {
             self.paths.entry(*flow).or_insert_with(|| path.clone());
         }
+        self.elsewhere += other.elsewhere;
         self.path_changes += other.path_changes;
         let mut recent: Vec<PathChange> = self.recent.drain(..).chain(other.recent.iter().cloned()).collect();
         recent.sort_by_key(|change| change.at_ms);

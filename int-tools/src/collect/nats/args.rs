@@ -79,6 +79,17 @@ pub struct NatsArgs {
     /// others after this.
     #[arg(long, value_name = "S", default_value = "3", value_parser = duration::lease)]
     pub nats_lease_s: Duration,
+    /// Seconds between the view states an aggregator over partitions
+    /// (--partitions) publishes to PREFIX-view.ID for --fleet-view, and
+    /// once at a graceful stop; 0: none.
+    #[arg(long, value_name = "S", default_value = "2", value_parser = duration::view_state)]
+    pub nats_view_s: Duration,
+    /// Book no reports: merge the view states the aggregators over
+    /// partitions publish on --from-nats into one fleet view (summary,
+    /// metrics, web view); an aggregator silent for three of its intervals
+    /// is dropped (docs/scale-out.md).
+    #[arg(long)]
+    pub fleet_view: bool,
     /// Reports (or JSON records) waiting for the NATS server at most;
     /// beyond, new ones are dropped and counted (a slow or absent server
     /// never stalls the collector).
@@ -97,6 +108,10 @@ pub enum SettingsError {
     PartitionedJson,
     #[error("--partitions without --nats-partitions: give the stream's number of partitions too")]
     OwnedWithoutCount,
+    #[error("--fleet-view without --from-nats: give the servers the aggregators publish their states to")]
+    FleetWithoutServers,
+    #[error("--fleet-view with --partitions: the fleet view reads the aggregators' states, no partition (drop one)")]
+    FleetWithPartitions,
     #[error("--partitions lists {0}, beyond --nats-partitions {1}")]
     OwnedBeyond(u8, u16),
 }
@@ -109,6 +124,9 @@ impl NatsArgs {
 
     /// The stream `--from-nats` reads; none without it.
     pub fn consume(&self) -> Result<Option<Settings>, SettingsError> {
+        if self.fleet_view && self.from_nats.is_none() {
+            return Err(SettingsError::FleetWithoutServers);
+        }
         self.from_nats.as_deref().map(|url| self.settings("--from-nats", url)).transpose()
     }
 
@@ -137,6 +155,9 @@ impl NatsArgs {
     }
 
     fn check_partitions(&self) -> Result<(), SettingsError> {
+        if self.fleet_view && self.partitions.is_some() {
+            return Err(SettingsError::FleetWithPartitions);
+        }
         if self.nats_partitions.is_some() && self.nats_format == Format::Json {
             return Err(SettingsError::PartitionedJson);
         }

@@ -138,6 +138,12 @@ pub fn state_max_age(text: &str) -> Result<Duration, DurationError> {
     Bounds { unit: Unit::Seconds, least: 1.0, most: 3650.0 * DAY_S, zero: false, hint }.parse(text)
 }
 
+/// `--nats-view-s`.
+pub fn view_state(text: &str) -> Result<Duration, DurationError> {
+    let hint = "seconds between an aggregator's published view states (--fleet-view merges them); 0: none";
+    Bounds { unit: Unit::Seconds, least: 0.1, most: 600.0, zero: true, hint }.parse(text)
+}
+
 /// `--nats-lease-s`.
 pub fn lease(text: &str) -> Result<Duration, DurationError> {
     let hint = "seconds a partition's lease holds unrenewed: a dead aggregator's partitions move after it";

@@ -79,6 +79,8 @@ pub const KEYS: &[Key] = &[
     value("nats.partitions", "nats_partitions"),
     value("nats.owned", "partitions"),
     value("nats.lease_s", "nats_lease_s"),
+    value("nats.view_s", "nats_view_s"),
+    value("nats.fleet_view", "fleet_view"),
     file("nats.credentials", "nats_credentials"),
     file("nats.ca", "nats_ca"),
     value("ipfix.url", "ipfix"),

@@ -211,3 +211,24 @@ fn congestion_keys_and_every_bad_value_at_once() {
     }
     assert!(problems.iter().all(|p| p.hint.contains("--congestion-")), "{problems:?}");
 }
+
+/// The fleet view's keys: good values become the flags' settings; bad
+/// ones are each named with their key and flag, at once.
+#[test]
+fn fleet_view_keys_and_every_bad_value_at_once() {
+    let good = "nats: {consume: nats://127.0.0.1:4222, fleet_view: true, view_s: 0.5}\n";
+    let flags: Vec<OsString> = read(good).unwrap().into_iter().flat_map(Setting::flags).collect();
+    let command = CollectArgs::augment_args(Command::new("collect"));
+    let matches =
+        command.try_get_matches_from(std::iter::once(OsString::from("collect")).chain(flags)).unwrap();
+    let nats = CollectArgs::from_arg_matches(&matches).unwrap().nats;
+    assert!(nats.fleet_view);
+    assert_eq!(nats.nats_view_s, std::time::Duration::from_millis(500));
+    assert!(nats.consume().unwrap().is_some());
+    let problems = read("nats: {fleet_view: perhaps, view_s: 9999}\n").unwrap_err();
+    let named: Vec<(&str, bool)> = problems
+        .iter()
+        .map(|p| (p.path.as_str(), p.hint.contains("--fleet-view") || p.hint.contains("--nats-view-s")))
+        .collect();
+    assert_eq!(named, [("nats.fleet_view", true), ("nats.view_s", true)], "{problems:?}");
+}

@@ -1,0 +1,187 @@
+//! The fleet view over a partitioned stream, on a real three-server NATS
+//! JetStream cluster (R3): three aggregators over 16 partitions publish
+//! their books' state every 2 s (the default `--nats-view-s`), and
+//! `collect --fleet-view` merges them. Fed the traffic of
+//! `stream_partitions.rs` (INT-MD reports of many flows, a third changing
+//! path, loss reports, drop summaries, three switches' postcards out of
+//! path order through two receivers), the view's metrics page and its
+//! summary at exit equal one collector fed everything: reports, packets
+//! lost, latency reports, path changes, joined postcards, and every
+//! link's latency count, its p50 and p99 within one histogram bucket.
+//! The aggregators then stop gracefully: their last states stay in the
+//! view, its figures unchanged.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::process::{Child, Command, Stdio};
+
+use common::cluster::{metric, Server};
+use common::partitions::{came, skipped, wait_for, Figures, Fleet};
+use common::servers::{free_port, http_get, json_in, stop};
+use common::*;
+use serde_json::Value;
+
+/// The fleet view, its metrics on `port` and its web view on `web`;
+/// killed if the test fails.
+struct View(Option<Child>);
+
+impl View {
+    fn spawn(urls: &str, port: u16, web: u16) -> View {
+        let child = Command::new(tools_bin())
+            .args(["collect", "--from-nats", urls, "--fleet-view"])
+            .args(["--quiet", "--json", "--interval", "0", "--duration", "600"])
+            .args(["--metrics", &format!("127.0.0.1:{port}"), "--http", &format!("127.0.0.1:{web}")])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        View(Some(child))
+    }
+}
+
+impl Drop for View {
+    fn drop(&mut self) {
+        if let Some(child) = self.0.take() {
+            stop(child);
+        }
+    }
+}
+
+/// Stops `child` gracefully (SIGTERM) and waits for it.
+fn terminate(child: &mut Child) {
+    Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(child.wait().unwrap().success());
+}
+
+/// [`terminate`], and its summary at exit (its last line, `--json`).
+fn summary(child: &mut Child) -> Value {
+    Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    let mut text = String::new();
+    child.stdout.take().unwrap().read_to_string(&mut text).unwrap();
+    assert!(child.wait().unwrap().success());
+    let last = text.lines().last().unwrap();
+    serde_json::from_str::<Value>(last).unwrap()["summary"].clone()
+}
+
+/// The view's aggregators: (live, stopped).
+fn aggregators(port: u16) -> (u64, u64) {
+    let live = metric(port, "int_collect_fleet_aggregators{state=\"live\"} ");
+    (live, metric(port, "int_collect_fleet_aggregators{state=\"stopped\"} "))
+}
+
+/// Each link's latencies counted, by (from, to): off a Prometheus page.
+fn metrics_links(port: u16) -> BTreeMap<(String, String), u64> {
+    let page = http_get(port, "/metrics").unwrap_or_default();
+    let family = "int_collect_link_latency_seconds_count{";
+    let label = |line: &str, name: &str| -> String {
+        let after = line.split(&format!("{name}=\"")).nth(1).unwrap_or("");
+        after.split('"').next().unwrap_or("").to_string()
+    };
+    let links = page.lines().filter(|l| l.starts_with(family));
+    links
+        .map(|l| ((label(l, "from"), label(l, "to")), l.rsplit(' ').next().unwrap().parse().unwrap()))
+        .collect()
+}
+
+/// Each link's latencies counted, by (from, to): off the web view's
+/// topology.
+fn web_links(port: u16) -> BTreeMap<(String, String), u64> {
+    let topology = json_in(&http_get(port, "/api/topology").unwrap_or_default()).unwrap_or_default();
+    let links = topology["links"].as_array().cloned().unwrap_or_default();
+    let count = |l: &Value| l["latency_ns"]["count"].as_u64().unwrap_or(0);
+    links.iter().map(|l| ((l["from"].to_string(), l["to"].to_string()), count(l))).collect()
+}
+
+/// A link latency's percentile, the one collector's and the view's: within
+/// one bucket of the links' histograms (two significant digits: 128 to
+/// 256 sub-buckets a power of two, a bucket at most 1/128 of its value).
+fn within_a_bucket(what: &str, one: &Value, view: &Value) {
+    let (one, view) = (one.as_i64().unwrap(), view.as_i64().unwrap());
+    let bucket = one.abs() / 128 + 1;
+    assert!((one - view).abs() <= bucket, "{what}: one collector {one}, fleet view {view}");
+}
+
+/// Every figure the test compares of the two summaries.
+fn compare(one: &Value, view: &Value) -> usize {
+    for key in ["reports", "path_changes", "postcards"] {
+        assert_eq!(one[key], view[key], "{key}");
+    }
+    for key in ["latency_reports", "lost_packets"] {
+        assert_eq!(one["all_flows"][key], view["all_flows"][key], "all_flows.{key}");
+    }
+    assert_eq!(one["nodes"].as_array().unwrap().len(), view["nodes"].as_array().unwrap().len());
+    let (links, merged) = (one["links"].as_array().unwrap(), view["links"].as_array().unwrap());
+    assert_eq!(links.len(), merged.len(), "links");
+    let mut exact = 0;
+    for (link, theirs) in links.iter().zip(merged) {
+        let what = format!("link {} to {}", link["from"], link["to"]);
+        assert_eq!((&link["from"], &link["to"]), (&theirs["from"], &theirs["to"]), "{what}");
+        let (ours, theirs) = (&link["latency_ns"], &theirs["latency_ns"]);
+        assert_eq!(ours["count"], theirs["count"], "{what}: count");
+        for p in ["p50", "p99"] {
+            within_a_bucket(&format!("{what} {p}"), &ours[p], &theirs[p]);
+            exact += usize::from(ours[p] == theirs[p]);
+        }
+    }
+    exact
+}
+
+#[test]
+fn the_fleet_view_of_three_aggregators_equals_one_collector() {
+    if skipped() {
+        return;
+    }
+    let dir = workdir("stream-fleet-view");
+    let mut fleet = Fleet::start(&dir);
+    let urls: Vec<String> = fleet.servers.iter().map(Server::url).collect();
+    let (port, web) = (free_port(), free_port());
+    let mut view = View::spawn(&urls.join(","), port, web);
+    wait_for("the view hears the three aggregators", || aggregators(port) == (3, 0));
+    let direct = fleet.send_three_phases();
+    let ports = fleet.live_ports();
+    let booked = fleet.booked(&ports);
+    let mut merged = Figures::default();
+    let agreed = came(|| {
+        merged = Figures::of(port);
+        merged == booked
+    });
+    let again: Vec<u64> =
+        ["int_collect_nats_consumer_redelivered_total ", "int_collect_nats_consumer_unconfirmed_total "]
+            .map(|family| ports.iter().map(|p| metric(*p, family)).sum())
+            .into();
+    eprintln!("fleet view: direct {direct:?}; aggregators' sum {booked:?} (redelivered, unconfirmed: {again:?}); merged {merged:?}");
+    assert!(agreed, "the view's metrics {merged:?} equal the aggregators' sum {booked:?}");
+    assert_eq!(merged, direct, "the view's metrics equal the one collector's");
+    assert!(direct.path_changes > 0 && direct.lost_packets > 0 && direct.link_latencies > 0, "{direct:?}");
+    let links = metrics_links(fleet.direct_metrics);
+    let agreed = came(|| metrics_links(port) == links && web_links(web) == links);
+    assert!(
+        agreed,
+        "each link's count: one collector {links:?}, metrics {:?}, web {:?}",
+        metrics_links(port),
+        web_links(web)
+    );
+    let sizes: Vec<u64> = ports.iter().map(|p| metric(*p, "int_collect_fleet_state_bytes ")).collect();
+    eprintln!("fleet view: the aggregators' last states: {sizes:?} bytes");
+    // A graceful stop: each aggregator's last state stays in the view.
+    for aggregator in &mut fleet.aggregators {
+        terminate(aggregator.as_mut().unwrap());
+        aggregator.take();
+    }
+    wait_for("the view keeps the three stopped aggregators' last books", || aggregators(port) == (0, 3));
+    assert_eq!(Figures::of(port), direct, "after the aggregators stopped");
+    assert_eq!(metric(port, "int_collect_fleet_aggregators_expired_total "), 0);
+    let one = summary(&mut fleet.direct.0);
+    let merged = summary(view.0.as_mut().unwrap());
+    view.0.take();
+    let exact = compare(&one, &merged);
+    let links = one["links"].as_array().unwrap().len();
+    eprintln!(
+        "fleet view: summaries equal; {links} links, {exact} of their {} p50/p99 exactly equal",
+        2 * links
+    );
+    assert_eq!(merged["fleet"]["stopped"], 3);
+}
