@@ -72,22 +72,13 @@ pub fn run(args: &CollectArgs, source: Source) -> Result<(), CollectError> {
         Some(settings) => (Vec::new(), Some(settings)),
         None => (args.receivers.open()?, None),
     };
-    let ipfix_in = match (&args.receivers.listen_ipfix, &from_stream) {
-        (Some(listen), None) => Some((
-            receivers::ipfix::open(listen, args.receivers.rcvbuf)?,
-            Arc::new(receivers::ipfix::Counts::default()),
-        )),
-        _ => None,
-    };
+    let ipfix_in = if from_stream.is_none() { open_ipfix(args)? } else { None };
     let (store, restored) = open_state(args)?;
     let view = args.view.settings(view_files.clone());
     let shown = view.as_ref().map(|settings| view::board(settings, restored.board, names.clone()));
     let started = Instant::now();
     let mut exporting = Exporting::start(args, &names)?;
-    let fleet_view = from_stream.as_ref().filter(|_| args.nats.fleet_view);
-    let gathered = fleet_view.map(|_| Arc::new(fleet::gather::Counts::default()));
-    let consumer = from_stream.as_ref().filter(|_| gathered.is_none());
-    let consumer = consumer.map(|_| Arc::new(receivers::nats::Counts::default()));
+    let (gathered, consumer) = stream_counts(args, from_stream.as_ref());
     let leasing = from_stream.as_ref().and_then(|_| leasing(args));
     let published = leasing.as_ref().filter(|_| !args.nats.nats_view_s.is_zero());
     let published = published.map(|_| Arc::new(fleet::publish::Counts::default()));
@@ -112,23 +103,13 @@ pub fn run(args: &CollectArgs, source: Source) -> Result<(), CollectError> {
     };
     let attached = match (consumer.clone(), gathered.clone()) {
         (Some(counts), _) => Some(Box::new(move || counts.attached.load(Ordering::Relaxed)) as health::Ready),
-        (None, Some(counts)) => {
-            Some(Box::new(move || counts.attached.load(Ordering::Relaxed)) as health::Ready)
+        (None, counts) => {
+            counts.map(|c| Box::new(move || c.attached.load(Ordering::Relaxed)) as health::Ready)
         }
-        (None, None) => None,
     };
     let health = Arc::new(health::Health::new(attached));
     let views = start_views(args, &shared, view_counts, &health, view.zip(shown))?;
-    let publisher = match (&from_stream, published) {
-        (Some(settings), Some(counts)) => Some(fleet::publish::start(
-            settings.servers.clone(),
-            &settings.prefix,
-            args.nats.nats_view_s,
-            &shared,
-            counts,
-        )?),
-        _ => None,
-    };
+    let publisher = start_publisher(args, from_stream.as_ref(), published, &shared)?;
     let mut readers = match (gathered, from_stream.clone()) {
         (Some(counts), Some(settings)) => {
             Readers::Aggregator(fleet::gather::spawn(settings, &shared, counts))
@@ -155,6 +136,46 @@ pub fn run(args: &CollectArgs, source: Source) -> Result<(), CollectError> {
     }
     finish(&live.args, &shared, writer)?;
     failure.map_or(Ok(()), Err)
+}
+
+/// Off a stream, the counts of what reads it: the fleet view's gathering,
+/// or an aggregator's consumer.
+fn stream_counts(
+    args: &CollectArgs,
+    from_stream: Option<&nats::Settings>,
+) -> (Option<Arc<fleet::gather::Counts>>, Option<Arc<receivers::nats::Counts>>) {
+    match from_stream {
+        Some(_) if args.nats.fleet_view => (Some(Arc::default()), None),
+        Some(_) => (None, Some(Arc::default())),
+        None => (None, None),
+    }
+}
+
+/// `--listen-ipfix`'s socket and its counts.
+fn open_ipfix(
+    args: &CollectArgs,
+) -> Result<Option<(std::net::UdpSocket, Arc<receivers::ipfix::Counts>)>, CollectError> {
+    let Some(listen) = &args.receivers.listen_ipfix else { return Ok(None) };
+    let socket = receivers::ipfix::open(listen, args.receivers.rcvbuf)?;
+    Ok(Some((socket, Arc::new(receivers::ipfix::Counts::default()))))
+}
+
+/// An aggregator's publisher of its books' state for the fleet view.
+fn start_publisher(
+    args: &CollectArgs,
+    from_stream: Option<&nats::Settings>,
+    counts: Option<Arc<fleet::publish::Counts>>,
+    shared: &Arc<Shared>,
+) -> Result<Option<fleet::publish::Publisher>, CollectError> {
+    let (Some(settings), Some(counts)) = (from_stream, counts) else { return Ok(None) };
+    let publisher = fleet::publish::start(
+        settings.servers.clone(),
+        &settings.prefix,
+        args.nats.nats_view_s,
+        shared,
+        counts,
+    )?;
+    Ok(Some(publisher))
 }
 
 /// The readers' threads: the aggregator's on the stream, or a receiver's
