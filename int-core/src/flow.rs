@@ -267,6 +267,24 @@ pub(crate) fn flow_key(frame: &[u8], ip: &IpLocation, protocol: u8, src_port: u1
     }
 }
 
+/// [`flow_key`] of an IPv4 packet as the fast tables key it, with no
+/// key to build; `None` for IPv6 (its key names it) or a cut header.
+#[inline(always)]
+pub(crate) fn flow_words_v4(
+    frame: &[u8],
+    ip: &IpLocation,
+    protocol: u8,
+    src_port: u16,
+    dst_port: u16,
+) -> Option<FlowWords> {
+    if ip.version != IpVersion::V4 {
+        return None;
+    }
+    let addresses: &[u8; 8] = frame.get(ip.l3 + 12..)?.first_chunk()?;
+    let rest = u64::from(protocol) << 32 | u64::from(src_port) << 16 | u64::from(dst_port);
+    Some(FlowWords { addresses: u64::from_be_bytes(*addresses), rest })
+}
+
 /// [`flow_key`] of an IPv6 packet, out of line: the fast path's frame is IPv4,
 /// and its path stays short.
 #[cold]

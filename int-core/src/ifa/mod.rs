@@ -267,6 +267,14 @@ impl Located {
         crate::flow::flow_key(frame, &self.ip, self.header.next_header, src_port, dst_port)
     }
 
+    /// [`Located::flow`] as the fast tables key it, for an IPv4 packet
+    /// (the sink's common case: no key to build); `None` for IPv6.
+    #[inline(always)]
+    pub fn flow_words(&self, frame: &[u8]) -> Option<crate::flow::FlowWords> {
+        let (src_port, dst_port) = self.carrier.ports();
+        crate::flow::flow_words_v4(frame, &self.ip, self.header.next_header, src_port, dst_port)
+    }
+
     /// Where a report's copy of the packet ends: after the stack, as the
     /// other sinks' copies end after their telemetry and the L4 header's
     /// ports (IFA's L4 header lies before its stack).

@@ -51,6 +51,15 @@ fn tcp6() -> Vec<u8> {
     PacketSpec::tcp6("1000::7".parse().unwrap(), "1000::8".parse().unwrap(), 3300, 4400, 64).build()
 }
 
+/// An IPv4 packet whose 'UDP' payload is rewritten into GRE with a key.
+fn gre4() -> Vec<u8> {
+    let mut base = udp4(9);
+    let ip = locate::ip(&base).unwrap().unwrap();
+    base[ip.next_header_at] = gre::IP_PROTOCOL;
+    base[ip.l4..ip.l4 + 8].copy_from_slice(&[0x20, 0x00, 0x86, 0xdd, 0, 0, 0, 7]);
+    base
+}
+
 fn located(frame: &[u8]) -> Located {
     Domain::default().locate(frame).unwrap().unwrap()
 }
@@ -90,13 +99,22 @@ fn tcp_over_ipv6_and_the_tunnel_carriers() {
 }
 
 #[test]
+fn an_ipv4_flows_words_name_its_key_and_an_ipv6_flow_has_none() {
+    let tcp4 = PacketSpec::tcp([10, 0, 0, 1].into(), [10, 9, 0, 2].into(), 7, 80, 64).build();
+    for (frame, l4_len) in [(udp4(2200), 8), (tcp4, 20), (gre4(), 8)] {
+        let frame = with_ifa(&frame, 0x04, l4_len, MD, &hops());
+        let found = located(&frame);
+        let (words, key) = (found.flow_words(&frame).unwrap(), found.flow(&frame));
+        assert_eq!(words.key_v4(), Some(key));
+        assert_eq!((words.hash64(), words.phase()), (key.hash64(), key.phase()));
+    }
+    let frame = with_ifa(&tcp6(), 0x04, 20, MD, &hops());
+    assert_eq!(located(&frame).flow_words(&frame), None);
+}
+
+#[test]
 fn gre_carries_the_stack_after_its_optional_words() {
-    // An IPv4 packet whose 'UDP' payload is rewritten into GRE with a key.
-    let mut base = udp4(9);
-    let ip = locate::ip(&base).unwrap().unwrap();
-    base[ip.next_header_at] = gre::IP_PROTOCOL;
-    base[ip.l4..ip.l4 + 8].copy_from_slice(&[0x20, 0x00, 0x86, 0xdd, 0, 0, 0, 7]);
-    let found = located(&with_ifa(&base, 0x04, 8, MD, &hops()));
+    let found = located(&with_ifa(&gre4(), 0x04, 8, MD, &hops()));
     assert_eq!(found.header.next_header, 47);
     assert_eq!(
         found.carrier,

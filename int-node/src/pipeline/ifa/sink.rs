@@ -26,7 +26,6 @@
 //! counted by reason) cannot be given back as it came: it is dropped
 //! (`malformed_dropped`), never forwarded with IFA in it, never reported.
 
-use int_core::flow::FlowKey;
 use int_core::hop_rule::HopFigures;
 use int_core::ifa::fast_sink::FastSink;
 use int_core::ifa::sink::{find, strip};
@@ -129,9 +128,21 @@ impl IfaSinkStage {
     ) -> bool {
         let now_ns = self.core.arrival_ns(burst, i, burst_ns);
         let Some(frame) = burst.data(i) else { return true };
-        let key = found.flow(frame);
-        let seen = self.seen(frame, found, &key, now_ns);
-        let why = self.core.track(FlowRef::Key(&key), &seen, now_ns, counters);
+        // An IPv4 flow goes by its words, as INT 2.1's fast path keys it:
+        // no key built a packet.
+        let (words, key);
+        let (flow, phase) = match found.flow_words(frame) {
+            Some(flow) => {
+                words = flow;
+                (FlowRef::Words(&words), words.phase())
+            }
+            None => {
+                key = found.flow(frame);
+                (FlowRef::Key(&key), key.phase())
+            }
+        };
+        let seen = self.seen(frame, found, phase, now_ns);
+        let why = self.core.track(flow, &seen, now_ns, counters);
         // In IPFIX, reported once stripped.
         let mut pending = None;
         if let (Some(why), Some(frame)) = (why, burst.data(i)) {
@@ -195,7 +206,8 @@ impl IfaSinkStage {
     /// What the rules read of a stack: the oldest hop's Device ID and RX
     /// time, and, for a packet the hop rule's sample takes, every hop's
     /// figures newest first.
-    fn seen(&self, frame: &[u8], found: &Located, key: &FlowKey, now_ns: u64) -> Seen {
+    /// `phase`: the flow's ([`int_core::flow::FlowKey::phase`]), for the rule's sample.
+    fn seen(&self, frame: &[u8], found: &Located, phase: u32, now_ns: u64) -> Seen {
         let stack = found.stack(frame);
         let oldest = stack.hops().last();
         let figures = || {
@@ -212,7 +224,7 @@ impl IfaSinkStage {
             sequence: None,
             source_node: oldest.map(|hop| hop.device_id),
             source_ns: oldest.map(|hop| hop.rx_ns(now_ns)),
-            hops: rule.sampled(None, key.phase(), |rule| rule.digest(figures())),
+            hops: rule.sampled(None, phase, |rule| rule.digest(figures())),
             is_mx: false,
         }
     }
