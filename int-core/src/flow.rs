@@ -8,7 +8,7 @@ use core::net::{IpAddr, Ipv4Addr};
 
 use crate::locate::{IpLocation, IpVersion};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct FlowKey {
     pub src: IpAddr,
@@ -16,6 +16,33 @@ pub struct FlowKey {
     pub protocol: u8,
     pub src_port: u16,
     pub dst_port: u16,
+}
+
+/// The tuple as two words for an IPv4 flow (five for IPv6): what a
+/// keyed `HashMap` hasher is given, instead of the derived impl's nine
+/// writes of discriminants, lengths and octets. Every address bit goes in
+/// whole (not [`FlowKey::hash64`]'s fold, whose collisions a sender could
+/// choose), so equal keys hash equal and the hasher's seed keeps its worth.
+impl core::hash::Hash for FlowKey {
+    #[inline]
+    fn hash<H: core::hash::Hasher>(&self, state: &mut H) {
+        let rest = u64::from(self.protocol) << 32 | u64::from(self.src_port) << 16 | u64::from(self.dst_port);
+        match (self.src, self.dst) {
+            (IpAddr::V4(src), IpAddr::V4(dst)) => {
+                state.write_u64(u64::from(u32::from(src)) << 32 | u64::from(u32::from(dst)));
+                state.write_u64(rest);
+            }
+            (src, dst) => {
+                let bits = |addr: IpAddr| match addr {
+                    IpAddr::V4(a) => u128::from(u32::from(a)),
+                    IpAddr::V6(a) => u128::from(a),
+                };
+                state.write_u128(bits(src));
+                state.write_u128(bits(dst));
+                state.write_u64(rest | FlowWords::IPV6);
+            }
+        }
+    }
 }
 
 impl FlowKey {
@@ -313,6 +340,34 @@ mod tests {
         assert_ne!(forward, reverse);
         assert_ne!(forward.hash64(), reverse.hash64());
         assert_eq!(forward.to_string(), "udp 10.0.0.1:4000 -> 10.0.0.2:5000");
+    }
+
+    /// What a `HashMap` hasher is given: the whole tuple, each field
+    /// apart, and the same for equal keys.
+    #[test]
+    fn a_key_hashes_its_whole_tuple() {
+        use core::hash::BuildHasher;
+        let hash =
+            |key: FlowKey| std::hash::BuildHasherDefault::<std::hash::DefaultHasher>::default().hash_one(key);
+        let v6 = |src: &str| FlowKey {
+            src: IpAddr::V6(src.parse().unwrap()),
+            dst: IpAddr::V6("2001:db8::2".parse().unwrap()),
+            ..key(4000)
+        };
+        let base = key(4000);
+        assert_eq!(hash(base), hash(key(4000)));
+        let others = [
+            key(4001),
+            FlowKey { dst_port: 5001, ..base },
+            FlowKey { protocol: 6, ..base },
+            FlowKey { src: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 3)), ..base },
+            FlowKey { dst: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 3)), ..base },
+            v6("2001:db8::1"),
+        ];
+        let hashes: std::collections::HashSet<u64> =
+            others.iter().map(|key| hash(*key)).chain([hash(base)]).collect();
+        assert_eq!(hashes.len(), others.len() + 1);
+        assert_eq!(hash(v6("2001:db8::1")), hash(v6("2001:db8::1")));
     }
 
     #[test]

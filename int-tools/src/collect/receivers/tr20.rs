@@ -120,19 +120,21 @@ pub fn latency_of(
             ifa: None,
         });
     };
-    let source = md.bottom_hop();
+    let mut path: Vec<HopMetadata> = md.hops().collect();
+    path.reverse();
+    // The source's hop, the stack's bottom: the path's first, read once.
+    let source = path.first().filter(|_| path.len() == md.hop_count());
     let latency_ns = match (int.metadata.ingress_timestamp, source.and_then(|hop| hop.ingress_timestamp)) {
         (Some(sink), Some(source)) => Some(sink.wrapping_sub(source) as i64),
         _ => None,
     };
-    let mut path: Vec<HopMetadata> = md.hops().collect();
-    path.reverse();
+    let source_node = source.and_then(|hop| hop.node_id);
     Some(Latency21 {
         flow,
         latency_ns,
         hops: md.hop_count(),
         path,
-        source_node: source.and_then(|hop| hop.node_id),
+        source_node,
         sequence: domain.source_only.sequence_of(&md),
         carrier: Carrier::Int21,
         ifa: None,
