@@ -87,13 +87,20 @@ pub fn run(args: &CollectArgs, source: Source) -> Result<(), CollectError> {
     let others = &mut exporting.others;
     others.extend(consumer.iter().map(|c| Arc::clone(c) as Arc<dyn Counted>));
     others.extend(leasing.iter().map(|l| Arc::clone(&l.counts) as Arc<dyn Counted>));
+    let keeping = leasing.as_ref().filter(|l| !l.checkpoint_every.is_zero());
+    others.extend(keeping.map(|l| Arc::clone(&l.checkpoints) as Arc<dyn Counted>));
     others.extend(gathered.iter().map(|c| Arc::clone(c) as Arc<dyn Counted>));
     others.extend(published.iter().map(|c| Arc::clone(c) as Arc<dyn Counted>));
     others.extend(view_counts.iter().map(|c| Arc::clone(c) as Arc<dyn Counted>));
     others.extend(state_counts.iter().map(|c| Arc::clone(c) as Arc<dyn Counted>));
     others.extend(ipfix_in.iter().map(|(_, c)| Arc::clone(c) as Arc<dyn Counted>));
     let counted = Mutex::new(exporting.counted());
-    let readers = receivers.len().max(usize::from(from_stream.is_some()));
+    // An aggregator over partitions keeps books a partition (each is
+    // checkpointed and moves on its own); the views merge them.
+    let readers = match &leasing {
+        Some(leasing) => usize::from(leasing.count),
+        None => receivers.len().max(usize::from(from_stream.is_some())),
+    };
     let books = books(args, readers, &exporting, restored.books, &names);
     let shared =
         Arc::new(Shared { books, reports: AtomicU64::new(0), quit: AtomicBool::new(false), counted, names });
@@ -109,7 +116,8 @@ pub fn run(args: &CollectArgs, source: Source) -> Result<(), CollectError> {
     };
     let health = Arc::new(health::Health::new(attached));
     let views = start_views(args, &shared, view_counts, &health, view.zip(shown))?;
-    let publisher = start_publisher(args, from_stream.as_ref(), published, &shared)?;
+    let held = leasing.as_ref().filter(|l| !l.checkpoint_every.is_zero()).map(|l| Arc::clone(&l.checkpoints));
+    let publisher = start_publisher(args, from_stream.as_ref(), (published, held), &shared)?;
     let mut readers = match (gathered, from_stream.clone()) {
         (Some(counts), Some(settings)) => {
             Readers::Aggregator(fleet::gather::spawn(settings, &shared, counts))
@@ -164,7 +172,7 @@ fn open_ipfix(
 fn start_publisher(
     args: &CollectArgs,
     from_stream: Option<&nats::Settings>,
-    counts: Option<Arc<fleet::publish::Counts>>,
+    (counts, held): (Option<Arc<fleet::publish::Counts>>, Option<Arc<nats::checkpoint::Checkpoints>>),
     shared: &Arc<Shared>,
 ) -> Result<Option<fleet::publish::Publisher>, CollectError> {
     let (Some(settings), Some(counts)) = (from_stream, counts) else { return Ok(None) };
@@ -173,7 +181,7 @@ fn start_publisher(
         &settings.prefix,
         args.nats.nats_view_s,
         shared,
-        counts,
+        (counts, held),
     )?;
     Ok(Some(publisher))
 }
@@ -207,7 +215,9 @@ fn spawn_readers(
 fn leasing(args: &CollectArgs) -> Option<receivers::partitions::Leasing> {
     let (owned, count) = (args.nats.partitions.clone()?, args.nats.nats_partitions?);
     let counts = Arc::new(nats::lease::Counts::default());
-    Some(receivers::partitions::Leasing { count, owned, ttl: args.nats.nats_lease_s, counts })
+    let (ttl, checkpoint_every) = (args.nats.nats_lease_s, args.nats.nats_checkpoint_s);
+    let checkpoints = Arc::default();
+    Some(receivers::partitions::Leasing { count, owned, ttl, counts, checkpoint_every, checkpoints })
 }
 
 /// After the readers stopped: the last state (what they booked up to their

@@ -175,7 +175,7 @@ fn merge(states: &States, shared: &Shared, counts: &Counts) {
     let stopped = states.values().filter(|(state, _)| state.last).count() as u64;
     counts.stopped.store(stopped, Ordering::Relaxed);
     counts.live.store(states.len() as u64 - stopped, Ordering::Relaxed);
-    let merged = Snapshot::merge(states.values().map(|(state, _)| state.snapshot()));
+    let merged = Snapshot::merge(latest(states).into_iter());
     shared.reports.store(merged.totals.reports, Ordering::Relaxed);
     let Some(Ok(mut books)) = shared.books.first().map(|books| books.lock()) else { return };
     books.ledger = merged.ledger;
@@ -183,6 +183,20 @@ fn merge(states: &States, shared: &Shared, counts: &Counts) {
     books.senders = merged.senders;
     books.totals = merged.totals;
     books.join.counts = merged.joins;
+}
+
+/// The books to merge: each partition's from the state of its latest
+/// owner (the highest lease revision), whether that one lives or stopped;
+/// an aggregator's whole books where its state has no partitions.
+fn latest(states: &States) -> Vec<Snapshot> {
+    let mut owners: BTreeMap<u8, &super::Partition> = BTreeMap::new();
+    for part in states.values().flat_map(|(state, _)| &state.partitions) {
+        if owners.get(&part.partition).is_none_or(|owner| part.epoch > owner.epoch) {
+            owners.insert(part.partition, part);
+        }
+    }
+    let whole = states.values().filter(|(state, _)| state.partitions.is_empty());
+    whole.map(|(state, _)| state.snapshot()).chain(owners.values().map(|part| part.snapshot())).collect()
 }
 
 #[cfg(test)]
