@@ -136,17 +136,23 @@ fn compare(one: &Value, view: &Value) -> usize {
     exact
 }
 
+/// The fleet (in the work directory `name`) and a fleet view that hears
+/// its three aggregators, its metrics and web view ports.
+fn fleet_and_view(name: &str) -> (Fleet, View, u16, u16) {
+    let fleet = Fleet::start(&workdir(name));
+    let urls: Vec<String> = fleet.servers.iter().map(Server::url).collect();
+    let (port, web) = (free_port(), free_port());
+    let view = View::spawn(&urls.join(","), port, web);
+    wait_for("the view hears the three aggregators", || aggregators(port) == (3, 0));
+    (fleet, view, port, web)
+}
+
 #[test]
 fn the_fleet_view_of_three_aggregators_equals_one_collector() {
     if skipped() {
         return;
     }
-    let dir = workdir("stream-fleet-view");
-    let mut fleet = Fleet::start(&dir);
-    let urls: Vec<String> = fleet.servers.iter().map(Server::url).collect();
-    let (port, web) = (free_port(), free_port());
-    let mut view = View::spawn(&urls.join(","), port, web);
-    wait_for("the view hears the three aggregators", || aggregators(port) == (3, 0));
+    let (mut fleet, mut view, port, web) = fleet_and_view("stream-fleet-view");
     let direct = fleet.send_three_phases();
     let ports = fleet.live_ports();
     let booked = fleet.booked(&ports);
@@ -211,12 +217,7 @@ fn a_killed_aggregators_partitions_move_with_their_books() {
     if skipped() {
         return;
     }
-    let dir = workdir("stream-fleet-view-kill");
-    let mut fleet = Fleet::start(&dir);
-    let urls: Vec<String> = fleet.servers.iter().map(Server::url).collect();
-    let (port, web) = (free_port(), free_port());
-    let _view = View::spawn(&urls.join(","), port, web);
-    wait_for("the view hears the three aggregators", || aggregators(port) == (3, 0));
+    let (mut fleet, _view, port, _) = fleet_and_view("stream-fleet-view-kill");
     let mut numbers = [0u32; 4];
     // Postcards after the kill only (a switch silent for a join window
     // closes no group). The first phase's flows go on after the kill: a

@@ -50,41 +50,19 @@ pub struct State {
     pub partitions: Vec<Partition>,
 }
 
-/// One partition's books in its owner's state, and the revision of the
-/// lease its owner took it at: a later owner's is higher.
+/// One partition's books in its owner's state (as a state of their own),
+/// and the revision of the lease its owner took it at: a later owner's is
+/// higher.
 #[derive(serde::Serialize, serde::Deserialize)]
 pub struct Partition {
     pub partition: u8,
     pub epoch: u64,
-    pub ledger: Ledger,
-    pub hops: Hops,
-    pub senders: BTreeMap<SocketAddr, Sender>,
-    pub totals: Totals,
-    pub joins: JoinCounts,
+    pub books: State,
 }
 
 impl Partition {
     pub fn of(snapshot: Snapshot, partition: u8, epoch: u64) -> Partition {
-        Partition {
-            partition,
-            epoch,
-            ledger: snapshot.ledger,
-            hops: snapshot.hops.without_paths(),
-            senders: snapshot.senders,
-            totals: snapshot.totals,
-            joins: snapshot.joins,
-        }
-    }
-
-    pub fn snapshot(&self) -> Snapshot {
-        Snapshot {
-            ledger: self.ledger.clone(),
-            hops: self.hops.clone(),
-            senders: self.senders.clone(),
-            totals: self.totals.clone(),
-            joins: self.joins,
-            congestion: congestion::View::default(),
-        }
+        Partition { partition, epoch, books: State::of(snapshot, "", 0, false) }
     }
 }
 

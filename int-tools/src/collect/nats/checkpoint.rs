@@ -391,3 +391,52 @@ impl<'a> Keeper<'a> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collect::books::latency::Latency;
+    use crate::collect::books::Sizes;
+
+    const SIZES: Sizes = Sizes { flows: 100, detailed_flows: 10, nodes: 10, links: 10 };
+
+    /// A partition's books through a checkpoint into another aggregator's
+    /// (of other limits): the same reports, link latencies and
+    /// percentiles, under the taker's limits; cleared, nothing.
+    #[test]
+    fn a_checkpoint_gives_the_taker_the_books_under_its_own_limits() {
+        let mut ours = Books::bounded(SIZES);
+        let mut latency = Latency::new(2);
+        (0..500).for_each(|i| latency.record(10_000 + i * 37));
+        ours.hops.links.insert((1, 2), latency);
+        ours.totals.reports = 42;
+        ours.totals.received = 40;
+        let bytes = encode(&Snapshot::of(&ours), 77).unwrap();
+        let checkpoint = decode(&bytes).unwrap();
+        assert_eq!(checkpoint.consumer_sequence, 77);
+        let mut theirs = Books::bounded(Sizes { flows: 5, ..SIZES });
+        restore(&mut theirs, checkpoint.books);
+        assert_eq!((theirs.totals.reports, theirs.totals.received), (42, 40));
+        let (a, b) = (&ours.hops.links[&(1, 2)], &theirs.hops.links[&(1, 2)]);
+        assert_eq!((a.count(), a.quantile(0.99)), (b.count(), b.quantile(0.99)));
+        assert!(decode(b"not a checkpoint").is_err());
+        clear(&mut theirs);
+        assert_eq!(theirs.totals.reports, 0);
+        assert!(theirs.hops.links.is_empty());
+    }
+
+    /// Datagrams booked and not yet checkpointed, over the partitions
+    /// held: what a test waits on before it kills an aggregator.
+    #[test]
+    fn uncovered_is_what_the_last_checkpoints_miss() {
+        let counts = Checkpoints::default();
+        counts.mark(1, 10, None);
+        counts.mark(2, 5, Some(5));
+        assert_eq!(counts.uncovered(), 10);
+        counts.mark(1, 12, Some(12));
+        assert_eq!(counts.uncovered(), 0);
+        counts.mark(3, 4, None);
+        counts.drop_hold(3);
+        assert_eq!(counts.uncovered(), 0);
+    }
+}
