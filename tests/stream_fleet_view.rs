@@ -217,7 +217,7 @@ fn a_killed_aggregators_partitions_move_with_their_books() {
     if skipped() {
         return;
     }
-    let (mut fleet, _view, port, _) = fleet_and_view("stream-fleet-view-kill");
+    let (mut fleet, mut view, port, _) = fleet_and_view("stream-fleet-view-kill");
     let mut numbers = [0u32; 4];
     // Postcards after the kill only (a switch silent for a join window
     // closes no group). The first phase's flows go on after the kill: a
@@ -283,4 +283,10 @@ fn a_killed_aggregators_partitions_move_with_their_books() {
         "each link's count: {links:?}, view {:?}",
         metrics_links(port)
     );
+    // The view's summary at exit: each link's p50 and p99 too.
+    let one = summary(&mut fleet.direct.0);
+    let merged = summary(view.0.as_mut().unwrap());
+    view.0.take();
+    let exact = compare(&one, &merged);
+    eprintln!("fleet view: after the kill, summaries equal; {exact} p50/p99 exactly equal");
 }
