@@ -292,21 +292,23 @@ impl<'a> Keeper<'a> {
     }
 
     /// Reads the partition's checkpoint into its books (emptied first:
-    /// what they held is the checkpoint's or nobody's); tried again every
-    /// 250 ms while `going` and the bucket does not answer. Whether it
-    /// was read.
+    /// what they held is the checkpoint's or nobody's), then claims it:
+    /// writes it back against the revision read, so that a late write of
+    /// the owner before (stalled past its lease) is refused, never read
+    /// over this owner's books. A read or a claim that fails is tried
+    /// again every 250 ms while `going`. Whether it was read and claimed.
     pub async fn restore(&mut self, going: impl Fn() -> bool) -> bool {
         while going() {
             match read(self.store, self.partition).await {
                 Ok(found) => {
                     self.took(found);
-                    return true;
+                    if self.write().await {
+                        return true;
+                    }
                 }
-                Err(error) => {
-                    self.counts.failed(&self.counts.read_errors, self.partition, "read", &error);
-                    tokio::time::sleep(Duration::from_millis(250)).await;
-                }
+                Err(error) => self.counts.failed(&self.counts.read_errors, self.partition, "read", &error),
             }
+            tokio::time::sleep(Duration::from_millis(250)).await;
         }
         false
     }
@@ -351,7 +353,7 @@ impl<'a> Keeper<'a> {
     /// Writes a checkpoint if one is due and the books changed.
     pub async fn tick(&mut self) {
         if !self.every.is_zero() && self.written.elapsed() >= self.every && self.booked != self.covered {
-            self.write().await;
+            let _ = self.write().await;
         }
     }
 
@@ -363,20 +365,24 @@ impl<'a> Keeper<'a> {
             self.booked = books.totals.received;
         }
         if !self.every.is_zero() {
-            self.write().await;
+            let _ = self.write().await;
         }
     }
 
-    async fn write(&mut self) {
+    /// Writes the books as they are now; whether the bucket took them.
+    async fn write(&mut self) -> bool {
         self.written = Instant::now();
         let (snapshot, received) = match self.books.lock() {
             Ok(books) => (Snapshot::of(&books), books.totals.received),
-            Err(_) => return,
+            Err(_) => return false,
         };
         let partition = self.partition;
         let bytes = match encode(&snapshot, self.sequence) {
             Ok(bytes) => bytes,
-            Err(error) => return self.counts.failed(&self.counts.failed, partition, "encode", &error),
+            Err(error) => {
+                self.counts.failed(&self.counts.failed, partition, "encode", &error);
+                return false;
+            }
         };
         let size = bytes.len() as u64;
         match write(self.store, partition, bytes, self.revision).await {
@@ -386,8 +392,12 @@ impl<'a> Keeper<'a> {
                 self.counts.written.fetch_add(1, Ordering::Relaxed);
                 self.counts.bytes.store(size, Ordering::Relaxed);
                 self.counts.mark(partition, received, Some(received));
+                true
             }
-            Err(error) => self.counts.failed(&self.counts.failed, partition, "write", &error),
+            Err(error) => {
+                self.counts.failed(&self.counts.failed, partition, "write", &error);
+                false
+            }
         }
     }
 }
