@@ -87,13 +87,14 @@ pub fn run(args: &CollectArgs, source: Source) -> Result<(), CollectError> {
     let others = &mut exporting.others;
     others.extend(consumer.iter().map(|c| Arc::clone(c) as Arc<dyn Counted>));
     others.extend(leasing.iter().map(|l| Arc::clone(&l.counts) as Arc<dyn Counted>));
+    others.extend(checkpoints(leasing.as_ref()).map(|c| c as Arc<dyn Counted>));
     others.extend(gathered.iter().map(|c| Arc::clone(c) as Arc<dyn Counted>));
     others.extend(published.iter().map(|c| Arc::clone(c) as Arc<dyn Counted>));
     others.extend(view_counts.iter().map(|c| Arc::clone(c) as Arc<dyn Counted>));
     others.extend(state_counts.iter().map(|c| Arc::clone(c) as Arc<dyn Counted>));
     others.extend(ipfix_in.iter().map(|(_, c)| Arc::clone(c) as Arc<dyn Counted>));
     let counted = Mutex::new(exporting.counted());
-    let readers = receivers.len().max(usize::from(from_stream.is_some()));
+    let readers = book_sets(leasing.as_ref(), receivers.len(), from_stream.is_some());
     let books = books(args, readers, &exporting, restored.books, &names);
     let shared =
         Arc::new(Shared { books, reports: AtomicU64::new(0), quit: AtomicBool::new(false), counted, names });
@@ -109,7 +110,7 @@ pub fn run(args: &CollectArgs, source: Source) -> Result<(), CollectError> {
     };
     let health = Arc::new(health::Health::new(attached));
     let views = start_views(args, &shared, view_counts, &health, view.zip(shown))?;
-    let publisher = start_publisher(args, from_stream.as_ref(), published, &shared)?;
+    let publisher = start_publisher(args, (from_stream.as_ref(), leasing.as_ref()), published, &shared)?;
     let mut readers = match (gathered, from_stream.clone()) {
         (Some(counts), Some(settings)) => {
             Readers::Aggregator(fleet::gather::spawn(settings, &shared, counts))
@@ -163,17 +164,18 @@ fn open_ipfix(
 /// An aggregator's publisher of its books' state for the fleet view.
 fn start_publisher(
     args: &CollectArgs,
-    from_stream: Option<&nats::Settings>,
+    (from_stream, leasing): (Option<&nats::Settings>, Option<&receivers::partitions::Leasing>),
     counts: Option<Arc<fleet::publish::Counts>>,
     shared: &Arc<Shared>,
 ) -> Result<Option<fleet::publish::Publisher>, CollectError> {
     let (Some(settings), Some(counts)) = (from_stream, counts) else { return Ok(None) };
+    let held = checkpoints(leasing);
     let publisher = fleet::publish::start(
         settings.servers.clone(),
         &settings.prefix,
         args.nats.nats_view_s,
         shared,
-        counts,
+        (counts, held),
     )?;
     Ok(Some(publisher))
 }
@@ -207,7 +209,28 @@ fn spawn_readers(
 fn leasing(args: &CollectArgs) -> Option<receivers::partitions::Leasing> {
     let (owned, count) = (args.nats.partitions.clone()?, args.nats.nats_partitions?);
     let counts = Arc::new(nats::lease::Counts::default());
-    Some(receivers::partitions::Leasing { count, owned, ttl: args.nats.nats_lease_s, counts })
+    let (ttl, checkpoint_every) = (args.nats.nats_lease_s, args.nats.nats_checkpoint_s);
+    let checkpoints = Arc::default();
+    Some(receivers::partitions::Leasing { count, owned, ttl, counts, checkpoint_every, checkpoints })
+}
+
+/// How many sets of books: a receiver's per socket, the aggregator's one,
+/// or one a partition for an aggregator over partitions (each is
+/// checkpointed and moves on its own; the views merge them).
+fn book_sets(leasing: Option<&receivers::partitions::Leasing>, sockets: usize, from_stream: bool) -> usize {
+    match leasing {
+        Some(leasing) => usize::from(leasing.count),
+        None => sockets.max(usize::from(from_stream)),
+    }
+}
+
+/// The partitions' checkpoints' counts, with `--partitions` and
+/// `--nats-checkpoint-s` not 0.
+fn checkpoints(
+    leasing: Option<&receivers::partitions::Leasing>,
+) -> Option<Arc<nats::checkpoint::Checkpoints>> {
+    let leasing = leasing.filter(|l| !l.checkpoint_every.is_zero())?;
+    Some(Arc::clone(&leasing.checkpoints))
 }
 
 /// After the readers stopped: the last state (what they booked up to their

@@ -191,6 +191,11 @@ impl Hops {
         self.limits = limits;
     }
 
+    /// These hops under `other`'s limits.
+    pub fn bounded_like(&mut self, other: &Hops) {
+        self.limits = other.limits;
+    }
+
     /// Every followed flow's path of `other`, where this one follows none
     /// (a restored state's paths, for each receiver a flow may reach).
     pub fn follow_paths_of(&mut self, other: &Hops) {

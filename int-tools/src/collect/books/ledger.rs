@@ -137,6 +137,12 @@ impl Ledger {
         self.base = base;
     }
 
+    /// This ledger under `other`'s limits and time base (a partition's
+    /// checkpoint taken into an aggregator's books).
+    pub fn resume_like(&mut self, other: &Ledger) {
+        self.resume(other.limits, Arc::clone(&other.base));
+    }
+
     /// Reads the clock once for the batch of reports that just arrived.
     pub fn tick(&mut self) {
         self.arrival_ns = crate::schema::now_ns();

@@ -175,7 +175,7 @@ fn merge(states: &States, shared: &Shared, counts: &Counts) {
     let stopped = states.values().filter(|(state, _)| state.last).count() as u64;
     counts.stopped.store(stopped, Ordering::Relaxed);
     counts.live.store(states.len() as u64 - stopped, Ordering::Relaxed);
-    let merged = Snapshot::merge(states.values().map(|(state, _)| state.snapshot()));
+    let merged = Snapshot::merge(latest(states).into_iter());
     shared.reports.store(merged.totals.reports, Ordering::Relaxed);
     let Some(Ok(mut books)) = shared.books.first().map(|books| books.lock()) else { return };
     books.ledger = merged.ledger;
@@ -183,6 +183,23 @@ fn merge(states: &States, shared: &Shared, counts: &Counts) {
     books.senders = merged.senders;
     books.totals = merged.totals;
     books.join.counts = merged.joins;
+}
+
+/// The books to merge: each partition's from the state of its latest
+/// owner (the highest lease revision), whether that one lives or stopped;
+/// an aggregator's whole books where its state has no partitions.
+fn latest(states: &States) -> Vec<Snapshot> {
+    let mut owners: BTreeMap<u8, &super::Partition> = BTreeMap::new();
+    for part in states.values().flat_map(|(state, _)| &state.partitions) {
+        if owners.get(&part.partition).is_none_or(|owner| part.epoch > owner.epoch) {
+            owners.insert(part.partition, part);
+        }
+    }
+    let whole = states.values().filter(|(state, _)| state.partitions.is_empty());
+    whole
+        .map(|(state, _)| state.snapshot())
+        .chain(owners.values().map(|part| part.books.snapshot()))
+        .collect()
 }
 
 #[cfg(test)]
@@ -195,6 +212,39 @@ mod tests {
         let mut books = Books::bounded(sizes);
         books.totals.reports = 7;
         State::of(Snapshot::of(&books), id, 1000, last)
+    }
+
+    /// A state carrying `partitions`, each of `reports` reports, taken at
+    /// lease revision `epoch`.
+    fn holding(id: &str, partitions: &[u8], epoch: u64, reports: u64, last: bool) -> State {
+        let mut state = state(id, last);
+        state.partitions = partitions
+            .iter()
+            .map(|p| {
+                let mut books = Books::bounded(Sizes { flows: 10, detailed_flows: 1, nodes: 10, links: 10 });
+                books.totals.reports = reports;
+                super::super::Partition::of(Snapshot::of(&books), *p, epoch)
+            })
+            .collect();
+        state
+    }
+
+    /// A partition held by a dead aggregator's last state and by the one
+    /// that took it over (a higher lease revision) is counted once, from
+    /// the taker; a stopped one's partitions nobody took still count; an
+    /// aggregator without partitions counts whole.
+    #[test]
+    fn each_partition_is_counted_once_from_its_latest_owner() {
+        let mut states = States::new();
+        let now = Instant::now();
+        states.insert("dead".into(), (holding("dead", &[1, 2, 3], 10, 100, false), now));
+        states.insert("taker".into(), (holding("taker", &[2, 3, 4], 20, 150, false), now));
+        states.insert("stopped".into(), (holding("stopped", &[5], 5, 30, true), now));
+        states.insert("whole".into(), (state("whole", false), now));
+        let merged = Snapshot::merge(latest(&states).into_iter());
+        // 1 from the dead one, 2 to 4 from the taker, 5 from the stopped
+        // one, and the whole one's 7.
+        assert_eq!(merged.totals.reports, 100 + 3 * 150 + 30 + 7);
     }
 
     /// An aggregator silent past three of its intervals is dropped and

@@ -42,6 +42,28 @@ pub struct State {
     pub senders: BTreeMap<SocketAddr, Sender>,
     pub totals: Totals,
     pub joins: JoinCounts,
+    /// An aggregator over partitions: each partition's books it holds.
+    /// The view takes a partition's books from its latest owner's state
+    /// only, so a partition taken over with its checkpoint is counted
+    /// once (these, where present, stand for the books above).
+    #[serde(default)]
+    pub partitions: Vec<Partition>,
+}
+
+/// One partition's books in its owner's state (as a state of their own),
+/// and the revision of the lease its owner took it at: a later owner's is
+/// higher.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub struct Partition {
+    pub partition: u8,
+    pub epoch: u64,
+    pub books: State,
+}
+
+impl Partition {
+    pub fn of(snapshot: Snapshot, partition: u8, epoch: u64) -> Partition {
+        Partition { partition, epoch, books: State::of(snapshot, "", 0, false) }
+    }
 }
 
 impl State {
@@ -55,6 +77,7 @@ impl State {
             senders: snapshot.senders,
             totals: snapshot.totals,
             joins: snapshot.joins,
+            partitions: Vec::new(),
         }
     }
 

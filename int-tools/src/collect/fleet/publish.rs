@@ -8,8 +8,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{subject, State, FLOWS};
+use super::{subject, Partition, State, FLOWS};
+use crate::collect::books::snapshot::Snapshot;
 use crate::collect::counts::{counter_family, counts_of, gauge, Counted};
+use crate::collect::nats::checkpoint::Checkpoints;
 use crate::collect::nats::{Servers, StreamError};
 use crate::collect::shared::Shared;
 
@@ -69,7 +71,7 @@ pub fn start(
     prefix: &str,
     every: Duration,
     shared: &Arc<Shared>,
-    counts: Arc<Counts>,
+    (counts, held): (Arc<Counts>, Option<Arc<Checkpoints>>),
 ) -> Result<Publisher, StreamError> {
     let done = Arc::new(AtomicBool::new(false));
     let id = format!("{:x}-{:x}", std::process::id(), crate::schema::now_ns());
@@ -79,7 +81,7 @@ pub fn start(
     let (shared, finished) = (Arc::clone(shared), Arc::clone(&done));
     let thread = std::thread::spawn(move || {
         let publishing =
-            Publishing { id, subject, every, shared, counts, done: finished, said: String::new() };
+            Publishing { id, subject, every, shared, counts, held, done: finished, said: String::new() };
         runtime.block_on(publishing.run(&servers));
     });
     Ok(Publisher { done, thread })
@@ -91,6 +93,9 @@ struct Publishing {
     every: Duration,
     shared: Arc<Shared>,
     counts: Arc<Counts>,
+    /// An aggregator over partitions with checkpoints: the partitions it
+    /// holds, each published with its books.
+    held: Option<Arc<Checkpoints>>,
     done: Arc<AtomicBool>,
     /// The last failure said, said once.
     said: String,
@@ -117,9 +122,23 @@ impl Publishing {
         self.publish(&client, true).await;
     }
 
+    /// Each held partition's books, its share of the [`FLOWS`] flows.
+    fn partitions(&self) -> Vec<Partition> {
+        let Some(held) = self.held.as_ref().map(|held| held.held()) else { return Vec::new() };
+        let top = FLOWS / held.len().max(1);
+        let books = |partition: u8| self.shared.books.get(usize::from(partition))?.lock().ok();
+        held.into_iter()
+            .filter_map(|(partition, epoch)| {
+                let snapshot = Snapshot::view(&*books(partition)?, top);
+                Some(Partition::of(snapshot, partition, epoch))
+            })
+            .collect()
+    }
+
     async fn publish(&mut self, client: &async_nats::Client, last: bool) {
         let every_ms = u64::try_from(self.every.as_millis()).unwrap_or(u64::MAX);
-        let state = State::of(self.shared.view(FLOWS), &self.id, every_ms, last);
+        let mut state = State::of(self.shared.view(FLOWS), &self.id, every_ms, last);
+        state.partitions = self.partitions();
         let sent = match state.encode() {
             Ok(bytes) => {
                 self.counts.bytes.store(bytes.len() as u64, Ordering::Relaxed);

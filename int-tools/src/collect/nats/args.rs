@@ -84,6 +84,13 @@ pub struct NatsArgs {
     /// once at a graceful stop; 0: none.
     #[arg(long, value_name = "S", default_value = "2", value_parser = duration::view_state)]
     pub nats_view_s: Duration,
+    /// Seconds between the checkpoints of an aggregator's partitions
+    /// (--partitions): each owned partition's books, while they changed,
+    /// to the bucket CONSUMER-books, and once more when it is given up; an
+    /// aggregator that takes a partition reads its checkpoint first; 0:
+    /// none.
+    #[arg(long, value_name = "S", default_value = "2", value_parser = duration::checkpoint)]
+    pub nats_checkpoint_s: Duration,
     /// Book no reports: merge the view states the aggregators over
     /// partitions publish on --from-nats into one fleet view (summary,
     /// metrics, web view); an aggregator silent for three of its intervals

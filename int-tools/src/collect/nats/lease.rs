@@ -239,6 +239,12 @@ impl Leases {
         }
     }
 
+    /// The revision this aggregator wrote `partition`'s lease at, while
+    /// it owns it: a later owner's is always higher.
+    pub fn revision(&self, partition: u8) -> Option<u64> {
+        self.owned.get(&partition).copied()
+    }
+
     /// How often [`Leases::tick`] runs: a third of the lease.
     pub fn every(&self) -> Duration {
         self.ttl / 3

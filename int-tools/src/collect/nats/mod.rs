@@ -13,6 +13,7 @@
 
 pub mod args;
 pub mod batch;
+pub mod checkpoint;
 pub mod lease;
 pub mod partition;
 

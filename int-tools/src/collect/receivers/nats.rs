@@ -190,8 +190,11 @@ impl<'a> Reader<'a> {
     /// as a receiver does on a quiet socket. Not while any is behind: its
     /// groups' other postcards may still be in the stream.
     pub(super) fn close_passed_joins(&self) {
-        if let Ok(mut books) = self.books.lock() {
-            books.close_passed_joins(crate::schema::now_ns() / 1_000_000);
+        let now_ms = crate::schema::now_ns() / 1_000_000;
+        for books in &self.shared.books {
+            if let Ok(mut books) = books.lock() {
+                books.close_passed_joins(now_ms);
+            }
         }
     }
 
@@ -242,22 +245,39 @@ impl<'a> Reader<'a> {
     /// Messages that arrived together: acknowledged, then those the stream confirmed
     /// booked, in order.
     pub(super) async fn take(&self, messages: &[Message]) {
+        self.take_into(self.books, messages).await;
+    }
+
+    /// [`Reader::take`] into `books` (a partition's); what `books` then
+    /// hold: the datagrams received, and the consumer sequence of the last
+    /// message booked (0: none in this batch).
+    pub(super) async fn take_into(&self, books: &Mutex<Books>, messages: &[Message]) -> (u64, u64) {
         let confirmed = join_all(messages.iter().map(Message::double_ack)).await;
-        let Ok(mut books) = self.books.lock() else { return };
+        let Ok(mut books) = books.lock() else { return (0, 0) };
         books.ledger.tick();
-        let mut reports = 0;
+        let (mut reports, mut last) = (0, 0);
         for (message, confirmed) in messages.iter().zip(confirmed) {
             if confirmed.is_err() {
                 self.counts.unconfirmed.fetch_add(1, Ordering::Relaxed);
                 continue;
             }
-            if message.info().is_ok_and(|info| info.delivered > 1) {
-                self.counts.redelivered.fetch_add(1, Ordering::Relaxed);
+            if let Ok(info) = message.info() {
+                if info.delivered > 1 {
+                    self.counts.redelivered.fetch_add(1, Ordering::Relaxed);
+                }
+                last = last.max(info.consumer_sequence);
             }
             self.counts.messages.fetch_add(1, Ordering::Relaxed);
             reports += book(message, &mut books, self.how);
         }
         self.shared.reports.fetch_add(reports, Ordering::Relaxed);
+        (books.totals.received, last)
+    }
+
+    /// A partition's books: the aggregator over partitions keeps one set
+    /// a partition, so that each can be checkpointed and taken whole.
+    pub(super) fn books_of(&self, partition: u8) -> Option<&Mutex<Books>> {
+        self.shared.books.get(usize::from(partition)).map(|books| &**books)
     }
 }
 

@@ -25,6 +25,7 @@ use futures_util::StreamExt;
 
 use super::nats::{durable, Reader, BATCH, EXPIRES, LAG_EVERY, SAY_LAG_EVERY};
 use super::How;
+use crate::collect::nats::checkpoint::{self, Checkpoints, Keeper};
 use crate::collect::nats::lease::{self, Lag, Leases};
 use crate::collect::nats::partition::{self, Owned};
 use crate::collect::nats::{Settings, StreamError};
@@ -39,6 +40,9 @@ pub struct Leasing {
     /// `--nats-lease-s`.
     pub ttl: Duration,
     pub counts: Arc<lease::Counts>,
+    /// `--nats-checkpoint-s` (zero: no checkpoints), and what they did.
+    pub checkpoint_every: Duration,
+    pub checkpoints: Arc<Checkpoints>,
 }
 
 /// Why the leases' bucket or a partition's consumer is not there yet
@@ -112,7 +116,7 @@ struct Switch {
 /// Reads the partitions this aggregator's leases give it until collect
 /// stops, then gives its leases up for the others.
 async fn run(reader: &Reader<'_>, leasing: &Leasing) -> Result<(), StreamError> {
-    let Some((js, store)) = attach(reader).await else { return Ok(()) };
+    let Some(Opened { js, store, checkpoints }) = attach(reader).await else { return Ok(()) };
     reader.counts.attached.store(true, Ordering::Relaxed);
     let mut leases = Leases::new(leasing.count, &leasing.owned, leasing.ttl, Arc::clone(&leasing.counts));
     log::info!(
@@ -142,7 +146,11 @@ async fn run(reader: &Reader<'_>, leasing: &Leasing) -> Result<(), StreamError> 
                     let on = Arc::new(AtomicBool::new(true));
                     let switch = Switch { on, caught_up: Arc::new(AtomicBool::new(false)) };
                     switches.insert(partition, switch.clone());
-                    reading.push(Box::pin(read(reader, &js, partition, switch, &errors)));
+                    leasing.checkpoints.hold(partition, leases.revision(partition).unwrap_or(0));
+                    let Some(books) = reader.books_of(partition) else { continue };
+                    let (counts, every) = (&*leasing.checkpoints, leasing.checkpoint_every);
+                    let keeper = Keeper::new(&checkpoints, partition, books, counts, every);
+                    reading.push(Box::pin(read(reader, &js, keeper, switch, &errors)));
                 }
                 say_lag(reader.name, &leasing.counts, &mut lag_said);
                 if watch.is_none() {
@@ -156,6 +164,7 @@ async fn run(reader: &Reader<'_>, leasing: &Leasing) -> Result<(), StreamError> 
             Some((partition, switch)) = reading.next(), if !reading.is_empty() => {
                 if switches.get(&partition).is_some_and(|s| Arc::ptr_eq(&s.on, &switch)) {
                     switches.remove(&partition);
+                    given_up(reader, leasing, partition);
                 }
                 if leases.is_releasing(partition) {
                     leases.release(&store, partition).await;
@@ -176,6 +185,19 @@ async fn run(reader: &Reader<'_>, leasing: &Leasing) -> Result<(), StreamError> 
     Ok(())
 }
 
+/// A partition released or lost (collect going on): its books are its
+/// next owner's now, from the checkpoint its reader wrote last, and no
+/// longer this aggregator's.
+fn given_up(reader: &Reader<'_>, leasing: &Leasing, partition: u8) {
+    if reader.stopping() || leasing.checkpoint_every.is_zero() {
+        return;
+    }
+    leasing.checkpoints.drop_hold(partition);
+    if let Some(Ok(mut books)) = reader.books_of(partition).map(|books| books.lock()) {
+        checkpoint::clear(&mut books);
+    }
+}
+
 /// The next change of the bucket, if it is watched.
 async fn next(watch: &mut Option<kv::Watch>) -> Option<Result<kv::Entry, kv::WatcherError>> {
     match watch {
@@ -184,13 +206,13 @@ async fn next(watch: &mut Option<kv::Watch>) -> Option<Result<kv::Entry, kv::Wat
     }
 }
 
-/// A client, the stream and the leases' bucket, once a server answers;
-/// `None` if collect stops first.
-async fn attach(reader: &Reader<'_>) -> Option<(jetstream::Context, kv::Store)> {
+/// A client, the stream and the buckets, once a server answers; `None`
+/// if collect stops first.
+async fn attach(reader: &Reader<'_>) -> Option<Opened> {
     reader.until_open(|| open(reader)).await
 }
 
-async fn open(reader: &Reader<'_>) -> Result<(jetstream::Context, kv::Store), AttachError> {
+async fn open(reader: &Reader<'_>) -> Result<Opened, AttachError> {
     let settings = reader.settings;
     let client = crate::collect::nats::connect(&settings.servers, "int-tools collect --from-nats").await?;
     let js = jetstream::new(client);
@@ -215,22 +237,49 @@ async fn open(reader: &Reader<'_>) -> Result<(jetstream::Context, kv::Store), At
         bucket: bucket.clone(),
         source,
     };
-    js.get_or_create_stream(config).await.map_err(|e| failed(Box::new(e)))?;
+    js.get_or_create_stream(config.clone()).await.map_err(|e| failed(Box::new(e)))?;
     let store = js.get_key_value(&bucket).await.map_err(|e| failed(Box::new(e)))?;
-    Ok((js, store))
+    // The checkpoints' bucket, made the same way: one value a partition.
+    let books = checkpoint::bucket(reader.name);
+    let config = jetstream::stream::Config {
+        name: format!("KV_{books}"),
+        subjects: vec![format!("$KV.{books}.>")],
+        ..config
+    };
+    let failed = |source: Box<dyn std::error::Error + Send + Sync>| AttachError::Bucket {
+        bucket: books.clone(),
+        source,
+    };
+    js.get_or_create_stream(config).await.map_err(|e| failed(Box::new(e)))?;
+    let checkpoints = js.get_key_value(&books).await.map_err(|e| failed(Box::new(e)))?;
+    Ok(Opened { js, store, checkpoints })
 }
 
-/// One partition read while its switch is on: batches pulled from its
-/// consumer, each acknowledged and booked whole; its lag read every
-/// [`LAG_EVERY`].
+/// A client, the leases' bucket and the checkpoints'.
+struct Opened {
+    js: jetstream::Context,
+    store: kv::Store,
+    checkpoints: kv::Store,
+}
+
+/// One partition read while its switch is on: its checkpoint first (with
+/// checkpoints on), then batches pulled from its consumer, each
+/// acknowledged and booked whole into the partition's books; its lag read
+/// every [`LAG_EVERY`], its checkpoint written every interval and at the
+/// end.
 async fn read(
     reader: &Reader<'_>,
     js: &jetstream::Context,
-    partition: u8,
+    mut keeper: Keeper<'_>,
     switch: Switch,
     errors: &Errors<'_>,
 ) -> (u8, Arc<AtomicBool>) {
+    let partition = keeper.partition;
     let going = || switch.on.load(Ordering::Relaxed) && !reader.stopping();
+    let keeping = !keeper.every.is_zero();
+    if keeping && !keeper.restore(going).await {
+        return (partition, switch.on);
+    }
     let mut consumer = None;
     let mut lag_read: Option<Instant> = None;
     while going() {
@@ -246,33 +295,49 @@ async fn read(
         };
         if lag_read.is_none_or(|at| at.elapsed() >= LAG_EVERY) {
             lag_read = Some(Instant::now());
-            read_lag(reader, consumer, partition, errors).await;
+            read_lag(reader, consumer, &mut keeper, errors).await;
         }
-        let pulled = consumer.batch().max_messages(BATCH).expires(EXPIRES).messages().await;
-        let mut batch = match pulled {
-            Ok(batch) => batch,
-            Err(error) => {
-                errors.failed(&errors.counts.pull_errors, partition, "pull", &error);
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
-        };
-        let mut messages: Vec<Message> = Vec::with_capacity(BATCH);
-        while let Some(message) = batch.next().await {
-            match message {
-                Ok(message) => messages.push(message),
-                Err(error) => {
-                    errors.failed(&errors.counts.pull_errors, partition, "pull", &error);
-                    break;
-                }
-            }
-        }
+        let messages = pull(consumer, partition, errors).await;
         switch.caught_up.store(messages.is_empty(), Ordering::Relaxed);
-        reader.take(&messages).await;
+        let (received, last) = reader.take_into(keeper.books, &messages).await;
+        keeper.booked(received, last);
+        keeper.tick().await;
+    }
+    if keeping {
+        keeper.finish().await;
     }
     let lag = errors.counts.lag_of(partition, None);
     store_lag(reader, lag);
     (partition, switch.on)
+}
+
+/// A batch of the partition's consumer; none if the pull failed (said,
+/// and a pause before the next).
+async fn pull(
+    consumer: &jetstream::consumer::Consumer<pull::Config>,
+    partition: u8,
+    errors: &Errors<'_>,
+) -> Vec<Message> {
+    let pulled = consumer.batch().max_messages(BATCH).expires(EXPIRES).messages().await;
+    let mut batch = match pulled {
+        Ok(batch) => batch,
+        Err(error) => {
+            errors.failed(&errors.counts.pull_errors, partition, "pull", &error);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            return Vec::new();
+        }
+    };
+    let mut messages: Vec<Message> = Vec::with_capacity(BATCH);
+    while let Some(message) = batch.next().await {
+        match message {
+            Ok(message) => messages.push(message),
+            Err(error) => {
+                errors.failed(&errors.counts.pull_errors, partition, "pull", &error);
+                break;
+            }
+        }
+    }
+    messages
 }
 
 /// The partition's lag as its consumer tells, into the partitions' and
@@ -280,11 +345,13 @@ async fn read(
 async fn read_lag(
     reader: &Reader<'_>,
     consumer: &jetstream::consumer::Consumer<pull::Config>,
-    partition: u8,
+    keeper: &mut Keeper<'_>,
     errors: &Errors<'_>,
 ) {
+    let partition = keeper.partition;
     match consumer.get_info().await {
         Ok(info) => {
+            keeper.acknowledged(info.ack_floor.consumer_sequence);
             let lag = Lag { pending: info.num_pending, ack_pending: info.num_ack_pending as u64 };
             store_lag(reader, errors.counts.lag_of(partition, Some(lag)));
         }

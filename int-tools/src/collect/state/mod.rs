@@ -57,7 +57,7 @@ pub struct Kept {
 
 /// [`Kept`] as it is written: borrowed from a snapshot.
 #[derive(serde::Serialize)]
-struct Keeping<'a> {
+pub struct Keeping<'a> {
     ledger: &'a Ledger,
     hops: &'a Hops,
     senders: &'a BTreeMap<SocketAddr, Sender>,
@@ -67,7 +67,7 @@ struct Keeping<'a> {
 }
 
 impl Keeping<'_> {
-    fn of(snapshot: &Snapshot) -> Keeping<'_> {
+    pub fn of(snapshot: &Snapshot) -> Keeping<'_> {
         Keeping {
             ledger: &snapshot.ledger,
             hops: &snapshot.hops,

@@ -144,6 +144,12 @@ pub fn view_state(text: &str) -> Result<Duration, DurationError> {
     Bounds { unit: Unit::Seconds, least: 0.1, most: 600.0, zero: true, hint }.parse(text)
 }
 
+/// `--nats-checkpoint-s`.
+pub fn checkpoint(text: &str) -> Result<Duration, DurationError> {
+    let hint = "seconds between the checkpoints of a partition's books (a taker reads them); 0: none";
+    Bounds { unit: Unit::Seconds, least: 0.1, most: 600.0, zero: true, hint }.parse(text)
+}
+
 /// `--nats-lease-s`.
 pub fn lease(text: &str) -> Result<Duration, DurationError> {
     let hint = "seconds a partition's lease holds unrenewed: a dead aggregator's partitions move after it";

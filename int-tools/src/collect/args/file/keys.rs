@@ -80,6 +80,7 @@ pub const KEYS: &[Key] = &[
     value("nats.owned", "partitions"),
     value("nats.lease_s", "nats_lease_s"),
     value("nats.view_s", "nats_view_s"),
+    value("nats.checkpoint_s", "nats_checkpoint_s"),
     value("nats.fleet_view", "fleet_view"),
     file("nats.credentials", "nats_credentials"),
     file("nats.ca", "nats_ca"),
