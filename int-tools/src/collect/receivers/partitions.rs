@@ -268,7 +268,7 @@ async fn read(
             }
         }
         switch.caught_up.store(messages.is_empty(), Ordering::Relaxed);
-        reader.take(&messages).await;
+        reader.take(&mut messages).await;
     }
     let lag = errors.counts.lag_of(partition, None);
     store_lag(reader, lag);
