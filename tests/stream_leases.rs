@@ -1,0 +1,67 @@
+//! Partitions' leases at start, on a real three-server NATS JetStream
+//! cluster (R3): three aggregators with `--partitions auto` started
+//! together over 16 partitions settle on their shares (6, 5 and 5)
+//! without any of them holding more than its share first, as the
+//! first one to start did before (it took all 16 and gave most back a
+//! tick later, after booking the batch in hand).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
+mod common;
+
+use std::time::Instant;
+
+use common::cluster::{metric, start_cluster, Server};
+use common::partitions::{skipped, spawn_aggregator, wait_for};
+use common::servers::{free_port, stop};
+use common::*;
+
+/// Each aggregator's (owned, taken, released, lost), off its metrics.
+fn leases(port: u16) -> [u64; 4] {
+    [
+        "int_collect_nats_partitions_owned ",
+        "int_collect_nats_partition_leases_taken_total ",
+        "int_collect_nats_partition_leases_released_total ",
+        "int_collect_nats_partition_leases_lost_total ",
+    ]
+    .map(|family| metric(port, family))
+}
+
+#[test]
+fn three_aggregators_started_together_take_their_shares_and_no_more() {
+    if skipped() {
+        return;
+    }
+    let dir = workdir("stream-leases");
+    let mut servers = start_cluster(&dir);
+    let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
+    let started = Instant::now();
+    let aggregators: Vec<_> =
+        ports.iter().enumerate().map(|(n, p)| spawn_aggregator(&servers[n].url(), *p)).collect();
+    // Every owned gauge read while they settle: none above its share.
+    let mut most = [0u64; 3];
+    let mut now = Vec::new();
+    wait_for("the three aggregators own the 16 partitions between them", || {
+        now = ports.iter().map(|p| leases(*p)).collect();
+        for (most, now) in most.iter_mut().zip(&now) {
+            *most = (*most).max(now[0]);
+        }
+        now.iter().map(|l| l[0]).sum::<u64>() == 16
+    });
+    let settled = started.elapsed();
+    let mut shares: Vec<u64> = now.iter().map(|l| l[0]).collect();
+    shares.sort_unstable();
+    eprintln!(
+        "leases: {now:?} (owned, taken, released, lost) {settled:.1?} after the start; most owned {most:?}"
+    );
+    assert_eq!(shares, [5, 5, 6], "16 partitions over 3: 6, 5, 5");
+    assert!(most.iter().all(|m| *m <= 6), "none owned more than its share while settling: {most:?}");
+    // What each took it kept: no lease was taken and given back (an
+    // aggregator above its share gives the extra back at its next tick).
+    for lease in &now {
+        assert_eq!((lease[1], lease[2], lease[3]), (lease[0], 0, 0), "{now:?}");
+    }
+    for aggregator in aggregators {
+        stop(aggregator);
+    }
+    servers.iter_mut().for_each(Server::kill);
+}
