@@ -18,10 +18,10 @@
 //! members alive: P / N, one more for the first P mod N of them by id
 //! (16 over 3: 6, 5, 5); more, and it releases the highest (after its
 //! reader stopped); fewer, and it takes free or expired ones. A new
-//! aggregator takes none until it saw the same members at two ticks in a
-//! row: aggregators started together see each other before any takes
-//! more than its share, rather than the first taking all and giving most
-//! back a tick later.
+//! aggregator takes none until it saw the same members for a lease time
+//! (at every tick of it): aggregators started together see each other
+//! before any takes more than its share, rather than the first taking
+//! all and giving most back a tick later.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -219,9 +219,10 @@ pub struct Leases {
     releasing: Vec<u8>,
     /// When every owned lease was last renewed.
     renewed: Instant,
-    /// The members seen at the last tick, until two ticks saw the same
-    /// (then `None`: settled, and it takes its share from then on).
-    settling: Option<Vec<String>>,
+    /// The members seen at the last tick and at how many ticks in a row,
+    /// until they were the same for a lease time (then `None`: settled,
+    /// and it takes its share from then on).
+    settling: Option<(Vec<String>, u32)>,
     seen: HashMap<String, Seen>,
     pub counts: std::sync::Arc<Counts>,
 }
@@ -243,7 +244,7 @@ impl Leases {
             releasing: Vec::new(),
             renewed: Instant::now(),
             // A listed aggregator's share is its list, whoever else lives.
-            settling: auto.then(Vec::new),
+            settling: auto.then(|| (Vec::new(), 0)),
             seen: HashMap::new(),
             counts,
         }
@@ -347,20 +348,22 @@ impl Leases {
     }
 
     /// Whether this aggregator may take leases: once it saw the same
-    /// members at two ticks in a row (its member key written at the first,
-    /// so that the others count it too), and from then on.
+    /// members at every tick of a lease time (its member key written at
+    /// the first, so that the others count it too; one started a little
+    /// later, its process slower to attach, is seen meanwhile), and from
+    /// then on.
     fn settle(&mut self, members: Vec<String>) -> bool {
-        match &self.settling {
-            None => true,
-            Some(before) if *before == members => {
-                self.settling = None;
-                true
-            }
-            Some(_) => {
-                self.settling = Some(members);
-                false
-            }
+        let ticks = self.ttl.as_millis() / self.every().as_millis().max(1);
+        let Some((before, seen)) = &mut self.settling else { return true };
+        if *before == members {
+            *seen += 1;
+        } else {
+            (*before, *seen) = (members, 1);
         }
+        if u128::from(*seen) > ticks {
+            self.settling = None;
+        }
+        self.settling.is_none()
     }
 
     /// Up to `wanted` free or expired partitions taken, revision-checked.
@@ -435,6 +438,24 @@ fn fair_share(count: usize, members: &[String], me: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A new aggregator takes leases once it saw the same members at every
+    /// tick of a lease time (four ticks of a third), counted again from a
+    /// change; a listed one at once.
+    #[test]
+    fn a_new_aggregator_takes_once_the_members_held_for_a_lease_time() {
+        let counts = std::sync::Arc::new(Counts::default());
+        let mut leases = Leases::new(16, &Owned::Auto, Duration::from_secs(3), counts.clone());
+        let alone = vec![leases.me.clone()];
+        let two = vec!["0-other".to_string(), leases.me.clone()];
+        assert!(!leases.settle(alone.clone()));
+        assert!(!leases.settle(alone));
+        let settled: Vec<bool> = (0..4).map(|_| leases.settle(two.clone())).collect();
+        assert_eq!(settled, [false, false, false, true]);
+        assert!(leases.settle(vec![leases.me.clone()]), "settled for good");
+        let mut listed = Leases::new(16, &Owned::Listed(vec![1, 2]), Duration::from_secs(3), counts);
+        assert!(listed.settle(Vec::new()));
+    }
 
     /// 16 partitions among 3 members: 6, 5, 5 by id; among 2: 8 and 8;
     /// one alone holds them all; the shares always add up.
