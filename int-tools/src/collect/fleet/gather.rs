@@ -183,6 +183,7 @@ fn merge(states: &States, shared: &Shared, counts: &Counts) {
     books.senders = merged.senders;
     books.totals = merged.totals;
     books.join.counts = merged.joins;
+    books.congestion.adopt(merged.congestion);
 }
 
 #[cfg(test)]
