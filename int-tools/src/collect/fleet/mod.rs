@@ -177,7 +177,7 @@ mod tests {
                     5000,
                 );
                 let at = t0 + report * 1_000_000 + u64::from(f) * 1000;
-                let burst = report >= 10 && report < 13 && f % 7 == 0;
+                let burst = (10..13).contains(&report) && f % 7 == 0;
                 let hops: Vec<Hop> = (0..5u32)
                     .map(|h| Hop {
                         node_id: Some((f + h * 11) % 50 + 1),
