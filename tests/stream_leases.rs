@@ -31,6 +31,20 @@ fn leases(port: u16) -> [u64; 4] {
     .map(|family| metric(port, family))
 }
 
+/// The servers and the aggregators, stopped whether the test passed or
+/// not.
+struct Running {
+    servers: Vec<Server>,
+    aggregators: Vec<Child>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.aggregators.drain(..).for_each(stop);
+        self.servers.iter_mut().for_each(Server::kill);
+    }
+}
+
 /// Stops `child` gracefully (SIGTERM: it frees its leases and its
 /// member key) and waits for it.
 fn terminate(mut child: Child) {
@@ -44,15 +58,15 @@ fn three_aggregators_started_together_take_their_shares_and_no_more() {
         return;
     }
     let dir = workdir("stream-leases");
-    let mut servers = start_cluster(&dir);
+    let mut running = Running { servers: start_cluster(&dir), aggregators: Vec::new() };
     let alone = free_port();
-    let first = spawn_aggregator(&servers[0].url(), alone);
+    running.aggregators.push(spawn_aggregator(&running.servers[0].url(), alone));
     wait_for("an aggregator alone owns the 16 partitions", || leases(alone)[0] == 16);
-    terminate(first);
+    terminate(running.aggregators.pop().unwrap());
     let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
     let started = Instant::now();
-    let aggregators: Vec<_> =
-        ports.iter().enumerate().map(|(n, p)| spawn_aggregator(&servers[n].url(), *p)).collect();
+    let urls: Vec<String> = running.servers.iter().map(Server::url).collect();
+    running.aggregators = ports.iter().zip(&urls).map(|(p, url)| spawn_aggregator(url, *p)).collect();
     // Every owned gauge read while they settle: none above its share.
     let mut most = [0u64; 3];
     let mut now = Vec::new();
@@ -76,8 +90,4 @@ fn three_aggregators_started_together_take_their_shares_and_no_more() {
     for lease in &now {
         assert_eq!((lease[1], lease[2], lease[3]), (lease[0], 0, 0), "{now:?}");
     }
-    for aggregator in aggregators {
-        stop(aggregator);
-    }
-    servers.iter_mut().for_each(Server::kill);
 }
