@@ -25,7 +25,7 @@ use std::time::Instant;
 
 use common::cluster::{metric, Server};
 use common::partitions::{
-    came, owned, phase, settled, skipped, wait_for, Figures, Fleet, Phase, CARDS, PACKETS,
+    came, owned, phase, settled, skipped, wait_for, Figures, Fleet, Phase, CARDS, FLOWS, PACKETS,
 };
 use common::servers::{free_port, http_get, json_in, stop};
 use common::*;
@@ -102,6 +102,30 @@ fn web_links(port: u16) -> BTreeMap<(String, String), u64> {
     links.iter().map(|l| ((l["from"].to_string(), l["to"].to_string()), count(l))).collect()
 }
 
+/// The web view's flows with a path, and of those, how many go through
+/// node 5 (the INT-MD flows that changed path).
+fn web_paths(port: u16) -> (usize, usize) {
+    let flows = json_in(&http_get(port, "/api/flows?limit=1000").unwrap_or_default()).unwrap_or_default();
+    let flows = flows["flows"].as_array().cloned().unwrap_or_default();
+    let paths: Vec<Vec<u64>> = flows
+        .iter()
+        .filter_map(|f| f["path"].as_array().map(|p| p.iter().filter_map(Value::as_u64).collect()))
+        .collect();
+    (paths.len(), paths.iter().filter(|p| p.contains(&5)).count())
+}
+
+/// Each queue's last occupancy, by its labels, off a Prometheus page.
+fn occupancies(port: u16) -> BTreeMap<String, u64> {
+    let page = http_get(port, "/metrics").unwrap_or_default();
+    let lines = page.lines().filter(|l| l.starts_with("int_collect_congestion_occupancy{"));
+    lines
+        .filter_map(|l| {
+            let (labels, value) = l.rsplit_once(' ')?;
+            Some((labels.to_string(), value.parse().ok()?))
+        })
+        .collect()
+}
+
 /// A link latency's percentile, the one collector's and the view's: within
 /// one bucket of the links' histograms (two significant digits: 128 to
 /// 256 sub-buckets a power of two, a bucket at most 1/128 of its value).
@@ -161,11 +185,14 @@ fn the_fleet_view_of_three_aggregators_equals_one_collector() {
         merged = Figures::of(port);
         merged == booked
     });
-    let again: Vec<u64> =
-        ["int_collect_nats_consumer_redelivered_total ", "int_collect_nats_consumer_unconfirmed_total "]
-            .map(|family| ports.iter().map(|p| metric(*p, family)).sum())
-            .into();
-    eprintln!("fleet view: direct {direct:?}; aggregators' sum {booked:?} (redelivered, unconfirmed: {again:?}); merged {merged:?}");
+    let again: Vec<u64> = [
+        "int_collect_nats_consumer_redelivered_total ",
+        "int_collect_nats_consumer_unconfirmed_total ",
+        "int_collect_nats_partition_pull_errors_total ",
+    ]
+    .map(|family| ports.iter().map(|p| metric(*p, family)).sum())
+    .into();
+    eprintln!("fleet view: direct {direct:?}; aggregators' sum {booked:?} (redelivered, unconfirmed, pull errors: {again:?}); merged {merged:?}");
     assert!(agreed, "the view's metrics {merged:?} equal the aggregators' sum {booked:?}");
     assert_eq!(merged, direct, "the view's metrics equal the one collector's");
     assert!(direct.path_changes > 0 && direct.lost_packets > 0 && direct.link_latencies > 0, "{direct:?}");
@@ -177,6 +204,19 @@ fn the_fleet_view_of_three_aggregators_equals_one_collector() {
         metrics_links(port),
         web_links(web)
     );
+    // Each flow's path and each queue: the flows the aggregators carry
+    // (their ledgers': the INT-MD flows; postcards make no flow there)
+    // are placed on the view's page as the traffic routes them, a third
+    // of each phase's through node 5 at the end; the queues' last
+    // figures are the one collector's.
+    let phases = 3;
+    let expected = (phases * usize::from(FLOWS), phases * usize::from(FLOWS).div_ceil(3));
+    let placed = came(|| web_paths(web) == expected);
+    assert!(placed, "the view's placed paths {:?}, the traffic's {expected:?}", web_paths(web));
+    let queues = occupancies(fleet.direct_metrics);
+    assert!(!queues.is_empty(), "the one collector follows queues");
+    let agreed = came(|| occupancies(port) == queues);
+    assert!(agreed, "queues: one collector {queues:?}, the view {:?}", occupancies(port));
     let sizes: Vec<u64> = ports.iter().map(|p| metric(*p, "int_collect_fleet_state_bytes ")).collect();
     eprintln!("fleet view: the aggregators' last states: {sizes:?} bytes");
     // A graceful stop: each aggregator's last state stays in the view.

@@ -213,6 +213,17 @@ impl Hops {
         self
     }
 
+    /// These books with the paths of the flows `keep` says only (what an
+    /// aggregator publishes for a fleet view: the paths of the flows its
+    /// state carries, so the view's page places them); the others counted
+    /// as followed elsewhere.
+    pub fn with_paths_of(mut self, keep: impl Fn(&FlowKey) -> bool) -> Hops {
+        let before = self.paths.len();
+        self.paths.retain(|flow, _| keep(flow));
+        self.elsewhere += (before - self.paths.len()) as u64;
+        self
+    }
+
     /// Flows whose path is followed (here or elsewhere).
     pub fn paths(&self) -> usize {
         usize::try_from(self.elsewhere).unwrap_or(usize::MAX).saturating_add(self.paths_here())

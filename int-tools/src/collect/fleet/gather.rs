@@ -98,6 +98,7 @@ async fn run(settings: &Settings, shared: &Shared, counts: &Counts) {
     let mut states = States::new();
     let mut changed = false;
     let mut look = tokio::time::interval(LOOK);
+    let mut looked = Instant::now();
     while !quit() {
         tokio::select! {
             message = subscriber.next() => match message {
@@ -105,6 +106,8 @@ async fn run(settings: &Settings, shared: &Shared, counts: &Counts) {
                 None => break,
             },
             _ = look.tick() => {
+                excuse_a_stall(&mut states, looked.elapsed());
+                looked = Instant::now();
                 changed |= expire(&mut states, counts);
                 if std::mem::take(&mut changed) {
                     merge(&states, shared, counts);
@@ -150,6 +153,22 @@ fn took(states: &mut States, payload: &[u8], counts: &Counts) -> bool {
     }
 }
 
+/// The time the view itself stood still (its process stopped, its host
+/// paused: past four looks between two) is no aggregator's silence: the
+/// states' arrival times move on by it, so each aggregator has its
+/// intervals again to be heard before it is dropped.
+fn excuse_a_stall(states: &mut States, since_last_look: Duration) {
+    let stalled = since_last_look.saturating_sub(LOOK * 4);
+    if stalled.is_zero() {
+        return;
+    }
+    for (_, at) in states.values_mut() {
+        if let Some(later) = at.checked_add(stalled) {
+            *at = later;
+        }
+    }
+}
+
 /// Drops the aggregators silent past their intervals; whether any was.
 fn expire(states: &mut States, counts: &Counts) -> bool {
     let before = states.len();
@@ -183,6 +202,7 @@ fn merge(states: &States, shared: &Shared, counts: &Counts) {
     books.senders = merged.senders;
     books.totals = merged.totals;
     books.join.counts = merged.joins;
+    books.congestion.adopt(merged.congestion);
 }
 
 /// The books to merge: each partition's from the state of its latest
@@ -265,5 +285,21 @@ mod tests {
         let mut page = String::new();
         counts.metrics(&mut page);
         assert!(page.contains("int_collect_fleet_aggregators_expired_total 1\n"), "{page}");
+    }
+
+    /// A view that stood still itself (stopped 2 s) does not count that as
+    /// the aggregators' silence: one heard 3.1 s ago, within its three
+    /// intervals of 1 s but for the stall, stays; a look on time excuses
+    /// nothing.
+    #[test]
+    fn the_views_own_stall_is_no_aggregators_silence() {
+        let long_ago = Instant::now().checked_sub(Duration::from_millis(3100)).unwrap();
+        let mut states = States::new();
+        states.insert("heard".into(), (state("heard", false), long_ago));
+        excuse_a_stall(&mut states, LOOK);
+        assert_eq!(states["heard"].1, long_ago);
+        excuse_a_stall(&mut states, Duration::from_secs(2) + LOOK * 4);
+        assert!(!expire(&mut states, &Counts::default()));
+        assert_eq!(states.len(), 1);
     }
 }

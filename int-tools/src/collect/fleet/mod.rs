@@ -25,6 +25,11 @@ use crate::collect::books::Totals;
 /// and the most lossy (the overall figures count them all).
 pub const FLOWS: usize = 1000;
 
+/// The closed congestion episodes an aggregator's state carries at most,
+/// the newest (each with its culprits and victims, about half a KB: the
+/// 1000 the books keep would fill most of a message).
+pub const EPISODES: usize = 100;
+
 /// What an aggregator publishes of its books, and the fleet view reads:
 /// the one type both sides use, in CBOR (as `--state` keeps books).
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -37,7 +42,8 @@ pub struct State {
     pub last: bool,
     /// The overall latency and packets lost, and the [`FLOWS`] flows.
     pub ledger: Ledger,
-    /// Nodes, links, sinks, path changes; each flow's path stays home.
+    /// Nodes, links, sinks, path changes, and the paths of the flows the
+    /// ledger carries (the others' stay home, only counted).
     pub hops: Hops,
     pub senders: BTreeMap<SocketAddr, Sender>,
     pub totals: Totals,
@@ -48,6 +54,11 @@ pub struct State {
     /// once (these, where present, stand for the books above).
     #[serde(default)]
     pub partitions: Vec<Partition>,
+    /// Every queue's last figures and counts, its open episode with its
+    /// culprits and victims, and the [`EPISODES`] newest closed episodes
+    /// (a state without them, from an earlier release, has none).
+    #[serde(default)]
+    pub congestion: congestion::View,
 }
 
 /// One partition's books in its owner's state (as a state of their own),
@@ -68,16 +79,22 @@ impl Partition {
 
 impl State {
     pub fn of(snapshot: Snapshot, id: &str, every_ms: u64, last: bool) -> State {
+        let carried = |flow: &_| snapshot.ledger.flows.contains_key(flow);
+        let hops = snapshot.hops.with_paths_of(carried);
+        let mut congestion = snapshot.congestion;
+        let older = congestion.recent.len().saturating_sub(EPISODES);
+        congestion.recent.drain(..older);
         State {
             id: id.to_string(),
             every_ms,
             last,
             ledger: snapshot.ledger,
-            hops: snapshot.hops.without_paths(),
+            hops,
             senders: snapshot.senders,
             totals: snapshot.totals,
             joins: snapshot.joins,
             partitions: Vec::new(),
+            congestion,
         }
     }
 
@@ -89,7 +106,7 @@ impl State {
             senders: self.senders.clone(),
             totals: self.totals.clone(),
             joins: self.joins,
-            congestion: congestion::View::default(),
+            congestion: self.congestion.clone(),
         }
     }
 
@@ -154,5 +171,87 @@ mod tests {
             assert_eq!(ours.quantile(q), theirs.quantile(q), "q {q}");
         }
         assert!(State::decode(b"not a state").is_err());
+    }
+
+    /// A state at fleet scale, 50 nodes and 1000 flows of five hops each
+    /// (their paths carried, each flow's latency and some loss, every
+    /// node's queue followed, bursts making episodes with culprits and
+    /// victims, more than a state carries): within the servers' 1 MB
+    /// max_payload (625 KB), its paths and queues through CBOR whole, its
+    /// episodes the newest.
+    #[test]
+    fn a_state_at_fleet_scale_fits_a_message() {
+        use crate::collect::books::congestion::figure::Carrier;
+        use crate::collect::books::congestion::{Packet, When};
+        use crate::collect::books::hops::Seen;
+        use crate::collect::books::ledger::{Measure, Observed};
+        use int_core::flow::FlowKey;
+        use int_core::hop::Hop;
+        let sizes = Sizes { flows: 5000, detailed_flows: 1000, nodes: 64, links: 512 };
+        let mut books = Books::bounded(sizes);
+        let t0 = 1_700_000_000_000_000_000u64;
+        for report in 0..20u64 {
+            for f in 0..1000u32 {
+                let flow = FlowKey::v4(
+                    [10, 1, (f >> 8) as u8, f as u8].into(),
+                    [10, 2, 0, 1].into(),
+                    17,
+                    7000,
+                    5000,
+                );
+                let at = t0 + report * 1_000_000 + u64::from(f) * 1000;
+                let burst = (10..13).contains(&report) && f % 7 == 0;
+                let hops: Vec<Hop> = (0..5u32)
+                    .map(|h| Hop {
+                        node_id: Some((f + h * 11) % 50 + 1),
+                        hop_latency: Some(700 + h),
+                        queue: Some((0, if burst { 4000 } else { 10 + h })),
+                        ingress_timestamp: Some(at + u64::from(h) * 10_000),
+                        egress_timestamp: Some(at + u64::from(h) * 10_000 + 700),
+                        ..Hop::default()
+                    })
+                    .collect();
+                let seen = Seen {
+                    flow,
+                    hops: &hops,
+                    sink: Some(99),
+                    sink_ingress_ns: Some(at + 60_000),
+                    at_ms: report,
+                };
+                books.hops.observe(&seen);
+                let when = When { report_ns: Some(at + 60_000), arrival_ns: at + 70_000 };
+                let packet = Packet { flow, bytes: Some(1500), queue_alert: false };
+                books.congestion.hops(&hops, Carrier::Int21, when, Some(&packet));
+                let latency = Measure::Latency { ns: 60_000 + i64::from(f), flow_seq: None, hops: Some(5) };
+                let measure = if report == 19 && f % 3 == 0 { Measure::Lost(2) } else { latency };
+                let observed =
+                    Observed { flow, source_node: Some(1), sink_node: Some(99), measure, at_ns: Some(at) };
+                books.ledger.observe(&observed);
+            }
+        }
+        let state = State::of(Snapshot::view(&books, FLOWS), "a", 2000, false);
+        let bytes = state.encode().unwrap();
+        let back = State::decode(&bytes).unwrap();
+        let episodes: usize = back.congestion.recent.len()
+            + back.congestion.queues.values().filter(|q| q.open.is_some()).count();
+        eprintln!(
+            "a state of {} nodes, {} flows, {} paths, {} queues, {episodes} episodes: {} bytes",
+            back.hops.nodes.len(),
+            back.ledger.flows.len(),
+            back.hops.paths(),
+            back.congestion.queues.len(),
+            bytes.len()
+        );
+        assert_eq!(back.ledger.flows.len(), 1000);
+        assert_eq!(back.hops.paths(), 1000);
+        assert_eq!(back.congestion.queues.len(), 50);
+        let view = books.congestion.view();
+        assert_eq!(back.congestion.queues, view.queues);
+        assert_eq!(
+            back.congestion.recent,
+            view.recent.iter().skip(view.recent.len() - EPISODES).cloned().collect::<Vec<_>>()
+        );
+        assert!(view.recent.len() > EPISODES, "the bursts made more episodes than a state carries");
+        assert!(bytes.len() < 1 << 20, "{} bytes", bytes.len());
     }
 }

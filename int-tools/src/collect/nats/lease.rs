@@ -14,9 +14,14 @@
 //! or that they could not renew for two thirds of it (before another may
 //! take it).
 //!
-//! Each aggregator holds its fair share, ceil(P / N) with N the members
-//! alive: more, and it releases the highest (after its reader stopped);
-//! fewer, and it takes free or expired ones.
+//! Each aggregator holds its fair share of the P partitions among the N
+//! members alive: P / N, one more for the first P mod N of them by id
+//! (16 over 3: 6, 5, 5); more, and it releases the highest (after its
+//! reader stopped); fewer, and it takes free or expired ones. A new
+//! aggregator takes none until it saw the same members for a lease time
+//! (at every tick of it): aggregators started together see each other
+//! before any takes more than its share, rather than the first taking
+//! all and giving most back a tick later.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -214,6 +219,10 @@ pub struct Leases {
     releasing: Vec<u8>,
     /// When every owned lease was last renewed.
     renewed: Instant,
+    /// The members seen at the last tick and at how many ticks in a row,
+    /// until they were the same for a lease time (then `None`: settled,
+    /// and it takes its share from then on).
+    settling: Option<(Vec<String>, u32)>,
     seen: HashMap<String, Seen>,
     pub counts: std::sync::Arc<Counts>,
 }
@@ -234,6 +243,8 @@ impl Leases {
             owned: BTreeMap::new(),
             releasing: Vec::new(),
             renewed: Instant::now(),
+            // A listed aggregator's share is its list, whoever else lives.
+            settling: auto.then(|| (Vec::new(), 0)),
             seen: HashMap::new(),
             counts,
         }
@@ -272,9 +283,9 @@ impl Leases {
         self.renew(store, &mut changes).await;
         let _ = store.put(format!("m.{}", self.me), self.me.clone().into()).await;
         let members = self.members();
-        self.counts.members.store(members as u64, Ordering::Relaxed);
-        let fair =
-            if self.auto { usize::from(self.count).div_ceil(members.max(1)) } else { self.allowed.len() };
+        self.counts.members.store(members.len() as u64, Ordering::Relaxed);
+        let fair = self.share(&members);
+        let settled = self.settle(members);
         let holding = self.owned.len() - self.releasing.len();
         if holding > fair {
             let extra: Vec<u8> = self
@@ -287,7 +298,7 @@ impl Leases {
                 .collect();
             self.releasing.extend(&extra);
             changes.release = extra;
-        } else if holding < fair && self.releasing.is_empty() {
+        } else if holding < fair && self.releasing.is_empty() && settled {
             self.take(store, fair - holding, &mut changes).await;
         }
         self.counts.owned.store(self.owned.len() as u64, Ordering::Relaxed);
@@ -319,12 +330,46 @@ impl Leases {
         }
     }
 
-    /// Aggregators whose member key changed within the lease time.
-    fn members(&self) -> usize {
-        let alive = |(key, seen): (&String, &Seen)| {
-            key.strip_prefix("m.").is_some_and(|id| id != self.me) && seen.since.elapsed() < self.ttl
+    /// Aggregators whose member key changed within the lease time (a
+    /// member deleted at a graceful stop is gone at once), by id, this one
+    /// among them.
+    fn members(&self) -> Vec<String> {
+        let alive = |key: &String, seen: &Seen| {
+            let id = key.strip_prefix("m.").filter(|id| *id != self.me)?;
+            let live = !seen.value.is_empty() && seen.since.elapsed() < self.ttl;
+            live.then(|| id.to_string())
         };
-        1 + self.seen.iter().filter(|(k, s)| alive((k, s))).count()
+        let mut members: Vec<String> = self.seen.iter().filter_map(|(k, s)| alive(k, s)).collect();
+        members.push(self.me.clone());
+        members.sort();
+        members
+    }
+
+    /// This aggregator's fair share among `members` (sorted ids).
+    fn share(&self, members: &[String]) -> usize {
+        if !self.auto {
+            return self.allowed.len();
+        }
+        fair_share(usize::from(self.count), members, &self.me)
+    }
+
+    /// Whether this aggregator may take leases: once it saw the same
+    /// members at every tick of a lease time (its member key written at
+    /// the first, so that the others count it too; one started a little
+    /// later, its process slower to attach, is seen meanwhile), and from
+    /// then on.
+    fn settle(&mut self, members: Vec<String>) -> bool {
+        let ticks = self.ttl.as_millis() / self.every().as_millis().max(1);
+        let Some((before, seen)) = &mut self.settling else { return true };
+        if *before == members {
+            *seen += 1;
+        } else {
+            (*before, *seen) = (members, 1);
+        }
+        if u128::from(*seen) > ticks {
+            self.settling = None;
+        }
+        self.settling.is_none()
     }
 
     /// Up to `wanted` free or expired partitions taken, revision-checked.
@@ -386,9 +431,53 @@ impl Leases {
     }
 }
 
+/// `me`'s share of `count` partitions among `members` (sorted ids, `me`
+/// among them): count / N, one more for the first count mod N. The
+/// shares add up to `count`, so no partition stays free for want of an
+/// aggregator below its share.
+fn fair_share(count: usize, members: &[String], me: &str) -> usize {
+    let n = members.len().max(1);
+    let rank = members.iter().position(|m| m == me).unwrap_or(n - 1);
+    count / n + usize::from(rank < count % n)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A new aggregator takes leases once it saw the same members at every
+    /// tick of a lease time (four ticks of a third), counted again from a
+    /// change; a listed one at once.
+    #[test]
+    fn a_new_aggregator_takes_once_the_members_held_for_a_lease_time() {
+        let counts = std::sync::Arc::new(Counts::default());
+        let mut leases = Leases::new(16, &Owned::Auto, Duration::from_secs(3), counts.clone());
+        let alone = vec![leases.me.clone()];
+        let two = vec!["0-other".to_string(), leases.me.clone()];
+        assert!(!leases.settle(alone.clone()));
+        assert!(!leases.settle(alone));
+        let settled: Vec<bool> = (0..4).map(|_| leases.settle(two.clone())).collect();
+        assert_eq!(settled, [false, false, false, true]);
+        assert!(leases.settle(vec![leases.me.clone()]), "settled for good");
+        let mut listed = Leases::new(16, &Owned::Listed(vec![1, 2]), Duration::from_secs(3), counts);
+        assert!(listed.settle(Vec::new()));
+    }
+
+    /// 16 partitions among 3 members: 6, 5, 5 by id; among 2: 8 and 8;
+    /// one alone holds them all; the shares always add up.
+    #[test]
+    fn fair_shares_add_up_to_the_partitions() {
+        let ids = |n: usize| -> Vec<String> { (0..n).map(|i| format!("a{i}")).collect() };
+        let shares = |count: usize, n: usize| -> Vec<usize> {
+            ids(n).iter().map(|me| fair_share(count, &ids(n), me)).collect()
+        };
+        assert_eq!(shares(16, 3), [6, 5, 5]);
+        assert_eq!(shares(16, 2), [8, 8]);
+        assert_eq!(shares(16, 1), [16]);
+        for (count, n) in [(16, 5), (64, 3), (64, 7), (3, 5), (256, 9)] {
+            assert_eq!(shares(count, n).iter().sum::<usize>(), count, "{count} over {n}");
+        }
+    }
 
     /// The partitions' lag: summed over those owned, the furthest behind
     /// named, each on the metrics page by partition; a partition given up

@@ -39,6 +39,16 @@ pub(super) const EXPIRES: Duration = Duration::from_millis(500);
 /// How long a delivered message may wait for its acknowledgement before
 /// the stream delivers it again.
 const ACK_WAIT: Duration = Duration::from_secs(10);
+/// How long an acknowledgement's confirmation is awaited: nearly the
+/// acknowledgement wait (the client's default is 5 s). A message whose
+/// confirmation does not come is not booked and comes again after the
+/// wait, behind the messages booked meanwhile: a flow's reports out of
+/// their order (path changes counted twice over) and a packet's postcard
+/// past its join window. A confirmation that is only slow (a cluster on
+/// busy CPUs) is worth waiting for; not past the wait, when the stream
+/// delivers the message again and a late confirmation would book it
+/// twice.
+const CONFIRM_WAIT: Duration = Duration::from_secs(9);
 /// How often the consumer's lag is read.
 pub(super) const LAG_EVERY: Duration = Duration::from_secs(1);
 /// How often a lag is said in the log, at most.
@@ -49,8 +59,8 @@ pub(super) const SAY_LAG_EVERY: Duration = Duration::from_secs(10);
 pub struct Counts {
     /// Messages acknowledged and booked.
     pub messages: AtomicU64,
-    /// Messages whose acknowledgement was not confirmed: not booked, the
-    /// stream delivers them again.
+    /// Messages whose acknowledgement was not confirmed within
+    /// [`CONFIRM_WAIT`]: not booked, the stream delivers them again.
     pub unconfirmed: AtomicU64,
     /// Messages the stream delivered more than once (an acknowledgement
     /// lost or late).
@@ -175,8 +185,8 @@ impl<'a> Reader<'a> {
                 // An error (a heartbeat missed, the consumer's leader
                 // lost) ends this pull; a new one is made.
                 let failed = chunk.iter().any(Result::is_err);
-                let messages: Vec<Message> = chunk.into_iter().filter_map(Result::ok).collect();
-                self.take(&messages).await;
+                let mut messages: Vec<Message> = chunk.into_iter().filter_map(Result::ok).collect();
+                self.take(&mut messages).await;
                 if failed {
                     break;
                 }
@@ -242,16 +252,20 @@ impl<'a> Reader<'a> {
             .map_err(|source| StreamError::Consumer { name: self.name.to_string(), source })
     }
 
-    /// Messages that arrived together: acknowledged, then those the stream confirmed
+    /// Messages that arrived together: acknowledged (each confirmation
+    /// awaited up to [`CONFIRM_WAIT`]), then those the stream confirmed
     /// booked, in order.
-    pub(super) async fn take(&self, messages: &[Message]) {
+    pub(super) async fn take(&self, messages: &mut [Message]) {
         self.take_into(self.books, messages).await;
     }
 
     /// [`Reader::take`] into `books` (a partition's); what `books` then
     /// hold: the datagrams received, and the consumer sequence of the last
     /// message booked (0: none in this batch).
-    pub(super) async fn take_into(&self, books: &Mutex<Books>, messages: &[Message]) -> (u64, u64) {
+    pub(super) async fn take_into(&self, books: &Mutex<Books>, messages: &mut [Message]) -> (u64, u64) {
+        for message in messages.iter_mut() {
+            message.context.set_timeout(CONFIRM_WAIT);
+        }
         let confirmed = join_all(messages.iter().map(Message::double_ack)).await;
         let Ok(mut books) = books.lock() else { return (0, 0) };
         books.ledger.tick();

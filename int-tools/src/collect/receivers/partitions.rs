@@ -297,9 +297,9 @@ async fn read(
             lag_read = Some(Instant::now());
             read_lag(reader, consumer, &mut keeper, errors).await;
         }
-        let messages = pull(consumer, partition, errors).await;
+        let mut messages = pull(consumer, partition, errors).await;
         switch.caught_up.store(messages.is_empty(), Ordering::Relaxed);
-        let (received, last) = reader.take_into(keeper.books, &messages).await;
+        let (received, last) = reader.take_into(keeper.books, &mut messages).await;
         keeper.booked(received, last);
         keeper.tick().await;
     }

@@ -118,6 +118,9 @@ pub struct Congestion {
     pub counts: Counts,
     now_ns: u64,
     swept_ns: u64,
+    /// Queues and episodes booked elsewhere and shown here: the fleet
+    /// view's merge of its aggregators' (empty in any other collector).
+    adopted: View,
 }
 
 impl Default for Congestion {
@@ -137,6 +140,7 @@ impl Congestion {
             counts: Counts::default(),
             now_ns: 0,
             swept_ns: 0,
+            adopted: View::default(),
         }
     }
 
@@ -366,7 +370,16 @@ impl Congestion {
                 (*key, view)
             })
             .collect();
-        View { queues, recent: self.recent.clone(), counts: self.counts.clone() }
+        let mut view = View { queues, recent: self.recent.clone(), counts: self.counts.clone() };
+        view.merge(&self.adopted);
+        view
+    }
+
+    /// Queues and episodes booked elsewhere, shown by [`Congestion::view`]
+    /// with this collector's own (the fleet view's merge, in place of the
+    /// last one).
+    pub fn adopt(&mut self, view: View) {
+        self.adopted = view;
     }
 
     /// One queue's timeline, cells from `since_ms` on (ms since the epoch).
@@ -400,8 +413,9 @@ pub struct QueueView {
     pub open: Option<Episode>,
 }
 
-/// Every queue and episode, for the views (merged over readers).
-#[derive(Debug, Clone, Default, PartialEq)]
+/// Every queue and episode, for the views (merged over readers, and
+/// over a fleet's aggregators in CBOR).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct View {
     pub queues: BTreeMap<QueueKey, QueueView>,
     pub recent: VecDeque<Episode>,
