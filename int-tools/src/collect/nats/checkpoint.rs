@@ -55,16 +55,29 @@ pub struct Checkpoint {
     pub consumer_sequence: u64,
 }
 
+/// Why a checkpoint could not be encoded, decoded, read or written (the
+/// log says which, with the partition).
+#[derive(Debug, thiserror::Error)]
+pub enum CheckpointError {
+    #[error(transparent)]
+    Encode(#[from] ciborium::ser::Error<std::io::Error>),
+    #[error(transparent)]
+    Decode(#[from] ciborium::de::Error<std::io::Error>),
+    /// The bucket refused or did not answer.
+    #[error(transparent)]
+    Bucket(Box<dyn std::error::Error + Send + Sync>),
+}
+
 /// A partition's books, encoded with the consumer sequence they reach.
-pub fn encode(snapshot: &Snapshot, consumer_sequence: u64) -> Result<Vec<u8>, String> {
+pub fn encode(snapshot: &Snapshot, consumer_sequence: u64) -> Result<Vec<u8>, CheckpointError> {
     let mut bytes = Vec::new();
     let writing = Writing { books: Keeping::of(snapshot), consumer_sequence };
-    ciborium::into_writer(&writing, &mut bytes).map_err(|e| e.to_string())?;
+    ciborium::into_writer(&writing, &mut bytes)?;
     Ok(bytes)
 }
 
-pub fn decode(bytes: &[u8]) -> Result<Checkpoint, String> {
-    ciborium::from_reader(bytes).map_err(|e| e.to_string())
+pub fn decode(bytes: &[u8]) -> Result<Checkpoint, CheckpointError> {
+    Ok(ciborium::from_reader(bytes)?)
 }
 
 /// `books` take a checkpoint's (under their own limits and time base).
@@ -170,7 +183,7 @@ impl Checkpoints {
 
     /// A failure counted in `count`, said in the log if its cause is new
     /// (16 causes at most).
-    pub fn failed(&self, count: &AtomicU64, partition: u8, what: &str, error: &str) {
+    pub fn failed(&self, count: &AtomicU64, partition: u8, what: &str, error: &dyn std::fmt::Display) {
         count.fetch_add(1, Ordering::Relaxed);
         let cause = format!("{what}: {error}");
         let Ok(mut said) = self.said.lock() else { return };
@@ -219,14 +232,14 @@ impl Counted for Checkpoints {
 
 /// The checkpoint of `partition` as the bucket has it, and its revision;
 /// `Ok(None)` where there is none.
-pub async fn read(store: &kv::Store, partition: u8) -> Result<Option<(Vec<u8>, u64)>, String> {
+pub async fn read(store: &kv::Store, partition: u8) -> Result<Option<(Vec<u8>, u64)>, CheckpointError> {
     match store.entry(key(partition)).await {
         Ok(Some(entry)) if entry.operation == kv::Operation::Put && !entry.value.is_empty() => {
             Ok(Some((entry.value.to_vec(), entry.revision)))
         }
         Ok(Some(entry)) => Ok(Some((Vec::new(), entry.revision))),
         Ok(None) => Ok(None),
-        Err(error) => Err(error.to_string()),
+        Err(error) => Err(CheckpointError::Bucket(error.into())),
     }
 }
 
@@ -237,13 +250,12 @@ pub async fn write(
     partition: u8,
     bytes: Vec<u8>,
     revision: Option<u64>,
-) -> Result<u64, String> {
-    match revision {
-        Some(revision) => {
-            store.update(key(partition), bytes.into(), revision).await.map_err(|e| e.to_string())
-        }
-        None => store.create(key(partition), bytes.into()).await.map_err(|e| e.to_string()),
-    }
+) -> Result<u64, CheckpointError> {
+    let written = match revision {
+        Some(revision) => store.update(key(partition), bytes.into(), revision).await.map_err(|e| e.into()),
+        None => store.create(key(partition), bytes.into()).await.map_err(|e| e.into()),
+    };
+    written.map_err(CheckpointError::Bucket)
 }
 
 /// One owned partition's checkpointing, by its reader: the checkpoint
