@@ -8,15 +8,20 @@
 //! alone and stopped): three made at once on a fresh cluster keep two of
 //! the three aggregators past the servers' 5 s answer, so they were not
 //! started together in any sense the leases could see.
+//!
+//! And the stop of an aggregator whose servers went away: it does not
+//! wait out each request (a batch's confirmation, a checkpoint, a
+//! release, up to a minute before), it says so and stops.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
 mod common;
 
-use std::process::{Child, Command};
+use std::io::Read;
+use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
 use common::cluster::{metric, start_cluster, Server};
-use common::partitions::{skipped, spawn_aggregator, wait_for};
+use common::partitions::{aggregator, skipped, spawn_aggregator, wait_for};
 use common::servers::{free_port, stop};
 use common::*;
 
@@ -90,4 +95,30 @@ fn three_aggregators_started_together_take_their_shares_and_no_more() {
     for lease in &now {
         assert_eq!((lease[1], lease[2], lease[3]), (lease[0], 0, 0), "{now:?}");
     }
+}
+
+#[test]
+fn an_aggregator_whose_servers_went_away_stops_without_waiting_for_them() {
+    if skipped() {
+        return;
+    }
+    let dir = workdir("stream-leases-away");
+    let mut running = Running { servers: start_cluster(&dir), aggregators: Vec::new() };
+    let port = free_port();
+    let urls: Vec<String> = running.servers.iter().map(Server::url).collect();
+    let child =
+        aggregator(&urls.join(","), port).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    running.aggregators.push(child);
+    wait_for("the aggregator owns the 16 partitions", || leases(port)[0] == 16);
+    running.servers.iter_mut().for_each(Server::kill);
+    let mut child = running.aggregators.pop().unwrap();
+    let asked = Instant::now();
+    Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    let status = child.wait().unwrap();
+    let took = asked.elapsed();
+    let mut log = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut log).unwrap();
+    eprintln!("stopped {took:.1?} after SIGTERM, its servers away");
+    assert!(status.success(), "{status}: {log}");
+    assert!(log.contains("the servers away at the stop"), "the stop says why it does not wait: {log}");
 }

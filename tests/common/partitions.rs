@@ -189,16 +189,19 @@ pub fn card_packet(n: u16, i: u16) -> Vec<u8> {
 
 /// An aggregator over the partitions, its metrics on `port`.
 pub fn spawn_aggregator(urls: &str, port: u16) -> Child {
-    Command::new(tools_bin())
+    aggregator(urls, port).stdout(Stdio::null()).stderr(Stdio::inherit()).spawn().unwrap()
+}
+
+/// The command of [`spawn_aggregator`], its output not yet directed.
+pub fn aggregator(urls: &str, port: u16) -> Command {
+    let mut command = Command::new(tools_bin());
+    command
         .args(["collect", "--from-nats", urls, "--nats-consumer", "parts", "--nats-replicas", "3"])
         .args(["--nats-partitions", PARTITIONS, "--partitions", "auto", "--nats-lease-s", "3"])
         .args(["--join-window-ms", JOIN_WINDOW_MS])
         .args(["--quiet", "--json", "--interval", "0", "--duration", "600", "--nats-max-bytes", STREAM_BYTES])
-        .args(["--metrics", &format!("127.0.0.1:{port}")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap()
+        .args(["--metrics", &format!("127.0.0.1:{port}")]);
+    command
 }
 
 /// Waits for `done` (checked every 20 ms) for at most two minutes;

@@ -417,12 +417,22 @@ impl Leases {
         self.counts.owned.store(self.owned.len() as u64, Ordering::Relaxed);
     }
 
-    /// Every lease given up at the end, for the others to take at once.
+    /// Every lease given up at the end, for the others to take at once:
+    /// all together (one request's wait, not one a partition), and no
+    /// longer than a lease, past which they expire anyway.
     pub async fn release_all(&mut self, store: &kv::Store) {
-        for partition in self.owned.keys().copied().collect::<Vec<_>>() {
-            self.release(store, partition).await;
+        self.releasing.clear();
+        let owned = std::mem::take(&mut self.owned);
+        self.counts.owned.store(0, Ordering::Relaxed);
+        let updates = owned
+            .iter()
+            .map(|(partition, revision)| store.update(lease_key(*partition), bytes::Bytes::new(), *revision));
+        let member = store.delete(format!("m.{}", self.me));
+        let all = futures_util::future::join(futures_util::future::join_all(updates), member);
+        if let Ok((released, _)) = tokio::time::timeout(self.ttl, all).await {
+            let released = released.iter().filter(|update| update.is_ok()).count() as u64;
+            self.counts.released.fetch_add(released, Ordering::Relaxed);
         }
-        let _ = store.delete(format!("m.{}", self.me)).await;
     }
 
     /// A partition being given up: its reader is stopping.

@@ -180,9 +180,41 @@ async fn run(reader: &Reader<'_>, leasing: &Leasing) -> Result<(), StreamError> 
     for switch in switches.values() {
         switch.on.store(false, Ordering::Relaxed);
     }
-    while reading.next().await.is_some() {}
-    leases.release_all(&store).await;
+    stop(reading, &mut leases, &store, &js.client(), reader.name).await;
     Ok(())
+}
+
+/// The stop: each reader books the batch in hand and writes its last
+/// checkpoint, then every lease is given up. With the servers away none
+/// of it can complete (a batch whose acknowledgement is not confirmed is
+/// not booked and comes again to the partition's next owner; no
+/// checkpoint or release can be written; the leases expire by
+/// themselves), so collect stops then rather than wait out each request.
+async fn stop(
+    mut reading: FuturesUnordered<Reading<'_>>,
+    leases: &mut Leases,
+    store: &kv::Store,
+    client: &async_nats::Client,
+    name: &str,
+) {
+    let drained = async {
+        while reading.next().await.is_some() {}
+        leases.release_all(store).await;
+    };
+    tokio::select! {
+        () = drained => {}
+        () = servers_away(client) => log::warn!(
+            "collect: --from-nats {name}: the servers away at the stop: the batches in hand are left to the \
+             partitions' next owners (redelivered), the leases to expire"
+        ),
+    }
+}
+
+/// Returns once the client is not connected.
+async fn servers_away(client: &async_nats::Client) {
+    while client.connection_state() == async_nats::connection::State::Connected {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// A partition released or lost (collect going on): its books are its
