@@ -25,7 +25,7 @@ use std::time::Instant;
 
 use common::cluster::{metric, Server};
 use common::partitions::{
-    came, owned, phase, settled, skipped, wait_for, Figures, Fleet, Phase, CARDS, FLOWS, PACKETS,
+    came, one_fleet, owned, phase, settled, skipped, wait_for, Figures, Fleet, Phase, CARDS, FLOWS, PACKETS,
 };
 use common::servers::{free_port, http_get, json_in, stop};
 use common::*;
@@ -176,6 +176,7 @@ fn the_fleet_view_of_three_aggregators_equals_one_collector() {
     if skipped() {
         return;
     }
+    let _one = one_fleet();
     let (mut fleet, mut view, port, web) = fleet_and_view("stream-fleet-view");
     let direct = fleet.send_three_phases();
     let ports = fleet.live_ports();
@@ -257,6 +258,7 @@ fn a_killed_aggregators_partitions_move_with_their_books() {
     if skipped() {
         return;
     }
+    let _one = one_fleet();
     let (mut fleet, mut view, port, _) = fleet_and_view("stream-fleet-view-kill");
     let mut numbers = [0u32; 4];
     // Postcards after the kill only (a switch silent for a join window

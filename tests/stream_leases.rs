@@ -21,7 +21,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
 use common::cluster::{metric, start_cluster, Server};
-use common::partitions::{aggregator, skipped, spawn_aggregator, wait_for};
+use common::partitions::{aggregator, one_fleet, skipped, spawn_aggregator, wait_for};
 use common::servers::{free_port, stop};
 use common::*;
 
@@ -62,6 +62,7 @@ fn three_aggregators_started_together_take_their_shares_and_no_more() {
     if skipped() {
         return;
     }
+    let _one = one_fleet();
     let dir = workdir("stream-leases");
     let mut running = Running { servers: start_cluster(&dir), aggregators: Vec::new() };
     let alone = free_port();
@@ -102,6 +103,7 @@ fn an_aggregator_whose_servers_went_away_stops_without_waiting_for_them() {
     if skipped() {
         return;
     }
+    let _one = one_fleet();
     let dir = workdir("stream-leases-away");
     let mut running = Running { servers: start_cluster(&dir), aggregators: Vec::new() };
     let port = free_port();

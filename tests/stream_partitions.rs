@@ -19,22 +19,14 @@
 mod common;
 
 use std::process::Command;
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use common::cluster::{metric, Server};
-use common::partitions::{came, owned, phase, settled, skipped, wait_for, Figures, Fleet, Phase, CARDS};
+use common::partitions::{
+    came, one_fleet, owned, phase, settled, skipped, wait_for, Figures, Fleet, Phase, CARDS,
+};
 use common::servers::{http_get, json_in, stop};
 use common::*;
-
-/// One fleet at a time: three fleets of nine processes at once on a
-/// 2-CPU host put the postcards' hand-over past their join window (one
-/// failure in seven runs with one CPU kept busy).
-static ONE_FLEET: Mutex<()> = Mutex::new(());
-
-fn one_fleet() -> MutexGuard<'static, ()> {
-    ONE_FLEET.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
 
 #[test]
 fn three_aggregators_over_16_partitions_add_up_to_one_collector() {
