@@ -50,12 +50,35 @@ impl Server {
 }
 
 /// Three servers routed to each other, JetStream on each, until all say
-/// they are healthy.
+/// they are healthy. A port taken between `free_port` and a server's
+/// bind (another test's process took it meanwhile) stops that server:
+/// the cluster is made again on other ports, three times at most.
 pub fn start_cluster(dir: &Path) -> Vec<Server> {
+    let mut attempts = 0;
+    loop {
+        let mut servers = configured(dir);
+        servers.iter_mut().for_each(Server::start);
+        match settle(&servers) {
+            Ok(()) => return servers,
+            Err(said) if attempts < 3 && said.contains("address already in use") => {
+                servers.iter_mut().for_each(Server::kill);
+                for server in &servers {
+                    let _ = std::fs::remove_dir_all(dir.join(&server.name));
+                    let _ = std::fs::remove_file(&server.log);
+                }
+                attempts += 1;
+            }
+            Err(said) => panic!("{said}"),
+        }
+    }
+}
+
+/// The three servers' configurations written, on fresh ports.
+fn configured(dir: &Path) -> Vec<Server> {
     let ports: Vec<(u16, u16, u16)> = (0..3).map(|_| (free_port(), free_port(), free_port())).collect();
     let routes: Vec<String> =
         ports.iter().map(|(_, route, _)| format!("nats-route://127.0.0.1:{route}")).collect();
-    let mut servers: Vec<Server> = ports
+    ports
         .iter()
         .enumerate()
         .map(|(n, &(port, route, monitor))| {
@@ -73,23 +96,29 @@ pub fn start_cluster(dir: &Path) -> Vec<Server> {
             let log = dir.join(format!("{name}.log"));
             Server { name, port, monitor, config, log, child: None }
         })
-        .collect();
-    for server in &mut servers {
-        server.start();
-    }
-    wait_healthy(&servers);
-    servers
+        .collect()
 }
 
 pub fn wait_healthy(servers: &[Server]) {
+    if let Err(said) = settle(servers) {
+        panic!("{said}");
+    }
+}
+
+/// Every started server healthy, or the log of one that is not within a
+/// minute or that said a fatal error.
+fn settle(servers: &[Server]) -> Result<(), String> {
     let started = Instant::now();
     for server in servers.iter().filter(|s| s.child.is_some()) {
         while !server.healthy() {
             let said = std::fs::read_to_string(&server.log).unwrap_or_default();
-            assert!(started.elapsed() < Duration::from_secs(60), "{} not healthy:\n{said}", server.name);
+            if said.contains("[FTL]") || started.elapsed() > Duration::from_secs(60) {
+                return Err(format!("{} not healthy:\n{said}", server.name));
+            }
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+    Ok(())
 }
 
 /// A collect's count of a metric family's line that starts `line`.
