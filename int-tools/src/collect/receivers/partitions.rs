@@ -146,11 +146,11 @@ async fn run(reader: &Reader<'_>, leasing: &Leasing) -> Result<(), StreamError> 
                     let on = Arc::new(AtomicBool::new(true));
                     let switch = Switch { on, caught_up: Arc::new(AtomicBool::new(false)) };
                     switches.insert(partition, switch.clone());
-                    leasing.checkpoints.hold(partition, leases.revision(partition).unwrap_or(0));
+                    let epoch = leases.revision(partition).unwrap_or(0);
                     let Some(books) = reader.books_of(partition) else { continue };
                     let (counts, every) = (&*leasing.checkpoints, leasing.checkpoint_every);
                     let keeper = Keeper::new(&checkpoints, partition, books, counts, every);
-                    reading.push(Box::pin(read(reader, &js, keeper, switch, &errors)));
+                    reading.push(Box::pin(read(reader, &js, (keeper, epoch), switch, &errors)));
                 }
                 say_lag(reader.name, &leasing.counts, &mut lag_said);
                 if watch.is_none() {
@@ -302,7 +302,7 @@ struct Opened {
 async fn read(
     reader: &Reader<'_>,
     js: &jetstream::Context,
-    mut keeper: Keeper<'_>,
+    (mut keeper, epoch): (Keeper<'_>, u64),
     switch: Switch,
     errors: &Errors<'_>,
 ) -> (u8, Arc<AtomicBool>) {
@@ -312,6 +312,10 @@ async fn read(
     if keeping && !keeper.restore(going).await {
         return (partition, switch.on);
     }
+    // Held (in the fleet view's states) only once its checkpoint is in
+    // its books: a state holding it before, at the lease's newer
+    // revision, would stand for the previous owner's books with none.
+    keeper.counts.hold(partition, epoch);
     let mut consumer = None;
     let mut lag_read: Option<Instant> = None;
     while going() {
