@@ -255,6 +255,12 @@ pub struct Fleet {
 
 impl Fleet {
     pub fn start(dir: &Path) -> Fleet {
+        Fleet::start_with(dir, &[])
+    }
+
+    /// [`Fleet::start`], the direct collector given `direct` arguments
+    /// more (`--names`, `--http`: the fleet view's yardstick).
+    pub fn start_with(dir: &Path, direct: &[&str]) -> Fleet {
         let servers = start_cluster(dir);
         let urls: Vec<String> = servers.iter().map(Server::url).collect();
         let urls = urls.join(",");
@@ -278,10 +284,9 @@ impl Fleet {
             .collect();
         let direct_metrics = free_port();
         let metrics = format!("127.0.0.1:{direct_metrics}");
-        let direct = start_collector(
-            &tools_bin(),
-            &["--quiet", "--duration", "600", "--metrics", &metrics, "--join-window-ms", JOIN_WINDOW_MS],
-        );
+        let args =
+            ["--quiet", "--duration", "600", "--metrics", &metrics, "--join-window-ms", JOIN_WINDOW_MS];
+        let direct = start_collector(&tools_bin(), &[&args[..], direct].concat());
         let senders = (0..4).map(|_| UdpSocket::bind("127.0.0.1:0").unwrap()).collect();
         Fleet { servers, receivers, direct, direct_metrics, aggregators, aggregator_ports, senders }
     }
@@ -365,6 +370,33 @@ impl Drop for Fleet {
         let _ = self.direct.0.wait();
         for server in &mut self.servers {
             server.kill();
+        }
+    }
+}
+
+/// The fleet view (`collect --fleet-view`), its metrics on `port`, its
+/// web view on `web`, `extra` arguments more; stopped if the test fails.
+pub struct View(pub Option<Child>);
+
+impl View {
+    pub fn spawn(urls: &str, port: u16, web: u16, extra: &[&str]) -> View {
+        let child = Command::new(tools_bin())
+            .args(["collect", "--from-nats", urls, "--fleet-view"])
+            .args(["--quiet", "--json", "--interval", "0", "--duration", "600"])
+            .args(["--metrics", &format!("127.0.0.1:{port}"), "--http", &format!("127.0.0.1:{web}")])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        View(Some(child))
+    }
+}
+
+impl Drop for View {
+    fn drop(&mut self) {
+        if let Some(child) = self.0.take() {
+            stop(child);
         }
     }
 }

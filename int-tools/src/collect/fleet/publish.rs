@@ -137,8 +137,12 @@ impl Publishing {
 
     async fn publish(&mut self, client: &async_nats::Client, last: bool) {
         let every_ms = u64::try_from(self.every.as_millis()).unwrap_or(u64::MAX);
+        // The partitions held first: one given up meanwhile has its books
+        // emptied before it is let go, so the whole books read after do
+        // not hold it when the state holds no partition.
+        let partitions = self.partitions();
         let mut state = State::of(self.shared.view(FLOWS), &self.id, every_ms, last);
-        state.partitions = self.partitions();
+        state.partitions = partitions;
         let sent = match state.encode() {
             Ok(bytes) => {
                 self.counts.bytes.store(bytes.len() as u64, Ordering::Relaxed);

@@ -66,6 +66,11 @@ pub enum CheckpointError {
     /// The bucket refused or did not answer.
     #[error(transparent)]
     Bucket(Box<dyn std::error::Error + Send + Sync>),
+    /// Another owner wrote the key since this one read or wrote it: this
+    /// aggregator's lease was lost (it stood still past it), and the
+    /// partition's books are the taker's.
+    #[error("another owner wrote it since (this aggregator's lease lost)")]
+    Stale,
 }
 
 /// A partition's books, encoded with the consumer sequence they reach.
@@ -121,9 +126,16 @@ struct Mark {
 pub struct Checkpoints {
     /// Checkpoints written whole.
     pub written: AtomicU64,
-    /// Writes refused (the servers away, another owner's revision, a
-    /// checkpoint past the servers' payload limit) or not encoded.
+    /// Writes that failed (the servers away, a checkpoint past the
+    /// servers' payload limit) or not encoded.
     pub failed: AtomicU64,
+    /// Writes refused as stale: another owner wrote the key since (this
+    /// aggregator stood still past its lease and the partition was taken).
+    pub refused: AtomicU64,
+    /// Datagrams a partition booked since its last checkpoint when its
+    /// last write at giving it up failed or was refused: its next owner
+    /// has them acknowledged and not booked (its `behind`, in messages).
+    pub lost: AtomicU64,
     /// The last checkpoint's size.
     pub bytes: AtomicU64,
     /// Checkpoints read by this aggregator when it took a partition.
@@ -204,6 +216,8 @@ impl Counted for Checkpoints {
         vec![
             ("written", get(&self.written)),
             ("failed", get(&self.failed)),
+            ("refused", get(&self.refused)),
+            ("lost", get(&self.lost)),
             ("bytes", get(&self.bytes)),
             ("restored", get(&self.restored)),
             ("behind", get(&self.behind)),
@@ -217,9 +231,11 @@ impl Counted for Checkpoints {
         counter_family(
             out,
             "int_collect_nats_checkpoints_total",
-            "Partition checkpoints written, failed, and read at a takeover.",
-            self.outcomes(&["written", "failed", "restored"]),
+            "Partition checkpoints written, failed, refused as stale, and read at a takeover.",
+            self.outcomes(&["written", "failed", "refused", "restored"]),
         );
+        let help = "Datagrams booked since a partition's last checkpoint, lost with a write refused or failed at giving it up.";
+        counter(out, "int_collect_nats_checkpoint_lost_datagrams_total", help, get(&self.lost));
         let help = "Checkpoint reads that failed or did not decode.";
         counter(out, "int_collect_nats_checkpoint_read_errors_total", help, get(&self.read_errors));
         let help = "Messages acknowledged past the checkpoints read (lost with their owner).";
@@ -251,11 +267,18 @@ pub async fn write(
     bytes: Vec<u8>,
     revision: Option<u64>,
 ) -> Result<u64, CheckpointError> {
-    let written = match revision {
-        Some(revision) => store.update(key(partition), bytes.into(), revision).await.map_err(|e| e.into()),
-        None => store.create(key(partition), bytes.into()).await.map_err(|e| e.into()),
-    };
-    written.map_err(CheckpointError::Bucket)
+    match revision {
+        Some(revision) => {
+            store.update(key(partition), bytes.into(), revision).await.map_err(|error| match error.kind() {
+                kv::UpdateErrorKind::WrongLastRevision => CheckpointError::Stale,
+                _ => CheckpointError::Bucket(error.into()),
+            })
+        }
+        None => store.create(key(partition), bytes.into()).await.map_err(|error| match error.kind() {
+            kv::CreateErrorKind::AlreadyExists => CheckpointError::Stale,
+            _ => CheckpointError::Bucket(error.into()),
+        }),
+    }
 }
 
 /// One owned partition's checkpointing, by its reader: the checkpoint
@@ -370,14 +393,17 @@ impl<'a> Keeper<'a> {
     }
 
     /// The last checkpoint, the books' postcards' groups joined first
-    /// (the next owner takes no group half joined).
+    /// (the next owner takes no group half joined). Not written (refused:
+    /// the partition was taken while this aggregator stood still), what
+    /// the books took since the last one is lost to the next owner:
+    /// counted.
     pub async fn finish(&mut self) {
         if let Ok(mut books) = self.books.lock() {
             books.close_joins();
             self.booked = books.totals.received;
         }
-        if !self.every.is_zero() {
-            let _ = self.write().await;
+        if !self.every.is_zero() && !self.write().await {
+            self.counts.lost.fetch_add(self.booked.saturating_sub(self.covered), Ordering::Relaxed);
         }
     }
 
@@ -405,6 +431,11 @@ impl<'a> Keeper<'a> {
                 self.counts.bytes.store(size, Ordering::Relaxed);
                 self.counts.mark(partition, received, Some(received));
                 true
+            }
+            Err(CheckpointError::Stale) => {
+                let error = CheckpointError::Stale;
+                self.counts.failed(&self.counts.refused, partition, "write", &error);
+                false
             }
             Err(error) => {
                 self.counts.failed(&self.counts.failed, partition, "write", &error);

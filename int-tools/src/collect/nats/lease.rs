@@ -54,6 +54,11 @@ pub struct Counts {
     pub consumer_errors: AtomicU64,
     /// A partition's pull refused or broken off (pulled again).
     pub pull_errors: AtomicU64,
+    /// Messages pulled and left unacknowledged: their partition's lease
+    /// went stale in hand (the process stalled past it) and was lost
+    /// before they were acknowledged. The stream delivers them again to
+    /// the partition's next owner.
+    pub dropped: AtomicU64,
     /// Each owned partition's lag as its consumer last told: messages not
     /// yet delivered, and delivered but not acknowledged.
     pub lag: Mutex<BTreeMap<u8, Lag>>,
@@ -124,8 +129,18 @@ impl Counted for Counts {
     }
 
     fn counts(&self) -> Vec<(&'static str, u64)> {
-        let mut counts =
-            counts_of!(self, owned, members, taken, takeovers, lost, released, consumer_errors, pull_errors);
+        let mut counts = counts_of!(
+            self,
+            owned,
+            members,
+            taken,
+            takeovers,
+            lost,
+            released,
+            consumer_errors,
+            pull_errors,
+            dropped
+        );
         counts.push(("most_pending", self.most_behind().map_or(0, |(_, pending)| pending)));
         counts
     }
@@ -170,6 +185,11 @@ impl Counted for Counts {
                 "int_collect_nats_partition_pull_errors_total",
                 "A partition's pull refused or broken off (pulled again).",
                 get(&self.pull_errors),
+            ),
+            (
+                "int_collect_nats_partition_dropped_messages_total",
+                "Messages pulled and left unacknowledged to the next owner: the lease lost in hand.",
+                get(&self.dropped),
             ),
         ];
         for (name, help, value) in counters {
@@ -216,6 +236,9 @@ pub struct Leases {
     ttl: Duration,
     /// Partitions owned, with the revision this aggregator wrote.
     owned: BTreeMap<u8, u64>,
+    /// When the request that wrote each owned lease's revision was sent:
+    /// nobody else may take it for a lease time after it landed.
+    written: BTreeMap<u8, Instant>,
     releasing: Vec<u8>,
     /// When every owned lease was last renewed.
     renewed: Instant,
@@ -241,6 +264,7 @@ impl Leases {
             auto,
             ttl,
             owned: BTreeMap::new(),
+            written: BTreeMap::new(),
             releasing: Vec::new(),
             renewed: Instant::now(),
             // A listed aggregator's share is its list, whoever else lives.
@@ -254,6 +278,17 @@ impl Leases {
     /// it owns it: a later owner's is always higher.
     pub fn revision(&self, partition: u8) -> Option<u64> {
         self.owned.get(&partition).copied()
+    }
+
+    /// Until when `partition`'s lease is surely still this aggregator's,
+    /// on its own clock: two thirds of the lease after its last write was
+    /// sent (the others judge it expired a whole lease after they saw that
+    /// write, which came later), as an owner that could not renew stops
+    /// reading. Past it, a batch in hand waits for the next renewal before
+    /// it is acknowledged: the process may have stood still (its host
+    /// paused, SIGSTOP) while another took the partition.
+    pub fn fresh_until(&self, partition: u8) -> Option<Instant> {
+        Some(*self.written.get(&partition)? + self.ttl * 2 / 3)
     }
 
     /// How often [`Leases::tick`] runs: a third of the lease.
@@ -311,13 +346,16 @@ impl Leases {
         let late = self.renewed.elapsed() > self.ttl * 2 / 3;
         let mut all = true;
         for (partition, revision) in self.owned.clone() {
+            let sent = Instant::now();
             match store.update(lease_key(partition), self.me.clone().into(), revision).await {
                 Ok(new) => {
                     self.owned.insert(partition, new);
+                    self.written.insert(partition, sent);
                 }
                 Err(error) if late || error.kind() == kv::UpdateErrorKind::WrongLastRevision => {
                     log::warn!("collect: lost partition {partition}'s lease: {error}");
                     self.owned.remove(&partition);
+                    self.written.remove(&partition);
                     self.releasing.retain(|p| *p != partition);
                     self.counts.lost.fetch_add(1, Ordering::Relaxed);
                     changes.stop.push(partition);
@@ -383,6 +421,7 @@ impl Leases {
                 continue;
             }
             let key = lease_key(partition);
+            let sent = Instant::now();
             let written = match self.seen.get(&key) {
                 None => store.create(&key, self.me.clone().into()).await.ok(),
                 Some(seen) if seen.value.is_empty() || seen.since.elapsed() >= self.ttl => {
@@ -398,6 +437,7 @@ impl Leases {
             };
             if let Some(revision) = written {
                 self.owned.insert(partition, revision);
+                self.written.insert(partition, sent);
                 self.counts.taken.fetch_add(1, Ordering::Relaxed);
                 changes.start.push(partition);
                 taken += 1;
@@ -409,6 +449,7 @@ impl Leases {
     /// another (against the revision written; lost meanwhile, nothing).
     pub async fn release(&mut self, store: &kv::Store, partition: u8) {
         self.releasing.retain(|p| *p != partition);
+        self.written.remove(&partition);
         if let Some(revision) = self.owned.remove(&partition) {
             if store.update(lease_key(partition), bytes::Bytes::new(), revision).await.is_ok() {
                 self.counts.released.fetch_add(1, Ordering::Relaxed);
@@ -423,6 +464,7 @@ impl Leases {
     pub async fn release_all(&mut self, store: &kv::Store) {
         self.releasing.clear();
         let owned = std::mem::take(&mut self.owned);
+        self.written.clear();
         self.counts.owned.store(0, Ordering::Relaxed);
         let updates = owned
             .iter()

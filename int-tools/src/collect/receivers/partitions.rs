@@ -81,6 +81,20 @@ impl Errors<'_> {
             );
         }
     }
+
+    /// A batch in hand left unacknowledged (its lease lost first): counted
+    /// by message, said once.
+    fn dropped(&self, partition: u8, messages: usize) {
+        self.counts.dropped.fetch_add(messages as u64, Ordering::Relaxed);
+        let cause = "lease lost in hand".to_string();
+        let Ok(mut said) = self.said.lock() else { return };
+        if said.len() < SAID_AT_MOST && said.insert(cause) {
+            log::warn!(
+                "collect: partition {partition}'s lease lost with {messages} messages in hand, not acknowledged: \
+                 left to its next owner (delivered again after the consumer's acknowledgement wait; said once)"
+            );
+        }
+    }
 }
 
 /// The aggregator's thread over the partitions its leases give it.
@@ -105,12 +119,46 @@ pub fn spawn(
 /// the switch is off (or collect stops).
 type Reading<'a> = Pin<Box<dyn std::future::Future<Output = (u8, Arc<AtomicBool>)> + 'a>>;
 
-/// A partition reader's switch (on while it is to read) and whether its
-/// last pull found the partition read to its end.
+/// A partition reader's switch (on while it is to read), whether its
+/// last pull found the partition read to its end, and until when its
+/// lease is surely this aggregator's ([`Leases::fresh_until`]).
 #[derive(Clone)]
 struct Switch {
     on: Arc<AtomicBool>,
     caught_up: Arc<AtomicBool>,
+    fresh_until: Arc<Mutex<Option<Instant>>>,
+}
+
+impl Switch {
+    fn new(fresh_until: Option<Instant>) -> Switch {
+        Switch {
+            on: Arc::new(AtomicBool::new(true)),
+            caught_up: Arc::new(AtomicBool::new(false)),
+            fresh_until: Arc::new(Mutex::new(fresh_until)),
+        }
+    }
+
+    fn fresh(&self) -> bool {
+        let until = self.fresh_until.lock().ok().and_then(|until| *until);
+        until.is_some_and(|until| Instant::now() < until)
+    }
+
+    /// Whether a batch in hand may be acknowledged: the lease fresh, or
+    /// renewed after a wait (the process stood still past it: SIGSTOP,
+    /// its host paused); not once the reader is switched off meanwhile
+    /// (the lease lost, or collect stopping). Rare enough to look every
+    /// 20 ms rather than be told.
+    async fn still_owned(&self, going: impl Fn() -> bool) -> bool {
+        loop {
+            if self.fresh() {
+                return true;
+            }
+            if !going() {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
 }
 
 /// Reads the partitions this aggregator's leases give it until collect
@@ -142,9 +190,13 @@ async fn run(reader: &Reader<'_>, leasing: &Leasing) -> Result<(), StreamError> 
                         switch.on.store(false, Ordering::Relaxed);
                     }
                 }
+                for (partition, switch) in &switches {
+                    if let (Some(until), Ok(mut fresh)) = (leases.fresh_until(*partition), switch.fresh_until.lock()) {
+                        *fresh = Some(until);
+                    }
+                }
                 for partition in changes.start {
-                    let on = Arc::new(AtomicBool::new(true));
-                    let switch = Switch { on, caught_up: Arc::new(AtomicBool::new(false)) };
+                    let switch = Switch::new(leases.fresh_until(partition));
                     switches.insert(partition, switch.clone());
                     let epoch = leases.revision(partition).unwrap_or(0);
                     let Some(books) = reader.books_of(partition) else { continue };
@@ -219,15 +271,17 @@ async fn servers_away(client: &async_nats::Client) {
 
 /// A partition released or lost (collect going on): its books are its
 /// next owner's now, from the checkpoint its reader wrote last, and no
-/// longer this aggregator's.
+/// longer this aggregator's. Emptied before they stop being held: a
+/// fleet view's state that holds none of its partitions counts its
+/// aggregator's whole books, which must not hold this one's any more.
 fn given_up(reader: &Reader<'_>, leasing: &Leasing, partition: u8) {
     if reader.stopping() || leasing.checkpoint_every.is_zero() {
         return;
     }
-    leasing.checkpoints.drop_hold(partition);
     if let Some(Ok(mut books)) = reader.books_of(partition).map(|books| books.lock()) {
         checkpoint::clear(&mut books);
     }
+    leasing.checkpoints.drop_hold(partition);
 }
 
 /// The next change of the bucket, if it is watched.
@@ -335,6 +389,10 @@ async fn read(
         }
         let mut messages = pull(consumer, partition, errors).await;
         switch.caught_up.store(messages.is_empty(), Ordering::Relaxed);
+        if !messages.is_empty() && !switch.still_owned(going).await {
+            errors.dropped(partition, messages.len());
+            messages.clear();
+        }
         let (received, last) = reader.take_into(keeper.books, &mut messages).await;
         keeper.booked(received, last);
         keeper.tick().await;
@@ -453,5 +511,36 @@ mod tests {
         }
         assert_eq!(errors.said.lock().unwrap().len(), SAID_AT_MOST);
         assert_eq!(counts.pull_errors.load(Ordering::Relaxed), 101);
+    }
+
+    /// A batch in hand under a lease gone stale waits for its renewal
+    /// (booked then), and is given up if the reader is switched off first
+    /// (the lease lost); a fresh lease lets it through at once.
+    #[test]
+    fn a_batch_waits_for_a_stale_lease_to_be_renewed_or_lost() {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+        let past = Instant::now().checked_sub(Duration::from_millis(10)).unwrap();
+        let fresh = Switch::new(Some(Instant::now() + Duration::from_secs(60)));
+        assert!(runtime.block_on(fresh.still_owned(|| true)));
+        let lost = Switch::new(Some(past));
+        assert!(!runtime.block_on(lost.still_owned(|| false)), "switched off: given up");
+        let renewed = Switch::new(Some(past));
+        let renewing = renewed.clone();
+        let owned = runtime.block_on(async {
+            let renewal = async {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                *renewing.fresh_until.lock().unwrap() = Some(Instant::now() + Duration::from_secs(60));
+                true
+            };
+            let (owned, _) = futures_util::future::join(renewed.still_owned(|| true), renewal).await;
+            owned
+        });
+        assert!(owned, "renewed meanwhile: booked");
+        let counts = lease::Counts::default();
+        let errors = Errors { counts: &counts, said: Mutex::new(HashSet::new()) };
+        errors.dropped(4, 9);
+        errors.dropped(5, 7);
+        assert_eq!(counts.dropped.load(Ordering::Relaxed), 16);
+        assert_eq!(errors.said.lock().unwrap().len(), 1, "said once");
     }
 }
