@@ -20,42 +20,17 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::io::Read;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::Instant;
 
 use common::cluster::{metric, Server};
 use common::partitions::{
-    came, one_fleet, owned, phase, settled, skipped, wait_for, Figures, Fleet, Phase, CARDS, FLOWS, PACKETS,
+    came, one_fleet, owned, phase, settled, skipped, wait_for, Figures, Fleet, Phase, View, CARDS, FLOWS,
+    PACKETS,
 };
 use common::servers::{free_port, http_get, json_in, stop};
 use common::*;
 use serde_json::Value;
-
-/// The fleet view, its metrics on `port` and its web view on `web`;
-/// killed if the test fails.
-struct View(Option<Child>);
-
-impl View {
-    fn spawn(urls: &str, port: u16, web: u16) -> View {
-        let child = Command::new(tools_bin())
-            .args(["collect", "--from-nats", urls, "--fleet-view"])
-            .args(["--quiet", "--json", "--interval", "0", "--duration", "600"])
-            .args(["--metrics", &format!("127.0.0.1:{port}"), "--http", &format!("127.0.0.1:{web}")])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        View(Some(child))
-    }
-}
-
-impl Drop for View {
-    fn drop(&mut self) {
-        if let Some(child) = self.0.take() {
-            stop(child);
-        }
-    }
-}
 
 /// Stops `child` gracefully (SIGTERM) and waits for it.
 fn terminate(child: &mut Child) {
@@ -166,7 +141,7 @@ fn fleet_and_view(name: &str) -> (Fleet, View, u16, u16) {
     let fleet = Fleet::start(&workdir(name));
     let urls: Vec<String> = fleet.servers.iter().map(Server::url).collect();
     let (port, web) = (free_port(), free_port());
-    let view = View::spawn(&urls.join(","), port, web);
+    let view = View::spawn(&urls.join(","), port, web, &[]);
     wait_for("the view hears the three aggregators", || aggregators(port) == (3, 0));
     (fleet, view, port, web)
 }

@@ -51,12 +51,10 @@ fn wait_for_reports(view: &str, reports: u64) {
 }
 
 fn shots_dir() -> PathBuf {
-    let dir = match std::env::var_os("INT_VIEW_SHOTS") {
-        Some(dir) => Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(dir),
-        None => Path::new(env!("CARGO_TARGET_TMPDIR")).join("view-shots"),
-    };
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    collector::shots_dir(
+        env!("CARGO_MANIFEST_DIR"),
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join("view-shots"),
+    )
 }
 
 /// The reports of flows 2 and 3 (over nodes 1 > 2 > 3 > 9) again and

@@ -77,6 +77,18 @@ pub fn start_collect_saying(
     (child, found.into_iter().flatten().collect())
 }
 
+/// Where a browser test's screenshots go: `INT_VIEW_SHOTS`, a folder of
+/// the repository (docs/view refreshes the docs' ones), else `fallback`
+/// under target/. `manifest` is the test's crate's folder.
+pub fn shots_dir(manifest: &str, fallback: std::path::PathBuf) -> std::path::PathBuf {
+    let dir = match std::env::var_os("INT_VIEW_SHOTS") {
+        Some(dir) => Path::new(manifest).join("..").join(dir),
+        None => fallback,
+    };
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 /// The body of `GET path` from the HTTP server at `server` (collect's
 /// view or metrics).
 pub fn http_get(server: &str, path: &str) -> String {

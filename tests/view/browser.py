@@ -41,19 +41,21 @@ def browser(profile):
 
 
 class Steps:
-    def __init__(self, driver, url, shots, timeout):
-        self.driver, self.url, self.shots = driver, url, shots
+    def __init__(self, driver, url, shots, timeout, prefix=""):
+        self.driver, self.url, self.shots, self.prefix = driver, url, shots, prefix
         # The page draws itself anew every second: an element found may be
         # gone when read; the condition is then tried again.
         ignored = [NoSuchElementException, StaleElementReferenceException]
         self.wait = WebDriverWait(driver, timeout, poll_frequency=0.1, ignored_exceptions=ignored)
 
-    def until(self, what, condition):
-        """Waits for `condition(driver)` to be truthy; fails naming `what`."""
+    def until(self, what, condition, why=None):
+        """Waits for `condition(driver)` to be truthy; fails naming `what`
+        (and what `why()` says of the page, if given)."""
         try:
             return self.wait.until(condition)
         except Exception:
-            sys.exit(f"view: {what} never happened; page:\n{''.join(self.texts('#page'))[:3000]}")
+            said = f"{why()}\n" if why else ""
+            sys.exit(f"view: {what} never happened; {said}page:\n{''.join(self.texts('#page'))[:3000]}")
 
     def go(self, hash_):
         self.driver.execute_script("location.hash = arguments[0]", hash_)
@@ -64,7 +66,7 @@ class Steps:
         clip = {"x": 0, "y": 0, "width": size["width"], "height": min(size["height"], height), "scale": 1}
         shot = self.driver.execute_cdp_cmd(
             "Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True, "clip": clip})
-        with open(f"{self.shots}/{name}.png", "wb") as file:
+        with open(f"{self.shots}/{self.prefix}{name}.png", "wb") as file:
             file.write(base64.b64decode(shot["data"]))
 
     def attrs(self, selector, attribute):
@@ -217,6 +219,29 @@ def events_page(s, args):
     return {"event": event, "flow_change": change}
 
 
+def rerouted(s, args):
+    """A rerouted flow found on the flows page by a search (`--rerouted`),
+    shown on its new path; its page with both paths, the new one first,
+    and the path change among its events."""
+    s.driver.get(s.url + "#/flows")
+    s.until("the flows table", lambda d: s.texts("#flows tr.row"))
+    s.shot("flows", 900)
+    find(s, q=args.rerouted, node="", path="")
+    row = flows_table(s, f"the search {args.rerouted!r}", "rows 1-1 of 1 matched")["rows"][0]
+    if row["path"] != args.new_path:
+        sys.exit(f"view: the rerouted flow {row['flow']} shown over {row['path']!r}, not {args.new_path!r}")
+    s.shot("flows-search", 900)
+    s.until("a click on the flow", lambda d: d.find_element(By.CSS_SELECTOR, "#flows tr.row").click() or True)
+    history = s.until("the flow's page with both paths",
+                      lambda d: (lambda rows: len(rows) == 2 and rows)(s.texts("#path-history tr.path")))
+    if not (history[0].endswith(args.new_path) and history[1].endswith(args.old_path)):
+        sys.exit(f"view: the flow's path history {history}, not {args.new_path!r} after {args.old_path!r}")
+    text = f"path {args.old_path} -> {args.new_path}".replace(" › ", " > ")
+    s.until(f"{text!r} among the flow's events", lambda d: any(text in t for t in s.texts("#flow-events tr.event")))
+    s.shot("flow")
+    return {"flow": row["flow"], "path": row["path"], "path_history": history}
+
+
 def measure(s):
     """Load times at a fleet's size: the topology (every node drawn), the
     flows table (its first 200 rows), a node's page, in ms."""
@@ -322,8 +347,8 @@ def flows_page(s, args):
 
 
 # The topology as drawn, read in the page in one go: each node's place,
-# idle mark and text; each link's label box (those shown), whether it is
-# measured, and its curve.
+# idle mark and text; each link's label box (those shown) and each idle
+# node's "idle since" box, whether a link is measured, and its curve.
 READ_LAYOUT = """
 const svg = document.querySelector('#topology');
 if (!svg) return null;
@@ -337,7 +362,7 @@ const links = [...svg.querySelectorAll('g.link')].map(g => ({link: g.dataset.lin
   d: (e => !e ? '' : e.tagName === 'line' ? ['x1', 'y1', 'x2', 'y2'].map(a => e.getAttribute(a)).join(' ')
     : e.getAttribute('d'))(g.querySelector('path, line')),
 }));
-const labels = [...svg.querySelectorAll('g.link text, text.label')].map(t => { const b = t.getBBox(); return [b.x, b.y, b.width, b.height, t.textContent]; });
+const labels = [...svg.querySelectorAll('g.link text, text.label, text.since')].map(t => { const b = t.getBBox(); return [b.x, b.y, b.width, b.height, t.textContent]; });
 return {nodes, idleText, links, labels};
 """
 
@@ -372,8 +397,11 @@ def layout(s, args):
     want_links = set(args.expect_links.split(",")) if args.expect_links else None
     idle = set(args.idle.split(",")) if args.idle else set()
 
+    last = {}
+
     def ready(d):
         seen = d.execute_script(READ_LAYOUT)
+        last["seen"] = seen
         if not seen or len(seen["nodes"]) != args.expect_nodes:
             return False
         links = {l["link"] for l in seen["links"]}
@@ -384,7 +412,17 @@ def layout(s, args):
         return seen
     # The test starts the browser once the view holds the paths it checks:
     # the first drawing with every node and link is the one to judge.
-    seen = s.until("every node and link drawn", ready)
+    def drawn():
+        seen = last.get("seen") or {"nodes": {}, "links": []}
+        links = {l["link"] for l in seen["links"]}
+        missing, more = sorted((want_links or set()) - links), sorted(links - (want_links or links))
+        return f"{len(seen['nodes'])} nodes, {len(links)} links drawn; links missing {missing[:20]}, not asked {more[:20]}"
+    seen = s.until("every node and link drawn", ready, drawn)
+    if args.nodes:
+        named = dict(pair.split("=") for pair in args.nodes.split(","))
+        s.until("every node by its name", lambda d: dict(d.execute_script(
+            "return [...document.querySelectorAll('#topology g.node')]"
+            ".map(e => [e.dataset.node, e.querySelector('text').textContent])")) == named)
     s.shot(args.layout)
     flows = s.driver.execute_script("return fetch('/api/flows?limit=1000').then(r => r.json())")
     at = seen["nodes"]
@@ -550,6 +588,8 @@ def main():
     parser.add_argument("--shots", help="folder for the screenshots")
     parser.add_argument("--nodes", help="node ids expected, comma-separated, each ID=NAME")
     parser.add_argument("--links", help="links expected, FROM-TO comma-separated")
+    parser.add_argument("--shot-prefix", default="", help="the screenshots' names start with it")
+    parser.add_argument("--rerouted", help="check a rerouted flow only: a search finding it (with --old-path, --new-path)")
     parser.add_argument("--old-path")
     parser.add_argument("--new-path")
     parser.add_argument("--stale", help="the node that stops reporting")
@@ -585,7 +625,7 @@ def main():
     profile = tempfile.mkdtemp(prefix="int-view-chromium-")
     driver = browser(profile)
     try:
-        s = Steps(driver, args.url, args.shots, args.timeout)
+        s = Steps(driver, args.url, args.shots, args.timeout, args.shot_prefix)
         if args.measure:
             driver.get(args.url)
             print(json.dumps(measure(s)))
@@ -604,6 +644,9 @@ def main():
             return
         if args.flows:
             print(json.dumps(flows_page(s, args)))
+            return
+        if args.rerouted:
+            print(json.dumps(rerouted(s, args)))
             return
         named = dict(pair.split("=") for pair in args.nodes.split(","))
         nodes, links = list(named), args.links.split(",")

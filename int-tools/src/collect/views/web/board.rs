@@ -7,6 +7,7 @@
 //! path in the books against its last one in the view. Times are ms since
 //! the view started.
 
+use crate::collect::books::hops::PathChange;
 use crate::collect::names::Naming;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
@@ -145,7 +146,14 @@ pub struct Board {
     /// take it: known from the paths alone, so a fabric whose hops carry
     /// no timestamps (no link latency in the books) still has its links.
     pub adjacency: BTreeMap<(u32, u32), u64>,
-    path_changes: u64,
+    /// The books' newest path changes as the last sample held them: a
+    /// change is news when that sample did not hold it, told by what it
+    /// is, not by its place in the list (the fleet view's books are a
+    /// merge of aggregators' states that come at their own times, so an
+    /// aggregator's changes come into the list behind newer ones already
+    /// shown: by place, they were shown again, each a false flap).
+    #[serde(default)]
+    recent: Vec<PathChange>,
     /// Episodes and queue alerts as the last sample had them; none before
     /// the first sample of this run (a restored board's first sample sets
     /// it without events: the episodes before the restart are no news).
@@ -190,7 +198,7 @@ impl Board {
             ids: HashMap::new(),
             events: Events::default(),
             adjacency: BTreeMap::new(),
-            path_changes: 0,
+            recent: Vec::new(),
             congested: None,
             congestion: Episodes::default(),
             names: Naming::default(),
@@ -264,16 +272,14 @@ impl Board {
         }
         self.apply_congestion(&sample.congestion);
         self.congestion.apply(sample.episodes);
-        let new = sample.path_changes.saturating_sub(self.path_changes);
-        self.path_changes = sample.path_changes;
-        let skip = sample.recent.len().saturating_sub(usize::try_from(new).unwrap_or(usize::MAX));
-        // The books' newest changes first (a change and its return within
+        // The books' new changes first (a change and its return within
         // one interval would otherwise not show), then every flow's path
         // now: a change the books' short list no longer holds is one too.
-        for change in sample.recent.into_iter().skip(skip) {
-            self.follow(change.flow, &change.old);
-            self.follow(change.flow, &change.new);
+        let shown = std::mem::take(&mut self.recent);
+        for change in sample.recent.iter().filter(|change| !shown.contains(change)) {
+            self.follow_change(change);
         }
+        self.recent = sample.recent;
         for (key, path) in paths {
             self.follow(key, &path);
         }
@@ -315,6 +321,19 @@ impl Board {
                 }
             }
         }
+    }
+
+    /// A change of the books' into the flow's history: its old path, then
+    /// its new one, unless the flow is on the new one already (a change
+    /// the board saw by the flow's path, or by a board restored from a
+    /// release that kept no list).
+    fn follow_change(&mut self, change: &PathChange) {
+        let Some(row) = self.flows.get(&change.flow) else { return };
+        if row.path() == Some(change.new.as_slice()) {
+            return;
+        }
+        self.follow(change.flow, &change.old);
+        self.follow(change.flow, &change.new);
     }
 
     /// `path` into the flow's history unless it is its path already: a
@@ -520,6 +539,44 @@ mod tests {
         assert_eq!(events, [(Cause::QueueAlert { node: 9 }, 3), (Cause::Congested { node: 2, queue: 3 }, 2)]);
         let said = text(board.events.newest()[1], &board.names, |_| None);
         assert_eq!(said, "node 2 queue 3: 2 congestion episode(s)");
+    }
+
+    /// The fleet view's books are a merge of aggregators' states, each
+    /// come at its own time: a state that comes later brings changes
+    /// older than those shown. Each change is shown once: flow 1's, shown
+    /// by the sample that brought it, never again; flow 2's when it
+    /// comes, though it sorts before flow 1's. One event of both.
+    #[test]
+    fn a_change_merged_in_late_is_shown_once() {
+        use crate::collect::books::hops::PathChange;
+        let mut board = Board::new(60_000);
+        let key = |f: u16| FlowKey::v4([10, 0, 0, 1].into(), [10, 0, 0, 2].into(), 17, f, 5000);
+        let (old, new) = (vec![1, 8, 9], vec![1, 2, 9]);
+        let change =
+            |f: u16, at_ms: u64| PathChange { at_ms, flow: key(f), old: old.clone(), new: new.clone() };
+        let sample = |paths: [&Vec<u32>; 2], recent: Vec<PathChange>| Sample {
+            flows: (1..=2u16)
+                .zip(paths)
+                .map(|(f, path)| {
+                    (key(f), FlowSample { new_path: Some(path.clone()), ..FlowSample::default() })
+                })
+                .collect(),
+            path_changes: recent.len() as u64,
+            recent,
+            ..Sample::default()
+        };
+        board.apply(sample([&old, &old], Vec::new()), 1000);
+        board.apply(sample([&new, &old], vec![change(1, 5000)]), 2000);
+        for t in [3000, 4000] {
+            board.apply(sample([&new, &new], vec![change(2, 4000), change(1, 5000)]), t);
+        }
+        for f in 1..=2 {
+            let paths: Vec<&Vec<u32>> = board.flows[&key(f)].paths.iter().map(|(_, path)| path).collect();
+            assert_eq!(paths, [&old, &new], "flow {f}");
+        }
+        let moves: Vec<&Event> = board.events.of_kind(EventKind::PathChange).collect();
+        assert_eq!(moves.len(), 1, "{moves:?}");
+        assert_eq!((moves[0].flow_count, moves[0].count), (2, 2));
     }
 
     /// 2,500 flows rerouted off leaf 8 onto leaf 2 in one sample (the

@@ -377,6 +377,7 @@ mod tests {
             datagrams: None,
             names: Default::default(),
             congestion: Default::default(),
+            path_room: Vec::new(),
         };
         let books = vec![Arc::new(Mutex::new(books))];
         Shared {

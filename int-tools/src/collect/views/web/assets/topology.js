@@ -10,7 +10,7 @@
 "use strict";
 
 const Topology = (() => {
-  const MARGIN = 80, ROW_H = 72, COLUMN_MIN = 170, IDLE_GAP = 120, TOP = 36;
+  const MARGIN = 80, ROW_H = 72, COLUMN_MIN = 170, IDLE_GAP = 140, TOP = 36;
   // Where along a link its label may go (fractions of the curve), best first.
   const SVG_NS = "http://www.w3.org/2000/svg";
   const SPOTS = [0.5, 0.38, 0.62, 0.28, 0.72, 0.2, 0.8];
