@@ -36,9 +36,9 @@ fn sizes_no_host_has_are_refused_with_their_figures() {
     let cases = [
         (
             sink_config("2147483648", pool, "0.5"),
-            "the flow tables, report rings and capture buffers need 256.0 GiB",
+            "the flow tables, report rings and capture buffers need 320.0 GiB",
         ),
-        (sink_config("4294967295", pool, "2.1"), "need 768.0 GiB"),
+        (sink_config("4294967295", pool, "2.1"), "need 896.0 GiB"),
         (
             sink_config("1000", "mempool: {mbufs: 2147483648, cache: 128}", "0.5"),
             "the mbufs need 4.6 TiB of DPDK memory, and EAL's -m gives 256.0 MiB",
@@ -75,8 +75,8 @@ fn check_counts_the_ioam_nodes_tables() {
     ten_flows_pcap(&dir);
     let domain = "int: {version: ioam, namespace: 123, sequence: true}";
     let cases = [
-        (format!("role: source, {domain}, source: {{flows: {{capacity: 1048576}}}}"), "flow tables 64.0 MiB"),
-        (format!("role: sink, {domain}, sink: {{flows: {{capacity: 1048576}}}}"), "flow tables 192.0 MiB"),
+        (format!("role: source, {domain}, source: {{flows: {{capacity: 1048576}}}}"), "flow tables 48.0 MiB"),
+        (format!("role: sink, {domain}, sink: {{flows: {{capacity: 1048576}}}}"), "flow tables 224.0 MiB"),
     ];
     for (stage, expected) in cases {
         let config = replay_source_config("--no-telemetry", "export: {collector: '127.0.0.1:9'}")

@@ -1,7 +1,7 @@
 //! The flow key: a unidirectional 5-tuple of IPv4 or IPv6 addresses (as
-//! Host-INT keys its IPv4 flows), and [`SlotKey`], the 14 bytes a flow
-//! table's slot keeps of it so that a slot stays one cache line: IPv4
-//! addresses as they are, IPv6 ones folded to 64 bits.
+//! Host-INT keys its IPv4 flows), and [`FlowWords`], the two words a flow
+//! table keeps of it (the reference stages' key): IPv4 addresses as they
+//! are, IPv6 ones folded to 64 bits.
 
 use core::fmt;
 use core::net::{IpAddr, Ipv4Addr};
@@ -74,11 +74,21 @@ impl FlowKey {
     pub fn phase(&self) -> u32 {
         (u32::from(self.src_port) << 16) | u32::from(self.dst_port)
     }
+
+    /// The key's two words, as a fast path reads them from the headers.
+    #[inline]
+    pub fn words(&self) -> FlowWords {
+        let ipv6 = if self.ipv4_addrs().is_some() { 0 } else { FlowWords::IPV6 };
+        let rest =
+            ipv6 | u64::from(self.protocol) << 32 | u64::from(self.src_port) << 16 | u64::from(self.dst_port);
+        FlowWords { addresses: address_word(&self.src, &self.dst), rest }
+    }
 }
 
 /// A flow as two words read straight from its headers: the addresses
 /// (an IPv4 flow's side by side, source in the high half; an IPv6 flow's
-/// folded as [`SlotKey`] folds them), and the protocol and ports
+/// folded to 64 bits, each half of each address multiplied in), and the
+/// protocol and ports
 /// (`protocol << 32 | src_port << 16 | dst_port`, with [`FlowWords::IPV6`]
 /// set for an IPv6 flow). The fast paths key their tables with it; it
 /// hashes and folds as the [`FlowKey`] it stands for.
@@ -133,16 +143,26 @@ impl FlowWords {
         mix(self.addresses, self.protocol(), (self.rest >> 16) as u16, self.dst_port())
     }
 
-    /// The [`SlotKey`] of the key.
-    #[inline(always)]
-    pub fn slot_key(&self) -> SlotKey {
-        let a = self.addresses;
-        SlotKey {
-            addrs: [(a >> 48) as u16, (a >> 32) as u16, (a >> 16) as u16, a as u16],
-            ports: [(self.rest >> 16) as u16, self.dst_port()],
-            protocol: self.protocol(),
-            family: if self.is_ipv6() { 6 } else { 4 },
+    /// The IPv6 key these words folded, given its `addresses` (source then
+    /// destination) kept beside a table: `None` unless they fold to these
+    /// words (a stale or foreign pair is never reported as the flow). Two
+    /// IPv6 flows whose folds collide (about one pair in 2^64) share the
+    /// words; the full key is not recoverable from them alone.
+    pub fn flow_v6(&self, addresses: &[u8; 32]) -> Option<FlowKey> {
+        if !self.is_ipv6() {
+            return None;
         }
+        let (src, dst) = addresses.split_at(16);
+        let src: [u8; 16] = src.try_into().ok()?;
+        let dst: [u8; 16] = dst.try_into().ok()?;
+        let key = FlowKey {
+            src: IpAddr::V6(src.into()),
+            dst: IpAddr::V6(dst.into()),
+            protocol: self.protocol(),
+            src_port: (self.rest >> 16) as u16,
+            dst_port: self.dst_port(),
+        };
+        (key.words() == *self).then_some(key)
     }
 
     /// The key of an IPv4 flow; `None` for an IPv6 one, whose addresses
@@ -210,72 +230,6 @@ impl fmt::Display for FlowKey {
             }
             (src, dst) => write!(f, "{proto} [{src}]:{} -> [{dst}]:{}", self.src_port, self.dst_port),
         }
-    }
-}
-
-/// What a flow table's slot keeps of a [`FlowKey`]: 14 bytes, 2-aligned.
-/// An IPv4 key is kept whole; an IPv6 key keeps its ports and protocol and
-/// a 64-bit fold of its addresses, so two IPv6 flows whose folds collide
-/// (about one pair in 2^64) share a slot. The full IPv6 key is not
-/// recoverable from it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct SlotKey {
-    addrs: [u16; 4],
-    ports: [u16; 2],
-    protocol: u8,
-    /// 4 or 6 (0 in an empty slot).
-    family: u8,
-}
-
-impl SlotKey {
-    #[inline]
-    pub fn of(key: &FlowKey) -> Self {
-        let word = address_word(&key.src, &key.dst);
-        let family = if key.ipv4_addrs().is_some() { 4 } else { 6 };
-        SlotKey {
-            addrs: [(word >> 48) as u16, (word >> 32) as u16, (word >> 16) as u16, word as u16],
-            ports: [key.src_port, key.dst_port],
-            protocol: key.protocol,
-            family,
-        }
-    }
-
-    /// [`FlowKey::hash64`] of the key it was made from.
-    #[inline]
-    pub fn hash64(&self) -> u64 {
-        let [a, b, c, d] = self.addrs.map(u64::from);
-        mix((a << 48) | (b << 32) | (c << 16) | d, self.protocol, self.ports[0], self.ports[1])
-    }
-
-    /// The key it was made from, for an IPv4 flow.
-    /// The IPv6 key this slot folded, given its `addresses` (source then
-    /// destination) kept beside the table: `None` unless they fold to this
-    /// slot's word (a stale or foreign pair is never reported as the flow).
-    pub fn flow_v6(&self, addresses: &[u8; 32]) -> Option<FlowKey> {
-        if self.family != 6 {
-            return None;
-        }
-        let (src, dst) = addresses.split_at(16);
-        let src: [u8; 16] = src.try_into().ok()?;
-        let dst: [u8; 16] = dst.try_into().ok()?;
-        let key = FlowKey {
-            src: IpAddr::V6(src.into()),
-            dst: IpAddr::V6(dst.into()),
-            protocol: self.protocol,
-            src_port: self.ports[0],
-            dst_port: self.ports[1],
-        };
-        (SlotKey::of(&key) == *self).then_some(key)
-    }
-
-    pub fn flow(&self) -> Option<FlowKey> {
-        if self.family != 4 {
-            return None;
-        }
-        let [a, b, c, d] = self.addrs;
-        let src = Ipv4Addr::from((u32::from(a) << 16) | u32::from(b));
-        let dst = Ipv4Addr::from((u32::from(c) << 16) | u32::from(d));
-        Some(FlowKey::v4(src, dst, self.protocol, self.ports[0], self.ports[1]))
     }
 }
 
@@ -371,23 +325,28 @@ mod tests {
     }
 
     #[test]
-    fn slot_keys_keep_ipv4_whole_and_fold_ipv6() {
-        assert_eq!(std::mem::size_of::<SlotKey>(), 14);
-        assert_eq!(SlotKey::of(&key(4000)).flow(), Some(key(4000)));
+    fn words_keep_ipv4_whole_and_fold_ipv6() {
+        assert_eq!(key(4000).words().key_v4(), Some(key(4000)));
         let v6 = |last: u16| FlowKey {
             src: IpAddr::V6(core::net::Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, last)),
             dst: IpAddr::V6("2001:db8::ffff".parse().unwrap()),
             ..key(4000)
         };
-        assert_eq!(SlotKey::of(&v6(1)).flow(), None, "an IPv6 key is folded");
-        assert_eq!(SlotKey::of(&v6(1)).hash64(), v6(1).hash64());
-        assert_eq!(SlotKey::of(&key(7)).hash64(), key(7).hash64());
-        assert_ne!(SlotKey::of(&v6(1)), SlotKey::of(&v6(2)));
-        assert_ne!(v6(1).hash64(), v6(2).hash64());
+        assert_eq!(v6(1).words().key_v4(), None, "an IPv6 key is folded");
+        assert_eq!(v6(1).words().hash64(), v6(1).hash64());
+        assert_eq!(key(7).words().hash64(), key(7).hash64());
+        assert_ne!(v6(1).words(), v6(2).words());
         assert_eq!(v6(1).to_string(), "udp [2001:db8::1]:4000 -> [2001:db8::ffff]:5000");
+        let mut addresses = [0u8; 32];
+        addresses[..16].copy_from_slice(&core::net::Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1).octets());
+        addresses[16..].copy_from_slice(&"2001:db8::ffff".parse::<core::net::Ipv6Addr>().unwrap().octets());
+        assert_eq!(v6(1).words().flow_v6(&addresses), Some(v6(1)));
+        assert_eq!(v6(2).words().flow_v6(&addresses), None, "addresses that do not fold to the words");
+        assert_eq!(key(1).words().flow_v6(&addresses), None, "an IPv4 flow");
         // 10,000 IPv6 flows differing in one address bit each: no fold
         // collides.
-        let folds: std::collections::HashSet<_> = (0..10_000u16).map(|i| SlotKey::of(&v6(i))).collect();
+        let folds: std::collections::HashSet<_> =
+            (0..10_000u16).map(|i| v6(i).words()).map(|w| (w.addresses, w.rest)).collect();
         assert_eq!(folds.len(), 10_000);
     }
 
@@ -402,6 +361,8 @@ mod tests {
         let v6 = FlowKey { src: IpAddr::V6(src.into()), dst: IpAddr::V6([9; 16].into()), ..v4 };
         assert_eq!(FlowWords::v6(&src, &[9; 16], 17, 4000, 5000).phase(), v6.phase());
         assert_ne!(key(4001).phase(), v4.phase());
+        // The words a fast path reads are the key's.
+        assert_eq!((v4.words(), v6.words()), (words, FlowWords::v6(&src, &[9; 16], 17, 4000, 5000)));
     }
 
     #[test]

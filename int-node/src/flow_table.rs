@@ -8,42 +8,82 @@
 //! Established flows are never pushed out by new ones; when no evictable
 //! flow is near, the new flow is refused (the caller counts it).
 //!
-//! A slot is aligned to `A` ([`Align32`] or [`Align64`]) and never straddles
-//! a cache line: a lookup that hits its home slot costs one line.
+//! Keys apart from values, as the reference stages keep them
+//! (`int_core::reference::FlowSlots`): a key is the flow's two words
+//! ([`FlowWords`], 16 bytes, four to a cache line), so a probe runs over
+//! one line of keys and compares two words, with nothing to build from the
+//! packet's words first; the value (state and ageing) is read once the key
+//! matched. A value is aligned to `A` ([`Natural`] or [`Align64`]): a
+//! sink's never straddles a cache line.
 
 use std::net::IpAddr;
 
-use int_core::flow::{FlowKey, FlowWords, SlotKey};
+use int_core::flow::{FlowKey, FlowWords};
 
-/// Slots of at most 32 bytes, two to a cache line.
+/// Values at their own alignment (a source's packet count and its age:
+/// 8 bytes).
 #[derive(Clone, Copy, Default)]
-#[repr(align(32))]
-pub struct Align32;
+pub struct Natural;
 
-/// Slots of one cache line.
+/// Values of one cache line.
 #[derive(Clone, Copy, Default)]
 #[repr(align(64))]
 pub struct Align64;
 
+/// A flow's value and its ageing.
 #[derive(Clone, Copy)]
-struct Slot<V, A> {
-    /// Zero-sized: gives the slot `A`'s alignment.
+struct Value<V, A> {
+    /// Zero-sized: gives the value `A`'s alignment.
     _align: [A; 0],
-    /// 0 = empty; otherwise the top bits of the hash, never 0.
-    tag: u16,
     /// Last packet, in coarse ms (the owner's clock >> 20).
     last_seen: u32,
-    key: SlotKey,
     value: V,
 }
 
-pub struct FlowTable<V, A = Align32> {
-    slots: Box<[Slot<V, A>]>,
+/// A slot's key: the flow's [`FlowWords`] with [`LIVE`] set in the second
+/// word; all zero in an empty slot.
+type Key = [u64; 2];
+
+/// The bit of a key's second word that marks a live slot (above
+/// everything [`FlowWords::rest`] holds).
+const LIVE: u64 = 1 << 63;
+const EMPTY: Key = [0; 2];
+
+#[inline(always)]
+fn key_of(words: &FlowWords) -> Key {
+    [words.addresses, words.rest | LIVE]
+}
+
+#[inline(always)]
+fn words_of(key: Key) -> FlowWords {
+    FlowWords { addresses: key[0], rest: key[1] & !LIVE }
+}
+
+/// Where a table places a flow: the flow's two words multiplied as one
+/// 128-bit product, its halves folded, then its high bits folded into the
+/// low ones that pick the slot (one multiplication, where
+/// `FlowWords::hash64`'s finaliser takes three and a stage pays it per
+/// packet). Flows that differ in a port alone, or in one address, spread
+/// over the slots as random ones would (the reference stages' one-word
+/// multiply puts flows that differ in their source port alone in one slot).
+/// Unkeyed, as `hash64` is: a full table's eviction, not the hash, bounds
+/// what a sender who picks colliding flows can do.
+#[inline(always)]
+pub fn hash(words: &FlowWords) -> u64 {
+    let product =
+        u128::from(words.addresses ^ 0x9e37_79b9_7f4a_7c15) * u128::from(words.rest ^ 0xc2b2_ae3d_27d4_eb4f);
+    let folded = (product as u64) ^ ((product >> 64) as u64);
+    folded ^ (folded >> 29)
+}
+
+pub struct FlowTable<V, A = Natural> {
+    keys: Box<[Key]>,
+    values: Box<[Value<V, A>]>,
     /// Per slot, the source and destination addresses of an IPv6 flow,
-    /// which its slot keeps folded: for tables whose flows are named in
+    /// which its key keeps folded: for tables whose flows are named in
     /// reports after their packets are gone ([`FlowTable::with_ipv6_keys`];
-    /// empty otherwise). Kept apart so that a slot stays one cache line;
-    /// written when an IPv6 flow is created, read when it is reported.
+    /// empty otherwise). Written when an IPv6 flow is created, read when it
+    /// is reported.
     ipv6_addresses: Box<[[u8; 32]]>,
     mask: usize,
     len: usize,
@@ -111,6 +151,20 @@ fn idle_ms(now: u32, last_seen: u32) -> u32 {
     }
 }
 
+/// Bytes of one slot: its key and its value.
+fn slot_size<V, A>() -> usize {
+    std::mem::size_of::<Key>() + std::mem::size_of::<Value<V, A>>()
+}
+
+/// `count` copies of `value`, their pages advised huge before they are
+/// touched (they come in as 2 MB pages where the kernel allows it).
+fn filled<T: Copy>(count: usize, value: T) -> Box<[T]> {
+    let mut items: Vec<T> = Vec::with_capacity(count);
+    int_os::memory::advise_huge_pages(items.as_ptr().cast::<u8>(), count * std::mem::size_of::<T>());
+    items.resize(count, value);
+    items.into_boxed_slice()
+}
+
 /// Slots of a table of `capacity` flows: at most half of them in use.
 fn slot_count(capacity: usize) -> usize {
     capacity.max(1).saturating_mul(2).checked_next_power_of_two().unwrap_or(usize::MAX)
@@ -120,24 +174,17 @@ fn slot_count(capacity: usize) -> usize {
 /// `ipv6_keys`, [`FlowTable::with_ipv6_keys`]) allocates it: worked out
 /// before anything is allocated.
 pub fn table_bytes<V, A>(capacity: usize, ipv6_keys: bool) -> u64 {
-    let slot = std::mem::size_of::<Slot<V, A>>() + if ipv6_keys { 32 } else { 0 };
+    let slot = slot_size::<V, A>() + if ipv6_keys { 32 } else { 0 };
     (slot_count(capacity) as u64).saturating_mul(slot as u64)
 }
 
 impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
     pub fn new(capacity: usize) -> Self {
         let slot_count = slot_count(capacity);
-        let empty = Slot { _align: [], tag: 0, last_seen: 0, key: SlotKey::default(), value: V::default() };
-        // Reserve first, advise huge pages, then touch: the pages come in
-        // as 2 MB pages where the kernel allows it.
-        let mut slots: Vec<Slot<V, A>> = Vec::with_capacity(slot_count);
-        int_os::memory::advise_huge_pages(
-            slots.as_ptr().cast::<u8>(),
-            slot_count * std::mem::size_of::<Slot<V, A>>(),
-        );
-        slots.resize(slot_count, empty);
+        let empty = Value { _align: [], last_seen: 0, value: V::default() };
         FlowTable {
-            slots: slots.into_boxed_slice(),
+            keys: filled(slot_count, EMPTY),
+            values: filled(slot_count, empty),
             ipv6_addresses: Box::new([]),
             mask: slot_count - 1,
             len: 0,
@@ -151,7 +198,7 @@ impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
     /// bytes per slot) so that [`SweptKey::flow`] can name it.
     pub fn with_ipv6_keys(capacity: usize) -> Self {
         let mut table = Self::new(capacity);
-        table.ipv6_addresses = vec![[0u8; 32]; table.slots.len()].into_boxed_slice();
+        table.ipv6_addresses = vec![[0u8; 32]; table.keys.len()].into_boxed_slice();
         table
     }
 
@@ -161,47 +208,49 @@ impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
     }
 
     pub fn slot_count(&self) -> usize {
-        self.slots.len()
+        self.keys.len()
     }
 
     /// Whether the live flows' slots likely no longer fit in the CPU's
     /// caches (more than 2 MiB of them): lookups then miss to DRAM.
     #[inline]
     pub fn spills_cache(&self) -> bool {
-        self.len * std::mem::size_of::<Slot<V, A>>() > 2 << 20
+        self.len * slot_size::<V, A>() > 2 << 20
     }
 
     /// Bytes of one flow's slot (key, ageing and state).
     pub fn slot_bytes(&self) -> usize {
-        std::mem::size_of::<Slot<V, A>>()
+        slot_size::<V, A>()
     }
 
     /// Bytes of table memory per flow of capacity.
     pub fn bytes_per_flow(&self) -> usize {
-        self.slot_bytes() * self.slots.len() / self.capacity.max(1)
+        self.slot_bytes() * self.keys.len() / self.capacity.max(1)
     }
 
-    #[inline]
-    fn tag_and_index(&self, hash: u64) -> (u16, usize) {
-        let tag = ((hash >> 48) as u16) | 1;
-        (tag, hash as usize & self.mask)
+    /// The home slot of a flow whose [`hash`] is `hash`.
+    #[inline(always)]
+    fn home(&self, hash: u64) -> usize {
+        hash as usize & self.mask
     }
 
-    /// Starts loading the home slot of a flow whose `FlowKey::hash64` is
+    /// Starts loading the home slot of a flow whose [`hash`] is
     /// `hash`: called in a stage's first pass over a burst, before the
     /// lookups of its second, so that the cache misses overlap instead of
     /// queueing one per packet.
     #[inline]
     pub fn prefetch(&self, hash: u64) {
-        let index = hash as usize & self.mask;
-        if let Some(slot) = self.slots.get(index) {
-            int_os::memory::prefetch(slot);
+        let index = self.home(hash);
+        if let (Some(key), Some(value)) = (self.keys.get(index), self.values.get(index)) {
+            int_os::memory::prefetch(key);
+            int_os::memory::prefetch(value);
         }
         // In DRAM a probe that runs on to the next slot would be a second
-        // miss, not hidden: load the next slot too.
+        // miss, not hidden: load the next key too (the value follows only
+        // if the probe ends there).
         if self.spills_cache() {
-            if let Some(slot) = self.slots.get((index + 1) & self.mask) {
-                int_os::memory::prefetch(slot);
+            if let Some(key) = self.keys.get((index + 1) & self.mask) {
+                int_os::memory::prefetch(key);
             }
         }
     }
@@ -215,7 +264,7 @@ impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
         now_ns: u64,
         evictable: impl Fn(&V) -> bool,
     ) -> Option<(&mut V, Admission)> {
-        self.get_or_insert_hashed(key, key.hash64(), now_ns, evictable)
+        self.get_or_insert_hashed(key, hash(&key.words()), now_ns, evictable)
     }
 
     /// [`Self::get_or_insert`] with the key's hash computed by the caller.
@@ -227,11 +276,11 @@ impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
         now_ns: u64,
         evictable: impl Fn(&V) -> bool,
     ) -> Option<(&mut V, Admission)> {
-        self.get_or_insert_slot(SlotKey::of(key), Some(key), hash, now_ns, evictable)
+        self.get_or_insert_slot(key_of(&key.words()), Some(key), hash, now_ns, evictable)
     }
 
     /// [`Self::get_or_insert_hashed`] for a flow read by a fast path
-    /// (`hash` is its `FlowWords::hash64`): an IPv6 flow's addresses are
+    /// (`hash` is its [`hash`]): an IPv6 flow's addresses are
     /// neither checked nor kept, so a table that keeps them is given keys.
     #[inline(always)]
     pub fn get_or_insert_words(
@@ -241,7 +290,7 @@ impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
         now_ns: u64,
         evictable: impl Fn(&V) -> bool,
     ) -> Option<(&mut V, Admission)> {
-        self.get_or_insert_slot(words.slot_key(), None, hash, now_ns, evictable)
+        self.get_or_insert_slot(key_of(words), None, hash, now_ns, evictable)
     }
 
     /// [`Self::get_or_insert_hashed`] or [`Self::get_or_insert_words`],
@@ -254,40 +303,39 @@ impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
         evictable: impl Fn(&V) -> bool,
     ) -> Option<(&mut V, Admission)> {
         match flow {
-            FlowRef::Key(key) => self.get_or_insert_hashed(key, key.hash64(), now_ns, evictable),
-            FlowRef::Words(words) => self.get_or_insert_words(words, words.hash64(), now_ns, evictable),
+            FlowRef::Key(key) => self.get_or_insert_hashed(key, hash(&key.words()), now_ns, evictable),
+            FlowRef::Words(words) => self.get_or_insert_words(words, hash(words), now_ns, evictable),
         }
     }
 
     /// The lookup: `full` is the whole key where it may be IPv6 (whose
-    /// addresses a table may keep beside its slots).
+    /// addresses a table may keep beside its keys).
     #[inline(always)]
     fn get_or_insert_slot(
         &mut self,
-        key: SlotKey,
+        key: Key,
         full: Option<&FlowKey>,
         hash: u64,
         now_ns: u64,
         evictable: impl Fn(&V) -> bool,
     ) -> Option<(&mut V, Admission)> {
-        let (tag, mut index) = self.tag_and_index(hash);
+        let mut index = self.home(hash);
         let now = coarse(now_ns);
         loop {
-            let slot = self.slots.get(index)?;
-            if slot.tag == 0 {
-                break;
-            }
-            if slot.tag == tag
-                && slot.key == key
+            let slot = *self.keys.get(index)?;
+            if slot == key
                 && match full {
                     Some(full) => self.same_addresses(index, full),
                     None => true,
                 }
             {
-                let slot = self.slots.get_mut(index)?;
-                let idle_ms = idle_ms(now, slot.last_seen);
-                slot.last_seen = now;
-                return Some((&mut slot.value, Admission::Existing { idle_ms }));
+                let value = self.values.get_mut(index)?;
+                let idle_ms = idle_ms(now, value.last_seen);
+                value.last_seen = now;
+                return Some((&mut value.value, Admission::Existing { idle_ms }));
+            }
+            if slot == EMPTY {
+                break;
             }
             index = (index + 1) & self.mask;
         }
@@ -301,9 +349,10 @@ impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
         if let Some(full) = full {
             self.keep_ipv6_addresses(index, full);
         }
-        let slot = self.slots.get_mut(index)?;
-        *slot = Slot { _align: [], tag, last_seen: now, key, value: V::default() };
-        Some((&mut slot.value, admission))
+        *self.keys.get_mut(index)? = key;
+        let value = self.values.get_mut(index)?;
+        *value = Value { _align: [], last_seen: now, value: V::default() };
+        Some((&mut value.value, admission))
     }
 
     /// Where the table keeps IPv6 addresses, a new IPv6 flow's in slot
@@ -336,20 +385,20 @@ impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
     /// table), so out of line.
     #[inline(never)]
     fn evict_near(&mut self, hash: u64, evictable: impl Fn(&V) -> bool) -> Option<()> {
-        let (_, home) = self.tag_and_index(hash);
+        let home = self.home(hash);
         let mut victim: Option<(usize, u32)> = None;
         for step in 0..EVICTION_WINDOW {
             let index = (home + step) & self.mask;
-            let slot = self.slots.get(index)?;
-            if slot.tag == 0 || !evictable(&slot.value) {
+            let (key, value) = (self.keys.get(index)?, self.values.get(index)?);
+            if *key == EMPTY || !evictable(&value.value) {
                 continue;
             }
             let older = match victim {
-                Some((_, seen)) => slot.last_seen.wrapping_sub(seen) > i32::MAX as u32,
+                Some((_, seen)) => value.last_seen.wrapping_sub(seen) > i32::MAX as u32,
                 None => true,
             };
             if older {
-                victim = Some((index, slot.last_seen));
+                victim = Some((index, value.last_seen));
             }
         }
         let (index, _) = victim?;
@@ -359,9 +408,9 @@ impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
 
     /// The empty slot that ends `hash`'s probe run.
     fn free_slot_for(&self, hash: u64) -> Option<usize> {
-        let (_, mut index) = self.tag_and_index(hash);
-        for _ in 0..self.slots.len() {
-            if self.slots.get(index)?.tag == 0 {
+        let mut index = self.home(hash);
+        for _ in 0..self.keys.len() {
+            if *self.keys.get(index)? == EMPTY {
                 return Some(index);
             }
             index = (index + 1) & self.mask;
@@ -370,8 +419,8 @@ impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
     }
 
     fn remove_at(&mut self, index: usize) {
-        if let Some(slot) = self.slots.get_mut(index) {
-            slot.tag = 0;
+        if let Some(key) = self.keys.get_mut(index) {
+            *key = EMPTY;
             self.len -= 1;
             self.shift_from(index);
         }
@@ -379,16 +428,13 @@ impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
 
     #[cfg(test)]
     pub fn get(&self, key: &FlowKey) -> Option<&V> {
-        let (tag, mut index) = self.tag_and_index(key.hash64());
+        let (wanted, mut index) = (key_of(&key.words()), self.home(hash(&key.words())));
         loop {
-            let slot = self.slots.get(index)?;
-            if slot.tag == 0 {
-                return None;
+            match *self.keys.get(index)? {
+                EMPTY => return None,
+                slot if slot == wanted => return Some(&self.values.get(index)?.value),
+                _ => index = (index + 1) & self.mask,
             }
-            if slot.tag == tag && slot.key == SlotKey::of(key) {
-                return Some(&slot.value);
-            }
-            index = (index + 1) & self.mask;
         }
     }
 
@@ -397,15 +443,14 @@ impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
     fn shift_from(&mut self, mut hole: usize) {
         let mut next = (hole + 1) & self.mask;
         loop {
-            let Some(&candidate) = self.slots.get(next) else { return };
-            if candidate.tag == 0 {
+            let Some(&candidate) = self.keys.get(next) else { return };
+            if candidate == EMPTY {
                 break;
             }
-            let home = candidate.key.hash64() as usize & self.mask;
+            let home = self.home(hash(&words_of(candidate)));
             if (next.wrapping_sub(home) & self.mask) >= (next.wrapping_sub(hole) & self.mask) {
-                if let Some(slot) = self.slots.get_mut(hole) {
-                    *slot = candidate;
-                }
+                self.keys.copy_within(next..next + 1, hole);
+                self.values.copy_within(next..next + 1, hole);
                 if !self.ipv6_addresses.is_empty() {
                     self.ipv6_addresses.copy_within(next..next + 1, hole);
                 }
@@ -413,16 +458,16 @@ impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
             }
             next = (next + 1) & self.mask;
         }
-        if let Some(slot) = self.slots.get_mut(hole) {
-            slot.tag = 0;
+        if let Some(key) = self.keys.get_mut(hole) {
+            *key = EMPTY;
         }
     }
 
     /// Changes every live flow's value in place (a reload that makes the
     /// flows' kept state mean something else): a walk over the whole table.
     pub fn for_each_mut(&mut self, mut change: impl FnMut(&mut V)) {
-        for slot in self.slots.iter_mut().filter(|slot| slot.tag != 0) {
-            change(&mut slot.value);
+        for (_, value) in self.keys.iter().zip(self.values.iter_mut()).filter(|(key, _)| **key != EMPTY) {
+            change(&mut value.value);
         }
     }
 
@@ -442,20 +487,21 @@ impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
     ) -> usize {
         let now = coarse(now_ns);
         let mut removed = 0;
-        let budget = budget.min(self.slots.len());
+        let budget = budget.min(self.keys.len());
         let mut advanced = 0;
         while advanced < budget {
             let index = self.cursor;
-            if let Some(slot) = self.slots.get_mut(index).filter(|slot| slot.tag != 0) {
-                let idle = idle_ms(now, slot.last_seen);
-                let key = SweptKey { slot: slot.key, ipv6_addresses: self.ipv6_addresses.get(index) };
-                if visit(&key, &mut slot.value, idle) {
+            let key = self.keys.get(index).copied().filter(|key| *key != EMPTY);
+            if let (Some(key), Some(value)) = (key, self.values.get_mut(index)) {
+                let idle = idle_ms(now, value.last_seen);
+                let key = SweptKey { words: words_of(key), ipv6_addresses: self.ipv6_addresses.get(index) };
+                if visit(&key, &mut value.value, idle) {
                     self.remove_at(index);
                     removed += 1;
                     // Backward-shift deletion may have pulled a later flow
                     // of the run into this slot: it is visited next, not
                     // skipped for a pass (at shutdown, for good).
-                    if self.slots.get(index).is_some_and(|slot| slot.tag != 0) {
+                    if self.keys.get(index).is_some_and(|key| *key != EMPTY) {
                         continue;
                     }
                 }
@@ -471,7 +517,7 @@ impl<V: Copy + Default, A: Copy + Default> FlowTable<V, A> {
 /// The key of a flow the sweep visits: what its slot keeps and, in a table
 /// that keeps them, its IPv6 addresses.
 pub struct SweptKey<'a> {
-    slot: SlotKey,
+    words: FlowWords,
     ipv6_addresses: Option<&'a [u8; 32]>,
 }
 
@@ -479,7 +525,7 @@ impl SweptKey<'_> {
     /// The flow's full key: always for IPv4; for IPv6 where the table
     /// keeps the addresses. `None`: the slot's fold is all there is.
     pub fn flow(&self) -> Option<FlowKey> {
-        self.slot.flow().or_else(|| self.slot.flow_v6(self.ipv6_addresses?))
+        self.words.key_v4().or_else(|| self.words.flow_v6(self.ipv6_addresses?))
     }
 }
 
@@ -500,6 +546,27 @@ mod tests {
         assert_eq!(sweep_budget(16, 1), 1, "at least one slot a step");
     }
     use std::collections::HashMap;
+
+    /// Flows that differ in their source port alone, or in one address
+    /// alone, take about as many home slots as random ones would.
+    #[test]
+    fn the_hash_spreads_flows_that_differ_in_one_field() {
+        let homes = |keys: &mut dyn Iterator<Item = FlowKey>| {
+            keys.map(|key| hash(&key.words()) & 2047).collect::<std::collections::HashSet<u64>>().len()
+        };
+        let port = |p: u16| FlowKey::v4(0x0a00_0001.into(), 0x0a01_0001.into(), 17, p, 5000);
+        let address = |i: u32| FlowKey::v4((0x0a00_0000 + i).into(), 0x0a01_0001.into(), 17, 4000, 5000);
+        let destination = |i: u32| FlowKey::v4(0x0a00_0001.into(), (0x0a01_0000 + i).into(), 17, 4000, 5000);
+        // 1024 keys into 2048 slots: about 2048 * (1 - e^-0.5), 806, if random.
+        for (what, used) in [
+            ("ports", homes(&mut (0..1024).map(port))),
+            ("sources", homes(&mut (0..1024).map(address))),
+            ("destinations", homes(&mut (0..1024).map(destination))),
+            ("ipv6", homes(&mut (0..1024).map(key6))),
+        ] {
+            assert!(used > 750, "{what}: {used} of 2048 slots");
+        }
+    }
 
     fn key(i: u32) -> FlowKey {
         FlowKey::v4((0x0a00_0000 + i).into(), 0x0a01_0001.into(), 17, i as u16, 5000)
@@ -598,14 +665,13 @@ mod tests {
         // addresses changed under it) are two flows, not one.
         let mut table = FlowTable::<u32>::with_ipv6_keys(8);
         *table.get_or_insert(&key6(3), 0, never).unwrap().0 = 7;
-        let index = table.slots.iter().position(|slot| slot.tag != 0).unwrap();
+        let index = table.keys.iter().position(|key| *key != EMPTY).unwrap();
         table.ipv6_addresses[index][0] ^= 1;
         let (value, admission) = table.get_or_insert(&key6(3), 0, never).unwrap();
         assert_eq!((*value, admission), (0, Admission::Created));
-        let slot = SlotKey::of(&key6(3));
         let mut stale = [0u8; 32];
         stale[15] = 9;
-        assert_eq!(slot.flow_v6(&stale), None, "addresses that do not fold to the slot's word");
+        assert_eq!(key6(3).words().flow_v6(&stale), None, "addresses that do not fold to the slot's words");
     }
 
     #[test]

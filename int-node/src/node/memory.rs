@@ -4,7 +4,7 @@
 //! a clear error and never an abort halfway through start-up.
 
 use crate::config::{Config, IntDomain, ReferenceConfig, StageConfig};
-use crate::flow_table::{table_bytes, Align32, Align64};
+use crate::flow_table::{table_bytes, Align64, Natural};
 use crate::pipeline::sink_flow::SinkFlow;
 
 /// What one mbuf costs beside its data room: the `rte_mbuf` header (two
@@ -90,7 +90,7 @@ impl Plan {
                         size(UNCOUNTED),
                         size(available)
                     ),
-                    "lower flows.capacity (a sink's table costs 128 bytes per flow of capacity, a source's 64), export.ring_size or capture[].buffer".to_string(),
+                    "lower flows.capacity (a sink's table costs 160 bytes per flow of capacity, a source's 48), export.ring_size or capture[].buffer".to_string(),
                 ));
             }
         }
@@ -122,7 +122,7 @@ pub fn judge(config: &Config, eal: &[String]) -> (Plan, Vec<(String, String, Str
 /// Bytes of a stage's flow table (the reference stages' own, smaller
 /// tables are counted as their role's), as its stage allocates it.
 fn stage_table_bytes(stage: &StageConfig, domain: IntDomain) -> u64 {
-    let source = |capacity: u32| table_bytes::<u32, Align32>(capacity as usize, false);
+    let source = |capacity: u32| table_bytes::<u32, Natural>(capacity as usize, false);
     // INT 2.1's, IOAM's and IFA's sinks keep IPv6 flows' addresses (their loss
     // reports name the flow).
     let sink = |capacity: u32| {
@@ -202,11 +202,12 @@ mod tests {
     }
 
     #[test]
-    fn a_million_flow_sink_costs_128_mib() {
-        assert_eq!(table_bytes::<SinkFlow, Align64>(1 << 20, false), 128 << 20);
-        assert_eq!(table_bytes::<SinkFlow, Align64>(1 << 20, true), 192 << 20);
-        assert_eq!(table_bytes::<u32, Align32>(1 << 20, false), 64 << 20);
-        assert_eq!(table_bytes::<SinkFlow, Align64>(1 << 31, false), 1 << 38);
+    fn a_million_flow_sink_costs_160_mib() {
+        // 2M slots of a 16-byte key and a 64-byte value (a source's: 8).
+        assert_eq!(table_bytes::<SinkFlow, Align64>(1 << 20, false), 160 << 20);
+        assert_eq!(table_bytes::<SinkFlow, Align64>(1 << 20, true), 224 << 20);
+        assert_eq!(table_bytes::<u32, Natural>(1 << 20, false), 48 << 20);
+        assert_eq!(table_bytes::<SinkFlow, Align64>(1 << 31, false), 5 << 36);
     }
 
     #[test]

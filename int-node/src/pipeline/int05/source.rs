@@ -190,7 +190,7 @@ impl Source05Stage {
         if !fast_flow_watched(&parts, frame, &self.watchlist, self.own_reports_to) {
             return None;
         }
-        let hash = parts.flow.hash64();
+        let hash = crate::flow_table::hash(&parts.flow);
         self.flows.prefetch(hash);
         Some(FastPlan { frame: parts, hash })
     }
@@ -295,7 +295,7 @@ impl Source05Stage {
                 return None;
             }
         }
-        let hash = if with_sequence { plan.flow.hash64() } else { 0 };
+        let hash = if with_sequence { crate::flow_table::hash(&plan.flow.words()) } else { 0 };
         if with_sequence {
             self.flows.prefetch(hash);
         }

@@ -117,7 +117,7 @@ impl PostcardStage {
         if !fast_flow_watched(&fast, frame, &self.watchlist, self.own_reports_to) {
             return None;
         }
-        self.flows.prefetch(fast.flow.hash64());
+        self.flows.prefetch(crate::flow_table::hash(&fast.flow));
         Some(fast)
     }
 
