@@ -369,6 +369,11 @@ proptest! {
         prop_assert_eq!(parsed.group, header);
         let read: Vec<_> = parsed.reports().collect::<Result<_, _>>().unwrap();
         prop_assert_eq!(read.len(), built.len());
+        let framed: Vec<_> = parsed.framings().collect::<Result<_, _>>().unwrap();
+        for (framed, whole) in framed.iter().zip(&read) {
+            let unread = whole.int.map(|int| IntContents { metadata: Default::default(), drop: None, ..int });
+            prop_assert_eq!(*framed, IndividualReport { int: unread, ..*whole });
+        }
         for (got, want) in read.iter().zip(&built) {
             prop_assert_eq!((got.rep_type, got.in_type, got.flags), (want.rep_type, want.in_type, want.flags));
             let (got_int, want_int) = (got.int.unwrap(), want.int.unwrap());

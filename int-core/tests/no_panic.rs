@@ -79,6 +79,16 @@ fn everything_int21(bytes: &[u8]) {
         for individual in parsed.reports().flatten() {
             let _ = report::tr20_loss::LossReport::parse(&individual, 0x4944);
         }
+        // The framing walk (collect's check) refuses what the whole one
+        // refuses, where it refuses it, and frames what it reads.
+        for (framed, whole) in parsed.framings().zip(parsed.reports()) {
+            let whole =
+                whole.map(|w| (w.rep_type, w.in_type, w.flags, w.inner, w.int.map(|i| i.ds_metadata)));
+            let framed =
+                framed.map(|f| (f.rep_type, f.in_type, f.flags, f.inner, f.int.map(|i| i.ds_metadata)));
+            assert_eq!(framed, whole);
+        }
+        assert_eq!(parsed.framings().count(), parsed.reports().count());
     }
     if let Ok(flow) = report::tr05_flow::FlowReport::parse(bytes) {
         let _ = (flow.latency_ns(), flow.source_hop());

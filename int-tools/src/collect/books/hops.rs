@@ -150,6 +150,9 @@ pub struct Hops {
     pub path_changes: u64,
     pub recent: VecDeque<PathChange>,
     pub untracked: Untracked,
+    /// Room for a report's path as it is compared with the flow's: a
+    /// report on the path already known allocates nothing.
+    path_room: Vec<u32>,
 }
 
 impl Hops {
@@ -164,6 +167,7 @@ impl Hops {
             path_changes: 0,
             recent: VecDeque::new(),
             untracked: Untracked::default(),
+            path_room: Vec::new(),
         }
     }
 
@@ -340,10 +344,10 @@ impl Hops {
     }
 
     fn observe_path(&mut self, seen: &Seen<'_>) -> Option<PathChange> {
-        let Some(path) = path_of(seen) else {
+        if !path_into(seen, &mut self.path_room) {
             self.untracked.unusable_paths += 1;
             return None;
-        };
+        }
         if !self.paths.contains_key(&seen.flow) && self.paths.len() >= self.limits.flows {
             self.untracked.flows += 1;
             return None;
@@ -353,10 +357,11 @@ impl Hops {
             in_a_row: 0,
             swings: None,
         });
-        if followed.nodes == path {
+        if followed.nodes == self.path_room {
             followed.in_a_row = followed.in_a_row.saturating_add(1);
             return None;
         }
+        let path = self.path_room.clone();
         let old = std::mem::replace(&mut followed.nodes, path.clone());
         followed.in_a_row = 1;
         if old.is_empty() {

@@ -70,6 +70,9 @@ pub struct Books {
     pub names: Naming,
     /// Every queue's figures and congestion episodes.
     pub congestion: congestion::Congestion,
+    /// Room for a report's path as it is read: taken and given back, so
+    /// that reading a report allocates nothing once the room has grown.
+    pub path_room: Vec<Hop>,
 }
 
 /// What the books keep at most: `--max-flows`, `--detailed-flows`,
@@ -102,6 +105,7 @@ impl Books {
             datagrams: None,
             names,
             congestion: congestion::Congestion::default(),
+            path_room: Vec::new(),
         }
     }
 

@@ -33,7 +33,9 @@ use crate::records::{self, Hop, IfaHeaders, IfaHop, Tr20Reading, Tr20Record};
 /// sender refuses them, as it does for Telemetry Report 0.5.
 pub fn check(report: &Report<'_>) -> Result<usize, ParseError> {
     let mut count = 0;
-    for individual in report.reports() {
+    // What is checked is framing, flags and lengths: the metadata's
+    // values are read once, as the reports are booked.
+    for individual in report.framings() {
         let individual = individual?;
         let reserved = |value: u8| ParseError::Reserved { layer: Layer::IndividualReport, offset: 0, value };
         if individual.flags_reserved != 0 {
@@ -86,41 +88,38 @@ pub struct Latency21 {
     pub sequence: Option<u32>,
     /// An INT 2.1 stack's hops, an IOAM trace's or an IFA stack's.
     pub carrier: Carrier,
-    /// An IFA stack's headers and hops as IFA wrote them, for the record.
-    pub ifa: Option<IfaRead>,
-}
-
-/// What an IFA report tells beyond the shared hops: its headers and every
-/// hop's LNS 1 fields, newest first.
-pub struct IfaRead {
-    pub headers: IfaHeaders,
-    pub hops: Vec<IfaHop>,
+    /// An IFA stack's headers as IFA wrote them, for the record (its hops
+    /// as IFA wrote them are read again for a record: [`ifa_hops`]).
+    pub ifa: Option<IfaHeaders>,
 }
 
 /// Reads an individual report's latency, when it is one (an IOAM
-/// trace's timestamps read in `ioam_timestamps`).
+/// trace's timestamps read in `ioam_timestamps`); its path is read into
+/// `room`'s allocation (taken from it only when there is a latency).
 pub fn latency_of(
     report: &IndividualReport<'_>,
     domain: &int21::Domain,
     ioam_timestamps: TimestampFormat,
+    room: &mut Vec<HopMetadata>,
 ) -> Option<Latency21> {
     let int = report.int?;
     let Some((body, flow)) = int21::find_in_report(report.inner, domain).ok().flatten() else {
-        return ioam_latency_of(report, ioam_timestamps);
+        return ioam_latency_of(report, ioam_timestamps, room);
     };
     let Body::Md(md) = body else {
         return Some(Latency21 {
             flow,
             latency_ns: None,
             hops: 0,
-            path: Vec::new(),
+            path: emptied(room),
             source_node: None,
             sequence: None,
             carrier: Carrier::Int21,
             ifa: None,
         });
     };
-    let mut path: Vec<HopMetadata> = md.hops().collect();
+    let mut path = emptied(room);
+    path.extend(md.hops());
     path.reverse();
     // The source's hop, the stack's bottom: the path's first, read once.
     let source = path.first().filter(|_| path.len() == md.hop_count());
@@ -145,15 +144,20 @@ pub fn latency_of(
 /// trace): the trace's elements as the hops, the oldest's timestamp as
 /// the source's (its fraction in the domain's `format`: `--ioam-timestamps`),
 /// the Edge-to-Edge option's number as the packet's.
-fn ioam_latency_of(report: &IndividualReport<'_>, format: TimestampFormat) -> Option<Latency21> {
+fn ioam_latency_of(
+    report: &IndividualReport<'_>,
+    format: TimestampFormat,
+    room: &mut Vec<HopMetadata>,
+) -> Option<Latency21> {
     let int = report.int?;
     if report.in_type != InType::Ipv6 {
         return None;
     }
     let (trace, hbh) = int_core::ioam::sink::trace_in_packet(report.inner)?;
     let e2e = int_core::ioam::sink::e2e_in_packet(report.inner, trace.header.namespace);
-    let mut path: Vec<HopMetadata> =
-        int_core::ioam::ipv6::nodes(hbh, &trace).map(|n| n.as_hop(format)).collect();
+    let flow = int21::reported_flow(report.inner, false)?;
+    let mut path = emptied(room);
+    path.extend(int_core::ioam::ipv6::nodes(hbh, &trace).map(|n| n.as_hop(format)));
     path.reverse();
     let source = path.first();
     let latency_ns = match (int.metadata.ingress_timestamp, source.and_then(|hop| hop.ingress_timestamp)) {
@@ -161,7 +165,7 @@ fn ioam_latency_of(report: &IndividualReport<'_>, format: TimestampFormat) -> Op
         _ => None,
     };
     Some(Latency21 {
-        flow: int21::reported_flow(report.inner, false)?,
+        flow,
         latency_ns,
         hops: path.len(),
         source_node: source.and_then(|hop| hop.node_id),
@@ -185,6 +189,7 @@ fn ifa_latency_of(
     report: &IndividualReport<'_>,
     domain: &ifa::Domain,
     arrival_ns: u64,
+    room: &mut Vec<HopMetadata>,
 ) -> Result<Option<Latency21>, ifa::Refused> {
     let Some(int) = report.int else { return Ok(None) };
     if !matches!(report.in_type, InType::Ipv4 | InType::Ipv6) {
@@ -198,8 +203,9 @@ fn ifa_latency_of(
     };
     let sink_ns = int.metadata.ingress_timestamp;
     let near_ns = sink_ns.unwrap_or(arrival_ns);
-    let stack: Vec<ifa::HopRepr> = found.stack(report.inner).hops().collect();
-    let path: Vec<HopMetadata> = stack.iter().rev().map(|hop| hop.as_hop(near_ns)).collect();
+    let mut path = emptied(room);
+    path.extend(found.stack(report.inner).hops().map(|hop| hop.as_hop(near_ns)));
+    path.reverse();
     let source = path.first();
     let latency_ns = match (sink_ns, source.and_then(|hop| hop.ingress_timestamp)) {
         (Some(sink), Some(source)) => Some(sink.wrapping_sub(source) as i64),
@@ -214,23 +220,37 @@ fn ifa_latency_of(
         // IFA numbers no packet.
         sequence: None,
         carrier: Carrier::Ifa,
-        ifa: Some(IfaRead {
-            headers: IfaHeaders::of(&found.header, &found.md),
-            hops: stack.iter().map(IfaHop::from).collect(),
-        }),
+        ifa: Some(IfaHeaders::of(&found.header, &found.md)),
     }))
 }
 
-/// What a TR 2.0 report's packet gives, by the protocol in it.
+/// Every hop of an IFA report's stack as IFA wrote it (LNS 1's fields),
+/// newest first: read for a record only, so that booking an IFA report
+/// allocates nothing.
+fn ifa_hops(report: &IndividualReport<'_>, domain: &ifa::Domain) -> Option<Vec<IfaHop>> {
+    let found = ifa::sink::find_in_report(report.inner, domain).ok().flatten()?;
+    Some(found.stack(report.inner).hops().map(|hop| IfaHop::from(&hop)).collect())
+}
+
+/// What a TR 2.0 report's packet gives, by the protocol in it; its path
+/// read into `room`'s allocation (left in `room` when there is none).
 fn reading_of(
     individual: &IndividualReport<'_>,
     how: &How,
     arrival_ns: u64,
+    room: &mut Vec<HopMetadata>,
 ) -> Result<Option<Latency21>, ifa::Refused> {
-    match ifa_latency_of(individual, &how.ifa_domain, arrival_ns)? {
+    match ifa_latency_of(individual, &how.ifa_domain, arrival_ns, room)? {
         Some(read) => Ok(Some(read)),
-        None => Ok(latency_of(individual, &how.int21_domain, how.ioam_timestamps)),
+        None => Ok(latency_of(individual, &how.int21_domain, how.ioam_timestamps, room)),
     }
+}
+
+/// `room`'s allocation, emptied (`room` left without one).
+fn emptied(room: &mut Vec<HopMetadata>) -> Vec<HopMetadata> {
+    let mut path = std::mem::take(room);
+    path.clear();
+    path
 }
 
 /// A report whose IFA is refused: counted by reason, said, not booked.
@@ -240,25 +260,25 @@ fn refuse_ifa(refused: &ifa::Refused, arrival: &Arrival, len: usize, books: &mut
     books.refused(arrival, &format!("{reason}: {}", refused.error), Some(len));
 }
 
-/// The flow of a datagram's first individual report: a loss report's, or
-/// that of the packet it carries (a postcard's, a sink's, a dropped
-/// frame's). A group's reports are of one node; they are taken as of one
-/// flow, which is how int-node's sinks and switches send them (one
-/// report a datagram).
-pub fn first_flow(report: &Report<'_>, how: &How) -> Option<FlowKey> {
-    let individual = report.reports().next()?.ok()?;
-    if let Some(loss) = LossReport::parse(&individual, how.int21_domain.source_only.domain_id) {
-        return Some(loss.flow);
-    }
-    int21::reported_flow(individual.inner, individual.in_type == InType::Ethernet)
-}
-
 /// Records and prints every individual report of a TR 2.0 datagram.
-pub fn record(report: &Report<'_>, how: &How, arrival: Arrival, books: &mut Books) {
+/// Returns the datagram's flow: its first report's, a loss report's or
+/// that of the packet it carries (a postcard's, a sink's, a dropped
+/// frame's). A group's reports are of one node; a datagram is taken as of
+/// one flow, which is how int-node's sinks and switches send them (one
+/// report a datagram).
+pub fn record(report: &Report<'_>, how: &How, arrival: Arrival, books: &mut Books) -> Option<FlowKey> {
     let domain = &how.int21_domain;
     let sink_node = Some(report.group.node_id);
-    for individual in report.reports().flatten() {
-        if let Some(loss) = LossReport::parse(&individual, domain.source_only.domain_id) {
+    let mut first = None;
+    for (i, individual) in report.reports().flatten().enumerate() {
+        let loss = LossReport::parse(&individual, domain.source_only.domain_id);
+        if i == 0 {
+            first = loss
+                .as_ref()
+                .map(|loss| loss.flow)
+                .or_else(|| int21::reported_flow(individual.inner, individual.in_type == InType::Ethernet));
+        }
+        if let Some(loss) = loss {
             let measure = Measure::Lost(loss.count);
             let at_ns = Some(loss.declared_ns);
             books.observe(&Observed {
@@ -271,7 +291,7 @@ pub fn record(report: &Report<'_>, how: &How, arrival: Arrival, books: &mut Book
             books.emit(|| arrival.record(records::tr20_loss_record(&report.group, &loss)));
             continue;
         }
-        let latency = match reading_of(&individual, how, arrival.at_ns) {
+        let latency = match reading_of(&individual, how, arrival.at_ns, &mut books.path_room) {
             Ok(latency) => latency,
             Err(refused) => {
                 refuse_ifa(&refused, &arrival, individual.inner.len(), books);
@@ -306,10 +326,19 @@ pub fn record(report: &Report<'_>, how: &How, arrival: Arrival, books: &mut Book
         }
         books.emit(|| {
             let path = seen.as_ref().and_then(path_of);
-            let read = Read { individual: &individual, latency: latency.as_ref(), path };
+            let read = Read {
+                individual: &individual,
+                latency: latency.as_ref(),
+                path,
+                ifa_domain: &how.ifa_domain,
+            };
             arrival.record(report_record(&read, &group))
         });
+        if let Some(latency) = latency {
+            books.path_room = latency.path;
+        }
     }
+    first
 }
 
 /// The queue figures of one individual report: its stack's or trace's
@@ -373,13 +402,14 @@ struct Read<'a> {
     individual: &'a IndividualReport<'a>,
     latency: Option<&'a Latency21>,
     path: Option<Vec<u32>>,
+    ifa_domain: &'a ifa::Domain,
 }
 
 /// One individual report's record: the group's fields, the report's, and
 /// what collect reads from the packet inside (its flow: of its INT stack,
 /// or for a packet without one, a drop report's, from its headers).
 fn report_record(read: &Read<'_>, group: &GroupHeaderRepr) -> Tr20Record {
-    let Read { individual, latency, path } = read;
+    let Read { individual, latency, path, ifa_domain } = read;
     let flow = latency.map(|l| l.flow).or_else(|| match individual.in_type {
         InType::Ipv4 | InType::Ipv6 => int21::reported_flow(individual.inner, false),
         InType::Ethernet => int21::reported_flow(individual.inner, true),
@@ -392,8 +422,8 @@ fn report_record(read: &Read<'_>, group: &GroupHeaderRepr) -> Tr20Record {
         source_node: latency.and_then(|l| l.source_node),
         flow_seq: latency.and_then(|l| l.sequence),
         latency_ns: latency.and_then(|l| l.latency_ns),
-        ifa: latency.and_then(|l| l.ifa.as_ref()).map(|ifa| ifa.headers),
-        ifa_hops: latency.and_then(|l| l.ifa.as_ref()).map(|ifa| ifa.hops.clone()),
+        ifa: latency.and_then(|l| l.ifa),
+        ifa_hops: latency.and_then(|l| l.ifa).and_then(|_| ifa_hops(individual, ifa_domain)),
     };
     Tr20Record::new(records::tr20_group(group), records::tr20_individual(individual, flow.as_ref()), reading)
 }
@@ -562,22 +592,20 @@ mod tests {
         // The reading itself: the source first, its RX time read near the
         // sink's, the latency from it.
         let individual = report.reports().next().unwrap().unwrap();
-        let read = ifa_latency_of(&individual, &ifa::Domain::default(), 0).unwrap().unwrap();
+        let read = ifa_latency_of(&individual, &ifa::Domain::default(), 0, &mut Vec::new()).unwrap().unwrap();
         assert_eq!(read.latency_ns, Some(500_000));
         assert_eq!(read.path[0].ingress_timestamp, Some(SINK_NS - 500_000));
         assert_eq!((read.hops, read.source_node, read.carrier), (2, Some(11), Carrier::Ifa));
         // Every IFA field, for the record: the headers, the hops newest first.
-        let ifa = read.ifa.as_ref().unwrap();
-        assert_eq!(
-            (ifa.headers.next_header, ifa.headers.current_length, ifa.headers.hop_limit),
-            (17, 16, 0x7e)
-        );
+        let headers = read.ifa.unwrap();
+        assert_eq!((headers.next_header, headers.current_length, headers.hop_limit), (17, 16, 0x7e));
+        let hops = ifa_hops(&individual, &ifa::Domain::default()).unwrap();
         let lns: Vec<_> =
-            ifa.hops.iter().map(|hop| (hop.device_id, hop.lns, hop.ip_ttl, hop.congestion)).collect();
+            hops.iter().map(|hop| (hop.device_id, hop.lns, hop.ip_ttl, hop.congestion)).collect();
         assert_eq!(lns, [(12, 1, 64, 1), (11, 1, 64, 2)]);
         // Another zone's protocol: not IFA.
         let other = ifa::Domain { protocol: 131 };
-        assert!(ifa_latency_of(&individual, &other, 0).unwrap().is_none());
+        assert!(ifa_latency_of(&individual, &other, 0, &mut Vec::new()).unwrap().is_none());
     }
 
     /// A report whose IFA lies (Current Length not whole hops) is counted

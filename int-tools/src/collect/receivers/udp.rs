@@ -265,8 +265,8 @@ pub fn take(came: Came<'_>, sequence: Sequence, books: &mut Books, how: &How) ->
         books.totals.reports += u64::from(count);
         let accounting =
             account(books, came.from, sequence, |s| s.account_group(report.group.sequence, count));
-        super::tr20::record(&report, how, arrival(accounting.missing), books);
-        let (node, flow) = (report.group.node_id, super::tr20::first_flow(&report, how));
+        let flow = super::tr20::record(&report, how, arrival(accounting.missing), books);
+        let node = report.group.node_id;
         return Taken { reports: u64::from(count), accounting, kind: Kind::Tr20, node, flow };
     }
     let parsed = match report::parse(payload, how.sink_id) {
