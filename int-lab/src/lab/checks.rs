@@ -147,7 +147,7 @@ pub fn scenario(lab: &mut Lab, topology: &Topology, workdir: &Path) -> Result<Ch
         }
     }
     if let (Some(delay), Some(impairment)) = (s.delay_ms, &impairment) {
-        let delay_on_ns = if s.joined {
+        let (delay_on_ns, noise_ns) = if s.joined {
             let on_ns = delay_phases(lab, &ends, delay, impairment)?;
             // The collector writes a packet's joined postcards once later
             // ones pass its join window: wait until it has written some of
@@ -156,13 +156,13 @@ pub fn scenario(lab: &mut Lab, topology: &Topology, workdir: &Path) -> Result<Ch
             let _ = wait_for("joined packets of the delayed phase", || {
                 Ok(super::links::joined_after(workdir, flow))
             });
-            on_ns
+            (on_ns, 0)
         } else {
             check_latency_change(lab, &ends, delay, impairment, workdir, &mut checks)?
         };
         if let Some(link) = &s.delayed_link {
             let flow = DelayFlow { on_ns: delay_on_ns, ..DELAY_FLOW };
-            super::links::check_link_delay(workdir, link, delay, flow, &mut checks)?;
+            super::links::check_link_delay(workdir, link, delay, flow, noise_ns, &mut checks)?;
         }
     }
     if let Some(switch) = &s.path_switch {
@@ -323,7 +323,8 @@ fn delay_phases(lab: &Lab, ends: &Ends<'_>, delay: u64, impairment: &Impairment)
 
 /// A delay added mid-flow: a latency report must show it, judged against
 /// the path's own noise measured in the same run (ping round trips, and
-/// the flow's latency before the delay). Returns when the delay was set.
+/// the flow's latency before the delay). Returns when the delay was set,
+/// and the round trips' spread.
 fn check_latency_change(
     lab: &Lab,
     ends: &Ends<'_>,
@@ -331,7 +332,7 @@ fn check_latency_change(
     impairment: &Impairment,
     workdir: &Path,
     checks: &mut Checks,
-) -> Result<u64, Error> {
+) -> Result<(u64, i64), Error> {
     let Ends { client_host, server_ip, .. } = ends;
     // The path's noise: the spread of 20 round trips.
     let rtts: Vec<u64> = (0..20).map(|_| barrier(lab, client_host, server_ip)).collect::<Result<_, _>>()?;
@@ -399,5 +400,5 @@ fn check_latency_change(
                 .join(", ")
         ),
     );
-    Ok(on_ns)
+    Ok((on_ns, noise_ns))
 }

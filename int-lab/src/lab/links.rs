@@ -96,13 +96,16 @@ fn first_node_delayed(record: &serde_json::Value, flow: DelayFlow) -> Option<boo
 
 /// `delayed`'s latency steps up by the delay (each phase judged by its
 /// least latency, as a loaded machine may hold a packet back but never
-/// speed one up; within a millisecond plus the link's spread before);
-/// every other link stays under half the delay.
+/// speed one up; within a millisecond plus the path's noise: the link's
+/// spread before, or the round trips' spread `noise_ns` where it is
+/// larger, as the flow's latency change is judged); every other link
+/// stays under half the delay.
 pub fn check_link_delay(
     workdir: &Path,
     delayed: &[String; 2],
     delay_ms: u64,
     flow: DelayFlow,
+    noise_ns: i64,
     checks: &mut Checks,
 ) -> Result<(), Error> {
     let node = |text: &String| node_id(text).map(|id| id as u32);
@@ -116,7 +119,7 @@ pub fn check_link_delay(
         .get(&delayed)
         .map_or(0, |l| l.iter().max().copied().unwrap_or(0) - l.iter().min().copied().unwrap_or(0));
     let step = least(&phases.after, &delayed).zip(least(&phases.before, &delayed)).map(|(a, b)| a - b);
-    let tolerance = spread + 1_000_000;
+    let tolerance = noise_ns.max(spread) + 1_000_000;
     let stepped = step.is_some_and(|s| s > delay_ns / 2 && (s - delay_ns).abs() <= tolerance);
     let others: Vec<(Link, i64)> = phases
         .after
