@@ -372,6 +372,9 @@ def main():
         ("postcard-1%", "postcard", None, {"pipeline": {"int": {"version": "2.1"}, "postcard": {"report": "every", "every": 100}}}),
         ("source-int21-clone8", "source", None, {"pipeline": {"int": {"version": "2.1"}, "source": {"clone": {"every": 8}}}}),
         ("sink-int21-1%-v6", "sink", "int21-v6", {"pipeline": {"int": {"version": "2.1"}}, "report_share": 0.01}),
+        # The INT 2.1 transit on the IPv6 flows of the INT 2.1 sink's
+        # case: the yardstick of the IOAM transit below (issue 62).
+        ("transit-int21-v6", "transit", "int21-v6", {"pipeline": {"int": {"version": "2.1"}}}),
         # IOAM beside the INT 2.1 source and sink over IPv6: encapsulation
         # (a Hop-by-Hop header with 8 slots of 4 words, the first filled),
         # a transit filling the next slot, decapsulation with 1% reports,

@@ -5,7 +5,8 @@
 //! fast path. The decapsulating node's fast path reads what the general
 //! path reads (`find`, the slots' figures, the flow) and restores the same
 //! bytes (`sink::strip`), over traced frames, their one-byte changes and
-//! cuts.
+//! cuts. The transit's fast path fills the slot or sets Overflow as
+//! `transit::push` does, over the same frames and the untraced ones.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
 mod common;
@@ -20,11 +21,12 @@ use int_core::hop_rule::HopFigures;
 use int_core::ioam::e2e::E2eType;
 use int_core::ioam::fast_sink::FastSink;
 use int_core::ioam::fast_source::FastSource;
+use int_core::ioam::fast_transit::FastTransit;
 use int_core::ioam::node::NodeData;
 use int_core::ioam::sink::{find, strip};
 use int_core::ioam::source::{self, Encapped, Plan};
 use int_core::ioam::trace::{TraceHeaderRepr, TraceType};
-use int_core::ioam::transit::push;
+use int_core::ioam::transit::{push, Transited};
 use int_core::ioam::TimestampFormat;
 
 fn plan(trace_type: TraceType, nodes: usize, max_ip_len: usize) -> Plan {
@@ -302,4 +304,58 @@ fn fast_sink_reads_and_restores_what_the_general_sink_does() {
     // Most single changes leave a frame of the fast path's shape.
     assert!(frames >= 54 && shaped * 4 >= frames * 3, "{shaped} of {frames} frames of the fast path's shape");
     assert!(taken > shaped * 1000, "{taken} readings of {shaped} frames' neighbours");
+}
+
+/// What a transit node's push says of a frame and the bytes it leaves;
+/// the fast path's `None` leaves the frame as it came.
+fn fast_transit(frame: &[u8], namespace: u16) -> Option<(Transited, Vec<u8>)> {
+    let mut buffer = Buffer::new(frame);
+    let Some(said) = buffer.with(|f| FastTransit.push(f, namespace, &transit_element(4))) else {
+        assert_eq!(buffer.frame(), frame, "left to the general path, unchanged");
+        return None;
+    };
+    Some((said, buffer.frame().to_vec()))
+}
+
+fn general_transit(frame: &[u8], namespace: u16) -> Option<(Transited, Vec<u8>)> {
+    let mut buffer = Buffer::new(frame);
+    let said = buffer.with(|f| push(f, namespace, &transit_element(4))).ok()?;
+    Some((said, buffer.frame().to_vec()))
+}
+
+/// The transit's fast path fills the slot (or sets Overflow) as the
+/// general path does, over traced frames (free slots, full ones, each
+/// plan's trace type, with and without the Edge-to-Edge option) and the
+/// untraced frames (IPv4, IPv6, TCP, UDP), their one-byte changes and
+/// cuts, for the domain's namespace and another; and it takes the traced
+/// frames of the encapsulating node's shape as they came.
+#[test]
+fn fast_transit_fills_what_the_general_transit_fills() {
+    let (mut frames, mut shaped, mut taken, mut overflows) = (0, 0, 0, 0);
+    for base in traced_frames().into_iter().chain(self::frames()) {
+        frames += 1;
+        // The encapsulating node's frame as it came (the decapsulating
+        // node's fast path reads it) is taken.
+        let ours = FastSink::find(&base, 0x7b).is_some();
+        assert_eq!(fast_transit(&base, 0x7b).is_some(), ours, "{base:02x?}");
+        shaped += usize::from(ours);
+        for frame in neighbours(&base) {
+            for namespace in [0x7b, 0x7c] {
+                let Some(fast) = fast_transit(&frame, namespace) else { continue };
+                assert_eq!(Some(&fast), general_transit(&frame, namespace).as_ref(), "{frame:02x?}");
+                assert_ne!(fast.0, Transited::NotTraced);
+                overflows += usize::from(fast.0 == Transited::Overflow);
+                taken += 1;
+            }
+        }
+    }
+    println!("{frames} frames, {shaped} of the fast path's shape, {taken} takes, {overflows} overflows");
+    // The frames with a Hop-by-Hop header of their own got the trace
+    // appended to it, and the untraced ones have none: the general path's.
+    assert!(
+        frames >= 65 && shaped * 4 >= (frames - 5) * 3,
+        "{shaped} of {frames} frames of the fast path's shape"
+    );
+    assert!(taken > shaped * 1000, "{taken} takes of {shaped} frames' neighbours");
+    assert!(overflows > 1000, "{overflows} overflows");
 }

@@ -24,7 +24,7 @@ use crate::wire::ipv6::{DESTINATION_OPTIONS, HOP_BY_HOP};
 use crate::wire::ipv6option::is_padding;
 
 /// The Hop-by-Hop header's offset, and its trace option's (after PadN).
-const HBH_AT: usize = L4_AT_V6;
+pub(super) const HBH_AT: usize = L4_AT_V6;
 const OPTION_AT: usize = HBH_AT + 4;
 /// Through the trace's namespace: what the first look reads.
 const HEAD_LEN: usize = OPTION_AT + 6;
@@ -55,25 +55,8 @@ impl FastSink {
     /// shape; `None`: the general path decides.
     #[inline(always)]
     pub fn find(frame: &[u8], namespace: u16) -> Option<FastSink> {
+        let OwnHopByHop { trace, hbh_end, end } = OwnHopByHop::find(frame, namespace)?;
         let head: &[u8; HEAD_LEN] = frame.first_chunk()?;
-        let shaped = be16(head, 12) == 0x86dd
-            && head[L3_AT] >> 4 == 6
-            && head[NEXT_HEADER_AT] == HOP_BY_HOP
-            && head[HBH_AT + 2..OPTION_AT] == [1, 0]
-            && head[OPTION_AT] == OPTION_IOAM
-            && head[OPTION_AT + 3] == PREALLOCATED_TRACE
-            && be16(head, OPTION_AT + 4) == namespace;
-        let end = L4_AT_V6 + usize::from(be16(head, PAYLOAD_LEN_AT));
-        let hbh_end = HBH_AT + (usize::from(head[HBH_AT + 1]) + 1) * 8;
-        if !shaped || end > frame.len() || hbh_end > end {
-            return None;
-        }
-        let hbh = frame.get(HBH_AT..hbh_end)?;
-        let option_end = OPTION_AT - HBH_AT + 2 + usize::from(head[OPTION_AT + 1]);
-        if added_shape(hbh, OPTION_AT - HBH_AT, option_end) != Some(true) {
-            return None;
-        }
-        let trace = ipv6::trace_at(hbh, OPTION_AT - HBH_AT, option_end).ok()?;
         let (l4, protocol, e2e) = match head[HBH_AT] {
             DESTINATION_OPTIONS => read_e2e(frame, hbh_end, end, namespace)?,
             protocol => (hbh_end, protocol, None),
@@ -161,6 +144,49 @@ impl FastSink {
         put_u8(out, NEXT_HEADER_AT, self.protocol);
         put(out, PAYLOAD_LEN_AT, &(payload_len as u16).to_be_bytes());
         Some(removed)
+    }
+}
+
+/// The encapsulating node's Hop-by-Hop header, first after the IPv6
+/// header of a frame without VLAN tags: PadN, the namespace's trace and
+/// padding only, within the IP packet, which lies within the frame. Read
+/// at fixed offsets, what the general paths' walks would find of it: the
+/// options walk finds this trace and no other, and the extension headers'
+/// walk passes this header (what follows it is the caller's to check).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct OwnHopByHop {
+    /// The trace, its offsets counted from the Hop-by-Hop header.
+    pub(super) trace: TraceAt,
+    /// Where the Hop-by-Hop header ends, and where the IP packet does.
+    pub(super) hbh_end: usize,
+    pub(super) end: usize,
+}
+
+impl OwnHopByHop {
+    /// The header, if the frame has it with a trace of `namespace` that
+    /// does not contradict itself; `None`: the general path decides.
+    #[inline(always)]
+    pub(super) fn find(frame: &[u8], namespace: u16) -> Option<OwnHopByHop> {
+        let head: &[u8; HEAD_LEN] = frame.first_chunk()?;
+        let shaped = be16(head, 12) == 0x86dd
+            && head[L3_AT] >> 4 == 6
+            && head[NEXT_HEADER_AT] == HOP_BY_HOP
+            && head[HBH_AT + 2..OPTION_AT] == [1, 0]
+            && head[OPTION_AT] == OPTION_IOAM
+            && head[OPTION_AT + 3] == PREALLOCATED_TRACE
+            && be16(head, OPTION_AT + 4) == namespace;
+        let end = L4_AT_V6 + usize::from(be16(head, PAYLOAD_LEN_AT));
+        let hbh_end = HBH_AT + (usize::from(head[HBH_AT + 1]) + 1) * 8;
+        if !shaped || end > frame.len() || hbh_end > end {
+            return None;
+        }
+        let hbh = frame.get(HBH_AT..hbh_end)?;
+        let option_end = OPTION_AT - HBH_AT + 2 + usize::from(head[OPTION_AT + 1]);
+        if added_shape(hbh, OPTION_AT - HBH_AT, option_end) != Some(true) {
+            return None;
+        }
+        let trace = ipv6::trace_at(hbh, OPTION_AT - HBH_AT, option_end).ok()?;
+        Some(OwnHopByHop { trace, hbh_end, end })
     }
 }
 

@@ -15,6 +15,7 @@
 pub mod e2e;
 pub mod fast_sink;
 pub mod fast_source;
+pub mod fast_transit;
 pub mod ipv6;
 pub mod node;
 pub mod sink;

@@ -31,6 +31,12 @@ pub struct NodeData {
     pub buffer_occupancy: Option<u32>,
 }
 
+/// Bits 0-11, the fields, and of those the 8-byte ones.
+const DEFINED: u32 = 0xfff << 12;
+const WIDE: u32 = TraceType::HOP_LIM_NODE_ID_WIDE.bits()
+    | TraceType::INTERFACES_WIDE.bits()
+    | TraceType::NAMESPACE_DATA_WIDE.bits();
+
 /// The words of each bit with a field, in the bits' order (bits 0-11).
 const FIELDS: [(TraceType, usize); 12] = [
     (TraceType::HOP_LIM_NODE_ID, 1),
@@ -76,57 +82,63 @@ impl NodeData {
         let len = trace_type.node_len() * 4;
         let room = buf.len();
         let out = buf.get_mut(..len).ok_or(EmitError::no_room(Layer::IoamTrace, len, room))?;
-        let mut at = 0;
-        for (bit, words) in FIELDS {
-            if trace_type.contains(bit) {
-                let field = self.field(bit);
-                if let (Some(o), Some(value)) = (out.get_mut(at..at + 4 * words), field.get(8 - 4 * words..))
-                {
-                    o.copy_from_slice(value);
-                }
-                at += 4 * words;
+        // Only the bits set, bit 0 first, a 4-byte store a word: a match
+        // and a slice copy for each of the twelve fields took twice the
+        // time (the transit's fast path spent half its time here).
+        let values = self.values();
+        let mut words = out.chunks_exact_mut(4);
+        let mut put = |word: u64| {
+            words.next().into_iter().for_each(|out| out.copy_from_slice(&(word as u32).to_be_bytes()));
+        };
+        let mut left = trace_type.bits() & DEFINED;
+        while left != 0 {
+            let top = left.ilog2();
+            left &= !(1 << top);
+            let value = values.get((23 - top) as usize).copied().unwrap_or(u64::MAX);
+            if WIDE & (1 << top) != 0 {
+                put(value >> 32);
             }
+            put(value);
         }
         // Each undefined bit: a word of all-ones.
-        out.get_mut(at..).into_iter().for_each(|rest| rest.fill(0xff));
+        words.for_each(|rest| rest.fill(0xff));
         Ok(len)
     }
 
-    /// A field's bytes, right-aligned in 8.
-    fn field(&self, bit: TraceType) -> [u8; 8] {
+    /// Each field's value in [`FIELDS`]' order, right-aligned in 64 bits;
+    /// all-ones where not populated.
+    #[inline(always)]
+    fn values(&self) -> [u64; FIELDS.len()] {
         let ones = u64::MAX;
         let short = |v: Option<u32>| u64::from(v.unwrap_or(u32::MAX));
-        let value = match bit {
-            TraceType::HOP_LIM_NODE_ID => match (self.hop_limit, self.node_id) {
-                (None, None) => ones,
-                (hop, id) => {
-                    (u64::from(hop.unwrap_or(0xff)) << 24) | u64::from(id.unwrap_or(0xff_ffff) & 0xff_ffff)
-                }
-            },
-            TraceType::INTERFACES => match (self.ingress_if, self.egress_if) {
-                (None, None) => ones,
-                (i, e) => (u64::from(i.unwrap_or(u16::MAX)) << 16) | u64::from(e.unwrap_or(u16::MAX)),
-            },
-            TraceType::TIMESTAMP_SECONDS => short(self.timestamp_seconds),
-            TraceType::TIMESTAMP_FRACTION => short(self.timestamp_fraction),
-            TraceType::TRANSIT_DELAY => short(self.transit_delay),
-            TraceType::NAMESPACE_DATA => short(self.namespace_data),
-            TraceType::QUEUE_DEPTH => short(self.queue_depth),
-            TraceType::CHECKSUM_COMPLEMENT => short(self.checksum_complement),
-            TraceType::HOP_LIM_NODE_ID_WIDE => match (self.hop_limit, self.node_id_wide) {
-                (None, None) => ones,
-                (hop, id) => {
-                    (u64::from(hop.unwrap_or(0xff)) << 56) | (id.unwrap_or(ones) & 0x00ff_ffff_ffff_ffff)
-                }
-            },
-            TraceType::INTERFACES_WIDE => {
-                (u64::from(self.ingress_if_wide.unwrap_or(u32::MAX)) << 32)
-                    | u64::from(self.egress_if_wide.unwrap_or(u32::MAX))
-            }
-            TraceType::NAMESPACE_DATA_WIDE => self.namespace_data_wide.unwrap_or(ones),
-            _ => short(self.buffer_occupancy),
+        let hop = u64::from(self.hop_limit.unwrap_or(0xff));
+        let hop_node = match (self.hop_limit, self.node_id) {
+            (None, None) => ones,
+            (_, id) => (hop << 24) | u64::from(id.unwrap_or(0xff_ffff) & 0xff_ffff),
         };
-        value.to_be_bytes()
+        let interfaces = match (self.ingress_if, self.egress_if) {
+            (None, None) => ones,
+            (i, e) => (u64::from(i.unwrap_or(u16::MAX)) << 16) | u64::from(e.unwrap_or(u16::MAX)),
+        };
+        let hop_node_wide = match (self.hop_limit, self.node_id_wide) {
+            (None, None) => ones,
+            (_, id) => (hop << 56) | (id.unwrap_or(ones) & 0x00ff_ffff_ffff_ffff),
+        };
+        [
+            hop_node,
+            interfaces,
+            short(self.timestamp_seconds),
+            short(self.timestamp_fraction),
+            short(self.transit_delay),
+            short(self.namespace_data),
+            short(self.queue_depth),
+            short(self.checksum_complement),
+            hop_node_wide,
+            (u64::from(self.ingress_if_wide.unwrap_or(u32::MAX)) << 32)
+                | u64::from(self.egress_if_wide.unwrap_or(u32::MAX)),
+            self.namespace_data_wide.unwrap_or(ones),
+            short(self.buffer_occupancy),
+        ]
     }
 
     /// Reads a node's element for `trace_type` from the start of `bytes`.
@@ -238,6 +250,31 @@ mod tests {
         assert_eq!(NodeData::parse(trace_type, &out), Ok(node));
         assert!(NodeData::parse(trace_type, &out[..11]).is_err());
         assert!(node.emit(trace_type, &mut out[..8]).is_err());
+    }
+
+    /// Every combination of the defined bits (and undefined ones): the
+    /// element is each set bit's own element in the bits' order, then a
+    /// word of all-ones per undefined bit.
+    #[test]
+    fn every_combination_is_its_fields_in_order() {
+        let partial =
+            NodeData { hop_limit: Some(3), egress_if: Some(4), queue_depth: Some(5), ..Default::default() };
+        for node in [every_field(), partial, NodeData::default()] {
+            for defined in 0..1u32 << 12 {
+                let trace_type = TraceType::from_bits_retain(defined << 12 | 0b101 << 2 | 1);
+                let mut expected = Vec::new();
+                for (bit, words) in FIELDS.into_iter().filter(|(bit, _)| trace_type.contains(*bit)) {
+                    let mut own = [0u8; 8];
+                    assert_eq!(node.emit(bit, &mut own), Ok(4 * words));
+                    expected.extend_from_slice(&own[..4 * words]);
+                }
+                expected.extend([0xff; 8]);
+                let mut out = [0xa5; 80];
+                assert_eq!(node.emit(trace_type, &mut out), Ok(expected.len()));
+                assert_eq!(out[..expected.len()], expected[..], "{trace_type:?}");
+                assert!(out[expected.len()..].iter().all(|&b| b == 0xa5), "nothing past the element");
+            }
+        }
     }
 
     /// NodeLen leaves out the opaque state snapshot and the reserved bit.
